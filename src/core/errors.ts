@@ -1,0 +1,46 @@
+/**
+ * Errors are values with a stable code, so callers (and tests) branch on the
+ * code, never on the message. Every layer throws RingtrainError; the message
+ * says what was wrong and what to do about it.
+ */
+export const ErrorCode = {
+  /** Bad argument, shape or option given by the caller. */
+  InvalidArgument: 'ERR_INVALID_ARGUMENT',
+  /** No WebGPU adapter in this runtime. */
+  NoAdapter: 'ERR_NO_ADAPTER',
+  /** The GPU device was lost or raised an uncaptured error. */
+  DeviceLost: 'ERR_DEVICE_LOST',
+  /** A data file is missing or malformed. */
+  BadData: 'ERR_BAD_DATA',
+  /** A checkpoint is corrupt or belongs to another model. */
+  BadCheckpoint: 'ERR_BAD_CHECKPOINT',
+  /** Ranks disagreed on a collective's name, op, dtype or shape. */
+  Mismatch: 'ERR_COLLECTIVE_MISMATCH',
+  /** Some ranks never answered in time (the stall inspector names them). */
+  Timeout: 'ERR_COLLECTIVE_TIMEOUT',
+  /** A peer went away; the collective was aborted on every rank. */
+  PeerLost: 'ERR_PEER_LOST',
+  /** The communicator or transport was closed or aborted. */
+  Aborted: 'ERR_ABORTED',
+  /** A transport-level failure (WebRTC, data channel, framing). */
+  Transport: 'ERR_TRANSPORT',
+  /** The signaling server refused or dropped us. */
+  Signaling: 'ERR_SIGNALING',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class RingtrainError extends Error {
+  readonly code: ErrorCode;
+  /** Structured detail for programs (ranks, shapes, tensor names...). */
+  readonly detail?: Record<string, unknown>;
+  constructor(code: ErrorCode, message: string, detail?: Record<string, unknown>, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RingtrainError';
+    this.code = code;
+    this.detail = detail;
+  }
+}
+
+export function isRingtrainError(e: unknown, code?: ErrorCode): e is RingtrainError {
+  return e instanceof RingtrainError && (code === undefined || e.code === code);
+}

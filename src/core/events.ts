@@ -1,0 +1,70 @@
+/**
+ * The event stream: the one seam between the library and everything that
+ * watches it (the Chrome-trace timeline, the page's live ring, the CLI progress
+ * bar, the teaching mode). The library emits; watchers only render.
+ *
+ * Times are milliseconds from `now()` (performance.now where available).
+ */
+
+/** Phases of a collective, as the timeline and the ring view name them. */
+export type Phase =
+  | 'negotiate'
+  | 'reduce-scatter'
+  | 'allgather'
+  | 'broadcast'
+  | 'alltoall'
+  | 'barrier'
+  | 'fusion-pack'
+  | 'fusion-unpack';
+
+export type RingEvent =
+  /** A collective starts on this rank. */
+  | { type: 'collective-begin'; t: number; rank: number; size: number; id: number; name: string; kind: string; op?: string; dtype: string; count: number; bytes: number }
+  | { type: 'collective-end'; t: number; rank: number; id: number; name: string; ok: boolean; error?: string }
+  | { type: 'phase-begin'; t: number; rank: number; id: number; phase: Phase }
+  | { type: 'phase-end'; t: number; rank: number; id: number; phase: Phase }
+  /**
+   * One chunk leaves `from` for `to`. `chunk` is the ring chunk index (which
+   * 1/N of the tensor), `step` the ring step within the phase. `values` is set
+   * only when the communicator is asked to (teaching mode: small vectors).
+   */
+  | { type: 'chunk-send'; t: number; rank: number; id: number; phase: Phase; step: number; from: number; to: number; chunk: number; offset: number; count: number; bytes: number; values?: number[] }
+  | { type: 'chunk-recv'; t: number; rank: number; id: number; phase: Phase; step: number; from: number; to: number; chunk: number; offset: number; count: number; bytes: number; values?: number[]; result?: number[] }
+  /** The stall inspector: ranks we have waited on too long. */
+  | { type: 'stall'; t: number; rank: number; id: number; name: string; waitingFor: number[]; waitedMs: number }
+  /** Training progress on one rank. */
+  | { type: 'compute-begin'; t: number; rank: number; step: number }
+  | { type: 'compute-end'; t: number; rank: number; step: number }
+  | { type: 'train-step'; t: number; rank: number; size: number; step: number; epoch: number; loss: number; samples: number; samplesPerS: number; bytesSent: number }
+  | { type: 'evaluate'; t: number; rank: number; step: number; epoch: number; testAccuracy: number; testLoss?: number }
+  /** Membership as the server tells it. */
+  | { type: 'membership'; t: number; rank: number; size: number; epoch: number; peers: { rank: number; id: string; runtime?: string }[] }
+  | { type: 'peer-lost'; t: number; rank: number; peer: number; reason: string };
+
+export type RingEventType = RingEvent['type'];
+export type Listener = (e: RingEvent) => void;
+
+/** A tiny synchronous emitter. Listeners must not throw; if one does, it is removed and the error logged. */
+export class EventBus {
+  private listeners = new Set<Listener>();
+  on(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+  get active(): boolean {
+    return this.listeners.size > 0;
+  }
+  emit(e: RingEvent): void {
+    for (const l of this.listeners) {
+      try {
+        l(e);
+      } catch (err) {
+        this.listeners.delete(l);
+        console.error('ringtrain: an event listener threw and was removed:', err);
+      }
+    }
+  }
+}
+
+const perf = (globalThis as { performance?: { now(): number } }).performance;
+export const now: () => number = perf ? () => perf.now() : () => Date.now();
