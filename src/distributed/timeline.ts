@@ -1,0 +1,153 @@
+/**
+ * Chrome-trace timeline (opens in Perfetto and chrome://tracing), built only
+ * from RingEvents. One process per rank (pid = rank), one thread per kind of
+ * activity, so compute, negotiation, the two allreduce phases and the chunk
+ * traffic sit on separate tracks.
+ *
+ * Ranks live in different processes whose performance.now() clocks start at
+ * different moments, so every timestamp is shifted by that rank's timeOrigin
+ * onto the shared wall clock before it is written.
+ */
+import type { EventBus, Phase, RingEvent } from '../core/events.ts';
+
+/** One entry of the Trace Event Format (the fields we use). */
+export interface TraceEvent {
+  name: string;
+  ph: 'X' | 'i' | 'M' | 'B' | 'E';
+  ts: number;
+  dur?: number;
+  pid: number;
+  tid: number;
+  s?: 't' | 'p' | 'g';
+  cat?: string;
+  args?: Record<string, unknown>;
+}
+
+const TRACK = { compute: 1, negotiate: 2, collective: 3, send: 4, recv: 5, membership: 6 } as const;
+const TRACK_NAMES: Record<number, string> = {
+  [TRACK.compute]: 'compute',
+  [TRACK.negotiate]: 'negotiate',
+  [TRACK.collective]: 'collective phases',
+  [TRACK.send]: 'chunk sends',
+  [TRACK.recv]: 'chunk receives',
+  [TRACK.membership]: 'membership and stalls',
+};
+
+function trackOf(phase: Phase): number {
+  return phase === 'negotiate' ? TRACK.negotiate : TRACK.collective;
+}
+
+/** Records RingEvents of one or more ranks and turns them into trace events. */
+export class TimelineRecorder {
+  private readonly events: TraceEvent[] = [];
+  private readonly open = new Map<string, { ts: number; args?: Record<string, unknown> }>();
+  private readonly ranksSeen = new Set<number>();
+
+  /** @param timeOriginMs this process's performance.timeOrigin (ms since the Unix epoch). */
+  constructor(private readonly timeOriginMs: number = defaultTimeOrigin()) {}
+
+  /** Subscribes to a bus; returns the unsubscribe function. */
+  attach(bus: EventBus): () => void {
+    return bus.on((e) => this.record(e));
+  }
+
+  private us(t: number): number {
+    return Math.round((this.timeOriginMs + t) * 1000);
+  }
+
+  private begin(key: string, t: number, args?: Record<string, unknown>): void {
+    this.open.set(key, { ts: this.us(t), args });
+  }
+
+  private end(key: string, t: number, name: string, pid: number, tid: number, cat: string, extra?: Record<string, unknown>): void {
+    const start = this.open.get(key);
+    if (!start) return; // an end without a begin (recorder attached mid-collective): nothing to draw
+    this.open.delete(key);
+    const ts = this.us(t);
+    this.events.push({ name, ph: 'X', ts: start.ts, dur: Math.max(0, ts - start.ts), pid, tid, cat, args: { ...start.args, ...extra } });
+  }
+
+  record(e: RingEvent): void {
+    this.ranksSeen.add(e.rank);
+    const pid = e.rank;
+    switch (e.type) {
+      case 'compute-begin':
+        this.begin(`c:${pid}:${e.step}`, e.t, { step: e.step });
+        break;
+      case 'compute-end':
+        this.end(`c:${pid}:${e.step}`, e.t, 'compute', pid, TRACK.compute, 'compute');
+        break;
+      case 'collective-begin':
+        this.begin(`k:${pid}:${e.id}`, e.t, { name: e.name, kind: e.kind, op: e.op, dtype: e.dtype, count: e.count, bytes: e.bytes });
+        break;
+      case 'collective-end':
+        this.end(`k:${pid}:${e.id}`, e.t, `collective ${e.name}`, pid, TRACK.collective, 'collective', { ok: e.ok, error: e.error });
+        break;
+      case 'phase-begin':
+        this.begin(`p:${pid}:${e.id}:${e.phase}`, e.t, { id: e.id });
+        break;
+      case 'phase-end':
+        this.end(`p:${pid}:${e.id}:${e.phase}`, e.t, e.phase, pid, trackOf(e.phase), 'phase');
+        break;
+      case 'chunk-send':
+      case 'chunk-recv':
+        this.events.push({
+          name: `${e.type === 'chunk-send' ? 'send' : 'recv'} chunk ${e.chunk} ${e.from}→${e.to}`,
+          ph: 'i', s: 't', ts: this.us(e.t), pid,
+          tid: e.type === 'chunk-send' ? TRACK.send : TRACK.recv,
+          cat: e.phase,
+          args: { id: e.id, phase: e.phase, step: e.step, chunk: e.chunk, offset: e.offset, count: e.count, bytes: e.bytes },
+        });
+        break;
+      case 'stall':
+        this.events.push({ name: `stall: waiting for ranks ${e.waitingFor.join(', ')}`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'stall', args: { name: e.name, waitingFor: e.waitingFor, waitedMs: e.waitedMs } });
+        break;
+      case 'peer-lost':
+        this.events.push({ name: `peer ${e.peer} lost`, ph: 'i', s: 'g', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { peer: e.peer, reason: e.reason } });
+        break;
+      case 'membership':
+        this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers } });
+        break;
+      case 'train-step':
+      case 'evaluate':
+        // Progress, not activity: the CLI and the page show these; the trace would only clutter.
+        break;
+    }
+  }
+
+  /** Trace events recorded so far, with process/thread name metadata first. */
+  traceEvents(): TraceEvent[] {
+    const meta: TraceEvent[] = [];
+    for (const rank of [...this.ranksSeen].sort((a, b) => a - b)) {
+      meta.push({ name: 'process_name', ph: 'M', ts: 0, pid: rank, tid: 0, args: { name: `rank ${rank}` } });
+      meta.push({ name: 'process_sort_index', ph: 'M', ts: 0, pid: rank, tid: 0, args: { sort_index: rank } });
+      for (const [tid, name] of Object.entries(TRACK_NAMES)) {
+        meta.push({ name: 'thread_name', ph: 'M', ts: 0, pid: rank, tid: Number(tid), args: { name } });
+      }
+    }
+    return [...meta, ...this.events];
+  }
+}
+
+/** Merges the trace events of several ranks (each recorded in its own process) into one trace document. */
+export function mergeTraces(parts: TraceEvent[][]): { traceEvents: TraceEvent[]; displayTimeUnit: 'ms' } {
+  const seenMeta = new Set<string>();
+  const out: TraceEvent[] = [];
+  for (const part of parts) {
+    for (const e of part) {
+      if (e.ph === 'M') {
+        const key = `${e.pid}:${e.tid}:${e.name}`;
+        if (seenMeta.has(key)) continue;
+        seenMeta.add(key);
+      }
+      out.push(e);
+    }
+  }
+  out.sort((a, b) => (a.ph === 'M' ? -1 : 0) - (b.ph === 'M' ? -1 : 0) || a.ts - b.ts);
+  return { traceEvents: out, displayTimeUnit: 'ms' };
+}
+
+function defaultTimeOrigin(): number {
+  const perf = (globalThis as { performance?: { timeOrigin?: number } }).performance;
+  return perf?.timeOrigin ?? Date.now();
+}
