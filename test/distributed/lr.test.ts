@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { learningRateAt } from '../../src/distributed/lr.ts';
+import { ErrorCode } from '../../src/core/errors.ts';
+
+describe('learning-rate scaling', () => {
+  it('ramps linearly from the base rate to base × size over the warm-up', () => {
+    const s = { baseLr: 0.1, size: 4, warmupSteps: 10 };
+    expect(learningRateAt(s, 0)).toBeCloseTo(0.1);
+    expect(learningRateAt(s, 5)).toBeCloseTo(0.25);
+    expect(learningRateAt(s, 10)).toBeCloseTo(0.4);
+    expect(learningRateAt(s, 1000)).toBeCloseTo(0.4);
+  });
+
+  it('can leave the rate unscaled', () => {
+    expect(learningRateAt({ baseLr: 0.001, size: 8, scaleBySize: false }, 3)).toBeCloseTo(0.001);
+  });
+
+  it('rejects a non-positive rate with a code and a hint', () => {
+    expect(() => learningRateAt({ baseLr: -1, size: 2 }, 0)).toThrowError(/positive/);
+    try {
+      learningRateAt({ baseLr: 0, size: 2 }, 0);
+    } catch (e) {
+      expect((e as { code: string }).code).toBe(ErrorCode.InvalidArgument);
+    }
+    expect(() => learningRateAt({ baseLr: 0.1, size: 0 }, 0)).toThrowError(/size/);
+  });
+});
