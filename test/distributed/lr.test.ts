@@ -17,11 +17,13 @@ describe('learning-rate scaling', () => {
 
   it('rejects a non-positive rate with a code and a hint', () => {
     expect(() => learningRateAt({ baseLr: -1, size: 2 }, 0)).toThrowError(/positive/);
+    let caught: unknown;
     try {
       learningRateAt({ baseLr: 0, size: 2 }, 0);
     } catch (e) {
-      expect((e as { code: string }).code).toBe(ErrorCode.InvalidArgument);
+      caught = e;
     }
+    expect((caught as { code?: string } | undefined)?.code).toBe(ErrorCode.InvalidArgument);
     expect(() => learningRateAt({ baseLr: 0.1, size: 0 }, 0)).toThrowError(/size/);
   });
 });
