@@ -1,0 +1,308 @@
+/**
+ * `Gpu`: one WebGPU device plus everything kernels share: the shader registry
+ * lookups, the pipeline cache, the buffer pool, the command encoder that
+ * batches a step's dispatches, uniform buffers, and reading results back.
+ *
+ * Recording model: kernels are *planned* once (pipeline, bind group, uniform
+ * buffer: see `Dispatch`), then `record()`ed every step into one open compute
+ * pass. `flush()` ends the pass and submits one command buffer. Reads and
+ * `write()` flush first, so queue order always matches call order.
+ *
+ * Failures: device loss and uncaptured (validation/out-of-memory) errors are
+ * caught here, in one place, and turned into a DeviceLost RingtrainError that
+ * the next call on this Gpu throws.
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { RuntimeName } from '../core/runtime.ts';
+import { BufferPool } from './buffers.ts';
+import { shaderSource } from './shaders.ts';
+
+export interface GpuInfo {
+  runtime: RuntimeName;
+  description: string;
+  vendor: string;
+  architecture: string;
+  isFallbackAdapter: boolean;
+}
+
+/** A byte range of a buffer, as bind groups take it. `size` omitted = to the end. */
+export interface BufferRange {
+  buffer: GPUBuffer;
+  offset?: number;
+  size?: number;
+}
+export type Binding = GPUBuffer | BufferRange;
+
+/** One planned kernel launch: record it as often as needed. */
+export interface Dispatch {
+  label: string;
+  pipeline: GPUComputePipeline;
+  bindGroup: GPUBindGroup;
+  workgroups: [number, number, number];
+}
+
+export interface PipelineOptions {
+  entryPoint?: string;
+  /** WGSL `override` values; part of the cache key. */
+  constants?: Record<string, number>;
+}
+
+/** A uniform struct field list: written in order, 4 bytes each. */
+export type UniformField = ['u32' | 'i32' | 'f32', number];
+
+const MAX_GROUPS_PER_DIM = 65535;
+
+export class Gpu {
+  readonly pool: BufferPool;
+  private pipelines = new Map<string, GPUComputePipeline>();
+  private modules = new Map<string, GPUShaderModule>();
+  private encoder: GPUCommandEncoder | null = null;
+  private pass: GPUComputePassEncoder | null = null;
+  private failure: RingtrainError | null = null;
+  private destroyed = false;
+  /** A 16-byte storage buffer bound where a kernel's optional input is absent. */
+  readonly dummy: GPUBuffer;
+
+  constructor(
+    readonly device: GPUDevice,
+    readonly info: GpuInfo,
+  ) {
+    this.pool = new BufferPool(device);
+    void device.lost.then((lost) => {
+      if (this.destroyed) return;
+      this.fail(`the GPU device was lost (${lost.reason}: ${lost.message})`, { reason: lost.reason });
+    });
+    device.addEventListener('uncapturederror', (event) => {
+      const error = (event as GPUUncapturedErrorEvent).error;
+      this.fail(`the GPU reported an error: ${error?.message ?? String(error)}`, { gpuError: error?.constructor?.name });
+    });
+    this.dummy = this.pool.create(16, GPUBufferUsage.STORAGE, 'dummy');
+  }
+
+  private fail(message: string, detail: Record<string, unknown>): void {
+    if (this.failure) return;
+    this.failure = new RingtrainError(
+      ErrorCode.DeviceLost,
+      `${message}; results on this device are no longer valid: acquire a new Gpu (acquireGpu()) and reload parameters`,
+      { adapter: this.info.description, ...detail },
+    );
+  }
+
+  /** Throws the pending DeviceLost error, if any. Every public method calls it. */
+  check(): void {
+    if (this.failure) throw this.failure;
+    if (this.destroyed) throw new RingtrainError(ErrorCode.DeviceLost, 'this Gpu was destroyed; acquire a new one with acquireGpu()');
+  }
+
+  get lost(): boolean {
+    return this.failure !== null;
+  }
+
+  /** GPU buffers created so far (pool + uniforms + model buffers). */
+  get allocations(): number {
+    return this.pool.allocations;
+  }
+
+  get limits(): GPUSupportedLimits {
+    return this.device.limits;
+  }
+
+  module(key: string): GPUShaderModule {
+    let m = this.modules.get(key);
+    if (!m) {
+      m = this.device.createShaderModule({ code: shaderSource(key), label: key });
+      this.modules.set(key, m);
+    }
+    return m;
+  }
+
+  /** A compute pipeline from `shaders/<key>.wgsl`, cached by key, entry point and override constants. */
+  pipeline(key: string, options: PipelineOptions = {}): GPUComputePipeline {
+    this.check();
+    const entryPoint = options.entryPoint ?? 'main';
+    const constants = options.constants ?? {};
+    const cacheKey = `${key}#${entryPoint}#${Object.keys(constants).sort().map((k) => `${k}=${constants[k]}`).join(',')}`;
+    let p = this.pipelines.get(cacheKey);
+    if (!p) {
+      p = this.device.createComputePipeline({
+        label: cacheKey,
+        layout: 'auto',
+        compute: { module: this.module(key), entryPoint, constants },
+      });
+      this.pipelines.set(cacheKey, p);
+    }
+    return p;
+  }
+
+  get pipelineCount(): number {
+    return this.pipelines.size;
+  }
+
+  /** A bind group for group 0 of `pipeline`, bindings numbered 0..n-1 in order. */
+  bind(pipeline: GPUComputePipeline, bindings: Binding[], label?: string): GPUBindGroup {
+    return this.device.createBindGroup({
+      label,
+      layout: pipeline.getBindGroupLayout(0),
+      entries: bindings.map((b, i) => ({ binding: i, resource: 'buffer' in b ? b : { buffer: b } })),
+    });
+  }
+
+  /** A small uniform buffer holding `fields` (4 bytes each, padded to 16). Counted as an allocation. */
+  uniform(fields: UniformField[], label?: string): GPUBuffer {
+    this.check();
+    const buffer = this.pool.create(fields.length * 4, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label, true);
+    writeFields(buffer.getMappedRange(), fields);
+    buffer.unmap();
+    return buffer;
+  }
+
+  /** Rewrites a uniform buffer made by `uniform` (ordered after everything recorded so far). */
+  writeUniform(buffer: GPUBuffer, fields: UniformField[]): void {
+    const bytes = new ArrayBuffer(Math.ceil((fields.length * 4) / 16) * 16);
+    writeFields(bytes, fields);
+    this.write(buffer, new Uint8Array(bytes));
+  }
+
+  /** Plans a dispatch of `key` with the given bindings and workgroup counts. */
+  plan(key: string, bindings: Binding[], workgroups: [number, number?, number?], options: PipelineOptions = {}): Dispatch {
+    const pipeline = this.pipeline(key, options);
+    const label = `${key}:${options.entryPoint ?? 'main'}`;
+    const [x, y = 1, z = 1] = workgroups;
+    if (x > MAX_GROUPS_PER_DIM || y > MAX_GROUPS_PER_DIM || z > MAX_GROUPS_PER_DIM) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${label}: ${x}x${y}x${z} workgroups exceed ${MAX_GROUPS_PER_DIM} per dimension; split the work`, { workgroups });
+    }
+    return { label, pipeline, bindGroup: this.bind(pipeline, bindings, label), workgroups: [x, y, z] };
+  }
+
+  /** Appends dispatches to the open compute pass (opening one if needed). */
+  record(dispatches: Dispatch | Dispatch[]): void {
+    this.check();
+    if (!this.pass) {
+      this.encoder ??= this.device.createCommandEncoder({ label: 'ringtrain-step' });
+      this.pass = this.encoder.beginComputePass();
+    }
+    for (const d of Array.isArray(dispatches) ? dispatches : [dispatches]) {
+      this.pass.setPipeline(d.pipeline);
+      this.pass.setBindGroup(0, d.bindGroup);
+      this.pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+    }
+  }
+
+  /** Records a buffer-to-buffer copy (ends the open compute pass). */
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
+    this.check();
+    this.endPass();
+    this.encoder ??= this.device.createCommandEncoder({ label: 'ringtrain-step' });
+    this.encoder.copyBufferToBuffer(src, srcOffset, dst, dstOffset, size);
+  }
+
+  private endPass(): void {
+    if (this.pass) {
+      this.pass.end();
+      this.pass = null;
+    }
+  }
+
+  /** Submits everything recorded so far as one command buffer. */
+  flush(): void {
+    this.check();
+    this.endPass();
+    if (this.encoder) {
+      const cb = this.encoder.finish();
+      this.encoder = null;
+      this.device.queue.submit([cb]);
+    }
+  }
+
+  /** Writes CPU data into a buffer, after everything already recorded. */
+  write(buffer: GPUBuffer, data: ArrayBufferView, byteOffset = 0): void {
+    this.flush();
+    if (data.byteLength % 4 !== 0) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `GPU writes must be a multiple of 4 bytes, got ${data.byteLength}`);
+    }
+    this.device.queue.writeBuffer(buffer, byteOffset, data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  /** Reads `byteLength` bytes at `byteOffset` of `buffer` (which needs COPY_SRC), after everything recorded. */
+  async read(buffer: GPUBuffer, byteOffset = 0, byteLength = buffer.size - byteOffset): Promise<ArrayBuffer> {
+    this.check();
+    const size = Math.ceil(byteLength / 4) * 4;
+    const staging = this.pool.acquire(size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'staging');
+    this.copy(buffer, byteOffset, staging, 0, size);
+    this.flush();
+    try {
+      await staging.mapAsync(GPUMapMode.READ, 0, size);
+    } catch (err) {
+      this.check();
+      throw new RingtrainError(ErrorCode.DeviceLost, `reading a GPU buffer failed: ${String(err)}; acquire a new Gpu`, undefined, { cause: err });
+    }
+    const out = staging.getMappedRange(0, size).slice(0, byteLength);
+    staging.unmap();
+    this.pool.release(staging);
+    this.check();
+    return out;
+  }
+
+  async readF32(buffer: GPUBuffer, offsetFloats = 0, count = buffer.size / 4 - offsetFloats): Promise<Float32Array> {
+    return new Float32Array(await this.read(buffer, offsetFloats * 4, count * 4));
+  }
+
+  async readU32(buffer: GPUBuffer, offsetWords = 0, count = buffer.size / 4 - offsetWords): Promise<Uint32Array> {
+    return new Uint32Array(await this.read(buffer, offsetWords * 4, count * 4));
+  }
+
+  /** A new storage buffer holding `data` (counted). Usable as kernel input/output and copy source/target. */
+  upload(data: Float32Array | Uint32Array | Int32Array, label?: string, extraUsage: GPUBufferUsageFlags = 0): GPUBuffer {
+    this.check();
+    const buffer = this.pool.create(data.byteLength, storageUsage() | extraUsage, label, true);
+    new Uint8Array(buffer.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    buffer.unmap();
+    return buffer;
+  }
+
+  /** A new zero-filled storage buffer of `floats` 4-byte words (counted). */
+  storage(floats: number, label?: string, extraUsage: GPUBufferUsageFlags = 0): GPUBuffer {
+    this.check();
+    return this.pool.create(Math.max(1, floats) * 4, storageUsage() | extraUsage, label);
+  }
+
+  /** Waits until the GPU has finished everything submitted. */
+  async sync(): Promise<void> {
+    this.flush();
+    await this.device.queue.onSubmittedWorkDone();
+    this.check();
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.pool.destroy();
+    this.device.destroy();
+  }
+}
+
+/**
+ * Storage buffers that kernels read and write and that can be copied in and out.
+ * A function, not a constant: under Node the GPUBufferUsage global exists only
+ * once the `webgpu` package is loaded.
+ */
+export function storageUsage(): GPUBufferUsageFlags {
+  return GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+}
+
+function writeFields(bytes: ArrayBuffer, fields: UniformField[]): void {
+  const view = new DataView(bytes);
+  fields.forEach(([type, value], i) => {
+    if (type === 'f32') view.setFloat32(i * 4, value, true);
+    else if (type === 'i32') view.setInt32(i * 4, value, true);
+    else view.setUint32(i * 4, value, true);
+  });
+}
+
+/** Workgroup counts covering `n` invocations of `perGroup` each, folded into 2-D when above the per-dimension limit. */
+export function linearGroups(n: number, perGroup: number): [number, number, number] {
+  const groups = Math.max(1, Math.ceil(n / perGroup));
+  if (groups <= MAX_GROUPS_PER_DIM) return [groups, 1, 1];
+  const y = Math.ceil(groups / MAX_GROUPS_PER_DIM);
+  return [Math.ceil(groups / y), y, 1];
+}
