@@ -1,0 +1,207 @@
+/**
+ * A training checkpoint: the model's parameters (one tensor per layout entry),
+ * the optimizer's state, and where training stood, in one safetensors file.
+ *
+ * Tensor names: `param/<layout name>` for weights (with their real shapes),
+ * `optim/<state key>` for optimizer state (flat). Metadata (strings, as the
+ * format requires): format, model, optimizer, step, epoch, layout_hash, plus
+ * whatever extra the caller records (seed, lr…).
+ *
+ * Works on plain arrays, so it needs no GPU: the caller reads the flat
+ * parameter buffer and the optimizer state, and writes them back on resume.
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { decodeSafetensors, elementCount, encodeSafetensors, type Metadata, type NamedTensors } from './safetensors.ts';
+
+export const CHECKPOINT_FORMAT = 'ringtrain-checkpoint/1';
+const PARAM_PREFIX = 'param/';
+const OPTIM_PREFIX = 'optim/';
+const RESERVED_KEYS = ['format', 'model', 'optimizer', 'step', 'epoch', 'layout_hash'];
+
+/** How a model's named tensors sit in its flat parameter buffer (the engine's layout). */
+export interface LayoutEntry {
+  name: string;
+  shape: readonly number[];
+  offset: number;
+  length: number;
+}
+
+export interface TrainingCheckpoint {
+  /** Model kind ('mlp', 'cnn'). */
+  model: string;
+  /** Optimizer kind ('sgd', 'adamw'). */
+  optimizer: string;
+  /** Optimizer steps taken so far. */
+  step: number;
+  /** Epochs completed so far. */
+  epoch: number;
+  layoutHash: string;
+  params: NamedTensors;
+  optimizerState: Record<string, Float32Array>;
+  /** Extra strings the caller recorded (seed, lr, …). */
+  extra: Metadata;
+}
+
+/** A short fingerprint of tensor names and shapes, in order: two models with the same hash load each other's weights. */
+export function layoutHash(layout: readonly Pick<LayoutEntry, 'name' | 'shape'>[]): string {
+  let h = 0x811c9dc5;
+  const text = layout.map((e) => `${e.name}:${e.shape.join('x')}`).join(';');
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+/** Builds a checkpoint from the flat parameter buffer, cutting it into the layout's tensors. */
+export function checkpointFromFlat(args: {
+  model: string;
+  optimizer: string;
+  step: number;
+  epoch?: number;
+  layout: readonly LayoutEntry[];
+  params: Float32Array;
+  optimizerState?: Record<string, Float32Array>;
+  extra?: Metadata;
+}): TrainingCheckpoint {
+  const params: NamedTensors = {};
+  for (const e of args.layout) {
+    if (e.offset + e.length > args.params.length || elementCount(e.shape) !== e.length) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `layout entry '${e.name}' [${e.shape}] at ${e.offset} does not fit the ${args.params.length} parameters.`, { tensor: e.name });
+    }
+    params[e.name] = { shape: [...e.shape], data: args.params.slice(e.offset, e.offset + e.length) };
+  }
+  return {
+    model: args.model,
+    optimizer: args.optimizer,
+    step: args.step,
+    epoch: args.epoch ?? 0,
+    layoutHash: layoutHash(args.layout),
+    params,
+    optimizerState: args.optimizerState ?? {},
+    extra: args.extra ?? {},
+  };
+}
+
+export function encodeCheckpoint(c: TrainingCheckpoint): Uint8Array {
+  const tensors: NamedTensors = {};
+  for (const [name, t] of Object.entries(c.params)) tensors[PARAM_PREFIX + name] = t;
+  for (const [key, data] of Object.entries(c.optimizerState)) tensors[OPTIM_PREFIX + key] = { shape: [data.length], data };
+  for (const k of Object.keys(c.extra)) {
+    if (RESERVED_KEYS.includes(k)) throw new RingtrainError(ErrorCode.InvalidArgument, `checkpoint metadata key '${k}' is reserved.`);
+  }
+  return encodeSafetensors(tensors, {
+    ...c.extra,
+    format: CHECKPOINT_FORMAT,
+    model: c.model,
+    optimizer: c.optimizer,
+    step: String(c.step),
+    epoch: String(c.epoch),
+    layout_hash: c.layoutHash,
+  });
+}
+
+export function decodeCheckpoint(bytes: Uint8Array, file = 'checkpoint'): TrainingCheckpoint {
+  const { tensors, metadata } = decodeSafetensors(bytes, file);
+  if (metadata.format !== CHECKPOINT_FORMAT) {
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file}: not a ringtrain checkpoint (metadata format is ${JSON.stringify(metadata.format ?? null)}, expected '${CHECKPOINT_FORMAT}').`,
+      { file },
+    );
+  }
+  const int = (key: string): number => {
+    const v = Number(metadata[key]);
+    if (!Number.isInteger(v) || v < 0) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: metadata '${key}' is ${JSON.stringify(metadata[key])}, not a count.`, { file, key });
+    return v;
+  };
+  const params: NamedTensors = {};
+  const optimizerState: Record<string, Float32Array> = {};
+  for (const [name, t] of Object.entries(tensors)) {
+    if (name.startsWith(PARAM_PREFIX)) params[name.slice(PARAM_PREFIX.length)] = t;
+    else if (name.startsWith(OPTIM_PREFIX)) optimizerState[name.slice(OPTIM_PREFIX.length)] = t.data;
+    else throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: unexpected tensor '${name}' (neither ${PARAM_PREFIX}… nor ${OPTIM_PREFIX}…).`, { file, tensor: name });
+  }
+  const extra: Metadata = {};
+  for (const [k, v] of Object.entries(metadata)) if (!RESERVED_KEYS.includes(k)) extra[k] = v;
+  return {
+    model: metadata.model ?? '',
+    optimizer: metadata.optimizer ?? '',
+    step: int('step'),
+    epoch: int('epoch'),
+    layoutHash: metadata.layout_hash ?? '',
+    params,
+    optimizerState,
+    extra,
+  };
+}
+
+/**
+ * Checks a checkpoint against the model about to receive it and returns the
+ * flat parameter buffer in the model's layout. Errors name the tensor and both
+ * shapes, so "wrong model" is told apart from "damaged file".
+ */
+export function flatParamsFor(
+  c: TrainingCheckpoint,
+  expect: { model: string; layout: readonly LayoutEntry[]; optimizer?: string },
+  file = 'checkpoint',
+): Float32Array {
+  if (c.model !== expect.model) {
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} holds a '${c.model}' model, not '${expect.model}'; pass --model ${c.model} or another checkpoint.`, {
+      file,
+      checkpointModel: c.model,
+      model: expect.model,
+    });
+  }
+  if (expect.optimizer !== undefined && c.optimizer !== expect.optimizer) {
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file} was saved with the ${c.optimizer} optimizer, not ${expect.optimizer}; pass --optimizer ${c.optimizer} to resume it.`,
+      { file, checkpointOptimizer: c.optimizer, optimizer: expect.optimizer },
+    );
+  }
+  const total = expect.layout.reduce((n, e) => Math.max(n, e.offset + e.length), 0);
+  const flat = new Float32Array(total);
+  for (const e of expect.layout) {
+    const t = c.params[e.name];
+    if (!t) {
+      throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no tensor '${e.name}' (the model expects shape [${e.shape}]); it belongs to a different model.`, {
+        file,
+        tensor: e.name,
+        expectedShape: [...e.shape],
+      });
+    }
+    if (t.shape.length !== e.shape.length || t.shape.some((d, i) => d !== e.shape[i])) {
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file}: tensor '${e.name}' has shape [${t.shape}] in the checkpoint but [${e.shape}] in the model; it was saved from a model of another size.`,
+        { file, tensor: e.name, checkpointShape: t.shape, expectedShape: [...e.shape] },
+      );
+    }
+    flat.set(t.data, e.offset);
+  }
+  const known = new Set(expect.layout.map((e) => e.name));
+  const unknown = Object.keys(c.params).filter((n) => !known.has(n));
+  if (unknown.length > 0) {
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has tensors the model does not: ${unknown.join(', ')}; it belongs to a different model.`, { file, unknown });
+  }
+  for (let i = 0; i < flat.length; i++) {
+    if (!Number.isFinite(flat[i])) {
+      throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: parameter ${i} is ${flat[i]}; the run that saved it diverged. Resume from an earlier checkpoint.`, { file, index: i });
+    }
+  }
+  return flat;
+}
+
+/** Checks the optimizer state arrays against the lengths the optimizer expects (by key). */
+export function checkOptimizerState(c: TrainingCheckpoint, expected: Record<string, number>, file = 'checkpoint'): void {
+  for (const [key, length] of Object.entries(expected)) {
+    const got = c.optimizerState[key];
+    if (!got) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no optimizer state '${key}' (${c.optimizer}); it is incomplete.`, { file, tensor: OPTIM_PREFIX + key });
+    if (got.length !== length) {
+      throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: optimizer state '${key}' has shape [${got.length}] in the checkpoint but [${length}] in the optimizer.`, {
+        file,
+        tensor: OPTIM_PREFIX + key,
+        checkpointShape: [got.length],
+        expectedShape: [length],
+      });
+    }
+  }
+}
