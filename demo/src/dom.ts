@@ -1,0 +1,28 @@
+/** A few lines of DOM building so the page's modules read as structure, not as createElement calls. */
+
+type Attrs = Record<string, string | number | boolean | undefined>;
+type Child = Node | string | null | undefined | false;
+
+/** `h('button', { class: 'x', 'data-testid': 'join' }, 'Join')`. Boolean true sets an empty attribute; false/undefined skips it. */
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === false) continue;
+    node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== false) node.append(c);
+  return node;
+}
+
+/** The element with this data-testid inside `root`, or an error naming it (a page bug, not a user error). */
+export function byTestId<T extends HTMLElement = HTMLElement>(root: ParentNode, id: string): T {
+  const found = root.querySelector<T>(`[data-testid="${id}"]`);
+  if (!found) throw new Error(`page bug: no element with data-testid="${id}"`);
+  return found;
+}
+
+export function svgElement(attrs: Attrs = {}): SVGSVGElement {
+  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== false) svg.setAttribute(k, String(v));
+  return svg;
+}

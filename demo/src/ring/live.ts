@@ -1,0 +1,80 @@
+/**
+ * The live ring panel: folds every RingEvent on the page's bus into a
+ * RingModel and redraws the SVG a few times a second while anything moves.
+ * Chunks glide from sender to receiver; link colour and label say which phase
+ * and how many bytes per second; stalled and departed peers are marked.
+ */
+import { type EventBus, now } from '../../../src/core/events.ts';
+import { h, svgElement } from '../dom.ts';
+import { formatRate, IN_FLIGHT_MAX_MS, RingModel, type RingSnapshot } from './model.ts';
+import { drawRing, type RingDrawing } from './svg.ts';
+
+/** Redraws per second while chunks move; a software-rendered page has little CPU to spare. */
+const FPS = 12;
+
+export function toDrawing(s: RingSnapshot, t: number): RingDrawing {
+  const stalled = s.peers.filter((p) => p.stalledMs !== undefined && !p.lost).map((p) => p.rank);
+  const lost = s.peers.filter((p) => p.lost).map((p) => p.rank);
+  const parts = [`${s.size} peer${s.size === 1 ? '' : 's'} in the ring`];
+  if (stalled.length) parts.push(`stalled: rank ${stalled.join(', ')}`);
+  if (lost.length) parts.push(`left: rank ${lost.join(', ')}`);
+  return {
+    size: s.size,
+    self: s.self,
+    peers: s.peers.map((p) => ({
+      rank: p.rank,
+      sub: p.runtime,
+      stalled: p.stalledMs !== undefined,
+      lost: p.lost !== undefined,
+    })),
+    links: s.links.map((l) => ({ from: l.from, to: l.to, phase: l.phase, label: formatRate(l.bytesPerS) })),
+    chunks: s.inFlight.map((c) => ({
+      from: c.from,
+      to: c.to,
+      phase: c.phase,
+      progress: Math.min(1, (t - c.t) / IN_FLIGHT_MAX_MS),
+      label: `#${c.chunk}`,
+    })),
+    description: parts.join('; '),
+  };
+}
+
+export function liveRingPanel(bus: EventBus): HTMLElement {
+  const model = new RingModel();
+  const svg = svgElement({ class: 'ring-svg', 'data-testid': 'ring-svg' });
+  const summary = h('p', { class: 'ring-summary', 'data-testid': 'ring-summary', 'aria-live': 'polite' });
+  const section = h(
+    'section',
+    { class: 'card', 'data-testid': 'ring', 'aria-labelledby': 'ring-title' },
+    h('h2', { id: 'ring-title' }, 'The ring'),
+    h('p', { class: 'intro' }, 'Each peer sends to its right-hand neighbour. Gradients are averaged in two phases: reduce-scatter (chunks are added up on their way round) and allgather (the summed chunks are passed on until every peer has them all).'),
+    h('figure', {}, svg, h('figcaption', {}, h('span', { class: 'legend' }, h('span', { class: 'swatch ph-rs' }), ' reduce-scatter ', h('span', { class: 'swatch ph-ag' }), ' allgather ', h('span', { class: 'swatch stalled' }), ' stalled peer'))),
+    summary,
+  );
+
+  let dirty = true;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  function frame(): void {
+    timer = undefined;
+    const t = now();
+    const snap = model.snapshot(t);
+    const drawing = toDrawing(snap, t);
+    drawRing(svg, drawing);
+    section.dataset.size = String(snap.size);
+    summary.textContent = drawing.description;
+    // Keep animating while chunks fly or links still show recent throughput.
+    const busy = snap.inFlight.length > 0 || snap.links.some((l) => l.bytesPerS > 0);
+    if (busy || dirty) schedule();
+    dirty = false;
+  }
+  function schedule(): void {
+    if (timer === undefined) timer = setTimeout(frame, 1000 / FPS);
+  }
+  bus.on((e) => {
+    model.apply(e);
+    dirty = true;
+    schedule();
+  });
+  frame();
+  return section;
+}

@@ -1,0 +1,149 @@
+/**
+ * Draws a ring: peers on a circle, one curved arrow per link (rank r to r+1),
+ * chunks as labelled dots along the links. Both the live ring and the teaching
+ * mode hand it a RingDrawing built from RingEvents; it knows nothing else.
+ */
+import type { Phase } from '../../../src/core/events.ts';
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const VIEW = 420;
+const CENTER = VIEW / 2;
+const RADIUS = 140;
+const PEER_R = 30;
+/** How far a link bows out from the straight chord, so that 0->1 and 1->0 stay apart when N=2. */
+const BOW = 38;
+
+export interface DrawnPeer {
+  rank: number;
+  /** Second line under the rank, e.g. the runtime. */
+  sub?: string;
+  stalled?: boolean;
+  lost?: boolean;
+}
+
+export interface DrawnLink {
+  from: number;
+  to: number;
+  label?: string;
+  phase?: Phase;
+}
+
+export interface DrawnChunk {
+  from: number;
+  to: number;
+  /** 0 at the sender, 1 at the receiver. */
+  progress: number;
+  phase: Phase;
+  label: string;
+}
+
+export interface RingDrawing {
+  size: number;
+  self?: number;
+  peers: DrawnPeer[];
+  links: DrawnLink[];
+  chunks: DrawnChunk[];
+  /** Read by screen readers instead of the picture. */
+  description: string;
+}
+
+/** Colour class per phase; the legend in the page uses the same classes. */
+export function phaseClass(phase: Phase | undefined): string {
+  if (phase === 'reduce-scatter') return 'ph-rs';
+  if (phase === 'allgather') return 'ph-ag';
+  return phase ? 'ph-other' : 'ph-idle';
+}
+
+type Pt = { x: number; y: number };
+
+function peerPos(rank: number, size: number): Pt {
+  const a = -Math.PI / 2 + (2 * Math.PI * rank) / Math.max(1, size);
+  return { x: CENTER + RADIUS * Math.cos(a), y: CENTER + RADIUS * Math.sin(a) };
+}
+
+/** The link from `from` to `to` as a quadratic curve, trimmed so it starts and ends at the peer circles. */
+function linkCurve(from: number, to: number, size: number): { p0: Pt; c: Pt; p1: Pt } {
+  const a = peerPos(from, size);
+  const b = peerPos(to, size);
+  const dx = b.x - a.x;
+  const dy = b.y - a.y;
+  const len = Math.hypot(dx, dy) || 1;
+  // Left normal of the direction of travel points away from the centre for a clockwise ring.
+  const c = { x: (a.x + b.x) / 2 - (dy / len) * BOW, y: (a.y + b.y) / 2 + (dx / len) * BOW };
+  const trim = (p: Pt, by: number): Pt => {
+    const ux = c.x - p.x;
+    const uy = c.y - p.y;
+    const l = Math.hypot(ux, uy) || 1;
+    return { x: p.x + (ux / l) * by, y: p.y + (uy / l) * by };
+  };
+  return { p0: trim(a, PEER_R + 2), c, p1: trim(b, PEER_R + 8) };
+}
+
+function bezier(q: { p0: Pt; c: Pt; p1: Pt }, t: number): Pt {
+  const u = 1 - t;
+  return { x: u * u * q.p0.x + 2 * u * t * q.c.x + t * t * q.p1.x, y: u * u * q.p0.y + 2 * u * t * q.c.y + t * t * q.p1.y };
+}
+
+function el<K extends keyof SVGElementTagNameMap>(name: K, attrs: Record<string, string | number>, text?: string): SVGElementTagNameMap[K] {
+  const node = document.createElementNS(SVG_NS, name);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** Replaces the contents of `svg` with the drawing. */
+export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
+  svg.setAttribute('viewBox', `0 0 ${VIEW} ${VIEW}`);
+  svg.setAttribute('role', 'img');
+  svg.replaceChildren();
+  svg.append(el('title', {}, d.description));
+  const defs = el('defs', {});
+  for (const cls of ['ph-rs', 'ph-ag', 'ph-other', 'ph-idle']) {
+    const marker = el('marker', { id: `arrow-${cls}`, viewBox: '0 0 10 10', refX: 2, refY: 5, markerWidth: 5, markerHeight: 5, orient: 'auto-start-reverse' });
+    marker.append(el('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: `arrowhead ${cls}` }));
+    defs.append(marker);
+  }
+  svg.append(defs);
+  if (d.size === 0) {
+    svg.append(el('text', { x: CENTER, y: CENTER, class: 'ring-empty', 'text-anchor': 'middle' }, 'no peers yet'));
+    return;
+  }
+  if (d.size > 1) {
+    for (const link of d.links) {
+      const q = linkCurve(link.from, link.to, d.size);
+      const cls = phaseClass(link.phase);
+      svg.append(el('path', { d: `M ${q.p0.x} ${q.p0.y} Q ${q.c.x} ${q.c.y} ${q.p1.x} ${q.p1.y}`, class: `link ${cls}`, 'marker-end': `url(#arrow-${cls})` }));
+      if (link.label) {
+        const m = bezier(q, 0.5);
+        const out = { x: m.x + (m.x - CENTER) * 0.16, y: m.y + (m.y - CENTER) * 0.16 };
+        svg.append(el('text', { x: out.x, y: out.y, class: 'link-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, link.label));
+      }
+    }
+  }
+  for (let r = 0; r < d.size; r++) {
+    const p = peerPos(r, d.size);
+    const peer = d.peers.find((x) => x.rank === r) ?? { rank: r };
+    const classes = ['peer', peer.stalled ? 'stalled' : '', peer.lost ? 'lost' : '', d.self === r ? 'self' : ''].filter(Boolean).join(' ');
+    const g = el('g', { class: classes, 'data-rank': r });
+    g.append(el('circle', { cx: p.x, cy: p.y, r: PEER_R }));
+    g.append(el('text', { x: p.x, y: peer.sub ? p.y - 4 : p.y + 1, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-name' }, `rank ${r}`));
+    if (peer.sub) g.append(el('text', { x: p.x, y: p.y + 12, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-sub' }, peer.sub));
+    const flag = peer.lost ? 'left' : peer.stalled ? 'stalled' : d.self === r ? 'this tab' : '';
+    if (flag) {
+      const below = { x: p.x, y: p.y + PEER_R + 14 };
+      g.append(el('text', { x: below.x, y: below.y, 'text-anchor': 'middle', class: 'peer-flag' }, flag));
+    }
+    svg.append(g);
+  }
+  for (const c of d.chunks) {
+    if (d.size < 2) break;
+    const q = linkCurve(c.from, c.to, d.size);
+    const p = bezier(q, Math.min(1, Math.max(0, c.progress)));
+    const cls = phaseClass(c.phase);
+    const g = el('g', { class: `chunk ${cls}` });
+    const w = Math.max(24, 7 * c.label.length + 10);
+    g.append(el('rect', { x: p.x - w / 2, y: p.y - 10, width: w, height: 20, rx: 6 }));
+    g.append(el('text', { x: p.x, y: p.y + 1, 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, c.label));
+    svg.append(g);
+  }
+}

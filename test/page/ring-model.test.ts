@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { formatRate, IN_FLIGHT_MAX_MS, RingModel, THROUGHPUT_WINDOW_MS } from '../../demo/src/ring/model.ts';
+import { textbookRingEvents } from './ring-events.ts';
+
+describe('the live ring model folds RingEvents', () => {
+  it('membership sets size, self and runtimes', () => {
+    const m = new RingModel();
+    m.apply({ type: 'membership', t: 0, rank: 2, size: 3, epoch: 1, peers: [{ rank: 0, id: 'a', runtime: 'deno' }, { rank: 1, id: 'b', runtime: 'browser' }, { rank: 2, id: 'c', runtime: 'browser' }] });
+    const s = m.snapshot(0);
+    expect(s.size).toBe(3);
+    expect(s.self).toBe(2);
+    expect(s.peers.map((p) => p.runtime)).toEqual(['deno', 'browser', 'browser']);
+    expect(s.links.map((l) => [l.from, l.to])).toEqual([[0, 1], [1, 2], [2, 0]]);
+  });
+
+  it('sends put chunks in flight, receives take them off, throughput counts bytes in the window', () => {
+    const m = new RingModel();
+    const { events } = textbookRingEvents([[1, 2, 3, 4], [5, 6, 7, 8]]);
+    const sends = events.filter((e) => e.type === 'chunk-send');
+    for (const e of events.filter((x) => x.type === 'collective-begin')) m.apply(e);
+    m.apply(sends[0]);
+    m.apply(sends[1]);
+    let s = m.snapshot(sends[0].t);
+    expect(s.inFlight).toHaveLength(2);
+    expect(s.inFlight.every((c) => c.phase === 'reduce-scatter')).toBe(true);
+    // Each send carries 2 int32 = 8 bytes; per-link rate is bytes over the window.
+    expect(s.links[0].bytesPerS).toBeCloseTo((8 * 1000) / THROUGHPUT_WINDOW_MS);
+    expect(s.links[0].phase).toBe('reduce-scatter');
+    for (const e of events.filter((x) => x.type === 'chunk-recv' && x.phase === 'reduce-scatter')) m.apply(e);
+    s = m.snapshot(sends[0].t);
+    expect(s.inFlight).toHaveLength(0);
+    // Long after, the link is idle again.
+    s = m.snapshot(sends[0].t + THROUGHPUT_WINDOW_MS + 1);
+    expect(s.links[0].bytesPerS).toBe(0);
+    expect(s.links[0].phase).toBeUndefined();
+  });
+
+  it('a chunk whose arrival is never seen leaves the picture', () => {
+    const m = new RingModel();
+    m.apply({ type: 'chunk-send', t: 10, rank: 0, id: 1, phase: 'allgather', step: 0, from: 0, to: 1, chunk: 1, offset: 4, count: 4, bytes: 16 });
+    expect(m.snapshot(10).inFlight).toHaveLength(1);
+    expect(m.snapshot(10 + IN_FLIGHT_MAX_MS + 1).inFlight).toHaveLength(0);
+  });
+
+  it('stall marks the awaited ranks until they are heard from; peer-lost marks a departed peer', () => {
+    const m = new RingModel();
+    m.apply({ type: 'collective-begin', t: 0, rank: 0, size: 3, id: 1, name: 'g', kind: 'allreduce', dtype: 'float32', count: 3, bytes: 12 });
+    m.apply({ type: 'stall', t: 1, rank: 0, id: 1, name: 'g', waitingFor: [2], waitedMs: 3000 });
+    expect(m.snapshot(1).peers.map((p) => p.stalledMs)).toEqual([undefined, undefined, 3000]);
+    m.apply({ type: 'chunk-recv', t: 2, rank: 0, id: 1, phase: 'reduce-scatter', step: 0, from: 2, to: 0, chunk: 2, offset: 2, count: 1, bytes: 4 });
+    expect(m.snapshot(2).peers[2].stalledMs).toBeUndefined();
+    m.apply({ type: 'peer-lost', t: 3, rank: 0, peer: 1, reason: 'tab closed' });
+    expect(m.snapshot(3).peers[1].lost).toBe('tab closed');
+  });
+
+  it('formats rates', () => {
+    expect(formatRate(0)).toBe('—');
+    expect(formatRate(850)).toBe('850 B/s');
+    expect(formatRate(12_300)).toBe('12 kB/s');
+    expect(formatRate(23_400_000)).toBe('23.4 MB/s');
+  });
+});
