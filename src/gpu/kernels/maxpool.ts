@@ -4,7 +4,8 @@
  * (odd edges dropped, ties to the earlier cell, cell 4 = zeroed by ReLU).
  */
 import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
-import { type PoolShape, checkPoolShape } from './maxpool_reference.ts';
+import { checkBindings } from './conv2d.ts';
+import { type PoolShape, checkPoolShape, poolSizes } from './maxpool_reference.ts';
 
 export { type PoolShape, poolSizes, NO_WINNER } from './maxpool_reference.ts';
 
@@ -16,6 +17,8 @@ const WORKGROUP = 64;
  */
 export function planMaxPoolForward(gpu: Gpu, s: PoolShape, x: Binding, y: Binding, argmax: Binding, relu = false): Dispatch {
   const { oh, ow } = checkPoolShape(s);
+  const sz = poolSizes(s);
+  checkBindings('maxpool forward', { x: [x, sz.x], y: [y, sz.y], argmax: [argmax, sz.y] }, { shape: { ...s } });
   const params = gpu.uniform(
     [['u32', s.n * s.c], ['u32', s.h], ['u32', s.w], ['u32', oh], ['u32', ow], ['u32', relu ? 1 : 0], ['u32', 0], ['u32', 0]],
     'maxpool-forward-shape',
@@ -26,6 +29,8 @@ export function planMaxPoolForward(gpu: Gpu, s: PoolShape, x: Binding, y: Bindin
 /** dx[n, c, h, w]: dy routed to each window's recorded winner, 0 elsewhere. Overwrites dx. */
 export function planMaxPoolBackward(gpu: Gpu, s: PoolShape, dy: Binding, argmax: Binding, dx: Binding): Dispatch {
   const { oh, ow } = checkPoolShape(s);
+  const sz = poolSizes(s);
+  checkBindings('maxpool backward', { dy: [dy, sz.y], argmax: [argmax, sz.y], dx: [dx, sz.x] }, { shape: { ...s } });
   const params = gpu.uniform(
     [['u32', s.n * s.c], ['u32', s.h], ['u32', s.w], ['u32', oh], ['u32', ow], ['u32', 0], ['u32', 0], ['u32', 0]],
     'maxpool-backward-shape',
