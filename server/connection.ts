@@ -1,0 +1,261 @@
+/**
+ * One WebSocket connection: rate limit, parse, validate, dispatch. Every bad
+ * frame ends in an `error` reply (and, when fatal, a close), never a throw:
+ * nothing a client sends can take the server down.
+ *
+ * Before `join` only `join` is accepted, and any error is fatal. After it,
+ * a bad message is answered and dropped; the connection stays.
+ */
+import { randomUUID } from 'node:crypto';
+import type { WebSocket, RawData } from 'ws';
+import {
+  CloseCode,
+  PROTOCOL_VERSION,
+  PeerLeftReason,
+  SignalErrorCode,
+  clientMessageSchemas,
+  describeIssues,
+  type ClientMessage,
+  type ClientMessageType,
+  type JoinMsg,
+  type ServerMessage,
+} from '../src/signaling/protocol.ts';
+import type { Job, Member } from './jobs.ts';
+import type { ServerMetrics } from './metrics.ts';
+import { TokenBucket, type RateLimitOptions } from './rate-limit.ts';
+
+export interface ConnectionContext {
+  job(id: string): Job | undefined;
+  metrics: ServerMetrics;
+  rateLimit: RateLimitOptions;
+  heartbeatMs: number;
+  missedHeartbeats: number;
+  joinTimeoutMs: number;
+  /** A peer whose unsent backlog exceeds this many bytes is dropped (it is not reading). */
+  maxBufferedBytes: number;
+  log(line: string): void;
+}
+
+function frameBytes(data: RawData): number {
+  if (Array.isArray(data)) return data.reduce((n, b) => n + b.length, 0);
+  return data.byteLength;
+}
+
+function frameText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
+  return data.toString('utf8');
+}
+
+export class Connection {
+  private readonly bucket: TokenBucket;
+  private member: Member | null = null;
+  private job: Job | null = null;
+  private closing = false;
+  private joinTimer: ReturnType<typeof setTimeout> | null;
+  private pingSeq = 0;
+  private closeReason: { reason: PeerLeftReason; detail?: string } = { reason: PeerLeftReason.Disconnected };
+  /** performance.now() of the last frame received. */
+  lastSeen = performance.now();
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly ctx: ConnectionContext,
+    readonly remote: string,
+  ) {
+    this.bucket = new TokenBucket(ctx.rateLimit);
+    this.joinTimer = setTimeout(
+      () => this.fail(SignalErrorCode.JoinTimeout, `no join within ${ctx.joinTimeoutMs} ms; send {type:'join', ...} first`),
+      ctx.joinTimeoutMs,
+    );
+    ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
+    ws.on('error', (err: Error & { code?: string }) => {
+      // ws closes the socket itself after these (oversize frame: 1009, bad UTF-8: 1007...).
+      const code = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? SignalErrorCode.TooLarge : 'ws-error';
+      ctx.metrics.error(code);
+      ctx.log(`connection ${remote}: ${err.message}`);
+    });
+    ws.on('close', () => this.onClose());
+  }
+
+  get joined(): boolean {
+    return this.member !== null;
+  }
+
+  /** Called by the server's heartbeat timer. */
+  heartbeat(now: number): void {
+    if (!this.member || this.closing) return;
+    if (now - this.lastSeen > this.ctx.heartbeatMs * this.ctx.missedHeartbeats) {
+      this.ctx.metrics.error(SignalErrorCode.Heartbeat);
+      this.leaveJob(PeerLeftReason.Heartbeat, `silent for more than ${this.ctx.missedHeartbeats} heartbeats`);
+      this.closing = true;
+      this.ws.terminate();
+      return;
+    }
+    this.send({ type: 'ping', seq: this.pingSeq++ });
+  }
+
+  /** Server shutdown: say so, leave the job quietly, close. */
+  shutdown(): void {
+    if (this.closing) return;
+    this.sendError(SignalErrorCode.ServerClosing, 'the signaling server is shutting down', true);
+    this.leaveJob(PeerLeftReason.ServerClosing);
+    this.closing = true;
+    this.ws.close(CloseCode.GoingAway, SignalErrorCode.ServerClosing);
+  }
+
+  /** Cuts the socket without a close handshake. */
+  terminate(): void {
+    this.closing = true;
+    this.ws.terminate();
+  }
+
+  send(msg: ServerMessage): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    if (this.ws.bufferedAmount > this.ctx.maxBufferedBytes) {
+      this.ctx.metrics.error(SignalErrorCode.SlowConsumer);
+      this.ctx.log(`connection ${this.remote}: dropped, ${this.ws.bufferedAmount} bytes unsent`);
+      // Leave the job from the close handler, not here: send() may run inside
+      // the job's own broadcast, which must finish before the next epoch.
+      this.closeReason = { reason: PeerLeftReason.Dropped, detail: 'not reading its messages' };
+      this.closing = true;
+      this.ws.terminate();
+      return;
+    }
+    this.ctx.metrics.message('out', msg.type);
+    this.ws.send(JSON.stringify(msg));
+  }
+
+  private sendError(code: SignalErrorCode, message: string, fatal: boolean): void {
+    this.ctx.metrics.error(code);
+    this.send({ type: 'error', code, message, fatal });
+  }
+
+  /** A fatal error: reply, then close. */
+  private fail(code: SignalErrorCode, message: string, closeCode: number = CloseCode.Refused): void {
+    if (this.closing) return;
+    this.sendError(code, message, true);
+    this.leaveJob(PeerLeftReason.Dropped, code);
+    this.closing = true;
+    this.ws.close(closeCode, code);
+  }
+
+  /** An error that kills the connection before join, and only the message after. */
+  private reject(code: SignalErrorCode, message: string): void {
+    if (this.joined) this.sendError(code, message, false);
+    else this.fail(code, message);
+  }
+
+  private onFrame(data: RawData, isBinary: boolean): void {
+    this.lastSeen = performance.now();
+    if (this.closing) return;
+    const bytes = frameBytes(data);
+    if (!this.bucket.take(bytes)) {
+      this.ctx.metrics.error(SignalErrorCode.RateLimited);
+      if (this.bucket.exhausted) {
+        this.ctx.log(`connection ${this.remote}: closed for flooding`);
+        this.fail(SignalErrorCode.Flood, 'closed for flooding: too many messages dropped in a row', CloseCode.Flood);
+      } else if (this.bucket.dropsInARow === 1) {
+        // One notice per run of drops: the notice itself must not become a flood.
+        this.send({ type: 'error', code: SignalErrorCode.RateLimited, message: 'too many messages; dropping until you slow down', fatal: false });
+      }
+      return;
+    }
+    if (isBinary) return this.reject(SignalErrorCode.BadMessage, 'binary frames are not part of the protocol; send JSON text');
+    let raw: unknown;
+    try {
+      raw = JSON.parse(frameText(data));
+    } catch {
+      return this.reject(SignalErrorCode.BadJson, 'the frame is not valid JSON');
+    }
+    const type = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as { type?: unknown }).type : undefined;
+    if (typeof type !== 'string' || !Object.hasOwn(clientMessageSchemas, type)) {
+      this.ctx.metrics.message('in', 'other');
+      const shown = typeof type === 'string' ? `'${type.slice(0, 40)}'` : 'missing';
+      return this.reject(
+        SignalErrorCode.UnknownType,
+        `unknown message type ${shown}; expected one of ${Object.keys(clientMessageSchemas).join(', ')}`,
+      );
+    }
+    this.ctx.metrics.message('in', type);
+    const parsed = clientMessageSchemas[type as ClientMessageType].safeParse(raw);
+    if (!parsed.success) return this.reject(SignalErrorCode.BadMessage, `bad '${type}' message: ${describeIssues(parsed.error)}`);
+    this.dispatch(parsed.data as ClientMessage);
+  }
+
+  private dispatch(msg: ClientMessage): void {
+    if (msg.type === 'join') return this.onJoin(msg);
+    if (!this.member || !this.job) return this.reject(SignalErrorCode.NotJoined, `send 'join' before '${msg.type}'`);
+    switch (msg.type) {
+      case 'signal': {
+        const refused = this.job.relay(this.member, msg.epoch, msg.to, msg.data);
+        if (refused) this.sendError(refused.code, refused.message, false);
+        return;
+      }
+      case 'progress': {
+        const { type: _type, ...progress } = msg;
+        this.member.progress = { ...progress, at: Date.now() };
+        return;
+      }
+      case 'pong':
+        return;
+      case 'leave':
+        this.leaveJob(PeerLeftReason.Left, msg.reason);
+        this.closing = true;
+        this.ws.close(CloseCode.Normal, 'left');
+        return;
+    }
+  }
+
+  private onJoin(msg: JoinMsg): void {
+    if (this.member) return this.sendError(SignalErrorCode.AlreadyJoined, `already joined job '${this.job?.id}'; open another connection to join another job`, false);
+    if (msg.protocol !== PROTOCOL_VERSION) {
+      return this.fail(SignalErrorCode.BadVersion, `protocol ${msg.protocol} is not supported; this server speaks ${PROTOCOL_VERSION}: update the client`);
+    }
+    const job = this.ctx.job(msg.job);
+    if (!job) return this.fail(SignalErrorCode.NoSuchJob, `no job '${msg.job}' on this server; check the job id`);
+    const refusal = job.refusal(msg.token);
+    if (refusal) return this.fail(refusal.code, refusal.message);
+    if (this.joinTimer) clearTimeout(this.joinTimer);
+    this.joinTimer = null;
+    const member: Member = {
+      peerId: randomUUID(),
+      runtime: msg.runtime,
+      name: msg.name,
+      capabilities: msg.capabilities,
+      joinedAt: Date.now(),
+      send: (m) => this.send(m),
+    };
+    this.member = member;
+    this.job = job;
+    this.send({
+      type: 'welcome',
+      protocol: PROTOCOL_VERSION,
+      peerId: member.peerId,
+      job: { id: job.id, config: job.config },
+      heartbeatMs: this.ctx.heartbeatMs,
+      missedHeartbeats: this.ctx.missedHeartbeats,
+    });
+    job.add(member);
+    this.ctx.log(`job ${job.id}: ${member.name ?? member.peerId} (${member.runtime}) joined, epoch ${job.epoch}, size ${job.size}`);
+  }
+
+  private leaveJob(reason: PeerLeftReason, detail?: string): void {
+    const member = this.member;
+    const job = this.job;
+    this.member = null;
+    this.job = null;
+    if (!member || !job) return;
+    if (job.remove(member, reason, detail)) {
+      this.ctx.metrics.peerLeft(job.id, reason);
+      this.ctx.log(`job ${job.id}: ${member.name ?? member.peerId} left (${reason}${detail ? `: ${detail}` : ''}), epoch ${job.epoch}, size ${job.size}`);
+    }
+  }
+
+  private onClose(): void {
+    if (this.joinTimer) clearTimeout(this.joinTimer);
+    this.joinTimer = null;
+    this.closing = true;
+    this.leaveJob(this.closeReason.reason, this.closeReason.detail);
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * A job (room): its config, its members in rank order, and the membership
+ * epoch. Knows nothing of sockets: a member is anything that can be sent a
+ * server message. Every join and every leave bumps the epoch and tells every
+ * member the new membership, so a ring can be re-formed for the next epoch.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import {
+  SignalErrorCode,
+  type PeerLeftReason,
+  type Capabilities,
+  type JobSpec,
+  type MembershipMsg,
+  type Progress,
+  type ServerMessage,
+} from '../src/signaling/protocol.ts';
+
+export interface Member {
+  readonly peerId: string;
+  readonly runtime: 'browser' | 'deno' | 'node';
+  readonly name?: string;
+  readonly capabilities?: Capabilities;
+  readonly joinedAt: number;
+  progress?: Progress & { at: number };
+  send(msg: ServerMessage): void;
+}
+
+/** What GET /api/jobs/:id shows: everything but the token. */
+export interface PublicJobInfo {
+  id: string;
+  config: JobSpec['config'];
+  epoch: number;
+  size: number;
+  ready: boolean;
+  started: boolean;
+  peers: {
+    rank: number;
+    peerId: string;
+    runtime: string;
+    name?: string;
+    capabilities?: Capabilities;
+    joinedAt: number;
+    progress?: Progress & { at: number };
+  }[];
+}
+
+export class Job {
+  readonly id: string;
+  readonly config: JobSpec['config'];
+  private readonly token: Buffer;
+  private members: Member[] = [];
+  epoch = 0;
+  started = false;
+  signalsRelayed = 0;
+
+  constructor(spec: JobSpec) {
+    this.id = spec.id;
+    this.config = spec.config;
+    this.token = Buffer.from(spec.token, 'utf8');
+  }
+
+  get size(): number {
+    return this.members.length;
+  }
+
+  get ready(): boolean {
+    return this.members.length >= this.config.minPeers;
+  }
+
+  /** Compares in constant time, so response timing does not leak the token. */
+  tokenMatches(token: string): boolean {
+    const given = Buffer.from(token, 'utf8');
+    return given.length === this.token.length && timingSafeEqual(given, this.token);
+  }
+
+  /** Why `token` may not join now, or null when it may. */
+  refusal(token: string): { code: SignalErrorCode; message: string } | null {
+    if (!this.tokenMatches(token)) {
+      return { code: SignalErrorCode.BadToken, message: `wrong token for job '${this.id}'; ask the job's owner for its token` };
+    }
+    if (this.members.length >= this.config.maxPeers) {
+      return {
+        code: SignalErrorCode.JobFull,
+        message: `job '${this.id}' is full (maxPeers ${this.config.maxPeers}); wait for a peer to leave or start a job with more peers`,
+      };
+    }
+    return null;
+  }
+
+  rankOf(member: Member): number {
+    return this.members.indexOf(member);
+  }
+
+  memberAt(rank: number): Member | undefined {
+    return this.members[rank];
+  }
+
+  add(member: Member): void {
+    this.members.push(member);
+    this.bump({ kind: 'join', peerId: member.peerId, name: member.name });
+  }
+
+  /** Removes `member` (no-op if gone): peer-left first, then the new membership. */
+  remove(member: Member, reason: PeerLeftReason, detail?: string): boolean {
+    const rank = this.members.indexOf(member);
+    if (rank < 0) return false;
+    this.members.splice(rank, 1);
+    const left: ServerMessage = { type: 'peer-left', epoch: this.epoch, peerId: member.peerId, rank, name: member.name, reason, detail };
+    for (const m of [...this.members]) m.send(left);
+    this.bump({ kind: 'leave', peerId: member.peerId, name: member.name, reason: detail ? `${reason}: ${detail}` : reason });
+    return true;
+  }
+
+  private bump(change: MembershipMsg['change']): void {
+    this.epoch++;
+    if (this.ready) this.started = true;
+    const peers = this.members.map((m, rank) => ({ rank, peerId: m.peerId, runtime: m.runtime, name: m.name }));
+    const ring = peers.map((p) => p.rank);
+    for (const [rank, m] of [...this.members].entries()) {
+      m.send({
+        type: 'membership',
+        epoch: this.epoch,
+        peers,
+        ring,
+        you: rank,
+        size: peers.length,
+        ready: this.ready,
+        started: this.started,
+        change,
+      });
+    }
+  }
+
+  /** Relays a signal from `from` to rank `to` of the current epoch, or says why not. */
+  relay(from: Member, epoch: number, to: number, data: NonNullable<unknown>): { code: SignalErrorCode; message: string } | null {
+    if (epoch !== this.epoch) {
+      return {
+        code: SignalErrorCode.StaleEpoch,
+        message: `signal for epoch ${epoch} dropped: job '${this.id}' is at epoch ${this.epoch}; use the latest membership`,
+      };
+    }
+    const fromRank = this.members.indexOf(from);
+    const target = this.members[to];
+    if (!target || target === from) {
+      return {
+        code: SignalErrorCode.NoSuchRank,
+        message: `no rank ${to} to signal in epoch ${epoch} of job '${this.id}' (size ${this.size}, you are rank ${fromRank})`,
+      };
+    }
+    target.send({ type: 'signal', epoch, from: fromRank, data });
+    this.signalsRelayed++;
+    return null;
+  }
+
+  info(): PublicJobInfo {
+    return {
+      id: this.id,
+      config: this.config,
+      epoch: this.epoch,
+      size: this.size,
+      ready: this.ready,
+      started: this.started,
+      peers: this.members.map((m, rank) => ({
+        rank,
+        peerId: m.peerId,
+        runtime: m.runtime,
+        name: m.name,
+        capabilities: m.capabilities,
+        joinedAt: m.joinedAt,
+        progress: m.progress,
+      })),
+    };
+  }
+}

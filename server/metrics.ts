@@ -1,0 +1,107 @@
+/**
+ * Prometheus metrics of one server, in a registry of its own (two servers in
+ * one process, as in tests, never share counters). Gauges that describe the
+ * current state are computed when scraped; counters count as things happen.
+ */
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { Job } from './jobs.ts';
+
+/** Message types counted by name; anything else is counted as 'other' (bounded label values). */
+const KNOWN_TYPES = new Set(['join', 'signal', 'pong', 'progress', 'leave', 'welcome', 'membership', 'peer-left', 'ping', 'error']);
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly messages: Counter<'direction' | 'type'>;
+  private readonly errors: Counter<'code'>;
+  private readonly peersLeft: Counter<'job' | 'reason'>;
+  readonly connectionsTotal: Counter;
+
+  constructor(jobs: () => Iterable<Job>, openConnections: () => number) {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'ringtrain_jobs',
+      help: 'Jobs this server knows.',
+      registers,
+      collect() {
+        this.set([...jobs()].length);
+      },
+    });
+    new Gauge({
+      name: 'ringtrain_peers',
+      help: 'Peers joined, per job.',
+      labelNames: ['job'],
+      registers,
+      collect() {
+        this.reset();
+        for (const j of jobs()) this.set({ job: j.id }, j.size);
+      },
+    });
+    new Gauge({
+      name: 'ringtrain_membership_epoch',
+      help: 'Current membership epoch, per job.',
+      labelNames: ['job'],
+      registers,
+      collect() {
+        this.reset();
+        for (const j of jobs()) this.set({ job: j.id }, j.epoch);
+      },
+    });
+    new Gauge({
+      name: 'ringtrain_signals_relayed',
+      help: 'Signals relayed between peers, per job, since the server started.',
+      labelNames: ['job'],
+      registers,
+      collect() {
+        this.reset();
+        for (const j of jobs()) this.set({ job: j.id }, j.signalsRelayed);
+      },
+    });
+    new Gauge({
+      name: 'ringtrain_connections',
+      help: 'Open WebSocket connections.',
+      registers,
+      collect() {
+        this.set(openConnections());
+      },
+    });
+    this.connectionsTotal = new Counter({ name: 'ringtrain_connections_total', help: 'WebSocket connections accepted.', registers });
+    this.messages = new Counter({
+      name: 'ringtrain_messages_total',
+      help: 'Signaling messages, by direction (in, out) and type.',
+      labelNames: ['direction', 'type'],
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'ringtrain_errors_total',
+      help: 'Protocol errors, by code.',
+      labelNames: ['code'],
+      registers,
+    });
+    this.peersLeft = new Counter({
+      name: 'ringtrain_peers_left_total',
+      help: 'Peers that left a job, by job and reason.',
+      labelNames: ['job', 'reason'],
+      registers,
+    });
+  }
+
+  message(direction: 'in' | 'out', type: string): void {
+    this.messages.inc({ direction, type: KNOWN_TYPES.has(type) ? type : 'other' });
+  }
+
+  error(code: string): void {
+    this.errors.inc({ code });
+  }
+
+  peerLeft(job: string, reason: string): void {
+    this.peersLeft.inc({ job, reason });
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

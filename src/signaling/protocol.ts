@@ -1,0 +1,252 @@
+/**
+ * The signaling protocol, shared by the server (`server/`) and the client
+ * (`./client.ts`). Every frame is one JSON text message with a `type`.
+ * The server validates every client message against these schemas.
+ *
+ * Version: `PROTOCOL_VERSION`, sent in `join` and echoed in `welcome`. A
+ * server refuses a join with another version (`bad-version`).
+ *
+ * Client → server
+ *   join      {protocol, job, token, runtime, name?, capabilities?}   first message, exactly once
+ *   signal    {epoch, to, data}        WebRTC offer/answer/candidate for rank `to` of epoch `epoch`
+ *   pong      {seq}                    answer to the server's ping
+ *   progress  {step, loss?, ...}       training progress, shown by GET /api/jobs/:id
+ *   leave     {reason?}                clean goodbye; the server closes the socket after it
+ *
+ * Server → client
+ *   welcome    {protocol, peerId, job: {id, config}, heartbeatMs, missedHeartbeats}
+ *   membership {epoch, peers, ring, you, size, ready, started, change}
+ *              sent to every peer of the job on every join and leave; `epoch`
+ *              grows by one each time. Ranks are dense (0..size-1) in join
+ *              order; a peer that stays keeps its relative order. `ring[i]` is
+ *              the rank at ring position i. `ready` is true while size >= minPeers;
+ *              `started` becomes true the first time the job was ready and stays
+ *              true, so a peer joining later knows it joins a running job (the
+ *              next epoch includes it: elastic training can re-form the ring).
+ *   peer-left  {epoch, peerId, rank, name?, reason, detail?}   sent before the
+ *              membership that drops the peer; `epoch` and `rank` are those the
+ *              peer had. `reason` is one of PeerLeftReason; `detail` is free text
+ *              (the reason a leaving peer gave).
+ *   signal     {epoch, from, data}     relayed only within one job and one epoch
+ *   ping       {seq}                   heartbeat; answer with pong
+ *   error      {code, message, fatal}  fatal errors are followed by a close
+ *
+ * Liveness: the server pings every `heartbeatMs`; a peer silent for
+ * `missedHeartbeats` intervals is dropped (reason `heartbeat`). The client
+ * treats a server silent for as long as gone.
+ */
+import { z } from 'zod';
+
+export const PROTOCOL_VERSION = 1;
+
+/** Default largest frame the server accepts (an SDP offer is a few KiB). */
+export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024;
+
+/** The path the server accepts WebSocket upgrades on. */
+export const WS_PATH = '/ws';
+
+/** Error codes of the protocol's `error` message (stable, for programs). */
+export const SignalErrorCode = {
+  BadJson: 'bad-json',
+  BadMessage: 'bad-message',
+  UnknownType: 'unknown-type',
+  BadVersion: 'bad-version',
+  NotJoined: 'not-joined',
+  AlreadyJoined: 'already-joined',
+  NoSuchJob: 'no-such-job',
+  BadToken: 'bad-token',
+  JobFull: 'job-full',
+  StaleEpoch: 'stale-epoch',
+  NoSuchRank: 'no-such-rank',
+  RateLimited: 'rate-limited',
+  Flood: 'flood',
+  TooLarge: 'too-large',
+  JoinTimeout: 'join-timeout',
+  SlowConsumer: 'slow-consumer',
+  Heartbeat: 'heartbeat',
+  ServerClosing: 'server-closing',
+} as const;
+export type SignalErrorCode = (typeof SignalErrorCode)[keyof typeof SignalErrorCode];
+
+/** Why a peer left a job (bounded, so metrics can label by it). */
+export const PeerLeftReason = {
+  /** It sent `leave`. */
+  Left: 'left',
+  /** Its socket closed without a `leave`. */
+  Disconnected: 'disconnected',
+  /** It missed heartbeats. */
+  Heartbeat: 'heartbeat',
+  /** The server closed it for flooding or for not reading its messages. */
+  Dropped: 'dropped',
+  /** The server is shutting down. */
+  ServerClosing: 'server-closing',
+} as const;
+export type PeerLeftReason = (typeof PeerLeftReason)[keyof typeof PeerLeftReason];
+
+/** WebSocket close codes the server uses (4000-4999 is the application range). */
+export const CloseCode = {
+  Normal: 1000,
+  GoingAway: 1001,
+  /** A fatal protocol error; the preceding `error` message says which. */
+  Refused: 4000,
+  Flood: 4008,
+  Heartbeat: 4009,
+} as const;
+
+const runtimeSchema = z.enum(['browser', 'deno', 'node']);
+const rank = z.number().int().min(0).max(1 << 20);
+const epoch = z.number().int().min(0);
+const shortText = z.string().min(1).max(128);
+/** Job ids and tokens: printable, no spaces, bounded. */
+const idText = z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+const signalData = z.unknown().refine((d) => d !== undefined && d !== null, 'data is required');
+const finite = z.number().finite();
+
+/** What a peer can do; free-form beyond the known keys, but small. */
+export const capabilitiesSchema = z
+  .object({
+    webgpu: z.boolean().optional(),
+    adapter: z.string().max(256).optional(),
+    fallbackAdapter: z.boolean().optional(),
+    webrtc: z.boolean().optional(),
+  })
+  .catchall(z.union([z.string().max(256), finite, z.boolean()]))
+  .refine((c) => Object.keys(c).length <= 32, 'at most 32 capability keys');
+export type Capabilities = z.infer<typeof capabilitiesSchema>;
+
+/** A job's training configuration (public: never holds the token). */
+export const jobConfigSchema = z.strictObject({
+  model: shortText,
+  optimizer: shortText,
+  hyperparameters: z.record(z.string().max(64), z.union([finite, z.string().max(256), z.boolean()])),
+  batchPerPeer: z.number().int().min(1),
+  minPeers: z.number().int().min(1),
+  maxPeers: z.number().int().min(1).max(1024),
+}).refine((c) => c.maxPeers >= c.minPeers, { message: 'maxPeers must be >= minPeers', path: ['maxPeers'] });
+export type JobConfig = z.infer<typeof jobConfigSchema>;
+
+/** How the server is told about a job: its id, its secret token, its config. */
+export const jobSpecSchema = z.strictObject({ id: idText, token: idText, config: jobConfigSchema });
+export type JobSpec = z.infer<typeof jobSpecSchema>;
+
+export const progressFields = {
+  step: z.number().int().min(0),
+  epoch: z.number().int().min(0).optional(),
+  loss: finite.optional(),
+  samplesPerS: finite.min(0).optional(),
+  stepsPerS: finite.min(0).optional(),
+  testAccuracy: finite.min(0).max(1).optional(),
+  allreduceBytes: finite.min(0).optional(),
+};
+export const progressSchema = z.strictObject(progressFields);
+export type Progress = z.infer<typeof progressSchema>;
+
+// ---- client → server ------------------------------------------------------
+
+export const joinMsg = z.strictObject({
+  type: z.literal('join'),
+  protocol: z.number().int(),
+  job: idText,
+  token: idText,
+  runtime: runtimeSchema,
+  name: shortText.optional(),
+  capabilities: capabilitiesSchema.optional(),
+});
+export const clientSignalMsg = z.strictObject({ type: z.literal('signal'), epoch, to: rank, data: signalData });
+export const pongMsg = z.strictObject({ type: z.literal('pong'), seq: z.number().int().min(0) });
+export const progressMsg = z.strictObject({ type: z.literal('progress'), ...progressFields });
+export const leaveMsg = z.strictObject({ type: z.literal('leave'), reason: z.string().max(256).optional() });
+
+/** Schemas by type; the server looks the type up first so it can tell unknown types from bad ones. */
+export const clientMessageSchemas = {
+  join: joinMsg,
+  signal: clientSignalMsg,
+  pong: pongMsg,
+  progress: progressMsg,
+  leave: leaveMsg,
+} as const;
+export type ClientMessageType = keyof typeof clientMessageSchemas;
+export type JoinMsg = z.infer<typeof joinMsg>;
+export type ClientMessage =
+  | JoinMsg
+  | z.infer<typeof clientSignalMsg>
+  | z.infer<typeof pongMsg>
+  | z.infer<typeof progressMsg>
+  | z.infer<typeof leaveMsg>;
+
+// ---- server → client ------------------------------------------------------
+// Non-strict: a client accepts (and ignores) fields a newer server adds.
+
+export const peerInfoSchema = z.object({
+  rank,
+  peerId: z.string(),
+  runtime: runtimeSchema,
+  name: z.string().optional(),
+});
+export type PeerInfo = z.infer<typeof peerInfoSchema>;
+
+export const membershipChangeSchema = z.object({
+  kind: z.enum(['join', 'leave']),
+  peerId: z.string(),
+  name: z.string().optional(),
+  reason: z.string().optional(),
+});
+
+export const welcomeMsg = z.object({
+  type: z.literal('welcome'),
+  protocol: z.number().int(),
+  peerId: z.string(),
+  job: z.object({ id: z.string(), config: jobConfigSchema }),
+  heartbeatMs: z.number().int().positive(),
+  missedHeartbeats: z.number().int().positive(),
+});
+export const membershipMsg = z.object({
+  type: z.literal('membership'),
+  epoch,
+  peers: z.array(peerInfoSchema),
+  ring: z.array(rank),
+  you: rank,
+  size: z.number().int().min(0),
+  ready: z.boolean(),
+  started: z.boolean(),
+  change: membershipChangeSchema,
+});
+export const peerLeftMsg = z.object({
+  type: z.literal('peer-left'),
+  epoch,
+  peerId: z.string(),
+  rank,
+  name: z.string().optional(),
+  reason: z.string(),
+  detail: z.string().optional(),
+});
+export const serverSignalMsg = z.object({ type: z.literal('signal'), epoch, from: rank, data: signalData });
+export const pingMsg = z.object({ type: z.literal('ping'), seq: z.number().int().min(0) });
+export const errorMsg = z.object({
+  type: z.literal('error'),
+  code: z.string(),
+  message: z.string(),
+  fatal: z.boolean(),
+});
+
+export const serverMessageSchema = z.discriminatedUnion('type', [
+  welcomeMsg,
+  membershipMsg,
+  peerLeftMsg,
+  serverSignalMsg,
+  pingMsg,
+  errorMsg,
+]);
+export type ServerMessage = z.infer<typeof serverMessageSchema>;
+export type WelcomeMsg = z.infer<typeof welcomeMsg>;
+export type MembershipMsg = z.infer<typeof membershipMsg>;
+export type PeerLeftMsg = z.infer<typeof peerLeftMsg>;
+export type ErrorMsg = z.infer<typeof errorMsg>;
+
+/** A short, human-readable summary of a zod failure (first few issues). */
+export function describeIssues(error: z.ZodError, limit = 3): string {
+  return error.issues
+    .slice(0, limit)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(message)'}: ${i.message}`)
+    .join('; ');
+}

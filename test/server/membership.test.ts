@@ -1,0 +1,137 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer } from '../../server/index.ts';
+import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
+import { RawPeer, jobSpec } from './helpers.ts';
+
+describe('signaling server: joining, ranks and membership epochs', () => {
+  let server: RunningServer;
+  const peers: RawPeer[] = [];
+  beforeEach(async () => {
+    server = await startServer({ staticDir: null, jobs: [jobSpec('mnist', 's3cret', 2, 3)] });
+  });
+  afterEach(async () => {
+    for (const p of peers.splice(0)) p.close();
+    await server.close();
+  });
+  const join = async (name: string) => {
+    const p = await RawPeer.join(server.wsUrl, 'mnist', 's3cret', name);
+    peers.push(p);
+    return p;
+  };
+
+  it('assigns dense ranks in join order, bumps the epoch on every join, and is ready at minPeers', async () => {
+    const a = await join('a');
+    const welcome = await a.waitFor((m) => m.type === 'welcome', 'welcome');
+    expect(welcome).toMatchObject({ protocol: PROTOCOL_VERSION, job: { id: 'mnist', config: { minPeers: 2, maxPeers: 3 } } });
+    expect(JSON.stringify(welcome)).not.toContain('s3cret');
+    const m1 = await a.membership(1);
+    expect(m1).toMatchObject({ you: 0, size: 1, ready: false, started: false, ring: [0], change: { kind: 'join', name: 'a' } });
+
+    const b = await join('b');
+    const m2a = await a.membership(2);
+    const m2b = await b.membership(2);
+    expect(m2a).toMatchObject({ you: 0, size: 2, ready: true, started: true, ring: [0, 1] });
+    expect(m2b).toMatchObject({ you: 1, size: 2, ready: true, started: true });
+    expect(m2a.peers.map((p) => p.name)).toEqual(['a', 'b']);
+    expect(m2a.peers[1].peerId).toBe(b.peerId);
+    expect(b.count((m) => m.type === 'membership' && m.epoch === 1)).toBe(0);
+
+    const c = await join('c');
+    expect(await c.membership(3)).toMatchObject({ you: 2, size: 3, ring: [0, 1, 2] });
+    expect(server.jobInfo('mnist')).toMatchObject({ epoch: 3, size: 3, ready: true, started: true });
+  });
+
+  it('announces a leaving peer (peer-left, then a new epoch with ranks re-packed)', async () => {
+    const a = await join('a');
+    const b = await join('b');
+    const c = await join('c');
+    await c.membership(3);
+    b.sendJson({ type: 'leave', reason: 'done for today' });
+    expect(await b.closed).toMatchObject({ code: 1000 });
+    const left = await a.waitFor((m) => m.type === 'peer-left', 'peer-left');
+    expect(left).toMatchObject({ epoch: 3, peerId: b.peerId, rank: 1, name: 'b', reason: 'left', detail: 'done for today' });
+    const m4 = await c.membership(4);
+    expect(m4).toMatchObject({ you: 1, size: 2, ready: true, started: true, change: { kind: 'leave', name: 'b' } });
+    expect(m4.peers.map((p) => p.name)).toEqual(['a', 'c']);
+    // peer-left comes before the membership that drops the peer.
+    const order = c.messages.filter((m) => m.type === 'peer-left' || (m.type === 'membership' && m.epoch === 4)).map((m) => m.type);
+    expect(order).toEqual(['peer-left', 'membership']);
+  });
+
+  it('notices a peer whose socket drops without leave', async () => {
+    const a = await join('a');
+    const b = await join('b');
+    await a.membership(2);
+    b.ws.terminate();
+    const left = await a.waitFor((m) => m.type === 'peer-left', 'peer-left');
+    expect(left).toMatchObject({ peerId: b.peerId, rank: 1, reason: 'disconnected' });
+    expect(await a.membership(3)).toMatchObject({ size: 1, ready: false, started: true });
+  });
+
+  it('lets a peer join a running job: the next epoch includes it and says started', async () => {
+    const a = await join('a');
+    const b = await join('b');
+    await a.membership(2);
+    b.close();
+    await a.membership(3);
+    const d = await join('d');
+    expect(await d.membership(4)).toMatchObject({ you: 1, size: 2, ready: true, started: true, change: { kind: 'join', name: 'd' } });
+  });
+
+  it('refuses a wrong token, an unknown job, a full job and another protocol version, and closes', async () => {
+    const wrong = await RawPeer.open(server.wsUrl);
+    wrong.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 'guess', runtime: 'node' });
+    expect(await wrong.error('bad-token')).toMatchObject({ fatal: true });
+    expect((await wrong.closed).code).toBe(4000);
+
+    const unknown = await RawPeer.open(server.wsUrl);
+    unknown.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'nope', token: 's3cret', runtime: 'node' });
+    expect((await unknown.error('no-such-job')).message).toContain("'nope'");
+    await unknown.closed;
+
+    const version = await RawPeer.open(server.wsUrl);
+    version.sendJson({ type: 'join', protocol: PROTOCOL_VERSION + 1, job: 'mnist', token: 's3cret', runtime: 'node' });
+    await version.error('bad-version');
+    await version.closed;
+
+    await join('a');
+    await join('b');
+    await join('c');
+    const fourth = await RawPeer.open(server.wsUrl);
+    fourth.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 's3cret', runtime: 'node' });
+    expect((await fourth.error('job-full')).message).toContain('maxPeers 3');
+    await fourth.closed;
+    expect(server.jobInfo('mnist')?.size).toBe(3);
+  });
+
+  it('refuses a second join on the same connection without dropping the first', async () => {
+    const a = await join('a');
+    a.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 's3cret', runtime: 'node' });
+    expect(await a.error('already-joined')).toMatchObject({ fatal: false });
+    expect(server.jobInfo('mnist')?.size).toBe(1);
+  });
+
+  it('shows progress and peers on the public job info, never the token', async () => {
+    const a = await join('a');
+    a.sendJson({ type: 'progress', step: 12, loss: 0.5, samplesPerS: 900 });
+    // A ping-free round trip: a bad message is answered after the progress was handled.
+    a.sendJson({ type: 'progress', step: -1 });
+    await a.error('bad-message');
+    const res = await fetch(`${server.url}/api/jobs/mnist`);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).not.toContain('s3cret');
+    const info = JSON.parse(text);
+    expect(info).toMatchObject({ id: 'mnist', size: 1, config: { model: 'mlp', minPeers: 2 } });
+    expect(info.peers[0]).toMatchObject({ rank: 0, name: 'a', runtime: 'node', progress: { step: 12, loss: 0.5, samplesPerS: 900 } });
+    expect((await fetch(`${server.url}/api/jobs/other`)).status).toBe(404);
+    const all = await (await fetch(`${server.url}/api/jobs`)).json();
+    expect(all.map((j: { id: string }) => j.id)).toEqual(['mnist']);
+  });
+
+  it('rejects bad job specs with a clear error', async () => {
+    expect(() => server.addJob({ ...jobSpec('x', 't'), config: { ...jobSpec('x', 't').config, minPeers: 5, maxPeers: 2 } })).toThrow(/maxPeers must be >= minPeers/);
+    expect(() => server.addJob(jobSpec('mnist', 't'))).toThrow(/already exists/);
+    expect(() => server.addJob(jobSpec('has space', 't'))).toThrow(/bad job spec/);
+  });
+});
