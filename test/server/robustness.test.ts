@@ -95,7 +95,7 @@ describe('signaling server: bad input and misbehaving peers', () => {
     expect((await flooder.closed).code).toBe(4008);
     expect(await flooder.error('flood')).toMatchObject({ fatal: true });
     await b1.waitFor((m) => m.type === 'signal' && (m.data as { beta?: number }).beta === BETA - 1, 'the last beta signal');
-    const betaSeen = b1.messages.filter((m) => m.type === 'signal').map((m) => (m as { data: { beta: number } }).data.beta);
+    const betaSeen = b1.messages.filter((m) => m.type === 'signal').map((m) => ((m as { data: unknown }).data as { beta: number }).beta);
     expect(betaSeen).toEqual(Array.from({ length: BETA }, (_, i) => i));
     expect(b0.count((m) => m.type === 'error')).toBe(0);
     // The flooder's bucket held 50 units: one went to its join, 49 signals got through.
