@@ -1,0 +1,174 @@
+/**
+ * The job panel: what the server says about the job named in the URL
+ * (`?job=…&token=…`): its config, its peers and their progress, polled from
+ * `GET /api/jobs/:id`. What it learns it also puts on the page's event bus as
+ * the library's own event types (membership, train-step, evaluate), so the
+ * ring and the charts draw peers in other tabs and processes through the same
+ * path as this tab's own events.
+ */
+import { type EventBus, now } from '../../src/core/events.ts';
+import type { JobConfig, Progress } from '../../src/signaling/protocol.ts';
+import { h } from './dom.ts';
+
+/** The part of the server's `GET /api/jobs/:id` answer the page reads. */
+export interface PublicJobInfo {
+  id: string;
+  config: JobConfig;
+  epoch: number;
+  size: number;
+  ready: boolean;
+  started: boolean;
+  peers: { rank: number; peerId: string; runtime: string; name?: string; progress?: Progress }[];
+}
+
+/** How often the panel asks the server. */
+export const POLL_MS = 1000;
+
+export interface JobParams {
+  job?: string;
+  token?: string;
+}
+
+export function jobParamsFrom(search: string): JobParams {
+  const q = new URLSearchParams(search);
+  return { job: q.get('job') ?? undefined, token: q.get('token') ?? undefined };
+}
+
+export interface JobPanel {
+  element: HTMLElement;
+  /** The rank of this tab once it joined, so its own progress is not echoed back from the server. */
+  setSelf(rank: number | undefined): void;
+  /** The last info the server gave, if any. */
+  latest(): PublicJobInfo | undefined;
+  stop(): void;
+}
+
+type Fetch = (url: string) => Promise<{ ok: boolean; status: number; json(): Promise<unknown> }>;
+
+export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u) => fetch(u, { cache: 'no-store' })): JobPanel {
+  const status = h('p', { class: 'job-status', 'data-testid': 'job-status', 'aria-live': 'polite' });
+  const peerCount = h('output', { 'data-testid': 'peer-count' }, '—');
+  const step = h('output', { 'data-testid': 'step' }, '—');
+  const loss = h('output', { 'data-testid': 'loss' }, '—');
+  const accuracy = h('output', { 'data-testid': 'accuracy' }, '—');
+  const config = h('dl', { class: 'facts' });
+  const peersBody = h('tbody', {});
+  const element = h(
+    'section',
+    { class: 'card', 'data-testid': 'job', 'aria-labelledby': 'job-title' },
+    h('h2', { id: 'job-title' }, params.job ? `Job ${params.job}` : 'Job'),
+    status,
+    h(
+      'div',
+      { class: 'stats' },
+      h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Peers'), peerCount),
+      h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Step'), step),
+      h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Loss'), loss),
+      h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Test accuracy'), accuracy),
+    ),
+    config,
+    h(
+      'table',
+      { class: 'peers', 'data-testid': 'peers' },
+      h('caption', {}, 'Peers in ring order'),
+      h('thead', {}, h('tr', {}, ...['rank', 'runtime', 'name', 'step', 'loss', 'samples/s'].map((c) => h('th', { scope: 'col' }, c)))),
+      peersBody,
+    ),
+  );
+
+  let self: number | undefined;
+  let info: PublicJobInfo | undefined;
+  let lastEpoch = -1;
+  const lastStep = new Map<string, number>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+
+  if (!params.job) {
+    status.textContent = 'No job in the address. Open the link that `ringtrain server` or `npm start` prints (it ends in ?job=…&token=…) to watch and join a training run. The teaching mode below works without one.';
+    element.dataset.state = 'none';
+    return { element, setSelf: () => undefined, latest: () => undefined, stop: () => undefined };
+  }
+  const jobId = params.job;
+  status.textContent = `Asking the server about job ${jobId}…`;
+
+  async function poll(): Promise<void> {
+    try {
+      const res = await fetchFn(`/api/jobs/${encodeURIComponent(jobId)}`);
+      if (res.status === 404) throw new Error(`the server has no job '${jobId}': check the link, or start the job first`);
+      if (!res.ok) throw new Error(`the server answered ${res.status}`);
+      show((await res.json()) as PublicJobInfo);
+      element.dataset.state = 'ok';
+    } catch (err) {
+      element.dataset.state = 'error';
+      status.textContent = `Cannot read the job: ${err instanceof Error ? err.message : String(err)}. Retrying…`;
+    }
+    if (!stopped) timer = setTimeout(() => void poll(), POLL_MS);
+  }
+
+  function show(j: PublicJobInfo): void {
+    info = j;
+    const t = now();
+    status.textContent = j.ready ? (j.started ? 'Training.' : 'Ready to start.') : `Waiting for peers: ${j.size} of at least ${j.config.minPeers}.`;
+    peerCount.textContent = String(j.size);
+    const steps = j.peers.map((p) => p.progress?.step).filter((s): s is number => s !== undefined);
+    step.textContent = steps.length ? String(Math.min(...steps)) : '—';
+    const losses = j.peers.map((p) => p.progress?.loss).filter((l): l is number => l !== undefined);
+    loss.textContent = losses.length ? (losses.reduce((a, b) => a + b, 0) / losses.length).toFixed(4) : '—';
+    const accs = j.peers.map((p) => p.progress?.testAccuracy).filter((a): a is number => a !== undefined);
+    accuracy.textContent = accs.length ? `${(Math.max(...accs) * 100).toFixed(1)}%` : '—';
+    const hp = Object.entries(j.config.hyperparameters).map(([k, v]) => `${k} ${v}`).join(', ');
+    config.replaceChildren(
+      h('dt', {}, 'Model'),
+      h('dd', {}, `${j.config.model}, ${j.config.optimizer}${hp ? ` (${hp})` : ''}`),
+      h('dt', {}, 'Batch per peer'),
+      h('dd', {}, String(j.config.batchPerPeer)),
+      h('dt', {}, 'Peers allowed'),
+      h('dd', {}, `${j.config.minPeers} to ${j.config.maxPeers}`),
+      h('dt', {}, 'Membership epoch'),
+      h('dd', {}, String(j.epoch)),
+    );
+    peersBody.replaceChildren(
+      ...j.peers.map((p) =>
+        h(
+          'tr',
+          { class: p.rank === self ? 'self' : undefined },
+          h('td', {}, String(p.rank)),
+          h('td', {}, p.runtime),
+          h('td', {}, (p.name ?? '') + (p.rank === self ? ' (this tab)' : '')),
+          h('td', {}, p.progress ? String(p.progress.step) : '—'),
+          h('td', {}, p.progress?.loss !== undefined ? p.progress.loss.toFixed(4) : '—'),
+          h('td', {}, p.progress?.samplesPerS !== undefined ? p.progress.samplesPerS.toFixed(0) : '—'),
+        ),
+      ),
+    );
+    if (j.epoch !== lastEpoch) {
+      lastEpoch = j.epoch;
+      bus.emit({ type: 'membership', t, rank: self ?? -1, size: j.size, epoch: j.epoch, peers: j.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })) });
+    }
+    for (const p of j.peers) {
+      const pr = p.progress;
+      if (!pr || p.rank === self || lastStep.get(p.peerId) === pr.step) continue;
+      lastStep.set(p.peerId, pr.step);
+      if (pr.loss !== undefined) {
+        bus.emit({ type: 'train-step', t, rank: p.rank, size: j.size, step: pr.step, epoch: pr.epoch ?? 0, loss: pr.loss, samples: 0, samplesPerS: pr.samplesPerS ?? 0, bytesSent: pr.allreduceBytes ?? 0 });
+      }
+      if (pr.testAccuracy !== undefined) {
+        bus.emit({ type: 'evaluate', t, rank: p.rank, step: pr.step, epoch: pr.epoch ?? 0, testAccuracy: pr.testAccuracy });
+      }
+    }
+  }
+
+  void poll();
+  return {
+    element,
+    setSelf(rank) {
+      self = rank;
+      lastEpoch = -1;
+    },
+    latest: () => info,
+    stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+    },
+  };
+}

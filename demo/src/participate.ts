@@ -1,0 +1,113 @@
+/**
+ * Join / Leave and this tab's own contribution (steps, samples/s, bytes sent),
+ * read from the train-step events this tab's rank emits. Joining is done by a
+ * `join` function handed in by the page; without one (no job in the URL, no
+ * GPU, or a build without the browser join) the button stays disabled and its
+ * tooltip says why.
+ */
+import type { EventBus } from '../../src/core/events.ts';
+import { h } from './dom.ts';
+
+/** A running membership of this tab in the job. */
+export interface Joined {
+  rank: number;
+  /** Leave cleanly: the other peers see this rank go. */
+  leave(): Promise<void>;
+}
+
+export type JoinFn = () => Promise<Joined>;
+
+export interface ParticipatePanel {
+  element: HTMLElement;
+  /** Enable Join with this function, or keep it disabled with `why` as the reason. */
+  enable(join: JoinFn | null, why?: string): void;
+  onRank(listener: (rank: number | undefined) => void): void;
+}
+
+function formatBytes(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} GB`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} MB`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(0)} kB`;
+  return `${n} B`;
+}
+
+export function participatePanel(bus: EventBus): ParticipatePanel {
+  const join = h('button', { type: 'button', class: 'primary', 'data-testid': 'join', disabled: true }, 'Join the training');
+  const leave = h('button', { type: 'button', 'data-testid': 'leave', disabled: true, title: 'Join first' }, 'Leave');
+  const note = h('p', { class: 'join-note', 'data-testid': 'join-note', 'aria-live': 'polite' });
+  const steps = h('output', { 'data-testid': 'own-steps' }, '0');
+  const rate = h('output', { 'data-testid': 'own-samples' }, '—');
+  const sent = h('output', { 'data-testid': 'own-bytes' }, '—');
+  const element = h(
+    'section',
+    { class: 'card', 'data-testid': 'participate', 'aria-labelledby': 'participate-title' },
+    h('h2', { id: 'participate-title' }, 'Lend this GPU'),
+    h('p', { class: 'intro' }, 'Join to make this tab a peer in the ring: it trains on its share of the data with its own GPU and averages gradients with the others.'),
+    h('div', { class: 'controls' }, join, leave),
+    note,
+    h(
+      'div',
+      { class: 'stats' },
+      h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'My steps'), steps),
+      h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Samples/s'), rate),
+      h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Bytes sent'), sent),
+    ),
+  );
+
+  let joinFn: JoinFn | null = null;
+  let current: Joined | null = null;
+  const rankListeners: ((r: number | undefined) => void)[] = [];
+  const setRank = (r: number | undefined) => rankListeners.forEach((l) => l(r));
+
+  bus.on((e) => {
+    if (e.type !== 'train-step' || !current || e.rank !== current.rank) return;
+    steps.textContent = String(e.step);
+    rate.textContent = e.samplesPerS.toFixed(0);
+    sent.textContent = formatBytes(e.bytesSent);
+  });
+
+  join.addEventListener('click', async () => {
+    if (!joinFn || current) return;
+    join.disabled = true;
+    note.textContent = 'Joining: connecting to the other peers…';
+    try {
+      current = await joinFn();
+      element.dataset.state = 'joined';
+      note.textContent = `Joined as rank ${current.rank}. Closing this tab counts as leaving.`;
+      leave.disabled = false;
+      leave.removeAttribute('title');
+      setRank(current.rank);
+    } catch (err) {
+      element.dataset.state = 'error';
+      note.textContent = `Could not join: ${err instanceof Error ? err.message : String(err)}`;
+      join.disabled = false;
+    }
+  });
+  leave.addEventListener('click', async () => {
+    if (!current) return;
+    leave.disabled = true;
+    const was = current;
+    current = null;
+    await was.leave().catch(() => undefined);
+    element.dataset.state = 'left';
+    note.textContent = 'Left the job. Join again to lend this GPU once more.';
+    join.disabled = !joinFn;
+    setRank(undefined);
+  });
+  // Closing the tab is leaving; the server also notices the socket close, this only makes it prompt.
+  globalThis.addEventListener?.('pagehide', () => void current?.leave());
+
+  return {
+    element,
+    enable(fn, why) {
+      joinFn = fn;
+      join.disabled = !fn || current !== null;
+      if (fn) join.removeAttribute('title');
+      else join.title = why ?? 'Joining is not available here';
+      if (!fn && why) note.textContent = why;
+    },
+    onRank(l) {
+      rankListeners.push(l);
+    },
+  };
+}
