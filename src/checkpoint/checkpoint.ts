@@ -140,7 +140,7 @@ export function decodeCheckpoint(bytes: Uint8Array, file = 'checkpoint'): Traini
  */
 export function flatParamsFor(
   c: TrainingCheckpoint,
-  expect: { model: string; layout: readonly LayoutEntry[]; optimizer?: string },
+  expect: { model: string; layout: readonly LayoutEntry[]; optimizer?: string; flatLength?: number },
   file = 'checkpoint',
 ): Float32Array {
   if (c.model !== expect.model) {
@@ -157,7 +157,8 @@ export function flatParamsFor(
       { file, checkpointOptimizer: c.optimizer, optimizer: expect.optimizer },
     );
   }
-  const total = expect.layout.reduce((n, e) => Math.max(n, e.offset + e.length), 0);
+  // The model's flat buffer may pad between tensors; padding stays zero.
+  const total = expect.flatLength ?? expect.layout.reduce((n, e) => Math.max(n, e.offset + e.length), 0);
   const flat = new Float32Array(total);
   for (const e of expect.layout) {
     const t = c.params[e.name];

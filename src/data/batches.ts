@@ -25,6 +25,8 @@ export interface BatchOptions {
   dropLast?: boolean;
   /** Iterate over these example indices instead of all of them (a sampler's shard). */
   indices?: ArrayLike<number>;
+  /** Skip the first batches of the epoch (resuming mid-epoch). */
+  startBatch?: number;
 }
 
 /** The order in which one epoch visits the examples. */
@@ -52,7 +54,7 @@ export function* batches(d: Dataset, opts: BatchOptions): Generator<Batch> {
   }
   const pixels = pixelsPerImage(d);
   const n = batchCount(order.length, batchSize, dropLast);
-  for (let b = 0; b < n; b++) {
+  for (let b = opts.startBatch ?? 0; b < n; b++) {
     const start = b * batchSize;
     const size = Math.min(batchSize, order.length - start);
     const x = new Float32Array(size * pixels);

@@ -49,6 +49,12 @@ describe('training checkpoints', () => {
     expect(flatParamsFor(back, { model: 'mlp', layout, optimizer: 'adamw' })).toEqual(params);
     expect(back.optimizerState.m).toEqual(state.m);
     checkOptimizerState(back, { m: 15, v: 15 });
+    // A model that pads between tensors gets its padding back as zeros.
+    const padded = layout.map((e, i) => ({ ...e, offset: i * 16 }));
+    const flat = flatParamsFor(back, { model: 'mlp', layout: padded, flatLength: 32 });
+    expect(flat.length).toBe(32);
+    expect([...flat.subarray(12, 16)]).toEqual([0, 0, 0, 0]);
+    expect([...flat.subarray(16, 19)]).toEqual([...params.subarray(12, 15)]);
   });
 
   it('names the tensor and both shapes when the checkpoint is for another model', () => {

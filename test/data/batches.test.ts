@@ -35,6 +35,13 @@ describe('batches', () => {
     expect(nextEpoch).not.toEqual(seen);
   });
 
+  it('resumes mid-epoch at the same place in the same order', () => {
+    const d = tinyDataset();
+    const all = [...batches(d, { batchSize: 4, seed: 2, epoch: 3 })].map((b) => [...b.indices]);
+    const rest = [...batches(d, { batchSize: 4, seed: 2, epoch: 3, startBatch: 2 })].map((b) => [...b.indices]);
+    expect(rest).toEqual(all.slice(2));
+  });
+
   it('drops the short last batch by default', () => {
     const d = tinyDataset();
     expect([...batches(d, { batchSize: 5 })].map((b) => b.size)).toEqual([5, 5, 5, 5]);
