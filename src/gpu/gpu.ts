@@ -243,11 +243,11 @@ export class Gpu {
     return out;
   }
 
-  async readF32(buffer: GPUBuffer, offsetFloats = 0, count = buffer.size / 4 - offsetFloats): Promise<Float32Array> {
+  async readF32(buffer: GPUBuffer, offsetFloats = 0, count = buffer.size / 4 - offsetFloats): Promise<Float32Array<ArrayBuffer>> {
     return new Float32Array(await this.read(buffer, offsetFloats * 4, count * 4));
   }
 
-  async readU32(buffer: GPUBuffer, offsetWords = 0, count = buffer.size / 4 - offsetWords): Promise<Uint32Array> {
+  async readU32(buffer: GPUBuffer, offsetWords = 0, count = buffer.size / 4 - offsetWords): Promise<Uint32Array<ArrayBuffer>> {
     return new Uint32Array(await this.read(buffer, offsetWords * 4, count * 4));
   }
 

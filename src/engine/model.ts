@@ -1,0 +1,105 @@
+/**
+ * The model contract between the engine, the optimizers, checkpoints and the
+ * distributed layer.
+ *
+ * Flat buffers: all parameters live in ONE f32 GPU buffer (`params`) and all
+ * gradients in ONE f32 GPU buffer (`grads`), in the same order, described by
+ * `layout`. Each tensor starts at a multiple of PARAM_ALIGN floats (WebGPU
+ * binds buffer ranges only at 256-byte offsets), so there may be zero padding
+ * between tensors: `flatLength` (buffer length in floats) ≥ `paramCount`
+ * (sum of tensor lengths). Padding stays zero in both buffers.
+ *
+ * A distributed step is:
+ *   loss = await model.forwardBackward(x, labels)   // grads = ∂(mean loss)/∂params
+ *   g = await model.readGrads(); allreduce-average g; model.writeGrads(g)
+ *   optimizer.step()
+ * Because the loss is the MEAN over the batch, averaging per-peer gradients
+ * equals the gradient of one big batch (for equal per-peer batches).
+ */
+import type { Gpu } from '../gpu/gpu.ts';
+import type { Activation } from '../gpu/kernels/activation.ts';
+
+/** Tensors start at multiples of this many floats (256 bytes). */
+export const PARAM_ALIGN = 64;
+
+export type ModelKind = 'mlp' | 'cnn';
+
+export interface ParamEntry {
+  name: string;
+  shape: number[];
+  /** Offset in floats from the start of the flat buffer. */
+  offset: number;
+  /** Number of floats (product of shape). */
+  length: number;
+}
+
+export interface MlpSpec {
+  kind: 'mlp';
+  seed?: number;
+  /** Input features per sample (default 784). */
+  inputSize?: number;
+  /** Hidden layer widths (default [128]). */
+  hidden?: number[];
+  /** Output classes (default 10). */
+  classes?: number;
+  /** Hidden activation (default 'relu'). */
+  activation?: Activation;
+}
+
+/** The CNN (conv-pool-conv-pool-dense for 28×28 digits) is defined in cnn.ts. */
+export interface CnnSpec {
+  kind: 'cnn';
+  seed?: number;
+  /** Output channels of the two conv layers. */
+  channels?: [number, number];
+  /** Width of the dense hidden layer (0: none). */
+  hidden?: number;
+  classes?: number;
+}
+
+export type ModelSpec = MlpSpec | CnnSpec;
+
+export interface EvalResult {
+  /** Fraction of samples whose argmax logit equals the label. */
+  accuracy: number;
+  /** Mean cross-entropy over the samples. */
+  loss: number;
+}
+
+export interface Model {
+  readonly kind: ModelKind;
+  readonly gpu: Gpu;
+  /** The spec with every default filled in (what checkpoints record). */
+  readonly spec: Required<MlpSpec> | Required<CnnSpec>;
+  /** Floats per input sample (784 for 28×28 digits; CNN reads them as 1×28×28). */
+  readonly inputSize: number;
+  readonly classes: number;
+  readonly layout: readonly ParamEntry[];
+  /** Real parameters: Σ layout[i].length. */
+  readonly paramCount: number;
+  /** Floats in `params` / `grads`, padding included. */
+  readonly flatLength: number;
+  readonly params: GPUBuffer;
+  readonly grads: GPUBuffer;
+
+  /**
+   * Forward + backward on `batch` samples (default: labels.length). x holds
+   * batch·inputSize floats (row-major), labels batch integers in [0, classes).
+   * Overwrites `grads` with the gradient of the mean loss; returns that loss.
+   */
+  forwardBackward(x: Float32Array, labels: ArrayLike<number>, batch?: number): Promise<number>;
+  /** Logits [batch × classes] for `batch` samples (default: x.length / inputSize). */
+  predict(x: Float32Array, batch?: number): Promise<Float32Array>;
+  /** Accuracy and mean loss over all samples, in chunks of `chunk` (default 500). */
+  evaluate(x: Float32Array, labels: ArrayLike<number>, chunk?: number): Promise<EvalResult>;
+
+  /** Copies of the flat buffers (length flatLength). */
+  readParams(): Promise<Float32Array>;
+  readGrads(): Promise<Float32Array>;
+  /** Overwrite the flat buffers (length must be flatLength). */
+  writeParams(values: Float32Array): void;
+  writeGrads(values: Float32Array): void;
+
+  /** Frees the model's GPU buffers (the Gpu stays usable). */
+  destroy(): void;
+}

@@ -1,0 +1,146 @@
+/**
+ * Optimizers over a model's flat buffers: SGD with momentum and AdamW, with
+ * their state (velocity; first and second moments) in GPU buffers of the same
+ * flat layout. `step()` reads `model.grads` and updates `model.params` in
+ * place, so the distributed layer can replace the gradients (allreduce) in
+ * between `forwardBackward` and `step`.
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { Dispatch, Gpu } from '../gpu/gpu.ts';
+import { adamwFields, planAdamw, planSgd, sgdFields } from '../gpu/kernels/optimizers.ts';
+import type { Model } from './model.ts';
+
+export interface OptimizerSpec {
+  kind: 'sgd' | 'adamw';
+  /** Learning rate (default 0.05 for SGD, 1e-3 for AdamW). */
+  lr?: number;
+  /** SGD momentum (default 0.9). */
+  momentum?: number;
+  /** SGD: L2 added to the gradient; AdamW: decoupled decay (default 0 for SGD, 0.01 for AdamW). */
+  weightDecay?: number;
+  /** AdamW betas (default [0.9, 0.999]). */
+  betas?: [number, number];
+  /** AdamW epsilon (default 1e-8). */
+  eps?: number;
+}
+
+export interface Optimizer {
+  readonly kind: 'sgd' | 'adamw';
+  readonly spec: Required<OptimizerSpec>;
+  /** Steps taken so far (restored by importState). */
+  readonly stepCount: number;
+  /** Applies one update from model.grads to model.params; `lr` overrides the learning rate for this and later steps. */
+  step(lr?: number): void;
+  /** Optimizer state as named flat arrays (each of the model's flatLength), plus `step` as a 1-element array. */
+  exportState(): Promise<Record<string, Float32Array>>;
+  importState(state: Record<string, Float32Array>): void;
+  destroy(): void;
+}
+
+function finite(name: string, v: number, min: number, max = Infinity): void {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `optimizer: ${name} must be a number in [${min}, ${max}], got ${String(v)}`, { [name]: v });
+  }
+}
+
+export function resolveOptimizerSpec(spec: OptimizerSpec): Required<OptimizerSpec> {
+  if (spec?.kind !== 'sgd' && spec?.kind !== 'adamw') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `optimizer: kind must be 'sgd' or 'adamw', got ${String(spec?.kind)}`);
+  }
+  const adam = spec.kind === 'adamw';
+  const s: Required<OptimizerSpec> = {
+    kind: spec.kind,
+    lr: spec.lr ?? (adam ? 1e-3 : 0.05),
+    momentum: spec.momentum ?? 0.9,
+    weightDecay: spec.weightDecay ?? (adam ? 0.01 : 0),
+    betas: spec.betas ?? [0.9, 0.999],
+    eps: spec.eps ?? 1e-8,
+  };
+  finite('lr', s.lr, 0);
+  finite('momentum', s.momentum, 0, 1);
+  finite('weightDecay', s.weightDecay, 0);
+  finite('betas[0]', s.betas[0], 0, 1);
+  finite('betas[1]', s.betas[1], 0, 1);
+  finite('eps', s.eps, 0);
+  return s;
+}
+
+class FlatOptimizer implements Optimizer {
+  readonly spec: Required<OptimizerSpec>;
+  stepCount = 0;
+  private readonly gpu: Gpu;
+  private readonly n: number;
+  private readonly uniform: GPUBuffer;
+  private readonly state: Record<string, GPUBuffer>;
+  private readonly update: Dispatch;
+
+  constructor(private readonly model: Model, spec: OptimizerSpec) {
+    this.spec = resolveOptimizerSpec(spec);
+    this.gpu = model.gpu;
+    this.n = model.flatLength;
+    const n = this.n;
+    if (this.kind === 'sgd') {
+      this.uniform = this.gpu.uniform(sgdFields(n, this.spec), 'sgd-hyper');
+      this.state = { velocity: this.gpu.storage(n, 'sgd-velocity') };
+      this.update = planSgd(this.gpu, this.uniform, model.params, model.grads, this.state.velocity, n);
+    } else {
+      this.uniform = this.gpu.uniform(adamwFields(n, this.adamHyper(1)), 'adamw-hyper');
+      this.state = { m: this.gpu.storage(n, 'adamw-m'), v: this.gpu.storage(n, 'adamw-v') };
+      this.update = planAdamw(this.gpu, this.uniform, model.params, model.grads, this.state.m, this.state.v, n);
+    }
+  }
+
+  get kind(): 'sgd' | 'adamw' {
+    return this.spec.kind;
+  }
+
+  private adamHyper(step: number) {
+    const s = this.spec;
+    return { lr: s.lr, beta1: s.betas[0], beta2: s.betas[1], eps: s.eps, weightDecay: s.weightDecay, step };
+  }
+
+  step(lr?: number): void {
+    if (lr !== undefined) {
+      finite('lr', lr, 0);
+      this.spec.lr = lr;
+    }
+    this.stepCount++;
+    // SGD's hyperparameters only change with lr; AdamW's bias correction changes every step.
+    if (this.kind === 'adamw') this.gpu.writeUniform(this.uniform, adamwFields(this.n, this.adamHyper(this.stepCount)));
+    else if (lr !== undefined) this.gpu.writeUniform(this.uniform, sgdFields(this.n, this.spec));
+    this.gpu.record(this.update);
+  }
+
+  async exportState(): Promise<Record<string, Float32Array>> {
+    const out: Record<string, Float32Array> = {};
+    for (const [name, buffer] of Object.entries(this.state)) out[name] = await this.gpu.readF32(buffer, 0, this.n);
+    out.step = new Float32Array([this.stepCount]);
+    return out;
+  }
+
+  importState(state: Record<string, Float32Array>): void {
+    for (const name of Object.keys(this.state)) {
+      const v = state[name];
+      if (!(v instanceof Float32Array) || v.length !== this.n) {
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `${this.kind} state "${name}" must be a Float32Array of ${this.n} floats (the model's flatLength), got ${v instanceof Float32Array ? v.length : typeof v}`,
+          { name, expected: this.n },
+        );
+      }
+    }
+    const step = state.step?.[0] ?? 0;
+    if (!Number.isInteger(step) || step < 0) throw new RingtrainError(ErrorCode.InvalidArgument, `optimizer state "step" must be a non-negative integer, got ${step}`);
+    for (const [name, buffer] of Object.entries(this.state)) this.gpu.write(buffer, state[name]);
+    this.stepCount = step;
+  }
+
+  destroy(): void {
+    for (const b of Object.values(this.state)) b.destroy();
+    this.uniform.destroy();
+  }
+}
+
+export function createOptimizer(model: Model, spec: OptimizerSpec): Optimizer {
+  return new FlatOptimizer(model, spec);
+}

@@ -1,0 +1,17 @@
+/** Bias add (in place) and bias gradient (column sum). See shaders/bias.wgsl. */
+import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
+import { checkDims } from './matmul.ts';
+
+/** y[r, c] += bias[c] for a rows×cols matrix, in place. */
+export function planAddBias(gpu: Gpu, y: Binding, bias: Binding, rows: number, cols: number): Dispatch {
+  checkDims('addBias', { rows, cols });
+  const dims = gpu.uniform([['u32', rows], ['u32', cols], ['u32', 0], ['u32', 0]], 'bias-dims');
+  return gpu.plan('bias', [dims, bias, y], linearGroups(rows * cols, 256), { entryPoint: 'add_bias' });
+}
+
+/** dBias[c] = Σ_r dy[r, c]. */
+export function planBiasGrad(gpu: Gpu, dy: Binding, dBias: Binding, rows: number, cols: number): Dispatch {
+  checkDims('biasGrad', { rows, cols });
+  const dims = gpu.uniform([['u32', rows], ['u32', cols], ['u32', 0], ['u32', 0]], 'bias-dims');
+  return gpu.plan('bias', [dims, dy, dBias], linearGroups(cols, 64), { entryPoint: 'bias_grad' });
+}

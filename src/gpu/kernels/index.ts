@@ -1,0 +1,42 @@
+/**
+ * Every kernel, in one explicit list: the shader file each uses and its entry
+ * points. `warmUp` compiles them all; tests use the list to check that every
+ * kernel has a shader and an oracle. Kernel files added by other modules
+ * (conv, pool) append their own entries here.
+ */
+import type { Gpu } from '../gpu.ts';
+
+export interface KernelEntry {
+  /** `shaders/<shader>.wgsl` */
+  shader: string;
+  entryPoints: string[];
+  /** Override constants the kernel is compiled with by default. */
+  constants?: Record<string, number>;
+}
+
+export const KERNELS: Record<string, KernelEntry> = {
+  matmul: { shader: 'matmul', entryPoints: ['main'] },
+  bias: { shader: 'bias', entryPoints: ['add_bias', 'bias_grad'] },
+  activation: { shader: 'activation', entryPoints: ['relu_forward', 'relu_backward', 'tanh_forward', 'tanh_backward', 'gelu_forward', 'gelu_backward'] },
+  softmaxXent: { shader: 'softmax_xent', entryPoints: ['main'] },
+  sum: { shader: 'reduce', entryPoints: ['main'] },
+  elementwise: { shader: 'elementwise', entryPoints: ['add', 'axpy'] },
+  scale: { shader: 'scale', entryPoints: ['main'] },
+  f16: { shader: 'f16', entryPoints: ['pack', 'unpack'] },
+  sgd: { shader: 'sgd', entryPoints: ['main'] },
+  adamw: { shader: 'adamw', entryPoints: ['main'] },
+};
+
+/** Compiles every registered kernel's pipelines (surfacing WGSL errors early). */
+export function warmUp(gpu: Gpu): void {
+  for (const k of Object.values(KERNELS)) for (const entryPoint of k.entryPoints) gpu.pipeline(k.shader, { entryPoint, constants: k.constants });
+}
+
+export { planMatmul, MATMUL_TILE, checkDims, type MatmulOptions, type MatmulShape } from './matmul.ts';
+export { planAddBias, planBiasGrad } from './bias.ts';
+export { planActivationForward, planActivationBackward, checkActivation, ACTIVATIONS, type Activation } from './activation.ts';
+export { planSoftmaxXent, checkLabels, type SoftmaxXentBuffers } from './softmax-xent.ts';
+export { planSum } from './reduce.ts';
+export { planAdd, planAxpy, planScale } from './elementwise.ts';
+export { planPackF16, planUnpackF16, packedWords } from './f16.ts';
+export { planSgd, planAdamw, sgdFields, adamwFields, type SgdHyper, type AdamwHyper } from './optimizers.ts';
