@@ -1,0 +1,98 @@
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { Communicator } from '../comm/communicator.ts';
+import { reduceSettings, ringAllreduceInPlace } from './allreduce.ts';
+import { runCollective } from './run.ts';
+import { dtypeOf, emptyLike, type ReduceOptions, type Tensor } from './types.ts';
+
+/**
+ * Tensor fusion, as in Horovod: many small tensors (one per layer, say) are
+ * packed into one fusion buffer and reduced by one allreduce, which saves a
+ * negotiation and a ring round trip per tensor. A group closes when adding the
+ * next tensor would pass `thresholdBytes` or change dtype; a tensor bigger
+ * than the threshold travels alone.
+ */
+export interface NamedTensor {
+  name: string;
+  data: Tensor;
+}
+
+export interface FusionOptions extends Omit<ReduceOptions, 'name' | 'shape'> {
+  /** Most bytes per fusion buffer (Horovod's default is 64 MiB). */
+  thresholdBytes?: number;
+}
+
+export const DEFAULT_FUSION_THRESHOLD_BYTES = 64 * 1024 * 1024;
+
+/** Which tensors share a buffer: consecutive, same dtype, at most `threshold` bytes together. */
+export function planFusion(tensors: NamedTensor[], thresholdBytes: number): number[][] {
+  const groups: number[][] = [];
+  let current: number[] = [];
+  let bytes = 0;
+  tensors.forEach((t, i) => {
+    const sameType = current.length === 0 || dtypeOf(tensors[current[0]].data) === dtypeOf(t.data);
+    if (current.length > 0 && (!sameType || bytes + t.data.byteLength > thresholdBytes)) {
+      groups.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(i);
+    bytes += t.data.byteLength;
+  });
+  if (current.length > 0) groups.push(current);
+  return groups;
+}
+
+function fusedName(names: string[]): string {
+  const joined = names.join(',');
+  if (joined.length <= 120) return `fused[${joined}]`;
+  // Long lists: keep the ends readable and let a hash tell different lists apart.
+  let h = 0x811c9dc5;
+  for (let i = 0; i < joined.length; i++) h = Math.imul(h ^ joined.charCodeAt(i), 0x01000193) >>> 0;
+  return `fused[${names[0]}..${names[names.length - 1]} (${names.length} tensors, #${h.toString(16)})]`;
+}
+
+/** Allreduces every tensor (results in the same order, new arrays), fusing them into as few collectives as the threshold allows. */
+export async function allreduceFused(comm: Communicator, tensors: NamedTensor[], opts: FusionOptions = {}): Promise<Tensor[]> {
+  const threshold = opts.thresholdBytes ?? DEFAULT_FUSION_THRESHOLD_BYTES;
+  if (!(Number.isFinite(threshold) && threshold > 0)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: thresholdBytes must be a positive number, got ${threshold}`);
+  }
+  const seen = new Set<string>();
+  for (const t of tensors) {
+    if (!(t.data instanceof Float32Array) && !(t.data instanceof Int32Array)) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: tensor '${t.name}' must be a Float32Array or an Int32Array`);
+    }
+    if (seen.has(t.name)) throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: the name '${t.name}' is used twice; names identify tensors across ranks`);
+    seen.add(t.name);
+  }
+  const results: Tensor[] = new Array(tensors.length);
+  for (const group of planFusion(tensors, threshold)) {
+    const members = group.map((i) => tensors[i]);
+    const first = members[0].data;
+    const s = reduceSettings(first, opts, 'allreduceFused');
+    const count = members.reduce((a, t) => a + t.data.length, 0);
+    const request = { name: fusedName(members.map((t) => t.name)), dtype: dtypeOf(first), shape: [count], op: s.op, compression: s.compression };
+    const out = await runCollective(comm, opts, { kind: 'allreduce', request, count, bytes: count * 4 }, async (run) => {
+      const buf = emptyLike(first, count);
+      await run.phase('fusion-pack', async () => {
+        let o = 0;
+        for (const t of members) {
+          buf.set(t.data, o);
+          o += t.data.length;
+        }
+      });
+      await ringAllreduceInPlace(run, buf, s);
+      return run.phase('fusion-unpack', async () => {
+        let o = 0;
+        return members.map((t) => {
+          const part = buf.slice(o, o + t.data.length);
+          o += t.data.length;
+          return part;
+        });
+      });
+    });
+    group.forEach((i, k) => (results[i] = out[k]));
+  }
+  return results;
+}
+

@@ -1,0 +1,130 @@
+/**
+ * Negotiation, after Horovod's controller. Before any data moves, every rank
+ * tells the coordinator (rank 0) what it is about to do; the coordinator
+ * checks that all agree and answers everyone with one verdict:
+ *
+ *   rank r -> rank 0   {id, NEGOTIATE_STEP}   the rank's Request (JSON)
+ *   rank 0 -> rank r   {id, VERDICT_STEP}     {ok: true, requests} | {ok: false, code, message, detail}
+ *
+ * So a disagreement fails on every rank with the same error naming who sent
+ * what; ranks that never show up are named by a Timeout (the stall inspector,
+ * which also emits 'stall' events while it waits). The verdict goes to late
+ * ranks too: when they finally arrive they find it waiting and fail at once.
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { now } from '../core/events.ts';
+import type { Communicator } from '../comm/communicator.ts';
+
+export interface Request {
+  name: string;
+  kind: string;
+  dtype: string;
+  shape: number[];
+  op?: string;
+  root?: number;
+  compression?: string;
+  /** Per-rank facts that may differ between ranks (alltoall splits, for instance). */
+  extra?: number[];
+}
+
+export const NEGOTIATE_STEP = 0xfffffff0;
+export const VERDICT_STEP = 0xfffffff1;
+
+type Verdict = { ok: true; requests: Request[] } | { ok: false; code: string; message: string; detail: Record<string, unknown> };
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export function describe(r: Request): string {
+  const parts = [`${r.kind} '${r.name}' ${r.dtype}[${r.shape.join('x')}]`];
+  if (r.op) parts.push(`op=${r.op}`);
+  if (r.root !== undefined) parts.push(`root=${r.root}`);
+  if (r.compression && r.compression !== 'none') parts.push(`compression=${r.compression}`);
+  return parts.join(' ');
+}
+
+/** The mismatch error, or null when every request agrees on what must agree. */
+function check(id: number, requests: Request[], varyingShape: boolean): Verdict {
+  const signature = (r: Request) => JSON.stringify([r.name, r.kind, r.dtype, r.op, r.root, r.compression, varyingShape ? null : r.shape]);
+  const groups = new Map<string, number[]>();
+  requests.forEach((r, rank) => {
+    const s = signature(r);
+    groups.set(s, [...(groups.get(s) ?? []), rank]);
+  });
+  if (groups.size === 1) return { ok: true, requests };
+  const said = [...groups.values()].map((ranks) => `rank${ranks.length > 1 ? 's' : ''} ${ranks.join(',')} sent ${describe(requests[ranks[0]])}`);
+  return {
+    ok: false,
+    code: ErrorCode.Mismatch,
+    message: `collective #${id}: ranks disagree: ${said.join('; ')}. Every rank must call the same collectives in the same order with the same name, op, dtype and shape`,
+    detail: { id, requests: requests.map((r, rank) => ({ rank, ...r })) },
+  };
+}
+
+export interface NegotiateOptions {
+  timeoutMs: number;
+  /** Shapes may differ between ranks (allgather, alltoall). */
+  varyingShape?: boolean;
+}
+
+/** Agrees on `mine` with every rank; resolves with every rank's request, in rank order. */
+export async function negotiate(comm: Communicator, id: number, mine: Request, o: NegotiateOptions): Promise<Request[]> {
+  if (comm.size === 1) return [mine];
+  const ask = { id, step: NEGOTIATE_STEP, chunk: 0 };
+  const answer = { id, step: VERDICT_STEP, chunk: 0 };
+  let verdict: Verdict;
+  if (comm.rank === 0) {
+    verdict = await coordinate(comm, id, mine, o);
+    const bytes = enc.encode(JSON.stringify(verdict));
+    await Promise.all(Array.from({ length: comm.size - 1 }, (_, i) => comm.send(i + 1, answer, bytes)));
+  } else {
+    await comm.send(0, ask, enc.encode(JSON.stringify(mine)));
+    // The coordinator may itself wait up to timeoutMs for the slowest rank; give it that and as much again.
+    const raw = await stallWatch(comm, id, mine.name, () => [0], comm.recv(0, answer, 2 * o.timeoutMs).catch((e) => {
+      if ((e as RingtrainError).code === ErrorCode.Timeout) {
+        throw new RingtrainError(ErrorCode.Timeout, `collective #${id} '${mine.name}': rank 0 (the coordinator) never answered within ${2 * o.timeoutMs} ms; ranks that never answered: 0`, { id, waitingFor: [0], rank: comm.rank });
+      }
+      throw e;
+    }), o.timeoutMs);
+    verdict = JSON.parse(dec.decode(raw)) as Verdict;
+  }
+  if (!verdict.ok) throw new RingtrainError(verdict.code as ErrorCode, verdict.message, { ...verdict.detail, rank: comm.rank });
+  return verdict.requests;
+}
+
+async function coordinate(comm: Communicator, id: number, mine: Request, o: NegotiateOptions): Promise<Verdict> {
+  const requests: (Request | undefined)[] = [mine];
+  const missing = () => requests.map((r, rank) => (r ? -1 : rank)).filter((r) => r >= 0);
+  for (let r = 1; r < comm.size; r++) requests.push(undefined);
+  const waits = requests.map((_, r) =>
+    r === 0 ? Promise.resolve() : comm.recv(r, { id, step: NEGOTIATE_STEP, chunk: 0 }, o.timeoutMs).then((b) => void (requests[r] = JSON.parse(dec.decode(b)) as Request)),
+  );
+  const settled = await stallWatch(comm, id, mine.name, missing, Promise.allSettled(waits), o.timeoutMs);
+  const other = settled.find((s) => s.status === 'rejected' && (s.reason as RingtrainError).code !== ErrorCode.Timeout);
+  if (other) throw (other as PromiseRejectedResult).reason;
+  const silent = missing();
+  if (silent.length > 0) {
+    return {
+      ok: false,
+      code: ErrorCode.Timeout,
+      message: `collective #${id} '${mine.name}': rank(s) ${silent.join(', ')} never answered within ${o.timeoutMs} ms (stalled, crashed, or calling a different sequence of collectives)`,
+      detail: { id, waitingFor: silent, timeoutMs: o.timeoutMs },
+    };
+  }
+  return check(id, requests as Request[], o.varyingShape ?? false);
+}
+
+/** Awaits `p`, emitting 'stall' events naming whom we still wait for, every quarter of the timeout. */
+async function stallWatch<T>(comm: Communicator, id: number, name: string, waitingFor: () => number[], p: Promise<T>, timeoutMs: number): Promise<T> {
+  const start = now();
+  const every = Math.max(50, Math.min(5000, timeoutMs / 4));
+  const timer = setInterval(() => {
+    const who = waitingFor();
+    if (who.length > 0 && comm.events.active) comm.events.emit({ type: 'stall', t: now(), rank: comm.rank, id, name, waitingFor: who, waitedMs: now() - start });
+  }, every);
+  try {
+    return await p;
+  } finally {
+    clearInterval(timer);
+  }
+}

@@ -1,0 +1,134 @@
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { segmentsOf, type Range } from './partition.ts';
+import { reduceInto } from './reduce.ts';
+import type { Run } from './run.ts';
+import type { ReduceOp, Tensor } from './types.ts';
+import type { Codec } from './wire.ts';
+
+/**
+ * The ring loops. Every rank sends to its right neighbour and receives from
+ * its left. Chunks are cut into segments, and a segment is passed on as soon
+ * as it has been received (and reduced), so sending, receiving and reducing
+ * overlap along the ring instead of waiting for whole chunks.
+ *
+ * Tags: phase in the high half of `step`, ring step in the low half, segment index in `chunk`.
+ */
+export const PHASE_REDUCE_SCATTER = 1;
+export const PHASE_ALLGATHER = 2;
+export const PHASE_BROADCAST = 3;
+export const PHASE_ALLTOALL = 4;
+
+const mod = (a: number, n: number) => ((a % n) + n) % n;
+
+function expectCount(got: Tensor, seg: Range, from: number, what: string): void {
+  if (got.length !== seg.count) {
+    throw new RingtrainError(ErrorCode.Transport, `${what}: rank ${from} sent ${got.length} elements where ${seg.count} were expected; the ranks' tensors or versions differ`, { from });
+  }
+}
+
+/**
+ * Reduce-scatter: afterwards this rank's `chunks[rank]` of `buf` holds the
+ * reduction of that chunk over all ranks (other chunks hold partial sums).
+ * Step s: send chunk (rank-s-1), receive chunk (rank-s-2) and reduce it in.
+ */
+export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], op: ReduceOp, codec: Codec): Promise<void> {
+  const { rank, size } = run.comm;
+  if (size === 1) return;
+  const right = mod(rank + 1, size);
+  const left = mod(rank - 1, size);
+  const per = run.segmentElements(codec);
+  const sendSegment = (step: number, chunk: number, j: number, seg: Range) => {
+    const view = buf.subarray(seg.offset, seg.offset + seg.count);
+    const bytes = codec.encode(view);
+    run.send(right, run.tag(PHASE_REDUCE_SCATTER, step, j), bytes);
+    run.chunkEvent('chunk-send', 'reduce-scatter', step, rank, right, chunk, seg, bytes.byteLength, view);
+  };
+  // Step 0 needs nothing from anyone: queue the whole first chunk at once.
+  const first = mod(rank - 1, size);
+  segmentsOf(chunks[first], per).forEach((seg, j) => sendSegment(0, first, j, seg));
+  for (let step = 0; step < size - 1; step++) {
+    const chunk = mod(rank - step - 2, size);
+    const segs = segmentsOf(chunks[chunk], per);
+    for (let j = 0; j < segs.length; j++) {
+      const seg = segs[j];
+      const payload = await run.recv(left, run.tag(PHASE_REDUCE_SCATTER, step, j));
+      const incoming = codec.decode(payload, buf);
+      expectCount(incoming, seg, left, 'reduce-scatter');
+      const view = buf.subarray(seg.offset, seg.offset + seg.count);
+      reduceInto(op, view, incoming);
+      run.chunkEvent('chunk-recv', 'reduce-scatter', step, left, rank, chunk, seg, payload.byteLength, incoming, view);
+      // The chunk we just reduced is the one we pass on in the next step.
+      if (step < size - 2) sendSegment(step + 1, chunk, j, seg);
+    }
+  }
+}
+
+/**
+ * Allgather: before, this rank's `blocks[rank]` of `buf` is filled; after,
+ * all blocks are. Blocks may differ in size (uneven allgather). Step s: send
+ * block (rank-s), receive block (rank-s-1); received bytes are forwarded as
+ * they came, without decoding and encoding again.
+ */
+export async function ringAllgather(run: Run, buf: Tensor, blocks: Range[], codec: Codec): Promise<void> {
+  const { rank, size } = run.comm;
+  if (size === 1) return;
+  const right = mod(rank + 1, size);
+  const left = mod(rank - 1, size);
+  const per = run.segmentElements(codec);
+  segmentsOf(blocks[rank], per).forEach((seg, j) => {
+    const view = buf.subarray(seg.offset, seg.offset + seg.count);
+    const bytes = codec.encode(view);
+    run.send(right, run.tag(PHASE_ALLGATHER, 0, j), bytes);
+    run.chunkEvent('chunk-send', 'allgather', 0, rank, right, rank, seg, bytes.byteLength, view);
+  });
+  for (let step = 0; step < size - 1; step++) {
+    const block = mod(rank - step - 1, size);
+    const segs = segmentsOf(blocks[block], per);
+    for (let j = 0; j < segs.length; j++) {
+      const seg = segs[j];
+      const payload = await run.recv(left, run.tag(PHASE_ALLGATHER, step, j));
+      if (step < size - 2) {
+        run.send(right, run.tag(PHASE_ALLGATHER, step + 1, j), payload);
+        run.chunkEvent('chunk-send', 'allgather', step + 1, rank, right, block, seg, payload.byteLength);
+      }
+      const incoming = codec.decode(payload, buf);
+      expectCount(incoming, seg, left, 'allgather');
+      buf.set(incoming, seg.offset);
+      run.chunkEvent('chunk-recv', 'allgather', step, left, rank, block, seg, payload.byteLength, incoming, incoming);
+    }
+  }
+}
+
+/**
+ * Pipelined broadcast along the ring starting at `root`: each rank forwards a
+ * segment to its right neighbour as soon as it has it, so the whole tensor
+ * takes about one transfer time plus (size-1) segment times.
+ */
+export async function ringBroadcast(run: Run, buf: Tensor, root: number, codec: Codec): Promise<void> {
+  const { rank, size } = run.comm;
+  if (size === 1) return;
+  const right = mod(rank + 1, size);
+  const left = mod(rank - 1, size);
+  const position = mod(rank - root, size); // 0 at the root, size-1 at the end of the chain
+  const segs = segmentsOf({ offset: 0, count: buf.length }, run.segmentElements(codec));
+  for (let j = 0; j < segs.length; j++) {
+    const seg = segs[j];
+    const tag = run.tag(PHASE_BROADCAST, 0, j);
+    if (position === 0) {
+      const view = buf.subarray(seg.offset, seg.offset + seg.count);
+      const bytes = codec.encode(view);
+      run.send(right, tag, bytes);
+      run.chunkEvent('chunk-send', 'broadcast', 0, rank, right, 0, seg, bytes.byteLength, view);
+      continue;
+    }
+    const payload = await run.recv(left, tag);
+    if (position < size - 1) {
+      run.send(right, tag, payload);
+      run.chunkEvent('chunk-send', 'broadcast', position, rank, right, 0, seg, payload.byteLength);
+    }
+    const incoming = codec.decode(payload, buf);
+    expectCount(incoming, seg, left, 'broadcast');
+    buf.set(incoming, seg.offset);
+    run.chunkEvent('chunk-recv', 'broadcast', position - 1, left, rank, 0, seg, payload.byteLength, incoming, incoming);
+  }
+}

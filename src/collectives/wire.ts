@@ -1,0 +1,52 @@
+import { float16ToFloat32, float32ToFloat16 } from './fp16.ts';
+import type { Compression, Tensor } from './types.ts';
+
+/**
+ * How a slice of a tensor looks on the wire. Raw codecs send the bytes as they
+ * are (little endian, as every WebGPU platform is); the fp16 codec halves
+ * float32 traffic.
+ */
+export interface Codec {
+  readonly bytesPerElement: number;
+  /** Bytes to send for `src`; may be a view of it (the communicator copies). */
+  encode(src: Tensor): Uint8Array;
+  /** The received elements as a tensor of the collective's dtype (a view where possible). */
+  decode(payload: Uint8Array, like: Tensor): Tensor;
+}
+
+function aligned(p: Uint8Array, bytes: number): Uint8Array {
+  // Typed-array views need an aligned offset; data channels usually deliver one, copy otherwise.
+  return p.byteOffset % bytes === 0 ? p : p.slice();
+}
+
+const raw: Codec = {
+  bytesPerElement: 4,
+  encode: (src) => new Uint8Array(src.buffer, src.byteOffset, src.byteLength),
+  decode(payload, like) {
+    const p = aligned(payload, 4);
+    const n = p.byteLength / 4;
+    return like instanceof Float32Array ? new Float32Array(p.buffer, p.byteOffset, n) : new Int32Array(p.buffer, p.byteOffset, n);
+  },
+};
+
+const fp16: Codec = {
+  bytesPerElement: 2,
+  encode: (src) => {
+    const h = float32ToFloat16(src as Float32Array);
+    return new Uint8Array(h.buffer, h.byteOffset, h.byteLength);
+  },
+  decode(payload) {
+    const p = aligned(payload, 2);
+    return float16ToFloat32(new Uint16Array(p.buffer, p.byteOffset, p.byteLength / 2));
+  },
+};
+
+export function codecFor(compression: Compression): Codec {
+  return compression === 'fp16' ? fp16 : raw;
+}
+
+/** Rounds `t` through the wire format in place, so the owner of a chunk keeps exactly what the others receive. */
+export function roundTripInPlace(codec: Codec, t: Tensor): void {
+  if (codec === raw || t.length === 0) return;
+  t.set(codec.decode(codec.encode(t), t));
+}

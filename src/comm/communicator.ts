@@ -1,0 +1,349 @@
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { EventBus, now } from '../core/events.ts';
+import { decodeFrame, encodeFrames, FrameKind, Reassembler, tagKey, type Tag } from './frame.ts';
+import type { Link } from './link.ts';
+
+/**
+ * What collectives take: who I am, who else there is, and tagged, ordered
+ * messages to and from every other rank. Collectives know nothing else of the
+ * transport.
+ */
+export interface Communicator {
+  readonly rank: number;
+  readonly size: number;
+  readonly events: EventBus;
+  /** Teaching mode: collectives attach the values they move to their events. */
+  readonly teaching: boolean;
+  /** Queue `payload` (copied at once) for `peer`; resolves when it was handed to the transport. */
+  send(peer: number, tag: Tag, payload: Uint8Array): Promise<void>;
+  /** The message `peer` sent with `tag`. Rejects with Timeout after `timeoutMs`, PeerLost if the peer goes. */
+  recv(peer: number, tag: Tag, timeoutMs?: number): Promise<Uint8Array>;
+  /** The id of the next collective; every rank calls collectives in the same order, so ids agree. */
+  nextId(): number;
+  /** Fail everything pending here and on every other rank with `err`. */
+  abort(err: RingtrainError): void;
+  /** The error this communicator was aborted with, if any. */
+  readonly error: RingtrainError | null;
+  /** Close every link. Other ranks see this rank leave cleanly. */
+  close(): void;
+  readonly stats: { bytesSent: number; bytesReceived: number };
+}
+
+export interface CommunicatorOptions {
+  events?: EventBus;
+  teaching?: boolean;
+  /** Send a heartbeat to a quiet peer this often (ms). */
+  heartbeatMs?: number;
+  /** A peer silent this long (ms) is lost; 0 turns heartbeats off (memory links report closes directly). */
+  peerTimeoutMs?: number;
+  /** Stop handing frames to a link while this many bytes wait in its buffer. */
+  highWaterBytes?: number;
+  /** How often (ms) a blocked sender looks at bufferedAmount again. */
+  pollMs?: number;
+}
+
+const DEFAULTS = {
+  heartbeatMs: 500,
+  peerTimeoutMs: 5000,
+  highWaterBytes: 1 << 20,
+  pollMs: 2,
+};
+
+interface Waiter {
+  peer: number;
+  resolve(p: Uint8Array): void;
+  reject(e: RingtrainError): void;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A Communicator over one Link per other rank (a full mesh). */
+export class LinkCommunicator implements Communicator {
+  readonly events: EventBus;
+  readonly teaching: boolean;
+  readonly stats = { bytesSent: 0, bytesReceived: 0 };
+  private opts: typeof DEFAULTS;
+  private arrived = new Map<string, Uint8Array>();
+  private waiters = new Map<string, Waiter>();
+  private sendChains = new Map<number, Promise<void>>();
+  private reassemblers = new Map<number, Reassembler>();
+  private lastHeard = new Map<number, number>();
+  private lastSent = new Map<number, number>();
+  /** Ranks that closed cleanly, with the reason to give anyone still waiting on them. */
+  private departed = new Map<number, RingtrainError>();
+  private heartbeat?: ReturnType<typeof setInterval>;
+  private lastTick = now();
+  private idCounter = 0;
+  private closed = false;
+  error: RingtrainError | null = null;
+
+  constructor(
+    readonly rank: number,
+    readonly size: number,
+    private links: Map<number, Link>,
+    options: CommunicatorOptions = {},
+  ) {
+    if (!Number.isInteger(size) || size < 1) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `ring size ${size} is not a positive integer`);
+    }
+    if (!Number.isInteger(rank) || rank < 0 || rank >= size) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank} is outside 0..${size - 1}`);
+    }
+    for (let p = 0; p < size; p++) {
+      if (p !== rank && !links.has(p)) {
+        throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank} has no link to rank ${p}; a communicator needs a full mesh`);
+      }
+    }
+    this.events = options.events ?? new EventBus();
+    this.teaching = options.teaching ?? false;
+    this.opts = { ...DEFAULTS, ...stripUndefined(options) };
+    const t = now();
+    for (const [peer, link] of links) {
+      this.reassemblers.set(peer, new Reassembler());
+      this.lastHeard.set(peer, t);
+      this.lastSent.set(peer, t);
+      link.onMessage((m) => this.onMessage(peer, m));
+      link.onClose((reason) => this.onLinkClosed(peer, reason));
+    }
+    if (this.opts.peerTimeoutMs > 0 && links.size > 0) {
+      this.heartbeat = setInterval(() => this.tick(), this.opts.heartbeatMs);
+      (this.heartbeat as { unref?: () => void }).unref?.();
+    }
+  }
+
+  nextId(): number {
+    return this.idCounter++;
+  }
+
+  send(peer: number, tag: Tag, payload: Uint8Array): Promise<void> {
+    const failed = this.unusable(peer);
+    if (failed) return Promise.reject(failed);
+    const frames = encodeFrames(FrameKind.Data, tag, payload);
+    const prev = this.sendChains.get(peer) ?? Promise.resolve();
+    const next = prev.then(() => this.write(peer, frames));
+    // A failed send must not poison the chain for the abort path; the caller sees the error.
+    this.sendChains.set(peer, next.catch(() => {}));
+    return next;
+  }
+
+  private async write(peer: number, frames: Uint8Array[]): Promise<void> {
+    const link = this.links.get(peer)!;
+    for (const f of frames) {
+      // Poll bufferedAmount: the bufferedamountlow event alone is not reliable (see ENVIRONMENT.md).
+      while (link.bufferedAmount() > this.opts.highWaterBytes) {
+        const failed = this.unusable(peer);
+        if (failed) throw failed;
+        await sleep(this.opts.pollMs);
+      }
+      const failed = this.unusable(peer);
+      if (failed) throw failed;
+      try {
+        link.send(f);
+      } catch (e) {
+        const err = new RingtrainError(ErrorCode.PeerLost, `sending to rank ${peer} failed (${(e as Error).message}); the ring is broken, rebuild it`, { peer, rank: this.rank });
+        this.lose(peer, String((e as Error).message));
+        throw this.error ?? err;
+      }
+      this.stats.bytesSent += f.byteLength;
+      this.lastSent.set(peer, now());
+    }
+  }
+
+  recv(peer: number, tag: Tag, timeoutMs = 0): Promise<Uint8Array> {
+    const key = `${peer}|${tagKey(tag)}`;
+    const have = this.arrived.get(key);
+    if (have) {
+      this.arrived.delete(key);
+      return Promise.resolve(have);
+    }
+    const failed = this.unusable(peer);
+    if (failed) return Promise.reject(failed);
+    if (this.waiters.has(key)) {
+      return Promise.reject(new RingtrainError(ErrorCode.InvalidArgument, `two receives wait for the same message ${key}; each tag is received once`));
+    }
+    return new Promise((resolve, reject) => {
+      const w: Waiter = { peer, resolve, reject };
+      if (timeoutMs > 0) {
+        w.timer = setTimeout(() => {
+          this.waiters.delete(key);
+          reject(new RingtrainError(ErrorCode.Timeout, `rank ${this.rank} waited ${timeoutMs} ms for rank ${peer} (message ${tagKey(tag)}) and got nothing; rank ${peer} is stalled or far behind`, { waitingFor: [peer], rank: this.rank, timeoutMs }));
+        }, timeoutMs);
+      }
+      this.waiters.set(key, w);
+    });
+  }
+
+  abort(err: RingtrainError): void {
+    if (this.error) return;
+    this.error = err;
+    const note = new TextEncoder().encode(JSON.stringify({ code: err.code, message: err.message, detail: err.detail ?? {} }));
+    for (const [peer, link] of this.links) {
+      if (this.departed.has(peer)) continue;
+      try {
+        for (const f of encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note)) link.send(f);
+      } catch {
+        // That link is already down; its own close handler reports it.
+      }
+    }
+    for (const [key, w] of this.waiters) {
+      clearTimeout(w.timer);
+      w.reject(err);
+      this.waiters.delete(key);
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    const bye = encodeFrames(FrameKind.Goodbye, { id: 0, step: 0, chunk: 0 }, new Uint8Array(0))[0];
+    for (const link of this.links.values()) {
+      try {
+        link.send(bye);
+      } catch {
+        // already down
+      }
+    }
+    const err = this.error ?? new RingtrainError(ErrorCode.Aborted, `rank ${this.rank}'s communicator was closed`, { rank: this.rank });
+    this.abortLocal(err);
+    // Give the goodbye a moment to leave before the links go down.
+    setTimeout(() => {
+      for (const link of this.links.values()) link.close();
+    }, 50);
+  }
+
+  /** Why an operation with `peer` cannot go ahead, or null if it can. */
+  private unusable(peer: number): RingtrainError | null {
+    if (this.error) return this.error;
+    if (this.closed) return new RingtrainError(ErrorCode.Aborted, `rank ${this.rank}'s communicator is closed`);
+    if (peer === this.rank || !this.links.has(peer)) {
+      return new RingtrainError(ErrorCode.InvalidArgument, `rank ${this.rank} has no link to rank ${peer} (size ${this.size})`);
+    }
+    return this.departed.get(peer) ?? null;
+  }
+
+  private abortLocal(err: RingtrainError): void {
+    if (!this.error) this.error = err;
+    for (const [key, w] of this.waiters) {
+      clearTimeout(w.timer);
+      w.reject(this.error);
+      this.waiters.delete(key);
+    }
+  }
+
+  private onMessage(peer: number, bytes: Uint8Array): void {
+    this.lastHeard.set(peer, now());
+    this.stats.bytesReceived += bytes.byteLength;
+    let f;
+    try {
+      f = decodeFrame(bytes);
+    } catch (e) {
+      this.abort(new RingtrainError(ErrorCode.Transport, `rank ${peer} sent a malformed frame (${(e as Error).message}); both ends must run the same ringtrain version`, { peer }));
+      return;
+    }
+    switch (f.kind) {
+      case FrameKind.Heartbeat:
+        return;
+      case FrameKind.Goodbye:
+        this.departed.set(peer, new RingtrainError(ErrorCode.PeerLost, `rank ${peer} closed its communicator and left the ring`, { peer, rank: this.rank }));
+        this.failWaitersOn(peer);
+        return;
+      case FrameKind.Abort:
+        return this.onRemoteAbort(peer, f.payload);
+      case FrameKind.Data: {
+        let msg;
+        try {
+          msg = this.reassemblers.get(peer)!.push(f);
+        } catch (e) {
+          this.abort(new RingtrainError(ErrorCode.Transport, `framing from rank ${peer} broke: ${(e as Error).message}`, { peer }));
+          return;
+        }
+        if (!msg) return;
+        const key = `${peer}|${tagKey(msg.tag)}`;
+        const w = this.waiters.get(key);
+        if (w) {
+          this.waiters.delete(key);
+          clearTimeout(w.timer);
+          w.resolve(msg.payload);
+        } else {
+          this.arrived.set(key, msg.payload);
+        }
+      }
+    }
+  }
+
+  private onRemoteAbort(peer: number, payload: Uint8Array): void {
+    if (this.error) return;
+    let note: { code?: string; message?: string; detail?: Record<string, unknown> } = {};
+    try {
+      note = JSON.parse(new TextDecoder().decode(payload));
+    } catch {
+      // keep the generic message below
+    }
+    const code = (Object.values(ErrorCode) as string[]).includes(note.code ?? '') ? (note.code as ErrorCode) : ErrorCode.Aborted;
+    const detail = { ...(note.detail ?? {}), rank: this.rank, reportedBy: peer };
+    const lost = note.detail?.peer;
+    const message =
+      code === ErrorCode.PeerLost && typeof lost === 'number'
+        ? `rank ${lost} went away (reported by rank ${peer}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`
+        : `rank ${peer} aborted: ${note.message ?? 'no reason given'}`;
+    if (code === ErrorCode.PeerLost && typeof lost === 'number') this.emitLost(lost, `reported by rank ${peer}`);
+    // Pass it on, so ranks that only talk to us hear it too; abort() ignores repeats.
+    this.abort(new RingtrainError(code, message, detail));
+  }
+
+  private onLinkClosed(peer: number, reason?: Error): void {
+    if (this.closed || this.departed.has(peer)) return;
+    this.lose(peer, reason?.message ?? 'its link closed');
+  }
+
+  private lose(peer: number, reason: string): void {
+    if (this.error || this.closed) return;
+    this.emitLost(peer, reason);
+    this.abort(new RingtrainError(ErrorCode.PeerLost, `rank ${peer} went away (${reason}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`, { peer, rank: this.rank, reason }));
+  }
+
+  private emitLost(peer: number, reason: string): void {
+    if (this.events.active) this.events.emit({ type: 'peer-lost', t: now(), rank: this.rank, peer, reason });
+  }
+
+  private failWaitersOn(peer: number): void {
+    const err = this.departed.get(peer)!;
+    for (const [key, w] of this.waiters) {
+      if (w.peer !== peer) continue;
+      clearTimeout(w.timer);
+      w.reject(err);
+      this.waiters.delete(key);
+    }
+  }
+
+  private tick(): void {
+    const t = now();
+    // If this timer ran late the event loop was blocked, so silence proves nothing: start over.
+    const late = t - this.lastTick > 3 * this.opts.heartbeatMs;
+    this.lastTick = t;
+    for (const [peer, link] of this.links) {
+      if (this.departed.has(peer)) continue;
+      if (late) this.lastHeard.set(peer, t);
+      if (t - this.lastHeard.get(peer)! > this.opts.peerTimeoutMs) {
+        this.lose(peer, `silent for ${Math.round(t - this.lastHeard.get(peer)!)} ms`);
+        return;
+      }
+      if (t - this.lastSent.get(peer)! >= this.opts.heartbeatMs && link.bufferedAmount() < this.opts.highWaterBytes) {
+        try {
+          link.send(HEARTBEAT);
+          this.lastSent.set(peer, t);
+        } catch {
+          // its close handler reports it
+        }
+      }
+    }
+  }
+}
+
+const HEARTBEAT = encodeFrames(FrameKind.Heartbeat, { id: 0, step: 0, chunk: 0 }, new Uint8Array(0))[0];
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

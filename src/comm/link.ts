@@ -1,0 +1,19 @@
+/**
+ * A Link is one ordered, reliable, binary channel to one other rank. It knows
+ * nothing of frames or collectives: the communicator does the framing, the
+ * backpressure and the bookkeeping of who is still alive.
+ */
+export interface Link {
+  /** The rank at the other end. */
+  readonly peer: number;
+  /** Queue one message (at most MAX_MESSAGE_BYTES). Throws if the link is closed. */
+  send(message: Uint8Array): void;
+  /** Bytes queued but not yet handed to the network: the sender polls this for backpressure. */
+  bufferedAmount(): number;
+  /** Called for every message that arrives, in order. One handler per link. */
+  onMessage(handler: (message: Uint8Array) => void): void;
+  /** Called once when the link goes down, with the reason if it was an error. */
+  onClose(handler: (reason?: Error) => void): void;
+  /** Close the link; idempotent. The far end sees onClose. */
+  close(): void;
+}

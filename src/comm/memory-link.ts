@@ -1,0 +1,90 @@
+import type { Link } from './link.ts';
+
+// A macrotask, as a network would give: setImmediate where it exists (Node), else a timer.
+const later: (f: () => void) => void =
+  (globalThis as { setImmediate?: (f: () => void) => void }).setImmediate ?? ((f) => setTimeout(f, 0));
+
+/**
+ * In-memory links for unit tests and the page's teaching mode. Messages are
+ * copied (so nobody shares buffers by accident) and delivered in order on a
+ * later macrotask, like a real network would.
+ */
+class MemoryLink implements Link {
+  private handler: ((m: Uint8Array) => void) | null = null;
+  private closeHandlers: ((reason?: Error) => void)[] = [];
+  private inbox: Uint8Array[] = [];
+  private scheduled = false;
+  private closed = false;
+  other!: MemoryLink;
+
+  constructor(readonly peer: number) {}
+
+  send(message: Uint8Array): void {
+    if (this.closed) throw new Error(`memory link to rank ${this.peer} is closed`);
+    this.other.deliver(message.slice());
+  }
+
+  bufferedAmount(): number {
+    return 0;
+  }
+
+  onMessage(handler: (m: Uint8Array) => void): void {
+    this.handler = handler;
+  }
+
+  onClose(handler: (reason?: Error) => void): void {
+    this.closeHandlers.push(handler);
+  }
+
+  close(): void {
+    this.shut(undefined);
+    this.other.shut(new Error('the other end closed the link'));
+  }
+
+  private shut(reason?: Error): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.inbox = [];
+    setTimeout(() => {
+      for (const h of this.closeHandlers) h(reason);
+    }, 0);
+  }
+
+  private deliver(m: Uint8Array): void {
+    if (this.closed) return;
+    this.inbox.push(m);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    later(() => {
+      this.scheduled = false;
+      const batch = this.inbox;
+      this.inbox = [];
+      for (const msg of batch) {
+        if (this.closed) return;
+        this.handler?.(msg);
+      }
+    });
+  }
+}
+
+/** Two connected ends: `[a, b]` where `a` lives on `rankA` and talks to `rankB`. */
+export function memoryLinkPair(rankA: number, rankB: number): [Link, Link] {
+  const a = new MemoryLink(rankB);
+  const b = new MemoryLink(rankA);
+  a.other = b;
+  b.other = a;
+  return [a, b];
+}
+
+/** A full mesh of memory links: `mesh[r]` maps every other rank to rank r's end of the link. */
+export function memoryMesh(size: number): Map<number, Link>[] {
+  const mesh = Array.from({ length: size }, () => new Map<number, Link>());
+  for (let a = 0; a < size; a++) {
+    for (let b = a + 1; b < size; b++) {
+      const [la, lb] = memoryLinkPair(a, b);
+      mesh[a].set(b, la);
+      mesh[b].set(a, lb);
+    }
+  }
+  return mesh;
+}

@@ -1,0 +1,26 @@
+import { LinkCommunicator, type Communicator, type CommunicatorOptions } from './communicator.ts';
+import { memoryMesh } from './memory-link.ts';
+import type { Signaler } from './signaler.ts';
+import { connectMesh, type ConnectOptions } from './webrtc-link.ts';
+
+/** `size` communicators in this process over memory links (tests, the page's teaching mode). */
+export function createMemoryRing(size: number, options: CommunicatorOptions = {}): Communicator[] {
+  const mesh = memoryMesh(size);
+  // Memory links report a closed end directly, so heartbeats are off unless asked for.
+  return mesh.map((links, rank) => new LinkCommunicator(rank, size, links, { peerTimeoutMs: 0, ...options }));
+}
+
+export interface WebRTCRingOptions extends CommunicatorOptions {
+  rank: number;
+  size: number;
+  signaler: Signaler;
+  wrtc?: unknown;
+  connectTimeoutMs?: number;
+  iceServers?: ConnectOptions['iceServers'];
+}
+
+/** Joins a ring over WebRTC: opens the mesh through `signaler`, then wraps it in a communicator. */
+export async function joinWebRTCRing(o: WebRTCRingOptions): Promise<Communicator> {
+  const links = await connectMesh({ rank: o.rank, size: o.size, signaler: o.signaler, wrtc: o.wrtc, timeoutMs: o.connectTimeoutMs, iceServers: o.iceServers });
+  return new LinkCommunicator(o.rank, o.size, links, o);
+}

@@ -1,0 +1,125 @@
+import SimplePeer from 'simple-peer';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { Link } from './link.ts';
+import type { Signaler } from './signaler.ts';
+
+/**
+ * Links over WebRTC data channels through simple-peer. In the browser
+ * simple-peer finds the native RTCPeerConnection; Node and Deno pass the
+ * `wrtc` implementation in (see wrtc.node.ts), so this file stays portable.
+ */
+class SimplePeerLink implements Link {
+  private handler: ((m: Uint8Array) => void) | null = null;
+  private closeHandlers: ((reason?: Error) => void)[] = [];
+  private down = false;
+
+  constructor(readonly peer: number, private sp: SimplePeer.Instance) {
+    sp.on('data', (d: Uint8Array | ArrayBuffer) => this.handler?.(d instanceof Uint8Array ? d : new Uint8Array(d)));
+    sp.on('error', (e: Error) => this.shut(e));
+    sp.on('close', () => this.shut(new Error('data channel closed')));
+    // simple-peer ignores 'disconnected'; for a ring a vanished peer must surface at once.
+    sp.on('iceStateChange', (ice: string) => {
+      if (ice === 'disconnected' || ice === 'failed' || ice === 'closed') this.shut(new Error(`ICE connection ${ice}`));
+    });
+  }
+
+  send(message: Uint8Array): void {
+    if (this.down) throw new Error(`link to rank ${this.peer} is down`);
+    this.sp.send(message);
+  }
+
+  bufferedAmount(): number {
+    return this.sp.bufferSize;
+  }
+
+  onMessage(handler: (m: Uint8Array) => void): void {
+    this.handler = handler;
+  }
+
+  onClose(handler: (reason?: Error) => void): void {
+    this.closeHandlers.push(handler);
+  }
+
+  close(): void {
+    this.shut(undefined);
+  }
+
+  private shut(reason?: Error): void {
+    if (this.down) return;
+    this.down = true;
+    for (const h of this.closeHandlers) h(reason);
+    this.sp.destroy();
+  }
+}
+
+export interface ConnectOptions {
+  rank: number;
+  size: number;
+  signaler: Signaler;
+  /** An RTCPeerConnection implementation for Node/Deno (`@roamhq/wrtc`); omit in the browser. */
+  wrtc?: unknown;
+  /** Give up if some link is not up after this long (ms). */
+  timeoutMs?: number;
+  /** ICE servers; none are needed on one machine or a LAN. */
+  iceServers?: { urls: string | string[] }[];
+}
+
+/**
+ * Opens a data channel to every other rank (a full mesh: the ring uses the
+ * neighbours, negotiation and alltoall use the rest). The lower rank offers.
+ */
+export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>> {
+  const timeoutMs = o.timeoutMs ?? 30_000;
+  const peers = new Map<number, SimplePeer.Instance>();
+  const links = new Map<number, Link>();
+  for (let p = 0; p < o.size; p++) {
+    if (p === o.rank) continue;
+    const sp = new SimplePeer({
+      initiator: o.rank < p,
+      trickle: true,
+      wrtc: o.wrtc as SimplePeer.Options['wrtc'],
+      config: { iceServers: o.iceServers ?? [] },
+      channelConfig: { ordered: true },
+    });
+    sp.on('signal', (data: unknown) => o.signaler.send(p, data));
+    peers.set(p, sp);
+  }
+  const unsubscribe = o.signaler.onSignal((from, data) => {
+    const sp = peers.get(from);
+    if (!sp) return;
+    try {
+      sp.signal(data as SimplePeer.SignalData);
+    } catch (e) {
+      sp.destroy(e as Error);
+    }
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const fail = (e: RingtrainError) => reject(e);
+      timer = setTimeout(() => {
+        const missing = [...peers.keys()].filter((p) => !links.has(p));
+        fail(new RingtrainError(ErrorCode.Timeout, `rank ${o.rank} could not open a data channel to rank(s) ${missing.join(', ')} within ${timeoutMs} ms; are they running and using the same signaling?`, { waitingFor: missing, rank: o.rank }));
+      }, timeoutMs);
+      if (peers.size === 0) resolve();
+      for (const [p, sp] of peers) {
+        sp.once('connect', () => {
+          links.set(p, new SimplePeerLink(p, sp));
+          if (links.size === peers.size) resolve();
+        });
+        sp.once('error', (e: Error) => {
+          if (!links.has(p)) fail(new RingtrainError(ErrorCode.Transport, `WebRTC to rank ${p} failed while connecting: ${e.message}`, { peer: p, rank: o.rank }, { cause: e }));
+        });
+      }
+    });
+  } catch (e) {
+    for (const sp of peers.values()) sp.destroy();
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+  // Late signals (extra candidates) still go through while links run; stop listening once all are down.
+  let open = peers.size;
+  for (const sp of peers.values()) sp.once('close', () => --open === 0 && unsubscribe());
+  return links;
+}
