@@ -19,12 +19,14 @@ export function adapterPanel(acquire: () => Promise<Gpu> = () => acquireGpu()): 
   const ready = acquire().then(
     (gpu) => {
       const { description, vendor, architecture, isFallbackAdapter } = gpu.info;
+      // Browsers often hide the description (privacy); vendor and architecture still name the adapter.
+      const name = description && description !== 'unknown adapter' ? description : [vendor, architecture].filter(Boolean).join(' ') || 'unnamed adapter';
       body.replaceChildren(
         h(
           'dl',
           { class: 'facts' },
           h('dt', {}, 'Adapter'),
-          h('dd', { 'data-testid': 'adapter-name' }, description),
+          h('dd', { 'data-testid': 'adapter-name' }, name),
           h('dt', {}, 'Vendor'),
           h('dd', {}, vendor || '—'),
           h('dt', {}, 'Architecture'),

@@ -68,11 +68,15 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u) 
     ),
     config,
     h(
+      'div',
+      { class: 'table-scroll' },
+      h(
       'table',
       { class: 'peers', 'data-testid': 'peers' },
       h('caption', {}, 'Peers in ring order'),
       h('thead', {}, h('tr', {}, ...['rank', 'runtime', 'name', 'step', 'loss', 'samples/s'].map((c) => h('th', { scope: 'col' }, c)))),
       peersBody,
+      ),
     ),
   );
 

@@ -173,7 +173,7 @@ export function teachingView(record: Recorder): HTMLElement {
       result.dataset.agree = String(agree && matchesCollective);
       const sent = elementsSentPerRank(rec);
       const length = rec.inputs[0]?.length ?? 0;
-      why.textContent = `Why a ring: each peer sent ${sent[0]} of ${length} numbers, that is 2(N−1)/N = ${((2 * (size - 1)) / size).toFixed(2)} times its vector, and received as much. That is almost 2× whatever N is, and every link is busy in every step, so the time depends on one link's bandwidth, not on the number of peers.`;
+      why.textContent = `Why a ring: each peer sent ${sent[0]} numbers for a vector of ${length}, that is 2(N−1)/N = ${((2 * (size - 1)) / size).toFixed(2)} times its vector, and received as much. That is almost 2× whatever N is, and every link is busy in every step, so the time depends on one link's bandwidth, not on the number of peers.`;
     } else {
       result.replaceChildren('Not finished: keep stepping forward to reach the sum.');
       delete result.dataset.agree;

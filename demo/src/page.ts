@@ -1,0 +1,64 @@
+/**
+ * Puts the page together: job and progress from the server, this tab's GPU,
+ * Join/Leave, the live ring, the charts and the teaching mode. Every panel
+ * listens to one EventBus; the library and the job panel emit on it.
+ */
+import { EventBus } from '../../src/core/events.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { adapterPanel } from './adapter.ts';
+import { chartsPanel } from './charts.ts';
+import { h } from './dom.ts';
+import { jobPanel, jobParamsFrom, type JobParams } from './job.ts';
+import { participatePanel, type JoinFn } from './participate.ts';
+import { liveRingPanel } from './ring/live.ts';
+import { recordTeachingRun } from './teach/record.ts';
+import { teachingView } from './teach/view.ts';
+
+export interface PageOptions {
+  /** Defaults to the address's query (`?job=…&token=…`). */
+  params?: JobParams;
+  /**
+   * How this tab joins the job, given its GPU and the page's bus. Null keeps
+   * the Join button disabled with `joinUnavailable` as the reason.
+   */
+  makeJoin?: ((gpu: Gpu, params: Required<JobParams>, bus: EventBus) => JoinFn) | null;
+  joinUnavailable?: string;
+}
+
+export interface MountedPage {
+  bus: EventBus;
+  gpu: Promise<Gpu | null>;
+}
+
+export function mountPage(root: HTMLElement, options: PageOptions = {}): MountedPage {
+  const params = options.params ?? jobParamsFrom(globalThis.location?.search ?? '');
+  const bus = new EventBus();
+  const adapter = adapterPanel();
+  const job = jobPanel(params, bus);
+  const participate = participatePanel(bus);
+  participate.onRank((r) => job.setSelf(r));
+
+  root.replaceChildren(
+    h(
+      'header',
+      { class: 'page-header' },
+      h('h1', {}, 'ringtrain'),
+      h('p', { class: 'tagline' }, 'One model, many GPUs: browser tabs, Deno and Node peers train together and average their gradients with ring-allreduce over WebRTC.'),
+    ),
+    h(
+      'main',
+      { class: 'page-grid' },
+      h('div', { class: 'col' }, job.element, participate.element, adapter.element),
+      h('div', { class: 'col wide' }, liveRingPanel(bus), chartsPanel(bus)),
+      h('div', { class: 'full' }, teachingView(recordTeachingRun)),
+    ),
+  );
+
+  void adapter.ready.then((gpu) => {
+    if (!params.job || !params.token) return participate.enable(null, 'To join, open the link with ?job=…&token=… that the server prints.');
+    if (!gpu) return participate.enable(null, 'This browser has no WebGPU adapter, so it cannot train (see “Your GPU”).');
+    if (!options.makeJoin) return participate.enable(null, options.joinUnavailable ?? 'Joining from the browser is not available in this build.');
+    participate.enable(options.makeJoin(gpu, { job: params.job, token: params.token }, bus));
+  });
+  return { bus, gpu: adapter.ready };
+}
