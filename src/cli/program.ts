@@ -1,0 +1,43 @@
+/**
+ * The `ringtrain` command line: one commander program with one subcommand per
+ * file. To add a subcommand, write `src/cli/<name>.ts` exporting a function
+ * that returns a commander `Command`, and add it to SUBCOMMANDS below.
+ */
+import { Command, CommanderError } from 'commander';
+import { isRingtrainError } from '../core/errors.ts';
+import { stderr } from './host.node.ts';
+import { commandStatus } from './status.ts';
+import { trainCommand } from './train.ts';
+
+const SUBCOMMANDS: (() => Command)[] = [
+  trainCommand,
+];
+
+export function buildProgram(): Command {
+  const program = new Command('ringtrain')
+    .description('Data-parallel training with WGSL kernels on WebGPU and ring-allreduce over WebRTC, in browsers, Deno and Node.')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  for (const make of SUBCOMMANDS) program.addCommand(make().exitOverride());
+  return program;
+}
+
+/** Parses `args` (without the executable and script), runs the subcommand, and returns the exit code. */
+export async function runCli(args: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  commandStatus.exitCode = 0;
+  commandStatus.args = args;
+  try {
+    await program.parseAsync([...args], { from: 'user' });
+    return commandStatus.exitCode;
+  } catch (err) {
+    // commander has already printed its own message (unknown option, --help…).
+    if (err instanceof CommanderError) return err.exitCode;
+    if (isRingtrainError(err)) {
+      stderr.write(`ringtrain: ${err.message} [${err.code}]\n`);
+      return 1;
+    }
+    stderr.write(`ringtrain: unexpected failure: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return 70;
+  }
+}

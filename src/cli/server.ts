@@ -1,0 +1,144 @@
+/**
+ * `ringtrain server`: the signaling server in the foreground, with zero or
+ * more jobs. One job from flags (--job, --token and the training flags, named
+ * as in `ringtrain train`), more from a JSON file of job specs (--jobs-file).
+ * Stops on Ctrl-C / SIGTERM and tells every peer.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { Command, Option } from 'commander';
+import { z } from 'zod';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { JobSpec } from '../signaling/protocol.ts';
+import { serveUntilSignal } from '../../server/serve.ts';
+import { DEFAULT_LR, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
+import { printLine } from './host.node.ts';
+
+const count = (flag: string, min: number) =>
+  z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
+
+const ServerOptionsSchema = TrainOptionsSchema.pick({
+  model: true,
+  optimizer: true,
+  batch: true,
+  lr: true,
+  momentum: true,
+  weightDecay: true,
+  seed: true,
+  epochs: true,
+  steps: true,
+}).extend({
+  port: count('--port', 0).max(65535, { error: '--port must be at most 65535' }),
+  host: z.string().min(1),
+  job: z.string().optional(),
+  token: z.string().optional(),
+  minPeers: count('--min-peers', 1),
+  maxPeers: count('--max-peers', 1),
+  jobsFile: z.string().optional(),
+  static: z.union([z.string(), z.literal(false)]).optional(),
+  heartbeatMs: count('--heartbeat-ms', 10),
+  quiet: z.boolean().default(false),
+});
+type ServerCliOptions = z.infer<typeof ServerOptionsSchema>;
+
+function invalid(message: string, detail?: Record<string, unknown>): RingtrainError {
+  return new RingtrainError(ErrorCode.InvalidArgument, message, detail);
+}
+
+function parse(raw: Record<string, unknown>): ServerCliOptions {
+  const parsed = ServerOptionsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const key = String(issue.path[0] ?? '');
+    throw invalid(`${issue.message} (got ${JSON.stringify(raw[key])}).`, { option: key, value: raw[key] });
+  }
+  return parsed.data;
+}
+
+/** The job the flags describe, if --job was given. */
+export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
+  if (!o.job) {
+    if (o.token) throw invalid('--token needs --job (the job it opens).');
+    return null;
+  }
+  const hyperparameters: Record<string, number> = {
+    lr: o.lr ?? DEFAULT_LR[o.optimizer],
+    momentum: o.momentum,
+    weightDecay: o.weightDecay,
+    seed: o.seed,
+    epochs: o.epochs,
+  };
+  if (o.steps !== undefined) hyperparameters.steps = o.steps;
+  return {
+    id: o.job,
+    token: o.token ?? randomUUID().replaceAll('-', '').slice(0, 16),
+    config: { model: o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, minPeers: o.minPeers, maxPeers: o.maxPeers },
+  };
+}
+
+async function jobsFromFile(path: string): Promise<JobSpec[]> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw invalid(`cannot read --jobs-file ${path}: ${(err as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalid(`--jobs-file ${path} is not JSON; it must hold an array of {id, token, config}.`);
+  }
+  if (!Array.isArray(value)) throw invalid(`--jobs-file ${path} must hold a JSON array of {id, token, config}.`);
+  return value as JobSpec[]; // startServer validates each spec and names what is wrong.
+}
+
+export function serverCommand(): Command {
+  return new Command('server')
+    .description('run the signaling server (jobs, ranks, WebRTC signaling, /healthz, /metrics) and serve the page')
+    .option('--port <n>', 'port to listen on (0 picks a free one)', '8080')
+    .option('--host <addr>', 'address to listen on (0.0.0.0 lets other machines join)', '127.0.0.1')
+    .option('--job <id>', 'open a job with this id, configured by the flags below')
+    .option('--token <secret>', 'token peers need to join --job (default: a random one, printed)')
+    .addOption(new Option('--model <kind>', `model the job trains (${MODEL_KINDS.join('|')})`).default('cnn'))
+    .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
+    .option('--batch <n>', 'examples per step per peer', '64')
+    .option('--lr <x>', `learning rate (default ${DEFAULT_LR.sgd} for sgd, ${DEFAULT_LR.adamw} for adamw)`)
+    .option('--momentum <x>', 'SGD momentum', '0.9')
+    .option('--weight-decay <x>', 'AdamW decoupled weight decay', '0.0001')
+    .option('--seed <n>', 'seed for initial weights and data order', '1')
+    .option('--epochs <n>', 'epochs over the training set', '1')
+    .option('--steps <n>', 'stop after this many steps (overrides --epochs)')
+    .option('--min-peers <n>', 'the job starts when this many peers have joined', '2')
+    .option('--max-peers <n>', 'peers beyond this many are refused', '16')
+    .option('--jobs-file <path>', 'more jobs: a JSON array of {id, token, config}')
+    .option('--static <dir>', 'folder of the built page (default demo/dist)')
+    .option('--no-static', 'serve no page')
+    .option('--heartbeat-ms <n>', 'heartbeat interval; a peer silent for 3 of them is dropped', '5000')
+    .option('--quiet', 'log nothing but the address', false)
+    .action(async (raw: Record<string, unknown>) => {
+      const o = parse(raw);
+      const jobs: JobSpec[] = [];
+      const flagJob = jobFromFlags(o);
+      if (flagJob) jobs.push(flagJob);
+      if (o.jobsFile) jobs.push(...(await jobsFromFile(o.jobsFile)));
+      const log = o.quiet ? () => {} : (line: string) => void printLine(`[server] ${line}`);
+      await serveUntilSignal(
+        {
+          port: o.port,
+          host: o.host,
+          jobs,
+          staticDir: o.static === false ? null : o.static,
+          heartbeatMs: o.heartbeatMs,
+          log,
+        },
+        (server) => {
+          void printLine(`ringtrain server listening on ${server.url}`);
+          for (const j of jobs) {
+            void printLine(`job ${j.id}: ringtrain worker --server ${server.url} --job ${j.id} --token ${j.token}`);
+            void printLine(`job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}&token=${encodeURIComponent(j.token)}`);
+          }
+        },
+      );
+    });
+}

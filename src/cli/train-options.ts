@@ -1,0 +1,69 @@
+/**
+ * The options of `ringtrain train` (and of every command that trains: `run`
+ * and `worker` accept the same ones), validated with zod so that a bad value
+ * fails before any GPU or data work, with a message that names the flag.
+ */
+import { Command, Option } from 'commander';
+import { z } from 'zod';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+
+export const MODEL_KINDS = ['mlp', 'cnn'] as const;
+export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
+export const RUNTIMES = ['node', 'deno'] as const;
+
+/** Learning rates that train each optimizer well on MNIST when --lr is not given. */
+export const DEFAULT_LR: Record<(typeof OPTIMIZER_KINDS)[number], number> = { sgd: 0.05, adamw: 0.002 };
+
+const count = (flag: string, min: number) =>
+  z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
+const positive = (flag: string) => z.coerce.number({ error: `${flag} must be a number` }).positive({ error: `${flag} must be greater than 0` }).finite({ error: `${flag} must be finite` });
+
+export const TrainOptionsSchema = z.object({
+  model: z.enum(MODEL_KINDS, { error: `--model must be one of ${MODEL_KINDS.join(', ')}` }),
+  epochs: count('--epochs', 1),
+  batch: count('--batch', 1).max(8192, { error: '--batch must be at most 8192' }),
+  lr: positive('--lr').optional(),
+  optimizer: z.enum(OPTIMIZER_KINDS, { error: `--optimizer must be one of ${OPTIMIZER_KINDS.join(', ')}` }),
+  momentum: z.coerce.number({ error: '--momentum must be a number' }).min(0, { error: '--momentum must be in [0, 1)' }).lt(1, { error: '--momentum must be in [0, 1)' }),
+  weightDecay: z.coerce.number({ error: '--weight-decay must be a number' }).min(0, { error: '--weight-decay must be at least 0' }).finite(),
+  seed: count('--seed', 0).max(2 ** 32 - 1, { error: '--seed must fit in 32 bits' }),
+  steps: count('--steps', 1).optional(),
+  save: z.string().min(1, { error: '--save needs a file path' }).optional(),
+  resume: z.string().min(1, { error: '--resume needs a file path' }).optional(),
+  data: z.string().min(1).optional(),
+  runtime: z.enum(RUNTIMES, { error: `--runtime must be one of ${RUNTIMES.join(', ')}` }).optional(),
+  json: z.boolean().default(false),
+});
+
+export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr'> & { lr: number };
+
+/** Adds the training options to a command (train, run, worker share them). */
+export function addTrainOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--model <kind>', `model to train (${MODEL_KINDS.join('|')})`).default('mlp'))
+    .option('--epochs <n>', 'epochs over the training set (counted from a resumed checkpoint)', '1')
+    .option('--batch <n>', 'examples per step (per peer)', '64')
+    .option('--lr <x>', `learning rate (default ${DEFAULT_LR.sgd} for sgd, ${DEFAULT_LR.adamw} for adamw)`)
+    .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
+    .option('--momentum <x>', 'SGD momentum', '0.9')
+    .option('--weight-decay <x>', 'AdamW decoupled weight decay', '0.0001')
+    .option('--seed <n>', 'seed for initial weights and data order', '1')
+    .option('--steps <n>', 'stop after this many steps in total (overrides --epochs)')
+    .option('--save <path>', 'write a safetensors checkpoint here (atomically) after each epoch and at the end')
+    .option('--resume <path>', 'continue from a checkpoint written by --save')
+    .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled 10,000 digits')
+    .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
+    .option('--json', 'print one JSON line with the results on stdout (no progress bar)', false);
+}
+
+/** Validates commander's raw option values; throws InvalidArgument naming the flag. */
+export function parseTrainOptions(raw: Record<string, unknown>): TrainOptions {
+  const parsed = TrainOptionsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const key = String(issue.path[0] ?? '');
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (got ${JSON.stringify(raw[key])}).`, { option: key, value: raw[key] });
+  }
+  const o = parsed.data;
+  return { ...o, lr: o.lr ?? DEFAULT_LR[o.optimizer] };
+}

@@ -1,0 +1,116 @@
+/**
+ * `ringtrain train`: train one model on this machine's GPU, under Node or
+ * Deno, with a progress bar (stderr, TTY only), test accuracy after each
+ * epoch, optional checkpoints, and with --json one result line on stdout.
+ */
+import { Command } from 'commander';
+import { MultiBar, Presets } from 'cli-progress';
+import { EventBus } from '../core/events.ts';
+import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
+import type { Dataset } from '../data/dataset.ts';
+import { loadIdxSplit } from '../data/idx.node.ts';
+import { loadMnist } from '../data/mnist.node.ts';
+import { acquireGpu } from '../gpu/index.ts';
+import { currentRuntime, printLine, reexecUnder, stderr, stderrIsTTY } from './host.node.ts';
+import { commandStatus } from './status.ts';
+import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
+import { trainLocal } from './train-loop.ts';
+import { batchCount } from '../data/batches.ts';
+
+export function trainCommand(): Command {
+  return addTrainOptions(new Command('train').description('train a model on this machine (one peer)')).action(async (raw: Record<string, unknown>) => {
+    const opts = parseTrainOptions(raw);
+    if (opts.runtime && opts.runtime !== currentRuntime()) {
+      commandStatus.exitCode = await reexecUnder(opts.runtime, commandStatus.args);
+      return;
+    }
+    await train(opts);
+  });
+}
+
+async function loadData(opts: TrainOptions): Promise<{ train: Dataset; test: Dataset; name: string }> {
+  if (opts.data) {
+    const [train, test] = await Promise.all([loadIdxSplit(opts.data, 'train'), loadIdxSplit(opts.data, 't10k')]);
+    return { train, test, name: opts.data };
+  }
+  return { ...(await loadMnist()), name: 'mnist package' };
+}
+
+function percent(x: number): string {
+  return `${(x * 100).toFixed(2)}%`;
+}
+
+async function train(opts: TrainOptions): Promise<void> {
+  const resume = opts.resume ? loadCheckpoint(opts.resume) : undefined;
+  const data = await loadData(opts);
+  const gpu = await acquireGpu();
+  // Human-readable lines go to stdout, or to stderr when stdout is reserved for the JSON line.
+  const say = (line: string) => (opts.json ? printLine(line, stderr) : printLine(line));
+  const bus = new EventBus();
+  const stepsPerEpoch = batchCount(data.train.count, opts.batch);
+  const totalSteps = opts.steps ?? opts.epochs * stepsPerEpoch;
+  const useBar = !opts.json && stderrIsTTY;
+  const bars = useBar ? new MultiBar({ stream: stderr, format: '{bar} {value}/{total} steps | epoch {epoch} | loss {loss} | {rate} samples/s', hideCursor: true, clearOnComplete: true }, Presets.shades_classic) : undefined;
+  const bar = bars?.create(totalSteps, resume?.step ?? 0, { epoch: 1, loss: '-', rate: '-' });
+  let epochLoss = 0, epochSteps = 0;
+  bus.on((e) => {
+    if (e.type === 'train-step') {
+      epochLoss += e.loss;
+      epochSteps++;
+      bar?.update(e.step, { epoch: e.epoch + 1, loss: e.loss.toFixed(4), rate: Math.round(e.samplesPerS) });
+    } else if (e.type === 'evaluate') {
+      const line = `epoch ${e.epoch + 1}: step ${e.step}, train loss ${(epochLoss / Math.max(1, epochSteps)).toFixed(4)}, test accuracy ${percent(e.testAccuracy)}, test loss ${e.testLoss?.toFixed(4)}`;
+      epochLoss = 0;
+      epochSteps = 0;
+      if (bars) bars.log(line + '\n');
+      else void say(line);
+    }
+  });
+
+  try {
+    await say(
+      `ringtrain: training ${opts.model} with ${opts.optimizer} (lr ${opts.lr}, batch ${opts.batch}, seed ${opts.seed}) for ${totalSteps} steps ` +
+        `on ${data.train.count} examples (${data.name}), ${gpu.info.runtime} on ${gpu.info.description}` +
+        (resume ? `, resuming at step ${resume.step} from ${opts.resume}` : ''),
+    );
+    const result = await trainLocal({
+      gpu,
+      train: data.train,
+      test: data.test,
+      config: opts,
+      bus,
+      resume,
+      resumeName: opts.resume,
+      onCheckpoint: opts.save ? (c) => saveCheckpoint(opts.save!, c) : undefined,
+    });
+    bars?.stop();
+    if (opts.json) {
+      await printLine(
+        JSON.stringify({
+          test_accuracy: result.testAccuracy,
+          test_loss: result.testLoss,
+          train_loss: result.trainLoss,
+          steps: result.steps,
+          epochs: result.epochs,
+          samples_per_s: result.samplesPerS,
+          train_seconds: result.trainSeconds,
+          runtime: result.runtime,
+          adapter: result.adapter,
+          model: opts.model,
+          optimizer: opts.optimizer,
+          batch: opts.batch,
+          lr: opts.lr,
+          seed: opts.seed,
+          saved: opts.save ?? null,
+        }),
+      );
+    } else {
+      await say(
+        `done: ${result.steps} steps, test accuracy ${percent(result.testAccuracy)}, ${Math.round(result.samplesPerS)} samples/s` + (opts.save ? `, saved ${opts.save}` : ''),
+      );
+    }
+  } finally {
+    bars?.stop();
+    gpu.destroy();
+  }
+}

@@ -1,0 +1,139 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
+import { runCli } from '../../src/cli/program.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'ringtrain-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `ringtrain …` through bin/ringtrain.js under Node, as a user would. */
+function ringtrain(args: string[]): Promise<Ran> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Runs the CLI in this process, capturing what it writes to stderr. */
+async function inProcess(args: string[]): Promise<Ran> {
+  const write = process.stderr.write;
+  let stderr = '';
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    stderr += String(chunk);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    const code = await runCli(args);
+    return { code, stdout: '', stderr };
+  } finally {
+    process.stderr.write = write;
+  }
+}
+
+/** The one JSON line that --json promises as the last line of stdout. */
+function resultLine(r: Ran): Record<string, unknown> {
+  expect(r.code, r.stderr).toBe(0);
+  const lines = r.stdout.trim().split('\n');
+  expect(lines.length, `stdout holds only the JSON line:\n${r.stdout}`).toBe(1);
+  return JSON.parse(lines[0]);
+}
+
+function expectResult(json: Record<string, unknown>, runtime: string, steps: number): void {
+  expect(json.runtime).toBe(runtime);
+  expect(json.steps).toBe(steps);
+  expect(typeof json.adapter).toBe('string');
+  expect((json.adapter as string).length).toBeGreaterThan(0);
+  expect(json.samples_per_s).toBeGreaterThan(0);
+  // Ten classes: chance is 10%. 30 steps of the MLP get well past it.
+  expect(json.test_accuracy).toBeGreaterThan(0.5);
+  expect(json.test_accuracy).toBeLessThanOrEqual(1);
+}
+
+function params(path: string): Float32Array[] {
+  const c = decodeCheckpoint(readFileSync(path), path);
+  return Object.keys(c.params).sort().map((k) => c.params[k].data);
+}
+
+describe('ringtrain train', () => {
+  it('trains the MLP under Node and prints one JSON line', async () => {
+    const r = await ringtrain(['train', '--model', 'mlp', '--steps', '30', '--batch', '32', '--json']);
+    expectResult(resultLine(r), 'node', 30);
+    expect(r.stderr).toMatch(/test accuracy \d+\.\d+%/);
+  });
+
+  it('re-executes itself under Deno with --runtime deno', async () => {
+    const r = await ringtrain(['train', '--model', 'mlp', '--steps', '30', '--batch', '32', '--json', '--runtime', 'deno']);
+    expectResult(resultLine(r), 'deno', 30);
+  });
+
+  it('a run saved at step 20 and resumed to step 40 ends where an uninterrupted run ends', async () => {
+    const half = join(dir, 'half.safetensors'), resumed = join(dir, 'resumed.safetensors'), straight = join(dir, 'straight.safetensors');
+    const common = ['train', '--model', 'mlp', '--batch', '32', '--optimizer', 'adamw', '--seed', '5', '--json', '--runtime', 'deno'];
+    const first = resultLine(await ringtrain([...common, '--steps', '20', '--save', half]));
+    expect(first.steps).toBe(20);
+    const second = resultLine(await ringtrain([...common, '--steps', '40', '--resume', half, '--save', resumed]));
+    expect(second.steps).toBe(40);
+    resultLine(await ringtrain([...common, '--steps', '40', '--save', straight]));
+    const a = params(resumed), b = params(straight), start = params(half);
+    let maxDiff = 0, moved = 0;
+    a.forEach((t, i) => t.forEach((v, j) => {
+      maxDiff = Math.max(maxDiff, Math.abs(v - b[i][j]));
+      moved = Math.max(moved, Math.abs(v - start[i][j]));
+    }));
+    expect(moved).toBeGreaterThan(1e-3);
+    expect(maxDiff).toBeLessThan(1e-5);
+    const ckpt = decodeCheckpoint(readFileSync(resumed));
+    expect([ckpt.step, ckpt.optimizer, ckpt.model, ckpt.extra.seed]).toEqual([40, 'adamw', 'mlp', '5']);
+  });
+
+  it('refuses a checkpoint that does not fit, and a damaged one, with a clear error', async () => {
+    const path = join(dir, 'sgd.safetensors');
+    resultLine(await ringtrain(['train', '--steps', '2', '--batch', '16', '--save', path, '--json', '--runtime', 'deno']));
+    let r = await ringtrain(['train', '--steps', '4', '--optimizer', 'adamw', '--resume', path, '--runtime', 'deno']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/saved with the sgd optimizer, not adamw; pass --optimizer sgd.*ERR_BAD_CHECKPOINT/);
+    const bytes = readFileSync(path);
+    const cut = join(dir, 'cut.safetensors');
+    writeFileSync(cut, bytes.subarray(0, bytes.length - 100));
+    r = await ringtrain(['train', '--steps', '4', '--resume', cut]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/cut\.safetensors: tensor '.*' ends at byte \d+ but the data section has \d+: the file is truncated/);
+  });
+
+  it('rejects bad options before doing any work', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--model', 'resnet'], /--model must be one of mlp, cnn \(got "resnet"\)/],
+      [['--lr', '-0.1'], /--lr must be greater than 0 \(got "-0\.1"\)/],
+      [['--lr', 'fast'], /--lr must be a number/],
+      [['--batch', '0'], /--batch must be at least 1/],
+      [['--epochs', '1.5'], /--epochs must be a whole number/],
+      [['--optimizer', 'adam'], /--optimizer must be one of sgd, adamw/],
+      [['--runtime', 'bun'], /--runtime must be one of node, deno/],
+      [['--batch', '9000'], /--batch must be at most 8192/],
+      [['--resume', join(dir, 'nothing.safetensors')], /cannot read checkpoint .*nothing\.safetensors \(no such file\)/],
+      [['--data', join(dir, 'no-idx')], /train-images-idx3-ubyte\(\.gz\) not found/],
+    ];
+    // In-process: the same runCli that bin/ringtrain.js calls, with stderr captured.
+    for (const [args, pattern] of cases) {
+      const r = await inProcess(['train', ...args]);
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(pattern);
+    }
+    const unknown = await inProcess(['train', '--modle', 'mlp']);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/unknown option '--modle'/);
+    expect(existsSync(join(dir, 'nothing.safetensors'))).toBe(false);
+  });
+});
