@@ -14,14 +14,14 @@ import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer } from 'ws';
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
-import { DEFAULT_MAX_FRAME_BYTES, WS_PATH, describeIssues, jobSpecSchema, type JobSpec } from '../src/signaling/protocol.ts';
+import { DEFAULT_MAX_FRAME_BYTES, WS_PATH, describeIssues, jobSpecSchema, type JobSpec, type PublicJobInfo } from '../src/signaling/protocol.ts';
 import { Connection } from './connection.ts';
-import { Job, type PublicJobInfo } from './jobs.ts';
+import { Job } from './jobs.ts';
 import { ServerMetrics } from './metrics.ts';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.ts';
 import { serveStatic } from './static.ts';
 
-export type { PublicJobInfo } from './jobs.ts';
+export type { PublicJobInfo } from '../src/signaling/protocol.ts';
 export type { RateLimitOptions } from './rate-limit.ts';
 
 /** The built page, relative to this file (independent of the working directory). */

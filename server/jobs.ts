@@ -12,6 +12,7 @@ import {
   type JobSpec,
   type MembershipMsg,
   type Progress,
+  type PublicJobInfo,
   type ServerMessage,
 } from '../src/signaling/protocol.ts';
 
@@ -23,25 +24,6 @@ export interface Member {
   readonly joinedAt: number;
   progress?: Progress & { at: number };
   send(msg: ServerMessage): void;
-}
-
-/** What GET /api/jobs/:id shows: everything but the token. */
-export interface PublicJobInfo {
-  id: string;
-  config: JobSpec['config'];
-  epoch: number;
-  size: number;
-  ready: boolean;
-  started: boolean;
-  peers: {
-    rank: number;
-    peerId: string;
-    runtime: string;
-    name?: string;
-    capabilities?: Capabilities;
-    joinedAt: number;
-    progress?: Progress & { at: number };
-  }[];
 }
 
 export class Job {

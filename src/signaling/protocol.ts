@@ -141,6 +141,26 @@ export const progressFields = {
 export const progressSchema = z.strictObject(progressFields);
 export type Progress = z.infer<typeof progressSchema>;
 
+/** What GET /api/jobs/:id answers (GET /api/jobs: an array of them): everything but the token. */
+export interface PublicJobInfo {
+  id: string;
+  config: JobConfig;
+  epoch: number;
+  size: number;
+  ready: boolean;
+  started: boolean;
+  /** In rank order. `progress.at` is the server's Date.now() when the report arrived. */
+  peers: {
+    rank: number;
+    peerId: string;
+    runtime: 'browser' | 'deno' | 'node';
+    name?: string;
+    capabilities?: Capabilities;
+    joinedAt: number;
+    progress?: Progress & { at: number };
+  }[];
+}
+
 // ---- client → server ------------------------------------------------------
 
 export const joinMsg = z.strictObject({
