@@ -1,0 +1,10 @@
+/**
+ * Every GPU-vs-CPU oracle case, in one runtime-agnostic list: vitest runs it
+ * under Node (test/gpu/oracles.test.ts) and under Deno (test/deno/run-oracles.ts,
+ * spawned by test/deno/oracles.test.ts). Kernel families add their cases here.
+ */
+import { DENSE_CASES, type OracleCase, type OracleResult } from './dense-cases.ts';
+
+export type { OracleCase, OracleResult };
+
+export const ORACLE_CASES: OracleCase[] = [...DENSE_CASES];

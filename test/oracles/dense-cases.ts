@@ -1,0 +1,298 @@
+/**
+ * Oracle cases for the dense kernels and the MLP: each runs a kernel on the
+ * GPU over seeded random inputs and compares with the CPU reference. The
+ * module is runtime-agnostic: vitest runs it under Node, test/deno/run-oracles.ts
+ * under Deno.
+ *
+ * Tolerances (absolute, on inputs in [-1, 1]): f32 sums of K products carry
+ * ~K·2⁻²⁴ relative error each, so matmul and column sums allow 2e-6·K + 1e-6;
+ * pointwise ops 1e-5 (GPU exp/tanh are not correctly rounded); f16 one ULP.
+ */
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { planActivationBackward, planActivationForward, type Activation } from '../../src/gpu/kernels/activation.ts';
+import { planAddBias, planBiasGrad } from '../../src/gpu/kernels/bias.ts';
+import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.ts';
+import { packedWords, planPackF16, planUnpackF16 } from '../../src/gpu/kernels/f16.ts';
+import { planMatmul } from '../../src/gpu/kernels/matmul.ts';
+import { adamwFields, planAdamw, planSgd, sgdFields } from '../../src/gpu/kernels/optimizers.ts';
+import { planSum } from '../../src/gpu/kernels/reduce.ts';
+import { planSoftmaxXent } from '../../src/gpu/kernels/softmax-xent.ts';
+import { Mlp } from '../../src/engine/mlp.ts';
+import { seededUniform } from '../../src/engine/random.ts';
+import * as ref from './reference.ts';
+
+export interface OracleResult {
+  maxAbsErr: number;
+  tol: number;
+}
+export interface OracleCase {
+  name: string;
+  run(gpu: Gpu): Promise<OracleResult>;
+}
+
+let seedCounter = 1;
+function rand(n: number, scale = 1, seed = seedCounter++): Float32Array {
+  const u = seededUniform(seed * 7919);
+  return Float32Array.from({ length: n }, () => (2 * u() - 1) * scale);
+}
+function randLabels(n: number, classes: number, seed = seedCounter++): Uint32Array {
+  const u = seededUniform(seed * 104729);
+  return Uint32Array.from({ length: n }, () => Math.floor(u() * classes));
+}
+
+/** Runs `work` and frees every buffer it made (keeps long oracle runs from piling up memory). */
+async function scoped<T>(gpu: Gpu, work: (track: (b: GPUBuffer) => GPUBuffer) => Promise<T>): Promise<T> {
+  const made: GPUBuffer[] = [];
+  try {
+    return await work((b) => (made.push(b), b));
+  } finally {
+    for (const b of made) b.destroy();
+  }
+}
+
+const matmulShapes: [number, number, number][] = [
+  [1, 1, 1],
+  [7, 33, 129],
+  [33, 7, 1],
+  [129, 1, 7],
+  [65, 129, 33],
+  [129, 513, 33],
+  [513, 7, 129],
+];
+const variants: [boolean, boolean][] = [[false, false], [true, false], [false, true], [true, true]];
+
+const matmulCases: OracleCase[] = matmulShapes.flatMap(([m, n, k]) =>
+  variants.map(([ta, tb]) => ({
+    name: `matmul ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
+    run: (gpu: Gpu) =>
+      scoped(gpu, async (t) => {
+        const A = rand(m * k);
+        const B = rand(k * n);
+        const c = t(gpu.storage(m * n));
+        gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb }));
+        return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), ref.matmulRef(A, B, m, n, k, ta, tb)), tol: 2e-6 * k + 1e-6 };
+      }),
+  })),
+);
+
+const fusedMatmulCases: OracleCase[] = [[7, 33, 129], [70, 130, 9]].map(([m, n, k]) => ({
+  name: `matmul + bias + relu m=${m} n=${n} k=${k}`,
+  run: (gpu) =>
+    scoped(gpu, async (t) => {
+      const A = rand(m * k);
+      const B = rand(k * n);
+      const bias = rand(n);
+      const c = t(gpu.storage(m * n));
+      gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, bias: t(gpu.upload(bias)), relu: true }));
+      const want = ref.matmulRef(A, B, m, n, k).map((v, i) => Math.max(0, v + bias[i % n]));
+      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-6 * k + 1e-6 };
+    }),
+}));
+
+const biasCases: OracleCase[] = [[1, 1], [7, 33], [129, 10], [33, 513]].flatMap(([rows, cols]) => [
+  {
+    name: `addBias rows=${rows} cols=${cols}`,
+    run: (gpu: Gpu) =>
+      scoped(gpu, async (t) => {
+        const y = rand(rows * cols);
+        const b = rand(cols);
+        const yb = t(gpu.upload(y));
+        gpu.record(planAddBias(gpu, yb, t(gpu.upload(b)), rows, cols));
+        return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(yb, 0, rows * cols), ref.addBiasRef(y, b, rows, cols)), tol: 1e-6 };
+      }),
+  },
+  {
+    name: `biasGrad rows=${rows} cols=${cols}`,
+    run: (gpu: Gpu) =>
+      scoped(gpu, async (t) => {
+        const dy = rand(rows * cols);
+        const db = t(gpu.storage(cols));
+        gpu.record(planBiasGrad(gpu, t(gpu.upload(dy)), db, rows, cols));
+        return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(db, 0, cols), ref.biasGradRef(dy, rows, cols)), tol: 2e-6 * rows + 1e-6 };
+      }),
+  },
+]);
+
+const activationCases: OracleCase[] = (['relu', 'tanh', 'gelu'] as Activation[]).flatMap((kind) =>
+  [1, 7, 513, 4099].map((n) => ({
+    name: `${kind} forward+backward n=${n}`,
+    run: (gpu: Gpu) =>
+      scoped(gpu, async (t) => {
+        // Wide range: exercises tanh saturation and GELU's tails.
+        const x = rand(n, 6);
+        const dy = rand(n);
+        const xb = t(gpu.upload(x));
+        const y = t(gpu.storage(n));
+        const d = t(gpu.upload(dy));
+        gpu.record([planActivationForward(gpu, kind, xb, y, n), planActivationBackward(gpu, kind, xb, d, n)]);
+        const fwd = ref.maxAbsDiff(await gpu.readF32(y, 0, n), Array.from(x, ref.activationRef[kind].f));
+        const bwd = ref.maxAbsDiff(await gpu.readF32(d, 0, n), Array.from(x, (v, i) => dy[i] * ref.activationRef[kind].df(v)));
+        return { maxAbsErr: Math.max(fwd, bwd), tol: 1e-5 };
+      }),
+  })),
+);
+
+const xentCases: OracleCase[] = [[1, 1], [7, 10], [129, 33], [33, 513]].map(([batch, classes]) => ({
+  name: `softmax cross-entropy batch=${batch} classes=${classes} (logits up to ±80)`,
+  run: (gpu) =>
+    scoped(gpu, async (t) => {
+      const logits = rand(batch * classes, 80);
+      const labels = randLabels(batch, classes);
+      const [dl, lr, cr, res] = [batch * classes, batch, batch, 4].map((n) => t(gpu.storage(n)));
+      gpu.record([
+        planSoftmaxXent(gpu, { logits: t(gpu.upload(logits)), labels: t(gpu.upload(labels)), dLogits: dl, lossRows: lr, correct: cr }, batch, classes),
+        planSum(gpu, lr, res, batch, { scale: 1 / batch }),
+        planSum(gpu, cr, res, batch, { outIndex: 1 }),
+      ]);
+      const want = ref.softmaxXentRef(logits, labels, batch, classes);
+      const r = await gpu.readF32(res, 0, 2);
+      const err = Math.max(
+        ref.maxAbsDiff(await gpu.readF32(lr, 0, batch), want.lossRows) / 80,
+        ref.maxAbsDiff(await gpu.readF32(cr, 0, batch), want.correct),
+        ref.maxAbsDiff(await gpu.readF32(dl, 0, batch * classes), want.dLogits),
+        Math.abs(r[0] - want.meanLoss) / 80,
+        Math.abs(r[1] - want.correct.reduce((a, b) => a + b, 0)),
+      );
+      return { maxAbsErr: err, tol: 1e-5 };
+    }),
+}));
+
+const sumCases: OracleCase[] = [1, 7, 513, 10007].map((n) => ({
+  name: `sum n=${n}`,
+  run: (gpu) =>
+    scoped(gpu, async (t) => {
+      const x = rand(n);
+      const out = t(gpu.storage(4));
+      gpu.record(planSum(gpu, t(gpu.upload(x)), out, n, { outIndex: 2, scale: 0.5 }));
+      const [got] = await gpu.readF32(out, 2, 1);
+      return { maxAbsErr: Math.abs(got - 0.5 * x.reduce((a, b) => a + b, 0)), tol: 1e-6 * Math.sqrt(n) + 1e-6 };
+    }),
+}));
+
+const elementwiseCases: OracleCase[] = [1, 33, 4099].map((n) => ({
+  name: `add, axpy, scale n=${n}`,
+  run: (gpu) =>
+    scoped(gpu, async (t) => {
+      const a = rand(n);
+      const d = rand(n);
+      const ab = t(gpu.upload(a));
+      const db = t(gpu.upload(d));
+      gpu.record([planAdd(gpu, ab, db, n), planAxpy(gpu, -0.25, ab, db, n), planScale(gpu, 3, db, n)]);
+      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(db, 0, n), Array.from(d, (v, i) => 3 * (v + a[i] - 0.25 * a[i]))), tol: 2e-6 };
+    }),
+}));
+
+const f16Cases: OracleCase[] = [1, 7, 33, 513].map((n) => ({
+  name: `f16 pack+unpack n=${n}`,
+  run: (gpu) =>
+    scoped(gpu, async (t) => {
+      // Magnitudes from 1e-3 to 1e3, plus exact halves.
+      const x = rand(n, 1).map((v, i) => (i % 5 === 0 ? 0.5 : v * 10 ** ((i % 7) - 3)));
+      const packed = t(gpu.storage(packedWords(n)));
+      const back = t(gpu.storage(n));
+      gpu.record([planPackF16(gpu, t(gpu.upload(x)), packed, n), planUnpackF16(gpu, packed, back, n)]);
+      const got = await gpu.readF32(back, 0, n);
+      // One f16 ULP of slack: WGSL leaves the rounding direction of pack2x16float to the implementation.
+      let worst = 0;
+      for (let i = 0; i < n; i++) worst = Math.max(worst, Math.abs(got[i] - ref.roundToF16(x[i])) / Math.max(Math.abs(x[i]) * 2 ** -10, 2 ** -24));
+      return { maxAbsErr: worst, tol: 1 };
+    }),
+}));
+
+const optimizerCases: OracleCase[] = [
+  {
+    name: 'SGD momentum + weight decay, 3 steps n=1000',
+    run: (gpu) =>
+      scoped(gpu, async (t) => {
+        const n = 1000;
+        const p0 = rand(n);
+        const grads = [rand(n), rand(n), rand(n)];
+        const h = { lr: 0.1, momentum: 0.9, weightDecay: 0.01 };
+        const pb = t(gpu.upload(p0));
+        const gb = t(gpu.storage(n));
+        const vb = t(gpu.storage(n));
+        const u = t(gpu.uniform(sgdFields(n, h)));
+        const d = planSgd(gpu, u, pb, gb, vb, n);
+        const p = Float64Array.from(p0);
+        const v = new Float64Array(n);
+        for (const g of grads) {
+          gpu.write(gb, g);
+          gpu.record(d);
+          ref.sgdRef(p, g, v, h.lr, h.momentum, h.weightDecay);
+        }
+        return { maxAbsErr: Math.max(ref.maxAbsDiff(await gpu.readF32(pb, 0, n), p), ref.maxAbsDiff(await gpu.readF32(vb, 0, n), v)), tol: 1e-5 };
+      }),
+  },
+  {
+    name: 'AdamW, 3 steps n=1000',
+    run: (gpu) =>
+      scoped(gpu, async (t) => {
+        const n = 1000;
+        const p0 = rand(n);
+        const grads = [rand(n), rand(n, 0.01), rand(n)];
+        const h = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.05 };
+        const pb = t(gpu.upload(p0));
+        const gb = t(gpu.storage(n));
+        const [mb, vb] = [t(gpu.storage(n)), t(gpu.storage(n))];
+        const u = t(gpu.uniform(adamwFields(n, { ...h, step: 1 })));
+        const d = planAdamw(gpu, u, pb, gb, mb, vb, n);
+        const p = Float64Array.from(p0);
+        const [m, v] = [new Float64Array(n), new Float64Array(n)];
+        for (let s = 1; s <= grads.length; s++) {
+          gpu.write(gb, grads[s - 1]);
+          gpu.writeUniform(u, adamwFields(n, { ...h, step: s }));
+          gpu.record(d);
+          ref.adamwRef(p, grads[s - 1], m, v, s, h.lr, h.beta1, h.beta2, h.eps, h.weightDecay);
+        }
+        return { maxAbsErr: Math.max(ref.maxAbsDiff(await gpu.readF32(pb, 0, n), p), ref.maxAbsDiff(await gpu.readF32(mb, 0, n), m)), tol: 1e-5 };
+      }),
+  },
+];
+
+/** The whole MLP: loss and every gradient tensor against the float64 reference. */
+const mlpCases: OracleCase[] = (
+  [
+    [[33, 7, 5], 'relu', 7],
+    [[20, 16, 12, 3], 'gelu', 5],
+    [[9, 4, 2], 'tanh', 1],
+  ] as [number[], Activation, number][]
+).map(([widths, act, batch]) => ({
+  name: `mlp ${widths.join('-')} ${act} batch=${batch}: loss and gradients`,
+  run: async (gpu) => {
+    const model = new Mlp(gpu, { kind: 'mlp', inputSize: widths[0], hidden: widths.slice(1, -1), classes: widths[widths.length - 1], activation: act, seed: 5 });
+    try {
+      const x = rand(batch * widths[0]);
+      const labels = randLabels(batch, widths[widths.length - 1]);
+      const loss = await model.forwardBackward(x, labels);
+      const flatP = await model.readParams();
+      const flatG = await model.readGrads();
+      const slice = (flat: Float32Array, name: string) => {
+        const e = model.layout.find((l) => l.name === name)!;
+        return flat.subarray(e.offset, e.offset + e.length);
+      };
+      const L = widths.length - 1;
+      const weights = Array.from({ length: L }, (_, l) => ({ w: slice(flatP, `dense${l}.weight`), b: slice(flatP, `dense${l}.bias`) }));
+      const want = ref.mlpRef(weights, widths, x, labels, batch, act);
+      let err = Math.abs(loss - want.loss);
+      for (let l = 0; l < L; l++) {
+        err = Math.max(err, ref.maxAbsDiff(slice(flatG, `dense${l}.weight`), want.grads[l].w), ref.maxAbsDiff(slice(flatG, `dense${l}.bias`), want.grads[l].b));
+      }
+      return { maxAbsErr: err, tol: 2e-5 };
+    } finally {
+      model.destroy();
+    }
+  },
+}));
+
+export const DENSE_CASES: OracleCase[] = [
+  ...matmulCases,
+  ...fusedMatmulCases,
+  ...biasCases,
+  ...activationCases,
+  ...xentCases,
+  ...sumCases,
+  ...elementwiseCases,
+  ...f16Cases,
+  ...optimizerCases,
+  ...mlpCases,
+];

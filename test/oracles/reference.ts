@@ -1,0 +1,158 @@
+/**
+ * CPU references for the dense kernels, in float64 with plain loops: the
+ * oracles every WGSL kernel is compared against. Written for clarity, not speed.
+ */
+
+export function matmulRef(a: Float32Array, b: Float32Array, m: number, n: number, k: number, transA = false, transB = false): Float64Array {
+  const c = new Float64Array(m * n);
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      let s = 0;
+      for (let q = 0; q < k; q++) s += (transA ? a[q * m + i] : a[i * k + q]) * (transB ? b[j * k + q] : b[q * n + j]);
+      c[i * n + j] = s;
+    }
+  }
+  return c;
+}
+
+export function addBiasRef(y: Float32Array, bias: Float32Array, rows: number, cols: number): Float64Array {
+  return Float64Array.from(y, (v, i) => v + bias[i % cols]);
+}
+
+export function biasGradRef(dy: Float32Array, rows: number, cols: number): Float64Array {
+  const out = new Float64Array(cols);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c] += dy[r * cols + c];
+  return out;
+}
+
+const GELU_K = Math.sqrt(2 / Math.PI);
+export const activationRef = {
+  relu: { f: (x: number) => Math.max(x, 0), df: (x: number) => (x > 0 ? 1 : 0) },
+  tanh: { f: Math.tanh, df: (x: number) => 1 - Math.tanh(x) ** 2 },
+  gelu: {
+    f: (x: number) => 0.5 * x * (1 + Math.tanh(GELU_K * (x + 0.044715 * x ** 3))),
+    df: (x: number) => {
+      const t = Math.tanh(GELU_K * (x + 0.044715 * x ** 3));
+      return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_K * (1 + 3 * 0.044715 * x * x);
+    },
+  },
+};
+
+export interface SoftmaxXentRef {
+  lossRows: Float64Array;
+  correct: Float64Array;
+  dLogits: Float64Array;
+  meanLoss: number;
+}
+
+export function softmaxXentRef(logits: Float32Array, labels: ArrayLike<number>, batch: number, classes: number): SoftmaxXentRef {
+  const lossRows = new Float64Array(batch);
+  const correct = new Float64Array(batch);
+  const dLogits = new Float64Array(batch * classes);
+  for (let r = 0; r < batch; r++) {
+    const row = logits.subarray(r * classes, (r + 1) * classes);
+    let best = 0;
+    for (let j = 1; j < classes; j++) if (row[j] > row[best]) best = j;
+    const max = row[best];
+    let sum = 0;
+    for (let j = 0; j < classes; j++) sum += Math.exp(row[j] - max);
+    lossRows[r] = Math.log(sum) - (row[labels[r]] - max);
+    correct[r] = best === labels[r] ? 1 : 0;
+    for (let j = 0; j < classes; j++) dLogits[r * classes + j] = (Math.exp(row[j] - max) / sum - (j === labels[r] ? 1 : 0)) / batch;
+  }
+  return { lossRows, correct, dLogits, meanLoss: lossRows.reduce((a, b) => a + b, 0) / batch };
+}
+
+export function sgdRef(p: Float64Array, g: ArrayLike<number>, v: Float64Array, lr: number, momentum: number, wd: number): void {
+  for (let i = 0; i < p.length; i++) {
+    const gi = g[i] + wd * p[i];
+    v[i] = momentum * v[i] + gi;
+    p[i] -= lr * v[i];
+  }
+}
+
+export function adamwRef(p: Float64Array, g: ArrayLike<number>, m: Float64Array, v: Float64Array, step: number, lr: number, b1: number, b2: number, eps: number, wd: number): void {
+  for (let i = 0; i < p.length; i++) {
+    m[i] = b1 * m[i] + (1 - b1) * g[i];
+    v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    const mh = m[i] / (1 - b1 ** step);
+    const vh = v[i] / (1 - b2 ** step);
+    p[i] -= lr * (mh / (Math.sqrt(vh) + eps) + wd * p[i]);
+  }
+}
+
+/** The f16 value nearest to x (round to nearest even), as a number. Overflow → ±Infinity. */
+export function roundToF16(x: number): number {
+  if (!Number.isFinite(x) || x === 0) return x;
+  const sign = Math.sign(x);
+  const a = Math.abs(x);
+  if (a >= 65520) return sign * Infinity;
+  // Spacing of f16 values around a: 2^(e-10) for normals, 2^-24 for subnormals.
+  const e = Math.max(Math.floor(Math.log2(a)), -14);
+  const ulp = 2 ** (e - 10);
+  const q = a / ulp;
+  let r = Math.round(q);
+  if (Math.abs(q - Math.trunc(q) - 0.5) < 1e-12) r = Math.trunc(q) % 2 === 0 ? Math.trunc(q) : Math.trunc(q) + 1;
+  return sign * r * ulp;
+}
+
+/**
+ * A dense MLP in float64 (weights [in, out], hidden activation `act`):
+ * the mean softmax-cross-entropy loss and the gradient of every tensor.
+ */
+export function mlpRef(
+  weights: { w: Float32Array; b: Float32Array }[],
+  widths: number[],
+  x: Float32Array,
+  labels: ArrayLike<number>,
+  batch: number,
+  act: keyof typeof activationRef,
+): { loss: number; grads: { w: Float64Array; b: Float64Array }[]; logits: Float64Array } {
+  const L = widths.length - 1;
+  const pre: Float64Array[] = [];
+  const out: Float64Array[] = [Float64Array.from(x)];
+  for (let l = 0; l < L; l++) {
+    const [k, n] = [widths[l], widths[l + 1]];
+    const z = new Float64Array(batch * n);
+    for (let i = 0; i < batch; i++)
+      for (let j = 0; j < n; j++) {
+        let s = weights[l].b[j];
+        for (let q = 0; q < k; q++) s += out[l][i * k + q] * weights[l].w[q * n + j];
+        z[i * n + j] = s;
+      }
+    pre.push(z);
+    out.push(l < L - 1 ? z.map(activationRef[act].f) : z);
+  }
+  const logits = out[L];
+  const head = softmaxXentRef(Float32Array.from(logits), labels, batch, widths[L]);
+  let dz = head.dLogits;
+  const grads: { w: Float64Array; b: Float64Array }[] = new Array(L);
+  for (let l = L - 1; l >= 0; l--) {
+    const [k, n] = [widths[l], widths[l + 1]];
+    const w = new Float64Array(k * n);
+    const b = new Float64Array(n);
+    const dIn = new Float64Array(batch * k);
+    for (let i = 0; i < batch; i++)
+      for (let j = 0; j < n; j++) {
+        const d = dz[i * n + j];
+        b[j] += d;
+        for (let q = 0; q < k; q++) {
+          w[q * n + j] += out[l][i * k + q] * d;
+          dIn[i * k + q] += d * weights[l].w[q * n + j];
+        }
+      }
+    grads[l] = { w, b };
+    if (l > 0) dz = dIn.map((v, idx) => v * activationRef[act].df(pre[l - 1][idx]));
+  }
+  return { loss: head.meanLoss, grads, logits };
+}
+
+export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) return Infinity;
+  let m = 0;
+  for (let i = 0; i < a.length; i++) {
+    const d = Math.abs(a[i] - b[i]);
+    if (!(d <= m)) m = Number.isNaN(d) ? Infinity : d;
+  }
+  return m;
+}
