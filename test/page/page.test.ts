@@ -1,0 +1,144 @@
+/**
+ * The page in real headless Chromium, served by the real signaling server.
+ * Teaching mode must reach the sum the test computes itself from the numbers
+ * the page shows; the adapter panel must show Chromium's SwiftShader adapter;
+ * the job panel and the ring must follow what the server says about a job.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import type { RunningServer } from '../../server/index.ts';
+import { connect, type SignalingClient } from '../../src/signaling/client.node.ts';
+import { buildPage, launchChromium, openTab, screenshot, servePage } from './serve-page.ts';
+
+const JOB = { id: 'page-test', token: 'page-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.1 }, batchPerPeer: 32, minPeers: 2, maxPeers: 8 } };
+
+let built: { dir: string; dispose(): void };
+let server: RunningServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  built = await buildPage();
+  server = await servePage(built.dir, { jobs: [JOB] });
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  built?.dispose();
+});
+
+async function numbersIn(page: Page, selector: string): Promise<number[][]> {
+  return page.$$eval(selector, (rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => Number(td.textContent))));
+}
+
+describe('teaching mode', () => {
+  it('4 virtual peers reach, on every rank, the sum of the inputs the page shows', async () => {
+    const { page, errors } = await openTab(browser, `${server.url}/`);
+    await page.selectOption('[data-testid=teach-peers]', '4');
+    await page.waitForSelector('[data-testid=teach][data-state=ready][data-frame="0"]');
+    const inputs = await numbersIn(page, '[data-testid=teach-inputs] tbody tr');
+    expect(inputs).toHaveLength(4);
+    const sum = inputs[0].map((_, i) => inputs.reduce((s, row) => s + row[i], 0));
+    expect(sum.every(Number.isFinite)).toBe(true);
+    // Before the end, the page must not claim a result.
+    expect(await page.textContent('[data-testid=teach-result]')).toContain('Not finished');
+
+    let clicks = 0;
+    while (await page.isEnabled('[data-testid=teach-step]')) {
+      await page.click('[data-testid=teach-step]');
+      clicks++;
+      if (clicks === 2) await screenshot(page, 'teach-4-peers-reduce-scatter');
+      expect(clicks).toBeLessThanOrEqual(20);
+    }
+    expect(clicks).toBe(2 * (4 - 1));
+    const shown = (await page.textContent('[data-testid=teach-sum]'))!.trim().split(/\s+/).map(Number);
+    expect(shown).toEqual(sum);
+    for (const row of await numbersIn(page, '[data-testid=teach-buffers] tbody tr')) expect(row).toEqual(sum);
+    expect(await page.getAttribute('[data-testid=teach-result]', 'data-agree')).toBe('true');
+    expect(await page.textContent('[data-testid=teach-why]')).toContain('2(N−1)/N = 1.50');
+    await screenshot(page, 'teach-4-peers-done');
+
+    // Back and forward by keyboard.
+    await page.focus('[data-testid=teach-back]');
+    await page.keyboard.press('Enter');
+    expect(await page.getAttribute('[data-testid=teach]', 'data-frame')).toBe(String(clicks - 1));
+    expect(await page.textContent('[data-testid=teach-result]')).toContain('Not finished');
+    await page.focus('[data-testid=teach-step]');
+    await page.keyboard.press('Space');
+    expect(await page.getAttribute('[data-testid=teach-result]', 'data-agree')).toBe('true');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('play runs to the end by itself, and a narrow screen still shows every control', async () => {
+    const { page, errors } = await openTab(browser, `${server.url}/`, { width: 390, height: 844 });
+    await page.selectOption('[data-testid=teach-peers]', '3');
+    await page.waitForSelector('[data-testid=teach][data-state=ready][data-frame="0"]');
+    await page.fill('[data-testid=teach-speed]', '4');
+    await page.click('[data-testid=teach-play]');
+    await page.waitForSelector('[data-testid=teach-result][data-agree=true]', { timeout: 30_000 });
+    expect(await page.getAttribute('[data-testid=teach]', 'data-frame')).toBe(String(2 * (3 - 1)));
+    for (const id of ['teach-peers', 'teach-back', 'teach-play', 'teach-step', 'teach-speed', 'join', 'leave']) {
+      expect(await page.isVisible(`[data-testid=${id}]`), id).toBe(true);
+    }
+    // Nothing wider than the screen except inside scrolling boxes.
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot(page, 'narrow-teach-3-peers');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe('adapter panel', () => {
+  it("shows Chromium's SwiftShader WebGPU adapter", async () => {
+    const { page, errors } = await openTab(browser, `${server.url}/`);
+    await page.waitForSelector('[data-testid=adapter][data-state]', { timeout: 60_000 });
+    const state = await page.getAttribute('[data-testid=adapter]', 'data-state');
+    const text = await page.textContent('[data-testid=adapter]');
+    expect(state, `no adapter; the panel says: ${text}`).toBe('ok');
+    expect(text?.toLowerCase()).toContain('swiftshader');
+    expect(text).toContain('software (fallback) adapter');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe('a live job', () => {
+  it('the page follows the server: peers, ring, step, loss, charts, and a peer leaving', async () => {
+    const clients: SignalingClient[] = [];
+    try {
+      for (const name of ['alpha', 'beta', 'gamma']) {
+        clients.push(await connect(server.url, { job: JOB.id, token: JOB.token, name, runtime: 'node' }));
+      }
+      const { page, errors } = await openTab(browser, `${server.url}/?job=${JOB.id}&token=${JOB.token}`);
+      await page.waitForSelector('[data-testid=peer-count]:text("3")');
+      await page.waitForSelector('[data-testid=ring][data-size="3"]');
+      expect(await page.locator('[data-testid=ring-svg] g.peer').count()).toBe(3);
+
+      // Progress as workers report it: lockstep steps and a falling loss.
+      const losses = [2.3, 1.9, 1.4, 1.0];
+      for (let step = 1; step <= losses.length; step++) {
+        for (const c of clients) c.reportProgress({ step, loss: losses[step - 1], samplesPerS: 100 });
+        await page.waitForSelector(`[data-testid=step]:text("${step}")`);
+      }
+      expect(Number(await page.textContent('[data-testid=loss]'))).toBeCloseTo(losses[losses.length - 1], 4);
+      await page.waitForSelector(`[data-testid=chart-loss][data-points="${losses.length}"]`);
+      const peerRows = await page.$$eval('[data-testid=peers] tbody tr', (rows) => rows.map((r) => r.textContent ?? ''));
+      expect(peerRows.map((r) => ['alpha', 'beta', 'gamma'].find((n) => r.includes(n)))).toEqual(['alpha', 'beta', 'gamma']);
+      // Join stays disabled, saying why, until the browser can join.
+      const join = page.locator('[data-testid=join]');
+      if (await join.isDisabled()) expect((await join.getAttribute('title'))?.length).toBeGreaterThan(10);
+      await screenshot(page, 'live-job-3-peers');
+
+      await clients[1].leave();
+      await page.waitForSelector('[data-testid=peer-count]:text("2")');
+      await page.waitForSelector('[data-testid=ring][data-size="2"]');
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      for (const c of clients) await c.leave().catch(() => undefined);
+    }
+  });
+});
