@@ -74,9 +74,16 @@ export async function negotiate(comm: Communicator, id: number, mine: Request, o
   const answer = { id, step: VERDICT_STEP, chunk: 0 };
   let verdict: Verdict;
   if (comm.rank === 0) {
-    verdict = await coordinate(comm, id, mine, o);
+    try {
+      verdict = await coordinate(comm, id, mine, o);
+    } catch (e) {
+      // A rank left while we gathered: the others wait on our verdict, so they get this failure too.
+      const err = e as RingtrainError;
+      verdict = { ok: false, code: err.code ?? ErrorCode.Transport, message: err.message, detail: err.detail ?? {} };
+    }
     const bytes = enc.encode(JSON.stringify(verdict));
-    await Promise.all(Array.from({ length: comm.size - 1 }, (_, i) => comm.send(i + 1, answer, bytes)));
+    // Ranks that are gone cannot be told; the rest must be.
+    await Promise.allSettled(Array.from({ length: comm.size - 1 }, (_, i) => comm.send(i + 1, answer, bytes)));
   } else {
     await comm.send(0, ask, enc.encode(JSON.stringify(mine)));
     // The coordinator may itself wait up to timeoutMs for the slowest rank; give it that and as much again.
