@@ -171,6 +171,13 @@ export abstract class FlatModel implements Model {
   }
 
   private load(p: BatchPlan, x: Float32Array, labels?: ArrayLike<number>): void {
+    // GPUs swallow NaN silently (max(NaN, 0) is 0 on most), so catch it here.
+    for (let i = 0; i < x.length; i++) {
+      if (!Number.isFinite(x[i])) {
+        const sample = Math.floor(i / this.inputSize);
+        throw new RingtrainError(ErrorCode.InvalidArgument, `input x[${i}] (sample ${sample}, feature ${i % this.inputSize}) is ${x[i]}; inputs must be finite numbers: check the data`, { index: i, sample });
+      }
+    }
     this.gpu.write(p.io.x, x);
     if (labels) this.gpu.write(p.labels, checkLabels(labels, p.io.batch, this.classes, p.labelScratch));
   }

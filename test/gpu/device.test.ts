@@ -1,0 +1,143 @@
+/** The GPU layer: acquiring a device, the no-adapter error, device loss, the shader registry, caches and the buffer pool. */
+import { existsSync, readdirSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCode, isRingtrainError, RingtrainError } from '../../src/core/errors.ts';
+import { acquireGpu } from '../../src/gpu/device.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { linearGroups } from '../../src/gpu/gpu.ts';
+import { KERNELS, warmUp } from '../../src/gpu/kernels/index.ts';
+import { planMatmul } from '../../src/gpu/kernels/matmul.ts';
+import { hasShader, registerShaders, shaderKeyOf, shaderSource } from '../../src/gpu/shaders.ts';
+import { chooseVulkanDriver, SWIFTSHADER_ICD } from '../../src/gpu/device.node.ts';
+
+async function rejection(p: Promise<unknown>): Promise<RingtrainError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof RingtrainError) return e;
+    throw e;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('acquireGpu', () => {
+  it('fails with NoAdapter naming the runtime and what to install when requestAdapter returns null', async () => {
+    const fake = { requestAdapter: async () => null } as unknown as GPU;
+    const err = await rejection(acquireGpu({ gpu: fake }));
+    expect(err.code).toBe(ErrorCode.NoAdapter);
+    expect(err.message).toContain('node');
+    expect(err.message).toMatch(/chromium|driver/);
+    expect(err.detail).toEqual({ runtime: 'node' });
+  });
+
+  it('fails with NoAdapter when there is no WebGPU at all or requestAdapter throws', async () => {
+    expect((await rejection(acquireGpu({ gpu: null }))).code).toBe(ErrorCode.NoAdapter);
+    const throwing = { requestAdapter: async () => { throw new Error('vulkan exploded'); } } as unknown as GPU;
+    const err = await rejection(acquireGpu({ gpu: throwing }));
+    expect(err.code).toBe(ErrorCode.NoAdapter);
+    expect(err.message).toContain('vulkan exploded');
+  });
+
+  it('picks SwiftShader for Dawn only when no driver is chosen and no render node exists', () => {
+    const env: Record<string, string | undefined> = { VK_ICD_FILENAMES: '/custom.json' };
+    expect(chooseVulkanDriver(env)).toBe('/custom.json');
+    const empty: Record<string, string | undefined> = {};
+    const chosen = chooseVulkanDriver(empty);
+    // CI machines have chromium's SwiftShader and no GPU: there the env var gets set.
+    const gpuPresent = existsSync('/dev/dri') && readdirSync('/dev/dri').some((n) => n.startsWith('renderD'));
+    const expected = !gpuPresent && existsSync(SWIFTSHADER_ICD) ? SWIFTSHADER_ICD : undefined;
+    expect(chosen).toBe(expected);
+    expect(empty.VK_ICD_FILENAMES).toBe(expected);
+  });
+});
+
+describe('Gpu', () => {
+  let gpu: Gpu;
+  beforeAll(async () => {
+    gpu = await acquireGpu();
+  });
+  afterAll(() => gpu?.destroy());
+
+  it('reports the adapter and runtime', () => {
+    expect(gpu.info.runtime).toBe('node');
+    expect(gpu.info.description.length).toBeGreaterThan(0);
+    expect(typeof gpu.info.isFallbackAdapter).toBe('boolean');
+  });
+
+  it('compiles every registered kernel, each with its shader file', () => {
+    for (const k of Object.values(KERNELS)) expect(hasShader(k.shader), k.shader).toBe(true);
+    warmUp(gpu);
+    const before = gpu.pipelineCount;
+    warmUp(gpu);
+    expect(gpu.pipelineCount).toBe(before);
+  });
+
+  it('caches pipelines by key, entry point and override constants', () => {
+    const a = gpu.pipeline('matmul', { constants: { TRANS_A: 1 } });
+    const b = gpu.pipeline('matmul', { constants: { TRANS_A: 1 } });
+    const c = gpu.pipeline('matmul', { constants: { TRANS_A: 0 } });
+    expect(a).toBe(b);
+    expect(a).not.toBe(c);
+  });
+
+  it('reuses pooled buffers and counts every allocation', () => {
+    const before = gpu.allocations;
+    const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST;
+    const x = gpu.pool.acquire(1000, usage);
+    expect(gpu.allocations).toBe(before + 1);
+    gpu.pool.release(x);
+    const y = gpu.pool.acquire(1000, usage);
+    expect(y).toBe(x);
+    expect(gpu.allocations).toBe(before + 1);
+    gpu.pool.release(y);
+  });
+
+  it('rejects bad shapes with InvalidArgument', () => {
+    const buf = gpu.storage(4);
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 0, n: 1, k: 1 })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 2.5, n: 1, k: 1 })).toThrow(/m must be a positive integer/);
+    buf.destroy();
+  });
+
+  it('folds large 1-D dispatches into 2-D', () => {
+    expect(linearGroups(10, 256)).toEqual([1, 1, 1]);
+    const [x, y] = linearGroups(70_000 * 256, 256);
+    expect(x).toBeLessThanOrEqual(65535);
+    expect(x * y).toBeGreaterThanOrEqual(70_000);
+  });
+});
+
+describe('device failures', () => {
+  it('turns an uncaptured GPU error into DeviceLost on the next call', async () => {
+    const gpu = await acquireGpu();
+    // MAP_READ combines only with COPY_DST: this validation error has no error scope, so it is uncaptured.
+    gpu.device.createBuffer({ size: 3, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.STORAGE });
+    await gpu.device.queue.onSubmittedWorkDone();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(gpu.lost).toBe(true);
+    expect(() => gpu.flush()).toThrow(expect.objectContaining({ code: ErrorCode.DeviceLost }));
+    gpu.destroy();
+  });
+
+  it('turns device loss into DeviceLost on the next call', async () => {
+    const gpu = await acquireGpu();
+    const buf = gpu.storage(4);
+    // destroy() on the GPUDevice (not on our Gpu) is how a test can lose a device.
+    gpu.device.destroy();
+    await gpu.device.lost;
+    await new Promise((r) => setTimeout(r, 0));
+    const err = await rejection(gpu.readF32(buf));
+    expect(isRingtrainError(err, ErrorCode.DeviceLost)).toBe(true);
+    expect(err.message).toMatch(/lost/);
+  });
+});
+
+describe('shader registry', () => {
+  it('registers by path or key and names the fix when a shader is missing', () => {
+    expect(shaderKeyOf('../shaders/matmul.wgsl')).toBe('matmul');
+    registerShaders({ '../shaders/test_only_probe.wgsl': '// probe' });
+    expect(shaderSource('test_only_probe')).toBe('// probe');
+    expect(() => shaderSource('no_such_kernel')).toThrow(/registerShaders/);
+    expect(() => registerShaders({ 'x.wgsl': 42 as unknown as string })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+  });
+});
