@@ -10,6 +10,7 @@ import { chartsPanel } from './charts.ts';
 import { h } from './dom.ts';
 import { jobPanel, jobParamsFrom, type JobParams } from './job.ts';
 import { participatePanel, type JoinFn } from './participate.ts';
+import { predictionsPanel } from './predict.ts';
 import { liveRingPanel } from './ring/live.ts';
 import { recordTeachingRun } from './teach/record.ts';
 import { teachingView } from './teach/view.ts';
@@ -36,7 +37,12 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
   const adapter = adapterPanel();
   const job = jobPanel(params, bus);
   const participate = participatePanel(bus);
-  participate.onRank((r) => job.setSelf(r));
+  const predictions = predictionsPanel(bus);
+  participate.onJoined((joined) => {
+    job.setSelf(joined?.rank);
+    if (joined?.model && joined.test) predictions.attach(joined.model, joined.test);
+    else predictions.detach();
+  });
 
   root.replaceChildren(
     h(
@@ -49,7 +55,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
       'main',
       { class: 'page-grid' },
       h('div', { class: 'col' }, job.element, participate.element, adapter.element),
-      h('div', { class: 'col wide' }, liveRingPanel(bus), chartsPanel(bus)),
+      h('div', { class: 'col wide' }, liveRingPanel(bus), chartsPanel(bus), predictions.element),
       h('div', { class: 'full' }, teachingView(recordTeachingRun)),
     ),
   );

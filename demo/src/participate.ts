@@ -6,13 +6,18 @@
  * tooltip says why.
  */
 import type { EventBus } from '../../src/core/events.ts';
+import type { Dataset } from '../../src/data/dataset.ts';
 import { h } from './dom.ts';
+import type { Predictor } from './predict.ts';
 
 /** A running membership of this tab in the job. */
 export interface Joined {
   rank: number;
   /** Leave cleanly: the other peers see this rank go. */
   leave(): Promise<void>;
+  /** The model this tab trains and the test digits, for the predictions panel. */
+  model?: Predictor;
+  test?: Dataset;
 }
 
 export type JoinFn = () => Promise<Joined>;
@@ -21,7 +26,8 @@ export interface ParticipatePanel {
   element: HTMLElement;
   /** Enable Join with this function, or keep it disabled with `why` as the reason. */
   enable(join: JoinFn | null, why?: string): void;
-  onRank(listener: (rank: number | undefined) => void): void;
+  /** Called with the membership after Join, and with null after Leave. */
+  onJoined(listener: (joined: Joined | null) => void): void;
 }
 
 function formatBytes(n: number): string {
@@ -56,8 +62,8 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
 
   let joinFn: JoinFn | null = null;
   let current: Joined | null = null;
-  const rankListeners: ((r: number | undefined) => void)[] = [];
-  const setRank = (r: number | undefined) => rankListeners.forEach((l) => l(r));
+  const joinListeners: ((j: Joined | null) => void)[] = [];
+  const announce = (j: Joined | null) => joinListeners.forEach((l) => l(j));
 
   bus.on((e) => {
     if (e.type !== 'train-step' || !current || e.rank !== current.rank) return;
@@ -76,7 +82,7 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
       note.textContent = `Joined as rank ${current.rank}. Closing this tab counts as leaving.`;
       leave.disabled = false;
       leave.removeAttribute('title');
-      setRank(current.rank);
+      announce(current);
     } catch (err) {
       element.dataset.state = 'error';
       note.textContent = `Could not join: ${err instanceof Error ? err.message : String(err)}`;
@@ -92,7 +98,7 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
     element.dataset.state = 'left';
     note.textContent = 'Left the job. Join again to lend this GPU once more.';
     join.disabled = !joinFn;
-    setRank(undefined);
+    announce(null);
   });
   // Closing the tab is leaving; the server also notices the socket close, this only makes it prompt.
   globalThis.addEventListener?.('pagehide', () => void current?.leave());
@@ -106,8 +112,8 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
       else join.title = why ?? 'Joining is not available here';
       if (!fn && why) note.textContent = why;
     },
-    onRank(l) {
-      rankListeners.push(l);
+    onJoined(l) {
+      joinListeners.push(l);
     },
   };
 }
