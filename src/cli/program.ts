@@ -7,10 +7,12 @@ import { Command, CommanderError } from 'commander';
 import { isRingtrainError } from '../core/errors.ts';
 import { stderr } from './host.node.ts';
 import { commandStatus } from './status.ts';
+import { serverCommand } from './server.ts';
 import { trainCommand } from './train.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
+  serverCommand,
 ];
 
 export function buildProgram(): Command {

@@ -61,6 +61,7 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
     if (o.token) throw invalid('--token needs --job (the job it opens).');
     return null;
   }
+  if (o.maxPeers < o.minPeers) throw invalid(`--max-peers (${o.maxPeers}) must be at least --min-peers (${o.minPeers}).`);
   const hyperparameters: Record<string, number> = {
     lr: o.lr ?? DEFAULT_LR[o.optimizer],
     momentum: o.momentum,

@@ -1,0 +1,89 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { runCli } from '../../src/cli/program.ts';
+import { connect } from '../../src/signaling/client.node.ts';
+import { jobSpec } from './helpers.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+function startCli(args: string[]): { child: ChildProcessWithoutNullStreams; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [`${root}bin/ringtrain.js`, ...args], { cwd: root });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+async function lineMatching(output: () => string, exited: Promise<unknown>, re: RegExp): Promise<RegExpExecArray> {
+  let over = false;
+  void exited.then(() => (over = true));
+  for (let i = 0; i < 3000; i++) {
+    const m = re.exec(output());
+    if (m) return m;
+    if (over) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`no line matching ${re} in:\n${output()}`);
+}
+
+describe('ringtrain server (the CLI)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ringtrain-cli-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('serves a job from flags and one from a jobs file, and stops cleanly on SIGTERM', async () => {
+    const file = join(dir, 'jobs.json');
+    writeFileSync(file, JSON.stringify([jobSpec('extra', 'te', 1, 2)]));
+    const cli = startCli(['server', '--port', '0', '--job', 'demo', '--token', 'tok', '--model', 'cnn', '--batch', '32', '--min-peers', '2', '--max-peers', '4', '--jobs-file', file, '--no-static']);
+    const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    // The job lines follow the address; wait for the last of them.
+    await lineMatching(cli.output, cli.exited, /job extra: page /);
+    expect(cli.output()).toContain(`--job demo --token tok`);
+    expect(cli.output()).toContain(`${url}/?job=demo&token=tok`);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const info = await (await fetch(`${url}/api/jobs/demo`)).json();
+    expect(info.config).toEqual({
+      model: 'cnn',
+      optimizer: 'sgd',
+      hyperparameters: { lr: 0.05, momentum: 0.9, weightDecay: 0.0001, seed: 1, epochs: 1 },
+      batchPerPeer: 32,
+      minPeers: 2,
+      maxPeers: 4,
+    });
+    const client = await connect(url, { job: 'extra', token: 'te' });
+    expect(client.membership).toMatchObject({ ready: true, size: 1 });
+    const closed = new Promise((resolve) => client.on('close', resolve));
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+    expect(await closed).toMatchObject({ detail: { code: 'server-closing' } });
+  });
+
+  it('refuses bad flags and bad job files with a message naming them (in process)', async () => {
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      expect(await runCli(['server', '--port', '0', '--job', 'demo', '--min-peers', '4', '--max-peers', '2'])).toBe(1);
+      expect(written.join('')).toContain('--max-peers (2) must be at least --min-peers (4)');
+
+      const file = join(dir, 'bad.json');
+      writeFileSync(file, JSON.stringify([{ id: 'x', token: 't', config: { model: 'cnn' } }]));
+      expect(await runCli(['server', '--port', '0', '--jobs-file', file])).toBe(1);
+      expect(written.join('')).toMatch(/bad job spec: config\.optimizer/);
+
+      expect(await runCli(['server', '--port', 'eighty'])).toBe(1);
+      expect(written.join('')).toContain('--port must be a number');
+
+      expect(await runCli(['server', '--port', '0', '--token', 'orphan'])).toBe(1);
+      expect(written.join('')).toContain('--token needs --job');
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
