@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 import { runCli } from '../../src/cli/program.ts';
+import { loadMnist } from '../../src/data/mnist.node.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -96,6 +98,26 @@ describe('ringtrain train', () => {
     expect(maxDiff).toBeLessThan(1e-5);
     const ckpt = decodeCheckpoint(readFileSync(resumed));
     expect([ckpt.step, ckpt.optimizer, ckpt.model, ckpt.extra.seed]).toEqual([40, 'adamw', 'mlp', '5']);
+  });
+
+  it('trains on IDX files from --data (here: the bundled digits written as gzipped MNIST-format files)', async () => {
+    const { train, test } = await loadMnist();
+    const idxDir = join(dir, 'idx');
+    mkdirSync(idxDir);
+    const write = (name: string, dims: number[], values: ArrayLike<number>) => {
+      const header = Buffer.alloc(4 + 4 * dims.length);
+      header[2] = 0x08;
+      header[3] = dims.length;
+      dims.forEach((d, i) => header.writeUInt32BE(d, 4 + 4 * i));
+      writeFileSync(join(idxDir, name), gzipSync(Buffer.concat([header, Buffer.from(Uint8Array.from(values))])));
+    };
+    const n = 2000, m = 500;
+    write('train-images-idx3-ubyte.gz', [n, 28, 28], Array.from(train.images.subarray(0, n * 784), (v) => Math.round(v * 255)));
+    write('train-labels-idx1-ubyte.gz', [n], train.labels.subarray(0, n));
+    write('t10k-images-idx3-ubyte.gz', [m, 28, 28], Array.from(test.images.subarray(0, m * 784), (v) => Math.round(v * 255)));
+    write('t10k-labels-idx1-ubyte.gz', [m], test.labels.subarray(0, m));
+    const json = resultLine(await ringtrain(['train', '--data', idxDir, '--steps', '30', '--batch', '32', '--json', '--runtime', 'deno']));
+    expectResult(json, 'deno', 30);
   });
 
   it('refuses a checkpoint that does not fit, and a damaged one, with a clear error', async () => {
