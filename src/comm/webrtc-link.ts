@@ -12,9 +12,15 @@ class SimplePeerLink implements Link {
   private handler: ((m: Uint8Array) => void) | null = null;
   private closeHandlers: ((reason?: Error) => void)[] = [];
   private down = false;
+  /** Messages that came before anyone listened: a fast peer may start while we still connect to others. */
+  private early: Uint8Array[] = [];
 
   constructor(readonly peer: number, private sp: SimplePeer.Instance) {
-    sp.on('data', (d: Uint8Array | ArrayBuffer) => this.handler?.(d instanceof Uint8Array ? d : new Uint8Array(d)));
+    sp.on('data', (d: Uint8Array | ArrayBuffer) => {
+      const m = d instanceof Uint8Array ? d : new Uint8Array(d);
+      if (this.handler) this.handler(m);
+      else this.early.push(m);
+    });
     sp.on('error', (e: Error) => this.shut(e));
     sp.on('close', () => this.shut(new Error('data channel closed')));
     // simple-peer ignores 'disconnected'; for a ring a vanished peer must surface at once.
@@ -34,19 +40,26 @@ class SimplePeerLink implements Link {
 
   onMessage(handler: (m: Uint8Array) => void): void {
     this.handler = handler;
+    const early = this.early;
+    this.early = [];
+    for (const m of early) handler(m);
   }
 
   onClose(handler: (reason?: Error) => void): void {
-    this.closeHandlers.push(handler);
+    if (this.down) handler(this.downReason);
+    else this.closeHandlers.push(handler);
   }
 
   close(): void {
     this.shut(undefined);
   }
 
+  private downReason?: Error;
+
   private shut(reason?: Error): void {
     if (this.down) return;
     this.down = true;
+    this.downReason = reason;
     for (const h of this.closeHandlers) h(reason);
     this.sp.destroy();
   }

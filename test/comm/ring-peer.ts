@@ -1,0 +1,93 @@
+/**
+ * One rank of a local WebRTC ring, for test/comm/webrtc-ring.test.ts. Runs
+ * under Node (tsx) and under Deno alike. Every rank can compute every rank's
+ * input (seeded), so each checks its own results and prints one JSON line.
+ *
+ *   --scenario check     every collective once, checked against references
+ *   --scenario failures  a mismatch, a timeout, then a good allreduce
+ *   --scenario kill      allreduces until a peer is killed; prints READY first
+ */
+import process from 'node:process';
+import { parseArgs } from 'node:util';
+import { joinLocalRing } from '../../src/comm/local-ring.node.ts';
+import { allgather, allreduce, allreduceFused, alltoall, barrier, broadcast } from '../../src/collectives/index.ts';
+import type { Tensor } from '../../src/collectives/types.ts';
+import { detectRuntime } from '../../src/core/runtime.ts';
+import { input, reference, tolerance, type Kind } from '../collectives/reference.ts';
+
+const { values } = parseArgs({ options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, scenario: { type: 'string' } } });
+const rank = Number(values.rank);
+const size = Number(values.size);
+const out = (o: object) => process.stdout.write(JSON.stringify({ rank, runtime: detectRuntime(), ...o }) + '\n');
+
+function checksum(t: Tensor): string {
+  const b = new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i], 0x01000193) >>> 0;
+  return h.toString(16);
+}
+
+function expectClose(what: string, got: Tensor, kind: Kind, op: 'sum' | 'max' | 'average', count: number): void {
+  const inputs = Array.from({ length: size }, (_, r) => input(kind, op, count, r));
+  const ref = reference(op, inputs);
+  if (got.length !== count) throw new Error(`${what}: length ${got.length}, expected ${count}`);
+  for (let i = 0; i < count; i++) {
+    if (Math.abs(got[i] - ref[i]) > tolerance(kind, op, inputs, i, ref[i])) throw new Error(`${what}: element ${i} is ${got[i]}, reference ${ref[i]}`);
+  }
+}
+
+function expectEqual(what: string, got: ArrayLike<number>, want: ArrayLike<number>): void {
+  if (got.length !== want.length) throw new Error(`${what}: length ${got.length}, expected ${want.length}`);
+  for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
+}
+
+const comm = await joinLocalRing({ dir: values.dir!, rank, size, peerTimeoutMs: 3000, heartbeatMs: 250 });
+const sums: Record<string, string> = {};
+try {
+  if (values.scenario === 'check') {
+    const a = await allreduce(comm, input('float32', 'sum', 300_001, rank), { name: 'f32-sum', segmentBytes: 1 << 20 });
+    expectClose('f32 sum', a, 'float32', 'sum', 300_001);
+    sums.f32 = checksum(a);
+    const b = await allreduce(comm, input('int32', 'max', 1001, rank), { name: 'i32-max', op: 'max', segmentBytes: 1000 });
+    expectClose('i32 max', b, 'int32', 'max', 1001);
+    const c = await allreduce(comm, input('float32', 'average', 5000, rank), { name: 'fp16-avg', op: 'average', compression: 'fp16', segmentBytes: 2048 });
+    expectClose('fp16 average', c, 'fp16', 'average', 5000);
+    sums.fp16 = checksum(c);
+    const g = await allgather(comm, Int32Array.from({ length: rank + 1 }, (_, i) => rank * 100 + i), { name: 'gather' });
+    expectEqual('allgather', g, Array.from({ length: size }, (_, r) => Array.from({ length: r + 1 }, (__, i) => r * 100 + i)).flat());
+    const root = size - 1;
+    const bc = await broadcast(comm, input('float32', 'sum', 3000, rank, 5), { root, name: 'bcast', segmentBytes: 4000 });
+    expectEqual('broadcast', bc, input('float32', 'sum', 3000, root, 5));
+    const send = Int32Array.from({ length: size * 2 }, (_, i) => rank * 1000 + i);
+    const at = await alltoall(comm, send, { name: 'a2a' });
+    expectEqual('alltoall', at.data, Array.from({ length: size }, (_, r) => [r * 1000 + 2 * rank, r * 1000 + 2 * rank + 1]).flat());
+    const fused = await allreduceFused(comm, [1, 2, 3].map((k) => ({ name: `t${k}`, data: Int32Array.from({ length: k * 10 }, () => rank + 1) })), { thresholdBytes: 100 });
+    for (const t of fused) expectEqual('fused', t, new Array(t.length).fill((size * (size + 1)) / 2));
+    await barrier(comm);
+    out({ ok: true, sums });
+  } else if (values.scenario === 'failures') {
+    const errors: Record<string, unknown> = {};
+    await allreduce(comm, new Float32Array(rank === 1 ? 7 : 8), { name: 'grad' }).catch((e) => (errors.mismatch = { code: e.code, message: e.message }));
+    // The last rank arrives long after the others have given up on it.
+    if (rank === size - 1) await new Promise((r) => setTimeout(r, 2500));
+    await allreduce(comm, new Float32Array(8), { name: 'late', timeoutMs: 1500 }).catch((e) => (errors.timeout = { code: e.code, message: e.message, waitingFor: e.detail?.waitingFor }));
+    const ok = await allreduce(comm, Float32Array.of(rank), { name: 'after', timeoutMs: 10_000 });
+    out({ ok: true, errors, after: ok[0] });
+  } else if (values.scenario === 'kill') {
+    const data = new Float32Array(1 << 20).fill(1);
+    out({ ready: true });
+    const t0 = Date.now();
+    try {
+      for (let i = 0; ; i++) await allreduce(comm, data, { name: 'loop', segmentBytes: 64 * 1024 });
+    } catch (e) {
+      const err = e as { code: string; message: string; detail?: { peer?: number } };
+      out({ ok: true, error: err.code, peer: err.detail?.peer, message: err.message, afterMs: Date.now() - t0 });
+    }
+  } else {
+    throw new Error(`unknown scenario ${values.scenario}`);
+  }
+} catch (e) {
+  out({ ok: false, error: (e as Error).message });
+}
+comm.close();
+setTimeout(() => process.exit(0), 200);
