@@ -132,6 +132,21 @@ describe('signaling server: bad input and misbehaving peers', () => {
     server = null;
   });
 
+  it('closes a connection that sends invalid UTF-8 text, and refuses connections beyond maxConnections', async () => {
+    const s = await start({ maxConnections: 2 });
+    const a = await join(s, 'alpha', 'ta', 'a');
+    a.ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false });
+    expect((await a.closed).code).toBe(1007);
+    // The server forgets the connection when its side closes; wait for that before counting.
+    for (let i = 0; i < 1000 && s.jobInfo('alpha')?.size !== 0; i++) await new Promise((r) => setTimeout(r, 5));
+    const one = await RawPeer.open(s.wsUrl);
+    const two = await RawPeer.open(s.wsUrl);
+    peers.push(one, two);
+    await expect(RawPeer.open(s.wsUrl)).rejects.toThrow(/503/);
+    expect(await healthy(s)).toBe(200);
+    expect(await s.metricsText()).toMatch(/ringtrain_errors_total\{code="too-many-connections"\} 1\b/);
+  });
+
   it('refuses upgrades on other paths and joins with the wrong protocol field types', async () => {
     const s = await start();
     await expect(RawPeer.open(s.wsUrl.replace('/ws', '/other'))).rejects.toThrow(/404/);
