@@ -1,0 +1,233 @@
+/**
+ * Data-parallel training on one rank of a ring: the loop every worker runs,
+ * under Node, Deno or in a browser tab. Runtime-agnostic: the caller brings
+ * the GPU, the communicator, the data, and where checkpoints go.
+ *
+ * Each step: forward/backward on this rank's shard of the batch, average the
+ * gradients over the ring (DistributedOptimizer), update. Every rank sees
+ * `batch` examples per step, so one step of N ranks covers N·batch examples:
+ * with plain SGD that is exactly one step of one rank at batch N·batch.
+ *
+ * When a collective fails (a peer left, a rank stalled) the loop stops at
+ * once: the failed step applied no update, so the weights are those of the
+ * last completed step on every survivor, and that is what gets checkpointed.
+ */
+import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
+import { type EventBus, now } from '../core/events.ts';
+import { detectRuntime } from '../core/runtime.ts';
+import type { Communicator } from '../comm/communicator.ts';
+import { checkpointFromFlat, checkOptimizerState, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import { broadcast } from '../collectives/broadcast.ts';
+import { batches } from '../data/batches.ts';
+import { selectExamples, type Dataset } from '../data/dataset.ts';
+import { DistributedSampler } from '../data/sampler.ts';
+import { createModel, createOptimizer, type Model, type Optimizer } from '../engine/index.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import { modelSpecFor, type LocalTrainConfig } from '../cli/train-loop.ts';
+import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
+import { learningRateAt } from './lr.ts';
+import { DistributedOptimizer, type DistributedOptimizerOptions } from './optimizer.ts';
+
+export interface DistributedTrainConfig extends LocalTrainConfig {
+  /** Scale the learning rate by the ring size (with warm-up). Default false. */
+  scaleLr?: boolean;
+  warmupSteps?: number;
+  compression?: DistributedOptimizerOptions['compression'];
+  backwardPassesPerStep?: number;
+  fusionThresholdBytes?: number;
+  /** A rank silent this long fails the step (ms). */
+  timeoutMs?: number;
+}
+
+export interface DistributedTrainArgs {
+  gpu: Gpu;
+  comm: Communicator;
+  train: Dataset;
+  test: Dataset;
+  config: DistributedTrainConfig;
+  /** Defaults to comm.events. */
+  bus?: EventBus;
+  /** Only the root's checkpoint counts: it is broadcast to every rank. */
+  resume?: TrainingCheckpoint;
+  resumeName?: string;
+  /** Called on rank 0 after each epoch and at the end, and on the lowest surviving rank when the ring breaks. */
+  onCheckpoint?: (c: TrainingCheckpoint) => void | Promise<void>;
+  /** Called after every step (progress reports to the server, say). */
+  onStep?: (s: { step: number; epoch: number; loss: number; samplesPerS: number; bytesSent: number }) => void;
+  /** Called after each evaluation with the metrics averaged over ranks. */
+  onEvaluate?: (e: { step: number; epoch: number; testAccuracy: number; testLoss: number }) => void;
+  /** Polled between steps; returning true stops training cleanly after the current step. */
+  shouldStop?: () => boolean;
+}
+
+export interface DistributedTrainResult {
+  rank: number;
+  size: number;
+  steps: number;
+  epochs: number;
+  testAccuracy: number;
+  testLoss: number;
+  trainLoss: number;
+  /** Examples per second over the whole ring (this rank's rate × size). */
+  samplesPerS: number;
+  /** Payload bytes this rank sent for gradient allreduces. */
+  allreduceBytes: number;
+  trainSeconds: number;
+  runtime: string;
+  adapter: string;
+  /** Set when the ring broke: the error every surviving rank got. */
+  stoppedBy?: RingtrainError;
+  /** Ranks that went away, when known. */
+  lostRanks: number[];
+}
+
+/** The examples of `test` that this rank evaluates (strided, so shards differ by at most one). */
+function testShard(test: Dataset, rank: number, size: number): Dataset {
+  const idx: number[] = [];
+  for (let i = rank; i < test.count; i += size) idx.push(i);
+  return selectExamples(test, idx);
+}
+
+async function restoreOnRoot(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: LocalTrainConfig, name: string): Promise<void> {
+  const flat = flatParamsFor(c, { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength }, name);
+  const fresh = await optimizer.exportState();
+  checkOptimizerState(c, Object.fromEntries(Object.entries(fresh).map(([k, v]) => [k, v.length])), name);
+  model.writeParams(flat);
+  optimizer.importState(c.optimizerState);
+}
+
+function lostRanksOf(err: RingtrainError): number[] {
+  const d = err.detail ?? {};
+  const out = new Set<number>();
+  for (const v of [d.peer, d.lost, ...(Array.isArray(d.waitingFor) ? d.waitingFor : []), ...(Array.isArray(d.ranks) ? d.ranks : [])]) {
+    if (typeof v === 'number' && Number.isInteger(v)) out.add(v);
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
+export async function trainDistributed(args: DistributedTrainArgs): Promise<DistributedTrainResult> {
+  const { gpu, comm, train, test, config } = args;
+  const bus = args.bus ?? comm.events;
+  const { rank, size } = comm;
+  const sampler = new DistributedSampler(train.count, { rank, size, seed: config.seed });
+  const stepsPerEpoch = Math.floor(sampler.shardLength / config.batch);
+  if (stepsPerEpoch === 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--batch ${config.batch} is larger than this rank's ${sampler.shardLength} training examples (${train.count} over ${size} ranks); use a smaller batch.`);
+  }
+  const totalSteps = config.steps ?? config.epochs * stepsPerEpoch;
+  const model = createModel(gpu, modelSpecFor(config, train));
+  const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
+  const dopt = new DistributedOptimizer(comm, model, optimizer, {
+    compression: config.compression,
+    backwardPassesPerStep: config.backwardPassesPerStep,
+    fusionThresholdBytes: config.fusionThresholdBytes,
+    timeoutMs: config.timeoutMs,
+  });
+  const shard = testShard(test, rank, size);
+  let step = 0;
+  let trainMs = 0;
+  let samples = 0;
+  let allreduceBytes = 0;
+  let lossSum = 0;
+  let lossCount = 0;
+  let evaluation = { accuracy: NaN, loss: NaN };
+
+  const checkpoint = async (): Promise<void> => {
+    if (!args.onCheckpoint) return;
+    await args.onCheckpoint(
+      checkpointFromFlat({
+        model: config.model,
+        optimizer: config.optimizer,
+        step,
+        epoch: Math.floor(step / stepsPerEpoch),
+        layout: model.layout,
+        params: await model.readParams(),
+        optimizerState: await optimizer.exportState(),
+        extra: { seed: String(config.seed), batch: String(config.batch), lr: String(config.lr), size: String(size), model_spec: JSON.stringify(model.spec) },
+      }),
+    );
+  };
+  const evaluate = async (epoch: number): Promise<void> => {
+    const local = await model.evaluate(shard.images, shard.labels);
+    const avg = await averageMetrics(comm, { accuracy: local.accuracy, loss: local.loss }, shard.count, config.timeoutMs);
+    evaluation = { accuracy: avg.accuracy, loss: avg.loss };
+    bus.emit({ type: 'evaluate', t: now(), rank, step, epoch, testAccuracy: avg.accuracy, testLoss: avg.loss });
+    args.onEvaluate?.({ step, epoch, testAccuracy: avg.accuracy, testLoss: avg.loss });
+  };
+
+  const result = (stoppedBy?: RingtrainError): DistributedTrainResult => ({
+    rank,
+    size,
+    steps: step,
+    epochs: Math.floor(step / stepsPerEpoch),
+    testAccuracy: evaluation.accuracy,
+    testLoss: evaluation.loss,
+    trainLoss: lossCount > 0 ? lossSum / lossCount : NaN,
+    samplesPerS: trainMs > 0 ? ((samples * size) / trainMs) * 1000 : 0,
+    allreduceBytes,
+    trainSeconds: trainMs / 1000,
+    runtime: detectRuntime(),
+    adapter: gpu.info.description,
+    stoppedBy,
+    lostRanks: stoppedBy ? lostRanksOf(stoppedBy) : [],
+  });
+
+  try {
+    try {
+      // Replicas start identical: the root's weights, optimizer state and step everywhere.
+      if (args.resume && rank === 0) await restoreOnRoot(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint');
+      const start = await broadcast(comm, new Int32Array([rank === 0 ? (args.resume?.step ?? 0) : 0]), { root: 0, name: 'start-step' });
+      step = start[0];
+      await broadcastParameters(comm, model, { timeoutMs: config.timeoutMs });
+      await broadcastOptimizerState(comm, optimizer, { timeoutMs: config.timeoutMs });
+
+      while (step < totalSteps && !args.shouldStop?.()) {
+        const epoch = Math.floor(step / stepsPerEpoch);
+        lossSum = 0;
+        lossCount = 0;
+        const indices = sampler.indices(epoch);
+        // The sampler already shuffled by (seed, epoch): no second shuffle here, so the
+        // ranks' batches at step t together are one big batch of the same examples.
+        for (const b of batches(train, { batchSize: config.batch, indices, startBatch: step % stepsPerEpoch })) {
+          const t0 = now();
+          bus.emit({ type: 'compute-begin', t: t0, rank, step });
+          const loss = await model.forwardBackward(b.x, b.labels);
+          bus.emit({ type: 'compute-end', t: now(), rank, step });
+          if (!Number.isFinite(loss)) {
+            throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank}: the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${config.lr}).`, { step, rank });
+          }
+          const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, scaleBySize: config.scaleLr ?? false }, step);
+          const r = await dopt.step(lr);
+          step++;
+          const t1 = now();
+          trainMs += t1 - t0;
+          samples += b.size;
+          allreduceBytes += r.bytesSent;
+          lossSum += loss;
+          lossCount++;
+          const samplesPerS = ((samples * size) / trainMs) * 1000;
+          bus.emit({ type: 'train-step', t: t1, rank, size, step, epoch, loss, samples: b.size, samplesPerS, bytesSent: comm.stats.bytesSent });
+          args.onStep?.({ step, epoch, loss, samplesPerS, bytesSent: comm.stats.bytesSent });
+          if (step >= totalSteps || args.shouldStop?.()) break;
+        }
+        if (step % stepsPerEpoch === 0 || step >= totalSteps) {
+          await evaluate(epoch);
+          if (rank === 0) await checkpoint();
+        }
+      }
+      if (Number.isNaN(evaluation.accuracy)) await evaluate(Math.floor(step / stepsPerEpoch));
+      return result();
+    } catch (err) {
+      const broken = isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted);
+      if (!broken) throw err;
+      // The ring is gone; the weights are those of the last completed step on every survivor.
+      const res = result(err);
+      const saver = Array.from({ length: size }, (_, r) => r).find((r) => !res.lostRanks.includes(r));
+      if (saver === rank) await checkpoint();
+      return res;
+    }
+  } finally {
+    optimizer.destroy();
+    model.destroy();
+  }
+}
