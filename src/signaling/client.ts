@@ -92,6 +92,15 @@ function signalingError(message: string, detail?: Record<string, unknown>): Ring
   return new RingtrainError(ErrorCode.Signaling, message, detail);
 }
 
+/** A throwing signal handler must not take the socket's message loop down with it. */
+function deliver(handler: (from: number, data: unknown) => void, from: number, data: unknown): void {
+  try {
+    handler(from, data);
+  } catch (err) {
+    console.error(`ringtrain: a signal handler threw on a signal from rank ${from}:`, err);
+  }
+}
+
 /** http(s)://host[:port] becomes ws(s)://host[:port]/ws; a ws(s) URL is used as given. */
 export function signalingUrl(url: string): string {
   let u: URL;
@@ -222,7 +231,7 @@ export class SignalingClient {
         let set = this.signalHandlers.get(epoch);
         if (!set) this.signalHandlers.set(epoch, (set = new Set()));
         set.add(handler);
-        if (this.signalLog.epoch === epoch) for (const s of [...this.signalLog.entries]) handler(s.from, s.data);
+        if (this.signalLog.epoch === epoch) for (const s of [...this.signalLog.entries]) deliver(handler, s.from, s.data);
         return () => set.delete(handler);
       },
     };
@@ -306,7 +315,7 @@ export class SignalingClient {
         const log = this.signalLog.entries;
         log.push({ from: msg.from, data: msg.data });
         if (log.length > MAX_SIGNAL_LOG) log.shift();
-        for (const h of [...(this.signalHandlers.get(msg.epoch) ?? [])]) h(msg.from, msg.data);
+        for (const h of [...(this.signalHandlers.get(msg.epoch) ?? [])]) deliver(h, msg.from, msg.data);
         return;
       }
       case 'error':
