@@ -35,7 +35,7 @@ export function adapterPanel(acquire: () => Promise<Gpu> = () => acquireGpu()): 
           h('dd', {}, isFallbackAdapter ? 'software (fallback) adapter: works, but slowly' : 'hardware adapter'),
         ),
       );
-      element.dataset.state = 'ok';
+      element.dataset.state = 'ready';
       return gpu;
     },
     (err: unknown) => {
@@ -51,7 +51,7 @@ export function adapterPanel(acquire: () => Promise<Gpu> = () => acquireGpu()): 
         ),
         h('p', { class: 'detail' }, isRingtrainError(err) ? `${err.code}: ${message}` : message),
       );
-      element.dataset.state = 'none';
+      element.dataset.state = 'missing';
       return null;
     },
   );

@@ -9,6 +9,7 @@ import { adapterPanel } from './adapter.ts';
 import { chartsPanel } from './charts.ts';
 import { h } from './dom.ts';
 import { jobPanel, jobParamsFrom, type JobParams } from './job.ts';
+import { DEFAULT_LOCAL_STEPS, localTrainPanel } from './local.ts';
 import { participatePanel, type JoinFn } from './participate.ts';
 import { predictionsPanel } from './predict.ts';
 import { liveRingPanel } from './ring/live.ts';
@@ -24,6 +25,8 @@ export interface PageOptions {
    */
   makeJoin?: ((gpu: Gpu, params: Required<JobParams>, bus: EventBus) => JoinFn) | null;
   joinUnavailable?: string;
+  /** Steps of the "train here, alone" panel; the address's `?steps=N` overrides the default. */
+  localSteps?: number;
 }
 
 export interface MountedPage {
@@ -32,7 +35,9 @@ export interface MountedPage {
 }
 
 export function mountPage(root: HTMLElement, options: PageOptions = {}): MountedPage {
-  const params = options.params ?? jobParamsFrom(globalThis.location?.search ?? '');
+  const search = globalThis.location?.search ?? '';
+  const params = options.params ?? jobParamsFrom(search);
+  const localSteps = options.localSteps ?? (Number(new URLSearchParams(search).get('steps')) || DEFAULT_LOCAL_STEPS);
   const bus = new EventBus();
   const adapter = adapterPanel();
   const job = jobPanel(params, bus);
@@ -54,7 +59,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
     h(
       'main',
       { class: 'page-grid' },
-      h('div', { class: 'col' }, job.element, participate.element, adapter.element),
+      h('div', { class: 'col' }, job.element, participate.element, adapter.element, localTrainPanel(adapter.ready, params.job ? null : bus, localSteps, (model, test) => predictions.attach(model, test))),
       h('div', { class: 'col wide' }, liveRingPanel(bus), chartsPanel(bus), predictions.element),
       h('div', { class: 'full' }, teachingView(recordTeachingRun)),
     ),

@@ -40,7 +40,7 @@ function drawDigit(canvas: HTMLCanvasElement, pixels: ArrayLike<number>): void {
 }
 
 export function predictionsPanel(bus: EventBus): PredictionsPanel {
-  const status = h('p', { class: 'intro', 'data-testid': 'predict-status' }, 'Join the training to see what the model predicts: the tab holds the model’s current weights only while it is a peer.');
+  const status = h('p', { class: 'intro', 'data-testid': 'predict-status' }, 'Train here or join the training to see what the model predicts: this tab has a model’s weights only after training one alone or while it is a peer.');
   const grid = h('ol', { class: 'samples', 'data-testid': 'samples', 'aria-label': 'Test digits and the model’s predictions' });
   const pad = h('canvas', { width: PAD, height: PAD, class: 'pad', 'data-testid': 'draw-pad', 'aria-label': 'Drawing pad: draw a digit with the mouse, a finger or a pen' });
   const clear = h('button', { type: 'button', 'data-testid': 'draw-clear' }, 'Clear');
@@ -110,12 +110,13 @@ export function predictionsPanel(bus: EventBus): PredictionsPanel {
     }
     if (!model) {
       guess.textContent = '?';
-      bars.replaceChildren(h('li', {}, 'Join the training first: the guess needs the model’s weights.'));
+      bars.replaceChildren(h('li', {}, 'Train here or join the training first: the guess needs a model’s weights.'));
       return;
     }
     const probs = softmax(await model.predict(x, 1));
     guess.textContent = String(argmax(probs));
-    bars.replaceChildren(...probs.map((p, d) => h('li', {}, h('span', { class: 'bar-label' }, String(d)), h('span', { class: 'bar', style: `width: ${(p * 100).toFixed(1)}%` }), h('span', { class: 'bar-value' }, `${(p * 100).toFixed(0)}%`))));
+    const top = Math.max(...probs);
+    bars.replaceChildren(...probs.map((p, d) => h('li', {}, h('span', { class: 'bar-label' }, String(d)), h('span', { class: 'bar', style: `width: ${((p / top) * 100).toFixed(1)}%` }), h('span', { class: 'bar-value' }, `${(p * 100).toFixed(0)}%`))));
   }
 
   function clearPad(): void {

@@ -5,16 +5,17 @@
  * the job panel and the ring must follow what the server says about a job.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import type { RunningServer } from '../../server/index.ts';
 import { connect, type SignalingClient } from '../../src/signaling/client.node.ts';
-import { buildPage, launchChromium, openTab, screenshot, servePage } from './serve-page.ts';
+import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
+import { buildPage, openTab, screenshot, servePage } from './serve-page.ts';
 
 const JOB = { id: 'page-test', token: 'page-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.1 }, batchPerPeer: 32, minPeers: 2, maxPeers: 8 } };
 
 let built: { dir: string; dispose(): void };
 let server: RunningServer;
-let browser: Browser;
+let browser: LaunchedChromium;
 
 beforeAll(async () => {
   built = await buildPage();
@@ -97,9 +98,31 @@ describe('adapter panel', () => {
     await page.waitForSelector('[data-testid=adapter][data-state]', { timeout: 60_000 });
     const state = await page.getAttribute('[data-testid=adapter]', 'data-state');
     const text = await page.textContent('[data-testid=adapter]');
-    expect(state, `no adapter; the panel says: ${text}`).toBe('ok');
+    expect(state, `no adapter; the panel says: ${text}`).toBe('ready');
     expect(text?.toLowerCase()).toContain('swiftshader');
     expect(text).toContain('software (fallback) adapter');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe('predictions', () => {
+  it('after training alone, the page shows test digits with guesses, and the pad guesses a digit', async () => {
+    const { page, errors } = await openTab(browser, `${server.url}/?steps=5`);
+    await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
+    // Before any model, the pad has nothing to guess with.
+    expect(await page.isDisabled('[data-testid=draw-sample]')).toBe(true);
+    await page.click('[data-testid=train-local]');
+    await page.waitForSelector('[data-testid=local-status][data-state]', { timeout: 240_000 });
+    expect(await page.getAttribute('[data-testid=local-status]', 'data-state'), (await page.textContent('[data-testid=local-status]')) ?? '').toBe('done');
+    await page.waitForSelector('[data-testid=predictions][data-state=attached]');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=samples] li').length === 12);
+    const labels = await page.$$eval('[data-testid=samples] li span', (spans) => spans.map((s) => s.textContent ?? ''));
+    for (const l of labels) expect(l).toMatch(/^\d( ✓| ✗ \(is \d\))$/);
+    expect(await page.textContent('[data-testid=predict-status]')).toMatch(/gets \d+ of these 12 test digits right/);
+    await page.click('[data-testid=draw-sample]');
+    await page.waitForFunction(() => /^\d$/.test(document.querySelector('[data-testid=draw-guess]')?.textContent ?? ''));
+    await screenshot(page, 'predictions-after-local-training');
     expect(errors).toEqual([]);
     await page.close();
   });

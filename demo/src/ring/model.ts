@@ -71,8 +71,8 @@ export class RingModel {
         this.self = e.rank;
         this.peers = new Map(e.peers.map((p) => [p.rank, { rank: p.rank, id: p.id, runtime: p.runtime }]));
         break;
+      // Size comes from the ring's own events, not from train-step: a tab training alone is no ring.
       case 'collective-begin':
-      case 'train-step':
         this.growTo(e.size);
         break;
       case 'phase-begin':
