@@ -67,6 +67,37 @@ export function reexecUnder(runtime: 'deno' | 'node', args: readonly string[]): 
   });
 }
 
+/** A second signal sooner than this after the first is the same Ctrl-C arriving twice (from the terminal and from a parent that forwards it). */
+const SAME_INTERRUPT_MS = 500;
+
+/**
+ * An AbortSignal that fires on the first Ctrl-C (SIGINT) or SIGTERM, so a
+ * long job can stop cleanly; a later second signal exits at once. `dispose`
+ * removes the handlers.
+ */
+export function interruptSignal(onFirst: () => void): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  let firstAt = 0;
+  const handler = (sig: NodeJS.Signals) => {
+    if (controller.signal.aborted) {
+      if (Date.now() - firstAt > SAME_INTERRUPT_MS) process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+      return;
+    }
+    firstAt = Date.now();
+    controller.abort();
+    onFirst();
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+  return {
+    signal: controller.signal,
+    dispose() {
+      process.off('SIGINT', handler);
+      process.off('SIGTERM', handler);
+    },
+  };
+}
+
 export function currentRuntime(): RuntimeName {
   return detectRuntime();
 }

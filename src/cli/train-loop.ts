@@ -39,6 +39,8 @@ export interface LocalTrainResult {
   epochs: number;
   /** Steps taken in this run (excluding those before a resume). */
   stepsThisRun: number;
+  /** True when `signal` stopped the run before its last step. */
+  interrupted: boolean;
   testAccuracy: number;
   testLoss: number;
   /** Mean training loss over the last epoch's (or run's) steps. */
@@ -58,8 +60,10 @@ export interface LocalTrainArgs {
   bus?: EventBus;
   resume?: TrainingCheckpoint;
   resumeName?: string;
-  /** Called with a checkpoint after each epoch and at the end. */
+  /** Called with a checkpoint after each epoch and at the end (an interrupted run included). */
   onCheckpoint?: (c: TrainingCheckpoint) => void | Promise<void>;
+  /** Aborting stops training after the current step; the run still evaluates and checkpoints, and reports `interrupted`. */
+  signal?: AbortSignal;
 }
 
 export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
@@ -120,7 +124,8 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
       bus?.emit({ type: 'evaluate', t: now(), rank: 0, step, epoch, testAccuracy: evaluation.accuracy, testLoss: evaluation.loss });
     };
 
-    while (step < totalSteps) {
+    const stopped = () => args.signal?.aborted === true;
+    while (step < totalSteps && !stopped()) {
       const epoch = Math.floor(step / stepsPerEpoch);
       const startBatch = step % stepsPerEpoch;
       lossSum = 0;
@@ -141,9 +146,9 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
         lossSum += loss;
         lossCount++;
         bus?.emit({ type: 'train-step', t: t1, rank: 0, size: 1, step, epoch, loss, samples: b.size, samplesPerS: (samples / trainMs) * 1000, bytesSent: 0 });
-        if (step >= totalSteps) break;
+        if (step >= totalSteps || stopped()) break;
       }
-      if (step % stepsPerEpoch === 0 || step >= totalSteps) {
+      if (step % stepsPerEpoch === 0 || step >= totalSteps || stopped()) {
         await evaluate(epoch);
         await checkpoint();
       }
@@ -153,6 +158,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
       steps: step,
       epochs: Math.floor(step / stepsPerEpoch),
       stepsThisRun: step - startStep,
+      interrupted: step < totalSteps,
       testAccuracy: evaluation.accuracy,
       testLoss: evaluation.loss,
       trainLoss: lossCount > 0 ? lossSum / lossCount : NaN,

@@ -11,7 +11,7 @@ import type { Dataset } from '../data/dataset.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
 import { acquireGpu } from '../gpu/index.ts';
-import { currentRuntime, printLine, reexecUnder, stderr, stderrIsTTY } from './host.node.ts';
+import { currentRuntime, interruptSignal, printLine, reexecUnder, stderr, stderrIsTTY } from './host.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from './train-loop.ts';
@@ -67,6 +67,10 @@ async function train(opts: TrainOptions): Promise<void> {
     }
   });
 
+  const interrupt = interruptSignal(() => {
+    bars?.stop();
+    stderr.write(`ringtrain: stopping after this step${opts.save ? ` and saving ${opts.save}` : ''} (press Ctrl-C again to quit at once)\n`);
+  });
   try {
     await say(
       `ringtrain: training ${opts.model} with ${opts.optimizer} (lr ${opts.lr}, batch ${opts.batch}, seed ${opts.seed}) for ${totalSteps} steps ` +
@@ -82,8 +86,11 @@ async function train(opts: TrainOptions): Promise<void> {
       resume,
       resumeName: opts.resume,
       onCheckpoint: opts.save ? (c) => saveCheckpoint(opts.save!, c) : undefined,
+      signal: interrupt.signal,
     });
     bars?.stop();
+    // Like a shell job killed by SIGINT, but only after the checkpoint is safe.
+    if (result.interrupted) commandStatus.exitCode = 130;
     if (opts.json) {
       await printLine(
         JSON.stringify({
@@ -102,14 +109,16 @@ async function train(opts: TrainOptions): Promise<void> {
           lr: opts.lr,
           seed: opts.seed,
           saved: opts.save ?? null,
+          interrupted: result.interrupted,
         }),
       );
     } else {
       await say(
-        `done: ${result.steps} steps, test accuracy ${percent(result.testAccuracy)}, ${Math.round(result.samplesPerS)} samples/s` + (opts.save ? `, saved ${opts.save}` : ''),
+        `${result.interrupted ? 'interrupted' : 'done'}: ${result.steps} steps, test accuracy ${percent(result.testAccuracy)}, ${Math.round(result.samplesPerS)} samples/s` + (opts.save ? `, saved ${opts.save}` : ''),
       );
     }
   } finally {
+    interrupt.dispose();
     bars?.stop();
     gpu.destroy();
   }

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,13 +17,16 @@ interface Ran {
   stderr: string;
 }
 
-/** Runs `ringtrain …` through bin/ringtrain.js under Node, as a user would. */
-function ringtrain(args: string[]): Promise<Ran> {
+/** Runs `ringtrain …` through bin/ringtrain.js under Node, as a user would; `onStderr` sees its stderr as it comes. */
+function ringtrain(args: string[], onStderr?: (soFar: string, child: ChildProcess) => void): Promise<Ran> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '', stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      onStderr?.(stderr, child);
+    });
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
@@ -68,19 +71,22 @@ function params(path: string): Float32Array[] {
   return Object.keys(c.params).sort().map((k) => c.params[k].data);
 }
 
+// Spawned runs train on software GPUs on 2 shared cores: give them time (no test asserts on time).
+const SLOW = { timeout: 300_000 };
+
 describe('ringtrain train', () => {
-  it('trains the MLP under Node and prints one JSON line', async () => {
+  it('trains the MLP under Node and prints one JSON line', SLOW, async () => {
     const r = await ringtrain(['train', '--model', 'mlp', '--steps', '30', '--batch', '32', '--json']);
     expectResult(resultLine(r), 'node', 30);
     expect(r.stderr).toMatch(/test accuracy \d+\.\d+%/);
   });
 
-  it('re-executes itself under Deno with --runtime deno', async () => {
+  it('re-executes itself under Deno with --runtime deno', SLOW, async () => {
     const r = await ringtrain(['train', '--model', 'mlp', '--steps', '30', '--batch', '32', '--json', '--runtime', 'deno']);
     expectResult(resultLine(r), 'deno', 30);
   });
 
-  it('a run saved at step 20 and resumed to step 40 ends where an uninterrupted run ends', async () => {
+  it('a run saved at step 20 and resumed to step 40 ends where an uninterrupted run ends', SLOW, async () => {
     const half = join(dir, 'half.safetensors'), resumed = join(dir, 'resumed.safetensors'), straight = join(dir, 'straight.safetensors');
     const common = ['train', '--model', 'mlp', '--batch', '32', '--optimizer', 'adamw', '--seed', '5', '--json', '--runtime', 'deno'];
     const first = resultLine(await ringtrain([...common, '--steps', '20', '--save', half]));
@@ -100,7 +106,7 @@ describe('ringtrain train', () => {
     expect([ckpt.step, ckpt.optimizer, ckpt.model, ckpt.extra.seed]).toEqual([40, 'adamw', 'mlp', '5']);
   });
 
-  it('trains on IDX files from --data (here: the bundled digits written as gzipped MNIST-format files)', async () => {
+  it('trains on IDX files from --data (here: the bundled digits written as gzipped MNIST-format files)', SLOW, async () => {
     const { train, test } = await loadMnist();
     const idxDir = join(dir, 'idx');
     mkdirSync(idxDir);
@@ -120,7 +126,25 @@ describe('ringtrain train', () => {
     expectResult(json, 'deno', 30);
   });
 
-  it('refuses a checkpoint that does not fit, and a damaged one, with a clear error', async () => {
+  it('Ctrl-C stops after the current step, saves a checkpoint and exits with 130', SLOW, async () => {
+    const path = join(dir, 'interrupted.safetensors');
+    let sent = false;
+    // The Node parent re-executes under Deno and forwards the signal to it.
+    const r = await ringtrain(['train', '--steps', '100000', '--batch', '16', '--save', path, '--json', '--runtime', 'deno'], (err, child) => {
+      if (!sent && /ringtrain: training mlp/.test(err)) {
+        sent = true;
+        setTimeout(() => child.kill('SIGINT'), 1500);
+      }
+    });
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stderr).toMatch(/stopping after this step and saving .*interrupted\.safetensors/);
+    const json = JSON.parse(r.stdout.trim());
+    expect(json.interrupted).toBe(true);
+    expect(json.steps).toBeLessThan(100000);
+    expect(decodeCheckpoint(readFileSync(path)).step).toBe(json.steps);
+  });
+
+  it('refuses a checkpoint that does not fit, and a damaged one, with a clear error', SLOW, async () => {
     const path = join(dir, 'sgd.safetensors');
     resultLine(await ringtrain(['train', '--steps', '2', '--batch', '16', '--save', path, '--json', '--runtime', 'deno']));
     let r = await ringtrain(['train', '--steps', '4', '--optimizer', 'adamw', '--resume', path, '--runtime', 'deno']);
