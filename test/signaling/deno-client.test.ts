@@ -24,7 +24,7 @@ function runDeno(args: string[]): Promise<{ code: number | null; stdout: string;
 describe('signaling client under Deno (global WebSocket)', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer({ staticDir: null, jobs: [jobSpec('mixed', 'tm', 2, 2)] });
+    server = await startServer({ staticDir: null, jobs: [jobSpec('mixed', 'tm', 2, 2), jobSpec('doom', 'td', 2, 2)] });
   });
   afterAll(async () => {
     await server.close();
@@ -52,6 +52,28 @@ describe('signaling client under Deno (global WebSocket)', () => {
       expect(report).toMatchObject({ runtime: 'deno', rank: 1, size: 2, received: { from: 0, data: { offer: 'from node' } } });
       const left = await node.nextMembership((m) => m.size === 1);
       expect(left.change).toMatchObject({ kind: 'leave', name: 'deno-peer' });
+    } finally {
+      await node.leave();
+    }
+  });
+
+  it('a peer process killed with SIGKILL is noticed and announced by name', async () => {
+    const node = await connect(server.url, { job: 'doom', token: 'td', name: 'survivor' });
+    try {
+      const child = spawn(deno, ['run', '-A', 'test/signaling/fixtures/deno-hang.ts', server.url, 'doom', 'td'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal)));
+      const joined = await node.nextMembership((m) => m.size === 2, 30_000);
+      expect(joined.peers[1].name).toBe('doomed');
+      for (let i = 0; i < 1000 && !out.includes('\n'); i++) await new Promise((r) => setTimeout(r, 10));
+      // The process we are about to kill is the peer the server named.
+      expect(JSON.parse(out)).toEqual({ peerId: joined.peers[1].peerId, rank: 1 });
+      const left = new Promise((resolve) => node.on('peer-left', resolve));
+      child.kill('SIGKILL');
+      expect(await exited).toBe('SIGKILL');
+      expect(await left).toMatchObject({ peerId: joined.peers[1].peerId, name: 'doomed', rank: 1, reason: 'disconnected' });
+      expect(node.membership).toMatchObject({ size: 1, rank: 0 });
     } finally {
       await node.leave();
     }
