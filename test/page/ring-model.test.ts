@@ -60,3 +60,22 @@ describe('the live ring model folds RingEvents', () => {
     expect(formatRate(23_400_000)).toBe('23.4 MB/s');
   });
 });
+
+describe('what the live ring draws', () => {
+  it('marks stalled and departed peers, labels busy links with their rate, and moves chunks along', async () => {
+    const { toDrawing } = await import('../../demo/src/ring/live.ts');
+    const m = new RingModel();
+    m.apply({ type: 'membership', t: 0, rank: 0, size: 3, epoch: 2, peers: [{ rank: 0, id: 'a', runtime: 'browser' }, { rank: 1, id: 'b', runtime: 'deno' }, { rank: 2, id: 'c', runtime: 'browser' }] });
+    m.apply({ type: 'chunk-send', t: 100, rank: 0, id: 3, phase: 'allgather', step: 0, from: 0, to: 1, chunk: 0, offset: 0, count: 1000, bytes: 4000 });
+    m.apply({ type: 'stall', t: 150, rank: 0, id: 3, name: 'grads', waitingFor: [2], waitedMs: 5000 });
+    m.apply({ type: 'peer-lost', t: 160, rank: 0, peer: 1, reason: 'heartbeat' });
+    const d = toDrawing(m.snapshot(100 + IN_FLIGHT_MAX_MS / 2), 100 + IN_FLIGHT_MAX_MS / 2);
+    expect(d.self).toBe(0);
+    expect(d.peers.map((p) => [p.sub, !!p.stalled, !!p.lost])).toEqual([['browser', false, false], ['deno', false, true], ['browser', true, false]]);
+    expect(d.links[0]).toMatchObject({ from: 0, to: 1, phase: 'allgather', label: formatRate((4000 * 1000) / THROUGHPUT_WINDOW_MS) });
+    expect(d.links[1].label).toBeUndefined();
+    expect(d.chunks).toHaveLength(1);
+    expect(d.chunks[0].progress).toBeCloseTo(0.5);
+    expect(d.description).toBe('3 peers in the ring; stalled: rank 2; left: rank 1');
+  });
+});
