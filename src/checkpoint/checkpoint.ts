@@ -133,16 +133,8 @@ export function decodeCheckpoint(bytes: Uint8Array, file = 'checkpoint'): Traini
   };
 }
 
-/**
- * Checks a checkpoint against the model about to receive it and returns the
- * flat parameter buffer in the model's layout. Errors name the tensor and both
- * shapes, so "wrong model" is told apart from "damaged file".
- */
-export function flatParamsFor(
-  c: TrainingCheckpoint,
-  expect: { model: string; layout: readonly LayoutEntry[]; optimizer?: string; flatLength?: number },
-  file = 'checkpoint',
-): Float32Array {
+/** Checks model and optimizer kind only: cheap, so a command can refuse a wrong checkpoint before any GPU work. */
+export function checkCheckpointKind(c: TrainingCheckpoint, expect: { model: string; optimizer?: string }, file = 'checkpoint'): void {
   if (c.model !== expect.model) {
     throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} holds a '${c.model}' model, not '${expect.model}'; pass --model ${c.model} or another checkpoint.`, {
       file,
@@ -157,6 +149,19 @@ export function flatParamsFor(
       { file, checkpointOptimizer: c.optimizer, optimizer: expect.optimizer },
     );
   }
+}
+
+/**
+ * Checks a checkpoint against the model about to receive it and returns the
+ * flat parameter buffer in the model's layout. Errors name the tensor and both
+ * shapes, so "wrong model" is told apart from "damaged file".
+ */
+export function flatParamsFor(
+  c: TrainingCheckpoint,
+  expect: { model: string; layout: readonly LayoutEntry[]; optimizer?: string; flatLength?: number },
+  file = 'checkpoint',
+): Float32Array {
+  checkCheckpointKind(c, expect, file);
   // The model's flat buffer may pad between tensors; padding stays zero.
   const total = expect.flatLength ?? expect.layout.reduce((n, e) => Math.max(n, e.offset + e.length), 0);
   const flat = new Float32Array(total);

@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { MultiBar, Presets } from 'cli-progress';
 import { EventBus } from '../core/events.ts';
+import { checkCheckpointKind } from '../checkpoint/checkpoint.ts';
 import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
@@ -42,6 +43,7 @@ function percent(x: number): string {
 
 async function train(opts: TrainOptions): Promise<void> {
   const resume = opts.resume ? loadCheckpoint(opts.resume) : undefined;
+  if (resume) checkCheckpointKind(resume, opts, opts.resume);
   const data = await loadData(opts);
   const gpu = await acquireGpu();
   // Human-readable lines go to stdout, or to stderr when stdout is reserved for the JSON line.
