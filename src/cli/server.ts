@@ -38,6 +38,7 @@ const ServerOptionsSchema = TrainOptionsSchema.pick({
   static: z.union([z.string(), z.literal(false)]).optional(),
   heartbeatMs: count('--heartbeat-ms', 10),
   quiet: z.boolean().default(false),
+  hp: z.array(z.string()).default([]),
 });
 type ServerCliOptions = z.infer<typeof ServerOptionsSchema>;
 
@@ -73,8 +74,29 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
   return {
     id: o.job,
     token: o.token ?? randomUUID().replaceAll('-', '').slice(0, 16),
-    config: { model: o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, minPeers: o.minPeers, maxPeers: o.maxPeers },
+    config: {
+      model: o.model,
+      optimizer: o.optimizer,
+      hyperparameters: { ...hyperparameters, ...parseHyperparameters(o.hp) },
+      batchPerPeer: o.batch,
+      minPeers: o.minPeers,
+      maxPeers: o.maxPeers,
+    },
   };
+}
+
+/** `--hp key=value` pairs: numbers and true/false become numbers and booleans, anything else stays text. */
+export function parseHyperparameters(pairs: string[]): Record<string, number | string | boolean> {
+  const out: Record<string, number | string | boolean> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq < 1) throw invalid(`--hp takes key=value (like --hp warmupSteps=100), got '${pair}'.`);
+    const key = pair.slice(0, eq);
+    const text = pair.slice(eq + 1);
+    const n = Number(text);
+    out[key] = text === 'true' ? true : text === 'false' ? false : text !== '' && Number.isFinite(n) ? n : text;
+  }
+  return out;
 }
 
 async function jobsFromFile(path: string): Promise<JobSpec[]> {
@@ -112,6 +134,7 @@ export function serverCommand(): Command {
     .option('--steps <n>', 'stop after this many steps (overrides --epochs)')
     .option('--min-peers <n>', 'the job starts when this many peers have joined', '2')
     .option('--max-peers <n>', 'peers beyond this many are refused', '16')
+    .option('--hp <key=value...>', 'more hyperparameters for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...)')
     .option('--jobs-file <path>', 'more jobs: a JSON array of {id, token, config}')
     .option('--static <dir>', 'folder of the built page (default demo/dist)')
     .option('--no-static', 'serve no page')

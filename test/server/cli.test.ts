@@ -38,7 +38,7 @@ describe('ringtrain server (the CLI)', () => {
   it('serves a job from flags and one from a jobs file, and stops cleanly on SIGTERM', async () => {
     const file = join(dir, 'jobs.json');
     writeFileSync(file, JSON.stringify([jobSpec('extra', 'te', 1, 2)]));
-    const cli = startCli(['server', '--port', '0', '--job', 'demo', '--token', 'tok', '--model', 'cnn', '--batch', '32', '--min-peers', '2', '--max-peers', '4', '--jobs-file', file, '--no-static']);
+    const cli = startCli(['server', '--port', '0', '--job', 'demo', '--token', 'tok', '--model', 'cnn', '--batch', '32', '--min-peers', '2', '--max-peers', '4', '--jobs-file', file, '--no-static', '--hp', 'compression=fp16', 'scaleLr=true', '--steps', '30']);
     const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
     // The job lines follow the address; wait for the last of them.
     await lineMatching(cli.output, cli.exited, /job extra: page /);
@@ -49,7 +49,7 @@ describe('ringtrain server (the CLI)', () => {
     expect(info.config).toEqual({
       model: 'cnn',
       optimizer: 'sgd',
-      hyperparameters: { lr: 0.05, momentum: 0.9, weightDecay: 0.0001, seed: 1, epochs: 1 },
+      hyperparameters: { lr: 0.05, momentum: 0.9, weightDecay: 0.0001, seed: 1, epochs: 1, steps: 30, compression: 'fp16', scaleLr: true },
       batchPerPeer: 32,
       minPeers: 2,
       maxPeers: 4,
@@ -82,6 +82,9 @@ describe('ringtrain server (the CLI)', () => {
 
       expect(await runCli(['server', '--port', '0', '--token', 'orphan'])).toBe(1);
       expect(written.join('')).toContain('--token needs --job');
+
+      expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'noequals'])).toBe(1);
+      expect(written.join('')).toContain("--hp takes key=value");
     } finally {
       spy.mockRestore();
     }
