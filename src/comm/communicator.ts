@@ -70,6 +70,8 @@ export class LinkCommunicator implements Communicator {
   private reassemblers = new Map<number, Reassembler>();
   private lastHeard = new Map<number, number>();
   private lastSent = new Map<number, number>();
+  /** Upper bound on bytes waiting in each link's buffer (last reading plus what we queued since). */
+  private queuedEstimate = new Map<number, number>();
   /** Ranks that closed cleanly, with the reason to give anyone still waiting on them. */
   private departed = new Map<number, RingtrainError>();
   private heartbeat?: ReturnType<typeof setInterval>;
@@ -131,11 +133,19 @@ export class LinkCommunicator implements Communicator {
     const link = this.links.get(peer)!;
     for (const f of frames) {
       // Poll bufferedAmount: the bufferedamountlow event alone is not reliable (see ENVIRONMENT.md).
-      while (link.bufferedAmount() > this.opts.highWaterBytes) {
-        const failed = this.unusable(peer);
-        if (failed) throw failed;
-        await sleep(this.opts.pollMs);
+      // Reading it is a call into the native stack (costly with @roamhq/wrtc), so only read it
+      // when what we have queued since the last reading could have filled the buffer.
+      if ((this.queuedEstimate.get(peer) ?? 0) + f.byteLength > this.opts.highWaterBytes) {
+        let buffered = link.bufferedAmount();
+        while (buffered > this.opts.highWaterBytes - f.byteLength) {
+          const failed = this.unusable(peer);
+          if (failed) throw failed;
+          await sleep(this.opts.pollMs);
+          buffered = link.bufferedAmount();
+        }
+        this.queuedEstimate.set(peer, buffered);
       }
+      this.queuedEstimate.set(peer, (this.queuedEstimate.get(peer) ?? 0) + f.byteLength);
       const failed = this.unusable(peer);
       if (failed) throw failed;
       try {

@@ -35,7 +35,9 @@ export interface LocalRing {
 
 export function commandFor(runtime: PeerRuntime, script: string): [string, string[]] {
   if (runtime === 'deno') return [join(ROOT, 'node_modules', '.bin', 'deno'), ['run', '-A', '--quiet', script]];
-  return [process.execPath, ['--import', 'tsx', script]];
+  // RINGTRAIN_PEER_NODE_ARGS lets one profile peers (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+  const extra = (process.env.RINGTRAIN_PEER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  return [process.execPath, [...extra, '--import', 'tsx', script]];
 }
 
 export function launchLocalRing(o: { size: number; script: string; runtimes?: PeerRuntime[]; args?: (rank: number) => string[]; env?: Record<string, string> }): LocalRing {

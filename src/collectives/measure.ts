@@ -1,0 +1,121 @@
+import type { Communicator } from '../comm/communicator.ts';
+import { now } from '../core/events.ts';
+import { allreduce } from './allreduce.ts';
+import { barrier } from './barrier.ts';
+import { DEFAULT_SEGMENT_BYTES, type Compression } from './types.ts';
+
+/**
+ * Allreduce bandwidth as nccl-tests reports it, measured on any communicator:
+ *   algbw = bytes / time,  busbw = algbw * 2(N-1)/N
+ * and, in the same run over the same links, the point-to-point bandwidth from
+ * rank 0 to rank 1 (the others wait), so `ratio = busbw / p2p` says how much
+ * of the link the ring uses. Every rank must call this; rank 0's figures count.
+ */
+export interface AllreduceMeasurement {
+  peers: number;
+  bytes: number;
+  fp16: boolean;
+  algbw_MBps: number;
+  busbw_MBps: number;
+  p2p_MBps: number | null;
+  ratio: number | null;
+  /** Per-direction bandwidth when ranks 0 and 1 send to each other at once (what a 2-rank ring does). */
+  p2p_bidir_MBps: number | null;
+  /** Seconds per timed allreduce on this rank. */
+  seconds: number[];
+}
+
+export interface MeasureOptions {
+  bytes: number;
+  compression?: Compression;
+  iterations?: number;
+  segmentBytes?: number;
+  timeoutMs?: number;
+}
+
+const MB = 1e6;
+
+/** Rank 0 streams `bytes` to rank 1 in data-channel-sized pieces; rank 1 acknowledges the last. Seconds on rank 0. */
+async function pointToPoint(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
+  const id = comm.nextId(); // every rank takes the id, so later collective ids stay in step
+  if (comm.size < 2 || comm.rank > 1) return null;
+  const piece = DEFAULT_SEGMENT_BYTES;
+  const pieces = Math.ceil(bytes / piece);
+  if (comm.rank === 1) {
+    for (let j = 0; j < pieces; j++) await comm.recv(0, { id, step: 0, chunk: j }, timeoutMs);
+    await comm.send(0, { id, step: 1, chunk: 0 }, new Uint8Array(1));
+    return null;
+  }
+  const data = new Uint8Array(Math.min(piece, bytes));
+  const t0 = now();
+  const sends: Promise<void>[] = [];
+  for (let j = 0; j < pieces; j++) sends.push(comm.send(1, { id, step: 0, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
+  await Promise.all(sends);
+  await comm.recv(1, { id, step: 1, chunk: 0 }, timeoutMs);
+  return (now() - t0) / 1000;
+}
+
+/**
+ * Ranks 0 and 1 stream `bytes` to each other at once (the traffic of a
+ * two-rank ring); seconds on rank 0 until it has received all and been acknowledged.
+ */
+async function exchange(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
+  const id = comm.nextId();
+  if (comm.size < 2 || comm.rank > 1) return null;
+  const other = 1 - comm.rank;
+  const piece = DEFAULT_SEGMENT_BYTES;
+  const pieces = Math.ceil(bytes / piece);
+  const data = new Uint8Array(Math.min(piece, bytes));
+  const t0 = now();
+  const sends: Promise<void>[] = [];
+  for (let j = 0; j < pieces; j++) sends.push(comm.send(other, { id, step: 0, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
+  for (let j = 0; j < pieces; j++) await comm.recv(other, { id, step: 0, chunk: j }, timeoutMs);
+  await Promise.all(sends);
+  await comm.send(other, { id, step: 1, chunk: 0 }, new Uint8Array(1));
+  await comm.recv(other, { id, step: 1, chunk: 0 }, timeoutMs);
+  return (now() - t0) / 1000;
+}
+
+export async function measureAllreduce(comm: Communicator, o: MeasureOptions): Promise<AllreduceMeasurement> {
+  const compression = o.compression ?? 'none';
+  const timeoutMs = o.timeoutMs ?? 120_000;
+  const iterations = o.iterations ?? (o.bytes <= 16 * 1024 * 1024 ? 5 : 2);
+  const count = Math.floor(o.bytes / 4);
+  const data = new Float32Array(count);
+  for (let i = 0; i < count; i++) data[i] = ((i * 7919 + comm.rank * 31) % 1000) / 1000 - 0.5;
+  const opts = { name: 'bench', compression, segmentBytes: o.segmentBytes, timeoutMs };
+  // Warm up: open SCTP windows, JIT the loops.
+  await allreduce(comm, data.subarray(0, Math.min(count, 1 << 20)), { ...opts, name: 'warmup' });
+  await barrier(comm, { timeoutMs });
+  const p2p = await pointToPoint(comm, count * 4, timeoutMs);
+  await barrier(comm, { timeoutMs });
+  const bidir = await exchange(comm, count * 4, timeoutMs);
+  const seconds: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    await barrier(comm, { timeoutMs });
+    const t0 = now();
+    await allreduce(comm, data, opts);
+    seconds.push((now() - t0) / 1000);
+  }
+  const mean = seconds.reduce((a, b) => a + b, 0) / seconds.length;
+  const bytes = count * 4;
+  const algbw = bytes / mean / MB;
+  const busbw = (algbw * 2 * (comm.size - 1)) / comm.size;
+  const p2pMBps = p2p === null ? null : bytes / p2p / MB;
+  return {
+    peers: comm.size,
+    bytes,
+    fp16: compression === 'fp16',
+    algbw_MBps: round(algbw),
+    busbw_MBps: round(busbw),
+    p2p_MBps: p2pMBps === null ? null : round(p2pMBps),
+    ratio: p2pMBps === null ? null : round(busbw / p2pMBps, 3),
+    p2p_bidir_MBps: bidir === null ? null : round(bytes / bidir / MB),
+    seconds: seconds.map((s) => round(s, 4)),
+  };
+}
+
+function round(x: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
