@@ -46,3 +46,20 @@ describe('teaching frames from ring events', () => {
     expect(chunkSpans(rec).map((s) => [s.offset, s.count])).toEqual([[0, 2], [2, 2], [4, 2], [6, 2]]);
   });
 });
+
+describe('settled cells', () => {
+  it('after reduce-scatter each rank holds one final chunk; after allgather every cell is final', () => {
+    const size = 4;
+    const inputs = inputsFor(size, 8);
+    const frames = buildFrames({ size, inputs, ...textbookRingEvents(inputs) });
+    const sum = sumOf(inputs);
+    const endOfReduceScatter = frames[size - 1];
+    expect(endOfReduceScatter.kind).toBe('reduce-scatter');
+    for (let r = 0; r < size; r++) {
+      expect(endOfReduceScatter.settled[r].size).toBe(2); // one chunk of 8/4 elements
+      for (const i of endOfReduceScatter.settled[r]) expect(endOfReduceScatter.buffers[r][i]).toBe(sum[i]);
+    }
+    for (const f of frames.slice(0, size - 1)) for (const cells of f.settled) expect(cells.size).toBe(0);
+    for (const cells of frames[frames.length - 1].settled) expect(cells.size).toBe(8);
+  });
+});

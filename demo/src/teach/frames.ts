@@ -40,6 +40,8 @@ export interface TeachFrame {
   buffers: number[][];
   /** Element indices that changed on each rank in this frame. */
   changed: Set<number>[];
+  /** Element indices on each rank that already hold the final result (fully reduced). */
+  settled: Set<number>[];
 }
 
 /** Where chunk `c` of a vector of `length` elements begins and how long it is, as the ring splits it (from the events). */
@@ -80,8 +82,12 @@ export function buildFrames(rec: TeachRecording): TeachFrame[] {
 
   let buffers = inputs.map((v) => [...v]);
   const frames: TeachFrame[] = [
-    { kind: 'start', step: 0, stepsInPhase, transfers: [], buffers, changed: inputs.map(() => new Set<number>()) },
+    { kind: 'start', step: 0, stepsInPhase, transfers: [], buffers, changed: inputs.map(() => new Set<number>()), settled: inputs.map(() => new Set<number>()) },
   ];
+  // A chunk is fully reduced on the rank that receives it in the last reduce-scatter step;
+  // from then on the allgather only copies such chunks, so what it delivers is final too.
+  const lastReduceStep = Math.max(-Infinity, ...ordered.filter((g) => g.phase === 'reduce-scatter').map((g) => g.step));
+  let settled = inputs.map(() => new Set<number>());
   const phaseStepBase = new Map<string, number>();
   for (const g of ordered) {
     // Steps may be numbered from 0 or 1 by the collective; show them 1-based within the phase.
@@ -106,6 +112,8 @@ export function buildFrames(rec: TeachRecording): TeachFrame[] {
       if (t) t.values.push(...(values ?? []));
       else byLink.set(key, { from: e.from, to: e.to, chunk: e.chunk, offset: e.offset, values: [...(values ?? [])] });
     }
+    settled = settled.map((cells) => new Set(cells));
+    if (g.phase === 'allgather' || g.step === lastReduceStep) changed.forEach((cells, r) => cells.forEach((i) => settled[r].add(i)));
     frames.push({
       kind: g.phase,
       step: shownStep,
@@ -113,6 +121,7 @@ export function buildFrames(rec: TeachRecording): TeachFrame[] {
       transfers: [...byLink.values()].sort((a, b) => a.from - b.from),
       buffers,
       changed,
+      settled,
     });
   }
   return frames;

@@ -24,7 +24,8 @@ export function caption(frame: TeachFrame, size: number, last: boolean): string 
     return `Each of the ${n} peers holds its own vector, cut into ${n} chunks. Goal: every peer ends with the element-wise sum. Step forward to start.`;
   }
   if (frame.kind === 'reduce-scatter') {
-    return `Reduce-scatter, step ${frame.step} of ${frame.stepsInPhase}: every peer sends one chunk to its right-hand neighbour, which adds it to its own copy. After ${n - 1} steps each peer holds one chunk that is fully summed.`;
+    const done = frame.step === frame.stepsInPhase ? ' Now each peer holds one fully summed chunk (green); the allgather hands them round.' : ` After ${n - 1} steps each peer holds one chunk that is fully summed.`;
+    return `Reduce-scatter, step ${frame.step} of ${frame.stepsInPhase}: every peer sends one chunk to its right-hand neighbour, which adds it to its own copy.${done}`;
   }
   const tail = last ? ' Done: every peer now holds the whole sum.' : '';
   return `Allgather, step ${frame.step} of ${frame.stepsInPhase}: every peer passes a fully summed chunk to its right-hand neighbour, which overwrites its copy. After ${n - 1} steps every peer has every summed chunk.${tail}`;
@@ -158,7 +159,7 @@ export function teachingView(record: Recorder): HTMLElement {
         ? frame.transfers.map((t) => h('li', { class: phaseClass(frame.kind === 'start' ? undefined : frame.kind) }, `rank ${t.from} → rank ${t.to}: chunk ${t.chunk} = [${t.values.join(', ')}]`))
         : [h('li', {}, 'nothing yet')]),
     );
-    fillTable(buffersTable, frame.buffers, frame.changed, frame.kind);
+    fillTable(buffersTable, frame.buffers, frame.changed, frame.kind, frame.settled);
     fillTable(inputsTable, rec.inputs, undefined, 'start');
 
     if (last && frames.length > 1) {
@@ -181,7 +182,7 @@ export function teachingView(record: Recorder): HTMLElement {
     }
   }
 
-  function fillTable(table: HTMLTableElement, rows: number[][], changed: Set<number>[] | undefined, kind: string): void {
+  function fillTable(table: HTMLTableElement, rows: number[][], changed: Set<number>[] | undefined, kind: string, settled?: Set<number>[]): void {
     const length = rows[0]?.length ?? 0;
     const head = h('tr', {}, h('th', { scope: 'col' }, 'peer'));
     for (const s of spans) head.append(h('th', { scope: 'colgroup', colspan: s.count }, `chunk ${s.chunk}`));
@@ -189,7 +190,9 @@ export function teachingView(record: Recorder): HTMLElement {
       const tr = h('tr', { 'data-rank': r }, h('th', { scope: 'row' }, `rank ${r}`));
       for (let i = 0; i < length; i++) {
         const hot = changed?.[r]?.has(i);
-        tr.append(h('td', { class: [hot ? `hot ${phaseClass(kind as 'reduce-scatter')}` : '', chunkOf(spans, i) % 2 ? 'odd' : ''].filter(Boolean).join(' ') || undefined }, String(v[i])));
+        const done = settled?.[r]?.has(i);
+        const classes = [hot ? `hot ${phaseClass(kind as 'reduce-scatter')}` : '', done ? 'settled' : '', chunkOf(spans, i) % 2 ? 'odd' : ''].filter(Boolean).join(' ');
+        tr.append(h('td', { class: classes || undefined, title: done ? 'final: the sum over all peers' : undefined }, String(v[i])));
       }
       return tr;
     });
@@ -228,6 +231,8 @@ function legend(): HTMLElement {
     h('span', { class: 'swatch ph-rs' }),
     ' reduce-scatter (add) ',
     h('span', { class: 'swatch ph-ag' }),
-    ' allgather (copy)',
+    ' allgather (copy) ',
+    h('span', { class: 'swatch settled' }),
+    ' final sum',
   );
 }
