@@ -64,8 +64,10 @@ async function train(opts: TrainOptions): Promise<void> {
       const line = `epoch ${e.epoch + 1}: step ${e.step}, train loss ${(epochLoss / Math.max(1, epochSteps)).toFixed(4)}, test accuracy ${percent(e.testAccuracy)}, test loss ${e.testLoss?.toFixed(4)}`;
       epochLoss = 0;
       epochSteps = 0;
-      if (bars) bars.log(line + '\n');
-      else void say(line);
+      if (bars) {
+        bars.log(line + '\n');
+        bars.update(); // flush now: the run may stop (and clear the bar) right after the last evaluation
+      } else void say(line);
     }
   });
 
