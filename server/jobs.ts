@@ -87,6 +87,8 @@ export class Job {
     const rank = this.members.indexOf(member);
     if (rank < 0) return false;
     this.members.splice(rank, 1);
+    // An empty job is no longer running: whoever comes next starts it afresh.
+    if (this.members.length === 0) this.started = false;
     const left: ServerMessage = { type: 'peer-left', epoch: this.epoch, peerId: member.peerId, rank, name: member.name, reason, detail };
     for (const m of [...this.members]) m.send(left);
     this.bump({ kind: 'leave', peerId: member.peerId, name: member.name, reason: detail ? `${reason}: ${detail}` : reason });

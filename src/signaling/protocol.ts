@@ -21,8 +21,9 @@
  *              order; a peer that stays keeps its relative order. `ring[i]` is
  *              the rank at ring position i. `ready` is true while size >= minPeers;
  *              `started` becomes true the first time the job was ready and stays
- *              true, so a peer joining later knows it joins a running job (the
- *              next epoch includes it: elastic training can re-form the ring).
+ *              true until the job is empty again, so a peer joining later knows it
+ *              joins a running job (the next epoch includes it: elastic training
+ *              can re-form the ring).
  *   peer-left  {epoch, peerId, rank, name?, reason, detail?}   sent before the
  *              membership that drops the peer; `epoch` and `rank` are those the
  *              peer had. `reason` is one of PeerLeftReason; `detail` is free text
@@ -97,6 +98,8 @@ const runtimeSchema = z.enum(['browser', 'deno', 'node']);
 const rank = z.number().int().min(0).max(1 << 20);
 const epoch = z.number().int().min(0);
 const shortText = z.string().min(1).max(128);
+/** Names are shown on the page and in logs: no control characters. */
+const nameText = shortText.regex(/^[^\x00-\x1f\x7f]+$/, 'no control characters');
 /** Job ids and tokens: printable, no spaces, bounded. */
 const idText = z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 const signalData = z.unknown().refine((d) => d !== undefined && d !== null, 'data is required');
@@ -169,7 +172,7 @@ export const joinMsg = z.strictObject({
   job: idText,
   token: idText,
   runtime: runtimeSchema,
-  name: shortText.optional(),
+  name: nameText.optional(),
   capabilities: capabilitiesSchema.optional(),
 });
 export const clientSignalMsg = z.strictObject({ type: z.literal('signal'), epoch, to: rank, data: signalData });

@@ -104,6 +104,23 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect(server.jobInfo('mnist')?.size).toBe(3);
   });
 
+  it('a job that empties is no longer started; a name with control characters is refused', async () => {
+    const a = await join('a');
+    const b = await join('b');
+    await a.membership(2);
+    a.close();
+    b.close();
+    await Promise.all([a.closed, b.closed]);
+    for (let i = 0; i < 1000 && server.jobInfo('mnist')?.size !== 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(server.jobInfo('mnist')).toMatchObject({ size: 0, started: false });
+    const c = await join('c');
+    expect(await c.membership(5)).toMatchObject({ size: 1, ready: false, started: false });
+    const evil = await RawPeer.open(server.wsUrl);
+    evil.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 's3cret', runtime: 'node', name: 'x\u001b[2Jy' });
+    expect((await evil.error('bad-message')).message).toContain('name');
+    await evil.closed;
+  });
+
   it('refuses a second join on the same connection without dropping the first', async () => {
     const a = await join('a');
     a.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 's3cret', runtime: 'node' });
