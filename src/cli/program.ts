@@ -9,10 +9,12 @@ import { stderr } from './host.node.ts';
 import { commandStatus } from './status.ts';
 import { serverCommand } from './server.ts';
 import { trainCommand } from './train.ts';
+import { benchCommand } from './bench.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
   serverCommand,
+  benchCommand,
 ];
 
 export function buildProgram(): Command {
