@@ -10,10 +10,14 @@ import { commandStatus } from './status.ts';
 import { serverCommand } from './server.ts';
 import { trainCommand } from './train.ts';
 import { benchCommand } from './bench.ts';
+import { runCommand } from './run.ts';
+import { workerCommand } from './worker.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
   serverCommand,
+  workerCommand,
+  runCommand,
   benchCommand,
 ];
 
@@ -32,7 +36,8 @@ export async function runCli(args: readonly string[]): Promise<number> {
   commandStatus.exitCode = 0;
   commandStatus.args = args;
   try {
-    await program.parseAsync([...args], { from: 'user' });
+    // horovodrun spells it `-np 4`; commander's short flags are one letter, so accept the Horovod spelling here.
+    await program.parseAsync(args.map((a) => (a === '-np' ? '--np' : a)), { from: 'user' });
     return commandStatus.exitCode;
   } catch (err) {
     // commander has already printed its own message (unknown option, --help…).

@@ -1,0 +1,151 @@
+/**
+ * `ringtrain worker`: one peer of a job. Joins the job on the signaling
+ * server, trains with the job's settings on this machine's GPU, averages
+ * gradients with the other peers over WebRTC, and leaves. The launcher
+ * (`ringtrain run`) starts N of these; anyone can start one by hand.
+ *
+ * With --events, stdout carries one JSON object per line (`{"event": …}`)
+ * for the launcher; human-readable lines go to stderr.
+ */
+import { writeFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { z } from 'zod';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { EventBus } from '../core/events.ts';
+import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
+import { loadMnist } from '../data/mnist.node.ts';
+import { trainConfigFromJob } from '../distributed/job-config.ts';
+import { init } from '../distributed/session.node.ts';
+import { TimelineRecorder } from '../distributed/timeline.ts';
+import { trainDistributed } from '../distributed/trainer.ts';
+import { acquireGpu } from '../gpu/index.ts';
+import { currentRuntime, printLine, reexecUnder, stderr } from './host.node.ts';
+import { commandStatus } from './status.ts';
+import { RUNTIMES } from './train-options.ts';
+
+const WorkerOptionsSchema = z.object({
+  server: z.string().min(1, { error: '--server needs the server address, like http://127.0.0.1:8080' }),
+  job: z.string().min(1, { error: '--job needs a job id' }),
+  token: z.string().min(1, { error: '--token needs the job token' }),
+  name: z.string().max(128).optional(),
+  runtime: z.enum(RUNTIMES).optional(),
+  save: z.string().min(1).optional(),
+  resume: z.string().min(1).optional(),
+  recovery: z.string().min(1).optional(),
+  timeline: z.string().min(1).optional(),
+  events: z.boolean().default(false),
+  json: z.boolean().default(false),
+});
+type WorkerOptions = z.infer<typeof WorkerOptionsSchema>;
+
+export function workerCommand(): Command {
+  return new Command('worker')
+    .description("join a job on a signaling server and train with the job's settings")
+    .requiredOption('--server <url>', 'the signaling server, like http://127.0.0.1:8080')
+    .requiredOption('--job <id>', 'job to join')
+    .requiredOption('--token <secret>', "the job's token")
+    .option('--name <name>', 'a name the other peers and the page show')
+    .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
+    .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
+    .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
+    .option('--recovery <path>', 'where a survivor saves the last good state if the ring breaks (default: --save, else ringtrain-recovery.safetensors)')
+    .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
+    .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
+    .option('--json', 'print one JSON result line on stdout at the end', false)
+    .action(async (raw: Record<string, unknown>) => {
+      const parsed = WorkerOptionsSchema.safeParse(raw);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (option --${String(issue.path[0])})`);
+      }
+      const o = parsed.data;
+      if (o.runtime && o.runtime !== currentRuntime()) {
+        commandStatus.exitCode = await reexecUnder(o.runtime, commandStatus.args);
+        return;
+      }
+      commandStatus.exitCode = await runWorker(o);
+    });
+}
+
+async function runWorker(o: WorkerOptions): Promise<number> {
+  const say = (line: string) => printLine(line, stderr);
+  const emit = (obj: Record<string, unknown>) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
+  // Fail on a bad checkpoint or missing data before taking a place in the ring.
+  const resume = o.resume ? loadCheckpoint(o.resume) : undefined;
+  const data = await loadMnist();
+  const gpu = await acquireGpu();
+  const bus = new EventBus();
+  const timeline = o.timeline ? new TimelineRecorder() : undefined;
+  timeline?.attach(bus);
+  const session = await init({
+    server: o.server,
+    job: o.job,
+    token: o.token,
+    name: o.name,
+    events: bus,
+    capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },
+  });
+  const { rank, size } = session;
+  const config = trainConfigFromJob(session.job.config);
+  await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, batch ${config.batch} per peer`);
+  await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
+  const recoveryPath = o.recovery ?? o.save ?? 'ringtrain-recovery.safetensors';
+  let lastStepReport = 0;
+  try {
+    const result = await trainDistributed({
+      gpu,
+      comm: session.comm,
+      train: data.train,
+      test: data.test,
+      config,
+      bus,
+      resume,
+      resumeName: o.resume,
+      onCheckpoint: (c) => {
+        const path = session.comm.error ? recoveryPath : o.save;
+        if (path) saveCheckpoint(path, c);
+      },
+      onStep: (s) => {
+        void emit({ event: 'step', rank, ...s });
+        const t = Date.now();
+        if (t - lastStepReport > 500) {
+          lastStepReport = t;
+          session.client.reportProgress({ step: s.step, epoch: s.epoch, loss: s.loss, samplesPerS: s.samplesPerS, allreduceBytes: s.bytesSent });
+        }
+      },
+      onEvaluate: (e) => {
+        void emit({ event: 'evaluate', rank, ...e });
+        session.client.reportProgress({ step: e.step, epoch: e.epoch, testAccuracy: e.testAccuracy });
+        if (rank === 0) void say(`epoch ${e.epoch + 1}: step ${e.step}, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`);
+      },
+    });
+    const summary = {
+      rank,
+      size,
+      steps: result.steps,
+      epochs: result.epochs,
+      test_accuracy: result.testAccuracy,
+      test_loss: result.testLoss,
+      train_loss: result.trainLoss,
+      samples_per_s: result.samplesPerS,
+      allreduce_bytes: result.allreduceBytes,
+      train_seconds: result.trainSeconds,
+      runtime: result.runtime,
+      adapter: result.adapter,
+      stopped_by: result.stoppedBy ? { code: result.stoppedBy.code, message: result.stoppedBy.message } : null,
+      lost_ranks: result.lostRanks,
+      recovery: result.stoppedBy ? recoveryPath : null,
+    };
+    await emit({ event: 'result', ...summary });
+    if (o.json) await printLine(JSON.stringify(summary));
+    if (result.stoppedBy) {
+      await say(`[rank ${rank}] stopped: ${result.stoppedBy.message}. The last completed step (${result.steps}) is saved in ${recoveryPath} by the lowest surviving rank; resume with --resume ${recoveryPath}.`);
+      return 3;
+    }
+    return 0;
+  } finally {
+    if (timeline && o.timeline) writeFileSync(o.timeline, JSON.stringify(timeline.traceEvents()));
+    await session.close('done');
+    gpu.destroy();
+  }
+}

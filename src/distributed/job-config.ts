@@ -1,0 +1,52 @@
+/**
+ * A job's config (what the signaling server hands every peer in `welcome`)
+ * is the one source of truth for how the job trains: a worker or a browser
+ * tab joins and trains with exactly these settings, so every rank agrees.
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { JobConfig } from '../signaling/protocol.ts';
+import type { DistributedTrainConfig } from './trainer.ts';
+
+const MODELS = ['mlp', 'cnn'] as const;
+const OPTIMIZERS = ['sgd', 'adamw'] as const;
+
+function num(h: JobConfig['hyperparameters'], key: string, fallback?: number): number | undefined {
+  const v = h[key];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter '${key}' must be a number, got ${JSON.stringify(v)}; fix the job's config on the server`);
+  }
+  return v;
+}
+
+/** The training settings a job's config describes. */
+export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
+  const model = job.model as (typeof MODELS)[number];
+  const optimizer = job.optimizer as (typeof OPTIMIZERS)[number];
+  if (!MODELS.includes(model)) throw new RingtrainError(ErrorCode.InvalidArgument, `the job trains model '${job.model}', which this peer does not know (${MODELS.join(', ')}); update ringtrain`);
+  if (!OPTIMIZERS.includes(optimizer)) throw new RingtrainError(ErrorCode.InvalidArgument, `the job uses optimizer '${job.optimizer}', which this peer does not know (${OPTIMIZERS.join(', ')}); update ringtrain`);
+  const h = job.hyperparameters;
+  const compression = h.compression ?? 'none';
+  if (compression !== 'none' && compression !== 'fp16') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'compression' must be 'none' or 'fp16', got ${JSON.stringify(compression)}`);
+  }
+  const lr = num(h, 'lr');
+  if (lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
+  return {
+    model,
+    optimizer,
+    batch: job.batchPerPeer,
+    lr,
+    momentum: num(h, 'momentum', 0.9)!,
+    weightDecay: num(h, 'weightDecay', 0)!,
+    seed: num(h, 'seed', 1)!,
+    epochs: num(h, 'epochs', 1)!,
+    steps: num(h, 'steps'),
+    compression,
+    backwardPassesPerStep: num(h, 'backwardPassesPerStep', 1),
+    scaleLr: h.scaleLr === true,
+    warmupSteps: num(h, 'warmupSteps', 0),
+    fusionThresholdBytes: num(h, 'fusionThresholdBytes'),
+    timeoutMs: num(h, 'timeoutMs'),
+  };
+}
