@@ -83,6 +83,15 @@ function checkPositive(name: string, v: number, min = 1): void {
   }
 }
 
+/** The request's path, or null when its target is not a parseable URL. */
+function pathOf(req: IncomingMessage): string | null {
+  try {
+    return new URL(req.url ?? '/', 'http://localhost').pathname;
+  } catch {
+    return null;
+  }
+}
+
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'access-control-allow-origin': '*' });
   res.end(JSON.stringify(body));
@@ -137,7 +146,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const { pathname } = new URL(req.url ?? '/', 'http://localhost');
+    const pathname = pathOf(req);
+    if (pathname === null) {
+      res.writeHead(400, { 'content-type': 'text/plain' });
+      return void res.end('bad request target\n');
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' });
       return void res.end('method not allowed\n');
@@ -153,7 +166,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     }
     if (pathname === '/api/jobs') return json(res, 200, [...jobs.values()].map((j) => j.info()));
     if (pathname.startsWith('/api/jobs/')) {
-      const id = decodeURIComponent(pathname.slice('/api/jobs/'.length));
+      let id: string;
+      try {
+        id = decodeURIComponent(pathname.slice('/api/jobs/'.length));
+      } catch {
+        return json(res, 400, { error: 'bad job id encoding' });
+      }
       const job = jobs.get(id);
       return job ? json(res, 200, job.info()) : json(res, 404, { error: `no job '${id}'` });
     }
@@ -170,7 +188,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   http.on('clientError', (_err, socket) => socket.destroy());
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
-    const { pathname } = new URL(req.url ?? '/', 'http://localhost');
+    const pathname = pathOf(req);
     const refuse = (status: string): void => {
       socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     };

@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,6 +63,24 @@ describe('signaling server: HTTP side', () => {
     } finally {
       await s.close();
     }
+  });
+
+  it('answers malformed HTTP and upgrade requests with 4xx and keeps serving', async () => {
+    const first = (text: string) =>
+      new Promise<string>((resolve) => {
+        const sock = netConnect(server.port, '127.0.0.1', () => sock.write(text));
+        let out = '';
+        sock.on('data', (d) => (out += d));
+        sock.on('close', () => resolve(out.split('\r\n')[0]));
+        sock.on('error', () => resolve('socket error'));
+      });
+    const upgrade = 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n';
+    expect(await first(`GET http://[ HTTP/1.1\r\nHost: x\r\n${upgrade}\r\n`)).toBe('HTTP/1.1 404 Not Found');
+    expect(await first('GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
+    expect(await first('GET /api/jobs/%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
+    expect(await first('GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
+    expect(await first('\u0000\u0001garbage\r\n\r\n')).toBe('');
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
   it('exports Prometheus metrics: jobs, peers, messages and errors by code', async () => {
