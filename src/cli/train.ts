@@ -8,6 +8,7 @@ import { MultiBar, Presets } from 'cli-progress';
 import { EventBus } from '../core/events.ts';
 import { checkCheckpointKind } from '../checkpoint/checkpoint.ts';
 import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
+import { batchCount } from '../data/batches.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
@@ -16,7 +17,6 @@ import { currentRuntime, interruptSignal, printLine, reexecUnder, stderr, stderr
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from './train-loop.ts';
-import { batchCount } from '../data/batches.ts';
 
 export function trainCommand(): Command {
   return addTrainOptions(new Command('train').description('train a model on this machine (one peer)')).action(async (raw: Record<string, unknown>) => {
