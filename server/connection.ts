@@ -68,7 +68,16 @@ export class Connection {
       () => this.fail(SignalErrorCode.JoinTimeout, `no join within ${ctx.joinTimeoutMs} ms; send {type:'join', ...} first`),
       ctx.joinTimeoutMs,
     );
-    ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
+    ws.on('message', (data, isBinary) => {
+      try {
+        this.onFrame(data, isBinary);
+      } catch (err) {
+        // Last line of defence: a bug here must cost one connection, never the server.
+        ctx.metrics.error('internal');
+        ctx.log(`connection ${remote}: internal error, closing: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+        this.terminate();
+      }
+    });
     ws.on('error', (err: Error & { code?: string }) => {
       // ws closes the socket itself after these (oversize frame: 1009, bad UTF-8: 1007...).
       const code = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? SignalErrorCode.TooLarge : 'ws-error';
@@ -122,8 +131,17 @@ export class Connection {
       this.ws.terminate();
       return;
     }
+    let text: string;
+    try {
+      text = JSON.stringify(msg);
+    } catch (err) {
+      // Validation should make this impossible; if it happens, drop the message, not the server.
+      this.ctx.metrics.error('internal');
+      this.ctx.log(`connection ${this.remote}: cannot serialise a '${msg.type}' message: ${String(err)}`);
+      return;
+    }
     this.ctx.metrics.message('out', msg.type);
-    this.ws.send(JSON.stringify(msg));
+    this.ws.send(text);
   }
 
   private sendError(code: SignalErrorCode, message: string, fatal: boolean): void {

@@ -102,7 +102,25 @@ const shortText = z.string().min(1).max(128);
 const nameText = shortText.regex(/^[^\x00-\x1f\x7f]+$/, 'no control characters');
 /** Job ids and tokens: printable, no spaces, bounded. */
 const idText = z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
-const signalData = z.unknown().refine((d) => d !== undefined && d !== null, 'data is required');
+/** WebRTC signals nest three or four levels; far deeper JSON is an attack on whoever serialises it. */
+export const MAX_SIGNAL_DEPTH = 16;
+
+/** Whether `value` nests objects/arrays more than `limit` deep (iterative: no recursion to overflow). */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+const signalData = z
+  .unknown()
+  .refine((d) => d !== undefined && d !== null, 'data is required')
+  .refine((d) => !nestsDeeperThan(d, MAX_SIGNAL_DEPTH), `data nests deeper than ${MAX_SIGNAL_DEPTH} levels`);
 const finite = z.number().finite();
 
 /** What a peer can do; free-form beyond the known keys, but small. */

@@ -52,10 +52,13 @@ describe('signaling server: bad input and misbehaving peers', () => {
     a.sendJson({ type: 'progress', step: 1, loss: 'NaN' });
     a.ws.send(Buffer.from([0xde, 0xad, 0xbe, 0xef]));
     a.ws.send('\u0000'.repeat(100));
+    // Deep enough that serialising it again would overflow the stack.
+    const deep = 30_000;
+    a.ws.send(`{"type":"signal","epoch":2,"to":1,"data":${'['.repeat(deep)}${']'.repeat(deep)}}`);
     a.sendJson({ type: 'signal', epoch: 2, to: 1, data: { ok: 1 } });
     await b.waitFor((m) => m.type === 'signal', 'the good signal');
     const codes = a.messages.filter((m) => m.type === 'error').map((m) => (m as { code: string }).code);
-    expect(codes).toEqual(['bad-json', 'unknown-type', 'unknown-type', 'unknown-type', 'bad-message', 'bad-message', 'bad-message', 'bad-message', 'bad-message', 'bad-json']);
+    expect(codes).toEqual(['bad-json', 'unknown-type', 'unknown-type', 'unknown-type', 'bad-message', 'bad-message', 'bad-message', 'bad-message', 'bad-message', 'bad-json', 'bad-message']);
     expect(b.messages.filter((m) => m.type === 'signal')).toEqual([{ type: 'signal', epoch: 2, from: 0, data: { ok: 1 } }]);
     expect(s.jobInfo('alpha')?.size).toBe(2);
     expect(await healthy(s)).toBe(200);
