@@ -12,6 +12,8 @@ const { values } = parseArgs({
 });
 const rank = Number(values.rank);
 const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000,
+  // A loaded 2-core machine can starve a process for seconds; do not mistake that for a lost peer.
+  peerTimeoutMs: 20_000,
   // Experiments only: RINGTRAIN_HIGH_WATER / RINGTRAIN_POLL_MS override the send-buffer knobs.
   highWaterBytes: process.env.RINGTRAIN_HIGH_WATER ? Number(process.env.RINGTRAIN_HIGH_WATER) : undefined,
   pollMs: process.env.RINGTRAIN_POLL_MS ? Number(process.env.RINGTRAIN_POLL_MS) : undefined,

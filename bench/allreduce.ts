@@ -63,7 +63,11 @@ export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
   try {
     const line = await ring.peers[0].waitFor((l) => l.startsWith('{'));
     const parsed = JSON.parse(line);
-    if (parsed.error) throw new RingtrainError(ErrorCode.Transport, `benchmark rank 0 failed: ${parsed.error}`);
+    if (parsed.error) {
+      await Promise.race([Promise.all(ring.peers.map((p) => p.exited)), new Promise((r) => setTimeout(r, 2000))]);
+      const why = ring.peers.map((p) => `rank ${p.rank}: ${[...p.lines, ...p.stderr].join('').slice(-600)}`).join('\n');
+      throw new RingtrainError(ErrorCode.Transport, `benchmark rank 0 failed: ${parsed.error}\n${why}`);
+    }
     await Promise.all(ring.peers.map((p) => p.exited));
     return shape(parsed as AllreduceMeasurement, 'webrtc');
   } finally {

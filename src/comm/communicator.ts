@@ -56,6 +56,9 @@ interface Waiter {
   timer?: ReturnType<typeof setTimeout>;
 }
 
+/** How long close() waits for queued bytes to leave before it cuts the links. */
+const CLOSE_DRAIN_MS = 2000;
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A Communicator over one Link per other rank (a full mesh). */
@@ -217,10 +220,20 @@ export class LinkCommunicator implements Communicator {
     }
     const err = this.error ?? new RingtrainError(ErrorCode.Aborted, `rank ${this.rank}'s communicator was closed`, { rank: this.rank });
     this.abortLocal(err);
-    // Give the goodbye a moment to leave before the links go down.
-    setTimeout(() => {
-      for (const link of this.links.values()) link.close();
-    }, 50);
+    // Let queued bytes (the goodbye included) drain before the links go down, for up to CLOSE_DRAIN_MS.
+    const deadline = now() + CLOSE_DRAIN_MS;
+    const shut = () => {
+      const busy = [...this.links.values()].some((l) => {
+        try {
+          return l.bufferedAmount() > 0;
+        } catch {
+          return false;
+        }
+      });
+      if (busy && now() < deadline) setTimeout(shut, 20);
+      else setTimeout(() => this.links.forEach((l) => l.close()), 50);
+    };
+    shut();
   }
 
   /** Why an operation with `peer` cannot go ahead, or null if it can. */

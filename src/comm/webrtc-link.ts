@@ -1,5 +1,6 @@
-import SimplePeer from 'simple-peer';
+import type SimplePeer from 'simple-peer';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { detectRuntime } from '../core/runtime.ts';
 import type { Link } from './link.ts';
 import type { Signaler } from './signaler.ts';
 
@@ -77,12 +78,30 @@ export interface ConnectOptions {
   iceServers?: { urls: string | string[] }[];
 }
 
+type PeerConstructor = new (opts: SimplePeer.Options) => SimplePeer.Instance;
+let loaded: Promise<PeerConstructor> | null = null;
+
+/**
+ * simple-peer's Node build needs Node's `events`, `process` and `global`; in
+ * the browser its own prebuilt bundle carries those shims. Each runtime
+ * imports only its own build (both imports stay visible to bundlers).
+ */
+function loadSimplePeer(): Promise<PeerConstructor> {
+  loaded ??= (
+    detectRuntime() === 'browser'
+      ? import('simple-peer/simplepeer.min.js').then((m) => (m.default ?? m) as unknown as PeerConstructor)
+      : import('simple-peer').then((m) => (m.default ?? m) as unknown as PeerConstructor)
+  );
+  return loaded;
+}
+
 /**
  * Opens a data channel to every other rank (a full mesh: the ring uses the
  * neighbours, negotiation and alltoall use the rest). The lower rank offers.
  */
 export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>> {
   const timeoutMs = o.timeoutMs ?? 30_000;
+  const SimplePeer = await loadSimplePeer();
   const peers = new Map<number, SimplePeer.Instance>();
   const links = new Map<number, Link>();
   for (let p = 0; p < o.size; p++) {
