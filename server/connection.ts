@@ -91,10 +91,10 @@ export class Connection {
     return this.member !== null;
   }
 
-  /** Called by the server's heartbeat timer. */
-  heartbeat(now: number): void {
+  /** Called by the server's heartbeat timer; `judge` false skips the liveness check this round. */
+  heartbeat(now: number, judge = true): void {
     if (!this.member || this.closing) return;
-    if (now - this.lastSeen > this.ctx.heartbeatMs * this.ctx.missedHeartbeats) {
+    if (judge && now - this.lastSeen > this.ctx.heartbeatMs * this.ctx.missedHeartbeats) {
       this.ctx.metrics.error(SignalErrorCode.Heartbeat);
       this.leaveJob(PeerLeftReason.Heartbeat, `silent for more than ${this.ctx.missedHeartbeats} heartbeats`);
       this.closing = true;

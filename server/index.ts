@@ -200,9 +200,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   });
 
+  let lastBeat = performance.now();
   const beat = setInterval(() => {
     const t = performance.now();
-    for (const c of connections) c.heartbeat(t);
+    // A tick that comes late means this process was stalled (GC, a busy CPU), not its
+    // peers: their answers are still queued, so judge nobody this round.
+    const judge = t - lastBeat < o.heartbeatMs * 2;
+    lastBeat = t;
+    for (const c of connections) c.heartbeat(t, judge);
   }, o.heartbeatMs);
   beat.unref();
 
