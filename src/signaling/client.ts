@@ -148,8 +148,14 @@ export class SignalingClient {
   ) {
     // The server pings every heartbeatMs; silence for longer than it allows a peer means it is gone.
     const silentMs = heartbeatMs * (missedHeartbeats + 1);
+    let lastTick = now();
     this.watchdog = setInterval(() => {
-      if (now() - this.lastSeen > silentMs) {
+      const t = now();
+      // A late tick means this peer was stalled (a long training step, a background tab):
+      // the server's messages are still queued, so do not judge it this round.
+      const late = t - lastTick > heartbeatMs * 2;
+      lastTick = t;
+      if (!late && t - this.lastSeen > silentMs) {
         this.end(signalingError(`the signaling server at ${url} went silent for ${silentMs} ms; it is gone or unreachable`));
       }
     }, heartbeatMs);
