@@ -1,10 +1,17 @@
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer } from 'ws';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { isRingtrainError, ErrorCode, type RingtrainError } from '../../src/core/errors.ts';
 import { EventBus, type RingEvent } from '../../src/core/events.ts';
 import { connect as connectBrowserStyle } from '../../src/signaling/client.ts';
 import { connect, type SignalingClient } from '../../src/signaling/client.node.ts';
+import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { jobSpec } from '../server/helpers.ts';
+
+function listening(wss: WebSocketServer): Promise<WebSocketServer> {
+  return new Promise((resolve) => wss.once('listening', () => resolve(wss)));
+}
 
 async function refusal(p: Promise<unknown>): Promise<RingtrainError> {
   try {
@@ -120,6 +127,39 @@ describe('signaling client (Node, over ws)', () => {
       if (saved) g.WebSocket = saved;
     }
     expect(() => connect('ftp://x', { job: 'a', token: 'b' })).toThrow(/http\(s\) or ws\(s\)/);
+  });
+
+  it('notices a server that goes silent without closing, and rejects a server that speaks another protocol', async () => {
+    // A stand-in server that welcomes, sends one membership, and then says nothing more.
+    const mute = await listening(new WebSocketServer({ host: '127.0.0.1', port: 0 }));
+    const { port } = mute.address() as AddressInfo;
+    mute.on('connection', (ws) =>
+      ws.on('message', () => {
+        const config = { model: 'mlp', optimizer: 'sgd', hyperparameters: {}, batchPerPeer: 1, minPeers: 1, maxPeers: 1 };
+        ws.send(JSON.stringify({ type: 'welcome', protocol: PROTOCOL_VERSION, peerId: 'p', job: { id: 'alpha', config }, heartbeatMs: 50, missedHeartbeats: 2 }));
+        const peers = [{ rank: 0, peerId: 'p', runtime: 'node' }];
+        ws.send(JSON.stringify({ type: 'membership', epoch: 1, peers, ring: [0], you: 0, size: 1, ready: true, started: true, change: { kind: 'join', peerId: 'p' } }));
+      }),
+    );
+    try {
+      const c = await connect(`ws://127.0.0.1:${port}/ws`, { job: 'alpha', token: 'ta' });
+      const err = await new Promise<RingtrainError | null>((resolve) => c.on('close', resolve));
+      expect(err?.code).toBe(ErrorCode.Signaling);
+      expect(err?.message).toMatch(/went silent/);
+    } finally {
+      for (const ws of mute.clients) ws.terminate();
+      await new Promise((r) => mute.close(r));
+    }
+
+    const alien = await listening(new WebSocketServer({ host: '127.0.0.1', port: 0 }));
+    alien.on('connection', (ws) => ws.on('message', () => ws.send(JSON.stringify({ hello: 'world' }))));
+    try {
+      const e = await refusal(connect(`ws://127.0.0.1:${(alien.address() as AddressInfo).port}/ws`, { job: 'alpha', token: 'ta' }));
+      expect(e.message).toMatch(/does not understand/);
+    } finally {
+      for (const ws of alien.clients) ws.terminate();
+      await new Promise((r) => alien.close(r));
+    }
   });
 
   it('tells the client when the server goes away', async () => {
