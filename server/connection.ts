@@ -172,7 +172,7 @@ export class Connection {
       this.ctx.metrics.error(SignalErrorCode.RateLimited);
       if (this.bucket.exhausted) {
         this.ctx.log(`connection ${this.remote}: closed for flooding`);
-        this.fail(SignalErrorCode.Flood, 'closed for flooding: too many messages dropped in a row', CloseCode.Flood);
+        this.fail(SignalErrorCode.Flood, 'closed for flooding: too many messages dropped; keep under the rate limit', CloseCode.Flood);
       } else if (this.bucket.dropsInARow === 1) {
         // One notice per run of drops: the notice itself must not become a flood.
         this.send({ type: 'error', code: SignalErrorCode.RateLimited, message: 'too many messages; dropping until you slow down', fatal: false });

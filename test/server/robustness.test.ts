@@ -80,7 +80,7 @@ describe('signaling server: bad input and misbehaving peers', () => {
 
   it('a flood on one job does not starve another job', async () => {
     // A small bucket that never refills: counts, not times, decide who is dropped.
-    const s = await start({ rateLimit: { capacity: 50, refillPerS: 0, maxDropsInARow: 400 } });
+    const s = await start({ rateLimit: { capacity: 50, refillPerS: 0, maxDrops: 400 } });
     const flooder = await join(s, 'alpha', 'ta', 'flooder');
     const victim = await join(s, 'alpha', 'ta', 'victim');
     const b0 = await join(s, 'beta', 'tb', 'b0');
