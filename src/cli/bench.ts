@@ -18,7 +18,7 @@ export function benchCommand(): Command {
     .option('--bytes <size>', 'tensor size, e.g. 1MiB, 64MiB, 256MiB (float32)', '64MiB')
     .addOption(new Option('--transport <kind>', 'webrtc: one process per peer over real WebRTC; memory: all in this process').choices(['webrtc', 'memory']).default('webrtc'))
     .option('--fp16', 'send float32 as float16 on the wire', false)
-    .option('--iterations <k>', 'timed allreduces (default: 5 up to 16 MiB, else 2)')
+    .option('--iterations <k>', 'timed allreduces (default: 5 up to 16 MiB, else 3)')
     .option('--runtimes <list>', 'runtime per WebRTC peer, e.g. node,deno,node')
     .option('--json', 'print only the JSON line (the default output is that line too)', false)
     .action(async (o: { peers: string; bytes: string; transport: 'webrtc' | 'memory'; fp16: boolean; iterations?: string; runtimes?: string; json: boolean }) => {

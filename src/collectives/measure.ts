@@ -21,7 +21,7 @@ export interface AllreduceMeasurement {
   ratio: number | null;
   /** Per-direction bandwidth when ranks 0 and 1 send to each other at once (what a 2-rank ring does). */
   p2p_bidir_MBps: number | null;
-  /** Seconds per timed allreduce on this rank. */
+  /** Seconds per timed allreduce on this rank (bandwidths use the median). */
   seconds: number[];
 }
 
@@ -79,27 +79,31 @@ async function exchange(comm: Communicator, bytes: number, timeoutMs: number): P
 export async function measureAllreduce(comm: Communicator, o: MeasureOptions): Promise<AllreduceMeasurement> {
   const compression = o.compression ?? 'none';
   const timeoutMs = o.timeoutMs ?? 120_000;
-  const iterations = o.iterations ?? (o.bytes <= 16 * 1024 * 1024 ? 5 : 2);
+  const iterations = o.iterations ?? (o.bytes <= 16 * 1024 * 1024 ? 5 : 3);
   const count = Math.floor(o.bytes / 4);
   const data = new Float32Array(count);
   for (let i = 0; i < count; i++) data[i] = ((i * 7919 + comm.rank * 31) % 1000) / 1000 - 0.5;
   const opts = { name: 'bench', compression, segmentBytes: o.segmentBytes, timeoutMs };
-  // Warm up: open SCTP windows, JIT the loops.
-  await allreduce(comm, data.subarray(0, Math.min(count, 1 << 20)), { ...opts, name: 'warmup' });
-  await barrier(comm, { timeoutMs });
-  const p2p = await pointToPoint(comm, count * 4, timeoutMs);
+  // Warm up at full size (up to 64 MiB): SCTP windows open, buffers get allocated, loops get compiled.
+  await allreduce(comm, data.subarray(0, Math.min(count, 16 << 20)), { ...opts, name: 'warmup' });
   await barrier(comm, { timeoutMs });
   const bidir = await exchange(comm, count * 4, timeoutMs);
+  // Interleave point-to-point and allreduce runs so both see the same machine load; take medians.
+  const p2pSeconds: number[] = [];
   const seconds: number[] = [];
   for (let i = 0; i < iterations; i++) {
+    await barrier(comm, { timeoutMs });
+    const p = await pointToPoint(comm, count * 4, timeoutMs);
+    if (p !== null) p2pSeconds.push(p);
     await barrier(comm, { timeoutMs });
     const t0 = now();
     await allreduce(comm, data, opts);
     seconds.push((now() - t0) / 1000);
   }
-  const mean = seconds.reduce((a, b) => a + b, 0) / seconds.length;
+  const typical = median(seconds);
+  const p2p = p2pSeconds.length ? median(p2pSeconds) : null;
   const bytes = count * 4;
-  const algbw = bytes / mean / MB;
+  const algbw = bytes / typical / MB;
   const busbw = (algbw * 2 * (comm.size - 1)) / comm.size;
   const p2pMBps = p2p === null ? null : bytes / p2p / MB;
   return {
@@ -113,6 +117,12 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     p2p_bidir_MBps: bidir === null ? null : round(bytes / bidir / MB),
     seconds: seconds.map((s) => round(s, 4)),
   };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function round(x: number, digits = 2): number {
