@@ -5,13 +5,11 @@
  */
 import './src/page.css';
 import { registerShaders } from '../src/gpu/index.ts';
+import { browserJoin } from './src/join.ts';
 import { mountPage } from './src/page.ts';
 
 registerShaders(import.meta.glob('../shaders/*.wgsl', { query: '?raw', import: 'default', eager: true }) as Record<string, string>);
 
 const root = document.getElementById('app');
 if (!root) throw new Error('demo/index.html lost its #app element');
-mountPage(root, {
-  makeJoin: null,
-  joinUnavailable: 'Joining from the browser arrives with the library’s browser join (src/distributed); until then watch the job here, and use the teaching mode below.',
-});
+mountPage(root, { makeJoin: browserJoin });

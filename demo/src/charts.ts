@@ -95,6 +95,8 @@ export function chartsPanel(bus: EventBus): HTMLElement {
         );
       } else c.plot.setData(data);
       c.box.dataset.points = String(c.data.size);
+      // The plotted values, for tests and for anyone reading the DOM instead of the canvas.
+      c.box.dataset.values = JSON.stringify(data[1]);
     }
   }
   for (const c of charts) c.box.append(h('p', { class: 'empty' }, 'No data yet.'));

@@ -138,7 +138,7 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u) 
           { class: p.rank === self ? 'self' : undefined },
           h('td', {}, String(p.rank)),
           h('td', {}, p.runtime),
-          h('td', {}, (p.name ?? '') + (p.rank === self ? ' (this tab)' : '')),
+          h('td', {}, (p.name ?? '') + (p.rank === self ? ' (you)' : '')),
           h('td', {}, p.progress ? String(p.progress.step) : '—'),
           h('td', {}, p.progress?.loss !== undefined ? p.progress.loss.toFixed(4) : '—'),
           h('td', {}, p.progress?.samplesPerS !== undefined ? p.progress.samplesPerS.toFixed(0) : '—'),

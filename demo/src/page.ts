@@ -43,10 +43,16 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
   const job = jobPanel(params, bus);
   const participate = participatePanel(bus);
   const predictions = predictionsPanel(bus);
+  let predictingFromJob = false;
   participate.onJoined((joined) => {
     job.setSelf(joined?.rank);
-    if (joined?.model && joined.test) predictions.attach(joined.model, joined.test);
-    else predictions.detach();
+    if (joined?.model && joined.test) {
+      predictions.attach(joined.model, joined.test);
+      predictingFromJob = true;
+    } else if (!joined && predictingFromJob) {
+      predictions.detach();
+      predictingFromJob = false;
+    }
   });
 
   root.replaceChildren(

@@ -13,6 +13,9 @@ import type { Predictor } from './predict.ts';
 /** A running membership of this tab in the job. */
 export interface Joined {
   rank: number;
+  size?: number;
+  /** Settles when training ends by itself: a line saying how it ended. */
+  finished?: Promise<string>;
   /** Leave cleanly: the other peers see this rank go. */
   leave(): Promise<void>;
   /** The model this tab trains and the test digits, for the predictions panel. */
@@ -20,7 +23,8 @@ export interface Joined {
   test?: Dataset;
 }
 
-export type JoinFn = () => Promise<Joined>;
+/** Joins the job; `progress` takes short lines saying what is happening meanwhile. */
+export type JoinFn = (progress: (line: string) => void) => Promise<Joined>;
 
 export interface ParticipatePanel {
   element: HTMLElement;
@@ -77,18 +81,35 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
     join.disabled = true;
     note.textContent = 'Joining: connecting to the other peers…';
     try {
-      current = await joinFn();
+      const joined = await joinFn((line) => (note.textContent = line));
+      current = joined;
       element.dataset.state = 'joined';
-      note.textContent = `Joined as rank ${current.rank}. Closing this tab counts as leaving.`;
+      element.dataset.rank = String(joined.rank);
+      note.textContent = `Joined as rank ${joined.rank}${joined.size ? ` of ${joined.size}` : ''}: training. Closing this tab counts as leaving.`;
       leave.disabled = false;
       leave.removeAttribute('title');
-      announce(current);
+      announce(joined);
+      joined.finished?.then(
+        (line) => end(joined, 'finished', line),
+        (err: unknown) => end(joined, 'error', `Training failed: ${err instanceof Error ? err.message : String(err)}`),
+      );
     } catch (err) {
       element.dataset.state = 'error';
       note.textContent = `Could not join: ${err instanceof Error ? err.message : String(err)}`;
       join.disabled = false;
     }
   });
+  /** Training ended by itself (or failed): back to not joined, saying why. */
+  function end(joined: Joined, state: string, line: string): void {
+    if (current !== joined) return;
+    current = null;
+    element.dataset.state = state;
+    note.textContent = line;
+    leave.disabled = true;
+    join.disabled = !joinFn;
+    announce(null);
+  }
+
   leave.addEventListener('click', async () => {
     if (!current) return;
     leave.disabled = true;

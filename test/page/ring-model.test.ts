@@ -79,3 +79,19 @@ describe('what the live ring draws', () => {
     expect(d.description).toBe('3 peers in the ring; stalled: rank 2; left: rank 1');
   });
 });
+
+describe('links this tab only receives on', () => {
+  it('count the bytes that arrive, once, and not when the sender is seen too', () => {
+    const m = new RingModel();
+    // This tab is rank 1 of 3: it sees its own sends (1->2) and what arrives from rank 0.
+    m.apply({ type: 'chunk-send', t: 0, rank: 1, id: 1, phase: 'reduce-scatter', step: 0, from: 1, to: 2, chunk: 0, offset: 0, count: 10, bytes: 40 });
+    m.apply({ type: 'chunk-recv', t: 1, rank: 1, id: 1, phase: 'reduce-scatter', step: 0, from: 0, to: 1, chunk: 2, offset: 20, count: 10, bytes: 40 });
+    let s = m.snapshot(2);
+    expect(s.links.map((l) => l.bytesPerS > 0)).toEqual([true, true, false]);
+    expect(s.links[0].phase).toBe('reduce-scatter');
+    // Where the sender's own event is seen (teaching mode), its receive adds nothing more.
+    m.apply({ type: 'chunk-recv', t: 2, rank: 2, id: 1, phase: 'reduce-scatter', step: 0, from: 1, to: 2, chunk: 0, offset: 0, count: 10, bytes: 40 });
+    s = m.snapshot(2);
+    expect(s.links[1].bytesPerS).toBeCloseTo((40 * 1000) / THROUGHPUT_WINDOW_MS);
+  });
+});

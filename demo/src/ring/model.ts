@@ -63,6 +63,8 @@ export class RingModel {
   private sent = new Map<string, { t: number; bytes: number }[]>();
   private linkPhase = new Map<string, Phase>();
   private flying = new Map<string, ChunkInFlight>();
+  /** Ranks whose own chunk-send events reach us (this tab, or every virtual peer in teaching mode). */
+  private sendersSeen = new Set<number>();
 
   apply(e: RingEvent): void {
     switch (e.type) {
@@ -83,17 +85,16 @@ export class RingModel {
         break;
       case 'chunk-send': {
         this.growTo(Math.max(e.from, e.to) + 1);
-        const k = linkKey(e.from, e.to);
-        const window = this.sent.get(k) ?? [];
-        window.push({ t: e.t, bytes: e.bytes });
-        this.sent.set(k, window);
-        this.linkPhase.set(k, e.phase);
+        if (e.rank === e.from) this.sendersSeen.add(e.from);
+        this.countBytes(e.from, e.to, e.t, e.bytes, e.phase);
         this.flying.set(chunkKey(e), { key: chunkKey(e), from: e.from, to: e.to, chunk: e.chunk, phase: e.phase, t: e.t, bytes: e.bytes });
         this.peer(e.from).stalledMs = undefined;
         break;
       }
       case 'chunk-recv':
         this.flying.delete(chunkKey(e));
+        // The sender is another machine: its link's traffic is known only from what arrives here.
+        if (!this.sendersSeen.has(e.from)) this.countBytes(e.from, e.to, e.t, e.bytes, e.phase);
         this.peer(e.from).stalledMs = undefined;
         break;
       case 'stall':
@@ -124,6 +125,14 @@ export class RingModel {
     for (const [k, c] of this.flying) if (t - c.t > IN_FLIGHT_MAX_MS) this.flying.delete(k);
     const peers = Array.from({ length: this.size }, (_, r) => ({ ...this.peer(r) }));
     return { size: this.size, self: this.self, peers, links, inFlight: [...this.flying.values()] };
+  }
+
+  private countBytes(from: number, to: number, t: number, bytes: number, phase: Phase): void {
+    const k = linkKey(from, to);
+    const window = this.sent.get(k) ?? [];
+    window.push({ t, bytes });
+    this.sent.set(k, window);
+    this.linkPhase.set(k, phase);
   }
 
   private growTo(size: number): void {

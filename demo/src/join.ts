@@ -1,0 +1,78 @@
+/**
+ * Join: this tab becomes one peer of the job, exactly like a `ringtrain worker`
+ * process: init() joins on the signaling server and opens WebRTC channels to
+ * every other rank (the browser's own RTCPeerConnection), then the library's
+ * data-parallel loop trains with the job's settings on this tab's GPU. Every
+ * event goes to the page's bus, so the ring and charts show this tab's
+ * allreduces as they happen.
+ */
+import type { EventBus } from '../../src/core/events.ts';
+import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { init } from '../../src/distributed/session.ts';
+import { trainDistributed } from '../../src/distributed/trainer.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { loadMnistInPage } from '../mnist-data.ts';
+import type { JoinFn } from './participate.ts';
+
+/** Report progress to the server (and through it to other pages) at most this often. */
+const PROGRESS_EVERY_MS = 500;
+
+export function browserJoin(gpu: Gpu, params: { job: string; token: string }, bus: EventBus, server = globalThis.location.origin): JoinFn {
+  return async (progress) => {
+    progress('loading the digits…');
+    // Load before taking a place in the ring, so the others never wait on our download.
+    const { train, test } = await loadMnistInPage();
+    progress('joining the job; waiting for enough peers…');
+    const session = await init({
+      server,
+      job: params.job,
+      token: params.token,
+      name: 'browser tab',
+      runtime: 'browser',
+      events: bus,
+      capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter, webrtc: true },
+    });
+    const config = trainConfigFromJob(session.job.config);
+    let stopRequested = false;
+    let lastReport = 0;
+    const finished = trainDistributed({
+      gpu,
+      comm: session.comm,
+      train,
+      test,
+      config,
+      bus,
+      shouldStop: () => stopRequested,
+      onStep: (s) => {
+        const t = Date.now();
+        if (t - lastReport < PROGRESS_EVERY_MS) return;
+        lastReport = t;
+        session.client.reportProgress({ step: s.step, epoch: s.epoch, loss: s.loss, samplesPerS: s.samplesPerS, allreduceBytes: s.bytesSent });
+      },
+      onEvaluate: (e) => session.client.reportProgress({ step: e.step, epoch: e.epoch, testAccuracy: e.testAccuracy }),
+    }).then(
+      async (result) => {
+        session.client.reportProgress({ step: result.steps, loss: result.trainLoss, testAccuracy: result.testAccuracy, allreduceBytes: result.allreduceBytes });
+        await session.close(result.stoppedBy ? 'ring broken' : 'done');
+        return result.stoppedBy
+          ? `Training stopped at step ${result.steps}: ${result.stoppedBy.message}`
+          : `Training finished: ${result.steps} steps, test accuracy ${(result.testAccuracy * 100).toFixed(1)}%.`;
+      },
+      async (err: unknown) => {
+        await session.close('error');
+        throw err;
+      },
+    );
+    return {
+      rank: session.rank,
+      size: session.size,
+      finished,
+      async leave() {
+        stopRequested = true;
+        // Stop after the current step, then leave; the others are told by the server.
+        await Promise.race([finished.catch(() => undefined), new Promise((r) => setTimeout(r, 5000))]);
+        await session.close('left');
+      },
+    };
+  };
+}

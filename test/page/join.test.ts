@@ -1,0 +1,137 @@
+/**
+ * The issue's end-to-end test: the signaling server with one Deno worker, and
+ * two Chromium tabs that open the page and join. All three train one model over
+ * real WebRTC; the tabs show the ring of 3, their own contribution, and a loss
+ * that falls. Then a tab closes mid-run and the others stop, naming it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import type { RunningServer } from '../../server/index.ts';
+import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
+import { buildPage, openTab, screenshot, servePage } from './serve-page.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const config = (steps: number) => ({ model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, steps, seed: 3 }, batchPerPeer: 32, minPeers: 3, maxPeers: 3 });
+const STEPS = 12;
+const JOBS = [
+  { id: 'three', token: 'tok-three', config: config(STEPS) },
+  // Long enough that a tab can close in the middle.
+  { id: 'leaver', token: 'tok-leaver', config: config(5000) },
+];
+
+let built: { dir: string; dispose(): void };
+let server: RunningServer;
+let browser: LaunchedChromium;
+
+beforeAll(async () => {
+  built = await buildPage();
+  server = await servePage(built.dir, { jobs: JOBS });
+  // Two tabs train at once: neither may be throttled as a background tab.
+  browser = await launchChromium({ extraArgs: ['--disable-background-timer-throttling', '--disable-backgrounding-occluded-windows', '--disable-renderer-backgrounding'] });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  built?.dispose();
+});
+
+interface Worker {
+  child: ChildProcess;
+  stdout: string;
+  stderr: string;
+  exit: Promise<number | null>;
+}
+
+function denoWorker(job: { id: string; token: string }): Worker {
+  const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', server.url, '--job', job.id, '--token', job.token, '--runtime', 'deno', '--name', 'deno-worker', '--json'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const w: Worker = { child, stdout: '', stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+  child.stdout!.on('data', (d) => (w.stdout += String(d)));
+  child.stderr!.on('data', (d) => (w.stderr += String(d)));
+  return w;
+}
+
+async function joinFrom(page: Page): Promise<void> {
+  await page.waitForSelector('[data-testid=adapter][data-state]', { timeout: 60_000 });
+  expect(await page.getAttribute('[data-testid=adapter]', 'data-state'), (await page.textContent('[data-testid=adapter]')) ?? '').toBe('ready');
+  await page.waitForSelector('[data-testid=join]:not([disabled])');
+  await page.click('[data-testid=join]');
+}
+
+const lossSeries = async (page: Page): Promise<number[]> => JSON.parse((await page.getAttribute('[data-testid=chart-loss]', 'data-values')) ?? '[]') as number[];
+
+describe('two tabs and a Deno worker train together', () => {
+  it(`all three reach step ${STEPS} in lockstep, the loss falls, and each tab shows a ring of 3`, { timeout: 400_000 }, async () => {
+    const worker = denoWorker(JOBS[0]);
+    try {
+      const tabs = await Promise.all([0, 1].map(() => openTab(browser, `${server.url}/?job=${JOBS[0].id}&token=${JOBS[0].token}`)));
+      for (const { page } of tabs) await joinFrom(page);
+      for (const { page } of tabs) {
+        await page.waitForSelector('[data-testid=participate][data-state=joined]', { timeout: 120_000 });
+        await page.waitForSelector('[data-testid=ring][data-size="3"]', { timeout: 60_000 });
+      }
+      await tabs[0].page.waitForSelector('[data-testid=own-steps]:text("3")', { timeout: 120_000 });
+      // Mid-run: a ring of 3 with this tab marked, links carrying bytes.
+      for (const { page } of tabs) {
+        expect(await page.locator('[data-testid=ring-svg] g.peer').count()).toBe(3);
+        expect(await page.locator('[data-testid=ring-svg] g.peer.self').count()).toBe(1);
+        expect(await page.textContent('[data-testid=peer-count]')).toBe('3');
+      }
+      await screenshot(tabs[0].page, 'join-tab-a-training');
+
+      for (const { page } of tabs) {
+        await page.waitForSelector('[data-testid=participate][data-state=finished]', { timeout: 300_000 });
+        expect(await page.textContent('[data-testid=join-note]')).toContain(`Training finished: ${STEPS} steps`);
+        expect(await page.textContent('[data-testid=own-steps]')).toBe(String(STEPS));
+        const losses = await lossSeries(page);
+        expect(losses.length).toBeGreaterThanOrEqual(STEPS);
+        const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+        expect(mean(losses.slice(-3))).toBeLessThan(mean(losses.slice(0, 3)));
+        expect(Number.parseFloat((await page.textContent('[data-testid=own-bytes]')) ?? '0')).toBeGreaterThan(0);
+      }
+      const ranks = await Promise.all(tabs.map(({ page }) => page.getAttribute('[data-testid=participate]', 'data-rank')));
+      expect(new Set(ranks).size).toBe(2);
+      await screenshot(tabs[0].page, 'join-tab-a-done');
+      await screenshot(tabs[1].page, 'join-tab-b-done');
+
+      expect(await worker.exit, worker.stderr).toBe(0);
+      const summary = JSON.parse(worker.stdout.trim().split('\n').pop()!) as { steps: number; size: number; runtime: string };
+      expect(summary).toMatchObject({ steps: STEPS, size: 3, runtime: 'deno' });
+      for (const { errors } of tabs) expect(errors).toEqual([]);
+      for (const { page } of tabs) await page.close();
+    } finally {
+      worker.child.kill('SIGKILL');
+    }
+  });
+
+  it('a tab closing mid-run stops the others with a message naming it', { timeout: 400_000 }, async () => {
+    const worker = denoWorker(JOBS[1]);
+    try {
+      const tabs = await Promise.all([0, 1].map(() => openTab(browser, `${server.url}/?job=${JOBS[1].id}&token=${JOBS[1].token}`)));
+      for (const { page } of tabs) await joinFrom(page);
+      for (const { page } of tabs) await page.waitForFunction(() => Number(document.querySelector('[data-testid=own-steps]')?.textContent) >= 2, undefined, { timeout: 180_000 });
+      const leaverRank = await tabs[1].page.getAttribute('[data-testid=participate]', 'data-rank');
+      await tabs[1].page.close({ runBeforeUnload: true });
+
+      const stayer = tabs[0].page;
+      await stayer.waitForSelector('[data-testid=participate][data-state=finished]', { timeout: 60_000 });
+      const note = (await stayer.textContent('[data-testid=join-note]')) ?? '';
+      expect(note).toContain('Training stopped');
+      expect(note).toContain(`rank ${leaverRank}`);
+      // The job no longer counts the closed tab (the others then leave too, having stopped).
+      await stayer.waitForFunction(() => Number(document.querySelector('[data-testid=peer-count]')?.textContent) < 3, undefined, { timeout: 30_000 });
+      await screenshot(stayer, 'join-after-a-tab-closed');
+      // The worker stops too, cleanly, naming the rank that left (exit 3: the ring broke).
+      expect(await worker.exit, worker.stderr).toBe(3);
+      expect(worker.stderr).toContain(`rank ${leaverRank}`);
+      await stayer.close();
+    } finally {
+      worker.child.kill('SIGKILL');
+    }
+  });
+});
