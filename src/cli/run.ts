@@ -30,6 +30,7 @@ interface RunOptions extends TrainOptions {
   servePage: boolean;
   extraPeers: number;
   fp16: boolean;
+  elastic: boolean;
   scaleLr: boolean;
   warmupSteps: number;
   backwardPasses: number;
@@ -62,6 +63,7 @@ export function runCommand(): Command {
     .option('--serve-page', 'serve the page and print the address where a browser can join', false)
     .option('--extra-peers <n>', 'places for peers beyond the local workers (browser tabs)', '0')
     .option('--fp16', 'send gradients as float16 (half the bytes)', false)
+    .option('--elastic', 'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping', false)
     .option('--scale-lr', 'scale the learning rate by the number of peers (with --warmup-steps)', false)
     .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
@@ -75,6 +77,7 @@ export function runCommand(): Command {
         servePage: Boolean(raw.servePage),
         extraPeers: intOption(raw.extraPeers, '--extra-peers', 0, 1000),
         fp16: Boolean(raw.fp16),
+        elastic: Boolean(raw.elastic),
         scaleLr: Boolean(raw.scaleLr),
         warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
         backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
@@ -93,6 +96,7 @@ export function jobSpecFor(o: RunOptions): JobSpec {
     seed: o.seed,
     epochs: o.epochs,
     compression: o.fp16 ? 'fp16' : 'none',
+    elastic: o.elastic,
     scaleLr: o.scaleLr,
     warmupSteps: o.warmupSteps,
     backwardPassesPerStep: o.backwardPasses,
@@ -165,7 +169,8 @@ async function launch(o: RunOptions): Promise<number> {
   const workers: WorkerState[] = [];
   const onLine = (w: WorkerState, msg: Record<string, unknown>): void => {
     if (msg.event === 'joined') w.rank = Number(msg.rank);
-    else if (msg.event === 'step' && w.rank === 0) {
+    else if (msg.event === 'step') w.rank = Number(msg.rank); // ranks move when an elastic ring re-forms
+    if (msg.event === 'step' && w.rank === 0) {
       const step = Number(msg.step);
       rank0Bytes = Number(msg.bytesSent);
       const secs = (Date.now() - started) / 1000;

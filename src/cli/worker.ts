@@ -87,7 +87,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   });
   const { rank, size } = session;
   const config = trainConfigFromJob(session.job.config);
-  await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, batch ${config.batch} per peer`);
+  await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, batch ${config.batch} per peer${config.elastic ? ', elastic' : ''}`);
   await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
   const recoveryPath = o.recovery ?? o.save ?? 'ringtrain-recovery.safetensors';
   let lastStepReport = 0;
@@ -95,6 +95,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     const result = await trainDistributed({
       gpu,
       comm: session.comm,
+      elastic: session.elastic,
       train: data.train,
       test: data.test,
       config,
@@ -106,7 +107,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
         if (path) saveCheckpoint(path, c);
       },
       onStep: (s) => {
-        void emit({ event: 'step', rank, ...s });
+        void emit({ event: 'step', rank: session.rank, size: session.size, ...s });
         const t = Date.now();
         if (t - lastStepReport > 500) {
           lastStepReport = t;
@@ -114,14 +115,14 @@ async function runWorker(o: WorkerOptions): Promise<number> {
         }
       },
       onEvaluate: (e) => {
-        void emit({ event: 'evaluate', rank, ...e });
+        void emit({ event: 'evaluate', rank: session.rank, ...e });
         session.client.reportProgress({ step: e.step, epoch: e.epoch, testAccuracy: e.testAccuracy });
-        if (rank === 0) void say(`epoch ${e.epoch + 1}: step ${e.step}, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`);
+        if (session.rank === 0) void say(`epoch ${e.epoch + 1}: step ${e.step}, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`);
       },
     });
     const summary = {
-      rank,
-      size,
+      rank: result.rank,
+      size: result.size,
       steps: result.steps,
       epochs: result.epochs,
       test_accuracy: result.testAccuracy,
@@ -139,7 +140,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     await emit({ event: 'result', ...summary });
     if (o.json) await printLine(JSON.stringify(summary));
     if (result.stoppedBy) {
-      await say(`[rank ${rank}] stopped: ${result.stoppedBy.message}. The last completed step (${result.steps}) is saved in ${recoveryPath} by the lowest surviving rank; resume with --resume ${recoveryPath}.`);
+      await say(`[rank ${result.rank}] stopped: ${result.stoppedBy.message}. The last completed step (${result.steps}) is saved in ${recoveryPath} by the lowest surviving rank; resume with --resume ${recoveryPath}.`);
       return 3;
     }
     return 0;

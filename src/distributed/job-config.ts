@@ -48,5 +48,6 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     warmupSteps: num(h, 'warmupSteps', 0),
     fusionThresholdBytes: num(h, 'fusionThresholdBytes'),
     timeoutMs: num(h, 'timeoutMs'),
+    elastic: h.elastic === true,
   };
 }

@@ -14,6 +14,7 @@ import type { Communicator } from '../comm/communicator.ts';
 import { joinWebRTCRing } from '../comm/rings.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
+import type { ElasticHooks } from './trainer.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   /** The server's address (http(s)://host:port or ws(s)://…/ws). */
@@ -30,68 +31,108 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
 }
 
 export interface Session {
+  /** This peer's rank in the current ring. */
   readonly rank: number;
   readonly size: number;
+  /** The current ring's communicator (a new one after every regroup). */
   readonly comm: Communicator;
   readonly client: SignalingClient;
+  /** The membership the current ring was built for. */
   readonly membership: Membership;
   readonly job: { id: string; config: JobConfig };
   readonly events: EventBus;
+  /** Hooks for elastic training (trainDistributed's `elastic` option). */
+  readonly elastic: ElasticHooks;
   /** Closes the data channels and leaves the job. */
   close(reason?: string): Promise<void>;
 }
 
 const CONNECT_ATTEMPTS = 4;
 
-export async function init(o: InitOptions): Promise<Session> {
-  const events = o.events ?? new EventBus();
-  const client = await connect(o.server, { ...o, events });
-  try {
-    let membership = await client.waitForReady(o.readyTimeoutMs ?? 600_000);
-    let comm: Communicator | undefined;
-    for (let attempt = 1; !comm; attempt++) {
-      try {
-        comm = await joinWebRTCRing({
-          rank: membership.rank,
-          size: membership.size,
-          signaler: client.signaler(membership.epoch),
-          wrtc: o.wrtc,
-          connectTimeoutMs: o.connectTimeoutMs ?? 30_000,
-          peerTimeoutMs: o.peerTimeoutMs,
-          events,
-        });
-      } catch (err) {
-        // Someone joined or left while the channels opened: try again with the newer epoch.
-        const latest = client.membership;
-        if (attempt >= CONNECT_ATTEMPTS || !latest || latest.epoch === membership.epoch || !latest.ready) throw err;
-        membership = latest;
-      }
-    }
-    const ring = comm;
-    events.emit({ type: 'membership', t: now(), rank: membership.rank, size: membership.size, epoch: membership.epoch, peers: membership.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })) });
-    // The server knows first when a peer's socket dies: fail the ring at once, naming it.
+class PeerSession implements Session {
+  comm!: Communicator;
+  membership!: Membership;
+  readonly elastic: ElasticHooks;
+
+  constructor(
+    readonly client: SignalingClient,
+    readonly events: EventBus,
+    private readonly o: InitOptions,
+  ) {
+    this.elastic = {
+      currentEpoch: () => this.membership.epoch,
+      latestEpoch: () => client.membership?.epoch ?? this.membership.epoch,
+      regroup: (minEpoch) => this.regroup(minEpoch),
+    };
+    // The server knows first when a peer's socket dies: fail the ring at once, naming the peer.
     client.on('peer-left', (p) => {
-      if (p.epoch !== membership.epoch || ring.error) return;
+      const ring = this.comm;
+      if (!ring || p.epoch !== this.membership.epoch || ring.error) return;
       const who = p.name ? `rank ${p.rank} (${p.name})` : `rank ${p.rank}`;
-      events.emit({ type: 'peer-lost', t: now(), rank: membership.rank, peer: p.rank, reason: p.reason });
+      events.emit({ type: 'peer-lost', t: now(), rank: this.membership.rank, peer: p.rank, reason: p.reason });
       ring.abort(new RingtrainError(ErrorCode.PeerLost, `${who} left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''}); the ring is broken`, { peer: p.rank, reason: p.reason }));
     });
     client.on('close', (err) => {
-      if (err && !ring.error) ring.abort(new RingtrainError(ErrorCode.Aborted, `lost the signaling server: ${err.message}`, { cause: err.code }));
+      if (err && this.comm && !this.comm.error) this.comm.abort(new RingtrainError(ErrorCode.Aborted, `lost the signaling server: ${err.message}`, { cause: err.code }));
     });
-    return {
-      rank: membership.rank,
-      size: membership.size,
-      comm: ring,
-      client,
-      membership,
-      job: client.job,
-      events,
-      async close(reason?: string) {
-        ring.close();
-        await client.leave(reason);
-      },
-    };
+  }
+
+  get rank(): number {
+    return this.membership.rank;
+  }
+  get size(): number {
+    return this.membership.size;
+  }
+  get job(): { id: string; config: JobConfig } {
+    return this.client.job;
+  }
+
+  /** Opens the data channels of `membership`; if the membership moves on meanwhile, follows it. */
+  async connect(membership: Membership): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.comm = await joinWebRTCRing({
+          rank: membership.rank,
+          size: membership.size,
+          signaler: this.client.signaler(membership.epoch),
+          wrtc: this.o.wrtc,
+          connectTimeoutMs: this.o.connectTimeoutMs ?? 30_000,
+          peerTimeoutMs: this.o.peerTimeoutMs,
+          events: this.events,
+        });
+        this.membership = membership;
+        const m = membership;
+        this.events.emit({ type: 'membership', t: now(), rank: m.rank, size: m.size, epoch: m.epoch, peers: m.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })) });
+        return;
+      } catch (err) {
+        // Someone joined or left while the channels opened: try again with the newer epoch.
+        const latest = this.client.membership;
+        if (attempt >= CONNECT_ATTEMPTS || !latest || latest.epoch === membership.epoch) throw err;
+        membership = await this.client.nextMembership((m) => m.epoch >= latest.epoch && m.ready, this.o.readyTimeoutMs ?? 600_000);
+      }
+    }
+  }
+
+  async regroup(minEpoch: number): Promise<Communicator> {
+    this.comm.close();
+    const next = await this.client.nextMembership((m) => m.epoch >= minEpoch && m.ready, this.o.readyTimeoutMs ?? 600_000);
+    await this.connect(next);
+    return this.comm;
+  }
+
+  async close(reason?: string): Promise<void> {
+    this.comm?.close();
+    await this.client.leave(reason);
+  }
+}
+
+export async function init(o: InitOptions): Promise<Session> {
+  const events = o.events ?? new EventBus();
+  const client = await connect(o.server, { ...o, events });
+  const session = new PeerSession(client, events, o);
+  try {
+    await session.connect(await client.waitForReady(o.readyTimeoutMs ?? 600_000));
+    return session;
   } catch (err) {
     await client.leave(isRingtrainError(err) ? err.code : 'init failed');
     throw err;

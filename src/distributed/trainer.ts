@@ -17,6 +17,7 @@ import { type EventBus, now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { checkpointFromFlat, checkOptimizerState, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import { allreduce } from '../collectives/allreduce.ts';
 import { broadcast } from '../collectives/broadcast.ts';
 import { batches } from '../data/batches.ts';
 import { selectExamples, type Dataset } from '../data/dataset.ts';
@@ -37,6 +38,11 @@ export interface DistributedTrainConfig extends LocalTrainConfig {
   fusionThresholdBytes?: number;
   /** A rank silent this long fails the step (ms). */
   timeoutMs?: number;
+  /**
+   * Peers may join and leave mid-run: the ring re-forms between steps. A job-wide
+   * setting (elastic peers run one extra tiny collective per step to agree on membership).
+   */
+  elastic?: boolean;
 }
 
 export interface DistributedTrainArgs {
@@ -58,6 +64,21 @@ export interface DistributedTrainArgs {
   onEvaluate?: (e: { step: number; epoch: number; testAccuracy: number; testLoss: number }) => void;
   /** Polled between steps; returning true stops training cleanly after the current step. */
   shouldStop?: () => boolean;
+  /** Elastic training: peers may join and leave; the ring re-forms between steps instead of stopping. */
+  elastic?: ElasticHooks;
+}
+
+/**
+ * What the trainer needs from membership to train elastically (a Session
+ * provides it). Epochs here are membership epochs of the signaling server.
+ */
+export interface ElasticHooks {
+  /** The membership epoch the current communicator was built for. */
+  currentEpoch(): number;
+  /** The newest membership epoch this peer has heard of. */
+  latestEpoch(): number;
+  /** Closes the current ring and builds one for the newest ready membership with epoch >= minEpoch. */
+  regroup(minEpoch: number): Promise<Communicator>;
 }
 
 export interface DistributedTrainResult {
@@ -106,15 +127,13 @@ function lostRanksOf(err: RingtrainError): number[] {
 }
 
 export async function trainDistributed(args: DistributedTrainArgs): Promise<DistributedTrainResult> {
-  const { gpu, comm, train, test, config } = args;
-  const bus = args.bus ?? comm.events;
-  const { rank, size } = comm;
-  const sampler = new DistributedSampler(train.count, { rank, size, seed: config.seed });
-  const stepsPerEpoch = Math.floor(sampler.shardLength / config.batch);
-  if (stepsPerEpoch === 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--batch ${config.batch} is larger than this rank's ${sampler.shardLength} training examples (${train.count} over ${size} ranks); use a smaller batch.`);
+  const { gpu, train, test, config } = args;
+  const elastic = config.elastic ? args.elastic : undefined;
+  if (config.elastic && !args.elastic) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, 'this job trains elastically, but no membership hooks were given; pass session.elastic as the elastic option');
   }
-  const totalSteps = config.steps ?? config.epochs * stepsPerEpoch;
+  let comm = args.comm;
+  const bus = args.bus ?? comm.events;
   const model = createModel(gpu, modelSpecFor(config, train));
   const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   const dopt = new DistributedOptimizer(comm, model, optimizer, {
@@ -123,14 +142,62 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     fusionThresholdBytes: config.fusionThresholdBytes,
     timeoutMs: config.timeoutMs,
   });
-  const shard = testShard(test, rank, size);
+
+  // Where training stands. `epochExamples` counts examples the whole ring has taken this epoch,
+  // so the position survives a change of ring size (elastic) as well as a resume.
   let step = 0;
+  let epoch = 0;
+  let epochExamples = 0;
+  // What depends on the ring: rebuilt whenever the ring re-forms.
+  let sampler!: DistributedSampler;
+  let stepsPerEpoch = 0;
+  let shard!: Dataset;
   let trainMs = 0;
   let samples = 0;
   let allreduceBytes = 0;
   let lossSum = 0;
   let lossCount = 0;
   let evaluation = { accuracy: NaN, loss: NaN };
+  const stepLimit = config.steps ?? Infinity;
+
+  const fitRing = (): void => {
+    sampler = new DistributedSampler(train.count, { rank: comm.rank, size: comm.size, seed: config.seed });
+    stepsPerEpoch = Math.floor(sampler.shardLength / config.batch);
+    if (stepsPerEpoch === 0) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `--batch ${config.batch} is larger than this rank's ${sampler.shardLength} training examples (${train.count} over ${comm.size} ranks); use a smaller batch.`);
+    }
+    shard = testShard(test, comm.rank, comm.size);
+  };
+
+  /** Every rank takes the root's position, weights and optimizer state (start, resume, and after the ring re-forms). */
+  const syncFromRoot = async (): Promise<void> => {
+    const pos = await broadcast(comm, new Int32Array(comm.rank === 0 ? [step, epoch, epochExamples] : [0, 0, 0]), { root: 0, name: 'training-position', timeoutMs: config.timeoutMs });
+    [step, epoch, epochExamples] = [pos[0], pos[1], pos[2]];
+    await broadcastParameters(comm, model, { timeoutMs: config.timeoutMs });
+    await broadcastOptimizerState(comm, optimizer, { timeoutMs: config.timeoutMs });
+    fitRing();
+  };
+
+  const regroup = async (minEpoch: number): Promise<void> => {
+    comm = await elastic!.regroup(minEpoch);
+    dopt.setCommunicator(comm);
+    dopt.resetAccumulation();
+    await syncFromRoot();
+  };
+
+  /** Runs `fn`; when the ring breaks under elastic training, re-forms it and answers false instead of throwing. */
+  const guarded = async (fn: () => Promise<void>): Promise<boolean> => {
+    try {
+      await fn();
+      return true;
+    } catch (err) {
+      if (!elastic || !isBroken(err)) throw err;
+      bus.emit({ type: 'peer-lost', t: now(), rank: comm.rank, peer: lostRanksOf(err)[0] ?? -1, reason: err.message });
+      // The failed step applied no update; wait for the server's next membership and carry on without the lost peer.
+      await regroup(elastic.currentEpoch() + 1);
+      return false;
+    }
+  };
 
   const checkpoint = async (): Promise<void> => {
     if (!args.onCheckpoint) return;
@@ -139,31 +206,31 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
         model: config.model,
         optimizer: config.optimizer,
         step,
-        epoch: Math.floor(step / stepsPerEpoch),
+        epoch,
         layout: model.layout,
         params: await model.readParams(),
         optimizerState: await optimizer.exportState(),
-        extra: { seed: String(config.seed), batch: String(config.batch), lr: String(config.lr), size: String(size), model_spec: JSON.stringify(model.spec) },
+        extra: { seed: String(config.seed), batch: String(config.batch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
       }),
     );
   };
-  const evaluate = async (epoch: number): Promise<void> => {
+  const evaluate = async (): Promise<void> => {
     const local = await model.evaluate(shard.images, shard.labels);
     const avg = await averageMetrics(comm, { accuracy: local.accuracy, loss: local.loss }, shard.count, config.timeoutMs);
     evaluation = { accuracy: avg.accuracy, loss: avg.loss };
-    bus.emit({ type: 'evaluate', t: now(), rank, step, epoch, testAccuracy: avg.accuracy, testLoss: avg.loss });
+    bus.emit({ type: 'evaluate', t: now(), rank: comm.rank, step, epoch, testAccuracy: avg.accuracy, testLoss: avg.loss });
     args.onEvaluate?.({ step, epoch, testAccuracy: avg.accuracy, testLoss: avg.loss });
   };
 
   const result = (stoppedBy?: RingtrainError): DistributedTrainResult => ({
-    rank,
-    size,
+    rank: comm.rank,
+    size: comm.size,
     steps: step,
-    epochs: Math.floor(step / stepsPerEpoch),
+    epochs: epoch,
     testAccuracy: evaluation.accuracy,
     testLoss: evaluation.loss,
     trainLoss: lossCount > 0 ? lossSum / lossCount : NaN,
-    samplesPerS: trainMs > 0 ? ((samples * size) / trainMs) * 1000 : 0,
+    samplesPerS: trainMs > 0 ? ((samples * comm.size) / trainMs) * 1000 : 0,
     allreduceBytes,
     trainSeconds: trainMs / 1000,
     runtime: detectRuntime(),
@@ -172,62 +239,99 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     lostRanks: stoppedBy ? lostRanksOf(stoppedBy) : [],
   });
 
+  /** One step on this rank's part of the batch; false when the ring re-formed instead (elastic). */
+  const trainStep = (b: { x: Float32Array; labels: Uint32Array; size: number }): Promise<boolean> =>
+    guarded(async () => {
+      const { rank, size } = comm;
+      const t0 = now();
+      bus.emit({ type: 'compute-begin', t: t0, rank, step });
+      const loss = await model.forwardBackward(b.x, b.labels);
+      bus.emit({ type: 'compute-end', t: now(), rank, step });
+      if (!Number.isFinite(loss)) {
+        throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank}: the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${config.lr}).`, { step, rank });
+      }
+      const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, scaleBySize: config.scaleLr ?? false }, step);
+      const r = await dopt.step(lr);
+      step++;
+      epochExamples += size * config.batch;
+      const t1 = now();
+      trainMs += t1 - t0;
+      samples += b.size;
+      allreduceBytes += r.bytesSent;
+      lossSum += loss;
+      lossCount++;
+      const samplesPerS = ((samples * size) / trainMs) * 1000;
+      bus.emit({ type: 'train-step', t: t1, rank, size, step, epoch, loss, samples: b.size, samplesPerS, bytesSent: comm.stats.bytesSent });
+      args.onStep?.({ step, epoch, loss, samplesPerS, bytesSent: comm.stats.bytesSent });
+    });
+
+  /** Elastic: after each step the ranks agree on the newest membership any of them has seen; a newer one re-forms the ring. */
+  const membershipChanged = async (): Promise<boolean> => {
+    if (!elastic) return false;
+    let agreed = elastic.currentEpoch();
+    const ok = await guarded(async () => {
+      const r = await allreduce(comm, new Int32Array([elastic.latestEpoch()]), { op: 'max', name: 'membership-epoch', timeoutMs: config.timeoutMs });
+      agreed = r[0];
+    });
+    if (!ok) return true;
+    if (agreed <= elastic.currentEpoch()) return false;
+    await regroup(agreed);
+    return true;
+  };
+
   try {
     try {
-      // Replicas start identical: the root's weights, optimizer state and step everywhere.
-      if (args.resume && rank === 0) await restoreOnRoot(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint');
-      const start = await broadcast(comm, new Int32Array([rank === 0 ? (args.resume?.step ?? 0) : 0]), { root: 0, name: 'start-step' });
-      step = start[0];
-      await broadcastParameters(comm, model, { timeoutMs: config.timeoutMs });
-      await broadcastOptimizerState(comm, optimizer, { timeoutMs: config.timeoutMs });
+      if (args.resume && comm.rank === 0) {
+        await restoreOnRoot(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint');
+        step = args.resume.step;
+        epoch = args.resume.epoch;
+        const recorded = Number(args.resume.extra.epoch_examples);
+        epochExamples = Number.isFinite(recorded) ? recorded : 0;
+      }
+      // Replicas start identical: the root's position, weights and optimizer state everywhere.
+      await syncFromRoot();
 
-      while (step < totalSteps && !args.shouldStop?.()) {
-        const epoch = Math.floor(step / stepsPerEpoch);
-        lossSum = 0;
-        lossCount = 0;
-        const indices = sampler.indices(epoch);
+      training: while (step < stepLimit && epoch < (config.steps === undefined ? config.epochs : Infinity) && !args.shouldStop?.()) {
+        const startBatch = Math.floor(epochExamples / (comm.size * config.batch));
+        if (startBatch >= stepsPerEpoch) {
+          if (!(await guarded(evaluate))) continue;
+          epoch++;
+          epochExamples = 0;
+          lossSum = 0;
+          lossCount = 0;
+          if (comm.rank === 0) await checkpoint();
+          continue;
+        }
         // The sampler already shuffled by (seed, epoch): no second shuffle here, so the
         // ranks' batches at step t together are one big batch of the same examples.
-        for (const b of batches(train, { batchSize: config.batch, indices, startBatch: step % stepsPerEpoch })) {
-          const t0 = now();
-          bus.emit({ type: 'compute-begin', t: t0, rank, step });
-          const loss = await model.forwardBackward(b.x, b.labels);
-          bus.emit({ type: 'compute-end', t: now(), rank, step });
-          if (!Number.isFinite(loss)) {
-            throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank}: the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${config.lr}).`, { step, rank });
-          }
-          const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, scaleBySize: config.scaleLr ?? false }, step);
-          const r = await dopt.step(lr);
-          step++;
-          const t1 = now();
-          trainMs += t1 - t0;
-          samples += b.size;
-          allreduceBytes += r.bytesSent;
-          lossSum += loss;
-          lossCount++;
-          const samplesPerS = ((samples * size) / trainMs) * 1000;
-          bus.emit({ type: 'train-step', t: t1, rank, size, step, epoch, loss, samples: b.size, samplesPerS, bytesSent: comm.stats.bytesSent });
-          args.onStep?.({ step, epoch, loss, samplesPerS, bytesSent: comm.stats.bytesSent });
-          if (step >= totalSteps || args.shouldStop?.()) break;
-        }
-        if (step % stepsPerEpoch === 0 || step >= totalSteps) {
-          await evaluate(epoch);
-          if (rank === 0) await checkpoint();
+        for (const b of batches(train, { batchSize: config.batch, indices: sampler.indices(epoch), startBatch })) {
+          if (!(await trainStep(b))) continue training;
+          if (step >= stepLimit || args.shouldStop?.()) break training;
+          if (await membershipChanged()) continue training;
         }
       }
-      if (Number.isNaN(evaluation.accuracy)) await evaluate(Math.floor(step / stepsPerEpoch));
+      // Stopped mid-epoch (or before any evaluation): evaluate and save where training stopped.
+      if (Number.isNaN(evaluation.accuracy) || lossCount > 0) {
+        while (!(await guarded(evaluate))) {
+          // the ring re-formed during the evaluation: evaluate again on the new one
+        }
+        if (comm.rank === 0) await checkpoint();
+      }
       return result();
     } catch (err) {
-      const broken = isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted);
-      if (!broken) throw err;
+      if (!isBroken(err)) throw err;
       // The ring is gone; the weights are those of the last completed step on every survivor.
       const res = result(err);
-      const saver = Array.from({ length: size }, (_, r) => r).find((r) => !res.lostRanks.includes(r));
-      if (saver === rank) await checkpoint();
+      const saver = Array.from({ length: comm.size }, (_, r) => r).find((r) => !res.lostRanks.includes(r));
+      if (saver === comm.rank) await checkpoint();
       return res;
     }
   } finally {
     optimizer.destroy();
     model.destroy();
   }
+}
+
+function isBroken(err: unknown): err is RingtrainError {
+  return isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted);
 }
