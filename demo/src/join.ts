@@ -38,6 +38,7 @@ export function browserJoin(gpu: Gpu, params: { job: string; token: string }, bu
     const finished = trainDistributed({
       gpu,
       comm: session.comm,
+      elastic: session.elastic,
       train,
       test,
       config,
