@@ -149,6 +149,21 @@ describe('tensor fusion', () => {
   });
 });
 
+describe('overlapping collectives', () => {
+  it('run side by side on one communicator when every rank starts them in the same order', async () => {
+    const comms = createMemoryRing(3);
+    const out = await Promise.all(
+      comms.map((c, r) => Promise.all([allreduce(c, new Int32Array(50).fill(r), { name: 'a', segmentBytes: SEG }), allgather(c, Int32Array.of(r), { name: 'b' }), allreduce(c, new Int32Array(7).fill(1), { name: 'c', op: 'product' })])),
+    );
+    for (const [a, b, c] of out) {
+      expect(Array.from(a)).toEqual(new Array(50).fill(3));
+      expect(Array.from(b)).toEqual([0, 1, 2]);
+      expect(Array.from(c)).toEqual(new Array(7).fill(1));
+    }
+    comms.forEach((c) => c.close());
+  });
+});
+
 describe('events', () => {
   it('reports phases and every chunk with values in teaching mode', async () => {
     const comms = createMemoryRing(3, { teaching: true });
