@@ -5,7 +5,7 @@
  * under Deno.
  *
  * Tolerances (absolute, on inputs in [-1, 1]): f32 sums of K products carry
- * ~K·2⁻²⁴ relative error each, so matmul and column sums allow 2e-6·K + 1e-6;
+ * ~K·2⁻²⁴ relative error each, so matmul allows 2e-7·K + 2e-6 and column sums 2e-6·rows;
  * pointwise ops 1e-5 (GPU exp/tanh are not correctly rounded); f16 one ULP.
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
@@ -63,16 +63,43 @@ const variants: [boolean, boolean][] = [[false, false], [true, false], [false, t
 
 const matmulCases: OracleCase[] = matmulShapes.flatMap(([m, n, k]) =>
   variants.map(([ta, tb]) => ({
-    name: `matmul ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
+    name: `matmul tiled ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
     run: (gpu: Gpu) =>
       scoped(gpu, async (t) => {
         const A = rand(m * k);
         const B = rand(k * n);
         const c = t(gpu.storage(m * n));
-        gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb }));
-        return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), ref.matmulRef(A, B, m, n, k, ta, tb)), tol: 2e-6 * k + 1e-6 };
+        gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb, variant: 'tiled' }));
+        return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), ref.matmulRef(A, B, m, n, k, ta, tb)), tol: 2e-7 * k + 2e-6 };
       }),
   })),
+);
+
+/** The direct (no workgroup memory) kernel on vec4-aligned shapes, including partial 32×64 tiles. */
+const directShapes: [number, number, number][] = [
+  [1, 4, 4],
+  [4, 8, 36],
+  [7, 36, 132],
+  [36, 516, 20],
+  [129, 12, 512],
+];
+const directCases: OracleCase[] = directShapes.flatMap(([m, n, k]) =>
+  ([[false, false], [true, false], [false, true]] as [boolean, boolean][])
+    .filter(([ta]) => !ta || m % 4 === 0)
+    .map(([ta, tb]) => ({
+      name: `matmul direct ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
+      run: (gpu: Gpu) =>
+        scoped(gpu, async (t) => {
+          const A = rand(m * k);
+          const B = rand(k * n);
+          const bias = rand(n);
+          const c = t(gpu.storage(m * n));
+          const relu = m % 2 === 1; // odd m: also check the fused epilogue
+          gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb, variant: 'direct', bias: relu ? t(gpu.upload(bias)) : undefined, relu }));
+          const want = ref.matmulRef(A, B, m, n, k, ta, tb).map((v, i) => (relu ? Math.max(0, v + bias[i % n]) : v));
+          return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-7 * k + 2e-6 };
+        }),
+    })),
 );
 
 const fusedMatmulCases: OracleCase[] = [[7, 33, 129], [70, 130, 9]].map(([m, n, k]) => ({
@@ -83,9 +110,9 @@ const fusedMatmulCases: OracleCase[] = [[7, 33, 129], [70, 130, 9]].map(([m, n, 
       const B = rand(k * n);
       const bias = rand(n);
       const c = t(gpu.storage(m * n));
-      gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, bias: t(gpu.upload(bias)), relu: true }));
+      gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, bias: t(gpu.upload(bias)), relu: true, variant: 'tiled' }));
       const want = ref.matmulRef(A, B, m, n, k).map((v, i) => Math.max(0, v + bias[i % n]));
-      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-6 * k + 1e-6 };
+      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-7 * k + 2e-6 };
     }),
 }));
 
@@ -286,6 +313,7 @@ const mlpCases: OracleCase[] = (
 
 export const DENSE_CASES: OracleCase[] = [
   ...matmulCases,
+  ...directCases,
   ...fusedMatmulCases,
   ...biasCases,
   ...activationCases,

@@ -24,9 +24,36 @@ export interface MatmulOptions extends MatmulShape {
   bias?: Binding;
   /** Applies max(x, 0) after the bias. */
   relu?: boolean;
+  /** Which program: 'auto' (default) picks per adapter and shape; tests force one. */
+  variant?: MatmulVariant;
 }
 
+/**
+ * 'tiled' (matmul.wgsl): workgroup-memory tiles, any shape; the right kernel
+ * for GPUs. 'direct' (matmul_direct.wgsl): no workgroup memory, vec4 loads;
+ * faster where compute shaders run on a CPU (fallback adapters), needs the
+ * vec4 alignment `directFits` checks.
+ */
+export type MatmulVariant = 'auto' | 'tiled' | 'direct';
+
 export const MATMUL_TILE = 64;
+const DIRECT_TILE_ROWS = 32;
+const DIRECT_TILE_COLS = 64;
+
+export function directFits(o: MatmulShape): boolean {
+  if (o.transA && o.transB) return false;
+  if (o.n % 4 !== 0) return false;
+  return o.transA ? o.m % 4 === 0 : o.k % 4 === 0;
+}
+
+export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'direct' {
+  const want = o.variant ?? 'auto';
+  if (want === 'direct' && !directFits(o)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the direct kernel needs vec4-aligned shapes (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
+  }
+  if (want !== 'auto') return want;
+  return gpu.info.isFallbackAdapter && directFits(o) ? 'direct' : 'tiled';
+}
 
 export function checkDims(what: string, dims: Record<string, number>): void {
   for (const [name, v] of Object.entries(dims)) {
@@ -40,5 +67,9 @@ export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: Matm
   checkDims('matmul', { m: o.m, n: o.n, k: o.k });
   const dims = gpu.uniform([['u32', o.m], ['u32', o.n], ['u32', o.k], ['u32', 0]], 'matmul-dims');
   const constants = { TRANS_A: o.transA ? 1 : 0, TRANS_B: o.transB ? 1 : 0, HAS_BIAS: o.bias ? 1 : 0, RELU: o.relu ? 1 : 0 };
-  return gpu.plan('matmul', [dims, a, b, c, o.bias ?? gpu.dummy], [Math.ceil(o.n / MATMUL_TILE), Math.ceil(o.m / MATMUL_TILE)], { constants });
+  const bindings = [dims, a, b, c, o.bias ?? gpu.dummy];
+  if (chooseMatmulVariant(gpu, o) === 'direct') {
+    return gpu.plan('matmul_direct', bindings, [Math.ceil(o.n / DIRECT_TILE_COLS), Math.ceil(o.m / DIRECT_TILE_ROWS)], { constants });
+  }
+  return gpu.plan('matmul', bindings, [Math.ceil(o.n / MATMUL_TILE), Math.ceil(o.m / MATMUL_TILE)], { constants });
 }
