@@ -105,7 +105,9 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
   }
   svg.append(defs);
   if (d.size === 0) {
-    svg.append(el('text', { x: CENTER, y: CENTER, class: 'ring-empty', 'text-anchor': 'middle' }, 'no peers yet'));
+    // A short strip instead of an empty circle's worth of space.
+    svg.setAttribute('viewBox', `0 0 ${VIEW} 60`);
+    svg.append(el('text', { x: CENTER, y: 34, class: 'ring-empty', 'text-anchor': 'middle' }, 'No peers yet: open a job’s link to watch its ring.'));
     return;
   }
   if (d.size > 1) {
