@@ -77,6 +77,9 @@ describe('what the live ring draws', () => {
     expect(d.chunks).toHaveLength(1);
     expect(d.chunks[0].progress).toBeCloseTo(0.5);
     expect(d.description).toBe('3 peers in the ring; stalled: rank 2; left: rank 1');
+    expect(d.chunks[0].label).toBe('AG #0');
+    m.apply({ type: 'phase-begin', t: 170, rank: 0, id: 3, phase: 'allgather' });
+    expect(toDrawing(m.snapshot(170), 170).description).toContain('rank 0 in allgather');
   });
 });
 

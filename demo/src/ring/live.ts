@@ -9,6 +9,8 @@ import { h, svgElement } from '../dom.ts';
 import { formatRate, IN_FLIGHT_MAX_MS, RingModel, type RingSnapshot } from './model.ts';
 import { drawRing, type RingDrawing } from './svg.ts';
 
+const PHASE_TAG: Partial<Record<string, string>> = { 'reduce-scatter': 'RS ', allgather: 'AG ' };
+
 /** Redraws per second while chunks move; a software-rendered page has little CPU to spare. */
 const FPS = 12;
 
@@ -16,6 +18,8 @@ export function toDrawing(s: RingSnapshot, t: number): RingDrawing {
   const stalled = s.peers.filter((p) => p.stalledMs !== undefined && !p.lost).map((p) => p.rank);
   const lost = s.peers.filter((p) => p.lost).map((p) => p.rank);
   const parts = [`${s.size} peer${s.size === 1 ? '' : 's'} in the ring`];
+  const busy = s.peers.filter((p) => p.phase === 'reduce-scatter' || p.phase === 'allgather');
+  if (busy.length) parts.push(busy.map((p) => `rank ${p.rank} in ${p.phase}`).join(', '));
   if (stalled.length) parts.push(`stalled: rank ${stalled.join(', ')}`);
   if (lost.length) parts.push(`left: rank ${lost.join(', ')}`);
   return {
@@ -33,7 +37,8 @@ export function toDrawing(s: RingSnapshot, t: number): RingDrawing {
       to: c.to,
       phase: c.phase,
       progress: Math.min(1, (t - c.t) / IN_FLIGHT_MAX_MS),
-      label: `#${c.chunk}`,
+      // The phase in words too, not only in colour.
+      label: `${PHASE_TAG[c.phase] ?? ''}#${c.chunk}`,
     })),
     description: parts.join('; '),
   };
@@ -48,7 +53,7 @@ export function liveRingPanel(bus: EventBus): HTMLElement {
     { class: 'card', 'data-testid': 'ring', 'aria-labelledby': 'ring-title' },
     h('h2', { id: 'ring-title' }, 'The ring'),
     h('p', { class: 'intro' }, 'Each peer sends to its right-hand neighbour. Gradients are averaged in two phases: reduce-scatter (chunks are added up on their way round) and allgather (the summed chunks are passed on until every peer has them all).'),
-    h('figure', {}, svg, h('figcaption', {}, h('span', { class: 'legend' }, h('span', { class: 'swatch ph-rs' }), ' reduce-scatter ', h('span', { class: 'swatch ph-ag' }), ' allgather ', h('span', { class: 'swatch stalled' }), ' stalled peer'))),
+    h('figure', {}, svg, h('figcaption', {}, h('span', { class: 'legend' }, h('span', { class: 'swatch ph-rs' }), ' RS: reduce-scatter ', h('span', { class: 'swatch ph-ag' }), ' AG: allgather ', h('span', { class: 'swatch stalled' }), ' stalled peer'))),
     summary,
   );
 
