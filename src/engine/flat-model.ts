@@ -251,6 +251,8 @@ export abstract class FlatModel implements Model {
   }
 
   destroy(): void {
+    // Work already recorded (an optimizer step, say) must reach the queue while the buffers live.
+    if (this.gpu.alive) this.gpu.flush();
     for (const b of this.owned) b.destroy();
     this.owned.length = 0;
     this.plans.clear();

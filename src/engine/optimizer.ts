@@ -136,6 +136,7 @@ class FlatOptimizer implements Optimizer {
   }
 
   destroy(): void {
+    if (this.gpu.alive) this.gpu.flush();
     for (const b of Object.values(this.state)) b.destroy();
     this.uniform.destroy();
   }

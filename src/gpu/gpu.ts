@@ -98,6 +98,11 @@ export class Gpu {
     return this.failure !== null;
   }
 
+  /** Neither lost nor destroyed: calls will not throw DeviceLost. */
+  get alive(): boolean {
+    return this.failure === null && !this.destroyed;
+  }
+
   /** GPU buffers created so far (pool + uniforms + model buffers). */
   get allocations(): number {
     return this.pool.allocations;
