@@ -14,13 +14,6 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = 
   return node;
 }
 
-/** The element with this data-testid inside `root`, or an error naming it (a page bug, not a user error). */
-export function byTestId<T extends HTMLElement = HTMLElement>(root: ParentNode, id: string): T {
-  const found = root.querySelector<T>(`[data-testid="${id}"]`);
-  if (!found) throw new Error(`page bug: no element with data-testid="${id}"`);
-  return found;
-}
-
 export function svgElement(attrs: Attrs = {}): SVGSVGElement {
   const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
   for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== false) svg.setAttribute(k, String(v));

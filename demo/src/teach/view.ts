@@ -182,7 +182,7 @@ export function teachingView(record: Recorder): HTMLElement {
     }
   }
 
-  function fillTable(table: HTMLTableElement, rows: number[][], changed: Set<number>[] | undefined, kind: string, settled?: Set<number>[]): void {
+  function fillTable(table: HTMLTableElement, rows: number[][], changed: Set<number>[] | undefined, kind: TeachFrame['kind'], settled?: Set<number>[]): void {
     const length = rows[0]?.length ?? 0;
     const head = h('tr', {}, h('th', { scope: 'col' }, 'peer'));
     for (const s of spans) head.append(h('th', { scope: 'colgroup', colspan: s.count }, `chunk ${s.chunk}`));
@@ -191,7 +191,7 @@ export function teachingView(record: Recorder): HTMLElement {
       for (let i = 0; i < length; i++) {
         const hot = changed?.[r]?.has(i);
         const done = settled?.[r]?.has(i);
-        const classes = [hot ? `hot ${phaseClass(kind as 'reduce-scatter')}` : '', done ? 'settled' : '', chunkOf(spans, i) % 2 ? 'odd' : ''].filter(Boolean).join(' ');
+        const classes = [hot && kind !== 'start' ? `hot ${phaseClass(kind)}` : '', done ? 'settled' : '', chunkOf(spans, i) % 2 ? 'odd' : ''].filter(Boolean).join(' ');
         tr.append(h('td', { class: classes || undefined, title: done ? 'final: the sum over all peers' : undefined }, String(v[i])));
       }
       return tr;
