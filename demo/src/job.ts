@@ -112,14 +112,21 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u) 
   function show(j: PublicJobInfo): void {
     info = j;
     const t = now();
-    status.textContent = j.ready ? (j.started ? 'Training.' : 'Ready to start.') : `Waiting for peers: ${j.size} of at least ${j.config.minPeers}.`;
+    status.textContent = j.ready
+      ? j.started
+        ? 'Training.'
+        : 'Ready to start.'
+      : j.started
+        ? `${j.size} peer${j.size === 1 ? '' : 's'} now; the job needs ${j.config.minPeers} to train. The figures below are the last seen.`
+        : `Waiting for peers: ${j.size} of at least ${j.config.minPeers}.`;
     peerCount.textContent = String(j.size);
+    // Keep the last figures when peers leave, so a finished job still shows how far it got.
     const steps = j.peers.map((p) => p.progress?.step).filter((s): s is number => s !== undefined);
-    step.textContent = steps.length ? String(Math.min(...steps)) : '—';
+    if (steps.length) step.textContent = String(Math.min(...steps));
     const losses = j.peers.map((p) => p.progress?.loss).filter((l): l is number => l !== undefined);
-    loss.textContent = losses.length ? (losses.reduce((a, b) => a + b, 0) / losses.length).toFixed(4) : '—';
+    if (losses.length) loss.textContent = (losses.reduce((a, b) => a + b, 0) / losses.length).toFixed(4);
     const accs = j.peers.map((p) => p.progress?.testAccuracy).filter((a): a is number => a !== undefined);
-    accuracy.textContent = accs.length ? `${(Math.max(...accs) * 100).toFixed(1)}%` : '—';
+    if (accs.length) accuracy.textContent = `${(Math.max(...accs) * 100).toFixed(1)}%`;
     const hp = Object.entries(j.config.hyperparameters).map(([k, v]) => `${k} ${v}`).join(', ');
     config.replaceChildren(
       h('dt', {}, 'Model'),
