@@ -106,6 +106,30 @@ describe('adapter panel', () => {
   });
 });
 
+describe('a browser without WebGPU', () => {
+  it('says so, says what to do, keeps Join disabled with the reason, and still teaches', async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    // What a browser without WebGPU looks like to the page: no navigator.gpu.
+    await page.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }));
+    await page.goto(`${server.url}/?job=${JOB.id}&token=${JOB.token}`);
+    await page.waitForSelector('[data-testid=adapter][data-state=missing]', { timeout: 60_000 });
+    const text = (await page.textContent('[data-testid=adapter]')) ?? '';
+    expect(text).toContain('no WebGPU adapter');
+    expect(text).toContain('ERR_NO_ADAPTER');
+    expect(text).toMatch(/Chrome or Edge/);
+    const join = page.locator('[data-testid=join]');
+    await page.waitForFunction(() => (document.querySelector('[data-testid=join]') as HTMLElement | null)?.title.includes('WebGPU'));
+    expect(await join.isDisabled()).toBe(true);
+    expect(await page.isDisabled('[data-testid=train-local]')).toBe(true);
+    await page.waitForSelector('[data-testid=teach][data-state=ready]');
+    await screenshot(page, 'no-webgpu');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
+
 describe('predictions', () => {
   it('after training alone, the page shows test digits with guesses, and the pad guesses a digit', async () => {
     const { page, errors } = await openTab(browser, `${server.url}/?steps=5`);
