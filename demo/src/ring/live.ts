@@ -47,7 +47,8 @@ export function toDrawing(s: RingSnapshot, t: number): RingDrawing {
 export function liveRingPanel(bus: EventBus): HTMLElement {
   const model = new RingModel();
   const svg = svgElement({ class: 'ring-svg', 'data-testid': 'ring-svg' });
-  const summary = h('p', { class: 'ring-summary', 'data-testid': 'ring-summary', 'aria-live': 'polite' });
+  // Not a live region: it changes several times a second while training, which would drown a screen reader.
+  const summary = h('p', { class: 'ring-summary', 'data-testid': 'ring-summary' });
   const section = h(
     'section',
     { class: 'card', 'data-testid': 'ring', 'aria-labelledby': 'ring-title' },
@@ -66,7 +67,7 @@ export function liveRingPanel(bus: EventBus): HTMLElement {
     const drawing = toDrawing(snap, t);
     drawRing(svg, drawing);
     section.dataset.size = String(snap.size);
-    summary.textContent = drawing.description;
+    if (summary.textContent !== drawing.description) summary.textContent = drawing.description;
     // Keep animating while chunks fly or links still show recent throughput.
     const busy = snap.inFlight.length > 0 || snap.links.some((l) => l.bytesPerS > 0);
     if (busy || dirty) schedule();

@@ -12,6 +12,8 @@ const RADIUS = 140;
 const PEER_R = 30;
 /** How far a link bows out from the straight chord, so that 0->1 and 1->0 stay apart when N=2. */
 const BOW = 38;
+/** Distance of a link's rate label from the link. */
+const LABEL_GAP = 30;
 
 export interface DrawnPeer {
   rank: number;
@@ -68,8 +70,8 @@ function linkCurve(from: number, to: number, size: number): { p0: Pt; c: Pt; p1:
   const dx = b.x - a.x;
   const dy = b.y - a.y;
   const len = Math.hypot(dx, dy) || 1;
-  // Left normal of the direction of travel points away from the centre for a clockwise ring.
-  const c = { x: (a.x + b.x) / 2 - (dy / len) * BOW, y: (a.y + b.y) / 2 + (dx / len) * BOW };
+  // Ranks go clockwise on screen (y points down), so (dy, -dx) points away from the centre: links bulge outwards like a ring.
+  const c = { x: (a.x + b.x) / 2 + (dy / len) * BOW, y: (a.y + b.y) / 2 - (dx / len) * BOW };
   const trim = (p: Pt, by: number): Pt => {
     const ux = c.x - p.x;
     const uy = c.y - p.y;
@@ -116,8 +118,11 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
       const cls = phaseClass(link.phase);
       svg.append(el('path', { d: `M ${q.p0.x} ${q.p0.y} Q ${q.c.x} ${q.c.y} ${q.p1.x} ${q.p1.y}`, class: `link ${cls}`, 'marker-end': `url(#arrow-${cls})` }));
       if (link.label) {
+        // Beside the curve, on its outer side, so chunks travelling along it do not cover the rate.
         const m = bezier(q, 0.5);
-        const out = { x: m.x + (m.x - CENTER) * 0.16, y: m.y + (m.y - CENTER) * 0.16 };
+        const chord = { x: (q.p0.x + q.p1.x) / 2, y: (q.p0.y + q.p1.y) / 2 };
+        const len = Math.hypot(q.c.x - chord.x, q.c.y - chord.y) || 1;
+        const out = { x: m.x + ((q.c.x - chord.x) / len) * LABEL_GAP, y: m.y + ((q.c.y - chord.y) / len) * LABEL_GAP };
         svg.append(el('text', { x: out.x, y: out.y, class: 'link-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, link.label));
       }
     }
