@@ -66,13 +66,13 @@ async function joinFrom(page: Page): Promise<void> {
 const lossSeries = async (page: Page): Promise<number[]> => JSON.parse((await page.getAttribute('[data-testid=chart-loss]', 'data-values')) ?? '[]') as number[];
 
 describe('two tabs and a Deno worker train together', () => {
-  it(`all three reach step ${STEPS} in lockstep, the loss falls, and each tab shows a ring of 3`, { timeout: 400_000 }, async () => {
+  it(`all three reach step ${STEPS} in lockstep, the loss falls, and each tab shows a ring of 3`, { timeout: 600_000 }, async () => {
     const worker = denoWorker(JOBS[0]);
     try {
       const tabs = await Promise.all([0, 1].map(() => openTab(browser, `${server.url}/?job=${JOBS[0].id}&token=${JOBS[0].token}`)));
       for (const { page } of tabs) await joinFrom(page);
       for (const { page } of tabs) {
-        await page.waitForSelector('[data-testid=participate][data-state=joined]', { timeout: 120_000 });
+        await page.waitForSelector('[data-testid=participate][data-state=joined]', { timeout: 240_000 });
         await page.waitForSelector('[data-testid=ring][data-size="3"]', { timeout: 60_000 });
       }
       await tabs[0].page.waitForFunction(() => Number(document.querySelector('[data-testid=own-steps]')?.textContent) >= 3, undefined, { timeout: 120_000 });
@@ -85,7 +85,7 @@ describe('two tabs and a Deno worker train together', () => {
       await screenshot(tabs[0].page, 'join-tab-a-training');
 
       for (const { page } of tabs) {
-        await page.waitForSelector('[data-testid=participate][data-state=finished]', { timeout: 300_000 });
+        await page.waitForSelector('[data-testid=participate][data-state=finished]', { timeout: 400_000 });
         expect(await page.textContent('[data-testid=join-note]')).toContain(`Training finished: ${STEPS} steps`);
         expect(await page.textContent('[data-testid=own-steps]')).toBe(String(STEPS));
         const losses = await lossSeries(page);
@@ -109,12 +109,12 @@ describe('two tabs and a Deno worker train together', () => {
     }
   });
 
-  it('a tab closing mid-run stops the others with a message naming it', { timeout: 400_000 }, async () => {
+  it('a tab closing mid-run stops the others with a message naming it', { timeout: 600_000 }, async () => {
     const worker = denoWorker(JOBS[1]);
     try {
       const tabs = await Promise.all([0, 1].map(() => openTab(browser, `${server.url}/?job=${JOBS[1].id}&token=${JOBS[1].token}`)));
       for (const { page } of tabs) await joinFrom(page);
-      for (const { page } of tabs) await page.waitForFunction(() => Number(document.querySelector('[data-testid=own-steps]')?.textContent) >= 2, undefined, { timeout: 180_000 });
+      for (const { page } of tabs) await page.waitForFunction(() => Number(document.querySelector('[data-testid=own-steps]')?.textContent) >= 2, undefined, { timeout: 300_000 });
       const leaverRank = await tabs[1].page.getAttribute('[data-testid=participate]', 'data-rank');
       await tabs[1].page.close({ runBeforeUnload: true });
 

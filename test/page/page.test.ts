@@ -131,7 +131,7 @@ describe('a browser without WebGPU', () => {
 });
 
 describe('predictions', () => {
-  it('after training alone, the page shows test digits with guesses, and the pad guesses a digit', async () => {
+  it('after training alone, the page shows test digits with guesses, and the pad guesses a digit', { timeout: 360_000 }, async () => {
     const { page, errors } = await openTab(browser, `${server.url}/?steps=5`);
     await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
     // Before any model, the pad has nothing to guess with.
