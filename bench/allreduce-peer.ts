@@ -29,5 +29,5 @@ try {
   process.stdout.write(JSON.stringify({ rank, error: (e as Error).message }) + '\n');
   process.exitCode = 1;
 }
-comm.close();
-setTimeout(() => process.exit(), 200);
+await comm.close();
+process.exit();

@@ -65,7 +65,7 @@ export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
     const parsed = JSON.parse(line);
     if (parsed.error) {
       await Promise.race([Promise.all(ring.peers.map((p) => p.exited)), new Promise((r) => setTimeout(r, 2000))]);
-      const why = ring.peers.map((p) => `rank ${p.rank}: ${[...p.lines, ...p.stderr].join('').slice(-600)}`).join('\n');
+      const why = ring.peers.map((p) => `rank ${p.rank} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'still running'}): ${[...p.lines, ...p.stderr].join('').slice(-600)}`).join('\n');
       throw new RingtrainError(ErrorCode.Transport, `benchmark rank 0 failed: ${parsed.error}\n${why}`);
     }
     await Promise.all(ring.peers.map((p) => p.exited));

@@ -24,8 +24,12 @@ export interface Communicator {
   abort(err: RingtrainError): void;
   /** The error this communicator was aborted with, if any. */
   readonly error: RingtrainError | null;
-  /** Close every link. Other ranks see this rank leave cleanly. */
-  close(): void;
+  /**
+   * Leave cleanly: pending receives fail at once, bytes already queued still
+   * go out, then a goodbye that every peer acknowledges (so nothing sent
+   * before it is lost), then the links close. Resolves when they have.
+   */
+  close(): Promise<void>;
   readonly stats: { bytesSent: number; bytesReceived: number };
 }
 
@@ -56,8 +60,11 @@ interface Waiter {
   timer?: ReturnType<typeof setTimeout>;
 }
 
-/** How long close() waits for queued bytes to leave before it cuts the links. */
-const CLOSE_DRAIN_MS = 2000;
+/** How long close() waits for its goodbyes to be acknowledged before it cuts the links. */
+const CLOSE_TIMEOUT_MS = 5000;
+/** Goodbye frames: chunk 0 says "I am leaving", chunk 1 acknowledges one. */
+const GOODBYE = 0;
+const GOODBYE_ACK = 1;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -80,7 +87,10 @@ export class LinkCommunicator implements Communicator {
   private heartbeat?: ReturnType<typeof setInterval>;
   private lastTick = now();
   private idCounter = 0;
-  private closed = false;
+  /** Set by close(): new operations fail with it; queued bytes still leave. */
+  private closedError: RingtrainError | null = null;
+  private closing: Promise<void> | null = null;
+  private goodbyeAcks = new Map<number, () => void>();
   error: RingtrainError | null = null;
 
   constructor(
@@ -141,7 +151,7 @@ export class LinkCommunicator implements Communicator {
       if ((this.queuedEstimate.get(peer) ?? 0) + f.byteLength > this.opts.highWaterBytes) {
         let buffered = link.bufferedAmount();
         while (buffered > this.opts.highWaterBytes - f.byteLength) {
-          const failed = this.unusable(peer);
+          const failed = this.blocked(peer);
           if (failed) throw failed;
           await sleep(this.opts.pollMs);
           buffered = link.bufferedAmount();
@@ -149,7 +159,7 @@ export class LinkCommunicator implements Communicator {
         this.queuedEstimate.set(peer, buffered);
       }
       this.queuedEstimate.set(peer, (this.queuedEstimate.get(peer) ?? 0) + f.byteLength);
-      const failed = this.unusable(peer);
+      const failed = this.blocked(peer);
       if (failed) throw failed;
       try {
         link.send(f);
@@ -206,51 +216,50 @@ export class LinkCommunicator implements Communicator {
     }
   }
 
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
     clearInterval(this.heartbeat);
-    const bye = encodeFrames(FrameKind.Goodbye, { id: 0, step: 0, chunk: 0 }, new Uint8Array(0))[0];
-    for (const link of this.links.values()) {
-      try {
-        link.send(bye);
-      } catch {
-        // already down
-      }
-    }
-    const err = this.error ?? new RingtrainError(ErrorCode.Aborted, `rank ${this.rank}'s communicator was closed`, { rank: this.rank });
-    this.abortLocal(err);
-    // Let queued bytes (the goodbye included) drain before the links go down, for up to CLOSE_DRAIN_MS.
-    const deadline = now() + CLOSE_DRAIN_MS;
-    const shut = () => {
-      const busy = [...this.links.values()].some((l) => {
-        try {
-          return l.bufferedAmount() > 0;
-        } catch {
-          return false;
-        }
-      });
-      if (busy && now() < deadline) setTimeout(shut, 20);
-      else setTimeout(() => this.links.forEach((l) => l.close()), 50);
-    };
-    shut();
+    this.closedError = this.error ?? new RingtrainError(ErrorCode.Aborted, `rank ${this.rank}'s communicator is closed`, { rank: this.rank });
+    this.rejectWaiters(() => true, this.closedError);
+    const goodbyes = [...this.links.keys()].filter((p) => !this.departed.has(p)).map((p) => this.sayGoodbye(p));
+    this.closing = (async () => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.all(goodbyes), new Promise<void>((r) => (timer = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
+      clearTimeout(timer);
+      for (const link of this.links.values()) link.close();
+    })();
+    return this.closing;
+  }
+
+  /** Queues a goodbye behind everything already queued for `peer`; resolves when it is acknowledged or the link is gone. */
+  private sayGoodbye(peer: number): Promise<void> {
+    const acked = new Promise<void>((resolve) => this.goodbyeAcks.set(peer, resolve));
+    const bye = encodeFrames(FrameKind.Goodbye, { id: 0, step: 0, chunk: GOODBYE }, new Uint8Array(0));
+    const prev = this.sendChains.get(peer) ?? Promise.resolve();
+    prev.then(() => this.write(peer, bye)).catch(() => this.goodbyeAcks.get(peer)?.());
+    return acked;
   }
 
   /** Why an operation with `peer` cannot go ahead, or null if it can. */
   private unusable(peer: number): RingtrainError | null {
     if (this.error) return this.error;
-    if (this.closed) return new RingtrainError(ErrorCode.Aborted, `rank ${this.rank}'s communicator is closed`);
+    if (this.closedError) return this.closedError;
     if (peer === this.rank || !this.links.has(peer)) {
       return new RingtrainError(ErrorCode.InvalidArgument, `rank ${this.rank} has no link to rank ${peer} (size ${this.size})`);
     }
     return this.departed.get(peer) ?? null;
   }
 
-  private abortLocal(err: RingtrainError): void {
-    if (!this.error) this.error = err;
+  /** Why frames already queued for `peer` cannot go out (abort, or the peer left), or null. */
+  private blocked(peer: number): RingtrainError | null {
+    return this.error ?? this.departed.get(peer) ?? null;
+  }
+
+  private rejectWaiters(which: (w: Waiter) => boolean, err: RingtrainError): void {
     for (const [key, w] of this.waiters) {
+      if (!which(w)) continue;
       clearTimeout(w.timer);
-      w.reject(this.error);
+      w.reject(err);
       this.waiters.delete(key);
     }
   }
@@ -269,8 +278,18 @@ export class LinkCommunicator implements Communicator {
       case FrameKind.Heartbeat:
         return;
       case FrameKind.Goodbye:
+        if (f.chunk === GOODBYE_ACK) {
+          this.goodbyeAcks.get(peer)?.();
+          return;
+        }
         this.departed.set(peer, new RingtrainError(ErrorCode.PeerLost, `rank ${peer} closed its communicator and left the ring`, { peer, rank: this.rank }));
-        this.failWaitersOn(peer);
+        this.rejectWaiters((w) => w.peer === peer, this.departed.get(peer)!);
+        try {
+          // Everything it sent came before this (links are ordered): tell it so.
+          this.links.get(peer)!.send(GOODBYE_ACK_FRAME);
+        } catch {
+          // gone already
+        }
         return;
       case FrameKind.Abort:
         return this.onRemoteAbort(peer, f.payload);
@@ -317,28 +336,19 @@ export class LinkCommunicator implements Communicator {
   }
 
   private onLinkClosed(peer: number, reason?: Error): void {
-    if (this.closed || this.departed.has(peer)) return;
+    this.goodbyeAcks.get(peer)?.();
+    if (this.closing || this.departed.has(peer)) return;
     this.lose(peer, reason?.message ?? 'its link closed');
   }
 
   private lose(peer: number, reason: string): void {
-    if (this.error || this.closed) return;
+    if (this.error || this.closing) return;
     this.emitLost(peer, reason);
     this.abort(new RingtrainError(ErrorCode.PeerLost, `rank ${peer} went away (${reason}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`, { peer, rank: this.rank, reason }));
   }
 
   private emitLost(peer: number, reason: string): void {
     if (this.events.active) this.events.emit({ type: 'peer-lost', t: now(), rank: this.rank, peer, reason });
-  }
-
-  private failWaitersOn(peer: number): void {
-    const err = this.departed.get(peer)!;
-    for (const [key, w] of this.waiters) {
-      if (w.peer !== peer) continue;
-      clearTimeout(w.timer);
-      w.reject(err);
-      this.waiters.delete(key);
-    }
   }
 
   private tick(): void {
@@ -366,6 +376,7 @@ export class LinkCommunicator implements Communicator {
 }
 
 const HEARTBEAT = encodeFrames(FrameKind.Heartbeat, { id: 0, step: 0, chunk: 0 }, new Uint8Array(0))[0];
+const GOODBYE_ACK_FRAME = encodeFrames(FrameKind.Goodbye, { id: 0, step: 0, chunk: GOODBYE_ACK }, new Uint8Array(0))[0];
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

@@ -124,6 +124,18 @@ describe('a peer that goes away', () => {
     comms.forEach((c) => c.close());
   });
 
+  it('close delivers what was queued before it, then fails new operations', async () => {
+    const comms = createMemoryRing(2);
+    const big = new Uint8Array(1_000_000).fill(7);
+    const tag = { id: 99, step: 0, chunk: 0 };
+    void comms[0].send(1, tag, big).catch(() => {});
+    await comms[0].close();
+    expect((await comms[1].recv(0, tag, 1000)).byteLength).toBe(big.byteLength);
+    await expect(comms[0].send(1, tag, big)).rejects.toMatchObject({ code: 'ERR_ABORTED' });
+    await expect(comms[1].recv(0, { ...tag, id: 100 })).rejects.toMatchObject({ code: 'ERR_PEER_LOST' });
+    await comms[1].close();
+  });
+
   it('abort on one rank fails the others with its reason', async () => {
     const comms = createMemoryRing(3);
     const pending = settle([1, 2].map((r) => allreduce(comms[r], new Float32Array(3))));

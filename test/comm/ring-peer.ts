@@ -89,5 +89,5 @@ try {
 } catch (e) {
   out({ ok: false, error: (e as Error).message });
 }
-comm.close();
-setTimeout(() => process.exit(0), 200);
+await comm.close();
+process.exit(0);

@@ -14,7 +14,7 @@ async function rank(r: number, size: number, store: MemoryStore): Promise<unknow
   const half = await allreduce(comm, Float32Array.from({ length: 1000 }, (_, i) => i / 1000 + r), { name: 'fp16', op: 'average', compression: 'fp16' });
   const gathered = await allgather(comm, Int32Array.from({ length: r + 1 }, () => r), { name: 'gather' });
   const root = await broadcast(comm, Int32Array.of(r * 10, r * 10 + 1), { name: 'bcast', root: size - 1 });
-  comm.close();
+  await comm.close();
   return { first: sum[0], last: sum[sum.length - 1], half500: half[500], gathered: Array.from(gathered), root: Array.from(root) };
 }
 
