@@ -1,0 +1,62 @@
+/**
+ * Runs the data-parallel equivalence experiment under the current runtime
+ * (Deno, spawned by equivalence.test.ts) and prints one JSON line. For each
+ * N it trains one rank at batch N·B and N ranks at batch B (real trainer, real
+ * ring-allreduce over memory links, each rank its own model on the real WebGPU
+ * adapter) and reports how far apart the final weights are.
+ *
+ * Usage: deno run -A test/distributed/equivalence-run.ts STEPS BATCH N [N …]
+ */
+import { createMemoryRing } from '../../src/comm/rings.ts';
+import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
+import { makeDataset } from '../../src/data/dataset.ts';
+import { loadMnist } from '../../src/data/mnist.node.ts';
+import { trainDistributed, type DistributedTrainConfig } from '../../src/distributed/trainer.ts';
+import { acquireGpu } from '../../src/gpu/device.ts';
+
+const [steps, batch, ...ns] = (globalThis as unknown as { Deno: { args: string[] } }).Deno.args.map(Number);
+const gpu = await acquireGpu();
+const mnist = await loadMnist();
+// 960 examples divide evenly by 1, 2 and 4 ranks and by the batches used.
+const n = 960;
+const px = 784;
+const train = makeDataset({ images: mnist.train.images.slice(0, n * px), labels: mnist.train.labels.slice(0, n), height: 28, width: 28, classes: 10 });
+const test = makeDataset({ images: mnist.test.images.slice(0, 200 * px), labels: mnist.test.labels.slice(0, 200), height: 28, width: 28, classes: 10 });
+
+function config(b: number, s = steps, lr = 0.1): DistributedTrainConfig {
+  return { model: 'mlp', optimizer: 'sgd', epochs: 1, batch: b, lr, momentum: 0, weightDecay: 0, seed: 7, steps: s };
+}
+
+async function trainRing(size: number, cfg: DistributedTrainConfig) {
+  const comms = createMemoryRing(size);
+  let final: TrainingCheckpoint | undefined;
+  const results = await Promise.all(comms.map((comm) => trainDistributed({ gpu, comm, train, test, config: cfg, onCheckpoint: (c) => void (final = c) })));
+  comms.forEach((c) => c.close());
+  const params = Float32Array.from(Object.values(final!.params).flatMap((t) => Array.from(t.data)));
+  return { params, steps: results.map((r) => r.steps), accuracies: results.map((r) => r.testAccuracy) };
+}
+
+function maxRelativeDifference(a: Float32Array, b: Float32Array): number {
+  if (a.length !== b.length) return Infinity;
+  let worst = 0;
+  // Relative to the weight's own size, floored so weights near zero compare absolutely.
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]) / Math.max(Math.abs(b[i]), 1e-2));
+  return worst;
+}
+
+// The starting weights: one step at a vanishing learning rate.
+const initial = (await trainRing(1, config(batch, 1, 1e-12))).params;
+const out = [];
+for (const size of ns) {
+  const single = await trainRing(1, config(size * batch));
+  const ring = await trainRing(size, config(batch));
+  out.push({
+    size,
+    steps: ring.steps,
+    movedFromInitial: maxRelativeDifference(single.params, initial),
+    maxRelDiff: maxRelativeDifference(ring.params, single.params),
+    accuracies: ring.accuracies,
+  });
+}
+console.log(JSON.stringify({ runtime: gpu.info.runtime, adapter: gpu.info.description, results: out }));
+gpu.destroy();
