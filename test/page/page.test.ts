@@ -167,11 +167,13 @@ describe('a live job', () => {
       // Progress as workers report it: lockstep steps and a falling loss.
       const losses = [2.3, 1.9, 1.4, 1.0];
       for (let step = 1; step <= losses.length; step++) {
-        for (const c of clients) c.reportProgress({ step, loss: losses[step - 1], samplesPerS: 100 });
+        for (const c of clients) c.reportProgress({ step, loss: losses[step - 1], samplesPerS: 100, allreduceBytes: step * 2_000_000 });
         await page.waitForSelector(`[data-testid=step]:text("${step}")`);
       }
       expect(Number(await page.textContent('[data-testid=loss]'))).toBeCloseTo(losses[losses.length - 1], 4);
       await page.waitForSelector(`[data-testid=chart-loss][data-points="${losses.length}"]`);
+      // Each rank's reported bytes are its outgoing link's traffic: the ring labels its links with rates.
+      await page.waitForFunction(() => /[kM]B\/s$/.test(document.querySelector('[data-testid=ring-svg] .link-label')?.textContent ?? ''));
       const peerRows = await page.$$eval('[data-testid=peers] tbody tr', (rows) => rows.map((r) => r.textContent ?? ''));
       expect(peerRows.map((r) => ['alpha', 'beta', 'gamma'].find((n) => r.includes(n)))).toEqual(['alpha', 'beta', 'gamma']);
       // Join stays disabled, saying why, until the browser can join.

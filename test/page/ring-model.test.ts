@@ -98,3 +98,22 @@ describe('links this tab only receives on', () => {
     expect(s.links[1].bytesPerS).toBeCloseTo((40 * 1000) / THROUGHPUT_WINDOW_MS);
   });
 });
+
+describe('links between other machines', () => {
+  it('get their rate from the bytes each rank reports sending, and forget them in a new epoch', () => {
+    const m = new RingModel();
+    const peers = [0, 1, 2].map((rank) => ({ rank, id: `p${rank}` }));
+    m.apply({ type: 'membership', t: 0, rank: -1, size: 3, epoch: 1, peers });
+    const step = (t: number, rank: number, bytesSent: number) =>
+      m.apply({ type: 'train-step', t, rank, size: 3, step: 1, epoch: 0, loss: 1, samples: 32, samplesPerS: 10, bytesSent });
+    step(0, 1, 1_000_000);
+    step(1000, 1, 1_400_000);
+    let s = m.snapshot(1000);
+    expect(s.links.map((l) => l.bytesPerS)).toEqual([0, (400_000 * 1000) / THROUGHPUT_WINDOW_MS, 0]);
+    expect(s.links[1].phase).toBeUndefined();
+    m.apply({ type: 'membership', t: 1500, rank: -1, size: 2, epoch: 2, peers: peers.slice(0, 2) });
+    step(1600, 1, 50);
+    s = m.snapshot(1600 + THROUGHPUT_WINDOW_MS + 1);
+    expect(s.links.every((l) => l.bytesPerS === 0)).toBe(true);
+  });
+});

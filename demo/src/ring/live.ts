@@ -31,7 +31,7 @@ export function toDrawing(s: RingSnapshot, t: number): RingDrawing {
       stalled: p.stalledMs !== undefined,
       lost: p.lost !== undefined,
     })),
-    links: s.links.map((l) => ({ from: l.from, to: l.to, phase: l.phase, label: l.bytesPerS > 0 ? formatRate(l.bytesPerS) : undefined })),
+    links: s.links.map((l) => ({ from: l.from, to: l.to, phase: l.phase, active: l.bytesPerS > 0, label: l.bytesPerS > 0 ? formatRate(l.bytesPerS) : undefined })),
     chunks: s.inFlight.map((c) => ({
       from: c.from,
       to: c.to,

@@ -59,9 +59,12 @@ function chunkKey(e: { id: number; phase: Phase; step: number; from: number; to:
 export class RingModel {
   size = 0;
   self?: number;
+  private epoch = -1;
   private peers = new Map<number, PeerState>();
   private sent = new Map<string, { t: number; bytes: number }[]>();
-  private linkPhase = new Map<string, Phase>();
+  private linkPhase = new Map<string, Phase | undefined>();
+  /** Last cumulative bytes-sent a rank reported (train-step), for ranks whose chunks we never see. */
+  private reportedBytes = new Map<number, number>();
   private flying = new Map<string, ChunkInFlight>();
   /** Ranks whose own chunk-send events reach us (this tab, or every virtual peer in teaching mode). */
   private sendersSeen = new Set<number>();
@@ -69,6 +72,9 @@ export class RingModel {
   apply(e: RingEvent): void {
     switch (e.type) {
       case 'membership':
+        // Ranks are renumbered in a new epoch: old byte counts belong to other peers now.
+        if (e.epoch !== this.epoch) this.reportedBytes.clear();
+        this.epoch = e.epoch;
         this.size = e.size;
         this.self = e.rank;
         this.peers = new Map(e.peers.map((p) => [p.rank, { rank: p.rank, id: p.id, runtime: p.runtime }]));
@@ -89,6 +95,15 @@ export class RingModel {
         this.countBytes(e.from, e.to, e.t, e.bytes, e.phase);
         this.flying.set(chunkKey(e), { key: chunkKey(e), from: e.from, to: e.to, chunk: e.chunk, phase: e.phase, t: e.t, bytes: e.bytes });
         this.peer(e.from).stalledMs = undefined;
+        break;
+      }
+      case 'train-step': {
+        // Another machine's rank (its progress relayed by the server): in a ring it sends only to its
+        // right-hand neighbour, so what it reports sending is that link's traffic. The phase is unknown.
+        if (this.sendersSeen.has(e.rank) || this.size < 2) break;
+        const before = this.reportedBytes.get(e.rank);
+        this.reportedBytes.set(e.rank, e.bytesSent);
+        if (before !== undefined && e.bytesSent > before) this.countBytes(e.rank, (e.rank + 1) % this.size, e.t, e.bytesSent - before, undefined);
         break;
       }
       case 'chunk-recv':
@@ -127,7 +142,7 @@ export class RingModel {
     return { size: this.size, self: this.self, peers, links, inFlight: [...this.flying.values()] };
   }
 
-  private countBytes(from: number, to: number, t: number, bytes: number, phase: Phase): void {
+  private countBytes(from: number, to: number, t: number, bytes: number, phase: Phase | undefined): void {
     const k = linkKey(from, to);
     const window = this.sent.get(k) ?? [];
     window.push({ t, bytes });

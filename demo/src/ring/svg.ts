@@ -28,6 +28,8 @@ export interface DrawnLink {
   to: number;
   label?: string;
   phase?: Phase;
+  /** Carrying bytes even though its phase is unknown (progress relayed by the server). */
+  active?: boolean;
 }
 
 export interface DrawnChunk {
@@ -115,7 +117,7 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
   if (d.size > 1) {
     for (const link of d.links) {
       const q = linkCurve(link.from, link.to, d.size);
-      const cls = phaseClass(link.phase);
+      const cls = link.phase === undefined && link.active ? 'ph-other' : phaseClass(link.phase);
       svg.append(el('path', { d: `M ${q.p0.x} ${q.p0.y} Q ${q.c.x} ${q.c.y} ${q.p1.x} ${q.p1.y}`, class: `link ${cls}`, 'marker-end': `url(#arrow-${cls})` }));
       if (link.label) {
         // Beside the curve, on its outer side, so chunks travelling along it do not cover the rate.
