@@ -45,6 +45,17 @@ describe('optimizer state', () => {
     });
   }
 
+  it('destroying a model right after a step leaves the device usable (recorded work is flushed first)', async () => {
+    const model = createModel(gpu, { kind: 'mlp', hidden: [4], inputSize: 4, classes: 2 });
+    const opt = createOptimizer(model, { kind: 'adamw' });
+    await model.forwardBackward(new Float32Array(8), [0, 1]);
+    opt.step();
+    opt.destroy();
+    model.destroy();
+    await gpu.sync();
+    expect(gpu.alive).toBe(true);
+  });
+
   it('step(lr) changes the learning rate: lr 0 leaves SGD parameters unchanged', async () => {
     const model = createModel(gpu, { kind: 'mlp', hidden: [4], inputSize: 4, classes: 2 });
     const opt = createOptimizer(model, { kind: 'sgd', lr: 0.5, momentum: 0 });
