@@ -60,7 +60,7 @@ export function runCommand(): Command {
     .option('--timeline <path>', 'write a Chrome-trace timeline of all ranks here (open it in Perfetto)')
     .option('--port <n>', 'port of the signaling server (0 picks a free one)', '0')
     .option('--host <addr>', 'address the server listens on', '127.0.0.1')
-    .option('--serve-page', 'serve the page and print the address where a browser can join', false)
+    .option('--serve-page', 'serve the page, print the address where a browser can watch or join, and keep serving after training until Ctrl-C', false)
     .option('--extra-peers <n>', 'places for peers beyond the local workers (browser tabs)', '0')
     .option('--fp16', 'send gradients as float16 (half the bytes)', false)
     .option('--elastic', 'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping', false)
@@ -189,6 +189,11 @@ async function launch(o: RunOptions): Promise<number> {
   const codes = await Promise.all(workers.map((w) => w.exit!));
   bar?.stop();
   for (const l of lastLines) await say(l);
+  if (o.servePage) {
+    // The demo: training is over, but whoever opened the page can still look at the job.
+    await say(`ringtrain: training finished; the page stays up at ${server.url} until Ctrl-C`);
+    await untilInterrupted();
+  }
   await server.close();
 
   const results = workers.map((w) => w.result).filter((r): r is Record<string, unknown> => !!r);
@@ -230,6 +235,18 @@ async function launch(o: RunOptions): Promise<number> {
     else await say(`done: ${summary.steps} steps on ${summary.size} peers, test accuracy ${(Number(summary.test_accuracy) * 100).toFixed(2)}%, ${Math.round(Number(summary.samples_per_s))} samples/s`);
   }
   return failed.length === 0 && rank0 ? 0 : 1;
+}
+
+function untilInterrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
 }
 
 function writeTimeline(path: string, parts: number): void {
