@@ -82,7 +82,6 @@ export function runCommand(): Command {
         warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
         backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
       };
-      if (o.data) throw new RingtrainError(ErrorCode.InvalidArgument, '--data is not supported by run yet: workers train on the bundled MNIST digits. Use ringtrain train --data for IDX files.');
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
@@ -115,6 +114,7 @@ function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunO
   if (o.save) args.push('--save', o.save);
   if (o.resume) args.push('--resume', o.resume);
   if (o.timeline) args.push('--timeline', `${o.timeline}.part${index}`);
+  if (o.data) args.push('--data', o.data);
   const child = spawn(exe, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const w: WorkerState = { index, child, stderrTail: [] };
   let partial = '';

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus } from '../core/events.ts';
 import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
+import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
 import { init } from '../distributed/session.node.ts';
@@ -33,6 +34,7 @@ const WorkerOptionsSchema = z.object({
   resume: z.string().min(1).optional(),
   recovery: z.string().min(1).optional(),
   timeline: z.string().min(1).optional(),
+  data: z.string().min(1).optional(),
   events: z.boolean().default(false),
   json: z.boolean().default(false),
 });
@@ -50,6 +52,7 @@ export function workerCommand(): Command {
     .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
     .option('--recovery <path>', 'where a survivor saves the last good state if the ring breaks (default: --save, else ringtrain-recovery.safetensors)')
     .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
+    .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
     .option('--json', 'print one JSON result line on stdout at the end', false)
     .action(async (raw: Record<string, unknown>) => {
@@ -72,7 +75,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   const emit = (obj: Record<string, unknown>) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
   // Fail on a bad checkpoint or missing data before taking a place in the ring.
   const resume = o.resume ? loadCheckpoint(o.resume) : undefined;
-  const data = await loadMnist();
+  const data = o.data ? { train: await loadIdxSplit(o.data, 'train'), test: await loadIdxSplit(o.data, 't10k') } : await loadMnist();
   const gpu = await acquireGpu();
   const bus = new EventBus();
   const timeline = o.timeline ? new TimelineRecorder() : undefined;
