@@ -13,16 +13,21 @@ import { type ConvShape, checkConvShape, convSizes } from './conv2d_reference.ts
 
 export { type ConvShape, convOutSize, convSizes, samePadding } from './conv2d_reference.ts';
 
-/** Output (or input) channels one thread of forward (backward_input) computes. */
+/** Output channels one thread of conv2d_forward computes (its vec4 accumulators). */
 const CHANNEL_BLOCK = 4;
+/** Output pixels one thread of conv2d_forward computes along x. */
+const PIXEL_BLOCK = 8;
 const WORKGROUP = 64;
-/** The widest kernel row conv2d_backward_weight.wgsl keeps in registers. */
-export const MAX_KERNEL_WIDTH = 11;
+/** conv2d_backward_weight keeps one kernel row (up to 8 taps) in named registers. */
+export const MAX_KERNEL_WIDTH = 8;
 
 function checked(s: ConvShape): { oh: number; ow: number } {
   const o = checkConvShape(s);
   if (s.kw > MAX_KERNEL_WIDTH) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `conv2d: kernels up to ${MAX_KERNEL_WIDTH} wide are supported, got ${s.kw}`, { shape: { ...s } });
+  }
+  if (s.pad >= s.kh || s.pad >= s.kw) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `conv2d: pad ${s.pad} must be smaller than the kernel (${s.kh}x${s.kw}); more padding only adds zero borders`, { shape: { ...s } });
   }
   return o;
 }
@@ -47,11 +52,10 @@ export function checkBindings(kernel: string, bindings: Record<string, [Binding,
   }
 }
 
-function shapeUniform(gpu: Gpu, s: ConvShape, oh: number, ow: number, label: string): GPUBuffer {
-  return gpu.uniform(
-    [['u32', s.n], ['u32', s.cin], ['u32', s.h], ['u32', s.w], ['u32', s.cout], ['u32', s.kh], ['u32', s.kw], ['u32', s.pad], ['u32', oh], ['u32', ow], ['u32', 0], ['u32', 0]],
-    label,
-  );
+type ShaderDims = [n: number, cin: number, h: number, w: number, cout: number, kh: number, kw: number, padY: number, padX: number, oh: number, ow: number];
+
+function shapeUniform(gpu: Gpu, dims: ShaderDims, label: string): GPUBuffer {
+  return gpu.uniform([...dims, 0].map((v) => ['u32', v] as ['u32', number]), label);
 }
 
 /** y[n, cout, oh, ow] = conv(x[n, cin, h, w], weight[cout, cin, kh, kw]) + bias[cout]. */
@@ -59,17 +63,27 @@ export function planConv2dForward(gpu: Gpu, s: ConvShape, x: Binding, weight: Bi
   const { oh, ow } = checked(s);
   const sz = convSizes(s);
   checkBindings('conv2d forward', { x: [x, sz.x], weight: [weight, sz.weight], bias: [bias, sz.bias], y: [y, sz.y] }, { shape: { ...s } });
-  const params = shapeUniform(gpu, s, oh, ow, 'conv2d-forward-shape');
-  return gpu.plan('conv2d_forward', [params, x, weight, bias, y], [Math.ceil((s.n * oh * ow) / WORKGROUP), Math.ceil(s.cout / CHANNEL_BLOCK)]);
+  const params = shapeUniform(gpu, [s.n, s.cin, s.h, s.w, s.cout, s.kh, s.kw, s.pad, s.pad, oh, ow], 'conv2d-forward-shape');
+  const tiles = s.n * oh * Math.ceil(ow / PIXEL_BLOCK);
+  return gpu.plan('conv2d_forward', [params, x, weight, bias, y], [Math.ceil(tiles / WORKGROUP), Math.ceil(s.cout / CHANNEL_BLOCK)], {
+    constants: { FLIP: 0, HAS_BIAS: 1 },
+  });
 }
 
-/** dx[n, cin, h, w] from dy[n, cout, oh, ow] and weight[cout, cin, kh, kw]. Overwrites dx. */
+/**
+ * dx[n, cin, h, w] from dy[n, cout, oh, ow] and weight[cout, cin, kh, kw]. Overwrites dx.
+ * Runs the forward kernel on the transposed problem: dy convolved with the
+ * rotated, channel-swapped kernel, padded by kh-1-pad rows and kw-1-pad columns.
+ */
 export function planConv2dBackwardInput(gpu: Gpu, s: ConvShape, dy: Binding, weight: Binding, dx: Binding): Dispatch {
   const { oh, ow } = checked(s);
   const sz = convSizes(s);
   checkBindings('conv2d backward input', { dy: [dy, sz.y], weight: [weight, sz.weight], dx: [dx, sz.x] }, { shape: { ...s } });
-  const params = shapeUniform(gpu, s, oh, ow, 'conv2d-backward-input-shape');
-  return gpu.plan('conv2d_backward_input', [params, dy, weight, dx], [Math.ceil((s.n * s.h * s.w) / WORKGROUP), Math.ceil(s.cin / CHANNEL_BLOCK)]);
+  const params = shapeUniform(gpu, [s.n, s.cout, oh, ow, s.cin, s.kh, s.kw, s.kh - 1 - s.pad, s.kw - 1 - s.pad, s.h, s.w], 'conv2d-backward-input-shape');
+  const tiles = s.n * s.h * Math.ceil(s.w / PIXEL_BLOCK);
+  return gpu.plan('conv2d_forward', [params, dy, weight, gpu.dummy, dx], [Math.ceil(tiles / WORKGROUP), Math.ceil(s.cin / CHANNEL_BLOCK)], {
+    constants: { FLIP: 1, HAS_BIAS: 0 },
+  });
 }
 
 /** dweight[cout, cin, kh, kw] and dbias[cout] from dy and x, summed over the batch. Overwrites both. */
@@ -77,8 +91,7 @@ export function planConv2dBackwardWeight(gpu: Gpu, s: ConvShape, dy: Binding, x:
   const { oh, ow } = checked(s);
   const sz = convSizes(s);
   checkBindings('conv2d backward weight', { dy: [dy, sz.y], x: [x, sz.x], dweight: [dweight, sz.weight], dbias: [dbias, sz.bias] }, { shape: { ...s } });
-  const params = shapeUniform(gpu, s, oh, ow, 'conv2d-backward-weight-shape');
+  const params = shapeUniform(gpu, [s.n, s.cin, s.h, s.w, s.cout, s.kh, s.kw, s.pad, s.pad, oh, ow], 'conv2d-backward-weight-shape');
   // One workgroup per kernel row (cout*cin*kh of them), then one per bias entry.
-  const rows = s.cout * s.cin * s.kh + s.cout;
-  return gpu.plan('conv2d_backward_weight', [params, dy, x, dweight, dbias], linearGroups(rows, 1));
+  return gpu.plan('conv2d_backward_weight', [params, dy, x, dweight, dbias], linearGroups(s.cout * s.cin * s.kh + s.cout, 1));
 }
