@@ -68,6 +68,12 @@ describe('teaching mode', () => {
     await page.focus('[data-testid=teach-step]');
     await page.keyboard.press('Space');
     expect(await page.getAttribute('[data-testid=teach-result]', 'data-agree')).toBe('true');
+    // Arrow keys step back and forth too.
+    await page.keyboard.press('ArrowLeft');
+    await page.keyboard.press('ArrowLeft');
+    expect(await page.getAttribute('[data-testid=teach]', 'data-frame')).toBe(String(clicks - 2));
+    await page.keyboard.press('ArrowRight');
+    expect(await page.getAttribute('[data-testid=teach]', 'data-frame')).toBe(String(clicks - 1));
     expect(errors).toEqual([]);
     await page.close();
   });

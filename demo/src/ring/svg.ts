@@ -10,6 +10,9 @@ const VIEW = 420;
 const CENTER = VIEW / 2;
 const RADIUS = 140;
 const PEER_R = 30;
+/** Smaller circles from this many peers on, so that short links still show. */
+const CROWDED = 6;
+const peerRadius = (size: number) => (size >= CROWDED ? 22 : PEER_R);
 /** How far a link bows out from the straight chord, so that 0->1 and 1->0 stay apart when N=2. */
 const BOW = 38;
 /** Distance of a link's rate label from the link. */
@@ -80,7 +83,8 @@ function linkCurve(from: number, to: number, size: number): { p0: Pt; c: Pt; p1:
     const l = Math.hypot(ux, uy) || 1;
     return { x: p.x + (ux / l) * by, y: p.y + (uy / l) * by };
   };
-  return { p0: trim(a, PEER_R + 2), c, p1: trim(b, PEER_R + 8) };
+  const r = peerRadius(size);
+  return { p0: trim(a, r + 2), c, p1: trim(b, r + 8) };
 }
 
 function bezier(q: { p0: Pt; c: Pt; p1: Pt }, t: number): Pt {
@@ -134,12 +138,13 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
     const peer = d.peers.find((x) => x.rank === r) ?? { rank: r };
     const classes = ['peer', peer.stalled ? 'stalled' : '', peer.lost ? 'lost' : '', d.self === r ? 'self' : ''].filter(Boolean).join(' ');
     const g = el('g', { class: classes, 'data-rank': r });
-    g.append(el('circle', { cx: p.x, cy: p.y, r: PEER_R }));
-    g.append(el('text', { x: p.x, y: peer.sub ? p.y - 4 : p.y + 1, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-name' }, `rank ${r}`));
+    g.append(el('circle', { cx: p.x, cy: p.y, r: peerRadius(d.size) }));
+    const name = d.size >= CROWDED ? String(r) : `rank ${r}`;
+    g.append(el('text', { x: p.x, y: peer.sub ? p.y - 4 : p.y + 1, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-name' }, name));
     if (peer.sub) g.append(el('text', { x: p.x, y: p.y + 12, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-sub' }, peer.sub));
     const flag = peer.lost ? 'left' : peer.stalled ? 'stalled' : d.self === r ? 'this tab' : '';
     if (flag) {
-      const below = { x: p.x, y: p.y + PEER_R + 14 };
+      const below = { x: p.x, y: p.y + peerRadius(d.size) + 14 };
       g.append(el('text', { x: below.x, y: below.y, 'text-anchor': 'middle', class: 'peer-flag' }, flag));
     }
     svg.append(g);

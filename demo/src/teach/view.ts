@@ -57,7 +57,7 @@ export function teachingView(record: Recorder): HTMLElement {
     'section',
     { class: 'card teach', 'data-testid': 'teach', 'aria-labelledby': 'teach-title' },
     h('h2', { id: 'teach-title' }, 'Teaching mode: ring-allreduce, step by step'),
-    h('p', { class: 'intro' }, 'Virtual peers inside this tab run the same ring-allreduce code the real peers use, over an in-memory transport, on small whole numbers. Replay what they did.'),
+    h('p', { class: 'intro' }, 'Virtual peers inside this tab run the same ring-allreduce code the real peers use, over an in-memory transport, on small whole numbers. Replay what they did (the arrow keys step too).'),
     h(
       'div',
       { class: 'controls', role: 'group', 'aria-label': 'Teaching controls' },
@@ -98,6 +98,8 @@ export function teachingView(record: Recorder): HTMLElement {
   let at = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let seed = 1;
+  /** Only the latest run may show its frames (the user can start another before one ends). */
+  let runId = 0;
 
   const playing = () => timer !== undefined;
   function stop(): void {
@@ -119,14 +121,18 @@ export function teachingView(record: Recorder): HTMLElement {
     const size = Number(peersSelect.value);
     root.dataset.state = 'running';
     result.textContent = `Running the allreduce on ${size} virtual peers…`;
+    const mine = ++runId;
     try {
-      rec = await record(size, seed++);
+      const recorded = await record(size, seed++);
+      if (mine !== runId) return;
+      rec = recorded;
       frames = buildFrames(rec);
       spans = chunkSpans(rec);
       at = 0;
       root.dataset.state = 'ready';
       render();
     } catch (err) {
+      if (mine !== runId) return;
       root.dataset.state = 'error';
       result.textContent = `The allreduce failed: ${err instanceof Error ? err.message : String(err)}`;
     }
@@ -139,13 +145,18 @@ export function teachingView(record: Recorder): HTMLElement {
     const last = at === frames.length - 1;
     position.textContent = `Step ${at} of ${frames.length - 1}`;
     captionEl.textContent = caption(frame, size, last);
+    // A button that disables itself would drop keyboard focus on the floor: hand it to the other one.
+    const focused = document.activeElement;
     backBtn.disabled = at === 0;
     stepBtn.disabled = last;
+    if (focused === stepBtn && last) backBtn.focus();
+    if (focused === backBtn && at === 0) stepBtn.focus();
     playBtn.disabled = last && !playing();
     root.dataset.frame = String(at);
     root.dataset.phase = frame.kind;
 
-    const chunks: DrawnChunk[] = frame.transfers.map((t) => ({ from: t.from, to: t.to, progress: 0.55, phase: frame.kind === 'start' ? 'negotiate' : frame.kind, label: `#${t.chunk} [${t.values.join(',')}]` }));
+    // With many peers the numbers do not fit on the ring; the list beside it has them all.
+    const chunks: DrawnChunk[] = frame.transfers.map((t) => ({ from: t.from, to: t.to, progress: 0.55, phase: frame.kind === 'start' ? 'negotiate' : frame.kind, label: size <= 5 ? `#${t.chunk} [${t.values.join(',')}]` : `#${t.chunk}` }));
     drawRing(svg, {
       size,
       peers: Array.from({ length: size }, (_, r) => ({ rank: r })),
@@ -216,6 +227,15 @@ export function teachingView(record: Recorder): HTMLElement {
     playBtn.textContent = '⏸ Pause';
     playBtn.setAttribute('aria-label', 'Pause');
     timer = setTimeout(tick, 0);
+  });
+  // Arrow keys step while focus is anywhere in the section, except on controls that use them themselves.
+  root.addEventListener('keydown', (e) => {
+    const target = e.target as HTMLElement;
+    if (target === speed || target === peersSelect || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.key === 'ArrowRight' && !stepBtn.disabled) stepBtn.click();
+    else if (e.key === 'ArrowLeft' && !backBtn.disabled) backBtn.click();
+    else return;
+    e.preventDefault();
   });
   speed.addEventListener('input', () => {
     speedOut.textContent = `${speed.value}×`;
