@@ -44,8 +44,6 @@ export function finish(mine: Tensor, s: ReduceSettings, size: number): void {
     return;
   }
   scaleInPlace(mine, s.op === 'average' ? s.postscale / size : s.postscale);
-  // The owner keeps exactly what the others will receive, so every rank ends bitwise equal.
-  roundTripInPlace(codecFor(s.compression), mine);
 }
 
 /** The data part of a ring allreduce, in place on `buf` (shared with tensor fusion). */
@@ -56,6 +54,8 @@ export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSetti
   const chunks = splitEven(buf.length, size);
   await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec));
   finish(buf.subarray(chunks[rank].offset, chunks[rank].offset + chunks[rank].count), s, size);
+  // Allgather makes the owner keep exactly what the others receive (lossy codecs); alone, round it here.
+  if (size === 1) roundTripInPlace(codec, buf);
   await run.phase('allgather', () => ringAllgather(run, buf, chunks, codec));
 }
 

@@ -33,42 +33,38 @@ export function float32ToFloat16(src: Float32Array, dst: Uint16Array = new Uint1
   const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
   for (let i = 0; i < bits.length; i++) {
     const x = bits[i];
-    const sign = (x >>> 16) & 0x8000;
-    const exp = (x >>> 23) & 0xff;
-    let mant = x & 0x7fffff;
-    if (exp === 0xff) {
-      dst[i] = mant ? 0x7e00 : sign | 0x7c00; // NaN and ±Infinity stay what they are
-      continue;
+    const abs = x & 0x7fffffff;
+    // The common case first: the value is a normal half (2^-14 <= |x| < 65520 after rounding).
+    if (abs >= 0x38800000 && abs < 0x477ff000) {
+      // Rebias the exponent and round the 13 dropped mantissa bits to nearest even, carry included.
+      dst[i] = ((x >>> 16) & 0x8000) | ((abs - 0x38000000 + 0xfff + ((abs >>> 13) & 1)) >>> 13);
+    } else {
+      dst[i] = narrowRare(x);
     }
-    const e = exp - 112; // rebias 127 -> 15
-    if (e >= 0x1f) {
-      dst[i] = sign | 0x7bff; // saturate at ±65504
-      continue;
-    }
-    if (e <= 0) {
-      // Subnormal half (or zero): shift the mantissa, implicit bit included, and round.
-      if (e < -10) {
-        dst[i] = sign;
-        continue;
-      }
-      mant |= 0x800000;
-      const shift = 14 - e;
-      let h = mant >>> shift;
-      const rem = mant & ((1 << shift) - 1);
-      const half = 1 << (shift - 1);
-      if (rem > half || (rem === half && h & 1)) h++;
-      dst[i] = sign | h;
-      continue;
-    }
-    let h = (e << 10) | (mant >>> 13);
-    const rem = mant & 0x1fff;
-    if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++; // a carry may round up into the next exponent
-    dst[i] = sign | (h >= 0x7c00 ? 0x7bff : h);
   }
   return dst;
 }
 
-/** Widens half-float bit patterns back to float32. */
+/** Zero, subnormal halves, overflow (saturates at ±65504), infinities and NaN. */
+function narrowRare(x: number): number {
+  const sign = (x >>> 16) & 0x8000;
+  const exp = (x >>> 23) & 0xff;
+  let mant = x & 0x7fffff;
+  if (exp === 0xff) return mant ? 0x7e00 : sign | 0x7c00; // NaN and ±Infinity stay what they are
+  const e = exp - 112; // rebias 127 -> 15
+  if (e > 0) return sign | 0x7bff; // finite but too big: saturate
+  if (e < -10) return sign; // rounds to (signed) zero
+  // Subnormal half: shift the mantissa, implicit bit included, and round to nearest even.
+  mant |= 0x800000;
+  const shift = 14 - e;
+  let h = mant >>> shift;
+  const rem = mant & ((1 << shift) - 1);
+  const half = 1 << (shift - 1);
+  if (rem > half || (rem === half && h & 1)) h++;
+  return sign | h;
+}
+
+/** Widens half-float bit patterns back to float32 (one table lookup each). */
 export function float16ToFloat32(src: Uint16Array, dst: Float32Array = new Float32Array(src.length)): Float32Array {
   const t = table();
   for (let i = 0; i < src.length; i++) dst[i] = t[src[i]];

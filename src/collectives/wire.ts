@@ -8,6 +8,8 @@ import type { Compression, Tensor } from './types.ts';
  */
 export interface Codec {
   readonly bytesPerElement: number;
+  /** Whether decode(encode(x)) may differ from x. */
+  readonly lossy: boolean;
   /** Bytes to send for `src`; may be a view of it (the communicator copies). */
   encode(src: Tensor): Uint8Array;
   /** The received elements as a tensor of the collective's dtype (a view where possible). */
@@ -21,6 +23,7 @@ function aligned(p: Uint8Array, bytes: number): Uint8Array {
 
 const raw: Codec = {
   bytesPerElement: 4,
+  lossy: false,
   encode: (src) => new Uint8Array(src.buffer, src.byteOffset, src.byteLength),
   decode(payload, like) {
     const p = aligned(payload, 4);
@@ -31,6 +34,7 @@ const raw: Codec = {
 
 const fp16: Codec = {
   bytesPerElement: 2,
+  lossy: true,
   encode: (src) => {
     const h = float32ToFloat16(src as Float32Array);
     return new Uint8Array(h.buffer, h.byteOffset, h.byteLength);
@@ -47,6 +51,6 @@ export function codecFor(compression: Compression): Codec {
 
 /** Rounds `t` through the wire format in place, so the owner of a chunk keeps exactly what the others receive. */
 export function roundTripInPlace(codec: Codec, t: Tensor): void {
-  if (codec === raw || t.length === 0) return;
+  if (!codec.lossy || t.length === 0) return;
   t.set(codec.decode(codec.encode(t), t));
 }

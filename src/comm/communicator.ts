@@ -40,7 +40,7 @@ export interface CommunicatorOptions {
   heartbeatMs?: number;
   /** A peer silent this long (ms) is lost; 0 turns heartbeats off (memory links report closes directly). */
   peerTimeoutMs?: number;
-  /** Stop handing frames to a link while this many bytes wait in its buffer. */
+  /** Stop handing frames to a link while this many bytes wait in its buffer (4 MiB; libwebrtc's hard limit is 16 MiB). */
   highWaterBytes?: number;
   /** How often (ms) a blocked sender looks at bufferedAmount again. */
   pollMs?: number;
@@ -49,7 +49,7 @@ export interface CommunicatorOptions {
 const DEFAULTS = {
   heartbeatMs: 500,
   peerTimeoutMs: 5000,
-  highWaterBytes: 1 << 20,
+  highWaterBytes: 4 << 20,
   pollMs: 2,
 };
 
@@ -59,6 +59,9 @@ interface Waiter {
   reject(e: RingtrainError): void;
   timer?: ReturnType<typeof setTimeout>;
 }
+
+/** Longest pause between two readings of a full buffer (ms). libwebrtc closes a channel past 16 MiB queued. */
+const MAX_POLL_MS = 16;
 
 /** How long close() waits for its goodbyes to be acknowledged before it cuts the links. */
 const CLOSE_TIMEOUT_MS = 5000;
@@ -150,10 +153,13 @@ export class LinkCommunicator implements Communicator {
       // when what we have queued since the last reading could have filled the buffer.
       if ((this.queuedEstimate.get(peer) ?? 0) + f.byteLength > this.opts.highWaterBytes) {
         let buffered = link.bufferedAmount();
+        // Back off while the buffer stays full: each reading blocks on the WebRTC thread.
+        let wait = this.opts.pollMs;
         while (buffered > this.opts.highWaterBytes - f.byteLength) {
           const failed = this.blocked(peer);
           if (failed) throw failed;
-          await sleep(this.opts.pollMs);
+          await sleep(wait);
+          wait = Math.min(2 * wait, MAX_POLL_MS);
           buffered = link.bufferedAmount();
         }
         this.queuedEstimate.set(peer, buffered);
