@@ -69,10 +69,13 @@ export function browserJoin(gpu: Gpu, params: { job: string; token: string }, bu
       size: session.size,
       finished,
       async leave() {
+        // Leave at once, as closing the tab would. Finishing the step first is no kinder: the others
+        // are already inside the next collective, and this rank's last evaluation would not match it.
+        // The server tells them who left; they stop with PeerLost naming this rank.
         stopRequested = true;
-        // Stop after the current step, then leave; the others are told by the server.
+        await session.close('left the page');
+        // The local loop notices the closed ring at its next collective; do not wait on it for long.
         await Promise.race([finished.catch(() => undefined), new Promise((r) => setTimeout(r, 5000))]);
-        await session.close('left');
       },
     };
   };
