@@ -117,3 +117,14 @@ describe('links between other machines', () => {
     expect(s.links.every((l) => l.bytesPerS === 0)).toBe(true);
   });
 });
+
+describe('a link seen both ways', () => {
+  it('counts arrivals from the left neighbour once, not again from its reported bytes', () => {
+    const m = new RingModel();
+    m.apply({ type: 'membership', t: 0, rank: 0, size: 3, epoch: 1, peers: [0, 1, 2].map((rank) => ({ rank, id: `p${rank}` })) });
+    m.apply({ type: 'chunk-recv', t: 10, rank: 0, id: 1, phase: 'allgather', step: 0, from: 2, to: 0, chunk: 1, offset: 0, count: 100, bytes: 400 });
+    m.apply({ type: 'train-step', t: 20, rank: 2, size: 3, step: 1, epoch: 0, loss: 1, samples: 32, samplesPerS: 10, bytesSent: 0 });
+    m.apply({ type: 'train-step', t: 30, rank: 2, size: 3, step: 2, epoch: 0, loss: 1, samples: 32, samplesPerS: 10, bytesSent: 1_000_000 });
+    expect(m.snapshot(30).links[2].bytesPerS).toBeCloseTo((400 * 1000) / THROUGHPUT_WINDOW_MS);
+  });
+});

@@ -68,12 +68,18 @@ export class RingModel {
   private flying = new Map<string, ChunkInFlight>();
   /** Ranks whose own chunk-send events reach us (this tab, or every virtual peer in teaching mode). */
   private sendersSeen = new Set<number>();
+  /** Ranks whose chunks arrive here: their link's traffic is counted from those arrivals. */
+  private heardFrom = new Set<number>();
 
   apply(e: RingEvent): void {
     switch (e.type) {
       case 'membership':
         // Ranks are renumbered in a new epoch: old byte counts belong to other peers now.
-        if (e.epoch !== this.epoch) this.reportedBytes.clear();
+        if (e.epoch !== this.epoch) {
+          this.reportedBytes.clear();
+          this.sendersSeen.clear();
+          this.heardFrom.clear();
+        }
         this.epoch = e.epoch;
         this.size = e.size;
         this.self = e.rank;
@@ -100,7 +106,7 @@ export class RingModel {
       case 'train-step': {
         // Another machine's rank (its progress relayed by the server): in a ring it sends only to its
         // right-hand neighbour, so what it reports sending is that link's traffic. The phase is unknown.
-        if (this.sendersSeen.has(e.rank) || this.size < 2) break;
+        if (this.sendersSeen.has(e.rank) || this.heardFrom.has(e.rank) || this.size < 2) break;
         const before = this.reportedBytes.get(e.rank);
         this.reportedBytes.set(e.rank, e.bytesSent);
         if (before !== undefined && e.bytesSent > before) this.countBytes(e.rank, (e.rank + 1) % this.size, e.t, e.bytesSent - before, undefined);
@@ -109,7 +115,10 @@ export class RingModel {
       case 'chunk-recv':
         this.flying.delete(chunkKey(e));
         // The sender is another machine: its link's traffic is known only from what arrives here.
-        if (!this.sendersSeen.has(e.from)) this.countBytes(e.from, e.to, e.t, e.bytes, e.phase);
+        if (!this.sendersSeen.has(e.from)) {
+          this.heardFrom.add(e.from);
+          this.countBytes(e.from, e.to, e.t, e.bytes, e.phase);
+        }
         this.peer(e.from).stalledMs = undefined;
         break;
       case 'stall':
