@@ -1,12 +1,13 @@
-// conv2d and max-pool kernels on a real WebGPU adapter (Node: Dawn + SwiftShader)
-// against their CPU references, plus the shape and buffer errors they raise.
+// conv2d and max-pool: the oracle grid is registered in the shared list, and
+// the shape and buffer errors the kernels raise (on a real adapter).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode, isRingtrainError } from '../../src/core/errors.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { planConv2dBackwardWeight, planConv2dForward } from '../../src/gpu/kernels/conv2d.ts';
 import { planMaxPoolForward } from '../../src/gpu/kernels/maxpool.ts';
-import { CONV_SHAPES, POOL_SHAPES, convPoolCases } from '../oracles/conv_pool_cases.ts';
+import { ORACLE_CASES } from '../oracles/cases.ts';
+import { CNN_CASES, CONV_SHAPES, POOL_SHAPES, convPoolCases } from '../oracles/conv_pool_cases.ts';
 
 let gpu: Gpu;
 beforeAll(async () => {
@@ -14,21 +15,15 @@ beforeAll(async () => {
 });
 afterAll(() => gpu?.destroy());
 
-describe('conv2d and max-pool match the CPU reference', () => {
-  const cases = convPoolCases();
-  it('covers every shape of the grid, pooling with and without fused ReLU and ties', () => {
-    expect(cases.length).toBe(CONV_SHAPES.length + POOL_SHAPES.length * 4);
+describe('conv2d and max-pool oracle cases', () => {
+  // The cases themselves run in the shared oracle list, under Node
+  // (test/gpu/oracles.test.ts) and Deno (test/deno/oracles.test.ts).
+  it('cover every shape of the grid, pooling with and without fused ReLU and ties, and the whole CNN', () => {
+    const names = convPoolCases().map((c) => c.name);
+    expect(names.length).toBe(CONV_SHAPES.length + POOL_SHAPES.length * 4);
+    const shared = new Set(ORACLE_CASES.map((c) => c.name));
+    for (const name of [...names, ...CNN_CASES.map((c) => c.name)]) expect(shared.has(name), name).toBe(true);
   });
-  for (const c of cases) {
-    it(c.name, async () => {
-      const results = await c.run(gpu);
-      expect(results.length).toBeGreaterThan(0);
-      for (const r of results) {
-        expect(r.count, r.what).toBeGreaterThan(0);
-        expect(r.maxError, `${c.name}: ${r.what}`).toBeLessThanOrEqual(r.tolerance);
-      }
-    });
-  }
 });
 
 function expectInvalid(f: () => unknown, text: RegExp): void {

@@ -3,8 +3,9 @@
  * under Node (test/gpu/oracles.test.ts) and under Deno (test/deno/run-oracles.ts,
  * spawned by test/deno/oracles.test.ts). Kernel families add their cases here.
  */
+import { CONV_POOL_CASES } from './conv_pool_cases.ts';
 import { DENSE_CASES, type OracleCase, type OracleResult } from './dense-cases.ts';
 
 export type { OracleCase, OracleResult };
 
-export const ORACLE_CASES: OracleCase[] = [...DENSE_CASES];
+export const ORACLE_CASES: OracleCase[] = [...DENSE_CASES, ...CONV_POOL_CASES];

@@ -17,6 +17,10 @@ import { type ConvShape, conv2dBackwardInputCpu, conv2dBackwardWeightCpu, conv2d
 import { planMaxPoolBackward, planMaxPoolForward } from '../../src/gpu/kernels/maxpool.ts';
 import { type PoolShape, maxPoolBackwardCpu, maxPoolForwardCpu, poolSizes } from '../../src/gpu/kernels/maxpool_reference.ts';
 import { mixSeed, mulberry32 } from '../../src/data/random.ts';
+import { Cnn } from '../../src/engine/cnn.ts';
+import { cnnForwardBackwardCpu } from '../../src/engine/cnn_reference.ts';
+import type { CnnSpec } from '../../src/engine/model.ts';
+import type { OracleCase, OracleResult } from './dense-cases.ts';
 
 export interface ConvPoolCase {
   name: string;
@@ -150,3 +154,49 @@ export function convPoolCases(): ConvPoolCase[] {
   });
   return cases;
 }
+
+/**
+ * The whole CNN, GPU against the CPU reference: loss and every element of the
+ * flat gradient buffer after one forward/backward, with and without the
+ * hidden dense layer. Gradients are O(0.1) sums of a few thousand products,
+ * so 5e-6 absolute leaves ~10x margin over the errors measured (4e-7).
+ */
+function cnnCase(spec: Partial<CnnSpec>, batch: number, seed: number): ConvPoolCase {
+  return {
+    name: `cnn forward+backward channels ${spec.channels} hidden ${spec.hidden ?? 0} batch ${batch}`,
+    async run(gpu) {
+      const model = new Cnn(gpu, { ...spec, seed });
+      try {
+        const random = mulberry32(mixSeed(seed, 9));
+        const x = Float32Array.from({ length: batch * model.inputSize }, () => random());
+        const labels = Array.from({ length: batch }, (_, i) => (i * 3 + seed) % model.classes);
+        const loss = await model.forwardBackward(x, labels);
+        const grads = await model.readGrads();
+        const cpu = cnnForwardBackwardCpu(model.spec, await model.readParams(), x, labels);
+        return [
+          { what: 'loss', maxError: Math.abs(loss - cpu.loss), tolerance: 1e-5, count: 1 },
+          { what: 'flat gradient', maxError: maxAbsError(grads, cpu.grads), tolerance: 5e-6, count: grads.length },
+        ];
+      } finally {
+        model.destroy();
+      }
+    },
+  };
+}
+
+/** Every case as the shared oracle list takes it: its worst comparison (relative to its tolerance). */
+function asOracleCase(c: ConvPoolCase): OracleCase {
+  return {
+    name: c.name,
+    async run(gpu): Promise<OracleResult> {
+      const results = await c.run(gpu);
+      const badness = (r: Comparison) => (r.tolerance > 0 ? r.maxError / r.tolerance : r.maxError > 0 ? Infinity : 0);
+      const worst = results.reduce((a, b) => (badness(b) > badness(a) ? b : a));
+      return { maxAbsErr: worst.maxError, tol: worst.tolerance };
+    },
+  };
+}
+
+export const CNN_CASES: ConvPoolCase[] = [cnnCase({ channels: [3, 5], hidden: 0 }, 3, 31), cnnCase({ channels: [4, 6], hidden: 7 }, 2, 32)];
+
+export const CONV_POOL_CASES: OracleCase[] = [...convPoolCases(), ...CNN_CASES].map(asOracleCase);

@@ -26,6 +26,12 @@ export const KERNELS: Record<string, KernelEntry> = {
   f16: { shader: 'f16', entryPoints: ['pack', 'unpack'] },
   sgd: { shader: 'sgd', entryPoints: ['main'] },
   adamw: { shader: 'adamw', entryPoints: ['main'] },
+  // conv2d_forward also computes the input gradient (FLIP).
+  conv2d: { shader: 'conv2d_forward', entryPoints: ['main'] },
+  conv2dFlip: { shader: 'conv2d_forward', entryPoints: ['main'], constants: { FLIP: 1, HAS_BIAS: 0 } },
+  conv2dWeightGrad: { shader: 'conv2d_backward_weight', entryPoints: ['main'] },
+  maxpool: { shader: 'maxpool_forward', entryPoints: ['main'] },
+  maxpoolBackward: { shader: 'maxpool_backward', entryPoints: ['main'] },
 };
 
 /** Compiles every registered kernel's pipelines (surfacing WGSL errors early). */
@@ -41,3 +47,5 @@ export { planSum } from './reduce.ts';
 export { planAdd, planAxpy, planScale } from './elementwise.ts';
 export { planPackF16, planUnpackF16, packedWords } from './f16.ts';
 export { planSgd, planAdamw, sgdFields, adamwFields, type SgdHyper, type AdamwHyper } from './optimizers.ts';
+export { planConv2dForward, planConv2dBackwardInput, planConv2dBackwardWeight, convOutSize, convSizes, samePadding, type ConvShape } from './conv2d.ts';
+export { planMaxPoolForward, planMaxPoolBackward, poolSizes, NO_WINNER, type PoolShape } from './maxpool.ts';
