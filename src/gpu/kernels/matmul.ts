@@ -38,7 +38,7 @@ export type MatmulVariant = 'auto' | 'tiled' | 'direct';
 
 export const MATMUL_TILE = 64;
 const DIRECT_TILE_ROWS = 32;
-const DIRECT_TILE_COLS = 32;
+const DIRECT_TILE_COLS = 64;
 
 export function directFits(o: MatmulShape): boolean {
   if (o.transA && o.transB) return false;
