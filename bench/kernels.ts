@@ -8,13 +8,14 @@
  *   {"adapter","runtime","matmul":[{"n","ours_gflops","tfjs_gflops"}...],"mlp_step":{"batch","ours_ms","tfjs_ms"}}
  * Options: --sizes 256,512,1024  --reps N  --steps N  --rounds N
  *
- * Each figure is the best of --rounds timings (default 3), ours and TF.js
+ * Each figure is the best of --rounds timings (default 4), ours and TF.js
  * alternating, so a burst of load from other processes hurts neither side alone.
  */
 import { acquireGpu } from '../src/gpu/device.ts';
 import { planMatmul } from '../src/gpu/kernels/matmul.ts';
 import { createModel, createOptimizer, trainStep } from '../src/engine/index.ts';
 import { seededUniform } from '../src/engine/random.ts';
+import { createTfMlp, loadTfWebgpu, type Tf } from './tfjs-mlp.ts';
 
 const args = (globalThis as { Deno?: { args: string[] } }).Deno?.args ?? (globalThis as unknown as { process: { argv: string[] } }).process.argv.slice(2);
 const opt = (name: string, fallback: string) => {
@@ -24,7 +25,7 @@ const opt = (name: string, fallback: string) => {
 const json = args.includes('--json');
 const sizes = opt('sizes', '256,512,1024').split(',').map(Number);
 const stepsToTime = Number(opt('steps', '10'));
-const rounds = Number(opt('rounds', '3'));
+const rounds = Number(opt('rounds', '4'));
 const MLP = { inputSize: 784, hidden: [512, 512], classes: 10 };
 const BATCH = 128;
 const LR = 0.01;
@@ -77,15 +78,9 @@ async function oursMlpStep(): Promise<number> {
   return ms;
 }
 
-// deno-lint-ignore no-explicit-any
-type Tf = any;
 async function loadTf(): Promise<Tf | null> {
   try {
-    const tf = await import('@tensorflow/tfjs-core');
-    await import('@tensorflow/tfjs-backend-webgpu');
-    if (!(await tf.setBackend('webgpu'))) return null;
-    await tf.ready();
-    return tf;
+    return await loadTfWebgpu();
   } catch (err) {
     log(`TF.js WebGPU unavailable: ${String(err)}`);
     return null;
@@ -110,56 +105,24 @@ async function tfMatmul(tf: Tf, n: number): Promise<number> {
   return (2 * n ** 3 * reps) / s / 1e9;
 }
 
-/**
- * The same step in TF.js: forward with its fused matmul+bias+ReLU, the same
- * backward (hand-written with TF.js ops: tfjs-core's ESM gradient registry
- * does not load under Deno, and these are the ops its autodiff would run),
- * and the same SGD-with-momentum update, reading the loss back each step.
- */
+/** The same model and step in TF.js (bench/tfjs-mlp.ts), from our initial weights. */
 async function tfMlpStep(tf: Tf): Promise<number> {
+  const model = createModel(gpu, { kind: 'mlp', seed: 1, ...MLP });
+  const flat = await model.readParams();
   const widths = [MLP.inputSize, ...MLP.hidden, MLP.classes];
-  const W: Tf[] = [];
-  const b: Tf[] = [];
-  const vW: Tf[] = [];
-  const vb: Tf[] = [];
-  for (let i = 0; i + 1 < widths.length; i++) {
-    W.push(tf.variable(tf.randomNormal([widths[i], widths[i + 1]], 0, Math.sqrt(2 / widths[i]))));
-    b.push(tf.variable(tf.zeros([widths[i + 1]])));
-    vW.push(tf.variable(tf.zeros([widths[i], widths[i + 1]])));
-    vb.push(tf.variable(tf.zeros([widths[i + 1]])));
-  }
-  const x = tf.tensor2d(randomArray(BATCH * 784, 3).map((v) => Math.abs(v)), [BATCH, 784]);
-  const y = tf.oneHot(tf.tensor1d(Array.from({ length: BATCH }, (_, i) => i % 10), 'int32'), 10);
-  const L = W.length;
-  const step = async () => {
-    const loss = tf.tidy(() => {
-      const acts: Tf[] = [x];
-      for (let i = 0; i < L; i++) {
-        acts.push(tf.fused.matMul({ a: acts[i], b: W[i], bias: b[i], activation: i + 1 < L ? 'relu' : 'linear' }));
-      }
-      const logits = acts[L];
-      const logp = tf.logSoftmax(logits);
-      const lossValue = tf.neg(tf.mean(tf.sum(tf.mul(y, logp), 1)));
-      let d = tf.div(tf.sub(tf.exp(logp), y), BATCH);
-      for (let i = L - 1; i >= 0; i--) {
-        const gW = tf.matMul(acts[i], d, true, false);
-        const gb = tf.sum(d, 0);
-        if (i > 0) d = tf.mul(tf.matMul(d, W[i], false, true), tf.step(acts[i]));
-        vW[i].assign(tf.add(tf.mul(vW[i], MOMENTUM), gW));
-        vb[i].assign(tf.add(tf.mul(vb[i], MOMENTUM), gb));
-        W[i].assign(tf.sub(W[i], tf.mul(vW[i], LR)));
-        b[i].assign(tf.sub(b[i], tf.mul(vb[i], LR)));
-      }
-      return lossValue;
-    });
-    await loss.data(); // the same sync point as ours (we read the loss back every step)
-    loss.dispose();
+  const tensor = (name: string) => {
+    const e = model.layout.find((l) => l.name === name)!;
+    return flat.slice(e.offset, e.offset + e.length);
   };
-  for (let i = 0; i < 2; i++) await step();
+  const theirs = createTfMlp(tf, widths, widths.slice(1).map((_, i) => ({ w: tensor(`dense${i}.weight`), b: tensor(`dense${i}.bias`) })), LR, MOMENTUM);
+  model.destroy();
+  const x = randomArray(BATCH * 784, 3).map((v) => Math.abs(v));
+  const y = Uint32Array.from({ length: BATCH }, (_, i) => i % 10);
+  for (let i = 0; i < 2; i++) await theirs.step(x, y);
   const t0 = performance.now();
-  for (let i = 0; i < stepsToTime; i++) await step();
+  for (let i = 0; i < stepsToTime; i++) await theirs.step(x, y);
   const ms = (performance.now() - t0) / stepsToTime;
-  for (const v of [...W, ...b, ...vW, ...vb, x, y]) v.dispose();
+  theirs.dispose();
   return ms;
 }
 
