@@ -5,13 +5,14 @@
 //   db[co]          = sum over n, oy, ox of dy[n,co,oy,ox]
 //
 // Long reductions into few outputs. One workgroup owns one kernel row
-// (co, ci, ky), i.e. kw <= 8 weights; the last cout workgroups own the
-// biases. The 64 threads split the output rows into segments of 8 pixels:
-// per segment a thread loads 8 dy values and the 15 inputs under them once
-// into vector registers and adds two 4-wide dot products per tap kx (the
-// inputs shifted by kx) to that tap's sum. Then the threads' sums are added
-// in workgroup memory. The eight tap sums are named variables, not an array:
-// software adapters keep indexed arrays in memory, which was 1.6x slower.
+// (ci, ky) of 4 filters co0..co0+3: 4 x kw (<= 8) weights, in eight vec4
+// accumulators (one per tap kx, a lane per filter). The last workgroups own
+// the biases, 4 filters each. The 64 threads split the output rows into
+// segments of 8 pixels; along a segment a thread slides an 8-input window one
+// pixel at a time, so each pixel costs 4 dy loads and 1 input load for 32
+// multiply-adds. The threads' sums are then added in workgroup memory.
+// Accumulators and window are named variables, not arrays: software adapters
+// keep indexed arrays in memory, which is several times slower.
 
 struct Params {
   n: u32, cin: u32, h: u32, w: u32,
@@ -28,7 +29,7 @@ struct Params {
 const WG: u32 = 64u;
 const SEG: u32 = 8u; // output pixels per segment
 
-var<workgroup> partial: array<f32, 512>; // 8 taps x WG threads, tap-major
+var<workgroup> partial: array<vec4<f32>, 512>; // 8 taps x WG threads, tap-major
 
 // x[row + ix], or 0 in the padding. `&`, not `&&`: short-circuit operators
 // become branches, and SwiftShader took minutes to compile these.
@@ -37,68 +38,71 @@ fn load_x(row: u32, row_ok: bool, ix: i32) -> f32 {
   return select(0.0, x[row + u32(clamp(ix, 0, i32(p.w) - 1))], ok);
 }
 
-// dy[grow + ox], or 0 past the end of the row.
-fn load_dy(grow: u32, ox: u32) -> f32 {
-  return select(0.0, dy[grow + min(ox, p.ow - 1u)], ox < p.ow);
-}
-
-fn shift1(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return vec4<f32>(a.yzw, b.x); }
-fn shift2(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return vec4<f32>(a.zw, b.xy); }
-fn shift3(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return vec4<f32>(a.w, b.xyz); }
-
 @compute @workgroup_size(64)
 fn main(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) groups: vec3<u32>,
   @builtin(local_invocation_index) t: u32,
 ) {
-  // Rows are folded into 2-D when there are more than 65535 workgroups.
-  let row_id = wid.x + wid.y * groups.x;
-  let rows = p.cout * p.cin * p.kh;
-  let is_bias = row_id >= rows;
-  let ky = row_id % p.kh;
-  let ci = (row_id / p.kh) % p.cin;
-  let co = select(row_id / (p.kh * p.cin), row_id - rows, is_bias);
+  // Workgroups are folded into 2-D when there are more than 65535.
+  let g = wid.x + wid.y * groups.x;
+  let blocks = (p.cout + 3u) / 4u;
+  let rows = blocks * p.cin * p.kh;
+  let is_bias = g >= rows;
+  let ky = g % p.kh;
+  let ci = (g / p.kh) % p.cin;
+  let co0 = select(g / (p.kh * p.cin), g - rows, is_bias) * 4u;
   let segs_x = (p.ow + SEG - 1u) / SEG;
-  let segs = select(p.n * p.oh * segs_x, 0u, row_id >= rows + p.cout);
+  let segs = select(p.n * p.oh * segs_x, 0u, g >= rows + blocks);
+  // Filters past cout in the last block repeat the last one; never stored.
+  let co1 = min(co0 + 1u, p.cout - 1u);
+  let co2 = min(co0 + 2u, p.cout - 1u);
+  let co3 = min(co0 + 3u, p.cout - 1u);
+  let plane = p.oh * p.ow;
 
-  var c0 = 0.0; var c1 = 0.0; var c2 = 0.0; var c3 = 0.0;
-  var c4 = 0.0; var c5 = 0.0; var c6 = 0.0; var c7 = 0.0;
+  var a0 = vec4<f32>(0.0); var a1 = vec4<f32>(0.0); var a2 = vec4<f32>(0.0); var a3 = vec4<f32>(0.0);
+  var a4 = vec4<f32>(0.0); var a5 = vec4<f32>(0.0); var a6 = vec4<f32>(0.0); var a7 = vec4<f32>(0.0);
   for (var s = t; s < segs; s += WG) {
     let ox0 = (s % segs_x) * SEG;
     let oy = (s / segs_x) % p.oh;
     let n = s / (segs_x * p.oh);
-    let grow = ((n * p.cout + co) * p.oh + oy) * p.ow;
-    let g0 = vec4<f32>(load_dy(grow, ox0), load_dy(grow, ox0 + 1u), load_dy(grow, ox0 + 2u), load_dy(grow, ox0 + 3u));
-    let g1 = vec4<f32>(load_dy(grow, ox0 + 4u), load_dy(grow, ox0 + 5u), load_dy(grow, ox0 + 6u), load_dy(grow, ox0 + 7u));
-    if (is_bias) {
-      c0 += dot(g0, vec4<f32>(1.0)) + dot(g1, vec4<f32>(1.0));
-      continue;
-    }
+    let gbase = n * p.cout * plane + oy * p.ow;
     let iy = i32(oy + ky) - i32(p.pad_y);
-    let row_ok = (iy >= 0) & (iy < i32(p.h));
+    let row_ok = (iy >= 0) & (iy < i32(p.h)) & !is_bias;
     let row = ((n * p.cin + ci) * p.h + u32(clamp(iy, 0, i32(p.h) - 1))) * p.w;
     let ix0 = i32(ox0) - i32(p.pad_x);
-    let x0 = vec4<f32>(load_x(row, row_ok, ix0), load_x(row, row_ok, ix0 + 1), load_x(row, row_ok, ix0 + 2), load_x(row, row_ok, ix0 + 3));
-    let x1 = vec4<f32>(load_x(row, row_ok, ix0 + 4), load_x(row, row_ok, ix0 + 5), load_x(row, row_ok, ix0 + 6), load_x(row, row_ok, ix0 + 7));
-    let x2 = vec4<f32>(load_x(row, row_ok, ix0 + 8), load_x(row, row_ok, ix0 + 9), load_x(row, row_ok, ix0 + 10), load_x(row, row_ok, ix0 + 11));
-    let x3 = vec4<f32>(load_x(row, row_ok, ix0 + 12), load_x(row, row_ok, ix0 + 13), load_x(row, row_ok, ix0 + 14), 0.0);
-    c0 += dot(g0, x0) + dot(g1, x1);
-    c1 += dot(g0, shift1(x0, x1)) + dot(g1, shift1(x1, x2));
-    c2 += dot(g0, shift2(x0, x1)) + dot(g1, shift2(x1, x2));
-    c3 += dot(g0, shift3(x0, x1)) + dot(g1, shift3(x1, x2));
-    c4 += dot(g0, x1) + dot(g1, x2);
-    c5 += dot(g0, shift1(x1, x2)) + dot(g1, shift1(x2, x3));
-    c6 += dot(g0, shift2(x1, x2)) + dot(g1, shift2(x2, x3));
-    c7 += dot(g0, shift3(x1, x2)) + dot(g1, shift3(x2, x3));
+    // w0, w1: the inputs under taps kx = 0..7 for the current pixel.
+    var w0 = vec4<f32>(load_x(row, row_ok, ix0), load_x(row, row_ok, ix0 + 1), load_x(row, row_ok, ix0 + 2), load_x(row, row_ok, ix0 + 3));
+    var w1 = vec4<f32>(load_x(row, row_ok, ix0 + 4), load_x(row, row_ok, ix0 + 5), load_x(row, row_ok, ix0 + 6), load_x(row, row_ok, ix0 + 7));
+    let count = min(SEG, p.ow - ox0);
+    for (var j = 0u; j < count; j++) {
+      let o = gbase + ox0 + j;
+      let d = vec4<f32>(dy[o + co0 * plane], dy[o + co1 * plane], dy[o + co2 * plane], dy[o + co3 * plane]);
+      if (is_bias) {
+        a0 += d;
+      } else {
+        a0 += d * w0.x; a1 += d * w0.y; a2 += d * w0.z; a3 += d * w0.w;
+        a4 += d * w1.x; a5 += d * w1.y; a6 += d * w1.z; a7 += d * w1.w;
+        w0 = vec4<f32>(w0.yzw, w1.x);
+        w1 = vec4<f32>(w1.yzw, load_x(row, row_ok, ix0 + i32(j) + 8));
+      }
+    }
   }
-  partial[t] = c0; partial[WG + t] = c1; partial[2u * WG + t] = c2; partial[3u * WG + t] = c3;
-  partial[4u * WG + t] = c4; partial[5u * WG + t] = c5; partial[6u * WG + t] = c6; partial[7u * WG + t] = c7;
+
+  partial[t] = a0; partial[WG + t] = a1; partial[2u * WG + t] = a2; partial[3u * WG + t] = a3;
+  partial[4u * WG + t] = a4; partial[5u * WG + t] = a5; partial[6u * WG + t] = a6; partial[7u * WG + t] = a7;
   workgroupBarrier();
-  let outputs = select(p.kw, 1u, is_bias);
-  if (t < outputs && row_id < rows + p.cout) {
+  // Thread t < 32 adds up tap t / 4 of filter co0 + t % 4 over the 64 threads.
+  let k = t / 4u;
+  let j = t % 4u;
+  let taps = select(p.kw, 1u, is_bias);
+  if (t < 32u && k < taps && co0 + j < p.cout && g < rows + blocks) {
     var sum = 0.0;
-    for (var q = 0u; q < WG; q++) { sum += partial[t * WG + q]; }
-    if (is_bias) { dbias[co] = sum; } else { dweight[row_id * p.kw + t] = sum; }
+    for (var q = 0u; q < WG; q++) { sum += partial[k * WG + q][j]; }
+    if (is_bias) {
+      dbias[co0 + j] = sum;
+    } else {
+      dweight[(((co0 + j) * p.cin + ci) * p.kh + ky) * p.kw + k] = sum;
+    }
   }
 }

@@ -13,12 +13,12 @@ import { type ConvShape, checkConvShape, convSizes } from './conv2d_reference.ts
 
 export { type ConvShape, convOutSize, convSizes, samePadding } from './conv2d_reference.ts';
 
-/** Output channels one thread of conv2d_forward computes (its vec4 accumulators). */
+/** Output channels one thread of conv2d_forward (and a workgroup of conv2d_backward_weight) computes: vec4 accumulators. */
 const CHANNEL_BLOCK = 4;
 /** Output pixels one thread of conv2d_forward computes along x. */
 const PIXEL_BLOCK = 8;
 const WORKGROUP = 64;
-/** conv2d_backward_weight keeps one kernel row (up to 8 taps) in named registers. */
+/** conv2d_backward_weight keeps one kernel row (up to 8 taps) of 4 filters in named registers. */
 export const MAX_KERNEL_WIDTH = 8;
 
 function checked(s: ConvShape): { oh: number; ow: number } {
@@ -92,6 +92,7 @@ export function planConv2dBackwardWeight(gpu: Gpu, s: ConvShape, dy: Binding, x:
   const sz = convSizes(s);
   checkBindings('conv2d backward weight', { dy: [dy, sz.y], x: [x, sz.x], dweight: [dweight, sz.weight], dbias: [dbias, sz.bias] }, { shape: { ...s } });
   const params = shapeUniform(gpu, [s.n, s.cin, s.h, s.w, s.cout, s.kh, s.kw, s.pad, s.pad, oh, ow], 'conv2d-backward-weight-shape');
-  // One workgroup per kernel row (cout*cin*kh of them), then one per bias entry.
-  return gpu.plan('conv2d_backward_weight', [params, dy, x, dweight, dbias], linearGroups(s.cout * s.cin * s.kh + s.cout, 1));
+  // One workgroup per kernel row (ci, ky) of each block of 4 filters, then one per block for the biases.
+  const blocks = Math.ceil(s.cout / CHANNEL_BLOCK);
+  return gpu.plan('conv2d_backward_weight', [params, dy, x, dweight, dbias], linearGroups(blocks * (s.cin * s.kh + 1), 1));
 }
