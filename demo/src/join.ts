@@ -7,7 +7,11 @@
  * allreduces as they happen.
  */
 import type { EventBus } from '../../src/core/events.ts';
+import { modelSpecFor } from '../../src/cli/train-loop.ts';
+import { flatParamsFor } from '../../src/checkpoint/checkpoint.ts';
+import type { Dataset } from '../../src/data/dataset.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { createModel, type Model } from '../../src/engine/index.ts';
 import { init } from '../../src/distributed/session.ts';
 import { trainDistributed } from '../../src/distributed/trainer.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
@@ -17,7 +21,17 @@ import type { JoinFn } from './participate.ts';
 /** Report progress to the server (and through it to other pages) at most this often. */
 const PROGRESS_EVERY_MS = 500;
 
-export function browserJoin(gpu: Gpu, params: { job: string; token: string }, bus: EventBus, server = globalThis.location.origin): JoinFn {
+/**
+ * `showModel` gets a copy of the job's model whenever this rank holds a checkpoint of it (the
+ * trainer hands checkpoints to rank 0, after each epoch and at the end), for the predictions panel.
+ */
+export function browserJoin(
+  gpu: Gpu,
+  params: { job: string; token: string },
+  bus: EventBus,
+  showModel: (model: Model, test: Dataset) => void = () => undefined,
+  server = globalThis.location.origin,
+): JoinFn {
   return async (progress) => {
     progress('loading the digits…');
     // Load before taking a place in the ring, so the others never wait on our download.
@@ -34,6 +48,7 @@ export function browserJoin(gpu: Gpu, params: { job: string; token: string }, bu
     });
     const config = trainConfigFromJob(session.job.config);
     let stopRequested = false;
+    let copy: Model | null = null;
     let lastReport = 0;
     const finished = trainDistributed({
       gpu,
@@ -44,6 +59,12 @@ export function browserJoin(gpu: Gpu, params: { job: string; token: string }, bu
       config,
       bus,
       shouldStop: () => stopRequested,
+      onCheckpoint: (c) => {
+        copy?.destroy();
+        copy = createModel(gpu, modelSpecFor(config, train));
+        copy.writeParams(flatParamsFor(c, { model: config.model, layout: copy.layout, flatLength: copy.flatLength }, 'the job'));
+        showModel(copy, test);
+      },
       onStep: (s) => {
         const t = Date.now();
         if (t - lastReport < PROGRESS_EVERY_MS) return;
@@ -55,9 +76,12 @@ export function browserJoin(gpu: Gpu, params: { job: string; token: string }, bu
       async (result) => {
         session.client.reportProgress({ step: result.steps, loss: result.trainLoss, testAccuracy: result.testAccuracy, allreduceBytes: result.allreduceBytes });
         await session.close(result.stoppedBy ? 'ring broken' : 'done');
-        return result.stoppedBy
-          ? `Training stopped at step ${result.steps}: ${result.stoppedBy.message}`
-          : `Training finished: ${result.steps} steps, test accuracy ${(result.testAccuracy * 100).toFixed(1)}%.`;
+        // Peers leave as soon as they are done; one that finishes first can break the ring while this
+        // rank is still in the last collective. Every step was taken all the same: say so.
+        const complete = config.steps !== undefined && result.steps >= config.steps;
+        if (!result.stoppedBy) return `Training finished: ${result.steps} steps, test accuracy ${(result.testAccuracy * 100).toFixed(1)}%.`;
+        if (complete) return `Training finished: ${result.steps} steps (the ring closed during the final evaluation: ${result.stoppedBy.message}).`;
+        return `Training stopped at step ${result.steps}: ${result.stoppedBy.message}`;
       },
       async (err: unknown) => {
         await session.close('error');

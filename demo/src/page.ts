@@ -11,7 +11,8 @@ import { h } from './dom.ts';
 import { jobPanel, jobParamsFrom, type JobParams } from './job.ts';
 import { DEFAULT_LOCAL_STEPS, localTrainPanel } from './local.ts';
 import { participatePanel, type JoinFn } from './participate.ts';
-import { predictionsPanel } from './predict.ts';
+import { predictionsPanel, type Predictor } from './predict.ts';
+import type { Dataset } from '../../src/data/dataset.ts';
 import { liveRingPanel } from './ring/live.ts';
 import { recordTeachingRun } from './teach/record.ts';
 import { teachingView } from './teach/view.ts';
@@ -23,7 +24,7 @@ export interface PageOptions {
    * How this tab joins the job, given its GPU and the page's bus. Null keeps
    * the Join button disabled with `joinUnavailable` as the reason.
    */
-  makeJoin?: ((gpu: Gpu, params: Required<JobParams>, bus: EventBus) => JoinFn) | null;
+  makeJoin?: ((gpu: Gpu, params: Required<JobParams>, bus: EventBus, showModel: (model: Predictor, test: Dataset) => void) => JoinFn) | null;
   joinUnavailable?: string;
   /** Steps of the "train here, alone" panel; the address's `?steps=N` overrides the default. */
   localSteps?: number;
@@ -43,17 +44,8 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
   const job = jobPanel(params, bus);
   const participate = participatePanel(bus);
   const predictions = predictionsPanel(bus);
-  let predictingFromJob = false;
-  participate.onJoined((joined) => {
-    job.setSelf(joined?.rank);
-    if (joined?.model && joined.test) {
-      predictions.attach(joined.model, joined.test);
-      predictingFromJob = true;
-    } else if (!joined && predictingFromJob) {
-      predictions.detach();
-      predictingFromJob = false;
-    }
-  });
+  // The predictions panel keeps the last model it was shown (a finished job's final weights stay useful).
+  participate.onJoined((joined) => job.setSelf(joined?.rank));
 
   root.replaceChildren(
     h(
@@ -75,7 +67,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
     if (!params.job || !params.token) return participate.enable(null, 'To join, open the link with ?job=…&token=… that the server prints.');
     if (!gpu) return participate.enable(null, 'This browser has no WebGPU adapter, so it cannot train (see “Your GPU”).');
     if (!options.makeJoin) return participate.enable(null, options.joinUnavailable ?? 'Joining from the browser is not available in this build.');
-    participate.enable(options.makeJoin(gpu, { job: params.job, token: params.token }, bus));
+    participate.enable(options.makeJoin(gpu, { job: params.job, token: params.token }, bus, (model, test) => predictions.attach(model, test)));
   });
   return { bus, gpu: adapter.ready };
 }

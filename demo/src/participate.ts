@@ -6,9 +6,7 @@
  * tooltip says why.
  */
 import type { EventBus } from '../../src/core/events.ts';
-import type { Dataset } from '../../src/data/dataset.ts';
 import { h } from './dom.ts';
-import type { Predictor } from './predict.ts';
 
 /** A running membership of this tab in the job. */
 export interface Joined {
@@ -18,9 +16,6 @@ export interface Joined {
   finished?: Promise<string>;
   /** Leave cleanly: the other peers see this rank go. */
   leave(): Promise<void>;
-  /** The model this tab trains and the test digits, for the predictions panel. */
-  model?: Predictor;
-  test?: Dataset;
 }
 
 /** Joins the job; `progress` takes short lines saying what is happening meanwhile. */

@@ -1,8 +1,8 @@
 /**
  * Predictions of the model this tab trains: a row of test digits with the
  * model's guess, refreshed as training goes, and a pad to draw a digit on.
- * The tab has the model's current weights only while it is a peer, so the
- * panel is attached on Join and detached on Leave.
+ * It shows whichever model it was handed last: one trained alone in this tab,
+ * or a job's model rebuilt from a checkpoint this tab holds.
  */
 import type { EventBus } from '../../src/core/events.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
@@ -18,8 +18,8 @@ export interface Predictor {
 
 export interface PredictionsPanel {
   element: HTMLElement;
+  /** Show this model's predictions from now on (it replaces the one shown before). */
   attach(model: Predictor, test: Dataset): void;
-  detach(): void;
 }
 
 const SAMPLES = 12;
@@ -40,7 +40,7 @@ function drawDigit(canvas: HTMLCanvasElement, pixels: ArrayLike<number>): void {
 }
 
 export function predictionsPanel(bus: EventBus): PredictionsPanel {
-  const status = h('p', { class: 'intro', 'data-testid': 'predict-status' }, 'Train here or join the training to see what the model predicts: this tab has a model’s weights only after training one alone or while it is a peer.');
+  const status = h('p', { class: 'intro', 'data-testid': 'predict-status' }, 'Train here to see what a model predicts. In a job, this tab gets the model’s weights with each checkpoint it holds (rank 0: after every epoch and at the end).');
   const grid = h('ol', { class: 'samples', 'data-testid': 'samples', 'aria-label': 'Test digits and the model’s predictions' });
   const pad = h('canvas', { width: PAD, height: PAD, class: 'pad', 'data-testid': 'draw-pad', 'aria-label': 'Drawing pad: draw a digit with the mouse, a finger or a pen' });
   const clear = h('button', { type: 'button', 'data-testid': 'draw-clear' }, 'Clear');
@@ -184,12 +184,6 @@ export function predictionsPanel(bus: EventBus): PredictionsPanel {
       sample.disabled = false;
       element.dataset.state = 'attached';
       void refreshSamples();
-    },
-    detach() {
-      model = null;
-      sample.disabled = true;
-      element.dataset.state = 'detached';
-      status.textContent = 'Left the job: predictions stop here. Join again to see the model’s guesses.';
     },
   };
 }
