@@ -20,10 +20,20 @@ export const PHASE_ALLTOALL = 4;
 
 const mod = (a: number, n: number) => ((a % n) + n) % n;
 
-function expectCount(got: Tensor, seg: Range, from: number, what: string): void {
-  if (got.length !== seg.count) {
-    throw new RingtrainError(ErrorCode.Transport, `${what}: rank ${from} sent ${got.length} elements where ${seg.count} were expected; the ranks' tensors or versions differ`, { from });
+/** Checks a payload's size before decoding it, so nothing is written past the segment. */
+function expectCount(payload: Uint8Array, codec: Codec, seg: Range, from: number, what: string): void {
+  const got = payload.byteLength / codec.bytesPerElement;
+  if (got !== seg.count) {
+    throw new RingtrainError(ErrorCode.Transport, `${what}: rank ${from} sent ${got} elements where ${seg.count} were expected; the ranks' tensors or versions differ`, { from });
   }
+}
+
+/** Decodes a received segment straight into its place in `buf`. */
+function decodeInto(codec: Codec, payload: Uint8Array, buf: Tensor, seg: Range): Tensor {
+  const target = buf.subarray(seg.offset, seg.offset + seg.count);
+  const got = codec.decode(payload, buf, target);
+  if (got !== target) target.set(got);
+  return target;
 }
 
 /**
@@ -37,6 +47,8 @@ export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], 
   const right = mod(rank + 1, size);
   const left = mod(rank - 1, size);
   const per = run.segmentElements(codec);
+  // Lossy codecs decode into this scratch space instead of a new array per segment.
+  const scratch = codec.lossy ? new Float32Array(per) : null;
   const sendSegment = (step: number, chunk: number, j: number, seg: Range) => {
     const view = buf.subarray(seg.offset, seg.offset + seg.count);
     const bytes = codec.encode(view);
@@ -52,8 +64,8 @@ export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], 
     for (let j = 0; j < segs.length; j++) {
       const seg = segs[j];
       const payload = await run.recv(left, run.tag(PHASE_REDUCE_SCATTER, step, j));
-      const incoming = codec.decode(payload, buf);
-      expectCount(incoming, seg, left, 'reduce-scatter');
+      expectCount(payload, codec, seg, left, 'reduce-scatter');
+      const incoming = codec.decode(payload, buf, scratch?.subarray(0, seg.count));
       const view = buf.subarray(seg.offset, seg.offset + seg.count);
       reduceInto(op, view, incoming);
       run.chunkEvent('chunk-recv', 'reduce-scatter', step, left, rank, chunk, seg, payload.byteLength, incoming, view);
@@ -79,7 +91,7 @@ export async function ringAllgather(run: Run, buf: Tensor, blocks: Range[], code
     const view = buf.subarray(seg.offset, seg.offset + seg.count);
     const bytes = codec.encode(view);
     // With a lossy codec the owner keeps what the others get, so every rank ends bitwise equal.
-    if (codec.lossy) view.set(codec.decode(bytes, buf));
+    if (codec.lossy) codec.decode(bytes, buf, view);
     run.send(right, run.tag(PHASE_ALLGATHER, 0, j), bytes);
     run.chunkEvent('chunk-send', 'allgather', 0, rank, right, rank, seg, bytes.byteLength, view);
   });
@@ -93,9 +105,8 @@ export async function ringAllgather(run: Run, buf: Tensor, blocks: Range[], code
         run.send(right, run.tag(PHASE_ALLGATHER, step + 1, j), payload);
         run.chunkEvent('chunk-send', 'allgather', step + 1, rank, right, block, seg, payload.byteLength);
       }
-      const incoming = codec.decode(payload, buf);
-      expectCount(incoming, seg, left, 'allgather');
-      buf.set(incoming, seg.offset);
+      expectCount(payload, codec, seg, left, 'allgather');
+      const incoming = decodeInto(codec, payload, buf, seg);
       run.chunkEvent('chunk-recv', 'allgather', step, left, rank, block, seg, payload.byteLength, incoming, incoming);
     }
   }
@@ -128,9 +139,8 @@ export async function ringBroadcast(run: Run, buf: Tensor, root: number, codec: 
       run.send(right, tag, payload);
       run.chunkEvent('chunk-send', 'broadcast', position, rank, right, 0, seg, payload.byteLength);
     }
-    const incoming = codec.decode(payload, buf);
-    expectCount(incoming, seg, left, 'broadcast');
-    buf.set(incoming, seg.offset);
+    expectCount(payload, codec, seg, left, 'broadcast');
+    const incoming = decodeInto(codec, payload, buf, seg);
     run.chunkEvent('chunk-recv', 'broadcast', position - 1, left, rank, 0, seg, payload.byteLength, incoming, incoming);
   }
 }

@@ -12,8 +12,12 @@ export interface Codec {
   readonly lossy: boolean;
   /** Bytes to send for `src`; may be a view of it (the communicator copies). */
   encode(src: Tensor): Uint8Array;
-  /** The received elements as a tensor of the collective's dtype (a view where possible). */
-  decode(payload: Uint8Array, like: Tensor): Tensor;
+  /**
+   * The received elements as a tensor of the collective's dtype: a view of the
+   * payload where the bytes allow it, else written into `into` when given
+   * (sized to match), else a new array.
+   */
+  decode(payload: Uint8Array, like: Tensor, into?: Tensor): Tensor;
 }
 
 function aligned(p: Uint8Array, bytes: number): Uint8Array {
@@ -39,9 +43,9 @@ const fp16: Codec = {
     const h = float32ToFloat16(src as Float32Array);
     return new Uint8Array(h.buffer, h.byteOffset, h.byteLength);
   },
-  decode(payload) {
+  decode(payload, _like, into) {
     const p = aligned(payload, 2);
-    return float16ToFloat32(new Uint16Array(p.buffer, p.byteOffset, p.byteLength / 2));
+    return float16ToFloat32(new Uint16Array(p.buffer, p.byteOffset, p.byteLength / 2), into as Float32Array | undefined);
   },
 };
 
