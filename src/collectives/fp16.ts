@@ -28,8 +28,23 @@ function table(): Float32Array {
   return widenTable;
 }
 
+type HalfArrayConstructor = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => { set(src: ArrayLike<number>): void };
+/** Native Float16Array where the runtime has one (Deno, recent browsers); Node 20 has not. */
+const NativeHalf = (globalThis as { Float16Array?: HalfArrayConstructor }).Float16Array;
+
 /** Narrows `src` into `dst` (same length) as half-float bit patterns. */
 export function float32ToFloat16(src: Float32Array, dst: Uint16Array = new Uint16Array(src.length)): Uint16Array {
+  if (!NativeHalf) return float32ToFloat16Portable(src, dst);
+  // The engine rounds to nearest even like we do, but overflows to Infinity: saturate those.
+  new NativeHalf(dst.buffer, dst.byteOffset, dst.length).set(src);
+  for (let i = 0; i < dst.length; i++) {
+    if ((dst[i] & 0x7fff) === 0x7c00 && Number.isFinite(src[i])) dst[i] = (dst[i] & 0x8000) | 0x7bff;
+  }
+  return dst;
+}
+
+/** The same narrowing in plain JS, for runtimes without Float16Array. */
+export function float32ToFloat16Portable(src: Float32Array, dst: Uint16Array = new Uint16Array(src.length)): Uint16Array {
   const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
   for (let i = 0; i < bits.length; i++) {
     const x = bits[i];
