@@ -53,6 +53,13 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
       { class: 'page-header' },
       h('h1', {}, 'ringtrain'),
       h('p', { class: 'tagline' }, 'One model, many GPUs: browser tabs, Deno and Node peers train together and average their gradients with ring-allreduce over WebRTC.'),
+      h(
+        'ol',
+        { class: 'start-here', 'aria-label': 'How to use this page' },
+        h('li', {}, 'Check “Your GPU”: this tab needs WebGPU to train.'),
+        h('li', {}, 'Press “Join the training” to lend it to the job in the address, then watch the ring and the charts.'),
+        h('li', {}, 'New to ring-allreduce? ', h('a', { href: '#teach-title' }, 'Step through it in the teaching mode'), '.'),
+      ),
     ),
     h(
       'main',
