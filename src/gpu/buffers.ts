@@ -4,6 +4,7 @@
  * the process creates goes through `BufferPool.create`, which counts it, so a
  * test can check that a warmed-up training step allocates nothing.
  */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 /** Buffer sizes are rounded up to this many bytes (WebGPU needs multiples of 4; 16 keeps vec4 access safe). */
 export const BUFFER_ALIGN = 16;
@@ -22,6 +23,15 @@ export class BufferPool {
 
   /** Creates a new buffer (counted). Prefer `acquire` for scratch buffers. */
   create(size: number, usage: GPUBufferUsageFlags, label?: string, mappedAtCreation = false): GPUBuffer {
+    const max = this.device.limits.maxBufferSize;
+    if (!(size <= max)) {
+      // Past the limit WebGPU only reports a validation error later (which would lose the device): refuse now.
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `a GPU buffer of ${size} bytes${label ? ` (${label})` : ''} exceeds this adapter's maxBufferSize of ${max} bytes; use a smaller batch or model`,
+        { size, max, label },
+      );
+    }
     this.allocations++;
     const buffer = this.device.createBuffer({ size: alignSize(size), usage, label, mappedAtCreation });
     this.owned.add(buffer);

@@ -145,6 +145,13 @@ export class Gpu {
 
   /** A bind group for group 0 of `pipeline`, bindings numbered 0..n-1 in order. */
   bind(pipeline: GPUComputePipeline, bindings: Binding[], label?: string): GPUBindGroup {
+    const max = this.device.limits.maxStorageBufferBindingSize;
+    for (const b of bindings) {
+      const size = 'buffer' in b ? (b.size ?? b.buffer.size - (b.offset ?? 0)) : b.size;
+      if (size > max) {
+        throw new RingtrainError(ErrorCode.InvalidArgument, `${label ?? 'a kernel'} would bind ${size} bytes, more than this adapter's maxStorageBufferBindingSize of ${max}; use a smaller batch or layer`, { size, max, label });
+      }
+    }
     return this.device.createBindGroup({
       label,
       layout: pipeline.getBindGroupLayout(0),

@@ -99,6 +99,17 @@ describe('Gpu', () => {
     buf.destroy();
   });
 
+  it('refuses buffers beyond the adapter limits with InvalidArgument instead of losing the device', async () => {
+    expect(() => gpu.storage(gpu.limits.maxBufferSize / 4 + 1024, 'huge')).toThrow(/exceeds this adapter's maxBufferSize/);
+    expect(gpu.alive).toBe(true);
+    const buf = gpu.storage(4);
+    const big = { buffer: buf, offset: 0, size: gpu.limits.maxStorageBufferBindingSize + 4 };
+    expect(() => planMatmul(gpu, big, buf, buf, { m: 1, n: 1, k: 1 })).toThrow(/maxStorageBufferBindingSize/);
+    buf.destroy();
+    await gpu.sync();
+    expect(gpu.alive).toBe(true);
+  });
+
   it('folds large 1-D dispatches into 2-D', () => {
     expect(linearGroups(10, 256)).toEqual([1, 1, 1]);
     const [x, y] = linearGroups(70_000 * 256, 256);
