@@ -32,6 +32,7 @@ interface RunOptions extends TrainOptions {
   fp16: boolean;
   elastic: boolean;
   scaleLr: boolean;
+  lrSchedule: 'constant' | 'cosine';
   warmupSteps: number;
   backwardPasses: number;
 }
@@ -64,6 +65,7 @@ export function runCommand(): Command {
     .option('--extra-peers <n>', 'places for peers beyond the local workers (browser tabs)', '0')
     .option('--fp16', 'send gradients as float16 (half the bytes)', false)
     .option('--elastic', 'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping', false)
+    .addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'))
     .option('--scale-lr', 'scale the learning rate by the number of peers (with --warmup-steps)', false)
     .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
@@ -79,6 +81,7 @@ export function runCommand(): Command {
         fp16: Boolean(raw.fp16),
         elastic: Boolean(raw.elastic),
         scaleLr: Boolean(raw.scaleLr),
+        lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
         warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
         backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
       };
@@ -97,6 +100,7 @@ export function jobSpecFor(o: RunOptions): JobSpec {
     compression: o.fp16 ? 'fp16' : 'none',
     elastic: o.elastic,
     scaleLr: o.scaleLr,
+    lrSchedule: o.lrSchedule,
     warmupSteps: o.warmupSteps,
     backwardPassesPerStep: o.backwardPasses,
   };

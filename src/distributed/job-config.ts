@@ -30,6 +30,10 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   if (compression !== 'none' && compression !== 'fp16') {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'compression' must be 'none' or 'fp16', got ${JSON.stringify(compression)}`);
   }
+  const lrSchedule = h.lrSchedule ?? 'constant';
+  if (lrSchedule !== 'constant' && lrSchedule !== 'cosine') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'lrSchedule' must be 'constant' or 'cosine', got ${JSON.stringify(lrSchedule)}`);
+  }
   const lr = num(h, 'lr');
   if (lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
   return {
@@ -45,6 +49,7 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     compression,
     backwardPassesPerStep: num(h, 'backwardPassesPerStep', 1),
     scaleLr: h.scaleLr === true,
+    lrSchedule,
     warmupSteps: num(h, 'warmupSteps', 0),
     fusionThresholdBytes: num(h, 'fusionThresholdBytes'),
     timeoutMs: num(h, 'timeoutMs'),

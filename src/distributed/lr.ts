@@ -16,6 +16,12 @@ export interface LrSchedule {
   warmupSteps?: number;
   /** Scale by size at all (Horovod users turn it off for Adam-like optimizers). */
   scaleBySize?: boolean;
+  /**
+   * 'cosine' anneals the rate to zero over `totalSteps` after the warm-up, so the
+   * last epochs settle instead of bouncing around a minimum. Default 'constant'.
+   */
+  decay?: 'constant' | 'cosine';
+  totalSteps?: number;
 }
 
 export function validateLrSchedule(s: LrSchedule): void {
@@ -36,6 +42,12 @@ export function learningRateAt(s: LrSchedule, step: number): number {
   validateLrSchedule(s);
   const target = s.scaleBySize === false ? s.baseLr : s.baseLr * s.size;
   const w = s.warmupSteps ?? 0;
-  if (w === 0 || step >= w) return target;
-  return s.baseLr + (target - s.baseLr) * (step / w);
+  if (w > 0 && step < w) return s.baseLr + (target - s.baseLr) * (step / w);
+  if (s.decay !== 'cosine') return target;
+  const total = s.totalSteps ?? 0;
+  if (!Number.isFinite(total) || total <= w) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `cosine decay needs the total number of steps (more than the ${w} warm-up steps), got ${total}`);
+  }
+  const progress = Math.min(1, (step - w) / (total - w));
+  return target * 0.5 * (1 + Math.cos(Math.PI * progress));
 }

@@ -13,7 +13,7 @@ import { EventBus, now } from '../core/events.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { joinWebRTCRing } from '../comm/rings.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
-import type { JobConfig } from '../signaling/protocol.ts';
+import { PeerLeftReason, type JobConfig } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
@@ -68,6 +68,10 @@ class PeerSession implements Session {
     client.on('peer-left', (p) => {
       const ring = this.comm;
       if (!ring || p.epoch !== this.membership.epoch || ring.error) return;
+      // A clean leave also closed the peer's data channels with a goodbye that arrives after
+      // its last data, so the ring itself fails only what can no longer come. Aborting here
+      // would kill ranks still finishing a collective the leaver already completed.
+      if (p.reason === PeerLeftReason.Left) return;
       const who = p.name ? `rank ${p.rank} (${p.name})` : `rank ${p.rank}`;
       events.emit({ type: 'peer-lost', t: now(), rank: this.membership.rank, peer: p.rank, reason: p.reason });
       ring.abort(new RingtrainError(ErrorCode.PeerLost, `${who} left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''}); the ring is broken`, { peer: p.rank, reason: p.reason }));
@@ -114,14 +118,14 @@ class PeerSession implements Session {
   }
 
   async regroup(minEpoch: number): Promise<Communicator> {
-    this.comm.close();
+    await this.comm.close();
     const next = await this.client.nextMembership((m) => m.epoch >= minEpoch && m.ready, this.o.readyTimeoutMs ?? 600_000);
     await this.connect(next);
     return this.comm;
   }
 
   async close(reason?: string): Promise<void> {
-    this.comm?.close();
+    await this.comm?.close();
     await this.client.leave(reason);
   }
 }

@@ -32,6 +32,8 @@ import { DistributedOptimizer, type DistributedOptimizerOptions } from './optimi
 export interface DistributedTrainConfig extends LocalTrainConfig {
   /** Scale the learning rate by the ring size (with warm-up). Default false. */
   scaleLr?: boolean;
+  /** 'cosine' anneals the learning rate to zero by the last step. Default 'constant'. */
+  lrSchedule?: 'constant' | 'cosine';
   warmupSteps?: number;
   compression?: DistributedOptimizerOptions['compression'];
   backwardPassesPerStep?: number;
@@ -250,7 +252,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       if (!Number.isFinite(loss)) {
         throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank}: the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${config.lr}).`, { step, rank });
       }
-      const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, scaleBySize: config.scaleLr ?? false }, step);
+      const totalSteps = config.steps ?? config.epochs * stepsPerEpoch;
+      const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, scaleBySize: config.scaleLr ?? false, decay: config.lrSchedule, totalSteps }, step);
       const r = await dopt.step(lr);
       step++;
       epochExamples += size * config.batch;

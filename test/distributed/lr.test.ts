@@ -26,4 +26,13 @@ describe('learning-rate scaling', () => {
     expect((caught as { code?: string } | undefined)?.code).toBe(ErrorCode.InvalidArgument);
     expect(() => learningRateAt({ baseLr: 0.1, size: 0 }, 0)).toThrowError(/size/);
   });
+
+  it('anneals to zero along a cosine after the warm-up', () => {
+    const s = { baseLr: 0.1, size: 1, warmupSteps: 10, decay: 'cosine' as const, totalSteps: 110 };
+    expect(learningRateAt(s, 10)).toBeCloseTo(0.1);
+    expect(learningRateAt(s, 60)).toBeCloseTo(0.05);
+    expect(learningRateAt(s, 110)).toBeCloseTo(0);
+    expect(learningRateAt(s, 500)).toBeCloseTo(0);
+    expect(() => learningRateAt({ baseLr: 0.1, size: 1, decay: 'cosine' }, 3)).toThrowError(/total number of steps/);
+  });
 });
