@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
-import { DEFAULT_LR, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
+import { DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
 import { printLine } from './host.node.ts';
 
 const count = (flag: string, min: number) =>
@@ -66,7 +66,7 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
   const hyperparameters: Record<string, number> = {
     lr: o.lr ?? DEFAULT_LR[o.optimizer],
     momentum: o.momentum,
-    weightDecay: o.weightDecay,
+    weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer],
     seed: o.seed,
     epochs: o.epochs,
   };

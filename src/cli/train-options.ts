@@ -13,6 +13,8 @@ export const RUNTIMES = ['node', 'deno'] as const;
 
 /** Learning rates that train each optimizer well on MNIST when --lr is not given. */
 export const DEFAULT_LR: Record<(typeof OPTIMIZER_KINDS)[number], number> = { sgd: 0.05, adamw: 0.002 };
+/** Weight decay when --weight-decay is not given: none for SGD (it would be L2 on the gradient), the usual decoupled 0.01 for AdamW. */
+export const DEFAULT_WEIGHT_DECAY: Record<(typeof OPTIMIZER_KINDS)[number], number> = { sgd: 0, adamw: 0.01 };
 
 const count = (flag: string, min: number) =>
   z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
@@ -25,7 +27,7 @@ export const TrainOptionsSchema = z.object({
   lr: positive('--lr').optional(),
   optimizer: z.enum(OPTIMIZER_KINDS, { error: `--optimizer must be one of ${OPTIMIZER_KINDS.join(', ')}` }),
   momentum: z.coerce.number({ error: '--momentum must be a number' }).min(0, { error: '--momentum must be in [0, 1)' }).lt(1, { error: '--momentum must be in [0, 1)' }),
-  weightDecay: z.coerce.number({ error: '--weight-decay must be a number' }).min(0, { error: '--weight-decay must be at least 0' }).finite(),
+  weightDecay: z.coerce.number({ error: '--weight-decay must be a number' }).min(0, { error: '--weight-decay must be at least 0' }).finite().optional(),
   seed: count('--seed', 0).max(2 ** 32 - 1, { error: '--seed must fit in 32 bits' }),
   steps: count('--steps', 1).optional(),
   save: z.string().min(1, { error: '--save needs a file path' }).optional(),
@@ -35,7 +37,7 @@ export const TrainOptionsSchema = z.object({
   json: z.boolean().default(false),
 });
 
-export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr'> & { lr: number };
+export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr' | 'weightDecay'> & { lr: number; weightDecay: number };
 
 /** Adds the training options to a command (train, run, worker share them). */
 export function addTrainOptions(cmd: Command): Command {
@@ -46,7 +48,7 @@ export function addTrainOptions(cmd: Command): Command {
     .option('--lr <x>', `learning rate (default ${DEFAULT_LR.sgd} for sgd, ${DEFAULT_LR.adamw} for adamw)`)
     .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
     .option('--momentum <x>', 'SGD momentum', '0.9')
-    .option('--weight-decay <x>', 'AdamW decoupled weight decay', '0.0001')
+    .option('--weight-decay <x>', `weight decay: L2 for sgd, decoupled for adamw (default ${DEFAULT_WEIGHT_DECAY.sgd} for sgd, ${DEFAULT_WEIGHT_DECAY.adamw} for adamw)`)
     .option('--seed <n>', 'seed for initial weights and data order', '1')
     .option('--steps <n>', 'stop after this many steps in total (overrides --epochs)')
     .option('--save <path>', 'write a safetensors checkpoint here (atomically) after each epoch and at the end')
@@ -65,5 +67,5 @@ export function parseTrainOptions(raw: Record<string, unknown>): TrainOptions {
     throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (got ${JSON.stringify(raw[key])}).`, { option: key, value: raw[key] });
   }
   const o = parsed.data;
-  return { ...o, lr: o.lr ?? DEFAULT_LR[o.optimizer] };
+  return { ...o, lr: o.lr ?? DEFAULT_LR[o.optimizer], weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer] };
 }
