@@ -75,17 +75,20 @@ fn main(
     var w0 = vec4<f32>(load_x(row, row_ok, ix0), load_x(row, row_ok, ix0 + 1), load_x(row, row_ok, ix0 + 2), load_x(row, row_ok, ix0 + 3));
     var w1 = vec4<f32>(load_x(row, row_ok, ix0 + 4), load_x(row, row_ok, ix0 + 5), load_x(row, row_ok, ix0 + 6), load_x(row, row_ok, ix0 + 7));
     let count = min(SEG, p.ow - ox0);
+    if (is_bias) {
+      for (var j = 0u; j < count; j++) {
+        let o = gbase + ox0 + j;
+        a0 += vec4<f32>(dy[o + co0 * plane], dy[o + co1 * plane], dy[o + co2 * plane], dy[o + co3 * plane]);
+      }
+      continue;
+    }
     for (var j = 0u; j < count; j++) {
       let o = gbase + ox0 + j;
       let d = vec4<f32>(dy[o + co0 * plane], dy[o + co1 * plane], dy[o + co2 * plane], dy[o + co3 * plane]);
-      if (is_bias) {
-        a0 += d;
-      } else {
-        a0 += d * w0.x; a1 += d * w0.y; a2 += d * w0.z; a3 += d * w0.w;
-        a4 += d * w1.x; a5 += d * w1.y; a6 += d * w1.z; a7 += d * w1.w;
-        w0 = vec4<f32>(w0.yzw, w1.x);
-        w1 = vec4<f32>(w1.yzw, load_x(row, row_ok, ix0 + i32(j) + 8));
-      }
+      a0 += d * w0.x; a1 += d * w0.y; a2 += d * w0.z; a3 += d * w0.w;
+      a4 += d * w1.x; a5 += d * w1.y; a6 += d * w1.z; a7 += d * w1.w;
+      w0 = vec4<f32>(w0.yzw, w1.x);
+      w1 = vec4<f32>(w1.yzw, load_x(row, row_ok, ix0 + i32(j) + 8));
     }
   }
 
