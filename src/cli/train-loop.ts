@@ -19,6 +19,7 @@ import { batchCount, batches } from '../data/batches.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { createModel, createOptimizer, type Model, type ModelSpec, type Optimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
+import { learningRateAt, type LrSchedule } from '../distributed/lr.ts';
 
 export interface LocalTrainConfig {
   model: 'mlp' | 'cnn';
@@ -31,6 +32,8 @@ export interface LocalTrainConfig {
   seed: number;
   /** Stop at this step (counted from the start of training); overrides epochs. */
   steps?: number;
+  /** 'cosine' anneals the learning rate to zero by the last step (default 'constant'). */
+  lrSchedule?: 'constant' | 'cosine';
 }
 
 export interface LocalTrainResult {
@@ -115,7 +118,13 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
           layout: model.layout,
           params,
           optimizerState: await optimizer.exportState(),
-          extra: { seed: String(config.seed), batch: String(config.batch), lr: String(config.lr), model_spec: JSON.stringify(model.spec) },
+          extra: {
+            seed: String(config.seed),
+            batch: String(config.batch),
+            lr: String(config.lr),
+            lr_schedule: config.lrSchedule ?? 'constant',
+            model_spec: JSON.stringify(model.spec),
+          },
         }),
       );
     };
@@ -125,6 +134,8 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
     };
 
     const stopped = () => args.signal?.aborted === true;
+    // The schedule depends only on the step, so a resumed run continues the same curve.
+    const schedule: LrSchedule = { baseLr: config.lr, size: 1, scaleBySize: false, decay: config.lrSchedule ?? 'constant', totalSteps };
     while (step < totalSteps && !stopped()) {
       const epoch = Math.floor(step / stepsPerEpoch);
       const startBatch = step % stepsPerEpoch;
@@ -137,7 +148,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
         if (!Number.isFinite(loss)) {
           throw new RingtrainError(ErrorCode.InvalidArgument, `the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${config.lr}).`, { step, lr: config.lr });
         }
-        optimizer.step();
+        optimizer.step(learningRateAt(schedule, step));
         step++;
         const t1 = now();
         bus?.emit({ type: 'compute-end', t: t1, rank: 0, step });

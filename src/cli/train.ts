@@ -3,7 +3,7 @@
  * Deno, with a progress bar (stderr, TTY only), test accuracy after each
  * epoch, optional checkpoints, and with --json one result line on stdout.
  */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { MultiBar, Presets } from 'cli-progress';
 import { EventBus } from '../core/events.ts';
 import { checkCheckpointKind } from '../checkpoint/checkpoint.ts';
@@ -18,9 +18,13 @@ import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from './train-loop.ts';
 
+type TrainCommandOptions = TrainOptions & { lrSchedule: 'constant' | 'cosine' };
+
 export function trainCommand(): Command {
-  return addTrainOptions(new Command('train').description('train a model on this machine (one peer)')).action(async (raw: Record<string, unknown>) => {
-    const opts = parseTrainOptions(raw);
+  const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
+  cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
+  return cmd.action(async (raw: Record<string, unknown>) => {
+    const opts: TrainCommandOptions = { ...parseTrainOptions(raw), lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant' };
     if (opts.runtime && opts.runtime !== currentRuntime()) {
       commandStatus.exitCode = await reexecUnder(opts.runtime, commandStatus.args);
       return;
@@ -41,7 +45,7 @@ function percent(x: number): string {
   return `${(x * 100).toFixed(2)}%`;
 }
 
-async function train(opts: TrainOptions): Promise<void> {
+async function train(opts: TrainCommandOptions): Promise<void> {
   const resume = opts.resume ? loadCheckpoint(opts.resume) : undefined;
   if (resume) checkCheckpointKind(resume, opts, opts.resume);
   const data = await loadData(opts);
@@ -77,7 +81,7 @@ async function train(opts: TrainOptions): Promise<void> {
   });
   try {
     await say(
-      `ringtrain: training ${opts.model} with ${opts.optimizer} (lr ${opts.lr}, batch ${opts.batch}, seed ${opts.seed}) for ${totalSteps} steps ` +
+      `ringtrain: training ${opts.model} with ${opts.optimizer} (lr ${opts.lr}${opts.lrSchedule === 'cosine' ? ' cosine' : ''}, batch ${opts.batch}, seed ${opts.seed}) for ${totalSteps} steps ` +
         `on ${data.train.count} examples (${data.name}), ${gpu.info.runtime} on ${gpu.info.description}` +
         (resume ? `, resuming at step ${resume.step} from ${opts.resume}` : ''),
     );
@@ -111,6 +115,7 @@ async function train(opts: TrainOptions): Promise<void> {
           optimizer: opts.optimizer,
           batch: opts.batch,
           lr: opts.lr,
+          lr_schedule: opts.lrSchedule,
           seed: opts.seed,
           saved: opts.save ?? null,
           interrupted: result.interrupted,

@@ -92,7 +92,7 @@ describe('ringtrain train', () => {
     const first = resultLine(await ringtrain([...common, '--steps', '20', '--save', half]));
     expect(first.steps).toBe(20);
     const second = resultLine(await ringtrain([...common, '--steps', '40', '--resume', half, '--save', resumed]));
-    expect(second.steps).toBe(40);
+    expect([second.steps, second.lr_schedule]).toEqual([40, 'constant']);
     resultLine(await ringtrain([...common, '--steps', '40', '--save', straight]));
     const a = params(resumed), b = params(straight), start = params(half);
     let maxDiff = 0, moved = 0;
@@ -104,6 +104,15 @@ describe('ringtrain train', () => {
     expect(maxDiff).toBeLessThan(1e-5);
     const ckpt = decodeCheckpoint(readFileSync(resumed));
     expect([ckpt.step, ckpt.optimizer, ckpt.model, ckpt.extra.seed]).toEqual([40, 'adamw', 'mlp', '5']);
+
+    // The cosine schedule is applied: same seed and steps, other weights.
+    const cosine = join(dir, 'cosine.safetensors');
+    const third = resultLine(await ringtrain([...common, '--steps', '20', '--lr-schedule', 'cosine', '--save', cosine]));
+    expect(third.lr_schedule).toBe('cosine');
+    expect(decodeCheckpoint(readFileSync(cosine)).extra.lr_schedule).toBe('cosine');
+    let scheduleDiff = 0;
+    params(cosine).forEach((t, i) => t.forEach((v, j) => (scheduleDiff = Math.max(scheduleDiff, Math.abs(v - start[i][j])))));
+    expect(scheduleDiff).toBeGreaterThan(1e-4);
   });
 
   it('trains on IDX files from --data (here: the bundled digits written as gzipped MNIST-format files)', SLOW, async () => {
@@ -180,6 +189,9 @@ describe('ringtrain train', () => {
     const unknown = await inProcess(['train', '--modle', 'mlp']);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/unknown option '--modle'/);
+    const schedule = await inProcess(['train', '--lr-schedule', 'linear']);
+    expect(schedule.code).not.toBe(0);
+    expect(schedule.stderr).toMatch(/'linear' is invalid. Allowed choices are constant, cosine/);
     expect(existsSync(join(dir, 'nothing.safetensors'))).toBe(false);
   });
 });
