@@ -13,13 +13,10 @@ import type { Dataset } from '../../src/data/dataset.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
 import { init } from '../../src/distributed/session.ts';
-import { trainDistributed } from '../../src/distributed/trainer.ts';
+import { trainAsPeer } from '../../src/distributed/peer.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { loadMnistInPage } from '../mnist-data.ts';
 import type { JoinFn } from './participate.ts';
-
-/** Report progress to the server (and through it to other pages) at most this often. */
-const PROGRESS_EVERY_MS = 500;
 
 /**
  * `showModel` gets a copy of the job's model whenever this rank holds a checkpoint of it (the
@@ -46,39 +43,27 @@ export function browserJoin(
       events: bus,
       capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter, webrtc: true },
     });
-    const config = trainConfigFromJob(session.job.config);
     let stopRequested = false;
     let copy: Model | null = null;
-    let lastReport = 0;
-    const finished = trainDistributed({
+    const finished = trainAsPeer(session, {
       gpu,
-      comm: session.comm,
-      elastic: session.elastic,
       train,
       test,
-      config,
       bus,
       shouldStop: () => stopRequested,
-      onCheckpoint: (c) => {
+      onCheckpoint: (c, jobConfig) => {
         copy?.destroy();
-        copy = createModel(gpu, modelSpecFor(config, train));
-        copy.writeParams(flatParamsFor(c, { model: config.model, layout: copy.layout, flatLength: copy.flatLength }, 'the job'));
+        copy = createModel(gpu, modelSpecFor(jobConfig, train));
+        copy.writeParams(flatParamsFor(c, { model: jobConfig.model, layout: copy.layout, flatLength: copy.flatLength }, 'the job'));
         showModel(copy, test);
       },
-      onStep: (s) => {
-        const t = Date.now();
-        if (t - lastReport < PROGRESS_EVERY_MS) return;
-        lastReport = t;
-        session.client.reportProgress({ step: s.step, epoch: s.epoch, loss: s.loss, samplesPerS: s.samplesPerS, allreduceBytes: s.bytesSent });
-      },
-      onEvaluate: (e) => session.client.reportProgress({ step: e.step, epoch: e.epoch, testAccuracy: e.testAccuracy }),
     }).then(
       async (result) => {
-        session.client.reportProgress({ step: result.steps, loss: result.trainLoss, testAccuracy: result.testAccuracy, allreduceBytes: result.allreduceBytes });
         await session.close(result.stoppedBy ? 'ring broken' : 'done');
         // Peers leave as soon as they are done; one that finishes first can break the ring while this
         // rank is still in the last collective. Every step was taken all the same: say so.
-        const complete = config.steps !== undefined && result.steps >= config.steps;
+        const steps = trainConfigFromJob(session.job.config).steps;
+        const complete = steps !== undefined && result.steps >= steps;
         if (!result.stoppedBy) return `Training finished: ${result.steps} steps, test accuracy ${(result.testAccuracy * 100).toFixed(1)}%.`;
         if (complete) return `Training finished: ${result.steps} steps (the ring closed during the final evaluation: ${result.stoppedBy.message}).`;
         return `Training stopped at step ${result.steps}: ${result.stoppedBy.message}`;

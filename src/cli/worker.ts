@@ -18,7 +18,7 @@ import { loadMnist } from '../data/mnist.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
 import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
-import { trainDistributed } from '../distributed/trainer.ts';
+import { trainAsPeer } from '../distributed/peer.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, printLine, reexecUnder, stderr } from './host.node.ts';
 import { commandStatus } from './status.ts';
@@ -93,15 +93,11 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, batch ${config.batch} per peer${config.elastic ? ', elastic' : ''}`);
   await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
   const recoveryPath = o.recovery ?? o.save ?? 'ringtrain-recovery.safetensors';
-  let lastStepReport = 0;
   try {
-    const result = await trainDistributed({
+    const result = await trainAsPeer(session, {
       gpu,
-      comm: session.comm,
-      elastic: session.elastic,
       train: data.train,
       test: data.test,
-      config,
       bus,
       resume,
       resumeName: o.resume,
@@ -109,17 +105,9 @@ async function runWorker(o: WorkerOptions): Promise<number> {
         const path = session.comm.error ? recoveryPath : o.save;
         if (path) saveCheckpoint(path, c);
       },
-      onStep: (s) => {
-        void emit({ event: 'step', rank: session.rank, size: session.size, ...s });
-        const t = Date.now();
-        if (t - lastStepReport > 500) {
-          lastStepReport = t;
-          session.client.reportProgress({ step: s.step, epoch: s.epoch, loss: s.loss, samplesPerS: s.samplesPerS, allreduceBytes: s.bytesSent });
-        }
-      },
+      onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
       onEvaluate: (e) => {
         void emit({ event: 'evaluate', rank: session.rank, ...e });
-        session.client.reportProgress({ step: e.step, epoch: e.epoch, testAccuracy: e.testAccuracy });
         if (session.rank === 0) void say(`epoch ${e.epoch + 1}: step ${e.step}, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`);
       },
     });
