@@ -12,7 +12,7 @@ import { flatParamsFor } from '../../src/checkpoint/checkpoint.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
-import { init } from '../../src/distributed/session.ts';
+import { FINISHED, init } from '../../src/distributed/session.ts';
 import { trainAsPeer } from '../../src/distributed/peer.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { loadMnistInPage } from '../mnist-data.ts';
@@ -59,7 +59,7 @@ export function browserJoin(
       },
     }).then(
       async (result) => {
-        await session.close(result.stoppedBy ? 'ring broken' : 'done');
+        await session.close(result.stoppedBy ? 'ring broken' : FINISHED);
         // Peers leave as soon as they are done; one that finishes first can break the ring while this
         // rank is still in the last collective. Every step was taken all the same: say so.
         const steps = trainConfigFromJob(session.job.config).steps;

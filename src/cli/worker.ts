@@ -16,6 +16,7 @@ import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
+import { FINISHED } from '../distributed/session.ts';
 import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
@@ -93,6 +94,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, batch ${config.batch} per peer${config.elastic ? ', elastic' : ''}`);
   await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
   const recoveryPath = o.recovery ?? o.save ?? 'ringtrain-recovery.safetensors';
+  let leaveReason = 'stopped';
   try {
     const result = await trainAsPeer(session, {
       gpu,
@@ -128,6 +130,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       lost_ranks: result.lostRanks,
       recovery: result.stoppedBy ? recoveryPath : null,
     };
+    if (!result.stoppedBy) leaveReason = FINISHED;
     await emit({ event: 'result', ...summary });
     if (o.json) await printLine(JSON.stringify(summary));
     if (result.stoppedBy) {
@@ -137,7 +140,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     return 0;
   } finally {
     if (timeline && o.timeline) writeFileSync(o.timeline, JSON.stringify(timeline.traceEvents()));
-    await session.close('done');
+    await session.close(leaveReason);
     gpu.destroy();
   }
 }

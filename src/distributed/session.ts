@@ -48,6 +48,8 @@ export interface Session {
 }
 
 const CONNECT_ATTEMPTS = 4;
+/** The leave reason of a peer that completed its training (see the peer-left handler). */
+export const FINISHED = 'done';
 
 class PeerSession implements Session {
   comm!: Communicator;
@@ -68,10 +70,10 @@ class PeerSession implements Session {
     client.on('peer-left', (p) => {
       const ring = this.comm;
       if (!ring || p.epoch !== this.membership.epoch || ring.error) return;
-      // A clean leave also closed the peer's data channels with a goodbye that arrives after
-      // its last data, so the ring itself fails only what can no longer come. Aborting here
-      // would kill ranks still finishing a collective the leaver already completed.
-      if (p.reason === PeerLeftReason.Left) return;
+      // A peer that left because it finished training closed its data channels with a goodbye
+      // that follows its last data, so the ring itself fails only what can no longer come;
+      // aborting here would kill ranks still finishing the collective the leaver completed.
+      if (p.reason === PeerLeftReason.Left && p.detail === FINISHED) return;
       const who = p.name ? `rank ${p.rank} (${p.name})` : `rank ${p.rank}`;
       events.emit({ type: 'peer-lost', t: now(), rank: this.membership.rank, peer: p.rank, reason: p.reason });
       ring.abort(new RingtrainError(ErrorCode.PeerLost, `${who} left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''}); the ring is broken`, { peer: p.rank, reason: p.reason }));
