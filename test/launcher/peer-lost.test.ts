@@ -11,62 +11,25 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 import { startServer } from '../../server/index.ts';
+import { killStartedWorkers, lastStep, requireNetns, startDenoWorker, until } from '../support/workers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-lost-'));
 const children: ChildProcess[] = [];
 afterAll(() => {
+  killStartedWorkers();
   for (const c of children) c.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Worker {
-  child: ChildProcess;
-  rank?: number;
-  step: number;
-  result?: { stopped_by: { code: string; message: string } | null; steps: number; lost_ranks: number[] };
-  exit: Promise<number | null>;
-  stderr: string;
-}
-
-function startWorker(server: string, job: string, token: string, recovery: string): Worker {
-  // Deno directly (not through `--runtime deno`, whose Node parent would take the SIGKILL instead).
-  const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server, '--job', job, '--token', token, '--events', '--recovery', recovery], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  const w: Worker = { child, step: 0, stderr: '', exit: new Promise((r) => child.on('exit', (code) => r(code))) };
-  let partial = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-    partial += d;
-    const lines = partial.split('\n');
-    partial = lines.pop()!;
-    for (const line of lines) {
-      if (!line.startsWith('{')) continue;
-      const m = JSON.parse(line);
-      if (m.event === 'joined') w.rank = m.rank;
-      if (m.event === 'step') w.step = m.step;
-      if (m.event === 'result') w.result = m;
-    }
-  });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (w.stderr += d));
-  return w;
-}
-
-async function until(pred: () => boolean, what: string, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe('a peer killed mid-run', () => {
   it('stops every survivor with an error naming it, saves the last step, and the run resumes from it', async () => {
-    if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run under npm test (scripts/in-netns.sh): WebRTC stays inside a private namespace');
+    requireNetns();
     const job = { id: 'lost', token: 'secret-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 3, epochs: 50 }, batchPerPeer: 16, minPeers: 3, maxPeers: 3 } };
     const server = await startServer({ jobs: [job], staticDir: null });
     const recovery = join(dir, 'recovery.safetensors');
     try {
-      const workers = [0, 1, 2].map(() => startWorker(server.url, job.id, job.token, recovery));
-      await until(() => workers.every((w) => w.step >= 3), 'three workers to take 3 steps', 90_000);
+      const workers = [0, 1, 2].map(() => startDenoWorker(server.url, job, ['--recovery', recovery]));
+      await until(() => workers.every((w) => lastStep(w).step >= 3), 'three workers to take 3 steps', 90_000);
       const victim = workers.find((w) => w.rank === 2)!;
       victim.child.kill('SIGKILL');
       const killedAt = Date.now();

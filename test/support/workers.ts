@@ -1,0 +1,70 @@
+/**
+ * Deno workers started by tests: `ringtrain worker --events` under Deno
+ * directly (not through `--runtime deno`, whose Node parent would take a
+ * SIGKILL meant for the worker), with its JSON event lines parsed as they come.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface WorkerStep {
+  step: number;
+  size: number;
+  rank: number;
+}
+
+export interface TestWorker {
+  child: ChildProcess;
+  /** Rank announced when it joined. */
+  rank?: number;
+  steps: WorkerStep[];
+  /** The `result` event, once training ended. */
+  result?: Record<string, unknown> & { steps: number; size: number; stopped_by: { code: string; message: string } | null; lost_ranks: number[]; test_accuracy: number };
+  stderr: string;
+  exit: Promise<number | null>;
+}
+
+/** Every worker started here, so a test's afterAll can kill what is left. */
+export const startedWorkers: TestWorker[] = [];
+
+export function startDenoWorker(server: string, job: { id: string; token: string }, extraArgs: string[] = []): TestWorker {
+  const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server, '--job', job.id, '--token', job.token, '--events', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const w: TestWorker = { child, steps: [], stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+  let partial = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    partial += d;
+    const lines = partial.split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) {
+      if (!line.startsWith('{')) continue;
+      const m = JSON.parse(line);
+      if (m.event === 'joined') w.rank = m.rank;
+      if (m.event === 'step') w.steps.push({ step: m.step, size: m.size, rank: m.rank });
+      if (m.event === 'result') w.result = m;
+    }
+  });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (w.stderr += d));
+  startedWorkers.push(w);
+  return w;
+}
+
+export function killStartedWorkers(): void {
+  for (const w of startedWorkers.splice(0)) w.child.kill('SIGKILL');
+}
+
+/** The worker's latest step event (step 0 in a ring of 0 before the first). */
+export function lastStep(w: TestWorker): WorkerStep {
+  return w.steps[w.steps.length - 1] ?? { step: 0, size: 0, rank: -1 };
+}
+
+/** Polls `pred` every 100 ms; fails naming `what` after `timeoutMs`. */
+export async function until(pred: () => boolean, what: string, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** WebRTC tests must not leak traffic: they run only inside npm test's private network namespace. */
+export function requireNetns(): void {
+  if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run under npm test (scripts/in-netns.sh): WebRTC stays inside a private namespace');
+}
