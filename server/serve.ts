@@ -8,7 +8,13 @@ import { startServer, type RunningServer, type ServerOptions } from './index.ts'
 export async function serveUntilSignal(options: ServerOptions, onStarted?: (server: RunningServer) => void): Promise<void> {
   const server = await startServer(options);
   onStarted?.(server);
-  await new Promise<void>((resolve) => {
+  await untilSignal();
+  await server.close();
+}
+
+/** Resolves on the first SIGINT or SIGTERM (Ctrl-C), and stops listening for them. */
+export function untilSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
     const stop = (): void => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
@@ -17,5 +23,4 @@ export async function serveUntilSignal(options: ServerOptions, onStarted?: (serv
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-  await server.close();
 }

@@ -7,19 +7,10 @@
  * path as this tab's own events.
  */
 import { type EventBus, now } from '../../src/core/events.ts';
-import type { JobConfig, Progress } from '../../src/signaling/protocol.ts';
-import { h } from './dom.ts';
+import type { PublicJobInfo } from '../../src/signaling/protocol.ts';
 
-/** The part of the server's `GET /api/jobs/:id` answer the page reads. */
-export interface PublicJobInfo {
-  id: string;
-  config: JobConfig;
-  epoch: number;
-  size: number;
-  ready: boolean;
-  started: boolean;
-  peers: { rank: number; peerId: string; runtime: string; name?: string; progress?: Progress }[];
-}
+export type { PublicJobInfo };
+import { h } from './dom.ts';
 
 /** How often the panel asks the server. */
 export const POLL_MS = 1000;

@@ -18,6 +18,7 @@ import { MNIST_TRAIN } from '../data/mnist.ts';
 import { mergeTraces, type TraceEvent } from '../distributed/timeline.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import { startServer, type RunningServer } from '../../server/index.ts';
+import { untilSignal } from '../../server/serve.ts';
 import { cliCommand, printLine, stderr, stderrIsTTY } from './host.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
@@ -196,7 +197,7 @@ async function launch(o: RunOptions): Promise<number> {
   if (o.servePage) {
     // The demo: training is over, but whoever opened the page can still look at the job.
     await say(`ringtrain: training finished; the page stays up at ${server.url} until Ctrl-C`);
-    await untilInterrupted();
+    await untilSignal();
   }
   await server.close();
 
@@ -239,18 +240,6 @@ async function launch(o: RunOptions): Promise<number> {
     else await say(`done: ${summary.steps} steps on ${summary.size} peers, test accuracy ${(Number(summary.test_accuracy) * 100).toFixed(2)}%, ${Math.round(Number(summary.samples_per_s))} samples/s`);
   }
   return failed.length === 0 && rank0 ? 0 : 1;
-}
-
-function untilInterrupted(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
 }
 
 function writeTimeline(path: string, parts: number): void {
