@@ -7,7 +7,7 @@
  * allreduces as they happen.
  */
 import type { EventBus } from '../../src/core/events.ts';
-import { modelSpecFor } from '../../src/cli/train-loop.ts';
+import { modelSpecFor } from '../../src/distributed/train-local.ts';
 import { flatParamsFor } from '../../src/checkpoint/checkpoint.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';

@@ -16,7 +16,7 @@ import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, interruptSignal, printLine, reexecUnder, stderr, stderrIsTTY } from './host.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
-import { trainLocal } from './train-loop.ts';
+import { trainLocal } from '../distributed/train-local.ts';
 
 type TrainCommandOptions = TrainOptions & { lrSchedule: 'constant' | 'cosine' };
 

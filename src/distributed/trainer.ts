@@ -24,7 +24,7 @@ import { selectExamples, type Dataset } from '../data/dataset.ts';
 import { DistributedSampler } from '../data/sampler.ts';
 import { createModel, createOptimizer, type Model, type Optimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { modelSpecFor, type LocalTrainConfig } from '../cli/train-loop.ts';
+import { modelSpecFor, type LocalTrainConfig } from './train-local.ts';
 import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import { learningRateAt } from './lr.ts';
 import { DistributedOptimizer, type DistributedOptimizerOptions } from './optimizer.ts';

@@ -19,7 +19,7 @@ import { batchCount, batches } from '../data/batches.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { createModel, createOptimizer, type Model, type ModelSpec, type Optimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { learningRateAt, type LrSchedule } from '../distributed/lr.ts';
+import { learningRateAt, type LrSchedule } from './lr.ts';
 
 export interface LocalTrainConfig {
   model: 'mlp' | 'cnn';
