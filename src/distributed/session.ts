@@ -48,6 +48,7 @@ export interface Session {
 }
 
 const CONNECT_ATTEMPTS = 4;
+const BROKEN_RING_LINGER_MS = 1000;
 /** The leave reason of a peer that completed its training (see the peer-left handler). */
 export const FINISHED = 'done';
 
@@ -127,6 +128,10 @@ class PeerSession implements Session {
   }
 
   async close(reason?: string): Promise<void> {
+    // A broken ring lingers a moment before its channels go: the other ranks are still
+    // hearing why it broke (the server's peer-left, our abort frame), and our channels
+    // closing first would read to them as if we were the one who went away.
+    if (this.comm?.error) await new Promise((r) => setTimeout(r, BROKEN_RING_LINGER_MS));
     await this.comm?.close();
     await this.client.leave(reason);
   }
