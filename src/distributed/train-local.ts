@@ -79,7 +79,8 @@ export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec
   return { kind: 'mlp', seed: config.seed, inputSize: data.height * data.width, classes: data.classes };
 }
 
-async function restore(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: LocalTrainConfig, name: string): Promise<void> {
+/** Loads a checkpoint's weights and optimizer state, after checking they belong to this model and optimizer. */
+export async function restore(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: LocalTrainConfig, name: string): Promise<void> {
   const flat = flatParamsFor(c, { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength }, name);
   const fresh = await optimizer.exportState();
   checkOptimizerState(c, Object.fromEntries(Object.entries(fresh).map(([k, v]) => [k, v.length])), name);

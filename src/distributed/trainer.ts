@@ -16,15 +16,15 @@ import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { type EventBus, now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import type { Communicator } from '../comm/communicator.ts';
-import { checkpointFromFlat, checkOptimizerState, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import { checkpointFromFlat, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { allreduce } from '../collectives/allreduce.ts';
 import { broadcast } from '../collectives/broadcast.ts';
 import { batches } from '../data/batches.ts';
 import { selectExamples, type Dataset } from '../data/dataset.ts';
 import { DistributedSampler } from '../data/sampler.ts';
-import { createModel, createOptimizer, type Model, type Optimizer } from '../engine/index.ts';
+import { createModel, createOptimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { modelSpecFor, type LocalTrainConfig } from './train-local.ts';
+import { modelSpecFor, restore, type LocalTrainConfig } from './train-local.ts';
 import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import { learningRateAt } from './lr.ts';
 import { DistributedOptimizer, type DistributedOptimizerOptions } from './optimizer.ts';
@@ -109,14 +109,6 @@ function testShard(test: Dataset, rank: number, size: number): Dataset {
   const idx: number[] = [];
   for (let i = rank; i < test.count; i += size) idx.push(i);
   return selectExamples(test, idx);
-}
-
-async function restoreOnRoot(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: LocalTrainConfig, name: string): Promise<void> {
-  const flat = flatParamsFor(c, { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength }, name);
-  const fresh = await optimizer.exportState();
-  checkOptimizerState(c, Object.fromEntries(Object.entries(fresh).map(([k, v]) => [k, v.length])), name);
-  model.writeParams(flat);
-  optimizer.importState(c.optimizerState);
 }
 
 function lostRanksOf(err: RingtrainError): number[] {
@@ -285,7 +277,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   try {
     try {
       if (args.resume && comm.rank === 0) {
-        await restoreOnRoot(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint');
+        await restore(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint');
         step = args.resume.step;
         epoch = args.resume.epoch;
         const recorded = Number(args.resume.extra.epoch_examples);
