@@ -131,9 +131,12 @@ class PeerSession implements Session {
     // A broken ring lingers a moment before its channels go: the other ranks are still
     // hearing why it broke (the server's peer-left, our abort frame), and our channels
     // closing first would read to them as if we were the one who went away.
-    if (this.comm?.error) await new Promise((r) => setTimeout(r, BROKEN_RING_LINGER_MS));
+    const broken = this.comm?.error;
+    if (broken) await new Promise((r) => setTimeout(r, BROKEN_RING_LINGER_MS));
     await this.comm?.close();
-    await this.client.leave(reason);
+    // Leaving because the ring broke: say what broke it, so a rank that hears of our leave
+    // before the original cause still names the peer that started it.
+    await this.client.leave(broken && reason !== FINISHED ? `${reason ?? 'stopped'}: ${broken.message}` : reason);
   }
 }
 

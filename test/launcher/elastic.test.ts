@@ -44,5 +44,5 @@ describe('elastic training', () => {
     } finally {
       await server.close();
     }
-  });
+  }, 400_000);
 });

@@ -62,5 +62,5 @@ describe('a peer killed mid-run', () => {
     } finally {
       await server.close();
     }
-  });
+  }, 400_000);
 });

@@ -50,7 +50,7 @@ describe('ringtrain run -np 2 (Deno workers, real WebRTC)', () => {
       expect(trace.traceEvents.some((e) => e.name === phase && e.ph === 'X'), phase).toBe(true);
     }
     expect(trace.traceEvents.some((e) => e.ph === 'i' && e.name.startsWith('send chunk'))).toBe(true);
-  });
+  }, 300_000);
 
   it('refuses a bad -np with a message that names the flag', async () => {
     const r = await ringtrain(['run', '-np', '0', '--steps', '1']);

@@ -44,7 +44,7 @@ describe('a tab joins a running elastic job', () => {
     await page.click('[data-testid=join]');
     await page.waitForSelector('[data-testid=ring][data-size="3"]', { timeout: 240_000 });
     await page.waitForFunction(() => Number(document.querySelector('[data-testid=own-steps]')?.textContent) >= 3, undefined, { timeout: 240_000 });
-    await until(() => last(a).size === 3 && last(b).size === 3, 'the workers to train in a ring of three', 60_000);
+    await until(() => last(a).size === 3 && last(b).size === 3, 'the workers to train in a ring of three', 180_000);
     // The tab started where the workers were, not at step 0.
     const tabStep = Number(await page.textContent('[data-testid=step]'));
     expect(tabStep).toBeGreaterThan(stepBeforeJoin);
@@ -54,7 +54,7 @@ describe('a tab joins a running elastic job', () => {
     await page.waitForSelector('[data-testid=participate][data-state=left]', { timeout: 60_000 });
     const stepAtLeave = Math.max(last(a).step, last(b).step);
     // The workers re-form as two and keep going.
-    await until(() => [a, b].every((w) => last(w).size === 2 && last(w).step >= stepAtLeave + 5), 'the workers to carry on as two', 120_000);
+    await until(() => [a, b].every((w) => last(w).size === 2 && last(w).step >= stepAtLeave + 5), 'the workers to carry on as two', 240_000);
     expect(a.child.exitCode, a.stderr.slice(-2000)).toBeNull();
     expect(b.child.exitCode, b.stderr.slice(-2000)).toBeNull();
     expect(errors).toEqual([]);
