@@ -76,8 +76,8 @@ export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
 }
 
 function shape(m: AllreduceMeasurement, transport: string): BenchResult {
-  const { peers, bytes, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, p2p_bidir_MBps, seconds } = m;
-  return { peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, p2p_bidir_MBps, seconds };
+  const { peers, bytes, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, p2p_bidir_MBps, ratio_bidir, f32_algbw_MBps, fp16_speedup, seconds } = m;
+  return { peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, p2p_bidir_MBps, ratio_bidir, f32_algbw_MBps, fp16_speedup, seconds };
 }
 
 /** Runs this file again inside a private network namespace and returns its JSON line. */

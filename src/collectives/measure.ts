@@ -21,6 +21,14 @@ export interface AllreduceMeasurement {
   ratio: number | null;
   /** Per-direction bandwidth when ranks 0 and 1 send to each other at once (what a 2-rank ring does). */
   p2p_bidir_MBps: number | null;
+  /** busbw / p2p_bidir: how much of the link the ring uses when the link carries both directions at once. */
+  ratio_bidir: number | null;
+  /**
+   * With fp16 only: the float32 allreduce of the same tensor, timed in the same
+   * run (interleaved), and fp16's effective speed-up over it (algbw / f32 algbw).
+   */
+  f32_algbw_MBps?: number;
+  fp16_speedup?: number;
   /** Seconds per timed allreduce on this rank (bandwidths use the median). */
   seconds: number[];
 }
@@ -91,14 +99,20 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   // Interleave point-to-point and allreduce runs so both see the same machine load; take medians.
   const p2pSeconds: number[] = [];
   const seconds: number[] = [];
+  const f32Seconds: number[] = [];
+  const timed = async (o: typeof opts, into: number[]) => {
+    await barrier(comm, { timeoutMs });
+    const t0 = now();
+    await allreduce(comm, data, o);
+    into.push((now() - t0) / 1000);
+  };
   for (let i = 0; i < iterations; i++) {
     await barrier(comm, { timeoutMs });
     const p = await pointToPoint(comm, count * 4, timeoutMs);
     if (p !== null) p2pSeconds.push(p);
-    await barrier(comm, { timeoutMs });
-    const t0 = now();
-    await allreduce(comm, data, opts);
-    seconds.push((now() - t0) / 1000);
+    await timed(opts, seconds);
+    // fp16's speed-up is only meaningful against float32 under the same load: time both, turn about.
+    if (compression === 'fp16') await timed({ ...opts, compression: 'none' }, f32Seconds);
   }
   const typical = median(seconds);
   const p2p = p2pSeconds.length ? median(p2pSeconds) : null;
@@ -106,6 +120,8 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const algbw = bytes / typical / MB;
   const busbw = (algbw * 2 * (comm.size - 1)) / comm.size;
   const p2pMBps = p2p === null ? null : bytes / p2p / MB;
+  const bidirMBps = bidir === null ? null : bytes / bidir / MB;
+  const f32 = f32Seconds.length ? bytes / median(f32Seconds) / MB : null;
   return {
     peers: comm.size,
     bytes,
@@ -114,7 +130,9 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     busbw_MBps: round(busbw),
     p2p_MBps: p2pMBps === null ? null : round(p2pMBps),
     ratio: p2pMBps === null ? null : round(busbw / p2pMBps, 3),
-    p2p_bidir_MBps: bidir === null ? null : round(bytes / bidir / MB),
+    p2p_bidir_MBps: bidirMBps === null ? null : round(bidirMBps),
+    ratio_bidir: bidirMBps === null ? null : round(busbw / bidirMBps, 3),
+    ...(f32 === null ? {} : { f32_algbw_MBps: round(f32), fp16_speedup: round(algbw / f32, 3) }),
     seconds: seconds.map((s) => round(s, 4)),
   };
 }

@@ -19,6 +19,15 @@ describe('bench allreduce', () => {
     expect(r.busbw_MBps).toBeCloseTo((r.algbw_MBps * 2 * 2) / 3, 1);
     expect(r.p2p_MBps).toBeGreaterThan(0);
     expect(r.ratio).toBeCloseTo(r.busbw_MBps / r.p2p_MBps!, 2);
+    expect(r.ratio_bidir).toBeCloseTo(r.busbw_MBps / r.p2p_bidir_MBps!, 2);
+    expect(r.fp16_speedup).toBeUndefined();
+  });
+
+  it('times float32 beside fp16 in the same run and reports the speed-up', async () => {
+    const r = await benchAllreduce({ peers: 2, bytes: 64 * 1024, transport: 'memory', fp16: true, iterations: 2 });
+    expect(r.fp16).toBe(true);
+    expect(r.f32_algbw_MBps).toBeGreaterThan(0);
+    expect(r.fp16_speedup).toBeCloseTo(r.algbw_MBps / r.f32_algbw_MBps!, 1);
   });
 
   it('refuses bad options with InvalidArgument', async () => {
