@@ -5,32 +5,16 @@
  * three, and when the tab clicks Leave the workers carry on as two. Real
  * server, real Deno workers, real Chromium, real WebRTC.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../server/index.ts';
-import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
-import { buildPage, openTab, screenshot, servePage } from './serve-page.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openTab, screenshot, usePageFixture } from './serve-page.ts';
 import { killStartedWorkers, lastStep as last, requireNetns, startDenoWorker, until } from '../support/workers.ts';
 
 const JOB = { id: 'volunteers', token: 'tok-volunteers', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, seed: 4, steps: 100_000, elastic: true }, batchPerPeer: 16, minPeers: 2, maxPeers: 3 } };
 
-let built: { dir: string; dispose(): void };
-let server: RunningServer;
-let browser: LaunchedChromium;
+const fx = usePageFixture({ jobs: [JOB] });
+afterAll(killStartedWorkers);
 
-beforeAll(async () => {
-  built = await buildPage();
-  server = await servePage(built.dir, { jobs: [JOB] });
-  browser = await launchChromium();
-});
-
-afterAll(async () => {
-  killStartedWorkers();
-  await browser?.close();
-  await server?.close();
-  built?.dispose();
-});
-
-const startWorker = () => startDenoWorker(server.url, JOB);
+const startWorker = () => startDenoWorker(fx.server.url, JOB);
 
 describe('a tab joins a running elastic job', () => {
   it('is taken into the ring mid-run, trains as one of three, and leaves without stopping the workers', { timeout: 600_000 }, async () => {
@@ -38,7 +22,7 @@ describe('a tab joins a running elastic job', () => {
     const [a, b] = [startWorker(), startWorker()];
     await until(() => last(a).step >= 5 && last(b).step >= 5, 'the workers to take 5 steps', 180_000);
 
-    const { page, errors } = await openTab(browser, `${server.url}/?job=${JOB.id}&token=${JOB.token}`);
+    const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${JOB.id}&token=${JOB.token}`);
     await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
     const stepBeforeJoin = last(a).step;
     await page.click('[data-testid=join]');

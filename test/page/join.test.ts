@@ -6,11 +6,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import type { RunningServer } from '../../server/index.ts';
-import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
-import { buildPage, openTab, screenshot, servePage } from './serve-page.ts';
+import { openTab, screenshot, usePageFixture } from './serve-page.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const config = (steps: number) => ({ model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, steps, seed: 3 }, batchPerPeer: 32, minPeers: 3, maxPeers: 3 });
@@ -22,22 +20,8 @@ const JOBS = [
   { id: 'leaver', token: 'tok-leaver', config: config(5000) },
 ];
 
-let built: { dir: string; dispose(): void };
-let server: RunningServer;
-let browser: LaunchedChromium;
-
-beforeAll(async () => {
-  built = await buildPage();
-  server = await servePage(built.dir, { jobs: JOBS });
-  // Two tabs train at once: neither may be throttled as a background tab.
-  browser = await launchChromium({ extraArgs: ['--disable-background-timer-throttling', '--disable-backgrounding-occluded-windows', '--disable-renderer-backgrounding'] });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  built?.dispose();
-});
+// Two tabs train at once: neither may be throttled as a background tab.
+const fx = usePageFixture({ jobs: JOBS }, { extraArgs: ['--disable-background-timer-throttling', '--disable-backgrounding-occluded-windows', '--disable-renderer-backgrounding'] });
 
 interface Worker {
   child: ChildProcess;
@@ -47,7 +31,7 @@ interface Worker {
 }
 
 function denoWorker(job: { id: string; token: string }): Worker {
-  const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', server.url, '--job', job.id, '--token', job.token, '--runtime', 'deno', '--name', 'deno-worker', '--json'], {
+  const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', fx.server.url, '--job', job.id, '--token', job.token, '--runtime', 'deno', '--name', 'deno-worker', '--json'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -70,7 +54,7 @@ describe('two tabs and a Deno worker train together', () => {
   it(`all three reach step ${STEPS} in lockstep, the loss falls, and each tab shows a ring of 3`, { timeout: 600_000 }, async () => {
     let worker: Worker | undefined;
     try {
-      const tabs = await Promise.all([0, 1].map(() => openTab(browser, `${server.url}/?job=${JOBS[0].id}&token=${JOBS[0].token}`)));
+      const tabs = await Promise.all([0, 1].map(() => openTab(fx.browser, `${fx.server.url}/?job=${JOBS[0].id}&token=${JOBS[0].token}`)));
       // The tabs join first (ranks 0 and 1, in join order), then the worker: rank 0 is a tab, and
       // rank 0 is the one the trainer hands checkpoints to, so that tab can show predictions.
       await joinFrom(tabs[0].page);
@@ -127,7 +111,7 @@ describe('two tabs and a Deno worker train together', () => {
       const job = how === 'closes' ? JOBS[1] : JOBS[2];
       const worker = denoWorker(job);
       try {
-        const tabs = await Promise.all([0, 1].map(() => openTab(browser, `${server.url}/?job=${job.id}&token=${job.token}`)));
+        const tabs = await Promise.all([0, 1].map(() => openTab(fx.browser, `${fx.server.url}/?job=${job.id}&token=${job.token}`)));
         for (const { page } of tabs) await joinFrom(page);
         for (const { page } of tabs) await page.waitForFunction(() => Number(document.querySelector('[data-testid=own-steps]')?.textContent) >= 2, undefined, { timeout: 300_000 });
         const leaver = tabs[1].page;

@@ -4,30 +4,14 @@
  * the page shows; the adapter panel must show Chromium's SwiftShader adapter;
  * the job panel and the ring must follow what the server says about a job.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import type { RunningServer } from '../../server/index.ts';
 import { connect, type SignalingClient } from '../../src/signaling/client.node.ts';
-import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
-import { buildPage, openTab, screenshot, servePage } from './serve-page.ts';
+import { openTab, screenshot, usePageFixture } from './serve-page.ts';
 
 const JOB = { id: 'page-test', token: 'page-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.1 }, batchPerPeer: 32, minPeers: 2, maxPeers: 8 } };
 
-let built: { dir: string; dispose(): void };
-let server: RunningServer;
-let browser: LaunchedChromium;
-
-beforeAll(async () => {
-  built = await buildPage();
-  server = await servePage(built.dir, { jobs: [JOB] });
-  browser = await launchChromium();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  built?.dispose();
-});
+const fx = usePageFixture({ jobs: [JOB] });
 
 async function numbersIn(page: Page, selector: string): Promise<number[][]> {
   return page.$$eval(selector, (rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => Number(td.textContent))));
@@ -35,7 +19,7 @@ async function numbersIn(page: Page, selector: string): Promise<number[][]> {
 
 describe('teaching mode', () => {
   it('4 virtual peers reach, on every rank, the sum of the inputs the page shows', async () => {
-    const { page, errors } = await openTab(browser, `${server.url}/`);
+    const { page, errors } = await openTab(fx.browser, `${fx.server.url}/`);
     await page.selectOption('[data-testid=teach-peers]', '4');
     await page.waitForSelector('[data-testid=teach][data-state=ready][data-frame="0"]');
     const inputs = await numbersIn(page, '[data-testid=teach-inputs] tbody tr');
@@ -79,7 +63,7 @@ describe('teaching mode', () => {
   });
 
   it('play runs to the end by itself, and a narrow screen still shows every control', async () => {
-    const { page, errors } = await openTab(browser, `${server.url}/`, { width: 390, height: 844 });
+    const { page, errors } = await openTab(fx.browser, `${fx.server.url}/`, { width: 390, height: 844 });
     await page.selectOption('[data-testid=teach-peers]', '3');
     await page.waitForSelector('[data-testid=teach][data-state=ready][data-frame="0"]');
     await page.fill('[data-testid=teach-speed]', '4');
@@ -100,7 +84,7 @@ describe('teaching mode', () => {
 
 describe('adapter panel', () => {
   it("shows Chromium's SwiftShader WebGPU adapter", async () => {
-    const { page, errors } = await openTab(browser, `${server.url}/`);
+    const { page, errors } = await openTab(fx.browser, `${fx.server.url}/`);
     await page.waitForSelector('[data-testid=adapter][data-state]', { timeout: 60_000 });
     const state = await page.getAttribute('[data-testid=adapter]', 'data-state');
     const text = await page.textContent('[data-testid=adapter]');
@@ -114,12 +98,12 @@ describe('adapter panel', () => {
 
 describe('a browser without WebGPU', () => {
   it('says so, says what to do, keeps Join disabled with the reason, and still teaches', async () => {
-    const page = await browser.newPage();
+    const page = await fx.browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     // What a browser without WebGPU looks like to the page: no navigator.gpu.
     await page.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }));
-    await page.goto(`${server.url}/?job=${JOB.id}&token=${JOB.token}`);
+    await page.goto(`${fx.server.url}/?job=${JOB.id}&token=${JOB.token}`);
     await page.waitForSelector('[data-testid=adapter][data-state=missing]', { timeout: 60_000 });
     const text = (await page.textContent('[data-testid=adapter]')) ?? '';
     expect(text).toContain('no WebGPU adapter');
@@ -138,7 +122,7 @@ describe('a browser without WebGPU', () => {
 
 describe('predictions', () => {
   it('after training alone, the page shows test digits with guesses, and the pad guesses a digit', { timeout: 360_000 }, async () => {
-    const { page, errors } = await openTab(browser, `${server.url}/?steps=5`);
+    const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?steps=5`);
     await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
     // Before any model, the pad has nothing to guess with.
     expect(await page.isDisabled('[data-testid=draw-sample]')).toBe(true);
@@ -163,9 +147,9 @@ describe('a live job', () => {
     const clients: SignalingClient[] = [];
     try {
       for (const name of ['alpha', 'beta', 'gamma']) {
-        clients.push(await connect(server.url, { job: JOB.id, token: JOB.token, name, runtime: 'node' }));
+        clients.push(await connect(fx.server.url, { job: JOB.id, token: JOB.token, name, runtime: 'node' }));
       }
-      const { page, errors } = await openTab(browser, `${server.url}/?job=${JOB.id}&token=${JOB.token}`);
+      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${JOB.id}&token=${JOB.token}`);
       await page.waitForSelector('[data-testid=peer-count]:text("3")');
       await page.waitForSelector('[data-testid=ring][data-size="3"]');
       expect(await page.locator('[data-testid=ring-svg] g.peer').count()).toBe(3);

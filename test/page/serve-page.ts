@@ -10,8 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { build } from 'vite';
+import { afterAll, beforeAll } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../server/index.ts';
-import type { LaunchedChromium } from '../support/chromium.ts';
+import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 
 const DEMO = fileURLToPath(new URL('../../demo', import.meta.url));
 export const RESULTS_DIR = fileURLToPath(new URL('../../test-results/page', import.meta.url));
@@ -24,6 +25,43 @@ export async function buildPage(): Promise<{ dir: string; dispose(): void }> {
 
 export async function servePage(staticDir: string, options: ServerOptions = {}): Promise<RunningServer> {
   return startServer({ host: '127.0.0.1', port: 0, ...options, staticDir });
+}
+
+export interface PageFixture {
+  readonly server: RunningServer;
+  readonly browser: LaunchedChromium;
+}
+
+/**
+ * One page-test file's setting: the page built, served by a real server with
+ * `options` (its jobs), and one Chromium; all gone after the file's tests.
+ */
+export function usePageFixture(options: ServerOptions, chromium: { extraArgs?: string[] } = {}): PageFixture {
+  let built: { dir: string; dispose(): void } | undefined;
+  let server: RunningServer | undefined;
+  let browser: LaunchedChromium | undefined;
+  beforeAll(async () => {
+    built = await buildPage();
+    server = await servePage(built.dir, options);
+    browser = await launchChromium(chromium);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    built?.dispose();
+  });
+  const ready = <T>(x: T | undefined, what: string): T => {
+    if (!x) throw new Error(`the page fixture's ${what} is not up: use it inside a test, after beforeAll`);
+    return x;
+  };
+  return {
+    get server() {
+      return ready(server, 'server');
+    },
+    get browser() {
+      return ready(browser, 'Chromium');
+    },
+  };
 }
 
 /** A new tab whose own console errors and page errors are collected (a test can assert there were none). */
