@@ -8,7 +8,6 @@
  */
 import type { EventBus } from '../../src/core/events.ts';
 import { modelSpecFor } from '../../src/distributed/train-local.ts';
-import { flatParamsFor } from '../../src/checkpoint/checkpoint.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
@@ -19,8 +18,8 @@ import { loadMnistInPage } from '../mnist-data.ts';
 import type { JoinFn } from './participate.ts';
 
 /**
- * `showModel` gets a copy of the job's model whenever this rank holds a checkpoint of it (the
- * trainer hands checkpoints to rank 0, after each epoch and at the end), for the predictions panel.
+ * `showModel` gets a copy of the job's model after each epoch and at the end, on
+ * whatever rank this tab is (every rank holds the same weights), for the predictions panel.
  */
 export function browserJoin(
   gpu: Gpu,
@@ -51,10 +50,10 @@ export function browserJoin(
       test,
       bus,
       shouldStop: () => stopRequested,
-      onCheckpoint: (c, jobConfig) => {
-        copy?.destroy();
-        copy = createModel(gpu, modelSpecFor(jobConfig, train));
-        copy.writeParams(flatParamsFor(c, { model: jobConfig.model, layout: copy.layout, flatLength: copy.flatLength }, 'the job'));
+      onWeights: ({ params }) => {
+        // The panel keeps using the model it was given until the next one arrives: one copy, refreshed.
+        if (!copy) copy = createModel(gpu, modelSpecFor(trainConfigFromJob(session.job.config), train));
+        copy.writeParams(params);
         showModel(copy, test);
       },
     }).then(

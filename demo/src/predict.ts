@@ -40,7 +40,7 @@ function drawDigit(canvas: HTMLCanvasElement, pixels: ArrayLike<number>): void {
 }
 
 export function predictionsPanel(bus: EventBus): PredictionsPanel {
-  const status = h('p', { class: 'intro', 'data-testid': 'predict-status' }, 'Train here to see what a model predicts. In a job, this tab gets the model’s weights with each checkpoint it holds (rank 0: after every epoch and at the end).');
+  const status = h('p', { class: 'intro', 'data-testid': 'predict-status' }, 'Train here to see what a model predicts. In a job, this tab gets the job’s weights after every epoch and at the end, whatever its rank.');
   const grid = h('ol', { class: 'samples', 'data-testid': 'samples', 'aria-label': 'Test digits and the model’s predictions' });
   const pad = h('canvas', { width: PAD, height: PAD, class: 'pad', 'data-testid': 'draw-pad', 'aria-label': 'Drawing pad: draw a digit with the mouse, a finger or a pen' });
   const clear = h('button', { type: 'button', 'data-testid': 'draw-clear' }, 'Clear');

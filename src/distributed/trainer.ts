@@ -60,6 +60,12 @@ export interface DistributedTrainArgs {
   resumeName?: string;
   /** Called on rank 0 after each epoch and at the end, and on the lowest surviving rank when the ring breaks. */
   onCheckpoint?: (c: TrainingCheckpoint) => void | Promise<void>;
+  /**
+   * Called on EVERY rank after each epoch's evaluation and at the end (also when
+   * the ring breaks) with a copy of this rank's weights, which equal every other
+   * rank's: a browser tab shows predictions with it, whatever its rank.
+   */
+  onWeights?: (w: { step: number; epoch: number; params: Float32Array }) => void | Promise<void>;
   /** Called after every step (progress reports to the server, say). */
   onStep?: (s: { step: number; epoch: number; loss: number; samplesPerS: number; bytesSent: number }) => void;
   /** Called after each evaluation with the metrics averaged over ranks. */
@@ -208,6 +214,9 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       }),
     );
   };
+  const shareWeights = async (): Promise<void> => {
+    if (args.onWeights) await args.onWeights({ step, epoch, params: await model.readParams() });
+  };
   const evaluate = async (): Promise<void> => {
     const local = await model.evaluate(shard.images, shard.labels);
     const avg = await averageMetrics(comm, { accuracy: local.accuracy, loss: local.loss }, shard.count, config.timeoutMs);
@@ -295,6 +304,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
           lossSum = 0;
           lossCount = 0;
           if (comm.rank === 0) await checkpoint();
+          await shareWeights();
           continue;
         }
         // The sampler already shuffled by (seed, epoch): no second shuffle here, so the
@@ -311,6 +321,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
           // the ring re-formed during the evaluation: evaluate again on the new one
         }
         if (comm.rank === 0) await checkpoint();
+        await shareWeights();
       }
       return result();
     } catch (err) {
@@ -319,6 +330,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       const res = result(err);
       const saver = Array.from({ length: comm.size }, (_, r) => r).find((r) => !res.lostRanks.includes(r));
       if (saver === comm.rank) await checkpoint();
+      await shareWeights();
       return res;
     }
   } finally {

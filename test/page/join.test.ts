@@ -55,8 +55,7 @@ describe('two tabs and a Deno worker train together', () => {
     let worker: Worker | undefined;
     try {
       const tabs = await Promise.all([0, 1].map(() => openTab(fx.browser, `${fx.server.url}/?job=${JOBS[0].id}&token=${JOBS[0].token}`)));
-      // The tabs join first (ranks 0 and 1, in join order), then the worker: rank 0 is a tab, and
-      // rank 0 is the one the trainer hands checkpoints to, so that tab can show predictions.
+      // The tabs join first (ranks 0 and 1, in join order), then the worker.
       await joinFrom(tabs[0].page);
       await tabs[0].page.waitForSelector('[data-testid=peer-count]:text("1")', { timeout: 120_000 });
       await joinFrom(tabs[1].page);
@@ -87,9 +86,11 @@ describe('two tabs and a Deno worker train together', () => {
       }
       const ranks = await Promise.all(tabs.map(({ page }) => page.getAttribute('[data-testid=participate]', 'data-rank')));
       expect(ranks).toEqual(['0', '1']);
-      // Rank 0 held the final checkpoint: its page predicts test digits with the job's model.
-      await tabs[0].page.waitForSelector('[data-testid=predictions][data-state=attached]');
-      await tabs[0].page.waitForFunction(() => document.querySelectorAll('[data-testid=samples] li').length === 12);
+      // Every tab, rank 0 or not, gets the job's final weights: each predicts test digits with the job's model.
+      for (const { page } of tabs) {
+        await page.waitForSelector('[data-testid=predictions][data-state=attached]');
+        await page.waitForFunction(() => document.querySelectorAll('[data-testid=samples] li').length === 12);
+      }
       await screenshot(tabs[0].page, 'join-tab-a-done');
       await screenshot(tabs[1].page, 'join-tab-b-done');
 
