@@ -39,7 +39,7 @@ export function warmUp(gpu: Gpu): void {
   for (const k of Object.values(KERNELS)) for (const entryPoint of k.entryPoints) gpu.pipeline(k.shader, { entryPoint, constants: k.constants });
 }
 
-export { planMatmul, MATMUL_TILE, checkDims, chooseMatmulVariant, directFits, type MatmulOptions, type MatmulShape, type MatmulVariant } from './matmul.ts';
+export { planMatmul, MATMUL_TILE, checkDims, chooseMatmulVariant, directFits, wideFits, type MatmulOptions, type MatmulShape, type MatmulVariant } from './matmul.ts';
 export { planAddBias, planBiasGrad } from './bias.ts';
 export { planActivationForward, planActivationBackward, checkActivation, ACTIVATIONS, type Activation } from './activation.ts';
 export { planSoftmaxXent, checkLabels, type SoftmaxXentBuffers } from './softmax-xent.ts';

@@ -30,15 +30,20 @@ export interface MatmulOptions extends MatmulShape {
 
 /**
  * 'tiled' (matmul.wgsl): workgroup-memory tiles, any shape; the right kernel
- * for GPUs. 'direct' (matmul_direct.wgsl): no workgroup memory, vec4 loads;
- * faster where compute shaders run on a CPU (fallback adapters), needs the
- * vec4 alignment `directFits` checks.
+ * for GPUs. 'direct' (matmul_direct.wgsl): no workgroup memory, vec4 loads,
+ * 4×8 per invocation; faster where compute shaders run on a CPU (fallback
+ * adapters), needs the vec4 alignment `directFits` checks. 'wide'
+ * (matmul_wide.wgsl): A·B only, 16×32 per invocation, for CPU adapters on
+ * shapes `wideFits` accepts (M ≥ 16, N ≥ 32, vec4-aligned).
  */
-export type MatmulVariant = 'auto' | 'tiled' | 'direct';
+export type MatmulVariant = 'auto' | 'tiled' | 'direct' | 'wide';
 
 export const MATMUL_TILE = 64;
 const DIRECT_TILE_ROWS = 32;
 const DIRECT_TILE_COLS = 64;
+/** One workgroup of matmul_wide.wgsl: 8×2 invocations of 16 rows × 32 columns. */
+const WIDE_TILE_ROWS = 32;
+const WIDE_TILE_COLS = 256;
 
 export function directFits(o: MatmulShape): boolean {
   if (o.transA && o.transB) return false;
@@ -46,13 +51,23 @@ export function directFits(o: MatmulShape): boolean {
   return o.transA ? o.m % 4 === 0 : o.k % 4 === 0;
 }
 
-export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'direct' {
+/** matmul_wide.wgsl: A·B (no transposes), K and N multiples of 4, at least one whole 16×32 block. */
+export function wideFits(o: MatmulShape): boolean {
+  return !o.transA && !o.transB && o.k % 4 === 0 && o.n % 4 === 0 && o.m >= 16 && o.n >= 32;
+}
+
+export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'direct' | 'wide' {
   const want = o.variant ?? 'auto';
   if (want === 'direct' && !directFits(o)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the direct kernel needs vec4-aligned shapes (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
   }
+  if (want === 'wide' && !wideFits(o)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the wide kernel needs A·B without transposes, k and n multiples of 4, m ≥ 16 and n ≥ 32, got m=${o.m} n=${o.n} k=${o.k}${o.transA ? ' transA' : ''}${o.transB ? ' transB' : ''}`, { ...o });
+  }
   if (want !== 'auto') return want;
-  return gpu.info.isFallbackAdapter && directFits(o) ? 'direct' : 'tiled';
+  if (!gpu.info.isFallbackAdapter) return 'tiled';
+  if (wideFits(o)) return 'wide';
+  return directFits(o) ? 'direct' : 'tiled';
 }
 
 export function checkDims(what: string, dims: Record<string, number>): void {
@@ -68,7 +83,12 @@ export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: Matm
   const dims = gpu.uniform([['u32', o.m], ['u32', o.n], ['u32', o.k], ['u32', 0]], 'matmul-dims');
   const constants = { TRANS_A: o.transA ? 1 : 0, TRANS_B: o.transB ? 1 : 0, HAS_BIAS: o.bias ? 1 : 0, RELU: o.relu ? 1 : 0 };
   const bindings = [dims, a, b, c, o.bias ?? gpu.dummy];
-  if (chooseMatmulVariant(gpu, o) === 'direct') {
+  const variant = chooseMatmulVariant(gpu, o);
+  if (variant === 'wide') {
+    const { HAS_BIAS, RELU } = constants;
+    return gpu.plan('matmul_wide', bindings, [Math.ceil(o.n / WIDE_TILE_COLS), Math.ceil(o.m / WIDE_TILE_ROWS)], { constants: { HAS_BIAS, RELU } });
+  }
+  if (variant === 'direct') {
     return gpu.plan('matmul_direct', bindings, [Math.ceil(o.n / DIRECT_TILE_COLS), Math.ceil(o.m / DIRECT_TILE_ROWS)], { constants });
   }
   return gpu.plan('matmul', bindings, [Math.ceil(o.n / MATMUL_TILE), Math.ceil(o.m / MATMUL_TILE)], { constants });
