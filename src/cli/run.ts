@@ -15,6 +15,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { batchCount } from '../data/batches.ts';
 import { MNIST_TRAIN } from '../data/mnist.ts';
+import { stallReporter } from '../distributed/stall.ts';
 import { mergeTraces, type TraceEvent } from '../distributed/timeline.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import { startServer, type RunningServer } from '../../server/index.ts';
@@ -172,6 +173,8 @@ async function launch(o: RunOptions): Promise<number> {
   const lastLines: string[] = [];
 
   const workers: WorkerState[] = [];
+  // Straight to stderr even with a bar on screen: a stalled ring is news now, not after the run.
+  const sayStall = stallReporter((line) => void printLine(`${bar ? '\n' : ''}ringtrain: ${line}`, stderr));
   const onLine = (w: WorkerState, msg: Record<string, unknown>): void => {
     if (msg.event === 'joined') w.rank = Number(msg.rank);
     else if (msg.event === 'step') w.rank = Number(msg.rank); // ranks move when an elastic ring re-forms
@@ -184,6 +187,9 @@ async function launch(o: RunOptions): Promise<number> {
       const line = `epoch ${Number(msg.epoch) + 1}: step ${msg.step}, test accuracy ${(Number(msg.testAccuracy) * 100).toFixed(2)}%`;
       if (bar) lastLines.push(line);
       else void say(line);
+    } else if (msg.event === 'stall') {
+      // Every rank notices a silent peer: one line per stalled set of ranks, now and then.
+      sayStall({ rank: Number(msg.rank), name: String(msg.name), waitingFor: (msg.waitingFor as number[]) ?? [], waitedMs: Number(msg.waitedMs) });
     } else if (msg.event === 'result') {
       w.result = msg;
     }

@@ -12,6 +12,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus } from '../core/events.ts';
+import { stallReporter } from '../distributed/stall.ts';
 import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
@@ -81,6 +82,12 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   const bus = new EventBus();
   const timeline = o.timeline ? new TimelineRecorder() : undefined;
   timeline?.attach(bus);
+  const sayStall = stallReporter((line) => void say(line));
+  bus.on((e) => {
+    if (e.type !== 'stall') return;
+    sayStall(e);
+    void emit({ event: 'stall', rank: e.rank, name: e.name, waitingFor: e.waitingFor, waitedMs: Math.round(e.waitedMs) });
+  });
   const session = await init({
     server: o.server,
     job: o.job,

@@ -82,6 +82,8 @@ export class LinkCommunicator implements Communicator {
   private sendChains = new Map<number, Promise<void>>();
   private reassemblers = new Map<number, Reassembler>();
   private lastHeard = new Map<number, number>();
+  /** Peers already reported as going quiet in their current silence. */
+  private quietReported = new Set<number>();
   private lastSent = new Map<number, number>();
   /** Upper bound on bytes waiting in each link's buffer (last reading plus what we queued since). */
   private queuedEstimate = new Map<number, number>();
@@ -272,6 +274,7 @@ export class LinkCommunicator implements Communicator {
 
   private onMessage(peer: number, bytes: Uint8Array): void {
     this.lastHeard.set(peer, now());
+    this.quietReported.delete(peer);
     this.stats.bytesReceived += bytes.byteLength;
     let f;
     try {
@@ -365,9 +368,16 @@ export class LinkCommunicator implements Communicator {
     for (const [peer, link] of this.links) {
       if (this.departed.has(peer)) continue;
       if (late) this.lastHeard.set(peer, t);
-      if (t - this.lastHeard.get(peer)! > this.opts.peerTimeoutMs) {
-        this.lose(peer, `silent for ${Math.round(t - this.lastHeard.get(peer)!)} ms`);
+      const silentMs = t - this.lastHeard.get(peer)!;
+      if (silentMs > this.opts.peerTimeoutMs) {
+        this.lose(peer, `silent for ${Math.round(silentMs)} ms`);
         return;
+      }
+      // Half-way to being dropped, say who has gone quiet: the stall inspector's early warning,
+      // whatever the ring is doing (a frozen rank may hold up a collective's data, not only its negotiation).
+      if (silentMs > this.opts.peerTimeoutMs / 2 && !this.quietReported.has(peer)) {
+        this.quietReported.add(peer);
+        if (this.events.active) this.events.emit({ type: 'stall', t, rank: this.rank, id: -1, name: QUIET_LINK, waitingFor: [peer], waitedMs: silentMs });
       }
       if (t - this.lastSent.get(peer)! >= this.opts.heartbeatMs && link.bufferedAmount() < this.opts.highWaterBytes) {
         try {
@@ -380,6 +390,9 @@ export class LinkCommunicator implements Communicator {
     }
   }
 }
+
+/** The `name` of a stall event that reports a silent link rather than a late collective. */
+export const QUIET_LINK = '(silent link)';
 
 const HEARTBEAT = encodeFrames(FrameKind.Heartbeat, { id: 0, step: 0, chunk: 0 }, new Uint8Array(0))[0];
 const GOODBYE_ACK_FRAME = encodeFrames(FrameKind.Goodbye, { id: 0, step: 0, chunk: GOODBYE_ACK }, new Uint8Array(0))[0];

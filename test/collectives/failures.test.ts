@@ -3,7 +3,7 @@
  * (The same scenarios run over real WebRTC in separate processes in test/comm/webrtc-ring.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import { LinkCommunicator } from '../../src/comm/communicator.ts';
+import { LinkCommunicator, QUIET_LINK } from '../../src/comm/communicator.ts';
 import type { Link } from '../../src/comm/link.ts';
 import { memoryMesh } from '../../src/comm/memory-link.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
@@ -107,11 +107,27 @@ describe('a peer that goes away', () => {
     }
     mesh[2] = muted;
     const comms = mesh.map((links, rank) => new LinkCommunicator(rank, size, links, { heartbeatMs: 30, peerTimeoutMs: 300 }));
+    const events: RingEvent[] = [];
+    for (const r of [0, 1]) comms[r].events.on((e) => (e.type === 'stall' || e.type === 'peer-lost') && events.push(e));
     frozen = true;
     const out = await settle([0, 1].map((r) => allreduce(comms[r], new Float32Array(10))));
     for (const s of out) {
       expect(reason(s)?.code).toBe('ERR_PEER_LOST');
       expect(reason(s)?.detail?.peer).toBe(2);
+    }
+    // Half-way to the timeout a survivor warns, once, that rank 2 went quiet; then it is lost. (A survivor may
+    // instead hear of the loss from the other first, if its own clock restarted after a late timer.)
+    const stalls = events.filter((e) => e.type === 'stall');
+    expect(stalls.length).toBeGreaterThanOrEqual(1);
+    for (const r of [0, 1]) {
+      const mine = events.filter((e) => e.rank === r);
+      const warned = mine.filter((e) => e.type === 'stall');
+      expect(warned.length).toBeLessThanOrEqual(1);
+      for (const w of warned) {
+        expect(w).toMatchObject({ name: QUIET_LINK, waitingFor: [2] });
+        expect((w as { waitedMs: number }).waitedMs).toBeGreaterThan(150);
+        expect(mine.indexOf(w)).toBeLessThan(mine.findIndex((e) => e.type === 'peer-lost' && e.peer === 2));
+      }
     }
     comms.forEach((c) => c.close());
   });

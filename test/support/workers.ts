@@ -16,6 +16,8 @@ export interface TestWorker {
   /** Rank announced when it joined. */
   rank?: number;
   steps: WorkerStep[];
+  /** 'stall' events (the stall inspector), in order. */
+  stalls: { rank: number; name: string; waitingFor: number[]; waitedMs: number; at: number }[];
   /** The `result` event, once training ended. */
   result?: Record<string, unknown> & { steps: number; size: number; stopped_by: { code: string; message: string } | null; lost_ranks: number[]; test_accuracy: number };
   stderr: string;
@@ -27,7 +29,7 @@ export const startedWorkers: TestWorker[] = [];
 
 export function startDenoWorker(server: string, job: { id: string; token: string }, extraArgs: string[] = []): TestWorker {
   const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server, '--job', job.id, '--token', job.token, '--events', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const w: TestWorker = { child, steps: [], stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+  const w: TestWorker = { child, steps: [], stalls: [], stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
   let partial = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => {
     partial += d;
@@ -38,6 +40,7 @@ export function startDenoWorker(server: string, job: { id: string; token: string
       const m = JSON.parse(line);
       if (m.event === 'joined') w.rank = m.rank;
       if (m.event === 'step') w.steps.push({ step: m.step, size: m.size, rank: m.rank });
+      if (m.event === 'stall') w.stalls.push({ ...m, at: Date.now() });
       if (m.event === 'result') w.result = m;
     }
   });
