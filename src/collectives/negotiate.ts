@@ -87,7 +87,11 @@ export async function negotiate(comm: Communicator, id: number, mine: Request, o
   } else {
     await comm.send(0, ask, enc.encode(JSON.stringify(mine)));
     // The coordinator may itself wait up to timeoutMs for the slowest rank; give it that and as much again.
-    const raw = await stallWatch(comm, id, mine.name, () => [0], comm.recv(0, answer, 2 * o.timeoutMs).catch((e) => {
+    // Within timeoutMs the coordinator speaks for the stall (it knows who is missing) and then answers;
+    // well after that (half as long again, for its verdict to travel), the coordinator itself is late.
+    const asked = now();
+    const coordinatorLate = () => (now() - asked > 1.5 * o.timeoutMs ? [0] : []);
+    const raw = await stallWatch(comm, id, mine.name, coordinatorLate, comm.recv(0, answer, 2 * o.timeoutMs).catch((e) => {
       if ((e as RingtrainError).code === ErrorCode.Timeout) {
         throw new RingtrainError(ErrorCode.Timeout, `collective #${id} '${mine.name}': rank 0 (the coordinator) never answered within ${2 * o.timeoutMs} ms; ranks that never answered: 0`, { id, waitingFor: [0], rank: comm.rank });
       }

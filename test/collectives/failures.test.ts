@@ -58,7 +58,25 @@ describe('negotiation', () => {
 
   it('a silent coordinator times out the others, naming rank 0', async () => {
     const comms = createMemoryRing(2);
-    await expect(barrier(comms[1], { timeoutMs: 200 })).rejects.toMatchObject({ code: 'ERR_COLLECTIVE_TIMEOUT', detail: { waitingFor: [0] } });
+    const stalls: RingEvent[] = [];
+    comms[1].events.on((e) => e.type === 'stall' && stalls.push(e));
+    await expect(barrier(comms[1], { timeoutMs: 1000 })).rejects.toMatchObject({ code: 'ERR_COLLECTIVE_TIMEOUT', detail: { waitingFor: [0] } });
+    // Rank 1 blames rank 0 only once rank 0 is well past its own deadline for answering (1.5 s of the 2 s).
+    expect(stalls.length).toBeGreaterThan(0);
+    for (const s of stalls) expect(s).toMatchObject({ waitingFor: [0] });
+    expect(Math.min(...stalls.map((s) => (s as { waitedMs: number }).waitedMs))).toBeGreaterThan(1500);
+    comms.forEach((c) => c.close());
+  });
+
+  it('a rank waiting on the coordinator does not blame it while the coordinator waits on someone else', async () => {
+    const comms = createMemoryRing(3);
+    const stalls: RingEvent[] = [];
+    for (const c of comms) c.events.on((e) => e.type === 'stall' && stalls.push(e));
+    // Rank 2 never calls: rank 0 names it; rank 1, which waits on rank 0's verdict, names nobody.
+    const out = await settle([0, 1].map((r) => allreduce(comms[r], new Float32Array(4), { name: 'late', timeoutMs: 400 })));
+    for (const s of out) expect(reason(s)?.detail?.waitingFor).toEqual([2]);
+    expect(stalls.some((s) => s.rank === 0)).toBe(true);
+    for (const s of stalls) expect(s).toMatchObject({ rank: 0, waitingFor: [2] });
     comms.forEach((c) => c.close());
   });
 });
