@@ -65,7 +65,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
       'main',
       { class: 'page-grid' },
       h('div', { class: 'col' }, job.element, participate.element, adapter.element, localTrainPanel(adapter.ready, params.job ? null : bus, localSteps, (model, test) => predictions.attach(model, test))),
-      h('div', { class: 'col wide' }, liveRingPanel(bus), chartsPanel(bus), predictions.element),
+      h('div', { class: 'col wide' }, liveRingPanel(bus, { watchingJob: Boolean(params.job) }), chartsPanel(bus), predictions.element),
       h('div', { class: 'full' }, teachingView(recordTeachingRun)),
     ),
   );

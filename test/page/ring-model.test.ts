@@ -81,6 +81,13 @@ describe('what the live ring draws', () => {
     m.apply({ type: 'phase-begin', t: 170, rank: 0, id: 3, phase: 'allgather' });
     expect(toDrawing(m.snapshot(170), 170).description).toContain('rank 0 in allgather');
   });
+
+  it('says it is waiting for the job, not that there is nothing to watch, before the first report', async () => {
+    const { toDrawing, WAITING_FOR_JOB } = await import('../../demo/src/ring/live.ts');
+    const empty = new RingModel().snapshot(0);
+    expect(toDrawing(empty, 0, WAITING_FOR_JOB)).toMatchObject({ size: 0, empty: WAITING_FOR_JOB, description: WAITING_FOR_JOB });
+    expect(toDrawing(empty, 0).description).toBe('0 peers in the ring');
+  });
 });
 
 describe('links this tab only receives on', () => {

@@ -14,10 +14,13 @@ const PHASE_TAG: Partial<Record<string, string>> = { 'reduce-scatter': 'RS ', al
 /** Redraws per second while chunks move; a software-rendered page has little CPU to spare. */
 const FPS = 12;
 
-export function toDrawing(s: RingSnapshot, t: number): RingDrawing {
+/** Shown until the first report of the job this page watches arrives (the job panel polls about once a second). */
+export const WAITING_FOR_JOB = 'Waiting for the job’s first report…';
+
+export function toDrawing(s: RingSnapshot, t: number, empty?: string): RingDrawing {
   const stalled = s.peers.filter((p) => p.stalledMs !== undefined && !p.lost).map((p) => p.rank);
   const lost = s.peers.filter((p) => p.lost).map((p) => p.rank);
-  const parts = [`${s.size} peer${s.size === 1 ? '' : 's'} in the ring`];
+  const parts = [s.size === 0 && empty ? empty : `${s.size} peer${s.size === 1 ? '' : 's'} in the ring`];
   const busy = s.peers.filter((p) => p.phase === 'reduce-scatter' || p.phase === 'allgather');
   if (busy.length) parts.push(busy.map((p) => `rank ${p.rank} in ${p.phase}`).join(', '));
   if (stalled.length) parts.push(`stalled: rank ${stalled.join(', ')}`);
@@ -41,10 +44,12 @@ export function toDrawing(s: RingSnapshot, t: number): RingDrawing {
       label: `${PHASE_TAG[c.phase] ?? ''}#${c.chunk}`,
     })),
     description: parts.join('; '),
+    empty,
   };
 }
 
-export function liveRingPanel(bus: EventBus): HTMLElement {
+/** `watchingJob`: this page has a job's link, so an empty ring means "not heard yet", not "nothing to watch". */
+export function liveRingPanel(bus: EventBus, o: { watchingJob?: boolean } = {}): HTMLElement {
   const model = new RingModel();
   const svg = svgElement({ class: 'ring-svg', 'data-testid': 'ring-svg' });
   // Not a live region: it changes several times a second while training, which would drown a screen reader.
@@ -64,7 +69,7 @@ export function liveRingPanel(bus: EventBus): HTMLElement {
     timer = undefined;
     const t = now();
     const snap = model.snapshot(t);
-    const drawing = toDrawing(snap, t);
+    const drawing = toDrawing(snap, t, o.watchingJob ? WAITING_FOR_JOB : undefined);
     drawRing(svg, drawing);
     section.dataset.size = String(snap.size);
     if (summary.textContent !== drawing.description) summary.textContent = drawing.description;

@@ -52,6 +52,8 @@ export interface RingDrawing {
   chunks: DrawnChunk[];
   /** Read by screen readers instead of the picture. */
   description: string;
+  /** What to say while there is no ring to draw. */
+  empty?: string;
 }
 
 /** Colour class per phase; the legend in the page uses the same classes. */
@@ -115,7 +117,7 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
   if (d.size === 0) {
     // A short strip instead of an empty circle's worth of space.
     svg.setAttribute('viewBox', `0 0 ${VIEW} 60`);
-    svg.append(el('text', { x: CENTER, y: 34, class: 'ring-empty', 'text-anchor': 'middle' }, 'No peers yet: open a job’s link to watch its ring.'));
+    svg.append(el('text', { x: CENTER, y: 34, class: 'ring-empty', 'text-anchor': 'middle' }, d.empty ?? 'No peers yet: open a job’s link to watch its ring.'));
     return;
   }
   if (d.size > 1) {
