@@ -13,6 +13,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { forEachLine } from '../core/lines.node.ts';
 import { batchCount } from '../data/batches.ts';
 import { MNIST_TRAIN } from '../data/mnist.ts';
 import { stallReporter } from '../distributed/stall.ts';
@@ -123,18 +124,12 @@ function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunO
   if (o.data) args.push('--data', o.data);
   const child = spawn(exe, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const w: WorkerState = { index, child, stderrTail: [] };
-  let partial = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    partial += chunk;
-    const lines = partial.split('\n');
-    partial = lines.pop()!;
-    for (const line of lines) {
-      if (!line.startsWith('{')) continue;
-      try {
-        onLine(w, JSON.parse(line));
-      } catch {
-        // not one of ours
-      }
+  forEachLine(child.stdout!, (line) => {
+    if (!line.startsWith('{')) return;
+    try {
+      onLine(w, JSON.parse(line));
+    } catch {
+      // not one of ours
     }
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { forEachLine } from '../core/lines.node.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -56,15 +57,9 @@ export function launchLocalRing(o: { size: number; script: string; runtimes?: Pe
     const lines: string[] = [];
     const stderr: string[] = [];
     const watchers: { pred: (l: string) => boolean; resolve: (l: string) => void }[] = [];
-    let partial = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      partial += d;
-      const parts = partial.split('\n');
-      partial = parts.pop()!;
-      for (const line of parts) {
-        lines.push(line);
-        for (const w of [...watchers]) if (w.pred(line)) watchers.splice(watchers.indexOf(w), 1) && w.resolve(line);
-      }
+    forEachLine(child.stdout!, (line) => {
+      lines.push(line);
+      for (const w of [...watchers]) if (w.pred(line)) watchers.splice(watchers.indexOf(w), 1) && w.resolve(line);
     });
     child.stderr!.setEncoding('utf8').on('data', (d: string) => stderr.push(d));
     const exited = new Promise<{ code: number | null; signal: string | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));

@@ -4,6 +4,7 @@
  * SIGKILL meant for the worker), with its JSON event lines parsed as they come.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { forEachLine } from '../../src/core/lines.node.ts';
 
 export interface WorkerStep {
   step: number;
@@ -30,19 +31,13 @@ export const startedWorkers: TestWorker[] = [];
 export function startDenoWorker(server: string, job: { id: string; token: string }, extraArgs: string[] = []): TestWorker {
   const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server, '--job', job.id, '--token', job.token, '--events', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
   const w: TestWorker = { child, steps: [], stalls: [], stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
-  let partial = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-    partial += d;
-    const lines = partial.split('\n');
-    partial = lines.pop()!;
-    for (const line of lines) {
-      if (!line.startsWith('{')) continue;
-      const m = JSON.parse(line);
-      if (m.event === 'joined') w.rank = m.rank;
-      if (m.event === 'step') w.steps.push({ step: m.step, size: m.size, rank: m.rank });
-      if (m.event === 'stall') w.stalls.push({ ...m, at: Date.now() });
-      if (m.event === 'result') w.result = m;
-    }
+  forEachLine(child.stdout!, (line) => {
+    if (!line.startsWith('{')) return;
+    const m = JSON.parse(line);
+    if (m.event === 'joined') w.rank = m.rank;
+    if (m.event === 'step') w.steps.push({ step: m.step, size: m.size, rank: m.rank });
+    if (m.event === 'stall') w.stalls.push({ ...m, at: Date.now() });
+    if (m.event === 'result') w.result = m;
   });
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (w.stderr += d));
   startedWorkers.push(w);
