@@ -1,5 +1,7 @@
-// C[M×N] = A[M×K]·B[K×N] (+ bias) (ReLU), for adapters that run compute
-// shaders on a CPU (llvmpipe, SwiftShader), on big vec4-aligned shapes.
+// C[M×N] = op(A)·op(B) (+ bias) (ReLU), like matmul.wgsl, for adapters that
+// run compute shaders on a CPU (llvmpipe, SwiftShader), on big vec4-aligned
+// shapes. op(A) = Aᵀ when TRANS_A (A stored K×M); op(B) = Bᵀ when TRANS_B (B
+// stored N×K); not both.
 //
 // Why so big a block (16 rows × 32 columns per invocation): on these adapters
 // a storage-buffer load is done lane by lane (each of the SIMD lanes fetches
@@ -10,11 +12,13 @@
 // component; 4×8 blocks get 2.7). Accumulators that spill go to the stack,
 // which costs far less than a load.
 //
-// Needs (checked on the CPU by `wideFits`): K % 4 == 0, N % 4 == 0, M >= 16,
-// N >= 32. Edge blocks are shifted back inside the matrix (`rs`, `qs`) so that
+// Needs (checked on the CPU by `wideFits`): N % 4 == 0, M >= 16, N >= 32,
+// and K % 4 == 0 (A·B, A·Bᵀ) or M % 4 == 0 (Aᵀ·B). Edge blocks are shifted back inside the matrix (`rs`, `qs`) so that
 // every load is in range and unclamped; such a block stores only the entries
 // at or after its own start (`r0`, `q0`), the rest belong to its neighbour.
 
+override TRANS_A: bool = false;
+override TRANS_B: bool = false;
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
 
@@ -50,6 +54,116 @@ fn fmaRow(c: Row, a: vec4<f32>, b0: Row, b1: Row, b2: Row, b3: Row) -> Row {
     c.q7 + a.x * b0.q7 + a.y * b1.q7 + a.z * b2.q7 + a.w * b3.q7);
 }
 
+// c += a·b for a scalar a (one op(A) entry) and a row of B.
+fn axpyRow(c: Row, a: f32, b: Row) -> Row {
+  return Row(c.q0 + a * b.q0, c.q1 + a * b.q1, c.q2 + a * b.q2, c.q3 + a * b.q3,
+             c.q4 + a * b.q4, c.q5 + a * b.q5, c.q6 + a * b.q6, c.q7 + a * b.q7);
+}
+
+fn dots(a: vec4<f32>, b0: vec4<f32>, b1: vec4<f32>, b2: vec4<f32>, b3: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(dot(a, b0), dot(a, b1), dot(a, b2), dot(a, b3));
+}
+
+// c[j] += a·b[j] for 32 columns j whose B rows (Bᵀ) give vec4s along k: p0 holds columns 0..7, p1 8..15, p2 16..23, p3 24..31.
+fn dotRow(c: Row, a: vec4<f32>, p0: Row, p1: Row, p2: Row, p3: Row) -> Row {
+  return Row(c.q0 + dots(a, p0.q0, p0.q1, p0.q2, p0.q3), c.q1 + dots(a, p0.q4, p0.q5, p0.q6, p0.q7),
+             c.q2 + dots(a, p1.q0, p1.q1, p1.q2, p1.q3), c.q3 + dots(a, p1.q4, p1.q5, p1.q6, p1.q7),
+             c.q4 + dots(a, p2.q0, p2.q1, p2.q2, p2.q3), c.q5 + dots(a, p2.q4, p2.q5, p2.q6, p2.q7),
+             c.q6 + dots(a, p3.q0, p3.q1, p3.q2, p3.q3), c.q7 + dots(a, p3.q4, p3.q5, p3.q6, p3.q7));
+}
+
+// 8 B rows (Bᵀ: 8 columns of op(B)) at vec4 k4; row j of B starts at j·K4.
+fn loadBt(j: u32, K4: u32, k4: u32) -> Row {
+  let at = j * K4 + k4;
+  return Row(B[at], B[at + K4], B[at + 2u * K4], B[at + 3u * K4], B[at + 4u * K4], B[at + 5u * K4], B[at + 6u * K4], B[at + 7u * K4]);
+}
+
+// The 16×32 block of C, one Row per C row.
+struct Block { r0: Row, r1: Row, r2: Row, r3: Row, r4: Row, r5: Row, r6: Row, r7: Row,
+               r8: Row, r9: Row, r10: Row, r11: Row, r12: Row, r13: Row, r14: Row, r15: Row }
+
+// A·B: per k4, a 4×32 panel of B and a vec4 along k from each of 16 A rows.
+fn blockNN(rs: u32, qs: u32) -> Block {
+  let K4 = dims.K / 4u;
+  let N4 = dims.N / 4u;
+  var c: Block;
+  let a = rs * K4; // A row rs, in vec4s; row rs + i starts at a + i·K4
+  for (var k4 = 0u; k4 < K4; k4++) {
+    let at = 4u * k4 * N4 + qs;
+    let b0 = loadB(at);
+    let b1 = loadB(at + N4);
+    let b2 = loadB(at + 2u * N4);
+    let b3 = loadB(at + 3u * N4);
+    let x = a + k4;
+    c.r0 = fmaRow(c.r0, A[x], b0, b1, b2, b3);
+    c.r1 = fmaRow(c.r1, A[x + K4], b0, b1, b2, b3);
+    c.r2 = fmaRow(c.r2, A[x + 2u * K4], b0, b1, b2, b3);
+    c.r3 = fmaRow(c.r3, A[x + 3u * K4], b0, b1, b2, b3);
+    c.r4 = fmaRow(c.r4, A[x + 4u * K4], b0, b1, b2, b3);
+    c.r5 = fmaRow(c.r5, A[x + 5u * K4], b0, b1, b2, b3);
+    c.r6 = fmaRow(c.r6, A[x + 6u * K4], b0, b1, b2, b3);
+    c.r7 = fmaRow(c.r7, A[x + 7u * K4], b0, b1, b2, b3);
+    c.r8 = fmaRow(c.r8, A[x + 8u * K4], b0, b1, b2, b3);
+    c.r9 = fmaRow(c.r9, A[x + 9u * K4], b0, b1, b2, b3);
+    c.r10 = fmaRow(c.r10, A[x + 10u * K4], b0, b1, b2, b3);
+    c.r11 = fmaRow(c.r11, A[x + 11u * K4], b0, b1, b2, b3);
+    c.r12 = fmaRow(c.r12, A[x + 12u * K4], b0, b1, b2, b3);
+    c.r13 = fmaRow(c.r13, A[x + 13u * K4], b0, b1, b2, b3);
+    c.r14 = fmaRow(c.r14, A[x + 14u * K4], b0, b1, b2, b3);
+    c.r15 = fmaRow(c.r15, A[x + 15u * K4], b0, b1, b2, b3);
+  }
+  return c;
+}
+
+// Aᵀ·B (A stored K×M): per k, one B row and 16 consecutive A entries (4 vec4s) of A row k.
+fn blockTN(rs: u32, qs: u32) -> Block {
+  let M4 = dims.M / 4u;
+  let N4 = dims.N / 4u;
+  var c: Block;
+  for (var k = 0u; k < dims.K; k++) {
+    let b = loadB(k * N4 + qs);
+    let at = k * M4 + rs / 4u;
+    let a0 = A[at]; let a1 = A[at + 1u]; let a2 = A[at + 2u]; let a3 = A[at + 3u];
+    c.r0 = axpyRow(c.r0, a0.x, b); c.r1 = axpyRow(c.r1, a0.y, b); c.r2 = axpyRow(c.r2, a0.z, b); c.r3 = axpyRow(c.r3, a0.w, b);
+    c.r4 = axpyRow(c.r4, a1.x, b); c.r5 = axpyRow(c.r5, a1.y, b); c.r6 = axpyRow(c.r6, a1.z, b); c.r7 = axpyRow(c.r7, a1.w, b);
+    c.r8 = axpyRow(c.r8, a2.x, b); c.r9 = axpyRow(c.r9, a2.y, b); c.r10 = axpyRow(c.r10, a2.z, b); c.r11 = axpyRow(c.r11, a2.w, b);
+    c.r12 = axpyRow(c.r12, a3.x, b); c.r13 = axpyRow(c.r13, a3.y, b); c.r14 = axpyRow(c.r14, a3.z, b); c.r15 = axpyRow(c.r15, a3.w, b);
+  }
+  return c;
+}
+
+// A·Bᵀ (B stored N×K): per k4, vec4s along k from 32 B rows and 16 A rows; each C entry gains a dot product.
+fn blockNT(rs: u32, qs: u32) -> Block {
+  let K4 = dims.K / 4u;
+  let j = qs * 4u; // first column of the block = first B row
+  var c: Block;
+  let a = rs * K4;
+  for (var k4 = 0u; k4 < K4; k4++) {
+    let p0 = loadBt(j, K4, k4);
+    let p1 = loadBt(j + 8u, K4, k4);
+    let p2 = loadBt(j + 16u, K4, k4);
+    let p3 = loadBt(j + 24u, K4, k4);
+    let x = a + k4;
+    c.r0 = dotRow(c.r0, A[x], p0, p1, p2, p3);
+    c.r1 = dotRow(c.r1, A[x + K4], p0, p1, p2, p3);
+    c.r2 = dotRow(c.r2, A[x + 2u * K4], p0, p1, p2, p3);
+    c.r3 = dotRow(c.r3, A[x + 3u * K4], p0, p1, p2, p3);
+    c.r4 = dotRow(c.r4, A[x + 4u * K4], p0, p1, p2, p3);
+    c.r5 = dotRow(c.r5, A[x + 5u * K4], p0, p1, p2, p3);
+    c.r6 = dotRow(c.r6, A[x + 6u * K4], p0, p1, p2, p3);
+    c.r7 = dotRow(c.r7, A[x + 7u * K4], p0, p1, p2, p3);
+    c.r8 = dotRow(c.r8, A[x + 8u * K4], p0, p1, p2, p3);
+    c.r9 = dotRow(c.r9, A[x + 9u * K4], p0, p1, p2, p3);
+    c.r10 = dotRow(c.r10, A[x + 10u * K4], p0, p1, p2, p3);
+    c.r11 = dotRow(c.r11, A[x + 11u * K4], p0, p1, p2, p3);
+    c.r12 = dotRow(c.r12, A[x + 12u * K4], p0, p1, p2, p3);
+    c.r13 = dotRow(c.r13, A[x + 13u * K4], p0, p1, p2, p3);
+    c.r14 = dotRow(c.r14, A[x + 14u * K4], p0, p1, p2, p3);
+    c.r15 = dotRow(c.r15, A[x + 15u * K4], p0, p1, p2, p3);
+  }
+  return c;
+}
+
 fn storeQuad(row: u32, q: u32, acc: vec4<f32>, firstQ: u32) {
   if (q < firstQ) { return; }
   var v = acc;
@@ -69,48 +183,20 @@ fn storeRow(row: u32, firstRow: u32, qs: u32, firstQ: u32, c: Row) {
 
 @compute @workgroup_size(8, 2)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let K4 = dims.K / 4u;
   let N4 = dims.N / 4u;
   let r0 = gid.y * ROWS;
   let q0 = gid.x * QUADS;
   if (r0 >= dims.M || q0 >= N4) { return; }
   let rs = min(r0, dims.M - ROWS);
   let qs = min(q0, N4 - QUADS);
-
-  var c0: Row; var c1: Row; var c2: Row; var c3: Row; var c4: Row; var c5: Row; var c6: Row; var c7: Row;
-  var c8: Row; var c9: Row; var c10: Row; var c11: Row; var c12: Row; var c13: Row; var c14: Row; var c15: Row;
-  let a = rs * K4; // A row rs, in vec4s; row rs + i starts at a + i·K4
-  for (var k4 = 0u; k4 < K4; k4++) {
-    let at = 4u * k4 * N4 + qs;
-    let b0 = loadB(at);
-    let b1 = loadB(at + N4);
-    let b2 = loadB(at + 2u * N4);
-    let b3 = loadB(at + 3u * N4);
-    let x = a + k4;
-    c0 = fmaRow(c0, A[x], b0, b1, b2, b3);
-    c1 = fmaRow(c1, A[x + K4], b0, b1, b2, b3);
-    c2 = fmaRow(c2, A[x + 2u * K4], b0, b1, b2, b3);
-    c3 = fmaRow(c3, A[x + 3u * K4], b0, b1, b2, b3);
-    c4 = fmaRow(c4, A[x + 4u * K4], b0, b1, b2, b3);
-    c5 = fmaRow(c5, A[x + 5u * K4], b0, b1, b2, b3);
-    c6 = fmaRow(c6, A[x + 6u * K4], b0, b1, b2, b3);
-    c7 = fmaRow(c7, A[x + 7u * K4], b0, b1, b2, b3);
-    c8 = fmaRow(c8, A[x + 8u * K4], b0, b1, b2, b3);
-    c9 = fmaRow(c9, A[x + 9u * K4], b0, b1, b2, b3);
-    c10 = fmaRow(c10, A[x + 10u * K4], b0, b1, b2, b3);
-    c11 = fmaRow(c11, A[x + 11u * K4], b0, b1, b2, b3);
-    c12 = fmaRow(c12, A[x + 12u * K4], b0, b1, b2, b3);
-    c13 = fmaRow(c13, A[x + 13u * K4], b0, b1, b2, b3);
-    c14 = fmaRow(c14, A[x + 14u * K4], b0, b1, b2, b3);
-    c15 = fmaRow(c15, A[x + 15u * K4], b0, b1, b2, b3);
-  }
-
-  storeRow(rs, r0, qs, q0, c0); storeRow(rs + 1u, r0, qs, q0, c1);
-  storeRow(rs + 2u, r0, qs, q0, c2); storeRow(rs + 3u, r0, qs, q0, c3);
-  storeRow(rs + 4u, r0, qs, q0, c4); storeRow(rs + 5u, r0, qs, q0, c5);
-  storeRow(rs + 6u, r0, qs, q0, c6); storeRow(rs + 7u, r0, qs, q0, c7);
-  storeRow(rs + 8u, r0, qs, q0, c8); storeRow(rs + 9u, r0, qs, q0, c9);
-  storeRow(rs + 10u, r0, qs, q0, c10); storeRow(rs + 11u, r0, qs, q0, c11);
-  storeRow(rs + 12u, r0, qs, q0, c12); storeRow(rs + 13u, r0, qs, q0, c13);
-  storeRow(rs + 14u, r0, qs, q0, c14); storeRow(rs + 15u, r0, qs, q0, c15);
+  var c: Block;
+  if (TRANS_A) { c = blockTN(rs, qs); } else if (TRANS_B) { c = blockNT(rs, qs); } else { c = blockNN(rs, qs); }
+  storeRow(rs, r0, qs, q0, c.r0); storeRow(rs + 1u, r0, qs, q0, c.r1);
+  storeRow(rs + 2u, r0, qs, q0, c.r2); storeRow(rs + 3u, r0, qs, q0, c.r3);
+  storeRow(rs + 4u, r0, qs, q0, c.r4); storeRow(rs + 5u, r0, qs, q0, c.r5);
+  storeRow(rs + 6u, r0, qs, q0, c.r6); storeRow(rs + 7u, r0, qs, q0, c.r7);
+  storeRow(rs + 8u, r0, qs, q0, c.r8); storeRow(rs + 9u, r0, qs, q0, c.r9);
+  storeRow(rs + 10u, r0, qs, q0, c.r10); storeRow(rs + 11u, r0, qs, q0, c.r11);
+  storeRow(rs + 12u, r0, qs, q0, c.r12); storeRow(rs + 13u, r0, qs, q0, c.r13);
+  storeRow(rs + 14u, r0, qs, q0, c.r14); storeRow(rs + 15u, r0, qs, q0, c.r15);
 }

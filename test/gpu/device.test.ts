@@ -98,7 +98,7 @@ describe('Gpu', () => {
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 2.5, n: 1, k: 1 })).toThrow(/m must be a positive integer/);
     // A forced kernel whose shape rules the shape breaks names them.
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 8, n: 32, k: 4, variant: 'wide' })).toThrow(/wide kernel needs .*m ≥ 16/);
-    expect(() => planMatmul(gpu, buf, buf, buf, { m: 16, n: 32, k: 4, transA: true, variant: 'wide' })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 16, n: 32, k: 4, transA: true, transB: true, variant: 'wide' })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 4, n: 6, k: 4, variant: 'direct' })).toThrow(/direct kernel needs vec4-aligned/);
     buf.destroy();
   });

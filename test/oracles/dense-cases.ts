@@ -103,30 +103,35 @@ const directCases: OracleCase[] = directShapes.flatMap(([m, n, k]) =>
 );
 
 /**
- * The wide kernel (A·B only, 16×32 per invocation): whole blocks, edge blocks
- * shifted back inside the matrix (m, n not multiples of the block), several
- * workgroups in both directions, and the fused epilogue on odd m.
+ * The wide kernel (16×32 per invocation): whole blocks, edge blocks shifted
+ * back inside the matrix (m, n not multiples of the block), several workgroups
+ * in both directions, all three transposes, and the fused epilogue on odd m.
  */
 const wideShapes: [number, number, number][] = [
   [16, 32, 4],
   [17, 36, 132],
-  [33, 260, 20],
-  [70, 516, 36],
+  [36, 260, 20],
+  [71, 516, 36],
+  [132, 292, 9],
 ];
-const wideCases: OracleCase[] = wideShapes.map(([m, n, k]) => ({
-  name: `matmul wide A·B m=${m} n=${n} k=${k}`,
-  run: (gpu: Gpu) =>
-    scoped(gpu, async (t) => {
-      const A = rand(m * k);
-      const B = rand(k * n);
-      const bias = rand(n);
-      const c = t(gpu.storage(m * n));
-      const relu = m % 2 === 1;
-      gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, variant: 'wide', bias: relu ? t(gpu.upload(bias)) : undefined, relu }));
-      const want = ref.matmulRef(A, B, m, n, k).map((v, i) => (relu ? Math.max(0, v + bias[i % n]) : v));
-      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-7 * k + 2e-6 };
-    }),
-}));
+const wideCases: OracleCase[] = wideShapes.flatMap(([m, n, k]) =>
+  ([[false, false], [true, false], [false, true]] as [boolean, boolean][])
+    .filter(([ta]) => (ta ? m % 4 === 0 : k % 4 === 0))
+    .map(([ta, tb]) => ({
+      name: `matmul wide ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
+      run: (gpu: Gpu) =>
+        scoped(gpu, async (t) => {
+          const A = rand(m * k);
+          const B = rand(k * n);
+          const bias = rand(n);
+          const c = t(gpu.storage(m * n));
+          const relu = m % 2 === 1;
+          gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb, variant: 'wide', bias: relu ? t(gpu.upload(bias)) : undefined, relu }));
+          const want = ref.matmulRef(A, B, m, n, k, ta, tb).map((v, i) => (relu ? Math.max(0, v + bias[i % n]) : v));
+          return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-7 * k + 2e-6 };
+        }),
+    })),
+);
 
 const fusedMatmulCases: OracleCase[] = [[7, 33, 129], [70, 130, 9]].map(([m, n, k]) => ({
   name: `matmul + bias + relu m=${m} n=${n} k=${k}`,

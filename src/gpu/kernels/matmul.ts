@@ -33,8 +33,8 @@ export interface MatmulOptions extends MatmulShape {
  * for GPUs. 'direct' (matmul_direct.wgsl): no workgroup memory, vec4 loads,
  * 4×8 per invocation; faster where compute shaders run on a CPU (fallback
  * adapters), needs the vec4 alignment `directFits` checks. 'wide'
- * (matmul_wide.wgsl): A·B only, 16×32 per invocation, for CPU adapters on
- * shapes `wideFits` accepts (M ≥ 16, N ≥ 32, vec4-aligned).
+ * (matmul_wide.wgsl): the same with 16×32 per invocation, for CPU adapters
+ * on shapes `wideFits` accepts (the direct alignment, M ≥ 16, N ≥ 32).
  */
 export type MatmulVariant = 'auto' | 'tiled' | 'direct' | 'wide';
 
@@ -51,9 +51,9 @@ export function directFits(o: MatmulShape): boolean {
   return o.transA ? o.m % 4 === 0 : o.k % 4 === 0;
 }
 
-/** matmul_wide.wgsl: A·B (no transposes), K and N multiples of 4, at least one whole 16×32 block. */
+/** matmul_wide.wgsl: at least one whole 16×32 block, vec4-aligned like `directFits`. */
 export function wideFits(o: MatmulShape): boolean {
-  return !o.transA && !o.transB && o.k % 4 === 0 && o.n % 4 === 0 && o.m >= 16 && o.n >= 32;
+  return directFits(o) && o.m >= 16 && o.n >= 32;
 }
 
 export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'direct' | 'wide' {
@@ -62,7 +62,7 @@ export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'dire
     throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the direct kernel needs vec4-aligned shapes (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
   }
   if (want === 'wide' && !wideFits(o)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the wide kernel needs A·B without transposes, k and n multiples of 4, m ≥ 16 and n ≥ 32, got m=${o.m} n=${o.n} k=${o.k}${o.transA ? ' transA' : ''}${o.transB ? ' transB' : ''}`, { ...o });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the wide kernel needs m ≥ 16, n ≥ 32 and the direct kernel's vec4 alignment (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
   }
   if (want !== 'auto') return want;
   if (!gpu.info.isFallbackAdapter) return 'tiled';
@@ -85,8 +85,7 @@ export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: Matm
   const bindings = [dims, a, b, c, o.bias ?? gpu.dummy];
   const variant = chooseMatmulVariant(gpu, o);
   if (variant === 'wide') {
-    const { HAS_BIAS, RELU } = constants;
-    return gpu.plan('matmul_wide', bindings, [Math.ceil(o.n / WIDE_TILE_COLS), Math.ceil(o.m / WIDE_TILE_ROWS)], { constants: { HAS_BIAS, RELU } });
+    return gpu.plan('matmul_wide', bindings, [Math.ceil(o.n / WIDE_TILE_COLS), Math.ceil(o.m / WIDE_TILE_ROWS)], { constants });
   }
   if (variant === 'direct') {
     return gpu.plan('matmul_direct', bindings, [Math.ceil(o.n / DIRECT_TILE_COLS), Math.ceil(o.m / DIRECT_TILE_ROWS)], { constants });
