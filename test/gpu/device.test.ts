@@ -6,7 +6,7 @@ import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { linearGroups } from '../../src/gpu/gpu.ts';
 import { KERNELS, warmUp } from '../../src/gpu/kernels/index.ts';
-import { planMatmul } from '../../src/gpu/kernels/matmul.ts';
+import { chooseMatmulVariant, planMatmul } from '../../src/gpu/kernels/matmul.ts';
 import { hasShader, registerShaders, shaderKeyOf, shaderSource } from '../../src/gpu/shaders.ts';
 import { chooseVulkanDriver, SWIFTSHADER_ICD } from '../../src/gpu/device.node.ts';
 
@@ -101,6 +101,19 @@ describe('Gpu', () => {
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 16, n: 32, k: 4, transA: true, transB: true, variant: 'wide' })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 4, n: 6, k: 4, variant: 'direct' })).toThrow(/direct kernel needs vec4-aligned/);
     buf.destroy();
+  });
+
+  it('picks the matmul kernel by adapter and shape', () => {
+    const cpu = { info: { isFallbackAdapter: true } } as Gpu;
+    const gpuLike = { info: { isFallbackAdapter: false } } as Gpu;
+    expect(chooseMatmulVariant(cpu, { m: 1024, n: 1024, k: 1024 })).toBe('wide');
+    expect(chooseMatmulVariant(cpu, { m: 784, n: 512, k: 128, transA: true })).toBe('wide');
+    expect(chooseMatmulVariant(cpu, { m: 16, n: 32, k: 512 })).toBe('direct'); // too few blocks to fill the SIMD lanes
+    expect(chooseMatmulVariant(cpu, { m: 128, n: 12, k: 512 })).toBe('direct'); // n < 32
+    expect(chooseMatmulVariant(cpu, { m: 128, n: 10, k: 512 })).toBe('tiled'); // n not a multiple of 4
+    expect(chooseMatmulVariant(cpu, { m: 128, n: 512, k: 513 })).toBe('tiled'); // k not a multiple of 4
+    expect(chooseMatmulVariant(gpuLike, { m: 1024, n: 1024, k: 1024 })).toBe('tiled');
+    expect(chooseMatmulVariant(gpuLike, { m: 1024, n: 1024, k: 1024, variant: 'wide' })).toBe('wide');
   });
 
   it('refuses buffers beyond the adapter limits with InvalidArgument instead of losing the device', async () => {

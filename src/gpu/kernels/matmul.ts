@@ -44,6 +44,7 @@ const DIRECT_TILE_COLS = 64;
 /** One workgroup of matmul_wide.wgsl: 8×2 invocations of 16 rows × 32 columns. */
 const WIDE_TILE_ROWS = 32;
 const WIDE_TILE_COLS = 256;
+const WIDE_MIN_ENTRIES = 8 * 16 * 32;
 
 export function directFits(o: MatmulShape): boolean {
   if (o.transA && o.transB) return false;
@@ -66,7 +67,9 @@ export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'dire
   }
   if (want !== 'auto') return want;
   if (!gpu.info.isFallbackAdapter) return 'tiled';
-  if (wideFits(o)) return 'wide';
+  // Below one SIMD group's worth of 16×32 blocks (8 lanes), most lanes of the
+  // wide kernel would idle; the direct kernel's smaller blocks spread the work.
+  if (wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES) return 'wide';
   return directFits(o) ? 'direct' : 'tiled';
 }
 
