@@ -3,19 +3,20 @@
 // shapes. op(A) = Aᵀ when TRANS_A (A stored K×M); op(B) = Bᵀ when TRANS_B (B
 // stored N×K); not both.
 //
-// Why so big a block (16 rows × 32 columns per invocation): on these adapters
+// Why so big a block (32 rows × 32 columns per invocation): on these adapters
 // a storage-buffer load is done lane by lane (each of the SIMD lanes fetches
 // its own scalars, with a bounds check per component), while a multiply-add
 // runs on all lanes at once. The cost is the number of loaded components per
-// multiply-add, so each invocation loads a 4×32 panel of B and a 16×4 panel
-// of A per step and does 16·32·4 multiply-adds with them (10.7 per loaded
-// component; 4×8 blocks get 2.7). Accumulators that spill go to the stack,
-// which costs far less than a load.
+// multiply-add, so per step of 4 k each invocation loads a 4×32 panel of B
+// and a 32×4 panel of A (256 components) and does 32·32·4 multiply-adds with
+// them (16 per loaded component; 4×8 blocks get 2.7). Accumulators that spill
+// go to the stack, which costs far less than a load.
 //
-// Needs (checked on the CPU by `wideFits`): N % 4 == 0, M >= 16, N >= 32,
-// and K % 4 == 0 (A·B, A·Bᵀ) or M % 4 == 0 (Aᵀ·B). Edge blocks are shifted back inside the matrix (`rs`, `qs`) so that
-// every load is in range and unclamped; such a block stores only the entries
-// at or after its own start (`r0`, `q0`), the rest belong to its neighbour.
+// Needs (checked on the CPU by `wideFits`): N % 4 == 0, M >= 32, N >= 32, and
+// K % 4 == 0 (A·B, A·Bᵀ) or M % 4 == 0 (Aᵀ·B). Edge blocks are shifted back
+// inside the matrix (`rs`, `qs`) so that every load is in range and
+// unclamped; such a block stores only the entries at or after its own start
+// (`r0`, `q0`), the rest belong to its neighbour.
 
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
@@ -30,15 +31,26 @@ struct Dims { M: u32, N: u32, K: u32, _pad: u32 }
 @group(0) @binding(3) var<storage, read_write> C: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> bias: array<vec4<f32>>;
 
-const ROWS = 16u;
+const ROWS = 32u;
 const QUADS = 8u; // 32 columns
 
 // 32 consecutive columns of one row, as named fields so that they stay
 // values (registers or spill slots) rather than an indexed array in memory.
 struct Row { q0: vec4<f32>, q1: vec4<f32>, q2: vec4<f32>, q3: vec4<f32>, q4: vec4<f32>, q5: vec4<f32>, q6: vec4<f32>, q7: vec4<f32> }
 
+// 16 rows of the block; a block is two halves that share every load of B.
+struct Half { r0: Row, r1: Row, r2: Row, r3: Row, r4: Row, r5: Row, r6: Row, r7: Row,
+              r8: Row, r9: Row, r10: Row, r11: Row, r12: Row, r13: Row, r14: Row, r15: Row }
+struct Block { top: Half, bottom: Half }
+
 fn loadB(at: u32) -> Row {
   return Row(B[at], B[at + 1u], B[at + 2u], B[at + 3u], B[at + 4u], B[at + 5u], B[at + 6u], B[at + 7u]);
+}
+
+// 8 B rows (Bᵀ: 8 columns of op(B)) at vec4 k4; row j of B starts at j·K4.
+fn loadBt(j: u32, K4: u32, k4: u32) -> Row {
+  let at = j * K4 + k4;
+  return Row(B[at], B[at + K4], B[at + 2u * K4], B[at + 3u * K4], B[at + 4u * K4], B[at + 5u * K4], B[at + 6u * K4], B[at + 7u * K4]);
 }
 
 // c += a.x·b0 + a.y·b1 + a.z·b2 + a.w·b3, where a holds 4 consecutive k of one A row.
@@ -72,50 +84,76 @@ fn dotRow(c: Row, a: vec4<f32>, p0: Row, p1: Row, p2: Row, p3: Row) -> Row {
              c.q6 + dots(a, p3.q0, p3.q1, p3.q2, p3.q3), c.q7 + dots(a, p3.q4, p3.q5, p3.q6, p3.q7));
 }
 
-// 8 B rows (Bᵀ: 8 columns of op(B)) at vec4 k4; row j of B starts at j·K4.
-fn loadBt(j: u32, K4: u32, k4: u32) -> Row {
-  let at = j * K4 + k4;
-  return Row(B[at], B[at + K4], B[at + 2u * K4], B[at + 3u * K4], B[at + 4u * K4], B[at + 5u * K4], B[at + 6u * K4], B[at + 7u * K4]);
+// A·B, 16 rows: row i's vec4 along k is A[x + i·K4].
+fn halfNN(c: Half, x: u32, K4: u32, b0: Row, b1: Row, b2: Row, b3: Row) -> Half {
+  return Half(
+    fmaRow(c.r0, A[x], b0, b1, b2, b3),
+    fmaRow(c.r1, A[x + K4], b0, b1, b2, b3),
+    fmaRow(c.r2, A[x + 2u * K4], b0, b1, b2, b3),
+    fmaRow(c.r3, A[x + 3u * K4], b0, b1, b2, b3),
+    fmaRow(c.r4, A[x + 4u * K4], b0, b1, b2, b3),
+    fmaRow(c.r5, A[x + 5u * K4], b0, b1, b2, b3),
+    fmaRow(c.r6, A[x + 6u * K4], b0, b1, b2, b3),
+    fmaRow(c.r7, A[x + 7u * K4], b0, b1, b2, b3),
+    fmaRow(c.r8, A[x + 8u * K4], b0, b1, b2, b3),
+    fmaRow(c.r9, A[x + 9u * K4], b0, b1, b2, b3),
+    fmaRow(c.r10, A[x + 10u * K4], b0, b1, b2, b3),
+    fmaRow(c.r11, A[x + 11u * K4], b0, b1, b2, b3),
+    fmaRow(c.r12, A[x + 12u * K4], b0, b1, b2, b3),
+    fmaRow(c.r13, A[x + 13u * K4], b0, b1, b2, b3),
+    fmaRow(c.r14, A[x + 14u * K4], b0, b1, b2, b3),
+    fmaRow(c.r15, A[x + 15u * K4], b0, b1, b2, b3));
 }
 
-// The 16×32 block of C, one Row per C row.
-struct Block { r0: Row, r1: Row, r2: Row, r3: Row, r4: Row, r5: Row, r6: Row, r7: Row,
-               r8: Row, r9: Row, r10: Row, r11: Row, r12: Row, r13: Row, r14: Row, r15: Row }
+// Aᵀ·B, 16 rows at one k: their A entries are 4 consecutive vec4s from A[at].
+fn halfTN(c: Half, at: u32, b: Row) -> Half {
+  let a0 = A[at]; let a1 = A[at + 1u]; let a2 = A[at + 2u]; let a3 = A[at + 3u];
+  return Half(axpyRow(c.r0, a0.x, b), axpyRow(c.r1, a0.y, b), axpyRow(c.r2, a0.z, b), axpyRow(c.r3, a0.w, b),
+              axpyRow(c.r4, a1.x, b), axpyRow(c.r5, a1.y, b), axpyRow(c.r6, a1.z, b), axpyRow(c.r7, a1.w, b),
+              axpyRow(c.r8, a2.x, b), axpyRow(c.r9, a2.y, b), axpyRow(c.r10, a2.z, b), axpyRow(c.r11, a2.w, b),
+              axpyRow(c.r12, a3.x, b), axpyRow(c.r13, a3.y, b), axpyRow(c.r14, a3.z, b), axpyRow(c.r15, a3.w, b));
+}
 
-// A·B: per k4, a 4×32 panel of B and a vec4 along k from each of 16 A rows.
+// A·Bᵀ, 16 rows: row i's vec4 along k is A[x + i·K4].
+fn halfNT(c: Half, x: u32, K4: u32, p0: Row, p1: Row, p2: Row, p3: Row) -> Half {
+  return Half(
+    dotRow(c.r0, A[x], p0, p1, p2, p3),
+    dotRow(c.r1, A[x + K4], p0, p1, p2, p3),
+    dotRow(c.r2, A[x + 2u * K4], p0, p1, p2, p3),
+    dotRow(c.r3, A[x + 3u * K4], p0, p1, p2, p3),
+    dotRow(c.r4, A[x + 4u * K4], p0, p1, p2, p3),
+    dotRow(c.r5, A[x + 5u * K4], p0, p1, p2, p3),
+    dotRow(c.r6, A[x + 6u * K4], p0, p1, p2, p3),
+    dotRow(c.r7, A[x + 7u * K4], p0, p1, p2, p3),
+    dotRow(c.r8, A[x + 8u * K4], p0, p1, p2, p3),
+    dotRow(c.r9, A[x + 9u * K4], p0, p1, p2, p3),
+    dotRow(c.r10, A[x + 10u * K4], p0, p1, p2, p3),
+    dotRow(c.r11, A[x + 11u * K4], p0, p1, p2, p3),
+    dotRow(c.r12, A[x + 12u * K4], p0, p1, p2, p3),
+    dotRow(c.r13, A[x + 13u * K4], p0, p1, p2, p3),
+    dotRow(c.r14, A[x + 14u * K4], p0, p1, p2, p3),
+    dotRow(c.r15, A[x + 15u * K4], p0, p1, p2, p3));
+}
+
+// A·B: per k4, a 4×32 panel of B and a vec4 along k from each of 32 A rows.
 fn blockNN(rs: u32, qs: u32) -> Block {
   let K4 = dims.K / 4u;
   let N4 = dims.N / 4u;
   var c: Block;
-  let a = rs * K4; // A row rs, in vec4s; row rs + i starts at a + i·K4
   for (var k4 = 0u; k4 < K4; k4++) {
     let at = 4u * k4 * N4 + qs;
     let b0 = loadB(at);
     let b1 = loadB(at + N4);
     let b2 = loadB(at + 2u * N4);
     let b3 = loadB(at + 3u * N4);
-    let x = a + k4;
-    c.r0 = fmaRow(c.r0, A[x], b0, b1, b2, b3);
-    c.r1 = fmaRow(c.r1, A[x + K4], b0, b1, b2, b3);
-    c.r2 = fmaRow(c.r2, A[x + 2u * K4], b0, b1, b2, b3);
-    c.r3 = fmaRow(c.r3, A[x + 3u * K4], b0, b1, b2, b3);
-    c.r4 = fmaRow(c.r4, A[x + 4u * K4], b0, b1, b2, b3);
-    c.r5 = fmaRow(c.r5, A[x + 5u * K4], b0, b1, b2, b3);
-    c.r6 = fmaRow(c.r6, A[x + 6u * K4], b0, b1, b2, b3);
-    c.r7 = fmaRow(c.r7, A[x + 7u * K4], b0, b1, b2, b3);
-    c.r8 = fmaRow(c.r8, A[x + 8u * K4], b0, b1, b2, b3);
-    c.r9 = fmaRow(c.r9, A[x + 9u * K4], b0, b1, b2, b3);
-    c.r10 = fmaRow(c.r10, A[x + 10u * K4], b0, b1, b2, b3);
-    c.r11 = fmaRow(c.r11, A[x + 11u * K4], b0, b1, b2, b3);
-    c.r12 = fmaRow(c.r12, A[x + 12u * K4], b0, b1, b2, b3);
-    c.r13 = fmaRow(c.r13, A[x + 13u * K4], b0, b1, b2, b3);
-    c.r14 = fmaRow(c.r14, A[x + 14u * K4], b0, b1, b2, b3);
-    c.r15 = fmaRow(c.r15, A[x + 15u * K4], b0, b1, b2, b3);
+    let x = rs * K4 + k4;
+    c.top = halfNN(c.top, x, K4, b0, b1, b2, b3);
+    c.bottom = halfNN(c.bottom, x + 16u * K4, K4, b0, b1, b2, b3);
   }
   return c;
 }
 
-// Aᵀ·B (A stored K×M): per k, one B row and 16 consecutive A entries (4 vec4s) of A row k.
+// Aᵀ·B (A stored K×M): per k, one B row and 32 consecutive entries of A row k.
 fn blockTN(rs: u32, qs: u32) -> Block {
   let M4 = dims.M / 4u;
   let N4 = dims.N / 4u;
@@ -123,43 +161,25 @@ fn blockTN(rs: u32, qs: u32) -> Block {
   for (var k = 0u; k < dims.K; k++) {
     let b = loadB(k * N4 + qs);
     let at = k * M4 + rs / 4u;
-    let a0 = A[at]; let a1 = A[at + 1u]; let a2 = A[at + 2u]; let a3 = A[at + 3u];
-    c.r0 = axpyRow(c.r0, a0.x, b); c.r1 = axpyRow(c.r1, a0.y, b); c.r2 = axpyRow(c.r2, a0.z, b); c.r3 = axpyRow(c.r3, a0.w, b);
-    c.r4 = axpyRow(c.r4, a1.x, b); c.r5 = axpyRow(c.r5, a1.y, b); c.r6 = axpyRow(c.r6, a1.z, b); c.r7 = axpyRow(c.r7, a1.w, b);
-    c.r8 = axpyRow(c.r8, a2.x, b); c.r9 = axpyRow(c.r9, a2.y, b); c.r10 = axpyRow(c.r10, a2.z, b); c.r11 = axpyRow(c.r11, a2.w, b);
-    c.r12 = axpyRow(c.r12, a3.x, b); c.r13 = axpyRow(c.r13, a3.y, b); c.r14 = axpyRow(c.r14, a3.z, b); c.r15 = axpyRow(c.r15, a3.w, b);
+    c.top = halfTN(c.top, at, b);
+    c.bottom = halfTN(c.bottom, at + 4u, b);
   }
   return c;
 }
 
-// A·Bᵀ (B stored N×K): per k4, vec4s along k from 32 B rows and 16 A rows; each C entry gains a dot product.
+// A·Bᵀ (B stored N×K): per k4, vec4s along k from 32 B rows and 32 A rows; each C entry gains a dot product.
 fn blockNT(rs: u32, qs: u32) -> Block {
   let K4 = dims.K / 4u;
   let j = qs * 4u; // first column of the block = first B row
   var c: Block;
-  let a = rs * K4;
   for (var k4 = 0u; k4 < K4; k4++) {
     let p0 = loadBt(j, K4, k4);
     let p1 = loadBt(j + 8u, K4, k4);
     let p2 = loadBt(j + 16u, K4, k4);
     let p3 = loadBt(j + 24u, K4, k4);
-    let x = a + k4;
-    c.r0 = dotRow(c.r0, A[x], p0, p1, p2, p3);
-    c.r1 = dotRow(c.r1, A[x + K4], p0, p1, p2, p3);
-    c.r2 = dotRow(c.r2, A[x + 2u * K4], p0, p1, p2, p3);
-    c.r3 = dotRow(c.r3, A[x + 3u * K4], p0, p1, p2, p3);
-    c.r4 = dotRow(c.r4, A[x + 4u * K4], p0, p1, p2, p3);
-    c.r5 = dotRow(c.r5, A[x + 5u * K4], p0, p1, p2, p3);
-    c.r6 = dotRow(c.r6, A[x + 6u * K4], p0, p1, p2, p3);
-    c.r7 = dotRow(c.r7, A[x + 7u * K4], p0, p1, p2, p3);
-    c.r8 = dotRow(c.r8, A[x + 8u * K4], p0, p1, p2, p3);
-    c.r9 = dotRow(c.r9, A[x + 9u * K4], p0, p1, p2, p3);
-    c.r10 = dotRow(c.r10, A[x + 10u * K4], p0, p1, p2, p3);
-    c.r11 = dotRow(c.r11, A[x + 11u * K4], p0, p1, p2, p3);
-    c.r12 = dotRow(c.r12, A[x + 12u * K4], p0, p1, p2, p3);
-    c.r13 = dotRow(c.r13, A[x + 13u * K4], p0, p1, p2, p3);
-    c.r14 = dotRow(c.r14, A[x + 14u * K4], p0, p1, p2, p3);
-    c.r15 = dotRow(c.r15, A[x + 15u * K4], p0, p1, p2, p3);
+    let x = rs * K4 + k4;
+    c.top = halfNT(c.top, x, K4, p0, p1, p2, p3);
+    c.bottom = halfNT(c.bottom, x + 16u * K4, K4, p0, p1, p2, p3);
   }
   return c;
 }
@@ -181,6 +201,18 @@ fn storeRow(row: u32, firstRow: u32, qs: u32, firstQ: u32, c: Row) {
   storeQuad(row, qs + 6u, c.q6, firstQ); storeQuad(row, qs + 7u, c.q7, firstQ);
 }
 
+// Stores 16 block rows from row `top` on.
+fn storeHalf(top: u32, firstRow: u32, qs: u32, firstQ: u32, c: Half) {
+  storeRow(top, firstRow, qs, firstQ, c.r0); storeRow(top + 1u, firstRow, qs, firstQ, c.r1);
+  storeRow(top + 2u, firstRow, qs, firstQ, c.r2); storeRow(top + 3u, firstRow, qs, firstQ, c.r3);
+  storeRow(top + 4u, firstRow, qs, firstQ, c.r4); storeRow(top + 5u, firstRow, qs, firstQ, c.r5);
+  storeRow(top + 6u, firstRow, qs, firstQ, c.r6); storeRow(top + 7u, firstRow, qs, firstQ, c.r7);
+  storeRow(top + 8u, firstRow, qs, firstQ, c.r8); storeRow(top + 9u, firstRow, qs, firstQ, c.r9);
+  storeRow(top + 10u, firstRow, qs, firstQ, c.r10); storeRow(top + 11u, firstRow, qs, firstQ, c.r11);
+  storeRow(top + 12u, firstRow, qs, firstQ, c.r12); storeRow(top + 13u, firstRow, qs, firstQ, c.r13);
+  storeRow(top + 14u, firstRow, qs, firstQ, c.r14); storeRow(top + 15u, firstRow, qs, firstQ, c.r15);
+}
+
 @compute @workgroup_size(8, 2)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let N4 = dims.N / 4u;
@@ -191,12 +223,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let qs = min(q0, N4 - QUADS);
   var c: Block;
   if (TRANS_A) { c = blockTN(rs, qs); } else if (TRANS_B) { c = blockNT(rs, qs); } else { c = blockNN(rs, qs); }
-  storeRow(rs, r0, qs, q0, c.r0); storeRow(rs + 1u, r0, qs, q0, c.r1);
-  storeRow(rs + 2u, r0, qs, q0, c.r2); storeRow(rs + 3u, r0, qs, q0, c.r3);
-  storeRow(rs + 4u, r0, qs, q0, c.r4); storeRow(rs + 5u, r0, qs, q0, c.r5);
-  storeRow(rs + 6u, r0, qs, q0, c.r6); storeRow(rs + 7u, r0, qs, q0, c.r7);
-  storeRow(rs + 8u, r0, qs, q0, c.r8); storeRow(rs + 9u, r0, qs, q0, c.r9);
-  storeRow(rs + 10u, r0, qs, q0, c.r10); storeRow(rs + 11u, r0, qs, q0, c.r11);
-  storeRow(rs + 12u, r0, qs, q0, c.r12); storeRow(rs + 13u, r0, qs, q0, c.r13);
-  storeRow(rs + 14u, r0, qs, q0, c.r14); storeRow(rs + 15u, r0, qs, q0, c.r15);
+  storeHalf(rs, r0, qs, q0, c.top);
+  storeHalf(rs + 16u, r0, qs, q0, c.bottom);
 }

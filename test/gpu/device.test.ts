@@ -97,8 +97,8 @@ describe('Gpu', () => {
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 0, n: 1, k: 1 })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 2.5, n: 1, k: 1 })).toThrow(/m must be a positive integer/);
     // A forced kernel whose shape rules the shape breaks names them.
-    expect(() => planMatmul(gpu, buf, buf, buf, { m: 8, n: 32, k: 4, variant: 'wide' })).toThrow(/wide kernel needs .*m ≥ 16/);
-    expect(() => planMatmul(gpu, buf, buf, buf, { m: 16, n: 32, k: 4, transA: true, transB: true, variant: 'wide' })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 16, n: 32, k: 4, variant: 'wide' })).toThrow(/wide kernel needs .*m ≥ 32/);
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 32, n: 32, k: 4, transA: true, transB: true, variant: 'wide' })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 4, n: 6, k: 4, variant: 'direct' })).toThrow(/direct kernel needs vec4-aligned/);
     buf.destroy();
   });
@@ -108,7 +108,8 @@ describe('Gpu', () => {
     const gpuLike = { info: { isFallbackAdapter: false } } as Gpu;
     expect(chooseMatmulVariant(cpu, { m: 1024, n: 1024, k: 1024 })).toBe('wide');
     expect(chooseMatmulVariant(cpu, { m: 784, n: 512, k: 128, transA: true })).toBe('wide');
-    expect(chooseMatmulVariant(cpu, { m: 16, n: 32, k: 512 })).toBe('direct'); // too few blocks to fill the SIMD lanes
+    expect(chooseMatmulVariant(cpu, { m: 16, n: 32, k: 512 })).toBe('direct'); // m < 32
+    expect(chooseMatmulVariant(cpu, { m: 32, n: 128, k: 512 })).toBe('direct'); // too few blocks to fill the SIMD lanes
     expect(chooseMatmulVariant(cpu, { m: 128, n: 12, k: 512 })).toBe('direct'); // n < 32
     expect(chooseMatmulVariant(cpu, { m: 128, n: 10, k: 512 })).toBe('tiled'); // n not a multiple of 4
     expect(chooseMatmulVariant(cpu, { m: 128, n: 512, k: 513 })).toBe('tiled'); // k not a multiple of 4

@@ -103,13 +103,13 @@ const directCases: OracleCase[] = directShapes.flatMap(([m, n, k]) =>
 );
 
 /**
- * The wide kernel (16×32 per invocation): whole blocks, edge blocks shifted
+ * The wide kernel (32×32 per invocation): whole blocks, edge blocks shifted
  * back inside the matrix (m, n not multiples of the block), several workgroups
  * in both directions, all three transposes, and the fused epilogue on odd m.
  */
 const wideShapes: [number, number, number][] = [
-  [16, 32, 4],
-  [17, 36, 132],
+  [32, 32, 4],
+  [33, 36, 132],
   [36, 260, 20],
   [71, 516, 36],
   [132, 292, 9],

@@ -33,18 +33,18 @@ export interface MatmulOptions extends MatmulShape {
  * for GPUs. 'direct' (matmul_direct.wgsl): no workgroup memory, vec4 loads,
  * 4×8 per invocation; faster where compute shaders run on a CPU (fallback
  * adapters), needs the vec4 alignment `directFits` checks. 'wide'
- * (matmul_wide.wgsl): the same with 16×32 per invocation, for CPU adapters
- * on shapes `wideFits` accepts (the direct alignment, M ≥ 16, N ≥ 32).
+ * (matmul_wide.wgsl): the same with 32×32 per invocation, for CPU adapters
+ * on shapes `wideFits` accepts (the direct alignment, M ≥ 32, N ≥ 32).
  */
 export type MatmulVariant = 'auto' | 'tiled' | 'direct' | 'wide';
 
 export const MATMUL_TILE = 64;
 const DIRECT_TILE_ROWS = 32;
 const DIRECT_TILE_COLS = 64;
-/** One workgroup of matmul_wide.wgsl: 8×2 invocations of 16 rows × 32 columns. */
-const WIDE_TILE_ROWS = 32;
+/** One workgroup of matmul_wide.wgsl: 8×2 invocations of 32 rows × 32 columns. */
+const WIDE_TILE_ROWS = 64;
 const WIDE_TILE_COLS = 256;
-const WIDE_MIN_ENTRIES = 8 * 16 * 32;
+const WIDE_MIN_ENTRIES = 8 * 32 * 32;
 
 export function directFits(o: MatmulShape): boolean {
   if (o.transA && o.transB) return false;
@@ -52,9 +52,9 @@ export function directFits(o: MatmulShape): boolean {
   return o.transA ? o.m % 4 === 0 : o.k % 4 === 0;
 }
 
-/** matmul_wide.wgsl: at least one whole 16×32 block, vec4-aligned like `directFits`. */
+/** matmul_wide.wgsl: at least one whole 32×32 block, vec4-aligned like `directFits`. */
 export function wideFits(o: MatmulShape): boolean {
-  return directFits(o) && o.m >= 16 && o.n >= 32;
+  return directFits(o) && o.m >= 32 && o.n >= 32;
 }
 
 export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'direct' | 'wide' {
@@ -63,11 +63,11 @@ export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'dire
     throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the direct kernel needs vec4-aligned shapes (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
   }
   if (want === 'wide' && !wideFits(o)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the wide kernel needs m ≥ 16, n ≥ 32 and the direct kernel's vec4 alignment (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the wide kernel needs m ≥ 32, n ≥ 32 and the direct kernel's vec4 alignment (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
   }
   if (want !== 'auto') return want;
   if (!gpu.info.isFallbackAdapter) return 'tiled';
-  // Below one SIMD group's worth of 16×32 blocks (8 lanes), most lanes of the
+  // Below one SIMD group's worth of 32×32 blocks (8 lanes), most lanes of the
   // wide kernel would idle; the direct kernel's smaller blocks spread the work.
   if (wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES) return 'wide';
   return directFits(o) ? 'direct' : 'tiled';
