@@ -3,7 +3,7 @@
  * WebGPU backend, from the SAME initial weights, on the same batches in the
  * same order, with the same SGD-with-momentum hyperparameters, and prints one
  * JSON line with both test accuracies and step times. Deno:
- *   deno run -A bench/mlp-vs-tfjs.ts [--epochs 3] [--batch 64] [--lr 0.05] [--hidden 128]
+ *   deno run -A bench/mlp-vs-tfjs.ts [--epochs 3] [--batch 64] [--lr 0.05] [--hidden 128] [--seed 1]
  */
 import { acquireGpu } from '../src/gpu/device.ts';
 import { createModel, createOptimizer, trainStep } from '../src/engine/index.ts';
@@ -21,7 +21,7 @@ const batchSize = Number(opt('batch', '64'));
 const lr = Number(opt('lr', '0.05'));
 const momentum = 0.9;
 const hidden = opt('hidden', '128').split(',').map(Number);
-const seed = 1;
+const seed = Number(opt('seed', '1'));
 
 const { train, test } = await loadMnist();
 const gpu = await acquireGpu();
@@ -60,7 +60,7 @@ console.log(JSON.stringify({
   adapter: gpu.info.description,
   runtime: gpu.info.runtime,
   model: `mlp ${widths.join('-')}`,
-  epochs, batch: batchSize, lr, momentum, steps,
+  epochs, batch: batchSize, lr, momentum, seed, steps,
   ours: { test_accuracy: r(ours.accuracy), test_loss: r(ours.loss), ms_per_step: r(oursMs / steps) },
   tfjs: { test_accuracy: r(tfjs.accuracy), test_loss: r(tfjs.loss), ms_per_step: r(theirsMs / steps) },
 }));
