@@ -83,24 +83,32 @@ const directShapes: [number, number, number][] = [
   [36, 516, 20],
   [129, 12, 512],
 ];
-const directCases: OracleCase[] = directShapes.flatMap(([m, n, k]) =>
-  ([[false, false], [true, false], [false, true]] as [boolean, boolean][])
-    .filter(([ta]) => !ta || m % 4 === 0)
-    .map(([ta, tb]) => ({
-      name: `matmul direct ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
-      run: (gpu: Gpu) =>
-        scoped(gpu, async (t) => {
-          const A = rand(m * k);
-          const B = rand(k * n);
-          const bias = rand(n);
-          const c = t(gpu.storage(m * n));
-          const relu = m % 2 === 1; // odd m: also check the fused epilogue
-          gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb, variant: 'direct', bias: relu ? t(gpu.upload(bias)) : undefined, relu }));
-          const want = ref.matmulRef(A, B, m, n, k, ta, tb).map((v, i) => (relu ? Math.max(0, v + bias[i % n]) : v));
-          return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-7 * k + 2e-6 };
-        }),
-    })),
-);
+
+/**
+ * One kernel variant over `shapes`, in A·B, Aᵀ·B and A·Bᵀ (those `fits` allows),
+ * with the fused bias + ReLU epilogue checked on odd m.
+ */
+function variantCases(variant: 'direct' | 'wide', shapes: [number, number, number][], fits: (m: number, k: number, transA: boolean) => boolean): OracleCase[] {
+  return shapes.flatMap(([m, n, k]) =>
+    ([[false, false], [true, false], [false, true]] as [boolean, boolean][])
+      .filter(([ta]) => fits(m, k, ta))
+      .map(([ta, tb]) => ({
+        name: `matmul ${variant} ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
+        run: (gpu: Gpu) =>
+          scoped(gpu, async (t) => {
+            const A = rand(m * k);
+            const B = rand(k * n);
+            const bias = rand(n);
+            const c = t(gpu.storage(m * n));
+            const relu = m % 2 === 1; // odd m: also check the fused epilogue
+            gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb, variant, bias: relu ? t(gpu.upload(bias)) : undefined, relu }));
+            const want = ref.matmulRef(A, B, m, n, k, ta, tb).map((v, i) => (relu ? Math.max(0, v + bias[i % n]) : v));
+            return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-7 * k + 2e-6 };
+          }),
+      })),
+  );
+}
+const directCases = variantCases('direct', directShapes, (m, _k, ta) => !ta || m % 4 === 0);
 
 /**
  * The wide kernel (32×32 per invocation): whole blocks, edge blocks shifted
@@ -114,24 +122,7 @@ const wideShapes: [number, number, number][] = [
   [71, 516, 36],
   [132, 292, 9],
 ];
-const wideCases: OracleCase[] = wideShapes.flatMap(([m, n, k]) =>
-  ([[false, false], [true, false], [false, true]] as [boolean, boolean][])
-    .filter(([ta]) => (ta ? m % 4 === 0 : k % 4 === 0))
-    .map(([ta, tb]) => ({
-      name: `matmul wide ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
-      run: (gpu: Gpu) =>
-        scoped(gpu, async (t) => {
-          const A = rand(m * k);
-          const B = rand(k * n);
-          const bias = rand(n);
-          const c = t(gpu.storage(m * n));
-          const relu = m % 2 === 1;
-          gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb, variant: 'wide', bias: relu ? t(gpu.upload(bias)) : undefined, relu }));
-          const want = ref.matmulRef(A, B, m, n, k, ta, tb).map((v, i) => (relu ? Math.max(0, v + bias[i % n]) : v));
-          return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-7 * k + 2e-6 };
-        }),
-    })),
-);
+const wideCases = variantCases('wide', wideShapes, (m, k, ta) => (ta ? m % 4 === 0 : k % 4 === 0));
 
 const fusedMatmulCases: OracleCase[] = [[7, 33, 129], [70, 130, 9]].map(([m, n, k]) => ({
   name: `matmul + bias + relu m=${m} n=${n} k=${k}`,
