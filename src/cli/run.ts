@@ -147,8 +147,8 @@ function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunO
 }
 
 async function launch(o: RunOptions): Promise<number> {
-  // Deno by default: on machines without a GPU its wgpu + lavapipe ran our training step about 20×
-  // faster than Node's Dawn + SwiftShader (measured here); with a real GPU either is fine.
+  // Deno by default: on machines without a GPU its wgpu + lavapipe ran our MLP training about 4.5×
+  // faster than Node's Dawn + SwiftShader (measured here; more for the CNN); with a real GPU either is fine.
   const runtime = o.runtime ?? 'deno';
   const job = jobSpecFor(o);
   const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null });
