@@ -24,8 +24,8 @@ import type { Model } from '../src/engine/model.ts';
 import { createOptimizer } from '../src/engine/optimizer.ts';
 import { createTfCnn } from './tfjs-cnn.ts';
 import { loadTfWebgpu } from './tfjs-mlp.ts';
+import { args } from './args.ts';
 
-const args = (globalThis as { Deno?: { args: string[] } }).Deno?.args ?? (globalThis as unknown as { process: { argv: string[] } }).process.argv.slice(2);
 const opts = new Command()
   .option('--epochs <n>', 'epochs (0: only the one-step check)', '5')
   .option('--batch <n>', 'batch size', '32')

@@ -17,8 +17,8 @@ import { loadMnist } from '../src/data/mnist.node.ts';
 import { acquireGpu } from '../src/gpu/device.ts';
 import { Cnn } from '../src/engine/cnn.ts';
 import { createOptimizer } from '../src/engine/optimizer.ts';
+import { args } from './args.ts';
 
-const args = (globalThis as { Deno?: { args: string[] } }).Deno?.args ?? (globalThis as unknown as { process: { argv: string[] } }).process.argv.slice(2);
 const opts = new Command()
   .option('--epochs <n>', 'epochs', '5')
   .option('--batch <n>', 'batch size', '32')

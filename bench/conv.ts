@@ -17,12 +17,8 @@ import { acquireGpu } from '../src/gpu/device.ts';
 import type { Dispatch } from '../src/gpu/gpu.ts';
 import { type ConvShape, convOutSize, convSizes, planConv2dBackwardInput, planConv2dBackwardWeight, planConv2dForward } from '../src/gpu/kernels/conv2d.ts';
 import { planMatmul } from '../src/gpu/kernels/matmul.ts';
+import { args, opt } from './args.ts';
 
-const args = (globalThis as { Deno?: { args: string[] } }).Deno?.args ?? (globalThis as unknown as { process: { argv: string[] } }).process.argv.slice(2);
-const opt = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1] : fallback;
-};
 const batch = Number(opt('batch', '32'));
 const rounds = Number(opt('rounds', '4'));
 const gpu = await acquireGpu();

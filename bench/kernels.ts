@@ -16,12 +16,8 @@ import { planMatmul } from '../src/gpu/kernels/matmul.ts';
 import { createModel, createOptimizer, trainStep } from '../src/engine/index.ts';
 import { seededUniform } from '../src/engine/random.ts';
 import { createTfMlp, loadTfWebgpu, type Tf } from './tfjs-mlp.ts';
+import { args, opt } from './args.ts';
 
-const args = (globalThis as { Deno?: { args: string[] } }).Deno?.args ?? (globalThis as unknown as { process: { argv: string[] } }).process.argv.slice(2);
-const opt = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1] : fallback;
-};
 const json = args.includes('--json');
 const sizes = opt('sizes', '256,512,1024').split(',').map(Number);
 const stepsToTime = Number(opt('steps', '10'));

@@ -10,12 +10,8 @@ import { createModel, createOptimizer, trainStep } from '../src/engine/index.ts'
 import { batches } from '../src/data/batches.ts';
 import { loadMnist } from '../src/data/mnist.node.ts';
 import { createTfMlp, loadTfWebgpu } from './tfjs-mlp.ts';
+import { opt } from './args.ts';
 
-const args = (globalThis as { Deno?: { args: string[] } }).Deno?.args ?? (globalThis as unknown as { process: { argv: string[] } }).process.argv.slice(2);
-const opt = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1] : fallback;
-};
 const epochs = Number(opt('epochs', '3'));
 const batchSize = Number(opt('batch', '64'));
 const lr = Number(opt('lr', '0.05'));
