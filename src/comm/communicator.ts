@@ -274,7 +274,6 @@ export class LinkCommunicator implements Communicator {
 
   private onMessage(peer: number, bytes: Uint8Array): void {
     this.lastHeard.set(peer, now());
-    this.quietReported.delete(peer);
     this.stats.bytesReceived += bytes.byteLength;
     let f;
     try {
@@ -375,7 +374,9 @@ export class LinkCommunicator implements Communicator {
       }
       // Half-way to being dropped, say who has gone quiet: the stall inspector's early warning,
       // whatever the ring is doing (a frozen rank may hold up a collective's data, not only its negotiation).
-      if (silentMs > this.opts.peerTimeoutMs / 2 && !this.quietReported.has(peer)) {
+      if (silentMs <= this.opts.peerTimeoutMs / 2) {
+        this.quietReported.delete(peer); // heard from again: a later silence is news again
+      } else if (!this.quietReported.has(peer)) {
         this.quietReported.add(peer);
         if (this.events.active) this.events.emit({ type: 'stall', t, rank: this.rank, id: -1, name: QUIET_LINK, waitingFor: [peer], waitedMs: silentMs });
       }
