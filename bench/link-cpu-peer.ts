@@ -8,8 +8,7 @@ import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { joinLocalRing } from '../src/comm/local-ring.node.ts';
 import { barrier } from '../src/collectives/barrier.ts';
-import { DEFAULT_SEGMENT_BYTES } from '../src/collectives/types.ts';
-import type { Communicator } from '../src/comm/communicator.ts';
+import { streamBytes } from '../src/collectives/measure.ts';
 import { now } from '../src/core/events.ts';
 
 const { values } = parseArgs({ options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' } } });
@@ -45,15 +44,6 @@ function diff(a: Map<string, number>, b: Map<string, number>): Record<string, nu
   return out;
 }
 
-async function stream(comm: Communicator, sendTo: number | null, recvFrom: number | null, id: number): Promise<void> {
-  const pieces = Math.ceil(bytes / DEFAULT_SEGMENT_BYTES);
-  const data = new Uint8Array(DEFAULT_SEGMENT_BYTES);
-  const sends: Promise<void>[] = [];
-  if (sendTo !== null) for (let j = 0; j < pieces; j++) sends.push(comm.send(sendTo, { id, step: 0, chunk: j }, data));
-  if (recvFrom !== null) for (let j = 0; j < pieces; j++) await comm.recv(recvFrom, { id, step: 0, chunk: j }, 120_000);
-  await Promise.all(sends);
-}
-
 const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000, peerTimeoutMs: 20_000 });
 const other = 1 - rank;
 const phases: Record<string, { seconds: number; cpu: Record<string, number> }> = {};
@@ -65,7 +55,7 @@ for (const [phase, send, recv] of [
   await barrier(comm, { timeoutMs: 60_000 });
   const before = threadSeconds();
   const t0 = now();
-  await stream(comm, send ? other : null, recv ? other : null, comm.nextId());
+  await streamBytes(comm, comm.nextId(), bytes, send ? other : null, recv ? other : null, 120_000);
   await barrier(comm, { timeoutMs: 60_000 });
   phases[phase] = { seconds: Math.round((now() - t0)) / 1000, cpu: diff(before, threadSeconds()) };
 }

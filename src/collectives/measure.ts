@@ -43,22 +43,32 @@ export interface MeasureOptions {
 
 const MB = 1e6;
 
+/**
+ * Sends `bytes` to rank `to` and/or receives as many from rank `from` (null: not
+ * that direction), in data-channel-sized pieces tagged with collective `id`;
+ * resolves when every piece has arrived and every send has been handed over.
+ */
+export async function streamBytes(comm: Communicator, id: number, bytes: number, to: number | null, from: number | null, timeoutMs: number): Promise<void> {
+  const piece = DEFAULT_SEGMENT_BYTES;
+  const pieces = Math.ceil(bytes / piece);
+  const data = new Uint8Array(Math.min(piece, bytes));
+  const sends: Promise<void>[] = [];
+  if (to !== null) for (let j = 0; j < pieces; j++) sends.push(comm.send(to, { id, step: 0, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
+  if (from !== null) for (let j = 0; j < pieces; j++) await comm.recv(from, { id, step: 0, chunk: j }, timeoutMs);
+  await Promise.all(sends);
+}
+
 /** Rank 0 streams `bytes` to rank 1 in data-channel-sized pieces; rank 1 acknowledges the last. Seconds on rank 0. */
 async function pointToPoint(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
   const id = comm.nextId(); // every rank takes the id, so later collective ids stay in step
   if (comm.size < 2 || comm.rank > 1) return null;
-  const piece = DEFAULT_SEGMENT_BYTES;
-  const pieces = Math.ceil(bytes / piece);
   if (comm.rank === 1) {
-    for (let j = 0; j < pieces; j++) await comm.recv(0, { id, step: 0, chunk: j }, timeoutMs);
+    await streamBytes(comm, id, bytes, null, 0, timeoutMs);
     await comm.send(0, { id, step: 1, chunk: 0 }, new Uint8Array(1));
     return null;
   }
-  const data = new Uint8Array(Math.min(piece, bytes));
   const t0 = now();
-  const sends: Promise<void>[] = [];
-  for (let j = 0; j < pieces; j++) sends.push(comm.send(1, { id, step: 0, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
-  await Promise.all(sends);
+  await streamBytes(comm, id, bytes, 1, null, timeoutMs);
   await comm.recv(1, { id, step: 1, chunk: 0 }, timeoutMs);
   return (now() - t0) / 1000;
 }
@@ -71,14 +81,8 @@ async function exchange(comm: Communicator, bytes: number, timeoutMs: number): P
   const id = comm.nextId();
   if (comm.size < 2 || comm.rank > 1) return null;
   const other = 1 - comm.rank;
-  const piece = DEFAULT_SEGMENT_BYTES;
-  const pieces = Math.ceil(bytes / piece);
-  const data = new Uint8Array(Math.min(piece, bytes));
   const t0 = now();
-  const sends: Promise<void>[] = [];
-  for (let j = 0; j < pieces; j++) sends.push(comm.send(other, { id, step: 0, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
-  for (let j = 0; j < pieces; j++) await comm.recv(other, { id, step: 0, chunk: j }, timeoutMs);
-  await Promise.all(sends);
+  await streamBytes(comm, id, bytes, other, other, timeoutMs);
   await comm.send(other, { id, step: 1, chunk: 0 }, new Uint8Array(1));
   await comm.recv(other, { id, step: 1, chunk: 0 }, timeoutMs);
   return (now() - t0) / 1000;
