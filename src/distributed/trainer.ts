@@ -199,23 +199,27 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     }
   };
 
-  const checkpoint = async (): Promise<void> => {
-    if (!args.onCheckpoint) return;
-    await args.onCheckpoint(
-      checkpointFromFlat({
-        model: config.model,
-        optimizer: config.optimizer,
-        step,
-        epoch,
-        layout: model.layout,
-        params: await model.readParams(),
-        optimizerState: await optimizer.exportState(),
-        extra: { seed: String(config.seed), batch: String(config.batch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
-      }),
-    );
-  };
-  const shareWeights = async (): Promise<void> => {
-    if (args.onWeights) await args.onWeights({ step, epoch, params: await model.readParams() });
+  /** After an evaluation: the saving rank checkpoints, every rank shares its weights; one read-back serves both. */
+  const handOut = async (saves: boolean): Promise<void> => {
+    const checkpoint = saves ? args.onCheckpoint : undefined;
+    if (!checkpoint && !args.onWeights) return;
+    const params = await model.readParams();
+    if (checkpoint) {
+      await checkpoint(
+        checkpointFromFlat({
+          model: config.model,
+          optimizer: config.optimizer,
+          step,
+          epoch,
+          layout: model.layout,
+          params,
+          optimizerState: await optimizer.exportState(),
+          extra: { seed: String(config.seed), batch: String(config.batch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
+        }),
+      );
+    }
+    // checkpointFromFlat copied what it keeps, so the hook may have this array.
+    await args.onWeights?.({ step, epoch, params });
   };
   const evaluate = async (): Promise<void> => {
     const local = await model.evaluate(shard.images, shard.labels);
@@ -303,8 +307,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
           epochExamples = 0;
           lossSum = 0;
           lossCount = 0;
-          if (comm.rank === 0) await checkpoint();
-          await shareWeights();
+          await handOut(comm.rank === 0);
           continue;
         }
         // The sampler already shuffled by (seed, epoch): no second shuffle here, so the
@@ -320,8 +323,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
         while (!(await guarded(evaluate))) {
           // the ring re-formed during the evaluation: evaluate again on the new one
         }
-        if (comm.rank === 0) await checkpoint();
-        await shareWeights();
+        await handOut(comm.rank === 0);
       }
       return result();
     } catch (err) {
@@ -329,8 +331,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       // The ring is gone; the weights are those of the last completed step on every survivor.
       const res = result(err);
       const saver = Array.from({ length: comm.size }, (_, r) => r).find((r) => !res.lostRanks.includes(r));
-      if (saver === comm.rank) await checkpoint();
-      await shareWeights();
+      await handOut(saver === comm.rank);
       return res;
     }
   } finally {
