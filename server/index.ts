@@ -214,7 +214,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     });
   };
   const httpOptions = { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 2 * HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 };
-  const http: Server = o.tls ? createTlsServer({ ...httpOptions, cert: o.tls.cert, key: o.tls.key }, onRequest) : createServer(httpOptions, onRequest);
+  let http: Server;
+  try {
+    http = o.tls ? createTlsServer({ ...httpOptions, cert: o.tls.cert, key: o.tls.key }, onRequest) : createServer(httpOptions, onRequest);
+  } catch (err) {
+    // node:tls names the problem (a key that does not match the certificate, a PEM it cannot parse).
+    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot serve TLS with this certificate and key: ${(err as Error).message}; give the PEM certificate and its own private key`, undefined, { cause: err });
+  }
   // Counted from the TCP accept (before TLS), so sockets that never send a request count too.
   http.on('connection', (socket: Socket) => {
     const key = addressKey(socket.remoteAddress);

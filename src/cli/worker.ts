@@ -23,13 +23,15 @@ import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, printLine, reexecUnder, stderr } from './host.node.ts';
+import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
 import { commandStatus } from './status.ts';
 import { RUNTIMES } from './train-options.ts';
 
 const WorkerOptionsSchema = z.object({
   server: z.string().min(1, { error: '--server needs the server address, like http://127.0.0.1:8080' }),
   job: z.string().min(1, { error: '--job needs a job id' }),
-  token: z.string().min(1, { error: '--token needs the job token' }),
+  token: z.string().min(1, { error: '--token needs the job token' }).optional(),
+  tokenFile: z.string().min(1).optional(),
   name: z.string().max(128).optional(),
   runtime: z.enum(RUNTIMES).optional(),
   save: z.string().min(1).optional(),
@@ -40,14 +42,15 @@ const WorkerOptionsSchema = z.object({
   events: z.boolean().default(false),
   json: z.boolean().default(false),
 });
-type WorkerOptions = z.infer<typeof WorkerOptionsSchema>;
+type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
 export function workerCommand(): Command {
   return new Command('worker')
     .description("join a job on a signaling server and train with the job's settings")
     .requiredOption('--server <url>', 'the signaling server, like http://127.0.0.1:8080')
     .requiredOption('--job <id>', 'job to join')
-    .requiredOption('--token <secret>', "the job's token")
+    .option('--token-file <path>', `read the job's token from this file (or set ${TOKEN_ENV})`)
+    .option('--token <secret>', `the job's token (visible in ps: prefer ${TOKEN_ENV} or --token-file)`)
     .option('--name <name>', 'a name the other peers and the page show')
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
     .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
@@ -63,11 +66,16 @@ export function workerCommand(): Command {
         const issue = parsed.error.issues[0];
         throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (option --${String(issue.path[0])})`);
       }
-      const o = parsed.data;
-      if (o.runtime && o.runtime !== currentRuntime()) {
-        commandStatus.exitCode = await reexecUnder(o.runtime, commandStatus.args);
+      // The same arguments and environment go to the other runtime, which reads the token itself.
+      if (parsed.data.runtime && parsed.data.runtime !== currentRuntime()) {
+        commandStatus.exitCode = await reexecUnder(parsed.data.runtime, commandStatus.args);
         return;
       }
+      const token = tokenFrom(parsed.data, (line) => void printLine(line, stderr));
+      if (!token) {
+        throw new RingtrainError(ErrorCode.InvalidArgument, `the worker needs the job's token: set ${TOKEN_ENV}=… or give --token-file PATH`);
+      }
+      const o = { ...parsed.data, token };
       commandStatus.exitCode = await runWorker(o);
     });
 }
