@@ -46,10 +46,12 @@ export function takeJobParams(
   const q = new URLSearchParams(loc.search);
   const f = new URLSearchParams(loc.hash.replace(/^#/, ''));
   if (q.has('token') || f.has('token')) {
+    const hadFragmentToken = f.has('token');
     q.delete('token');
     f.delete('token');
     const query = q.toString();
-    const fragment = f.toString();
+    // A fragment without a token (an anchor like #teach-title) is left exactly as it was.
+    const fragment = hadFragmentToken ? f.toString() : loc.hash.replace(/^#/, '');
     history?.replaceState(history.state, '', `${loc.pathname}${query ? `?${query}` : ''}${fragment ? `#${fragment}` : ''}`);
   }
   if (params.job) {
