@@ -8,6 +8,8 @@
  *  - handshakes in all: beyond the limit the one that has waited longest is
  *    closed to make room (a peer joins within a round trip of its upgrade, so
  *    only a socket that sits silent is ever the oldest);
+ *  - wrong tokens per remote address: a few in a burst, then one every few
+ *    seconds, so a token cannot be guessed by trying;
  *  - the deadline for the first message (the join) is the Connection's.
  * A joined connection no longer counts as a handshake: it is counted by its job
  * (maxPeers), not against any server-wide cap.
@@ -21,12 +23,18 @@ export interface AdmissionLimits {
   maxHandshakesPerAddress: number;
   /** WebSockets upgraded and not yet joined, from everyone; beyond it the oldest is closed. */
   maxHandshakes: number;
+  /** Wrong tokens one address may try in a burst; then one more per `badTokenRefillMs`. */
+  badTokenBurst: number;
+  badTokenRefillMs: number;
 }
 
 export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
   maxSocketsPerAddress: 256,
   maxHandshakesPerAddress: 16,
   maxHandshakes: 1024,
+  // Enough for someone mistyping a token, far too few for guessing one.
+  badTokenBurst: 10,
+  badTokenRefillMs: 6000,
 };
 
 /** Why a socket was refused or closed early: bounded, so /metrics can label by it. */
@@ -35,6 +43,7 @@ export const RefusalReason = {
   AddressHandshakes: 'address-handshakes',
   Evicted: 'evicted',
   JoinTimeout: 'join-timeout',
+  BadTokens: 'bad-tokens',
 } as const;
 export type RefusalReason = (typeof RefusalReason)[keyof typeof RefusalReason];
 
@@ -60,13 +69,47 @@ export interface Handshake {
   evict(): void;
 }
 
+/** Beyond this many addresses with recent wrong tokens, the refilled ones are swept out. */
+const MAX_TRACKED_ADDRESSES = 10_000;
+
 export class Admission {
   private readonly sockets = new Map<string, number>();
   /** Handshakes in arrival order (a Map keeps insertion order: the first is the oldest). */
   private readonly handshakes = new Map<Handshake, string>();
   private readonly handshakesPerAddress = new Map<string, number>();
+  /** Wrong-token allowance per address: what is left, and when it was last topped up. */
+  private readonly badTokens = new Map<string, { left: number; at: number }>();
 
-  constructor(readonly limits: AdmissionLimits) {}
+  constructor(
+    readonly limits: AdmissionLimits,
+    private readonly clock: () => number = () => performance.now(),
+  ) {}
+
+  /** Whether `key` may try a token now (false: it tried too many wrong ones lately). */
+  mayTryToken(key: string): boolean {
+    return (this.allowance(key)?.left ?? this.limits.badTokenBurst) >= 1;
+  }
+
+  /** `key` gave a wrong token. */
+  badToken(key: string): void {
+    const a = this.allowance(key) ?? { left: this.limits.badTokenBurst, at: this.clock() };
+    a.left = Math.max(0, a.left - 1);
+    this.badTokens.set(key, a);
+    // Addresses whose allowance has refilled need no entry: drop them now and then, so the map stays small.
+    if (this.badTokens.size > MAX_TRACKED_ADDRESSES) for (const k of [...this.badTokens.keys()]) this.allowance(k);
+  }
+
+  /** The allowance of an address that gave wrong tokens lately, topped up to now; undefined when it is full again. */
+  private allowance(key: string): { left: number; at: number } | undefined {
+    const a = this.badTokens.get(key);
+    if (!a) return undefined;
+    const t = this.clock();
+    a.left = Math.min(this.limits.badTokenBurst, a.left + (t - a.at) / this.limits.badTokenRefillMs);
+    a.at = t;
+    if (a.left < this.limits.badTokenBurst) return a;
+    this.badTokens.delete(key);
+    return undefined;
+  }
 
   get openHandshakes(): number {
     return this.handshakes.size;

@@ -69,6 +69,8 @@ export class Connection implements Handshake {
     private readonly ws: WebSocket,
     private readonly ctx: ConnectionContext,
     readonly remote: string,
+    /** Who this is for the per-address limits (admission.ts addressKey). */
+    readonly addressKey: string = remote,
   ) {
     this.bucket = new TokenBucket(ctx.rateLimit);
     this.joinTimer = setTimeout(() => {
@@ -258,7 +260,12 @@ export class Connection implements Handshake {
     }
     const job = this.ctx.job(msg.job);
     if (!job) return this.fail(SignalErrorCode.NoSuchJob, `no job '${msg.job}' on this server; check the job id`);
+    if (!this.ctx.admission.mayTryToken(this.addressKey)) {
+      this.ctx.metrics.refused(RefusalReason.BadTokens);
+      return this.fail(SignalErrorCode.TooManyBadTokens, 'too many wrong tokens from your address lately; check the token, and try again in a few seconds');
+    }
     const refusal = job.refusal(msg.token);
+    if (refusal?.code === SignalErrorCode.BadToken) this.ctx.admission.badToken(this.addressKey);
     if (refusal) return this.fail(refusal.code, refusal.message);
     if (this.joinTimer) clearTimeout(this.joinTimer);
     this.joinTimer = null;

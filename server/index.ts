@@ -124,6 +124,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   checkPositive('limits.maxSocketsPerAddress', limits.maxSocketsPerAddress);
   checkPositive('limits.maxHandshakesPerAddress', limits.maxHandshakesPerAddress);
   checkPositive('limits.maxHandshakes', limits.maxHandshakes);
+  checkPositive('limits.badTokenBurst', limits.badTokenBurst);
+  checkPositive('limits.badTokenRefillMs', limits.badTokenRefillMs);
   checkPositive('rateLimit.capacity', rateLimit.capacity);
   checkPositive('rateLimit.refillPerS', rateLimit.refillPerS, 0);
   const staticDir = options.staticDir === undefined ? DEFAULT_STATIC_DIR : options.staticDir;
@@ -159,11 +161,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, perMessageDeflate: false });
   wss.on('connection', (ws, req: IncomingMessage) => {
-    const conn = new Connection(ws, ctx, `${req.socket.remoteAddress}:${req.socket.remotePort}`);
+    const key = addressKey(req.socket.remoteAddress);
+    const conn = new Connection(ws, ctx, `${req.socket.remoteAddress}:${req.socket.remotePort}`, key);
     connections.add(conn);
     metrics.connectionsTotal.inc();
     ws.on('close', () => connections.delete(conn));
-    admission.handshakeStarted(conn, addressKey(req.socket.remoteAddress));
+    admission.handshakeStarted(conn, key);
   });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

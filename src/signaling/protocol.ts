@@ -58,6 +58,8 @@ export const SignalErrorCode = {
   AlreadyJoined: 'already-joined',
   NoSuchJob: 'no-such-job',
   BadToken: 'bad-token',
+  /** Too many wrong tokens from one address lately: wait a few seconds. */
+  TooManyBadTokens: 'too-many-bad-tokens',
   JobFull: 'job-full',
   StaleEpoch: 'stale-epoch',
   NoSuchRank: 'no-such-rank',

@@ -8,7 +8,8 @@
 import { connect as connectSocket, type Socket } from 'node:net';
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import { addressKey } from '../../server/admission.ts';
+import { Admission, DEFAULT_ADMISSION_LIMITS, addressKey } from '../../server/admission.ts';
+import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { startServer, type RunningServer, type ServerOptions } from '../../server/index.ts';
 import { connect, type SignalingClient } from '../../src/signaling/client.node.ts';
 import type { WebSocketConstructor } from '../../src/signaling/client.ts';
@@ -119,6 +120,34 @@ describe('signaling server: per-address and handshake limits', () => {
     clients.push(peer);
     expect(peer.membership?.size).toBe(1);
     expect(metric(await s.metricsText(), 'ringtrain_refusals_total', 'reason="evicted"')).toBe(21);
+  });
+
+  it('stops an address that tries wrong tokens, not the others; the allowance comes back with time', async () => {
+    const s = await start({ limits: { badTokenBurst: 3, badTokenRefillMs: 600_000 } });
+    const tryJoin = async (from: string, token: string) => {
+      const p = await RawPeer.open(s.wsUrl, { localAddress: from });
+      sockets.push(p.ws);
+      p.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'alpha', token, runtime: 'node' });
+      const m = await p.waitFor((x) => x.type === 'welcome' || x.type === 'error', 'an answer to join');
+      return m.type === 'error' ? m.code : m.type;
+    };
+    const guesses = [];
+    for (const guess of ['a', 'b', 'c', 'ta']) guesses.push(await tryJoin('127.0.0.2', guess));
+    // The fourth try has the right token, but the address used up its allowance guessing.
+    expect(guesses).toEqual(['bad-token', 'bad-token', 'bad-token', 'too-many-bad-tokens']);
+    expect(await tryJoin('127.0.0.3', 'ta')).toBe('welcome');
+    expect(metric(await s.metricsText(), 'ringtrain_refusals_total', 'reason="bad-tokens"')).toBe(1);
+
+    let now = 0;
+    const admission = new Admission({ ...DEFAULT_ADMISSION_LIMITS, badTokenBurst: 2, badTokenRefillMs: 1000 }, () => now);
+    admission.badToken('x');
+    admission.badToken('x');
+    expect(admission.mayTryToken('x')).toBe(false);
+    expect(admission.mayTryToken('y')).toBe(true);
+    now = 999;
+    expect(admission.mayTryToken('x')).toBe(false);
+    now = 1000;
+    expect(admission.mayTryToken('x')).toBe(true);
   });
 
   it('groups addresses by client: IPv4, IPv4-mapped IPv6, and an IPv6 /64', () => {
