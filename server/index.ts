@@ -188,25 +188,38 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       res.writeHead(200, { 'content-type': metrics.contentType });
       return void res.end(text);
     }
-    // A job is shown to anyone only when it opted in; otherwise only to its token's holders.
-    const token = bearerToken(req);
-    const visible = (j: Job): boolean => j.isPublic || (token !== undefined && j.tokenMatches(token));
-    if (pathname === '/api/jobs') return json(res, 200, [...jobs.values()].filter(visible).map((j) => j.info()));
-    if (pathname.startsWith('/api/jobs/')) {
-      let id: string;
-      try {
-        id = decodeURIComponent(pathname.slice('/api/jobs/'.length));
-      } catch {
-        return json(res, 400, { error: 'bad job id encoding' });
-      }
-      const job = jobs.get(id);
-      // The same answer for a missing job and a hidden one: ids are not to be probed.
-      if (!job || !visible(job)) {
-        return json(res, 404, { error: `no job '${id}' that this request may see; a job that is not public needs its token (Authorization: Bearer <token>)` });
-      }
-      return json(res, 200, job.info());
-    }
+    if (pathname === '/api/jobs' || pathname.startsWith('/api/jobs/')) return jobsApi(req, res, pathname);
     return serveStatic(req, res, staticDir, pathname);
+  };
+
+  // A job is shown to anyone only when it opted in; otherwise only to its token's holders.
+  // Wrong tokens here count against the address like wrong tokens in a join (no guessing by HTTP).
+  const jobsApi = (req: IncomingMessage, res: ServerResponse, pathname: string): void => {
+    const token = bearerToken(req);
+    const key = addressKey(req.socket.remoteAddress);
+    if (token !== undefined && !admission.mayTryToken(key)) {
+      metrics.refused(RefusalReason.BadTokens);
+      return json(res, 429, { error: 'too many wrong tokens from your address lately; check the token, and try again in a few seconds' });
+    }
+    const holds = (j: Job): boolean => token !== undefined && j.tokenMatches(token);
+    if (pathname === '/api/jobs') {
+      const all = [...jobs.values()];
+      if (token !== undefined && !all.some(holds)) admission.badToken(key);
+      return json(res, 200, all.filter((j) => j.isPublic || holds(j)).map((j) => j.info()));
+    }
+    let id: string;
+    try {
+      id = decodeURIComponent(pathname.slice('/api/jobs/'.length));
+    } catch {
+      return json(res, 400, { error: 'bad job id encoding' });
+    }
+    const job = jobs.get(id);
+    if (token !== undefined && !(job && holds(job))) admission.badToken(key);
+    // The same answer for a missing job and a hidden one: ids are not to be probed.
+    if (!job || !(job.isPublic || holds(job))) {
+      return json(res, 404, { error: `no job '${id}' that this request may see; a job that is not public needs its token (Authorization: Bearer <token>)` });
+    }
+    return json(res, 200, job.info());
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {

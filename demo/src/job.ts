@@ -15,6 +15,12 @@ import { h } from './dom.ts';
 
 /** How often the panel asks the server. */
 export const POLL_MS = 1000;
+/**
+ * How often to ask again when the server shows no such job to this page. Slower
+ * than the server gives back wrong-token tries (one per 6 s), so a tab with a
+ * stale link never locks its own address out of the job.
+ */
+export const NOT_SHOWN_POLL_MS = 10_000;
 
 export interface JobParams {
   job?: string;
@@ -123,9 +129,12 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
   status.textContent = `Asking the server about job ${jobId}…`;
 
   async function poll(): Promise<void> {
+    let next = POLL_MS;
     try {
       // The server shows a job that is not public only to a request bearing its token.
       const res = await fetchFn(`/api/jobs/${encodeURIComponent(jobId)}`, { headers: params.token ? { authorization: `Bearer ${params.token}` } : {} });
+      if (res.status === 404 || res.status === 429) next = NOT_SHOWN_POLL_MS;
+      if (res.status === 429) throw new Error('the server refused: too many wrong tokens from this address lately');
       if (res.status === 404) {
         throw new Error(`the server shows no job '${jobId}' to this page: check the link (with its #token=…), or start the job first`);
       }
@@ -136,7 +145,7 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
       element.dataset.state = 'error';
       status.textContent = `Cannot read the job: ${err instanceof Error ? err.message : String(err)}. Retrying…`;
     }
-    if (!stopped) timer = setTimeout(() => void poll(), POLL_MS);
+    if (!stopped) timer = setTimeout(() => void poll(), next);
   }
 
   function show(j: PublicJobInfo): void {

@@ -137,6 +137,12 @@ describe('signaling server: per-address and handshake limits', () => {
     expect(guesses).toEqual(['bad-token', 'bad-token', 'bad-token', 'too-many-bad-tokens']);
     expect(await tryJoin('127.0.0.3', 'ta')).toBe('welcome');
     expect(metric(await s.metricsText(), 'ringtrain_refusals_total', 'reason="bad-tokens"')).toBe(1);
+    // Guessing over HTTP (Authorization: Bearer on /api/jobs) draws on the same allowance.
+    const api = (token: string) => fetch(`${s.url}/api/jobs/alpha`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await api('ta')).status).toBe(200);
+    const statuses = [];
+    for (const guess of ['a', 'b', 'c', 'ta']) statuses.push((await api(guess)).status);
+    expect(statuses).toEqual([404, 404, 404, 429]);
 
     let now = 0;
     const admission = new Admission({ ...DEFAULT_ADMISSION_LIMITS, badTokenBurst: 2, badTokenRefillMs: 1000 }, () => now);
