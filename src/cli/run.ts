@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
+import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import { batchCount } from '../data/batches.ts';
@@ -127,6 +128,7 @@ function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunO
   const args = [...pre, 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events'];
   if (o.save) args.push('--save', o.save);
   if (o.resume) args.push('--resume', o.resume);
+  if (o.overwrite) args.push('--overwrite');
   if (o.timeline) args.push('--timeline', `${o.timeline}.part${index}`);
   if (o.data) args.push('--data', o.data);
   const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: job.token };
@@ -157,6 +159,8 @@ function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunO
 }
 
 async function launch(o: RunOptions): Promise<number> {
+  // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
+  preflightCheckpoints(o);
   // Deno by default: on machines without a GPU its wgpu + lavapipe ran our MLP training about 4.5×
   // faster than Node's Dawn + SwiftShader (measured here; more for the CNN); with a real GPU either is fine.
   const runtime = o.runtime ?? 'deno';

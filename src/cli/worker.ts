@@ -13,7 +13,9 @@ import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus } from '../core/events.ts';
 import { stallReporter } from '../distributed/stall.ts';
-import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
+import { saveCheckpoint } from '../checkpoint/file.node.ts';
+import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
+import { checkResumeFits } from '../distributed/resume-check.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
@@ -37,6 +39,7 @@ const WorkerOptionsSchema = z.object({
   save: z.string().min(1).optional(),
   resume: z.string().min(1).optional(),
   recovery: z.string().min(1).optional(),
+  overwrite: z.boolean().default(false),
   timeline: z.string().min(1).optional(),
   data: z.string().min(1).optional(),
   events: z.boolean().default(false),
@@ -55,6 +58,7 @@ export function workerCommand(): Command {
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
     .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
     .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
+    .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--recovery <path>', 'where a survivor saves the last good state if the ring breaks (default: --save, else ringtrain-recovery.safetensors)')
     .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
@@ -83,8 +87,8 @@ export function workerCommand(): Command {
 async function runWorker(o: WorkerOptions): Promise<number> {
   const say = (line: string) => printLine(line, stderr);
   const emit = (obj: Record<string, unknown>) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
-  // Fail on a bad checkpoint or missing data before taking a place in the ring.
-  const resume = o.resume ? loadCheckpoint(o.resume) : undefined;
+  // Fail on a bad checkpoint, an unwritable --save or missing data before taking a place in the ring.
+  const resume = preflightCheckpoints(o);
   const data = o.data ? { train: await loadIdxSplit(o.data, 'train'), test: await loadIdxSplit(o.data, 't10k') } : await loadMnist();
   const gpu = await acquireGpu();
   const bus = new EventBus();
@@ -103,6 +107,8 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     name: o.name,
     events: bus,
     capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },
+    // The job's model is known only from the welcome: check --resume against it before any ring forms.
+    beforeRing: resume ? (job) => checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!) : undefined,
   });
   const { rank, size } = session;
   const config = trainConfigFromJob(session.job.config);
@@ -120,7 +126,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       resumeName: o.resume,
       onCheckpoint: (c) => {
         const path = session.comm.error ? recoveryPath : o.save;
-        if (path) saveCheckpoint(path, c);
+        if (path) saveCheckpoint(path, c, { overwrite: o.overwrite });
       },
       onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
       onEvaluate: (e) => {

@@ -28,6 +28,8 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   connectTimeoutMs?: number;
   /** A silent peer counts as gone after this long (ms). */
   peerTimeoutMs?: number;
+  /** Called with the job's config once the server welcomed us, before any ring forms; throwing leaves the job (e.g. a --resume that does not fit). */
+  beforeRing?: (job: { id: string; config: JobConfig }) => void | Promise<void>;
 }
 
 export interface Session {
@@ -145,6 +147,7 @@ export async function init(o: InitOptions): Promise<Session> {
   const client = await connect(o.server, { ...o, events });
   const session = new PeerSession(client, events, o);
   try {
+    await o.beforeRing?.(client.job);
     await session.connect(await client.waitForReady(o.readyTimeoutMs ?? 600_000));
     return session;
   } catch (err) {
