@@ -74,8 +74,20 @@ describe('resuming a checkpoint of another model', () => {
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/keep\.safetensors holds a 'mlp' model, not 'cnn'; pass --model mlp or another checkpoint\. \[ERR_BAD_CHECKPOINT\]/);
     expect(readFileSync(keep).equals(before)).toBe(true);
-    expect(readdirSync(dir)).toEqual(['keep.safetensors']);
+    expect(readdirSync(dir).filter((f) => f !== 'narrow.safetensors')).toEqual(['keep.safetensors']);
   }, 60_000);
+
+  it('run -np 2 with an MLP checkpoint of another size: each worker refuses it before the ring forms, and the file stays as it was', async () => {
+    requireNetns();
+    const narrow = join(dir, 'narrow.safetensors');
+    const before = mlpCheckpoint(narrow, 32); // same model kind, so only the workers' check against the real model can tell
+    const r = await ringtrain(['run', '-np', '2', '--model', 'mlp', '--resume', narrow, '--save', narrow, '--steps', '4', '--batch', '8']);
+    expect(r.code, r.stderr).toBe(1);
+    const refusals = r.stderr.match(/narrow\.safetensors: tensor 'dense0\.weight' has shape \[784,32\] in the checkpoint but \[784,128\] in the model/g) ?? [];
+    expect(refusals.length, r.stderr).toBe(2);
+    expect(r.stderr).not.toMatch(/joined job|recovery|resume with/);
+    expect(readFileSync(narrow).equals(before)).toBe(true);
+  }, 120_000);
 
   it('a worker started by hand refuses a --resume that does not fit the job before it joins a ring; the others train without it', async () => {
     requireNetns();
