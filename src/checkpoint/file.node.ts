@@ -43,6 +43,9 @@ export function writeFileAtomic(path: string, bytes: Uint8Array): void {
   }
 }
 
+/** Our headers are a few KiB; a length beyond this is not one of ours (and is not worth allocating for). */
+const MAX_PEEK_HEADER_BYTES = 16 * 1024 * 1024;
+
 /** What a path holds, read from the safetensors header alone (cheap, even for a large file). */
 export type CheckpointOnDisk = { kind: 'absent' } | { kind: 'checkpoint'; step: number; model: string; optimizer: string } | { kind: 'other'; why: string };
 
@@ -61,7 +64,7 @@ export function peekCheckpoint(path: string): CheckpointOnDisk {
     const head = new Uint8Array(8);
     if (st.size < 8 || readSync(fd, head, 0, 8, 0) !== 8) return { kind: 'other', why: 'it is not a safetensors file' };
     const n = new DataView(head.buffer).getBigUint64(0, true);
-    if (n > BigInt(st.size - 8)) return { kind: 'other', why: 'it is not a safetensors file (or a damaged one)' };
+    if (n > BigInt(Math.min(st.size - 8, MAX_PEEK_HEADER_BYTES))) return { kind: 'other', why: 'it is not a safetensors file (or a damaged one)' };
     const json = new Uint8Array(Number(n));
     readSync(fd, json, 0, json.length, 8);
     let meta: Record<string, unknown> | undefined;

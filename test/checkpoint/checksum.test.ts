@@ -6,6 +6,7 @@
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { crc32 as zlibCrc32 } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { isRingtrainError } from '../../src/core/errors.ts';
@@ -48,6 +49,11 @@ describe('checkpoint checksums', () => {
     expect(crc32(new TextEncoder().encode('123456789'))).toBe(0xcbf43926);
     expect(crc32(new Uint8Array(0))).toBe(0);
     expect(crc32Hex(new TextEncoder().encode('a'))).toBe('e8b7be43');
+    // zlib's as the oracle, on every length around the 4-byte steps and at odd offsets.
+    const bytes = Uint8Array.from({ length: 4099 }, (_, i) => (i * 2654435761) >>> 24);
+    for (const [from, to] of [[0, 0], [0, 1], [1, 4], [3, 8], [0, 9], [5, 1030], [0, 4099]]) {
+      expect(crc32(bytes.subarray(from, to)), `${from}..${to}`).toBe(zlibCrc32(bytes.subarray(from, to)));
+    }
   });
 
   it('records one checksum per tensor and verifies them on load', () => {
