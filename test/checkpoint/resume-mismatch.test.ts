@@ -38,7 +38,7 @@ function mlpCheckpoint(path: string, hidden: number): Buffer {
     }
   }
   const params = Float32Array.from({ length: offset }, (_, i) => Math.sin(i) * 0.05);
-  saveCheckpoint(path, checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step: 120, layout, params, optimizerState: { momentum: new Float32Array(offset) } }));
+  saveCheckpoint(path, checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step: 120, layout, params, optimizerState: { velocity: new Float32Array(offset), step: Float32Array.of(120) } }));
   return readFileSync(path);
 }
 
