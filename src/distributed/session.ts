@@ -22,14 +22,14 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   /** RTCPeerConnection implementation for Node/Deno; the browser's own when omitted. */
   wrtc?: unknown;
   events?: EventBus;
+  /** Called with the job's config once the server welcomed us, before any ring forms; throwing leaves the job (e.g. a --resume that does not fit). */
+  beforeRing?: (job: { id: string; config: JobConfig }) => void | Promise<void>;
   /** How long to wait for the job to gather its minimum number of peers. Default 10 minutes. */
   readyTimeoutMs?: number;
   /** How long one attempt to open the data channels may take. Default 30 s. */
   connectTimeoutMs?: number;
   /** A silent peer counts as gone after this long (ms). */
   peerTimeoutMs?: number;
-  /** Called with the job's config once the server welcomed us, before any ring forms; throwing leaves the job (e.g. a --resume that does not fit). */
-  beforeRing?: (job: { id: string; config: JobConfig }) => void | Promise<void>;
 }
 
 export interface Session {
