@@ -58,10 +58,10 @@ export function workerCommand(): Command {
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
     .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
     .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
-    .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--recovery <path>', 'where a survivor saves the last good state if the ring breaks (default: --save, else ringtrain-recovery.safetensors)')
     .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
+    .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
     .option('--json', 'print one JSON result line on stdout at the end', false)
     .action(async (raw: Record<string, unknown>) => {
