@@ -95,6 +95,8 @@ export function runCommand(): Command {
         backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
         tls: readTlsFiles(raw.tlsCert as string | undefined, raw.tlsKey as string | undefined),
       };
+      // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
+      preflightCheckpoints(o);
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
@@ -159,8 +161,6 @@ function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunO
 }
 
 async function launch(o: RunOptions): Promise<number> {
-  // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
-  preflightCheckpoints(o);
   // Deno by default: on machines without a GPU its wgpu + lavapipe ran our MLP training about 4.5×
   // faster than Node's Dawn + SwiftShader (measured here; more for the CNN); with a real GPU either is fine.
   const runtime = o.runtime ?? 'deno';
