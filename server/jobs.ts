@@ -45,8 +45,10 @@ export class Job {
     return this.members.length;
   }
 
+  /** Before the first step the job waits for its start quorum; once started, minPeers keep it going. */
   get ready(): boolean {
-    return this.members.length >= this.config.minPeers;
+    const needed = this.started ? this.config.minPeers : Math.max(this.config.minPeers, this.config.startPeers ?? 0);
+    return this.members.length >= needed;
   }
 
   /** Compares in constant time, so response timing does not leak the token. */

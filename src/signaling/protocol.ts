@@ -21,7 +21,9 @@
  *              sent to every peer of the job on every join and leave; `epoch`
  *              grows by one each time. Ranks are dense (0..size-1) in join
  *              order; a peer that stays keeps its relative order. `ring[i]` is
- *              the rank at ring position i. `ready` is true while size >= minPeers;
+ *              the rank at ring position i. `ready` is true while size >= minPeers,
+ *              and, until the job has started, also size >= startPeers (a start
+ *              quorum: an elastic job may go on with fewer peers than it starts with);
  *              `started` becomes true the first time the job was ready and stays
  *              true until the job is empty again, so a peer joining later knows it
  *              joins a running job (the next epoch includes it: elastic training
@@ -153,7 +155,11 @@ export const jobConfigSchema = z.strictObject({
   maxPeers: z.number().int().min(1).max(1024),
   /** Listed by GET /api/jobs to anyone; otherwise only to a request bearing the job's token. */
   public: z.boolean().optional(),
-}).refine((c) => c.maxPeers >= c.minPeers, { message: 'maxPeers must be >= minPeers', path: ['maxPeers'] });
+  /** Peers the job waits for before its first step (default minPeers); afterwards minPeers is enough. */
+  startPeers: z.number().int().min(1).optional(),
+})
+  .refine((c) => c.maxPeers >= c.minPeers, { message: 'maxPeers must be >= minPeers', path: ['maxPeers'] })
+  .refine((c) => c.startPeers === undefined || (c.startPeers >= c.minPeers && c.startPeers <= c.maxPeers), { message: 'startPeers must be from minPeers to maxPeers', path: ['startPeers'] });
 export type JobConfig = z.infer<typeof jobConfigSchema>;
 
 /** How the server is told about a job: its id, its secret token, its config. */
