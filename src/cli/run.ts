@@ -18,6 +18,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import { batchCount } from '../data/batches.ts';
 import { MNIST_TRAIN } from '../data/mnist.ts';
+import { FINISHED } from '../distributed/session.ts';
 import { stallReporter } from '../distributed/stall.ts';
 import { mergeTraces, type TraceEvent } from '../distributed/timeline.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
@@ -37,6 +38,12 @@ interface RunOptions extends TrainOptions {
   extraPeers: number;
   fp16: boolean;
   elastic: boolean;
+  /** Elastic: the ring goes on while it has at least this many peers (Horovod's --min-np). */
+  minNp?: number;
+  /** Elastic: at most this many peers (Horovod's --max-np); default np + extra peers. */
+  maxNp?: number;
+  /** Elastic: seconds the ring trains on without its signaling server before it stops. */
+  serverWait?: number;
   scaleLr: boolean;
   lrSchedule: 'constant' | 'cosine';
   warmupSteps: number;
@@ -72,6 +79,9 @@ export function runCommand(): Command {
     .option('--extra-peers <n>', 'places for peers beyond the local workers (browser tabs)', '0')
     .option('--fp16', 'send gradients as float16 (half the bytes)', false)
     .option('--elastic', 'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping', false)
+    .option('--min-np <n>', 'with --elastic: keep training while at least this many peers are left (default 1: a lone survivor finishes the run)')
+    .option('--max-np <n>', 'with --elastic: at most this many peers (default -np plus --extra-peers)')
+    .option('--server-wait <seconds>', 'with --elastic: how long the ring trains on without its signaling server, reconnecting, before it stops with a recovery checkpoint (default 60)')
     .addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'))
     .option('--scale-lr', 'scale the learning rate by the number of peers (with --warmup-steps)', false)
     .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
@@ -89,6 +99,7 @@ export function runCommand(): Command {
         extraPeers: intOption(raw.extraPeers, '--extra-peers', 0, 1000),
         fp16: Boolean(raw.fp16),
         elastic: Boolean(raw.elastic),
+        ...elasticOptions(raw),
         scaleLr: Boolean(raw.scaleLr),
         lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
         warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
@@ -100,6 +111,21 @@ export function runCommand(): Command {
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
+}
+
+/** --min-np, --max-np and --server-wait: checked against -np, and only with --elastic. */
+function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, 'minNp' | 'maxNp' | 'serverWait'> {
+  const given = (['minNp', 'maxNp', 'serverWait'] as const).filter((k) => raw[k] !== undefined);
+  if (!raw.elastic) {
+    if (given.length > 0) throw new RingtrainError(ErrorCode.InvalidArgument, `--${given[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} only applies to an elastic run; add --elastic or drop it.`);
+    return {};
+  }
+  const np = intOption(raw.np, '-np', 1, 64);
+  const extra = intOption(raw.extraPeers ?? 0, '--extra-peers', 0, 1000);
+  const minNp = raw.minNp === undefined ? 1 : intOption(raw.minNp, '--min-np', 1, np);
+  const maxNp = raw.maxNp === undefined ? np + extra : intOption(raw.maxNp, '--max-np', np, 1024);
+  const serverWait = raw.serverWait === undefined ? undefined : intOption(raw.serverWait, '--server-wait', 0, 86_400);
+  return { minNp, maxNp, serverWait };
 }
 
 export function jobSpecFor(o: RunOptions): JobSpec {
@@ -117,10 +143,16 @@ export function jobSpecFor(o: RunOptions): JobSpec {
     backwardPassesPerStep: o.backwardPasses,
   };
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
+  if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
+  // An elastic job waits once for all -np workers (so an unbroken run is the same as a fixed one),
+  // then goes on with as few as --min-np: a survivor of a crash carries the run to its end.
+  const peers = o.elastic
+    ? { minPeers: o.minNp ?? 1, maxPeers: o.maxNp ?? o.np + o.extraPeers, startPeers: o.np }
+    : { minPeers: o.np, maxPeers: o.np + o.extraPeers };
   return {
     id: `run-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),
-    config: { model: o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, minPeers: o.np, maxPeers: o.np + o.extraPeers },
+    config: { model: o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, ...peers },
   };
 }
 
@@ -182,16 +214,41 @@ async function launch(o: RunOptions): Promise<number> {
   const lastLines: string[] = [];
 
   const workers: WorkerState[] = [];
+  // Every survivor hears of a departure: one line per peer that left, from whoever tells first.
+  const departed = new Set<string>();
+  let lastDeparture: { who: string; at: number } | undefined;
+  let ringSize = o.np;
   // Straight to stderr even with a bar on screen: a stalled ring is news now, not after the run.
   const sayStall = stallReporter((line) => void printLine(`${bar ? '\n' : ''}ringtrain: ${line}`, stderr));
+  // Without a bar (a log, a pipe), about ten progress lines per run instead.
+  const progressEvery = Math.max(1, Math.ceil(totalSteps / 10));
+  let lastProgressLine = 0;
+  let ringShown = false;
   const onLine = (w: WorkerState, msg: Record<string, unknown>): void => {
     if (msg.event === 'joined') w.rank = Number(msg.rank);
     else if (msg.event === 'step') w.rank = Number(msg.rank); // ranks move when an elastic ring re-forms
+    if (msg.event === 'joined' && !ringShown && workers.length === o.np && workers.every((x) => x.rank !== undefined)) {
+      // Which process holds which rank: what a person needs to read a stall or a lost rank.
+      ringShown = true;
+      const byRank = [...workers].sort((a, b) => a.rank! - b.rank!);
+      void say(`ringtrain: ring of ${o.np}: ${byRank.map((x) => `rank ${x.rank} ${runtime}-${x.index} (pid ${x.child.pid})`).join(', ')}`);
+    }
+    if (msg.event === 'step' && Number(msg.size) !== ringSize) {
+      // The first step of a re-formed ring: say so, and how long the ring was down.
+      ringSize = Number(msg.size);
+      const after = lastDeparture ? `, ${((Date.now() - lastDeparture.at) / 1000).toFixed(1)} s after ${lastDeparture.who} left` : '';
+      lastDeparture = undefined;
+      void printLine(`${bar ? '\n' : ''}ringtrain: the ring re-formed with ${ringSize} peers at step ${Number(msg.step)}${after}`, stderr);
+    }
     if (msg.event === 'step' && w.rank === 0) {
       const step = Number(msg.step);
       rank0Bytes = Number(msg.bytesSent);
       const secs = (Date.now() - started) / 1000;
       bar?.update(step, { sps: (step / secs).toFixed(2), loss: Number(msg.loss).toFixed(4), mbps: (rank0Bytes / 1e6 / secs).toFixed(2) });
+      if (!bar && step >= lastProgressLine + progressEvery) {
+        lastProgressLine = step - (step % progressEvery);
+        void say(`step ${step}/${totalSteps} on ${Number(msg.size)} peers, loss ${Number(msg.loss).toFixed(4)}, ${(step / secs).toFixed(2)} steps/s`);
+      }
     } else if (msg.event === 'evaluate' && w.rank === 0) {
       const line = `epoch ${Number(msg.epoch) + 1}: step ${msg.step}, test accuracy ${(Number(msg.testAccuracy) * 100).toFixed(2)}%`;
       if (bar) lastLines.push(line);
@@ -199,6 +256,15 @@ async function launch(o: RunOptions): Promise<number> {
     } else if (msg.event === 'stall') {
       // Every rank notices a silent peer: one line per stalled set of ranks, now and then.
       sayStall({ rank: Number(msg.rank), name: String(msg.name), waitingFor: (msg.waitingFor as number[]) ?? [], waitedMs: Number(msg.waitedMs) });
+    } else if (msg.event === 'peer-left') {
+      // A peer that finished, or a server shutting down, is no news.
+      const finished = msg.reason === 'left' && msg.detail === FINISHED;
+      if (finished || msg.reason === 'server-closing' || departed.has(String(msg.peerId))) return;
+      departed.add(String(msg.peerId));
+      const who = `${msg.name ? String(msg.name) : `peer ${String(msg.peerId)}`} (rank ${Number(msg.rank)})`;
+      lastDeparture ??= { who, at: Date.now() };
+      const why = `${String(msg.reason)}${msg.detail ? `: ${String(msg.detail)}` : ''}`;
+      void printLine(`${bar ? '\n' : ''}ringtrain: ${who} left the job (${why}); ${o.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`, stderr);
     } else if (msg.event === 'result') {
       w.result = msg;
     }
@@ -220,16 +286,23 @@ async function launch(o: RunOptions): Promise<number> {
   const rank0 = results.find((r) => r.rank === 0) ?? results[0];
   if (o.timeline) writeTimeline(o.timeline, workers.length);
 
-  const failed = workers.filter((_, i) => codes[i] !== 0);
+  // Elastic: workers that died are expected losses as long as the ring that remained finished.
+  const lost = o.elastic && rank0 && !rank0.stopped_by ? workers.filter((w, i) => codes[i] !== 0 && !w.result) : [];
+  const failed = workers.filter((w, i) => codes[i] !== 0 && !lost.includes(w));
+  for (const w of lost) await printLine(`ringtrain: worker ${w.index} left the run early (exit ${codes[w.index]}); the others finished without it`, stderr);
   if (failed.length > 0 || !rank0) {
     for (const w of failed) {
       const why = w.result?.stopped_by as { message?: string } | undefined;
       await printLine(`ringtrain: worker ${w.index}${w.rank !== undefined ? ` (rank ${w.rank})` : ''} exited with ${codes[w.index]}${why?.message ? `: ${why.message}` : ''}`, stderr);
       if (!w.result) for (const l of w.stderrTail.slice(-8)) await printLine(`  | ${l}`, stderr);
     }
-    const recovery = results.find((r) => r.recovery)?.recovery;
-    if (recovery && existsSync(String(recovery))) {
-      await printLine(`ringtrain: the survivors saved the last completed step in ${recovery}; resume with: ringtrain run -np ${o.np} --resume ${recovery} …`, stderr);
+    // The newest recovery checkpoint any worker wrote (ranks may have stopped one step apart).
+    const recovery = results.filter((r) => r.recovery && existsSync(String(r.recovery))).sort((a, b) => Number(b.steps) - Number(a.steps))[0];
+    if (recovery) {
+      await printLine(`ringtrain: the last completed step (${recovery.steps}) is saved in ${recovery.recovery}; resume with: ringtrain run -np ${o.np} --resume ${recovery.recovery} …`, stderr);
+    } else if (results.some((r) => r.stopped_by)) {
+      const why = results.find((r) => r.no_recovery)?.no_recovery;
+      await printLine(`ringtrain: no recovery checkpoint was written${why ? `: ${why}` : ''}`, stderr);
     }
   }
   if (rank0) {
@@ -247,6 +320,7 @@ async function launch(o: RunOptions): Promise<number> {
       batch_per_peer: o.batch,
       fp16: o.fp16,
       ok: failed.length === 0,
+      lost_workers: lost.map((w) => w.index),
       stopped_by: results.find((r) => r.stopped_by)?.stopped_by ?? null,
       timeline: o.timeline ?? null,
       saved: o.save ?? null,

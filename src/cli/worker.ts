@@ -16,6 +16,7 @@ import { stallReporter } from '../distributed/stall.ts';
 import { saveCheckpoint } from '../checkpoint/file.node.ts';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { checkResumeFits } from '../distributed/resume-check.ts';
+import { recoveryStem, saveRecovery } from './recovery.node.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
@@ -58,7 +59,7 @@ export function workerCommand(): Command {
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
     .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
     .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
-    .option('--recovery <path>', 'where a survivor saves the last good state if the ring breaks (default: --save, else ringtrain-recovery.safetensors)')
+    .option('--recovery <path>', 'if the run ends with an error, save the last completed step in a new file <path minus .safetensors>-step<N>.safetensors (default: <--save>.recovery-step<N>…, else ringtrain-recovery-step<N>…)')
     .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
@@ -106,6 +107,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     token: o.token,
     name: o.name,
     events: bus,
+    onNotice: (line) => void say(`[${o.name ?? 'worker'}] ${line}`),
     capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },
     // The job's model is known only from the welcome: check --resume against it before any ring forms.
     beforeRing: resume ? (job) => checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!) : undefined,
@@ -114,7 +116,9 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   const config = trainConfigFromJob(session.job.config);
   await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, batch ${config.batch} per peer${config.elastic ? ', elastic' : ''}`);
   await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
-  const recoveryPath = o.recovery ?? o.save ?? 'ringtrain-recovery.safetensors';
+  // Who left and why, for the launcher's one line per departure (it hears it from every survivor).
+  session.onPeerLeft((p) => void emit({ event: 'peer-left', peerId: p.peerId, rank: p.rank, name: p.name ?? null, reason: p.reason, detail: p.detail ?? null }));
+  let recoveryPath: string | null = null;
   let leaveReason = 'stopped';
   try {
     const result = await trainAsPeer(session, {
@@ -125,8 +129,11 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       resume,
       resumeName: o.resume,
       onCheckpoint: (c) => {
-        const path = session.comm.error ? recoveryPath : o.save;
-        if (path) saveCheckpoint(path, c, { overwrite: o.overwrite });
+        if (o.save) saveCheckpoint(o.save, c, { overwrite: o.overwrite });
+      },
+      onRecovery: async (c, why) => {
+        recoveryPath = saveRecovery(recoveryStem(o), c, o.resume ? [o.resume] : []);
+        await say(`[rank ${session.rank}] ${why.message} [${why.code}]; saved the last completed step (${c.step}) in ${recoveryPath}: resume with --resume ${recoveryPath}`);
       },
       onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
       onEvaluate: (e) => {
@@ -149,13 +156,14 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       adapter: result.adapter,
       stopped_by: result.stoppedBy ? { code: result.stoppedBy.code, message: result.stoppedBy.message } : null,
       lost_ranks: result.lostRanks,
-      recovery: result.stoppedBy ? recoveryPath : null,
+      recovery: recoveryPath,
+      no_recovery: result.noRecovery ?? null,
     };
     if (!result.stoppedBy) leaveReason = FINISHED;
     await emit({ event: 'result', ...summary });
     if (o.json) await printLine(JSON.stringify(summary));
     if (result.stoppedBy) {
-      await say(`[rank ${result.rank}] stopped: ${result.stoppedBy.message}. The last completed step (${result.steps}) is saved in ${recoveryPath} by the lowest surviving rank; resume with --resume ${recoveryPath}.`);
+      if (!recoveryPath) await say(`[rank ${result.rank}] stopped: ${result.stoppedBy.message}. No recovery checkpoint written: ${result.noRecovery ?? 'nothing to save'}.`);
       return 3;
     }
     return 0;

@@ -7,13 +7,22 @@
  * The WebSocket and RTCPeerConnection implementations are injected, so this
  * file runs in the browser as is; session.node.ts fills them in for Node and
  * Deno.
+ *
+ * Elastic jobs outlive their signaling server for a while: the ring needs the
+ * server only to change membership, so when it goes away the ring trains on,
+ * and the session reconnects (to the same address) for up to `serverWaitMs`.
+ * A restarted server numbers epochs afresh, so the elastic hooks count epochs
+ * as generation × EPOCHS_PER_GENERATION + epoch, one generation per server
+ * connection: any membership after a reconnect is newer than every one before.
+ * A server that does not come back in time stops the ring with ERR_SIGNALING
+ * (the trainer then saves the last completed step).
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { joinWebRTCRing } from '../comm/rings.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
-import { PeerLeftReason, type JobConfig } from '../signaling/protocol.ts';
+import { PeerLeftReason, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
@@ -30,6 +39,14 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   connectTimeoutMs?: number;
   /** A silent peer counts as gone after this long (ms). */
   peerTimeoutMs?: number;
+  /**
+   * Elastic jobs: how long the ring trains on without its signaling server while
+   * reconnecting, before it stops (ms). Default: the job's `serverWaitMs`
+   * hyperparameter, else DEFAULT_SERVER_WAIT_MS.
+   */
+  serverWaitMs?: number;
+  /** Lines worth telling a person (the server went away and came back...). Default console.warn. */
+  onNotice?: (line: string) => void;
 }
 
 export interface Session {
@@ -45,12 +62,20 @@ export interface Session {
   readonly events: EventBus;
   /** Hooks for elastic training (trainDistributed's `elastic` option). */
   readonly elastic: ElasticHooks;
+  /** Calls `handler` for every peer that leaves the job (whatever the server connection). */
+  onPeerLeft(handler: (p: PeerLeftMsg) => void): void;
   /** Closes the data channels and leaves the job. */
   close(reason?: string): Promise<void>;
 }
 
 const CONNECT_ATTEMPTS = 4;
 const BROKEN_RING_LINGER_MS = 1000;
+/** How long an elastic ring trains on without its server before it stops (ms); README: ringtrain run. */
+export const DEFAULT_SERVER_WAIT_MS = 60_000;
+/** Pause between attempts to reach a lost server (ms). */
+const RECONNECT_EVERY_MS = 1000;
+/** Room for the epochs of one server connection (Int32 agreement: up to 2,147 reconnects). */
+const EPOCHS_PER_GENERATION = 1_000_000;
 /** The leave reason of a peer that completed its training (see the peer-left handler). */
 export const FINISHED = 'done';
 
@@ -58,34 +83,34 @@ class PeerSession implements Session {
   comm!: Communicator;
   membership!: Membership;
   readonly elastic: ElasticHooks;
+  private current: SignalingClient;
+  /** The server connection `current` is (0 for the first), and the one the ring was built on. */
+  private generation = 0;
+  private ringGeneration = 0;
+  /** While an elastic job has lost its server: the reconnection (rejects once the wait is over). */
+  private serverBack: Promise<SignalingClient> | null = null;
+  private closing = false;
+  private readonly peerLeftHandlers = new Set<(p: PeerLeftMsg) => void>();
+  private readonly notice: (line: string) => void;
 
   constructor(
-    readonly client: SignalingClient,
+    client: SignalingClient,
     readonly events: EventBus,
     private readonly o: InitOptions,
   ) {
+    this.current = client;
+    this.notice = o.onNotice ?? ((line) => console.warn(`ringtrain: ${line}`));
     this.elastic = {
-      currentEpoch: () => this.membership.epoch,
-      latestEpoch: () => client.membership?.epoch ?? this.membership.epoch,
+      currentEpoch: () => this.ringGeneration * EPOCHS_PER_GENERATION + this.membership.epoch,
+      latestEpoch: () => this.generation * EPOCHS_PER_GENERATION + (this.current.membership?.epoch ?? 0),
       regroup: (minEpoch) => this.regroup(minEpoch),
     };
-    // The server knows first when a peer's socket dies: fail the ring at once, naming the peer.
-    client.on('peer-left', (p) => {
-      const ring = this.comm;
-      if (!ring || p.epoch !== this.membership.epoch || ring.error) return;
-      // A peer that left because it finished training closed its data channels with a goodbye
-      // that follows its last data, so the ring itself fails only what can no longer come;
-      // aborting here would kill ranks still finishing the collective the leaver completed.
-      if (p.reason === PeerLeftReason.Left && p.detail === FINISHED) return;
-      const who = p.name ? `rank ${p.rank} (${p.name})` : `rank ${p.rank}`;
-      events.emit({ type: 'peer-lost', t: now(), rank: this.membership.rank, peer: p.rank, reason: p.reason });
-      ring.abort(new RingtrainError(ErrorCode.PeerLost, `${who} left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''}); the ring is broken`, { peer: p.rank, reason: p.reason }));
-    });
-    client.on('close', (err) => {
-      if (err && this.comm && !this.comm.error) this.comm.abort(new RingtrainError(ErrorCode.Aborted, `lost the signaling server: ${err.message}`, { cause: err.code }));
-    });
+    this.attach(client);
   }
 
+  get client(): SignalingClient {
+    return this.current;
+  }
   get rank(): number {
     return this.membership.rank;
   }
@@ -93,43 +118,152 @@ class PeerSession implements Session {
     return this.membership.size;
   }
   get job(): { id: string; config: JobConfig } {
-    return this.client.job;
+    return this.current.job;
+  }
+  private get isElastic(): boolean {
+    return this.current.job.config.hyperparameters.elastic === true;
+  }
+  private get serverWaitMs(): number {
+    const fromJob = this.current.job.config.hyperparameters.serverWaitMs;
+    return this.o.serverWaitMs ?? (typeof fromJob === 'number' && fromJob >= 0 ? fromJob : DEFAULT_SERVER_WAIT_MS);
   }
 
-  /** Opens the data channels of `membership`; if the membership moves on meanwhile, follows it. */
-  async connect(membership: Membership): Promise<void> {
+  onPeerLeft(handler: (p: PeerLeftMsg) => void): void {
+    this.peerLeftHandlers.add(handler);
+  }
+
+  private attach(client: SignalingClient): void {
+    // The server knows first when a peer's socket dies: fail the ring at once, naming the peer.
+    client.on('peer-left', (p) => {
+      if (client !== this.current) return;
+      for (const h of this.peerLeftHandlers) h(p);
+      const ring = this.comm;
+      if (!ring || this.ringGeneration !== this.generation || p.epoch !== this.membership.epoch || ring.error) return;
+      // A peer that left because it finished training closed its data channels with a goodbye
+      // that follows its last data, so the ring itself fails only what can no longer come;
+      // aborting here would kill ranks still finishing the collective the leaver completed.
+      if (p.reason === PeerLeftReason.Left && p.detail === FINISHED) return;
+      // The server is shutting down, not the peer: the 'close' that follows decides what happens.
+      if (p.reason === PeerLeftReason.ServerClosing) return;
+      const who = p.name ? `rank ${p.rank} (${p.name})` : `rank ${p.rank}`;
+      this.events.emit({ type: 'peer-lost', t: now(), rank: this.membership.rank, peer: p.rank, reason: p.reason });
+      ring.abort(new RingtrainError(ErrorCode.PeerLost, `${who} left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''}); the ring is broken`, { peer: p.rank, reason: p.reason }));
+    });
+    client.on('close', (err) => {
+      if (client !== this.current || !err || this.closing) return;
+      if (this.isElastic) return this.onServerLost(err);
+      if (this.comm && !this.comm.error) this.comm.abort(new RingtrainError(ErrorCode.Aborted, `lost the signaling server: ${err.message}`, { cause: err.code }));
+    });
+  }
+
+  /** Elastic: the ring trains on while we try to reach the server again; past the wait it stops. */
+  private onServerLost(err: RingtrainError): void {
+    const waitMs = this.serverWaitMs;
+    this.notice(`lost the signaling server (${err.message}); training goes on with the current ${this.membership?.size ?? 0} peers while reconnecting for up to ${Math.round(waitMs / 1000)} s`);
+    const since = now();
+    this.serverBack = this.reconnect(since + waitMs, err);
+    this.serverBack.then(
+      (client) => {
+        this.current = client;
+        this.generation++;
+        this.serverBack = null;
+        this.attach(client);
+        this.notice(`reconnected to the signaling server after ${((now() - since) / 1000).toFixed(1)} s; the ring re-forms on its new membership`);
+      },
+      (e: RingtrainError) => {
+        if (this.comm && !this.comm.error) this.comm.abort(e);
+      },
+    );
+  }
+
+  private async reconnect(deadline: number, cause: RingtrainError): Promise<SignalingClient> {
+    while (!this.closing && now() < deadline) {
+      try {
+        const client = await connect(this.o.server, { ...this.o, events: this.events, timeoutMs: Math.max(1, Math.min(5000, deadline - now())) });
+        if (!this.closing) return client;
+        await client.leave('stopped');
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, Math.max(0, Math.min(RECONNECT_EVERY_MS, deadline - now()))));
+      }
+    }
+    throw new RingtrainError(
+      ErrorCode.Signaling,
+      `lost the signaling server at ${this.o.server} (${cause.message}) and it did not come back within ${Math.round(this.serverWaitMs / 1000)} s; the ring cannot change membership without it, so training stops here`,
+      { cause: cause.message },
+    );
+  }
+
+  /** Opens the data channels of `membership` (of `client`'s epochs); if the membership moves on meanwhile, follows it. */
+  async connect(membership: Membership, client: SignalingClient = this.current): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         this.comm = await joinWebRTCRing({
           rank: membership.rank,
           size: membership.size,
-          signaler: this.client.signaler(membership.epoch),
+          signaler: client.signaler(membership.epoch),
           wrtc: this.o.wrtc,
           connectTimeoutMs: this.o.connectTimeoutMs ?? 30_000,
           peerTimeoutMs: this.o.peerTimeoutMs,
           events: this.events,
         });
         this.membership = membership;
+        this.ringGeneration = client === this.current ? this.generation : this.ringGeneration;
         const m = membership;
         this.events.emit({ type: 'membership', t: now(), rank: m.rank, size: m.size, epoch: m.epoch, peers: m.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })) });
         return;
       } catch (err) {
         // Someone joined or left while the channels opened: try again with the newer epoch.
-        const latest = this.client.membership;
+        const latest = client.membership;
         if (attempt >= CONNECT_ATTEMPTS || !latest || latest.epoch === membership.epoch) throw err;
-        membership = await this.client.nextMembership((m) => m.epoch >= latest.epoch && m.ready, this.o.readyTimeoutMs ?? 600_000);
+        membership = await client.nextMembership((m) => m.epoch >= latest.epoch && m.ready, this.o.readyTimeoutMs ?? 600_000);
       }
     }
   }
 
   async regroup(minEpoch: number): Promise<Communicator> {
     await this.comm.close();
-    const next = await this.client.nextMembership((m) => m.epoch >= minEpoch && m.ready, this.o.readyTimeoutMs ?? 600_000);
-    await this.connect(next);
-    return this.comm;
+    for (;;) {
+      // Without a server no membership can change: wait for it (bounded by the server wait).
+      const client = this.serverBack ? await this.serverBack : this.current;
+      try {
+        await this.connect(await this.nextReady(client, minEpoch), client);
+        return this.comm;
+      } catch (err) {
+        // The server went away meanwhile: once it is back (or the wait is over), go on from there.
+        if (this.serverBack || client !== this.current) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** The first ready membership of `client` at or after `minEpoch` (counted across generations). */
+  private async nextReady(client: SignalingClient, minEpoch: number): Promise<Membership> {
+    const base = (client === this.current ? this.generation : this.ringGeneration) * EPOCHS_PER_GENERATION;
+    const after = (m: Membership): boolean => base + m.epoch >= minEpoch;
+    // A peer that really left is dropped by the server within its heartbeat window; if the job's
+    // membership does not change by then, the ring broke for another reason (a stalled rank, a
+    // false abort from a peer) and re-forming the same membership would not help.
+    const windowMs = client.heartbeatMs * (client.missedHeartbeats + 2);
+    let next: Membership;
+    try {
+      next = await client.nextMembership(after, windowMs);
+    } catch (err) {
+      if (client.closed) throw err;
+      throw new RingtrainError(
+        ErrorCode.Signaling,
+        `the ring broke, but no peer joined or left the job within ${Math.round(windowMs / 1000)} s: a peer is stalled or sent a false abort; stopping instead of waiting`,
+        { epoch: client.membership?.epoch },
+      );
+    }
+    if (next.ready) return next;
+    const readyMs = this.o.readyTimeoutMs ?? 600_000;
+    this.notice(`the job has ${next.size} peer(s), fewer than its minimum of ${client.job.config.minPeers}; waiting up to ${Math.round(readyMs / 1000)} s for peers to join`);
+    return client.nextMembership((m) => after(m) && m.ready, readyMs);
   }
 
   async close(reason?: string): Promise<void> {
+    this.closing = true;
     // A broken ring lingers a moment before its channels go: the other ranks are still
     // hearing why it broke (the server's peer-left, our abort frame), and our channels
     // closing first would read to them as if we were the one who went away.
@@ -138,7 +272,7 @@ class PeerSession implements Session {
     await this.comm?.close();
     // Leaving because the ring broke: say what broke it, so a rank that hears of our leave
     // before the original cause still names the peer that started it.
-    await this.client.leave(broken && reason !== FINISHED ? `${reason ?? 'stopped'}: ${broken.message}` : reason);
+    await this.current.leave(broken && reason !== FINISHED ? `${reason ?? 'stopped'}: ${broken.message}` : reason);
   }
 }
 

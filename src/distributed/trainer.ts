@@ -10,7 +10,10 @@
  *
  * When a collective fails (a peer left, a rank stalled) the loop stops at
  * once: the failed step applied no update, so the weights are those of the
- * last completed step on every survivor, and that is what gets checkpointed.
+ * last completed step on every survivor. Any error that ends the run (a broken
+ * ring, a lost server, a diverged loss) hands those weights to `onRecovery`,
+ * unless this rank completed no step (then the weights are only where it
+ * started, which the caller already has) or they are not finite.
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { type EventBus, now } from '../core/events.ts';
@@ -58,8 +61,14 @@ export interface DistributedTrainArgs {
   /** Only the root's checkpoint counts: it is broadcast to every rank. */
   resume?: TrainingCheckpoint;
   resumeName?: string;
-  /** Called on rank 0 after each epoch and at the end, and on the lowest surviving rank when the ring breaks. */
+  /** Called on rank 0 after each epoch and at the end. */
   onCheckpoint?: (c: TrainingCheckpoint) => void | Promise<void>;
+  /**
+   * Called on every rank whose run ends with an error, with the state of the last step it
+   * completed, only if it completed one and the weights are finite. Replicas agree, so ranks
+   * that stopped at the same step hand over the same weights.
+   */
+  onRecovery?: (c: TrainingCheckpoint, why: RingtrainError) => void | Promise<void>;
   /**
    * Called on EVERY rank after each epoch's evaluation and at the end (also when
    * the ring breaks) with a copy of this rank's weights, which equal every other
@@ -108,6 +117,10 @@ export interface DistributedTrainResult {
   stoppedBy?: RingtrainError;
   /** Ranks that went away, when known. */
   lostRanks: number[];
+  /** Steps this rank itself completed in this run (0: its weights are only where it started). */
+  completedSteps: number;
+  /** Set when the run ended with an error but no recovery state was handed over: why not. */
+  noRecovery?: string;
 }
 
 /** The examples of `test` that this rank evaluates (strided, so shards differ by at most one). */
@@ -158,6 +171,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   let lossSum = 0;
   let lossCount = 0;
   let evaluation = { accuracy: NaN, loss: NaN };
+  let completedSteps = 0;
   const stepLimit = config.steps ?? Infinity;
 
   const fitRing = (): void => {
@@ -172,9 +186,10 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   /** Every rank takes the root's position, weights and optimizer state (start, resume, and after the ring re-forms). */
   const syncFromRoot = async (): Promise<void> => {
     const pos = await broadcast(comm, new Int32Array(comm.rank === 0 ? [step, epoch, epochExamples] : [0, 0, 0]), { root: 0, name: 'training-position', timeoutMs: config.timeoutMs });
-    [step, epoch, epochExamples] = [pos[0], pos[1], pos[2]];
     await broadcastParameters(comm, model, { timeoutMs: config.timeoutMs });
     await broadcastOptimizerState(comm, optimizer, { timeoutMs: config.timeoutMs });
+    // Only now: a sync cut short leaves this rank's position with its own weights.
+    [step, epoch, epochExamples] = [pos[0], pos[1], pos[2]];
     fitRing();
   };
 
@@ -199,27 +214,36 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     }
   };
 
+  const checkpointOf = async (params: Float32Array): Promise<TrainingCheckpoint> =>
+    checkpointFromFlat({
+      model: config.model,
+      optimizer: config.optimizer,
+      step,
+      epoch,
+      layout: model.layout,
+      params,
+      optimizerState: await optimizer.exportState(),
+      extra: { seed: String(config.seed), batch: String(config.batch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
+    });
+
   /** After an evaluation: the saving rank checkpoints, every rank shares its weights; one read-back serves both. */
   const handOut = async (saves: boolean): Promise<void> => {
     const checkpoint = saves ? args.onCheckpoint : undefined;
     if (!checkpoint && !args.onWeights) return;
     const params = await model.readParams();
-    if (checkpoint) {
-      await checkpoint(
-        checkpointFromFlat({
-          model: config.model,
-          optimizer: config.optimizer,
-          step,
-          epoch,
-          layout: model.layout,
-          params,
-          optimizerState: await optimizer.exportState(),
-          extra: { seed: String(config.seed), batch: String(config.batch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
-        }),
-      );
-    }
+    if (checkpoint) await checkpoint(await checkpointOf(params));
     // checkpointFromFlat copied what it keeps, so the hook may have this array.
     await args.onWeights?.({ step, epoch, params });
+  };
+
+  /** The run ends with `err`: hand the last completed step to onRecovery (and onWeights), or say why not. */
+  const recover = async (err: RingtrainError): Promise<string | undefined> => {
+    if (completedSteps === 0) return `rank ${comm.rank} completed no step in this run, so it holds only the weights it started from`;
+    const params = await model.readParams();
+    if (!params.every(Number.isFinite)) return `the weights of step ${step} are not finite (the run diverged)`;
+    await args.onRecovery?.(await checkpointOf(params), err);
+    await args.onWeights?.({ step, epoch, params });
+    return undefined;
   };
   const evaluate = async (): Promise<void> => {
     const local = await model.evaluate(shard.images, shard.labels);
@@ -244,6 +268,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     adapter: gpu.info.description,
     stoppedBy,
     lostRanks: stoppedBy ? lostRanksOf(stoppedBy) : [],
+    completedSteps,
   });
 
   /** One step on this rank's part of the batch; false when the ring re-formed instead (elastic). */
@@ -261,6 +286,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, scaleBySize: config.scaleLr ?? false, decay: config.lrSchedule, totalSteps }, step);
       const r = await dopt.step(lr);
       step++;
+      completedSteps++;
       epochExamples += size * config.batch;
       const t1 = now();
       trainMs += t1 - t0;
@@ -327,12 +353,11 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       }
       return result();
     } catch (err) {
-      if (!isBroken(err)) throw err;
-      // The ring is gone; the weights are those of the last completed step on every survivor.
-      const res = result(err);
-      const saver = Array.from({ length: comm.size }, (_, r) => r).find((r) => !res.lostRanks.includes(r));
-      await handOut(saver === comm.rank);
-      return res;
+      // Whatever ended the run, the weights are those of the last step this rank completed.
+      const why = isRingtrainError(err) ? err : new RingtrainError(ErrorCode.Aborted, `training failed: ${String(err)}`, undefined, { cause: err });
+      const noRecovery = await recover(why).catch((e: unknown) => `saving it failed: ${e instanceof Error ? e.message : String(e)}`);
+      if (!endsRun(err)) throw err;
+      return { ...result(err), noRecovery };
     }
   } finally {
     optimizer.destroy();
@@ -340,6 +365,12 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   }
 }
 
+/** The ring broke under this rank (elastic training re-forms it). */
 function isBroken(err: unknown): err is RingtrainError {
-  return isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted);
+  return isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted || err.code === ErrorCode.Transport);
+}
+
+/** Errors that stop training as a result (stoppedBy) rather than a throw: the ring or its server went away. */
+function endsRun(err: unknown): err is RingtrainError {
+  return isBroken(err) || isRingtrainError(err, ErrorCode.Signaling);
 }

@@ -143,7 +143,7 @@ export class SignalingClient {
     readonly peerId: string,
     readonly job: { id: string; config: JobConfig },
     readonly heartbeatMs: number,
-    missedHeartbeats: number,
+    readonly missedHeartbeats: number,
     private readonly events?: EventBus,
   ) {
     // The server pings every heartbeatMs; silence for longer than it allows a peer means it is gone.
@@ -193,6 +193,8 @@ export class SignalingClient {
   /** Resolves with the first membership (the current one included) that satisfies `pred`. */
   nextMembership(pred: (m: Membership) => boolean, timeoutMs = 60_000): Promise<Membership> {
     if (this.current && pred(this.current)) return Promise.resolve(this.current);
+    // Closed: no membership will ever come (waiting would hang until the timeout).
+    if (this.closed) return Promise.reject(this.ended ?? signalingError('left the job; no membership will come'));
     return new Promise((resolve, reject) => {
       const done = (): void => {
         clearTimeout(timer);

@@ -1,7 +1,8 @@
 /**
  * A peer dies mid-run (SIGKILL, no goodbye). The survivors must stop within
- * seconds with an error that names the lost rank, the lowest survivor must
- * save the last completed step, and a new run must resume from that file.
+ * seconds with an error that names the lost rank, every survivor must save
+ * the last step it completed in a new file named after that step, and a new
+ * run must resume from it.
  * Real server, real Deno workers, real WebRTC.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -22,13 +23,13 @@ afterAll(() => {
 });
 
 describe('a peer killed mid-run', () => {
-  it('stops every survivor with an error naming it, saves the last step, and the run resumes from it', async () => {
+  it('stops every survivor with an error naming it, saves the last completed step in a new file, and the run resumes from it', async () => {
     requireNetns();
     const job = { id: 'lost', token: 'secret-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 3, epochs: 50 }, batchPerPeer: 16, minPeers: 3, maxPeers: 3 } };
     const server = await startServer({ jobs: [job], staticDir: null });
-    const recovery = join(dir, 'recovery.safetensors');
+    const recoveryBase = join(dir, 'recovery.safetensors');
     try {
-      const workers = [0, 1, 2].map(() => startDenoWorker(server.url, job, ['--recovery', recovery]));
+      const workers = [0, 1, 2].map(() => startDenoWorker(server.url, job, ['--recovery', recoveryBase]));
       await until(() => workers.every((w) => lastStep(w).step >= 3), 'three workers to take 3 steps', 90_000);
       const victim = workers.find((w) => w.rank === 2)!;
       victim.child.kill('SIGKILL');
@@ -41,10 +42,15 @@ describe('a peer killed mid-run', () => {
         expect(s.result?.stopped_by?.code, s.stderr).toMatch(/ERR_PEER_LOST|ERR_ABORTED/);
         expect(s.result?.stopped_by?.message).toMatch(/rank 2/);
       }
-      expect(existsSync(recovery)).toBe(true);
+      // Each survivor names the file that holds its last completed step: <base>-step<N>.safetensors.
+      for (const s of survivors) {
+        const path = String(s.result!.recovery);
+        expect(path).toBe(join(dir, `recovery-step${s.result!.steps}.safetensors`));
+        expect(decodeCheckpoint(readFileSync(path)).step).toBe(s.result!.steps);
+      }
+      expect(existsSync(recoveryBase)).toBe(false);
+      const recovery = String(survivors[0].result!.recovery);
       const saved = decodeCheckpoint(readFileSync(recovery));
-      const last = Math.min(...survivors.map((s) => s.result!.steps));
-      expect(saved.step).toBe(last);
       expect(saved.step).toBeGreaterThanOrEqual(3);
 
       // Resume with a fresh launcher (2 workers): training continues from the saved step.
