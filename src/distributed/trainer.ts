@@ -355,6 +355,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     } catch (err) {
       // Whatever ended the run, the weights are those of the last step this rank completed.
       const why = isRingtrainError(err) ? err : new RingtrainError(ErrorCode.Aborted, `training failed: ${String(err)}`, undefined, { cause: err });
+      // Tell the other ranks now (a diverged loss, a bug) rather than let them wait for our data until they time out.
+      if (!comm.error) comm.abort(why);
       const noRecovery = await recover(why).catch((e: unknown) => `saving it failed: ${e instanceof Error ? e.message : String(e)}`);
       if (!endsRun(err)) throw err;
       return { ...result(err), noRecovery };
