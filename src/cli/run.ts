@@ -218,6 +218,8 @@ async function launch(o: RunOptions): Promise<number> {
   const departed = new Set<string>();
   let lastDeparture: { who: string; at: number } | undefined;
   let ringSize = o.np;
+  // The newest recovery checkpoint a worker saved (ranks may stop a step apart, or on an error of their own).
+  let recovery: { step: number; path: string } | undefined;
   // Straight to stderr even with a bar on screen: a stalled ring is news now, not after the run.
   const sayStall = stallReporter((line) => void printLine(`${bar ? '\n' : ''}ringtrain: ${line}`, stderr));
   // Without a bar (a log, a pipe), about ten progress lines per run instead.
@@ -265,6 +267,8 @@ async function launch(o: RunOptions): Promise<number> {
       lastDeparture ??= { who, at: Date.now() };
       const why = `${String(msg.reason)}${msg.detail ? `: ${String(msg.detail)}` : ''}`;
       void printLine(`${bar ? '\n' : ''}ringtrain: ${who} left the job (${why}); ${o.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`, stderr);
+    } else if (msg.event === 'recovery') {
+      if (!recovery || Number(msg.step) > recovery.step) recovery = { step: Number(msg.step), path: String(msg.path) };
     } else if (msg.event === 'result') {
       w.result = msg;
     }
@@ -296,10 +300,8 @@ async function launch(o: RunOptions): Promise<number> {
       await printLine(`ringtrain: worker ${w.index}${w.rank !== undefined ? ` (rank ${w.rank})` : ''} exited with ${codes[w.index]}${why?.message ? `: ${why.message}` : ''}`, stderr);
       if (!w.result) for (const l of w.stderrTail.slice(-8)) await printLine(`  | ${l}`, stderr);
     }
-    // The newest recovery checkpoint any worker wrote (ranks may have stopped one step apart).
-    const recovery = results.filter((r) => r.recovery && existsSync(String(r.recovery))).sort((a, b) => Number(b.steps) - Number(a.steps))[0];
-    if (recovery) {
-      await printLine(`ringtrain: the last completed step (${recovery.steps}) is saved in ${recovery.recovery}; resume with: ringtrain run -np ${o.np} --resume ${recovery.recovery} …`, stderr);
+    if (recovery && existsSync(recovery.path)) {
+      await printLine(`ringtrain: the last completed step (${recovery.step}) is saved in ${recovery.path}; resume with: ringtrain run -np ${o.np} --resume ${recovery.path} …`, stderr);
     } else if (results.some((r) => r.stopped_by)) {
       const why = results.find((r) => r.no_recovery)?.no_recovery;
       await printLine(`ringtrain: no recovery checkpoint was written${why ? `: ${why}` : ''}`, stderr);
@@ -326,7 +328,11 @@ async function launch(o: RunOptions): Promise<number> {
       saved: o.save ?? null,
     };
     if (o.json) await printLine(JSON.stringify(summary));
-    else await say(`done: ${summary.steps} steps on ${summary.size} peers, test accuracy ${(Number(summary.test_accuracy) * 100).toFixed(2)}%, ${Math.round(Number(summary.samples_per_s))} samples/s`);
+    else {
+      // A run that stopped early may have no evaluation: say so rather than print 0%.
+      const accuracy = typeof summary.test_accuracy === 'number' ? `test accuracy ${(summary.test_accuracy * 100).toFixed(2)}%` : 'not evaluated';
+      await say(`${summary.ok ? 'done' : 'stopped'}: ${summary.steps} steps on ${summary.size} peers, ${accuracy}, ${Math.round(Number(summary.samples_per_s))} samples/s`);
+    }
   }
   return failed.length === 0 && rank0 ? 0 : 1;
 }

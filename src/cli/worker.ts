@@ -133,6 +133,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       },
       onRecovery: async (c, why) => {
         recoveryPath = saveRecovery(recoveryStem(o), c, o.resume ? [o.resume] : []);
+        await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath });
         await say(`[rank ${session.rank}] ${why.message} [${why.code}]; saved the last completed step (${c.step}) in ${recoveryPath}: resume with --resume ${recoveryPath}`);
       },
       onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
