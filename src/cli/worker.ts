@@ -117,7 +117,11 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, batch ${config.batch} per peer${config.elastic ? ', elastic' : ''}`);
   await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
   // Who left and why, for the launcher's one line per departure (it hears it from every survivor).
-  session.onPeerLeft((p) => void emit({ event: 'peer-left', peerId: p.peerId, rank: p.rank, name: p.name ?? null, reason: p.reason, detail: p.detail ?? null }));
+  session.onPeerLeft((p) => {
+    void emit({ event: 'peer-left', peerId: p.peerId, rank: p.rank, name: p.name ?? null, reason: p.reason, detail: p.detail ?? null });
+    if ((p.reason === 'left' && p.detail === FINISHED) || p.reason === 'server-closing') return;
+    void say(`[rank ${session.rank}] ${p.name ?? p.peerId} (rank ${p.rank}) left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''})${config.elastic ? '; re-forming the ring without it' : ''}`);
+  });
   let recoveryPath: string | null = null;
   let leaveReason = 'stopped';
   try {
