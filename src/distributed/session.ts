@@ -14,8 +14,9 @@
  * A restarted server numbers epochs afresh, so the elastic hooks count epochs
  * as generation × EPOCHS_PER_GENERATION + epoch, one generation per server
  * connection: any membership after a reconnect is newer than every one before.
- * A server that does not come back in time stops the ring with ERR_SIGNALING
- * (the trainer then saves the last completed step).
+ * A peer that cannot reach the server in time leaves the ring and stops with
+ * ERR_SIGNALING (the trainer then saves the last completed step); peers that
+ * can reach it re-form without that one.
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
@@ -170,8 +171,11 @@ class PeerSession implements Session {
         this.attach(client);
         this.notice(`reconnected to the signaling server after ${((now() - since) / 1000).toFixed(1)} s; the ring re-forms on its new membership`);
       },
-      (e: RingtrainError) => {
-        if (this.comm && !this.comm.error) this.comm.abort(e);
+      () => {
+        // Leave the ring quietly rather than abort it: peers that still reach the server see a
+        // peer gone and re-form without us; our own trainer's regroup then meets the rejected
+        // reconnection and stops with its ERR_SIGNALING.
+        void this.comm?.close();
       },
     );
   }
