@@ -242,6 +242,7 @@ async function launch(o: RunOptions): Promise<number> {
       train_seconds: rank0.train_seconds,
       runtime,
       adapter: rank0.adapter,
+      gpu_waits: rank0.gpu_waits ?? null,
       model: o.model,
       optimizer: o.optimizer,
       batch_per_peer: o.batch,

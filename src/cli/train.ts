@@ -111,6 +111,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           train_seconds: result.trainSeconds,
           runtime: result.runtime,
           adapter: result.adapter,
+          gpu_waits: result.gpuWaits,
           model: opts.model,
           optimizer: opts.optimizer,
           batch: opts.batch,

@@ -147,6 +147,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       train_seconds: result.trainSeconds,
       runtime: result.runtime,
       adapter: result.adapter,
+      gpu_waits: gpu.waits,
       stopped_by: result.stoppedBy ? { code: result.stoppedBy.code, message: result.stoppedBy.message } : null,
       lost_ranks: result.lostRanks,
       recovery: result.stoppedBy ? recoveryPath : null,

@@ -64,6 +64,9 @@ function expectResult(json: Record<string, unknown>, runtime: string, steps: num
   // Ten classes: chance is 10%. 30 steps of the MLP get well past it.
   expect(json.test_accuracy).toBeGreaterThan(0.5);
   expect(json.test_accuracy).toBeLessThanOrEqual(1);
+  // Latency hiding: losses are read every 10 steps, the evaluation once (no checkpoint in these runs).
+  expect(json.gpu_waits).toBeGreaterThanOrEqual(1);
+  expect(json.gpu_waits).toBeLessThanOrEqual(Math.ceil(steps / 10) + 1);
 }
 
 function params(path: string): Float32Array[] {
