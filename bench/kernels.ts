@@ -5,10 +5,11 @@
  * where TF.js's WebGPU backend may be unavailable (its figures are then null).
  *
  * Prints one JSON line with --json:
- *   {"adapter","runtime","fallback_adapter","matmul":[{"n","variant","ours_gflops","tiled_gflops","tfjs_gflops"}...],
+ *   {"adapter","runtime","fallback_adapter","matmul":[{"n","variant","ours_gflops","blocked_gflops","tiled_gflops","tfjs_gflops"}...],
  *    "skipped":[{"n","why"}],"mlp_step":{"batch","ours_ms","ours_deferred_ms","waits_per_step","deferred_waits_per_step","tfjs_ms"}}
- * `variant` is the kernel the adapter's table chose; on hardware adapters
- * `tiled_gflops` is the 64×64-tile kernel it replaces, timed alongside.
+ * `variant` is the kernel the adapter's table chose (`ours_gflops`); on
+ * hardware adapters both GPU kernels are timed at every size (`blocked_gflops`,
+ * `tiled_gflops`: the 128×128 register-blocked one and the 64×64 one).
  * Sizes above 1024 are skipped on fallback (CPU) adapters, where one 4096
  * matmul takes minutes; `skipped` says so.
  * Options: --sizes 256,512,1024,2048,4096  --reps N  --steps N  --rounds N  --no-tfjs
@@ -54,7 +55,8 @@ log(`adapter: ${gpu.info.description} (${gpu.info.runtime}${fallback ? ', fallba
 /** Repetitions so one timing takes roughly a second on a software adapter (a fraction of one on a GPU), at least 2. */
 function repsFor(n: number): number {
   const flops = fallback ? 2e9 : 4e12;
-  return Number(opt('reps', String(Math.max(2, Math.round(flops / (2 * n ** 3))))));
+  // Capped: recording tens of thousands of dispatches would time the CPU, not the GPU.
+  return Number(opt('reps', String(Math.min(5000, Math.max(2, Math.round(flops / (2 * n ** 3)))))));
 }
 
 async function oursMatmul(n: number, variant: ChosenMatmulVariant): Promise<number> {
@@ -149,7 +151,7 @@ async function tfMlpStep(tf: Tf): Promise<number> {
 
 const tf = await loadTf();
 const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
-const matmul: { n: number; variant: ChosenMatmulVariant; ours_gflops: number | null; tiled_gflops: number | null; tfjs_gflops: number | null }[] = [];
+const matmul: { n: number; variant: ChosenMatmulVariant; ours_gflops: number | null; blocked_gflops: number | null; tiled_gflops: number | null; tfjs_gflops: number | null }[] = [];
 const skipped: { n: number; why: string }[] = [];
 for (const n of sizes) {
   if (fallback && n > CPU_MAX_N) {
@@ -157,18 +159,18 @@ for (const n of sizes) {
     continue;
   }
   const variant = chooseMatmulVariant(gpu, { m: n, n, k: n });
-  // On hardware adapters, time the 64×64-tile kernel the table replaced beside the chosen one.
-  const compareTiled = !fallback && variant !== 'tiled';
-  let ours = 0;
-  let tiled: number | null = compareTiled ? 0 : null;
+  // On hardware adapters time both GPU kernels at every size, so the table's threshold can be read off.
+  const timed: ChosenMatmulVariant[] = fallback ? [variant] : ['blocked', 'tiled'];
+  const best: Partial<Record<ChosenMatmulVariant, number>> = {};
   let theirs: number | null = tf ? 0 : null;
   for (let r = 0; r < rounds; r++) {
-    ours = Math.max(ours, await oursMatmul(n, variant));
-    if (compareTiled) tiled = Math.max(tiled ?? 0, await oursMatmul(n, 'tiled'));
+    for (const v of timed) best[v] = Math.max(best[v] ?? 0, await oursMatmul(n, v));
     if (tf) theirs = Math.max(theirs ?? 0, await tfMatmul(tf, n));
   }
-  matmul.push({ n, variant, ours_gflops: round(ours), tiled_gflops: round(tiled), tfjs_gflops: round(theirs) });
-  log(`matmul ${n}: ours (${variant}) ${ours.toFixed(2)} GFLOP/s, tiled ${tiled?.toFixed(2) ?? 'n/a'}, tfjs ${theirs?.toFixed(2) ?? 'n/a'} GFLOP/s`);
+  const ours = best[variant] ?? 0;
+  const other = (v: ChosenMatmulVariant) => (fallback ? null : round(best[v] ?? null));
+  matmul.push({ n, variant, ours_gflops: round(ours), blocked_gflops: other('blocked'), tiled_gflops: other('tiled'), tfjs_gflops: round(theirs) });
+  log(`matmul ${n}: ours (${variant}) ${ours.toFixed(2)} GFLOP/s, blocked ${best.blocked?.toFixed(2) ?? 'n/a'}, tiled ${best.tiled?.toFixed(2) ?? 'n/a'}, tfjs ${theirs?.toFixed(2) ?? 'n/a'} GFLOP/s`);
 }
 let synced = { ms: Infinity, waits: 0 };
 let deferred = { ms: Infinity, waits: 0 };
