@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeDataset } from '../../src/data/dataset.ts';
 import { trainLocal, type LocalTrainConfig } from '../../src/distributed/train-local.ts';
+import { trainDistributed } from '../../src/distributed/trainer.ts';
+import { createMemoryRing } from '../../src/comm/rings.ts';
 import { EventBus } from '../../src/core/events.ts';
 import { createModel } from '../../src/engine/index.ts';
 import { seededUniform } from '../../src/engine/random.ts';
@@ -109,7 +111,7 @@ function quadrants(count: number, seed: number) {
 
 describe('trainLocal latency hiding', () => {
   const config: LocalTrainConfig = { model: 'mlp', optimizer: 'sgd', epochs: 1, batch: 16, lr: 0.1, momentum: 0.9, weightDecay: 0, seed: 3 };
-  const train = quadrants(640, 1); // 40 steps per epoch
+  const train = quadrants(320, 1); // 20 steps per epoch
   const test = quadrants(200, 2);
 
   async function run(readEvery: number) {
@@ -124,17 +126,32 @@ describe('trainLocal latency hiding', () => {
 
   it('waits for the GPU at most once per 10 steps plus once per evaluation, with the same losses as waiting every step', async () => {
     const lazy = await run(10);
-    expect(lazy.result.steps).toBe(40);
-    // 40 steps: 4 loss reads, 1 evaluation.
-    expect(lazy.result.gpuWaits).toBeLessThanOrEqual(40 / 10 + 1);
+    expect(lazy.result.steps).toBe(20);
+    // 20 steps: 2 loss reads, 1 evaluation.
+    expect(lazy.result.gpuWaits).toBeLessThanOrEqual(20 / 10 + 1);
     expect(lazy.result.gpuWaits).toBeGreaterThanOrEqual(2);
     expect(lazy.result.testAccuracy).toBeGreaterThan(0.9);
 
     const eager = await run(1);
-    expect(eager.result.gpuWaits).toBe(40 + 1);
-    expect(lazy.losses).toHaveLength(40);
+    expect(eager.result.gpuWaits).toBe(20 + 1);
+    expect(lazy.losses).toHaveLength(20);
     expect(lazy.losses).toEqual(eager.losses);
     expect(lazy.losses.every(Number.isFinite)).toBe(true);
+  });
+
+  it('a distributed step waits for the GPU once: the loss rides on the gradient read', async () => {
+    const [comm] = createMemoryRing(1);
+    const losses: number[] = [];
+    const before = gpu.waits;
+    const result = await trainDistributed({ gpu, comm, train, test, config: { ...config, steps: 10 }, onStep: (s) => losses.push(s.loss) });
+    const waits = gpu.waits - before;
+    comm.close();
+    expect(result.steps).toBe(10);
+    expect(losses).toHaveLength(10);
+    expect(losses.every(Number.isFinite)).toBe(true);
+    // 10 gradient reads, plus a few for the start (weights from the root) and the one evaluation; two per step would be 20+.
+    expect(waits).toBeGreaterThanOrEqual(10);
+    expect(waits).toBeLessThanOrEqual(10 + 5);
   });
 
   it('reports a diverged run with the step whose loss was not finite', async () => {
