@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
+import { chooseRuntime, parseAdapterDescription, type AdapterDescription, type ConcreteRuntime, type RuntimeChoice } from './runtime-choice.ts';
 
 export const argv: readonly string[] = process.argv.slice(2);
 export const stdout = process.stdout;
@@ -100,4 +101,78 @@ export function interruptSignal(onFirst: () => void): { signal: AbortSignal; dis
 
 export function currentRuntime(): RuntimeName {
   return detectRuntime();
+}
+
+/** How long the adapter probe may take (starting Node and a Vulkan driver) before we decide without it. */
+const PROBE_TIMEOUT_MS = 60_000;
+
+/**
+ * Asks Node + Dawn, in a child process (probe-adapter.node.ts), which adapter
+ * it gets. Never throws: a probe that cannot start or answer reports
+ * `found: false` with the reason.
+ */
+export function probeNodeAdapter(): Promise<AdapterDescription> {
+  const exe = runtimeExecutable('node');
+  return new Promise((resolve) => {
+    const child = spawn(exe, ['--import', 'tsx', `${repoRoot}src/cli/probe-adapter.node.ts`], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), PROBE_TIMEOUT_MS);
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ found: false, error: `cannot start ${exe}: ${e.message}` });
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      const line = out.trim().split('\n').pop() ?? '';
+      try {
+        resolve(parseAdapterDescription(line, 'the adapter probe'));
+      } catch {
+        const why = signal === 'SIGKILL' ? `no answer in ${PROBE_TIMEOUT_MS / 1000} s` : `exit ${code}${err ? `: ${err.trim().split('\n').pop()}` : ''}`;
+        resolve({ found: false, error: `the Node adapter probe failed (${why})` });
+      }
+    });
+  });
+}
+
+/**
+ * Under Deno, WebGPU is built in: ask it directly (no child process). It sees
+ * the same Vulkan devices Dawn would, and says whether the adapter is a
+ * software one.
+ */
+async function probeOwnAdapter(): Promise<AdapterDescription> {
+  try {
+    const gpu = (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;
+    const adapter = await gpu?.requestAdapter();
+    if (!adapter) return { found: false, error: 'Deno found no WebGPU adapter' };
+    const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
+    const legacy = (adapter as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter;
+    return { found: true, description: info?.description || info?.device || '', vendor: info?.vendor ?? '', architecture: info?.architecture ?? '', isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacy ?? false) };
+  } catch (err) {
+    return { found: false, error: String(err) };
+  }
+}
+
+export interface RuntimeDecision extends RuntimeChoice {
+  /** True when --runtime auto (the default) decided; false when the user named the runtime. */
+  auto: boolean;
+}
+
+/**
+ * The runtime to train under: the one named, or for 'auto' (and when none is
+ * given) the choice by adapter, from RINGTRAIN_ADAPTER (a JSON
+ * AdapterDescription, so tests and users can inject one) or else a probe.
+ */
+export async function decideRuntime(requested: ConcreteRuntime | 'auto' | undefined, env: Record<string, string | undefined> = process.env): Promise<RuntimeDecision> {
+  if (requested === 'node' || requested === 'deno') return { runtime: requested, why: `--runtime ${requested}`, auto: false };
+  const injected = env.RINGTRAIN_ADAPTER;
+  const adapter = injected ? parseAdapterDescription(injected) : detectRuntime() === 'deno' ? await probeOwnAdapter() : await probeNodeAdapter();
+  return { ...chooseRuntime(adapter), auto: true };
+}
+
+/** The first line of a training command's output when auto chose the runtime. */
+export function runtimeLine(d: RuntimeDecision): string {
+  return `ringtrain: runtime ${d.runtime} (${d.auto ? 'auto: ' : ''}${d.why})`;
 }

@@ -24,7 +24,7 @@ import { mergeTraces, type TraceEvent } from '../distributed/timeline.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { untilSignal } from '../../server/serve.ts';
-import { cliCommand, printLine, stderr, stderrIsTTY } from './host.node.ts';
+import { cliCommand, decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
 import { TOKEN_ENV, readTlsFiles } from './secrets.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
@@ -159,7 +159,7 @@ export function jobSpecFor(o: RunOptions): JobSpec {
 function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunOptions, runtime: 'node' | 'deno', onLine: (w: WorkerState, msg: Record<string, unknown>) => void): WorkerState {
   const [exe, ...pre] = cliCommand(runtime);
   // The token goes by environment, never argv (which `ps` shows to everyone).
-  const args = [...pre, 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events'];
+  const args = [...pre, 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events', '--runtime', runtime];
   if (o.save) args.push('--save', o.save);
   if (o.resume) args.push('--resume', o.resume);
   if (o.overwrite) args.push('--overwrite');
@@ -193,12 +193,13 @@ function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunO
 }
 
 async function launch(o: RunOptions): Promise<number> {
-  // Deno by default: on machines without a GPU its wgpu + lavapipe ran our MLP training about 4.5×
-  // faster than Node's Dawn + SwiftShader (measured here; more for the CNN); with a real GPU either is fine.
-  const runtime = o.runtime ?? 'deno';
+  // By adapter unless named (runtime-choice.ts): Node on a hardware GPU, Deno on a CPU adapter.
+  const decision = await decideRuntime(o.runtime);
+  const runtime = decision.runtime;
+  const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
+  if (decision.auto) await say(runtimeLine(decision));
   const job = jobSpecFor(o);
   const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls });
-  const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
   await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);
   if (o.servePage) {
     await say(`ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`);
@@ -317,6 +318,7 @@ async function launch(o: RunOptions): Promise<number> {
       train_seconds: rank0.train_seconds,
       runtime,
       adapter: rank0.adapter,
+      gpu_waits: rank0.gpu_waits ?? null,
       model: o.model,
       optimizer: o.optimizer,
       batch_per_peer: o.batch,

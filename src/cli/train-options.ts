@@ -9,7 +9,8 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 export const MODEL_KINDS = ['mlp', 'cnn'] as const;
 export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
-export const RUNTIMES = ['node', 'deno'] as const;
+/** 'auto' (the default) picks by adapter: Node on a hardware GPU, Deno on a CPU adapter (runtime-choice.ts). */
+export const RUNTIMES = ['node', 'deno', 'auto'] as const;
 
 /** Learning rates that train each optimizer well on MNIST when --lr is not given. */
 export const DEFAULT_LR: Record<(typeof OPTIMIZER_KINDS)[number], number> = { sgd: 0.05, adamw: 0.002 };
@@ -56,7 +57,7 @@ export function addTrainOptions(cmd: Command): Command {
     .option('--resume <path>', 'continue from a checkpoint written by --save')
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled 10,000 digits')
-    .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
+    .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto: Node on a hardware GPU, Deno on a machine without one`).default('auto'))
     .option('--json', 'print one JSON line with the results on stdout (no progress bar)', false);
 }
 

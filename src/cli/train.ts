@@ -13,7 +13,8 @@ import type { Dataset } from '../data/dataset.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
 import { acquireGpu } from '../gpu/index.ts';
-import { currentRuntime, interruptSignal, printLine, reexecUnder, stderr, stderrIsTTY } from './host.node.ts';
+import { currentRuntime, decideRuntime, interruptSignal, printLine, reexecUnder, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
+import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from '../distributed/train-local.ts';
@@ -25,8 +26,10 @@ export function trainCommand(): Command {
   cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
   return cmd.action(async (raw: Record<string, unknown>) => {
     const opts: TrainCommandOptions = { ...parseTrainOptions(raw), lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant' };
-    if (opts.runtime && opts.runtime !== currentRuntime()) {
-      commandStatus.exitCode = await reexecUnder(opts.runtime, commandStatus.args);
+    const decision = await decideRuntime(opts.runtime);
+    if (decision.auto) await printLine(runtimeLine(decision), opts.json ? stderr : undefined);
+    if (decision.runtime !== currentRuntime()) {
+      commandStatus.exitCode = await reexecUnder(decision.runtime, withRuntime(commandStatus.args, decision.runtime));
       return;
     }
     await train(opts);
@@ -111,6 +114,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           train_seconds: result.trainSeconds,
           runtime: result.runtime,
           adapter: result.adapter,
+          gpu_waits: result.gpuWaits,
           model: opts.model,
           optimizer: opts.optimizer,
           batch: opts.batch,

@@ -25,8 +25,9 @@ import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
 import { acquireGpu } from '../gpu/index.ts';
-import { currentRuntime, printLine, reexecUnder, stderr } from './host.node.ts';
+import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, stderr } from './host.node.ts';
 import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
+import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
 import { RUNTIMES } from './train-options.ts';
 
@@ -56,7 +57,7 @@ export function workerCommand(): Command {
     .option('--token-file <path>', `read the job's token from this file (or set ${TOKEN_ENV})`)
     .option('--token <secret>', `the job's token (visible in ps: prefer ${TOKEN_ENV} or --token-file)`)
     .option('--name <name>', 'a name the other peers and the page show')
-    .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
+    .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto (default): Node on a hardware GPU, Deno without one`))
     .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
     .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
     .option('--recovery <path>', 'if the run ends with an error, save the last completed step in a new file <path minus .safetensors>-step<N>.safetensors (default: <--save>.recovery-step<N>…, else ringtrain-recovery-step<N>…)')
@@ -72,8 +73,11 @@ export function workerCommand(): Command {
         throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (option --${String(issue.path[0])})`);
       }
       // The same arguments and environment go to the other runtime, which reads the token itself.
-      if (parsed.data.runtime && parsed.data.runtime !== currentRuntime()) {
-        commandStatus.exitCode = await reexecUnder(parsed.data.runtime, commandStatus.args);
+      // stdout may carry --events JSON lines: the runtime line goes to stderr.
+      const decision = await decideRuntime(parsed.data.runtime);
+      if (decision.auto) await printLine(runtimeLine(decision), stderr);
+      if (decision.runtime !== currentRuntime()) {
+        commandStatus.exitCode = await reexecUnder(decision.runtime, withRuntime(commandStatus.args, decision.runtime));
         return;
       }
       const token = tokenFrom(parsed.data, (line) => void printLine(line, stderr));
@@ -159,6 +163,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       train_seconds: result.trainSeconds,
       runtime: result.runtime,
       adapter: result.adapter,
+      gpu_waits: gpu.waits,
       stopped_by: result.stoppedBy ? { code: result.stoppedBy.code, message: result.stoppedBy.message } : null,
       lost_ranks: result.lostRanks,
       recovery: recoveryPath,

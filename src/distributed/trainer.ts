@@ -27,6 +27,7 @@ import { selectExamples, type Dataset } from '../data/dataset.ts';
 import { DistributedSampler } from '../data/sampler.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
+import { DeferredScalars } from '../gpu/readback.ts';
 import { modelSpecFor, restore, type LocalTrainConfig } from './train-local.ts';
 import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import { learningRateAt } from './lr.ts';
@@ -149,6 +150,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const bus = args.bus ?? comm.events;
   const model = createModel(gpu, modelSpecFor(config, train));
   const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
+  // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
+  const losses = new DeferredScalars(gpu, 4);
   const dopt = new DistributedOptimizer(comm, model, optimizer, {
     compression: config.compression,
     backwardPassesPerStep: config.backwardPassesPerStep,
@@ -277,14 +280,16 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       const { rank, size } = comm;
       const t0 = now();
       bus.emit({ type: 'compute-begin', t: t0, rank, step });
-      const loss = await model.forwardBackward(b.x, b.labels);
+      model.forwardBackwardDeferred(b.x, b.labels, undefined, losses);
       bus.emit({ type: 'compute-end', t: now(), rank, step });
-      if (!Number.isFinite(loss)) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank}: the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${config.lr}).`, { step, rank });
-      }
       const totalSteps = config.steps ?? config.epochs * stepsPerEpoch;
       const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, scaleBySize: config.scaleLr ?? false, decay: config.lrSchedule, totalSteps }, step);
       const r = await dopt.step(lr);
+      // dopt.step's gradient read carried the loss, so this does not wait; the last value is this step's (a failed try may have left one).
+      const loss = (await losses.collect()).at(-1) ?? NaN;
+      if (!Number.isFinite(loss)) {
+        throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank}: the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${config.lr}).`, { step, rank });
+      }
       step++;
       completedSteps++;
       epochExamples += size * config.batch;
@@ -362,6 +367,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       return { ...result(err), noRecovery };
     }
   } finally {
+    losses.destroy();
     optimizer.destroy();
     model.destroy();
   }

@@ -14,6 +14,8 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { BufferRange, Dispatch, Gpu } from '../gpu/gpu.ts';
 import { checkLabels, planSoftmaxXent } from '../gpu/kernels/softmax-xent.ts';
 import { planSum } from '../gpu/kernels/reduce.ts';
+import { DeferredScalars } from '../gpu/readback.ts';
+import { recordDeferredLoss } from './train-step.ts';
 import { PARAM_ALIGN, type CnnSpec, type EvalResult, type MlpSpec, type Model, type ModelKind, type ParamEntry } from './model.ts';
 import { initTensor, seededNormal, seededUniform, type InitKind } from './random.ts';
 
@@ -77,6 +79,8 @@ export abstract class FlatModel implements Model {
   private readonly byName = new Map<string, ParamEntry>();
   private readonly plans = new Map<number, BatchPlan>();
   private readonly owned: GPUBuffer[] = [];
+  /** Gathers evaluate()'s per-chunk results, so an evaluation waits for the GPU once. */
+  private readonly evalSink: DeferredScalars;
 
   constructor(
     readonly gpu: Gpu,
@@ -97,6 +101,7 @@ export abstract class FlatModel implements Model {
     decls.forEach((d, i) => initTensor(init.subarray(layout[i].offset, layout[i].offset + layout[i].length), d.init, d.fanIn, d.fanOut, rand));
     this.params = this.own(gpu.upload(init, `${kind}-params`));
     this.grads = this.own(gpu.storage(flatLength, `${kind}-grads`));
+    this.evalSink = new DeferredScalars(gpu, 16);
   }
 
   /** Registers a buffer the model frees in destroy(). */
@@ -182,15 +187,25 @@ export abstract class FlatModel implements Model {
     if (labels) this.gpu.write(p.labels, checkLabels(labels, p.io.batch, this.classes, p.labelScratch));
   }
 
-  async forwardBackward(x: Float32Array, labels: ArrayLike<number>, batch = labels?.length): Promise<number> {
-    this.checkBatch('forwardBackward', x, batch);
+  /** Uploads the batch and records forward, head and backward; returns the buffer holding the mean loss at byte 0. */
+  private recordStep(what: string, x: Float32Array, labels: ArrayLike<number>, batch: number): GPUBuffer {
+    this.checkBatch(what, x, batch);
     if (labels.length !== batch) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `forwardBackward: ${labels.length} labels for batch ${batch}`, { labels: labels.length, batch });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${labels.length} labels for batch ${batch}`, { labels: labels.length, batch });
     }
     const p = this.plan(batch);
     this.load(p, x, labels);
     this.gpu.record([...p.forward, ...p.head, ...p.backward]);
-    const [loss] = await this.gpu.readF32(p.results, 0, 1);
+    return p.results;
+  }
+
+  forwardBackwardDeferred(x: Float32Array, labels: ArrayLike<number>, batch = labels?.length, sink: DeferredScalars): void {
+    recordDeferredLoss(this.gpu, sink, this.recordStep('forwardBackward', x, labels, batch), 0);
+  }
+
+  async forwardBackward(x: Float32Array, labels: ArrayLike<number>, batch = labels?.length): Promise<number> {
+    const results = this.recordStep('forwardBackward', x, labels, batch);
+    const [loss] = await this.gpu.readF32(results, 0, 1);
     if (!Number.isFinite(loss)) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `the loss is ${loss}: training diverged or the input holds NaN/Infinity; lower the learning rate or check the data`, { loss });
     }
@@ -208,17 +223,27 @@ export abstract class FlatModel implements Model {
   async evaluate(x: Float32Array, labels: ArrayLike<number>, chunk = 500): Promise<EvalResult> {
     const n = labels.length;
     this.checkBatch('evaluate', x, n);
-    let lossSum = 0;
-    let correct = 0;
+    // Every chunk's [mean loss, correct] is copied aside as it is computed; one wait reads them all.
+    const sink = this.evalSink;
+    await sink.collect(); // nothing should be pending; never mix an earlier call's values in
+    const sizes: number[] = [];
     for (let start = 0; start < n; start += chunk) {
       const b = Math.min(chunk, n - start);
       const p = this.plan(b);
       this.load(p, x.subarray(start * this.inputSize, (start + b) * this.inputSize), Array.prototype.slice.call(labels, start, start + b));
       this.gpu.record([...p.forward, ...p.head]);
-      const [meanLoss, right] = await this.gpu.readF32(p.results, 0, 2);
-      lossSum += meanLoss * b;
-      correct += right;
+      const encoder = this.gpu.commandEncoder();
+      sink.record(encoder, p.results, 0);
+      sink.record(encoder, p.results, 4);
+      sizes.push(b);
     }
+    const values = await sink.collect();
+    let lossSum = 0;
+    let correct = 0;
+    sizes.forEach((b, i) => {
+      lossSum += values[2 * i] * b;
+      correct += values[2 * i + 1];
+    });
     return { accuracy: correct / n, loss: lossSum / n };
   }
 
@@ -253,6 +278,7 @@ export abstract class FlatModel implements Model {
   destroy(): void {
     // Work already recorded (an optimizer step, say) must reach the queue while the buffers live.
     if (this.gpu.alive) this.gpu.flush();
+    this.evalSink.destroy();
     for (const b of this.owned) b.destroy();
     this.owned.length = 0;
     this.plans.clear();

@@ -17,6 +17,7 @@
  * equals the gradient of one big batch (for equal per-peer batches).
  */
 import type { Gpu } from '../gpu/gpu.ts';
+import type { DeferredScalars } from '../gpu/readback.ts';
 import type { Activation } from '../gpu/kernels/activation.ts';
 
 /** Tensors start at multiples of this many floats (256 bytes). */
@@ -88,6 +89,13 @@ export interface Model {
    * Overwrites `grads` with the gradient of the mean loss; returns that loss.
    */
   forwardBackward(x: Float32Array, labels: ArrayLike<number>, batch?: number): Promise<number>;
+  /**
+   * The same step without waiting for the GPU: uploads the batch, records
+   * forward + backward, and records a copy of the batch's mean loss into
+   * `sink` (read later with `sink.collect()`, where a non-finite loss must be
+   * checked). Input errors still throw here, at once.
+   */
+  forwardBackwardDeferred(x: Float32Array, labels: ArrayLike<number>, batch: number | undefined, sink: DeferredScalars): void;
   /** Logits [batch × classes] for `batch` samples (default: x.length / inputSize). */
   predict(x: Float32Array, batch?: number): Promise<Float32Array>;
   /** Accuracy and mean loss over all samples, in chunks of `chunk` (default 500). */

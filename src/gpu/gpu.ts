@@ -8,6 +8,13 @@
  * pass. `flush()` ends the pass and submits one command buffer. Reads and
  * `write()` flush first, so queue order always matches call order.
  *
+ * GPU→CPU waits: every `mapAsync` / `onSubmittedWorkDone` the library awaits
+ * goes through `waitFor`, which counts it (`waits`). Under Deno such a wait
+ * costs ~11 ms whatever the work (wgpu polls), so training loops read results
+ * a few steps behind (see readback.ts) and `--json` results report the count.
+ * A read also carries the scalars that `ReadbackRider`s (DeferredScalars)
+ * have pending, so a read that happens anyway costs them no second wait.
+ *
  * Failures: device loss and uncaptured (validation/out-of-memory) errors are
  * caught here, in one place, and turned into a DeviceLost RingtrainError that
  * the next call on this Gpu throws.
@@ -52,6 +59,24 @@ export type UniformField = ['u32' | 'i32' | 'f32', number];
 
 const MAX_GROUPS_PER_DIM = 65535;
 
+/**
+ * Something with GPU-side values waiting to be read (DeferredScalars): a read
+ * copies them into its own staging buffer, after the bytes asked for, and
+ * hands them over once mapped.
+ */
+export interface ReadbackRider {
+  /** Bytes ready to be copied out now (0: nothing to carry). */
+  readonly pendingBytes: number;
+  /** Records the copy of the pending bytes into `staging` at `offset`; what it returns receives them once mapped. */
+  copyPendingInto(encoder: GPUCommandEncoder, staging: GPUBuffer, offset: number): RiderDelivery;
+}
+
+export interface RiderDelivery {
+  deliver(bytes: ArrayBuffer): void;
+  /** The read that carried the bytes failed. */
+  fail(err: unknown): void;
+}
+
 export class Gpu {
   readonly pool: BufferPool;
   private pipelines = new Map<string, GPUComputePipeline>();
@@ -60,6 +85,8 @@ export class Gpu {
   private pass: GPUComputePassEncoder | null = null;
   private failure: RingtrainError | null = null;
   private destroyed = false;
+  private waitCount = 0;
+  private readonly riders = new Set<ReadbackRider>();
   /** A 16-byte storage buffer bound where a kernel's optional input is absent. */
   readonly dummy: GPUBuffer;
 
@@ -200,12 +227,48 @@ export class Gpu {
     }
   }
 
-  /** Records a buffer-to-buffer copy (ends the open compute pass). */
-  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
+  /**
+   * The open command encoder, after everything recorded so far (ends the open
+   * compute pass). Copies recorded on it run in call order with dispatches.
+   */
+  commandEncoder(): GPUCommandEncoder {
     this.check();
     this.endPass();
     this.encoder ??= this.device.createCommandEncoder({ label: 'ringtrain-step' });
-    this.encoder.copyBufferToBuffer(src, srcOffset, dst, dstOffset, size);
+    return this.encoder;
+  }
+
+  /** Records a buffer-to-buffer copy (ends the open compute pass). */
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
+    this.commandEncoder().copyBufferToBuffer(src, srcOffset, dst, dstOffset, size);
+  }
+
+  /** GPU→CPU waits this Gpu has awaited so far (mapAsync, onSubmittedWorkDone). */
+  get waits(): number {
+    return this.waitCount;
+  }
+
+  /**
+   * Awaits a GPU promise (a mapAsync or onSubmittedWorkDone), counted in
+   * `waits`; a rejection becomes DeviceLost (or the pending device failure).
+   */
+  async waitFor<T>(what: string, promise: Promise<T>): Promise<T> {
+    this.waitCount++;
+    try {
+      return await promise;
+    } catch (err) {
+      this.check();
+      throw new RingtrainError(ErrorCode.DeviceLost, `${what} failed: ${String(err)}; acquire a new Gpu`, undefined, { cause: err });
+    }
+  }
+
+  /** Registers a rider whose pending values every later read carries along. */
+  addRider(rider: ReadbackRider): void {
+    this.riders.add(rider);
+  }
+
+  removeRider(rider: ReadbackRider): void {
+    this.riders.delete(rider);
   }
 
   private endPass(): void {
@@ -235,20 +298,35 @@ export class Gpu {
     this.device.queue.writeBuffer(buffer, byteOffset, data.buffer, data.byteOffset, data.byteLength);
   }
 
-  /** Reads `byteLength` bytes at `byteOffset` of `buffer` (which needs COPY_SRC), after everything recorded. */
+  /**
+   * Reads `byteLength` bytes at `byteOffset` of `buffer` (which needs
+   * COPY_SRC), after everything recorded: one counted wait, which also brings
+   * back what the registered riders have pending.
+   */
   async read(buffer: GPUBuffer, byteOffset = 0, byteLength = buffer.size - byteOffset): Promise<ArrayBuffer> {
     this.check();
     const size = Math.ceil(byteLength / 4) * 4;
-    const staging = this.pool.acquire(size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'staging');
-    this.copy(buffer, byteOffset, staging, 0, size);
+    const riders = [...this.riders].filter((r) => r.pendingBytes > 0);
+    const offsets: number[] = [];
+    let total = size;
+    for (const r of riders) {
+      offsets.push(total);
+      total += r.pendingBytes;
+    }
+    const staging = this.pool.acquire(total, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'staging');
+    const encoder = this.commandEncoder();
+    encoder.copyBufferToBuffer(buffer, byteOffset, staging, 0, size);
+    const deliveries = riders.map((r, i) => r.copyPendingInto(encoder, staging, offsets[i]));
     this.flush();
     try {
-      await staging.mapAsync(GPUMapMode.READ, 0, size);
+      await this.waitFor('reading a GPU buffer', staging.mapAsync(GPUMapMode.READ, 0, total));
     } catch (err) {
-      this.check();
-      throw new RingtrainError(ErrorCode.DeviceLost, `reading a GPU buffer failed: ${String(err)}; acquire a new Gpu`, undefined, { cause: err });
+      for (const d of deliveries) d.fail(err);
+      throw err;
     }
-    const out = staging.getMappedRange(0, size).slice(0, byteLength);
+    const mapped = staging.getMappedRange(0, total);
+    const out = mapped.slice(0, byteLength);
+    deliveries.forEach((d, i) => d.deliver(mapped.slice(offsets[i], i + 1 < offsets.length ? offsets[i + 1] : total)));
     staging.unmap();
     this.pool.release(staging);
     this.check();
@@ -281,7 +359,7 @@ export class Gpu {
   /** Waits until the GPU has finished everything submitted. */
   async sync(): Promise<void> {
     this.flush();
-    await this.device.queue.onSubmittedWorkDone();
+    await this.waitFor('waiting for the GPU queue', this.device.queue.onSubmittedWorkDone());
     this.check();
   }
 

@@ -18,9 +18,9 @@ interface Ran {
 }
 
 /** Runs `ringtrain …` through bin/ringtrain.js under Node, as a user would; `onStderr` sees its stderr as it comes. */
-function ringtrain(args: string[], onStderr?: (soFar: string, child: ChildProcess) => void): Promise<Ran> {
+function ringtrain(args: string[], onStderr?: (soFar: string, child: ChildProcess) => void, env: Record<string, string> = {}): Promise<Ran> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '', stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => {
@@ -64,6 +64,9 @@ function expectResult(json: Record<string, unknown>, runtime: string, steps: num
   // Ten classes: chance is 10%. 30 steps of the MLP get well past it.
   expect(json.test_accuracy).toBeGreaterThan(0.5);
   expect(json.test_accuracy).toBeLessThanOrEqual(1);
+  // Latency hiding: losses are read every 10 steps, the evaluation once (no checkpoint in these runs).
+  expect(json.gpu_waits).toBeGreaterThanOrEqual(1);
+  expect(json.gpu_waits).toBeLessThanOrEqual(Math.ceil(steps / 10) + 1);
 }
 
 function params(path: string): Float32Array[] {
@@ -75,9 +78,11 @@ function params(path: string): Float32Array[] {
 const SLOW = { timeout: 300_000 };
 
 describe('ringtrain train', () => {
-  it('trains the MLP under Node and prints one JSON line', SLOW, async () => {
-    const r = await ringtrain(['train', '--model', 'mlp', '--steps', '30', '--batch', '32', '--json']);
+  it('trains the MLP under Node when --runtime auto (the default) is told of a hardware adapter, says so first, and prints one JSON line', SLOW, async () => {
+    const h100 = JSON.stringify({ description: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', isFallbackAdapter: false });
+    const r = await ringtrain(['train', '--model', 'mlp', '--steps', '30', '--batch', '32', '--json'], undefined, { RINGTRAIN_ADAPTER: h100 });
     expectResult(resultLine(r), 'node', 30);
+    expect(r.stderr.split('\n')[0]).toMatch(/^ringtrain: runtime node \(auto: hardware adapter nvidia NVIDIA H100 80GB HBM3: /);
     expect(r.stderr).toMatch(/test accuracy \d+\.\d+%/);
   });
 
@@ -131,8 +136,10 @@ describe('ringtrain train', () => {
     write('train-labels-idx1-ubyte.gz', [n], train.labels.subarray(0, n));
     write('t10k-images-idx3-ubyte.gz', [m, 28, 28], Array.from(test.images.subarray(0, m * 784), (v) => Math.round(v * 255)));
     write('t10k-labels-idx1-ubyte.gz', [m], test.labels.subarray(0, m));
-    const json = resultLine(await ringtrain(['train', '--data', idxDir, '--steps', '30', '--batch', '32', '--json', '--runtime', 'deno']));
-    expectResult(json, 'deno', 30);
+    // No --runtime: auto probes this machine's adapter (a software one here) and picks Deno.
+    const r = await ringtrain(['train', '--data', idxDir, '--steps', '30', '--batch', '32', '--json']);
+    expectResult(resultLine(r), 'deno', 30);
+    expect(r.stderr.split('\n')[0]).toMatch(/^ringtrain: runtime deno \(auto: no hardware GPU \(WebGPU saw only the software adapter .*\)/);
   });
 
   it('Ctrl-C stops after the current step, saves a checkpoint and exits with 130', SLOW, async () => {
@@ -175,14 +182,15 @@ describe('ringtrain train', () => {
       [['--batch', '0'], /--batch must be at least 1/],
       [['--epochs', '1.5'], /--epochs must be a whole number/],
       [['--optimizer', 'adam'], /--optimizer must be one of sgd, adamw/],
-      [['--runtime', 'bun'], /--runtime must be one of node, deno/],
+      [['--runtime', 'bun'], /--runtime must be one of node, deno, auto/],
       [['--batch', '9000'], /--batch must be at most 8192/],
       [['--resume', join(dir, 'nothing.safetensors')], /cannot read checkpoint .*nothing\.safetensors \(no such file\)/],
       [['--data', join(dir, 'no-idx')], /train-images-idx3-ubyte\(\.gz\) not found/],
     ];
     // In-process: the same runCli that bin/ringtrain.js calls, with stderr captured.
     for (const [args, pattern] of cases) {
-      const r = await inProcess(['train', ...args]);
+      // --runtime node: stay in this process (auto could re-execute under Deno, out of reach of the capture).
+      const r = await inProcess(['train', ...args, ...(args.includes('--runtime') ? [] : ['--runtime', 'node'])]);
       expect(r.code, r.stderr).toBe(1);
       expect(r.stderr).toMatch(pattern);
     }

@@ -113,7 +113,8 @@ describe('Gpu', () => {
     expect(chooseMatmulVariant(cpu, { m: 128, n: 12, k: 512 })).toBe('direct'); // n < 32
     expect(chooseMatmulVariant(cpu, { m: 128, n: 10, k: 512 })).toBe('tiled'); // n not a multiple of 4
     expect(chooseMatmulVariant(cpu, { m: 128, n: 512, k: 513 })).toBe('tiled'); // k not a multiple of 4
-    expect(chooseMatmulVariant(gpuLike, { m: 1024, n: 1024, k: 1024 })).toBe('tiled');
+    expect(chooseMatmulVariant(gpuLike, { m: 1024, n: 1024, k: 1024 })).toBe('blocked');
+    expect(chooseMatmulVariant(gpuLike, { m: 128, n: 512, k: 784 })).toBe('tiled');
     expect(chooseMatmulVariant(gpuLike, { m: 1024, n: 1024, k: 1024, variant: 'wide' })).toBe('wide');
   });
 

@@ -17,6 +17,7 @@ export interface KernelEntry {
 export const KERNELS: Record<string, KernelEntry> = {
   matmul: { shader: 'matmul', entryPoints: ['main'] },
   matmulDirect: { shader: 'matmul_direct', entryPoints: ['main'] },
+  matmulBlocked: { shader: 'matmul_tiled_blocked', entryPoints: ['main'] },
   bias: { shader: 'bias', entryPoints: ['add_bias', 'bias_grad'] },
   activation: { shader: 'activation', entryPoints: ['relu_forward', 'relu_backward', 'tanh_forward', 'tanh_backward', 'gelu_forward', 'gelu_backward'] },
   softmaxXent: { shader: 'softmax_xent', entryPoints: ['main'] },
@@ -39,7 +40,7 @@ export function warmUp(gpu: Gpu): void {
   for (const k of Object.values(KERNELS)) for (const entryPoint of k.entryPoints) gpu.pipeline(k.shader, { entryPoint, constants: k.constants });
 }
 
-export { planMatmul, MATMUL_TILE, checkDims, chooseMatmulVariant, directFits, wideFits, type MatmulOptions, type MatmulShape, type MatmulVariant } from './matmul.ts';
+export { planMatmul, MATMUL_TILE, checkDims, chooseMatmulVariant, directFits, wideFits, blockedFits, adapterKind, MATMUL_TABLE, type AdapterKind, type ChosenMatmulVariant, type MatmulOptions, type MatmulShape, type MatmulVariant } from './matmul.ts';
 export { planAddBias, planBiasGrad } from './bias.ts';
 export { planActivationForward, planActivationBackward, checkActivation, ACTIVATIONS, type Activation } from './activation.ts';
 export { planSoftmaxXent, checkLabels, type SoftmaxXentBuffers } from './softmax-xent.ts';

@@ -29,14 +29,18 @@ export interface MatmulOptions extends MatmulShape {
 }
 
 /**
- * 'tiled' (matmul.wgsl): workgroup-memory tiles, any shape; the right kernel
- * for GPUs. 'direct' (matmul_direct.wgsl): no workgroup memory, vec4 loads,
+ * 'blocked' (matmul_tiled_blocked.wgsl): register-blocked tiles for hardware
+ * GPUs: 128×128 per workgroup, 8×8 per invocation, vec4 loads; needs the
+ * alignment `blockedFits` checks. 'tiled' (matmul.wgsl): workgroup-memory
+ * tiles of 64×64, 4×4 per invocation, any shape; the GPU kernel for shapes
+ * the blocked one does not fit or too small to fill a GPU with 128×128 tiles. 'direct' (matmul_direct.wgsl): no workgroup memory, vec4 loads,
  * 4×8 per invocation; faster where compute shaders run on a CPU (fallback
  * adapters), needs the vec4 alignment `directFits` checks. 'wide'
  * (matmul_wide.wgsl): the same with 32×32 per invocation, for CPU adapters
  * on shapes `wideFits` accepts (the direct alignment, M ≥ 32, N ≥ 32).
  */
-export type MatmulVariant = 'auto' | 'tiled' | 'direct' | 'wide';
+export type MatmulVariant = 'auto' | 'blocked' | 'tiled' | 'direct' | 'wide';
+export type ChosenMatmulVariant = Exclude<MatmulVariant, 'auto'>;
 
 export const MATMUL_TILE = 64;
 const DIRECT_TILE_ROWS = 32;
@@ -45,6 +49,14 @@ const DIRECT_TILE_COLS = 64;
 const WIDE_TILE_ROWS = 64;
 const WIDE_TILE_COLS = 256;
 const WIDE_MIN_ENTRIES = 8 * 32 * 32;
+/** One workgroup of matmul_tiled_blocked.wgsl: 128×128 of C. */
+const BLOCKED_TILE = 128;
+/**
+ * The blocked kernel wins once there are enough 128×128 tiles to keep a GPU's
+ * multiprocessors busy (an H100 has 132); below that the 64×64 tiles of
+ * 'tiled' spread the work over four times as many workgroups.
+ */
+const BLOCKED_MIN_TILES = 48;
 
 export function directFits(o: MatmulShape): boolean {
   if (o.transA && o.transB) return false;
@@ -57,7 +69,36 @@ export function wideFits(o: MatmulShape): boolean {
   return directFits(o) && o.m >= 32 && o.n >= 32;
 }
 
-export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'direct' | 'wide' {
+/** matmul_tiled_blocked.wgsl: C and bias stored as vec4 (n % 4), and A's and B's contiguous dimension a multiple of 4. */
+export function blockedFits(o: MatmulShape): boolean {
+  if (o.n % 4 !== 0) return false;
+  if (o.transA ? o.m % 4 !== 0 : o.k % 4 !== 0) return false;
+  return !o.transB || o.k % 4 === 0;
+}
+
+/** The adapter kinds the variant table distinguishes: compute shaders on a CPU, or on a GPU. */
+export type AdapterKind = 'cpu' | 'gpu';
+
+export function adapterKind(gpu: Pick<Gpu, 'info'>): AdapterKind {
+  return gpu.info.isFallbackAdapter ? 'cpu' : 'gpu';
+}
+
+/**
+ * Which kernel runs a matmul when none is forced: the first row whose adapter
+ * kind matches and whose shape test passes. The CPU rows follow what measured
+ * fastest on llvmpipe and SwiftShader; the GPU rows what measured fastest
+ * through Dawn on an H100 (docs/GPU.md).
+ */
+export const MATMUL_TABLE: readonly { adapter: AdapterKind; when: (o: MatmulShape) => boolean; variant: ChosenMatmulVariant; why: string }[] = [
+  { adapter: 'gpu', when: (o) => blockedFits(o) && Math.ceil(o.m / BLOCKED_TILE) * Math.ceil(o.n / BLOCKED_TILE) >= BLOCKED_MIN_TILES, variant: 'blocked', why: 'enough 128×128 tiles to fill the GPU, vec4-aligned' },
+  { adapter: 'gpu', when: () => true, variant: 'tiled', why: 'small or unaligned: 64×64 tiles, any shape' },
+  // Below one SIMD group's worth of 32×32 blocks (8 lanes), most lanes of the wide kernel would idle.
+  { adapter: 'cpu', when: (o) => wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES, variant: 'wide', why: 'big vec4-aligned: 32×32 per invocation' },
+  { adapter: 'cpu', when: directFits, variant: 'direct', why: 'vec4-aligned: no workgroup memory, 4×8 per invocation' },
+  { adapter: 'cpu', when: () => true, variant: 'tiled', why: 'unaligned: any shape' },
+];
+
+export function chooseMatmulVariant(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): ChosenMatmulVariant {
   const want = o.variant ?? 'auto';
   if (want === 'direct' && !directFits(o)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the direct kernel needs vec4-aligned shapes (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
@@ -65,12 +106,12 @@ export function chooseMatmulVariant(gpu: Gpu, o: MatmulOptions): 'tiled' | 'dire
   if (want === 'wide' && !wideFits(o)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the wide kernel needs m ≥ 32, n ≥ 32 and the direct kernel's vec4 alignment (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
   }
+  if (want === 'blocked' && !blockedFits(o)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the blocked kernel needs n a multiple of 4 and A's and B's contiguous dimension too (k for A and Bᵀ, m for Aᵀ), got m=${o.m} n=${o.n} k=${o.k}${o.transA ? ' Aᵀ' : ''}${o.transB ? ' Bᵀ' : ''}`, { ...o });
+  }
   if (want !== 'auto') return want;
-  if (!gpu.info.isFallbackAdapter) return 'tiled';
-  // Below one SIMD group's worth of 32×32 blocks (8 lanes), most lanes of the
-  // wide kernel would idle; the direct kernel's smaller blocks spread the work.
-  if (wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES) return 'wide';
-  return directFits(o) ? 'direct' : 'tiled';
+  const kind = adapterKind(gpu);
+  return MATMUL_TABLE.find((row) => row.adapter === kind && row.when(o))!.variant;
 }
 
 export function checkDims(what: string, dims: Record<string, number>): void {
@@ -87,6 +128,9 @@ export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: Matm
   const constants = { TRANS_A: o.transA ? 1 : 0, TRANS_B: o.transB ? 1 : 0, HAS_BIAS: o.bias ? 1 : 0, RELU: o.relu ? 1 : 0 };
   const bindings = [dims, a, b, c, o.bias ?? gpu.dummy];
   const variant = chooseMatmulVariant(gpu, o);
+  if (variant === 'blocked') {
+    return gpu.plan('matmul_tiled_blocked', bindings, [Math.ceil(o.n / BLOCKED_TILE), Math.ceil(o.m / BLOCKED_TILE)], { constants });
+  }
   if (variant === 'wide') {
     return gpu.plan('matmul_wide', bindings, [Math.ceil(o.n / WIDE_TILE_COLS), Math.ceil(o.m / WIDE_TILE_ROWS)], { constants });
   }

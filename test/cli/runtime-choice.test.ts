@@ -1,0 +1,52 @@
+/** `--runtime auto`: the choice by adapter, from injected adapter descriptions (this machine has no GPU). */
+import { describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../src/core/errors.ts';
+import { decideRuntime, runtimeLine } from '../../src/cli/host.node.ts';
+import { chooseRuntime, parseAdapterDescription, withRuntime } from '../../src/cli/runtime-choice.ts';
+
+const h100 = { found: true, description: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', architecture: 'hopper', isFallbackAdapter: false };
+const swiftshader = { found: true, description: 'SwiftShader driver 5.0.0', vendor: 'google', architecture: 'swiftshader', isFallbackAdapter: true };
+
+describe('chooseRuntime', () => {
+  it('picks Node (Dawn) on a hardware adapter and says why', () => {
+    const c = chooseRuntime(h100);
+    expect(c.runtime).toBe('node');
+    expect(c.why).toMatch(/^hardware adapter nvidia NVIDIA H100 80GB HBM3: Node's Dawn answers GPU waits/);
+    // An adapter that does not say it is a fallback counts as hardware.
+    expect(chooseRuntime({ found: true, description: 'Apple M3' }).runtime).toBe('node');
+  });
+
+  it('picks Deno on a software adapter or when no adapter was found, naming what was seen', () => {
+    const soft = chooseRuntime(swiftshader);
+    expect(soft.runtime).toBe('deno');
+    expect(soft.why).toMatch(/only the software adapter google SwiftShader driver 5\.0\.0/);
+    const none = chooseRuntime({ found: false, error: 'no Vulkan driver' });
+    expect(none.runtime).toBe('deno');
+    expect(none.why).toMatch(/no adapter \(no Vulkan driver\)/);
+  });
+});
+
+describe('injected adapter descriptions', () => {
+  it('decideRuntime reads RINGTRAIN_ADAPTER for auto (and when no runtime is given), and obeys a named runtime', async () => {
+    const env = { RINGTRAIN_ADAPTER: JSON.stringify(h100) };
+    const auto = await decideRuntime('auto', env);
+    expect(auto).toMatchObject({ runtime: 'node', auto: true });
+    expect(runtimeLine(auto)).toMatch(/^ringtrain: runtime node \(auto: hardware adapter /);
+    expect(await decideRuntime(undefined, { RINGTRAIN_ADAPTER: JSON.stringify(swiftshader) })).toMatchObject({ runtime: 'deno', auto: true });
+    const named = await decideRuntime('deno', env);
+    expect(named).toEqual({ runtime: 'deno', why: '--runtime deno', auto: false });
+  });
+
+  it('rejects a description that is not a JSON object, saying what it should look like', () => {
+    for (const bad of ['', 'nvidia', '[1]', 'null']) {
+      expect(() => parseAdapterDescription(bad)).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: expect.stringMatching(/RINGTRAIN_ADAPTER must be a JSON object like/) }));
+    }
+    expect(parseAdapterDescription('{"isFallbackAdapter":true}')).toMatchObject({ found: true, isFallbackAdapter: true });
+  });
+
+  it('withRuntime swaps auto for the chosen runtime when re-executing, or appends it', () => {
+    expect(withRuntime(['train', '--runtime', 'auto', '--json'], 'deno')).toEqual(['train', '--runtime', 'deno', '--json']);
+    expect(withRuntime(['train', '--runtime=auto'], 'node')).toEqual(['train', '--runtime=node']);
+    expect(withRuntime(['worker', '--job', 'j'], 'deno')).toEqual(['worker', '--job', 'j', '--runtime', 'deno']);
+  });
+});
