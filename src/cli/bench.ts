@@ -5,7 +5,7 @@
  * WebRTC peers are separate processes inside a private network namespace.
  */
 import { Command, Option } from 'commander';
-import { benchAllreduce, parseBytes } from '../../bench/allreduce.ts';
+import { benchAllreduce, parseBytes } from './bench-allreduce.node.ts';
 import type { PeerRuntime } from '../comm/launch.node.ts';
 import { printLine } from './host.node.ts';
 

@@ -1,4 +1,4 @@
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { fromCounts } from './partition.ts';
 import { ringAllgather } from './ring.ts';
 import { runCollective, validate } from './run.ts';

@@ -1,5 +1,5 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { splitEven } from './partition.ts';
 import { divideIntInPlace, scaleInPlace } from './reduce.ts';
 import { ringAllgather, ringReduceScatter } from './ring.ts';

@@ -1,5 +1,5 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { fromCounts, segmentsOf, splitEven } from './partition.ts';
 import { PHASE_ALLTOALL } from './ring.ts';
 import { runCollective, validate } from './run.ts';

@@ -1,5 +1,5 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { reduceSettings, ringAllreduceInPlace } from './allreduce.ts';
 import { runCollective } from './run.ts';
 import { dtypeOf, emptyLike, type ReduceOptions, type Tensor } from './types.ts';

@@ -1,4 +1,4 @@
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { now } from '../core/events.ts';
 import { allreduce } from './allreduce.ts';
 import { barrier } from './barrier.ts';

@@ -13,7 +13,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 
 export interface Request {
   name: string;

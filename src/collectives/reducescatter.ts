@@ -1,4 +1,4 @@
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { finish, reduceSettings } from './allreduce.ts';
 import { splitEven } from './partition.ts';
 import { scaleInPlace } from './reduce.ts';

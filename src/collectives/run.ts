@@ -1,7 +1,6 @@
 import { ErrorCode, RingtrainError, isRingtrainError } from '../core/errors.ts';
 import { now, type Phase } from '../core/events.ts';
-import type { Communicator } from '../comm/communicator.ts';
-import type { Tag } from '../comm/frame.ts';
+import type { Communicator, Tag } from '../comm/interface.ts';
 import { negotiate, type Request } from './negotiate.ts';
 import type { Range } from './partition.ts';
 import { DEFAULT_SEGMENT_BYTES, DEFAULT_TIMEOUT_MS, type CollectiveOptions, type Tensor } from './types.ts';
@@ -59,12 +58,12 @@ export class Run {
     }
   }
 
-  /** chunk-send / chunk-recv events; values only in teaching mode. */
+  /** chunk-send / chunk-recv events; values only when the bus asks for them (teaching mode). */
   chunkEvent(kind: 'chunk-send' | 'chunk-recv', phase: Phase, step: number, from: number, to: number, chunk: number, seg: Range, bytes: number, values?: Tensor, result?: Tensor): void {
     const ev = this.comm.events;
     if (!ev.active) return;
     const base = { t: now(), rank: this.comm.rank, id: this.id, phase, step, from, to, chunk, offset: seg.offset, count: seg.count, bytes };
-    const teach = this.comm.teaching;
+    const teach = ev.withValues;
     if (kind === 'chunk-send') ev.emit({ type: kind, ...base, values: teach && values ? Array.from(values) : undefined });
     else ev.emit({ type: kind, ...base, values: teach && values ? Array.from(values) : undefined, result: teach && result ? Array.from(result) : undefined });
   }

@@ -1,6 +1,6 @@
 /** The benchmark's bookkeeping (not its speed): fields, units and the nccl-tests busbw formula. */
 import { describe, expect, it } from 'vitest';
-import { benchAllreduce, parseBytes } from '../../bench/allreduce.ts';
+import { benchAllreduce, parseBytes } from '../../src/cli/bench-allreduce.node.ts';
 
 describe('bench allreduce', () => {
   it('reads sizes in binary units and refuses nonsense', () => {

@@ -1,17 +1,9 @@
 /** Plain, obviously-right references and seeded inputs for the collective tests. */
 import type { ReduceOp, Tensor } from '../../src/collectives/types.ts';
+import { mulberry32 } from '../../src/core/random.ts';
 
-/** mulberry32: small, seeded, good enough for test data. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded test data: the project's one generator. */
+export const rng = mulberry32;
 
 export type Kind = 'float32' | 'int32' | 'fp16';
 

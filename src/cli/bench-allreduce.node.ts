@@ -1,6 +1,6 @@
 /**
  * The allreduce benchmark: `ringtrain bench allreduce` and
- *   npx tsx bench/allreduce.ts --peers N --bytes SIZE --transport webrtc|memory [--fp16] [--iterations K]
+ *   npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|memory [--fp16] [--iterations K]
  * prints one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio}.
  * WebRTC peers are separate processes in a private network namespace: outside
  * one, this re-runs itself under scripts/in-netns.sh.
@@ -9,10 +9,10 @@ import { spawn } from 'node:child_process';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createMemoryRing } from '../src/comm/rings.ts';
-import { commandFor, launchLocalRing, type PeerRuntime } from '../src/comm/launch.node.ts';
-import { measureAllreduce, type AllreduceMeasurement } from '../src/collectives/measure.ts';
-import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
+import { createMemoryRing } from '../comm/rings.ts';
+import { commandFor, launchLocalRing, type PeerRuntime } from '../comm/launch.node.ts';
+import { measureAllreduce, type AllreduceMeasurement } from '../collectives/measure.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 export interface BenchOptions {
   peers: number;
@@ -27,8 +27,8 @@ export interface BenchOptions {
 export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & { transport: string; seconds: number[] };
 
 const SELF = fileURLToPath(import.meta.url);
-const PEER = fileURLToPath(new URL('./allreduce-peer.ts', import.meta.url));
-const NETNS = fileURLToPath(new URL('../scripts/in-netns.sh', import.meta.url));
+const PEER = fileURLToPath(new URL('./bench-allreduce-peer.node.ts', import.meta.url));
+const NETNS = fileURLToPath(new URL('../../scripts/in-netns.sh', import.meta.url));
 
 /** "64MiB", "1M", "4096", "1.5GiB" -> bytes (binary units; the first letter counts). */
 export function parseBytes(s: string): number {
@@ -109,11 +109,15 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
   };
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+/** The command-line entry: prints the JSON line, or the error on stderr with exit code 1. */
+export async function main(argv: string[]): Promise<void> {
   try {
-    process.stdout.write(JSON.stringify(await benchAllreduce(parseBenchArgs(process.argv.slice(2)))) + '\n');
+    process.stdout.write(JSON.stringify(await benchAllreduce(parseBenchArgs(argv))) + '\n');
   } catch (e) {
     process.stderr.write(`bench allreduce: ${(e as Error).message}\n`);
     process.exitCode = 1;
   }
 }
+
+// Run as a script when re-run inside the network namespace.
+if (process.argv[1] && SELF === process.argv[1]) await main(process.argv.slice(2));

@@ -1,11 +1,11 @@
 /**
- * One rank of the WebRTC allreduce benchmark (started by bench/allreduce.ts,
+ * One rank of the WebRTC allreduce benchmark (started by bench-allreduce.node.ts,
  * Node or Deno). Rank 0 prints the measurement as one JSON line.
  */
 import process from 'node:process';
 import { parseArgs } from 'node:util';
-import { joinLocalRing } from '../src/comm/local-ring.node.ts';
-import { measureAllreduce } from '../src/collectives/measure.ts';
+import { joinLocalRing } from '../comm/local-ring.node.ts';
+import { measureAllreduce } from '../collectives/measure.ts';
 
 const { values } = parseArgs({
   options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, fp16: { type: 'boolean' }, iterations: { type: 'string' } },
