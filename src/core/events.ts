@@ -13,6 +13,7 @@ export type Phase =
   | 'allgather'
   | 'broadcast'
   | 'alltoall'
+  | 'recursive-doubling'
   | 'barrier'
   | 'fusion-pack'
   | 'fusion-unpack';

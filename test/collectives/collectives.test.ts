@@ -170,7 +170,7 @@ describe('events', () => {
     const comms = createMemoryRing(3, { events: bus });
     const events: RingEvent[] = [];
     bus.on((e) => e.rank === 1 && events.push(e));
-    await Promise.all(comms.map((c, r) => allreduce(c, Float32Array.from([r, r, r, r, r, r]), { name: 'teach' })));
+    await Promise.all(comms.map((c, r) => allreduce(c, Float32Array.from([r, r, r, r, r, r]), { name: 'teach', algorithm: 'ring' })));
     const types = events.map((e) => e.type);
     expect(types[0]).toBe('collective-begin');
     expect(types.at(-1)).toBe('collective-end');

@@ -30,7 +30,7 @@ export async function recordTeachingRun(size: number, seed: number): Promise<Tea
   // Memory links report a closed peer at once, so heartbeats are off (peerTimeoutMs 0).
   const comms = mesh.map((links, rank) => new LinkCommunicator(rank, size, links, { events: bus, peerTimeoutMs: 0 }));
   try {
-    const outputs = await Promise.all(comms.map((c, r) => allreduce(c, Int32Array.from(inputs[r]), { name: 'teaching', op: 'sum', timeoutMs: 10_000 })));
+    const outputs = await Promise.all(comms.map((c, r) => allreduce(c, Int32Array.from(inputs[r]), { name: 'teaching', op: 'sum', algorithm: 'ring', timeoutMs: 10_000 })));
     return { size, inputs, events, outputs: outputs.map((o) => Array.from(o)) };
   } finally {
     for (const c of comms) c.close();
