@@ -1,7 +1,8 @@
 /**
  * The allreduce benchmark: `ringtrain bench allreduce` and
  *   npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|memory [--fp16] [--iterations K]
- * prints one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio}.
+ * prints one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...,
+ * latency_ms, latency_ring_ms, latency_rd_ms, p2p_rtt_ms, latency_ratio} (see AllreduceMeasurement).
  * WebRTC peers are separate processes in a private network namespace: outside
  * one, this re-runs itself under scripts/in-netns.sh.
  */
@@ -76,8 +77,8 @@ export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
 }
 
 function shape(m: AllreduceMeasurement, transport: string): BenchResult {
-  const { peers, bytes, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, p2p_bidir_MBps, ratio_bidir, f32_algbw_MBps, fp16_speedup, seconds } = m;
-  return { peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, p2p_bidir_MBps, ratio_bidir, f32_algbw_MBps, fp16_speedup, seconds };
+  const { peers, bytes, ...rest } = m;
+  return { peers, bytes, transport, ...rest };
 }
 
 /** Runs this file again inside a private network namespace and returns its JSON line. */

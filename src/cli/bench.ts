@@ -1,7 +1,10 @@
 /**
  * `ringtrain bench allreduce --peers N --bytes SIZE --transport webrtc|memory [--fp16] [--json]`:
  * one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...}
- * (busbw = algbw x 2(N-1)/N, as nccl-tests; p2p measured in the same run between ranks 0 and 1).
+ * (busbw = algbw x 2(N-1)/N, as nccl-tests; p2p measured in the same run between ranks 0 and 1),
+ * and for tensors up to 4 MiB the latency: latency_ms ('auto'), latency_ring_ms and latency_rd_ms
+ * (each algorithm forced), p2p_rtt_ms (the same bytes there and back on one link) and
+ * latency_ratio = latency_ms / p2p_rtt_ms.
  * WebRTC peers are separate processes inside a private network namespace.
  */
 import { Command, Option } from 'commander';
@@ -13,7 +16,7 @@ export function benchCommand(): Command {
   const bench = new Command('bench').description('Measure parts of ringtrain; prints JSON.');
   bench
     .command('allreduce')
-    .description('Ring-allreduce bandwidth over N local peers, with point-to-point bandwidth of the same transport for comparison.')
+    .description('Allreduce bandwidth and latency over N local peers, with point-to-point bandwidth and round trip of the same transport for comparison.')
     .option('--peers <n>', 'number of peers', '2')
     .option('--bytes <size>', 'tensor size, e.g. 1MiB, 64MiB, 256MiB (float32)', '64MiB')
     .addOption(new Option('--transport <kind>', 'webrtc: one process per peer over real WebRTC; memory: all in this process').choices(['webrtc', 'memory']).default('webrtc'))

@@ -9,3 +9,4 @@ export { allreduceFused, planFusion, DEFAULT_FUSION_THRESHOLD_BYTES, type NamedT
 export { float32ToFloat16, float32ToFloat16Ieee, float16ToFloat32, FP16_MAX } from './fp16.ts';
 export { ResponseCache, cacheOf, DEFAULT_CACHE_CAPACITY } from './cache.ts';
 export * from './types.ts';
+export { addProcessSet, ProcessSet, MAX_PROCESS_SETS } from './process-set.ts';

@@ -50,6 +50,7 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 export function describe(r: Request, withAlgorithm = false): string {
+  if (r.kind === 'process-set') return `process-set '${r.name}' of ranks [${r.shape.join(', ')}]`;
   const parts = [`${r.kind} '${r.name}' ${r.dtype}[${r.shape.join('x')}]`];
   if (r.op) parts.push(`op=${r.op}`);
   if (r.root !== undefined) parts.push(`root=${r.root}`);
