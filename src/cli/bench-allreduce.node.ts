@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createMemoryRing } from '../comm/rings.ts';
 import { commandFor, launchLocalRing, type PeerRuntime } from '../comm/launch.node.ts';
-import { measureAllreduce, type AllreduceMeasurement } from '../collectives/measure.ts';
+import { measureAllreduce, measureSweep, type AllreduceMeasurement, type AlgorithmSweep } from '../collectives/measure.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 export interface BenchOptions {
@@ -21,6 +21,8 @@ export interface BenchOptions {
   transport: 'webrtc' | 'memory';
   fp16: boolean;
   iterations?: number;
+  /** Time both algorithms over sizes from 1 KiB to 4 MiB instead (prints an AlgorithmSweep). */
+  sweep?: boolean;
   /** Runtime of each peer process (webrtc only); default all Node. */
   runtimes?: PeerRuntime[];
 }
@@ -46,20 +48,30 @@ function check(o: BenchOptions): void {
 }
 
 export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
+  return shape(await measure<AllreduceMeasurement>({ ...o, sweep: false }), o.transport);
+}
+
+/** `--sweep`: both algorithms, each forced, at sizes from 1 KiB to 4 MiB; `small_bytes` is where the ring starts to win. */
+export async function benchSweep(o: BenchOptions): Promise<AlgorithmSweep & { transport: string }> {
+  return { transport: o.transport, ...(await measure<AlgorithmSweep>({ ...o, sweep: true })) };
+}
+
+async function measure<T>(o: BenchOptions): Promise<T> {
   check(o);
   const iterations = o.iterations;
   if (o.transport === 'memory') {
     const comms = createMemoryRing(o.peers);
-    const results = await Promise.all(comms.map((c) => measureAllreduce(c, { bytes: o.bytes, compression: o.fp16 ? 'fp16' : 'none', iterations })));
+    const run = (c: (typeof comms)[number]) => (o.sweep ? measureSweep(c, { iterations }) : measureAllreduce(c, { bytes: o.bytes, compression: o.fp16 ? 'fp16' : 'none', iterations }));
+    const results = await Promise.all(comms.map(run));
     comms.forEach((c) => c.close());
-    return shape(results[0], 'memory');
+    return results[0] as T;
   }
-  if (process.env.RINGTRAIN_NETNS !== '1') return reRunInNetns(o);
+  if (process.env.RINGTRAIN_NETNS !== '1') return reRunInNetns(o) as Promise<T>;
   const ring = launchLocalRing({
     size: o.peers,
     script: PEER,
     runtimes: o.runtimes,
-    args: () => ['--bytes', String(o.bytes), ...(o.fp16 ? ['--fp16'] : []), ...(iterations ? ['--iterations', String(iterations)] : [])],
+    args: () => ['--bytes', String(o.bytes), ...(o.fp16 ? ['--fp16'] : []), ...(o.sweep ? ['--sweep'] : []), ...(iterations ? ['--iterations', String(iterations)] : [])],
   });
   try {
     const line = await ring.peers[0].waitFor((l) => l.startsWith('{'));
@@ -70,7 +82,7 @@ export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
       throw new RingtrainError(ErrorCode.Transport, `benchmark rank 0 failed: ${parsed.error}\n${why}`);
     }
     await Promise.all(ring.peers.map((p) => p.exited));
-    return shape(parsed as AllreduceMeasurement, 'webrtc');
+    return parsed as T;
   } finally {
     ring.stop();
   }
@@ -82,9 +94,9 @@ function shape(m: AllreduceMeasurement, transport: string): BenchResult {
 }
 
 /** Runs this file again inside a private network namespace and returns its JSON line. */
-async function reRunInNetns(o: BenchOptions): Promise<BenchResult> {
+async function reRunInNetns(o: BenchOptions): Promise<unknown> {
   const [cmd, pre] = commandFor('node', SELF);
-  const args = ['--peers', String(o.peers), '--bytes', String(o.bytes), '--transport', 'webrtc', ...(o.fp16 ? ['--fp16'] : []), ...(o.iterations ? ['--iterations', String(o.iterations)] : [])];
+  const args = ['--peers', String(o.peers), '--bytes', String(o.bytes), '--transport', 'webrtc', ...(o.fp16 ? ['--fp16'] : []), ...(o.sweep ? ['--sweep'] : []), ...(o.iterations ? ['--iterations', String(o.iterations)] : [])];
   if (o.runtimes) args.push('--runtimes', o.runtimes.join(','));
   const child = spawn('sh', [NETNS, cmd, ...pre, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
@@ -92,19 +104,20 @@ async function reRunInNetns(o: BenchOptions): Promise<BenchResult> {
   const code = await new Promise<number | null>((r) => child.on('exit', r));
   const line = out.trim().split('\n').pop() ?? '';
   if (code !== 0 || !line.startsWith('{')) throw new RingtrainError(ErrorCode.Transport, `the benchmark in its network namespace failed (exit ${code}): ${out.slice(-500)}`);
-  return JSON.parse(line) as BenchResult;
+  return JSON.parse(line);
 }
 
 export function parseBenchArgs(argv: string[]): BenchOptions {
   const { values } = parseArgs({
     args: argv,
-    options: { peers: { type: 'string', default: '2' }, bytes: { type: 'string', default: '64MiB' }, transport: { type: 'string', default: 'webrtc' }, fp16: { type: 'boolean', default: false }, json: { type: 'boolean', default: true }, iterations: { type: 'string' }, runtimes: { type: 'string' } },
+    options: { peers: { type: 'string', default: '2' }, bytes: { type: 'string', default: '64MiB' }, transport: { type: 'string', default: 'webrtc' }, fp16: { type: 'boolean', default: false }, sweep: { type: 'boolean', default: false }, json: { type: 'boolean', default: true }, iterations: { type: 'string' }, runtimes: { type: 'string' } },
   });
   return {
     peers: Number(values.peers),
     bytes: parseBytes(values.bytes!),
     transport: values.transport as BenchOptions['transport'],
     fp16: values.fp16!,
+    sweep: values.sweep!,
     iterations: values.iterations ? Number(values.iterations) : undefined,
     runtimes: values.runtimes ? (values.runtimes.split(',') as PeerRuntime[]) : undefined,
   };
@@ -113,7 +126,8 @@ export function parseBenchArgs(argv: string[]): BenchOptions {
 /** The command-line entry: prints the JSON line, or the error on stderr with exit code 1. */
 export async function main(argv: string[]): Promise<void> {
   try {
-    process.stdout.write(JSON.stringify(await benchAllreduce(parseBenchArgs(argv))) + '\n');
+    const o = parseBenchArgs(argv);
+    process.stdout.write(JSON.stringify(o.sweep ? await benchSweep(o) : await benchAllreduce(o)) + '\n');
   } catch (e) {
     process.stderr.write(`bench allreduce: ${(e as Error).message}\n`);
     process.exitCode = 1;

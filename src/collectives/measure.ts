@@ -201,3 +201,48 @@ function round(x: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
 }
+
+/** One size of the algorithm sweep: the median time of each algorithm, forced (ms). */
+export interface SweepPoint {
+  bytes: number;
+  ring_ms: number;
+  rd_ms: number;
+}
+
+export interface AlgorithmSweep {
+  peers: number;
+  points: SweepPoint[];
+  /** The largest size at which recursive doubling was no slower than the ring: the threshold to set. */
+  small_bytes: number;
+}
+
+/** Sizes the sweep times, 1 KiB to 4 MiB by factors of 4. */
+export const SWEEP_BYTES = [1, 4, 16, 64, 256, 1024, 4096].map((k) => k * 1024);
+
+/**
+ * Times the ring and recursive doubling, each forced, turn about at every size,
+ * to find where the ring starts to win (`DEFAULT_SMALL_BYTES` comes from this).
+ * Every rank must call it; rank 0's figures count.
+ */
+export async function measureSweep(comm: Communicator, o: { sizes?: number[]; iterations?: number; timeoutMs?: number } = {}): Promise<AlgorithmSweep> {
+  const timeoutMs = o.timeoutMs ?? 120_000;
+  const iterations = o.iterations ?? 9;
+  const points: SweepPoint[] = [];
+  for (const bytes of o.sizes ?? SWEEP_BYTES) {
+    const data = new Float32Array(Math.max(1, Math.floor(bytes / 4))).fill(comm.rank + 1);
+    const times: Record<'ring' | 'recursive-doubling', number[]> = { ring: [], 'recursive-doubling': [] };
+    for (let i = 0; i <= iterations; i++) {
+      for (const algorithm of ['ring', 'recursive-doubling'] as const) {
+        await barrier(comm, { timeoutMs });
+        const t0 = now();
+        await allreduce(comm, data, { name: `sweep-${algorithm}`, algorithm, timeoutMs });
+        // The first round warms up (and negotiates the new size): not counted.
+        if (i > 0) times[algorithm].push(now() - t0);
+      }
+    }
+    points.push({ bytes: data.byteLength, ring_ms: round(median(times.ring), 3), rd_ms: round(median(times['recursive-doubling']), 3) });
+  }
+  let small = 0;
+  for (const p of points) if (p.rd_ms <= p.ring_ms) small = p.bytes;
+  return { peers: comm.size, points, small_bytes: small };
+}
