@@ -57,11 +57,12 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_SEGMENT_BYTES = 256 * 1024 - 16;
 /**
  * Up to this size 'auto' allreduce uses recursive doubling. Set from
- * `ringtrain bench allreduce --sweep` (docs/COLLECTIVES.md has the figures):
- * over WebRTC on 4 peers recursive doubling stays ahead of the ring up to
- * about this size.
+ * `ringtrain bench allreduce --sweep --peers 4 --transport webrtc` on the
+ * project's 2-core machine (median ms, ring / recursive doubling): 16 KiB
+ * 16.2 / 14.5, 64 KiB 27.2 / 18.3, 256 KiB 66.2 / 109.1: the ring wins from
+ * somewhere between 64 and 256 KiB.
  */
-export const DEFAULT_SMALL_BYTES = 256 * 1024;
+export const DEFAULT_SMALL_BYTES = 64 * 1024;
 
 const DTYPE_OF = new Map<unknown, DType>([
   [Float32Array, 'float32'],
