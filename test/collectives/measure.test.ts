@@ -22,7 +22,7 @@ describe('bench allreduce', () => {
     expect(r.ratio_bidir).toBeCloseTo(r.busbw_MBps / r.p2p_bidir_MBps!, 2);
     expect(r.fp16_speedup).toBeUndefined();
     // Latency: each algorithm forced, and a round trip of the same bytes on one link, in the same loop.
-    expect(r.algorithm).toBe('recursive-doubling');
+    expect(r.algorithm).toBe('ring'); // 96 KiB is above DEFAULT_SMALL_BYTES (64 KiB)
     expect(r.seconds.length).toBe(4); // two bandwidth runs, two in the latency loop
     for (const k of ['latency_ms', 'latency_ring_ms', 'latency_rd_ms', 'p2p_rtt_ms'] as const) expect(r[k], k).toBeGreaterThan(0);
     expect(r.latency_ratio).toBeCloseTo(r.latency_ms / r.p2p_rtt_ms!, 1);
