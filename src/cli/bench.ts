@@ -1,11 +1,14 @@
 /**
  * `ringtrain bench allreduce --peers N --bytes SIZE --transport webrtc|memory [--fp16] [--json]`:
  * one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...}
- * (busbw = algbw x 2(N-1)/N, as nccl-tests; p2p measured in the same run between ranks 0 and 1).
+ * (busbw = algbw x 2(N-1)/N, as nccl-tests; p2p measured in the same run between ranks 0 and 1),
+ * and for tensors up to 4 MiB the latency: latency_ms ('auto'), latency_ring_ms and latency_rd_ms
+ * (each algorithm forced), p2p_rtt_ms (the same bytes there and back on one link) and
+ * latency_ratio = latency_ms / p2p_rtt_ms.
  * WebRTC peers are separate processes inside a private network namespace.
  */
 import { Command, Option } from 'commander';
-import { benchAllreduce, parseBytes } from '../../bench/allreduce.ts';
+import { benchAllreduce, benchSweep, parseBytes } from './bench-allreduce.node.ts';
 import type { PeerRuntime } from '../comm/launch.node.ts';
 import { printLine } from './host.node.ts';
 
@@ -13,20 +16,23 @@ export function benchCommand(): Command {
   const bench = new Command('bench').description('Measure parts of ringtrain; prints JSON.');
   bench
     .command('allreduce')
-    .description('Ring-allreduce bandwidth over N local peers, with point-to-point bandwidth of the same transport for comparison.')
+    .description('Allreduce bandwidth and latency over N local peers, with point-to-point bandwidth and round trip of the same transport for comparison.')
     .option('--peers <n>', 'number of peers', '2')
     .option('--bytes <size>', 'tensor size, e.g. 1MiB, 64MiB, 256MiB (float32)', '64MiB')
     .addOption(new Option('--transport <kind>', 'webrtc: one process per peer over real WebRTC; memory: all in this process').choices(['webrtc', 'memory']).default('webrtc'))
     .option('--fp16', 'send float32 as float16 on the wire', false)
+    .option('--sweep', 'time the ring and recursive doubling, each forced, from 1 KiB to 4 MiB: small_bytes is where the ring starts to win', false)
     .option('--iterations <k>', 'timed allreduces (default: 5 up to 16 MiB, else 3)')
     .option('--runtimes <list>', 'runtime per WebRTC peer, e.g. node,deno,node')
     .option('--json', 'print only the JSON line (the default output is that line too)', false)
-    .action(async (o: { peers: string; bytes: string; transport: 'webrtc' | 'memory'; fp16: boolean; iterations?: string; runtimes?: string; json: boolean }) => {
-      const result = await benchAllreduce({
+    .action(async (o: { peers: string; bytes: string; transport: 'webrtc' | 'memory'; fp16: boolean; sweep: boolean; iterations?: string; runtimes?: string; json: boolean }) => {
+      const run = o.sweep ? benchSweep : benchAllreduce;
+      const result = await run({
         peers: Number(o.peers),
         bytes: parseBytes(o.bytes),
         transport: o.transport,
         fp16: o.fp16,
+        sweep: o.sweep,
         iterations: o.iterations ? Number(o.iterations) : undefined,
         runtimes: o.runtimes ? (o.runtimes.split(',') as PeerRuntime[]) : undefined,
       });

@@ -1,4 +1,5 @@
-import type { Communicator } from '../comm/communicator.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { fromCounts } from './partition.ts';
 import { ringAllgather } from './ring.ts';
 import { runCollective, validate } from './run.ts';
@@ -6,18 +7,22 @@ import { dtypeOf, emptyLike, type CollectiveOptions, type Tensor } from './types
 import { codecFor } from './wire.ts';
 
 /**
- * Allgather: every rank's `data`, concatenated in rank order. Ranks may bring
- * different lengths; negotiation tells everyone how long each block is.
+ * Allgather: every rank's `data`, concatenated in rank order along the first
+ * dimension. Ranks may bring different first dimensions (negotiation tells
+ * everyone how long each block is); every other dimension must agree, as in
+ * Horovod, or every rank fails with a Mismatch naming who sent what.
  */
 export async function allgather<T extends Tensor>(comm: Communicator, data: T, opts: CollectiveOptions = {}): Promise<T> {
   validate(comm, data, opts, 'allgather');
-  const request = { name: opts.name ?? 'allgather', dtype: dtypeOf(data), shape: opts.shape ?? [data.length], extra: [data.length] };
-  return runCollective(comm, opts, { kind: 'allgather', request, count: data.length, bytes: data.byteLength, varyingShape: true }, async (run, requests) => {
+  const shape = opts.shape ?? [data.length];
+  if (shape.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'allgather: a scalar (shape []) has no first dimension to gather along; give it shape [1]');
+  const request = { name: opts.name ?? 'allgather', dtype: dtypeOf(data)!, shape, extra: [data.length] };
+  return runCollective(comm, opts, { kind: 'allgather', request, count: data.length, bytes: data.byteLength, varyingShape: true, named: opts.name !== undefined }, async (run, requests) => {
     const blocks = fromCounts(requests.map((r) => r.extra![0]));
     const total = blocks.reduce((a, b) => a + b.count, 0);
-    const buf = emptyLike(data, total) as T;
+    const buf = emptyLike(data, total);
     buf.set(data, blocks[comm.rank].offset);
-    await run.phase('allgather', () => ringAllgather(run, buf, blocks, codecFor('none')));
+    await run.phase('allgather', () => ringAllgather(run, buf, blocks, codecFor('none', buf)));
     return buf;
   });
 }

@@ -1,10 +1,14 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { splitEven } from './partition.ts';
+import { recursiveDoublingAllreduce } from './recursive-doubling.ts';
 import { divideIntInPlace, scaleInPlace } from './reduce.ts';
 import { ringAllgather, ringReduceScatter } from './ring.ts';
 import { runCollective, validate, type Run } from './run.ts';
-import { dtypeOf, REDUCE_OPS, type Compression, type ReduceOp, type ReduceOptions, type Tensor } from './types.ts';
+import {
+  ALGORITHMS, DEFAULT_SMALL_BYTES, dtypeOf, REDUCE_OPS, view,
+  type Algorithm, type Compression, type ReduceOp, type ReduceOptions, type Tensor,
+} from './types.ts';
 import { codecFor, roundTripInPlace } from './wire.ts';
 
 export interface ReduceSettings {
@@ -12,6 +16,8 @@ export interface ReduceSettings {
   prescale: number;
   postscale: number;
   compression: Compression;
+  algorithm: Algorithm;
+  smallBytes: number;
 }
 
 /** Checks and completes reduce options; `what` names the caller in errors. */
@@ -24,53 +30,104 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
   if (compression !== 'none' && compression !== 'fp16') {
     throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown compression '${compression}'; use 'none' or 'fp16'`);
   }
-  const isInt = data instanceof Int32Array;
-  if (isInt && compression === 'fp16') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: fp16 compression applies to float32 tensors only; this one is int32`);
+  if (compression === 'fp16' && !(data instanceof Float32Array)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: fp16 compression applies to float32 tensors only; this one is ${dtypeOf(data)}`);
   }
+  const algorithm = o.algorithm ?? 'auto';
+  if (!ALGORITHMS.includes(algorithm)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown algorithm '${algorithm}'; use one of ${ALGORITHMS.join(', ')}`);
+  }
+  const smallBytes = o.smallBytes ?? DEFAULT_SMALL_BYTES;
+  if (!(smallBytes >= 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: smallBytes must be a number >= 0, got ${smallBytes}`);
   const prescale = o.prescale ?? 1;
   const postscale = o.postscale ?? 1;
   for (const [k, v] of [['prescale', prescale], ['postscale', postscale]] as const) {
-    if (!Number.isFinite(v)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${k} must be a finite number, got ${v}`);
-    if (isInt && v !== 1) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${k} applies to float32 tensors only; scale int32 data yourself`);
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${k} must be a finite number, got ${v}`);
   }
-  return { op, prescale, postscale, compression };
+  return { op, prescale, postscale, compression, algorithm, smallBytes };
 }
 
-/** Turns this rank's reduced chunk into the final result: average, postscale, wire rounding. */
+/** The fields of a reduction that every rank must agree on (negotiation compares them). */
+export function reduceRequest(name: string, data: Tensor, shape: number[] | undefined, s: ReduceSettings, algorithm?: string) {
+  return { name, dtype: dtypeOf(data)!, shape: shape ?? [data.length], op: s.op, compression: s.compression, prescale: s.prescale, postscale: s.postscale, algorithm };
+}
+
+/**
+ * Turns a fully reduced chunk into the result. Floats: times postscale (over
+ * the size for an average). Integers, as Horovod: postscale in float64,
+ * truncated, then an average divides by the size, rounding toward zero.
+ */
 export function finish(mine: Tensor, s: ReduceSettings, size: number): void {
-  if (mine instanceof Int32Array) {
+  if (mine instanceof Int32Array || mine instanceof Int8Array) {
+    scaleInPlace(mine, s.postscale);
     if (s.op === 'average') divideIntInPlace(mine, size);
     return;
   }
   scaleInPlace(mine, s.op === 'average' ? s.postscale / size : s.postscale);
 }
 
+/** Which algorithm moves `bytes` on `size` ranks: the same answer on every rank (negotiation checks it). */
+export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number): Exclude<Algorithm, 'auto'> {
+  if (s.algorithm !== 'auto') return s.algorithm;
+  return size > 1 && bytes <= s.smallBytes ? 'recursive-doubling' : 'ring';
+}
+
 /** The data part of a ring allreduce, in place on `buf` (shared with tensor fusion). */
 export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSettings): Promise<void> {
   const { rank, size } = run.comm;
-  const codec = codecFor(s.compression);
-  if (buf instanceof Float32Array) scaleInPlace(buf, s.prescale);
+  const codec = codecFor(s.compression, buf);
+  scaleInPlace(buf, s.prescale);
   const chunks = splitEven(buf.length, size);
   await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec));
-  finish(buf.subarray(chunks[rank].offset, chunks[rank].offset + chunks[rank].count), s, size);
+  finish(view(buf, chunks[rank].offset, chunks[rank].count), s, size);
   // Allgather makes the owner keep exactly what the others receive (lossy codecs); alone, round it here.
   if (size === 1) roundTripInPlace(codec, buf);
   await run.phase('allgather', () => ringAllgather(run, buf, chunks, codec));
 }
 
+/** The data part of any allreduce, in place on `buf`, by the algorithm negotiated. */
+export async function allreduceData(run: Run, buf: Tensor, s: ReduceSettings, algorithm: Exclude<Algorithm, 'auto'>): Promise<void> {
+  if (algorithm === 'ring' || run.comm.size === 1) return ringAllreduceInPlace(run, buf, s);
+  scaleInPlace(buf, s.prescale);
+  const codec = codecFor(s.compression, buf);
+  await run.phase('recursive-doubling', () => recursiveDoublingAllreduce(run, buf, s.op, codec, (t) => finish(t, s, run.comm.size)));
+}
+
 /**
- * Ring allreduce: every rank gets op(all ranks' `data`), as a new array
- * (`data` is left alone). Reduce-scatter, then allgather, both segmented.
+ * Allreduce: every rank gets op(all ranks' `data`), as a new array (`data`
+ * is left alone). Large tensors go round the ring (reduce-scatter, then
+ * allgather, both segmented); small ones by recursive doubling.
  */
 export async function allreduce<T extends Tensor>(comm: Communicator, data: T, opts: ReduceOptions = {}): Promise<T> {
   validate(comm, data, opts, 'allreduce');
   const s = reduceSettings(data, opts, 'allreduce');
+  const buf = data.slice() as T;
+  await reduceOne(comm, buf, opts.name, opts, s);
+  return buf;
+}
+
+/**
+ * Allreduce in place: `buf` itself becomes op(all ranks' `buf`), without a
+ * copy. A buffer bigger than `chunkBytes` (the fusion threshold, 64 MiB by
+ * default) is reduced as consecutive chunks, each its own collective
+ * (`name[i/n]`), started together so they pipeline. This is the path for the
+ * flat gradient buffer: its views are reduced where they lie.
+ */
+export async function allreduceInPlace<T extends Tensor>(comm: Communicator, buf: T, opts: ReduceOptions & { chunkBytes?: number } = {}): Promise<T> {
+  validate(comm, buf, opts, 'allreduceInPlace');
+  const s = reduceSettings(buf, opts, 'allreduceInPlace');
+  const chunkBytes = opts.chunkBytes ?? 64 * 1024 * 1024;
+  if (!(chunkBytes >= buf.BYTES_PER_ELEMENT)) throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceInPlace: chunkBytes must be at least one element (${buf.BYTES_PER_ELEMENT} bytes), got ${chunkBytes}`);
+  if (opts.shape && buf.byteLength > chunkBytes) throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceInPlace: a shape describes one tensor, but this one is cut into chunks of ${chunkBytes} bytes; leave shape out or raise chunkBytes`);
+  const per = Math.floor(chunkBytes / buf.BYTES_PER_ELEMENT);
+  const n = Math.max(1, Math.ceil(buf.length / per));
   const name = opts.name ?? 'allreduce';
-  const request = { name, dtype: dtypeOf(data), shape: opts.shape ?? [data.length], op: s.op, compression: s.compression };
-  return runCollective(comm, opts, { kind: 'allreduce', request, count: data.length, bytes: data.byteLength }, async (run) => {
-    const buf = data.slice() as T;
-    await ringAllreduceInPlace(run, buf, s);
-    return buf;
-  });
+  await Promise.all(Array.from({ length: n }, (_, i) => reduceOne(comm, view(buf, i * per, Math.min(per, buf.length - i * per)), n === 1 ? name : `${name}[${i}/${n}]`, opts, s)));
+  return buf;
+}
+
+function reduceOne(comm: Communicator, buf: Tensor, name: string | undefined, opts: ReduceOptions, s: ReduceSettings): Promise<void> {
+  const algorithm = chooseAlgorithm(s, buf.byteLength, comm.size);
+  const request = reduceRequest(name ?? 'allreduce', buf, opts.shape, s, algorithm);
+  return runCollective(comm, opts, { kind: 'allreduce', request, count: buf.length, bytes: buf.byteLength, named: name !== undefined }, (run) => allreduceData(run, buf, s, algorithm));
 }

@@ -1,4 +1,4 @@
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { runCollective } from './run.ts';
 import type { CollectiveOptions } from './types.ts';
 

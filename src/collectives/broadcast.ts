@@ -1,5 +1,5 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { ringBroadcast } from './ring.ts';
 import { runCollective, validate } from './run.ts';
 import { dtypeOf, type CollectiveOptions, type Tensor } from './types.ts';
@@ -12,10 +12,10 @@ export async function broadcast<T extends Tensor>(comm: Communicator, data: T, o
   if (!Number.isInteger(root) || root < 0 || root >= comm.size) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `broadcast: root ${root} is not a rank of this ring (0..${comm.size - 1})`);
   }
-  const request = { name: opts.name ?? 'broadcast', dtype: dtypeOf(data), shape: opts.shape ?? [data.length], root };
-  return runCollective(comm, opts, { kind: 'broadcast', request, count: data.length, bytes: data.byteLength }, async (run) => {
+  const request = { name: opts.name ?? 'broadcast', dtype: dtypeOf(data)!, shape: opts.shape ?? [data.length], root };
+  return runCollective(comm, opts, { kind: 'broadcast', request, count: data.length, bytes: data.byteLength, named: opts.name !== undefined }, async (run) => {
     const buf = data.slice() as T;
-    await run.phase('broadcast', () => ringBroadcast(run, buf, root, codecFor('none')));
+    await run.phase('broadcast', () => ringBroadcast(run, buf, root, codecFor('none', buf)));
     return buf;
   });
 }

@@ -79,6 +79,20 @@ function narrowRare(x: number): number {
   return sign | h;
 }
 
+/**
+ * Narrowing as IEEE arithmetic does it, for float16 tensors (not wire
+ * compression): a finite value that rounds past 65504 becomes ±Infinity, so an
+ * overflowing float16 sum shows up instead of hiding at the largest half.
+ */
+export function float32ToFloat16Ieee(src: Float32Array, dst: Uint16Array = new Uint16Array(src.length)): Uint16Array {
+  float32ToFloat16(src, dst);
+  for (let i = 0; i < dst.length; i++) {
+    // 65520 is half-way between 65504 and 65536 (Infinity) and ties to the even one, Infinity.
+    if ((dst[i] & 0x7fff) === 0x7bff && Math.abs(src[i]) >= 65520) dst[i] = (dst[i] & 0x8000) | 0x7c00;
+  }
+  return dst;
+}
+
 /** Widens half-float bit patterns back to float32 (one table lookup each). */
 export function float16ToFloat32(src: Uint16Array, dst: Float32Array = new Float32Array(src.length)): Float32Array {
   const t = table();

@@ -1,6 +1,6 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Communicator } from '../comm/communicator.ts';
-import { reduceSettings, ringAllreduceInPlace } from './allreduce.ts';
+import type { Communicator } from '../comm/interface.ts';
+import { allreduceData, chooseAlgorithm, reduceRequest, reduceSettings } from './allreduce.ts';
 import { runCollective } from './run.ts';
 import { dtypeOf, emptyLike, type ReduceOptions, type Tensor } from './types.ts';
 
@@ -59,8 +59,8 @@ export async function allreduceFused(comm: Communicator, tensors: NamedTensor[],
   }
   const seen = new Set<string>();
   for (const t of tensors) {
-    if (!(t.data instanceof Float32Array) && !(t.data instanceof Int32Array)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: tensor '${t.name}' must be a Float32Array or an Int32Array`);
+    if (!dtypeOf(t.data)) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: tensor '${t.name}' must be a Float32Array, Int32Array, Int8Array or Uint16Array (float16 bits)`);
     }
     if (seen.has(t.name)) throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: the name '${t.name}' is used twice; names identify tensors across ranks`);
     seen.add(t.name);
@@ -71,8 +71,10 @@ export async function allreduceFused(comm: Communicator, tensors: NamedTensor[],
     const first = members[0].data;
     const s = reduceSettings(first, opts, 'allreduceFused');
     const count = members.reduce((a, t) => a + t.data.length, 0);
-    const request = { name: fusedName(members.map((t) => t.name)), dtype: dtypeOf(first), shape: [count], op: s.op, compression: s.compression };
-    const out = await runCollective(comm, opts, { kind: 'allreduce', request, count, bytes: count * 4 }, async (run) => {
+    const bytes = count * first.BYTES_PER_ELEMENT;
+    const algorithm = chooseAlgorithm(s, bytes, comm.size);
+    const request = reduceRequest(fusedName(members.map((t) => t.name)), first, [count], s, algorithm);
+    const out = await runCollective(comm, opts, { kind: 'allreduce', request, count, bytes }, async (run) => {
       const buf = emptyLike(first, count);
       await run.phase('fusion-pack', async () => {
         let o = 0;
@@ -81,7 +83,7 @@ export async function allreduceFused(comm: Communicator, tensors: NamedTensor[],
           o += t.data.length;
         }
       });
-      await ringAllreduceInPlace(run, buf, s);
+      await allreduceData(run, buf, s, algorithm);
       return run.phase('fusion-unpack', async () => {
         let o = 0;
         return members.map((t) => {

@@ -1,10 +1,12 @@
 /** The collectives: pure functions over a Communicator, knowing nothing of the transport beneath. */
-export { allreduce } from './allreduce.ts';
+export { allreduce, allreduceInPlace } from './allreduce.ts';
 export { reducescatter, reducescatterRange } from './reducescatter.ts';
 export { allgather } from './allgather.ts';
 export { broadcast } from './broadcast.ts';
 export { alltoall } from './alltoall.ts';
 export { barrier } from './barrier.ts';
 export { allreduceFused, planFusion, DEFAULT_FUSION_THRESHOLD_BYTES, type NamedTensor, type FusionOptions } from './fusion.ts';
-export { float32ToFloat16, float16ToFloat32, FP16_MAX } from './fp16.ts';
+export { float32ToFloat16, float32ToFloat16Ieee, float16ToFloat32, FP16_MAX } from './fp16.ts';
+export { ResponseCache, cacheOf, DEFAULT_CACHE_CAPACITY } from './cache.ts';
 export * from './types.ts';
+export { addProcessSet, ProcessSet, MAX_PROCESS_SETS } from './process-set.ts';

@@ -1,8 +1,8 @@
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { now } from '../core/events.ts';
-import { allreduce } from './allreduce.ts';
+import { allreduce, chooseAlgorithm, reduceSettings } from './allreduce.ts';
 import { barrier } from './barrier.ts';
-import { DEFAULT_SEGMENT_BYTES, type Compression } from './types.ts';
+import { DEFAULT_SEGMENT_BYTES, type Compression, type ReduceOptions } from './types.ts';
 
 /**
  * Allreduce bandwidth as nccl-tests reports it, measured on any communicator:
@@ -31,7 +31,21 @@ export interface AllreduceMeasurement {
   fp16_speedup?: number;
   /** Seconds per timed allreduce on this rank (bandwidths use the median). */
   seconds: number[];
+  /** The algorithm 'auto' chose for this size. */
+  algorithm: string;
+  /** Median time of one allreduce as 'auto' runs it (ms). */
+  latency_ms: number;
+  /** The same tensor forced round the ring, and by recursive doubling, timed in the same loop (ms; null above LATENCY_MAX_BYTES). */
+  latency_ring_ms: number | null;
+  latency_rd_ms: number | null;
+  /** Rank 0 sends the same bytes to rank 1, which sends them back: one round trip on one link (ms). */
+  p2p_rtt_ms: number | null;
+  /** latency_ms / p2p_rtt_ms: how many link round trips one allreduce costs. */
+  latency_ratio: number | null;
 }
+
+/** Above this size the latency loop (ring and recursive doubling forced, one at a time) is left out: bandwidth rules there. */
+export const LATENCY_MAX_BYTES = 4 * 1024 * 1024;
 
 export interface MeasureOptions {
   bytes: number;
@@ -48,13 +62,13 @@ const MB = 1e6;
  * that direction), in data-channel-sized pieces tagged with collective `id`;
  * resolves when every piece has arrived and every send has been handed over.
  */
-export async function streamBytes(comm: Communicator, id: number, bytes: number, to: number | null, from: number | null, timeoutMs: number): Promise<void> {
+export async function streamBytes(comm: Communicator, id: number, bytes: number, to: number | null, from: number | null, timeoutMs: number, step = 0): Promise<void> {
   const piece = DEFAULT_SEGMENT_BYTES;
   const pieces = Math.ceil(bytes / piece);
   const data = new Uint8Array(Math.min(piece, bytes));
   const sends: Promise<void>[] = [];
-  if (to !== null) for (let j = 0; j < pieces; j++) sends.push(comm.send(to, { id, step: 0, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
-  if (from !== null) for (let j = 0; j < pieces; j++) await comm.recv(from, { id, step: 0, chunk: j }, timeoutMs);
+  if (to !== null) for (let j = 0; j < pieces; j++) sends.push(comm.send(to, { id, step, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
+  if (from !== null) for (let j = 0; j < pieces; j++) await comm.recv(from, { id, step, chunk: j }, timeoutMs);
   await Promise.all(sends);
 }
 
@@ -88,6 +102,21 @@ async function exchange(comm: Communicator, bytes: number, timeoutMs: number): P
   return (now() - t0) / 1000;
 }
 
+/** Rank 0 sends `bytes` to rank 1, which sends the same bytes back once all arrived; seconds on rank 0. */
+async function roundTrip(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
+  const id = comm.nextId();
+  if (comm.size < 2 || comm.rank > 1) return null;
+  if (comm.rank === 1) {
+    await streamBytes(comm, id, bytes, null, 0, timeoutMs);
+    await streamBytes(comm, id, bytes, 0, null, timeoutMs, 1);
+    return null;
+  }
+  const t0 = now();
+  await streamBytes(comm, id, bytes, 1, null, timeoutMs);
+  await streamBytes(comm, id, bytes, null, 1, timeoutMs, 1);
+  return (now() - t0) / 1000;
+}
+
 export async function measureAllreduce(comm: Communicator, o: MeasureOptions): Promise<AllreduceMeasurement> {
   const compression = o.compression ?? 'none';
   const timeoutMs = o.timeoutMs ?? 120_000;
@@ -104,7 +133,8 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const p2pSeconds: number[] = [];
   const seconds: number[] = [];
   const f32Seconds: number[] = [];
-  const timed = async (o: typeof opts, into: number[]) => {
+  const latencyIterations = o.iterations ?? 20;
+  const timed = async (o: ReduceOptions, into: number[]) => {
     await barrier(comm, { timeoutMs });
     const t0 = now();
     await allreduce(comm, data, o);
@@ -117,6 +147,20 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     await timed(opts, seconds);
     // fp16's speed-up is only meaningful against float32 under the same load: time both, turn about.
     if (compression === 'fp16') await timed({ ...opts, compression: 'none' }, f32Seconds);
+  }
+  // Latency: small tensors, many runs, each algorithm forced in turn and a link round trip beside them.
+  const rtt: number[] = [];
+  const ring: number[] = [];
+  const rd: number[] = [];
+  if (o.bytes <= LATENCY_MAX_BYTES) {
+    for (let i = 0; i < latencyIterations; i++) {
+      await barrier(comm, { timeoutMs });
+      const r = await roundTrip(comm, count * 4, timeoutMs);
+      if (r !== null) rtt.push(r);
+      await timed({ ...opts, name: 'bench-ring', algorithm: 'ring' }, ring);
+      await timed({ ...opts, name: 'bench-rd', algorithm: 'recursive-doubling' }, rd);
+      await timed(opts, seconds);
+    }
   }
   const typical = median(seconds);
   const p2p = p2pSeconds.length ? median(p2pSeconds) : null;
@@ -138,6 +182,12 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     ratio_bidir: bidirMBps === null ? null : round(busbw / bidirMBps, 3),
     ...(f32 === null ? {} : { f32_algbw_MBps: round(f32), fp16_speedup: round(algbw / f32, 3) }),
     seconds: seconds.map((s) => round(s, 4)),
+    algorithm: chooseAlgorithm(reduceSettings(data, opts, 'measure'), bytes, comm.size),
+    latency_ms: round(typical * 1000, 3),
+    latency_ring_ms: ring.length ? round(median(ring) * 1000, 3) : null,
+    latency_rd_ms: rd.length ? round(median(rd) * 1000, 3) : null,
+    p2p_rtt_ms: rtt.length ? round(median(rtt) * 1000, 3) : null,
+    latency_ratio: rtt.length ? round(typical / median(rtt), 3) : null,
   };
 }
 
@@ -150,4 +200,49 @@ function median(xs: number[]): number {
 function round(x: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
+}
+
+/** One size of the algorithm sweep: the median time of each algorithm, forced (ms). */
+export interface SweepPoint {
+  bytes: number;
+  ring_ms: number;
+  rd_ms: number;
+}
+
+export interface AlgorithmSweep {
+  peers: number;
+  points: SweepPoint[];
+  /** The largest size at which recursive doubling was no slower than the ring: the threshold to set. */
+  small_bytes: number;
+}
+
+/** Sizes the sweep times, 1 KiB to 4 MiB by factors of 4. */
+export const SWEEP_BYTES = [1, 4, 16, 64, 256, 1024, 4096].map((k) => k * 1024);
+
+/**
+ * Times the ring and recursive doubling, each forced, turn about at every size,
+ * to find where the ring starts to win (`DEFAULT_SMALL_BYTES` comes from this).
+ * Every rank must call it; rank 0's figures count.
+ */
+export async function measureSweep(comm: Communicator, o: { sizes?: number[]; iterations?: number; timeoutMs?: number } = {}): Promise<AlgorithmSweep> {
+  const timeoutMs = o.timeoutMs ?? 120_000;
+  const iterations = o.iterations ?? 9;
+  const points: SweepPoint[] = [];
+  for (const bytes of o.sizes ?? SWEEP_BYTES) {
+    const data = new Float32Array(Math.max(1, Math.floor(bytes / 4))).fill(comm.rank + 1);
+    const times: Record<'ring' | 'recursive-doubling', number[]> = { ring: [], 'recursive-doubling': [] };
+    for (let i = 0; i <= iterations; i++) {
+      for (const algorithm of ['ring', 'recursive-doubling'] as const) {
+        await barrier(comm, { timeoutMs });
+        const t0 = now();
+        await allreduce(comm, data, { name: `sweep-${algorithm}`, algorithm, timeoutMs });
+        // The first round warms up (and negotiates the new size): not counted.
+        if (i > 0) times[algorithm].push(now() - t0);
+      }
+    }
+    points.push({ bytes: data.byteLength, ring_ms: round(median(times.ring), 3), rd_ms: round(median(times['recursive-doubling']), 3) });
+  }
+  let small = 0;
+  for (const p of points) if (p.rd_ms <= p.ring_ms) small = p.bytes;
+  return { peers: comm.size, points, small_bytes: small };
 }

@@ -1,10 +1,19 @@
 /**
  * Negotiation, after Horovod's controller. Before any data moves, every rank
- * tells the coordinator (rank 0) what it is about to do; the coordinator
- * checks that all agree and answers everyone with one verdict:
+ * tells every other rank whether it has this collective in its response cache
+ * (cache.ts); if all have the same cached agreement, that is the verdict.
+ * Otherwise every rank tells the coordinator (rank 0) what it is about to do;
+ * the coordinator checks that all agree and answers everyone with one verdict:
  *
- *   rank r -> rank 0   {id, NEGOTIATE_STEP}   the rank's Request (JSON)
+ *   rank r -> every s  {id, CACHE_STEP}       12 bytes: a fingerprint of r's cached agreement, or MISS
+ *   rank r -> rank 0   {id, NEGOTIATE_STEP}   the rank's Request (JSON), unless all hit
  *   rank 0 -> rank r   {id, VERDICT_STEP}     {ok: true, requests} | {ok: false, code, message, detail}
+ *
+ * A rank that misses goes to the coordinator at once (it knows nobody can skip
+ * it). A rank that hits waits for every fingerprint; if one never comes within
+ * the timeout the communicator is aborted with a Timeout naming the silent
+ * ranks, so every rank, the late one included, fails alike rather than some
+ * of them moving data that nobody will answer.
  *
  * So a disagreement fails on every rank with the same error naming who sent
  * what; ranks that never show up are named by a Timeout (the stall inspector,
@@ -13,7 +22,8 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
-import type { Communicator } from '../comm/communicator.ts';
+import { cacheOf, MISS, sameBytes } from './cache.ts';
+import type { Communicator } from '../comm/interface.ts';
 
 export interface Request {
   name: string;
@@ -23,40 +33,52 @@ export interface Request {
   op?: string;
   root?: number;
   compression?: string;
+  prescale?: number;
+  postscale?: number;
+  algorithm?: string;
   /** Per-rank facts that may differ between ranks (alltoall splits, for instance). */
   extra?: number[];
 }
 
 export const NEGOTIATE_STEP = 0xfffffff0;
 export const VERDICT_STEP = 0xfffffff1;
+export const CACHE_STEP = 0xfffffff2;
 
 type Verdict = { ok: true; requests: Request[] } | { ok: false; code: string; message: string; detail: Record<string, unknown> };
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-export function describe(r: Request): string {
+export function describe(r: Request, withAlgorithm = false): string {
+  if (r.kind === 'process-set') return `process-set '${r.name}' of ranks [${r.shape.join(', ')}]`;
   const parts = [`${r.kind} '${r.name}' ${r.dtype}[${r.shape.join('x')}]`];
   if (r.op) parts.push(`op=${r.op}`);
   if (r.root !== undefined) parts.push(`root=${r.root}`);
   if (r.compression && r.compression !== 'none') parts.push(`compression=${r.compression}`);
+  if (r.prescale !== undefined && r.prescale !== 1) parts.push(`prescale=${r.prescale}`);
+  if (r.postscale !== undefined && r.postscale !== 1) parts.push(`postscale=${r.postscale}`);
+  if (withAlgorithm && r.algorithm) parts.push(`algorithm=${r.algorithm}`);
   return parts.join(' ');
 }
 
 /** The mismatch error, or null when every request agrees on what must agree. */
 function check(id: number, requests: Request[], varyingShape: boolean): Verdict {
-  const signature = (r: Request) => JSON.stringify([r.name, r.kind, r.dtype, r.op, r.root, r.compression, varyingShape ? null : r.shape]);
+  // Where sizes may differ per rank (allgather, alltoall) only the first dimension may: the rest must agree.
+  const shapeKey = (r: Request) => (varyingShape ? [r.shape.length, ...r.shape.slice(1)] : r.shape);
+  const signature = (r: Request) => JSON.stringify([r.name, r.kind, r.dtype, r.op, r.root, r.compression, r.prescale ?? 1, r.postscale ?? 1, r.algorithm, shapeKey(r)]);
   const groups = new Map<string, number[]>();
   requests.forEach((r, rank) => {
     const s = signature(r);
     groups.set(s, [...(groups.get(s) ?? []), rank]);
   });
   if (groups.size === 1) return { ok: true, requests };
-  const said = [...groups.values()].map((ranks) => `rank${ranks.length > 1 ? 's' : ''} ${ranks.join(',')} sent ${describe(requests[ranks[0]])}`);
+  // The algorithm follows from the size and options; name it only where it is what differs.
+  const algorithms = new Set(requests.map((r) => r.algorithm)).size > 1;
+  const said = [...groups.values()].map((ranks) => `rank${ranks.length > 1 ? 's' : ''} ${ranks.join(',')} sent ${describe(requests[ranks[0]], algorithms)}`);
   return {
     ok: false,
     code: ErrorCode.Mismatch,
-    message: `collective #${id}: ranks disagree: ${said.join('; ')}. Every rank must call the same collectives in the same order with the same name, op, dtype and shape`,
+    message: `collective #${id}: ranks disagree: ${said.join('; ')}. Every rank must call the same collectives in the same order with the same name, op, dtype, scale factors and shape${varyingShape ? ' (all dimensions but the first)' : ''}`,
     detail: { id, requests: requests.map((r, rank) => ({ rank, ...r })) },
   };
 }
@@ -70,6 +92,43 @@ export interface NegotiateOptions {
 /** Agrees on `mine` with every rank; resolves with every rank's request, in rank order. */
 export async function negotiate(comm: Communicator, id: number, mine: Request, o: NegotiateOptions): Promise<Request[]> {
   if (comm.size === 1) return [mine];
+  const cache = cacheOf(comm);
+  const hit = cache.lookup(comm.rank, mine);
+  const mark = hit ? hit.fingerprint : MISS;
+  const cacheTag = { id, step: CACHE_STEP, chunk: 0 };
+  const others = Array.from({ length: comm.size }, (_, r) => r).filter((r) => r !== comm.rank);
+  for (const r of others) comm.send(r, cacheTag, mark).catch(() => {}); // a lost peer aborts the communicator anyway
+  if (hit) {
+    const marks = await gatherMarks(comm, id, mine.name, others, cacheTag, o.timeoutMs);
+    if (marks.every((m) => sameBytes(m, mark))) {
+      cache.touch(mine, hit);
+      return hit.requests;
+    }
+  } else {
+    // Nobody can skip the coordinator now; take the others' marks as they come so none lingers.
+    for (const r of others) comm.recv(r, cacheTag).catch(() => {});
+  }
+  const requests = await negotiateWithCoordinator(comm, id, mine, o);
+  cache.store(requests);
+  return requests;
+}
+
+/** Every other rank's cache mark; a silence past the timeout aborts the communicator, naming the silent ranks. */
+async function gatherMarks(comm: Communicator, id: number, name: string, others: number[], tag: { id: number; step: number; chunk: number }, timeoutMs: number): Promise<Uint8Array[]> {
+  const got = new Map<number, Uint8Array>();
+  const missing = () => others.filter((r) => !got.has(r));
+  const settled = await stallWatch(comm, id, name, missing, Promise.allSettled(others.map((r) => comm.recv(r, tag, timeoutMs).then((m) => void got.set(r, m)))), timeoutMs);
+  const other = settled.find((s) => s.status === 'rejected' && (s.reason as RingtrainError).code !== ErrorCode.Timeout);
+  if (other) throw (other as PromiseRejectedResult).reason;
+  const silent = missing();
+  if (silent.length > 0) {
+    comm.abort(new RingtrainError(ErrorCode.Timeout, `collective #${id} '${name}': rank(s) ${silent.join(', ')} never answered within ${timeoutMs} ms (stalled, crashed, or calling a different sequence of collectives); the communicator is aborted so that no rank waits on data that will not come`, { id, waitingFor: silent, timeoutMs }));
+    throw comm.error;
+  }
+  return others.map((r) => got.get(r)!);
+}
+
+async function negotiateWithCoordinator(comm: Communicator, id: number, mine: Request, o: NegotiateOptions): Promise<Request[]> {
   const ask = { id, step: NEGOTIATE_STEP, chunk: 0 };
   const answer = { id, step: VERDICT_STEP, chunk: 0 };
   let verdict: Verdict;

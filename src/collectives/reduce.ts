@@ -1,21 +1,25 @@
+import { float16ToFloat32, float32ToFloat16Ieee } from './fp16.ts';
 import type { ReduceOp, Tensor } from './types.ts';
 
 /**
  * Element-wise reductions on the CPU: `dst[i] = dst[i] op src[i]`. One tight
  * loop per op, because a generic callback per element costs several times more.
- * int32 sums and products wrap around like C's int32_t.
+ * Integer sums and products wrap around like C's int32_t / int8_t (the typed
+ * array's store does the wrapping; int32 products need Math.imul to stay exact).
+ * float16 computes in float32 and rounds back once per pair, as Horovod's CPU
+ * path does; every op here is commutative, so partners that combine the same
+ * two operands in either order get the same bits.
  */
 export function reduceInto(op: ReduceOp, dst: Tensor, src: Tensor): void {
+  if (dst instanceof Uint16Array) return reduceHalf(op, dst, src as Uint16Array);
   const n = dst.length;
-  const isInt = dst instanceof Int32Array;
   switch (op) {
     case 'sum':
     case 'average':
-      if (isInt) for (let i = 0; i < n; i++) dst[i] = (dst[i] + src[i]) | 0;
-      else for (let i = 0; i < n; i++) dst[i] += src[i];
+      for (let i = 0; i < n; i++) dst[i] += src[i];
       return;
     case 'product':
-      if (isInt) for (let i = 0; i < n; i++) dst[i] = Math.imul(dst[i], src[i]);
+      if (dst instanceof Int32Array) for (let i = 0; i < n; i++) dst[i] = Math.imul(dst[i], src[i]);
       else for (let i = 0; i < n; i++) dst[i] *= src[i];
       return;
     case 'min':
@@ -34,13 +38,48 @@ export function reduceInto(op: ReduceOp, dst: Tensor, src: Tensor): void {
   }
 }
 
-/** Multiplies in place (float32 only; callers reject scaling of int32). */
-export function scaleInPlace(t: Float32Array, factor: number): void {
-  if (factor === 1) return;
-  for (let i = 0; i < t.length; i++) t[i] *= factor;
+/** Float32 scratch for float16 arithmetic; grows to the largest segment seen and is reused. */
+let wideA = new Float32Array(0);
+let wideB = new Float32Array(0);
+function wide(n: number): [Float32Array, Float32Array] {
+  if (wideA.length < n) {
+    wideA = new Float32Array(n);
+    wideB = new Float32Array(n);
+  }
+  return [wideA.subarray(0, n), wideB.subarray(0, n)];
 }
 
-/** int32 average: the sum divided by the number of ranks, rounded toward zero. */
-export function divideIntInPlace(t: Int32Array, divisor: number): void {
+function reduceHalf(op: ReduceOp, dst: Uint16Array, src: Uint16Array): void {
+  const [a, b] = wide(dst.length);
+  float16ToFloat32(dst, a);
+  float16ToFloat32(src, b);
+  reduceInto(op, a, b);
+  float32ToFloat16Ieee(a, dst);
+}
+
+/**
+ * Multiplies in place, the way Horovod scales: float32 as float32, float16
+ * in float32 and rounded back, integers in float64 and truncated toward zero
+ * (stored with the same wrap-around as integer sums).
+ */
+export function scaleInPlace(t: Tensor, factor: number): void {
+  if (factor === 1) return;
+  if (t instanceof Uint16Array) {
+    const [a] = wide(t.length);
+    float16ToFloat32(t, a);
+    const f = Math.fround(factor);
+    for (let i = 0; i < a.length; i++) a[i] *= f;
+    float32ToFloat16Ieee(a, t);
+    return;
+  }
+  if (t instanceof Float32Array) {
+    for (let i = 0; i < t.length; i++) t[i] *= factor;
+    return;
+  }
+  for (let i = 0; i < t.length; i++) t[i] = Math.trunc(t[i] * factor);
+}
+
+/** Integer average: the sum divided by the number of ranks, rounded toward zero. */
+export function divideIntInPlace(t: Int32Array | Int8Array, divisor: number): void {
   for (let i = 0; i < t.length; i++) t[i] = Math.trunc(t[i] / divisor);
 }

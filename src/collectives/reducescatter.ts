@@ -1,26 +1,31 @@
-import type { Communicator } from '../comm/communicator.ts';
-import { finish, reduceSettings } from './allreduce.ts';
-import { splitEven } from './partition.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { Communicator } from '../comm/interface.ts';
+import { finish, reduceRequest, reduceSettings } from './allreduce.ts';
+import { splitEven, type Range } from './partition.ts';
 import { scaleInPlace } from './reduce.ts';
 import { ringReduceScatter } from './ring.ts';
 import { runCollective, validate } from './run.ts';
-import { dtypeOf, type ReduceOptions, type Tensor } from './types.ts';
+import { rowElements, type ReduceOptions, type Tensor } from './types.ts';
 import { codecFor } from './wire.ts';
 
 /**
  * Reduce-scatter: op over all ranks' `data`, of which this rank gets its
- * share: elements are split evenly in rank order, the first
- * `length % size` ranks getting one more (`reducescatterRange` tells which).
+ * share. As in Horovod, the tensor is split along its first dimension: rank r
+ * gets rows [r*q + min(r, m), ...) where q = rows / size and the first
+ * m = rows % size ranks get one row more (`reducescatterRange` tells which
+ * elements). A scalar cannot be split and is refused.
  */
 export async function reducescatter<T extends Tensor>(comm: Communicator, data: T, opts: ReduceOptions = {}): Promise<T> {
   validate(comm, data, opts, 'reducescatter');
   const s = reduceSettings(data, opts, 'reducescatter');
-  const request = { name: opts.name ?? 'reducescatter', dtype: dtypeOf(data), shape: opts.shape ?? [data.length], op: s.op, compression: s.compression };
-  return runCollective(comm, opts, { kind: 'reducescatter', request, count: data.length, bytes: data.byteLength }, async (run) => {
+  const shape = opts.shape ?? [data.length];
+  if (shape.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'reducescatter: a scalar (shape []) has no first dimension to split over the ranks; give it shape [1] or use allreduce');
+  const request = reduceRequest(opts.name ?? 'reducescatter', data, shape, s);
+  return runCollective(comm, opts, { kind: 'reducescatter', request, count: data.length, bytes: data.byteLength, named: opts.name !== undefined }, async (run) => {
     const buf = data.slice() as T;
-    if (buf instanceof Float32Array) scaleInPlace(buf, s.prescale);
-    const chunks = splitEven(buf.length, comm.size);
-    await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codecFor(s.compression)));
+    scaleInPlace(buf, s.prescale);
+    const chunks = rowChunks(shape, comm.size);
+    await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codecFor(s.compression, buf)));
     const mine = chunks[comm.rank];
     const out = buf.slice(mine.offset, mine.offset + mine.count) as T;
     finish(out, s, comm.size);
@@ -28,7 +33,13 @@ export async function reducescatter<T extends Tensor>(comm: Communicator, data: 
   });
 }
 
-/** Which elements of the full tensor `rank` receives from reducescatter. */
-export function reducescatterRange(length: number, size: number, rank: number): { offset: number; count: number } {
-  return splitEven(length, size)[rank];
+/** Each rank's elements: whole rows of the first dimension, split as evenly as they go. */
+function rowChunks(shape: number[], size: number): Range[] {
+  const per = rowElements(shape);
+  return splitEven(shape[0], size).map((r) => ({ offset: r.offset * per, count: r.count * per }));
+}
+
+/** Which elements of the full tensor `rank` receives from reducescatter (shape defaults to [length]). */
+export function reducescatterRange(length: number, size: number, rank: number, shape: number[] = [length]): Range {
+  return rowChunks(shape, size)[rank];
 }

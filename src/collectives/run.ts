@@ -1,10 +1,9 @@
 import { ErrorCode, RingtrainError, isRingtrainError } from '../core/errors.ts';
 import { now, type Phase } from '../core/events.ts';
-import type { Communicator } from '../comm/communicator.ts';
-import type { Tag } from '../comm/frame.ts';
+import type { Communicator, Tag } from '../comm/interface.ts';
 import { negotiate, type Request } from './negotiate.ts';
 import type { Range } from './partition.ts';
-import { DEFAULT_SEGMENT_BYTES, DEFAULT_TIMEOUT_MS, type CollectiveOptions, type Tensor } from './types.ts';
+import { DEFAULT_SEGMENT_BYTES, DEFAULT_TIMEOUT_MS, dtypeOf, type CollectiveOptions, type Tensor } from './types.ts';
 import type { Codec } from './wire.ts';
 
 /**
@@ -59,12 +58,12 @@ export class Run {
     }
   }
 
-  /** chunk-send / chunk-recv events; values only in teaching mode. */
+  /** chunk-send / chunk-recv events; values only when the bus asks for them (teaching mode). */
   chunkEvent(kind: 'chunk-send' | 'chunk-recv', phase: Phase, step: number, from: number, to: number, chunk: number, seg: Range, bytes: number, values?: Tensor, result?: Tensor): void {
     const ev = this.comm.events;
     if (!ev.active) return;
     const base = { t: now(), rank: this.comm.rank, id: this.id, phase, step, from, to, chunk, offset: seg.offset, count: seg.count, bytes };
-    const teach = this.comm.teaching;
+    const teach = ev.withValues;
     if (kind === 'chunk-send') ev.emit({ type: kind, ...base, values: teach && values ? Array.from(values) : undefined });
     else ev.emit({ type: kind, ...base, values: teach && values ? Array.from(values) : undefined, result: teach && result ? Array.from(result) : undefined });
   }
@@ -76,10 +75,37 @@ export interface Begin {
   count: number;
   bytes: number;
   varyingShape?: boolean;
+  /** The caller named it: a second one of that name while it runs is an error (Horovod's duplicate-name check). */
+  named?: boolean;
+}
+
+/** Names of the collectives running on each communicator (explicitly named ones only). */
+const running = new WeakMap<Communicator, Set<string>>();
+
+function claimName(comm: Communicator, begin: Begin): () => void {
+  if (!begin.named) return () => {};
+  let names = running.get(comm);
+  if (!names) running.set(comm, (names = new Set()));
+  const name = begin.request.name;
+  if (names.has(name)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${begin.kind}: a collective named '${name}' is still running on rank ${comm.rank}; two concurrent collectives need different names (await the first, or rename one)`, { name, rank: comm.rank });
+  }
+  names.add(name);
+  return () => names.delete(name);
 }
 
 export async function runCollective<T>(comm: Communicator, opts: CollectiveOptions, begin: Begin, body: (run: Run, requests: Request[]) => Promise<T>): Promise<T> {
   if (comm.error) throw comm.error;
+  // Before taking an id: a refused call must leave the ids of later collectives in step.
+  const release = claimName(comm, begin);
+  try {
+    return await runClaimed(comm, opts, begin, body);
+  } finally {
+    release();
+  }
+}
+
+async function runClaimed<T>(comm: Communicator, opts: CollectiveOptions, begin: Begin, body: (run: Run, requests: Request[]) => Promise<T>): Promise<T> {
   const run = new Run(comm, comm.nextId(), begin.request.name, opts);
   const ev = comm.events;
   if (ev.active) {
@@ -107,8 +133,8 @@ export async function runCollective<T>(comm: Communicator, opts: CollectiveOptio
 
 /** Checks shared by every collective's arguments. */
 export function validate(comm: Communicator, data: unknown, opts: CollectiveOptions, what: string): asserts data is Tensor {
-  if (!(data instanceof Float32Array) && !(data instanceof Int32Array)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: the tensor must be a Float32Array or an Int32Array, got ${Object.prototype.toString.call(data)}`);
+  if (!dtypeOf(data)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: the tensor must be a Float32Array, Int32Array, Int8Array or Uint16Array (float16 bits), got ${Object.prototype.toString.call(data)}`);
   }
   if (opts.segmentBytes !== undefined && !(Number.isFinite(opts.segmentBytes) && opts.segmentBytes >= 2)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: segmentBytes must be a number >= 2, got ${opts.segmentBytes}`);
@@ -116,10 +142,11 @@ export function validate(comm: Communicator, data: unknown, opts: CollectiveOpti
   if (opts.timeoutMs !== undefined && !(Number.isFinite(opts.timeoutMs) && opts.timeoutMs > 0)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: timeoutMs must be a positive number, got ${opts.timeoutMs}`);
   }
+  const length = (data as Tensor).length;
   if (opts.shape) {
-    const n = opts.shape.reduce((a, b) => a * b, 1);
-    if (!opts.shape.every((d) => Number.isInteger(d) && d >= 0) || n !== data.length) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: shape [${opts.shape.join(', ')}] does not describe ${data.length} elements`);
+    const n = Array.isArray(opts.shape) ? opts.shape.reduce((a, b) => a * b, 1) : NaN;
+    if (!Array.isArray(opts.shape) || !opts.shape.every((d) => Number.isInteger(d) && d >= 0) || n !== length) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: shape ${JSON.stringify(opts.shape)} does not describe ${length} elements`);
     }
   }
   if (comm.error) throw comm.error;

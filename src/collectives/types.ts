@@ -3,11 +3,26 @@
 export type ReduceOp = 'sum' | 'average' | 'min' | 'max' | 'product';
 export const REDUCE_OPS: readonly ReduceOp[] = ['sum', 'average', 'min', 'max', 'product'];
 
-export type DType = 'float32' | 'int32';
-export type Tensor = Float32Array | Int32Array;
+/**
+ * Element types. float16 tensors are `Uint16Array`s of IEEE half-float bit
+ * patterns (Node 20 has no Float16Array; `float32ToFloat16` makes them), and
+ * reductions on them compute in float32 and round back, as Horovod does on CPUs.
+ */
+export type DType = 'float32' | 'int32' | 'float16' | 'int8';
+export const DTYPES: readonly DType[] = ['float32', 'int32', 'float16', 'int8'];
+export type Tensor = Float32Array | Int32Array | Uint16Array | Int8Array;
 
 /** 'fp16': float32 tensors travel as float16 (half the bytes). */
 export type Compression = 'none' | 'fp16';
+
+/**
+ * How allreduce moves data. 'ring': reduce-scatter then allgather, 2(N-1)
+ * steps, bandwidth-optimal for large tensors. 'recursive-doubling': log2(N)
+ * steps of whole-tensor exchanges (two more for a non-power-of-two N), the
+ * fewest hops for small tensors. 'auto' picks by size (`smallBytes`).
+ */
+export type Algorithm = 'auto' | 'ring' | 'recursive-doubling';
+export const ALGORITHMS: readonly Algorithm[] = ['auto', 'ring', 'recursive-doubling'];
 
 export interface CollectiveOptions {
   /** The tensor's name; every rank must use the same one (negotiation checks). */
@@ -22,21 +37,59 @@ export interface CollectiveOptions {
 
 export interface ReduceOptions extends CollectiveOptions {
   op?: ReduceOp;
-  /** Multiply the input by this before reducing (float32 only). */
+  /**
+   * Multiply the input by this before reducing. Every rank must give the same
+   * factor. Integer tensors are scaled in float64 and truncated toward zero;
+   * float16 ones in float32.
+   */
   prescale?: number;
-  /** Multiply the result by this after reducing (float32 only). */
+  /** Multiply the result by this after reducing (same rules as prescale). */
   postscale?: number;
   compression?: Compression;
+  /** Allreduce only: the data-movement algorithm (default 'auto'). */
+  algorithm?: Algorithm;
+  /** With algorithm 'auto': tensors of at most this many bytes use recursive doubling. */
+  smallBytes?: number;
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 /** One data-channel message worth of payload: big enough to keep WebRTC busy, small enough to pipeline. */
 export const DEFAULT_SEGMENT_BYTES = 256 * 1024 - 16;
+/**
+ * Up to this size 'auto' allreduce uses recursive doubling. Set from
+ * `ringtrain bench allreduce --sweep --peers 4 --transport webrtc` on the
+ * project's 2-core machine (median ms, ring / recursive doubling): 16 KiB
+ * 16.2 / 14.5, 64 KiB 27.2 / 18.3, 256 KiB 66.2 / 109.1: the ring wins from
+ * somewhere between 64 and 256 KiB.
+ */
+export const DEFAULT_SMALL_BYTES = 64 * 1024;
 
-export function dtypeOf(t: Tensor): DType {
-  return t instanceof Float32Array ? 'float32' : 'int32';
+const DTYPE_OF = new Map<unknown, DType>([
+  [Float32Array, 'float32'],
+  [Int32Array, 'int32'],
+  [Uint16Array, 'float16'],
+  [Int8Array, 'int8'],
+]);
+
+/** The dtype of a supported tensor, or null for anything else. */
+export function dtypeOf(t: unknown): DType | null {
+  return (t !== null && typeof t === 'object' && DTYPE_OF.get(t.constructor)) || null;
 }
 
-export function emptyLike(t: Tensor, length: number): Tensor {
-  return t instanceof Float32Array ? new Float32Array(length) : new Int32Array(length);
+export function isIntegerDtype(d: DType): boolean {
+  return d === 'int32' || d === 'int8';
+}
+
+export function emptyLike<T extends Tensor>(t: T, length: number): T {
+  return new (t.constructor as new (n: number) => T)(length);
+}
+
+/** A view of `t`'s elements [offset, offset + count) (no copy). */
+export function view<T extends Tensor>(t: T, offset: number, count: number): T {
+  return t.subarray(offset, offset + count) as T;
+}
+
+/** Elements per first-dimension row of `shape` (1 for a 1-D shape). */
+export function rowElements(shape: number[]): number {
+  return shape.slice(1).reduce((a, b) => a * b, 1);
 }

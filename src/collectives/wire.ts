@@ -25,16 +25,21 @@ function aligned(p: Uint8Array, bytes: number): Uint8Array {
   return p.byteOffset % bytes === 0 ? p : p.slice();
 }
 
-const raw: Codec = {
-  bytesPerElement: 4,
-  lossy: false,
-  encode: (src) => new Uint8Array(src.buffer, src.byteOffset, src.byteLength),
-  decode(payload, like) {
-    const p = aligned(payload, 4);
-    const n = p.byteLength / 4;
-    return like instanceof Float32Array ? new Float32Array(p.buffer, p.byteOffset, n) : new Int32Array(p.buffer, p.byteOffset, n);
-  },
-};
+type TensorView = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => Tensor;
+
+function rawCodec(bytesPerElement: number): Codec {
+  return {
+    bytesPerElement,
+    lossy: false,
+    encode: (src) => new Uint8Array(src.buffer, src.byteOffset, src.byteLength),
+    decode(payload, like) {
+      const p = aligned(payload, bytesPerElement);
+      return new (like.constructor as TensorView)(p.buffer, p.byteOffset, p.byteLength / bytesPerElement);
+    },
+  };
+}
+
+const RAW = new Map([1, 2, 4].map((n) => [n, rawCodec(n)]));
 
 const fp16: Codec = {
   bytesPerElement: 2,
@@ -49,8 +54,9 @@ const fp16: Codec = {
   },
 };
 
-export function codecFor(compression: Compression): Codec {
-  return compression === 'fp16' ? fp16 : raw;
+/** The codec for tensors like `like` (fp16 compression applies to float32 only; callers check). */
+export function codecFor(compression: Compression, like: Tensor): Codec {
+  return compression === 'fp16' && like instanceof Float32Array ? fp16 : RAW.get(like.BYTES_PER_ELEMENT)!;
 }
 
 /** Rounds `t` through the wire format in place, so the owner of a chunk keeps exactly what the others receive. */

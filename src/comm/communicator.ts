@@ -1,41 +1,13 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
-import { decodeFrame, encodeFrames, FrameKind, Reassembler, tagKey, type Tag } from './frame.ts';
+import { decodeFrame, encodeFrames, FrameKind, Reassembler, tagKey } from './frame.ts';
+import type { Communicator, Tag } from './interface.ts';
 import type { Link } from './link.ts';
 
-/**
- * What collectives take: who I am, who else there is, and tagged, ordered
- * messages to and from every other rank. Collectives know nothing else of the
- * transport.
- */
-export interface Communicator {
-  readonly rank: number;
-  readonly size: number;
-  readonly events: EventBus;
-  /** Teaching mode: collectives attach the values they move to their events. */
-  readonly teaching: boolean;
-  /** Queue `payload` (copied at once) for `peer`; resolves when it was handed to the transport. */
-  send(peer: number, tag: Tag, payload: Uint8Array): Promise<void>;
-  /** The message `peer` sent with `tag`. Rejects with Timeout after `timeoutMs`, PeerLost if the peer goes. */
-  recv(peer: number, tag: Tag, timeoutMs?: number): Promise<Uint8Array>;
-  /** The id of the next collective; every rank calls collectives in the same order, so ids agree. */
-  nextId(): number;
-  /** Fail everything pending here and on every other rank with `err`. */
-  abort(err: RingtrainError): void;
-  /** The error this communicator was aborted with, if any. */
-  readonly error: RingtrainError | null;
-  /**
-   * Leave cleanly: pending receives fail at once, bytes already queued still
-   * go out, then a goodbye that every peer acknowledges (so nothing sent
-   * before it is lost), then the links close. Resolves when they have.
-   */
-  close(): Promise<void>;
-  readonly stats: { bytesSent: number; bytesReceived: number };
-}
+export type { Communicator } from './interface.ts';
 
 export interface CommunicatorOptions {
   events?: EventBus;
-  teaching?: boolean;
   /** Send a heartbeat to a quiet peer this often (ms). */
   heartbeatMs?: number;
   /** A peer silent this long (ms) is lost; 0 turns heartbeats off (memory links report closes directly). */
@@ -74,7 +46,6 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** A Communicator over one Link per other rank (a full mesh). */
 export class LinkCommunicator implements Communicator {
   readonly events: EventBus;
-  readonly teaching: boolean;
   readonly stats = { bytesSent: 0, bytesReceived: 0 };
   private opts: typeof DEFAULTS;
   private arrived = new Map<string, Uint8Array>();
@@ -116,7 +87,6 @@ export class LinkCommunicator implements Communicator {
       }
     }
     this.events = options.events ?? new EventBus();
-    this.teaching = options.teaching ?? false;
     this.opts = { ...DEFAULTS, ...stripUndefined(options) };
     const t = now();
     for (const [peer, link] of links) {

@@ -12,6 +12,9 @@
  *   u32 step     ring step (or a control slot such as negotiation)
  *   u32 chunk    chunk or segment index within the step
  */
+import type { Tag } from './interface.ts';
+
+export type { Tag } from './interface.ts';
 
 /** libwebrtc's default data-channel message limit; nothing on the wire is bigger. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
@@ -23,12 +26,6 @@ export type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 
 const LAST_FRAGMENT = 1;
 
-/** Which message a payload belongs to. Collectives name every message they send with one. */
-export interface Tag {
-  id: number;
-  step: number;
-  chunk: number;
-}
 
 export interface Frame extends Tag {
   kind: FrameKind;

@@ -13,6 +13,7 @@ export type Phase =
   | 'allgather'
   | 'broadcast'
   | 'alltoall'
+  | 'recursive-doubling'
   | 'barrier'
   | 'fusion-pack'
   | 'fusion-unpack';
@@ -26,7 +27,7 @@ export type RingEvent =
   /**
    * One chunk leaves `from` for `to`. `chunk` is the ring chunk index (which
    * 1/N of the tensor), `step` the ring step within the phase. `values` is set
-   * only when the communicator is asked to (teaching mode: small vectors).
+   * only when the event bus asks for values (teaching mode: small vectors).
    */
   | { type: 'chunk-send'; t: number; rank: number; id: number; phase: Phase; step: number; from: number; to: number; chunk: number; offset: number; count: number; bytes: number; values?: number[] }
   | { type: 'chunk-recv'; t: number; rank: number; id: number; phase: Phase; step: number; from: number; to: number; chunk: number; offset: number; count: number; bytes: number; values?: number[]; result?: number[] }
@@ -47,6 +48,15 @@ export type Listener = (e: RingEvent) => void;
 /** A tiny synchronous emitter. Listeners must not throw; if one does, it is removed and the error logged. */
 export class EventBus {
   private listeners = new Set<Listener>();
+  /**
+   * Whether chunk events carry the numbers they move (`values`, `result`):
+   * the page's teaching mode asks for them on small vectors; everyone else
+   * leaves them off, since copying every gradient into events costs.
+   */
+  readonly withValues: boolean;
+  constructor(options: { withValues?: boolean } = {}) {
+    this.withValues = options.withValues ?? false;
+  }
   on(listener: Listener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);

@@ -4,19 +4,9 @@
  * (mulberry32: 32-bit state, integer-only arithmetic) instead of Math.random.
  */
 
-/** A generator of floats in [0, 1) from a 32-bit seed. */
-export type Random = () => number;
+import { mulberry32, type Random } from '../core/random.ts';
 
-export function mulberry32(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32, type Random } from '../core/random.ts';
 
 /**
  * Mixes several integers (seed, epoch, …) into one 32-bit seed, so that

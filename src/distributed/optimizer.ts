@@ -1,7 +1,7 @@
 /**
  * DistributedOptimizer: Horovod's wrapper, over our flat buffers. After each
- * forward/backward it reads the model's flat gradient buffer, averages it
- * over every rank with a fused ring-allreduce, writes it back and lets the
+ * forward/backward it reads the model's flat gradient buffer, averages it in
+ * place over every rank (allreduceInPlace), writes it back and lets the
  * wrapped optimizer step. Because every rank starts from the same weights
  * (broadcastParameters) and applies the same averaged gradient, the weights
  * stay identical on every rank without ever being sent again.
@@ -11,8 +11,9 @@
  * knob for slow links).
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Communicator } from '../comm/communicator.ts';
-import { allreduceFused, DEFAULT_FUSION_THRESHOLD_BYTES } from '../collectives/fusion.ts';
+import type { Communicator } from '../comm/interface.ts';
+import { allreduceInPlace } from '../collectives/allreduce.ts';
+import { DEFAULT_FUSION_THRESHOLD_BYTES } from '../collectives/fusion.ts';
 import type { Compression, ReduceOp } from '../collectives/types.ts';
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
@@ -45,6 +46,7 @@ export class DistributedOptimizer {
   private readonly timeoutMs: number | undefined;
   private accumulated: Float32Array | null = null;
   private passes = 0;
+  private gradName: string | null = null;
 
   constructor(
     private comm: Communicator,
@@ -102,25 +104,29 @@ export class DistributedOptimizer {
   }
 
   private async allreduceGradients(flat: Float32Array): Promise<Float32Array> {
-    // One named tensor per layer entry: negotiation checks names and shapes,
-    // and fusion packs them back into as few collectives as the threshold allows.
-    const tensors = this.model.layout.map((e) => ({ name: e.name, data: flat.subarray(e.offset, e.offset + e.length) }));
+    // The flat buffer is reduced where it lies (chunks of the fusion threshold, no packing or
+    // unpacking). Its name carries the layout, so ranks with different models fail negotiation.
     const passes = this.backwardPassesPerStep;
-    const results = await allreduceFused(this.comm, tensors, {
+    await allreduceInPlace(this.comm, flat, {
+      name: this.gradientsName,
       op: this.op,
       compression: this.compression,
-      thresholdBytes: this.fusionThresholdBytes,
+      chunkBytes: this.fusionThresholdBytes,
       // Summed passes become their mean here, so one step of k passes equals one pass over k batches.
       prescale: passes > 1 ? 1 / passes : undefined,
       timeoutMs: this.timeoutMs,
     });
-    const out = new Float32Array(flat.length); // padding between tensors stays zero
-    this.model.layout.forEach((e, i) => {
-      const r = results[i] as Float32Array;
-      checkFinite(e.name, r);
-      out.set(r, e.offset);
-    });
-    return out;
+    for (const e of this.model.layout) checkFinite(e.name, flat.subarray(e.offset, e.offset + e.length));
+    return flat;
+  }
+
+  /** 'gradients' plus a hash of the layout (names, shapes, offsets): equal on ranks that train the same model. */
+  private get gradientsName(): string {
+    if (this.gradName) return this.gradName;
+    const text = JSON.stringify(this.model.layout.map((e) => [e.name, e.offset, e.length]));
+    let h = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    return (this.gradName = `gradients (${this.model.layout.length} tensors, layout #${(h >>> 0).toString(16)})`);
   }
 }
 

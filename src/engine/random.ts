@@ -1,16 +1,8 @@
 /** Seeded randomness for initialisation: the same seed gives the same model in every runtime. */
+import { mulberry32 } from '../core/random.ts';
 
-/** mulberry32: a small, fast 32-bit generator; uniform in [0, 1). */
-export function seededUniform(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Uniform in [0, 1) from a seed: the project's one generator (src/core/random.ts). */
+export const seededUniform: (seed: number) => () => number = mulberry32;
 
 /** Standard normal samples (Box–Muller) from a seeded uniform source. */
 export function seededNormal(seed: number): () => number {

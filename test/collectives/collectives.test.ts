@@ -4,7 +4,7 @@ import { createMemoryRing } from '../../src/comm/rings.ts';
 import {
   allgather, allreduce, allreduceFused, alltoall, barrier, broadcast, planFusion, reducescatter, reducescatterRange,
 } from '../../src/collectives/index.ts';
-import type { RingEvent } from '../../src/core/events.ts';
+import { EventBus, type RingEvent } from '../../src/core/events.ts';
 import { input, reference } from './reference.ts';
 
 const SEG = 12; // bytes: 3 elements per segment, so every path is multi-segment
@@ -165,11 +165,12 @@ describe('overlapping collectives', () => {
 });
 
 describe('events', () => {
-  it('reports phases and every chunk with values in teaching mode', async () => {
-    const comms = createMemoryRing(3, { teaching: true });
+  it('reports phases and every chunk with values when the bus asks for them (teaching mode)', async () => {
+    const bus = new EventBus({ withValues: true });
+    const comms = createMemoryRing(3, { events: bus });
     const events: RingEvent[] = [];
-    comms[1].events.on((e) => events.push(e));
-    await Promise.all(comms.map((c, r) => allreduce(c, Float32Array.from([r, r, r, r, r, r]), { name: 'teach' })));
+    bus.on((e) => e.rank === 1 && events.push(e));
+    await Promise.all(comms.map((c, r) => allreduce(c, Float32Array.from([r, r, r, r, r, r]), { name: 'teach', algorithm: 'ring' })));
     const types = events.map((e) => e.type);
     expect(types[0]).toBe('collective-begin');
     expect(types.at(-1)).toBe('collective-end');

@@ -89,7 +89,7 @@ function ringWithLinks(size: number, options = {}) {
 }
 
 describe('a peer that goes away', () => {
-  it('mid-allreduce: every survivor fails with PeerLost naming it', async () => {
+  it('mid-allreduce (ring): every survivor fails with PeerLost naming it', async () => {
     const size = 5;
     const { comms, kill } = ringWithLinks(size);
     let killed = false;
@@ -99,7 +99,7 @@ describe('a peer that goes away', () => {
         kill(3);
       }
     });
-    const out = await settle(comms.map((c) => allreduce(c, new Float32Array(50_000).fill(1), { segmentBytes: 1024 })));
+    const out = await settle(comms.map((c) => allreduce(c, new Float32Array(50_000).fill(1), { segmentBytes: 1024, algorithm: 'ring' })));
     expect(killed).toBe(true);
     out.forEach((s, r) => {
       if (r === 3) return;
@@ -187,7 +187,10 @@ describe('bad arguments', () => {
       [new Float64Array(2), {}],
       [new Float32Array(2), { op: 'median' }],
       [new Int32Array(2), { compression: 'fp16' }],
-      [new Int32Array(2), { prescale: 2 }],
+      [new Float32Array(2), { algorithm: 'tree' }],
+      [new Float32Array(2), { prescale: '2' }],
+      [new Int8Array(2), { compression: 'fp16' }],
+      [new Float64Array(2), {}],
       [new Float32Array(2), { postscale: NaN }],
       [new Float32Array(2), { segmentBytes: 0 }],
       [new Float32Array(2), { shape: [3] }],

@@ -1,6 +1,7 @@
 /** The benchmark's bookkeeping (not its speed): fields, units and the nccl-tests busbw formula. */
 import { describe, expect, it } from 'vitest';
-import { benchAllreduce, parseBytes } from '../../bench/allreduce.ts';
+import { benchAllreduce, benchSweep, parseBytes } from '../../src/cli/bench-allreduce.node.ts';
+import { SWEEP_BYTES } from '../../src/collectives/measure.ts';
 
 describe('bench allreduce', () => {
   it('reads sizes in binary units and refuses nonsense', () => {
@@ -14,13 +15,25 @@ describe('bench allreduce', () => {
   it('reports one consistent record over the memory transport', async () => {
     const r = await benchAllreduce({ peers: 3, bytes: 96 * 1024, transport: 'memory', fp16: false, iterations: 2 });
     expect(r).toMatchObject({ peers: 3, bytes: 96 * 1024, transport: 'memory', fp16: false });
-    expect(r.seconds.length).toBe(2);
     expect(r.algbw_MBps).toBeGreaterThan(0);
     expect(r.busbw_MBps).toBeCloseTo((r.algbw_MBps * 2 * 2) / 3, 1);
     expect(r.p2p_MBps).toBeGreaterThan(0);
     expect(r.ratio).toBeCloseTo(r.busbw_MBps / r.p2p_MBps!, 2);
     expect(r.ratio_bidir).toBeCloseTo(r.busbw_MBps / r.p2p_bidir_MBps!, 2);
     expect(r.fp16_speedup).toBeUndefined();
+    // Latency: each algorithm forced, and a round trip of the same bytes on one link, in the same loop.
+    expect(r.algorithm).toBe('ring'); // 96 KiB is above DEFAULT_SMALL_BYTES (64 KiB)
+    expect(r.seconds.length).toBe(4); // two bandwidth runs, two in the latency loop
+    for (const k of ['latency_ms', 'latency_ring_ms', 'latency_rd_ms', 'p2p_rtt_ms'] as const) expect(r[k], k).toBeGreaterThan(0);
+    expect(r.latency_ratio).toBeCloseTo(r.latency_ms / r.p2p_rtt_ms!, 1);
+  });
+
+  it('sweeps both algorithms over sizes and names the largest size recursive doubling wins', async () => {
+    const r = await benchSweep({ peers: 3, bytes: 4, transport: 'memory', fp16: false, iterations: 1 });
+    expect(r.points.map((p) => p.bytes)).toEqual(SWEEP_BYTES);
+    for (const p of r.points) expect(p.ring_ms > 0 && p.rd_ms > 0, JSON.stringify(p)).toBe(true);
+    const wins = r.points.filter((p) => p.rd_ms <= p.ring_ms).map((p) => p.bytes);
+    expect(r.small_bytes).toBe(wins.length ? Math.max(...wins) : 0);
   });
 
   it('times float32 beside fp16 in the same run and reports the speed-up', async () => {

@@ -6,6 +6,7 @@
  *   --scenario check     every collective once, checked against references
  *   --scenario failures  a mismatch, a timeout, then a good allreduce
  *   --scenario kill      allreduces until a peer is killed; prints READY first
+ *   --scenario horovod   the Horovod conformance cases that leave the ring usable, in order
  */
 import process from 'node:process';
 import { parseArgs } from 'node:util';
@@ -14,6 +15,7 @@ import { allgather, allreduce, allreduceFused, alltoall, barrier, broadcast } fr
 import type { Tensor } from '../../src/collectives/types.ts';
 import { detectRuntime } from '../../src/core/runtime.ts';
 import { input, reference, tolerance, type Kind } from '../collectives/reference.ts';
+import { CASES } from '../collectives/horovod-cases.ts';
 
 const { values } = parseArgs({ options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, scenario: { type: 'string' } } });
 const rank = Number(values.rank);
@@ -74,6 +76,19 @@ try {
     await allreduce(comm, new Float32Array(8), { name: 'late', timeoutMs: 3500 }).catch((e) => (errors.timeout = { code: e.code, message: e.message, waitingFor: e.detail?.waitingFor }));
     const ok = await allreduce(comm, Float32Array.of(rank), { name: 'after', timeoutMs: 10_000 });
     out({ ok: true, errors, after: ok[0] });
+  } else if (values.scenario === 'horovod') {
+    const passed: string[] = [];
+    const failed: Record<string, string> = {};
+    for (const c of CASES.filter((k) => !k.breaksRing)) {
+      try {
+        await c.run(comm);
+        passed.push(c.name);
+      } catch (e) {
+        failed[c.name] = (e as Error).message;
+        if (comm.error) break; // the ring is gone: later cases would only repeat it
+      }
+    }
+    out({ ok: true, passed, failed });
   } else if (values.scenario === 'kill') {
     const data = new Float32Array(1 << 20).fill(1);
     out({ ready: true });

@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { launchLocalRing, type LocalRing, type PeerRuntime } from '../../src/comm/launch.node.ts';
+import { CASES } from '../collectives/horovod-cases.ts';
 
 const SCRIPT = 'test/comm/ring-peer.ts';
 let ring: LocalRing | null = null;
@@ -41,6 +42,15 @@ describe('collectives over real WebRTC, one process per rank', () => {
       expectAllGood(await runRing(runtimes, 'check'), runtimes);
     });
   }
+
+  it('the Horovod conformance cases pass on 3 peers (node+deno+node)', async () => {
+    const reports = await runRing(['node', 'deno', 'node'], 'horovod');
+    const expected = CASES.filter((c) => !c.breaksRing).map((c) => c.name);
+    for (const r of reports) {
+      expect(r.failed, `rank ${r.rank} (${r.runtime})`).toEqual({});
+      expect(r.passed).toEqual(expected);
+    }
+  });
 
   it('mismatch and timeout fail on every rank with the same error; the ring goes on', async () => {
     const reports = await runRing(['node', 'deno', 'node'], 'failures');

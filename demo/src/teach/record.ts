@@ -1,8 +1,8 @@
 /**
  * Teaching mode, the recording half: N virtual peers in this tab, a full mesh
- * of in-memory links, one LinkCommunicator each in teaching mode (so chunk
- * events carry their numbers), and the library's real ring allreduce on small
- * whole numbers. Everything they emit is recorded for the replay.
+ * of in-memory links, one LinkCommunicator each on an event bus that asks
+ * for values (so chunk events carry their numbers), and the library's real
+ * ring allreduce on small whole numbers. Everything they emit is recorded for the replay.
  */
 import { EventBus, type RingEvent } from '../../../src/core/events.ts';
 import { LinkCommunicator } from '../../../src/comm/communicator.ts';
@@ -23,14 +23,14 @@ export function teachingInputs(size: number, seed: number): number[][] {
 
 export async function recordTeachingRun(size: number, seed: number): Promise<TeachRecording & { outputs: number[][] }> {
   const inputs = teachingInputs(size, seed);
-  const bus = new EventBus();
+  const bus = new EventBus({ withValues: true });
   const events: RingEvent[] = [];
   bus.on((e) => events.push(e));
   const mesh = memoryMesh(size);
   // Memory links report a closed peer at once, so heartbeats are off (peerTimeoutMs 0).
-  const comms = mesh.map((links, rank) => new LinkCommunicator(rank, size, links, { events: bus, teaching: true, peerTimeoutMs: 0 }));
+  const comms = mesh.map((links, rank) => new LinkCommunicator(rank, size, links, { events: bus, peerTimeoutMs: 0 }));
   try {
-    const outputs = await Promise.all(comms.map((c, r) => allreduce(c, Int32Array.from(inputs[r]), { name: 'teaching', op: 'sum', timeoutMs: 10_000 })));
+    const outputs = await Promise.all(comms.map((c, r) => allreduce(c, Int32Array.from(inputs[r]), { name: 'teaching', op: 'sum', algorithm: 'ring', timeoutMs: 10_000 })));
     return { size, inputs, events, outputs: outputs.map((o) => Array.from(o)) };
   } finally {
     for (const c of comms) c.close();

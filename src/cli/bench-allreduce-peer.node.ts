@@ -1,14 +1,14 @@
 /**
- * One rank of the WebRTC allreduce benchmark (started by bench/allreduce.ts,
+ * One rank of the WebRTC allreduce benchmark (started by bench-allreduce.node.ts,
  * Node or Deno). Rank 0 prints the measurement as one JSON line.
  */
 import process from 'node:process';
 import { parseArgs } from 'node:util';
-import { joinLocalRing } from '../src/comm/local-ring.node.ts';
-import { measureAllreduce } from '../src/collectives/measure.ts';
+import { joinLocalRing } from '../comm/local-ring.node.ts';
+import { measureAllreduce, measureSweep } from '../collectives/measure.ts';
 
 const { values } = parseArgs({
-  options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, fp16: { type: 'boolean' }, iterations: { type: 'string' } },
+  options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, fp16: { type: 'boolean' }, sweep: { type: 'boolean' }, iterations: { type: 'string' } },
 });
 const rank = Number(values.rank);
 const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000,
@@ -19,7 +19,8 @@ const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.s
   pollMs: process.env.RINGTRAIN_POLL_MS ? Number(process.env.RINGTRAIN_POLL_MS) : undefined,
 });
 try {
-  const m = await measureAllreduce(comm, {
+  const iterations = values.iterations ? Number(values.iterations) : undefined;
+  const m = values.sweep ? await measureSweep(comm, { iterations }) : await measureAllreduce(comm, {
     bytes: Number(values.bytes),
     compression: values.fp16 ? 'fp16' : 'none',
     iterations: values.iterations ? Number(values.iterations) : undefined,

@@ -1,0 +1,77 @@
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { reduceInto } from './reduce.ts';
+import type { Run } from './run.ts';
+import type { ReduceOp, Tensor } from './types.ts';
+import { roundTripInPlace, type Codec } from './wire.ts';
+
+/**
+ * Recursive doubling allreduce, for small tensors: in round k every rank
+ * swaps its whole partial result with the rank whose (renumbered) index
+ * differs in bit k and reduces it in, so after log2(P) rounds everyone holds
+ * the full reduction. Fewer hops than the ring's 2(N-1), at N times the bytes
+ * per rank: a win while latency, not bandwidth, dominates.
+ *
+ * A size N that is not a power of two is folded as MPICH does: with P the
+ * largest power of two <= N and E = N - P, ranks 0..2E-1 pair up; each even
+ * one hands its tensor to the odd one after it and sits out, so P ranks
+ * remain; at the end the odd ones hand the result back.
+ *
+ * Every rank ends with the same bits: partners combine the same two operands
+ * (the ops are commutative), and with a lossy codec each rank first rounds
+ * its own operand to what its partner will receive.
+ *
+ * Tags: phase PHASE_RECURSIVE_DOUBLING; step 0 folds in, steps 1..log2(P) are
+ * the rounds, step log2(P)+1 folds out.
+ */
+export const PHASE_RECURSIVE_DOUBLING = 5;
+
+/** Reduces `buf` in place over all ranks; `finish` (average, postscale) runs once on the full reduction. */
+export async function recursiveDoublingAllreduce(run: Run, buf: Tensor, op: ReduceOp, codec: Codec, finish: (t: Tensor) => void): Promise<void> {
+  const { rank, size } = run.comm;
+  let p = 1;
+  while (p * 2 <= size) p *= 2;
+  const extra = size - p;
+  const rounds = Math.log2(p);
+  // Lossy codecs decode into this, once per call; raw codecs hand out views of the payload.
+  const scratch = codec.lossy ? new Float32Array(buf.length) : undefined;
+
+  const exchange = async (step: number, to: number | null, from: number | null): Promise<Tensor | null> => {
+    const tag = run.tag(PHASE_RECURSIVE_DOUBLING, step, 0);
+    const seg = { offset: 0, count: buf.length };
+    if (to !== null) {
+      const bytes = codec.encode(buf);
+      run.send(to, tag, bytes);
+      run.chunkEvent('chunk-send', 'recursive-doubling', step, rank, to, 0, seg, bytes.byteLength, buf);
+    }
+    if (from === null) return null;
+    const payload = await run.recv(from, tag);
+    if (payload.byteLength !== buf.length * codec.bytesPerElement) {
+      throw new RingtrainError(ErrorCode.Transport, `recursive doubling: rank ${from} sent ${payload.byteLength / codec.bytesPerElement} elements where ${buf.length} were expected; the ranks' tensors or versions differ`, { from });
+    }
+    const incoming = codec.decode(payload, buf, scratch);
+    run.chunkEvent('chunk-recv', 'recursive-doubling', step, from, rank, 0, seg, payload.byteLength, incoming);
+    return incoming;
+  };
+
+  // Fold in: an even rank below 2E gives its tensor to the odd rank after it and waits for the result.
+  if (rank < 2 * extra && rank % 2 === 0) {
+    await exchange(0, rank + 1, null);
+    const result = (await exchange(rounds + 1, null, rank + 1))!;
+    if (result !== buf) buf.set(result);
+    return;
+  }
+  if (rank < 2 * extra) reduceInto(op, buf, (await exchange(0, null, rank - 1))!);
+
+  // The P remaining ranks, renumbered 0..P-1.
+  const index = rank < 2 * extra ? rank >> 1 : rank - extra;
+  const actual = (i: number) => (i < extra ? 2 * i + 1 : i + extra);
+  for (let k = 0; k < rounds; k++) {
+    const partner = actual(index ^ (1 << k));
+    roundTripInPlace(codec, buf);
+    reduceInto(op, buf, (await exchange(k + 1, partner, partner))!);
+  }
+  finish(buf);
+  roundTripInPlace(codec, buf);
+  // Fold out: hand the result back to the even rank that sat out.
+  if (rank < 2 * extra) await exchange(rounds + 1, rank - 1, null);
+}

@@ -1,0 +1,43 @@
+/**
+ * The seam between collectives and transports: what a collective may ask of
+ * the ranks around it. Implemented by `LinkCommunicator` (links in a full
+ * mesh) and by process sets (a subset of another communicator's ranks).
+ */
+import type { RingtrainError } from '../core/errors.ts';
+import type { EventBus } from '../core/events.ts';
+
+/** Which message a payload belongs to. Collectives name every message they send with one. */
+export interface Tag {
+  id: number;
+  step: number;
+  chunk: number;
+}
+
+/**
+ * What collectives take: who I am, who else there is, and tagged, ordered
+ * messages to and from every other rank. Collectives know nothing else of the
+ * transport.
+ */
+export interface Communicator {
+  readonly rank: number;
+  readonly size: number;
+  readonly events: EventBus;
+  /** Queue `payload` (copied at once) for `peer`; resolves when it was handed to the transport. */
+  send(peer: number, tag: Tag, payload: Uint8Array): Promise<void>;
+  /** The message `peer` sent with `tag`. Rejects with Timeout after `timeoutMs`, PeerLost if the peer goes. */
+  recv(peer: number, tag: Tag, timeoutMs?: number): Promise<Uint8Array>;
+  /** The id of the next collective; every rank calls collectives in the same order, so ids agree. */
+  nextId(): number;
+  /** Fail everything pending here and on every other rank with `err`. */
+  abort(err: RingtrainError): void;
+  /** The error this communicator was aborted with, if any. */
+  readonly error: RingtrainError | null;
+  /**
+   * Leave cleanly: pending receives fail at once, bytes already queued still
+   * go out, then a goodbye that every peer acknowledges (so nothing sent
+   * before it is lost), then the links close. Resolves when they have.
+   */
+  close(): Promise<void>;
+  readonly stats: { bytesSent: number; bytesReceived: number };
+}
+
