@@ -3,14 +3,17 @@
  * fresh contiguous arrays, ready to upload to the GPU in one write.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { type Dataset, pixelsPerImage } from './dataset.ts';
-import { mixSeed, permutation } from './random.ts';
+import { type Dataset, gatherExamples } from './dataset.ts';
+import { mixSeed, mulberry32, permutation } from './random.ts';
+
+/** Keeps draws-with-replacement apart from the epoch permutations of the same seed. */
+const DRAW_STREAM = 0x64726177;
 
 export interface Batch {
-  /** size × pixels, row-major. */
+  /** size × inputSize, row-major. */
   readonly x: Float32Array;
-  /** size class indices, as u32 (what WGSL reads). */
-  readonly labels: Uint32Array;
+  /** size × positions integer targets (a class index per example for a classifier); IGNORE_LABEL (-1) is skipped by the loss. */
+  readonly labels: Int32Array;
   readonly size: number;
   /** Which dataset examples are in this batch, in order. */
   readonly indices: Uint32Array;
@@ -52,20 +55,53 @@ export function* batches(d: Dataset, opts: BatchOptions): Generator<Batch> {
   } else {
     order = epochOrder(d.count, opts.seed, opts.epoch);
   }
-  const pixels = pixelsPerImage(d);
   const n = batchCount(order.length, batchSize, dropLast);
   for (let b = opts.startBatch ?? 0; b < n; b++) {
     const start = b * batchSize;
     const size = Math.min(batchSize, order.length - start);
-    const x = new Float32Array(size * pixels);
-    const labels = new Uint32Array(size);
-    const indices = new Uint32Array(size);
-    for (let k = 0; k < size; k++) {
-      const i = order[start + k];
-      x.set(d.images.subarray(i * pixels, (i + 1) * pixels), k * pixels);
-      labels[k] = d.labels[i];
-      indices[k] = i;
-    }
-    yield { x, labels, size, indices };
+    const indices = Uint32Array.from({ length: size }, (_, k) => order[start + k]);
+    yield batchOf(d, indices);
   }
+}
+
+/** The batch holding examples `indices` (in that order; repeats allowed). */
+export function batchOf(d: Dataset, indices: Uint32Array): Batch {
+  const { inputs, labels } = gatherExamples(d, indices);
+  return { x: inputs, labels, size: indices.length, indices };
+}
+
+/**
+ * `size` example indices drawn uniformly at random WITH replacement, the
+ * same on every rank and in every runtime for one (seed, step): how the
+ * transformer workload samples its batches (no epochs). A step's draw is a
+ * pure function of (seed, step), so resuming at step s draws what an
+ * uninterrupted run would have drawn.
+ */
+export function drawWithReplacement(examples: number, size: number, seed: number, step: number): Uint32Array {
+  if (!Number.isInteger(examples) || examples < 1) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot draw from ${examples} examples; the dataset is empty.`, { examples });
+  }
+  if (!Number.isInteger(size) || size <= 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `batch size must be a positive integer, got ${size}.`, { batchSize: size });
+  }
+  const random = mulberry32(mixSeed(seed, step, DRAW_STREAM));
+  return Uint32Array.from({ length: size }, () => Math.floor(random() * examples));
+}
+
+/**
+ * Rank `rank`'s part of a global draw of `globalSize` indices: every size-th
+ * index from `rank` on, as the DistributedSampler splits an epoch, so N peers
+ * at batch B/N together see exactly the B examples that one peer at B sees.
+ */
+export function rankShareOfDraw(draw: Uint32Array, rank: number, size: number): Uint32Array {
+  if (!Number.isInteger(size) || size < 1 || !Number.isInteger(rank) || rank < 0 || rank >= size) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank} is outside 0..${size - 1}.`, { rank, size });
+  }
+  if (draw.length % size !== 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `a batch of ${draw.length} does not split evenly over ${size} peers; pick a batch that is a multiple of ${size}.`, {
+      batch: draw.length,
+      peers: size,
+    });
+  }
+  return Uint32Array.from({ length: draw.length / size }, (_, k) => draw[k * size + rank]);
 }

@@ -76,7 +76,7 @@ export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec
     }
     return { kind: 'cnn', seed: config.seed, classes: data.classes };
   }
-  return { kind: 'mlp', seed: config.seed, inputSize: data.height * data.width, classes: data.classes };
+  return { kind: 'mlp', seed: config.seed, inputSize: data.inputSize, classes: data.classes };
 }
 
 /** Loads a checkpoint's weights and optimizer state, after checking they belong to this model and optimizer. */
@@ -130,7 +130,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
       );
     };
     const evaluate = async (epoch: number): Promise<void> => {
-      evaluation = await model.evaluate(test.images, test.labels);
+      evaluation = await model.evaluate(test.inputs, test.labels);
       bus?.emit({ type: 'evaluate', t: now(), rank: 0, step, epoch, testAccuracy: evaluation.accuracy, testLoss: evaluation.loss });
     };
 
