@@ -12,6 +12,7 @@ import { trainCommand } from './train.ts';
 import { benchCommand } from './bench.ts';
 import { runCommand } from './run.ts';
 import { workerCommand } from './worker.ts';
+import { generateCommand } from './generate.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
@@ -19,6 +20,7 @@ const SUBCOMMANDS: (() => Command)[] = [
   workerCommand,
   runCommand,
   benchCommand,
+  generateCommand,
 ];
 
 export function buildProgram(): Command {

@@ -6,7 +6,8 @@
 import { mulberry32, type Random } from '../data/random.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { decodeWord, WORD_VOCAB_SIZE } from '../data/words.ts';
-import { transformerLogits, transformerTensorShapes, type TransformerShape, type TransformerWeights } from './transformer.ts';
+import { transformerDecoder } from './decode.ts';
+import { transformerTensorShapes, type TransformerShape, type TransformerWeights } from './transformer.ts';
 
 /** A standard normal draw (Box–Muller; 1 − u keeps the log finite). */
 function normal(random: Random): number {
@@ -82,11 +83,14 @@ export function sampleWords(w: TransformerWeights, opts: SampleOptions): string[
   const words: string[] = [];
   for (let n = 0; n < opts.count; n++) {
     const tokens = [0];
-    while (tokens.length < w.shape.context) {
-      const logits = transformerLogits(w, tokens);
-      const next = drawToken(logits, tokens.length - 1, w.shape.vocab, temperature, random, tokens.length > 1);
+    const decoder = transformerDecoder(w);
+    let logits = decoder.push(0);
+    while (true) {
+      const next = drawToken(logits, 0, w.shape.vocab, temperature, random, tokens.length > 1);
       if (next === 0) break;
       tokens.push(next);
+      if (tokens.length === w.shape.context) break; // the context is full: the word ends here
+      logits = decoder.push(next);
     }
     words.push(decodeWord(tokens.slice(1)));
   }

@@ -56,8 +56,8 @@ export function transformerParamCount(s: TransformerShape): number {
 
 export interface TransformerWeights {
   shape: TransformerShape;
-  /** Each tensor's values by state-dict name. */
-  tensors: Record<string, ArrayLike<number>>;
+  /** Each tensor's values by state-dict name (f64 copies: one array type keeps the loops fast). */
+  tensors: Record<string, Float64Array>;
 }
 
 /**
@@ -83,7 +83,7 @@ export function transformerWeights(named: Record<string, { shape: readonly numbe
     throw new RingtrainError(ErrorCode.InvalidArgument, `${heads} heads do not divide the width ${shape.width}; give a divisor of it.`, { heads, width: shape.width });
   }
   const expected = transformerTensorShapes(shape);
-  const out: Record<string, ArrayLike<number>> = {};
+  const out: Record<string, Float64Array> = {};
   for (const [name, want] of expected) {
     const t = tensors[name];
     if (!t) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no tensor '${name}' (a transformer of width ${shape.width} needs shape [${want}]).`, { file, tensor: name });
@@ -98,7 +98,7 @@ export function transformerWeights(named: Record<string, { shape: readonly numbe
     for (let i = 0; i < t.data.length; i++) {
       if (!Number.isFinite(t.data[i])) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: tensor '${name}' holds ${t.data[i]} at ${i}; the run that saved it diverged.`, { file, tensor: name, index: i });
     }
-    out[name] = t.data;
+    out[name] = Float64Array.from(t.data);
   }
   const unknown = Object.keys(tensors).filter((n) => !(n in out));
   if (unknown.length > 0) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has tensors a transformer does not: ${unknown.join(', ')}.`, { file, unknown });

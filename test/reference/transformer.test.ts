@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeSafetensors } from '../../src/checkpoint/safetensors.ts';
 import { isRingtrainError } from '../../src/core/errors.ts';
 import { wordsDataset } from '../../src/data/words.ts';
+import { transformerDecoder } from '../../src/reference/decode.ts';
 import { erf, gelu } from '../../src/reference/math.ts';
 import { initTransformerTensors } from '../../src/reference/sample.ts';
 import { transformerLogits, transformerLoss, transformerParamCount, transformerWeights, WORDS_TRANSFORMER } from '../../src/reference/transformer.ts';
@@ -70,6 +71,17 @@ describe('the CPU reference transformer', () => {
     const w = transformerWeights(t);
     expect(transformerLoss(w, words.inputs.subarray(0, 32), words.labels.subarray(0, 32), 32).totalNats).toBeLessThan(2 * Math.log(27) + 1e-9);
     expect(transformerLoss(w, words.inputs.subarray(32), words.labels.subarray(32), 32).loss).toBeGreaterThan(Math.log(27));
+  });
+
+  it('decodes token by token (KV cache) to the full forward pass', () => {
+    const w = transformerWeights(initTransformerTensors(WORDS_TRANSFORMER, 6));
+    const tokens = Array.from({ length: 32 }, (_, i) => (i * 11 + 3) % 27);
+    const full = transformerLogits(w, tokens);
+    const decoder = transformerDecoder(w);
+    let worst = 0;
+    tokens.forEach((tok, i) => decoder.push(tok).forEach((v, c) => (worst = Math.max(worst, Math.abs(v - full[i * 27 + c])))));
+    expect(worst).toBeLessThan(1e-12);
+    expect(() => decoder.push(0)).toThrow(/holds 32 positions/);
   });
 
   it('uses the exact erf GELU', () => {
