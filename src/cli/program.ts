@@ -13,6 +13,7 @@ import { benchCommand } from './bench.ts';
 import { runCommand } from './run.ts';
 import { workerCommand } from './worker.ts';
 import { generateCommand } from './generate.ts';
+import { exportCommand } from './export.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
@@ -21,6 +22,7 @@ const SUBCOMMANDS: (() => Command)[] = [
   runCommand,
   benchCommand,
   generateCommand,
+  exportCommand,
 ];
 
 export function buildProgram(): Command {

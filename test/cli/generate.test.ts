@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkpointFromFlat, encodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
-import { encodeSafetensors } from '../../src/checkpoint/safetensors.ts';
+import { decodeSafetensors, encodeSafetensors } from '../../src/checkpoint/safetensors.ts';
 import { runCli } from '../../src/cli/program.ts';
 import { encodeWord } from '../../src/data/words.ts';
 import { initTransformerTensors } from '../../src/reference/sample.ts';
@@ -121,5 +121,29 @@ describe('ringtrain generate', () => {
     expect(count.code).toBe(1);
     expect(count.stderr).toMatch(/--count "0": give a whole number of words/);
     for (const r of [wrong, missing, count]) expect(r.stdout).toBe('');
+  });
+});
+
+describe('ringtrain export', () => {
+  it('writes the weights alone under their state-dict names, which generate reads like the checkpoint', SLOW, async () => {
+    const model = spellingModel('zoo');
+    const ckpt = join(dir, 'zoo.safetensors');
+    const out = join(dir, 'zoo-state-dict.safetensors');
+    writeFileSync(ckpt, asCheckpoint(model));
+    const r = await inProcess(['export', '--checkpoint', ckpt, '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    const { tensors, metadata } = decodeSafetensors(readFileSync(out));
+    expect(Object.keys(tensors)).toEqual(transformerTensorShapes(WORDS_TRANSFORMER).map(([n]) => n));
+    for (const [name, t] of Object.entries(model)) {
+      expect(tensors[name].shape).toEqual(t.shape);
+      expect(tensors[name].data).toEqual(t.data);
+    }
+    expect([metadata.model, metadata.step]).toEqual(['transformer', '1000']);
+    const g = await inProcess(['generate', '--checkpoint', out, '--count', '2']);
+    expect(g.stdout).toBe('zoo\nzoo\n');
+    const self = await inProcess(['export', '--checkpoint', ckpt, '--out', ckpt]);
+    expect(self.code).toBe(1);
+    expect(self.stderr).toMatch(/--out is the checkpoint itself/);
+    expect(decodeSafetensors(readFileSync(ckpt)).tensors['optim/m']).toBeDefined();
   });
 });
