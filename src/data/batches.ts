@@ -30,6 +30,15 @@ export interface BatchOptions {
   indices?: ArrayLike<number>;
   /** Skip the first batches of the epoch (resuming mid-epoch). */
   startBatch?: number;
+  /**
+   * Draw every batch uniformly at random WITH replacement (the transformer
+   * workload) instead of walking a permutation. An epoch is then only a count
+   * of steps, batchCount(examples, global batch); batch b of epoch e is the
+   * draw of step e·n + b, so resuming and the epoch bookkeeping stay as they are.
+   */
+  replacement?: boolean;
+  /** With replacement: draw batchSize × size per step and keep rank's share, so N peers see what one peer at N× the batch sees. */
+  share?: { rank: number; size: number };
 }
 
 /** The order in which one epoch visits the examples. */
@@ -47,6 +56,10 @@ export function* batches(d: Dataset, opts: BatchOptions): Generator<Batch> {
   if (!Number.isInteger(batchSize) || batchSize <= 0) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `batch size must be a positive integer, got ${batchSize}.`, { batchSize });
   }
+  if (opts.replacement) {
+    yield* drawnBatches(d, opts);
+    return;
+  }
   let order: ArrayLike<number>;
   if (opts.indices) {
     const base = opts.indices;
@@ -61,6 +74,23 @@ export function* batches(d: Dataset, opts: BatchOptions): Generator<Batch> {
     const size = Math.min(batchSize, order.length - start);
     const indices = Uint32Array.from({ length: size }, (_, k) => order[start + k]);
     yield batchOf(d, indices);
+  }
+}
+
+function* drawnBatches(d: Dataset, opts: BatchOptions): Generator<Batch> {
+  if (opts.indices) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, 'batches drawn with replacement come from the whole dataset; pass share: { rank, size } instead of a shard of indices.');
+  }
+  const { rank, size } = opts.share ?? { rank: 0, size: 1 };
+  const global = opts.batchSize * size;
+  const n = batchCount(d.count, global);
+  if (n === 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `a batch of ${global} is larger than the ${d.count} examples; use a smaller batch.`, { batch: global, examples: d.count });
+  }
+  const epoch = opts.epoch ?? 0;
+  for (let b = opts.startBatch ?? 0; b < n; b++) {
+    const draw = drawWithReplacement(d.count, global, opts.seed ?? 0, epoch * n + b);
+    yield batchOf(d, size === 1 ? draw : rankShareOfDraw(draw, rank, size));
   }
 }
 

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { isRingtrainError } from '../../src/core/errors.ts';
 import { countedTargets, IGNORE_LABEL } from '../../src/data/dataset.ts';
-import { batchOf, drawWithReplacement, rankShareOfDraw } from '../../src/data/batches.ts';
+import { batches, batchOf, drawWithReplacement, rankShareOfDraw } from '../../src/data/batches.ts';
 import { decodeWord, encodeWord, splitWords, WORD_CONTEXT, wordsDataset, wordsFromDictionary, wordsFromDictionaryText } from '../../src/data/words.ts';
 import { loadWords } from '../../src/data/words.node.ts';
 
@@ -22,7 +22,7 @@ describe('the CMUdict words', () => {
     // Digests of the lists made by an independent Python script from the same file (sorted(set(...)), len <= 30).
     expect(sha256(split.words)).toBe('cebadbd473dc8773f04aca24c71ef35c7cd9170c8112891bf8c0386cfe205f68');
     expect(sha256(split.validationWords)).toBe('b3566b8d62c499392468961ba0878efeb000f4403daf32e184da77ddd83e5ab5');
-    for (let i = 1; i < split.words.length; i++) expect(split.words[i - 1] < split.words[i]).toBe(true);
+    expect(split.words.findIndex((w, i) => i > 0 && !(split.words[i - 1] < w)), 'sorted and unique').toBe(-1);
     // The metric's denominator: every letter plus the end of each word.
     expect(countedTargets(split.validation.labels)).toBe(97_834);
     expect(countedTargets(split.train.labels)).toBe(881_033);
@@ -92,6 +92,20 @@ describe('batches drawn with replacement', () => {
     // With replacement: 256 draws from 1,000 repeat some example almost surely (P(no repeat) < 1e-14).
     expect(new Set(a).size).toBeLessThan(256);
     expect(() => drawWithReplacement(0, 4, 1, 0)).toThrow(/empty/);
+  });
+
+  it('run through batches(): an epoch of count/batch steps, step e·n + b drawn, resumable, one share per rank', () => {
+    const d = wordsDataset(Array.from({ length: 21 }, (_, i) => 'abcdefghijklmnopqrstu'.slice(0, i + 1)));
+    const epoch1 = [...batches(d, { batchSize: 4, seed: 2, epoch: 1, replacement: true })];
+    expect(epoch1.length).toBe(5);
+    epoch1.forEach((b, k) => expect([...b.indices]).toEqual([...drawWithReplacement(21, 4, 2, 5 + k)]));
+    for (const b of epoch1) for (let k = 0; k < b.size; k++) expect(decodeWord(b.labels.subarray(k * 32, (k + 1) * 32)).length).toBe(b.indices[k] + 1);
+    const resumed = [...batches(d, { batchSize: 4, seed: 2, epoch: 1, replacement: true, startBatch: 3 })];
+    expect(resumed.map((b) => [...b.indices])).toEqual(epoch1.slice(3).map((b) => [...b.indices]));
+    const ranks = [0, 1].map((rank) => [...batches(d, { batchSize: 2, seed: 2, epoch: 1, replacement: true, share: { rank, size: 2 } })]);
+    expect(ranks[0].length).toBe(5);
+    ranks[0].forEach((b, k) => expect([...b.indices, ...ranks[1][k].indices].sort()).toEqual([...epoch1[k].indices].sort()));
+    expect(() => [...batches(d, { batchSize: 22, replacement: true })]).toThrow(/larger than the 21 examples/);
   });
 
   it('split over N ranks covers exactly the one-peer batch', () => {
