@@ -35,7 +35,7 @@ export const OP_CASES: OpCase[] = [
   { op: ops.matmulOp, label: 'a[36,12] b[12,40]', inputs: [s(36, 12), s(12, 40)] },
   { op: ops.reluOp, label: 'x[300]', inputs: [s(300)] },
   { op: ops.tanhOp, label: 'x[4,70]', inputs: [s(4, 70)] },
-  { op: ops.geluOp, label: 'x[4,70]', inputs: [s(4, 70)] },
+  { op: ops.geluTanhOp, label: 'x[4,70]', inputs: [s(4, 70)] },
   { op: ops.addOp, label: 'a[3,5] b[3,5]', inputs: [s(3, 5), s(3, 5)] },
   { op: ops.reshapeOp, label: 'x[2,3,4] → [6,4]', inputs: [s(2, 3, 4)], attrs: { shape: [6, 4] } },
   { op: ops.conv2dOp, label: 'x[2,3,7,6] W[5,3,3,3] pad 1', inputs: [s(2, 3, 7, 6), s(5, 3, 3, 3), s(5)], attrs: { pad: 1 } },
