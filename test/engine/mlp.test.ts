@@ -31,9 +31,9 @@ describe('mlp', () => {
   it('lays tensors out in order, 256-byte aligned, with the default 784-128-10 shape', async () => {
     const model = createModel(gpu, { kind: 'mlp', seed: 3 });
     expect(model.layout.map((e) => [e.name, e.shape])).toEqual([
-      ['dense0.weight', [784, 128]],
+      ['dense0.weight', [128, 784]],
       ['dense0.bias', [128]],
-      ['dense1.weight', [128, 10]],
+      ['dense1.weight', [10, 128]],
       ['dense1.bias', [10]],
     ]);
     expect(model.paramCount).toBe(784 * 128 + 128 + 128 * 10 + 10);

@@ -17,6 +17,7 @@ export interface KernelEntry {
 export const KERNELS: Record<string, KernelEntry> = {
   matmul: { shader: 'matmul', entryPoints: ['main'] },
   matmulDirect: { shader: 'matmul_direct', entryPoints: ['main'] },
+  matmulWide: { shader: 'matmul_wide', entryPoints: ['main'] },
   bias: { shader: 'bias', entryPoints: ['add_bias', 'bias_grad'] },
   activation: { shader: 'activation', entryPoints: ['relu_forward', 'relu_backward', 'tanh_forward', 'tanh_backward', 'gelu_forward', 'gelu_backward'] },
   softmaxXent: { shader: 'softmax_xent', entryPoints: ['main'] },
