@@ -52,10 +52,10 @@ export function layerNormBackwardRef(x: Vec, w: Vec, dy: Vec, rows: number, cols
 
 // ---- GELU, exact (erf) form ---------------------------------------------------------------------
 
-/** erf to double precision: its Maclaurin series for |x| < 3, the continued fraction of erfc beyond. */
+/** erf to about 1e-14: its Maclaurin series for |x| < 2.5 (beyond that its terms grow and cancel), the continued fraction of erfc from there. */
 export function erf(x: number): number {
   const a = Math.abs(x);
-  if (a < 3) {
+  if (a < 2.5) {
     let term = a;
     let sum = a;
     for (let n = 1; n < 200; n++) {
@@ -68,7 +68,7 @@ export function erf(x: number): number {
   }
   // erfc(a) = exp(−a²)/√π · 1/(a + (1/2)/(a + 1/(a + (3/2)/(a + 2/(a + …))))), evaluated from the tail.
   let f = a;
-  for (let k = 60; k >= 1; k--) f = a + k / 2 / f;
+  for (let k = 300; k >= 1; k--) f = a + k / 2 / f;
   const erfc = Math.exp(-a * a) / Math.sqrt(Math.PI) / f;
   return Math.sign(x) * (1 - erfc);
 }
