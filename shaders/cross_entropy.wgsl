@@ -5,11 +5,14 @@
 // count, which only the GPU knows without a read-back, so three passes:
 //   rows:   per position: loss, counted (0/1), correct (argmax == target),
 //           and dlogits = softmax − onehot (unscaled; 0 when ignored)
-//   total:  one workgroup: result = [Σ loss / count, count, Σ correct]
-//   scale:  dlogits *= gradScale / count
+//   total:  one workgroup: result = [Σ loss / count, Σ correct, count]
+//   scale:  dlogits *= gradScale / count  (· upstream[0] with HAS_UPSTREAM: the
+//           loss's own gradient when it is an op inside a larger graph)
 // (count 0, a batch of padding only, gives loss 0 and zero gradients, never NaN.)
 
 struct Dims { positions: u32, classes: u32, gradScale: f32, outIndex: u32 }
+
+override HAS_UPSTREAM: bool = false;
 
 @group(0) @binding(0) var<uniform> dims: Dims;
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
@@ -18,6 +21,7 @@ struct Dims { positions: u32, classes: u32, gradScale: f32, outIndex: u32 }
 // [positions × 3]: loss, counted, correct
 @group(0) @binding(4) var<storage, read_write> rowStats: array<f32>;
 @group(0) @binding(5) var<storage, read_write> result: array<f32>;
+@group(0) @binding(6) var<storage, read> upstream: array<f32>;
 
 fn index(gid: vec3<u32>, groups: vec3<u32>, wg: u32) -> u32 { return gid.x + gid.y * groups.x * wg; }
 
@@ -69,8 +73,8 @@ fn total(@builtin(local_invocation_index) t: u32) {
   if (t == 0u) {
     let p = partial[0];
     result[dims.outIndex] = p.x / max(p.y, 1.0);
-    result[dims.outIndex + 1u] = p.y;
-    result[dims.outIndex + 2u] = p.z;
+    result[dims.outIndex + 1u] = p.z;
+    result[dims.outIndex + 2u] = p.y;
   }
 }
 
@@ -78,5 +82,7 @@ fn total(@builtin(local_invocation_index) t: u32) {
 fn scale(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let i = index(gid, groups, 256u);
   if (i >= dims.positions * dims.classes) { return; }
-  dlogits[i] *= dims.gradScale / max(result[dims.outIndex + 1u], 1.0);
+  var g = dims.gradScale / max(result[dims.outIndex + 2u], 1.0);
+  if (HAS_UPSTREAM) { g *= upstream[0]; }
+  dlogits[i] *= g;
 }

@@ -3,7 +3,7 @@
  *   const h = F.relu(F.linear(x, this.weight, this.bias));
  * Parameters may be passed where a tensor is expected.
  */
-import { addOp, conv2dOp, geluOp, linearOp, matmulOp, maxPool2dOp, reluOp, reshapeOp, tanhOp } from './ops/index.ts';
+import { addOp, conv2dOp, geluTanhOp, linearOp, matmulOp, maxPool2dOp, reluOp, reshapeOp, tanhOp } from './ops/index.ts';
 import { apply, type Parameter, type Tensor } from './tensor.ts';
 
 type T = Tensor | Parameter;
@@ -12,7 +12,8 @@ export const linear = (x: Tensor, weight: T, bias?: T): Tensor => apply(linearOp
 export const matmul = (a: T, b: T): Tensor => apply(matmulOp, [a, b], {});
 export const relu = (x: Tensor): Tensor => apply(reluOp, [x], {});
 export const tanh = (x: Tensor): Tensor => apply(tanhOp, [x], {});
-export const gelu = (x: Tensor): Tensor => apply(geluOp, [x], {});
+/** GELU, tanh approximation. */
+export const geluTanh = (x: Tensor): Tensor => apply(geluTanhOp, [x], {});
 export const add = (a: T, b: T): Tensor => apply(addOp, [a, b], {});
 export const conv2d = (x: Tensor, weight: T, bias: T, pad = 0): Tensor => apply(conv2dOp, [x, weight, bias], { pad });
 export const maxPool2d = (x: Tensor): Tensor => apply(maxPool2dOp, [x], {});

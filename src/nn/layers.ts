@@ -94,9 +94,14 @@ export class Tanh extends Module {
     return F.tanh(x);
   }
 }
+/** GELU with the tanh approximation: nn.GELU(approximate='tanh'). */
 export class GELU extends Module {
+  constructor(readonly approximate: 'tanh' = 'tanh') {
+    super();
+    if (approximate !== 'tanh') throw new RingtrainError(ErrorCode.InvalidArgument, `GELU: approximate must be 'tanh' (the exact erf form is its own op), got ${String(approximate)}`);
+  }
   forward(x: Tensor): Tensor {
-    return F.gelu(x);
+    return F.geluTanh(x);
   }
 }
 /** 2×2 max-pooling with stride 2 (nn.MaxPool2d(2)). */

@@ -14,6 +14,7 @@ import { gradcheck, type GradcheckInput } from '../../src/nn/gradcheck.ts';
 import type { Op } from '../../src/nn/op.ts';
 import * as ops from '../../src/nn/ops/index.ts';
 import type { OracleCase } from '../oracles/dense-cases.ts';
+import { NN_OP_CASES } from '../oracles/nn-op-cases.ts';
 
 /** f32 GPU vs f64 oracle (relative to max(1, |reference|)); analytic vs numeric in f64. */
 const TOL = { forward: 1e-4, backward: 1e-4, numeric: 1e-4 };
@@ -35,13 +36,14 @@ export const OP_CASES: OpCase[] = [
   { op: ops.matmulOp, label: 'a[36,12] b[12,40]', inputs: [s(36, 12), s(12, 40)] },
   { op: ops.reluOp, label: 'x[300]', inputs: [s(300)] },
   { op: ops.tanhOp, label: 'x[4,70]', inputs: [s(4, 70)] },
-  { op: ops.geluOp, label: 'x[4,70]', inputs: [s(4, 70)] },
+  { op: ops.geluTanhOp, label: 'x[4,70]', inputs: [s(4, 70)] },
   { op: ops.addOp, label: 'a[3,5] b[3,5]', inputs: [s(3, 5), s(3, 5)] },
   { op: ops.reshapeOp, label: 'x[2,3,4] → [6,4]', inputs: [s(2, 3, 4)], attrs: { shape: [6, 4] } },
   { op: ops.conv2dOp, label: 'x[2,3,7,6] W[5,3,3,3] pad 1', inputs: [s(2, 3, 7, 6), s(5, 3, 3, 3), s(5)], attrs: { pad: 1 } },
   { op: ops.conv2dOp, label: 'x[1,2,8,8] W[4,2,5,5] pad 0', inputs: [s(1, 2, 8, 8), s(4, 2, 5, 5), s(4)], attrs: { pad: 0 } },
   { op: ops.maxPool2dOp, label: 'x[2,3,6,5]', inputs: [s(2, 3, 6, 5)] },
   { op: ops.maxPool2dOp, label: 'x[2,3,6,6], fused relu', inputs: [s(2, 3, 6, 6)], attrs: { relu: true } },
+  ...NN_OP_CASES,
 ];
 
 export const OP_ORACLE_CASES: OracleCase[] = OP_CASES.map((c, i) => ({

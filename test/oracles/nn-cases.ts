@@ -127,7 +127,7 @@ const crossEntropyCases: OracleCase[] = [[1, 1, 0], [7, 27, 0.3], [8192, 27, 0.4
       const [dl, rows, result] = [t(gpu.storage(positions * classes)), t(gpu.storage(3 * positions)), t(gpu.storage(8))];
       gpu.record(planCrossEntropy(gpu, { logits: t(gpu.upload(logits)), targets: t(gpu.upload(targets)), dlogits: dl, rowStats: rows, result }, positions, classes, { outIndex: 4 }));
       const want = ref.crossEntropyRef(logits, targets, positions, classes);
-      const [loss, count, correct] = await gpu.readF32(result, 4, 3);
+      const [loss, correct, count] = await gpu.readF32(result, 4, 3);
       return {
         maxAbsErr: Math.max(
           relErr([loss], [want.loss]),

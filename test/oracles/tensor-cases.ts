@@ -7,7 +7,7 @@
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { planBmm, type BmmShape } from '../../src/gpu/kernels/bmm.ts';
 import { broadcastShape, planBroadcastBinary, planBroadcastReduce, planScaleTo, sizeOf } from '../../src/gpu/kernels/broadcast.ts';
-import { planMse } from '../../src/gpu/kernels/mse.ts';
+import { planMseGrad, planMseLoss } from '../../src/gpu/kernels/mse.ts';
 import { inversePermutation, planConcat, planFill, planTranspose, planWindowCopy } from '../../src/gpu/kernels/strided.ts';
 import * as ref from '../../src/gpu/kernels/tensor_reference.ts';
 import type { OracleCase } from './dense-cases.ts';
@@ -129,15 +129,16 @@ const concatCases: OracleCase[] = ([[[[2, 3], [2, 5], [2, 1]], 1], [[[3, 4, 2], 
 }));
 
 const mseCases: OracleCase[] = [1, 7, 10007].map((n) => ({
-  name: `mse loss + gradient n=${n}`,
+  name: `mse loss + gradient (scaled by an upstream gradient) n=${n}`,
   run: (gpu: Gpu) =>
     scoped(gpu, async (t) => {
       const [pred, target] = [rand(n, 3), rand(n)];
       const [result, dpred] = [t(gpu.storage(4)), t(gpu.storage(n))];
-      gpu.record(planMse(gpu, { pred: t(gpu.upload(pred)), target: t(gpu.upload(target)), result, dpred }, n, { outIndex: 1 }));
+      const [pb, tb] = [t(gpu.upload(pred)), t(gpu.upload(target))];
+      gpu.record([planMseLoss(gpu, { pred: pb, target: tb, result }, n, 1), planMseGrad(gpu, { pred: pb, target: tb, dpred }, n, { gradScale: 0.5, upstream: t(gpu.upload(new Float32Array([-3]))) })]);
       const want = ref.mseRef(pred, target);
       const [loss] = await gpu.readF32(result, 1, 1);
-      return { maxAbsErr: Math.max(relErr([loss], [want.loss]), relErr(await gpu.readF32(dpred, 0, n), want.dpred)), tol: 1e-6 * Math.sqrt(n) + 1e-6 };
+      return { maxAbsErr: Math.max(relErr([loss], [want.loss]), relErr(await gpu.readF32(dpred, 0, n), want.dpred.map((g) => -1.5 * g))), tol: 1e-6 * Math.sqrt(n) + 1e-6 };
     }),
 }));
 

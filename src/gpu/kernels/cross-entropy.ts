@@ -21,14 +21,16 @@ export interface CrossEntropyBuffers {
   dlogits: Binding;
   /** Scratch, 3 floats per position. */
   rowStats: Binding;
-  /** result[outIndex ..+3] = [mean loss, counted positions, correct predictions]. */
+  /** result[outIndex ..+3] = [mean loss, correct predictions, counted positions]. */
   result: Binding;
 }
 
 export interface CrossEntropyOptions {
   outIndex?: number;
-  /** Multiplies the gradient (the loss's own upstream gradient); 1 by default. */
+  /** Multiplies the gradient; 1 by default. */
   gradScale?: number;
+  /** Also multiplies the gradient by upstream[0] (∂/∂loss, when the loss is an op inside a graph). */
+  upstream?: Binding;
 }
 
 /** Three dispatches: per-position rows, the one-workgroup total, the gradient scale. Record them in order. */
@@ -41,7 +43,8 @@ export function planCrossEntropy(gpu: Gpu, b: CrossEntropyBuffers, positions: nu
   return [
     planEntry(gpu, 'cross_entropy', 'rows', [[0, u], [1, b.logits], [2, b.targets], [3, b.dlogits], [4, b.rowStats]], linearGroups(positions, 64)),
     planEntry(gpu, 'cross_entropy', 'total', [[0, u], [4, b.rowStats], [5, b.result]], [1]),
-    planEntry(gpu, 'cross_entropy', 'scale', [[0, u], [3, b.dlogits], [5, b.result]], linearGroups(n, 256)),
+    // The shader names `upstream` behind HAS_UPSTREAM, so the layout always has it.
+    planEntry(gpu, 'cross_entropy', 'scale', [[0, u], [3, b.dlogits], [5, b.result], [6, opts.upstream ?? gpu.dummy]], linearGroups(n, 256), { HAS_UPSTREAM: opts.upstream ? 1 : 0 }),
   ];
 }
 

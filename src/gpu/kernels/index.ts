@@ -69,6 +69,6 @@ export { planAttentionForward, planAttentionBackward, attentionSizes, type Atten
 export { planBmm, type BmmShape } from './bmm.ts';
 export { planDropoutAdvance, planDropoutForward, planDropoutBackward, type DropoutOptions } from './dropout.ts';
 export { planBroadcastBinary, planBroadcastReduce, planScaleTo, broadcastShape } from './broadcast.ts';
-export { planMse } from './mse.ts';
+export { planMseLoss, planMseGrad } from './mse.ts';
 export { planTranspose, planWindowCopy, planConcat, planFill, inversePermutation, permutedShape } from './strided.ts';
 export { planMaxPoolForward, planMaxPoolBackward, poolSizes, NO_WINNER, type PoolShape } from './maxpool.ts';

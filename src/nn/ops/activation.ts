@@ -1,7 +1,8 @@
 /**
- * Elementwise activations as ops: relu, tanh, gelu (tanh approximation, as in
- * GPT-2). Backward runs in place on gradOut (dy ← dy·f'(x)), reading the
- * forward input x; see shaders/activation.wgsl.
+ * Elementwise activations as ops: relu, tanh, geluTanh (GELU's tanh
+ * approximation, as in GPT-2 and nn.GELU(approximate='tanh')). Backward runs
+ * in place on gradOut (dy ← dy·f'(x)), reading the forward input x; see
+ * shaders/activation.wgsl.
  */
 import { type Activation, planActivationBackward, planActivationForward } from '../../gpu/kernels/activation.ts';
 import { defineOp, type Op, requireF32 } from '../op.ts';
@@ -21,13 +22,13 @@ const math: Record<Activation, { f: (x: number) => number; df: (x: number) => nu
   },
 };
 
-function activationOp(kind: Activation): Op<Record<string, never>> {
+function activationOp(kind: Activation, name: string): Op<Record<string, never>> {
   const { f, df } = math[kind];
   return defineOp<Record<string, never>>({
-    name: kind,
+    name,
     inPlaceBackward: true,
     shape([x], _attrs, info) {
-      requireF32(info, kind, [x]);
+      requireF32(info, name, [x]);
       return { shape: x };
     },
     plan(ctx) {
@@ -43,6 +44,6 @@ function activationOp(kind: Activation): Op<Record<string, never>> {
   });
 }
 
-export const reluOp = activationOp('relu');
-export const tanhOp = activationOp('tanh');
-export const geluOp = activationOp('gelu');
+export const reluOp = activationOp('relu', 'relu');
+export const tanhOp = activationOp('tanh', 'tanh');
+export const geluTanhOp = activationOp('gelu', 'geluTanh');
