@@ -238,17 +238,22 @@ export class GraphModel implements Model {
     this.checkBatch('evaluate', x, n);
     let lossSum = 0;
     let correct = 0;
+    let counted = 0;
     for (let start = 0; start < n; start += chunk) {
       const b = Math.min(chunk, n - start);
       const p = this.plan(b);
       const rows = b * this.positions;
-      this.load(p, x.subarray(start * this.inputSize, (start + b) * this.inputSize), Array.prototype.slice.call(labels, start * this.positions, start * this.positions + rows));
+      const targets: number[] = Array.prototype.slice.call(labels, start * this.positions, start * this.positions + rows);
+      this.load(p, x.subarray(start * this.inputSize, (start + b) * this.inputSize), targets);
       recordSteps(this.gpu, [...p.forward, ...p.head]);
       const [meanLoss, right] = await this.gpu.readF32(p.results, RESULT_LOSS, 2);
-      lossSum += meanLoss * rows;
+      // A chunk's loss is its mean over the targets the loss counts (not −1, the ignore index): weigh it by them.
+      const here = targets.reduce((k, t) => (t >= 0 ? k + 1 : k), 0);
+      lossSum += here > 0 ? meanLoss * here : 0;
       correct += right;
+      counted += here;
     }
-    return { accuracy: correct / (n * this.positions), loss: lossSum / (n * this.positions) };
+    return { accuracy: correct / counted, loss: lossSum / counted };
   }
 
   private checkFlat(what: string, values: Float32Array): void {
