@@ -16,7 +16,7 @@ import { type EventBus, now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import { checkOptimizerState, checkpointFromFlat, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { batchCount, batches } from '../data/batches.ts';
-import type { Dataset } from '../data/dataset.ts';
+import { countedTargets, type Dataset } from '../data/dataset.ts';
 import { createModel, createOptimizer, type Model, type ModelSpec, type Optimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { learningRateAt, type LrSchedule } from './lr.ts';
@@ -34,6 +34,10 @@ export interface LocalTrainConfig {
   steps?: number;
   /** 'cosine' anneals the learning rate to zero by the last step (default 'constant'). */
   lrSchedule?: 'constant' | 'cosine';
+  /** Steps of linear warm-up from zero to lr (default 0). */
+  warmupSteps?: number;
+  /** 'replacement': every batch drawn uniformly at random with replacement (the words workload); default 'epochs'. */
+  sampling?: 'epochs' | 'replacement';
 }
 
 export interface LocalTrainResult {
@@ -50,6 +54,8 @@ export interface LocalTrainResult {
   trainLoss: number;
   /** Training samples per second, evaluation excluded. */
   samplesPerS: number;
+  /** Counted targets (labels other than -1) per second: characters for the words workload, samples for a classifier. */
+  tokensPerS: number;
   trainSeconds: number;
   runtime: string;
   adapter: string;
@@ -103,6 +109,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
     const startStep = step;
     let trainMs = 0;
     let samples = 0;
+    let tokens = 0;
     let lossSum = 0;
     let lossCount = 0;
     let evaluation = { accuracy: NaN, loss: NaN };
@@ -136,13 +143,22 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
 
     const stopped = () => args.signal?.aborted === true;
     // The schedule depends only on the step, so a resumed run continues the same curve.
-    const schedule: LrSchedule = { baseLr: config.lr, size: 1, scaleBySize: false, decay: config.lrSchedule ?? 'constant', totalSteps };
+    const schedule: LrSchedule = {
+      baseLr: config.lr,
+      size: 1,
+      scaleBySize: false,
+      decay: config.lrSchedule ?? 'constant',
+      totalSteps,
+      warmupSteps: config.warmupSteps ?? 0,
+      warmupFrom: 'zero',
+    };
+    const replacement = config.sampling === 'replacement';
     while (step < totalSteps && !stopped()) {
       const epoch = Math.floor(step / stepsPerEpoch);
       const startBatch = step % stepsPerEpoch;
       lossSum = 0;
       lossCount = 0;
-      for (const b of batches(train, { batchSize: config.batch, seed: config.seed, epoch, startBatch })) {
+      for (const b of batches(train, { batchSize: config.batch, seed: config.seed, epoch, startBatch, replacement })) {
         const t0 = now();
         bus?.emit({ type: 'compute-begin', t: t0, rank: 0, step });
         const loss = await model.forwardBackward(b.x, b.labels);
@@ -155,6 +171,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
         bus?.emit({ type: 'compute-end', t: t1, rank: 0, step });
         trainMs += t1 - t0;
         samples += b.size;
+        tokens += countedTargets(b.labels);
         lossSum += loss;
         lossCount++;
         bus?.emit({ type: 'train-step', t: t1, rank: 0, size: 1, step, epoch, loss, samples: b.size, samplesPerS: (samples / trainMs) * 1000, bytesSent: 0 });
@@ -175,6 +192,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
       testLoss: evaluation.loss,
       trainLoss: lossCount > 0 ? lossSum / lossCount : NaN,
       samplesPerS: trainMs > 0 ? (samples / trainMs) * 1000 : 0,
+      tokensPerS: trainMs > 0 ? (tokens / trainMs) * 1000 : 0,
       trainSeconds: trainMs / 1000,
       runtime: detectRuntime(),
       adapter: gpu.info.description,
