@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-export const MODEL_KINDS = ['mlp', 'cnn'] as const;
+export const MODEL_KINDS = ['mlp', 'cnn', 'transformer'] as const;
 export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
 export const RUNTIMES = ['node', 'deno'] as const;
 

@@ -22,7 +22,7 @@ import type { Gpu } from '../gpu/gpu.ts';
 import { learningRateAt, type LrSchedule } from './lr.ts';
 
 export interface LocalTrainConfig {
-  model: 'mlp' | 'cnn';
+  model: 'mlp' | 'cnn' | 'transformer';
   optimizer: 'sgd' | 'adamw';
   epochs: number;
   batch: number;
@@ -76,6 +76,13 @@ export interface LocalTrainArgs {
 }
 
 export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
+  if (config.model === 'transformer') {
+    // A sequence of token ids in, one next token out per position: the words data set's shape.
+    if (data.positions !== data.inputSize || data.positions < 2) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `the transformer reads token sequences with one target per position; this data has ${data.inputSize} inputs and ${data.positions} targets per example (use the words data set).`);
+    }
+    return { kind: 'transformer', seed: config.seed, context: data.inputSize, vocab: data.classes };
+  }
   if (config.model === 'cnn') {
     if (data.height !== 28 || data.width !== 28) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `the CNN is built for 28×28 images, the data has ${data.height}×${data.width}; use --model mlp.`);

@@ -23,7 +23,7 @@ import type { Activation } from '../gpu/kernels/activation.ts';
 export const PARAM_ALIGN = 64;
 
 /** The built-in models' names; a model from a file or a user's module carries its own name. */
-export type ModelKind = 'mlp' | 'cnn';
+export type ModelKind = 'mlp' | 'cnn' | 'transformer';
 
 /**
  * What a model is, for checkpoints and for peers that must build the same one:
@@ -67,7 +67,23 @@ export interface CnnSpec {
   classes?: number;
 }
 
-export type ModelSpec = MlpSpec | CnnSpec;
+/** The decoder-only transformer of the words workload (defined in transformer.ts). */
+export interface TransformerSpec {
+  kind: 'transformer';
+  seed?: number;
+  /** Tokens (default 27: \n and a–z). */
+  vocab?: number;
+  /** Positions per sequence (default 32). */
+  context?: number;
+  /** Blocks (default 2). */
+  layers?: number;
+  /** Embedding width (default 64). */
+  width?: number;
+  /** Attention heads (default 4). */
+  heads?: number;
+}
+
+export type ModelSpec = MlpSpec | CnnSpec | TransformerSpec;
 
 export interface EvalResult {
   /** Fraction of samples whose argmax logit equals the label. */

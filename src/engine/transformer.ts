@@ -25,16 +25,9 @@ import { checkTargets, planCrossEntropy } from '../gpu/kernels/cross-entropy.ts'
 import { crossEntropyRef } from '../gpu/kernels/nn_reference.ts';
 import type { Loss } from '../nn/loss.ts';
 import { GraphModel } from './graph-model.ts';
+import type { TransformerSpec } from './model.ts';
 
-export interface TransformerSpec {
-  kind: 'transformer';
-  seed?: number;
-  vocab?: number;
-  context?: number;
-  layers?: number;
-  width?: number;
-  heads?: number;
-}
+export type { TransformerSpec };
 
 /** The words workload's model: 105,627 parameters. */
 export const TRANSFORMER_DEFAULTS: Required<TransformerSpec> = { kind: 'transformer', seed: 1, vocab: 27, context: 32, layers: 2, width: 64, heads: 4 };
