@@ -76,13 +76,13 @@ export function predictionsPanel(bus: EventBus): PredictionsPanel {
       const px = SIDE * SIDE;
       const picks = Array.from({ length: n }, (_, i) => Math.floor((i * test!.count) / n));
       const x = new Float32Array(n * px);
-      picks.forEach((p, i) => x.set(test!.images.subarray(p * px, (p + 1) * px), i * px));
+      picks.forEach((p, i) => x.set(test!.inputs.subarray(p * px, (p + 1) * px), i * px));
       const logits = await model.predict(x, n);
       const k = model.classes;
       grid.replaceChildren(
         ...picks.map((p, i) => {
           const canvas = h('canvas', { width: SIDE, height: SIDE, 'aria-hidden': 'true' });
-          drawDigit(canvas, test!.images.subarray(p * px, (p + 1) * px));
+          drawDigit(canvas, test!.inputs.subarray(p * px, (p + 1) * px));
           const predicted = argmax(logits.subarray(i * k, (i + 1) * k));
           const truth = test!.labels[p];
           return h('li', { class: predicted === truth ? 'right' : 'wrong' }, canvas, h('span', {}, `${predicted}${predicted === truth ? ' ✓' : ` ✗ (is ${truth})`}`));
@@ -165,7 +165,7 @@ export function predictionsPanel(bus: EventBus): PredictionsPanel {
     const p = Math.floor(Math.random() * test.count);
     const px = SIDE * SIDE;
     const small = h('canvas', { width: SIDE, height: SIDE });
-    drawDigit(small, test.images.subarray(p * px, (p + 1) * px));
+    drawDigit(small, test.inputs.subarray(p * px, (p + 1) * px));
     ctx.imageSmoothingEnabled = true;
     ctx.drawImage(small, 0, 0, PAD, PAD);
     void predictDrawing();

@@ -12,6 +12,8 @@ import { trainCommand } from './train.ts';
 import { benchCommand } from './bench.ts';
 import { runCommand } from './run.ts';
 import { workerCommand } from './worker.ts';
+import { generateCommand } from './generate.ts';
+import { exportCommand } from './export.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
@@ -19,6 +21,8 @@ const SUBCOMMANDS: (() => Command)[] = [
   workerCommand,
   runCommand,
   benchCommand,
+  generateCommand,
+  exportCommand,
 ];
 
 export function buildProgram(): Command {

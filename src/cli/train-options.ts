@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-export const MODEL_KINDS = ['mlp', 'cnn'] as const;
+export const MODEL_KINDS = ['mlp', 'cnn', 'transformer'] as const;
 export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
 /** 'auto' (the default) picks by adapter: Node on a hardware GPU, Deno on a CPU adapter (runtime-choice.ts). */
 export const RUNTIMES = ['node', 'deno', 'auto'] as const;

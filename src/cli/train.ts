@@ -12,6 +12,9 @@ import { batchCount } from '../data/batches.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
+import { loadWords } from '../data/words.node.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { withRecipe } from './recipes.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, decideRuntime, interruptSignal, printLine, reexecUnder, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
 import { withRuntime } from './runtime-choice.ts';
@@ -19,13 +22,19 @@ import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from '../distributed/train-local.ts';
 
-type TrainCommandOptions = TrainOptions & { lrSchedule: 'constant' | 'cosine' };
+type TrainCommandOptions = TrainOptions & { lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement' };
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
   cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
   return cmd.action(async (raw: Record<string, unknown>) => {
-    const opts: TrainCommandOptions = { ...parseTrainOptions(raw), lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant' };
+    const { raw: filled, recipe } = withRecipe(cmd, raw);
+    const opts: TrainCommandOptions = {
+      ...parseTrainOptions(filled),
+      lrSchedule: filled.lrSchedule === 'cosine' ? 'cosine' : 'constant',
+      warmupSteps: recipe?.warmupSteps ?? 0,
+      sampling: recipe?.sampling ?? 'epochs',
+    };
     const decision = await decideRuntime(opts.runtime);
     if (decision.auto) await printLine(runtimeLine(decision), opts.json ? stderr : undefined);
     if (decision.runtime !== currentRuntime()) {
@@ -37,6 +46,11 @@ export function trainCommand(): Command {
 }
 
 async function loadData(opts: TrainOptions): Promise<{ train: Dataset; test: Dataset; name: string }> {
+  if (opts.model === 'transformer') {
+    if (opts.data) throw new RingtrainError(ErrorCode.InvalidArgument, `--data gives IDX image files; the transformer trains on the CMUdict words, which come with it. Leave out --data ${opts.data}.`);
+    const words = await loadWords();
+    return { train: words.train, test: words.validation, name: 'CMUdict words' };
+  }
   if (opts.data) {
     const [train, test] = await Promise.all([loadIdxSplit(opts.data, 'train'), loadIdxSplit(opts.data, 't10k')]);
     return { train, test, name: opts.data };
@@ -108,6 +122,8 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           test_accuracy: result.testAccuracy,
           test_loss: result.testLoss,
           train_loss: result.trainLoss,
+          val_loss: result.testLoss,
+          tokens_per_s: result.tokensPerS,
           steps: result.steps,
           epochs: result.epochs,
           samples_per_s: result.samplesPerS,

@@ -3,14 +3,17 @@
  * fresh contiguous arrays, ready to upload to the GPU in one write.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { type Dataset, pixelsPerImage } from './dataset.ts';
-import { mixSeed, permutation } from './random.ts';
+import { type Dataset, gatherExamples } from './dataset.ts';
+import { mixSeed, mulberry32, permutation } from './random.ts';
+
+/** Keeps draws-with-replacement apart from the epoch permutations of the same seed. */
+const DRAW_STREAM = 0x64726177;
 
 export interface Batch {
-  /** size × pixels, row-major. */
+  /** size × inputSize, row-major. */
   readonly x: Float32Array;
-  /** size class indices, as u32 (what WGSL reads). */
-  readonly labels: Uint32Array;
+  /** size × positions integer targets (a class index per example for a classifier); IGNORE_LABEL (-1) is skipped by the loss. */
+  readonly labels: Int32Array;
   readonly size: number;
   /** Which dataset examples are in this batch, in order. */
   readonly indices: Uint32Array;
@@ -27,6 +30,15 @@ export interface BatchOptions {
   indices?: ArrayLike<number>;
   /** Skip the first batches of the epoch (resuming mid-epoch). */
   startBatch?: number;
+  /**
+   * Draw every batch uniformly at random WITH replacement (the transformer
+   * workload) instead of walking a permutation. An epoch is then only a count
+   * of steps, batchCount(examples, global batch); batch b of epoch e is the
+   * draw of step e·n + b, so resuming and the epoch bookkeeping stay as they are.
+   */
+  replacement?: boolean;
+  /** With replacement: draw batchSize × size per step and keep rank's share, so N peers see what one peer at N× the batch sees. */
+  share?: { rank: number; size: number };
 }
 
 /** The order in which one epoch visits the examples. */
@@ -44,6 +56,10 @@ export function* batches(d: Dataset, opts: BatchOptions): Generator<Batch> {
   if (!Number.isInteger(batchSize) || batchSize <= 0) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `batch size must be a positive integer, got ${batchSize}.`, { batchSize });
   }
+  if (opts.replacement) {
+    yield* drawnBatches(d, opts);
+    return;
+  }
   let order: ArrayLike<number>;
   if (opts.indices) {
     const base = opts.indices;
@@ -52,20 +68,70 @@ export function* batches(d: Dataset, opts: BatchOptions): Generator<Batch> {
   } else {
     order = epochOrder(d.count, opts.seed, opts.epoch);
   }
-  const pixels = pixelsPerImage(d);
   const n = batchCount(order.length, batchSize, dropLast);
   for (let b = opts.startBatch ?? 0; b < n; b++) {
     const start = b * batchSize;
     const size = Math.min(batchSize, order.length - start);
-    const x = new Float32Array(size * pixels);
-    const labels = new Uint32Array(size);
-    const indices = new Uint32Array(size);
-    for (let k = 0; k < size; k++) {
-      const i = order[start + k];
-      x.set(d.images.subarray(i * pixels, (i + 1) * pixels), k * pixels);
-      labels[k] = d.labels[i];
-      indices[k] = i;
-    }
-    yield { x, labels, size, indices };
+    const indices = Uint32Array.from({ length: size }, (_, k) => order[start + k]);
+    yield batchOf(d, indices);
   }
+}
+
+function* drawnBatches(d: Dataset, opts: BatchOptions): Generator<Batch> {
+  if (opts.indices) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, 'batches drawn with replacement come from the whole dataset; pass share: { rank, size } instead of a shard of indices.');
+  }
+  const { rank, size } = opts.share ?? { rank: 0, size: 1 };
+  const global = opts.batchSize * size;
+  const n = batchCount(d.count, global);
+  if (n === 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `a batch of ${global} is larger than the ${d.count} examples; use a smaller batch.`, { batch: global, examples: d.count });
+  }
+  const epoch = opts.epoch ?? 0;
+  for (let b = opts.startBatch ?? 0; b < n; b++) {
+    const draw = drawWithReplacement(d.count, global, opts.seed ?? 0, epoch * n + b);
+    yield batchOf(d, size === 1 ? draw : rankShareOfDraw(draw, rank, size));
+  }
+}
+
+/** The batch holding examples `indices` (in that order; repeats allowed). */
+export function batchOf(d: Dataset, indices: Uint32Array): Batch {
+  const { inputs, labels } = gatherExamples(d, indices);
+  return { x: inputs, labels, size: indices.length, indices };
+}
+
+/**
+ * `size` example indices drawn uniformly at random WITH replacement, the
+ * same on every rank and in every runtime for one (seed, step): how the
+ * transformer workload samples its batches (no epochs). A step's draw is a
+ * pure function of (seed, step), so resuming at step s draws what an
+ * uninterrupted run would have drawn.
+ */
+export function drawWithReplacement(examples: number, size: number, seed: number, step: number): Uint32Array {
+  if (!Number.isInteger(examples) || examples < 1) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot draw from ${examples} examples; the dataset is empty.`, { examples });
+  }
+  if (!Number.isInteger(size) || size <= 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `batch size must be a positive integer, got ${size}.`, { batchSize: size });
+  }
+  const random = mulberry32(mixSeed(seed, step, DRAW_STREAM));
+  return Uint32Array.from({ length: size }, () => Math.floor(random() * examples));
+}
+
+/**
+ * Rank `rank`'s part of a global draw of `globalSize` indices: every size-th
+ * index from `rank` on, as the DistributedSampler splits an epoch, so N peers
+ * at batch B/N together see exactly the B examples that one peer at B sees.
+ */
+export function rankShareOfDraw(draw: Uint32Array, rank: number, size: number): Uint32Array {
+  if (!Number.isInteger(size) || size < 1 || !Number.isInteger(rank) || rank < 0 || rank >= size) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank} is outside 0..${size - 1}.`, { rank, size });
+  }
+  if (draw.length % size !== 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `a batch of ${draw.length} does not split evenly over ${size} peers; pick a batch that is a multiple of ${size}.`, {
+      batch: draw.length,
+      peers: size,
+    });
+  }
+  return Uint32Array.from({ length: draw.length / size }, (_, k) => draw[k * size + rank]);
 }

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Dataset } from './dataset.ts';
+import type { ImageDataset } from './dataset.ts';
 import { idxDataset } from './idx.ts';
 
 async function readBytes(path: string): Promise<Uint8Array> {
@@ -16,7 +16,7 @@ async function readBytes(path: string): Promise<Uint8Array> {
   }
 }
 
-export async function loadIdxDataset(imagesPath: string, labelsPath: string, classes = 10): Promise<Dataset> {
+export async function loadIdxDataset(imagesPath: string, labelsPath: string, classes = 10): Promise<ImageDataset> {
   const [images, labels] = await Promise.all([readBytes(imagesPath), readBytes(labelsPath)]);
   return idxDataset({ bytes: images, name: basename(imagesPath) }, { bytes: labels, name: basename(labelsPath) }, classes);
 }
@@ -25,7 +25,7 @@ export async function loadIdxDataset(imagesPath: string, labelsPath: string, cla
  * The standard file pair in a directory, as MNIST and Fashion-MNIST name them:
  * `<split>-images-idx3-ubyte` and `<split>-labels-idx1-ubyte`, gzipped or not.
  */
-export async function loadIdxSplit(dir: string, split: 'train' | 't10k'): Promise<Dataset> {
+export async function loadIdxSplit(dir: string, split: 'train' | 't10k'): Promise<ImageDataset> {
   const find = (stem: string): string => {
     for (const name of [stem, `${stem}.gz`]) {
       const p = join(dir, name);

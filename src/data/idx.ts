@@ -10,7 +10,7 @@
  * which the browser, Deno and Node all provide.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { type Dataset, makeDataset } from './dataset.ts';
+import { type ImageDataset, makeImageDataset } from './dataset.ts';
 
 const TYPE_UBYTE = 0x08;
 const TYPE_NAMES: Record<number, string> = { 0x08: 'ubyte', 0x09: 'sbyte', 0x0b: 'i16', 0x0c: 'i32', 0x0d: 'f32', 0x0e: 'f64' };
@@ -77,7 +77,7 @@ export async function idxDataset(
   imagesFile: { bytes: Uint8Array; name: string },
   labelsFile: { bytes: Uint8Array; name: string },
   classes = 10,
-): Promise<Dataset> {
+): Promise<ImageDataset> {
   const images = parseIdx(await gunzipIfNeeded(imagesFile.bytes, imagesFile.name), imagesFile.name);
   const labels = parseIdx(await gunzipIfNeeded(labelsFile.bytes, labelsFile.name), labelsFile.name);
   if (images.dims.length !== 3) {
@@ -96,5 +96,5 @@ export async function idxDataset(
   }
   const pixels = new Float32Array(images.data.length);
   for (let i = 0; i < pixels.length; i++) pixels[i] = images.data[i] / 255;
-  return makeDataset({ images: pixels, labels: new Uint8Array(labels.data), height: rows, width: cols, classes }, labelsFile.name);
+  return makeImageDataset({ images: pixels, labels: new Uint8Array(labels.data), height: rows, width: cols, classes }, labelsFile.name);
 }

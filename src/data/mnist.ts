@@ -9,7 +9,7 @@
  * in the page), so this module only turns the ten arrays into datasets.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { type Dataset, makeDataset } from './dataset.ts';
+import { type ImageDataset, makeImageDataset } from './dataset.ts';
 import { permutation } from './random.ts';
 
 export const MNIST_SIDE = 28;
@@ -22,8 +22,8 @@ export const MNIST_TEST = 2_000;
 export const MNIST_SPLIT_SEED = 0x6d6e6973;
 
 export interface MnistSplit {
-  train: Dataset;
-  test: Dataset;
+  train: ImageDataset;
+  test: ImageDataset;
 }
 
 /**
@@ -67,7 +67,7 @@ export function mnistFromDigits(digits: ArrayLike<ArrayLike<number>>): MnistSpli
     at += src.length / MNIST_PIXELS;
   }
   const order = permutation(MNIST_TOTAL, MNIST_SPLIT_SEED);
-  const pick = (from: number, to: number): Dataset => {
+  const pick = (from: number, to: number): ImageDataset => {
     const n = to - from;
     const x = new Float32Array(n * MNIST_PIXELS);
     const y = new Uint8Array(n);
@@ -76,7 +76,7 @@ export function mnistFromDigits(digits: ArrayLike<ArrayLike<number>>): MnistSpli
       x.set(images.subarray(i * MNIST_PIXELS, (i + 1) * MNIST_PIXELS), k * MNIST_PIXELS);
       y[k] = labels[i];
     }
-    return makeDataset({ images: x, labels: y, height: MNIST_SIDE, width: MNIST_SIDE, classes: MNIST_CLASSES }, 'mnist');
+    return makeImageDataset({ images: x, labels: y, height: MNIST_SIDE, width: MNIST_SIDE, classes: MNIST_CLASSES }, 'mnist');
   };
   return { train: pick(0, MNIST_TRAIN), test: pick(MNIST_TRAIN, MNIST_TOTAL) };
 }

@@ -14,6 +14,11 @@ export interface LrSchedule {
   size: number;
   /** Steps of linear warm-up from baseLr to baseLr × size; 0 for none. */
   warmupSteps?: number;
+  /**
+   * 'zero': the warm-up ramps from 0 instead, step s at target × (s + 1) / warmupSteps
+   * (the usual transformer recipe, and the PyTorch reference's for the words workload).
+   */
+  warmupFrom?: 'base' | 'zero';
   /** Scale by size at all (Horovod users turn it off for Adam-like optimizers). */
   scaleBySize?: boolean;
   /**
@@ -42,7 +47,7 @@ export function learningRateAt(s: LrSchedule, step: number): number {
   validateLrSchedule(s);
   const target = s.scaleBySize === false ? s.baseLr : s.baseLr * s.size;
   const w = s.warmupSteps ?? 0;
-  if (w > 0 && step < w) return s.baseLr + (target - s.baseLr) * (step / w);
+  if (w > 0 && step < w) return s.warmupFrom === 'zero' ? (target * (step + 1)) / w : s.baseLr + (target - s.baseLr) * (step / w);
   if (s.decay !== 'cosine') return target;
   const total = s.totalSteps ?? 0;
   if (!Number.isFinite(total) || total <= w) {

@@ -22,14 +22,14 @@ import { type EventBus, now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import { checkOptimizerState, checkpointFromFlat, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { batchCount, batches } from '../data/batches.ts';
-import type { Dataset } from '../data/dataset.ts';
+import { countedTargets, type Dataset } from '../data/dataset.ts';
 import { createModel, createOptimizer, trainStepDeferred, type Model, type ModelSpec, type Optimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
 import { learningRateAt, type LrSchedule } from './lr.ts';
 
 export interface LocalTrainConfig {
-  model: 'mlp' | 'cnn';
+  model: 'mlp' | 'cnn' | 'transformer';
   optimizer: 'sgd' | 'adamw';
   epochs: number;
   batch: number;
@@ -43,6 +43,10 @@ export interface LocalTrainConfig {
   lrSchedule?: 'constant' | 'cosine';
   /** Read the recorded losses every this many steps (default 10); evaluations read them too. */
   readEvery?: number;
+  /** Steps of linear warm-up from zero to lr (default 0). */
+  warmupSteps?: number;
+  /** 'replacement': every batch drawn uniformly at random with replacement (the words workload); default 'epochs'. */
+  sampling?: 'epochs' | 'replacement';
 }
 
 export const DEFAULT_READ_EVERY = 10;
@@ -61,6 +65,8 @@ export interface LocalTrainResult {
   trainLoss: number;
   /** Training samples per second, evaluation excluded. */
   samplesPerS: number;
+  /** Counted targets (labels other than -1) per second: characters for the words workload, samples for a classifier. */
+  tokensPerS: number;
   trainSeconds: number;
   runtime: string;
   adapter: string;
@@ -83,13 +89,20 @@ export interface LocalTrainArgs {
 }
 
 export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
+  if (config.model === 'transformer') {
+    // A sequence of token ids in, one next token out per position: the words data set's shape.
+    if (data.positions !== data.inputSize || data.positions < 2) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `the transformer reads token sequences with one target per position; this data has ${data.inputSize} inputs and ${data.positions} targets per example (use the words data set).`);
+    }
+    return { kind: 'transformer', seed: config.seed, context: data.inputSize, vocab: data.classes };
+  }
   if (config.model === 'cnn') {
     if (data.height !== 28 || data.width !== 28) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `the CNN is built for 28×28 images, the data has ${data.height}×${data.width}; use --model mlp.`);
     }
     return { kind: 'cnn', seed: config.seed, classes: data.classes };
   }
-  return { kind: 'mlp', seed: config.seed, inputSize: data.height * data.width, classes: data.classes };
+  return { kind: 'mlp', seed: config.seed, inputSize: data.inputSize, classes: data.classes };
 }
 
 /** Loads a checkpoint's weights and optimizer state, after checking they belong to this model and optimizer. */
@@ -122,6 +135,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
     const startStep = step;
     let trainMs = 0;
     let samples = 0;
+    let tokens = 0;
     let lossSum = 0;
     let lossCount = 0;
     let evaluation = { accuracy: NaN, loss: NaN };
@@ -149,13 +163,22 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
       );
     };
     const evaluate = async (epoch: number): Promise<void> => {
-      evaluation = await model.evaluate(test.images, test.labels);
+      evaluation = await model.evaluate(test.inputs, test.labels);
       bus?.emit({ type: 'evaluate', t: now(), rank: 0, step, epoch, testAccuracy: evaluation.accuracy, testLoss: evaluation.loss });
     };
 
     const stopped = () => args.signal?.aborted === true;
     // The schedule depends only on the step, so a resumed run continues the same curve.
-    const schedule: LrSchedule = { baseLr: config.lr, size: 1, scaleBySize: false, decay: config.lrSchedule ?? 'constant', totalSteps };
+    const schedule: LrSchedule = {
+      baseLr: config.lr,
+      size: 1,
+      scaleBySize: false,
+      decay: config.lrSchedule ?? 'constant',
+      totalSteps,
+      warmupSteps: config.warmupSteps ?? 0,
+      warmupFrom: 'zero',
+    };
+    const replacement = config.sampling === 'replacement';
     /** Steps recorded whose losses are not read yet: [step after it, epoch, samples]. */
     let unread: { step: number; epoch: number; samples: number }[] = [];
     let since = now();
@@ -185,12 +208,13 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
       lossSum = 0;
       lossCount = 0;
       since = now();
-      for (const b of batches(train, { batchSize: config.batch, seed: config.seed, epoch, startBatch })) {
+      for (const b of batches(train, { batchSize: config.batch, seed: config.seed, epoch, startBatch, replacement })) {
         bus?.emit({ type: 'compute-begin', t: now(), rank: 0, step });
         trainStepDeferred(model, optimizer, b.x, b.labels, losses, learningRateAt(schedule, step));
         step++;
         // Recorded, not finished: the GPU runs behind until the next drain.
         bus?.emit({ type: 'compute-end', t: now(), rank: 0, step });
+        tokens += countedTargets(b.labels);
         unread.push({ step, epoch, samples: b.size });
         if (unread.length >= readEvery) await drain();
         if (step >= totalSteps || stopped()) break;
@@ -211,6 +235,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
       testLoss: evaluation.loss,
       trainLoss: lossCount > 0 ? lossSum / lossCount : NaN,
       samplesPerS: trainMs > 0 ? (samples / trainMs) * 1000 : 0,
+      tokensPerS: trainMs > 0 ? (tokens / trainMs) * 1000 : 0,
       trainSeconds: trainMs / 1000,
       runtime: detectRuntime(),
       adapter: gpu.info.description,

@@ -249,7 +249,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     return undefined;
   };
   const evaluate = async (): Promise<void> => {
-    const local = await model.evaluate(shard.images, shard.labels);
+    const local = await model.evaluate(shard.inputs, shard.labels);
     const avg = await averageMetrics(comm, { accuracy: local.accuracy, loss: local.loss }, shard.count, config.timeoutMs);
     evaluation = { accuracy: avg.accuracy, loss: avg.loss };
     bus.emit({ type: 'evaluate', t: now(), rank: comm.rank, step, epoch, testAccuracy: avg.accuracy, testLoss: avg.loss });
@@ -275,7 +275,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   });
 
   /** One step on this rank's part of the batch; false when the ring re-formed instead (elastic). */
-  const trainStep = (b: { x: Float32Array; labels: Uint32Array; size: number }): Promise<boolean> =>
+  const trainStep = (b: { x: Float32Array; labels: Int32Array; size: number }): Promise<boolean> =>
     guarded(async () => {
       const { rank, size } = comm;
       const t0 = now();

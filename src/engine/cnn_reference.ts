@@ -8,7 +8,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { conv2dBackwardInputCpu, conv2dBackwardWeightCpu, conv2dForwardCpu } from '../gpu/kernels/conv2d_reference.ts';
 import { maxPoolBackwardCpu, maxPoolForwardCpu } from '../gpu/kernels/maxpool_reference.ts';
-import { cnnParams, cnnShapes } from './cnn.ts';
+import { cnnParams, cnnShapes } from './cnn-hand.ts';
 import { buildLayout } from './flat-model.ts';
 import type { CnnSpec, ParamEntry } from './model.ts';
 

@@ -72,6 +72,13 @@ export function buildLayout(decls: ParamDecl[]): { layout: ParamEntry[]; paramCo
 
 export abstract class FlatModel implements Model {
   readonly layout: readonly ParamEntry[];
+  get identity() {
+    const { kind, ...options } = this.spec;
+    return { name: kind, options };
+  }
+  get layoutHash(): string {
+    return '';
+  }
   readonly paramCount: number;
   readonly flatLength: number;
   readonly params: GPUBuffer;

@@ -23,7 +23,17 @@ import type { Activation } from '../gpu/kernels/activation.ts';
 /** Tensors start at multiples of this many floats (256 bytes). */
 export const PARAM_ALIGN = 64;
 
-export type ModelKind = 'mlp' | 'cnn';
+/** The built-in models' names; a model from a file or a user's module carries its own name. */
+export type ModelKind = 'mlp' | 'cnn' | 'transformer';
+
+/**
+ * What a model is, for checkpoints and for peers that must build the same one:
+ * a name ('mlp', 'cnn', or a user's) and the options it was built with.
+ */
+export interface ModelIdentity {
+  name: string;
+  options: Record<string, unknown>;
+}
 
 export interface ParamEntry {
   name: string;
@@ -58,7 +68,23 @@ export interface CnnSpec {
   classes?: number;
 }
 
-export type ModelSpec = MlpSpec | CnnSpec;
+/** The decoder-only transformer of the words workload (defined in transformer.ts). */
+export interface TransformerSpec {
+  kind: 'transformer';
+  seed?: number;
+  /** Tokens (default 27: \n and a–z). */
+  vocab?: number;
+  /** Positions per sequence (default 32). */
+  context?: number;
+  /** Blocks (default 2). */
+  layers?: number;
+  /** Embedding width (default 64). */
+  width?: number;
+  /** Attention heads (default 4). */
+  heads?: number;
+}
+
+export type ModelSpec = MlpSpec | CnnSpec | TransformerSpec;
 
 export interface EvalResult {
   /** Fraction of samples whose argmax logit equals the label. */
@@ -68,10 +94,14 @@ export interface EvalResult {
 }
 
 export interface Model {
-  readonly kind: ModelKind;
+  readonly identity: ModelIdentity;
+  /** Fingerprint of the layout's names and shapes (checkpoint.ts's layoutHash): equal hashes load each other's weights. */
+  readonly layoutHash: string;
+  /** identity.name (kept for code written when there were two kinds). */
+  readonly kind: string;
   readonly gpu: Gpu;
-  /** The spec with every default filled in (what checkpoints record). */
-  readonly spec: Required<MlpSpec> | Required<CnnSpec>;
+  /** { kind: identity.name, ...identity.options }: what checkpoints record as model_spec. */
+  readonly spec: { kind: string } & Record<string, unknown>;
   /** Floats per input sample (784 for 28×28 digits; CNN reads them as 1×28×28). */
   readonly inputSize: number;
   readonly classes: number;
@@ -85,7 +115,9 @@ export interface Model {
 
   /**
    * Forward + backward on `batch` samples (default: labels.length). x holds
-   * batch·inputSize floats (row-major), labels batch integers in [0, classes).
+   * batch·inputSize floats (row-major), labels one integer target per output
+   * position (classifiers: one per sample) in [0, classes), or -1 where the
+   * loss allows an ignore index.
    * Overwrites `grads` with the gradient of the mean loss; returns that loss.
    */
   forwardBackward(x: Float32Array, labels: ArrayLike<number>, batch?: number): Promise<number>;

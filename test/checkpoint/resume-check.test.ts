@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRingtrainError } from '../../src/core/errors.ts';
 import { checkpointFromFlat, decodeCheckpoint, encodeCheckpoint, type TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
-import type { Dataset } from '../../src/data/dataset.ts';
+import { type Dataset, makeImageDataset } from '../../src/data/dataset.ts';
 import { checkResumeFits } from '../../src/distributed/resume-check.ts';
 import { modelSpecFor, type LocalTrainConfig } from '../../src/distributed/train-local.ts';
 import { createModel, createOptimizer } from '../../src/engine/index.ts';
@@ -15,7 +15,7 @@ import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 
 // 8×8 images: a small MLP (64 → 128 → 4), enough to tell layouts apart.
-const data: Dataset = { images: new Float32Array(2 * 64), labels: new Uint8Array(2), count: 2, height: 8, width: 8, classes: 4 };
+const data = makeImageDataset({ images: new Float32Array(2 * 64), labels: new Uint8Array(2), height: 8, width: 8, classes: 4 });
 const sgd: LocalTrainConfig = { model: 'mlp', optimizer: 'sgd', epochs: 1, batch: 2, lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 1 };
 
 async function refusal(p: Promise<unknown>): Promise<Error> {
@@ -51,9 +51,9 @@ describe('checkResumeFits (real model and optimizer)', () => {
   });
 
   it('refuses a checkpoint of another input size, naming the tensor and both shapes', async () => {
-    const other = await savedBy(sgd, { ...data, height: 4, width: 4 });
+    const other = await savedBy(sgd, makeImageDataset({ images: new Float32Array(2 * 16), labels: new Uint8Array(2), height: 4, width: 4, classes: 4 }));
     const err = await refusal(checkResumeFits(gpu, sgd, data, other, 'small.safetensors'));
-    expect(err.message).toMatch(/small\.safetensors: tensor 'dense0\.weight' has shape \[16,128\] in the checkpoint but \[64,128\] in the model/);
+    expect(err.message).toMatch(/small\.safetensors: tensor 'dense0\.weight' has shape \[128,16\] in the checkpoint but \[128,64\] in the model/);
   });
 
   it('refuses another optimizer, and optimizer state that is missing or of another length', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { batchCount, batches } from '../../src/data/batches.ts';
-import { makeDataset, selectExamples } from '../../src/data/dataset.ts';
+import { makeImageDataset, selectExamples } from '../../src/data/dataset.ts';
 import { DistributedSampler } from '../../src/data/sampler.ts';
 import { isRingtrainError } from '../../src/core/errors.ts';
 
@@ -12,7 +12,7 @@ function tinyDataset(n = 23) {
     images.fill(i / 100, i * 4, i * 4 + 4);
     labels[i] = i % 10;
   }
-  return makeDataset({ images, labels, height: 2, width: 2, classes: 10 });
+  return makeImageDataset({ images, labels, height: 2, width: 2, classes: 10 });
 }
 
 describe('batches', () => {
@@ -64,8 +64,8 @@ describe('batches', () => {
   });
 
   it('rejects datasets whose arrays disagree', () => {
-    expect(() => makeDataset({ images: new Float32Array(12), labels: new Uint8Array(4), height: 2, width: 2, classes: 10 })).toThrow(/do not match/);
-    expect(() => makeDataset({ images: new Float32Array(4), labels: new Uint8Array([12]), height: 2, width: 2, classes: 10 })).toThrow(/label 12/);
+    expect(() => makeImageDataset({ images: new Float32Array(12), labels: new Uint8Array(4), height: 2, width: 2, classes: 10 })).toThrow(/do not match/);
+    expect(() => makeImageDataset({ images: new Float32Array(4), labels: new Uint8Array([12]), height: 2, width: 2, classes: 10 })).toThrow(/label 12/);
   });
 });
 

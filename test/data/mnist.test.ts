@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { mnistFromDigits, MNIST_PIXELS, parseDigitFile } from '../../src/data/mnist.ts';
 import { loadMnist } from '../../src/data/mnist.node.ts';
 
-function checksum(x: Float32Array, labels: Uint8Array): number {
+function checksum(x: Float32Array, labels: ArrayLike<number>): number {
   let s = 0;
   for (let i = 0; i < x.length; i += 97) s += x[i] * ((i % 13) + 1);
   for (let i = 0; i < labels.length; i++) s += labels[i] * (i % 7);

@@ -9,7 +9,7 @@
  */
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
-import { makeDataset } from '../../src/data/dataset.ts';
+import { makeImageDataset } from '../../src/data/dataset.ts';
 import { loadMnist } from '../../src/data/mnist.node.ts';
 import { trainDistributed, type DistributedTrainConfig } from '../../src/distributed/trainer.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
@@ -20,8 +20,8 @@ const mnist = await loadMnist();
 // 960 examples divide evenly by 1, 2 and 4 ranks and by the batches used.
 const n = 960;
 const px = 784;
-const train = makeDataset({ images: mnist.train.images.slice(0, n * px), labels: mnist.train.labels.slice(0, n), height: 28, width: 28, classes: 10 });
-const test = makeDataset({ images: mnist.test.images.slice(0, 200 * px), labels: mnist.test.labels.slice(0, 200), height: 28, width: 28, classes: 10 });
+const train = makeImageDataset({ images: mnist.train.images.slice(0, n * px), labels: mnist.train.labels.slice(0, n), height: 28, width: 28, classes: 10 });
+const test = makeImageDataset({ images: mnist.test.images.slice(0, 200 * px), labels: mnist.test.labels.slice(0, 200), height: 28, width: 28, classes: 10 });
 
 function config(b: number, s = steps, lr = 0.1): DistributedTrainConfig {
   return { model: 'mlp', optimizer: 'sgd', epochs: 1, batch: b, lr, momentum: 0, weightDecay: 0, seed: 7, steps: s };

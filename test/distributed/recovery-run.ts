@@ -9,7 +9,7 @@
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
-import { makeDataset } from '../../src/data/dataset.ts';
+import { makeImageDataset } from '../../src/data/dataset.ts';
 import { loadMnist } from '../../src/data/mnist.node.ts';
 import { trainDistributed, type DistributedTrainConfig, type ElasticHooks } from '../../src/distributed/trainer.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
@@ -17,8 +17,8 @@ import { acquireGpu } from '../../src/gpu/device.ts';
 const gpu = await acquireGpu();
 const mnist = await loadMnist();
 const px = 784;
-const train = makeDataset({ images: mnist.train.images.slice(0, 512 * px), labels: mnist.train.labels.slice(0, 512), height: 28, width: 28, classes: 10 });
-const test = makeDataset({ images: mnist.test.images.slice(0, 64 * px), labels: mnist.test.labels.slice(0, 64), height: 28, width: 28, classes: 10 });
+const train = makeImageDataset({ images: mnist.train.images.slice(0, 512 * px), labels: mnist.train.labels.slice(0, 512), height: 28, width: 28, classes: 10 });
+const test = makeImageDataset({ images: mnist.test.images.slice(0, 64 * px), labels: mnist.test.labels.slice(0, 64), height: 28, width: 28, classes: 10 });
 const base: DistributedTrainConfig = { model: 'mlp', optimizer: 'sgd', epochs: 1, batch: 8, lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 3, steps: 20 };
 
 /** Hooks of an elastic job whose server is gone: a regroup can only fail. */

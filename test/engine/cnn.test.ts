@@ -1,8 +1,10 @@
 /**
- * The CNN: its gradients against finite differences (CPU reference), its
- * flat layout, seeded init, no allocation after warm-up, a short training run
- * on real MNIST digits on the GPU, and bad specs. GPU-vs-CPU gradient
- * agreement for the whole model is an oracle case (test/oracles/conv_pool_cases.ts).
+ * The CNN on the model API: its gradients (GPU against the CPU executor, and
+ * the CPU's against finite differences), its flat layout, seeded init that
+ * matches the He/Glorot draws of the hand-wired CNN it replaced, no
+ * allocation after warm-up, a short training run on real MNIST digits, and
+ * bad specs. GPU-vs-CPU gradient agreement is also an oracle case under Node
+ * and Deno (test/oracles/conv_pool_cases.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/core/errors.ts';
@@ -11,60 +13,12 @@ import { loadMnist } from '../../src/data/mnist.node.ts';
 import { batches } from '../../src/data/batches.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { Cnn, cnnParams, cnnSpec } from '../../src/engine/cnn.ts';
-import { cnnForwardBackwardCpu, cnnLossCpu } from '../../src/engine/cnn_reference.ts';
-import { buildLayout } from '../../src/engine/flat-model.ts';
+import { Cnn } from '../../src/engine/cnn.ts';
 import { createModel, createOptimizer, PARAM_ALIGN } from '../../src/engine/index.ts';
 import { initTensor, seededNormal, seededUniform } from '../../src/engine/random.ts';
+import { checkModel } from '../nn/model-check.ts';
 
 const invalid = expect.objectContaining({ code: ErrorCode.InvalidArgument });
-
-describe('cnn gradients (CPU reference) match finite differences', () => {
-  // A tiny CNN (2 and 3 filters) on 2 seeded images. No single step fits
-  // every entry: larger steps cross ReLU/max-pool kinks (a conv1 weight
-  // touches every pixel; at 1e-2 some differences were off by 30%), smaller
-  // ones drown in the float32 rounding of the loss (~1e-7 / 2·step). So each
-  // entry is checked at three steps and must match at one of them; a wrong
-  // gradient matches at none.
-  for (const hidden of [0, 5]) {
-    it(`every tensor, sampled, hidden ${hidden}`, () => {
-      const spec = cnnSpec({ channels: [2, 3], hidden, seed: 4 });
-      const decls = cnnParams(spec);
-      const { layout, flatLength } = buildLayout(decls);
-      const params = new Float32Array(flatLength);
-      const rand = { uniform: seededUniform(11), normal: seededNormal(12) };
-      // Non-zero biases too, so their gradients are not trivially routed.
-      decls.forEach((d, i) => initTensor(params.subarray(layout[i].offset, layout[i].offset + layout[i].length), d.init === 'zeros' ? 'glorot' : d.init, d.fanIn, d.fanOut, rand));
-      const random = mulberry32(mixSeed(5, hidden));
-      const x = Float32Array.from({ length: 2 * 784 }, () => random());
-      const labels = [3, 8];
-      const { grads } = cnnForwardBackwardCpu(spec, params, x, labels);
-      const steps = [1e-4, 3e-4, 1e-3];
-      let checked = 0;
-      for (const e of layout) {
-        // Six entries per tensor, spread over it.
-        for (let k = 0; k < 6; k++) {
-          const i = e.offset + Math.floor(((k + 0.5) * e.length) / 6);
-          const saved = params[i];
-          const numeric = steps.map((eps) => {
-            params[i] = saved + eps;
-            const up = cnnLossCpu(spec, params, x, labels);
-            params[i] = saved - eps;
-            const down = cnnLossCpu(spec, params, x, labels);
-            params[i] = saved;
-            return (up - down) / (2 * eps);
-          });
-          const closest = Math.min(...numeric.map((n) => Math.abs(n - grads[i]) - 0.01 * Math.abs(n)));
-          expect(closest, `${e.name}[${i - e.offset}]: numeric ${numeric.join(', ')}, analytic ${grads[i]}`).toBeLessThanOrEqual(5e-4);
-          checked++;
-        }
-      }
-      expect(checked).toBe(layout.length * 6);
-      // The gradient is not trivially zero: the check above has something to compare.
-      expect(grads.reduce((a, v) => a + Math.abs(v), 0)).toBeGreaterThan(1e-2);
-    });
-  }
-});
 
 describe('cnn on the GPU', () => {
   let gpu: Gpu;
@@ -72,6 +26,48 @@ describe('cnn on the GPU', () => {
     gpu = await acquireGpu();
   });
   afterAll(() => gpu?.destroy());
+
+  for (const hidden of [0, 5]) {
+    it(`gradients: GPU = CPU executor = finite differences (hidden ${hidden})`, async () => {
+      const model = new Cnn(gpu, { channels: [2, 3], hidden, seed: 4 });
+      // Non-zero biases too, so their gradients are not trivially routed.
+      const flat = await model.readParams();
+      const u = seededUniform(11);
+      for (const e of model.layout) if (e.name.endsWith('bias')) for (let i = 0; i < e.length; i++) flat[e.offset + i] = 0.2 * (2 * u() - 1);
+      model.writeParams(flat);
+      const random = mulberry32(mixSeed(5, hidden));
+      const x = Float32Array.from({ length: 2 * 784 }, () => random());
+      const c = await checkModel(model, x, [3, 8], 6);
+      expect(Math.abs(c.loss - c.cpuLoss)).toBeLessThan(1e-5);
+      expect(c.gradError).toBeLessThan(5e-6);
+      expect(c.numeric, 'worst numeric/analytic mismatch over tolerance').toBeLessThanOrEqual(1);
+      expect(c.gradMass).toBeGreaterThan(1e-2);
+      model.destroy();
+    });
+  }
+
+  it('starts from the He/Glorot draws of the hand-wired CNN (dense weights drawn [in, out], stored [out, in])', async () => {
+    const model = new Cnn(gpu, { channels: [2, 3], hidden: 5, seed: 9 });
+    const flat = await model.readParams();
+    const rand = { uniform: seededUniform(9), normal: seededNormal(9 ^ 0x9e3779b9) };
+    const draws: [string, 'he' | 'glorot' | 'zeros', number, number][] = [
+      ['conv1.weight', 'he', 25, 50], ['conv1.bias', 'zeros', 25, 2], ['conv2.weight', 'he', 50, 75], ['conv2.bias', 'zeros', 50, 3],
+      ['dense0.weight', 'he', 147, 5], ['dense0.bias', 'zeros', 147, 5], ['dense1.weight', 'glorot', 5, 10], ['dense1.bias', 'zeros', 5, 10],
+    ];
+    for (const [name, kind, fanIn, fanOut] of draws) {
+      const e = model.layout.find((l) => l.name === name)!;
+      const want = new Float32Array(e.length);
+      initTensor(want, kind, fanIn, fanOut, rand);
+      const got = flat.slice(e.offset, e.offset + e.length);
+      if (name.startsWith('dense') && e.shape.length === 2) {
+        const [out, inF] = e.shape;
+        const drawn = Float32Array.from(want);
+        for (let o = 0; o < out; o++) for (let i = 0; i < inF; i++) want[o * inF + i] = drawn[i * out + o];
+      }
+      expect(got, name).toEqual(want);
+    }
+    model.destroy();
+  });
 
   it('lays out conv1, conv2 and the dense head in order, 256-byte aligned', () => {
     const model = createModel(gpu, { kind: 'cnn', channels: [8, 16] });
@@ -81,7 +77,7 @@ describe('cnn on the GPU', () => {
       ['conv1.bias', [8]],
       ['conv2.weight', [16, 8, 5, 5]],
       ['conv2.bias', [16]],
-      ['dense0.weight', [16 * 7 * 7, 10]],
+      ['dense0.weight', [10, 16 * 7 * 7]],
       ['dense0.bias', [10]],
     ]);
     expect(model.paramCount).toBe(8 * 25 + 8 + 16 * 8 * 25 + 16 + 784 * 10 + 10);

@@ -31,9 +31,9 @@ describe('mlp', () => {
   it('lays tensors out in order, 256-byte aligned, with the default 784-128-10 shape', async () => {
     const model = createModel(gpu, { kind: 'mlp', seed: 3 });
     expect(model.layout.map((e) => [e.name, e.shape])).toEqual([
-      ['dense0.weight', [784, 128]],
+      ['dense0.weight', [128, 784]],
       ['dense0.bias', [128]],
-      ['dense1.weight', [128, 10]],
+      ['dense1.weight', [10, 128]],
       ['dense1.bias', [10]],
     ]);
     expect(model.paramCount).toBe(784 * 128 + 128 + 128 * 10 + 10);
@@ -117,7 +117,7 @@ describe('mlp', () => {
     expect(() => model.writeParams(new Float32Array(3))).toThrow(/flatLength/);
     expect(() => createModel(gpu, { kind: 'mlp', hidden: [0] })).toThrow(/hidden\[0\] must be a positive integer/);
     expect(() => createModel(gpu, { kind: 'mlp', activation: 'swish' as 'relu' })).toThrow(/unknown activation/);
-    expect(() => createModel(gpu, { kind: 'transformer' } as never)).toThrow(/unknown model kind/);
+    expect(() => createModel(gpu, { kind: 'rnn' } as never)).toThrow(/unknown model kind/);
     expect(() => createOptimizer(model, { kind: 'sgd', lr: -1 })).toThrow(/lr must be/);
     expect(() => createOptimizer(model, { kind: 'rmsprop' as 'sgd' })).toThrow(invalid);
     model.destroy();

@@ -3,11 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { ORACLE_CASES } from '../oracles/cases.ts';
+import { shaderFiles } from '../nn/coverage.ts';
 
 describe('oracles (node)', () => {
   let gpu: Gpu;
+  /** Shader keys the cases compiled pipelines of: every shaders/*.wgsl file must be among them. */
+  const exercised = new Set<string>();
   beforeAll(async () => {
     gpu = await acquireGpu();
+    const pipeline = gpu.pipeline.bind(gpu);
+    gpu.pipeline = (key, options) => (exercised.add(key), pipeline(key, options));
   });
   afterAll(() => gpu?.destroy());
 
@@ -21,4 +26,10 @@ describe('oracles (node)', () => {
       expect(maxAbsErr, `${c.name}: max |gpu - cpu| = ${maxAbsErr}, tolerance ${tol}`).toBeLessThanOrEqual(tol);
     });
   }
+
+  // Last in the file: vitest runs a file's tests in order, so every case above has run.
+  it('every shaders/*.wgsl file is exercised by some oracle case', () => {
+    const missing = shaderFiles().filter((k) => !exercised.has(k));
+    expect(missing, `shaders with no oracle case: ${missing.join(', ')}; add a case to test/oracles/ (or an op gradcheck to test/nn/op-cases.ts)`).toEqual([]);
+  });
 });

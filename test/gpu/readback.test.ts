@@ -4,7 +4,7 @@
  * single-peer loop waits at most once per 10 steps plus one per evaluation.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeDataset } from '../../src/data/dataset.ts';
+import { makeImageDataset } from '../../src/data/dataset.ts';
 import { trainLocal, type LocalTrainConfig } from '../../src/distributed/train-local.ts';
 import { trainDistributed } from '../../src/distributed/trainer.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
@@ -106,7 +106,7 @@ function quadrants(count: number, seed: number) {
       images[n * 64 + p] = 0.3 * u() + (quadrant === c ? 0.7 : 0);
     }
   });
-  return makeDataset({ images, labels, height: 8, width: 8, classes: 4 });
+  return makeImageDataset({ images, labels, height: 8, width: 8, classes: 4 });
 }
 
 describe('trainLocal latency hiding', () => {

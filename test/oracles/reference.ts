@@ -96,57 +96,6 @@ export function roundToF16(x: number): number {
   return sign * r * ulp;
 }
 
-/**
- * A dense MLP in float64 (weights [in, out], hidden activation `act`):
- * the mean softmax-cross-entropy loss and the gradient of every tensor.
- */
-export function mlpRef(
-  weights: { w: Float32Array; b: Float32Array }[],
-  widths: number[],
-  x: Float32Array,
-  labels: ArrayLike<number>,
-  batch: number,
-  act: keyof typeof activationRef,
-): { loss: number; grads: { w: Float64Array; b: Float64Array }[]; logits: Float64Array } {
-  const L = widths.length - 1;
-  const pre: Float64Array[] = [];
-  const out: Float64Array[] = [Float64Array.from(x)];
-  for (let l = 0; l < L; l++) {
-    const [k, n] = [widths[l], widths[l + 1]];
-    const z = new Float64Array(batch * n);
-    for (let i = 0; i < batch; i++)
-      for (let j = 0; j < n; j++) {
-        let s = weights[l].b[j];
-        for (let q = 0; q < k; q++) s += out[l][i * k + q] * weights[l].w[q * n + j];
-        z[i * n + j] = s;
-      }
-    pre.push(z);
-    out.push(l < L - 1 ? z.map(activationRef[act].f) : z);
-  }
-  const logits = out[L];
-  const head = softmaxXentRef(Float32Array.from(logits), labels, batch, widths[L]);
-  let dz = head.dLogits;
-  const grads: { w: Float64Array; b: Float64Array }[] = new Array(L);
-  for (let l = L - 1; l >= 0; l--) {
-    const [k, n] = [widths[l], widths[l + 1]];
-    const w = new Float64Array(k * n);
-    const b = new Float64Array(n);
-    const dIn = new Float64Array(batch * k);
-    for (let i = 0; i < batch; i++)
-      for (let j = 0; j < n; j++) {
-        const d = dz[i * n + j];
-        b[j] += d;
-        for (let q = 0; q < k; q++) {
-          w[q * n + j] += out[l][i * k + q] * d;
-          dIn[i * k + q] += d * weights[l].w[q * n + j];
-        }
-      }
-    grads[l] = { w, b };
-    if (l > 0) dz = dIn.map((v, idx) => v * activationRef[act].df(pre[l - 1][idx]));
-  }
-  return { loss: head.meanLoss, grads, logits };
-}
-
 export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) return Infinity;
   let m = 0;

@@ -1,0 +1,320 @@
+/**
+ * GraphModel: any `Module` as a `Model` (model.ts), so the trainers,
+ * optimizers, checkpoints and allreduce train it without knowing what it is.
+ *
+ * The module's parameters, named by their path, become the layout: one
+ * contiguous f32 `params` buffer and one `grads` buffer in the same order,
+ * each tensor at a PARAM_ALIGN offset, initialised from the model's seed in
+ * layout order. For each batch size the module's forward is traced once
+ * into a graph, compiled into a plan (src/nn/plan.ts) and kept: after the
+ * first step of a given batch size no GPU buffer is created, and a step is
+ * one upload, one recording of forward + loss head + backward, and one
+ * 8-byte read of the loss.
+ */
+import { layoutHash } from '../checkpoint/checkpoint.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import { DeferredScalars } from '../gpu/readback.ts';
+import { crossEntropy, type Loss, RESULT_CORRECT, RESULT_LOSS } from '../nn/loss.ts';
+import type { Module } from '../nn/module.ts';
+import type { Step } from '../nn/op.ts';
+import { compilePlan, type Plan, recordSteps } from '../nn/plan.ts';
+import { seededNormal, seededUniform } from '../nn/random.ts';
+import { type DType, Graph, type Parameter, shapeText, sizeOf, type Tensor } from '../nn/tensor.ts';
+import { recordDeferredLoss } from './train-step.ts';
+import { type EvalResult, type Model, type ModelIdentity, PARAM_ALIGN, type ParamEntry } from './model.ts';
+
+export interface GraphModelOptions {
+  identity: ModelIdentity;
+  module: Module;
+  /** One sample's shape, e.g. [784] or [1, 28, 28]. */
+  inputShape: number[];
+  /** Element type of the input: 'u32' for indices (token ids), which must then be integers ≥ 0. */
+  inputDType?: DType;
+  /** Width of the module's output (its last dimension). */
+  classes: number;
+  seed: number;
+  loss?: Loss;
+}
+
+interface BatchPlan {
+  plan: Plan;
+  input: Tensor;
+  output: Tensor;
+  rows: number;
+  targets: GPUBuffer;
+  targetScratch: Uint32Array;
+  inputScratch: Uint32Array | null;
+  results: GPUBuffer;
+  forward: Step[];
+  head: Step[];
+  backward: Step[];
+}
+
+export function layoutOf(named: [string, Parameter][]): { layout: ParamEntry[]; paramCount: number; flatLength: number } {
+  const layout: ParamEntry[] = [];
+  let offset = 0;
+  let paramCount = 0;
+  for (const [name, p] of named) {
+    const length = sizeOf(p.shape);
+    layout.push({ name, shape: [...p.shape], offset, length });
+    paramCount += length;
+    offset += Math.ceil(length / PARAM_ALIGN) * PARAM_ALIGN;
+  }
+  return { layout, paramCount, flatLength: Math.max(offset, PARAM_ALIGN) };
+}
+
+export class GraphModel implements Model {
+  readonly identity: ModelIdentity;
+  readonly layoutHash: string;
+  readonly spec: { kind: string } & Record<string, unknown>;
+  readonly module: Module;
+  readonly inputShape: number[];
+  readonly inputSize: number;
+  readonly classes: number;
+  /** Output rows (loss targets) per sample: 1 for a classifier, the context length for a sequence model. */
+  readonly positions: number;
+  readonly layout: readonly ParamEntry[];
+  readonly paramCount: number;
+  readonly flatLength: number;
+  readonly params: GPUBuffer;
+  readonly grads: GPUBuffer;
+  readonly loss: Loss;
+  private readonly inputDType: DType;
+  private readonly entries = new Map<Parameter, ParamEntry>();
+  private readonly plans = new Map<number, BatchPlan>();
+  private readonly owned: GPUBuffer[] = [];
+
+  /** Gathers evaluate()'s per-chunk results, so an evaluation waits for the GPU once. */
+  private evalSink?: DeferredScalars;
+
+  constructor(
+    readonly gpu: Gpu,
+    o: GraphModelOptions,
+  ) {
+    this.identity = { name: o.identity.name, options: { ...o.identity.options } };
+    this.spec = { kind: o.identity.name, ...o.identity.options };
+    this.module = o.module;
+    this.inputShape = [...o.inputShape];
+    this.inputSize = sizeOf(o.inputShape);
+    this.inputDType = o.inputDType ?? 'f32';
+    this.classes = o.classes;
+    this.loss = o.loss ?? crossEntropy;
+    o.module.nameTree();
+    const named = o.module.namedParameters();
+    if (named.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, `model ${o.identity.name} has no parameters: give its module Parameters or layers that hold some`);
+    const { layout, paramCount, flatLength } = layoutOf(named);
+    this.layout = layout;
+    this.paramCount = paramCount;
+    this.flatLength = flatLength;
+    this.layoutHash = layoutHash(layout);
+    named.forEach(([, p], i) => this.entries.set(p, layout[i]));
+    // Trace one sample now: a wrong shape anywhere in forward fails here, naming the layer.
+    this.positions = this.trace(1).rows;
+
+    const init = new Float32Array(flatLength);
+    const rand = { uniform: seededUniform(o.seed), normal: seededNormal(o.seed ^ 0x9e3779b9) };
+    named.forEach(([, p], i) => p.init(init.subarray(layout[i].offset, layout[i].offset + layout[i].length), rand));
+    this.params = this.own(gpu.upload(init, `${o.identity.name}-params`));
+    this.grads = this.own(gpu.storage(flatLength, `${o.identity.name}-grads`));
+  }
+
+  get kind(): string {
+    return this.identity.name;
+  }
+
+  private own(buffer: GPUBuffer): GPUBuffer {
+    this.owned.push(buffer);
+    return buffer;
+  }
+
+  private trace(batch: number): { graph: Graph; input: Tensor; output: Tensor; rows: number } {
+    const graph = new Graph();
+    const input = graph.input([batch, ...this.inputShape], { dtype: this.inputDType });
+    const output = this.module.call(input);
+    const last = output.shape[output.shape.length - 1];
+    if (last !== this.classes || output.shape[0] !== batch) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `model ${this.identity.name}: forward returned ${shapeText(output.shape)} for input ${shapeText(input.shape)}; it must return [batch, …, ${this.classes}] (batch first, ${this.classes} outputs last)`,
+        { output: [...output.shape], input: [...input.shape], classes: this.classes },
+      );
+    }
+    return { graph, input, output, rows: output.size / last / batch };
+  }
+
+  private plan(batch: number): BatchPlan {
+    let p = this.plans.get(batch);
+    if (p) return p;
+    const { graph, input, output } = this.trace(batch);
+    const plan = compilePlan(this.gpu, graph.nodes, [output], { params: this.params, grads: this.grads, entry: (param) => this.entries.get(param)! });
+    for (const b of plan.buffers) this.own(b);
+    const rows = output.size / this.classes;
+    const targets = this.own(this.gpu.storage(rows, 'targets'));
+    const results = this.own(this.gpu.storage(4, 'results'));
+    const dOutput = plan.grad(output);
+    if (!dOutput) throw new RingtrainError(ErrorCode.InvalidArgument, `model ${this.identity.name}: its output does not depend on any parameter`);
+    const head = this.loss.plan(this.gpu, {
+      output: plan.value(output),
+      dOutput,
+      targets,
+      results,
+      rows,
+      classes: this.classes,
+      scratch: (words, label) => this.own(this.gpu.storage(words, `${this.loss.name}/${label}`)),
+    });
+    p = {
+      plan,
+      input,
+      output,
+      rows,
+      targets,
+      targetScratch: new Uint32Array(rows),
+      inputScratch: this.inputDType === 'u32' ? new Uint32Array(batch * this.inputSize) : null,
+      results,
+      forward: plan.forward,
+      head,
+      backward: plan.backward,
+    };
+    this.plans.set(batch, p);
+    return p;
+  }
+
+  private checkBatch(what: string, x: Float32Array, batch: number): void {
+    if (!(x instanceof Float32Array)) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: x must be a Float32Array of batch×${this.inputSize} floats`);
+    }
+    if (!Number.isInteger(batch) || batch < 1) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: batch must be a positive integer, got ${batch}`, { batch });
+    }
+    if (x.length !== batch * this.inputSize) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${what}: x has ${x.length} floats but batch ${batch} × inputSize ${this.inputSize} = ${batch * this.inputSize}; pass [batch, ${this.inputShape.join(', ')}] row-major`,
+        { got: x.length, batch, inputSize: this.inputSize },
+      );
+    }
+  }
+
+  private load(p: BatchPlan, x: Float32Array, targets?: ArrayLike<number>): void {
+    // GPUs swallow NaN silently (max(NaN, 0) is 0 on most), so catch it here.
+    for (let i = 0; i < x.length; i++) {
+      const bad = !Number.isFinite(x[i]) || (p.inputScratch !== null && !(Number.isInteger(x[i]) && x[i] >= 0));
+      if (bad) {
+        const sample = Math.floor(i / this.inputSize);
+        const want = p.inputScratch ? 'integers ≥ 0 (indices)' : 'finite numbers';
+        throw new RingtrainError(ErrorCode.InvalidArgument, `input x[${i}] (sample ${sample}, feature ${i % this.inputSize}) is ${x[i]}; inputs must be ${want}: check the data`, { index: i, sample });
+      }
+    }
+    const v = p.plan.value(p.input);
+    if (p.inputScratch) {
+      p.inputScratch.set(x);
+      this.gpu.write(v.buffer, p.inputScratch, v.offset);
+    } else this.gpu.write(v.buffer, x, v.offset);
+    if (targets) this.gpu.write(p.targets, this.loss.encodeTargets(targets, p.rows, this.classes, p.targetScratch));
+  }
+
+  /** Uploads the batch and records forward, loss head and backward; returns the plan (its `results` hold the mean loss). */
+  private recordStep(x: Float32Array, labels: ArrayLike<number>, batch: number) {
+    this.checkBatch('forwardBackward', x, batch);
+    if (labels.length !== batch * this.positions) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `forwardBackward: ${labels.length} labels for batch ${batch} (${this.positions} per sample)`, { labels: labels.length, batch });
+    }
+    const p = this.plan(batch);
+    this.load(p, x, labels);
+    recordSteps(this.gpu, [...p.forward, ...p.head, ...p.backward]);
+    return p;
+  }
+
+  forwardBackwardDeferred(x: Float32Array, labels: ArrayLike<number>, batch = (labels?.length ?? 0) / this.positions, sink: DeferredScalars): void {
+    recordDeferredLoss(this.gpu, sink, this.recordStep(x, labels, batch).results, RESULT_LOSS * 4);
+  }
+
+  async forwardBackward(x: Float32Array, labels: ArrayLike<number>, batch = (labels?.length ?? 0) / this.positions): Promise<number> {
+    const p = this.recordStep(x, labels, batch);
+    const [loss] = await this.gpu.readF32(p.results, RESULT_LOSS, 1);
+    if (!Number.isFinite(loss)) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `the loss is ${loss}: training diverged or the input holds NaN/Infinity; lower the learning rate or check the data`, { loss });
+    }
+    return loss;
+  }
+
+  async predict(x: Float32Array, batch = x.length / this.inputSize): Promise<Float32Array> {
+    this.checkBatch('predict', x, batch);
+    const p = this.plan(batch);
+    this.load(p, x);
+    recordSteps(this.gpu, p.forward);
+    const out = p.plan.value(p.output);
+    return this.gpu.readF32(out.buffer, (out.offset ?? 0) / 4, p.rows * this.classes);
+  }
+
+  async evaluate(x: Float32Array, labels: ArrayLike<number>, chunk = 500): Promise<EvalResult> {
+    const n = labels.length / this.positions;
+    this.checkBatch('evaluate', x, n);
+    // Every chunk's [mean loss, correct] is copied aside as it is computed; one wait reads them all.
+    const sink = (this.evalSink ??= new DeferredScalars(this.gpu, 16));
+    await sink.collect(); // nothing should be pending; never mix an earlier call's values in
+    const counts: number[] = [];
+    for (let start = 0; start < n; start += chunk) {
+      const b = Math.min(chunk, n - start);
+      const p = this.plan(b);
+      const rows = b * this.positions;
+      const targets: number[] = Array.prototype.slice.call(labels, start * this.positions, start * this.positions + rows);
+      this.load(p, x.subarray(start * this.inputSize, (start + b) * this.inputSize), targets);
+      recordSteps(this.gpu, [...p.forward, ...p.head]);
+      const encoder = this.gpu.commandEncoder();
+      sink.record(encoder, p.results, RESULT_LOSS * 4);
+      sink.record(encoder, p.results, RESULT_CORRECT * 4);
+      // A chunk's loss is its mean over the targets the loss counts (not −1, the ignore index): weigh it by them.
+      counts.push(targets.reduce((k, t) => (t >= 0 ? k + 1 : k), 0));
+    }
+    const values = await sink.collect();
+    let lossSum = 0;
+    let correct = 0;
+    let counted = 0;
+    counts.forEach((here, i) => {
+      lossSum += here > 0 ? values[2 * i] * here : 0;
+      correct += values[2 * i + 1];
+      counted += here;
+    });
+    return { accuracy: correct / counted, loss: lossSum / counted };
+  }
+
+  private checkFlat(what: string, values: Float32Array): void {
+    if (!(values instanceof Float32Array) || values.length !== this.flatLength) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${what}: expected a Float32Array of flatLength ${this.flatLength} (layout with padding), got ${values instanceof Float32Array ? values.length : typeof values}`,
+        { expected: this.flatLength },
+      );
+    }
+  }
+
+  readParams(): Promise<Float32Array> {
+    return this.gpu.readF32(this.params, 0, this.flatLength);
+  }
+
+  readGrads(): Promise<Float32Array> {
+    return this.gpu.readF32(this.grads, 0, this.flatLength);
+  }
+
+  writeParams(values: Float32Array): void {
+    this.checkFlat('writeParams', values);
+    this.gpu.write(this.params, values);
+  }
+
+  writeGrads(values: Float32Array): void {
+    this.checkFlat('writeGrads', values);
+    this.gpu.write(this.grads, values);
+  }
+
+  destroy(): void {
+    this.evalSink?.destroy();
+    this.evalSink = undefined;
+    // Work already recorded (an optimizer step, say) must reach the queue while the buffers live.
+    if (this.gpu.alive) this.gpu.flush();
+    for (const b of this.owned) b.destroy();
+    this.owned.length = 0;
+    this.plans.clear();
+  }
+}

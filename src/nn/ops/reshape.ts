@@ -1,0 +1,27 @@
+/**
+ * reshape: the same values under another shape (row-major), e.g. flatten
+ * [N, C, H, W] → [N, C·H·W]. A view: no work, the storage (and gradient) is
+ * shared with the input.
+ */
+import { defineOp, shapeError } from '../op.ts';
+import { sizeOf } from '../tensor.ts';
+
+export interface ReshapeAttrs extends Record<string, unknown> {
+  shape: number[];
+}
+
+export const reshapeOp = defineOp<ReshapeAttrs>({
+  name: 'reshape',
+  view: true,
+  shape([x], { shape }, info) {
+    if (!shape.every((d) => Number.isInteger(d) && d > 0) || sizeOf(shape) !== sizeOf(x)) {
+      throw shapeError(info, 'reshape', `cannot view ${sizeOf(x)} values as the requested shape`, { x, requested: shape });
+    }
+    return { shape, dtype: info.dtypes[0] };
+  },
+  plan: () => ({ forward: [], backward: [] }),
+  cpu: {
+    forward: ([x]) => x.slice(),
+    backward: (_x, _s, _a, _y, dy) => [dy.slice()],
+  },
+});
