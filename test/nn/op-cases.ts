@@ -14,6 +14,7 @@ import { gradcheck, type GradcheckInput } from '../../src/nn/gradcheck.ts';
 import type { Op } from '../../src/nn/op.ts';
 import * as ops from '../../src/nn/ops/index.ts';
 import type { OracleCase } from '../oracles/dense-cases.ts';
+import { NN_OP_CASES } from '../oracles/nn-op-cases.ts';
 
 /** f32 GPU vs f64 oracle (relative to max(1, |reference|)); analytic vs numeric in f64. */
 const TOL = { forward: 1e-4, backward: 1e-4, numeric: 1e-4 };
@@ -42,6 +43,7 @@ export const OP_CASES: OpCase[] = [
   { op: ops.conv2dOp, label: 'x[1,2,8,8] W[4,2,5,5] pad 0', inputs: [s(1, 2, 8, 8), s(4, 2, 5, 5), s(4)], attrs: { pad: 0 } },
   { op: ops.maxPool2dOp, label: 'x[2,3,6,5]', inputs: [s(2, 3, 6, 5)] },
   { op: ops.maxPool2dOp, label: 'x[2,3,6,6], fused relu', inputs: [s(2, 3, 6, 6)], attrs: { relu: true } },
+  ...NN_OP_CASES,
 ];
 
 export const OP_ORACLE_CASES: OracleCase[] = OP_CASES.map((c, i) => ({

@@ -7,7 +7,9 @@
 import { OP_ORACLE_CASES } from '../nn/op-cases.ts';
 import { CONV_POOL_CASES } from './conv_pool_cases.ts';
 import { DENSE_CASES, type OracleCase, type OracleResult } from './dense-cases.ts';
+import { NN_CASES } from './nn-cases.ts';
+import { TENSOR_CASES } from './tensor-cases.ts';
 
 export type { OracleCase, OracleResult };
 
-export const ORACLE_CASES: OracleCase[] = [...DENSE_CASES, ...CONV_POOL_CASES, ...OP_ORACLE_CASES];
+export const ORACLE_CASES: OracleCase[] = [...DENSE_CASES, ...CONV_POOL_CASES, ...NN_CASES, ...TENSOR_CASES, ...OP_ORACLE_CASES];

@@ -33,6 +33,18 @@ export const KERNELS: Record<string, KernelEntry> = {
   conv2dWeightGrad: { shader: 'conv2d_backward_weight', entryPoints: ['main'] },
   maxpool: { shader: 'maxpool_forward', entryPoints: ['main'] },
   maxpoolBackward: { shader: 'maxpool_backward', entryPoints: ['main'] },
+  // The neural-network and tensor kernels behind src/nn/ops (references: nn_reference.ts, tensor_reference.ts).
+  layerNorm: { shader: 'layernorm', entryPoints: ['forward', 'backward_input', 'backward_params'] },
+  geluErf: { shader: 'gelu', entryPoints: ['forward', 'backward'] },
+  softmax: { shader: 'softmax', entryPoints: ['forward', 'backward'] },
+  crossEntropy: { shader: 'cross_entropy', entryPoints: ['rows', 'total', 'scale'] },
+  embedding: { shader: 'embedding', entryPoints: ['forward', 'backward'] },
+  attention: { shader: 'attention', entryPoints: ['forward', 'backward_q', 'backward_kv'] },
+  bmm: { shader: 'bmm', entryPoints: ['main'] },
+  dropout: { shader: 'dropout', entryPoints: ['advance', 'forward', 'backward'] },
+  broadcast: { shader: 'broadcast', entryPoints: ['add', 'mul', 'scale', 'reduce'] },
+  mse: { shader: 'mse', entryPoints: ['forward', 'backward'] },
+  strided: { shader: 'strided', entryPoints: ['copy', 'fill'] },
 };
 
 /** Compiles every registered kernel's pipelines (surfacing WGSL errors early). */
@@ -49,4 +61,15 @@ export { planAdd, planAxpy, planScale } from './elementwise.ts';
 export { planPackF16, planUnpackF16, packedWords } from './f16.ts';
 export { planSgd, planAdamw, sgdFields, adamwFields, type SgdHyper, type AdamwHyper } from './optimizers.ts';
 export { planConv2dForward, planConv2dBackwardInput, planConv2dBackwardWeight, convOutSize, convSizes, samePadding, type ConvShape } from './conv2d.ts';
+export { planLayerNormForward, planLayerNormBackward, LAYER_NORM_EPS, type LayerNormShape } from './layernorm.ts';
+export { planGeluForward, planGeluBackward } from './gelu.ts';
+export { planSoftmaxForward, planSoftmaxBackward } from './softmax.ts';
+export { planCrossEntropy, checkTargets, IGNORE_TARGET, type CrossEntropyBuffers } from './cross-entropy.ts';
+export { planEmbeddingForward, planEmbeddingBackward, checkIds, type EmbeddingShape } from './embedding.ts';
+export { planAttentionForward, planAttentionBackward, attentionSizes, type AttentionShape } from './attention.ts';
+export { planBmm, type BmmShape } from './bmm.ts';
+export { planDropoutAdvance, planDropoutForward, planDropoutBackward, type DropoutOptions } from './dropout.ts';
+export { planBroadcastBinary, planBroadcastReduce, planScaleTo, broadcastShape } from './broadcast.ts';
+export { planMseLoss, planMseGrad } from './mse.ts';
+export { planTranspose, planWindowCopy, planConcat, planFill, inversePermutation, permutedShape } from './strided.ts';
 export { planMaxPoolForward, planMaxPoolBackward, poolSizes, NO_WINNER, type PoolShape } from './maxpool.ts';

@@ -1,0 +1,41 @@
+// Embedding lookup: out[r, :] = weight[ids[r], :] for ids [rows] and weight [vocab × dim].
+// Backward is a scatter-add, written as a gather so that it needs no float
+// atomics and sums in a fixed order (deterministic, the same on every peer):
+// one invocation per weight entry (v, c) walks every row and adds dy[r, c]
+// where ids[r] == v. That is vocab × rows × dim reads, fine for the small
+// vocabularies (characters, positions) this serves.
+// Ids at or past vocab are refused on the CPU before upload; here they read 0.
+
+struct Dims { rows: u32, dim: u32, vocab: u32, _pad: u32 }
+
+override ACCUMULATE: bool = false;
+
+@group(0) @binding(0) var<uniform> dims: Dims;
+@group(0) @binding(1) var<storage, read> ids: array<u32>;
+@group(0) @binding(2) var<storage, read> weight: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read> dy: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dweight: array<f32>;
+
+fn index(gid: vec3<u32>, groups: vec3<u32>) -> u32 { return gid.x + gid.y * groups.x * 256u; }
+
+@compute @workgroup_size(256)
+fn forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = index(gid, groups);
+  if (i >= dims.rows * dims.dim) { return; }
+  let id = ids[i / dims.dim];
+  out[i] = select(0.0, weight[id * dims.dim + i % dims.dim], id < dims.vocab);
+}
+
+@compute @workgroup_size(256)
+fn backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = index(gid, groups);
+  if (i >= dims.vocab * dims.dim) { return; }
+  let v = i / dims.dim;
+  let c = i % dims.dim;
+  var s = 0.0;
+  for (var r = 0u; r < dims.rows; r++) {
+    if (ids[r] == v) { s += dy[r * dims.dim + c]; }
+  }
+  if (ACCUMULATE) { dweight[i] += s; } else { dweight[i] = s; }
+}

@@ -1,0 +1,46 @@
+/**
+ * Plans one entry point of a multi-entry shader whose entry points use
+ * different subsets of the module's bindings. `Gpu.plan` numbers bindings
+ * 0..n-1, which only fits when every entry point uses them all; here each
+ * binding carries its `@binding` number, so a shader can name its buffers by
+ * what they hold (x, dy, dx, ...) instead of sharing generic slots.
+ */
+import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+import type { Binding, Dispatch, Gpu } from '../gpu.ts';
+import { bindingBytes } from './conv2d.ts';
+
+const MAX_GROUPS_PER_DIM = 65535;
+
+/** The shader's kernels read or write in place of their output: `+=` where true. */
+export function accumulateConstant(accumulate: boolean | undefined): Record<string, number> {
+  return { ACCUMULATE: accumulate ? 1 : 0 };
+}
+
+export function planEntry(
+  gpu: Gpu,
+  key: string,
+  entryPoint: string,
+  bindings: [number, Binding][],
+  workgroups: [number, number?, number?],
+  constants: Record<string, number> = {},
+): Dispatch {
+  const pipeline = gpu.pipeline(key, { entryPoint, constants });
+  const label = `${key}:${entryPoint}`;
+  const [x, y = 1, z = 1] = workgroups;
+  if (x > MAX_GROUPS_PER_DIM || y > MAX_GROUPS_PER_DIM || z > MAX_GROUPS_PER_DIM) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${label}: ${x}x${y}x${z} workgroups exceed ${MAX_GROUPS_PER_DIM} per dimension; split the work`, { workgroups });
+  }
+  const max = gpu.limits.maxStorageBufferBindingSize;
+  for (const [, b] of bindings) {
+    const size = bindingBytes(b);
+    if (size > max) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${label} would bind ${size} bytes, more than this adapter's maxStorageBufferBindingSize of ${max}; use a smaller batch or layer`, { size, max, label });
+    }
+  }
+  const bindGroup = gpu.device.createBindGroup({
+    label,
+    layout: pipeline.getBindGroupLayout(0),
+    entries: bindings.map(([binding, b]) => ({ binding, resource: 'buffer' in b ? b : { buffer: b } })),
+  });
+  return { label, pipeline, bindGroup, workgroups: [x, y, z] };
+}

@@ -1,0 +1,30 @@
+/**
+ * embedding: PyTorch's nn.Embedding lookup, out[..., :] = weight[ids[...], :]
+ * for u32 ids [...] and weight [vocab, dim]. Backward scatter-adds into the
+ * weight's gradient without atomics (deterministic). Ids are data: check
+ * them on upload with checkIds (src/gpu/kernels/embedding.ts).
+ */
+import { planEmbeddingBackward, planEmbeddingForward } from '../../gpu/kernels/embedding.ts';
+import { embeddingBackwardRef, embeddingRef } from '../../gpu/kernels/nn_reference.ts';
+import { defineOp, shapeError } from '../op.ts';
+import { sizeOf } from '../tensor.ts';
+
+export const embeddingOp = defineOp<Record<string, never>>({
+  name: 'embedding',
+  shape([ids, weight], _attrs, info) {
+    if (info.dtypes[0] !== 'u32' || info.dtypes[1] !== 'f32') throw shapeError(info, 'embedding', 'needs u32 ids and an f32 weight', { ids, weight });
+    if (weight.length !== 2) throw shapeError(info, 'embedding', 'weight must be [vocab, dim]', { ids, weight });
+    return { shape: [...ids, weight[1]] };
+  },
+  plan(ctx) {
+    const [vocab, dim] = ctx.inputShapes[1];
+    const s = { rows: sizeOf(ctx.inputShapes[0]), vocab, dim };
+    const forward = [planEmbeddingForward(ctx.gpu, s, ctx.input(0), ctx.input(1), ctx.output())];
+    const [dy, dw] = [ctx.gradOut(), ctx.gradIn(1)];
+    return { forward, backward: dy && dw ? [planEmbeddingBackward(ctx.gpu, s, ctx.input(0), dy, dw)] : [] };
+  },
+  cpu: {
+    forward: ([ids, w], [idShape, [, dim]]) => embeddingRef(ids, w, sizeOf(idShape), dim),
+    backward: ([ids], [idShape, [vocab, dim]], _a, _y, dy) => [null, embeddingBackwardRef(ids, dy, sizeOf(idShape), vocab, dim)],
+  },
+});
