@@ -3,6 +3,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { Cnn } from './cnn.ts';
 import { Mlp } from './mlp.ts';
+import { Transformer } from './transformer.ts';
 import type { Model, ModelSpec } from './model.ts';
 
 export function createModel(gpu: Gpu, spec: ModelSpec): Model {
@@ -11,7 +12,9 @@ export function createModel(gpu: Gpu, spec: ModelSpec): Model {
       return new Mlp(gpu, spec);
     case 'cnn':
       return new Cnn(gpu, spec);
+    case 'transformer':
+      return new Transformer(gpu, spec);
     default:
-      throw new RingtrainError(ErrorCode.InvalidArgument, `unknown model kind ${JSON.stringify((spec as { kind?: unknown })?.kind)}; use 'mlp' or 'cnn'`);
+      throw new RingtrainError(ErrorCode.InvalidArgument, `unknown model kind ${JSON.stringify((spec as { kind?: unknown })?.kind)}; use 'mlp', 'cnn' or 'transformer'`);
   }
 }

@@ -14,7 +14,7 @@
 import { layoutHash } from '../checkpoint/checkpoint.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { crossEntropy, type Loss, RESULT_CORRECT, RESULT_LOSS } from '../nn/loss.ts';
+import { crossEntropy, type Loss, RESULT_LOSS } from '../nn/loss.ts';
 import type { Module } from '../nn/module.ts';
 import type { Step } from '../nn/op.ts';
 import { compilePlan, type Plan, recordSteps } from '../nn/plan.ts';
@@ -41,7 +41,7 @@ interface BatchPlan {
   output: Tensor;
   rows: number;
   targets: GPUBuffer;
-  targetScratch: Uint32Array;
+  targetScratch: Int32Array;
   inputScratch: Uint32Array | null;
   results: GPUBuffer;
   forward: Step[];
@@ -78,7 +78,7 @@ export class GraphModel implements Model {
   readonly params: GPUBuffer;
   readonly grads: GPUBuffer;
   readonly loss: Loss;
-  private readonly inputDType: DType;
+  readonly inputDType: DType;
   private readonly entries = new Map<Parameter, ParamEntry>();
   private readonly plans = new Map<number, BatchPlan>();
   private readonly owned: GPUBuffer[] = [];
@@ -164,7 +164,7 @@ export class GraphModel implements Model {
       output,
       rows,
       targets,
-      targetScratch: new Uint32Array(rows),
+      targetScratch: new Int32Array(rows),
       inputScratch: this.inputDType === 'u32' ? new Uint32Array(batch * this.inputSize) : null,
       results,
       forward: plan.forward,
@@ -238,17 +238,20 @@ export class GraphModel implements Model {
     this.checkBatch('evaluate', x, n);
     let lossSum = 0;
     let correct = 0;
+    let total = 0;
     for (let start = 0; start < n; start += chunk) {
       const b = Math.min(chunk, n - start);
       const p = this.plan(b);
       const rows = b * this.positions;
       this.load(p, x.subarray(start * this.inputSize, (start + b) * this.inputSize), Array.prototype.slice.call(labels, start * this.positions, start * this.positions + rows));
       recordSteps(this.gpu, [...p.forward, ...p.head]);
-      const [meanLoss, right] = await this.gpu.readF32(p.results, RESULT_LOSS, 2);
-      lossSum += meanLoss * rows;
+      const [meanLoss, right, count] = await this.gpu.readF32(p.results, RESULT_LOSS, 3);
+      const counted = this.loss.counts ? count : rows;
+      lossSum += meanLoss * counted;
       correct += right;
+      total += counted;
     }
-    return { accuracy: correct / (n * this.positions), loss: lossSum / (n * this.positions) };
+    return { accuracy: total > 0 ? correct / total : 0, loss: total > 0 ? lossSum / total : 0 };
   }
 
   private checkFlat(what: string, values: Float32Array): void {

@@ -4,6 +4,7 @@ export { createOptimizer, resolveOptimizerSpec, type Optimizer, type OptimizerSp
 export { Mlp, MLP_DEFAULTS, resolveMlpSpec } from './mlp.ts';
 export { Cnn, CnnModule, CNN_DEFAULTS, cnnSpec } from './cnn.ts';
 export { MlpModule } from './mlp.ts';
+export { Transformer, Gpt, Block, TRANSFORMER_DEFAULTS, transformerSpec, type TransformerSpec } from './transformer.ts';
 export { GraphModel, layoutOf, type GraphModelOptions } from './graph-model.ts';
 export { FlatModel, buildLayout, type BatchIO, type LayerPlan, type ParamDecl } from './flat-model.ts';
 export { PARAM_ALIGN, type CnnSpec, type EvalResult, type MlpSpec, type Model, type ModelKind, type ModelSpec, type ModelIdentity, type ParamEntry } from './model.ts';

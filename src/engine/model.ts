@@ -18,12 +18,15 @@
  */
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Activation } from '../gpu/kernels/activation.ts';
+import type { TransformerSpec } from './transformer.ts';
+
+export type { TransformerSpec };
 
 /** Tensors start at multiples of this many floats (256 bytes). */
 export const PARAM_ALIGN = 64;
 
 /** The built-in models' names; a model from a file or a user's module carries its own name. */
-export type ModelKind = 'mlp' | 'cnn';
+export type ModelKind = 'mlp' | 'cnn' | 'transformer';
 
 /**
  * What a model is, for checkpoints and for peers that must build the same one:
@@ -67,7 +70,7 @@ export interface CnnSpec {
   classes?: number;
 }
 
-export type ModelSpec = MlpSpec | CnnSpec;
+export type ModelSpec = MlpSpec | CnnSpec | TransformerSpec;
 
 export interface EvalResult {
   /** Fraction of samples whose argmax logit equals the label. */

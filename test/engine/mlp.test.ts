@@ -117,7 +117,7 @@ describe('mlp', () => {
     expect(() => model.writeParams(new Float32Array(3))).toThrow(/flatLength/);
     expect(() => createModel(gpu, { kind: 'mlp', hidden: [0] })).toThrow(/hidden\[0\] must be a positive integer/);
     expect(() => createModel(gpu, { kind: 'mlp', activation: 'swish' as 'relu' })).toThrow(/unknown activation/);
-    expect(() => createModel(gpu, { kind: 'transformer' } as never)).toThrow(/unknown model kind/);
+    expect(() => createModel(gpu, { kind: 'resnet' } as never)).toThrow(/unknown model kind/);
     expect(() => createOptimizer(model, { kind: 'sgd', lr: -1 })).toThrow(/lr must be/);
     expect(() => createOptimizer(model, { kind: 'rmsprop' as 'sgd' })).toThrow(invalid);
     model.destroy();
