@@ -10,6 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
@@ -22,6 +23,7 @@ import type { JobSpec } from '../signaling/protocol.ts';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { untilSignal } from '../../server/serve.ts';
 import { cliCommand, printLine, stderr, stderrIsTTY } from './host.node.ts';
+import { jobModelFields, type ModelChoice, useModelOption } from './model-option.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 
@@ -93,7 +95,7 @@ export function runCommand(): Command {
   return cmd;
 }
 
-export function jobSpecFor(o: RunOptions): JobSpec {
+export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
   const hyperparameters: Record<string, number | string | boolean> = {
     lr: o.lr,
     momentum: o.momentum,
@@ -108,10 +110,12 @@ export function jobSpecFor(o: RunOptions): JobSpec {
     backwardPassesPerStep: o.backwardPasses,
   };
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
+  Object.assign(hyperparameters, jobModelFields(model));
   return {
     id: `run-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),
-    config: { model: o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, minPeers: o.np, maxPeers: o.np + o.extraPeers },
+    // A model file travels as an absolute path: workers may start elsewhere.
+    config: { model: model.identity ? resolve(o.model) : o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, minPeers: o.np, maxPeers: o.np + o.extraPeers },
   };
 }
 
@@ -150,7 +154,7 @@ async function launch(o: RunOptions): Promise<number> {
   // Deno by default: on machines without a GPU its wgpu + lavapipe ran our MLP training about 4.5×
   // faster than Node's Dawn + SwiftShader (measured here; more for the CNN); with a real GPU either is fine.
   const runtime = o.runtime ?? 'deno';
-  const job = jobSpecFor(o);
+  const job = jobSpecFor(o, await useModelOption(o.model));
   const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null });
   const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
   await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);

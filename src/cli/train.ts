@@ -15,6 +15,7 @@ import { loadMnist } from '../data/mnist.node.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, interruptSignal, printLine, reexecUnder, stderr, stderrIsTTY } from './host.node.ts';
 import { commandStatus } from './status.ts';
+import { useModelOption } from './model-option.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from '../distributed/train-local.ts';
 
@@ -25,6 +26,8 @@ export function trainCommand(): Command {
   cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
   return cmd.action(async (raw: Record<string, unknown>) => {
     const opts: TrainCommandOptions = { ...parseTrainOptions(raw), lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant' };
+    // A model file is loaded and registered here; from now on the model goes by its registered name.
+    opts.model = (await useModelOption(opts.model)).model;
     if (opts.runtime && opts.runtime !== currentRuntime()) {
       commandStatus.exitCode = await reexecUnder(opts.runtime, commandStatus.args);
       return;

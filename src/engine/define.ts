@@ -21,7 +21,8 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import * as nn from '../nn/index.ts';
 import { crossEntropy, crossEntropyIgnore, type Loss } from '../nn/loss.ts';
-import { GraphModel } from './graph-model.ts';
+import { layoutHash } from '../checkpoint/checkpoint.ts';
+import { GraphModel, layoutOf } from './graph-model.ts';
 import type { Model } from './model.ts';
 
 export type NnApi = typeof nn;
@@ -43,6 +44,19 @@ export type ModelFactory = (api: NnApi, options: Record<string, unknown>) => Mod
 const LOSSES: Record<string, Loss> = { 'cross-entropy': crossEntropy, 'cross-entropy-ignore': crossEntropyIgnore };
 const BUILT_IN = new Set(['mlp', 'cnn', 'transformer']);
 const registry = new Map<string, ModelFactory>();
+
+/** True when a `--model` value names a file (a path or a .ts/.js name) rather than a built-in or registered model. */
+export function isModelFile(model: string): boolean {
+  return /\.(m?[jt]s)$/.test(model) || model.includes('/') || model.includes('\\');
+}
+
+/** A factory's model identity and layout hash, without a GPU (what a job records so that every peer builds the same model). */
+export function describeModel(factory: ModelFactory, name: string, options: Record<string, unknown> = {}): { name: string; layoutHash: string } {
+  const definition = factory(nn, { ...options });
+  checkDefinition(`model ${name}`, definition);
+  definition.module.nameTree();
+  return { name, layoutHash: layoutHash(layoutOf(definition.module.namedParameters()).layout) };
+}
 
 /** Makes `name` a model `createModel` can build. Names of built-in models are refused. */
 export function registerModel(name: string, factory: ModelFactory): void {

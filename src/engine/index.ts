@@ -10,4 +10,4 @@ export { FlatModel, buildLayout, type BatchIO, type LayerPlan, type ParamDecl } 
 export { PARAM_ALIGN, type CnnSpec, type EvalResult, type MlpSpec, type Model, type ModelKind, type ModelSpec, type ModelIdentity, type ParamEntry } from './model.ts';
 export { seededNormal, seededUniform, initTensor, type InitKind } from './random.ts';
 export { trainStep } from './train-step.ts';
-export { registerModel, registeredModel, modelFromFactory, checkSameModel, type ModelDefinition, type ModelFactory, type NnApi } from './define.ts';
+export { registerModel, registeredModel, modelFromFactory, checkSameModel, describeModel, isModelFile, type ModelDefinition, type ModelFactory, type NnApi } from './define.ts';

@@ -10,17 +10,29 @@ import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { detectRuntime } from '../core/runtime.ts';
 import { type ModelFactory, registerModel } from './define.ts';
 
-/** True when `--model` names a file rather than a built-in model. */
-export function isModelFile(model: string): boolean {
-  return /\.(m?[jt]s)$/.test(model) || model.includes('/') || model.includes('\\');
-}
+export { isModelFile } from './define.ts';
 
 function fnv1a(bytes: Uint8Array): string {
   let h = 0x811c9dc5;
   for (const b of bytes) h = Math.imul(h ^ b, 0x01000193);
   return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+/**
+ * Deno imports TypeScript itself. Under Node, tsx would treat a .ts file in a
+ * folder without a `"type": "module"` package.json (a temporary directory, a
+ * user's project) as CommonJS; tsImport loads it as the ES module it is.
+ */
+async function importModule(abs: string): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(abs).href;
+  if (detectRuntime() === 'node' && /\.m?ts$/.test(abs)) {
+    const { tsImport } = await import('tsx/esm/api');
+    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  }
+  return (await import(url)) as Record<string, unknown>;
 }
 
 export async function loadModelFile(path: string): Promise<{ name: string; factory: ModelFactory }> {
@@ -33,11 +45,13 @@ export async function loadModelFile(path: string): Promise<{ name: string; facto
   }
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
+    mod = await importModule(abs);
   } catch (err) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `model file ${path} failed to load: ${(err as Error).message}`, { path }, { cause: err });
   }
-  const factory = mod.default ?? mod.model;
+  let factory = mod.default ?? mod.model;
+  // A file compiled as CommonJS arrives wrapped once more (default = its exports).
+  if (factory && typeof factory === 'object') factory = (factory as Record<string, unknown>).default ?? (factory as Record<string, unknown>).model;
   if (typeof factory !== 'function') {
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
