@@ -10,9 +10,10 @@ import { Mlp } from '../src/engine/mlp.ts';
 import { Cnn } from '../src/engine/cnn.ts';
 import { createOptimizer, trainStep, type Model } from '../src/engine/index.ts';
 import { seededUniform } from '../src/engine/random.ts';
+import { opt } from './args.ts';
 
 const gpu = await acquireGpu();
-const rounds = 4;
+const rounds = Number(opt('rounds', '6'));
 const u = seededUniform(3);
 async function time(make: () => Model, batch: number, steps: number): Promise<number> {
   const model = make();
