@@ -5,13 +5,20 @@
  *     (ICE-candidate-sized payloads), rate limit lifted;
  *   - relayUnderFlood: the same, while a peer of another job floods with the rate
  *     limit lifted too (the worst case: with the default limit the flooder is cut off
- *     after 200 + 1000 frames).
+ *     after 200 + 1000 frames);
+ *   - joinUnderSilentSockets: connect() to first membership from 127.0.0.3 while
+ *     1,030 WebSocket upgrades from 127.0.0.2 try to sit silent (default limits:
+ *     16 stay open, the rest are refused 429), and joinUnderSpreadSilentSockets: the
+ *     same while 1,100 silent sockets from 70 addresses fill the server-wide cap
+ *     of handshakes (the oldest are evicted). joinQuietMs is the same join with no
+ *     attack, measured in the same run.
  * Run inside a private network namespace:
  *   sh scripts/in-netns.sh npx tsx bench/signaling.ts [--signals N] [--peers N]
  */
 import WebSocket from 'ws';
 import { startServer } from '../server/index.ts';
 import { connect } from '../src/signaling/client.node.ts';
+import type { WebSocketConstructor } from '../src/signaling/client.ts';
 import { PROTOCOL_VERSION } from '../src/signaling/protocol.ts';
 
 function arg(name: string, fallback: number): number {
@@ -80,6 +87,39 @@ await flood;
 flooder.terminate();
 await flooded.close();
 
+// One client's silent sockets: default limits, the attack from other loopback addresses than the peer's.
+function wsFrom(localAddress: string): WebSocketConstructor {
+  return class extends WebSocket {
+    constructor(url: string) {
+      super(url, { localAddress });
+    }
+  } as unknown as WebSocketConstructor;
+}
+async function silent(wsUrl: string, localAddress: string, n: number): Promise<WebSocket[]> {
+  const tries = Array.from({ length: n }, () => new Promise<WebSocket | null>((resolve) => {
+    const ws = new WebSocket(wsUrl, { localAddress });
+    ws.once('open', () => resolve(ws));
+    ws.once('error', () => resolve(null));
+  }));
+  return (await Promise.all(tries)).filter((w): w is WebSocket => w !== null);
+}
+async function timedJoin(url: string, from: string): Promise<number> {
+  const t0 = performance.now();
+  const c = await connect(url, { job: 'held', token: 't', WebSocket: wsFrom(from) });
+  const ms = performance.now() - t0;
+  await c.leave();
+  return ms;
+}
+const held = await startServer({ staticDir: null, jobs: [job('held', 2)] });
+const joinQuietMs = await timedJoin(held.url, '127.0.0.3');
+const oneAddress = await silent(held.wsUrl, '127.0.0.2', 1030);
+const joinUnderSilentSocketsMs = await timedJoin(held.url, '127.0.0.3');
+const spread = (await Promise.all(Array.from({ length: 70 }, (_, i) => silent(held.wsUrl, `127.0.0.${10 + i}`, 16)))).flat();
+const joinUnderSpreadSilentSocketsMs = await timedJoin(held.url, '127.0.0.4');
+const heldText = await held.metricsText();
+for (const ws of [...oneAddress, ...spread]) ws.terminate();
+await held.close();
+
 const sorted = [...joinMs].sort((x, y) => x - y);
 console.log(
   JSON.stringify({
@@ -90,6 +130,11 @@ console.log(
     signals: SIGNALS,
     relayPerS: Math.round(relayPerS),
     relayUnderFloodPerS: Math.round(relayUnderFloodPerS),
+    joinQuietMs: Number(joinQuietMs.toFixed(2)),
+    joinUnderSilentSocketsMs: Number(joinUnderSilentSocketsMs.toFixed(2)),
+    silentSocketsHeld: oneAddress.length,
+    joinUnderSpreadSilentSocketsMs: Number(joinUnderSpreadSilentSocketsMs.toFixed(2)),
+    refusals: Object.fromEntries([...heldText.matchAll(/^ringtrain_refusals_total\{reason="([^"]+)"\} (\d+)/gm)].map((m) => [m[1], Number(m[2])])),
     note: 'flood: another job sending 2 KB frames to a missing rank as fast as one socket can (each answered with an error)',
   }),
 );

@@ -20,9 +20,13 @@ import {
   type JoinMsg,
   type ServerMessage,
 } from '../src/signaling/protocol.ts';
+import { RefusalReason, type Admission, type Handshake } from './admission.ts';
 import type { Job, Member } from './jobs.ts';
 import type { ServerMetrics } from './metrics.ts';
 import { TokenBucket, type RateLimitOptions } from './rate-limit.ts';
+
+/** How long a refused socket gets to answer the close handshake before it is cut (it holds a socket until then). */
+const REFUSED_CLOSE_GRACE_MS = 1000;
 
 export interface ConnectionContext {
   job(id: string): Job | undefined;
@@ -30,7 +34,9 @@ export interface ConnectionContext {
   rateLimit: RateLimitOptions;
   heartbeatMs: number;
   missedHeartbeats: number;
+  /** A connection must send its join within this after the upgrade, or it is closed. */
   joinTimeoutMs: number;
+  admission: Admission;
   /** A peer whose unsent backlog exceeds this many bytes is dropped (it is not reading). */
   maxBufferedBytes: number;
   log(line: string): void;
@@ -47,12 +53,13 @@ function frameText(data: RawData): string {
   return data.toString('utf8');
 }
 
-export class Connection {
+export class Connection implements Handshake {
   private readonly bucket: TokenBucket;
   private member: Member | null = null;
   private job: Job | null = null;
   private closing = false;
   private joinTimer: ReturnType<typeof setTimeout> | null;
+  private cutTimer: ReturnType<typeof setTimeout> | null = null;
   private pingSeq = 0;
   private closeReason: { reason: PeerLeftReason; detail?: string } = { reason: PeerLeftReason.Disconnected };
   /** performance.now() of the last frame received. */
@@ -62,12 +69,14 @@ export class Connection {
     private readonly ws: WebSocket,
     private readonly ctx: ConnectionContext,
     readonly remote: string,
+    /** Who this is for the per-address limits (admission.ts addressKey). */
+    readonly addressKey: string = remote,
   ) {
     this.bucket = new TokenBucket(ctx.rateLimit);
-    this.joinTimer = setTimeout(
-      () => this.fail(SignalErrorCode.JoinTimeout, `no join within ${ctx.joinTimeoutMs} ms; send {type:'join', ...} first`),
-      ctx.joinTimeoutMs,
-    );
+    this.joinTimer = setTimeout(() => {
+      ctx.metrics.refused(RefusalReason.JoinTimeout);
+      this.fail(SignalErrorCode.JoinTimeout, `no join within ${ctx.joinTimeoutMs} ms of the upgrade; send {type:'join', ...} first`);
+    }, ctx.joinTimeoutMs);
     ws.on('message', (data, isBinary) => {
       try {
         this.onFrame(data, isBinary);
@@ -113,6 +122,12 @@ export class Connection {
     this.ws.close(CloseCode.GoingAway, SignalErrorCode.ServerClosing);
   }
 
+  /** Admission made room for a newer handshake by closing this one (it never joined). */
+  evict(): void {
+    this.ctx.metrics.refused(RefusalReason.Evicted);
+    this.fail(SignalErrorCode.ServerBusy, 'the server is at its limit of connections that have not joined, and this one waited longest; send join right after connecting');
+  }
+
   /** Cuts the socket without a close handshake. */
   terminate(): void {
     this.closing = true;
@@ -155,7 +170,11 @@ export class Connection {
     this.sendError(code, message, true);
     this.leaveJob(PeerLeftReason.Dropped, code);
     this.closing = true;
+    this.ctx.admission.handshakeEnded(this);
     this.ws.close(closeCode, code);
+    // A client that never answers the close would keep its socket for ws's 30 s close timeout.
+    this.cutTimer = setTimeout(() => this.ws.terminate(), REFUSED_CLOSE_GRACE_MS);
+    this.cutTimer.unref?.();
   }
 
   /** An error that kills the connection before join, and only the message after. */
@@ -197,7 +216,11 @@ export class Connection {
     }
     this.ctx.metrics.message('in', type);
     const parsed = clientMessageSchemas[type as ClientMessageType].safeParse(raw);
-    if (!parsed.success) return this.reject(SignalErrorCode.BadMessage, `bad '${type}' message: ${describeIssues(parsed.error)}`);
+    if (!parsed.success) {
+      // Progress outside what the schema allows (accuracy above 1, a negative step...) is never shown.
+      if (type === 'progress') this.ctx.metrics.progressRefused('invalid');
+      return this.reject(SignalErrorCode.BadMessage, `bad '${type}' message: ${describeIssues(parsed.error)}`);
+    }
     this.dispatch(parsed.data as ClientMessage);
   }
 
@@ -212,6 +235,11 @@ export class Connection {
       }
       case 'progress': {
         const { type: _type, ...progress } = msg;
+        const refused = this.job.progressRefusal(this.member, progress);
+        if (refused) {
+          this.ctx.metrics.progressRefused(refused.reason);
+          return this.sendError(SignalErrorCode.BadProgress, refused.message, false);
+        }
         this.member.progress = { ...progress, at: Date.now() };
         return;
       }
@@ -232,10 +260,17 @@ export class Connection {
     }
     const job = this.ctx.job(msg.job);
     if (!job) return this.fail(SignalErrorCode.NoSuchJob, `no job '${msg.job}' on this server; check the job id`);
+    if (!this.ctx.admission.mayTryToken(this.addressKey)) {
+      this.ctx.metrics.refused(RefusalReason.BadTokens);
+      return this.fail(SignalErrorCode.TooManyBadTokens, 'too many wrong tokens from your address lately; check the token, and try again in a few seconds');
+    }
     const refusal = job.refusal(msg.token);
+    if (refusal?.code === SignalErrorCode.BadToken) this.ctx.admission.badToken(this.addressKey);
     if (refusal) return this.fail(refusal.code, refusal.message);
     if (this.joinTimer) clearTimeout(this.joinTimer);
     this.joinTimer = null;
+    // Joined: from now on the job counts this connection (maxPeers), not the handshake limits.
+    this.ctx.admission.handshakeEnded(this);
     const member: Member = {
       peerId: randomUUID(),
       runtime: msg.runtime,
@@ -272,7 +307,10 @@ export class Connection {
 
   private onClose(): void {
     if (this.joinTimer) clearTimeout(this.joinTimer);
+    if (this.cutTimer) clearTimeout(this.cutTimer);
     this.joinTimer = null;
+    this.cutTimer = null;
+    this.ctx.admission.handshakeEnded(this);
     this.closing = true;
     this.leaveJob(this.closeReason.reason, this.closeReason.detail);
   }

@@ -1,20 +1,23 @@
 /**
- * The signaling server: one node:http server that answers
+ * The signaling server: one node:http (or, with `tls`, node:https) server that answers
  *   GET /healthz          200 while serving
  *   GET /metrics          Prometheus text
- *   GET /api/jobs         public info of every job
- *   GET /api/jobs/:id     public info of one job (config minus token, peers, progress)
+ *   GET /api/jobs         the jobs this request may see: public ones, and the one
+ *                         whose token it bears (Authorization: Bearer <token>)
+ *   GET /api/jobs/:id     one such job (config minus token, peers, progress); 404 otherwise
  *   GET anything else     the built page (static files, no path traversal)
  * and accepts WebSocket upgrades on /ws for the signaling protocol
- * (src/signaling/protocol.ts).
+ * (src/signaling/protocol.ts), within the limits of ./admission.ts.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer } from 'ws';
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 import { DEFAULT_MAX_FRAME_BYTES, WS_PATH, describeIssues, jobSpecSchema, type JobSpec, type PublicJobInfo } from '../src/signaling/protocol.ts';
+import { Admission, DEFAULT_ADMISSION_LIMITS, RefusalReason, addressKey, type AdmissionLimits } from './admission.ts';
 import { Connection } from './connection.ts';
 import { Job } from './jobs.ts';
 import { ServerMetrics } from './metrics.ts';
@@ -23,6 +26,7 @@ import { serveStatic } from './static.ts';
 
 export type { PublicJobInfo } from '../src/signaling/protocol.ts';
 export type { RateLimitOptions } from './rate-limit.ts';
+export type { AdmissionLimits } from './admission.ts';
 
 /** The built page, relative to this file (independent of the working directory). */
 export const DEFAULT_STATIC_DIR = fileURLToPath(new URL('../demo/dist', import.meta.url));
@@ -40,9 +44,12 @@ export interface ServerOptions {
   /** Largest WebSocket frame accepted; bigger ones close the connection (1009). */
   maxFrameBytes?: number;
   rateLimit?: Partial<RateLimitOptions>;
-  /** A connection that has not joined within this is closed. */
+  /** A connection whose first message (its join) has not come this long after the upgrade is closed. Default 5 s. */
   joinTimeoutMs?: number;
-  maxConnections?: number;
+  /** Per-address and server-wide limits on sockets and on connections not yet joined. */
+  limits?: Partial<AdmissionLimits>;
+  /** PEM certificate (chain) and key: serve https and wss instead of http and ws. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
   /** Unsent bytes after which a peer that does not read is dropped. */
   maxBufferedBytes?: number;
   /** Where log lines go; default nowhere. */
@@ -50,9 +57,9 @@ export interface ServerOptions {
 }
 
 export interface RunningServer {
-  /** http://host:port */
+  /** http://host:port (https:// with tls) */
   readonly url: string;
-  /** ws://host:port/ws */
+  /** ws://host:port/ws (wss:// with tls) */
   readonly wsUrl: string;
   readonly port: number;
   addJob(spec: JobSpec): void;
@@ -72,8 +79,7 @@ const DEFAULTS = {
   heartbeatMs: 5000,
   missedHeartbeats: 3,
   maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
-  joinTimeoutMs: 10_000,
-  maxConnections: 1024,
+  joinTimeoutMs: 5000,
   maxBufferedBytes: 8 * 1024 * 1024,
 };
 
@@ -81,6 +87,15 @@ function checkPositive(name: string, v: number, min = 1): void {
   if (!Number.isFinite(v) || v < min) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `server option ${name} must be a number >= ${min}, got ${v}`);
   }
+}
+
+/** How long a socket may take to send its request headers (a silent one holds a socket until then). */
+const HEADERS_TIMEOUT_MS = 10_000;
+
+/** The token an HTTP request bears (`Authorization: Bearer <token>`), if any. */
+function bearerToken(req: IncomingMessage): string | undefined {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  return m?.[1];
 }
 
 /** The request's path, or null when its target is not a parseable URL. */
@@ -105,7 +120,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   checkPositive('missedHeartbeats', o.missedHeartbeats);
   checkPositive('maxFrameBytes', o.maxFrameBytes, 1024);
   checkPositive('joinTimeoutMs', o.joinTimeoutMs, 10);
-  checkPositive('maxConnections', o.maxConnections);
+  const limits: AdmissionLimits = { ...DEFAULT_ADMISSION_LIMITS, ...options.limits };
+  checkPositive('limits.maxSocketsPerAddress', limits.maxSocketsPerAddress);
+  checkPositive('limits.maxHandshakesPerAddress', limits.maxHandshakesPerAddress);
+  checkPositive('limits.maxHandshakes', limits.maxHandshakes);
+  checkPositive('limits.badTokenBurst', limits.badTokenBurst);
+  checkPositive('limits.badTokenRefillMs', limits.badTokenRefillMs);
   checkPositive('rateLimit.capacity', rateLimit.capacity);
   checkPositive('rateLimit.refillPerS', rateLimit.refillPerS, 0);
   const staticDir = options.staticDir === undefined ? DEFAULT_STATIC_DIR : options.staticDir;
@@ -125,8 +145,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   for (const spec of options.jobs ?? []) addJob(spec);
 
   const connections = new Set<Connection>();
-  const metrics = new ServerMetrics(() => jobs.values(), () => connections.size);
+  const admission = new Admission(limits);
+  const metrics = new ServerMetrics(() => jobs.values(), () => connections.size, () => admission.openHandshakes);
   const ctx = {
+    admission,
     job: (id: string) => jobs.get(id),
     metrics,
     rateLimit,
@@ -139,10 +161,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, perMessageDeflate: false });
   wss.on('connection', (ws, req: IncomingMessage) => {
-    const conn = new Connection(ws, ctx, `${req.socket.remoteAddress}:${req.socket.remotePort}`);
+    const key = addressKey(req.socket.remoteAddress);
+    const conn = new Connection(ws, ctx, `${req.socket.remoteAddress}:${req.socket.remotePort}`, key);
     connections.add(conn);
     metrics.connectionsTotal.inc();
     ws.on('close', () => connections.delete(conn));
+    admission.handshakeStarted(conn, key);
   });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -164,28 +188,66 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       res.writeHead(200, { 'content-type': metrics.contentType });
       return void res.end(text);
     }
-    if (pathname === '/api/jobs') return json(res, 200, [...jobs.values()].map((j) => j.info()));
-    if (pathname.startsWith('/api/jobs/')) {
-      let id: string;
-      try {
-        id = decodeURIComponent(pathname.slice('/api/jobs/'.length));
-      } catch {
-        return json(res, 400, { error: 'bad job id encoding' });
-      }
-      const job = jobs.get(id);
-      return job ? json(res, 200, job.info()) : json(res, 404, { error: `no job '${id}'` });
-    }
+    if (pathname === '/api/jobs' || pathname.startsWith('/api/jobs/')) return jobsApi(req, res, pathname);
     return serveStatic(req, res, staticDir, pathname);
   };
 
-  const http = createServer((req, res) => {
+  // A job is shown to anyone only when it opted in; otherwise only to its token's holders.
+  // Wrong tokens here count against the address like wrong tokens in a join (no guessing by HTTP).
+  const jobsApi = (req: IncomingMessage, res: ServerResponse, pathname: string): void => {
+    const token = bearerToken(req);
+    const key = addressKey(req.socket.remoteAddress);
+    if (token !== undefined && !admission.mayTryToken(key)) {
+      metrics.refused(RefusalReason.BadTokens);
+      return json(res, 429, { error: 'too many wrong tokens from your address lately; check the token, and try again in a few seconds' });
+    }
+    const holds = (j: Job): boolean => token !== undefined && j.tokenMatches(token);
+    if (pathname === '/api/jobs') {
+      const all = [...jobs.values()];
+      if (token !== undefined && !all.some(holds)) admission.badToken(key);
+      return json(res, 200, all.filter((j) => j.isPublic || holds(j)).map((j) => j.info()));
+    }
+    let id: string;
+    try {
+      id = decodeURIComponent(pathname.slice('/api/jobs/'.length));
+    } catch {
+      return json(res, 400, { error: 'bad job id encoding' });
+    }
+    const job = jobs.get(id);
+    if (token !== undefined && !(job && holds(job))) admission.badToken(key);
+    // The same answer for a missing job and a hidden one: ids are not to be probed.
+    if (!job || !(job.isPublic || holds(job))) {
+      return json(res, 404, { error: `no job '${id}' that this request may see; a job that is not public needs its token (Authorization: Bearer <token>)` });
+    }
+    return json(res, 200, job.info());
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((err: unknown) => {
       log(`http ${req.url}: ${String(err)}`);
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
       res.end('internal error\n');
     });
+  };
+  const httpOptions = { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 2 * HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 };
+  let http: Server;
+  try {
+    http = o.tls ? createTlsServer({ ...httpOptions, cert: o.tls.cert, key: o.tls.key }, onRequest) : createServer(httpOptions, onRequest);
+  } catch (err) {
+    // node:tls names the problem (a key that does not match the certificate, a PEM it cannot parse).
+    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot serve TLS with this certificate and key: ${(err as Error).message}; give the PEM certificate and its own private key`, undefined, { cause: err });
+  }
+  // Counted from the TCP accept (before TLS), so sockets that never send a request count too.
+  http.on('connection', (socket: Socket) => {
+    const key = addressKey(socket.remoteAddress);
+    if (!admission.socketOpened(key)) {
+      metrics.refused(RefusalReason.AddressSockets);
+      return void socket.destroy();
+    }
+    socket.once('close', () => admission.socketClosed(key));
   });
   http.on('clientError', (_err, socket) => socket.destroy());
+  if (o.tls) http.on('tlsClientError', (_err: Error, socket: Duplex) => socket.destroy());
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     const pathname = pathOf(req);
@@ -193,9 +255,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     };
     if (pathname !== WS_PATH) return refuse('404 Not Found');
-    if (connections.size >= o.maxConnections) {
-      metrics.error('too-many-connections');
-      return refuse('503 Service Unavailable');
+    // Too many handshakes from one address: refuse it. Too many from everyone: the
+    // oldest is evicted when this one is counted (see admission.ts).
+    if (!admission.mayUpgrade(addressKey(req.socket.remoteAddress))) {
+      metrics.refused(RefusalReason.AddressHandshakes);
+      return refuse('429 Too Many Requests');
     }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   });
@@ -220,12 +284,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   http.on('error', (err) => log(`http server error: ${err.message}`));
   const port = (http.address() as AddressInfo).port;
   const hostInUrl = o.host.includes(':') ? `[${o.host}]` : o.host === '0.0.0.0' ? '127.0.0.1' : o.host;
-  log(`ringtrain signaling server on http://${hostInUrl}:${port} (jobs: ${[...jobs.keys()].join(', ') || 'none'})`);
+  const [httpScheme, wsScheme] = o.tls ? ['https', 'wss'] : ['http', 'ws'];
+  log(`ringtrain signaling server on ${httpScheme}://${hostInUrl}:${port} (jobs: ${[...jobs.keys()].join(', ') || 'none'})`);
 
   let closed: Promise<void> | null = null;
   return {
-    url: `http://${hostInUrl}:${port}`,
-    wsUrl: `ws://${hostInUrl}:${port}${WS_PATH}`,
+    url: `${httpScheme}://${hostInUrl}:${port}`,
+    wsUrl: `${wsScheme}://${hostInUrl}:${port}${WS_PATH}`,
     port,
     addJob,
     jobInfo: (id) => jobs.get(id)?.info(),

@@ -69,6 +69,28 @@ export class Job {
     return null;
   }
 
+  /** Whether anyone may see this job (GET /api/jobs), not only its token's holders. */
+  get isPublic(): boolean {
+    return this.config.public === true;
+  }
+
+  /**
+   * Why a progress report from `member` (about itself: the connection it came
+   * on says who) must not be shown, or null. The server cannot check a loss,
+   * but it can check that steps never go backwards and stay within the job.
+   */
+  progressRefusal(member: Member, p: Progress): { reason: 'step-backwards' | 'beyond-last-step'; message: string } | null {
+    const last = member.progress?.step;
+    if (last !== undefined && p.step < last) {
+      return { reason: 'step-backwards', message: `progress refused: step ${p.step} after step ${last}; steps only grow` };
+    }
+    const lastStep = this.config.hyperparameters.steps;
+    if (typeof lastStep === 'number' && p.step > lastStep) {
+      return { reason: 'beyond-last-step', message: `progress refused: step ${p.step} is past the job's last step (${lastStep})` };
+    }
+    return null;
+  }
+
   rankOf(member: Member): number {
     return this.members.indexOf(member);
   }

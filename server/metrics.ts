@@ -14,9 +14,11 @@ export class ServerMetrics {
   private readonly messages: Counter<'direction' | 'type'>;
   private readonly errors: Counter<'code'>;
   private readonly peersLeft: Counter<'job' | 'reason'>;
+  private readonly refusals: Counter<'reason'>;
+  private readonly progressRefusals: Counter<'reason'>;
   readonly connectionsTotal: Counter;
 
-  constructor(jobs: () => Iterable<Job>, openConnections: () => number) {
+  constructor(jobs: () => Iterable<Job>, openConnections: () => number, openHandshakes: () => number = () => 0) {
     const registers = [this.registry];
     new Gauge({
       name: 'ringtrain_jobs',
@@ -64,6 +66,26 @@ export class ServerMetrics {
         this.set(openConnections());
       },
     });
+    new Gauge({
+      name: 'ringtrain_handshakes',
+      help: 'WebSocket connections upgraded that have not joined a job yet.',
+      registers,
+      collect() {
+        this.set(openHandshakes());
+      },
+    });
+    this.refusals = new Counter({
+      name: 'ringtrain_refusals_total',
+      help: 'Sockets refused or closed before joining, by reason (address-sockets, address-handshakes, evicted, join-timeout).',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.progressRefusals = new Counter({
+      name: 'ringtrain_progress_refused_total',
+      help: 'Progress reports refused (not shown), by reason (invalid, step-backwards, beyond-last-step).',
+      labelNames: ['reason'],
+      registers,
+    });
     this.connectionsTotal = new Counter({ name: 'ringtrain_connections_total', help: 'WebSocket connections accepted.', registers });
     this.messages = new Counter({
       name: 'ringtrain_messages_total',
@@ -91,6 +113,14 @@ export class ServerMetrics {
 
   error(code: string): void {
     this.errors.inc({ code });
+  }
+
+  refused(reason: string): void {
+    this.refusals.inc({ reason });
+  }
+
+  progressRefused(reason: string): void {
+    this.progressRefusals.inc({ reason });
   }
 
   peerLeft(job: string, reason: string): void {

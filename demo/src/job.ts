@@ -1,7 +1,8 @@
 /**
  * The job panel: what the server says about the job named in the URL
- * (`?job=…&token=…`): its config, its peers and their progress, polled from
- * `GET /api/jobs/:id`. What it learns it also puts on the page's event bus as
+ * (`?job=…#token=…`): its config, its peers and their progress, polled from
+ * `GET /api/jobs/:id` with the job's token (the server shows a job only to
+ * its token's holders unless it is public). What it learns it also puts on the page's event bus as
  * the library's own event types (membership, train-step, evaluate), so the
  * ring and the charts draw peers in other tabs and processes through the same
  * path as this tab's own events.
@@ -14,15 +15,56 @@ import { h } from './dom.ts';
 
 /** How often the panel asks the server. */
 export const POLL_MS = 1000;
+/**
+ * How often to ask again when the server shows no such job to this page. Slower
+ * than the server gives back wrong-token tries (one per 6 s), so a tab with a
+ * stale link never locks its own address out of the job.
+ */
+export const NOT_SHOWN_POLL_MS = 10_000;
 
 export interface JobParams {
   job?: string;
   token?: string;
 }
 
-export function jobParamsFrom(search: string): JobParams {
+/** The job from the query, the token from the fragment (`#token=…`), or from the query as older links had it. */
+export function jobParamsFrom(search: string, hash = ''): JobParams {
   const q = new URLSearchParams(search);
-  return { job: q.get('job') ?? undefined, token: q.get('token') ?? undefined };
+  const f = new URLSearchParams(hash.replace(/^#/, ''));
+  return { job: q.get('job') ?? f.get('job') ?? undefined, token: f.get('token') ?? q.get('token') ?? undefined };
+}
+
+const TOKEN_KEY = (job: string) => `ringtrain-token:${job}`;
+
+/**
+ * Reads the job and token from this tab's address, then takes the token out of
+ * the address bar (history.replaceState), so it does not stay in the history,
+ * bookmarks, screenshots or a shared link. The fragment form never reaches the
+ * server at all (browsers do not send fragments). The tab keeps the token in
+ * sessionStorage, so a reload still finds it; other tabs do not see it.
+ */
+export function takeJobParams(
+  loc: { search: string; hash: string; pathname: string } = globalThis.location ?? { search: '', hash: '', pathname: '/' },
+  history: Pick<History, 'replaceState' | 'state'> | undefined = globalThis.history,
+  storage: Pick<Storage, 'getItem' | 'setItem'> | undefined = globalThis.sessionStorage,
+): JobParams {
+  const params = jobParamsFrom(loc.search, loc.hash);
+  const q = new URLSearchParams(loc.search);
+  const f = new URLSearchParams(loc.hash.replace(/^#/, ''));
+  if (q.has('token') || f.has('token')) {
+    const hadFragmentToken = f.has('token');
+    q.delete('token');
+    f.delete('token');
+    const query = q.toString();
+    // A fragment without a token (an anchor like #teach-title) is left exactly as it was.
+    const fragment = hadFragmentToken ? f.toString() : loc.hash.replace(/^#/, '');
+    history?.replaceState(history.state, '', `${loc.pathname}${query ? `?${query}` : ''}${fragment ? `#${fragment}` : ''}`);
+  }
+  if (params.job) {
+    if (params.token) storage?.setItem(TOKEN_KEY(params.job), params.token);
+    else params.token = storage?.getItem(TOKEN_KEY(params.job)) ?? undefined;
+  }
+  return params;
 }
 
 export interface JobPanel {
@@ -34,9 +76,9 @@ export interface JobPanel {
   stop(): void;
 }
 
-type Fetch = (url: string) => Promise<{ ok: boolean; status: number; json(): Promise<unknown> }>;
+type Fetch = (url: string, init: { headers: Record<string, string> }) => Promise<{ ok: boolean; status: number; json(): Promise<unknown> }>;
 
-export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u) => fetch(u, { cache: 'no-store' })): JobPanel {
+export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, init) => fetch(u, { cache: 'no-store', ...init })): JobPanel {
   const status = h('p', { class: 'job-status', 'data-testid': 'job-status', 'aria-live': 'polite' });
   const peerCount = h('output', { 'data-testid': 'peer-count' }, '—');
   const step = h('output', { 'data-testid': 'step' }, '—');
@@ -79,7 +121,7 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u) 
   let stopped = false;
 
   if (!params.job) {
-    status.textContent = 'No job in the address. Open the link that `ringtrain server` or `npm start` prints (it ends in ?job=…&token=…) to watch and join a training run. The teaching mode below works without one.';
+    status.textContent = 'No job in the address. Open the link that `ringtrain server` or `npm start` prints (it ends in ?job=…#token=…) to watch and join a training run. The teaching mode below works without one.';
     element.dataset.state = 'none';
     return { element, setSelf: () => undefined, latest: () => undefined, stop: () => undefined };
   }
@@ -87,9 +129,15 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u) 
   status.textContent = `Asking the server about job ${jobId}…`;
 
   async function poll(): Promise<void> {
+    let next = POLL_MS;
     try {
-      const res = await fetchFn(`/api/jobs/${encodeURIComponent(jobId)}`);
-      if (res.status === 404) throw new Error(`the server has no job '${jobId}': check the link, or start the job first`);
+      // The server shows a job that is not public only to a request bearing its token.
+      const res = await fetchFn(`/api/jobs/${encodeURIComponent(jobId)}`, { headers: params.token ? { authorization: `Bearer ${params.token}` } : {} });
+      if (res.status === 404 || res.status === 429) next = NOT_SHOWN_POLL_MS;
+      if (res.status === 429) throw new Error('the server refused: too many wrong tokens from this address lately');
+      if (res.status === 404) {
+        throw new Error(`the server shows no job '${jobId}' to this page: check the link (with its #token=…), or start the job first`);
+      }
       if (!res.ok) throw new Error(`the server answered ${res.status}`);
       show((await res.json()) as PublicJobInfo);
       element.dataset.state = 'ok';
@@ -97,7 +145,7 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u) 
       element.dataset.state = 'error';
       status.textContent = `Cannot read the job: ${err instanceof Error ? err.message : String(err)}. Retrying…`;
     }
-    if (!stopped) timer = setTimeout(() => void poll(), POLL_MS);
+    if (!stopped) timer = setTimeout(() => void poll(), next);
   }
 
   function show(j: PublicJobInfo): void {

@@ -8,7 +8,7 @@ import type { Gpu } from '../../src/gpu/gpu.ts';
 import { adapterPanel } from './adapter.ts';
 import { chartsPanel } from './charts.ts';
 import { h } from './dom.ts';
-import { jobPanel, jobParamsFrom, type JobParams } from './job.ts';
+import { jobPanel, takeJobParams, type JobParams } from './job.ts';
 import { DEFAULT_LOCAL_STEPS, localTrainPanel } from './local.ts';
 import { participatePanel, type JoinFn } from './participate.ts';
 import { predictionsPanel, type Predictor } from './predict.ts';
@@ -18,7 +18,7 @@ import { recordTeachingRun } from './teach/record.ts';
 import { teachingView } from './teach/view.ts';
 
 export interface PageOptions {
-  /** Defaults to the address's query (`?job=…&token=…`). */
+  /** Defaults to the address (`?job=…#token=…`, or `?job=…&token=…`); the token is then removed from it. */
   params?: JobParams;
   /**
    * How this tab joins the job, given its GPU and the page's bus. Null keeps
@@ -37,7 +37,7 @@ export interface MountedPage {
 
 export function mountPage(root: HTMLElement, options: PageOptions = {}): MountedPage {
   const search = globalThis.location?.search ?? '';
-  const params = options.params ?? jobParamsFrom(search);
+  const params = options.params ?? takeJobParams();
   const localSteps = options.localSteps ?? (Number(new URLSearchParams(search).get('steps')) || DEFAULT_LOCAL_STEPS);
   const bus = new EventBus();
   const adapter = adapterPanel();
@@ -71,7 +71,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
   );
 
   void adapter.ready.then((gpu) => {
-    if (!params.job || !params.token) return participate.enable(null, 'To join, open the link with ?job=…&token=… that the server prints.');
+    if (!params.job || !params.token) return participate.enable(null, 'To join, open the link with ?job=…#token=… that the server prints.');
     if (!gpu) return participate.enable(null, 'This browser has no WebGPU adapter, so it cannot train (see “Your GPU”).');
     if (!options.makeJoin) return participate.enable(null, options.joinUnavailable ?? 'Joining from the browser is not available in this build.');
     participate.enable(options.makeJoin(gpu, { job: params.job, token: params.token }, bus, (model, test) => predictions.attach(model, test)));

@@ -11,7 +11,7 @@
  * parameter buffer and the optimizer state, and writes them back on resume.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { decodeSafetensors, elementCount, encodeSafetensors, type Metadata, type NamedTensors } from './safetensors.ts';
+import { decodeSafetensors, elementCount, encodeSafetensors, type Integrity, type Metadata, type NamedTensors } from './safetensors.ts';
 
 export const CHECKPOINT_FORMAT = 'ringtrain-checkpoint/1';
 const PARAM_PREFIX = 'param/';
@@ -40,6 +40,8 @@ export interface TrainingCheckpoint {
   optimizerState: Record<string, Float32Array>;
   /** Extra strings the caller recorded (seed, lr, …). */
   extra: Metadata;
+  /** Set when read from bytes: 'verified' when every tensor matched its recorded checksum, 'unverified' for files that record none (older ringtrain). */
+  integrity?: Integrity;
 }
 
 /** A short fingerprint of tensor names and shapes, in order: two models with the same hash load each other's weights. */
@@ -98,8 +100,13 @@ export function encodeCheckpoint(c: TrainingCheckpoint): Uint8Array {
   });
 }
 
+/**
+ * Parses and checks a checkpoint: the container, the checksums (when the file
+ * has them) and that every value is finite, so a damaged or diverged file
+ * never reaches a model.
+ */
 export function decodeCheckpoint(bytes: Uint8Array, file = 'checkpoint'): TrainingCheckpoint {
-  const { tensors, metadata } = decodeSafetensors(bytes, file);
+  const { tensors, metadata, integrity } = decodeSafetensors(bytes, file);
   if (metadata.format !== CHECKPOINT_FORMAT) {
     throw new RingtrainError(
       ErrorCode.BadCheckpoint,
@@ -118,6 +125,7 @@ export function decodeCheckpoint(bytes: Uint8Array, file = 'checkpoint'): Traini
     if (name.startsWith(PARAM_PREFIX)) params[name.slice(PARAM_PREFIX.length)] = t;
     else if (name.startsWith(OPTIM_PREFIX)) optimizerState[name.slice(OPTIM_PREFIX.length)] = t.data;
     else throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: unexpected tensor '${name}' (neither ${PARAM_PREFIX}… nor ${OPTIM_PREFIX}…).`, { file, tensor: name });
+    refuseNonFinite(file, name, t.data);
   }
   const extra: Metadata = {};
   for (const [k, v] of Object.entries(metadata)) if (!RESERVED_KEYS.includes(k)) extra[k] = v;
@@ -130,7 +138,21 @@ export function decodeCheckpoint(bytes: Uint8Array, file = 'checkpoint'): Traini
     params,
     optimizerState,
     extra,
+    integrity,
   };
+}
+
+/** A NaN or infinity in a checkpoint means the run that saved it had diverged (or the file was edited): never load it. */
+function refuseNonFinite(file: string, tensor: string, data: Float32Array): void {
+  for (let i = 0; i < data.length; i++) {
+    if (!Number.isFinite(data[i])) {
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file}: tensor '${tensor}' holds ${data[i]} at index ${i}; the run that saved it had diverged. Resume from an earlier checkpoint.`,
+        { file, tensor, index: i },
+      );
+    }
+  }
 }
 
 /** Checks model and optimizer kind only: cheap, so a command can refuse a wrong checkpoint before any GPU work. */

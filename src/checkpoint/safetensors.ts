@@ -5,8 +5,16 @@
  * offsets relative to the end of the header. We write F32 only, pad the header
  * with spaces so the data starts 8-byte aligned, and read with strict checks:
  * a checkpoint that is half-written or edited by hand fails here, by name.
+ *
+ * Integrity: next to each tensor we record the CRC-32 of its stored bytes in
+ * the metadata (`"crc32:<tensor>": "1a2b3c4d"`; other safetensors readers
+ * ignore unknown metadata), and verify it on read, so damaged data is refused
+ * with the tensor's name instead of loading silently. Files without these
+ * keys (written before they existed, or by other tools) still load; the
+ * result says their data was not verified.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { crc32Hex } from './crc32.ts';
 
 export interface Tensor {
   shape: number[];
@@ -15,7 +23,12 @@ export interface Tensor {
 export type NamedTensors = Record<string, Tensor>;
 export type Metadata = Record<string, string>;
 
+/** Whether a decoded file's tensor bytes were checked against recorded checksums. */
+export type Integrity = 'verified' | 'unverified';
+
 const METADATA_KEY = '__metadata__';
+/** Metadata key prefix of a tensor's checksum: `crc32:<tensor name>`. */
+export const CHECKSUM_PREFIX = 'crc32:';
 /** Headers beyond this are not ours (and would make us allocate without bound on a corrupt length). */
 const MAX_HEADER_BYTES = 100 * 1024 * 1024;
 const BYTES_PER_F32 = 4;
@@ -28,32 +41,48 @@ export function elementCount(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
 }
 
-export function encodeSafetensors(tensors: NamedTensors, metadata: Metadata = {}): Uint8Array {
-  const header: Record<string, unknown> = {};
-  if (Object.keys(metadata).length > 0) header[METADATA_KEY] = metadata;
-  let offset = 0;
+export interface EncodeOptions {
+  /** Record a CRC-32 per tensor in the metadata (default true; false writes the plain format, as older ringtrain did). */
+  checksums?: boolean;
+}
+
+export function encodeSafetensors(tensors: NamedTensors, metadata: Metadata = {}, options: EncodeOptions = {}): Uint8Array {
+  for (const k of Object.keys(metadata)) {
+    if (k.startsWith(CHECKSUM_PREFIX)) throw new RingtrainError(ErrorCode.InvalidArgument, `metadata key '${k}' is reserved for checksums.`, { key: k });
+  }
+  // Each tensor's bytes first (little-endian), so their checksums can go into the header.
   const names = Object.keys(tensors);
+  const blobs: Uint8Array[] = [];
   for (const name of names) {
     if (name === METADATA_KEY) throw new RingtrainError(ErrorCode.InvalidArgument, `'${METADATA_KEY}' is reserved and cannot name a tensor.`);
     const { shape, data } = tensors[name];
     if (!shape.every((d) => Number.isInteger(d) && d >= 0) || elementCount(shape) !== data.length) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `tensor '${name}': shape [${shape}] does not hold its ${data.length} values.`, { name, shape, length: data.length });
     }
-    header[name] = { dtype: 'F32', shape, data_offsets: [offset, offset + data.length * BYTES_PER_F32] };
-    offset += data.length * BYTES_PER_F32;
+    const blob = new Uint8Array(data.length * BYTES_PER_F32);
+    const view = new DataView(blob.buffer);
+    for (let i = 0; i < data.length; i++) view.setFloat32(i * BYTES_PER_F32, data[i], true);
+    blobs.push(blob);
   }
+  const meta: Metadata = { ...metadata };
+  if (options.checksums !== false) names.forEach((name, i) => (meta[CHECKSUM_PREFIX + name] = crc32Hex(blobs[i])));
+  const header: Record<string, unknown> = {};
+  if (Object.keys(meta).length > 0) header[METADATA_KEY] = meta;
+  let offset = 0;
+  names.forEach((name, i) => {
+    header[name] = { dtype: 'F32', shape: tensors[name].shape, data_offsets: [offset, offset + blobs[i].length] };
+    offset += blobs[i].length;
+  });
   let json = JSON.stringify(header);
   json += ' '.repeat((8 - ((8 + new TextEncoder().encode(json).length) % 8)) % 8);
   const headerBytes = new TextEncoder().encode(json);
   const out = new Uint8Array(8 + headerBytes.length + offset);
-  const view = new DataView(out.buffer);
-  view.setBigUint64(0, BigInt(headerBytes.length), true);
+  new DataView(out.buffer).setBigUint64(0, BigInt(headerBytes.length), true);
   out.set(headerBytes, 8);
-  const base = 8 + headerBytes.length;
-  for (const name of names) {
-    const { data } = tensors[name];
-    const at = base + (header[name] as { data_offsets: number[] }).data_offsets[0];
-    for (let i = 0; i < data.length; i++) view.setFloat32(at + i * BYTES_PER_F32, data[i], true);
+  let at = 8 + headerBytes.length;
+  for (const blob of blobs) {
+    out.set(blob, at);
+    at += blob.length;
   }
   return out;
 }
@@ -74,7 +103,7 @@ function isEntry(v: unknown): v is HeaderEntry {
 }
 
 /** Parses and validates a safetensors file; `file` names it in errors. */
-export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint'): { tensors: NamedTensors; metadata: Metadata } {
+export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint'): { tensors: NamedTensors; metadata: Metadata; integrity: Integrity } {
   if (bytes.length < 8) throw bad(file, `only ${bytes.length} bytes: not a safetensors file, or it was truncated.`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = view.getBigUint64(0, true);
@@ -91,12 +120,14 @@ export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint'): { ten
   if (typeof header !== 'object' || header === null || Array.isArray(header)) throw bad(file, 'corrupt header (not a JSON object).');
 
   const metadata: Metadata = {};
+  const checksums = new Map<string, string>();
   const rawMeta = header[METADATA_KEY];
   if (rawMeta !== undefined) {
     if (typeof rawMeta !== 'object' || rawMeta === null) throw bad(file, `'${METADATA_KEY}' must be a map of strings.`);
     for (const [k, v] of Object.entries(rawMeta)) {
       if (typeof v !== 'string') throw bad(file, `metadata '${k}' is not a string.`, { key: k });
-      metadata[k] = v;
+      if (k.startsWith(CHECKSUM_PREFIX)) checksums.set(k.slice(CHECKSUM_PREFIX.length), v);
+      else metadata[k] = v;
     }
   }
 
@@ -117,6 +148,7 @@ export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint'): { ten
     if (end > data.length) {
       throw bad(file, `tensor '${name}' ends at byte ${end} but the data section has ${data.length}: the file is truncated.`, { tensor: name, end, available: data.length });
     }
+    verifyChecksum(file, name, data.subarray(begin, end), checksums);
     const values = new Float32Array(count);
     const dv = new DataView(data.buffer, data.byteOffset + begin, end - begin);
     for (let i = 0; i < count; i++) values[i] = dv.getFloat32(i * BYTES_PER_F32, true);
@@ -131,5 +163,25 @@ export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint'): { ten
     at = end;
   }
   if (at !== data.length) throw bad(file, `${data.length - at} bytes after the last tensor: the file is corrupt.`, { extra: data.length - at });
-  return { tensors, metadata };
+  for (const name of checksums.keys()) {
+    if (!(name in tensors)) throw bad(file, `metadata holds a checksum for tensor '${name}', which the file does not have: a tensor was removed after saving.`, { tensor: name });
+  }
+  return { tensors, metadata, integrity: checksums.size > 0 ? 'verified' : 'unverified' };
+}
+
+/** A file that records checksums must have one for every tensor, and each must match the tensor's bytes. */
+function verifyChecksum(file: string, name: string, bytes: Uint8Array, checksums: ReadonlyMap<string, string>): void {
+  if (checksums.size === 0) return; // an older file: nothing recorded to check against
+  const recorded = checksums.get(name);
+  if (recorded === undefined) {
+    throw bad(file, `tensor '${name}' has no checksum while the other tensors do: the file was edited after saving. Resume from another checkpoint.`, { tensor: name });
+  }
+  const actual = crc32Hex(bytes);
+  if (actual !== recorded) {
+    throw bad(file, `tensor '${name}' is damaged: its data has CRC-32 ${actual} but ${recorded} was recorded when it was saved. Resume from another checkpoint (or an intact copy of this one).`, {
+      tensor: name,
+      recorded,
+      actual,
+    });
+  }
 }

@@ -8,11 +8,13 @@
  * the launcher never looks inside the ring, it only listens.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import process from 'node:process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
+import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import { batchCount } from '../data/batches.ts';
@@ -24,6 +26,7 @@ import { startServer, type RunningServer } from '../../server/index.ts';
 import { untilSignal } from '../../server/serve.ts';
 import { cliCommand, printLine, stderr, stderrIsTTY } from './host.node.ts';
 import { jobModelFields, type ModelChoice, useModelOption } from './model-option.ts';
+import { TOKEN_ENV, readTlsFiles } from './secrets.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 
@@ -40,6 +43,7 @@ interface RunOptions extends TrainOptions {
   lrSchedule: 'constant' | 'cosine';
   warmupSteps: number;
   backwardPasses: number;
+  tls?: ReturnType<typeof readTlsFiles>;
 }
 
 interface WorkerState {
@@ -74,6 +78,8 @@ export function runCommand(): Command {
     .option('--scale-lr', 'scale the learning rate by the number of peers (with --warmup-steps)', false)
     .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
+    .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
+    .option('--tls-key <path>', 'PEM private key of --tls-cert')
     .action(async (raw: Record<string, unknown>) => {
       const o: RunOptions = {
         ...parseTrainOptions(raw),
@@ -89,7 +95,10 @@ export function runCommand(): Command {
         lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
         warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
         backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
+        tls: readTlsFiles(raw.tlsCert as string | undefined, raw.tlsKey as string | undefined),
       };
+      // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
+      preflightCheckpoints(o);
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
@@ -121,12 +130,17 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
 
 function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunOptions, runtime: 'node' | 'deno', onLine: (w: WorkerState, msg: Record<string, unknown>) => void): WorkerState {
   const [exe, ...pre] = cliCommand(runtime);
-  const args = [...pre, 'worker', '--server', server.url, '--job', job.id, '--token', job.token, '--name', `${runtime}-${index}`, '--events'];
+  // The token goes by environment, never argv (which `ps` shows to everyone).
+  const args = [...pre, 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events'];
   if (o.save) args.push('--save', o.save);
   if (o.resume) args.push('--resume', o.resume);
+  if (o.overwrite) args.push('--overwrite');
   if (o.timeline) args.push('--timeline', `${o.timeline}.part${index}`);
   if (o.data) args.push('--data', o.data);
-  const child = spawn(exe, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: job.token };
+  // A self-signed certificate is its own authority: the workers trust it (Node and Deno read these).
+  if (o.tls) Object.assign(env, { NODE_EXTRA_CA_CERTS: o.tls.certPath, DENO_CERT: o.tls.certPath });
+  const child = spawn(exe, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   const w: WorkerState = { index, child, stderrTail: [] };
   forEachLine(child.stdout!, (line) => {
     if (!line.startsWith('{')) return;
@@ -155,11 +169,11 @@ async function launch(o: RunOptions): Promise<number> {
   // faster than Node's Dawn + SwiftShader (measured here; more for the CNN); with a real GPU either is fine.
   const runtime = o.runtime ?? 'deno';
   const job = jobSpecFor(o, await useModelOption(o.model));
-  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null });
+  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls });
   const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
   await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);
   if (o.servePage) {
-    await say(`ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}&token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`);
+    await say(`ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`);
   }
 
   const stepsPerEpoch = batchCount(Math.ceil(MNIST_TRAIN / o.np), o.batch);

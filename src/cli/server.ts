@@ -12,7 +12,9 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
 import { DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
-import { printLine } from './host.node.ts';
+import { printLine, stderr } from './host.node.ts';
+import { TOKEN_ENV, readTlsFiles, tokenFrom } from './secrets.node.ts';
+import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 
 const count = (flag: string, min: number) =>
   z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
@@ -32,6 +34,14 @@ const ServerOptionsSchema = TrainOptionsSchema.pick({
   host: z.string().min(1),
   job: z.string().optional(),
   token: z.string().optional(),
+  tokenFile: z.string().optional(),
+  public: z.boolean().default(false),
+  tlsCert: z.string().optional(),
+  tlsKey: z.string().optional(),
+  joinTimeoutMs: count('--join-timeout-ms', 10),
+  maxSocketsPerAddress: count('--max-sockets-per-address', 1),
+  maxHandshakesPerAddress: count('--max-handshakes-per-address', 1),
+  maxHandshakes: count('--max-handshakes', 1),
   minPeers: count('--min-peers', 1),
   maxPeers: count('--max-peers', 1),
   jobsFile: z.string().optional(),
@@ -59,7 +69,8 @@ function parse(raw: Record<string, unknown>): ServerCliOptions {
 /** The job the flags describe, if --job was given. */
 export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
   if (!o.job) {
-    if (o.token) throw invalid('--token needs --job (the job it opens).');
+    if (o.token || o.tokenFile) throw invalid(`${o.token ? '--token' : '--token-file'} needs --job (the job it opens).`);
+    if (o.public) throw invalid('--public needs --job (the job it lists publicly).');
     return null;
   }
   if (o.maxPeers < o.minPeers) throw invalid(`--max-peers (${o.maxPeers}) must be at least --min-peers (${o.minPeers}).`);
@@ -73,8 +84,9 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   return {
     id: o.job,
-    token: o.token ?? randomUUID().replaceAll('-', '').slice(0, 16),
+    token: tokenFrom(o, (line) => void printLine(line, stderr)) ?? randomUUID().replaceAll('-', ''),
     config: {
+      ...(o.public ? { public: true } : {}),
       model: o.model,
       optimizer: o.optimizer,
       hyperparameters: { ...hyperparameters, ...parseHyperparameters(o.hp) },
@@ -122,7 +134,9 @@ export function serverCommand(): Command {
     .option('--port <n>', 'port to listen on (0 picks a free one)', '8080')
     .option('--host <addr>', 'address to listen on (0.0.0.0 lets other machines join)', '127.0.0.1')
     .option('--job <id>', 'open a job with this id, configured by the flags below')
-    .option('--token <secret>', 'token peers need to join --job (default: a random one, printed)')
+    .option('--token-file <path>', `file holding the token peers need to join --job (or set ${TOKEN_ENV}; default: a random one, printed)`)
+    .option('--token <secret>', `the token, on the command line (visible in ps: prefer --token-file or ${TOKEN_ENV})`)
+    .option('--public', 'list --job on GET /api/jobs for anyone (default: only requests bearing its token see it)', false)
     .addOption(new Option('--model <kind>', `model the job trains (${MODEL_KINDS.join('|')})`).default('cnn'))
     .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
     .option('--batch <n>', 'examples per step per peer', '64')
@@ -139,9 +153,16 @@ export function serverCommand(): Command {
     .option('--static <dir>', 'folder of the built page (default demo/dist)')
     .option('--no-static', 'serve no page')
     .option('--heartbeat-ms <n>', 'heartbeat interval; a peer silent for 3 of them is dropped', '5000')
+    .option('--tls-cert <path>', 'PEM certificate (chain): serve https and wss (with --tls-key)')
+    .option('--tls-key <path>', 'PEM private key of --tls-cert')
+    .option('--join-timeout-ms <n>', 'a connection that has not sent its join this long after the upgrade is closed', String(5000))
+    .option('--max-sockets-per-address <n>', 'sockets (HTTP and WebSocket) one address may hold open', String(DEFAULT_ADMISSION_LIMITS.maxSocketsPerAddress))
+    .option('--max-handshakes-per-address <n>', 'connections one address may hold open before joining', String(DEFAULT_ADMISSION_LIMITS.maxHandshakesPerAddress))
+    .option('--max-handshakes <n>', 'connections not yet joined, in all; beyond it the oldest is closed', String(DEFAULT_ADMISSION_LIMITS.maxHandshakes))
     .option('--quiet', 'log nothing but the address', false)
     .action(async (raw: Record<string, unknown>) => {
       const o = parse(raw);
+      const tls = readTlsFiles(o.tlsCert, o.tlsKey);
       const jobs: JobSpec[] = [];
       const flagJob = jobFromFlags(o);
       if (flagJob) jobs.push(flagJob);
@@ -154,13 +175,17 @@ export function serverCommand(): Command {
           jobs,
           staticDir: o.static === false ? null : o.static,
           heartbeatMs: o.heartbeatMs,
+          joinTimeoutMs: o.joinTimeoutMs,
+          limits: { maxSocketsPerAddress: o.maxSocketsPerAddress, maxHandshakesPerAddress: o.maxHandshakesPerAddress, maxHandshakes: o.maxHandshakes },
+          tls,
           log,
         },
         (server) => {
           void printLine(`ringtrain server listening on ${server.url}`);
+          // The token goes in the environment and in the fragment of the page link (never sent to a server, removed from the address bar).
           for (const j of jobs) {
-            void printLine(`job ${j.id}: ringtrain worker --server ${server.url} --job ${j.id} --token ${j.token}`);
-            void printLine(`job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}&token=${encodeURIComponent(j.token)}`);
+            void printLine(`job ${j.id}: ${TOKEN_ENV}=${j.token} ringtrain worker --server ${server.url} --job ${j.id}`);
+            void printLine(`job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}#token=${encodeURIComponent(j.token)}`);
           }
         },
       );

@@ -33,6 +33,7 @@ export const TrainOptionsSchema = z.object({
   steps: count('--steps', 1).optional(),
   save: z.string().min(1, { error: '--save needs a file path' }).optional(),
   resume: z.string().min(1, { error: '--resume needs a file path' }).optional(),
+  overwrite: z.boolean().default(false),
   data: z.string().min(1).optional(),
   runtime: z.enum(RUNTIMES, { error: `--runtime must be one of ${RUNTIMES.join(', ')}` }).optional(),
   json: z.boolean().default(false),
@@ -54,6 +55,7 @@ export function addTrainOptions(cmd: Command): Command {
     .option('--steps <n>', 'stop after this many steps in total (overrides --epochs)')
     .option('--save <path>', 'write a safetensors checkpoint here (atomically) after each epoch and at the end')
     .option('--resume <path>', 'continue from a checkpoint written by --save')
+    .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled 10,000 digits')
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
     .option('--json', 'print one JSON line with the results on stdout (no progress bar)', false);

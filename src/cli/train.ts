@@ -6,8 +6,8 @@
 import { Command, Option } from 'commander';
 import { MultiBar, Presets } from 'cli-progress';
 import { EventBus } from '../core/events.ts';
-import { checkCheckpointKind } from '../checkpoint/checkpoint.ts';
-import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
+import { saveCheckpoint } from '../checkpoint/file.node.ts';
+import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { batchCount } from '../data/batches.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
@@ -49,8 +49,8 @@ function percent(x: number): string {
 }
 
 async function train(opts: TrainCommandOptions): Promise<void> {
-  const resume = opts.resume ? loadCheckpoint(opts.resume) : undefined;
-  if (resume) checkCheckpointKind(resume, opts, opts.resume);
+  // Before data and GPU: a run that cannot save, or resumes the wrong file, stops now.
+  const resume = preflightCheckpoints(opts);
   const data = await loadData(opts);
   const gpu = await acquireGpu();
   // Human-readable lines go to stdout, or to stderr when stdout is reserved for the JSON line.
@@ -96,7 +96,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
       bus,
       resume,
       resumeName: opts.resume,
-      onCheckpoint: opts.save ? (c) => saveCheckpoint(opts.save!, c) : undefined,
+      onCheckpoint: opts.save ? (c) => saveCheckpoint(opts.save!, c, { overwrite: opts.overwrite }) : undefined,
       signal: interrupt.signal,
     });
     bars?.stop();

@@ -14,7 +14,9 @@ import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus } from '../core/events.ts';
 import { stallReporter } from '../distributed/stall.ts';
-import { loadCheckpoint, saveCheckpoint } from '../checkpoint/file.node.ts';
+import { saveCheckpoint } from '../checkpoint/file.node.ts';
+import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
+import { checkResumeFits } from '../distributed/resume-check.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
@@ -24,31 +26,35 @@ import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, printLine, reexecUnder, stderr } from './host.node.ts';
+import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
 import { commandStatus } from './status.ts';
 import { RUNTIMES } from './train-options.ts';
 
 const WorkerOptionsSchema = z.object({
   server: z.string().min(1, { error: '--server needs the server address, like http://127.0.0.1:8080' }),
   job: z.string().min(1, { error: '--job needs a job id' }),
-  token: z.string().min(1, { error: '--token needs the job token' }),
+  token: z.string().min(1, { error: '--token needs the job token' }).optional(),
+  tokenFile: z.string().min(1).optional(),
   name: z.string().max(128).optional(),
   runtime: z.enum(RUNTIMES).optional(),
   save: z.string().min(1).optional(),
   resume: z.string().min(1).optional(),
   recovery: z.string().min(1).optional(),
+  overwrite: z.boolean().default(false),
   timeline: z.string().min(1).optional(),
   data: z.string().min(1).optional(),
   events: z.boolean().default(false),
   json: z.boolean().default(false),
 });
-type WorkerOptions = z.infer<typeof WorkerOptionsSchema>;
+type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
 export function workerCommand(): Command {
   return new Command('worker')
     .description("join a job on a signaling server and train with the job's settings")
     .requiredOption('--server <url>', 'the signaling server, like http://127.0.0.1:8080')
     .requiredOption('--job <id>', 'job to join')
-    .requiredOption('--token <secret>', "the job's token")
+    .option('--token-file <path>', `read the job's token from this file (or set ${TOKEN_ENV})`)
+    .option('--token <secret>', `the job's token (visible in ps: prefer ${TOKEN_ENV} or --token-file)`)
     .option('--name <name>', 'a name the other peers and the page show')
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`))
     .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
@@ -56,6 +62,7 @@ export function workerCommand(): Command {
     .option('--recovery <path>', 'where a survivor saves the last good state if the ring breaks (default: --save, else ringtrain-recovery.safetensors)')
     .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
+    .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
     .option('--json', 'print one JSON result line on stdout at the end', false)
     .action(async (raw: Record<string, unknown>) => {
@@ -64,11 +71,16 @@ export function workerCommand(): Command {
         const issue = parsed.error.issues[0];
         throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (option --${String(issue.path[0])})`);
       }
-      const o = parsed.data;
-      if (o.runtime && o.runtime !== currentRuntime()) {
-        commandStatus.exitCode = await reexecUnder(o.runtime, commandStatus.args);
+      // The same arguments and environment go to the other runtime, which reads the token itself.
+      if (parsed.data.runtime && parsed.data.runtime !== currentRuntime()) {
+        commandStatus.exitCode = await reexecUnder(parsed.data.runtime, commandStatus.args);
         return;
       }
+      const token = tokenFrom(parsed.data, (line) => void printLine(line, stderr));
+      if (!token) {
+        throw new RingtrainError(ErrorCode.InvalidArgument, `the worker needs the job's token: set ${TOKEN_ENV}=… or give --token-file PATH`);
+      }
+      const o = { ...parsed.data, token };
       commandStatus.exitCode = await runWorker(o);
     });
 }
@@ -76,8 +88,8 @@ export function workerCommand(): Command {
 async function runWorker(o: WorkerOptions): Promise<number> {
   const say = (line: string) => printLine(line, stderr);
   const emit = (obj: Record<string, unknown>) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
-  // Fail on a bad checkpoint or missing data before taking a place in the ring.
-  const resume = o.resume ? loadCheckpoint(o.resume) : undefined;
+  // Fail on a bad checkpoint, an unwritable --save or missing data before taking a place in the ring.
+  const resume = preflightCheckpoints(o);
   const data = o.data ? { train: await loadIdxSplit(o.data, 'train'), test: await loadIdxSplit(o.data, 't10k') } : await loadMnist();
   const gpu = await acquireGpu();
   const bus = new EventBus();
@@ -96,6 +108,8 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     name: o.name,
     events: bus,
     capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },
+    // The job's model is known only from the welcome: check --resume against it before any ring forms.
+    beforeRing: resume ? (job) => checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!) : undefined,
   });
   const { rank, size } = session;
   const config = trainConfigFromJob(session.job.config);
@@ -117,7 +131,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       resumeName: o.resume,
       onCheckpoint: (c) => {
         const path = session.comm.error ? recoveryPath : o.save;
-        if (path) saveCheckpoint(path, c);
+        if (path) saveCheckpoint(path, c, { overwrite: o.overwrite });
       },
       onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
       onEvaluate: (e) => {

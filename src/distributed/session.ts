@@ -22,6 +22,8 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   /** RTCPeerConnection implementation for Node/Deno; the browser's own when omitted. */
   wrtc?: unknown;
   events?: EventBus;
+  /** Called with the job's config once the server welcomed us, before any ring forms; throwing leaves the job (e.g. a --resume that does not fit). */
+  beforeRing?: (job: { id: string; config: JobConfig }) => void | Promise<void>;
   /** How long to wait for the job to gather its minimum number of peers. Default 10 minutes. */
   readyTimeoutMs?: number;
   /** How long one attempt to open the data channels may take. Default 30 s. */
@@ -145,6 +147,7 @@ export async function init(o: InitOptions): Promise<Session> {
   const client = await connect(o.server, { ...o, events });
   const session = new PeerSession(client, events, o);
   try {
+    await o.beforeRing?.(client.job);
     await session.connect(await client.waitForReady(o.readyTimeoutMs ?? 600_000));
     return session;
   } catch (err) {

@@ -10,7 +10,9 @@
  *   join      {protocol, job, token, runtime, name?, capabilities?}   first message, exactly once
  *   signal    {epoch, to, data}        WebRTC offer/answer/candidate for rank `to` of epoch `epoch`
  *   pong      {seq}                    answer to the server's ping
- *   progress  {step, loss?, ...}       training progress, shown by GET /api/jobs/:id
+ *   progress  {step, loss?, ...}       this peer's training progress, shown by GET /api/jobs/:id;
+ *                                      refused (bad-progress) when its step goes backwards or
+ *                                      past the job's last step
  *   leave     {reason?}                clean goodbye; the server closes the socket after it
  *
  * Server → client
@@ -56,6 +58,8 @@ export const SignalErrorCode = {
   AlreadyJoined: 'already-joined',
   NoSuchJob: 'no-such-job',
   BadToken: 'bad-token',
+  /** Too many wrong tokens from one address lately: wait a few seconds. */
+  TooManyBadTokens: 'too-many-bad-tokens',
   JobFull: 'job-full',
   StaleEpoch: 'stale-epoch',
   NoSuchRank: 'no-such-rank',
@@ -66,6 +70,10 @@ export const SignalErrorCode = {
   SlowConsumer: 'slow-consumer',
   Heartbeat: 'heartbeat',
   ServerClosing: 'server-closing',
+  /** Closed to make room: the server holds too many connections that have not joined. */
+  ServerBusy: 'server-busy',
+  /** A progress report the server will not show (a step going backwards, past the job's last step). */
+  BadProgress: 'bad-progress',
 } as const;
 export type SignalErrorCode = (typeof SignalErrorCode)[keyof typeof SignalErrorCode];
 
@@ -143,6 +151,8 @@ export const jobConfigSchema = z.strictObject({
   batchPerPeer: z.number().int().min(1),
   minPeers: z.number().int().min(1),
   maxPeers: z.number().int().min(1).max(1024),
+  /** Listed by GET /api/jobs to anyone; otherwise only to a request bearing the job's token. */
+  public: z.boolean().optional(),
 }).refine((c) => c.maxPeers >= c.minPeers, { message: 'maxPeers must be >= minPeers', path: ['maxPeers'] });
 export type JobConfig = z.infer<typeof jobConfigSchema>;
 
@@ -162,7 +172,11 @@ export const progressFields = {
 export const progressSchema = z.strictObject(progressFields);
 export type Progress = z.infer<typeof progressSchema>;
 
-/** What GET /api/jobs/:id answers (GET /api/jobs: an array of them): everything but the token. */
+/**
+ * What GET /api/jobs/:id answers (GET /api/jobs: an array of them): everything but
+ * the token, and only to a request bearing the job's token (Authorization: Bearer),
+ * or to anyone when the job's config says `public: true`.
+ */
 export interface PublicJobInfo {
   id: string;
   config: JobConfig;

@@ -6,7 +6,11 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/cli/program.ts';
 import { connect } from '../../src/signaling/client.node.ts';
+import WebSocket from 'ws';
+import type { WebSocketConstructor } from '../../src/signaling/client.ts';
+import { TOKEN_IN_ARGV_WARNING, readTokenFile, tokenFrom } from '../../src/cli/secrets.node.ts';
 import { jobSpec } from './helpers.ts';
+import { makeTestCert } from './test-cert.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -42,10 +46,13 @@ describe('ringtrain server (the CLI)', () => {
     const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
     // The job lines follow the address; wait for the last of them.
     await lineMatching(cli.output, cli.exited, /job extra: page /);
-    expect(cli.output()).toContain(`--job demo --token tok`);
-    expect(cli.output()).toContain(`${url}/?job=demo&token=tok`);
+    // The printed join command and page link carry the token in the environment and the fragment, never as --token or ?token=.
+    expect(cli.output()).toContain(`job demo: RINGTRAIN_TOKEN=tok ringtrain worker --server ${url} --job demo\n`);
+    expect(cli.output()).toContain(`${url}/?job=demo#token=tok`);
+    expect(cli.output()).not.toMatch(/--token tok|[?&]token=/);
+    expect(cli.output()).toContain('warning: --token is visible to every user of this machine (ps)');
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    const info = await (await fetch(`${url}/api/jobs/demo`)).json();
+    const info = await (await fetch(`${url}/api/jobs/demo`, { headers: { authorization: 'Bearer tok' } })).json();
     expect(info.config).toEqual({
       model: 'cnn',
       optimizer: 'sgd',
@@ -83,10 +90,54 @@ describe('ringtrain server (the CLI)', () => {
       expect(await runCli(['server', '--port', '0', '--token', 'orphan'])).toBe(1);
       expect(written.join('')).toContain('--token needs --job');
 
+      expect(await runCli(['server', '--port', '0', '--job', 'j', '--tls-cert', join(dir, 'missing.pem')])).toBe(1);
+      expect(written.join('')).toContain('TLS needs both --tls-cert (PEM certificate chain) and --tls-key');
+      expect(await runCli(['server', '--port', '0', '--job', 'j', '--tls-cert', join(dir, 'missing.pem'), '--tls-key', join(dir, 'missing.pem')])).toBe(1);
+      expect(written.join('')).toMatch(/cannot read --tls-cert .*missing\.pem/);
+
       expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'noequals'])).toBe(1);
       expect(written.join('')).toContain("--hp takes key=value");
     } finally {
       spy.mockRestore();
     }
+  });
+
+  it('serves https with --tls-cert/--tls-key and a token from --token-file', async () => {
+    const cert = makeTestCert();
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, 'from-a-file\n');
+    const cli = startCli(['server', '--port', '0', '--job', 'sec', '--token-file', tokenFile, '--tls-cert', cert.certPath, '--tls-key', cert.keyPath, '--no-static', '--min-peers', '1']);
+    try {
+      const [, url] = await lineMatching(cli.output, cli.exited, /listening on (https:\/\/127\.0\.0\.1:\d+)/);
+      await lineMatching(cli.output, cli.exited, /job sec: page /);
+      expect(cli.output()).toContain(`RINGTRAIN_TOKEN=from-a-file ringtrain worker --server ${url} --job sec`);
+      expect(cli.output()).not.toContain('warning');
+      const TrustingWs = class extends WebSocket {
+        constructor(u: string) {
+          super(u, { ca: cert.ca });
+        }
+      } as unknown as WebSocketConstructor;
+      const client = await connect(url, { job: 'sec', token: 'from-a-file', WebSocket: TrustingWs });
+      expect(client.membership).toMatchObject({ ready: true, size: 1 });
+      await client.leave();
+    } finally {
+      cli.child.kill('SIGTERM');
+      await cli.exited;
+      cert.dispose();
+    }
+  });
+
+  it('reads a token file without its newline, and refuses empty ones and --token with --token-file', () => {
+    const good = join(dir, 'good-token');
+    writeFileSync(good, 'abc123\r\n');
+    const warnings: string[] = [];
+    expect(tokenFrom({ tokenFile: good }, (l) => warnings.push(l))).toBe('abc123');
+    expect(tokenFrom({ token: 'argv' }, (l) => warnings.push(l))).toBe('argv');
+    expect(warnings).toEqual([TOKEN_IN_ARGV_WARNING]);
+    const empty = join(dir, 'empty-token');
+    writeFileSync(empty, '\n');
+    expect(() => readTokenFile(empty)).toThrow(/must hold the token alone/);
+    expect(() => readTokenFile(join(dir, 'nope'))).toThrow(/cannot read --token-file/);
+    expect(() => tokenFrom({ token: 'a', tokenFile: good }, () => undefined)).toThrow(/not both/);
   });
 });

@@ -36,8 +36,9 @@ export class RawPeer {
     this.closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
   }
 
-  static open(wsUrl: string): Promise<RawPeer> {
-    const ws = new WebSocket(wsUrl);
+  /** `options` go to `ws` (localAddress: the loopback address to connect from; ca: a test certificate). */
+  static open(wsUrl: string, options?: WebSocket.ClientOptions): Promise<RawPeer> {
+    const ws = new WebSocket(wsUrl, options);
     const peer = new RawPeer(ws);
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(peer));
@@ -46,8 +47,8 @@ export class RawPeer {
   }
 
   /** Opens, joins, and waits for the welcome. */
-  static async join(wsUrl: string, job: string, token: string, name?: string): Promise<RawPeer & { peerId: string }> {
-    const peer = await RawPeer.open(wsUrl);
+  static async join(wsUrl: string, job: string, token: string, name?: string, options?: WebSocket.ClientOptions): Promise<RawPeer & { peerId: string }> {
+    const peer = await RawPeer.open(wsUrl, options);
     peer.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job, token, runtime: 'node', ...(name ? { name } : {}) });
     const first = await peer.waitFor((m) => m.type === 'welcome' || m.type === 'error', 'welcome');
     if (first.type !== 'welcome') throw new Error(`join refused: ${JSON.stringify(first)}`);

@@ -128,22 +128,72 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect(server.jobInfo('mnist')?.size).toBe(1);
   });
 
-  it('shows progress and peers on the public job info, never the token', async () => {
+  it('shows a job, its peers and their progress only to a request bearing its token (or to anyone when public), never the token', async () => {
+    server.addJob({ ...jobSpec('open', 'open-token', 1, 2), config: { ...jobSpec('open', 'x').config, public: true } });
     const a = await join('a');
     a.sendJson({ type: 'progress', step: 12, loss: 0.5, samplesPerS: 900 });
     // A ping-free round trip: a bad message is answered after the progress was handled.
     a.sendJson({ type: 'progress', step: -1 });
     await a.error('bad-message');
-    const res = await fetch(`${server.url}/api/jobs/mnist`);
+    const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${server.url}/api/jobs/mnist`, bearer('s3cret'));
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(text).not.toContain('s3cret');
     const info = JSON.parse(text);
     expect(info).toMatchObject({ id: 'mnist', size: 1, config: { model: 'mlp', minPeers: 2 } });
     expect(info.peers[0]).toMatchObject({ rank: 0, name: 'a', runtime: 'node', progress: { step: 12, loss: 0.5, samplesPerS: 900 } });
-    expect((await fetch(`${server.url}/api/jobs/other`)).status).toBe(404);
-    const all = await (await fetch(`${server.url}/api/jobs`)).json();
-    expect(all.map((j: { id: string }) => j.id)).toEqual(['mnist']);
+    // Without the token, or with another job's: the same 404 as a job that does not exist.
+    for (const init of [undefined, bearer('wrong'), bearer('open-token')]) {
+      const hidden = await fetch(`${server.url}/api/jobs/mnist`, init);
+      expect(hidden.status).toBe(404);
+      const body = await hidden.text();
+      expect(body).not.toContain('"peers"');
+      expect(body).toContain('Authorization: Bearer');
+    }
+    expect((await fetch(`${server.url}/api/jobs/other`, bearer('s3cret'))).status).toBe(404);
+    const ids = async (init?: RequestInit) => ((await (await fetch(`${server.url}/api/jobs`, init)).json()) as { id: string }[]).map((j) => j.id);
+    expect(await ids()).toEqual(['open']);
+    expect(await ids(bearer('s3cret'))).toEqual(['mnist', 'open']);
+    expect((await fetch(`${server.url}/api/jobs/open`)).status).toBe(200);
+    for (const path of ['/api/jobs', '/api/jobs/open', '/metrics', '/healthz']) {
+      const body = await (await fetch(`${server.url}${path}`)).text();
+      expect(body).not.toContain('s3cret');
+      expect(body).not.toContain('open-token');
+    }
+  });
+
+  it("refuses progress that goes backwards, passes the job's last step or is out of range, and counts it; a peer reports only for itself", async () => {
+    server.addJob({ ...jobSpec('short', 'ts', 1, 2), config: { ...jobSpec('short', 'ts').config, hyperparameters: { lr: 0.1, steps: 100 } } });
+    const a = await RawPeer.join(server.wsUrl, 'short', 'ts', 'a');
+    const b = await RawPeer.join(server.wsUrl, 'short', 'ts', 'b');
+    peers.push(a, b);
+    a.sendJson({ type: 'progress', step: 50, loss: 0.5, testAccuracy: 0.9 });
+    a.sendJson({ type: 'progress', step: 999_999, testAccuracy: 1 });
+    a.sendJson({ type: 'progress', step: 40, loss: 0.1 });
+    a.sendJson({ type: 'progress', step: 60, testAccuracy: 1.5 });
+    // Progress names no peer: a report about another rank is not a valid message.
+    a.sendJson({ type: 'progress', step: 60, rank: 1, loss: 0.01 });
+    a.sendJson({ type: 'progress', step: 60, peerId: b.peerId, loss: 0.01 });
+    a.sendJson({ type: 'progress', step: 50, testAccuracy: 0.91 });
+    b.sendJson({ type: 'progress', step: 3, loss: 2 });
+    await b.waitFor((m) => m.type === 'membership' && m.epoch === 2, 'membership 2');
+    const errors = () => a.messages.filter((m) => m.type === 'error').map((m) => (m as { code: string }).code);
+    // A round trip: the error for a message after the last progress comes after it was handled.
+    a.sendJson({ type: 'teleport' });
+    await a.error('unknown-type');
+    expect(errors()).toEqual(['bad-progress', 'bad-progress', 'bad-message', 'bad-message', 'bad-message', 'unknown-type']);
+    expect(a.messages.find((m) => m.type === 'error' && m.code === 'bad-progress')).toMatchObject({ fatal: false, message: expect.stringContaining("past the job's last step (100)") });
+    await b.waitFor((m) => m.type === 'ping' || m.type === 'membership', 'anything');
+    b.sendJson({ type: 'teleport' });
+    await b.error('unknown-type');
+    const info = server.jobInfo('short')!;
+    expect(info.peers[0].progress).toMatchObject({ step: 50, testAccuracy: 0.91 });
+    expect(info.peers[1].progress).toMatchObject({ step: 3, loss: 2 });
+    const text = await server.metricsText();
+    expect(text).toMatch(/ringtrain_progress_refused_total\{reason="beyond-last-step"\} 1\b/);
+    expect(text).toMatch(/ringtrain_progress_refused_total\{reason="step-backwards"\} 1\b/);
+    expect(text).toMatch(/ringtrain_progress_refused_total\{reason="invalid"\} 3\b/);
   });
 
   it('rejects bad job specs with a clear error', async () => {
