@@ -53,7 +53,7 @@ describe('checkResumeFits (real model and optimizer)', () => {
   it('refuses a checkpoint of another input size, naming the tensor and both shapes', async () => {
     const other = await savedBy(sgd, { ...data, height: 4, width: 4 });
     const err = await refusal(checkResumeFits(gpu, sgd, data, other, 'small.safetensors'));
-    expect(err.message).toMatch(/small\.safetensors: tensor 'dense0\.weight' has shape \[16,128\] in the checkpoint but \[64,128\] in the model/);
+    expect(err.message).toMatch(/small\.safetensors: tensor 'dense0\.weight' has shape \[128,16\] in the checkpoint but \[128,64\] in the model/);
   });
 
   it('refuses another optimizer, and optimizer state that is missing or of another length', async () => {
