@@ -22,7 +22,7 @@ import { chooseMatmulVariant, planMatmul, type ChosenMatmulVariant } from '../sr
 import { DeferredScalars } from '../src/gpu/readback.ts';
 import { createModel, createOptimizer, trainStep, trainStepDeferred } from '../src/engine/index.ts';
 import { seededUniform } from '../src/engine/random.ts';
-import { createTfMlp, loadTfWebgpu, type Tf } from './tfjs-mlp.ts';
+import { createTfMlp, inOut, loadTfWebgpu, type Tf } from './tfjs-mlp.ts';
 import { args, opt } from './args.ts';
 
 const json = args.includes('--json');
@@ -137,7 +137,7 @@ async function tfMlpStep(tf: Tf): Promise<number> {
     const e = model.layout.find((l) => l.name === name)!;
     return flat.slice(e.offset, e.offset + e.length);
   };
-  const theirs = createTfMlp(tf, widths, widths.slice(1).map((_, i) => ({ w: tensor(`dense${i}.weight`), b: tensor(`dense${i}.bias`) })), LR, MOMENTUM);
+  const theirs = createTfMlp(tf, widths, widths.slice(1).map((_, i) => ({ w: inOut(tensor(`dense${i}.weight`), widths[i + 1], widths[i]), b: tensor(`dense${i}.bias`) })), LR, MOMENTUM);
   model.destroy();
   const x = randomArray(BATCH * 784, 3).map((v) => Math.abs(v));
   const y = Uint32Array.from({ length: BATCH }, (_, i) => i % 10);

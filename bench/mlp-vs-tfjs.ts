@@ -9,7 +9,7 @@ import { acquireGpu } from '../src/gpu/device.ts';
 import { createModel, createOptimizer, trainStep } from '../src/engine/index.ts';
 import { batches } from '../src/data/batches.ts';
 import { loadMnist } from '../src/data/mnist.node.ts';
-import { createTfMlp, loadTfWebgpu } from './tfjs-mlp.ts';
+import { createTfMlp, inOut, loadTfWebgpu } from './tfjs-mlp.ts';
 import { opt } from './args.ts';
 
 const epochs = Number(opt('epochs', '3'));
@@ -28,7 +28,7 @@ const tensor = (name: string) => {
   const e = model.layout.find((l) => l.name === name)!;
   return flat.slice(e.offset, e.offset + e.length);
 };
-const init = widths.slice(1).map((_, i) => ({ w: tensor(`dense${i}.weight`), b: tensor(`dense${i}.bias`) }));
+const init = widths.slice(1).map((_, i) => ({ w: inOut(tensor(`dense${i}.weight`), widths[i + 1], widths[i]), b: tensor(`dense${i}.bias`) }));
 
 const tf = await loadTfWebgpu();
 if (!tf) throw new Error('TF.js WebGPU backend unavailable');

@@ -6,7 +6,7 @@
  * TF.js convolves NHWC activations with HWIO filters; ours are NCHW and OIHW.
  * `createTfCnn` takes OUR tensors and transposes the conv filters, and the
  * pooled [B,7,7,c2] map is transposed to NCHW before flattening so that the
- * dense weights are used exactly as ours, row for row.
+ * dense weights ([out, in], as ours and PyTorch's) are used exactly as ours.
  *
  * The backward pass is written with TF.js kernels (tfjs-core's gradient
  * registry does not load under Deno, see tfjs-mlp.ts): the ones its autodiff
@@ -17,7 +17,7 @@
 import type { Tf } from './tfjs-mlp.ts';
 
 export interface TfCnnInit {
-  /** Our tensors by name (conv1.weight [c1,1,5,5], ..., dense0.weight [in,out], ...), as in the model's layout. */
+  /** Our tensors by name (conv1.weight [c1,1,5,5], ..., dense0.weight [out,in] as PyTorch's Linear, ...), as in the model's layout. */
   tensors: Record<string, Float32Array>;
   channels: [number, number];
   /** Width of the hidden dense layer, 0 for none. */
@@ -54,7 +54,7 @@ export function createTfCnn(tf: Tf, init: TfCnnInit, lr: number, momentum: numbe
     tf.variable(tf.tidy(() => tf.transpose(tf.tensor4d(get(name), [cout, cin, KERNEL, KERNEL]), OIHW_TO_HWIO)));
   const convW = [filter('conv1.weight', c1, 1), filter('conv2.weight', c2, c1)];
   const convB = [tf.variable(tf.tensor1d(get('conv1.bias'))), tf.variable(tf.tensor1d(get('conv2.bias')))];
-  const denseW = widths.slice(1).map((out, i) => tf.variable(tf.tensor2d(get(`dense${i}.weight`), [widths[i], out])));
+  const denseW = widths.slice(1).map((out, i) => tf.variable(tf.tensor2d(get(`dense${i}.weight`), [out, widths[i]])));
   const denseB = widths.slice(1).map((_, i) => tf.variable(tf.tensor1d(get(`dense${i}.bias`))));
   const params = [...convW, ...convB, ...denseW, ...denseB];
   const velocity = params.map((p) => tf.variable(tf.zerosLike(p)));
@@ -69,7 +69,7 @@ export function createTfCnn(tf: Tf, init: TfCnnInit, lr: number, momentum: numbe
     const p2 = tf.maxPool(r2, 2, 2, 'valid');
     const acts = [tf.reshape(tf.transpose(p2, [0, 3, 1, 2]), [n, flat])]; // flatten in NCHW order, like ours
     for (let i = 0; i < L; i++) {
-      const z = tf.add(tf.matMul(acts[i], denseW[i]), denseB[i]);
+      const z = tf.add(tf.matMul(acts[i], denseW[i], false, true), denseB[i]);
       acts.push(i + 1 < L ? tf.relu(z) : z);
     }
     return { x, r1, p1, r2, p2, acts };
@@ -93,9 +93,9 @@ export function createTfCnn(tf: Tf, init: TfCnnInit, lr: number, momentum: numbe
         const dDenseB: Tf[] = [];
         let d = tf.div(tf.sub(tf.exp(logp), y), n);
         for (let i = L - 1; i >= 0; i--) {
-          dDenseW[i] = tf.matMul(f.acts[i], d, true, false);
+          dDenseW[i] = tf.matMul(d, f.acts[i], true, false);
           dDenseB[i] = tf.sum(d, 0);
-          d = tf.matMul(d, denseW[i], false, true);
+          d = tf.matMul(d, denseW[i]);
           if (i > 0) d = tf.mul(d, tf.step(f.acts[i]));
         }
         const dP2 = tf.transpose(tf.reshape(d, [n, c2, IMAGE / 4, IMAGE / 4]), [0, 2, 3, 1]);

@@ -28,6 +28,13 @@ export interface TfMlp {
  * `init[i]` = { w: [in×out] row-major, b: [out] } per layer; pass ours to
  * start both from the same weights.
  */
+/** Our Linear weight [out, in] (PyTorch's layout) as the [in, out] matrix createTfMlp takes. */
+export function inOut(w: Float32Array, out: number, inF: number): Float32Array {
+  const t = new Float32Array(w.length);
+  for (let o = 0; o < out; o++) for (let i = 0; i < inF; i++) t[i * out + o] = w[o * inF + i];
+  return t;
+}
+
 export function createTfMlp(tf: Tf, widths: number[], init: { w: Float32Array; b: Float32Array }[], lr: number, momentum: number): TfMlp {
   const L = widths.length - 1;
   const W = init.map((p, i) => tf.variable(tf.tensor2d(p.w, [widths[i], widths[i + 1]])));

@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import process from 'node:process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
@@ -25,6 +26,7 @@ import type { JobSpec } from '../signaling/protocol.ts';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { untilSignal } from '../../server/serve.ts';
 import { cliCommand, decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
+import { jobModelFields, type ModelChoice, useModelOption } from './model-option.ts';
 import { TOKEN_ENV, readTlsFiles } from './secrets.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
@@ -128,7 +130,7 @@ function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, 'minNp' 
   return { minNp, maxNp, serverWait };
 }
 
-export function jobSpecFor(o: RunOptions): JobSpec {
+export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
   const hyperparameters: Record<string, number | string | boolean> = {
     lr: o.lr,
     momentum: o.momentum,
@@ -149,10 +151,12 @@ export function jobSpecFor(o: RunOptions): JobSpec {
   const peers = o.elastic
     ? { minPeers: o.minNp ?? 1, maxPeers: o.maxNp ?? o.np + o.extraPeers, startPeers: o.np }
     : { minPeers: o.np, maxPeers: o.np + o.extraPeers };
+  Object.assign(hyperparameters, jobModelFields(model));
   return {
     id: `run-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),
-    config: { model: o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, ...peers },
+    // A model file travels as an absolute path: workers may start elsewhere.
+    config: { model: model.identity ? resolve(o.model) : o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, ...peers },
   };
 }
 
@@ -198,7 +202,7 @@ async function launch(o: RunOptions): Promise<number> {
   const runtime = decision.runtime;
   const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
   if (decision.auto) await say(runtimeLine(decision));
-  const job = jobSpecFor(o);
+  const job = jobSpecFor(o, await useModelOption(o.model));
   const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls });
   await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);
   if (o.servePage) {

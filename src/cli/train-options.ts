@@ -6,6 +6,7 @@
 import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { isModelFile } from '../engine/define.ts';
 
 export const MODEL_KINDS = ['mlp', 'cnn', 'transformer'] as const;
 export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
@@ -22,7 +23,7 @@ const count = (flag: string, min: number) =>
 const positive = (flag: string) => z.coerce.number({ error: `${flag} must be a number` }).positive({ error: `${flag} must be greater than 0` }).finite({ error: `${flag} must be finite` });
 
 export const TrainOptionsSchema = z.object({
-  model: z.enum(MODEL_KINDS, { error: `--model must be one of ${MODEL_KINDS.join(', ')}` }),
+  model: z.string().refine((m) => (MODEL_KINDS as readonly string[]).includes(m) || isModelFile(m), { error: `--model must be one of ${MODEL_KINDS.join(', ')} or a model file (./my-model.ts)` }),
   epochs: count('--epochs', 1),
   batch: count('--batch', 1).max(8192, { error: '--batch must be at most 8192' }),
   lr: positive('--lr').optional(),
@@ -44,7 +45,7 @@ export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr' | 'weig
 /** Adds the training options to a command (train, run, worker share them). */
 export function addTrainOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--model <kind>', `model to train (${MODEL_KINDS.join('|')})`).default('mlp'))
+    .addOption(new Option('--model <kind>', `model to train (${MODEL_KINDS.join('|')}, or a file exporting a model factory: ./my-model.ts)`).default('mlp'))
     .option('--epochs <n>', 'epochs over the training set (counted from a resumed checkpoint)', '1')
     .option('--batch <n>', 'examples per step (per peer)', '64')
     .option('--lr <x>', `learning rate (default ${DEFAULT_LR.sgd} for sgd, ${DEFAULT_LR.adamw} for adamw)`)

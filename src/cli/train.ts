@@ -19,6 +19,7 @@ import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, decideRuntime, interruptSignal, printLine, reexecUnder, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
+import { useModelOption } from './model-option.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from '../distributed/train-local.ts';
 
@@ -35,6 +36,8 @@ export function trainCommand(): Command {
       warmupSteps: recipe?.warmupSteps ?? 0,
       sampling: recipe?.sampling ?? 'epochs',
     };
+    // A model file is loaded and registered here; from now on the model goes by its registered name.
+    opts.model = (await useModelOption(opts.model)).model;
     const decision = await decideRuntime(opts.runtime);
     if (decision.auto) await printLine(runtimeLine(decision), opts.json ? stderr : undefined);
     if (decision.runtime !== currentRuntime()) {

@@ -7,6 +7,7 @@
  * With --events, stdout carries one JSON object per line (`{"event": …}`)
  * for the launcher; human-readable lines go to stderr.
  */
+import { checkJobModel, useModelOption } from './model-option.ts';
 import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { z } from 'zod';
@@ -118,6 +119,10 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   });
   const { rank, size } = session;
   const config = trainConfigFromJob(session.job.config);
+  // A model file: load it, and refuse it if it is not the job's (another file, another layout).
+  const choice = await useModelOption(config.model);
+  checkJobModel(choice, session.job.config.hyperparameters);
+  config.model = choice.model;
   await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, batch ${config.batch} per peer${config.elastic ? ', elastic' : ''}`);
   await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
   // Who left and why, for the launcher's one line per departure (it hears it from every survivor).

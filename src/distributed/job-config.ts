@@ -4,6 +4,7 @@
  * tab joins and trains with exactly these settings, so every rank agrees.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { isModelFile, registeredModel } from '../engine/define.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import type { DistributedTrainConfig } from './trainer.ts';
 
@@ -21,11 +22,13 @@ function num(h: JobConfig['hyperparameters'], key: string, fallback?: number): n
 
 /** The training settings a job's config describes. */
 export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
-  const model = job.model as (typeof MODELS)[number];
+  const model = job.model;
   const optimizer = job.optimizer as (typeof OPTIMIZERS)[number];
-  if (!MODELS.includes(model)) throw new RingtrainError(ErrorCode.InvalidArgument, `the job trains model '${job.model}', which this peer does not know (${MODELS.join(', ')}); update ringtrain`);
+  if (!(MODELS as readonly string[]).includes(model) && !isModelFile(model)) throw new RingtrainError(ErrorCode.InvalidArgument, `the job trains model '${job.model}', which this peer does not know (${MODELS.join(', ')}); update ringtrain`);
   if (!OPTIMIZERS.includes(optimizer)) throw new RingtrainError(ErrorCode.InvalidArgument, `the job uses optimizer '${job.optimizer}', which this peer does not know (${OPTIMIZERS.join(', ')}); update ringtrain`);
   const h = job.hyperparameters;
+  // A model file (path in job.model) trains under the name it was registered as when this peer loaded it (src/cli/model-option.ts).
+  const fileModel = isModelFile(model) && typeof h.modelName === 'string' && registeredModel(h.modelName) ? h.modelName : undefined;
   const compression = h.compression ?? 'none';
   if (compression !== 'none' && compression !== 'fp16') {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'compression' must be 'none' or 'fp16', got ${JSON.stringify(compression)}`);
@@ -37,7 +40,7 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   const lr = num(h, 'lr');
   if (lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
   return {
-    model,
+    model: fileModel ?? model,
     optimizer,
     batch: job.batchPerPeer,
     lr,

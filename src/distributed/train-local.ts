@@ -29,7 +29,8 @@ import { DeferredScalars } from '../gpu/readback.ts';
 import { learningRateAt, type LrSchedule } from './lr.ts';
 
 export interface LocalTrainConfig {
-  model: 'mlp' | 'cnn' | 'transformer';
+  /** 'mlp', 'cnn', or a registered model's name (a model file's, see src/engine/define.ts). */
+  model: string;
   optimizer: 'sgd' | 'adamw';
   epochs: number;
   batch: number;
@@ -102,7 +103,9 @@ export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec
     }
     return { kind: 'cnn', seed: config.seed, classes: data.classes };
   }
-  return { kind: 'mlp', seed: config.seed, inputSize: data.inputSize, classes: data.classes };
+  if (config.model === 'mlp') return { kind: 'mlp', seed: config.seed, inputSize: data.inputSize, classes: data.classes };
+  // A registered model (a model file): its factory fixes the shapes.
+  return { kind: config.model, seed: config.seed } as unknown as ModelSpec;
 }
 
 /** Loads a checkpoint's weights and optimizer state, after checking they belong to this model and optimizer. */

@@ -43,7 +43,7 @@ interface BatchPlan {
   output: Tensor;
   rows: number;
   targets: GPUBuffer;
-  targetScratch: Uint32Array;
+  targetScratch: Int32Array;
   inputScratch: Uint32Array | null;
   results: GPUBuffer;
   forward: Step[];
@@ -80,7 +80,7 @@ export class GraphModel implements Model {
   readonly params: GPUBuffer;
   readonly grads: GPUBuffer;
   readonly loss: Loss;
-  private readonly inputDType: DType;
+  readonly inputDType: DType;
   private readonly entries = new Map<Parameter, ParamEntry>();
   private readonly plans = new Map<number, BatchPlan>();
   private readonly owned: GPUBuffer[] = [];
@@ -169,7 +169,7 @@ export class GraphModel implements Model {
       output,
       rows,
       targets,
-      targetScratch: new Uint32Array(rows),
+      targetScratch: new Int32Array(rows),
       inputScratch: this.inputDType === 'u32' ? new Uint32Array(batch * this.inputSize) : null,
       results,
       forward: plan.forward,

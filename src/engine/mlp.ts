@@ -40,7 +40,7 @@ export class MlpModule extends Module {
   private readonly act: Module;
   constructor(widths: number[], activation: Required<MlpSpec>['activation']) {
     super();
-    this.act = activation === 'relu' ? new ReLU() : activation === 'tanh' ? new Tanh() : new GELU();
+    this.act = activation === 'relu' ? new ReLU() : activation === 'tanh' ? new Tanh() : new GELU('tanh');
     for (let i = 0; i + 1 < widths.length; i++) {
       const hidden = i + 2 < widths.length;
       this.dense.push(new Linear(widths[i], widths[i + 1], { init: hidden && activation === 'relu' ? 'he' : 'glorot' }));

@@ -94,14 +94,14 @@ export class Tanh extends Module {
     return F.tanh(x);
   }
 }
-/** GELU with the tanh approximation: nn.GELU(approximate='tanh'). */
+/** nn.GELU: the exact erf form by default, or approximate 'tanh' (GPT-2's). */
 export class GELU extends Module {
-  constructor(readonly approximate: 'tanh' = 'tanh') {
+  constructor(readonly approximate: 'none' | 'tanh' = 'none') {
     super();
-    if (approximate !== 'tanh') throw new RingtrainError(ErrorCode.InvalidArgument, `GELU: approximate must be 'tanh' (the exact erf form is its own op), got ${String(approximate)}`);
+    if (approximate !== 'none' && approximate !== 'tanh') throw new RingtrainError(ErrorCode.InvalidArgument, `GELU: approximate must be 'none' or 'tanh', got ${String(approximate)}`);
   }
   forward(x: Tensor): Tensor {
-    return F.geluTanh(x);
+    return this.approximate === 'tanh' ? F.geluTanh(x) : F.gelu(x);
   }
 }
 /** 2×2 max-pooling with stride 2 (nn.MaxPool2d(2)). */
@@ -113,5 +113,65 @@ export class MaxPool2d extends Module {
 export class Flatten extends Module {
   forward(x: Tensor): Tensor {
     return F.flatten(x);
+  }
+}
+
+/** nn.LayerNorm(dim): weight ones, bias zeros. */
+export class LayerNorm extends Module {
+  readonly weight: Parameter;
+  readonly bias: Parameter;
+  constructor(dim: number, readonly eps = 1e-5) {
+    super();
+    positive('LayerNorm', { dim });
+    this.weight = new Parameter([dim], (out) => out.fill(1));
+    this.bias = new Parameter([dim], zeros);
+  }
+  forward(x: Tensor): Tensor {
+    return F.layerNorm(x, this.weight, this.bias, this.eps);
+  }
+}
+
+/** nn.Embedding(count, dim): weight [count, dim], standard-normal init as PyTorch's. Input: u32 ids. */
+export class Embedding extends Module {
+  readonly weight: Parameter;
+  constructor(count: number, dim: number) {
+    super();
+    positive('Embedding', { count, dim });
+    this.weight = new Parameter([count, dim], (out, rand) => {
+      for (let i = 0; i < out.length; i++) out[i] = rand.normal();
+    });
+  }
+  forward(ids: Tensor): Tensor {
+    return F.embedding(ids, this.weight);
+  }
+}
+
+/** nn.Dropout(p) with a seeded mask; `training: false` makes it the identity. */
+export class Dropout extends Module {
+  constructor(readonly p: number, readonly seed = 0, readonly training = true) {
+    super();
+  }
+  forward(x: Tensor): Tensor {
+    return F.dropout(x, this.p, this.seed, this.training);
+  }
+}
+
+/**
+ * Causal multi-head self-attention as in GPT-2: `qkv` = Linear(D, 3D) (q | k |
+ * v side by side), the fused attention op, then `proj` = Linear(D, D).
+ * x [batch, T, D] → [batch, T, D].
+ */
+export class CausalSelfAttention extends Module {
+  readonly qkv: Linear;
+  readonly proj: Linear;
+  constructor(width: number, readonly heads: number) {
+    super();
+    positive('CausalSelfAttention', { width, heads });
+    if (width % heads !== 0) throw new RingtrainError(ErrorCode.InvalidArgument, `CausalSelfAttention: width ${width} must be a multiple of heads ${heads}`, { width, heads });
+    this.qkv = new Linear(width, 3 * width);
+    this.proj = new Linear(width, width);
+  }
+  forward(x: Tensor): Tensor {
+    return this.proj.call(F.attention(this.qkv.call(x), this.heads));
   }
 }

@@ -8,12 +8,15 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { BufferRange, Gpu } from '../gpu/gpu.ts';
 import { planSum } from '../gpu/kernels/reduce.ts';
+import { checkTargets, planCrossEntropy } from '../gpu/kernels/cross-entropy.ts';
+import { crossEntropyRef } from '../gpu/kernels/nn_reference.ts';
 import { planSoftmaxXent } from '../gpu/kernels/softmax-xent.ts';
 import type { Step } from './op.ts';
 
-/** Where the head's numbers go: results[0] = mean loss, results[1] = correct rows. */
+/** Where the head's numbers go: results[0] = mean loss, results[1] = correct rows, results[2] = counted rows (losses with `counts`). */
 export const RESULT_LOSS = 0;
 export const RESULT_CORRECT = 1;
+export const RESULT_COUNT = 2;
 
 export interface LossIO {
   output: BufferRange;
@@ -30,8 +33,10 @@ export interface LossIO {
 
 export interface Loss {
   readonly name: string;
+  /** Whether some rows may not count (ignored targets): then results[RESULT_COUNT] holds how many did. */
+  readonly counts?: boolean;
   /** Checks the targets and packs them as the kernel reads them; throws InvalidArgument naming a bad one. */
-  encodeTargets(targets: ArrayLike<number>, rows: number, classes: number, out: Uint32Array): Uint32Array;
+  encodeTargets(targets: ArrayLike<number>, rows: number, classes: number, out: Int32Array): Int32Array;
   plan(gpu: Gpu, io: LossIO): Step[];
   /** f64 reference: mean loss and ∂/∂output, for the model-level gradient check. */
   cpu(output: Float64Array, targets: ArrayLike<number>, rows: number, classes: number): { loss: number; dOutput: Float64Array };
@@ -73,5 +78,30 @@ export const crossEntropy: Loss = {
       for (let j = 0; j < classes; j++) d[r * classes + j] = (Math.exp(row[j] - max) / sum - (j === targets[r] ? 1 : 0)) / rows;
     }
     return { loss: loss / rows, dOutput: d };
+  },
+};
+
+/**
+ * Cross-entropy over positions with an ignore index: a target of -1 (padding)
+ * adds no loss and no gradient and is not counted; the mean is over counted
+ * positions, as F.cross_entropy(..., ignore_index=-1). Kernel:
+ * src/gpu/kernels/cross-entropy.ts.
+ */
+export const crossEntropyIgnore: Loss = {
+  name: 'cross-entropy-ignore',
+  counts: true,
+  encodeTargets(targets, rows, classes, out) {
+    if (targets.length !== rows) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${rows} targets (one per output position), got ${targets.length}`, { expected: rows, got: targets.length });
+    }
+    return checkTargets(targets, rows, classes, undefined, out);
+  },
+  plan(gpu, io) {
+    const rowStats = io.scratch(3 * io.rows, 'row-stats');
+    return planCrossEntropy(gpu, { logits: io.output, targets: io.targets, dlogits: io.dOutput, rowStats, result: io.results }, io.rows, io.classes, { outIndex: RESULT_LOSS });
+  },
+  cpu(z, targets, rows, classes) {
+    const r = crossEntropyRef(z, Array.from(targets), rows, classes);
+    return { loss: r.loss, dOutput: Float64Array.from(r.dlogits) };
   },
 };

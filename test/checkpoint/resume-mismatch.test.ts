@@ -31,7 +31,7 @@ function mlpCheckpoint(path: string, hidden: number): Buffer {
   const layout: LayoutEntry[] = [];
   let offset = 0;
   for (let i = 0; i + 1 < widths.length; i++) {
-    for (const [name, shape] of [[`dense${i}.weight`, [widths[i], widths[i + 1]]], [`dense${i}.bias`, [widths[i + 1]]]] as const) {
+    for (const [name, shape] of [[`dense${i}.weight`, [widths[i + 1], widths[i]]], [`dense${i}.bias`, [widths[i + 1]]]] as const) {
       const length = shape.reduce((a, b) => a * b, 1);
       layout.push({ name, shape, offset, length });
       offset += length;
@@ -83,7 +83,7 @@ describe('resuming a checkpoint of another model', () => {
     const before = mlpCheckpoint(narrow, 32); // same model kind, so only the workers' check against the real model can tell
     const r = await ringtrain(['run', '-np', '2', '--model', 'mlp', '--resume', narrow, '--save', narrow, '--steps', '4', '--batch', '8']);
     expect(r.code, r.stderr).toBe(1);
-    const refusals = r.stderr.match(/narrow\.safetensors: tensor 'dense0\.weight' has shape \[784,32\] in the checkpoint but \[784,128\] in the model/g) ?? [];
+    const refusals = r.stderr.match(/narrow\.safetensors: tensor 'dense0\.weight' has shape \[32,784\] in the checkpoint but \[128,784\] in the model/g) ?? [];
     expect(refusals.length, r.stderr).toBe(2);
     expect(r.stderr).not.toMatch(/joined job|recovery|resume with/);
     expect(readFileSync(narrow).equals(before)).toBe(true);
@@ -99,7 +99,7 @@ describe('resuming a checkpoint of another model', () => {
     try {
       const wrong = startDenoWorker(server.url, job, ['--resume', wide, '--save', wide]);
       expect(await wrong.exit, wrong.stderr).toBe(1);
-      expect(wrong.stderr).toMatch(/wide\.safetensors: tensor 'dense0\.weight' has shape \[784,64\] in the checkpoint but \[784,128\] in the model.*\[ERR_BAD_CHECKPOINT\]/);
+      expect(wrong.stderr).toMatch(/wide\.safetensors: tensor 'dense0\.weight' has shape \[64,784\] in the checkpoint but \[128,784\] in the model.*\[ERR_BAD_CHECKPOINT\]/);
       expect(wrong.rank).toBeUndefined(); // never took a place in a ring
       expect(readFileSync(wide).equals(before)).toBe(true);
 

@@ -25,7 +25,7 @@ export async function checkModel(model: GraphModel, x: Float32Array, labels: num
   const loss = await model.forwardBackward(x, labels);
   const [flatP, flatG] = [await model.readParams(), await model.readGrads()];
   const g = new Graph();
-  const input = g.input([batch, ...model.inputShape]);
+  const input = g.input([batch, ...model.inputShape], { dtype: model.inputDType });
   const out = model.module.call(input);
   const names = new Map(model.module.namedParameters().map(([n, p]) => [p, n]));
   const entry = (p: Parameter) => model.layout.find((e) => e.name === names.get(p))!;

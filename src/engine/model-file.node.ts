@@ -1,0 +1,65 @@
+/**
+ * `--model ./my-model.ts`: loads a module file that exports a model factory
+ * (src/engine/define.ts: `export default function (nn, options) { … }`, or a
+ * named export `model`) and registers it. Its name is the file's base name
+ * and a hash of its bytes (`my-model@1a2b3c4d`), so peers given different
+ * files under the same name disagree on the name and are refused.
+ * Node runs .ts files through tsx (as the CLI does), Deno natively.
+ */
+import { readFile } from 'node:fs/promises';
+import { basename, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { detectRuntime } from '../core/runtime.ts';
+import { type ModelFactory, registerModel } from './define.ts';
+
+export { isModelFile } from './define.ts';
+
+function fnv1a(bytes: Uint8Array): string {
+  let h = 0x811c9dc5;
+  for (const b of bytes) h = Math.imul(h ^ b, 0x01000193);
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+/**
+ * Deno imports TypeScript itself. Under Node, tsx would treat a .ts file in a
+ * folder without a `"type": "module"` package.json (a temporary directory, a
+ * user's project) as CommonJS; tsImport loads it as the ES module it is.
+ */
+async function importModule(abs: string): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(abs).href;
+  if (detectRuntime() === 'node' && /\.m?ts$/.test(abs)) {
+    const { tsImport } = await import('tsx/esm/api');
+    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  }
+  return (await import(url)) as Record<string, unknown>;
+}
+
+export async function loadModelFile(path: string): Promise<{ name: string; factory: ModelFactory }> {
+  const abs = resolve(path);
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(abs);
+  } catch (err) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot read model file ${path} (${(err as Error).message}); pass a path to a .ts or .js file that exports a model factory`, { path }, { cause: err });
+  }
+  let mod: Record<string, unknown>;
+  try {
+    mod = await importModule(abs);
+  } catch (err) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `model file ${path} failed to load: ${(err as Error).message}`, { path }, { cause: err });
+  }
+  let factory = mod.default ?? mod.model;
+  // A file compiled as CommonJS arrives wrapped once more (default = its exports).
+  if (factory && typeof factory === 'object') factory = (factory as Record<string, unknown>).default ?? (factory as Record<string, unknown>).model;
+  if (typeof factory !== 'function') {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `model file ${path} exports no model factory: add \`export default function model(nn, options) { return { module, inputShape, classes }; }\` (or a named export \`model\`); see the README's "Bring your own model"`,
+      { path, exports: Object.keys(mod) },
+    );
+  }
+  const name = `${basename(abs).replace(/\.(m?[jt]s)$/, '')}@${fnv1a(bytes)}`;
+  registerModel(name, factory as ModelFactory);
+  return { name, factory: factory as ModelFactory };
+}

@@ -1,0 +1,69 @@
+/**
+ * A model defined in a file outside the repository (a residual MLP with a
+ * layer norm and GELU, written as a user would, against the `nn` the factory
+ * receives) trains with `ringtrain run -np 2 --model ./net.ts` started from a
+ * temporary directory: two Deno workers over real WebRTC load the file, agree
+ * on its identity, and train it. A file without a factory is refused naming it.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { checkJobModel } from '../../src/cli/model-option.ts';
+
+const bin = fileURLToPath(new URL('../../bin/ringtrain.js', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'ringtrain-model-file-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const NET = `export default function model(nn: any) {
+  class Net extends nn.Module {
+    inp = new nn.Linear(784, 64);
+    norm = new nn.LayerNorm(64);
+    fc = new nn.Linear(64, 64);
+    head = new nn.Linear(64, 10);
+    forward(x: any) {
+      const h = this.inp.call(x);
+      return this.head.call(nn.F.add(h, nn.F.gelu(this.fc.call(this.norm.call(h)))));
+    }
+  }
+  return { module: new Net(), inputShape: [784], classes: 10 };
+}
+`;
+
+function ringtrain(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [bin, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('ringtrain run --model ./file.ts', () => {
+  it('trains a model from a file outside the repository on two peers', async () => {
+    writeFileSync(join(dir, 'net.ts'), NET);
+    const r = await ringtrain(['run', '-np', '2', '--model', './net.ts', '--optimizer', 'adamw', '--steps', '30', '--batch', '32', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
+    expect(result).toMatchObject({ steps: 30, size: 2, ok: true });
+    expect(result.test_accuracy, JSON.stringify(result)).toBeGreaterThan(0.5); // chance is 0.1
+  }, 300_000);
+
+  it('refuses a file that exports no model factory, naming the file', async () => {
+    writeFileSync(join(dir, 'empty.ts'), 'export const nothing = 1;\n');
+    const r = await ringtrain(['train', '--model', './empty.ts', '--steps', '1']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/empty\.ts exports no model factory/);
+  }, 120_000);
+
+  it("refuses a worker whose model file is not the job's, naming both", () => {
+    const mine = { model: 'net@aaaaaaaa', identity: { name: 'net@aaaaaaaa', layoutHash: '11111111' } };
+    expect(() => checkJobModel(mine, { modelName: 'net@bbbbbbbb', modelLayoutHash: '22222222' })).toThrow(/net@aaaaaaaa \(layout hash 11111111\) but the job's is net@bbbbbbbb \(layout hash 22222222\)/);
+    expect(() => checkJobModel(mine, { modelName: 'net@aaaaaaaa', modelLayoutHash: '11111111' })).not.toThrow();
+  });
+});
