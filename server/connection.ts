@@ -21,6 +21,7 @@ import {
   type ServerMessage,
 } from '../src/signaling/protocol.ts';
 import { RefusalReason, type Admission, type Handshake } from './admission.ts';
+import type { PeerIce } from './ice.ts';
 import type { Job, Member } from './jobs.ts';
 import type { ServerMetrics } from './metrics.ts';
 import { TokenBucket, type RateLimitOptions } from './rate-limit.ts';
@@ -39,6 +40,8 @@ export interface ConnectionContext {
   admission: Admission;
   /** A peer whose unsent backlog exceeds this many bytes is dropped (it is not reading). */
   maxBufferedBytes: number;
+  /** The STUN/TURN servers for one peer of `job`, with TURN credentials minted for it. */
+  iceFor(job: Job, peerId: string): PeerIce;
   log(line: string): void;
 }
 
@@ -288,6 +291,7 @@ export class Connection implements Handshake {
       job: { id: job.id, config: job.config },
       heartbeatMs: this.ctx.heartbeatMs,
       missedHeartbeats: this.ctx.missedHeartbeats,
+      ...this.ctx.iceFor(job, member.peerId),
     });
     job.add(member);
     this.ctx.log(`job ${job.id}: ${member.name ?? member.peerId} (${member.runtime}) joined, epoch ${job.epoch}, size ${job.size}`);

@@ -19,6 +19,7 @@ import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 import { DEFAULT_MAX_FRAME_BYTES, WS_PATH, describeIssues, jobSpecSchema, type JobSpec, type PublicJobInfo } from '../src/signaling/protocol.ts';
 import { Admission, DEFAULT_ADMISSION_LIMITS, RefusalReason, addressKey, type AdmissionLimits } from './admission.ts';
 import { Connection } from './connection.ts';
+import { DEFAULT_TURN_TTL_S, checkIceOptions, checkJobIce, iceForPeer, type IceOptions } from './ice.ts';
 import { Job } from './jobs.ts';
 import { ServerMetrics } from './metrics.ts';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.ts';
@@ -27,6 +28,7 @@ import { serveStatic } from './static.ts';
 export type { PublicJobInfo } from '../src/signaling/protocol.ts';
 export type { RateLimitOptions } from './rate-limit.ts';
 export type { AdmissionLimits } from './admission.ts';
+export type { IceOptions } from './ice.ts';
 
 /** The built page, relative to this file (independent of the working directory). */
 export const DEFAULT_STATIC_DIR = fileURLToPath(new URL('../demo/dist', import.meta.url));
@@ -52,6 +54,12 @@ export interface ServerOptions {
   tls?: { cert: string | Buffer; key: string | Buffer };
   /** Unsent bytes after which a peer that does not read is dropped. */
   maxBufferedBytes?: number;
+  /**
+   * STUN/TURN servers for every job that names none of its own, and the secret
+   * shared with the TURN server (coturn's static-auth-secret) to mint each peer's
+   * short-lived credentials. Default: none (peers on one machine or LAN need none).
+   */
+  ice?: IceOptions;
   /** Where log lines go; default nowhere. */
   log?: (line: string) => void;
 }
@@ -130,6 +138,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   checkPositive('rateLimit.refillPerS', rateLimit.refillPerS, 0);
   const staticDir = options.staticDir === undefined ? DEFAULT_STATIC_DIR : options.staticDir;
   const log = options.log ?? (() => {});
+  const ice: IceOptions = options.ice ?? {};
+  checkIceOptions(ice);
 
   const jobs = new Map<string, Job>();
   const addJob = (spec: JobSpec): void => {
@@ -137,6 +147,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     if (!parsed.success) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: ${describeIssues(parsed.error)}`, { job: (spec as { id?: unknown })?.id });
     }
+    if (parsed.data.ice) checkJobIce(parsed.data.ice, ice, `job '${parsed.data.id}'`);
     if (jobs.has(parsed.data.id)) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `job '${parsed.data.id}' already exists; pick another id`);
     }
@@ -156,6 +167,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     missedHeartbeats: o.missedHeartbeats,
     joinTimeoutMs: o.joinTimeoutMs,
     maxBufferedBytes: o.maxBufferedBytes,
+    iceFor: (job: Job, peerId: string) => iceForPeer(job.ice ?? ice, ice, peerId, Date.now()),
     log,
   };
 
@@ -286,6 +298,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const hostInUrl = o.host.includes(':') ? `[${o.host}]` : o.host === '0.0.0.0' ? '127.0.0.1' : o.host;
   const [httpScheme, wsScheme] = o.tls ? ['https', 'wss'] : ['http', 'ws'];
   log(`ringtrain signaling server on ${httpScheme}://${hostInUrl}:${port} (jobs: ${[...jobs.keys()].join(', ') || 'none'})`);
+  // URLs only: the secret and the credentials minted from it are never logged.
+  if (ice.stun?.length || ice.turn?.length) {
+    log(`ICE for peers: ${[...(ice.stun ?? []), ...(ice.turn ?? [])].join(' ')}${ice.turn?.length ? ` (TURN credentials per peer, valid ${ice.credentialTtlS ?? DEFAULT_TURN_TTL_S} s)` : ''}${ice.transportPolicy === 'relay' ? ', relay only' : ''}`);
+  }
 
   let closed: Promise<void> | null = null;
   return {

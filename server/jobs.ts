@@ -29,6 +29,8 @@ export interface Member {
 export class Job {
   readonly id: string;
   readonly config: JobSpec['config'];
+  /** The job's own STUN/TURN servers; undefined: the server's. */
+  readonly ice: JobSpec['ice'];
   private readonly token: Buffer;
   private members: Member[] = [];
   epoch = 0;
@@ -38,6 +40,7 @@ export class Job {
   constructor(spec: JobSpec) {
     this.id = spec.id;
     this.config = spec.config;
+    this.ice = spec.ice;
     this.token = Buffer.from(spec.token, 'utf8');
   }
 

@@ -28,6 +28,7 @@ import { untilSignal } from '../../server/serve.ts';
 import { cliCommand, decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
 import { jobModelFields, type ModelChoice, useModelOption } from './model-option.ts';
 import { TOKEN_ENV, readTlsFiles } from './secrets.node.ts';
+import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 
@@ -51,6 +52,7 @@ interface RunOptions extends TrainOptions {
   warmupSteps: number;
   backwardPasses: number;
   tls?: ReturnType<typeof readTlsFiles>;
+  ice?: ReturnType<typeof iceFromFlags>;
 }
 
 interface WorkerState {
@@ -89,8 +91,8 @@ export function runCommand(): Command {
     .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
-    .option('--tls-key <path>', 'PEM private key of --tls-cert')
-    .action(async (raw: Record<string, unknown>) => {
+    .option('--tls-key <path>', 'PEM private key of --tls-cert');
+  addIceOptions(cmd).action(async (raw: Record<string, unknown>) => {
       const o: RunOptions = {
         ...parseTrainOptions(raw),
         np: intOption(raw.np, '-np', 1, 64),
@@ -107,6 +109,7 @@ export function runCommand(): Command {
         warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
         backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
         tls: readTlsFiles(raw.tlsCert as string | undefined, raw.tlsKey as string | undefined),
+        ice: iceFromFlags(raw),
       };
       // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
       preflightCheckpoints(o);
@@ -203,7 +206,7 @@ async function launch(o: RunOptions): Promise<number> {
   const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
   if (decision.auto) await say(runtimeLine(decision));
   const job = jobSpecFor(o, await useModelOption(o.model));
-  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls });
+  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice });
   await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);
   if (o.servePage) {
     await say(`ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`);

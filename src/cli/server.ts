@@ -15,6 +15,7 @@ import { DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MODEL_KINDS, OPTIMIZER_KINDS, TrainOp
 import { printLine, stderr } from './host.node.ts';
 import { TOKEN_ENV, readTlsFiles, tokenFrom } from './secrets.node.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
+import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 
 const count = (flag: string, min: number) =>
   z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
@@ -129,7 +130,7 @@ async function jobsFromFile(path: string): Promise<JobSpec[]> {
 }
 
 export function serverCommand(): Command {
-  return new Command('server')
+  const cmd = new Command('server')
     .description('run the signaling server (jobs, ranks, WebRTC signaling, /healthz, /metrics) and serve the page')
     .option('--port <n>', 'port to listen on (0 picks a free one)', '8080')
     .option('--host <addr>', 'address to listen on (0.0.0.0 lets other machines join)', '127.0.0.1')
@@ -159,9 +160,11 @@ export function serverCommand(): Command {
     .option('--max-sockets-per-address <n>', 'sockets (HTTP and WebSocket) one address may hold open', String(DEFAULT_ADMISSION_LIMITS.maxSocketsPerAddress))
     .option('--max-handshakes-per-address <n>', 'connections one address may hold open before joining', String(DEFAULT_ADMISSION_LIMITS.maxHandshakesPerAddress))
     .option('--max-handshakes <n>', 'connections not yet joined, in all; beyond it the oldest is closed', String(DEFAULT_ADMISSION_LIMITS.maxHandshakes))
-    .option('--quiet', 'log nothing but the address', false)
+    .option('--quiet', 'log nothing but the address', false);
+  return addIceOptions(cmd)
     .action(async (raw: Record<string, unknown>) => {
       const o = parse(raw);
+      const ice = iceFromFlags(raw);
       const tls = readTlsFiles(o.tlsCert, o.tlsKey);
       const jobs: JobSpec[] = [];
       const flagJob = jobFromFlags(o);
@@ -178,6 +181,7 @@ export function serverCommand(): Command {
           joinTimeoutMs: o.joinTimeoutMs,
           limits: { maxSocketsPerAddress: o.maxSocketsPerAddress, maxHandshakesPerAddress: o.maxHandshakesPerAddress, maxHandshakes: o.maxHandshakes },
           tls,
+          ice,
           log,
         },
         (server) => {

@@ -45,6 +45,7 @@ const WorkerOptionsSchema = z.object({
   overwrite: z.boolean().default(false),
   timeline: z.string().min(1).optional(),
   data: z.string().min(1).optional(),
+  connectTimeoutMs: z.coerce.number().int().min(1000).optional(),
   events: z.boolean().default(false),
   json: z.boolean().default(false),
 });
@@ -65,6 +66,7 @@ export function workerCommand(): Command {
     .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
+    .option('--connect-timeout-ms <n>', 'give up opening the data channels to the other peers after this long (default 30000)')
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
     .option('--json', 'print one JSON result line on stdout at the end', false)
     .action(async (raw: Record<string, unknown>) => {
@@ -111,6 +113,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     job: o.job,
     token: o.token,
     name: o.name,
+    connectTimeoutMs: o.connectTimeoutMs,
     events: bus,
     onNotice: (line) => void say(`[${o.name ?? 'worker'}] ${line}`),
     capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },

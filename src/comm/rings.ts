@@ -17,10 +17,11 @@ export interface WebRTCRingOptions extends CommunicatorOptions {
   wrtc?: unknown;
   connectTimeoutMs?: number;
   iceServers?: ConnectOptions['iceServers'];
+  iceTransportPolicy?: ConnectOptions['iceTransportPolicy'];
 }
 
 /** Joins a ring over WebRTC: opens the mesh through `signaler`, then wraps it in a communicator. */
 export async function joinWebRTCRing(o: WebRTCRingOptions): Promise<Communicator> {
-  const links = await connectMesh({ rank: o.rank, size: o.size, signaler: o.signaler, wrtc: o.wrtc, timeoutMs: o.connectTimeoutMs, iceServers: o.iceServers });
+  const links = await connectMesh({ rank: o.rank, size: o.size, signaler: o.signaler, wrtc: o.wrtc, timeoutMs: o.connectTimeoutMs, iceServers: o.iceServers, iceTransportPolicy: o.iceTransportPolicy });
   return new LinkCommunicator(o.rank, o.size, links, o);
 }

@@ -1,6 +1,7 @@
 import type SimplePeer from 'simple-peer';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { detectRuntime } from '../core/runtime.ts';
+import { newIceProgress, noPathError, noteCandidates, type IceProgress, type IceServer } from './ice-diagnosis.ts';
 import type { Link } from './link.ts';
 import type { Signaler } from './signaler.ts';
 
@@ -75,8 +76,10 @@ export interface ConnectOptions {
   wrtc?: unknown;
   /** Give up if some link is not up after this long (ms). */
   timeoutMs?: number;
-  /** ICE servers; none are needed on one machine or a LAN. */
-  iceServers?: { urls: string | string[] }[];
+  /** STUN/TURN servers; none are needed on one machine or a LAN. Across NATs, the job's TURN server. */
+  iceServers?: IceServer[];
+  /** 'relay': use TURN relays only (RTCConfiguration.iceTransportPolicy). */
+  iceTransportPolicy?: 'all' | 'relay';
 }
 
 type PeerConstructor = new (opts: SimplePeer.Options) => SimplePeer.Instance;
@@ -105,21 +108,32 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
   const SimplePeer = await loadSimplePeer();
   const peers = new Map<number, SimplePeer.Instance>();
   const links = new Map<number, Link>();
+  // What ICE did per peer, to say why a link never opened.
+  const progress = new Map<number, IceProgress>();
   for (let p = 0; p < o.size; p++) {
     if (p === o.rank) continue;
     const sp = new SimplePeer({
       initiator: o.rank < p,
       trickle: true,
       wrtc: o.wrtc as SimplePeer.Options['wrtc'],
-      config: { iceServers: o.iceServers ?? [] },
+      config: { iceServers: o.iceServers ?? [], iceTransportPolicy: o.iceTransportPolicy ?? 'all' },
       channelConfig: { ordered: true },
     });
-    sp.on('signal', (data: unknown) => o.signaler.send(p, data));
+    const ice = newIceProgress();
+    progress.set(p, ice);
+    sp.on('signal', (data: unknown) => {
+      noteCandidates(ice.local, data);
+      o.signaler.send(p, data);
+    });
+    sp.on('iceStateChange', (state: string) => (ice.state = state));
     peers.set(p, sp);
   }
   const unsubscribe = o.signaler.onSignal((from, data) => {
     const sp = peers.get(from);
     if (!sp) return;
+    const ice = progress.get(from)!;
+    ice.heard = true;
+    noteCandidates(ice.remote, data);
     try {
       sp.signal(data as SimplePeer.SignalData);
     } catch (e) {
@@ -132,6 +146,9 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
       const fail = (e: RingtrainError) => reject(e);
       timer = setTimeout(() => {
         const missing = [...peers.keys()].filter((p) => !links.has(p));
+        // A peer that answered through the signaling server is running: the network is what failed.
+        const unreachable = missing.find((p) => progress.get(p)!.heard);
+        if (unreachable !== undefined) return fail(noPathError(o.rank, unreachable, progress.get(unreachable)!, o.iceServers, timeoutMs));
         fail(new RingtrainError(ErrorCode.Timeout, `rank ${o.rank} could not open a data channel to rank(s) ${missing.join(', ')} within ${timeoutMs} ms; are they running and using the same signaling?`, { waitingFor: missing, rank: o.rank }));
       }, timeoutMs);
       if (peers.size === 0) resolve();
@@ -140,8 +157,10 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
           links.set(p, new SimplePeerLink(p, sp));
           if (links.size === peers.size) resolve();
         });
-        sp.once('error', (e: Error) => {
-          if (!links.has(p)) fail(new RingtrainError(ErrorCode.Transport, `WebRTC to rank ${p} failed while connecting: ${e.message}`, { peer: p, rank: o.rank }, { cause: e }));
+        sp.once('error', (e: Error & { code?: string }) => {
+          if (links.has(p)) return;
+          if (e.code === 'ERR_ICE_CONNECTION_FAILURE') return fail(noPathError(o.rank, p, progress.get(p)!, o.iceServers, undefined, e));
+          fail(new RingtrainError(ErrorCode.Transport, `WebRTC to rank ${p} failed while connecting: ${e.message}`, { peer: p, rank: o.rank }, { cause: e }));
         });
       }
     });

@@ -208,6 +208,8 @@ class PeerSession implements Session {
           signaler: client.signaler(membership.epoch),
           wrtc: this.o.wrtc,
           connectTimeoutMs: this.o.connectTimeoutMs ?? 30_000,
+          // The job's STUN/TURN servers, from the welcome: what lets peers behind NATs meet.
+          ...this.client.ice,
           peerTimeoutMs: this.o.peerTimeoutMs,
           events: this.events,
         });

@@ -24,6 +24,8 @@ import {
   serverMessageSchema,
   type Capabilities,
   type ErrorMsg,
+  type IceServer,
+  type IceTransportPolicy,
   type JobConfig,
   type MembershipMsg,
   type PeerLeftMsg,
@@ -135,6 +137,8 @@ export class SignalingClient {
   private closeEmitted = false;
   /** Signals this peer tried to send for an epoch that is over (dropped). */
   staleSignalsDropped = 0;
+  /** The job's STUN/TURN servers (TURN with credentials minted for this peer), from the welcome. */
+  ice: { iceServers?: IceServer[]; iceTransportPolicy?: IceTransportPolicy } = {};
 
   /** @internal Built by connect(). */
   constructor(
@@ -442,6 +446,7 @@ export function connect(url: string, options: ConnectOptions): Promise<Signaling
           return fail(signalingError(`server speaks protocol ${msg.protocol}, this client ${PROTOCOL_VERSION}: update one of them`));
         }
         client = new SignalingClient(ws, wsUrl, msg.peerId, msg.job, msg.heartbeatMs, msg.missedHeartbeats, options.events);
+        client.ice = { iceServers: msg.iceServers, iceTransportPolicy: msg.iceTransportPolicy };
       }
       // Pings before the welcome cannot happen; anything else before it is ignored.
     };

@@ -16,7 +16,14 @@
  *   leave     {reason?}                clean goodbye; the server closes the socket after it
  *
  * Server → client
- *   welcome    {protocol, peerId, job: {id, config}, heartbeatMs, missedHeartbeats}
+ *   welcome    {protocol, peerId, job: {id, config}, heartbeatMs, missedHeartbeats,
+ *               iceServers?, iceTransportPolicy?}
+ *              `iceServers` are the job's STUN and TURN servers, as RTCPeerConnection
+ *              takes them. A TURN entry carries credentials minted for this peer
+ *              alone and short-lived (TURN REST: username `<expiry unix s>:<peerId>`,
+ *              credential base64(HMAC-SHA1(secret, username))); they are sent only
+ *              here, never by /api/jobs or /metrics. `iceTransportPolicy: 'relay'`
+ *              asks peers to connect through TURN only.
  *   membership {epoch, peers, ring, you, size, ready, started, change}
  *              sent to every peer of the job on every join and leave; `epoch`
  *              grows by one each time. Ranks are dense (0..size-1) in join
@@ -162,8 +169,15 @@ export const jobConfigSchema = z.strictObject({
   .refine((c) => c.startPeers === undefined || (c.startPeers >= c.minPeers && c.startPeers <= c.maxPeers), { message: 'startPeers must be from minPeers to maxPeers', path: ['startPeers'] });
 export type JobConfig = z.infer<typeof jobConfigSchema>;
 
-/** How the server is told about a job: its id, its secret token, its config. */
-export const jobSpecSchema = z.strictObject({ id: idText, token: idText, config: jobConfigSchema });
+/** A job's own STUN/TURN servers (else the server's); private like the token, handed out only in `welcome`. */
+export const jobIceSchema = z.strictObject({
+  stun: z.array(z.string().max(512)).max(8).optional(),
+  turn: z.array(z.string().max(512)).max(8).optional(),
+  transportPolicy: z.enum(['all', 'relay']).optional(),
+});
+
+/** How the server is told about a job: its id, its secret token, its config, optionally its ICE servers. */
+export const jobSpecSchema = z.strictObject({ id: idText, token: idText, config: jobConfigSchema, ice: jobIceSchema.optional() });
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
 export const progressFields = {
@@ -253,6 +267,16 @@ export const membershipChangeSchema = z.object({
   reason: z.string().optional(),
 });
 
+/** One STUN or TURN server, as RTCPeerConnection's `iceServers` takes it. */
+export const iceServerSchema = z.object({
+  urls: z.union([z.string().min(1).max(512), z.array(z.string().min(1).max(512)).min(1).max(8)]),
+  username: z.string().max(512).optional(),
+  credential: z.string().max(512).optional(),
+});
+export type IceServer = z.infer<typeof iceServerSchema>;
+export const ICE_TRANSPORT_POLICIES = ['all', 'relay'] as const;
+export type IceTransportPolicy = (typeof ICE_TRANSPORT_POLICIES)[number];
+
 export const welcomeMsg = z.object({
   type: z.literal('welcome'),
   protocol: z.number().int(),
@@ -260,6 +284,8 @@ export const welcomeMsg = z.object({
   job: z.object({ id: z.string(), config: jobConfigSchema }),
   heartbeatMs: z.number().int().positive(),
   missedHeartbeats: z.number().int().positive(),
+  iceServers: z.array(iceServerSchema).max(16).optional(),
+  iceTransportPolicy: z.enum(ICE_TRANSPORT_POLICIES).optional(),
 });
 export const membershipMsg = z.object({
   type: z.literal('membership'),
