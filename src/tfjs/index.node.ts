@@ -10,10 +10,8 @@ import { setDefaultRing } from './ring.ts';
 
 export * from './index.ts';
 
-/** Environment variables the launcher hands each worker (the token never goes in argv, which `ps` shows). */
-export const SERVER_ENV = 'RINGTRAIN_SERVER';
-export const JOB_ENV = 'RINGTRAIN_JOB';
-export const TOKEN_ENV = 'RINGTRAIN_TOKEN';
+import { JOB_ENV, SERVER_ENV, TOKEN_ENV } from './env.ts';
+export * from './env.ts';
 
 export async function init(o: Partial<InitOptions> = {}): Promise<Session> {
   const server = o.server ?? process.env[SERVER_ENV];
