@@ -11,6 +11,7 @@
  * with init() bringing its own WebSocket and WebRTC).
  */
 import { init as initSession, type InitOptions, type Session } from '../distributed/session.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { setDefaultRing } from './ring.ts';
 
 export type { InitOptions, Session } from '../distributed/session.ts';
@@ -31,9 +32,12 @@ export { shardIndices, shardTensors, shardArray, shardDataset, type ShardOptions
 export { agreeOnLayout, describeVariables, type VariableSpec } from './layout.ts';
 export { setDefaultRing, type RingSource } from './ring.ts';
 
-/** Joins the job (ringtrain's init) and makes its ring the default of every helper here. */
-export async function init(o: InitOptions): Promise<Session> {
-  const session = await initSession(o);
+/** Joins the job (ringtrain's init) and makes its ring the default of every helper here. Under Node and Deno the launcher's environment fills in server, job and token. */
+export async function init(o: Partial<InitOptions> = {}): Promise<Session> {
+  for (const key of ['server', 'job', 'token'] as const) {
+    if (!o[key]) throw new RingtrainError(ErrorCode.InvalidArgument, `init: no ${key}; pass { server, job, token } (the page has them from its address)`);
+  }
+  const session = await initSession(o as InitOptions);
   setDefaultRing(session);
   return session;
 }
