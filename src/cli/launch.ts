@@ -47,6 +47,9 @@ export function launchCommand(): Command {
     });
 }
 
+const LAUNCH_HEARTBEAT_MS = 10_000;
+const LAUNCH_MISSED_HEARTBEATS = 6;
+
 function scriptCommand(runtime: 'node' | 'deno', script: string): [string, string[]] {
   if (runtime === 'deno') return [runtimeExecutable('deno'), ['run', '-A', '--quiet', script]];
   return [runtimeExecutable('node'), ['--import', 'tsx', script]];
@@ -63,7 +66,9 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
     token: randomUUID().replaceAll('-', ''),
     config: { model: 'user-script', optimizer: 'user', hyperparameters: {}, batchPerPeer: 1, minPeers: np, maxPeers: np },
   };
-  const server = await startServer({ host: o.host, port, jobs: [job], staticDir: null });
+  // TF.js runs its ops synchronously (the CPU backend above all), so a worker's event loop can stay busy
+  // for seconds and answer the server's heartbeats late: be lenient before calling it gone.
+  const server = await startServer({ host: o.host, port, jobs: [job], staticDir: null, heartbeatMs: LAUNCH_HEARTBEAT_MS, missedHeartbeats: LAUNCH_MISSED_HEARTBEATS });
   const children: ChildProcess[] = [];
   const stop = () => children.forEach((c) => c.exitCode === null && c.signalCode === null && c.kill('SIGTERM'));
   process.on('SIGINT', stop);
