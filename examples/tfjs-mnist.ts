@@ -24,7 +24,9 @@ const batch = Number(values.batch);
 const baseLr = Number(values.lr);
 
 await tf.setBackend('cpu');
-const session = await hvd.init(); // ringtrain: join the job the launcher made
+// ringtrain: join the job the launcher made. TF.js's CPU backend blocks the event loop for a whole
+// batch, so give silent peers a long while before calling them gone.
+const session = await hvd.init({ peerTimeoutMs: 120_000 });
 const log = (s: string): void => {
   if (session.rank === 0) console.log(s);
 };
@@ -40,12 +42,12 @@ const [x, y] = hvd.shardTensors([train.x, train.y]); // ringtrain: this rank's s
 
 const model = tfl.sequential({
   layers: [
-    tfl.layers.conv2d({ inputShape: [28, 28, 1], filters: 8, kernelSize: 5, padding: 'same', activation: 'relu' }),
+    tfl.layers.conv2d({ inputShape: [28, 28, 1], filters: 4, kernelSize: 3, padding: 'same', activation: 'relu' }),
     tfl.layers.maxPooling2d({ poolSize: 2 }),
-    tfl.layers.conv2d({ filters: 16, kernelSize: 5, padding: 'same', activation: 'relu' }),
+    tfl.layers.conv2d({ filters: 8, kernelSize: 3, padding: 'same', activation: 'relu' }),
     tfl.layers.maxPooling2d({ poolSize: 2 }),
     tfl.layers.flatten(),
-    tfl.layers.dense({ units: 64, activation: 'relu' }),
+    tfl.layers.dense({ units: 32, activation: 'relu' }),
     tfl.layers.dense({ units: 10, activation: 'softmax' }),
   ],
 });

@@ -48,7 +48,8 @@ export function launchCommand(): Command {
 }
 
 const LAUNCH_HEARTBEAT_MS = 10_000;
-const LAUNCH_MISSED_HEARTBEATS = 6;
+/** A worker's exit closes its socket at once; the heartbeat only catches a hung one, so minutes are fine. */
+const LAUNCH_MISSED_HEARTBEATS = 30;
 
 function scriptCommand(runtime: 'node' | 'deno', script: string): [string, string[]] {
   if (runtime === 'deno') return [runtimeExecutable('deno'), ['run', '-A', '--quiet', script]];
