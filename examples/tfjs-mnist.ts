@@ -32,7 +32,7 @@ const log = (s: string): void => {
 };
 
 const mnist = await loadMnist();
-const toTensors = (s: { images: Float32Array; labels: Uint8Array }) => ({
+const toTensors = (s: { images: Float32Array; labels: ArrayLike<number> }) => ({
   x: tf.tensor4d(s.images, [s.labels.length, 28, 28, 1]),
   y: tf.oneHot(tf.tensor1d(Array.from(s.labels), 'int32'), 10),
 });
