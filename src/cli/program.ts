@@ -14,12 +14,14 @@ import { runCommand } from './run.ts';
 import { workerCommand } from './worker.ts';
 import { generateCommand } from './generate.ts';
 import { exportCommand } from './export.ts';
+import { launchCommand } from './launch.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
   serverCommand,
   workerCommand,
   runCommand,
+  launchCommand,
   benchCommand,
   generateCommand,
   exportCommand,

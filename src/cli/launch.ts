@@ -1,0 +1,108 @@
+/**
+ * `ringtrain launch -np N SCRIPT [ARGS…]`: horovodrun for your own program.
+ * Starts a signaling server with one job of N places and N local processes
+ * running SCRIPT (TypeScript or JavaScript, under Node through tsx, or Deno).
+ * Each finds the job in its environment (RINGTRAIN_SERVER, RINGTRAIN_JOB,
+ * RINGTRAIN_TOKEN, RINGTRAIN_LOCAL_RANK), so `await init()` from
+ * ringtrain/tfjs needs no arguments. Every output line comes back prefixed
+ * with its worker's number: `[1] epoch 2 …`. The exit status is 0 when every
+ * worker exits 0.
+ *
+ * `ringtrain run` trains ringtrain's own models; this runs a user's (the
+ * TF.js example: examples/tfjs-mnist.ts).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import process from 'node:process';
+import { Command, Option } from 'commander';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { forEachLine } from '../core/lines.node.ts';
+import type { JobSpec } from '../signaling/protocol.ts';
+import { startServer } from '../../server/index.ts';
+import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, SERVER_ENV, TOKEN_ENV } from '../tfjs/env.ts';
+import { runtimeExecutable } from './host.node.ts';
+import { commandStatus } from './status.ts';
+
+interface LaunchOptions {
+  np: string;
+  runtime: 'node' | 'deno';
+  host: string;
+  port: string;
+}
+
+
+export function launchCommand(): Command {
+  return new Command('launch')
+    .description('start a signaling server and N local processes of your script that join one job (like horovodrun -np N python train.py)')
+    .requiredOption('--np <n>', 'number of processes (also -np)')
+    .addOption(new Option('--runtime <name>', 'what runs the script').choices(['node', 'deno']).default('node'))
+    .option('--host <addr>', 'address the server listens on', '127.0.0.1')
+    .option('--port <n>', 'port of the signaling server (0 picks a free one)', '0')
+    .argument('<script>', 'the program every worker runs (it calls init() from ringtrain/tfjs)')
+    .argument('[args...]', 'arguments passed to every worker')
+    .allowUnknownOption()
+    .action(async (script: string, args: string[], o: LaunchOptions) => {
+      commandStatus.exitCode = await launch(script, args, o);
+    });
+}
+
+const LAUNCH_HEARTBEAT_MS = 10_000;
+/** A worker's exit closes its socket at once; the heartbeat only catches a hung one, so minutes are fine. */
+const LAUNCH_MISSED_HEARTBEATS = 30;
+
+function scriptCommand(runtime: 'node' | 'deno', script: string): [string, string[]] {
+  if (runtime === 'deno') return [runtimeExecutable('deno'), ['run', '-A', '--quiet', script]];
+  return [runtimeExecutable('node'), ['--import', 'tsx', script]];
+}
+
+async function launch(script: string, args: string[], o: LaunchOptions): Promise<number> {
+  const np = Number(o.np);
+  if (!Number.isInteger(np) || np < 1 || np > 64) throw new RingtrainError(ErrorCode.InvalidArgument, `--np must be a whole number from 1 to 64, got ${JSON.stringify(o.np)}.`);
+  const port = Number(o.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RingtrainError(ErrorCode.InvalidArgument, `--port must be a port number (0 picks one), got ${JSON.stringify(o.port)}.`);
+  if (!existsSync(script)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch: no script at ${script}; give the path of the program every worker runs.`);
+  const job: JobSpec = {
+    id: `launch-${randomUUID().slice(0, 8)}`,
+    token: randomUUID().replaceAll('-', ''),
+    config: { model: 'user-script', optimizer: 'user', hyperparameters: {}, batchPerPeer: 1, minPeers: np, maxPeers: np },
+  };
+  // TF.js runs its ops synchronously (the CPU backend above all), so a worker's event loop can stay busy
+  // for seconds and answer the server's heartbeats late: be lenient before calling it gone.
+  const server = await startServer({ host: o.host, port, jobs: [job], staticDir: null, heartbeatMs: LAUNCH_HEARTBEAT_MS, missedHeartbeats: LAUNCH_MISSED_HEARTBEATS });
+  const children: ChildProcess[] = [];
+  const stop = () => children.forEach((c) => c.exitCode === null && c.signalCode === null && c.kill('SIGTERM'));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  try {
+    const [exe, pre] = scriptCommand(o.runtime, script);
+    const exits = Array.from({ length: np }, (_, i) => {
+      // The token goes by environment, never argv (which `ps` shows to everyone).
+      const env = { ...process.env, [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np) };
+      const child = spawn(exe, [...pre, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      children.push(child);
+      forEachLine(child.stdout!, (line) => process.stdout.write(`[${i}] ${line}\n`));
+      forEachLine(child.stderr!, (line) => {
+        if (!line.includes('XDG_RUNTIME_DIR')) process.stderr.write(`[${i}] ${line}\n`);
+      });
+      return new Promise<number>((resolve) => {
+        child.on('error', (err) => {
+          process.stderr.write(`[${i}] cannot start ${exe}: ${err.message}\n`);
+          resolve(127);
+        });
+        child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+      });
+    });
+    const codes = await Promise.all(exits);
+    const failed = codes.map((c, i) => [i, c]).filter(([, c]) => c !== 0);
+    if (failed.length > 0) {
+      process.stderr.write(`ringtrain: workers ${failed.map(([i, c]) => `${i} (exit ${c})`).join(', ')} failed\n`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    await server.close();
+  }
+}
