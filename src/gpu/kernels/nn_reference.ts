@@ -7,6 +7,8 @@
  * not speed.
  */
 
+import { erf } from '../../reference/math.ts';
+
 type Vec = ArrayLike<number>;
 
 // ---- layer norm over the last dimension -------------------------------------------------------
@@ -52,26 +54,8 @@ export function layerNormBackwardRef(x: Vec, w: Vec, dy: Vec, rows: number, cols
 
 // ---- GELU, exact (erf) form ---------------------------------------------------------------------
 
-/** erf to about 1e-14: its Maclaurin series for |x| < 2.5 (beyond that its terms grow and cancel), the continued fraction of erfc from there. */
-export function erf(x: number): number {
-  const a = Math.abs(x);
-  if (a < 2.5) {
-    let term = a;
-    let sum = a;
-    for (let n = 1; n < 200; n++) {
-      term *= (-a * a) / n;
-      const add = term / (2 * n + 1);
-      sum += add;
-      if (Math.abs(add) < 1e-17 * Math.abs(sum)) break;
-    }
-    return Math.sign(x) * (2 / Math.sqrt(Math.PI)) * sum;
-  }
-  // erfc(a) = exp(−a²)/√π · 1/(a + (1/2)/(a + 1/(a + (3/2)/(a + 2/(a + …))))), evaluated from the tail.
-  let f = a;
-  for (let k = 300; k >= 1; k--) f = a + k / 2 / f;
-  const erfc = Math.exp(-a * a) / Math.sqrt(Math.PI) / f;
-  return Math.sign(x) * (1 - erfc);
-}
+/** erf in f64: the CPU transformer reference's (src/reference/math.ts), so both oracles use one. */
+export { erf };
 
 export function normalCdf(x: number): number {
   return 0.5 * (1 + erf(x / Math.SQRT2));
