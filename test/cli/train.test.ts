@@ -176,7 +176,7 @@ describe('ringtrain train', () => {
 
   it('rejects bad options before doing any work', async () => {
     const cases: [string[], RegExp][] = [
-      [['--model', 'resnet'], /--model must be one of mlp, cnn or a model file \(\.\/my-model\.ts\) \(got "resnet"\)/],
+      [['--model', 'resnet'], /--model must be one of mlp, cnn, transformer or a model file \(\.\/my-model\.ts\) \(got "resnet"\)/],
       [['--lr', '-0.1'], /--lr must be greater than 0 \(got "-0\.1"\)/],
       [['--lr', 'fast'], /--lr must be a number/],
       [['--batch', '0'], /--batch must be at least 1/],
