@@ -92,6 +92,8 @@ export class GraphModel implements Model {
     readonly gpu: Gpu,
     o: GraphModelOptions,
   ) {
+    // Made up front, so no evaluation allocates a GPU buffer after warm-up.
+    this.evalSink = new DeferredScalars(gpu, 16);
     this.identity = { name: o.identity.name, options: { ...o.identity.options } };
     this.spec = { kind: o.identity.name, ...o.identity.options };
     this.module = o.module;
@@ -252,7 +254,7 @@ export class GraphModel implements Model {
     const n = labels.length / this.positions;
     this.checkBatch('evaluate', x, n);
     // Every chunk's [mean loss, correct] is copied aside as it is computed; one wait reads them all.
-    const sink = (this.evalSink ??= new DeferredScalars(this.gpu, 16));
+    const sink = this.evalSink!;
     await sink.collect(); // nothing should be pending; never mix an earlier call's values in
     const counts: number[] = [];
     for (let start = 0; start < n; start += chunk) {
