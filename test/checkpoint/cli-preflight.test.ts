@@ -33,9 +33,10 @@ async function inProcess(args: string[]): Promise<{ code: number; stderr: string
 }
 
 // Nothing listens on port 9 here: a worker that got past its checks would fail differently.
+// --runtime node: stay in this process (auto could re-execute under Deno, out of reach of the capture).
 const COMMANDS: [string, string[]][] = [
-  ['train', ['train', '--steps', '2']],
-  ['worker', ['worker', '--server', 'http://127.0.0.1:9', '--job', 'j', '--token', 't']],
+  ['train', ['train', '--steps', '2', '--runtime', 'node']],
+  ['worker', ['worker', '--server', 'http://127.0.0.1:9', '--job', 'j', '--token', 't', '--runtime', 'node']],
   ['run', ['run', '-np', '2', '--steps', '2']],
 ];
 

@@ -89,7 +89,7 @@ const directShapes: [number, number, number][] = [
  * One kernel variant over `shapes`, in A·B, Aᵀ·B and A·Bᵀ (those `fits` allows),
  * with the fused bias + ReLU epilogue checked on odd m.
  */
-function variantCases(variant: 'direct' | 'wide', shapes: [number, number, number][], fits: (m: number, k: number, transA: boolean) => boolean): OracleCase[] {
+function variantCases(variant: 'direct' | 'wide' | 'blocked', shapes: [number, number, number][], fits: (m: number, k: number, transA: boolean) => boolean): OracleCase[] {
   return shapes.flatMap(([m, n, k]) =>
     ([[false, false], [true, false], [false, true]] as [boolean, boolean][])
       .filter(([ta]) => fits(m, k, ta))
@@ -124,6 +124,18 @@ const wideShapes: [number, number, number][] = [
   [132, 292, 9],
 ];
 const wideCases = variantCases('wide', wideShapes, (m, k, ta) => (ta ? m % 4 === 0 : k % 4 === 0));
+
+/**
+ * The register-blocked kernel of hardware adapters (128×128 tiles, 8×8 per
+ * invocation, vec4 loads), forced here on the software adapter: one whole tile,
+ * partial tiles in both directions, all three transposes, the epilogue on odd m.
+ */
+const blockedShapes: [number, number, number][] = [
+  [128, 128, 8],
+  [33, 132, 20],
+  [136, 36, 12],
+];
+const blockedCases = variantCases('blocked', blockedShapes, (m, k, ta) => (ta ? m % 4 === 0 : k % 4 === 0));
 
 const fusedMatmulCases: OracleCase[] = [[7, 33, 129], [70, 130, 9]].map(([m, n, k]) => ({
   name: `matmul + bias + relu m=${m} n=${n} k=${k}`,
@@ -323,6 +335,7 @@ export const DENSE_CASES: OracleCase[] = [
   ...matmulCases,
   ...directCases,
   ...wideCases,
+  ...blockedCases,
   ...fusedMatmulCases,
   ...biasCases,
   ...activationCases,
