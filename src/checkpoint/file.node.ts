@@ -13,21 +13,35 @@ import process from 'node:process';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { CHECKPOINT_FORMAT, decodeCheckpoint, encodeCheckpoint, type TrainingCheckpoint } from './checkpoint.ts';
 
-export function writeFileAtomic(path: string, bytes: Uint8Array): void {
-  const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
-  let fd: number | undefined;
+/**
+ * Writes `bytes` to a new, fsynced temporary file beside `path` and returns its
+ * name: the caller moves it into place (rename to replace, link to never replace)
+ * and removes it on failure. Throws the file system's error as is.
+ */
+export function writeSyncedTemp(path: string, bytes: Uint8Array): string {
+  const tmp = join(dirname(path), `.${basename(path)}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
+  const fd = openSync(tmp, 'wx');
   try {
-    fd = openSync(tmp, 'wx');
     let written = 0;
     while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
     fsyncSync(fd);
+  } catch (err) {
     closeSync(fd);
-    fd = undefined;
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  closeSync(fd);
+  return tmp;
+}
+
+export function writeFileAtomic(path: string, bytes: Uint8Array): void {
+  const dir = dirname(path);
+  let tmp: string | undefined;
+  try {
+    tmp = writeSyncedTemp(path, bytes);
     renameSync(tmp, path);
   } catch (err) {
-    if (fd !== undefined) closeSync(fd);
-    rmSync(tmp, { force: true });
+    if (tmp !== undefined) rmSync(tmp, { force: true });
     throw new RingtrainError(ErrorCode.InvalidArgument, `cannot write ${path}: ${(err as Error).message}; check that the directory exists and is writable.`, { path }, { cause: err });
   }
   // Make the rename itself durable; not every platform lets us fsync a directory.

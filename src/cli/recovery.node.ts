@@ -13,9 +13,10 @@
  * step with its weights keeps it; a file with other contents is left alone and
  * the next free name (`…-step<N>-2.safetensors`) is used.
  */
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { existsSync, linkSync, readFileSync, rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import { writeSyncedTemp } from '../checkpoint/file.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 /** Names of one step's recovery file, the first choice first. */
@@ -28,15 +29,9 @@ export function recoveryStem(o: { recovery?: string; save?: string }): string {
 
 /** Writes `bytes` to a new file at `path`, atomically; false (and nothing written) if `path` exists. */
 function writeNewFile(path: string, bytes: Uint8Array): boolean {
-  const tmp = join(dirname(path), `.${basename(path)}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
-  let fd: number | undefined;
+  let tmp: string | undefined;
   try {
-    fd = openSync(tmp, 'wx');
-    let written = 0;
-    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
-    fsyncSync(fd);
-    closeSync(fd);
-    fd = undefined;
+    tmp = writeSyncedTemp(path, bytes);
     // link() refuses an existing target, where rename() would replace it: no window to clobber.
     linkSync(tmp, path);
     return true;
@@ -44,8 +39,7 @@ function writeNewFile(path: string, bytes: Uint8Array): boolean {
     if ((err as { code?: string }).code === 'EEXIST') return false;
     throw new RingtrainError(ErrorCode.InvalidArgument, `cannot write the recovery checkpoint ${path}: ${(err as Error).message}; check that the directory exists and is writable.`, { path }, { cause: err });
   } finally {
-    if (fd !== undefined) closeSync(fd);
-    rmSync(tmp, { force: true });
+    if (tmp !== undefined) rmSync(tmp, { force: true });
   }
 }
 
