@@ -31,6 +31,25 @@ export interface DistributedOptimizerOptions {
   timeoutMs?: number;
 }
 
+/** DistributedOptimizerOptions with the defaults filled in and checked: this optimizer's and the TF.js one's. */
+export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs'>> & { timeoutMs: number | undefined } {
+  const backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
+  const op = options.op ?? 'average';
+  if (!Number.isInteger(backwardPassesPerStep) || backwardPassesPerStep < 1) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `backwardPassesPerStep must be a positive integer, got ${options.backwardPassesPerStep}`);
+  }
+  if (op !== 'average' && op !== 'sum') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer op must be 'average' or 'sum', got '${String(op)}'`);
+  }
+  return {
+    compression: options.compression ?? 'none',
+    backwardPassesPerStep,
+    op,
+    fusionThresholdBytes: options.fusionThresholdBytes ?? DEFAULT_FUSION_THRESHOLD_BYTES,
+    timeoutMs: options.timeoutMs,
+  };
+}
+
 export interface StepResult {
   /** True when this call averaged gradients and updated the weights. */
   applied: boolean;
@@ -54,17 +73,12 @@ export class DistributedOptimizer {
     readonly optimizer: Optimizer,
     options: DistributedOptimizerOptions = {},
   ) {
-    this.compression = options.compression ?? 'none';
-    this.backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
-    this.op = options.op ?? 'average';
-    this.fusionThresholdBytes = options.fusionThresholdBytes ?? DEFAULT_FUSION_THRESHOLD_BYTES;
-    this.timeoutMs = options.timeoutMs;
-    if (!Number.isInteger(this.backwardPassesPerStep) || this.backwardPassesPerStep < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `backwardPassesPerStep must be a positive integer, got ${options.backwardPassesPerStep}`);
-    }
-    if (this.op !== 'average' && this.op !== 'sum') {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer op must be 'average' or 'sum', got '${String(this.op)}'`);
-    }
+    const s = reduceSettings(options);
+    this.compression = s.compression;
+    this.backwardPassesPerStep = s.backwardPassesPerStep;
+    this.op = s.op;
+    this.fusionThresholdBytes = s.fusionThresholdBytes;
+    this.timeoutMs = s.timeoutMs;
   }
 
   /** Swaps the communicator (elastic training re-forms the ring with new members). */

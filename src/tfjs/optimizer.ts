@@ -16,24 +16,15 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/communicator.ts';
-import { allreduceFused, DEFAULT_FUSION_THRESHOLD_BYTES } from '../collectives/fusion.ts';
+import { allreduceFused } from '../collectives/fusion.ts';
 import type { Compression } from '../collectives/types.ts';
+import { reduceSettings, type DistributedOptimizerOptions as RingDistributedOptimizerOptions } from '../distributed/optimizer.ts';
 import { agreeOnLayout, type VariableSpec } from './layout.ts';
 import { resolveRing, type RingSource } from './ring.ts';
 
-export interface DistributedOptimizerOptions {
+export interface DistributedOptimizerOptions extends RingDistributedOptimizerOptions {
   /** The ring; the one init() set up when omitted. */
   comm?: RingSource;
-  /** 'fp16' sends gradients as float16 (half the bytes). Default 'none'. */
-  compression?: Compression;
-  /** Local batches whose gradients are summed before one allreduce and one update. Default 1. */
-  backwardPassesPerStep?: number;
-  /** 'average' (default) or 'sum' over ranks. */
-  op?: 'average' | 'sum';
-  /** Fusion buffer size in bytes; gradients beyond it go in further collectives. */
-  fusionThresholdBytes?: number;
-  /** A rank silent this long fails the step (ms). */
-  timeoutMs?: number;
 }
 
 interface PendingGradients {
@@ -95,17 +86,12 @@ export class DistributedOptimizer extends tf.Optimizer {
       throw new RingtrainError(ErrorCode.InvalidArgument, 'DistributedOptimizer wraps a TF.js optimizer: pass e.g. tf.train.sgd(0.01)');
     }
     this.ring = options.comm;
-    this.compression = options.compression ?? 'none';
-    this.backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
-    this.op = options.op ?? 'average';
-    this.fusionThresholdBytes = options.fusionThresholdBytes ?? DEFAULT_FUSION_THRESHOLD_BYTES;
-    this.timeoutMs = options.timeoutMs;
-    if (!Number.isInteger(this.backwardPassesPerStep) || this.backwardPassesPerStep < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `backwardPassesPerStep must be a positive integer, got ${options.backwardPassesPerStep}`);
-    }
-    if (this.op !== 'average' && this.op !== 'sum') {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer op must be 'average' or 'sum', got '${String(this.op)}'`);
-    }
+    const settings = reduceSettings(options);
+    this.compression = settings.compression;
+    this.backwardPassesPerStep = settings.backwardPassesPerStep;
+    this.op = settings.op;
+    this.fusionThresholdBytes = settings.fusionThresholdBytes;
+    this.timeoutMs = settings.timeoutMs;
     if (this.compression !== 'none' && this.compression !== 'fp16') {
       throw new RingtrainError(ErrorCode.InvalidArgument, `unknown compression '${String(this.compression)}'; use 'none' or 'fp16'`);
     }
