@@ -19,6 +19,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import { batchCount } from '../data/batches.ts';
 import { MNIST_TRAIN } from '../data/mnist.ts';
+import { WORD_COUNT, WORD_VALIDATION_COUNT } from '../data/words.ts';
 import { FINISHED } from '../distributed/session.ts';
 import { stallReporter } from '../distributed/stall.ts';
 import { mergeTraces, type TraceEvent } from '../distributed/timeline.ts';
@@ -29,6 +30,7 @@ import { cliCommand, decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY 
 import { jobModelFields, type ModelChoice, useModelOption } from './model-option.ts';
 import { TOKEN_ENV, readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
+import { type Recipe, withRecipe } from './recipes.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 
@@ -50,10 +52,16 @@ interface RunOptions extends TrainOptions {
   scaleLr: boolean;
   lrSchedule: 'constant' | 'cosine';
   warmupSteps: number;
+  /** From the model's recipe (recipes.ts): the words are drawn with replacement, the warm-up starts from zero. */
+  sampling: 'epochs' | 'replacement';
+  warmupFrom: 'base' | 'zero';
   backwardPasses: number;
   tls?: ReturnType<typeof readTlsFiles>;
   ice?: ReturnType<typeof iceFromFlags>;
 }
+
+/** Heartbeats (5 s) a local worker may miss before the server drops it: a minute. */
+const RUN_MISSED_HEARTBEATS = 12;
 
 interface WorkerState {
   index: number;
@@ -92,7 +100,8 @@ export function runCommand(): Command {
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert');
-  addIceOptions(cmd).action(async (raw: Record<string, unknown>) => {
+  addIceOptions(cmd).action(async (given: Record<string, unknown>) => {
+      const { raw, recipe } = runRecipe(cmd, given);
       const o: RunOptions = {
         ...parseTrainOptions(raw),
         np: intOption(raw.np, '-np', 1, 64),
@@ -107,6 +116,8 @@ export function runCommand(): Command {
         scaleLr: Boolean(raw.scaleLr),
         lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
         warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
+        sampling: recipe?.sampling ?? 'epochs',
+        warmupFrom: recipe ? 'zero' : 'base',
         backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
         tls: readTlsFiles(raw.tlsCert as string | undefined, raw.tlsKey as string | undefined),
         ice: iceFromFlags(raw),
@@ -116,6 +127,21 @@ export function runCommand(): Command {
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
+}
+
+/**
+ * The model's recipe (recipes.ts) for every option left at its default, as
+ * `train` applies it, with its batch split over the peers: the transformer's
+ * 256 words per step become 256 / N per peer (rounded; --batch sets it).
+ */
+export function runRecipe(cmd: Command, given: Record<string, unknown>): { raw: Record<string, unknown>; recipe: Recipe | undefined } {
+  const { raw, recipe } = withRecipe(cmd, given);
+  if (!recipe) return { raw, recipe };
+  const np = intOption(given.np, '-np', 1, 64);
+  const defaulted = (key: string) => [undefined, 'default'].includes(cmd.getOptionValueSource(key));
+  if (defaulted('batch')) raw.batch = String(Math.max(1, Math.round(Number(raw.batch) / np)));
+  if (defaulted('warmupSteps')) raw.warmupSteps = String(recipe.warmupSteps);
+  return { raw, recipe };
 }
 
 /** --min-np, --max-np and --server-wait: checked against -np, and only with --elastic. */
@@ -145,9 +171,12 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     scaleLr: o.scaleLr,
     lrSchedule: o.lrSchedule,
     warmupSteps: o.warmupSteps,
+    warmupFrom: o.warmupFrom,
+    sampling: o.sampling,
     backwardPassesPerStep: o.backwardPasses,
   };
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
+  if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
   // An elastic job waits once for all -np workers (so an unbroken run is the same as a fixed one),
   // then goes on with as few as --min-np: a survivor of a crash carries the run to its end.
@@ -206,13 +235,16 @@ async function launch(o: RunOptions): Promise<number> {
   const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
   if (decision.auto) await say(runtimeLine(decision));
   const job = jobSpecFor(o, await useModelOption(o.model));
-  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice });
+  // A worker's exit closes its socket at once, so heartbeats only catch a hung one; a first step that
+  // compiles the transformer's kernels on a busy CPU adapter keeps a worker's event loop for many seconds.
+  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS });
   await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);
   if (o.servePage) {
     await say(`ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`);
   }
 
-  const stepsPerEpoch = batchCount(Math.ceil(MNIST_TRAIN / o.np), o.batch);
+  // For the progress bar only: the workers count their own steps from the data they load.
+  const stepsPerEpoch = o.model === 'transformer' ? batchCount(WORD_COUNT - WORD_VALIDATION_COUNT, o.np * o.batch) : batchCount(Math.ceil(MNIST_TRAIN / o.np), o.batch);
   const totalSteps = o.steps ?? o.epochs * stepsPerEpoch;
   const useBar = !o.json && stderrIsTTY;
   const bar = useBar ? new SingleBar({ stream: stderr, format: '{bar} {value}/{total} steps | {sps} steps/s | loss {loss} | allreduce {mbps} MB/s', hideCursor: true }, Presets.shades_classic) : undefined;
@@ -260,7 +292,7 @@ async function launch(o: RunOptions): Promise<number> {
         void say(`step ${step}/${totalSteps} on ${Number(msg.size)} peers, loss ${Number(msg.loss).toFixed(4)}, ${(step / secs).toFixed(2)} steps/s`);
       }
     } else if (msg.event === 'evaluate' && w.rank === 0) {
-      const line = `epoch ${Number(msg.epoch) + 1}: step ${msg.step}, test accuracy ${(Number(msg.testAccuracy) * 100).toFixed(2)}%`;
+      const line = `epoch ${Number(msg.epoch) + 1}: step ${msg.step}, ${evaluationText(o.model, Number(msg.testAccuracy), Number(msg.testLoss))}`;
       if (bar) lastLines.push(line);
       else void say(line);
     } else if (msg.event === 'stall') {
@@ -318,9 +350,12 @@ async function launch(o: RunOptions): Promise<number> {
   if (rank0) {
     const summary = {
       test_accuracy: rank0.test_accuracy,
+      // The words workload's metric: nats per character over the validation words (test_loss for the others).
+      val_loss: rank0.test_loss,
       steps: rank0.steps,
       size: rank0.size,
       samples_per_s: rank0.samples_per_s,
+      tokens_per_s: rank0.tokens_per_s,
       allreduce_bytes: results.reduce((s, r) => s + Number(r.allreduce_bytes ?? 0), 0),
       train_seconds: rank0.train_seconds,
       runtime,
@@ -339,11 +374,17 @@ async function launch(o: RunOptions): Promise<number> {
     if (o.json) await printLine(JSON.stringify(summary));
     else {
       // A run that stopped early may have no evaluation: say so rather than print 0%.
-      const accuracy = typeof summary.test_accuracy === 'number' ? `test accuracy ${(summary.test_accuracy * 100).toFixed(2)}%` : 'not evaluated';
+      const accuracy = typeof summary.test_accuracy === 'number' ? evaluationText(o.model, summary.test_accuracy, Number(summary.val_loss)) : 'not evaluated';
       await say(`${summary.ok ? 'done' : 'stopped'}: ${summary.steps} steps on ${summary.size} peers, ${accuracy}, ${Math.round(Number(summary.samples_per_s))} samples/s`);
     }
   }
   return failed.length === 0 && rank0 ? 0 : 1;
+}
+
+/** An evaluation in words: a classifier's accuracy; the transformer's validation loss and perplexity (what the page shows too). */
+function evaluationText(model: string, accuracy: number, loss: number): string {
+  if (model !== 'transformer') return `test accuracy ${(accuracy * 100).toFixed(2)}%`;
+  return `validation loss ${loss.toFixed(4)} nats/char (perplexity ${Math.exp(loss).toFixed(2)})`;
 }
 
 function writeTimeline(path: string, parts: number): void {

@@ -36,6 +36,7 @@ export const TrainOptionsSchema = z.object({
   resume: z.string().min(1, { error: '--resume needs a file path' }).optional(),
   overwrite: z.boolean().default(false),
   data: z.string().min(1).optional(),
+  evalLimit: count('--eval-limit', 1).optional(),
   runtime: z.enum(RUNTIMES, { error: `--runtime must be one of ${RUNTIMES.join(', ')}` }).optional(),
   json: z.boolean().default(false),
 });
@@ -58,6 +59,7 @@ export function addTrainOptions(cmd: Command): Command {
     .option('--resume <path>', 'continue from a checkpoint written by --save')
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled 10,000 digits')
+    .option('--eval-limit <n>', 'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric')
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto: Node on a hardware GPU, Deno on a machine without one`).default('auto'))
     .option('--json', 'print one JSON line with the results on stdout (no progress bar)', false);
 }

@@ -9,11 +9,7 @@ import { EventBus } from '../core/events.ts';
 import { saveCheckpoint } from '../checkpoint/file.node.ts';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { batchCount } from '../data/batches.ts';
-import type { Dataset } from '../data/dataset.ts';
-import { loadIdxSplit } from '../data/idx.node.ts';
-import { loadMnist } from '../data/mnist.node.ts';
-import { loadWords } from '../data/words.node.ts';
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { limitEvaluation, loadTrainingData, type TrainingData } from './training-data.node.ts';
 import { withRecipe } from './recipes.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, decideRuntime, interruptSignal, printLine, reexecUnder, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
@@ -48,17 +44,9 @@ export function trainCommand(): Command {
   });
 }
 
-async function loadData(opts: TrainOptions): Promise<{ train: Dataset; test: Dataset; name: string }> {
-  if (opts.model === 'transformer') {
-    if (opts.data) throw new RingtrainError(ErrorCode.InvalidArgument, `--data gives IDX image files; the transformer trains on the CMUdict words, which come with it. Leave out --data ${opts.data}.`);
-    const words = await loadWords();
-    return { train: words.train, test: words.validation, name: 'CMUdict words' };
-  }
-  if (opts.data) {
-    const [train, test] = await Promise.all([loadIdxSplit(opts.data, 'train'), loadIdxSplit(opts.data, 't10k')]);
-    return { train, test, name: opts.data };
-  }
-  return { ...(await loadMnist()), name: 'mnist package' };
+async function loadData(opts: TrainOptions): Promise<TrainingData> {
+  const data = await loadTrainingData(opts.model, opts.data);
+  return { ...data, test: limitEvaluation(data.test, opts.evalLimit) };
 }
 
 function percent(x: number): string {

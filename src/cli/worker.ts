@@ -18,8 +18,7 @@ import { saveCheckpoint } from '../checkpoint/file.node.ts';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { checkResumeFits } from '../distributed/resume-check.ts';
 import { recoveryStem, saveRecovery } from './recovery.node.ts';
-import { loadIdxSplit } from '../data/idx.node.ts';
-import { loadMnist } from '../data/mnist.node.ts';
+import { limitEvaluation, loadTrainingData } from './training-data.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
 import { FINISHED } from '../distributed/session.ts';
 import { init } from '../distributed/session.node.ts';
@@ -97,8 +96,9 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   const emit = (obj: Record<string, unknown>) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
   // Fail on a bad checkpoint, an unwritable --save or missing data before taking a place in the ring.
   const resume = preflightCheckpoints(o);
-  const data = o.data ? { train: await loadIdxSplit(o.data, 'train'), test: await loadIdxSplit(o.data, 't10k') } : await loadMnist();
+  // The job's model is known only once the server answers; --data and the page's image data are for the image models.
   const gpu = await acquireGpu();
+  let data!: Awaited<ReturnType<typeof loadTrainingData>>;
   const bus = new EventBus();
   const timeline = o.timeline ? new TimelineRecorder() : undefined;
   timeline?.attach(bus);
@@ -118,7 +118,12 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     onNotice: (line) => void say(`[${o.name ?? 'worker'}] ${line}`),
     capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },
     // The job's model is known only from the welcome: check --resume against it before any ring forms.
-    beforeRing: resume ? (job) => checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!) : undefined,
+    beforeRing: async (job) => {
+      const loaded = await loadTrainingData(job.config.model, o.data);
+      const limit = job.config.hyperparameters.evalLimit;
+      data = { ...loaded, test: limitEvaluation(loaded.test, typeof limit === 'number' ? limit : undefined) };
+      if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
+    },
   });
   const { rank, size } = session;
   const config = trainConfigFromJob(session.job.config);
@@ -167,6 +172,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       test_loss: result.testLoss,
       train_loss: result.trainLoss,
       samples_per_s: result.samplesPerS,
+      tokens_per_s: result.tokensPerS,
       allreduce_bytes: result.allreduceBytes,
       train_seconds: result.trainSeconds,
       runtime: result.runtime,

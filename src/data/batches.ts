@@ -3,7 +3,7 @@
  * fresh contiguous arrays, ready to upload to the GPU in one write.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { type Dataset, gatherExamples } from './dataset.ts';
+import { countedTargets, type Dataset, gatherExamples } from './dataset.ts';
 import { mixSeed, mulberry32, permutation } from './random.ts';
 
 /** Keeps draws-with-replacement apart from the epoch permutations of the same seed. */
@@ -17,6 +17,13 @@ export interface Batch {
   readonly size: number;
   /** Which dataset examples are in this batch, in order. */
   readonly indices: Uint32Array;
+  /**
+   * A rank's share of a drawn global batch: this batch's counted targets over the
+   * whole draw's. Each rank's loss is a mean over its own counted positions, so a
+   * ring that weighs rank r's gradient by size · targetShare averages to the mean
+   * over the whole draw, as one peer at the global batch computes it.
+   */
+  readonly targetShare?: number;
 }
 
 export interface BatchOptions {
@@ -90,8 +97,21 @@ function* drawnBatches(d: Dataset, opts: BatchOptions): Generator<Batch> {
   const epoch = opts.epoch ?? 0;
   for (let b = opts.startBatch ?? 0; b < n; b++) {
     const draw = drawWithReplacement(d.count, global, opts.seed ?? 0, epoch * n + b);
-    yield batchOf(d, size === 1 ? draw : rankShareOfDraw(draw, rank, size));
+    if (size === 1) {
+      yield batchOf(d, draw);
+      continue;
+    }
+    const batch = batchOf(d, rankShareOfDraw(draw, rank, size));
+    const all = countedTargetsOf(d, draw);
+    yield { ...batch, targetShare: all > 0 ? countedTargets(batch.labels) / all : 1 / size };
   }
+}
+
+/** Counted targets (labels other than IGNORE_LABEL) of examples `indices`, without copying them. */
+function countedTargetsOf(d: Dataset, indices: Uint32Array): number {
+  let n = 0;
+  for (const i of indices) n += countedTargets(d.labels.subarray(i * d.positions, (i + 1) * d.positions));
+  return n;
 }
 
 /** The batch holding examples `indices` (in that order; repeats allowed). */

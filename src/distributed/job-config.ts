@@ -8,7 +8,7 @@ import { isModelFile, registeredModel } from '../engine/define.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import type { DistributedTrainConfig } from './trainer.ts';
 
-const MODELS = ['mlp', 'cnn'] as const;
+const MODELS = ['mlp', 'cnn', 'transformer'] as const;
 const OPTIMIZERS = ['sgd', 'adamw'] as const;
 
 function num(h: JobConfig['hyperparameters'], key: string, fallback?: number): number | undefined {
@@ -37,6 +37,14 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   if (lrSchedule !== 'constant' && lrSchedule !== 'cosine') {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'lrSchedule' must be 'constant' or 'cosine', got ${JSON.stringify(lrSchedule)}`);
   }
+  const sampling = h.sampling ?? 'epochs';
+  if (sampling !== 'epochs' && sampling !== 'replacement') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'sampling' must be 'epochs' or 'replacement', got ${JSON.stringify(sampling)}`);
+  }
+  const warmupFrom = h.warmupFrom ?? 'base';
+  if (warmupFrom !== 'base' && warmupFrom !== 'zero') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'warmupFrom' must be 'base' or 'zero', got ${JSON.stringify(warmupFrom)}`);
+  }
   const lr = num(h, 'lr');
   if (lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
   return {
@@ -54,6 +62,8 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     scaleLr: h.scaleLr === true,
     lrSchedule,
     warmupSteps: num(h, 'warmupSteps', 0),
+    warmupFrom,
+    sampling,
     fusionThresholdBytes: num(h, 'fusionThresholdBytes'),
     timeoutMs: num(h, 'timeoutMs'),
     elastic: h.elastic === true,

@@ -89,9 +89,17 @@ export class DistributedOptimizer {
   /**
    * Call after model.forwardBackward(). Every backwardPassesPerStep-th call
    * averages the summed gradients over all ranks and steps the optimizer.
+   * `weight` scales this rank's gradient before the average (1: every rank
+   * counts alike): a rank with more of the step's counted targets weighs more.
    */
-  async step(lr?: number): Promise<StepResult> {
+  async step(lr?: number, weight = 1): Promise<StepResult> {
     const grads = await this.model.readGrads();
+    // This rank's share of the step (its gradient is a mean over its own examples); scaled here,
+    // not as the allreduce's prescale, which every rank must give alike.
+    if (weight !== 1) {
+      if (!Number.isFinite(weight) || weight < 0) throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer.step: weight must be a finite number >= 0, got ${weight}`);
+      for (let i = 0; i < grads.length; i++) grads[i] *= weight;
+    }
     if (this.backwardPassesPerStep > 1) {
       if (!this.accumulated) this.accumulated = new Float32Array(grads.length);
       const acc = this.accumulated;

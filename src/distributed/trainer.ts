@@ -22,8 +22,8 @@ import type { Communicator } from '../comm/communicator.ts';
 import { checkpointFromFlat, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { allreduce } from '../collectives/allreduce.ts';
 import { broadcast } from '../collectives/broadcast.ts';
-import { batches } from '../data/batches.ts';
-import { selectExamples, type Dataset } from '../data/dataset.ts';
+import { batchCount, batches } from '../data/batches.ts';
+import { countedTargets, selectExamples, type Dataset } from '../data/dataset.ts';
 import { DistributedSampler } from '../data/sampler.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
@@ -39,6 +39,8 @@ export interface DistributedTrainConfig extends LocalTrainConfig {
   /** 'cosine' anneals the learning rate to zero by the last step. Default 'constant'. */
   lrSchedule?: 'constant' | 'cosine';
   warmupSteps?: number;
+  /** Where the warm-up starts: 'base' (the unscaled rate, with scaleLr) or 'zero' (the transformer recipe). */
+  warmupFrom?: 'base' | 'zero';
   compression?: DistributedOptimizerOptions['compression'];
   backwardPassesPerStep?: number;
   fusionThresholdBytes?: number;
@@ -109,6 +111,8 @@ export interface DistributedTrainResult {
   trainLoss: number;
   /** Examples per second over the whole ring (this rank's rate × size). */
   samplesPerS: number;
+  /** Counted targets (characters for the words, examples for a classifier) per second over the whole ring. */
+  tokensPerS: number;
   /** Payload bytes this rank sent for gradient allreduces. */
   allreduceBytes: number;
   trainSeconds: number;
@@ -170,16 +174,19 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   let shard!: Dataset;
   let trainMs = 0;
   let samples = 0;
+  let tokens = 0;
   let allreduceBytes = 0;
   let lossSum = 0;
   let lossCount = 0;
   let evaluation = { accuracy: NaN, loss: NaN };
   let completedSteps = 0;
   const stepLimit = config.steps ?? Infinity;
+  const replacement = config.sampling === 'replacement';
 
   const fitRing = (): void => {
     sampler = new DistributedSampler(train.count, { rank: comm.rank, size: comm.size, seed: config.seed });
-    stepsPerEpoch = Math.floor(sampler.shardLength / config.batch);
+    // Drawn with replacement (the words), an epoch is only a count of steps: one peer's at the ring's batch.
+    stepsPerEpoch = replacement ? batchCount(train.count, comm.size * config.batch) : Math.floor(sampler.shardLength / config.batch);
     if (stepsPerEpoch === 0) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `--batch ${config.batch} is larger than this rank's ${sampler.shardLength} training examples (${train.count} over ${comm.size} ranks); use a smaller batch.`);
     }
@@ -250,7 +257,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   };
   const evaluate = async (): Promise<void> => {
     const local = await model.evaluate(shard.inputs, shard.labels);
-    const avg = await averageMetrics(comm, { accuracy: local.accuracy, loss: local.loss }, shard.count, config.timeoutMs);
+    // Weighed by counted targets (examples for a classifier, characters for the words): the ring's mean is the whole set's.
+    const avg = await averageMetrics(comm, { accuracy: local.accuracy, loss: local.loss }, countedTargets(shard.labels), config.timeoutMs);
     evaluation = { accuracy: avg.accuracy, loss: avg.loss };
     bus.emit({ type: 'evaluate', t: now(), rank: comm.rank, step, epoch, testAccuracy: avg.accuracy, testLoss: avg.loss });
     args.onEvaluate?.({ step, epoch, testAccuracy: avg.accuracy, testLoss: avg.loss });
@@ -265,6 +273,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     testLoss: evaluation.loss,
     trainLoss: lossCount > 0 ? lossSum / lossCount : NaN,
     samplesPerS: trainMs > 0 ? ((samples * comm.size) / trainMs) * 1000 : 0,
+    tokensPerS: trainMs > 0 ? ((tokens * comm.size) / trainMs) * 1000 : 0,
     allreduceBytes,
     trainSeconds: trainMs / 1000,
     runtime: detectRuntime(),
@@ -275,7 +284,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   });
 
   /** One step on this rank's part of the batch; false when the ring re-formed instead (elastic). */
-  const trainStep = (b: { x: Float32Array; labels: Int32Array; size: number }): Promise<boolean> =>
+  const trainStep = (b: { x: Float32Array; labels: Int32Array; size: number; targetShare?: number }): Promise<boolean> =>
     guarded(async () => {
       const { rank, size } = comm;
       const t0 = now();
@@ -283,8 +292,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       model.forwardBackwardDeferred(b.x, b.labels, undefined, losses);
       bus.emit({ type: 'compute-end', t: now(), rank, step });
       const totalSteps = config.steps ?? config.epochs * stepsPerEpoch;
-      const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, scaleBySize: config.scaleLr ?? false, decay: config.lrSchedule, totalSteps }, step);
-      const r = await dopt.step(lr);
+      const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, warmupFrom: config.warmupFrom, scaleBySize: config.scaleLr ?? false, decay: config.lrSchedule, totalSteps }, step);
+      const r = await dopt.step(lr, b.targetShare === undefined ? 1 : b.targetShare * size);
       // dopt.step's gradient read carried the loss, so this does not wait; the last value is this step's (a failed try may have left one).
       const loss = (await losses.collect()).at(-1) ?? NaN;
       if (!Number.isFinite(loss)) {
@@ -296,6 +305,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       const t1 = now();
       trainMs += t1 - t0;
       samples += b.size;
+      tokens += countedTargets(b.labels);
       allreduceBytes += r.bytesSent;
       lossSum += loss;
       lossCount++;
@@ -343,7 +353,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
         }
         // The sampler already shuffled by (seed, epoch): no second shuffle here, so the
         // ranks' batches at step t together are one big batch of the same examples.
-        for (const b of batches(train, { batchSize: config.batch, indices: sampler.indices(epoch), startBatch })) {
+        const order = replacement ? { replacement, seed: config.seed, epoch, share: { rank: comm.rank, size: comm.size } } : { indices: sampler.indices(epoch) };
+        for (const b of batches(train, { batchSize: config.batch, startBatch, ...order })) {
           if (!(await trainStep(b))) continue training;
           if (step >= stepLimit || args.shouldStop?.()) break training;
           if (await membershipChanged()) continue training;

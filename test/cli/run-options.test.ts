@@ -4,7 +4,9 @@
  * quorum of -np, so an unbroken elastic run is the same run as a fixed one).
  */
 import { describe, expect, it } from 'vitest';
-import { jobSpecFor, runCommand } from '../../src/cli/run.ts';
+import { jobSpecFor, runCommand, runRecipe } from '../../src/cli/run.ts';
+import { parseTrainOptions } from '../../src/cli/train-options.ts';
+import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 
 /** Parses `run` options in this process: a refused option throws before anything starts. */
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
@@ -31,5 +33,30 @@ describe('ringtrain run --elastic options', () => {
     for (const [flags, message] of cases) {
       await expect(parseRun(['--np', '3', '--steps', '1', ...flags]), flags.join(' ')).rejects.toThrow(message);
     }
+  });
+});
+
+describe('ringtrain run --model transformer', () => {
+  /** The options `run` would launch with, without launching. */
+  async function recipeOf(args: string[]) {
+    const cmd = runCommand().exitOverride();
+    let out: ReturnType<typeof runRecipe> | undefined;
+    cmd.action((raw: Record<string, unknown>) => void (out = runRecipe(cmd, raw)));
+    await cmd.parseAsync(args, { from: 'user' });
+    return out!;
+  }
+
+  it("takes the words recipe with its 256 words split over the peers, and the job carries it to every worker", async () => {
+    const { raw, recipe } = await recipeOf(['--np', '4', '--model', 'transformer']);
+    expect(recipe?.sampling).toBe('replacement');
+    expect(raw).toMatchObject({ batch: '64', warmupSteps: '100', optimizer: 'adamw', lr: '0.003', steps: '1000', lrSchedule: 'cosine' });
+    const o = { ...base, ...parseTrainOptions(raw), lrSchedule: 'cosine', warmupSteps: 100, sampling: 'replacement', warmupFrom: 'zero', evalLimit: 50 } as RunOptions;
+    const config = trainConfigFromJob(jobSpecFor(o).config);
+    expect(config).toMatchObject({ model: 'transformer', optimizer: 'adamw', batch: 64, lr: 0.003, steps: 1000, lrSchedule: 'cosine', warmupSteps: 100, warmupFrom: 'zero', sampling: 'replacement' });
+    expect(jobSpecFor(o).config.hyperparameters.evalLimit).toBe(50);
+    // Flags given win over the recipe.
+    expect((await recipeOf(['--np', '2', '--model', 'transformer', '--batch', '8', '--warmup-steps', '0'])).raw).toMatchObject({ batch: '8', warmupSteps: '0' });
+    // The image models have no recipe: nothing changes.
+    expect((await recipeOf(['--np', '2', '--model', 'mlp'])).raw).toMatchObject({ batch: '64', warmupSteps: '0' });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { batchCount, batches } from '../../src/data/batches.ts';
-import { makeImageDataset, selectExamples } from '../../src/data/dataset.ts';
+import { countedTargets, makeImageDataset, selectExamples } from '../../src/data/dataset.ts';
+import { wordsDataset } from '../../src/data/words.ts';
 import { DistributedSampler } from '../../src/data/sampler.ts';
 import { isRingtrainError } from '../../src/core/errors.ts';
 
@@ -97,5 +98,27 @@ describe('DistributedSampler', () => {
   it('rejects a rank outside the job', () => {
     expect(() => new DistributedSampler(10, { rank: 2, size: 2 })).toThrow(/rank 2 is outside 0\.\.1/);
     expect(() => new DistributedSampler(10, { rank: 0, size: 0 })).toThrow(/size must be a positive integer/);
+  });
+});
+
+describe('batches drawn with replacement, shared over ranks', () => {
+  // Words of different lengths: each rank's share of a step's counted targets differs.
+  const words = wordsDataset(['a', 'bb', 'ccc', 'dddd', 'eeeee', 'ffffff', 'ggggggg', 'hhhhhhhh'], 10);
+  it('give each rank its share of the step’s counted targets, summing to one over the ranks', () => {
+    const size = 2;
+    const perRank = [0, 1].map((rank) => [...batches(words, { batchSize: 2, replacement: true, seed: 3, share: { rank, size } })]);
+    const whole = [...batches(words, { batchSize: 4, replacement: true, seed: 3 })];
+    expect(perRank[0].length).toBe(whole.length);
+    let uneven = 0;
+    whole.forEach((w, t) => {
+      const [a, b] = [perRank[0][t], perRank[1][t]];
+      expect(a.targetShare! + b.targetShare!).toBeCloseTo(1, 12);
+      expect(a.targetShare).toBeCloseTo(countedTargets(a.labels) / countedTargets(w.labels), 12);
+      // The ranks' examples together are the one peer's draw.
+      expect([...a.indices, ...b.indices].sort()).toEqual([...w.indices].sort());
+      if (Math.abs(a.targetShare! - 0.5) > 1e-9) uneven++;
+    });
+    expect(uneven).toBeGreaterThan(0);
+    expect(whole[0].targetShare).toBeUndefined();
   });
 });
