@@ -6,7 +6,7 @@
  * on its identity, and train it. A file without a factory is refused naming it.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,20 +17,8 @@ const bin = fileURLToPath(new URL('../../bin/ringtrain.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-model-file-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const NET = `export default function model(nn: any) {
-  class Net extends nn.Module {
-    inp = new nn.Linear(784, 64);
-    norm = new nn.LayerNorm(64);
-    fc = new nn.Linear(64, 64);
-    head = new nn.Linear(64, 10);
-    forward(x: any) {
-      const h = this.inp.call(x);
-      return this.head.call(nn.F.add(h, nn.F.gelu(this.fc.call(this.norm.call(h)))));
-    }
-  }
-  return { module: new Net(), inputShape: [784], classes: 10 };
-}
-`;
+// The example the README shows (examples/my-model.ts), copied out of the repository as a user's own file.
+const NET = readFileSync(fileURLToPath(new URL('../../examples/my-model.ts', import.meta.url)), 'utf8');
 
 function ringtrain(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
@@ -58,7 +46,8 @@ describe('ringtrain run --model ./file.ts', () => {
     writeFileSync(join(dir, 'empty.ts'), 'export const nothing = 1;\n');
     const r = await ringtrain(['train', '--model', './empty.ts', '--steps', '1']);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/empty\.ts exports no model factory/);
+    // It names the file and what it must export.
+    expect(r.stderr).toMatch(/empty\.ts exports no model factory: add `export default function model\(nn, options\)/);
   }, 120_000);
 
   it("refuses a worker whose model file is not the job's, naming both", () => {
