@@ -40,7 +40,12 @@ interface Chart {
   stroke: string;
 }
 
-export function chartsPanel(bus: EventBus): HTMLElement {
+export interface ChartsOptions {
+  /** True when the job is a language model: the evaluation chart then shows validation loss, not accuracy. */
+  validationLoss?: () => boolean;
+}
+
+export function chartsPanel(bus: EventBus, options: ChartsOptions = {}): HTMLElement {
   const charts: Chart[] = [
     { label: 'Loss', stroke: '#b35900', data: new PerStep(), box: h('div', { class: 'chart', 'data-testid': 'chart-loss' }) },
     { label: 'Test accuracy', stroke: '#1b6e3a', data: new PerStep(), box: h('div', { class: 'chart', 'data-testid': 'chart-accuracy' }) },
@@ -53,6 +58,7 @@ export function chartsPanel(bus: EventBus): HTMLElement {
     h('h2', { id: 'charts-title' }, 'Progress'),
     h('div', { class: 'chart-grid' }, ...charts.map((c) => h('figure', {}, h('figcaption', {}, c.label), c.box))),
   );
+  const accCaption = accChart.box.previousElementSibling as HTMLElement;
 
   const lastByRank = new Map<number, { step: number; t: number }>();
   let pending = false;
@@ -63,7 +69,13 @@ export function chartsPanel(bus: EventBus): HTMLElement {
       if (prev && e.step > prev.step && e.t > prev.t) speedChart.data.add(e.step, ((e.step - prev.step) * 1000) / (e.t - prev.t));
       lastByRank.set(e.rank, { step: e.step, t: e.t });
     } else if (e.type === 'evaluate') {
-      accChart.data.add(e.step, e.testAccuracy * 100);
+      if (options.validationLoss?.() && e.testLoss !== undefined) {
+        if (accChart.label !== 'Validation loss') {
+          accChart.label = accCaption.textContent = 'Validation loss';
+          accChart.box.dataset.metric = 'validation-loss';
+        }
+        accChart.data.add(e.step, e.testLoss);
+      } else accChart.data.add(e.step, e.testAccuracy * 100);
     } else return;
     if (!pending) {
       pending = true;

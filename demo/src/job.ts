@@ -67,6 +67,11 @@ export function takeJobParams(
   return params;
 }
 
+/** A validation loss in nats per character, with its perplexity (e^loss: how many letters the model hesitates between). */
+export function lossText(loss: number): string {
+  return `${loss.toFixed(3)} (perplexity ${Math.exp(loss).toFixed(2)})`;
+}
+
 export interface JobPanel {
   element: HTMLElement;
   /** The rank of this tab once it joined, so its own progress is not echoed back from the server. */
@@ -84,6 +89,7 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
   const step = h('output', { 'data-testid': 'step' }, '—');
   const loss = h('output', { 'data-testid': 'loss' }, '—');
   const accuracy = h('output', { 'data-testid': 'accuracy' }, '—');
+  const metricLabel = h('span', { class: 'stat-label', 'data-testid': 'metric-label' }, 'Test accuracy');
   const config = h('dl', { class: 'facts' });
   const peersBody = h('tbody', {});
   const element = h(
@@ -97,7 +103,7 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
       h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Peers'), peerCount),
       h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Step'), step),
       h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Loss'), loss),
-      h('div', { class: 'stat' }, h('span', { class: 'stat-label' }, 'Test accuracy'), accuracy),
+      h('div', { class: 'stat' }, metricLabel, accuracy),
     ),
     config,
     h(
@@ -164,8 +170,15 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
     if (steps.length) step.textContent = String(Math.min(...steps));
     const losses = j.peers.map((p) => p.progress?.loss).filter((l): l is number => l !== undefined);
     if (losses.length) loss.textContent = (losses.reduce((a, b) => a + b, 0) / losses.length).toFixed(4);
-    const accs = j.peers.map((p) => p.progress?.testAccuracy).filter((a): a is number => a !== undefined);
-    if (accs.length) accuracy.textContent = `${(Math.max(...accs) * 100).toFixed(1)}%`;
+    if (j.config.model === 'transformer') {
+      // A language model has no accuracy worth showing: its validation loss (nats per character) and perplexity.
+      metricLabel.textContent = 'Validation loss';
+      const vals = j.peers.map((p) => p.progress?.testLoss).filter((l): l is number => l !== undefined);
+      if (vals.length) accuracy.textContent = lossText(Math.min(...vals));
+    } else {
+      const accs = j.peers.map((p) => p.progress?.testAccuracy).filter((a): a is number => a !== undefined);
+      if (accs.length) accuracy.textContent = `${(Math.max(...accs) * 100).toFixed(1)}%`;
+    }
     const hp = Object.entries(j.config.hyperparameters).map(([k, v]) => `${k} ${v}`).join(', ');
     config.replaceChildren(
       h('dt', {}, 'Model'),
@@ -203,7 +216,7 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
         bus.emit({ type: 'train-step', t, rank: p.rank, size: j.size, step: pr.step, epoch: pr.epoch ?? 0, loss: pr.loss, samples: 0, samplesPerS: pr.samplesPerS ?? 0, bytesSent: pr.allreduceBytes ?? 0 });
       }
       if (pr.testAccuracy !== undefined) {
-        bus.emit({ type: 'evaluate', t, rank: p.rank, step: pr.step, epoch: pr.epoch ?? 0, testAccuracy: pr.testAccuracy });
+        bus.emit({ type: 'evaluate', t, rank: p.rank, step: pr.step, epoch: pr.epoch ?? 0, testAccuracy: pr.testAccuracy, testLoss: pr.testLoss });
       }
     }
   }

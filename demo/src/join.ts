@@ -8,14 +8,23 @@
  */
 import type { EventBus } from '../../src/core/events.ts';
 import { modelSpecFor } from '../../src/distributed/train-local.ts';
-import type { Dataset } from '../../src/data/dataset.ts';
+import { type Dataset, selectExamples } from '../../src/data/dataset.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
 import { FINISHED, init } from '../../src/distributed/session.ts';
 import { trainAsPeer } from '../../src/distributed/peer.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { loadMnistInPage } from '../mnist-data.ts';
+import { loadWordsInPage } from '../words-data.ts';
+import { lossText } from './job.ts';
 import type { JoinFn } from './participate.ts';
+
+/** The words' training and validation sets; a job's evalLimit keeps the first words of validation only (quick runs). */
+async function wordsForJob(evalLimit: unknown): Promise<{ train: Dataset; test: Dataset }> {
+  const { train, validation } = await loadWordsInPage();
+  const n = typeof evalLimit === 'number' && evalLimit < validation.count ? evalLimit : validation.count;
+  return { train, test: n === validation.count ? validation : selectExamples(validation, Uint32Array.from({ length: n }, (_, i) => i)) };
+}
 
 /**
  * `showModel` gets a copy of the job's model after each epoch and at the end, on
@@ -29,10 +38,9 @@ export function browserJoin(
   server = globalThis.location.origin,
 ): JoinFn {
   return async (progress) => {
-    progress('loading the digits…');
-    // Load before taking a place in the ring, so the others never wait on our download.
-    const { train, test } = await loadMnistInPage();
-    progress('joining the job; waiting for enough peers…');
+    let train!: Dataset;
+    let test!: Dataset;
+    progress('joining the job…');
     const session = await init({
       server,
       job: params.job,
@@ -41,6 +49,13 @@ export function browserJoin(
       runtime: 'browser',
       events: bus,
       capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter, webrtc: true },
+      // The job's model says which data: loaded before the ring forms, so the others never wait on our download.
+      beforeRing: async (job) => {
+        const words = job.config.model === 'transformer';
+        progress(words ? 'loading the words…' : 'loading the digits…');
+        ({ train, test } = words ? await wordsForJob(job.config.hyperparameters.evalLimit) : await loadMnistInPage());
+        progress('waiting for enough peers…');
+      },
     });
     let stopRequested = false;
     let copy: Model | null = null;
@@ -63,7 +78,8 @@ export function browserJoin(
         // rank is still in the last collective. Every step was taken all the same: say so.
         const steps = trainConfigFromJob(session.job.config).steps;
         const complete = steps !== undefined && result.steps >= steps;
-        if (!result.stoppedBy) return `Training finished: ${result.steps} steps, test accuracy ${(result.testAccuracy * 100).toFixed(1)}%.`;
+        const metric = session.job.config.model === 'transformer' ? `validation loss ${lossText(result.testLoss)}` : `test accuracy ${(result.testAccuracy * 100).toFixed(1)}%`;
+        if (!result.stoppedBy) return `Training finished: ${result.steps} steps, ${metric}.`;
         if (complete) return `Training finished: ${result.steps} steps (the ring closed during the final evaluation: ${result.stoppedBy.message}).`;
         return `Training stopped at step ${result.steps}: ${result.stoppedBy.message}`;
       },

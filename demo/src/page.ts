@@ -14,6 +14,7 @@ import { participatePanel, type JoinFn } from './participate.ts';
 import { predictionsPanel, type Predictor } from './predict.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
 import { liveRingPanel } from './ring/live.ts';
+import { wordsPanel } from './words.ts';
 import { recordTeachingRun } from './teach/record.ts';
 import { teachingView } from './teach/view.ts';
 
@@ -44,6 +45,9 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
   const job = jobPanel(params, bus);
   const participate = participatePanel(bus);
   const predictions = predictionsPanel(bus);
+  const words = wordsPanel();
+  // A job's model, whatever this tab's rank: digits for a classifier, sampled words for the transformer.
+  const showModel = (model: Predictor, test: Dataset) => (model.kind === 'transformer' ? words.attach(model) : predictions.attach(model, test));
   // The predictions panel keeps the last model it was shown (a finished job's final weights stay useful).
   participate.onJoined((joined) => job.setSelf(joined?.rank));
 
@@ -65,7 +69,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
       'main',
       { class: 'page-grid' },
       h('div', { class: 'col' }, job.element, participate.element, adapter.element, localTrainPanel(adapter.ready, params.job ? null : bus, localSteps, (model, test) => predictions.attach(model, test))),
-      h('div', { class: 'col wide' }, liveRingPanel(bus, { watchingJob: Boolean(params.job) }), chartsPanel(bus), predictions.element),
+      h('div', { class: 'col wide' }, liveRingPanel(bus, { watchingJob: Boolean(params.job) }), chartsPanel(bus, { validationLoss: () => job.latest()?.config.model === 'transformer' }), words.element, predictions.element),
       h('div', { class: 'full' }, teachingView(recordTeachingRun)),
     ),
   );
@@ -74,7 +78,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
     if (!params.job || !params.token) return participate.enable(null, 'To join, open the link with ?job=…#token=… that the server prints.');
     if (!gpu) return participate.enable(null, 'This browser has no WebGPU adapter, so it cannot train (see “Your GPU”).');
     if (!options.makeJoin) return participate.enable(null, options.joinUnavailable ?? 'Joining from the browser is not available in this build.');
-    participate.enable(options.makeJoin(gpu, { job: params.job, token: params.token }, bus, (model, test) => predictions.attach(model, test)));
+    participate.enable(options.makeJoin(gpu, { job: params.job, token: params.token }, bus, showModel));
   });
   return { bus, gpu: adapter.ready };
 }

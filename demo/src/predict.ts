@@ -14,6 +14,8 @@ export interface Predictor {
   /** Logits [batch × classes] for `batch` images of 28×28 floats. */
   predict(x: Float32Array, batch?: number): Promise<Float32Array>;
   readonly classes: number;
+  /** The model's kind ('mlp', 'cnn', 'transformer', a model file's name): the page shows a transformer as words. */
+  readonly kind?: string;
 }
 
 export interface PredictionsPanel {

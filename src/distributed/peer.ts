@@ -50,7 +50,7 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
     },
     onEvaluate: (e) => {
       a.onEvaluate?.(e);
-      session.client.reportProgress({ step: e.step, epoch: e.epoch, testAccuracy: e.testAccuracy });
+      session.client.reportProgress({ step: e.step, epoch: e.epoch, testAccuracy: e.testAccuracy, ...(Number.isFinite(e.testLoss) ? { testLoss: e.testLoss } : {}) });
     },
   });
   const final = { step: result.steps, allreduceBytes: result.allreduceBytes, ...(Number.isFinite(result.trainLoss) ? { loss: result.trainLoss } : {}), ...(Number.isFinite(result.testAccuracy) ? { testAccuracy: result.testAccuracy } : {}) };

@@ -187,6 +187,8 @@ export const progressFields = {
   samplesPerS: finite.min(0).optional(),
   stepsPerS: finite.min(0).optional(),
   testAccuracy: finite.min(0).max(1).optional(),
+  /** The evaluation's mean loss (the transformer's validation loss, nats per character). */
+  testLoss: finite.min(0).optional(),
   allreduceBytes: finite.min(0).optional(),
 };
 export const progressSchema = z.strictObject(progressFields);
