@@ -53,13 +53,26 @@ export function lastStep(w: TestWorker): WorkerStep {
   return w.steps[w.steps.length - 1] ?? { step: 0, size: 0, rank: -1 };
 }
 
-/** Polls `pred` every 100 ms; fails naming `what` after `timeoutMs`. */
-export async function until(pred: () => boolean, what: string, timeoutMs: number): Promise<void> {
+/** Polls `pred` every 100 ms; fails naming `what` (and what `state` says was seen) after `timeoutMs`. */
+export async function until(pred: () => boolean, what: string, timeoutMs: number, state?: () => string): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!pred()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${state ? `; seen: ${state()}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The workers' exit codes once all have exited; fails with what was seen of them after `timeoutMs`. */
+export async function exitCodes(workers: TestWorker[], what: string, timeoutMs: number): Promise<(number | null)[]> {
+  await until(() => workers.every((w) => w.child.exitCode !== null || w.child.signalCode !== null), what, timeoutMs, () => seen(workers));
+  return Promise.all(workers.map((w) => w.exit));
+}
+
+/** What a timed-out wait saw of these workers: each one's exit code, last steps and stderr tail. */
+export function seen(workers: TestWorker[]): string {
+  return workers
+    .map((w, i) => `\n[worker ${i}] rank ${w.rank} exit ${w.child.exitCode} last steps ${JSON.stringify(w.steps.slice(-3))} stalls ${JSON.stringify(w.stalls.slice(-2))}\n${w.stderr.slice(-1500)}`)
+    .join('');
 }
 
 /** WebRTC tests must not leak traffic: they run only inside npm test's private network namespace. */
