@@ -15,6 +15,7 @@ import { workerCommand } from './worker.ts';
 import { generateCommand } from './generate.ts';
 import { exportCommand } from './export.ts';
 import { launchCommand } from './launch.ts';
+import { k8sCommand } from './k8s.node.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
@@ -25,6 +26,7 @@ const SUBCOMMANDS: (() => Command)[] = [
   benchCommand,
   generateCommand,
   exportCommand,
+  k8sCommand,
 ];
 
 export function buildProgram(): Command {
