@@ -24,7 +24,8 @@ export const ValuesSchema = z.strictObject({
   images: z
     .strictObject({
       server: pinnedImage.default('ghcr.io/ringtrain/ringtrain-server:0.1.0'),
-      worker: pinnedImage.default('ghcr.io/ringtrain/ringtrain-worker-node:0.1.0'),
+      /** Default: the image of workers.runtime (ringtrain-worker-node or ringtrain-worker-deno). */
+      worker: pinnedImage.optional(),
       pullPolicy: z.enum(['IfNotPresent', 'Always', 'Never']).default('IfNotPresent'),
     })
     .prefault({}),
@@ -95,7 +96,8 @@ export const ValuesSchema = z.strictObject({
     .prefault({}),
 });
 
-export type Values = z.infer<typeof ValuesSchema>;
+type ParsedValues = z.infer<typeof ValuesSchema>;
+export type Values = ParsedValues & { images: ParsedValues['images'] & { worker: string } };
 export type ValuesInput = z.input<typeof ValuesSchema>;
 
 /** Values with their defaults filled in; refused with the path of the first wrong field. */
@@ -106,7 +108,7 @@ export function parseValues(input: unknown): Values {
     const at = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
     throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: ${at}: ${issue.message}.`, { path: issue.path.map(String) });
   }
-  const v = parsed.data;
+  const v = { ...parsed.data, images: { ...parsed.data.images, worker: parsed.data.images.worker ?? `ghcr.io/ringtrain/ringtrain-worker-${parsed.data.workers.runtime}:0.1.0` } };
   if (v.job.maxPeers < v.job.minPeers) throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: job.maxPeers (${v.job.maxPeers}) must be at least job.minPeers (${v.job.minPeers}).`);
   if (v.workers.replicas > v.job.maxPeers) throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: workers.replicas (${v.workers.replicas}) is more than job.maxPeers (${v.job.maxPeers}); the server would refuse the extra workers.`);
   if (v.workers.kind === 'Job' && v.workers.replicas < v.job.minPeers) throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: an indexed Job of ${v.workers.replicas} workers never reaches job.minPeers (${v.job.minPeers}).`);
