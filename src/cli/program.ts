@@ -16,6 +16,7 @@ import { generateCommand } from './generate.ts';
 import { exportCommand } from './export.ts';
 import { launchCommand } from './launch.ts';
 import { k8sCommand } from './k8s.node.ts';
+import { simulateCommand } from './simulate.node.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
@@ -27,6 +28,7 @@ const SUBCOMMANDS: (() => Command)[] = [
   generateCommand,
   exportCommand,
   k8sCommand,
+  simulateCommand,
 ];
 
 export function buildProgram(): Command {
