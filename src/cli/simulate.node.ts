@@ -1,8 +1,9 @@
 /**
  * `ringtrain simulate`: what a step would cost at 2 … 1,024 peers, from
  * figures measured on real peers (src/collectives/cost-model.ts does the
- * math). Link latency and bandwidth come from a `ringtrain bench allreduce`
- * JSON line (--allreduce FILE) or flags; the server's relay capacity from a
+ * math). Link latency and bandwidth come from `ringtrain bench allreduce`
+ * JSON lines (--allreduce SMALL LARGE: latency from the smaller message,
+ * bandwidth from the larger) or flags; the server's relay capacity from a
  * `bench:signaling` JSON line (--signaling FILE) or a flag. Prints a table,
  * or one JSON object with --json.
  */
@@ -58,10 +59,13 @@ export interface SimulateOptions {
 
 /** Options from the flags, bench files filling what the flags leave out (flags win). */
 export function simulateOptions(raw: Record<string, unknown>): SimulateOptions {
-  const ar = raw.allreduce ? benchJson(String(raw.allreduce), '--allreduce') : {};
+  // Latency from the smallest message measured (its round trip is nearly all latency), bandwidth from the largest.
+  const runs = (raw.allreduce === undefined ? [] : Array.isArray(raw.allreduce) ? raw.allreduce : [raw.allreduce]).map((f) => benchJson(String(f), '--allreduce'));
+  runs.sort((a, b) => Number(a.bytes ?? 0) - Number(b.bytes ?? 0));
   const sig = raw.signaling ? benchJson(String(raw.signaling), '--signaling') : {};
-  const rtt = ar.p2p_rtt_ms ?? undefined;
-  const bw = ar.p2p_bidir_MBps ?? ar.p2p_MBps ?? undefined;
+  const rtt = runs[0]?.p2p_rtt_ms ?? undefined;
+  const largest = runs.at(-1);
+  const bw = largest ? (largest.p2p_bidir_MBps ?? largest.p2p_MBps ?? undefined) : undefined;
   const latency = raw.latencyMs ?? (rtt === undefined || rtt === null ? undefined : Number(rtt) / 2);
   const bandwidth = raw.bandwidthMBps ?? bw;
   if (raw.computeMs === undefined) throw invalid('simulate needs --compute-ms: the compute time of one step on one peer (from ringtrain train --json: 1000 * batch / samples_per_s).');
@@ -130,7 +134,7 @@ export function simulateCommand(): Command {
     .description('predict steps/s, scaling efficiency, bytes per peer and signaling load at 2 … 1,024 peers from measured figures (alpha-beta model)')
     .option('--compute-ms <ms>', 'compute time of one step on one peer')
     .option('--bytes <size>', 'gradient bytes per step, like 1.6MiB (4 x parameters; 2 x with --fp16)')
-    .option('--allreduce <file>', 'a ringtrain bench allreduce JSON line: latency = p2p_rtt_ms / 2, bandwidth = p2p_bidir_MBps')
+    .option('--allreduce <file...>', 'ringtrain bench allreduce JSON lines: latency = p2p_rtt_ms / 2 of the smallest run (give one of a few KiB), bandwidth = p2p_bidir_MBps of the largest')
     .option('--latency-ms <ms>', 'one-way link latency (overrides --allreduce)')
     .option('--bandwidth-MBps <x>', 'per-direction link bandwidth in MB/s (overrides --allreduce)')
     .option('--signaling <file>', 'a bench:signaling JSON line: relay capacity = relayPerS')

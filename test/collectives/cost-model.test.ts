@@ -104,11 +104,16 @@ describe('ringtrain simulate', () => {
   it('takes latency and bandwidth from a bench allreduce line and the relay capacity from bench:signaling; flags win', () => {
     const ar = join(dir, 'ar.json');
     const sig = join(dir, 'sig.json');
-    writeFileSync(ar, 'starting peers…\n{"peers":2,"p2p_rtt_ms":0.8,"p2p_bidir_MBps":50,"p2p_MBps":60}\n');
+    writeFileSync(ar, 'starting peers…\n{"peers":2,"bytes":409600,"p2p_rtt_ms":0.8,"p2p_bidir_MBps":50,"p2p_MBps":60}\n');
     writeFileSync(sig, '{"bench":"signaling","relayPerS":30000}\n');
     const o = simulateOptions({ computeMs: '40', bytes: '400KiB', allreduce: ar, signaling: sig, peers: '2,8' });
     expect(o).toMatchObject({ latencyMs: 0.4, bandwidthMBps: 50, relayPerS: 30000, gradientBytes: 409600, peers: [2, 8], diLoCoH: 16 });
     expect(simulateOptions({ computeMs: '40', bytes: '1MiB', allreduce: ar, signaling: sig, latencyMs: '2', bandwidthMBps: '10' })).toMatchObject({ latencyMs: 2, bandwidthMBps: 10 });
+    // Two runs: latency from the small message, bandwidth from the large one, in whatever order given.
+    const small = join(dir, 'small.json');
+    writeFileSync(small, '{"peers":2,"bytes":4096,"p2p_rtt_ms":0.3,"p2p_bidir_MBps":2}\n');
+    writeFileSync(ar, '{"peers":2,"bytes":4194304,"p2p_rtt_ms":90,"p2p_bidir_MBps":50}\n');
+    expect(simulateOptions({ computeMs: '40', bytes: '1MiB', allreduce: [ar, small], relayPerS: '100' })).toMatchObject({ latencyMs: 0.15, bandwidthMBps: 50 });
     const rows = simulate(o);
     expect(rows[0].algorithms.ring.stepsPerS).toBeCloseTo(predictStep(2, { computeS: 0.04, gradientBytes: 409600, alphaS: 0.0004, betaSPerByte: 1 / 50e6, algorithm: 'ring' }).stepsPerS, 9);
     const table = simulationTable(rows, o).split('\n');
