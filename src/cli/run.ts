@@ -307,7 +307,8 @@ async function launch(o: RunOptions): Promise<number> {
       workers: () => workers,
       start: addWorker,
       stop: (w) => void (w as WorkerState).child.kill('SIGTERM'),
-      over: () => workers.some((w) => w.result) || workers.every((w) => w.exited),
+      // Finished (a worker's own error is a loss the others carry on without), or nobody left.
+      over: () => workers.some((w) => w.result && !w.result.stopped_by) || workers.every((w) => w.exited),
       say: (line) => void printLine(`${bar ? '\n' : ''}ringtrain: ${line}`, stderr),
     });
     // Training is over: a worker still starting has no ring left to join.
