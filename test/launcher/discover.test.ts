@@ -10,24 +10,20 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { requireNetns, until } from '../support/workers.ts';
+import { killIfSame, processStartTime, requireNetns, until } from '../support/workers.ts';
 
 const STEPS = 60;
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-discover-'));
 let launcher: ChildProcess | undefined;
+/** The workers the launcher named, with their start times (a pid may be reused by the time afterAll runs). */
+const workers: { pid: number; started: string | undefined }[] = [];
 afterAll(() => {
-  // The launcher's workers are its children: SIGTERM lets it stop them; SIGKILL any that it left.
-  launcher?.kill('SIGKILL');
-  for (const pid of workerPids) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  // The launcher leads its own process group: while it has not exited (so its pid is still ours),
+  // one kill reaches the workers discovery started too.
+  if (launcher?.pid !== undefined && launcher.exitCode === null && launcher.signalCode === null) process.kill(-launcher.pid, 'SIGKILL');
+  for (const w of workers) killIfSame(w);
   rmSync(dir, { recursive: true, force: true });
 });
-const workerPids: number[] = [];
 
 /** `re-formed with N peers` lines, in order. */
 function ringSizes(stderr: string): number[] {
@@ -43,14 +39,14 @@ describe('ringtrain run --discover', () => {
     writeFileSync(script, `#!/bin/sh\ncat '${hosts}'\n`);
     chmodSync(script, 0o755);
     const args = ['run', '--discover', script, '--discover-interval', '0.5', '--min-np', '2', '--max-np', '4', '--runtime', 'deno', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--json'];
-    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     launcher = child;
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => {
       stderr += d;
-      for (const m of String(d).matchAll(/\(pid (\d+)\)/g)) workerPids.push(Number(m[1]));
+      for (const m of String(d).matchAll(/\(pid (\d+)\)/g)) workers.push({ pid: Number(m[1]), started: processStartTime(Number(m[1])) });
     });
     const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
 

@@ -4,6 +4,7 @@
  * SIGKILL meant for the worker), with its JSON event lines parsed as they come.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { forEachLine } from '../../src/core/lines.node.ts';
 
 export interface WorkerStep {
@@ -78,4 +79,22 @@ export function seen(workers: TestWorker[]): string {
 /** WebRTC tests must not leak traffic: they run only inside npm test's private network namespace. */
 export function requireNetns(): void {
   if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run under npm test (scripts/in-netns.sh): WebRTC stays inside a private namespace');
+}
+
+/** A process's start time in clock ticks since boot (/proc/PID/stat field 22), or undefined once it is gone. */
+export function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * SIGKILLs a process seen earlier only if it is still that process: pids are reused
+ * (pid_max is 32,768 and the suite spawns tens of thousands of threads).
+ */
+export function killIfSame(p: { pid: number; started: string | undefined }): void {
+  if (p.started !== undefined && processStartTime(p.pid) === p.started) process.kill(p.pid, 'SIGKILL');
 }
