@@ -8,6 +8,12 @@
  * anywhere Node or Deno runs, and the tests validate every object against
  * the Kubernetes schemas (docs/KUBERNETES.md says why).
  */
+// Types only (erased at run time; kubernetes-models is a dev dependency): an object literal with a
+// field the API does not have, or a value of the wrong type, fails `tsc`, which the schema check alone would let through.
+import type { IDeployment, IStatefulSet } from 'kubernetes-models/apps/v1';
+import type { IJob } from 'kubernetes-models/batch/v1';
+import type { IIngress } from 'kubernetes-models/networking.k8s.io/v1';
+import type { IPodSecurityContext, IPodTemplateSpec, ISecret, ISecretVolumeSource, ISecurityContext, IService } from 'kubernetes-models/v1';
 import type { Values } from './values.ts';
 
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> } } & Record<string, unknown>;
@@ -26,9 +32,9 @@ export function renderManifests(v: Values): K8sObject[] {
   const serverName = `${v.name}-server`;
   const useTurn = v.turn.urls.length > 0;
 
-  const podSecurity = { runAsNonRoot: true, runAsUser: RUN_AS_USER, runAsGroup: RUN_AS_USER, fsGroup: RUN_AS_USER, seccompProfile: { type: 'RuntimeDefault' } };
-  const containerSecurity = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
-  const secretVolume = (name: string, secretName: string) => ({ name, secret: { secretName, defaultMode: 0o440 } });
+  const podSecurity: IPodSecurityContext = { runAsNonRoot: true, runAsUser: RUN_AS_USER, runAsGroup: RUN_AS_USER, fsGroup: RUN_AS_USER, seccompProfile: { type: 'RuntimeDefault' } };
+  const containerSecurity: ISecurityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
+  const secretVolume = (name: string, secretName: string): { name: string; secret: ISecretVolumeSource } => ({ name, secret: { secretName, defaultMode: 0o440 } });
 
   const serverArgs = [
     'server',
@@ -49,7 +55,7 @@ export function renderManifests(v: Values): K8sObject[] {
   if (useTurn) serverArgs.push('--turn-secret-file', `${TURN_DIR}/secret`);
 
   const probe = (periodSeconds: number) => ({ httpGet: { path: '/healthz', port: 'http' }, periodSeconds, timeoutSeconds: 2, failureThreshold: 3 });
-  const server: K8sObject = {
+  const server = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: meta('server', 'server'),
@@ -84,18 +90,18 @@ export function renderManifests(v: Values): K8sObject[] {
         },
       },
     },
-  };
+  } satisfies IDeployment;
 
-  const service: K8sObject = {
+  const service = {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: meta('server', 'server'),
     spec: { selector: labels('server'), ports: [{ name: 'http', port: v.server.port, targetPort: 'http', protocol: 'TCP' }] },
-  };
+  } satisfies IService;
 
   const workerArgs = ['worker', '--server', `http://${serverName}.${v.namespace}.svc:${v.server.port}`, '--job', v.job.id, '--token-file', `${TOKEN_DIR}/token`, '--runtime', v.workers.runtime];
   const gpuLimits = v.workers.gpu.enabled ? { [v.workers.gpu.resource]: String(v.workers.gpu.count) } : {};
-  const workerPod = (restartPolicy: 'Always' | 'OnFailure') => ({
+  const workerPod = (restartPolicy: 'Always' | 'OnFailure'): IPodTemplateSpec => ({
     metadata: { labels: labels('worker') },
     spec: {
       securityContext: podSecurity,
@@ -122,9 +128,9 @@ export function renderManifests(v: Values): K8sObject[] {
     },
   });
 
-  const workers: K8sObject =
+  const workers =
     v.workers.kind === 'StatefulSet'
-      ? {
+      ? ({
           apiVersion: 'apps/v1',
           kind: 'StatefulSet',
           metadata: meta('worker', 'worker', { annotations: { 'ringtrain.dev/scale': `kubectl -n ${v.namespace} scale statefulset/${v.name}-worker --replicas=N (N from ${v.job.minPeers} to ${v.job.maxPeers})` } }),
@@ -136,8 +142,8 @@ export function renderManifests(v: Values): K8sObject[] {
             selector: { matchLabels: labels('worker') },
             template: workerPod('Always'),
           },
-        }
-      : {
+        } satisfies IStatefulSet)
+      : ({
           apiVersion: 'batch/v1',
           kind: 'Job',
           metadata: meta('worker', 'worker'),
@@ -148,13 +154,13 @@ export function renderManifests(v: Values): K8sObject[] {
             backoffLimit: v.workers.replicas * 2,
             template: workerPod('OnFailure'),
           },
-        };
+        } satisfies IJob);
 
   // The StatefulSet's governing Service: headless, no ports (peers meet over WebRTC, not through it).
-  const workerService: K8sObject[] =
-    v.workers.kind === 'StatefulSet' ? [{ apiVersion: 'v1', kind: 'Service', metadata: meta('worker', 'worker'), spec: { clusterIP: 'None', selector: labels('worker') } }] : [];
+  const workerService =
+    v.workers.kind === 'StatefulSet' ? [{ apiVersion: 'v1', kind: 'Service', metadata: meta('worker', 'worker'), spec: { clusterIP: 'None', selector: labels('worker') } } satisfies IService] : [];
 
-  const ingress: K8sObject[] = v.ingress.enabled
+  const ingress = v.ingress.enabled
     ? [
         {
           apiVersion: 'networking.k8s.io/v1',
@@ -168,16 +174,12 @@ export function renderManifests(v: Values): K8sObject[] {
             tls: [{ hosts: [v.ingress.host], secretName: v.ingress.tlsSecret }],
             rules: [{ host: v.ingress.host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: serverName, port: { name: 'http' } } } }] } }],
           },
-        },
+        } satisfies IIngress,
       ]
     : [];
 
-  const secrets: K8sObject[] = v.secrets.create
-    ? [
-        { apiVersion: 'v1', kind: 'Secret', metadata: { name: tokenSecret, namespace: v.namespace, labels: labels('server') }, type: 'Opaque', stringData: { token: v.secrets.jobToken! } },
-        ...(useTurn ? [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: turnSecret, namespace: v.namespace, labels: labels('server') }, type: 'Opaque', stringData: { secret: v.secrets.turnSecret! } }] : []),
-      ]
-    : [];
+  const secret = (name: string, data: Record<string, string>) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: v.namespace, labels: labels('server') }, type: 'Opaque', stringData: data }) satisfies ISecret;
+  const secrets = v.secrets.create ? [secret(tokenSecret, { token: v.secrets.jobToken! }), ...(useTurn ? [secret(turnSecret, { secret: v.secrets.turnSecret! })] : [])] : [];
 
-  return [...secrets, server, service, ...ingress, ...workerService, workers];
+  return [...secrets, server, service, ...ingress, ...workerService, workers] as K8sObject[];
 }
