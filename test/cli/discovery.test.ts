@@ -9,7 +9,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { clampWorkers, discoverOptions, discoverSlots, localSlots, parseHostList, workersToStop, type ScaledWorker } from '../../src/cli/discovery.node.ts';
+import { clampWorkers, discoverOptions, discoverSlots, keepWorkersDiscovered, localSlots, parseHostList, workersToStop, type ScaledWorker } from '../../src/cli/discovery.node.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { runCommand } from '../../src/cli/run.ts';
 
@@ -87,5 +87,42 @@ describe('running the script', () => {
 
   it('ringtrain run without -np or --discover says it needs one', async () => {
     await expect(runCommand().exitOverride().parseAsync(['--steps', '1'], { from: 'user' })).rejects.toThrow(/needs -np N .*or --discover SCRIPT/);
+  });
+});
+
+describe('the discovery loop', () => {
+  it('follows the answers between --min-np and --max-np, keeps the workers through a failed poll, and stops when told', async () => {
+    const hosts = join(dir, 'loop-hosts');
+    const s = script('loop.sh', `cat '${hosts}'`);
+    // The answers, one per poll: the loop waits on `next` instead of a timer.
+    const answers = ['localhost:4', 'localhost:9', 'localhost:3', 'not a host line', 'localhost\nlocalhost', 'localhost:0x', 'localhost:1'];
+    const workers: ScaledWorker[] = [{ training: true, rank: 0, exited: false }, { training: true, rank: 1, exited: false }];
+    const said: string[] = [];
+    const sizes: number[] = [];
+    let polls = 0;
+    await keepWorkersDiscovered(
+      {
+        script: s,
+        intervalMs: 0,
+        minNp: 2,
+        maxNp: 5,
+        workers: () => workers,
+        start: () => void workers.push({ training: false, exited: false }),
+        stop: (w) => void (w.exited = true),
+        over: () => polls > answers.length,
+        say: (line) => void said.push(line),
+      },
+      async () => {
+        if (polls > 0) sizes.push(workers.filter((w) => !w.exited && !w.retired).length);
+        if (polls < answers.length) writeFileSync(hosts, `${answers[polls]}\n`);
+        polls++;
+      },
+    );
+    // 4; 9 clamped to 5; 3; a bad answer keeps 3; 2; the next bad answer keeps 2; 1 clamped to 2.
+    expect(sizes).toEqual([4, 5, 3, 3, 2, 2, 2]);
+    expect(said.filter((l) => l.includes('expected host or host:slots'))).toHaveLength(2);
+    expect(said.find((l) => l.includes('line 1'))).toMatch(/Keeping the 3 workers running/);
+    // The two that were training from the start are never the ones stopped.
+    expect(workers.slice(0, 2).every((w) => !w.exited)).toBe(true);
   });
 });
