@@ -6,29 +6,16 @@
  * WebRTC (inside the test's network namespace).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { requireNetns, until } from '../support/workers.ts';
+import { killIfSame, processStartTime, requireNetns, until } from '../support/workers.ts';
 
 const STEPS = 60;
 const launchers: ChildProcess[] = [];
 const workers: { pid: number; started: string | undefined }[] = [];
 afterAll(() => {
   for (const c of launchers) c.kill('SIGKILL');
-  // A worker's pid may have been reused by now (pid_max is 32,768 and the suite spawns tens of
-  // thousands of threads): kill only the process that still has the start time we recorded.
-  for (const w of workers) if (w.started !== undefined && startTime(w.pid) === w.started) process.kill(w.pid, 'SIGKILL');
+  for (const w of workers) killIfSame(w);
 });
-
-/** The process's start time in clock ticks since boot (/proc/PID/stat field 22), or undefined once it is gone. */
-function startTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
-}
 
 interface Launch {
   stdout: string;
@@ -66,7 +53,7 @@ describe('ringtrain run -np 3 --elastic: a worker SIGKILLed mid-run', () => {
       const run = launch(['run', '-np', '3', '--elastic', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--json']);
       await until(() => ringOf(run.stderr)?.size === 3, 'the launcher to name the ring', 120_000);
       const ring = ringOf(run.stderr)!;
-      workers.push(...[...ring.values()].map((r) => ({ pid: r.pid, started: startTime(r.pid) })));
+      workers.push(...[...ring.values()].map((r) => ({ pid: r.pid, started: processStartTime(r.pid) })));
       await until(() => progress(run.stderr) >= 12, 'the ring to take 12 steps', 180_000);
       const victim = ring.get(victimRank)!;
       process.kill(victim.pid, 'SIGKILL');
