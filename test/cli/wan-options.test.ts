@@ -1,0 +1,39 @@
+/**
+ * `ringtrain run`'s WAN options: checked before anything starts, naming the
+ * flag, and turned into the job hyperparameters every peer trains by.
+ */
+import { describe, expect, it } from 'vitest';
+import { jobSpecFor, runCommand } from '../../src/cli/run.ts';
+import { parseWanOptions } from '../../src/cli/wan-options.ts';
+import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+
+const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
+type RunOptions = Parameters<typeof jobSpecFor>[0];
+const base = { model: 'mlp', optimizer: 'sgd', lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 1, epochs: 1, batch: 32, np: 2, extraPeers: 0, fp16: false, elastic: false, scaleLr: false, lrSchedule: 'constant', warmupSteps: 0, backwardPasses: 1 } as unknown as RunOptions;
+
+describe('ringtrain run --compression / --sync-every', () => {
+  it('become job hyperparameters that a peer reads back as its training config', () => {
+    const wan = parseWanOptions({ compression: 'int8', syncEvery: '8', outerLr: '0.5' });
+    expect(wan).toEqual({ compression: 'int8', syncEvery: 8, outerLr: 0.5, outerMomentum: 0.9 });
+    const job = jobSpecFor({ ...base, wan });
+    expect(job.config.hyperparameters).toMatchObject({ compression: 'int8', syncEvery: 8, outerLr: 0.5, outerMomentum: 0.9 });
+    expect(trainConfigFromJob(job.config)).toMatchObject({ compression: 'int8', syncEvery: 8, outerLr: 0.5, outerMomentum: 0.9 });
+    // Without --sync-every the job trains synchronously; --fp16 still means fp16.
+    const sync = trainConfigFromJob(jobSpecFor({ ...base, wan: parseWanOptions({ fp16: true }) }).config);
+    expect(sync.syncEvery).toBeUndefined();
+    expect(sync.compression).toBe('fp16');
+  });
+
+  it('are refused, naming the flag', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--compression', 'int4'], /Allowed choices are none, fp16, int8/],
+      [['--fp16', '--compression', 'int8'], /--fp16 and --compression int8 disagree/],
+      [['--outer-lr', '0.5'], /--outer-lr only applies to local SGD; add --sync-every/],
+      [['--sync-every', '0'], /--sync-every\) must be a whole number of steps >= 1/],
+      [['--sync-every', '4', '--outer-momentum', '1.5'], /--outer-momentum\) must be in \[0, 1\)/],
+    ];
+    for (const [flags, message] of cases) {
+      await expect(parseRun(['--np', '2', '--steps', '1', ...flags]), flags.join(' ')).rejects.toThrow(message);
+    }
+  });
+});
