@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { jobSpecFor, runCommand } from '../../src/cli/run.ts';
 import { parseWanOptions } from '../../src/cli/wan-options.ts';
+import { wanBenchConfig } from '../../src/cli/bench-wan.node.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
@@ -35,5 +36,20 @@ describe('ringtrain run --compression / --sync-every', () => {
     for (const [flags, message] of cases) {
       await expect(parseRun(['--np', '2', '--steps', '1', ...flags]), flags.join(' ')).rejects.toThrow(message);
     }
+  });
+});
+
+describe('ringtrain bench wan settings', () => {
+  const ok = { peers: 4, model: 'cnn' as const, batch: 8, lr: 0.05, epochs: 4, trainExamples: 512, testExamples: 256, syncEvery: 8, outerLr: 0.7, outerMomentum: 0, rateMbit: 10, delayMs: 50 };
+  it('compare loopback with the emulated link (rate in bits/s for tbf, delay for the link wrapper)', () => {
+    expect(wanBenchConfig(ok).links).toEqual([
+      { name: 'loopback', delayMs: 0 },
+      { name: '10 Mbit/s, 50 ms', rateBitsPerS: 10e6, delayMs: 50 },
+    ]);
+  });
+  it('refuse settings that cannot run, naming the flag', () => {
+    expect(() => wanBenchConfig({ ...ok, peers: 1 })).toThrow(/--peers must be a whole number from 2/);
+    expect(() => wanBenchConfig({ ...ok, trainExamples: 16 })).toThrow(/--train-examples must be a whole number from 32/);
+    expect(() => wanBenchConfig({ ...ok, rateMbit: 0 })).toThrow(/--rate-mbit must be a number > 0/);
   });
 });
