@@ -14,6 +14,8 @@ export interface WanOptions {
   syncEvery?: number;
   outerLr?: number;
   outerMomentum?: number;
+  /** 'rtt': order the ring by measured round trips when it forms. */
+  ringOrder?: 'rtt';
 }
 
 export function addWanOptions(cmd: Command): Command {
@@ -21,6 +23,7 @@ export function addWanOptions(cmd: Command): Command {
     .addOption(new Option('--compression <kind>', 'what the ring sends: none, fp16 (half the bytes) or int8 (a quarter, with error feedback)').choices([...COMPRESSIONS]))
     .option('--sync-every <H>', 'local SGD / DiLoCo: each peer takes H steps alone, then the ring averages how far they moved (one allreduce per H steps)')
     .option('--outer-lr <x>', `with --sync-every: the outer SGD's learning rate (default ${DEFAULT_OUTER_LR})`)
+    .addOption(new Option('--ring-order <how>', 'rank: the ring in rank order (default); rtt: measure round trips when the ring forms and order it so its slowest hop is short').choices(['rank', 'rtt']))
     .option('--outer-momentum <x>', `with --sync-every: the outer SGD's Nesterov momentum (default ${DEFAULT_OUTER_MOMENTUM}; 0 averages plainly)`);
 }
 
@@ -29,20 +32,22 @@ export function parseWanOptions(raw: Record<string, unknown>): WanOptions {
   const given = raw.compression as Compression | undefined;
   if (raw.fp16 && given !== undefined && given !== 'fp16') throw new RingtrainError(ErrorCode.InvalidArgument, `--fp16 and --compression ${given} disagree; give one of them`);
   const compression = given ?? (raw.fp16 ? 'fp16' : 'none');
+  const order = raw.ringOrder === 'rtt' ? { ringOrder: 'rtt' as const } : {};
   if (raw.syncEvery === undefined) {
     for (const [key, flag] of [['outerLr', '--outer-lr'], ['outerMomentum', '--outer-momentum']] as const) {
       if (raw[key] !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} only applies to local SGD; add --sync-every H or drop it.`);
     }
-    return { compression };
+    return { compression, ...order };
   }
   const number = (v: unknown) => (v === undefined ? undefined : Number(v));
   const s = localSgdSettings({ syncEvery: Number(raw.syncEvery), outerLr: number(raw.outerLr), outerMomentum: number(raw.outerMomentum) });
-  return { compression, syncEvery: s.syncEvery, outerLr: s.outerLr, outerMomentum: s.outerMomentum };
+  return { compression, syncEvery: s.syncEvery, outerLr: s.outerLr, outerMomentum: s.outerMomentum, ...order };
 }
 
 /** The job hyperparameters these options set. */
 export function wanHyperparameters(o: WanOptions): Record<string, number | string> {
   const h: Record<string, number | string> = { compression: o.compression };
+  if (o.ringOrder) h.ringOrder = o.ringOrder;
   if (o.syncEvery !== undefined) Object.assign(h, { syncEvery: o.syncEvery, outerLr: o.outerLr!, outerMomentum: o.outerMomentum! });
   return h;
 }

@@ -23,6 +23,9 @@ describe('ringtrain run --compression / --sync-every', () => {
     const sync = trainConfigFromJob(jobSpecFor({ ...base, wan: parseWanOptions({ fp16: true }) }).config);
     expect(sync.syncEvery).toBeUndefined();
     expect(sync.compression).toBe('fp16');
+    // --ring-order rtt travels as a hyperparameter the session reads when a ring forms.
+    expect(jobSpecFor({ ...base, wan: parseWanOptions({ ringOrder: 'rtt' }) }).config.hyperparameters).toMatchObject({ ringOrder: 'rtt' });
+    expect(jobSpecFor({ ...base, wan: parseWanOptions({ ringOrder: 'rank' }) }).config.hyperparameters.ringOrder).toBeUndefined();
   });
 
   it('are refused, naming the flag', async () => {

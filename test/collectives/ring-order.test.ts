@@ -5,6 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
+import { allreduce } from '../../src/collectives/allreduce.ts';
+import { reorderedCommunicator } from '../../src/comm/reordered.ts';
 import { measureRtt, pairRounds, ringOrder, tourCost } from '../../src/collectives/ring-order.ts';
 
 /** The least slowest hop over all tours starting at 0 (n <= 8). */
@@ -80,5 +82,18 @@ describe('ring order', () => {
     }
     // The same order on every rank, whatever it is.
     expect(new Set(got.map((x) => ringOrder(x).join())).size).toBe(1);
+  });
+
+  it('a ring in the chosen order allreduces correctly, and its ranks follow the order', async () => {
+    const order = [0, 3, 1, 4, 2];
+    const comms = createMemoryRing(5).map((c) => reorderedCommunicator(c, order));
+    expect(comms.map((c) => c.rank)).toEqual([0, 2, 4, 1, 3]);
+    const inputs = comms.map((c) => Float32Array.from({ length: 1000 }, (_, i) => (i % 7) + 100 * c.rank));
+    const out = await Promise.all(comms.map((c, r) => allreduce(c, inputs[r], { name: 'x', algorithm: 'ring', segmentBytes: 256 })));
+    comms.forEach((c) => c.close());
+    for (const o of out) for (let i = 0; i < 1000; i++) expect(o[i]).toBe(5 * (i % 7) + 100 * (0 + 1 + 2 + 3 + 4));
+    const [one] = createMemoryRing(1);
+    expect(() => reorderedCommunicator(one, [1])).toThrow(/each of the 1 ranks once/);
+    one.close();
   });
 });

@@ -29,9 +29,9 @@ function ringtrain(args: string[]): Promise<{ code: number | null; stdout: strin
 }
 
 describe('ringtrain run over real WebRTC in the WAN modes', () => {
-  it('-np 3 --compression int8 trains and sends about a quarter of float32 gradients', async () => {
+  it('-np 3 --compression int8 --ring-order rtt trains (on the ring ordered by measured round trips) and sends about a quarter of float32 gradients', async () => {
     const steps = 20;
-    const r = await ringtrain(['run', '-np', '3', '--model', 'mlp', '--steps', String(steps), '--batch', '32', '--compression', 'int8', '--json']);
+    const r = await ringtrain(['run', '-np', '3', '--model', 'mlp', '--steps', String(steps), '--batch', '32', '--compression', 'int8', '--ring-order', 'rtt', '--json']);
     expect(r.code, r.stderr.slice(-3000)).toBe(0);
     const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
     expect(result).toMatchObject({ steps, size: 3, ok: true });
