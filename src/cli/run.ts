@@ -32,6 +32,7 @@ import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered, type ScaledWorker } from './discovery.node.ts';
+import { addWanOptions, parseWanOptions, wanHyperparameters, type WanOptions } from './wan-options.ts';
 
 interface RunOptions extends TrainOptions {
   np: number;
@@ -57,6 +58,8 @@ interface RunOptions extends TrainOptions {
   backwardPasses: number;
   tls?: ReturnType<typeof readTlsFiles>;
   ice?: ReturnType<typeof iceFromFlags>;
+  /** --compression and local SGD (absent: as --fp16 says). */
+  wan?: WanOptions;
 }
 
 interface WorkerState extends ScaledWorker {
@@ -96,7 +99,7 @@ export function runCommand(): Command {
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert');
-  addDiscoverOptions(addIceOptions(cmd)).action(async (given: Record<string, unknown>) => {
+  addWanOptions(addDiscoverOptions(addIceOptions(cmd))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const raw = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
       if (raw.np === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.');
@@ -119,6 +122,7 @@ export function runCommand(): Command {
         ice: iceFromFlags(raw),
         discover: raw.discover as string | undefined,
         discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
+        wan: parseWanOptions(raw),
       };
       // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
       preflightCheckpoints(o);
@@ -156,6 +160,7 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     warmupSteps: o.warmupSteps,
     backwardPassesPerStep: o.backwardPasses,
   };
+  if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
   // An elastic job waits once for all -np workers (so an unbroken run is the same as a fixed one),
