@@ -58,6 +58,8 @@ const broken = await run(true);
 for (const [name, r] of [['unbroken', unbroken], ['broken', broken]] as const) {
   if (r.code !== 0) throw new Error(`the ${name} run exited with ${r.code}:\n${r.stderr.slice(-3000)}`);
 }
+// Only the victim should have gone: say so loudly if the ring lost more, with the launcher's account.
+if (broken.summary.size !== np - 1) process.stderr.write(`the broken run ended with ${broken.summary.size} peers, not ${np - 1}:\n${broken.stderr}\n`);
 console.log(
   JSON.stringify({
     bench: 'elastic-recovery',

@@ -11,6 +11,7 @@ import { Command, Option } from 'commander';
 import { benchAllreduce, benchSweep, parseBytes } from './bench-allreduce.node.ts';
 import type { PeerRuntime } from '../comm/launch.node.ts';
 import { printLine } from './host.node.ts';
+import { benchWan } from './bench-wan.node.ts';
 
 export function benchCommand(): Command {
   const bench = new Command('bench').description('Measure parts of ringtrain; prints JSON.');
@@ -35,6 +36,38 @@ export function benchCommand(): Command {
         sweep: o.sweep,
         iterations: o.iterations ? Number(o.iterations) : undefined,
         runtimes: o.runtimes ? (o.runtimes.split(',') as PeerRuntime[]) : undefined,
+      });
+      await printLine(JSON.stringify(result));
+    });
+  bench
+    .command('wan')
+    .description('Synchronous training against local SGD (DiLoCo) + int8, N peers over real WebRTC, on loopback and on an emulated internet link (rate: tc tbf; delay: a link wrapper, this kernel has no netem): time-to-accuracy and bytes sent.')
+    .option('--peers <n>', 'number of peers', '4')
+    .addOption(new Option('--model <kind>', 'model').choices(['cnn', 'mlp']).default('cnn'))
+    .option('--batch <n>', 'examples per peer per step', '8')
+    .option('--lr <x>', 'inner (and synchronous) SGD learning rate, momentum 0.9', '0.05')
+    .option('--epochs <n>', 'epochs of the synchronous run (local SGD may take twice as many to reach its accuracy)', '4')
+    .option('--train-examples <n>', 'training examples (an epoch; accuracy is measured after each)', '512')
+    .option('--test-examples <n>', 'held-out examples evaluated after each epoch', '256')
+    .option('--sync-every <H>', 'local SGD: inner steps per outer step', '8')
+    .option('--outer-lr <x>', 'local SGD: outer learning rate', '0.7')
+    .option('--outer-momentum <x>', 'local SGD: outer Nesterov momentum (0.9, DiLoCo\'s value for H in the hundreds, diverged here at H = 8; 0 averages plainly)', '0')
+    .option('--rate-mbit <x>', 'emulated link rate per link (Mbit/s)', '10')
+    .option('--delay-ms <n>', 'emulated one-way delay per link (ms)', '50')
+    .action(async (o: Record<string, string>) => {
+      const result = await benchWan({
+        peers: Number(o.peers),
+        model: o.model as 'cnn' | 'mlp',
+        batch: Number(o.batch),
+        lr: Number(o.lr),
+        epochs: Number(o.epochs),
+        trainExamples: Number(o.trainExamples),
+        testExamples: Number(o.testExamples),
+        syncEvery: Number(o.syncEvery),
+        outerLr: Number(o.outerLr),
+        outerMomentum: Number(o.outerMomentum),
+        rateMbit: Number(o.rateMbit),
+        delayMs: Number(o.delayMs),
       });
       await printLine(JSON.stringify(result));
     });

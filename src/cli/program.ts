@@ -15,6 +15,8 @@ import { workerCommand } from './worker.ts';
 import { generateCommand } from './generate.ts';
 import { exportCommand } from './export.ts';
 import { launchCommand } from './launch.ts';
+import { k8sCommand } from './k8s.node.ts';
+import { simulateCommand } from './simulate.node.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,
@@ -25,6 +27,8 @@ const SUBCOMMANDS: (() => Command)[] = [
   benchCommand,
   generateCommand,
   exportCommand,
+  k8sCommand,
+  simulateCommand,
 ];
 
 export function buildProgram(): Command {

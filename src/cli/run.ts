@@ -33,6 +33,8 @@ import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { type Recipe, withRecipe } from './recipes.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
+import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered, type ScaledWorker } from './discovery.node.ts';
+import { addWanOptions, parseWanOptions, wanHyperparameters, type WanOptions } from './wan-options.ts';
 
 interface RunOptions extends TrainOptions {
   np: number;
@@ -49,6 +51,9 @@ interface RunOptions extends TrainOptions {
   maxNp?: number;
   /** Elastic: seconds the ring trains on without its signaling server before it stops. */
   serverWait?: number;
+  /** Elastic: a host-discovery script polled every `discoverIntervalMs` (discovery.node.ts). */
+  discover?: string;
+  discoverIntervalMs?: number;
   scaleLr: boolean;
   lrSchedule: 'constant' | 'cosine';
   warmupSteps: number;
@@ -58,12 +63,14 @@ interface RunOptions extends TrainOptions {
   backwardPasses: number;
   tls?: ReturnType<typeof readTlsFiles>;
   ice?: ReturnType<typeof iceFromFlags>;
+  /** --compression and local SGD (absent: as --fp16 says). */
+  wan?: WanOptions;
 }
 
 /** Heartbeats (5 s) a local worker may miss before the server drops it: a minute. */
 const RUN_MISSED_HEARTBEATS = 12;
 
-interface WorkerState {
+interface WorkerState extends ScaledWorker {
   index: number;
   child: ChildProcess;
   rank?: number;
@@ -83,7 +90,7 @@ function intOption(raw: unknown, flag: string, min: number, max = Number.MAX_SAF
 export function runCommand(): Command {
   const cmd = new Command('run').description('start a signaling server and N local workers, and train together (like horovodrun -np N)');
   addTrainOptions(cmd)
-    .requiredOption('--np <n>', 'number of local workers (also -np, as horovodrun spells it)')
+    .option('--np <n>', 'number of local workers (also -np, as horovodrun spells it); with --discover, the script decides')
     .option('--timeline <path>', 'write a Chrome-trace timeline of all ranks here (open it in Perfetto)')
     .option('--port <n>', 'port of the signaling server (0 picks a free one)', '0')
     .option('--host <addr>', 'address the server listens on', '127.0.0.1')
@@ -100,8 +107,11 @@ export function runCommand(): Command {
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert');
-  addIceOptions(cmd).action(async (given: Record<string, unknown>) => {
-      const { raw, recipe } = runRecipe(cmd, given);
+  addWanOptions(addDiscoverOptions(addIceOptions(cmd))).action(async (given: Record<string, unknown>) => {
+      // --discover: the script's first answer is -np, and the run is elastic.
+      const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
+      if (discovered.np === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.');
+      const { raw, recipe } = runRecipe(cmd, discovered);
       const o: RunOptions = {
         ...parseTrainOptions(raw),
         np: intOption(raw.np, '-np', 1, 64),
@@ -121,6 +131,9 @@ export function runCommand(): Command {
         backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
         tls: readTlsFiles(raw.tlsCert as string | undefined, raw.tlsKey as string | undefined),
         ice: iceFromFlags(raw),
+        discover: raw.discover as string | undefined,
+        discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
+        wan: parseWanOptions(raw),
       };
       // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
       preflightCheckpoints(o);
@@ -175,6 +188,7 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     sampling: o.sampling,
     backwardPassesPerStep: o.backwardPasses,
   };
+  if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
@@ -205,7 +219,7 @@ function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunO
   // A self-signed certificate is its own authority: the workers trust it (Node and Deno read these).
   if (o.tls) Object.assign(env, { NODE_EXTRA_CA_CERTS: o.tls.certPath, DENO_CERT: o.tls.certPath });
   const child = spawn(exe, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
-  const w: WorkerState = { index, child, stderrTail: [] };
+  const w: WorkerState = { index, child, stderrTail: [], exited: false, training: false };
   forEachLine(child.stdout!, (line) => {
     if (!line.startsWith('{')) return;
     try {
@@ -218,12 +232,15 @@ function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunO
     for (const line of chunk.split('\n')) if (line.trim() && !line.includes('XDG_RUNTIME_DIR')) w.stderrTail.push(line);
     if (w.stderrTail.length > 40) w.stderrTail.splice(0, w.stderrTail.length - 40);
   });
-  w.exit = new Promise((resolve) => {
+  w.exit = new Promise<number>((resolve) => {
     child.on('error', (err) => {
       w.stderrTail.push(`cannot start ${exe}: ${err.message}`);
       resolve(127);
     });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  }).then((code) => {
+    w.exited = true;
+    return code;
   });
   return w;
 }
@@ -268,7 +285,10 @@ async function launch(o: RunOptions): Promise<number> {
   let ringShown = false;
   const onLine = (w: WorkerState, msg: Record<string, unknown>): void => {
     if (msg.event === 'joined') w.rank = Number(msg.rank);
-    else if (msg.event === 'step') w.rank = Number(msg.rank); // ranks move when an elastic ring re-forms
+    else if (msg.event === 'step') {
+      w.rank = Number(msg.rank); // ranks move when an elastic ring re-forms
+      w.training = true;
+    }
     if (msg.event === 'joined' && !ringShown && workers.length === o.np && workers.every((x) => x.rank !== undefined)) {
       // Which process holds which rank: what a person needs to read a stall or a lost rank.
       ringShown = true;
@@ -313,7 +333,28 @@ async function launch(o: RunOptions): Promise<number> {
       w.result = msg;
     }
   };
-  for (let i = 0; i < o.np; i++) workers.push(startWorker(i, server, job, o, runtime, onLine));
+  const addWorker = () => void workers.push(startWorker(workers.length, server, job, o, runtime, onLine));
+  for (let i = 0; i < o.np; i++) addWorker();
+  if (o.discover) {
+    await keepWorkersDiscovered({
+      script: o.discover,
+      intervalMs: o.discoverIntervalMs!,
+      minNp: o.minNp!,
+      maxNp: o.maxNp!,
+      workers: () => workers,
+      start: addWorker,
+      stop: (w) => void (w as WorkerState).child.kill('SIGTERM'),
+      // Finished (a worker's own error is a loss the others carry on without), or nobody left.
+      over: () => workers.some((w) => w.result && !w.result.stopped_by) || workers.every((w) => w.exited),
+      say: (line) => void printLine(`${bar ? '\n' : ''}ringtrain: ${line}`, stderr),
+    });
+    // Training is over: a worker still starting has no ring left to join.
+    for (const w of workers) {
+      if (w.training || w.exited) continue;
+      w.retired = true;
+      w.child.kill('SIGTERM');
+    }
+  }
 
   // If one worker dies, the others notice through the ring and stop on their own; the launcher only waits.
   const codes = await Promise.all(workers.map((w) => w.exit!));
@@ -331,8 +372,10 @@ async function launch(o: RunOptions): Promise<number> {
   if (o.timeline) writeTimeline(o.timeline, workers.length);
 
   // Elastic: workers that died are expected losses as long as the ring that remained finished.
-  const lost = o.elastic && rank0 && !rank0.stopped_by ? workers.filter((w, i) => codes[i] !== 0 && !w.result) : [];
-  const failed = workers.filter((w, i) => codes[i] !== 0 && !lost.includes(w));
+  const ended = o.elastic && rank0 && !rank0.stopped_by ? workers.filter((w, i) => codes[i] !== 0 && !w.result) : [];
+  const retired = ended.filter((w) => w.retired);
+  const lost = ended.filter((w) => !w.retired);
+  const failed = workers.filter((w, i) => codes[i] !== 0 && !ended.includes(w) && !(w.retired && !w.training));
   for (const w of lost) await printLine(`ringtrain: worker ${w.index} left the run early (exit ${codes[w.index]}); the others finished without it`, stderr);
   if (failed.length > 0 || !rank0) {
     for (const w of failed) {
@@ -367,6 +410,8 @@ async function launch(o: RunOptions): Promise<number> {
       fp16: o.fp16,
       ok: failed.length === 0,
       lost_workers: lost.map((w) => w.index),
+      retired_workers: retired.map((w) => w.index),
+      workers_started: workers.length,
       stopped_by: results.find((r) => r.stopped_by)?.stopped_by ?? null,
       timeline: o.timeline ?? null,
       saved: o.save ?? null,

@@ -167,6 +167,7 @@ export function serverCommand(): Command {
       const ice = iceFromFlags(raw);
       const tls = readTlsFiles(o.tlsCert, o.tlsKey);
       const jobs: JobSpec[] = [];
+      const generatedToken = o.job !== undefined && o.token === undefined && o.tokenFile === undefined && !process.env[TOKEN_ENV];
       const flagJob = jobFromFlags(o);
       if (flagJob) jobs.push(flagJob);
       if (o.jobsFile) jobs.push(...(await jobsFromFile(o.jobsFile)));
@@ -187,9 +188,13 @@ export function serverCommand(): Command {
         (server) => {
           void printLine(`ringtrain server listening on ${server.url}`);
           // The token goes in the environment and in the fragment of the page link (never sent to a server, removed from the address bar).
+          // Only a token the server made up is printed: one the user supplied (file, environment,
+          // jobs file) is theirs already, and a log (a pod's, a CI job's) is no place for it.
           for (const j of jobs) {
-            void printLine(`job ${j.id}: ${TOKEN_ENV}=${j.token} ringtrain worker --server ${server.url} --job ${j.id}`);
-            void printLine(`job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}#token=${encodeURIComponent(j.token)}`);
+            const known = j === flagJob && generatedToken;
+            const token = known ? j.token : '<its token>';
+            void printLine(`job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${server.url} --job ${j.id}`);
+            void printLine(`job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}#token=${known ? encodeURIComponent(j.token) : token}`);
           }
         },
       );

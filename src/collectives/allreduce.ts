@@ -6,10 +6,10 @@ import { divideIntInPlace, scaleInPlace } from './reduce.ts';
 import { ringAllgather, ringReduceScatter } from './ring.ts';
 import { runCollective, validate, type Run } from './run.ts';
 import {
-  ALGORITHMS, DEFAULT_SMALL_BYTES, dtypeOf, REDUCE_OPS, view,
+  ALGORITHMS, COMPRESSIONS, DEFAULT_SMALL_BYTES, dtypeOf, REDUCE_OPS, view,
   type Algorithm, type Compression, type ReduceOp, type ReduceOptions, type Tensor,
 } from './types.ts';
-import { codecFor, roundTripInPlace } from './wire.ts';
+import { codecFor, encodeSegment, roundTripInPlace } from './wire.ts';
 
 export interface ReduceSettings {
   op: ReduceOp;
@@ -18,6 +18,8 @@ export interface ReduceSettings {
   compression: Compression;
   algorithm: Algorithm;
   smallBytes: number;
+  /** The caller's error-feedback residual (lossy compression), as long as the tensor. */
+  errorFeedback?: Float32Array;
 }
 
 /** Checks and completes reduce options; `what` names the caller in errors. */
@@ -27,15 +29,26 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
     throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown op '${op}'; use one of ${REDUCE_OPS.join(', ')}`);
   }
   const compression = o.compression ?? 'none';
-  if (compression !== 'none' && compression !== 'fp16') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown compression '${compression}'; use 'none' or 'fp16'`);
+  if (!COMPRESSIONS.includes(compression)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown compression '${compression}'; use one of ${COMPRESSIONS.join(', ')}`);
   }
-  if (compression === 'fp16' && !(data instanceof Float32Array)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: fp16 compression applies to float32 tensors only; this one is ${dtypeOf(data)}`);
+  if (compression !== 'none' && !(data instanceof Float32Array)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${compression} compression applies to float32 tensors only; this one is ${dtypeOf(data)}`);
   }
   const algorithm = o.algorithm ?? 'auto';
   if (!ALGORITHMS.includes(algorithm)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown algorithm '${algorithm}'; use one of ${ALGORITHMS.join(', ')}`);
+  }
+  // int8's scale is per segment of a partial sum; only the ring sends each position once per rank (error feedback relies on it).
+  if ((compression === 'int8' || o.errorFeedback) && algorithm === 'recursive-doubling') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: int8 compression and error feedback run on the ring only; use algorithm 'ring' or 'auto'`);
+  }
+  const errorFeedback = o.errorFeedback;
+  if (errorFeedback !== undefined) {
+    if (!(errorFeedback instanceof Float32Array) || errorFeedback.length !== data.length) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: errorFeedback must be a Float32Array as long as the tensor (${data.length}), got ${errorFeedback instanceof Float32Array ? `length ${errorFeedback.length}` : typeof errorFeedback}`);
+    }
+    if (compression === 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: errorFeedback only applies with a lossy compression ('fp16' or 'int8')`);
   }
   const smallBytes = o.smallBytes ?? DEFAULT_SMALL_BYTES;
   if (!(smallBytes >= 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: smallBytes must be a number >= 0, got ${smallBytes}`);
@@ -44,7 +57,7 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
   for (const [k, v] of [['prescale', prescale], ['postscale', postscale]] as const) {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${k} must be a finite number, got ${v}`);
   }
-  return { op, prescale, postscale, compression, algorithm, smallBytes };
+  return { op, prescale, postscale, compression, algorithm, smallBytes, errorFeedback };
 }
 
 /** The fields of a reduction that every rank must agree on (negotiation compares them). */
@@ -69,20 +82,29 @@ export function finish(mine: Tensor, s: ReduceSettings, size: number): void {
 /** Which algorithm moves `bytes` on `size` ranks: the same answer on every rank (negotiation checks it). */
 export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number): Exclude<Algorithm, 'auto'> {
   if (s.algorithm !== 'auto') return s.algorithm;
+  if (s.compression === 'int8' || s.errorFeedback) return 'ring';
   return size > 1 && bytes <= s.smallBytes ? 'recursive-doubling' : 'ring';
 }
 
-/** The data part of a ring allreduce, in place on `buf` (shared with tensor fusion). */
-export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSettings): Promise<void> {
+/**
+ * The data part of a ring allreduce, in place on `buf` (shared with tensor fusion).
+ * With error feedback the residual holds sum-domain values (after prescale) at
+ * the positions this rank sends in reduce-scatter and result-domain values in
+ * its own chunk: each position always in the same one while the size holds.
+ */
+export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSettings, residual = s.errorFeedback): Promise<void> {
   const { rank, size } = run.comm;
   const codec = codecFor(s.compression, buf);
   scaleInPlace(buf, s.prescale);
   const chunks = splitEven(buf.length, size);
-  await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec));
+  await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec, residual));
   finish(view(buf, chunks[rank].offset, chunks[rank].count), s, size);
   // Allgather makes the owner keep exactly what the others receive (lossy codecs); alone, round it here.
-  if (size === 1) roundTripInPlace(codec, buf);
-  await run.phase('allgather', () => ringAllgather(run, buf, chunks, codec));
+  if (size === 1) {
+    if (residual) encodeSegment(codec, buf, residual);
+    else roundTripInPlace(codec, buf);
+  }
+  await run.phase('allgather', () => ringAllgather(run, buf, chunks, codec, residual));
 }
 
 /** The data part of any allreduce, in place on `buf`, by the algorithm negotiated. */
@@ -122,7 +144,8 @@ export async function allreduceInPlace<T extends Tensor>(comm: Communicator, buf
   const per = Math.floor(chunkBytes / buf.BYTES_PER_ELEMENT);
   const n = Math.max(1, Math.ceil(buf.length / per));
   const name = opts.name ?? 'allreduce';
-  await Promise.all(Array.from({ length: n }, (_, i) => reduceOne(comm, view(buf, i * per, Math.min(per, buf.length - i * per)), n === 1 ? name : `${name}[${i}/${n}]`, opts, s)));
+  const part = (i: number) => ({ ...s, errorFeedback: s.errorFeedback && view(s.errorFeedback, i * per, Math.min(per, buf.length - i * per)) });
+  await Promise.all(Array.from({ length: n }, (_, i) => reduceOne(comm, view(buf, i * per, Math.min(per, buf.length - i * per)), n === 1 ? name : `${name}[${i}/${n}]`, opts, n === 1 ? s : part(i))));
   return buf;
 }
 

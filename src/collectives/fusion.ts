@@ -65,6 +65,7 @@ export async function allreduceFused(comm: Communicator, tensors: NamedTensor[],
     if (seen.has(t.name)) throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: the name '${t.name}' is used twice; names identify tensors across ranks`);
     seen.add(t.name);
   }
+  if (opts.errorFeedback) throw new RingtrainError(ErrorCode.InvalidArgument, 'allreduceFused: errorFeedback describes one tensor; use allreduceInPlace on a flat buffer for error feedback');
   const results: Tensor[] = new Array(tensors.length);
   for (const group of planFusion(tensors, threshold)) {
     const members = group.map((i) => tensors[i]);

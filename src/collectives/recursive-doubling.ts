@@ -2,7 +2,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { reduceInto } from './reduce.ts';
 import type { Run } from './run.ts';
 import type { ReduceOp, Tensor } from './types.ts';
-import { roundTripInPlace, type Codec } from './wire.ts';
+import { elementsIn, roundTripInPlace, type Codec } from './wire.ts';
 
 /**
  * Recursive doubling allreduce, for small tensors: in round k every rank
@@ -45,8 +45,8 @@ export async function recursiveDoublingAllreduce(run: Run, buf: Tensor, op: Redu
     }
     if (from === null) return null;
     const payload = await run.recv(from, tag);
-    if (payload.byteLength !== buf.length * codec.bytesPerElement) {
-      throw new RingtrainError(ErrorCode.Transport, `recursive doubling: rank ${from} sent ${payload.byteLength / codec.bytesPerElement} elements where ${buf.length} were expected; the ranks' tensors or versions differ`, { from });
+    if (elementsIn(codec, payload) !== buf.length) {
+      throw new RingtrainError(ErrorCode.Transport, `recursive doubling: rank ${from} sent ${elementsIn(codec, payload)} elements where ${buf.length} were expected; the ranks' tensors or versions differ`, { from });
     }
     const incoming = codec.decode(payload, buf, scratch);
     run.chunkEvent('chunk-recv', 'recursive-doubling', step, from, rank, 0, seg, payload.byteLength, incoming);

@@ -17,6 +17,7 @@ import { codecFor } from './wire.ts';
  */
 export async function reducescatter<T extends Tensor>(comm: Communicator, data: T, opts: ReduceOptions = {}): Promise<T> {
   validate(comm, data, opts, 'reducescatter');
+  if (opts.errorFeedback) throw new RingtrainError(ErrorCode.InvalidArgument, 'reducescatter: errorFeedback applies to allreduce only');
   const s = reduceSettings(data, opts, 'reducescatter');
   const shape = opts.shape ?? [data.length];
   if (shape.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'reducescatter: a scalar (shape []) has no first dimension to split over the ranks; give it shape [1] or use allreduce');

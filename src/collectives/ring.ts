@@ -3,7 +3,7 @@ import { segmentsOf, type Range } from './partition.ts';
 import { reduceInto } from './reduce.ts';
 import type { Run } from './run.ts';
 import type { ReduceOp, Tensor } from './types.ts';
-import type { Codec } from './wire.ts';
+import { elementsIn, encodeSegment, type Codec } from './wire.ts';
 
 /**
  * The ring loops. Every rank sends to its right neighbour and receives from
@@ -22,7 +22,7 @@ const mod = (a: number, n: number) => ((a % n) + n) % n;
 
 /** Checks a payload's size before decoding it, so nothing is written past the segment. */
 function expectCount(payload: Uint8Array, codec: Codec, seg: Range, from: number, what: string): void {
-  const got = payload.byteLength / codec.bytesPerElement;
+  const got = elementsIn(codec, payload);
   if (got !== seg.count) {
     throw new RingtrainError(ErrorCode.Transport, `${what}: rank ${from} sent ${got} elements where ${seg.count} were expected; the ranks' tensors or versions differ`, { from });
   }
@@ -40,8 +40,11 @@ function decodeInto(codec: Codec, payload: Uint8Array, buf: Tensor, seg: Range):
  * Reduce-scatter: afterwards this rank's `chunks[rank]` of `buf` holds the
  * reduction of that chunk over all ranks (other chunks hold partial sums).
  * Step s: send chunk (rank-s-1), receive chunk (rank-s-2) and reduce it in.
+ *
+ * `residual` (error feedback, lossy codecs): this rank sends every chunk but
+ * its own exactly once, so one residual per position of `buf` serves them all.
  */
-export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], op: ReduceOp, codec: Codec): Promise<void> {
+export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], op: ReduceOp, codec: Codec, residual?: Float32Array): Promise<void> {
   const { rank, size } = run.comm;
   if (size === 1) return;
   const right = mod(rank + 1, size);
@@ -51,7 +54,8 @@ export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], 
   const scratch = codec.lossy ? new Float32Array(per) : null;
   const sendSegment = (step: number, chunk: number, j: number, seg: Range) => {
     const view = buf.subarray(seg.offset, seg.offset + seg.count);
-    const bytes = codec.encode(view);
+    // With feedback this rewrites the view, which this rank never reads again (allgather overwrites it).
+    const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
     run.send(right, run.tag(PHASE_REDUCE_SCATTER, step, j), bytes);
     run.chunkEvent('chunk-send', 'reduce-scatter', step, rank, right, chunk, seg, bytes.byteLength, view);
   };
@@ -80,8 +84,11 @@ export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], 
  * all blocks are. Blocks may differ in size (uneven allgather). Step s: send
  * block (rank-s), receive block (rank-s-1); received bytes are forwarded as
  * they came, without decoding and encoding again.
+ *
+ * `residual` (error feedback): this rank encodes only its own block here, the
+ * positions it never sends in reduce-scatter.
  */
-export async function ringAllgather(run: Run, buf: Tensor, blocks: Range[], codec: Codec): Promise<void> {
+export async function ringAllgather(run: Run, buf: Tensor, blocks: Range[], codec: Codec, residual?: Float32Array): Promise<void> {
   const { rank, size } = run.comm;
   if (size === 1) return;
   const right = mod(rank + 1, size);
@@ -89,9 +96,9 @@ export async function ringAllgather(run: Run, buf: Tensor, blocks: Range[], code
   const per = run.segmentElements(codec);
   segmentsOf(blocks[rank], per).forEach((seg, j) => {
     const view = buf.subarray(seg.offset, seg.offset + seg.count);
-    const bytes = codec.encode(view);
+    const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
     // With a lossy codec the owner keeps what the others get, so every rank ends bitwise equal.
-    if (codec.lossy) codec.decode(bytes, buf, view);
+    if (codec.lossy && !residual) codec.decode(bytes, buf, view);
     run.send(right, run.tag(PHASE_ALLGATHER, 0, j), bytes);
     run.chunkEvent('chunk-send', 'allgather', 0, rank, right, rank, seg, bytes.byteLength, view);
   });

@@ -24,7 +24,7 @@ export class Run {
 
   /** Elements per segment for a codec, never fewer than one. */
   segmentElements(codec: Codec): number {
-    return Math.max(1, Math.floor(this.segmentBytes / codec.bytesPerElement));
+    return Math.max(1, Math.floor((this.segmentBytes - codec.headerBytes) / codec.bytesPerElement));
   }
 
   tag(phase: number, step: number, chunk: number): Tag {

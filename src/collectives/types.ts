@@ -12,8 +12,13 @@ export type DType = 'float32' | 'int32' | 'float16' | 'int8';
 export const DTYPES: readonly DType[] = ['float32', 'int32', 'float16', 'int8'];
 export type Tensor = Float32Array | Int32Array | Uint16Array | Int8Array;
 
-/** 'fp16': float32 tensors travel as float16 (half the bytes). */
-export type Compression = 'none' | 'fp16';
+/**
+ * 'fp16': float32 tensors travel as float16 (half the bytes). 'int8': as one
+ * byte per element plus a float32 scale per segment (a quarter), best with
+ * error feedback (`ReduceOptions.errorFeedback`).
+ */
+export type Compression = 'none' | 'fp16' | 'int8';
+export const COMPRESSIONS: readonly Compression[] = ['none', 'fp16', 'int8'];
 
 /**
  * How allreduce moves data. 'ring': reduce-scatter then allgather, 2(N-1)
@@ -46,6 +51,14 @@ export interface ReduceOptions extends CollectiveOptions {
   /** Multiply the result by this after reducing (same rules as prescale). */
   postscale?: number;
   compression?: Compression;
+  /**
+   * Allreduce with a lossy compression only: this rank's residual, a float32
+   * array as long as the tensor, kept by the caller from one call to the next
+   * (zeros at first). What compression cut off in one call is sent in the next,
+   * so nothing is lost over time. Valid while the ring's size and the tensor's
+   * layout stay the same; zero it when they change.
+   */
+  errorFeedback?: Float32Array;
   /** Allreduce only: the data-movement algorithm (default 'auto'). */
   algorithm?: Algorithm;
   /** With algorithm 'auto': tensors of at most this many bytes use recursive doubling. */

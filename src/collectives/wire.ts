@@ -1,13 +1,16 @@
 import { float16ToFloat32, float32ToFloat16 } from './fp16.ts';
+import { dequantizeInt8, encodeWithFeedback, INT8_HEADER_BYTES, quantizeInt8 } from './int8.ts';
 import type { Compression, Tensor } from './types.ts';
 
 /**
  * How a slice of a tensor looks on the wire. Raw codecs send the bytes as they
  * are (little endian, as every WebGPU platform is); the fp16 codec halves
- * float32 traffic.
+ * float32 traffic, the int8 codec quarters it (plus a scale per segment).
  */
 export interface Codec {
   readonly bytesPerElement: number;
+  /** Bytes in front of the elements of every payload (int8: the segment's scale). */
+  readonly headerBytes: number;
   /** Whether decode(encode(x)) may differ from x. */
   readonly lossy: boolean;
   /** Bytes to send for `src`; may be a view of it (the communicator copies). */
@@ -30,6 +33,7 @@ type TensorView = new (buffer: ArrayBufferLike, byteOffset: number, length: numb
 function rawCodec(bytesPerElement: number): Codec {
   return {
     bytesPerElement,
+    headerBytes: 0,
     lossy: false,
     encode: (src) => new Uint8Array(src.buffer, src.byteOffset, src.byteLength),
     decode(payload, like) {
@@ -43,6 +47,7 @@ const RAW = new Map([1, 2, 4].map((n) => [n, rawCodec(n)]));
 
 const fp16: Codec = {
   bytesPerElement: 2,
+  headerBytes: 0,
   lossy: true,
   encode: (src) => {
     const h = float32ToFloat16(src as Float32Array);
@@ -54,9 +59,33 @@ const fp16: Codec = {
   },
 };
 
-/** The codec for tensors like `like` (fp16 compression applies to float32 only; callers check). */
+const int8: Codec = {
+  bytesPerElement: 1,
+  headerBytes: INT8_HEADER_BYTES,
+  lossy: true,
+  encode: (src) => quantizeInt8(src as Float32Array),
+  decode: (payload, _like, into) => dequantizeInt8(payload, into as Float32Array | undefined),
+};
+
+/** The codec for tensors like `like` (fp16 and int8 compression apply to float32 only; callers check). */
 export function codecFor(compression: Compression, like: Tensor): Codec {
-  return compression === 'fp16' && like instanceof Float32Array ? fp16 : RAW.get(like.BYTES_PER_ELEMENT)!;
+  if (!(like instanceof Float32Array)) return RAW.get(like.BYTES_PER_ELEMENT)!;
+  return compression === 'fp16' ? fp16 : compression === 'int8' ? int8 : RAW.get(4)!;
+}
+
+/** Elements a payload of this codec carries. */
+export function elementsIn(codec: Codec, payload: Uint8Array): number {
+  return (payload.byteLength - codec.headerBytes) / codec.bytesPerElement;
+}
+
+/**
+ * Encodes `view` for sending. With a `residual` (error feedback, lossy codecs on
+ * float32) what earlier sends cut off rides along, and `view` becomes what the
+ * receivers will decode; without one it is plain `codec.encode`.
+ */
+export function encodeSegment(codec: Codec, view: Tensor, residual?: Float32Array): Uint8Array {
+  if (!residual || !codec.lossy) return codec.encode(view);
+  return encodeWithFeedback(view as Float32Array, residual, (v) => codec.encode(v), (p, into) => void codec.decode(p, into, into));
 }
 
 /** Rounds `t` through the wire format in place, so the owner of a chunk keeps exactly what the others receive. */

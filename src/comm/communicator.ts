@@ -20,7 +20,10 @@ export interface CommunicatorOptions {
 
 const DEFAULTS = {
   heartbeatMs: 500,
-  peerTimeoutMs: 5000,
+  // A peer that exits or crashes is reported at once (its link closes, the server sees its socket go);
+  // this only catches one that is alive but silent. Software adapters compile shaders for seconds with
+  // the event loop blocked, and 5 s dropped healthy peers on a loaded 2-core machine: 15 s does not.
+  peerTimeoutMs: 15_000,
   highWaterBytes: 4 << 20,
   pollMs: 2,
 };

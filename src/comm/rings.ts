@@ -1,3 +1,4 @@
+import { emulateLink, type LinkEmulation } from './emulated-link.ts';
 import { LinkCommunicator, type Communicator, type CommunicatorOptions } from './communicator.ts';
 import { memoryMesh } from './memory-link.ts';
 import type { Signaler } from './signaler.ts';
@@ -18,10 +19,13 @@ export interface WebRTCRingOptions extends CommunicatorOptions {
   connectTimeoutMs?: number;
   iceServers?: ConnectOptions['iceServers'];
   iceTransportPolicy?: ConnectOptions['iceTransportPolicy'];
+  /** Benchmarks: make every link a long thin pipe (emulated-link.ts). */
+  linkEmulation?: LinkEmulation;
 }
 
 /** Joins a ring over WebRTC: opens the mesh through `signaler`, then wraps it in a communicator. */
 export async function joinWebRTCRing(o: WebRTCRingOptions): Promise<Communicator> {
   const links = await connectMesh({ rank: o.rank, size: o.size, signaler: o.signaler, wrtc: o.wrtc, timeoutMs: o.connectTimeoutMs, iceServers: o.iceServers, iceTransportPolicy: o.iceTransportPolicy });
-  return new LinkCommunicator(o.rank, o.size, links, o);
+  const e = o.linkEmulation;
+  return new LinkCommunicator(o.rank, o.size, e ? new Map([...links].map(([peer, link]) => [peer, emulateLink(link, e)])) : links, o);
 }

@@ -30,8 +30,8 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   // A model file (path in job.model) trains under the name it was registered as when this peer loaded it (src/cli/model-option.ts).
   const fileModel = isModelFile(model) && typeof h.modelName === 'string' && registeredModel(h.modelName) ? h.modelName : undefined;
   const compression = h.compression ?? 'none';
-  if (compression !== 'none' && compression !== 'fp16') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'compression' must be 'none' or 'fp16', got ${JSON.stringify(compression)}`);
+  if (compression !== 'none' && compression !== 'fp16' && compression !== 'int8') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'compression' must be 'none', 'fp16' or 'int8', got ${JSON.stringify(compression)}`);
   }
   const lrSchedule = h.lrSchedule ?? 'constant';
   if (lrSchedule !== 'constant' && lrSchedule !== 'cosine') {
@@ -67,5 +67,9 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     fusionThresholdBytes: num(h, 'fusionThresholdBytes'),
     timeoutMs: num(h, 'timeoutMs'),
     elastic: h.elastic === true,
+    // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
+    syncEvery: num(h, 'syncEvery'),
+    outerLr: num(h, 'outerLr'),
+    outerMomentum: num(h, 'outerMomentum'),
   };
 }

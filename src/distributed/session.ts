@@ -22,6 +22,7 @@ import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { joinWebRTCRing } from '../comm/rings.ts';
+import { orderRingByRtt } from './rtt-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
 import { PeerLeftReason, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
@@ -213,6 +214,8 @@ class PeerSession implements Session {
           peerTimeoutMs: this.o.peerTimeoutMs,
           events: this.events,
         });
+        // Internet links: run the ring in the order that keeps its slowest hop short, measured for this membership.
+        if (client.job.config.hyperparameters.ringOrder === 'rtt') this.comm = (await orderRingByRtt(this.comm)).comm;
         this.membership = membership;
         this.ringGeneration = client === this.current ? this.generation : this.ringGeneration;
         const m = membership;

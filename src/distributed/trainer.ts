@@ -31,9 +31,11 @@ import { DeferredScalars } from '../gpu/readback.ts';
 import { modelSpecFor, restore, type LocalTrainConfig } from './train-local.ts';
 import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import { learningRateAt } from './lr.ts';
-import { DistributedOptimizer, type DistributedOptimizerOptions } from './optimizer.ts';
+import { type DistributedOptimizerOptions } from './optimizer.ts';
+import { ringOptimizer, synchronizeReplicas, type LocalSgdConfig } from './diloco.ts';
 
-export interface DistributedTrainConfig extends LocalTrainConfig {
+/** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
+export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig {
   /** Scale the learning rate by the ring size (with warm-up). Default false. */
   scaleLr?: boolean;
   /** 'cosine' anneals the learning rate to zero by the last step. Default 'constant'. */
@@ -153,15 +155,12 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   let comm = args.comm;
   const bus = args.bus ?? comm.events;
   const model = createModel(gpu, modelSpecFor(config, train));
-  const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
+  const inner = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
-  const dopt = new DistributedOptimizer(comm, model, optimizer, {
-    compression: config.compression,
-    backwardPassesPerStep: config.backwardPassesPerStep,
-    fusionThresholdBytes: config.fusionThresholdBytes,
-    timeoutMs: config.timeoutMs,
-  });
+  const dopt = ringOptimizer(comm, model, inner, config);
+  // Local SGD's optimizer state includes the outer state: broadcasts and checkpoints carry it.
+  const optimizer = dopt.optimizer;
 
   // Where training stands. `epochExamples` counts examples the whole ring has taken this epoch,
   // so the position survives a change of ring size (elastic) as well as a resume.
@@ -256,6 +255,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     return undefined;
   };
   const evaluate = async (): Promise<void> => {
+    // Local SGD: replicas differ mid-round; end the round so every rank evaluates (and saves) the same weights.
+    allreduceBytes += (await synchronizeReplicas(dopt)).bytesSent;
     const local = await model.evaluate(shard.inputs, shard.labels);
     // Weighed by counted targets (examples for a classifier, characters for the words): the ring's mean is the whole set's.
     const avg = await averageMetrics(comm, { accuracy: local.accuracy, loss: local.loss }, countedTargets(shard.labels), config.timeoutMs);

@@ -44,7 +44,7 @@ describe('StoreSignaler', () => {
     c.onSignal((from, data) => got.push([from, data]));
     for (let i = 0; i < 5; i++) a.send(2, { i });
     a.send(1, 'not for rank 2');
-    await new Promise((r) => setTimeout(r, 300));
+    for (const end = Date.now() + 30_000; got.length < 5 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
     expect(got).toEqual([0, 1, 2, 3, 4].map((i) => [0, { i }]));
     a.close();
     c.close();

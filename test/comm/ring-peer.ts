@@ -94,7 +94,10 @@ try {
     out({ ready: true });
     const t0 = Date.now();
     try {
-      for (let i = 0; ; i++) await allreduce(comm, data, { name: 'loop', segmentBytes: 64 * 1024 });
+      for (let i = 0; ; i++) {
+        await allreduce(comm, data, { name: 'loop', segmentBytes: 64 * 1024 });
+        if (i === 1) out({ looping: true }); // the test kills a peer once every rank is past two allreduces
+      }
     } catch (e) {
       const err = e as { code: string; message: string; detail?: { peer?: number } };
       out({ ok: true, error: err.code, peer: err.detail?.peer, message: err.message, afterMs: Date.now() - t0 });

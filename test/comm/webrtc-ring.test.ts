@@ -67,8 +67,8 @@ describe('collectives over real WebRTC, one process per rank', () => {
   it('a peer killed mid-allreduce fails every survivor with PeerLost naming it', async () => {
     ring = launchLocalRing({ size: 4, script: SCRIPT, runtimes: ['node', 'node', 'deno', 'node'], args: () => ['--scenario', 'kill'] });
     await Promise.all(ring.peers.map((p) => p.waitFor((l) => l.includes('"ready"'))));
-    // Let allreduces run for a moment, then kill rank 2 outright (no goodbye, no close).
-    await new Promise((r) => setTimeout(r, 1500));
+    // Once every rank has finished two allreduces (so the next is under way), kill rank 2 outright (no goodbye, no close).
+    await Promise.all(ring.peers.map((p) => p.waitFor((l) => l.includes('"looping"'))));
     ring.peers[2].child.kill('SIGKILL');
     const survivors = ring.peers.filter((p) => p.rank !== 2);
     const reports = (await Promise.all(survivors.map((p) => p.waitFor((l) => l.includes('"error"'))))).map((l) => JSON.parse(l) as Report);

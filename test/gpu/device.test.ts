@@ -143,7 +143,8 @@ describe('device failures', () => {
     // MAP_READ combines only with COPY_DST: this validation error has no error scope, so it is uncaptured.
     gpu.device.createBuffer({ size: 3, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.STORAGE });
     await gpu.device.queue.onSubmittedWorkDone();
-    await new Promise((r) => setTimeout(r, 50));
+    // The uncaptured-error event comes when the runtime gets to it: wait for it, with a deadline.
+    for (const end = Date.now() + 30_000; !gpu.lost && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
     expect(gpu.lost).toBe(true);
     expect(() => gpu.flush()).toThrow(expect.objectContaining({ code: ErrorCode.DeviceLost }));
     gpu.destroy();

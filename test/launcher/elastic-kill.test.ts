@@ -7,20 +7,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { requireNetns, until } from '../support/workers.ts';
+import { killIfSame, processStartTime, requireNetns, until } from '../support/workers.ts';
 
 const STEPS = 60;
 const launchers: ChildProcess[] = [];
-const pids: number[] = [];
+const workers: { pid: number; started: string | undefined }[] = [];
 afterAll(() => {
   for (const c of launchers) c.kill('SIGKILL');
-  for (const pid of pids) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  for (const w of workers) killIfSame(w);
 });
 
 interface Launch {
@@ -59,7 +53,7 @@ describe('ringtrain run -np 3 --elastic: a worker SIGKILLed mid-run', () => {
       const run = launch(['run', '-np', '3', '--elastic', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--json']);
       await until(() => ringOf(run.stderr)?.size === 3, 'the launcher to name the ring', 120_000);
       const ring = ringOf(run.stderr)!;
-      pids.push(...[...ring.values()].map((r) => r.pid));
+      workers.push(...[...ring.values()].map((r) => ({ pid: r.pid, started: processStartTime(r.pid) })));
       await until(() => progress(run.stderr) >= 12, 'the ring to take 12 steps', 180_000);
       const victim = ring.get(victimRank)!;
       process.kill(victim.pid, 'SIGKILL');

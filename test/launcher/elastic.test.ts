@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/index.ts';
-import { killStartedWorkers, lastStep as last, requireNetns, startDenoWorker, until } from '../support/workers.ts';
+import { exitCodes, killStartedWorkers, lastStep as last, requireNetns, startDenoWorker, until } from '../support/workers.ts';
 
 afterAll(killStartedWorkers);
 
@@ -34,7 +34,7 @@ describe('elastic training', () => {
       const survivors = ring3.filter((w) => w !== victim);
       const stepAtKill = Math.max(...survivors.map((w) => last(w).step));
       victim.child.kill('SIGKILL');
-      const codes = await Promise.all(survivors.map((w) => w.exit));
+      const codes = await exitCodes(survivors, 'the survivors to finish', 300_000);
       expect(codes, survivors.map((w) => w.stderr.slice(-2000)).join('\n---\n')).toEqual([0, 0]);
       for (const s of survivors) {
         expect(s.result).toMatchObject({ steps: STEPS, size: 2, stopped_by: null });

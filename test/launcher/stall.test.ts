@@ -36,7 +36,8 @@ describe('a frozen peer', () => {
       expect(warnings.length, survivors.map((s) => s.stderr).join('\n')).toBeGreaterThanOrEqual(1);
       // Either kind names rank 2: its link went quiet, or rank 0 waited for its gradients' negotiation.
       for (const w of warnings) {
-        expect(w.waitingFor).toEqual([2]);
+        // Under load a coordinator may also list a rank that was merely late (itself included).
+        expect(w.waitingFor, JSON.stringify(w)).toContain(2);
         expect(w.name === QUIET_LINK || w.name.includes('dense0.weight') || w.name.startsWith('gradients'), w.name).toBe(true);
         expect(w.at).toBeLessThanOrEqual(ended);
       }

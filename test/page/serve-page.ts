@@ -83,3 +83,11 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path, fullPage: true });
   return path;
 }
+
+/** For a failed wait: what the tab's Join panel and status line said, and the errors it logged. */
+export async function pageSays(page: Page, errors: string[]): Promise<string> {
+  const text = await page
+    .evaluate(() => ['participate', 'join-note', 'own-steps', 'step', 'ring'].map((id) => `${id}: ${document.querySelector(`[data-testid=${id}]`)?.textContent?.replace(/\s+/g, ' ').slice(0, 400) ?? '(none)'}`).join(' | '))
+    .catch((e: Error) => `(page unreadable: ${e.message})`);
+  return `${text}; errors: ${JSON.stringify(errors.slice(-5))}`;
+}

@@ -15,7 +15,7 @@ import { makeTestCert } from './test-cert.ts';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 function startCli(args: string[]): { child: ChildProcessWithoutNullStreams; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [`${root}bin/ringtrain.js`, ...args], { cwd: root });
+  const child = spawn(process.execPath, [`${root}bin/ringtrain.js`, ...args], { cwd: root, env: { ...process.env, RINGTRAIN_TOKEN: undefined } });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
@@ -47,8 +47,10 @@ describe('ringtrain server (the CLI)', () => {
     // The job lines follow the address; wait for the last of them.
     await lineMatching(cli.output, cli.exited, /job extra: page /);
     // The printed join command and page link carry the token in the environment and the fragment, never as --token or ?token=.
-    expect(cli.output()).toContain(`job demo: RINGTRAIN_TOKEN=tok ringtrain worker --server ${url} --job demo\n`);
-    expect(cli.output()).toContain(`${url}/?job=demo#token=tok`);
+    // A supplied token is the user's already: the lines name it without printing it (logs are no place for it).
+    expect(cli.output()).toContain(`job demo: RINGTRAIN_TOKEN=<its token> ringtrain worker --server ${url} --job demo\n`);
+    expect(cli.output()).toContain(`${url}/?job=demo#token=<its token>`);
+    expect(cli.output()).not.toMatch(/=tok\b|=te\b/);
     expect(cli.output()).not.toMatch(/--token tok|[?&]token=/);
     expect(cli.output()).toContain('warning: --token is visible to every user of this machine (ps)');
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
@@ -102,6 +104,21 @@ describe('ringtrain server (the CLI)', () => {
     }
   });
 
+  it('prints the token it made up (no --token, --token-file or RINGTRAIN_TOKEN), and that token joins', async () => {
+    const cli = startCli(['server', '--port', '0', '--job', 'made', '--no-static', '--min-peers', '1']);
+    try {
+      const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      const [, token] = await lineMatching(cli.output, cli.exited, /job made: RINGTRAIN_TOKEN=([0-9a-f]{32}) ringtrain worker/);
+      expect(cli.output()).toContain(`${url}/?job=made#token=${token}`);
+      const client = await connect(url, { job: 'made', token });
+      expect(client.membership).toMatchObject({ ready: true, size: 1 });
+      await client.leave();
+    } finally {
+      cli.child.kill('SIGTERM');
+      await cli.exited;
+    }
+  });
+
   it('serves https with --tls-cert/--tls-key and a token from --token-file', async () => {
     const cert = makeTestCert();
     const tokenFile = join(dir, 'token');
@@ -110,7 +127,9 @@ describe('ringtrain server (the CLI)', () => {
     try {
       const [, url] = await lineMatching(cli.output, cli.exited, /listening on (https:\/\/127\.0\.0\.1:\d+)/);
       await lineMatching(cli.output, cli.exited, /job sec: page /);
-      expect(cli.output()).toContain(`RINGTRAIN_TOKEN=from-a-file ringtrain worker --server ${url} --job sec`);
+      // A token the user supplied stays out of the log: the printed command names it without showing it.
+      expect(cli.output()).toContain(`RINGTRAIN_TOKEN=<its token> ringtrain worker --server ${url} --job sec`);
+      expect(cli.output()).not.toContain('from-a-file');
       expect(cli.output()).not.toContain('warning');
       const TrustingWs = class extends WebSocket {
         constructor(u: string) {

@@ -4,6 +4,7 @@
  * SIGKILL meant for the worker), with its JSON event lines parsed as they come.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { forEachLine } from '../../src/core/lines.node.ts';
 
 export interface WorkerStep {
@@ -53,16 +54,47 @@ export function lastStep(w: TestWorker): WorkerStep {
   return w.steps[w.steps.length - 1] ?? { step: 0, size: 0, rank: -1 };
 }
 
-/** Polls `pred` every 100 ms; fails naming `what` after `timeoutMs`. */
-export async function until(pred: () => boolean, what: string, timeoutMs: number): Promise<void> {
+/** Polls `pred` every 100 ms; fails naming `what` (and what `state` says was seen) after `timeoutMs`. */
+export async function until(pred: () => boolean, what: string, timeoutMs: number, state?: () => string): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!pred()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${state ? `; seen: ${state()}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The workers' exit codes once all have exited; fails with what was seen of them after `timeoutMs`. */
+export async function exitCodes(workers: TestWorker[], what: string, timeoutMs: number): Promise<(number | null)[]> {
+  await until(() => workers.every((w) => w.child.exitCode !== null || w.child.signalCode !== null), what, timeoutMs, () => seen(workers));
+  return Promise.all(workers.map((w) => w.exit));
+}
+
+/** What a timed-out wait saw of these workers: each one's exit code, last steps and stderr tail. */
+export function seen(workers: TestWorker[]): string {
+  return workers
+    .map((w, i) => `\n[worker ${i}] rank ${w.rank} exit ${w.child.exitCode} last steps ${JSON.stringify(w.steps.slice(-3))} stalls ${JSON.stringify(w.stalls.slice(-2))}\n${w.stderr.slice(-1500)}`)
+    .join('');
 }
 
 /** WebRTC tests must not leak traffic: they run only inside npm test's private network namespace. */
 export function requireNetns(): void {
   if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run under npm test (scripts/in-netns.sh): WebRTC stays inside a private namespace');
+}
+
+/** A process's start time in clock ticks since boot (/proc/PID/stat field 22), or undefined once it is gone. */
+export function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * SIGKILLs a process seen earlier only if it is still that process: pids are reused
+ * (pid_max is 32,768 and the suite spawns tens of thousands of threads).
+ */
+export function killIfSame(p: { pid: number; started: string | undefined }): void {
+  if (p.started !== undefined && processStartTime(p.pid) === p.started) process.kill(p.pid, 'SIGKILL');
 }
