@@ -221,6 +221,10 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
     }
   }
 
+  // This tab's own evaluations arrive on the bus at once (the server's copy may come after the peers left).
+  bus.on((e) => {
+    if (e.type === 'evaluate' && e.rank === self && info?.config.model === 'transformer' && e.testLoss !== undefined) accuracy.textContent = lossText(e.testLoss);
+  });
   void poll();
   return {
     element,

@@ -24,6 +24,7 @@ import { FINISHED } from '../distributed/session.ts';
 import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
+import { warmUpKernels } from '../distributed/warm-up.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, stderr } from './host.node.ts';
 import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
@@ -123,6 +124,8 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       const limit = job.config.hyperparameters.evalLimit;
       data = { ...loaded, test: limitEvaluation(loaded.test, typeof limit === 'number' ? limit : undefined) };
       if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
+      // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
+      if (job.config.model === 'transformer') await warmUpKernels(gpu, trainConfigFromJob(job.config), data.train, data.test);
     },
   });
   const { rank, size } = session;

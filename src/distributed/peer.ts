@@ -53,7 +53,7 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
       session.client.reportProgress({ step: e.step, epoch: e.epoch, testAccuracy: e.testAccuracy, ...(Number.isFinite(e.testLoss) ? { testLoss: e.testLoss } : {}) });
     },
   });
-  const final = { step: result.steps, allreduceBytes: result.allreduceBytes, ...(Number.isFinite(result.trainLoss) ? { loss: result.trainLoss } : {}), ...(Number.isFinite(result.testAccuracy) ? { testAccuracy: result.testAccuracy } : {}) };
+  const final = { step: result.steps, allreduceBytes: result.allreduceBytes, ...(Number.isFinite(result.trainLoss) ? { loss: result.trainLoss } : {}), ...(Number.isFinite(result.testAccuracy) ? { testAccuracy: result.testAccuracy } : {}), ...(Number.isFinite(result.testLoss) ? { testLoss: result.testLoss } : {}) };
   session.client.reportProgress(final);
   return result;
 }
