@@ -10,6 +10,9 @@ export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: './',
   server: { fs: { allow: [repoRoot] } },
+  // The TF.js example (examples/tfjs-mnist-train.ts, which the page runs for TF.js jobs) imports the
+  // package's own entry by name, as a user would; in the page that is the browser entry.
+  resolve: { alias: { 'ringtrain/tfjs': fileURLToPath(new URL('../src/tfjs/index.ts', import.meta.url)) } },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

@@ -57,6 +57,16 @@ export function browserJoin(
         progress('waiting for enough peers…');
       },
     });
+    if (session.job.config.model.startsWith('tfjs')) {
+      // A TF.js job (ringtrain launch --tabs): this tab runs the job's TF.js program instead of ringtrain's own model.
+      progress('loading TensorFlow.js…');
+      const { trainTfjsJob } = await import('./tfjs-join.ts');
+      const joined = await trainTfjsJob(session, { train, test }).catch(async (err: unknown) => {
+        await session.close('error');
+        throw err;
+      });
+      return { rank: session.rank, size: session.size, ...joined };
+    }
     let stopRequested = false;
     let copy: Model | null = null;
     const finished = trainAsPeer(session, {

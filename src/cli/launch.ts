@@ -19,7 +19,7 @@ import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import { startServer } from '../../server/index.ts';
+import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
 import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, SERVER_ENV, TOKEN_ENV } from '../tfjs/env.ts';
 import { runtimeExecutable } from './host.node.ts';
 import { commandStatus } from './status.ts';
@@ -29,6 +29,9 @@ interface LaunchOptions {
   runtime: 'node' | 'deno';
   host: string;
   port: string;
+  tabs: string;
+  tabModel: string;
+  static?: string;
 }
 
 
@@ -39,6 +42,9 @@ export function launchCommand(): Command {
     .addOption(new Option('--runtime <name>', 'what runs the script').choices(['node', 'deno']).default('node'))
     .option('--host <addr>', 'address the server listens on', '127.0.0.1')
     .option('--port <n>', 'port of the signaling server (0 picks a free one)', '0')
+    .option('--tabs <n>', 'also wait for this many browser tabs to join (the server then serves the page and prints its link)', '0')
+    .option('--tab-model <name>', 'what a joining tab trains, with the same arguments as the script (the page knows tfjs-mnist: examples/tfjs-mnist.ts)', 'tfjs-mnist')
+    .option('--static <dir>', 'folder of the built page, for --tabs (default demo/dist: npm run build:page)')
     .argument('<script>', 'the program every worker runs (it calls init() from ringtrain/tfjs)')
     .argument('[args...]', 'arguments passed to every worker')
     .allowUnknownOption()
@@ -48,6 +54,8 @@ export function launchCommand(): Command {
 }
 
 const LAUNCH_HEARTBEAT_MS = 10_000;
+/** A joining tab learns from the job how long a busy TF.js rank may stay silent (the scripts pass their own to init()). */
+const TAB_PEER_TIMEOUT_MS = 120_000;
 /** A worker's exit closes its socket at once; the heartbeat only catches a hung one, so minutes are fine. */
 const LAUNCH_MISSED_HEARTBEATS = 30;
 
@@ -61,15 +69,25 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   if (!Number.isInteger(np) || np < 1 || np > 64) throw new RingtrainError(ErrorCode.InvalidArgument, `--np must be a whole number from 1 to 64, got ${JSON.stringify(o.np)}.`);
   const port = Number(o.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RingtrainError(ErrorCode.InvalidArgument, `--port must be a port number (0 picks one), got ${JSON.stringify(o.port)}.`);
+  const tabs = Number(o.tabs);
+  if (!Number.isInteger(tabs) || tabs < 0 || np + tabs > 64) throw new RingtrainError(ErrorCode.InvalidArgument, `--tabs must be a whole number ≥ 0 with --np + --tabs at most 64, got ${JSON.stringify(o.tabs)}.`);
+  const staticDir = tabs > 0 ? (o.static ?? DEFAULT_STATIC_DIR) : null;
+  if (staticDir !== null && !existsSync(staticDir)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch --tabs: no built page at ${staticDir}; run npm run build:page, or give --static <dir>.`);
   if (!existsSync(script)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch: no script at ${script}; give the path of the program every worker runs.`);
   const job: JobSpec = {
     id: `launch-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),
-    config: { model: 'user-script', optimizer: 'user', hyperparameters: {}, batchPerPeer: 1, minPeers: np, maxPeers: np },
+    // With tabs, the config tells the page what to run: the model it knows by name, with the script's arguments.
+    config:
+      tabs > 0
+        ? { model: o.tabModel, optimizer: 'user', hyperparameters: { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS }, batchPerPeer: 1, minPeers: np + tabs, maxPeers: np + tabs }
+        : { model: 'user-script', optimizer: 'user', hyperparameters: {}, batchPerPeer: 1, minPeers: np, maxPeers: np },
   };
   // TF.js runs its ops synchronously (the CPU backend above all), so a worker's event loop can stay busy
   // for seconds and answer the server's heartbeats late: be lenient before calling it gone.
-  const server = await startServer({ host: o.host, port, jobs: [job], staticDir: null, heartbeatMs: LAUNCH_HEARTBEAT_MS, missedHeartbeats: LAUNCH_MISSED_HEARTBEATS });
+  const server = await startServer({ host: o.host, port, jobs: [job], staticDir, heartbeatMs: LAUNCH_HEARTBEAT_MS, missedHeartbeats: LAUNCH_MISSED_HEARTBEATS });
+  // The token rides in the link's fragment, which the browser never sends to a server (as `ringtrain server` prints it).
+  if (tabs > 0) process.stdout.write(`[launch] page ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)}\n`);
   const children: ChildProcess[] = [];
   const stop = () => children.forEach((c) => c.exitCode === null && c.signalCode === null && c.kill('SIGTERM'));
   process.on('SIGINT', stop);

@@ -39,7 +39,7 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   readyTimeoutMs?: number;
   /** How long one attempt to open the data channels may take. Default 30 s. */
   connectTimeoutMs?: number;
-  /** A silent peer counts as gone after this long (ms). */
+  /** A silent peer counts as gone after this long (ms). Default: the job's `peerTimeoutMs` hyperparameter, else the communicator's. */
   peerTimeoutMs?: number;
   /**
    * Elastic jobs: how long the ring trains on without its signaling server while
@@ -124,6 +124,11 @@ class PeerSession implements Session {
   }
   private get isElastic(): boolean {
     return this.current.job.config.hyperparameters.elastic === true;
+  }
+  /** A job whose peers may stay silent for long (TF.js's CPU backend holds the event loop through a batch) says so once, for peers that cannot be told (a page). */
+  private get peerTimeoutMs(): number | undefined {
+    const fromJob = this.current.job.config.hyperparameters.peerTimeoutMs;
+    return this.o.peerTimeoutMs ?? (typeof fromJob === 'number' && fromJob > 0 ? fromJob : undefined);
   }
   private get serverWaitMs(): number {
     const fromJob = this.current.job.config.hyperparameters.serverWaitMs;
@@ -211,7 +216,7 @@ class PeerSession implements Session {
           connectTimeoutMs: this.o.connectTimeoutMs ?? 30_000,
           // The job's STUN/TURN servers, from the welcome: what lets peers behind NATs meet.
           ...this.client.ice,
-          peerTimeoutMs: this.o.peerTimeoutMs,
+          peerTimeoutMs: this.peerTimeoutMs,
           events: this.events,
         });
         // Internet links: run the ring in the order that keeps its slowest hop short, measured for this membership.

@@ -28,6 +28,7 @@ export {
   type WarmupOptions,
   type StopTogetherOptions,
 } from './callbacks.ts';
+export { TrainEventsCallback, type TrainEventsOptions } from './progress.ts';
 export { shardIndices, shardTensors, shardArray, shardDataset, type ShardOptions, type DatasetLike } from './shard.ts';
 export { agreeOnLayout, describeVariables, type VariableSpec } from './layout.ts';
 export { setDefaultRing, type RingSource } from './ring.ts';

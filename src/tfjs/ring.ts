@@ -17,6 +17,11 @@ export function setDefaultRing(ring: RingSource | null): void {
   defaultRing = ring;
 }
 
+/** What init() (or setDefaultRing) recorded, as given: a Session also carries its server connection. */
+export function currentRingSource(): RingSource | null {
+  return defaultRing;
+}
+
 function isCommunicator(r: RingSource): r is Communicator {
   return typeof (r as Communicator).send === 'function' && typeof (r as Communicator).rank === 'number';
 }
