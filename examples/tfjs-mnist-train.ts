@@ -26,11 +26,13 @@ export interface MnistRecipe {
   trainExamples: number;
   /** Evaluate on the first this many test digits (all 2,000 when 0). */
   testExamples: number;
+  /** TF.js's backend: its CPU one, or WebGPU. */
+  backend: 'cpu' | 'webgpu';
 }
 
-export const DEFAULT_RECIPE: MnistRecipe = { epochs: 3, batch: 32, lr: 0.05, warmupEpochs: 1, trainExamples: 0, testExamples: 0 };
+export const DEFAULT_RECIPE: MnistRecipe = { epochs: 3, batch: 32, lr: 0.05, warmupEpochs: 1, trainExamples: 0, testExamples: 0, backend: 'cpu' };
 
-const FLAGS: Record<string, keyof MnistRecipe> = {
+const FLAGS: Record<string, Exclude<keyof MnistRecipe, 'backend'>> = {
   '--epochs': 'epochs',
   '--batch': 'batch',
   '--lr': 'lr',
@@ -44,8 +46,13 @@ export function parseRecipe(args: readonly string[]): MnistRecipe {
   const recipe = { ...DEFAULT_RECIPE };
   for (let i = 0; i < args.length; i += 2) {
     const [flag, value] = [args[i], args[i + 1]];
+    if (flag === '--backend') {
+      if (value !== 'cpu' && value !== 'webgpu') throw new RingtrainError(ErrorCode.InvalidArgument, `tfjs-mnist: --backend is cpu or webgpu, got ${JSON.stringify(value)}`);
+      recipe.backend = value;
+      continue;
+    }
     const key = FLAGS[flag];
-    if (!key) throw new RingtrainError(ErrorCode.InvalidArgument, `tfjs-mnist: unknown option ${JSON.stringify(flag)}; the options are ${Object.keys(FLAGS).join(', ')}`);
+    if (!key) throw new RingtrainError(ErrorCode.InvalidArgument, `tfjs-mnist: unknown option ${JSON.stringify(flag)}; the options are ${[...Object.keys(FLAGS), '--backend'].join(', ')}`);
     const n = Number(value);
     if (value === undefined || !Number.isFinite(n) || n < 0) throw new RingtrainError(ErrorCode.InvalidArgument, `tfjs-mnist: ${flag} needs a number ≥ 0, got ${JSON.stringify(value)}`);
     recipe[key] = n;

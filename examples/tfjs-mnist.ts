@@ -19,12 +19,9 @@ import * as hvd from 'ringtrain/tfjs'; // ringtrain
 import { loadMnist } from '../src/data/mnist.node.ts';
 import { parseRecipe, trainMnist } from './tfjs-mnist-train.ts';
 
-const args = process.argv.slice(2);
-const backendAt = args.indexOf('--backend');
-const backend = backendAt >= 0 ? args.splice(backendAt, 2)[1] : 'cpu';
-const recipe = parseRecipe(args);
-if (backend === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu');
-if (!(await tf.setBackend(backend))) throw new Error(`TF.js backend ${backend} is not available here; try --backend cpu`);
+const recipe = parseRecipe(process.argv.slice(2));
+if (recipe.backend === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu');
+if (!(await tf.setBackend(recipe.backend))) throw new Error(`TF.js's ${recipe.backend} backend does not start here; try --backend cpu`);
 
 const mnist = await loadMnist();
 // ringtrain: join the job the launcher made. TF.js's CPU backend blocks the event loop for a whole
@@ -35,6 +32,6 @@ const log = (s: string): void => {
 };
 const started = Date.now();
 const result = await trainMnist(session, mnist, recipe, log);
-log(JSON.stringify({ ...result, backend, seconds: Math.round((Date.now() - started) / 1000) }));
+log(JSON.stringify({ ...result, backend: tf.getBackend(), seconds: Math.round((Date.now() - started) / 1000) }));
 await session.close('done'); // ringtrain: leave the job (a finished leave breaks no ring)
 process.exit(0);

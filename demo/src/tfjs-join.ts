@@ -15,10 +15,9 @@ import { setDefaultRing } from '../../src/tfjs/index.ts';
 import { parseRecipe, trainMnist, TFJS_MNIST_MODEL } from '../../examples/tfjs-mnist-train.ts';
 
 /** TF.js backends the page can load: the CPU one always, WebGPU where the browser has it. */
-async function useBackend(name: string): Promise<void> {
+async function useBackend(name: 'cpu' | 'webgpu'): Promise<void> {
   if (name === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu');
-  else if (name !== 'cpu') throw new RingtrainError(ErrorCode.InvalidArgument, `TF.js job: the page has no TF.js backend ${JSON.stringify(name)}; use cpu or webgpu (the job's tfjsBackend hyperparameter)`);
-  if (!(await tf.setBackend(name))) throw new RingtrainError(ErrorCode.NoAdapter, `TF.js job: the ${name} backend does not start in this browser; use cpu (the job's tfjsBackend hyperparameter)`);
+  if (!(await tf.setBackend(name))) throw new RingtrainError(ErrorCode.NoAdapter, `TF.js job: TF.js's ${name} backend does not start in this browser; launch the job with --backend cpu`);
 }
 
 export interface TfjsJoined {
@@ -33,8 +32,7 @@ export async function trainTfjsJob(session: Session, data: MnistSplit): Promise<
     throw new RingtrainError(ErrorCode.InvalidArgument, `TF.js job: the page knows the TF.js model ${TFJS_MNIST_MODEL} only, and this job trains ${JSON.stringify(model)}`);
   }
   const recipe = parseRecipe(String(hyperparameters.args ?? '').split(/\s+/).filter(Boolean));
-  const backend = String(hyperparameters.tfjsBackend ?? 'cpu');
-  await useBackend(backend);
+  await useBackend(recipe.backend);
   setDefaultRing(session);
   const finished = trainMnist(session, data, recipe).then(
     async (r) => {
