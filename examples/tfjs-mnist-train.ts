@@ -108,8 +108,10 @@ export async function trainMnist(session: hvd.Session, data: MnistSplit, recipe:
     loss: 'categoricalCrossentropy',
     metrics: ['accuracy'],
   });
+  let lastTest = NaN;
   const evaluate = async (): Promise<{ accuracy: number; loss: number }> => {
     const [loss, accuracy] = await Promise.all((model.evaluate(test.x, test.y, { batchSize: 500 }) as tf.Scalar[]).map(async (t) => (await t.data())[0]));
+    lastTest = accuracy;
     return { accuracy, loss };
   };
   let steps = 0;
@@ -124,7 +126,7 @@ export async function trainMnist(session: hvd.Session, data: MnistSplit, recipe:
       new hvd.TrainEventsCallback({ evaluate }), // ringtrain: steps and test accuracy as ringtrain events (the page draws them)
       new tfl.CustomCallback({
         onBatchEnd: () => void steps++,
-        onEpochEnd: (e, l) => log(`epoch ${e + 1}/${recipe.epochs}: loss ${l?.loss?.toFixed(4)} accuracy ${l?.acc?.toFixed(4)}`),
+        onEpochEnd: (e, l) => log(`epoch ${e + 1}/${recipe.epochs}: loss ${l?.loss?.toFixed(4)} accuracy ${l?.acc?.toFixed(4)} test accuracy ${lastTest.toFixed(4)}`),
       }),
       new hvd.StopTogetherCallback(), // ringtrain: if one rank stops, all do
     ],
