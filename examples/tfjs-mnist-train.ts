@@ -30,7 +30,7 @@ export interface MnistRecipe {
   backend: 'cpu' | 'webgpu';
 }
 
-export const DEFAULT_RECIPE: MnistRecipe = { epochs: 3, batch: 32, lr: 0.05, warmupEpochs: 1, trainExamples: 0, testExamples: 0, backend: 'cpu' };
+export const DEFAULT_RECIPE: MnistRecipe = { epochs: 3, batch: 32, lr: 0.02, warmupEpochs: 1, trainExamples: 0, testExamples: 0, backend: 'cpu' };
 
 const FLAGS: Record<string, Exclude<keyof MnistRecipe, 'backend'>> = {
   '--epochs': 'epochs',
