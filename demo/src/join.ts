@@ -61,7 +61,8 @@ export function browserJoin(
       // A TF.js job (ringtrain launch --tabs): this tab runs the job's TF.js program instead of ringtrain's own model.
       progress('loading TensorFlow.js…');
       const { trainTfjsJob } = await import('./tfjs-join.ts');
-      const joined = await trainTfjsJob(session, { train, test }).catch(async (err: unknown) => {
+      // The digits as images (beforeRing loaded them for every MNIST model; this is the cached copy).
+      const joined = await trainTfjsJob(session, await loadMnistInPage()).catch(async (err: unknown) => {
         await session.close('error');
         throw err;
       });
