@@ -56,7 +56,17 @@ describe('ringtrain run --model transformer', () => {
     expect(jobSpecFor(o).config.hyperparameters.evalLimit).toBe(50);
     // Flags given win over the recipe.
     expect((await recipeOf(['--np', '2', '--model', 'transformer', '--batch', '8', '--warmup-steps', '0'])).raw).toMatchObject({ batch: '8', warmupSteps: '0' });
-    // The image models have no recipe: nothing changes.
+    // The MLP has no recipe: nothing changes.
     expect((await recipeOf(['--np', '2', '--model', 'mlp'])).raw).toMatchObject({ batch: '64', warmupSteps: '0' });
+  });
+
+  it('gives the CNN cosine decay at 32 examples a step (8 per peer at -np 4) and leaves the rate to the optimizer', async () => {
+    const { raw, recipe } = await recipeOf(['--np', '4', '--model', 'cnn']);
+    expect(recipe?.sampling).toBe('epochs');
+    expect(raw).toMatchObject({ batch: '8', lrSchedule: 'cosine', warmupSteps: '0' });
+    expect(parseTrainOptions(raw)).toMatchObject({ optimizer: 'sgd', lr: 0.05 });
+    // AdamW keeps its own rate; flags given win.
+    expect(parseTrainOptions((await recipeOf(['--np', '4', '--model', 'cnn', '--optimizer', 'adamw'])).raw)).toMatchObject({ lr: 0.002 });
+    expect((await recipeOf(['--np', '4', '--model', 'cnn', '--batch', '16', '--lr-schedule', 'constant'])).raw).toMatchObject({ batch: '16', lrSchedule: 'constant' });
   });
 });
