@@ -1,5 +1,6 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
+import { DEFAULT_BUDGET, UnconsumedBudget, type BudgetLimits } from './budget.ts';
 import { decodeFrame, encodeFrames, FrameKind, Reassembler, tagKey } from './frame.ts';
 import type { Communicator, Tag } from './interface.ts';
 import type { Link } from './link.ts';
@@ -16,6 +17,8 @@ export interface CommunicatorOptions {
   highWaterBytes?: number;
   /** How often (ms) a blocked sender looks at bufferedAmount again. */
   pollMs?: number;
+  /** What one peer may leave here unconsumed before it counts as flooding (budget.ts). */
+  budget?: Partial<BudgetLimits>;
 }
 
 const DEFAULTS = {
@@ -70,6 +73,9 @@ export class LinkCommunicator implements Communicator {
   private closedError: RingtrainError | null = null;
   private closing: Promise<void> | null = null;
   private goodbyeAcks = new Map<number, () => void>();
+  private budget: UnconsumedBudget;
+  /** Peers that broke the rules: reported once, and nothing more from them is kept. */
+  private misbehaving = new Set<number>();
   error: RingtrainError | null = null;
 
   constructor(
@@ -90,7 +96,9 @@ export class LinkCommunicator implements Communicator {
       }
     }
     this.events = options.events ?? new EventBus();
-    this.opts = { ...DEFAULTS, ...stripUndefined(options) };
+    const { budget, ...rest } = options;
+    this.opts = { ...DEFAULTS, ...stripUndefined(rest) };
+    this.budget = new UnconsumedBudget({ ...DEFAULT_BUDGET, ...stripUndefined(budget ?? {}) });
     const t = now();
     for (const [peer, link] of links) {
       this.reassemblers.set(peer, new Reassembler());
@@ -159,6 +167,7 @@ export class LinkCommunicator implements Communicator {
     const have = this.arrived.get(key);
     if (have) {
       this.arrived.delete(key);
+      this.budget.release(peer, have.byteLength);
       return Promise.resolve(have);
     }
     const failed = this.unusable(peer);
@@ -178,10 +187,21 @@ export class LinkCommunicator implements Communicator {
     });
   }
 
+  /**
+   * TESTS ONLY (worker --fault): puts `bytes` on the link to `peer` as they are, unframed,
+   * so a test can play a peer that runs other code.
+   */
+  sendRawForTesting(peer: number, bytes: Uint8Array): void {
+    this.links.get(peer)?.send(bytes);
+  }
+
   abort(err: RingtrainError): void {
     if (this.error) return;
     this.error = err;
-    const note = new TextEncoder().encode(JSON.stringify({ code: err.code, message: err.message, detail: err.detail ?? {} }));
+    // `origin`: the rank whose abort started it, kept as it is passed on, so a rank that
+    // starts aborts nobody else saw the reason for can be named (session.ts).
+    const detail = { ...(err.detail ?? {}), origin: typeof err.detail?.origin === 'number' ? err.detail.origin : this.rank };
+    const note = new TextEncoder().encode(JSON.stringify({ code: err.code, message: err.message, detail }));
     for (const [peer, link] of this.links) {
       if (this.departed.has(peer)) continue;
       try {
@@ -248,12 +268,13 @@ export class LinkCommunicator implements Communicator {
   private onMessage(peer: number, bytes: Uint8Array): void {
     this.lastHeard.set(peer, now());
     this.stats.bytesReceived += bytes.byteLength;
+    // A peer that broke the rules gets nothing more kept (its flood must not grow memory).
+    if (this.misbehaving.has(peer)) return;
     let f;
     try {
       f = decodeFrame(bytes);
     } catch (e) {
-      this.abort(new RingtrainError(ErrorCode.Transport, `rank ${peer} sent a malformed frame (${(e as Error).message}); both ends must run the same ringtrain version`, { peer }));
-      return;
+      return this.misbehaved(peer, `sent a malformed frame (${(e as Error).message}; both ends must run the same ringtrain version)`);
     }
     switch (f.kind) {
       case FrameKind.Heartbeat:
@@ -279,10 +300,13 @@ export class LinkCommunicator implements Communicator {
         try {
           msg = this.reassemblers.get(peer)!.push(f);
         } catch (e) {
-          this.abort(new RingtrainError(ErrorCode.Transport, `framing from rank ${peer} broke: ${(e as Error).message}`, { peer }));
+          return this.misbehaved(peer, `broke the framing (${(e as Error).message})`);
+        }
+        if (!msg) {
+          const over = this.budget.check(peer, this.reassemblers.get(peer)!.pendingBytes);
+          if (over) this.misbehaved(peer, over);
           return;
         }
-        if (!msg) return;
         const key = `${peer}|${tagKey(msg.tag)}`;
         const w = this.waiters.get(key);
         if (w) {
@@ -290,22 +314,58 @@ export class LinkCommunicator implements Communicator {
           clearTimeout(w.timer);
           w.resolve(msg.payload);
         } else {
+          const earlier = this.arrived.get(key);
+          if (earlier) this.budget.release(peer, earlier.byteLength);
           this.arrived.set(key, msg.payload);
+          const over = this.budget.hold(peer, msg.payload.byteLength);
+          if (over) this.misbehaved(peer, over);
         }
       }
     }
+  }
+
+  /**
+   * `peer` broke the rules: its fault, whatever it claims. Drop what it left here, say so
+   * once (an elastic session asks the server to eject it), and fail the ring naming it.
+   */
+  private misbehaved(peer: number, reason: string): void {
+    for (const key of [...this.arrived.keys()]) if (key.startsWith(`${peer}|`)) this.arrived.delete(key);
+    this.budget.forget(peer);
+    this.reassemblers.set(peer, new Reassembler());
+    if (!this.misbehaving.has(peer)) {
+      this.misbehaving.add(peer);
+      // Said even when the ring already broke for another reason: the report is what ejects it.
+      if (this.events.active) this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.rank, peer, reason });
+    }
+    this.abort(
+      new RingtrainError(ErrorCode.PeerMisbehaved, `rank ${peer} ${reason}; a peer speaks only for itself, so rank ${peer} is named: an elastic job ejects it and goes on, otherwise resume from the recovery checkpoint without it`, {
+        peer,
+        culprits: [peer],
+        reason,
+      }),
+    );
   }
 
   private onRemoteAbort(peer: number, payload: Uint8Array): void {
     if (this.error) return;
     let note: { code?: string; message?: string; detail?: Record<string, unknown> } = {};
     try {
-      note = JSON.parse(new TextDecoder().decode(payload));
+      const parsed: unknown = JSON.parse(new TextDecoder().decode(payload));
+      // What a peer sends is untrusted: keep only fields of the expected types.
+      if (typeof parsed === 'object' && parsed !== null) {
+        const p = parsed as Record<string, unknown>;
+        note = {
+          code: typeof p.code === 'string' ? p.code : undefined,
+          message: typeof p.message === 'string' ? p.message.slice(0, 1000) : undefined,
+          detail: typeof p.detail === 'object' && p.detail !== null && !Array.isArray(p.detail) ? (p.detail as Record<string, unknown>) : undefined,
+        };
+      }
     } catch {
       // keep the generic message below
     }
     const code = (Object.values(ErrorCode) as string[]).includes(note.code ?? '') ? (note.code as ErrorCode) : ErrorCode.Aborted;
-    const detail = { ...(note.detail ?? {}), rank: this.rank, reportedBy: peer };
+    const origin = typeof note.detail?.origin === 'number' ? note.detail.origin : peer;
+    const detail = { ...(note.detail ?? {}), rank: this.rank, reportedBy: peer, origin };
     const lost = note.detail?.peer;
     const message =
       code === ErrorCode.PeerLost && typeof lost === 'number'

@@ -32,6 +32,7 @@ import { modelSpecFor, restore, type LocalTrainConfig } from './train-local.ts';
 import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import { learningRateAt } from './lr.ts';
 import { DistributedOptimizer, type DistributedOptimizerOptions } from './optimizer.ts';
+import { checkContributions, type GuardOptions } from './guard.ts';
 
 export interface DistributedTrainConfig extends LocalTrainConfig {
   /** Scale the learning rate by the ring size (with warm-up). Default false. */
@@ -49,6 +50,12 @@ export interface DistributedTrainConfig extends LocalTrainConfig {
    * setting (elastic peers run one extra tiny collective per step to agree on membership).
    */
   elastic?: boolean;
+  /**
+   * The contribution guard (guard.ts): every step, before summing, each rank's gradient norm
+   * is checked against the others'; an offender is named and the step dropped. On by default;
+   * false turns it off (one tiny allgather per step less).
+   */
+  guard?: GuardOptions | false;
 }
 
 export interface DistributedTrainArgs {
@@ -84,6 +91,8 @@ export interface DistributedTrainArgs {
   shouldStop?: () => boolean;
   /** Elastic training: peers may join and leave; the ring re-forms between steps instead of stopping. */
   elastic?: ElasticHooks;
+  /** TESTS ONLY (worker --fault): changes this rank's gradients before they are checked and summed. */
+  tamperGradients?: (grads: Float32Array, step: number) => void | Promise<void>;
 }
 
 /**
@@ -157,6 +166,10 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     backwardPassesPerStep: config.backwardPassesPerStep,
     fusionThresholdBytes: config.fusionThresholdBytes,
     timeoutMs: config.timeoutMs,
+    beforeReduce: async (local) => {
+      await args.tamperGradients?.(local, step);
+      if (config.guard !== false) await checkContributions(comm, local, step, { timeoutMs: config.timeoutMs, ...config.guard });
+    },
   });
 
   // Where training stands. `epochExamples` counts examples the whole ring has taken this epoch,
@@ -375,7 +388,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
 
 /** The ring broke under this rank (elastic training re-forms it). */
 function isBroken(err: unknown): err is RingtrainError {
-  return isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted || err.code === ErrorCode.Transport);
+  return isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted || err.code === ErrorCode.Transport || err.code === ErrorCode.PeerMisbehaved);
 }
 
 /** Errors that stop training as a result (stoppedBy) rather than a throw: the ring or its server went away. */
