@@ -365,8 +365,12 @@ export class LinkCommunicator implements Communicator {
     }
     const code = (Object.values(ErrorCode) as string[]).includes(note.code ?? '') ? (note.code as ErrorCode) : ErrorCode.Aborted;
     const origin = typeof note.detail?.origin === 'number' ? note.detail.origin : peer;
-    const detail = { ...(note.detail ?? {}), rank: this.rank, reportedBy: peer, origin };
     const lost = note.detail?.peer;
+    // A claim that a third rank went away, while that rank still talks to us: doubt it (its
+    // origin may be lying; session.ts reports it if the server then sees no one leave).
+    const heard = typeof lost === 'number' ? this.lastHeard.get(lost) : undefined;
+    const claimDoubted = code === ErrorCode.PeerLost && lost !== origin && heard !== undefined && now() - heard < Math.max(this.opts.heartbeatMs * 2, this.opts.peerTimeoutMs / 2);
+    const detail = { ...(note.detail ?? {}), rank: this.rank, reportedBy: peer, origin, claimDoubted };
     const message =
       code === ErrorCode.PeerLost && typeof lost === 'number'
         ? `rank ${lost} went away (reported by rank ${peer}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`

@@ -144,3 +144,20 @@ export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: nu
 export function slowdownMs(fault: Fault, stepMs: number, step: number): number {
   return fault.kind === 'slow' && step >= fault.fromStep ? (fault.factor - 1) * stepMs : 0;
 }
+
+/**
+ * The trainer's `tamperGradients` hook for a fault: changes the gradients,
+ * misbehaves on the wire when the fault's step comes (without waiting for it:
+ * the step goes on as a real attacker's would), or sleeps (slow:Kx).
+ */
+export function faultHook(fault: Fault, comm: () => Communicator): (grads: Float32Array, step: number) => Promise<void> {
+  let lastCall = 0;
+  return async (grads, step) => {
+    tamperGradients(fault, grads, step);
+    void misbehaveOnWire(fault, comm(), step).catch(() => {});
+    const t = Date.now();
+    const pause = lastCall > 0 ? slowdownMs(fault, t - lastCall, step) : 0;
+    if (pause > 0) await new Promise((r) => setTimeout(r, pause));
+    lastCall = Date.now();
+  };
+}
