@@ -52,6 +52,15 @@ export class UnconsumedBudget {
     this.messages.delete(peer);
   }
 
+  /**
+   * Whether `peer` has used more than half of its budget: evidence of its own that lets a
+   * rank back another rank's report of a flood (which may reach it a moment before its own
+   * budget runs out), without taking that report on trust.
+   */
+  overHalf(peer: number): boolean {
+    return (this.bytes.get(peer) ?? 0) * 2 > this.limits.maxBytes || (this.messages.get(peer) ?? 0) * 2 > this.limits.maxMessages;
+  }
+
   heldBytes(peer: number): number {
     return this.bytes.get(peer) ?? 0;
   }

@@ -376,6 +376,10 @@ export class LinkCommunicator implements Communicator {
         ? `rank ${lost} went away (reported by rank ${peer}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`
         : `rank ${peer} aborted: ${note.message ?? 'no reason given'}`;
     if (code === ErrorCode.PeerLost && typeof lost === 'number') this.emitLost(lost, `reported by rank ${peer}`);
+    // Another rank names a flooder: back it only with evidence of our own (what that rank left here).
+    if (code === ErrorCode.PeerMisbehaved && typeof lost === 'number' && lost !== this.rank && this.links.has(lost) && this.budget.overHalf(lost)) {
+      return this.misbehaved(lost, `left ${this.budget.heldBytes(lost)} bytes of messages nobody asked for, over half its budget, when rank ${peer} reported it flooding`);
+    }
     // Pass it on, so ranks that only talk to us hear it too; abort() ignores repeats.
     this.abort(new RingtrainError(code, message, detail));
   }

@@ -80,18 +80,9 @@ function hasRawWire(c: unknown): c is RawWire {
   return typeof (c as Partial<RawWire>).sendRawForTesting === 'function';
 }
 
-/** Frames for the flood: well-formed data with tags no collective uses (ids from the top of the range). */
-const FLOOD_FRAME_BYTES = 200 * 1024;
-export const FLOOD_FRAMES = 1024;
-
-function dataFrame(id: number, bytes: number): Uint8Array {
-  const f = new Uint8Array(16 + bytes);
-  const v = new DataView(f.buffer);
-  v.setUint8(0, 0); // data
-  v.setUint8(1, 1); // last fragment
-  v.setUint32(4, id >>> 0, true);
-  return f;
-}
+/** The flood: well-formed messages with tags no collective uses (ids from the top of the range), 200 MB in all. */
+const FLOOD_MESSAGE_BYTES = 200 * 1024;
+export const FLOOD_MESSAGES = 1024;
 
 function abortFrame(note: unknown): Uint8Array {
   const body = new TextEncoder().encode(JSON.stringify(note));
@@ -125,17 +116,14 @@ export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: nu
     }
   }
   if (fault.kind === 'flood-tags') {
-    for (let i = 0; i < FLOOD_FRAMES && !comm.error; i++) {
-      for (const peer of peers) {
-        try {
-          comm.sendRawForTesting(peer, dataFrame(0xfff00000 + i, FLOOD_FRAME_BYTES));
-        } catch {
-          return true; // the receiver cut us off: the point of the test
-        }
-      }
-      // Let the transport drain a little (libwebrtc closes a channel past 16 MiB queued).
-      if (i % 16 === 15) await new Promise((r) => setTimeout(r, 20));
-    }
+    // Through the communicator's own queue (well-formed, with its backpressure: an unpaced
+    // flood would overrun libwebrtc's send buffer and close our own channel first).
+    const payload = new Uint8Array(FLOOD_MESSAGE_BYTES);
+    await Promise.all(
+      peers.map(async (peer) => {
+        for (let i = 0; i < FLOOD_MESSAGES && !comm.error; i++) await comm.send(peer, { id: 0xfff00000 + i, step: 0, chunk: 0 }, payload);
+      }),
+    ).catch(() => {}); // the receivers cut us off: the point of the test
   }
   return true;
 }

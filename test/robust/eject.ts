@@ -17,13 +17,14 @@ export interface EjectionRun {
   faultyCode: number | null;
 }
 
-export async function runWithFault(id: string, fault: string): Promise<EjectionRun> {
+/** `heartbeatMs`: the server's, which sets how long a regroup waits for a membership change. */
+export async function runWithFault(id: string, fault: string, heartbeatMs?: number): Promise<EjectionRun> {
   const job = {
     id,
     token: `${id}-token`,
     config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 11, steps: STEPS, elastic: true }, batchPerPeer: 32, minPeers: 2, startPeers: 3, maxPeers: 3 },
   };
-  const server = await startServer({ jobs: [job], staticDir: null });
+  const server = await startServer({ jobs: [job], staticDir: null, ...(heartbeatMs ? { heartbeatMs } : {}) });
   try {
     const honest = [0, 1].map((i) => startDenoWorker(server.url, job, ['--name', `honest-${i}`]));
     const faulty = startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', `${fault}@step:${FAULT_STEP}`]);
