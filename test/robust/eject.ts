@@ -29,8 +29,17 @@ export async function runWithFault(id: string, fault: string, heartbeatMs?: numb
     const honest = [0, 1].map((i) => startDenoWorker(server.url, job, ['--name', `honest-${i}`]));
     const faulty = startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', `${fault}@step:${FAULT_STEP}`]);
     await until(() => faulty.rank !== undefined || faulty.result !== undefined, 'the faulty worker to join', 120_000);
-    const honestCodes = await Promise.all(honest.map((w) => w.exit));
-    const faultyCode = await faulty.exit;
+    const all = [...honest, faulty];
+    const codes: (number | null | undefined)[] = all.map(() => undefined);
+    all.forEach((w, i) => void w.exit.then((c) => (codes[i] = c)));
+    try {
+      await until(() => codes.every((c) => c !== undefined), 'every worker to exit', 150_000);
+    } catch (err) {
+      // Say what each worker was doing, rather than only that time ran out.
+      throw new Error(`${(err as Error).message}\n${all.map((w) => `--- ${w === faulty ? 'faulty' : 'honest'} (rank ${w.rank}), exit ${codes[all.indexOf(w)]}:\n${w.stderr.split('\n').filter((l) => !l.includes('XDG_RUNTIME_DIR')).join('\n')}`).join('\n')}`);
+    }
+    const honestCodes = codes.slice(0, 2) as (number | null)[];
+    const faultyCode = codes[2] as number | null;
     return { honest, faulty, honestCodes, faultyCode };
   } finally {
     await server.close();

@@ -15,7 +15,7 @@ afterAll(() => killStartedWorkers());
  * A forged abort is judged false only once the server saw no one leave within its liveness
  * window (heartbeat × (missed + 2)); a short heartbeat keeps that window, and the test, short.
  */
-const FORGED_ABORT_HEARTBEAT_MS = 1000;
+const FORGED_ABORT_HEARTBEAT_MS = 2000;
 
 describe('a worker breaking the wire protocol', () => {
   for (const fault of ['garbage-frames', 'flood-tags', 'forge-abort']) {
