@@ -6,11 +6,13 @@
  * re-form the ring and finish every step with a model that learned.
  * Real server, real Deno workers, real WebRTC (inside scripts/in-netns.sh).
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killStartedWorkers, requireNetns } from '../support/workers.ts';
-import { FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './eject.ts';
+import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
+import { requireNetns } from '../support/workers.ts';
+import { cleanUpRuns, FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './eject.ts';
 
-afterAll(() => killStartedWorkers());
+afterAll(() => cleanUpRuns());
 
 describe('a worker sending poisoned gradients', () => {
   for (const fault of ['scale:1e30', 'nan', 'scale:-20']) {
@@ -35,4 +37,21 @@ describe('a worker sending poisoned gradients', () => {
       expect(faulty.stderr).toMatch(/ejected from the job/);
     }, 200_000);
   }
+
+  it('in a job that is not elastic, the others stop naming the sender and save a recovery checkpoint', async () => {
+    requireNetns();
+    const { honest, faulty, honestCodes } = await runWithFault('poison-fixed', 'scale:1e30', undefined, false);
+    const bad = faulty.rank!;
+    for (const [i, w] of honest.entries()) {
+      expect(honestCodes[i], w.stderr).toBe(3);
+      expect(w.result?.stopped_by?.code, w.stderr).toBe('ERR_PEER_MISBEHAVED');
+      expect(w.result?.stopped_by?.message).toContain(`rank ${bad} (its gradient norm`);
+      // The poisoned step was dropped: the checkpoint holds the last step before it, finite.
+      const path = String(w.result!.recovery);
+      expect(existsSync(path), w.stderr).toBe(true);
+      const saved = decodeCheckpoint(readFileSync(path));
+      expect(saved.step).toBe(FAULT_STEP);
+      expect(w.result!.steps).toBe(FAULT_STEP);
+    }
+  }, 200_000);
 });

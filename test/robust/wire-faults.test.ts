@@ -6,10 +6,10 @@
  * Real server, real Deno workers, real WebRTC (inside scripts/in-netns.sh).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { killStartedWorkers, requireNetns } from '../support/workers.ts';
-import { FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './eject.ts';
+import { requireNetns } from '../support/workers.ts';
+import { cleanUpRuns, FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './eject.ts';
 
-afterAll(() => killStartedWorkers());
+afterAll(() => cleanUpRuns());
 
 /**
  * A forged abort is judged false only once the server saw no one leave within its liveness
