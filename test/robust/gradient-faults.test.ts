@@ -30,8 +30,10 @@ describe('a worker sending poisoned gradients', () => {
         expect(w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'), w.stderr).toMatchObject({ rank: bad, name: 'faulty' });
         // Ejected within 2 steps of starting: no step with 3 peers past FAULT_STEP + 2.
         expect(lastStepAtSize(w, 3)).toBeLessThanOrEqual(FAULT_STEP + 2);
-        // The poisoned steps were dropped, never applied: the model learned as an honest one does.
-        expect(w.result!.test_accuracy).toBeGreaterThan(0.8);
+        // Measured: 80.3% after any of these faults, the same to the digit (the poisoned steps were
+        // never applied); 85.1% when all three peers stay honest (a third more examples per step);
+        // a 1e30-scaled update applied once leaves chance (10%).
+        expect(w.result!.test_accuracy).toBeGreaterThan(0.75);
       }
       expect(faultyCode, faulty.stderr).not.toBe(0);
       expect(faulty.stderr).toMatch(/ejected from the job/);
