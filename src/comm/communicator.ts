@@ -325,6 +325,19 @@ export class LinkCommunicator implements Communicator {
   }
 
   /**
+   * Whether `peer` left here a message for a collective id more than FAR_AHEAD_IDS beyond this
+   * rank's next one. Ranks run collectives in step (each waits for the others), so an honest
+   * peer is never that far ahead: such a message is for a tag nobody will wait for.
+   */
+  private heldFarAhead(peer: number): boolean {
+    const prefix = `${peer}|`;
+    for (const key of this.arrived.keys()) {
+      if (key.startsWith(prefix) && Number(key.slice(prefix.length).split(':')[0]) > this.idCounter + FAR_AHEAD_IDS) return true;
+    }
+    return false;
+  }
+
+  /**
    * `peer` broke the rules: its fault, whatever it claims. Drop what it left here, say so
    * once (an elastic session asks the server to eject it), and fail the ring naming it.
    */
@@ -377,8 +390,9 @@ export class LinkCommunicator implements Communicator {
         : `rank ${peer} aborted: ${note.message ?? 'no reason given'}`;
     if (code === ErrorCode.PeerLost && typeof lost === 'number') this.emitLost(lost, `reported by rank ${peer}`);
     // Another rank names a flooder: back it only with evidence of our own (what that rank left here).
-    if (code === ErrorCode.PeerMisbehaved && typeof lost === 'number' && lost !== this.rank && this.links.has(lost) && this.budget.overHalf(lost)) {
-      return this.misbehaved(lost, `left ${this.budget.heldBytes(lost)} bytes of messages nobody asked for, over half its budget, when rank ${peer} reported it flooding`);
+    if (code === ErrorCode.PeerMisbehaved && typeof lost === 'number' && lost !== this.rank && this.links.has(lost)) {
+      const evidence = this.budget.overHalf(lost) ? `over half its budget (${this.budget.heldBytes(lost)} bytes)` : this.heldFarAhead(lost) ? 'messages for collectives far beyond any this ring has run' : null;
+      if (evidence) return this.misbehaved(lost, `left ${evidence} nobody asked for, when rank ${peer} reported it flooding`);
     }
     // Pass it on, so ranks that only talk to us hear it too; abort() ignores repeats.
     this.abort(new RingtrainError(code, message, detail));
@@ -432,6 +446,9 @@ export class LinkCommunicator implements Communicator {
     }
   }
 }
+
+/** How far beyond this rank's next collective id a held message counts as far ahead (see heldFarAhead). */
+const FAR_AHEAD_IDS = 1 << 16;
 
 /** The `name` of a stall event that reports a silent link rather than a late collective. */
 export const QUIET_LINK = '(silent link)';

@@ -114,6 +114,19 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     expect(misbehaved(seen[1])).toEqual([]);
   });
 
+  it("backs another rank's flood report only with evidence of its own: hearsay names no one", async () => {
+    for (const evidence of [true, false]) {
+      const { comms, seen } = ring(3);
+      const pending = comms[1].recv(0, { id: 1, step: 0, chunk: 0 }).catch((e: unknown) => e);
+      // Rank 2 left rank 1 a message for a collective that will not run for a long time.
+      if (evidence) await comms[2].send(1, { id: 0xfff00000, step: 0, chunk: 0 }, new Uint8Array(8));
+      comms[0].abort(new RingtrainError(ErrorCode.PeerMisbehaved, 'rank 2 floods', { peer: 2 }));
+      const err = (await pending) as RingtrainError;
+      expect(err.code).toBe(ErrorCode.PeerMisbehaved);
+      expect(misbehaved(seen[1]).map((e) => e.peer), `evidence ${evidence}`).toEqual(evidence ? [2] : []);
+    }
+  });
+
   it('keeps the origin of an abort as it is passed on', async () => {
     const { comms } = ring(3);
     const pending = comms.map((c) => c.recv((c.rank + 2) % 3, { id: 1, step: 0, chunk: 0 }).catch((e: unknown) => e));
