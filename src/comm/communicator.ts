@@ -1,5 +1,6 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
+import { readAbortNote } from './abort-note.ts';
 import { DEFAULT_BUDGET, UnconsumedBudget, type BudgetLimits } from './budget.ts';
 import { decodeFrame, encodeFrames, FrameKind, Reassembler, tagKey } from './frame.ts';
 import type { Communicator, Tag } from './interface.ts';
@@ -361,29 +362,15 @@ export class LinkCommunicator implements Communicator {
 
   private onRemoteAbort(peer: number, payload: Uint8Array): void {
     if (this.error) return;
-    let note: { code?: string; message?: string; detail?: Record<string, unknown> } = {};
-    try {
-      const parsed: unknown = JSON.parse(new TextDecoder().decode(payload));
-      // What a peer sends is untrusted: keep only fields of the expected types.
-      if (typeof parsed === 'object' && parsed !== null) {
-        const p = parsed as Record<string, unknown>;
-        note = {
-          code: typeof p.code === 'string' ? p.code : undefined,
-          message: typeof p.message === 'string' ? p.message.slice(0, 1000) : undefined,
-          detail: typeof p.detail === 'object' && p.detail !== null && !Array.isArray(p.detail) ? (p.detail as Record<string, unknown>) : undefined,
-        };
-      }
-    } catch {
-      // keep the generic message below
-    }
-    const code = (Object.values(ErrorCode) as string[]).includes(note.code ?? '') ? (note.code as ErrorCode) : ErrorCode.Aborted;
-    const origin = typeof note.detail?.origin === 'number' ? note.detail.origin : peer;
-    const lost = note.detail?.peer;
+    const note = readAbortNote(payload);
+    const code = note.code;
+    const origin = typeof note.detail.origin === 'number' ? note.detail.origin : peer;
+    const lost = note.detail.peer;
     // A claim that a third rank went away, while that rank still talks to us: doubt it (its
     // origin may be lying; session.ts reports it if the server then sees no one leave).
     const heard = typeof lost === 'number' ? this.lastHeard.get(lost) : undefined;
     const claimDoubted = code === ErrorCode.PeerLost && lost !== origin && heard !== undefined && now() - heard < Math.max(this.opts.heartbeatMs * 2, this.opts.peerTimeoutMs / 2);
-    const detail = { ...(note.detail ?? {}), rank: this.rank, reportedBy: peer, origin, claimDoubted };
+    const detail = { ...note.detail, rank: this.rank, reportedBy: peer, origin, claimDoubted };
     const message =
       code === ErrorCode.PeerLost && typeof lost === 'number'
         ? `rank ${lost} went away (reported by rank ${peer}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { LinkCommunicator } from '../../src/comm/communicator.ts';
 import { memoryMesh } from '../../src/comm/memory-link.ts';
 import { UnconsumedBudget } from '../../src/comm/budget.ts';
+import { readAbortNote } from '../../src/comm/abort-note.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { EventBus, type RingEvent } from '../../src/core/events.ts';
 import { checkContributions, contributionOutliers } from '../../src/distributed/guard.ts';
@@ -125,6 +126,13 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
       expect(err.code).toBe(ErrorCode.PeerMisbehaved);
       expect(misbehaved(seen[1]).map((e) => e.peer), `evidence ${evidence}`).toEqual(evidence ? [2] : []);
     }
+  });
+
+  it('reads an abort note as untrusted text: wrong types dropped, unknown codes as ERR_ABORTED', () => {
+    const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v));
+    for (const junk of ['null', '[1,2]', '"text"', '{not json', '42']) expect(readAbortNote(enc(junk)), junk).toEqual({ code: ErrorCode.Aborted, message: undefined, detail: {} });
+    expect(readAbortNote(enc({ code: 'ERR_MADE_UP', message: 'x'.repeat(5000), detail: 'str' }))).toEqual({ code: ErrorCode.Aborted, message: 'x'.repeat(1000), detail: {} });
+    expect(readAbortNote(enc({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } }))).toEqual({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } });
   });
 
   it('keeps the origin of an abort as it is passed on', async () => {
