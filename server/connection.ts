@@ -131,6 +131,17 @@ export class Connection implements Handshake {
     this.fail(SignalErrorCode.ServerBusy, 'the server is at its limit of connections that have not joined, and this one waited longest; send join right after connecting');
   }
 
+  /** Most of the job's other peers reported this one: out of the job, for good. */
+  private eject(why: string): void {
+    if (this.closing) return;
+    this.sendError(SignalErrorCode.Ejected, `ejected from the job: ${why}`, true);
+    this.leaveJob(PeerLeftReason.Ejected, why);
+    this.closing = true;
+    this.ws.close(CloseCode.Refused, SignalErrorCode.Ejected);
+    this.cutTimer = setTimeout(() => this.ws.terminate(), REFUSED_CLOSE_GRACE_MS);
+    this.cutTimer.unref?.();
+  }
+
   /** Cuts the socket without a close handshake. */
   terminate(): void {
     this.closing = true;
@@ -248,6 +259,11 @@ export class Connection implements Handshake {
       }
       case 'pong':
         return;
+      case 'report': {
+        const ejected = this.job.report(this.member, msg.peerId, msg.reason);
+        if (ejected) this.ctx.log(`job ${this.job.id}: ejected ${ejected.name ?? ejected.peerId} (${msg.reason})`);
+        return;
+      }
       case 'leave':
         this.leaveJob(PeerLeftReason.Left, msg.reason);
         this.closing = true;
@@ -281,6 +297,7 @@ export class Connection implements Handshake {
       capabilities: msg.capabilities,
       joinedAt: Date.now(),
       send: (m) => this.send(m),
+      eject: (why) => this.eject(why),
     };
     this.member = member;
     this.job = job;

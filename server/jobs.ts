@@ -16,6 +16,9 @@ import {
   type ServerMessage,
 } from '../src/signaling/protocol.ts';
 
+/** Fewest distinct reporters that can eject a peer. */
+export const MIN_REPORTERS = 2;
+
 export interface Member {
   readonly peerId: string;
   readonly runtime: 'browser' | 'deno' | 'node';
@@ -24,6 +27,8 @@ export interface Member {
   readonly joinedAt: number;
   progress?: Progress & { at: number };
   send(msg: ServerMessage): void;
+  /** Puts this member out of the job for breaking the rules (a fatal error, then the socket closes). */
+  eject(why: string): void;
 }
 
 export class Job {
@@ -36,6 +41,10 @@ export class Job {
   epoch = 0;
   started = false;
   signalsRelayed = 0;
+  /** Who reported whom (peer ids): accused → reporters still in the job. */
+  private reports = new Map<string, Set<string>>();
+  /** Peer ids ejected from this job; a join never reuses one, and a report of one is moot. */
+  readonly ejected = new Set<string>();
 
   constructor(spec: JobSpec) {
     this.id = spec.id;
@@ -109,11 +118,33 @@ export class Job {
     this.bump({ kind: 'join', peerId: member.peerId, name: member.name });
   }
 
+  /**
+   * `reporter` says the peer `accusedId` broke the rules. One peer's word is not enough (it
+   * may itself be the liar): the accused is ejected once more than half of the other members,
+   * and at least MIN_REPORTERS, reported it. Returns the ejected member, if this report ejected one.
+   */
+  report(reporter: Member, accusedId: string, reason: string): Member | null {
+    const accused = this.members.find((m) => m.peerId === accusedId);
+    if (!accused || accused === reporter || !this.members.includes(reporter)) return null;
+    const by = this.reports.get(accusedId) ?? new Set<string>();
+    by.add(reporter.peerId);
+    this.reports.set(accusedId, by);
+    const others = this.members.length - 1;
+    // Two reporters at least: in a job of two, one word against another proves nothing.
+    if (by.size < MIN_REPORTERS || by.size * 2 <= others) return null;
+    this.ejected.add(accusedId);
+    accused.eject(`reported by ${by.size} of the other ${others} peers: ${reason}`);
+    return accused;
+  }
+
   /** Removes `member` (no-op if gone): peer-left first, then the new membership. */
   remove(member: Member, reason: PeerLeftReason, detail?: string): boolean {
     const rank = this.members.indexOf(member);
     if (rank < 0) return false;
     this.members.splice(rank, 1);
+    // A departed peer neither stands accused nor counts as a reporter any more.
+    this.reports.delete(member.peerId);
+    for (const by of this.reports.values()) by.delete(member.peerId);
     // An empty job is no longer running: whoever comes next starts it afresh.
     if (this.members.length === 0) this.started = false;
     const left: ServerMessage = { type: 'peer-left', epoch: this.epoch, peerId: member.peerId, rank, name: member.name, reason, detail };

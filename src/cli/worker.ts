@@ -25,6 +25,7 @@ import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
 import { warmUpKernels } from '../distributed/warm-up.ts';
+import { faultHook, parseFault } from '../distributed/fault.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, stderr } from './host.node.ts';
 import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
@@ -48,6 +49,7 @@ const WorkerOptionsSchema = z.object({
   connectTimeoutMs: z.coerce.number().int().min(1000).optional(),
   events: z.boolean().default(false),
   json: z.boolean().default(false),
+  fault: z.string().min(1).optional(),
 });
 type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
@@ -69,6 +71,8 @@ export function workerCommand(): Command {
     .option('--connect-timeout-ms <n>', 'give up opening the data channels to the other peers after this long (default 30000)')
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
     .option('--json', 'print one JSON result line on stdout at the end', false)
+    // Tests only: make this worker misbehave (src/distributed/fault.ts); hidden from --help.
+    .addOption(new Option('--fault <spec>', 'TEST ONLY: misbehave as SPEC says (nan@step:N, scale:K, garbage-frames, forge-abort, flood-tags, slow:3x)').hideHelp())
     .action(async (raw: Record<string, unknown>) => {
       const parsed = WorkerOptionsSchema.safeParse(raw);
       if (!parsed.success) {
@@ -97,6 +101,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   const emit = (obj: Record<string, unknown>) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
   // Fail on a bad checkpoint, an unwritable --save or missing data before taking a place in the ring.
   const resume = preflightCheckpoints(o);
+  const fault = o.fault ? parseFault(o.fault) : undefined;
   // The job's model is known only once the server answers; --data and the page's image data are for the image models.
   const gpu = await acquireGpu();
   let data!: Awaited<ReturnType<typeof loadTrainingData>>;
@@ -105,6 +110,10 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   timeline?.attach(bus);
   const sayStall = stallReporter((line) => void say(line));
   bus.on((e) => {
+    if (e.type === 'peer-misbehaved') {
+      void say(`[rank ${e.rank}] rank ${e.peer} broke the rules: ${e.reason}`);
+      void emit({ event: 'peer-misbehaved', rank: e.rank, peer: e.peer, reason: e.reason });
+    }
     if (e.type !== 'stall') return;
     sayStall(e);
     void emit({ event: 'stall', rank: e.rank, name: e.name, waitingFor: e.waitingFor, waitedMs: Math.round(e.waitedMs) });
@@ -152,6 +161,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       bus,
       resume,
       resumeName: o.resume,
+      tamperGradients: fault ? faultHook(fault, () => session.comm) : undefined,
       onCheckpoint: (c) => {
         if (o.save) saveCheckpoint(o.save, c, { overwrite: o.overwrite });
       },

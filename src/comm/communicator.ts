@@ -1,5 +1,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
+import { readAbortNote } from './abort-note.ts';
+import { DEFAULT_BUDGET, UnconsumedBudget, type BudgetLimits } from './budget.ts';
 import { decodeFrame, encodeFrames, FrameKind, Reassembler, tagKey } from './frame.ts';
 import type { Communicator, Tag } from './interface.ts';
 import type { Link } from './link.ts';
@@ -16,6 +18,8 @@ export interface CommunicatorOptions {
   highWaterBytes?: number;
   /** How often (ms) a blocked sender looks at bufferedAmount again. */
   pollMs?: number;
+  /** What one peer may leave here unconsumed before it counts as flooding (budget.ts). */
+  budget?: Partial<BudgetLimits>;
 }
 
 const DEFAULTS = {
@@ -70,6 +74,9 @@ export class LinkCommunicator implements Communicator {
   private closedError: RingtrainError | null = null;
   private closing: Promise<void> | null = null;
   private goodbyeAcks = new Map<number, () => void>();
+  private budget: UnconsumedBudget;
+  /** Peers that broke the rules: reported once, and nothing more from them is kept. */
+  private misbehaving = new Set<number>();
   error: RingtrainError | null = null;
 
   constructor(
@@ -90,7 +97,9 @@ export class LinkCommunicator implements Communicator {
       }
     }
     this.events = options.events ?? new EventBus();
-    this.opts = { ...DEFAULTS, ...stripUndefined(options) };
+    const { budget, ...rest } = options;
+    this.opts = { ...DEFAULTS, ...stripUndefined(rest) };
+    this.budget = new UnconsumedBudget({ ...DEFAULT_BUDGET, ...stripUndefined(budget ?? {}) });
     const t = now();
     for (const [peer, link] of links) {
       this.reassemblers.set(peer, new Reassembler());
@@ -159,6 +168,7 @@ export class LinkCommunicator implements Communicator {
     const have = this.arrived.get(key);
     if (have) {
       this.arrived.delete(key);
+      this.budget.release(peer, have.byteLength);
       return Promise.resolve(have);
     }
     const failed = this.unusable(peer);
@@ -178,10 +188,21 @@ export class LinkCommunicator implements Communicator {
     });
   }
 
+  /**
+   * TESTS ONLY (worker --fault): puts `bytes` on the link to `peer` as they are, unframed,
+   * so a test can play a peer that runs other code.
+   */
+  sendRawForTesting(peer: number, bytes: Uint8Array): void {
+    this.links.get(peer)?.send(bytes);
+  }
+
   abort(err: RingtrainError): void {
     if (this.error) return;
     this.error = err;
-    const note = new TextEncoder().encode(JSON.stringify({ code: err.code, message: err.message, detail: err.detail ?? {} }));
+    // `origin`: the rank whose abort started it, kept as it is passed on, so a rank that
+    // starts aborts nobody else saw the reason for can be named (session.ts).
+    const detail = { ...(err.detail ?? {}), origin: typeof err.detail?.origin === 'number' ? err.detail.origin : this.rank };
+    const note = new TextEncoder().encode(JSON.stringify({ code: err.code, message: err.message, detail }));
     for (const [peer, link] of this.links) {
       if (this.departed.has(peer)) continue;
       try {
@@ -248,12 +269,13 @@ export class LinkCommunicator implements Communicator {
   private onMessage(peer: number, bytes: Uint8Array): void {
     this.lastHeard.set(peer, now());
     this.stats.bytesReceived += bytes.byteLength;
+    // A peer that broke the rules gets nothing more kept (its flood must not grow memory).
+    if (this.misbehaving.has(peer)) return;
     let f;
     try {
       f = decodeFrame(bytes);
     } catch (e) {
-      this.abort(new RingtrainError(ErrorCode.Transport, `rank ${peer} sent a malformed frame (${(e as Error).message}); both ends must run the same ringtrain version`, { peer }));
-      return;
+      return this.misbehaved(peer, `sent a malformed frame (${(e as Error).message}; both ends must run the same ringtrain version)`);
     }
     switch (f.kind) {
       case FrameKind.Heartbeat:
@@ -279,10 +301,13 @@ export class LinkCommunicator implements Communicator {
         try {
           msg = this.reassemblers.get(peer)!.push(f);
         } catch (e) {
-          this.abort(new RingtrainError(ErrorCode.Transport, `framing from rank ${peer} broke: ${(e as Error).message}`, { peer }));
+          return this.misbehaved(peer, `broke the framing (${(e as Error).message})`);
+        }
+        if (!msg) {
+          const over = this.budget.check(peer, this.reassemblers.get(peer)!.pendingBytes);
+          if (over) this.misbehaved(peer, over);
           return;
         }
-        if (!msg) return;
         const key = `${peer}|${tagKey(msg.tag)}`;
         const w = this.waiters.get(key);
         if (w) {
@@ -290,28 +315,72 @@ export class LinkCommunicator implements Communicator {
           clearTimeout(w.timer);
           w.resolve(msg.payload);
         } else {
+          const earlier = this.arrived.get(key);
+          if (earlier) this.budget.release(peer, earlier.byteLength);
           this.arrived.set(key, msg.payload);
+          const over = this.budget.hold(peer, msg.payload.byteLength);
+          if (over) this.misbehaved(peer, over);
         }
       }
     }
   }
 
+  /**
+   * Whether `peer` left here a message for a collective id more than FAR_AHEAD_IDS beyond this
+   * rank's next one. Ranks run collectives in step (each waits for the others), so an honest
+   * peer is never that far ahead: such a message is for a tag nobody will wait for.
+   */
+  private heldFarAhead(peer: number): boolean {
+    const prefix = `${peer}|`;
+    for (const key of this.arrived.keys()) {
+      if (key.startsWith(prefix) && Number(key.slice(prefix.length).split(':')[0]) > this.idCounter + FAR_AHEAD_IDS) return true;
+    }
+    return false;
+  }
+
+  /**
+   * `peer` broke the rules: its fault, whatever it claims. Drop what it left here, say so
+   * once (an elastic session asks the server to eject it), and fail the ring naming it.
+   */
+  private misbehaved(peer: number, reason: string): void {
+    for (const key of [...this.arrived.keys()]) if (key.startsWith(`${peer}|`)) this.arrived.delete(key);
+    this.budget.forget(peer);
+    this.reassemblers.set(peer, new Reassembler());
+    if (!this.misbehaving.has(peer)) {
+      this.misbehaving.add(peer);
+      // Said even when the ring already broke for another reason: the report is what ejects it.
+      if (this.events.active) this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.rank, peer, reason });
+    }
+    this.abort(
+      new RingtrainError(ErrorCode.PeerMisbehaved, `rank ${peer} ${reason}; a peer speaks only for itself, so rank ${peer} is named: an elastic job ejects it and goes on, otherwise resume from the recovery checkpoint without it`, {
+        peer,
+        culprits: [peer],
+        reason,
+      }),
+    );
+  }
+
   private onRemoteAbort(peer: number, payload: Uint8Array): void {
     if (this.error) return;
-    let note: { code?: string; message?: string; detail?: Record<string, unknown> } = {};
-    try {
-      note = JSON.parse(new TextDecoder().decode(payload));
-    } catch {
-      // keep the generic message below
-    }
-    const code = (Object.values(ErrorCode) as string[]).includes(note.code ?? '') ? (note.code as ErrorCode) : ErrorCode.Aborted;
-    const detail = { ...(note.detail ?? {}), rank: this.rank, reportedBy: peer };
-    const lost = note.detail?.peer;
+    const note = readAbortNote(payload);
+    const code = note.code;
+    const origin = typeof note.detail.origin === 'number' ? note.detail.origin : peer;
+    const lost = note.detail.peer;
+    // A claim that a third rank went away, while that rank still talks to us: doubt it (its
+    // origin may be lying; session.ts reports it if the server then sees no one leave).
+    const heard = typeof lost === 'number' ? this.lastHeard.get(lost) : undefined;
+    const claimDoubted = code === ErrorCode.PeerLost && lost !== origin && heard !== undefined && now() - heard < Math.max(this.opts.heartbeatMs * 2, this.opts.peerTimeoutMs / 2);
+    const detail = { ...note.detail, rank: this.rank, reportedBy: peer, origin, claimDoubted };
     const message =
       code === ErrorCode.PeerLost && typeof lost === 'number'
         ? `rank ${lost} went away (reported by rank ${peer}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`
         : `rank ${peer} aborted: ${note.message ?? 'no reason given'}`;
     if (code === ErrorCode.PeerLost && typeof lost === 'number') this.emitLost(lost, `reported by rank ${peer}`);
+    // Another rank names a flooder: back it only with evidence of our own (what that rank left here).
+    if (code === ErrorCode.PeerMisbehaved && typeof lost === 'number' && lost !== this.rank && this.links.has(lost)) {
+      const evidence = this.budget.overHalf(lost) ? `over half its budget (${this.budget.heldBytes(lost)} bytes)` : this.heldFarAhead(lost) ? 'messages for collectives far beyond any this ring has run' : null;
+      if (evidence) return this.misbehaved(lost, `left ${evidence} nobody asked for, when rank ${peer} reported it flooding`);
+    }
     // Pass it on, so ranks that only talk to us hear it too; abort() ignores repeats.
     this.abort(new RingtrainError(code, message, detail));
   }
@@ -364,6 +433,9 @@ export class LinkCommunicator implements Communicator {
     }
   }
 }
+
+/** How far beyond this rank's next collective id a held message counts as far ahead (see heldFarAhead). */
+const FAR_AHEAD_IDS = 1 << 16;
 
 /** The `name` of a stall event that reports a silent link rather than a late collective. */
 export const QUIET_LINK = '(silent link)';

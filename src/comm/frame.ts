@@ -88,6 +88,11 @@ export class Reassembler {
   private bytes = 0;
   private tag: Tag | null = null;
 
+  /** Bytes of a message still being glued (they count against the sender's budget). */
+  get pendingBytes(): number {
+    return this.bytes;
+  }
+
   /** Returns the whole message when `f` was its last fragment, else null. */
   push(f: Frame): { tag: Tag; payload: Uint8Array } | null {
     if (this.tag && tagKey(this.tag) !== tagKey(f)) {

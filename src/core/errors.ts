@@ -26,6 +26,11 @@ export const ErrorCode = {
   Transport: 'ERR_TRANSPORT',
   /** The signaling server refused or dropped us. */
   Signaling: 'ERR_SIGNALING',
+  /**
+   * A peer broke the rules: a malformed frame, a flood of messages nobody asked for,
+   * or a gradient that is not finite or far larger than the others'. `detail.peer` is its rank.
+   */
+  PeerMisbehaved: 'ERR_PEER_MISBEHAVED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -40,7 +40,9 @@ export type RingEvent =
   | { type: 'evaluate'; t: number; rank: number; step: number; epoch: number; testAccuracy: number; testLoss?: number }
   /** Membership as the server tells it. */
   | { type: 'membership'; t: number; rank: number; size: number; epoch: number; peers: { rank: number; id: string; runtime?: string }[] }
-  | { type: 'peer-lost'; t: number; rank: number; peer: number; reason: string };
+  | { type: 'peer-lost'; t: number; rank: number; peer: number; reason: string }
+  /** Rank `peer` broke the rules (seen by `rank`); elastic jobs ask the server to eject it. */
+  | { type: 'peer-misbehaved'; t: number; rank: number; peer: number; reason: string };
 
 export type RingEventType = RingEvent['type'];
 export type Listener = (e: RingEvent) => void;

@@ -33,10 +33,15 @@ export interface DistributedOptimizerOptions {
   fusionThresholdBytes?: number;
   /** A rank silent this long fails the step (ms). */
   timeoutMs?: number;
+  /**
+   * Runs on this rank's contribution just before the allreduce (the contribution guard,
+   * guard.ts); throwing fails the step before anything was summed or applied.
+   */
+  beforeReduce?: (local: Float32Array) => Promise<void>;
 }
 
 /** DistributedOptimizerOptions with the defaults filled in and checked: this optimizer's and the TF.js one's. */
-export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs'>> & { timeoutMs: number | undefined } {
+export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'beforeReduce'>> & { timeoutMs: number | undefined } {
   const backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
   const op = options.op ?? 'average';
   if (!Number.isInteger(backwardPassesPerStep) || backwardPassesPerStep < 1) {
@@ -67,6 +72,7 @@ export class DistributedOptimizer {
   readonly op: 'average' | 'sum';
   readonly fusionThresholdBytes: number;
   private readonly timeoutMs: number | undefined;
+  private readonly beforeReduce: DistributedOptimizerOptions['beforeReduce'];
   private accumulated: Float32Array | null = null;
   private passes = 0;
   private gradName: string | null = null;
@@ -85,6 +91,7 @@ export class DistributedOptimizer {
     this.op = s.op;
     this.fusionThresholdBytes = s.fusionThresholdBytes;
     this.timeoutMs = s.timeoutMs;
+    this.beforeReduce = options.beforeReduce;
   }
 
   /** Swaps the communicator (elastic training re-forms the ring with new members). */
@@ -116,6 +123,7 @@ export class DistributedOptimizer {
       if (this.passes < this.backwardPassesPerStep) return { applied: false, bytesSent: 0 };
     }
     const local = this.accumulated ?? grads;
+    await this.beforeReduce?.(local);
     const before = this.comm.stats.bytesSent;
     const reduced = await this.allreduceGradients(local);
     this.model.writeGrads(reduced);

@@ -24,7 +24,7 @@ import type { Communicator } from '../comm/communicator.ts';
 import { joinWebRTCRing } from '../comm/rings.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
-import { PeerLeftReason, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
+import { PeerLeftReason, SignalErrorCode, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
@@ -108,6 +108,22 @@ class PeerSession implements Session {
       regroup: (minEpoch) => this.regroup(minEpoch),
     };
     this.attach(client);
+    // A peer that broke the rules on our ring (guard.ts, the communicator's budget and framing):
+    // ask the server to eject it; a majority of the other peers' reports does.
+    events.on((e) => {
+      if (e.type === 'peer-misbehaved') this.reportPeer(e.peer, e.reason);
+    });
+  }
+
+  /** Peer ids this peer already reported (once is enough). */
+  private readonly reported = new Set<string>();
+
+  private reportPeer(rank: number, reason: string): void {
+    const peer = this.membership?.peers[rank];
+    if (!peer || rank === this.membership.rank || this.reported.has(peer.peerId)) return;
+    this.reported.add(peer.peerId);
+    this.notice(`reporting rank ${rank}${peer.name ? ` (${peer.name})` : ''} to the server: ${reason}`);
+    this.current.report(peer.peerId, reason);
   }
 
   get client(): SignalingClient {
@@ -158,6 +174,11 @@ class PeerSession implements Session {
     });
     client.on('close', (err) => {
       if (client !== this.current || !err || this.closing) return;
+      // Ejected by the other peers' reports: final, no reconnecting; the ring stops with why.
+      if (err.detail?.code === SignalErrorCode.Ejected) {
+        if (this.comm && !this.comm.error) this.comm.abort(err);
+        return;
+      }
       if (this.isElastic) return this.onServerLost(err);
       if (this.comm && !this.comm.error) this.comm.abort(new RingtrainError(ErrorCode.Aborted, `lost the signaling server: ${err.message}`, { cause: err.code }));
     });
@@ -261,7 +282,13 @@ class PeerSession implements Session {
     const windowMs = client.heartbeatMs * (client.missedHeartbeats + 2);
     let next: Membership;
     try {
-      next = await client.nextMembership(after, windowMs);
+      next = await client.nextMembership(after, windowMs).catch((err: unknown) => {
+        // The ring broke on a claim that a peer left, from a rank that still heard that peer,
+        // and the server saw no one leave: the claim was false. Report who started it, and
+        // give the other peers' reports a window to eject it.
+        if (client.closed || !this.reportFalseAbort()) throw err;
+        return client.nextMembership(after, windowMs);
+      });
     } catch (err) {
       if (client.closed) throw err;
       throw new RingtrainError(
@@ -274,6 +301,14 @@ class PeerSession implements Session {
     const readyMs = this.o.readyTimeoutMs ?? 600_000;
     this.notice(`the job has ${next.size} peer(s), fewer than its minimum of ${client.job.config.minPeers}; waiting up to ${Math.round(readyMs / 1000)} s for peers to join`);
     return client.nextMembership((m) => after(m) && m.ready, readyMs);
+  }
+
+  /** Reports the origin of a doubted abort claim (see nextReady); false when there is none. */
+  private reportFalseAbort(): boolean {
+    const d = this.comm?.error?.detail;
+    if (!d || d.claimDoubted !== true || typeof d.origin !== 'number' || typeof d.peer !== 'number') return false;
+    this.reportPeer(d.origin, `it aborted the ring saying rank ${d.peer} went away, but rank ${d.peer} was still there`);
+    return true;
   }
 
   async close(reason?: string): Promise<void> {

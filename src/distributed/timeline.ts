@@ -105,6 +105,9 @@ export class TimelineRecorder {
       case 'peer-lost':
         this.events.push({ name: `peer ${e.peer} lost`, ph: 'i', s: 'g', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { peer: e.peer, reason: e.reason } });
         break;
+      case 'peer-misbehaved':
+        this.events.push({ name: `peer ${e.peer} misbehaved`, ph: 'i', s: 'g', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { peer: e.peer, reason: e.reason } });
+        break;
       case 'membership':
         this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers } });
         break;

@@ -33,6 +33,7 @@ import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './
 import { learningRateAt } from './lr.ts';
 import { type DistributedOptimizerOptions } from './optimizer.ts';
 import { ringOptimizer, synchronizeReplicas, type LocalSgdConfig } from './diloco.ts';
+import { checkContributions, type GuardOptions } from './guard.ts';
 
 /** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
 export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig {
@@ -53,6 +54,12 @@ export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig
    * setting (elastic peers run one extra tiny collective per step to agree on membership).
    */
   elastic?: boolean;
+  /**
+   * The contribution guard (guard.ts): every step, before summing, each rank's gradient norm
+   * is checked against the others'; an offender is named and the step dropped. On by default;
+   * false turns it off (one tiny allgather per step less).
+   */
+  guard?: GuardOptions | false;
 }
 
 export interface DistributedTrainArgs {
@@ -88,6 +95,8 @@ export interface DistributedTrainArgs {
   shouldStop?: () => boolean;
   /** Elastic training: peers may join and leave; the ring re-forms between steps instead of stopping. */
   elastic?: ElasticHooks;
+  /** TESTS ONLY (worker --fault): changes this rank's gradients before they are checked and summed. */
+  tamperGradients?: (grads: Float32Array, step: number) => void | Promise<void>;
 }
 
 /**
@@ -158,7 +167,14 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const inner = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
-  const dopt = ringOptimizer(comm, model, inner, config);
+  const dopt = ringOptimizer(comm, model, inner, {
+    ...config,
+    // The contribution guard (synchronous training: it checks the gradients each rank is about to send).
+    beforeReduce: async (local) => {
+      await args.tamperGradients?.(local, step);
+      if (config.guard !== false) await checkContributions(comm, local, step, { timeoutMs: config.timeoutMs, ...config.guard });
+    },
+  });
   // Local SGD's optimizer state includes the outer state: broadcasts and checkpoints carry it.
   const optimizer = dopt.optimizer;
 
@@ -387,7 +403,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
 
 /** The ring broke under this rank (elastic training re-forms it). */
 function isBroken(err: unknown): err is RingtrainError {
-  return isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted || err.code === ErrorCode.Transport);
+  return isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted || err.code === ErrorCode.Transport || err.code === ErrorCode.PeerMisbehaved);
 }
 
 /** Errors that stop training as a result (stoppedBy) rather than a throw: the ring or its server went away. */

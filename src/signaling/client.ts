@@ -268,6 +268,11 @@ export class SignalingClient {
     this.write({ type: 'progress', ...progress });
   }
 
+  /** Tells the server that peer `peerId` broke the rules on our ring; a majority of reports ejects it. */
+  report(peerId: string, reason: string): void {
+    this.write({ type: 'report', peerId, reason: reason.slice(0, 256) });
+  }
+
   /** Leaves the job cleanly; the others get peer-left with reason 'left'. */
   leave(reason?: string): Promise<void> {
     if (this.closed) return Promise.resolve();

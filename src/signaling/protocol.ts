@@ -14,6 +14,11 @@
  *                                      refused (bad-progress) when its step goes backwards or
  *                                      past the job's last step
  *   leave     {reason?}                clean goodbye; the server closes the socket after it
+ *   report    {peerId, reason}         the peer `peerId` broke the rules on our ring (a bad frame,
+ *                                      a flood, a poisoned gradient). When more than half of
+ *                                      the job's other peers (and at least two) report the same peer, the server
+ *                                      ejects it: a fatal `ejected` error, peer-left with reason
+ *                                      `ejected` to the others, and that peer id never again.
  *
  * Server → client
  *   welcome    {protocol, peerId, job: {id, config}, heartbeatMs, missedHeartbeats,
@@ -83,6 +88,8 @@ export const SignalErrorCode = {
   ServerBusy: 'server-busy',
   /** A progress report the server will not show (a step going backwards, past the job's last step). */
   BadProgress: 'bad-progress',
+  /** Most of the job's other peers reported this peer for breaking the rules: it is out of the job. */
+  Ejected: 'ejected',
 } as const;
 export type SignalErrorCode = (typeof SignalErrorCode)[keyof typeof SignalErrorCode];
 
@@ -98,6 +105,8 @@ export const PeerLeftReason = {
   Dropped: 'dropped',
   /** The server is shutting down. */
   ServerClosing: 'server-closing',
+  /** Most of the other peers reported it for breaking the rules (see `report`). */
+  Ejected: 'ejected',
 } as const;
 export type PeerLeftReason = (typeof PeerLeftReason)[keyof typeof PeerLeftReason];
 
@@ -233,6 +242,7 @@ export const clientSignalMsg = z.strictObject({ type: z.literal('signal'), epoch
 export const pongMsg = z.strictObject({ type: z.literal('pong'), seq: z.number().int().min(0) });
 export const progressMsg = z.strictObject({ type: z.literal('progress'), ...progressFields });
 export const leaveMsg = z.strictObject({ type: z.literal('leave'), reason: z.string().max(256).optional() });
+export const reportMsg = z.strictObject({ type: z.literal('report'), peerId: z.string().min(1).max(64), reason: z.string().max(256) });
 
 /** Schemas by type; the server looks the type up first so it can tell unknown types from bad ones. */
 export const clientMessageSchemas = {
@@ -241,6 +251,7 @@ export const clientMessageSchemas = {
   pong: pongMsg,
   progress: progressMsg,
   leave: leaveMsg,
+  report: reportMsg,
 } as const;
 export type ClientMessageType = keyof typeof clientMessageSchemas;
 export type JoinMsg = z.infer<typeof joinMsg>;
@@ -249,7 +260,8 @@ export type ClientMessage =
   | z.infer<typeof clientSignalMsg>
   | z.infer<typeof pongMsg>
   | z.infer<typeof progressMsg>
-  | z.infer<typeof leaveMsg>;
+  | z.infer<typeof leaveMsg>
+  | z.infer<typeof reportMsg>;
 
 // ---- server → client ------------------------------------------------------
 // Non-strict: a client accepts (and ignores) fields a newer server adds.

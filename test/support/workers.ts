@@ -23,6 +23,8 @@ export interface TestWorker {
   /** The `result` event, once training ended. */
   result?: Record<string, unknown> & { steps: number; size: number; stopped_by: { code: string; message: string } | null; lost_ranks: number[]; test_accuracy: number };
   stderr: string;
+  /** Every JSON event line, in order. */
+  events: (Record<string, unknown> & { event: string })[];
   exit: Promise<number | null>;
 }
 
@@ -31,10 +33,11 @@ export const startedWorkers: TestWorker[] = [];
 
 export function startDenoWorker(server: string, job: { id: string; token: string }, extraArgs: string[] = []): TestWorker {
   const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server, '--job', job.id, '--token', job.token, '--events', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const w: TestWorker = { child, steps: [], stalls: [], stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+  const w: TestWorker = { child, steps: [], stalls: [], stderr: '', events: [], exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
   forEachLine(child.stdout!, (line) => {
     if (!line.startsWith('{')) return;
     const m = JSON.parse(line);
+    w.events.push(m);
     if (m.event === 'joined') w.rank = m.rank;
     if (m.event === 'step') w.steps.push({ step: m.step, size: m.size, rank: m.rank });
     if (m.event === 'stall') w.stalls.push({ ...m, at: Date.now() });

@@ -130,6 +130,10 @@ export class RingModel {
       case 'peer-lost':
         this.peer(e.peer).lost = e.reason;
         break;
+      case 'peer-misbehaved':
+        // The page names the rank that broke the rules; the ring drops it like a lost peer.
+        this.peer(e.peer).lost = `misbehaved: ${e.reason}`;
+        break;
       default:
         break;
     }

@@ -1,0 +1,151 @@
+/**
+ * Fault injection, FOR TESTS ONLY: `ringtrain worker --fault SPEC` makes one
+ * worker misbehave so that tests can show the others name it and eject it.
+ * Nothing here runs unless a fault is given. Forms:
+ *
+ *   nan[@step:N]            its gradients become NaN (from step N on; default 0)
+ *   scale:K[@step:N]        its gradients are multiplied by K (K < 0 flips their sign)
+ *   garbage-frames[@step:N] at step N it sends every peer a 5-byte frame that is no frame
+ *   forge-abort[@step:N]    at step N it sends every peer an abort blaming another rank
+ *   flood-tags[@step:N]     at step N it floods every peer with frames for tags nobody waits for
+ *   slow:Kx                 each step takes K times as long (it sleeps the difference)
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { Communicator } from '../comm/interface.ts';
+
+export type Fault =
+  | { kind: 'nan'; fromStep: number }
+  | { kind: 'scale'; factor: number; fromStep: number }
+  | { kind: 'garbage-frames'; fromStep: number }
+  | { kind: 'forge-abort'; fromStep: number }
+  | { kind: 'flood-tags'; fromStep: number }
+  | { kind: 'slow'; factor: number; fromStep: number };
+
+const FORMS = 'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx';
+
+function bad(spec: string, why: string): RingtrainError {
+  return new RingtrainError(ErrorCode.InvalidArgument, `--fault '${spec}': ${why}. It is a test-only option; the forms are ${FORMS}`);
+}
+
+export function parseFault(spec: string): Fault {
+  const [body, when, ...rest] = spec.trim().split('@');
+  if (rest.length) throw bad(spec, 'more than one @');
+  let fromStep = 0;
+  if (when !== undefined) {
+    const m = /^step:(\d+)$/.exec(when);
+    if (!m) throw bad(spec, `'@${when}' is not @step:N`);
+    fromStep = Number(m[1]);
+  }
+  const [kind, arg, ...more] = body.split(':');
+  if (more.length) throw bad(spec, 'too many colons');
+  const noArg = (k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags'): Fault => {
+    if (arg !== undefined) throw bad(spec, `${k} takes no value`);
+    return { kind: k, fromStep };
+  };
+  switch (kind) {
+    case 'nan':
+    case 'garbage-frames':
+    case 'forge-abort':
+    case 'flood-tags':
+      return noArg(kind);
+    case 'scale': {
+      const factor = Number(arg);
+      if (arg === undefined || arg === '' || !Number.isFinite(factor) || factor === 0) throw bad(spec, 'scale needs a finite, non-zero factor, like scale:1e30 or scale:-20');
+      return { kind, factor, fromStep };
+    }
+    case 'slow': {
+      const m = /^(\d+(?:\.\d+)?)x$/.exec(arg ?? '');
+      const factor = m ? Number(m[1]) : NaN;
+      if (!(factor >= 1)) throw bad(spec, 'slow needs a factor of at least 1, like slow:3x');
+      return { kind, factor, fromStep };
+    }
+    default:
+      throw bad(spec, `unknown fault '${kind}'`);
+  }
+}
+
+/** Changes this rank's gradients in place as the fault says (gradient faults only). */
+export function tamperGradients(fault: Fault, grads: Float32Array, step: number): void {
+  if (step < fault.fromStep) return;
+  if (fault.kind === 'nan') grads.fill(NaN);
+  else if (fault.kind === 'scale') for (let i = 0; i < grads.length; i++) grads[i] *= fault.factor;
+}
+
+/** A communicator that can put raw bytes on a link (LinkCommunicator): only faults use it. */
+export interface RawWire {
+  sendRawForTesting(peer: number, bytes: Uint8Array): void;
+}
+
+function hasRawWire(c: unknown): c is RawWire {
+  return typeof (c as Partial<RawWire>).sendRawForTesting === 'function';
+}
+
+/** The flood: well-formed messages with tags no collective uses (ids from the top of the range), 200 MB in all. */
+const FLOOD_MESSAGE_BYTES = 200 * 1024;
+export const FLOOD_MESSAGES = 1024;
+
+function abortFrame(note: unknown): Uint8Array {
+  const body = new TextEncoder().encode(JSON.stringify(note));
+  const f = new Uint8Array(16 + body.byteLength);
+  f[0] = 2; // abort
+  f[1] = 1;
+  f.set(body, 16);
+  return f;
+}
+
+/**
+ * Runs a fault's wire misbehaviour once, when training reaches its step.
+ * Returns true when it acted. Frames are built by hand on purpose: they are
+ * what a peer running other code could send.
+ */
+export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: number): Promise<boolean> {
+  if (step !== fault.fromStep) return false;
+  if (fault.kind !== 'garbage-frames' && fault.kind !== 'forge-abort' && fault.kind !== 'flood-tags') return false;
+  if (!hasRawWire(comm)) throw new RingtrainError(ErrorCode.InvalidArgument, `--fault ${fault.kind} needs a communicator over links`);
+  const peers = [...Array(comm.size).keys()].filter((p) => p !== comm.rank);
+  for (const peer of peers) {
+    try {
+      if (fault.kind === 'garbage-frames') comm.sendRawForTesting(peer, new Uint8Array([0xde, 0xad, 0xbe, 0xef, 0x99]));
+      if (fault.kind === 'forge-abort') {
+        // Blame a rank that is neither the sender nor the receiver.
+        const victim = peers.find((p) => p !== peer) ?? peer;
+        comm.sendRawForTesting(peer, abortFrame({ code: ErrorCode.PeerLost, message: `rank ${victim} went away`, detail: { peer: victim } }));
+      }
+    } catch {
+      // a link that is down is not this fault's business
+    }
+  }
+  if (fault.kind === 'flood-tags') {
+    // Through the communicator's own queue (well-formed, with its backpressure: an unpaced
+    // flood would overrun libwebrtc's send buffer and close our own channel first).
+    const payload = new Uint8Array(FLOOD_MESSAGE_BYTES);
+    await Promise.all(
+      peers.map(async (peer) => {
+        for (let i = 0; i < FLOOD_MESSAGES && !comm.error; i++) await comm.send(peer, { id: 0xfff00000 + i, step: 0, chunk: 0 }, payload);
+      }),
+    ).catch(() => {}); // the receivers cut us off: the point of the test
+  }
+  return true;
+}
+
+/** slow:Kx: how long to sleep after a step that took `stepMs`. */
+export function slowdownMs(fault: Fault, stepMs: number, step: number): number {
+  return fault.kind === 'slow' && step >= fault.fromStep ? (fault.factor - 1) * stepMs : 0;
+}
+
+/**
+ * The trainer's `tamperGradients` hook for a fault: changes the gradients,
+ * misbehaves on the wire when the fault's step comes (without waiting for it:
+ * the step goes on as a real attacker's would), or sleeps (slow:Kx).
+ */
+export function faultHook(fault: Fault, comm: () => Communicator): (grads: Float32Array, step: number) => Promise<void> {
+  let lastCall = 0;
+  return async (grads, step) => {
+    tamperGradients(fault, grads, step);
+    void misbehaveOnWire(fault, comm(), step).catch(() => {});
+    const t = Date.now();
+    const pause = lastCall > 0 ? slowdownMs(fault, t - lastCall, step) : 0;
+    if (pause > 0) await new Promise((r) => setTimeout(r, pause));
+    lastCall = Date.now();
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * The contribution guard: before a step's gradients are summed, every rank
+ * publishes the L2 norm of its own contribution (one float per rank, a tiny
+ * allgather) and every rank applies the same rule to the same numbers, so all
+ * of them reach the same verdict without another round:
+ *
+ *  - a norm that is not finite (NaN, Infinity) names its rank, provided most
+ *    ranks are finite (when most are not, the run diverged: no one to blame);
+ *  - with at least MIN_RANKS_FOR_NORM_RULE finite norms, a norm above
+ *    `ratio` × max(median, floor) names its rank. The median ignores up to
+ *    half of the ranks being wrong; the floor keeps an honest run whose
+ *    gradients all shrink towards zero from tripping on noise.
+ *
+ * A verdict throws ERR_PEER_MISBEHAVED on every rank before anything was
+ * summed, so the step applies no update: the model is unharmed, and elastic
+ * training re-forms the ring without the rank named (see session.ts, which
+ * asks the server to eject it) and redoes the step.
+ *
+ * What it cannot see: a rank that reports an honest norm but sends other
+ * numbers into the ring (the verified allreduce is for that), and a rank
+ * whose harm stays within `ratio` of the others (bounded harm by design).
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { now } from '../core/events.ts';
+import type { Communicator } from '../comm/interface.ts';
+import { allgather } from '../collectives/allgather.ts';
+
+export interface GuardOptions {
+  /** A norm above ratio × max(median, floor) is an outlier. Default 10. */
+  ratio?: number;
+  /** Smallest median the ratio is taken against. Default 1e-6. */
+  floor?: number;
+  timeoutMs?: number;
+}
+
+export const DEFAULT_GUARD_RATIO = 10;
+export const DEFAULT_GUARD_FLOOR = 1e-6;
+/** With two finite norms there is no telling which one is wrong. */
+export const MIN_RANKS_FOR_NORM_RULE = 3;
+
+export interface Offence {
+  rank: number;
+  reason: string;
+}
+
+/** The ranks whose norm breaks the rule (same answer on every rank for the same norms). */
+export function contributionOutliers(norms: ArrayLike<number>, options: GuardOptions = {}): Offence[] {
+  const ratio = options.ratio ?? DEFAULT_GUARD_RATIO;
+  const floor = options.floor ?? DEFAULT_GUARD_FLOOR;
+  if (!(ratio > 1) || !(floor >= 0)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `guard ratio must be > 1 and floor >= 0, got ratio ${ratio}, floor ${floor}`);
+  }
+  const all = Array.from(norms);
+  const finite = all.filter(Number.isFinite);
+  // Most ranks non-finite: the run diverged (a learning rate too high), which no ejection fixes.
+  if (finite.length * 2 <= all.length) return [];
+  const out: Offence[] = [];
+  all.forEach((n, rank) => {
+    if (!Number.isFinite(n)) out.push({ rank, reason: `its gradient is not finite (norm ${n})` });
+  });
+  if (finite.length >= MIN_RANKS_FOR_NORM_RULE) {
+    const m = median(finite);
+    const limit = ratio * Math.max(m, floor);
+    all.forEach((n, rank) => {
+      if (Number.isFinite(n) && n > limit) {
+        out.push({ rank, reason: `its gradient norm ${n.toExponential(3)} is ${(n / Math.max(m, floor)).toExponential(2)}× the median ${m.toExponential(3)} (limit ${ratio}×)` });
+      }
+    });
+  }
+  return out.sort((a, b) => a.rank - b.rank);
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** L2 norm in double precision (a 1e30-scaled float32 gradient squares past float32's range). */
+export function l2Norm(x: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < x.length; i++) s += x[i] * x[i];
+  return Math.sqrt(s);
+}
+
+/**
+ * Checks this step's contributions across the ring; throws ERR_PEER_MISBEHAVED
+ * naming the offending ranks (on every rank alike) or returns the norms.
+ */
+export async function checkContributions(comm: Communicator, local: Float32Array, step: number, options: GuardOptions = {}): Promise<Float32Array> {
+  // float32 carries norms up to 3.4e38; beyond that it reads Infinity, which the rule flags too.
+  const norms = await allgather(comm, new Float32Array([l2Norm(local)]), { name: 'gradient-norms', timeoutMs: options.timeoutMs });
+  const bad = contributionOutliers(norms, options);
+  if (bad.length === 0) return norms;
+  for (const b of bad) {
+    if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: b.rank, reason: `step ${step}: ${b.reason}` });
+  }
+  const named = bad.map((b) => `rank ${b.rank} (${b.reason})`).join('; ');
+  throw new RingtrainError(
+    ErrorCode.PeerMisbehaved,
+    `step ${step} was dropped before summing: ${named}. Elastic jobs eject it and go on; otherwise resume from the recovery checkpoint without it`,
+    { peer: bad[0].rank, culprits: bad.map((b) => b.rank), step, norms: Array.from(norms) },
+  );
+}

@@ -1,0 +1,181 @@
+/**
+ * The rules of issue 14 on in-memory links (the named-and-ejected cases run on
+ * real WebRTC processes in workers.test.ts): the contribution guard's robust
+ * statistic, the per-peer budget on unconsumed messages, malformed frames, and
+ * the test-only --fault forms.
+ */
+import { describe, expect, it } from 'vitest';
+import { LinkCommunicator } from '../../src/comm/communicator.ts';
+import { memoryMesh } from '../../src/comm/memory-link.ts';
+import { UnconsumedBudget } from '../../src/comm/budget.ts';
+import { readAbortNote } from '../../src/comm/abort-note.ts';
+import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
+import { EventBus, type RingEvent } from '../../src/core/events.ts';
+import { checkContributions, contributionOutliers } from '../../src/distributed/guard.ts';
+import { misbehaveOnWire, parseFault, tamperGradients } from '../../src/distributed/fault.ts';
+
+function ring(size: number, budget?: { maxBytes?: number; maxMessages?: number }) {
+  const mesh = memoryMesh(size);
+  const seen: RingEvent[][] = [];
+  const comms = mesh.map((links, rank) => {
+    const events = new EventBus();
+    const mine: RingEvent[] = [];
+    events.on((e) => mine.push(e));
+    seen.push(mine);
+    return new LinkCommunicator(rank, size, links, { events, peerTimeoutMs: 0, budget });
+  });
+  return { comms, seen };
+}
+
+const misbehaved = (events: RingEvent[]) => events.filter((e) => e.type === 'peer-misbehaved') as Extract<RingEvent, { type: 'peer-misbehaved' }>[];
+
+describe('contributionOutliers: the robust rule over per-rank gradient norms', () => {
+  it('names a non-finite norm and a norm far above the median, and nothing in honest spreads', () => {
+    expect(contributionOutliers([1, 1.3, NaN, 0.8])).toEqual([{ rank: 2, reason: expect.stringContaining('not finite') }]);
+    expect(contributionOutliers([1, Infinity, 0.9]).map((o) => o.rank)).toEqual([1]);
+    expect(contributionOutliers([0.5, 1e30, 0.7]).map((o) => o.rank)).toEqual([1]);
+    expect(contributionOutliers([0.5, 0.6, 20 * 0.55, 0.4]).map((o) => o.rank)).toEqual([2]);
+    // Honest spreads: a few times apart, or everything tiny (the floor), never trip.
+    expect(contributionOutliers([0.2, 1.5, 0.9, 3])).toEqual([]);
+    expect(contributionOutliers([1e-12, 3e-9, 0])).toEqual([]);
+  });
+
+  it('blames no one when most ranks are non-finite (the run diverged) or when two ranks disagree', () => {
+    expect(contributionOutliers([NaN, NaN, 1])).toEqual([]);
+    expect(contributionOutliers([NaN, Infinity])).toEqual([]);
+    // Two finite ranks: no telling which is wrong.
+    expect(contributionOutliers([1, 1e30])).toEqual([]);
+  });
+
+  it('refuses nonsense settings', () => {
+    expect(() => contributionOutliers([1, 2, 3], { ratio: 1 })).toThrow(/ratio must be > 1/);
+  });
+});
+
+describe('checkContributions over a ring of memory links', () => {
+  it('fails the step on every rank alike, naming the offender, before anything is summed', async () => {
+    const { comms, seen } = ring(4);
+    const grads = comms.map((_, r) => new Float32Array(100).fill(0.01 * (r + 1)));
+    tamperGradients(parseFault('scale:-20'), grads[3], 5);
+    const out = await Promise.allSettled(comms.map((c, r) => checkContributions(c, grads[r], 5)));
+    for (const o of out) {
+      expect(o.status).toBe('rejected');
+      const err = (o as PromiseRejectedResult).reason as RingtrainError;
+      expect(err.code).toBe(ErrorCode.PeerMisbehaved);
+      expect(err.detail).toMatchObject({ peer: 3, culprits: [3], step: 5 });
+      expect(err.message).toContain('rank 3');
+    }
+    for (const events of seen) expect(misbehaved(events).map((e) => e.peer)).toEqual([3]);
+  });
+
+  it('lets an honest step through with the norms', async () => {
+    const { comms } = ring(3);
+    const norms = await Promise.all(comms.map((c, r) => checkContributions(c, new Float32Array([3 + r, 4]), 0)));
+    expect(Array.from(norms[2])).toEqual([5, Math.fround(Math.hypot(4, 4)), Math.fround(Math.hypot(5, 4))]);
+  });
+});
+
+describe('a peer speaks only for itself: budget and malformed frames', () => {
+  it('names the sender of a flood of unused tags within the budget, and drops what it left', async () => {
+    const { comms, seen } = ring(3, { maxBytes: 1 << 20 });
+    const pending = comms.map((c) => c.recv((c.rank + 1) % 3, { id: 7, step: 0, chunk: 0 }).catch((e: unknown) => e));
+    await misbehaveOnWire(parseFault('flood-tags'), comms[2], 0);
+    const errs = (await Promise.all(pending.slice(0, 2))) as RingtrainError[];
+    for (const [r, err] of errs.entries()) {
+      expect(err.code, `rank ${r}`).toBe(ErrorCode.PeerMisbehaved);
+      expect(err.detail).toMatchObject({ peer: 2 });
+      expect(misbehaved(seen[r]).map((e) => e.peer)).toEqual([2]);
+    }
+    // The flood ended at the first frame past 1 MiB: nothing of it is held any more.
+    const held = (comms[0] as unknown as { budget: UnconsumedBudget }).budget.heldBytes(2);
+    expect(held).toBe(0);
+    expect((comms[0] as unknown as { arrived: Map<string, Uint8Array> }).arrived.size).toBe(0);
+  });
+
+  it('keeps honest early arrivals: messages sent before their receive are delivered and released', async () => {
+    const { comms } = ring(2, { maxBytes: 1000 });
+    for (let i = 0; i < 5; i++) await comms[0].send(1, { id: 1, step: i, chunk: 0 }, new Uint8Array(150));
+    for (let i = 0; i < 5; i++) expect((await comms[1].recv(0, { id: 1, step: i, chunk: 0 })).byteLength).toBe(150);
+    // All released: the budget is not a lifetime cap.
+    for (let i = 0; i < 5; i++) await comms[0].send(1, { id: 2, step: i, chunk: 0 }, new Uint8Array(150));
+    expect(comms[1].error).toBeNull();
+  });
+
+  it('names the sender of a malformed frame, not the ranks that pass the abort on', async () => {
+    const { comms, seen } = ring(3);
+    const pending = comms.map((c) => c.recv((c.rank + 1) % 3, { id: 1, step: 0, chunk: 0 }).catch((e: unknown) => e));
+    await misbehaveOnWire(parseFault('garbage-frames'), comms[1], 0);
+    const errs = (await Promise.all([pending[0], pending[2]])) as RingtrainError[];
+    for (const err of errs) {
+      expect(err.code).toBe(ErrorCode.PeerMisbehaved);
+      expect(err.detail).toMatchObject({ peer: 1 });
+    }
+    expect(misbehaved(seen[0]).map((e) => e.peer)).toEqual([1]);
+    expect(misbehaved(seen[2]).map((e) => e.peer)).toEqual([1]);
+    expect(misbehaved(seen[1])).toEqual([]);
+  });
+
+  it("backs another rank's flood report only with evidence of its own: hearsay names no one", async () => {
+    for (const evidence of [true, false]) {
+      const { comms, seen } = ring(3);
+      const pending = comms[1].recv(0, { id: 1, step: 0, chunk: 0 }).catch((e: unknown) => e);
+      // Rank 2 left rank 1 a message for a collective that will not run for a long time.
+      if (evidence) await comms[2].send(1, { id: 0xfff00000, step: 0, chunk: 0 }, new Uint8Array(8));
+      comms[0].abort(new RingtrainError(ErrorCode.PeerMisbehaved, 'rank 2 floods', { peer: 2 }));
+      const err = (await pending) as RingtrainError;
+      expect(err.code).toBe(ErrorCode.PeerMisbehaved);
+      expect(misbehaved(seen[1]).map((e) => e.peer), `evidence ${evidence}`).toEqual(evidence ? [2] : []);
+    }
+  });
+
+  it('reads an abort note as untrusted text: wrong types dropped, unknown codes as ERR_ABORTED', () => {
+    const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v));
+    for (const junk of ['null', '[1,2]', '"text"', '{not json', '42']) expect(readAbortNote(enc(junk)), junk).toEqual({ code: ErrorCode.Aborted, message: undefined, detail: {} });
+    expect(readAbortNote(enc({ code: 'ERR_MADE_UP', message: 'x'.repeat(5000), detail: 'str' }))).toEqual({ code: ErrorCode.Aborted, message: 'x'.repeat(1000), detail: {} });
+    expect(readAbortNote(enc({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } }))).toEqual({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } });
+  });
+
+  it('keeps the origin of an abort as it is passed on', async () => {
+    const { comms } = ring(3);
+    const pending = comms.map((c) => c.recv((c.rank + 2) % 3, { id: 1, step: 0, chunk: 0 }).catch((e: unknown) => e));
+    await misbehaveOnWire(parseFault('forge-abort'), comms[0], 0);
+    const errs = (await Promise.all([pending[1], pending[2]])) as RingtrainError[];
+    for (const err of errs) expect(err.detail).toMatchObject({ origin: 0 });
+  });
+});
+
+describe('--fault (test-only)', () => {
+  it('parses each form', () => {
+    expect(parseFault('nan@step:50')).toEqual({ kind: 'nan', fromStep: 50 });
+    expect(parseFault('scale:1e30')).toEqual({ kind: 'scale', factor: 1e30, fromStep: 0 });
+    expect(parseFault('scale:-20@step:3')).toEqual({ kind: 'scale', factor: -20, fromStep: 3 });
+    expect(parseFault('garbage-frames')).toEqual({ kind: 'garbage-frames', fromStep: 0 });
+    expect(parseFault('forge-abort@step:2')).toEqual({ kind: 'forge-abort', fromStep: 2 });
+    expect(parseFault('flood-tags')).toEqual({ kind: 'flood-tags', fromStep: 0 });
+    expect(parseFault('slow:3x')).toEqual({ kind: 'slow', factor: 3, fromStep: 0 });
+  });
+
+  it('refuses unknown and malformed forms with a clear error', () => {
+    for (const bad of ['explode', 'scale:0', 'scale:abc', 'nan@later', 'slow:3', 'nan:1', 'scale:2@step:1@step:2']) {
+      let err: unknown;
+      try {
+        parseFault(bad);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, bad).toBeInstanceOf(RingtrainError);
+      expect((err as RingtrainError).code).toBe(ErrorCode.InvalidArgument);
+      expect((err as RingtrainError).message).toMatch(/test-only option; the forms are/);
+    }
+  });
+
+  it('tampers gradients only from its step on', () => {
+    const g = new Float32Array([1, -2]);
+    tamperGradients(parseFault('scale:-20@step:3'), g, 2);
+    expect(Array.from(g)).toEqual([1, -2]);
+    tamperGradients(parseFault('scale:-20@step:3'), g, 3);
+    expect(Array.from(g)).toEqual([-20, 40]);
+    tamperGradients(parseFault('nan'), g, 0);
+    expect(g.every(Number.isNaN)).toBe(true);
+  });
+});
