@@ -11,6 +11,13 @@
  *    half of the ranks being wrong; the floor keeps an honest run whose
  *    gradients all shrink towards zero from tripping on noise.
  *
+ * Honest gradients of small batches are noisy: a CNN at 8 examples per peer
+ * once showed one rank at 15× the median for one step. So a finite outlier
+ * below SEVERE_RATIO × the median is only a strike: the step goes on with it
+ * (its harm is bounded by that ratio), and the rank is named only if it is an
+ * outlier again at the next step, as a rank that scales every gradient is.
+ * Non-finite norms and norms beyond SEVERE_RATIO are named at once.
+ *
  * A verdict throws ERR_PEER_MISBEHAVED on every rank before anything was
  * summed, so the step applies no update: the model is unharmed, and elastic
  * training re-forms the ring without the rank named (see session.ts, which
@@ -34,6 +41,8 @@ export interface GuardOptions {
 }
 
 export const DEFAULT_GUARD_RATIO = 10;
+/** An outlier this far beyond the median is named at once, without a second strike. */
+export const SEVERE_RATIO = 1000;
 export const DEFAULT_GUARD_FLOOR = 1e-6;
 /** With two finite norms there is no telling which one is wrong. */
 export const MIN_RANKS_FOR_NORM_RULE = 3;
@@ -90,7 +99,7 @@ export function l2Norm(x: Float32Array): number {
 export async function checkContributions(comm: Communicator, local: Float32Array, step: number, options: GuardOptions = {}): Promise<Float32Array> {
   // float32 carries norms up to 3.4e38; beyond that it reads Infinity, which the rule flags too.
   const norms = await allgather(comm, new Float32Array([l2Norm(local)]), { name: 'gradient-norms', timeoutMs: options.timeoutMs });
-  const bad = contributionOutliers(norms, options);
+  const bad = provenOffences(comm, norms, step, contributionOutliers(norms, options), options);
   if (bad.length === 0) return norms;
   for (const b of bad) {
     if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: b.rank, reason: `step ${step}: ${b.reason}` });
@@ -101,4 +110,33 @@ export async function checkContributions(comm: Communicator, local: Float32Array
     `step ${step} was dropped before summing: ${named}. Elastic jobs eject it and go on; otherwise resume from the recovery checkpoint without it`,
     { peer: bad[0].rank, culprits: bad.map((b) => b.rank), step, norms: Array.from(norms) },
   );
+}
+
+/** Per communicator (a re-formed ring starts afresh), the last step at which each rank was a mild outlier. */
+const strikes = new WeakMap<Communicator, Map<number, number>>();
+
+/**
+ * The offences to act on now: non-finite and severe ones at once, a mild outlier only when the
+ * same rank was one at the previous step too. Every rank keeps the same record from the same
+ * norms, so all reach the same verdict.
+ */
+function provenOffences(comm: Communicator, norms: Float32Array, step: number, outliers: Offence[], options: GuardOptions): Offence[] {
+  let record = strikes.get(comm);
+  if (!record) strikes.set(comm, (record = new Map()));
+  const finite = Array.from(norms).filter(Number.isFinite);
+  const scale = Math.max(finite.length ? median(finite) : 0, options.floor ?? DEFAULT_GUARD_FLOOR);
+  const proven: Offence[] = [];
+  for (const o of outliers) {
+    const n = norms[o.rank];
+    if (!Number.isFinite(n) || n > SEVERE_RATIO * scale) {
+      proven.push(o);
+      continue;
+    }
+    const last = record.get(o.rank);
+    // A redone step keeps its number: a strike at this step or the one before counts.
+    if (last !== undefined && last < step && last >= step - 1) proven.push({ ...o, reason: `${o.reason}, at steps ${last} and ${step}` });
+    else if (last === undefined || last < step) record.set(o.rank, step);
+  }
+  for (const rank of record.keys()) if (!outliers.some((o) => o.rank === rank)) record.delete(rank);
+  return proven;
 }

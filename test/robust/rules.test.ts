@@ -57,6 +57,10 @@ describe('checkContributions over a ring of memory links', () => {
     const { comms, seen } = ring(4);
     const grads = comms.map((_, r) => new Float32Array(100).fill(0.01 * (r + 1)));
     tamperGradients(parseFault('scale:-20'), grads[3], 5);
+    // A mild outlier (20×) is a strike at its first step: the step goes through...
+    const first = await Promise.allSettled(comms.map((c, r) => checkContributions(c, grads[r], 4)));
+    expect(first.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    // ...and the same rank again at the next step is named.
     const out = await Promise.allSettled(comms.map((c, r) => checkContributions(c, grads[r], 5)));
     for (const o of out) {
       expect(o.status).toBe('rejected');
@@ -66,6 +70,19 @@ describe('checkContributions over a ring of memory links', () => {
       expect(err.message).toContain('rank 3');
     }
     for (const events of seen) expect(misbehaved(events).map((e) => e.peer)).toEqual([3]);
+  });
+
+  it('names a severe outlier (1e30) at once, and forgives a single mild spike', async () => {
+    const { comms } = ring(4);
+    const severe = comms.map((_, r) => new Float32Array(10).fill(r === 1 ? 1e30 : 0.5));
+    const out = await Promise.allSettled(comms.map((c, r) => checkContributions(c, severe[r], 0)));
+    for (const o of out) expect(((o as PromiseRejectedResult).reason as RingtrainError).detail).toMatchObject({ peer: 1 });
+    const { comms: fresh } = ring(4);
+    // Rank 2 spikes to 15× at step 0 (an honest small-batch gradient can), is ordinary at step 1, spikes again at 2.
+    for (const [step, spike] of [[0, 15], [1, 1], [2, 15]] as const) {
+      const res = await Promise.allSettled(fresh.map((c, r) => checkContributions(c, new Float32Array(10).fill(r === 2 ? spike : 1), step)));
+      expect(res.every((o) => o.status === 'fulfilled'), `step ${step}`).toBe(true);
+    }
   });
 
   it('lets an honest step through with the norms', async () => {
