@@ -18,6 +18,12 @@
  * outlier again at the next step, as a rank that scales every gradient is.
  * Non-finite norms and norms beyond SEVERE_RATIO are named at once.
  *
+ * Two strikes were not enough either: a CI run of the same CNN later saw one
+ * honest rank at 50× the median two steps in a row. So by default the ratio is
+ * SEVERE_RATIO itself (NaN, Infinity and 1e30-scaled gradients are caught; a
+ * gradient scaled by 20 is not); a job that wants the tighter rule passes a
+ * lower `ratio` and accepts that noisy honest ranks may be named.
+ *
  * A verdict throws ERR_PEER_MISBEHAVED on every rank before anything was
  * summed, so the step applies no update: the model is unharmed, and elastic
  * training re-forms the ring without the rank named (see session.ts, which
@@ -33,16 +39,16 @@ import type { Communicator } from '../comm/interface.ts';
 import { allgather } from '../collectives/allgather.ts';
 
 export interface GuardOptions {
-  /** A norm above ratio × max(median, floor) is an outlier. Default 10. */
+  /** A norm above ratio × max(median, floor) is an outlier. Default SEVERE_RATIO (1,000): below it, honest small-batch norms overlap an attacker's (see below). */
   ratio?: number;
   /** Smallest median the ratio is taken against. Default 1e-6. */
   floor?: number;
   timeoutMs?: number;
 }
 
-export const DEFAULT_GUARD_RATIO = 10;
 /** An outlier this far beyond the median is named at once, without a second strike. */
 export const SEVERE_RATIO = 1000;
+export const DEFAULT_GUARD_RATIO = SEVERE_RATIO;
 export const DEFAULT_GUARD_FLOOR = 1e-6;
 /** With two finite norms there is no telling which one is wrong. */
 export const MIN_RANKS_FOR_NORM_RULE = 3;

@@ -15,7 +15,7 @@ import { cleanUpRuns, FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './
 afterAll(() => cleanUpRuns());
 
 describe('a worker sending poisoned gradients', () => {
-  for (const fault of ['scale:1e30', 'nan', 'scale:-20']) {
+  for (const fault of ['scale:1e30', 'nan', 'scale:-1e5']) {
     it(`--fault ${fault}: is named and ejected within 2 steps; the others finish and learn`, async () => {
       requireNetns();
       const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`poison-${fault.replace(/[^a-z0-9]/g, '')}`, fault);

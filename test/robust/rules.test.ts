@@ -34,7 +34,9 @@ describe('contributionOutliers: the robust rule over per-rank gradient norms', (
     expect(contributionOutliers([1, 1.3, NaN, 0.8])).toEqual([{ rank: 2, reason: expect.stringContaining('not finite') }]);
     expect(contributionOutliers([1, Infinity, 0.9]).map((o) => o.rank)).toEqual([1]);
     expect(contributionOutliers([0.5, 1e30, 0.7]).map((o) => o.rank)).toEqual([1]);
-    expect(contributionOutliers([0.5, 0.6, 20 * 0.55, 0.4]).map((o) => o.rank)).toEqual([2]);
+    expect(contributionOutliers([0.5, 0.6, 20 * 0.55, 0.4], { ratio: 10 }).map((o) => o.rank)).toEqual([2]);
+    // The default ratio (1,000) leaves a 20× rank alone: honest small batches reach 50×.
+    expect(contributionOutliers([0.5, 0.6, 20 * 0.55, 0.4])).toEqual([]);
     // Honest spreads: a few times apart, or everything tiny (the floor), never trip.
     expect(contributionOutliers([0.2, 1.5, 0.9, 3])).toEqual([]);
     expect(contributionOutliers([1e-12, 3e-9, 0])).toEqual([]);
@@ -58,10 +60,10 @@ describe('checkContributions over a ring of memory links', () => {
     const grads = comms.map((_, r) => new Float32Array(100).fill(0.01 * (r + 1)));
     tamperGradients(parseFault('scale:-20'), grads[3], 5);
     // A mild outlier (20×) is a strike at its first step: the step goes through...
-    const first = await Promise.allSettled(comms.map((c, r) => checkContributions(c, grads[r], 4)));
+    const first = await Promise.allSettled(comms.map((c, r) => checkContributions(c, grads[r], 4, { ratio: 10 })));
     expect(first.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
     // ...and the same rank again at the next step is named.
-    const out = await Promise.allSettled(comms.map((c, r) => checkContributions(c, grads[r], 5)));
+    const out = await Promise.allSettled(comms.map((c, r) => checkContributions(c, grads[r], 5, { ratio: 10 })));
     for (const o of out) {
       expect(o.status).toBe('rejected');
       const err = (o as PromiseRejectedResult).reason as RingtrainError;
@@ -80,7 +82,7 @@ describe('checkContributions over a ring of memory links', () => {
     const { comms: fresh } = ring(4);
     // Rank 2 spikes to 15× at step 0 (an honest small-batch gradient can), is ordinary at step 1, spikes again at 2.
     for (const [step, spike] of [[0, 15], [1, 1], [2, 15]] as const) {
-      const res = await Promise.allSettled(fresh.map((c, r) => checkContributions(c, new Float32Array(10).fill(r === 2 ? spike : 1), step)));
+      const res = await Promise.allSettled(fresh.map((c, r) => checkContributions(c, new Float32Array(10).fill(r === 2 ? spike : 1), step, { ratio: 10 })));
       expect(res.every((o) => o.status === 'fulfilled'), `step ${step}`).toBe(true);
     }
   });
