@@ -4,27 +4,15 @@
  * (inside the test's network namespace), and writes a Chrome-trace timeline
  * of both ranks.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ringtrain } from '../support/cli.ts';
 import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-function ringtrain(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('ringtrain run -np 2 (Deno workers, real WebRTC)', () => {
   it('trains, reports one JSON line, saves a checkpoint and writes a timeline of both ranks', async () => {

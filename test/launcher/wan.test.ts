@@ -4,29 +4,17 @@
  * gradients (error feedback) and once with local SGD / DiLoCo plus int8.
  * Both must train; the bytes each rank sent show what the mode saves.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ringtrain } from '../support/cli.ts';
 import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-wan-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** MLP 784-128-10. */
 const FLOATS = 101_770;
-
-function ringtrain(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('ringtrain run over real WebRTC in the WAN modes', () => {
   it('-np 3 --compression int8 --ring-order rtt trains (on the ring ordered by measured round trips) and sends about a quarter of float32 gradients', async () => {
