@@ -39,6 +39,9 @@ class SimplePeerLink implements Link {
   }
 
   bufferedAmount(): number {
+    // node-webrtc has crashed the process (SIGSEGV) on reads of a channel whose connection
+    // is gone (node-webrtc issues #325, #576): never touch the channel after it went down.
+    if (this.down) return 0;
     return this.sp.bufferSize;
   }
 
