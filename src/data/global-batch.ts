@@ -74,7 +74,7 @@ export class EpochOrders {
 }
 
 /** The G example indices of the ring's step at this position (every rank computes the same). */
-export function globalIndices(d: Dataset, s: GlobalStep, orders: EpochOrders = new EpochOrders()): Uint32Array {
+export function globalIndices(d: Dataset, s: Omit<GlobalStep, 'shares' | 'rank'>, orders: EpochOrders = new EpochOrders()): Uint32Array {
   if (s.replacement) {
     const n = stepsPerEpoch(d.count, s.global);
     if (n === 0) throw new RingtrainError(ErrorCode.InvalidArgument, `a global batch of ${s.global} is larger than the ${d.count} examples; use a smaller batch.`, { batch: s.global, examples: d.count });
