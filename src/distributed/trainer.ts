@@ -230,7 +230,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       lossCount++;
       const samplesPerS = (ringSamples / trainMs) * 1000;
       bus.emit({ type: 'train-step', t: t1, rank, size, step, epoch, loss, samples: b.size, samplesPerS, bytesSent: comm.stats.bytesSent });
-      args.onStep?.({ step, epoch, loss, samplesPerS, bytesSent: comm.stats.bytesSent });
+      args.onStep?.({ step, epoch, loss, samplesPerS, bytesSent: comm.stats.bytesSent, samples: b.size });
     });
 
   /** Elastic: after each step the ranks agree on the newest membership any of them has seen; a newer one re-forms the ring. */
