@@ -35,6 +35,7 @@ import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered, type ScaledWorker } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions, wanHyperparameters, type WanOptions } from './wan-options.ts';
+import { addShareOptions, parseShareOptions, shareHyperparameters, type ShareOptions } from './share-options.ts';
 
 interface RunOptions extends TrainOptions {
   np: number;
@@ -65,6 +66,8 @@ interface RunOptions extends TrainOptions {
   ice?: ReturnType<typeof iceFromFlags>;
   /** --compression and local SGD (absent: as --fp16 says). */
   wan?: WanOptions;
+  /** --global-batch and --balance (share-options.ts). */
+  shares?: ShareOptions;
 }
 
 /** Heartbeats (5 s) a local worker may miss before the server drops it: a minute. */
@@ -107,7 +110,7 @@ export function runCommand(): Command {
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert');
-  addWanOptions(addDiscoverOptions(addIceOptions(cmd))).action(async (given: Record<string, unknown>) => {
+  addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd)))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
       if (discovered.np === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.');
@@ -135,6 +138,8 @@ export function runCommand(): Command {
         discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
         wan: parseWanOptions(raw),
       };
+      o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
+      if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
       // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
       preflightCheckpoints(o);
       commandStatus.exitCode = await launch(o);
@@ -189,6 +194,7 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     backwardPassesPerStep: o.backwardPasses,
   };
   if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
+  if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
@@ -261,7 +267,7 @@ async function launch(o: RunOptions): Promise<number> {
   }
 
   // For the progress bar only: the workers count their own steps from the data they load.
-  const stepsPerEpoch = o.model === 'transformer' ? batchCount(WORD_COUNT - WORD_VALIDATION_COUNT, o.np * o.batch) : batchCount(Math.ceil(MNIST_TRAIN / o.np), o.batch);
+  const stepsPerEpoch = batchCount(o.model === 'transformer' ? WORD_COUNT - WORD_VALIDATION_COUNT : MNIST_TRAIN, o.shares?.globalBatch ?? o.np * o.batch);
   const totalSteps = o.steps ?? o.epochs * stepsPerEpoch;
   const useBar = !o.json && stderrIsTTY;
   const bar = useBar ? new SingleBar({ stream: stderr, format: '{bar} {value}/{total} steps | {sps} steps/s | loss {loss} | allreduce {mbps} MB/s', hideCursor: true }, Presets.shades_classic) : undefined;
@@ -407,6 +413,7 @@ async function launch(o: RunOptions): Promise<number> {
       model: o.model,
       optimizer: o.optimizer,
       batch_per_peer: o.batch,
+      global_batch: o.shares?.globalBatch ?? o.np * o.batch,
       fp16: o.fp16,
       ok: failed.length === 0,
       lost_workers: lost.map((w) => w.index),

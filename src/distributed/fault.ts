@@ -8,7 +8,7 @@
  *   garbage-frames[@step:N] at step N it sends every peer a 5-byte frame that is no frame
  *   forge-abort[@step:N]    at step N it sends every peer an abort blaming another rank
  *   flood-tags[@step:N]     at step N it floods every peer with frames for tags nobody waits for
- *   slow:Kx                 each step takes K times as long (it sleeps the difference)
+ *   slow:Kx                 each step's compute takes K times as long (it sleeps the difference)
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
@@ -138,13 +138,14 @@ export function slowdownMs(fault: Fault, stepMs: number, step: number): number {
  * misbehaves on the wire when the fault's step comes (without waiting for it:
  * the step goes on as a real attacker's would), or sleeps (slow:Kx).
  */
-export function faultHook(fault: Fault, comm: () => Communicator): (grads: Float32Array, step: number) => Promise<void> {
+export function faultHook(fault: Fault, comm: () => Communicator): (grads: Float32Array, step: number, computeMs?: number) => Promise<void> {
   let lastCall = 0;
-  return async (grads, step) => {
+  return async (grads, step, computeMs) => {
     tamperGradients(fault, grads, step);
     void misbehaveOnWire(fault, comm(), step).catch(() => {});
     const t = Date.now();
-    const pause = lastCall > 0 ? slowdownMs(fault, t - lastCall, step) : 0;
+    // The step's own compute when the trainer says it (not the waiting for others, which a slower device does not multiply).
+    const pause = computeMs !== undefined ? slowdownMs(fault, computeMs, step) : lastCall > 0 ? slowdownMs(fault, t - lastCall, step) : 0;
     if (pause > 0) await new Promise((r) => setTimeout(r, pause));
     lastCall = Date.now();
   };
