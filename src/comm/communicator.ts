@@ -1,6 +1,6 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
-import { readAbortNote, type AbortNote } from './abort-note.ts';
+import { falseClaim, readAbortNote, type AbortNote } from './abort-note.ts';
 import { DEFAULT_BUDGET, UnconsumedBudget, type BudgetLimits } from './budget.ts';
 import { decodeFrame, encodeFrames, FrameKind, Reassembler, tagKey } from './frame.ts';
 import type { Communicator, Tag } from './interface.ts';
@@ -406,24 +406,12 @@ export class LinkCommunicator implements Communicator {
     this.abort(new RingtrainError(code, message, detail));
   }
 
-  /**
-   * A peer speaks only for itself: an abort whose sender says, in its own name (no relayed
-   * origin), that a third rank went away, while that rank still talks to us (or is us: the
-   * claim reached us over the sender's own link to us), is false on its face. The sender is
-   * remembered; session.ts reports it once the server saw no one leave within its liveness
-   * window (a rank that really died may have spoken to us a moment ago). A relayed claim is
-   * evidence against no one: the relayer may have made up its origin.
-   */
+  /** Remembers `sender` when its abort is false on its face (abort-note.ts: falseClaim). */
   private weighClaim(sender: number, note: AbortNote): void {
-    const lost = note.detail.peer;
-    const origin = note.detail.origin;
-    if (note.code !== ErrorCode.PeerLost || typeof lost !== 'number' || lost === sender) return;
-    if (origin !== undefined && origin !== sender) return;
-    const heard = lost === this.rank ? now() : this.lastHeard.get(lost);
+    if (this.falseClaims.has(sender)) return;
     const window = Math.max(this.opts.heartbeatMs * 2, this.opts.peerTimeoutMs / 2);
-    if (heard === undefined || now() - heard >= window || this.falseClaims.has(sender)) return;
-    const who = lost === this.rank ? `this rank (${lost}), to which it said so` : `rank ${lost}`;
-    this.falseClaims.set(sender, `it aborted the ring saying rank ${lost} went away, but ${who} was still there`);
+    const why = falseClaim(note, sender, this.rank, (r) => (r === this.rank ? now() : this.lastHeard.get(r)), now() - window);
+    if (why) this.falseClaims.set(sender, why);
   }
 
   /** Names `peer` for a flood `reporter` reported, if it left evidence here too; true when it did. */
