@@ -31,19 +31,15 @@ export function readAbortNote(payload: Uint8Array): AbortNote {
 
 /**
  * A peer speaks only for itself: an abort whose sender says, in its own name (no relayed
- * origin), that a third rank went away, while this rank heard that rank since `heardSince`
- * (or is that rank: the claim came over the sender's own link to it), is false on its face.
- * Returns why, or null. A relayed claim is evidence against no one: the relayer may have
- * made up its origin. The caller reports the sender only once the server saw no one leave
- * within its liveness window (a rank that really died may have spoken a moment ago).
+ * origin), that a third rank went away is a claim this rank can check, against the server:
+ * if no one leaves the job within the server's liveness window, the claim was false and its
+ * sender is reported (session.ts). Returns the claim, or null. A relayed claim is evidence
+ * against no one: the relayer may have made up its origin.
  */
-export function falseClaim(note: AbortNote, sender: number, self: number, lastHeard: (rank: number) => number | undefined, heardSince: number): string | null {
+export function lossClaim(note: AbortNote, sender: number): string | null {
   const lost = note.detail.peer;
   const origin = note.detail.origin;
   if (note.code !== ErrorCode.PeerLost || typeof lost !== 'number' || lost === sender) return null;
   if (origin !== undefined && origin !== sender) return null;
-  const heard = lastHeard(lost);
-  if (heard === undefined || heard < heardSince) return null;
-  const who = lost === self ? `this rank (${lost}), which it told so,` : `rank ${lost}`;
-  return `it aborted the ring saying rank ${lost} went away, but ${who} was still there`;
+  return `it aborted the ring saying rank ${lost} went away, and no one left the job`;
 }

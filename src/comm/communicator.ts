@@ -1,6 +1,6 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
-import { falseClaim, readAbortNote, type AbortNote } from './abort-note.ts';
+import { lossClaim, readAbortNote } from './abort-note.ts';
 import { DEFAULT_BUDGET, UnconsumedBudget, type BudgetLimits } from './budget.ts';
 import { decodeFrame, encodeFrames, FrameKind, Reassembler, tagKey } from './frame.ts';
 import type { Communicator, Tag } from './interface.ts';
@@ -80,10 +80,10 @@ export class LinkCommunicator implements Communicator {
   /** Peers another rank reported flooding, not yet backed by evidence of our own (backed as soon as there is some). */
   private floodHearsay = new Map<number, number>();
   /**
-   * Ranks that told us, first-hand, that a rank went away while we still heard it: rank → why
-   * (see weighClaim). session.ts reports them if the server then sees no one leave.
+   * Ranks that told us in their own name that a rank went away: rank → the claim (abort-note.ts,
+   * lossClaim). session.ts reports them if the server then sees no one leave.
    */
-  readonly falseClaims = new Map<number, string>();
+  readonly lossClaims = new Map<number, string>();
   error: RingtrainError | null = null;
 
   constructor(
@@ -384,14 +384,14 @@ export class LinkCommunicator implements Communicator {
     const note = readAbortNote(payload);
     // Weighed even when this ring already broke: which abort arrives first is a race, and
     // first-hand evidence must not be lost to it.
-    this.weighClaim(peer, note);
+    const claim = lossClaim(note, peer);
+    if (claim && !this.lossClaims.has(peer)) this.lossClaims.set(peer, claim);
     if (this.error) return;
     const code = note.code;
     // An abort said to come from this rank, which has not aborted: the sender made that up, so it is the sender's.
     const origin = typeof note.detail.origin === 'number' && note.detail.origin !== this.rank ? note.detail.origin : peer;
     const lost = note.detail.peer;
-    const claimDoubted = this.falseClaims.has(origin) && origin === peer;
-    const detail = { ...note.detail, rank: this.rank, reportedBy: peer, origin, claimDoubted };
+    const detail = { ...note.detail, rank: this.rank, reportedBy: peer, origin };
     const message =
       code === ErrorCode.PeerLost && typeof lost === 'number'
         ? `rank ${lost} went away (reported by rank ${peer}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`
@@ -404,14 +404,6 @@ export class LinkCommunicator implements Communicator {
     }
     // Pass it on, so ranks that only talk to us hear it too; abort() ignores repeats.
     this.abort(new RingtrainError(code, message, detail));
-  }
-
-  /** Remembers `sender` when its abort is false on its face (abort-note.ts: falseClaim). */
-  private weighClaim(sender: number, note: AbortNote): void {
-    if (this.falseClaims.has(sender)) return;
-    const window = Math.max(this.opts.heartbeatMs * 2, this.opts.peerTimeoutMs / 2);
-    const why = falseClaim(note, sender, this.rank, (r) => (r === this.rank ? now() : this.lastHeard.get(r)), now() - window);
-    if (why) this.falseClaims.set(sender, why);
   }
 
   /** Names `peer` for a flood `reporter` reported, if it left evidence here too; true when it did. */

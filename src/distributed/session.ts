@@ -304,12 +304,13 @@ class PeerSession implements Session {
   }
 
   /**
-   * Reports every rank that told this one, first-hand, that a peer went away while that peer
-   * still talked to us (the communicator's falseClaims); false when there is none. Each honest
-   * rank weighs what it heard itself, so the server's majority forms without hearsay.
+   * Called once no one left the job within the server's liveness window after the ring broke:
+   * reports every rank that told this one, in its own name, that a peer went away (the
+   * communicator's lossClaims: each false, since no one left); false when there is none. Each
+   * honest rank reports what it heard itself, so the server's majority forms without hearsay.
    */
   private reportFalseAbort(): boolean {
-    const claims = (this.comm as Partial<Pick<LinkCommunicator, 'falseClaims'>> | undefined)?.falseClaims;
+    const claims = (this.comm as Partial<Pick<LinkCommunicator, 'lossClaims'>> | undefined)?.lossClaims;
     if (!claims?.size) return false;
     for (const [rank, why] of claims) this.reportPeer(rank, why);
     return true;

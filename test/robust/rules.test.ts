@@ -158,19 +158,21 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     expect(readAbortNote(enc({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } }))).toEqual({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } });
   });
 
-  it("holds the forger's false claim on every honest rank, whichever abort arrived first; a relay alone blames no one", async () => {
+  it("holds the forger's claim on every honest rank, whichever abort arrived first; a relay alone blames no one", async () => {
     const { comms } = ring(3);
     const note = (detail: object) => new TextEncoder().encode(JSON.stringify({ code: ErrorCode.PeerLost, message: 'gone', detail }));
     // Rank 2 hears first a relay (from rank 1, origin 0, claiming rank 2 itself went away)...
     comms[1].sendRawForTesting(2, encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note({ peer: 2, origin: 0 }))[0]);
     await expect.poll(() => comms[2].error?.detail?.origin).toBe(0);
-    expect(comms[2].falseClaims.size).toBe(0);
-    // ...then the forger's own frames: to rank 1 "rank 2 went away", to rank 2 "rank 1 went away".
+    // ...which holds nothing against anyone, on any rank (rank 0, named as its origin, blames the relayer's word on no one).
+    await expect.poll(() => comms[0].error?.code).toBe(ErrorCode.PeerLost);
+    expect(comms.map((c) => c.lossClaims.size)).toEqual([0, 0, 0]);
+    // Then the forger's own frames: to rank 1 "rank 2 went away", to rank 2 "rank 1 went away".
     await misbehaveOnWire(parseFault('forge-abort'), comms[0], 0);
-    await expect.poll(() => [comms[1].falseClaims.has(0), comms[2].falseClaims.has(0)]).toEqual([true, true]);
-    expect(comms[2].falseClaims.get(0)).toMatch(/saying rank 1 went away, but rank 1 was still there/);
+    await expect.poll(() => [comms[1].lossClaims.has(0), comms[2].lossClaims.has(0)]).toEqual([true, true]);
+    expect(comms[2].lossClaims.get(0)).toMatch(/saying rank 1 went away/);
     // No honest rank holds anything against another.
-    expect([...comms[1].falseClaims.keys(), ...comms[2].falseClaims.keys()]).toEqual([0, 0]);
+    expect([...comms[1].lossClaims.keys(), ...comms[2].lossClaims.keys()]).toEqual([0, 0]);
   });
 
   it('backs a flood report as soon as the flooder shows it here, even after the ring aborted', async () => {
