@@ -386,22 +386,23 @@ export class LinkCommunicator implements Communicator {
     // first-hand evidence must not be lost to it.
     const claim = lossClaim(note, peer);
     if (claim && !this.lossClaims.has(peer)) this.lossClaims.set(peer, claim);
-    if (this.error) return;
     const code = note.code;
+    const lost = note.detail.peer;
+    // Another rank names a flooder: back it only with evidence of our own (what that rank left
+    // here), now or as soon as there is some (the flood may reach us later, even after an abort).
+    if (code === ErrorCode.PeerMisbehaved && typeof lost === 'number' && lost !== this.rank && lost !== peer && this.links.has(lost)) {
+      this.floodHearsay.set(lost, peer);
+      if (this.backFloodReport(lost, peer)) return;
+    }
+    if (this.error) return;
     // An abort said to come from this rank, which has not aborted: the sender made that up, so it is the sender's.
     const origin = typeof note.detail.origin === 'number' && note.detail.origin !== this.rank ? note.detail.origin : peer;
-    const lost = note.detail.peer;
     const detail = { ...note.detail, rank: this.rank, reportedBy: peer, origin };
     const message =
       code === ErrorCode.PeerLost && typeof lost === 'number'
         ? `rank ${lost} went away (reported by rank ${peer}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`
         : `rank ${peer} aborted: ${note.message ?? 'no reason given'}`;
     if (code === ErrorCode.PeerLost && typeof lost === 'number' && lost !== this.rank) this.emitLost(lost, `reported by rank ${peer}`);
-    // Another rank names a flooder: back it only with evidence of our own (what that rank left here).
-    if (code === ErrorCode.PeerMisbehaved && typeof lost === 'number' && lost !== this.rank && this.links.has(lost)) {
-      this.floodHearsay.set(lost, peer);
-      if (this.backFloodReport(lost, peer)) return;
-    }
     // Pass it on, so ranks that only talk to us hear it too; abort() ignores repeats.
     this.abort(new RingtrainError(code, message, detail));
   }
