@@ -20,7 +20,7 @@
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator, LinkCommunicator } from '../comm/communicator.ts';
 import { joinWebRTCRing } from '../comm/rings.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
@@ -321,11 +321,16 @@ class PeerSession implements Session {
     return client.nextMembership((m) => after(m) && m.ready, readyMs);
   }
 
-  /** Reports the origin of a doubted abort claim (see nextReady); false when there is none. */
+  /**
+   * Called once no one left the job within the server's liveness window after the ring broke:
+   * reports every rank that told this one, in its own name, that a peer went away (the
+   * communicator's lossClaims: each false, since no one left); false when there is none. Each
+   * honest rank reports what it heard itself, so the server's majority forms without hearsay.
+   */
   private reportFalseAbort(): boolean {
-    const d = this.comm?.error?.detail;
-    if (!d || d.claimDoubted !== true || typeof d.origin !== 'number' || typeof d.peer !== 'number') return false;
-    this.reportPeer(d.origin, `it aborted the ring saying rank ${d.peer} went away, but rank ${d.peer} was still there`);
+    const claims = (this.comm as Partial<Pick<LinkCommunicator, 'lossClaims'>> | undefined)?.lossClaims;
+    if (!claims?.size) return false;
+    for (const [rank, why] of claims) this.reportPeer(rank, why);
     return true;
   }
 
