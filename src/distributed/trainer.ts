@@ -209,6 +209,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       // Weighed by this rank's share of the step's counted targets (exactly 1 when shares are equal).
       const mine = countedTargets(b.labels);
       const r = await dopt.step(lr, b.ringTargets > 0 ? (size * mine) / b.ringTargets : (size * b.size) / globalBatch);
+      // A pass summed locally (backwardPassesPerStep > 1) reduced nothing: all of it was compute.
+      if (!r.applied) computeMs = now() - t0;
       // dopt.step's gradient read carried the loss, so this does not wait; the last value is this step's (a failed try may have left one).
       const loss = (await losses.collect()).at(-1) ?? NaN;
       if (!Number.isFinite(loss)) {
