@@ -53,6 +53,9 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   if (globalBatch !== undefined && !(Number.isInteger(globalBatch) && globalBatch >= 1)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'globalBatch' must be a whole number >= 1 (examples per step for the whole ring), got ${globalBatch}`);
   }
+  if (balance === 'speed' && (globalBatch === undefined || h.syncEvery !== undefined)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, "job hyperparameter 'balance: speed' shares a fixed global batch in synchronous training: give the job a 'globalBatch' and no 'syncEvery'");
+  }
   const lr = num(h, 'lr');
   if (lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
   return {

@@ -45,6 +45,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   if (config.elastic && !args.elastic) {
     throw new RingtrainError(ErrorCode.InvalidArgument, 'this job trains elastically, but no membership hooks were given; pass session.elastic as the elastic option');
   }
+  if (config.balance === 'speed' && config.globalBatch === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed needs a fixed global batch; give the job a globalBatch (--global-batch)');
+  if (config.balance === 'speed' && config.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed is for synchronous training; drop --balance speed or --sync-every');
   let comm = args.comm;
   const bus = args.bus ?? comm.events;
   const model = createModel(gpu, modelSpecFor(config, train));
@@ -88,9 +90,6 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   let completedSteps = 0;
   const stepLimit = config.steps ?? Infinity;
   const replacement = config.sampling === 'replacement';
-
-  if (config.balance === 'speed' && config.globalBatch === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed needs a fixed global batch; give the job a globalBatch (--global-batch)');
-  if (config.balance === 'speed' && config.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed is for synchronous training; drop --balance speed or --sync-every');
 
   const fitRing = (): void => {
     globalBatch = config.globalBatch ?? comm.size * config.batch;

@@ -43,5 +43,7 @@ describe('ringtrain run: the global batch and its shares', () => {
     const job = jobSpecFor(base).config;
     expect(() => trainConfigFromJob({ ...job, hyperparameters: { ...job.hyperparameters, balance: 'fast' } })).toThrow(/'balance' must be 'equal' or 'speed'/);
     expect(() => trainConfigFromJob({ ...job, hyperparameters: { ...job.hyperparameters, globalBatch: 0 } })).toThrow(/'globalBatch' must be a whole number >= 1/);
+    expect(() => trainConfigFromJob({ ...job, hyperparameters: { ...job.hyperparameters, balance: 'speed' } })).toThrow(/give the job a 'globalBatch' and no 'syncEvery'/);
+    expect(() => trainConfigFromJob({ ...job, hyperparameters: { ...job.hyperparameters, balance: 'speed', globalBatch: 64, syncEvery: 4 } })).toThrow(/and no 'syncEvery'/);
   });
 });
