@@ -78,6 +78,8 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     // A fixed global batch shared over the ring (absent: batchPerPeer per rank), by speed or equally.
     globalBatch,
     balance,
+    // The verified allreduce (step-checks.ts): a job-wide setting, every rank publishes the same sketches.
+    verify: h.verify === true,
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
     syncEvery: num(h, 'syncEvery'),
     outerLr: num(h, 'outerLr'),

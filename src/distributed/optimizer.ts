@@ -38,10 +38,16 @@ export interface DistributedOptimizerOptions {
    * guard.ts); throwing fails the step before anything was summed or applied.
    */
   beforeReduce?: (local: Float32Array) => Promise<void>;
+  /**
+   * Runs on the reduced gradients before they are checked and applied (the verified
+   * allreduce, step-checks.ts), with the factor between them and the plain sum of the
+   * contributions beforeReduce saw; throwing fails the step before any update.
+   */
+  afterReduce?: (reduced: Float32Array, scale: number) => Promise<void>;
 }
 
 /** DistributedOptimizerOptions with the defaults filled in and checked: this optimizer's and the TF.js one's. */
-export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'beforeReduce'>> & { timeoutMs: number | undefined } {
+export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'beforeReduce' | 'afterReduce'>> & { timeoutMs: number | undefined } {
   const backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
   const op = options.op ?? 'average';
   if (!Number.isInteger(backwardPassesPerStep) || backwardPassesPerStep < 1) {
@@ -73,6 +79,7 @@ export class DistributedOptimizer {
   readonly fusionThresholdBytes: number;
   private readonly timeoutMs: number | undefined;
   private readonly beforeReduce: DistributedOptimizerOptions['beforeReduce'];
+  private readonly afterReduce: DistributedOptimizerOptions['afterReduce'];
   private accumulated: Float32Array | null = null;
   private passes = 0;
   private gradName: string | null = null;
@@ -92,6 +99,7 @@ export class DistributedOptimizer {
     this.fusionThresholdBytes = s.fusionThresholdBytes;
     this.timeoutMs = s.timeoutMs;
     this.beforeReduce = options.beforeReduce;
+    this.afterReduce = options.afterReduce;
   }
 
   /** Swaps the communicator (elastic training re-forms the ring with new members). */
@@ -126,6 +134,8 @@ export class DistributedOptimizer {
     await this.beforeReduce?.(local);
     const before = this.comm.stats.bytesSent;
     const reduced = await this.allreduceGradients(local);
+    await this.afterReduce?.(reduced, (this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1) * (this.op === 'average' ? 1 / this.comm.size : 1));
+    for (const e of this.model.layout) checkFinite(e.name, reduced.subarray(e.offset, e.offset + e.length));
     this.model.writeGrads(reduced);
     this.optimizer.step(lr);
     if (this.accumulated) {
@@ -156,7 +166,6 @@ export class DistributedOptimizer {
       prescale: passes > 1 ? 1 / passes : undefined,
       timeoutMs: this.timeoutMs,
     });
-    for (const e of this.model.layout) checkFinite(e.name, flat.subarray(e.offset, e.offset + e.length));
     return flat;
   }
 

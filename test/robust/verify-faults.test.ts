@@ -1,0 +1,41 @@
+/**
+ * Issue 14 on real processes (real server, real Deno workers, real WebRTC
+ * inside scripts/in-netns.sh), 3-peer elastic MLP jobs:
+ *  - with the verified allreduce on (`verify: true`), a worker whose link to
+ *    its right neighbour flips bits in transit (--fault flip-bits) is named by
+ *    its link and ejected; the others finish;
+ *  - with the default guard, a worker sending sign-flipped ×20 gradients
+ *    (--fault scale:-20), whose norm alone is within honest small-batch
+ *    spikes, is named by the direction rule and ejected.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { requireNetns } from '../support/workers.ts';
+import { cleanUpRuns, FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './eject.ts';
+
+afterAll(() => cleanUpRuns());
+
+describe('faults only sketches see', () => {
+  for (const [fault, hyper, says] of [
+    ['flip-bits', { verify: true }, /its link to rank \d changed gradient data in transit/],
+    ['scale:-20', {}, /pulls against the others/],
+  ] as const) {
+    it(`--fault ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
+      requireNetns();
+      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`sketch-${fault.replace(/[^a-z0-9]/g, '')}`, fault, undefined, true, hyper);
+      const bad = faulty.rank!;
+      for (const [i, w] of honest.entries()) {
+        expect(honestCodes[i], w.stderr).toBe(0);
+        expect(w.result).toMatchObject({ steps: STEPS, size: 2, stopped_by: null });
+        const named = w.events.filter((e) => e.event === 'peer-misbehaved');
+        expect(named[0], w.stderr).toMatchObject({ peer: bad });
+        expect(String(named[0].reason)).toMatch(says);
+        expect(w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'), w.stderr).toMatchObject({ rank: bad, name: 'faulty' });
+        // Named within a few steps of starting (the direction rule needs two steps of evidence).
+        expect(lastStepAtSize(w, 3)).toBeLessThanOrEqual(FAULT_STEP + 3);
+        expect(w.result!.test_accuracy).toBeGreaterThan(0.75);
+      }
+      expect(faultyCode, faulty.stderr).not.toBe(0);
+      expect(faulty.stderr).toMatch(/ejected from the job/);
+    }, 200_000);
+  }
+});
