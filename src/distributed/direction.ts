@@ -50,7 +50,7 @@ export function directionStats(sketches: ArrayLike<number>[], norms: ArrayLike<n
 /** Steps a rank's record covers. */
 export const DEFAULT_DIRECTION_WINDOW = 5;
 /** The median of a rank's norm ratios over the window above this names it. */
-export const DEFAULT_PERSISTENT_RATIO = 6;
+export const DEFAULT_PERSISTENT_RATIO = 10;
 
 export interface DirectionRuleOptions {
   /** Steps a rank's record covers (default DEFAULT_DIRECTION_WINDOW). */
