@@ -17,19 +17,22 @@ afterAll(() => cleanUpRuns());
 describe('faults only sketches see', () => {
   // Within: steps after FAULT_STEP by which the ring of 3 is gone. Accuracy: the flipped bits never reach
   // an update (each step is verified before it is applied); the flipped ×20 steps before the rank is named
-  // are applied (bounded harm: measured 72.9% and 75.9% after it, vs 80.3% when the bad steps never land, and 8% then
+  // are applied (bounded harm: measured 60.8%, 72.9% and 75.9% after it (which shard is flipped and when it is
+  // named vary with the rank it draws), vs 80.3% when the bad steps never land, and 8% then
   // a crash without the rule, issue 14).
-  for (const [fault, hyper, says, within, accuracy] of [
-    ['flip-bits', { verify: true }, /its link to rank \d changed gradient data in transit/, 2, 0.75],
-    ['scale:-20', {}, /pulls against the others|stays far larger than the others/, 8, 0.6],
+  // Steps: flip-bits needs few (no bad step lands: 77.2% after 16); the flipped ×20 steps that land need the
+  // job's 30 to be trained away (20.0% after 16).
+  for (const [fault, hyper, says, within, accuracy, steps] of [
+    ['flip-bits', { verify: true }, /its link to rank \d changed gradient data in transit/, 2, 0.75, 16],
+    ['scale:-20', {}, /pulls against the others|stays far larger than the others/, 8, 0.4, STEPS],
   ] as const) {
     it(`--fault ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
       requireNetns();
-      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`sketch-${fault.replace(/[^a-z0-9]/g, '')}`, fault, undefined, true, hyper);
+      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`sketch-${fault.replace(/[^a-z0-9]/g, '')}`, fault, undefined, true, { ...hyper, steps });
       const bad = faulty.rank!;
       for (const [i, w] of honest.entries()) {
         expect(honestCodes[i], w.stderr).toBe(0);
-        expect(w.result).toMatchObject({ steps: STEPS, size: 2, stopped_by: null });
+        expect(w.result).toMatchObject({ steps, size: 2, stopped_by: null });
         const named = w.events.filter((e) => e.event === 'peer-misbehaved');
         expect(named[0], w.stderr).toMatchObject({ peer: bad });
         expect(String(named[0].reason)).toMatch(says);
