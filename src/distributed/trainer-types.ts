@@ -12,6 +12,7 @@ import type { LocalTrainConfig } from './train-local.ts';
 import type { DistributedOptimizerOptions } from './optimizer.ts';
 import type { LocalSgdConfig } from './diloco.ts';
 import type { StepCheckOptions } from './step-checks.ts';
+import type { Aggregation } from '../collectives/robust-aggregate.ts';
 import type { BalanceMode } from './shares.ts';
 
 /** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
@@ -41,6 +42,8 @@ export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig
   guard?: StepCheckOptions['guard'];
   /** The verified allreduce (step-checks.ts): every gradient sum is checked against the ranks' published sketches. Lossless compression only. */
   verify?: boolean;
+  /** 'mean' (default: the ring allreduce), or a coordinate-wise robust rule (robust-aggregate.ts). */
+  aggregation?: Aggregation;
   /**
    * Examples per step for the whole ring, fixed whatever its size (global-batch.ts): each rank
    * takes a share of it and the gradients are weighed by the shares. Absent: `batch` per rank,

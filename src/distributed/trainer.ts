@@ -52,6 +52,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
   if (config.verify && (config.compression ?? 'none') !== 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks lossless sums; it does not combine with ${config.compression} compression: drop one`);
+  if (config.verify && config.aggregation && config.aggregation.rule !== 'mean') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks a sum; aggregation '${config.aggregation.rule}' is not one: drop one`);
   const checks = new StepChecks({ guard: config.guard, verify: config.verify, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
   const dopt = ringOptimizer(comm, model, inner, {
     ...config,

@@ -20,10 +20,10 @@ describe('faults only sketches see', () => {
   // are applied (bounded harm: measured 60.8%, 72.9% and 75.9% after it (which shard is flipped and when it is
   // named vary with the rank it draws), vs 80.3% when the bad steps never land, and 8% then
   // a crash without the rule, issue 14).
-  // Steps: flip-bits needs few (no bad step lands: 77.2% after 16); the flipped ×20 steps that land need the
+  // Steps: flip-bits needs few (no bad step lands: 76.7%, 77.2% after 16); the flipped ×20 steps that land need the
   // job's 30 to be trained away (20.0% after 16).
   for (const [fault, hyper, says, within, accuracy, steps] of [
-    ['flip-bits', { verify: true }, /its link to rank \d changed gradient data in transit/, 2, 0.75, 16],
+    ['flip-bits', { verify: true }, /its link to rank \d changed gradient data in transit/, 2, 0.7, 16],
     ['scale:-20', {}, /pulls against the others|stays far larger than the others/, 8, 0.4, STEPS],
   ] as const) {
     it(`--fault ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
