@@ -26,6 +26,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { splitEven } from './partition.ts';
 import { checkBuckets, sketchInto } from './sketch.ts';
+import { DEFAULT_FUSION_THRESHOLD_BYTES } from './fusion.ts';
 import { DEFAULT_SMALL_BYTES } from './types.ts';
 
 /** A chunk of the flat buffer as the ring reduces it; owner -1: reduced by recursive doubling (no ring path). */
@@ -49,7 +50,7 @@ const U = 2 ** -24;
  * ranks: pieces of at most chunkBytes (each its own collective), each cut
  * into one chunk per rank when it goes round the ring.
  */
-export function ringChunks(length: number, size: number, chunkBytes = 64 * 1024 * 1024, smallBytes = DEFAULT_SMALL_BYTES): RingChunk[] {
+export function ringChunks(length: number, size: number, chunkBytes = DEFAULT_FUSION_THRESHOLD_BYTES, smallBytes = DEFAULT_SMALL_BYTES): RingChunk[] {
   const per = Math.max(1, Math.floor(chunkBytes / 4));
   const out: RingChunk[] = [];
   for (let start = 0; start < length || (length === 0 && start === 0); start += per) {

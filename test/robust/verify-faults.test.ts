@@ -17,7 +17,7 @@ afterAll(() => cleanUpRuns());
 describe('faults only sketches see', () => {
   // Within: steps after FAULT_STEP by which the ring of 3 is gone. Accuracy: the flipped bits never reach
   // an update (each step is verified before it is applied); the flipped ×20 steps before the rank is named
-  // are applied (bounded harm: measured 60.8%, 72.9% and 75.9% after it (which shard is flipped and when it is
+  // are applied (bounded harm: measured 60.8%, 72.9%, 75.9% and 78.8% after it (which shard is flipped and when it is
   // named vary with the rank it draws), vs 80.3% when the bad steps never land, and 8% then
   // a crash without the rule, issue 14).
   // Steps: flip-bits needs few (no bad step lands: 76.7%, 77.2% after 16); the flipped ×20 steps that land need the
