@@ -7,6 +7,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { isModelFile, registeredModel } from '../engine/define.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import type { DistributedTrainConfig } from './trainer.ts';
+import { parseAggregation } from '../collectives/robust-aggregate.ts';
 
 const MODELS = ['mlp', 'cnn', 'transformer'] as const;
 const OPTIMIZERS = ['sgd', 'adamw'] as const;
@@ -81,6 +82,9 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     // A fixed global batch shared over the ring (absent: batchPerPeer per rank), by speed or equally.
     globalBatch,
     balance,
+    // The verified allreduce (step-checks.ts): a job-wide setting, every rank publishes the same sketches.
+    verify: h.verify === true,
+    aggregation: typeof h.aggregation === 'string' ? parseAggregation(h.aggregation) : h.aggregation === undefined ? undefined : parseAggregation(String(h.aggregation)),
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
     syncEvery: num(h, 'syncEvery'),
     outerLr: num(h, 'outerLr'),

@@ -32,7 +32,7 @@ import { modelSpecFor, restore } from './train-local.ts';
 import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import { learningRateAt } from './lr.ts';
 import { ringOptimizer, synchronizeReplicas } from './diloco.ts';
-import { checkContributions } from './guard.ts';
+import { StepChecks } from './step-checks.ts';
 import { endsRun, isBroken, lostRanksOf } from './ring-errors.ts';
 import { ShareBalancer } from './shares.ts';
 import type { DistributedTrainArgs, DistributedTrainResult } from './trainer-types.ts';
@@ -53,15 +53,19 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const inner = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
+  if (config.verify && (config.compression ?? 'none') !== 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks lossless sums; it does not combine with ${config.compression} compression: drop one`);
+  if (config.verify && config.aggregation && config.aggregation.rule !== 'mean') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks a sum; aggregation '${config.aggregation.rule}' is not one: drop one`);
+  const checks = new StepChecks({ guard: config.guard, verify: config.verify, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
   const dopt = ringOptimizer(comm, model, inner, {
     ...config,
-    // The contribution guard (synchronous training: it checks the gradients each rank is about to send).
+    // The contribution guard and the verified allreduce (synchronous training: they check the gradients each rank is about to send, and their sum).
     beforeReduce: async (local) => {
       await args.tamperGradients?.(local, step, now() - stepStart);
       // This rank's compute (a slowed rank's included), not the waiting for others: what balancing divides by.
       computeMs = now() - stepStart;
-      if (config.guard !== false) await checkContributions(comm, local, step, { timeoutMs: config.timeoutMs, ...config.guard });
+      await checks.before(comm, local, step);
     },
+    afterReduce: (reduced, scale) => checks.after(comm, reduced, scale),
   });
   // Local SGD's optimizer state includes the outer state: broadcasts and checkpoints carry it.
   const optimizer = dopt.optimizer;
