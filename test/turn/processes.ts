@@ -41,6 +41,12 @@ export function start(ns: Namespace, cmd: string, args: string[], env: NodeJS.Pr
   return p;
 }
 
+/** Kills one process `start` started and waits until it has exited. */
+export async function stop(p: Proc): Promise<void> {
+  if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  await p.exit;
+}
+
 /** Kills every process `start` started and waits until each has exited. */
 export async function killAll(): Promise<void> {
   await Promise.all(
