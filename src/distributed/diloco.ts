@@ -91,7 +91,7 @@ export class LocalSgdOptimizer {
     this.settings = localSgdSettings(options);
     this.momentum = new Float32Array(model.flatLength);
     this.delta = new Float32Array(model.flatLength);
-    if (this.settings.compression === 'int8') this.residual = new Float32Array(model.flatLength);
+    if (this.settings.compression === 'int8' || this.settings.compression.startsWith('topk:')) this.residual = new Float32Array(model.flatLength);
     this.optimizer = this.stateCarrier();
   }
 

@@ -3,6 +3,8 @@
  * is the one source of truth for how the job trains: a worker or a browser
  * tab joins and trains with exactly these settings, so every rank agrees.
  */
+import { topkRatio } from '../collectives/topk.ts';
+import type { Compression } from '../collectives/types.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { isModelFile, registeredModel } from '../engine/define.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
@@ -31,8 +33,8 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   // A model file (path in job.model) trains under the name it was registered as when this peer loaded it (src/cli/model-option.ts).
   const fileModel = isModelFile(model) && typeof h.modelName === 'string' && registeredModel(h.modelName) ? h.modelName : undefined;
   const compression = h.compression ?? 'none';
-  if (compression !== 'none' && compression !== 'fp16' && compression !== 'int8') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'compression' must be 'none', 'fp16' or 'int8', got ${JSON.stringify(compression)}`);
+  if (typeof compression !== 'string' || !(compression === 'none' || compression === 'fp16' || compression === 'int8' || topkRatio(compression) !== null)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'compression' must be 'none', 'fp16', 'int8' or 'topk:R' (0 < R <= 1), got ${JSON.stringify(compression)}`);
   }
   const lrSchedule = h.lrSchedule ?? 'constant';
   if (lrSchedule !== 'constant' && lrSchedule !== 'cosine') {
@@ -69,7 +71,7 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     seed: num(h, 'seed', 1)!,
     epochs: num(h, 'epochs', 1)!,
     steps: num(h, 'steps'),
-    compression,
+    compression: compression as Compression,
     backwardPassesPerStep: num(h, 'backwardPassesPerStep', 1),
     scaleLr: h.scaleLr === true,
     lrSchedule,

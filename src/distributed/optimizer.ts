@@ -90,7 +90,7 @@ export class DistributedOptimizer {
   private accumulated: Float32Array | null = null;
   private passes = 0;
   private gradName: string | null = null;
-  /** int8's error-feedback residual (see ringAllreduceInPlace); null until the first step. */
+  /** int8's and top-k's error-feedback residual (see ringAllreduceInPlace); null until the first step. */
   private residual: Float32Array | null = null;
 
   constructor(
@@ -173,9 +173,10 @@ export class DistributedOptimizer {
       for (let i = 0; i < flat.length; i++) flat[i] = out[i] * scale;
       return flat;
     }
-    if (this.compression === 'int8' && this.residual?.length !== flat.length) this.residual = new Float32Array(flat.length);
+    const feedback = this.compression === 'int8' || this.compression.startsWith('topk:');
+    if (feedback && this.residual?.length !== flat.length) this.residual = new Float32Array(flat.length);
     await allreduceInPlace(this.comm, flat, {
-      errorFeedback: this.compression === 'int8' ? this.residual! : undefined,
+      errorFeedback: feedback ? this.residual! : undefined,
       name: this.gradientsName,
       op: this.op,
       compression: this.compression,
