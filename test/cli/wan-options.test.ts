@@ -58,5 +58,7 @@ describe('ringtrain bench wan settings', () => {
     expect(() => wanBenchConfig({ ...ok, peers: 1 })).toThrow(/--peers must be a whole number from 2/);
     expect(() => wanBenchConfig({ ...ok, trainExamples: 16 })).toThrow(/--train-examples must be a whole number from 32/);
     expect(() => wanBenchConfig({ ...ok, rateMbit: 0 })).toThrow(/--rate-mbit must be a number > 0/);
+    expect(() => wanBenchConfig({ ...ok, topk: 0 })).toThrow(/--topk must be a number in \(0, 1\]/);
+    expect(wanBenchConfig(ok).topk).toBe(0.01);
   });
 });
