@@ -40,15 +40,39 @@ export function topkCount(n: number, ratio: number): number {
 
 const magnitude = (x: number): number => (Number.isFinite(x) ? Math.abs(x) : Infinity);
 
+/** The value that would sit at position `nth` if `a` were sorted ascending (Hoare's selection; reorders `a`). */
+function nthSmallest(a: Float32Array, nth: number): number {
+  let lo = 0;
+  let hi = a.length - 1;
+  while (lo < hi) {
+    const pivot = a[(lo + hi) >>> 1];
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i] < pivot) i++;
+      while (a[j] > pivot) j--;
+      if (i <= j) {
+        const t = a[i];
+        a[i++] = a[j];
+        a[j--] = t;
+      }
+    }
+    if (nth <= j) hi = j;
+    else if (nth >= i) lo = i;
+    else return a[nth];
+  }
+  return a[nth];
+}
+
 /** The k positions of largest magnitude, ascending; ties go to the lower index. */
 export function topkIndices(values: Float32Array, k: number): Uint32Array {
   const n = values.length;
   if (k >= n) return Uint32Array.from({ length: n }, (_, i) => i);
   if (k === 0) return new Uint32Array(0);
-  // The k-th largest magnitude by a native numeric sort; then everything above it, and ties at it by index.
+  // The k-th largest magnitude by selection (linear on average); then everything above it, and ties at it by index.
   const mags = new Float32Array(n);
   for (let i = 0; i < n; i++) mags[i] = magnitude(values[i]);
-  const threshold = mags.slice().sort()[n - k];
+  const threshold = nthSmallest(mags.slice(), n - k);
   let above = 0;
   for (let i = 0; i < n; i++) if (mags[i] > threshold) above++;
   let ties = k - above;
@@ -79,7 +103,12 @@ export function selectTopk(values: Float32Array, k: number, indices: Int32Array,
   if (residual) {
     for (let j = 0; j < k; j++) residual[chosen[j]] = 0;
     // A non-finite value must not poison every later step through the residual: it was sent.
-    if (residual.some((r) => !Number.isFinite(r))) residual.fill(0);
+    for (let i = 0; i < residual.length; i++) {
+      if (!Number.isFinite(residual[i])) {
+        residual.fill(0);
+        break;
+      }
+    }
   }
 }
 

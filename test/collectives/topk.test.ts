@@ -39,6 +39,13 @@ describe('top-k selection', () => {
       const x = draws(n, n + k);
       expect(Array.from(topkIndices(x, k)), `n=${n} k=${k}`).toEqual(oracleTopk(x, k));
     }
+    // Mostly zeros (k beyond the non-zeros), all equal, and -0 beside 0: ties fall to the lowest indices.
+    const sparse = new Float32Array(500);
+    sparse[7] = -3;
+    sparse[400] = 2;
+    sparse[401] = -0;
+    expect(Array.from(topkIndices(sparse, 5))).toEqual([0, 1, 2, 7, 400]);
+    expect(Array.from(topkIndices(new Float32Array(64).fill(0.25), 10))).toEqual(oracleTopk(new Float32Array(64).fill(0.25), 10));
     const x = draws(100, 9);
     x[42] = NaN;
     expect(Array.from(topkIndices(x, 3))).toContain(42);
