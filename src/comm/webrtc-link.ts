@@ -35,6 +35,15 @@ class SimplePeerLink implements Link {
 
   send(message: Uint8Array): void {
     if (this.down) throw new Error(`link to rank ${this.peer} is down`);
+    // node-webrtc (@roamhq/wrtc) cleans a channel up when its connection closes, before the
+    // 'close' event reaches us; its send() then calls through a null pointer and the process
+    // dies with SIGSEGV (seen in RTCDataChannel::Send, under Deno, when a neighbour left).
+    // readyState stays safe to read, so a channel that is no longer open is down here.
+    const state = this.sp.destroyed ? 'destroyed' : (this.sp as unknown as { _channel?: { readyState?: string } })._channel?.readyState;
+    if (state !== undefined && state !== 'open') {
+      this.shut(new Error(`data channel ${state}`));
+      throw new Error(`link to rank ${this.peer} is down (its data channel is ${state})`);
+    }
     this.sp.send(message);
   }
 
