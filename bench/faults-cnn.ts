@@ -8,19 +8,19 @@
  * and the 3 survivors alone), and the honest workers' peak memory (the flood's
  * bound). Honest runs come first, in the same invocation.
  *
- * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 150] [--fault-step 5] [--seed 7] [--batch 8]
- *        [--faults nan,scale:1e30,scale:-1e5,scale:-20,garbage-frames,forge-abort,flood-tags]
+ * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3] [--seed 7] [--batch 8]
+ *        [--faults nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags]
  */
 import { readFileSync } from 'node:fs';
 import { startServer } from '../server/index.ts';
 import { startDenoWorker, type TestWorker } from '../test/support/workers.ts';
 import { opt } from './args.ts';
 
-const steps = Number(opt('steps', '150'));
-const faultStep = Number(opt('fault-step', '5'));
+const steps = Number(opt('steps', '60'));
+const faultStep = Number(opt('fault-step', '3'));
 const seed = Number(opt('seed', '7'));
 const batch = Number(opt('batch', '8'));
-const faults = opt('faults', 'nan,scale:1e30,scale:-1e5,scale:-20,garbage-frames,forge-abort,flood-tags').split(',');
+const faults = opt('faults', 'nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags').split(',');
 /** The server's heartbeat: a forged abort is judged once no one left within heartbeat × (missed + 2). */
 const HEARTBEAT_MS = 2000;
 const RUN_LIMIT_MS = 30 * 60_000;
@@ -64,7 +64,7 @@ async function run(id: string, honestPeers: number, fault?: string): Promise<Run
   try {
     const honest = [...Array(honestPeers).keys()].map((i) => startDenoWorker(server.url, job, ['--name', `honest-${i}`]));
     // The faulty worker joins last, so the survivors hold ranks 0..2 as in the 3-peer honest run.
-    if (fault) await waitFor(() => honest.every((w) => w.rank !== undefined), 'the honest workers to join', honest);
+    if (fault) await waitFor(() => (server.jobInfo(id)?.size ?? 0) >= honestPeers, 'the honest workers to join the job', honest);
     const faulty = fault ? startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', `${fault}@step:${faultStep}`]) : undefined;
     const all = faulty ? [...honest, faulty] : honest;
     const peakMb = honest.map(() => 0);

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../../server/index.ts';
-import { killStartedWorkers, lastStep, startDenoWorker, until, type TestWorker } from '../support/workers.ts';
+import { killStartedWorkers, lastStep, seen, startDenoWorker, until, type TestWorker } from '../support/workers.ts';
 
 const dirs: string[] = [];
 
@@ -47,7 +47,7 @@ export async function runWithFault(id: string, fault: string, heartbeatMs?: numb
   try {
     const honest = [0, 1].map((i) => startDenoWorker(server.url, job, recovery(`honest-${i}`)));
     const faulty = startDenoWorker(server.url, job, [...recovery('faulty'), '--fault', `${fault}@step:${FAULT_STEP}`]);
-    await until(() => faulty.rank !== undefined || faulty.result !== undefined, 'the faulty worker to join', 120_000);
+    await until(() => faulty.rank !== undefined || faulty.result !== undefined, 'the faulty worker to join', 120_000, () => seen([...honest, faulty]));
     const all = [...honest, faulty];
     const codes: (number | null | undefined)[] = all.map(() => undefined);
     all.forEach((w, i) => void w.exit.then((c) => (codes[i] = c)));
