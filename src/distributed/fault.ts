@@ -7,7 +7,8 @@
  *   scale:K[@step:N]        its gradients are multiplied by K (K < 0 flips their sign)
  *   garbage-frames[@step:N] at step N it sends every peer a 5-byte frame that is no frame
  *   forge-abort[@step:N]    at step N it sends every peer an abort blaming another rank
- *   flood-tags[@step:N]     at step N it floods every peer with frames for tags nobody waits for
+ *   flood-tags[@step:N]     at step N it floods every peer with frames for tags nobody waits for,
+ *                           on and on (200 MB) until each receiver cuts it off
  *   slow:Kx                 each step's compute takes K times as long (it sleeps the difference)
  *   flip-bits[@step:N]      from step N on, its link to its right neighbour flips bits in transit
  *                           (caught only by the verified allreduce: the sketches it publishes are honest)
