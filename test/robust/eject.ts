@@ -41,7 +41,7 @@ export async function runWithFault(id: string, fault: string, heartbeatMs?: numb
 
 /**
  * Two honest workers and one faulty worker per spec (`--fault` forms, with their @step), all
- * in one elastic job; the faulty ones join last, named faulty-0, faulty-1...
+ * in one elastic job, all started at once; a lone faulty worker is named faulty, several faulty-0, faulty-1...
  */
 export async function runWithFaults(id: string, faults: string[], heartbeatMs?: number, elastic = true, hyperparameters: Record<string, number | boolean | string> = {}) {
   const size = 2 + faults.length;
