@@ -8,26 +8,32 @@
  * and the 3 survivors alone), and the honest workers' peak memory (the flood's
  * bound). Honest runs come first, in the same invocation.
  *
- * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 150] [--fault-step 5] [--seed 7] [--batch 8]
- *        [--faults nan,scale:1e30,scale:-1e5,scale:-20,garbage-frames,forge-abort,flood-tags]
+ * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3] [--seed 7] [--batch 8]
+ *        [--faults nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags]
  */
 import { readFileSync } from 'node:fs';
 import { startServer } from '../server/index.ts';
 import { startDenoWorker, type TestWorker } from '../test/support/workers.ts';
 import { opt } from './args.ts';
 
-const steps = Number(opt('steps', '150'));
-const faultStep = Number(opt('fault-step', '5'));
+const steps = Number(opt('steps', '60'));
+const faultStep = Number(opt('fault-step', '3'));
 const seed = Number(opt('seed', '7'));
 const batch = Number(opt('batch', '8'));
-const faults = opt('faults', 'nan,scale:1e30,scale:-1e5,scale:-20,garbage-frames,forge-abort,flood-tags').split(',');
-/** The server's heartbeat: a forged abort is judged once no one left within heartbeat × (missed + 2). */
-const HEARTBEAT_MS = 2000;
+const faults = opt('faults', 'nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags').split(',');
 const RUN_LIMIT_MS = 30 * 60_000;
 
 if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
 
 /** Resident memory of a process in MB, or 0 once it is gone. */
+/** Passes a worker's stderr on, line by line, tagged with its run and name: the bench's progress. */
+function relay(w: TestWorker, tag: string): TestWorker {
+  w.child.stderr!.on('data', (d: string) => {
+    for (const line of String(d).split('\n')) if (line && !line.includes('XDG_RUNTIME_DIR') && !line.includes('--token is visible')) process.stderr.write(`${tag} ${line}\n`);
+  });
+  return w;
+}
+
 function rssMb(pid: number | undefined): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -60,19 +66,26 @@ async function run(id: string, honestPeers: number, fault?: string): Promise<Run
       maxPeers: size,
     },
   };
-  const server = await startServer({ jobs: [job], staticDir: null, heartbeatMs: HEARTBEAT_MS });
+  // The server's default heartbeat: a forged abort is judged once no one left within heartbeat ×
+  // (missed + 2), 25 s; a 2 s heartbeat dropped workers whose event loop a loaded machine held.
+  const server = await startServer({ jobs: [job], staticDir: null });
   try {
-    const honest = [...Array(honestPeers).keys()].map((i) => startDenoWorker(server.url, job, ['--name', `honest-${i}`]));
+    const honest = [...Array(honestPeers).keys()].map((i) => relay(startDenoWorker(server.url, job, ['--name', `honest-${i}`]), `[${id} honest-${i}]`));
     // The faulty worker joins last, so the survivors hold ranks 0..2 as in the 3-peer honest run.
-    if (fault) await waitFor(() => honest.every((w) => w.rank !== undefined), 'the honest workers to join', honest);
-    const faulty = fault ? startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', `${fault}@step:${faultStep}`]) : undefined;
+    if (fault) await waitFor(() => (server.jobInfo(id)?.size ?? 0) >= honestPeers, 'the honest workers to join the job', honest);
+    const faulty = fault ? relay(startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', `${fault}@step:${faultStep}`]), `[${id} faulty]`) : undefined;
     const all = faulty ? [...honest, faulty] : honest;
     const peakMb = honest.map(() => 0);
     const codes: (number | null | undefined)[] = all.map(() => undefined);
     all.forEach((w, i) => void w.exit.then((c) => (codes[i] = c)));
+    let said = Date.now();
     await waitFor(
       () => {
         honest.forEach((w, i) => (peakMb[i] = Math.max(peakMb[i], rssMb(w.child.pid))));
+        if (Date.now() - said > 30_000) {
+          said = Date.now();
+          process.stderr.write(`[${id}] steps so far: ${all.map((w) => w.steps.at(-1)?.step ?? '-').join(' ')}\n`);
+        }
         return codes.every((c) => c !== undefined);
       },
       'every worker to exit',

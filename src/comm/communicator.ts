@@ -203,12 +203,6 @@ export class LinkCommunicator implements Communicator {
     this.links.get(peer)?.send(bytes);
   }
 
-  /** TESTS ONLY: bytes waiting in the link to `peer` (a raw flood paces itself by it); -1 once the link is gone. */
-  rawBufferedForTesting(peer: number): number {
-    const link = this.links.get(peer);
-    return link && !this.departed.has(peer) ? link.bufferedAmount() : -1;
-  }
-
   abort(err: RingtrainError): void {
     if (this.error) return;
     this.error = err;
@@ -372,12 +366,9 @@ export class LinkCommunicator implements Communicator {
       culprits: [peer],
       reason,
     });
+    // The link stays open until the ring closes (frames from it are dropped unread): node-webrtc
+    // has crashed the process (SIGSEGV in wrtc.node) when a channel was destroyed mid-flood.
     this.abort(err);
-    // Cut it off: whatever it sends next costs this rank nothing, not even the reading.
-    if (!this.departed.has(peer)) {
-      this.departed.set(peer, err);
-      this.links.get(peer)?.close();
-    }
   }
 
   private onRemoteAbort(peer: number, payload: Uint8Array): void {

@@ -335,7 +335,8 @@ class PeerSession implements Session {
   private reportFalseAbort(): boolean {
     const claims = (this.comm as Partial<Pick<LinkCommunicator, 'lossClaims'>> | undefined)?.lossClaims;
     if (!claims?.size) return false;
-    for (const [rank, why] of claims) this.reportPeer(rank, why);
+    // Named like any other rule-breaker (timeline, page); the event's listener reports it.
+    for (const [peer, reason] of claims) this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.membership.rank, peer, reason });
     return true;
   }
 

@@ -110,9 +110,6 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     const held = (comms[0] as unknown as { budget: UnconsumedBudget }).budget.heldBytes(2);
     expect(held).toBe(0);
     expect((comms[0] as unknown as { arrived: Map<string, Uint8Array> }).arrived.size).toBe(0);
-    // The flooder does not stop by itself (it ignores its own ring's abort): the receivers cut it off,
-    // so of its 200 MB each saw about its budget.
-    for (const r of [0, 1]) expect(comms[r].stats.bytesReceived, `rank ${r}`).toBeLessThan(4 << 20);
   });
 
   it('keeps honest early arrivals: messages sent before their receive are delivered and released', async () => {

@@ -1,48 +1,54 @@
 /**
- * Issue 14, a peer speaks only for itself: in a 3-peer elastic job one real
- * Deno worker sends garbage frames, floods well-formed frames for tags nobody
- * waits for, or forges an abort blaming another rank. The SENDER is named,
- * reported and ejected; the honest peers re-form and finish every step.
+ * Issue 14, a peer speaks only for itself: in an elastic job with two honest
+ * real Deno workers, faulty ones send garbage frames, flood well-formed frames
+ * for tags nobody waits for, or forge an abort blaming another rank. Each
+ * SENDER is named, reported and ejected; the honest peers re-form and finish
+ * every step.
  * Real server, real Deno workers, real WebRTC (inside scripts/in-netns.sh).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { requireNetns } from '../support/workers.ts';
-import { cleanUpRuns, FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './eject.ts';
+import { cleanUpRuns, FAULT_STEP, lastStepAtSize, runWithFaults, STEPS } from './eject.ts';
 
 afterAll(() => cleanUpRuns());
 
-/**
- * A forged abort is judged false only once the server saw no one leave within its liveness
- * window (heartbeat × (missed + 2)); a short heartbeat keeps that window, and the test, short.
- */
-const FORGED_ABORT_HEARTBEAT_MS = 2000;
-
-describe('a worker breaking the wire protocol', () => {
-  // forge-abort is not here: under a loaded CI machine only one honest rank had first-hand evidence
-  // against the forger, no majority reported it, and both honest ranks stopped (ERR_SIGNALING) while
-  // the forger waited for peers. The report rule needs a fix (issue 14's note), not a looser test.
-  // flood-tags is out too: in CI one honest rank named the flooder but the other dropped out (disconnected) before a majority reported it, so it was never ejected. The budget itself is unit-tested in rules.test.ts.
-  for (const fault of ['garbage-frames']) {
-    it(`--fault ${fault}: the sender is named and ejected within 2 steps; the others finish`, async () => {
+describe('workers breaking the wire protocol', () => {
+  // Two faults per run where they can share one (two real-process runs instead of three: CI time):
+  // garbage frames at step 3 in a ring of 4, then a flood at step 6 in the ring of 3 that is left.
+  // A forged abort runs alone: it is judged only after the server's liveness window.
+  const cases = [
+    { name: 'garbage-frames then flood-tags', faults: [`garbage-frames@step:${FAULT_STEP}`, `flood-tags@step:${FAULT_STEP + 3}`] },
+    { name: 'forge-abort', faults: [`forge-abort@step:${FAULT_STEP}`] },
+  ];
+  for (const c of cases) {
+    it(`--fault ${c.name}: each sender is named and ejected within 2 steps; the others finish`, async () => {
       requireNetns();
-      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`wire-${fault}`, fault, fault === 'forge-abort' ? FORGED_ABORT_HEARTBEAT_MS : undefined);
-      const bad = faulty.rank!;
+      // A forged abort is judged false once the server saw no one leave within its liveness window
+      // (heartbeat × (missed + 2)): the server's default heartbeat, as a shorter one dropped workers
+      // whose event loop a loaded machine held for seconds.
+      const { honest, faulty, honestCodes, faultyCodes } = await runWithFaults(`wire-${c.name.replace(/[^a-z]/g, '')}`, c.faults);
       for (const [i, w] of honest.entries()) {
         expect(honestCodes[i], w.stderr).toBe(0);
         expect(w.result).toMatchObject({ steps: STEPS, size: 2, stopped_by: null });
-        expect(w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'), w.stderr).toMatchObject({ rank: bad, name: 'faulty' });
-        expect(lastStepAtSize(w, 3)).toBeLessThanOrEqual(FAULT_STEP + 2);
+        const ejected = w.events.filter((e) => e.event === 'peer-left' && e.reason === 'ejected');
+        expect(ejected.map((e) => e.name), w.stderr).toEqual(faulty.map((_, k) => (faulty.length > 1 ? `faulty-${k}` : 'faulty')));
+        // Within 2 steps of each fault's step: no step in a ring that still held that sender past it.
+        c.faults.forEach((_, k) => expect(lastStepAtSize(w, 2 + faulty.length - k), `fault ${k}`).toBeLessThanOrEqual(FAULT_STEP + 3 * k + 2));
         // Measured: 80.3% after any of these faults, the same to the digit (the poisoned steps were
-        // never applied); 85.1% when all three peers stay honest (a third more examples per step);
-        // a 1e30-scaled update applied once leaves chance (10%).
+        // never applied); 85.1% when all three peers stay honest (a third more examples per step).
         expect(w.result!.test_accuracy).toBeGreaterThan(0.75);
       }
-      // Every honest peer named the sender, never each other (a forged abort blames no honest rank).
-      const blamed = honest.flatMap((w) => w.events.filter((e) => e.event === 'peer-misbehaved').map((e) => e.peer));
-      if (fault !== 'forge-abort') expect(new Set(blamed)).toEqual(new Set([bad]));
-      else expect(honest.every((w) => /reporting rank \d+ \(faulty\)/.test(w.stderr)), honest.map((w) => w.stderr).join('\n')).toBe(true);
-      // The sender did not finish as a member (the server's side of its ejection is checked above).
-      expect(faultyCode, faulty.stderr).not.toBe(0);
-    }, 200_000);
+      // Every honest peer named each sender, and only the senders: every rank it named is the rank
+      // an ejected sender held in that ring (the peer-left events say which).
+      for (const w of honest) {
+        const blamed = w.events.filter((e) => e.event === 'peer-misbehaved').map((e) => e.peer);
+        const ejectedRanks = w.events.filter((e) => e.event === 'peer-left' && e.reason === 'ejected').map((e) => e.rank);
+        expect(new Set(blamed), w.stderr).toEqual(new Set(ejectedRanks));
+      }
+      // Each honest rank reported the forger on what it heard itself (the majority needs both).
+      if (c.name === 'forge-abort') expect(honest.every((w) => /reporting rank \d+ \(faulty\) to the server: it aborted the ring saying rank \d+ went away/.test(w.stderr)), honest.map((w) => w.stderr).join('\n')).toBe(true);
+      // The senders did not finish as members (the server's side of the ejection is checked above).
+      for (const [k, code] of faultyCodes.entries()) expect(code, faulty[k].stderr).not.toBe(0);
+    }, 240_000);
   }
 });
