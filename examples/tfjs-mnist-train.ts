@@ -150,8 +150,20 @@ export async function trainMnist(session: hvd.Session, data: MnistSplit, recipe:
     metrics: ['accuracy'],
   });
   let lastTest = NaN;
+  // In chunks of the training batch, waiting for each: the shapes are the ones training compiled, and the
+  // event loop answers heartbeats between chunks (batches of 500 kept a loaded Deno + lavapipe rank silent
+  // for over 5 minutes, and the server dropped all four ranks of a run).
   const evaluate = async (): Promise<{ accuracy: number; loss: number }> => {
-    const [loss, accuracy] = await Promise.all((model.evaluate(test.x, test.y, { batchSize: 500 }) as tf.Scalar[]).map(async (t) => (await t.data())[0]));
+    const n = test.x.shape[0];
+    let [loss, accuracy] = [0, 0];
+    for (let i = 0; i < n; i += recipe.batch) {
+      const size = Math.min(recipe.batch, n - i);
+      const [x, y] = [tf.slice(test.x, [i, 0, 0, 0], [size, -1, -1, -1]), tf.slice(test.y, [i, 0], [size, -1])];
+      const [l, a] = await Promise.all((model.evaluate(x, y, { batchSize: size }) as tf.Scalar[]).map(async (t) => (await t.data())[0]));
+      tf.dispose([x, y]);
+      loss += (l * size) / n;
+      accuracy += (a * size) / n;
+    }
     lastTest = accuracy;
     return { accuracy, loss };
   };
