@@ -21,7 +21,7 @@ if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-
 
 interface Outcome {
   code: number | null;
-  summary: { test_accuracy: number; steps: number; size: number; ok: boolean };
+  summary: { test_accuracy: number; steps: number; size: number; ok: boolean; global_batch?: number };
   reformSeconds: number | null;
   reformStep: number | null;
   killedAt: number | null;
@@ -67,6 +67,8 @@ console.log(
     steps,
     seed: Number(seed),
     batch_per_peer: Number(batch),
+    // Fixed for the whole run (an elastic run's default: -np x --batch), so the survivors take the unbroken run's steps.
+    global_batch: unbroken.summary.global_batch ?? null,
     kill_rank: killRank,
     killed_at_step: broken.killedAt,
     reformed_at_step: broken.reformStep,

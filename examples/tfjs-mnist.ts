@@ -2,13 +2,14 @@
  * A TF.js conv net on MNIST, trained data-parallel with ringtrain. Copy it
  * (with examples/tfjs-mnist-train.ts, where the model and the training are):
  *
- *   ringtrain launch -np 4 examples/tfjs-mnist.ts --epochs 3
+ *   ringtrain launch -np 4 --runtime deno examples/tfjs-mnist.ts --backend webgpu
  *
  * `launch` starts a signaling server and 4 Node processes of this file
  * (`--runtime deno`: Deno); they meet over WebRTC. Each trains on its quarter
  * of the data at --batch per rank; the gradients are averaged over the ring
- * every step. Rank 0 prints the test accuracy at the end. TF.js's CPU backend;
- * `--backend webgpu` picks TF.js's WebGPU backend instead.
+ * every step. Rank 0 prints the test accuracy after each epoch and at the
+ * end. TF.js's CPU backend by default (slow for conv nets: its filter
+ * gradient); `--backend webgpu` picks TF.js's WebGPU backend instead.
  * With `launch --tabs 1` a browser tab may join the same job (the page runs
  * the same training; see the README).
  */

@@ -15,6 +15,7 @@ import type { iceFromFlags } from './ice-flags.node.ts';
 import { type Recipe, withRecipe } from './recipes.ts';
 import type { TrainOptions } from './train-options.ts';
 import { wanHyperparameters, type WanOptions } from './wan-options.ts';
+import { shareHyperparameters, type ShareOptions } from './share-options.ts';
 
 export interface RunOptions extends TrainOptions {
   np: number;
@@ -45,6 +46,8 @@ export interface RunOptions extends TrainOptions {
   ice?: ReturnType<typeof iceFromFlags>;
   /** --compression and local SGD (absent: as --fp16 says). */
   wan?: WanOptions;
+  /** --global-batch and --balance (share-options.ts). */
+  shares?: ShareOptions;
 }
 
 export function intOption(raw: unknown, flag: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -102,6 +105,7 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     backwardPassesPerStep: o.backwardPasses,
   };
   if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
+  if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;

@@ -60,6 +60,7 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say }: R
       model: o.model,
       optimizer: o.optimizer,
       batch_per_peer: o.batch,
+      global_batch: o.shares?.globalBatch ?? o.np * o.batch,
       fp16: o.fp16,
       ok: failed.length === 0,
       lost_workers: lost.map((w) => w.index),

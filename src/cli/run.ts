@@ -29,6 +29,7 @@ import { commandStatus } from './status.ts';
 import { addTrainOptions, parseTrainOptions } from './train-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
+import { addShareOptions, parseShareOptions } from './share-options.ts';
 import { elasticOptions, intOption, jobSpecFor, type RunOptions, runRecipe } from './run-options.node.ts';
 import { startWorker, type WorkerState } from './run-workers.node.ts';
 import { evaluationText, reportRun } from './run-summary.node.ts';
@@ -59,7 +60,7 @@ export function runCommand(): Command {
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert');
-  addWanOptions(addDiscoverOptions(addIceOptions(cmd))).action(async (given: Record<string, unknown>) => {
+  addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd)))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
       if (discovered.np === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.');
@@ -87,6 +88,8 @@ export function runCommand(): Command {
         discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
         wan: parseWanOptions(raw),
       };
+      o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
+      if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
       // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
       preflightCheckpoints(o);
       commandStatus.exitCode = await launch(o);
@@ -110,7 +113,7 @@ async function launch(o: RunOptions): Promise<number> {
   }
 
   // For the progress bar only: the workers count their own steps from the data they load.
-  const stepsPerEpoch = o.model === 'transformer' ? batchCount(WORD_COUNT - WORD_VALIDATION_COUNT, o.np * o.batch) : batchCount(Math.ceil(MNIST_TRAIN / o.np), o.batch);
+  const stepsPerEpoch = batchCount(o.model === 'transformer' ? WORD_COUNT - WORD_VALIDATION_COUNT : MNIST_TRAIN, o.shares?.globalBatch ?? o.np * o.batch);
   const totalSteps = o.steps ?? o.epochs * stepsPerEpoch;
   const useBar = !o.json && stderrIsTTY;
   const bar = useBar ? new SingleBar({ stream: stderr, format: '{bar} {value}/{total} steps | {sps} steps/s | loss {loss} | allreduce {mbps} MB/s', hideCursor: true }, Presets.shades_classic) : undefined;

@@ -28,3 +28,18 @@ export function readAbortNote(payload: Uint8Array): AbortNote {
     detail: typeof p.detail === 'object' && p.detail !== null && !Array.isArray(p.detail) ? (p.detail as Record<string, unknown>) : {},
   };
 }
+
+/**
+ * A peer speaks only for itself: an abort whose sender says, in its own name (no relayed
+ * origin), that a third rank went away is a claim this rank can check, against the server:
+ * if no one leaves the job within the server's liveness window, the claim was false and its
+ * sender is reported (session.ts). Returns the claim, or null. A relayed claim is evidence
+ * against no one: the relayer may have made up its origin.
+ */
+export function lossClaim(note: AbortNote, sender: number): string | null {
+  const lost = note.detail.peer;
+  const origin = note.detail.origin;
+  if (note.code !== ErrorCode.PeerLost || typeof lost !== 'number' || lost === sender) return null;
+  if (origin !== undefined && origin !== sender) return null;
+  return `it aborted the ring saying rank ${lost} went away, and no one left the job`;
+}

@@ -1,6 +1,6 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
-import { readAbortNote } from './abort-note.ts';
+import { lossClaim, readAbortNote } from './abort-note.ts';
 import { DEFAULT_BUDGET, UnconsumedBudget, type BudgetLimits } from './budget.ts';
 import { decodeFrame, encodeFrames, FrameKind, Reassembler, tagKey } from './frame.ts';
 import type { Communicator, Tag } from './interface.ts';
@@ -77,6 +77,13 @@ export class LinkCommunicator implements Communicator {
   private budget: UnconsumedBudget;
   /** Peers that broke the rules: reported once, and nothing more from them is kept. */
   private misbehaving = new Set<number>();
+  /** Peers another rank reported flooding, not yet backed by evidence of our own (backed as soon as there is some). */
+  private floodHearsay = new Map<number, number>();
+  /**
+   * Ranks that told us in their own name that a rank went away: rank → the claim (abort-note.ts,
+   * lossClaim). session.ts reports them if the server then sees no one leave.
+   */
+  readonly lossClaims = new Map<number, string>();
   error: RingtrainError | null = null;
 
   constructor(
@@ -194,6 +201,12 @@ export class LinkCommunicator implements Communicator {
    */
   sendRawForTesting(peer: number, bytes: Uint8Array): void {
     this.links.get(peer)?.send(bytes);
+  }
+
+  /** TESTS ONLY: bytes waiting in the link to `peer` (a raw flood paces itself by it); -1 once the link is gone. */
+  rawBufferedForTesting(peer: number): number {
+    const link = this.links.get(peer);
+    return link && !this.departed.has(peer) ? link.bufferedAmount() : -1;
   }
 
   abort(err: RingtrainError): void {
@@ -319,7 +332,10 @@ export class LinkCommunicator implements Communicator {
           if (earlier) this.budget.release(peer, earlier.byteLength);
           this.arrived.set(key, msg.payload);
           const over = this.budget.hold(peer, msg.payload.byteLength);
-          if (over) this.misbehaved(peer, over);
+          if (over) return this.misbehaved(peer, over);
+          // Another rank reported this peer flooding before it had shown it here: back that report now.
+          const reporter = this.floodHearsay.get(peer);
+          if (reporter !== undefined) this.backFloodReport(peer, reporter);
         }
       }
     }
@@ -351,38 +367,53 @@ export class LinkCommunicator implements Communicator {
       // Said even when the ring already broke for another reason: the report is what ejects it.
       if (this.events.active) this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.rank, peer, reason });
     }
-    this.abort(
-      new RingtrainError(ErrorCode.PeerMisbehaved, `rank ${peer} ${reason}; a peer speaks only for itself, so rank ${peer} is named: an elastic job ejects it and goes on, otherwise resume from the recovery checkpoint without it`, {
-        peer,
-        culprits: [peer],
-        reason,
-      }),
-    );
+    const err = new RingtrainError(ErrorCode.PeerMisbehaved, `rank ${peer} ${reason}; a peer speaks only for itself, so rank ${peer} is named: an elastic job ejects it and goes on, otherwise resume from the recovery checkpoint without it`, {
+      peer,
+      culprits: [peer],
+      reason,
+    });
+    this.abort(err);
+    // Cut it off: whatever it sends next costs this rank nothing, not even the reading.
+    if (!this.departed.has(peer)) {
+      this.departed.set(peer, err);
+      this.links.get(peer)?.close();
+    }
   }
 
   private onRemoteAbort(peer: number, payload: Uint8Array): void {
-    if (this.error) return;
     const note = readAbortNote(payload);
+    // Weighed even when this ring already broke: which abort arrives first is a race, and
+    // first-hand evidence must not be lost to it.
+    const claim = lossClaim(note, peer);
+    if (claim && !this.lossClaims.has(peer)) this.lossClaims.set(peer, claim);
     const code = note.code;
-    const origin = typeof note.detail.origin === 'number' ? note.detail.origin : peer;
     const lost = note.detail.peer;
-    // A claim that a third rank went away, while that rank still talks to us: doubt it (its
-    // origin may be lying; session.ts reports it if the server then sees no one leave).
-    const heard = typeof lost === 'number' ? this.lastHeard.get(lost) : undefined;
-    const claimDoubted = code === ErrorCode.PeerLost && lost !== origin && heard !== undefined && now() - heard < Math.max(this.opts.heartbeatMs * 2, this.opts.peerTimeoutMs / 2);
-    const detail = { ...note.detail, rank: this.rank, reportedBy: peer, origin, claimDoubted };
+    // Another rank names a flooder: back it only with evidence of our own (what that rank left
+    // here), now or as soon as there is some (the flood may reach us later, even after an abort).
+    if (code === ErrorCode.PeerMisbehaved && typeof lost === 'number' && lost !== this.rank && lost !== peer && this.links.has(lost)) {
+      this.floodHearsay.set(lost, peer);
+      if (this.backFloodReport(lost, peer)) return;
+    }
+    if (this.error) return;
+    // An abort said to come from this rank, which has not aborted: the sender made that up, so it is the sender's.
+    const origin = typeof note.detail.origin === 'number' && note.detail.origin !== this.rank ? note.detail.origin : peer;
+    const detail = { ...note.detail, rank: this.rank, reportedBy: peer, origin };
     const message =
       code === ErrorCode.PeerLost && typeof lost === 'number'
         ? `rank ${lost} went away (reported by rank ${peer}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`
         : `rank ${peer} aborted: ${note.message ?? 'no reason given'}`;
-    if (code === ErrorCode.PeerLost && typeof lost === 'number') this.emitLost(lost, `reported by rank ${peer}`);
-    // Another rank names a flooder: back it only with evidence of our own (what that rank left here).
-    if (code === ErrorCode.PeerMisbehaved && typeof lost === 'number' && lost !== this.rank && this.links.has(lost)) {
-      const evidence = this.budget.overHalf(lost) ? `over half its budget (${this.budget.heldBytes(lost)} bytes)` : this.heldFarAhead(lost) ? 'messages for collectives far beyond any this ring has run' : null;
-      if (evidence) return this.misbehaved(lost, `left ${evidence} nobody asked for, when rank ${peer} reported it flooding`);
-    }
+    if (code === ErrorCode.PeerLost && typeof lost === 'number' && lost !== this.rank) this.emitLost(lost, `reported by rank ${peer}`);
     // Pass it on, so ranks that only talk to us hear it too; abort() ignores repeats.
     this.abort(new RingtrainError(code, message, detail));
+  }
+
+  /** Names `peer` for a flood `reporter` reported, if it left evidence here too; true when it did. */
+  private backFloodReport(peer: number, reporter: number): boolean {
+    const evidence = this.budget.overHalf(peer) ? `over half its budget (${this.budget.heldBytes(peer)} bytes)` : this.heldFarAhead(peer) ? 'messages for collectives far beyond any this ring has run' : null;
+    if (!evidence) return false;
+    this.floodHearsay.delete(peer);
+    this.misbehaved(peer, `left ${evidence} nobody asked for, when rank ${reporter} reported it flooding`);
+    return true;
   }
 
   private onLinkClosed(peer: number, reason?: Error): void {

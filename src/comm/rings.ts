@@ -17,6 +17,9 @@ export interface WebRTCRingOptions extends CommunicatorOptions {
   signaler: Signaler;
   wrtc?: unknown;
   connectTimeoutMs?: number;
+  /** See ConnectOptions.silentTimeoutMs. */
+  silentTimeoutMs?: number;
+  abort?: AbortSignal;
   iceServers?: ConnectOptions['iceServers'];
   iceTransportPolicy?: ConnectOptions['iceTransportPolicy'];
   /** Benchmarks: make every link a long thin pipe (emulated-link.ts). */
@@ -25,7 +28,7 @@ export interface WebRTCRingOptions extends CommunicatorOptions {
 
 /** Joins a ring over WebRTC: opens the mesh through `signaler`, then wraps it in a communicator. */
 export async function joinWebRTCRing(o: WebRTCRingOptions): Promise<Communicator> {
-  const links = await connectMesh({ rank: o.rank, size: o.size, signaler: o.signaler, wrtc: o.wrtc, timeoutMs: o.connectTimeoutMs, iceServers: o.iceServers, iceTransportPolicy: o.iceTransportPolicy });
+  const links = await connectMesh({ rank: o.rank, size: o.size, signaler: o.signaler, wrtc: o.wrtc, timeoutMs: o.connectTimeoutMs, silentTimeoutMs: o.silentTimeoutMs, abort: o.abort, iceServers: o.iceServers, iceTransportPolicy: o.iceTransportPolicy });
   const e = o.linkEmulation;
   return new LinkCommunicator(o.rank, o.size, e ? new Map([...links].map(([peer, link]) => [peer, emulateLink(link, e)])) : links, o);
 }

@@ -1,5 +1,6 @@
 import type SimplePeer from 'simple-peer';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import { newIceProgress, noPathError, noteCandidates, type IceProgress, type IceServer } from './ice-diagnosis.ts';
 import type { Link } from './link.ts';
@@ -38,6 +39,9 @@ class SimplePeerLink implements Link {
   }
 
   bufferedAmount(): number {
+    // node-webrtc has crashed the process (SIGSEGV) on reads of a channel whose connection
+    // is gone (node-webrtc issues #325, #576): never touch the channel after it went down.
+    if (this.down) return 0;
     return this.sp.bufferSize;
   }
 
@@ -74,8 +78,16 @@ export interface ConnectOptions {
   signaler: Signaler;
   /** An RTCPeerConnection implementation for Node/Deno (`@roamhq/wrtc`); omit in the browser. */
   wrtc?: unknown;
-  /** Give up if some link is not up after this long (ms). */
+  /** Give up on a peer that has signalled (it is running) if its link is not up this long after its first signal (ms). */
   timeoutMs?: number;
+  /**
+   * Give up on a peer that has sent no signal at all after this long (ms); default: timeoutMs.
+   * A peer that has just joined the job is a member before it can answer: it may still be
+   * loading its data or compiling kernels, and on a busy machine that outlasts timeoutMs.
+   */
+  silentTimeoutMs?: number;
+  /** Stop trying, rejecting with the signal's reason, e.g. when the membership moved on meanwhile. */
+  abort?: AbortSignal;
   /** STUN/TURN servers; none are needed on one machine or a LAN. Across NATs, the job's TURN server. */
   iceServers?: IceServer[];
   /** 'relay': use TURN relays only (RTCConfiguration.iceTransportPolicy). */
@@ -99,17 +111,27 @@ function loadSimplePeer(): Promise<PeerConstructor> {
   return loaded;
 }
 
+function abortReason(signal: AbortSignal): RingtrainError {
+  const r: unknown = signal.reason;
+  return r instanceof RingtrainError ? r : new RingtrainError(ErrorCode.Aborted, `stopped opening data channels: ${r instanceof Error ? r.message : String(r)}`);
+}
+
 /**
  * Opens a data channel to every other rank (a full mesh: the ring uses the
  * neighbours, negotiation and alltoall use the rest). The lower rank offers.
  */
 export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>> {
   const timeoutMs = o.timeoutMs ?? 30_000;
+  const silentTimeoutMs = Math.max(timeoutMs, o.silentTimeoutMs ?? timeoutMs);
   const SimplePeer = await loadSimplePeer();
   const peers = new Map<number, SimplePeer.Instance>();
   const links = new Map<number, Link>();
   // What ICE did per peer, to say why a link never opened.
   const progress = new Map<number, IceProgress>();
+  // When each peer's first signal came: from then on it has timeoutMs to connect.
+  const heardAt = new Map<number, number>();
+  /** Milliseconds this event loop has been awake since we started (see check below). */
+  let awake = 0;
   for (let p = 0; p < o.size; p++) {
     if (p === o.rank) continue;
     const sp = new SimplePeer({
@@ -132,6 +154,7 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
     const sp = peers.get(from);
     if (!sp) return;
     const ice = progress.get(from)!;
+    if (!ice.heard) heardAt.set(from, awake);
     ice.heard = true;
     noteCandidates(ice.remote, data);
     try {
@@ -140,17 +163,38 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
       sp.destroy(e as Error);
     }
   });
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let onAbort: (() => void) | undefined;
   try {
     await new Promise<void>((resolve, reject) => {
       const fail = (e: RingtrainError) => reject(e);
-      timer = setTimeout(() => {
-        const missing = [...peers.keys()].filter((p) => !links.has(p));
-        // A peer that answered through the signaling server is running: the network is what failed.
-        const unreachable = missing.find((p) => progress.get(p)!.heard);
-        if (unreachable !== undefined) return fail(noPathError(o.rank, unreachable, progress.get(unreachable)!, o.iceServers, timeoutMs));
-        fail(new RingtrainError(ErrorCode.Timeout, `rank ${o.rank} could not open a data channel to rank(s) ${missing.join(', ')} within ${timeoutMs} ms; are they running and using the same signaling?`, { waitingFor: missing, rank: o.rank }));
-      }, timeoutMs);
+      if (o.abort) {
+        const signal = o.abort;
+        onAbort = () => fail(abortReason(signal));
+        if (signal.aborted) return onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      // Each missing peer against its own deadline: a peer that answered (so it runs) has timeoutMs
+      // from its first signal; one that has said nothing yet has silentTimeoutMs from the start.
+      // Time counts only while this event loop runs: a tick that came late (we were busy compiling
+      // or starved of CPU) counts as one tick, so our own stall never fails a peer.
+      const tickMs = Math.max(20, Math.min(500, timeoutMs / 4));
+      let last = now();
+      const check = (): void => {
+        const t = now();
+        awake += Math.min(t - last, 2 * tickMs);
+        last = t;
+        for (const p of peers.keys()) {
+          const at = heardAt.get(p);
+          // A peer that answered through the signaling server is running: the network is what failed.
+          if (!links.has(p) && at !== undefined && awake - at >= timeoutMs) return fail(noPathError(o.rank, p, progress.get(p)!, o.iceServers, timeoutMs));
+        }
+        const silent = [...peers.keys()].filter((p) => !links.has(p) && !heardAt.has(p));
+        if (silent.length > 0 && awake >= silentTimeoutMs) {
+          fail(new RingtrainError(ErrorCode.Timeout, `rank ${o.rank} could not open a data channel to rank(s) ${silent.join(', ')}: no signal from them within ${Math.round(silentTimeoutMs)} ms; are they running and using the same signaling?`, { waitingFor: silent, rank: o.rank }));
+        }
+      };
+      timer = setInterval(check, tickMs);
       if (peers.size === 0) resolve();
       for (const [p, sp] of peers) {
         sp.once('connect', () => {
@@ -168,7 +212,8 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
     for (const sp of peers.values()) sp.destroy();
     throw e;
   } finally {
-    clearTimeout(timer);
+    clearInterval(timer);
+    if (onAbort) o.abort?.removeEventListener('abort', onAbort);
   }
   // Late signals (extra candidates) still go through while links run; stop listening once all are down.
   let open = peers.size;

@@ -8,10 +8,11 @@
  *   garbage-frames[@step:N] at step N it sends every peer a 5-byte frame that is no frame
  *   forge-abort[@step:N]    at step N it sends every peer an abort blaming another rank
  *   flood-tags[@step:N]     at step N it floods every peer with frames for tags nobody waits for
- *   slow:Kx                 each step takes K times as long (it sleeps the difference)
+ *   slow:Kx                 each step's compute takes K times as long (it sleeps the difference)
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
+import { encodeFrames, FrameKind } from '../comm/frame.ts';
 
 export type Fault =
   | { kind: 'nan'; fromStep: number }
@@ -74,15 +75,37 @@ export function tamperGradients(fault: Fault, grads: Float32Array, step: number)
 /** A communicator that can put raw bytes on a link (LinkCommunicator): only faults use it. */
 export interface RawWire {
   sendRawForTesting(peer: number, bytes: Uint8Array): void;
+  /** Bytes waiting in the link to `peer`; -1 once it is gone. */
+  rawBufferedForTesting(peer: number): number;
 }
 
 function hasRawWire(c: unknown): c is RawWire {
-  return typeof (c as Partial<RawWire>).sendRawForTesting === 'function';
+  return typeof (c as Partial<RawWire>).sendRawForTesting === 'function' && typeof (c as Partial<RawWire>).rawBufferedForTesting === 'function';
 }
 
-/** The flood: well-formed messages with tags no collective uses (ids from the top of the range), 200 MB in all. */
+/** The flood: well-formed one-frame messages with tags no collective uses (ids from the top of the range), 200 MB per peer. */
 const FLOOD_MESSAGE_BYTES = 200 * 1024;
 export const FLOOD_MESSAGES = 1024;
+/** The flooder keeps about this much queued per link: as fast as the link goes, without overrunning libwebrtc's buffer (which would close its own channel). */
+const FLOOD_QUEUE_BYTES = 4 << 20;
+
+/**
+ * Floods `peer` the way an attacker would: on and on, whatever its own ring says (a rank that
+ * aborted still gets flooded), until the link is cut or 200 MB went out.
+ */
+async function floodPeer(comm: RawWire, peer: number): Promise<void> {
+  const payload = new Uint8Array(FLOOD_MESSAGE_BYTES);
+  for (let i = 0; i < FLOOD_MESSAGES; i++) {
+    // Yield every message (the receiver's answer, cutting us off, must get a turn), longer while the link is full.
+    for (;;) {
+      const queued = comm.rawBufferedForTesting(peer);
+      if (queued < 0) return;
+      await new Promise((r) => setTimeout(r, queued < FLOOD_QUEUE_BYTES ? 0 : 2));
+      if (queued < FLOOD_QUEUE_BYTES) break;
+    }
+    for (const frame of encodeFrames(FrameKind.Data, { id: 0xfff00000 + i, step: 0, chunk: 0 }, payload)) comm.sendRawForTesting(peer, frame);
+  }
+}
 
 function abortFrame(note: unknown): Uint8Array {
   const body = new TextEncoder().encode(JSON.stringify(note));
@@ -116,14 +139,8 @@ export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: nu
     }
   }
   if (fault.kind === 'flood-tags') {
-    // Through the communicator's own queue (well-formed, with its backpressure: an unpaced
-    // flood would overrun libwebrtc's send buffer and close our own channel first).
-    const payload = new Uint8Array(FLOOD_MESSAGE_BYTES);
-    await Promise.all(
-      peers.map(async (peer) => {
-        for (let i = 0; i < FLOOD_MESSAGES && !comm.error; i++) await comm.send(peer, { id: 0xfff00000 + i, step: 0, chunk: 0 }, payload);
-      }),
-    ).catch(() => {}); // the receivers cut us off: the point of the test
+    // Raw frames, not comm.send: a real flooder does not stop because its own ring aborted.
+    await Promise.all(peers.map((peer) => floodPeer(comm, peer).catch(() => {}))); // a receiver cut us off: the point of the test
   }
   return true;
 }
@@ -138,13 +155,14 @@ export function slowdownMs(fault: Fault, stepMs: number, step: number): number {
  * misbehaves on the wire when the fault's step comes (without waiting for it:
  * the step goes on as a real attacker's would), or sleeps (slow:Kx).
  */
-export function faultHook(fault: Fault, comm: () => Communicator): (grads: Float32Array, step: number) => Promise<void> {
+export function faultHook(fault: Fault, comm: () => Communicator): (grads: Float32Array, step: number, computeMs?: number) => Promise<void> {
   let lastCall = 0;
-  return async (grads, step) => {
+  return async (grads, step, computeMs) => {
     tamperGradients(fault, grads, step);
     void misbehaveOnWire(fault, comm(), step).catch(() => {});
     const t = Date.now();
-    const pause = lastCall > 0 ? slowdownMs(fault, t - lastCall, step) : 0;
+    // The step's own compute when the trainer says it (not the waiting for others, which a slower device does not multiply).
+    const pause = computeMs !== undefined ? slowdownMs(fault, computeMs, step) : lastCall > 0 ? slowdownMs(fault, t - lastCall, step) : 0;
     if (pause > 0) await new Promise((r) => setTimeout(r, pause));
     lastCall = Date.now();
   };

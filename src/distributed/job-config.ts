@@ -45,6 +45,14 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   if (warmupFrom !== 'base' && warmupFrom !== 'zero') {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'warmupFrom' must be 'base' or 'zero', got ${JSON.stringify(warmupFrom)}`);
   }
+  const balance = h.balance ?? 'equal';
+  if (balance !== 'equal' && balance !== 'speed') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'balance' must be 'equal' or 'speed', got ${JSON.stringify(balance)}`);
+  }
+  const globalBatch = num(h, 'globalBatch');
+  if (globalBatch !== undefined && !(Number.isInteger(globalBatch) && globalBatch >= 1)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'globalBatch' must be a whole number >= 1 (examples per step for the whole ring), got ${globalBatch}`);
+  }
   const lr = num(h, 'lr');
   if (lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
   return {
@@ -67,6 +75,9 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     fusionThresholdBytes: num(h, 'fusionThresholdBytes'),
     timeoutMs: num(h, 'timeoutMs'),
     elastic: h.elastic === true,
+    // A fixed global batch shared over the ring (absent: batchPerPeer per rank), by speed or equally.
+    globalBatch,
+    balance,
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
     syncEvery: num(h, 'syncEvery'),
     outerLr: num(h, 'outerLr'),

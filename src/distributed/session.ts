@@ -20,7 +20,7 @@
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
-import type { Communicator } from '../comm/communicator.ts';
+import type { Communicator, LinkCommunicator } from '../comm/communicator.ts';
 import { joinWebRTCRing } from '../comm/rings.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
@@ -71,6 +71,13 @@ export interface Session {
 }
 
 const CONNECT_ATTEMPTS = 4;
+/**
+ * How long the ring waits for a member that has not signalled at all (ms). A peer is a member
+ * from its join, but it loads its data (and compiles the transformer's kernels) before it can
+ * answer; under load that took over 30 s, and the members that gave up then left the job.
+ * A peer that is gone, not slow, is dropped by the server and the membership moves on sooner.
+ */
+const SILENT_PEER_MS = 120_000;
 const BROKEN_RING_LINGER_MS = 1000;
 /** How long an elastic ring trains on without its server before it stops (ms); README: ringtrain run. */
 export const DEFAULT_SERVER_WAIT_MS = 60_000;
@@ -227,7 +234,12 @@ class PeerSession implements Session {
 
   /** Opens the data channels of `membership` (of `client`'s epochs); if the membership moves on meanwhile, follows it. */
   async connect(membership: Membership, client: SignalingClient = this.current): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
+    for (let failures = 0; ; ) {
+      // A newer membership makes this one's channels pointless (a peer we wait for may be gone): stop at once.
+      const movedOn = new AbortController();
+      const off = client.on('membership', (m) => {
+        if (m.epoch > membership.epoch) movedOn.abort(new RingtrainError(ErrorCode.Aborted, `the membership moved on to epoch ${m.epoch} while the data channels of epoch ${membership.epoch} opened`));
+      });
       try {
         this.comm = await joinWebRTCRing({
           rank: membership.rank,
@@ -235,6 +247,8 @@ class PeerSession implements Session {
           signaler: client.signaler(membership.epoch),
           wrtc: this.o.wrtc,
           connectTimeoutMs: this.o.connectTimeoutMs ?? 30_000,
+          silentTimeoutMs: Math.max(this.o.connectTimeoutMs ?? 30_000, SILENT_PEER_MS),
+          abort: movedOn.signal,
           // The job's STUN/TURN servers, from the welcome: what lets peers behind NATs meet.
           ...this.client.ice,
           peerTimeoutMs: this.peerTimeoutMs,
@@ -249,9 +263,13 @@ class PeerSession implements Session {
         return;
       } catch (err) {
         // Someone joined or left while the channels opened: try again with the newer epoch.
+        // Only real failures count against the attempts; a burst of joins only moves us on.
+        if (!movedOn.signal.aborted) failures++;
         const latest = client.membership;
-        if (attempt >= CONNECT_ATTEMPTS || !latest || latest.epoch === membership.epoch) throw err;
+        if (failures >= CONNECT_ATTEMPTS || !latest || latest.epoch === membership.epoch) throw err;
         membership = await client.nextMembership((m) => m.epoch >= latest.epoch && m.ready, this.o.readyTimeoutMs ?? 600_000);
+      } finally {
+        off();
       }
     }
   }
@@ -303,11 +321,16 @@ class PeerSession implements Session {
     return client.nextMembership((m) => after(m) && m.ready, readyMs);
   }
 
-  /** Reports the origin of a doubted abort claim (see nextReady); false when there is none. */
+  /**
+   * Called once no one left the job within the server's liveness window after the ring broke:
+   * reports every rank that told this one, in its own name, that a peer went away (the
+   * communicator's lossClaims: each false, since no one left); false when there is none. Each
+   * honest rank reports what it heard itself, so the server's majority forms without hearsay.
+   */
   private reportFalseAbort(): boolean {
-    const d = this.comm?.error?.detail;
-    if (!d || d.claimDoubted !== true || typeof d.origin !== 'number' || typeof d.peer !== 'number') return false;
-    this.reportPeer(d.origin, `it aborted the ring saying rank ${d.peer} went away, but rank ${d.peer} was still there`);
+    const claims = (this.comm as Partial<Pick<LinkCommunicator, 'lossClaims'>> | undefined)?.lossClaims;
+    if (!claims?.size) return false;
+    for (const [rank, why] of claims) this.reportPeer(rank, why);
     return true;
   }
 

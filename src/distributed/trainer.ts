@@ -3,10 +3,13 @@
  * under Node, Deno or in a browser tab. Runtime-agnostic: the caller brings
  * the GPU, the communicator, the data, and where checkpoints go.
  *
- * Each step: forward/backward on this rank's shard of the batch, average the
- * gradients over the ring (DistributedOptimizer), update. Every rank sees
- * `batch` examples per step, so one step of N ranks covers N·batch examples:
- * with plain SGD that is exactly one step of one rank at batch N·batch.
+ * Each step: forward/backward on this rank's share of the ring's global batch
+ * (global-batch.ts), average the gradients over the ring weighed by the shares
+ * (DistributedOptimizer), update. With plain SGD one step of N ranks is exactly
+ * one step of one rank at the global batch. The global batch is the job's
+ * `globalBatch`, fixed whatever the ring's size (an elastic ring that loses a
+ * peer takes the same steps as before), or else `batch` per rank. Shares are
+ * equal, or follow each rank's measured speed (`balance: 'speed'`, shares.ts).
  *
  * When a collective fails (a peer left, a rank stalled) the loop stops at
  * once: the failed step applied no update, so the weights are those of the
@@ -16,144 +19,25 @@
  * started, which the caller already has) or they are not finite.
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
-import { type EventBus, now } from '../core/events.ts';
+import { now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
-import type { Communicator } from '../comm/communicator.ts';
 import { checkpointFromFlat, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { allreduce } from '../collectives/allreduce.ts';
 import { broadcast } from '../collectives/broadcast.ts';
-import { batchCount, batches } from '../data/batches.ts';
-import { countedTargets, selectExamples, type Dataset } from '../data/dataset.ts';
-import { DistributedSampler } from '../data/sampler.ts';
+import { countedTargets, type Dataset } from '../data/dataset.ts';
+import { checkShares, epochDone, EpochOrders, rankBatch, stepsPerEpoch as stepsPerEpochAt, testShard } from '../data/global-batch.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
-import type { Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
-import { modelSpecFor, restore, type LocalTrainConfig } from './train-local.ts';
+import { modelSpecFor, restore } from './train-local.ts';
 import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import { learningRateAt } from './lr.ts';
-import { type DistributedOptimizerOptions } from './optimizer.ts';
-import { ringOptimizer, synchronizeReplicas, type LocalSgdConfig } from './diloco.ts';
-import { checkContributions, type GuardOptions } from './guard.ts';
+import { ringOptimizer, synchronizeReplicas } from './diloco.ts';
+import { checkContributions } from './guard.ts';
+import { endsRun, isBroken, lostRanksOf } from './ring-errors.ts';
+import { ShareBalancer } from './shares.ts';
+import type { DistributedTrainArgs, DistributedTrainResult } from './trainer-types.ts';
 
-/** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
-export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig {
-  /** Scale the learning rate by the ring size (with warm-up). Default false. */
-  scaleLr?: boolean;
-  /** 'cosine' anneals the learning rate to zero by the last step. Default 'constant'. */
-  lrSchedule?: 'constant' | 'cosine';
-  warmupSteps?: number;
-  /** Where the warm-up starts: 'base' (the unscaled rate, with scaleLr) or 'zero' (the transformer recipe). */
-  warmupFrom?: 'base' | 'zero';
-  compression?: DistributedOptimizerOptions['compression'];
-  backwardPassesPerStep?: number;
-  fusionThresholdBytes?: number;
-  /** A rank silent this long fails the step (ms). */
-  timeoutMs?: number;
-  /**
-   * Peers may join and leave mid-run: the ring re-forms between steps. A job-wide
-   * setting (elastic peers run one extra tiny collective per step to agree on membership).
-   */
-  elastic?: boolean;
-  /**
-   * The contribution guard (guard.ts): every step, before summing, each rank's gradient norm
-   * is checked against the others'; an offender is named and the step dropped. On by default;
-   * false turns it off (one tiny allgather per step less).
-   */
-  guard?: GuardOptions | false;
-}
-
-export interface DistributedTrainArgs {
-  gpu: Gpu;
-  comm: Communicator;
-  train: Dataset;
-  test: Dataset;
-  config: DistributedTrainConfig;
-  /** Defaults to comm.events. */
-  bus?: EventBus;
-  /** Only the root's checkpoint counts: it is broadcast to every rank. */
-  resume?: TrainingCheckpoint;
-  resumeName?: string;
-  /** Called on rank 0 after each epoch and at the end. */
-  onCheckpoint?: (c: TrainingCheckpoint) => void | Promise<void>;
-  /**
-   * Called on every rank whose run ends with an error, with the state of the last step it
-   * completed, only if it completed one and the weights are finite. Replicas agree, so ranks
-   * that stopped at the same step hand over the same weights.
-   */
-  onRecovery?: (c: TrainingCheckpoint, why: RingtrainError) => void | Promise<void>;
-  /**
-   * Called on EVERY rank after each epoch's evaluation and at the end (also when
-   * the ring breaks) with a copy of this rank's weights, which equal every other
-   * rank's: a browser tab shows predictions with it, whatever its rank.
-   */
-  onWeights?: (w: { step: number; epoch: number; params: Float32Array }) => void | Promise<void>;
-  /** Called after every step (progress reports to the server, say). */
-  onStep?: (s: { step: number; epoch: number; loss: number; samplesPerS: number; bytesSent: number }) => void;
-  /** Called after each evaluation with the metrics averaged over ranks. */
-  onEvaluate?: (e: { step: number; epoch: number; testAccuracy: number; testLoss: number }) => void;
-  /** Polled between steps; returning true stops training cleanly after the current step. */
-  shouldStop?: () => boolean;
-  /** Elastic training: peers may join and leave; the ring re-forms between steps instead of stopping. */
-  elastic?: ElasticHooks;
-  /** TESTS ONLY (worker --fault): changes this rank's gradients before they are checked and summed. */
-  tamperGradients?: (grads: Float32Array, step: number) => void | Promise<void>;
-}
-
-/**
- * What the trainer needs from membership to train elastically (a Session
- * provides it). Epochs here are membership epochs of the signaling server.
- */
-export interface ElasticHooks {
-  /** The membership epoch the current communicator was built for. */
-  currentEpoch(): number;
-  /** The newest membership epoch this peer has heard of. */
-  latestEpoch(): number;
-  /** Closes the current ring and builds one for the newest ready membership with epoch >= minEpoch. */
-  regroup(minEpoch: number): Promise<Communicator>;
-}
-
-export interface DistributedTrainResult {
-  rank: number;
-  size: number;
-  steps: number;
-  epochs: number;
-  testAccuracy: number;
-  testLoss: number;
-  trainLoss: number;
-  /** Examples per second over the whole ring (this rank's rate × size). */
-  samplesPerS: number;
-  /** Counted targets (characters for the words, examples for a classifier) per second over the whole ring. */
-  tokensPerS: number;
-  /** Payload bytes this rank sent for gradient allreduces. */
-  allreduceBytes: number;
-  trainSeconds: number;
-  runtime: string;
-  adapter: string;
-  /** Set when the ring broke: the error every surviving rank got. */
-  stoppedBy?: RingtrainError;
-  /** Ranks that went away, when known. */
-  lostRanks: number[];
-  /** Steps this rank itself completed in this run (0: its weights are only where it started). */
-  completedSteps: number;
-  /** Set when the run ended with an error but no recovery state was handed over: why not. */
-  noRecovery?: string;
-}
-
-/** The examples of `test` that this rank evaluates (strided, so shards differ by at most one). */
-function testShard(test: Dataset, rank: number, size: number): Dataset {
-  const idx: number[] = [];
-  for (let i = rank; i < test.count; i += size) idx.push(i);
-  return selectExamples(test, idx);
-}
-
-function lostRanksOf(err: RingtrainError): number[] {
-  const d = err.detail ?? {};
-  const out = new Set<number>();
-  for (const v of [d.peer, d.lost, ...(Array.isArray(d.waitingFor) ? d.waitingFor : []), ...(Array.isArray(d.ranks) ? d.ranks : [])]) {
-    if (typeof v === 'number' && Number.isInteger(v)) out.add(v);
-  }
-  return [...out].sort((a, b) => a - b);
-}
+export type { DistributedTrainArgs, DistributedTrainConfig, DistributedTrainResult, ElasticHooks } from './trainer-types.ts';
 
 export async function trainDistributed(args: DistributedTrainArgs): Promise<DistributedTrainResult> {
   const { gpu, train, test, config } = args;
@@ -171,7 +55,9 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     ...config,
     // The contribution guard (synchronous training: it checks the gradients each rank is about to send).
     beforeReduce: async (local) => {
-      await args.tamperGradients?.(local, step);
+      await args.tamperGradients?.(local, step, now() - stepStart);
+      // This rank's compute (a slowed rank's included), not the waiting for others: what balancing divides by.
+      computeMs = now() - stepStart;
       if (config.guard !== false) await checkContributions(comm, local, step, { timeoutMs: config.timeoutMs, ...config.guard });
     },
   });
@@ -184,11 +70,16 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   let epoch = 0;
   let epochExamples = 0;
   // What depends on the ring: rebuilt whenever the ring re-forms.
-  let sampler!: DistributedSampler;
+  let globalBatch = 0;
   let stepsPerEpoch = 0;
   let shard!: Dataset;
+  const balancer = new ShareBalancer(config.balance ?? 'equal');
+  const orders = new EpochOrders();
+  let stepStart = 0;
+  let computeMs = 0;
   let trainMs = 0;
   let samples = 0;
+  let ringSamples = 0;
   let tokens = 0;
   let allreduceBytes = 0;
   let lossSum = 0;
@@ -198,13 +89,18 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const stepLimit = config.steps ?? Infinity;
   const replacement = config.sampling === 'replacement';
 
+  if (config.balance === 'speed' && config.globalBatch === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed needs a fixed global batch; give the job a globalBatch (--global-batch)');
+  if (config.balance === 'speed' && config.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed is for synchronous training; drop --balance speed or --sync-every');
+
   const fitRing = (): void => {
-    sampler = new DistributedSampler(train.count, { rank: comm.rank, size: comm.size, seed: config.seed });
-    // Drawn with replacement (the words), an epoch is only a count of steps: one peer's at the ring's batch.
-    stepsPerEpoch = replacement ? batchCount(train.count, comm.size * config.batch) : Math.floor(sampler.shardLength / config.batch);
+    globalBatch = config.globalBatch ?? comm.size * config.batch;
+    checkShares(globalBatch, comm.size);
+    // An epoch is as many steps as full global batches fit (drawn with replacement, the words, only that count).
+    stepsPerEpoch = stepsPerEpochAt(train.count, globalBatch);
     if (stepsPerEpoch === 0) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `--batch ${config.batch} is larger than this rank's ${sampler.shardLength} training examples (${train.count} over ${comm.size} ranks); use a smaller batch.`);
+      throw new RingtrainError(ErrorCode.InvalidArgument, `a global batch of ${globalBatch} is larger than the ${train.count} training examples; use a smaller batch.`, { globalBatch, examples: train.count });
     }
+    balancer.reset(globalBatch, comm.size);
     shard = testShard(test, comm.rank, comm.size);
   };
 
@@ -248,7 +144,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       layout: model.layout,
       params,
       optimizerState: await optimizer.exportState(),
-      extra: { seed: String(config.seed), batch: String(config.batch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
+      extra: { seed: String(config.seed), batch: String(config.batch), global_batch: String(globalBatch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
     });
 
   /** After an evaluation: the saving rank checkpoints, every rank shares its weights; one read-back serves both. */
@@ -289,8 +185,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     testAccuracy: evaluation.accuracy,
     testLoss: evaluation.loss,
     trainLoss: lossCount > 0 ? lossSum / lossCount : NaN,
-    samplesPerS: trainMs > 0 ? ((samples * comm.size) / trainMs) * 1000 : 0,
-    tokensPerS: trainMs > 0 ? ((tokens * comm.size) / trainMs) * 1000 : 0,
+    samplesPerS: trainMs > 0 ? (ringSamples / trainMs) * 1000 : 0,
+    tokensPerS: trainMs > 0 && samples > 0 ? ((tokens / samples) * ringSamples * 1000) / trainMs : 0,
     allreduceBytes,
     trainSeconds: trainMs / 1000,
     runtime: detectRuntime(),
@@ -301,16 +197,18 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   });
 
   /** One step on this rank's part of the batch; false when the ring re-formed instead (elastic). */
-  const trainStep = (b: { x: Float32Array; labels: Int32Array; size: number; targetShare?: number }): Promise<boolean> =>
+  const trainStep = (b: ReturnType<typeof rankBatch>): Promise<boolean> =>
     guarded(async () => {
       const { rank, size } = comm;
-      const t0 = now();
+      const t0 = (stepStart = now());
       bus.emit({ type: 'compute-begin', t: t0, rank, step });
       model.forwardBackwardDeferred(b.x, b.labels, undefined, losses);
       bus.emit({ type: 'compute-end', t: now(), rank, step });
       const totalSteps = config.steps ?? config.epochs * stepsPerEpoch;
       const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, warmupFrom: config.warmupFrom, scaleBySize: config.scaleLr ?? false, decay: config.lrSchedule, totalSteps }, step);
-      const r = await dopt.step(lr, b.targetShare === undefined ? 1 : b.targetShare * size);
+      // Weighed by this rank's share of the step's counted targets (exactly 1 when shares are equal).
+      const mine = countedTargets(b.labels);
+      const r = await dopt.step(lr, b.ringTargets > 0 ? (size * mine) / b.ringTargets : (size * b.size) / globalBatch);
       // dopt.step's gradient read carried the loss, so this does not wait; the last value is this step's (a failed try may have left one).
       const loss = (await losses.collect()).at(-1) ?? NaN;
       if (!Number.isFinite(loss)) {
@@ -318,17 +216,21 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       }
       step++;
       completedSteps++;
-      epochExamples += size * config.batch;
+      epochExamples += globalBatch;
+      balancer.observe(b.size, computeMs);
+      // The next step's shares (speed: one tiny allgather; counted in the step's time, it is part of its cost).
+      await balancer.rebalance(comm, config.timeoutMs);
       const t1 = now();
       trainMs += t1 - t0;
       samples += b.size;
-      tokens += countedTargets(b.labels);
+      ringSamples += globalBatch;
+      tokens += mine;
       allreduceBytes += r.bytesSent;
       lossSum += loss;
       lossCount++;
-      const samplesPerS = ((samples * size) / trainMs) * 1000;
+      const samplesPerS = (ringSamples / trainMs) * 1000;
       bus.emit({ type: 'train-step', t: t1, rank, size, step, epoch, loss, samples: b.size, samplesPerS, bytesSent: comm.stats.bytesSent });
-      args.onStep?.({ step, epoch, loss, samplesPerS, bytesSent: comm.stats.bytesSent });
+      args.onStep?.({ step, epoch, loss, samplesPerS, bytesSent: comm.stats.bytesSent, samples: b.size });
     });
 
   /** Elastic: after each step the ranks agree on the newest membership any of them has seen; a newer one re-forms the ring. */
@@ -357,9 +259,9 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       // Replicas start identical: the root's position, weights and optimizer state everywhere.
       await syncFromRoot();
 
-      training: while (step < stepLimit && epoch < (config.steps === undefined ? config.epochs : Infinity) && !args.shouldStop?.()) {
-        const startBatch = Math.floor(epochExamples / (comm.size * config.batch));
-        if (startBatch >= stepsPerEpoch) {
+      while (step < stepLimit && epoch < (config.steps === undefined ? config.epochs : Infinity) && !args.shouldStop?.()) {
+        const position = { global: globalBatch, epochExamples };
+        if (replacement ? Math.floor(epochExamples / globalBatch) >= stepsPerEpoch : epochDone(train.count, position)) {
           if (!(await guarded(evaluate))) continue;
           epoch++;
           epochExamples = 0;
@@ -368,14 +270,11 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
           await handOut(comm.rank === 0);
           continue;
         }
-        // The sampler already shuffled by (seed, epoch): no second shuffle here, so the
-        // ranks' batches at step t together are one big batch of the same examples.
-        const order = replacement ? { replacement, seed: config.seed, epoch, share: { rank: comm.rank, size: comm.size } } : { indices: sampler.indices(epoch) };
-        for (const b of batches(train, { batchSize: config.batch, startBatch, ...order })) {
-          if (!(await trainStep(b))) continue training;
-          if (step >= stepLimit || args.shouldStop?.()) break training;
-          if (await membershipChanged()) continue training;
-        }
+        // The ranks' batches at this step together are the one global batch at this position.
+        const b = rankBatch(train, { ...position, shares: balancer.shares, rank: comm.rank, seed: config.seed, epoch, replacement }, orders);
+        if (!(await trainStep(b))) continue;
+        if (step >= stepLimit || args.shouldStop?.()) break;
+        await membershipChanged();
       }
       // Stopped mid-epoch (or before any evaluation): evaluate and save where training stopped.
       if (Number.isNaN(evaluation.accuracy) || lossCount > 0) {
@@ -399,14 +298,4 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     optimizer.destroy();
     model.destroy();
   }
-}
-
-/** The ring broke under this rank (elastic training re-forms it). */
-function isBroken(err: unknown): err is RingtrainError {
-  return isRingtrainError(err) && (err.code === ErrorCode.PeerLost || err.code === ErrorCode.Timeout || err.code === ErrorCode.Aborted || err.code === ErrorCode.Transport || err.code === ErrorCode.PeerMisbehaved);
-}
-
-/** Errors that stop training as a result (stoppedBy) rather than a throw: the ring or its server went away. */
-function endsRun(err: unknown): err is RingtrainError {
-  return isBroken(err) || isRingtrainError(err, ErrorCode.Signaling);
 }

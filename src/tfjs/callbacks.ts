@@ -88,16 +88,21 @@ export interface WarmupOptions extends RingCallbackOptions {
   /** …or in epochs (converted with fit's sample count and batch size). */
   warmupEpochs?: number;
   scaleBySize?: boolean;
+  /** 'cosine': after the warm-up the rate anneals to zero by the end of fit (its epochs × batches per epoch). Default 'constant'. */
+  decay?: 'constant' | 'cosine';
 }
 
 /**
  * Horovod's LearningRateWarmupCallback: a large scaled learning rate is too
  * much for a fresh model, so it grows linearly from baseLr to baseLr × size
- * over the warm-up, then stays (src/distributed/lr.ts does the arithmetic).
+ * over the warm-up, then stays, or with `decay: 'cosine'` anneals to zero by
+ * the end of fit, so the last epochs settle instead of bouncing around a
+ * minimum (src/distributed/lr.ts does the arithmetic).
  */
 export class LearningRateWarmupCallback extends Callback {
   private step = 0;
   private warmupSteps = 0;
+  private totalSteps = 0;
   /** The rate set before the current batch (for tests and logs). */
   lastLr = NaN;
 
@@ -110,20 +115,25 @@ export class LearningRateWarmupCallback extends Callback {
 
   override async onTrainBegin(): Promise<void> {
     this.step = 0;
-    if (this.o.warmupEpochs !== undefined) {
-      const p = this.params as { samples?: number; batchSize?: number };
+    // fit() gives samples and batchSize, fitDataset() its batchesPerEpoch as steps.
+    const p = this.params as { samples?: number; batchSize?: number; steps?: number; epochs?: number };
+    const stepsPerEpoch = (what: string): number => {
+      if (p.steps) return p.steps;
       if (!p.samples || !p.batchSize) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, 'LearningRateWarmupCallback: warmupEpochs needs the number of samples per epoch (model.fit knows it; with fitDataset give warmupSteps)');
+        throw new RingtrainError(ErrorCode.InvalidArgument, `LearningRateWarmupCallback: ${what} needs the number of batches per epoch (model.fit knows it; give fitDataset batchesPerEpoch)`);
       }
-      this.warmupSteps = Math.round(this.o.warmupEpochs * Math.ceil(p.samples / p.batchSize));
-    } else {
-      this.warmupSteps = this.o.warmupSteps ?? 0;
-    }
+      return Math.ceil(p.samples / p.batchSize);
+    };
+    this.warmupSteps = this.o.warmupEpochs !== undefined ? Math.round(this.o.warmupEpochs * stepsPerEpoch('warmupEpochs')) : (this.o.warmupSteps ?? 0);
+    this.totalSteps = this.o.decay === 'cosine' ? (p.epochs ?? 0) * stepsPerEpoch("decay 'cosine'") : 0;
+    // A warm-up as long as the whole run leaves nothing to anneal: the rate just ramps.
+    if (this.totalSteps <= this.warmupSteps) this.totalSteps = 0;
   }
 
   override async onBatchBegin(): Promise<void> {
     const size = resolveRing(this.o.comm, 'LearningRateWarmupCallback').size;
-    this.lastLr = learningRateAt({ baseLr: this.o.baseLr, size, warmupSteps: this.warmupSteps, scaleBySize: this.o.scaleBySize }, this.step++);
+    const schedule = { baseLr: this.o.baseLr, size, warmupSteps: this.warmupSteps, scaleBySize: this.o.scaleBySize, decay: this.totalSteps > 0 ? 'cosine' as const : 'constant' as const, totalSteps: this.totalSteps };
+    this.lastLr = learningRateAt(schedule, this.step++);
     setLearningRate(this.model.optimizer, this.lastLr);
   }
 }

@@ -62,6 +62,31 @@ describe('joining a WebRTC ring', () => {
     signaler.close();
   });
 
+  it('waits for a member that has not signalled yet past the connect timeout, up to the silent-peer limit', async () => {
+    const store = new MemoryStore();
+    const first = joinWebRTCRing({ rank: 0, size: 2, signaler: new StoreSignaler(store, 0, 2, 5), wrtc: loadWrtc(), connectTimeoutMs: 300, silentTimeoutMs: 60_000 });
+    let settled = false;
+    void first.then(() => (settled = true), () => (settled = true));
+    // The late joiner is the stimulus here: rank 1 starts only after rank 0's connect timeout has
+    // passed three times over (a member still loading its data); before it, rank 0 must still be waiting.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(settled, 'rank 0 gave up on a silent peer at the connect timeout').toBe(false);
+    const second = joinWebRTCRing({ rank: 1, size: 2, signaler: new StoreSignaler(store, 1, 2, 5), wrtc: loadWrtc(), connectTimeoutMs: 300 });
+    const [c0, c1] = await Promise.all([first, second]);
+    expect([c0.size, c1.rank]).toEqual([2, 1]);
+    c0.close();
+    c1.close();
+  });
+
+  it('stops at once, with the reason given, when told the membership moved on', async () => {
+    const signaler = new StoreSignaler(new MemoryStore(), 0, 2, 5);
+    const movedOn = new AbortController();
+    const joining = joinWebRTCRing({ rank: 0, size: 2, signaler, wrtc: loadWrtc(), connectTimeoutMs: 60_000, abort: movedOn.signal });
+    movedOn.abort(new Error('epoch 7 is out'));
+    await expect(joining).rejects.toMatchObject({ code: 'ERR_ABORTED', message: expect.stringContaining('epoch 7 is out') });
+    signaler.close();
+  });
+
   it('connects two ranks in one process and moves framed data both ways', async () => {
     const store = new MemoryStore();
     const [c0, c1] = await Promise.all([0, 1].map((rank) => joinWebRTCRing({ rank, size: 2, signaler: new StoreSignaler(store, rank, 2, 5), wrtc: loadWrtc() })));

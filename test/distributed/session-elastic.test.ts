@@ -5,6 +5,10 @@
  * that no membership change follows within the server's liveness window and
  * fails with ERR_SIGNALING (the trainer then saves and stops) instead of
  * waiting forever for a membership that will not come.
+ *
+ * And a member that is still loading (data, kernels) when the others start
+ * opening channels to it is waited for past the connect timeout: it has sent
+ * no signal yet, so it is slow, not unreachable.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
@@ -38,5 +42,23 @@ describe('elastic session', () => {
     await expect(regroup).rejects.toMatchObject({ code: ErrorCode.Signaling, message: expect.stringMatching(/no peer joined or left the job within 2 s/) });
     // Nobody left: the server's membership never moved.
     expect(server.jobInfo('forged')!.epoch).toBe(epochBefore);
+  }, 120_000);
+
+  it('waits past the connect timeout for a member that joined but is still loading', async () => {
+    requireNetns();
+    const job = { id: 'slow-loader', token: 'slow-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05 }, batchPerPeer: 8, minPeers: 2, maxPeers: 2 } };
+    const local = await startServer({ jobs: [job], staticDir: null });
+    try {
+      const opts = { server: local.url, job: job.id, token: job.token, connectTimeoutMs: 1000, onNotice: () => {} };
+      // The stimulus: the second peer takes three connect timeouts to load before it can answer.
+      const loading = (ms: number) => () => new Promise<void>((r) => setTimeout(r, ms));
+      const joined = await Promise.all([init({ ...opts, name: 'quick' }), init({ ...opts, name: 'slow', beforeRing: loading(3000) })]);
+      sessions.push(...joined);
+      expect(joined.map((s) => s.size)).toEqual([2, 2]);
+      expect(joined.map((s) => s.rank).sort()).toEqual([0, 1]);
+    } finally {
+      for (const s of sessions.splice(0)) await s.close('done');
+      await local.close();
+    }
   }, 120_000);
 });

@@ -1,5 +1,8 @@
 /**
- * The TF.js page variant end to end: `ringtrain launch -np 1 --tabs 1`
+ * The TF.js page variant end to end. First, two Chromium tabs alone train a
+ * TF.js model together: the real signaling server (serving the built page)
+ * holds a TF.js job, both tabs open its link and click Join, and they train
+ * over WebRTC with TF.js in each page. Then `ringtrain launch -np 1 --tabs 1`
  * starts the real signaling server (serving the built page) and one Node
  * process of examples/tfjs-mnist.ts; a Chromium tab opens the link launch
  * prints and clicks Join. The tab loads TF.js from the page's bundle and runs
@@ -9,16 +12,22 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import type { Page } from 'playwright-core';
 import { forEachLine } from '../../src/core/lines.node.ts';
+import { TFJS_MNIST_MODEL } from '../../examples/tfjs-mnist-train.ts';
 import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 import { requireNetns, until } from '../support/workers.ts';
-import { buildPage, openTab, screenshot } from './serve-page.ts';
+import { buildPage, openTab, pageSays, screenshot, servePage } from './serve-page.ts';
 
 const TRAIN_EXAMPLES = 512;
 const BATCH = 16;
 /** 512 digits over 2 ranks at 16 each, one epoch. */
 const STEPS = TRAIN_EXAMPLES / 2 / BATCH;
-const ARGS = ['--epochs', '1', '--batch', String(BATCH), '--lr', '0.05', '--train-examples', String(TRAIN_EXAMPLES), '--test-examples', '200'];
+/** The small model and momentum SGD: TF.js's CPU backend takes seconds a batch for the conv net's filter gradients. */
+const ARGS = ['--model', 'small', '--optimizer', 'momentum', '--epochs', '1', '--batch', String(BATCH), '--lr', '0.05', '--train-examples', String(TRAIN_EXAMPLES), '--test-examples', '200'];
+/** What a tab's Join panel says when its TF.js training is done. */
+const FINISHED_NOTE = /^Training finished: (\d+) steps, test accuracy ([\d.]+)% \(TF\.js, cpu backend\)\.$/;
 
 let built: { dir: string; dispose(): void } | undefined;
 let browser: LaunchedChromium | undefined;
@@ -31,6 +40,47 @@ afterAll(async () => {
   launcher?.kill('SIGTERM');
   await browser?.close();
   built?.dispose();
+});
+
+async function joinAndFinish(page: Page, errors: string[]): Promise<{ rank: string | null; note: string }> {
+  await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
+  await page.click('[data-testid=join]');
+  await page.waitForSelector('[data-testid=participate]:is([data-state=finished], [data-state=error])', { timeout: 240_000 }).catch(async (err: Error) => {
+    throw new Error(`${err.message}; the tab says ${await pageSays(page, errors)}`);
+  });
+  return { rank: await page.getAttribute('[data-testid=participate]', 'data-rank'), note: (await page.textContent('[data-testid=join-note]')) ?? '' };
+}
+
+describe('two Chromium tabs train a TF.js model together', () => {
+  it(`over WebRTC, ${STEPS} steps each, and end with the same model`, { timeout: 400_000 }, async () => {
+    requireNetns();
+    // The job `launch --tabs 2` would make, on a server of our own: TF.js's example model, the script's arguments.
+    const job = {
+      id: 'tfjs-tabs',
+      token: randomUUID().replaceAll('-', ''),
+      config: { model: TFJS_MNIST_MODEL, optimizer: 'user', hyperparameters: { args: ARGS.join(' '), peerTimeoutMs: 120_000 }, batchPerPeer: 1, minPeers: 2, maxPeers: 2 },
+    };
+    const server = await servePage(built!.dir, { jobs: [job], heartbeatMs: 10_000, missedHeartbeats: 30 });
+    try {
+      const link = `${server.url}/?job=${job.id}#token=${job.token}`;
+      const tabs = [await openTab(browser!, link), await openTab(browser!, link)];
+      const ends = await Promise.all(tabs.map(({ page, errors }) => joinAndFinish(page, errors)));
+      // One ring of two: each tab got its own rank…
+      expect(ends.map((e) => e.rank).sort()).toEqual(['0', '1']);
+      const results = ends.map((e) => e.note.match(FINISHED_NOTE));
+      for (const [i, r] of results.entries()) expect(r, `tab ${i}: ${ends[i].note}`).not.toBeNull();
+      // …each took its share of the steps, and both hold one model: the same test accuracy, far above chance (10%).
+      expect(results.map((r) => Number(r![1]))).toEqual([STEPS, STEPS]);
+      expect(results[1]![2]).toBe(results[0]![2]);
+      expect(Number(results[0]![2])).toBeGreaterThan(30);
+      for (const { page } of tabs) expect(await page.textContent('[data-testid=own-steps]')).toBe(String(STEPS));
+      await screenshot(tabs[0].page, 'tfjs-two-tabs-done');
+      for (const { errors } of tabs) expect(errors).toEqual([]);
+      await Promise.all(tabs.map(({ page }) => page.close()));
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 describe('a Chromium tab joins a TF.js job beside a launch rank', () => {
@@ -60,7 +110,7 @@ describe('a Chromium tab joins a TF.js job beside a launch rank', () => {
 
     await page.waitForSelector('[data-testid=participate]:is([data-state=finished], [data-state=error])', { timeout: 400_000 });
     const note = (await page.textContent('[data-testid=join-note]')) ?? '';
-    expect(note, `${note}\n${stderr.slice(-3000)}`).toMatch(/^Training finished: \d+ steps, test accuracy [\d.]+% \(TF\.js, cpu backend\)\.$/);
+    expect(note, `${note}\n${stderr.slice(-3000)}`).toMatch(FINISHED_NOTE);
     // Its own steps and bytes, and a loss point per step, from the TF.js rank's train-step events.
     expect(await page.textContent('[data-testid=own-steps]')).toBe(String(STEPS));
     expect(Number.parseFloat((await page.textContent('[data-testid=own-bytes]')) ?? '0')).toBeGreaterThan(0);

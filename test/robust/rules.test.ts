@@ -9,6 +9,7 @@ import { LinkCommunicator } from '../../src/comm/communicator.ts';
 import { memoryMesh } from '../../src/comm/memory-link.ts';
 import { UnconsumedBudget } from '../../src/comm/budget.ts';
 import { readAbortNote } from '../../src/comm/abort-note.ts';
+import { encodeFrames, FrameKind } from '../../src/comm/frame.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { EventBus, type RingEvent } from '../../src/core/events.ts';
 import { checkContributions, contributionOutliers } from '../../src/distributed/guard.ts';
@@ -109,6 +110,9 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     const held = (comms[0] as unknown as { budget: UnconsumedBudget }).budget.heldBytes(2);
     expect(held).toBe(0);
     expect((comms[0] as unknown as { arrived: Map<string, Uint8Array> }).arrived.size).toBe(0);
+    // The flooder does not stop by itself (it ignores its own ring's abort): the receivers cut it off,
+    // so of its 200 MB each saw about its budget.
+    for (const r of [0, 1]) expect(comms[r].stats.bytesReceived, `rank ${r}`).toBeLessThan(4 << 20);
   });
 
   it('keeps honest early arrivals: messages sent before their receive are delivered and released', async () => {
@@ -152,6 +156,33 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     for (const junk of ['null', '[1,2]', '"text"', '{not json', '42']) expect(readAbortNote(enc(junk)), junk).toEqual({ code: ErrorCode.Aborted, message: undefined, detail: {} });
     expect(readAbortNote(enc({ code: 'ERR_MADE_UP', message: 'x'.repeat(5000), detail: 'str' }))).toEqual({ code: ErrorCode.Aborted, message: 'x'.repeat(1000), detail: {} });
     expect(readAbortNote(enc({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } }))).toEqual({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } });
+  });
+
+  it("holds the forger's claim on every honest rank, whichever abort arrived first; a relay alone blames no one", async () => {
+    const { comms } = ring(3);
+    const note = (detail: object) => new TextEncoder().encode(JSON.stringify({ code: ErrorCode.PeerLost, message: 'gone', detail }));
+    // Rank 2 hears first a relay (from rank 1, origin 0, claiming rank 2 itself went away)...
+    comms[1].sendRawForTesting(2, encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note({ peer: 2, origin: 0 }))[0]);
+    await expect.poll(() => comms[2].error?.detail?.origin).toBe(0);
+    // ...which holds nothing against anyone, on any rank (rank 0, named as its origin, blames the relayer's word on no one).
+    await expect.poll(() => comms[0].error?.code).toBe(ErrorCode.PeerLost);
+    expect(comms.map((c) => c.lossClaims.size)).toEqual([0, 0, 0]);
+    // Then the forger's own frames: to rank 1 "rank 2 went away", to rank 2 "rank 1 went away".
+    await misbehaveOnWire(parseFault('forge-abort'), comms[0], 0);
+    await expect.poll(() => [comms[1].lossClaims.has(0), comms[2].lossClaims.has(0)]).toEqual([true, true]);
+    expect(comms[2].lossClaims.get(0)).toMatch(/saying rank 1 went away/);
+    // No honest rank holds anything against another.
+    expect([...comms[1].lossClaims.keys(), ...comms[2].lossClaims.keys()]).toEqual([0, 0]);
+  });
+
+  it('backs a flood report as soon as the flooder shows it here, even after the ring aborted', async () => {
+    const { comms, seen } = ring(3);
+    comms[1].abort(new RingtrainError(ErrorCode.PeerMisbehaved, 'rank 2 floods', { peer: 2 }));
+    await expect.poll(() => comms[0].error?.code).toBe(ErrorCode.PeerMisbehaved);
+    expect(misbehaved(seen[0])).toEqual([]);
+    // Later, rank 2's flood reaches rank 0 too: a message for a collective far beyond any run here.
+    comms[2].sendRawForTesting(0, encodeFrames(FrameKind.Data, { id: 0xfff00000, step: 0, chunk: 0 }, new Uint8Array(8))[0]);
+    await expect.poll(() => misbehaved(seen[0]).map((e) => e.peer)).toEqual([2]);
   });
 
   it('keeps the origin of an abort as it is passed on', async () => {

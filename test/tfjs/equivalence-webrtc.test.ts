@@ -1,10 +1,10 @@
 /**
- * TF.js data-parallel equivalence as a user runs it: `ringtrain launch -np 2`
- * starts the signaling server and two Node processes (test/tfjs/fit-peer.ts)
- * that meet over real WebRTC and train with model.fit, batch 16 each, plain
- * SGD, 20 steps. Their final weights must match one process at batch 32 from
- * rank 0's initial weights on the same examples. Runs inside the private
- * network namespace (scripts/in-netns.sh).
+ * TF.js data-parallel equivalence as a user runs it: `ringtrain launch -np N`
+ * (N = 2, 4) starts the signaling server and N Node processes
+ * (test/tfjs/fit-peer.ts) that meet over real WebRTC and train with
+ * model.fit, batch 16 each, plain SGD, 20 steps. Their final weights must
+ * match one process at batch 16·N from rank 0's initial weights on the same
+ * examples. Runs inside the private network namespace (scripts/in-netns.sh).
  */
 import { spawn } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -40,20 +40,22 @@ function split(r: PeerReport): Float32Array[] {
   return r.lengths.map((n) => flat.slice(o, (o += n)));
 }
 
-describe('TF.js over real WebRTC: ringtrain launch -np 2', () => {
+describe('TF.js over real WebRTC: ringtrain launch -np N', () => {
   it('needs the private network namespace', () => {
     expect(process.env.RINGTRAIN_NETNS, 'run under scripts/in-netns.sh (npm test does)').toBe('1');
   });
 
-  it(`2 processes at batch ${BATCH} (lr ${LR}, ${STEPS} steps) end where one process at batch ${2 * BATCH} does`, async () => {
-    const [run, single] = await Promise.all([launch(2), trainSingle(1, 2 * BATCH * STEPS, 2 * BATCH)]);
-    expect(run.code, run.stderr.slice(-3000)).toBe(0);
-    expect(run.reports.map((r) => r.rank).sort()).toEqual([0, 1]);
-    expect(maxRelativeDifference(single.final, single.initial)).toBeGreaterThan(0.01);
-    for (const r of run.reports) {
-      expect(r.size).toBe(2);
-      expect(maxRelativeDifference(split(r), single.final), `rank ${r.rank}`).toBeLessThanOrEqual(1e-4);
-    }
-    expect(run.reports[0].history).toEqual(run.reports[1].history);
-  });
+  for (const np of [2, 4]) {
+    it(`${np} processes at batch ${BATCH} (lr ${LR}, ${STEPS} steps) end where one process at batch ${np * BATCH} does`, { timeout: 240_000 }, async () => {
+      const [run, single] = await Promise.all([launch(np), trainSingle(1, np * BATCH * STEPS, np * BATCH)]);
+      expect(run.code, run.stderr.slice(-3000)).toBe(0);
+      expect(run.reports.map((r) => r.rank).sort()).toEqual([...Array(np).keys()]);
+      expect(maxRelativeDifference(single.final, single.initial)).toBeGreaterThan(0.01);
+      for (const r of run.reports) {
+        expect(r.size).toBe(np);
+        expect(maxRelativeDifference(split(r), single.final), `rank ${r.rank}`).toBeLessThanOrEqual(1e-4);
+        expect(r.history, `rank ${r.rank}'s averaged metrics`).toEqual(run.reports[0].history);
+      }
+    });
+  }
 });

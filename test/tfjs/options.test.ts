@@ -136,6 +136,27 @@ describe('fit callbacks', () => {
     tf.dispose([x, y]);
   });
 
+  it("LearningRateWarmupCallback with decay 'cosine' anneals to zero by the end of fit, over all its epochs", async () => {
+    const { x, y } = await digits(64);
+    const rates = await onRing(2, async (comm) => {
+      const model = buildModel(1);
+      const opt = new DistributedOptimizer(tf.train.adam(1), { comm });
+      model.compile({ optimizer: opt, loss: 'categoricalCrossentropy' });
+      const [xs, ys] = shardTensors([x, y], { comm });
+      const seen: number[] = [];
+      const read = new tfl.CustomCallback({ onBatchBegin: () => void seen.push((opt.optimizer as unknown as { learningRate: number }).learningRate) });
+      // 32 examples at 8: 4 steps an epoch, 2 epochs; a warm-up of half an epoch (2 steps), then 6 of cosine.
+      await model.fit(xs, ys, { batchSize: 8, epochs: 2, shuffle: false, verbose: 0, callbacks: [new LearningRateWarmupCallback({ comm, baseLr: 0.01, warmupEpochs: 0.5, decay: 'cosine' }), read] });
+      return seen;
+    });
+    const cosine = (k: number) => 0.02 * 0.5 * (1 + Math.cos((Math.PI * k) / 6));
+    for (const r of rates) {
+      expect(r).toHaveLength(8);
+      [0.01, 0.015, cosine(0), cosine(1), cosine(2), cosine(3), cosine(4), cosine(5)].forEach((v, i) => expect(r[i]).toBeCloseTo(v, 9));
+    }
+    tf.dispose([x, y]);
+  });
+
   it("broadcastOptimizerState gives a fresh Adam rank 0's step count and moments", async () => {
     const states = await onRing(2, async (comm, rank) => {
       const w = tf.variable(tf.tensor1d([0.5, -2, 3]), true, `w${rank}`);

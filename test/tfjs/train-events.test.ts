@@ -55,6 +55,7 @@ describe('the TF.js example\'s arguments (parseRecipe)', () => {
   it('reads every option and keeps the defaults for the rest', () => {
     expect(parseRecipe([])).toEqual(DEFAULT_RECIPE);
     expect(parseRecipe(['--epochs', '1', '--batch', '16', '--lr', '0.01', '--train-examples', '512', '--backend', 'webgpu'])).toEqual({ ...DEFAULT_RECIPE, epochs: 1, batch: 16, lr: 0.01, trainExamples: 512, backend: 'webgpu' });
+    expect(parseRecipe(['--optimizer', 'momentum', '--decay', 'constant', '--model', 'small'])).toEqual({ ...DEFAULT_RECIPE, optimizer: 'momentum', decay: 'constant', model: 'small' });
   });
   it('refuses unknown options, missing or bad numbers and unknown backends, saying which', () => {
     const refusal = (args: string[]) => {
@@ -70,5 +71,7 @@ describe('the TF.js example\'s arguments (parseRecipe)', () => {
     expect(refusal(['--batch', '0'])).toMatchObject({ message: expect.stringContaining('--batch must be a whole number') });
     expect(refusal(['--batch', '2.5'])).toMatchObject({ message: expect.stringContaining('--batch must be a whole number') });
     expect(refusal(['--backend', 'webgl'])).toMatchObject({ message: expect.stringContaining('--backend is cpu or webgpu') });
+    expect(refusal(['--optimizer', 'sgd'])).toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringContaining('--optimizer is adam or momentum, got "sgd"') });
+    expect(refusal(['--model'])).toMatchObject({ message: expect.stringContaining('--model is cnn or small, got undefined') });
   });
 });

@@ -1,0 +1,137 @@
+/**
+ * Issue 14's bar for untrusted peers, on the CNN: a 4-peer elastic job on a
+ * real server, real Deno workers over real WebRTC, one of them started with a
+ * test-only `--fault` at step `--fault-step`. For each fault, one JSON line:
+ * who named the faulty worker, whether the server ejected it, how many steps
+ * the ring completed with it after it started misbehaving, the survivors'
+ * final accuracy against honest runs with the same seed (all 4 peers honest,
+ * and the 3 survivors alone), and the honest workers' peak memory (the flood's
+ * bound). Honest runs come first, in the same invocation.
+ *
+ * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 150] [--fault-step 5] [--seed 7] [--batch 8]
+ *        [--faults nan,scale:1e30,scale:-1e5,scale:-20,garbage-frames,forge-abort,flood-tags]
+ */
+import { readFileSync } from 'node:fs';
+import { startServer } from '../server/index.ts';
+import { startDenoWorker, type TestWorker } from '../test/support/workers.ts';
+import { opt } from './args.ts';
+
+const steps = Number(opt('steps', '150'));
+const faultStep = Number(opt('fault-step', '5'));
+const seed = Number(opt('seed', '7'));
+const batch = Number(opt('batch', '8'));
+const faults = opt('faults', 'nan,scale:1e30,scale:-1e5,scale:-20,garbage-frames,forge-abort,flood-tags').split(',');
+/** The server's heartbeat: a forged abort is judged once no one left within heartbeat × (missed + 2). */
+const HEARTBEAT_MS = 2000;
+const RUN_LIMIT_MS = 30 * 60_000;
+
+if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
+
+/** Resident memory of a process in MB, or 0 once it is gone. */
+function rssMb(pid: number | undefined): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+interface Run {
+  honest: TestWorker[];
+  faulty?: TestWorker;
+  codes: (number | null)[];
+  /** Peak resident memory of each honest worker (MB). */
+  peakMb: number[];
+}
+
+async function run(id: string, honestPeers: number, fault?: string): Promise<Run> {
+  const size = honestPeers + (fault ? 1 : 0);
+  const job = {
+    id,
+    token: `${id}-token`,
+    config: {
+      model: 'cnn',
+      optimizer: 'sgd',
+      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, elastic: true, lrSchedule: 'cosine' },
+      batchPerPeer: batch,
+      minPeers: 2,
+      startPeers: size,
+      maxPeers: size,
+    },
+  };
+  const server = await startServer({ jobs: [job], staticDir: null, heartbeatMs: HEARTBEAT_MS });
+  try {
+    const honest = [...Array(honestPeers).keys()].map((i) => startDenoWorker(server.url, job, ['--name', `honest-${i}`]));
+    // The faulty worker joins last, so the survivors hold ranks 0..2 as in the 3-peer honest run.
+    if (fault) await waitFor(() => honest.every((w) => w.rank !== undefined), 'the honest workers to join', honest);
+    const faulty = fault ? startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', `${fault}@step:${faultStep}`]) : undefined;
+    const all = faulty ? [...honest, faulty] : honest;
+    const peakMb = honest.map(() => 0);
+    const codes: (number | null | undefined)[] = all.map(() => undefined);
+    all.forEach((w, i) => void w.exit.then((c) => (codes[i] = c)));
+    await waitFor(
+      () => {
+        honest.forEach((w, i) => (peakMb[i] = Math.max(peakMb[i], rssMb(w.child.pid))));
+        return codes.every((c) => c !== undefined);
+      },
+      'every worker to exit',
+      all,
+    );
+    return { honest, faulty, codes: codes as (number | null)[], peakMb };
+  } finally {
+    await server.close();
+  }
+}
+
+async function waitFor(pred: () => boolean, what: string, workers: TestWorker[]): Promise<void> {
+  const end = Date.now() + RUN_LIMIT_MS;
+  while (!pred()) {
+    if (Date.now() > end) {
+      for (const w of workers) w.child.kill('SIGKILL');
+      throw new Error(`timed out waiting for ${what}:\n${workers.map((w) => `rank ${w.rank}: ${w.stderr.slice(-1500)}`).join('\n')}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const accuracy = (r: Run) => r.honest.map((w) => w.result?.test_accuracy ?? NaN);
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const points = (a: number, b: number) => Number(((a - b) * 100).toFixed(2));
+const maxOf = (xs: number[]) => Number(Math.max(...xs).toFixed(0));
+
+const honest4 = await run('honest-4', 4);
+const honest3 = await run('honest-3', 3);
+const acc4 = mean(accuracy(honest4));
+const acc3 = mean(accuracy(honest3));
+console.log(JSON.stringify({ bench: 'faults-cnn', run: 'honest', steps, seed, batch_per_peer: batch, accuracy_4_peers: acc4, accuracy_3_peers: acc3, peak_rss_mb_4_peers: maxOf(honest4.peakMb), exit_codes: [...honest4.codes, ...honest3.codes] }));
+
+for (const fault of faults) {
+  const r = await run(`fault-${fault.replace(/[^a-z0-9]/gi, '')}`, 3, fault);
+  const bad = r.faulty!.rank;
+  const namedBy = r.honest.filter((w) => w.events.some((e) => e.event === 'peer-misbehaved' && e.peer === bad)).length;
+  const ejected = r.honest.some((w) => w.events.some((e) => e.event === 'peer-left' && e.reason === 'ejected' && e.rank === bad));
+  // Steps the ring completed with the faulty worker in it after the fault's step (step events count completed steps).
+  const lastWith4 = Math.max(0, ...r.honest.flatMap((w) => w.steps.filter((s) => s.size === 4).map((s) => s.step)));
+  const survivors = accuracy(r);
+  const acc = mean(survivors);
+  console.log(
+    JSON.stringify({
+      bench: 'faults-cnn',
+      fault,
+      fault_step: faultStep,
+      named_by_honest: `${namedBy}/${r.honest.length}`,
+      ejected,
+      last_step_with_faulty: lastWith4,
+      steps_to_ejection: Math.max(0, lastWith4 - faultStep),
+      survivors_finished: r.honest.map((w) => w.result?.steps ?? null),
+      survivors_size: r.honest.map((w) => w.result?.size ?? null),
+      survivor_accuracy: acc,
+      gap_points_vs_3_honest: points(acc, acc3),
+      gap_points_vs_4_honest: points(acc, acc4),
+      peak_rss_mb_honest: maxOf(r.peakMb),
+      exit_codes: r.codes,
+      stopped_by: r.honest.map((w) => w.result?.stopped_by?.code ?? null),
+    }),
+  );
+}

@@ -1,0 +1,51 @@
+/**
+ * `run --global-batch G` and `--balance equal|speed`: how a job's peers share
+ * its examples per step.
+ *
+ * `--batch` keeps Horovod's meaning, examples per peer per step, so `-np 4
+ * --batch 32` trains at 128 per step as `horovodrun -np 4` with a per-worker
+ * batch of 32 does. An elastic run fixes that figure at launch: its global
+ * batch is -np × --batch for the whole run, and when peers leave or join the
+ * others take larger or smaller shares of it. A Horovod user has to rescale
+ * the learning rate by hand when an elastic job's size (and so its batch)
+ * changes; a fixed global batch takes the same steps whoever is left, so a
+ * run that loses a peer ends where an unbroken one does. `--global-batch`
+ * names the figure directly; `--balance speed` shares it by measured speed
+ * (src/distributed/shares.ts) and implies a fixed global batch.
+ */
+import { type Command, Option } from 'commander';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { BALANCE_MODES, type BalanceMode } from '../distributed/shares.ts';
+
+export interface ShareOptions {
+  /** Examples per step for the whole ring (absent: --batch per peer, moving with the ring's size). */
+  globalBatch?: number;
+  balance: BalanceMode;
+}
+
+export function addShareOptions(cmd: Command): Command {
+  return cmd
+    .option('--global-batch <n>', 'examples per step for the whole ring, fixed when peers leave or join (each peer takes a share); default with --elastic or --balance speed: -np x --batch')
+    .addOption(new Option('--balance <how>', 'how the peers share the global batch: equal, or speed (in proportion to each peer\'s measured compute speed)').choices([...BALANCE_MODES]).default('equal'));
+}
+
+/** Checks the flags against -np and --batch; `batchGiven`: the user typed --batch (not a default or a recipe). */
+export function parseShareOptions(raw: Record<string, unknown>, o: { np: number; batch: number; elastic: boolean }, batchGiven: boolean): ShareOptions {
+  const balance = (raw.balance ?? 'equal') as BalanceMode;
+  if (!BALANCE_MODES.includes(balance)) throw new RingtrainError(ErrorCode.InvalidArgument, `--balance must be one of ${BALANCE_MODES.join(', ')}, got ${JSON.stringify(raw.balance)}.`);
+  if (raw.globalBatch === undefined) {
+    // Elastic or balanced: the launch's -np x --batch, fixed for the run.
+    return o.elastic || balance === 'speed' ? { globalBatch: o.np * o.batch, balance } : { balance };
+  }
+  if (batchGiven) throw new RingtrainError(ErrorCode.InvalidArgument, 'give --batch (examples per peer) or --global-batch (examples per step for the whole ring), not both.');
+  const g = Number(raw.globalBatch);
+  if (!Number.isInteger(g) || g < o.np || g > 8192 * 64) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--global-batch must be a whole number from ${o.np} (one example per peer) to ${8192 * 64}, got ${JSON.stringify(raw.globalBatch)}.`);
+  }
+  return { globalBatch: g, balance };
+}
+
+/** What the job's config carries (job-config.ts reads it back). */
+export function shareHyperparameters(s: ShareOptions): Record<string, number | string> {
+  return { ...(s.globalBatch !== undefined ? { globalBatch: s.globalBatch } : {}), ...(s.balance !== 'equal' ? { balance: s.balance } : {}) };
+}

@@ -1,0 +1,132 @@
+/**
+ * What trainDistributed (trainer.ts) takes and gives back: the job's training
+ * settings, the caller's hooks, membership for elastic training, the result.
+ */
+import type { EventBus } from '../core/events.ts';
+import type { RingtrainError } from '../core/errors.ts';
+import type { Communicator } from '../comm/communicator.ts';
+import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import type { Dataset } from '../data/dataset.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import type { LocalTrainConfig } from './train-local.ts';
+import type { DistributedOptimizerOptions } from './optimizer.ts';
+import type { LocalSgdConfig } from './diloco.ts';
+import type { GuardOptions } from './guard.ts';
+import type { BalanceMode } from './shares.ts';
+
+/** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
+export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig {
+  /** Scale the learning rate by the ring size (with warm-up). Default false. */
+  scaleLr?: boolean;
+  /** 'cosine' anneals the learning rate to zero by the last step. Default 'constant'. */
+  lrSchedule?: 'constant' | 'cosine';
+  warmupSteps?: number;
+  /** Where the warm-up starts: 'base' (the unscaled rate, with scaleLr) or 'zero' (the transformer recipe). */
+  warmupFrom?: 'base' | 'zero';
+  compression?: DistributedOptimizerOptions['compression'];
+  backwardPassesPerStep?: number;
+  fusionThresholdBytes?: number;
+  /** A rank silent this long fails the step (ms). */
+  timeoutMs?: number;
+  /**
+   * Peers may join and leave mid-run: the ring re-forms between steps. A job-wide
+   * setting (elastic peers run one extra tiny collective per step to agree on membership).
+   */
+  elastic?: boolean;
+  /**
+   * The contribution guard (guard.ts): every step, before summing, each rank's gradient norm
+   * is checked against the others'; an offender is named and the step dropped. On by default;
+   * false turns it off (one tiny allgather per step less).
+   */
+  guard?: GuardOptions | false;
+  /**
+   * Examples per step for the whole ring, fixed whatever its size (global-batch.ts): each rank
+   * takes a share of it and the gradients are weighed by the shares. Absent: `batch` per rank,
+   * so the ring's batch is size × batch and moves with the ring's size.
+   */
+  globalBatch?: number;
+  /** How the global batch is shared: 'equal' (default), or 'speed' (shares.ts; needs globalBatch). */
+  balance?: BalanceMode;
+}
+
+export interface DistributedTrainArgs {
+  gpu: Gpu;
+  comm: Communicator;
+  train: Dataset;
+  test: Dataset;
+  config: DistributedTrainConfig;
+  /** Defaults to comm.events. */
+  bus?: EventBus;
+  /** Only the root's checkpoint counts: it is broadcast to every rank. */
+  resume?: TrainingCheckpoint;
+  resumeName?: string;
+  /** Called on rank 0 after each epoch and at the end. */
+  onCheckpoint?: (c: TrainingCheckpoint) => void | Promise<void>;
+  /**
+   * Called on every rank whose run ends with an error, with the state of the last step it
+   * completed, only if it completed one and the weights are finite. Replicas agree, so ranks
+   * that stopped at the same step hand over the same weights.
+   */
+  onRecovery?: (c: TrainingCheckpoint, why: RingtrainError) => void | Promise<void>;
+  /**
+   * Called on EVERY rank after each epoch's evaluation and at the end (also when
+   * the ring breaks) with a copy of this rank's weights, which equal every other
+   * rank's: a browser tab shows predictions with it, whatever its rank.
+   */
+  onWeights?: (w: { step: number; epoch: number; params: Float32Array }) => void | Promise<void>;
+  /** Called after every step (progress reports to the server, say). */
+  /** `samples`: this rank's share of the step's global batch. */
+  onStep?: (s: { step: number; epoch: number; loss: number; samplesPerS: number; bytesSent: number; samples: number }) => void;
+  /** Called after each evaluation with the metrics averaged over ranks. */
+  onEvaluate?: (e: { step: number; epoch: number; testAccuracy: number; testLoss: number }) => void;
+  /** Polled between steps; returning true stops training cleanly after the current step. */
+  shouldStop?: () => boolean;
+  /** Elastic training: peers may join and leave; the ring re-forms between steps instead of stopping. */
+  elastic?: ElasticHooks;
+  /**
+   * TESTS ONLY (worker --fault): changes this rank's gradients before they are checked and summed.
+   * `computeMs`: how long this step's compute took so far (a slowed rank sleeps in proportion).
+   */
+  tamperGradients?: (grads: Float32Array, step: number, computeMs: number) => void | Promise<void>;
+}
+
+/**
+ * What the trainer needs from membership to train elastically (a Session
+ * provides it). Epochs here are membership epochs of the signaling server.
+ */
+export interface ElasticHooks {
+  /** The membership epoch the current communicator was built for. */
+  currentEpoch(): number;
+  /** The newest membership epoch this peer has heard of. */
+  latestEpoch(): number;
+  /** Closes the current ring and builds one for the newest ready membership with epoch >= minEpoch. */
+  regroup(minEpoch: number): Promise<Communicator>;
+}
+
+export interface DistributedTrainResult {
+  rank: number;
+  size: number;
+  steps: number;
+  epochs: number;
+  testAccuracy: number;
+  testLoss: number;
+  trainLoss: number;
+  /** Examples per second over the whole ring (the global batch per step over this rank's step time). */
+  samplesPerS: number;
+  /** Counted targets (characters for the words, examples for a classifier) per second over the whole ring (estimated: this rank's per example × the ring's examples). */
+  tokensPerS: number;
+  /** Payload bytes this rank sent for gradient allreduces. */
+  allreduceBytes: number;
+  trainSeconds: number;
+  runtime: string;
+  adapter: string;
+  /** Set when the ring broke: the error every surviving rank got. */
+  stoppedBy?: RingtrainError;
+  /** Ranks that went away, when known. */
+  lostRanks: number[];
+  /** Steps this rank itself completed in this run (0: its weights are only where it started). */
+  completedSteps: number;
+  /** Set when the run ended with an error but no recovery state was handed over: why not. */
+  noRecovery?: string;
+}
+
