@@ -13,6 +13,7 @@ import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
 import { FINISHED, init } from '../../src/distributed/session.ts';
 import { trainAsPeer } from '../../src/distributed/peer.ts';
+import { warmUpKernels } from '../../src/distributed/warm-up.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { loadMnistInPage } from '../mnist-data.ts';
 import { loadWordsInPage } from '../words-data.ts';
@@ -54,6 +55,12 @@ export function browserJoin(
         const words = job.config.model === 'transformer';
         progress(words ? 'loading the words…' : 'loading the digits…');
         ({ train, test } = words ? await wordsForJob(job.config.hyperparameters.evalLimit) : await loadMnistInPage());
+        // A software adapter takes many seconds to compile the first step's kernels: inside the ring the
+        // others would wait that long on our first gradient (seen: 30 s on SwiftShader, and the ring gave up).
+        if (!job.config.model.startsWith('tfjs')) {
+          progress('compiling the model’s kernels…');
+          await warmUpKernels(gpu, trainConfigFromJob(job.config), train, test);
+        }
         progress('waiting for enough peers…');
       },
     });

@@ -2,7 +2,8 @@
  * The body of `ringtrain bench wan`, run under Deno inside a private network
  * namespace (bench-wan.node.ts starts it): N peers in this process, each its
  * own model on the WebGPU adapter and its own end of a real WebRTC ring, train
- * the same model once synchronously and once with local SGD (DiLoCo) + int8,
+ * the same model once synchronously, once with local SGD (DiLoCo) + int8 and
+ * once synchronously with top-k sparsified gradients,
  * on each emulated link. Prints one JSON line.
  *
  * Links: the rate is the kernel's (`tc qdisc tbf` on the namespace's loopback,
@@ -47,6 +48,8 @@ export interface WanBenchConfig {
   syncEvery: number;
   outerLr: number;
   outerMomentum: number;
+  /** The third run: synchronous, with top-k sparsified gradients (this fraction) and error feedback. */
+  topk: number;
   tolerance: number;
   links: WanLink[];
 }
@@ -95,19 +98,29 @@ async function ring(peers: number, delayMs: number): Promise<Communicator[]> {
   );
 }
 
-async function trainOnce(gpu: Gpu, data: Awaited<ReturnType<typeof datasets>>, cfg: WanBenchConfig, link: WanLink, mode: 'sync' | 'diloco-int8', target?: number): Promise<RunFigures> {
+type Mode = 'sync' | 'diloco-int8' | 'sync-topk';
+
+/** What each mode changes of the synchronous run: the compressed ones may take up to maxEpochsFactor times the epochs to reach the target. */
+function modeSettings(cfg: WanBenchConfig, mode: Mode): Partial<DistributedTrainConfig> {
+  if (mode === 'sync') return {};
+  const epochs = cfg.epochs * cfg.maxEpochsFactor;
+  if (mode === 'sync-topk') return { epochs, compression: `topk:${cfg.topk}` };
+  return { epochs, syncEvery: cfg.syncEvery, outerLr: cfg.outerLr, outerMomentum: cfg.outerMomentum, compression: 'int8' };
+}
+
+async function trainOnce(gpu: Gpu, data: Awaited<ReturnType<typeof datasets>>, cfg: WanBenchConfig, link: WanLink, mode: Mode, target?: number): Promise<RunFigures> {
   const comms = await ring(cfg.peers, link.delayMs);
   const config: DistributedTrainConfig = {
     model: cfg.model,
     optimizer: 'sgd',
-    epochs: mode === 'sync' ? cfg.epochs : cfg.epochs * cfg.maxEpochsFactor,
+    epochs: cfg.epochs,
     batch: cfg.batch,
     lr: cfg.lr,
     momentum: 0.9,
     weightDecay: 0,
     seed: 1,
     timeoutMs: 120_000,
-    ...(mode === 'sync' ? {} : { syncEvery: cfg.syncEvery, outerLr: cfg.outerLr, outerMomentum: cfg.outerMomentum, compression: 'int8' as const }),
+    ...modeSettings(cfg, mode),
   };
   const curve: [number, number][] = [];
   let t0 = 0;
@@ -167,6 +180,7 @@ if (import.meta.main) {
     const target = sync.final_accuracy - cfg.tolerance;
     sync.seconds_to_target = sync.curve.find(([, a]) => a >= target)?.[0] ?? null;
     const diloco = await trainOnce(gpu, data, cfg, link, 'diloco-int8', target);
+    const topk = await trainOnce(gpu, data, cfg, link, 'sync-topk', target);
     links.push({
       link: link.name,
       rate_mbit: link.rateBitsPerS === undefined ? null : link.rateBitsPerS / 1e6,
@@ -176,10 +190,13 @@ if (import.meta.main) {
       diloco_int8: diloco,
       speedup_to_target: sync.seconds_to_target && diloco.seconds_to_target ? sync.seconds_to_target / diloco.seconds_to_target : null,
       bytes_ratio: diloco.bytes_sent > 0 ? sync.bytes_sent / diloco.bytes_sent : null,
+      sync_topk: topk,
+      topk_speedup_to_target: sync.seconds_to_target && topk.seconds_to_target ? sync.seconds_to_target / topk.seconds_to_target : null,
+      topk_bytes_ratio: topk.bytes_sent > 0 ? sync.bytes_sent / topk.bytes_sent : null,
     });
   }
   applyLink({ name: 'reset', delayMs: 0 }, cfg.peers);
-  console.log(JSON.stringify({ bench: 'wan', runtime: gpu.info.runtime, adapter: gpu.info.description, peers: cfg.peers, model: cfg.model, batch_per_peer: cfg.batch, lr: cfg.lr, sync_every: cfg.syncEvery, outer_lr: cfg.outerLr, outer_momentum: cfg.outerMomentum, train_examples: cfg.trainCount, test_examples: cfg.testCount, rate_shaping: 'tc tbf on the namespace loopback (N x per-link rate)', delay_emulation: 'emulated-link.ts (messages held one way; no netem in this kernel)', links }));
+  console.log(JSON.stringify({ bench: 'wan', runtime: gpu.info.runtime, adapter: gpu.info.description, peers: cfg.peers, model: cfg.model, batch_per_peer: cfg.batch, lr: cfg.lr, sync_every: cfg.syncEvery, outer_lr: cfg.outerLr, outer_momentum: cfg.outerMomentum, topk: cfg.topk, train_examples: cfg.trainCount, test_examples: cfg.testCount, rate_shaping: 'tc tbf on the namespace loopback (N x per-link rate)', delay_emulation: 'emulated-link.ts (messages held one way; no netem in this kernel)', links }));
   gpu.destroy();
   process.exit(0);
 }

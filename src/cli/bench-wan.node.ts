@@ -1,7 +1,7 @@
 /**
  * `ringtrain bench wan`: synchronous training against local SGD (DiLoCo) +
- * int8 over emulated internet links and over plain loopback, N peers of the
- * CNN on real WebRTC. One JSON line: per link, each mode's accuracy curve,
+ * int8, and against top-k sparsified gradients, over emulated internet links
+ * and over plain loopback, N peers of the CNN on real WebRTC. One JSON line: per link, each mode's accuracy curve,
  * time-to-accuracy and bytes sent, and the ratios.
  *
  * The run gets a network namespace of its own (never the caller's, even
@@ -26,9 +26,16 @@ export interface WanBenchOptions {
   syncEvery: number;
   outerLr: number;
   outerMomentum: number;
+  /** The top-k run's fraction of gradients sent (default 0.01). */
+  topk?: number;
   /** Per-link rate of the emulated link (Mbit/s) and its one-way delay (ms). */
   rateMbit: number;
   delayMs: number;
+}
+
+function ratioOf(r: number): number {
+  if (!(r > 0 && r <= 1)) throw new RingtrainError(ErrorCode.InvalidArgument, `--topk must be a number in (0, 1], the fraction of gradients each peer sends, got ${r}`);
+  return r;
 }
 
 export function wanBenchConfig(o: WanBenchOptions): WanBenchConfig {
@@ -59,6 +66,7 @@ export function wanBenchConfig(o: WanBenchOptions): WanBenchConfig {
     syncEvery: whole(o.syncEvery, '--sync-every', 1, 10_000),
     outerLr: positive(o.outerLr, '--outer-lr'),
     outerMomentum: o.outerMomentum,
+    topk: ratioOf(o.topk ?? 0.01),
     tolerance: 0.005,
     links,
   };

@@ -41,7 +41,7 @@ export function benchCommand(): Command {
     });
   bench
     .command('wan')
-    .description('Synchronous training against local SGD (DiLoCo) + int8, N peers over real WebRTC, on loopback and on an emulated internet link (rate: tc tbf; delay: a link wrapper, this kernel has no netem): time-to-accuracy and bytes sent.')
+    .description('Synchronous training against local SGD (DiLoCo) + int8 and against top-k gradients (--topk), N peers over real WebRTC, on loopback and on an emulated internet link (rate: tc tbf; delay: a link wrapper, this kernel has no netem): time-to-accuracy and bytes sent.')
     .option('--peers <n>', 'number of peers', '4')
     .addOption(new Option('--model <kind>', 'model').choices(['cnn', 'mlp']).default('cnn'))
     .option('--batch <n>', 'examples per peer per step', '8')
@@ -54,8 +54,10 @@ export function benchCommand(): Command {
     .option('--outer-momentum <x>', 'local SGD: outer Nesterov momentum (0.9, DiLoCo\'s value for H in the hundreds, diverged here at H = 8; 0 averages plainly)', '0')
     .option('--rate-mbit <x>', 'emulated link rate per link (Mbit/s)', '10')
     .option('--delay-ms <n>', 'emulated one-way delay per link (ms)', '50')
+    .option('--topk <R>', 'the third run: synchronous with top-k gradients, this fraction per peer (error feedback)', '0.01')
     .action(async (o: Record<string, string>) => {
       const result = await benchWan({
+        topk: Number(o.topk),
         peers: Number(o.peers),
         model: o.model as 'cnn' | 'mlp',
         batch: Number(o.batch),

@@ -30,7 +30,7 @@ export function addShareOptions(cmd: Command): Command {
 }
 
 /** Checks the flags against -np and --batch; `batchGiven`: the user typed --batch (not a default or a recipe). */
-export function parseShareOptions(raw: Record<string, unknown>, o: { np: number; batch: number; elastic: boolean }, batchGiven: boolean): ShareOptions {
+export function parseShareOptions(raw: Record<string, unknown>, o: { np: number; batch: number; elastic: boolean; maxNp?: number }, batchGiven: boolean): ShareOptions {
   const balance = (raw.balance ?? 'equal') as BalanceMode;
   if (!BALANCE_MODES.includes(balance)) throw new RingtrainError(ErrorCode.InvalidArgument, `--balance must be one of ${BALANCE_MODES.join(', ')}, got ${JSON.stringify(raw.balance)}.`);
   if (raw.globalBatch === undefined) {
@@ -39,8 +39,10 @@ export function parseShareOptions(raw: Record<string, unknown>, o: { np: number;
   }
   if (batchGiven) throw new RingtrainError(ErrorCode.InvalidArgument, 'give --batch (examples per peer) or --global-batch (examples per step for the whole ring), not both.');
   const g = Number(raw.globalBatch);
-  if (!Number.isInteger(g) || g < o.np || g > 8192 * 64) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--global-batch must be a whole number from ${o.np} (one example per peer) to ${8192 * 64}, got ${JSON.stringify(raw.globalBatch)}.`);
+  // Every peer the job may hold takes at least one example.
+  const most = o.elastic ? Math.max(o.np, o.maxNp ?? o.np) : o.np;
+  if (!Number.isInteger(g) || g < most || g > 8192 * 64) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--global-batch must be a whole number from ${most} (one example for each of up to ${most} peers) to ${8192 * 64}, got ${JSON.stringify(raw.globalBatch)}.`);
   }
   return { globalBatch: g, balance };
 }

@@ -4,8 +4,9 @@
  * DiLoCo (`--sync-every`, `--outer-lr`, `--outer-momentum`). They become job
  * hyperparameters, so every peer, browser tabs included, trains the same way.
  */
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { topkRatio } from '../collectives/topk.ts';
 import { COMPRESSIONS, type Compression } from '../collectives/types.ts';
 import { DEFAULT_OUTER_LR, DEFAULT_OUTER_MOMENTUM, localSgdSettings } from '../distributed/diloco.ts';
 
@@ -20,11 +21,22 @@ export interface WanOptions {
 
 export function addWanOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--compression <kind>', 'what the ring sends: none, fp16 (half the bytes) or int8 (a quarter, with error feedback)').choices([...COMPRESSIONS]))
+    .addOption(new Option('--compression <kind>', 'what the ring sends: none, fp16 (half the bytes), int8 (a quarter, with error feedback) or topk:R (each peer the fraction R of largest gradients, with error feedback)').argParser(parseCompression))
     .option('--sync-every <H>', 'local SGD / DiLoCo: each peer takes H steps alone, then the ring averages how far they moved (one allreduce per H steps)')
     .option('--outer-lr <x>', `with --sync-every: the outer SGD's learning rate (default ${DEFAULT_OUTER_LR})`)
     .addOption(new Option('--ring-order <how>', 'rank: the ring in rank order (default); rtt: measure round trips when the ring forms and order it so its slowest hop is short').choices(['rank', 'rtt']))
     .option('--outer-momentum <x>', `with --sync-every: the outer SGD's Nesterov momentum (default ${DEFAULT_OUTER_MOMENTUM}; 0 averages plainly)`);
+}
+
+/** --compression's value: one of COMPRESSIONS or topk:R. */
+function parseCompression(value: string): Compression {
+  if ((COMPRESSIONS as readonly string[]).includes(value)) return value as Compression;
+  try {
+    if (topkRatio(value) !== null) return value as Compression;
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  throw new InvalidArgumentError(`use one of ${COMPRESSIONS.join(', ')}, topk:R (e.g. topk:0.01)`);
 }
 
 /** Validates the raw values (naming the flag); `fp16` is the older `--fp16` switch. */

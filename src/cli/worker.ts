@@ -143,7 +143,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   const choice = await useModelOption(config.model);
   checkJobModel(choice, session.job.config.hyperparameters);
   config.model = choice.model;
-  await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, batch ${config.batch} per peer${config.elastic ? ', elastic' : ''}`);
+  await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, ${config.globalBatch ? `global batch ${config.globalBatch} shared ${config.balance === 'speed' ? 'by speed' : 'equally'}` : `batch ${config.batch} per peer`}${config.elastic ? ', elastic' : ''}`);
   await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
   // Who left and why, for the launcher's one line per departure (it hears it from every survivor).
   session.onPeerLeft((p) => {

@@ -9,6 +9,7 @@ import {
   ALGORITHMS, COMPRESSIONS, DEFAULT_SMALL_BYTES, dtypeOf, REDUCE_OPS, view,
   type Algorithm, type Compression, type ReduceOp, type ReduceOptions, type Tensor,
 } from './types.ts';
+import { topkAllreduceInPlace, topkRatio } from './topk.ts';
 import { codecFor, encodeSegment, roundTripInPlace } from './wire.ts';
 
 export interface ReduceSettings {
@@ -29,8 +30,8 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
     throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown op '${op}'; use one of ${REDUCE_OPS.join(', ')}`);
   }
   const compression = o.compression ?? 'none';
-  if (!COMPRESSIONS.includes(compression)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown compression '${compression}'; use one of ${COMPRESSIONS.join(', ')}`);
+  if (!COMPRESSIONS.includes(compression) && topkRatio(String(compression)) === null) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown compression '${compression}'; use one of ${COMPRESSIONS.join(', ')}, topk:R`);
   }
   if (compression !== 'none' && !(data instanceof Float32Array)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${compression} compression applies to float32 tensors only; this one is ${dtypeOf(data)}`);
@@ -40,15 +41,15 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
     throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown algorithm '${algorithm}'; use one of ${ALGORITHMS.join(', ')}`);
   }
   // int8's scale is per segment of a partial sum; only the ring sends each position once per rank (error feedback relies on it).
-  if ((compression === 'int8' || o.errorFeedback) && algorithm === 'recursive-doubling') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: int8 compression and error feedback run on the ring only; use algorithm 'ring' or 'auto'`);
+  if ((compression !== 'none' && compression !== 'fp16') || o.errorFeedback) {
+    if (algorithm === 'recursive-doubling') throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${compression} compression and error feedback run on the ring only; use algorithm 'ring' or 'auto'`);
   }
   const errorFeedback = o.errorFeedback;
   if (errorFeedback !== undefined) {
     if (!(errorFeedback instanceof Float32Array) || errorFeedback.length !== data.length) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: errorFeedback must be a Float32Array as long as the tensor (${data.length}), got ${errorFeedback instanceof Float32Array ? `length ${errorFeedback.length}` : typeof errorFeedback}`);
     }
-    if (compression === 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: errorFeedback only applies with a lossy compression ('fp16' or 'int8')`);
+    if (compression === 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: errorFeedback only applies with a lossy compression ('fp16', 'int8' or 'topk:R')`);
   }
   const smallBytes = o.smallBytes ?? DEFAULT_SMALL_BYTES;
   if (!(smallBytes >= 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: smallBytes must be a number >= 0, got ${smallBytes}`);
@@ -82,7 +83,7 @@ export function finish(mine: Tensor, s: ReduceSettings, size: number): void {
 /** Which algorithm moves `bytes` on `size` ranks: the same answer on every rank (negotiation checks it). */
 export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number): Exclude<Algorithm, 'auto'> {
   if (s.algorithm !== 'auto') return s.algorithm;
-  if (s.compression === 'int8' || s.errorFeedback) return 'ring';
+  if ((s.compression !== 'none' && s.compression !== 'fp16') || s.errorFeedback) return 'ring';
   return size > 1 && bytes <= s.smallBytes ? 'recursive-doubling' : 'ring';
 }
 
@@ -94,8 +95,14 @@ export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number):
  */
 export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSettings, residual = s.errorFeedback): Promise<void> {
   const { rank, size } = run.comm;
-  const codec = codecFor(s.compression, buf);
   scaleInPlace(buf, s.prescale);
+  // Sparse pairs are gathered, not reduced along the ring (topk.ts); every rank then holds the sum.
+  const ratio = topkRatio(s.compression);
+  if (ratio !== null) {
+    await topkAllreduceInPlace(run, buf as Float32Array, ratio, residual);
+    return finish(buf, s, size);
+  }
+  const codec = codecFor(s.compression, buf);
   const chunks = splitEven(buf.length, size);
   await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec, residual));
   finish(view(buf, chunks[rank].offset, chunks[rank].count), s, size);

@@ -15,9 +15,12 @@ export type Tensor = Float32Array | Int32Array | Uint16Array | Int8Array;
 /**
  * 'fp16': float32 tensors travel as float16 (half the bytes). 'int8': as one
  * byte per element plus a float32 scale per segment (a quarter), best with
- * error feedback (`ReduceOptions.errorFeedback`).
+ * error feedback (`ReduceOptions.errorFeedback`). 'topk:R': each rank sends
+ * only its fraction R of largest-magnitude elements, as (index, value) pairs
+ * (topk.ts), best with error feedback too.
  */
-export type Compression = 'none' | 'fp16' | 'int8';
+export type Compression = 'none' | 'fp16' | 'int8' | `topk:${string}`;
+/** The kinds without a parameter; 'topk:R' is the one with. */
 export const COMPRESSIONS: readonly Compression[] = ['none', 'fp16', 'int8'];
 
 /**

@@ -9,6 +9,8 @@
  *   forge-abort[@step:N]    at step N it sends every peer an abort blaming another rank
  *   flood-tags[@step:N]     at step N it floods every peer with frames for tags nobody waits for
  *   slow:Kx                 each step's compute takes K times as long (it sleeps the difference)
+ *   flip-bits[@step:N]      from step N on, its link to its right neighbour flips bits in transit
+ *                           (caught only by the verified allreduce: the sketches it publishes are honest)
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
@@ -20,9 +22,10 @@ export type Fault =
   | { kind: 'garbage-frames'; fromStep: number }
   | { kind: 'forge-abort'; fromStep: number }
   | { kind: 'flood-tags'; fromStep: number }
-  | { kind: 'slow'; factor: number; fromStep: number };
+  | { kind: 'slow'; factor: number; fromStep: number }
+  | { kind: 'flip-bits'; fromStep: number };
 
-const FORMS = 'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx';
+const FORMS = 'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N]';
 
 function bad(spec: string, why: string): RingtrainError {
   return new RingtrainError(ErrorCode.InvalidArgument, `--fault '${spec}': ${why}. It is a test-only option; the forms are ${FORMS}`);
@@ -39,7 +42,7 @@ export function parseFault(spec: string): Fault {
   }
   const [kind, arg, ...more] = body.split(':');
   if (more.length) throw bad(spec, 'too many colons');
-  const noArg = (k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags'): Fault => {
+  const noArg = (k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags' | 'flip-bits'): Fault => {
     if (arg !== undefined) throw bad(spec, `${k} takes no value`);
     return { kind: k, fromStep };
   };
@@ -48,6 +51,7 @@ export function parseFault(spec: string): Fault {
     case 'garbage-frames':
     case 'forge-abort':
     case 'flood-tags':
+    case 'flip-bits':
       return noArg(kind);
     case 'scale': {
       const factor = Number(arg);
@@ -150,6 +154,34 @@ export function slowdownMs(fault: Fault, stepMs: number, step: number): number {
   return fault.kind === 'slow' && step >= fault.fromStep ? (fault.factor - 1) * stepMs : 0;
 }
 
+/** Messages at least this long are gradient segments; shorter ones (negotiation, the guard's sketches) pass untouched. */
+const FLIP_MIN_BYTES = 4096;
+/** Every this many float32 values one bit is flipped. */
+const FLIP_STRIDE = 61;
+/** A bit of the exponent: the value is multiplied or divided by 2^16 (finite either way, so no NaN check sees it). */
+const FLIP_BIT = 27;
+
+const corrupted = new WeakSet<Communicator>();
+
+/**
+ * flip-bits: from now on this rank's messages to its right neighbour (the
+ * ring's direction) that are long enough to be gradient segments arrive with
+ * an exponent bit flipped in every FLIP_STRIDE-th float32. The communicator's
+ * `send` is wrapped on this instance only; a re-formed ring is wrapped anew.
+ */
+export function flipBitsOnSend(comm: Communicator): void {
+  if (corrupted.has(comm) || comm.size < 2) return;
+  corrupted.add(comm);
+  const right = (comm.rank + 1) % comm.size;
+  const send = comm.send.bind(comm);
+  comm.send = (peer, tag, payload) => {
+    if (peer !== right || payload.byteLength < FLIP_MIN_BYTES) return send(peer, tag, payload);
+    const copy = payload.slice();
+    for (let i = 0; i + 4 <= copy.byteLength; i += 4 * FLIP_STRIDE) copy[i + (FLIP_BIT >> 3)] ^= 1 << (FLIP_BIT & 7);
+    return send(peer, tag, copy);
+  };
+}
+
 /**
  * The trainer's `tamperGradients` hook for a fault: changes the gradients,
  * misbehaves on the wire when the fault's step comes (without waiting for it:
@@ -159,6 +191,7 @@ export function faultHook(fault: Fault, comm: () => Communicator): (grads: Float
   let lastCall = 0;
   return async (grads, step, computeMs) => {
     tamperGradients(fault, grads, step);
+    if (fault.kind === 'flip-bits' && step >= fault.fromStep) flipBitsOnSend(comm());
     void misbehaveOnWire(fault, comm(), step).catch(() => {});
     const t = Date.now();
     // The step's own compute when the trainer says it (not the waiting for others, which a slower device does not multiply).

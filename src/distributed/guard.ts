@@ -105,8 +105,18 @@ export function l2Norm(x: Float32Array): number {
 export async function checkContributions(comm: Communicator, local: Float32Array, step: number, options: GuardOptions = {}): Promise<Float32Array> {
   // float32 carries norms up to 3.4e38; beyond that it reads Infinity, which the rule flags too.
   const norms = await allgather(comm, new Float32Array([l2Norm(local)]), { name: 'gradient-norms', timeoutMs: options.timeoutMs });
-  const bad = provenOffences(comm, norms, step, contributionOutliers(norms, options), options);
-  if (bad.length === 0) return norms;
+  rejectOffences(comm, step, judgeNorms(comm, norms, step, options), norms);
+  return norms;
+}
+
+/** The norm rule's verdict on this step's norms, strikes included (same answer on every rank). */
+export function judgeNorms(comm: Communicator, norms: Float32Array, step: number, options: GuardOptions = {}): Offence[] {
+  return provenOffences(comm, norms, step, contributionOutliers(norms, options), options);
+}
+
+/** Names the offenders (event `peer-misbehaved`) and throws ERR_PEER_MISBEHAVED; does nothing when there are none. */
+export function rejectOffences(comm: Communicator, step: number, bad: Offence[], norms: ArrayLike<number>): void {
+  if (bad.length === 0) return;
   for (const b of bad) {
     if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: b.rank, reason: `step ${step}: ${b.reason}` });
   }

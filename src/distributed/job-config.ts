@@ -3,10 +3,13 @@
  * is the one source of truth for how the job trains: a worker or a browser
  * tab joins and trains with exactly these settings, so every rank agrees.
  */
+import { topkRatio } from '../collectives/topk.ts';
+import type { Compression } from '../collectives/types.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { isModelFile, registeredModel } from '../engine/define.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import type { DistributedTrainConfig } from './trainer.ts';
+import { parseAggregation } from '../collectives/robust-aggregate.ts';
 
 const MODELS = ['mlp', 'cnn', 'transformer'] as const;
 const OPTIMIZERS = ['sgd', 'adamw'] as const;
@@ -30,8 +33,8 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   // A model file (path in job.model) trains under the name it was registered as when this peer loaded it (src/cli/model-option.ts).
   const fileModel = isModelFile(model) && typeof h.modelName === 'string' && registeredModel(h.modelName) ? h.modelName : undefined;
   const compression = h.compression ?? 'none';
-  if (compression !== 'none' && compression !== 'fp16' && compression !== 'int8') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'compression' must be 'none', 'fp16' or 'int8', got ${JSON.stringify(compression)}`);
+  if (typeof compression !== 'string' || !(compression === 'none' || compression === 'fp16' || compression === 'int8' || topkRatio(compression) !== null)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'compression' must be 'none', 'fp16', 'int8' or 'topk:R' (0 < R <= 1), got ${JSON.stringify(compression)}`);
   }
   const lrSchedule = h.lrSchedule ?? 'constant';
   if (lrSchedule !== 'constant' && lrSchedule !== 'cosine') {
@@ -53,6 +56,9 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   if (globalBatch !== undefined && !(Number.isInteger(globalBatch) && globalBatch >= 1)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'globalBatch' must be a whole number >= 1 (examples per step for the whole ring), got ${globalBatch}`);
   }
+  if (balance === 'speed' && (globalBatch === undefined || h.syncEvery !== undefined)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, "job hyperparameter 'balance: speed' shares a fixed global batch in synchronous training: give the job a 'globalBatch' and no 'syncEvery'");
+  }
   const lr = num(h, 'lr');
   if (lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
   return {
@@ -65,7 +71,7 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     seed: num(h, 'seed', 1)!,
     epochs: num(h, 'epochs', 1)!,
     steps: num(h, 'steps'),
-    compression,
+    compression: compression as Compression,
     backwardPassesPerStep: num(h, 'backwardPassesPerStep', 1),
     scaleLr: h.scaleLr === true,
     lrSchedule,
@@ -78,6 +84,9 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     // A fixed global batch shared over the ring (absent: batchPerPeer per rank), by speed or equally.
     globalBatch,
     balance,
+    // The verified allreduce (step-checks.ts): a job-wide setting, every rank publishes the same sketches.
+    verify: h.verify === true,
+    aggregation: typeof h.aggregation === 'string' ? parseAggregation(h.aggregation) : h.aggregation === undefined ? undefined : parseAggregation(String(h.aggregation)),
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
     syncEvery: num(h, 'syncEvery'),
     outerLr: num(h, 'outerLr'),

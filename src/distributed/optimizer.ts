@@ -19,6 +19,7 @@ import type { Communicator } from '../comm/interface.ts';
 import { allreduceInPlace } from '../collectives/allreduce.ts';
 import { DEFAULT_FUSION_THRESHOLD_BYTES } from '../collectives/fusion.ts';
 import type { Compression, ReduceOp } from '../collectives/types.ts';
+import { robustAllreduce, type Aggregation } from '../collectives/robust-aggregate.ts';
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 
@@ -38,10 +39,21 @@ export interface DistributedOptimizerOptions {
    * guard.ts); throwing fails the step before anything was summed or applied.
    */
   beforeReduce?: (local: Float32Array) => Promise<void>;
+  /**
+   * Runs on the reduced gradients before they are checked and applied (the verified
+   * allreduce, step-checks.ts), with the factor between them and the plain sum of the
+   * contributions beforeReduce saw; throwing fails the step before any update.
+   */
+  afterReduce?: (reduced: Float32Array, scale: number) => Promise<void>;
+  /**
+   * How contributions are combined: the mean (default, the ring allreduce) or a coordinate-wise
+   * robust rule (median, trimmed mean: src/collectives/robust-aggregate.ts). Lossless only.
+   */
+  aggregation?: Aggregation;
 }
 
 /** DistributedOptimizerOptions with the defaults filled in and checked: this optimizer's and the TF.js one's. */
-export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'beforeReduce'>> & { timeoutMs: number | undefined } {
+export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'beforeReduce' | 'afterReduce' | 'aggregation'>> & { timeoutMs: number | undefined } {
   const backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
   const op = options.op ?? 'average';
   if (!Number.isInteger(backwardPassesPerStep) || backwardPassesPerStep < 1) {
@@ -73,10 +85,12 @@ export class DistributedOptimizer {
   readonly fusionThresholdBytes: number;
   private readonly timeoutMs: number | undefined;
   private readonly beforeReduce: DistributedOptimizerOptions['beforeReduce'];
+  private readonly afterReduce: DistributedOptimizerOptions['afterReduce'];
+  private readonly aggregation: Aggregation | undefined;
   private accumulated: Float32Array | null = null;
   private passes = 0;
   private gradName: string | null = null;
-  /** int8's error-feedback residual (see ringAllreduceInPlace); null until the first step. */
+  /** int8's and top-k's error-feedback residual (see ringAllreduceInPlace); null until the first step. */
   private residual: Float32Array | null = null;
 
   constructor(
@@ -92,6 +106,11 @@ export class DistributedOptimizer {
     this.fusionThresholdBytes = s.fusionThresholdBytes;
     this.timeoutMs = s.timeoutMs;
     this.beforeReduce = options.beforeReduce;
+    this.afterReduce = options.afterReduce;
+    this.aggregation = options.aggregation?.rule === 'mean' ? undefined : options.aggregation;
+    if (this.aggregation && this.compression !== 'none') {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `aggregation '${this.aggregation.rule}' compares every rank's exact values; it does not combine with ${this.compression} compression: drop one`);
+    }
   }
 
   /** Swaps the communicator (elastic training re-forms the ring with new members). */
@@ -126,6 +145,8 @@ export class DistributedOptimizer {
     await this.beforeReduce?.(local);
     const before = this.comm.stats.bytesSent;
     const reduced = await this.allreduceGradients(local);
+    await this.afterReduce?.(reduced, (this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1) * (this.op === 'average' ? 1 / this.comm.size : 1));
+    for (const e of this.model.layout) checkFinite(e.name, reduced.subarray(e.offset, e.offset + e.length));
     this.model.writeGrads(reduced);
     this.optimizer.step(lr);
     if (this.accumulated) {
@@ -145,9 +166,17 @@ export class DistributedOptimizer {
     // The flat buffer is reduced where it lies (chunks of the fusion threshold, no packing or
     // unpacking). Its name carries the layout, so ranks with different models fail negotiation.
     const passes = this.backwardPassesPerStep;
-    if (this.compression === 'int8' && this.residual?.length !== flat.length) this.residual = new Float32Array(flat.length);
+    if (this.aggregation) {
+      // Robust rules give a mean-like value: scaled as the ring's average (or sum) of the passes' mean would be.
+      const out = await robustAllreduce(this.comm, flat, this.aggregation, { name: this.gradientsName, timeoutMs: this.timeoutMs });
+      const scale = (passes > 1 ? 1 / passes : 1) * (this.op === 'sum' ? this.comm.size : 1);
+      for (let i = 0; i < flat.length; i++) flat[i] = out[i] * scale;
+      return flat;
+    }
+    const feedback = this.compression === 'int8' || this.compression.startsWith('topk:');
+    if (feedback && this.residual?.length !== flat.length) this.residual = new Float32Array(flat.length);
     await allreduceInPlace(this.comm, flat, {
-      errorFeedback: this.compression === 'int8' ? this.residual! : undefined,
+      errorFeedback: feedback ? this.residual! : undefined,
       name: this.gradientsName,
       op: this.op,
       compression: this.compression,
@@ -156,7 +185,6 @@ export class DistributedOptimizer {
       prescale: passes > 1 ? 1 / passes : undefined,
       timeoutMs: this.timeoutMs,
     });
-    for (const e of this.model.layout) checkFinite(e.name, flat.subarray(e.offset, e.offset + e.length));
     return flat;
   }
 

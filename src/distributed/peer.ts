@@ -47,7 +47,7 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
       const t = Date.now();
       if (t - lastReport < PROGRESS_EVERY_MS) return;
       lastReport = t;
-      session.client.reportProgress({ step: s.step, epoch: s.epoch, loss: s.loss, samplesPerS: s.samplesPerS, allreduceBytes: s.bytesSent });
+      session.client.reportProgress({ step: s.step, epoch: s.epoch, loss: s.loss, samplesPerS: s.samplesPerS, allreduceBytes: s.bytesSent, share: s.samples });
     },
     onEvaluate: (e) => {
       a.onEvaluate?.(e);

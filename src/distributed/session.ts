@@ -37,7 +37,7 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   beforeRing?: (job: { id: string; config: JobConfig }) => void | Promise<void>;
   /** How long to wait for the job to gather its minimum number of peers. Default 10 minutes. */
   readyTimeoutMs?: number;
-  /** How long one attempt to open the data channels may take. Default 30 s. */
+  /** How long one attempt to open the data channels may take. Default: the job's `connectTimeoutMs` hyperparameter, else 30 s. */
   connectTimeoutMs?: number;
   /** A silent peer counts as gone after this long (ms). Default: the job's `peerTimeoutMs` hyperparameter, else the communicator's. */
   peerTimeoutMs?: number;
@@ -153,6 +153,11 @@ class PeerSession implements Session {
     const fromJob = this.current.job.config.hyperparameters.peerTimeoutMs;
     return this.o.peerTimeoutMs ?? (typeof fromJob === 'number' && fromJob > 0 ? fromJob : undefined);
   }
+  /** A job whose peers cannot be told (a page) may say how long ICE gets before a peer reports no network path. */
+  private get connectTimeoutMs(): number {
+    const fromJob = this.current.job.config.hyperparameters.connectTimeoutMs;
+    return this.o.connectTimeoutMs ?? (typeof fromJob === 'number' && fromJob >= 1000 ? fromJob : 30_000);
+  }
   private get serverWaitMs(): number {
     const fromJob = this.current.job.config.hyperparameters.serverWaitMs;
     return this.o.serverWaitMs ?? (typeof fromJob === 'number' && fromJob >= 0 ? fromJob : DEFAULT_SERVER_WAIT_MS);
@@ -246,8 +251,8 @@ class PeerSession implements Session {
           size: membership.size,
           signaler: client.signaler(membership.epoch),
           wrtc: this.o.wrtc,
-          connectTimeoutMs: this.o.connectTimeoutMs ?? 30_000,
-          silentTimeoutMs: Math.max(this.o.connectTimeoutMs ?? 30_000, SILENT_PEER_MS),
+          connectTimeoutMs: this.connectTimeoutMs,
+          silentTimeoutMs: Math.max(this.connectTimeoutMs, SILENT_PEER_MS),
           abort: movedOn.signal,
           // The job's STUN/TURN servers, from the welcome: what lets peers behind NATs meet.
           ...this.client.ice,

@@ -11,7 +11,8 @@ import type { Gpu } from '../gpu/gpu.ts';
 import type { LocalTrainConfig } from './train-local.ts';
 import type { DistributedOptimizerOptions } from './optimizer.ts';
 import type { LocalSgdConfig } from './diloco.ts';
-import type { GuardOptions } from './guard.ts';
+import type { StepCheckOptions } from './step-checks.ts';
+import type { Aggregation } from '../collectives/robust-aggregate.ts';
 import type { BalanceMode } from './shares.ts';
 
 /** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
@@ -38,7 +39,11 @@ export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig
    * is checked against the others'; an offender is named and the step dropped. On by default;
    * false turns it off (one tiny allgather per step less).
    */
-  guard?: GuardOptions | false;
+  guard?: StepCheckOptions['guard'];
+  /** The verified allreduce (step-checks.ts): every gradient sum is checked against the ranks' published sketches. Lossless compression only. */
+  verify?: boolean;
+  /** 'mean' (default: the ring allreduce), or a coordinate-wise robust rule (robust-aggregate.ts). */
+  aggregation?: Aggregation;
   /**
    * Examples per step for the whole ring, fixed whatever its size (global-batch.ts): each rank
    * takes a share of it and the gradients are weighed by the shares. Absent: `batch` per rank,

@@ -32,7 +32,7 @@ import { modelSpecFor, restore } from './train-local.ts';
 import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import { learningRateAt } from './lr.ts';
 import { ringOptimizer, synchronizeReplicas } from './diloco.ts';
-import { checkContributions } from './guard.ts';
+import { StepChecks } from './step-checks.ts';
 import { endsRun, isBroken, lostRanksOf } from './ring-errors.ts';
 import { ShareBalancer } from './shares.ts';
 import type { DistributedTrainArgs, DistributedTrainResult } from './trainer-types.ts';
@@ -45,21 +45,27 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   if (config.elastic && !args.elastic) {
     throw new RingtrainError(ErrorCode.InvalidArgument, 'this job trains elastically, but no membership hooks were given; pass session.elastic as the elastic option');
   }
+  if (config.balance === 'speed' && config.globalBatch === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed needs a fixed global batch; give the job a globalBatch (--global-batch)');
+  if (config.balance === 'speed' && config.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed is for synchronous training; drop --balance speed or --sync-every');
   let comm = args.comm;
   const bus = args.bus ?? comm.events;
   const model = createModel(gpu, modelSpecFor(config, train));
   const inner = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
+  if (config.verify && (config.compression ?? 'none') !== 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks lossless sums; it does not combine with ${config.compression} compression: drop one`);
+  if (config.verify && config.aggregation && config.aggregation.rule !== 'mean') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks a sum; aggregation '${config.aggregation.rule}' is not one: drop one`);
+  const checks = new StepChecks({ guard: config.guard, verify: config.verify, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
   const dopt = ringOptimizer(comm, model, inner, {
     ...config,
-    // The contribution guard (synchronous training: it checks the gradients each rank is about to send).
+    // The contribution guard and the verified allreduce (synchronous training: they check the gradients each rank is about to send, and their sum).
     beforeReduce: async (local) => {
       await args.tamperGradients?.(local, step, now() - stepStart);
       // This rank's compute (a slowed rank's included), not the waiting for others: what balancing divides by.
       computeMs = now() - stepStart;
-      if (config.guard !== false) await checkContributions(comm, local, step, { timeoutMs: config.timeoutMs, ...config.guard });
+      await checks.before(comm, local, step);
     },
+    afterReduce: (reduced, scale) => checks.after(comm, reduced, scale),
   });
   // Local SGD's optimizer state includes the outer state: broadcasts and checkpoints carry it.
   const optimizer = dopt.optimizer;
@@ -88,9 +94,6 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   let completedSteps = 0;
   const stepLimit = config.steps ?? Infinity;
   const replacement = config.sampling === 'replacement';
-
-  if (config.balance === 'speed' && config.globalBatch === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed needs a fixed global batch; give the job a globalBatch (--global-batch)');
-  if (config.balance === 'speed' && config.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed is for synchronous training; drop --balance speed or --sync-every');
 
   const fitRing = (): void => {
     globalBatch = config.globalBatch ?? comm.size * config.batch;
@@ -209,6 +212,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       // Weighed by this rank's share of the step's counted targets (exactly 1 when shares are equal).
       const mine = countedTargets(b.labels);
       const r = await dopt.step(lr, b.ringTargets > 0 ? (size * mine) / b.ringTargets : (size * b.size) / globalBatch);
+      // A pass summed locally (backwardPassesPerStep > 1) reduced nothing: all of it was compute.
+      if (!r.applied) computeMs = now() - t0;
       // dopt.step's gradient read carried the loss, so this does not wait; the last value is this step's (a failed try may have left one).
       const loss = (await losses.collect()).at(-1) ?? NaN;
       if (!Number.isFinite(loss)) {

@@ -199,6 +199,8 @@ export const progressFields = {
   /** The evaluation's mean loss (the transformer's validation loss, nats per character). */
   testLoss: finite.min(0).optional(),
   allreduceBytes: finite.min(0).optional(),
+  /** Examples this peer took of the last step's global batch (its share). */
+  share: z.number().int().min(0).optional(),
 };
 export const progressSchema = z.strictObject(progressFields);
 export type Progress = z.infer<typeof progressSchema>;

@@ -26,11 +26,15 @@ describe('ringtrain run --compression / --sync-every', () => {
     // --ring-order rtt travels as a hyperparameter the session reads when a ring forms.
     expect(jobSpecFor({ ...base, wan: parseWanOptions({ ringOrder: 'rtt' }) }).config.hyperparameters).toMatchObject({ ringOrder: 'rtt' });
     expect(jobSpecFor({ ...base, wan: parseWanOptions({ ringOrder: 'rank' }) }).config.hyperparameters.ringOrder).toBeUndefined();
+    // Top-k travels as its string, ratio included.
+    expect(trainConfigFromJob(jobSpecFor({ ...base, wan: parseWanOptions({ compression: 'topk:0.01' }) }).config).compression).toBe('topk:0.01');
+    expect(() => trainConfigFromJob({ ...job.config, hyperparameters: { ...job.config.hyperparameters, compression: 'topk:3' } })).toThrow(/top-k ratio/);
   });
 
   it('are refused, naming the flag', async () => {
     const cases: [string[], RegExp][] = [
-      [['--compression', 'int4'], /Allowed choices are none, fp16, int8/],
+      [['--compression', 'int4'], /'--compression <kind>' argument 'int4' is invalid\. use one of none, fp16, int8, topk:R/],
+      [['--compression', 'topk:0'], /top-k ratio must be a number in \(0, 1\]/],
       [['--fp16', '--compression', 'int8'], /--fp16 and --compression int8 disagree/],
       [['--outer-lr', '0.5'], /--outer-lr only applies to local SGD; add --sync-every/],
       [['--sync-every', '0'], /--sync-every\) must be a whole number of steps >= 1/],
@@ -54,5 +58,7 @@ describe('ringtrain bench wan settings', () => {
     expect(() => wanBenchConfig({ ...ok, peers: 1 })).toThrow(/--peers must be a whole number from 2/);
     expect(() => wanBenchConfig({ ...ok, trainExamples: 16 })).toThrow(/--train-examples must be a whole number from 32/);
     expect(() => wanBenchConfig({ ...ok, rateMbit: 0 })).toThrow(/--rate-mbit must be a number > 0/);
+    expect(() => wanBenchConfig({ ...ok, topk: 0 })).toThrow(/--topk must be a number in \(0, 1\]/);
+    expect(wanBenchConfig(ok).topk).toBe(0.01);
   });
 });

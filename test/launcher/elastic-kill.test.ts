@@ -4,12 +4,19 @@
  * survivors re-form the ring and finish every step; the launcher exits 0 and
  * names who left. Real launcher, real ws server, real Deno workers over real
  * WebRTC (inside the test's network namespace).
+ *
+ * An elastic run's global batch is fixed (-np x --batch), so the survivors take
+ * the same steps the unbroken ring would: the two runs, which lost different
+ * ranks at different steps, end at the same accuracy (issue 13 asks for within
+ * 0.5 points of an unbroken run; bench/elastic-recovery.ts measures that gap).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { killIfSame, processStartTime, requireNetns, until } from '../support/workers.ts';
 
 const STEPS = 60;
+/** Each run's final test accuracy, by the rank that was killed. */
+const accuracyAfterLosing = new Map<number, number>();
 const launchers: ChildProcess[] = [];
 const workers: { pid: number; started: string | undefined }[] = [];
 afterAll(() => {
@@ -73,9 +80,18 @@ describe('ringtrain run -np 3 --elastic: a worker SIGKILLed mid-run', () => {
       expect(Number(reformed![2])).toBeLessThan(10);
 
       const summary = JSON.parse(run.stdout.trim().split('\n').pop()!);
+      accuracyAfterLosing.set(victimRank, summary.test_accuracy);
+      expect(summary.global_batch).toBe(3 * 32);
       expect(summary).toMatchObject({ steps: STEPS, size: 2, ok: true, stopped_by: null, lost_workers: [Number(victim.name.split('-')[1])] });
       // A sanity bound: 60 steps of the MLP on a ring that lost a third of its batch still learn.
       expect(summary.test_accuracy).toBeGreaterThan(0.8);
     }, 400_000);
   }
+
+  it('losing rank 0 or rank 2 costs the same: both runs end within 0.5 points of each other', () => {
+    const [a, b] = [accuracyAfterLosing.get(0), accuracyAfterLosing.get(2)];
+    expect(a, 'the run that lost rank 0 did not finish').toBeTypeOf('number');
+    expect(b, 'the run that lost rank 2 did not finish').toBeTypeOf('number');
+    expect(Math.abs(a! - b!) * 100).toBeLessThanOrEqual(0.5);
+  });
 });

@@ -2,7 +2,8 @@
  * Elastic training over real WebRTC: two Deno workers train; a third joins
  * mid-run and the ring re-forms to take it in (it starts at the others' step,
  * with their weights); then one worker is killed and the ring re-forms
- * without it; the survivors finish every step.
+ * without it; the survivors finish every step. The job's global batch (32) stays
+ * fixed throughout: two peers take 16 each, three take 11, 11 and 10.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/index.ts';
@@ -14,7 +15,7 @@ describe('elastic training', () => {
   it('takes in a peer that joins mid-run and carries on without one that dies', async () => {
     requireNetns();
     const STEPS = 90;
-    const job = { id: 'elastic', token: 'elastic-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 5, steps: STEPS, elastic: true }, batchPerPeer: 16, minPeers: 2, maxPeers: 4 } };
+    const job = { id: 'elastic', token: 'elastic-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 5, steps: STEPS, elastic: true, globalBatch: 32 }, batchPerPeer: 16, minPeers: 2, maxPeers: 4 } };
     const server = await startServer({ jobs: [job], staticDir: null });
     try {
       const a = startDenoWorker(server.url, job);
@@ -41,6 +42,10 @@ describe('elastic training', () => {
         expect(s.steps.some((x) => x.size === 2 && x.step > stepAtKill)).toBe(true);
         expect(s.result!.test_accuracy).toBeGreaterThan(0.5);
       }
+      // Each step's share of the fixed global batch, by the ring's size then.
+      const shares = (size: number) => new Set(ring3.flatMap((w) => w.events.filter((e) => e.event === 'step' && e.size === size).map((e) => e.samples)));
+      expect([...shares(2)]).toEqual([16]);
+      expect([...shares(3)].sort()).toEqual([10, 11]);
     } finally {
       await server.close();
     }

@@ -30,12 +30,15 @@ export interface EjectionRun {
   recoveryDir: string;
 }
 
-/** `heartbeatMs`: the server's, which sets how long a regroup waits for a membership change. */
-export async function runWithFault(id: string, fault: string, heartbeatMs?: number, elastic = true): Promise<EjectionRun> {
+/**
+ * `heartbeatMs`: the server's, which sets how long a regroup waits for a membership change.
+ * `hyperparameters`: added to the job's (`verify: true`, say).
+ */
+export async function runWithFault(id: string, fault: string, heartbeatMs?: number, elastic = true, hyperparameters: Record<string, number | boolean | string> = {}): Promise<EjectionRun> {
   const job = {
     id,
     token: `${id}-token`,
-    config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 11, steps: STEPS, elastic }, batchPerPeer: 32, minPeers: 2, startPeers: 3, maxPeers: 3 },
+    config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 11, steps: STEPS, elastic, ...hyperparameters }, batchPerPeer: 32, minPeers: 2, startPeers: 3, maxPeers: 3 },
   };
   const server = await startServer({ jobs: [job], staticDir: null, ...(heartbeatMs ? { heartbeatMs } : {}) });
   const recoveryDir = mkdtempSync(join(tmpdir(), `ringtrain-${id}-`));

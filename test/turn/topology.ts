@@ -4,7 +4,7 @@
  * IP packets. A peer reaches the relay's address (where coturn and the
  * signaling server listen) but no other peer, as two homes behind NATs reach
  * a TURN server but not each other. The test's own namespace gets one more
- * veth pair to the relay, and a route to RELAY_IP, to ask the server's HTTP
+ * veth pair to the relay, and a route to the relay's address, to ask the server's HTTP
  * endpoints and see that coturn answers.
  *
  * A namespace lives as long as its holder process (`unshare -n` then `cat`,
@@ -17,8 +17,10 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** Where coturn and the signaling server listen, on the relay namespace's loopback. */
-export const RELAY_IP = '10.213.100.1';
+/** Where coturn and the signaling server listen, on the relay namespace's loopback; one address per subnet, so test files running at once never add the same route. */
+export function relayIp(subnet: number): string {
+  return `10.213.${100 + subnet}.1`;
+}
 
 export interface Namespace {
   readonly name: string;
@@ -32,6 +34,8 @@ export interface Namespace {
 
 export interface Topology {
   relay: Namespace;
+  /** The relay's address (relayIp(subnet)), reachable from every peer and from the test. */
+  relayIp: string;
   peers: Namespace[];
   /** Ends every holder (the namespaces, and the veth pairs in them, go with them). */
   close(): Promise<void>;
@@ -57,7 +61,8 @@ async function holder(name: string): Promise<{ ns: Namespace; child: ChildProces
 
 /**
  * Makes a relay namespace and `peerCount` peer namespaces. `subnet` (1..9)
- * keeps the addresses of two topologies apart: peer i is 10.213.<subnet*10+i>.1.
+ * keeps the addresses of two topologies apart (test files run in parallel):
+ * peer i is 10.213.<subnet*10+i>.1, the relay relayIp(subnet).
  */
 export async function makeTopology(peerCount: number, subnet = 1): Promise<Topology> {
   const holders: ChildProcess[] = [];
@@ -79,7 +84,8 @@ export async function makeTopology(peerCount: number, subnet = 1): Promise<Topol
     const relay = r.ns;
     // The relay must not forward: that is what keeps the peers apart.
     if ((await relay.exec('cat', ['/proc/sys/net/ipv4/ip_forward'])).trim() !== '0') throw new Error('a new namespace forwards IP packets; this test needs it not to');
-    await relay.exec('ip', ['addr', 'add', `${RELAY_IP}/32`, 'dev', 'lo']);
+    const relayAddress = relayIp(subnet);
+    await relay.exec('ip', ['addr', 'add', `${relayAddress}/32`, 'dev', 'lo']);
     const peers: Namespace[] = [];
     for (let i = 1; i <= peerCount; i++) {
       const p = await holder(`peer${i}`);
@@ -101,8 +107,8 @@ export async function makeTopology(peerCount: number, subnet = 1): Promise<Topol
     await run('ip', ['link', 'set', testEnd, 'up']);
     await relay.exec('ip', ['addr', 'add', `${testNet}.2/24`, 'dev', 'to-test']);
     await relay.exec('ip', ['link', 'set', 'to-test', 'up']);
-    await run('ip', ['route', 'add', `${RELAY_IP}/32`, 'via', `${testNet}.2`]);
-    return { relay, peers, close };
+    await run('ip', ['route', 'add', `${relayAddress}/32`, 'via', `${testNet}.2`]);
+    return { relay, relayIp: relayAddress, peers, close };
   } catch (err) {
     await close();
     throw err;

@@ -1,0 +1,101 @@
+/**
+ * Coordinate-wise robust aggregation: every rank gets, for each element, the
+ * mean, the trimmed mean or the median of the ranks' values (a sum cannot
+ * ignore a wild rank; these can, as long as fewer than half are wild).
+ *
+ * A rule like these needs every rank's value of an element in one place, not
+ * a running sum, so it is not a ring allreduce. Layout: an alltoall sends
+ * chunk c of every rank's vector to rank c (chunks as the ring cuts them),
+ * rank c applies the rule to its chunk's N columns, and an allgather hands
+ * the results round. Each rank sends (N-1)/N of the vector in each phase:
+ * 2(N-1)/N·n floats, as the ring allreduce; but the alltoall talks to every
+ * peer at once rather than to one neighbour, and each rank sorts its chunk's
+ * N values per element (n/N · N log N comparisons).
+ *
+ * Non-finite values sort above every finite one (NaN as +Infinity), so a
+ * rank sending NaN or Infinity is trimmed away, or outvoted by the median;
+ * the mean lets them through (the guard names such a rank before summing).
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { Communicator } from '../comm/interface.ts';
+import { allgather } from './allgather.ts';
+import { alltoall } from './alltoall.ts';
+import { splitEven } from './partition.ts';
+
+export type AggregationRule = 'mean' | 'trimmed-mean' | 'median';
+
+export interface Aggregation {
+  rule: AggregationRule;
+  /** trimmed-mean: the fraction of ranks dropped at EACH end, per element: floor(trim·N) of them. */
+  trim: number;
+}
+
+const FORMS = "'mean', 'trimmed-mean:F' (0 <= F < 0.5: the fraction of ranks dropped at each end, per element) or 'median'";
+
+/** Reads 'mean', 'trimmed-mean:F' or 'median'. */
+export function parseAggregation(spec: string): Aggregation {
+  const [rule, arg, ...more] = spec.trim().split(':');
+  const bad = (why: string) => new RingtrainError(ErrorCode.InvalidArgument, `aggregation '${spec}': ${why}; use ${FORMS}`);
+  if (more.length) throw bad('too many colons');
+  if (rule === 'mean' || rule === 'median') {
+    if (arg !== undefined) throw bad(`${rule} takes no value`);
+    return { rule, trim: 0 };
+  }
+  if (rule === 'trimmed-mean') {
+    const trim = Number(arg);
+    if (arg === undefined || arg === '' || !(trim >= 0 && trim < 0.5)) throw bad('trimmed-mean needs a fraction F with 0 <= F < 0.5, like trimmed-mean:0.25');
+    return { rule, trim };
+  }
+  throw bad(`unknown rule '${rule}'`);
+}
+
+/** Ranks dropped at each end per element for `trim` of `n` ranks (trim < 0.5 always leaves one). */
+export function trimmedCount(trim: number, n: number): number {
+  return Math.floor(trim * n + 1e-9);
+}
+
+const order = (a: number, b: number) => (Number.isNaN(a) ? Infinity : a) - (Number.isNaN(b) ? Infinity : b) || 0;
+
+/**
+ * The rule over columns: `rows` holds n vectors of m values one after the
+ * other; out[i] is the rule applied to rows[0·m+i], …, rows[(n-1)·m+i].
+ */
+export function aggregateColumns(rows: Float32Array, n: number, m: number, a: Aggregation, out: Float32Array): void {
+  const col = new Array<number>(n);
+  const k = a.rule === 'trimmed-mean' ? trimmedCount(a.trim, n) : 0;
+  for (let i = 0; i < m; i++) {
+    if (a.rule === 'mean') {
+      let s = 0;
+      for (let r = 0; r < n; r++) s += rows[r * m + i];
+      out[i] = s / n;
+      continue;
+    }
+    for (let r = 0; r < n; r++) col[r] = rows[r * m + i];
+    col.sort(order);
+    if (a.rule === 'median') {
+      const mid = n >> 1;
+      out[i] = n % 2 ? col[mid] : (col[mid - 1] + col[mid]) / 2;
+    } else {
+      let s = 0;
+      for (let r = k; r < n - k; r++) s += col[r];
+      out[i] = s / (n - 2 * k);
+    }
+  }
+}
+
+/**
+ * Every rank's `data` aggregated element by element by `a` (the same on
+ * every rank, as a new array). `name` must be the same on every rank.
+ */
+export async function robustAllreduce(comm: Communicator, data: Float32Array, a: Aggregation, opts: { name?: string; timeoutMs?: number } = {}): Promise<Float32Array> {
+  if (!(data instanceof Float32Array)) throw new RingtrainError(ErrorCode.InvalidArgument, 'robustAllreduce: the tensor must be a Float32Array');
+  const n = comm.size;
+  const name = opts.name ?? 'robust-allreduce';
+  const chunks = splitEven(data.length, n);
+  const mine = chunks[comm.rank];
+  // Rank c receives chunk c from every rank, in rank order: n rows of mine.count values.
+  const { data: rows } = await alltoall(comm, data, { name: `${name}/scatter`, timeoutMs: opts.timeoutMs, splits: chunks.map((c) => c.count) });
+  const reduced = new Float32Array(mine.count);
+  aggregateColumns(rows, n, mine.count, a, reduced);
+  return allgather(comm, reduced, { name: `${name}/gather`, timeoutMs: opts.timeoutMs });
+}

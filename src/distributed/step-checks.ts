@@ -1,0 +1,133 @@
+/**
+ * What every rank checks around a step's gradient allreduce, in one small
+ * allgather before it and (with verification on) one after it:
+ *
+ * Before summing, each rank publishes [its gradient's norm, a sketch of its
+ * gradient, and with `verify` the per-chunk sketches of the verified
+ * allreduce] (src/collectives/sketch.ts, verified.ts). From these every rank
+ * applies, alike:
+ *  - the norm rule (guard.ts): non-finite or far larger than the others';
+ *  - the direction rules (direction.ts), over each rank's last few steps:
+ *    pulling hard against the others' consensus, or staying far larger than
+ *    the median rank at most of them.
+ * An offender fails the step on every rank before anything is summed.
+ *
+ * After summing (verify), each rank compares what it received with the sum
+ * of the published sketches, the ranks share which chunks they found changed
+ * (one int per chunk), and all of them name the same link, or go on.
+ *
+ * Cost per step on a gradient of n floats: two hashing passes over it on the
+ * CPU (one with verify off), and 4·(1 + 256 + 128·chunks) bytes per rank
+ * gathered (chunks = ring size with verify, else 0).
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { now } from '../core/events.ts';
+import type { Communicator } from '../comm/interface.ts';
+import { allgather } from '../collectives/allgather.ts';
+import { sketch, stepSeed } from '../collectives/sketch.ts';
+import { chunkSketches, ringChunks, suspectLinks, wrongChunks, type RingChunk } from '../collectives/verified.ts';
+import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
+import { judgeNorms, l2Norm, rejectOffences, type GuardOptions } from './guard.ts';
+
+/** Buckets of the sketch the direction rule compares (cosines to about ±1/16). */
+export const DIRECTION_BUCKETS = 256;
+/** Buckets per ring chunk of the verified allreduce. */
+export const VERIFY_BUCKETS = 64;
+
+export interface StepCheckOptions {
+  /** The norm and direction rules; false turns both off. */
+  guard?: (GuardOptions & { direction?: DirectionRuleOptions | false }) | false;
+  /** Verify every gradient allreduce against the published sketches (lossless allreduces only). */
+  verify?: boolean;
+  /** The job's seed: every rank derives the same sketch seed per step from it. */
+  seed: number;
+  /** The fusion threshold (bytes) the optimizer cuts the gradient by: the verifier follows its chunks. */
+  fusionThresholdBytes?: number;
+  timeoutMs?: number;
+}
+
+interface Pending {
+  comm: Communicator;
+  step: number;
+  seed: number;
+  chunks: RingChunk[];
+  published: Float32Array[];
+}
+
+export class StepChecks {
+  private pending: Pending | null = null;
+  private history = new WeakMap<Communicator, DirectionHistory>();
+
+  constructor(private readonly o: StepCheckOptions) {}
+
+  /** Before the allreduce: gathers and judges every rank's contribution; throws naming offenders. */
+  async before(comm: Communicator, local: Float32Array, step: number): Promise<void> {
+    this.pending = null;
+    const guard = this.o.guard ?? {};
+    if (guard === false && !this.o.verify) return;
+    const seed = stepSeed(this.o.seed, step);
+    const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes) : [];
+    const directionBuckets = guard === false ? 0 : DIRECTION_BUCKETS;
+    const mine = new Float32Array(1 + directionBuckets + 2 * VERIFY_BUCKETS * chunks.length);
+    mine[0] = l2Norm(local);
+    if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
+    if (chunks.length) mine.set(chunkSketches(local, chunks, VERIFY_BUCKETS, verifySeed(seed)), 1 + directionBuckets);
+    const gathered = await allgather(comm, mine, { name: 'gradient-sketches', timeoutMs: this.o.timeoutMs });
+    if (gathered.length !== mine.length * comm.size) {
+      throw new RingtrainError(ErrorCode.Mismatch, `the ranks published sketches of different lengths (${gathered.length} numbers from ${comm.size} ranks, ${mine.length} here): their guard or --verify settings differ`);
+    }
+    const block = (r: number, from: number, count: number) => gathered.subarray(r * mine.length + from, r * mine.length + from + count);
+    const ranks = Array.from({ length: comm.size }, (_, r) => r);
+    if (guard !== false) {
+      const norms = Float32Array.from(ranks, (r) => gathered[r * mine.length]);
+      const offences = judgeNorms(comm, norms, step, guard);
+      if (offences.length === 0 && guard.direction !== false) {
+        let history = this.history.get(comm);
+        if (!history) this.history.set(comm, (history = new DirectionHistory(guard.direction)));
+        offences.push(...history.judge(step, ranks.map((r) => block(r, 1, directionBuckets)), norms));
+      }
+      rejectOffences(comm, step, offences, norms);
+    }
+    if (chunks.length) this.pending = { comm, step, seed: verifySeed(seed), chunks, published: ranks.map((r) => block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * chunks.length)) };
+  }
+
+  /**
+   * After the allreduce (verify): `reduced` should be scale × the sum of the
+   * contributions checked before. Throws ERR_PEER_MISBEHAVED naming the link
+   * that changed it, on every rank alike, before the update is applied.
+   */
+  async after(comm: Communicator, reduced: Float32Array, scale: number): Promise<void> {
+    const p = this.pending;
+    this.pending = null;
+    if (!p || p.comm !== comm) return;
+    const wrong = wrongChunks(reduced, p.chunks, p.published, VERIFY_BUCKETS, p.seed, scale);
+    const flags = new Int32Array(p.chunks.length);
+    for (const c of wrong) flags[c] = 1;
+    const all = await allgather(comm, flags, { name: 'verify-verdicts', timeoutMs: this.o.timeoutMs });
+    const wrongAt = Array.from({ length: comm.size }, (_, r) => [...all.subarray(r * flags.length, (r + 1) * flags.length)].flatMap((f, c) => (f ? [c] : [])));
+    if (wrongAt.every((w) => w.length === 0)) return;
+    const links = suspectLinks(wrongAt, p.chunks, comm.size);
+    const seenBy = wrongAt.flatMap((w, r) => (w.length ? [`rank ${r}: chunk${w.length > 1 ? 's' : ''} ${w.join(', ')}`] : [])).join('; ');
+    const where = links.map((l) => `${l.from} → ${l.to}`).join(', ');
+    if (links.length === 1) {
+      const { from, to } = links[0];
+      const reason = `step ${p.step}: its link to rank ${to} changed gradient data in transit (verified allreduce; changed chunks seen by ${seenBy})`;
+      if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
+      throw new RingtrainError(
+        ErrorCode.PeerMisbehaved,
+        `step ${p.step} failed verification: the link rank ${from} → rank ${to} changed the gradients in transit (${seenBy}); the update was not applied. Elastic jobs eject rank ${from} (the sender) and go on; otherwise resume from the recovery checkpoint without it`,
+        { peer: from, culprits: [from], link: [from, to], step: p.step, wrongAt },
+      );
+    }
+    throw new RingtrainError(
+      ErrorCode.Aborted,
+      `step ${p.step} failed verification: the summed gradients changed in transit (${seenBy}), on one of the links ${where}; the update was not applied and no single link explains it`,
+      { step: p.step, wrongAt, links: links.map((l) => [l.from, l.to]) },
+    );
+  }
+}
+
+/** The verifier's sketch is drawn apart from the direction rule's. */
+function verifySeed(seed: number): number {
+  return (seed ^ 0xa5a5a5a5) >>> 0;
+}

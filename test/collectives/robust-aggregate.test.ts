@@ -1,0 +1,111 @@
+/**
+ * Coordinate-wise robust aggregation (src/collectives/robust-aggregate.ts)
+ * over memory links against an f64 CPU oracle: sizes 1-5 × lengths, every
+ * rule; a wild rank is ignored by the median and the trimmed mean, also
+ * through DistributedOptimizer (stand-in model: the optimizer's path is tested).
+ */
+import { describe, expect, it } from 'vitest';
+import { createMemoryRing } from '../../src/comm/rings.ts';
+import { aggregateColumns, parseAggregation, robustAllreduce, trimmedCount, type Aggregation } from '../../src/collectives/robust-aggregate.ts';
+import { mulberry32 } from '../../src/core/random.ts';
+import { DistributedOptimizer } from '../../src/distributed/optimizer.ts';
+import type { Model } from '../../src/engine/model.ts';
+import type { Optimizer } from '../../src/engine/optimizer.ts';
+
+/** The oracle: per element, sort the ranks' values (NaN last) and apply the rule in f64. */
+function oracle(inputs: Float32Array[], a: Aggregation): Float32Array {
+  const n = inputs.length;
+  const m = inputs[0].length;
+  const k = a.rule === 'trimmed-mean' ? Math.floor(a.trim * n + 1e-9) : 0;
+  return Float32Array.from({ length: m }, (_, i) => {
+    const col = inputs.map((x) => x[i]);
+    if (a.rule === 'mean') return col.reduce((s, v) => s + v, 0) / n;
+    const key = (v: number) => (Number.isNaN(v) ? Infinity : v);
+    col.sort((x, y) => key(x) - key(y));
+    if (a.rule === 'median') return n % 2 ? col[(n - 1) / 2] : (col[n / 2 - 1] + col[n / 2]) / 2;
+    const kept = col.slice(k, n - k);
+    return kept.reduce((s, v) => s + v, 0) / kept.length;
+  });
+}
+
+const RULES: Aggregation[] = [parseAggregation('mean'), parseAggregation('median'), parseAggregation('trimmed-mean:0.25'), parseAggregation('trimmed-mean:0.34')];
+
+function inputs(size: number, n: number, seed: number): Float32Array[] {
+  const r = mulberry32(seed);
+  return Array.from({ length: size }, () => Float32Array.from({ length: n }, () => (r() - 0.5) * 10 ** Math.floor(r() * 6 - 3)));
+}
+
+describe('robustAllreduce matches the CPU oracle', () => {
+  for (const size of [1, 2, 3, 4, 5]) {
+    it(`${size} rank(s), lengths 0, 7, 1000, 10000, every rule: the same answer on every rank, equal to the oracle`, async () => {
+      for (const n of [0, 7, 1000, 10000]) {
+        for (const a of RULES) {
+          if (a.rule === 'trimmed-mean' && 2 * trimmedCount(a.trim, size) >= size) continue;
+          const comms = createMemoryRing(size);
+          const data = inputs(size, n, size * 100 + n);
+          const out = await Promise.all(comms.map((c, r) => robustAllreduce(c, data[r], a, { name: 'g' })));
+          const want = oracle(data, a);
+          for (const [r, o] of out.entries()) expect(Array.from(o), `rank ${r}, n ${n}, ${a.rule}:${a.trim}`).toEqual(Array.from(want));
+          comms.forEach((c) => c.close());
+        }
+      }
+    });
+  }
+});
+
+describe('robust rules ignore a wild rank', () => {
+  it('median and trimmed mean of 4 ranks where one sends -20x, NaN or 1e30 stay within the honest values; the mean does not', () => {
+    const honest = [[1, 2], [1.5, 2.5], [0.5, 3]];
+    for (const wild of [[-20, -50], [NaN, NaN], [1e30, -1e30]]) {
+      const rows = Float32Array.from([...honest.flat(), ...wild]);
+      const out = new Float32Array(2);
+      for (const spec of ['median', 'trimmed-mean:0.25']) {
+        aggregateColumns(rows, 4, 2, parseAggregation(spec), out);
+        expect(out[0], `${spec} with ${wild}`).toBeGreaterThanOrEqual(0.5);
+        expect(out[0]).toBeLessThanOrEqual(1.5);
+        expect(out[1]).toBeGreaterThanOrEqual(2);
+        expect(out[1]).toBeLessThanOrEqual(3);
+      }
+      aggregateColumns(rows, 4, 2, parseAggregation('mean'), out);
+      expect(out[0] >= 0.5 && out[0] <= 1.5).toBe(false);
+    }
+  });
+
+  it('refuses malformed rules (F < 0.5 always leaves a rank: 2·floor(F·N) < N)', () => {
+    for (const bad of ['avg', 'median:1', 'trimmed-mean', 'trimmed-mean:0.5', 'trimmed-mean:-1', 'mean:x:y']) expect(() => parseAggregation(bad)).toThrow(/aggregation/);
+    expect(parseAggregation('trimmed-mean:0.25')).toEqual({ rule: 'trimmed-mean', trim: 0.25 });
+    expect([1, 2, 3, 4, 8].map((n) => trimmedCount(0.25, n))).toEqual([0, 0, 0, 1, 2]);
+  });
+});
+
+describe('DistributedOptimizer with a robust aggregation', () => {
+  /** A stand-in model whose gradients are given and whose written gradients are kept (the optimizer's own logic is what is tested). */
+  function stubModel(grads: Float32Array) {
+    const written: Float32Array[] = [];
+    const model = { layout: [{ name: 'w', shape: [grads.length], offset: 0, length: grads.length }], readGrads: async () => grads.slice(), writeGrads: (g: Float32Array) => void written.push(g.slice()) };
+    return { model: model as unknown as Model, written };
+  }
+  const inner = { step: () => {} } as unknown as Optimizer;
+
+  it('median: a rank sending -20× gradients does not move the applied gradient outside the honest ones; mean: it does', async () => {
+    const honest = [Float32Array.from([1, 2, 3]), Float32Array.from([1.2, 1.8, 3.3])];
+    const wild = Float32Array.from([-20, -40, -60]);
+    for (const [spec, robust] of [['median', true], ['mean', false]] as const) {
+      const comms = createMemoryRing(3);
+      const stubs = [...honest, wild].map(stubModel);
+      const opts = comms.map((c, r) => new DistributedOptimizer(c, stubs[r].model, inner, { aggregation: parseAggregation(spec) }));
+      await Promise.all(opts.map((o) => o.step(0.1)));
+      for (const s of stubs) {
+        const g = s.written[0];
+        for (let i = 0; i < 3; i++) expect(g[i] >= Math.min(honest[0][i], honest[1][i]) && g[i] <= Math.max(honest[0][i], honest[1][i]), `${spec} element ${i}: ${g[i]}`).toBe(robust);
+      }
+      comms.forEach((c) => c.close());
+    }
+  });
+
+  it('refuses a robust rule with lossy compression', () => {
+    const comms = createMemoryRing(1);
+    expect(() => new DistributedOptimizer(comms[0], stubModel(new Float32Array(2)).model, inner, { aggregation: parseAggregation('median'), compression: 'fp16' })).toThrow(/does not combine with fp16/);
+    comms.forEach((c) => c.close());
+  });
+});

@@ -1,0 +1,49 @@
+/**
+ * Issue 14 on real processes (real server, real Deno workers, real WebRTC
+ * inside scripts/in-netns.sh), 3-peer elastic MLP jobs:
+ *  - with the verified allreduce on (`verify: true`), a worker whose link to
+ *    its right neighbour flips bits in transit (--fault flip-bits) is named by
+ *    its link and ejected; the others finish;
+ *  - with the default guard, a worker sending sign-flipped ×20 gradients
+ *    (--fault scale:-20), whose norm alone is within honest small-batch
+ *    spikes, is named by the direction rule and ejected.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { requireNetns } from '../support/workers.ts';
+import { cleanUpRuns, FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './eject.ts';
+
+afterAll(() => cleanUpRuns());
+
+describe('faults only sketches see', () => {
+  // Within: steps after FAULT_STEP by which the ring of 3 is gone. Accuracy: the flipped bits never reach
+  // an update (each step is verified before it is applied); the flipped ×20 steps before the rank is named
+  // are applied (bounded harm: measured 60.8%, 72.9%, 75.9% and 78.8% after it (which shard is flipped and when it is
+  // named vary with the rank it draws), vs 80.3% when the bad steps never land, and 8% then
+  // a crash without the rule, issue 14).
+  // Steps: flip-bits needs few (no bad step lands: 76.7%, 77.2% after 16); the flipped ×20 steps that land need the
+  // job's 30 to be trained away (20.0% after 16).
+  for (const [fault, hyper, says, within, accuracy, steps] of [
+    ['flip-bits', { verify: true }, /its link to rank \d changed gradient data in transit/, 2, 0.7, 16],
+    ['scale:-20', {}, /pulls against the others|stays far larger than the others/, 8, 0.4, STEPS],
+  ] as const) {
+    it(`--fault ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
+      requireNetns();
+      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`sketch-${fault.replace(/[^a-z0-9]/g, '')}`, fault, undefined, true, { ...hyper, steps });
+      const bad = faulty.rank!;
+      for (const [i, w] of honest.entries()) {
+        expect(honestCodes[i], w.stderr).toBe(0);
+        expect(w.result).toMatchObject({ steps, size: 2, stopped_by: null });
+        const named = w.events.filter((e) => e.event === 'peer-misbehaved');
+        expect(named[0], w.stderr).toMatchObject({ peer: bad });
+        expect(String(named[0].reason)).toMatch(says);
+        expect(w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'), w.stderr).toMatchObject({ rank: bad, name: 'faulty' });
+        // Named within a few steps of starting (the direction rules weigh several steps: docs/ROBUSTNESS.md).
+        expect(lastStepAtSize(w, 3)).toBeLessThanOrEqual(FAULT_STEP + within);
+        expect(w.result!.test_accuracy).toBeGreaterThan(accuracy);
+        console.log(`${fault}: rank ${bad} named at step ${lastStepAtSize(w, 3)}: ${String(named[0].reason)}; final accuracy ${w.result!.test_accuracy}`);
+      }
+      expect(faultyCode, faulty.stderr).not.toBe(0);
+      expect(faulty.stderr).toMatch(/ejected from the job/);
+    }, 200_000);
+  }
+});
