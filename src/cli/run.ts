@@ -6,89 +6,39 @@
  *
  * Workers report through JSON lines on stdout (`ringtrain worker --events`);
  * the launcher never looks inside the ring, it only listens.
+ *
+ * Beside it: run-options.node.ts (its options and the job spec),
+ * run-workers.node.ts (the worker processes), run-summary.node.ts (the result).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import process from 'node:process';
-import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { forEachLine } from '../core/lines.node.ts';
 import { batchCount } from '../data/batches.ts';
 import { MNIST_TRAIN } from '../data/mnist.ts';
 import { WORD_COUNT, WORD_VALIDATION_COUNT } from '../data/words.ts';
 import { FINISHED } from '../distributed/session.ts';
 import { stallReporter } from '../distributed/stall.ts';
-import { mergeTraces, type TraceEvent } from '../distributed/timeline.ts';
-import type { JobSpec } from '../signaling/protocol.ts';
-import { startServer, type RunningServer } from '../../server/index.ts';
+import { startServer } from '../../server/index.ts';
 import { untilSignal } from '../../server/serve.ts';
-import { cliCommand, decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
-import { jobModelFields, type ModelChoice, useModelOption } from './model-option.ts';
-import { TOKEN_ENV, readTlsFiles } from './secrets.node.ts';
+import { decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
+import { useModelOption } from './model-option.ts';
+import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
-import { type Recipe, withRecipe } from './recipes.ts';
 import { commandStatus } from './status.ts';
-import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
-import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered, type ScaledWorker } from './discovery.node.ts';
-import { addWanOptions, parseWanOptions, wanHyperparameters, type WanOptions } from './wan-options.ts';
-import { addShareOptions, parseShareOptions, shareHyperparameters, type ShareOptions } from './share-options.ts';
+import { addTrainOptions, parseTrainOptions } from './train-options.ts';
+import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
+import { addWanOptions, parseWanOptions } from './wan-options.ts';
+import { addShareOptions, parseShareOptions } from './share-options.ts';
+import { elasticOptions, intOption, jobSpecFor, type RunOptions, runRecipe } from './run-options.node.ts';
+import { startWorker, type WorkerState } from './run-workers.node.ts';
+import { evaluationText, reportRun } from './run-summary.node.ts';
 
-interface RunOptions extends TrainOptions {
-  np: number;
-  timeline?: string;
-  port: number;
-  host: string;
-  servePage: boolean;
-  extraPeers: number;
-  fp16: boolean;
-  elastic: boolean;
-  /** Elastic: the ring goes on while it has at least this many peers (Horovod's --min-np). */
-  minNp?: number;
-  /** Elastic: at most this many peers (Horovod's --max-np); default np + extra peers. */
-  maxNp?: number;
-  /** Elastic: seconds the ring trains on without its signaling server before it stops. */
-  serverWait?: number;
-  /** Elastic: a host-discovery script polled every `discoverIntervalMs` (discovery.node.ts). */
-  discover?: string;
-  discoverIntervalMs?: number;
-  scaleLr: boolean;
-  lrSchedule: 'constant' | 'cosine';
-  warmupSteps: number;
-  /** From the model's recipe (recipes.ts): the words are drawn with replacement, the warm-up starts from zero. */
-  sampling: 'epochs' | 'replacement';
-  warmupFrom: 'base' | 'zero';
-  backwardPasses: number;
-  tls?: ReturnType<typeof readTlsFiles>;
-  ice?: ReturnType<typeof iceFromFlags>;
-  /** --compression and local SGD (absent: as --fp16 says). */
-  wan?: WanOptions;
-  /** --global-batch and --balance (share-options.ts). */
-  shares?: ShareOptions;
-}
+// The option tests read these from here, where the command is.
+export { jobSpecFor, runRecipe };
 
 /** Heartbeats (5 s) a local worker may miss before the server drops it: a minute. */
 const RUN_MISSED_HEARTBEATS = 12;
-
-interface WorkerState extends ScaledWorker {
-  index: number;
-  child: ChildProcess;
-  rank?: number;
-  result?: Record<string, unknown>;
-  stderrTail: string[];
-  exit?: Promise<number>;
-}
-
-function intOption(raw: unknown, flag: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const v = Number(raw);
-  if (!Number.isInteger(v) || v < min || v > max) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}.`);
-  }
-  return v;
-}
 
 export function runCommand(): Command {
   const cmd = new Command('run').description('start a signaling server and N local workers, and train together (like horovodrun -np N)');
@@ -145,110 +95,6 @@ export function runCommand(): Command {
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
-}
-
-/**
- * The model's recipe (recipes.ts) for every option left at its default, as
- * `train` applies it, with its batch split over the peers: the transformer's
- * 256 words per step become 256 / N per peer (rounded; --batch sets it).
- */
-export function runRecipe(cmd: Command, given: Record<string, unknown>): { raw: Record<string, unknown>; recipe: Recipe | undefined } {
-  const { raw, recipe } = withRecipe(cmd, given);
-  if (!recipe) return { raw, recipe };
-  const np = intOption(given.np, '-np', 1, 64);
-  const defaulted = (key: string) => [undefined, 'default'].includes(cmd.getOptionValueSource(key));
-  if (defaulted('batch')) raw.batch = String(Math.max(1, Math.round(Number(raw.batch) / np)));
-  if (defaulted('warmupSteps')) raw.warmupSteps = String(recipe.warmupSteps);
-  return { raw, recipe };
-}
-
-/** --min-np, --max-np and --server-wait: checked against -np, and only with --elastic. */
-function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, 'minNp' | 'maxNp' | 'serverWait'> {
-  const given = (['minNp', 'maxNp', 'serverWait'] as const).filter((k) => raw[k] !== undefined);
-  if (!raw.elastic) {
-    if (given.length > 0) throw new RingtrainError(ErrorCode.InvalidArgument, `--${given[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} only applies to an elastic run; add --elastic or drop it.`);
-    return {};
-  }
-  const np = intOption(raw.np, '-np', 1, 64);
-  const extra = intOption(raw.extraPeers ?? 0, '--extra-peers', 0, 1000);
-  const minNp = raw.minNp === undefined ? 1 : intOption(raw.minNp, '--min-np', 1, np);
-  const maxNp = raw.maxNp === undefined ? np + extra : intOption(raw.maxNp, '--max-np', np, 1024);
-  const serverWait = raw.serverWait === undefined ? undefined : intOption(raw.serverWait, '--server-wait', 0, 86_400);
-  return { minNp, maxNp, serverWait };
-}
-
-export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
-  const hyperparameters: Record<string, number | string | boolean> = {
-    lr: o.lr,
-    momentum: o.momentum,
-    weightDecay: o.weightDecay,
-    seed: o.seed,
-    epochs: o.epochs,
-    compression: o.fp16 ? 'fp16' : 'none',
-    elastic: o.elastic,
-    scaleLr: o.scaleLr,
-    lrSchedule: o.lrSchedule,
-    warmupSteps: o.warmupSteps,
-    warmupFrom: o.warmupFrom,
-    sampling: o.sampling,
-    backwardPassesPerStep: o.backwardPasses,
-  };
-  if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
-  if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
-  if (o.steps !== undefined) hyperparameters.steps = o.steps;
-  if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
-  if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
-  // An elastic job waits once for all -np workers (so an unbroken run is the same as a fixed one),
-  // then goes on with as few as --min-np: a survivor of a crash carries the run to its end.
-  const peers = o.elastic
-    ? { minPeers: o.minNp ?? 1, maxPeers: o.maxNp ?? o.np + o.extraPeers, startPeers: o.np }
-    : { minPeers: o.np, maxPeers: o.np + o.extraPeers };
-  Object.assign(hyperparameters, jobModelFields(model));
-  return {
-    id: `run-${randomUUID().slice(0, 8)}`,
-    token: randomUUID().replaceAll('-', ''),
-    // A model file travels as an absolute path: workers may start elsewhere.
-    config: { model: model.identity ? resolve(o.model) : o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, ...peers },
-  };
-}
-
-function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunOptions, runtime: 'node' | 'deno', onLine: (w: WorkerState, msg: Record<string, unknown>) => void): WorkerState {
-  const [exe, ...pre] = cliCommand(runtime);
-  // The token goes by environment, never argv (which `ps` shows to everyone).
-  const args = [...pre, 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events', '--runtime', runtime];
-  if (o.save) args.push('--save', o.save);
-  if (o.resume) args.push('--resume', o.resume);
-  if (o.overwrite) args.push('--overwrite');
-  if (o.timeline) args.push('--timeline', `${o.timeline}.part${index}`);
-  if (o.data) args.push('--data', o.data);
-  const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: job.token };
-  // A self-signed certificate is its own authority: the workers trust it (Node and Deno read these).
-  if (o.tls) Object.assign(env, { NODE_EXTRA_CA_CERTS: o.tls.certPath, DENO_CERT: o.tls.certPath });
-  const child = spawn(exe, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
-  const w: WorkerState = { index, child, stderrTail: [], exited: false, training: false };
-  forEachLine(child.stdout!, (line) => {
-    if (!line.startsWith('{')) return;
-    try {
-      onLine(w, JSON.parse(line));
-    } catch {
-      // not one of ours
-    }
-  });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    for (const line of chunk.split('\n')) if (line.trim() && !line.includes('XDG_RUNTIME_DIR')) w.stderrTail.push(line);
-    if (w.stderrTail.length > 40) w.stderrTail.splice(0, w.stderrTail.length - 40);
-  });
-  w.exit = new Promise<number>((resolve) => {
-    child.on('error', (err) => {
-      w.stderrTail.push(`cannot start ${exe}: ${err.message}`);
-      resolve(127);
-    });
-    child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
-  }).then((code) => {
-    w.exited = true;
-    return code;
-  });
-  return w;
 }
 
 async function launch(o: RunOptions): Promise<number> {
@@ -372,80 +218,5 @@ async function launch(o: RunOptions): Promise<number> {
     await untilSignal();
   }
   await server.close();
-
-  const results = workers.map((w) => w.result).filter((r): r is Record<string, unknown> => !!r);
-  const rank0 = results.find((r) => r.rank === 0) ?? results[0];
-  if (o.timeline) writeTimeline(o.timeline, workers.length);
-
-  // Elastic: workers that died are expected losses as long as the ring that remained finished.
-  const ended = o.elastic && rank0 && !rank0.stopped_by ? workers.filter((w, i) => codes[i] !== 0 && !w.result) : [];
-  const retired = ended.filter((w) => w.retired);
-  const lost = ended.filter((w) => !w.retired);
-  const failed = workers.filter((w, i) => codes[i] !== 0 && !ended.includes(w) && !(w.retired && !w.training));
-  for (const w of lost) await printLine(`ringtrain: worker ${w.index} left the run early (exit ${codes[w.index]}); the others finished without it`, stderr);
-  if (failed.length > 0 || !rank0) {
-    for (const w of failed) {
-      const why = w.result?.stopped_by as { message?: string } | undefined;
-      await printLine(`ringtrain: worker ${w.index}${w.rank !== undefined ? ` (rank ${w.rank})` : ''} exited with ${codes[w.index]}${why?.message ? `: ${why.message}` : ''}`, stderr);
-      if (!w.result) for (const l of w.stderrTail.slice(-8)) await printLine(`  | ${l}`, stderr);
-    }
-    if (recovery && existsSync(recovery.path)) {
-      await printLine(`ringtrain: the last completed step (${recovery.step}) is saved in ${recovery.path}; resume with: ringtrain run -np ${o.np} --resume ${recovery.path} …`, stderr);
-    } else if (results.some((r) => r.stopped_by)) {
-      const why = results.find((r) => r.no_recovery)?.no_recovery;
-      await printLine(`ringtrain: no recovery checkpoint was written${why ? `: ${why}` : ''}`, stderr);
-    }
-  }
-  if (rank0) {
-    const summary = {
-      test_accuracy: rank0.test_accuracy,
-      // The words workload's metric: nats per character over the validation words (test_loss for the others).
-      val_loss: rank0.test_loss,
-      steps: rank0.steps,
-      size: rank0.size,
-      samples_per_s: rank0.samples_per_s,
-      tokens_per_s: rank0.tokens_per_s,
-      allreduce_bytes: results.reduce((s, r) => s + Number(r.allreduce_bytes ?? 0), 0),
-      train_seconds: rank0.train_seconds,
-      runtime,
-      adapter: rank0.adapter,
-      gpu_waits: rank0.gpu_waits ?? null,
-      model: o.model,
-      optimizer: o.optimizer,
-      batch_per_peer: o.batch,
-      global_batch: o.shares?.globalBatch ?? o.np * o.batch,
-      fp16: o.fp16,
-      ok: failed.length === 0,
-      lost_workers: lost.map((w) => w.index),
-      retired_workers: retired.map((w) => w.index),
-      workers_started: workers.length,
-      stopped_by: results.find((r) => r.stopped_by)?.stopped_by ?? null,
-      timeline: o.timeline ?? null,
-      saved: o.save ?? null,
-    };
-    if (o.json) await printLine(JSON.stringify(summary));
-    else {
-      // A run that stopped early may have no evaluation: say so rather than print 0%.
-      const accuracy = typeof summary.test_accuracy === 'number' ? evaluationText(o.model, summary.test_accuracy, Number(summary.val_loss)) : 'not evaluated';
-      await say(`${summary.ok ? 'done' : 'stopped'}: ${summary.steps} steps on ${summary.size} peers, ${accuracy}, ${Math.round(Number(summary.samples_per_s))} samples/s`);
-    }
-  }
-  return failed.length === 0 && rank0 ? 0 : 1;
-}
-
-/** An evaluation in words: a classifier's accuracy; the transformer's validation loss and perplexity (what the page shows too). */
-function evaluationText(model: string, accuracy: number, loss: number): string {
-  if (model !== 'transformer') return `test accuracy ${(accuracy * 100).toFixed(2)}%`;
-  return `validation loss ${loss.toFixed(4)} nats/char (perplexity ${Math.exp(loss).toFixed(2)})`;
-}
-
-function writeTimeline(path: string, parts: number): void {
-  const traces: TraceEvent[][] = [];
-  for (let i = 0; i < parts; i++) {
-    const part = `${path}.part${i}`;
-    if (!existsSync(part)) continue;
-    traces.push(JSON.parse(readFileSync(part, 'utf8')) as TraceEvent[]);
-    rmSync(part);
-  }
-  writeFileSync(path, JSON.stringify(mergeTraces(traces)));
+  return reportRun({ o, workers, codes, recovery, runtime, say });
 }

@@ -67,11 +67,20 @@ async function train(opts: TrainCommandOptions): Promise<void> {
   const bars = useBar ? new MultiBar({ stream: stderr, format: '{bar} {value}/{total} steps | epoch {epoch} | loss {loss} | {rate} samples/s', hideCursor: true, clearOnComplete: true }, Presets.shades_classic) : undefined;
   const bar = bars?.create(totalSteps, resume?.step ?? 0, { epoch: 1, loss: '-', rate: '-' });
   let epochLoss = 0, epochSteps = 0;
+  // Without a bar (a log, a pipe, --json), about ten progress lines per run instead, as `run` prints:
+  // a long run (the transformer's 1,000 steps on a CPU adapter) shows its loss curve and pace as it goes.
+  const progressEvery = Math.max(1, Math.ceil(totalSteps / 10));
+  let lastProgressLine = resume?.step ?? 0;
+  const started = Date.now();
   bus.on((e) => {
     if (e.type === 'train-step') {
       epochLoss += e.loss;
       epochSteps++;
       bar?.update(e.step, { epoch: e.epoch + 1, loss: e.loss.toFixed(4), rate: Math.round(e.samplesPerS) });
+      if (!bar && e.step >= lastProgressLine + progressEvery) {
+        lastProgressLine = e.step - (e.step % progressEvery);
+        void say(`step ${e.step}/${totalSteps}, loss ${e.loss.toFixed(4)}, ${Math.round(e.samplesPerS)} samples/s, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      }
     } else if (e.type === 'evaluate') {
       const line = `epoch ${e.epoch + 1}: step ${e.step}, train loss ${(epochLoss / Math.max(1, epochSteps)).toFixed(4)}, test accuracy ${percent(e.testAccuracy)}, test loss ${e.testLoss?.toFixed(4)}`;
       epochLoss = 0;

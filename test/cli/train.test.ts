@@ -89,6 +89,9 @@ describe('ringtrain train', () => {
   it('re-executes itself under Deno with --runtime deno', SLOW, async () => {
     const r = await ringtrain(['train', '--model', 'mlp', '--steps', '30', '--batch', '32', '--json', '--runtime', 'deno']);
     expectResult(resultLine(r), 'deno', 30);
+    // No terminal, no bar: ten progress lines on stderr (every 3 of the 30 steps), the JSON line alone on stdout.
+    const progress = r.stderr.split('\n').filter((l) => /^step \d+\/30, loss \d+\.\d{4}, \d+ samples\/s, \d+\.\d s$/.test(l));
+    expect(progress.map((l) => Number(l.split(/[ /]/)[1])), r.stderr).toEqual([3, 6, 9, 12, 15, 18, 21, 24, 27, 30]);
   });
 
   it('a run saved at step 20 and resumed to step 40 ends where an uninterrupted run ends', SLOW, async () => {

@@ -1,0 +1,124 @@
+/**
+ * `ringtrain run`'s own options, beyond those of `train`: their parsed form,
+ * the model's recipe with its batch split over the peers, the elastic limits,
+ * and the job the launcher's server hosts. Functions of the options alone, so
+ * the option tests need no server and no worker.
+ */
+import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import type { JobSpec } from '../signaling/protocol.ts';
+import { jobModelFields, type ModelChoice } from './model-option.ts';
+import type { readTlsFiles } from './secrets.node.ts';
+import type { iceFromFlags } from './ice-flags.node.ts';
+import { type Recipe, withRecipe } from './recipes.ts';
+import type { TrainOptions } from './train-options.ts';
+import { wanHyperparameters, type WanOptions } from './wan-options.ts';
+import { shareHyperparameters, type ShareOptions } from './share-options.ts';
+
+export interface RunOptions extends TrainOptions {
+  np: number;
+  timeline?: string;
+  port: number;
+  host: string;
+  servePage: boolean;
+  extraPeers: number;
+  fp16: boolean;
+  elastic: boolean;
+  /** Elastic: the ring goes on while it has at least this many peers (Horovod's --min-np). */
+  minNp?: number;
+  /** Elastic: at most this many peers (Horovod's --max-np); default np + extra peers. */
+  maxNp?: number;
+  /** Elastic: seconds the ring trains on without its signaling server before it stops. */
+  serverWait?: number;
+  /** Elastic: a host-discovery script polled every `discoverIntervalMs` (discovery.node.ts). */
+  discover?: string;
+  discoverIntervalMs?: number;
+  scaleLr: boolean;
+  lrSchedule: 'constant' | 'cosine';
+  warmupSteps: number;
+  /** From the model's recipe (recipes.ts): the words are drawn with replacement, the warm-up starts from zero. */
+  sampling: 'epochs' | 'replacement';
+  warmupFrom: 'base' | 'zero';
+  backwardPasses: number;
+  tls?: ReturnType<typeof readTlsFiles>;
+  ice?: ReturnType<typeof iceFromFlags>;
+  /** --compression and local SGD (absent: as --fp16 says). */
+  wan?: WanOptions;
+  /** --global-batch and --balance (share-options.ts). */
+  shares?: ShareOptions;
+}
+
+export function intOption(raw: unknown, flag: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}.`);
+  }
+  return v;
+}
+
+/**
+ * The model's recipe (recipes.ts) for every option left at its default, as
+ * `train` applies it, with its batch split over the peers: the transformer's
+ * 256 words per step become 256 / N per peer (rounded; --batch sets it).
+ */
+export function runRecipe(cmd: Command, given: Record<string, unknown>): { raw: Record<string, unknown>; recipe: Recipe | undefined } {
+  const { raw, recipe } = withRecipe(cmd, given);
+  if (!recipe) return { raw, recipe };
+  const np = intOption(given.np, '-np', 1, 64);
+  const defaulted = (key: string) => [undefined, 'default'].includes(cmd.getOptionValueSource(key));
+  if (defaulted('batch')) raw.batch = String(Math.max(1, Math.round(Number(raw.batch) / np)));
+  if (defaulted('warmupSteps')) raw.warmupSteps = String(recipe.warmupSteps);
+  return { raw, recipe };
+}
+
+/** --min-np, --max-np and --server-wait: checked against -np, and only with --elastic. */
+export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, 'minNp' | 'maxNp' | 'serverWait'> {
+  const given = (['minNp', 'maxNp', 'serverWait'] as const).filter((k) => raw[k] !== undefined);
+  if (!raw.elastic) {
+    if (given.length > 0) throw new RingtrainError(ErrorCode.InvalidArgument, `--${given[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} only applies to an elastic run; add --elastic or drop it.`);
+    return {};
+  }
+  const np = intOption(raw.np, '-np', 1, 64);
+  const extra = intOption(raw.extraPeers ?? 0, '--extra-peers', 0, 1000);
+  const minNp = raw.minNp === undefined ? 1 : intOption(raw.minNp, '--min-np', 1, np);
+  const maxNp = raw.maxNp === undefined ? np + extra : intOption(raw.maxNp, '--max-np', np, 1024);
+  const serverWait = raw.serverWait === undefined ? undefined : intOption(raw.serverWait, '--server-wait', 0, 86_400);
+  return { minNp, maxNp, serverWait };
+}
+
+export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
+  const hyperparameters: Record<string, number | string | boolean> = {
+    lr: o.lr,
+    momentum: o.momentum,
+    weightDecay: o.weightDecay,
+    seed: o.seed,
+    epochs: o.epochs,
+    compression: o.fp16 ? 'fp16' : 'none',
+    elastic: o.elastic,
+    scaleLr: o.scaleLr,
+    lrSchedule: o.lrSchedule,
+    warmupSteps: o.warmupSteps,
+    warmupFrom: o.warmupFrom,
+    sampling: o.sampling,
+    backwardPassesPerStep: o.backwardPasses,
+  };
+  if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
+  if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
+  if (o.steps !== undefined) hyperparameters.steps = o.steps;
+  if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
+  if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
+  // An elastic job waits once for all -np workers (so an unbroken run is the same as a fixed one),
+  // then goes on with as few as --min-np: a survivor of a crash carries the run to its end.
+  const peers = o.elastic
+    ? { minPeers: o.minNp ?? 1, maxPeers: o.maxNp ?? o.np + o.extraPeers, startPeers: o.np }
+    : { minPeers: o.np, maxPeers: o.np + o.extraPeers };
+  Object.assign(hyperparameters, jobModelFields(model));
+  return {
+    id: `run-${randomUUID().slice(0, 8)}`,
+    token: randomUUID().replaceAll('-', ''),
+    // A model file travels as an absolute path: workers may start elsewhere.
+    config: { model: model.identity ? resolve(o.model) : o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, ...peers },
+  };
+}

@@ -1,0 +1,87 @@
+/**
+ * What `ringtrain run` says when its workers have exited: which workers failed
+ * or left and why, where a recovery checkpoint is, and rank 0's result as one
+ * summary (a JSON line with --json). Its return value is the exit code.
+ */
+import { existsSync } from 'node:fs';
+import { printLine, stderr } from './host.node.ts';
+import type { RunOptions } from './run-options.node.ts';
+import { type WorkerState, writeTimeline } from './run-workers.node.ts';
+
+export interface RunEnd {
+  o: RunOptions;
+  workers: WorkerState[];
+  /** Each worker's exit code, by index. */
+  codes: number[];
+  /** The newest recovery checkpoint a worker reported. */
+  recovery: { step: number; path: string } | undefined;
+  runtime: 'node' | 'deno';
+  say: (line: string) => Promise<void>;
+}
+
+export async function reportRun({ o, workers, codes, recovery, runtime, say }: RunEnd): Promise<number> {
+  const results = workers.map((w) => w.result).filter((r): r is Record<string, unknown> => !!r);
+  const rank0 = results.find((r) => r.rank === 0) ?? results[0];
+  if (o.timeline) writeTimeline(o.timeline, workers.length);
+
+  // Elastic: workers that died are expected losses as long as the ring that remained finished.
+  const ended = o.elastic && rank0 && !rank0.stopped_by ? workers.filter((w, i) => codes[i] !== 0 && !w.result) : [];
+  const retired = ended.filter((w) => w.retired);
+  const lost = ended.filter((w) => !w.retired);
+  const failed = workers.filter((w, i) => codes[i] !== 0 && !ended.includes(w) && !(w.retired && !w.training));
+  for (const w of lost) await printLine(`ringtrain: worker ${w.index} left the run early (exit ${codes[w.index]}); the others finished without it`, stderr);
+  if (failed.length > 0 || !rank0) {
+    for (const w of failed) {
+      const why = w.result?.stopped_by as { message?: string } | undefined;
+      await printLine(`ringtrain: worker ${w.index}${w.rank !== undefined ? ` (rank ${w.rank})` : ''} exited with ${codes[w.index]}${why?.message ? `: ${why.message}` : ''}`, stderr);
+      if (!w.result) for (const l of w.stderrTail.slice(-8)) await printLine(`  | ${l}`, stderr);
+    }
+    if (recovery && existsSync(recovery.path)) {
+      await printLine(`ringtrain: the last completed step (${recovery.step}) is saved in ${recovery.path}; resume with: ringtrain run -np ${o.np} --resume ${recovery.path} …`, stderr);
+    } else if (results.some((r) => r.stopped_by)) {
+      const why = results.find((r) => r.no_recovery)?.no_recovery;
+      await printLine(`ringtrain: no recovery checkpoint was written${why ? `: ${why}` : ''}`, stderr);
+    }
+  }
+  if (rank0) {
+    const summary = {
+      test_accuracy: rank0.test_accuracy,
+      // The words workload's metric: nats per character over the validation words (test_loss for the others).
+      val_loss: rank0.test_loss,
+      steps: rank0.steps,
+      size: rank0.size,
+      samples_per_s: rank0.samples_per_s,
+      tokens_per_s: rank0.tokens_per_s,
+      allreduce_bytes: results.reduce((s, r) => s + Number(r.allreduce_bytes ?? 0), 0),
+      train_seconds: rank0.train_seconds,
+      runtime,
+      adapter: rank0.adapter,
+      gpu_waits: rank0.gpu_waits ?? null,
+      model: o.model,
+      optimizer: o.optimizer,
+      batch_per_peer: o.batch,
+      global_batch: o.shares?.globalBatch ?? o.np * o.batch,
+      fp16: o.fp16,
+      ok: failed.length === 0,
+      lost_workers: lost.map((w) => w.index),
+      retired_workers: retired.map((w) => w.index),
+      workers_started: workers.length,
+      stopped_by: results.find((r) => r.stopped_by)?.stopped_by ?? null,
+      timeline: o.timeline ?? null,
+      saved: o.save ?? null,
+    };
+    if (o.json) await printLine(JSON.stringify(summary));
+    else {
+      // A run that stopped early may have no evaluation: say so rather than print 0%.
+      const accuracy = typeof summary.test_accuracy === 'number' ? evaluationText(o.model, summary.test_accuracy, Number(summary.val_loss)) : 'not evaluated';
+      await say(`${summary.ok ? 'done' : 'stopped'}: ${summary.steps} steps on ${summary.size} peers, ${accuracy}, ${Math.round(Number(summary.samples_per_s))} samples/s`);
+    }
+  }
+  return failed.length === 0 && rank0 ? 0 : 1;
+}
+
+/** An evaluation in words: a classifier's accuracy; the transformer's validation loss and perplexity (what the page shows too). */
+export function evaluationText(model: string, accuracy: number, loss: number): string {
+  if (model !== 'transformer') return `test accuracy ${(accuracy * 100).toFixed(2)}%`;
+  return `validation loss ${loss.toFixed(4)} nats/char (perplexity ${Math.exp(loss).toFixed(2)})`;
+}

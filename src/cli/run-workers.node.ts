@@ -1,0 +1,76 @@
+/**
+ * The launcher's local workers: each is `ringtrain worker --events` in a child
+ * process (Node or Deno) whose JSON lines on stdout go to the launcher's
+ * listener and whose last stderr lines are kept to explain a failure. Their
+ * timeline parts are merged into one file at the end.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import process from 'node:process';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { forEachLine } from '../core/lines.node.ts';
+import { mergeTraces, type TraceEvent } from '../distributed/timeline.ts';
+import type { JobSpec } from '../signaling/protocol.ts';
+import type { RunningServer } from '../../server/index.ts';
+import { cliCommand } from './host.node.ts';
+import type { ScaledWorker } from './discovery.node.ts';
+import type { RunOptions } from './run-options.node.ts';
+import { TOKEN_ENV } from './secrets.node.ts';
+
+export interface WorkerState extends ScaledWorker {
+  index: number;
+  child: ChildProcess;
+  rank?: number;
+  result?: Record<string, unknown>;
+  stderrTail: string[];
+  exit?: Promise<number>;
+}
+
+export function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunOptions, runtime: 'node' | 'deno', onLine: (w: WorkerState, msg: Record<string, unknown>) => void): WorkerState {
+  const [exe, ...pre] = cliCommand(runtime);
+  // The token goes by environment, never argv (which `ps` shows to everyone).
+  const args = [...pre, 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events', '--runtime', runtime];
+  if (o.save) args.push('--save', o.save);
+  if (o.resume) args.push('--resume', o.resume);
+  if (o.overwrite) args.push('--overwrite');
+  if (o.timeline) args.push('--timeline', `${o.timeline}.part${index}`);
+  if (o.data) args.push('--data', o.data);
+  const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: job.token };
+  // A self-signed certificate is its own authority: the workers trust it (Node and Deno read these).
+  if (o.tls) Object.assign(env, { NODE_EXTRA_CA_CERTS: o.tls.certPath, DENO_CERT: o.tls.certPath });
+  const child = spawn(exe, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+  const w: WorkerState = { index, child, stderrTail: [], exited: false, training: false };
+  forEachLine(child.stdout!, (line) => {
+    if (!line.startsWith('{')) return;
+    try {
+      onLine(w, JSON.parse(line));
+    } catch {
+      // not one of ours
+    }
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    for (const line of chunk.split('\n')) if (line.trim() && !line.includes('XDG_RUNTIME_DIR')) w.stderrTail.push(line);
+    if (w.stderrTail.length > 40) w.stderrTail.splice(0, w.stderrTail.length - 40);
+  });
+  w.exit = new Promise<number>((resolve) => {
+    child.on('error', (err) => {
+      w.stderrTail.push(`cannot start ${exe}: ${err.message}`);
+      resolve(127);
+    });
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  }).then((code) => {
+    w.exited = true;
+    return code;
+  });
+  return w;
+}
+
+export function writeTimeline(path: string, parts: number): void {
+  const traces: TraceEvent[][] = [];
+  for (let i = 0; i < parts; i++) {
+    const part = `${path}.part${i}`;
+    if (!existsSync(part)) continue;
+    traces.push(JSON.parse(readFileSync(part, 'utf8')) as TraceEvent[]);
+    rmSync(part);
+  }
+  writeFileSync(path, JSON.stringify(mergeTraces(traces)));
+}
