@@ -86,6 +86,10 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     balance,
     // The verified allreduce (step-checks.ts): a job-wide setting, every rank publishes the same sketches.
     verify: h.verify === true,
+    // The direction rules (direction.ts) are asked for, not on by default: in CI an honest CNN rank
+    // late in training (loss ~0.01, one hard example: 96x the median norm against the others)
+    // tripped the pull rule and stopped a non-elastic job; the NaN/Inf and 1,000x norm rules stay on.
+    guard: h.directionRules === true ? {} : { direction: false },
     aggregation: typeof h.aggregation === 'string' ? parseAggregation(h.aggregation) : h.aggregation === undefined ? undefined : parseAggregation(String(h.aggregation)),
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
     syncEvery: num(h, 'syncEvery'),

@@ -67,7 +67,7 @@ export class StepChecks {
     if (guard === false && !this.o.verify) return;
     const seed = stepSeed(this.o.seed, step);
     const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes) : [];
-    const directionBuckets = guard === false ? 0 : DIRECTION_BUCKETS;
+    const directionBuckets = guard === false || guard.direction === false ? 0 : DIRECTION_BUCKETS;
     const mine = new Float32Array(1 + directionBuckets + 2 * VERIFY_BUCKETS * chunks.length);
     mine[0] = l2Norm(local);
     if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);

@@ -17,6 +17,7 @@ import { flipBitsOnSend } from '../../src/distributed/fault.ts';
 import { StepChecks } from '../../src/distributed/step-checks.ts';
 import { sketch, stepSeed } from '../../src/collectives/sketch.ts';
 import { l2Norm } from '../../src/distributed/guard.ts';
+import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 
 function ring(size: number) {
   const mesh = memoryMesh(size);
@@ -138,5 +139,11 @@ describe('StepChecks: the direction rule', () => {
     expect(stats[0].normRatio).toBeGreaterThan(15);
     expect(() => new DirectionHistory({ window: 0 })).toThrow(/window/);
     expect(() => new DirectionHistory({ persistentRatio: 1 })).toThrow(/ratio/);
+  });
+
+  it('are asked for by the job (directionRules), not on by default: an honest late-training spike tripped them in CI', () => {
+    const job = { model: 'mlp', optimizer: 'sgd', batchPerPeer: 8, minPeers: 2, maxPeers: 4, hyperparameters: { lr: 0.05 } };
+    expect(trainConfigFromJob(job).guard).toEqual({ direction: false });
+    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, directionRules: true } }).guard).toEqual({});
   });
 });

@@ -4,7 +4,7 @@
  *  - with the verified allreduce on (`verify: true`), a worker whose link to
  *    its right neighbour flips bits in transit (--fault flip-bits) is named by
  *    its link and ejected; the others finish;
- *  - with the default guard, a worker sending sign-flipped ×20 gradients
+ *  - with the direction rules on (`directionRules: true`), a worker sending sign-flipped ×20 gradients
  *    (--fault scale:-20), whose norm alone is within honest small-batch
  *    spikes, is named by the direction rule and ejected.
  */
@@ -24,7 +24,7 @@ describe('faults only sketches see', () => {
   // job's 30 to be trained away (20.0% after 16).
   for (const [fault, hyper, says, within, accuracy, steps] of [
     ['flip-bits', { verify: true }, /its link to rank \d changed gradient data in transit/, 2, 0.7, 16],
-    ['scale:-20', {}, /pulls against the others|stays far larger than the others/, 8, 0.4, STEPS],
+    ['scale:-20', { directionRules: true }, /pulls against the others|stays far larger than the others/, 8, 0.4, STEPS],
   ] as const) {
     it(`--fault ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
       requireNetns();
