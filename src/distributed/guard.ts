@@ -59,7 +59,7 @@ export interface Offence {
 }
 
 /** The ranks whose norm breaks the rule (same answer on every rank for the same norms). */
-export function contributionOutliers(norms: ArrayLike<number>, options: GuardOptions = {}): Offence[] {
+export function contributionOutliers(norms: ArrayLike<number>, options: GuardOptions = {}, typical = 0): Offence[] {
   const ratio = options.ratio ?? DEFAULT_GUARD_RATIO;
   const floor = options.floor ?? DEFAULT_GUARD_FLOOR;
   if (!(ratio > 1) || !(floor >= 0)) {
@@ -75,10 +75,12 @@ export function contributionOutliers(norms: ArrayLike<number>, options: GuardOpt
   });
   if (finite.length >= MIN_RANKS_FOR_NORM_RULE) {
     const m = median(finite);
-    const limit = ratio * Math.max(m, floor);
+    const scale = Math.max(m, typical, floor);
+    const limit = ratio * scale;
+    const against = typical > m ? `the ring's recent typical norm ${typical.toExponential(3)} (median now ${m.toExponential(3)})` : `the median ${m.toExponential(3)}`;
     all.forEach((n, rank) => {
       if (Number.isFinite(n) && n > limit) {
-        out.push({ rank, reason: `its gradient norm ${n.toExponential(3)} is ${(n / Math.max(m, floor)).toExponential(2)}× the median ${m.toExponential(3)} (limit ${ratio}×)` });
+        out.push({ rank, reason: `its gradient norm ${n.toExponential(3)} is ${(n / scale).toExponential(2)}× ${against} (limit ${ratio}×)` });
       }
     });
   }
@@ -111,7 +113,33 @@ export async function checkContributions(comm: Communicator, local: Float32Array
 
 /** The norm rule's verdict on this step's norms, strikes included (same answer on every rank). */
 export function judgeNorms(comm: Communicator, norms: Float32Array, step: number, options: GuardOptions = {}): Offence[] {
-  return provenOffences(comm, norms, step, contributionOutliers(norms, options), options);
+  const typical = typicalNorms.get(comm);
+  const outliers = contributionOutliers(norms, options, typical?.value ?? 0);
+  const proven = provenOffences(comm, norms, step, outliers, options, typical?.value ?? 0);
+  noteTypical(comm, norms, step, outliers);
+  return proven;
+}
+
+/**
+ * Per communicator, a slow average of each step's mean norm (outliers left out). Late in
+ * training most ranks' batches are learned and the median norm collapses (1.5e-3 at step 823
+ * of `npm start`'s CNN), while a rank whose batch holds one hard example still has a norm near 1:
+ * against the median alone that read as 1,100x and two honest workers were ejected. The mean
+ * carries those honest spikes, so the limit stays above them; an attacker's scaling is measured
+ * against it too, and its own norm never enters it.
+ */
+const typicalNorms = new WeakMap<Communicator, { value: number; step: number }>();
+const TYPICAL_DECAY = 0.9;
+
+function noteTypical(comm: Communicator, norms: Float32Array, step: number, outliers: Offence[]): void {
+  const flagged = new Set(outliers.map((o) => o.rank));
+  const kept = Array.from(norms).filter((n, rank) => Number.isFinite(n) && !flagged.has(rank));
+  if (kept.length === 0) return;
+  const mean = kept.reduce((a, b) => a + b, 0) / kept.length;
+  const t = typicalNorms.get(comm);
+  // A redone step (same number) counts once.
+  if (!t) typicalNorms.set(comm, { value: mean, step });
+  else if (step > t.step) typicalNorms.set(comm, { value: TYPICAL_DECAY * t.value + (1 - TYPICAL_DECAY) * mean, step });
 }
 
 /** Names the offenders (event `peer-misbehaved`) and throws ERR_PEER_MISBEHAVED; does nothing when there are none. */
@@ -136,11 +164,11 @@ const strikes = new WeakMap<Communicator, Map<number, number>>();
  * same rank was one at the previous step too. Every rank keeps the same record from the same
  * norms, so all reach the same verdict.
  */
-function provenOffences(comm: Communicator, norms: Float32Array, step: number, outliers: Offence[], options: GuardOptions): Offence[] {
+function provenOffences(comm: Communicator, norms: Float32Array, step: number, outliers: Offence[], options: GuardOptions, typical: number): Offence[] {
   let record = strikes.get(comm);
   if (!record) strikes.set(comm, (record = new Map()));
   const finite = Array.from(norms).filter(Number.isFinite);
-  const scale = Math.max(finite.length ? median(finite) : 0, options.floor ?? DEFAULT_GUARD_FLOOR);
+  const scale = Math.max(finite.length ? median(finite) : 0, typical, options.floor ?? DEFAULT_GUARD_FLOOR);
   const proven: Offence[] = [];
   for (const o of outliers) {
     const n = norms[o.rank];

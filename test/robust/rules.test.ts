@@ -88,6 +88,23 @@ describe('checkContributions over a ring of memory links', () => {
     }
   });
 
+  it('late in training, measures against the recent typical norm, not a collapsed median', async () => {
+    // npm start's CNN at step 823: most ranks' batches learned (norm ~1.5e-3), one with a hard
+    // example near 1.6 (1,100x that median), and two honest workers were ejected for it.
+    const { comms, seen } = ring(4);
+    const fill = (norms: number[]) => norms.map((n) => new Float32Array([n]));
+    const stepWith = (step: number, norms: number[]) => Promise.allSettled(comms.map((c, r) => checkContributions(c, fill(norms)[r], step)));
+    let step = 0;
+    // The recent past: norms spread over 1e-3 .. 1, as a nearly trained model's are.
+    for (; step < 30; step++) expect((await stepWith(step, [1.5e-3, 0.4 * (step % 3), 2e-3, 1e-3])).every((o) => o.status === 'fulfilled'), `step ${step}`).toBe(true);
+    expect((await stepWith(step++, [1.4e-3, 1.5e-3, 1.648, 1.5e-3])).every((o) => o.status === 'fulfilled')).toBe(true);
+    expect(seen.flatMap(misbehaved)).toEqual([]);
+    // A rank scaled by 1e5 is still far past the typical norm, and named on every rank.
+    const scaled = await stepWith(step, [1.5e-3, 1.5e-3, 1e5 * 2e-3, 2e-3]);
+    for (const o of scaled) expect(((o as PromiseRejectedResult).reason as RingtrainError).detail).toMatchObject({ peer: 2 });
+    expect(String(((scaled[0] as PromiseRejectedResult).reason as RingtrainError).message)).toMatch(/recent typical norm/);
+  });
+
   it('lets an honest step through with the norms', async () => {
     const { comms } = ring(3);
     const norms = await Promise.all(comms.map((c, r) => checkContributions(c, new Float32Array([3 + r, 4]), 0)));
