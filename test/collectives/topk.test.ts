@@ -9,18 +9,11 @@ import { createMemoryRing } from '../../src/comm/rings.ts';
 import { allreduce, allreduceInPlace } from '../../src/collectives/allreduce.ts';
 import { topkCount, topkIndices, topkRatio } from '../../src/collectives/topk.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
-
-function lcg(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
+import { mulberry32 } from '../../src/core/random.ts';
 
 /** Gradient-like values (magnitudes over four decades), with some exact ties. */
 function draws(n: number, seed: number): Float32Array {
-  const r = lcg(seed);
+  const r = mulberry32(seed);
   return Float32Array.from({ length: n }, (_, i) => (i % 17 === 3 ? 0.5 : (r() * 2 - 1) * 10 ** (r() * 4 - 3)));
 }
 

@@ -5,28 +5,15 @@
  * the test-only --fault forms.
  */
 import { describe, expect, it } from 'vitest';
-import { LinkCommunicator } from '../../src/comm/communicator.ts';
-import { memoryMesh } from '../../src/comm/memory-link.ts';
+import { ring } from './memory-ring.ts';
 import { UnconsumedBudget } from '../../src/comm/budget.ts';
 import { readAbortNote } from '../../src/comm/abort-note.ts';
 import { encodeFrames, FrameKind } from '../../src/comm/frame.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
-import { EventBus, type RingEvent } from '../../src/core/events.ts';
+import type { RingEvent } from '../../src/core/events.ts';
 import { checkContributions, contributionOutliers } from '../../src/distributed/guard.ts';
 import { misbehaveOnWire, parseFault, tamperGradients } from '../../src/distributed/fault.ts';
 
-function ring(size: number, budget?: { maxBytes?: number; maxMessages?: number }) {
-  const mesh = memoryMesh(size);
-  const seen: RingEvent[][] = [];
-  const comms = mesh.map((links, rank) => {
-    const events = new EventBus();
-    const mine: RingEvent[] = [];
-    events.on((e) => mine.push(e));
-    seen.push(mine);
-    return new LinkCommunicator(rank, size, links, { events, peerTimeoutMs: 0, budget });
-  });
-  return { comms, seen };
-}
 
 const misbehaved = (events: RingEvent[]) => events.filter((e) => e.type === 'peer-misbehaved') as Extract<RingEvent, { type: 'peer-misbehaved' }>[];
 

@@ -6,11 +6,10 @@
  * WebRTC workers: test/robust/verify-faults.test.ts.
  */
 import { describe, expect, it } from 'vitest';
+import { ring } from './memory-ring.ts';
 import { LinkCommunicator } from '../../src/comm/communicator.ts';
-import { memoryMesh } from '../../src/comm/memory-link.ts';
 import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
-import { EventBus, type RingEvent } from '../../src/core/events.ts';
 import { mulberry32 } from '../../src/core/random.ts';
 import { DirectionHistory, directionStats } from '../../src/distributed/direction.ts';
 import { flipBitsOnSend } from '../../src/distributed/fault.ts';
@@ -19,18 +18,6 @@ import { sketch, stepSeed } from '../../src/collectives/sketch.ts';
 import { l2Norm } from '../../src/distributed/guard.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 
-function ring(size: number) {
-  const mesh = memoryMesh(size);
-  const seen: RingEvent[][] = [];
-  const comms = mesh.map((links, rank) => {
-    const events = new EventBus();
-    const mine: RingEvent[] = [];
-    events.on((e) => mine.push(e));
-    seen.push(mine);
-    return new LinkCommunicator(rank, size, links, { events, peerTimeoutMs: 0 });
-  });
-  return { comms, seen };
-}
 
 /** Gradients with a shared direction plus each rank's own noise (cosine to the mean about `signal`). */
 function gradients(size: number, n: number, step: number, signal = 0.3): Float32Array[] {
