@@ -1,9 +1,10 @@
 /**
- * The note an abort frame carries ({code, message, detail} as JSON), read as
- * what it is: text from another machine. Only fields of the expected types
- * are kept, the message is bounded, and an unknown code reads as ERR_ABORTED.
+ * The note an abort frame carries ({code, message, detail} as JSON), written
+ * with the rank that started the abort, and read as what it is: text from
+ * another machine. Only fields of the expected types are kept, the message is
+ * bounded, and an unknown code reads as ERR_ABORTED.
  */
-import { ErrorCode } from '../core/errors.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 export interface AbortNote {
   code: ErrorCode;
@@ -12,6 +13,16 @@ export interface AbortNote {
 }
 
 const MAX_MESSAGE_CHARS = 1000;
+
+/**
+ * The note rank `rank` sends when it aborts with `err`. `origin`: the rank whose abort started
+ * it, kept as it is passed on, so a rank that starts aborts nobody else saw the reason for can
+ * be named (session.ts).
+ */
+export function writeAbortNote(err: RingtrainError, rank: number): Uint8Array {
+  const detail = { ...(err.detail ?? {}), origin: typeof err.detail?.origin === 'number' ? err.detail.origin : rank };
+  return new TextEncoder().encode(JSON.stringify({ code: err.code, message: err.message, detail }));
+}
 
 export function readAbortNote(payload: Uint8Array): AbortNote {
   let p: Record<string, unknown> = {};
@@ -42,4 +53,17 @@ export function lossClaim(note: AbortNote, sender: number): string | null {
   if (note.code !== ErrorCode.PeerLost || typeof lost !== 'number' || lost === sender) return null;
   if (origin !== undefined && origin !== sender) return null;
   return `it aborted the ring saying rank ${lost} went away, and no one left the job`;
+}
+
+/** The error rank `rank` aborts with (and passes on) when `sender`'s abort `note` reaches it. */
+export function relayedAbort(note: AbortNote, sender: number, rank: number): RingtrainError {
+  const lost = note.detail.peer;
+  // An abort said to come from this rank, which has not aborted: the sender made that up, so it is the sender's.
+  const origin = typeof note.detail.origin === 'number' && note.detail.origin !== rank ? note.detail.origin : sender;
+  const detail = { ...note.detail, rank, reportedBy: sender, origin };
+  const message =
+    note.code === ErrorCode.PeerLost && typeof lost === 'number'
+      ? `rank ${lost} went away (reported by rank ${sender}); the collective was aborted on rank ${rank}. Rebuild the ring to go on`
+      : `rank ${sender} aborted: ${note.message ?? 'no reason given'}`;
+  return new RingtrainError(note.code, message, detail);
 }

@@ -111,9 +111,9 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
       expect(misbehaved(seen[r]).map((e) => e.peer)).toEqual([2]);
     }
     // The flood ended at the first frame past 1 MiB: nothing of it is held any more.
-    const held = (comms[0] as unknown as { budget: UnconsumedBudget }).budget.heldBytes(2);
-    expect(held).toBe(0);
-    expect((comms[0] as unknown as { arrived: Map<string, Uint8Array> }).arrived.size).toBe(0);
+    const inbox = (comms[0] as unknown as { inbox: { budget: UnconsumedBudget; arrived: Map<string, Uint8Array> } }).inbox;
+    expect(inbox.budget.heldBytes(2)).toBe(0);
+    expect(inbox.arrived.size).toBe(0);
   });
 
   it('keeps honest early arrivals: messages sent before their receive are delivered and released', async () => {
