@@ -11,6 +11,8 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { defaultGroupSize, predictSignaling, predictStep, type Algorithm, type StepInputs } from '../collectives/cost-model.ts';
+import { predictColocatedStep, type HostInputs } from '../collectives/colocated-model.ts';
+import { DEFAULT_SMALL_BYTES } from '../collectives/types.ts';
 import { parseBytes } from './bench-allreduce.node.ts';
 import { printLine } from './host.node.ts';
 
@@ -55,6 +57,42 @@ export interface SimulateOptions {
   diLoCoH: number;
   groupSize?: number;
   peers: number[];
+  /** Peers sharing hosts (--peers-per-host): the CPU inputs of the co-located model. */
+  hosts?: HostOptions;
+}
+
+export interface HostOptions {
+  peersPerHost: number;
+  coresPerHost: number;
+  computeCpuMs: number;
+  cpuMsPerMB: number;
+  cpuMsPerMessage: number;
+  cpuMsPerCollective: number;
+  smallCollectives: number;
+}
+
+/** The co-located model's inputs: flags, else the input-link line of bench/simulator-check.ts (--link-cpu FILE). */
+function hostOptions(raw: Record<string, unknown>): HostOptions | undefined {
+  if (raw.peersPerHost === undefined) return undefined;
+  const p = Number(raw.peersPerHost);
+  if (!Number.isInteger(p) || p < 1) throw invalid(`--peers-per-host must be a whole number from 1, got ${JSON.stringify(raw.peersPerHost)}.`);
+  const link = raw.linkCpu ? benchJson(String(raw.linkCpu), '--link-cpu') : {};
+  const need = (flag: string, v: unknown, from: string) => {
+    if (v === undefined || v === null) throw invalid(`with --peers-per-host, simulate needs ${flag} (${from}).`);
+    const x = Number(v);
+    if (!Number.isFinite(x) || x < 0) throw invalid(`${flag} must be a number from 0, got ${JSON.stringify(v)}.`);
+    return x;
+  };
+  const fromLink = 'or --link-cpu FILE: the input-link line of bench/simulator-check.ts';
+  return {
+    peersPerHost: p,
+    coresPerHost: positive(raw.coresPerHost, '--cores-per-host'),
+    computeCpuMs: positive(raw.computeCpuMs, '--compute-cpu-ms'),
+    cpuMsPerMB: need('--cpu-ms-per-MB', raw.cpuMsPerMB ?? link.cpu_ms_per_MB, fromLink),
+    cpuMsPerMessage: need('--cpu-ms-per-message', raw.cpuMsPerMessage ?? link.cpu_ms_per_message, fromLink),
+    cpuMsPerCollective: need('--cpu-ms-per-collective', raw.cpuMsPerCollective ?? link.cpu_ms_per_collective, fromLink),
+    smallCollectives: need('--small-collectives', raw.smallCollectives ?? 1, 'default 1'),
+  };
 }
 
 /** Options from the flags, bench files filling what the flags leave out (flags win). */
@@ -90,6 +128,7 @@ export function simulateOptions(raw: Record<string, unknown>): SimulateOptions {
     diLoCoH: h,
     groupSize: raw.groupSize === undefined ? undefined : positive(raw.groupSize, '--group-size'),
     peers,
+    hosts: hostOptions(raw),
   };
 }
 
@@ -97,6 +136,8 @@ export interface SimulationRow {
   peers: number;
   algorithms: Record<Algorithm, { stepsPerS: number; efficiency: number; bytesPerPeer: number; commMs: number }>;
   signaling: { changesPerS: number; signalsPerS: number; load: number; linksPerPeer: number };
+  /** With --peers-per-host: the step when that many peers share a host's cores. */
+  colocated?: { stepsPerS: number; bound: 'critical-path' | 'cpu'; cpuPerPeerMs: number; algorithm: string };
 }
 
 export function simulate(o: SimulateOptions): SimulationRow[] {
@@ -109,8 +150,30 @@ export function simulate(o: SimulateOptions): SimulationRow[] {
       }),
     ) as SimulationRow['algorithms'];
     const s = predictSignaling(n, { signalsPerLink: o.signalsPerLink, changesPerPeerHour: o.changesPerPeerHour, relayCapacityPerS: o.relayPerS });
-    return { peers: n, algorithms, signaling: { changesPerS: s.changesPerS, signalsPerS: s.signalsPerS, load: s.load, linksPerPeer: s.linksPerPeer } };
+    const row: SimulationRow = { peers: n, algorithms, signaling: { changesPerS: s.changesPerS, signalsPerS: s.signalsPerS, load: s.load, linksPerPeer: s.linksPerPeer } };
+    if (o.hosts) {
+      const c = predictColocatedStep(n, hostInputs(o, o.hosts));
+      row.colocated = { stepsPerS: c.stepsPerS, bound: c.bound, cpuPerPeerMs: c.cpuPerPeerS * 1000, algorithm: c.algorithm };
+    }
+    return row;
   });
+}
+
+export function hostInputs(o: SimulateOptions, h: HostOptions): HostInputs {
+  return {
+    computeS: o.computeMs / 1000,
+    computeCpuS: h.computeCpuMs / 1000,
+    gradientBytes: o.gradientBytes,
+    alphaS: o.latencyMs / 1000,
+    betaSPerByte: 1 / (o.bandwidthMBps * 1e6),
+    peersPerHost: h.peersPerHost,
+    coresPerHost: h.coresPerHost,
+    cpuPerByteS: h.cpuMsPerMB / 1e9,
+    cpuPerMessageS: h.cpuMsPerMessage / 1000,
+    cpuPerCollectiveS: h.cpuMsPerCollective / 1000,
+    smallCollectives: h.smallCollectives,
+    smallBytes: DEFAULT_SMALL_BYTES,
+  };
 }
 
 const fmt = (x: number, digits = 2) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(digits));
@@ -119,12 +182,14 @@ const mb = (bytes: number) => fmt(bytes / 1e6);
 /** A Markdown table: steps/s and efficiency per algorithm, bytes per peer, the server's load. */
 export function simulationTable(rows: SimulationRow[], o: SimulateOptions): string {
   const head = `| N | ring steps/s (eff.) | recursive doubling | hierarchical (g) | DiLoCo H=${o.diLoCoH} | MB sent per peer per step (ring / hier.) | signals/s at ${o.changesPerPeerHour} changes/peer/h | server load |`;
-  const lines = [head, `|${'---|'.repeat(8)}`];
+  const h = o.hosts;
+  const hostHead = h ? ` ${h.peersPerHost} peers per host, ${h.coresPerHost} cores |` : '';
+  const lines = [head + hostHead, `|${'---|'.repeat(h ? 9 : 8)}`];
   for (const r of rows) {
     const a = r.algorithms;
     const cell = (k: Algorithm) => `${fmt(a[k].stepsPerS)} (${Math.round(a[k].efficiency * 100)}%)`;
     const g = o.groupSize ?? defaultGroupSize(r.peers);
-    lines.push(`| ${r.peers} | ${cell('ring')} | ${cell('recursive-doubling')} | ${cell('hierarchical')} g=${g} | ${cell('diloco')} | ${mb(a.ring.bytesPerPeer)} / ${mb(a.hierarchical.bytesPerPeer)} | ${fmt(r.signaling.signalsPerS)} | ${r.signaling.load < 0.01 ? '<1%' : `${Math.round(r.signaling.load * 100)}%`} |`);
+    lines.push(`| ${r.peers} | ${cell('ring')} | ${cell('recursive-doubling')} | ${cell('hierarchical')} g=${g} | ${cell('diloco')} | ${mb(a.ring.bytesPerPeer)} / ${mb(a.hierarchical.bytesPerPeer)} | ${fmt(r.signaling.signalsPerS)} | ${r.signaling.load < 0.01 ? '<1%' : `${Math.round(r.signaling.load * 100)}%`} |${r.colocated ? ` ${fmt(r.colocated.stepsPerS)} (${r.colocated.bound === 'cpu' ? 'CPU-bound' : 'critical path'}) |` : ''}`);
   }
   return lines.join('\n');
 }
@@ -143,6 +208,14 @@ export function simulateCommand(): Command {
     .option('--churn <n>', 'membership changes per peer per hour (default 2: a volunteer staying half an hour)')
     .option('--diloco-h <n>', 'DiLoCo: local steps between allreduces (default 16)')
     .option('--group-size <n>', 'hierarchical: peers per inner ring (default: power of two nearest sqrt N)')
+    .option('--peers-per-host <n>', 'co-located peers: this many share one host (its cores bound the step: max(critical path, CPU work / cores))')
+    .option('--cores-per-host <n>', 'with --peers-per-host: the cores those peers get')
+    .option('--compute-cpu-ms <ms>', 'with --peers-per-host: CPU-milliseconds of one step\'s compute on one peer, all its threads (bench/simulator-check.ts)')
+    .option('--link-cpu <file>', 'with --peers-per-host: the input-link JSON line of bench/simulator-check.ts (CPU per MB, per message, per collective)')
+    .option('--cpu-ms-per-MB <x>', 'CPU-milliseconds per MB a peer sends or receives (overrides --link-cpu)')
+    .option('--cpu-ms-per-message <x>', 'CPU-milliseconds per message a peer sends (overrides --link-cpu)')
+    .option('--cpu-ms-per-collective <x>', 'CPU-milliseconds per collective call beyond its messages (overrides --link-cpu)')
+    .option('--small-collectives <n>', 'collectives of a few numbers per step besides the gradient allreduce (default 1: the step checks\' sketches)')
     .option('--peers <list>', `peer counts, comma-separated (default ${DEFAULT_PEERS.join(',')})`)
     .addOption(new Option('--json', 'print one JSON object instead of the table').default(false))
     .action(async (raw: Record<string, unknown>) => {
@@ -150,6 +223,7 @@ export function simulateCommand(): Command {
       const rows = simulate(o);
       if (raw.json) await printLine(JSON.stringify({ inputs: o, rows }));
       else {
+        if (o.hosts) await printLine(`co-located: ${o.hosts.peersPerHost} peers per host on ${o.hosts.coresPerHost} cores, ${o.hosts.computeCpuMs} CPU-ms of compute per step, ${o.hosts.cpuMsPerMB} CPU-ms per MB, ${o.hosts.cpuMsPerMessage} per message, ${o.hosts.cpuMsPerCollective} per collective`);
         await printLine(`compute ${o.computeMs} ms/step, ${mb(o.gradientBytes)} MB of gradients, link ${o.latencyMs} ms one way and ${o.bandwidthMBps} MB/s, server relays ${o.relayPerS} signals/s`);
         await printLine(simulationTable(rows, o));
       }

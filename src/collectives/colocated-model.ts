@@ -1,0 +1,96 @@
+/**
+ * Peers that share hosts: the alpha-beta step of cost-model.ts gives the
+ * critical path (one peer's compute, then the allreduce's messages), but
+ * when P peers share C cores of one host (on this project's test machines,
+ * N software GPUs and N WebRTC stacks on 2 cores) the host cannot do more
+ * than C CPU-seconds of work per second. So a step takes at least the CPU
+ * work of the busiest host over its cores:
+ *
+ *   step = max(critical path,  min(P, N) x cpuPerPeer(N) / C)
+ *   cpuPerPeer(N) = compute CPU + bytes sent and received x cpuPerByte
+ *                   + messages x cpuPerMessage + collectives x cpuPerCollective
+ *
+ * Every input is measured, in CPU-seconds, on real peers
+ * (bench/simulator-check.ts): compute from a lone peer's run, the link's
+ * costs from two peers running the library's own allreduce over WebRTC.
+ * With one peer per host this is the per-machine model, unless a peer's own
+ * threads need more than its host's cores.
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { doublingRounds, predictStep, type LinkCost } from './cost-model.ts';
+
+export interface HostInputs extends LinkCost {
+  /** Wall seconds of one step on a peer alone (the critical path's compute). */
+  computeS: number;
+  /** CPU-seconds one peer spends on a step's compute, every thread counted (a software adapter spreads it over the cores). */
+  computeCpuS: number;
+  gradientBytes: number;
+  /** Peers on one host (P) and the cores they get (C). */
+  peersPerHost: number;
+  coresPerHost: number;
+  /** CPU-seconds per byte a peer sends or receives (SCTP, DTLS and the copies around them). */
+  cpuPerByteS: number;
+  /** CPU-seconds per message a peer sends, with the one it receives. */
+  cpuPerMessageS: number;
+  /** CPU-seconds per collective call beyond its messages (negotiation, bookkeeping). */
+  cpuPerCollectiveS: number;
+  /** Collectives of a few numbers a step runs besides the gradient allreduce (allgathers: N-1 messages each). */
+  smallCollectives: number;
+  /** Gradients of at most this many bytes go by recursive doubling, larger ones round the ring (the library's 'auto'). */
+  smallBytes: number;
+}
+
+export interface HostPrediction {
+  peers: number;
+  algorithm: 'ring' | 'recursive-doubling';
+  /** Compute plus the allreduce's alpha-beta time. */
+  criticalS: number;
+  cpuPerPeerS: number;
+  /** CPU work of the busiest host per step over its cores. */
+  hostCpuS: number;
+  stepS: number;
+  stepsPerS: number;
+  /** Which term set the step: the critical path or the host's cores. */
+  bound: 'critical-path' | 'cpu';
+}
+
+/** Messages and bytes one peer sends in a step's gradient allreduce. */
+export function allreduceTraffic(n: number, bytes: number, algorithm: 'ring' | 'recursive-doubling'): { messages: number; bytesSent: number } {
+  if (n <= 1) return { messages: 0, bytesSent: 0 };
+  if (algorithm === 'ring') return { messages: 2 * (n - 1), bytesSent: (2 * (n - 1) * bytes) / n };
+  const r = doublingRounds(n);
+  return { messages: r, bytesSent: r * bytes };
+}
+
+export function predictColocatedStep(n: number, x: HostInputs): HostPrediction {
+  const ok = (c: boolean, m: string) => {
+    if (!c) throw new RingtrainError(ErrorCode.InvalidArgument, m);
+  };
+  ok(Number.isInteger(n) && n >= 1, `peers must be a whole number from 1, got ${n}.`);
+  ok(Number.isInteger(x.peersPerHost) && x.peersPerHost >= 1, `peers per host must be a whole number from 1, got ${x.peersPerHost}.`);
+  ok(x.coresPerHost > 0, `cores per host must be positive, got ${x.coresPerHost}.`);
+  ok(x.computeCpuS > 0, `compute CPU-seconds per step must be positive, got ${x.computeCpuS}; measure them with bench/simulator-check.ts.`);
+  ok([x.cpuPerByteS, x.cpuPerMessageS, x.cpuPerCollectiveS, x.smallCollectives, x.smallBytes].every((v) => v >= 0), 'CPU costs per byte, message and collective, the small collectives and smallBytes must not be negative.');
+  const algorithm = n > 1 && x.gradientBytes <= x.smallBytes ? 'recursive-doubling' : 'ring';
+  const critical = predictStep(n, { computeS: x.computeS, gradientBytes: x.gradientBytes, alphaS: x.alphaS, betaSPerByte: x.betaSPerByte, algorithm });
+  const t = allreduceTraffic(n, x.gradientBytes, algorithm);
+  const collectives = n > 1 ? 1 + x.smallCollectives : 0;
+  const messages = t.messages + (n > 1 ? x.smallCollectives * (n - 1) : 0);
+  const cpuPerPeerS = x.computeCpuS + 2 * t.bytesSent * x.cpuPerByteS + messages * x.cpuPerMessageS + collectives * x.cpuPerCollectiveS;
+  const hostCpuS = (Math.min(x.peersPerHost, n) * cpuPerPeerS) / x.coresPerHost;
+  const stepS = Math.max(critical.stepS, hostCpuS);
+  return { peers: n, algorithm, criticalS: critical.stepS, cpuPerPeerS, hostCpuS, stepS, stepsPerS: 1 / stepS, bound: hostCpuS > critical.stepS ? 'cpu' : 'critical-path' };
+}
+
+/**
+ * The link's CPU costs from two peers' ring allreduces (bench/comm-cpu-peer.ts):
+ * of one float (2 messages each way, no bytes to speak of), of `bytes` (the same
+ * messages and `bytes` sent and received), and an allgather of one float (1 message).
+ */
+export function linkCpuCosts(m: { allreduceSmallCpuS: number; allreduceLargeCpuS: number; largeBytes: number; allgatherSmallCpuS: number }): { cpuPerByteS: number; cpuPerMessageS: number; cpuPerCollectiveS: number } {
+  const cpuPerByteS = Math.max(0, (m.allreduceLargeCpuS - m.allreduceSmallCpuS) / (2 * m.largeBytes));
+  // allreduce = c + 2m, allgather = c + m
+  const cpuPerMessageS = Math.max(0, m.allreduceSmallCpuS - m.allgatherSmallCpuS);
+  const cpuPerCollectiveS = Math.max(0, m.allgatherSmallCpuS - cpuPerMessageS);
+  return { cpuPerByteS, cpuPerMessageS, cpuPerCollectiveS };
+}
