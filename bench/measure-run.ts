@@ -34,6 +34,8 @@ export interface RunMeasurement {
   others_cores: number;
   /** Cores idle over the window. */
   idle_cores: number;
+  /** cpu_s_per_step by command name: the launcher with its in-process signaling server ('node (root)'), the workers ('deno'). */
+  cpu_s_per_step_by_process: Record<string, number>;
   window: { from_step: number; to_step: number; seconds: number };
   load_before: number;
   load_after: number;
@@ -45,6 +47,7 @@ interface Mark {
   t: number;
   cpu: number;
   machine: number;
+  byName: Record<string, number>;
 }
 
 /** CPU seconds every core of the machine has been busy (not idle, not waiting on I/O), from /proc/stat. */
@@ -70,7 +73,7 @@ export function measureRun(args: string[]): Promise<RunMeasurement> {
     partial = lines.pop() ?? '';
     for (const line of lines) {
       const m = PROGRESS.exec(line);
-      if (m) marks.push({ step: Number(m[1]), t: performance.now() / 1000, cpu: tree.sample(), machine: machineBusyS() });
+      if (m) marks.push({ step: Number(m[1]), t: performance.now() / 1000, cpu: tree.sample(), machine: machineBusyS(), byName: tree.byName() });
     }
   });
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -94,6 +97,7 @@ export function measureRun(args: string[]): Promise<RunMeasurement> {
         cores_busy: (b.cpu - a.cpu) / seconds,
         others_cores: (b.machine - a.machine - (b.cpu - a.cpu)) / seconds,
         idle_cores: cpus().length - (b.machine - a.machine) / seconds,
+        cpu_s_per_step_by_process: Object.fromEntries(Object.entries(b.byName).map(([k, v]) => [k, Math.round(((v - (a.byName[k] ?? 0)) / steps) * 1e4) / 1e4])),
         window: { from_step: a.step, to_step: b.step, seconds },
         load_before: loadBefore,
         load_after: loadavg()[0],

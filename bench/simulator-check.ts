@@ -13,8 +13,9 @@
  *     CPU-seconds per byte, per message and per collective from /proc;
  *   - per model, a lone peer (`ringtrain run -np 1`): wall and CPU-seconds
  *     per step at the per-peer batch, and the gradient bytes (its checkpoint);
- *   - the cores a raised job gets now (a probe: one busy loop per core for
- *     2 s, its CPU-seconds over its wall time), before each run.
+ *   - the cores a raised job gets (a probe: one busy loop per core for 2 s,
+ *     its CPU-seconds over its wall time), just before and just after each
+ *     run; the model takes their mean as the host's cores C.
  * Then every (model, N) run `--repeats` times with a fixed per-peer batch
  * (the same work per peer at every N), and one JSON line each: predicted
  * steps/s (with all cores, and with the cores the probe found), measured
@@ -86,7 +87,7 @@ function parameterBytes(path: string): number {
 
 const runArgs = (model: string, np: number, extra: string[] = []) => ['run', '-np', String(np), '--model', model, '--steps', String(steps[model]), '--batch', String(batch[model]), '--runtime', 'deno', '--seed', '7', '--json', '--eval-limit', '64', ...extra];
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
-const brief = (m: RunMeasurement) => ({ steps_per_s: round(m.steps_per_s), cli_steps_per_s: round(m.cli_steps_per_s), cpu_s_per_step: round(m.cpu_s_per_step), cores_busy: round(m.cores_busy, 2), others_cores: round(m.others_cores, 2), idle_cores: round(m.idle_cores, 2), load: [m.load_before, m.load_after] });
+const brief = (m: RunMeasurement) => ({ steps_per_s: round(m.steps_per_s), cli_steps_per_s: round(m.cli_steps_per_s), cpu_s_per_step: round(m.cpu_s_per_step), cores_busy: round(m.cores_busy, 2), others_cores: round(m.others_cores, 2), idle_cores: round(m.idle_cores, 2), load: [m.load_before, m.load_after], cpu_s_per_step_by_process: m.cpu_s_per_step_by_process });
 
 const link = await measureLink(1 << 20);
 line({ kind: 'input-link', alpha_ms: round(link.alphaS * 1000), bandwidth_MBps: round(1e-6 / link.betaSPerByte, 2), cpu_ms_per_MB: round(link.cpuPerByteS * 1e9, 2), cpu_ms_per_message: round(link.cpuPerMessageS * 1000), cpu_ms_per_collective: round(link.cpuPerCollectiveS * 1000), phases: link.phases });
@@ -115,14 +116,16 @@ for (const model of models) {
 
   for (const n of peerCounts) {
     for (let i = 0; i < repeats; i++) {
-      const probed = await probeCores();
+      const before = await probeCores();
       const m = await measureRun(runArgs(model, n));
+      const after = await probeCores();
+      const probed = (before + after) / 2;
       const all = predictColocatedStep(n, { ...inputs, peersPerHost: n, coresPerHost: cores });
       const probe = predictColocatedStep(n, { ...inputs, peersPerHost: n, coresPerHost: Math.min(cores, probed) });
       line({
         kind: 'check', model, peers: n, repeat: i, batch_per_peer: batch[model], steps: m.steps,
         predicted_steps_per_s: round(all.stepsPerS), predicted_bound: all.bound,
-        probed_cores: round(probed, 2), predicted_at_probed_cores: round(probe.stepsPerS),
+        probed_cores: round(probed, 2), probes: [round(before, 2), round(after, 2)], predicted_at_probed_cores: round(probe.stepsPerS),
         measured_steps_per_s: round(m.steps_per_s),
         error_pct: round((all.stepsPerS / m.steps_per_s - 1) * 100, 1),
         error_at_probed_cores_pct: round((probe.stepsPerS / m.steps_per_s - 1) * 100, 1),

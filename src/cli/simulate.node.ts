@@ -183,7 +183,7 @@ const mb = (bytes: number) => fmt(bytes / 1e6);
 export function simulationTable(rows: SimulationRow[], o: SimulateOptions): string {
   const head = `| N | ring steps/s (eff.) | recursive doubling | hierarchical (g) | DiLoCo H=${o.diLoCoH} | MB sent per peer per step (ring / hier.) | signals/s at ${o.changesPerPeerHour} changes/peer/h | server load |`;
   const h = o.hosts;
-  const hostHead = h ? ` ${h.peersPerHost} peers per host, ${h.coresPerHost} cores |` : '';
+  const hostHead = h ? ` ${h.peersPerHost} peer${h.peersPerHost === 1 ? '' : 's'} per host, ${h.coresPerHost} cores |` : '';
   const lines = [head + hostHead, `|${'---|'.repeat(h ? 9 : 8)}`];
   for (const r of rows) {
     const a = r.algorithms;
@@ -223,7 +223,7 @@ export function simulateCommand(): Command {
       const rows = simulate(o);
       if (raw.json) await printLine(JSON.stringify({ inputs: o, rows }));
       else {
-        if (o.hosts) await printLine(`co-located: ${o.hosts.peersPerHost} peers per host on ${o.hosts.coresPerHost} cores, ${o.hosts.computeCpuMs} CPU-ms of compute per step, ${o.hosts.cpuMsPerMB} CPU-ms per MB, ${o.hosts.cpuMsPerMessage} per message, ${o.hosts.cpuMsPerCollective} per collective`);
+        if (o.hosts) await printLine(`co-located: ${o.hosts.peersPerHost} peer${o.hosts.peersPerHost === 1 ? '' : 's'} per host on ${o.hosts.coresPerHost} cores, ${o.hosts.computeCpuMs} CPU-ms of compute per step, ${o.hosts.cpuMsPerMB} CPU-ms per MB, ${o.hosts.cpuMsPerMessage} per message, ${o.hosts.cpuMsPerCollective} per collective`);
         await printLine(`compute ${o.computeMs} ms/step, ${mb(o.gradientBytes)} MB of gradients, link ${o.latencyMs} ms one way and ${o.bandwidthMBps} MB/s, server relays ${o.relayPerS} signals/s`);
         await printLine(simulationTable(rows, o));
       }
