@@ -14,8 +14,8 @@
  *   - per model, a lone peer (`ringtrain run -np 1`): wall and CPU-seconds
  *     per step at the per-peer batch, and the gradient bytes (its checkpoint);
  *   - the cores a raised job gets (a probe: one busy loop per core for 2 s,
- *     its CPU-seconds over its wall time), just before and just after each
- *     run; the model takes their mean as the host's cores C.
+ *     each its CPU-seconds over its wall time while spinning, summed), just
+ *     before and just after each run; the model takes their mean as C.
  * Then every (model, N) run `--repeats` times with a fixed per-peer batch
  * (the same work per peer at every N), and one JSON line each: predicted
  * steps/s (with all cores, and with the cores the probe found), measured
@@ -32,7 +32,6 @@ import { DEFAULT_SMALL_BYTES } from '../src/collectives/types.ts';
 import { linkCpuCosts, predictColocatedStep, type HostInputs } from '../src/collectives/colocated-model.ts';
 import { opt } from './args.ts';
 import { measureRun, type RunMeasurement } from './measure-run.ts';
-import { TreeCpu } from './tree-cpu.ts';
 
 if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run this under scripts/in-netns.sh (WebRTC peers stay in a private network namespace)');
 const models = opt('models', 'cnn,transformer').split(',');
@@ -46,18 +45,23 @@ const cores = Number(opt('cores', String(cpus().length)));
 const line = (o: unknown) => process.stdout.write(JSON.stringify(o) + '\n');
 const round = (x: number, d = 4) => Math.round(x * 10 ** d) / 10 ** d;
 
-/** Cores a job of this session gets now: one busy loop per core for `seconds`, CPU over wall. */
+/**
+ * Cores a job of this session gets now: one busy loop per core for `seconds`,
+ * each reporting its own CPU-seconds over its own wall time while it spins
+ * (so that a process's start-up, mostly reading files, does not count as cores
+ * not given); the shares summed.
+ */
 async function probeCores(seconds = 2): Promise<number> {
-  const code = `const end = Date.now() + ${seconds * 1000}; while (Date.now() < end);`;
-  const t0 = performance.now();
-  const spinners = Array.from({ length: cores }, () => spawn(process.execPath, ['-e', code], { stdio: 'ignore' }));
-  const trees = spinners.map((c) => new TreeCpu(c.pid!));
-  const last = spinners.map(() => 0);
-  const timer = setInterval(() => trees.forEach((t, i) => (last[i] = t.sample())), 100);
-  await Promise.all(spinners.map((c) => new Promise((r) => c.on('exit', r))));
-  clearInterval(timer);
-  // Startup of each node process counts too: it is CPU this session got.
-  return last.reduce((s, x) => s + x, 0) / ((performance.now() - t0) / 1000);
+  const code = `const t0 = performance.now(); const c0 = process.cpuUsage(); while (performance.now() - t0 < ${seconds * 1000}); const c = process.cpuUsage(c0); console.log((c.user + c.system) / 1e3 / (performance.now() - t0));`;
+  const shares = await Promise.all(
+    Array.from({ length: cores }, () => {
+      const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+      return new Promise<number>((resolve, reject) => child.on('exit', (c) => (c === 0 ? resolve(Number(out.trim())) : reject(new Error(`the cores probe exited with ${c}`)))));
+    }),
+  );
+  return shares.reduce((s, x) => s + x, 0);
 }
 
 interface Phase { bytes: number; wall_s: number; cpu_s: number }
