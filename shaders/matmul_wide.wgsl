@@ -213,12 +213,21 @@ fn storeHalf(top: u32, firstRow: u32, qs: u32, firstQ: u32, c: Half) {
   storeRow(top + 14u, firstRow, qs, firstQ, c.r14); storeRow(top + 15u, firstRow, qs, firstQ, c.r15);
 }
 
-@compute @workgroup_size(8, 2)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+// Blocks are numbered row-major (block row, then block column) and handed
+// out in that order, 16 to a workgroup, so only the last workgroup has idle
+// invocations: a 2-D grid of fixed 8×2 workgroups left whole SIMD groups
+// idle where the block columns are not a multiple of 8 (N = 784: 25 block
+// columns in 32 slots). The workgroup count may be folded into a 2-D grid
+// (more than 65,535 workgroups); the block number runs across both.
+@compute @workgroup_size(16)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let N4 = dims.N / 4u;
-  let r0 = gid.y * ROWS;
-  let q0 = gid.x * QUADS;
-  if (r0 >= dims.M || q0 >= N4) { return; }
+  let blockCols = (N4 + QUADS - 1u) / QUADS;
+  let blockRows = (dims.M + ROWS - 1u) / ROWS;
+  let id = gid.y * groups.x * 16u + gid.x;
+  if (id >= blockRows * blockCols) { return; }
+  let r0 = (id / blockCols) * ROWS;
+  let q0 = (id % blockCols) * QUADS;
   let rs = min(r0, dims.M - ROWS);
   let qs = min(q0, N4 - QUADS);
   var c: Block;

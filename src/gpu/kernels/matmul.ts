@@ -4,7 +4,7 @@
  * epilogue (bias add, ReLU) for dense-layer forward passes. See shaders/matmul.wgsl.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import type { Binding, Dispatch, Gpu } from '../gpu.ts';
+import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
 
 export interface MatmulShape {
   /** Rows of C (and of op(A)). */
@@ -45,9 +45,9 @@ export type ChosenMatmulVariant = Exclude<MatmulVariant, 'auto'>;
 export const MATMUL_TILE = 64;
 const DIRECT_TILE_ROWS = 32;
 const DIRECT_TILE_COLS = 64;
-/** One workgroup of matmul_wide.wgsl: 8×2 invocations of 32 rows × 32 columns. */
-const WIDE_TILE_ROWS = 64;
-const WIDE_TILE_COLS = 256;
+/** matmul_wide.wgsl: 32 rows × 32 columns per invocation, 16 invocations (blocks in row-major order) per workgroup. */
+const WIDE_BLOCK = 32;
+const WIDE_BLOCKS_PER_GROUP = 16;
 const WIDE_MIN_ENTRIES = 8 * 32 * 32;
 /** One workgroup of matmul_tiled_blocked.wgsl: 128×128 of C. */
 const BLOCKED_TILE = 128;
@@ -132,7 +132,8 @@ export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: Matm
     return gpu.plan('matmul_tiled_blocked', bindings, [Math.ceil(o.n / BLOCKED_TILE), Math.ceil(o.m / BLOCKED_TILE)], { constants });
   }
   if (variant === 'wide') {
-    return gpu.plan('matmul_wide', bindings, [Math.ceil(o.n / WIDE_TILE_COLS), Math.ceil(o.m / WIDE_TILE_ROWS)], { constants });
+    const blocks = Math.ceil(o.n / WIDE_BLOCK) * Math.ceil(o.m / WIDE_BLOCK);
+    return gpu.plan('matmul_wide', bindings, linearGroups(blocks, WIDE_BLOCKS_PER_GROUP), { constants });
   }
   if (variant === 'direct') {
     return gpu.plan('matmul_direct', bindings, [Math.ceil(o.n / DIRECT_TILE_COLS), Math.ceil(o.m / DIRECT_TILE_ROWS)], { constants });
