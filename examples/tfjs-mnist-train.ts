@@ -11,6 +11,9 @@ import * as hvd from 'ringtrain/tfjs'; // ringtrain
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 import type { MnistSplit } from '../src/data/mnist.ts';
 
+/** Collectives wait this long for the slowest rank (ms); the same as the peer timeout the example gives init(). */
+export const RING_TIMEOUT_MS = 120_000;
+
 /** A job whose config names this model is a job of this example: the page joins it with this code. */
 export const TFJS_MNIST_MODEL = 'tfjs-mnist';
 
@@ -117,7 +120,7 @@ export function buildModel(kind: MnistRecipe['model'] = 'cnn'): tfl.Sequential {
   });
 }
 
-function toTensors(s: { images: Float32Array; labels: ArrayLike<number> }, limit: number): { x: tf.Tensor4D; y: tf.Tensor2D } {
+export function toTensors(s: { images: Float32Array; labels: ArrayLike<number> }, limit: number): { x: tf.Tensor4D; y: tf.Tensor2D } {
   const n = limit > 0 ? Math.min(limit, s.labels.length) : s.labels.length;
   return tf.tidy(() => ({
     x: tf.tensor4d(s.images.subarray(0, n * 784), [n, 28, 28, 1]),
@@ -143,9 +146,12 @@ export async function trainMnist(session: hvd.Session, data: MnistSplit, recipe:
   const test = toTensors(data.test, recipe.testExamples);
   const [x, y] = hvd.shardTensors([train.x, train.y]); // ringtrain: this rank's share
   const model = buildModel(recipe.model);
+  // ringtrain: how long a collective waits for the slowest rank. TF.js's CPU backend holds a rank's event loop
+  // through each batch and each evaluation, and on a loaded machine one rank fell 30 s (the default) behind.
+  const ring = { timeoutMs: RING_TIMEOUT_MS };
   model.compile({
     // ringtrain: wrap the optimizer; the learning rate grows with the ring (warmed up below)
-    optimizer: new hvd.DistributedOptimizer(recipe.optimizer === 'adam' ? tf.train.adam(recipe.lr * session.size) : tf.train.momentum(recipe.lr * session.size, 0.9)),
+    optimizer: new hvd.DistributedOptimizer(recipe.optimizer === 'adam' ? tf.train.adam(recipe.lr * session.size) : tf.train.momentum(recipe.lr * session.size, 0.9), ring),
     loss: 'categoricalCrossentropy',
     metrics: ['accuracy'],
   });
@@ -173,15 +179,15 @@ export async function trainMnist(session: hvd.Session, data: MnistSplit, recipe:
     batchSize: recipe.batch,
     verbose: 0,
     callbacks: [
-      new hvd.BroadcastGlobalVariablesCallback(0), // ringtrain: start from rank 0's weights
-      new hvd.MetricAverageCallback(), // ringtrain: logs averaged over the ring
+      new hvd.BroadcastGlobalVariablesCallback(0, ring), // ringtrain: start from rank 0's weights
+      new hvd.MetricAverageCallback(ring), // ringtrain: logs averaged over the ring
       new hvd.LearningRateWarmupCallback({ baseLr: recipe.lr, warmupEpochs: recipe.warmupEpochs, decay: recipe.decay }), // ringtrain
       new hvd.TrainEventsCallback({ evaluate }), // ringtrain: steps and test accuracy as ringtrain events (the page draws them)
       new tfl.CustomCallback({
         onBatchEnd: () => void steps++,
         onEpochEnd: (e, l) => log(`epoch ${e + 1}/${recipe.epochs}: loss ${l?.loss?.toFixed(4)} accuracy ${l?.acc?.toFixed(4)} test accuracy ${lastTest.toFixed(4)}`),
       }),
-      new hvd.StopTogetherCallback(), // ringtrain: if one rank stops, all do
+      new hvd.StopTogetherCallback(ring), // ringtrain: if one rank stops, all do
     ],
   });
   const { accuracy } = await evaluate();

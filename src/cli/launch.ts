@@ -8,6 +8,12 @@
  * with its worker's number: `[1] epoch 2 …`. The exit status is 0 when every
  * worker exits 0.
  *
+ * With --elastic the job is elastic (src/tfjs/elastic.ts): a worker that dies
+ * is a loss the others carry on without, and the run succeeds when at least
+ * --min-np workers finish. With --timeline every worker records its ring's
+ * events (init() in ringtrain/tfjs reads RINGTRAIN_TIMELINE) and the launcher
+ * merges them into one Chrome trace.
+ *
  * `ringtrain run` trains ringtrain's own models; this runs a user's (the
  * TF.js example: examples/tfjs-mnist.ts).
  */
@@ -20,8 +26,10 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
-import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, SERVER_ENV, TOKEN_ENV } from '../tfjs/env.ts';
+import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
 import { runtimeExecutable } from './host.node.ts';
+import { elasticOptions } from './run-options.node.ts';
+import { writeTimeline } from './run-workers.node.ts';
 import { commandStatus } from './status.ts';
 
 interface LaunchOptions {
@@ -32,6 +40,11 @@ interface LaunchOptions {
   tabs: string;
   tabModel: string;
   static?: string;
+  elastic: boolean;
+  minNp?: string;
+  maxNp?: string;
+  serverWait?: string;
+  timeline?: string;
 }
 
 
@@ -45,6 +58,11 @@ export function launchCommand(): Command {
     .option('--tabs <n>', 'also wait for this many browser tabs to join (the server then serves the page and prints its link)', '0')
     .option('--tab-model <name>', 'what a joining tab trains, with the same arguments as the script (the page knows tfjs-mnist: examples/tfjs-mnist.ts)', 'tfjs-mnist')
     .option('--static <dir>', 'folder of the built page, for --tabs (default demo/dist: npm run build:page)')
+    .option('--elastic', 'workers may leave (die) and join mid-run: the ring re-forms instead of stopping (the script trains with hvd.elastic.run)', false)
+    .option('--min-np <n>', 'with --elastic: the ring goes on while at least this many peers are left, and the run succeeds when this many workers finish (default 1)')
+    .option('--max-np <n>', 'with --elastic: at most this many peers (default -np plus --tabs)')
+    .option('--server-wait <seconds>', 'with --elastic: how long the ring trains on without its signaling server (default 60)')
+    .option('--timeline <path>', 'write a Chrome-trace timeline of all ranks here (open it in Perfetto)')
     .argument('<script>', 'the program every worker runs (it calls init() from ringtrain/tfjs)')
     .argument('[args...]', 'arguments passed to every worker')
     .allowUnknownOption()
@@ -74,14 +92,17 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   const staticDir = tabs > 0 ? (o.static ?? DEFAULT_STATIC_DIR) : null;
   if (staticDir !== null && !existsSync(staticDir)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch --tabs: no built page at ${staticDir}; run npm run build:page, or give --static <dir>.`);
   if (!existsSync(script)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch: no script at ${script}; give the path of the program every worker runs.`);
+  const elastic = elasticOptions({ elastic: o.elastic, np: o.np, extraPeers: tabs, minNp: o.minNp, maxNp: o.maxNp, serverWait: o.serverWait });
+  const hyperparameters: Record<string, string | number | boolean> = tabs > 0 ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
+  if (o.elastic) hyperparameters.elastic = true;
+  if (elastic.serverWait !== undefined) hyperparameters.serverWaitMs = elastic.serverWait * 1000;
+  // An elastic job waits once for everyone it starts, then goes on with as few as --min-np.
+  const peers = o.elastic ? { minPeers: elastic.minNp!, maxPeers: elastic.maxNp!, startPeers: np + tabs } : { minPeers: np + tabs, maxPeers: np + tabs };
   const job: JobSpec = {
     id: `launch-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),
     // With tabs, the config tells the page what to run: the model it knows by name, with the script's arguments.
-    config:
-      tabs > 0
-        ? { model: o.tabModel, optimizer: 'user', hyperparameters: { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS }, batchPerPeer: 1, minPeers: np + tabs, maxPeers: np + tabs }
-        : { model: 'user-script', optimizer: 'user', hyperparameters: {}, batchPerPeer: 1, minPeers: np, maxPeers: np },
+    config: { model: tabs > 0 ? o.tabModel : 'user-script', optimizer: 'user', hyperparameters, batchPerPeer: 1, ...peers },
   };
   // TF.js runs its ops synchronously (the CPU backend above all), so a worker's event loop can stay busy
   // for seconds and answer the server's heartbeats late: be lenient before calling it gone.
@@ -96,9 +117,12 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
     const [exe, pre] = scriptCommand(o.runtime, script);
     const exits = Array.from({ length: np }, (_, i) => {
       // The token goes by environment, never argv (which `ps` shows to everyone).
-      const env = { ...process.env, [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np) };
+      const env: NodeJS.ProcessEnv = { ...process.env, [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np) };
+      if (o.timeline) env[TIMELINE_ENV] = `${o.timeline}.part${i}`;
       const child = spawn(exe, [...pre, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       children.push(child);
+      // Which process is which worker: what a person needs to read a loss (and what a test kills).
+      process.stdout.write(`[launch] worker ${i}: pid ${child.pid}\n`);
       forEachLine(child.stdout!, (line) => process.stdout.write(`[${i}] ${line}\n`));
       forEachLine(child.stderr!, (line) => {
         if (!line.includes('XDG_RUNTIME_DIR')) process.stderr.write(`[${i}] ${line}\n`);
@@ -108,11 +132,21 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
           process.stderr.write(`[${i}] cannot start ${exe}: ${err.message}\n`);
           resolve(127);
         });
-        child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+        child.on('exit', (code, signal) => {
+          if (signal) process.stderr.write(`[${i}] ended by ${signal}\n`);
+          resolve(code ?? 128);
+        });
       });
     });
     const codes = await Promise.all(exits);
+    if (o.timeline) writeTimeline(o.timeline, np);
     const failed = codes.map((c, i) => [i, c]).filter(([, c]) => c !== 0);
+    const finished = codes.length - failed.length;
+    if (o.elastic && failed.length > 0 && finished >= elastic.minNp!) {
+      // Elastic: a worker that died (or failed on its own) is a loss the others carried on without.
+      process.stderr.write(`ringtrain: workers ${failed.map(([i, c]) => `${i} (exit ${c})`).join(', ')} left the run early; ${finished} finished without them\n`);
+      return 0;
+    }
     if (failed.length > 0) {
       process.stderr.write(`ringtrain: workers ${failed.map(([i, c]) => `${i} (exit ${c})`).join(', ')} failed\n`);
       return 1;

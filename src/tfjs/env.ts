@@ -6,3 +6,5 @@ export const TOKEN_ENV = 'RINGTRAIN_TOKEN';
 /** This worker's number among the launcher's processes (0-based) and how many it started. */
 export const LOCAL_RANK_ENV = 'RINGTRAIN_LOCAL_RANK';
 export const LOCAL_SIZE_ENV = 'RINGTRAIN_LOCAL_SIZE';
+/** Where this worker writes its Chrome-trace events when the launcher was given --timeline (it merges them). */
+export const TIMELINE_ENV = 'RINGTRAIN_TIMELINE';

@@ -32,6 +32,8 @@ export { TrainEventsCallback, type TrainEventsOptions } from './progress.ts';
 export { shardIndices, shardTensors, shardArray, shardDataset, type ShardOptions, type DatasetLike } from './shard.ts';
 export { agreeOnLayout, describeVariables, type VariableSpec } from './layout.ts';
 export { setDefaultRing, type RingSource } from './ring.ts';
+/** Horovod's hvd.elastic: `elastic.run`, `elastic.ModelState`, `elastic.CommitStateCallback` (elastic.ts). */
+export * as elastic from './elastic.ts';
 
 /** Joins the job (ringtrain's init) and makes its ring the default of every helper here. Under Node and Deno the launcher's environment fills in server, job and token. */
 export async function init(o: Partial<InitOptions> = {}): Promise<Session> {

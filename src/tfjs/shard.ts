@@ -14,6 +14,12 @@ export interface ShardOptions {
   /** Instead of a ring: this rank and the number of ranks. */
   rank?: number;
   size?: number;
+  /**
+   * Leave out the first `skip` examples: those the ring already took this
+   * epoch before it re-formed (elastic.ts's `state.epochExamples`). The rest
+   * is sharded over the ring as it is now.
+   */
+  skip?: number;
 }
 
 function rankAndSize(o: ShardOptions): { rank: number; size: number } {
@@ -31,8 +37,12 @@ function rankAndSize(o: ShardOptions): { rank: number; size: number } {
 /** The example indices this rank takes out of `n`. */
 export function shardIndices(n: number, o: ShardOptions = {}): Int32Array {
   const { rank, size } = rankAndSize(o);
-  const count = Math.floor(n / size);
-  return Int32Array.from({ length: count }, (_, i) => rank + i * size);
+  const skip = o.skip ?? 0;
+  if (!Number.isInteger(skip) || skip < 0 || skip > n) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `shard: skip ${skip} is not a count of examples already taken out of ${n}; give a whole number from 0 to ${n}`);
+  }
+  const count = Math.floor((n - skip) / size);
+  return Int32Array.from({ length: count }, (_, i) => skip + rank + i * size);
 }
 
 /** This rank's examples (rows along the first axis) of each tensor; all must have the same number of rows. */
@@ -72,6 +82,7 @@ export interface DatasetLike<T> {
  * unknown, ranks may differ by one element: give batchesPerEpoch.
  */
 export function shardDataset<T>(dataset: DatasetLike<T>, o: ShardOptions = {}): DatasetLike<T> {
+  if (o.skip) throw new RingtrainError(ErrorCode.InvalidArgument, 'shardDataset: skip applies to tensors and arrays; call dataset.skip(n) before sharding instead');
   const { rank, size } = rankAndSize(o);
   const count = dataset.size !== null && Number.isFinite(dataset.size) ? Math.floor(dataset.size / size) : null;
   return {

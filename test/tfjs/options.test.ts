@@ -180,6 +180,15 @@ describe('sharding', () => {
     expect(() => shardIndices(10, { rank: 3, size: 3 })).toThrow(/rank 3 of size 3/);
   });
 
+  it('skip leaves out what an epoch already took and shards the rest over the ring as it is now (elastic resume)', () => {
+    // 3 ranks took 2 steps of 3 × 2 = 12 examples; the ring re-formed with 2.
+    expect(Array.from(shardIndices(20, { rank: 0, size: 2, skip: 12 }))).toEqual([12, 14, 16, 18]);
+    expect(Array.from(shardIndices(20, { rank: 1, size: 2, skip: 12 }))).toEqual([13, 15, 17, 19]);
+    expect(Array.from(shardIndices(20, { rank: 1, size: 2, skip: 20 }))).toEqual([]);
+    expect(() => shardIndices(20, { rank: 0, size: 2, skip: 21 })).toThrow(/skip 21 is not a count of examples already taken out of 20/);
+    expect(() => shardDataset({ size: 4, iterator: async () => ({ next: async () => ({ done: true as const, value: undefined }) }) }, { rank: 0, size: 2, skip: 2 })).toThrow(/dataset\.skip/);
+  });
+
   it('shardDataset feeds model.fitDataset every N-th batch; the ranks train in step', async () => {
     const { x, y } = await digits(128);
     const batches = Array.from({ length: 8 }, (_, i) => ({ xs: tf.slice(x, i * 16, 16), ys: tf.slice(y, i * 16, 16) }));
