@@ -137,6 +137,8 @@ describe('StepChecks: the direction rule (opt-in)', () => {
     const job = { model: 'mlp', optimizer: 'sgd', batchPerPeer: 8, minPeers: 2, maxPeers: 4, hyperparameters: { lr: 0.05 } };
     expect(trainConfigFromJob(job).guard).toEqual({ direction: false });
     expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, directionRules: true } }).guard).toEqual({});
+    // The doubt rule is on unless the job turns it off.
+    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, doubtRule: false } }).guard).toEqual({ direction: false, doubt: false });
   });
 });
 
