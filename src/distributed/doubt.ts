@@ -7,7 +7,7 @@
  * numbers on every rank, so every rank reaches the same verdict):
  *
  *   cosine_r    = cos(S(g_r), m_r)     m_r: coordinate-wise median of the OTHER ranks' sketches
- *   normRatio_r = |g_r| / median over the other ranks of |g_q|
+ *   normRatio_r = |g_r| / max(median over the other ranks of |g_q|, median of their recent average norms)
  *
  * Both are bounded per step in what they let one honest spike do: the cosine
  * lies in [-1, 1] however large the spike, and a rank is judged only on runs
@@ -50,17 +50,30 @@ export interface DoubtStats {
   cosine: number;
 }
 
-/** Each rank's figures (same answer on every rank for the same gathered numbers). */
-export function doubtStats(sketches: ArrayLike<number>[], norms: ArrayLike<number>): DoubtStats[] {
+/**
+ * Each rank's figures (same answer on every rank for the same gathered numbers). `typical`
+ * (optional, per rank): a slow average of each rank's own norm; the norm ratio is then taken
+ * against the larger of the others' median norm now and the median of their typical norms.
+ * Late in training most batches are learned and the median norm collapses while an honest
+ * batch with one hard example stays near 1 (1,100x the median in `npm start`); the others'
+ * recent spikes, carried in their averages, keep that ratio honest. One rank cannot move
+ * the median of the others' averages, whatever it sends.
+ */
+export function doubtStats(sketches: ArrayLike<number>[], norms: ArrayLike<number>, typical?: ArrayLike<number>): DoubtStats[] {
   return sketches.map((s, r) => {
     const others = sketches.filter((_, q) => q !== r);
-    const scale = median(Array.from(norms).filter((_, q) => q !== r));
+    const now = median(Array.from(norms).filter((_, q) => q !== r));
+    const recent = typical ? median(Array.from(typical).filter((_, q) => q !== r)) : 0;
+    const scale = Math.max(now, recent);
     return {
       normRatio: scale > 0 ? norms[r] / scale : norms[r] > 0 ? Infinity : 0,
       cosine: cosine(s, coordinateMedian(others)),
     };
   });
 }
+
+/** Weight of the past in each rank's average norm (about the last 10 steps). */
+export const TYPICAL_DECAY = 0.9;
 
 export interface DoubtVerdict {
   /** Ranks whose contribution this step is left out of the sum (doubtful, not yet named). */
@@ -79,6 +92,8 @@ export class DoubtTracker {
   readonly namedAfter: number;
   /** rank -> the last step judged, the run of doubtful steps ending there, and the run before it. */
   private readonly runs = new Map<number, { step: number; run: number; before: number }>();
+  /** rank -> a slow average of its norm (before the last step judged: a redone step counts once) and the step it was last moved at. */
+  private readonly typical = new Map<number, { value: number; before: number; step: number }>();
 
   constructor(o: DoubtOptions = {}) {
     this.ratio = o.ratio ?? DEFAULT_DOUBT_RATIO;
@@ -92,7 +107,16 @@ export class DoubtTracker {
   /** Judges one step's contributions; every rank gets the same verdict from the same numbers. */
   judge(step: number, sketches: ArrayLike<number>[], norms: ArrayLike<number>): DoubtVerdict {
     if (sketches.length < MIN_RANKS_FOR_DOUBT || !Array.from(norms).every(Number.isFinite)) return { leftOut: [], named: [] };
-    const stats = doubtStats(sketches, norms);
+    const typical = Array.from(norms, (n, rank) => {
+      const t = this.typical.get(rank);
+      return t === undefined ? n : t.step === step ? t.before : t.value;
+    });
+    const stats = doubtStats(sketches, norms, typical);
+    Array.from(norms).forEach((n, rank) => {
+      const t = this.typical.get(rank);
+      const before = t === undefined ? n : t.step === step ? t.before : t.value;
+      this.typical.set(rank, { value: TYPICAL_DECAY * before + (1 - TYPICAL_DECAY) * n, before, step });
+    });
     const doubtful = stats.map((x) => x.normRatio >= this.ratio && x.cosine <= -this.cosine);
     // Most ranks doubtful at once: there is no consensus to doubt them against; the step goes on as it is.
     const trusted = doubtful.filter((d) => !d).length * 2 > sketches.length;
