@@ -135,14 +135,14 @@ describe('StepChecks: the direction rule (opt-in)', () => {
 
   it('are asked for by the job (directionRules), not on by default: an honest late-training spike tripped them in CI', () => {
     const job = { model: 'mlp', optimizer: 'sgd', batchPerPeer: 8, minPeers: 2, maxPeers: 4, hyperparameters: { lr: 0.05 } };
-    expect(trainConfigFromJob(job).guard).toEqual({ direction: false });
-    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, directionRules: true } }).guard).toEqual({});
-    // The doubt rule is on unless the job turns it off.
-    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, doubtRule: false } }).guard).toEqual({ direction: false, doubt: false });
+    expect(trainConfigFromJob(job).guard).toEqual({ direction: false, doubt: false });
+    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, directionRules: true } }).guard).toEqual({ doubt: false });
+    // So is the doubt rule, until whole honest runs late in training are measured (docs/ROBUSTNESS.md).
+    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, doubtRule: true } }).guard).toEqual({ direction: false });
   });
 });
 
-describe('StepChecks: the doubt rule (on by default)', () => {
+describe('StepChecks: the doubt rule (a job asks for it: doubtRule)', () => {
   const leftOut = (events: RingEvent[]) => events.filter((e) => e.type === 'contribution-left-out') as Extract<RingEvent, { type: 'contribution-left-out' }>[];
 
   it('leaves a sign-flipped ×20 rank out of its first step (the sum is the others\' mean) and names it at its second, on every rank', async () => {

@@ -5,7 +5,7 @@
  *    its right neighbour flips bits in transit (--fault flip-bits) is named by
  *    its link and ejected; the others finish.
  * (A worker sending sign-flipped ×20 gradients, which only sketches tell from
- * honest spikes too, is named by the default doubt rule within 2 steps:
+ * honest spikes too, is named within 2 steps by the doubt rule (doubtRule: true):
  * test/robust/gradient-faults.test.ts. The opt-in window rules, which needed
  * 4-5 steps, are tested on memory links in step-checks.test.ts.)
  */
