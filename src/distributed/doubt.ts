@@ -14,6 +14,10 @@
  * of steps, not on a sum a single step can dominate (the 5-step pull summed
  * -27 from one honest hard example at 96x the median, see docs/ROBUSTNESS.md).
  *
+ * A contribution at least `ratio` times the others' that is not doubtful is
+ * summed clipped to `ratio` times their norm, so a large rank's harm is
+ * bounded whatever its direction.
+ *
  * A gradient sign-flipped and scaled by 20 while the honest ranks agree
  * (early in training, when the harm is largest) has a cosine near minus
  * the honest one and a ratio near 20: doubtful at once. Leaving a doubtful
@@ -80,6 +84,11 @@ export interface DoubtVerdict {
   leftOut: { rank: number; reason: string }[];
   /** Ranks doubtful at `namedAfter` steps in a row. */
   named: Offence[];
+  /**
+   * Ranks at least `ratio` times the others but not doubtful (not against their consensus, or no
+   * consensus this step), with the factor that brings their norm down to `ratio` times: summed clipped.
+   */
+  clipped: { rank: number; factor: number }[];
 }
 
 /**
@@ -106,7 +115,7 @@ export class DoubtTracker {
 
   /** Judges one step's contributions; every rank gets the same verdict from the same numbers. */
   judge(step: number, sketches: ArrayLike<number>[], norms: ArrayLike<number>): DoubtVerdict {
-    if (sketches.length < MIN_RANKS_FOR_DOUBT || !Array.from(norms).every(Number.isFinite)) return { leftOut: [], named: [] };
+    if (sketches.length < MIN_RANKS_FOR_DOUBT || !Array.from(norms).every(Number.isFinite)) return { leftOut: [], named: [], clipped: [] };
     const typical = Array.from(norms, (n, rank) => {
       const t = this.typical.get(rank);
       return t === undefined ? n : t.step === step ? t.before : t.value;
@@ -120,12 +129,15 @@ export class DoubtTracker {
     const doubtful = stats.map((x) => x.normRatio >= this.ratio && x.cosine <= -this.cosine);
     // Most ranks doubtful at once: there is no consensus to doubt them against; the step goes on as it is.
     const trusted = doubtful.filter((d) => !d).length * 2 > sketches.length;
-    const verdict: DoubtVerdict = { leftOut: [], named: [] };
+    const verdict: DoubtVerdict = { leftOut: [], named: [], clipped: [] };
     stats.forEach((x, rank) => {
       const prev = this.runs.get(rank);
       const before = !prev ? 0 : prev.step === step ? prev.before : prev.step === step - 1 ? prev.run : 0;
       const run = doubtful[rank] && trusted ? before + 1 : 0;
       this.runs.set(rank, { step, run, before });
+      // Large but not doubtful: a flipped rank whose own batch happened to point across the others'
+      // reads so too, and 20x noise applied with momentum wrecked a CNN in two steps (bench/faults-cnn.ts).
+      if (run === 0 && x.normRatio >= this.ratio) verdict.clipped.push({ rank, factor: this.ratio / x.normRatio });
       if (run === 0) return;
       const figures = `${x.normRatio.toFixed(1)}× the others' median norm, cosine ${x.cosine.toFixed(2)} with their consensus (doubtful: at least ${this.ratio}× and at most -${this.cosine})`;
       if (run >= this.namedAfter) verdict.named.push({ rank, reason: `its gradient was large and pointed against the others' at ${run} steps in a row; now ${figures}` });

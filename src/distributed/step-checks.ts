@@ -70,8 +70,9 @@ export class StepChecks {
   /**
    * Before the allreduce: gathers and judges every rank's contribution; throws naming offenders.
    * Resolves to the factor this rank's contribution is to be multiplied by before it is summed:
-   * 0 when it is left out of this step, N/(N-k) when k others are (so the average over the ring
-   * is the mean of the contributions kept), else 1.
+   * 0 when it is left out of this step, ratio/normRatio when it is large but not doubtful (clipped
+   * to `ratio` times the others', doubt.ts), times N/(N-k) when k ranks are left out (so the
+   * average over the ring is the mean of the contributions kept), else 1.
    */
   async before(comm: Communicator, local: Float32Array, step: number): Promise<number> {
     this.pending = null;
@@ -100,10 +101,13 @@ export class StepChecks {
         if (!doubts) this.doubts.set(comm, (doubts = new DoubtTracker(guard.doubt)));
         const verdict = doubts.judge(step, sketches, norms);
         offences.push(...verdict.named);
-        if (verdict.named.length === 0 && this.o.leaveOut !== false && verdict.leftOut.length > 0) {
-          for (const { rank } of verdict.leftOut) factors[rank] = 0;
-          const kept = comm.size - verdict.leftOut.length;
-          for (const r of ranks) if (factors[r] !== 0) factors[r] = comm.size / kept;
+        if (verdict.named.length === 0 && this.o.leaveOut !== false) {
+          for (const { rank, factor } of verdict.clipped) factors[rank] = factor;
+          if (verdict.leftOut.length > 0) {
+            for (const { rank } of verdict.leftOut) factors[rank] = 0;
+            const kept = comm.size - verdict.leftOut.length;
+            for (const r of ranks) if (factors[r] !== 0) factors[r] *= comm.size / kept;
+          }
         }
         for (const { rank, reason } of verdict.leftOut) {
           if (comm.events.active) comm.events.emit({ type: 'contribution-left-out', t: now(), rank: comm.rank, peer: rank, step, reason: this.o.leaveOut === false ? `doubtful, summed (robust aggregation): ${reason}` : reason });

@@ -171,6 +171,25 @@ describe('StepChecks: the doubt rule (a job asks for it: doubtRule)', () => {
     comms.forEach((c) => c.close());
   });
 
+  it('sums a large contribution that is not against the others clipped to 6× their median norm, and names nobody', async () => {
+    const { comms, seen } = ring(4);
+    const checks = comms.map(() => new StepChecks({ seed: 10, guard: { direction: false } }));
+    const g = gradients(4, 5000, 20, 0.5);
+    // Scaled by 20 along its own (agreeing) direction: large, not doubtful.
+    g[2] = g[2].map((v) => 20 * v);
+    const norms = g.map((x) => Math.fround(l2Norm(x)));
+    const factor = 6 / (norms[2] / [norms[0], norms[1], norms[3]].sort((a, b) => a - b)[1]);
+    const expected = Float32Array.from(g[0], (_, i) => (g[0][i] + g[1][i] + factor * g[2][i] + g[3][i]) / 4);
+    expect(await step(checks, comms, g, 0)).toEqual([null, null, null, null]);
+    for (const [r, reduced] of g.entries()) {
+      let worst = 0;
+      for (let i = 0; i < reduced.length; i++) worst = Math.max(worst, Math.abs(reduced[i] - expected[i]));
+      expect(worst, `rank ${r}: largest difference from the clipped mean`).toBeLessThan(1e-4);
+    }
+    for (const events of seen) expect(events.filter((e) => e.type === 'peer-misbehaved' || e.type === 'contribution-left-out')).toEqual([]);
+    comms.forEach((c) => c.close());
+  });
+
   it('leaves an honest doubtful spike out of its step and names nobody, however often it comes alone', async () => {
     const { comms, seen } = ring(4);
     // As a job sets it by default: the direction window rules off (their 5-step pull named this rank at step 7).
