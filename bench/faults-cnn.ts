@@ -8,7 +8,13 @@
  * and the 3 survivors alone), and the honest workers' peak memory (the flood's
  * bound). Honest runs come first, in the same invocation.
  *
- * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3] [--seed 7] [--batch 8]
+ * Contributions the doubt rule left out of a step (event `contribution-left-out`, as
+ * seen by honest worker 0) are counted in every run, honest ones included.
+ *
+ * `--doubt-rule false` runs every job (honest ones too) without the doubt rule (job
+ * hyperparameter doubtRule, src/distributed/doubt.ts); by default the bench asks for it.
+ *
+ * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3 | --fault-steps 0,3] [--seed 7] [--batch 8] [--doubt-rule true]
  *        [--faults nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags]
  */
 import { readFileSync } from 'node:fs';
@@ -17,9 +23,10 @@ import { startDenoWorker, type TestWorker } from '../test/support/workers.ts';
 import { opt } from './args.ts';
 
 const steps = Number(opt('steps', '60'));
-const faultStep = Number(opt('fault-step', '3'));
+const faultSteps = opt('fault-steps', opt('fault-step', '3')).split(',').map(Number);
 const seed = Number(opt('seed', '7'));
 const batch = Number(opt('batch', '8'));
+const doubtRule = opt('doubt-rule', 'true') === 'true';
 const faults = opt('faults', 'nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags').split(',');
 const RUN_LIMIT_MS = 30 * 60_000;
 
@@ -51,7 +58,7 @@ interface Run {
   peakMb: number[];
 }
 
-async function run(id: string, honestPeers: number, fault?: string): Promise<Run> {
+async function run(id: string, honestPeers: number, fault?: string, faultStep = 0): Promise<Run> {
   const size = honestPeers + (fault ? 1 : 0);
   const job = {
     id,
@@ -59,7 +66,7 @@ async function run(id: string, honestPeers: number, fault?: string): Promise<Run
     config: {
       model: 'cnn',
       optimizer: 'sgd',
-      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, elastic: true, lrSchedule: 'cosine' },
+      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, elastic: true, lrSchedule: 'cosine', doubtRule },
       batchPerPeer: batch,
       minPeers: 2,
       startPeers: size,
@@ -117,10 +124,12 @@ const honest4 = await run('honest-4', 4);
 const honest3 = await run('honest-3', 3);
 const acc4 = mean(accuracy(honest4));
 const acc3 = mean(accuracy(honest3));
-console.log(JSON.stringify({ bench: 'faults-cnn', run: 'honest', steps, seed, batch_per_peer: batch, accuracy_4_peers: acc4, accuracy_3_peers: acc3, peak_rss_mb_4_peers: maxOf(honest4.peakMb), exit_codes: [...honest4.codes, ...honest3.codes] }));
+/** What the doubt rule left out, as honest worker 0 saw it: `rank@step` entries. */
+const leftOut = (r: Run) => r.honest[0].events.filter((e) => e.event === 'contribution-left-out').map((e) => `${e.peer}@${e.step}`);
+console.log(JSON.stringify({ bench: 'faults-cnn', run: 'honest', steps, seed, batch_per_peer: batch, doubt_rule: doubtRule, accuracy_4_peers: acc4, accuracy_3_peers: acc3, left_out_4_peers: leftOut(honest4), left_out_3_peers: leftOut(honest3), peak_rss_mb_4_peers: maxOf(honest4.peakMb), exit_codes: [...honest4.codes, ...honest3.codes] }));
 
-for (const fault of faults) {
-  const r = await run(`fault-${fault.replace(/[^a-z0-9]/gi, '')}`, 3, fault);
+for (const faultStep of faultSteps) for (const fault of faults) {
+  const r = await run(`fault-${fault.replace(/[^a-z0-9]/gi, '')}-at-${faultStep}`, 3, fault, faultStep);
   const bad = r.faulty!.rank;
   const namedBy = r.honest.filter((w) => w.events.some((e) => e.event === 'peer-misbehaved' && e.peer === bad)).length;
   const ejected = r.honest.some((w) => w.events.some((e) => e.event === 'peer-left' && e.reason === 'ejected' && e.rank === bad));
@@ -137,6 +146,7 @@ for (const fault of faults) {
       ejected,
       last_step_with_faulty: lastWith4,
       steps_to_ejection: Math.max(0, lastWith4 - faultStep),
+      left_out: leftOut(r),
       survivors_finished: r.honest.map((w) => w.result?.steps ?? null),
       survivors_size: r.honest.map((w) => w.result?.size ?? null),
       survivor_accuracy: acc,

@@ -13,7 +13,10 @@
  * for every rank, so the honest ranks' figures under attack are measured too.
  * Prints one JSON line per model: percentiles and extremes.
  *
- * Usage: deno run -A bench/gradient-directions.ts [--models mlp,cnn] [--ranks 4] [--batch 8] [--steps 300] [--factor 20] [--buckets 256] [--raw PREFIX]
+ * --raw PREFIX also writes PREFIX.MODEL.json: every step's per-rank norms and
+ * sketches, so other rules can be tried offline on the same honest run.
+ *
+ * Usage: deno run -A bench/gradient-directions.ts [--models mlp,cnn] [--ranks 4] [--batch 8] [--steps 300] [--factor 20] [--buckets 256] [--seed 11] [--raw PREFIX]
  */
 import { createMemoryRing } from '../src/comm/rings.ts';
 import { makeImageDataset } from '../src/data/dataset.ts';
@@ -33,7 +36,7 @@ const batch = Number(opt('batch', '8'));
 const steps = Number(opt('steps', '300'));
 const factor = Number(opt('factor', '20'));
 const buckets = Number(opt('buckets', '256'));
-const seed = 11;
+const seed = Number(opt('seed', '11'));
 
 const gpu = await acquireGpu();
 const mnist = await loadMnist();
@@ -103,7 +106,13 @@ for (const model of models) {
   const summary = Object.fromEntries(entries.map(([k, v]) => [k, percentiles(v)]));
   // --raw FILE: every step's figures, for trying other rules offline.
   const raw = opt('raw', '');
-  if (raw) await Deno.writeTextFile(`${raw}.${model}.json`, JSON.stringify({ honest: honestRows, attack: attackRows }));
+  if (raw) {
+    const order = [...seen.keys()].sort((a, b) => a - b);
+    const round = (v: number) => Number(v.toPrecision(5));
+    const norms = order.map((t) => seen.get(t)!.map((x) => x.n));
+    const sketches = order.map((t) => seen.get(t)!.map((x) => Array.from(x.s, round)));
+    await Deno.writeTextFile(`${raw}.${model}.json`, JSON.stringify({ model, ranks, batch, seed, norms, sketches }));
+  }
   console.log(JSON.stringify({ model, ranks, batch, steps: seen.size, factor, buckets, seconds: (performance.now() - t0) / 1000, testAccuracy: results[0].testAccuracy, adapter: gpu.info.description, ...summary }));
 }
 gpu.destroy();

@@ -114,6 +114,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       void say(`[rank ${e.rank}] rank ${e.peer} broke the rules: ${e.reason}`);
       void emit({ event: 'peer-misbehaved', rank: e.rank, peer: e.peer, reason: e.reason });
     }
+    if (e.type === 'contribution-left-out') void emit({ event: 'contribution-left-out', rank: e.rank, peer: e.peer, step: e.step, reason: e.reason });
     if (e.type !== 'stall') return;
     sayStall(e);
     void emit({ event: 'stall', rank: e.rank, name: e.name, waitingFor: e.waitingFor, waitedMs: Math.round(e.waitedMs) });

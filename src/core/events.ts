@@ -42,7 +42,9 @@ export type RingEvent =
   | { type: 'membership'; t: number; rank: number; size: number; epoch: number; peers: { rank: number; id: string; runtime?: string }[] }
   | { type: 'peer-lost'; t: number; rank: number; peer: number; reason: string }
   /** Rank `peer` broke the rules (seen by `rank`); elastic jobs ask the server to eject it. */
-  | { type: 'peer-misbehaved'; t: number; rank: number; peer: number; reason: string };
+  | { type: 'peer-misbehaved'; t: number; rank: number; peer: number; reason: string }
+  /** Rank `peer`'s contribution to `step` was doubtful (seen by `rank`) and left out of that step's sum; nobody is named for it. */
+  | { type: 'contribution-left-out'; t: number; rank: number; peer: number; step: number; reason: string };
 
 export type RingEventType = RingEvent['type'];
 export type Listener = (e: RingEvent) => void;

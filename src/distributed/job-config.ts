@@ -89,7 +89,10 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     // The direction rules (direction.ts) are asked for, not on by default: in CI an honest CNN rank
     // late in training (loss ~0.01, one hard example: 96x the median norm against the others)
     // tripped the pull rule and stopped a non-elastic job; the NaN/Inf and 1,000x norm rules stay on.
-    guard: h.directionRules === true ? {} : { direction: false },
+    // The doubt rule (doubt.ts) is asked for too (`doubtRule: true`) until it is measured over whole
+    // honest CNN runs late in training, where honest hard examples are large and point against the
+    // others (docs/ROBUSTNESS.md says what was and was not measured).
+    guard: { ...(h.directionRules === true ? {} : { direction: false }), ...(h.doubtRule === true ? {} : { doubt: false }) },
     aggregation: typeof h.aggregation === 'string' ? parseAggregation(h.aggregation) : h.aggregation === undefined ? undefined : parseAggregation(String(h.aggregation)),
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
     syncEvery: num(h, 'syncEvery'),

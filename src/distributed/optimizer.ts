@@ -36,9 +36,10 @@ export interface DistributedOptimizerOptions {
   timeoutMs?: number;
   /**
    * Runs on this rank's contribution just before the allreduce (the contribution guard,
-   * guard.ts); throwing fails the step before anything was summed or applied.
+   * guard.ts); throwing fails the step before anything was summed or applied. A number it
+   * resolves to multiplies this rank's contribution before the sum (0: left out this step).
    */
-  beforeReduce?: (local: Float32Array) => Promise<void>;
+  beforeReduce?: (local: Float32Array) => Promise<number | void>;
   /**
    * Runs on the reduced gradients before they are checked and applied (the verified
    * allreduce, step-checks.ts), with the factor between them and the plain sum of the
@@ -142,7 +143,8 @@ export class DistributedOptimizer {
       if (this.passes < this.backwardPassesPerStep) return { applied: false, bytesSent: 0 };
     }
     const local = this.accumulated ?? grads;
-    await this.beforeReduce?.(local);
+    const factor = await this.beforeReduce?.(local);
+    if (typeof factor === 'number' && factor !== 1) for (let i = 0; i < local.length; i++) local[i] *= factor;
     const before = this.comm.stats.bytesSent;
     const reduced = await this.allreduceGradients(local);
     await this.afterReduce?.(reduced, (this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1) * (this.op === 'average' ? 1 / this.comm.size : 1));

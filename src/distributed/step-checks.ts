@@ -27,6 +27,7 @@ import { allgather } from '../collectives/allgather.ts';
 import { sketch, stepSeed } from '../collectives/sketch.ts';
 import { chunkSketches, ringChunks, suspectLinks, wrongChunks, type RingChunk } from '../collectives/verified.ts';
 import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
+import { DoubtTracker, type DoubtOptions } from './doubt.ts';
 import { judgeNorms, l2Norm, rejectOffences, type GuardOptions } from './guard.ts';
 
 /** Buckets of the sketch the direction rule compares (cosines to about ±1/16). */
@@ -35,8 +36,13 @@ export const DIRECTION_BUCKETS = 256;
 export const VERIFY_BUCKETS = 64;
 
 export interface StepCheckOptions {
-  /** The norm and direction rules; false turns both off. */
-  guard?: (GuardOptions & { direction?: DirectionRuleOptions | false }) | false;
+  /** The norm, doubt and direction rules; false turns them all off. */
+  guard?: (GuardOptions & { direction?: DirectionRuleOptions | false; doubt?: DoubtOptions | false }) | false;
+  /**
+   * Whether a doubtful contribution is left out of the step's sum (the others' mean instead).
+   * Default true; off for robust aggregation rules, which are not a sum (doubts still name).
+   */
+  leaveOut?: boolean;
   /** Verify every gradient allreduce against the published sketches (lossless allreduces only). */
   verify?: boolean;
   /** The job's seed: every rank derives the same sketch seed per step from it. */
@@ -57,17 +63,24 @@ interface Pending {
 export class StepChecks {
   private pending: Pending | null = null;
   private history = new WeakMap<Communicator, DirectionHistory>();
+  private doubts = new WeakMap<Communicator, DoubtTracker>();
 
   constructor(private readonly o: StepCheckOptions) {}
 
-  /** Before the allreduce: gathers and judges every rank's contribution; throws naming offenders. */
-  async before(comm: Communicator, local: Float32Array, step: number): Promise<void> {
+  /**
+   * Before the allreduce: gathers and judges every rank's contribution; throws naming offenders.
+   * Resolves to the factor this rank's contribution is to be multiplied by before it is summed:
+   * 0 when it is left out of this step, ratio/normRatio when it is large but not doubtful (clipped
+   * to `ratio` times the others', doubt.ts), times N/(N-k) when k ranks are left out (so the
+   * average over the ring is the mean of the contributions kept), else 1.
+   */
+  async before(comm: Communicator, local: Float32Array, step: number): Promise<number> {
     this.pending = null;
     const guard = this.o.guard ?? {};
-    if (guard === false && !this.o.verify) return;
+    if (guard === false && !this.o.verify) return 1;
     const seed = stepSeed(this.o.seed, step);
     const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes) : [];
-    const directionBuckets = guard === false || guard.direction === false ? 0 : DIRECTION_BUCKETS;
+    const directionBuckets = guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
     const mine = new Float32Array(1 + directionBuckets + 2 * VERIFY_BUCKETS * chunks.length);
     mine[0] = l2Norm(local);
     if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
@@ -78,17 +91,41 @@ export class StepChecks {
     }
     const block = (r: number, from: number, count: number) => gathered.subarray(r * mine.length + from, r * mine.length + from + count);
     const ranks = Array.from({ length: comm.size }, (_, r) => r);
+    const factors = ranks.map(() => 1);
     if (guard !== false) {
       const norms = Float32Array.from(ranks, (r) => gathered[r * mine.length]);
+      const sketches = ranks.map((r) => block(r, 1, directionBuckets));
       const offences = judgeNorms(comm, norms, step, guard);
+      if (offences.length === 0 && guard.doubt !== false) {
+        let doubts = this.doubts.get(comm);
+        if (!doubts) this.doubts.set(comm, (doubts = new DoubtTracker(guard.doubt)));
+        const verdict = doubts.judge(step, sketches, norms);
+        offences.push(...verdict.named);
+        if (verdict.named.length === 0 && this.o.leaveOut !== false) {
+          for (const { rank, factor } of verdict.clipped) factors[rank] = factor;
+          if (verdict.leftOut.length > 0) {
+            for (const { rank } of verdict.leftOut) factors[rank] = 0;
+            const kept = comm.size - verdict.leftOut.length;
+            for (const r of ranks) if (factors[r] !== 0) factors[r] *= comm.size / kept;
+          }
+        }
+        for (const { rank, reason } of verdict.leftOut) {
+          if (comm.events.active) comm.events.emit({ type: 'contribution-left-out', t: now(), rank: comm.rank, peer: rank, step, reason: this.o.leaveOut === false ? `doubtful, summed (robust aggregation): ${reason}` : reason });
+        }
+      }
       if (offences.length === 0 && guard.direction !== false) {
         let history = this.history.get(comm);
         if (!history) this.history.set(comm, (history = new DirectionHistory(guard.direction)));
-        offences.push(...history.judge(step, ranks.map((r) => block(r, 1, directionBuckets)), norms));
+        offences.push(...history.judge(step, sketches, norms));
       }
       rejectOffences(comm, step, offences, norms);
     }
-    if (chunks.length) this.pending = { comm, step, seed: verifySeed(seed), chunks, published: ranks.map((r) => block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * chunks.length)) };
+    if (chunks.length) {
+      // What each rank really sends is its contribution times its factor; sketches are linear (and the masses scale by |factor|).
+      const published = ranks.map((r) => Float32Array.from(block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * chunks.length), (v) => v * factors[r]));
+      this.pending = { comm, step, seed: verifySeed(seed), chunks, published };
+    }
+    return factors[comm.rank];
   }
 
   /**

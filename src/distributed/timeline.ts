@@ -108,6 +108,9 @@ export class TimelineRecorder {
       case 'peer-misbehaved':
         this.events.push({ name: `peer ${e.peer} misbehaved`, ph: 'i', s: 'g', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { peer: e.peer, reason: e.reason } });
         break;
+      case 'contribution-left-out':
+        this.events.push({ name: `peer ${e.peer}'s step ${e.step} left out`, ph: 'i', s: 'g', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { peer: e.peer, step: e.step, reason: e.reason } });
+        break;
       case 'membership':
         this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers } });
         break;

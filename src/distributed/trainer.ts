@@ -55,7 +55,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const losses = new DeferredScalars(gpu, 4);
   if (config.verify && (config.compression ?? 'none') !== 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks lossless sums; it does not combine with ${config.compression} compression: drop one`);
   if (config.verify && config.aggregation && config.aggregation.rule !== 'mean') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks a sum; aggregation '${config.aggregation.rule}' is not one: drop one`);
-  const checks = new StepChecks({ guard: config.guard, verify: config.verify, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
+  const checks = new StepChecks({ guard: config.guard, verify: config.verify, leaveOut: (config.aggregation?.rule ?? 'mean') === 'mean', seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
   const dopt = ringOptimizer(comm, model, inner, {
     ...config,
     // The contribution guard and the verified allreduce (synchronous training: they check the gradients each rank is about to send, and their sum).
@@ -63,7 +63,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       await args.tamperGradients?.(local, step, now() - stepStart);
       // This rank's compute (a slowed rank's included), not the waiting for others: what balancing divides by.
       computeMs = now() - stepStart;
-      await checks.before(comm, local, step);
+      return checks.before(comm, local, step);
     },
     afterReduce: (reduced, scale) => checks.after(comm, reduced, scale),
   });
