@@ -11,9 +11,11 @@
  * first and last step seen, the final shares and the test accuracy; and the
  * balanced/equal ratios.
  *
- * Usage: sh scripts/in-netns.sh npx tsx bench/balance.ts [--np 4] [--slow 3] [--model mlp] [--global-batch 128] [--steps 150] [--seed 7]
+ * Usage: sh scripts/in-netns.sh npx tsx bench/balance.ts [--np 4] [--slow 3] [--model mlp] [--global-batch 128] [--steps 150] [--seed 7] [--modes equal,speed] [--trace PATH]
+ * `--trace PATH` writes every worker's steps (time, step, share) per mode as JSON, to see how the shares moved.
  */
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { forEachLine } from '../src/core/lines.node.ts';
 import { TOKEN_ENV } from '../src/cli/secrets.node.ts';
 import { startServer } from '../server/index.ts';
@@ -25,6 +27,9 @@ const model = opt('model', 'mlp');
 const globalBatch = Number(opt('global-batch', String(32 * np)));
 const steps = Number(opt('steps', '150'));
 const seed = Number(opt('seed', '7'));
+const modes = opt('modes', 'equal,speed').split(',') as ('equal' | 'speed')[];
+const tracePath = opt('trace', '');
+const traces: Record<string, unknown> = {};
 
 if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
 
@@ -42,7 +47,7 @@ async function run(balance: 'equal' | 'speed') {
     token: `balance-${balance}-token`,
     config: { model, optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, globalBatch, balance, lrSchedule: 'cosine' }, batchPerPeer: Math.ceil(globalBatch / np), minPeers: np, maxPeers: np },
   };
-  const server = await startServer({ jobs: [job], staticDir: null });
+  const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
   try {
     const workers = Array.from({ length: np }, (_, i) => {
       const args = ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server.url, '--job', job.id, '--name', `w-${i}`, '--events', ...(i === np - 1 ? ['--fault', `slow:${slow}x`] : [])];
@@ -62,6 +67,7 @@ async function run(balance: 'equal' | 'speed') {
     codes.forEach((c, i) => {
       if (c !== 0) throw new Error(`${balance}: worker ${i} exited with ${c}:\n${workers[i].stderr.slice(-3000)}`);
     });
+    traces[balance] = workers.map((w) => ({ rank: w.rank, slowed: w === workers[np - 1], steps: w.steps }));
     const rank0 = workers.find((w) => w.rank === 0)!;
     // Wall clock from the 10th step on (the first ones compile kernels and form the ring).
     const from = rank0.steps.find((s) => s.step === 10)!;
@@ -79,8 +85,14 @@ async function run(balance: 'equal' | 'speed') {
   }
 }
 
-const equal = await run('equal');
-const speed = await run('speed');
+const results: Partial<Record<'equal' | 'speed', Awaited<ReturnType<typeof run>>>> = {};
+for (const m of modes) results[m] = await run(m);
+if (tracePath) writeFileSync(tracePath, JSON.stringify(traces));
+const { equal, speed } = results;
+if (!equal || !speed) {
+  console.log(JSON.stringify({ bench: 'balance', np, slowed: `1 worker, slow:${slow}x`, model, global_batch: globalBatch, steps, seed, ...results }));
+  process.exit(0);
+}
 console.log(
   JSON.stringify({
     bench: 'balance',

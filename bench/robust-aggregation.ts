@@ -13,6 +13,9 @@
  * Usage: sh scripts/in-netns.sh npx tsx bench/robust-aggregation.ts [--np 4] [--model mlp] [--steps 60] [--batch 32] [--rules mean,median,trimmed-mean:0.25,centered-clip] [--fault-step 2] [--seed 7]
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { forEachLine } from '../src/core/lines.node.ts';
 import { TOKEN_ENV } from '../src/cli/secrets.node.ts';
 import { startServer } from '../server/index.ts';
@@ -45,11 +48,14 @@ async function run(rule: string, faulty: boolean) {
     token: `${id}-token`,
     config: { model, optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, aggregation: rule, evalLimit: 2000 }, batchPerPeer: batch, minPeers: np, maxPeers: np },
   };
-  const server = await startServer({ jobs: [job], staticDir: null });
+  // A worker compiling kernels on a loaded CPU adapter misses heartbeats: a minute, as `run` allows.
+  const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
+  // A diverged run saves recovery checkpoints: here, not in the working tree.
+  const recovery = mkdtempSync(join(tmpdir(), `${id}-`));
   try {
     const workers = Array.from({ length: np }, (_, i) => {
       const fault = faulty && i === np - 1 ? ['--fault', `scale:-20@step:${faultStep}`] : [];
-      const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server.url, '--job', job.id, '--name', `w-${i}`, '--events', ...fault], {
+      const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server.url, '--job', job.id, '--name', `w-${i}`, '--events', '--recovery', join(recovery, `w-${i}.safetensors`), ...fault], {
         stdio: ['ignore', 'pipe', 'pipe'],
         env: { ...process.env, [TOKEN_ENV]: job.token },
       });
@@ -94,6 +100,7 @@ async function run(rule: string, faulty: boolean) {
     };
   } finally {
     await server.close();
+    rmSync(recovery, { recursive: true, force: true });
   }
 }
 

@@ -25,7 +25,8 @@ describe('robust aggregation on real workers', () => {
       token: 'robust-median-token',
       config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 11, steps: STEPS, aggregation: 'median', evalLimit: 2000 }, batchPerPeer: 32, minPeers: 3, maxPeers: 3 },
     };
-    const server = await startServer({ jobs: [job], staticDir: null });
+    // A worker compiling kernels on a loaded CPU adapter misses heartbeats: a minute, as `run` allows.
+    const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
     try {
       const workers = [
         startDenoWorker(server.url, job, ['--name', 'honest-0', '--aggregation', 'median']),
