@@ -32,6 +32,9 @@ const cases = opt('cases', 'honest,fault').split(',');
 /** Parameters of the built-in models (784-128-10 MLP; the CNN of src/engine/cnn.ts is not counted here). */
 const PARAMS: Record<string, number> = { mlp: 784 * 128 + 128 + 128 * 10 + 10 };
 
+/** On a machine shared with other jobs a worker may be starved for half a minute: a bench waits, where a job would give up. */
+const SLACK = { timeoutMs: 180_000, peerTimeoutMs: 180_000 };
+
 if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
 
 interface Worker {
@@ -47,7 +50,7 @@ async function run(rule: string, faulty: boolean) {
   const job = {
     id,
     token: `${id}-token`,
-    config: { model, optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, aggregation: rule, evalLimit: 2000 }, batchPerPeer: batch, minPeers: np, maxPeers: np },
+    config: { model, optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, aggregation: rule, evalLimit: 2000, ...SLACK }, batchPerPeer: batch, minPeers: np, maxPeers: np },
   };
   // A worker compiling kernels on a loaded CPU adapter misses heartbeats: a minute, as `run` allows.
   const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
