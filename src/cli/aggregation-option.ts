@@ -17,9 +17,14 @@ const HELP =
   'F of the peers dropped at each end); centered-clip[:tau] (each peer\'s deviation from the last step\'s result clipped to tau; ' +
   'default tau: the median deviation). The robust rules resist peers sending wild gradients, at the same traffic as the ring but to every peer';
 
-export function addAggregationOption(cmd: Command, forWorker = false): Command {
-  return cmd.option(`--aggregation <${AGGREGATION_FORMS}>`, forWorker ? "the aggregation this peer expects: a job that combines gradients otherwise is refused" : HELP);
+const FLAG = `--aggregation <${AGGREGATION_FORMS}>`;
+
+export function addAggregationOption(cmd: Command): Command {
+  return cmd.option(FLAG, HELP);
 }
+
+/** `worker`'s form of the flag. */
+export const WORKER_AGGREGATION_OPTION = [FLAG, 'the aggregation this peer expects: a job that combines gradients otherwise is refused before it joins the ring'] as const;
 
 /** --aggregation's value (the flag named in the error), or undefined when not given. */
 export function parseAggregationOption(raw: unknown): Aggregation | undefined {

@@ -33,7 +33,7 @@ import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
 import { RUNTIMES } from './train-options.ts';
-import { addAggregationOption, checkJobAggregation, parseAggregationOption } from './aggregation-option.ts';
+import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
 
 const WorkerOptionsSchema = z.object({
   server: z.string().min(1, { error: '--server needs the server address, like http://127.0.0.1:8080' }),
@@ -57,7 +57,7 @@ const WorkerOptionsSchema = z.object({
 type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
 export function workerCommand(): Command {
-  return addAggregationOption(new Command('worker'), true)
+  return new Command('worker')
     .description("join a job on a signaling server and train with the job's settings")
     .requiredOption('--server <url>', 'the signaling server, like http://127.0.0.1:8080')
     .requiredOption('--job <id>', 'job to join')
@@ -72,6 +72,7 @@ export function workerCommand(): Command {
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--connect-timeout-ms <n>', 'give up opening the data channels to the other peers after this long (default 30000)')
+    .option(...WORKER_AGGREGATION_OPTION)
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
     .option('--json', 'print one JSON result line on stdout at the end', false)
     // Tests only: make this worker misbehave (src/distributed/fault.ts); hidden from --help.
