@@ -1,13 +1,14 @@
 /**
  * Robust aggregation on real workers (issue 14): a 3-peer MLP job with
- * `aggregation: median` (then `centered-clip`), one Deno worker sending sign-flipped gradients scaled
- * by 20 (`--fault scale:-20`, inside the guard's 1,000× norm ratio: nobody
- * names it). The median outvotes it at every element: the job finishes, the
- * model learns, and every rank ends with the same weights. With the mean the
- * same fault leaves the model at chance and then diverges (issue 14; bench/robust-aggregation.ts
- * measures both). The honest workers are started with `--aggregation median`,
- * which they check against the job's rule. Real server, real Deno workers,
- * real WebRTC (inside scripts/in-netns.sh).
+ * `aggregation: median` (then `centered-clip`), one Deno worker sending
+ * sign-flipped gradients scaled by 20 (`--fault scale:-20`, inside the guard's
+ * 1,000× norm ratio: nobody names it). The rule outvotes or clips it: the job
+ * finishes, the model learns, and every rank ends with the same weights. With
+ * the mean the same fault diverges (issue 14; bench/robust-aggregation.ts
+ * measures every rule). The honest workers are started with
+ * `--aggregation RULE`, which they check against the job's rule; a worker
+ * whose rule is not the job's is refused before it joins a ring. Real server,
+ * real Deno workers, real WebRTC (inside scripts/in-netns.sh).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/index.ts';
