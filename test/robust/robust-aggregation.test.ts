@@ -17,6 +17,8 @@ import { exitCodes, killStartedWorkers, requireNetns, startDenoWorker } from '..
 afterAll(() => killStartedWorkers());
 
 const STEPS = 20;
+/** A worker starved of CPU on a loaded machine may fall a minute behind: the job waits rather than stops (one run here failed after 107 s). */
+const PATIENT = { timeoutMs: 120_000, peerTimeoutMs: 120_000 };
 
 describe('robust aggregation on real workers', () => {
   for (const rule of ['median', 'centered-clip']) {
@@ -26,7 +28,7 @@ describe('robust aggregation on real workers', () => {
       const job = {
         id,
         token: `${id}-token`,
-        config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 11, steps: STEPS, aggregation: rule, evalLimit: 2000 }, batchPerPeer: 32, minPeers: 3, maxPeers: 3 },
+        config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 11, steps: STEPS, aggregation: rule, evalLimit: 2000, ...PATIENT }, batchPerPeer: 32, minPeers: 3, maxPeers: 3 },
       };
       // A worker compiling kernels on a loaded CPU adapter misses heartbeats: a minute, as `run` allows.
       const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
