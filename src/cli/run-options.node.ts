@@ -16,6 +16,8 @@ import { type Recipe, withRecipe } from './recipes.ts';
 import type { TrainOptions } from './train-options.ts';
 import { wanHyperparameters, type WanOptions } from './wan-options.ts';
 import { shareHyperparameters, type ShareOptions } from './share-options.ts';
+import { aggregationHyperparameters } from './aggregation-option.ts';
+import type { Aggregation } from '../collectives/robust-aggregate.ts';
 
 export interface RunOptions extends TrainOptions {
   np: number;
@@ -48,6 +50,8 @@ export interface RunOptions extends TrainOptions {
   wan?: WanOptions;
   /** --global-batch and --balance (share-options.ts). */
   shares?: ShareOptions;
+  /** --aggregation (aggregation-option.ts; absent: the mean). */
+  aggregation?: Aggregation;
 }
 
 export function intOption(raw: unknown, flag: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -106,6 +110,8 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   };
   if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
   if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
+  // Checked against compression, local SGD and speed shares here, before any server or worker starts.
+  Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation, { compression: String(hyperparameters.compression), syncEvery: o.wan?.syncEvery, balance: o.shares?.balance }));
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;

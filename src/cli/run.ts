@@ -30,6 +30,7 @@ import { addTrainOptions, parseTrainOptions } from './train-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
 import { addShareOptions, parseShareOptions } from './share-options.ts';
+import { addAggregationOption, aggregationHyperparameters, parseAggregationOption } from './aggregation-option.ts';
 import { elasticOptions, intOption, jobSpecFor, type RunOptions, runRecipe } from './run-options.node.ts';
 import { startWorker, type WorkerState } from './run-workers.node.ts';
 import { evaluationText, reportRun } from './run-summary.node.ts';
@@ -60,7 +61,7 @@ export function runCommand(): Command {
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert');
-  addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd)))).action(async (given: Record<string, unknown>) => {
+  addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
       if (discovered.np === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.');
@@ -87,9 +88,12 @@ export function runCommand(): Command {
         discover: raw.discover as string | undefined,
         discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
         wan: parseWanOptions(raw),
+        aggregation: parseAggregationOption(raw.aggregation),
       };
       o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
       if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
+      // A rule that does not fit the other flags stops the launch here, before any checkpoint is touched.
+      aggregationHyperparameters(o.aggregation, { compression: o.wan?.compression ?? 'none', syncEvery: o.wan?.syncEvery, balance: o.shares.balance });
       // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
       preflightCheckpoints(o);
       commandStatus.exitCode = await launch(o);

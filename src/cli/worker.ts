@@ -27,11 +27,13 @@ import { trainAsPeer } from '../distributed/peer.ts';
 import { warmUpKernels } from '../distributed/warm-up.ts';
 import { faultHook, parseFault } from '../distributed/fault.ts';
 import { acquireGpu } from '../gpu/index.ts';
+import { crc32 } from '../checkpoint/crc32.ts';
 import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, stderr } from './host.node.ts';
 import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
 import { RUNTIMES } from './train-options.ts';
+import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
 
 const WorkerOptionsSchema = z.object({
   server: z.string().min(1, { error: '--server needs the server address, like http://127.0.0.1:8080' }),
@@ -50,6 +52,7 @@ const WorkerOptionsSchema = z.object({
   events: z.boolean().default(false),
   json: z.boolean().default(false),
   fault: z.string().min(1).optional(),
+  aggregation: z.string().min(1).optional(),
 });
 type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
@@ -69,6 +72,7 @@ export function workerCommand(): Command {
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--connect-timeout-ms <n>', 'give up opening the data channels to the other peers after this long (default 30000)')
+    .option(...WORKER_AGGREGATION_OPTION)
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
     .option('--json', 'print one JSON result line on stdout at the end', false)
     // Tests only: make this worker misbehave (src/distributed/fault.ts); hidden from --help.
@@ -102,6 +106,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   // Fail on a bad checkpoint, an unwritable --save or missing data before taking a place in the ring.
   const resume = preflightCheckpoints(o);
   const fault = o.fault ? parseFault(o.fault) : undefined;
+  const aggregation = parseAggregationOption(o.aggregation);
   // The job's model is known only once the server answers; --data and the page's image data are for the image models.
   const gpu = await acquireGpu();
   let data!: Awaited<ReturnType<typeof loadTrainingData>>;
@@ -130,6 +135,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },
     // The job's model is known only from the welcome: check --resume against it before any ring forms.
     beforeRing: async (job) => {
+      checkJobAggregation(aggregation, job.config.hyperparameters, job.id);
       const loaded = await loadTrainingData(job.config.model, o.data);
       const limit = job.config.hyperparameters.evalLimit;
       data = { ...loaded, test: limitEvaluation(loaded.test, typeof limit === 'number' ? limit : undefined) };
@@ -153,6 +159,8 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     void say(`[rank ${session.rank}] ${p.name ?? p.peerId} (rank ${p.rank}) left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''})${config.elastic ? '; re-forming the ring without it' : ''}`);
   });
   let recoveryPath: string | null = null;
+  // The CRC-32 of this rank's last handed-out weights: replicas that agree print the same number.
+  let weightsCrc: number | null = null;
   let leaveReason = 'stopped';
   try {
     const result = await trainAsPeer(session, {
@@ -171,6 +179,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
         await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath });
         await say(`[rank ${session.rank}] ${why.message} [${why.code}]; saved the last completed step (${c.step}) in ${recoveryPath}: resume with --resume ${recoveryPath}`);
       },
+      onWeights: (w) => void (weightsCrc = crc32(new Uint8Array(w.params.buffer, w.params.byteOffset, w.params.byteLength))),
       onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
       onEvaluate: (e) => {
         void emit({ event: 'evaluate', rank: session.rank, ...e });
@@ -196,6 +205,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       lost_ranks: result.lostRanks,
       recovery: recoveryPath,
       no_recovery: result.noRecovery ?? null,
+      weights_crc32: weightsCrc,
     };
     if (!result.stoppedBy) leaveReason = FINISHED;
     await emit({ event: 'result', ...summary });

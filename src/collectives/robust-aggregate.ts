@@ -15,24 +15,34 @@
  * Non-finite values sort above every finite one (NaN as +Infinity), so a
  * rank sending NaN or Infinity is trimmed away, or outvoted by the median;
  * the mean lets them through (the guard names such a rank before summing).
+ *
+ * 'centered-clip' (centered-clip.ts) uses the same layout, with a few tiny
+ * allgathers of N floats in between: it clips whole deviations from a
+ * reference (the previous step's aggregate, which the caller keeps).
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { allgather } from './allgather.ts';
 import { alltoall } from './alltoall.ts';
 import { splitEven } from './partition.ts';
+import { centeredClipChunk } from './centered-clip.ts';
 
-export type AggregationRule = 'mean' | 'trimmed-mean' | 'median';
+export type AggregationRule = 'mean' | 'trimmed-mean' | 'median' | 'centered-clip';
+export const AGGREGATION_FORMS = 'mean|trimmed-mean:F|median|centered-clip[:tau]';
 
 export interface Aggregation {
   rule: AggregationRule;
   /** trimmed-mean: the fraction of ranks dropped at EACH end, per element: floor(trim·N) of them. */
   trim: number;
+  /** centered-clip: the clipping radius (absent: each round's median deviation norm). */
+  tau?: number;
 }
 
-const FORMS = "'mean', 'trimmed-mean:F' (0 <= F < 0.5: the fraction of ranks dropped at each end, per element) or 'median'";
+const FORMS =
+  "'mean', 'trimmed-mean:F' (0 <= F < 0.5: the fraction of ranks dropped at each end, per element), 'median' " +
+  "or 'centered-clip[:tau]' (each rank's deviation from the previous step's aggregate clipped to length tau > 0; default: the median deviation)";
 
-/** Reads 'mean', 'trimmed-mean:F' or 'median'. */
+/** Reads 'mean', 'trimmed-mean:F', 'median' or 'centered-clip[:tau]'. */
 export function parseAggregation(spec: string): Aggregation {
   const [rule, arg, ...more] = spec.trim().split(':');
   const bad = (why: string) => new RingtrainError(ErrorCode.InvalidArgument, `aggregation '${spec}': ${why}; use ${FORMS}`);
@@ -46,6 +56,12 @@ export function parseAggregation(spec: string): Aggregation {
     if (arg === undefined || arg === '' || !(trim >= 0 && trim < 0.5)) throw bad('trimmed-mean needs a fraction F with 0 <= F < 0.5, like trimmed-mean:0.25');
     return { rule, trim };
   }
+  if (rule === 'centered-clip') {
+    if (arg === undefined) return { rule, trim: 0 };
+    const tau = Number(arg);
+    if (arg === '' || !(tau > 0 && Number.isFinite(tau))) throw bad('centered-clip takes a finite radius tau > 0, like centered-clip:1, or none (the median deviation)');
+    return { rule, trim: 0, tau };
+  }
   throw bad(`unknown rule '${rule}'`);
 }
 
@@ -54,14 +70,34 @@ export function trimmedCount(trim: number, n: number): number {
   return Math.floor(trim * n + 1e-9);
 }
 
-const order = (a: number, b: number) => (Number.isNaN(a) ? Infinity : a) - (Number.isNaN(b) ? Infinity : b) || 0;
+/** NaN sorts as +Infinity (last), and keeps its value. */
+const key = (v: number) => (Number.isNaN(v) ? Infinity : v);
+
+/**
+ * Insertion sort of col[0..n): ranks are few (N values per element), and an
+ * inline sort of a typed array is several times faster than Array#sort with a
+ * comparator, which is called once per comparison for each of n/N elements.
+ */
+function sortColumn(col: Float64Array, n: number): void {
+  for (let i = 1; i < n; i++) {
+    const v = col[i];
+    const k = key(v);
+    let j = i - 1;
+    while (j >= 0 && key(col[j]) > k) {
+      col[j + 1] = col[j];
+      j--;
+    }
+    col[j + 1] = v;
+  }
+}
 
 /**
  * The rule over columns: `rows` holds n vectors of m values one after the
  * other; out[i] is the rule applied to rows[0·m+i], …, rows[(n-1)·m+i].
  */
 export function aggregateColumns(rows: Float32Array, n: number, m: number, a: Aggregation, out: Float32Array): void {
-  const col = new Array<number>(n);
+  if (a.rule === 'centered-clip') throw new RingtrainError(ErrorCode.InvalidArgument, 'centered-clip clips whole vectors, not columns: use robustAllreduce');
+  const col = new Float64Array(n);
   const k = a.rule === 'trimmed-mean' ? trimmedCount(a.trim, n) : 0;
   for (let i = 0; i < m; i++) {
     if (a.rule === 'mean') {
@@ -71,7 +107,7 @@ export function aggregateColumns(rows: Float32Array, n: number, m: number, a: Ag
       continue;
     }
     for (let r = 0; r < n; r++) col[r] = rows[r * m + i];
-    col.sort(order);
+    sortColumn(col, n);
     if (a.rule === 'median') {
       const mid = n >> 1;
       out[i] = n % 2 ? col[mid] : (col[mid - 1] + col[mid]) / 2;
@@ -84,10 +120,11 @@ export function aggregateColumns(rows: Float32Array, n: number, m: number, a: Ag
 }
 
 /**
- * Every rank's `data` aggregated element by element by `a` (the same on
- * every rank, as a new array). `name` must be the same on every rank.
+ * Every rank's `data` aggregated by `a` (the same on every rank, as a new
+ * array). `name` must be the same on every rank. centered-clip starts from
+ * `reference` (the previous step's result, the same on every rank; absent: zeros).
  */
-export async function robustAllreduce(comm: Communicator, data: Float32Array, a: Aggregation, opts: { name?: string; timeoutMs?: number } = {}): Promise<Float32Array> {
+export async function robustAllreduce(comm: Communicator, data: Float32Array, a: Aggregation, opts: { name?: string; timeoutMs?: number; reference?: Float32Array } = {}): Promise<Float32Array> {
   if (!(data instanceof Float32Array)) throw new RingtrainError(ErrorCode.InvalidArgument, 'robustAllreduce: the tensor must be a Float32Array');
   const n = comm.size;
   const name = opts.name ?? 'robust-allreduce';
@@ -96,6 +133,10 @@ export async function robustAllreduce(comm: Communicator, data: Float32Array, a:
   // Rank c receives chunk c from every rank, in rank order: n rows of mine.count values.
   const { data: rows } = await alltoall(comm, data, { name: `${name}/scatter`, timeoutMs: opts.timeoutMs, splits: chunks.map((c) => c.count) });
   const reduced = new Float32Array(mine.count);
-  aggregateColumns(rows, n, mine.count, a, reduced);
+  if (a.rule === 'centered-clip') {
+    if (opts.reference && opts.reference.length !== data.length) throw new RingtrainError(ErrorCode.InvalidArgument, `centered-clip: the reference holds ${opts.reference.length} values for a tensor of ${data.length}`);
+    if (opts.reference) reduced.set(opts.reference.subarray(mine.offset, mine.offset + mine.count));
+    await centeredClipChunk(comm, rows, n, mine.count, reduced, a.tau, { name, timeoutMs: opts.timeoutMs });
+  } else aggregateColumns(rows, n, mine.count, a, reduced);
   return allgather(comm, reduced, { name: `${name}/gather`, timeoutMs: opts.timeoutMs });
 }

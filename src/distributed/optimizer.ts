@@ -48,7 +48,7 @@ export interface DistributedOptimizerOptions {
   afterReduce?: (reduced: Float32Array, scale: number) => Promise<void>;
   /**
    * How contributions are combined: the mean (default, the ring allreduce) or a coordinate-wise
-   * robust rule (median, trimmed mean: src/collectives/robust-aggregate.ts). Lossless only.
+   * robust rule (median, trimmed mean, centered clipping: src/collectives/robust-aggregate.ts). Lossless only.
    */
   aggregation?: Aggregation;
 }
@@ -91,6 +91,8 @@ export class DistributedOptimizer {
   private accumulated: Float32Array | null = null;
   private passes = 0;
   private gradName: string | null = null;
+  /** centered-clip's reference: the previous step's aggregate (null: zeros, at the start and after a re-form). */
+  private clipReference: Float32Array | null = null;
   /** int8's and top-k's error-feedback residual (see ringAllreduceInPlace); null until the first step. */
   private residual: Float32Array | null = null;
 
@@ -119,6 +121,8 @@ export class DistributedOptimizer {
     this.comm = comm;
     // Which rank sends which positions depends on the ring: a residual of the old ring means nothing in the new one.
     this.residual?.fill(0);
+    // A joiner holds no reference: every rank of the new ring starts centered-clip from zeros alike.
+    this.clipReference = null;
   }
 
   /**
@@ -170,7 +174,10 @@ export class DistributedOptimizer {
     const passes = this.backwardPassesPerStep;
     if (this.aggregation) {
       // Robust rules give a mean-like value: scaled as the ring's average (or sum) of the passes' mean would be.
-      const out = await robustAllreduce(this.comm, flat, this.aggregation, { name: this.gradientsName, timeoutMs: this.timeoutMs });
+      const reference = this.clipReference?.length === flat.length ? this.clipReference : undefined;
+      const out = await robustAllreduce(this.comm, flat, this.aggregation, { name: this.gradientsName, timeoutMs: this.timeoutMs, reference });
+      // Kept before scaling: the next step's contributions are compared with this step's aggregate of the same kind.
+      if (this.aggregation.rule === 'centered-clip') this.clipReference = out;
       const scale = (passes > 1 ? 1 / passes : 1) * (this.op === 'sum' ? this.comm.size : 1);
       for (let i = 0; i < flat.length; i++) flat[i] = out[i] * scale;
       return flat;

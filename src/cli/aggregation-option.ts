@@ -1,0 +1,70 @@
+/**
+ * `--aggregation mean|trimmed-mean:F|median|centered-clip[:tau]`: how a job's
+ * peers combine their gradients each step (src/collectives/robust-aggregate.ts).
+ *
+ * On `run` it becomes the job hyperparameter `aggregation`, so every peer,
+ * browser tabs included, uses the same rule. On `worker` it is what this peer
+ * expects of the job it joins: a job that combines gradients otherwise is
+ * refused before the peer takes a place in the ring, as a worker whose model
+ * file is not the job's is. `train` has one peer and nothing to combine.
+ */
+import type { Command } from 'commander';
+import { AGGREGATION_FORMS, parseAggregation, type Aggregation } from '../collectives/robust-aggregate.ts';
+import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
+
+const HELP =
+  'how the peers combine gradients: mean (the ring allreduce, default); median or trimmed-mean:F (per element: ' +
+  'F of the peers dropped at each end); centered-clip[:tau] (each peer\'s deviation from the last step\'s result clipped to tau; ' +
+  'default tau: the median deviation). The robust rules resist peers sending wild gradients, at the same traffic as the ring but to every peer';
+
+const FLAG = `--aggregation <${AGGREGATION_FORMS}>`;
+
+export function addAggregationOption(cmd: Command): Command {
+  return cmd.option(FLAG, HELP);
+}
+
+/** `worker`'s form of the flag. */
+export const WORKER_AGGREGATION_OPTION = [FLAG, 'the aggregation this peer expects: a job that combines gradients otherwise is refused before it joins the ring'] as const;
+
+/** --aggregation's value (the flag named in the error), or undefined when not given. */
+export function parseAggregationOption(raw: unknown): Aggregation | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    return parseAggregation(String(raw));
+  } catch (err) {
+    if (isRingtrainError(err)) throw new RingtrainError(ErrorCode.InvalidArgument, `--aggregation: ${err.message}.`);
+    throw err;
+  }
+}
+
+/** The same rule, whatever spelling (trimmed-mean:0.25 and trimmed-mean:.25 are one rule). */
+export function aggregationText(a: Aggregation | undefined): string {
+  if (!a || a.rule === 'mean') return 'mean';
+  if (a.rule === 'trimmed-mean') return `trimmed-mean:${a.trim}`;
+  if (a.rule === 'centered-clip') return a.tau === undefined ? 'centered-clip' : `centered-clip:${a.tau}`;
+  return a.rule;
+}
+
+/**
+ * `run`'s rule checked against the other flags (each refusal names both), and
+ * the job hyperparameters it sets (none for the mean: the job stays as before).
+ */
+export function aggregationHyperparameters(a: Aggregation | undefined, o: { compression: string; syncEvery?: number; balance?: string }): Record<string, string> {
+  if (!a || a.rule === 'mean') return {};
+  const flag = `--aggregation ${aggregationText(a)}`;
+  if (o.compression !== 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} compares every peer's exact gradients; it does not combine with ${o.compression} compression: drop one.`);
+  if (o.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} combines gradients at every step; --sync-every averages models every few steps: drop one.`);
+  if (o.balance === 'speed') throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} weighs every peer's gradient alike; --balance speed gives peers uneven shares: drop one.`);
+  return { aggregation: aggregationText(a) };
+}
+
+/** `worker --aggregation`: the job's rule must be the one this peer was started with. */
+export function checkJobAggregation(expected: Aggregation | undefined, hyperparameters: Record<string, unknown>, jobId: string): void {
+  if (!expected) return;
+  const raw = hyperparameters.aggregation;
+  const theirs = aggregationText(raw === undefined ? undefined : parseAggregation(String(raw)));
+  const mine = aggregationText(expected);
+  if (theirs !== mine) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job ${jobId} combines gradients by ${theirs}, but this worker was started with --aggregation ${mine}; join a job that uses ${mine}, or drop --aggregation to take the job's rule.`);
+  }
+}
