@@ -69,6 +69,26 @@ export interface HostOptions {
   cpuMsPerMessage: number;
   cpuMsPerCollective: number;
   smallCollectives: number;
+  /** Worker CPU-ms per step of one lone trainer with P on the host, by P (--compute-cpu-crowded); absent: flat. */
+  computeCpuCrowdedMs?: Record<number, number>;
+}
+
+/** --compute-cpu-crowded: "1=190,2=194,8=188" (P=CPU-ms), or a file whose last JSON line is simulator-check's input-crowded line. */
+function crowdedOption(raw: unknown): Record<number, number> | undefined {
+  if (raw === undefined) return undefined;
+  const text = String(raw);
+  const given = /^\s*\d+\s*=/.test(text)
+    ? Object.fromEntries(text.split(',').map((kv) => kv.split('=').map((v) => v.trim())))
+    : (benchJson(text, '--compute-cpu-crowded').worker_cpu_ms as Record<string, unknown> | undefined);
+  if (!given) throw invalid(`--compute-cpu-crowded ${text} holds no worker_cpu_ms; give the input-crowded line of bench/simulator-check.ts, or P=CPU-ms pairs like 1=190,8=230.`);
+  const out: Record<number, number> = {};
+  for (const [k, v] of Object.entries(given)) {
+    const peers = Number(k);
+    const ms = Number(v);
+    if (!Number.isInteger(peers) || peers < 1 || !(ms > 0)) throw invalid(`--compute-cpu-crowded needs whole peer counts from 1 and positive CPU-ms, got ${JSON.stringify(k)}=${JSON.stringify(v)}.`);
+    out[peers] = ms;
+  }
+  return out;
 }
 
 /** The co-located model's inputs: flags, else the input-link line of bench/simulator-check.ts (--link-cpu FILE). */
@@ -92,6 +112,7 @@ function hostOptions(raw: Record<string, unknown>): HostOptions | undefined {
     cpuMsPerMessage: need('--cpu-ms-per-message', raw.cpuMsPerMessage ?? link.cpu_ms_per_message, fromLink),
     cpuMsPerCollective: need('--cpu-ms-per-collective', raw.cpuMsPerCollective ?? link.cpu_ms_per_collective, fromLink),
     smallCollectives: need('--small-collectives', raw.smallCollectives ?? 1, 'default 1'),
+    computeCpuCrowdedMs: crowdedOption(raw.computeCpuCrowded),
   };
 }
 
@@ -173,6 +194,7 @@ export function hostInputs(o: SimulateOptions, h: HostOptions): HostInputs {
     cpuPerCollectiveS: h.cpuMsPerCollective / 1000,
     smallCollectives: h.smallCollectives,
     smallBytes: DEFAULT_SMALL_BYTES,
+    computeCpuCrowded: h.computeCpuCrowdedMs && Object.entries(h.computeCpuCrowdedMs).map(([peers, ms]) => ({ peers: Number(peers), cpuS: ms / 1000 })),
   };
 }
 
@@ -211,6 +233,7 @@ export function simulateCommand(): Command {
     .option('--peers-per-host <n>', 'co-located peers: this many share one host (its cores bound the step: max(critical path, CPU work / cores))')
     .option('--cores-per-host <n>', 'with --peers-per-host: the cores those peers get')
     .option('--compute-cpu-ms <ms>', 'with --peers-per-host: CPU-milliseconds of one step\'s compute on one peer, all its threads (bench/simulator-check.ts)')
+    .option('--compute-cpu-crowded <pairs|file>', 'with --peers-per-host: worker CPU-ms per step of one lone trainer when P run at once, as P=ms pairs (1=190,8=230) or the input-crowded line of bench/simulator-check.ts; interpolated linearly in P')
     .option('--link-cpu <file>', 'with --peers-per-host: the input-link JSON line of bench/simulator-check.ts (CPU per MB, per message, per collective)')
     .option('--cpu-ms-per-MB <x>', 'CPU-milliseconds per MB a peer sends or receives (overrides --link-cpu)')
     .option('--cpu-ms-per-message <x>', 'CPU-milliseconds per message a peer sends (overrides --link-cpu)')

@@ -7,12 +7,21 @@
  * work of the busiest host over its cores:
  *
  *   step = max(critical path,  min(P, N) x cpuPerPeer(N) / C)
- *   cpuPerPeer(N) = compute CPU + bytes sent and received x cpuPerByte
+ *   cpuPerPeer(N) = compute CPU(min(P, N)) + bytes sent and received x cpuPerByte
  *                   + messages x cpuPerMessage + collectives x cpuPerCollective
  *
  * Every input is measured, in CPU-seconds, on real peers
  * (bench/simulator-check.ts): compute from a lone peer's run, the link's
  * costs from two peers running the library's own allreduce over WebRTC.
+ * A peer's compute costs more CPU when other peers share its host (caches,
+ * memory bandwidth, each software adapter's threads taking turns), so
+ * compute CPU(P) is measured too: P lone trainers started at once (no ring,
+ * no traffic between them), each one's worker CPU-seconds per step, at a few
+ * P (1, 2, 4, 8). Between measured P it is interpolated linearly; beyond the
+ * largest it is held at that value (not extrapolated: measure up to the P you
+ * ask about). The model adds the growth over P = 1, worker(P) - worker(1), to
+ * the lone peer's whole-process CPU, so that the launcher's share stays one
+ * peer's as before and P = 1 is the lone input unchanged.
  * With one peer per host this is the per-machine model, unless a peer's own
  * threads need more than its host's cores.
  */
@@ -24,6 +33,12 @@ export interface HostInputs extends LinkCost {
   computeS: number;
   /** CPU-seconds one peer spends on a step's compute, every thread counted (a software adapter spreads it over the cores). */
   computeCpuS: number;
+  /**
+   * Worker CPU-seconds per step of one lone trainer while `peers` lone trainers
+   * run at once on the host, measured at a few P (one of them P = 1). Absent:
+   * compute CPU does not grow with the peers on a host.
+   */
+  computeCpuCrowded?: readonly CrowdedCompute[];
   gradientBytes: number;
   /** Peers on one host (P) and the cores they get (C). */
   peersPerHost: number;
@@ -40,12 +55,19 @@ export interface HostInputs extends LinkCost {
   smallBytes: number;
 }
 
+export interface CrowdedCompute {
+  peers: number;
+  cpuS: number;
+}
+
 export interface HostPrediction {
   peers: number;
   algorithm: 'ring' | 'recursive-doubling';
   /** Compute plus the allreduce's alpha-beta time. */
   criticalS: number;
   cpuPerPeerS: number;
+  /** Of cpuPerPeerS: the compute's, at this many peers on the host. */
+  computeCpuS: number;
   /** CPU work of the busiest host per step over its cores. */
   hostCpuS: number;
   stepS: number;
@@ -76,10 +98,31 @@ export function predictColocatedStep(n: number, x: HostInputs): HostPrediction {
   const t = allreduceTraffic(n, x.gradientBytes, algorithm);
   const collectives = n > 1 ? 1 + x.smallCollectives : 0;
   const messages = t.messages + (n > 1 ? x.smallCollectives * (n - 1) : 0);
-  const cpuPerPeerS = x.computeCpuS + 2 * t.bytesSent * x.cpuPerByteS + messages * x.cpuPerMessageS + collectives * x.cpuPerCollectiveS;
+  const computeCpuS = x.computeCpuCrowded ? x.computeCpuS + crowdedCpuS(x.computeCpuCrowded, Math.min(x.peersPerHost, n)) - crowdedCpuS(x.computeCpuCrowded, 1) : x.computeCpuS;
+  const cpuPerPeerS = computeCpuS + 2 * t.bytesSent * x.cpuPerByteS + messages * x.cpuPerMessageS + collectives * x.cpuPerCollectiveS;
   const hostCpuS = (Math.min(x.peersPerHost, n) * cpuPerPeerS) / x.coresPerHost;
   const stepS = Math.max(critical.stepS, hostCpuS);
-  return { peers: n, algorithm, criticalS: critical.stepS, cpuPerPeerS, hostCpuS, stepS, stepsPerS: 1 / stepS, bound: hostCpuS > critical.stepS ? 'cpu' : 'critical-path' };
+  return { peers: n, algorithm, criticalS: critical.stepS, cpuPerPeerS, hostCpuS, stepS, stepsPerS: 1 / stepS, computeCpuS, bound: hostCpuS > critical.stepS ? 'cpu' : 'critical-path' };
+}
+
+/**
+ * One peer's compute CPU with `peers` on its host, from the measured points:
+ * linear between the two measured P around it, the last value beyond the
+ * largest P measured. The points must include P = 1 (the lone peer).
+ */
+export function crowdedCpuS(points: readonly CrowdedCompute[], peers: number): number {
+  const bad = (m: string) => new RingtrainError(ErrorCode.InvalidArgument, `${m}; measure them with bench/simulator-check.ts (its input-crowded line).`);
+  if (!Number.isInteger(peers) || peers < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `peers on a host must be a whole number from 1, got ${peers}.`);
+  if (points.some((q) => !Number.isInteger(q.peers) || q.peers < 1 || !(q.cpuS > 0))) throw bad('crowded compute points need whole peer counts from 1 and positive CPU-seconds');
+  const sorted = [...points].sort((a, b) => a.peers - b.peers);
+  if (sorted.some((q, i) => i > 0 && q.peers === sorted[i - 1].peers)) throw bad('crowded compute points list a peer count twice');
+  if (sorted[0]?.peers !== 1) throw bad('crowded compute points must include 1 peer (the lone trainer)');
+  const above = sorted.findIndex((q) => q.peers >= peers);
+  if (above === -1) return sorted.at(-1)!.cpuS;
+  const hi = sorted[above];
+  if (hi.peers === peers) return hi.cpuS;
+  const lo = sorted[above - 1];
+  return lo.cpuS + ((hi.cpuS - lo.cpuS) * (peers - lo.peers)) / (hi.peers - lo.peers);
 }
 
 /**

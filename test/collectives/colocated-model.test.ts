@@ -5,14 +5,15 @@
  * over its cores; each term written out by hand at small N, the laws that
  * must hold (one peer per host on enough cores is the per-machine model;
  * twice the peers on a CPU-bound host halve the steps/s), the link's CPU
- * costs solved from the microbenchmark's three figures, and the CLI's flags.
+ * costs solved from the microbenchmark's three figures, the compute CPU
+ * interpolated between crowded hosts' measured points, and the CLI's flags.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { predictStep } from '../../src/collectives/cost-model.ts';
-import { allreduceTraffic, linkCpuCosts, predictColocatedStep, type HostInputs } from '../../src/collectives/colocated-model.ts';
+import { allreduceTraffic, crowdedCpuS, linkCpuCosts, predictColocatedStep, type HostInputs } from '../../src/collectives/colocated-model.ts';
 import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
 
 const x: HostInputs = {
@@ -91,6 +92,47 @@ describe('a step of peers sharing a host', () => {
   });
 });
 
+describe('compute CPU on a crowded host (P lone trainers at once)', () => {
+  const points = [
+    { peers: 4, cpuS: 0.24 },
+    { peers: 1, cpuS: 0.2 },
+    { peers: 2, cpuS: 0.21 },
+    { peers: 8, cpuS: 0.26 },
+  ];
+
+  it('is the measured value at a measured P, linear between two, held beyond the largest', () => {
+    expect(crowdedCpuS(points, 1)).toBe(0.2);
+    expect(crowdedCpuS(points, 4)).toBe(0.24);
+    expect(crowdedCpuS(points, 3)).toBeCloseTo(0.225, 12);
+    expect(crowdedCpuS(points, 6)).toBeCloseTo(0.25, 12);
+    expect(crowdedCpuS(points, 7)).toBeCloseTo(0.255, 12);
+    expect(crowdedCpuS(points, 16)).toBe(0.26);
+    // A lone point alone: every P costs what one peer does.
+    expect(crowdedCpuS([{ peers: 1, cpuS: 0.3 }], 5)).toBe(0.3);
+  });
+
+  it('adds the growth over one peer to the lone peer\'s CPU, at min(P, N) peers on the host', () => {
+    const crowded = { ...x, computeCpuCrowded: points };
+    // 8 per host, a ring of 3: 3 peers share the host, compute 0.2 + (0.225 - 0.2).
+    const at3 = predictColocatedStep(3, crowded);
+    expect(at3.computeCpuS).toBeCloseTo(0.225, 12);
+    expect(at3.cpuPerPeerS - predictColocatedStep(3, x).cpuPerPeerS).toBeCloseTo(0.025, 12);
+    // The lone input includes the launcher's share (0.23 here against 0.2 of worker CPU): only the growth is added.
+    expect(predictColocatedStep(8, { ...crowded, computeCpuS: 0.23 }).computeCpuS).toBeCloseTo(0.29, 12);
+    expect(predictColocatedStep(8, { ...crowded, peersPerHost: 2 }).computeCpuS).toBeCloseTo(0.21, 12);
+    expect(predictColocatedStep(1, crowded).cpuPerPeerS).toBe(0.2);
+  });
+
+  it('refuses points it cannot interpolate, saying why', () => {
+    expect(() => crowdedCpuS([{ peers: 2, cpuS: 0.2 }], 2)).toThrow(/must include 1 peer/);
+    expect(() => crowdedCpuS([{ peers: 1, cpuS: 0.2 }, { peers: 1, cpuS: 0.3 }], 2)).toThrow(/peer count twice/);
+    expect(() => crowdedCpuS([{ peers: 1, cpuS: 0.2 }, { peers: 2.5, cpuS: 0.3 }], 2)).toThrow(/whole peer counts/);
+    expect(() => crowdedCpuS([{ peers: 1, cpuS: Number.NaN }], 2)).toThrow(/positive CPU-seconds/);
+    expect(() => crowdedCpuS(points, 0)).toThrow(/peers on a host must be a whole number/);
+    expect(() => predictColocatedStep(4, { ...x, computeCpuCrowded: [] })).toThrow(/must include 1 peer/);
+  });
+});
+
 describe('the link CPU costs from the microbenchmark', () => {
   it('per collective, per message and per byte from allreduce (c + 2m), allgather (c + m) and a large allreduce', () => {
     const c = 0.001;
@@ -124,6 +166,23 @@ describe('ringtrain simulate --peers-per-host', () => {
     expect(table[3]).toMatch(/\(CPU-bound\) \|$/);
     // Without it, no column and no co-located figures.
     expect(simulate(simulateOptions(base))[0].colocated).toBeUndefined();
+  });
+
+  it('takes the crowded compute CPU as P=ms pairs or simulator-check\'s input-crowded line', () => {
+    const host = { ...base, peersPerHost: '8', coresPerHost: '2', computeCpuMs: '200', cpuMsPerMB: '15', cpuMsPerMessage: '0.2', cpuMsPerCollective: '1' };
+    const pairs = simulateOptions({ ...host, computeCpuCrowded: '1=200, 2=210,4=240,8=260' });
+    expect(pairs.hosts?.computeCpuCrowdedMs).toEqual({ 1: 200, 2: 210, 4: 240, 8: 260 });
+    const file = join(dir, 'crowded.json');
+    writeFileSync(file, '{"kind":"input-crowded","model":"cnn","worker_cpu_ms":{"1":200,"2":210,"4":240,"8":260}}\n');
+    const fromFile = simulateOptions({ ...host, computeCpuCrowded: file });
+    expect(fromFile.hosts).toEqual(pairs.hosts);
+    // Ring of 4 peers, 8 per host: compute 0.2 + (0.24 - 0.2) CPU-s.
+    const row = simulate(fromFile)[1];
+    expect(row.colocated?.cpuPerPeerMs).toBeCloseTo(predictColocatedStep(4, { ...x, computeCpuS: 0.24 }).cpuPerPeerS * 1000, 9);
+    expect(() => simulateOptions({ ...host, computeCpuCrowded: '1=200,2=-3' })).toThrow(/--compute-cpu-crowded needs whole peer counts/);
+    expect(() => simulate(simulateOptions({ ...host, computeCpuCrowded: '2=200,4=240' }))).toThrow(/must include 1 peer/);
+    writeFileSync(file, '{"kind":"input-link"}\n');
+    expect(() => simulateOptions({ ...host, computeCpuCrowded: file })).toThrow(/holds no worker_cpu_ms/);
   });
 
   it('says which co-located figure is missing', () => {
