@@ -52,6 +52,8 @@ export interface RunOptions extends TrainOptions {
   shares?: ShareOptions;
   /** --aggregation (aggregation-option.ts; absent: the mean). */
   aggregation?: Aggregation;
+  /** --verify, --doubt-rule, --direction-rules: the opt-in step checks (docs/ROBUSTNESS.md). */
+  checks?: { verify: boolean; doubtRule: boolean; directionRules: boolean };
 }
 
 export function intOption(raw: unknown, flag: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -112,6 +114,8 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
   // Checked against compression, local SGD and speed shares here, before any server or worker starts.
   Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation, { compression: String(hyperparameters.compression), syncEvery: o.wan?.syncEvery, balance: o.shares?.balance }));
+  // Only the checks asked for are written, so a job without them reads as before.
+  for (const [key, on] of Object.entries(o.checks ?? {})) if (on) hyperparameters[key] = true;
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;

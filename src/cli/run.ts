@@ -60,7 +60,10 @@ export function runCommand(): Command {
     .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
-    .option('--tls-key <path>', 'PEM private key of --tls-cert');
+    .option('--tls-key <path>', 'PEM private key of --tls-cert')
+    .option('--verify', 'check every allreduce against sketches each peer publishes of its own gradient: a link that corrupts data is named and its sender ejected (docs/ROBUSTNESS.md)', false)
+    .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them; a peer doubtful two steps in a row is ejected (opt-in: docs/ROBUSTNESS.md)', false)
+    .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false);
   addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
@@ -89,7 +92,10 @@ export function runCommand(): Command {
         discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
         wan: parseWanOptions(raw),
         aggregation: parseAggregationOption(raw.aggregation),
+        checks: { verify: Boolean(raw.verify), doubtRule: Boolean(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
       };
+      if (o.checks?.verify && (o.fp16 || (o.wan?.compression ?? 'none') !== 'none')) throw new RingtrainError(ErrorCode.InvalidArgument, '--verify checks lossless sums; it does not combine with --fp16 or --compression: drop one.');
+      if (o.checks?.verify && o.aggregation && o.aggregation.rule !== 'mean') throw new RingtrainError(ErrorCode.InvalidArgument, `--verify checks a sum; --aggregation ${o.aggregation.rule} is not one: drop one.`);
       o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
       if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
       // A rule that does not fit the other flags stops the launch here, before any checkpoint is touched.

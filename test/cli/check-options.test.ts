@@ -1,0 +1,46 @@
+/**
+ * `run --verify`, `--doubt-rule` and `--direction-rules`: the opt-in step
+ * checks (docs/ROBUSTNESS.md) ride in the job config, so every peer, browser
+ * tabs included, runs the same checks; the refusals name the flags before
+ * anything starts.
+ */
+import { describe, expect, it } from 'vitest';
+import { jobSpecFor, runCommand } from '../../src/cli/run.ts';
+import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { ErrorCode } from '../../src/core/errors.ts';
+
+const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
+type RunOptions = Parameters<typeof jobSpecFor>[0];
+const base = { model: 'mlp', optimizer: 'sgd', lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 1, epochs: 1, batch: 32, np: 3, extraPeers: 0, fp16: false, scaleLr: false, lrSchedule: 'constant', warmupSteps: 0, backwardPasses: 1 } as unknown as RunOptions;
+const configOf = (checks?: RunOptions['checks']) => trainConfigFromJob(jobSpecFor({ ...base, checks } as RunOptions).config);
+
+describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
+  it('turns on exactly the checks asked for, in the job every peer reads', () => {
+    const none = configOf({ verify: false, doubtRule: false, directionRules: false });
+    expect(none.verify).toBe(false);
+    expect(none.guard).toMatchObject({ doubt: false, direction: false });
+    expect(configOf(undefined).guard).toMatchObject({ doubt: false, direction: false });
+
+    const all = configOf({ verify: true, doubtRule: true, directionRules: true });
+    expect(all.verify).toBe(true);
+    expect(all.guard && 'doubt' in all.guard).toBe(false);
+    expect(all.guard && 'direction' in all.guard).toBe(false);
+
+    const doubtOnly = configOf({ verify: false, doubtRule: true, directionRules: false });
+    expect(doubtOnly.guard).toMatchObject({ direction: false });
+    expect(doubtOnly.guard && 'doubt' in doubtOnly.guard).toBe(false);
+  });
+
+  it('refuses --verify with a lossy or non-sum reduction, naming both flags', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--verify', '--fp16'], /--verify checks lossless sums; it does not combine with --fp16 or --compression/],
+      [['--verify', '--compression', 'int8'], /--verify checks lossless sums/],
+      [['--verify', '--aggregation', 'median'], /--verify checks a sum; --aggregation median is not one/],
+    ];
+    for (const [flags, message] of cases) {
+      const run = parseRun(['--np', '3', '--steps', '1', ...flags]);
+      await expect(run, flags.join(' ')).rejects.toThrow(message);
+      await expect(run).rejects.toMatchObject({ code: ErrorCode.InvalidArgument });
+    }
+  });
+});
