@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
+import { gotoSteady, launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 import { buildAndServePage, type ServedPage } from '../support/page-server.ts';
 
 let browser: LaunchedChromium;
@@ -19,7 +19,7 @@ describe('the page trains in headless Chromium', () => {
   it('finds a WebGPU adapter, trains the MLP, and the loss falls', { timeout: 300_000 }, async () => {
     const page = await browser.newPage();
     const steps = 20;
-    await page.goto(`${site.url}?steps=${steps}`);
+    await gotoSteady(page, `${site.url}?steps=${steps}`);
     const adapter = page.getByTestId('adapter');
     await adapter.and(page.locator('[data-state]')).waitFor({ timeout: 60_000 });
     expect(await adapter.getAttribute('data-state'), `${await adapter.textContent()}\n${browser.errors.join('\n')}`).toBe('ready');

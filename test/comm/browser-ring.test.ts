@@ -10,7 +10,7 @@ import { extname, join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
 import { afterAll, describe, expect, it } from 'vitest';
-import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
+import { gotoSteady, launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 
 let out = '';
 let server: Server | null = null;
@@ -43,7 +43,7 @@ describe('collectives over WebRTC in Chromium', () => {
     const port = (server.address() as { port: number }).port;
     browser = await launchChromium();
     const page = await browser.newPage();
-    await page.goto(`http://127.0.0.1:${port}/`);
+    await gotoSteady(page, `http://127.0.0.1:${port}/`);
     const raw = await page.evaluate(() => (window as unknown as { ringResult: Promise<string> }).ringResult);
     const results = JSON.parse(raw);
     expect(results.error, browser.errors.join('\n')).toBeUndefined();

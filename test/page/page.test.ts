@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { connect, type SignalingClient } from '../../src/signaling/client.node.ts';
 import { openTab, screenshot, usePageFixture } from './serve-page.ts';
+import { gotoSteady } from '../support/chromium.ts';
 
 const JOB = { id: 'page-test', token: 'page-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.1 }, batchPerPeer: 32, minPeers: 2, maxPeers: 8 } };
 
@@ -103,7 +104,7 @@ describe('a browser without WebGPU', () => {
     page.on('pageerror', (e) => errors.push(e.message));
     // What a browser without WebGPU looks like to the page: no navigator.gpu.
     await page.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }));
-    await page.goto(`${fx.server.url}/?job=${JOB.id}&token=${JOB.token}`);
+    await gotoSteady(page, `${fx.server.url}/?job=${JOB.id}&token=${JOB.token}`);
     await page.waitForSelector('[data-testid=adapter][data-state=missing]', { timeout: 60_000 });
     const text = (await page.textContent('[data-testid=adapter]')) ?? '';
     expect(text).toContain('no WebGPU adapter');

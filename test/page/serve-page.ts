@@ -12,7 +12,7 @@ import type { Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../server/index.ts';
-import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
+import { gotoSteady, launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 
 const DEMO = fileURLToPath(new URL('../../demo', import.meta.url));
 export const RESULTS_DIR = fileURLToPath(new URL('../../test-results/page', import.meta.url));
@@ -73,7 +73,7 @@ export async function openTab(browser: LaunchedChromium, url: string, viewport =
   page.on('console', (m) => {
     if (m.type() === 'error') errors.push(`console: ${m.text()}`);
   });
-  await page.goto(url);
+  await gotoSteady(page, url);
   return { page, errors };
 }
 

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { connect } from '../../src/signaling/client.node.ts';
 import { jobSpec } from '../server/helpers.ts';
+import { gotoSteady } from '../support/chromium.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = '/usr/bin/chromium';
@@ -48,7 +49,7 @@ describe('signaling client in Chromium (the browser WebSocket)', () => {
 
   it('a browser peer joins next to a Node peer and they exchange signals; a wrong token is a Signaling error', async () => {
     const page = await browser.newPage();
-    await page.goto(`${server.url}/`);
+    await gotoSteady(page, `${server.url}/`);
     await page.waitForFunction(() => 'signaling' in window);
     const refused = await page.evaluate(async () => {
       const { connect } = (window as unknown as { signaling: typeof import('../../src/signaling/client.ts') }).signaling;

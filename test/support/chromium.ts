@@ -64,3 +64,20 @@ export async function launchChromium(opts: { extraArgs?: string[] } = {}): Promi
     },
   };
 }
+
+/**
+ * page.goto, tried again when Chromium drops the load with ERR_NETWORK_CHANGED.
+ * The TURN tests add and remove interfaces in the namespace the whole suite
+ * shares, and Chromium abandons loads in flight when the interface list
+ * changes: a CI run failed so. Any other error is the test's.
+ */
+export async function gotoSteady(page: Page, url: string, attempts = 3): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(url);
+      return;
+    } catch (e) {
+      if (attempt >= attempts || !String((e as Error).message).includes('ERR_NETWORK_CHANGED')) throw e;
+    }
+  }
+}

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM_PATH, QUIET_FLAGS, WEBGPU_FLAGS, WEBRTC_FLAGS, chromiumUnavailable } from '../support/chromium.ts';
+import { CHROMIUM_PATH, QUIET_FLAGS, WEBGPU_FLAGS, WEBRTC_FLAGS, chromiumUnavailable, gotoSteady } from '../support/chromium.ts';
 import { buildPage, pageSays } from '../page/serve-page.ts';
 import { requireNetns } from '../support/workers.ts';
 import { TURN_PORT, allocatedCredentials, coturnTrouble, killAll, start, startCoturn, startSignaling, stop, type Proc } from './processes.ts';
@@ -85,7 +85,7 @@ async function openJob(port: number): Promise<{ tab: Page; console: string[]; er
     if (m.type() === 'error') errors.push(m.text());
   });
   tab.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  await tab.goto(`http://${topo.relayIp}:${port}/?job=${JOB}#token=${TOKEN}`);
+  await gotoSteady(tab, `http://${topo.relayIp}:${port}/?job=${JOB}#token=${TOKEN}`);
   await tab.waitForSelector('[data-testid=adapter][data-state]', { timeout: 60_000 });
   expect(await tab.getAttribute('[data-testid=adapter]', 'data-state'), (await tab.textContent('[data-testid=adapter]')) ?? '').toBe('ready');
   // The ring panel empties once the job ends: keep the largest ring it drew (set before any ring forms).
