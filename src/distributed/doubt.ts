@@ -121,9 +121,9 @@ export class DoubtTracker {
       return t === undefined ? n : t.step === step ? t.before : t.value;
     });
     const stats = doubtStats(sketches, norms, typical);
+    // typical[rank] is the average before this step (a redone step starts from the same one).
     Array.from(norms).forEach((n, rank) => {
-      const t = this.typical.get(rank);
-      const before = t === undefined ? n : t.step === step ? t.before : t.value;
+      const before = typical[rank];
       this.typical.set(rank, { value: TYPICAL_DECAY * before + (1 - TYPICAL_DECAY) * n, before, step });
     });
     const doubtful = stats.map((x) => x.normRatio >= this.ratio && x.cosine <= -this.cosine);
