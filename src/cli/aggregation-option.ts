@@ -46,15 +46,12 @@ export function aggregationText(a: Aggregation | undefined): string {
 }
 
 /**
- * `run`'s rule checked against the other flags (each refusal names both), and
- * the job hyperparameters it sets (none for the mean: the job stays as before).
+ * The job hyperparameters `run`'s rule sets (none for the mean: the job stays
+ * as before). Which flags it does not combine with is decided in
+ * setting-conflicts.ts and refused before this is asked.
  */
-export function aggregationHyperparameters(a: Aggregation | undefined, o: { compression: string; syncEvery?: number; balance?: string }): Record<string, string> {
+export function aggregationHyperparameters(a: Aggregation | undefined): Record<string, string> {
   if (!a || a.rule === 'mean') return {};
-  const flag = `--aggregation ${aggregationText(a)}`;
-  if (o.compression !== 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} compares every peer's exact gradients; it does not combine with ${o.compression} compression: drop one.`);
-  if (o.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} combines gradients at every step; --sync-every averages models every few steps: drop one.`);
-  if (o.balance === 'speed') throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} weighs every peer's gradient alike; --balance speed gives peers uneven shares: drop one.`);
   return { aggregation: aggregationText(a) };
 }
 

@@ -16,7 +16,8 @@ import { type Recipe, withRecipe } from './recipes.ts';
 import type { TrainOptions } from './train-options.ts';
 import { wanHyperparameters, type WanOptions } from './wan-options.ts';
 import { shareHyperparameters, type ShareOptions } from './share-options.ts';
-import { aggregationHyperparameters } from './aggregation-option.ts';
+import { aggregationHyperparameters, aggregationText } from './aggregation-option.ts';
+import { refuseConflicts } from '../distributed/setting-conflicts.ts';
 import type { Aggregation } from '../collectives/robust-aggregate.ts';
 
 export interface RunOptions extends TrainOptions {
@@ -94,6 +95,22 @@ export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, '
   return { minNp, maxNp, serverWait };
 }
 
+/**
+ * The settings that do not combine (setting-conflicts.ts), refused naming the
+ * flags as the user gave them.
+ */
+export function refuseFlagConflicts(o: RunOptions): void {
+  const compression = o.wan?.compression ?? (o.fp16 ? 'fp16' : 'none');
+  const settings = { verify: o.checks?.verify, aggregation: o.aggregation, compression, syncEvery: o.wan?.syncEvery, balance: o.shares?.balance };
+  refuseConflicts(settings, (setting) => {
+    if (setting === 'verify') return '--verify';
+    if (setting === 'aggregation') return `--aggregation ${aggregationText(o.aggregation)}`;
+    if (setting === 'compression') return o.fp16 && compression === 'fp16' ? '--fp16' : `--compression ${compression}`;
+    if (setting === 'syncEvery') return `--sync-every ${o.wan?.syncEvery}`;
+    return `--balance ${o.shares?.balance}`;
+  });
+}
+
 export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
   const hyperparameters: Record<string, number | string | boolean> = {
     lr: o.lr,
@@ -113,7 +130,8 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
   if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
   // Checked against compression, local SGD and speed shares here, before any server or worker starts.
-  Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation, { compression: String(hyperparameters.compression), syncEvery: o.wan?.syncEvery, balance: o.shares?.balance }));
+  refuseFlagConflicts(o);
+  Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation));
   // Only the checks asked for are written, so a job without them reads as before.
   for (const [key, on] of Object.entries(o.checks ?? {})) if (on) hyperparameters[key] = true;
   if (o.steps !== undefined) hyperparameters.steps = o.steps;

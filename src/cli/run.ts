@@ -30,8 +30,8 @@ import { addTrainOptions, parseTrainOptions } from './train-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
 import { addShareOptions, parseShareOptions } from './share-options.ts';
-import { addAggregationOption, aggregationHyperparameters, parseAggregationOption } from './aggregation-option.ts';
-import { elasticOptions, intOption, jobSpecFor, type RunOptions, runRecipe } from './run-options.node.ts';
+import { addAggregationOption, parseAggregationOption } from './aggregation-option.ts';
+import { elasticOptions, intOption, jobSpecFor, refuseFlagConflicts, type RunOptions, runRecipe } from './run-options.node.ts';
 import { startWorker, type WorkerState } from './run-workers.node.ts';
 import { evaluationText, reportRun } from './run-summary.node.ts';
 
@@ -94,12 +94,10 @@ export function runCommand(): Command {
         aggregation: parseAggregationOption(raw.aggregation),
         checks: { verify: Boolean(raw.verify), doubtRule: Boolean(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
       };
-      if (o.checks?.verify && (o.fp16 || (o.wan?.compression ?? 'none') !== 'none')) throw new RingtrainError(ErrorCode.InvalidArgument, '--verify checks lossless sums; it does not combine with --fp16 or --compression: drop one.');
-      if (o.checks?.verify && o.aggregation && o.aggregation.rule !== 'mean') throw new RingtrainError(ErrorCode.InvalidArgument, `--verify checks a sum; --aggregation ${o.aggregation.rule} is not one: drop one.`);
       o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
       if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
-      // A rule that does not fit the other flags stops the launch here, before any checkpoint is touched.
-      aggregationHyperparameters(o.aggregation, { compression: o.wan?.compression ?? 'none', syncEvery: o.wan?.syncEvery, balance: o.shares.balance });
+      // Flags that do not combine stop the launch here, before any checkpoint is touched.
+      refuseFlagConflicts(o);
       // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
       preflightCheckpoints(o);
       commandStatus.exitCode = await launch(o);

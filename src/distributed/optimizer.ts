@@ -22,6 +22,7 @@ import type { Compression, ReduceOp } from '../collectives/types.ts';
 import { robustAllreduce, type Aggregation } from '../collectives/robust-aggregate.ts';
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
+import { configSettingName, refuseConflicts } from './setting-conflicts.ts';
 
 export interface DistributedOptimizerOptions {
   /** 'fp16' sends gradients as float16 (half the bytes), 'int8' as bytes with error feedback (a quarter). Default 'none'. */
@@ -111,9 +112,8 @@ export class DistributedOptimizer {
     this.beforeReduce = options.beforeReduce;
     this.afterReduce = options.afterReduce;
     this.aggregation = options.aggregation?.rule === 'mean' ? undefined : options.aggregation;
-    if (this.aggregation && this.compression !== 'none') {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `aggregation '${this.aggregation.rule}' compares every rank's exact values; it does not combine with ${this.compression} compression: drop one`);
-    }
+    const settings = { aggregation: this.aggregation, compression: this.compression };
+    refuseConflicts(settings, configSettingName(settings));
   }
 
   /** Swaps the communicator (elastic training re-forms the ring with new members). */

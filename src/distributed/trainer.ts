@@ -36,6 +36,7 @@ import { StepChecks } from './step-checks.ts';
 import { endsRun, isBroken, lostRanksOf } from './ring-errors.ts';
 import { ShareBalancer } from './shares.ts';
 import type { DistributedTrainArgs, DistributedTrainResult } from './trainer-types.ts';
+import { configSettingName, refuseConflicts } from './setting-conflicts.ts';
 
 export type { DistributedTrainArgs, DistributedTrainConfig, DistributedTrainResult, ElasticHooks } from './trainer-types.ts';
 
@@ -53,12 +54,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const inner = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
-  if (config.verify && (config.compression ?? 'none') !== 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks lossless sums; it does not combine with ${config.compression} compression: drop one`);
-  if (config.verify && config.aggregation && config.aggregation.rule !== 'mean') throw new RingtrainError(ErrorCode.InvalidArgument, `the verified allreduce checks a sum; aggregation '${config.aggregation.rule}' is not one: drop one`);
+  refuseConflicts(config, configSettingName(config));
   const robust = config.aggregation && config.aggregation.rule !== 'mean' ? config.aggregation.rule : undefined;
-  // Local SGD averages how far replicas moved, not gradients; speed shares pre-weigh each gradient by its share, which a median would not undo.
-  if (robust && config.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `aggregation '${robust}' combines gradients at every step; local SGD (syncEvery) averages models: drop one`);
-  if (robust && config.balance === 'speed') throw new RingtrainError(ErrorCode.InvalidArgument, `aggregation '${robust}' needs every rank's gradient at the same weight; balance 'speed' gives ranks uneven shares: drop one`);
   const checks = new StepChecks({ guard: config.guard, verify: config.verify, leaveOut: robust === undefined, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
   const dopt = ringOptimizer(comm, model, inner, {
     ...config,

@@ -30,8 +30,8 @@ describe('ringtrain run --aggregation', () => {
       [['--aggregation', 'avg'], /--aggregation: aggregation 'avg': unknown rule 'avg'/],
       [['--aggregation', 'trimmed-mean:0.6'], /trimmed-mean needs a fraction F with 0 <= F < 0.5/],
       [['--aggregation', 'centered-clip:0'], /centered-clip takes a finite radius tau > 0/],
-      [['--aggregation', 'median', '--compression', 'fp16'], /--aggregation median compares every peer's exact gradients; it does not combine with fp16/],
-      [['--aggregation', 'median', '--fp16'], /does not combine with fp16/],
+      [['--aggregation', 'median', '--compression', 'fp16'], /--aggregation median compares every peer's exact gradients; --compression fp16 sends rounded gradients/],
+      [['--aggregation', 'median', '--fp16'], /--aggregation median compares every peer's exact gradients; --fp16 sends rounded gradients/],
       [['--aggregation', 'trimmed-mean:0.25', '--sync-every', '4'], /--aggregation trimmed-mean:0.25 combines gradients at every step; --sync-every/],
       [['--aggregation', 'centered-clip', '--balance', 'speed'], /--aggregation centered-clip weighs every peer's gradient alike; --balance speed/],
     ];

@@ -33,9 +33,9 @@ describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
 
   it('refuses --verify with a lossy or non-sum reduction, naming both flags', async () => {
     const cases: [string[], RegExp][] = [
-      [['--verify', '--fp16'], /--verify checks lossless sums; it does not combine with --fp16 or --compression/],
-      [['--verify', '--compression', 'int8'], /--verify checks lossless sums/],
-      [['--verify', '--aggregation', 'median'], /--verify checks a sum; --aggregation median is not one/],
+      [['--verify', '--fp16'], /--verify checks that the sum is exact; --fp16 sends rounded gradients: drop one/],
+      [['--verify', '--compression', 'int8'], /--verify checks that the sum is exact; --compression int8 sends rounded gradients/],
+      [['--verify', '--aggregation', 'median'], /--verify checks a sum; --aggregation median is not a sum/],
     ];
     for (const [flags, message] of cases) {
       const run = parseRun(['--np', '3', '--steps', '1', ...flags]);

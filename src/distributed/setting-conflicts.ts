@@ -1,0 +1,70 @@
+/**
+ * Which of a job's settings do not combine, decided in one place.
+ *
+ * The same pairs are refused at three doors: `ringtrain run` before anything
+ * starts (naming flags), `trainDistributed` for jobs made by hand or by a
+ * server's config (naming config keys), and `DistributedOptimizer` for users
+ * of the optimizer alone. Each door words the conflict for its own user; what
+ * conflicts, and why, is written once here.
+ */
+import type { Aggregation } from '../collectives/robust-aggregate.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+
+/** The settings that take part in a conflict. */
+export type Setting = 'verify' | 'aggregation' | 'compression' | 'syncEvery' | 'balance';
+
+export interface JobSettings {
+  /** The verified allreduce (`verify: true`, `run --verify`). */
+  verify?: boolean;
+  /** The aggregation rule; undefined or `mean` is the ring's sum. */
+  aggregation?: Aggregation;
+  /** Gradient compression on the wire: 'none' (or undefined), 'fp16', 'int8', 'topk'... */
+  compression?: string;
+  /** Local SGD's period (models averaged every few steps), when on. */
+  syncEvery?: number;
+  /** 'speed' gives peers uneven batch shares. */
+  balance?: string;
+}
+
+/** Two settings that do not combine, each with what it does that the other breaks. */
+export interface Conflict {
+  first: Setting;
+  firstDoes: string;
+  second: Setting;
+  secondDoes: string;
+}
+
+/** The first conflict among the settings, or undefined when they all combine. */
+export function settingConflict(s: JobSettings): Conflict | undefined {
+  const robust = s.aggregation !== undefined && s.aggregation.rule !== 'mean';
+  const lossy = (s.compression ?? 'none') !== 'none';
+  if (s.verify && lossy) return { first: 'verify', firstDoes: 'checks that the sum is exact', second: 'compression', secondDoes: 'sends rounded gradients' };
+  if (s.verify && robust) return { first: 'verify', firstDoes: 'checks a sum', second: 'aggregation', secondDoes: 'is not a sum' };
+  if (robust && lossy) return { first: 'aggregation', firstDoes: "compares every peer's exact gradients", second: 'compression', secondDoes: 'sends rounded gradients' };
+  // Local SGD averages how far replicas moved, not gradients.
+  if (robust && s.syncEvery !== undefined) return { first: 'aggregation', firstDoes: 'combines gradients at every step', second: 'syncEvery', secondDoes: 'averages models every few steps' };
+  // Speed shares pre-weigh each gradient by its share, which a median would not undo.
+  if (robust && s.balance === 'speed') return { first: 'aggregation', firstDoes: "weighs every peer's gradient alike", second: 'balance', secondDoes: 'gives peers uneven shares' };
+  return undefined;
+}
+
+/**
+ * Throws the settings' first conflict as an InvalidArgument error, each setting
+ * named by `name` (a flag for the CLI, a config key for the library).
+ */
+export function refuseConflicts(s: JobSettings, name: (setting: Setting) => string): void {
+  const c = settingConflict(s);
+  if (!c) return;
+  throw new RingtrainError(ErrorCode.InvalidArgument, `${name(c.first)} ${c.firstDoes}; ${name(c.second)} ${c.secondDoes}: drop one.`);
+}
+
+/** How the library names a setting: its config key and value. */
+export function configSettingName(s: JobSettings): (setting: Setting) => string {
+  return (setting) => {
+    if (setting === 'verify') return 'verify: true';
+    if (setting === 'aggregation') return `aggregation '${s.aggregation?.rule}'`;
+    if (setting === 'compression') return `compression '${s.compression}'`;
+    if (setting === 'syncEvery') return `syncEvery ${s.syncEvery}`;
+    return `balance '${s.balance}'`;
+  };
+}
