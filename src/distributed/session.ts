@@ -68,6 +68,8 @@ export interface Session {
   onPeerLeft(handler: (p: PeerLeftMsg) => void): void;
   /** Closes the data channels and leaves the job. */
   close(reason?: string): Promise<void>;
+  /** Calls `handler` once the session has closed, whether closing went well or not (a timeline file is written so). */
+  onClose(handler: () => void | Promise<void>): void;
 }
 
 const CONNECT_ATTEMPTS = 4;
@@ -99,6 +101,7 @@ class PeerSession implements Session {
   /** While an elastic job has lost its server: the reconnection (rejects once the wait is over). */
   private serverBack: Promise<SignalingClient> | null = null;
   private closing = false;
+  private readonly closeHandlers: (() => void | Promise<void>)[] = [];
   private readonly peerLeftHandlers = new Set<(p: PeerLeftMsg) => void>();
   private readonly notice: (line: string) => void;
 
@@ -340,17 +343,25 @@ class PeerSession implements Session {
     return true;
   }
 
+  onClose(handler: () => void | Promise<void>): void {
+    this.closeHandlers.push(handler);
+  }
+
   async close(reason?: string): Promise<void> {
     this.closing = true;
-    // A broken ring lingers a moment before its channels go: the other ranks are still
-    // hearing why it broke (the server's peer-left, our abort frame), and our channels
-    // closing first would read to them as if we were the one who went away.
-    const broken = this.comm?.error;
-    if (broken) await new Promise((r) => setTimeout(r, BROKEN_RING_LINGER_MS));
-    await this.comm?.close();
-    // Leaving because the ring broke: say what broke it, so a rank that hears of our leave
-    // before the original cause still names the peer that started it.
-    await this.current.leave(broken && reason !== FINISHED ? `${reason ?? 'stopped'}: ${broken.message}` : reason);
+    try {
+      // A broken ring lingers a moment before its channels go: the other ranks are still
+      // hearing why it broke (the server's peer-left, our abort frame), and our channels
+      // closing first would read to them as if we were the one who went away.
+      const broken = this.comm?.error;
+      if (broken) await new Promise((r) => setTimeout(r, BROKEN_RING_LINGER_MS));
+      await this.comm?.close();
+      // Leaving because the ring broke: say what broke it, so a rank that hears of our leave
+      // before the original cause still names the peer that started it.
+      await this.current.leave(broken && reason !== FINISHED ? `${reason ?? 'stopped'}: ${broken.message}` : reason);
+    } finally {
+      for (const handler of this.closeHandlers.splice(0)) await handler();
+    }
   }
 }
 

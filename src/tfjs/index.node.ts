@@ -39,18 +39,7 @@ export async function init(o: Partial<InitOptions> = {}): Promise<Session> {
   const timeline = timelinePath ? new TimelineRecorder() : undefined;
   timeline?.attach(events);
   const session = await initSession({ ...o, events, server: server!, job: job!, token: token! });
-  if (timeline && timelinePath) {
-    const close = session.close.bind(session);
-    Object.assign(session, {
-      close: async (reason?: string) => {
-        try {
-          await close(reason);
-        } finally {
-          writeFileSync(timelinePath, JSON.stringify(timeline.traceEvents()));
-        }
-      },
-    });
-  }
+  if (timeline && timelinePath) session.onClose(() => writeFileSync(timelinePath, JSON.stringify(timeline.traceEvents())));
   setDefaultRing(session);
   return session;
 }
