@@ -25,6 +25,7 @@
  *   nice -n 10 npx tsx bench/transformer.ts --steps 5 --batch 256 [--warmup 1] [--rounds 1] [--seed 1]
  *   nice -n 10 deno run -A bench/transformer.ts --steps 5 --batch 256
  *   nice -n 10 npx tsx bench/transformer.ts --runtimes node,deno --steps 5   (each runtime in turn, one line each)
+ *   npx tsx bench/transformer.ts --tfjs off ...   (ours alone)
  *
  * One JSON line per runtime: {"bench":"transformer", runtime, adapter, batch, steps,
  *   ours:{tokens_per_s, positions_per_s, s_per_step, cpu_s_per_step}, tfjs:{…} | null,
@@ -71,6 +72,8 @@ const warmup = Number(opt('warmup', '1'));
 const rounds = Number(opt('rounds', '1'));
 const batchSize = Number(opt('batch', '256'));
 const seed = Number(opt('seed', '1'));
+/** `--tfjs off`: ours alone (TF.js's steps on a software adapter take minutes at batch 256). */
+const withTfjs = opt('tfjs', 'on') !== 'off';
 for (const [name, value, least] of [['steps', steps, 1], ['warmup', warmup, 0], ['rounds', rounds, 1], ['batch', batchSize, 1]] as const) {
   if (!Number.isInteger(value) || value < least) throw new Error(`--${name} must be an integer ≥ ${least}, got ${value}`);
 }
@@ -106,6 +109,7 @@ const init = Object.fromEntries(model.layout.map((e) => [e.name, flat.slice(e.of
 
 /** TF.js on WebGPU with its gradients, or why not. */
 async function loadTf(): Promise<{ tf: Tf } | { error: string }> {
+  if (!withTfjs) return { error: 'not run (--tfjs off)' };
   if (runtime === 'node') {
     // TF.js finds WebGPU at navigator.gpu; Node's comes from the `webgpu` package, as ours (device.node.ts).
     const { nodeGpu } = await import('../src/gpu/device.node.ts');
