@@ -17,11 +17,11 @@
  *
  * Prints one JSON line per trace and rule.
  *
- * Usage: npx tsx bench/doubt-replay.ts TRACE.json [TRACE2.json ...] [--ratio 6] [--cosine 0.1] [--clip 6]
- *        [--named-after 2] [--factor -20] [--warm 40] [--horizon 10] [--starts-from S] [--starts-to T]
+ * Usage: npx tsx bench/doubt-replay.ts TRACE.json [TRACE2.json ...] [--ratio 4] [--cosine 0] [--clip 2]
+ *        [--named-after 3] [--factor -20] [--warm 40] [--horizon 10] [--starts-from S] [--starts-to T]
  */
 import { readFileSync } from 'node:fs';
-import { DoubtTracker, type DoubtOptions } from '../src/distributed/doubt.ts';
+import { DEFAULT_CLIP_RATIO, DEFAULT_DOUBT_COSINE, DEFAULT_DOUBT_RATIO, DEFAULT_NAMED_AFTER, DoubtTracker, type DoubtOptions } from '../src/distributed/doubt.ts';
 import { args, opt } from './args.ts';
 
 interface Trace {
@@ -34,10 +34,10 @@ interface Trace {
 }
 
 const rule: DoubtOptions = {
-  ratio: Number(opt('ratio', '6')),
-  cosine: Number(opt('cosine', '0.1')),
-  clipRatio: opt('clip', '') === '' ? undefined : Number(opt('clip', '')),
-  namedAfter: Number(opt('named-after', '2')),
+  ratio: Number(opt('ratio', String(DEFAULT_DOUBT_RATIO))),
+  cosine: Number(opt('cosine', String(DEFAULT_DOUBT_COSINE))),
+  clipRatio: Number(opt('clip', String(DEFAULT_CLIP_RATIO))),
+  namedAfter: Number(opt('named-after', String(DEFAULT_NAMED_AFTER))),
 };
 const factor = Number(opt('factor', '-20'));
 const warm = Number(opt('warm', '40'));
