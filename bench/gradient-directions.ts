@@ -16,7 +16,13 @@
  * --raw PREFIX also writes PREFIX.MODEL.json: every step's per-rank norms and
  * sketches, so other rules can be tried offline on the same honest run.
  *
+ * --doubt RATIO,COSINE,NAMED_AFTER,CLIP trains with the doubt rule on (src/distributed/doubt.ts;
+ * the norm rule too) instead of with every check off: what the rule costs an honest run
+ * (its accuracy on --test-examples, default 200; the contributions it left out and clipped,
+ * counted offline by bench/doubt-replay.ts from --raw; a rank it named ends the run with an error).
+ *
  * Usage: deno run -A bench/gradient-directions.ts [--models mlp,cnn] [--ranks 4] [--batch 8] [--steps 300] [--factor 20] [--buckets 256] [--seed 11] [--raw PREFIX]
+ *        [--doubt 6,0.1,2,6] [--test-examples 200]
  */
 import { createMemoryRing } from '../src/comm/rings.ts';
 import { makeImageDataset } from '../src/data/dataset.ts';
@@ -37,12 +43,16 @@ const steps = Number(opt('steps', '300'));
 const factor = Number(opt('factor', '20'));
 const buckets = Number(opt('buckets', '256'));
 const seed = Number(opt('seed', '11'));
+const testExamples = Number(opt('test-examples', '200'));
+const doubtFlag = opt('doubt', '');
+const [ratio, cosine, namedAfter, clipRatio] = doubtFlag.split(',').map(Number);
+const guard = doubtFlag ? { direction: false as const, doubt: { ratio, cosine, namedAfter, clipRatio } } : (false as const);
 
 const gpu = await acquireGpu();
 const mnist = await loadMnist();
 const px = 784;
 const train = makeImageDataset({ images: mnist.train.images, labels: mnist.train.labels, height: 28, width: 28, classes: 10 });
-const test = makeImageDataset({ images: mnist.test.images.slice(0, 200 * px), labels: mnist.test.labels.slice(0, 200), height: 28, width: 28, classes: 10 });
+const test = makeImageDataset({ images: mnist.test.images.slice(0, testExamples * px), labels: mnist.test.labels.slice(0, testExamples), height: 28, width: 28, classes: 10 });
 
 function percentiles(xs: number[]): Record<string, number> {
   const s = [...xs].sort((a, b) => a - b);
@@ -62,7 +72,7 @@ for (const model of models) {
         comm,
         train,
         test,
-        config: { model, optimizer: 'sgd', epochs: 1, batch, lr: 0.05, momentum: 0.9, weightDecay: 0, seed, steps, guard: false },
+        config: { model, optimizer: 'sgd', epochs: 1, batch, lr: 0.05, momentum: 0.9, weightDecay: 0, seed, steps, guard },
         tamperGradients: (g, step) => {
           const row = seen.get(step) ?? [];
           row[rank] = { s: sketch(g, buckets, stepSeed(seed, step)), n: l2Norm(g) };
@@ -113,6 +123,6 @@ for (const model of models) {
     const sketches = order.map((t) => seen.get(t)!.map((x) => Array.from(x.s, round)));
     await Deno.writeTextFile(`${raw}.${model}.json`, JSON.stringify({ model, ranks, batch, seed, norms, sketches }));
   }
-  console.log(JSON.stringify({ model, ranks, batch, steps: seen.size, factor, buckets, seconds: (performance.now() - t0) / 1000, testAccuracy: results[0].testAccuracy, adapter: gpu.info.description, ...summary }));
+  console.log(JSON.stringify({ model, ranks, batch, steps: seen.size, factor, buckets, doubt: doubtFlag || null, testExamples, seconds: (performance.now() - t0) / 1000, testAccuracy: results[0].testAccuracy, adapter: gpu.info.description, ...summary }));
 }
 gpu.destroy();

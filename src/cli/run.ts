@@ -62,7 +62,7 @@ export function runCommand(): Command {
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
     .option('--verify', 'check every allreduce against sketches each peer publishes of its own gradient: a link that corrupts data is named and its sender ejected (docs/ROBUSTNESS.md)', false)
-    .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them; a peer doubtful two steps in a row is ejected (opt-in: docs/ROBUSTNESS.md)', false)
+    .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them, and clip any other large one to 2x theirs; a peer doubtful three steps in a row is ejected (opt-in: docs/ROBUSTNESS.md)', false)
     .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false);
   addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.

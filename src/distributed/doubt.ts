@@ -14,27 +14,32 @@
  * of steps, not on a sum a single step can dominate (the 5-step pull summed
  * -27 from one honest hard example at 96x the median, see docs/ROBUSTNESS.md).
  *
- * A contribution at least `ratio` times the others' that is not doubtful is
- * summed clipped to `ratio` times their norm, so a large rank's harm is
- * bounded whatever its direction.
+ * A contribution over `clipRatio` (2) times the others' median norm at this
+ * step that is not doubtful is summed scaled down to that, so a large rank's
+ * harm is bounded whatever its direction: at 8 examples per rank a flipped
+ * gradient often points across the others rather than against them, and
+ * summed at 6x it collapsed a CNN in two steps (bench/faults-cnn.ts).
  *
  * A gradient sign-flipped and scaled by 20 while the honest ranks agree
  * (early in training, when the harm is largest) has a cosine near minus
  * the honest one and a ratio near 20: doubtful at once. Leaving a doubtful
  * contribution out costs an honest rank one step's examples; naming it needs
- * a run of doubtful steps, which whole honest runs were measured never to
- * reach (figures and limits: docs/ROBUSTNESS.md, bench/gradient-directions.ts).
+ * a run of 3 doubtful steps, which whole recorded honest runs (1,000-step CNN
+ * and MLP, replayed by bench/doubt-replay.ts) never reached (figures and
+ * limits: docs/ROBUSTNESS.md).
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { coordinateMedian, cosine, median } from '../collectives/sketch.ts';
 import type { Offence } from './guard.ts';
 
 /** A contribution at least this many times the others' median norm... */
-export const DEFAULT_DOUBT_RATIO = 6;
-/** ...whose cosine with their consensus is at most minus this, is doubtful. */
-export const DEFAULT_DOUBT_COSINE = 0.1;
+export const DEFAULT_DOUBT_RATIO = 4;
+/** ...whose cosine with their consensus is at most minus this (0: pointing against them at all), is doubtful. */
+export const DEFAULT_DOUBT_COSINE = 0;
 /** A rank doubtful at this many steps in a row is named. */
-export const DEFAULT_NAMED_AFTER = 2;
+export const DEFAULT_NAMED_AFTER = 3;
+/** A contribution over this many times the others' median norm this step that is not doubtful is summed scaled down to it. */
+export const DEFAULT_CLIP_RATIO = 2;
 /** With two ranks the other's consensus is one gradient: no telling which one is wrong. */
 export const MIN_RANKS_FOR_DOUBT = 3;
 
@@ -45,11 +50,15 @@ export interface DoubtOptions {
   cosine?: number;
   /** Doubtful steps in a row that name a rank. Default DEFAULT_NAMED_AFTER. */
   namedAfter?: number;
+  /** A contribution over this many times the others' median norm this step that is not doubtful is summed scaled down to it. Default DEFAULT_CLIP_RATIO. */
+  clipRatio?: number;
 }
 
 export interface DoubtStats {
-  /** |g_r| over the median of the other ranks' norms. */
+  /** |g_r| over the larger of the other ranks' median norm now and the median of their recent averages. */
   normRatio: number;
+  /** |g_r| over the other ranks' median norm at this step alone (what clipping bounds). */
+  nowRatio: number;
   /** Cosine of r's sketch with the coordinate-wise median of the others' sketches. */
   cosine: number;
 }
@@ -69,8 +78,10 @@ export function doubtStats(sketches: ArrayLike<number>[], norms: ArrayLike<numbe
     const now = median(Array.from(norms).filter((_, q) => q !== r));
     const recent = typical ? median(Array.from(typical).filter((_, q) => q !== r)) : 0;
     const scale = Math.max(now, recent);
+    const ratio = (x: number) => (x > 0 ? norms[r] / x : norms[r] > 0 ? Infinity : 0);
     return {
-      normRatio: scale > 0 ? norms[r] / scale : norms[r] > 0 ? Infinity : 0,
+      normRatio: ratio(scale),
+      nowRatio: ratio(now),
       cosine: cosine(s, coordinateMedian(others)),
     };
   });
@@ -99,6 +110,7 @@ export class DoubtTracker {
   readonly ratio: number;
   readonly cosine: number;
   readonly namedAfter: number;
+  readonly clipRatio: number;
   /** rank -> the last step judged, the run of doubtful steps ending there, and the run before it. */
   private readonly runs = new Map<number, { step: number; run: number; before: number }>();
   /** rank -> a slow average of its norm (before the last step judged: a redone step counts once) and the step it was last moved at. */
@@ -108,8 +120,9 @@ export class DoubtTracker {
     this.ratio = o.ratio ?? DEFAULT_DOUBT_RATIO;
     this.cosine = o.cosine ?? DEFAULT_DOUBT_COSINE;
     this.namedAfter = o.namedAfter ?? DEFAULT_NAMED_AFTER;
-    if (!(this.ratio >= 1) || !(this.cosine >= 0 && this.cosine < 1) || !Number.isInteger(this.namedAfter) || this.namedAfter < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `the doubt rule needs a norm ratio >= 1, a cosine in [0, 1) and namedAfter a positive integer; got ratio ${this.ratio}, cosine ${this.cosine}, namedAfter ${this.namedAfter}`);
+    this.clipRatio = o.clipRatio ?? DEFAULT_CLIP_RATIO;
+    if (!(this.ratio >= 1) || !(this.cosine >= 0 && this.cosine < 1) || !Number.isInteger(this.namedAfter) || this.namedAfter < 1 || !(this.clipRatio >= 1)) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `the doubt rule needs a norm ratio >= 1, a cosine in [0, 1), namedAfter a positive integer and a clip ratio >= 1; got ratio ${this.ratio}, cosine ${this.cosine}, namedAfter ${this.namedAfter}, clipRatio ${this.clipRatio}`);
     }
   }
 
@@ -137,7 +150,7 @@ export class DoubtTracker {
       this.runs.set(rank, { step, run, before });
       // Large but not doubtful: a flipped rank whose own batch happened to point across the others'
       // reads so too, and 20x noise applied with momentum wrecked a CNN in two steps (bench/faults-cnn.ts).
-      if (run === 0 && x.normRatio >= this.ratio) verdict.clipped.push({ rank, factor: this.ratio / x.normRatio });
+      if (run === 0 && x.nowRatio > this.clipRatio) verdict.clipped.push({ rank, factor: this.clipRatio / x.nowRatio });
       if (run === 0) return;
       const figures = `${x.normRatio.toFixed(1)}× the others' median norm, cosine ${x.cosine.toFixed(2)} with their consensus (doubtful: at least ${this.ratio}× and at most -${this.cosine})`;
       if (run >= this.namedAfter) verdict.named.push({ rank, reason: `its gradient was large and pointed against the others' at ${run} steps in a row; now ${figures}` });

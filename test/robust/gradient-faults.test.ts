@@ -3,7 +3,7 @@
  * sends NaN, 1e30-scaled, ×(-1e5) or sign-flipped ×20 gradients from step 3 on. The
  * contribution guard names it on every rank before anything is summed (the
  * ×20 flip, inside the norm rule's ratio, in a job that asks for the doubt rule:
- * left out of its first step's sum, named at its second), the
+ * left out of its first two steps' sums, named at its third), the
  * honest peers report it, the server ejects it, and the two honest peers
  * re-form the ring and finish every step with a model that learned.
  * Real server, real Deno workers, real WebRTC (inside scripts/in-netns.sh).

@@ -12,7 +12,7 @@ import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { mulberry32 } from '../../src/core/random.ts';
 import { DirectionHistory, directionStats } from '../../src/distributed/direction.ts';
-import { DoubtTracker, doubtStats } from '../../src/distributed/doubt.ts';
+import { DEFAULT_CLIP_RATIO, DEFAULT_NAMED_AFTER, DoubtTracker, doubtStats } from '../../src/distributed/doubt.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import { flipBitsOnSend } from '../../src/distributed/fault.ts';
 import { StepChecks } from '../../src/distributed/step-checks.ts';
@@ -145,40 +145,46 @@ describe('StepChecks: the direction rule (opt-in)', () => {
 describe('StepChecks: the doubt rule (a job asks for it: doubtRule)', () => {
   const leftOut = (events: RingEvent[]) => events.filter((e) => e.type === 'contribution-left-out') as Extract<RingEvent, { type: 'contribution-left-out' }>[];
 
-  it('leaves a sign-flipped ×20 rank out of its first step (the sum is the others\' mean) and names it at its second, on every rank', async () => {
+  it(`leaves a sign-flipped ×20 rank out of its first steps (the sum is the others' mean) and names it at step ${DEFAULT_NAMED_AFTER} of its run, on every rank`, async () => {
     const { comms, seen } = ring(4);
     const checks = comms.map(() => new StepChecks({ seed: 8, guard: { direction: false } }));
     // Early in training the ranks' gradients agree (cosine to their mean about 0.45).
     for (let s = 0; s < 3; s++) expect(await step(checks, comms, gradients(4, 5000, s, 0.5), s)).toEqual([null, null, null, null]);
-    const g = gradients(4, 5000, 3, 0.5);
-    g[2] = g[2].map((v) => -20 * v);
-    const othersMean = Float32Array.from(g[0], (_, i) => (g[0][i] + g[1][i] + g[3][i]) / 3);
-    expect(await step(checks, comms, g, 3)).toEqual([null, null, null, null]);
-    for (const [r, reduced] of g.entries()) {
-      let worst = 0;
-      for (let i = 0; i < reduced.length; i++) worst = Math.max(worst, Math.abs(reduced[i] - othersMean[i]));
-      expect(worst, `rank ${r}: largest difference from the others' mean`).toBeLessThan(1e-5);
+    const flipped = (s: number) => {
+      const g = gradients(4, 5000, s, 0.5);
+      g[2] = g[2].map((v) => -20 * v);
+      return g;
+    };
+    const last = 3 + DEFAULT_NAMED_AFTER - 1;
+    for (let s = 3; s < last; s++) {
+      const g = flipped(s);
+      const othersMean = Float32Array.from(g[0], (_, i) => (g[0][i] + g[1][i] + g[3][i]) / 3);
+      expect(await step(checks, comms, g, s)).toEqual([null, null, null, null]);
+      for (const [r, reduced] of g.entries()) {
+        let worst = 0;
+        for (let i = 0; i < reduced.length; i++) worst = Math.max(worst, Math.abs(reduced[i] - othersMean[i]));
+        expect(worst, `rank ${r}, step ${s}: largest difference from the others' mean`).toBeLessThan(1e-5);
+      }
     }
-    for (const events of seen) expect(leftOut(events).map((e) => [e.peer, e.step])).toEqual([[2, 3]]);
-    const next = gradients(4, 5000, 4, 0.5);
-    next[2] = next[2].map((v) => -20 * v);
-    const named = await step(checks, comms, next, 4);
+    const leftOutSteps = Array.from({ length: DEFAULT_NAMED_AFTER - 1 }, (_, i) => [2, 3 + i]);
+    for (const events of seen) expect(leftOut(events).map((e) => [e.peer, e.step])).toEqual(leftOutSteps);
+    const named = await step(checks, comms, flipped(last), last);
     for (const e of named) {
       expect(e?.code).toBe(ErrorCode.PeerMisbehaved);
-      expect(e?.detail).toMatchObject({ peer: 2, culprits: [2], step: 4 });
-      expect(e?.message).toMatch(/pointed against the others' at 2 steps in a row/);
+      expect(e?.detail).toMatchObject({ peer: 2, culprits: [2], step: last });
+      expect(e?.message).toMatch(new RegExp(`pointed against the others' at ${DEFAULT_NAMED_AFTER} steps in a row`));
     }
     comms.forEach((c) => c.close());
   });
 
-  it('sums a large contribution that is not against the others clipped to 6× their median norm, and names nobody', async () => {
+  it(`sums a large contribution that is not against the others clipped to ${DEFAULT_CLIP_RATIO}× their median norm, and names nobody`, async () => {
     const { comms, seen } = ring(4);
     const checks = comms.map(() => new StepChecks({ seed: 10, guard: { direction: false } }));
     const g = gradients(4, 5000, 20, 0.5);
     // Scaled by 20 along its own (agreeing) direction: large, not doubtful.
     g[2] = g[2].map((v) => 20 * v);
     const norms = g.map((x) => Math.fround(l2Norm(x)));
-    const factor = 6 / (norms[2] / [norms[0], norms[1], norms[3]].sort((a, b) => a - b)[1]);
+    const factor = DEFAULT_CLIP_RATIO / (norms[2] / [norms[0], norms[1], norms[3]].sort((a, b) => a - b)[1]);
     const expected = Float32Array.from(g[0], (_, i) => (g[0][i] + g[1][i] + factor * g[2][i] + g[3][i]) / 4);
     expect(await step(checks, comms, g, 0)).toEqual([null, null, null, null]);
     for (const [r, reduced] of g.entries()) {
