@@ -26,10 +26,8 @@
  *   {"<engine>":{"steps_per_s","min","max","cpu_ms_per_step","dispatches","copies","submits","writes"}},
  *   "ratios":{"<engine>/<reference>":median},"cpu_ratios":{…}}]}
  */
-import { spawnSync } from 'node:child_process';
 import process from 'node:process';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { cliCommand } from '../src/cli/host.node.ts';
+import { pathToFileURL } from 'node:url';
 import { detectRuntime } from '../src/core/runtime.ts';
 import { createModel } from '../src/engine/create.ts';
 import type { Model, ModelSpec } from '../src/engine/model.ts';
@@ -39,26 +37,13 @@ import { acquireGpu } from '../src/gpu/device.ts';
 import type { Gpu } from '../src/gpu/gpu.ts';
 import { DeferredScalars } from '../src/gpu/readback.ts';
 import { seededUniform } from '../src/nn/random.ts';
-import { args, opt } from './args.ts';
+import { opt } from './args.ts';
+import { runUnderEachRuntime } from './each-runtime.ts';
 import { Mlp as HandMlp } from './fixtures/hand-mlp/mlp-hand.ts';
 
 const READ_EVERY = 10;
-const root = fileURLToPath(new URL('../', import.meta.url));
 
-const runtimes = opt('runtimes', '');
-if (runtimes) {
-  // Driver: the same benchmark under each runtime, one after the other.
-  const rest = args.filter((a, i) => a !== '--runtimes' && args[i - 1] !== '--runtimes');
-  for (const runtime of runtimes.split(',') as ('node' | 'deno')[]) {
-    const [exe] = cliCommand(runtime);
-    const argv = runtime === 'deno' ? ['run', '-A', 'bench/mlp-engines.ts', ...rest] : ['--import', 'tsx', 'bench/mlp-engines.ts', ...rest];
-    const r = spawnSync(exe, argv, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 24 });
-    const line = r.stdout.trim().split('\n').pop() ?? '';
-    if (r.status !== 0 || !line.startsWith('{')) throw new Error(`bench/mlp-engines.ts under ${runtime} failed (exit ${r.status}): ${r.stderr.slice(-2000)}`);
-    console.log(line);
-  }
-  process.exit(0);
-}
+if (runUnderEachRuntime('bench/mlp-engines.ts')) process.exit(0);
 
 interface Case {
   name: string;

@@ -31,11 +31,8 @@
  *   ours:{tokens_per_s, positions_per_s, s_per_step, cpu_s_per_step}, tfjs:{…} | null,
  *   tfjs_over_ours, first_loss:{ours, tfjs}, second_loss:{ours, tfjs}, params:{ours, tfjs}}
  */
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
-import { fileURLToPath } from 'node:url';
-import { cliCommand } from '../src/cli/host.node.ts';
 import { batches, type Batch } from '../src/data/batches.ts';
 import { countedTargets } from '../src/data/dataset.ts';
 import { loadWords } from '../src/data/words.node.ts';
@@ -45,27 +42,14 @@ import { trainStepDeferred } from '../src/engine/train-step.ts';
 import { TRANSFORMER_DEFAULTS } from '../src/engine/transformer.ts';
 import { acquireGpu } from '../src/gpu/device.ts';
 import { DeferredScalars } from '../src/gpu/readback.ts';
-import { args, opt } from './args.ts';
+import { opt } from './args.ts';
+import { runUnderEachRuntime } from './each-runtime.ts';
 import { loadTfGradients } from './tfjs-gradients.node.ts';
 import type { Tf } from './tfjs-mlp.ts';
 import { type AdamwHyper, createTfTransformer, type TfTransformer } from './tfjs-transformer.ts';
 
-const root = fileURLToPath(new URL('../', import.meta.url));
 
-const runtimes = opt('runtimes', '');
-if (runtimes) {
-  // Driver: this bench under each runtime in turn, one process each (one adapter each).
-  const rest = args.filter((a, i) => a !== '--runtimes' && args[i - 1] !== '--runtimes');
-  for (const runtime of runtimes.split(',') as ('node' | 'deno')[]) {
-    const [exe] = cliCommand(runtime);
-    const argv = runtime === 'deno' ? ['run', '-A', 'bench/transformer.ts', ...rest] : ['--import', 'tsx', 'bench/transformer.ts', ...rest];
-    const r = spawnSync(exe, argv, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'inherit'] });
-    const line = r.stdout.trim().split('\n').pop() ?? '';
-    if (r.status !== 0 || !line.startsWith('{')) throw new Error(`bench/transformer.ts under ${runtime} failed (exit ${r.status}); its stderr is above`);
-    console.log(line);
-  }
-  process.exit(0);
-}
+if (runUnderEachRuntime('bench/transformer.ts')) process.exit(0);
 
 const steps = Number(opt('steps', '5'));
 const warmup = Number(opt('warmup', '1'));
