@@ -101,12 +101,13 @@ export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, '
  */
 export function refuseFlagConflicts(o: RunOptions): void {
   const compression = o.wan?.compression ?? (o.fp16 ? 'fp16' : 'none');
-  const settings = { verify: o.checks?.verify, aggregation: o.aggregation, compression, syncEvery: o.wan?.syncEvery, balance: o.shares?.balance };
+  const settings = { verify: o.checks?.verify, doubtRule: o.checks?.doubtRule, aggregation: o.aggregation, compression, syncEvery: o.wan?.syncEvery, balance: o.shares?.balance };
   refuseConflicts(settings, (setting) => {
     if (setting === 'verify') return '--verify';
     if (setting === 'aggregation') return `--aggregation ${aggregationText(o.aggregation)}`;
     if (setting === 'compression') return o.fp16 && compression === 'fp16' ? '--fp16' : `--compression ${compression}`;
     if (setting === 'syncEvery') return `--sync-every ${o.wan?.syncEvery}`;
+    if (setting === 'doubtRule') return '--doubt-rule';
     return `--balance ${o.shares?.balance}`;
   });
 }

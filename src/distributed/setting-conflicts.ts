@@ -11,7 +11,7 @@ import type { Aggregation } from '../collectives/robust-aggregate.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 /** The settings that take part in a conflict. */
-export type Setting = 'verify' | 'aggregation' | 'compression' | 'syncEvery' | 'balance';
+export type Setting = 'verify' | 'aggregation' | 'compression' | 'syncEvery' | 'balance' | 'doubtRule';
 
 export interface JobSettings {
   /** The verified allreduce (`verify: true`, `run --verify`). */
@@ -24,6 +24,8 @@ export interface JobSettings {
   syncEvery?: number;
   /** 'speed' gives peers uneven batch shares. */
   balance?: string;
+  /** The doubt rule (doubt.ts) is on. */
+  doubtRule?: boolean;
 }
 
 /** Two settings that do not combine, each with what it does that the other breaks. */
@@ -45,6 +47,8 @@ export function settingConflict(s: JobSettings): Conflict | undefined {
   if (robust && s.syncEvery !== undefined) return { first: 'aggregation', firstDoes: 'combines gradients at every step', second: 'syncEvery', secondDoes: 'averages models every few steps' };
   // Speed shares pre-weigh each gradient by its share, which a median would not undo.
   if (robust && s.balance === 'speed') return { first: 'aggregation', firstDoes: "weighs every peer's gradient alike", second: 'balance', secondDoes: 'gives peers uneven shares' };
+  // A peer with three times the examples sends about three times the norm, which the rule would clip as an outlier.
+  if (s.doubtRule && s.balance === 'speed') return { first: 'doubtRule', firstDoes: "measures every peer's gradient against the others' at equal weight", second: 'balance', secondDoes: 'gives peers uneven shares' };
   return undefined;
 }
 
@@ -65,6 +69,7 @@ export function configSettingName(s: JobSettings): (setting: Setting) => string 
     if (setting === 'aggregation') return `aggregation '${s.aggregation?.rule}'`;
     if (setting === 'compression') return `compression '${s.compression}'`;
     if (setting === 'syncEvery') return `syncEvery ${s.syncEvery}`;
+    if (setting === 'doubtRule') return 'the doubt rule (guard.doubt)';
     return `balance '${s.balance}'`;
   };
 }

@@ -36,8 +36,9 @@ export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig
   elastic?: boolean;
   /**
    * The contribution guard (guard.ts): every step, before summing, each rank's gradient norm
-   * is checked against the others'; an offender is named and the step dropped. On by default;
-   * false turns it off (one tiny allgather per step less).
+   * is checked against the others'; an offender is named and the step dropped. The norm rules are
+   * on by default, the doubt and direction rules when asked for (`{ doubt: {}, direction: {} }`, as
+   * a job's `doubtRule`/`directionRules` do); false turns every rule off (one tiny allgather per step less).
    */
   guard?: StepCheckOptions['guard'];
   /** The verified allreduce (step-checks.ts): every gradient sum is checked against the ranks' published sketches. Lossless compression only. */

@@ -54,9 +54,13 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const inner = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
-  refuseConflicts(config, configSettingName(config));
+  // The norm rules by default; the doubt and direction rules only when asked for, as a job's config does
+  // (the doubt rule's clip changes honest sums, so an unasked-for default would break data-parallel equivalence).
+  const guard = config.guard ?? { direction: false, doubt: false };
+  const settings = { ...config, doubtRule: guard !== false && guard.doubt !== false };
+  refuseConflicts(settings, configSettingName(settings));
   const robust = config.aggregation && config.aggregation.rule !== 'mean' ? config.aggregation.rule : undefined;
-  const checks = new StepChecks({ guard: config.guard, verify: config.verify, leaveOut: robust === undefined, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
+  const checks = new StepChecks({ guard, verify: config.verify, leaveOut: robust === undefined, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
   const dopt = ringOptimizer(comm, model, inner, {
     ...config,
     // The contribution guard and the verified allreduce (synchronous training: they check the gradients each rank is about to send, and their sum).

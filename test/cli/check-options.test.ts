@@ -31,11 +31,12 @@ describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
     expect(doubtOnly.guard && 'doubt' in doubtOnly.guard).toBe(false);
   });
 
-  it('refuses --verify with a lossy or non-sum reduction, naming both flags', async () => {
+  it('refuses --verify with a lossy or non-sum reduction, and --doubt-rule with speed shares, naming both flags', async () => {
     const cases: [string[], RegExp][] = [
       [['--verify', '--fp16'], /--verify checks that the sum is exact; --fp16 sends rounded gradients: drop one/],
       [['--verify', '--compression', 'int8'], /--verify checks that the sum is exact; --compression int8 sends rounded gradients/],
       [['--verify', '--aggregation', 'median'], /--verify checks a sum; --aggregation median is not a sum/],
+      [['--doubt-rule', '--balance', 'speed'], /--doubt-rule measures every peer's gradient against the others' at equal weight; --balance speed gives peers uneven shares: drop one/],
     ];
     for (const [flags, message] of cases) {
       const run = parseRun(['--np', '3', '--steps', '1', ...flags]);

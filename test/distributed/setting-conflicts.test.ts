@@ -21,6 +21,8 @@ describe('setting conflicts', () => {
       [{ aggregation: median, compression: 'int8' }, ['aggregation', 'compression']],
       [{ aggregation: parseAggregation('trimmed-mean:0.25'), syncEvery: 8 }, ['aggregation', 'syncEvery']],
       [{ aggregation: parseAggregation('centered-clip'), balance: 'speed' }, ['aggregation', 'balance']],
+      [{ doubtRule: true, balance: 'speed' }, ['doubtRule', 'balance']],
+      [{ doubtRule: true, balance: 'equal', verify: true }, undefined],
     ];
     for (const [settings, want] of cases) {
       const c = settingConflict(settings);
