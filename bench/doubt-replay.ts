@@ -22,6 +22,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { DEFAULT_CLIP_RATIO, DEFAULT_DOUBT_COSINE, DEFAULT_DOUBT_RATIO, DEFAULT_NAMED_AFTER, DoubtTracker, type DoubtOptions } from '../src/distributed/doubt.ts';
+import { median } from '../src/collectives/sketch.ts';
 import { args, opt } from './args.ts';
 
 interface Trace {
@@ -77,9 +78,7 @@ function replayAttack(t: Trace, start: number): { delay: number | null; summed: 
     if (v.named.some((n) => n.rank === 0)) return { delay: step - start, summed };
     if (v.leftOut.some((x) => x.rank === 0)) continue;
     // What went into the sum, in units of the others' median norm this step.
-    const others = norms.slice(1).sort((a, b) => a - b);
-    const median = others.length % 2 ? others[others.length >> 1] : (others[others.length / 2 - 1] + others[others.length / 2]) / 2;
-    summed.push((norms[0] * (v.clipped.find((c) => c.rank === 0)?.factor ?? 1)) / median);
+    summed.push((norms[0] * (v.clipped.find((c) => c.rank === 0)?.factor ?? 1)) / median(norms.slice(1)));
   }
   return { delay: null, summed };
 }
