@@ -14,21 +14,38 @@
  * `--doubt-rule false` runs every job (honest ones too) without the doubt rule (job
  * hyperparameter doubtRule, src/distributed/doubt.ts); by default the bench asks for it.
  *
- * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3 | --fault-steps 0,3] [--seed 7] [--batch 8] [--doubt-rule true]
+ * Jobs fix the global batch at 4 × `--batch`, as `ringtrain run -np 4 --elastic` does
+ * (docs/SHARES.md): the survivors take the steps the honest 4-peer run takes, so the gap
+ * measures what the fault cost and not a smaller batch after the re-form. `--per-peer`
+ * gives each peer `--batch` instead (the ring's batch shrinks with it), as a job made by
+ * hand without `globalBatch` does.
+ *
+ * `--log DIR` keeps each worker's stderr and timeline (`worker --timeline`) in DIR, one
+ * pair per run and worker: what to read when a run ends otherwise than expected.
+ *
+ * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3 | --fault-steps 0,3] [--seed 7] [--batch 8] [--doubt-rule true] [--per-peer] [--log DIR]
  *        [--faults nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags]
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startServer } from '../server/index.ts';
 import { startDenoWorker, type TestWorker } from '../test/support/workers.ts';
-import { opt } from './args.ts';
+import { args, opt } from './args.ts';
 
 const steps = Number(opt('steps', '60'));
 const faultSteps = opt('fault-steps', opt('fault-step', '3')).split(',').map(Number);
 const seed = Number(opt('seed', '7'));
 const batch = Number(opt('batch', '8'));
 const doubtRule = opt('doubt-rule', 'true') === 'true';
+const perPeer = args.includes('--per-peer');
+/** The whole ring's examples per step when it is fixed: the 4-peer job's. */
+const GLOBAL_BATCH = 4 * batch;
 const faults = opt('faults', 'nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags').split(',');
 const RUN_LIMIT_MS = 30 * 60_000;
+const logDir = opt('log', '');
+if (logDir) mkdirSync(logDir, { recursive: true });
+/** Extra worker arguments that keep its timeline in the log directory. */
+const timelineArgs = (id: string, name: string): string[] => (logDir ? ['--timeline', join(logDir, `${id}-${name}.timeline.json`)] : []);
 
 if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
 
@@ -66,7 +83,7 @@ async function run(id: string, honestPeers: number, fault?: string, faultStep = 
     config: {
       model: 'cnn',
       optimizer: 'sgd',
-      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, elastic: true, lrSchedule: 'cosine', doubtRule },
+      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, elastic: true, lrSchedule: 'cosine', doubtRule, ...(perPeer ? {} : { globalBatch: GLOBAL_BATCH }) },
       batchPerPeer: batch,
       minPeers: 2,
       startPeers: size,
@@ -77,10 +94,10 @@ async function run(id: string, honestPeers: number, fault?: string, faultStep = 
   // (missed + 2), 25 s; a 2 s heartbeat dropped workers whose event loop a loaded machine held.
   const server = await startServer({ jobs: [job], staticDir: null });
   try {
-    const honest = [...Array(honestPeers).keys()].map((i) => relay(startDenoWorker(server.url, job, ['--name', `honest-${i}`]), `[${id} honest-${i}]`));
+    const honest = [...Array(honestPeers).keys()].map((i) => relay(startDenoWorker(server.url, job, ['--name', `honest-${i}`, ...timelineArgs(id, `honest-${i}`)]), `[${id} honest-${i}]`));
     // The faulty worker joins last, so the survivors hold ranks 0..2 as in the 3-peer honest run.
     if (fault) await waitFor(() => (server.jobInfo(id)?.size ?? 0) >= honestPeers, 'the honest workers to join the job', honest);
-    const faulty = fault ? relay(startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', `${fault}@step:${faultStep}`]), `[${id} faulty]`) : undefined;
+    const faulty = fault ? relay(startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', `${fault}@step:${faultStep}`, ...timelineArgs(id, 'faulty')]), `[${id} faulty]`) : undefined;
     const all = faulty ? [...honest, faulty] : honest;
     const peakMb = honest.map(() => 0);
     const codes: (number | null | undefined)[] = all.map(() => undefined);
@@ -98,6 +115,7 @@ async function run(id: string, honestPeers: number, fault?: string, faultStep = 
       'every worker to exit',
       all,
     );
+    if (logDir) all.forEach((w, i) => writeFileSync(join(logDir, `${id}-${w === faulty ? 'faulty' : `honest-${i}`}.stderr`), w.stderr));
     return { honest, faulty, codes: codes as (number | null)[], peakMb };
   } finally {
     await server.close();
@@ -126,7 +144,7 @@ const acc4 = mean(accuracy(honest4));
 const acc3 = mean(accuracy(honest3));
 /** What the doubt rule left out, as honest worker 0 saw it: `rank@step` entries. */
 const leftOut = (r: Run) => r.honest[0].events.filter((e) => e.event === 'contribution-left-out').map((e) => `${e.peer}@${e.step}`);
-console.log(JSON.stringify({ bench: 'faults-cnn', run: 'honest', steps, seed, batch_per_peer: batch, doubt_rule: doubtRule, accuracy_4_peers: acc4, accuracy_3_peers: acc3, left_out_4_peers: leftOut(honest4), left_out_3_peers: leftOut(honest3), peak_rss_mb_4_peers: maxOf(honest4.peakMb), exit_codes: [...honest4.codes, ...honest3.codes] }));
+console.log(JSON.stringify({ bench: 'faults-cnn', run: 'honest', steps, seed, batch_per_peer: batch, global_batch: perPeer ? null : GLOBAL_BATCH, doubt_rule: doubtRule, accuracy_4_peers: acc4, accuracy_3_peers: acc3, left_out_4_peers: leftOut(honest4), left_out_3_peers: leftOut(honest3), peak_rss_mb_4_peers: maxOf(honest4.peakMb), exit_codes: [...honest4.codes, ...honest3.codes] }));
 
 for (const faultStep of faultSteps) for (const fault of faults) {
   const r = await run(`fault-${fault.replace(/[^a-z0-9]/gi, '')}-at-${faultStep}`, 3, fault, faultStep);
