@@ -170,7 +170,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       bus,
       resume,
       resumeName: o.resume,
-      tamperGradients: fault ? faultHook(fault, () => session.comm) : undefined,
+      tamperGradients: fault ? faultHook(fault, () => session.comm, (line) => void say(`[rank ${session.rank}] ${line}`)) : undefined,
       onCheckpoint: (c) => {
         if (o.save) saveCheckpoint(o.save, c, { overwrite: o.overwrite });
       },

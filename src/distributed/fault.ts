@@ -102,11 +102,12 @@ function abortFrame(note: unknown): Uint8Array {
  * Returns true when it acted. Frames are built by hand on purpose: they are
  * what a peer running other code could send.
  */
-export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: number): Promise<boolean> {
+export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: number, say?: (line: string) => void): Promise<boolean> {
   if (step !== fault.fromStep) return false;
   if (fault.kind !== 'garbage-frames' && fault.kind !== 'forge-abort' && fault.kind !== 'flood-tags') return false;
   if (!hasRawWire(comm)) throw new RingtrainError(ErrorCode.InvalidArgument, `--fault ${fault.kind} needs a communicator over links`);
   const peers = [...Array(comm.size).keys()].filter((p) => p !== comm.rank);
+  const unsent: string[] = [];
   for (const peer of peers) {
     try {
       if (fault.kind === 'garbage-frames') comm.sendRawForTesting(peer, new Uint8Array([0xde, 0xad, 0xbe, 0xef, 0x99]));
@@ -115,10 +116,12 @@ export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: nu
         const victim = peers.find((p) => p !== peer) ?? peer;
         comm.sendRawForTesting(peer, abortFrame({ code: ErrorCode.PeerLost, message: `rank ${victim} went away`, detail: { peer: victim } }));
       }
-    } catch {
-      // a link that is down is not this fault's business
+    } catch (e) {
+      // A link that is down is not this fault's business, but a test reading the outcome should know.
+      unsent.push(`rank ${peer}: ${(e as Error).message}`);
     }
   }
+  if (unsent.length) say?.(`--fault ${fault.kind}: nothing went to ${unsent.join('; ')}`);
   if (fault.kind === 'flood-tags') {
     // Through the communicator's own queue (well-formed, with its backpressure: an unpaced
     // flood would overrun libwebrtc's send buffer and close our own channel first).
@@ -170,12 +173,12 @@ export function flipBitsOnSend(comm: Communicator): void {
  * misbehaves on the wire when the fault's step comes (without waiting for it:
  * the step goes on as a real attacker's would), or sleeps (slow:Kx).
  */
-export function faultHook(fault: Fault, comm: () => Communicator): (grads: Float32Array, step: number, computeMs?: number) => Promise<void> {
+export function faultHook(fault: Fault, comm: () => Communicator, say?: (line: string) => void): (grads: Float32Array, step: number, computeMs?: number) => Promise<void> {
   let lastCall = 0;
   return async (grads, step, computeMs) => {
     tamperGradients(fault, grads, step);
     if (fault.kind === 'flip-bits' && step >= fault.fromStep) flipBitsOnSend(comm());
-    void misbehaveOnWire(fault, comm(), step).catch(() => {});
+    void misbehaveOnWire(fault, comm(), step, say).catch(() => {});
     const t = Date.now();
     // The step's own compute when the trainer says it (not the waiting for others, which a slower device does not multiply).
     const pause = computeMs !== undefined ? slowdownMs(fault, computeMs, step) : lastCall > 0 ? slowdownMs(fault, t - lastCall, step) : 0;
