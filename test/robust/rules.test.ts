@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ring } from './memory-ring.ts';
+import { LinkCommunicator } from '../../src/comm/communicator.ts';
+import { memoryMesh } from '../../src/comm/memory-link.ts';
 import { UnconsumedBudget } from '../../src/comm/budget.ts';
 import { readAbortNote } from '../../src/comm/abort-note.ts';
 import { encodeFrames, FrameKind } from '../../src/comm/frame.ts';
@@ -184,6 +186,16 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     // Later, rank 2's flood reaches rank 0 too: a message for a collective far beyond any run here.
     comms[2].sendRawForTesting(0, encodeFrames(FrameKind.Data, { id: 0xfff00000, step: 0, chunk: 0 }, new Uint8Array(8))[0]);
     await expect.poll(() => misbehaved(seen[0]).map((e) => e.peer)).toEqual([2]);
+  });
+
+  it('says which peers a forged abort could not be sent to', async () => {
+    const mesh = memoryMesh(3);
+    const comms = mesh.map((links, rank) => new LinkCommunicator(rank, 3, links, { peerTimeoutMs: 0 }));
+    // Rank 0's link to rank 2 goes down (an attacker's send fails like anyone's).
+    mesh[0].get(2)!.close();
+    const said: string[] = [];
+    await misbehaveOnWire(parseFault('forge-abort'), comms[0], 0, (line) => said.push(line));
+    expect(said).toEqual([expect.stringMatching(/^--fault forge-abort: nothing went to rank 2: .*closed/)]);
   });
 
   it('keeps the origin of an abort as it is passed on', async () => {
