@@ -54,6 +54,8 @@ export class LinkCommunicator implements Communicator {
   private goodbyeAcks = new Map<number, () => void>();
   /** Peers that broke the rules: reported once, and nothing more from them is kept. */
   private misbehaving = new Set<number>();
+  /** Peers this rank found gone (silent past the timeout, link down): no goodbye is owed them. */
+  private gone = new Set<number>();
   /** Peers another rank reported flooding, not yet backed by evidence of our own (backed as soon as there is some). */
   private floodHearsay = new Map<number, number>();
   /**
@@ -181,7 +183,9 @@ export class LinkCommunicator implements Communicator {
     this.liveness.stop();
     this.closedError = this.error ?? new RingtrainError(ErrorCode.Aborted, `rank ${this.rank}'s communicator is closed`, { rank: this.rank });
     this.inbox.rejectWaiters(() => true, this.closedError);
-    const goodbyes = [...this.links.keys()].filter((p) => !this.departed.has(p)).map((p) => this.sayGoodbye(p));
+    // No goodbye to a peer that is gone (its acknowledgement would not come), nor to one that broke the
+    // rules (nothing it sends is read, its acknowledgement included).
+    const goodbyes = [...this.links.keys()].filter((p) => !this.departed.has(p) && !this.gone.has(p) && !this.misbehaving.has(p)).map((p) => this.sayGoodbye(p));
     this.closing = (async () => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([Promise.all(goodbyes), new Promise<void>((r) => (timer = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
@@ -191,12 +195,20 @@ export class LinkCommunicator implements Communicator {
     return this.closing;
   }
 
-  /** Queues a goodbye behind everything already queued for `peer`; resolves when it is acknowledged or the link is gone. */
+  /**
+   * Queues a goodbye behind everything already queued for `peer`; resolves when it is acknowledged or the link is gone.
+   * Said on an aborted ring too (its queued data no longer goes, but the goodbye does): the acknowledgement
+   * comes after everything the peer sent before it (links are ordered), so closing at once, as a regroup does,
+   * does not cut off what is still on its way, such as a forger's own abort arriving after another rank's relay
+   * of it (the first-hand evidence onRemoteAbort keeps).
+   */
   private sayGoodbye(peer: number): Promise<void> {
     const acked = new Promise<void>((resolve) => this.goodbyeAcks.set(peer, resolve));
     const bye = encodeFrames(FrameKind.Goodbye, { id: 0, step: 0, chunk: GOODBYE }, new Uint8Array(0));
     const prev = this.sendChains.get(peer) ?? Promise.resolve();
-    prev.then(() => this.write(peer, bye)).catch(() => this.goodbyeAcks.get(peer)?.());
+    prev
+      .then(() => (this.error ? this.links.get(peer)!.send(bye[0]) : this.write(peer, bye)))
+      .catch(() => this.goodbyeAcks.get(peer)?.());
     return acked;
   }
 
@@ -328,6 +340,7 @@ export class LinkCommunicator implements Communicator {
   }
 
   private lose(peer: number, reason: string): void {
+    this.gone.add(peer);
     if (this.error || this.closing) return;
     this.emitLost(peer, reason);
     this.abort(new RingtrainError(ErrorCode.PeerLost, `rank ${peer} went away (${reason}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`, { peer, rank: this.rank, reason }));

@@ -178,6 +178,19 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     expect([...comms[1].lossClaims.keys(), ...comms[2].lossClaims.keys()]).toEqual([0, 0]);
   });
 
+  it("keeps the forger's claim when a relay came first and the rank closed its ring at once (as a regroup does)", async () => {
+    const { comms } = ring(3);
+    // Rank 2 is inside a collective; when its ring breaks it closes the communicator at once, as the trainer's regroup does.
+    const closed = comms[2].recv(1, { id: 1, step: 0, chunk: 0 }).catch(() => comms[2].close());
+    const note = new TextEncoder().encode(JSON.stringify({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2, origin: 0 } }));
+    // Rank 1's relay reaches rank 2 first; the forger's own frame, sent meanwhile, is still on its way.
+    comms[1].sendRawForTesting(2, encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note)[0]);
+    await misbehaveOnWire(parseFault('forge-abort'), comms[0], 0);
+    await closed;
+    // Closing waited for the forger's goodbye acknowledgement, which follows everything it sent before.
+    expect(comms[2].lossClaims.get(0)).toMatch(/saying rank 1 went away/);
+  });
+
   it('backs a flood report as soon as the flooder shows it here, even after the ring aborted', async () => {
     const { comms, seen } = ring(3);
     comms[1].abort(new RingtrainError(ErrorCode.PeerMisbehaved, 'rank 2 floods', { peer: 2 }));
