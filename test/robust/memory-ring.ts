@@ -13,5 +13,5 @@ export function ring(size: number, budget?: { maxBytes?: number; maxMessages?: n
     seen.push(mine);
     return new LinkCommunicator(rank, size, links, { events, peerTimeoutMs: 0, budget });
   });
-  return { comms, seen };
+  return { comms, seen, mesh };
 }

@@ -6,8 +6,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ring } from './memory-ring.ts';
-import { LinkCommunicator } from '../../src/comm/communicator.ts';
-import { memoryMesh } from '../../src/comm/memory-link.ts';
 import { UnconsumedBudget } from '../../src/comm/budget.ts';
 import { readAbortNote } from '../../src/comm/abort-note.ts';
 import { encodeFrames, FrameKind } from '../../src/comm/frame.ts';
@@ -202,8 +200,7 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
   });
 
   it('says which peers a forged abort could not be sent to', async () => {
-    const mesh = memoryMesh(3);
-    const comms = mesh.map((links, rank) => new LinkCommunicator(rank, 3, links, { peerTimeoutMs: 0 }));
+    const { comms, mesh } = ring(3);
     // Rank 0's link to rank 2 goes down (an attacker's send fails like anyone's).
     mesh[0].get(2)!.close();
     const said: string[] = [];
