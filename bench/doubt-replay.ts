@@ -24,6 +24,7 @@ import { readFileSync } from 'node:fs';
 import { DEFAULT_CLIP_RATIO, DEFAULT_DOUBT_COSINE, DEFAULT_DOUBT_RATIO, DEFAULT_NAMED_AFTER, DoubtTracker, type DoubtOptions } from '../src/distributed/doubt.ts';
 import { median } from '../src/collectives/sketch.ts';
 import { args, opt } from './args.ts';
+import { percentiles } from './percentiles.ts';
 
 interface Trace {
   model: string;
@@ -47,11 +48,8 @@ const horizon = Number(opt('horizon', '10'));
 const startFrom = Number(opt('starts-from', '0'));
 const startTo = Number(opt('starts-to', 'Infinity'));
 
-function percentiles(xs: number[]): Record<string, number> {
-  const s = [...xs].sort((a, b) => a - b);
-  const at = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  return s.length ? { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: s[s.length - 1] } : {};
-}
+/** The order statistics each attack figure reports. */
+const SPREAD = [0.5, 0.9, 0.99, 1];
 
 function replayHonest(t: Trace) {
   const tracker = new DoubtTracker(rule);
@@ -103,12 +101,12 @@ for (const path of args.filter((a) => a.endsWith('.json'))) {
         namedWithin1: within(1),
         namedWithin2: within(2),
         notNamed: delays.filter((d) => d === null).length,
-        delay: percentiles(delays.filter((d): d is number => d !== null)),
-        summedSteps: percentiles(attacks.map((a) => a.summed.length)),
+        delay: percentiles(delays.filter((d): d is number => d !== null), SPREAD),
+        summedSteps: percentiles(attacks.map((a) => a.summed.length), SPREAD),
         // The largest attacked contribution summed before naming, over the others' median norm (0: none summed).
-        worstSummed: percentiles(attacks.map((a) => Math.max(0, ...a.summed))),
+        worstSummed: percentiles(attacks.map((a) => Math.max(0, ...a.summed)), SPREAD),
         // All of them together: what the attack added to the model before it was named, in honest-norm units.
-        totalSummed: percentiles(attacks.map((a) => a.summed.reduce((x, y) => x + y, 0))),
+        totalSummed: percentiles(attacks.map((a) => a.summed.reduce((x, y) => x + y, 0)), SPREAD),
       },
     }),
   );

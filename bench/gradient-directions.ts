@@ -33,6 +33,7 @@ import { l2Norm } from '../src/distributed/guard.ts';
 import { trainDistributed } from '../src/distributed/trainer.ts';
 import { acquireGpu } from '../src/gpu/device.ts';
 import { opt } from './args.ts';
+import { percentiles } from './percentiles.ts';
 
 declare const Deno: { writeTextFile(path: string, text: string): Promise<void> };
 
@@ -54,11 +55,6 @@ const px = 784;
 const train = makeImageDataset({ images: mnist.train.images, labels: mnist.train.labels, height: 28, width: 28, classes: 10 });
 const test = makeImageDataset({ images: mnist.test.images.slice(0, testExamples * px), labels: mnist.test.labels.slice(0, testExamples), height: 28, width: 28, classes: 10 });
 
-function percentiles(xs: number[]): Record<string, number> {
-  const s = [...xs].sort((a, b) => a - b);
-  const at = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  return { min: s[0], p01: at(0.01), p10: at(0.1), p50: at(0.5), p90: at(0.9), p99: at(0.99), max: s[s.length - 1] };
-}
 
 for (const model of models) {
   // step -> per-rank sketch and norm
@@ -113,7 +109,7 @@ for (const model of models) {
     entries.push([`honestUnderAttackAlignmentSum${w}`, windowSums(attackRows, w, (r) => r !== 0)]);
     entries.push([`attackerAlignmentSum${w}`, windowSums(attackRows, w, (r) => r === 0)]);
   }
-  const summary = Object.fromEntries(entries.map(([k, v]) => [k, percentiles(v)]));
+  const summary = Object.fromEntries(entries.map(([k, v]) => [k, percentiles(v, [0, 0.01, 0.1, 0.5, 0.9, 0.99, 1])]));
   // --raw FILE: every step's figures, for trying other rules offline.
   const raw = opt('raw', '');
   if (raw) {

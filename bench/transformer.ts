@@ -48,7 +48,6 @@ import { loadTfGradients } from './tfjs-gradients.node.ts';
 import type { Tf } from './tfjs-mlp.ts';
 import { type AdamwHyper, createTfTransformer, type TfTransformer } from './tfjs-transformer.ts';
 
-
 if (runUnderEachRuntime('bench/transformer.ts')) process.exit(0);
 
 const steps = Number(opt('steps', '5'));
