@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { openTab, screenshot, usePageFixture } from './serve-page.ts';
+import { openTab, screenshot, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const config = (steps: number) => ({ model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, steps, seed: 3 }, batchPerPeer: 32, minPeers: 3, maxPeers: 3 });
@@ -74,9 +74,8 @@ describe('two tabs and a Deno worker train together', () => {
       }
       await screenshot(tabs[0].page, 'join-tab-a-training');
 
-      for (const { page } of tabs) {
-        await page.waitForSelector('[data-testid=participate][data-state=finished]', { timeout: 400_000 });
-        expect(await page.textContent('[data-testid=join-note]')).toContain(`Training finished: ${STEPS} steps`);
+      for (const { page, errors } of tabs) {
+        expect(await waitForTrainingEnd(page, errors, 400_000)).toContain(`Training finished: ${STEPS} steps`);
         expect(await page.textContent('[data-testid=own-steps]')).toBe(String(STEPS));
         const losses = await lossSeries(page);
         expect(losses.length).toBeGreaterThanOrEqual(STEPS);

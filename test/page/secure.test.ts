@@ -13,7 +13,7 @@ import { get } from 'node:https';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeTestCert } from '../server/test-cert.ts';
-import { openTab, usePageFixture } from './serve-page.ts';
+import { openTab, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STEPS = 4;
@@ -69,10 +69,10 @@ describe('the page and a worker over wss, the token out of argv and URLs', () =>
 
       await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
       await page.click('[data-testid=join]');
-      await page.waitForSelector('[data-testid=participate][data-state=finished]', { timeout: 400_000 }).catch(async (err) => {
-        throw new Error(`${String(err)}\ntab: ${await page.textContent('[data-testid=participate]')}\nworker: ${stderr.slice(-2000)}`);
+      const note = await waitForTrainingEnd(page, errors, 400_000).catch((err: Error) => {
+        throw new Error(`${err.message}\nworker: ${stderr.slice(-2000)}`);
       });
-      expect(await page.textContent('[data-testid=join-note]'), stderr.slice(-3000)).toContain(`Training finished: ${STEPS} steps`);
+      expect(note, stderr.slice(-3000)).toContain(`Training finished: ${STEPS} steps`);
       const code = await exit;
       const summary = JSON.parse(stdout.trim().split('\n').pop()!) as { steps: number; size: number; runtime: string };
       expect(summary, stderr).toMatchObject({ steps: STEPS, size: 2, runtime: 'deno' });

@@ -64,10 +64,19 @@ export function usePageFixture(options: ServerOptions, chromium: { extraArgs?: s
   };
 }
 
+/**
+ * Each tab's failed requests with Chromium's net error (`net::ERR_CONNECTION_CLOSED`): kept apart from
+ * `errors`, since a reload or a closed tab aborts requests on purpose; `pageSays` prints them.
+ */
+const failedRequests = new WeakMap<Page, string[]>();
+
 /** A new tab whose own console errors and page errors are collected (a test can assert there were none). */
 export async function openTab(browser: LaunchedChromium, url: string, viewport = { width: 1280, height: 900 }): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage();
   await page.setViewportSize(viewport);
+  const failed: string[] = [];
+  failedRequests.set(page, failed);
+  page.on('requestfailed', (r) => failed.push(`${r.method()} ${new URL(r.url()).pathname}: ${r.failure()?.errorText ?? 'no error text'}`));
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
@@ -89,5 +98,19 @@ export async function pageSays(page: Page, errors: string[]): Promise<string> {
   const text = await page
     .evaluate(() => ['participate', 'join-note', 'own-steps', 'step', 'ring'].map((id) => `${id}: ${document.querySelector(`[data-testid=${id}]`)?.textContent?.replace(/\s+/g, ' ').slice(0, 400) ?? '(none)'}`).join(' | '))
     .catch((e: Error) => `(page unreadable: ${e.message})`);
-  return `${text}; errors: ${JSON.stringify(errors.slice(-5))}`;
+  return `${text}; errors: ${JSON.stringify(errors.slice(-5))}; failed requests: ${JSON.stringify((failedRequests.get(page) ?? []).slice(-10))}`;
+}
+
+/**
+ * Waits for the tab's Join panel to end, finished or failed, and returns its note. A tab that could not
+ * join says so at once, so a failure is reported then, with what the tab said and the requests that
+ * failed, instead of after the whole timeout.
+ */
+export async function waitForTrainingEnd(page: Page, errors: string[], timeout: number): Promise<string> {
+  await page.waitForSelector('[data-testid=participate]:is([data-state=finished], [data-state=error])', { timeout }).catch(async (err: Error) => {
+    throw new Error(`${err.message}; the tab says ${await pageSays(page, errors)}`);
+  });
+  const state = await page.getAttribute('[data-testid=participate]', 'data-state');
+  if (state !== 'finished') throw new Error(`the tab's training ended in state '${state}'; the tab says ${await pageSays(page, errors)}`);
+  return (await page.textContent('[data-testid=join-note]')) ?? '';
 }

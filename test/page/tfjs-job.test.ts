@@ -18,7 +18,7 @@ import { forEachLine } from '../../src/core/lines.node.ts';
 import { TFJS_MNIST_MODEL } from '../../examples/tfjs-mnist-train.ts';
 import { launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 import { requireNetns, until } from '../support/workers.ts';
-import { buildPage, openTab, pageSays, screenshot, servePage } from './serve-page.ts';
+import { buildPage, openTab, screenshot, servePage, waitForTrainingEnd } from './serve-page.ts';
 
 const TRAIN_EXAMPLES = 512;
 const BATCH = 16;
@@ -45,10 +45,8 @@ afterAll(async () => {
 async function joinAndFinish(page: Page, errors: string[]): Promise<{ rank: string | null; note: string }> {
   await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
   await page.click('[data-testid=join]');
-  await page.waitForSelector('[data-testid=participate]:is([data-state=finished], [data-state=error])', { timeout: 240_000 }).catch(async (err: Error) => {
-    throw new Error(`${err.message}; the tab says ${await pageSays(page, errors)}`);
-  });
-  return { rank: await page.getAttribute('[data-testid=participate]', 'data-rank'), note: (await page.textContent('[data-testid=join-note]')) ?? '' };
+  const note = await waitForTrainingEnd(page, errors, 240_000);
+  return { rank: await page.getAttribute('[data-testid=participate]', 'data-rank'), note };
 }
 
 describe('two Chromium tabs train a TF.js model together', () => {
@@ -110,8 +108,9 @@ describe('a Chromium tab joins a TF.js job beside a launch rank', () => {
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=ring-svg] g.peer').length === 2 && document.querySelector('[data-testid=ring-svg] g.peer.self') !== null, undefined, { timeout: 30_000 });
     expect(await page.locator('[data-testid=ring-svg] g.peer.self').count()).toBe(1);
 
-    await page.waitForSelector('[data-testid=participate]:is([data-state=finished], [data-state=error])', { timeout: 400_000 });
-    const note = (await page.textContent('[data-testid=join-note]')) ?? '';
+    const note = await waitForTrainingEnd(page, errors, 400_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${stderr.slice(-3000)}`);
+    });
     expect(note, `${note}\n${stderr.slice(-3000)}`).toMatch(FINISHED_NOTE);
     // Its own steps and bytes, and a loss point per step, from the TF.js rank's train-step events.
     expect(await page.textContent('[data-testid=own-steps]')).toBe(String(STEPS));

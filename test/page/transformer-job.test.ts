@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openTab, screenshot, usePageFixture } from './serve-page.ts';
+import { openTab, screenshot, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STEPS = 3;
@@ -39,8 +39,7 @@ describe('a transformer job in the page', () => {
       await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
       await page.waitForSelector('[data-testid=join]:not([disabled])');
       await page.click('[data-testid=join]');
-      await page.waitForSelector('[data-testid=participate][data-state=finished]', { timeout: 500_000 });
-      const note = (await page.textContent('[data-testid=join-note]')) ?? '';
+      const note = await waitForTrainingEnd(page, errors, 500_000);
       expect(note, stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+ \\(perplexity \\d+\\.\\d+\\)`));
       // The job panel shows the validation loss (the server's copy of the peers' progress), not an accuracy.
       expect(await page.textContent('[data-testid=metric-label]')).toBe('Validation loss');
