@@ -7,25 +7,20 @@
  */
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 
-export type FetchLike = (url: string) => Promise<Response>;
+/** How many times in all a download is tried. */
+const TRIES = 3;
 
-export interface FetchAssetOptions {
-  /** How many times in all to try; 3 by default. */
-  tries?: number;
-  /** The wait before the second try, doubled before each later one; 500 ms by default. */
-  firstWaitMs?: number;
-  fetchFn?: FetchLike;
-}
-
-/** `what` names the file in errors (`mnist: digit file 3`). */
-export async function fetchAssetText(url: string, what: string, options: FetchAssetOptions = {}): Promise<string> {
-  const { tries = 3, firstWaitMs = 500, fetchFn = (u: string) => fetch(u) } = options;
+/**
+ * `what` names the file in errors (`mnist: digit file 3`). `firstWaitMs` is the wait before the
+ * second try, doubled before each later one (tests shorten it).
+ */
+export async function fetchAssetText(url: string, what: string, { firstWaitMs = 500 }: { firstWaitMs?: number } = {}): Promise<string> {
   let lastError: unknown;
-  for (let attempt = 1; attempt <= tries; attempt++) {
+  for (let attempt = 1; attempt <= TRIES; attempt++) {
     if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, firstWaitMs * 2 ** (attempt - 2)));
     let res: Response;
     try {
-      res = await fetchFn(url);
+      res = await fetch(url);
     } catch (err) {
       lastError = err;
       continue;
@@ -43,8 +38,8 @@ export async function fetchAssetText(url: string, what: string, options: FetchAs
   const reason = lastError instanceof Error ? lastError.message : String(lastError);
   throw new RingtrainError(
     ErrorCode.BadData,
-    `${what}: downloading ${url} failed ${tries} times (last: ${reason}); check this tab's connection to the server, then try again.`,
-    { url, tries },
+    `${what}: downloading ${url} failed ${TRIES} times (last: ${reason}); check this tab's connection to the server, then try again.`,
+    { url, tries: TRIES },
     { cause: lastError },
   );
 }
