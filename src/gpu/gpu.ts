@@ -46,6 +46,18 @@ export interface Dispatch {
   pipeline: GPUComputePipeline;
   bindGroup: GPUBindGroup;
   workgroups: [number, number, number];
+  /** Bytes of storage bound (all bindings added up): how much data the launch can touch. */
+  boundBytes: number;
+}
+
+/**
+ * The dispatches recorded while a capture was open, in order: what the
+ * profiler replays one by one, and what structural checks (workgroups per
+ * kernel against the batch) read. Capturing copies references only.
+ */
+export interface DispatchCapture {
+  readonly dispatches: readonly Dispatch[];
+  stop(): void;
 }
 
 export interface PipelineOptions {
@@ -87,6 +99,7 @@ export class Gpu {
   private destroyed = false;
   private waitCount = 0;
   private readonly riders = new Set<ReadbackRider>();
+  private readonly captures = new Set<Dispatch[]>();
   /** A 16-byte storage buffer bound where a kernel's optional input is absent. */
   readonly dummy: GPUBuffer;
 
@@ -210,7 +223,14 @@ export class Gpu {
     if (x > MAX_GROUPS_PER_DIM || y > MAX_GROUPS_PER_DIM || z > MAX_GROUPS_PER_DIM) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `${label}: ${x}x${y}x${z} workgroups exceed ${MAX_GROUPS_PER_DIM} per dimension; split the work`, { workgroups });
     }
-    return { label, pipeline, bindGroup: this.bind(pipeline, bindings, label), workgroups: [x, y, z] };
+    return { label, pipeline, bindGroup: this.bind(pipeline, bindings, label), workgroups: [x, y, z], boundBytes: bindings.reduce((sum, b) => sum + bindingBytes(b), 0) };
+  }
+
+  /** Starts collecting every dispatch `record` appends, until `stop()`. */
+  capture(): DispatchCapture {
+    const dispatches: Dispatch[] = [];
+    this.captures.add(dispatches);
+    return { dispatches, stop: () => void this.captures.delete(dispatches) };
   }
 
   /** Appends dispatches to the open compute pass (opening one if needed). */
@@ -224,6 +244,7 @@ export class Gpu {
       this.pass.setPipeline(d.pipeline);
       this.pass.setBindGroup(0, d.bindGroup);
       this.pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+      for (const c of this.captures) c.push(d);
     }
   }
 
@@ -387,6 +408,12 @@ function writeFields(bytes: ArrayBuffer, fields: UniformField[]): void {
     else if (type === 'i32') view.setInt32(i * 4, value, true);
     else view.setUint32(i * 4, value, true);
   });
+}
+
+/** Bytes a binding covers: the range's size, or the whole buffer past its offset. */
+export function bindingBytes(b: Binding): number {
+  if ('buffer' in b) return b.size ?? b.buffer.size - (b.offset ?? 0);
+  return b.size;
 }
 
 /** Workgroup counts covering `n` invocations of `perGroup` each, folded into 2-D when above the per-dimension limit. */

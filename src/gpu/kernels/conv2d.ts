@@ -8,7 +8,7 @@
  * ranges of the model's flat parameter/gradient buffers.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
+import { type Binding, bindingBytes, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
 import { type ConvShape, checkConvShape, convSizes } from './conv2d_reference.ts';
 
 export { type ConvShape, convOutSize, convSizes, samePadding } from './conv2d_reference.ts';
@@ -33,10 +33,7 @@ function checked(s: ConvShape): { oh: number; ow: number } {
 }
 
 /** Bytes a binding exposes to a shader. */
-export function bindingBytes(b: Binding): number {
-  if ('buffer' in b) return b.size ?? b.buffer.size - (b.offset ?? 0);
-  return b.size;
-}
+export { bindingBytes };
 
 /** A too-small binding would be read or written out of bounds (clamped, silently wrong): refuse it. */
 export function checkBindings(kernel: string, bindings: Record<string, [Binding, number]>, detail: object): void {

@@ -42,5 +42,6 @@ export function planEntry(
     layout: pipeline.getBindGroupLayout(0),
     entries: bindings.map(([binding, b]) => ({ binding, resource: 'buffer' in b ? b : { buffer: b } })),
   });
-  return { label, pipeline, bindGroup, workgroups: [x, y, z] };
+  const boundBytes = bindings.reduce((sum, [, b]) => sum + bindingBytes(b), 0);
+  return { label, pipeline, bindGroup, workgroups: [x, y, z], boundBytes };
 }
