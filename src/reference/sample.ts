@@ -3,7 +3,7 @@
  * model: what `ringtrain generate` and the tests use. Both are seeded with the
  * project's own generator, so they repeat in every runtime.
  */
-import { mulberry32, type Random } from '../data/random.ts';
+import { mulberry32, type Random } from '../core/random.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { decodeWord, WORD_VOCAB_SIZE } from '../data/words.ts';
 import { transformerDecoder } from './decode.ts';

@@ -7,7 +7,7 @@
  * not speed.
  */
 
-import { erf } from '../../reference/math.ts';
+import { erf } from '../../core/erf.ts';
 
 type Vec = ArrayLike<number>;
 
