@@ -12,6 +12,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { decodeSafetensors, elementCount, encodeSafetensors, type Integrity, type Metadata, type NamedTensors } from './safetensors.ts';
+import { fnv1aHex } from '../core/hash.ts';
 
 export const CHECKPOINT_FORMAT = 'ringtrain-checkpoint/1';
 const PARAM_PREFIX = 'param/';
@@ -46,10 +47,7 @@ export interface TrainingCheckpoint {
 
 /** A short fingerprint of tensor names and shapes, in order: two models with the same hash load each other's weights. */
 export function layoutHash(layout: readonly Pick<LayoutEntry, 'name' | 'shape'>[]): string {
-  let h = 0x811c9dc5;
-  const text = layout.map((e) => `${e.name}:${e.shape.join('x')}`).join(';');
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return (h >>> 0).toString(16).padStart(8, '0');
+  return fnv1aHex(layout.map((e) => `${e.name}:${e.shape.join('x')}`).join(';'));
 }
 
 /** Builds a checkpoint from the flat parameter buffer, cutting it into the layout's tensors. */

@@ -3,6 +3,7 @@ import type { Communicator } from '../comm/interface.ts';
 import { allreduceData, chooseAlgorithm, reduceRequest, reduceSettings } from './allreduce.ts';
 import { runCollective } from './run.ts';
 import { dtypeOf, emptyLike, type ReduceOptions, type Tensor } from './types.ts';
+import { fnv1a32 } from '../core/hash.ts';
 
 /**
  * Tensor fusion, as in Horovod: many small tensors (one per layer, say) are
@@ -46,9 +47,7 @@ function fusedName(names: string[]): string {
   const joined = names.join(',');
   if (joined.length <= 120) return `fused[${joined}]`;
   // Long lists: keep the ends readable and let a hash tell different lists apart.
-  let h = 0x811c9dc5;
-  for (let i = 0; i < joined.length; i++) h = Math.imul(h ^ joined.charCodeAt(i), 0x01000193) >>> 0;
-  return `fused[${names[0]}..${names[names.length - 1]} (${names.length} tensors, #${h.toString(16)})]`;
+  return `fused[${names[0]}..${names[names.length - 1]} (${names.length} tensors, #${fnv1a32(joined).toString(16)})]`;
 }
 
 /** Allreduces every tensor (results in the same order, new arrays), fusing them into as few collectives as the threshold allows. */

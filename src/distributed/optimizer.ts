@@ -23,6 +23,7 @@ import { robustAllreduce, type Aggregation } from '../collectives/robust-aggrega
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 import { configSettingName, refuseConflicts } from './setting-conflicts.ts';
+import { fnv1a32 } from '../core/hash.ts';
 
 export interface DistributedOptimizerOptions {
   /** 'fp16' sends gradients as float16 (half the bytes), 'int8' as bytes with error feedback (a quarter). Default 'none'. */
@@ -201,9 +202,7 @@ export class DistributedOptimizer {
   private get gradientsName(): string {
     if (this.gradName) return this.gradName;
     const text = JSON.stringify(this.model.layout.map((e) => [e.name, e.offset, e.length]));
-    let h = 0x811c9dc5;
-    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-    return (this.gradName = `gradients (${this.model.layout.length} tensors, layout #${(h >>> 0).toString(16)})`);
+    return (this.gradName = `gradients (${this.model.layout.length} tensors, layout #${fnv1a32(text).toString(16)})`);
   }
 }
 

@@ -12,14 +12,9 @@ import { pathToFileURL } from 'node:url';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import { type ModelFactory, registerModel } from './define.ts';
+import { fnv1aHex } from '../core/hash.ts';
 
 export { isModelFile } from './define.ts';
-
-function fnv1a(bytes: Uint8Array): string {
-  let h = 0x811c9dc5;
-  for (const b of bytes) h = Math.imul(h ^ b, 0x01000193);
-  return (h >>> 0).toString(16).padStart(8, '0');
-}
 
 /**
  * Deno imports TypeScript itself. Under Node, tsx would treat a .ts file in a
@@ -59,7 +54,7 @@ export async function loadModelFile(path: string): Promise<{ name: string; facto
       { path, exports: Object.keys(mod) },
     );
   }
-  const name = `${basename(abs).replace(/\.(m?[jt]s)$/, '')}@${fnv1a(bytes)}`;
+  const name = `${basename(abs).replace(/\.(m?[jt]s)$/, '')}@${fnv1aHex(bytes)}`;
   registerModel(name, factory as ModelFactory);
   return { name, factory: factory as ModelFactory };
 }
