@@ -1,5 +1,5 @@
 /**
- * Checks `ringtrain simulate`'s co-located model (src/collectives/colocated-model.ts)
+ * Checks `ringtrain simulate`'s co-located model (src/sim/colocated-model.ts)
  * against real runs of N Deno peers over WebRTC on this one machine:
  *
  *   setsid sh -c 'echo -15 > /proc/self/autogroup; exec nice -n -15 sh scripts/in-netns.sh \
@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchLocalRing } from '../src/comm/launch.node.ts';
 import { DEFAULT_SMALL_BYTES } from '../src/collectives/types.ts';
-import { linkCpuCosts, predictColocatedStep, type CrowdedCompute, type HostInputs } from '../src/collectives/colocated-model.ts';
+import { linkCpuCosts, predictColocatedStep, type CrowdedCompute, type HostInputs } from '../src/sim/colocated-model.ts';
 import { opt } from './args.ts';
 import { measureRun, type RunMeasurement } from './measure-run.ts';
 

@@ -1,6 +1,6 @@
 /**
  * `ringtrain simulate`: what a step would cost at 2 … 1,024 peers, from
- * figures measured on real peers (src/collectives/cost-model.ts does the
+ * figures measured on real peers (src/sim/cost-model.ts does the
  * math). Link latency and bandwidth come from `ringtrain bench allreduce`
  * JSON lines (--allreduce SMALL LARGE: latency from the smaller message,
  * bandwidth from the larger) or flags; the server's relay capacity from a
@@ -10,8 +10,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { defaultGroupSize, predictSignaling, predictStep, type Algorithm, type StepInputs } from '../collectives/cost-model.ts';
-import { predictColocatedStep, type HostInputs } from '../collectives/colocated-model.ts';
+import { defaultGroupSize, predictSignaling, predictStep, type Algorithm, type StepInputs } from '../sim/cost-model.ts';
+import { predictColocatedStep, type HostInputs } from '../sim/colocated-model.ts';
 import { DEFAULT_SMALL_BYTES } from '../collectives/types.ts';
 import { parseBytes } from './bench-allreduce.node.ts';
 import { printLine } from './host.node.ts';

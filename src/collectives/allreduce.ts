@@ -84,7 +84,12 @@ export function finish(mine: Tensor, s: ReduceSettings, size: number): void {
 export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number): Exclude<Algorithm, 'auto'> {
   if (s.algorithm !== 'auto') return s.algorithm;
   if ((s.compression !== 'none' && s.compression !== 'fp16') || s.errorFeedback) return 'ring';
-  return size > 1 && bytes <= s.smallBytes ? 'recursive-doubling' : 'ring';
+  return autoAlgorithm(bytes, size, s.smallBytes);
+}
+
+/** 'auto' for a lossless allreduce: latency-bound small messages by recursive doubling (log2 N rounds), the rest round the bandwidth-optimal ring. */
+export function autoAlgorithm(bytes: number, size: number, smallBytes: number): 'ring' | 'recursive-doubling' {
+  return size > 1 && bytes <= smallBytes ? 'recursive-doubling' : 'ring';
 }
 
 /**

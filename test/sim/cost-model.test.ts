@@ -1,5 +1,5 @@
 /**
- * The alpha-beta model behind `ringtrain simulate` (src/collectives/cost-model.ts):
+ * The alpha-beta model behind `ringtrain simulate` (src/sim/cost-model.ts):
  * each formula against its terms written out by hand at small N, the laws
  * that must hold whatever the inputs (hierarchy moves the ring's bytes but
  * cuts its latency terms; recursive doubling wins when latency rules, the
@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { defaultGroupSize, doublingRounds, hierarchicalAllreduce, predictSignaling, predictStep, recursiveDoublingAllreduce, ringAllreduce, type StepInputs } from '../../src/collectives/cost-model.ts';
+import { defaultGroupSize, doublingRounds, hierarchicalAllreduce, predictSignaling, predictStep, recursiveDoublingAllreduce, ringAllreduce, type StepInputs } from '../../src/sim/cost-model.ts';
 import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
 
 const A = 0.001; // 1 ms per message
@@ -20,7 +20,8 @@ const n = 1_000_000;
 
 describe('alpha-beta allreduce costs', () => {
   it('ring: 2(N-1) messages and 2(N-1)/N of the bytes', () => {
-    expect(ringAllreduce(1, n, link)).toEqual({ s: 0, bytesSent: 0 });
+    expect(ringAllreduce(1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
+    expect(ringAllreduce(4, n, link).messages).toBe(6);
     expect(ringAllreduce(2, n, link).s).toBeCloseTo(2 * A + n * B, 12);
     expect(ringAllreduce(4, n, link).s).toBeCloseTo(6 * A + 1.5 * n * B, 12);
     expect(ringAllreduce(4, n, link).bytesSent).toBe(1.5 * n);
@@ -30,6 +31,7 @@ describe('alpha-beta allreduce costs', () => {
     expect([1, 2, 3, 4, 6, 8, 9, 1024].map(doublingRounds)).toEqual([0, 1, 3, 2, 4, 3, 5, 10]);
     expect(recursiveDoublingAllreduce(8, n, link).s).toBeCloseTo(3 * (A + n * B), 12);
     expect(recursiveDoublingAllreduce(8, n, link).bytesSent).toBe(3 * n);
+    expect(recursiveDoublingAllreduce(8, n, link).messages).toBe(3);
   });
 
   it('hierarchical: the same bytes as one ring, far fewer latency terms', () => {

@@ -1,6 +1,6 @@
 /**
  * The co-located model behind `ringtrain simulate --peers-per-host`
- * (src/collectives/colocated-model.ts): a step is the larger of the critical
+ * (src/sim/colocated-model.ts): a step is the larger of the critical
  * path (cost-model.ts's compute + allreduce) and the busiest host's CPU work
  * over its cores; each term written out by hand at small N, the laws that
  * must hold (one peer per host on enough cores is the per-machine model;
@@ -12,8 +12,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { predictStep } from '../../src/collectives/cost-model.ts';
-import { allreduceTraffic, crowdedCpuS, linkCpuCosts, predictColocatedStep, type HostInputs } from '../../src/collectives/colocated-model.ts';
+import { predictStep } from '../../src/sim/cost-model.ts';
+import { allreduceTraffic, crowdedCpuS, linkCpuCosts, predictColocatedStep, type HostInputs } from '../../src/sim/colocated-model.ts';
 import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
 
 const x: HostInputs = {

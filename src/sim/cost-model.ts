@@ -65,27 +65,48 @@ export function defaultGroupSize(n: number): number {
   return Math.min(n, Math.max(2, 2 ** Math.round(Math.log2(Math.sqrt(n)))));
 }
 
-/** Time and bytes per peer of one ring allreduce of `bytes` over `n` peers. */
-export function ringAllreduce(n: number, bytes: number, link: LinkCost): { s: number; bytesSent: number } {
-  if (n <= 1) return { s: 0, bytesSent: 0 };
-  const bytesSent = (2 * (n - 1) * bytes) / n;
-  return { s: 2 * (n - 1) * link.alphaS + bytesSent * link.betaSPerByte, bytesSent };
+/** What one peer pays for one allreduce: seconds, bytes sent, and messages sent. */
+export interface AllreduceCost {
+  s: number;
+  bytesSent: number;
+  messages: number;
 }
 
-export function recursiveDoublingAllreduce(n: number, bytes: number, link: LinkCost): { s: number; bytesSent: number } {
-  if (n <= 1) return { s: 0, bytesSent: 0 };
+const NOTHING: AllreduceCost = { s: 0, bytesSent: 0, messages: 0 };
+
+/** Time, bytes and messages per peer of one ring allreduce of `bytes` over `n` peers. */
+export function ringAllreduce(n: number, bytes: number, link: LinkCost): AllreduceCost {
+  if (n <= 1) return NOTHING;
+  const messages = 2 * (n - 1);
+  const bytesSent = (messages * bytes) / n;
+  return { s: messages * link.alphaS + bytesSent * link.betaSPerByte, bytesSent, messages };
+}
+
+export function recursiveDoublingAllreduce(n: number, bytes: number, link: LinkCost): AllreduceCost {
+  if (n <= 1) return NOTHING;
   const r = doublingRounds(n);
-  return { s: r * (link.alphaS + bytes * link.betaSPerByte), bytesSent: r * bytes };
+  return { s: r * (link.alphaS + bytes * link.betaSPerByte), bytesSent: r * bytes, messages: r };
 }
 
 /** Reduce-scatter inside groups of g, a ring allreduce of the 1/g shards between groups, allgather inside. */
-export function hierarchicalAllreduce(n: number, bytes: number, link: LinkCost, groupSize = defaultGroupSize(n)): { s: number; bytesSent: number } {
-  if (n <= 1) return { s: 0, bytesSent: 0 };
+export function hierarchicalAllreduce(n: number, bytes: number, link: LinkCost, groupSize = defaultGroupSize(n)): AllreduceCost {
+  if (n <= 1) return NOTHING;
   const g = Math.min(groupSize, n);
   const groups = Math.ceil(n / g);
   const inner = ringAllreduce(g, bytes, link);
   const outer = ringAllreduce(groups, bytes / g, link);
-  return { s: inner.s + outer.s, bytesSent: inner.bytesSent + outer.bytesSent };
+  return { s: inner.s + outer.s, bytesSent: inner.bytesSent + outer.bytesSent, messages: inner.messages + outer.messages };
+}
+
+/**
+ * The one table of what each algorithm costs: the step model, the co-located
+ * model and the simulator's tables all read it. DiLoCo runs the ring, once
+ * every H steps (predictStep amortises it).
+ */
+export function allreduceCost(algorithm: Algorithm, n: number, bytes: number, link: LinkCost, groupSize?: number): AllreduceCost {
+  if (algorithm === 'recursive-doubling') return recursiveDoublingAllreduce(n, bytes, link);
+  if (algorithm === 'hierarchical') return hierarchicalAllreduce(n, bytes, link, groupSize);
+  return ringAllreduce(n, bytes, link);
 }
 
 export function predictStep(n: number, x: StepInputs): StepPrediction {
@@ -93,11 +114,7 @@ export function predictStep(n: number, x: StepInputs): StepPrediction {
   check(x.computeS > 0 && x.gradientBytes >= 0 && x.alphaS >= 0 && x.betaSPerByte >= 0, 'compute time must be positive; bytes, latency and per-byte time not negative.');
   const h = x.diLoCoH ?? 1;
   check(Number.isInteger(h) && h >= 1, `DiLoCo's H must be a whole number from 1, got ${h}.`);
-  const c =
-    x.algorithm === 'ring' ? ringAllreduce(n, x.gradientBytes, x)
-    : x.algorithm === 'recursive-doubling' ? recursiveDoublingAllreduce(n, x.gradientBytes, x)
-    : x.algorithm === 'hierarchical' ? hierarchicalAllreduce(n, x.gradientBytes, x, x.groupSize)
-    : ringAllreduce(n, x.gradientBytes, x);
+  const c = allreduceCost(x.algorithm, n, x.gradientBytes, x, x.groupSize);
   const every = x.algorithm === 'diloco' ? h : 1;
   const commS = c.s / every;
   const stepS = x.computeS + commS;

@@ -26,7 +26,8 @@
  * threads need more than its host's cores.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { doublingRounds, predictStep, type LinkCost } from './cost-model.ts';
+import { autoAlgorithm } from '../collectives/allreduce.ts';
+import { allreduceCost, predictStep, type LinkCost } from './cost-model.ts';
 
 export interface HostInputs extends LinkCost {
   /** Wall seconds of one step on a peer alone (the critical path's compute). */
@@ -78,10 +79,8 @@ export interface HostPrediction {
 
 /** Messages and bytes one peer sends in a step's gradient allreduce. */
 export function allreduceTraffic(n: number, bytes: number, algorithm: 'ring' | 'recursive-doubling'): { messages: number; bytesSent: number } {
-  if (n <= 1) return { messages: 0, bytesSent: 0 };
-  if (algorithm === 'ring') return { messages: 2 * (n - 1), bytesSent: (2 * (n - 1) * bytes) / n };
-  const r = doublingRounds(n);
-  return { messages: r, bytesSent: r * bytes };
+  const { messages, bytesSent } = allreduceCost(algorithm, n, bytes, { alphaS: 0, betaSPerByte: 0 });
+  return { messages, bytesSent };
 }
 
 export function predictColocatedStep(n: number, x: HostInputs): HostPrediction {
@@ -93,7 +92,8 @@ export function predictColocatedStep(n: number, x: HostInputs): HostPrediction {
   ok(x.coresPerHost > 0, `cores per host must be positive, got ${x.coresPerHost}.`);
   ok(x.computeCpuS > 0, `compute CPU-seconds per step must be positive, got ${x.computeCpuS}; measure them with bench/simulator-check.ts.`);
   ok([x.cpuPerByteS, x.cpuPerMessageS, x.cpuPerCollectiveS, x.smallCollectives, x.smallBytes].every((v) => v >= 0), 'CPU costs per byte, message and collective, the small collectives and smallBytes must not be negative.');
-  const algorithm = n > 1 && x.gradientBytes <= x.smallBytes ? 'recursive-doubling' : 'ring';
+  // The library's own rule for 'auto', so the model predicts the algorithm a real job runs.
+  const algorithm = autoAlgorithm(x.gradientBytes, n, x.smallBytes);
   const critical = predictStep(n, { computeS: x.computeS, gradientBytes: x.gradientBytes, alphaS: x.alphaS, betaSPerByte: x.betaSPerByte, algorithm });
   const t = allreduceTraffic(n, x.gradientBytes, algorithm);
   const collectives = n > 1 ? 1 + x.smallCollectives : 0;
