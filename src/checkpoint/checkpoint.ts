@@ -153,10 +153,24 @@ function refuseNonFinite(file: string, tensor: string, data: Float32Array): void
   }
 }
 
-/** Checks model and optimizer kind only: cheap, so a command can refuse a wrong checkpoint before any GPU work. */
+const BUILT_IN_MODELS = ['mlp', 'cnn', 'transformer'];
+
+/** A model file's base name from its registered name (`net@1a2b3c4d` → `net`). */
+function modelFileBase(name: string): string {
+  return name.replace(/@[0-9a-f]{8}$/, '');
+}
+
+/**
+ * Checks model and optimizer kind only: cheap, so a command can refuse a wrong checkpoint before any GPU work.
+ * Two models from files are not told apart here: a model file's name carries a hash of its text, and a
+ * comment is no reason to refuse; their layouts (names and shapes) and options decide (flatParamsFor).
+ */
 export function checkCheckpointKind(c: TrainingCheckpoint, expect: { model: string; optimizer?: string }, file = 'checkpoint'): void {
-  if (c.model !== expect.model) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} holds a '${c.model}' model, not '${expect.model}'; pass --model ${c.model} or another checkpoint.`, {
+  const fromFile = (m: string) => !BUILT_IN_MODELS.includes(m);
+  if (c.model !== expect.model && !(fromFile(c.model) && fromFile(expect.model))) {
+    // Every "pass" names a value --model accepts: a built-in kind, or the path of a model file.
+    const pass = fromFile(c.model) ? `--model ./${modelFileBase(c.model)}.ts (the model file it was trained from)` : `--model ${c.model}`;
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} holds a '${c.model}' model, not '${expect.model}'; pass ${pass} or another checkpoint.`, {
       file,
       checkpointModel: c.model,
       model: expect.model,
@@ -188,10 +202,14 @@ export function flatParamsFor(
   for (const e of expect.layout) {
     const t = c.params[e.name];
     if (!t) {
-      throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no tensor '${e.name}' (the model expects shape [${e.shape}]); it belongs to a different model.`, {
+      const theirs = Object.entries(c.params)[expect.layout.indexOf(e)];
+      const there = theirs ? `; in its place the checkpoint has '${theirs[0]}' [${theirs[1].shape}]` : '';
+      throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no tensor '${e.name}' (the model expects shape [${e.shape}])${there}; it belongs to a different model.`, {
         file,
         tensor: e.name,
         expectedShape: [...e.shape],
+        checkpointTensor: theirs?.[0],
+        checkpointShape: theirs ? [...theirs[1].shape] : undefined,
       });
     }
     if (t.shape.length !== e.shape.length || t.shape.some((d, i) => d !== e.shape[i])) {
@@ -206,7 +224,7 @@ export function flatParamsFor(
   const known = new Set(expect.layout.map((e) => e.name));
   const unknown = Object.keys(c.params).filter((n) => !known.has(n));
   if (unknown.length > 0) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has tensors the model does not: ${unknown.join(', ')}; it belongs to a different model.`, { file, unknown });
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has tensors the model does not: ${unknown.map((n) => `${n} [${c.params[n].shape}]`).join(', ')}; it belongs to a different model.`, { file, unknown });
   }
   for (let i = 0; i < flat.length; i++) {
     if (!Number.isFinite(flat[i])) {

@@ -16,10 +16,25 @@ export interface ModelChoice {
   identity?: { name: string; layoutHash: string };
 }
 
-export async function useModelOption(model: string): Promise<ModelChoice> {
+export async function useModelOption(model: string, options: Record<string, unknown> = {}): Promise<ModelChoice> {
   if (!isModelFile(model)) return { model };
   const { name, factory } = await loadModelFile(model);
-  return { model: name, identity: describeModel(factory, name) };
+  return { model: name, identity: describeModel(factory, name, options) };
+}
+
+/** `--model-options '{"width":128}'`: a JSON object, or a refusal naming the flag. */
+export function parseModelOptions(raw: unknown): Record<string, unknown> | undefined {
+  if (raw === undefined) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(String(raw));
+  } catch (err) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--model-options ${JSON.stringify(raw)} is not JSON (${(err as Error).message}); give an object, e.g. --model-options '{"width":128}'`, { option: 'modelOptions', value: raw });
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--model-options must be a JSON object, e.g. '{"width":128}', got ${JSON.stringify(raw)}`, { option: 'modelOptions', value: raw });
+  }
+  return v as Record<string, unknown>;
 }
 
 /** The hyperparameters a job carries for a model file (see `checkJobModel`). */

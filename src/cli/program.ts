@@ -14,6 +14,7 @@ import { runCommand } from './run.ts';
 import { workerCommand } from './worker.ts';
 import { generateCommand } from './generate.ts';
 import { exportCommand } from './export.ts';
+import { predictCommand } from './predict.ts';
 import { launchCommand } from './launch.ts';
 import { k8sCommand } from './k8s.node.ts';
 import { simulateCommand } from './simulate.node.ts';
@@ -27,6 +28,7 @@ const SUBCOMMANDS: (() => Command)[] = [
   benchCommand,
   generateCommand,
   exportCommand,
+  predictCommand,
   k8sCommand,
   simulateCommand,
 ];

@@ -15,15 +15,16 @@ import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, decideRuntime, interruptSignal, printLine, reexecUnder, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
-import { useModelOption } from './model-option.ts';
+import { parseModelOptions, useModelOption } from './model-option.ts';
 import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from '../distributed/train-local.ts';
 
-type TrainCommandOptions = TrainOptions & { lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement' };
+type TrainCommandOptions = TrainOptions & { lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
   cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
+  cmd.option('--model-options <json>', 'options for the model, as a JSON object: a model file\'s factory gets them (\'{"width":128}\'); the mlp takes hidden and activation (\'{"hidden":[256,64],"activation":"tanh"}\'). Recorded in the checkpoint and checked on --resume');
   return cmd.action(async (raw: Record<string, unknown>) => {
     const { raw: filled, recipe } = withRecipe(cmd, raw);
     const opts: TrainCommandOptions = {
@@ -31,9 +32,10 @@ export function trainCommand(): Command {
       lrSchedule: filled.lrSchedule === 'cosine' ? 'cosine' : 'constant',
       warmupSteps: recipe?.warmupSteps ?? 0,
       sampling: recipe?.sampling ?? 'epochs',
+      modelOptions: parseModelOptions(filled.modelOptions),
     };
-    // A model file is loaded and registered here; from now on the model goes by its registered name.
-    opts.model = (await useModelOption(opts.model)).model;
+    // A model file is loaded and registered here (and built once with the options, so a bad one fails now); from now on the model goes by its registered name.
+    opts.model = (await useModelOption(opts.model, opts.modelOptions)).model;
     const decision = await decideRuntime(opts.runtime);
     if (decision.auto) await printLine(runtimeLine(decision), opts.json ? stderr : undefined);
     if (decision.runtime !== currentRuntime()) {

@@ -20,7 +20,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { type EventBus, now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
-import { checkOptimizerState, checkpointFromFlat, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import { checkCheckpointKind, checkOptimizerState, checkpointFromFlat, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { batchCount, batches } from '../data/batches.ts';
 import { countedTargets, type Dataset } from '../data/dataset.ts';
 import { createModel, createOptimizer, trainStepDeferred, type Model, type ModelSpec, type Optimizer } from '../engine/index.ts';
@@ -48,6 +48,8 @@ export interface LocalTrainConfig {
   warmupSteps?: number;
   /** 'replacement': every batch drawn uniformly at random with replacement (the words workload); default 'epochs'. */
   sampling?: 'epochs' | 'replacement';
+  /** Options for the model (`--model-options`): a model file's factory gets them; a built-in model's spec takes them (mlp: hidden, activation). */
+  modelOptions?: Record<string, unknown>;
 }
 
 export const DEFAULT_READ_EVERY = 10;
@@ -90,6 +92,51 @@ export interface LocalTrainArgs {
 }
 
 export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
+  const spec = builtSpecFor(config, data);
+  const allowed = BUILT_IN_OPTIONS[config.model];
+  const unknown = allowed && config.modelOptions ? Object.keys(config.modelOptions).filter((k) => !allowed.includes(k)) : [];
+  if (unknown.length > 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--model-options: the ${config.model} model takes ${allowed.join(', ')}, not ${unknown.join(', ')}`, { model: config.model, unknown });
+  }
+  // Given options win over what the data suggests: a conflict then fails loudly when the model is built or trained.
+  return (config.modelOptions ? { ...spec, ...config.modelOptions, kind: spec.kind, seed: spec.seed } : spec) as ModelSpec;
+}
+
+/** What --model-options may set on a built-in model (the rest follows from the data). */
+const BUILT_IN_OPTIONS: Record<string, string[]> = { mlp: ['hidden', 'activation'], cnn: ['channels', 'hidden'], transformer: ['layers', 'width', 'heads'] };
+
+/** A model's options as a checkpoint records them (model_spec without kind and seed), keys sorted. */
+function recordedOptions(spec: Record<string, unknown>): Record<string, unknown> {
+  const { kind: _kind, seed: _seed, ...options } = spec;
+  return Object.fromEntries(Object.entries(options).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/**
+ * A checkpoint belongs to a model by its layout (checked tensor by tensor) and
+ * its options: the same layout with another activation is another model.
+ * Checkpoints that record no model_spec are not checked here.
+ */
+export function checkModelOptions(c: TrainingCheckpoint, model: Pick<Model, 'spec'>, file: string): void {
+  if (!c.extra.model_spec) return;
+  let saved: Record<string, unknown>;
+  try {
+    saved = recordedOptions(JSON.parse(c.extra.model_spec) as Record<string, unknown>);
+  } catch {
+    return;
+  }
+  const ours = recordedOptions(model.spec);
+  const keys = [...new Set([...Object.keys(saved), ...Object.keys(ours)])].filter((k) => JSON.stringify(saved[k]) !== JSON.stringify(ours[k]));
+  if (keys.length === 0) return;
+  const pass = Object.fromEntries(keys.filter((k) => k in saved).map((k) => [k, saved[k]]));
+  throw new RingtrainError(
+    ErrorCode.BadCheckpoint,
+    `${file} was saved with model options ${JSON.stringify(Object.fromEntries(keys.map((k) => [k, saved[k] ?? null])))} but this run builds ${JSON.stringify(Object.fromEntries(keys.map((k) => [k, ours[k] ?? null])))}; ` +
+      `pass --model-options '${JSON.stringify(pass)}' to resume it, or start without --resume.`,
+    { file, saved, ours, differ: keys },
+  );
+}
+
+function builtSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
   if (config.model === 'transformer') {
     // A sequence of token ids in, one next token out per position: the words data set's shape.
     if (data.positions !== data.inputSize || data.positions < 2) {
@@ -110,6 +157,9 @@ export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec
 
 /** Loads a checkpoint's weights and optimizer state, after checking they belong to this model and optimizer. */
 export async function restore(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: LocalTrainConfig, name: string): Promise<void> {
+  // Kind, then options, then tensor by tensor: the first thing that differs is the one named.
+  checkCheckpointKind(c, config, name);
+  checkModelOptions(c, model, name);
   const flat = flatParamsFor(c, { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength }, name);
   const fresh = await optimizer.exportState();
   checkOptimizerState(c, Object.fromEntries(Object.entries(fresh).map(([k, v]) => [k, v.length])), name);

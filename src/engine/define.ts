@@ -39,7 +39,12 @@ export interface ModelDefinition {
   loss?: 'cross-entropy' | 'cross-entropy-ignore';
 }
 
-export type ModelFactory = (api: NnApi, options: Record<string, unknown>) => ModelDefinition;
+/**
+ * What a model file exports. `O` types the options the factory reads
+ * (`ModelFactory<{ width?: number }>`); they come from `--model-options` or the
+ * caller, so a factory checks their values rather than trusting them.
+ */
+export type ModelFactory<O extends object = Record<string, unknown>> = (api: NnApi, options: O) => ModelDefinition;
 
 const LOSSES: Record<string, Loss> = { 'cross-entropy': crossEntropy, 'cross-entropy-ignore': crossEntropyIgnore };
 const BUILT_IN = new Set(['mlp', 'cnn', 'transformer']);
@@ -59,12 +64,13 @@ export function describeModel(factory: ModelFactory, name: string, options: Reco
 }
 
 /** Makes `name` a model `createModel` can build. Names of built-in models are refused. */
-export function registerModel(name: string, factory: ModelFactory): void {
+export function registerModel<O extends object>(name: string, factory: ModelFactory<O>): void {
   if (typeof name !== 'string' || name.length === 0 || BUILT_IN.has(name)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `cannot register a model named ${JSON.stringify(name)}: pick a non-empty name other than ${[...BUILT_IN].join(', ')}`, { name });
   }
   if (typeof factory !== 'function') throw new RingtrainError(ErrorCode.InvalidArgument, `registerModel('${name}'): the factory must be a function (nn, options) => ({ module, inputShape, classes })`, { name });
-  registry.set(name, factory);
+  // Options arrive as untyped JSON whatever O says; the registry keeps the untyped signature.
+  registry.set(name, factory as unknown as ModelFactory);
 }
 
 export function registeredModel(name: string): ModelFactory | undefined {

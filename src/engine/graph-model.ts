@@ -10,6 +10,12 @@
  * first step of a given batch size no GPU buffer is created, and a step is
  * one upload, one recording of forward + loss head + backward, and one
  * 8-byte read of the loss.
+ *
+ * Modes: `forwardBackward` traces the module in train mode, `predict` and
+ * `evaluate` in eval mode (Dropout the identity), whatever modes the module
+ * was left in, so an evaluation never depends on a mask and never advances
+ * one. A batch size gets one plan per mode when the two traces differ, and
+ * shares one when they are the same graph (a model without dropout).
  */
 import { layoutHash } from '../checkpoint/checkpoint.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
@@ -51,6 +57,23 @@ interface BatchPlan {
   backward: Step[];
 }
 
+type Mode = 'train' | 'eval';
+
+/** What a traced graph computes, independent of tensor ids: two traces with equal signatures plan alike. */
+function graphSignature(graph: Graph, output: Tensor): string {
+  const local = new Map<Tensor, string>();
+  const name = (t: Tensor): string => {
+    let n = local.get(t);
+    if (n === undefined) {
+      n = t.kind === 'param' ? `p:${t.param?.name}` : `${t.kind}${local.size}`;
+      local.set(t, n);
+    }
+    return n;
+  };
+  const parts = graph.nodes.map((n) => `${n.op.name}(${n.inputs.map((t) => `${name(t)}${shapeText(t.shape)}`).join(',')})${JSON.stringify(n.attrs)}=${name(n.output)}`);
+  return `${parts.join(';')}->${name(output)}`;
+}
+
 export function layoutOf(named: [string, Parameter][]): { layout: ParamEntry[]; paramCount: number; flatLength: number } {
   const layout: ParamEntry[] = [];
   let offset = 0;
@@ -82,7 +105,8 @@ export class GraphModel implements Model {
   readonly loss: Loss;
   readonly inputDType: DType;
   private readonly entries = new Map<Parameter, ParamEntry>();
-  private readonly plans = new Map<number, BatchPlan>();
+  /** Plans by batch size and mode (`32/train`, `500/eval`); a mode whose graph equals the other's holds the same plan. */
+  private readonly plans = new Map<string, BatchPlan & { signature: string }>();
   private readonly owned: GPUBuffer[] = [];
 
   /** Gathers evaluate()'s per-chunk results, so an evaluation waits for the GPU once. */
@@ -111,8 +135,9 @@ export class GraphModel implements Model {
     this.flatLength = flatLength;
     this.layoutHash = layoutHash(layout);
     named.forEach(([, p], i) => this.entries.set(p, layout[i]));
-    // Trace one sample now: a wrong shape anywhere in forward fails here, naming the layer.
-    this.positions = this.trace(1).rows;
+    // Trace one sample now, in both modes: a wrong shape anywhere in forward fails here, naming the layer.
+    this.positions = this.trace(1, 'train').rows;
+    this.trace(1, 'eval');
 
     const init = new Float32Array(flatLength);
     const rand = { uniform: seededUniform(o.seed), normal: seededNormal(o.seed ^ 0x9e3779b9) };
@@ -130,10 +155,19 @@ export class GraphModel implements Model {
     return buffer;
   }
 
-  private trace(batch: number): { graph: Graph; input: Tensor; output: Tensor; rows: number } {
+  private trace(batch: number, mode: Mode): { graph: Graph; input: Tensor; output: Tensor; rows: number } {
     const graph = new Graph();
     const input = graph.input([batch, ...this.inputShape], { dtype: this.inputDType });
-    const output = this.module.call(input);
+    // The module's own flags are put back afterwards: the mode is the call's, not state left on the module.
+    const modules = this.module.modules();
+    const before = modules.map((m) => m.training);
+    let output: Tensor;
+    try {
+      this.module.train(mode === 'train');
+      output = this.module.call(input);
+    } finally {
+      modules.forEach((m, i) => (m.training = before[i]));
+    }
     const last = output.shape[output.shape.length - 1];
     if (last !== this.classes || output.shape[0] !== batch) {
       throw new RingtrainError(
@@ -145,10 +179,17 @@ export class GraphModel implements Model {
     return { graph, input, output, rows: output.size / last / batch };
   }
 
-  private plan(batch: number): BatchPlan {
-    let p = this.plans.get(batch);
+  private plan(batch: number, mode: Mode): BatchPlan {
+    const key = `${batch}/${mode}`;
+    let p = this.plans.get(key);
     if (p) return p;
-    const { graph, input, output } = this.trace(batch);
+    const { graph, input, output } = this.trace(batch, mode);
+    const signature = graphSignature(graph, output);
+    const other = this.plans.get(`${batch}/${mode === 'train' ? 'eval' : 'train'}`);
+    if (other && other.signature === signature) {
+      this.plans.set(key, other);
+      return other;
+    }
     const plan = compilePlan(this.gpu, graph.nodes, [output], { params: this.params, grads: this.grads, entry: (param) => this.entries.get(param)! });
     for (const b of plan.buffers) this.own(b);
     const rows = output.size / this.classes;
@@ -177,8 +218,9 @@ export class GraphModel implements Model {
       forward: plan.forward,
       head,
       backward: plan.backward,
+      signature,
     };
-    this.plans.set(batch, p);
+    this.plans.set(key, p);
     return p;
   }
 
@@ -222,7 +264,7 @@ export class GraphModel implements Model {
     if (labels.length !== batch * this.positions) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `forwardBackward: ${labels.length} labels for batch ${batch} (${this.positions} per sample)`, { labels: labels.length, batch });
     }
-    const p = this.plan(batch);
+    const p = this.plan(batch, 'train');
     this.load(p, x, labels);
     recordSteps(this.gpu, [...p.forward, ...p.head, ...p.backward]);
     return p;
@@ -243,7 +285,7 @@ export class GraphModel implements Model {
 
   async predict(x: Float32Array, batch = x.length / this.inputSize): Promise<Float32Array> {
     this.checkBatch('predict', x, batch);
-    const p = this.plan(batch);
+    const p = this.plan(batch, 'eval');
     this.load(p, x);
     recordSteps(this.gpu, p.forward);
     const out = p.plan.value(p.output);
@@ -259,7 +301,7 @@ export class GraphModel implements Model {
     const counts: number[] = [];
     for (let start = 0; start < n; start += chunk) {
       const b = Math.min(chunk, n - start);
-      const p = this.plan(b);
+      const p = this.plan(b, 'eval');
       const rows = b * this.positions;
       const targets: number[] = Array.prototype.slice.call(labels, start * this.positions, start * this.positions + rows);
       this.load(p, x.subarray(start * this.inputSize, (start + b) * this.inputSize), targets);

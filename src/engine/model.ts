@@ -104,6 +104,10 @@ export interface Model {
   readonly spec: { kind: string } & Record<string, unknown>;
   /** Floats per input sample (784 for 28×28 digits; CNN reads them as 1×28×28). */
   readonly inputSize: number;
+  /** One sample's shape (its product is inputSize): [784], [32] token ids, … */
+  readonly inputShape?: readonly number[];
+  /** Output rows per sample: 1 for a classifier, the context length for a sequence model. */
+  readonly positions?: number;
   readonly classes: number;
   readonly layout: readonly ParamEntry[];
   /** Real parameters: Σ layout[i].length. */

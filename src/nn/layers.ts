@@ -146,10 +146,15 @@ export class Embedding extends Module {
   }
 }
 
-/** nn.Dropout(p) with a seeded mask; `training: false` makes it the identity. */
+/**
+ * nn.Dropout(p) with a seeded mask in train mode; the identity in eval mode
+ * (`eval()`, as GraphModel's predict and evaluate trace it). `training` is the
+ * initial mode.
+ */
 export class Dropout extends Module {
-  constructor(readonly p: number, readonly seed = 0, readonly training = true) {
+  constructor(readonly p: number, readonly seed = 0, training = true) {
     super();
+    this.training = training;
   }
   forward(x: Tensor): Tensor {
     return F.dropout(x, this.p, this.seed, this.training);

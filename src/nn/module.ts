@@ -8,6 +8,12 @@
  * `forward(x)` is written with the ops of functional.ts on symbolic tensors
  * and runs once per input shape. Call child modules with `child.call(x)`
  * (not `child.forward(x)`) so that errors name the layer.
+ *
+ * Train and eval modes, as in PyTorch: `training` is true by default;
+ * `train()` / `eval()` set it on the whole subtree. A forward reads it when it
+ * is traced (Dropout masks in training, is the identity in eval), so a model
+ * plans the two modes separately: GraphModel trains in train mode and
+ * predicts and evaluates in eval mode.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { Parameter, type Tensor } from './tensor.ts';
@@ -15,6 +21,28 @@ import { Parameter, type Tensor } from './tensor.ts';
 export abstract class Module {
   /** The module's path in its model (`blocks.0.attn`); set by `nameTree`. */
   path = '';
+  /** Train mode (true, the default) or eval mode; set with `train()` / `eval()`. */
+  training = true;
+
+  /** Sets train mode (or eval mode with `false`) on this module and every module below it. */
+  train(mode = true): this {
+    for (const m of this.modules()) m.training = mode;
+    return this;
+  }
+
+  /** Eval mode: `train(false)`. */
+  eval(): this {
+    return this.train(false);
+  }
+
+  /** This module and every module below it, depth first (a module reached twice is listed once). */
+  modules(seen = new Set<Module>()): Module[] {
+    if (seen.has(this)) return [];
+    seen.add(this);
+    const out: Module[] = [this];
+    for (const [, value] of this.members()) if (value instanceof Module) out.push(...value.modules(seen));
+    return out;
+  }
 
   abstract forward(...inputs: Tensor[]): Tensor;
 

@@ -1,0 +1,57 @@
+/**
+ * `ringtrain`: the library, for the browser (Vite), Deno and Node.
+ *
+ *   import { nn, optim, data, acquireGpu, GraphModel, init, DistributedOptimizer } from 'ringtrain';
+ *
+ * This entry runs in every runtime and imports no Node-only file (`*.node.ts`);
+ * Node and Deno get index.node.ts, the same with the file-system pieces
+ * (checkpoint files, model files, data loaders) and an init() that brings
+ * its own WebSocket and WebRTC. In the browser, register the WGSL shaders
+ * before acquireGpu():
+ *
+ *   registerShaders(import.meta.glob('/node_modules/ringtrain/shaders/*.wgsl', { query: '?raw', import: 'default', eager: true }));
+ */
+
+/** Modules, layers, functional ops (`nn.F`), symbolic tensors: the API a model factory receives. */
+export * as nn from './nn/index.ts';
+/** The types a model file's factory and forward are written with (the values come in its `nn` argument). */
+export type { Tensor, Parameter, Shape, DType } from './nn/tensor.ts';
+export type { Module } from './nn/module.ts';
+/** Optimizers (SGD with momentum, AdamW) and learning-rate schedules. */
+export * as optim from './lib/optim.ts';
+/** Datasets, batches, sharding by rank. */
+export * as data from './lib/data.ts';
+
+// Errors and events.
+export { RingtrainError, ErrorCode, isRingtrainError } from './core/errors.ts';
+export { EventBus, type RingEvent, type Listener } from './core/events.ts';
+
+// The device.
+export { acquireGpu, type AcquireOptions } from './gpu/device.ts';
+export { Gpu, type GpuInfo } from './gpu/gpu.ts';
+export { registerShaders } from './gpu/shaders.ts';
+
+// Models.
+export { createModel } from './engine/create.ts';
+export { GraphModel, type GraphModelOptions } from './engine/graph-model.ts';
+export { registerModel, modelFromFactory, describeModel, checkSameModel, type ModelDefinition, type ModelFactory, type NnApi } from './engine/define.ts';
+export { Mlp, MlpModule } from './engine/mlp.ts';
+export { Cnn, CnnModule } from './engine/cnn.ts';
+export { Transformer, TransformerModule } from './engine/transformer.ts';
+export type { Model, ModelSpec, MlpSpec, CnnSpec, TransformerSpec, ModelIdentity, ParamEntry, EvalResult } from './engine/model.ts';
+export { trainStep } from './engine/train-step.ts';
+export { predict, type Prediction, type PredictOptions } from './engine/predict.ts';
+export { stateDict, loadStateDict, saveSafetensors, loadSafetensors } from './engine/weights.ts';
+export { encodeSafetensors, decodeSafetensors, type NamedTensors, type Metadata } from './checkpoint/safetensors.ts';
+export { encodeCheckpoint, decodeCheckpoint, checkpointFromFlat, flatParamsFor, type TrainingCheckpoint } from './checkpoint/checkpoint.ts';
+
+// Horovod-style distributed training.
+export { init, type InitOptions, type Session } from './distributed/session.ts';
+export { DistributedOptimizer, type DistributedOptimizerOptions, type StepResult } from './distributed/optimizer.ts';
+export { broadcastParameters, broadcastOptimizerState, averageMetrics, type BroadcastOptions } from './distributed/broadcast-state.ts';
+export { LocalSgdOptimizer, type LocalSgdOptions } from './distributed/diloco.ts';
+export { trainLocal, type LocalTrainConfig, type LocalTrainArgs, type LocalTrainResult } from './distributed/train-local.ts';
+export { trainDistributed, type DistributedTrainArgs, type DistributedTrainConfig, type DistributedTrainResult } from './distributed/trainer.ts';
+export { allreduce, allgather, broadcast, barrier, reducescatter, alltoall } from './collectives/index.ts';
+export type { Communicator } from './comm/communicator.ts';
+export { createMemoryRing } from './comm/rings.ts';
