@@ -38,6 +38,7 @@ export function startWorker(index: number, server: RunningServer, job: JobSpec, 
   if (o.overwrite) args.push('--overwrite');
   if (o.timeline) args.push('--timeline', `${o.timeline}.part${index}`);
   if (o.data) args.push('--data', o.data);
+  if (o.faultWorker?.index === index) args.push('--fault', o.faultWorker.spec);
   const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: job.token };
   // A self-signed certificate is its own authority: the workers trust it (Node and Deno read these).
   if (o.tls) Object.assign(env, { NODE_EXTRA_CA_CERTS: o.tls.certPath, DENO_CERT: o.tls.certPath });
