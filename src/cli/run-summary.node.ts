@@ -14,7 +14,7 @@ export interface RunEnd {
   /** Each worker's exit code, by index. */
   codes: number[];
   /** The newest recovery checkpoint a worker reported. */
-  recovery: { step: number; path: string } | undefined;
+  recovery: { step: number; path: string; diverged?: boolean } | undefined;
   runtime: 'node' | 'deno';
   say: (line: string) => Promise<void>;
   /** Why each worker that left the job left, by its name (`deno-2`), as the survivors heard it from the server. */
@@ -45,10 +45,12 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
     for (const w of failed) {
       const why = w.result?.stopped_by as { message?: string } | undefined;
       await printLine(`ringtrain: worker ${w.index}${w.rank !== undefined ? ` (rank ${w.rank})` : ''} exited with ${codes[w.index]}${why?.message ? `: ${why.message}` : ''}`, stderr);
-      if (!w.result) for (const l of w.stderrTail.slice(-8)) await printLine(`  | ${l}`, stderr);
+      // The recovery file is named once, below, not once per rank that saved it.
+      if (!w.result) for (const l of w.stderrTail.filter((l) => !l.includes('resume with --resume')).slice(-8)) await printLine(`  | ${l}`, stderr);
     }
     if (recovery && existsSync(recovery.path)) {
-      await printLine(`ringtrain: the last completed step (${recovery.step}) is saved in ${recovery.path}; resume with: ringtrain run -np ${o.np} --resume ${recovery.path} …`, stderr);
+      const what = recovery.diverged ? `the run diverged; step ${recovery.step}, the last one evaluated before it did,` : `the last completed step (${recovery.step})`;
+      await printLine(`ringtrain: ${what} is saved in ${recovery.path}; resume with: ringtrain run -np ${o.np} --resume ${recovery.path} …`, stderr);
     } else if (results.some((r) => r.stopped_by)) {
       const why = results.find((r) => r.no_recovery)?.no_recovery;
       await printLine(`ringtrain: no recovery checkpoint was written${why ? `: ${why}` : ''}`, stderr);

@@ -148,7 +148,7 @@ async function launch(o: RunOptions): Promise<number> {
   let lastDeparture: { who: string; at: number } | undefined;
   let ringSize = o.np;
   // The newest recovery checkpoint a worker saved (ranks may stop a step apart, or on an error of their own).
-  let recovery: { step: number; path: string } | undefined;
+  let recovery: { step: number; path: string; diverged?: boolean } | undefined;
   // Straight to stderr even with a bar on screen: a stalled ring is news now, not after the run.
   const sayStall = stallReporter((line) => void printLine(`${bar ? '\n' : ''}ringtrain: ${line}`, stderr));
   // Without a bar (a log, a pipe), about ten progress lines per run instead.
@@ -201,7 +201,7 @@ async function launch(o: RunOptions): Promise<number> {
       if (msg.name) departures.set(String(msg.name), why);
       void printLine(`${bar ? '\n' : ''}ringtrain: ${who} left the job (${why}); ${o.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`, stderr);
     } else if (msg.event === 'recovery') {
-      if (!recovery || Number(msg.step) > recovery.step) recovery = { step: Number(msg.step), path: String(msg.path) };
+      if (!recovery || Number(msg.step) > recovery.step) recovery = { step: Number(msg.step), path: String(msg.path), diverged: msg.diverged === true };
     } else if (msg.event === 'result') {
       w.result = msg;
     }

@@ -186,8 +186,10 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       },
       onRecovery: async (c, why) => {
         recoveryPath = saveRecovery(recoveryStem(o), c, o.resume ? [o.resume] : []);
-        await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath });
-        await say(`[rank ${session.rank}] ${why.message} [${why.code}]; saved the last completed step (${c.step}) in ${recoveryPath}: resume with --resume ${recoveryPath}`);
+        const diverged = why.detail?.diverged === true;
+        await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath, diverged });
+        const what = diverged ? `step ${c.step}, the last one evaluated before the run diverged,` : `the last completed step (${c.step})`;
+        await say(`[rank ${session.rank}] ${why.message} [${why.code}]; saved ${what} in ${recoveryPath}: resume with --resume ${recoveryPath}`);
       },
       onWeights: (w) => void (weightsCrc = crc32(new Uint8Array(w.params.buffer, w.params.byteOffset, w.params.byteLength))),
       onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
