@@ -56,6 +56,16 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       await printLine(`ringtrain: no recovery checkpoint was written${why ? `: ${why}` : ''}`, stderr);
     }
   }
+  // The run trained, but its last checkpoint is not where --save said: say where it is, and fail the
+  // command, so that a script using the --save file does not take an older one for the result.
+  const saveFailed = rank0?.save_failed as { step: number; path: string; error: string; fallback: string | null } | null | undefined;
+  if (saveFailed) {
+    await printLine(
+      `ringtrain: the checkpoint of step ${saveFailed.step} could not be written to ${saveFailed.path} (${saveFailed.error}); ` +
+        (saveFailed.fallback ? `it is in ${saveFailed.fallback}: copy it where it belongs, or resume from it with --resume ${saveFailed.fallback}` : 'nor to the temporary directory: it is lost'),
+      stderr,
+    );
+  }
   if (rank0) {
     const summary = {
       test_accuracy: rank0.test_accuracy,
@@ -82,7 +92,8 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       workers_started: workers.length,
       stopped_by: done ? null : (results.find((r) => r.stopped_by)?.stopped_by ?? null),
       timeline: o.timeline ?? null,
-      saved: o.save ?? null,
+      saved: saveFailed ? (saveFailed.fallback ?? null) : (o.save ?? null),
+      save_failed: saveFailed ?? null,
     };
     if (o.json) await printLine(JSON.stringify(summary));
     else {
@@ -97,7 +108,7 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       await say(`${summary.ok ? 'done' : 'stopped'}: ${summary.steps} steps on ${summary.size} peers, ${accuracy}, ${Math.round(Number(summary.samples_per_s))} samples/s${losses.length ? `; ${losses.join('; ')}` : ''}`);
     }
   }
-  return failed.length === 0 && rank0 ? 0 : 1;
+  return failed.length === 0 && rank0 && !saveFailed ? 0 : 1;
 }
 
 /** An evaluation in words: a classifier's accuracy; the transformer's validation loss and perplexity (what the page shows too). */

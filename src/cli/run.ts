@@ -200,6 +200,8 @@ async function launch(o: RunOptions): Promise<number> {
       const why = `${String(msg.reason)}${msg.detail ? `: ${String(msg.detail)}` : ''}`;
       if (msg.name) departures.set(String(msg.name), why);
       void printLine(`${bar ? '\n' : ''}ringtrain: ${who} left the job (${why}); ${o.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`, stderr);
+    } else if (msg.event === 'checkpoint-notice') {
+      void printLine(`${bar ? '\n' : ''}ringtrain: rank ${Number(msg.rank)}: ${String(msg.line)}`, stderr);
     } else if (msg.event === 'recovery') {
       if (!recovery || Number(msg.step) > recovery.step) recovery = { step: Number(msg.step), path: String(msg.path), diverged: msg.diverged === true };
     } else if (msg.event === 'result') {

@@ -14,10 +14,9 @@ import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus } from '../core/events.ts';
 import { stallReporter } from '../distributed/stall.ts';
-import { saveCheckpoint } from '../checkpoint/file.node.ts';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { checkResumeFits } from '../distributed/resume-check.ts';
-import { recoveryStem, saveRecovery } from './recovery.node.ts';
+import { CheckpointSaver } from './checkpoint-saver.node.ts';
 import { limitEvaluation, loadTrainingData } from './training-data.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
 import { FINISHED } from '../distributed/session.ts';
@@ -162,6 +161,11 @@ async function runWorker(o: WorkerOptions): Promise<number> {
   // The CRC-32 of this rank's last handed-out weights: replicas that agree print the same number.
   let weightsCrc: number | null = null;
   let leaveReason = 'stopped';
+  // Its lines go to the launcher too (as events): a failed save is news to whoever runs the job.
+  const saver = new CheckpointSaver(o, () => ({ job: session.job.id, rank: session.rank }), async (line) => {
+    await say(`[rank ${session.rank}] ${line}`);
+    await emit({ event: 'checkpoint-notice', rank: session.rank, line });
+  });
   try {
     const config = trainConfigFromJob(session.job.config);
     config.model = choice.model;
@@ -181,11 +185,10 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       resume,
       resumeName: o.resume,
       tamperGradients: fault ? faultHook(fault, () => session.comm, (line) => void say(`[rank ${session.rank}] ${line}`)) : undefined,
-      onCheckpoint: (c) => {
-        if (o.save) saveCheckpoint(o.save, c, { overwrite: o.overwrite });
-      },
+      // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
+      onCheckpoint: (c) => saver.save(c),
       onRecovery: async (c, why) => {
-        recoveryPath = saveRecovery(recoveryStem(o), c, o.resume ? [o.resume] : []);
+        recoveryPath = saver.recover(c);
         const diverged = why.detail?.diverged === true;
         await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath, diverged });
         const what = diverged ? `step ${c.step}, the last one evaluated before the run diverged,` : `the last completed step (${c.step})`;
@@ -218,6 +221,8 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       recovery: recoveryPath,
       no_recovery: result.noRecovery ?? null,
       weights_crc32: weightsCrc,
+      // The last save at --save that failed (no later one landed), and where its state went instead.
+      save_failed: saver.trouble,
     };
     if (!result.stoppedBy) leaveReason = FINISHED;
     await emit({ event: 'result', ...summary });
