@@ -69,7 +69,8 @@ export function peekCheckpoint(path: string): CheckpointOnDisk {
     fd = openSync(path, 'r');
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === 'ENOENT') return { kind: 'absent' };
+    // ENOTDIR: a folder on the way is a file, so nothing is at this path (writing there fails on its own, saying so).
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'absent' };
     return { kind: 'other', why: `cannot be read (${code ?? String(err)})` };
   }
   try {

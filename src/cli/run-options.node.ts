@@ -55,6 +55,8 @@ export interface RunOptions extends TrainOptions {
   aggregation?: Aggregation;
   /** --verify, --doubt-rule, --direction-rules: the opt-in step checks (docs/ROBUSTNESS.md). */
   checks?: { verify: boolean; doubtRule: boolean; directionRules: boolean };
+  /** TEST ONLY (--fault-worker I:SPEC): worker I gets `--fault SPEC` (src/distributed/fault.ts). */
+  faultWorker?: { index: number; spec: string };
 }
 
 export function intOption(raw: unknown, flag: string, min: number, max = Number.MAX_SAFE_INTEGER): number {

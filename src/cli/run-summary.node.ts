@@ -14,34 +14,57 @@ export interface RunEnd {
   /** Each worker's exit code, by index. */
   codes: number[];
   /** The newest recovery checkpoint a worker reported. */
-  recovery: { step: number; path: string } | undefined;
+  recovery: { step: number; path: string; diverged?: boolean } | undefined;
   runtime: 'node' | 'deno';
   say: (line: string) => Promise<void>;
+  /** Why each worker that left the job left, by its name (`deno-2`), as the survivors heard it from the server. */
+  departures?: Map<string, string>;
 }
 
-export async function reportRun({ o, workers, codes, recovery, runtime, say }: RunEnd): Promise<number> {
+export async function reportRun({ o, workers, codes, recovery, runtime, say, departures }: RunEnd): Promise<number> {
   const results = workers.map((w) => w.result).filter((r): r is Record<string, unknown> => !!r);
-  const rank0 = results.find((r) => r.rank === 0) ?? results[0];
+  // An elastic job is done when the ring that remained took every step (a worker's result without
+  // stopped_by). Whoever left on the way (killed, ejected, stopped on an error of its own) is a loss,
+  // not the run's end, and its last rank says nothing: the survivors' ring numbers ranks afresh.
+  const finished = results.filter((r) => !r.stopped_by);
+  const done = o.elastic && finished.length > 0;
+  const rank0 = done ? (finished.find((r) => r.rank === 0) ?? finished[0]) : (results.find((r) => r.rank === 0) ?? results[0]);
   if (o.timeline) writeTimeline(o.timeline, workers.length);
 
-  // Elastic: workers that died are expected losses as long as the ring that remained finished.
-  const ended = o.elastic && rank0 && !rank0.stopped_by ? workers.filter((w, i) => codes[i] !== 0 && !w.result) : [];
+  const ended = done ? workers.filter((w, i) => codes[i] !== 0 && (!w.result || w.result.stopped_by)) : [];
   const retired = ended.filter((w) => w.retired);
   const lost = ended.filter((w) => !w.retired);
   const failed = workers.filter((w, i) => codes[i] !== 0 && !ended.includes(w) && !(w.retired && !w.training));
-  for (const w of lost) await printLine(`ringtrain: worker ${w.index} left the run early (exit ${codes[w.index]}); the others finished without it`, stderr);
+  // Why each lost worker went: what the server announced (ejected, disconnected…), else its own words.
+  const whyLost = (w: WorkerState): string => {
+    const stopped = w.result?.stopped_by as { message?: string } | undefined;
+    return departures?.get(`${runtime}-${w.index}`) ?? stopped?.message ?? `exit ${codes[w.index]}`;
+  };
+  for (const w of lost) await printLine(`ringtrain: worker ${w.index} left the run early (exit ${codes[w.index]}: ${whyLost(w)}); the others finished without it`, stderr);
   if (failed.length > 0 || !rank0) {
     for (const w of failed) {
       const why = w.result?.stopped_by as { message?: string } | undefined;
       await printLine(`ringtrain: worker ${w.index}${w.rank !== undefined ? ` (rank ${w.rank})` : ''} exited with ${codes[w.index]}${why?.message ? `: ${why.message}` : ''}`, stderr);
-      if (!w.result) for (const l of w.stderrTail.slice(-8)) await printLine(`  | ${l}`, stderr);
+      // The recovery file is named once, below, not once per rank that saved it.
+      if (!w.result) for (const l of w.stderrTail.filter((l) => !l.includes('resume with --resume')).slice(-8)) await printLine(`  | ${l}`, stderr);
     }
     if (recovery && existsSync(recovery.path)) {
-      await printLine(`ringtrain: the last completed step (${recovery.step}) is saved in ${recovery.path}; resume with: ringtrain run -np ${o.np} --resume ${recovery.path} …`, stderr);
+      const what = recovery.diverged ? `the run diverged; step ${recovery.step}, the last one evaluated before it did,` : `the last completed step (${recovery.step})`;
+      await printLine(`ringtrain: ${what} is saved in ${recovery.path}; resume with: ringtrain run -np ${o.np} --resume ${recovery.path} …`, stderr);
     } else if (results.some((r) => r.stopped_by)) {
       const why = results.find((r) => r.no_recovery)?.no_recovery;
       await printLine(`ringtrain: no recovery checkpoint was written${why ? `: ${why}` : ''}`, stderr);
     }
+  }
+  // The run trained, but its last checkpoint is not where --save said: say where it is, and fail the
+  // command, so that a script using the --save file does not take an older one for the result.
+  const saveFailed = rank0?.save_failed as { step: number; path: string; error: string; fallback: string | null } | null | undefined;
+  if (saveFailed) {
+    await printLine(
+      `ringtrain: the checkpoint of step ${saveFailed.step} could not be written to ${saveFailed.path} (${saveFailed.error}); ` +
+        (saveFailed.fallback ? `it is in ${saveFailed.fallback}: copy it where it belongs, or resume from it with --resume ${saveFailed.fallback}` : 'nor to the temporary directory: it is lost'),
+      stderr,
+    );
   }
   if (rank0) {
     const summary = {
@@ -64,20 +87,28 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say }: R
       fp16: o.fp16,
       ok: failed.length === 0,
       lost_workers: lost.map((w) => w.index),
+      departed: lost.map((w) => ({ worker: w.index, reason: whyLost(w) })),
       retired_workers: retired.map((w) => w.index),
       workers_started: workers.length,
-      stopped_by: results.find((r) => r.stopped_by)?.stopped_by ?? null,
+      stopped_by: done ? null : (results.find((r) => r.stopped_by)?.stopped_by ?? null),
       timeline: o.timeline ?? null,
-      saved: o.save ?? null,
+      saved: saveFailed ? (saveFailed.fallback ?? null) : (o.save ?? null),
+      save_failed: saveFailed ?? null,
     };
     if (o.json) await printLine(JSON.stringify(summary));
     else {
       // A run that stopped early may have no evaluation: say so rather than print 0%.
       const accuracy = typeof summary.test_accuracy === 'number' ? evaluationText(o.model, summary.test_accuracy, Number(summary.val_loss)) : 'not evaluated';
-      await say(`${summary.ok ? 'done' : 'stopped'}: ${summary.steps} steps on ${summary.size} peers, ${accuracy}, ${Math.round(Number(summary.samples_per_s))} samples/s`);
+      const ejected = lost.filter((w) => whyLost(w).startsWith('ejected'));
+      const others = lost.filter((w) => !ejected.includes(w));
+      const losses = [
+        ejected.length ? `${ejected.length} peer${ejected.length > 1 ? 's' : ''} ejected (${ejected.map((w) => `${runtime}-${w.index}: ${whyLost(w)}`).join('; ')})` : '',
+        others.length ? `${others.length} peer${others.length > 1 ? 's' : ''} lost (${others.map((w) => `${runtime}-${w.index}: ${whyLost(w)}`).join('; ')})` : '',
+      ].filter(Boolean);
+      await say(`${summary.ok ? 'done' : 'stopped'}: ${summary.steps} steps on ${summary.size} peers, ${accuracy}, ${Math.round(Number(summary.samples_per_s))} samples/s${losses.length ? `; ${losses.join('; ')}` : ''}`);
     }
   }
-  return failed.length === 0 && rank0 ? 0 : 1;
+  return failed.length === 0 && rank0 && !saveFailed ? 0 : 1;
 }
 
 /** An evaluation in words: a classifier's accuracy; the transformer's validation loss and perplexity (what the page shows too). */

@@ -7,7 +7,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import process from 'node:process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { forEachLine } from '../core/lines.node.ts';
+import { isModelFile } from '../engine/define.ts';
 import { mergeTraces, type TraceEvent } from '../distributed/timeline.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import type { RunningServer } from '../../server/index.ts';
@@ -29,11 +31,14 @@ export function startWorker(index: number, server: RunningServer, job: JobSpec, 
   const [exe, ...pre] = cliCommand(runtime);
   // The token goes by environment, never argv (which `ps` shows to everyone).
   const args = [...pre, 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events', '--runtime', runtime];
+  // A worker loads a model file only from its own command line, never on the job's word.
+  if (isModelFile(o.model)) args.push('--model', resolve(o.model));
   if (o.save) args.push('--save', o.save);
   if (o.resume) args.push('--resume', o.resume);
   if (o.overwrite) args.push('--overwrite');
   if (o.timeline) args.push('--timeline', `${o.timeline}.part${index}`);
   if (o.data) args.push('--data', o.data);
+  if (o.faultWorker?.index === index) args.push('--fault', o.faultWorker.spec);
   const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: job.token };
   // A self-signed certificate is its own authority: the workers trust it (Node and Deno read these).
   if (o.tls) Object.assign(env, { NODE_EXTRA_CA_CERTS: o.tls.certPath, DENO_CERT: o.tls.certPath });

@@ -63,7 +63,9 @@ export function runCommand(): Command {
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
     .option('--verify', 'check every allreduce against sketches each peer publishes of its own gradient: a link that corrupts data is named and its sender ejected (docs/ROBUSTNESS.md)', false)
     .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them, and clip any other large one to 2x theirs; a peer doubtful three steps in a row is ejected (opt-in: docs/ROBUSTNESS.md)', false)
-    .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false);
+    .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false)
+    // Tests only: one local worker misbehaves (worker --fault); hidden from --help.
+    .addOption(new Option('--fault-worker <index:spec>', 'TEST ONLY: worker INDEX runs with --fault SPEC').hideHelp());
   addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
@@ -93,6 +95,7 @@ export function runCommand(): Command {
         wan: parseWanOptions(raw),
         aggregation: parseAggregationOption(raw.aggregation),
         checks: { verify: Boolean(raw.verify), doubtRule: Boolean(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
+        faultWorker: parseFaultWorker(raw.faultWorker),
       };
       o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
       if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
@@ -103,6 +106,13 @@ export function runCommand(): Command {
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
+}
+
+function parseFaultWorker(raw: unknown): RunOptions['faultWorker'] {
+  if (raw === undefined) return undefined;
+  const m = /^(\d+):(.+)$/.exec(String(raw));
+  if (!m) throw new RingtrainError(ErrorCode.InvalidArgument, `--fault-worker takes INDEX:SPEC (like 2:forge-abort@step:3), got ${JSON.stringify(raw)}; it is a test-only option`);
+  return { index: Number(m[1]), spec: m[2] };
 }
 
 async function launch(o: RunOptions): Promise<number> {
@@ -133,10 +143,12 @@ async function launch(o: RunOptions): Promise<number> {
   const workers: WorkerState[] = [];
   // Every survivor hears of a departure: one line per peer that left, from whoever tells first.
   const departed = new Set<string>();
+  // Why each local worker left, by its name (deno-2): the final report names who was lost or ejected.
+  const departures = new Map<string, string>();
   let lastDeparture: { who: string; at: number } | undefined;
   let ringSize = o.np;
   // The newest recovery checkpoint a worker saved (ranks may stop a step apart, or on an error of their own).
-  let recovery: { step: number; path: string } | undefined;
+  let recovery: { step: number; path: string; diverged?: boolean } | undefined;
   // Straight to stderr even with a bar on screen: a stalled ring is news now, not after the run.
   const sayStall = stallReporter((line) => void printLine(`${bar ? '\n' : ''}ringtrain: ${line}`, stderr));
   // Without a bar (a log, a pipe), about ten progress lines per run instead.
@@ -186,9 +198,12 @@ async function launch(o: RunOptions): Promise<number> {
       const who = `${msg.name ? String(msg.name) : `peer ${String(msg.peerId)}`} (rank ${Number(msg.rank)})`;
       lastDeparture ??= { who, at: Date.now() };
       const why = `${String(msg.reason)}${msg.detail ? `: ${String(msg.detail)}` : ''}`;
+      if (msg.name) departures.set(String(msg.name), why);
       void printLine(`${bar ? '\n' : ''}ringtrain: ${who} left the job (${why}); ${o.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`, stderr);
+    } else if (msg.event === 'checkpoint-notice') {
+      void printLine(`${bar ? '\n' : ''}ringtrain: rank ${Number(msg.rank)}: ${String(msg.line)}`, stderr);
     } else if (msg.event === 'recovery') {
-      if (!recovery || Number(msg.step) > recovery.step) recovery = { step: Number(msg.step), path: String(msg.path) };
+      if (!recovery || Number(msg.step) > recovery.step) recovery = { step: Number(msg.step), path: String(msg.path), diverged: msg.diverged === true };
     } else if (msg.event === 'result') {
       w.result = msg;
     }
@@ -226,5 +241,5 @@ async function launch(o: RunOptions): Promise<number> {
     await untilSignal();
   }
   await server.close();
-  return reportRun({ o, workers, codes, recovery, runtime, say });
+  return reportRun({ o, workers, codes, recovery, runtime, say, departures });
 }

@@ -7,17 +7,16 @@
  * With --events, stdout carries one JSON object per line (`{"event": …}`)
  * for the launcher; human-readable lines go to stderr.
  */
-import { checkJobModel, useModelOption } from './model-option.ts';
+import { type ModelChoice, workerModel } from './model-option.ts';
 import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { EventBus } from '../core/events.ts';
 import { stallReporter } from '../distributed/stall.ts';
-import { saveCheckpoint } from '../checkpoint/file.node.ts';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { checkResumeFits } from '../distributed/resume-check.ts';
-import { recoveryStem, saveRecovery } from './recovery.node.ts';
+import { CheckpointSaver } from './checkpoint-saver.node.ts';
 import { limitEvaluation, loadTrainingData } from './training-data.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
 import { FINISHED } from '../distributed/session.ts';
@@ -53,6 +52,7 @@ const WorkerOptionsSchema = z.object({
   json: z.boolean().default(false),
   fault: z.string().min(1).optional(),
   aggregation: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
 });
 type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
@@ -64,6 +64,7 @@ export function workerCommand(): Command {
     .option('--token-file <path>', `read the job's token from this file (or set ${TOKEN_ENV})`)
     .option('--token <secret>', `the job's token (visible in ps: prefer ${TOKEN_ENV} or --token-file)`)
     .option('--name <name>', 'a name the other peers and the page show')
+    .option('--model <file>', "your copy of the job's model file (./my-model.ts), for a job that trains one; it is checked against the job's model before it is loaded. A worker never loads a file the server names")
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto (default): Node on a hardware GPU, Deno without one`))
     .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
     .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
@@ -124,45 +125,58 @@ async function runWorker(o: WorkerOptions): Promise<number> {
     sayStall(e);
     void emit({ event: 'stall', rank: e.rank, name: e.name, waitingFor: e.waitingFor, waitedMs: Math.round(e.waitedMs) });
   });
-  const session = await init({
-    server: o.server,
-    job: o.job,
-    token: o.token,
-    name: o.name,
-    connectTimeoutMs: o.connectTimeoutMs,
-    events: bus,
-    onNotice: (line) => void say(`[${o.name ?? 'worker'}] ${line}`),
-    capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },
-    // The job's model is known only from the welcome: check --resume against it before any ring forms.
-    beforeRing: async (job) => {
-      checkJobAggregation(aggregation, job.config.hyperparameters, job.id);
-      const loaded = await loadTrainingData(job.config.model, o.data);
-      const limit = job.config.hyperparameters.evalLimit;
-      data = { ...loaded, test: limitEvaluation(loaded.test, typeof limit === 'number' ? limit : undefined) };
-      if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
-      // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
-      if (job.config.model === 'transformer') await warmUpKernels(gpu, trainConfigFromJob(job.config), data.train, data.test);
-    },
-  });
+  let choice!: ModelChoice;
+  let session: Awaited<ReturnType<typeof init>>;
+  try {
+    session = await init({
+      server: o.server,
+      job: o.job,
+      token: o.token,
+      name: o.name,
+      connectTimeoutMs: o.connectTimeoutMs,
+      events: bus,
+      onNotice: (line) => void say(`[${o.name ?? 'worker'}] ${line}`),
+      capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },
+      // Every refusal happens here, between the server's welcome and the ring: init then leaves the job.
+      beforeRing: async (job) => {
+        // First, before anything of the job's is read or run: the model, from this worker's own --model.
+        choice = await workerModel(job, o.model);
+        trainConfigFromJob(job.config); // the job's settings, refused now if this peer cannot train them
+        checkJobAggregation(aggregation, job.config.hyperparameters, job.id);
+        const loaded = await loadTrainingData(job.config.model, o.data);
+        const limit = job.config.hyperparameters.evalLimit;
+        data = { ...loaded, test: limitEvaluation(loaded.test, typeof limit === 'number' ? limit : undefined) };
+        if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
+        // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
+        if (job.config.model === 'transformer') await warmUpKernels(gpu, trainConfigFromJob(job.config), data.train, data.test);
+      },
+    });
+  } catch (err) {
+    // Refused (or never let in): nothing of ours may keep this process alive.
+    gpu.destroy();
+    throw err;
+  }
   const { rank, size } = session;
-  const config = trainConfigFromJob(session.job.config);
-  // A model file: load it, and refuse it if it is not the job's (another file, another layout).
-  const choice = await useModelOption(config.model);
-  checkJobModel(choice, session.job.config.hyperparameters);
-  config.model = choice.model;
-  await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, ${config.globalBatch ? `global batch ${config.globalBatch} shared ${config.balance === 'speed' ? 'by speed' : 'equally'}` : `batch ${config.batch} per peer`}${config.elastic ? ', elastic' : ''}`);
-  await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
-  // Who left and why, for the launcher's one line per departure (it hears it from every survivor).
-  session.onPeerLeft((p) => {
-    void emit({ event: 'peer-left', peerId: p.peerId, rank: p.rank, name: p.name ?? null, reason: p.reason, detail: p.detail ?? null });
-    if ((p.reason === 'left' && p.detail === FINISHED) || p.reason === 'server-closing') return;
-    void say(`[rank ${session.rank}] ${p.name ?? p.peerId} (rank ${p.rank}) left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''})${config.elastic ? '; re-forming the ring without it' : ''}`);
-  });
   let recoveryPath: string | null = null;
   // The CRC-32 of this rank's last handed-out weights: replicas that agree print the same number.
   let weightsCrc: number | null = null;
   let leaveReason = 'stopped';
+  // Its lines go to the launcher too (as events): a failed save is news to whoever runs the job.
+  const saver = new CheckpointSaver(o, () => ({ job: session.job.id, rank: session.rank }), async (line) => {
+    await say(`[rank ${session.rank}] ${line}`);
+    await emit({ event: 'checkpoint-notice', rank: session.rank, line });
+  });
   try {
+    const config = trainConfigFromJob(session.job.config);
+    config.model = choice.model;
+    await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, ${config.globalBatch ? `global batch ${config.globalBatch} shared ${config.balance === 'speed' ? 'by speed' : 'equally'}` : `batch ${config.batch} per peer`}${config.elastic ? ', elastic' : ''}`);
+    await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
+    // Who left and why, for the launcher's one line per departure (it hears it from every survivor).
+    session.onPeerLeft((p) => {
+      void emit({ event: 'peer-left', peerId: p.peerId, rank: p.rank, name: p.name ?? null, reason: p.reason, detail: p.detail ?? null });
+      if ((p.reason === 'left' && p.detail === FINISHED) || p.reason === 'server-closing') return;
+      void say(`[rank ${session.rank}] ${p.name ?? p.peerId} (rank ${p.rank}) left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''})${config.elastic ? '; re-forming the ring without it' : ''}`);
+    });
     const result = await trainAsPeer(session, {
       gpu,
       train: data.train,
@@ -171,13 +185,14 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       resume,
       resumeName: o.resume,
       tamperGradients: fault ? faultHook(fault, () => session.comm, (line) => void say(`[rank ${session.rank}] ${line}`)) : undefined,
-      onCheckpoint: (c) => {
-        if (o.save) saveCheckpoint(o.save, c, { overwrite: o.overwrite });
-      },
+      // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
+      onCheckpoint: (c) => saver.save(c),
       onRecovery: async (c, why) => {
-        recoveryPath = saveRecovery(recoveryStem(o), c, o.resume ? [o.resume] : []);
-        await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath });
-        await say(`[rank ${session.rank}] ${why.message} [${why.code}]; saved the last completed step (${c.step}) in ${recoveryPath}: resume with --resume ${recoveryPath}`);
+        recoveryPath = saver.recover(c);
+        const diverged = why.detail?.diverged === true;
+        await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath, diverged });
+        const what = diverged ? `step ${c.step}, the last one evaluated before the run diverged,` : `the last completed step (${c.step})`;
+        await say(`[rank ${session.rank}] ${why.message} [${why.code}]; saved ${what} in ${recoveryPath}: resume with --resume ${recoveryPath}`);
       },
       onWeights: (w) => void (weightsCrc = crc32(new Uint8Array(w.params.buffer, w.params.byteOffset, w.params.byteLength))),
       onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
@@ -206,6 +221,8 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       recovery: recoveryPath,
       no_recovery: result.noRecovery ?? null,
       weights_crc32: weightsCrc,
+      // The last save at --save that failed (no later one landed), and where its state went instead.
+      save_failed: saver.trouble,
     };
     if (!result.stoppedBy) leaveReason = FINISHED;
     await emit({ event: 'result', ...summary });

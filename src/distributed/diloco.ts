@@ -146,7 +146,7 @@ export class LocalSgdOptimizer {
     });
     for (let i = 0; i < delta.length; i++) {
       if (!Number.isFinite(delta[i])) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `the averaged outer delta holds ${delta[i]} at index ${i}: a rank diverged during its inner steps; lower --lr or --sync-every`, { index: i });
+        throw new RingtrainError(ErrorCode.InvalidArgument, `the averaged outer delta holds ${delta[i]} at index ${i}: a rank diverged during its inner steps; lower --lr or --sync-every`, { index: i, diverged: true });
       }
     }
     // Only now, with the average in hand, does the state change: a failed allreduce leaves the round as it was.

@@ -209,7 +209,7 @@ export class DistributedOptimizer {
 function checkFinite(name: string, data: Float32Array): void {
   for (let i = 0; i < data.length; i++) {
     if (!Number.isFinite(data[i])) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `the averaged gradient of '${name}' holds ${data[i]} at index ${i}: a rank diverged; lower the learning rate`, { tensor: name, index: i });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `the averaged gradient of '${name}' holds ${data[i]} at index ${i}: a rank diverged; lower the learning rate`, { tensor: name, index: i, diverged: true });
     }
   }
 }

@@ -70,8 +70,10 @@ export interface DistributedTrainArgs {
   onCheckpoint?: (c: TrainingCheckpoint) => void | Promise<void>;
   /**
    * Called on every rank whose run ends with an error, with the state of the last step it
-   * completed, only if it completed one and the weights are finite. Replicas agree, so ranks
-   * that stopped at the same step hand over the same weights.
+   * completed, only if it completed one. A run that diverged (`why.detail.diverged`) or whose
+   * weights are not finite hands over its last evaluated state instead, if that was sound
+   * (finite weights and loss), else nothing. Replicas agree, so ranks that stopped at the same
+   * step hand over the same weights.
    */
   onRecovery?: (c: TrainingCheckpoint, why: RingtrainError) => void | Promise<void>;
   /**

@@ -16,7 +16,8 @@
  * last completed step on every survivor. Any error that ends the run (a broken
  * ring, a lost server, a diverged loss) hands those weights to `onRecovery`,
  * unless this rank completed no step (then the weights are only where it
- * started, which the caller already has) or they are not finite.
+ * started, which the caller already has). A diverged run hands over its last
+ * evaluated state instead (finite weights, finite loss), or nothing.
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
@@ -155,12 +156,21 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       extra: { seed: String(config.seed), batch: String(config.batch), global_batch: String(globalBatch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
     });
 
-  /** After an evaluation: the saving rank checkpoints, every rank shares its weights; one read-back serves both. */
+  /**
+   * The last state known to be sound: evaluated with a finite loss, every weight finite. A run that
+   * diverges offers this one, not its last step: the steps before a loss or a gradient turned
+   * non-finite already moved the weights far off (1e17 was seen), finite or not.
+   */
+  let lastSound: TrainingCheckpoint | undefined;
+
+  /** After an evaluation: the saving rank checkpoints, every rank shares its weights and keeps them as sound; one read-back serves all. */
   const handOut = async (saves: boolean): Promise<void> => {
     const checkpoint = saves ? args.onCheckpoint : undefined;
-    if (!checkpoint && !args.onWeights) return;
+    if (!checkpoint && !args.onWeights && !args.onRecovery) return;
     const params = await model.readParams();
-    if (checkpoint) await checkpoint(await checkpointOf(params));
+    const state = checkpoint || args.onRecovery ? await checkpointOf(params) : undefined;
+    if (args.onRecovery && Number.isFinite(evaluation.loss) && params.every(Number.isFinite)) lastSound = state;
+    if (checkpoint) await checkpoint(state!);
     // checkpointFromFlat copied what it keeps, so the hook may have this array.
     await args.onWeights?.({ step, epoch, params });
   };
@@ -169,7 +179,12 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const recover = async (err: RingtrainError): Promise<string | undefined> => {
     if (completedSteps === 0) return `rank ${comm.rank} completed no step in this run, so it holds only the weights it started from`;
     const params = await model.readParams();
-    if (!params.every(Number.isFinite)) return `the weights of step ${step} are not finite (the run diverged)`;
+    // A diverged run (this rank's loss or gradient, or a peer's abort saying so): back to the last sound state.
+    if (err.detail?.diverged === true || !params.every(Number.isFinite)) {
+      if (!lastSound) return `the run diverged at step ${step} before any step this run evaluated, so no weights of it are worth resuming; start again with a lower --lr`;
+      await args.onRecovery?.(lastSound, err);
+      return undefined;
+    }
     await args.onRecovery?.(await checkpointOf(params), err);
     await args.onWeights?.({ step, epoch, params });
     return undefined;
@@ -222,7 +237,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       // dopt.step's gradient read carried the loss, so this does not wait; the last value is this step's (a failed try may have left one).
       const loss = (await losses.collect()).at(-1) ?? NaN;
       if (!Number.isFinite(loss)) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank}: the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${config.lr}).`, { step, rank });
+        throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank}: the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${config.lr}).`, { step, rank, diverged: true });
       }
       step++;
       completedSteps++;

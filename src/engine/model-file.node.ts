@@ -30,7 +30,8 @@ async function importModule(abs: string): Promise<Record<string, unknown>> {
   return (await import(url)) as Record<string, unknown>;
 }
 
-export async function loadModelFile(path: string): Promise<{ name: string; factory: ModelFactory }> {
+/** The name a model file goes by (`<base name>@<hash of its bytes>`), read without running it. */
+export async function modelFileName(path: string): Promise<string> {
   const abs = resolve(path);
   let bytes: Uint8Array;
   try {
@@ -38,6 +39,17 @@ export async function loadModelFile(path: string): Promise<{ name: string; facto
   } catch (err) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `cannot read model file ${path} (${(err as Error).message}); pass a path to a .ts or .js file that exports a model factory`, { path }, { cause: err });
   }
+  return `${basename(abs).replace(/\.(m?[jt]s)$/, '')}@${fnv1aHex(bytes)}`;
+}
+
+/**
+ * Imports (runs) a model file and registers its factory. `expectName`: refuse, before
+ * running anything, a file whose name and bytes are not the ones a job records.
+ */
+export async function loadModelFile(path: string, expectName?: (name: string) => void): Promise<{ name: string; factory: ModelFactory }> {
+  const abs = resolve(path);
+  const name = await modelFileName(path);
+  expectName?.(name);
   let mod: Record<string, unknown>;
   try {
     mod = await importModule(abs);
@@ -54,7 +66,6 @@ export async function loadModelFile(path: string): Promise<{ name: string; facto
       { path, exports: Object.keys(mod) },
     );
   }
-  const name = `${basename(abs).replace(/\.(m?[jt]s)$/, '')}@${fnv1aHex(bytes)}`;
   registerModel(name, factory as ModelFactory);
   return { name, factory: factory as ModelFactory };
 }

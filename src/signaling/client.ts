@@ -20,7 +20,7 @@ import type { EventBus } from '../core/events.ts';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
 import { PROTOCOL_VERSION, describeIssues, serverMessageSchema, type Capabilities, type ServerMessage } from './protocol.ts';
 import { SignalingClient } from './signaling-client.ts';
-import { OPEN, signalingError, signalingUrl, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
+import { describeTlsFailure, OPEN, probeTlsFailure, signalingError, signalingUrl, socketFailure, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
 
 export { SignalingClient, type Membership } from './signaling-client.ts';
 export { signalingUrl, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
@@ -90,17 +90,22 @@ export function connect(url: string, options: ConnectOptions): Promise<Signaling
         }),
       );
     };
-    ws.onerror = () => {
-      // The close event follows with the details the runtime gives; nothing to add here.
+    // What the runtime said went wrong (ws: the Error and its code; Deno: a message), for the close that follows.
+    let failure: ReturnType<typeof socketFailure>;
+    ws.onerror = (ev: never) => {
+      failure ??= socketFailure(ev);
     };
-    ws.onclose = (ev) => {
+    ws.onclose = async (ev) => {
+      // A certificate problem is not an absent server: say which, and what to do.
+      const tls = client || refusal || settled ? null : (describeTlsFailure(wsUrl, failure) ?? (await probeTlsFailure(wsUrl)));
+      const said = typeof failure?.message === 'string' && failure.message ? `: ${failure.message}` : '';
       const err =
         refusal ??
         signalingError(
           client
             ? `the signaling server at ${wsUrl} closed the connection (code ${ev.code}${ev.reason ? `, ${ev.reason}` : ''})`
-            : `cannot reach the signaling server at ${wsUrl} (code ${ev.code}); is it running? (ringtrain server)`,
-          { url: wsUrl, closeCode: ev.code },
+            : (tls ?? `cannot reach the signaling server at ${wsUrl} (code ${ev.code}${said}); is it running? (ringtrain server)`),
+          { url: wsUrl, closeCode: ev.code, ...(tls && failure?.code ? { tlsError: String(failure.code) } : {}) },
         );
       if (!settled) return fail(err);
       client?.end(err);

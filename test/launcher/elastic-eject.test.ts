@@ -1,0 +1,48 @@
+/**
+ * `ringtrain run -np 3 --elastic` where one worker sends poisoned gradients
+ * from step 3 on: the others name it, the server ejects it, the two survivors
+ * finish every step. The ejected worker ends with a result of its own (stopped,
+ * with a recovery file, and the rank it held before the ring re-formed); the
+ * launcher must still report the job as done, name the ejection and its reason,
+ * offer no file to resume from, and exit 0.
+ * Real launcher, real server, real Deno workers over real WebRTC.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { requireNetns } from '../support/workers.ts';
+
+const STEPS = 20;
+const launchers: ChildProcess[] = [];
+const dir = mkdtempSync(join(tmpdir(), 'ringtrain-elastic-eject-'));
+afterAll(() => {
+  for (const c of launchers) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    // From a temporary folder: the ejected worker's recovery file lands there, not in the repository.
+    const child = spawn(process.execPath, [join(process.cwd(), 'bin/ringtrain.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    launchers.push(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('ringtrain run --elastic: a peer ejected mid-run', () => {
+  it('the survivors finish every step; the launcher says done, names the ejection, and exits 0', async () => {
+    requireNetns();
+    const r = await run(['run', '-np', '3', '--elastic', '--runtime', 'deno', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--fault-worker', '2:scale:1e30@step:3']);
+    const said = `${r.stdout}\n${r.stderr}`;
+    expect(r.code, said).toBe(0);
+    expect(r.stdout, said).toMatch(new RegExp(`^done: ${STEPS} steps on 2 peers, test accuracy \\d+\\.\\d+%, \\d+ samples/s; 1 peer ejected \\(deno-2: ejected`, 'm'));
+    expect(said).not.toMatch(/^stopped:|resume with|not evaluated/m);
+    expect(r.stderr).toMatch(/worker 2 left the run early \(exit \d+: ejected/);
+  }, 400_000);
+});
