@@ -23,7 +23,7 @@ export interface TraceEvent {
   args?: Record<string, unknown>;
 }
 
-const TRACK = { compute: 1, negotiate: 2, collective: 3, send: 4, recv: 5, membership: 6 } as const;
+const TRACK = { compute: 1, negotiate: 2, collective: 3, send: 4, recv: 5, membership: 6, gpu: 7 } as const;
 const TRACK_NAMES: Record<number, string> = {
   [TRACK.compute]: 'compute',
   [TRACK.negotiate]: 'negotiate',
@@ -31,6 +31,7 @@ const TRACK_NAMES: Record<number, string> = {
   [TRACK.send]: 'chunk sends',
   [TRACK.recv]: 'chunk receives',
   [TRACK.membership]: 'membership and stalls',
+  [TRACK.gpu]: 'gpu-wait (read-backs)',
 };
 
 function trackOf(phase: Phase): number {
@@ -129,6 +130,9 @@ export class TimelineRecorder {
     switch (e.type) {
       case 'compute-begin':
         this.begin(`c:${pid}:${e.step}`, e.t, { step: e.step });
+        break;
+      case 'gpu-wait':
+        this.events.push({ name: 'gpu-wait', ph: 'X', ts: this.us(e.t), dur: Math.round(e.ms * 1000), pid, tid: TRACK.gpu, cat: 'gpu-wait', args: { what: e.what } });
         break;
       case 'compute-end':
         this.end(`c:${pid}:${e.step}`, e.t, 'compute', pid, TRACK.compute, 'compute');

@@ -36,6 +36,8 @@ describe('a steady-state step of a default 4-rank job negotiates nothing', () =>
         expect(counts.length, `rank ${rank}`).toBe(5);
         expect(counts[0].negotiations, `rank ${rank}'s first step negotiates`).toBeGreaterThan(0);
         for (const c of counts.slice(1)) expect(c).toEqual({ collectives: 2, negotiations: 0 });
+        // Each step's gradient read-back is a span of its own, apart from the ring's phases.
+        expect(trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'gpu-wait' && e.pid === rank).length, `rank ${rank}'s gpu-wait spans`).toBe(5);
       }
     }, 300_000);
   }
