@@ -2,6 +2,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { fromCounts } from './partition.ts';
 import { ringAllgather } from './ring.ts';
+import type { Request } from './negotiate.ts';
 import { runCollective, validate } from './run.ts';
 import { dtypeOf, emptyLike, type CollectiveOptions, type Tensor } from './types.ts';
 import { codecFor } from './wire.ts';
@@ -17,7 +18,7 @@ export async function allgather<T extends Tensor>(comm: Communicator, data: T, o
   const shape = opts.shape ?? [data.length];
   if (shape.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'allgather: a scalar (shape []) has no first dimension to gather along; give it shape [1]');
   const request = { name: opts.name ?? 'allgather', dtype: dtypeOf(data)!, shape, extra: [data.length] };
-  return runCollective(comm, opts, { kind: 'allgather', request, count: data.length, bytes: data.byteLength, varyingShape: true, named: opts.name !== undefined }, async (run, requests) => {
+  return runCollective(comm, opts, { kind: 'allgather', request, count: data.length, bytes: data.byteLength, varyingShape: true, named: opts.name !== undefined, fast: everyBlockFilled }, async (run, requests) => {
     const blocks = fromCounts(requests.map((r) => r.extra![0]));
     const total = blocks.reduce((a, b) => a + b.count, 0);
     const buf = emptyLike(data, total);
@@ -25,4 +26,9 @@ export async function allgather<T extends Tensor>(comm: Communicator, data: T, o
     await run.phase('allgather', () => ringAllgather(run, buf, blocks, codecFor('none', buf)));
     return buf;
   });
+}
+
+/** On a cached agreement, every block must hold something: each rank then waits on every other to forward (run.ts). */
+function everyBlockFilled(requests: Request[]): boolean {
+  return requests.every((r) => (r.extra?.[0] ?? 0) > 0);
 }

@@ -136,7 +136,7 @@ export async function allreduce<T extends Tensor>(comm: Communicator, data: T, o
   validate(comm, data, opts, 'allreduce');
   const s = reduceSettings(data, opts, 'allreduce');
   const buf = data.slice() as T;
-  await reduceOne(comm, buf, opts.name, opts, s);
+  await reduceOne(comm, buf, opts.name, opts, s, data);
   return buf;
 }
 
@@ -161,8 +161,31 @@ export async function allreduceInPlace<T extends Tensor>(comm: Communicator, buf
   return buf;
 }
 
-function reduceOne(comm: Communicator, buf: Tensor, name: string | undefined, opts: ReduceOptions, s: ReduceSettings): Promise<void> {
+/**
+ * Whether an allreduce of `count` elements may go ahead on its cached agreement (run.ts): every
+ * rank's result must need every rank's data. Recursive doubling: any element does it; the ring:
+ * every chunk must hold one, or a rank whose chunk is empty could finish without hearing of a
+ * rank that fell back.
+ */
+export function allreduceMayGoAhead(algorithm: Exclude<Algorithm, 'auto'>, count: number, size: number): boolean {
+  return algorithm === 'recursive-doubling' ? count > 0 : count >= size;
+}
+
+/** Saves `buf` (and the residual) so that a fast path that falls back starts again from them; `pristine`: a copy already kept. */
+function snapshotOf(buf: Tensor, s: ReduceSettings, pristine?: Tensor): () => () => void {
+  return () => {
+    const saved = pristine ?? buf.slice();
+    const residual = s.errorFeedback?.slice();
+    return () => {
+      buf.set(saved as never);
+      if (residual) s.errorFeedback!.set(residual);
+    };
+  };
+}
+
+function reduceOne(comm: Communicator, buf: Tensor, name: string | undefined, opts: ReduceOptions, s: ReduceSettings, pristine?: Tensor): Promise<void> {
   const algorithm = chooseAlgorithm(s, buf.byteLength, comm.size);
   const request = reduceRequest(name ?? 'allreduce', buf, opts.shape, s, algorithm);
-  return runCollective(comm, opts, { kind: 'allreduce', request, count: buf.length, bytes: buf.byteLength, named: name !== undefined }, (run) => allreduceData(run, buf, s, algorithm));
+  const fast = () => allreduceMayGoAhead(algorithm, buf.length, comm.size);
+  return runCollective(comm, opts, { kind: 'allreduce', request, count: buf.length, bytes: buf.byteLength, named: name !== undefined, fast, snapshot: snapshotOf(buf, s, pristine) }, (run) => allreduceData(run, buf, s, algorithm));
 }

@@ -2,6 +2,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { fromCounts, segmentsOf } from './partition.ts';
 import { PHASE_ALLTOALL } from './ring.ts';
+import type { Request } from './negotiate.ts';
 import { runCollective, validate } from './run.ts';
 import { dtypeOf, emptyLike, rowElements, view, type CollectiveOptions, type Tensor } from './types.ts';
 import { codecFor } from './wire.ts';
@@ -29,7 +30,7 @@ export async function alltoall<T extends Tensor>(comm: Communicator, data: T, op
   }
   const per = rowElements(shape);
   const request = { name: opts.name ?? 'alltoall', dtype: dtypeOf(data)!, shape, extra: splits };
-  return runCollective(comm, opts, { kind: 'alltoall', request, count: data.length, bytes: data.byteLength, varyingShape: true, named: opts.name !== undefined }, async (run, requests) => {
+  return runCollective(comm, opts, { kind: 'alltoall', request, count: data.length, bytes: data.byteLength, varyingShape: true, named: opts.name !== undefined, fast: (requests) => per > 0 && everyPairSends(requests) }, async (run, requests) => {
     const { rank, size } = comm;
     const codec = codecFor('none', data);
     const segment = run.segmentElements(codec);
@@ -65,4 +66,9 @@ export async function alltoall<T extends Tensor>(comm: Communicator, data: T, op
     });
     return { data: out, recvSplits };
   });
+}
+
+/** On a cached agreement, every rank must send every other something: each then waits on all the others (run.ts). */
+function everyPairSends(requests: Request[]): boolean {
+  return requests.every((r, from) => (r.extra ?? []).every((rows, to) => to === from || rows > 0));
 }

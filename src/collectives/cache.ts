@@ -2,11 +2,13 @@
  * The response cache, after Horovod's: once every rank has agreed on a
  * collective (same kind, name, dtype, shape, op, scale factors...), each rank
  * remembers the agreed requests. The next time the same collective comes
- * round, a rank that finds it here skips the coordinator: it sends every
- * other rank a 12-byte fingerprint of the cached agreement and waits for
- * theirs (one hop, not the two of a coordinator round trip). All equal: go.
- * Any rank missing or different: everyone falls back to full negotiation,
- * which names the disagreement and refreshes the cache.
+ * round, a rank that finds it here sends nothing extra at all: its data goes
+ * out at once, with a 12-byte fingerprint of the cached agreement in front of
+ * the first message to each peer, and each rank checks the first message from
+ * each peer against its own (run.ts). All equal along the way: done, no round
+ * trip spent on agreeing. A rank that misses, or a fingerprint that differs,
+ * sends everyone to full negotiation, which names the disagreement and
+ * refreshes the cache.
  *
  * Every rank updates its cache from the same verdicts, but concurrent
  * collectives may see verdicts in different orders, so the fingerprint is a
@@ -49,6 +51,11 @@ export class ResponseCache {
     this.entries.set(k, e);
   }
 
+  /** Forgets the agreement for `mine`'s kind and name (tests: a rank whose cache lost an entry). */
+  delete(mine: Request): void {
+    this.entries.delete(keyOf(mine));
+  }
+
   /** Remembers an agreement (a new one for the same kind and name replaces the old). */
   store(requests: Request[]): void {
     const perRank = requests.map((r) => JSON.stringify(r));
@@ -62,9 +69,6 @@ export class ResponseCache {
 function keyOf(r: Request): string {
   return `${r.kind}\u0000${r.name}`;
 }
-
-/** What a rank sends when it has no cached agreement. */
-export const MISS = new Uint8Array(12);
 
 /** Byte 0 = 1 (a hit), then two independent 32-bit FNV-1a hashes: 64 bits against chance collisions. */
 function fingerprintOf(text: string): Uint8Array {

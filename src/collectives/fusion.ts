@@ -1,6 +1,6 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
-import { allreduceData, chooseAlgorithm, reduceRequest, reduceSettings } from './allreduce.ts';
+import { allreduceData, allreduceMayGoAhead, chooseAlgorithm, reduceRequest, reduceSettings } from './allreduce.ts';
 import { runCollective } from './run.ts';
 import { dtypeOf, emptyLike, type ReduceOptions, type Tensor } from './types.ts';
 import { fnv1a32 } from '../core/hash.ts';
@@ -74,7 +74,9 @@ export async function allreduceFused(comm: Communicator, tensors: NamedTensor[],
     const bytes = count * first.BYTES_PER_ELEMENT;
     const algorithm = chooseAlgorithm(s, bytes, comm.size);
     const request = reduceRequest(fusedName(members.map((t) => t.name)), first, [count], s, algorithm);
-    const out = await runCollective(comm, opts, { kind: 'allreduce', request, count, bytes }, async (run) => {
+    // The body packs a fresh buffer each time: nothing to put back if the fast path falls back.
+    const fast = () => allreduceMayGoAhead(algorithm, count, comm.size);
+    const out = await runCollective(comm, opts, { kind: 'allreduce', request, count, bytes, fast }, async (run) => {
       const buf = emptyLike(first, count);
       await run.phase('fusion-pack', async () => {
         let o = 0;

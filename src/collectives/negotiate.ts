@@ -1,19 +1,18 @@
 /**
- * Negotiation, after Horovod's controller. Before any data moves, every rank
- * tells every other rank whether it has this collective in its response cache
- * (cache.ts); if all have the same cached agreement, that is the verdict.
- * Otherwise every rank tells the coordinator (rank 0) what it is about to do;
- * the coordinator checks that all agree and answers everyone with one verdict:
+ * Negotiation, after Horovod's controller: every rank tells the coordinator
+ * (rank 0) what it is about to do; the coordinator checks that all agree and
+ * answers everyone with one verdict:
  *
- *   rank r -> every s  {id, CACHE_STEP}       12 bytes: a fingerprint of r's cached agreement, or MISS
- *   rank r -> rank 0   {id, NEGOTIATE_STEP}   the rank's Request (JSON), unless all hit
+ *   rank r -> rank 0   {id, NEGOTIATE_STEP}   the rank's Request (JSON)
  *   rank 0 -> rank r   {id, VERDICT_STEP}     {ok: true, requests} | {ok: false, code, message, detail}
  *
- * A rank that misses goes to the coordinator at once (it knows nobody can skip
- * it). A rank that hits waits for every fingerprint; if one never comes within
- * the timeout the communicator is aborted with a Timeout naming the silent
- * ranks, so every rank, the late one included, fails alike rather than some
- * of them moving data that nobody will answer.
+ * This is the slow path. A collective every rank has agreed on before (the
+ * response cache, cache.ts) does not come here at all: run.ts sends its data
+ * at once with the cached agreement's fingerprint on the first message to each
+ * peer, and only a rank that misses, a fingerprint that differs or a peer that
+ * stays silent sends everyone back here:
+ *
+ *   rank r -> every s  {id, FALLBACK_STEP}    "negotiate this one": any rank that went ahead on its cache comes back
  *
  * So a disagreement fails on every rank with the same error naming who sent
  * what; ranks that never show up are named by a Timeout (the stall inspector,
@@ -22,7 +21,6 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
-import { cacheOf, MISS, sameBytes } from './cache.ts';
 import type { Communicator } from '../comm/interface.ts';
 
 export interface Request {
@@ -42,7 +40,14 @@ export interface Request {
 
 export const NEGOTIATE_STEP = 0xfffffff0;
 export const VERDICT_STEP = 0xfffffff1;
-export const CACHE_STEP = 0xfffffff2;
+export const FALLBACK_STEP = 0xfffffff2;
+/** Set in the step of every data message sent on a cached agreement before anyone confirmed it (run.ts). */
+export const FAST_STEP_BIT = 0x08000000;
+
+/** The steps a collective forgets once it knows whether its cached agreement held: its speculative data and fallback notes. */
+export function isFastStep(step: number): boolean {
+  return step === FALLBACK_STEP || ((step & FAST_STEP_BIT) !== 0 && step < NEGOTIATE_STEP);
+}
 
 type Verdict = { ok: true; requests: Request[] } | { ok: false; code: string; message: string; detail: Record<string, unknown> };
 
@@ -89,43 +94,10 @@ export interface NegotiateOptions {
   varyingShape?: boolean;
 }
 
-/** Agrees on `mine` with every rank; resolves with every rank's request, in rank order. */
+/** Agrees on `mine` with every rank through the coordinator; resolves with every rank's request, in rank order. */
 export async function negotiate(comm: Communicator, id: number, mine: Request, o: NegotiateOptions): Promise<Request[]> {
   if (comm.size === 1) return [mine];
-  const cache = cacheOf(comm);
-  const hit = cache.lookup(comm.rank, mine);
-  const mark = hit ? hit.fingerprint : MISS;
-  const cacheTag = { id, step: CACHE_STEP, chunk: 0 };
-  const others = Array.from({ length: comm.size }, (_, r) => r).filter((r) => r !== comm.rank);
-  for (const r of others) comm.send(r, cacheTag, mark).catch(() => {}); // a lost peer aborts the communicator anyway
-  if (hit) {
-    const marks = await gatherMarks(comm, id, mine.name, others, cacheTag, o.timeoutMs);
-    if (marks.every((m) => sameBytes(m, mark))) {
-      cache.touch(mine, hit);
-      return hit.requests;
-    }
-  } else {
-    // Nobody can skip the coordinator now; take the others' marks as they come so none lingers.
-    for (const r of others) comm.recv(r, cacheTag).catch(() => {});
-  }
-  const requests = await negotiateWithCoordinator(comm, id, mine, o);
-  cache.store(requests);
-  return requests;
-}
-
-/** Every other rank's cache mark; a silence past the timeout aborts the communicator, naming the silent ranks. */
-async function gatherMarks(comm: Communicator, id: number, name: string, others: number[], tag: { id: number; step: number; chunk: number }, timeoutMs: number): Promise<Uint8Array[]> {
-  const got = new Map<number, Uint8Array>();
-  const missing = () => others.filter((r) => !got.has(r));
-  const settled = await stallWatch(comm, id, name, missing, Promise.allSettled(others.map((r) => comm.recv(r, tag, timeoutMs).then((m) => void got.set(r, m)))), timeoutMs);
-  const other = settled.find((s) => s.status === 'rejected' && (s.reason as RingtrainError).code !== ErrorCode.Timeout);
-  if (other) throw (other as PromiseRejectedResult).reason;
-  const silent = missing();
-  if (silent.length > 0) {
-    comm.abort(new RingtrainError(ErrorCode.Timeout, `collective #${id} '${name}': rank(s) ${silent.join(', ')} never answered within ${timeoutMs} ms (stalled, crashed, or calling a different sequence of collectives); the communicator is aborted so that no rank waits on data that will not come`, { id, waitingFor: silent, timeoutMs }));
-    throw comm.error;
-  }
-  return others.map((r) => got.get(r)!);
+  return negotiateWithCoordinator(comm, id, mine, o);
 }
 
 async function negotiateWithCoordinator(comm: Communicator, id: number, mine: Request, o: NegotiateOptions): Promise<Request[]> {

@@ -86,6 +86,10 @@ export class ProcessSet implements Communicator {
     return this.parent.recv(this.peer(peer), this.outer(tag), timeoutMs);
   }
 
+  forget(id: number, step: (step: number) => boolean): void {
+    this.parent.forget?.(this.outer({ id, step: 0, chunk: 0 }).id, step);
+  }
+
   abort(err: RingtrainError): void {
     this.parent.abort(err);
   }

@@ -22,7 +22,7 @@ export async function reducescatter<T extends Tensor>(comm: Communicator, data: 
   const shape = opts.shape ?? [data.length];
   if (shape.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'reducescatter: a scalar (shape []) has no first dimension to split over the ranks; give it shape [1] or use allreduce');
   const request = reduceRequest(opts.name ?? 'reducescatter', data, shape, s);
-  return runCollective(comm, opts, { kind: 'reducescatter', request, count: data.length, bytes: data.byteLength, named: opts.name !== undefined }, async (run) => {
+  return runCollective(comm, opts, { kind: 'reducescatter', request, count: data.length, bytes: data.byteLength, named: opts.name !== undefined, fast: () => shape[0] >= comm.size && rowElements(shape) > 0 }, async (run) => {
     const buf = data.slice() as T;
     scaleInPlace(buf, s.prescale);
     const chunks = rowChunks(shape, comm.size);

@@ -1,21 +1,57 @@
 import { ErrorCode, RingtrainError, isRingtrainError } from '../core/errors.ts';
 import { now, type Phase } from '../core/events.ts';
 import type { Communicator, Tag } from '../comm/interface.ts';
-import { negotiate, type Request } from './negotiate.ts';
+import { cacheOf, sameBytes } from './cache.ts';
+import { FALLBACK_STEP, FAST_STEP_BIT, isFastStep, negotiate, type Request } from './negotiate.ts';
 import type { Range } from './partition.ts';
 import { DEFAULT_SEGMENT_BYTES, DEFAULT_TIMEOUT_MS, dtypeOf, type CollectiveOptions, type Tensor } from './types.ts';
 import type { Codec } from './wire.ts';
 
 /**
+ * Why a collective that went ahead on its cached agreement stops and
+ * negotiates instead. Thrown inside its body (every pending receive rejects
+ * with it); never seen by callers.
+ */
+export class Fallback extends Error {
+  /** `tell`: this rank found it out itself, so it tells the others (they may be waiting on it). */
+  constructor(why: string, readonly tell: boolean) {
+    super(why);
+  }
+}
+
+/** Bytes of the cached agreement's fingerprint in front of the first message to each peer (cache.ts). */
+const FINGERPRINT_BYTES = 12;
+
+interface FastState {
+  fingerprint: Uint8Array;
+  sentTo: Set<number>;
+  heardFrom: Set<number>;
+  fallen: Fallback | null;
+  /** Rejects with the Fallback once there is one: every receive races it. */
+  stop: Promise<never>;
+  fail(f: Fallback): void;
+}
+
+/**
  * One collective in flight on one rank: its id, its options, the events it
  * emits and the sends it has queued. Every collective function goes through
- * `runCollective`, which negotiates first and makes sure a failure while data
- * moves aborts the communicator (so no other rank is left waiting).
+ * `runCollective`, which agrees on it with the others first (from the
+ * response cache, or through the coordinator) and makes sure a failure while
+ * data moves aborts the communicator (so no other rank is left waiting).
+ *
+ * On the fast path (a cache hit) the data moves at once: the first message
+ * to each peer starts with the cached agreement's fingerprint, and the first
+ * message from each peer is checked against ours. Every collective allowed
+ * on that path makes each rank's result depend on data from every rank
+ * through such checked links, so all pairs equal along the way means all
+ * equal, and a rank that misses (it sends no data) or finds a difference
+ * holds everyone up until they hear of it and negotiate.
  */
 export class Run {
   readonly timeoutMs: number;
   readonly segmentBytes: number;
   private sends: Promise<void>[] = [];
+  private fast: FastState | null = null;
 
   constructor(readonly comm: Communicator, readonly id: number, readonly name: string, opts: CollectiveOptions) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -28,18 +64,82 @@ export class Run {
   }
 
   tag(phase: number, step: number, chunk: number): Tag {
-    return { id: this.id, step: (phase << 16) | step, chunk };
+    // Speculative messages live in steps of their own, so the negotiated retry never meets them.
+    return { id: this.id, step: ((phase << 16) | step) | (this.fast ? FAST_STEP_BIT : 0), chunk };
+  }
+
+  /** Goes ahead on a cached agreement: messages carry `fingerprint` until this rank falls back. */
+  goFast(fingerprint: Uint8Array): void {
+    let fail!: (f: Fallback) => void;
+    const stop = new Promise<never>((_, reject) => (fail = reject));
+    stop.catch(() => {});
+    const state: FastState = { fingerprint, sentTo: new Set(), heardFrom: new Set(), fallen: null, stop, fail: () => {} };
+    state.fail = (f) => {
+      if (state.fallen) return;
+      state.fallen = f;
+      fail(f);
+    };
+    this.fast = state;
+  }
+
+  /** The reason this rank stopped going ahead on its cache, if it did. */
+  get fallen(): Fallback | null {
+    return this.fast?.fallen ?? null;
+  }
+
+  /** Stops the fast path (every pending receive rejects with `f`); the first reason wins. */
+  fallBack(f: Fallback): Fallback {
+    this.fast?.fail(f);
+    return this.fast?.fallen ?? f;
+  }
+
+  /** Back to negotiated messages (plain steps, no fingerprints), forgetting the sends queued on the fast path. */
+  goSlow(): void {
+    this.fast = null;
+    this.sends = [];
   }
 
   /** Queues a send without waiting for it; `flush()` waits for them all. */
   send(peer: number, tag: Tag, payload: Uint8Array): void {
+    const f = this.fast;
+    if (f) {
+      if (f.fallen) return;
+      if (!f.sentTo.has(peer)) {
+        f.sentTo.add(peer);
+        const out = new Uint8Array(FINGERPRINT_BYTES + payload.byteLength);
+        out.set(f.fingerprint);
+        out.set(payload, FINGERPRINT_BYTES);
+        payload = out;
+      }
+    }
     const p = this.comm.send(peer, tag, payload);
     p.catch(() => {}); // observed in flush(); a failure also aborts the communicator
     this.sends.push(p);
   }
 
   recv(peer: number, tag: Tag): Promise<Uint8Array> {
-    return this.comm.recv(peer, tag, this.timeoutMs);
+    const f = this.fast;
+    if (!f) return this.comm.recv(peer, tag, this.timeoutMs);
+    if (f.fallen) return Promise.reject(f.fallen);
+    // Tags are received from a peer in the order it sent them, so our first receive is its first send.
+    const first = !f.heardFrom.has(peer);
+    f.heardFrom.add(peer);
+    const got = this.comm.recv(peer, tag, this.timeoutMs).then(
+      (bytes) => {
+        if (!first) return bytes;
+        if (bytes.byteLength < FINGERPRINT_BYTES || !sameBytes(bytes.subarray(0, FINGERPRINT_BYTES), f.fingerprint)) {
+          throw this.fallBack(new Fallback(`rank ${peer} went ahead on another agreement`, true));
+        }
+        return bytes.subarray(FINGERPRINT_BYTES);
+      },
+      (e: unknown) => {
+        // A silent peer may be negotiating, or late: the coordinator tells which, naming it.
+        if ((e as RingtrainError).code === ErrorCode.Timeout) throw this.fallBack(new Fallback(`rank ${peer} sent nothing`, true));
+        throw e;
+      },
+    );
+    got.catch(() => {});
+    return Promise.race([got, f.stop]);
   }
 
   async flush(): Promise<void> {
@@ -77,6 +177,14 @@ export interface Begin {
   varyingShape?: boolean;
   /** The caller named it: a second one of that name while it runs is an error (Horovod's duplicate-name check). */
   named?: boolean;
+  /**
+   * Whether a cached agreement (every rank's request) may go ahead without negotiating: only
+   * where each rank's result needs data from every other rank over links that carry at least
+   * one message (so a rank that falls back holds everyone up). Absent: always negotiated.
+   */
+  fast?: (requests: Request[]) => boolean;
+  /** Saves what the body changes in place; the returned function puts it back (a fast path that falls back). */
+  snapshot?: () => () => void;
 }
 
 /** Names of the collectives running on each communicator (explicitly named ones only). */
@@ -112,23 +220,91 @@ async function runClaimed<T>(comm: Communicator, opts: CollectiveOptions, begin:
     ev.emit({ type: 'collective-begin', t: now(), rank: comm.rank, size: comm.size, id: run.id, name: run.name, kind: begin.kind, op: begin.request.op, dtype: begin.request.dtype, count: begin.count, bytes: begin.bytes });
   }
   try {
-    const requests = await run.phase('negotiate', () => negotiate(comm, run.id, { kind: begin.kind, ...begin.request }, { timeoutMs: run.timeoutMs, varyingShape: begin.varyingShape }));
-    let result: T;
-    try {
-      result = await body(run, requests);
-      await run.flush();
-    } catch (e) {
-      // Data was moving: other ranks may be waiting on us. Tell them all.
-      const err = isRingtrainError(e) ? e : new RingtrainError(ErrorCode.Transport, `collective #${run.id} '${run.name}' failed on rank ${comm.rank}: ${(e as Error).message}`, { rank: comm.rank }, { cause: e });
-      comm.abort(err);
-      throw comm.error ?? err;
+    const mine: Request = { kind: begin.kind, ...begin.request };
+    const cache = cacheOf(comm);
+    const hit = comm.size > 1 && begin.fast ? cache.lookup(comm.rank, mine) : null;
+    let fellBack: Fallback | null = null;
+    if (hit && begin.fast!(hit.requests)) {
+      const restore = begin.snapshot?.();
+      const outcome = await moving(run, () => goAhead(run, hit.requests, hit.fingerprint, body));
+      if (outcome.done) {
+        cache.touch(mine, hit);
+        if (ev.active) ev.emit({ type: 'collective-end', t: now(), rank: comm.rank, id: run.id, name: run.name, ok: true });
+        return outcome.result;
+      }
+      fellBack = outcome.fallback;
+      restore?.();
+    } else if (comm.size > 1 && begin.fast) {
+      // Ranks that found it in their caches went ahead: bring them back.
+      tellOthers(run);
     }
+    let requests: Request[];
+    try {
+      requests = await run.phase('negotiate', () => negotiate(comm, run.id, mine, { timeoutMs: run.timeoutMs, varyingShape: begin.varyingShape }));
+    } catch (e) {
+      // Data moved on the fast path and someone never came: as before anything moved, every rank fails alike.
+      if (fellBack && (e as RingtrainError).code === ErrorCode.Timeout) {
+        comm.abort(e as RingtrainError);
+        throw comm.error ?? e;
+      }
+      throw e;
+    } finally {
+      if (begin.fast && comm.size > 1) comm.forget?.(run.id, isFastStep);
+    }
+    cache.store(requests);
+    const result = await moving(run, async () => {
+      const r = await body(run, requests);
+      await run.flush();
+      return r;
+    });
     if (ev.active) ev.emit({ type: 'collective-end', t: now(), rank: comm.rank, id: run.id, name: run.name, ok: true });
     return result;
   } catch (e) {
     if (ev.active) ev.emit({ type: 'collective-end', t: now(), rank: comm.rank, id: run.id, name: run.name, ok: false, error: (e as Error).message });
     throw e;
   }
+}
+
+/** Runs `f` while data moves: a failure then aborts the communicator, since other ranks may be waiting on us. */
+async function moving<T>(run: Run, f: () => Promise<T>): Promise<T> {
+  const comm = run.comm;
+  try {
+    return await f();
+  } catch (e) {
+    const err = isRingtrainError(e) ? e : new RingtrainError(ErrorCode.Transport, `collective #${run.id} '${run.name}' failed on rank ${comm.rank}: ${(e as Error).message}`, { rank: comm.rank }, { cause: e });
+    comm.abort(err);
+    throw comm.error ?? err;
+  }
+}
+
+/** The body on a cached agreement; a Fallback (ours or another rank's) comes back as such, anything else throws. */
+async function goAhead<T>(run: Run, requests: Request[], fingerprint: Uint8Array, body: (run: Run, requests: Request[]) => Promise<T>): Promise<{ done: true; result: T } | { done: false; fallback: Fallback }> {
+  const comm = run.comm;
+  run.goFast(fingerprint);
+  for (let r = 0; r < comm.size; r++) {
+    if (r === comm.rank) continue;
+    // Quiet when forgotten (the collective is over) or when the communicator fails (the body sees it too).
+    comm.recv(r, { id: run.id, step: FALLBACK_STEP, chunk: 0 }).then(() => run.fallBack(new Fallback(`rank ${r} asked to negotiate`, false)), () => {});
+  }
+  try {
+    const result = await body(run, requests);
+    await run.flush();
+    comm.forget?.(run.id, isFastStep);
+    return { done: true, result };
+  } catch (e) {
+    const fallback = run.fallen;
+    if (!fallback) throw e;
+    if (fallback.tell) tellOthers(run);
+    run.goSlow();
+    return { done: false, fallback };
+  }
+}
+
+/** Tells every other rank to negotiate this collective (one that went ahead on its cache falls back). */
+function tellOthers(run: Run): void {
+  const comm = run.comm;
+  const tag = { id: run.id, step: FALLBACK_STEP, chunk: 0 };
+  for (let r = 0; r < comm.size; r++) if (r !== comm.rank) comm.send(r, tag, new Uint8Array(0)).catch(() => {}); // a lost peer aborts the communicator anyway
 }
 
 /** Checks shared by every collective's arguments. */

@@ -147,6 +147,10 @@ export class LinkCommunicator implements Communicator {
     }
   }
 
+  forget(id: number, step: (step: number) => boolean): void {
+    this.inbox.forget(id, step);
+  }
+
   recv(peer: number, tag: Tag, timeoutMs = 0): Promise<Uint8Array> {
     const have = this.inbox.take(peer, tag);
     if (have) return Promise.resolve(have);

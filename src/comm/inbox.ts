@@ -15,10 +15,14 @@ import type { Tag } from './interface.ts';
 
 interface Waiter {
   peer: number;
+  tag: Tag;
   resolve(p: Uint8Array): void;
   reject(e: RingtrainError): void;
   timer?: ReturnType<typeof setTimeout>;
 }
+
+/** How many forgotten collectives are remembered (their late messages are dropped on arrival). */
+const FORGOTTEN_IDS = 4096;
 
 /** How far beyond this rank's next collective id a held message counts as far ahead (see heldFarAhead). */
 const FAR_AHEAD_IDS = 1 << 16;
@@ -26,6 +30,8 @@ const FAR_AHEAD_IDS = 1 << 16;
 export class Inbox {
   private arrived = new Map<string, Uint8Array>();
   private waiters = new Map<string, Waiter>();
+  /** Collective id -> which of its steps are forgotten (insertion order: oldest first). */
+  private forgotten = new Map<number, (step: number) => boolean>();
 
   constructor(
     private readonly rank: number,
@@ -51,7 +57,7 @@ export class Inbox {
       return Promise.reject(new RingtrainError(ErrorCode.InvalidArgument, `two receives wait for the same message ${key}; each tag is received once`));
     }
     return new Promise((resolve, reject) => {
-      const w: Waiter = { peer, resolve, reject };
+      const w: Waiter = { peer, tag, resolve, reject };
       if (timeoutMs > 0) {
         w.timer = setTimeout(() => {
           this.waiters.delete(key);
@@ -67,6 +73,7 @@ export class Inbox {
    * Says whether it was held and, if holding it broke `peer`'s budget, why.
    */
   deliver(peer: number, tag: Tag, payload: Uint8Array): { held: boolean; over: string | null } {
+    if (this.forgotten.get(tag.id)?.(tag.step)) return { held: false, over: null };
     const key = `${peer}|${tagKey(tag)}`;
     const w = this.waiters.get(key);
     if (w) {
@@ -89,6 +96,31 @@ export class Inbox {
       w.reject(err);
       this.waiters.delete(key);
     }
+  }
+
+  /**
+   * Forgets the steps `step` accepts of collective `id`: held messages go (their budget is
+   * released), waiting receives reject with Aborted, and later arrivals are dropped unheld.
+   */
+  forget(id: number, step: (step: number) => boolean): void {
+    const prefix = `${id}:`;
+    for (const [key, payload] of this.arrived) {
+      const bar = key.indexOf('|');
+      const rest = key.slice(bar + 1);
+      if (!rest.startsWith(prefix) || !step(Number(rest.split(':')[1]))) continue;
+      this.arrived.delete(key);
+      this.budget.release(Number(key.slice(0, bar)), payload.byteLength);
+    }
+    for (const [key, w] of this.waiters) {
+      if (w.tag.id !== id || !step(w.tag.step)) continue;
+      clearTimeout(w.timer);
+      this.waiters.delete(key);
+      w.reject(new RingtrainError(ErrorCode.Aborted, `the receive of ${tagKey(w.tag)} from rank ${w.peer} was forgotten: its collective moved on`, { rank: this.rank }));
+    }
+    const before = this.forgotten.get(id);
+    this.forgotten.delete(id);
+    this.forgotten.set(id, before ? (s) => before(s) || step(s) : step);
+    if (this.forgotten.size > FORGOTTEN_IDS) this.forgotten.delete(this.forgotten.keys().next().value!);
   }
 
   /** Drops everything `peer` left here, and its budget with it. */

@@ -26,6 +26,14 @@ export interface Communicator {
   send(peer: number, tag: Tag, payload: Uint8Array): Promise<void>;
   /** The message `peer` sent with `tag`. Rejects with Timeout after `timeoutMs`, PeerLost if the peer goes. */
   recv(peer: number, tag: Tag, timeoutMs?: number): Promise<Uint8Array>;
+  /**
+   * Drops what collective `id` left behind for the steps `step` accepts: messages held here,
+   * receives still waiting (they reject with Aborted, quietly: whoever made them has moved on)
+   * and messages of those steps that arrive later. A collective that sent speculatively and
+   * then changed course calls it, so its peers' speculative messages never pile up unread.
+   * Optional: a communicator without it leaves such messages held.
+   */
+  forget?(id: number, step: (step: number) => boolean): void;
   /** The id of the next collective; every rank calls collectives in the same order, so ids agree. */
   nextId(): number;
   /** Fail everything pending here and on every other rank with `err`. */

@@ -14,6 +14,7 @@
  * long as the gradient: what quantisation cut off this step is sent with the
  * next one, so no part of any gradient is lost over time.
  */
+import { now } from '../core/events.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { allreduceInPlace } from '../collectives/allreduce.ts';
@@ -133,7 +134,11 @@ export class DistributedOptimizer {
    * counts alike): a rank with more of the step's counted targets weighs more.
    */
   async step(lr?: number, weight = 1): Promise<StepResult> {
+    const waited = now();
     const grads = await this.model.readGrads();
+    // The read-back is its own span on the timeline, so GPU time is never mistaken for the ring's.
+    const ev = this.comm.events;
+    if (ev.active) ev.emit({ type: 'gpu-wait', t: waited, rank: this.comm.rank, what: 'gradients', ms: now() - waited });
     // This rank's share of the step (its gradient is a mean over its own examples); scaled here,
     // not as the allreduce's prescale, which every rank must give alike.
     if (weight !== 1) {

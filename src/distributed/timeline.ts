@@ -13,7 +13,7 @@ import type { EventBus, Phase, RingEvent } from '../core/events.ts';
 /** One entry of the Trace Event Format (the fields we use). */
 export interface TraceEvent {
   name: string;
-  ph: 'X' | 'i' | 'M' | 'B' | 'E';
+  ph: 'X' | 'i' | 'M' | 'B' | 'E' | 'C';
   ts: number;
   dur?: number;
   pid: number;
@@ -23,7 +23,7 @@ export interface TraceEvent {
   args?: Record<string, unknown>;
 }
 
-const TRACK = { compute: 1, negotiate: 2, collective: 3, send: 4, recv: 5, membership: 6 } as const;
+const TRACK = { compute: 1, negotiate: 2, collective: 3, send: 4, recv: 5, membership: 6, gpu: 7 } as const;
 const TRACK_NAMES: Record<number, string> = {
   [TRACK.compute]: 'compute',
   [TRACK.negotiate]: 'negotiate',
@@ -31,10 +31,63 @@ const TRACK_NAMES: Record<number, string> = {
   [TRACK.send]: 'chunk sends',
   [TRACK.recv]: 'chunk receives',
   [TRACK.membership]: 'membership and stalls',
+  [TRACK.gpu]: 'gpu-wait (read-backs)',
 };
 
 function trackOf(phase: Phase): number {
   return phase === 'negotiate' ? TRACK.negotiate : TRACK.collective;
+}
+
+/** One step's (or a run's) collectives and negotiations on one rank. */
+export interface Rounds {
+  collectives: number;
+  /** Collectives that went to the coordinator: the others went ahead on the response cache, no round trip spent agreeing. */
+  negotiations: number;
+  /** Collectives by name (fused and chunked names as they ran). */
+  byName: Record<string, number>;
+}
+
+/**
+ * Counts one rank's collectives and negotiations between its training steps: what the
+ * timeline's 'rounds' counter shows and what `run --json` reports per step. Feed it the
+ * rank's events; `step()` closes a step and returns its counts.
+ */
+export class RoundCounter {
+  private now: Rounds = empty();
+  private steady: Rounds = empty();
+  private steps = 0;
+
+  record(e: RingEvent): void {
+    if (e.type === 'collective-begin') {
+      this.now.collectives++;
+      this.now.byName[e.name] = (this.now.byName[e.name] ?? 0) + 1;
+    } else if (e.type === 'phase-begin' && e.phase === 'negotiate') this.now.negotiations++;
+  }
+
+  /** Closes a step. The first step negotiates everything for the first time; later ones are the steady state. */
+  step(): Rounds {
+    const done = this.now;
+    this.now = empty();
+    if (this.steps++ > 0) {
+      this.steady.collectives += done.collectives;
+      this.steady.negotiations += done.negotiations;
+      for (const [k, v] of Object.entries(done.byName)) this.steady.byName[k] = (this.steady.byName[k] ?? 0) + v;
+    }
+    return done;
+  }
+
+  /** Per step, over every step but the first (null before the second step). */
+  perStep(): Rounds | null {
+    const n = this.steps - 1;
+    if (n < 1) return null;
+    const byName: Record<string, number> = {};
+    for (const [k, v] of Object.entries(this.steady.byName)) byName[k] = v / n;
+    return { collectives: this.steady.collectives / n, negotiations: this.steady.negotiations / n, byName };
+  }
+}
+
+function empty(): Rounds {
+  return { collectives: 0, negotiations: 0, byName: {} };
 }
 
 /** Records RingEvents of one or more ranks and turns them into trace events. */
@@ -42,6 +95,7 @@ export class TimelineRecorder {
   private readonly events: TraceEvent[] = [];
   private readonly open = new Map<string, { ts: number; args?: Record<string, unknown> }>();
   private readonly ranksSeen = new Set<number>();
+  private readonly rounds = new Map<number, RoundCounter>();
 
   /** @param timeOriginMs this process's performance.timeOrigin (ms since the Unix epoch). */
   constructor(private readonly timeOriginMs: number = defaultTimeOrigin()) {}
@@ -70,9 +124,15 @@ export class TimelineRecorder {
   record(e: RingEvent): void {
     this.ranksSeen.add(e.rank);
     const pid = e.rank;
+    let counter = this.rounds.get(pid);
+    if (!counter) this.rounds.set(pid, (counter = new RoundCounter()));
+    counter.record(e);
     switch (e.type) {
       case 'compute-begin':
         this.begin(`c:${pid}:${e.step}`, e.t, { step: e.step });
+        break;
+      case 'gpu-wait':
+        this.events.push({ name: 'gpu-wait', ph: 'X', ts: this.us(e.t), dur: Math.round(e.ms * 1000), pid, tid: TRACK.gpu, cat: 'gpu-wait', args: { what: e.what } });
         break;
       case 'compute-end':
         this.end(`c:${pid}:${e.step}`, e.t, 'compute', pid, TRACK.compute, 'compute');
@@ -114,7 +174,12 @@ export class TimelineRecorder {
       case 'membership':
         this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers } });
         break;
-      case 'train-step':
+      case 'train-step': {
+        // A counter track: how many collectives the step ran, and how many of them negotiated.
+        const r = counter.step();
+        this.events.push({ name: 'rounds', ph: 'C', ts: this.us(e.t), pid, tid: TRACK.collective, cat: 'rounds', args: { collectives: r.collectives, negotiations: r.negotiations } });
+        break;
+      }
       case 'evaluate':
         // Progress, not activity: the CLI and the page show these; the trace would only clutter.
         break;

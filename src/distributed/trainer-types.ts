@@ -13,6 +13,7 @@ import type { DistributedOptimizerOptions } from './optimizer.ts';
 import type { LocalSgdConfig } from './diloco.ts';
 import type { StepCheckOptions } from './step-checks.ts';
 import type { Aggregation } from '../collectives/robust-aggregate.ts';
+import type { Rounds } from './timeline.ts';
 import type { BalanceMode } from './shares.ts';
 
 /** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
@@ -123,6 +124,12 @@ export interface DistributedTrainResult {
   samplesPerS: number;
   /** Counted targets (characters for the words, examples for a classifier) per second over the whole ring (estimated: this rank's per example × the ring's examples). */
   tokensPerS: number;
+  /**
+   * Collectives and negotiations per step on this rank, over every step but the first (null
+   * with fewer than two steps). A steady-state step negotiates nothing: its collectives go
+   * ahead on the response cache.
+   */
+  rounds: Rounds | null;
   /** Payload bytes this rank sent for gradient allreduces. */
   allreduceBytes: number;
   trainSeconds: number;

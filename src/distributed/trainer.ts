@@ -20,7 +20,9 @@
  * evaluated state instead (finite weights, finite loss), or nothing.
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
-import { now } from '../core/events.ts';
+import { now, type EventBus } from '../core/events.ts';
+import type { Communicator } from '../comm/interface.ts';
+import { RoundCounter } from './timeline.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import { checkpointFromFlat, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { allreduce } from '../collectives/allreduce.ts';
@@ -51,6 +53,15 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   if (config.balance === 'speed' && config.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed is for synchronous training; drop --balance speed or --sync-every');
   let comm = args.comm;
   const bus = args.bus ?? comm.events;
+  // Collectives emit on their communicator's bus, which a re-formed ring may replace: follow it.
+  const rounds = new RoundCounter();
+  const counted = new Set<EventBus>();
+  const countOn = (c: Communicator): void => {
+    if (counted.has(c.events)) return;
+    counted.add(c.events);
+    c.events.on((e) => void (e.rank === comm.rank && rounds.record(e)));
+  };
+  countOn(comm);
   const model = createModel(gpu, modelSpecFor(config, train));
   const inner = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
@@ -211,6 +222,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     samplesPerS: trainMs > 0 ? (ringSamples / trainMs) * 1000 : 0,
     tokensPerS: trainMs > 0 && samples > 0 ? ((tokens / samples) * ringSamples * 1000) / trainMs : 0,
     allreduceBytes,
+    rounds: rounds.perStep(),
     trainSeconds: trainMs / 1000,
     runtime: detectRuntime(),
     adapter: gpu.info.description,
@@ -254,6 +266,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       lossSum += loss;
       lossCount++;
       const samplesPerS = (ringSamples / trainMs) * 1000;
+      countOn(comm);
+      rounds.step();
       bus.emit({ type: 'train-step', t: t1, rank, size, step, epoch, loss, samples: b.size, samplesPerS, bytesSent: comm.stats.bytesSent });
       args.onStep?.({ step, epoch, loss, samplesPerS, bytesSent: comm.stats.bytesSent, samples: b.size });
     });

@@ -11,7 +11,7 @@ import type { Communicator, Tag } from '../../src/comm/interface.ts';
 import { allgather, allreduce, alltoall, broadcast, reducescatter, reducescatterRange } from '../../src/collectives/index.ts';
 import { cacheOf } from '../../src/collectives/cache.ts';
 import { float16ToFloat32, float32ToFloat16 } from '../../src/collectives/fp16.ts';
-import { CACHE_STEP, NEGOTIATE_STEP } from '../../src/collectives/negotiate.ts';
+import { FALLBACK_STEP, NEGOTIATE_STEP } from '../../src/collectives/negotiate.ts';
 import { addProcessSet } from '../../src/collectives/process-set.ts';
 
 export interface Case {
@@ -46,22 +46,24 @@ async function failsWith(p: Promise<unknown>, code: string, what: string, messag
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-/** A communicator that records the step of every message it sends (to see negotiation traffic). */
-function recording(comm: Communicator): { comm: Communicator; steps: number[] } {
+/** A communicator that records the step and size of every message it sends (to see negotiation traffic). */
+function recording(comm: Communicator): { comm: Communicator; steps: number[]; bytes: number[] } {
   const steps: number[] = [];
+  const bytes: number[] = [];
   const wrapped: Communicator = {
     get rank() { return comm.rank; },
     get size() { return comm.size; },
     get events() { return comm.events; },
     get error() { return comm.error; },
     get stats() { return comm.stats; },
-    send: (peer: number, tag: Tag, payload: Uint8Array) => (steps.push(tag.step), comm.send(peer, tag, payload)),
+    send: (peer: number, tag: Tag, payload: Uint8Array) => (steps.push(tag.step), bytes.push(payload.byteLength), comm.send(peer, tag, payload)),
     recv: (peer: number, tag: Tag, timeoutMs?: number) => comm.recv(peer, tag, timeoutMs),
+    forget: comm.forget ? (id: number, step: (step: number) => boolean) => comm.forget!(id, step) : undefined,
     nextId: () => comm.nextId(),
     abort: (e) => comm.abort(e),
     close: () => comm.close(),
   };
-  return { comm: wrapped, steps };
+  return { comm: wrapped, steps, bytes };
 }
 
 export const CASES: Case[] = [
@@ -213,17 +215,24 @@ export const CASES: Case[] = [
   {
     name: 'the response cache: an agreed collective skips the coordinator until something changes',
     async run(parent) {
-      const { comm, steps } = recording(parent);
+      const { comm, steps, bytes } = recording(parent);
       const { rank, size } = comm;
       const negotiations = () => steps.filter((s) => s === NEGOTIATE_STEP).length;
-      const marks = () => steps.filter((s) => s === CACHE_STEP).length;
+      const fallbacks = () => steps.filter((s) => s === FALLBACK_STEP).length;
       const call = (n: number, op: 'sum' | 'max' = 'sum') => allreduce(comm, Float32Array.from(range(n), () => rank + 1), { name: 'cached', op });
       same(await call(4), new Array(4).fill((size * (size + 1)) / 2), 'first call');
       const firstRound = negotiations();
       check(size === 1 || rank === 0 || firstRound === 1, `rank ${rank} asked the coordinator ${firstRound} times on the first call`);
+      const sentBefore = steps.length;
+      const fallbacksBefore = fallbacks();
       for (let i = 0; i < 3; i++) same(await call(4), new Array(4).fill((size * (size + 1)) / 2), `cached call ${i}`);
       check(negotiations() === firstRound, `cached calls went to the coordinator (${negotiations() - firstRound} requests)`);
-      check(marks() === 4 * (size - 1), `each call sends one cache mark to every other rank (${marks()})`);
+      check(fallbacks() === fallbacksBefore, `cached calls asked others to negotiate (${fallbacks() - fallbacksBefore})`);
+      // Nothing but the data moves: 4 float32 by recursive doubling is one 16-byte message per round (fold-ins and -outs
+      // included), and the agreement's 12-byte fingerprint rides on the first message to each peer.
+      const cachedSends = bytes.slice(sentBefore);
+      check(cachedSends.every((b) => b === 16 || b === 28), `cached calls sent only data (sizes ${cachedSends.join(',')})`);
+      check(size === 1 || cachedSends.filter((b) => b === 28).length === cachedSends.length, `every message of a cached call is the first to its peer (sizes ${cachedSends.join(',')})`);
       check(size === 1 || cacheOf(comm).size >= 1, 'the agreement is cached');
       // A new shape is a new agreement: through the coordinator once, then cached again.
       same(await call(5), new Array(5).fill((size * (size + 1)) / 2), 'changed shape');

@@ -42,4 +42,17 @@ describe('TimelineRecorder', () => {
     expect(computes.map((e) => e.pid)).toEqual([1, 0, 0]);
     expect(JSON.parse(JSON.stringify(doc)).traceEvents.length).toBe(doc.traceEvents.length);
   });
+
+  it("counts each step's collectives and negotiations on a 'rounds' counter track", () => {
+    const rec = new TimelineRecorder(0);
+    const step = (t: number, negotiated: boolean) => {
+      rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id: t, name: 'gradients', kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
+      if (negotiated) rec.record({ type: 'phase-begin', t, rank: 0, id: t, phase: 'negotiate' });
+      rec.record({ type: 'train-step', t: t + 0.5, rank: 0, size: 2, step: t, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
+    };
+    step(1, true);
+    step(2, false);
+    const counts = rec.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args);
+    expect(counts).toEqual([{ collectives: 1, negotiations: 1 }, { collectives: 1, negotiations: 0 }]);
+  });
 });
