@@ -26,6 +26,12 @@ export interface AdmissionLimits {
   /** Wrong tokens one address may try in a burst; then one more per `badTokenRefillMs`. */
   badTokenBurst: number;
   badTokenRefillMs: number;
+  /**
+   * Members one address may hold in one job (0: no limit), for jobs whose config names none
+   * (`maxPeersPerAddress`). A job's one token is shared by all its peers, so its per-token
+   * limit is `maxPeers`; this is what bounds one machine's sockets among them.
+   */
+  maxPeersPerAddress: number;
 }
 
 export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
@@ -35,6 +41,8 @@ export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
   // Enough for someone mistyping a token, far too few for guessing one.
   badTokenBurst: 10,
   badTokenRefillMs: 6000,
+  // Off by default: `run -np N` and tests put every worker on one address.
+  maxPeersPerAddress: 0,
 };
 
 /** Why a socket was refused or closed early: bounded, so /metrics can label by it. */

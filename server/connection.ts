@@ -264,6 +264,11 @@ export class Connection implements Handshake {
         if (ejected) this.ctx.log(`job ${this.job.id}: ejected ${ejected.name ?? ejected.peerId} (${msg.reason})`);
         return;
       }
+      case 'attest': {
+        const promoted = this.job.attest(this.member, msg.epoch);
+        if (promoted.length) this.ctx.log(`job ${this.job.id}: ${promoted.map((m) => m.name ?? m.peerId).join(', ')} now vote${promoted.length === 1 ? 's' : ''} (every member of epoch ${msg.epoch} completed a step)`);
+        return;
+      }
       case 'leave':
         this.leaveJob(PeerLeftReason.Left, msg.reason);
         this.closing = true;
@@ -283,7 +288,7 @@ export class Connection implements Handshake {
       this.ctx.metrics.refused(RefusalReason.BadTokens);
       return this.fail(SignalErrorCode.TooManyBadTokens, 'too many wrong tokens from your address lately; check the token, and try again in a few seconds');
     }
-    const refusal = job.refusal(msg.token);
+    const refusal = job.refusal(msg.token, this.addressKey, msg.name);
     if (refusal?.code === SignalErrorCode.BadToken) this.ctx.admission.badToken(this.addressKey);
     if (refusal) return this.fail(refusal.code, refusal.message);
     if (this.joinTimer) clearTimeout(this.joinTimer);
@@ -296,6 +301,7 @@ export class Connection implements Handshake {
       name: msg.name,
       capabilities: msg.capabilities,
       joinedAt: Date.now(),
+      address: this.addressKey,
       send: (m) => this.send(m),
       eject: (why) => this.eject(why),
     };

@@ -134,6 +134,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   checkPositive('limits.maxHandshakes', limits.maxHandshakes);
   checkPositive('limits.badTokenBurst', limits.badTokenBurst);
   checkPositive('limits.badTokenRefillMs', limits.badTokenRefillMs);
+  checkPositive('limits.maxPeersPerAddress', limits.maxPeersPerAddress, 0);
   checkPositive('rateLimit.capacity', rateLimit.capacity);
   checkPositive('rateLimit.refillPerS', rateLimit.refillPerS, 0);
   const staticDir = options.staticDir === undefined ? DEFAULT_STATIC_DIR : options.staticDir;
@@ -151,7 +152,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     if (jobs.has(parsed.data.id)) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `job '${parsed.data.id}' already exists; pick another id`);
     }
-    jobs.set(parsed.data.id, new Job(parsed.data));
+    jobs.set(parsed.data.id, new Job(parsed.data, { maxPeersPerAddress: limits.maxPeersPerAddress }));
   };
   for (const spec of options.jobs ?? []) addJob(spec);
 

@@ -25,6 +25,8 @@ export interface Member {
   readonly name?: string;
   readonly capabilities?: Capabilities;
   readonly joinedAt: number;
+  /** Who it is for the per-address limit (admission.ts addressKey). */
+  readonly address?: string;
   progress?: Progress & { at: number };
   send(msg: ServerMessage): void;
   /** Puts this member out of the job for breaking the rules (a fatal error, then the socket closes). */
@@ -42,15 +44,26 @@ export class Job {
   started = false;
   signalsRelayed = 0;
   /** Who reported whom (peer ids): accused → reporters still in the job. */
-  private reports = new Map<string, Set<string>>();
+  private reports = new Map<string, Map<string, string>>();
   /** Peer ids ejected from this job; a join never reuses one, and a report of one is moot. */
   readonly ejected = new Set<string>();
+  /**
+   * Members that proved they train with the others (every member of an epoch attested that
+   * epoch's ring completed a step). Only their reports count, and only they are counted:
+   * sockets that join and never open a data channel cannot outvote the peers that train.
+   */
+  private readonly voters = new Set<string>();
+  /** Members that attested the current epoch; cleared when the epoch moves on. */
+  private attested = new Set<string>();
+  /** Members one address may hold here; 0: no limit. */
+  private readonly maxPerAddress: number;
 
-  constructor(spec: JobSpec) {
+  constructor(spec: JobSpec, defaults: { maxPeersPerAddress?: number } = {}) {
     this.id = spec.id;
     this.config = spec.config;
     this.ice = spec.ice;
     this.token = Buffer.from(spec.token, 'utf8');
+    this.maxPerAddress = spec.config.maxPeersPerAddress ?? defaults.maxPeersPerAddress ?? 0;
   }
 
   get size(): number {
@@ -69,10 +82,21 @@ export class Job {
     return given.length === this.token.length && timingSafeEqual(given, this.token);
   }
 
-  /** Why `token` may not join now, or null when it may. */
-  refusal(token: string): { code: SignalErrorCode; message: string } | null {
+  /** Why `token` (from `address`, named `name`) may not join now, or null when it may. */
+  refusal(token: string, address?: string, name?: string): { code: SignalErrorCode; message: string } | null {
     if (!this.tokenMatches(token)) {
       return { code: SignalErrorCode.BadToken, message: `wrong token for job '${this.id}'; ask the job's owner for its token` };
+    }
+    // Names say who is who in reports, logs and the page: two members with one name would let
+    // one pass for the other. Refused rather than renamed, so a name always means the peer that chose it.
+    if (name !== undefined && this.members.some((m) => m.name === name)) {
+      return { code: SignalErrorCode.NameTaken, message: `a member of job '${this.id}' is already named '${name}'; join with another name (--name)` };
+    }
+    if (this.maxPerAddress > 0 && address !== undefined && this.members.filter((m) => m.address === address).length >= this.maxPerAddress) {
+      return {
+        code: SignalErrorCode.TooManyFromAddress,
+        message: `job '${this.id}' already holds ${this.maxPerAddress} member(s) from your address (maxPeersPerAddress); run fewer peers from one machine or ask the job's owner to raise it`,
+      };
     }
     if (this.members.length >= this.config.maxPeers) {
       return {
@@ -118,23 +142,53 @@ export class Job {
     this.bump({ kind: 'join', peerId: member.peerId, name: member.name });
   }
 
+  isVoter(member: Member): boolean {
+    return this.voters.has(member.peerId);
+  }
+
   /**
    * `reporter` says the peer `accusedId` broke the rules. One peer's word is not enough (it
-   * may itself be the liar): the accused is ejected once more than half of the other members,
-   * and at least MIN_REPORTERS, reported it. Returns the ejected member, if this report ejected one.
+   * may itself be the liar): the accused is ejected once more than half of the other voters,
+   * and at least MIN_REPORTERS of them, reported it. A report from a member that is not (yet)
+   * a voter is kept and counts once it is one. Returns the ejected member, if this report ejected one.
    */
   report(reporter: Member, accusedId: string, reason: string): Member | null {
     const accused = this.members.find((m) => m.peerId === accusedId);
     if (!accused || accused === reporter || !this.members.includes(reporter)) return null;
-    const by = this.reports.get(accusedId) ?? new Set<string>();
-    by.add(reporter.peerId);
+    const by = this.reports.get(accusedId) ?? new Map<string, string>();
+    by.set(reporter.peerId, reason);
     this.reports.set(accusedId, by);
-    const others = this.members.length - 1;
+    return this.judge(accused);
+  }
+
+  /** Ejects `accused` if enough voters reported it; returns it then. */
+  private judge(accused: Member): Member | null {
+    const by = this.reports.get(accused.peerId);
+    if (!by) return null;
+    const votes = [...by.keys()].filter((id) => this.voters.has(id) && id !== accused.peerId);
+    const others = this.members.filter((m) => m !== accused && this.voters.has(m.peerId)).length;
     // Two reporters at least: in a job of two, one word against another proves nothing.
-    if (by.size < MIN_REPORTERS || by.size * 2 <= others) return null;
-    this.ejected.add(accusedId);
-    accused.eject(`reported by ${by.size} of the other ${others} peers: ${reason}`);
+    if (votes.length < MIN_REPORTERS || votes.length * 2 <= others) return null;
+    this.ejected.add(accused.peerId);
+    accused.eject(`reported by ${votes.length} of the other ${others} voting peers: ${by.get(votes[votes.length - 1])}`);
     return accused;
+  }
+
+  /**
+   * `member` completed a step on the ring of `epoch`. A step needs every member's data over
+   * a data channel to each, so when every member of the current epoch says so, each of them
+   * trains with the others: all become voters. Anything but the current epoch is moot (its
+   * ring is gone). Returns the members that became voters.
+   */
+  attest(member: Member, epoch: number): Member[] {
+    if (epoch !== this.epoch || !this.members.includes(member)) return [];
+    this.attested.add(member.peerId);
+    if (!this.members.every((m) => this.attested.has(m.peerId))) return [];
+    const promoted = this.members.filter((m) => !this.voters.has(m.peerId));
+    for (const m of promoted) this.voters.add(m.peerId);
+    // Reports made before their makers could vote count now.
+    if (promoted.length) for (const m of [...this.members]) if (this.members.includes(m)) this.judge(m);
+    return promoted;
   }
 
   /** Removes `member` (no-op if gone): peer-left first, then the new membership. */
@@ -144,6 +198,7 @@ export class Job {
     this.members.splice(rank, 1);
     // A departed peer neither stands accused nor counts as a reporter any more.
     this.reports.delete(member.peerId);
+    this.voters.delete(member.peerId);
     for (const by of this.reports.values()) by.delete(member.peerId);
     // An empty job is no longer running: whoever comes next starts it afresh.
     if (this.members.length === 0) this.started = false;
@@ -155,8 +210,9 @@ export class Job {
 
   private bump(change: MembershipMsg['change']): void {
     this.epoch++;
+    this.attested = new Set();
     if (this.ready) this.started = true;
-    const peers = this.members.map((m, rank) => ({ rank, peerId: m.peerId, runtime: m.runtime, name: m.name }));
+    const peers = this.members.map((m, rank) => ({ rank, peerId: m.peerId, runtime: m.runtime, name: m.name, voter: this.voters.has(m.peerId) }));
     const ring = peers.map((p) => p.rank);
     for (const [rank, m] of [...this.members].entries()) {
       m.send({
@@ -210,6 +266,7 @@ export class Job {
         capabilities: m.capabilities,
         joinedAt: m.joinedAt,
         progress: m.progress,
+        voter: this.voters.has(m.peerId),
       })),
     };
   }

@@ -43,6 +43,7 @@ const ServerOptionsSchema = TrainOptionsSchema.pick({
   maxSocketsPerAddress: count('--max-sockets-per-address', 1),
   maxHandshakesPerAddress: count('--max-handshakes-per-address', 1),
   maxHandshakes: count('--max-handshakes', 1),
+  maxPeersPerAddress: count('--max-peers-per-address', 0),
   minPeers: count('--min-peers', 1),
   maxPeers: count('--max-peers', 1),
   jobsFile: z.string().optional(),
@@ -160,6 +161,7 @@ export function serverCommand(): Command {
     .option('--max-sockets-per-address <n>', 'sockets (HTTP and WebSocket) one address may hold open', String(DEFAULT_ADMISSION_LIMITS.maxSocketsPerAddress))
     .option('--max-handshakes-per-address <n>', 'connections one address may hold open before joining', String(DEFAULT_ADMISSION_LIMITS.maxHandshakesPerAddress))
     .option('--max-handshakes <n>', 'connections not yet joined, in all; beyond it the oldest is closed', String(DEFAULT_ADMISSION_LIMITS.maxHandshakes))
+    .option('--max-peers-per-address <n>', "members one address may hold in one job, for jobs whose config sets no maxPeersPerAddress (0: no limit)", String(DEFAULT_ADMISSION_LIMITS.maxPeersPerAddress))
     .option('--quiet', 'log nothing but the address', false);
   return addIceOptions(cmd)
     .action(async (raw: Record<string, unknown>) => {
@@ -180,7 +182,7 @@ export function serverCommand(): Command {
           staticDir: o.static === false ? null : o.static,
           heartbeatMs: o.heartbeatMs,
           joinTimeoutMs: o.joinTimeoutMs,
-          limits: { maxSocketsPerAddress: o.maxSocketsPerAddress, maxHandshakesPerAddress: o.maxHandshakesPerAddress, maxHandshakes: o.maxHandshakes },
+          limits: { maxSocketsPerAddress: o.maxSocketsPerAddress, maxHandshakesPerAddress: o.maxHandshakesPerAddress, maxHandshakes: o.maxHandshakes, maxPeersPerAddress: o.maxPeersPerAddress },
           tls,
           ice,
           log,

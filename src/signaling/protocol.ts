@@ -7,7 +7,10 @@
  * server refuses a join with another version (`bad-version`).
  *
  * Client → server
- *   join      {protocol, job, token, runtime, name?, capabilities?}   first message, exactly once
+ *   join      {protocol, job, token, runtime, name?, capabilities?}   first message, exactly once;
+ *                                      a name another member of the job holds is refused (name-taken),
+ *                                      and so is a join beyond the job's members per address
+ *                                      (too-many-from-address)
  *   signal    {epoch, to, data}        WebRTC offer/answer/candidate for rank `to` of epoch `epoch`
  *   pong      {seq}                    answer to the server's ping
  *   progress  {step, loss?, ...}       this peer's training progress, shown by GET /api/jobs/:id;
@@ -19,6 +22,15 @@
  *                                      the job's other peers (and at least two) report the same peer, the server
  *                                      ejects it: a fatal `ejected` error, peer-left with reason
  *                                      `ejected` to the others, and that peer id never again.
+ *                                      Only voters' reports count, and only voters are counted
+ *                                      (see `attest`).
+ *   attest    {epoch}                  this peer completed a training step on the ring of `epoch`
+ *                                      (its current one). A step needs every member's data over a
+ *                                      full mesh of data channels, so it vouches for every member
+ *                                      of that epoch. Once every member of the current epoch has
+ *                                      attested it, all of them are voters: their reports count
+ *                                      towards ejection, and they count in its denominator. A
+ *                                      member that never opens its data channels never becomes one.
  *
  * Server → client
  *   welcome    {protocol, peerId, job: {id, config}, heartbeatMs, missedHeartbeats,
@@ -90,6 +102,10 @@ export const SignalErrorCode = {
   BadProgress: 'bad-progress',
   /** Most of the job's other peers reported this peer for breaking the rules: it is out of the job. */
   Ejected: 'ejected',
+  /** Another member of the job holds this name: pick another (names say who is who in reports and logs). */
+  NameTaken: 'name-taken',
+  /** The job holds as many members from this address as it allows (maxPeersPerAddress). */
+  TooManyFromAddress: 'too-many-from-address',
 } as const;
 export type SignalErrorCode = (typeof SignalErrorCode)[keyof typeof SignalErrorCode];
 
@@ -173,6 +189,8 @@ export const jobConfigSchema = z.strictObject({
   public: z.boolean().optional(),
   /** Peers the job waits for before its first step (default minPeers); afterwards minPeers is enough. */
   startPeers: z.number().int().min(1).optional(),
+  /** Members one remote address may hold in this job (else the server's limit, by default none). */
+  maxPeersPerAddress: z.number().int().min(1).optional(),
 })
   .refine((c) => c.maxPeers >= c.minPeers, { message: 'maxPeers must be >= minPeers', path: ['maxPeers'] })
   .refine((c) => c.startPeers === undefined || (c.startPeers >= c.minPeers && c.startPeers <= c.maxPeers), { message: 'startPeers must be from minPeers to maxPeers', path: ['startPeers'] });
@@ -226,6 +244,7 @@ export interface PublicJobInfo {
     capabilities?: Capabilities;
     joinedAt: number;
     progress?: Progress & { at: number };
+    voter: boolean;
   }[];
 }
 
@@ -245,6 +264,7 @@ export const pongMsg = z.strictObject({ type: z.literal('pong'), seq: z.number()
 export const progressMsg = z.strictObject({ type: z.literal('progress'), ...progressFields });
 export const leaveMsg = z.strictObject({ type: z.literal('leave'), reason: z.string().max(256).optional() });
 export const reportMsg = z.strictObject({ type: z.literal('report'), peerId: z.string().min(1).max(64), reason: z.string().max(256) });
+export const attestMsg = z.strictObject({ type: z.literal('attest'), epoch });
 
 /** Schemas by type; the server looks the type up first so it can tell unknown types from bad ones. */
 export const clientMessageSchemas = {
@@ -254,6 +274,7 @@ export const clientMessageSchemas = {
   progress: progressMsg,
   leave: leaveMsg,
   report: reportMsg,
+  attest: attestMsg,
 } as const;
 export type ClientMessageType = keyof typeof clientMessageSchemas;
 export type JoinMsg = z.infer<typeof joinMsg>;
@@ -263,7 +284,8 @@ export type ClientMessage =
   | z.infer<typeof pongMsg>
   | z.infer<typeof progressMsg>
   | z.infer<typeof leaveMsg>
-  | z.infer<typeof reportMsg>;
+  | z.infer<typeof reportMsg>
+  | z.infer<typeof attestMsg>;
 
 // ---- server → client ------------------------------------------------------
 // Non-strict: a client accepts (and ignores) fields a newer server adds.
@@ -273,6 +295,8 @@ export const peerInfoSchema = z.object({
   peerId: z.string(),
   runtime: runtimeSchema,
   name: z.string().optional(),
+  /** Whether the server counts this member's reports (it has proven it trains with the others: `attest`). */
+  voter: z.boolean().optional(),
 });
 export type PeerInfo = z.infer<typeof peerInfoSchema>;
 
