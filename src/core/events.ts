@@ -45,6 +45,8 @@ export type RingEvent =
   | { type: 'peer-lost'; t: number; rank: number; peer: number; reason: string }
   /** Rank `peer` broke the rules (seen by `rank`); elastic jobs ask the server to eject it. */
   | { type: 'peer-misbehaved'; t: number; rank: number; peer: number; reason: string }
+  /** A member of the membership `epoch` (rank `peer` there) never opened its data channel and is no voter: reported to the server. */
+  | { type: 'peer-unconnected'; t: number; rank: number; peer: number; epoch: number; reason: string }
   /** Rank `peer`'s contribution to `step` was doubtful (seen by `rank`) and left out of that step's sum; nobody is named for it. */
   | { type: 'contribution-left-out'; t: number; rank: number; peer: number; step: number; reason: string };
 

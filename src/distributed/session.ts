@@ -81,6 +81,8 @@ const CONNECT_ATTEMPTS = 4;
  */
 const SILENT_PEER_MS = 120_000;
 const BROKEN_RING_LINGER_MS = 1000;
+/** Rounds of reporting members that never opened their channels, per connect (each one needs an ejection). */
+const MAX_DROP_ROUNDS = 16;
 /** How long an elastic ring trains on without its server before it stops (ms); README: ringtrain run. */
 export const DEFAULT_SERVER_WAIT_MS = 60_000;
 /** Pause between attempts to reach a lost server (ms). */
@@ -122,7 +124,24 @@ class PeerSession implements Session {
     // ask the server to eject it; a majority of the other peers' reports does.
     events.on((e) => {
       if (e.type === 'peer-misbehaved') this.reportPeer(e.peer, e.reason);
+      if (e.type === 'train-step' && e.rank === this.membership?.rank) this.attest();
     });
+  }
+
+  /** The ring (server epoch) this peer has already attested. */
+  private attested: { client: SignalingClient; epoch: number } | null = null;
+
+  /**
+   * After the first step completed on a ring, tell the server: the step took every member's
+   * data over a data channel, so it vouches for each of them (what makes members voters, and
+   * only voters' reports count). A ring built on an earlier server connection vouches for nothing now.
+   */
+  private attest(): void {
+    if (!this.membership || this.ringGeneration !== this.generation || this.current.closed) return;
+    const epoch = this.membership.epoch;
+    if (this.attested?.client === this.current && this.attested.epoch === epoch) return;
+    this.attested = { client: this.current, epoch };
+    this.current.attest(epoch);
   }
 
   /** Peer ids this peer already reported (once is enough). */
@@ -160,6 +179,15 @@ class PeerSession implements Session {
   private get connectTimeoutMs(): number {
     const fromJob = this.current.job.config.hyperparameters.connectTimeoutMs;
     return this.o.connectTimeoutMs ?? (typeof fromJob === 'number' && fromJob >= 1000 ? fromJob : 30_000);
+  }
+  /**
+   * How long the ring waits for a member that has sent no signal at all: the job's `silentPeerMs`
+   * (a job open to outsiders may lower it: a member that never opens its channels stalls the ring
+   * this long before it is reported), else SILENT_PEER_MS (room for a joiner loading its data).
+   */
+  private get silentPeerMs(): number {
+    const fromJob = this.current.job.config.hyperparameters.silentPeerMs;
+    return typeof fromJob === 'number' && fromJob >= 1000 ? fromJob : SILENT_PEER_MS;
   }
   private get serverWaitMs(): number {
     const fromJob = this.current.job.config.hyperparameters.serverWaitMs;
@@ -242,7 +270,7 @@ class PeerSession implements Session {
 
   /** Opens the data channels of `membership` (of `client`'s epochs); if the membership moves on meanwhile, follows it. */
   async connect(membership: Membership, client: SignalingClient = this.current): Promise<void> {
-    for (let failures = 0; ; ) {
+    for (let failures = 0, dropped = 0; ; ) {
       // A newer membership makes this one's channels pointless (a peer we wait for may be gone): stop at once.
       const movedOn = new AbortController();
       const off = client.on('membership', (m) => {
@@ -255,7 +283,7 @@ class PeerSession implements Session {
           signaler: client.signaler(membership.epoch),
           wrtc: this.o.wrtc,
           connectTimeoutMs: this.connectTimeoutMs,
-          silentTimeoutMs: Math.max(this.connectTimeoutMs, SILENT_PEER_MS),
+          silentTimeoutMs: Math.max(this.connectTimeoutMs, this.silentPeerMs),
           abort: movedOn.signal,
           // The job's STUN/TURN servers, from the welcome: what lets peers behind NATs meet.
           ...this.client.ice,
@@ -273,6 +301,15 @@ class PeerSession implements Session {
         // Someone joined or left while the channels opened: try again with the newer epoch.
         // Only real failures count against the attempts; a burst of joins only moves us on.
         if (!movedOn.signal.aborted) failures++;
+        // Members that never opened their channels and never proved they train (not voters):
+        // report them and wait for the others' reports to eject them, instead of stopping.
+        const without = movedOn.signal.aborted || dropped >= MAX_DROP_ROUNDS ? null : await this.dropUnconnected(err, membership, client);
+        if (without) {
+          failures--;
+          dropped++;
+          membership = without;
+          continue;
+        }
         const latest = client.membership;
         if (failures >= CONNECT_ATTEMPTS || !latest || latest.epoch === membership.epoch) throw err;
         membership = await client.nextMembership((m) => m.epoch >= latest.epoch && m.ready, this.o.readyTimeoutMs ?? 600_000);
@@ -280,6 +317,31 @@ class PeerSession implements Session {
         off();
       }
     }
+  }
+
+  /**
+   * After opening the data channels of `membership` failed: reports every member that never
+   * opened its channel (no signal at all, or no path) and is not a voter, and waits for the
+   * membership to move on without them: the newer membership (connect to it), or null. A voter (it
+   * trained with the others before) is never reported for this: its link failing is the
+   * network's doing, and the ring stops as before.
+   */
+  private async dropUnconnected(err: unknown, membership: Membership, client: SignalingClient): Promise<Membership | null> {
+    if (!isRingtrainError(err) || client.closed) return null;
+    const d = err.detail ?? {};
+    const ranks = Array.isArray(d.waitingFor) ? (d.waitingFor as number[]) : typeof d.peer === 'number' && err.code !== ErrorCode.Aborted ? [d.peer] : [];
+    const suspects = ranks.map((r) => membership.peers[r]).filter((p) => p && p.voter !== true && p.rank !== membership.rank);
+    if (suspects.length === 0) return null;
+    for (const p of suspects) {
+      if (this.reported.has(p.peerId)) continue;
+      this.reported.add(p.peerId);
+      const reason = `never opened a data channel in epoch ${membership.epoch} (${err.message.slice(0, 120)})`;
+      this.notice(`reporting rank ${p.rank}${p.name ? ` (${p.name})` : ''} of epoch ${membership.epoch} to the server: it ${reason}`);
+      this.events.emit({ type: 'peer-unconnected', t: now(), rank: membership.rank, peer: p.rank, epoch: membership.epoch, reason });
+      client.report(p.peerId, reason);
+    }
+    const windowMs = client.heartbeatMs * (client.missedHeartbeats + 2) + this.connectTimeoutMs;
+    return client.nextMembership((m) => m.epoch > membership.epoch && m.ready, windowMs).catch(() => null);
   }
 
   async regroup(minEpoch: number): Promise<Communicator> {

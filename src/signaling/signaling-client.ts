@@ -171,6 +171,11 @@ export class SignalingClient {
     this.write({ type: 'progress', ...progress });
   }
 
+  /** Tells the server this peer completed a step on the ring of `epoch` (with every member of it): what makes members voters. */
+  attest(epoch: number): void {
+    this.write({ type: 'attest', epoch });
+  }
+
   /** Tells the server that peer `peerId` broke the rules on our ring; a majority of reports ejects it. */
   report(peerId: string, reason: string): void {
     this.write({ type: 'report', peerId, reason: reason.slice(0, 256) });
