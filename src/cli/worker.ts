@@ -24,7 +24,7 @@ import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
 import { warmUpKernels } from '../distributed/warm-up.ts';
-import { faultHook, parseFault } from '../distributed/fault.ts';
+import { faultHook, lieAfterChecks, parseFault } from '../distributed/fault.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { crc32 } from '../checkpoint/crc32.ts';
 import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, stderr } from './host.node.ts';
@@ -77,7 +77,7 @@ export function workerCommand(): Command {
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
     .option('--json', 'print one JSON result line on stdout at the end', false)
     // Tests only: make this worker misbehave (src/distributed/fault.ts); hidden from --help.
-    .addOption(new Option('--fault <spec>', 'TEST ONLY: misbehave as SPEC says (nan@step:N, scale:K, garbage-frames, forge-abort, flood-tags, slow:3x)').hideHelp())
+    .addOption(new Option('--fault <spec>', 'TEST ONLY: misbehave as SPEC says (nan@step:N, scale:K, garbage-frames, forge-abort, flood-tags, slow:3x, flip-bits, lie-nan, lie-scale:K)').hideHelp())
     .action(async (raw: Record<string, unknown>) => {
       const parsed = WorkerOptionsSchema.safeParse(raw);
       if (!parsed.success) {
@@ -185,6 +185,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       resume,
       resumeName: o.resume,
       tamperGradients: fault ? faultHook(fault, () => session.comm, (line) => void say(`[rank ${session.rank}] ${line}`)) : undefined,
+      tamperAfterChecks: fault ? (grads, step) => lieAfterChecks(fault, grads, step) : undefined,
       // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
       onCheckpoint: (c) => saver.save(c),
       onRecovery: async (c, why) => {

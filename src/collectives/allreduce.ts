@@ -21,6 +21,8 @@ export interface ReduceSettings {
   smallBytes: number;
   /** The caller's error-feedback residual (lossy compression), as long as the tensor. */
   errorFeedback?: Float32Array;
+  /** ReduceOptions.observeReceived (offsets within this tensor). */
+  observe?: (offset: number, values: Float32Array) => void;
 }
 
 /** Checks and completes reduce options; `what` names the caller in errors. */
@@ -58,7 +60,7 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
   for (const [k, v] of [['prescale', prescale], ['postscale', postscale]] as const) {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${k} must be a finite number, got ${v}`);
   }
-  return { op, prescale, postscale, compression, algorithm, smallBytes, errorFeedback };
+  return { op, prescale, postscale, compression, algorithm, smallBytes, errorFeedback, observe: o.observeReceived };
 }
 
 /** The fields of a reduction that every rank must agree on (negotiation compares them). */
@@ -109,7 +111,7 @@ export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSetti
   }
   const codec = codecFor(s.compression, buf);
   const chunks = splitEven(buf.length, size);
-  await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec, residual));
+  await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec, residual, s.observe));
   finish(view(buf, chunks[rank].offset, chunks[rank].count), s, size);
   // Allgather makes the owner keep exactly what the others receive (lossy codecs); alone, round it here.
   if (size === 1) {
@@ -156,7 +158,12 @@ export async function allreduceInPlace<T extends Tensor>(comm: Communicator, buf
   const per = Math.floor(chunkBytes / buf.BYTES_PER_ELEMENT);
   const n = Math.max(1, Math.ceil(buf.length / per));
   const name = opts.name ?? 'allreduce';
-  const part = (i: number) => ({ ...s, errorFeedback: s.errorFeedback && view(s.errorFeedback, i * per, Math.min(per, buf.length - i * per)) });
+  const observe = s.observe;
+  const part = (i: number) => ({
+    ...s,
+    errorFeedback: s.errorFeedback && view(s.errorFeedback, i * per, Math.min(per, buf.length - i * per)),
+    observe: observe && ((offset: number, values: Float32Array) => observe(i * per + offset, values)),
+  });
   await Promise.all(Array.from({ length: n }, (_, i) => reduceOne(comm, view(buf, i * per, Math.min(per, buf.length - i * per)), n === 1 ? name : `${name}[${i}/${n}]`, opts, n === 1 ? s : part(i))));
   return buf;
 }

@@ -44,7 +44,7 @@ function decodeInto(codec: Codec, payload: Uint8Array, buf: Tensor, seg: Range):
  * `residual` (error feedback, lossy codecs): this rank sends every chunk but
  * its own exactly once, so one residual per position of `buf` serves them all.
  */
-export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], op: ReduceOp, codec: Codec, residual?: Float32Array): Promise<void> {
+export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], op: ReduceOp, codec: Codec, residual?: Float32Array, observe?: (offset: number, values: Float32Array) => void): Promise<void> {
   const { rank, size } = run.comm;
   if (size === 1) return;
   const right = mod(rank + 1, size);
@@ -70,6 +70,7 @@ export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], 
       const payload = await run.recv(left, run.tag(PHASE_REDUCE_SCATTER, step, j));
       expectCount(payload, codec, seg, left, 'reduce-scatter');
       const incoming = codec.decode(payload, buf, scratch?.subarray(0, seg.count));
+      if (observe && incoming instanceof Float32Array) observe(seg.offset, incoming);
       const view = buf.subarray(seg.offset, seg.offset + seg.count);
       reduceInto(op, view, incoming);
       run.chunkEvent('chunk-recv', 'reduce-scatter', step, left, rank, chunk, seg, payload.byteLength, incoming, view);

@@ -150,3 +150,78 @@ export function suspectLinks(wrongAt: number[][], chunks: RingChunk[], size: num
   const from = common.length > 0 ? common : [...new Set(sets.flat())].sort((a, b) => a - b);
   return from.map((a) => ({ from: a, to: (a + 1) % size }));
 }
+
+/**
+ * The chunks whose reduce-scatter partial sum, as `rank` received it from its left
+ * neighbour, does not match the published sketches of the ranks before it on the
+ * chunk's path (owner+1 … rank-1), times `prescale`. `received` maps a segment's
+ * offset to the sketch (k buckets) of what arrived there. Rank owner+1 starts the
+ * chunk and receives none of it; chunks reduced by recursive doubling have no path.
+ */
+export function badReceipts(rank: number, size: number, chunks: RingChunk[], received: Map<number, Float64Array>, published: Float32Array[], k: number, prescale: number): number[] {
+  const bad: number[] = [];
+  // Nothing observed: the caller did not watch its reduce-scatter (there is nothing to judge).
+  if (received.size === 0) return bad;
+  const offsets = [...received.keys()];
+  chunks.forEach((c, i) => {
+    if (c.owner < 0 || c.count === 0 || size < 2 || rank === (c.owner + 1) % size) return;
+    const seen = new Float64Array(k);
+    let parts = 0;
+    for (const off of offsets) {
+      if (off < c.offset || off >= c.offset + c.count) continue;
+      const s = received.get(off)!;
+      for (let b = 0; b < k; b++) seen[b] += s[b];
+      parts++;
+    }
+    if (parts === 0) return void bad.push(i);
+    const path: number[] = [];
+    for (let r = (c.owner + 1) % size; r !== rank; r = (r + 1) % size) path.push(r);
+    for (let b = 0; b < k; b++) {
+      let expected = 0;
+      let mass = 0;
+      let magnitude = 0;
+      for (const r of path) {
+        expected += published[r][2 * k * i + b];
+        magnitude += Math.abs(published[r][2 * k * i + b]);
+        mass += published[r][2 * k * i + k + b];
+      }
+      const bound = 2 * U * Math.abs(prescale) * ((path.length + 1) * mass + magnitude) + 1e-37;
+      if (!(Math.abs(seen[b] - prescale * expected) <= bound)) return void bad.push(i);
+    }
+  });
+  return bad;
+}
+
+/**
+ * Who sent data that its published sketch (plus what it received) does not explain,
+ * from every rank's findings: `wrongAt[r]`, the chunks rank r found wrong after the
+ * allreduce, and `badAt[r]`, the chunks whose reduce-scatter partial rank r received
+ * wrong. Along each chunk's path the first rank that received it wrong names its left
+ * neighbour (every rank before it passed on what it was given plus its own published
+ * part); a chunk received right all the way but finished wrong names its owner when the
+ * owner finds it wrong itself, else the rank before the first that received it wrong in
+ * the allgather. The sender of the first bad hop is named, not the receiver: which end of
+ * a link lied cannot be told apart. Returns the one rank every wrong chunk names, or null
+ * when they name several (or nothing was wrong).
+ */
+export function culpritOf(wrongAt: number[][], badAt: number[][], chunks: RingChunk[], size: number): number | null {
+  const named = new Set<number>();
+  chunks.forEach((c, i) => {
+    const wrong = (r: number) => wrongAt[r]?.includes(i) ?? false;
+    const bad = (r: number) => badAt[r]?.includes(i) ?? false;
+    const any = Array.from({ length: size }, (_, r) => wrong(r) || bad(r)).some(Boolean);
+    if (!any) return;
+    if (c.owner < 0) return void named.add(-1);
+    // Reduce-scatter receivers in path order: owner+2, …, owner.
+    for (let p = 2; p <= size; p++) {
+      const r = (c.owner + p) % size;
+      if (bad(r)) return void named.add((r - 1 + size) % size);
+    }
+    if (wrong(c.owner)) return void named.add(c.owner);
+    for (let p = 1; p < size; p++) {
+      const r = (c.owner + p) % size;
+      if (wrong(r)) return void named.add((r - 1 + size) % size);
+    }
+  });
+  return named.size === 1 && !named.has(-1) ? [...named][0] : null;
+}

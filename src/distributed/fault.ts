@@ -11,6 +11,8 @@
  *   slow:Kx                 each step's compute takes K times as long (it sleeps the difference)
  *   flip-bits[@step:N]      from step N on, its link to its right neighbour flips bits in transit
  *                           (caught only by the verified allreduce: the sketches it publishes are honest)
+ *   lie-nan[@step:N]        it publishes its honest norm and sketches, then sends NaN into the ring
+ *   lie-scale:K[@step:N]    it publishes its honest norm and sketches, then sends its gradient times K
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
@@ -22,9 +24,11 @@ export type Fault =
   | { kind: 'forge-abort'; fromStep: number }
   | { kind: 'flood-tags'; fromStep: number }
   | { kind: 'slow'; factor: number; fromStep: number }
-  | { kind: 'flip-bits'; fromStep: number };
+  | { kind: 'flip-bits'; fromStep: number }
+  | { kind: 'lie-nan'; fromStep: number }
+  | { kind: 'lie-scale'; factor: number; fromStep: number };
 
-const FORMS = 'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N]';
+const FORMS = 'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], lie-nan[@step:N], lie-scale:K[@step:N]';
 
 function bad(spec: string, why: string): RingtrainError {
   return new RingtrainError(ErrorCode.InvalidArgument, `--fault '${spec}': ${why}. It is a test-only option; the forms are ${FORMS}`);
@@ -41,7 +45,7 @@ export function parseFault(spec: string): Fault {
   }
   const [kind, arg, ...more] = body.split(':');
   if (more.length) throw bad(spec, 'too many colons');
-  const noArg = (k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags' | 'flip-bits'): Fault => {
+  const noArg = (k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags' | 'flip-bits' | 'lie-nan'): Fault => {
     if (arg !== undefined) throw bad(spec, `${k} takes no value`);
     return { kind: k, fromStep };
   };
@@ -51,10 +55,12 @@ export function parseFault(spec: string): Fault {
     case 'forge-abort':
     case 'flood-tags':
     case 'flip-bits':
+    case 'lie-nan':
       return noArg(kind);
-    case 'scale': {
+    case 'scale':
+    case 'lie-scale': {
       const factor = Number(arg);
-      if (arg === undefined || arg === '' || !Number.isFinite(factor) || factor === 0) throw bad(spec, 'scale needs a finite, non-zero factor, like scale:1e30 or scale:-20');
+      if (arg === undefined || arg === '' || !Number.isFinite(factor) || factor === 0) throw bad(spec, `${kind} needs a finite, non-zero factor, like ${kind}:1e30 or ${kind}:-20`);
       return { kind, factor, fromStep };
     }
     case 'slow': {
@@ -73,6 +79,13 @@ export function tamperGradients(fault: Fault, grads: Float32Array, step: number)
   if (step < fault.fromStep) return;
   if (fault.kind === 'nan') grads.fill(NaN);
   else if (fault.kind === 'scale') for (let i = 0; i < grads.length; i++) grads[i] *= fault.factor;
+}
+
+/** lie-…: changes the contribution after its honest norm and sketches were published (the trainer's tamperAfterChecks). */
+export function lieAfterChecks(fault: Fault, grads: Float32Array, step: number): void {
+  if (step < fault.fromStep) return;
+  if (fault.kind === 'lie-nan') grads.fill(NaN);
+  else if (fault.kind === 'lie-scale') for (let i = 0; i < grads.length; i++) grads[i] *= fault.factor;
 }
 
 /** A communicator that can put raw bytes on a link (LinkCommunicator): only faults use it. */

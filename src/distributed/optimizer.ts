@@ -48,7 +48,9 @@ export interface DistributedOptimizerOptions {
    * allreduce, step-checks.ts), with the factor between them and the plain sum of the
    * contributions beforeReduce saw; throwing fails the step before any update.
    */
-  afterReduce?: (reduced: Float32Array, scale: number) => Promise<void>;
+  afterReduce?: (reduced: Float32Array, scale: number, prescale: number) => Promise<void>;
+  /** Sees every segment this rank receives in the ring's reduce-scatter (ReduceOptions.observeReceived): the verified allreduce checks each hop. */
+  observeReceived?: (offset: number, values: Float32Array) => void;
   /**
    * How contributions are combined: the mean (default, the ring allreduce) or a coordinate-wise
    * robust rule (median, trimmed mean, centered clipping: src/collectives/robust-aggregate.ts). Lossless only.
@@ -57,7 +59,7 @@ export interface DistributedOptimizerOptions {
 }
 
 /** DistributedOptimizerOptions with the defaults filled in and checked: this optimizer's and the TF.js one's. */
-export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'beforeReduce' | 'afterReduce' | 'aggregation'>> & { timeoutMs: number | undefined } {
+export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'beforeReduce' | 'afterReduce' | 'aggregation' | 'observeReceived'>> & { timeoutMs: number | undefined } {
   const backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
   const op = options.op ?? 'average';
   if (!Number.isInteger(backwardPassesPerStep) || backwardPassesPerStep < 1) {
@@ -90,6 +92,7 @@ export class DistributedOptimizer {
   private readonly timeoutMs: number | undefined;
   private readonly beforeReduce: DistributedOptimizerOptions['beforeReduce'];
   private readonly afterReduce: DistributedOptimizerOptions['afterReduce'];
+  private readonly observeReceived: DistributedOptimizerOptions['observeReceived'];
   private readonly aggregation: Aggregation | undefined;
   private accumulated: Float32Array | null = null;
   private passes = 0;
@@ -113,6 +116,7 @@ export class DistributedOptimizer {
     this.timeoutMs = s.timeoutMs;
     this.beforeReduce = options.beforeReduce;
     this.afterReduce = options.afterReduce;
+    this.observeReceived = options.observeReceived;
     this.aggregation = options.aggregation?.rule === 'mean' ? undefined : options.aggregation;
     const settings = { aggregation: this.aggregation, compression: this.compression };
     refuseConflicts(settings, configSettingName(settings));
@@ -157,7 +161,8 @@ export class DistributedOptimizer {
     if (typeof factor === 'number' && factor !== 1) for (let i = 0; i < local.length; i++) local[i] *= factor;
     const before = this.comm.stats.bytesSent;
     const reduced = await this.allreduceGradients(local);
-    await this.afterReduce?.(reduced, (this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1) * (this.op === 'average' ? 1 / this.comm.size : 1));
+    const prescale = this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1;
+    await this.afterReduce?.(reduced, prescale * (this.op === 'average' ? 1 / this.comm.size : 1), prescale);
     for (const e of this.model.layout) checkFinite(e.name, reduced.subarray(e.offset, e.offset + e.length));
     this.model.writeGrads(reduced);
     this.optimizer.step(lr);
@@ -199,6 +204,7 @@ export class DistributedOptimizer {
       // Summed passes become their mean here, so one step of k passes equals one pass over k batches.
       prescale: passes > 1 ? 1 / passes : undefined,
       timeoutMs: this.timeoutMs,
+      observeReceived: this.observeReceived,
     });
     return flat;
   }

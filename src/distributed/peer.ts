@@ -15,7 +15,7 @@ import { trainDistributed, type DistributedTrainArgs, type DistributedTrainConfi
 /** Progress goes to the server at most this often (ms): enough for a page, little traffic. */
 export const PROGRESS_EVERY_MS = 500;
 
-export interface PeerTrainArgs extends Pick<DistributedTrainArgs, 'onStep' | 'onEvaluate' | 'onWeights' | 'onRecovery' | 'shouldStop' | 'resume' | 'resumeName' | 'tamperGradients'> {
+export interface PeerTrainArgs extends Pick<DistributedTrainArgs, 'onStep' | 'onEvaluate' | 'onWeights' | 'onRecovery' | 'shouldStop' | 'resume' | 'resumeName' | 'tamperGradients' | 'tamperAfterChecks'> {
   gpu: Gpu;
   train: Dataset;
   test: Dataset;
@@ -39,6 +39,7 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
     resumeName: a.resumeName,
     shouldStop: a.shouldStop,
     tamperGradients: a.tamperGradients,
+    tamperAfterChecks: a.tamperAfterChecks,
     onCheckpoint: a.onCheckpoint ? (c) => a.onCheckpoint!(c, config) : undefined,
     onWeights: a.onWeights,
     onRecovery: a.onRecovery,

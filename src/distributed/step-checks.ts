@@ -25,7 +25,8 @@ import { now } from '../core/events.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { allgather } from '../collectives/allgather.ts';
 import { sketch, stepSeed } from '../collectives/sketch.ts';
-import { chunkSketches, ringChunks, suspectLinks, wrongChunks, type RingChunk } from '../collectives/verified.ts';
+import { sketchInto } from '../collectives/sketch.ts';
+import { badReceipts, chunkSketches, culpritOf, ringChunks, suspectLinks, wrongChunks, type RingChunk } from '../collectives/verified.ts';
 import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
 import { DoubtTracker, type DoubtOptions } from './doubt.ts';
 import { judgeNorms, l2Norm, rejectOffences, type GuardOptions } from './guard.ts';
@@ -58,6 +59,8 @@ interface Pending {
   seed: number;
   chunks: RingChunk[];
   published: Float32Array[];
+  /** Sketches of what this rank received in reduce-scatter, by segment offset. */
+  received: Map<number, Float64Array>;
 }
 
 export class StepChecks {
@@ -123,9 +126,23 @@ export class StepChecks {
     if (chunks.length) {
       // What each rank really sends is its contribution times its factor; sketches are linear (and the masses scale by |factor|).
       const published = ranks.map((r) => Float32Array.from(block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * chunks.length), (v) => v * factors[r]));
-      this.pending = { comm, step, seed: verifySeed(seed), chunks, published };
+      this.pending = { comm, step, seed: verifySeed(seed), chunks, published, received: new Map() };
     }
     return factors[comm.rank];
+  }
+
+  /**
+   * During the allreduce (verify): a segment this rank received in reduce-scatter. Its sketch
+   * is kept, so that after the sum every hop can be checked against the published sketches
+   * and the rank that sent what its own published sketch does not explain is named.
+   */
+  observe(comm: Communicator, offset: number, values: Float32Array): void {
+    const p = this.pending;
+    if (!p || p.comm !== comm) return;
+    const s = new Float64Array(VERIFY_BUCKETS);
+    sketchInto(s, values, p.seed, offset);
+    // A fast path that fell back sends the same offsets again: the last one is what was reduced.
+    p.received.set(offset, s);
   }
 
   /**
@@ -133,33 +150,43 @@ export class StepChecks {
    * contributions checked before. Throws ERR_PEER_MISBEHAVED naming the link
    * that changed it, on every rank alike, before the update is applied.
    */
-  async after(comm: Communicator, reduced: Float32Array, scale: number): Promise<void> {
+  async after(comm: Communicator, reduced: Float32Array, scale: number, prescale = 1): Promise<void> {
     const p = this.pending;
     this.pending = null;
     if (!p || p.comm !== comm) return;
     const wrong = wrongChunks(reduced, p.chunks, p.published, VERIFY_BUCKETS, p.seed, scale);
-    const flags = new Int32Array(p.chunks.length);
+    const bad = badReceipts(comm.rank, comm.size, p.chunks, p.received, p.published, VERIFY_BUCKETS, prescale);
+    // Per chunk: whether the result is wrong here, and whether the partial sum this rank received was.
+    const n = p.chunks.length;
+    const flags = new Int32Array(2 * n);
     for (const c of wrong) flags[c] = 1;
+    for (const c of bad) flags[n + c] = 1;
     const all = await allgather(comm, flags, { name: 'verify-verdicts', timeoutMs: this.o.timeoutMs });
-    const wrongAt = Array.from({ length: comm.size }, (_, r) => [...all.subarray(r * flags.length, (r + 1) * flags.length)].flatMap((f, c) => (f ? [c] : [])));
-    if (wrongAt.every((w) => w.length === 0)) return;
-    const links = suspectLinks(wrongAt, p.chunks, comm.size);
-    const seenBy = wrongAt.flatMap((w, r) => (w.length ? [`rank ${r}: chunk${w.length > 1 ? 's' : ''} ${w.join(', ')}`] : [])).join('; ');
+    const ranks = Array.from({ length: comm.size }, (_, r) => r);
+    const chunksOf = (r: number, from: number) => [...all.subarray(r * flags.length + from, r * flags.length + from + n)].flatMap((f, c) => (f ? [c] : []));
+    const wrongAt = ranks.map((r) => chunksOf(r, 0));
+    const badAt = ranks.map((r) => chunksOf(r, n));
+    if (wrongAt.every((w) => w.length === 0) && badAt.every((b) => b.length === 0)) return;
+    const describe = (at: number[][], what: string) => at.flatMap((w, r) => (w.length ? [`rank ${r}: ${what} ${w.join(', ')}`] : []));
+    const seenBy = [...describe(wrongAt, 'result chunk(s)'), ...describe(badAt, 'received partial(s) of chunk(s)')].join('; ');
+    // Every rank judges the same gathered findings, so every rank names the same one.
+    const culprit = culpritOf(wrongAt, badAt, p.chunks, comm.size);
+    const links = culprit !== null ? [{ from: culprit, to: (culprit + 1) % comm.size }] : suspectLinks(wrongAt, p.chunks, comm.size);
     const where = links.map((l) => `${l.from} → ${l.to}`).join(', ');
     if (links.length === 1) {
       const { from, to } = links[0];
-      const reason = `step ${p.step}: its link to rank ${to} changed gradient data in transit (verified allreduce; changed chunks seen by ${seenBy})`;
+      const reason = `step ${p.step}: its link to rank ${to} changed gradient data in transit, or it sent other numbers than it published: what it passed on does not match its published sketch plus what it received (verified allreduce; seen by ${seenBy})`;
       if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
       throw new RingtrainError(
         ErrorCode.PeerMisbehaved,
-        `step ${p.step} failed verification: the link rank ${from} → rank ${to} changed the gradients in transit (${seenBy}); the update was not applied. Elastic jobs eject rank ${from} (the sender) and go on; otherwise resume from the recovery checkpoint without it`,
-        { peer: from, culprits: [from], link: [from, to], step: p.step, wrongAt },
+        `step ${p.step} failed verification: rank ${from} sent rank ${to} gradients that its published sketch does not explain (${seenBy}); the update was not applied. Elastic jobs eject rank ${from} (the sender) and go on; otherwise resume from the recovery checkpoint without it`,
+        { peer: from, culprits: [from], link: [from, to], step: p.step, wrongAt, badAt },
       );
     }
     throw new RingtrainError(
       ErrorCode.Aborted,
-      `step ${p.step} failed verification: the summed gradients changed in transit (${seenBy}), on one of the links ${where}; the update was not applied and no single link explains it`,
-      { step: p.step, wrongAt, links: links.map((l) => [l.from, l.to]) },
+      `step ${p.step} failed verification: the summed gradients changed in transit (${seenBy}), on one of the links ${where}; the update was not applied and no single rank explains it`,
+      { step: p.step, wrongAt, badAt, links: links.map((l) => [l.from, l.to]) },
     );
   }
 }

@@ -97,6 +97,11 @@ export interface DistributedTrainArgs {
    * `computeMs`: how long this step's compute took so far (a slowed rank sleeps in proportion).
    */
   tamperGradients?: (grads: Float32Array, step: number, computeMs: number) => void | Promise<void>;
+  /**
+   * TESTS ONLY (worker --fault lie-…): changes this rank's contribution after the step checks
+   * published its norm and sketches, before it is summed: a rank that lies about what it sends.
+   */
+  tamperAfterChecks?: (grads: Float32Array, step: number) => void;
 }
 
 /**

@@ -80,9 +80,12 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       await args.tamperGradients?.(local, step, now() - stepStart);
       // This rank's compute (a slowed rank's included), not the waiting for others: what balancing divides by.
       computeMs = now() - stepStart;
-      return checks.before(comm, local, step);
+      const factor = await checks.before(comm, local, step);
+      args.tamperAfterChecks?.(local, step);
+      return factor;
     },
-    afterReduce: (reduced, scale) => checks.after(comm, reduced, scale),
+    afterReduce: (reduced, scale, prescale) => checks.after(comm, reduced, scale, prescale),
+    observeReceived: config.verify ? (offset, values) => checks.observe(comm, offset, values) : undefined,
   });
   // Local SGD's optimizer state includes the outer state: broadcasts and checkpoints carry it.
   const optimizer = dopt.optimizer;

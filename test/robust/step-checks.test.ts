@@ -30,14 +30,16 @@ function gradients(size: number, n: number, step: number, signal = 0.3): Float32
 }
 
 /** One step on every rank: before, allreduce (average), after. Resolves to each rank's error (or null). */
-async function step(checks: StepChecks[], comms: LinkCommunicator[], grads: Float32Array[], s: number): Promise<(RingtrainError | null)[]> {
+async function step(checks: StepChecks[], comms: LinkCommunicator[], grads: Float32Array[], s: number, lie?: (r: number, g: Float32Array) => void): Promise<(RingtrainError | null)[]> {
   return Promise.all(
     comms.map(async (c, r) => {
       try {
         // As DistributedOptimizer does: the factor leaves a doubtful contribution out (0) and rescales the rest.
         const factor = await checks[r].before(c, grads[r], s);
         if (factor !== 1) grads[r] = grads[r].map((v) => v * factor);
-        await allreduceInPlace(c, grads[r], { op: 'average', name: `g${s}`, algorithm: 'ring', segmentBytes: 8192 });
+        // A liar changes what it sends after its honest norm and sketches went out.
+        lie?.(r, grads[r]);
+        await allreduceInPlace(c, grads[r], { op: 'average', name: `g${s}`, algorithm: 'ring', segmentBytes: 8192, observeReceived: (o, v) => checks[r].observe(c, o, v) });
         await checks[r].after(c, grads[r], 1 / c.size);
         return null;
       } catch (e) {
@@ -57,12 +59,33 @@ describe('StepChecks: verified allreduce', () => {
     for (const [r, e] of errors.entries()) {
       expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
       expect(e!.code).toBe(ErrorCode.PeerMisbehaved);
-      expect(e!.message).toContain('the link rank 1 → rank 2 changed the gradients in transit');
+      expect(e!.message).toContain('rank 1 sent rank 2 gradients that its published sketch does not explain');
       expect(e!.detail).toMatchObject({ peer: 1, link: [1, 2], step: 3 });
       expect(seen[r].find((ev) => ev.type === 'peer-misbehaved')).toMatchObject({ peer: 1 });
     }
     comms.forEach((c) => c.close());
   });
+
+  for (const [what, lie] of [
+    ['×(−20)', (g: Float32Array) => g.forEach((v, i) => (g[i] = -20 * v))],
+    ['NaN', (g: Float32Array) => g.fill(NaN)],
+  ] as const) {
+    for (const size of [2, 3, 5]) {
+      it(`a rank of ${size} that publishes honest sketches and sends ${what} is named by every rank, before anything is applied`, async () => {
+        const { comms, seen } = ring(size);
+        const checks = comms.map(() => new StepChecks({ verify: true, seed: 5 }));
+        const liar = size - 1;
+        const errors = await step(checks, comms, gradients(size, 30000, 0), 0, (r, g) => r === liar && lie(g));
+        for (const [r, e] of errors.entries()) {
+          expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+          expect(e!.code, e!.message).toBe(ErrorCode.PeerMisbehaved);
+          expect(e!.detail).toMatchObject({ peer: liar, culprits: [liar] });
+          expect(seen[r].find((ev) => ev.type === 'peer-misbehaved')).toMatchObject({ peer: liar });
+        }
+        comms.forEach((c) => c.close());
+      });
+    }
+  }
 
   it('without verify, the same flipped link goes unseen (what the option is for)', async () => {
     const { comms } = ring(3);

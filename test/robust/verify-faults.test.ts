@@ -3,7 +3,10 @@
  * inside scripts/in-netns.sh), 3-peer elastic MLP jobs:
  *  - with the verified allreduce on (`verify: true`), a worker whose link to
  *    its right neighbour flips bits in transit (--fault flip-bits) is named by
- *    its link and ejected; the others finish.
+ *    its link and ejected; the others finish;
+ *  - likewise a worker that publishes honest checks and sends its gradient
+ *    ×(−20) into the ring (--fault lie-scale:-20): named by every rank from the
+ *    hop after it, ejected, and the others finish.
  * (A worker sending sign-flipped ×20 gradients, which only sketches tell from
  * honest spikes too, is named within 2 steps by the doubt rule (doubtRule: true):
  * test/robust/gradient-faults.test.ts. The opt-in window rules, which needed
@@ -20,6 +23,9 @@ describe('faults only sketches see', () => {
   // an update (each step is verified before it is applied): 76.7%, 77.2% after 16 steps.
   for (const [fault, hyper, says, within, accuracy, steps] of [
     ['flip-bits', { verify: true }, /its link to rank \d changed gradient data in transit/, 2, 0.7, 16],
+    // Publishes its honest norm and sketches, sends its gradient ×(−20): the guard sees nothing, the
+    // rank after it on the ring receives partial sums its published sketch does not explain.
+    ['lie-scale:-20', { verify: true }, /it sent other numbers than it published/, 2, 0.7, 16],
   ] as const) {
     it(`--fault ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
       requireNetns();
