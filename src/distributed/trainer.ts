@@ -246,7 +246,9 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       const lr = learningRateAt({ baseLr: config.lr, size, warmupSteps: config.warmupSteps, warmupFrom: config.warmupFrom, scaleBySize: config.scaleLr ?? false, decay: config.lrSchedule, totalSteps }, step);
       // Weighed by this rank's share of the step's counted targets (exactly 1 when shares are equal).
       const mine = countedTargets(b.labels);
-      const r = await dopt.step(lr, b.ringTargets > 0 ? (size * mine) / b.ringTargets : (size * b.size) / globalBatch);
+      const r = await dopt.step(lr, b.ringTargets > 0 ? (size * mine) / b.ringTargets : (size * b.size) / globalBatch).catch((err: unknown) => {
+        throw guard !== false ? suspectPeersFirst(err, config.verify === true) : err;
+      });
       // A pass summed locally (backwardPassesPerStep > 1) reduced nothing: all of it was compute.
       if (!r.applied) computeMs = now() - t0;
       // dopt.step's gradient read carried the loss, so this does not wait; the last value is this step's (a failed try may have left one).
@@ -340,4 +342,18 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     optimizer.destroy();
     model.destroy();
   }
+}
+
+/**
+ * A non-finite average after every rank's published norm passed the norm rule (finite, within
+ * its ratio): either the sum overflowed, or a peer sent other numbers than it published. Say so
+ * instead of blaming the learning rate alone; with verify on, such a peer is named before this.
+ */
+function suspectPeersFirst(err: unknown, verify: boolean): unknown {
+  if (!isRingtrainError(err) || err.detail?.diverged !== true || err.detail?.tensor === undefined) return err;
+  const head = err.message.replace(/: a rank diverged; lower the learning rate$/, '');
+  const hint = verify
+    ? 'every rank published a finite gradient and the verified allreduce found no one changing it, so the sum itself overflowed: lower the learning rate'
+    : 'every rank published a finite gradient before the sum, so a peer may have sent other numbers than it published: run the job with verify (--verify) to name it; if none did, the sum overflowed: lower the learning rate';
+  return new RingtrainError(err.code, `${head}: ${hint}`, err.detail);
 }

@@ -26,6 +26,7 @@ describe('faults only sketches see', () => {
     // Publishes its honest norm and sketches, sends its gradient ×(−20): the guard sees nothing, the
     // rank after it on the ring receives partial sums its published sketch does not explain.
     ['lie-scale:-20', { verify: true }, /it sent other numbers than it published/, 2, 0.7, 16],
+    ['lie-nan', { verify: true }, /it sent other numbers than it published/, 2, 0.7, 16],
   ] as const) {
     it(`--fault ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
       requireNetns();
@@ -47,4 +48,16 @@ describe('faults only sketches see', () => {
       expect(faulty.stderr).toMatch(/ejected from the job/);
     }, 200_000);
   }
+});
+
+describe('a NaN average while every rank published a finite gradient', () => {
+  it('without verify, blames no learning rate alone: a peer may have lied, and verify names it', async () => {
+    requireNetns();
+    const { honest, honestCodes } = await runWithFault('sketch-lienan-noverify', 'lie-nan', undefined, true, { steps: 16 });
+    for (const [i, w] of honest.entries()) {
+      expect(honestCodes[i], w.stderr).not.toBe(0);
+      expect(w.stderr).toMatch(/a peer may have sent other numbers than it published: run the job with verify/);
+      expect(w.stderr).not.toMatch(/a rank diverged; lower the learning rate/);
+    }
+  }, 200_000);
 });
