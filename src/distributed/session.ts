@@ -327,7 +327,8 @@ class PeerSession implements Session {
    * network's doing, and the ring stops as before.
    */
   private async dropUnconnected(err: unknown, membership: Membership, client: SignalingClient): Promise<Membership | null> {
-    if (!isRingtrainError(err) || client.closed) return null;
+    // Without voters nobody can be ejected (a fresh job whose first ring never formed): fail as before.
+    if (!isRingtrainError(err) || client.closed || !membership.peers.some((p) => p.voter === true)) return null;
     const d = err.detail ?? {};
     const ranks = Array.isArray(d.waitingFor) ? (d.waitingFor as number[]) : typeof d.peer === 'number' && err.code !== ErrorCode.Aborted ? [d.peer] : [];
     const suspects = ranks.map((r) => membership.peers[r]).filter((p) => p && p.voter !== true && p.rank !== membership.rank);
