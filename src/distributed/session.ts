@@ -124,7 +124,11 @@ class PeerSession implements Session {
     // ask the server to eject it; a majority of the other peers' reports does.
     events.on((e) => {
       if (e.type === 'peer-misbehaved') this.reportPeer(e.peer, e.reason);
-      if (e.type === 'train-step' && e.rank === this.membership?.rank) this.attest();
+      // The step checks' allgather needs every member's data at every rank, like a whole step, and
+      // comes first in a step: a peer that breaks the rules at its first step is then a voter's
+      // peer, and can be ejected (nobody could be in a job that had no voters yet).
+      const together = e.type === 'train-step' || (e.type === 'collective-end' && e.ok && e.name === 'gradient-sketches');
+      if (together && e.rank === this.membership?.rank) this.attest();
     });
   }
 
@@ -132,8 +136,8 @@ class PeerSession implements Session {
   private attested: { client: SignalingClient; epoch: number } | null = null;
 
   /**
-   * After the first step completed on a ring, tell the server: the step took every member's
-   * data over a data channel, so it vouches for each of them (what makes members voters, and
+   * After the first collective on a ring that needs every member's data at every rank (the
+   * step checks' allgather, or a whole step), tell the server: it vouches for each member (what makes members voters, and
    * only voters' reports count). A ring built on an earlier server connection vouches for nothing now.
    */
   private attest(): void {
