@@ -9,12 +9,14 @@
 #     transformer workload) at GPT_B = 64/256/1024, tokens/s.
 # Results in $OUT (default ./gpu-out), six files: gpu.txt, probe.json,
 # profile.jsonl (one JSON line per run) and profile.txt (the same as tables),
-# torch.json, gpt.jsonl; every command's stderr goes to log.txt.
+# torch.json, gpt.jsonl; every command's stderr goes to log.txt. With
+# rt-before.tar in the carry (gpu-carry.sh --before REV), also encode-ab.jsonl:
+# the CNN at 256 and the MLP at 128 profiled from both trees, interleaved.
 #   sh .devcarry/gpu-bench.sh [carry-dir]
 # Knobs (to try it on a CPU adapter with small sizes): TRANSFORMER_BATCHES,
-# CNN_BATCHES, MLP_BATCHES, REPLAY_BATCH (empty: skip), PROFILE_STEPS,
+# CNN_BATCHES, MLP_BATCHES, REPLAY_BATCH (each empty: skip), PROFILE_STEPS,
 # PROFILE_ROUNDS, PROFILE_WARMUP, PROFILE_TIMEOUT (s per run), GPT_BATCHES,
-# GPT_STEPS, TORCH=0 (skip PyTorch).
+# GPT_STEPS, TORCH=0 (skip PyTorch), AB_MODELS (model:batch …), AB_STEPS, AB_RUNS.
 set -u
 carry=$(cd "${1:-.devcarry}" && pwd)
 out=${OUT:-$PWD/gpu-out}
@@ -57,10 +59,10 @@ profile() { # MODEL BATCH [extra flags]
   echo "exit $?"
   cat "$work/profile.json" >> "$out/profile.jsonl"
 }
-for b in $(echo "${TRANSFORMER_BATCHES:-64,256,1024}" | tr ',' ' '); do profile transformer "$b"; done
+for b in $(echo "${TRANSFORMER_BATCHES-64,256,1024}" | tr ',' ' '); do profile transformer "$b"; done
 [ -n "${REPLAY_BATCH-256}" ] && profile transformer "${REPLAY_BATCH-256}" --method replay
-for b in $(echo "${CNN_BATCHES:-64,256}" | tr ',' ' '); do profile cnn "$b"; done
-for b in $(echo "${MLP_BATCHES:-128}" | tr ',' ' '); do profile mlp "$b"; done
+for b in $(echo "${CNN_BATCHES-64,256}" | tr ',' ' '); do profile cnn "$b"; done
+for b in $(echo "${MLP_BATCHES-128}" | tr ',' ' '); do profile mlp "$b"; done
 # The same runs as tables, for reading.
 python3 - "$out/profile.jsonl" > "$out/profile.txt" <<'PY'
 import json, sys
@@ -78,13 +80,32 @@ for line in open(sys.argv[1]):
 PY
 cat "$out/profile.txt"
 
+if [ -f "$carry/rt-before.tar" ]; then
+  # Step encoding before and after a change (gpu-carry.sh --before REV), the two trees interleaved, same flags.
+  echo "== encode time per step, rt-before.tar against this tree"
+  before=$work/before
+  mkdir -p "$before" && tar -C "$before" -xf "$carry/rt-before.tar" && ln -sfn "$work/node_modules" "$before/node_modules"
+  : > "$out/encode-ab.jsonl"
+  for run in $(seq "${AB_RUNS:-1}"); do
+    for m in ${AB_MODELS-cnn:256 mlp:128}; do
+      for tree in before after; do
+        dir=$work; [ $tree = before ] && dir=$before
+        (cd "$dir" && timeout "${PROFILE_TIMEOUT:-50}" "$node" bin/ringtrain.js bench profile --runtime node --json --model "${m%%:*}" --batch "${m##*:}" \
+          --steps "${AB_STEPS:-30}" --rounds 1 --warmup "${PROFILE_WARMUP:-3}" 2>>"$log") | python3 -c "import json, sys
+for line in sys.stdin:
+    p = json.loads(line); print(json.dumps({'tree': '$tree', 'run': $run, **{k: p[k] for k in ('model', 'batch', 'step_ms', 'encode_cpu_ms', 'encode_cpu_min_ms', 'submit_cpu_ms', 'kernels_ms')}}))" | tee -a "$out/encode-ab.jsonl"
+      done
+    done
+  done
+fi
+
 if [ "${TORCH:-1}" != 0 ]; then
   echo "== PyTorch reference (torch_ref.py)"
   PYTHONUNBUFFERED=1 timeout 90 python3 "$carry/torch_ref.py" 2>>"$log" > "$out/torch.json"; echo "exit $?"
   cat "$out/torch.json"
   echo "== PyTorch transformer (gpt_ref.py), ${GPT_STEPS:-300} steps per batch size"
   : > "$out/gpt.jsonl"
-  for b in $(echo "${GPT_BATCHES:-64,256,1024}" | tr ',' ' '); do
+  for b in $(echo "${GPT_BATCHES-64,256,1024}" | tr ',' ' '); do
     echo "== gpt_ref.py GPT_B=$b" >> "$log"
     GPT_B=$b PYTHONUNBUFFERED=1 timeout 45 python3 "$carry/gpt_ref.py" 0 "$carry/words.txt" "${GPT_STEPS:-300}" 2>>"$log" |
       python3 -c "import json, sys

@@ -6,19 +6,24 @@
 # under Node (Dawn and the other native addons for linux-x64 only), the Vulkan
 # loader debs, the PyTorch references (torch_ref.py, gpt_ref.py) with the word
 # list gpt_ref.py trains on, and gpu-bench.sh.
-#   sh scripts/gpu-carry.sh [--torch DIR] [DEST]
+#   sh scripts/gpu-carry.sh [--torch DIR] [--before REV] [DEST]
 # --torch: where torch_ref.py and gpt_ref.py are (default: ../shared/gpu next
-# to this checkout). Every path is taken relative to the checkout or the
-# current directory: it builds the same from any worktree.
+# to this checkout). --before: also carry the sources at git revision REV
+# (rt-before.tar), and gpu-bench.sh times both trees' step encoding side by side.
+# Every path is taken relative to the checkout or the current directory: it
+# builds the same from any worktree.
 set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
 torch=$repo/../shared/gpu
+before=
 while [ $# -gt 0 ]; do
   case $1 in
     --torch) torch=$2; shift 2 ;;
     --torch=*) torch=${1#--torch=}; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-    -*) echo "gpu-carry: unknown option $1 (usage: sh scripts/gpu-carry.sh [--torch DIR] [DEST])" >&2; exit 2 ;;
+    --before) before=$2; shift 2 ;;
+    --before=*) before=${1#--before=}; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -*) echo "gpu-carry: unknown option $1 (usage: sh scripts/gpu-carry.sh [--torch DIR] [--before REV] [DEST])" >&2; exit 2 ;;
     *) break ;;
   esac
 done
@@ -32,6 +37,8 @@ nm=$(cd "$repo/node_modules" && pwd -P)
 
 # Sources (small, plain tar): everything the CLI's import graph reaches (src, server, deploy), the shaders, the benchmarks.
 tar -C "$repo" -cf "$dest/rt.tar" src shaders bench bin server deploy scripts package.json tsconfig.json
+rm -f "$dest/rt-before.tar"
+[ -z "$before" ] || git -C "$repo" archive --format=tar "$before" src shaders bin server deploy package.json tsconfig.json > "$dest/rt-before.tar"
 
 # Node: the binary running this script, xz-compressed once (about 24 MB from 99).
 if [ ! -s "$dest/node.xz" ]; then
