@@ -1,18 +1,30 @@
 #!/bin/sh
 # Runs on the GPU machine from the root of the checkout that carried .devcarry
 # (built by scripts/gpu-carry.sh): unpacks Node, node_modules, the sources and
-# the Vulkan loader, then measures, in one go and on one GPU, our matmul
-# (chosen variant and the old 64×64 tiles) at 256…4096, the MLP step at batch
-# 128 and the CNN at batch 32/256 (loss awaited every step vs read every 10,
-# GPU waits per step), and PyTorch's figures for the same work.
-# Results: JSON files in $OUT (or ./gpu-out). See docs/GPU.md.
+# the Vulkan loader, then measures on one GPU, under Node (Dawn):
+#   - `ringtrain bench profile` (wall ms per step, CPU ms to encode one, GPU ms
+#     per kernel) for the transformer at batch 64/256/1024 (and 256 again timed
+#     by replay, to check the timestamps), the CNN at 64/256, the MLP at 128;
+#   - PyTorch: torch_ref.py (matmul, MLP step, CNN) and gpt_ref.py (the
+#     transformer workload) at GPT_B = 64/256/1024, tokens/s.
+# Results in $OUT (default ./gpu-out), six files: gpu.txt, probe.json,
+# profile.jsonl (one JSON line per run) and profile.txt (the same as tables),
+# torch.json, gpt.jsonl; every command's stderr goes to log.txt. With
+# rt-before.tar in the carry (gpu-carry.sh --before REV), also encode-ab.jsonl:
+# the CNN at 256 and the MLP at 128 profiled from both trees, interleaved.
 #   sh .devcarry/gpu-bench.sh [carry-dir]
-# Knobs (to try the recipe on a CPU adapter): SIZES, SAMPLES, BATCHES, ROUNDS, STEP_ROUNDS.
+# Knobs (to try it on a CPU adapter with small sizes): TRANSFORMER_BATCHES,
+# CNN_BATCHES, MLP_BATCHES, REPLAY_BATCH (each empty: skip), PROFILE_STEPS,
+# PROFILE_ROUNDS, PROFILE_WARMUP, PROFILE_TIMEOUT (s per run), GPT_BATCHES,
+# GPT_STEPS, TORCH=0 (skip PyTorch), AB_MODELS (model:batch …), AB_STEPS, AB_RUNS.
 set -u
 carry=$(cd "${1:-.devcarry}" && pwd)
 out=${OUT:-$PWD/gpu-out}
 work=${WORK:-/tmp/ringtrain-gpu}
 mkdir -p "$out" "$work"
+out=$(cd "$out" && pwd)
+log=$out/log.txt
+: > "$log"
 
 if [ "$(id -u)" = 0 ] && ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in "$carry"/gl/*.deb; do dpkg -x "$f" /; done
@@ -32,16 +44,74 @@ icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 cd "$work"
 node="$work/node"
 "$node" --version
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>>"$log" | tee "$out/gpu.txt"
 
 echo "== runtime probe (what --runtime auto would see)"
-"$node" --import tsx src/cli/probe-adapter.node.ts | tee "$out/probe.json"
-echo "== kernels (matmul 256..4096, MLP step)"
-timeout 240 "$node" --import tsx bench/kernels.ts --json --no-tfjs --rounds ${ROUNDS:-3} --sizes ${SIZES:-256,512,1024,2048,4096} > "$out/kernels.json"; echo "exit $?"
-cat "$out/kernels.json"
-echo "== CNN step, batch 32 and 256"
-timeout 150 "$node" --import tsx bench/gpu-step.ts --batches ${BATCHES:-32,256} --samples ${SAMPLES:-8000} --rounds ${STEP_ROUNDS:-3} > "$out/step.json"; echo "exit $?"
-cat "$out/step.json"
-echo "== PyTorch reference"
-PYTHONUNBUFFERED=1 timeout 150 python3 "$carry/torch_ref.py" > "$out/torch.json"; echo "exit $?"
-cat "$out/torch.json"
+timeout 30 "$node" --import tsx src/cli/probe-adapter.node.ts 2>>"$log" | tee "$out/probe.json"
+
+: > "$out/profile.jsonl"
+profile() { # MODEL BATCH [extra flags]
+  model=$1; batch=$2; shift 2
+  echo "== bench profile $model batch $batch $*"
+  echo "== bench profile $model batch $batch $*" >> "$log"
+  timeout "${PROFILE_TIMEOUT:-50}" "$node" bin/ringtrain.js bench profile --runtime node --json --model "$model" --batch "$batch" \
+    --steps "${PROFILE_STEPS:-20}" --rounds "${PROFILE_ROUNDS:-10}" --warmup "${PROFILE_WARMUP:-3}" "$@" 2>>"$log" > "$work/profile.json"
+  echo "exit $?"
+  cat "$work/profile.json" >> "$out/profile.jsonl"
+}
+for b in $(echo "${TRANSFORMER_BATCHES-64,256,1024}" | tr ',' ' '); do profile transformer "$b"; done
+[ -n "${REPLAY_BATCH-256}" ] && profile transformer "${REPLAY_BATCH-256}" --method replay
+for b in $(echo "${CNN_BATCHES-64,256}" | tr ',' ' '); do profile cnn "$b"; done
+for b in $(echo "${MLP_BATCHES-128}" | tr ',' ' '); do profile mlp "$b"; done
+# The same runs as tables, for reading.
+python3 - "$out/profile.jsonl" > "$out/profile.txt" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    try: p = json.loads(line)
+    except ValueError: continue
+    print(f"{p['model']} batch {p['batch']} ({p['optimizer']}), {p['runtime']} on {p['adapter']}: step {p['step_ms']:.3f} ms wall, "
+          f"encode+submit {p['encode_cpu_ms']:.3f} ms CPU (min {p['encode_cpu_min_ms']:.3f}), kernels {p['kernels_ms']:.3f} ms GPU "
+          f"= {100 * p['kernels_over_step']:.1f}% of the step, {p['dispatches']} dispatches ({p['method']}, {p['rounds']} runs each)")
+    print(f"  {'kernel':<30} {'disp':>5} {'wg/disp':>13} {'wg/step':>9} {'ms/step':>9} {'share':>6}")
+    for k in p['kernels']:
+        wg = str(k['workgroups_min']) if k['workgroups_min'] == k['workgroups_max'] else f"{k['workgroups_min']}..{k['workgroups_max']}"
+        print(f"  {k['label']:<30} {k['dispatches']:>5} {wg:>13} {k['workgroups']:>9} {k['ms']:>9.4f} {100 * k['share']:>5.1f}%")
+    print()
+PY
+cat "$out/profile.txt"
+
+if [ -f "$carry/rt-before.tar" ]; then
+  # Step encoding before and after a change (gpu-carry.sh --before REV), the two trees interleaved, same flags.
+  echo "== encode time per step, rt-before.tar against this tree"
+  before=$work/before
+  mkdir -p "$before" && tar -C "$before" -xf "$carry/rt-before.tar" && ln -sfn "$work/node_modules" "$before/node_modules"
+  : > "$out/encode-ab.jsonl"
+  for run in $(seq "${AB_RUNS:-1}"); do
+    for m in ${AB_MODELS-cnn:256 mlp:128}; do
+      for tree in before after; do
+        dir=$work; [ $tree = before ] && dir=$before
+        (cd "$dir" && timeout "${PROFILE_TIMEOUT:-50}" "$node" bin/ringtrain.js bench profile --runtime node --json --model "${m%%:*}" --batch "${m##*:}" \
+          --steps "${AB_STEPS:-30}" --rounds 1 --warmup "${PROFILE_WARMUP:-3}" 2>>"$log") | python3 -c "import json, sys
+for line in sys.stdin:
+    p = json.loads(line); print(json.dumps({'tree': '$tree', 'run': $run, **{k: p[k] for k in ('model', 'batch', 'step_ms', 'encode_cpu_ms', 'encode_cpu_min_ms', 'submit_cpu_ms', 'kernels_ms')}}))" | tee -a "$out/encode-ab.jsonl"
+      done
+    done
+  done
+fi
+
+if [ "${TORCH:-1}" != 0 ]; then
+  echo "== PyTorch reference (torch_ref.py)"
+  PYTHONUNBUFFERED=1 timeout 90 python3 "$carry/torch_ref.py" 2>>"$log" > "$out/torch.json"; echo "exit $?"
+  cat "$out/torch.json"
+  echo "== PyTorch transformer (gpt_ref.py), ${GPT_STEPS:-300} steps per batch size"
+  : > "$out/gpt.jsonl"
+  for b in $(echo "${GPT_BATCHES-64,256,1024}" | tr ',' ' '); do
+    echo "== gpt_ref.py GPT_B=$b" >> "$log"
+    GPT_B=$b PYTHONUNBUFFERED=1 timeout 45 python3 "$carry/gpt_ref.py" 0 "$carry/words.txt" "${GPT_STEPS:-300}" 2>>"$log" |
+      python3 -c "import json, sys
+for line in sys.stdin:
+    r = json.loads(line); r['batch'] = $b; print(json.dumps(r), flush=True)" | tee -a "$out/gpt.jsonl"
+  done
+fi
+echo "== done; stderr of every command: $log"
+tail -n 20 "$log"

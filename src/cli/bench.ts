@@ -12,6 +12,7 @@ import { benchAllreduce, benchSweep, parseBytes } from './bench-allreduce.node.t
 import type { PeerRuntime } from '../comm/launch.node.ts';
 import { printLine } from './host.node.ts';
 import { benchWan } from './bench-wan.node.ts';
+import { profileCommand } from './profile.ts';
 
 export function benchCommand(): Command {
   const bench = new Command('bench').description('Measure parts of ringtrain; prints JSON.');
@@ -73,5 +74,6 @@ export function benchCommand(): Command {
       });
       await printLine(JSON.stringify(result));
     });
+  bench.addCommand(profileCommand());
   return bench;
 }

@@ -73,6 +73,8 @@ class FlatOptimizer implements Optimizer {
   private readonly uniform: GPUBuffer;
   private readonly state: Record<string, GPUBuffer>;
   private readonly update: Dispatch;
+  /** `gpu.submits` when the update was last recorded (-1: never). */
+  private recordedAt = -1;
 
   constructor(private readonly model: Model, spec: OptimizerSpec) {
     this.spec = resolveOptimizerSpec(spec);
@@ -105,10 +107,14 @@ class FlatOptimizer implements Optimizer {
       this.spec.lr = lr;
     }
     this.stepCount++;
+    // The uniform's only reader is the update. Once the last one was submitted, the new values may go
+    // on the queue ahead of this step's still-unsubmitted forward and backward: no submit of their own.
+    const ahead = this.recordedAt < this.gpu.submits;
     // SGD's hyperparameters only change with lr; AdamW's bias correction changes every step.
-    if (this.kind === 'adamw') this.gpu.writeUniform(this.uniform, adamwFields(this.n, this.adamHyper(this.stepCount)));
-    else if (lr !== undefined) this.gpu.writeUniform(this.uniform, sgdFields(this.n, this.spec));
+    if (this.kind === 'adamw') this.gpu.writeUniform(this.uniform, adamwFields(this.n, this.adamHyper(this.stepCount)), ahead);
+    else if (lr !== undefined) this.gpu.writeUniform(this.uniform, sgdFields(this.n, this.spec), ahead);
     this.gpu.record(this.update);
+    this.recordedAt = this.gpu.submits;
   }
 
   async exportState(): Promise<Record<string, Float32Array>> {

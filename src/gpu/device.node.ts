@@ -41,6 +41,9 @@ export async function nodeGpu(): Promise<GPU> {
   const { create, globals } = await import('webgpu');
   // The WebGPU enums/classes (GPUBufferUsage, ...) that browsers and Deno have as globals.
   Object.assign(globalThis, globals);
-  cached = create([]) as GPU;
+  // Dawn rounds timestamp queries down to 65.5 µs (a browser's defence against timing attacks) unless
+  // told not to; a local process gains nothing from it, and the profiler (profile.ts) needs kernels of a
+  // few µs. The toggle touches nothing but timestamp queries, which only the profiler asks for.
+  cached = create(['disable-dawn-features=timestamp_quantization']) as GPU;
   return cached;
 }

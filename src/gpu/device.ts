@@ -19,6 +19,12 @@ export interface AcquireOptions {
   powerPreference?: GPUPowerPreference;
   /** Skip reading shaders from disk in Node/Deno (they are registered already). */
   skipShaderLoad?: boolean;
+  /**
+   * Features to enable when the adapter has them (never required: a missing
+   * one is simply absent from `gpu.device.features`). Training asks for none;
+   * the profiler asks for 'timestamp-query'.
+   */
+  optionalFeatures?: GPUFeatureName[];
 }
 
 /** What to install, per runtime, when no adapter is found. */
@@ -69,7 +75,8 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
   const wanted: (keyof GPUSupportedLimits)[] = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxStorageBuffersPerShaderStage'];
   const requiredLimits: Record<string, number> = {};
   for (const k of wanted) requiredLimits[k] = adapter.limits[k] as number;
-  const device = await adapter.requestDevice({ requiredLimits, label: 'ringtrain' });
+  const requiredFeatures = (options.optionalFeatures ?? []).filter((f) => adapter!.features?.has(f));
+  const device = await adapter.requestDevice({ requiredLimits, ...(requiredFeatures.length > 0 ? { requiredFeatures } : {}), label: 'ringtrain' });
 
   const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
   const legacyFallback = (adapter as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter;

@@ -100,6 +100,11 @@ export class Gpu {
   private waitCount = 0;
   private readonly riders = new Set<ReadbackRider>();
   private readonly captures = new Set<Dispatch[]>();
+  private submitted = 0;
+  /** The pipeline last set on the open pass: a run of dispatches of one kernel sets it once. */
+  private passPipeline: GPUComputePipeline | null = null;
+  /** Reused by writeUniform (queue.writeBuffer copies the bytes at once), so a step allocates no ArrayBuffer for it. */
+  private uniformScratch = new ArrayBuffer(256);
   /** A 16-byte storage buffer bound where a kernel's optional input is absent. */
   readonly dummy: GPUBuffer;
 
@@ -208,11 +213,18 @@ export class Gpu {
     return buffer;
   }
 
-  /** Rewrites a uniform buffer made by `uniform` (ordered after everything recorded so far). */
-  writeUniform(buffer: GPUBuffer, fields: UniformField[]): void {
-    const bytes = new ArrayBuffer(Math.ceil((fields.length * 4) / 16) * 16);
-    writeFields(bytes, fields);
-    this.write(buffer, new Uint8Array(bytes));
+  /**
+   * Rewrites a uniform buffer made by `uniform`, ordered after everything
+   * recorded so far; with `ahead`, before what is recorded but not yet
+   * submitted instead (see `writeAhead`: the caller vouches that none of it uses the buffer).
+   */
+  writeUniform(buffer: GPUBuffer, fields: UniformField[], ahead = false): void {
+    const size = Math.ceil((fields.length * 4) / 16) * 16;
+    if (size > this.uniformScratch.byteLength) this.uniformScratch = new ArrayBuffer(size);
+    writeFields(this.uniformScratch, fields);
+    const bytes = new Uint8Array(this.uniformScratch, 0, size);
+    if (ahead) this.writeAhead(buffer, bytes);
+    else this.write(buffer, bytes);
   }
 
   /** Plans a dispatch of `key` with the given bindings and workgroup counts. */
@@ -239,13 +251,21 @@ export class Gpu {
     if (!this.pass) {
       this.encoder ??= this.device.createCommandEncoder({ label: 'ringtrain-step' });
       this.pass = this.encoder.beginComputePass();
+      this.passPipeline = null;
     }
-    for (const d of Array.isArray(dispatches) ? dispatches : [dispatches]) {
-      this.pass.setPipeline(d.pipeline);
-      this.pass.setBindGroup(0, d.bindGroup);
-      this.pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
-      for (const c of this.captures) c.push(d);
+    if (Array.isArray(dispatches)) for (const d of dispatches) this.recordOne(this.pass, d);
+    else this.recordOne(this.pass, dispatches);
+  }
+
+  private recordOne(pass: GPUComputePassEncoder, d: Dispatch): void {
+    // Each call into the runtime costs (a native call under Node and Deno): skip the ones that change nothing.
+    if (d.pipeline !== this.passPipeline) {
+      pass.setPipeline(d.pipeline);
+      this.passPipeline = d.pipeline;
     }
+    pass.setBindGroup(0, d.bindGroup);
+    pass.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+    if (this.captures.size > 0) for (const c of this.captures) c.push(d);
   }
 
   /**
@@ -296,7 +316,16 @@ export class Gpu {
     if (this.pass) {
       this.pass.end();
       this.pass = null;
+      this.passPipeline = null;
     }
+  }
+
+  /**
+   * Command buffers submitted so far. Work recorded while this read k is on
+   * the queue once it reads more than k: what a caller checks before `writeAhead`.
+   */
+  get submits(): number {
+    return this.submitted;
   }
 
   /** Submits everything recorded so far as one command buffer. */
@@ -307,12 +336,27 @@ export class Gpu {
       const cb = this.encoder.finish();
       this.encoder = null;
       this.device.queue.submit([cb]);
+      this.submitted++;
     }
   }
 
   /** Writes CPU data into a buffer, after everything already recorded. */
   write(buffer: GPUBuffer, data: ArrayBufferView, byteOffset = 0): void {
     this.flush();
+    if (data.byteLength % 4 !== 0) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `GPU writes must be a multiple of 4 bytes, got ${data.byteLength}`);
+    }
+    this.device.queue.writeBuffer(buffer, byteOffset, data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  /**
+   * Writes CPU data into a buffer WITHOUT flushing: the write lands on the
+   * queue before everything recorded but not yet submitted. Only for a buffer
+   * that none of that pending work reads or writes (a uniform whose reader was
+   * submitted already, see `submits`); it spares the step a submit of its own.
+   */
+  writeAhead(buffer: GPUBuffer, data: ArrayBufferView, byteOffset = 0): void {
+    this.check();
     if (data.byteLength % 4 !== 0) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `GPU writes must be a multiple of 4 bytes, got ${data.byteLength}`);
     }

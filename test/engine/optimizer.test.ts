@@ -45,6 +45,32 @@ describe('optimizer state', () => {
     });
   }
 
+  for (const kind of ['sgd', 'adamw'] as const) {
+    it(`${kind}: a step's new hyperparameters go ahead of the recorded work (no submit of their own), and back-to-back steps still each see their own`, async () => {
+      const spec = { kind: 'mlp' as const, hidden: [8], inputSize: 10, classes: 3, seed: 3 };
+      const x = Float32Array.from({ length: 40 }, seededUniform(5));
+      const y = [0, 1, 2, 1];
+      const run = async (flushBetween: boolean) => {
+        const model = createModel(gpu, spec);
+        const opt = createOptimizer(model, { kind, lr: 0.05 });
+        await model.forwardBackward(x, y);
+        const submits = gpu.submits;
+        // A schedule's rate, passed every step as trainLocal does: SGD rewrites its uniform too.
+        opt.step(0.05);
+        expect(gpu.submits, 'the uniform write submitted the recorded work').toBe(submits);
+        if (flushBetween) gpu.flush();
+        // The first update is still unsubmitted without the flush: this write must wait behind it.
+        opt.step(0.01);
+        opt.step(0.02);
+        const params = await model.readParams();
+        opt.destroy();
+        model.destroy();
+        return params;
+      };
+      expect(await run(false)).toEqual(await run(true));
+    });
+  }
+
   it('destroying a model right after a step leaves the device usable (recorded work is flushed first)', async () => {
     const model = createModel(gpu, { kind: 'mlp', hidden: [4], inputSize: 4, classes: 2 });
     const opt = createOptimizer(model, { kind: 'adamw' });
