@@ -164,7 +164,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       layout: model.layout,
       params,
       optimizerState: await optimizer.exportState(),
-      extra: { seed: String(config.seed), batch: String(config.batch), global_batch: String(globalBatch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
+      extra: { seed: String(config.seed), batch: String(config.batch), global_batch: String(globalBatch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec), ...(train.vocabulary ? { vocabulary: train.vocabulary } : {}) },
     });
 
   /**
@@ -289,7 +289,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   try {
     try {
       if (args.resume && comm.rank === 0) {
-        await restore(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint');
+        await restore(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint', train);
         step = args.resume.step;
         epoch = args.resume.epoch;
         const recorded = Number(args.resume.extra.epoch_examples);
