@@ -19,11 +19,13 @@ import { parseModelOptions, useModelOption } from './model-option.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from '../distributed/train-local.ts';
 
-type TrainCommandOptions = TrainOptions & { lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
+type TrainCommandOptions = TrainOptions & { labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
   cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
+  cmd.option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)');
+  cmd.option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)');
   cmd.option('--model-options <json>', 'options for the model, as a JSON object: a model file\'s factory gets them (\'{"width":128}\'); the mlp takes hidden and activation (\'{"hidden":[256,64],"activation":"tanh"}\'). Recorded in the checkpoint and checked on --resume');
   return cmd.action(async (raw: Record<string, unknown>) => {
     const { raw: filled, recipe } = withRecipe(cmd, withTextModel(cmd, raw));
@@ -34,6 +36,8 @@ export function trainCommand(): Command {
       warmupSteps: recipe?.warmupSteps ?? 0,
       sampling: recipe?.sampling ?? 'epochs',
       modelOptions: modelOptionsWithSizes(parsed, parseModelOptions(filled.modelOptions)),
+      labels: filled.labels as string | undefined,
+      labelColumn: filled.labelColumn as string | undefined,
     };
     // A model file is loaded and registered here (and built once with the options, so a bad one fails now); from now on the model goes by its registered name.
     opts.model = (await useModelOption(opts.model, opts.modelOptions)).model;
@@ -47,8 +51,8 @@ export function trainCommand(): Command {
   });
 }
 
-async function loadData(opts: TrainOptions): Promise<TrainingData> {
-  const data = await loadTrainingData(opts.model, opts.data, opts.text ? { path: opts.text, context: opts.context } : undefined);
+async function loadData(opts: TrainCommandOptions): Promise<TrainingData> {
+  const data = await loadTrainingData(opts.model, opts.data, opts.text ? { path: opts.text, context: opts.context } : undefined, { labels: opts.labels, labelColumn: opts.labelColumn });
   return { ...data, test: limitEvaluation(data.test, opts.evalLimit) };
 }
 

@@ -10,6 +10,8 @@ import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
 import { loadWords } from '../data/words.node.ts';
 import { loadText } from '../data/text.node.ts';
+import { rowFormatOf } from '../data/rows.ts';
+import { loadTable, type TableChoice } from '../data/table.node.ts';
 import { DEFAULT_TEXT_CONTEXT, textSplit } from '../data/text.ts';
 
 export interface TrainingData {
@@ -27,7 +29,15 @@ export interface TextChoice {
   context?: number;
 }
 
-export async function loadTrainingData(model: string, dataDir: string | undefined, text?: TextChoice): Promise<TrainingData> {
+export async function loadTrainingData(model: string, dataDir: string | undefined, text?: TextChoice, table: TableChoice = {}): Promise<TrainingData> {
+  if (dataDir && rowFormatOf(dataDir)) {
+    if (model === 'transformer' || model === 'cnn') throw new RingtrainError(ErrorCode.InvalidArgument, `--data ${dataDir} is a table of rows: train the mlp or a model file on it, not the ${model}`);
+    const t = loadTable(dataDir, table);
+    return { train: t.train, test: t.test, name: `${dataDir}: ${t.train.count} training and ${t.test.count} test rows of ${t.features} features, ${t.classes} classes` };
+  }
+  if (table.labels !== undefined || table.labelColumn !== undefined) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--labels and --label-column go with --data FILE.csv|.npy|.json (a table of rows)`);
+  }
   if (text) {
     if (model !== 'transformer') throw new RingtrainError(ErrorCode.InvalidArgument, `--text trains the transformer, not ${model}`);
     if (dataDir) throw new RingtrainError(ErrorCode.InvalidArgument, `--text and --data are two data sets; give one`);

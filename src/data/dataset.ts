@@ -37,6 +37,8 @@ export interface Dataset {
   readonly stream?: Uint32Array;
   /** A text's tokens (text.ts vocabularyJson): what a checkpoint records, so sampling and resuming read ids as training did. */
   readonly vocabulary?: string;
+  /** The file the examples came from (a --data table), for the messages that name it. */
+  readonly source?: string;
 }
 
 /** A classifier's dataset of images: one label per example. */

@@ -155,6 +155,24 @@ function builtSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
   return { kind: config.model, seed: config.seed } as unknown as ModelSpec;
 }
 
+/**
+ * The data's examples against the model built for them: a model file (or a
+ * resumed size) fixes its input shape and classes, and a table of another width
+ * is refused here, naming the file, the model and both shapes, before any step.
+ */
+export function checkDataFits(model: Pick<Model, 'identity' | 'inputSize' | 'inputShape' | 'classes'>, data: Dataset): void {
+  const labels = data.stream ? 0 : data.labels.reduce((m, y) => Math.max(m, y + 1), 0);
+  if (model.inputSize === data.inputSize && labels <= model.classes) return;
+  const what = data.source ?? 'the training data';
+  const shape = model.inputShape ? `[batch, ${model.inputShape.join(', ')}]` : `[batch, ${model.inputSize}]`;
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `${what} has examples of shape [${data.count}, ${data.inputSize}] with labels of ${labels} classes, but model ${model.identity.name} reads ${shape} and has ${model.classes} classes; ` +
+      (model.inputSize !== data.inputSize ? `give rows of ${model.inputSize} features or a model of ${data.inputSize} inputs` : `give labels below ${model.classes} or a model of ${labels} classes`),
+    { file: what, model: model.identity.name, data: [data.count, data.inputSize], input: model.inputShape ?? [model.inputSize], classes: model.classes, labels },
+  );
+}
+
 /** What a vocabulary (text.ts vocabularyJson) is, for a message: its size and first symbols. */
 function describeVocabulary(json: string): string {
   try {
@@ -213,6 +231,12 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   }
   const waitsBefore = gpu.waits;
   const model = createModel(gpu, modelSpecFor(config, train));
+  try {
+    checkDataFits(model, train);
+  } catch (err) {
+    model.destroy();
+    throw err;
+  }
   const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   const losses = new DeferredScalars(gpu, readEvery);
   try {
