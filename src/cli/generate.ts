@@ -3,11 +3,15 @@
  * words sampled from a trained transformer, one per line on stdout. Runs the
  * CPU reference forward pass (src/reference/), so it needs no GPU: 20 words
  * of a 105k-parameter model take well under a second.
+ *
+ * A checkpoint of `train --text` records its vocabulary: then generate
+ * continues `--prompt` by `--length` characters of that vocabulary instead.
  */
 import { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { sampleWords } from '../reference/sample.ts';
-import { loadTransformerWeights } from '../reference/weights.node.ts';
+import { parseVocabulary } from '../data/text.ts';
+import { sampleText, sampleWords } from '../reference/sample.ts';
+import { loadTransformerFile } from '../reference/weights.node.ts';
 import { printLine } from './host.node.ts';
 
 function number(raw: string, flag: string, check: (v: number) => boolean, what: string): number {
@@ -18,18 +22,32 @@ function number(raw: string, flag: string, check: (v: number) => boolean, what: 
 
 export function generateCommand(): Command {
   return new Command('generate')
-    .description('sample words from a transformer checkpoint (a --model transformer --save file, or a PyTorch state dict in safetensors)')
+    .description('sample words from a transformer checkpoint (a --model transformer --save file, or a PyTorch state dict in safetensors), or text from a --text one')
     .requiredOption('--checkpoint <file>', 'the safetensors file')
     .option('--count <n>', 'how many words', '20')
     .option('--temperature <t>', 'divide the logits by t before sampling: below 1 likelier words, above 1 stranger ones; 0 always takes the likeliest letter', '1')
     .option('--seed <s>', 'sampling seed: the same seed gives the same words', '0')
     .option('--heads <h>', 'attention heads (default: from the checkpoint, else 4)')
-    .action(async (o: { checkpoint: string; count: string; temperature: string; seed: string; heads?: string }) => {
+    .option('--prompt <text>', 'a --text model: the text to continue (default: a newline, when the vocabulary has one)')
+    .option('--length <n>', 'a --text model: characters to sample after the prompt', '200')
+    .action(async (o: { checkpoint: string; count: string; temperature: string; seed: string; heads?: string; prompt?: string; length: string }) => {
       const count = number(o.count, '--count', (v) => Number.isInteger(v) && v >= 1, 'a whole number of words, at least 1');
       const temperature = number(o.temperature, '--temperature', (v) => Number.isFinite(v) && v >= 0, 'a number ≥ 0');
       const seed = number(o.seed, '--seed', (v) => Number.isInteger(v), 'an integer');
       const heads = o.heads === undefined ? undefined : number(o.heads, '--heads', (v) => Number.isInteger(v) && v >= 1, 'a whole number of heads');
-      const weights = loadTransformerWeights(o.checkpoint, heads);
+      const { weights, metadata } = loadTransformerFile(o.checkpoint, heads);
+      if (metadata.vocabulary !== undefined) {
+        const vocab = parseVocabulary(metadata.vocabulary, o.checkpoint);
+        const length = number(o.length, '--length', (v) => Number.isInteger(v) && v >= 0, 'a whole number of characters');
+        const newline = vocab.symbols.includes(10); // '\n' is code point 10 and byte 10 alike
+        if (o.prompt === undefined && !newline) throw new RingtrainError(ErrorCode.InvalidArgument, `${o.checkpoint}'s text has no newline to start from; give --prompt with some of its characters.`);
+        const prompt = o.prompt ?? '\n';
+        const text = sampleText(weights, vocab, { prompt, length, temperature, seed });
+        // The default newline prompt is no part of what the model wrote.
+        await printLine(o.prompt === undefined ? text.slice(1) : text);
+        return;
+      }
+      if (o.prompt !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `${o.checkpoint} is a words model (no text vocabulary in it); --prompt is for a model trained with --text.`);
       for (const word of sampleWords(weights, { count, temperature, seed })) await printLine(word);
     });
 }

@@ -72,7 +72,7 @@ function shown(text: string): string {
  * needs the worker's copy of it: without one, or with a file of other bytes, the
  * worker is refused before anything is read or run.
  */
-export async function workerModel(job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> }, given: string | undefined): Promise<ModelChoice> {
+export async function workerModel(job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> }, given: string | undefined, options: Record<string, unknown> = {}): Promise<ModelChoice> {
   const h = job.config.hyperparameters;
   const jobName = typeof h.modelName === 'string' ? h.modelName : undefined;
   const jobLayout = typeof h.modelLayoutHash === 'string' ? h.modelLayoutHash : undefined;
@@ -104,7 +104,8 @@ export async function workerModel(job: { id: string; config: Pick<JobConfig, 'mo
       );
     }
   });
-  const identity = describeModel(factory, name);
+  // Built with the job's options: the layout hash the job records is of the model with them.
+  const identity = describeModel(factory, name, options);
   checkSameModel({ identity: { name, options: {} }, layoutHash: identity.layoutHash }, { name: jobName, layoutHash: jobLayout });
   return { model: name, identity };
 }

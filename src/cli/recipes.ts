@@ -11,6 +11,7 @@
  * options' own defaults.
  */
 import type { Command } from 'commander';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 export interface Recipe {
   /** Option values, as the command line would give them (strings), by commander's attribute name. */
@@ -31,11 +32,35 @@ export const RECIPES: Record<string, Recipe> = {
     warmupSteps: 100,
     sampling: 'replacement',
   },
+  // --text: the words' recipe at 32 windows a step. A window of 64 characters counts 64 targets
+  // where a word counts about 9, so 32 windows carry about as many targets as 256 words.
+  text: {
+    options: { optimizer: 'adamw', batch: '32', lr: '0.003', weightDecay: '0.01', steps: '1000', lrSchedule: 'cosine' },
+    warmupSteps: 100,
+    sampling: 'replacement',
+  },
 };
+
+/**
+ * `--text FILE` trains the transformer (the model follows from the data): a
+ * --model other than transformer is refused; `--context` belongs to --text.
+ */
+export function withTextModel(cmd: Command, raw: Record<string, unknown>): Record<string, unknown> {
+  const given = (key: string) => ![undefined, 'default'].includes(cmd.getOptionValueSource(key));
+  if (raw.text === undefined) {
+    if (raw.context !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, '--context sets the window of a --text run; add --text FILE or drop --context (the words transformer reads 32 positions)');
+    return raw;
+  }
+  if (given('model') && raw.model !== 'transformer') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--text trains the character-level transformer, not --model ${String(raw.model)}; drop --model (or pass --model transformer)`, { model: raw.model });
+  }
+  if (raw.data !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `--text and --data are two data sets; give one (--data ${String(raw.data)} is for the image models)`);
+  return { ...raw, model: 'transformer' };
+}
 
 /** `raw` with the model's recipe filling every option the user left at commander's default (or unset). */
 export function withRecipe(cmd: Command, raw: Record<string, unknown>): { raw: Record<string, unknown>; recipe: Recipe | undefined } {
-  const recipe = RECIPES[String(raw.model)];
+  const recipe = RECIPES[raw.text !== undefined ? 'text' : String(raw.model)];
   if (!recipe) return { raw, recipe };
   const out = { ...raw };
   for (const [key, value] of Object.entries(recipe.options)) {

@@ -5,7 +5,8 @@
  * the option tests need no server and no worker.
  */
 import { randomUUID } from 'node:crypto';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
+import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 import type { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
@@ -55,6 +56,10 @@ export interface RunOptions extends TrainOptions {
   aggregation?: Aggregation;
   /** --verify, --doubt-rule, --direction-rules: the opt-in step checks (docs/ROBUSTNESS.md). */
   checks?: { verify: boolean; doubtRule: boolean; directionRules: boolean };
+  /** --model-options with --layers/--width/--heads merged in: every worker builds the model with them. */
+  modelOptions?: Record<string, unknown>;
+  /** --text: the text's SHA-256, which every worker's own copy must match. */
+  textSha256?: string;
   /** TEST ONLY (--fault-worker I:SPEC): worker I gets `--fault SPEC` (src/distributed/fault.ts). */
   faultWorker?: { index: number; spec: string };
 }
@@ -146,6 +151,13 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     ? { minPeers: o.minNp ?? 1, maxPeers: o.maxNp ?? o.np + o.extraPeers, startPeers: o.np }
     : { minPeers: o.np, maxPeers: o.np + o.extraPeers };
   Object.assign(hyperparameters, jobModelFields(model));
+  if (o.modelOptions !== undefined) hyperparameters.modelOptions = JSON.stringify(o.modelOptions);
+  if (o.text !== undefined) {
+    // The text itself never travels: every worker reads its own copy, which must hash the same.
+    hyperparameters.text = o.text.startsWith('@') ? o.text : basename(o.text);
+    hyperparameters.textSha256 = o.textSha256 ?? '';
+    hyperparameters.context = o.context ?? DEFAULT_TEXT_CONTEXT;
+  }
   return {
     id: `run-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),

@@ -98,6 +98,8 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       timeline: o.timeline ?? null,
       saved: saveFailed ? (saveFailed.fallback ?? null) : (o.save ?? null),
       save_failed: saveFailed ?? null,
+      // A text run: the text's hash, and the vocabulary each rank built from its copy.
+      ...(o.text ? { text_sha256: o.textSha256 ?? null, vocabulary_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, size: r.vocabulary_size, crc32: r.vocabulary_crc32 })) } : {}),
     };
     if (o.json) await printLine(JSON.stringify(summary));
     else {

@@ -38,6 +38,8 @@ export function startWorker(index: number, server: RunningServer, job: JobSpec, 
   if (o.overwrite) args.push('--overwrite');
   if (o.timeline) args.push('--timeline', `${o.timeline}.part${index}`);
   if (o.data) args.push('--data', o.data);
+  // The same text for every local worker; each checks its hash against the job's before it joins.
+  if (o.text) args.push('--text', o.text.startsWith('@') ? o.text : resolve(o.text));
   if (o.faultWorker?.index === index) args.push('--fault', o.faultWorker.spec);
   const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: job.token };
   // A self-signed certificate is its own authority: the workers trust it (Node and Deno read these).

@@ -22,11 +22,14 @@ import { stallReporter } from '../distributed/stall.ts';
 import { startServer } from '../../server/index.ts';
 import { untilSignal } from '../../server/serve.ts';
 import { decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
-import { useModelOption } from './model-option.ts';
+import { parseModelOptions, useModelOption } from './model-option.ts';
+import { withTextModel } from './recipes.ts';
+import { loadText } from '../data/text.node.ts';
+import { VALIDATION_FRACTION } from '../data/text.ts';
 import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
-import { addTrainOptions, parseTrainOptions } from './train-options.ts';
+import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions } from './train-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
 import { addShareOptions, parseShareOptions } from './share-options.ts';
@@ -56,6 +59,7 @@ export function runCommand(): Command {
     .option('--max-np <n>', 'with --elastic: at most this many peers (default -np plus --extra-peers)')
     .option('--server-wait <seconds>', 'with --elastic: how long the ring trains on without its signaling server, reconnecting, before it stops with a recovery checkpoint (default 60)')
     .addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'))
+    .option('--model-options <json>', 'options for the model, as a JSON object (as for train); every worker builds the model with them, and a worker given other ones is refused')
     .option('--scale-lr', 'scale the learning rate by the number of peers (with --warmup-steps)', false)
     .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
@@ -70,9 +74,11 @@ export function runCommand(): Command {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
       if (discovered.np === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.');
-      const { raw, recipe } = runRecipe(cmd, discovered);
+      const { raw, recipe } = runRecipe(cmd, withTextModel(cmd, discovered));
+      const parsed = parseTrainOptions(raw);
       const o: RunOptions = {
-        ...parseTrainOptions(raw),
+        ...parsed,
+        modelOptions: modelOptionsWithSizes(parsed, parseModelOptions(raw.modelOptions)),
         np: intOption(raw.np, '-np', 1, 64),
         timeline: raw.timeline as string | undefined,
         port: intOption(raw.port, '--port', 0, 65535),
@@ -121,7 +127,10 @@ async function launch(o: RunOptions): Promise<number> {
   const runtime = decision.runtime;
   const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
   if (decision.auto) await say(runtimeLine(decision));
-  const job = jobSpecFor(o, await useModelOption(o.model));
+  // The launcher reads the text once, for its hash: the job names it, and every worker's copy must match.
+  const text = o.text ? loadText(o.text) : undefined;
+  if (text) o.textSha256 = text.sha256;
+  const job = jobSpecFor(o, await useModelOption(o.model, o.modelOptions));
   // A worker's exit closes its socket at once, so heartbeats only catch a hung one; a first step that
   // compiles the transformer's kernels on a busy CPU adapter keeps a worker's event loop for many seconds.
   const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS });
@@ -131,7 +140,8 @@ async function launch(o: RunOptions): Promise<number> {
   }
 
   // For the progress bar only: the workers count their own steps from the data they load.
-  const stepsPerEpoch = batchCount(o.model === 'transformer' ? WORD_COUNT - WORD_VALIDATION_COUNT : MNIST_TRAIN, o.shares?.globalBatch ?? o.np * o.batch);
+  const trainExamples = text ? Math.floor(text.text.length * (1 - VALIDATION_FRACTION)) : o.model === 'transformer' ? WORD_COUNT - WORD_VALIDATION_COUNT : MNIST_TRAIN;
+  const stepsPerEpoch = batchCount(trainExamples, o.shares?.globalBatch ?? o.np * o.batch);
   const totalSteps = o.steps ?? o.epochs * stepsPerEpoch;
   const useBar = !o.json && stderrIsTTY;
   const bar = useBar ? new SingleBar({ stream: stderr, format: '{bar} {value}/{total} steps | {sps} steps/s | loss {loss} | allreduce {mbps} MB/s', hideCursor: true }, Presets.shades_classic) : undefined;

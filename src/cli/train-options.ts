@@ -7,6 +7,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { isModelFile } from '../engine/define.ts';
+import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 
 export const MODEL_KINDS = ['mlp', 'cnn', 'transformer'] as const;
 export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
@@ -37,6 +38,11 @@ export const TrainOptionsSchema = z.object({
   overwrite: z.boolean().default(false),
   data: z.string().min(1).optional(),
   evalLimit: count('--eval-limit', 1).optional(),
+  text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
+  context: count('--context', 2).max(4096, { error: '--context must be at most 4096' }).optional(),
+  layers: count('--layers', 1).max(64, { error: '--layers must be at most 64' }).optional(),
+  width: count('--width', 1).max(4096, { error: '--width must be at most 4096' }).optional(),
+  heads: count('--heads', 1).max(256, { error: '--heads must be at most 256' }).optional(),
   runtime: z.enum(RUNTIMES, { error: `--runtime must be one of ${RUNTIMES.join(', ')}` }).optional(),
   json: z.boolean().default(false),
 });
@@ -59,6 +65,11 @@ export function addTrainOptions(cmd: Command): Command {
     .option('--resume <path>', 'continue from a checkpoint written by --save')
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled 10,000 digits')
+    .option('--text <file>', 'train the character-level transformer on this UTF-8 text file (or @brown, the Brown corpus that comes with ringtrain): vocabulary = its characters, the last 10% held out for validation')
+    .option('--context <n>', `with --text: characters per window, the transformer's context (default ${DEFAULT_TEXT_CONTEXT})`)
+    .option('--layers <n>', "the transformer's blocks (default 2); recorded in the checkpoint and checked on --resume")
+    .option('--width <n>', "the transformer's width (default 64; a multiple of --heads)")
+    .option('--heads <n>', "the transformer's attention heads (default 4)")
     .option('--eval-limit <n>', 'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric')
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto: Node on a hardware GPU, Deno on a machine without one`).default('auto'))
     .option('--json', 'print one JSON line with the results on stdout (no progress bar)', false);
@@ -74,4 +85,23 @@ export function parseTrainOptions(raw: Record<string, unknown>): TrainOptions {
   }
   const o = parsed.data;
   return { ...o, lr: o.lr ?? DEFAULT_LR[o.optimizer], weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer] };
+}
+
+/**
+ * --layers, --width and --heads are the transformer's --model-options under
+ * their own names: merged into them (a flag and an option that disagree are
+ * refused, naming both), and refused for any other model.
+ */
+export function modelOptionsWithSizes(o: Pick<TrainOptions, 'model' | 'layers' | 'width' | 'heads'>, modelOptions: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const sizes = Object.fromEntries((['layers', 'width', 'heads'] as const).filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+  if (Object.keys(sizes).length === 0) return modelOptions;
+  if (o.model !== 'transformer') {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--${Object.keys(sizes)[0]} sizes the transformer (--model transformer or --text FILE), not --model ${o.model}; use --model-options for its options`, { model: o.model });
+  }
+  for (const [k, v] of Object.entries(sizes)) {
+    if (modelOptions?.[k] !== undefined && modelOptions[k] !== v) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `--${k} ${v} and --model-options ${JSON.stringify({ [k]: modelOptions[k] })} disagree; give one`, { option: k });
+    }
+  }
+  return { ...modelOptions, ...sizes };
 }

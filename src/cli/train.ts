@@ -10,29 +10,34 @@ import { saveCheckpoint } from '../checkpoint/file.node.ts';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { batchCount } from '../data/batches.ts';
 import { limitEvaluation, loadTrainingData, type TrainingData } from './training-data.node.ts';
-import { withRecipe } from './recipes.ts';
+import { withRecipe, withTextModel } from './recipes.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, decideRuntime, interruptSignal, printLine, reexecUnder, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
-import { addTrainOptions, parseTrainOptions, type TrainOptions } from './train-options.ts';
+import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from '../distributed/train-local.ts';
 
-type TrainCommandOptions = TrainOptions & { lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
+type TrainCommandOptions = TrainOptions & { labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
   cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
+  cmd.option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)');
+  cmd.option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)');
   cmd.option('--model-options <json>', 'options for the model, as a JSON object: a model file\'s factory gets them (\'{"width":128}\'); the mlp takes hidden and activation (\'{"hidden":[256,64],"activation":"tanh"}\'). Recorded in the checkpoint and checked on --resume');
   return cmd.action(async (raw: Record<string, unknown>) => {
-    const { raw: filled, recipe } = withRecipe(cmd, raw);
+    const { raw: filled, recipe } = withRecipe(cmd, withTextModel(cmd, raw));
+    const parsed = parseTrainOptions(filled);
     const opts: TrainCommandOptions = {
-      ...parseTrainOptions(filled),
+      ...parsed,
       lrSchedule: filled.lrSchedule === 'cosine' ? 'cosine' : 'constant',
       warmupSteps: recipe?.warmupSteps ?? 0,
       sampling: recipe?.sampling ?? 'epochs',
-      modelOptions: parseModelOptions(filled.modelOptions),
+      modelOptions: modelOptionsWithSizes(parsed, parseModelOptions(filled.modelOptions)),
+      labels: filled.labels as string | undefined,
+      labelColumn: filled.labelColumn as string | undefined,
     };
     // A model file is loaded and registered here (and built once with the options, so a bad one fails now); from now on the model goes by its registered name.
     opts.model = (await useModelOption(opts.model, opts.modelOptions)).model;
@@ -46,8 +51,8 @@ export function trainCommand(): Command {
   });
 }
 
-async function loadData(opts: TrainOptions): Promise<TrainingData> {
-  const data = await loadTrainingData(opts.model, opts.data);
+async function loadData(opts: TrainCommandOptions): Promise<TrainingData> {
+  const data = await loadTrainingData(opts.model, opts.data, opts.text ? { path: opts.text, context: opts.context } : undefined, { labels: opts.labels, labelColumn: opts.labelColumn });
   return { ...data, test: limitEvaluation(data.test, opts.evalLimit) };
 }
 
@@ -139,6 +144,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           lr: opts.lr,
           lr_schedule: opts.lrSchedule,
           seed: opts.seed,
+          ...(data.text ? { text_sha256: data.text.sha256, vocabulary_size: data.text.vocabularySize } : {}),
           saved: opts.save ?? null,
           interrupted: result.interrupted,
         }),

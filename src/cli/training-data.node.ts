@@ -9,15 +9,48 @@ import { type Dataset, selectExamples } from '../data/dataset.ts';
 import { loadIdxSplit } from '../data/idx.node.ts';
 import { loadMnist } from '../data/mnist.node.ts';
 import { loadWords } from '../data/words.node.ts';
+import { loadText } from '../data/text.node.ts';
+import { rowFormatOf } from '../data/rows.ts';
+import { loadTable, type TableChoice } from '../data/table.node.ts';
+import { DEFAULT_TEXT_CONTEXT, textSplit } from '../data/text.ts';
 
 export interface TrainingData {
   train: Dataset;
   test: Dataset;
   /** What the data is, for the lines a person reads. */
   name: string;
+  /** --text: the text's SHA-256 and its vocabulary's size. */
+  text?: { sha256: string; vocabularySize: number; tokens: 'chars' | 'bytes' };
 }
 
-export async function loadTrainingData(model: string, dataDir: string | undefined): Promise<TrainingData> {
+/** --text: a text file (or @brown) cut into windows of `context` characters. */
+export interface TextChoice {
+  path: string;
+  context?: number;
+}
+
+export async function loadTrainingData(model: string, dataDir: string | undefined, text?: TextChoice, table: TableChoice = {}): Promise<TrainingData> {
+  if (dataDir && rowFormatOf(dataDir)) {
+    if (model === 'transformer' || model === 'cnn') throw new RingtrainError(ErrorCode.InvalidArgument, `--data ${dataDir} is a table of rows: train the mlp or a model file on it, not the ${model}`);
+    const t = loadTable(dataDir, table);
+    return { train: t.train, test: t.test, name: `${dataDir}: ${t.train.count} training and ${t.test.count} test rows of ${t.features} features, ${t.classes} classes` };
+  }
+  if (table.labels !== undefined || table.labelColumn !== undefined) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--labels and --label-column go with --data FILE.csv|.npy|.json (a table of rows)`);
+  }
+  if (text) {
+    if (model !== 'transformer') throw new RingtrainError(ErrorCode.InvalidArgument, `--text trains the transformer, not ${model}`);
+    if (dataDir) throw new RingtrainError(ErrorCode.InvalidArgument, `--text and --data are two data sets; give one`);
+    const loaded = loadText(text.path);
+    const split = textSplit(loaded.text, text.context ?? DEFAULT_TEXT_CONTEXT, `--text ${text.path}`);
+    const v = split.vocabulary;
+    return {
+      train: split.train,
+      test: split.validation,
+      name: `${loaded.name}: ${split.trainTokens} training and ${split.validationTokens} validation ${v.tokens}, a vocabulary of ${v.symbols.length}`,
+      text: { sha256: loaded.sha256, vocabularySize: v.symbols.length, tokens: v.tokens },
+    };
+  }
   if (model === 'transformer') {
     if (dataDir) throw new RingtrainError(ErrorCode.InvalidArgument, `--data gives IDX image files; the transformer trains on the CMUdict words, which come with it. Leave out --data ${dataDir}.`);
     const words = await loadWords();

@@ -7,7 +7,8 @@
  * With --events, stdout carries one JSON object per line (`{"event": …}`)
  * for the launcher; human-readable lines go to stderr.
  */
-import { type ModelChoice, workerModel } from './model-option.ts';
+import { type ModelChoice, parseModelOptions, workerModel } from './model-option.ts';
+import { checkWorkerModelOptions, workerText } from './text-option.node.ts';
 import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { z } from 'zod';
@@ -53,6 +54,8 @@ const WorkerOptionsSchema = z.object({
   fault: z.string().min(1).optional(),
   aggregation: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
+  text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
+  modelOptions: z.string().optional(),
 });
 type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
@@ -70,6 +73,8 @@ export function workerCommand(): Command {
     .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
     .option('--recovery <path>', 'if the run ends with an error, save the last completed step in a new file <path minus .safetensors>-step<N>.safetensors (default: <--save>.recovery-step<N>…, else ringtrain-recovery-step<N>…)')
     .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
+    .option('--text <file>', "your copy of the job's --text (a job that trains on a text); its SHA-256 must match the job's")
+    .option('--model-options <json>', "the model's options; a job's own are used, and other ones given here are refused")
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--connect-timeout-ms <n>', 'give up opening the data channels to the other peers after this long (default 30000)')
@@ -140,10 +145,11 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       // Every refusal happens here, between the server's welcome and the ring: init then leaves the job.
       beforeRing: async (job) => {
         // First, before anything of the job's is read or run: the model, from this worker's own --model.
-        choice = await workerModel(job, o.model);
-        trainConfigFromJob(job.config); // the job's settings, refused now if this peer cannot train them
+        const jobConfig = trainConfigFromJob(job.config); // the job's settings, refused now if this peer cannot train them
+        checkWorkerModelOptions(job.id, parseModelOptions(o.modelOptions), jobConfig.modelOptions);
+        choice = await workerModel(job, o.model, jobConfig.modelOptions);
         checkJobAggregation(aggregation, job.config.hyperparameters, job.id);
-        const loaded = await loadTrainingData(job.config.model, o.data);
+        const loaded = await loadTrainingData(job.config.model, o.data, workerText(job, o.text));
         const limit = job.config.hyperparameters.evalLimit;
         data = { ...loaded, test: limitEvaluation(loaded.test, typeof limit === 'number' ? limit : undefined) };
         if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
@@ -225,6 +231,9 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       recovery: recoveryPath,
       no_recovery: result.noRecovery ?? null,
       weights_crc32: weightsCrc,
+      // A text job: the vocabulary this rank built from its copy of the text (every rank's must agree).
+      vocabulary_crc32: data.train.vocabulary ? crc32(new TextEncoder().encode(data.train.vocabulary)) : null,
+      vocabulary_size: data.train.vocabulary ? data.train.classes : null,
       // The last save at --save that failed (no later one landed), and where its state went instead.
       save_failed: saver.trouble,
     };

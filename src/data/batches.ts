@@ -109,6 +109,8 @@ function* drawnBatches(d: Dataset, opts: BatchOptions): Generator<Batch> {
 
 /** Counted targets (labels other than IGNORE_LABEL) of examples `indices`, without copying them. */
 function countedTargetsOf(d: Dataset, indices: Uint32Array): number {
+  // Every target of a stream's window is a real next token.
+  if (d.stream) return indices.length * d.positions;
   let n = 0;
   for (const i of indices) n += countedTargets(d.labels.subarray(i * d.positions, (i + 1) * d.positions));
   return n;

@@ -28,6 +28,17 @@ export interface Dataset {
   /** Image datasets only: inputSize = height · width. */
   readonly height?: number;
   readonly width?: number;
+  /**
+   * A token stream read as overlapping windows (a text, text.ts): example i is
+   * stream[i, i + inputSize) in and stream[i + 1, i + inputSize + 1) as targets,
+   * every target counted. `inputs` and `labels` are then empty: a batch copies
+   * its windows out (gatherExamples), so millions of windows cost one stream.
+   */
+  readonly stream?: Uint32Array;
+  /** A text's tokens (text.ts vocabularyJson): what a checkpoint records, so sampling and resuming read ids as training did. */
+  readonly vocabulary?: string;
+  /** The file the examples came from (a --data table), for the messages that name it. */
+  readonly source?: string;
 }
 
 /** A classifier's dataset of images: one label per example. */
@@ -100,6 +111,13 @@ export function gatherExamples(d: Dataset, indices: ArrayLike<number>): { inputs
     if (!Number.isInteger(i) || i < 0 || i >= d.count) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `example index ${i} is outside 0..${d.count - 1}.`, { index: i, count: d.count });
     }
+    if (d.stream) {
+      for (let t = 0; t < d.inputSize; t++) {
+        inputs[k * d.inputSize + t] = d.stream[i + t];
+        labels[k * d.positions + t] = d.stream[i + t + 1];
+      }
+      continue;
+    }
     inputs.set(d.inputs.subarray(i * d.inputSize, (i + 1) * d.inputSize), k * d.inputSize);
     labels.set(d.labels.subarray(i * d.positions, (i + 1) * d.positions), k * d.positions);
   }
@@ -109,8 +127,10 @@ export function gatherExamples(d: Dataset, indices: ArrayLike<number>): { inputs
 /** The examples at `indices`, copied into a new dataset of the same kind (in that order). */
 export function selectExamples<D extends Dataset>(d: D, indices: ArrayLike<number>): D {
   const { inputs, labels } = gatherExamples(d, indices);
-  // An image dataset's `images` must stay the same array as its inputs.
-  return 'images' in d ? { ...d, count: indices.length, inputs, images: inputs, labels } : { ...d, count: indices.length, inputs, labels };
+  // An image dataset's `images` must stay the same array as its inputs; a stream's windows are now materialised.
+  if ('images' in d) return { ...d, count: indices.length, inputs, images: inputs, labels };
+  const { stream: _stream, ...rest } = d;
+  return { ...rest, count: indices.length, inputs, labels } as D;
 }
 
 /** Target positions that count in the loss (labels other than IGNORE_LABEL). */

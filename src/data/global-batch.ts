@@ -101,6 +101,8 @@ export function rankBatch(d: Dataset, s: GlobalStep, orders?: EpochOrders): Batc
 
 /** Counted targets (labels other than IGNORE_LABEL) of examples `indices`, without copying them. */
 function countedTargetsOf(d: Dataset, indices: Uint32Array): number {
+  // Every target of a stream's window is a real next token.
+  if (d.stream) return indices.length * d.positions;
   if (d.positions === 1) {
     let n = 0;
     for (const i of indices) if (d.labels[i] >= 0) n++;

@@ -59,6 +59,20 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   if (balance === 'speed' && (globalBatch === undefined || h.syncEvery !== undefined)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, "job hyperparameter 'balance: speed' shares a fixed global batch in synchronous training: give the job a 'globalBatch' and no 'syncEvery'");
   }
+  // --model-options (and the transformer's --layers/--width/--heads) travel as one JSON object string.
+  let modelOptions: Record<string, unknown> | undefined;
+  if (h.modelOptions !== undefined) {
+    let v: unknown;
+    try {
+      v = typeof h.modelOptions === 'string' ? JSON.parse(h.modelOptions) : undefined;
+    } catch {
+      v = undefined;
+    }
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'modelOptions' must be a JSON object in a string, got ${JSON.stringify(h.modelOptions)}`);
+    }
+    modelOptions = v as Record<string, unknown>;
+  }
   const lr = num(h, 'lr');
   if (lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
   return {
@@ -98,5 +112,6 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     syncEvery: num(h, 'syncEvery'),
     outerLr: num(h, 'outerLr'),
     outerMomentum: num(h, 'outerMomentum'),
+    modelOptions,
   };
 }

@@ -155,11 +155,62 @@ function builtSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
   return { kind: config.model, seed: config.seed } as unknown as ModelSpec;
 }
 
-/** Loads a checkpoint's weights and optimizer state, after checking they belong to this model and optimizer. */
-export async function restore(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: LocalTrainConfig, name: string): Promise<void> {
+/**
+ * The data's examples against the model built for them: a model file (or a
+ * resumed size) fixes its input shape and classes, and a table of another width
+ * is refused here, naming the file, the model and both shapes, before any step.
+ */
+export function checkDataFits(model: Pick<Model, 'identity' | 'inputSize' | 'inputShape' | 'classes'>, data: Dataset): void {
+  const labels = data.stream ? 0 : data.labels.reduce((m, y) => Math.max(m, y + 1), 0);
+  if (model.inputSize === data.inputSize && labels <= model.classes) return;
+  const what = data.source ?? 'the training data';
+  const shape = model.inputShape ? `[batch, ${model.inputShape.join(', ')}]` : `[batch, ${model.inputSize}]`;
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `${what} has examples of shape [${data.count}, ${data.inputSize}] with labels of ${labels} classes, but model ${model.identity.name} reads ${shape} and has ${model.classes} classes; ` +
+      (model.inputSize !== data.inputSize ? `give rows of ${model.inputSize} features or a model of ${data.inputSize} inputs` : `give labels below ${model.classes} or a model of ${labels} classes`),
+    { file: what, model: model.identity.name, data: [data.count, data.inputSize], input: model.inputShape ?? [model.inputSize], classes: model.classes, labels },
+  );
+}
+
+/** What a vocabulary (text.ts vocabularyJson) is, for a message: its size and first symbols. */
+function describeVocabulary(json: string): string {
+  try {
+    const v = JSON.parse(json) as { tokens: string; symbols: number[] };
+    const shown = v.tokens === 'bytes' ? '' : ` ${JSON.stringify(String.fromCodePoint(...v.symbols.slice(0, 12)))}${v.symbols.length > 12 ? '…' : ''}`;
+    return `${v.symbols.length} ${v.tokens}${shown}`;
+  } catch {
+    return 'an unreadable vocabulary';
+  }
+}
+
+/**
+ * A text model's ids mean its text's characters: a checkpoint resumes only on
+ * a text of the same vocabulary (a text of the same size but other characters
+ * would fit every tensor and silently retrain every embedding).
+ */
+export function checkVocabulary(c: TrainingCheckpoint, data: Pick<Dataset, 'vocabulary'>, file: string): void {
+  const saved = c.extra.vocabulary;
+  if (saved === data.vocabulary) return;
+  if (saved === undefined) {
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} records no text vocabulary (it was not trained with --text), but this run trains on a text of ${describeVocabulary(data.vocabulary!)}; start without --resume.`, { file });
+  }
+  if (data.vocabulary === undefined) {
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} is a text model (a vocabulary of ${describeVocabulary(saved)}); resume it with the --text it was trained on.`, { file });
+  }
+  throw new RingtrainError(
+    ErrorCode.BadCheckpoint,
+    `${file} was trained on a text of ${describeVocabulary(saved)}, but this --text has ${describeVocabulary(data.vocabulary)}: its token ids would mean other characters; resume with the text it was trained on.`,
+    { file },
+  );
+}
+
+/** Loads a checkpoint's weights and optimizer state, after checking they belong to this model, its data's vocabulary and this optimizer. */
+export async function restore(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: LocalTrainConfig, name: string, data: Pick<Dataset, 'vocabulary'> = {}): Promise<void> {
   // Kind, then options, then tensor by tensor: the first thing that differs is the one named.
   checkCheckpointKind(c, config, name);
   checkModelOptions(c, model, name);
+  checkVocabulary(c, data, name);
   const flat = flatParamsFor(c, { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength }, name);
   const fresh = await optimizer.exportState();
   checkOptimizerState(c, Object.fromEntries(Object.entries(fresh).map(([k, v]) => [k, v.length])), name);
@@ -180,10 +231,16 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   }
   const waitsBefore = gpu.waits;
   const model = createModel(gpu, modelSpecFor(config, train));
+  try {
+    checkDataFits(model, train);
+  } catch (err) {
+    model.destroy();
+    throw err;
+  }
   const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   const losses = new DeferredScalars(gpu, readEvery);
   try {
-    if (args.resume) await restore(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint');
+    if (args.resume) await restore(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint', train);
     let step = args.resume?.step ?? 0;
     const startStep = step;
     let trainMs = 0;
@@ -211,6 +268,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
             lr: String(config.lr),
             lr_schedule: config.lrSchedule ?? 'constant',
             model_spec: JSON.stringify(model.spec),
+            ...(train.vocabulary ? { vocabulary: train.vocabulary } : {}),
           },
         }),
       );

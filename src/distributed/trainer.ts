@@ -31,7 +31,7 @@ import { countedTargets, type Dataset } from '../data/dataset.ts';
 import { checkShares, epochDone, EpochOrders, rankBatch, stepsPerEpoch as stepsPerEpochAt, testShard } from '../data/global-batch.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
-import { modelSpecFor, restore } from './train-local.ts';
+import { checkDataFits, modelSpecFor, restore } from './train-local.ts';
 import { averageMetrics, broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import { learningRateAt } from './lr.ts';
 import { ringOptimizer, synchronizeReplicas } from './diloco.ts';
@@ -63,6 +63,12 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   };
   countOn(comm);
   const model = createModel(gpu, modelSpecFor(config, train));
+  try {
+    checkDataFits(model, train);
+  } catch (err) {
+    model.destroy();
+    throw err;
+  }
   const inner = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
@@ -167,7 +173,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       layout: model.layout,
       params,
       optimizerState: await optimizer.exportState(),
-      extra: { seed: String(config.seed), batch: String(config.batch), global_batch: String(globalBatch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec) },
+      extra: { seed: String(config.seed), batch: String(config.batch), global_batch: String(globalBatch), lr: String(config.lr), size: String(comm.size), epoch_examples: String(epochExamples), model_spec: JSON.stringify(model.spec), ...(train.vocabulary ? { vocabulary: train.vocabulary } : {}) },
     });
 
   /**
@@ -294,7 +300,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   try {
     try {
       if (args.resume && comm.rank === 0) {
-        await restore(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint');
+        await restore(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint', train);
         step = args.resume.step;
         epoch = args.resume.epoch;
         const recorded = Number(args.resume.extra.epoch_examples);

@@ -6,6 +6,7 @@
 import { mulberry32, type Random } from '../core/random.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { decodeWord, WORD_VOCAB_SIZE } from '../data/words.ts';
+import { decodeText, encodeText, type TextVocabulary } from '../data/text.ts';
 import { transformerDecoder } from './decode.ts';
 import { transformerTensorShapes, type TransformerShape, type TransformerWeights } from './transformer.ts';
 
@@ -95,4 +96,49 @@ export function sampleWords(w: TransformerWeights, opts: SampleOptions): string[
     words.push(decodeWord(tokens.slice(1)));
   }
   return words;
+}
+
+export interface TextSampleOptions {
+  /** Text the sample continues (it is part of the result); only characters of the vocabulary. */
+  prompt: string;
+  /** Tokens to sample after the prompt. */
+  length: number;
+  temperature?: number;
+  seed?: number;
+}
+
+/**
+ * A text model's continuation of `prompt`, one token at a time. Past the
+ * context the window slides: when it is full, a fresh decoder is fed the last
+ * three quarters of it (a refill every quarter context keeps the cost at a few
+ * positions per token, where re-reading the whole window every token would
+ * cost `context`), so the model always sees at least 3/4 of its context.
+ */
+export function sampleText(w: TransformerWeights, vocab: TextVocabulary, opts: TextSampleOptions): string {
+  if (w.shape.vocab !== vocab.symbols.length) {
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `this model has ${w.shape.vocab} tokens but its vocabulary ${vocab.symbols.length}; the checkpoint is damaged.`, { vocab: w.shape.vocab, symbols: vocab.symbols.length });
+  }
+  const temperature = opts.temperature ?? 1;
+  if (!(temperature >= 0) || !Number.isFinite(temperature)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `temperature ${temperature}: give a finite number ≥ 0 (0 = always the likeliest character).`, { temperature });
+  }
+  const tokens = Array.from(encodeText(opts.prompt, vocab));
+  if (tokens.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'the prompt is empty; give at least one character for the model to continue.');
+  const { context } = w.shape;
+  const keep = Math.max(1, context - Math.max(1, Math.floor(context / 4)));
+  const random = mulberry32(opts.seed ?? 0);
+  let decoder = transformerDecoder(w);
+  let logits!: Float64Array;
+  const refill = (n: number) => {
+    decoder = transformerDecoder(w);
+    for (const t of tokens.slice(-n)) logits = decoder.push(t);
+  };
+  refill(context);
+  for (let n = 0; n < opts.length; n++) {
+    const next = drawToken(logits, 0, w.shape.vocab, temperature, random, true);
+    tokens.push(next);
+    if (decoder.length === context) refill(keep);
+    else logits = decoder.push(next);
+  }
+  return decodeText(tokens, vocab);
 }

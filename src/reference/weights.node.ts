@@ -12,7 +12,8 @@ import { transformerWeights, type TransformerWeights } from './transformer.ts';
 /** The metadata keys that may name the number of heads (shapes do not show it). */
 function headsFromMetadata(metadata: Record<string, string>): number | undefined {
   if (metadata.heads !== undefined) return Number(metadata.heads);
-  for (const key of ['model_options', 'options']) {
+  // model_spec: what `ringtrain train --save` records (kind, seed, vocab, context, layers, width, heads).
+  for (const key of ['model_spec', 'model_options', 'options']) {
     if (metadata[key] === undefined) continue;
     try {
       const heads = (JSON.parse(metadata[key]) as { heads?: unknown }).heads;
@@ -25,6 +26,11 @@ function headsFromMetadata(metadata: Record<string, string>): number | undefined
 }
 
 export function loadTransformerWeights(path: string, heads?: number): TransformerWeights {
+  return loadTransformerFile(path, heads).weights;
+}
+
+/** The weights and the file's metadata (a text model's vocabulary is there). */
+export function loadTransformerFile(path: string, heads?: number): { weights: TransformerWeights; metadata: Record<string, string> } {
   let bytes: Uint8Array;
   try {
     bytes = readFileSync(path);
@@ -39,5 +45,5 @@ export function loadTransformerWeights(path: string, heads?: number): Transforme
       model: metadata.model,
     });
   }
-  return transformerWeights(tensors, heads ?? headsFromMetadata(metadata), path);
+  return { weights: transformerWeights(tensors, heads ?? headsFromMetadata(metadata), path), metadata };
 }

