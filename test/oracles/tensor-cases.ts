@@ -44,6 +44,9 @@ const broadcastShapes: ['add' | 'mul', number[], number[], number][] = [
   ['mul', [7], [3, 1], 1],
   ['mul', [1, 3, 1, 5], [2, 1, 4, 1], 1],
   ['mul', [64, 32, 16], [32, 16], 1],
+  // Long broadcast dimensions: the gradient is reduced in slices, then the slices summed (several, the last one short).
+  ['add', [300, 8, 4], [8, 4], 1],
+  ['mul', [130, 3, 5], [1, 3, 1], 1],
 ];
 const broadcastCases: OracleCase[] = broadcastShapes.map(([op, aShape, bShape, alpha], i) => ({
   name: `${op}${alpha === -1 ? ' (subtract)' : ''} [${aShape}] with [${bShape}] + both gradients${i % 2 ? ' (accumulate)' : ''}`,
@@ -59,8 +62,8 @@ const broadcastCases: OracleCase[] = broadcastShapes.map(([op, aShape, bShape, a
       const mul = op === 'mul';
       gpu.record([
         planBroadcastBinary(gpu, op, ab, aShape, bb, bShape, out, { alpha }),
-        planBroadcastReduce(gpu, dyb, shape, da, aShape, { accumulate, other: mul ? { buffer: bb, shape: bShape } : undefined }),
-        planBroadcastReduce(gpu, dyb, shape, db, bShape, { accumulate, alpha: mul ? 1 : alpha, other: mul ? { buffer: ab, shape: aShape } : undefined }),
+        ...planBroadcastReduce(gpu, dyb, shape, da, aShape, { accumulate, other: mul ? { buffer: bb, shape: bShape } : undefined }),
+        ...planBroadcastReduce(gpu, dyb, shape, db, bShape, { accumulate, alpha: mul ? 1 : alpha, other: mul ? { buffer: ab, shape: aShape } : undefined }),
       ]);
       const daWant = ref.broadcastReduceRef(dy, shape, aShape, 1, mul ? { data: b, shape: bShape } : undefined);
       const dbWant = ref.broadcastReduceRef(dy, shape, bShape, mul ? 1 : alpha, mul ? { data: a, shape: aShape } : undefined);
