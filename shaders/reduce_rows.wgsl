@@ -8,8 +8,8 @@
 // every adapter, with no float atomics.
 //   columns: one invocation per (chunk, column) walks `chunk` rows in order;
 //            neighbouring invocations read neighbouring columns (for wide rows)
-//   tree:    one workgroup per (chunk of 256 rows, column): 64 invocations sum
-//            4 consecutive rows each, then a tree in workgroup memory (for
+//   tree:    one workgroup per (chunk of 64 rows, column): 64 invocations sum
+//            one row each, then a tree in workgroup memory (for
 //            narrow rows: loss and count vectors, a few columns)
 
 struct Dims { rows: u32, cols: u32, stride: u32, chunk: u32, dstOffset: u32, scale: f32, _a: u32, _b: u32 }
@@ -40,7 +40,7 @@ fn columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
 }
 
 const TREE_WG = 64u;
-const TREE_PER = 4u; // rows per invocation: 256 rows per workgroup
+const TREE_PER = 1u; // rows per invocation: 64 rows per workgroup
 var<workgroup> part: array<f32, 64>;
 
 @compute @workgroup_size(64)

@@ -138,7 +138,7 @@ const mseCases: OracleCase[] = [1, 7, 10007].map((n) => ({
       const [pred, target] = [rand(n, 3), rand(n)];
       const [result, dpred] = [t(gpu.storage(4)), t(gpu.storage(n))];
       const [pb, tb] = [t(gpu.upload(pred)), t(gpu.upload(target))];
-      gpu.record([planMseLoss(gpu, { pred: pb, target: tb, result }, n, 1), planMseGrad(gpu, { pred: pb, target: tb, dpred }, n, { gradScale: 0.5, upstream: t(gpu.upload(new Float32Array([-3]))) })]);
+      gpu.record([...planMseLoss(gpu, { pred: pb, target: tb, result }, n, 1, (w, l) => t(gpu.storage(w, l))), planMseGrad(gpu, { pred: pb, target: tb, dpred }, n, { gradScale: 0.5, upstream: t(gpu.upload(new Float32Array([-3]))) })]);
       const want = ref.mseRef(pred, target);
       const [loss] = await gpu.readF32(result, 1, 1);
       return { maxAbsErr: Math.max(relErr([loss], [want.loss]), relErr(await gpu.readF32(dpred, 0, n), want.dpred.map((g) => -1.5 * g))), tol: 1e-6 * Math.sqrt(n) + 1e-6 };

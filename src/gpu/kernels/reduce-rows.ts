@@ -17,9 +17,9 @@ import { checkDims } from './matmul.ts';
 import { accumulateConstant, planEntry } from './plan-entry.ts';
 
 /** Rows one invocation of `columns` sums per level. */
-export const COLUMN_CHUNK = 64;
-/** Rows one workgroup of `tree` sums per level (64 invocations × 4). */
-export const TREE_CHUNK = 256;
+export const COLUMN_CHUNK = 16;
+/** Rows one workgroup of `tree` sums per level (64 invocations, one row each). */
+export const TREE_CHUNK = 64;
 /** Below this many columns a level runs as `tree` (one workgroup per chunk and column). */
 const TREE_BELOW_COLS = 32;
 
