@@ -1,6 +1,8 @@
 // Bias for row-major [rows × cols] activations.
 //   add_bias:  Y[r, c] += bias[c]            (one invocation per element)
 //   bias_grad: dBias[c] = Σ_r dY[r, c]        (one invocation per column; rows summed in order)
+// bias_grad walks every row in one invocation, so its workgroups do not grow
+// with the rows; the ops sum bias gradients with reduce_rows.wgsl instead.
 
 struct Dims { rows: u32, cols: u32, _a: u32, _b: u32 }
 

@@ -10,9 +10,13 @@
 //           alpha · dy over every output element j was broadcast to, times
 //           `other` (the multiplication's other input) when HAS_OTHER.
 // `reduce` sums in a fixed order per element: deterministic, no atomics.
+// When the broadcast dimensions are long (a batch), reduce runs split: grid
+// z takes coordinates [z·chunk, (z+1)·chunk) of dimension `split` (the
+// outermost broadcast one) into its own partial dtarget[z·n + j], and
+// reduce_rows.wgsl sums the partials in order. Unsplit: chunk = 0, one z.
 
 struct Dims { shape: vec4<u32>, strideA: vec4<u32>, strideB: vec4<u32>, n: u32, alpha: f32, _a: u32, _b: u32 }
-struct ReduceDims { shape: vec4<u32>, tshape: vec4<u32>, strideOther: vec4<u32>, n: u32, alpha: f32, _a: u32, _b: u32 }
+struct ReduceDims { shape: vec4<u32>, tshape: vec4<u32>, strideOther: vec4<u32>, n: u32, alpha: f32, split: u32, chunk: u32 }
 
 override ACCUMULATE: bool = false;
 override HAS_OTHER: bool = false;
@@ -71,8 +75,12 @@ fn reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
   let tc = coords(j, rdims.tshape);
   // Along a broadcast dimension (target 1, shape > 1) walk all of it; elsewhere stay at j's coordinate.
   let wide = rdims.tshape != s;
-  let lo = select(tc, vec4<u32>(0u), wide);
-  let hi = select(tc + vec4<u32>(1u), s, wide);
+  var lo = select(tc, vec4<u32>(0u), wide);
+  var hi = select(tc + vec4<u32>(1u), s, wide);
+  if (rdims.chunk > 0u) {
+    lo[rdims.split] = gid.z * rdims.chunk;
+    hi[rdims.split] = min(s[rdims.split], lo[rdims.split] + rdims.chunk);
+  }
   let strides = vec4<u32>(s.y * s.z * s.w, s.z * s.w, s.w, 1u);
   var acc = 0.0;
   for (var c0 = lo.x; c0 < hi.x; c0++) {
@@ -88,5 +96,6 @@ fn reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     }
   }
   let v = rdims.alpha * acc;
-  if (ACCUMULATE) { dtarget[j] += v; } else { dtarget[j] = v; }
+  let at = gid.z * rdims.n + j;
+  if (ACCUMULATE) { dtarget[at] += v; } else { dtarget[at] = v; }
 }

@@ -13,11 +13,17 @@
 // multiply-adds. The threads' sums are then added in workgroup memory.
 // Accumulators and window are named variables, not arrays: software adapters
 // keep indexed arrays in memory, which is several times slower.
+//
+// Split over the batch: grid z takes images [z·per_slice, (z+1)·per_slice)
+// and writes its partial sums to its own slice of dweight and dbias
+// (dweight[z·cout·cin·kh·kw + ..], dbias[z·cout + ..]); reduce_rows.wgsl
+// sums the slices in order, so the workgroups grow with the batch.
+// Unsplit: per_slice = n, one z.
 
 struct Params {
   n: u32, cin: u32, h: u32, w: u32,
   cout: u32, kh: u32, kw: u32, pad_y: u32,
-  pad_x: u32, oh: u32, ow: u32, _pad0: u32,
+  pad_x: u32, oh: u32, ow: u32, per_slice: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -53,7 +59,9 @@ fn main(
   let ci = (g / p.kh) % p.cin;
   let co0 = select(g / (p.kh * p.cin), g - rows, is_bias) * 4u;
   let segs_x = (p.ow + SEG - 1u) / SEG;
-  let segs = select(p.n * p.oh * segs_x, 0u, g >= rows + blocks);
+  let n0 = wid.z * p.per_slice;
+  let images = min(p.n, n0 + p.per_slice) - n0;
+  let segs = select(images * p.oh * segs_x, 0u, g >= rows + blocks);
   // Filters past cout in the last block repeat the last one; never stored.
   let co1 = min(co0 + 1u, p.cout - 1u);
   let co2 = min(co0 + 2u, p.cout - 1u);
@@ -65,7 +73,7 @@ fn main(
   for (var s = t; s < segs; s += WG) {
     let ox0 = (s % segs_x) * SEG;
     let oy = (s / segs_x) % p.oh;
-    let n = s / (segs_x * p.oh);
+    let n = n0 + s / (segs_x * p.oh);
     let gbase = n * p.cout * plane + oy * p.ow;
     let iy = i32(oy + ky) - i32(p.pad_y);
     let row_ok = (iy >= 0) & (iy < i32(p.h)) & !is_bias;
@@ -103,9 +111,9 @@ fn main(
     var sum = 0.0;
     for (var q = 0u; q < WG; q++) { sum += partial[k * WG + q][j]; }
     if (is_bias) {
-      dbias[co0 + j] = sum;
+      dbias[wid.z * p.cout + co0 + j] = sum;
     } else {
-      dweight[(((co0 + j) * p.cin + ci) * p.kh + ky) * p.kw + k] = sum;
+      dweight[wid.z * p.cout * p.cin * p.kh * p.kw + (((co0 + j) * p.cin + ci) * p.kh + ky) * p.kw + k] = sum;
     }
   }
 }

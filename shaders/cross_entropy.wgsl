@@ -5,7 +5,9 @@
 // count, which only the GPU knows without a read-back, so three passes:
 //   rows:   per position: loss, counted (0/1), correct (argmax == target),
 //           and dlogits = softmax − onehot (unscaled; 0 when ignored)
-//   total:  one workgroup: result = [Σ loss / count, Σ correct, count]
+//   (sums) reduce_rows.wgsl sums rowStats' columns over the positions in a
+//           fixed order into result[outIndex ..+3] = [Σ loss, count, Σ correct]
+//   total:  one invocation: result = [Σ loss / count, Σ correct, count]
 //   scale:  dlogits *= gradScale / count  (· upstream[0] with HAS_UPSTREAM: the
 //           loss's own gradient when it is an op inside a larger graph)
 // (count 0, a batch of padding only, gives loss 0 and zero gradients, never NaN.)
@@ -56,26 +58,12 @@ fn rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
 }
 
-var<workgroup> partial: array<vec3<f32>, 256>;
-
-@compute @workgroup_size(256)
-fn total(@builtin(local_invocation_index) t: u32) {
-  var s = vec3<f32>(0.0);
-  for (var r = t; r < dims.positions; r += 256u) {
-    s += vec3<f32>(rowStats[3u * r], rowStats[3u * r + 1u], rowStats[3u * r + 2u]);
-  }
-  partial[t] = s;
-  workgroupBarrier();
-  for (var stride = 128u; stride > 0u; stride /= 2u) {
-    if (t < stride) { partial[t] += partial[t + stride]; }
-    workgroupBarrier();
-  }
-  if (t == 0u) {
-    let p = partial[0];
-    result[dims.outIndex] = p.x / max(p.y, 1.0);
-    result[dims.outIndex + 1u] = p.z;
-    result[dims.outIndex + 2u] = p.y;
-  }
+@compute @workgroup_size(1)
+fn total() {
+  let p = vec3<f32>(result[dims.outIndex], result[dims.outIndex + 1u], result[dims.outIndex + 2u]);
+  result[dims.outIndex] = p.x / max(p.y, 1.0);
+  result[dims.outIndex + 1u] = p.z;
+  result[dims.outIndex + 2u] = p.y;
 }
 
 @compute @workgroup_size(256)

@@ -1,12 +1,15 @@
 // Embedding lookup: out[r, :] = weight[ids[r], :] for ids [rows] and weight [vocab × dim].
 // Backward is a scatter-add, written as a gather so that it needs no float
 // atomics and sums in a fixed order (deterministic, the same on every peer):
-// one invocation per weight entry (v, c) walks every row and adds dy[r, c]
-// where ids[r] == v. That is vocab × rows × dim reads, fine for the small
-// vocabularies (characters, positions) this serves.
+// one invocation per weight entry (v, c) and chunk j of `chunk` rows walks
+// the chunk's rows in order and adds dy[r, c] where ids[r] == v, into
+// dweight[j·vocab·dim + v·dim + c]. With one chunk that is the gradient; with
+// several, per-chunk partials that reduce_rows.wgsl sums in order, so the
+// workgroups grow with the rows. That is vocab × rows × dim reads, fine for
+// the small vocabularies (characters, positions) this serves.
 // Ids at or past vocab are refused on the CPU before upload; here they read 0.
 
-struct Dims { rows: u32, dim: u32, vocab: u32, _pad: u32 }
+struct Dims { rows: u32, dim: u32, vocab: u32, chunk: u32 }
 
 override ACCUMULATE: bool = false;
 
@@ -30,11 +33,16 @@ fn forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
 @compute @workgroup_size(256)
 fn backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let i = index(gid, groups);
-  if (i >= dims.vocab * dims.dim) { return; }
-  let v = i / dims.dim;
-  let c = i % dims.dim;
+  let entries = dims.vocab * dims.dim;
+  let chunks = (dims.rows + dims.chunk - 1u) / dims.chunk;
+  if (i >= chunks * entries) { return; }
+  let e = i % entries;
+  let v = e / dims.dim;
+  let c = e % dims.dim;
+  let r0 = (i / entries) * dims.chunk;
+  let r1 = min(dims.rows, r0 + dims.chunk);
   var s = 0.0;
-  for (var r = 0u; r < dims.rows; r++) {
+  for (var r = r0; r < r1; r++) {
     if (ids[r] == v) { s += dy[r * dims.dim + c]; }
   }
   if (ACCUMULATE) { dweight[i] += s; } else { dweight[i] = s; }

@@ -2,11 +2,14 @@
 //   y = (x − mean) · rstd · weight + bias,  rstd = 1 / sqrt(var + eps)  (biased variance, as PyTorch)
 // forward saves (mean, rstd) per row in `stats` [rows × 2] for backward.
 //   backward_input:  dx = rstd · (g − mean(g) − x̂ · mean(g · x̂)),  g = dy · weight,  x̂ = (x − mean) · rstd
-//   backward_params: dweight[c] = Σ_r dy · x̂,  dbias[c] = Σ_r dy  (rows summed in order: deterministic)
-// One invocation per row (per column for the parameter gradients): rows are
-// short in the models this serves (width 64–1024).
+//   backward_params: per chunk j of `chunk` rows, dweight[j·cols + c] = Σ_r dy · x̂ and
+//                    dbias[j·cols + c] = Σ_r dy (rows summed in order: deterministic). With
+//                    one chunk these are the gradients; with several, per-chunk partials
+//                    that reduce_rows.wgsl sums in order, so the workgroups grow with the rows.
+// One invocation per row (per chunk and column for the parameter gradients):
+// rows are short in the models this serves (width 64–1024).
 
-struct Dims { rows: u32, cols: u32, eps: f32, _pad: u32 }
+struct Dims { rows: u32, cols: u32, eps: f32, chunk: u32 }
 
 // true: backward adds into dx / dweight / dbias (a tensor used twice) instead of overwriting.
 override ACCUMULATE: bool = false;
@@ -66,15 +69,19 @@ fn backward_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
 }
 
 @compute @workgroup_size(64)
-fn backward_params(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let c = gid.x;
-  if (c >= dims.cols) { return; }
+fn backward_params(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = index(gid, groups);
+  let chunks = (dims.rows + dims.chunk - 1u) / dims.chunk;
+  if (i >= chunks * dims.cols) { return; }
+  let c = i % dims.cols;
+  let r0 = (i / dims.cols) * dims.chunk;
+  let r1 = min(dims.rows, r0 + dims.chunk);
   var sw = 0.0;
   var sb = 0.0;
-  for (var r = 0u; r < dims.rows; r++) {
+  for (var r = r0; r < r1; r++) {
     let g = dy[r * dims.cols + c];
     sw += g * (x[r * dims.cols + c] - saved[2u * r]) * saved[2u * r + 1u];
     sb += g;
   }
-  if (ACCUMULATE) { dweight[c] += sw; dbias[c] += sb; } else { dweight[c] = sw; dbias[c] = sb; }
+  if (ACCUMULATE) { dweight[i] += sw; dbias[i] += sb; } else { dweight[i] = sw; dbias[i] = sb; }
 }

@@ -6,13 +6,18 @@
 // workgroup memory, stored k-major as vec4 so the inner loop is two vec4 loads
 // and four vec4 FMAs. Edges are zero-padded on load and masked on store, so
 // any M, N, K works.
+//
+// Split over K (weight gradients, where K is the batch): workgroup z computes
+// the partial product over k in [z·KC, min(K, (z+1)·KC)) into its own M×N
+// slice of C (C[z·M·N ..]); reduce_rows.wgsl then sums the slices in order.
+// Unsplit: KC = K, one z.
 
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
 
-struct Dims { M: u32, N: u32, K: u32, _pad: u32 }
+struct Dims { M: u32, N: u32, K: u32, KC: u32 }
 
 @group(0) @binding(0) var<uniform> dims: Dims;
 @group(0) @binding(1) var<storage, read> A: array<f32>;
@@ -24,17 +29,20 @@ const TILE = 64u;
 const KT = 16u;
 const TILE4 = 16u; // TILE / 4
 
+// End of this workgroup's k range (split over K).
+var<private> kEnd: u32;
+
 var<workgroup> As: array<vec4<f32>, 256>; // [KT][TILE/4]
 var<workgroup> Bs: array<vec4<f32>, 256>; // [KT][TILE/4]
 
 fn loadA(row: u32, k: u32) -> f32 {
-  if (row >= dims.M || k >= dims.K) { return 0.0; }
+  if (row >= dims.M || k >= kEnd) { return 0.0; }
   if (TRANS_A) { return A[k * dims.M + row]; }
   return A[row * dims.K + k];
 }
 
 fn loadB(k: u32, col: u32) -> f32 {
-  if (k >= dims.K || col >= dims.N) { return 0.0; }
+  if (k >= kEnd || col >= dims.N) { return 0.0; }
   if (TRANS_B) { return B[col * dims.K + k]; }
   return B[k * dims.N + col];
 }
@@ -58,9 +66,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var acc: array<vec4<f32>, 4>;
   for (var i = 0u; i < 4u; i++) { acc[i] = vec4<f32>(0.0); }
 
-  let slices = (dims.K + KT - 1u) / KT;
+  let kb = wg.z * dims.KC;
+  // A let, not kEnd: the loop holds barriers, so its bound must be uniform to the analysis.
+  let ke = min(dims.K, kb + dims.KC);
+  kEnd = ke;
+  let slices = (ke - kb + KT - 1u) / KT;
   for (var s = 0u; s < slices; s++) {
-    let k0 = s * KT;
+    let k0 = kb + s * KT;
     let ar = row0 + aQ * 4u;
     As[aK * TILE4 + aQ] = vec4<f32>(loadA(ar, k0 + aK), loadA(ar + 1u, k0 + aK), loadA(ar + 2u, k0 + aK), loadA(ar + 3u, k0 + aK));
     let bc = col0 + bQ * 4u;
@@ -86,7 +98,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       var v = acc[i][j];
       if (HAS_BIAS) { v += bias[col]; }
       if (RELU) { v = max(v, 0.0); }
-      C[row * dims.N + col] = v;
+      C[wg.z * dims.M * dims.N + row * dims.N + col] = v;
     }
   }
 }

@@ -21,7 +21,11 @@ override TRANS_B: bool = false;
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
 
-struct Dims { M: u32, N: u32, K: u32, _pad: u32 }
+// Split over K (weight gradients, where K is the batch): workgroup z computes
+// the partial product over k in [z·KC, min(K, (z+1)·KC)) into its own M×N
+// slice of C (C[z·M·N ..]); reduce_rows.wgsl then sums the slices in order.
+// Unsplit: KC = K, one z.
+struct Dims { M: u32, N: u32, K: u32, KC: u32 }
 
 @group(0) @binding(0) var<uniform> dims: Dims;
 @group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;
@@ -34,6 +38,10 @@ const TILE4 = 32u; // vec4s across a tile
 const KT = 8u;     // k per slice
 const HALF4 = 16u; // the second group of 4 rows/columns starts 64 (16 vec4s) later
 
+// End of this workgroup's k range (split over K), and the first vec4 of its C slice.
+var<private> kEnd: u32;
+var<private> cBase: u32;
+
 var<workgroup> As: array<vec4<f32>, 256>; // [KT][TILE4]: op(A) rows as vec4s, per k
 var<workgroup> Bs: array<vec4<f32>, 256>; // [KT][TILE4]: op(B) columns as vec4s, per k
 
@@ -45,7 +53,7 @@ fn stageA(t: u32, row0: u32, k0: u32) {
     let q = t % TILE4;
     let row = row0 + q * 4u;
     var v = vec4<f32>(0.0);
-    if (k0 + k < dims.K && row < dims.M) { v = A[((k0 + k) * dims.M + row) / 4u]; }
+    if (k0 + k < kEnd && row < dims.M) { v = A[((k0 + k) * dims.M + row) / 4u]; }
     As[k * TILE4 + q] = v;
   } else {
     // A is M×K: a vec4 holds 4 consecutive k of one row; spread it over 4 k-rows of As.
@@ -53,7 +61,7 @@ fn stageA(t: u32, row0: u32, k0: u32) {
     let kq = (t % 2u) * 4u;
     let row = row0 + r;
     var v = vec4<f32>(0.0);
-    if (row < dims.M && k0 + kq < dims.K) { v = A[(row * dims.K + k0 + kq) / 4u]; }
+    if (row < dims.M && k0 + kq < kEnd) { v = A[(row * dims.K + k0 + kq) / 4u]; }
     let slot = r / 4u;
     let lane = r % 4u;
     As[(kq + 0u) * TILE4 + slot][lane] = v.x;
@@ -71,7 +79,7 @@ fn stageB(t: u32, col0: u32, k0: u32) {
     let kq = (t % 2u) * 4u;
     let col = col0 + c;
     var v = vec4<f32>(0.0);
-    if (col < dims.N && k0 + kq < dims.K) { v = B[(col * dims.K + k0 + kq) / 4u]; }
+    if (col < dims.N && k0 + kq < kEnd) { v = B[(col * dims.K + k0 + kq) / 4u]; }
     let slot = c / 4u;
     let lane = c % 4u;
     Bs[(kq + 0u) * TILE4 + slot][lane] = v.x;
@@ -84,7 +92,7 @@ fn stageB(t: u32, col0: u32, k0: u32) {
     let q = t % TILE4;
     let col = col0 + q * 4u;
     var v = vec4<f32>(0.0);
-    if (k0 + k < dims.K && col < dims.N) { v = B[((k0 + k) * dims.N + col) / 4u]; }
+    if (k0 + k < kEnd && col < dims.N) { v = B[((k0 + k) * dims.N + col) / 4u]; }
     Bs[k * TILE4 + q] = v;
   }
 }
@@ -94,7 +102,7 @@ fn store(row: u32, q: u32, acc: vec4<f32>) {
   var v = acc;
   if (HAS_BIAS) { v += bias[q]; }
   if (RELU) { v = max(v, vec4<f32>(0.0)); }
-  C[row * (dims.N / 4u) + q] = v;
+  C[cBase + row * (dims.N / 4u) + q] = v;
 }
 
 @compute @workgroup_size(16, 16)
@@ -109,7 +117,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var acc: array<vec4<f32>, 16>;
   for (var i = 0u; i < 16u; i++) { acc[i] = vec4<f32>(0.0); }
 
-  for (var k0 = 0u; k0 < dims.K; k0 += KT) {
+  let kb = wg.z * dims.KC;
+  // A let, not kEnd: the loop holds barriers, so its bound must be uniform to the analysis.
+  let ke = min(dims.K, kb + dims.KC);
+  kEnd = ke;
+  cBase = wg.z * dims.M * (dims.N / 4u);
+  for (var k0 = kb; k0 < ke; k0 += KT) {
     stageA(t, row0, k0);
     stageB(t, col0, k0);
     workgroupBarrier();

@@ -17,13 +17,19 @@
 // inside the matrix (`rs`, `qs`) so that every load is in range and
 // unclamped; such a block stores only the entries at or after its own start
 // (`r0`, `q0`), the rest belong to its neighbour.
+//
+// Split over K (weight gradients, where K is the batch): workgroup z computes
+// the partial product over k in [z·KC, min(K, (z+1)·KC)) into its own M×N
+// slice of C (C[z·M·N ..]); reduce_rows.wgsl then sums the slices in order.
+// Unsplit: KC = K, one z.
+// (KC is a multiple of 4.)
 
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
 
-struct Dims { M: u32, N: u32, K: u32, _pad: u32 }
+struct Dims { M: u32, N: u32, K: u32, KC: u32 }
 
 @group(0) @binding(0) var<uniform> dims: Dims;
 @group(0) @binding(1) var<storage, read> A: array<vec4<f32>>;
@@ -136,11 +142,11 @@ fn halfNT(c: Half, x: u32, K4: u32, p0: Row, p1: Row, p2: Row, p3: Row) -> Half 
 }
 
 // A·B: per k4, a 4×32 panel of B and a vec4 along k from each of 32 A rows.
-fn blockNN(rs: u32, qs: u32) -> Block {
+fn blockNN(rs: u32, qs: u32, kb: u32, ke: u32) -> Block {
   let K4 = dims.K / 4u;
   let N4 = dims.N / 4u;
   var c: Block;
-  for (var k4 = 0u; k4 < K4; k4++) {
+  for (var k4 = kb / 4u; k4 < ke / 4u; k4++) {
     let at = 4u * k4 * N4 + qs;
     let b0 = loadB(at);
     let b1 = loadB(at + N4);
@@ -154,11 +160,11 @@ fn blockNN(rs: u32, qs: u32) -> Block {
 }
 
 // Aᵀ·B (A stored K×M): per k, one B row and 32 consecutive entries of A row k.
-fn blockTN(rs: u32, qs: u32) -> Block {
+fn blockTN(rs: u32, qs: u32, kb: u32, ke: u32) -> Block {
   let M4 = dims.M / 4u;
   let N4 = dims.N / 4u;
   var c: Block;
-  for (var k = 0u; k < dims.K; k++) {
+  for (var k = kb; k < ke; k++) {
     let b = loadB(k * N4 + qs);
     let at = k * M4 + rs / 4u;
     c.top = halfTN(c.top, at, b);
@@ -168,11 +174,11 @@ fn blockTN(rs: u32, qs: u32) -> Block {
 }
 
 // A·Bᵀ (B stored N×K): per k4, vec4s along k from 32 B rows and 32 A rows; each C entry gains a dot product.
-fn blockNT(rs: u32, qs: u32) -> Block {
+fn blockNT(rs: u32, qs: u32, kb: u32, ke: u32) -> Block {
   let K4 = dims.K / 4u;
   let j = qs * 4u; // first column of the block = first B row
   var c: Block;
-  for (var k4 = 0u; k4 < K4; k4++) {
+  for (var k4 = kb / 4u; k4 < ke / 4u; k4++) {
     let p0 = loadBt(j, K4, k4);
     let p1 = loadBt(j + 8u, K4, k4);
     let p2 = loadBt(j + 16u, K4, k4);
@@ -184,12 +190,15 @@ fn blockNT(rs: u32, qs: u32) -> Block {
   return c;
 }
 
+// First vec4 of this workgroup's C slice (split over K).
+var<private> cBase: u32;
+
 fn storeQuad(row: u32, q: u32, acc: vec4<f32>, firstQ: u32) {
   if (q < firstQ) { return; }
   var v = acc;
   if (HAS_BIAS) { v += bias[q]; }
   if (RELU) { v = max(v, vec4<f32>(0.0)); }
-  C[row * (dims.N / 4u) + q] = v;
+  C[cBase + row * (dims.N / 4u) + q] = v;
 }
 
 // Stores one block row (row index `row`, quads qs..qs+7) unless the row belongs to the block above.
@@ -231,7 +240,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let rs = min(r0, dims.M - ROWS);
   let qs = min(q0, N4 - QUADS);
   var c: Block;
-  if (TRANS_A) { c = blockTN(rs, qs); } else if (TRANS_B) { c = blockNT(rs, qs); } else { c = blockNN(rs, qs); }
+  let kb = gid.z * dims.KC;
+  let ke = min(dims.K, kb + dims.KC);
+  cBase = gid.z * dims.M * N4;
+  if (TRANS_A) { c = blockTN(rs, qs, kb, ke); } else if (TRANS_B) { c = blockNT(rs, qs, kb, ke); } else { c = blockNN(rs, qs, kb, ke); }
   storeHalf(rs, r0, qs, q0, c.top);
   storeHalf(rs + 16u, r0, qs, q0, c.bottom);
 }

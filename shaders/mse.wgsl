@@ -1,11 +1,15 @@
 // Mean squared error over n values: loss = Σ (pred − target)² / n (PyTorch's
 // mse_loss with reduction='mean').
-//   forward:  one workgroup (deterministic), result[outIndex] = loss
+//   forward:  workgroup w sums (pred − target)² over values [w·1024, (w+1)·1024) in a fixed
+//             order; one workgroup writes result[outIndex] = loss, several write partial
+//             sums result[w] that reduce_rows.wgsl adds up (deterministic, grows with n)
 //   backward: dpred = gradScale · 2 (pred − target) / n  (· upstream[0] with HAS_UPSTREAM)
 
 struct Dims { n: u32, outIndex: u32, gradScale: f32, _pad: u32 }
 
 override ACCUMULATE: bool = false;
+// forward: write the workgroup's sum to result[w] (several workgroups) instead of the mean.
+override PARTIAL: bool = false;
 override HAS_UPSTREAM: bool = false;
 
 @group(0) @binding(0) var<uniform> dims: Dims;
@@ -18,16 +22,20 @@ override HAS_UPSTREAM: bool = false;
 var<workgroup> partial: array<f32, 256>;
 
 @compute @workgroup_size(256)
-fn forward(@builtin(local_invocation_index) t: u32) {
+fn forward(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let w = wid.x + wid.y * groups.x;
   var s = 0.0;
-  for (var i = t; i < dims.n; i += 256u) { let d = pred[i] - expected[i]; s += d * d; }
+  let end = min(dims.n, (w + 1u) * 1024u);
+  for (var i = w * 1024u + t; i < end; i += 256u) { let d = pred[i] - expected[i]; s += d * d; }
   partial[t] = s;
   workgroupBarrier();
   for (var stride = 128u; stride > 0u; stride /= 2u) {
     if (t < stride) { partial[t] += partial[t + stride]; }
     workgroupBarrier();
   }
-  if (t == 0u) { result[dims.outIndex] = partial[0] / f32(dims.n); }
+  if (t == 0u) {
+    if (PARTIAL) { result[w] = partial[0]; } else { result[dims.outIndex] = partial[0] / f32(dims.n); }
+  }
 }
 
 @compute @workgroup_size(256)

@@ -58,7 +58,7 @@ export const sequenceCrossEntropy: Loss = {
   },
   plan(gpu, io) {
     const rowStats = io.scratch(3 * io.rows, 'row-stats');
-    return planCrossEntropy(gpu, { logits: io.output, targets: io.targets, dlogits: io.dOutput, rowStats, result: io.results }, io.rows, io.classes);
+    return planCrossEntropy(gpu, { logits: io.output, targets: io.targets, dlogits: io.dOutput, rowStats, result: io.results }, io.rows, io.classes, { scratch: io.scratch });
   },
   cpu(output, targets, rows, classes) {
     const r = crossEntropyRef(output, Array.from(targets), rows, classes);

@@ -7,7 +7,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { BufferRange, Gpu } from '../gpu/gpu.ts';
-import { planSum } from '../gpu/kernels/reduce.ts';
+import { planSumTree } from '../gpu/kernels/reduce-rows.ts';
 import { checkTargets, planCrossEntropy } from '../gpu/kernels/cross-entropy.ts';
 import { crossEntropyRef } from '../gpu/kernels/nn_reference.ts';
 import { planSoftmaxXent } from '../gpu/kernels/softmax-xent.ts';
@@ -63,8 +63,8 @@ export const crossEntropy: Loss = {
     const correct = io.scratch(io.rows, 'correct');
     return [
       planSoftmaxXent(gpu, { logits: io.output, labels: io.targets, dLogits: io.dOutput, lossRows, correct }, io.rows, io.classes),
-      planSum(gpu, lossRows, io.results, io.rows, { outIndex: RESULT_LOSS, scale: 1 / io.rows }),
-      planSum(gpu, correct, io.results, io.rows, { outIndex: RESULT_CORRECT }),
+      ...planSumTree(gpu, lossRows, io.results, io.rows, { outIndex: RESULT_LOSS, scale: 1 / io.rows }, io.scratch),
+      ...planSumTree(gpu, correct, io.results, io.rows, { outIndex: RESULT_CORRECT }, io.scratch),
     ];
   },
   cpu(z, targets, rows, classes) {
@@ -98,7 +98,7 @@ export const crossEntropyIgnore: Loss = {
   },
   plan(gpu, io) {
     const rowStats = io.scratch(3 * io.rows, 'row-stats');
-    return planCrossEntropy(gpu, { logits: io.output, targets: io.targets, dlogits: io.dOutput, rowStats, result: io.results }, io.rows, io.classes, { outIndex: RESULT_LOSS });
+    return planCrossEntropy(gpu, { logits: io.output, targets: io.targets, dlogits: io.dOutput, rowStats, result: io.results }, io.rows, io.classes, { outIndex: RESULT_LOSS, scratch: io.scratch });
   },
   cpu(z, targets, rows, classes) {
     const r = crossEntropyRef(z, Array.from(targets), rows, classes);

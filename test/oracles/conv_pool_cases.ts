@@ -12,7 +12,7 @@
  * arithmetic and must match exactly, argmax included.
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { planConv2dBackwardInput, planConv2dBackwardWeight, planConv2dForward } from '../../src/gpu/kernels/conv2d.ts';
+import { planConv2dBackwardInput, planConv2dBackwardWeightSteps, planConv2dForward } from '../../src/gpu/kernels/conv2d.ts';
 import { type ConvShape, conv2dBackwardInputCpu, conv2dBackwardWeightCpu, conv2dForwardCpu, convOutSize, convSizes } from '../../src/gpu/kernels/conv2d_reference.ts';
 import { planMaxPoolBackward, planMaxPoolForward } from '../../src/gpu/kernels/maxpool.ts';
 import { type PoolShape, maxPoolBackwardCpu, maxPoolForwardCpu, poolSizes } from '../../src/gpu/kernels/maxpool_reference.ts';
@@ -69,6 +69,8 @@ export const CONV_SHAPES: ConvShape[] = [
   { n: 1, cin: 5, h: 7, w: 7, cout: 6, kh: 7, kw: 7, pad: 3 },
   { n: 4, cin: 1, h: 28, w: 28, cout: 8, kh: 5, kw: 5, pad: 2 },
   { n: 4, cin: 8, h: 14, w: 14, cout: 16, kh: 5, kw: 5, pad: 2 },
+  // Enough images that the weight gradient is summed in batch slices (5, 5 and 3 images) and then over the slices.
+  { n: 13, cin: 2, h: 28, w: 28, cout: 6, kh: 3, kw: 3, pad: 1 },
 ];
 
 export const POOL_SHAPES: PoolShape[] = [
@@ -96,16 +98,18 @@ function convCase(s: ConvShape, seed: number): ConvPoolCase {
       const gdx = gpu.storage(sz.x);
       const gdw = gpu.storage(sz.weight);
       const gdb = gpu.storage(sz.bias);
+      const scratch: GPUBuffer[] = [];
+      const made = (b: GPUBuffer) => (scratch.push(b), b);
       gpu.record([
         planConv2dForward(gpu, s, gx, gw, gb, gy),
         planConv2dBackwardInput(gpu, s, gdy, gw, gdx),
-        planConv2dBackwardWeight(gpu, s, gdy, gx, gdw, gdb),
+        ...planConv2dBackwardWeightSteps(gpu, s, gdy, gx, gdw, gdb, (words, label) => made(gpu.storage(words, label))),
       ]);
       const y = await gpu.readF32(gy, 0, sz.y);
       const dx = await gpu.readF32(gdx, 0, sz.x);
       const dw = await gpu.readF32(gdw, 0, sz.weight);
       const db = await gpu.readF32(gdb, 0, sz.bias);
-      for (const b of [gx, gw, gb, gdy, gy, gdx, gdw, gdb]) b.destroy();
+      for (const b of [gx, gw, gb, gdy, gy, gdx, gdw, gdb, ...scratch]) b.destroy();
       const cpuW = conv2dBackwardWeightCpu(s, dy, x);
       // Products summed into one value of each output.
       const taps = s.cin * s.kh * s.kw;

@@ -10,12 +10,13 @@
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { planActivationBackward, planActivationForward, type Activation } from '../../src/gpu/kernels/activation.ts';
-import { planAddBias, planBiasGrad } from '../../src/gpu/kernels/bias.ts';
+import { planAddBias, planBiasGrad, planBiasGradSteps } from '../../src/gpu/kernels/bias.ts';
 import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.ts';
 import { packedWords, planPackF16, planUnpackF16 } from '../../src/gpu/kernels/f16.ts';
-import { planMatmul } from '../../src/gpu/kernels/matmul.ts';
+import { matmulSplitK, planMatmul, planMatmulSteps, type MatmulVariant } from '../../src/gpu/kernels/matmul.ts';
 import { adamwFields, planAdamw, planSgd, sgdFields } from '../../src/gpu/kernels/optimizers.ts';
 import { planSum } from '../../src/gpu/kernels/reduce.ts';
+import { planColumnSum, planSumTree } from '../../src/gpu/kernels/reduce-rows.ts';
 import { planSoftmaxXent } from '../../src/gpu/kernels/softmax-xent.ts';
 import { Mlp } from '../../src/engine/mlp.ts';
 import { seededUniform } from '../../src/engine/random.ts';
@@ -175,6 +176,79 @@ const biasCases: OracleCase[] = [[1, 1], [7, 33], [129, 10], [33, 513]].flatMap(
   },
 ]);
 
+/**
+ * Column sums as a tree of row chunks (reduce_rows.wgsl): one level and
+ * several, chunks that do not divide the rows, the narrow-row `tree` entry
+ * and the wide `columns` one, a row stride wider than the columns, a result
+ * slot, a scale and accumulation into what dst holds.
+ */
+const columnSumShapes: { rows: number; cols: number; stride?: number; accumulate?: boolean; dstOffset?: number; scale?: number }[] = [
+  { rows: 1, cols: 1 },
+  { rows: 300, cols: 10 },
+  { rows: 70001, cols: 3, accumulate: true, dstOffset: 5, scale: 0.25 },
+  { rows: 65, cols: 33 },
+  { rows: 4099, cols: 65, stride: 70, accumulate: true },
+  { rows: 131, cols: 513, scale: 1 / 131 },
+];
+const columnSumCases: OracleCase[] = columnSumShapes.map((c) => ({
+  name: `columnSum rows=${c.rows} cols=${c.cols}${c.stride ? ` stride=${c.stride}` : ''}${c.accumulate ? ' accumulate' : ''}${c.dstOffset ? ` at ${c.dstOffset}` : ''}`,
+  run: (gpu: Gpu) =>
+    scoped(gpu, async (t) => {
+      const stride = c.stride ?? c.cols;
+      const off = c.dstOffset ?? 0;
+      const src = rand(c.rows * stride);
+      const init = rand(off + c.cols);
+      const dst = t(gpu.upload(init));
+      gpu.record(planColumnSum(gpu, t(gpu.upload(src)), dst, c, (w, l) => t(gpu.storage(w, l))));
+      const want = Array.from({ length: c.cols }, (_, j) => {
+        let sum = 0;
+        for (let r = 0; r < c.rows; r++) sum += src[r * stride + j];
+        return (c.accumulate ? init[off + j] : 0) + (c.scale ?? 1) * sum;
+      });
+      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(dst, off, c.cols), want), tol: 2e-7 * c.rows + 2e-6 };
+    }),
+}));
+
+const biasStepCases: OracleCase[] = [[7, 33], [1000, 10], [4099, 64]].map(([rows, cols]) => ({
+  name: `biasGrad (row tree) rows=${rows} cols=${cols}`,
+  run: (gpu: Gpu) =>
+    scoped(gpu, async (t) => {
+      const dy = rand(rows * cols);
+      const db = t(gpu.storage(cols));
+      gpu.record(planBiasGradSteps(gpu, t(gpu.upload(dy)), db, rows, cols, (w, l) => t(gpu.storage(w, l))));
+      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(db, 0, cols), ref.biasGradRef(dy, rows, cols)), tol: 2e-7 * rows + 2e-6 };
+    }),
+}));
+
+/**
+ * Matmuls split over K (the weight-gradient shape: K long, the output small):
+ * every kernel variant and transpose, K not a multiple of the slice.
+ */
+const splitShapes: [number, number, number][] = [
+  [40, 36, 1000],
+  [7, 33, 777],
+];
+const splitKCases: OracleCase[] = splitShapes.flatMap(([m, n, k]) =>
+  (['tiled', 'direct', 'wide', 'blocked'] as MatmulVariant[]).flatMap((variant) =>
+    ([[true, false], [false, false], [false, true]] as [boolean, boolean][])
+      .filter(([ta]) => variant === 'tiled' || (n % 4 === 0 && (ta ? m % 4 === 0 : k % 4 === 0) && (variant !== 'wide' || (m >= 32 && n >= 32))))
+      .map(([ta, tb]) => ({
+        name: `matmul split-K ${variant} ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
+        run: (gpu: Gpu) =>
+          scoped(gpu, async (t) => {
+            const o = { m, n, k, transA: ta, transB: tb, variant };
+            const { slices } = matmulSplitK(gpu, o);
+            if (slices < 2) throw new Error(`expected a split over K, got ${slices} slice`);
+            const A = rand(m * k);
+            const B = rand(k * n);
+            const c = t(gpu.storage(m * n));
+            gpu.record(planMatmulSteps(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, o, (w, l) => t(gpu.storage(w, l))));
+            return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), ref.matmulRef(A, B, m, n, k, ta, tb)), tol: 2e-7 * k + 2e-6 };
+          }),
+      })),
+  ),
+);
+
 const activationCases: OracleCase[] = (['relu', 'tanh', 'gelu'] as Activation[]).flatMap((kind) =>
   [1, 7, 513, 4099].map((n) => ({
     name: `${kind} forward+backward n=${n}`,
@@ -226,6 +300,18 @@ const sumCases: OracleCase[] = [1, 7, 513, 10007].map((n) => ({
       const x = rand(n);
       const out = t(gpu.storage(4));
       gpu.record(planSum(gpu, t(gpu.upload(x)), out, n, { outIndex: 2, scale: 0.5 }));
+      const [got] = await gpu.readF32(out, 2, 1);
+      return { maxAbsErr: Math.abs(got - 0.5 * x.reduce((a, b) => a + b, 0)), tol: 1e-6 * Math.sqrt(n) + 1e-6 };
+    }),
+}));
+
+const sumTreeCases: OracleCase[] = [1, 257, 70001].map((n) => ({
+  name: `sum (workgroup tree over rows) n=${n}`,
+  run: (gpu) =>
+    scoped(gpu, async (t) => {
+      const x = rand(n);
+      const out = t(gpu.storage(4));
+      gpu.record(planSumTree(gpu, t(gpu.upload(x)), out, n, { outIndex: 2, scale: 0.5 }, (w, l) => t(gpu.storage(w, l))));
       const [got] = await gpu.readF32(out, 2, 1);
       return { maxAbsErr: Math.abs(got - 0.5 * x.reduce((a, b) => a + b, 0)), tol: 1e-6 * Math.sqrt(n) + 1e-6 };
     }),
@@ -338,9 +424,13 @@ export const DENSE_CASES: OracleCase[] = [
   ...blockedCases,
   ...fusedMatmulCases,
   ...biasCases,
+  ...columnSumCases,
+  ...biasStepCases,
+  ...splitKCases,
   ...activationCases,
   ...xentCases,
   ...sumCases,
+  ...sumTreeCases,
   ...elementwiseCases,
   ...f16Cases,
   ...optimizerCases,

@@ -57,7 +57,7 @@ export async function scoped<T>(gpu: Gpu, work: (t: (b: GPUBuffer) => GPUBuffer)
   }
 }
 
-const layerNormCases: OracleCase[] = ([[1, 1, false], [3, 7, true], [129, 64, false], [8192, 64, true]] as [number, number, boolean][]).map(([rows, cols, accumulate]) => ({
+const layerNormCases: OracleCase[] = ([[1, 1, false], [3, 7, true], [129, 64, false], [1000, 33, true], [8192, 64, true]] as [number, number, boolean][]).map(([rows, cols, accumulate]) => ({
   name: `layerNorm forward+backward rows=${rows} cols=${cols}${accumulate ? ' (accumulate)' : ''}`,
   run: (gpu) =>
     scoped(gpu, async (t) => {
@@ -140,7 +140,7 @@ const crossEntropyCases: OracleCase[] = [[1, 1, 0], [7, 27, 0.3], [8192, 27, 0.4
     }),
 }));
 
-const embeddingCases: OracleCase[] = ([[7, 3, 5, false], [33, 27, 16, true], [8192, 32, 64, false]] as [number, number, number, boolean][]).map(([rows, vocab, dim, accumulate]) => ({
+const embeddingCases: OracleCase[] = ([[7, 3, 5, false], [33, 27, 16, true], [1001, 5, 7, true], [8192, 32, 64, false]] as [number, number, number, boolean][]).map(([rows, vocab, dim, accumulate]) => ({
   name: `embedding gather+scatter rows=${rows} vocab=${vocab} dim=${dim}${accumulate ? ' (accumulate)' : ''}`,
   run: (gpu) =>
     scoped(gpu, async (t) => {
@@ -149,7 +149,7 @@ const embeddingCases: OracleCase[] = ([[7, 3, 5, false], [33, 27, 16, true], [81
       const s = { rows, vocab, dim };
       const idb = t(gpu.upload(ids));
       const [out, dw] = [t(gpu.storage(rows * dim)), t(accumulate ? gpu.upload(dw0) : gpu.storage(vocab * dim))];
-      gpu.record([planEmbeddingForward(gpu, s, idb, t(gpu.upload(w)), out), planEmbeddingBackward(gpu, s, idb, t(gpu.upload(dy)), dw, accumulate)]);
+      gpu.record([planEmbeddingForward(gpu, s, idb, t(gpu.upload(w)), out), ...planEmbeddingBackward(gpu, s, idb, t(gpu.upload(dy)), dw, accumulate, (n, l) => t(gpu.storage(n, l)))]);
       const dwWant = ref.embeddingBackwardRef(ids, dy, rows, vocab, dim);
       return {
         maxAbsErr: Math.max(relErr(await gpu.readF32(out, 0, rows * dim), ref.embeddingRef(ids, w, rows, dim)), relErr(await gpu.readF32(dw, 0, vocab * dim), accumulate ? plus(dwWant, dw0) : dwWant)),

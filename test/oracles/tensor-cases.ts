@@ -44,6 +44,9 @@ const broadcastShapes: ['add' | 'mul', number[], number[], number][] = [
   ['mul', [7], [3, 1], 1],
   ['mul', [1, 3, 1, 5], [2, 1, 4, 1], 1],
   ['mul', [64, 32, 16], [32, 16], 1],
+  // Long broadcast dimensions: the gradient is reduced in slices, then the slices summed (several, the last one short).
+  ['add', [300, 8, 4], [8, 4], 1],
+  ['mul', [130, 3, 5], [1, 3, 1], 1],
 ];
 const broadcastCases: OracleCase[] = broadcastShapes.map(([op, aShape, bShape, alpha], i) => ({
   name: `${op}${alpha === -1 ? ' (subtract)' : ''} [${aShape}] with [${bShape}] + both gradients${i % 2 ? ' (accumulate)' : ''}`,
@@ -59,8 +62,8 @@ const broadcastCases: OracleCase[] = broadcastShapes.map(([op, aShape, bShape, a
       const mul = op === 'mul';
       gpu.record([
         planBroadcastBinary(gpu, op, ab, aShape, bb, bShape, out, { alpha }),
-        planBroadcastReduce(gpu, dyb, shape, da, aShape, { accumulate, other: mul ? { buffer: bb, shape: bShape } : undefined }),
-        planBroadcastReduce(gpu, dyb, shape, db, bShape, { accumulate, alpha: mul ? 1 : alpha, other: mul ? { buffer: ab, shape: aShape } : undefined }),
+        ...planBroadcastReduce(gpu, dyb, shape, da, aShape, { accumulate, other: mul ? { buffer: bb, shape: bShape } : undefined }),
+        ...planBroadcastReduce(gpu, dyb, shape, db, bShape, { accumulate, alpha: mul ? 1 : alpha, other: mul ? { buffer: ab, shape: aShape } : undefined }),
       ]);
       const daWant = ref.broadcastReduceRef(dy, shape, aShape, 1, mul ? { data: b, shape: bShape } : undefined);
       const dbWant = ref.broadcastReduceRef(dy, shape, bShape, mul ? 1 : alpha, mul ? { data: a, shape: aShape } : undefined);
@@ -135,7 +138,7 @@ const mseCases: OracleCase[] = [1, 7, 10007].map((n) => ({
       const [pred, target] = [rand(n, 3), rand(n)];
       const [result, dpred] = [t(gpu.storage(4)), t(gpu.storage(n))];
       const [pb, tb] = [t(gpu.upload(pred)), t(gpu.upload(target))];
-      gpu.record([planMseLoss(gpu, { pred: pb, target: tb, result }, n, 1), planMseGrad(gpu, { pred: pb, target: tb, dpred }, n, { gradScale: 0.5, upstream: t(gpu.upload(new Float32Array([-3]))) })]);
+      gpu.record([...planMseLoss(gpu, { pred: pb, target: tb, result }, n, 1, (w, l) => t(gpu.storage(w, l))), planMseGrad(gpu, { pred: pb, target: tb, dpred }, n, { gradScale: 0.5, upstream: t(gpu.upload(new Float32Array([-3]))) })]);
       const want = ref.mseRef(pred, target);
       const [loss] = await gpu.readF32(result, 1, 1);
       return { maxAbsErr: Math.max(relErr([loss], [want.loss]), relErr(await gpu.readF32(dpred, 0, n), want.dpred.map((g) => -1.5 * g))), tol: 1e-6 * Math.sqrt(n) + 1e-6 };

@@ -8,6 +8,11 @@ import { linearGroups, type Binding, type Dispatch, type Gpu, type UniformField 
 import { checkBindings } from './conv2d.ts';
 import { checkDims } from './matmul.ts';
 import { accumulateConstant, planEntry } from './plan-entry.ts';
+import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
+
+/** Broadcast coordinates one invocation of a split `reduce` sums (about): the rest go to other slices. */
+const REDUCE_CHUNK = 64;
+const REDUCE_MAX_PARTIAL = 1 << 22;
 
 export const MAX_BROADCAST_DIMS = 4;
 
@@ -82,6 +87,8 @@ export interface ReduceOptions {
   other?: { buffer: Binding; shape: readonly number[] };
   alpha?: number;
   accumulate?: boolean;
+  /** Where the partial sums of a split reduction live (default: new buffers). */
+  scratch?: Scratch;
 }
 
 /**
@@ -89,7 +96,7 @@ export interface ReduceOptions {
  * `shape`: dtarget (=, or +=) alpha · Σ over the broadcast dimensions of dy
  * (times `other` for a product).
  */
-export function planBroadcastReduce(gpu: Gpu, dy: Binding, shape: readonly number[], dtarget: Binding, targetShape: readonly number[], opts: ReduceOptions = {}): Dispatch {
+export function planBroadcastReduce(gpu: Gpu, dy: Binding, shape: readonly number[], dtarget: Binding, targetShape: readonly number[], opts: ReduceOptions = {}): Dispatch[] {
   const joined = broadcastShape(shape, targetShape, 'broadcast gradient');
   if (joined.length !== shape.length || joined.some((d, i) => d !== shape[i])) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `broadcast gradient: an input of shape [${targetShape.join(', ')}] cannot have been broadcast to [${shape.join(', ')}]`, { shape: [...shape], targetShape: [...targetShape] });
@@ -101,9 +108,29 @@ export function planBroadcastReduce(gpu: Gpu, dy: Binding, shape: readonly numbe
     ...u32s(pad4(shape, 'broadcast gradient')),
     ...u32s(pad4(targetShape, 'broadcast gradient')),
     ...u32s(other ? broadcastStrides(other.shape, shape, 'broadcast gradient') : [0, 0, 0, 0]),
-    ['u32', n], ['f32', opts.alpha ?? 1], ['u32', 0], ['u32', 0],
+    ['u32', n], ['f32', opts.alpha ?? 1],
   ] as UniformField[];
+  // Split the outermost broadcast dimension (a batch) into slices of partial sums when it is long.
+  const s4 = pad4(shape, 'broadcast gradient');
+  const t4 = pad4(targetShape, 'broadcast gradient');
+  const split = s4.findIndex((d, i) => t4[i] === 1 && d > 1);
+  let slices = 1;
+  let chunk = 0;
+  if (split >= 0) {
+    const others = sizeOf(shape) / n / s4[split];
+    chunk = Math.max(1, Math.ceil(REDUCE_CHUNK / others));
+    slices = Math.min(Math.ceil(s4[split] / chunk), Math.max(1, Math.floor(REDUCE_MAX_PARTIAL / n)));
+    chunk = Math.ceil(s4[split] / slices);
+    slices = Math.ceil(s4[split] / chunk);
+  }
+  if (slices === 1) chunk = 0;
+  fields.push(['u32', Math.max(split, 0)], ['u32', chunk]);
+  const constants = { HAS_OTHER: other ? 1 : 0 };
+  const [x, y] = linearGroups(n, 256);
   // `other` is bound either way: the shader names it (behind HAS_OTHER), so the pipeline's layout has it.
-  const bindings: [number, Binding][] = [[4, gpu.uniform(fields, 'broadcast-reduce-dims')], [5, dy], [6, other?.buffer ?? gpu.dummy], [7, dtarget]];
-  return planEntry(gpu, 'broadcast', 'reduce', bindings, linearGroups(n, 256), { ...accumulateConstant(opts.accumulate), HAS_OTHER: other ? 1 : 0 });
+  const pass = (out: Binding, accumulate: boolean | undefined) =>
+    planEntry(gpu, 'broadcast', 'reduce', [[4, gpu.uniform(fields, 'broadcast-reduce-dims')], [5, dy], [6, other?.buffer ?? gpu.dummy], [7, out]], [x, y, slices], { ...accumulateConstant(accumulate), ...constants });
+  if (slices === 1) return [pass(dtarget, opts.accumulate)];
+  const partials = (opts.scratch ?? gpuScratch(gpu))(slices * n, 'broadcast-reduce-partials');
+  return [pass(partials, false), ...planColumnSum(gpu, partials, dtarget, { rows: slices, cols: n, accumulate: opts.accumulate }, opts.scratch)];
 }

@@ -10,6 +10,7 @@
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { type Binding, bindingBytes, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
 import { type ConvShape, checkConvShape, convSizes } from './conv2d_reference.ts';
+import { gpuScratch, planColumnSum, type Scratch, scratchRanges } from './reduce-rows.ts';
 
 export { type ConvShape, convOutSize, convSizes, samePadding } from './conv2d_reference.ts';
 
@@ -83,13 +84,57 @@ export function planConv2dBackwardInput(gpu: Gpu, s: ConvShape, dy: Binding, wei
   });
 }
 
-/** dweight[cout, cin, kh, kw] and dbias[cout] from dy and x, summed over the batch. Overwrites both. */
+/**
+ * dweight[cout, cin, kh, kw] and dbias[cout] from dy and x, summed over the
+ * whole batch by each workgroup: one dispatch whose workgroups do not grow
+ * with the batch (kept for bench/conv.ts); the ops use the split form.
+ */
 export function planConv2dBackwardWeight(gpu: Gpu, s: ConvShape, dy: Binding, x: Binding, dweight: Binding, dbias: Binding): Dispatch {
+  return weightGradDispatch(gpu, s, dy, x, dweight, dbias, s.n);
+}
+
+function weightGradDispatch(gpu: Gpu, s: ConvShape, dy: Binding, x: Binding, dweight: Binding, dbias: Binding, perSlice: number): Dispatch {
   const { oh, ow } = checked(s);
   const sz = convSizes(s);
-  checkBindings('conv2d backward weight', { dy: [dy, sz.y], x: [x, sz.x], dweight: [dweight, sz.weight], dbias: [dbias, sz.bias] }, { shape: { ...s } });
-  const params = shapeUniform(gpu, [s.n, s.cin, s.h, s.w, s.cout, s.kh, s.kw, s.pad, s.pad, oh, ow], 'conv2d-backward-weight-shape');
-  // One workgroup per kernel row (ci, ky) of each block of 4 filters, then one per block for the biases.
+  checkBindings('conv2d backward weight', { dy: [dy, sz.y], x: [x, sz.x] }, { shape: { ...s } });
+  const params = gpu.uniform([s.n, s.cin, s.h, s.w, s.cout, s.kh, s.kw, s.pad, s.pad, oh, ow, perSlice].map((v) => ['u32', v] as ['u32', number]), 'conv2d-backward-weight-shape');
+  // One workgroup per kernel row (ci, ky) of each block of 4 filters, then one per block for the biases; grid z: the batch slices.
   const blocks = Math.ceil(s.cout / CHANNEL_BLOCK);
-  return gpu.plan('conv2d_backward_weight', [params, dy, x, dweight, dbias], linearGroups(blocks * (s.cin * s.kh + 1), 1));
+  const [gx, gy] = linearGroups(blocks * (s.cin * s.kh + 1), 1);
+  return gpu.plan('conv2d_backward_weight', [params, dy, x, dweight, dbias], [gx, gy, Math.ceil(s.n / perSlice)]);
+}
+
+/** Output-pixel segments (8 pixels) a workgroup of a split weight gradient sums: 8 per invocation. */
+const WEIGHT_GRAD_SEGMENTS = 512;
+const WEIGHT_GRAD_MAX_PARTIAL = 1 << 22;
+
+/** Images per batch slice of the weight gradient, and the slices. */
+export function conv2dWeightGradSlices(s: ConvShape): { perSlice: number; slices: number } {
+  const { oh, ow } = checkConvShape(s);
+  const segsPerImage = oh * Math.ceil(ow / 8);
+  const sz = convSizes(s);
+  let perSlice = Math.max(1, Math.ceil(WEIGHT_GRAD_SEGMENTS / segsPerImage));
+  perSlice = Math.max(perSlice, Math.ceil(s.n / Math.max(1, Math.floor(WEIGHT_GRAD_MAX_PARTIAL / (sz.weight + sz.bias)))));
+  perSlice = Math.min(perSlice, s.n);
+  return { perSlice, slices: Math.ceil(s.n / perSlice) };
+}
+
+/**
+ * dweight and dbias (overwritten) summed over the batch in slices of images
+ * (`conv2dWeightGradSlices`): each slice's partial sums into scratch, then a
+ * column-sum tree (reduce-rows.ts) over the slices, so the workgroups grow
+ * with the batch; one dispatch when one slice holds the batch.
+ */
+export function planConv2dBackwardWeightSteps(gpu: Gpu, s: ConvShape, dy: Binding, x: Binding, dweight: Binding, dbias: Binding, scratch: Scratch = gpuScratch(gpu)): Dispatch[] {
+  checked(s);
+  const sz = convSizes(s);
+  checkBindings('conv2d backward weight', { dweight: [dweight, sz.weight], dbias: [dbias, sz.bias] }, { shape: { ...s } });
+  const { perSlice, slices } = conv2dWeightGradSlices(s);
+  if (slices === 1) return [weightGradDispatch(gpu, s, dy, x, dweight, dbias, s.n)];
+  const [pw, pb] = scratchRanges(scratch, [slices * sz.weight, slices * sz.bias], 'conv2d-weight-grad-partials');
+  return [
+    weightGradDispatch(gpu, s, dy, x, pw, pb, perSlice),
+    ...planColumnSum(gpu, pw, dweight, { rows: slices, cols: sz.weight }, scratch),
+    ...planColumnSum(gpu, pb, dbias, { rows: slices, cols: sz.bias }, scratch),
+  ];
 }

@@ -9,6 +9,7 @@ import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
 import { checkBindings } from './conv2d.ts';
 import { checkDims } from './matmul.ts';
 import { planEntry } from './plan-entry.ts';
+import { planColumnSum, type Scratch } from './reduce-rows.ts';
 
 /** The target value that marks a position as ignored (PyTorch's ignore_index in the reference). */
 export const IGNORE_TARGET = -1;
@@ -31,21 +32,41 @@ export interface CrossEntropyOptions {
   gradScale?: number;
   /** Also multiplies the gradient by upstream[0] (∂/∂loss, when the loss is an op inside a graph). */
   upstream?: Binding;
+  /** Where the sums over positions keep their partials (default: new buffers). */
+  scratch?: Scratch;
 }
 
-/** Three dispatches: per-position rows, the one-workgroup total, the gradient scale. Record them in order. */
+export interface CrossEntropyPlan {
+  /** Per position: loss, counted, correct, unscaled dlogits. */
+  rows: Dispatch;
+  /** The sums over positions (a column-sum tree) and the mean: result[outIndex ..+3]. */
+  total: Dispatch[];
+  /** dlogits scaled by the mean's 1/count. */
+  scale: Dispatch;
+}
+
+/** The per-position rows, the totals (sums over positions, then the mean), the gradient scale: record them in order. */
 export function planCrossEntropy(gpu: Gpu, b: CrossEntropyBuffers, positions: number, classes: number, opts: CrossEntropyOptions = {}): Dispatch[] {
+  const p = planCrossEntropyParts(gpu, b, positions, classes, opts);
+  return [p.rows, ...p.total, p.scale];
+}
+
+/** planCrossEntropy's dispatches by role (an op records the first two forward and the scale backward). */
+export function planCrossEntropyParts(gpu: Gpu, b: CrossEntropyBuffers, positions: number, classes: number, opts: CrossEntropyOptions = {}): CrossEntropyPlan {
   checkDims('crossEntropy', { positions, classes });
   const outIndex = opts.outIndex ?? 0;
   const n = positions * classes;
   checkBindings('crossEntropy', { logits: [b.logits, n], targets: [b.targets, positions], dlogits: [b.dlogits, n], rowStats: [b.rowStats, 3 * positions], result: [b.result, outIndex + 3] }, { positions, classes });
   const u = gpu.uniform([['u32', positions], ['u32', classes], ['f32', opts.gradScale ?? 1], ['u32', outIndex]], 'xent-dims');
-  return [
-    planEntry(gpu, 'cross_entropy', 'rows', [[0, u], [1, b.logits], [2, b.targets], [3, b.dlogits], [4, b.rowStats]], linearGroups(positions, 64)),
-    planEntry(gpu, 'cross_entropy', 'total', [[0, u], [4, b.rowStats], [5, b.result]], [1]),
+  return {
+    rows: planEntry(gpu, 'cross_entropy', 'rows', [[0, u], [1, b.logits], [2, b.targets], [3, b.dlogits], [4, b.rowStats]], linearGroups(positions, 64)),
+    total: [
+      ...planColumnSum(gpu, b.rowStats, b.result, { rows: positions, cols: 3, dstOffset: outIndex }, opts.scratch),
+      planEntry(gpu, 'cross_entropy', 'total', [[0, u], [5, b.result]], [1]),
+    ],
     // The shader names `upstream` behind HAS_UPSTREAM, so the layout always has it.
-    planEntry(gpu, 'cross_entropy', 'scale', [[0, u], [3, b.dlogits], [5, b.result], [6, opts.upstream ?? gpu.dummy]], linearGroups(n, 256), { HAS_UPSTREAM: opts.upstream ? 1 : 0 }),
-  ];
+    scale: planEntry(gpu, 'cross_entropy', 'scale', [[0, u], [3, b.dlogits], [5, b.result], [6, opts.upstream ?? gpu.dummy]], linearGroups(n, 256), { HAS_UPSTREAM: opts.upstream ? 1 : 0 }),
+  };
 }
 
 /**

@@ -4,6 +4,19 @@ import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
 import { checkBindings } from './conv2d.ts';
 import { checkDims } from './matmul.ts';
 import { accumulateConstant, planEntry } from './plan-entry.ts';
+import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
+
+/** Rows per chunk of the backward pass's first level, unless the partials would pass EMBEDDING_MAX_PARTIAL. */
+export const EMBEDDING_CHUNK = 64;
+/** Partials (chunks × vocab × dim floats) stay below this: large vocabularies get longer chunks (their vocab × dim entries fill the GPU anyway). */
+const EMBEDDING_MAX_PARTIAL = 1 << 22;
+
+/** Rows per chunk and chunks of the backward pass for this shape. */
+export function embeddingChunks(s: EmbeddingShape): { chunk: number; chunks: number } {
+  const most = Math.max(1, Math.floor(EMBEDDING_MAX_PARTIAL / (s.vocab * s.dim)));
+  const chunk = Math.max(EMBEDDING_CHUNK, Math.ceil(s.rows / most));
+  return { chunk, chunks: Math.ceil(s.rows / chunk) };
+}
 
 export interface EmbeddingShape {
   /** Number of looked-up ids (batch × positions). */
@@ -12,9 +25,9 @@ export interface EmbeddingShape {
   dim: number;
 }
 
-function dims(gpu: Gpu, s: EmbeddingShape): GPUBuffer {
+function dims(gpu: Gpu, s: EmbeddingShape, chunk = s.rows): GPUBuffer {
   checkDims('embedding', { rows: s.rows, vocab: s.vocab, dim: s.dim });
-  return gpu.uniform([['u32', s.rows], ['u32', s.dim], ['u32', s.vocab], ['u32', 0]], 'embedding-dims');
+  return gpu.uniform([['u32', s.rows], ['u32', s.dim], ['u32', s.vocab], ['u32', chunk]], 'embedding-dims');
 }
 
 /** out[r, :] = weight[ids[r], :]; ids are u32 (check them with `checkIds`). */
@@ -23,10 +36,21 @@ export function planEmbeddingForward(gpu: Gpu, s: EmbeddingShape, ids: Binding, 
   return planEntry(gpu, 'embedding', 'forward', [[0, dims(gpu, s)], [1, ids], [2, weight], [3, out]], linearGroups(s.rows * s.dim, 256));
 }
 
-/** dweight[v, :] (=, or += with `accumulate`) Σ over rows r with ids[r] = v of dy[r, :]. */
-export function planEmbeddingBackward(gpu: Gpu, s: EmbeddingShape, ids: Binding, dy: Binding, dweight: Binding, accumulate = false): Dispatch {
+/**
+ * dweight[v, :] (=, or += with `accumulate`) Σ over rows r with ids[r] = v of
+ * dy[r, :]: per-chunk partials (`embeddingChunks`) into scratch, then a
+ * column-sum tree (reduce-rows.ts) into dweight; one dispatch when the rows
+ * fit one chunk.
+ */
+export function planEmbeddingBackward(gpu: Gpu, s: EmbeddingShape, ids: Binding, dy: Binding, dweight: Binding, accumulate = false, scratch: Scratch = gpuScratch(gpu)): Dispatch[] {
   checkBindings('embedding backward', { ids: [ids, s.rows], dy: [dy, s.rows * s.dim], dweight: [dweight, s.vocab * s.dim] }, { shape: { ...s } });
-  return planEntry(gpu, 'embedding', 'backward', [[0, dims(gpu, s)], [1, ids], [4, dy], [5, dweight]], linearGroups(s.vocab * s.dim, 256), accumulateConstant(accumulate));
+  const { chunk, chunks } = embeddingChunks(s);
+  const entries = s.vocab * s.dim;
+  const pass = (out: Binding, acc: boolean) =>
+    planEntry(gpu, 'embedding', 'backward', [[0, dims(gpu, s, chunk)], [1, ids], [4, dy], [5, out]], linearGroups(chunks * entries, 256), accumulateConstant(acc));
+  if (chunks === 1) return [pass(dweight, accumulate)];
+  const partials = scratch(chunks * entries, 'embedding-partials');
+  return [pass(partials, false), ...planColumnSum(gpu, partials, dweight, { rows: chunks, cols: entries, accumulate }, scratch)];
 }
 
 /** Copies ids into a Uint32Array for upload, refusing any that is not an integer in [0, vocab). */

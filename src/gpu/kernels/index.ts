@@ -23,6 +23,7 @@ export const KERNELS: Record<string, KernelEntry> = {
   activation: { shader: 'activation', entryPoints: ['relu_forward', 'relu_backward', 'tanh_forward', 'tanh_backward', 'gelu_forward', 'gelu_backward'] },
   softmaxXent: { shader: 'softmax_xent', entryPoints: ['main'] },
   sum: { shader: 'reduce', entryPoints: ['main'] },
+  reduceRows: { shader: 'reduce_rows', entryPoints: ['columns', 'tree'] },
   elementwise: { shader: 'elementwise', entryPoints: ['add', 'axpy'] },
   scale: { shader: 'scale', entryPoints: ['main'] },
   f16: { shader: 'f16', entryPoints: ['pack', 'unpack'] },
@@ -53,11 +54,12 @@ export function warmUp(gpu: Gpu): void {
   for (const k of Object.values(KERNELS)) for (const entryPoint of k.entryPoints) gpu.pipeline(k.shader, { entryPoint, constants: k.constants });
 }
 
-export { planMatmul, MATMUL_TILE, checkDims, chooseMatmulVariant, directFits, wideFits, blockedFits, adapterKind, MATMUL_TABLE, type AdapterKind, type ChosenMatmulVariant, type MatmulOptions, type MatmulShape, type MatmulVariant } from './matmul.ts';
-export { planAddBias, planBiasGrad } from './bias.ts';
+export { planMatmul, planMatmulSteps, matmulSplitK, MATMUL_TILE, checkDims, chooseMatmulVariant, directFits, wideFits, blockedFits, adapterKind, MATMUL_TABLE, type AdapterKind, type ChosenMatmulVariant, type MatmulOptions, type MatmulShape, type MatmulVariant } from './matmul.ts';
+export { planAddBias, planBiasGrad, planBiasGradSteps } from './bias.ts';
 export { planActivationForward, planActivationBackward, checkActivation, ACTIVATIONS, type Activation } from './activation.ts';
 export { planSoftmaxXent, checkLabels, type SoftmaxXentBuffers } from './softmax-xent.ts';
 export { planSum } from './reduce.ts';
+export { planColumnSum, planSumTree, gpuScratch, type Scratch, type ColumnSumShape } from './reduce-rows.ts';
 export { planAdd, planAxpy, planScale } from './elementwise.ts';
 export { planPackF16, planUnpackF16, packedWords } from './f16.ts';
 export { planSgd, planAdamw, sgdFields, adamwFields, type SgdHyper, type AdamwHyper } from './optimizers.ts';

@@ -6,6 +6,10 @@ import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
 import { checkBindings } from './conv2d.ts';
 import { checkDims } from './matmul.ts';
 import { accumulateConstant, planEntry } from './plan-entry.ts';
+import { gpuScratch, planColumnSum, type Scratch, scratchRanges } from './reduce-rows.ts';
+
+/** Rows per chunk of the parameter gradients' first pass (see shaders/layernorm.wgsl). */
+export const LAYER_NORM_PARAM_CHUNK = 64;
 
 /** PyTorch's nn.LayerNorm default. */
 export const LAYER_NORM_EPS = 1e-5;
@@ -19,7 +23,7 @@ export interface LayerNormShape {
 
 function dims(gpu: Gpu, s: LayerNormShape): GPUBuffer {
   checkDims('layerNorm', { rows: s.rows, cols: s.cols });
-  return gpu.uniform([['u32', s.rows], ['u32', s.cols], ['f32', s.eps ?? LAYER_NORM_EPS], ['u32', 0]], 'layernorm-dims');
+  return gpu.uniform([['u32', s.rows], ['u32', s.cols], ['f32', s.eps ?? LAYER_NORM_EPS], ['u32', LAYER_NORM_PARAM_CHUNK]], 'layernorm-dims');
 }
 
 /** y = layerNorm(x) · weight + bias; stats [rows × 2] receives (mean, rstd) per row for backward. */
@@ -41,12 +45,18 @@ export interface LayerNormBackwardBuffers {
   dbias: Binding;
 }
 
-/** dx, dweight, dbias from dy. `accumulate` adds into dx, `accumulateParams` into dweight/dbias, instead of overwriting. */
+/**
+ * dx, dweight, dbias from dy. `accumulate` adds into dx, `accumulateParams`
+ * into dweight/dbias, instead of overwriting. The parameter gradients are sums
+ * over rows: per-chunk partials (64 rows each) and then a column-sum tree
+ * (reduce-rows.ts) into dweight and dbias, so the work spreads over
+ * workgroups that grow with the rows; `scratch` holds the partials.
+ */
 export function planLayerNormBackward(
   gpu: Gpu,
   s: LayerNormShape,
   b: LayerNormBackwardBuffers,
-  opts: { accumulate?: boolean; accumulateParams?: boolean } = {},
+  opts: { accumulate?: boolean; accumulateParams?: boolean; scratch?: Scratch } = {},
 ): Dispatch[] {
   const n = s.rows * s.cols;
   checkBindings(
@@ -55,8 +65,17 @@ export function planLayerNormBackward(
     { shape: { ...s } },
   );
   const u = dims(gpu, s);
+  const input = planEntry(gpu, 'layernorm', 'backward_input', [[0, u], [1, b.x], [2, b.weight], [6, b.dy], [7, b.stats], [8, b.dx]], linearGroups(s.rows, 64), accumulateConstant(opts.accumulate));
+  const chunks = Math.ceil(s.rows / LAYER_NORM_PARAM_CHUNK);
+  const params = (dweight: Binding, dbias: Binding, accumulate: boolean | undefined) =>
+    planEntry(gpu, 'layernorm', 'backward_params', [[0, u], [1, b.x], [6, b.dy], [7, b.stats], [9, dweight], [10, dbias]], linearGroups(chunks * s.cols, 64), accumulateConstant(accumulate));
+  if (chunks === 1) return [input, params(b.dweight, b.dbias, opts.accumulateParams)];
+  const scratch = opts.scratch ?? gpuScratch(gpu);
+  const [pw, pb] = scratchRanges(scratch, [chunks * s.cols, chunks * s.cols], 'layernorm-param-partials');
   return [
-    planEntry(gpu, 'layernorm', 'backward_input', [[0, u], [1, b.x], [2, b.weight], [6, b.dy], [7, b.stats], [8, b.dx]], linearGroups(s.rows, 64), accumulateConstant(opts.accumulate)),
-    planEntry(gpu, 'layernorm', 'backward_params', [[0, u], [1, b.x], [6, b.dy], [7, b.stats], [9, b.dweight], [10, b.dbias]], [Math.ceil(s.cols / 64)], accumulateConstant(opts.accumulateParams)),
+    input,
+    params(pw, pb, false),
+    ...planColumnSum(gpu, pw, b.dweight, { rows: chunks, cols: s.cols, accumulate: opts.accumulateParams }, scratch),
+    ...planColumnSum(gpu, pb, b.dbias, { rows: chunks, cols: s.cols, accumulate: opts.accumulateParams }, scratch),
   ];
 }

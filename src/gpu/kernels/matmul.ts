@@ -5,6 +5,7 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
+import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
 
 export interface MatmulShape {
   /** Rows of C (and of op(A)). */
@@ -124,19 +125,68 @@ export function checkDims(what: string, dims: Record<string, number>): void {
 
 export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions): Dispatch {
   checkDims('matmul', { m: o.m, n: o.n, k: o.k });
-  const dims = gpu.uniform([['u32', o.m], ['u32', o.n], ['u32', o.k], ['u32', 0]], 'matmul-dims');
+  return matmulDispatch(gpu, a, b, c, o, chooseMatmulVariant(gpu, o), 1, o.k);
+}
+
+/** The grid of one K slice of `variant` (x, y; z is the slice). */
+function matmulGrid(variant: ChosenMatmulVariant, o: MatmulShape): [number, number] {
+  if (variant === 'blocked') return [Math.ceil(o.n / BLOCKED_TILE), Math.ceil(o.m / BLOCKED_TILE)];
+  if (variant === 'wide') {
+    const [x, y] = linearGroups(Math.ceil(o.n / WIDE_BLOCK) * Math.ceil(o.m / WIDE_BLOCK), WIDE_BLOCKS_PER_GROUP);
+    return [x, y];
+  }
+  if (variant === 'direct') return [Math.ceil(o.n / DIRECT_TILE_COLS), Math.ceil(o.m / DIRECT_TILE_ROWS)];
+  return [Math.ceil(o.n / MATMUL_TILE), Math.ceil(o.m / MATMUL_TILE)];
+}
+
+function matmulDispatch(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, variant: ChosenMatmulVariant, slices: number, kc: number): Dispatch {
+  const dims = gpu.uniform([['u32', o.m], ['u32', o.n], ['u32', o.k], ['u32', kc]], 'matmul-dims');
   const constants = { TRANS_A: o.transA ? 1 : 0, TRANS_B: o.transB ? 1 : 0, HAS_BIAS: o.bias ? 1 : 0, RELU: o.relu ? 1 : 0 };
   const bindings = [dims, a, b, c, o.bias ?? gpu.dummy];
+  const shader = { blocked: 'matmul_tiled_blocked', wide: 'matmul_wide', direct: 'matmul_direct', tiled: 'matmul' }[variant];
+  return gpu.plan(shader, bindings, [...matmulGrid(variant, o), slices], { constants });
+}
+
+/**
+ * Split over K, for products whose K is the batch (weight gradients Aᵀ·B with
+ * K = rows): K rows per slice, a multiple of 64 so the vec4 kernels stay
+ * aligned. The GPU wants many workgroups (an H100 has 132 multiprocessors);
+ * a CPU adapter runs a workgroup per thread, so a few per thread suffice and
+ * bigger slices keep the partial products' traffic small.
+ */
+const SPLIT_K_CHUNK: Record<AdapterKind, number> = { gpu: 128, cpu: 256 };
+/** Split only while the unsplit grid has fewer workgroups than this (2 per multiprocessor; a few per CPU thread). */
+const SPLIT_BELOW_GROUPS: Record<AdapterKind, number> = { gpu: 264, cpu: 64 };
+/** Slices stop growing once the grid reaches this many workgroups, or the partial products this many floats. */
+const SPLIT_MAX_GROUPS: Record<AdapterKind, number> = { gpu: 8192, cpu: 256 };
+const SPLIT_MAX_PARTIAL_FLOATS = 1 << 22;
+
+/** How many K slices `planMatmulSteps` uses, and the K of each (the last may be shorter). */
+export function matmulSplitK(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): { slices: number; kc: number } {
+  const none = { slices: 1, kc: o.k };
+  if (o.bias || o.relu) return none; // the epilogue belongs after the sum
+  const kind = adapterKind(gpu);
+  const chunk = SPLIT_K_CHUNK[kind];
+  const [x, y] = matmulGrid(chooseMatmulVariant(gpu, o), o);
+  const groups = x * y;
+  if (groups >= SPLIT_BELOW_GROUPS[kind] || o.k < 2 * chunk) return none;
+  const slices = Math.min(Math.ceil(o.k / chunk), Math.floor(SPLIT_MAX_GROUPS[kind] / groups), Math.floor(SPLIT_MAX_PARTIAL_FLOATS / (o.m * o.n)));
+  if (slices < 2) return none;
+  const kc = Math.ceil(o.k / slices / 64) * 64;
+  return { slices: Math.ceil(o.k / kc), kc };
+}
+
+/**
+ * C = op(A)·op(B) as the ops plan it: one dispatch, or, when K is long and
+ * the output small (`matmulSplitK`), the partial products of K slices (one
+ * dispatch, a grid z per slice, into scratch) and their sum in a fixed
+ * order (reduce-rows.ts) into C.
+ */
+export function planMatmulSteps(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, scratch: Scratch = gpuScratch(gpu)): Dispatch[] {
+  checkDims('matmul', { m: o.m, n: o.n, k: o.k });
   const variant = chooseMatmulVariant(gpu, o);
-  if (variant === 'blocked') {
-    return gpu.plan('matmul_tiled_blocked', bindings, [Math.ceil(o.n / BLOCKED_TILE), Math.ceil(o.m / BLOCKED_TILE)], { constants });
-  }
-  if (variant === 'wide') {
-    const blocks = Math.ceil(o.n / WIDE_BLOCK) * Math.ceil(o.m / WIDE_BLOCK);
-    return gpu.plan('matmul_wide', bindings, linearGroups(blocks, WIDE_BLOCKS_PER_GROUP), { constants });
-  }
-  if (variant === 'direct') {
-    return gpu.plan('matmul_direct', bindings, [Math.ceil(o.n / DIRECT_TILE_COLS), Math.ceil(o.m / DIRECT_TILE_ROWS)], { constants });
-  }
-  return gpu.plan('matmul', bindings, [Math.ceil(o.n / MATMUL_TILE), Math.ceil(o.m / MATMUL_TILE)], { constants });
+  const { slices, kc } = matmulSplitK(gpu, o);
+  if (slices === 1) return [matmulDispatch(gpu, a, b, c, o, variant, 1, o.k)];
+  const partials = scratch(slices * o.m * o.n, 'matmul-split-k');
+  return [matmulDispatch(gpu, a, b, partials, o, variant, slices, kc), ...planColumnSum(gpu, partials, c, { rows: slices, cols: o.m * o.n }, scratch)];
 }

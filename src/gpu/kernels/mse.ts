@@ -1,8 +1,12 @@
-/** Mean squared error, loss (one deterministic workgroup) and gradient. See shaders/mse.wgsl. */
+/** Mean squared error, loss (deterministic sums over chunks of values, then a column-sum tree) and gradient. See shaders/mse.wgsl. */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
 import { checkBindings } from './conv2d.ts';
 import { checkDims } from './matmul.ts';
 import { accumulateConstant, planEntry } from './plan-entry.ts';
+import { gpuScratch, planSumTree, type Scratch } from './reduce-rows.ts';
+
+/** Values one workgroup of the loss sums. */
+const MSE_CHUNK = 1024;
 
 export interface MseGradOptions {
   /** Multiplies the gradient; 1 by default. */
@@ -17,10 +21,17 @@ function dims(gpu: Gpu, n: number, outIndex: number, gradScale: number): GPUBuff
   return gpu.uniform([['u32', n], ['u32', outIndex], ['f32', gradScale], ['u32', 0]], 'mse-dims');
 }
 
-/** result[outIndex] = mean((pred − target)²). */
-export function planMseLoss(gpu: Gpu, b: { pred: Binding; target: Binding; result: Binding }, n: number, outIndex = 0): Dispatch {
+/** result[outIndex] = mean((pred − target)²): per-chunk sums, then (several chunks) their sum. */
+export function planMseLoss(gpu: Gpu, b: { pred: Binding; target: Binding; result: Binding }, n: number, outIndex = 0, scratch: Scratch = gpuScratch(gpu)): Dispatch[] {
   checkBindings('mse', { pred: [b.pred, n], target: [b.target, n], result: [b.result, outIndex + 1] }, { n });
-  return planEntry(gpu, 'mse', 'forward', [[0, dims(gpu, n, outIndex, 1)], [1, b.pred], [2, b.target], [3, b.result]], [1]);
+  const chunks = Math.ceil(n / MSE_CHUNK);
+  const u = dims(gpu, n, outIndex, 1);
+  if (chunks === 1) return [planEntry(gpu, 'mse', 'forward', [[0, u], [1, b.pred], [2, b.target], [3, b.result]], [1], { PARTIAL: 0 })];
+  const partials = scratch(chunks, 'mse-partials');
+  return [
+    planEntry(gpu, 'mse', 'forward', [[0, u], [1, b.pred], [2, b.target], [3, partials]], linearGroups(chunks, 1), { PARTIAL: 1 }),
+    ...planSumTree(gpu, partials, b.result, chunks, { outIndex, scale: 1 / n }, scratch),
+  ];
 }
 
 /** dpred (=, or += with `accumulate`) gradScale · 2 (pred − target) / n (· upstream[0]). */

@@ -35,9 +35,10 @@ export const addBroadcastOp = defineOp<AddAttrs>({
     const forward: Step[] = [planBroadcastBinary(ctx.gpu, 'add', ctx.input(0), as, ctx.input(1), bs, ctx.output(), { alpha })];
     const dy = ctx.gradOut();
     const backward: Step[] = [];
+    const scratch = (words: number, label: string) => ctx.scratch(words, label);
     const [da, db] = [ctx.gradIn(0), ctx.gradIn(1)];
-    if (dy && da) backward.push(planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, da, as));
-    if (dy && db) backward.push(planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, db, bs, { alpha }));
+    if (dy && da) backward.push(...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, da, as, { scratch }));
+    if (dy && db) backward.push(...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, db, bs, { alpha, scratch }));
     return { forward, backward };
   },
   cpu: {
@@ -58,9 +59,10 @@ export const mulOp = defineOp<Record<string, never>>({
     const forward: Step[] = [planBroadcastBinary(ctx.gpu, 'mul', a, as, b, bs, ctx.output())];
     const dy = ctx.gradOut();
     const backward: Step[] = [];
+    const scratch = (words: number, label: string) => ctx.scratch(words, label);
     const [da, db] = [ctx.gradIn(0), ctx.gradIn(1)];
-    if (dy && da) backward.push(planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, da, as, { other: { buffer: b, shape: bs } }));
-    if (dy && db) backward.push(planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, db, bs, { other: { buffer: a, shape: as } }));
+    if (dy && da) backward.push(...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, da, as, { other: { buffer: b, shape: bs }, scratch }));
+    if (dy && db) backward.push(...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, db, bs, { other: { buffer: a, shape: as }, scratch }));
     return { forward, backward };
   },
   cpu: {

@@ -5,7 +5,7 @@
  * src/gpu/kernels/conv2d.ts (the input gradient is the forward kernel on the
  * flipped problem; weight and bias gradients come from one kernel).
  */
-import { type ConvShape, planConv2dBackwardInput, planConv2dBackwardWeight, planConv2dForward } from '../../gpu/kernels/conv2d.ts';
+import { type ConvShape, planConv2dBackwardInput, planConv2dBackwardWeightSteps, planConv2dForward } from '../../gpu/kernels/conv2d.ts';
 import { defineOp, requireF32, shapeError, type Step } from '../op.ts';
 import type { Shape } from '../tensor.ts';
 
@@ -36,7 +36,7 @@ export const conv2dOp = defineOp<Conv2dAttrs>({
     const dy = ctx.gradOut();
     const backward: Step[] = [];
     const [dx, dw, db] = [ctx.gradIn(0), ctx.gradIn(1), ctx.gradIn(2)];
-    if (dy && dw && db) backward.push(planConv2dBackwardWeight(ctx.gpu, s, dy, ctx.input(0), dw, db));
+    if (dy && dw && db) backward.push(...planConv2dBackwardWeightSteps(ctx.gpu, s, dy, ctx.input(0), dw, db, (words, label) => ctx.scratch(words, label)));
     if (dy && dx) backward.push(planConv2dBackwardInput(ctx.gpu, s, dy, ctx.input(1), dx));
     return { forward, backward };
   },

@@ -10,7 +10,7 @@
  * ∂/∂loss over the count, which never left the GPU.
  */
 import { crossEntropyRef } from '../../gpu/kernels/nn_reference.ts';
-import { planCrossEntropy } from '../../gpu/kernels/cross-entropy.ts';
+import { planCrossEntropyParts } from '../../gpu/kernels/cross-entropy.ts';
 import { defineOp, shapeError, type Step } from '../op.ts';
 import { sizeOf } from '../tensor.ts';
 
@@ -35,12 +35,13 @@ export const crossEntropyOp = defineOp<Record<string, never>>({
     const dlogits = ctx.scratch(positions * classes, 'dlogits');
     const result = ctx.scratch(4, 'loss-correct-count');
     const rowStats = ctx.scratch(3 * positions, 'row-stats');
-    const [rows, total] = planCrossEntropy(ctx.gpu, { logits: ctx.input(0), targets: ctx.input(1), dlogits, rowStats, result }, positions, classes);
+    const scratch = (words: number, label: string) => ctx.scratch(words, label);
+    const { rows, total } = planCrossEntropyParts(ctx.gpu, { logits: ctx.input(0), targets: ctx.input(1), dlogits, rowStats, result }, positions, classes, { scratch });
     const out = ctx.output();
-    const forward: Step[] = [rows, total, { copy: { src: { buffer: result, offset: 0, size: 4 }, dst: out, bytes: 4 } }];
+    const forward: Step[] = [rows, ...total, { copy: { src: { buffer: result, offset: 0, size: 4 }, dst: out, bytes: 4 } }];
     const [dl, dx] = [ctx.gradOut(), ctx.gradIn(0)];
     if (!dl || !dx) return { forward, backward: [] };
-    const [, , scale] = planCrossEntropy(ctx.gpu, { logits: ctx.input(0), targets: ctx.input(1), dlogits: dx, rowStats, result }, positions, classes, { upstream: dl });
+    const { scale } = planCrossEntropyParts(ctx.gpu, { logits: ctx.input(0), targets: ctx.input(1), dlogits: dx, rowStats, result }, positions, classes, { upstream: dl, scratch });
     return { forward, backward: [{ copy: { src: { buffer: dlogits, offset: 0, size: positions * classes * 4 }, dst: dx, bytes: positions * classes * 4 } }, scale] };
   },
   cpu: {

@@ -37,7 +37,7 @@ export const layerNormOp = defineOp<LayerNormAttrs>({
       dx: gradOrScratch(ctx, 0, rows * cols, 'layerNorm dx'),
       dweight: gradOrScratch(ctx, 1, cols, 'layerNorm dweight'),
       dbias: gradOrScratch(ctx, 2, cols, 'layerNorm dbias'),
-    });
+    }, { scratch: (words, label) => ctx.scratch(words, label) });
     return { forward, backward };
   },
   cpu: {

@@ -8,8 +8,8 @@
  * Backward: dx = dy·W, dW = dyᵀ·x, db = Σ_rows dy.
  */
 import { planActivationBackward } from '../../gpu/kernels/activation.ts';
-import { planBiasGrad } from '../../gpu/kernels/bias.ts';
-import { planMatmul } from '../../gpu/kernels/matmul.ts';
+import { planBiasGradSteps } from '../../gpu/kernels/bias.ts';
+import { planMatmul, planMatmulSteps } from '../../gpu/kernels/matmul.ts';
 import { defineOp, requireF32, shapeError, type Step } from '../op.ts';
 import type { Shape } from '../tensor.ts';
 
@@ -42,11 +42,12 @@ export const linearOp = defineOp<LinearAttrs>({
     const dy = ctx.gradOut();
     if (!dy) return { forward, backward: [] };
     const backward: Step[] = [];
+    const scratch = (words: number, label: string) => ctx.scratch(words, label);
     // ReLU'(z) = [relu(z) > 0]: the stored output serves as the mask.
     if (attrs.relu) backward.push(planActivationBackward(ctx.gpu, 'relu', ctx.output(), dy, rows * outF));
     const [dx, dw, db] = [ctx.gradIn(0), ctx.gradIn(1), hasBias ? ctx.gradIn(2) : null];
-    if (dw) backward.push(planMatmul(ctx.gpu, dy, ctx.input(0), dw, { m: outF, n: inF, k: rows, transA: true }));
-    if (db) backward.push(planBiasGrad(ctx.gpu, dy, db, rows, outF));
+    if (dw) backward.push(...planMatmulSteps(ctx.gpu, dy, ctx.input(0), dw, { m: outF, n: inF, k: rows, transA: true }, scratch));
+    if (db) backward.push(...planBiasGradSteps(ctx.gpu, dy, db, rows, outF, scratch));
     if (dx) backward.push(planMatmul(ctx.gpu, dy, ctx.input(1), dx, { m: rows, n: inF, k: outF }));
     return { forward, backward };
   },

@@ -2,7 +2,7 @@
  * matmul: C[M, N] = A[M, K]·B[K, N] for two 2-D tensors.
  * Backward: dA = dC·Bᵀ, dB = Aᵀ·dC.
  */
-import { planMatmul } from '../../gpu/kernels/matmul.ts';
+import { planMatmul, planMatmulSteps } from '../../gpu/kernels/matmul.ts';
 import { defineOp, requireF32, shapeError, type Step } from '../op.ts';
 
 export const matmulOp = defineOp<Record<string, never>>({
@@ -20,7 +20,7 @@ export const matmulOp = defineOp<Record<string, never>>({
     const backward: Step[] = [];
     const [da, db] = [ctx.gradIn(0), ctx.gradIn(1)];
     if (dc && da) backward.push(planMatmul(ctx.gpu, dc, ctx.input(1), da, { m, n: k, k: n, transB: true }));
-    if (dc && db) backward.push(planMatmul(ctx.gpu, ctx.input(0), dc, db, { m: k, n, k: m, transA: true }));
+    if (dc && db) backward.push(...planMatmulSteps(ctx.gpu, ctx.input(0), dc, db, { m: k, n, k: m, transA: true }, (words, label) => ctx.scratch(words, label)));
     return { forward, backward };
   },
   cpu: {

@@ -15,7 +15,7 @@ export const mseOp = defineOp<Record<string, never>>({
   plan(ctx) {
     const n = sizeOf(ctx.inputShapes[0]);
     const [pred, target] = [ctx.input(0), ctx.input(1)];
-    const forward = [planMseLoss(ctx.gpu, { pred, target, result: ctx.output() }, n)];
+    const forward = planMseLoss(ctx.gpu, { pred, target, result: ctx.output() }, n, 0, (words, label) => ctx.scratch(words, label));
     const [dl, dp, dt] = [ctx.gradOut(), ctx.gradIn(0), ctx.gradIn(1)];
     if (!dl || (!dp && !dt)) return { forward, backward: [] };
     // The target's gradient is minus the prediction's: computed there (or in scratch) and negated.
