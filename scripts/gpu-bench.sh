@@ -7,16 +7,19 @@
 #     by replay, to check the timestamps), the CNN at 64/256, the MLP at 128;
 #   - PyTorch: torch_ref.py (matmul, MLP step, CNN) and gpt_ref.py (the
 #     transformer workload) at GPT_B = 64/256/1024, tokens/s.
-# Results in $OUT (default ./gpu-out), six files: gpu.txt, probe.json,
+# Results in $OUT (default ./gpu-out), seven files: gpu.txt, probe.json,
 # profile.jsonl (one JSON line per run) and profile.txt (the same as tables),
-# torch.json, gpt.jsonl; every command's stderr goes to log.txt. With
-# rt-before.tar in the carry (gpu-carry.sh --before REV), also encode-ab.jsonl:
-# the CNN at 256 and the MLP at 128 profiled from both trees, interleaved.
+# torch.json, gpt.jsonl, matmul.json (bench/kernels.ts at 1024…8192: the chosen
+# kernel and both GPU variants); every command's stderr goes to log.txt. With
+# rt-before.tar in the carry (gpu-carry.sh --before REV), also ab.jsonl: the
+# transformer's tokens/s and the CNN/MLP steps from both trees, interleaved,
+# through benchmarks both trees have (bench/transformer.ts, bench/gpu-step.ts).
 #   sh .devcarry/gpu-bench.sh [carry-dir]
 # Knobs (to try it on a CPU adapter with small sizes): TRANSFORMER_BATCHES,
 # CNN_BATCHES, MLP_BATCHES, REPLAY_BATCH (each empty: skip), PROFILE_STEPS,
 # PROFILE_ROUNDS, PROFILE_WARMUP, PROFILE_TIMEOUT (s per run), GPT_BATCHES,
-# GPT_STEPS, TORCH=0 (skip PyTorch), AB_MODELS (model:batch …), AB_STEPS, AB_RUNS.
+# GPT_STEPS, TORCH=0 (skip PyTorch), AB_TRANSFORMER_BATCHES, AB_CNN_BATCHES, AB_MLP_BATCH,
+# AB_SAMPLES, AB_STEPS, AB_RUNS, MATMUL_SIZES (empty: skip), MATMUL_TIMEOUT.
 set -u
 carry=$(cd "${1:-.devcarry}" && pwd)
 out=${OUT:-$PWD/gpu-out}
@@ -59,10 +62,11 @@ profile() { # MODEL BATCH [extra flags]
   echo "exit $?"
   cat "$work/profile.json" >> "$out/profile.jsonl"
 }
-for b in $(echo "${TRANSFORMER_BATCHES-64,256,1024}" | tr ',' ' '); do profile transformer "$b"; done
-[ -n "${REPLAY_BATCH-256}" ] && profile transformer "${REPLAY_BATCH-256}" --method replay
-for b in $(echo "${CNN_BATCHES-64,256}" | tr ',' ' '); do profile cnn "$b"; done
+# Largest first: if the machine's time runs out, the figures that matter most are already in $OUT.
+for b in $(echo "${TRANSFORMER_BATCHES-1024,256,64}" | tr ',' ' '); do profile transformer "$b"; done
+for b in $(echo "${CNN_BATCHES-256,64}" | tr ',' ' '); do profile cnn "$b"; done
 for b in $(echo "${MLP_BATCHES-128}" | tr ',' ' '); do profile mlp "$b"; done
+[ -n "${REPLAY_BATCH-256}" ] && profile transformer "${REPLAY_BATCH-256}" --method replay
 # The same runs as tables, for reading.
 python3 - "$out/profile.jsonl" > "$out/profile.txt" <<'PY'
 import json, sys
@@ -80,25 +84,6 @@ for line in open(sys.argv[1]):
 PY
 cat "$out/profile.txt"
 
-if [ -f "$carry/rt-before.tar" ]; then
-  # Step encoding before and after a change (gpu-carry.sh --before REV), the two trees interleaved, same flags.
-  echo "== encode time per step, rt-before.tar against this tree"
-  before=$work/before
-  mkdir -p "$before" && tar -C "$before" -xf "$carry/rt-before.tar" && ln -sfn "$work/node_modules" "$before/node_modules"
-  : > "$out/encode-ab.jsonl"
-  for run in $(seq "${AB_RUNS:-1}"); do
-    for m in ${AB_MODELS-cnn:256 mlp:128}; do
-      for tree in before after; do
-        dir=$work; [ $tree = before ] && dir=$before
-        (cd "$dir" && timeout "${PROFILE_TIMEOUT:-50}" "$node" bin/ringtrain.js bench profile --runtime node --json --model "${m%%:*}" --batch "${m##*:}" \
-          --steps "${AB_STEPS:-30}" --rounds 1 --warmup "${PROFILE_WARMUP:-3}" 2>>"$log") | python3 -c "import json, sys
-for line in sys.stdin:
-    p = json.loads(line); print(json.dumps({'tree': '$tree', 'run': $run, **{k: p[k] for k in ('model', 'batch', 'step_ms', 'encode_cpu_ms', 'encode_cpu_min_ms', 'submit_cpu_ms', 'kernels_ms')}}))" | tee -a "$out/encode-ab.jsonl"
-      done
-    done
-  done
-fi
-
 if [ "${TORCH:-1}" != 0 ]; then
   echo "== PyTorch reference (torch_ref.py)"
   PYTHONUNBUFFERED=1 timeout 90 python3 "$carry/torch_ref.py" 2>>"$log" > "$out/torch.json"; echo "exit $?"
@@ -112,6 +97,46 @@ if [ "${TORCH:-1}" != 0 ]; then
 for line in sys.stdin:
     r = json.loads(line); r['batch'] = $b; print(json.dumps(r), flush=True)" | tee -a "$out/gpt.jsonl"
   done
+fi
+if [ -f "$carry/rt-before.tar" ]; then
+  # The same work from an older tree (gpu-carry.sh --before REV), the two trees interleaved, with benchmarks
+  # both trees have: the transformer's tokens/s (bench/transformer.ts, ours alone) and the CNN/MLP steps
+  # (bench/gpu-step.ts: samples/s and ms per step, loss read every 10 steps).
+  echo "== the same work from rt-before.tar and from this tree"
+  before=$work/before
+  mkdir -p "$before" && tar -C "$before" -xf "$carry/rt-before.tar" && ln -sfn "$work/node_modules" "$before/node_modules"
+  : > "$out/ab.jsonl"
+  for run in $(seq "${AB_RUNS:-1}"); do
+    for b in $(echo "${AB_TRANSFORMER_BATCHES-256,1024}" | tr ',' ' '); do
+      for tree in before after; do
+        dir=$work; [ $tree = before ] && dir=$before
+        echo "== ab transformer $b $tree" >> "$log"
+        (cd "$dir" && timeout "${PROFILE_TIMEOUT:-50}" "$node" --import tsx bench/transformer.ts --tfjs off --batch "$b" --steps "${AB_STEPS:-20}" --warmup 3 2>>"$log") |
+          python3 -c "import json, sys
+for line in sys.stdin:
+    try: p = json.loads(line)
+    except ValueError: continue
+    print(json.dumps({'tree': '$tree', 'run': $run, 'bench': 'transformer', 'batch': $b, **p['ours']}))" | tee -a "$out/ab.jsonl"
+      done
+    done
+    for tree in before after; do
+      dir=$work; [ $tree = before ] && dir=$before
+      echo "== ab gpu-step $tree" >> "$log"
+      (cd "$dir" && timeout "${PROFILE_TIMEOUT:-50}" "$node" --import tsx bench/gpu-step.ts --batches "${AB_CNN_BATCHES:-64,256}" --mlp-batch "${AB_MLP_BATCH:-128}" \
+        --samples "${AB_SAMPLES:-4096}" --rounds 2 2>>"$log") |
+        python3 -c "import json, sys
+for line in sys.stdin:
+    try: p = json.loads(line)
+    except ValueError: continue
+    print(json.dumps({'tree': '$tree', 'run': $run, 'bench': 'gpu-step', 'steps': p['steps']}))" | tee -a "$out/ab.jsonl"
+    done
+  done
+fi
+
+if [ -n "${MATMUL_SIZES-1024,2048,4096,8192}" ]; then
+  echo "== matmul: the chosen kernel and both GPU variants (bench/kernels.ts)"
+  timeout "${MATMUL_TIMEOUT:-90}" "$node" --import tsx bench/kernels.ts --json --no-tfjs --rounds 3 --sizes "${MATMUL_SIZES-1024,2048,4096,8192}" 2>>"$log" > "$out/matmul.json"; echo "exit $?"
+  cat "$out/matmul.json"
 fi
 echo "== done; stderr of every command: $log"
 tail -n 20 "$log"

@@ -9,7 +9,7 @@
 #   sh scripts/gpu-carry.sh [--torch DIR] [--before REV] [DEST]
 # --torch: where torch_ref.py and gpt_ref.py are (default: ../shared/gpu next
 # to this checkout). --before: also carry the sources at git revision REV
-# (rt-before.tar), and gpu-bench.sh times both trees' step encoding side by side.
+# (rt-before.tar), and gpu-bench.sh runs the benchmarks both trees have on each, interleaved.
 # Every path is taken relative to the checkout or the current directory: it
 # builds the same from any worktree.
 set -eu
@@ -38,7 +38,7 @@ nm=$(cd "$repo/node_modules" && pwd -P)
 # Sources (small, plain tar): everything the CLI's import graph reaches (src, server, deploy), the shaders, the benchmarks.
 tar -C "$repo" -cf "$dest/rt.tar" src shaders bench bin server deploy scripts package.json tsconfig.json
 rm -f "$dest/rt-before.tar"
-[ -z "$before" ] || git -C "$repo" archive --format=tar "$before" src shaders bin server deploy package.json tsconfig.json > "$dest/rt-before.tar"
+[ -z "$before" ] || git -C "$repo" archive --format=tar "$before" src shaders bench bin server deploy package.json tsconfig.json > "$dest/rt-before.tar"
 
 # Node: the binary running this script, xz-compressed once (about 24 MB from 99).
 if [ ! -s "$dest/node.xz" ]; then
