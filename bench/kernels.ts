@@ -12,7 +12,7 @@
  * `tiled_gflops`: the 128×128 register-blocked one and the 64×64 one).
  * Sizes above 1024 are skipped on fallback (CPU) adapters, where one 4096
  * matmul takes minutes; `skipped` says so.
- * Options: --sizes 256,512,1024,2048,4096  --reps N  --steps N  --rounds N  --no-tfjs
+ * Options: --sizes 256,512,1024,2048,4096  --reps N  --steps N  --rounds N  --no-tfjs  --group-rows 4,8 (hardware adapters: the blocked kernel's banded tile order too)
  *
  * Each figure is the best of --rounds timings (default 4), ours and TF.js
  * alternating, so a burst of load from other processes hurts neither side alone.
@@ -59,11 +59,11 @@ function repsFor(n: number): number {
   return Number(opt('reps', String(Math.min(5000, Math.max(2, Math.round(flops / (2 * n ** 3)))))));
 }
 
-async function oursMatmul(n: number, variant: ChosenMatmulVariant): Promise<number> {
+async function oursMatmul(n: number, variant: ChosenMatmulVariant, groupRows = 0): Promise<number> {
   const a = gpu.upload(randomArray(n * n, 1));
   const b = gpu.upload(randomArray(n * n, 2));
   const c = gpu.storage(n * n);
-  const d = planMatmul(gpu, a, b, c, { m: n, n, k: n, variant });
+  const d = planMatmul(gpu, a, b, c, { m: n, n, k: n, variant, groupRows });
   gpu.record(d);
   await gpu.sync(); // compile + warm-up
   const reps = repsFor(n);
@@ -151,7 +151,9 @@ async function tfMlpStep(tf: Tf): Promise<number> {
 
 const tf = await loadTf();
 const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
-const matmul: { n: number; variant: ChosenMatmulVariant; ours_gflops: number | null; blocked_gflops: number | null; tiled_gflops: number | null; tfjs_gflops: number | null }[] = [];
+/** `--group-rows 4,8,16`: on hardware adapters, also time the blocked kernel with its tiles walked in bands of that many tile rows. */
+const groupRows = opt('group-rows', '').split(',').map(Number).filter((g) => g > 0);
+const matmul: { n: number; variant: ChosenMatmulVariant; ours_gflops: number | null; blocked_gflops: number | null; tiled_gflops: number | null; tfjs_gflops: number | null; blocked_grouped_gflops?: Record<string, number> }[] = [];
 const skipped: { n: number; why: string }[] = [];
 for (const n of sizes) {
   if (fallback && n > CPU_MAX_N) {
@@ -162,14 +164,16 @@ for (const n of sizes) {
   // On hardware adapters time both GPU kernels at every size, so the table's threshold can be read off.
   const timed: ChosenMatmulVariant[] = fallback ? [variant] : ['blocked', 'tiled'];
   const best: Partial<Record<ChosenMatmulVariant, number>> = {};
+  const grouped: Record<string, number> = {};
   let theirs: number | null = tf ? 0 : null;
   for (let r = 0; r < rounds; r++) {
     for (const v of timed) best[v] = Math.max(best[v] ?? 0, await oursMatmul(n, v));
+    if (!fallback) for (const g of groupRows) grouped[g] = Math.max(grouped[g] ?? 0, round(await oursMatmul(n, 'blocked', g))!);
     if (tf) theirs = Math.max(theirs ?? 0, await tfMatmul(tf, n));
   }
   const ours = best[variant] ?? 0;
   const other = (v: ChosenMatmulVariant) => (fallback ? null : round(best[v] ?? null));
-  matmul.push({ n, variant, ours_gflops: round(ours), blocked_gflops: other('blocked'), tiled_gflops: other('tiled'), tfjs_gflops: round(theirs) });
+  matmul.push({ n, variant, ours_gflops: round(ours), blocked_gflops: other('blocked'), tiled_gflops: other('tiled'), tfjs_gflops: round(theirs), ...(groupRows.length > 0 && !fallback ? { blocked_grouped_gflops: grouped } : {}) });
   log(`matmul ${n}: ours (${variant}) ${ours.toFixed(2)} GFLOP/s, blocked ${best.blocked?.toFixed(2) ?? 'n/a'}, tiled ${best.tiled?.toFixed(2) ?? 'n/a'}, tfjs ${theirs?.toFixed(2) ?? 'n/a'} GFLOP/s`);
 }
 let synced = { ms: Infinity, waits: 0 };

@@ -19,7 +19,8 @@
 # CNN_BATCHES, MLP_BATCHES, REPLAY_BATCH (each empty: skip), PROFILE_STEPS,
 # PROFILE_ROUNDS, PROFILE_WARMUP, PROFILE_TIMEOUT (s per run), GPT_BATCHES,
 # GPT_STEPS, TORCH=0 (skip PyTorch), AB_TRANSFORMER_BATCHES, AB_CNN_BATCHES, AB_MLP_BATCH,
-# AB_SAMPLES, AB_STEPS, AB_RUNS, MATMUL_SIZES (empty: skip), MATMUL_TIMEOUT.
+# AB_SAMPLES, AB_STEPS, AB_RUNS, MATMUL_SIZES (empty: skip), MATMUL_GROUP_ROWS (e.g. 4,8: the
+# blocked kernel's banded tile orders too), MATMUL_TIMEOUT.
 set -u
 carry=$(cd "${1:-.devcarry}" && pwd)
 out=${OUT:-$PWD/gpu-out}
@@ -135,7 +136,7 @@ fi
 
 if [ -n "${MATMUL_SIZES-1024,2048,4096,8192}" ]; then
   echo "== matmul: the chosen kernel and both GPU variants (bench/kernels.ts)"
-  timeout "${MATMUL_TIMEOUT:-90}" "$node" --import tsx bench/kernels.ts --json --no-tfjs --rounds 3 --sizes "${MATMUL_SIZES-1024,2048,4096,8192}" 2>>"$log" > "$out/matmul.json"; echo "exit $?"
+  timeout "${MATMUL_TIMEOUT:-90}" "$node" --import tsx bench/kernels.ts --json --no-tfjs --rounds 3 --sizes "${MATMUL_SIZES-1024,2048,4096,8192}" --group-rows "${MATMUL_GROUP_ROWS-}" 2>>"$log" > "$out/matmul.json"; echo "exit $?"
   cat "$out/matmul.json"
 fi
 echo "== done; stderr of every command: $log"

@@ -20,6 +20,10 @@ override TRANS_A: bool = false;
 override TRANS_B: bool = false;
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
+// > 0: walk the tiles in bands of GROUP_ROWS tile rows, down each band's columns, so that the
+// workgroups resident at one time read the same rows of A and columns of B (reuse in L2 on
+// large M and N); 0: row-major tile order.
+override GROUP_ROWS: u32 = 0u;
 
 // Split over K (weight gradients, where K is the batch): workgroup z computes
 // the partial product over k in [z·KC, min(K, (z+1)·KC)) into its own M×N
@@ -107,9 +111,19 @@ fn store(row: u32, q: u32, acc: vec4<f32>) {
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(local_invocation_index) t: u32) {
-  let row0 = wg.y * TILE;
-  let col0 = wg.x * TILE;
+        @builtin(local_invocation_index) t: u32, @builtin(num_workgroups) nwg: vec3<u32>) {
+  var tileRow = wg.y;
+  var tileCol = wg.x;
+  if (GROUP_ROWS > 0u) {
+    let id = wg.y * nwg.x + wg.x;
+    let perBand = GROUP_ROWS * nwg.x;
+    let first = (id / perBand) * GROUP_ROWS;
+    let rows = min(nwg.y - first, GROUP_ROWS);
+    tileRow = first + (id % perBand) % rows;
+    tileCol = (id % perBand) / rows;
+  }
+  let row0 = tileRow * TILE;
+  let col0 = tileCol * TILE;
   let tx = lid.x;
   let ty = lid.y;
 

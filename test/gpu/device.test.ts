@@ -105,7 +105,7 @@ describe('Gpu', () => {
 
   it('picks the matmul kernel by adapter and shape', () => {
     const cpu = { info: { isFallbackAdapter: true } } as Gpu;
-    const gpuLike = { info: { isFallbackAdapter: false } } as Gpu;
+    const gpuLike = { info: { isFallbackAdapter: false, runtime: 'node' } } as Gpu;
     expect(chooseMatmulVariant(cpu, { m: 1024, n: 1024, k: 1024 })).toBe('wide');
     expect(chooseMatmulVariant(cpu, { m: 784, n: 512, k: 128, transA: true })).toBe('wide');
     expect(chooseMatmulVariant(cpu, { m: 16, n: 32, k: 512 })).toBe('direct'); // m < 32
@@ -113,7 +113,8 @@ describe('Gpu', () => {
     expect(chooseMatmulVariant(cpu, { m: 128, n: 12, k: 512 })).toBe('direct'); // n < 32
     expect(chooseMatmulVariant(cpu, { m: 128, n: 10, k: 512 })).toBe('tiled'); // n not a multiple of 4
     expect(chooseMatmulVariant(cpu, { m: 128, n: 512, k: 513 })).toBe('tiled'); // k not a multiple of 4
-    expect(chooseMatmulVariant(gpuLike, { m: 1024, n: 1024, k: 1024 })).toBe('blocked');
+    expect(chooseMatmulVariant(gpuLike, { m: 2048, n: 2048, k: 2048 })).toBe('blocked');
+    expect(chooseMatmulVariant(gpuLike, { m: 1024, n: 1024, k: 1024 })).toBe('tiled'); // 64 tiles
     expect(chooseMatmulVariant(gpuLike, { m: 128, n: 512, k: 784 })).toBe('tiled');
     expect(chooseMatmulVariant(gpuLike, { m: 1024, n: 1024, k: 1024, variant: 'wide' })).toBe('wide');
   });

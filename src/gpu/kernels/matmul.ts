@@ -4,6 +4,7 @@
  * epilogue (bias add, ReLU) for dense-layer forward passes. See shaders/matmul.wgsl.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+import type { RuntimeName } from '../../core/runtime.ts';
 import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
 import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
 
@@ -27,6 +28,8 @@ export interface MatmulOptions extends MatmulShape {
   relu?: boolean;
   /** Which program: 'auto' (default) picks per adapter and shape; tests force one. */
   variant?: MatmulVariant;
+  /** 'blocked' only: tile order in bands of this many tile rows (0, the default: row-major). Benchmarks try it. */
+  groupRows?: number;
 }
 
 /**
@@ -55,9 +58,11 @@ const BLOCKED_TILE = 128;
 /**
  * The blocked kernel wins once there are enough 128×128 tiles to keep a GPU's
  * multiprocessors busy (an H100 has 132); below that the 64×64 tiles of
- * 'tiled' spread the work over four times as many workgroups.
+ * 'tiled' spread the work over four times as many workgroups. Measured through
+ * Dawn on an H100: at 64 tiles (1024²) tiled 19.7 TFLOP/s against blocked's
+ * 15.1; at 256 tiles (2048²) blocked 35.6 against 23.9 (docs/GPU.md).
  */
-const BLOCKED_MIN_TILES = 48;
+const BLOCKED_MIN_TILES = 128;
 
 export function directFits(o: MatmulShape): boolean {
   if (o.transA && o.transB) return false;
@@ -88,10 +93,12 @@ export function adapterKind(gpu: Pick<Gpu, 'info'>): AdapterKind {
  * Which kernel runs a matmul when none is forced: the first row whose adapter
  * kind matches and whose shape test passes. The CPU rows follow what measured
  * fastest on llvmpipe and SwiftShader; the GPU rows what measured fastest
- * through Dawn on an H100 (docs/GPU.md).
+ * on an H100 through Dawn and through wgpu (docs/GPU.md).
  */
-export const MATMUL_TABLE: readonly { adapter: AdapterKind; when: (o: MatmulShape) => boolean; variant: ChosenMatmulVariant; why: string }[] = [
-  { adapter: 'gpu', when: (o) => blockedFits(o) && Math.ceil(o.m / BLOCKED_TILE) * Math.ceil(o.n / BLOCKED_TILE) >= BLOCKED_MIN_TILES, variant: 'blocked', why: 'enough 128×128 tiles to fill the GPU, vec4-aligned' },
+export const MATMUL_TABLE: readonly { adapter: AdapterKind; runtimes?: readonly RuntimeName[]; when: (o: MatmulShape) => boolean; variant: ChosenMatmulVariant; why: string }[] = [
+  // Dawn only (Node's webgpu, Chrome): through Deno's wgpu the same WGSL ran 16x slower on an H100
+  // (11.8 ms against 0.72 ms per transformer step at batch 1024), where 'tiled' keeps pace.
+  { adapter: 'gpu', runtimes: ['node', 'browser'], when: (o) => blockedFits(o) && Math.ceil(o.m / BLOCKED_TILE) * Math.ceil(o.n / BLOCKED_TILE) >= BLOCKED_MIN_TILES, variant: 'blocked', why: 'enough 128×128 tiles to fill the GPU, vec4-aligned' },
   { adapter: 'gpu', when: () => true, variant: 'tiled', why: 'small or unaligned: 64×64 tiles, any shape' },
   // Below one SIMD group's worth of 32×32 blocks (8 lanes), most lanes of the wide kernel would idle.
   { adapter: 'cpu', when: (o) => wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES, variant: 'wide', why: 'big vec4-aligned: 32×32 per invocation' },
@@ -112,7 +119,7 @@ export function chooseMatmulVariant(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): C
   }
   if (want !== 'auto') return want;
   const kind = adapterKind(gpu);
-  return MATMUL_TABLE.find((row) => row.adapter === kind && row.when(o))!.variant;
+  return MATMUL_TABLE.find((row) => row.adapter === kind && (!row.runtimes || row.runtimes.includes(gpu.info.runtime)) && row.when(o))!.variant;
 }
 
 export function checkDims(what: string, dims: Record<string, number>): void {
@@ -141,7 +148,8 @@ function matmulGrid(variant: ChosenMatmulVariant, o: MatmulShape): [number, numb
 
 function matmulDispatch(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, variant: ChosenMatmulVariant, slices: number, kc: number): Dispatch {
   const dims = gpu.uniform([['u32', o.m], ['u32', o.n], ['u32', o.k], ['u32', kc]], 'matmul-dims');
-  const constants = { TRANS_A: o.transA ? 1 : 0, TRANS_B: o.transB ? 1 : 0, HAS_BIAS: o.bias ? 1 : 0, RELU: o.relu ? 1 : 0 };
+  const constants: Record<string, number> = { TRANS_A: o.transA ? 1 : 0, TRANS_B: o.transB ? 1 : 0, HAS_BIAS: o.bias ? 1 : 0, RELU: o.relu ? 1 : 0 };
+  if (variant === 'blocked' && o.groupRows) constants.GROUP_ROWS = o.groupRows;
   const bindings = [dims, a, b, c, o.bias ?? gpu.dummy];
   const shader = { blocked: 'matmul_tiled_blocked', wide: 'matmul_wide', direct: 'matmul_direct', tiled: 'matmul' }[variant];
   return gpu.plan(shader, bindings, [...matmulGrid(variant, o), slices], { constants });
