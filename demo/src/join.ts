@@ -46,7 +46,8 @@ export function browserJoin(
       server,
       job: params.job,
       token: params.token,
-      name: 'browser tab',
+      // Names are unique within a job (a report or a log line must mean one peer): a short random tag tells tabs apart.
+      name: `browser tab ${tabTag()}`,
       runtime: 'browser',
       events: bus,
       capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter, webrtc: true },
@@ -121,4 +122,10 @@ export function browserJoin(
       },
     };
   };
+}
+
+/** Four hex digits from the browser's random source. */
+function tabTag(): string {
+  const [n] = crypto.getRandomValues(new Uint16Array(1));
+  return n.toString(16).padStart(4, '0');
 }
