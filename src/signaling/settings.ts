@@ -14,7 +14,8 @@
  * peer that ignored a newer job's setting would train unlike the rest of the
  * ring, which is worse than refusing with "update ringtrain". A misspelled key
  * (`--hp warmupStep=100`) would otherwise be dropped without a word, so the
- * refusal names the nearest known key.
+ * refusal names the nearest known key. Messages say "job hyperparameter", the
+ * name users know from the config's key and `--hp`.
  *
  * Parsing applies no defaults and transforms nothing: a job's settings are
  * listed (GET /api/jobs, the page) as they were given, and parse(x) is x.
@@ -40,6 +41,17 @@ const parsesBy = (check: (s: string) => unknown) => (s: string) => {
     return false;
   }
 };
+
+/** Text that `check` accepts; a refusal carries check's own words on what is wrong (a top-k ratio out of range...). */
+const textParsedBy = (ok: (s: string) => boolean, check: (s: string) => unknown) =>
+  text.superRefine((s, ctx) => {
+    if (ok(s)) return;
+    try {
+      check(s);
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: (e as Error).message, params: { reason: (e as Error).message } });
+    }
+  });
 
 function isJsonObjectText(s: string): boolean {
   try {
@@ -71,13 +83,18 @@ const FIELDS = {
   balance: { schema: z.enum(['equal', 'speed']), allowed: "'equal' or 'speed'" },
   // The wire and the ring.
   compression: {
-    schema: text.refine((c) => c === 'none' || c === 'fp16' || c === 'int8' || (c.startsWith('topk:') && parsesBy(topkRatio)(c))),
+    schema: textParsedBy(
+      (c) => c === 'none' || c === 'fp16' || c === 'int8',
+      (c) => {
+        if (topkRatio(c) === null) throw new Error(`unknown compression '${c}'`);
+      },
+    ),
     allowed: "'none', 'fp16', 'int8' or 'topk:R' (0 < R <= 1)",
   },
   fusionThresholdBytes: { schema: int.min(0), allowed: 'a whole number of bytes >= 0' },
   timeoutMs: { schema: finite.gt(0), allowed: 'a number of milliseconds > 0' },
   ringOrder: { schema: z.enum(['rtt']), allowed: "'rtt'" },
-  aggregation: { schema: text.refine(parsesBy(parseAggregation)), allowed: AGGREGATION_FORMS },
+  aggregation: { schema: textParsedBy(() => false, parseAggregation), allowed: AGGREGATION_FORMS },
   verify: { schema: z.boolean(), allowed: 'true or false' },
   directionRules: { schema: z.boolean(), allowed: 'true or false' },
   doubtRule: { schema: z.boolean(), allowed: 'true or false' },
@@ -196,18 +213,19 @@ export function parseJobSettings(raw: unknown): JobSettings {
     const near = nearestSettingKey(key);
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
-      `unknown job setting ${shown(key)}${near ? `; did you mean '${near}'?` : ''} (known: ${JOB_SETTING_KEYS.join(', ')}); a peer that does not know a setting cannot honour it: fix the job, or update ringtrain`,
+      `unknown job hyperparameter ${shown(key)}${near ? `; did you mean '${near}'?` : ''} (known: ${JOB_SETTING_KEYS.join(', ')}); a peer that does not know a setting cannot honour it: fix the job, or update ringtrain`,
       { field: key, fields: issue.keys, nearest: near },
     );
   }
   if (issue.path.length === 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job settings (hyperparameters) must be an object of key: value, got ${shown(raw)}`, { value: raw });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `a job's hyperparameters must be an object of key: value, got ${shown(raw)}`, { value: raw });
   }
   const field = String(issue.path[0]);
   const value = (raw as Record<string, unknown>)[field];
   if (issue.code === 'custom' && issue.params?.fields) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job settings do not combine: ${issue.message}`, { field, fields: issue.params.fields });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameters do not combine: ${issue.message}`, { field, fields: issue.params.fields });
   }
   const allowed = FIELDS[field as JobSettingKey]?.allowed ?? issue.message;
-  throw new RingtrainError(ErrorCode.InvalidArgument, `job setting '${field}' must be ${allowed}, got ${shown(value)}`, { field, value });
+  const reason = issue.code === 'custom' && typeof issue.params?.reason === 'string' ? `: ${issue.params.reason}` : '';
+  throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter '${field}' must be ${allowed}, got ${shown(value)}${reason}`, { field, value });
 }

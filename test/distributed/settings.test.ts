@@ -109,10 +109,10 @@ describe('job settings', () => {
 
   it('refuses an unknown key by name, with the nearest known key when one is close', () => {
     const slip = refusal({ lr: 0.1, warmupStep: 100 });
-    expect(slip.message).toMatch(/unknown job setting "warmupStep"; did you mean 'warmupSteps'\?/);
+    expect(slip.message).toMatch(/unknown job hyperparameter "warmupStep"; did you mean 'warmupSteps'\?/);
     expect(slip.detail).toMatchObject({ field: 'warmupStep', nearest: 'warmupSteps' });
     const far = refusal({ colour: 'blue' });
-    expect(far.message).toMatch(/unknown job setting "colour" \(known: lr, /);
+    expect(far.message).toMatch(/unknown job hyperparameter "colour" \(known: lr, /);
     expect(far.message).not.toMatch(/did you mean/);
     expect(nearestSettingKey('LR')).toBe('lr');
     expect(nearestSettingKey('syncevery')).toBe('syncEvery');
