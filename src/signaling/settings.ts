@@ -168,6 +168,20 @@ export const jobSettingsSchema = z.strictObject(shape).superRefine((s, ctx) => {
 /** A job's settings, checked. */
 export type JobSettings = z.infer<typeof jobSettingsSchema>;
 
+/**
+ * A setting given as text (`server --hp key=value`) as the value its key takes:
+ * 'true'/'false' and numbers become a boolean and a number only where the key
+ * takes one, so a text setting that looks like a number (a model name, a hash)
+ * stays text. An unknown key gets the old reading; the job's check refuses it.
+ */
+export function settingFromText(key: string, text: string): number | string | boolean {
+  const n = Number(text);
+  const candidates = [text === 'true' ? true : text === 'false' ? false : undefined, text.trim() !== '' && Number.isFinite(n) ? n : undefined, text].filter((v) => v !== undefined);
+  if (!Object.hasOwn(FIELDS, key)) return candidates[0];
+  const { schema } = FIELDS[key as JobSettingKey];
+  return candidates.find((v) => schema.safeParse(v).success) ?? candidates[0];
+}
+
 /** Edits (insert, delete, replace) between a and b, case-insensitive. */
 function editDistance(a: string, b: string): number {
   a = a.toLowerCase();
