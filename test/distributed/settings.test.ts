@@ -3,7 +3,7 @@
  * every key it knows round-trips unchanged, a bad value names its field, a pair
  * that does not combine names both, and an unknown key is refused by name.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { JOB_SETTING_KEYS, nearestSettingKey, parseJobSettings, type JobSettingKey } from '../../src/distributed/settings.ts';
 
@@ -121,5 +121,39 @@ describe('job settings', () => {
   it('refuses settings that are not an object', () => {
     expect(refusal([1, 2]).message).toMatch(/must be an object/);
     expect(refusal(null).message).toMatch(/must be an object/);
+  });
+});
+
+describe('a peer reading its job', () => {
+  it('refuses, at join and before any ring, a job with a setting it does not know (a newer server), and leaves it', async () => {
+    const { WebSocketServer } = await import('ws');
+    const { init } = await import('../../src/distributed/session.node.ts');
+    const { PROTOCOL_VERSION } = await import('../../src/signaling/protocol.ts');
+    // A stand-in for a newer server, whose job carries a setting this peer has never heard of.
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await new Promise((r) => wss.once('listening', r));
+    const seen: string[] = [];
+    wss.on('connection', (ws) =>
+      ws.on('message', (data) => {
+        const msg = JSON.parse(String(data)) as { type: string };
+        seen.push(msg.type);
+        if (msg.type !== 'join') return;
+        const config = { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.1, gradientVaccine: true }, batchPerPeer: 1, minPeers: 2, maxPeers: 2 };
+        ws.send(JSON.stringify({ type: 'welcome', protocol: PROTOCOL_VERSION, peerId: 'p', job: { id: 'newer', config }, heartbeatMs: 10_000, missedHeartbeats: 3 }));
+        const peers = [{ rank: 0, peerId: 'p', runtime: 'node' }];
+        ws.send(JSON.stringify({ type: 'membership', epoch: 1, peers, ring: [0], you: 0, size: 1, ready: false, started: false, change: { kind: 'join', peerId: 'p' } }));
+      }),
+    );
+    let beforeRing = false;
+    try {
+      const port = (wss.address() as { port: number }).port;
+      const joined = init({ server: `ws://127.0.0.1:${port}/ws`, job: 'newer', token: 't', beforeRing: () => void (beforeRing = true) });
+      await expect(joined).rejects.toThrow(/unknown job hyperparameter "gradientVaccine".*update ringtrain/);
+      expect(beforeRing).toBe(false);
+      await vi.waitFor(() => expect(seen).toContain('leave'));
+    } finally {
+      for (const ws of wss.clients) ws.terminate();
+      await new Promise((r) => wss.close(r));
+    }
   });
 });
