@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { WebSocketServer } from 'ws';
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 import { DEFAULT_MAX_FRAME_BYTES, WS_PATH, describeIssues, jobSpecSchema, type JobSpec, type PublicJobInfo } from '../src/signaling/protocol.ts';
+import { parseJobSettings } from '../src/signaling/settings.ts';
 import { Admission, DEFAULT_ADMISSION_LIMITS, RefusalReason, addressKey, type AdmissionLimits } from './admission.ts';
 import { Connection } from './connection.ts';
 import { DEFAULT_TURN_TTL_S, checkIceOptions, checkJobIce, iceForPeer, type IceOptions } from './ice.ts';
@@ -147,6 +148,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const parsed = jobSpecSchema.safeParse(spec);
     if (!parsed.success) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: ${describeIssues(parsed.error)}`, { job: (spec as { id?: unknown })?.id });
+    }
+    // The settings are checked here, once, so a job no peer could train is refused where it is made
+    // (naming the setting) rather than at every peer that joins it.
+    try {
+      parseJobSettings(parsed.data.config.hyperparameters);
+    } catch (err) {
+      const e = err as RingtrainError;
+      throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: job '${parsed.data.id}': ${e.message}`, { job: parsed.data.id, ...e.detail }, { cause: err });
     }
     if (parsed.data.ice) checkJobIce(parsed.data.ice, ice, `job '${parsed.data.id}'`);
     if (jobs.has(parsed.data.id)) {

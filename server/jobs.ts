@@ -15,6 +15,7 @@ import {
   type PublicJobInfo,
   type ServerMessage,
 } from '../src/signaling/protocol.ts';
+import { parseJobSettings, type JobSettings } from '../src/signaling/settings.ts';
 
 /** Fewest distinct reporters that can eject a peer. */
 export const MIN_REPORTERS = 2;
@@ -36,6 +37,8 @@ export interface Member {
 export class Job {
   readonly id: string;
   readonly config: JobSpec['config'];
+  /** The config's hyperparameters, checked (startServer's addJob refused a job whose settings do not parse). */
+  readonly settings: JobSettings;
   /** The job's own STUN/TURN servers; undefined: the server's. */
   readonly ice: JobSpec['ice'];
   private readonly token: Buffer;
@@ -61,6 +64,7 @@ export class Job {
   constructor(spec: JobSpec, defaults: { maxPeersPerAddress?: number } = {}) {
     this.id = spec.id;
     this.config = spec.config;
+    this.settings = parseJobSettings(spec.config.hyperparameters);
     this.ice = spec.ice;
     this.token = Buffer.from(spec.token, 'utf8');
     this.maxPerAddress = spec.config.maxPeersPerAddress ?? defaults.maxPeersPerAddress ?? 0;
@@ -122,8 +126,8 @@ export class Job {
     if (last !== undefined && p.step < last) {
       return { reason: 'step-backwards', message: `progress refused: step ${p.step} after step ${last}; steps only grow` };
     }
-    const lastStep = this.config.hyperparameters.steps;
-    if (typeof lastStep === 'number' && p.step > lastStep) {
+    const lastStep = this.settings.steps;
+    if (lastStep !== undefined && p.step > lastStep) {
       return { reason: 'beyond-last-step', message: `progress refused: step ${p.step} is past the job's last step (${lastStep})` };
     }
     return null;

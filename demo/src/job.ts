@@ -9,6 +9,7 @@
  */
 import { type EventBus, now } from '../../src/core/events.ts';
 import type { PublicJobInfo } from '../../src/signaling/protocol.ts';
+import { jobSettingsSchema } from '../../src/signaling/settings.ts';
 
 export type { PublicJobInfo };
 import { h } from './dom.ts';
@@ -180,11 +181,13 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
       if (accs.length) accuracy.textContent = `${(Math.max(...accs) * 100).toFixed(1)}%`;
     }
     const hp = Object.entries(j.config.hyperparameters).map(([k, v]) => `${k} ${v}`).join(', ');
+    // Shown, not trained: a listing this page cannot read (another version's server) still shows its raw settings.
+    const settings = jobSettingsSchema.safeParse(j.config.hyperparameters).data ?? {};
     config.replaceChildren(
       h('dt', {}, 'Model'),
       h('dd', {}, `${j.config.model}, ${j.config.optimizer}${hp ? ` (${hp})` : ''}`),
-      ...(typeof j.config.hyperparameters.globalBatch === 'number'
-        ? [h('dt', {}, 'Global batch'), h('dd', {}, `${j.config.hyperparameters.globalBatch} per step, shared ${j.config.hyperparameters.balance === 'speed' ? 'by speed' : 'equally'}`)]
+      ...(settings.globalBatch !== undefined
+        ? [h('dt', {}, 'Global batch'), h('dd', {}, `${settings.globalBatch} per step, shared ${settings.balance === 'speed' ? 'by speed' : 'equally'}`)]
         : [h('dt', {}, 'Batch per peer'), h('dd', {}, String(j.config.batchPerPeer))]),
       h('dt', {}, 'Peers allowed'),
       h('dd', {}, `${j.config.minPeers} to ${j.config.maxPeers}`),

@@ -10,6 +10,7 @@ import type { EventBus } from '../../src/core/events.ts';
 import { modelSpecFor } from '../../src/distributed/train-local.ts';
 import { type Dataset, selectExamples } from '../../src/data/dataset.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { parseJobSettings } from '../../src/distributed/settings.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
 import { FINISHED, init } from '../../src/distributed/session.ts';
 import { trainAsPeer } from '../../src/distributed/peer.ts';
@@ -21,9 +22,9 @@ import { lossText } from './job.ts';
 import type { JoinFn } from './participate.ts';
 
 /** The words' training and validation sets; a job's evalLimit keeps the first words of validation only (quick runs). */
-async function wordsForJob(evalLimit: unknown): Promise<{ train: Dataset; test: Dataset }> {
+async function wordsForJob(evalLimit: number | undefined): Promise<{ train: Dataset; test: Dataset }> {
   const { train, validation } = await loadWordsInPage();
-  const n = typeof evalLimit === 'number' && evalLimit < validation.count ? evalLimit : validation.count;
+  const n = evalLimit !== undefined && evalLimit < validation.count ? evalLimit : validation.count;
   return { train, test: n === validation.count ? validation : selectExamples(validation, Uint32Array.from({ length: n }, (_, i) => i)) };
 }
 
@@ -55,7 +56,7 @@ export function browserJoin(
       beforeRing: async (job) => {
         const words = job.config.model === 'transformer';
         progress(words ? 'loading the words…' : 'loading the digits…');
-        ({ train, test } = words ? await wordsForJob(job.config.hyperparameters.evalLimit) : await loadMnistInPage());
+        ({ train, test } = words ? await wordsForJob(parseJobSettings(job.config.hyperparameters).evalLimit) : await loadMnistInPage());
         // A software adapter takes many seconds to compile the first step's kernels: inside the ring the
         // others would wait that long on our first gradient (seen: 30 s on SwiftShader, and the ring gave up).
         if (!job.config.model.startsWith('tfjs')) {

@@ -27,11 +27,11 @@ export interface TfjsJoined {
 
 /** Trains this tab's share of the job's TF.js model; `session` is a joined one (init's). */
 export async function trainTfjsJob(session: Session, data: MnistSplit): Promise<TfjsJoined> {
-  const { model, hyperparameters } = session.job.config;
+  const { model } = session.job.config;
   if (model !== TFJS_MNIST_MODEL) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `TF.js job: the page knows the TF.js model ${TFJS_MNIST_MODEL} only, and this job trains ${JSON.stringify(model)}`);
   }
-  const recipe = parseRecipe(String(hyperparameters.args ?? '').split(/\s+/).filter(Boolean));
+  const recipe = parseRecipe((session.settings.args ?? '').split(/\s+/).filter(Boolean));
   await useBackend(recipe.backend);
   setDefaultRing(session);
   const finished = trainMnist(session, data, recipe).then(

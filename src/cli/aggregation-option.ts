@@ -11,6 +11,7 @@
 import type { Command } from 'commander';
 import { AGGREGATION_FORMS, parseAggregation, type Aggregation } from '../collectives/robust-aggregate.ts';
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
+import { parseJobSettings } from '../distributed/settings.ts';
 
 const HELP =
   'how the peers combine gradients: mean (the ring allreduce, default); median or trimmed-mean:F (per element: ' +
@@ -58,8 +59,8 @@ export function aggregationHyperparameters(a: Aggregation | undefined): Record<s
 /** `worker --aggregation`: the job's rule must be the one this peer was started with. */
 export function checkJobAggregation(expected: Aggregation | undefined, hyperparameters: Record<string, unknown>, jobId: string): void {
   if (!expected) return;
-  const raw = hyperparameters.aggregation;
-  const theirs = aggregationText(raw === undefined ? undefined : parseAggregation(String(raw)));
+  const raw = parseJobSettings(hyperparameters).aggregation;
+  const theirs = aggregationText(raw === undefined ? undefined : parseAggregation(raw));
   const mine = aggregationText(expected);
   if (theirs !== mine) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job ${jobId} combines gradients by ${theirs}, but this worker was started with --aggregation ${mine}; join a job that uses ${mine}, or drop --aggregation to take the job's rule.`);

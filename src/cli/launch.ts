@@ -25,6 +25,7 @@ import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
+import type { JobSettings } from '../signaling/settings.ts';
 import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
 import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
 import { runtimeExecutable } from './host.node.ts';
@@ -93,7 +94,7 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   if (staticDir !== null && !existsSync(staticDir)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch --tabs: no built page at ${staticDir}; run npm run build:page, or give --static <dir>.`);
   if (!existsSync(script)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch: no script at ${script}; give the path of the program every worker runs.`);
   const elastic = elasticOptions({ elastic: o.elastic, np: o.np, extraPeers: tabs, minNp: o.minNp, maxNp: o.maxNp, serverWait: o.serverWait });
-  const hyperparameters: Record<string, string | number | boolean> = tabs > 0 ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
+  const hyperparameters: JobSettings = tabs > 0 ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
   if (o.elastic) hyperparameters.elastic = true;
   if (elastic.serverWait !== undefined) hyperparameters.serverWaitMs = elastic.serverWait * 1000;
   // An elastic job waits once for everyone it starts, then goes on with as few as --min-np.

@@ -15,6 +15,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { checkSameModel, describeModel, isModelFile } from '../engine/define.ts';
 import { loadModelFile } from '../engine/model-file.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
+import { parseJobSettings } from '../distributed/settings.ts';
 
 export interface ModelChoice {
   /** What the trainers build: a built-in kind or the registered name. */
@@ -73,9 +74,9 @@ function shown(text: string): string {
  * worker is refused before anything is read or run.
  */
 export async function workerModel(job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> }, given: string | undefined, options: Record<string, unknown> = {}): Promise<ModelChoice> {
-  const h = job.config.hyperparameters;
-  const jobName = typeof h.modelName === 'string' ? h.modelName : undefined;
-  const jobLayout = typeof h.modelLayoutHash === 'string' ? h.modelLayoutHash : undefined;
+  const h = parseJobSettings(job.config.hyperparameters);
+  const jobName = h.modelName;
+  const jobLayout = h.modelLayoutHash;
   const fileJob = jobName !== undefined || isModelFile(job.config.model);
   if (!fileJob) {
     if (given !== undefined && given !== job.config.model) {

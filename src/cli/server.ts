@@ -10,6 +10,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
+import { parseJobSettings, settingFromText, type JobSettings } from '../signaling/settings.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
 import { DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
 import { printLine, stderr } from './host.node.ts';
@@ -76,7 +77,7 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
     return null;
   }
   if (o.maxPeers < o.minPeers) throw invalid(`--max-peers (${o.maxPeers}) must be at least --min-peers (${o.minPeers}).`);
-  const hyperparameters: Record<string, number> = {
+  const hyperparameters: JobSettings = {
     lr: o.lr ?? DEFAULT_LR[o.optimizer],
     momentum: o.momentum,
     weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer],
@@ -84,6 +85,15 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
     epochs: o.epochs,
   };
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
+  // Checked here too (the server checks every job it adds) to name the flag that set it.
+  let settings: JobSettings;
+  try {
+    settings = parseJobSettings({ ...hyperparameters, ...parseHyperparameters(o.hp) });
+  } catch (err) {
+    const e = err as RingtrainError;
+    const given = o.hp.find((pair) => pair.startsWith(`${String(e.detail?.field)}=`));
+    throw invalid(`${given ? `--hp ${given}: ` : ''}${e.message}`, e.detail);
+  }
   return {
     id: o.job,
     token: tokenFrom(o, (line) => void printLine(line, stderr)) ?? randomUUID().replaceAll('-', ''),
@@ -91,7 +101,7 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
       ...(o.public ? { public: true } : {}),
       model: o.model,
       optimizer: o.optimizer,
-      hyperparameters: { ...hyperparameters, ...parseHyperparameters(o.hp) },
+      hyperparameters: settings,
       batchPerPeer: o.batch,
       minPeers: o.minPeers,
       maxPeers: o.maxPeers,
@@ -99,16 +109,13 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
   };
 }
 
-/** `--hp key=value` pairs: numbers and true/false become numbers and booleans, anything else stays text. */
+/** `--hp key=value` pairs, each value read as its setting's type (numbers and true/false where the key takes them). */
 export function parseHyperparameters(pairs: string[]): Record<string, number | string | boolean> {
   const out: Record<string, number | string | boolean> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
     if (eq < 1) throw invalid(`--hp takes key=value (like --hp warmupSteps=100), got '${pair}'.`);
-    const key = pair.slice(0, eq);
-    const text = pair.slice(eq + 1);
-    const n = Number(text);
-    out[key] = text === 'true' ? true : text === 'false' ? false : text !== '' && Number.isFinite(n) ? n : text;
+    out[pair.slice(0, eq)] = settingFromText(pair.slice(0, eq), pair.slice(eq + 1));
   }
   return out;
 }

@@ -7,6 +7,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { loadText } from '../data/text.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
+import { parseJobSettings } from '../distributed/settings.ts';
 import type { TextChoice } from './training-data.node.ts';
 
 /** Text from the server shown in a message: no control characters, not too long. */
@@ -17,8 +18,8 @@ function shown(v: unknown): string {
 
 /** The worker's --text against the job's: the same SHA-256, or a refusal naming both. */
 export function workerText(job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> }, given: string | undefined): TextChoice | undefined {
-  const h = job.config.hyperparameters;
-  const sha = typeof h.textSha256 === 'string' ? h.textSha256 : undefined;
+  const h = parseJobSettings(job.config.hyperparameters);
+  const sha = h.textSha256;
   if (sha === undefined) {
     if (given !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains ${shown(job.config.model)} on its own data set, not on a text; drop --text ${given}`, { job: job.id });
     return undefined;
@@ -34,11 +35,7 @@ export function workerText(job: { id: string; config: Pick<JobConfig, 'model' | 
       { job: job.id, ours, expected: sha },
     );
   }
-  const context = h.context;
-  if (context !== undefined && !(typeof context === 'number' && Number.isInteger(context) && context >= 2)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter 'context' must be a whole number of at least 2, got ${JSON.stringify(context)}`);
-  }
-  return { path: given, context };
+  return { path: given, context: h.context };
 }
 
 /** Keys sorted at every level: two spellings of the same options compare equal. */

@@ -27,43 +27,9 @@ import { alltoall } from './alltoall.ts';
 import { splitEven } from './partition.ts';
 import { centeredClipChunk } from './centered-clip.ts';
 
-export type AggregationRule = 'mean' | 'trimmed-mean' | 'median' | 'centered-clip';
-export const AGGREGATION_FORMS = 'mean|trimmed-mean:F|median|centered-clip[:tau]';
-
-export interface Aggregation {
-  rule: AggregationRule;
-  /** trimmed-mean: the fraction of ranks dropped at EACH end, per element: floor(trim·N) of them. */
-  trim: number;
-  /** centered-clip: the clipping radius (absent: each round's median deviation norm). */
-  tau?: number;
-}
-
-const FORMS =
-  "'mean', 'trimmed-mean:F' (0 <= F < 0.5: the fraction of ranks dropped at each end, per element), 'median' " +
-  "or 'centered-clip[:tau]' (each rank's deviation from the previous step's aggregate clipped to length tau > 0; default: the median deviation)";
-
-/** Reads 'mean', 'trimmed-mean:F', 'median' or 'centered-clip[:tau]'. */
-export function parseAggregation(spec: string): Aggregation {
-  const [rule, arg, ...more] = spec.trim().split(':');
-  const bad = (why: string) => new RingtrainError(ErrorCode.InvalidArgument, `aggregation '${spec}': ${why}; use ${FORMS}`);
-  if (more.length) throw bad('too many colons');
-  if (rule === 'mean' || rule === 'median') {
-    if (arg !== undefined) throw bad(`${rule} takes no value`);
-    return { rule, trim: 0 };
-  }
-  if (rule === 'trimmed-mean') {
-    const trim = Number(arg);
-    if (arg === undefined || arg === '' || !(trim >= 0 && trim < 0.5)) throw bad('trimmed-mean needs a fraction F with 0 <= F < 0.5, like trimmed-mean:0.25');
-    return { rule, trim };
-  }
-  if (rule === 'centered-clip') {
-    if (arg === undefined) return { rule, trim: 0 };
-    const tau = Number(arg);
-    if (arg === '' || !(tau > 0 && Number.isFinite(tau))) throw bad('centered-clip takes a finite radius tau > 0, like centered-clip:1, or none (the median deviation)');
-    return { rule, trim: 0, tau };
-  }
-  throw bad(`unknown rule '${rule}'`);
-}
+// The rule's text form lives in core: the signaling server checks a job's rule without collectives.
+export { AGGREGATION_FORMS, parseAggregation, type Aggregation, type AggregationRule } from '../core/setting-text.ts';
+import type { Aggregation } from '../core/setting-text.ts';
 
 /** Ranks dropped at each end per element for `trim` of `n` ranks (trim < 0.5 always leaves one). */
 export function trimmedCount(trim: number, n: number): number {

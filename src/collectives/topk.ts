@@ -19,19 +19,8 @@ import { ringAllgather } from './ring.ts';
 import type { Run } from './run.ts';
 import { codecFor } from './wire.ts';
 
-/** 'topk:R' with 0 < R <= 1: the fraction of elements each rank sends. */
-export type TopkCompression = `topk:${string}`;
-
-/** The ratio of a 'topk:R' compression, or null for another kind; throws on a malformed ratio. */
-export function topkRatio(compression: string): number | null {
-  if (!compression.startsWith('topk:')) return null;
-  const text = compression.slice('topk:'.length);
-  const r = Number(text);
-  if (text.trim() === '' || !(r > 0 && r <= 1)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `compression '${compression}': the top-k ratio must be a number in (0, 1], the fraction of elements each rank sends, e.g. topk:0.01`);
-  }
-  return r;
-}
+// The ratio's text form lives in core: the signaling server checks a job's compression without collectives.
+export { topkRatio, type TopkCompression } from '../core/setting-text.ts';
 
 /** Elements each rank sends of a tensor of n. */
 export function topkCount(n: number, ratio: number): number {

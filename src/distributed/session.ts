@@ -26,6 +26,7 @@ import { orderRingByRtt } from './rtt-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
 import { PeerLeftReason, SignalErrorCode, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
+import { parseJobSettings, type JobSettings } from './settings.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   /** The server's address (http(s)://host:port or ws(s)://…/ws). */
@@ -61,6 +62,8 @@ export interface Session {
   /** The membership the current ring was built for. */
   readonly membership: Membership;
   readonly job: { id: string; config: JobConfig };
+  /** The job's settings (its hyperparameters), checked by settings.ts's schema: read them here, typed, not by key from `job`. */
+  readonly settings: JobSettings;
   readonly events: EventBus;
   /** Hooks for elastic training (trainDistributed's `elastic` option). */
   readonly elastic: ElasticHooks;
@@ -106,6 +109,8 @@ class PeerSession implements Session {
   private readonly closeHandlers: (() => void | Promise<void>)[] = [];
   private readonly peerLeftHandlers = new Set<(p: PeerLeftMsg) => void>();
   private readonly notice: (line: string) => void;
+  /** The settings of the job a server connection holds, parsed once per connection. */
+  private parsed: { client: SignalingClient; settings: JobSettings } | null = null;
 
   constructor(
     client: SignalingClient,
@@ -171,18 +176,23 @@ class PeerSession implements Session {
   get job(): { id: string; config: JobConfig } {
     return this.current.job;
   }
+  get settings(): JobSettings {
+    return this.settingsOf(this.current);
+  }
+  private settingsOf(client: SignalingClient): JobSettings {
+    if (this.parsed?.client !== client) this.parsed = { client, settings: parseJobSettings(client.job.config.hyperparameters) };
+    return this.parsed.settings;
+  }
   private get isElastic(): boolean {
-    return this.current.job.config.hyperparameters.elastic === true;
+    return this.settings.elastic === true;
   }
   /** A job whose peers may stay silent for long (TF.js's CPU backend holds the event loop through a batch) says so once, for peers that cannot be told (a page). */
   private get peerTimeoutMs(): number | undefined {
-    const fromJob = this.current.job.config.hyperparameters.peerTimeoutMs;
-    return this.o.peerTimeoutMs ?? (typeof fromJob === 'number' && fromJob > 0 ? fromJob : undefined);
+    return this.o.peerTimeoutMs ?? this.settings.peerTimeoutMs;
   }
   /** A job whose peers cannot be told (a page) may say how long ICE gets before a peer reports no network path. */
   private get connectTimeoutMs(): number {
-    const fromJob = this.current.job.config.hyperparameters.connectTimeoutMs;
-    return this.o.connectTimeoutMs ?? (typeof fromJob === 'number' && fromJob >= 1000 ? fromJob : 30_000);
+    return this.o.connectTimeoutMs ?? this.settings.connectTimeoutMs ?? 30_000;
   }
   /**
    * How long the ring waits for a member that has sent no signal at all: the job's `silentPeerMs`
@@ -190,12 +200,10 @@ class PeerSession implements Session {
    * this long before it is reported), else SILENT_PEER_MS (room for a joiner loading its data).
    */
   private get silentPeerMs(): number {
-    const fromJob = this.current.job.config.hyperparameters.silentPeerMs;
-    return typeof fromJob === 'number' && fromJob >= 1000 ? fromJob : SILENT_PEER_MS;
+    return this.settings.silentPeerMs ?? SILENT_PEER_MS;
   }
   private get serverWaitMs(): number {
-    const fromJob = this.current.job.config.hyperparameters.serverWaitMs;
-    return this.o.serverWaitMs ?? (typeof fromJob === 'number' && fromJob >= 0 ? fromJob : DEFAULT_SERVER_WAIT_MS);
+    return this.o.serverWaitMs ?? this.settings.serverWaitMs ?? DEFAULT_SERVER_WAIT_MS;
   }
 
   onPeerLeft(handler: (p: PeerLeftMsg) => void): void {
@@ -295,7 +303,7 @@ class PeerSession implements Session {
           events: this.events,
         });
         // Internet links: run the ring in the order that keeps its slowest hop short, measured for this membership.
-        if (client.job.config.hyperparameters.ringOrder === 'rtt') this.comm = (await orderRingByRtt(this.comm)).comm;
+        if (this.settingsOf(client).ringOrder === 'rtt') this.comm = (await orderRingByRtt(this.comm)).comm;
         this.membership = membership;
         this.ringGeneration = client === this.current ? this.generation : this.ringGeneration;
         const m = membership;
@@ -437,6 +445,8 @@ export async function init(o: InitOptions): Promise<Session> {
   const client = await connect(o.server, { ...o, events });
   const session = new PeerSession(client, events, o);
   try {
+    // A job whose settings this peer cannot read is refused here, naming the setting, before the ring.
+    void session.settings;
     await o.beforeRing?.(client.job);
     await session.connect(await client.waitForReady(o.readyTimeoutMs ?? 600_000));
     return session;

@@ -181,6 +181,12 @@ export type Capabilities = z.infer<typeof capabilitiesSchema>;
 export const jobConfigSchema = z.strictObject({
   model: shortText,
   optimizer: shortText,
+  /**
+   * The job's settings, bounded here as the wire carries them. What each may hold is settings.ts's
+   * (parseJobSettings): the server checks a job against it when the job is added, and a peer reads
+   * its job through it; a bad or unknown setting is refused there, naming it, rather than failing
+   * this message's parse with a malformed-protocol error.
+   */
   hyperparameters: z.record(z.string().max(64), z.union([finite, z.string().max(256), z.boolean()])),
   batchPerPeer: z.number().int().min(1),
   minPeers: z.number().int().min(1),

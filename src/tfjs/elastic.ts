@@ -42,6 +42,7 @@ import { allreduce } from '../collectives/allreduce.ts';
 import { broadcast } from '../collectives/broadcast.ts';
 import { isBroken } from '../distributed/ring-errors.ts';
 import type { ElasticHooks } from '../distributed/trainer-types.ts';
+import { parseJobSettings } from '../distributed/settings.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import { broadcastOptimizerState, broadcastVariables } from './broadcast.ts';
 import { DistributedOptimizer, type NamedTensor } from './optimizer.ts';
@@ -88,7 +89,7 @@ function sessionOf(given: ElasticSession | undefined): ElasticSession {
     throw new RingtrainError(ErrorCode.InvalidArgument, 'elastic: no elastic session; call init() from ringtrain/tfjs first (a bare communicator cannot re-form), or pass { session }');
   }
   const session = s as ElasticSession;
-  if (session.job.config.hyperparameters.elastic !== true) {
+  if (parseJobSettings(session.job.config.hyperparameters).elastic !== true) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `elastic: job ${session.job.id} is not elastic, so a lost peer would stop it for good; start it with ringtrain launch --elastic (or set hyperparameters.elastic in the job)`);
   }
   return session;

@@ -6,13 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import { parseAggregation } from '../../src/collectives/robust-aggregate.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
-import { configSettingName, refuseConflicts, settingConflict, type JobSettings } from '../../src/distributed/setting-conflicts.ts';
+import { configSettingName, refuseConflicts, settingConflict, type ConflictSettings } from '../../src/distributed/setting-conflicts.ts';
 
 const median = parseAggregation('median');
 
 describe('setting conflicts', () => {
   it('finds each pair that does not combine, and none in the settings that do', () => {
-    const cases: [JobSettings, [string, string] | undefined][] = [
+    const cases: [ConflictSettings, [string, string] | undefined][] = [
       [{}, undefined],
       [{ verify: true, compression: 'none', aggregation: parseAggregation('mean'), syncEvery: 4, balance: 'speed' }, undefined],
       [{ aggregation: median, compression: 'none', balance: 'equal' }, undefined],
@@ -31,9 +31,9 @@ describe('setting conflicts', () => {
   });
 
   it('names both config keys and their values in the library wording', () => {
-    const settings: JobSettings = { aggregation: median, syncEvery: 4 };
+    const settings: ConflictSettings = { aggregation: median, syncEvery: 4 };
     expect(() => refuseConflicts(settings, configSettingName(settings))).toThrow("aggregation 'median' combines gradients at every step; syncEvery 4 averages models every few steps: drop one.");
-    const verify: JobSettings = { verify: true, compression: 'topk:0.01' };
+    const verify: ConflictSettings = { verify: true, compression: 'topk:0.01' };
     expect(() => refuseConflicts(verify, configSettingName(verify))).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: "verify: true checks that the sum is exact; compression 'topk:0.01' sends rounded gradients: drop one." }));
     expect(() => refuseConflicts({ verify: true }, configSettingName({ verify: true }))).not.toThrow();
   });

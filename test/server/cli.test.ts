@@ -9,6 +9,7 @@ import { connect } from '../../src/signaling/client.node.ts';
 import WebSocket from 'ws';
 import type { WebSocketConstructor } from '../../src/signaling/client.ts';
 import { TOKEN_IN_ARGV_WARNING, readTokenFile, tokenFrom } from '../../src/cli/secrets.node.ts';
+import { parseHyperparameters } from '../../src/cli/server.ts';
 import { jobSpec } from './helpers.ts';
 import { makeTestCert } from './test-cert.ts';
 
@@ -99,9 +100,28 @@ describe('ringtrain server (the CLI)', () => {
 
       expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'noequals'])).toBe(1);
       expect(written.join('')).toContain("--hp takes key=value");
+
+      // A setting is checked before the server starts, naming the --hp pair that set it.
+      expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'warmupStep=100'])).toBe(1);
+      expect(written.join('')).toContain(`--hp warmupStep=100: unknown job hyperparameter "warmupStep"; did you mean 'warmupSteps'?`);
+      expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'lrSchedule=linear'])).toBe(1);
+      expect(written.join('')).toContain(`--hp lrSchedule=linear: job hyperparameter 'lrSchedule' must be 'constant' or 'cosine', got "linear"`);
+      expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'verify=true', 'compression=int8'])).toBe(1);
+      expect(written.join('')).toMatch(/job hyperparameters do not combine: verify: true checks that the sum is exact; compression 'int8'/);
     } finally {
       spy.mockRestore();
     }
+  });
+
+  it('reads each --hp value as its setting takes it: a text setting that looks like a number stays text', () => {
+    expect(parseHyperparameters(['lr=0.1', 'elastic=true', 'modelLayoutHash=12345678', 'text=2024', 'aggregation=median', 'someday=5'])).toEqual({
+      lr: 0.1,
+      elastic: true,
+      modelLayoutHash: '12345678',
+      text: '2024',
+      aggregation: 'median',
+      someday: 5,
+    });
   });
 
   it('prints the token it made up (no --token, --token-file or RINGTRAIN_TOKEN), and that token joins', async () => {

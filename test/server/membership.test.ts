@@ -201,4 +201,22 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect(() => server.addJob(jobSpec('mnist', 't'))).toThrow(/already exists/);
     expect(() => server.addJob(jobSpec('has space', 't'))).toThrow(/bad job spec/);
   });
+
+  it('refuses a job whose settings are bad, naming the setting, and keeps serving the others', async () => {
+    const withSettings = (id: string, hyperparameters: Record<string, number | string | boolean>) => ({ ...jobSpec(id, 't'), config: { ...jobSpec(id, 't').config, hyperparameters } });
+    expect(() => server.addJob(withSettings('typo', { lr: 0.1, warmupStep: 100 }))).toThrow(/job 'typo': unknown job hyperparameter "warmupStep"; did you mean 'warmupSteps'\?/);
+    expect(() => server.addJob(withSettings('range', { lr: 0.1, momentum: 1.5 }))).toThrow(/job 'range': job hyperparameter 'momentum' must be a number in \[0, 1\), got 1.5/);
+    expect(() => server.addJob(withSettings('pair', { lr: 0.1, verify: true, compression: 'fp16' }))).toThrow(/verify: true checks that the sum is exact; compression 'fp16'/);
+    expect(server.jobInfo('typo')).toBeUndefined();
+    // The server goes on: the good job is still there and a peer still joins it.
+    server.addJob(withSettings('good', { lr: 0.1, compression: 'fp16', elastic: true }));
+    const p = await RawPeer.join(server.wsUrl, 'good', 't');
+    expect(p.messages.find((m) => m.type === 'welcome')).toMatchObject({ job: { id: 'good', config: { hyperparameters: { compression: 'fp16', elastic: true } } } });
+    p.close();
+  });
+
+  it('refuses to start with a bad job, naming the job and the setting', async () => {
+    const bad = { ...jobSpec('startup', 't'), config: { ...jobSpec('startup', 't').config, hyperparameters: { lr: 'fast' } } };
+    await expect(startServer({ staticDir: null, jobs: [bad] })).rejects.toThrow(/bad job spec: job 'startup': job hyperparameter 'lr' must be a finite number > 0 \(the learning rate\), got "fast"/);
+  });
 });
