@@ -1,6 +1,6 @@
 /**
  * Uneven peers (issue 14): N Deno workers over real WebRTC, one of them slowed
- * K× by the test-only `--fault slow:Kx` (its compute takes K times as long),
+ * K× by the chaos entry's `--chaos slow:Kx` (test/support/chaos) (its compute takes K times as long),
  * train the same job twice, once with equal shares of the global batch and once
  * with `balance: 'speed'` (shares by measured speed, src/distributed/shares.ts).
  * Both runs take the same global batches, so they should end at the same
@@ -20,6 +20,7 @@ import { forEachLine } from '../src/core/lines.node.ts';
 import { TOKEN_ENV } from '../src/cli/secrets.node.ts';
 import { startServer } from '../server/index.ts';
 import { opt } from './args.ts';
+import { CHAOS_ENTRY } from '../test/support/workers.ts';
 
 const np = Number(opt('np', '4'));
 const slow = Number(opt('slow', '3'));
@@ -53,7 +54,9 @@ async function run(balance: 'equal' | 'speed') {
   const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
   try {
     const workers = Array.from({ length: np }, (_, i) => {
-      const args = ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server.url, '--job', job.id, '--name', `w-${i}`, '--events', ...(i === np - 1 ? ['--fault', `slow:${slow}x`] : [])];
+      // The slowed worker runs from the chaos entry (test/support/chaos), the others from the CLI's own.
+      const slowed = i === np - 1;
+      const args = ['run', '-A', slowed ? CHAOS_ENTRY : 'src/cli/main.ts', 'worker', '--server', server.url, '--job', job.id, '--name', `w-${i}`, '--events', ...(slowed ? ['--chaos', `slow:${slow}x`] : [])];
       const child = spawn('node_modules/.bin/deno', args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [TOKEN_ENV]: job.token } });
       const w: Worker = { steps: [], stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
       forEachLine(child.stdout!, (line) => {

@@ -1,7 +1,7 @@
 /**
  * Issue 14's bar for untrusted peers, on the CNN: a 4-peer elastic job on a
  * real server, real Deno workers over real WebRTC, one of them started with a
- * test-only `--fault` at step `--fault-step`. For each fault, one JSON line:
+ * chaos entry's `--chaos` fault (test/support/chaos/faults.ts) at step `--fault-step`. For each fault, one JSON line:
  * who named the faulty worker, whether the server ejected it, how many steps
  * the ring completed with it after it started misbehaving, the survivors'
  * final accuracy against honest runs with the same seed (all 4 peers honest,
@@ -29,7 +29,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from '../server/index.ts';
-import { startDenoWorker, type TestWorker } from '../test/support/workers.ts';
+import { CHAOS_ENTRY, startDenoWorker, type TestWorker } from '../test/support/workers.ts';
 import { args, opt } from './args.ts';
 
 const steps = Number(opt('steps', '60'));
@@ -97,7 +97,7 @@ async function run(id: string, honestPeers: number, fault?: string, faultStep = 
     const honest = [...Array(honestPeers).keys()].map((i) => relay(startDenoWorker(server.url, job, ['--name', `honest-${i}`, ...timelineArgs(id, `honest-${i}`)]), `[${id} honest-${i}]`));
     // The faulty worker joins last, so the survivors hold ranks 0..2 as in the 3-peer honest run.
     if (fault) await waitFor(() => (server.jobInfo(id)?.size ?? 0) >= honestPeers, 'the honest workers to join the job', honest);
-    const faulty = fault ? relay(startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', `${fault}@step:${faultStep}`, ...timelineArgs(id, 'faulty')]), `[${id} faulty]`) : undefined;
+    const faulty = fault ? relay(startDenoWorker(server.url, job, ['--name', 'faulty', '--chaos', `${fault}@step:${faultStep}`, ...timelineArgs(id, 'faulty')], CHAOS_ENTRY), `[${id} faulty]`) : undefined;
     const all = faulty ? [...honest, faulty] : honest;
     const peakMb = honest.map(() => 0);
     const codes: (number | null | undefined)[] = all.map(() => undefined);

@@ -69,7 +69,7 @@ for (const model of models) {
         train,
         test,
         config: { model, optimizer: 'sgd', epochs: 1, batch, lr: 0.05, momentum: 0.9, weightDecay: 0, seed, steps, guard },
-        tamperGradients: (g, step) => {
+        transformGradients: (g, step) => {
           const row = seen.get(step) ?? [];
           row[rank] = { s: sketch(g, buckets, stepSeed(seed, step)), n: l2Norm(g) };
           seen.set(step, row);

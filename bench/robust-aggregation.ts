@@ -2,7 +2,7 @@
  * Robust aggregation on real workers (issue 14): N Deno workers over real
  * WebRTC train the same job once per rule (mean, median, trimmed-mean,
  * centered-clip), honest and with one worker sending its gradients flipped and
- * scaled by 20 (`--fault scale:-20@step:F`, inside the guard's 1,000× norm
+ * scaled by 20 (the chaos entry's `--chaos scale:-20@step:F`, inside the guard's 1,000× norm
  * ratio, so only the rule stands between it and the model).
  *
  * One JSON line per run: test accuracy (rank 0), steps/s (wall clock from step
@@ -20,6 +20,7 @@ import { forEachLine } from '../src/core/lines.node.ts';
 import { TOKEN_ENV } from '../src/cli/secrets.node.ts';
 import { startServer } from '../server/index.ts';
 import { opt } from './args.ts';
+import { CHAOS_ENTRY } from '../test/support/workers.ts';
 
 const np = Number(opt('np', '4'));
 const model = opt('model', 'mlp');
@@ -58,8 +59,9 @@ async function run(rule: string, faulty: boolean) {
   const recovery = mkdtempSync(join(tmpdir(), `${id}-`));
   try {
     const workers = Array.from({ length: np }, (_, i) => {
-      const fault = faulty && i === np - 1 ? ['--fault', `scale:-20@step:${faultStep}`] : [];
-      const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server.url, '--job', job.id, '--name', `w-${i}`, '--events', '--recovery', join(recovery, `w-${i}.safetensors`), ...fault], {
+      const chaos = faulty && i === np - 1;
+      const fault = chaos ? ['--chaos', `scale:-20@step:${faultStep}`] : [];
+      const child = spawn('node_modules/.bin/deno', ['run', '-A', chaos ? CHAOS_ENTRY : 'src/cli/main.ts', 'worker', '--server', server.url, '--job', job.id, '--name', `w-${i}`, '--events', '--recovery', join(recovery, `w-${i}.safetensors`), ...fault], {
         stdio: ['ignore', 'pipe', 'pipe'],
         env: { ...process.env, [TOKEN_ENV]: job.token },
       });

@@ -160,16 +160,24 @@ export interface RuntimeDecision extends RuntimeChoice {
   auto: boolean;
 }
 
+/** How `--runtime auto` learns this machine's adapter: a probe of the runtime that would train. */
+let adapterProbe: () => Promise<AdapterDescription> = () => (detectRuntime() === 'deno' ? probeOwnAdapter() : probeNodeAdapter());
+
+/**
+ * Replaces the adapter probe for this process, for a program that embeds the
+ * CLI and knows the adapter better (or simulates one); the shipped CLI never calls it.
+ */
+export function setAdapterProbe(probe: () => Promise<AdapterDescription>): void {
+  adapterProbe = probe;
+}
+
 /**
  * The runtime to train under: the one named, or for 'auto' (and when none is
- * given) the choice by adapter, from RINGTRAIN_ADAPTER (a JSON
- * AdapterDescription, so tests and users can inject one) or else a probe.
+ * given) the choice by adapter (chooseRuntime), from `probe`.
  */
-export async function decideRuntime(requested: ConcreteRuntime | 'auto' | undefined, env: Record<string, string | undefined> = process.env): Promise<RuntimeDecision> {
+export async function decideRuntime(requested: ConcreteRuntime | 'auto' | undefined, probe: () => Promise<AdapterDescription> = adapterProbe): Promise<RuntimeDecision> {
   if (requested === 'node' || requested === 'deno') return { runtime: requested, why: `--runtime ${requested}`, auto: false };
-  const injected = env.RINGTRAIN_ADAPTER;
-  const adapter = injected ? parseAdapterDescription(injected) : detectRuntime() === 'deno' ? await probeOwnAdapter() : await probeNodeAdapter();
-  return { ...chooseRuntime(adapter), auto: true };
+  return { ...chooseRuntime(await probe()), auto: true };
 }
 
 /** The first line of a training command's output when auto chose the runtime. */

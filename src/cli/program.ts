@@ -33,18 +33,29 @@ const SUBCOMMANDS: (() => Command)[] = [
   simulateCommand,
 ];
 
-export function buildProgram(): Command {
+/**
+ * `replace`: subcommands by name, for a program that embeds this CLI with its
+ * own version of one (built the same way, from code); the shipped CLI passes none.
+ */
+export function buildProgram(replace: Record<string, () => Command> = {}): Command {
   const program = new Command('ringtrain')
     .description('Data-parallel training with WGSL kernels on WebGPU and ring-allreduce over WebRTC, in browsers, Deno and Node.')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const make of SUBCOMMANDS) program.addCommand(make().exitOverride());
+  const given = new Set(Object.keys(replace));
+  for (const make of SUBCOMMANDS) {
+    const cmd = make();
+    const own = replace[cmd.name()];
+    given.delete(cmd.name());
+    program.addCommand((own ? own() : cmd).exitOverride());
+  }
+  if (given.size > 0) throw new Error(`buildProgram: no subcommand named ${[...given].join(', ')} to replace`);
   return program;
 }
 
 /** Parses `args` (without the executable and script), runs the subcommand, and returns the exit code. */
-export async function runCli(args: readonly string[]): Promise<number> {
-  const program = buildProgram();
+export async function runCli(args: readonly string[], replace: Record<string, () => Command> = {}): Promise<number> {
+  const program = buildProgram(replace);
   commandStatus.exitCode = 0;
   commandStatus.args = args;
   try {

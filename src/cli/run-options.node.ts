@@ -60,8 +60,12 @@ export interface RunOptions extends TrainOptions {
   modelOptions?: Record<string, unknown>;
   /** --text: the text's SHA-256, which every worker's own copy must match. */
   textSha256?: string;
-  /** TEST ONLY (--fault-worker I:SPEC): worker I gets `--fault SPEC` (src/distributed/fault.ts). */
-  faultWorker?: { index: number; spec: string };
+  /**
+   * From code only (RunExtension): the command line of local worker `index`,
+   * given the one the launcher would run (executable first); a program that
+   * embeds the launcher may start some workers from its own entry.
+   */
+  workerCommand?: (index: number, command: string[]) => string[];
 }
 
 export function intOption(raw: unknown, flag: string, min: number, max = Number.MAX_SAFE_INTEGER): number {

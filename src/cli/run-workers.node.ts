@@ -28,19 +28,18 @@ export interface WorkerState extends ScaledWorker {
 }
 
 export function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunOptions, runtime: 'node' | 'deno', onLine: (w: WorkerState, msg: Record<string, unknown>) => void): WorkerState {
-  const [exe, ...pre] = cliCommand(runtime);
   // The token goes by environment, never argv (which `ps` shows to everyone).
-  const args = [...pre, 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events', '--runtime', runtime];
+  const given = [...cliCommand(runtime), 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events', '--runtime', runtime];
   // A worker loads a model file only from its own command line, never on the job's word.
-  if (isModelFile(o.model)) args.push('--model', resolve(o.model));
-  if (o.save) args.push('--save', o.save);
-  if (o.resume) args.push('--resume', o.resume);
-  if (o.overwrite) args.push('--overwrite');
-  if (o.timeline) args.push('--timeline', `${o.timeline}.part${index}`);
-  if (o.data) args.push('--data', o.data);
+  if (isModelFile(o.model)) given.push('--model', resolve(o.model));
+  if (o.save) given.push('--save', o.save);
+  if (o.resume) given.push('--resume', o.resume);
+  if (o.overwrite) given.push('--overwrite');
+  if (o.timeline) given.push('--timeline', `${o.timeline}.part${index}`);
+  if (o.data) given.push('--data', o.data);
   // The same text for every local worker; each checks its hash against the job's before it joins.
-  if (o.text) args.push('--text', o.text.startsWith('@') ? o.text : resolve(o.text));
-  if (o.faultWorker?.index === index) args.push('--fault', o.faultWorker.spec);
+  if (o.text) given.push('--text', o.text.startsWith('@') ? o.text : resolve(o.text));
+  const [exe, ...args] = o.workerCommand ? o.workerCommand(index, given) : given;
   const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: job.token };
   // A self-signed certificate is its own authority: the workers trust it (Node and Deno read these).
   if (o.tls) Object.assign(env, { NODE_EXTRA_CA_CERTS: o.tls.certPath, DENO_CERT: o.tls.certPath });

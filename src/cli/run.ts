@@ -44,7 +44,10 @@ export { jobSpecFor, runRecipe };
 /** Heartbeats (5 s) a local worker may miss before the server drops it: a minute. */
 const RUN_MISSED_HEARTBEATS = 12;
 
-export function runCommand(): Command {
+/** How code that embeds `ringtrain run` extends it (never set from the command line). */
+export type RunExtension = Pick<RunOptions, 'workerCommand'>;
+
+export function runCommand(extension: RunExtension = {}): Command {
   const cmd = new Command('run').description('start a signaling server and N local workers, and train together (like horovodrun -np N)');
   addTrainOptions(cmd)
     .option('--np <n>', 'number of local workers (also -np, as horovodrun spells it); with --discover, the script decides')
@@ -67,9 +70,7 @@ export function runCommand(): Command {
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
     .option('--verify', 'check every allreduce against sketches each peer publishes of its own gradient: a link that corrupts data is named and its sender ejected (docs/ROBUSTNESS.md)', false)
     .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them, and clip any other large one to 2x theirs; a peer doubtful three steps in a row is ejected (opt-in: docs/ROBUSTNESS.md)', false)
-    .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false)
-    // Tests only: one local worker misbehaves (worker --fault); hidden from --help.
-    .addOption(new Option('--fault-worker <index:spec>', 'TEST ONLY: worker INDEX runs with --fault SPEC').hideHelp());
+    .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false);
   addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
@@ -101,7 +102,7 @@ export function runCommand(): Command {
         wan: parseWanOptions(raw),
         aggregation: parseAggregationOption(raw.aggregation),
         checks: { verify: Boolean(raw.verify), doubtRule: Boolean(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
-        faultWorker: parseFaultWorker(raw.faultWorker),
+        workerCommand: extension.workerCommand,
       };
       o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
       if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
@@ -112,13 +113,6 @@ export function runCommand(): Command {
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
-}
-
-function parseFaultWorker(raw: unknown): RunOptions['faultWorker'] {
-  if (raw === undefined) return undefined;
-  const m = /^(\d+):(.+)$/.exec(String(raw));
-  if (!m) throw new RingtrainError(ErrorCode.InvalidArgument, `--fault-worker takes INDEX:SPEC (like 2:forge-abort@step:3), got ${JSON.stringify(raw)}; it is a test-only option`);
-  return { index: Number(m[1]), spec: m[2] };
 }
 
 async function launch(o: RunOptions): Promise<number> {

@@ -42,8 +42,8 @@ export function chooseRuntime(adapter: AdapterDescription): RuntimeChoice {
   return { runtime: 'deno', why: `no hardware GPU (WebGPU saw ${seen}): on CPU adapters Deno's lavapipe trains ~4.5× faster than Dawn's SwiftShader` };
 }
 
-/** Parses an injected description (the RINGTRAIN_ADAPTER variable): JSON with at least `found` or `isFallbackAdapter`. */
-export function parseAdapterDescription(text: string, source = 'RINGTRAIN_ADAPTER'): AdapterDescription {
+/** Parses an adapter description (the probe's answer line): JSON with at least `found` or `isFallbackAdapter`. */
+export function parseAdapterDescription(text: string, source = 'an adapter description'): AdapterDescription {
   let v: unknown;
   try {
     v = JSON.parse(text);

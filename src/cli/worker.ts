@@ -25,7 +25,8 @@ import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
 import { warmUpKernels } from '../distributed/warm-up.ts';
-import { faultHook, lieAfterChecks, parseFault } from '../distributed/fault.ts';
+import type { Communicator } from '../comm/interface.ts';
+import type { DistributedTrainArgs } from '../distributed/trainer-types.ts';
 import { acquireGpu } from '../gpu/index.ts';
 import { crc32 } from '../checkpoint/crc32.ts';
 import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, stderr } from './host.node.ts';
@@ -51,7 +52,6 @@ const WorkerOptionsSchema = z.object({
   connectTimeoutMs: z.coerce.number().int().min(1000).optional(),
   events: z.boolean().default(false),
   json: z.boolean().default(false),
-  fault: z.string().min(1).optional(),
   aggregation: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
   text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
@@ -59,7 +59,23 @@ const WorkerOptionsSchema = z.object({
 });
 type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
-export function workerCommand(): Command {
+/** The trainer's hooks a program that embeds the worker may set (trainer-types.ts). */
+export type WorkerTrainHooks = Pick<DistributedTrainArgs, 'transformGradients' | 'transformContribution'>;
+
+/**
+ * How code that embeds `ringtrain worker` extends it (never set from the
+ * command line): the shipped CLI passes none.
+ */
+export interface WorkerExtension {
+  /**
+   * Called once this worker holds its place in the ring, with the ring's
+   * current communicator (a re-formed ring has a new one) and a line writer;
+   * returns hooks for the trainer.
+   */
+  trainHooks?: (peer: { comm: () => Communicator; say: (line: string) => void }) => WorkerTrainHooks;
+}
+
+export function workerCommand(extension: WorkerExtension = {}): Command {
   return new Command('worker')
     .description("join a job on a signaling server and train with the job's settings")
     .requiredOption('--server <url>', 'the signaling server, like http://127.0.0.1:8080')
@@ -81,8 +97,6 @@ export function workerCommand(): Command {
     .option(...WORKER_AGGREGATION_OPTION)
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
     .option('--json', 'print one JSON result line on stdout at the end', false)
-    // Tests only: make this worker misbehave (src/distributed/fault.ts); hidden from --help.
-    .addOption(new Option('--fault <spec>', 'TEST ONLY: misbehave as SPEC says (nan@step:N, scale:K, garbage-frames, forge-abort, flood-tags, slow:3x, flip-bits, lie-nan, lie-scale:K)').hideHelp())
     .action(async (raw: Record<string, unknown>) => {
       const parsed = WorkerOptionsSchema.safeParse(raw);
       if (!parsed.success) {
@@ -102,16 +116,15 @@ export function workerCommand(): Command {
         throw new RingtrainError(ErrorCode.InvalidArgument, `the worker needs the job's token: set ${TOKEN_ENV}=… or give --token-file PATH`);
       }
       const o = { ...parsed.data, token };
-      commandStatus.exitCode = await runWorker(o);
+      commandStatus.exitCode = await runWorker(o, extension);
     });
 }
 
-async function runWorker(o: WorkerOptions): Promise<number> {
+async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<number> {
   const say = (line: string) => printLine(line, stderr);
   const emit = (obj: Record<string, unknown>) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
   // Fail on a bad checkpoint, an unwritable --save or missing data before taking a place in the ring.
   const resume = preflightCheckpoints(o);
-  const fault = o.fault ? parseFault(o.fault) : undefined;
   const aggregation = parseAggregationOption(o.aggregation);
   // The job's model is known only once the server answers; --data and the page's image data are for the image models.
   const gpu = await acquireGpu();
@@ -190,8 +203,7 @@ async function runWorker(o: WorkerOptions): Promise<number> {
       bus,
       resume,
       resumeName: o.resume,
-      tamperGradients: fault ? faultHook(fault, () => session.comm, (line) => void say(`[rank ${session.rank}] ${line}`)) : undefined,
-      tamperAfterChecks: fault ? (grads, step) => lieAfterChecks(fault, grads, step) : undefined,
+      ...extension.trainHooks?.({ comm: () => session.comm, say: (line) => void say(`[rank ${session.rank}] ${line}`) }),
       // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
       onCheckpoint: (c) => saver.save(c),
       onRecovery: async (c, why) => {

@@ -160,7 +160,7 @@ export class LinkCommunicator implements Communicator {
   }
 
   /**
-   * TESTS ONLY (worker --fault): puts `bytes` on the link to `peer` as they are, unframed,
+   * For tests and their chaos entry: puts `bytes` on the link to `peer` as they are, unframed,
    * so a test can play a peer that runs other code.
    */
   sendRawForTesting(peer: number, bytes: Uint8Array): void {

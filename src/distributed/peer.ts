@@ -15,7 +15,7 @@ import { trainDistributed, type DistributedTrainArgs, type DistributedTrainConfi
 /** Progress goes to the server at most this often (ms): enough for a page, little traffic. */
 export const PROGRESS_EVERY_MS = 500;
 
-export interface PeerTrainArgs extends Pick<DistributedTrainArgs, 'onStep' | 'onEvaluate' | 'onWeights' | 'onRecovery' | 'shouldStop' | 'resume' | 'resumeName' | 'tamperGradients' | 'tamperAfterChecks'> {
+export interface PeerTrainArgs extends Pick<DistributedTrainArgs, 'onStep' | 'onEvaluate' | 'onWeights' | 'onRecovery' | 'shouldStop' | 'resume' | 'resumeName' | 'transformGradients' | 'transformContribution'> {
   gpu: Gpu;
   train: Dataset;
   test: Dataset;
@@ -38,8 +38,8 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
     resume: a.resume,
     resumeName: a.resumeName,
     shouldStop: a.shouldStop,
-    tamperGradients: a.tamperGradients,
-    tamperAfterChecks: a.tamperAfterChecks,
+    transformGradients: a.transformGradients,
+    transformContribution: a.transformContribution,
     onCheckpoint: a.onCheckpoint ? (c) => a.onCheckpoint!(c, config) : undefined,
     onWeights: a.onWeights,
     onRecovery: a.onRecovery,

@@ -93,15 +93,16 @@ export interface DistributedTrainArgs {
   /** Elastic training: peers may join and leave; the ring re-forms between steps instead of stopping. */
   elastic?: ElasticHooks;
   /**
-   * TESTS ONLY (worker --fault): changes this rank's gradients before they are checked and summed.
-   * `computeMs`: how long this step's compute took so far (a slowed rank sleeps in proportion).
+   * Sees (and may change in place) this rank's gradients as read back from the
+   * model, before the step checks and the sum: for code that embeds the trainer
+   * (instrumentation, simulated devices). `computeMs`: this step's compute so far.
    */
-  tamperGradients?: (grads: Float32Array, step: number, computeMs: number) => void | Promise<void>;
+  transformGradients?: (grads: Float32Array, step: number, computeMs: number) => void | Promise<void>;
   /**
-   * TESTS ONLY (worker --fault lie-…): changes this rank's contribution after the step checks
-   * published its norm and sketches, before it is summed: a rank that lies about what it sends.
+   * Sees (and may change in place) this rank's contribution after the step
+   * checks published its norm and sketches, just before it is summed.
    */
-  tamperAfterChecks?: (grads: Float32Array, step: number) => void;
+  transformContribution?: (grads: Float32Array, step: number) => void;
 }
 
 /**

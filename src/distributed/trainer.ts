@@ -83,11 +83,11 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     ...config,
     // The contribution guard and the verified allreduce (synchronous training: they check the gradients each rank is about to send, and their sum).
     beforeReduce: async (local) => {
-      await args.tamperGradients?.(local, step, now() - stepStart);
+      await args.transformGradients?.(local, step, now() - stepStart);
       // This rank's compute (a slowed rank's included), not the waiting for others: what balancing divides by.
       computeMs = now() - stepStart;
       const factor = await checks.before(comm, local, step);
-      args.tamperAfterChecks?.(local, step);
+      args.transformContribution?.(local, step);
       return factor;
     },
     afterReduce: (reduced, scale, prescale) => checks.after(comm, reduced, scale, prescale),

@@ -1,6 +1,6 @@
 /**
  * A diverged run must not recommend its diverged weights. One worker's
- * gradient is multiplied by 1e20 at step 20 (a test-only fault standing in for
+ * gradient is multiplied by 1e20 at step 20 (a fault from the chaos entry, test/support/chaos, standing in for
  * a learning rate that blows up): the weights reach ~1e17, still finite, and
  * the next step's loss is infinite. The recovery file offered is step 16's,
  * the last state evaluated before the divergence, with sane weights, named
@@ -27,7 +27,7 @@ afterAll(() => {
 
 function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(process.cwd(), 'bin/ringtrain.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(process.cwd(), 'test/support/chaos/bin.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     launchers.push(child);
     let stdout = '';
     let stderr = '';
@@ -41,7 +41,7 @@ describe('recovery after a divergence', () => {
   it('offers the last state evaluated before the divergence, with finite, sane weights, named once', async () => {
     requireNetns();
     // 8,000 digits at 500 a step: an evaluation at step 16, the fault at step 20.
-    const r = await run(['run', '-np', '1', '--runtime', 'deno', '--model', 'mlp', '--batch', '500', '--epochs', '2', '--seed', '7', '--fault-worker', '0:scale:1e20@step:20']);
+    const r = await run(['run', '-np', '1', '--runtime', 'deno', '--model', 'mlp', '--batch', '500', '--epochs', '2', '--seed', '7', '--chaos-worker', '0:scale:1e20@step:20']);
     const said = `${r.stdout}\n${r.stderr}`;
     expect(r.code, said).not.toBe(0);
     expect(said).toMatch(/the run diverged/);

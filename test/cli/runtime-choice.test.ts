@@ -1,4 +1,4 @@
-/** `--runtime auto`: the choice by adapter, from injected adapter descriptions (this machine has no GPU). */
+/** `--runtime auto`: the choice by adapter, from adapter descriptions given in place of the probe (this machine has no GPU). */
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { decideRuntime, runtimeLine } from '../../src/cli/host.node.ts';
@@ -26,20 +26,20 @@ describe('chooseRuntime', () => {
   });
 });
 
-describe('injected adapter descriptions', () => {
-  it('decideRuntime reads RINGTRAIN_ADAPTER for auto (and when no runtime is given), and obeys a named runtime', async () => {
-    const env = { RINGTRAIN_ADAPTER: JSON.stringify(h100) };
-    const auto = await decideRuntime('auto', env);
+describe('adapter descriptions in place of the probe', () => {
+  it('decideRuntime asks the probe for auto (and when no runtime is given), and obeys a named runtime without asking', async () => {
+    const probe = async () => h100;
+    const auto = await decideRuntime('auto', probe);
     expect(auto).toMatchObject({ runtime: 'node', auto: true });
     expect(runtimeLine(auto)).toMatch(/^ringtrain: runtime node \(auto: hardware adapter /);
-    expect(await decideRuntime(undefined, { RINGTRAIN_ADAPTER: JSON.stringify(swiftshader) })).toMatchObject({ runtime: 'deno', auto: true });
-    const named = await decideRuntime('deno', env);
+    expect(await decideRuntime(undefined, async () => swiftshader)).toMatchObject({ runtime: 'deno', auto: true });
+    const named = await decideRuntime('deno', () => Promise.reject(new Error('a named runtime needs no probe')));
     expect(named).toEqual({ runtime: 'deno', why: '--runtime deno', auto: false });
   });
 
   it('rejects a description that is not a JSON object, saying what it should look like', () => {
     for (const bad of ['', 'nvidia', '[1]', 'null']) {
-      expect(() => parseAdapterDescription(bad)).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: expect.stringMatching(/RINGTRAIN_ADAPTER must be a JSON object like/) }));
+      expect(() => parseAdapterDescription(bad)).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: expect.stringMatching(/^an adapter description must be a JSON object like/) }));
     }
     expect(parseAdapterDescription('{"isFallbackAdapter":true}')).toMatchObject({ found: true, isFallbackAdapter: true });
   });

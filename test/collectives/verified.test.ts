@@ -13,7 +13,7 @@ import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
 import { stepSeed } from '../../src/collectives/sketch.ts';
 import { chunkSketches, ringChunks, suspectLinks, wrongChunks } from '../../src/collectives/verified.ts';
 import { mulberry32 } from '../../src/core/random.ts';
-import { flipBitsOnSend } from '../../src/distributed/fault.ts';
+import { flipBitsOnSend } from '../support/chaos/faults.ts';
 
 const K = 64;
 
@@ -97,7 +97,7 @@ describe('verified allreduce: changes are caught and the link named', () => {
   });
 
   for (const size of [3, 4, 5]) {
-    it(`${size} ranks: a link that flips bits (the --fault flip-bits of rank 1) is named, as 1 → 2`, async () => {
+    it(`${size} ranks: a link that flips bits (the chaos flip-bits of rank 1) is named, as 1 → 2`, async () => {
       const comms = createMemoryRing(size);
       const { wrongAt, chunks } = await verifiedRound(comms, 20000, stepSeed(9, size), (cs) => flipBitsOnSend(cs[1]));
       expect(wrongAt.some((w) => w.length > 0)).toBe(true);

@@ -15,7 +15,7 @@ import { createMemoryRing } from '../../src/comm/rings.ts';
 import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 import { makeImageDataset } from '../../src/data/dataset.ts';
 import { loadMnist } from '../../src/data/mnist.node.ts';
-import { faultHook, parseFault } from '../../src/distributed/fault.ts';
+import { faultHook, parseFault } from '../support/chaos/faults.ts';
 import { trainDistributed, type DistributedTrainConfig } from '../../src/distributed/trainer.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 
@@ -40,7 +40,7 @@ async function trainRing(size: number, cfg: DistributedTrainConfig, slowRank = -
   comms.forEach((c) => c.events.on((e) => void (e.type === 'train-step' && e.rank === c.rank && shares[c.rank].push(e.samples))));
   const slow = parseFault('slow:4x');
   const results = await Promise.all(
-    comms.map((comm) => trainDistributed({ gpu, comm, train, test, config: cfg, onCheckpoint: (c) => void (final = c), tamperGradients: comm.rank === slowRank ? faultHook(slow, () => comm) : undefined })),
+    comms.map((comm) => trainDistributed({ gpu, comm, train, test, config: cfg, onCheckpoint: (c) => void (final = c), transformGradients: comm.rank === slowRank ? faultHook(slow, () => comm) : undefined })),
   );
   comms.forEach((c) => c.close());
   const params = Float32Array.from(Object.values(final!.params).flatMap((t) => Array.from(t.data)));

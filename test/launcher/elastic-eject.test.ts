@@ -5,7 +5,8 @@
  * with a recovery file, and the rank it held before the ring re-formed); the
  * launcher must still report the job as done, name the ejection and its reason,
  * offer no file to resume from, and exit 0.
- * Real launcher, real server, real Deno workers over real WebRTC.
+ * Real launcher (from the chaos entry, test/support/chaos: --chaos-worker), real
+ * server, real Deno workers over real WebRTC.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,7 +26,7 @@ afterAll(() => {
 function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     // From a temporary folder: the ejected worker's recovery file lands there, not in the repository.
-    const child = spawn(process.execPath, [join(process.cwd(), 'bin/ringtrain.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(process.cwd(), 'test/support/chaos/bin.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     launchers.push(child);
     let stdout = '';
     let stderr = '';
@@ -38,7 +39,7 @@ function run(args: string[]): Promise<{ code: number | null; stdout: string; std
 describe('ringtrain run --elastic: a peer ejected mid-run', () => {
   it('the survivors finish every step; the launcher says done, names the ejection, and exits 0', async () => {
     requireNetns();
-    const r = await run(['run', '-np', '3', '--elastic', '--runtime', 'deno', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--fault-worker', '2:scale:1e30@step:3']);
+    const r = await run(['run', '-np', '3', '--elastic', '--runtime', 'deno', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--chaos-worker', '2:scale:1e30@step:3']);
     const said = `${r.stdout}\n${r.stderr}`;
     expect(r.code, said).toBe(0);
     expect(r.stdout, said).toMatch(new RegExp(`^done: ${STEPS} steps on 2 peers, test accuracy \\d+\\.\\d+%, \\d+ samples/s; 1 peer ejected \\(deno-2: ejected`, 'm'));

@@ -1,13 +1,13 @@
 /**
  * Shared by the real-process ejection tests: a 3-peer elastic job on a real
  * server, real Deno workers over real WebRTC, one of them started with a
- * test-only --fault. Returns the workers for the test to judge.
+ * fault from the chaos entry (--chaos). Returns the workers for the test to judge.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../../server/index.ts';
-import { killStartedWorkers, lastStep, seen, startDenoWorker, until, type TestWorker } from '../support/workers.ts';
+import { CHAOS_ENTRY, killStartedWorkers, lastStep, seen, startDenoWorker, until, type TestWorker } from '../support/workers.ts';
 
 const dirs: string[] = [];
 
@@ -40,7 +40,7 @@ export async function runWithFault(id: string, fault: string, heartbeatMs?: numb
 }
 
 /**
- * Two honest workers and one faulty worker per spec (`--fault` forms, with their @step), all
+ * Two honest workers and one faulty worker per spec (`--chaos` forms of test/support/chaos/faults.ts, with their @step), all
  * in one elastic job, all started at once; a lone faulty worker is named faulty, several faulty-0, faulty-1...
  */
 export async function runWithFaults(id: string, faults: string[], heartbeatMs?: number, elastic = true, hyperparameters: Record<string, number | boolean | string> = {}) {
@@ -56,7 +56,7 @@ export async function runWithFaults(id: string, faults: string[], heartbeatMs?: 
   const recovery = (name: string) => ['--name', name, '--recovery', join(recoveryDir, `${name}.safetensors`)];
   try {
     const honest = [0, 1].map((i) => startDenoWorker(server.url, job, recovery(`honest-${i}`)));
-    const faulty = faults.map((f, i) => startDenoWorker(server.url, job, [...recovery(faults.length > 1 ? `faulty-${i}` : 'faulty'), '--fault', f]));
+    const faulty = faults.map((f, i) => startDenoWorker(server.url, job, [...recovery(faults.length > 1 ? `faulty-${i}` : 'faulty'), '--chaos', f], CHAOS_ENTRY));
     const all = [...honest, ...faulty];
     await until(() => faulty.every((w) => w.rank !== undefined || w.result !== undefined), 'the faulty workers to join', 120_000, () => seen(all));
     const codes: (number | null | undefined)[] = all.map(() => undefined);

@@ -18,7 +18,7 @@ afterAll(() => cleanUpRuns());
 
 describe('a worker sending poisoned gradients', () => {
   for (const fault of ['scale:1e30', 'nan', 'scale:-1e5', 'scale:-20']) {
-    it(`--fault ${fault}: is named and ejected within 2 steps; the others finish and learn`, async () => {
+    it(`--chaos ${fault}: is named and ejected within 2 steps; the others finish and learn`, async () => {
       requireNetns();
       // The ×20 flip sits inside the norm rule's ratio: the job asks for the doubt rule (not on by default yet, docs/ROBUSTNESS.md).
       const hyper: Record<string, boolean> = fault === 'scale:-20' ? { doubtRule: true } : {};

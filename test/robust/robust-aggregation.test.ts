@@ -1,7 +1,7 @@
 /**
  * Robust aggregation on real workers (issue 14): a 3-peer MLP job with
  * `aggregation: median` (then `centered-clip`), one Deno worker sending
- * sign-flipped gradients scaled by 20 (`--fault scale:-20`, inside the guard's
+ * sign-flipped gradients scaled by 20 (`--chaos scale:-20`, inside the guard's
  * 1,000× norm ratio: nobody names it). The rule outvotes or clips it: the job
  * finishes, the model learns, and every rank ends with the same weights. With
  * the mean the same fault diverges (issue 14; bench/robust-aggregation.ts
@@ -12,7 +12,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/index.ts';
-import { exitCodes, killStartedWorkers, requireNetns, startDenoWorker } from '../support/workers.ts';
+import { CHAOS_ENTRY, exitCodes, killStartedWorkers, requireNetns, startDenoWorker } from '../support/workers.ts';
 
 afterAll(() => killStartedWorkers());
 
@@ -36,7 +36,7 @@ describe('robust aggregation on real workers', () => {
         const workers = [
           startDenoWorker(server.url, job, ['--name', 'honest-0', '--aggregation', rule]),
           startDenoWorker(server.url, job, ['--name', 'honest-1', '--aggregation', rule]),
-          startDenoWorker(server.url, job, ['--name', 'faulty', '--fault', 'scale:-20@step:2']),
+          startDenoWorker(server.url, job, ['--name', 'faulty', '--chaos', 'scale:-20@step:2'], CHAOS_ENTRY),
         ];
         const codes = await exitCodes(workers, 'the three workers to finish', 150_000);
         for (const [i, w] of workers.entries()) {

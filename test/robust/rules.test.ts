@@ -2,7 +2,7 @@
  * The rules of issue 14 on in-memory links (the named-and-ejected cases run on
  * real WebRTC processes in workers.test.ts): the contribution guard's robust
  * statistic, the per-peer budget on unconsumed messages, malformed frames, and
- * the test-only --fault forms.
+ * the chaos entry's --chaos forms (test/support/chaos/faults.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { ring } from './memory-ring.ts';
@@ -12,7 +12,7 @@ import { encodeFrames, FrameKind } from '../../src/comm/frame.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import { checkContributions, contributionOutliers } from '../../src/distributed/guard.ts';
-import { misbehaveOnWire, parseFault, tamperGradients } from '../../src/distributed/fault.ts';
+import { misbehaveOnWire, parseFault, tamperGradients } from '../support/chaos/faults.ts';
 
 
 const misbehaved = (events: RingEvent[]) => events.filter((e) => e.type === 'peer-misbehaved') as Extract<RingEvent, { type: 'peer-misbehaved' }>[];
@@ -205,7 +205,7 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     mesh[0].get(2)!.close();
     const said: string[] = [];
     await misbehaveOnWire(parseFault('forge-abort'), comms[0], 0, (line) => said.push(line));
-    expect(said).toEqual([expect.stringMatching(/^--fault forge-abort: nothing went to rank 2: .*closed/)]);
+    expect(said).toEqual([expect.stringMatching(/^--chaos forge-abort: nothing went to rank 2: .*closed/)]);
   });
 
   it('keeps the origin of an abort as it is passed on', async () => {
@@ -217,7 +217,7 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
   });
 });
 
-describe('--fault (test-only)', () => {
+describe('--chaos (the chaos entry)', () => {
   it('parses each form', () => {
     expect(parseFault('nan@step:50')).toEqual({ kind: 'nan', fromStep: 50 });
     expect(parseFault('scale:1e30')).toEqual({ kind: 'scale', factor: 1e30, fromStep: 0 });
@@ -238,7 +238,7 @@ describe('--fault (test-only)', () => {
       }
       expect(err, bad).toBeInstanceOf(RingtrainError);
       expect((err as RingtrainError).code).toBe(ErrorCode.InvalidArgument);
-      expect((err as RingtrainError).message).toMatch(/test-only option; the forms are/);
+      expect((err as RingtrainError).message).toMatch(/^--chaos '.*'.*\. The forms are/);
     }
   });
 

@@ -14,7 +14,7 @@ import { mulberry32 } from '../../src/core/random.ts';
 import { DirectionHistory, directionStats } from '../../src/distributed/direction.ts';
 import { DEFAULT_CLIP_RATIO, DEFAULT_NAMED_AFTER, DoubtTracker, doubtStats } from '../../src/distributed/doubt.ts';
 import type { RingEvent } from '../../src/core/events.ts';
-import { flipBitsOnSend } from '../../src/distributed/fault.ts';
+import { flipBitsOnSend } from '../support/chaos/faults.ts';
 import { StepChecks } from '../../src/distributed/step-checks.ts';
 import { sketch, stepSeed } from '../../src/collectives/sketch.ts';
 import { l2Norm } from '../../src/distributed/guard.ts';

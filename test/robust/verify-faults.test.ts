@@ -2,10 +2,10 @@
  * Issue 14 on real processes (real server, real Deno workers, real WebRTC
  * inside scripts/in-netns.sh), 3-peer elastic MLP jobs:
  *  - with the verified allreduce on (`verify: true`), a worker whose link to
- *    its right neighbour flips bits in transit (--fault flip-bits) is named by
+ *    its right neighbour flips bits in transit (--chaos flip-bits) is named by
  *    its link and ejected; the others finish;
  *  - likewise a worker that publishes honest checks and sends its gradient
- *    ×(−20) into the ring (--fault lie-scale:-20): named by every rank from the
+ *    ×(−20) into the ring (--chaos lie-scale:-20): named by every rank from the
  *    hop after it, ejected, and the others finish.
  * (A worker sending sign-flipped ×20 gradients, which only sketches tell from
  * honest spikes too, is named within 2 steps by the doubt rule (doubtRule: true):
@@ -28,7 +28,7 @@ describe('faults only sketches see', () => {
     ['lie-scale:-20', { verify: true }, /it sent other numbers than it published/, 2, 0.7, 16],
     ['lie-nan', { verify: true }, /it sent other numbers than it published/, 2, 0.7, 16],
   ] as const) {
-    it(`--fault ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
+    it(`--chaos ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
       requireNetns();
       const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`sketch-${fault.replace(/[^a-z0-9]/g, '')}`, fault, undefined, true, { ...hyper, steps });
       const bad = faulty.rank!;

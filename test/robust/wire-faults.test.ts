@@ -21,7 +21,7 @@ describe('workers breaking the wire protocol', () => {
     { name: 'forge-abort', faults: [`forge-abort@step:${FAULT_STEP}`] },
   ];
   for (const c of cases) {
-    it(`--fault ${c.name}: each sender is named and ejected within 2 steps; the others finish`, async () => {
+    it(`--chaos ${c.name}: each sender is named and ejected within 2 steps; the others finish`, async () => {
       requireNetns();
       // A forged abort is judged false once the server saw no one leave within its liveness window
       // (heartbeat × (missed + 2)): the server's default heartbeat, as a shorter one dropped workers

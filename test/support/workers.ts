@@ -31,8 +31,12 @@ export interface TestWorker {
 /** Every worker started here, so a test's afterAll can kill what is left. */
 export const startedWorkers: TestWorker[] = [];
 
-export function startDenoWorker(server: string, job: { id: string; token: string }, extraArgs: string[] = []): TestWorker {
-  const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server, '--job', job.id, '--token', job.token, '--events', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** The chaos CLI's entry (chaos/cli.ts): a worker started from it may take `--chaos SPEC`. */
+export const CHAOS_ENTRY = 'test/support/chaos/main.ts';
+
+/** `entry`: the CLI's own, or CHAOS_ENTRY for a worker that misbehaves. */
+export function startDenoWorker(server: string, job: { id: string; token: string }, extraArgs: string[] = [], entry = 'src/cli/main.ts'): TestWorker {
+  const child = spawn('node_modules/.bin/deno', ['run', '-A', entry, 'worker', '--server', server, '--job', job.id, '--token', job.token, '--events', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
   const w: TestWorker = { child, steps: [], stalls: [], stderr: '', events: [], exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
   forEachLine(child.stdout!, (line) => {
     if (!line.startsWith('{')) return;

@@ -1,7 +1,8 @@
 /**
- * Fault injection, FOR TESTS ONLY: `ringtrain worker --fault SPEC` makes one
- * worker misbehave so that tests can show the others name it and eject it.
- * Nothing here runs unless a fault is given. Forms:
+ * Fault injection for tests and benchmarks: the chaos entry (main.ts beside
+ * this file, `worker --chaos SPEC`) makes one worker misbehave so that tests
+ * can show the others name it and eject it. The shipped CLI never loads this
+ * file; it reaches the worker through the trainer's general hooks. Forms:
  *
  *   nan[@step:N]            its gradients become NaN (from step N on; default 0)
  *   scale:K[@step:N]        its gradients are multiplied by K (K < 0 flips their sign)
@@ -14,8 +15,8 @@
  *   lie-nan[@step:N]        it publishes its honest norm and sketches, then sends NaN into the ring
  *   lie-scale:K[@step:N]    it publishes its honest norm and sketches, then sends its gradient times K
  */
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Communicator } from '../comm/interface.ts';
+import { ErrorCode, RingtrainError } from '../../../src/core/errors.ts';
+import type { Communicator } from '../../../src/comm/interface.ts';
 
 export type Fault =
   | { kind: 'nan'; fromStep: number }
@@ -31,7 +32,7 @@ export type Fault =
 const FORMS = 'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], lie-nan[@step:N], lie-scale:K[@step:N]';
 
 function bad(spec: string, why: string): RingtrainError {
-  return new RingtrainError(ErrorCode.InvalidArgument, `--fault '${spec}': ${why}. It is a test-only option; the forms are ${FORMS}`);
+  return new RingtrainError(ErrorCode.InvalidArgument, `--chaos '${spec}': ${why}. The forms are ${FORMS}`);
 }
 
 export function parseFault(spec: string): Fault {
@@ -81,7 +82,7 @@ export function tamperGradients(fault: Fault, grads: Float32Array, step: number)
   else if (fault.kind === 'scale') for (let i = 0; i < grads.length; i++) grads[i] *= fault.factor;
 }
 
-/** lie-…: changes the contribution after its honest norm and sketches were published (the trainer's tamperAfterChecks). */
+/** lie-…: changes the contribution after its honest norm and sketches were published (the trainer's transformContribution). */
 export function lieAfterChecks(fault: Fault, grads: Float32Array, step: number): void {
   if (step < fault.fromStep) return;
   if (fault.kind === 'lie-nan') grads.fill(NaN);
@@ -118,7 +119,7 @@ function abortFrame(note: unknown): Uint8Array {
 export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: number, say?: (line: string) => void): Promise<boolean> {
   if (step !== fault.fromStep) return false;
   if (fault.kind !== 'garbage-frames' && fault.kind !== 'forge-abort' && fault.kind !== 'flood-tags') return false;
-  if (!hasRawWire(comm)) throw new RingtrainError(ErrorCode.InvalidArgument, `--fault ${fault.kind} needs a communicator over links`);
+  if (!hasRawWire(comm)) throw new RingtrainError(ErrorCode.InvalidArgument, `--chaos ${fault.kind} needs a communicator over links`);
   const peers = [...Array(comm.size).keys()].filter((p) => p !== comm.rank);
   const unsent: string[] = [];
   for (const peer of peers) {
@@ -134,7 +135,7 @@ export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: nu
       unsent.push(`rank ${peer}: ${(e as Error).message}`);
     }
   }
-  if (unsent.length) say?.(`--fault ${fault.kind}: nothing went to ${unsent.join('; ')}`);
+  if (unsent.length) say?.(`--chaos ${fault.kind}: nothing went to ${unsent.join('; ')}`);
   if (fault.kind === 'flood-tags') {
     // Through the communicator's own queue (well-formed, with its backpressure: an unpaced
     // flood would overrun libwebrtc's send buffer and close our own channel first).
@@ -182,7 +183,7 @@ export function flipBitsOnSend(comm: Communicator): void {
 }
 
 /**
- * The trainer's `tamperGradients` hook for a fault: changes the gradients,
+ * The trainer's `transformGradients` hook for a fault: changes the gradients,
  * misbehaves on the wire when the fault's step comes (without waiting for it:
  * the step goes on as a real attacker's would), or sleeps (slow:Kx).
  */
