@@ -7,7 +7,6 @@
  * once. And when several ranks save the same file, the launcher names it once.
  * Real launcher, real server, a real Deno worker.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,32 +15,23 @@ import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 import { reportRun } from '../../src/cli/run-summary.node.ts';
 import type { RunOptions } from '../../src/cli/run-options.node.ts';
 import type { WorkerState } from '../../src/cli/run-workers.node.ts';
+import { killRuns, ringtrainIn } from '../support/cli.ts';
 import { requireNetns } from '../support/workers.ts';
 
+// From a temporary folder: the recovery files a run writes land there, not in the repository.
+const CHAOS = 'test/support/chaos/bin.js';
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-divergence-'));
-const launchers: ChildProcess[] = [];
 afterAll(() => {
-  for (const c of launchers) c.kill('SIGKILL');
+  killRuns();
   rmSync(dir, { recursive: true, force: true });
 });
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(process.cwd(), 'test/support/chaos/bin.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    launchers.push(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('recovery after a divergence', () => {
   it('offers the last state evaluated before the divergence, with finite, sane weights, named once', async () => {
     requireNetns();
     // 8,000 digits at 500 a step: an evaluation at step 16, the fault at step 20.
-    const r = await run(['run', '-np', '1', '--runtime', 'deno', '--model', 'mlp', '--batch', '500', '--epochs', '2', '--seed', '7', '--chaos-worker', '0:scale:1e20@step:20']);
+    const r = await ringtrainIn(dir, ['run', '-np', '1', '--runtime', 'deno', '--model', 'mlp', '--batch', '500', '--epochs', '2', '--seed', '7', '--chaos-worker', '0:scale:1e20@step:20'], CHAOS);
     const said = `${r.stdout}\n${r.stderr}`;
     expect(r.code, said).not.toBe(0);
     expect(said).toMatch(/the run diverged/);

@@ -8,38 +8,27 @@
  * Real launcher (from the chaos entry, test/support/chaos: --chaos-worker), real
  * server, real Deno workers over real WebRTC.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { killRuns, ringtrainIn } from '../support/cli.ts';
 import { requireNetns } from '../support/workers.ts';
 
 const STEPS = 20;
-const launchers: ChildProcess[] = [];
+// From a temporary folder: the recovery files a run writes land there, not in the repository.
+const CHAOS = 'test/support/chaos/bin.js';
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-elastic-eject-'));
 afterAll(() => {
-  for (const c of launchers) c.kill('SIGKILL');
+  killRuns();
   rmSync(dir, { recursive: true, force: true });
 });
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // From a temporary folder: the ejected worker's recovery file lands there, not in the repository.
-    const child = spawn(process.execPath, [join(process.cwd(), 'test/support/chaos/bin.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    launchers.push(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('ringtrain run --elastic: a peer ejected mid-run', () => {
   it('the survivors finish every step; the launcher says done, names the ejection, and exits 0', async () => {
     requireNetns();
-    const r = await run(['run', '-np', '3', '--elastic', '--runtime', 'deno', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--chaos-worker', '2:scale:1e30@step:3']);
+    const r = await ringtrainIn(dir, ['run', '-np', '3', '--elastic', '--runtime', 'deno', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--chaos-worker', '2:scale:1e30@step:3'], CHAOS);
     const said = `${r.stdout}\n${r.stderr}`;
     expect(r.code, said).toBe(0);
     expect(r.stdout, said).toMatch(new RegExp(`^done: ${STEPS} steps on 2 peers, test accuracy \\d+\\.\\d+%, \\d+ samples/s; 1 peer ejected \\(deno-2: ejected`, 'm'));
