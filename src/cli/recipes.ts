@@ -1,6 +1,6 @@
 /**
  * Each built-in model's training recipe: what a flag the user did not give
- * means for that model. The transformer's is the words workload of issue 9
+ * means for that model. The transformer's is the words workload
  * (AdamW β 0.9/0.999, ε 1e-8, weight decay 0.01, lr 3e-3 with 100 warm-up
  * steps from zero then cosine to zero at the last step, 256 words per step
  * drawn with replacement, 1,000 steps), the settings the PyTorch reference

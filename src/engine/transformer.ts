@@ -1,5 +1,5 @@
 /**
- * The built-in transformer of the words workload (issue 9), on the model API:
+ * The built-in transformer of the words workload (a character model of English words, checked against PyTorch), on the model API:
  * the PyTorch module of docs/MODELS.md layer for layer, so the layout IS its
  * state dict (tok.weight, pos.weight, blocks.N.{ln1,qkv,proj,ln2,fc,out}, lnf,
  * head; Linear weights [out, in]):

@@ -1,5 +1,5 @@
 /**
- * An independent CPU forward pass of the transformer workload (issue 9), in
+ * An independent CPU forward pass of the transformer workload (the words model), in
  * f64, from named tensors alone: the oracle the GPU model's logits are tested
  * against, and the engine of `ringtrain generate`.
  *
