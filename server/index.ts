@@ -13,57 +13,23 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { WebSocketServer } from 'ws';
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
-import { DEFAULT_MAX_FRAME_BYTES, WS_PATH, describeIssues, jobSpecSchema, type JobSpec, type PublicJobInfo } from '../src/signaling/protocol.ts';
-import { parseJobSettings } from '../src/signaling/settings.ts';
-import { Admission, DEFAULT_ADMISSION_LIMITS, RefusalReason, addressKey, type AdmissionLimits } from './admission.ts';
+import { WS_PATH, type JobSpec, type PublicJobInfo } from '../src/signaling/protocol.ts';
+import { Admission, RefusalReason, addressKey } from './admission.ts';
 import { Connection } from './connection.ts';
-import { DEFAULT_TURN_TTL_S, checkIceOptions, checkJobIce, iceForPeer, type IceOptions } from './ice.ts';
-import { Job } from './jobs.ts';
+import { DEFAULT_TURN_TTL_S, iceForPeer } from './ice.ts';
+import { addJobTo } from './job-registry.ts';
+import type { Job } from './jobs.ts';
 import { ServerMetrics } from './metrics.ts';
-import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.ts';
+import { resolveOptions, type ServerOptions } from './options.ts';
 import { serveStatic } from './static.ts';
 
 export type { PublicJobInfo } from '../src/signaling/protocol.ts';
 export type { RateLimitOptions } from './rate-limit.ts';
 export type { AdmissionLimits } from './admission.ts';
 export type { IceOptions } from './ice.ts';
-
-/** The built page, relative to this file (independent of the working directory). */
-export const DEFAULT_STATIC_DIR = fileURLToPath(new URL('../demo/dist', import.meta.url));
-
-export interface ServerOptions {
-  /** 0 picks a free port. Default 0. */
-  port?: number;
-  /** Default 127.0.0.1: only this machine. Use 0.0.0.0 to accept other machines. */
-  host?: string;
-  jobs?: JobSpec[];
-  /** Folder of the built page; null serves no files. Default demo/dist. */
-  staticDir?: string | null;
-  heartbeatMs?: number;
-  missedHeartbeats?: number;
-  /** Largest WebSocket frame accepted; bigger ones close the connection (1009). */
-  maxFrameBytes?: number;
-  rateLimit?: Partial<RateLimitOptions>;
-  /** A connection whose first message (its join) has not come this long after the upgrade is closed. Default 5 s. */
-  joinTimeoutMs?: number;
-  /** Per-address and server-wide limits on sockets and on connections not yet joined. */
-  limits?: Partial<AdmissionLimits>;
-  /** PEM certificate (chain) and key: serve https and wss instead of http and ws. */
-  tls?: { cert: string | Buffer; key: string | Buffer };
-  /** Unsent bytes after which a peer that does not read is dropped. */
-  maxBufferedBytes?: number;
-  /**
-   * STUN/TURN servers for every job that names none of its own, and the secret
-   * shared with the TURN server (coturn's static-auth-secret) to mint each peer's
-   * short-lived credentials. Default: none (peers on one machine or LAN need none).
-   */
-  ice?: IceOptions;
-  /** Where log lines go; default nowhere. */
-  log?: (line: string) => void;
-}
+export { DEFAULT_STATIC_DIR, type ServerOptions } from './options.ts';
 
 export interface RunningServer {
   /** http://host:port (https:// with tls) */
@@ -81,22 +47,6 @@ export interface RunningServer {
 
 /** How long close() waits for clients to answer the close handshake before cutting them off. */
 const CLOSE_GRACE_MS = 1000;
-
-const DEFAULTS = {
-  port: 0,
-  host: '127.0.0.1',
-  heartbeatMs: 5000,
-  missedHeartbeats: 3,
-  maxFrameBytes: DEFAULT_MAX_FRAME_BYTES,
-  joinTimeoutMs: 5000,
-  maxBufferedBytes: 8 * 1024 * 1024,
-};
-
-function checkPositive(name: string, v: number, min = 1): void {
-  if (!Number.isFinite(v) || v < min) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `server option ${name} must be a number >= ${min}, got ${v}`);
-  }
-}
 
 /** How long a socket may take to send its request headers (a silent one holds a socket until then). */
 const HEADERS_TIMEOUT_MS = 10_000;
@@ -122,47 +72,11 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
-  const o = { ...DEFAULTS, ...options };
-  const rateLimit: RateLimitOptions = { ...DEFAULT_RATE_LIMIT, ...options.rateLimit };
-  checkPositive('port', o.port, 0);
-  checkPositive('heartbeatMs', o.heartbeatMs, 10);
-  checkPositive('missedHeartbeats', o.missedHeartbeats);
-  checkPositive('maxFrameBytes', o.maxFrameBytes, 1024);
-  checkPositive('joinTimeoutMs', o.joinTimeoutMs, 10);
-  const limits: AdmissionLimits = { ...DEFAULT_ADMISSION_LIMITS, ...options.limits };
-  checkPositive('limits.maxSocketsPerAddress', limits.maxSocketsPerAddress);
-  checkPositive('limits.maxHandshakesPerAddress', limits.maxHandshakesPerAddress);
-  checkPositive('limits.maxHandshakes', limits.maxHandshakes);
-  checkPositive('limits.badTokenBurst', limits.badTokenBurst);
-  checkPositive('limits.badTokenRefillMs', limits.badTokenRefillMs);
-  checkPositive('limits.maxPeersPerAddress', limits.maxPeersPerAddress, 0);
-  checkPositive('rateLimit.capacity', rateLimit.capacity);
-  checkPositive('rateLimit.refillPerS', rateLimit.refillPerS, 0);
-  const staticDir = options.staticDir === undefined ? DEFAULT_STATIC_DIR : options.staticDir;
-  const log = options.log ?? (() => {});
-  const ice: IceOptions = options.ice ?? {};
-  checkIceOptions(ice);
+  const o = resolveOptions(options);
+  const { rateLimit, limits, staticDir, log, ice } = o;
 
   const jobs = new Map<string, Job>();
-  const addJob = (spec: JobSpec): void => {
-    const parsed = jobSpecSchema.safeParse(spec);
-    if (!parsed.success) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: ${describeIssues(parsed.error)}`, { job: (spec as { id?: unknown })?.id });
-    }
-    // The settings are checked here, once, so a job no peer could train is refused where it is made
-    // (naming the setting) rather than at every peer that joins it.
-    try {
-      parseJobSettings(parsed.data.config.hyperparameters);
-    } catch (err) {
-      const e = err as RingtrainError;
-      throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: job '${parsed.data.id}': ${e.message}`, { job: parsed.data.id, ...e.detail }, { cause: err });
-    }
-    if (parsed.data.ice) checkJobIce(parsed.data.ice, ice, `job '${parsed.data.id}'`);
-    if (jobs.has(parsed.data.id)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `job '${parsed.data.id}' already exists; pick another id`);
-    }
-    jobs.set(parsed.data.id, new Job(parsed.data, { maxPeersPerAddress: limits.maxPeersPerAddress }));
-  };
+  const addJob = (spec: JobSpec): void => addJobTo(jobs, spec, ice, limits.maxPeersPerAddress);
   for (const spec of options.jobs ?? []) addJob(spec);
 
   const connections = new Set<Connection>();

@@ -1,0 +1,30 @@
+/**
+ * Adding a job to the server's jobs by id: the checks its spec must pass first
+ * (schema, training settings, ICE servers, an id not yet taken).
+ */
+import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
+import { describeIssues, jobSpecSchema, type JobSpec } from '../src/signaling/protocol.ts';
+import { parseJobSettings } from '../src/signaling/settings.ts';
+import { checkJobIce, type IceOptions } from './ice.ts';
+import { Job } from './jobs.ts';
+
+/** Checks `spec` and adds it to `jobs`; throws InvalidArgument, and adds nothing, when it is bad. */
+export function addJobTo(jobs: Map<string, Job>, spec: JobSpec, serverIce: IceOptions, maxPeersPerAddress: number): void {
+  const parsed = jobSpecSchema.safeParse(spec);
+  if (!parsed.success) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: ${describeIssues(parsed.error)}`, { job: (spec as { id?: unknown })?.id });
+  }
+  // The settings are checked here, once, so a job no peer could train is refused where it is made
+  // (naming the setting) rather than at every peer that joins it.
+  try {
+    parseJobSettings(parsed.data.config.hyperparameters);
+  } catch (err) {
+    const e = err as RingtrainError;
+    throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: job '${parsed.data.id}': ${e.message}`, { job: parsed.data.id, ...e.detail }, { cause: err });
+  }
+  if (parsed.data.ice) checkJobIce(parsed.data.ice, serverIce, `job '${parsed.data.id}'`);
+  if (jobs.has(parsed.data.id)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job '${parsed.data.id}' already exists; pick another id`);
+  }
+  jobs.set(parsed.data.id, new Job(parsed.data, { maxPeersPerAddress }));
+}
