@@ -8,18 +8,24 @@
  *   GET anything else     the built page (static files, no path traversal)
  * and accepts WebSocket upgrades on /ws for the signaling protocol
  * (src/signaling/protocol.ts), within the limits of ./admission.ts.
+ *
+ * startServer wires the parts together: options.ts (defaults and checks),
+ * job-registry.ts, http-routes.ts, http-server.ts, upgrade.ts, heartbeat.ts, shutdown.ts.
  */
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WS_PATH, type JobSpec, type PublicJobInfo } from '../src/signaling/protocol.ts';
 import { Admission } from './admission.ts';
 import type { Connection } from './connection.ts';
+import { startHeartbeat } from './heartbeat.ts';
 import { httpRequestHandler } from './http-routes.ts';
 import { createHttpServer, listen } from './http-server.ts';
-import { DEFAULT_TURN_TTL_S } from './ice.ts';
+import { DEFAULT_TURN_TTL_S, type IceOptions } from './ice.ts';
 import { addJobTo } from './job-registry.ts';
 import type { Job } from './jobs.ts';
 import { ServerMetrics } from './metrics.ts';
-import { resolveOptions, type ServerOptions } from './options.ts';
+import { resolveOptions, type ServerOptions, type ServerSettings } from './options.ts';
+import { shutDown } from './shutdown.ts';
 import { acceptWebSockets } from './upgrade.ts';
 
 export type { PublicJobInfo } from '../src/signaling/protocol.ts';
@@ -42,9 +48,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** How long close() waits for clients to answer the close handshake before cutting them off. */
-const CLOSE_GRACE_MS = 1000;
-
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const s = resolveOptions(options);
   const jobs = new Map<string, Job>();
@@ -57,51 +60,39 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const onRequest = httpRequestHandler({ jobs, admission, metrics, staticDir: s.staticDir, log: s.log });
   const http = createHttpServer(s.tls, onRequest, admission, metrics);
   const wss = acceptWebSockets(http, { settings: s, jobs, admission, metrics, connections });
-
-  let lastBeat = performance.now();
-  const beat = setInterval(() => {
-    const t = performance.now();
-    // A tick that comes late means this process was stalled (GC, a busy CPU), not its
-    // peers: their answers are still queued, so judge nobody this round.
-    const judge = t - lastBeat < s.heartbeatMs * 2;
-    lastBeat = t;
-    for (const c of connections) c.heartbeat(t, judge);
-  }, s.heartbeatMs);
-  beat.unref();
+  const stopHeartbeat = startHeartbeat(connections, s.heartbeatMs);
 
   await listen(http, s.host, s.port, s.log);
-  const port = (http.address() as AddressInfo).port;
-  const hostInUrl = s.host.includes(':') ? `[${s.host}]` : s.host === '0.0.0.0' ? '127.0.0.1' : s.host;
-  const [httpScheme, wsScheme] = s.tls ? ['https', 'wss'] : ['http', 'ws'];
-  const ice = s.ice;
-  s.log(`ringtrain signaling server on ${httpScheme}://${hostInUrl}:${port} (jobs: ${[...jobs.keys()].join(', ') || 'none'})`);
-  // URLs only: the secret and the credentials minted from it are never logged.
-  if (ice.stun?.length || ice.turn?.length) {
-    s.log(`ICE for peers: ${[...(ice.stun ?? []), ...(ice.turn ?? [])].join(' ')}${ice.turn?.length ? ` (TURN credentials per peer, valid ${ice.credentialTtlS ?? DEFAULT_TURN_TTL_S} s)` : ''}${ice.transportPolicy === 'relay' ? ', relay only' : ''}`);
-  }
+  const { url, wsUrl, port } = urlsOf(http, s);
+  logStarted(s.log, url, jobs, s.ice);
 
   let closed: Promise<void> | null = null;
   return {
-    url: `${httpScheme}://${hostInUrl}:${port}`,
-    wsUrl: `${wsScheme}://${hostInUrl}:${port}${WS_PATH}`,
+    url,
+    wsUrl,
     port,
     addJob,
     jobInfo: (id) => jobs.get(id)?.info(),
     metricsText: () => metrics.text(),
     close() {
-      closed ??= (async () => {
-        clearInterval(beat);
-        for (const c of connections) c.shutdown();
-        // A client that never answers the close handshake must not hold us up.
-        const force = setTimeout(() => {
-          for (const c of connections) c.terminate();
-        }, CLOSE_GRACE_MS);
-        await new Promise<void>((resolve) => wss.close(() => resolve()));
-        clearTimeout(force);
-        http.closeAllConnections();
-        await new Promise<void>((resolve) => http.close(() => resolve()));
-      })();
+      closed ??= shutDown({ stopHeartbeat, connections, wss, http });
       return closed;
     },
   };
+}
+
+/** Where clients reach the listening server (0.0.0.0 is reached as 127.0.0.1 on this machine). */
+function urlsOf(http: Server, s: ServerSettings): { url: string; wsUrl: string; port: number } {
+  const port = (http.address() as AddressInfo).port;
+  const hostInUrl = s.host.includes(':') ? `[${s.host}]` : s.host === '0.0.0.0' ? '127.0.0.1' : s.host;
+  const [httpScheme, wsScheme] = s.tls ? ['https', 'wss'] : ['http', 'ws'];
+  return { url: `${httpScheme}://${hostInUrl}:${port}`, wsUrl: `${wsScheme}://${hostInUrl}:${port}${WS_PATH}`, port };
+}
+
+function logStarted(log: (line: string) => void, url: string, jobs: ReadonlyMap<string, Job>, ice: IceOptions): void {
+  log(`ringtrain signaling server on ${url} (jobs: ${[...jobs.keys()].join(', ') || 'none'})`);
+  // URLs only: the secret and the credentials minted from it are never logged.
+  if (ice.stun?.length || ice.turn?.length) {
+    log(`ICE for peers: ${[...(ice.stun ?? []), ...(ice.turn ?? [])].join(' ')}${ice.turn?.length ? ` (TURN credentials per peer, valid ${ice.credentialTtlS ?? DEFAULT_TURN_TTL_S} s)` : ''}${ice.transportPolicy === 'relay' ? ', relay only' : ''}`);
+  }
 }
