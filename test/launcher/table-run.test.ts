@@ -14,6 +14,8 @@ import { workerTable } from '../../src/cli/table-option.node.ts';
 import { jobSpecFor } from '../../src/cli/run-options.node.ts';
 import type { RunOptions } from '../../src/cli/run-options.node.ts';
 import { parseJobSettings } from '../../src/distributed/settings.ts';
+import { startServer } from '../../server/index.ts';
+import { TOKEN_ENV } from '../../src/cli/secrets.node.ts';
 import { ringtrain } from '../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-table-run-'));
@@ -62,6 +64,26 @@ describe('run -np 2 --data TABLE', () => {
     expect(() => workerTable(withLabels, { data: mine })).toThrow('pass your copy of the labels too: --labels FILE');
     expect(() => workerTable(withLabels, { data: mine, labels: otherLabels })).toThrow(`this peer's --labels ${otherLabels} has SHA-256 ${sha(LABELS.replace('2', '1'))}, but job "run-z" trains on "labels.txt" with SHA-256 ${sha(LABELS)}`);
   });
+
+  it('a hand-started worker with another copy of the table is refused before it joins, naming both hashes', async () => {
+    const mine = join(dir, 'job.csv');
+    const other = join(dir, 'edited.csv');
+    writeFileSync(mine, TABLE);
+    writeFileSync(other, TABLE.replace('\n1,', '\n2,'));
+    const job = { id: 'run-hand', token: 'hand-token-1234', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, table: 'job.csv', tableSha256: sha(TABLE), labelColumn: 'label' }, batchPerPeer: 16, minPeers: 2, maxPeers: 2 } };
+    const server = await startServer({ port: 0, host: '127.0.0.1', jobs: [job], staticDir: null });
+    const before = process.env[TOKEN_ENV];
+    process.env[TOKEN_ENV] = job.token; // the spawned worker reads it from its environment
+    try {
+      const r = await ringtrain(['worker', '--server', server.url, '--job', job.id, '--data', other, '--runtime', 'deno']);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain(`this peer's --data ${other} has SHA-256 ${sha(TABLE.replace('\n1,', '\n2,'))}, but job "${job.id}" trains on "job.csv" with SHA-256 ${sha(TABLE)}`);
+    } finally {
+      if (before === undefined) delete process.env[TOKEN_ENV];
+      else process.env[TOKEN_ENV] = before;
+      await server.close();
+    }
+  }, 60_000);
 
   it('trains over real WebRTC, every rank with the same split, to a sensible accuracy', async () => {
     const data = join(dir, 'three.csv');
