@@ -59,7 +59,8 @@ export function workerTable(job: Job, given: { data?: string; labels?: string; l
   const sha = h.tableSha256;
   if (sha === undefined) {
     if (isTable(given.data) || given.labels !== undefined || given.labelColumn !== undefined) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains ${shown(job.config.model)} on no table; drop --data ${given.data ?? ''}${given.labels !== undefined ? ` and --labels ${given.labels}` : ''}`.trimEnd(), { job: job.id });
+      const drop = [isTable(given.data) ? `--data ${given.data}` : '', given.labels !== undefined ? `--labels ${given.labels}` : '', given.labelColumn !== undefined ? `--label-column ${given.labelColumn}` : ''].filter(Boolean);
+      throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains ${shown(job.config.model)} on no table; drop ${drop.join(' and ')}`, { job: job.id });
     }
     return undefined;
   }

@@ -56,7 +56,8 @@ describe('run -np 2 --data TABLE', () => {
     expect(() => workerTable(job, { data: other })).toThrow(`this peer's --data ${other} has SHA-256 ${sha(TABLE.replace('\n1,', '\n2,'))}, but job "run-x" trains on "mine.csv" with SHA-256 ${sha(TABLE)}`);
     expect(() => workerTable(job, {})).toThrow(`job "run-x" trains on the table "mine.csv" (SHA-256 ${sha(TABLE)}); pass your copy of it`);
     expect(() => workerTable(job, { data: mine, labelColumn: 'f0' })).toThrow(`this peer's --label-column f0 differs from job "run-x"'s "label"`);
-    expect(() => workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: mine })).toThrow('on no table; drop --data');
+    expect(() => workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: mine })).toThrow(`on no table; drop --data ${mine}`);
+    expect(() => workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { labels })).toThrow(`on no table; drop --labels ${labels}`);
     expect(workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: dir })).toBeUndefined(); // an IDX directory
 
     const withLabels = { id: 'run-z', config: { model: 'mlp', hyperparameters: { table: 'mine.csv', tableSha256: sha(TABLE), labels: 'labels.txt', labelsSha256: sha(LABELS) } } };
