@@ -60,6 +60,12 @@ export interface RunOptions extends TrainOptions {
   modelOptions?: Record<string, unknown>;
   /** --text: the text's SHA-256, which every worker's own copy must match. */
   textSha256?: string;
+  /** --data FILE.csv|.npy|.json: the labels file (--labels) or the column that holds them (--label-column). */
+  labels?: string;
+  labelColumn?: string;
+  /** --data as a table: its SHA-256 (and the labels file's), which every worker's own copies must match. */
+  tableSha256?: string;
+  labelsSha256?: string;
   /**
    * From code only (RunExtension): the command line of local worker `index`,
    * given the one the launcher would run (executable first); a program that
@@ -161,6 +167,16 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     hyperparameters.text = o.text.startsWith('@') ? o.text : basename(o.text);
     hyperparameters.textSha256 = o.textSha256 ?? '';
     hyperparameters.context = o.context ?? DEFAULT_TEXT_CONTEXT;
+  }
+  if (o.tableSha256 !== undefined && o.data !== undefined) {
+    // Like the text: the rows never travel, only the names and hashes every worker's copies must match.
+    hyperparameters.table = basename(o.data);
+    hyperparameters.tableSha256 = o.tableSha256;
+    if (o.labelColumn !== undefined) hyperparameters.labelColumn = o.labelColumn;
+    if (o.labels !== undefined) {
+      hyperparameters.labels = basename(o.labels);
+      hyperparameters.labelsSha256 = o.labelsSha256 ?? '';
+    }
   }
   return {
     id: `run-${randomUUID().slice(0, 8)}`,

@@ -99,6 +99,8 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       saved: saveFailed ? (saveFailed.fallback ?? null) : (o.save ?? null),
       save_failed: saveFailed ?? null,
       // A text run: the text's hash, and the vocabulary each rank built from its copy.
+      // A table run: the table's hash, and the split each rank made from its copy.
+      ...(o.tableSha256 !== undefined ? { table_sha256: o.tableSha256, labels_sha256: o.labelsSha256 ?? null, split_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, ...(r.table_split as object) })) } : {}),
       ...(o.text ? { text_sha256: o.textSha256 ?? null, vocabulary_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, size: r.vocabulary_size, crc32: r.vocabulary_crc32 })) } : {}),
     };
     if (o.json) await printLine(JSON.stringify(summary));

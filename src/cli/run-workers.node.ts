@@ -36,7 +36,9 @@ export function startWorker(index: number, server: RunningServer, job: JobSpec, 
   if (o.resume) given.push('--resume', o.resume);
   if (o.overwrite) given.push('--overwrite');
   if (o.timeline) given.push('--timeline', `${o.timeline}.part${index}`);
-  if (o.data) given.push('--data', o.data);
+  // A table and its labels as absolute paths, like the text: each worker checks their hashes against the job's.
+  if (o.data) given.push('--data', o.tableSha256 !== undefined ? resolve(o.data) : o.data);
+  if (o.labels) given.push('--labels', resolve(o.labels));
   // The same text for every local worker; each checks its hash against the job's before it joins.
   if (o.text) given.push('--text', o.text.startsWith('@') ? o.text : resolve(o.text));
   const [exe, ...args] = o.workerCommand ? o.workerCommand(index, given) : given;

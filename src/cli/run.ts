@@ -26,6 +26,9 @@ import { parseModelOptions, useModelOption } from './model-option.ts';
 import { withTextModel } from './recipes.ts';
 import { loadText } from '../data/text.node.ts';
 import { VALIDATION_FRACTION } from '../data/text.ts';
+import { loadTable } from '../data/table.node.ts';
+import type { TableSplit } from '../data/table.ts';
+import { fileSha256, isTable } from './table-option.node.ts';
 import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
@@ -70,6 +73,8 @@ export function runCommand(extension: RunExtension = {}): Command {
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
     .option('--verify', 'check every allreduce against sketches each peer publishes of its own gradient: a link that corrupts data is named and its sender ejected (docs/ROBUSTNESS.md)', false)
     .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them, and clip any other large one to 2x theirs; a peer doubtful three steps in a row is ejected (opt-in: docs/ROBUSTNESS.md)', false)
+    .option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same')
+    .option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)')
     .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false);
   addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
@@ -103,6 +108,8 @@ export function runCommand(extension: RunExtension = {}): Command {
         aggregation: parseAggregationOption(raw.aggregation),
         checks: { verify: Boolean(raw.verify), doubtRule: Boolean(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
         workerCommand: extension.workerCommand,
+        labels: raw.labels as string | undefined,
+        labelColumn: raw.labelColumn as string | undefined,
       };
       o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
       if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
@@ -115,6 +122,19 @@ export function runCommand(extension: RunExtension = {}): Command {
   return cmd;
 }
 
+/** --data FILE.csv|.npy|.json: the table (and labels file) hashed into `o`, and its split, for the progress bar. */
+function launcherTable(o: RunOptions): TableSplit | undefined {
+  if (!isTable(o.data)) {
+    if (o.labels !== undefined || o.labelColumn !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, '--labels and --label-column go with --data FILE.csv|.npy|.json (a table of rows)');
+    return undefined;
+  }
+  if (o.model === 'transformer' || o.model === 'cnn') throw new RingtrainError(ErrorCode.InvalidArgument, `--data ${o.data} is a table of rows: train the mlp or a model file on it, not the ${o.model}`);
+  const split = loadTable(o.data, { labels: o.labels, labelColumn: o.labelColumn });
+  o.tableSha256 = fileSha256(o.data, '--data');
+  if (o.labels !== undefined) o.labelsSha256 = fileSha256(o.labels, '--labels');
+  return split;
+}
+
 async function launch(o: RunOptions): Promise<number> {
   // By adapter unless named (runtime-choice.ts): Node on a hardware GPU, Deno on a CPU adapter.
   const decision = await decideRuntime(o.runtime);
@@ -124,6 +144,8 @@ async function launch(o: RunOptions): Promise<number> {
   // The launcher reads the text once, for its hash: the job names it, and every worker's copy must match.
   const text = o.text ? loadText(o.text) : undefined;
   if (text) o.textSha256 = text.sha256;
+  // A table likewise: read once here, so a missing label column stops the launch, and hashed for the job.
+  const table = launcherTable(o);
   const job = jobSpecFor(o, await useModelOption(o.model, o.modelOptions));
   // A worker's exit closes its socket at once, so heartbeats only catch a hung one; a first step that
   // compiles the transformer's kernels on a busy CPU adapter keeps a worker's event loop for many seconds.
@@ -134,7 +156,7 @@ async function launch(o: RunOptions): Promise<number> {
   }
 
   // For the progress bar only: the workers count their own steps from the data they load.
-  const trainExamples = text ? Math.floor(text.text.length * (1 - VALIDATION_FRACTION)) : o.model === 'transformer' ? WORD_COUNT - WORD_VALIDATION_COUNT : MNIST_TRAIN;
+  const trainExamples = table ? table.train.count : text ? Math.floor(text.text.length * (1 - VALIDATION_FRACTION)) : o.model === 'transformer' ? WORD_COUNT - WORD_VALIDATION_COUNT : MNIST_TRAIN;
   const stepsPerEpoch = batchCount(trainExamples, o.shares?.globalBatch ?? o.np * o.batch);
   const totalSteps = o.steps ?? o.epochs * stepsPerEpoch;
   const useBar = !o.json && stderrIsTTY;

@@ -9,6 +9,7 @@
  */
 import { type ModelChoice, parseModelOptions, workerModel } from './model-option.ts';
 import { checkWorkerModelOptions, workerText } from './text-option.node.ts';
+import { workerTable } from './table-option.node.ts';
 import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { z } from 'zod';
@@ -56,6 +57,8 @@ const WorkerOptionsSchema = z.object({
   model: z.string().min(1).optional(),
   text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
   modelOptions: z.string().optional(),
+  labels: z.string().min(1, { error: '--labels needs a file path' }).optional(),
+  labelColumn: z.string().min(1).optional(),
 });
 type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
@@ -91,7 +94,9 @@ export function workerCommand(extension: WorkerExtension = {}): Command {
     .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
     .option('--text <file>', "your copy of the job's --text (a job that trains on a text); its SHA-256 must match the job's")
     .option('--model-options <json>', "the model's options; a job's own are used, and other ones given here are refused")
-    .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files')
+    .option('--data <dir>', "train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files. A job that trains on a table: your copy of its FILE.csv|.npy|.json, whose SHA-256 must match the job's")
+    .option('--labels <file>', "your copy of the job's labels file (a table job with --labels); its SHA-256 must match the job's")
+    .option('--label-column <name>', "the table's label column; the job's is used, and another one given here is refused")
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--connect-timeout-ms <n>', 'give up opening the data channels to the other peers after this long (default 30000)')
     .option(...WORKER_AGGREGATION_OPTION)
@@ -162,7 +167,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
         checkWorkerModelOptions(job.id, parseModelOptions(o.modelOptions), jobConfig.modelOptions);
         choice = await workerModel(job, o.model, jobConfig.modelOptions);
         checkJobAggregation(aggregation, job.config.hyperparameters, job.id);
-        const loaded = await loadTrainingData(job.config.model, o.data, workerText(job, o.text));
+        const loaded = await loadTrainingData(job.config.model, o.data, workerText(job, o.text), workerTable(job, o) ?? {});
         const limit = job.config.hyperparameters.evalLimit;
         data = { ...loaded, test: limitEvaluation(loaded.test, typeof limit === 'number' ? limit : undefined) };
         if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
@@ -246,6 +251,8 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       // A text job: the vocabulary this rank built from its copy of the text (every rank's must agree).
       vocabulary_crc32: data.train.vocabulary ? crc32(new TextEncoder().encode(data.train.vocabulary)) : null,
       vocabulary_size: data.train.vocabulary ? data.train.classes : null,
+      // A table job: the split this rank made from its copy (every rank's must agree).
+      table_split: session.job.config.hyperparameters.tableSha256 !== undefined ? { train: data.train.count, test: data.test.count, test_crc32: crc32(new Uint8Array(data.test.inputs.buffer, data.test.inputs.byteOffset, data.test.inputs.byteLength)) } : null,
       // The last save at --save that failed (no later one landed), and where its state went instead.
       save_failed: saver.trouble,
     };

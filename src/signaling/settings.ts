@@ -116,6 +116,12 @@ const FIELDS = {
   text: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
   textSha256: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
   context: { schema: int.min(2), allowed: 'a whole number >= 2' },
+  // A table of rows (run --data FILE.csv|.npy|.json): its name and hash, and where its labels are.
+  table: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
+  tableSha256: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
+  labelColumn: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
+  labels: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
+  labelsSha256: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
   // launch --tabs: the arguments the page's recipe runs with.
   args: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
 } as const;

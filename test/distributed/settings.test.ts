@@ -46,6 +46,11 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   text: 'shakespeare.txt',
   textSha256: 'ab'.repeat(32),
   context: 64,
+  table: 'iris.csv',
+  tableSha256: 'cd'.repeat(32),
+  labelColumn: 'species',
+  labels: 'labels.npy',
+  labelsSha256: 'ef'.repeat(32),
   args: '--epochs 1 --train-examples 2048',
 };
 
