@@ -45,20 +45,9 @@ export function parseModelOptions(raw: unknown): Record<string, unknown> | undef
   return v as Record<string, unknown>;
 }
 
-/** The hyperparameters a job carries for a model file (see `checkJobModel`). */
+/** The hyperparameters a job carries for a model file (`workerModel` checks a worker's file against them). */
 export function jobModelFields(choice: ModelChoice): Record<string, string> {
   return choice.identity ? { modelName: choice.identity.name, modelLayoutHash: choice.identity.layoutHash } : {};
-}
-
-/** A worker's model file against the job's: same name (same bytes) and same layout hash, or a clear refusal. */
-export function checkJobModel(choice: ModelChoice, hyperparameters: Record<string, unknown>): void {
-  if (!choice.identity) return;
-  const name = hyperparameters.modelName;
-  const layoutHash = hyperparameters.modelLayoutHash;
-  if (typeof name !== 'string' || typeof layoutHash !== 'string') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `the job names model file ${choice.model} but records no model identity (modelName, modelLayoutHash); start it with ringtrain run --model <file>`);
-  }
-  checkSameModel({ identity: { name: choice.identity.name, options: {} }, layoutHash: choice.identity.layoutHash }, { name, layoutHash });
 }
 
 /** Text from the server shown in a message: no control characters (a terminal would act on them), not too long. */

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkJobModel } from '../../src/cli/model-option.ts';
+import { checkSameModel } from '../../src/engine/define.ts';
 
 const bin = fileURLToPath(new URL('../../bin/ringtrain.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-model-file-'));
@@ -51,8 +51,9 @@ describe('ringtrain run --model ./file.ts', () => {
   }, 120_000);
 
   it("refuses a worker whose model file is not the job's, naming both", () => {
-    const mine = { model: 'net@aaaaaaaa', identity: { name: 'net@aaaaaaaa', layoutHash: '11111111' } };
-    expect(() => checkJobModel(mine, { modelName: 'net@bbbbbbbb', modelLayoutHash: '22222222' })).toThrow(/net@aaaaaaaa \(layout hash 11111111\) but the job's is net@bbbbbbbb \(layout hash 22222222\)/);
-    expect(() => checkJobModel(mine, { modelName: 'net@aaaaaaaa', modelLayoutHash: '11111111' })).not.toThrow();
+    // What workerModel asks once the worker's own file is loaded.
+    const mine = { identity: { name: 'net@aaaaaaaa', options: {} }, layoutHash: '11111111' };
+    expect(() => checkSameModel(mine, { name: 'net@bbbbbbbb', layoutHash: '22222222' })).toThrow(/net@aaaaaaaa \(layout hash 11111111\) but the job's is net@bbbbbbbb \(layout hash 22222222\)/);
+    expect(() => checkSameModel(mine, { name: 'net@aaaaaaaa', layoutHash: '11111111' })).not.toThrow();
   });
 });
