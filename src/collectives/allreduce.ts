@@ -85,6 +85,10 @@ export function finish(mine: Tensor, s: ReduceSettings, size: number): void {
 /** Which algorithm moves `bytes` on `size` ranks: the same answer on every rank (negotiation checks it). */
 export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number): Exclude<Algorithm, 'auto'> {
   if (s.algorithm !== 'auto') return s.algorithm;
+  // Received segments are checked against the ranks that summed them along the ring's path
+  // (verified.ts); recursive doubling's hops follow no such path, so an observed reduction
+  // goes round the ring whatever its size, or a lying rank could not be told from its neighbours.
+  if (s.observe) return 'ring';
   if ((s.compression !== 'none' && s.compression !== 'fp16') || s.errorFeedback) return 'ring';
   return autoAlgorithm(bytes, size, s.smallBytes);
 }

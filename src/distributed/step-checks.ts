@@ -82,7 +82,8 @@ export class StepChecks {
     const guard = this.o.guard ?? {};
     if (guard === false && !this.o.verify) return 1;
     const seed = stepSeed(this.o.seed, step);
-    const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes) : [];
+    // An observed allreduce goes round the ring at any size (chooseAlgorithm): no recursive-doubling pieces.
+    const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0) : [];
     const directionBuckets = guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
     const mine = new Float32Array(1 + directionBuckets + 2 * VERIFY_BUCKETS * chunks.length);
     mine[0] = l2Norm(local);

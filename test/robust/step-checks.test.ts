@@ -30,7 +30,7 @@ function gradients(size: number, n: number, step: number, signal = 0.3): Float32
 }
 
 /** One step on every rank: before, allreduce (average), after. Resolves to each rank's error (or null). */
-async function step(checks: StepChecks[], comms: LinkCommunicator[], grads: Float32Array[], s: number, lie?: (r: number, g: Float32Array) => void): Promise<(RingtrainError | null)[]> {
+async function step(checks: StepChecks[], comms: LinkCommunicator[], grads: Float32Array[], s: number, lie?: (r: number, g: Float32Array) => void, how: { algorithm?: 'ring' } = { algorithm: 'ring' }): Promise<(RingtrainError | null)[]> {
   return Promise.all(
     comms.map(async (c, r) => {
       try {
@@ -39,7 +39,7 @@ async function step(checks: StepChecks[], comms: LinkCommunicator[], grads: Floa
         if (factor !== 1) grads[r] = grads[r].map((v) => v * factor);
         // A liar changes what it sends after its honest norm and sketches went out.
         lie?.(r, grads[r]);
-        await allreduceInPlace(c, grads[r], { op: 'average', name: `g${s}`, algorithm: 'ring', segmentBytes: 8192, observeReceived: (o, v) => checks[r].observe(c, o, v) });
+        await allreduceInPlace(c, grads[r], { op: 'average', name: `g${s}`, ...how, segmentBytes: 8192, observeReceived: (o, v) => checks[r].observe(c, o, v) });
         await checks[r].after(c, grads[r], 1 / c.size);
         return null;
       } catch (e) {
@@ -86,6 +86,22 @@ describe('StepChecks: verified allreduce', () => {
       });
     }
   }
+
+  // A small model's gradient (under 64 KiB) would go by recursive doubling, whose hops follow no
+  // ring path: every rank found the result wrong and nobody could be named (a 4-worker CNN job
+  // with lie-nan stopped after 25 s, nobody named). An observed allreduce goes round the ring.
+  it('a small gradient, reduced as the optimizer asks (no algorithm given), still names the liar on every rank', async () => {
+    const { comms, seen } = ring(4);
+    const checks = comms.map(() => new StepChecks({ verify: true, seed: 5 }));
+    const errors = await step(checks, comms, gradients(4, 2000, 0), 0, (r, g) => r === 2 && g.fill(NaN), {});
+    for (const [r, e] of errors.entries()) {
+      expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+      expect(e!.code, e!.message).toBe(ErrorCode.PeerMisbehaved);
+      expect(e!.detail).toMatchObject({ peer: 2, culprits: [2] });
+      expect(seen[r].find((ev) => ev.type === 'peer-misbehaved')).toMatchObject({ peer: 2 });
+    }
+    comms.forEach((c) => c.close());
+  });
 
   it('without verify, the same flipped link goes unseen (what the option is for)', async () => {
     const { comms } = ring(3);
