@@ -254,7 +254,7 @@ export class Connection implements Handshake {
           this.ctx.metrics.progressRefused(refused.reason);
           return this.sendError(SignalErrorCode.BadProgress, refused.message, false);
         }
-        this.member.progress = { ...progress, at: Date.now() };
+        this.member.progress = this.job.showProgress(this.member, progress, Date.now());
         return;
       }
       case 'pong':

@@ -14,11 +14,15 @@ import {
   type Progress,
   type PublicJobInfo,
   type ServerMessage,
+  type ShownProgress,
 } from '../src/signaling/protocol.ts';
 import { parseJobSettings, type JobSettings } from '../src/signaling/settings.ts';
 
 /** Fewest distinct reporters that can eject a peer. */
 export const MIN_REPORTERS = 2;
+
+/** How far a claimed speed may exceed the pace of a peer's own progress reports before it is not shown. */
+export const PLAUSIBLE_PACE_SLACK = 5;
 
 export interface Member {
   readonly peerId: string;
@@ -28,7 +32,9 @@ export interface Member {
   readonly joinedAt: number;
   /** Who it is for the per-address limit (admission.ts addressKey). */
   readonly address?: string;
-  progress?: Progress & { at: number };
+  progress?: ShownProgress;
+  /** Its first accepted progress report: the pace of its later reports is measured from it. */
+  progressOrigin?: { step: number; at: number };
   send(msg: ServerMessage): void;
   /** Puts this member out of the job for breaking the rules (a fatal error, then the socket closes). */
   eject(why: string): void;
@@ -131,6 +137,27 @@ export class Job {
       return { reason: 'beyond-last-step', message: `progress refused: step ${p.step} is past the job's last step (${lastStep})` };
     }
     return null;
+  }
+
+  /**
+   * What is shown of an accepted report (progressRefusal passed it): all of it, marked as the
+   * peer's own word, except a speed the pace of its own reports does not bear out. A peer's
+   * samplesPerS is the ring's examples per second, so it can be at most the ring's examples per
+   * step times the steps per second its reports advanced since its first one (PLAUSIBLE_PACE_SLACK
+   * times that, for evaluations and waits its own clock leaves out). The first report has no pace
+   * yet, so its speeds are not shown: one report of 1e12 samples/s would otherwise stand.
+   */
+  showProgress(member: Member, p: Progress, now: number): ShownProgress {
+    const origin = (member.progressOrigin ??= { step: p.step, at: now });
+    const seconds = (now - origin.at) / 1000;
+    const stepsPerS = seconds > 0 ? (p.step - origin.step) / seconds : 0;
+    const examplesPerStep = this.settings.globalBatch ?? this.config.batchPerPeer * this.config.maxPeers;
+    const limits = { stepsPerS: PLAUSIBLE_PACE_SLACK * stepsPerS, samplesPerS: PLAUSIBLE_PACE_SLACK * stepsPerS * examplesPerStep };
+    const shown: ShownProgress = { ...p, at: now, selfReported: true };
+    const dropped = (['samplesPerS', 'stepsPerS'] as const).filter((k) => p[k] !== undefined && p[k] > limits[k]);
+    for (const k of dropped) delete shown[k];
+    if (dropped.length) shown.dropped = dropped;
+    return shown;
   }
 
   rankOf(member: Member): number {

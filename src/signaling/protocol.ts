@@ -230,6 +230,14 @@ export const progressSchema = z.strictObject(progressFields);
 export type Progress = z.infer<typeof progressSchema>;
 
 /**
+ * A peer's progress as the server shows it: what the peer said of itself, marked so. The server
+ * cannot check a loss or an accuracy; it checks that steps grow and stay within the job, and that
+ * a claimed speed fits the pace of the peer's own reports (`dropped`: the speeds it left out).
+ * `at` is the server's Date.now() when the report arrived.
+ */
+export type ShownProgress = Progress & { at: number; selfReported: true; dropped?: ('samplesPerS' | 'stepsPerS')[] };
+
+/**
  * What GET /api/jobs/:id answers (GET /api/jobs: an array of them): everything but
  * the token, and only to a request bearing the job's token (Authorization: Bearer),
  * or to anyone when the job's config says `public: true`.
@@ -241,7 +249,7 @@ export interface PublicJobInfo {
   size: number;
   ready: boolean;
   started: boolean;
-  /** In rank order. `progress.at` is the server's Date.now() when the report arrived. */
+  /** In rank order. */
   peers: {
     rank: number;
     peerId: string;
@@ -249,7 +257,7 @@ export interface PublicJobInfo {
     name?: string;
     capabilities?: Capabilities;
     joinedAt: number;
-    progress?: Progress & { at: number };
+    progress?: ShownProgress;
     voter: boolean;
   }[];
 }

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
+import { Job } from '../../server/jobs.ts';
 import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
 
@@ -142,7 +143,9 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect(text).not.toContain('s3cret');
     const info = JSON.parse(text);
     expect(info).toMatchObject({ id: 'mnist', size: 1, config: { model: 'mlp', minPeers: 2 } });
-    expect(info.peers[0]).toMatchObject({ rank: 0, name: 'a', runtime: 'node', progress: { step: 12, loss: 0.5, samplesPerS: 900 } });
+    // The peer's own word, marked so; a first report's speed has no pace to be checked against yet.
+    expect(info.peers[0]).toMatchObject({ rank: 0, name: 'a', runtime: 'node', progress: { step: 12, loss: 0.5, selfReported: true, dropped: ['samplesPerS'] } });
+    expect(info.peers[0].progress.samplesPerS).toBeUndefined();
     // Without the token, or with another job's: the same 404 as a job that does not exist.
     for (const init of [undefined, bearer('wrong'), bearer('open-token')]) {
       const hidden = await fetch(`${server.url}/api/jobs/mnist`, init);
@@ -194,6 +197,22 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect(text).toMatch(/ringtrain_progress_refused_total\{reason="beyond-last-step"\} 1\b/);
     expect(text).toMatch(/ringtrain_progress_refused_total\{reason="step-backwards"\} 1\b/);
     expect(text).toMatch(/ringtrain_progress_refused_total\{reason="invalid"\} 3\b/);
+  });
+
+  it('shows progress as self-reported, and drops a speed the pace of the peer\'s own reports does not bear out', () => {
+    // 4 peers at most × 32 examples: at most 128 examples per step for the ring.
+    const job = new Job(jobSpec('pace', 't', 1, 4));
+    const member = { peerId: 'p', runtime: 'node' as const, joinedAt: 0, send: () => {}, eject: () => {} };
+    const t0 = 1_000_000;
+    expect(job.showProgress(member, { step: 10, loss: 2, samplesPerS: 1e12 }, t0)).toEqual({ step: 10, loss: 2, at: t0, selfReported: true, dropped: ['samplesPerS'] });
+    // 100 steps in 10 s since its first report: 10 steps/s, so at most 5 × 10 × 128 = 6,400 examples/s.
+    expect(job.showProgress(member, { step: 110, loss: 1, samplesPerS: 1200, stepsPerS: 9.5 }, t0 + 10_000)).toEqual({ step: 110, loss: 1, samplesPerS: 1200, stepsPerS: 9.5, at: t0 + 10_000, selfReported: true });
+    // The claims that stood in the issue (loss 0, 1e12 samples/s, accuracy 1): the speed goes, the rest is marked.
+    expect(job.showProgress(member, { step: 120, loss: 0, samplesPerS: 1e12, stepsPerS: 1e6, testAccuracy: 1 }, t0 + 11_000)).toEqual({ step: 120, loss: 0, testAccuracy: 1, at: t0 + 11_000, selfReported: true, dropped: ['samplesPerS', 'stepsPerS'] });
+    // Standing still while claiming speed: nothing bears it out.
+    const still = { ...member, peerId: 'q' };
+    job.showProgress(still, { step: 5 }, t0);
+    expect(job.showProgress(still, { step: 5, samplesPerS: 50 }, t0 + 10_000).dropped).toEqual(['samplesPerS']);
   });
 
   it('rejects bad job specs with a clear error', async () => {

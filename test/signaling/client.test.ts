@@ -92,9 +92,9 @@ describe('signaling client (Node, over ws)', () => {
 
   it('reports progress to the server', async () => {
     const a = await join('a');
-    a.reportProgress({ step: 7, loss: 1.25, samplesPerS: 100 });
+    a.reportProgress({ step: 7, loss: 1.25, allreduceBytes: 100 });
     for (let i = 0; i < 500 && !server.jobInfo('alpha')?.peers[0].progress; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(server.jobInfo('alpha')?.peers[0].progress).toMatchObject({ step: 7, loss: 1.25, samplesPerS: 100 });
+    expect(server.jobInfo('alpha')?.peers[0].progress).toMatchObject({ step: 7, loss: 1.25, allreduceBytes: 100 });
   });
 
   it('fails with clear Signaling errors: wrong token, full job, no server, no WebSocket', async () => {
