@@ -56,13 +56,18 @@ function replayHonest(t: Trace) {
   let leftOut = 0;
   let clipped = 0;
   const named: { step: number; rank: number; reason: string }[] = [];
+  // The margin: each rank's current run of left-out steps, and the longest any rank had (named at namedAfter).
+  const run = new Array<number>(t.ranks).fill(0);
+  let longestRun = 0;
   t.norms.forEach((norms, step) => {
     const v = tracker.judge(step, t.sketches[step].map((s) => Float64Array.from(s)), norms);
     leftOut += v.leftOut.length;
     clipped += v.clipped.length;
     for (const n of v.named) named.push({ step, rank: n.rank, reason: n.reason });
+    for (let r = 0; r < t.ranks; r++) run[r] = v.leftOut.some((x) => x.rank === r) ? run[r] + 1 : 0;
+    longestRun = Math.max(longestRun, ...run);
   });
-  return { contributions: t.norms.length * t.ranks, leftOut, clipped, named: named.slice(0, 5), namedCount: named.length };
+  return { contributions: t.norms.length * t.ranks, leftOut, clipped, longestLeftOutRun: longestRun, named: named.slice(0, 5), namedCount: named.length };
 }
 
 function replayAttack(t: Trace, start: number): { delay: number | null; summed: number[] } {

@@ -11,8 +11,13 @@
  * Contributions the doubt rule left out of a step (event `contribution-left-out`, as
  * seen by honest worker 0) are counted in every run, honest ones included.
  *
- * `--doubt-rule false` runs every job (honest ones too) without the doubt rule (job
- * hyperparameter doubtRule, src/distributed/doubt.ts); by default the bench asks for it.
+ * `--checks LIST` says which opt-in step checks the jobs ask for: a comma-separated list of
+ * check sets, each `default` (none: what a job gets unasked) or opt-ins joined by `+`:
+ * `verify` (the verified allreduce), `doubt` (the doubt rule), `direction` (the direction
+ * rules), e.g. `--checks default,verify,doubt,direction,verify+doubt`. Every fault (and the
+ * honest runs) runs once per check set; each JSON line carries its set. Default `doubt`, the
+ * bench's set before it took others; `--doubt-rule false` is `--checks default`.
+ * `--no-honest` skips the honest runs (when a set's honest figures are already measured).
  *
  * Jobs fix the global batch at 4 × `--batch`, as `ringtrain run -np 4 --elastic` does
  * (docs/SHARES.md): the survivors take the steps the honest 4-peer run takes, so the gap
@@ -23,10 +28,16 @@
  * `--log DIR` keeps each worker's stderr and timeline (`worker --timeline`) in DIR, one
  * pair per run and worker: what to read when a run ends otherwise than expected.
  *
- * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3 | --fault-steps 0,3] [--seed 7] [--batch 8] [--doubt-rule true] [--per-peer] [--log DIR]
- *        [--faults nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags]
+ * The lying faults (`lie-nan`, `lie-scale:K`: honest norm and sketches published, poison sent)
+ * are caught by `verify` alone; the flip (`scale:-20`) by `doubt` or `direction`. Every fault
+ * runs on an elastic job, so a survivor run that did not finish shows up as
+ * `survivors_finished` below the step count and `stopped_by` naming why.
+ *
+ * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3 | --fault-steps 0,3] [--seed 7] [--batch 8] [--checks doubt] [--no-honest] [--per-peer] [--log DIR]
+ *        [--faults nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags,lie-nan,lie-scale:-20]
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../server/index.ts';
 import { CHAOS_ENTRY, startDenoWorker, type TestWorker } from '../test/support/workers.ts';
@@ -36,16 +47,29 @@ const steps = Number(opt('steps', '60'));
 const faultSteps = opt('fault-steps', opt('fault-step', '3')).split(',').map(Number);
 const seed = Number(opt('seed', '7'));
 const batch = Number(opt('batch', '8'));
-const doubtRule = opt('doubt-rule', 'true') === 'true';
+/** The opt-in checks each check set turns on, as the job hyperparameters that ask for them. */
+const CHECKS = { verify: 'verify', doubt: 'doubtRule', direction: 'directionRules' } as const;
+type CheckSets = { name: string; hyperparameters: Partial<Record<(typeof CHECKS)[keyof typeof CHECKS], boolean>> }[];
+const checkSets: CheckSets = opt('checks', opt('doubt-rule', 'true') === 'true' ? 'doubt' : 'default')
+  .split(',')
+  .map((name) => {
+    const parts = name === 'default' ? [] : name.split('+');
+    const unknown = parts.filter((p) => !Object.hasOwn(CHECKS, p));
+    if (unknown.length) throw new Error(`--checks: unknown check '${unknown[0]}' in '${name}' (default, or ${Object.keys(CHECKS).join(', ')} joined by +)`);
+    return { name, hyperparameters: Object.fromEntries(parts.map((p) => [CHECKS[p as keyof typeof CHECKS], true])) };
+  });
+const withHonest = !args.includes('--no-honest');
 const perPeer = args.includes('--per-peer');
 /** The whole ring's examples per step when it is fixed: the 4-peer job's. */
 const GLOBAL_BATCH = 4 * batch;
-const faults = opt('faults', 'nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags').split(',');
+const faults = opt('faults', 'nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags,lie-nan,lie-scale:-20').split(',');
 const RUN_LIMIT_MS = 30 * 60_000;
 const logDir = opt('log', '');
 if (logDir) mkdirSync(logDir, { recursive: true });
-/** Extra worker arguments that keep its timeline in the log directory. */
-const timelineArgs = (id: string, name: string): string[] => (logDir ? ['--timeline', join(logDir, `${id}-${name}.timeline.json`)] : []);
+/** Where a run that ends with an error leaves its recovery files: out of the working tree. */
+const recoveryDir = mkdtempSync(join(tmpdir(), 'faults-cnn-'));
+/** Extra worker arguments: its recovery file's place, and its timeline in the log directory. */
+const timelineArgs = (id: string, name: string): string[] => ['--recovery', join(recoveryDir, `${id}-${name}.safetensors`), ...(logDir ? ['--timeline', join(logDir, `${id}-${name}.timeline.json`)] : [])];
 
 if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
 
@@ -75,7 +99,7 @@ interface Run {
   peakMb: number[];
 }
 
-async function run(id: string, honestPeers: number, fault?: string, faultStep = 0): Promise<Run> {
+async function run(id: string, checks: CheckSets[number], honestPeers: number, fault?: string, faultStep = 0): Promise<Run> {
   const size = honestPeers + (fault ? 1 : 0);
   const job = {
     id,
@@ -83,7 +107,7 @@ async function run(id: string, honestPeers: number, fault?: string, faultStep = 
     config: {
       model: 'cnn',
       optimizer: 'sgd',
-      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, elastic: true, lrSchedule: 'cosine', doubtRule, ...(perPeer ? {} : { globalBatch: GLOBAL_BATCH }) },
+      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, elastic: true, lrSchedule: 'cosine', ...checks.hyperparameters, ...(perPeer ? {} : { globalBatch: GLOBAL_BATCH }) },
       batchPerPeer: batch,
       minPeers: 2,
       startPeers: size,
@@ -138,41 +162,58 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const points = (a: number, b: number) => Number(((a - b) * 100).toFixed(2));
 const maxOf = (xs: number[]) => Number(Math.max(...xs).toFixed(0));
 
-const honest4 = await run('honest-4', 4);
-const honest3 = await run('honest-3', 3);
-const acc4 = mean(accuracy(honest4));
-const acc3 = mean(accuracy(honest3));
 /** What the doubt rule left out, as honest worker 0 saw it: `rank@step` entries. */
 const leftOut = (r: Run) => r.honest[0].events.filter((e) => e.event === 'contribution-left-out').map((e) => `${e.peer}@${e.step}`);
-console.log(JSON.stringify({ bench: 'faults-cnn', run: 'honest', steps, seed, batch_per_peer: batch, global_batch: perPeer ? null : GLOBAL_BATCH, doubt_rule: doubtRule, accuracy_4_peers: acc4, accuracy_3_peers: acc3, left_out_4_peers: leftOut(honest4), left_out_3_peers: leftOut(honest3), peak_rss_mb_4_peers: maxOf(honest4.peakMb), exit_codes: [...honest4.codes, ...honest3.codes] }));
+/** Why each honest worker stopped early, if it did: its result's stop, or the last line it wrote before exiting with an error. */
+const stoppedBy = (r: Run) =>
+  r.honest.map((w, i) => {
+    if (w.result?.stopped_by) return `${w.result.stopped_by.code}: ${String(w.result.stopped_by.message ?? '').slice(0, 200)}`;
+    if (r.codes[i] === 0) return null;
+    return w.stderr.split('\n').filter((l) => l.trim() && !l.includes('XDG_RUNTIME_DIR')).at(-1)?.slice(0, 200) ?? `exit ${r.codes[i]}`;
+  });
 
-for (const faultStep of faultSteps) for (const fault of faults) {
-  const r = await run(`fault-${fault.replace(/[^a-z0-9]/gi, '')}-at-${faultStep}`, 3, fault, faultStep);
-  const bad = r.faulty!.rank;
-  const namedBy = r.honest.filter((w) => w.events.some((e) => e.event === 'peer-misbehaved' && e.peer === bad)).length;
-  const ejected = r.honest.some((w) => w.events.some((e) => e.event === 'peer-left' && e.reason === 'ejected' && e.rank === bad));
-  // Steps the ring completed with the faulty worker in it after the fault's step (step events count completed steps).
-  const lastWith4 = Math.max(0, ...r.honest.flatMap((w) => w.steps.filter((s) => s.size === 4).map((s) => s.step)));
-  const survivors = accuracy(r);
-  const acc = mean(survivors);
-  console.log(
-    JSON.stringify({
-      bench: 'faults-cnn',
-      fault,
-      fault_step: faultStep,
-      named_by_honest: `${namedBy}/${r.honest.length}`,
-      ejected,
-      last_step_with_faulty: lastWith4,
-      steps_to_ejection: Math.max(0, lastWith4 - faultStep),
-      left_out: leftOut(r),
-      survivors_finished: r.honest.map((w) => w.result?.steps ?? null),
-      survivors_size: r.honest.map((w) => w.result?.size ?? null),
-      survivor_accuracy: acc,
-      gap_points_vs_3_honest: points(acc, acc3),
-      gap_points_vs_4_honest: points(acc, acc4),
-      peak_rss_mb_honest: maxOf(r.peakMb),
-      exit_codes: r.codes,
-      stopped_by: r.honest.map((w) => w.result?.stopped_by?.code ?? null),
-    }),
-  );
+for (const checks of checkSets) {
+  const tag = (id: string) => (checkSets.length > 1 ? `${id}-${checks.name.replace(/[^a-z]/g, '')}` : id);
+  let acc4 = NaN;
+  let acc3 = NaN;
+  if (withHonest) {
+    const honest4 = await run(tag('honest-4'), checks, 4);
+    const honest3 = await run(tag('honest-3'), checks, 3);
+    acc4 = mean(accuracy(honest4));
+    acc3 = mean(accuracy(honest3));
+    console.log(JSON.stringify({ bench: 'faults-cnn', run: 'honest', checks: checks.name, steps, seed, batch_per_peer: batch, global_batch: perPeer ? null : GLOBAL_BATCH, accuracy_4_peers: acc4, accuracy_3_peers: acc3, left_out_4_peers: leftOut(honest4), left_out_3_peers: leftOut(honest3), peak_rss_mb_4_peers: maxOf(honest4.peakMb), exit_codes: [...honest4.codes, ...honest3.codes] }));
+  }
+
+  for (const faultStep of faultSteps) for (const fault of faults) {
+    const r = await run(tag(`fault-${fault.replace(/[^a-z0-9]/gi, '')}-at-${faultStep}`), checks, 3, fault, faultStep);
+    const bad = r.faulty!.rank;
+    const namedBy = r.honest.filter((w) => w.events.some((e) => e.event === 'peer-misbehaved' && e.peer === bad)).length;
+    const ejected = r.honest.some((w) => w.events.some((e) => e.event === 'peer-left' && e.reason === 'ejected' && e.rank === bad));
+    // Steps the ring completed with the faulty worker in it after the fault's step (step events count completed steps).
+    const lastWith4 = Math.max(0, ...r.honest.flatMap((w) => w.steps.filter((s) => s.size === 4).map((s) => s.step)));
+    const survivors = accuracy(r);
+    const acc = mean(survivors);
+    console.log(
+      JSON.stringify({
+        bench: 'faults-cnn',
+        checks: checks.name,
+        fault,
+        fault_step: faultStep,
+        named_by_honest: `${namedBy}/${r.honest.length}`,
+        ejected,
+        last_step_with_faulty: lastWith4,
+        steps_to_ejection: Math.max(0, lastWith4 - faultStep),
+        left_out: leftOut(r),
+        survivors_finished: r.honest.map((w) => w.result?.steps ?? null),
+        survivors_size: r.honest.map((w) => w.result?.size ?? null),
+        survivor_accuracy: acc,
+        gap_points_vs_3_honest: points(acc, acc3),
+        gap_points_vs_4_honest: points(acc, acc4),
+        peak_rss_mb_honest: maxOf(r.peakMb),
+        exit_codes: r.codes,
+        stopped_by: stoppedBy(r),
+      }),
+    );
+  }
 }
+rmSync(recoveryDir, { recursive: true, force: true });
