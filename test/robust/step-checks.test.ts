@@ -112,6 +112,33 @@ describe('StepChecks: verified allreduce', () => {
   });
 });
 
+describe('StepChecks: a rank that changes what it forwards', () => {
+  // The step checks' allgather goes round the ring, so every rank forwards the others' published
+  // norms and sketches unsigned. A rank that sets its left neighbour's norm to NaN as it forwards it
+  // makes the two ranks after it name that honest neighbour (a majority with its own report).
+  // Expected to fail until published blocks are signed (docs/ROBUSTNESS.md, "Signed frames").
+  it.fails('cannot frame its left neighbour by changing the norm it forwards', async () => {
+    const size = 4;
+    const { comms, seen } = ring(size);
+    const liar = 1;
+    const c = comms[liar];
+    const send = c.send.bind(c);
+    // The allgather's blocks (norm + 256 buckets) to its right: its own first, then rank 0's.
+    let forwarded = 0;
+    c.send = (peer, tag, payload) => {
+      if (peer !== (liar + 1) % size || payload.byteLength !== 4 * (1 + 256) || forwarded++ % (size - 1) !== 1) return send(peer, tag, payload);
+      const copy = payload.slice();
+      new Float32Array(copy.buffer, copy.byteOffset, 1)[0] = NaN;
+      return send(peer, tag, copy);
+    };
+    const checks = comms.map(() => new StepChecks({ seed: 5 }));
+    const grads = gradients(size, 5000, 0);
+    await Promise.all(comms.map((cm, r) => checks[r].before(cm, grads[r], 0).catch(() => {})));
+    comms.forEach((cm) => cm.close());
+    for (const r of [2, 3]) expect(seen[r].filter((e) => e.type === 'peer-misbehaved')).toEqual([]);
+  });
+});
+
 describe('StepChecks: the direction rule (opt-in)', () => {
   it('names a sign-flipped ×20 rank within 3 steps, on every rank; honest steps before pass', async () => {
     const { comms } = ring(4);
