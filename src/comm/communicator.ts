@@ -63,6 +63,8 @@ export class LinkCommunicator implements Communicator {
    * lossClaim). session.ts reports them if the server then sees no one leave.
    */
   readonly lossClaims = new Map<number, string>();
+  /** For each rank in lossClaims, the rank it said went away. */
+  readonly claimedLost = new Map<number, number>();
   error: RingtrainError | null = null;
 
   constructor(
@@ -311,7 +313,10 @@ export class LinkCommunicator implements Communicator {
     // Weighed even when this ring already broke: which abort arrives first is a race, and
     // first-hand evidence must not be lost to it.
     const claim = lossClaim(note, peer);
-    if (claim && !this.lossClaims.has(peer)) this.lossClaims.set(peer, claim);
+    if (claim && !this.lossClaims.has(peer)) {
+      this.lossClaims.set(peer, claim);
+      this.claimedLost.set(peer, note.detail.peer as number);
+    }
     const code = note.code;
     const lost = note.detail.peer;
     // Another rank names a flooder: back it only with evidence of our own (what that rank left

@@ -5,6 +5,7 @@
  * `ringtrain worker` command and the page's Join button both run this.
  */
 import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import { ErrorCode } from '../core/errors.ts';
 import type { EventBus } from '../core/events.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Gpu } from '../gpu/gpu.ts';
@@ -57,5 +58,11 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
   });
   const final = { step: result.steps, allreduceBytes: result.allreduceBytes, ...(Number.isFinite(result.trainLoss) ? { loss: result.trainLoss } : {}), ...(Number.isFinite(result.testAccuracy) ? { testAccuracy: result.testAccuracy } : {}), ...(Number.isFinite(result.testLoss) ? { testLoss: result.testLoss } : {}) };
   session.client.reportProgress(final);
+  // A fixed job stopped by a claim that a peer left: once the server has had time to see it go,
+  // a claim it never bore out names its maker instead of the peer it blamed.
+  if (result.stoppedBy?.code === ErrorCode.PeerLost) {
+    const named = await session.judgeLossClaims();
+    if (named) return { ...result, stoppedBy: named, lostRanks: [] };
+  }
   return result;
 }

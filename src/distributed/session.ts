@@ -69,6 +69,14 @@ export interface Session {
   readonly elastic: ElasticHooks;
   /** Calls `handler` for every peer that leaves the job (whatever the server connection). */
   onPeerLeft(handler: (p: PeerLeftMsg) => void): void;
+  /**
+   * A fixed job's ring that broke on a claim that a peer went away: waits the server's liveness
+   * window and, if every peer claimed lost is still in the job then, names every rank that made
+   * such a claim to this one (event peer-misbehaved, so it is reported) and returns the error the
+   * job stops with. Null when nothing was claimed, a claimed peer did leave, or the job is elastic
+   * (its regroup judges the claims and goes on).
+   */
+  judgeLossClaims(): Promise<RingtrainError | null>;
   /** Closes the data channels and leaves the job. */
   close(reason?: string): Promise<void>;
   /** Calls `handler` once the session has closed, whether closing went well or not (a timeline file is written so). */
@@ -416,6 +424,29 @@ class PeerSession implements Session {
     // Named like any other rule-breaker (timeline, page); the event's listener reports it.
     for (const [peer, reason] of claims) this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.membership.rank, peer, reason });
     return true;
+  }
+
+  async judgeLossClaims(): Promise<RingtrainError | null> {
+    const comm = this.comm as Partial<Pick<LinkCommunicator, 'lossClaims' | 'claimedLost'>> | undefined;
+    if (!comm?.lossClaims?.size || !comm.claimedLost || this.isElastic) return null;
+    const client = this.current;
+    const ring = this.membership;
+    // The peers said to be gone, by peer id: a rank of the broken ring may be another peer's in a later membership.
+    const claimed = [...comm.claimedLost.values()].map((r) => ring.peers[r]?.peerId).filter((id): id is string => id !== undefined);
+    const windowMs = client.heartbeatMs * (client.missedHeartbeats + 2);
+    const oneLeft = (m: Membership) => claimed.some((id) => !m.peers.some((p) => p.peerId === id));
+    const left = await client.nextMembership(oneLeft, windowMs).then(
+      () => true,
+      () => false,
+    );
+    if (left || client.closed) return null;
+    this.reportFalseAbort();
+    const who = [...comm.lossClaims.keys()].map((r) => `rank ${r}${ring.peers[r]?.name ? ` (${ring.peers[r].name})` : ''}`);
+    return new RingtrainError(
+      ErrorCode.PeerMisbehaved,
+      `${who.join(' and ')} aborted the ring saying a peer went away, but every peer it named was still in the job ${Math.round(windowMs / 1000)} s later: a false abort, reported to the server. The job is not elastic, so it stops: resume from the recovery checkpoint without ${who.length > 1 ? 'them' : 'it'}`,
+      { peer: [...comm.lossClaims.keys()][0], culprits: [...comm.lossClaims.keys()] },
+    );
   }
 
   onClose(handler: () => void | Promise<void>): void {

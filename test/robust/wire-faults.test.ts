@@ -51,4 +51,15 @@ describe('workers breaking the wire protocol', () => {
       for (const [k, code] of faultyCodes.entries()) expect(code, faulty[k].stderr).not.toBe(0);
     }, 240_000);
   }
+
+  it('--chaos forge-abort in a job that is not elastic: the job stops naming the forger, not the peer it blamed', async () => {
+    requireNetns();
+    const { honest, faulty, honestCodes } = await runWithFaults('wire-forge-fixed', [`forge-abort@step:${FAULT_STEP}`], undefined, false);
+    for (const [i, w] of honest.entries()) {
+      expect(honestCodes[i], w.stderr).toBe(3);
+      expect(w.result?.stopped_by, w.stderr).toMatchObject({ code: 'ERR_PEER_MISBEHAVED', message: expect.stringContaining(`rank ${faulty[0].rank} (faulty) aborted the ring saying a peer went away, but every peer it named was still in the job`) });
+      expect(w.events.find((e) => e.event === 'peer-misbehaved'), w.stderr).toMatchObject({ peer: faulty[0].rank });
+      expect(w.stderr).toMatch(/reporting rank \d+ \(faulty\) to the server: it aborted the ring saying rank \d+ went away/);
+    }
+  }, 240_000);
 });
