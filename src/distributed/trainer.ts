@@ -253,7 +253,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       // Weighed by this rank's share of the step's counted targets (exactly 1 when shares are equal).
       const mine = countedTargets(b.labels);
       const r = await dopt.step(lr, b.ringTargets > 0 ? (size * mine) / b.ringTargets : (size * b.size) / globalBatch).catch((err: unknown) => {
-        throw guard !== false ? suspectPeersFirst(err, config.verify === true) : err;
+        throw guard !== false ? suspectPeersFirst(err, config.verify === true, guard.doubt !== false) : err;
       });
       // A pass summed locally (backwardPassesPerStep > 1) reduced nothing: all of it was compute.
       if (!r.applied) computeMs = now() - t0;
@@ -355,11 +355,14 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
  * its ratio): either the sum overflowed, or a peer sent other numbers than it published. Say so
  * instead of blaming the learning rate alone; with verify on, such a peer is named before this.
  */
-function suspectPeersFirst(err: unknown, verify: boolean): unknown {
+function suspectPeersFirst(err: unknown, verify: boolean, doubt: boolean): unknown {
   if (!isRingtrainError(err) || err.detail?.diverged !== true || err.detail?.tensor === undefined) return err;
   const head = err.message.replace(/: a rank diverged; lower the learning rate$/, '');
+  // A peer that sends its gradient flipped and ×20, and publishes it so, passes both the norm rule
+  // and verify, and diverges a job in a few steps: only the doubt rule leaves it out and names it.
+  const flip = doubt ? '' : "; a peer may also have sent large gradients against the others', which the doubt rule (--doubt-rule) leaves out and names";
   const hint = verify
-    ? 'every rank published a finite gradient and the verified allreduce found no one changing it, so the sum itself overflowed: lower the learning rate'
-    : 'every rank published a finite gradient before the sum, so a peer may have sent other numbers than it published: run the job with verify (--verify) to name it; if none did, the sum overflowed: lower the learning rate';
+    ? `every rank published a finite gradient and the verified allreduce found no one changing it${flip}; if none did, the sum itself overflowed: lower the learning rate`
+    : `every rank published a finite gradient before the sum, so a peer may have sent other numbers than it published: run the job with verify (--verify) to name it${flip}; if none did, the sum overflowed: lower the learning rate`;
   return new RingtrainError(err.code, `${head}: ${hint}`, err.detail);
 }

@@ -57,6 +57,8 @@ describe('a NaN average while every rank published a finite gradient', () => {
     for (const [i, w] of honest.entries()) {
       expect(honestCodes[i], w.stderr).not.toBe(0);
       expect(w.stderr).toMatch(/a peer may have sent other numbers than it published: run the job with verify/);
+      // A flipped peer publishes what it sends: only the doubt rule catches it, so the job is told of it too.
+      expect(w.stderr).toMatch(/large gradients against the others', which the doubt rule \(--doubt-rule\) leaves out and names/);
       expect(w.stderr).not.toMatch(/a rank diverged; lower the learning rate/);
     }
   }, 200_000);
