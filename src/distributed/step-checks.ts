@@ -184,6 +184,17 @@ export class StepChecks {
         { peer: from, culprits: [from], link: [from, to], step: p.step, wrongAt, badAt },
       );
     }
+    // Wrong everywhere and no one rank to blame: the sum itself broke (finite contributions that
+    // overflowed, a run diverging under a peer whose large gradients are what it published). Said
+    // as a divergence, which stops the job with the suspects named, not as a ring that broke for
+    // no reason (an elastic job would wait for a membership change that never comes).
+    if (wrongAt.every((w) => w.length === n) && reduced.some((v) => !Number.isFinite(v))) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `the averaged gradient of 'gradients' holds non-finite values at step ${p.step}, wrong against the published sketches on every rank and no single rank explains it (${seenBy}): a rank diverged; lower the learning rate`,
+        { tensor: 'gradients', step: p.step, diverged: true, wrongAt, badAt },
+      );
+    }
     throw new RingtrainError(
       ErrorCode.Aborted,
       `step ${p.step} failed verification: the summed gradients changed in transit (${seenBy}), on one of the links ${where}; the update was not applied and no single rank explains it`,

@@ -103,6 +103,25 @@ describe('StepChecks: verified allreduce', () => {
     comms.forEach((c) => c.close());
   });
 
+  // Seen on the CNN with a ×(−20) peer that publishes what it sends: the sum overflowed at every hop,
+  // no rank explained it, and the elastic job waited 25 s for a membership change before stopping
+  // with "the ring broke, but no peer joined or left".
+  it('a sum that overflows from finite contributions reads as a divergence on every rank, not as a broken ring', async () => {
+    const { comms } = ring(3);
+    const checks = comms.map(() => new StepChecks({ verify: true, seed: 5 }));
+    const grads = gradients(3, 30000, 0);
+    // One element per ring chunk and rank near float32's largest: each norm is finite and alike, the
+    // sum of three is not, in every chunk (so every chunk names a different sender: no single one).
+    for (const g of grads) for (const i of [123, 10_123, 20_123]) g[i] = 2e38 / Math.sqrt(3);
+    const errors = await step(checks, comms, grads, 0);
+    for (const [r, e] of errors.entries()) {
+      expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+      expect(e!.code, e!.message).toBe(ErrorCode.InvalidArgument);
+      expect(e!.detail).toMatchObject({ diverged: true, tensor: 'gradients', step: 0 });
+    }
+    comms.forEach((c) => c.close());
+  });
+
   it('without verify, the same flipped link goes unseen (what the option is for)', async () => {
     const { comms } = ring(3);
     const checks = comms.map(() => new StepChecks({ verify: false, seed: 5 }));
