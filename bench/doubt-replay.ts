@@ -59,15 +59,20 @@ function replayHonest(t: Trace) {
   // The margin: each rank's current run of left-out steps, and the longest any rank had (named at namedAfter).
   const run = new Array<number>(t.ranks).fill(0);
   let longestRun = 0;
+  // How many runs of left-out steps reached each length (index 1: at least one step, 2: two in a row...).
+  const runsReaching: number[] = [];
   t.norms.forEach((norms, step) => {
     const v = tracker.judge(step, t.sketches[step].map((s) => Float64Array.from(s)), norms);
     leftOut += v.leftOut.length;
     clipped += v.clipped.length;
     for (const n of v.named) named.push({ step, rank: n.rank, reason: n.reason });
-    for (let r = 0; r < t.ranks; r++) run[r] = v.leftOut.some((x) => x.rank === r) ? run[r] + 1 : 0;
+    for (let r = 0; r < t.ranks; r++) {
+      run[r] = v.leftOut.some((x) => x.rank === r) ? run[r] + 1 : 0;
+      if (run[r] > 0) runsReaching[run[r]] = (runsReaching[run[r]] ?? 0) + 1;
+    }
     longestRun = Math.max(longestRun, ...run);
   });
-  return { contributions: t.norms.length * t.ranks, leftOut, clipped, longestLeftOutRun: longestRun, named: named.slice(0, 5), namedCount: named.length };
+  return { contributions: t.norms.length * t.ranks, leftOut, clipped, longestLeftOutRun: longestRun, leftOutRunsReaching: runsReaching.slice(1), named: named.slice(0, 5), namedCount: named.length };
 }
 
 function replayAttack(t: Trace, start: number): { delay: number | null; summed: number[] } {
