@@ -1,5 +1,5 @@
 /**
- * The rules of issue 14 on in-memory links (the named-and-ejected cases run on
+ * The untrusted-peer rules on in-memory links (the named-and-ejected cases run on
  * real WebRTC processes in workers.test.ts): the contribution guard's robust
  * statistic, the per-peer budget on unconsumed messages, malformed frames, and
  * the chaos entry's --chaos forms (test/support/chaos/faults.ts).
