@@ -10,6 +10,7 @@ import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 import type { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
+import type { JobSettings } from '../signaling/settings.ts';
 import { jobModelFields, type ModelChoice } from './model-option.ts';
 import type { readTlsFiles } from './secrets.node.ts';
 import type { iceFromFlags } from './ice-flags.node.ts';
@@ -130,7 +131,7 @@ export function refuseFlagConflicts(o: RunOptions): void {
 }
 
 export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
-  const hyperparameters: Record<string, number | string | boolean> = {
+  const hyperparameters: JobSettings = {
     lr: o.lr,
     momentum: o.momentum,
     weightDecay: o.weightDecay,
@@ -151,7 +152,7 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   refuseFlagConflicts(o);
   Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation));
   // Only the checks asked for are written, so a job without them reads as before.
-  for (const [key, on] of Object.entries(o.checks ?? {})) if (on) hyperparameters[key] = true;
+  for (const key of ['verify', 'doubtRule', 'directionRules'] as const) if (o.checks?.[key]) hyperparameters[key] = true;
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
