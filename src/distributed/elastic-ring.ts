@@ -1,6 +1,8 @@
 /**
  * The ring a rank trains on, and how it re-forms: the part of Horovod's
- * `hvd.elastic.State` that is about membership, for any trainer.
+ * `hvd.elastic.State` that is about membership, shared by the native trainer
+ * (ring-training.ts) and ringtrain/tfjs's elastic state (src/tfjs/elastic.ts),
+ * as Horovod's serves every framework.
  *
  * It holds the communicator, the one place a trainer and its optimizer read
  * it from (CurrentRing), so a re-formed ring is seen by both at once. When a
@@ -84,8 +86,8 @@ export class ElasticRing implements CurrentRing {
    * The newest membership epoch any rank has heard of (one tiny allreduce on the current ring):
    * every rank gets the same answer, so all of them re-form at the same point or none does.
    */
-  async agreedEpoch(hooks: ElasticHooks): Promise<number> {
-    const r = await allreduce(this.current, new Int32Array([hooks.latestEpoch()]), { op: 'max', name: this.o.agreementName ?? 'membership-epoch', timeoutMs: this.o.timeoutMs });
+  async agreedEpoch(): Promise<number> {
+    const r = await allreduce(this.current, new Int32Array([this.membership().latestEpoch()]), { op: 'max', name: this.o.agreementName ?? 'membership-epoch', timeoutMs: this.o.timeoutMs });
     return r[0];
   }
 
@@ -94,7 +96,7 @@ export class ElasticRing implements CurrentRing {
     const hooks = this.hooks;
     if (!hooks) return false;
     let agreed = hooks.currentEpoch();
-    if (!(await this.guarded(async () => void (agreed = await this.agreedEpoch(hooks))))) return true;
+    if (!(await this.guarded(async () => void (agreed = await this.agreedEpoch())))) return true;
     if (agreed <= hooks.currentEpoch()) return false;
     await this.regroup(agreed);
     return true;
@@ -102,8 +104,12 @@ export class ElasticRing implements CurrentRing {
 
   /** Closes the current ring, builds the one of the newest membership with epoch >= minEpoch, and runs the re-form callbacks. */
   async regroup(minEpoch: number): Promise<void> {
-    if (!this.hooks) throw new RingtrainError(ErrorCode.InvalidArgument, 'this ring has no membership hooks, so it cannot re-form; build the ElasticRing with the session\'s elastic hooks (session.elastic)');
-    this.current = await this.hooks.regroup(minEpoch);
+    this.current = await this.membership().regroup(minEpoch);
     for (const fn of this.reformedCallbacks) await fn(this.current);
+  }
+
+  private membership(): ElasticHooks {
+    if (!this.hooks) throw new RingtrainError(ErrorCode.InvalidArgument, "this ring has no membership hooks, so it cannot re-form; build the ElasticRing with the session's elastic hooks (session.elastic)");
+    return this.hooks;
   }
 }
