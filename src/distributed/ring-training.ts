@@ -7,6 +7,7 @@
  * the root's position, weights and optimizer state, and the loop carries on.
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
+import type { Communicator } from '../comm/interface.ts';
 import { now, type EventBus } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
@@ -79,7 +80,7 @@ export class RingTraining {
     });
   }
 
-  private get comm() {
+  private get comm(): Communicator {
     return this.parts.ring.comm;
   }
 
@@ -117,6 +118,7 @@ export class RingTraining {
     await this.syncFromRoot();
   }
 
+  /** Steps, and an evaluation at each epoch's end, until the step or epoch limit or shouldStop; a step the ring broke under is taken again on the re-formed ring. */
   private async loop(): Promise<void> {
     const { config, state } = this;
     const stepLimit = config.steps ?? Infinity;
@@ -215,7 +217,7 @@ export class RingTraining {
   }
 
   /** Collectives emit on their communicator's bus, which a re-formed ring replaces: the counter follows. */
-  private countRoundsOn(comm: ElasticRing['comm']): void {
+  private countRoundsOn(comm: Communicator): void {
     if (this.countedBuses.has(comm.events)) return;
     this.countedBuses.add(comm.events);
     comm.events.on((e) => void (e.rank === this.comm.rank && this.rounds.record(e)));
