@@ -148,8 +148,7 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   };
   if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
   if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
-  // Checked against compression, local SGD and speed shares here, before any server or worker starts.
-  refuseFlagConflicts(o);
+  // Conflicting flags were refused when `run` parsed them (refuseFlagConflicts), and the server's schema refuses the job's.
   Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation));
   // Only the checks asked for are written, so a job without them reads as before.
   for (const key of ['verify', 'doubtRule', 'directionRules'] as const) if (o.checks?.[key]) hyperparameters[key] = true;
