@@ -57,7 +57,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const connections = new Set<Connection>();
   const admission = new Admission(s.limits);
   const metrics = new ServerMetrics(() => jobs.values(), () => connections.size, () => admission.openHandshakes);
-  const onRequest = httpRequestHandler({ jobs, admission, metrics, staticDir: s.staticDir, log: s.log });
+  const onRequest = httpRequestHandler({ jobs, admission, metrics, staticDir: s.staticDir, files: s.files, log: s.log });
   const http = createHttpServer(s.tls, onRequest, admission, metrics);
   const wss = acceptWebSockets(http, { settings: s, jobs, admission, metrics, connections });
   const stopHeartbeat = startHeartbeat(connections, s.heartbeatMs);

@@ -2,6 +2,7 @@
  * startServer's options: what each means, their defaults, and the check that
  * refuses a bad one (naming it) before anything is opened.
  */
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 import { DEFAULT_MAX_FRAME_BYTES, type JobSpec } from '../src/signaling/protocol.ts';
@@ -39,6 +40,13 @@ export interface ServerOptions {
    * short-lived credentials. Default: none (peers on one machine or LAN need none).
    */
   ice?: IceOptions;
+  /**
+   * Files a job's peers may download from this server by their SHA-256: a job's
+   * text (or table), which a worker reads from its own disk but a browser tab
+   * cannot. Each is served only to holders of a job's token, and only to a job
+   * whose settings name its hash (GET /api/jobs/:id/files/:sha256).
+   */
+  files?: Uint8Array[];
   /** Where log lines go; default nowhere. */
   log?: (line: string) => void;
 }
@@ -54,13 +62,15 @@ const DEFAULTS = {
 };
 
 /** The options with every default filled in, checked. */
-export type ServerSettings = Omit<ServerOptions, 'rateLimit' | 'limits' | 'staticDir' | 'ice' | 'log'> &
+export type ServerSettings = Omit<ServerOptions, 'rateLimit' | 'limits' | 'staticDir' | 'ice' | 'log' | 'files'> &
   typeof DEFAULTS & {
     rateLimit: RateLimitOptions;
     limits: AdmissionLimits;
     staticDir: string | null;
     ice: IceOptions;
     log: (line: string) => void;
+    /** The files by hex SHA-256. */
+    files: ReadonlyMap<string, Uint8Array>;
   };
 
 function checkPositive(name: string, v: number, min = 1): void {
@@ -91,5 +101,6 @@ export function resolveOptions(options: ServerOptions): ServerSettings {
   const log = options.log ?? (() => {});
   const ice: IceOptions = options.ice ?? {};
   checkIceOptions(ice);
-  return { ...o, rateLimit, limits, staticDir, log, ice };
+  const files = new Map((options.files ?? []).map((bytes) => [createHash('sha256').update(bytes).digest('hex'), bytes]));
+  return { ...o, rateLimit, limits, staticDir, log, ice, files };
 }

@@ -9,6 +9,8 @@
 import type { EventBus } from '../../src/core/events.ts';
 import { modelSpecFor } from '../../src/distributed/train-local.ts';
 import { type Dataset, selectExamples } from '../../src/data/dataset.ts';
+import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
+import { DEFAULT_TEXT_CONTEXT } from '../../src/data/text.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 import { parseJobSettings } from '../../src/distributed/settings.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
@@ -18,14 +20,20 @@ import { warmUpKernels } from '../../src/distributed/warm-up.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { loadMnistInPage } from '../mnist-data.ts';
 import { loadWordsInPage } from '../words-data.ts';
+import { loadJobTextInPage } from '../text-data.ts';
 import { lossText } from './job.ts';
 import type { JoinFn } from './participate.ts';
 
-/** The words' training and validation sets; a job's evalLimit keeps the first words of validation only (quick runs). */
+/** A job's evalLimit keeps the first examples of validation only (quick runs). */
+function limitEvaluation(validation: Dataset, evalLimit: number | undefined): Dataset {
+  const n = evalLimit !== undefined && evalLimit < validation.count ? evalLimit : validation.count;
+  return n === validation.count ? validation : selectExamples(validation, Uint32Array.from({ length: n }, (_, i) => i));
+}
+
+/** The words' training and validation sets. */
 async function wordsForJob(evalLimit: number | undefined): Promise<{ train: Dataset; test: Dataset }> {
   const { train, validation } = await loadWordsInPage();
-  const n = evalLimit !== undefined && evalLimit < validation.count ? evalLimit : validation.count;
-  return { train, test: n === validation.count ? validation : selectExamples(validation, Uint32Array.from({ length: n }, (_, i) => i)) };
+  return { train, test: limitEvaluation(validation, evalLimit) };
 }
 
 /**
@@ -54,9 +62,21 @@ export function browserJoin(
       capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter, webrtc: true },
       // The job's model says which data: loaded before the ring forms, so the others never wait on our download.
       beforeRing: async (job) => {
-        const words = job.config.model === 'transformer';
-        progress(words ? 'loading the words…' : 'loading the digits…');
-        ({ train, test } = words ? await wordsForJob(parseJobSettings(job.config.hyperparameters).evalLimit) : await loadMnistInPage());
+        const settings = parseJobSettings(job.config.hyperparameters);
+        if (settings.tableSha256) {
+          throw new RingtrainError(ErrorCode.InvalidArgument, `job ${job.id} trains on the table ${JSON.stringify(settings.table ?? '')}, which a tab cannot join yet; join it with a worker: ringtrain worker --data FILE …`, { job: job.id });
+        }
+        if (settings.textSha256) {
+          // A text job: the text comes from the server that serves this page, checked against the job's hash.
+          progress(`loading the text ${settings.text ?? ''}…`);
+          const split = await loadJobTextInPage({ job: job.id, token: params.token, name: settings.text ?? '', sha256: settings.textSha256, context: settings.context ?? DEFAULT_TEXT_CONTEXT }, server);
+          train = split.train;
+          test = limitEvaluation(split.validation, settings.evalLimit);
+        } else {
+          const words = job.config.model === 'transformer';
+          progress(words ? 'loading the words…' : 'loading the digits…');
+          ({ train, test } = words ? await wordsForJob(settings.evalLimit) : await loadMnistInPage());
+        }
         // A software adapter takes many seconds to compile the first step's kernels: inside the ring the
         // others would wait that long on our first gradient (seen: 30 s on SwiftShader, and the ring gave up).
         if (!job.config.model.startsWith('tfjs')) {

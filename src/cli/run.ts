@@ -149,7 +149,7 @@ async function launch(o: RunOptions): Promise<number> {
   const job = jobSpecFor(o, await useModelOption(o.model, o.modelOptions));
   // A worker's exit closes its socket at once, so heartbeats only catch a hung one; a first step that
   // compiles the transformer's kernels on a busy CPU adapter keeps a worker's event loop for many seconds.
-  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS });
+  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS, files: text ? [text.bytes] : [] });
   await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);
   if (o.servePage) {
     await say(`ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`);

@@ -17,6 +17,9 @@ import { printLine, stderr } from './host.node.ts';
 import { TOKEN_ENV, readTlsFiles, tokenFrom } from './secrets.node.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
+import { basename } from 'node:path';
+import { loadText, type LoadedText } from '../data/text.node.ts';
+import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 
 const count = (flag: string, min: number) =>
   z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
@@ -52,6 +55,8 @@ const ServerOptionsSchema = TrainOptionsSchema.pick({
   heartbeatMs: count('--heartbeat-ms', 10),
   quiet: z.boolean().default(false),
   hp: z.array(z.string()).default([]),
+  text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
+  context: count('--context', 2).optional(),
 });
 type ServerCliOptions = z.infer<typeof ServerOptionsSchema>;
 
@@ -70,8 +75,9 @@ function parse(raw: Record<string, unknown>): ServerCliOptions {
 }
 
 /** The job the flags describe, if --job was given. */
-export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
+export function jobFromFlags(o: ServerCliOptions, text?: LoadedText): JobSpec | null {
   if (!o.job) {
+    if (o.text) throw invalid('--text needs --job (the job that trains on it).');
     if (o.token || o.tokenFile) throw invalid(`${o.token ? '--token' : '--token-file'} needs --job (the job it opens).`);
     if (o.public) throw invalid('--public needs --job (the job it lists publicly).');
     return null;
@@ -85,6 +91,11 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
     epochs: o.epochs,
   };
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
+  if (text) {
+    // As run --text records it: the name and hash, never the text; workers bring their own copies, tabs download this one.
+    if (o.model !== 'transformer') throw invalid(`--text trains the transformer: add --model transformer (got --model ${o.model}).`);
+    Object.assign(hyperparameters, { text: o.text!.startsWith('@') ? o.text : basename(o.text!), textSha256: text.sha256, context: o.context ?? DEFAULT_TEXT_CONTEXT });
+  }
   // Checked here too (the server checks every job it adds) to name the flag that set it.
   let settings: JobSettings;
   try {
@@ -158,6 +169,8 @@ export function serverCommand(): Command {
     .option('--min-peers <n>', 'the job starts when this many peers have joined', '2')
     .option('--max-peers <n>', 'peers beyond this many are refused', '16')
     .option('--hp <key=value...>', 'more hyperparameters for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...)')
+    .option('--text <file>', "--job trains the transformer on this UTF-8 text (or @brown): the job records its SHA-256, workers pass their own copies (worker --text), and tabs that join download it from here")
+    .option('--context <n>', 'with --text: characters per window (default 64)')
     .option('--jobs-file <path>', 'more jobs: a JSON array of {id, token, config}')
     .option('--static <dir>', 'folder of the built page (default demo/dist)')
     .option('--no-static', 'serve no page')
@@ -177,7 +190,8 @@ export function serverCommand(): Command {
       const tls = readTlsFiles(o.tlsCert, o.tlsKey);
       const jobs: JobSpec[] = [];
       const generatedToken = o.job !== undefined && o.token === undefined && o.tokenFile === undefined && !process.env[TOKEN_ENV];
-      const flagJob = jobFromFlags(o);
+      const text = o.text === undefined ? undefined : loadText(o.text);
+      const flagJob = jobFromFlags(o, text);
       if (flagJob) jobs.push(flagJob);
       if (o.jobsFile) jobs.push(...(await jobsFromFile(o.jobsFile)));
       const log = o.quiet ? () => {} : (line: string) => void printLine(`[server] ${line}`);
@@ -193,6 +207,7 @@ export function serverCommand(): Command {
           tls,
           ice,
           log,
+          files: text ? [text.bytes] : [],
         },
         (server) => {
           void printLine(`ringtrain server listening on ${server.url}`);
@@ -202,7 +217,9 @@ export function serverCommand(): Command {
           for (const j of jobs) {
             const known = j === flagJob && generatedToken;
             const token = known ? j.token : '<its token>';
-            void printLine(`job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${server.url} --job ${j.id}`);
+            // A text job's workers bring their own copy of the text (tabs download it from here).
+            const textFlag = j === flagJob && o.text !== undefined ? ` --text ${o.text}` : '';
+            void printLine(`job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${server.url} --job ${j.id}${textFlag}`);
             void printLine(`job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}#token=${known ? encodeURIComponent(j.token) : token}`);
           }
         },
