@@ -3,10 +3,11 @@
  * Starts a signaling server with one job of N places and N local processes
  * running SCRIPT (TypeScript or JavaScript, under Node through tsx, or Deno).
  * Each finds the job in its environment (RINGTRAIN_SERVER, RINGTRAIN_JOB,
- * RINGTRAIN_TOKEN, RINGTRAIN_LOCAL_RANK), so `await init()` from
- * ringtrain/tfjs needs no arguments. Every output line comes back prefixed
- * with its worker's number: `[1] epoch 2 …`. The exit status is 0 when every
- * worker exits 0.
+ * RINGTRAIN_TOKEN, RINGTRAIN_LOCAL_RANK, RINGTRAIN_NAME), so `await init()`
+ * from ringtrain or ringtrain/tfjs needs no arguments. Every output line
+ * comes back prefixed with its worker's rank once the ring gave it one
+ * (`[rank 1] epoch 2 …`), and with the launcher's number for it before
+ * (`[worker 0] loading …`). The exit status is 0 when every worker exits 0.
  *
  * With --elastic the job is elastic (src/tfjs/elastic.ts): a worker that dies
  * is a loss the others carry on without, and the run succeeds when at least
@@ -26,8 +27,8 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import type { JobSettings } from '../signaling/settings.ts';
-import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
-import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
+import { DEFAULT_STATIC_DIR, startServer, type RunningServer } from '../../server/index.ts';
+import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, NAME_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
 import { runtimeExecutable } from './host.node.ts';
 import { elasticOptions } from './run-options.node.ts';
 import { writeTimeline } from './run-workers.node.ts';
@@ -78,6 +79,49 @@ const TAB_PEER_TIMEOUT_MS = 120_000;
 /** A worker's exit closes its socket at once; the heartbeat only catches a hung one, so minutes are fine. */
 const LAUNCH_MISSED_HEARTBEATS = 30;
 
+/** The name worker `i` joins under (NAME_ENV): how the launcher finds its rank. */
+const workerName = (i: number): string => `worker-${i}`;
+
+/**
+ * Each worker's rank, read from the job's membership on the server, which
+ * knows it before the worker does (the server assigns it, then tells the
+ * worker): any line a worker prints after init() returns is prefixed with its
+ * rank. Ranks move when an elastic ring re-forms, so every line asks afresh; a
+ * worker that left keeps the last rank it held, for its final lines.
+ */
+class WorkerRanks {
+  private readonly last = new Map<number, number>();
+  /** Each worker's process id, by the launcher's number for it. */
+  readonly pids: (number | undefined)[] = [];
+  constructor(
+    private readonly server: RunningServer,
+    private readonly jobId: string,
+    private readonly announce: (line: string) => void,
+  ) {}
+
+  rank(i: number): number | undefined {
+    const now = this.server.jobInfo(this.jobId)?.peers.find((p) => p.name === workerName(i))?.rank;
+    if (now !== undefined && now !== this.last.get(i)) {
+      this.last.set(i, now);
+      // Which process holds which rank, each time it changes: what a person needs to read a loss (or to kill one).
+      this.announce(`[launch] worker ${i}${this.pids[i] === undefined ? '' : ` (pid ${this.pids[i]})`} is rank ${now}`);
+    }
+    return this.last.get(i);
+  }
+
+  /** `[rank R]` once the worker has a rank, `[worker I]` (the launcher's own number for it) before. */
+  prefix(i: number): string {
+    const r = this.rank(i);
+    return r === undefined ? `[worker ${i}]` : `[rank ${r}]`;
+  }
+
+  /** The worker and how it ended, as a person looks for it in the lines above. */
+  describe(i: number, code: number): string {
+    const r = this.rank(i);
+    return `worker ${i} (${r === undefined ? 'no rank yet' : `rank ${r}`}, exit ${code})`;
+  }
+}
+
 function scriptCommand(runtime: 'node' | 'deno', script: string): [string, string[]] {
   if (runtime === 'deno') return [runtimeExecutable('deno'), ['run', '-A', '--quiet', script]];
   return [runtimeExecutable('node'), ['--import', 'tsx', script]];
@@ -116,25 +160,27 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   process.on('SIGTERM', stop);
   try {
     const [exe, pre] = scriptCommand(o.runtime, script);
+    const ranks = new WorkerRanks(server, job.id, (line) => process.stdout.write(`${line}\n`));
     const exits = Array.from({ length: np }, (_, i) => {
       // The token goes by environment, never argv (which `ps` shows to everyone).
-      const env: NodeJS.ProcessEnv = { ...process.env, [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np) };
+      const env: NodeJS.ProcessEnv = { ...process.env, [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np), [NAME_ENV]: workerName(i) };
       if (o.timeline) env[TIMELINE_ENV] = `${o.timeline}.part${i}`;
       const child = spawn(exe, [...pre, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       children.push(child);
+      ranks.pids[i] = child.pid;
       // Which process is which worker: what a person needs to read a loss (and what a test kills).
       process.stdout.write(`[launch] worker ${i}: pid ${child.pid}\n`);
-      forEachLine(child.stdout!, (line) => process.stdout.write(`[${i}] ${line}\n`));
+      forEachLine(child.stdout!, (line) => process.stdout.write(`${ranks.prefix(i)} ${line}\n`));
       forEachLine(child.stderr!, (line) => {
-        if (!line.includes('XDG_RUNTIME_DIR')) process.stderr.write(`[${i}] ${line}\n`);
+        if (!line.includes('XDG_RUNTIME_DIR')) process.stderr.write(`${ranks.prefix(i)} ${line}\n`);
       });
       return new Promise<number>((resolve) => {
         child.on('error', (err) => {
-          process.stderr.write(`[${i}] cannot start ${exe}: ${err.message}\n`);
+          process.stderr.write(`${ranks.prefix(i)} cannot start ${exe}: ${err.message}\n`);
           resolve(127);
         });
         child.on('exit', (code, signal) => {
-          if (signal) process.stderr.write(`[${i}] ended by ${signal}\n`);
+          if (signal) process.stderr.write(`${ranks.prefix(i)} ended by ${signal}\n`);
           resolve(code ?? 128);
         });
       });
@@ -143,13 +189,14 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
     if (o.timeline) writeTimeline(o.timeline, np);
     const failed = codes.map((c, i) => [i, c]).filter(([, c]) => c !== 0);
     const finished = codes.length - failed.length;
+    const named = failed.map(([i, c]) => ranks.describe(i, c)).join(', ');
     if (o.elastic && failed.length > 0 && finished >= elastic.minNp!) {
       // Elastic: a worker that died (or failed on its own) is a loss the others carried on without.
-      process.stderr.write(`ringtrain: workers ${failed.map(([i, c]) => `${i} (exit ${c})`).join(', ')} left the run early; ${finished} finished without them\n`);
+      process.stderr.write(`ringtrain: ${named} left the run early; ${finished} finished without them\n`);
       return 0;
     }
     if (failed.length > 0) {
-      process.stderr.write(`ringtrain: workers ${failed.map(([i, c]) => `${i} (exit ${c})`).join(', ')} failed\n`);
+      process.stderr.write(`ringtrain: ${named} failed\n`);
       return 1;
     }
     return 0;
