@@ -20,7 +20,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import process from 'node:process';
 import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
@@ -122,6 +122,25 @@ class WorkerRanks {
   }
 }
 
+/**
+ * Workers start in the launcher's folder with the script's arguments, so a file they name (a text,
+ * a table) is there for every one of them. A tab gets the arguments too (the job's `args`), but
+ * not this machine's files: its program (--tab-model) trains on data it downloads with the page.
+ * An argument naming a file here would be a data set the workers read and the tabs never see, so
+ * it is refused before anything starts.
+ */
+function refuseFileArguments(args: string[], tabModel: string): void {
+  for (const arg of args) {
+    const path = arg.startsWith('--') && arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : arg;
+    if (path === '' || !existsSync(path) || !statSync(path).isFile()) continue;
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `launch --tabs: the script's argument ${arg} names a file on this machine, which a browser tab cannot read (a tab runs --tab-model ${tabModel} with the script's arguments, on the data the page downloads); drop --tabs to train on the file with local workers, or drop the argument`,
+      { argument: arg },
+    );
+  }
+}
+
 function scriptCommand(runtime: 'node' | 'deno', script: string): [string, string[]] {
   if (runtime === 'deno') return [runtimeExecutable('deno'), ['run', '-A', '--quiet', script]];
   return [runtimeExecutable('node'), ['--import', 'tsx', script]];
@@ -137,6 +156,7 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   const staticDir = tabs > 0 ? (o.static ?? DEFAULT_STATIC_DIR) : null;
   if (staticDir !== null && !existsSync(staticDir)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch --tabs: no built page at ${staticDir}; run npm run build:page, or give --static <dir>.`);
   if (!existsSync(script)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch: no script at ${script}; give the path of the program every worker runs.`);
+  if (tabs > 0) refuseFileArguments(args, o.tabModel);
   const elastic = elasticOptions({ elastic: o.elastic, np: o.np, extraPeers: tabs, minNp: o.minNp, maxNp: o.maxNp, serverWait: o.serverWait });
   const hyperparameters: JobSettings = tabs > 0 ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
   if (o.elastic) hyperparameters.elastic = true;

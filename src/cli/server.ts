@@ -19,6 +19,9 @@ import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { basename } from 'node:path';
 import { loadText, type LoadedText } from '../data/text.node.ts';
+import { loadTable } from '../data/table.node.ts';
+import { fileSha256, isTable } from './table-option.node.ts';
+import { readFileSync } from 'node:fs';
 import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 
 const count = (flag: string, min: number) =>
@@ -56,6 +59,9 @@ const ServerOptionsSchema = TrainOptionsSchema.pick({
   quiet: z.boolean().default(false),
   hp: z.array(z.string()).default([]),
   text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
+  data: z.string().min(1, { error: '--data needs a table file (.csv, .npy or .json)' }).optional(),
+  labelColumn: z.string().min(1).optional(),
+  labels: z.string().min(1).optional(),
   context: count('--context', 2).optional(),
 });
 type ServerCliOptions = z.infer<typeof ServerOptionsSchema>;
@@ -75,9 +81,30 @@ function parse(raw: Record<string, unknown>): ServerCliOptions {
 }
 
 /** The job the flags describe, if --job was given. */
-export function jobFromFlags(o: ServerCliOptions, text?: LoadedText): JobSpec | null {
+/** The job's data file, read once: its hashes go in the job, its bytes to the tabs that join. */
+export interface JobFiles {
+  text?: LoadedText;
+  /** --data's table (and --labels' file), checked by reading them as a worker will. */
+  table?: { data: string; sha256: string; labels?: { path: string; sha256: string } };
+}
+
+/** --data FILE.csv|.npy|.json with --label-column or --labels: read once (a missing column stops here), hashed for the job. */
+export function tableForJob(o: Pick<ServerCliOptions, 'data' | 'labels' | 'labelColumn' | 'text' | 'model'>): JobFiles['table'] {
+  if (o.data === undefined) {
+    if (o.labels !== undefined || o.labelColumn !== undefined) throw invalid('--labels and --label-column go with --data FILE.csv|.npy|.json (a table of rows).');
+    return undefined;
+  }
+  if (!isTable(o.data)) throw invalid(`--data ${o.data}: a job's table must be .csv, .npy or .json.`);
+  if (o.text !== undefined) throw invalid('--text and --data are two data sets; give one.');
+  if (o.model === 'transformer' || o.model === 'cnn') throw invalid(`--data ${o.data} is a table of rows: add --model mlp (got --model ${o.model}).`);
+  loadTable(o.data, { labels: o.labels, labelColumn: o.labelColumn });
+  return { data: o.data, sha256: fileSha256(o.data, '--data'), labels: o.labels === undefined ? undefined : { path: o.labels, sha256: fileSha256(o.labels, '--labels') } };
+}
+
+export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec | null {
+  const { text, table } = files;
   if (!o.job) {
-    if (o.text) throw invalid('--text needs --job (the job that trains on it).');
+    if (o.text || o.data) throw invalid(`${o.text ? '--text' : '--data'} needs --job (the job that trains on it).`);
     if (o.token || o.tokenFile) throw invalid(`${o.token ? '--token' : '--token-file'} needs --job (the job it opens).`);
     if (o.public) throw invalid('--public needs --job (the job it lists publicly).');
     return null;
@@ -95,6 +122,12 @@ export function jobFromFlags(o: ServerCliOptions, text?: LoadedText): JobSpec | 
     // As run --text records it: the name and hash, never the text; workers bring their own copies, tabs download this one.
     if (o.model !== 'transformer') throw invalid(`--text trains the transformer: add --model transformer (got --model ${o.model}).`);
     Object.assign(hyperparameters, { text: o.text!.startsWith('@') ? o.text : basename(o.text!), textSha256: text.sha256, context: o.context ?? DEFAULT_TEXT_CONTEXT });
+  }
+  if (table) {
+    // As run --data records it: names and hashes; every worker's copies must match.
+    Object.assign(hyperparameters, { table: basename(table.data), tableSha256: table.sha256 });
+    if (o.labelColumn !== undefined) hyperparameters.labelColumn = o.labelColumn;
+    if (table.labels) Object.assign(hyperparameters, { labels: basename(table.labels.path), labelsSha256: table.labels.sha256 });
   }
   // Checked here too (the server checks every job it adds) to name the flag that set it.
   let settings: JobSettings;
@@ -171,6 +204,9 @@ export function serverCommand(): Command {
     .option('--hp <key=value...>', 'more hyperparameters for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...)')
     .option('--text <file>', "--job trains the transformer on this UTF-8 text (or @brown): the job records its SHA-256, workers pass their own copies (worker --text), and tabs that join download it from here")
     .option('--context <n>', 'with --text: characters per window (default 64)')
+    .option('--data <file>', '--job trains the mlp on this table (.csv, .npy, .json; with --label-column or --labels): the job records its SHA-256, workers pass their own copies (worker --data)')
+    .option('--label-column <name>', 'with --data: the column (CSV header name, or number) that holds the class')
+    .option('--labels <file>', 'with --data: one class number per row, in its own file')
     .option('--jobs-file <path>', 'more jobs: a JSON array of {id, token, config}')
     .option('--static <dir>', 'folder of the built page (default demo/dist)')
     .option('--no-static', 'serve no page')
@@ -191,7 +227,8 @@ export function serverCommand(): Command {
       const jobs: JobSpec[] = [];
       const generatedToken = o.job !== undefined && o.token === undefined && o.tokenFile === undefined && !process.env[TOKEN_ENV];
       const text = o.text === undefined ? undefined : loadText(o.text);
-      const flagJob = jobFromFlags(o, text);
+      const table = tableForJob(o);
+      const flagJob = jobFromFlags(o, { text, table });
       if (flagJob) jobs.push(flagJob);
       if (o.jobsFile) jobs.push(...(await jobsFromFile(o.jobsFile)));
       const log = o.quiet ? () => {} : (line: string) => void printLine(`[server] ${line}`);
@@ -207,7 +244,7 @@ export function serverCommand(): Command {
           tls,
           ice,
           log,
-          files: text ? [text.bytes] : [],
+          files: [...(text ? [text.bytes] : []), ...(table ? [readFileSync(table.data), ...(table.labels ? [readFileSync(table.labels.path)] : [])] : [])],
         },
         (server) => {
           void printLine(`ringtrain server listening on ${server.url}`);
@@ -217,8 +254,8 @@ export function serverCommand(): Command {
           for (const j of jobs) {
             const known = j === flagJob && generatedToken;
             const token = known ? j.token : '<its token>';
-            // A text job's workers bring their own copy of the text (tabs download it from here).
-            const textFlag = j === flagJob && o.text !== undefined ? ` --text ${o.text}` : '';
+            // A text or table job's workers bring their own copies (tabs download a text from here).
+            const textFlag = j !== flagJob ? '' : o.text !== undefined ? ` --text ${o.text}` : o.data !== undefined ? ` --data ${o.data}${o.labels !== undefined ? ` --labels ${o.labels}` : ''}` : '';
             void printLine(`job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${server.url} --job ${j.id}${textFlag}`);
             void printLine(`job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}#token=${known ? encodeURIComponent(j.token) : token}`);
           }

@@ -3,10 +3,18 @@
  * gave it one (`[rank R]`), with the launcher's own number for it before
  * (`[worker I]`), and says which worker holds which rank. The script joins
  * with `await init()` from 'ringtrain' and no arguments: the launcher's
- * environment names the server, the job, the token and the worker.
+ * environment names the server, the job, the token and the worker. With
+ * --tabs, an argument naming a file here (a data set the tabs could never
+ * read) is refused before anything starts.
  */
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ringtrain } from '../support/cli.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'ringtrain-launch-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('ringtrain launch', () => {
   it('prefixes each worker’s lines with its rank once it has one, and with its worker number before', { timeout: 120_000 }, async () => {
@@ -25,5 +33,13 @@ describe('ringtrain launch', () => {
     const holds = out.map((l) => /^\[launch\] worker (\d) \(pid (\d+)\) is rank (\d)$/.exec(l)).filter((m) => m !== null);
     expect(holds.map((m) => m[3]).sort()).toEqual(['0', '1']);
     for (const m of holds) expect(pids.get(m[1])).toBe(m[2]);
+  });
+
+  it('with --tabs, refuses a script argument that names a file on this machine', async () => {
+    writeFileSync(join(dir, 'rows.csv'), 'a,label\n1,0\n');
+    const run = await ringtrain(['launch', '-np', '1', '--tabs', '1', '--static', dir, 'test/launcher/rank-script.ts', `--data=${join(dir, 'rows.csv')}`]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`launch --tabs: the script's argument --data=${join(dir, 'rows.csv')} names a file on this machine, which a browser tab cannot read`);
+    expect(run.stdout).not.toContain('[launch] worker');
   });
 });
