@@ -146,7 +146,8 @@ async function launch(o: RunOptions): Promise<number> {
   if (text) o.textSha256 = text.sha256;
   // A table likewise: read once here, so a missing label column stops the launch, and hashed for the job.
   const table = launcherTable(o);
-  const job = jobSpecFor(o, await useModelOption(o.model, o.modelOptions));
+  const choice = await useModelOption(o.model, o.modelOptions);
+  const job = jobSpecFor(o, choice);
   // A worker's exit closes its socket at once, so heartbeats only catch a hung one; a first step that
   // compiles the transformer's kernels on a busy CPU adapter keeps a worker's event loop for many seconds.
   const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS, files: text ? [text.bytes] : [] });
@@ -267,5 +268,5 @@ async function launch(o: RunOptions): Promise<number> {
     await untilSignal();
   }
   await server.close();
-  return reportRun({ o, workers, codes, recovery, runtime, say, departures });
+  return reportRun({ o, workers, codes, recovery, runtime, say, departures, model: choice.model });
 }
