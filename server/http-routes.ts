@@ -115,13 +115,13 @@ function jobsApi({ jobs, admission, metrics, files }: HttpRoutesContext, req: In
  * never hands one job another's.
  */
 function jobFile(res: ServerResponse, job: Job, holdsToken: boolean, sha256: string, files: ReadonlyMap<string, Uint8Array>): void {
-  if (!holdsToken) return json(res, 403, { error: `job '${job.id}''s files go to its peers only: send its token (Authorization: Bearer <token>)` });
+  if (!holdsToken) return json(res, 403, { error: `the files of job '${job.id}' go to its peers only: send its token (Authorization: Bearer <token>)` });
   const s = job.settings;
   const named = [s.textSha256, s.tableSha256, s.labelsSha256].filter((h): h is string => h !== undefined && h !== '');
   if (!named.includes(sha256)) return json(res, 404, { error: `job '${job.id}' names no file with SHA-256 ${sha256}; it names ${named.length ? named.join(', ') : 'none'}` });
   const bytes = files.get(sha256);
   if (!bytes) {
-    return json(res, 404, { error: `this server was not given job '${job.id}''s file with SHA-256 ${sha256}; start it with the file (ringtrain run --text FILE --serve-page, or ringtrain server --job ID --text FILE)` });
+    return json(res, 404, { error: `this server was not given the file with SHA-256 ${sha256} that job '${job.id}' trains on; start it with the file (ringtrain run --text FILE --serve-page, or ringtrain server --job ID --text FILE)` });
   }
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
   res.end(bytes);
