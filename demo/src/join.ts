@@ -9,7 +9,6 @@
 import type { EventBus } from '../../src/core/events.ts';
 import { modelSpecFor } from '../../src/distributed/train-local.ts';
 import { type Dataset, selectExamples } from '../../src/data/dataset.ts';
-import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../../src/data/text.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 import { parseJobSettings } from '../../src/distributed/settings.ts';
@@ -20,7 +19,7 @@ import { warmUpKernels } from '../../src/distributed/warm-up.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { loadMnistInPage } from '../mnist-data.ts';
 import { loadWordsInPage } from '../words-data.ts';
-import { loadJobTextInPage } from '../text-data.ts';
+import { loadJobTableInPage, loadJobTextInPage } from '../job-data.ts';
 import { lossText } from './job.ts';
 import type { JoinFn } from './participate.ts';
 
@@ -64,9 +63,22 @@ export function browserJoin(
       beforeRing: async (job) => {
         const settings = parseJobSettings(job.config.hyperparameters);
         if (settings.tableSha256) {
-          throw new RingtrainError(ErrorCode.InvalidArgument, `job ${job.id} trains on the table ${JSON.stringify(settings.table ?? '')}, which a tab cannot join yet; join it with a worker: ringtrain worker --data FILE …`, { job: job.id });
-        }
-        if (settings.textSha256) {
+          // A table job: the table (and a labels file) come from the server that serves this page, checked against the job's hashes.
+          progress(`loading the table ${settings.table ?? ''}…`);
+          const file = { job: job.id, token: params.token };
+          const split = await loadJobTableInPage(
+            {
+              ...file,
+              name: settings.table ?? '',
+              sha256: settings.tableSha256,
+              labelColumn: settings.labelColumn,
+              labels: settings.labelsSha256 ? { ...file, name: settings.labels ?? '', sha256: settings.labelsSha256 } : undefined,
+            },
+            server,
+          );
+          train = split.train;
+          test = limitEvaluation(split.test, settings.evalLimit);
+        } else if (settings.textSha256) {
           // A text job: the text comes from the server that serves this page, checked against the job's hash.
           progress(`loading the text ${settings.text ?? ''}…`);
           const split = await loadJobTextInPage({ job: job.id, token: params.token, name: settings.text ?? '', sha256: settings.textSha256, context: settings.context ?? DEFAULT_TEXT_CONTEXT }, server);

@@ -17,6 +17,7 @@ import { liveRingPanel } from './ring/live.ts';
 import { wordsPanel } from './words.ts';
 import { textPanel } from './text-sample.ts';
 import type { Model } from '../../src/engine/model.ts';
+import { MNIST_PIXELS } from '../../src/data/mnist.ts';
 import { recordTeachingRun } from './teach/record.ts';
 import { teachingView } from './teach/view.ts';
 
@@ -54,7 +55,8 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
   const showModel = (model: Model, test: Dataset) => {
     if (test.vocabulary !== undefined) text.attach(model, test);
     else if (model.kind === 'transformer') words.attach(model);
-    else predictions.attach(model, test);
+    // The predictions panel draws digits: a table's rows are no pictures (the job panel shows its accuracy).
+    else if (test.inputSize === MNIST_PIXELS) predictions.attach(model, test);
   };
   // The predictions panel keeps the last model it was shown (a finished job's final weights stay useful).
   participate.onJoined((joined) => job.setSelf(joined?.rank));

@@ -1,10 +1,10 @@
 /**
- * A text job in the page: a Chromium tab and a Deno worker train a small
- * transformer on a user's text file together over real WebRTC. The worker
- * reads its own copy; the tab downloads the job's text from the server that
- * serves the page (only with the job's token, only a file the job names, and
- * checked against the job's SHA-256), and then writes a continuation of a
- * prompt with the weights it holds.
+ * A job on a user's own data in the page: a Chromium tab and a Deno worker
+ * train together over real WebRTC, a small transformer on a text file and the
+ * mlp on a CSV table. The worker reads its own copy; the tab downloads the
+ * job's file from the server that serves the page (only with the job's token,
+ * only a file the job names, and checked against the job's SHA-256). With the
+ * text, the tab then writes a continuation of a prompt with its weights.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -54,7 +54,29 @@ const JOB = {
   },
 };
 const OTHER = new TextEncoder().encode('another job’s text');
-const fx = usePageFixture({ jobs: [JOB], files: [BYTES, OTHER] });
+
+// Three classes by the quadrant of two features, 150 rows (every fifth is a test row): `run --data rows.csv --label-column label`.
+const CSV = `x,y,label\n${Array.from({ length: 150 }, (_, i) => {
+  const x = Math.sin(i * 1.7) * 2;
+  const y = Math.cos(i * 2.3) * 2;
+  return `${x.toFixed(3)},${y.toFixed(3)},${x < 0 ? 0 : y < 0 ? 1 : 2}`;
+}).join('\n')}\n`;
+const CSV_FILE = join(dir, 'rows.csv');
+writeFileSync(CSV_FILE, CSV);
+const TABLE_STEPS = 30;
+const TABLE_JOB = {
+  id: 'rows',
+  token: 'tok-rows',
+  config: {
+    model: 'mlp',
+    optimizer: 'adamw',
+    hyperparameters: { lr: 0.02, weightDecay: 0.0001, steps: TABLE_STEPS, seed: 3, table: 'rows.csv', tableSha256: createHash('sha256').update(CSV).digest('hex'), labelColumn: 'label' },
+    batchPerPeer: 8,
+    minPeers: 2,
+    maxPeers: 2,
+  },
+};
+const fx = usePageFixture({ jobs: [JOB, TABLE_JOB], files: [BYTES, OTHER, new TextEncoder().encode(CSV)] });
 
 describe('a text job in the page', () => {
   it('serves the job’s text to its peers only, and only the files the job names', async () => {
@@ -106,6 +128,33 @@ describe('a text job in the page', () => {
       expect(errors).toEqual([]);
       expect(await exit, stderr).toBe(0);
       expect(JSON.parse(stdout.trim().split('\n').pop()!)).toMatchObject({ steps: STEPS, size: 2 });
+      await page.close();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('trains the mlp on a table with a Deno worker that reads its own copy', { timeout: 600_000 }, async () => {
+    const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', fx.server.url, '--job', TABLE_JOB.id, '--token', TABLE_JOB.token, '--runtime', 'deno', '--data', CSV_FILE, '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${TABLE_JOB.id}#token=${TABLE_JOB.token}`);
+      await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
+      await page.waitForSelector('[data-testid=join]:not([disabled])');
+      await page.click('[data-testid=join]');
+      const note = await waitForTrainingEnd(page, errors, 500_000);
+      const accuracy = Number(new RegExp(`Training finished: ${TABLE_STEPS} steps, test accuracy (\\d+\\.\\d)%`).exec(note)?.[1]);
+      expect(accuracy, `${note} ${stderr}`).toBeGreaterThan(60); // three classes: chance is 33%
+      expect(errors).toEqual([]);
+      expect(await exit, stderr).toBe(0);
+      const summary = JSON.parse(stdout.trim().split('\n').pop()!) as { steps: number; size: number; test_accuracy: number; table_split: { train: number; test: number } };
+      expect(summary).toMatchObject({ steps: TABLE_STEPS, size: 2, table_split: { train: 120, test: 30 } });
+      // Both ranks evaluated the same weights on the same 30 test rows.
+      expect((summary.test_accuracy * 100).toFixed(1)).toBe(accuracy.toFixed(1));
       await page.close();
     } finally {
       child.kill('SIGKILL');
