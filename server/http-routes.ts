@@ -121,7 +121,7 @@ function jobFile(res: ServerResponse, job: Job, holdsToken: boolean, sha256: str
   if (!named.includes(sha256)) return json(res, 404, { error: `job '${job.id}' names no file with SHA-256 ${sha256}; it names ${named.length ? named.join(', ') : 'none'}` });
   const bytes = files.get(sha256);
   if (!bytes) {
-    return json(res, 404, { error: `this server was not given the file with SHA-256 ${sha256} that job '${job.id}' trains on; start it with the file (ringtrain run --text FILE --serve-page, or ringtrain server --job ID --text FILE)` });
+    return json(res, 404, { error: `this server was not given the file with SHA-256 ${sha256} that job '${job.id}' trains on; start it with the file (ringtrain run --text FILE or --data FILE, with --serve-page; or ringtrain server --job ID --text FILE or --data FILE)` });
   }
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
   res.end(bytes);
