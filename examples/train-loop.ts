@@ -13,10 +13,15 @@
  * steps one process takes at N·B (test/library/train-loop.test.ts checks it).
  * `--save PATH` writes rank 0's weights as safetensors (PyTorch's
  * `load_state_dict(safetensors.torch.load_file(PATH))` reads them).
+ *
+ * Elastic (`hvd.elastic`): with `launch --elastic`, workers may die or join
+ * mid-run; the loop runs under elastic.run with an elastic.State that
+ * commits after every step, and the ring re-forms and carries on from the
+ * last commit (test/library/train-loop.test.ts kills one of 3).
  */
 import { writeFileSync } from 'node:fs';
 import process from 'node:process';
-import { acquireGpu, broadcastParameters, data, DistributedOptimizer, GraphModel, init, nn, optim, saveSafetensors, type Tensor } from 'ringtrain';
+import { acquireGpu, broadcastParameters, data, DistributedOptimizer, elastic, GraphModel, init, nn, optim, saveSafetensors, type Tensor } from 'ringtrain';
 
 function flag(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -40,30 +45,61 @@ class Net extends nn.Module {
 }
 
 const session = await init(); // hvd.init()
-const { rank, size, comm } = session;
 const gpu = await acquireGpu();
 try {
   const { train, test } = await data.loadMnist();
-  // Each rank starts from its own random weights; the broadcast makes them rank 0's.
-  const model = new GraphModel(gpu, { identity: { name: 'train-loop', options: {} }, module: new Net(), inputShape: [784], classes: 10, seed: seed + rank });
-  await broadcastParameters(comm, model); // hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-  const opt = new DistributedOptimizer(comm, model, optim.createOptimizer(model, { kind: 'sgd', lr })); // hvd.DistributedOptimizer(opt)
+  // Each rank starts from its own random weights; the broadcast (or the elastic state's sync) makes them rank 0's.
+  const model = new GraphModel(gpu, { identity: { name: 'train-loop', options: {} }, module: new Net(), inputShape: [784], classes: 10, seed: seed + session.rank });
+  const opt = new DistributedOptimizer(session.comm, model, optim.createOptimizer(model, { kind: 'sgd', lr })); // hvd.DistributedOptimizer(opt)
 
-  // One order of the training digits, the same on every rank (same seed); step s takes the next
-  // batch × size of them, and this rank its own slice.
+  // One order of the training digits, the same on every rank (same seed). A step takes the next
+  // batch × size of them after the `taken` ones, and this rank its own slice of those.
   const order = data.permutation(train.count, seed);
-  const global = batch * size;
-  for (let step = 0; step < steps; step++) {
-    const idx = Uint32Array.from({ length: batch }, (_, i) => order[(step * global + rank * batch + i) % train.count]);
+  const takeStep = async (taken: number): Promise<number> => {
+    const { rank, size } = session.comm; // the current ring's: an elastic ring re-forms smaller or larger
+    const idx = Uint32Array.from({ length: batch }, (_, i) => order[(taken + rank * batch + i) % train.count]);
     const b = data.batchOf(train, idx);
     await model.forwardBackward(b.x, b.labels);
     await opt.step();
+    return taken + batch * size;
+  };
+  const progress = (step: number) => {
+    if (session.comm.rank === 0 && step % 10 === 0) console.log(`step ${step} on ${session.comm.size} peers`);
+  };
+
+  let regroups = 0;
+  if (session.settings.elastic) {
+    // `launch --elastic`: a peer may die (or join) mid-run; the ring re-forms and training goes on
+    // from the last commit (hvd.elastic.run with a TorchState).
+    const state = new elastic.State(session, model, opt);
+    await elastic.run(state, async (s) => {
+      while (s.steps < steps) {
+        s.examples = await takeStep(s.examples);
+        s.steps++;
+        await s.commit();
+        progress(s.steps);
+      }
+    });
+    regroups = state.regroups;
+  } else {
+    await broadcastParameters(session.comm, model); // hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    for (let step = 0, taken = 0; step < steps; step++) {
+      taken = await takeStep(taken);
+      progress(step + 1);
+    }
   }
+
+  // Every rank says where it ended: replicas hold the same weights, so the same norm.
+  const params = await model.readParams();
+  const norm = Math.sqrt(params.reduce((sum, v) => sum + v * v, 0));
+  const { rank, size } = session.comm;
+  const summary: Record<string, number> = { rank, size, steps, batch, regroups, weights_norm: norm };
   if (rank === 0) {
     const { accuracy, loss } = await model.evaluate(test.inputs, test.labels);
-    console.log(JSON.stringify({ rank, size, steps, batch, test_accuracy: accuracy, test_loss: loss }));
+    Object.assign(summary, { test_accuracy: accuracy, test_loss: loss });
     if (save) writeFileSync(save, await saveSafetensors(model));
   }
+  console.log(JSON.stringify(summary));
   model.destroy();
 } finally {
   await session.close();

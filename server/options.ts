@@ -5,10 +5,11 @@
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
-import { DEFAULT_MAX_FRAME_BYTES, type JobSpec } from '../src/signaling/protocol.ts';
+import { DEFAULT_MAX_FRAME_BYTES, type JobSpec, type MembershipMsg } from '../src/signaling/protocol.ts';
 import { DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from './admission.ts';
 import { checkIceOptions, type IceOptions } from './ice.ts';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.ts';
+import type { MembershipPeer } from './jobs.ts';
 
 /** The built page, relative to this file (independent of the working directory). */
 export const DEFAULT_STATIC_DIR = fileURLToPath(new URL('../demo/dist', import.meta.url));
@@ -47,6 +48,11 @@ export interface ServerOptions {
    * whose settings name its hash (GET /api/jobs/:id/files/:sha256).
    */
   files?: Uint8Array[];
+  /**
+   * Told of every membership change of a job (a join, a leave), with its members in rank order,
+   * before any member hears of it: `ringtrain launch` names its workers' ranks with it.
+   */
+  onMembership?: (job: string, peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void;
   /** Where log lines go; default nowhere. */
   log?: (line: string) => void;
 }
@@ -62,7 +68,7 @@ const DEFAULTS = {
 };
 
 /** The options with every default filled in, checked. */
-export type ServerSettings = Omit<ServerOptions, 'rateLimit' | 'limits' | 'staticDir' | 'ice' | 'log' | 'files'> &
+export type ServerSettings = Omit<ServerOptions, 'rateLimit' | 'limits' | 'staticDir' | 'ice' | 'log' | 'files' | 'onMembership'> &
   typeof DEFAULTS & {
     rateLimit: RateLimitOptions;
     limits: AdmissionLimits;

@@ -27,12 +27,13 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import type { JobSettings } from '../signaling/settings.ts';
-import { DEFAULT_STATIC_DIR, startServer, type RunningServer } from '../../server/index.ts';
+import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
 import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, NAME_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
 import { runtimeExecutable } from './host.node.ts';
 import { elasticOptions } from './run-options.node.ts';
 import { writeTimeline } from './run-workers.node.ts';
 import { commandStatus } from './status.ts';
+import { FINISHED } from '../distributed/session.ts';
 
 interface LaunchOptions {
   np: string;
@@ -83,41 +84,43 @@ const LAUNCH_MISSED_HEARTBEATS = 30;
 const workerName = (i: number): string => `worker-${i}`;
 
 /**
- * Each worker's rank, read from the job's membership on the server, which
- * knows it before the worker does (the server assigns it, then tells the
- * worker): any line a worker prints after init() returns is prefixed with its
- * rank. Ranks move when an elastic ring re-forms, so every line asks afresh; a
- * worker that left keeps the last rank it held, for its final lines.
+ * Each worker's rank, from the job's membership as the server changes it
+ * (ServerOptions.onMembership): the server tells the launcher before it tells
+ * the worker, so any line a worker prints after init() returns is prefixed
+ * with its rank. Ranks move when an elastic ring re-forms; a worker that left
+ * keeps the last rank it held, for its final lines.
  */
 class WorkerRanks {
   private readonly last = new Map<number, number>();
   /** Each worker's process id, by the launcher's number for it. */
   readonly pids: (number | undefined)[] = [];
-  constructor(
-    private readonly server: RunningServer,
-    private readonly jobId: string,
-    private readonly announce: (line: string) => void,
-  ) {}
+  constructor(private readonly announce: (line: string) => void) {}
 
-  rank(i: number): number | undefined {
-    const now = this.server.jobInfo(this.jobId)?.peers.find((p) => p.name === workerName(i))?.rank;
-    if (now !== undefined && now !== this.last.get(i)) {
-      this.last.set(i, now);
-      // Which process holds which rank, each time it changes: what a person needs to read a loss (or to kill one).
-      this.announce(`[launch] worker ${i}${this.pids[i] === undefined ? '' : ` (pid ${this.pids[i]})`} is rank ${now}`);
+  /** A new membership: which worker holds which rank, said each time it changes (what a person needs to read a loss, or to kill one). */
+  update(peers: readonly { rank: number; name?: string }[]): void {
+    for (const p of peers) {
+      const i = Number(/^worker-(\d+)$/.exec(p.name ?? '')?.[1] ?? NaN);
+      if (!Number.isInteger(i) || this.last.get(i) === p.rank) continue;
+      this.last.set(i, p.rank);
+      this.announce(`[launch] worker ${i}${this.pids[i] === undefined ? '' : ` (pid ${this.pids[i]})`} is rank ${p.rank}`);
     }
-    return this.last.get(i);
   }
 
   /** `[rank R]` once the worker has a rank, `[worker I]` (the launcher's own number for it) before. */
   prefix(i: number): string {
-    const r = this.rank(i);
+    const r = this.last.get(i);
     return r === undefined ? `[worker ${i}]` : `[rank ${r}]`;
   }
 
-  /** The worker and how it ended, as a person looks for it in the lines above. */
+  /** The worker with the last rank it held, as a person looks for it in the lines above. */
+  who(i: number): string {
+    const r = this.last.get(i);
+    return `worker ${i} (${r === undefined ? 'no rank yet' : `rank ${r}`})`;
+  }
+
+  /** The worker and how it ended. */
   describe(i: number, code: number): string {
-    const r = this.rank(i);
+    const r = this.last.get(i);
     return `worker ${i} (${r === undefined ? 'no rank yet' : `rank ${r}`}, exit ${code})`;
   }
 }
@@ -171,7 +174,14 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   };
   // TF.js runs its ops synchronously (the CPU backend above all), so a worker's event loop can stay busy
   // for seconds and answer the server's heartbeats late: be lenient before calling it gone.
-  const server = await startServer({ host: o.host, port, jobs: [job], staticDir, heartbeatMs: LAUNCH_HEARTBEAT_MS, missedHeartbeats: LAUNCH_MISSED_HEARTBEATS });
+  const ranks = new WorkerRanks((line) => process.stdout.write(`${line}\n`));
+  const server = await startServer({ host: o.host, port, jobs: [job], staticDir, heartbeatMs: LAUNCH_HEARTBEAT_MS, missedHeartbeats: LAUNCH_MISSED_HEARTBEATS, onMembership: (_job, peers, change) => {
+      // A ring's ranks change only when it re-forms: an elastic ring after a peer is lost or joins.
+      // Peers that finish leave a ring that is done, and a fixed ring never re-forms.
+      if (change.kind === 'leave' && (!o.elastic || change.reason === `left: ${FINISHED}`)) return;
+      ranks.update(peers);
+    },
+  });
   // The token rides in the link's fragment, which the browser never sends to a server (as `ringtrain server` prints it).
   if (tabs > 0) process.stdout.write(`[launch] page ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)}\n`);
   const children: ChildProcess[] = [];
@@ -180,7 +190,6 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   process.on('SIGTERM', stop);
   try {
     const [exe, pre] = scriptCommand(o.runtime, script);
-    const ranks = new WorkerRanks(server, job.id, (line) => process.stdout.write(`${line}\n`));
     const exits = Array.from({ length: np }, (_, i) => {
       // The token goes by environment, never argv (which `ps` shows to everyone).
       const env: NodeJS.ProcessEnv = { ...process.env, [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np), [NAME_ENV]: workerName(i) };
@@ -196,11 +205,12 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
       });
       return new Promise<number>((resolve) => {
         child.on('error', (err) => {
-          process.stderr.write(`${ranks.prefix(i)} cannot start ${exe}: ${err.message}\n`);
+          process.stderr.write(`[launch] worker ${i} cannot start ${exe}: ${err.message}\n`);
           resolve(127);
         });
         child.on('exit', (code, signal) => {
-          if (signal) process.stderr.write(`${ranks.prefix(i)} ended by ${signal}\n`);
+          // The launcher's line, not the worker's: its rank may be another worker's by now.
+          if (signal) process.stderr.write(`[launch] ${ranks.who(i)} ended by ${signal}\n`);
           resolve(code ?? 128);
         });
       });

@@ -70,7 +70,7 @@ describe('ringtrain launch --elastic with a TF.js script', () => {
 
     const code = await exit;
     expect(code, seen()).toBe(0);
-    expect(stderr).toContain('[rank 0] ended by SIGKILL');
+    expect(stderr).toContain(`[launch] worker ${victim} (rank 0) ended by SIGKILL`);
     expect(stderr).toMatch(new RegExp(`worker ${victim} \\(rank 0, exit 128\\) left the run early; 2 finished without them`));
     // Each survivor re-formed (the reset callback's line), on 2 peers.
     expect(lines.filter((l) => /\] rank [01]: the ring re-formed with 2 peers; resuming at epoch [12], step \d+/.test(l)), seen()).toHaveLength(2);
