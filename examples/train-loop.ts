@@ -21,12 +21,12 @@
  */
 import { writeFileSync } from 'node:fs';
 import process from 'node:process';
-import { acquireGpu, broadcastParameters, data, DistributedOptimizer, elastic, GraphModel, init, nn, optim, saveSafetensors, type Tensor } from 'ringtrain';
+import { acquireGpu, broadcastParameters, data, DistributedOptimizer, elastic, ErrorCode, GraphModel, init, nn, optim, RingtrainError, saveSafetensors, type Tensor } from 'ringtrain';
 
 function flag(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
   const value = at < 0 ? fallback : Number(process.argv[at + 1]);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} takes a number > 0, got ${process.argv[at + 1]}`);
+  if (!Number.isFinite(value) || value <= 0) throw new RingtrainError(ErrorCode.InvalidArgument, `--${name} takes a number > 0, got ${process.argv[at + 1]}`);
   return value;
 }
 const steps = flag('steps', 300);
