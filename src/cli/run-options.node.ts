@@ -163,7 +163,8 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   Object.assign(hyperparameters, jobModelFields(model));
   if (o.modelOptions !== undefined) hyperparameters.modelOptions = JSON.stringify(o.modelOptions);
   if (o.text !== undefined) {
-    // The text itself never travels: every worker reads its own copy, which must hash the same.
+    // The text itself is no part of the job: every worker reads its own copy, which must hash the same
+    // (a tab downloads the launcher's copy from the server, by this hash).
     hyperparameters.text = o.text.startsWith('@') ? o.text : basename(o.text);
     hyperparameters.textSha256 = o.textSha256 ?? '';
     hyperparameters.context = o.context ?? DEFAULT_TEXT_CONTEXT;
