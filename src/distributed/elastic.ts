@@ -160,7 +160,7 @@ export class State implements Position {
 /**
  * Horovod's hvd.elastic.run: syncs the state from rank 0, then calls
  * `train`; when the ring breaks (a peer died) or a peer joins, re-forms the
- * ring, moves the DistributedOptimizer onto it, takes rank 0's committed
+ * ring (the DistributedOptimizer, built over the session, follows it), takes rank 0's committed
  * state, runs the reset callbacks and calls `train` again, until it returns.
  * Errors other than a broken ring (a bad argument, a diverged loss) are
  * thrown as they are.
@@ -183,7 +183,14 @@ export async function run<T>(state: State, train: (state: State) => Promise<T>):
         minEpoch = elastic.currentEpoch() + 1;
       } else throw err;
     }
-    state.optimizer.setCommunicator(await elastic.regroup(minEpoch));
+    const comm = await elastic.regroup(minEpoch);
+    if (state.optimizer.comm !== comm) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        'elastic.run: the DistributedOptimizer still reduces over the old ring; build it over the session (new DistributedOptimizer(session, model, optimizer)), not over session.comm, so it follows the ring as it re-forms',
+      );
+    }
+    state.optimizer.ringReformed();
     state.optimizer.resetAccumulation();
     regrouped = true;
   }

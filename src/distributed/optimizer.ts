@@ -134,7 +134,8 @@ export class DistributedOptimizer {
     refuseConflicts(settings, configSettingName(settings));
   }
 
-  private get comm(): Communicator {
+  /** The communicator the next step reduces over (the holder's current one, when built over a session or an elastic ring). */
+  get comm(): Communicator {
     return this.ring.comm;
   }
 
