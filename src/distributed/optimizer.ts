@@ -41,12 +41,15 @@ export interface DistributedOptimizerOptions {
    * Runs on this rank's contribution just before the allreduce (the contribution guard,
    * guard.ts); throwing fails the step before anything was summed or applied. A number it
    * resolves to multiplies this rank's contribution before the sum (0: left out this step).
+   * Checks that need no factor may resolve at once and judge in afterReduce, their own
+   * collective running beside the allreduce (step-checks.ts).
    */
   beforeReduce?: (local: Float32Array) => Promise<number | void>;
   /**
-   * Runs on the reduced gradients before they are checked and applied (the verified
-   * allreduce, step-checks.ts), with the factor between them and the plain sum of the
-   * contributions beforeReduce saw; throwing fails the step before any update.
+   * Runs on the reduced gradients before they are checked and applied (the checks gathered
+   * beside the sum, and the verified allreduce: step-checks.ts), with the factor between them
+   * and the plain sum of the contributions beforeReduce saw; throwing fails the step before
+   * any update.
    */
   afterReduce?: (reduced: Float32Array, scale: number, prescale: number) => Promise<void>;
   /** Sees every segment this rank receives in the ring's reduce-scatter (ReduceOptions.observeReceived): the verified allreduce checks each hop. */
