@@ -102,6 +102,8 @@ export class DistributedOptimizer {
   private gradName: string | null = null;
   /** centered-clip's reference: the previous step's aggregate (null: zeros, at the start and after a re-form). */
   private clipReference: Float32Array | null = null;
+  /** This step's aggregate, the reference once its update is applied. */
+  private nextClipReference: Float32Array | null = null;
   /** int8's and top-k's error-feedback residual (see ringAllreduceInPlace); null until the first step. */
   private residual: Float32Array | null = null;
 
@@ -132,6 +134,7 @@ export class DistributedOptimizer {
     this.residual?.fill(0);
     // A joiner holds no reference: every rank of the new ring starts centered-clip from zeros alike.
     this.clipReference = null;
+    this.nextClipReference = null;
   }
 
   /**
@@ -167,6 +170,7 @@ export class DistributedOptimizer {
     const prescale = this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1;
     await this.afterReduce?.(reduced, prescale * (this.op === 'average' ? 1 / this.comm.size : 1), prescale);
     for (const e of this.model.layout) checkFinite(e.name, reduced.subarray(e.offset, e.offset + e.length));
+    if (this.nextClipReference) [this.clipReference, this.nextClipReference] = [this.nextClipReference, null];
     this.model.writeGrads(reduced);
     this.optimizer.step(lr);
     if (this.accumulated) {
@@ -190,8 +194,9 @@ export class DistributedOptimizer {
       // Robust rules give a mean-like value: scaled as the ring's average (or sum) of the passes' mean would be.
       const reference = this.clipReference?.length === flat.length ? this.clipReference : undefined;
       const out = await robustAllreduce(this.comm, flat, this.aggregation, { name: this.gradientsName, timeoutMs: this.timeoutMs, reference });
-      // Kept before scaling: the next step's contributions are compared with this step's aggregate of the same kind.
-      if (this.aggregation.rule === 'centered-clip') this.clipReference = out;
+      // Kept before scaling: the next step's contributions are compared with this step's aggregate of the same kind
+      // (taken up once the step's checks passed: a step they fail leaves the reference as it was).
+      if (this.aggregation.rule === 'centered-clip') this.nextClipReference = out;
       const scale = (passes > 1 ? 1 / passes : 1) * (this.op === 'sum' ? this.comm.size : 1);
       for (let i = 0; i < flat.length; i++) flat[i] = out[i] * scale;
       return flat;
