@@ -25,8 +25,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
  * Node's WebGPU (Dawn) builds each pipeline synchronously, and on the software adapter the
  * transformer's first kernels held a Node worker's event loop for 47 s (one `ringtrain train`,
  * load 13 on 2 cores): two such workers compiling at once outlast the launcher's 60 s of server
- * heartbeats, and the job fails before its first step, whatever the collectives do. That case
- * waits for the kernels to compile without blocking (src/gpu).
+ * heartbeats, and the job fails before its first step, whatever the collectives do (at load 5
+ * the same case passed in 38 s; at load 13 to 20 it failed so, twice). That case waits for the
+ * kernels to compile without blocking the event loop (src/gpu).
  */
 const BLOCKS_ITS_EVENT_LOOP = (model: string, runtime: string) => model === 'transformer' && runtime === 'node';
 
