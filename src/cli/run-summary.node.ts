@@ -82,8 +82,10 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       samples_per_s: rank0.samples_per_s,
       tokens_per_s: rank0.tokens_per_s,
       allreduce_bytes: results.reduce((s, r) => s + Number(r.allreduce_bytes ?? 0), 0),
-      // Rank 0's, over every step but the first: collectives run, and how many of them went to the coordinator.
+      // Rank 0's, over every step but the first: collectives run, how many of them the step waited for one
+      // after another (the rest ran beside one already running), and how many went to the coordinator.
       collectives_per_step: rank0.collectives_per_step ?? null,
+      sequential_collectives_per_step: rank0.sequential_collectives_per_step ?? null,
       negotiations_per_step: rank0.negotiations_per_step ?? null,
       collectives_by_name_per_step: rank0.collectives_by_name_per_step ?? null,
       train_seconds: rank0.train_seconds,

@@ -237,6 +237,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       tokens_per_s: result.tokensPerS,
       allreduce_bytes: result.allreduceBytes,
       collectives_per_step: result.rounds?.collectives ?? null,
+      sequential_collectives_per_step: result.rounds?.sequential ?? null,
       negotiations_per_step: result.rounds?.negotiations ?? null,
       collectives_by_name_per_step: result.rounds?.byName ?? null,
       train_seconds: result.trainSeconds,

@@ -55,14 +55,17 @@ export interface GradientCheck {
   /**
    * Runs on this rank's contribution just before the allreduce; throwing fails the step before
    * anything was summed or applied. A number it resolves to multiplies this rank's contribution
-   * before the sum (0: left out this step), once every check's `before` has run.
+   * before the sum (0: left out this step), once every check's `before` has run. A check that
+   * needs no factor may resolve at once and judge in `after`, its own collective running beside
+   * the allreduce (step-checks.ts).
    */
   before?(comm: Communicator, local: Float32Array, step: number): Promise<number | void> | number | void;
   /** Sees every segment this rank receives in the ring's reduce-scatter (ReduceOptions.observeReceived): the verified allreduce checks each hop. */
   observe?(comm: Communicator, offset: number, values: Float32Array): void;
   /**
-   * Runs on the reduced gradients before they are checked and applied, with the factor between
-   * them and the plain sum of the contributions `before` saw; throwing fails the step before any update.
+   * Runs on the reduced gradients before they are checked and applied (the checks gathered beside
+   * the sum, and the verified allreduce: step-checks.ts), with the factor between them and the
+   * plain sum of the contributions `before` saw; throwing fails the step before any update.
    */
   after?(comm: Communicator, reduced: Float32Array, scale: number, prescale: number): Promise<void>;
 }
@@ -109,6 +112,8 @@ export class DistributedOptimizer {
   private gradName: string | null = null;
   /** centered-clip's reference: the previous step's aggregate (null: zeros, at the start and after a re-form). */
   private clipReference: Float32Array | null = null;
+  /** This step's aggregate, the reference once its update is applied. */
+  private nextClipReference: Float32Array | null = null;
   /** int8's and top-k's error-feedback residual (see ringAllreduceInPlace); null until the first step. */
   private residual: Float32Array | null = null;
 
@@ -145,6 +150,7 @@ export class DistributedOptimizer {
     this.residual?.fill(0);
     // A joiner holds no reference: every rank of the new ring starts centered-clip from zeros alike.
     this.clipReference = null;
+    this.nextClipReference = null;
   }
 
   /**
@@ -186,6 +192,7 @@ export class DistributedOptimizer {
     const prescale = this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1;
     for (const check of this.checks) await check.after?.(this.comm, reduced, prescale * (this.op === 'average' ? 1 / this.comm.size : 1), prescale);
     for (const e of this.model.layout) checkFinite(e.name, reduced.subarray(e.offset, e.offset + e.length));
+    if (this.nextClipReference) [this.clipReference, this.nextClipReference] = [this.nextClipReference, null];
     this.model.writeGrads(reduced);
     this.optimizer.step(lr);
     if (this.accumulated) {
@@ -209,8 +216,9 @@ export class DistributedOptimizer {
       // Robust rules give a mean-like value: scaled as the ring's average (or sum) of the passes' mean would be.
       const reference = this.clipReference?.length === flat.length ? this.clipReference : undefined;
       const out = await robustAllreduce(this.comm, flat, this.aggregation, { name: this.gradientsName, timeoutMs: this.timeoutMs, reference });
-      // Kept before scaling: the next step's contributions are compared with this step's aggregate of the same kind.
-      if (this.aggregation.rule === 'centered-clip') this.clipReference = out;
+      // Kept before scaling: the next step's contributions are compared with this step's aggregate of the same kind
+      // (taken up once the step's checks passed: a step they fail leaves the reference as it was).
+      if (this.aggregation.rule === 'centered-clip') this.nextClipReference = out;
       const scale = (passes > 1 ? 1 / passes : 1) * (this.op === 'sum' ? this.comm.size : 1);
       for (let i = 0; i < flat.length; i++) flat[i] = out[i] * scale;
       return flat;

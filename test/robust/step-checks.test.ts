@@ -96,6 +96,90 @@ describe('StepChecks: verified allreduce', () => {
   });
 });
 
+/** Whether, on this rank, step `s`'s gradient allreduce began before its sketch allgather ended (the two ran at once). */
+function overlapped(events: RingEvent[], s: number): boolean {
+  const ids = new Map<number, string>();
+  let sketchesDone = false;
+  for (const e of events) {
+    if (e.type === 'collective-begin') {
+      ids.set(e.id, e.name);
+      if (e.name === 'gradient-sketches') sketchesDone = false;
+      if (e.name === `g${s}`) return !sketchesDone;
+    }
+    if (e.type === 'collective-end' && ids.get(e.id) === 'gradient-sketches') sketchesDone = true;
+  }
+  throw new Error(`no allreduce 'g${s}' began`);
+}
+
+describe('StepChecks beside the allreduce (no doubt rule: the default of a job)', () => {
+  // As the trainer sets the guard by default: the norm rule only.
+  const normRule = { direction: false, doubt: false } as const;
+
+  for (const [what, fault] of [
+    ['NaN', (g: Float32Array) => g.fill(NaN)],
+    ['1e30×', (g: Float32Array) => g.forEach((v, i) => (g[i] = 1e30 * v))],
+  ] as const) {
+    it(`a rank sending ${what} gradients is named by every rank after the sum, which is discarded; the sketches travelled beside it`, async () => {
+      const { comms, seen } = ring(4);
+      const checks = comms.map(() => new StepChecks({ guard: normRule, seed: 5 }));
+      expect(await step(checks, comms, gradients(4, 30000, 0), 0)).toEqual([null, null, null, null]);
+      const g = gradients(4, 30000, 1);
+      fault(g[3]);
+      const errors = await step(checks, comms, g, 1);
+      for (const [r, e] of errors.entries()) {
+        expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+        expect(e!.code, e!.message).toBe(ErrorCode.PeerMisbehaved);
+        expect(e!.detail).toMatchObject({ peer: 3, culprits: [3], step: 1 });
+        expect(e!.message).toContain('no update applied');
+        expect(seen[r].find((ev) => ev.type === 'peer-misbehaved')).toMatchObject({ peer: 3 });
+        expect(overlapped(seen[r], 0), `rank ${r}, step 0`).toBe(true);
+        expect(overlapped(seen[r], 1), `rank ${r}, step 1`).toBe(true);
+      }
+      // The ring goes on: the next honest step passes.
+      expect(await step(checks, comms, gradients(4, 30000, 2), 2)).toEqual([null, null, null, null]);
+      comms.forEach((c) => c.close());
+    });
+  }
+
+  for (const [what, lie] of [
+    ['×(−20)', (g: Float32Array) => g.forEach((v, i) => (g[i] = -20 * v))],
+    ['NaN', (g: Float32Array) => g.fill(NaN)],
+  ] as const) {
+    it(`with verify, a rank that publishes honest sketches and sends ${what} is named by every rank`, async () => {
+      const { comms, seen } = ring(3);
+      const checks = comms.map(() => new StepChecks({ guard: normRule, verify: true, seed: 5 }));
+      const errors = await step(checks, comms, gradients(3, 30000, 0), 0, (r, g) => r === 1 && lie(g));
+      for (const [r, e] of errors.entries()) {
+        expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+        expect(e!.code, e!.message).toBe(ErrorCode.PeerMisbehaved);
+        expect(e!.detail).toMatchObject({ peer: 1, culprits: [1] });
+        expect(overlapped(seen[r], 0), `rank ${r}`).toBe(true);
+      }
+      comms.forEach((c) => c.close());
+    });
+  }
+
+  it('with verify, a bit-flipping link is named by every rank', async () => {
+    const { comms } = ring(4);
+    const checks = comms.map(() => new StepChecks({ guard: normRule, verify: true, seed: 5 }));
+    expect(await step(checks, comms, gradients(4, 30000, 0), 0)).toEqual([null, null, null, null]);
+    flipBitsOnSend(comms[2]);
+    for (const e of await step(checks, comms, gradients(4, 30000, 1), 1)) {
+      expect(e?.code).toBe(ErrorCode.PeerMisbehaved);
+      expect(e?.detail).toMatchObject({ peer: 2, link: [2, 3], step: 1 });
+    }
+    comms.forEach((c) => c.close());
+  });
+
+  it('with the doubt rule on, the factor needs the gathered sketches: the allgather comes first', async () => {
+    const { comms, seen } = ring(3);
+    const checks = comms.map(() => new StepChecks({ guard: { direction: false }, seed: 5 }));
+    expect(await step(checks, comms, gradients(3, 3000, 0), 0)).toEqual([null, null, null]);
+    for (const [r, events] of seen.entries()) expect(overlapped(events, 0), `rank ${r}`).toBe(false);
+    comms.forEach((c) => c.close());
+  });
+});
+
 describe('StepChecks: the direction rule (opt-in)', () => {
   it('names a sign-flipped ×20 rank within 3 steps, on every rank; honest steps before pass', async () => {
     const { comms } = ring(4);
