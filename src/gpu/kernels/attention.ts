@@ -5,9 +5,7 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { planEntry } from './plan-entry.ts';
+import { checkBindings, checkDims, planEntry } from './common.ts';
 
 export interface AttentionShape {
   batch: number;

@@ -1,7 +1,7 @@
 /** Bias add (in place) and bias gradient (column sum). See shaders/bias.wgsl. */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
 import { planColumnSum, type Scratch } from './reduce-rows.ts';
+import { checkDims } from './common.ts';
 
 /** y[r, c] += bias[c] for a rows×cols matrix, in place. */
 export function planAddBias(gpu: Gpu, y: Binding, bias: Binding, rows: number, cols: number): Dispatch {

@@ -1,8 +1,6 @@
 /** Batched matmul C[b] = op(A[b]) · op(B[b]), with a stride of 0 broadcasting an operand. See shaders/bmm.wgsl. */
 import type { Binding, Dispatch, Gpu } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { planEntry } from './plan-entry.ts';
+import { checkBindings, checkDims, planEntry } from './common.ts';
 
 export interface BmmShape {
   batch: number;

@@ -5,10 +5,8 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu, type UniformField } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { accumulateConstant, planEntry } from './plan-entry.ts';
 import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
+import { accumulateConstant, checkBindings, checkDims, planEntry } from './common.ts';
 
 /** Broadcast coordinates one invocation of a split `reduce` sums (about): the rest go to other slices. */
 const REDUCE_CHUNK = 64;

@@ -8,7 +8,8 @@
  * ranges of the model's flat parameter/gradient buffers.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { type Binding, bindingBytes, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
+import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
+import { checkBindings } from './common.ts';
 import { type ConvShape, checkConvShape, convSizes } from './conv2d_reference.ts';
 import { gpuScratch, planColumnSum, type Scratch, scratchRanges } from './reduce-rows.ts';
 
@@ -31,23 +32,6 @@ function checked(s: ConvShape): { oh: number; ow: number } {
     throw new RingtrainError(ErrorCode.InvalidArgument, `conv2d: pad ${s.pad} must be smaller than the kernel (${s.kh}x${s.kw}); more padding only adds zero borders`, { shape: { ...s } });
   }
   return o;
-}
-
-/** Bytes a binding exposes to a shader. */
-export { bindingBytes };
-
-/** A too-small binding would be read or written out of bounds (clamped, silently wrong): refuse it. */
-export function checkBindings(kernel: string, bindings: Record<string, [Binding, number]>, detail: object): void {
-  for (const [name, [binding, words]] of Object.entries(bindings)) {
-    const have = bindingBytes(binding);
-    if (have < words * 4) {
-      throw new RingtrainError(
-        ErrorCode.InvalidArgument,
-        `${kernel}: buffer '${name}' holds ${Math.floor(have / 4)} values, the shape needs ${words}; allocate it from the same shape`,
-        { kernel, buffer: name, have: Math.floor(have / 4), need: words, ...detail },
-      );
-    }
-  }
 }
 
 type ShaderDims = [n: number, cin: number, h: number, w: number, cout: number, kh: number, kw: number, padY: number, padX: number, oh: number, ow: number];

@@ -6,10 +6,8 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { planEntry } from './plan-entry.ts';
 import { planColumnSum, type Scratch } from './reduce-rows.ts';
+import { checkBindings, checkDims, planEntry } from './common.ts';
 
 /** The target value that marks a position as ignored (PyTorch's ignore_index in the reference). */
 export const IGNORE_TARGET = -1;

@@ -4,9 +4,7 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { accumulateConstant, planEntry } from './plan-entry.ts';
+import { accumulateConstant, checkBindings, checkDims, planEntry } from './common.ts';
 
 export interface DropoutOptions {
   n: number;

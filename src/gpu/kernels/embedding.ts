@@ -1,10 +1,8 @@
 /** Embedding: gather forward, deterministic scatter-add backward. See shaders/embedding.wgsl. */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { accumulateConstant, planEntry } from './plan-entry.ts';
 import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
+import { accumulateConstant, checkBindings, checkDims, planEntry } from './common.ts';
 
 /** Rows per chunk of the backward pass's first level, unless the partials would pass EMBEDDING_MAX_PARTIAL. */
 export const EMBEDDING_CHUNK = 64;

@@ -3,7 +3,7 @@
  * holds ceil(n/2) u32 words. See shaders/f16.wgsl.
  */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
+import { checkDims } from './common.ts';
 
 function dims(gpu: Gpu, n: number): GPUBuffer {
   checkDims('f16', { n });

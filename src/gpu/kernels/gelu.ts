@@ -1,8 +1,6 @@
 /** GELU, exact erf form (PyTorch's nn.GELU default), forward and backward. See shaders/gelu.wgsl. */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { accumulateConstant, planEntry } from './plan-entry.ts';
+import { accumulateConstant, checkBindings, checkDims, planEntry } from './common.ts';
 
 function dims(gpu: Gpu, n: number): GPUBuffer {
   checkDims('gelu', { n });

@@ -54,7 +54,8 @@ export function warmUp(gpu: Gpu): void {
   for (const k of Object.values(KERNELS)) for (const entryPoint of k.entryPoints) gpu.pipeline(k.shader, { entryPoint, constants: k.constants });
 }
 
-export { planMatmul, planMatmulSteps, matmulSplitK, MATMUL_TILE, checkDims, chooseMatmulVariant, directFits, wideFits, blockedFits, adapterKind, MATMUL_TABLE, type AdapterKind, type ChosenMatmulVariant, type MatmulOptions, type MatmulShape, type MatmulVariant } from './matmul.ts';
+export { checkDims, checkBindings, planEntry, accumulateConstant } from './common.ts';
+export { planMatmul, planMatmulSteps, matmulSplitK, MATMUL_TILE, chooseMatmulVariant, directFits, wideFits, blockedFits, adapterKind, MATMUL_TABLE, type AdapterKind, type ChosenMatmulVariant, type MatmulOptions, type MatmulShape, type MatmulVariant } from './matmul.ts';
 export { planAddBias, planBiasGrad, planBiasGradSteps } from './bias.ts';
 export { planActivationForward, planActivationBackward, checkActivation, ACTIVATIONS, type Activation } from './activation.ts';
 export { planSoftmaxXent, checkLabels, type SoftmaxXentBuffers } from './softmax-xent.ts';

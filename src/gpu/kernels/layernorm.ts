@@ -3,10 +3,8 @@
  * and backward (input, weight and bias gradients). See shaders/layernorm.wgsl.
  */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { accumulateConstant, planEntry } from './plan-entry.ts';
 import { gpuScratch, planColumnSum, type Scratch, scratchRanges } from './reduce-rows.ts';
+import { accumulateConstant, checkBindings, checkDims, planEntry } from './common.ts';
 
 /** Rows per chunk of the parameter gradients' first pass (see shaders/layernorm.wgsl). */
 export const LAYER_NORM_PARAM_CHUNK = 64;

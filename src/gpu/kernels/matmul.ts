@@ -6,6 +6,7 @@
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import type { RuntimeName } from '../../core/runtime.ts';
 import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
+import { checkDims } from './common.ts';
 import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
 
 export interface MatmulShape {
@@ -120,14 +121,6 @@ export function chooseMatmulVariant(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): C
   if (want !== 'auto') return want;
   const kind = adapterKind(gpu);
   return MATMUL_TABLE.find((row) => row.adapter === kind && (!row.runtimes || row.runtimes.includes(gpu.info.runtime)) && row.when(o))!.variant;
-}
-
-export function checkDims(what: string, dims: Record<string, number>): void {
-  for (const [name, v] of Object.entries(dims)) {
-    if (!Number.isInteger(v) || v < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${name} must be a positive integer, got ${v}`, { ...dims });
-    }
-  }
 }
 
 export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions): Dispatch {

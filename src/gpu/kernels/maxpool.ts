@@ -4,8 +4,8 @@
  * (odd edges dropped, ties to the earlier cell, cell 4 = zeroed by ReLU).
  */
 import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
 import { type PoolShape, checkPoolShape, poolSizes } from './maxpool_reference.ts';
+import { checkBindings } from './common.ts';
 
 export { type PoolShape, poolSizes, NO_WINNER } from './maxpool_reference.ts';
 

@@ -1,9 +1,7 @@
 /** Mean squared error, loss (deterministic sums over chunks of values, then a column-sum tree) and gradient. See shaders/mse.wgsl. */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { accumulateConstant, planEntry } from './plan-entry.ts';
 import { gpuScratch, planSumTree, type Scratch } from './reduce-rows.ts';
+import { accumulateConstant, checkBindings, checkDims, planEntry } from './common.ts';
 
 /** Values one workgroup of the loss sums. */
 const MSE_CHUNK = 1024;

@@ -4,7 +4,7 @@
  * planned dispatch is reused. See shaders/sgd.wgsl and shaders/adamw.wgsl.
  */
 import { linearGroups, type Binding, type Dispatch, type Gpu, type UniformField } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
+import { checkDims } from './common.ts';
 
 export interface SgdHyper {
   lr: number;

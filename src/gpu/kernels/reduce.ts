@@ -1,6 +1,6 @@
 /** out[outIndex] = scale · Σ x[0..n). One workgroup, deterministic. See shaders/reduce.wgsl. */
 import type { Binding, Dispatch, Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
+import { checkDims } from './common.ts';
 
 export function planSum(gpu: Gpu, x: Binding, out: Binding, n: number, opts: { outIndex?: number; scale?: number } = {}): Dispatch {
   checkDims('sum', { n });

@@ -5,7 +5,7 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
+import { checkDims } from './common.ts';
 
 export interface SoftmaxXentBuffers {
   logits: Binding;

@@ -1,8 +1,6 @@
 /** Row softmax over the last dimension, forward and backward (from the saved output). See shaders/softmax.wgsl. */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { accumulateConstant, planEntry } from './plan-entry.ts';
+import { accumulateConstant, checkBindings, checkDims, planEntry } from './common.ts';
 
 function dims(gpu: Gpu, rows: number, cols: number): GPUBuffer {
   checkDims('softmax', { rows, cols });

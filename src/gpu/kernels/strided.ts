@@ -6,9 +6,7 @@
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu, type UniformField } from '../gpu.ts';
 import { sizeOf } from './broadcast.ts';
-import { checkBindings } from './conv2d.ts';
-import { checkDims } from './matmul.ts';
-import { accumulateConstant, planEntry } from './plan-entry.ts';
+import { accumulateConstant, checkBindings, checkDims, planEntry } from './common.ts';
 
 const RANK = 4;
 
