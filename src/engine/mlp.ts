@@ -8,8 +8,8 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { checkActivation } from '../gpu/kernels/activation.ts';
-import { GELU, Linear, ReLU, Tanh } from '../nn/layers.ts';
+import { checkActivation } from '../nn/ops/activation/kernel.ts';
+import { GELU, Linear, ReLU, Tanh } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
 import type { Tensor } from '../nn/tensor.ts';
 import { GraphModel } from './graph-model.ts';

@@ -18,7 +18,7 @@
  */
 import type { Gpu } from '../gpu/gpu.ts';
 import type { DeferredScalars } from '../gpu/readback.ts';
-import type { Activation } from '../gpu/kernels/activation.ts';
+import type { Activation } from '../nn/ops/activation/kernel.ts';
 
 /** Tensors start at multiples of this many floats (256 bytes). */
 export const PARAM_ALIGN = 64;

@@ -8,8 +8,8 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { BufferRange, Gpu } from '../gpu/gpu.ts';
 import { planSumTree } from '../gpu/kernels/reduce-rows.ts';
-import { checkTargets, planCrossEntropy } from '../gpu/kernels/cross-entropy.ts';
-import { crossEntropyRef } from '../gpu/kernels/nn_reference.ts';
+import { checkTargets, planCrossEntropy } from './ops/cross-entropy/kernel.ts';
+import { crossEntropyRef } from './ops/cross-entropy/reference.ts';
 import { planSoftmaxXent } from '../gpu/kernels/softmax-xent.ts';
 import type { Step } from './op.ts';
 

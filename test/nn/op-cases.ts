@@ -8,23 +8,49 @@
  *
  * A case's result is the worst error/tolerance ratio of the three checks
  * (reported as maxAbsErr with tol 1).
+ *
+ * An op's own test file is `test/nn/ops/<op>.cases.ts`, found here by
+ * listing that folder (Node and Deno alike), so a new op adds its cases
+ * without editing a list: it exports `CASES` (gradchecks of an op, or of a
+ * function of the inputs composed of ops) and may export `ORACLE_CASES`
+ * (anything else to compare against an f64 reference).
  */
+import { existsSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { gradcheck, type GradcheckInput } from '../../src/nn/gradcheck.ts';
 import type { Op } from '../../src/nn/op.ts';
 import * as ops from '../../src/nn/ops/index.ts';
+import type { Tensor } from '../../src/nn/tensor.ts';
 import type { OracleCase } from '../oracles/dense-cases.ts';
 import { NN_OP_CASES } from '../oracles/nn-op-cases.ts';
 
 /** f32 GPU vs f64 oracle (relative to max(1, |reference|)); analytic vs numeric in f64. */
 const TOL = { forward: 1e-4, backward: 1e-4, numeric: 1e-4 };
 
-interface OpCase {
-  op: Op<any>;
+export interface OpCase {
+  /** The op, or a function of the input tensors built from ops (then `name` says what it is). */
+  op: Op<any> | ((inputs: Tensor[]) => Tensor);
+  name?: string;
   label: string;
   inputs: GradcheckInput[];
   attrs?: Record<string, unknown>;
+  /** Tolerances other than TOL, where the composition's f32 rounding needs them. */
+  tol?: Partial<typeof TOL>;
 }
+
+/** The cases each op's own file (test/nn/ops/<op>.cases.ts) exports, in file-name order. */
+async function opFolderCases(): Promise<{ cases: OpCase[]; oracles: OracleCase[] }> {
+  const dir = fileURLToPath(new URL('./ops/', import.meta.url));
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.cases.ts')).sort() : [];
+  const modules = (await Promise.all(files.map((f) => import(`${dir}${f}`)))) as { CASES?: OpCase[]; ORACLE_CASES?: OracleCase[] }[];
+  return { cases: modules.flatMap((m) => m.CASES ?? []), oracles: modules.flatMap((m) => m.ORACLE_CASES ?? []) };
+}
+
+const folders = await opFolderCases();
+
+/** What a case checks, for its name and for the coverage test. */
+export const caseName = (c: OpCase): string => (typeof c.op === 'function' ? (c.name ?? 'composition') : c.op.name);
 
 const s = (...shape: number[]): GradcheckInput => ({ shape });
 
@@ -44,12 +70,17 @@ export const OP_CASES: OpCase[] = [
   { op: ops.maxPool2dOp, label: 'x[2,3,6,5]', inputs: [s(2, 3, 6, 5)] },
   { op: ops.maxPool2dOp, label: 'x[2,3,6,6], fused relu', inputs: [s(2, 3, 6, 6)], attrs: { relu: true } },
   ...NN_OP_CASES,
+  ...folders.cases,
 ];
 
-export const OP_ORACLE_CASES: OracleCase[] = OP_CASES.map((c, i) => ({
-  name: `gradcheck ${c.op.name} ${c.label}`,
-  run: async (gpu: Gpu) => {
-    const r = await gradcheck(gpu, c.op, c.inputs, c.attrs ?? {}, { seed: 1000 + i });
-    return { maxAbsErr: Math.max(r.forward / TOL.forward, r.backward / TOL.backward, r.numeric / TOL.numeric), tol: 1 };
-  },
-}));
+export const OP_ORACLE_CASES: OracleCase[] = [
+  ...OP_CASES.map((c, i) => ({
+    name: `gradcheck ${caseName(c)} ${c.label}`,
+    run: async (gpu: Gpu) => {
+      const r = await gradcheck(gpu, c.op, c.inputs, c.attrs ?? {}, { seed: 1000 + i });
+      const tol = { ...TOL, ...c.tol };
+      return { maxAbsErr: Math.max(r.forward / tol.forward, r.backward / tol.backward, r.numeric / tol.numeric), tol: 1 };
+    },
+  })),
+  ...folders.oracles,
+];

@@ -9,7 +9,7 @@
  * pointwise ops 1e-5 (GPU exp/tanh are not correctly rounded); f16 one ULP.
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { planActivationBackward, planActivationForward, type Activation } from '../../src/gpu/kernels/activation.ts';
+import { planActivationBackward, planActivationForward, type Activation } from '../../src/nn/ops/activation/kernel.ts';
 import { planAddBias, planBiasGrad, planBiasGradSteps } from '../../src/gpu/kernels/bias.ts';
 import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.ts';
 import { packedWords, planPackF16, planUnpackF16 } from '../../src/gpu/kernels/f16.ts';

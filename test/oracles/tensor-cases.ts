@@ -5,11 +5,11 @@
  * float64 references in src/gpu/kernels/tensor_reference.ts.
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { planBmm, type BmmShape } from '../../src/gpu/kernels/bmm.ts';
-import { broadcastShape, planBroadcastBinary, planBroadcastReduce, planScaleTo, sizeOf } from '../../src/gpu/kernels/broadcast.ts';
-import { planMseGrad, planMseLoss } from '../../src/gpu/kernels/mse.ts';
-import { inversePermutation, planConcat, planFill, planTranspose, planWindowCopy } from '../../src/gpu/kernels/strided.ts';
-import * as ref from '../../src/gpu/kernels/tensor_reference.ts';
+import { planBmm, type BmmShape } from '../../src/nn/ops/bmm/kernel.ts';
+import { broadcastShape, planBroadcastBinary, planBroadcastReduce, planScaleTo, sizeOf } from '../../src/nn/ops/broadcast/kernel.ts';
+import { planMseGrad, planMseLoss } from '../../src/nn/ops/mse/kernel.ts';
+import { inversePermutation, planConcat, planFill, planTranspose, planWindowCopy } from '../../src/nn/ops/permute/kernel.ts';
+import * as ref from './op-references.ts';
 import type { OracleCase } from './dense-cases.ts';
 import { plus, rand, relErr, scoped } from './nn-cases.ts';
 

@@ -5,6 +5,10 @@
  */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
 import { checkDims } from './common.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('elementwise', { shader: 'elementwise', entryPoints: ['add', 'axpy'] });
+defineKernel('scale', { shader: 'scale', entryPoints: ['main'] });
 
 function dims(gpu: Gpu, n: number, alpha: number): GPUBuffer {
   checkDims('elementwise', { n });

@@ -8,6 +8,12 @@ import type { RuntimeName } from '../../core/runtime.ts';
 import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
 import { checkDims } from './common.ts';
 import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('matmul', { shader: 'matmul', entryPoints: ['main'] });
+defineKernel('matmulDirect', { shader: 'matmul_direct', entryPoints: ['main'] });
+defineKernel('matmulBlocked', { shader: 'matmul_tiled_blocked', entryPoints: ['main'] });
+defineKernel('matmulWide', { shader: 'matmul_wide', entryPoints: ['main'] });
 
 export interface MatmulShape {
   /** Rows of C (and of op(A)). */

@@ -5,6 +5,10 @@
  */
 import { linearGroups, type Binding, type Dispatch, type Gpu, type UniformField } from '../gpu.ts';
 import { checkDims } from './common.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('sgd', { shader: 'sgd', entryPoints: ['main'] });
+defineKernel('adamw', { shader: 'adamw', entryPoints: ['main'] });
 
 export interface SgdHyper {
   lr: number;
