@@ -15,7 +15,7 @@ const GELU_C = 0.044715;
 const math: Record<Activation, { f: (x: number) => number; df: (x: number) => number }> = {
   relu: { f: (x) => Math.max(x, 0), df: (x) => (x > 0 ? 1 : 0) },
   tanh: { f: Math.tanh, df: (x) => 1 - Math.tanh(x) ** 2 },
-  gelu: {
+  geluTanh: {
     f: (x) => 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * (x + GELU_C * x ** 3))),
     df: (x) => {
       const t = Math.tanh(SQRT_2_OVER_PI * (x + GELU_C * x ** 3));
@@ -48,7 +48,7 @@ function activationOp(kind: Activation, name: string): Op<Record<string, never>>
 
 export const reluOp = activationOp('relu', 'relu');
 export const tanhOp = activationOp('tanh', 'tanh');
-export const geluTanhOp = activationOp('gelu', 'geluTanh');
+export const geluTanhOp = activationOp('geluTanh', 'geluTanh');
 
 // The functional forms, for `forward` methods (nn.F).
 export const relu = (x: Tensor): Tensor => apply(reluOp, [x], {});

@@ -1,5 +1,6 @@
 /**
- * Activations: ReLU, tanh and GELU (tanh approximation). Backward takes the
+ * Activations: ReLU, tanh and geluTanh (GELU's tanh approximation; the exact
+ * erf form is the gelu op's own kernel). Backward takes the
  * forward input and updates dy into dx in place. See shaders/activation.wgsl.
  */
 import { ErrorCode, RingtrainError } from '../../../core/errors.ts';
@@ -7,10 +8,13 @@ import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gp
 import { checkDims } from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
-defineKernel('activation', { shader: 'activation', entryPoints: ['relu_forward', 'relu_backward', 'tanh_forward', 'tanh_backward', 'gelu_forward', 'gelu_backward'] });
+defineKernel('activation', { shader: 'activation', entryPoints: ['relu_forward', 'relu_backward', 'tanh_forward', 'tanh_backward', 'gelu_tanh_forward', 'gelu_tanh_backward'] });
 
-export const ACTIVATIONS = ['relu', 'tanh', 'gelu'] as const;
+export const ACTIVATIONS = ['relu', 'tanh', 'geluTanh'] as const;
 export type Activation = (typeof ACTIVATIONS)[number];
+
+/** The shader's entry point prefix of each activation. */
+const ENTRY: Record<Activation, string> = { relu: 'relu', tanh: 'tanh', geluTanh: 'gelu_tanh' };
 
 export function checkActivation(kind: string): asserts kind is Activation {
   if (!(ACTIVATIONS as readonly string[]).includes(kind)) {
@@ -23,7 +27,7 @@ export function planActivationForward(gpu: Gpu, kind: Activation, x: Binding, y:
   checkActivation(kind);
   checkDims('activation', { n });
   const dims = gpu.uniform([['u32', n], ['u32', 0], ['u32', 0], ['u32', 0]], 'act-dims');
-  return gpu.plan('activation', [dims, x, y], linearGroups(n, 256), { entryPoint: `${kind}_forward` });
+  return gpu.plan('activation', [dims, x, y], linearGroups(n, 256), { entryPoint: `${ENTRY[kind]}_forward` });
 }
 
 /** dy ← dy · f'(x), in place; x is the forward input. */
@@ -31,5 +35,5 @@ export function planActivationBackward(gpu: Gpu, kind: Activation, x: Binding, d
   checkActivation(kind);
   checkDims('activation', { n });
   const dims = gpu.uniform([['u32', n], ['u32', 0], ['u32', 0], ['u32', 0]], 'act-dims');
-  return gpu.plan('activation', [dims, x, dy], linearGroups(n, 256), { entryPoint: `${kind}_backward` });
+  return gpu.plan('activation', [dims, x, dy], linearGroups(n, 256), { entryPoint: `${ENTRY[kind]}_backward` });
 }

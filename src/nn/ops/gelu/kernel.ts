@@ -3,7 +3,7 @@ import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gp
 import { accumulateConstant, checkBindings, checkDims, planEntry } from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
-defineKernel('geluErf', { shader: 'gelu', entryPoints: ['forward', 'backward'] });
+defineKernel('gelu', { shader: 'gelu', entryPoints: ['forward', 'backward'] });
 
 function dims(gpu: Gpu, n: number): GPUBuffer {
   checkDims('gelu', { n });
