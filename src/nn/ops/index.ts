@@ -23,6 +23,7 @@ export * from './maxpool/index.ts';
 export * from './mse/index.ts';
 export * from './permute/index.ts';
 export * from './reshape/index.ts';
+export * from './rmsnorm/index.ts';
 export * from './row-reduce/index.ts';
 export * from './softmax/index.ts';
 export * from './unary/index.ts';
