@@ -25,7 +25,7 @@ describe('coverage', () => {
     expect(names.length).toBeGreaterThan(5);
     const covered = new Set(OP_CASES.map(caseName));
     const missing = names.filter((n) => !covered.has(n));
-    expect(missing, `ops without a case in test/nn/op-cases.ts: ${missing.join(', ')}`).toEqual([]);
+    expect(missing, `ops without a gradcheck (add test/nn/ops/<op>.cases.ts): ${missing.join(', ')}`).toEqual([]);
   });
 
   it('every op folder is exported by src/nn/ops/index.ts', () => {
