@@ -85,7 +85,7 @@ export const crossEntropy: Loss = {
  * Cross-entropy over positions with an ignore index: a target of -1 (padding)
  * adds no loss and no gradient and is not counted; the mean is over counted
  * positions, as F.cross_entropy(..., ignore_index=-1). Kernel:
- * src/gpu/kernels/cross-entropy.ts.
+ * src/nn/ops/cross-entropy/kernel.ts.
  */
 export const crossEntropyIgnore: Loss = {
   name: 'cross-entropy-ignore',

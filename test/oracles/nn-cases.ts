@@ -1,8 +1,8 @@
 /**
  * Oracle cases for the neural-network kernels (layer norm, GELU, softmax,
  * cross-entropy, embedding, attention, dropout), forward and backward, on
- * seeded random inputs against the float64 references in
- * src/gpu/kernels/nn_reference.ts. Runtime-agnostic: vitest runs them under
+ * seeded random inputs against the float64 references in the
+ * ops' folders (src/nn/ops/<op>/reference.ts). Runtime-agnostic: vitest runs them under
  * Node, test/deno/run-oracles.ts under Deno.
  *
  * Errors are relative to the largest reference value (at least 1): the

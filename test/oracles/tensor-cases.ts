@@ -2,7 +2,7 @@
  * Oracle cases for the generic tensor kernels: batched matmul, broadcasting
  * add/sub/mul with the reductions that give broadcast inputs their gradient,
  * scale, permute / slice / concat (one strided copy) and MSE, against the
- * float64 references in src/gpu/kernels/tensor_reference.ts.
+ * float64 references in the ops' folders (src/nn/ops/<op>/reference.ts).
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { planBmm, type BmmShape } from '../../src/nn/ops/bmm/kernel.ts';

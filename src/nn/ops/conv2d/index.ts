@@ -2,7 +2,7 @@
  * conv2d: PyTorch's nn.Conv2d with stride 1 and zero padding `pad` on every
  * side. x [N, Cin, H, W], weight [Cout, Cin, kh, kw], bias [Cout] → y
  * [N, Cout, H + 2·pad − kh + 1, W + 2·pad − kw + 1]. The kernels are those of
- * src/gpu/kernels/conv2d.ts (the input gradient is the forward kernel on the
+ * kernel.ts (the input gradient is the forward kernel on the
  * flipped problem; weight and bias gradients come from one kernel).
  */
 import { type ConvShape, planConv2dBackwardInput, planConv2dBackwardWeightSteps, planConv2dForward } from './kernel.ts';

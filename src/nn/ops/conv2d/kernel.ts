@@ -1,7 +1,7 @@
 /**
  * conv2d on the GPU: forward, gradient wrt the input, gradient wrt weights and
  * bias. Stride 1, zero padding, NCHW activations, OIHW weights (see
- * conv2d_reference.ts for the math and why this layout).
+ * reference.ts for the math and why this layout).
  *
  * Each `plan*` checks the shape, writes the shape into a uniform buffer and
  * returns a Dispatch to record every step; bindings may be whole buffers or

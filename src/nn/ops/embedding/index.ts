@@ -2,7 +2,7 @@
  * embedding: PyTorch's nn.Embedding lookup, out[..., :] = weight[ids[...], :]
  * for u32 ids [...] and weight [vocab, dim]. Backward scatter-adds into the
  * weight's gradient without atomics (deterministic). Ids are data: check
- * them on upload with checkIds (src/gpu/kernels/embedding.ts).
+ * them on upload with checkIds (kernel.ts).
  */
 import { planEmbeddingBackward, planEmbeddingForward } from './kernel.ts';
 import { embeddingBackwardRef, embeddingRef } from './reference.ts';

@@ -1,6 +1,6 @@
 /**
  * 2x2 max-pooling (stride 2, NCHW) on the GPU, forward and backward, with an
- * optional fused ReLU in front. See maxpool_reference.ts for the exact rules
+ * optional fused ReLU in front. See reference.ts for the exact rules
  * (odd edges dropped, ties to the earlier cell, cell 4 = zeroed by ReLU).
  */
 import { type Binding, type Dispatch, type Gpu, linearGroups } from '../../../gpu/gpu.ts';
