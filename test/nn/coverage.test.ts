@@ -1,6 +1,6 @@
 /**
  * Drift checks, no GPU needed: every registered op has a gradcheck case
- * (test/nn/op-cases.ts or the op's test/nn/ops/<op>.cases.ts), every op
+ * (the op's test/nn/ops/<op>.cases.ts, gathered by test/nn/op-cases.ts), every op
  * folder is in the ops barrel and exports only ops, functional forms and
  * layers, and every shader file has a registered kernel (which warmUp
  * compiles). That every shader is exercised by an oracle case is checked at
