@@ -1,5 +1,5 @@
 /**
- * Uneven peers (issue 14): N Deno workers over real WebRTC, one of them slowed
+ * Uneven peers: N Deno workers over real WebRTC, one of them slowed
  * K× by the chaos entry's `--chaos slow:Kx` (test/support/chaos) (its compute takes K times as long),
  * train the same job twice, once with equal shares of the global batch and once
  * with `balance: 'speed'` (shares by measured speed, src/distributed/shares.ts).

@@ -15,7 +15,7 @@
 import { detectRuntime } from '../src/core/runtime.ts';
 import { acquireGpu } from '../src/gpu/device.ts';
 import type { Dispatch } from '../src/gpu/gpu.ts';
-import { type ConvShape, convOutSize, convSizes, planConv2dBackwardInput, planConv2dBackwardWeight, planConv2dForward } from '../src/gpu/kernels/conv2d.ts';
+import { type ConvShape, convOutSize, convSizes, planConv2dBackwardInput, planConv2dBackwardWeight, planConv2dForward } from '../src/nn/ops/conv2d/kernel.ts';
 import { planMatmul } from '../src/gpu/kernels/matmul.ts';
 import { args, opt } from './args.ts';
 

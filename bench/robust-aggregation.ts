@@ -1,5 +1,5 @@
 /**
- * Robust aggregation on real workers (issue 14): N Deno workers over real
+ * Robust aggregation on real workers: N Deno workers over real
  * WebRTC train the same job once per rule (mean, median, trimmed-mean,
  * centered-clip), honest and with one worker sending its gradients flipped and
  * scaled by 20 (the chaos entry's `--chaos scale:-20@step:F`, inside the guard's 1,000× norm

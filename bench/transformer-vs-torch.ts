@@ -1,13 +1,13 @@
 /**
- * The transformer words workload (issue 9) against the PyTorch reference: each
+ * The transformer words workload against the PyTorch reference: each
  * run is `ringtrain train --model transformer --seed S --steps N --json
  * --runtime R` (the recipe's defaults: AdamW, lr 3e-3, 100 warm-up steps then
  * cosine, 256 words per step with replacement), one process, run one after the
  * other. Its validation loss (nats per character over every target of the
  * 11,651 validation words, end-of-word included) is set against what
- * /work/shared/gpu/gpt_ref.py gave on an H100 for the same settings (issue 9:
- * 2.178–2.182 after 1,000 steps, 2.083–2.090 after 3,000). PyTorch is not
- * installed here, so those figures are the issue's, not measured in this run;
+ * /work/shared/gpu/gpt_ref.py gave on an H100 for the same settings
+ * (2.178–2.182 after 1,000 steps, 2.083–2.090 after 3,000). PyTorch is not
+ * installed here, so those figures are recorded ones, not measured in this run;
  * the comparison is of losses, not of times.
  *
  *   nice -n 10 npx tsx bench/transformer-vs-torch.ts --runtimes node,deno --seeds 0,1 --steps 1000 [--log DIR]
@@ -27,7 +27,7 @@ import { args, opt } from './args.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
-/** gpt_ref.py's validation loss (nats/char) on an H100, by steps, as issue 9 reports it. */
+/** gpt_ref.py's validation loss (nats/char) on an H100, by steps, as recorded from the H100 runs. */
 const TORCH: Record<number, { low: number; high: number; seeds: number }> = {
   1000: { low: 2.178, high: 2.182, seeds: 3 },
   3000: { low: 2.083, high: 2.09, seeds: 2 },

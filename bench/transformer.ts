@@ -1,5 +1,5 @@
 /**
- * bench/transformer (issue 9): training steps of the built-in transformer
+ * bench/transformer: training steps of the built-in transformer
  * (the words workload: 105,627 parameters, AdamW, batches of words drawn with
  * replacement, padded to 32 positions) on this runtime's WebGPU adapter, ours
  * against the same model written in TF.js ops (bench/tfjs-transformer.ts) on

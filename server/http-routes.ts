@@ -15,6 +15,8 @@ export interface HttpRoutesContext {
   metrics: ServerMetrics;
   /** Folder of the built page; null serves no files. */
   staticDir: string | null;
+  /** Jobs' data files by hex SHA-256 (ServerOptions.files). */
+  files: ReadonlyMap<string, Uint8Array>;
   log(line: string): void;
 }
 
@@ -74,7 +76,7 @@ async function route(ctx: HttpRoutesContext, req: IncomingMessage, res: ServerRe
 
 // A job is shown to anyone only when it opted in; otherwise only to its token's holders.
 // Wrong tokens here count against the address like wrong tokens in a join (no guessing by HTTP).
-function jobsApi({ jobs, admission, metrics }: HttpRoutesContext, req: IncomingMessage, res: ServerResponse, pathname: string): void {
+function jobsApi({ jobs, admission, metrics, files }: HttpRoutesContext, req: IncomingMessage, res: ServerResponse, pathname: string): void {
   const token = bearerToken(req);
   const key = addressKey(req.socket.remoteAddress);
   if (token !== undefined && !admission.mayTryToken(key)) {
@@ -87,9 +89,10 @@ function jobsApi({ jobs, admission, metrics }: HttpRoutesContext, req: IncomingM
     if (token !== undefined && !all.some(holds)) admission.badToken(key);
     return json(res, 200, all.filter((j) => j.isPublic || holds(j)).map((j) => j.info()));
   }
+  const fileRoute = /^\/api\/jobs\/([^/]+)\/files\/([^/]+)$/.exec(pathname);
   let id: string;
   try {
-    id = decodeURIComponent(pathname.slice('/api/jobs/'.length));
+    id = decodeURIComponent(fileRoute ? fileRoute[1] : pathname.slice('/api/jobs/'.length));
   } catch {
     return json(res, 400, { error: 'bad job id encoding' });
   }
@@ -99,5 +102,27 @@ function jobsApi({ jobs, admission, metrics }: HttpRoutesContext, req: IncomingM
   if (!job || !(job.isPublic || holds(job))) {
     return json(res, 404, { error: `no job '${id}' that this request may see; a job that is not public needs its token (Authorization: Bearer <token>)` });
   }
+  if (fileRoute) return jobFile(res, job, holds(job), fileRoute[2], files);
   return json(res, 200, job.info());
+}
+
+/**
+ * One of a job's data files (its text, its table), for a tab that joins it: a
+ * tab has no disk to read the job's file from, and the server that serves the
+ * page is the one place both the job and the tab trust. Only a peer may have
+ * it (the token; a public job is public to watch, its data is not), and only
+ * a file the job's settings name by hash, so a server given several files
+ * never hands one job another's.
+ */
+function jobFile(res: ServerResponse, job: Job, holdsToken: boolean, sha256: string, files: ReadonlyMap<string, Uint8Array>): void {
+  if (!holdsToken) return json(res, 403, { error: `the files of job '${job.id}' go to its peers only: send its token (Authorization: Bearer <token>)` });
+  const s = job.settings;
+  const named = [s.textSha256, s.tableSha256, s.labelsSha256].filter((h): h is string => h !== undefined && h !== '');
+  if (!named.includes(sha256)) return json(res, 404, { error: `job '${job.id}' names no file with SHA-256 ${sha256}; it names ${named.length ? named.join(', ') : 'none'}` });
+  const bytes = files.get(sha256);
+  if (!bytes) {
+    return json(res, 404, { error: `this server was not given the file with SHA-256 ${sha256} that job '${job.id}' trains on; start it with the file (ringtrain run --text FILE or --data FILE, with --serve-page; or ringtrain server --job ID --text FILE or --data FILE)` });
+  }
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+  res.end(bytes);
 }

@@ -51,13 +51,13 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const s = resolveOptions(options);
   const jobs = new Map<string, Job>();
-  const addJob = (spec: JobSpec): void => addJobTo(jobs, spec, s.ice, s.limits.maxPeersPerAddress);
+  const addJob = (spec: JobSpec): void => addJobTo(jobs, spec, s.ice, s.limits.maxPeersPerAddress, options.onMembership);
   for (const spec of options.jobs ?? []) addJob(spec);
 
   const connections = new Set<Connection>();
   const admission = new Admission(s.limits);
   const metrics = new ServerMetrics(() => jobs.values(), () => connections.size, () => admission.openHandshakes);
-  const onRequest = httpRequestHandler({ jobs, admission, metrics, staticDir: s.staticDir, log: s.log });
+  const onRequest = httpRequestHandler({ jobs, admission, metrics, staticDir: s.staticDir, files: s.files, log: s.log });
   const http = createHttpServer(s.tls, onRequest, admission, metrics);
   const wss = acceptWebSockets(http, { settings: s, jobs, admission, metrics, connections });
   const stopHeartbeat = startHeartbeat(connections, s.heartbeatMs);

@@ -3,13 +3,13 @@
  * (schema, training settings, ICE servers, an id not yet taken).
  */
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
-import { describeIssues, jobSpecSchema, type JobSpec } from '../src/signaling/protocol.ts';
+import { describeIssues, jobSpecSchema, type JobSpec, type MembershipMsg } from '../src/signaling/protocol.ts';
 import { parseJobSettings } from '../src/signaling/settings.ts';
 import { checkJobIce, type IceOptions } from './ice.ts';
-import { Job } from './jobs.ts';
+import { Job, type MembershipPeer } from './jobs.ts';
 
 /** Checks `spec` and adds it to `jobs`; throws InvalidArgument, and adds nothing, when it is bad. */
-export function addJobTo(jobs: Map<string, Job>, spec: JobSpec, serverIce: IceOptions, maxPeersPerAddress: number): void {
+export function addJobTo(jobs: Map<string, Job>, spec: JobSpec, serverIce: IceOptions, maxPeersPerAddress: number, onMembership?: (job: string, peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void): void {
   const parsed = jobSpecSchema.safeParse(spec);
   if (!parsed.success) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: ${describeIssues(parsed.error)}`, { job: (spec as { id?: unknown })?.id });
@@ -26,5 +26,6 @@ export function addJobTo(jobs: Map<string, Job>, spec: JobSpec, serverIce: IceOp
   if (jobs.has(parsed.data.id)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job '${parsed.data.id}' already exists; pick another id`);
   }
-  jobs.set(parsed.data.id, new Job(parsed.data, { maxPeersPerAddress }));
+  const id = parsed.data.id;
+  jobs.set(id, new Job(parsed.data, { maxPeersPerAddress, onMembership: onMembership && ((peers, change) => onMembership(id, peers, change)) }));
 }

@@ -40,6 +40,12 @@ export interface Member {
   eject(why: string): void;
 }
 
+/** A member as ServerOptions.onMembership tells it: its rank and the name it joined under. */
+export interface MembershipPeer {
+  rank: number;
+  name?: string;
+}
+
 export class Job {
   readonly id: string;
   readonly config: JobSpec['config'];
@@ -67,7 +73,11 @@ export class Job {
   /** Members one address may hold here; 0: no limit. */
   private readonly maxPerAddress: number;
 
-  constructor(spec: JobSpec, defaults: { maxPeersPerAddress?: number } = {}) {
+  /** Told of every membership change (ServerOptions.onMembership). */
+  private readonly onMembership: ((peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void) | undefined;
+
+  constructor(spec: JobSpec, defaults: { maxPeersPerAddress?: number; onMembership?: (peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void } = {}) {
+    this.onMembership = defaults.onMembership;
     this.id = spec.id;
     this.config = spec.config;
     this.settings = parseJobSettings(spec.config.hyperparameters);
@@ -244,6 +254,8 @@ export class Job {
     this.attested = new Set();
     if (this.ready) this.started = true;
     const peers = this.members.map((m, rank) => ({ rank, peerId: m.peerId, runtime: m.runtime, name: m.name, voter: this.voters.has(m.peerId) }));
+    // Before any member hears of it: whoever watches in-process (the launcher) knows a rank before its holder does.
+    this.onMembership?.(peers.map((p) => ({ rank: p.rank, name: p.name })), change);
     const ring = peers.map((p) => p.rank);
     for (const [rank, m] of [...this.members].entries()) {
       m.send({

@@ -2,12 +2,14 @@
  * startServer's options: what each means, their defaults, and the check that
  * refuses a bad one (naming it) before anything is opened.
  */
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
-import { DEFAULT_MAX_FRAME_BYTES, type JobSpec } from '../src/signaling/protocol.ts';
+import { DEFAULT_MAX_FRAME_BYTES, type JobSpec, type MembershipMsg } from '../src/signaling/protocol.ts';
 import { DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from './admission.ts';
 import { checkIceOptions, type IceOptions } from './ice.ts';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.ts';
+import type { MembershipPeer } from './jobs.ts';
 
 /** The built page, relative to this file (independent of the working directory). */
 export const DEFAULT_STATIC_DIR = fileURLToPath(new URL('../demo/dist', import.meta.url));
@@ -39,6 +41,18 @@ export interface ServerOptions {
    * short-lived credentials. Default: none (peers on one machine or LAN need none).
    */
   ice?: IceOptions;
+  /**
+   * Files a job's peers may download from this server by their SHA-256: a job's
+   * text (or table), which a worker reads from its own disk but a browser tab
+   * cannot. Each is served only to holders of a job's token, and only to a job
+   * whose settings name its hash (GET /api/jobs/:id/files/:sha256).
+   */
+  files?: Uint8Array[];
+  /**
+   * Told of every membership change of a job (a join, a leave), with its members in rank order,
+   * before any member hears of it: `ringtrain launch` names its workers' ranks with it.
+   */
+  onMembership?: (job: string, peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void;
   /** Where log lines go; default nowhere. */
   log?: (line: string) => void;
 }
@@ -54,13 +68,15 @@ const DEFAULTS = {
 };
 
 /** The options with every default filled in, checked. */
-export type ServerSettings = Omit<ServerOptions, 'rateLimit' | 'limits' | 'staticDir' | 'ice' | 'log'> &
+export type ServerSettings = Omit<ServerOptions, 'rateLimit' | 'limits' | 'staticDir' | 'ice' | 'log' | 'files' | 'onMembership'> &
   typeof DEFAULTS & {
     rateLimit: RateLimitOptions;
     limits: AdmissionLimits;
     staticDir: string | null;
     ice: IceOptions;
     log: (line: string) => void;
+    /** The files by hex SHA-256. */
+    files: ReadonlyMap<string, Uint8Array>;
   };
 
 function checkPositive(name: string, v: number, min = 1): void {
@@ -91,5 +107,6 @@ export function resolveOptions(options: ServerOptions): ServerSettings {
   const log = options.log ?? (() => {});
   const ice: IceOptions = options.ice ?? {};
   checkIceOptions(ice);
-  return { ...o, rateLimit, limits, staticDir, log, ice };
+  const files = new Map((options.files ?? []).map((bytes) => [createHash('sha256').update(bytes).digest('hex'), bytes]));
+  return { ...o, rateLimit, limits, staticDir, log, ice, files };
 }

@@ -2,7 +2,8 @@
 // *input* x (not the output), so every activation has the same signature:
 //   *_forward:  y[i] = f(x[i])
 //   *_backward: dx[i] = dy[i] · f'(x[i])
-// GELU uses the tanh approximation (as BERT/GPT-2 do).
+// gelu_tanh is GELU's tanh approximation (as BERT/GPT-2 use it; the op
+// geluTanh); the exact erf form is gelu.wgsl (the op gelu).
 
 struct Dims { n: u32, _a: u32, _b: u32, _c: u32 }
 
@@ -52,7 +53,7 @@ fn tanh_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 }
 
 @compute @workgroup_size(256)
-fn gelu_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+fn gelu_tanh_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let i = index(gid, groups);
   if (i >= dims.n) { return; }
   let v = x[i];
@@ -60,7 +61,7 @@ fn gelu_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 }
 
 @compute @workgroup_size(256)
-fn gelu_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+fn gelu_tanh_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let i = index(gid, groups);
   if (i >= dims.n) { return; }
   let v = x[i];

@@ -6,6 +6,6 @@
 export * from './index.ts';
 /** Datasets, batches, sharding by rank, and the loaders that read files (MNIST, IDX, the words). */
 export * as data from './lib/data.node.ts';
-export { init } from './distributed/session.node.ts';
+export { initFromEnvironment as init } from './distributed/launch-env.node.ts';
 export { saveCheckpoint, loadCheckpoint } from './checkpoint/file.node.ts';
 export { loadModelFile } from './engine/model-file.node.ts';

@@ -50,6 +50,8 @@ export { init, type InitOptions, type Session } from './distributed/session.ts';
 export { DistributedOptimizer, type DistributedOptimizerOptions, type StepResult } from './distributed/optimizer.ts';
 export { broadcastParameters, broadcastOptimizerState, averageMetrics, type BroadcastOptions } from './distributed/broadcast-state.ts';
 export { LocalSgdOptimizer, type LocalSgdOptions } from './distributed/diloco.ts';
+/** Elastic training for your own loop: State (commit, restore, sync), run. */
+export * as elastic from './distributed/elastic.ts';
 export { trainLocal, type LocalTrainConfig, type LocalTrainArgs, type LocalTrainResult } from './distributed/train-local.ts';
 export { trainDistributed, type DistributedTrainArgs, type DistributedTrainConfig, type DistributedTrainResult } from './distributed/trainer.ts';
 export { allreduce, allgather, broadcast, barrier, reducescatter, alltoall } from './collectives/index.ts';

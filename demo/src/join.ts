@@ -9,6 +9,7 @@
 import type { EventBus } from '../../src/core/events.ts';
 import { modelSpecFor } from '../../src/distributed/train-local.ts';
 import { type Dataset, selectExamples } from '../../src/data/dataset.ts';
+import { DEFAULT_TEXT_CONTEXT } from '../../src/data/text.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 import { parseJobSettings } from '../../src/distributed/settings.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
@@ -18,14 +19,20 @@ import { warmUpKernels } from '../../src/distributed/warm-up.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { loadMnistInPage } from '../mnist-data.ts';
 import { loadWordsInPage } from '../words-data.ts';
+import { loadJobTableInPage, loadJobTextInPage } from '../job-data.ts';
 import { lossText } from './job.ts';
 import type { JoinFn } from './participate.ts';
 
-/** The words' training and validation sets; a job's evalLimit keeps the first words of validation only (quick runs). */
+/** A job's evalLimit keeps the first examples of validation only (quick runs). */
+function limitEvaluation(validation: Dataset, evalLimit: number | undefined): Dataset {
+  const n = evalLimit !== undefined && evalLimit < validation.count ? evalLimit : validation.count;
+  return n === validation.count ? validation : selectExamples(validation, Uint32Array.from({ length: n }, (_, i) => i));
+}
+
+/** The words' training and validation sets. */
 async function wordsForJob(evalLimit: number | undefined): Promise<{ train: Dataset; test: Dataset }> {
   const { train, validation } = await loadWordsInPage();
-  const n = evalLimit !== undefined && evalLimit < validation.count ? evalLimit : validation.count;
-  return { train, test: n === validation.count ? validation : selectExamples(validation, Uint32Array.from({ length: n }, (_, i) => i)) };
+  return { train, test: limitEvaluation(validation, evalLimit) };
 }
 
 /**
@@ -54,9 +61,34 @@ export function browserJoin(
       capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter, webrtc: true },
       // The job's model says which data: loaded before the ring forms, so the others never wait on our download.
       beforeRing: async (job) => {
-        const words = job.config.model === 'transformer';
-        progress(words ? 'loading the words…' : 'loading the digits…');
-        ({ train, test } = words ? await wordsForJob(parseJobSettings(job.config.hyperparameters).evalLimit) : await loadMnistInPage());
+        const settings = parseJobSettings(job.config.hyperparameters);
+        if (settings.tableSha256) {
+          // A table job: the table (and a labels file) come from the server that serves this page, checked against the job's hashes.
+          progress(`loading the table ${settings.table ?? ''}…`);
+          const file = { job: job.id, token: params.token };
+          const split = await loadJobTableInPage(
+            {
+              ...file,
+              name: settings.table ?? '',
+              sha256: settings.tableSha256,
+              labelColumn: settings.labelColumn,
+              labels: settings.labelsSha256 ? { ...file, name: settings.labels ?? '', sha256: settings.labelsSha256 } : undefined,
+            },
+            server,
+          );
+          train = split.train;
+          test = limitEvaluation(split.test, settings.evalLimit);
+        } else if (settings.textSha256) {
+          // A text job: the text comes from the server that serves this page, checked against the job's hash.
+          progress(`loading the text ${settings.text ?? ''}…`);
+          const split = await loadJobTextInPage({ job: job.id, token: params.token, name: settings.text ?? '', sha256: settings.textSha256, context: settings.context ?? DEFAULT_TEXT_CONTEXT }, server);
+          train = split.train;
+          test = limitEvaluation(split.validation, settings.evalLimit);
+        } else {
+          const words = job.config.model === 'transformer';
+          progress(words ? 'loading the words…' : 'loading the digits…');
+          ({ train, test } = words ? await wordsForJob(settings.evalLimit) : await loadMnistInPage());
+        }
         // A software adapter takes many seconds to compile the first step's kernels: inside the ring the
         // others would wait that long on our first gradient (seen: 30 s on SwiftShader, and the ring gave up).
         if (!job.config.model.startsWith('tfjs')) {

@@ -11,10 +11,13 @@ import { h } from './dom.ts';
 import { jobPanel, takeJobParams, type JobParams } from './job.ts';
 import { DEFAULT_LOCAL_STEPS, localTrainPanel } from './local.ts';
 import { participatePanel, type JoinFn } from './participate.ts';
-import { predictionsPanel, type Predictor } from './predict.ts';
+import { predictionsPanel } from './predict.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
 import { liveRingPanel } from './ring/live.ts';
 import { wordsPanel } from './words.ts';
+import { textPanel } from './text-sample.ts';
+import type { Model } from '../../src/engine/model.ts';
+import { MNIST_PIXELS } from '../../src/data/mnist.ts';
 import { recordTeachingRun } from './teach/record.ts';
 import { teachingView } from './teach/view.ts';
 
@@ -25,7 +28,7 @@ export interface PageOptions {
    * How this tab joins the job, given its GPU and the page's bus. Null keeps
    * the Join button disabled with `joinUnavailable` as the reason.
    */
-  makeJoin?: ((gpu: Gpu, params: Required<JobParams>, bus: EventBus, showModel: (model: Predictor, test: Dataset) => void) => JoinFn) | null;
+  makeJoin?: ((gpu: Gpu, params: Required<JobParams>, bus: EventBus, showModel: (model: Model, test: Dataset) => void) => JoinFn) | null;
   joinUnavailable?: string;
   /** Steps of the "train here, alone" panel; the address's `?steps=N` overrides the default. */
   localSteps?: number;
@@ -46,8 +49,15 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
   const participate = participatePanel(bus);
   const predictions = predictionsPanel(bus);
   const words = wordsPanel();
-  // A job's model, whatever this tab's rank: digits for a classifier, sampled words for the transformer.
-  const showModel = (model: Predictor, test: Dataset) => (model.kind === 'transformer' ? words.attach(model) : predictions.attach(model, test));
+  const text = textPanel();
+  // A job's model, whatever this tab's rank: digits for a classifier, a continuation for a text's
+  // transformer (its data carries the text's vocabulary), sampled words for the words' transformer.
+  const showModel = (model: Model, test: Dataset) => {
+    if (test.vocabulary !== undefined) text.attach(model, test);
+    else if (model.kind === 'transformer') words.attach(model);
+    // The predictions panel draws digits: a table's rows are no pictures (the job panel shows its accuracy).
+    else if (test.inputSize === MNIST_PIXELS) predictions.attach(model, test);
+  };
   // The predictions panel keeps the last model it was shown (a finished job's final weights stay useful).
   participate.onJoined((joined) => job.setSelf(joined?.rank));
 
@@ -69,7 +79,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
       'main',
       { class: 'page-grid' },
       h('div', { class: 'col' }, job.element, participate.element, adapter.element, localTrainPanel(adapter.ready, params.job ? null : bus, localSteps, (model, test) => predictions.attach(model, test))),
-      h('div', { class: 'col wide' }, liveRingPanel(bus, { watchingJob: Boolean(params.job) }), chartsPanel(bus, { validationLoss: () => job.latest()?.config.model === 'transformer' }), words.element, predictions.element),
+      h('div', { class: 'col wide' }, liveRingPanel(bus, { watchingJob: Boolean(params.job) }), chartsPanel(bus, { validationLoss: () => job.latest()?.config.model === 'transformer' }), text.element, words.element, predictions.element),
       h('div', { class: 'full' }, teachingView(recordTeachingRun)),
     ),
   );

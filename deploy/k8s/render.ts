@@ -50,6 +50,15 @@ export function renderManifests(v: Values): K8sObject[] {
     '--max-peers', String(v.job.maxPeers),
     '--hp', `elastic=${v.job.elastic}`, `compression=${v.job.fp16 ? 'fp16' : 'none'}`,
   ];
+  // The job's data: the server reads it (for the job's hashes, and for tabs); every worker reads its own copy.
+  const job = v.job;
+  if (job.text !== undefined) serverArgs.push('--text', job.text, ...(job.context !== undefined ? ['--context', String(job.context)] : []));
+  if (job.data !== undefined) serverArgs.push('--data', job.data, ...(job.labels !== undefined ? ['--labels', job.labels] : ['--label-column', job.labelColumn!]));
+  const workerDataArgs = job.text !== undefined ? ['--text', job.text] : job.data !== undefined ? ['--data', job.data, ...(job.labels !== undefined ? ['--labels', job.labels] : [])] : [];
+  const dataMounts = v.dataVolume ? [{ name: 'job-data', mountPath: v.dataVolume.mountPath, readOnly: true }] : [];
+  const dataVolumes = v.dataVolume
+    ? [v.dataVolume.configMap !== undefined ? { name: 'job-data', configMap: { name: v.dataVolume.configMap } } : { name: 'job-data', persistentVolumeClaim: { claimName: v.dataVolume.persistentVolumeClaim!, readOnly: true } }]
+    : [];
   for (const url of v.turn.stun) serverArgs.push('--stun', url);
   for (const url of v.turn.urls) serverArgs.push('--turn', url);
   if (useTurn) serverArgs.push('--turn-secret-file', `${TURN_DIR}/secret`);
@@ -83,10 +92,10 @@ export function renderManifests(v: Values): K8sObject[] {
               livenessProbe: probe(10),
               resources: { requests: v.server.resources, limits: { memory: v.server.resources.memory } },
               securityContext: { ...containerSecurity, readOnlyRootFilesystem: true },
-              volumeMounts: [{ name: 'job-token', mountPath: TOKEN_DIR, readOnly: true }, { name: 'tmp', mountPath: '/tmp' }, ...(useTurn ? [{ name: 'turn', mountPath: TURN_DIR, readOnly: true }] : [])],
+              volumeMounts: [{ name: 'job-token', mountPath: TOKEN_DIR, readOnly: true }, { name: 'tmp', mountPath: '/tmp' }, ...(useTurn ? [{ name: 'turn', mountPath: TURN_DIR, readOnly: true }] : []), ...dataMounts],
             },
           ],
-          volumes: [secretVolume('job-token', tokenSecret), { name: 'tmp', emptyDir: {} }, ...(useTurn ? [secretVolume('turn', turnSecret)] : [])],
+          volumes: [secretVolume('job-token', tokenSecret), { name: 'tmp', emptyDir: {} }, ...(useTurn ? [secretVolume('turn', turnSecret)] : []), ...dataVolumes],
         },
       },
     },
@@ -113,7 +122,7 @@ export function renderManifests(v: Values): K8sObject[] {
           image: v.images.worker,
           imagePullPolicy: v.images.pullPolicy,
           // The pod's name is the peer's name on the page and in the launcher's lines.
-          args: [...workerArgs, '--name', '$(POD_NAME)'],
+          args: [...workerArgs, ...workerDataArgs, '--name', '$(POD_NAME)'],
           env: [
             { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
             // The GPU variant: the device plugin mounts the host's Vulkan driver; Vulkan needs the graphics capability.
@@ -121,10 +130,10 @@ export function renderManifests(v: Values): K8sObject[] {
           ],
           resources: { requests: { ...v.workers.resources, ...gpuLimits }, limits: { memory: v.workers.resources.memory, ...gpuLimits } },
           securityContext: containerSecurity,
-          volumeMounts: [{ name: 'job-token', mountPath: TOKEN_DIR, readOnly: true }],
+          volumeMounts: [{ name: 'job-token', mountPath: TOKEN_DIR, readOnly: true }, ...dataMounts],
         },
       ],
-      volumes: [secretVolume('job-token', tokenSecret)],
+      volumes: [secretVolume('job-token', tokenSecret), ...dataVolumes],
     },
   });
 

@@ -43,8 +43,34 @@ export const ValuesSchema = z.strictObject({
       /** Elastic: workers may come and go (kubectl scale) and the ring re-forms at the next step. */
       elastic: z.boolean().default(true),
       fp16: z.boolean().default(false),
+      /**
+       * A text to train the transformer on: `@brown` (the corpus the images carry), or a file's path
+       * inside the pods, on `dataVolume`. The server reads it too (it records its SHA-256, which every
+       * worker's copy must match, and hands it to browser tabs that join).
+       */
+      text: z.string().min(1).optional(),
+      /** With `text`: characters per window (default 64). */
+      context: z.number().int().min(2).optional(),
+      /** A table (.csv, .npy, .json) to train the mlp on: its path inside the pods, on `dataVolume`. */
+      data: z.string().min(1).optional(),
+      /** With `data`: the column that holds the class (a CSV header name, or a number) … */
+      labelColumn: z.string().min(1).optional(),
+      /** … or a file of one class number per row, inside the pods. */
+      labels: z.string().min(1).optional(),
     })
     .prefault({}),
+  /**
+   * Where the job's text or table lives, mounted read-only at `mountPath` in the server and every
+   * worker: a ConfigMap (files up to about 1 MiB: kubectl create configmap NAME --from-file=FILE) or a
+   * PersistentVolumeClaim that several pods may read (ReadOnlyMany).
+   */
+  dataVolume: z
+    .strictObject({
+      configMap: dnsLabel.optional(),
+      persistentVolumeClaim: dnsLabel.optional(),
+      mountPath: z.string().regex(/^\/[^\s]*[^/\s]$/, { error: 'must be an absolute path like /data' }).default('/data'),
+    })
+    .optional(),
   server: z
     .strictObject({
       port: z.number().int().min(1024).max(65535).default(8080),
@@ -112,7 +138,53 @@ export function parseValues(input: unknown): Values {
   if (v.job.maxPeers < v.job.minPeers) throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: job.maxPeers (${v.job.maxPeers}) must be at least job.minPeers (${v.job.minPeers}).`);
   if (v.workers.replicas > v.job.maxPeers) throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: workers.replicas (${v.workers.replicas}) is more than job.maxPeers (${v.job.maxPeers}); the server would refuse the extra workers.`);
   if (v.workers.kind === 'Job' && v.workers.replicas < v.job.minPeers) throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: an indexed Job of ${v.workers.replicas} workers never reaches job.minPeers (${v.job.minPeers}).`);
+  checkJobData(v);
   if (v.secrets.create && !v.secrets.jobToken) throw new RingtrainError(ErrorCode.InvalidArgument, 'k8s values: secrets.create needs secrets.jobToken (at least 16 characters; e.g. openssl rand -hex 16).');
   if (v.secrets.create && v.turn.urls.length > 0 && !v.secrets.turnSecret) throw new RingtrainError(ErrorCode.InvalidArgument, "k8s values: secrets.create with turn.urls needs secrets.turnSecret (the TURN server's static-auth-secret).");
   return v;
+}
+
+/** The corpora a job may name by `@`: the ones the images carry (src/data/text.node.ts). */
+const BUNDLED_TEXTS = ['@brown'];
+
+/**
+ * A job's text or table must be where the pods can read it: a file on the machine that renders
+ * the manifests is not, so a path is refused, naming what to do instead.
+ */
+function checkJobData(v: ParsedValues): void {
+  const { job, dataVolume } = v;
+  const bad = (message: string) => new RingtrainError(ErrorCode.InvalidArgument, `k8s values: ${message}`);
+  if (job.text !== undefined && job.data !== undefined) throw bad('job.text and job.data are two data sets; give one.');
+  if (job.data === undefined && (job.labelColumn !== undefined || job.labels !== undefined)) throw bad('job.labelColumn and job.labels go with job.data (a table).');
+  if (job.text === undefined && job.context !== undefined) throw bad('job.context goes with job.text.');
+  if (dataVolume && (dataVolume.configMap === undefined) === (dataVolume.persistentVolumeClaim === undefined)) {
+    throw bad('dataVolume names one of configMap or persistentVolumeClaim (the volume the job\'s file is on).');
+  }
+  const inPods = (field: string, path: string, corpus: boolean): void => {
+    if (corpus && path.startsWith('@')) {
+      if (!BUNDLED_TEXTS.includes(path)) throw bad(`${field} ${path}: no such bundled corpus; the images carry ${BUNDLED_TEXTS.join(', ')}.`);
+      return;
+    }
+    const name = path.split('/').pop() || 'FILE';
+    const mount = dataVolume?.mountPath ?? '/data';
+    if (!dataVolume) {
+      throw bad(
+        `${field} ${JSON.stringify(path)} is a file the pods cannot read: the manifests run on other machines. ` +
+          `Put it in a ConfigMap (kubectl -n ${v.namespace} create configmap ${v.name}-data --from-file=${name}) or a PersistentVolumeClaim, ` +
+          `name it in dataVolume.configMap (or dataVolume.persistentVolumeClaim), and give its path inside the pods: ${field}: ${mount}/${name}` +
+          (corpus ? '; or train on the bundled corpus: job.text: @brown.' : '.'),
+      );
+    }
+    if (!path.startsWith(`${mount}/`)) throw bad(`${field} ${JSON.stringify(path)} is not on dataVolume, which the pods see at ${mount}: give ${mount}/${name}.`);
+  };
+  if (job.text !== undefined) {
+    if (job.model !== 'transformer') throw bad(`job.text trains the transformer: set job.model to transformer (it is ${job.model}).`);
+    inPods('job.text', job.text, true);
+  }
+  if (job.data !== undefined) {
+    if (job.model !== 'mlp') throw bad(`job.data is a table of rows: set job.model to mlp (it is ${job.model}).`);
+    if ((job.labelColumn === undefined) === (job.labels === undefined)) throw bad('job.data needs one of job.labelColumn (the column that holds the class) or job.labels (a file of classes).');
+    inPods('job.data', job.data, false);
+    if (job.labels !== undefined) inPods('job.labels', job.labels, false);
+  }
 }

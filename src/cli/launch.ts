@@ -3,10 +3,11 @@
  * Starts a signaling server with one job of N places and N local processes
  * running SCRIPT (TypeScript or JavaScript, under Node through tsx, or Deno).
  * Each finds the job in its environment (RINGTRAIN_SERVER, RINGTRAIN_JOB,
- * RINGTRAIN_TOKEN, RINGTRAIN_LOCAL_RANK), so `await init()` from
- * ringtrain/tfjs needs no arguments. Every output line comes back prefixed
- * with its worker's number: `[1] epoch 2 …`. The exit status is 0 when every
- * worker exits 0.
+ * RINGTRAIN_TOKEN, RINGTRAIN_LOCAL_RANK, RINGTRAIN_NAME), so `await init()`
+ * from ringtrain or ringtrain/tfjs needs no arguments. Every output line
+ * comes back prefixed with its worker's rank once the ring gave it one
+ * (`[rank 1] epoch 2 …`), and with the launcher's number for it before
+ * (`[worker 0] loading …`). The exit status is 0 when every worker exits 0.
  *
  * With --elastic the job is elastic (src/tfjs/elastic.ts): a worker that dies
  * is a loss the others carry on without, and the run succeeds when at least
@@ -19,7 +20,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import process from 'node:process';
 import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
@@ -27,11 +28,12 @@ import { forEachLine } from '../core/lines.node.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import type { JobSettings } from '../signaling/settings.ts';
 import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
-import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
+import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, NAME_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
 import { runtimeExecutable } from './host.node.ts';
 import { elasticOptions } from './run-options.node.ts';
 import { writeTimeline } from './run-workers.node.ts';
 import { commandStatus } from './status.ts';
+import { FINISHED } from '../distributed/session.ts';
 
 interface LaunchOptions {
   np: string;
@@ -78,6 +80,70 @@ const TAB_PEER_TIMEOUT_MS = 120_000;
 /** A worker's exit closes its socket at once; the heartbeat only catches a hung one, so minutes are fine. */
 const LAUNCH_MISSED_HEARTBEATS = 30;
 
+/** The name worker `i` joins under (NAME_ENV): how the launcher finds its rank. */
+const workerName = (i: number): string => `worker-${i}`;
+
+/**
+ * Each worker's rank, from the job's membership as the server changes it
+ * (ServerOptions.onMembership): the server tells the launcher before it tells
+ * the worker, so any line a worker prints after init() returns is prefixed
+ * with its rank. Ranks move when an elastic ring re-forms; a worker that left
+ * keeps the last rank it held, for its final lines.
+ */
+class WorkerRanks {
+  private readonly last = new Map<number, number>();
+  /** Each worker's process id, by the launcher's number for it. */
+  readonly pids: (number | undefined)[] = [];
+  constructor(private readonly announce: (line: string) => void) {}
+
+  /** A new membership: which worker holds which rank, said each time it changes (what a person needs to read a loss, or to kill one). */
+  update(peers: readonly { rank: number; name?: string }[]): void {
+    for (const p of peers) {
+      const i = Number(/^worker-(\d+)$/.exec(p.name ?? '')?.[1] ?? NaN);
+      if (!Number.isInteger(i) || this.last.get(i) === p.rank) continue;
+      this.last.set(i, p.rank);
+      this.announce(`[launch] worker ${i}${this.pids[i] === undefined ? '' : ` (pid ${this.pids[i]})`} is rank ${p.rank}`);
+    }
+  }
+
+  /** `[rank R]` once the worker has a rank, `[worker I]` (the launcher's own number for it) before. */
+  prefix(i: number): string {
+    const r = this.last.get(i);
+    return r === undefined ? `[worker ${i}]` : `[rank ${r}]`;
+  }
+
+  /** The worker with the last rank it held, as a person looks for it in the lines above. */
+  who(i: number): string {
+    const r = this.last.get(i);
+    return `worker ${i} (${r === undefined ? 'no rank yet' : `rank ${r}`})`;
+  }
+
+  /** The worker and how it ended. */
+  describe(i: number, code: number): string {
+    const r = this.last.get(i);
+    return `worker ${i} (${r === undefined ? 'no rank yet' : `rank ${r}`}, exit ${code})`;
+  }
+}
+
+/**
+ * Workers start in the launcher's folder with the script's arguments, so a file they name (a text,
+ * a table) is there for every one of them. A tab gets the arguments too (the job's `args`), but
+ * not this machine's files: its program (--tab-model) trains on data it downloads with the page.
+ * An argument naming a file here would be a data set the workers read and the tabs never see, so
+ * it is refused before anything starts.
+ */
+function refuseFileArguments(args: string[], tabModel: string): void {
+  for (const arg of args) {
+    const path = arg.startsWith('--') && arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : arg;
+    if (path === '' || !existsSync(path) || !statSync(path).isFile()) continue;
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `launch --tabs: the script's argument ${arg} names a file on this machine, which a browser tab cannot read (a tab runs --tab-model ${tabModel} with the script's arguments, on the data the page downloads); drop --tabs to train on the file with local workers, or drop the argument`,
+      { argument: arg },
+    );
+  }
+}
+
 function scriptCommand(runtime: 'node' | 'deno', script: string): [string, string[]] {
   if (runtime === 'deno') return [runtimeExecutable('deno'), ['run', '-A', '--quiet', script]];
   return [runtimeExecutable('node'), ['--import', 'tsx', script]];
@@ -93,6 +159,7 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   const staticDir = tabs > 0 ? (o.static ?? DEFAULT_STATIC_DIR) : null;
   if (staticDir !== null && !existsSync(staticDir)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch --tabs: no built page at ${staticDir}; run npm run build:page, or give --static <dir>.`);
   if (!existsSync(script)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch: no script at ${script}; give the path of the program every worker runs.`);
+  if (tabs > 0) refuseFileArguments(args, o.tabModel);
   const elastic = elasticOptions({ elastic: o.elastic, np: o.np, extraPeers: tabs, minNp: o.minNp, maxNp: o.maxNp, serverWait: o.serverWait });
   const hyperparameters: JobSettings = tabs > 0 ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
   if (o.elastic) hyperparameters.elastic = true;
@@ -107,7 +174,14 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   };
   // TF.js runs its ops synchronously (the CPU backend above all), so a worker's event loop can stay busy
   // for seconds and answer the server's heartbeats late: be lenient before calling it gone.
-  const server = await startServer({ host: o.host, port, jobs: [job], staticDir, heartbeatMs: LAUNCH_HEARTBEAT_MS, missedHeartbeats: LAUNCH_MISSED_HEARTBEATS });
+  const ranks = new WorkerRanks((line) => process.stdout.write(`${line}\n`));
+  const server = await startServer({ host: o.host, port, jobs: [job], staticDir, heartbeatMs: LAUNCH_HEARTBEAT_MS, missedHeartbeats: LAUNCH_MISSED_HEARTBEATS, onMembership: (_job, peers, change) => {
+      // A ring's ranks change only when it re-forms: an elastic ring after a peer is lost or joins.
+      // Peers that finish leave a ring that is done, and a fixed ring never re-forms.
+      if (change.kind === 'leave' && (!o.elastic || change.reason === `left: ${FINISHED}`)) return;
+      ranks.update(peers);
+    },
+  });
   // The token rides in the link's fragment, which the browser never sends to a server (as `ringtrain server` prints it).
   if (tabs > 0) process.stdout.write(`[launch] page ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)}\n`);
   const children: ChildProcess[] = [];
@@ -118,23 +192,25 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
     const [exe, pre] = scriptCommand(o.runtime, script);
     const exits = Array.from({ length: np }, (_, i) => {
       // The token goes by environment, never argv (which `ps` shows to everyone).
-      const env: NodeJS.ProcessEnv = { ...process.env, [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np) };
+      const env: NodeJS.ProcessEnv = { ...process.env, [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np), [NAME_ENV]: workerName(i) };
       if (o.timeline) env[TIMELINE_ENV] = `${o.timeline}.part${i}`;
       const child = spawn(exe, [...pre, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       children.push(child);
+      ranks.pids[i] = child.pid;
       // Which process is which worker: what a person needs to read a loss (and what a test kills).
       process.stdout.write(`[launch] worker ${i}: pid ${child.pid}\n`);
-      forEachLine(child.stdout!, (line) => process.stdout.write(`[${i}] ${line}\n`));
+      forEachLine(child.stdout!, (line) => process.stdout.write(`${ranks.prefix(i)} ${line}\n`));
       forEachLine(child.stderr!, (line) => {
-        if (!line.includes('XDG_RUNTIME_DIR')) process.stderr.write(`[${i}] ${line}\n`);
+        if (!line.includes('XDG_RUNTIME_DIR')) process.stderr.write(`${ranks.prefix(i)} ${line}\n`);
       });
       return new Promise<number>((resolve) => {
         child.on('error', (err) => {
-          process.stderr.write(`[${i}] cannot start ${exe}: ${err.message}\n`);
+          process.stderr.write(`[launch] worker ${i} cannot start ${exe}: ${err.message}\n`);
           resolve(127);
         });
         child.on('exit', (code, signal) => {
-          if (signal) process.stderr.write(`[${i}] ended by ${signal}\n`);
+          // The launcher's line, not the worker's: its rank may be another worker's by now.
+          if (signal) process.stderr.write(`[launch] ${ranks.who(i)} ended by ${signal}\n`);
           resolve(code ?? 128);
         });
       });
@@ -143,13 +219,14 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
     if (o.timeline) writeTimeline(o.timeline, np);
     const failed = codes.map((c, i) => [i, c]).filter(([, c]) => c !== 0);
     const finished = codes.length - failed.length;
+    const named = failed.map(([i, c]) => ranks.describe(i, c)).join(', ');
     if (o.elastic && failed.length > 0 && finished >= elastic.minNp!) {
       // Elastic: a worker that died (or failed on its own) is a loss the others carried on without.
-      process.stderr.write(`ringtrain: workers ${failed.map(([i, c]) => `${i} (exit ${c})`).join(', ')} left the run early; ${finished} finished without them\n`);
+      process.stderr.write(`ringtrain: ${named} left the run early; ${finished} finished without them\n`);
       return 0;
     }
     if (failed.length > 0) {
-      process.stderr.write(`ringtrain: workers ${failed.map(([i, c]) => `${i} (exit ${c})`).join(', ')} failed\n`);
+      process.stderr.write(`ringtrain: ${named} failed\n`);
       return 1;
     }
     return 0;

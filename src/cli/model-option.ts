@@ -15,6 +15,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { checkSameModel, describeModel, isModelFile } from '../engine/define.ts';
 import { loadModelFile } from '../engine/model-file.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
+import type { JobSettings } from '../signaling/settings.ts';
 import { parseJobSettings } from '../distributed/settings.ts';
 
 export interface ModelChoice {
@@ -46,7 +47,7 @@ export function parseModelOptions(raw: unknown): Record<string, unknown> | undef
 }
 
 /** The hyperparameters a job carries for a model file (`workerModel` checks a worker's file against them). */
-export function jobModelFields(choice: ModelChoice): Record<string, string> {
+export function jobModelFields(choice: ModelChoice): JobSettings {
   return choice.identity ? { modelName: choice.identity.name, modelLayoutHash: choice.identity.layoutHash } : {};
 }
 

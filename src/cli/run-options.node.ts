@@ -10,6 +10,7 @@ import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 import type { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
+import type { JobSettings } from '../signaling/settings.ts';
 import { jobModelFields, type ModelChoice } from './model-option.ts';
 import type { readTlsFiles } from './secrets.node.ts';
 import type { iceFromFlags } from './ice-flags.node.ts';
@@ -130,7 +131,7 @@ export function refuseFlagConflicts(o: RunOptions): void {
 }
 
 export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
-  const hyperparameters: Record<string, number | string | boolean> = {
+  const hyperparameters: JobSettings = {
     lr: o.lr,
     momentum: o.momentum,
     weightDecay: o.weightDecay,
@@ -147,11 +148,10 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   };
   if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
   if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
-  // Checked against compression, local SGD and speed shares here, before any server or worker starts.
-  refuseFlagConflicts(o);
+  // Conflicting flags were refused when `run` parsed them (refuseFlagConflicts), and the server's schema refuses the job's.
   Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation));
   // Only the checks asked for are written, so a job without them reads as before.
-  for (const [key, on] of Object.entries(o.checks ?? {})) if (on) hyperparameters[key] = true;
+  for (const key of ['verify', 'doubtRule', 'directionRules'] as const) if (o.checks?.[key]) hyperparameters[key] = true;
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
@@ -163,7 +163,8 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   Object.assign(hyperparameters, jobModelFields(model));
   if (o.modelOptions !== undefined) hyperparameters.modelOptions = JSON.stringify(o.modelOptions);
   if (o.text !== undefined) {
-    // The text itself never travels: every worker reads its own copy, which must hash the same.
+    // The text itself is no part of the job: every worker reads its own copy, which must hash the same
+    // (a tab downloads the launcher's copy from the server, by this hash).
     hyperparameters.text = o.text.startsWith('@') ? o.text : basename(o.text);
     hyperparameters.textSha256 = o.textSha256 ?? '';
     hyperparameters.context = o.context ?? DEFAULT_TEXT_CONTEXT;

@@ -19,9 +19,11 @@ export interface RunEnd {
   say: (line: string) => Promise<void>;
   /** Why each worker that left the job left, by its name (`deno-2`), as the survivors heard it from the server. */
   departures?: Map<string, string>;
+  /** The model as `train --json` names it: a built-in kind, or a model file's `name@hash`. */
+  model?: string;
 }
 
-export async function reportRun({ o, workers, codes, recovery, runtime, say, departures }: RunEnd): Promise<number> {
+export async function reportRun({ o, workers, codes, recovery, runtime, say, departures, model }: RunEnd): Promise<number> {
   const results = workers.map((w) => w.result).filter((r): r is Record<string, unknown> => !!r);
   // An elastic job is done when the ring that remained took every step (a worker's result without
   // stopped_by). Whoever left on the way (killed, ejected, stopped on an error of its own) is a loss,
@@ -67,27 +69,37 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
     );
   }
   if (rank0) {
+    // The fields `train --json` has too carry the same names and meanings there (test/cli/json-fields.test.ts).
     const summary = {
       test_accuracy: rank0.test_accuracy,
+      test_loss: rank0.test_loss,
+      train_loss: rank0.train_loss,
       // The words workload's metric: nats per character over the validation words (test_loss for the others).
       val_loss: rank0.test_loss,
       steps: rank0.steps,
+      epochs: rank0.epochs,
       size: rank0.size,
       samples_per_s: rank0.samples_per_s,
       tokens_per_s: rank0.tokens_per_s,
       allreduce_bytes: results.reduce((s, r) => s + Number(r.allreduce_bytes ?? 0), 0),
-      // Rank 0's, over every step but the first: collectives run, and how many of them went to the coordinator.
+      // Rank 0's, over every step but the first: collectives run, how many of them the step waited for one
+      // after another (the rest ran beside one already running), and how many went to the coordinator.
       collectives_per_step: rank0.collectives_per_step ?? null,
+      sequential_collectives_per_step: rank0.sequential_collectives_per_step ?? null,
       negotiations_per_step: rank0.negotiations_per_step ?? null,
       collectives_by_name_per_step: rank0.collectives_by_name_per_step ?? null,
       train_seconds: rank0.train_seconds,
       runtime,
       adapter: rank0.adapter,
       gpu_waits: rank0.gpu_waits ?? null,
-      model: o.model,
+      model: model ?? o.model,
       optimizer: o.optimizer,
-      batch_per_peer: o.batch,
+      // What --batch means in both commands: examples per step on each peer.
+      batch: o.batch,
       global_batch: o.shares?.globalBatch ?? o.np * o.batch,
+      lr: o.lr,
+      lr_schedule: o.lrSchedule,
+      seed: o.seed,
       fp16: o.fp16,
       ok: failed.length === 0,
       lost_workers: lost.map((w) => w.index),
@@ -101,7 +113,7 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       // A text run: the text's hash, and the vocabulary each rank built from its copy.
       // A table run: the table's hash, and the split each rank made from its copy.
       ...(o.tableSha256 !== undefined ? { table_sha256: o.tableSha256, labels_sha256: o.labelsSha256 ?? null, split_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, ...(r.table_split as object) })) } : {}),
-      ...(o.text ? { text_sha256: o.textSha256 ?? null, vocabulary_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, size: r.vocabulary_size, crc32: r.vocabulary_crc32 })) } : {}),
+      ...(o.text ? { text_sha256: o.textSha256 ?? null, vocabulary_size: rank0.vocabulary_size ?? null, vocabulary_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, size: r.vocabulary_size, crc32: r.vocabulary_crc32 })) } : {}),
     };
     if (o.json) await printLine(JSON.stringify(summary));
     else {

@@ -24,7 +24,8 @@ import { untilSignal } from '../../server/serve.ts';
 import { decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
 import { withTextModel } from './recipes.ts';
-import { loadText } from '../data/text.node.ts';
+import { loadText, type LoadedText } from '../data/text.node.ts';
+import { readFileSync } from 'node:fs';
 import { VALIDATION_FRACTION } from '../data/text.ts';
 import { loadTable } from '../data/table.node.ts';
 import type { TableSplit } from '../data/table.ts';
@@ -135,6 +136,13 @@ function launcherTable(o: RunOptions): TableSplit | undefined {
   return split;
 }
 
+/** The job's own data, for tabs that join (a tab cannot read this machine's files; the server hands them over by hash). */
+function jobFiles(o: RunOptions, text: LoadedText | undefined): Uint8Array[] {
+  if (text) return [text.bytes];
+  if (o.tableSha256 === undefined || o.data === undefined) return [];
+  return [readFileSync(o.data), ...(o.labels !== undefined ? [readFileSync(o.labels)] : [])];
+}
+
 async function launch(o: RunOptions): Promise<number> {
   // By adapter unless named (runtime-choice.ts): Node on a hardware GPU, Deno on a CPU adapter.
   const decision = await decideRuntime(o.runtime);
@@ -146,10 +154,11 @@ async function launch(o: RunOptions): Promise<number> {
   if (text) o.textSha256 = text.sha256;
   // A table likewise: read once here, so a missing label column stops the launch, and hashed for the job.
   const table = launcherTable(o);
-  const job = jobSpecFor(o, await useModelOption(o.model, o.modelOptions));
+  const choice = await useModelOption(o.model, o.modelOptions);
+  const job = jobSpecFor(o, choice);
   // A worker's exit closes its socket at once, so heartbeats only catch a hung one; a first step that
   // compiles the transformer's kernels on a busy CPU adapter keeps a worker's event loop for many seconds.
-  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS });
+  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS, files: jobFiles(o, text) });
   await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);
   if (o.servePage) {
     await say(`ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`);
@@ -267,5 +276,5 @@ async function launch(o: RunOptions): Promise<number> {
     await untilSignal();
   }
   await server.close();
-  return reportRun({ o, workers, codes, recovery, runtime, say, departures });
+  return reportRun({ o, workers, codes, recovery, runtime, say, departures, model: choice.model });
 }

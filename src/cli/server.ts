@@ -17,6 +17,12 @@ import { printLine, stderr } from './host.node.ts';
 import { TOKEN_ENV, readTlsFiles, tokenFrom } from './secrets.node.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
+import { basename } from 'node:path';
+import { loadText, type LoadedText } from '../data/text.node.ts';
+import { loadTable } from '../data/table.node.ts';
+import { fileSha256, isTable } from './table-option.node.ts';
+import { readFileSync } from 'node:fs';
+import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 
 const count = (flag: string, min: number) =>
   z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
@@ -52,6 +58,11 @@ const ServerOptionsSchema = TrainOptionsSchema.pick({
   heartbeatMs: count('--heartbeat-ms', 10),
   quiet: z.boolean().default(false),
   hp: z.array(z.string()).default([]),
+  text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
+  data: z.string().min(1, { error: '--data needs a table file (.csv, .npy or .json)' }).optional(),
+  labelColumn: z.string().min(1).optional(),
+  labels: z.string().min(1).optional(),
+  context: count('--context', 2).optional(),
 });
 type ServerCliOptions = z.infer<typeof ServerOptionsSchema>;
 
@@ -70,8 +81,30 @@ function parse(raw: Record<string, unknown>): ServerCliOptions {
 }
 
 /** The job the flags describe, if --job was given. */
-export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
+/** The job's data file, read once: its hashes go in the job, its bytes to the tabs that join. */
+export interface JobFiles {
+  text?: LoadedText;
+  /** --data's table (and --labels' file), checked by reading them as a worker will. */
+  table?: { data: string; sha256: string; labels?: { path: string; sha256: string } };
+}
+
+/** --data FILE.csv|.npy|.json with --label-column or --labels: read once (a missing column stops here), hashed for the job. */
+export function tableForJob(o: Pick<ServerCliOptions, 'data' | 'labels' | 'labelColumn' | 'text' | 'model'>): JobFiles['table'] {
+  if (o.data === undefined) {
+    if (o.labels !== undefined || o.labelColumn !== undefined) throw invalid('--labels and --label-column go with --data FILE.csv|.npy|.json (a table of rows).');
+    return undefined;
+  }
+  if (!isTable(o.data)) throw invalid(`--data ${o.data}: a job's table must be .csv, .npy or .json.`);
+  if (o.text !== undefined) throw invalid('--text and --data are two data sets; give one.');
+  if (o.model === 'transformer' || o.model === 'cnn') throw invalid(`--data ${o.data} is a table of rows: add --model mlp (got --model ${o.model}).`);
+  loadTable(o.data, { labels: o.labels, labelColumn: o.labelColumn });
+  return { data: o.data, sha256: fileSha256(o.data, '--data'), labels: o.labels === undefined ? undefined : { path: o.labels, sha256: fileSha256(o.labels, '--labels') } };
+}
+
+export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec | null {
+  const { text, table } = files;
   if (!o.job) {
+    if (o.text || o.data) throw invalid(`${o.text ? '--text' : '--data'} needs --job (the job that trains on it).`);
     if (o.token || o.tokenFile) throw invalid(`${o.token ? '--token' : '--token-file'} needs --job (the job it opens).`);
     if (o.public) throw invalid('--public needs --job (the job it lists publicly).');
     return null;
@@ -85,6 +118,17 @@ export function jobFromFlags(o: ServerCliOptions): JobSpec | null {
     epochs: o.epochs,
   };
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
+  if (text) {
+    // As run --text records it: the name and hash, never the text; workers bring their own copies, tabs download this one.
+    if (o.model !== 'transformer') throw invalid(`--text trains the transformer: add --model transformer (got --model ${o.model}).`);
+    Object.assign(hyperparameters, { text: o.text!.startsWith('@') ? o.text : basename(o.text!), textSha256: text.sha256, context: o.context ?? DEFAULT_TEXT_CONTEXT });
+  }
+  if (table) {
+    // As run --data records it: names and hashes; every worker's copies must match.
+    Object.assign(hyperparameters, { table: basename(table.data), tableSha256: table.sha256 });
+    if (o.labelColumn !== undefined) hyperparameters.labelColumn = o.labelColumn;
+    if (table.labels) Object.assign(hyperparameters, { labels: basename(table.labels.path), labelsSha256: table.labels.sha256 });
+  }
   // Checked here too (the server checks every job it adds) to name the flag that set it.
   let settings: JobSettings;
   try {
@@ -158,6 +202,11 @@ export function serverCommand(): Command {
     .option('--min-peers <n>', 'the job starts when this many peers have joined', '2')
     .option('--max-peers <n>', 'peers beyond this many are refused', '16')
     .option('--hp <key=value...>', 'more hyperparameters for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...)')
+    .option('--text <file>', "--job trains the transformer on this UTF-8 text (or @brown): the job records its SHA-256, workers pass their own copies (worker --text), and tabs that join download it from here")
+    .option('--context <n>', 'with --text: characters per window (default 64)')
+    .option('--data <file>', '--job trains the mlp on this table (.csv, .npy, .json; with --label-column or --labels): the job records its SHA-256, workers pass their own copies (worker --data)')
+    .option('--label-column <name>', 'with --data: the column (CSV header name, or number) that holds the class')
+    .option('--labels <file>', 'with --data: one class number per row, in its own file')
     .option('--jobs-file <path>', 'more jobs: a JSON array of {id, token, config}')
     .option('--static <dir>', 'folder of the built page (default demo/dist)')
     .option('--no-static', 'serve no page')
@@ -177,7 +226,9 @@ export function serverCommand(): Command {
       const tls = readTlsFiles(o.tlsCert, o.tlsKey);
       const jobs: JobSpec[] = [];
       const generatedToken = o.job !== undefined && o.token === undefined && o.tokenFile === undefined && !process.env[TOKEN_ENV];
-      const flagJob = jobFromFlags(o);
+      const text = o.text === undefined ? undefined : loadText(o.text);
+      const table = tableForJob(o);
+      const flagJob = jobFromFlags(o, { text, table });
       if (flagJob) jobs.push(flagJob);
       if (o.jobsFile) jobs.push(...(await jobsFromFile(o.jobsFile)));
       const log = o.quiet ? () => {} : (line: string) => void printLine(`[server] ${line}`);
@@ -193,6 +244,7 @@ export function serverCommand(): Command {
           tls,
           ice,
           log,
+          files: [...(text ? [text.bytes] : []), ...(table ? [readFileSync(table.data), ...(table.labels ? [readFileSync(table.labels.path)] : [])] : [])],
         },
         (server) => {
           void printLine(`ringtrain server listening on ${server.url}`);
@@ -202,7 +254,9 @@ export function serverCommand(): Command {
           for (const j of jobs) {
             const known = j === flagJob && generatedToken;
             const token = known ? j.token : '<its token>';
-            void printLine(`job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${server.url} --job ${j.id}`);
+            // A text or table job's workers bring their own copies (tabs download a text from here).
+            const textFlag = j !== flagJob ? '' : o.text !== undefined ? ` --text ${o.text}` : o.data !== undefined ? ` --data ${o.data}${o.labels !== undefined ? ` --labels ${o.labels}` : ''}` : '';
+            void printLine(`job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${server.url} --job ${j.id}${textFlag}`);
             void printLine(`job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}#token=${known ? encodeURIComponent(j.token) : token}`);
           }
         },

@@ -16,6 +16,7 @@
 import { type Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { BALANCE_MODES, type BalanceMode } from '../distributed/shares.ts';
+import type { JobSettings } from '../signaling/settings.ts';
 
 export interface ShareOptions {
   /** Examples per step for the whole ring (absent: --batch per peer, moving with the ring's size). */
@@ -48,6 +49,6 @@ export function parseShareOptions(raw: Record<string, unknown>, o: { np: number;
 }
 
 /** What the job's config carries (job-config.ts reads it back). */
-export function shareHyperparameters(s: ShareOptions): Record<string, number | string> {
+export function shareHyperparameters(s: ShareOptions): JobSettings {
   return { ...(s.globalBatch !== undefined ? { globalBatch: s.globalBatch } : {}), ...(s.balance !== 'equal' ? { balance: s.balance } : {}) };
 }

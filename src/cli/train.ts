@@ -141,6 +141,9 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           model: opts.model,
           optimizer: opts.optimizer,
           batch: opts.batch,
+          // One process is a ring of one: run --json's fields, with their meaning there.
+          global_batch: opts.batch,
+          size: 1,
           lr: opts.lr,
           lr_schedule: opts.lrSchedule,
           seed: opts.seed,

@@ -56,11 +56,13 @@ export async function loadTrainingData(model: string, dataDir: string | undefine
     const words = await loadWords();
     return { train: words.train, test: words.validation, name: 'CMUdict words' };
   }
+  // `source` names the data in a refusal (a model that reads another shape names it and both shapes).
   if (dataDir) {
     const [train, test] = await Promise.all([loadIdxSplit(dataDir, 'train'), loadIdxSplit(dataDir, 't10k')]);
-    return { train, test, name: dataDir };
+    return { train: { ...train, source: `--data ${dataDir}` }, test, name: dataDir };
   }
-  return { ...(await loadMnist()), name: 'mnist package' };
+  const mnist = await loadMnist();
+  return { train: { ...mnist.train, source: 'the mnist package (training digits)' }, test: mnist.test, name: 'mnist package' };
 }
 
 /** The first `limit` examples of `test` (all of them when limit is undefined or larger). */

@@ -36,6 +36,7 @@ import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
 import { RUNTIMES } from './train-options.ts';
 import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
+import { parseJobSettings } from '../distributed/settings.ts';
 
 const WorkerOptionsSchema = z.object({
   server: z.string().min(1, { error: '--server needs the server address, like http://127.0.0.1:8080' }),
@@ -168,8 +169,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
         choice = await workerModel(job, o.model, jobConfig.modelOptions);
         checkJobAggregation(aggregation, job.config.hyperparameters, job.id);
         const loaded = await loadTrainingData(job.config.model, o.data, workerText(job, o.text), workerTable(job, o) ?? {});
-        const limit = job.config.hyperparameters.evalLimit;
-        data = { ...loaded, test: limitEvaluation(loaded.test, typeof limit === 'number' ? limit : undefined) };
+        data = { ...loaded, test: limitEvaluation(loaded.test, parseJobSettings(job.config.hyperparameters).evalLimit) };
         if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
         // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
         if (job.config.model === 'transformer') await warmUpKernels(gpu, trainConfigFromJob(job.config), data.train, data.test);
@@ -237,6 +237,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       tokens_per_s: result.tokensPerS,
       allreduce_bytes: result.allreduceBytes,
       collectives_per_step: result.rounds?.collectives ?? null,
+      sequential_collectives_per_step: result.rounds?.sequential ?? null,
       negotiations_per_step: result.rounds?.negotiations ?? null,
       collectives_by_name_per_step: result.rounds?.byName ?? null,
       train_seconds: result.trainSeconds,
@@ -252,7 +253,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       vocabulary_crc32: data.train.vocabulary ? crc32(new TextEncoder().encode(data.train.vocabulary)) : null,
       vocabulary_size: data.train.vocabulary ? data.train.classes : null,
       // A table job: the split this rank made from its copy (every rank's must agree).
-      table_split: session.job.config.hyperparameters.tableSha256 !== undefined ? { train: data.train.count, test: data.test.count, test_crc32: crc32(new Uint8Array(data.test.inputs.buffer, data.test.inputs.byteOffset, data.test.inputs.byteLength)) } : null,
+      table_split: session.settings.tableSha256 !== undefined ? { train: data.train.count, test: data.test.count, test_crc32: crc32(new Uint8Array(data.test.inputs.buffer, data.test.inputs.byteOffset, data.test.inputs.byteLength)) } : null,
       // The last save at --save that failed (no later one landed), and where its state went instead.
       save_failed: saver.trouble,
     };

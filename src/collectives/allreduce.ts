@@ -115,7 +115,13 @@ export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSetti
   }
   const codec = codecFor(s.compression, buf);
   const chunks = splitEven(buf.length, size);
-  await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec, residual, s.observe));
+  // Going ahead on the cache, partial sums stay apart from `buf` until every rank is known to have gone ahead too.
+  const partial = run.goingAhead && size > 2 ? takePartial(run.comm, buf) : buf;
+  try {
+    await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec, residual, s.observe, partial));
+  } finally {
+    if (partial !== buf) givePartial(run.comm, partial);
+  }
   finish(view(buf, chunks[rank].offset, chunks[rank].count), s, size);
   // Allgather makes the owner keep exactly what the others receive (lossy codecs); alone, round it here.
   if (size === 1) {
@@ -182,6 +188,34 @@ export function allreduceMayGoAhead(algorithm: Exclude<Algorithm, 'auto'>, count
   return algorithm === 'recursive-doubling' ? count > 0 : count >= size;
 }
 
+/** Buffers for the ring's partial sums on the fast path, per communicator: reused call after call (a step's gradient keeps its length). */
+const partials = new WeakMap<Communicator, Tensor[]>();
+/** Kept per communicator: as many as allreduceInPlace runs pieces at once, in practice. */
+const MAX_FREE_PARTIALS = 4;
+
+function takePartial(comm: Communicator, like: Tensor): Tensor {
+  const free = partials.get(comm);
+  const i = free ? free.findIndex((t) => t.constructor === like.constructor && t.length === like.length) : -1;
+  if (i >= 0) return free!.splice(i, 1)[0];
+  return new (like.constructor as new (n: number) => Tensor)(like.length);
+}
+
+function givePartial(comm: Communicator, t: Tensor): void {
+  let free = partials.get(comm);
+  if (!free) partials.set(comm, (free = []));
+  if (free.length < MAX_FREE_PARTIALS) free.push(t);
+}
+
+/**
+ * Whether a fast path that falls back could find `buf` (or the residual) changed. The ring
+ * without a prescale, error feedback or top-k writes nothing into them until every rank has gone
+ * ahead (ring.ts), after which it cannot fall back: no snapshot, no copy per call. Recursive
+ * doubling (small tensors) and the rest change them from the first step.
+ */
+function needsSnapshot(algorithm: Exclude<Algorithm, 'auto'>, s: ReduceSettings): boolean {
+  return algorithm !== 'ring' || s.prescale !== 1 || s.errorFeedback !== undefined || topkRatio(s.compression) !== null;
+}
+
 /** Saves `buf` (and the residual) so that a fast path that falls back starts again from them; `pristine`: a copy already kept. */
 function snapshotOf(buf: Tensor, s: ReduceSettings, pristine?: Tensor): () => () => void {
   return () => {
@@ -198,5 +232,5 @@ function reduceOne(comm: Communicator, buf: Tensor, name: string | undefined, op
   const algorithm = chooseAlgorithm(s, buf.byteLength, comm.size);
   const request = reduceRequest(name ?? 'allreduce', buf, opts.shape, s, algorithm);
   const fast = () => allreduceMayGoAhead(algorithm, buf.length, comm.size);
-  return runCollective(comm, opts, { kind: 'allreduce', request, count: buf.length, bytes: buf.byteLength, named: name !== undefined, fast, snapshot: snapshotOf(buf, s, pristine) }, (run) => allreduceData(run, buf, s, algorithm));
+  return runCollective(comm, opts, { kind: 'allreduce', request, count: buf.length, bytes: buf.byteLength, named: name !== undefined, fast, snapshot: pristine || needsSnapshot(algorithm, s) ? snapshotOf(buf, s, pristine) : undefined }, (run) => allreduceData(run, buf, s, algorithm));
 }

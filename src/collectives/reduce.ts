@@ -38,6 +38,41 @@ export function reduceInto(op: ReduceOp, dst: Tensor, src: Tensor): void {
   }
 }
 
+/**
+ * `out[i] = a[i] op b[i]`, the same bits as copying `a` to `out` and then `reduceInto(op, out, b)`:
+ * a reduction that leaves `a` as it was (the ring's partial sums, kept apart from the caller's
+ * buffer until every rank has gone ahead).
+ */
+export function reduceTo(op: ReduceOp, out: Tensor, a: Tensor, b: Tensor): void {
+  if (out instanceof Uint16Array) {
+    out.set(a as Uint16Array);
+    return reduceHalf(op, out, b as Uint16Array);
+  }
+  const n = out.length;
+  switch (op) {
+    case 'sum':
+    case 'average':
+      for (let i = 0; i < n; i++) out[i] = a[i] + b[i];
+      return;
+    case 'product':
+      if (out instanceof Int32Array) for (let i = 0; i < n; i++) out[i] = Math.imul(a[i], b[i]);
+      else for (let i = 0; i < n; i++) out[i] = a[i] * b[i];
+      return;
+    case 'min':
+      for (let i = 0; i < n; i++) {
+        const x = a[i], y = b[i];
+        out[i] = y < x || y !== y ? y : x;
+      }
+      return;
+    case 'max':
+      for (let i = 0; i < n; i++) {
+        const x = a[i], y = b[i];
+        out[i] = y > x || y !== y ? y : x;
+      }
+      return;
+  }
+}
+
 /** Float32 scratch for float16 arithmetic; grows to the largest segment seen and is reused. */
 let wideA = new Float32Array(0);
 let wideB = new Float32Array(0);

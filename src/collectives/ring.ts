@@ -1,6 +1,6 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { segmentsOf, type Range } from './partition.ts';
-import { reduceInto } from './reduce.ts';
+import { reduceInto, reduceTo } from './reduce.ts';
 import type { Run } from './run.ts';
 import type { ReduceOp, Tensor } from './types.ts';
 import { elementsIn, encodeSegment, type Codec } from './wire.ts';
@@ -43,8 +43,15 @@ function decodeInto(codec: Codec, payload: Uint8Array, buf: Tensor, seg: Range):
  *
  * `residual` (error feedback, lossy codecs): this rank sends every chunk but
  * its own exactly once, so one residual per position of `buf` serves them all.
+ *
+ * `partial` (as long as `buf`; default `buf` itself): where the partial sums
+ * this rank passes on are kept. Given one of its own, `buf` is read but not
+ * written until the last step, whose first message has passed through every
+ * rank, each of which checked the agreement of the rank before it: from there
+ * the run is `agreed` (run.ts), and a fast path that fell back before it finds
+ * `buf` as it was, with nothing to put back.
  */
-export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], op: ReduceOp, codec: Codec, residual?: Float32Array, observe?: (offset: number, values: Float32Array) => void): Promise<void> {
+export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], op: ReduceOp, codec: Codec, residual?: Float32Array, observe?: (offset: number, values: Float32Array) => void, partial: Tensor = buf): Promise<void> {
   const { rank, size } = run.comm;
   if (size === 1) return;
   const right = mod(rank + 1, size);
@@ -52,8 +59,8 @@ export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], 
   const per = run.segmentElements(codec);
   // Lossy codecs decode into this scratch space instead of a new array per segment.
   const scratch = codec.lossy ? new Float32Array(per) : null;
-  const sendSegment = (step: number, chunk: number, j: number, seg: Range) => {
-    const view = buf.subarray(seg.offset, seg.offset + seg.count);
+  const sendSegment = (step: number, chunk: number, j: number, seg: Range, from: Tensor) => {
+    const view = from.subarray(seg.offset, seg.offset + seg.count);
     // With feedback this rewrites the view, which this rank never reads again (allgather overwrites it).
     const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
     run.send(right, run.tag(PHASE_REDUCE_SCATTER, step, j), bytes);
@@ -61,21 +68,26 @@ export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], 
   };
   // Step 0 needs nothing from anyone: queue the whole first chunk at once.
   const first = mod(rank - 1, size);
-  segmentsOf(chunks[first], per).forEach((seg, j) => sendSegment(0, first, j, seg));
+  segmentsOf(chunks[first], per).forEach((seg, j) => sendSegment(0, first, j, seg, buf));
   for (let step = 0; step < size - 1; step++) {
+    const last = step === size - 2;
     const chunk = mod(rank - step - 2, size);
     const segs = segmentsOf(chunks[chunk], per);
     for (let j = 0; j < segs.length; j++) {
       const seg = segs[j];
       const payload = await run.recv(left, run.tag(PHASE_REDUCE_SCATTER, step, j));
+      if (last && j === 0) run.agreed();
       expectCount(payload, codec, seg, left, 'reduce-scatter');
       const incoming = codec.decode(payload, buf, scratch?.subarray(0, seg.count));
       if (observe && incoming instanceof Float32Array) observe(seg.offset, incoming);
-      const view = buf.subarray(seg.offset, seg.offset + seg.count);
-      reduceInto(op, view, incoming);
+      const mine = buf.subarray(seg.offset, seg.offset + seg.count);
+      // This rank's own chunk (the last step) is finished in `buf`; the others' partial sums go to `partial`.
+      const view = last || partial === buf ? mine : partial.subarray(seg.offset, seg.offset + seg.count);
+      if (view === mine) reduceInto(op, view, incoming);
+      else reduceTo(op, view, mine, incoming);
       run.chunkEvent('chunk-recv', 'reduce-scatter', step, left, rank, chunk, seg, payload.byteLength, incoming, view);
       // The chunk we just reduced is the one we pass on in the next step.
-      if (step < size - 2) sendSegment(step + 1, chunk, j, seg);
+      if (!last) sendSegment(step + 1, chunk, j, seg, partial);
     }
   }
 }

@@ -27,6 +27,8 @@ interface FastState {
   sentTo: Set<number>;
   heardFrom: Set<number>;
   fallen: Fallback | null;
+  /** Every rank has shown it went ahead on this same agreement (see `agreed`). */
+  agreed: boolean;
   /** Rejects with the Fallback once there is one: every receive races it. */
   stop: Promise<never>;
   fail(f: Fallback): void;
@@ -73,7 +75,7 @@ export class Run {
     let fail!: (f: Fallback) => void;
     const stop = new Promise<never>((_, reject) => (fail = reject));
     stop.catch(() => {});
-    const state: FastState = { fingerprint, sentTo: new Set(), heardFrom: new Set(), fallen: null, stop, fail: () => {} };
+    const state: FastState = { fingerprint, sentTo: new Set(), heardFrom: new Set(), fallen: null, agreed: false, stop, fail: () => {} };
     state.fail = (f) => {
       if (state.fallen) return;
       state.fallen = f;
@@ -82,15 +84,45 @@ export class Run {
     this.fast = state;
   }
 
+  /** Whether this run is going ahead on a cached agreement (and has not fallen back). */
+  get goingAhead(): boolean {
+    return this.fast !== null && this.fast.fallen === null;
+  }
+
   /** The reason this rank stopped going ahead on its cache, if it did. */
   get fallen(): Fallback | null {
     return this.fast?.fallen ?? null;
   }
 
-  /** Stops the fast path (every pending receive rejects with `f`); the first reason wins. */
-  fallBack(f: Fallback): Fallback {
-    this.fast?.fail(f);
-    return this.fast?.fallen ?? f;
+  /**
+   * Marks that data from every rank has reached this one through links whose first messages
+   * carried this rank's own fingerprint: every rank went ahead on the same agreement, so none
+   * missed or disagrees, and a body may now change its buffer for good (ring.ts's reduce-scatter
+   * says when). Only a silent peer could still stop it, and that is then what it is on the
+   * negotiated path: a timeout while data moves.
+   */
+  agreed(): void {
+    if (this.fast && !this.fast.fallen) this.fast.agreed = true;
+  }
+
+  /**
+   * Stops the fast path (every pending receive rejects with `f`); the first reason wins. Once
+   * agreed there is no going back to negotiate (buffers may hold results): the communicator is
+   * aborted instead, so every rank fails alike, and the error it failed with is returned.
+   */
+  fallBack(f: Fallback): Error {
+    const fast = this.fast;
+    if (fast?.agreed && !fast.fallen) {
+      const err = new RingtrainError(
+        ErrorCode.Timeout,
+        `collective #${this.id} '${this.name}' on rank ${this.comm.rank}: ${f.message}, after every rank had gone ahead on the same agreement and data was reduced; the collective was aborted. A peer this slow needs a longer timeoutMs`,
+        { rank: this.comm.rank },
+      );
+      this.comm.abort(err);
+      return this.comm.error ?? err;
+    }
+    fast?.fail(f);
+    return fast?.fallen ?? f;
   }
 
   /** Back to negotiated messages (plain steps, no fingerprints), forgetting the sends queued on the fast path. */

@@ -9,6 +9,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { type Dataset, makeDataset } from './dataset.ts';
+import { parseCsvTable, parseRows, rowFormatOf, type RowFormat } from './rows.ts';
 
 export const TEST_STRIDE = 5;
 
@@ -41,4 +42,36 @@ export function tableSplit(features: readonly (readonly number[])[], labels: rea
     return { ...makeDataset({ inputs, inputSize: width, labels: idx.map((i) => labels[i]), positions: 1, classes }, file), source: file };
   };
   return { train: part(false), test: part(true), features: width, classes };
+}
+
+/**
+ * A table's split from its bytes, in every runtime: what a worker reads from
+ * its disk and a tab downloads. The labels are a column of the table (a CSV
+ * header's name, or a column number from 0) or another file's rows (one label
+ * per row; a 1-D .npy or JSON array is one row of labels). `file` names the
+ * table in every message.
+ */
+export function tableFromBytes(bytes: Uint8Array, file: string, format: RowFormat, labels: { labelColumn: string } | { labels: { bytes: Uint8Array; file: string } }): TableSplit {
+  let header: string[] | undefined;
+  let rows: number[][];
+  if (format === 'csv') ({ header, rows } = parseCsvTable(new TextDecoder().decode(bytes), file));
+  else rows = parseRows(bytes, file, format);
+  if ('labelColumn' in labels) {
+    const name = labels.labelColumn;
+    let column = header ? header.indexOf(name) : -1;
+    if (column < 0 && /^\d+$/.test(name)) column = Number(name);
+    const width = rows[0].length;
+    if (column < 0 || column >= width) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `--label-column ${name}: ${file} has ${header ? `the columns ${header.join(', ')}` : `no header and ${width} columns (give a number 0..${width - 1})`}`, { file, column: name });
+    }
+    return tableSplit(rows.map((r) => r.filter((_, j) => j !== column)), rows.map((r) => r[column]), file);
+  }
+  const labelsFile = labels.labels.file;
+  const table = parseRows(labels.labels.bytes, labelsFile, rowFormatOf(labelsFile) ?? 'csv');
+  // A 1-D .npy or JSON array reads as one row: its values are the labels.
+  const values = table.length === 1 && rows.length > 1 ? table[0] : table.map((r, i) => {
+    if (r.length !== 1) throw new RingtrainError(ErrorCode.BadData, `${labelsFile}: row ${i} has ${r.length} values; give one label per row`, { file: labelsFile, row: i });
+    return r[0];
+  });
+  return tableSplit(rows, values, file, labelsFile);
 }

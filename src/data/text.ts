@@ -151,3 +151,20 @@ export function textSplit(text: string, context = DEFAULT_TEXT_CONTEXT, what = '
     validationTokens,
   };
 }
+
+/**
+ * A text file's bytes as its text: strict UTF-8 (a wrong encoding is refused,
+ * not guessed), without a leading byte-order mark (no character of the text).
+ * `what` names the file in the refusal. Every runtime reads a text through
+ * this, so a tab that downloads a job's text builds the vocabulary a worker
+ * that read the file did.
+ */
+export function decodeTextFile(bytes: Uint8Array, what: string): string {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch (err) {
+    throw new RingtrainError(ErrorCode.BadData, `${what} is not UTF-8 text; convert it first (iconv -t UTF-8)`, {}, { cause: err });
+  }
+  return text.startsWith('\ufeff') ? text.slice(1) : text;
+}

@@ -24,6 +24,7 @@ import type { Compression } from '../collectives/types.ts';
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 import { DistributedOptimizer, type DistributedOptimizerOptions, type StepResult } from './optimizer.ts';
+import { currentRing, type CurrentRing } from './elastic-ring.ts';
 
 /** The job-wide settings of local SGD / DiLoCo (absent syncEvery: synchronous training). */
 export interface LocalSgdConfig {
@@ -69,7 +70,7 @@ export function localSgdSettings(o: LocalSgdOptions): Required<Omit<LocalSgdOpti
 
 /**
  * The ring side of local SGD: the same surface as DistributedOptimizer
- * (step, setCommunicator, resetAccumulation) plus `synchronize()`, which the
+ * (step, ringReformed, resetAccumulation) plus `synchronize()`, which the
  * trainer calls before it evaluates or saves so that replicas agree then.
  */
 export class LocalSgdOptimizer {
@@ -81,13 +82,16 @@ export class LocalSgdOptimizer {
   private delta: Float32Array;
   private residual: Float32Array | null = null;
   private innerSteps = 0;
+  /** The ring: a communicator of its own, or a holder that an elastic trainer re-forms (elastic-ring.ts). */
+  private readonly ring: CurrentRing;
 
   constructor(
-    private comm: Communicator,
+    ring: Communicator | CurrentRing,
     readonly model: Model,
     readonly inner: Optimizer,
     options: LocalSgdOptions,
   ) {
+    this.ring = currentRing(ring);
     this.settings = localSgdSettings(options);
     this.momentum = new Float32Array(model.flatLength);
     this.delta = new Float32Array(model.flatLength);
@@ -95,8 +99,12 @@ export class LocalSgdOptimizer {
     this.optimizer = this.stateCarrier();
   }
 
-  setCommunicator(comm: Communicator): void {
-    this.comm = comm;
+  private get comm(): Communicator {
+    return this.ring.comm;
+  }
+
+  /** After the ring re-formed with new members (elastic training). */
+  ringReformed(): void {
     // The residual belongs to positions this rank sent in the old ring.
     this.residual?.fill(0);
   }
@@ -204,9 +212,9 @@ export class LocalSgdOptimizer {
 }
 
 /** What trains on the ring: local SGD when the config has syncEvery, else synchronous DistributedOptimizer. */
-export function ringOptimizer(comm: Communicator, model: Model, inner: Optimizer, config: LocalSgdConfig & DistributedOptimizerOptions): DistributedOptimizer | LocalSgdOptimizer {
+export function ringOptimizer(comm: Communicator | CurrentRing, model: Model, inner: Optimizer, config: LocalSgdConfig & DistributedOptimizerOptions): DistributedOptimizer | LocalSgdOptimizer {
   const common = { compression: config.compression, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs };
-  if (config.syncEvery === undefined) return new DistributedOptimizer(comm, model, inner, { ...common, backwardPassesPerStep: config.backwardPassesPerStep, beforeReduce: config.beforeReduce, afterReduce: config.afterReduce, observeReceived: config.observeReceived, aggregation: config.aggregation });
+  if (config.syncEvery === undefined) return new DistributedOptimizer(comm, model, inner, { ...common, backwardPassesPerStep: config.backwardPassesPerStep, checks: config.checks, aggregation: config.aggregation });
   if ((config.backwardPassesPerStep ?? 1) !== 1) throw new RingtrainError(ErrorCode.InvalidArgument, '--backward-passes does not combine with --sync-every (local SGD already sends rarely); drop one');
   return new LocalSgdOptimizer(comm, model, inner, { ...common, syncEvery: config.syncEvery, outerLr: config.outerLr, outerMomentum: config.outerMomentum });
 }

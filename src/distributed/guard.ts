@@ -151,7 +151,7 @@ export function rejectOffences(comm: Communicator, step: number, bad: Offence[],
   const named = bad.map((b) => `rank ${b.rank} (${b.reason})`).join('; ');
   throw new RingtrainError(
     ErrorCode.PeerMisbehaved,
-    `step ${step} was dropped before summing: ${named}. Elastic jobs eject it and go on; otherwise resume from the recovery checkpoint without it`,
+    `step ${step} was dropped, no update applied: ${named}. Elastic jobs eject it and go on; otherwise resume from the recovery checkpoint without it`,
     { peer: bad[0].rank, culprits: bad.map((b) => b.rank), step, norms: Array.from(norms) },
   );
 }

@@ -9,6 +9,7 @@ import { parseAggregation } from '../core/setting-text.ts';
 import { isModelFile, registeredModel } from '../engine/define.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import { JOB_SETTING_DEFAULTS as D, parseJobSettings } from './settings.ts';
+import { madeFromSchema } from './train-config.ts';
 import type { DistributedTrainConfig } from './trainer.ts';
 
 const MODELS = ['mlp', 'cnn', 'transformer'] as const;
@@ -18,7 +19,7 @@ const OPTIMIZERS = ['sgd', 'adamw'] as const;
  * The training settings a job's config describes. Each setting's type, range and
  * the pairs that do not combine are settings.ts's; what is left here is what only
  * a training peer knows (its models and optimizers) and how the settings map
- * onto the trainer's config.
+ * onto the trainer's config, which the trainer then takes as checked.
  */
 export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   const model = job.model;
@@ -29,7 +30,7 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   // A model file (path in job.model) trains under the name it was registered as when this peer loaded it (src/cli/model-option.ts).
   const fileModel = isModelFile(model) && h.modelName !== undefined && registeredModel(h.modelName) ? h.modelName : undefined;
   if (h.lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
-  return {
+  return madeFromSchema({
     model: fileModel ?? model,
     optimizer,
     batch: job.batchPerPeer,
@@ -68,5 +69,5 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     outerMomentum: h.outerMomentum,
     // --model-options (and the transformer's --layers/--width/--heads) travel as one JSON object string (the schema checked it is one).
     modelOptions: h.modelOptions === undefined ? undefined : (JSON.parse(h.modelOptions) as Record<string, unknown>),
-  };
+  });
 }

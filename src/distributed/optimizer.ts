@@ -25,6 +25,7 @@ import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 import { configSettingName, refuseConflicts } from './setting-conflicts.ts';
 import { fnv1a32 } from '../core/hash.ts';
+import { currentRing, type CurrentRing } from './elastic-ring.ts';
 
 export interface DistributedOptimizerOptions {
   /** 'fp16' sends gradients as float16 (half the bytes), 'int8' as bytes with error feedback (a quarter). Default 'none'. */
@@ -37,20 +38,8 @@ export interface DistributedOptimizerOptions {
   fusionThresholdBytes?: number;
   /** A rank silent this long fails the step (ms). */
   timeoutMs?: number;
-  /**
-   * Runs on this rank's contribution just before the allreduce (the contribution guard,
-   * guard.ts); throwing fails the step before anything was summed or applied. A number it
-   * resolves to multiplies this rank's contribution before the sum (0: left out this step).
-   */
-  beforeReduce?: (local: Float32Array) => Promise<number | void>;
-  /**
-   * Runs on the reduced gradients before they are checked and applied (the verified
-   * allreduce, step-checks.ts), with the factor between them and the plain sum of the
-   * contributions beforeReduce saw; throwing fails the step before any update.
-   */
-  afterReduce?: (reduced: Float32Array, scale: number, prescale: number) => Promise<void>;
-  /** Sees every segment this rank receives in the ring's reduce-scatter (ReduceOptions.observeReceived): the verified allreduce checks each hop. */
-  observeReceived?: (offset: number, values: Float32Array) => void;
+  /** Checks around every gradient allreduce, run in this order (the contribution guard and the verified allreduce: step-checks.ts). */
+  checks?: readonly GradientCheck[];
   /**
    * How contributions are combined: the mean (default, the ring allreduce) or a coordinate-wise
    * robust rule (median, trimmed mean, centered clipping: src/collectives/robust-aggregate.ts). Lossless only.
@@ -58,8 +47,31 @@ export interface DistributedOptimizerOptions {
   aggregation?: Aggregation;
 }
 
+/**
+ * A check around the gradient allreduce; every part is optional. StepChecks (step-checks.ts)
+ * is one: the contribution guard and the verified allreduce.
+ */
+export interface GradientCheck {
+  /**
+   * Runs on this rank's contribution just before the allreduce; throwing fails the step before
+   * anything was summed or applied. A number it resolves to multiplies this rank's contribution
+   * before the sum (0: left out this step), once every check's `before` has run. A check that
+   * needs no factor may resolve at once and judge in `after`, its own collective running beside
+   * the allreduce (step-checks.ts).
+   */
+  before?(comm: Communicator, local: Float32Array, step: number): Promise<number | void> | number | void;
+  /** Sees every segment this rank receives in the ring's reduce-scatter (ReduceOptions.observeReceived): the verified allreduce checks each hop. */
+  observe?(comm: Communicator, offset: number, values: Float32Array): void;
+  /**
+   * Runs on the reduced gradients before they are checked and applied (the checks gathered beside
+   * the sum, and the verified allreduce: step-checks.ts), with the factor between them and the
+   * plain sum of the contributions `before` saw; throwing fails the step before any update.
+   */
+  after?(comm: Communicator, reduced: Float32Array, scale: number, prescale: number): Promise<void>;
+}
+
 /** DistributedOptimizerOptions with the defaults filled in and checked: this optimizer's and the TF.js one's. */
-export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'beforeReduce' | 'afterReduce' | 'aggregation' | 'observeReceived'>> & { timeoutMs: number | undefined } {
+export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'checks' | 'aggregation'>> & { timeoutMs: number | undefined } {
   const backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
   const op = options.op ?? 'average';
   if (!Number.isInteger(backwardPassesPerStep) || backwardPassesPerStep < 1) {
@@ -90,20 +102,23 @@ export class DistributedOptimizer {
   readonly op: 'average' | 'sum';
   readonly fusionThresholdBytes: number;
   private readonly timeoutMs: number | undefined;
-  private readonly beforeReduce: DistributedOptimizerOptions['beforeReduce'];
-  private readonly afterReduce: DistributedOptimizerOptions['afterReduce'];
-  private readonly observeReceived: DistributedOptimizerOptions['observeReceived'];
+  private readonly checks: readonly GradientCheck[];
+  private readonly observeReceived: ((offset: number, values: Float32Array) => void) | undefined;
+  /** The ring: a communicator of its own, or a holder that an elastic trainer re-forms (elastic-ring.ts). */
+  private readonly ring: CurrentRing;
   private readonly aggregation: Aggregation | undefined;
   private accumulated: Float32Array | null = null;
   private passes = 0;
   private gradName: string | null = null;
   /** centered-clip's reference: the previous step's aggregate (null: zeros, at the start and after a re-form). */
   private clipReference: Float32Array | null = null;
+  /** This step's aggregate, the reference once its update is applied. */
+  private nextClipReference: Float32Array | null = null;
   /** int8's and top-k's error-feedback residual (see ringAllreduceInPlace); null until the first step. */
   private residual: Float32Array | null = null;
 
   constructor(
-    private comm: Communicator,
+    ring: Communicator | CurrentRing,
     readonly model: Model,
     readonly optimizer: Optimizer,
     options: DistributedOptimizerOptions = {},
@@ -114,21 +129,28 @@ export class DistributedOptimizer {
     this.op = s.op;
     this.fusionThresholdBytes = s.fusionThresholdBytes;
     this.timeoutMs = s.timeoutMs;
-    this.beforeReduce = options.beforeReduce;
-    this.afterReduce = options.afterReduce;
-    this.observeReceived = options.observeReceived;
+    this.ring = currentRing(ring);
+    this.checks = options.checks ?? [];
+    // Only when a check asks for them: receiving segments is then hashed on the way.
+    const observers = this.checks.filter((c) => c.observe);
+    this.observeReceived = observers.length > 0 ? (offset, values) => observers.forEach((c) => c.observe!(this.comm, offset, values)) : undefined;
     this.aggregation = options.aggregation?.rule === 'mean' ? undefined : options.aggregation;
     const settings = { aggregation: this.aggregation, compression: this.compression };
     refuseConflicts(settings, configSettingName(settings));
   }
 
-  /** Swaps the communicator (elastic training re-forms the ring with new members). */
-  setCommunicator(comm: Communicator): void {
-    this.comm = comm;
+  /** The communicator the next step reduces over (the holder's current one, when built over a session or an elastic ring). */
+  get comm(): Communicator {
+    return this.ring.comm;
+  }
+
+  /** After the ring re-formed with new members (elastic training): drops what belonged to the old ring. */
+  ringReformed(): void {
     // Which rank sends which positions depends on the ring: a residual of the old ring means nothing in the new one.
     this.residual?.fill(0);
     // A joiner holds no reference: every rank of the new ring starts centered-clip from zeros alike.
     this.clipReference = null;
+    this.nextClipReference = null;
   }
 
   /**
@@ -136,8 +158,10 @@ export class DistributedOptimizer {
    * averages the summed gradients over all ranks and steps the optimizer.
    * `weight` scales this rank's gradient before the average (1: every rank
    * counts alike): a rank with more of the step's counted targets weighs more.
+   * `trainingStep` is what the checks see as the step (every rank must give the same):
+   * the wrapped optimizer's step count unless given.
    */
-  async step(lr?: number, weight = 1): Promise<StepResult> {
+  async step(lr?: number, weight = 1, trainingStep = this.optimizer.stepCount): Promise<StepResult> {
     const waited = now();
     const grads = await this.model.readGrads();
     // The read-back is its own span on the timeline, so GPU time is never mistaken for the ring's.
@@ -157,13 +181,18 @@ export class DistributedOptimizer {
       if (this.passes < this.backwardPassesPerStep) return { applied: false, bytesSent: 0 };
     }
     const local = this.accumulated ?? grads;
-    const factor = await this.beforeReduce?.(local);
-    if (typeof factor === 'number' && factor !== 1) for (let i = 0; i < local.length; i++) local[i] *= factor;
+    let factor = 1;
+    for (const check of this.checks) {
+      const f = await check.before?.(this.comm, local, trainingStep);
+      if (typeof f === 'number') factor *= f;
+    }
+    if (factor !== 1) for (let i = 0; i < local.length; i++) local[i] *= factor;
     const before = this.comm.stats.bytesSent;
     const reduced = await this.allreduceGradients(local);
     const prescale = this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1;
-    await this.afterReduce?.(reduced, prescale * (this.op === 'average' ? 1 / this.comm.size : 1), prescale);
+    for (const check of this.checks) await check.after?.(this.comm, reduced, prescale * (this.op === 'average' ? 1 / this.comm.size : 1), prescale);
     for (const e of this.model.layout) checkFinite(e.name, reduced.subarray(e.offset, e.offset + e.length));
+    if (this.nextClipReference) [this.clipReference, this.nextClipReference] = [this.nextClipReference, null];
     this.model.writeGrads(reduced);
     this.optimizer.step(lr);
     if (this.accumulated) {
@@ -187,8 +216,9 @@ export class DistributedOptimizer {
       // Robust rules give a mean-like value: scaled as the ring's average (or sum) of the passes' mean would be.
       const reference = this.clipReference?.length === flat.length ? this.clipReference : undefined;
       const out = await robustAllreduce(this.comm, flat, this.aggregation, { name: this.gradientsName, timeoutMs: this.timeoutMs, reference });
-      // Kept before scaling: the next step's contributions are compared with this step's aggregate of the same kind.
-      if (this.aggregation.rule === 'centered-clip') this.clipReference = out;
+      // Kept before scaling: the next step's contributions are compared with this step's aggregate of the same kind
+      // (taken up once the step's checks passed: a step they fail leaves the reference as it was).
+      if (this.aggregation.rule === 'centered-clip') this.nextClipReference = out;
       const scale = (passes > 1 ? 1 / passes : 1) * (this.op === 'sum' ? this.comm.size : 1);
       for (let i = 0; i < flat.length; i++) flat[i] = out[i] * scale;
       return flat;

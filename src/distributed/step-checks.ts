@@ -1,16 +1,24 @@
 /**
  * What every rank checks around a step's gradient allreduce, in one small
- * allgather before it and (with verification on) one after it:
+ * allgather beside it and (with verification on) one after it:
  *
- * Before summing, each rank publishes [its gradient's norm, a sketch of its
- * gradient, and with `verify` the per-chunk sketches of the verified
- * allreduce] (src/collectives/sketch.ts, verified.ts). From these every rank
- * applies, alike:
+ * Each rank publishes [its gradient's norm, a sketch of its gradient, and
+ * with `verify` the per-chunk sketches of the verified allreduce]
+ * (src/collectives/sketch.ts, verified.ts). From these every rank applies,
+ * alike:
  *  - the norm rule (guard.ts): non-finite or far larger than the others';
  *  - the direction rules (direction.ts), over each rank's last few steps:
  *    pulling hard against the others' consensus, or staying far larger than
  *    the median rank at most of them.
- * An offender fails the step on every rank before anything is summed.
+ * An offender fails the step on every rank before anything is applied.
+ *
+ * When no rule changes what a rank sends (the doubt rule's clip and leave-out
+ * are off: the default), the sketch allgather and the gradient allreduce run
+ * at once, so the checks cost the step no round trip of their own: the
+ * verdict is read when the sum is done, and an offender's step is discarded
+ * then, on every rank alike. With the doubt rule on, a rank's factor depends
+ * on the gathered sketches before it sends, so there the allgather comes
+ * first and an offender fails the step before anything is summed.
  *
  * After summing (verify), each rank compares what it received with the sum
  * of the published sketches, the ranks share which chunks they found changed
@@ -58,29 +66,44 @@ interface Pending {
   step: number;
   seed: number;
   chunks: RingChunk[];
-  published: Float32Array[];
+  /** Every rank's published checks, gathered (judged in `after` when they travelled beside the sum). */
+  gathered: Promise<Float32Array>;
+  /** Judges the gathered checks: each rank's factor, or throws naming the offenders. */
+  judge: (gathered: Float32Array) => number[];
+  /** Each rank's published per-chunk sketches times its factor (verify; set once judged). */
+  published: Float32Array[] | null;
   /** Sketches of what this rank received in reduce-scatter, by segment offset. */
   received: Map<number, Float64Array>;
 }
 
+type Guard = Exclude<StepCheckOptions['guard'], false | undefined>;
+
 export class StepChecks {
   private pending: Pending | null = null;
+  /** The last step's allgather: the next one (same name) starts only once it is over. */
+  private gathering: Promise<unknown> | null = null;
   private history = new WeakMap<Communicator, DirectionHistory>();
   private doubts = new WeakMap<Communicator, DoubtTracker>();
 
   constructor(private readonly o: StepCheckOptions) {}
 
   /**
-   * Before the allreduce: gathers and judges every rank's contribution; throws naming offenders.
-   * Resolves to the factor this rank's contribution is to be multiplied by before it is summed:
-   * 0 when it is left out of this step, ratio/normRatio when it is large but not doubtful (clipped
-   * to `ratio` times the others', doubt.ts), times N/(N-k) when k ranks are left out (so the
-   * average over the ring is the mean of the contributions kept), else 1.
+   * Before the allreduce: publishes this rank's checks and resolves to the factor its
+   * contribution is to be multiplied by before it is summed. Where no rule can change that
+   * factor (the doubt rule off, or summing doubtful ranks anyway) it resolves to 1 at once,
+   * with the allgather still in flight beside the allreduce, and `after` throws naming any
+   * offender. With the doubt rule deciding factors it waits for the gathered checks: it throws
+   * naming offenders, or resolves to 0 when this rank is left out of this step,
+   * ratio/normRatio when it is large but not doubtful (clipped to `ratio` times the others',
+   * doubt.ts), times N/(N-k) when k ranks are left out (so the average over the ring is the
+   * mean of the contributions kept), else 1.
    */
   async before(comm: Communicator, local: Float32Array, step: number): Promise<number> {
     this.pending = null;
     const guard = this.o.guard ?? {};
     if (guard === false && !this.o.verify) return 1;
+    // A step that failed before its `after` may have left its allgather running: two of one name may not overlap.
+    if (this.gathering) await this.gathering;
     const seed = stepSeed(this.o.seed, step);
     // An observed allreduce goes round the ring at any size (chooseAlgorithm): no recursive-doubling pieces.
     const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0) : [];
@@ -89,15 +112,42 @@ export class StepChecks {
     mine[0] = l2Norm(local);
     if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
     if (chunks.length) mine.set(chunkSketches(local, chunks, VERIFY_BUCKETS, verifySeed(seed)), 1 + directionBuckets);
-    const gathered = await allgather(comm, mine, { name: 'gradient-sketches', timeoutMs: this.o.timeoutMs });
-    if (gathered.length !== mine.length * comm.size) {
-      throw new RingtrainError(ErrorCode.Mismatch, `the ranks published sketches of different lengths (${gathered.length} numbers from ${comm.size} ranks, ${mine.length} here): their guard or --verify settings differ`);
+    const gathered = allgather(comm, mine, { name: 'gradient-sketches', timeoutMs: this.o.timeoutMs });
+    const gathering = gathered.then(
+      () => {},
+      () => {},
+    );
+    this.gathering = gathering;
+    void gathering.then(() => {
+      if (this.gathering === gathering) this.gathering = null;
+    });
+    const pending: Pending = {
+      comm, step, seed: verifySeed(seed), chunks, gathered, published: null, received: new Map(),
+      judge: (all) => this.judge(comm, guard, all, mine.length, directionBuckets, pending),
+    };
+    if (guard !== false && guard.doubt !== false && this.o.leaveOut !== false) {
+      const factors = pending.judge(await gathered);
+      pending.judge = () => factors;
+      if (chunks.length) this.pending = pending;
+      return factors[comm.rank];
     }
-    const block = (r: number, from: number, count: number) => gathered.subarray(r * mine.length + from, r * mine.length + from + count);
+    // Seen by `after`; a step that fails before it has its own error to report.
+    gathered.catch(() => {});
+    this.pending = pending;
+    return 1;
+  }
+
+  /** The rules over every rank's gathered checks: each rank's factor, or throws naming offenders (on every rank alike). */
+  private judge(comm: Communicator, guard: Guard | false, gathered: Float32Array, length: number, directionBuckets: number, p: Pending): number[] {
+    const step = p.step;
+    if (gathered.length !== length * comm.size) {
+      throw new RingtrainError(ErrorCode.Mismatch, `the ranks published sketches of different lengths (${gathered.length} numbers from ${comm.size} ranks, ${length} here): their guard or --verify settings differ`);
+    }
+    const block = (r: number, from: number, count: number) => gathered.subarray(r * length + from, r * length + from + count);
     const ranks = Array.from({ length: comm.size }, (_, r) => r);
     const factors = ranks.map(() => 1);
     if (guard !== false) {
-      const norms = Float32Array.from(ranks, (r) => gathered[r * mine.length]);
+      const norms = Float32Array.from(ranks, (r) => gathered[r * length]);
       const sketches = ranks.map((r) => block(r, 1, directionBuckets));
       const offences = judgeNorms(comm, norms, step, guard);
       if (offences.length === 0 && guard.doubt !== false) {
@@ -124,12 +174,11 @@ export class StepChecks {
       }
       rejectOffences(comm, step, offences, norms);
     }
-    if (chunks.length) {
+    if (p.chunks.length) {
       // What each rank really sends is its contribution times its factor; sketches are linear (and the masses scale by |factor|).
-      const published = ranks.map((r) => Float32Array.from(block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * chunks.length), (v) => v * factors[r]));
-      this.pending = { comm, step, seed: verifySeed(seed), chunks, published, received: new Map() };
+      p.published = ranks.map((r) => Float32Array.from(block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * p.chunks.length), (v) => v * factors[r]));
     }
-    return factors[comm.rank];
+    return factors;
   }
 
   /**
@@ -147,16 +196,23 @@ export class StepChecks {
   }
 
   /**
-   * After the allreduce (verify): `reduced` should be scale × the sum of the
-   * contributions checked before. Throws ERR_PEER_MISBEHAVED naming the link
-   * that changed it, on every rank alike, before the update is applied.
+   * After the allreduce, before its update is applied: throws ERR_PEER_MISBEHAVED naming
+   * the offenders the gathered checks found (when they were gathered beside the sum).
+   * With verify, `reduced` should then be scale × the sum of the contributions checked:
+   * throws ERR_PEER_MISBEHAVED naming the link that changed it, on every rank alike.
    */
   async after(comm: Communicator, reduced: Float32Array, scale: number, prescale = 1): Promise<void> {
     const p = this.pending;
     this.pending = null;
     if (!p || p.comm !== comm) return;
-    const wrong = wrongChunks(reduced, p.chunks, p.published, VERIFY_BUCKETS, p.seed, scale);
-    const bad = badReceipts(comm.rank, comm.size, p.chunks, p.received, p.published, VERIFY_BUCKETS, prescale);
+    // An offender in the gathered checks fails the step here, on every rank alike: its sum is discarded.
+    // Judged only now, so that naming it (which asks the server to eject it) and failing the step
+    // happen together, before an ejection can break the ring under a step still running.
+    p.judge(await p.gathered);
+    const published = p.published;
+    if (!published) return;
+    const wrong = wrongChunks(reduced, p.chunks, published, VERIFY_BUCKETS, p.seed, scale);
+    const bad = badReceipts(comm.rank, comm.size, p.chunks, p.received, published, VERIFY_BUCKETS, prescale);
     // Per chunk: whether the result is wrong here, and whether the partial sum this rank received was.
     const n = p.chunks.length;
     const flags = new Int32Array(2 * n);

@@ -41,6 +41,11 @@ function trackOf(phase: Phase): number {
 /** One step's (or a run's) collectives and negotiations on one rank. */
 export interface Rounds {
   collectives: number;
+  /**
+   * Collectives that began while none of this rank's others was running: the ones a step
+   * waits for one after another (the step checks' allgather beside the gradient allreduce is one).
+   */
+  sequential: number;
   /** Collectives that went to the coordinator: the others went ahead on the response cache, no round trip spent agreeing. */
   negotiations: number;
   /** Collectives by name (fused and chunked names as they ran). */
@@ -56,12 +61,16 @@ export class RoundCounter {
   private now: Rounds = empty();
   private steady: Rounds = empty();
   private steps = 0;
+  private running = new Set<number>();
 
   record(e: RingEvent): void {
     if (e.type === 'collective-begin') {
+      if (this.running.size === 0) this.now.sequential++;
+      this.running.add(e.id);
       this.now.collectives++;
       this.now.byName[e.name] = (this.now.byName[e.name] ?? 0) + 1;
-    } else if (e.type === 'phase-begin' && e.phase === 'negotiate') this.now.negotiations++;
+    } else if (e.type === 'collective-end') this.running.delete(e.id);
+    else if (e.type === 'phase-begin' && e.phase === 'negotiate') this.now.negotiations++;
   }
 
   /** Closes a step. The first step negotiates everything for the first time; later ones are the steady state. */
@@ -70,6 +79,7 @@ export class RoundCounter {
     this.now = empty();
     if (this.steps++ > 0) {
       this.steady.collectives += done.collectives;
+      this.steady.sequential += done.sequential;
       this.steady.negotiations += done.negotiations;
       for (const [k, v] of Object.entries(done.byName)) this.steady.byName[k] = (this.steady.byName[k] ?? 0) + v;
     }
@@ -82,12 +92,12 @@ export class RoundCounter {
     if (n < 1) return null;
     const byName: Record<string, number> = {};
     for (const [k, v] of Object.entries(this.steady.byName)) byName[k] = v / n;
-    return { collectives: this.steady.collectives / n, negotiations: this.steady.negotiations / n, byName };
+    return { collectives: this.steady.collectives / n, sequential: this.steady.sequential / n, negotiations: this.steady.negotiations / n, byName };
   }
 }
 
 function empty(): Rounds {
-  return { collectives: 0, negotiations: 0, byName: {} };
+  return { collectives: 0, sequential: 0, negotiations: 0, byName: {} };
 }
 
 /** Records RingEvents of one or more ranks and turns them into trace events. */
@@ -175,9 +185,9 @@ export class TimelineRecorder {
         this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers } });
         break;
       case 'train-step': {
-        // A counter track: how many collectives the step ran, and how many of them negotiated.
+        // A counter track: how many collectives the step ran, how many it waited for one after another, and how many negotiated.
         const r = counter.step();
-        this.events.push({ name: 'rounds', ph: 'C', ts: this.us(e.t), pid, tid: TRACK.collective, cat: 'rounds', args: { collectives: r.collectives, negotiations: r.negotiations } });
+        this.events.push({ name: 'rounds', ph: 'C', ts: this.us(e.t), pid, tid: TRACK.collective, cat: 'rounds', args: { collectives: r.collectives, sequential: r.sequential, negotiations: r.negotiations } });
         break;
       }
       case 'evaluate':

@@ -219,12 +219,11 @@ export async function restore(model: Model, optimizer: Optimizer, c: TrainingChe
 }
 
 export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult> {
-  const { gpu, train, test, config, bus } = args;
+  const { gpu, train, config } = args;
   const stepsPerEpoch = batchCount(train.count, config.batch);
   if (stepsPerEpoch === 0) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `--batch ${config.batch} is larger than the ${train.count} training examples; use a smaller batch.`);
   }
-  const totalSteps = config.steps ?? config.epochs * stepsPerEpoch;
   const readEvery = config.readEvery ?? DEFAULT_READ_EVERY;
   if (!Number.isInteger(readEvery) || readEvery < 1) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `readEvery must be a positive whole number of steps, got ${readEvery}`, { readEvery });
@@ -241,120 +240,171 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   const losses = new DeferredScalars(gpu, readEvery);
   try {
     if (args.resume) await restore(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint', train);
-    let step = args.resume?.step ?? 0;
-    const startStep = step;
-    let trainMs = 0;
-    let samples = 0;
-    let tokens = 0;
-    let lossSum = 0;
-    let lossCount = 0;
-    let evaluation = { accuracy: NaN, loss: NaN };
-
-    const checkpoint = async (): Promise<void> => {
-      if (!args.onCheckpoint) return;
-      const params = await model.readParams();
-      await args.onCheckpoint(
-        checkpointFromFlat({
-          model: config.model,
-          optimizer: config.optimizer,
-          step,
-          epoch: Math.floor(step / stepsPerEpoch),
-          layout: model.layout,
-          params,
-          optimizerState: await optimizer.exportState(),
-          extra: {
-            seed: String(config.seed),
-            batch: String(config.batch),
-            lr: String(config.lr),
-            lr_schedule: config.lrSchedule ?? 'constant',
-            model_spec: JSON.stringify(model.spec),
-            ...(train.vocabulary ? { vocabulary: train.vocabulary } : {}),
-          },
-        }),
-      );
-    };
-    const evaluate = async (epoch: number): Promise<void> => {
-      evaluation = await model.evaluate(test.inputs, test.labels);
-      bus?.emit({ type: 'evaluate', t: now(), rank: 0, step, epoch, testAccuracy: evaluation.accuracy, testLoss: evaluation.loss });
-    };
-
-    const stopped = () => args.signal?.aborted === true;
-    // The schedule depends only on the step, so a resumed run continues the same curve.
-    const schedule: LrSchedule = {
-      baseLr: config.lr,
-      size: 1,
-      scaleBySize: false,
-      decay: config.lrSchedule ?? 'constant',
-      totalSteps,
-      warmupSteps: config.warmupSteps ?? 0,
-      warmupFrom: 'zero',
-    };
-    const replacement = config.sampling === 'replacement';
-    /** Steps recorded whose losses are not read yet: [step after it, epoch, samples]. */
-    let unread: { step: number; epoch: number; samples: number }[] = [];
-    let since = now();
-    /** Reads the recorded losses (one wait), checks them, and emits their train-step events. */
-    const drain = async (): Promise<void> => {
-      if (unread.length === 0) return;
-      const values = await losses.collect();
-      const t = now();
-      trainMs += t - since;
-      since = t;
-      unread.forEach((u, i) => {
-        const loss = values[i];
-        if (!Number.isFinite(loss)) {
-          throw new RingtrainError(ErrorCode.InvalidArgument, `the training loss became ${loss} at step ${u.step - 1}: the run diverged; lower --lr (now ${config.lr}).`, { step: u.step - 1, lr: config.lr });
-        }
-        samples += u.samples;
-        lossSum += loss;
-        lossCount++;
-        bus?.emit({ type: 'train-step', t, rank: 0, size: 1, step: u.step, epoch: u.epoch, loss, samples: u.samples, samplesPerS: trainMs > 0 ? (samples / trainMs) * 1000 : 0, bytesSent: 0 });
-      });
-      unread = [];
-    };
-
-    while (step < totalSteps && !stopped()) {
-      const epoch = Math.floor(step / stepsPerEpoch);
-      const startBatch = step % stepsPerEpoch;
-      lossSum = 0;
-      lossCount = 0;
-      since = now();
-      for (const b of batches(train, { batchSize: config.batch, seed: config.seed, epoch, startBatch, replacement })) {
-        bus?.emit({ type: 'compute-begin', t: now(), rank: 0, step });
-        trainStepDeferred(model, optimizer, b.x, b.labels, losses, learningRateAt(schedule, step));
-        step++;
-        // Recorded, not finished: the GPU runs behind until the next drain.
-        bus?.emit({ type: 'compute-end', t: now(), rank: 0, step });
-        tokens += countedTargets(b.labels);
-        unread.push({ step, epoch, samples: b.size });
-        if (unread.length >= readEvery) await drain();
-        if (step >= totalSteps || stopped()) break;
-      }
-      await drain();
-      if (step % stepsPerEpoch === 0 || step >= totalSteps || stopped()) {
-        await evaluate(epoch);
-        await checkpoint();
-      }
-    }
-    if (Number.isNaN(evaluation.accuracy)) await evaluate(Math.floor(step / stepsPerEpoch)); // nothing left to train after a resume
-    return {
-      steps: step,
-      epochs: Math.floor(step / stepsPerEpoch),
-      stepsThisRun: step - startStep,
-      interrupted: step < totalSteps,
-      testAccuracy: evaluation.accuracy,
-      testLoss: evaluation.loss,
-      trainLoss: lossCount > 0 ? lossSum / lossCount : NaN,
-      samplesPerS: trainMs > 0 ? (samples / trainMs) * 1000 : 0,
-      tokensPerS: trainMs > 0 ? (tokens / trainMs) * 1000 : 0,
-      trainSeconds: trainMs / 1000,
-      runtime: detectRuntime(),
-      adapter: gpu.info.description,
-      gpuWaits: gpu.waits - waitsBefore,
-    };
+    const run = new LocalRun(args, { model, optimizer, losses, stepsPerEpoch, readEvery }, args.resume?.step ?? 0);
+    await run.train();
+    return { ...run.result(), gpuWaits: gpu.waits - waitsBefore };
   } finally {
     losses.destroy();
     optimizer.destroy();
     model.destroy();
+  }
+}
+
+/** What a single-peer run trains with (trainLocal builds them and destroys them after). */
+interface LocalParts {
+  model: Model;
+  optimizer: Optimizer;
+  /** The steps' losses, recorded on the GPU and read every `readEvery` steps. */
+  losses: DeferredScalars;
+  stepsPerEpoch: number;
+  readEvery: number;
+}
+
+/**
+ * One peer's run: its position (steps from the start of training, across resumes), its meters,
+ * and the steps whose losses are recorded but not read yet.
+ *
+ * Why not trainDistributed's loop at a ring of one: this one never waits for the GPU per step
+ * (losses are read every `readEvery` steps, gradients never leave the GPU), derives the epoch
+ * from the step alone, reports the last epoch's mean loss, and writes checkpoints that record
+ * its learning-rate schedule rather than a ring's global batch and position. The ring's loop
+ * reads every step's gradients back to sum them over the ring; folding this run into it would
+ * change the checkpoints, the result and the per-step GPU waits that `ringtrain train` reports.
+ */
+class LocalRun {
+  private readonly config: LocalTrainConfig;
+  private readonly totalSteps: number;
+  /** The schedule depends only on the step, so a resumed run continues the same curve. */
+  private readonly schedule: LrSchedule;
+  private readonly startStep: number;
+  private trainMs = 0;
+  private samples = 0;
+  private tokens = 0;
+  private lossSum = 0;
+  private lossCount = 0;
+  private evaluation = { accuracy: NaN, loss: NaN };
+  /** Steps recorded whose losses are not read yet: [step after it, epoch, samples]. */
+  private unread: { step: number; epoch: number; samples: number }[] = [];
+  private since = now();
+
+  constructor(
+    private readonly args: LocalTrainArgs,
+    private readonly parts: LocalParts,
+    private step: number,
+  ) {
+    this.config = args.config;
+    this.startStep = step;
+    this.totalSteps = this.config.steps ?? this.config.epochs * parts.stepsPerEpoch;
+    const { config } = this;
+    this.schedule = { baseLr: config.lr, size: 1, scaleBySize: false, decay: config.lrSchedule ?? 'constant', totalSteps: this.totalSteps, warmupSteps: config.warmupSteps ?? 0, warmupFrom: 'zero' };
+  }
+
+  private stopped(): boolean {
+    return this.args.signal?.aborted === true;
+  }
+
+  async train(): Promise<void> {
+    const { stepsPerEpoch } = this.parts;
+    while (this.step < this.totalSteps && !this.stopped()) {
+      const epoch = Math.floor(this.step / stepsPerEpoch);
+      this.lossSum = 0;
+      this.lossCount = 0;
+      this.since = now();
+      await this.trainEpoch(epoch, this.step % stepsPerEpoch);
+      await this.drain();
+      if (this.step % stepsPerEpoch === 0 || this.step >= this.totalSteps || this.stopped()) {
+        await this.evaluate(epoch);
+        await this.checkpoint();
+      }
+    }
+    if (Number.isNaN(this.evaluation.accuracy)) await this.evaluate(Math.floor(this.step / stepsPerEpoch)); // nothing left to train after a resume
+  }
+
+  /** The epoch's steps from `startBatch`, until it ends, the run's last step, or a stop. */
+  private async trainEpoch(epoch: number, startBatch: number): Promise<void> {
+    const { config, args } = this;
+    const { model, optimizer, losses, readEvery } = this.parts;
+    for (const b of batches(args.train, { batchSize: config.batch, seed: config.seed, epoch, startBatch, replacement: config.sampling === 'replacement' })) {
+      args.bus?.emit({ type: 'compute-begin', t: now(), rank: 0, step: this.step });
+      trainStepDeferred(model, optimizer, b.x, b.labels, losses, learningRateAt(this.schedule, this.step));
+      this.step++;
+      // Recorded, not finished: the GPU runs behind until the next drain.
+      args.bus?.emit({ type: 'compute-end', t: now(), rank: 0, step: this.step });
+      this.tokens += countedTargets(b.labels);
+      this.unread.push({ step: this.step, epoch, samples: b.size });
+      if (this.unread.length >= readEvery) await this.drain();
+      if (this.step >= this.totalSteps || this.stopped()) break;
+    }
+  }
+
+  /** Reads the recorded losses (one wait), checks them, and emits their train-step events. */
+  private async drain(): Promise<void> {
+    if (this.unread.length === 0) return;
+    const values = await this.parts.losses.collect();
+    const t = now();
+    this.trainMs += t - this.since;
+    this.since = t;
+    this.unread.forEach((u, i) => {
+      const loss = values[i];
+      if (!Number.isFinite(loss)) {
+        throw new RingtrainError(ErrorCode.InvalidArgument, `the training loss became ${loss} at step ${u.step - 1}: the run diverged; lower --lr (now ${this.config.lr}).`, { step: u.step - 1, lr: this.config.lr });
+      }
+      this.samples += u.samples;
+      this.lossSum += loss;
+      this.lossCount++;
+      this.args.bus?.emit({ type: 'train-step', t, rank: 0, size: 1, step: u.step, epoch: u.epoch, loss, samples: u.samples, samplesPerS: this.trainMs > 0 ? (this.samples / this.trainMs) * 1000 : 0, bytesSent: 0 });
+    });
+    this.unread = [];
+  }
+
+  private async evaluate(epoch: number): Promise<void> {
+    const { test, bus } = this.args;
+    this.evaluation = await this.parts.model.evaluate(test.inputs, test.labels);
+    bus?.emit({ type: 'evaluate', t: now(), rank: 0, step: this.step, epoch, testAccuracy: this.evaluation.accuracy, testLoss: this.evaluation.loss });
+  }
+
+  private async checkpoint(): Promise<void> {
+    const { config, args } = this;
+    const { model, optimizer, stepsPerEpoch } = this.parts;
+    if (!args.onCheckpoint) return;
+    const params = await model.readParams();
+    await args.onCheckpoint(
+      checkpointFromFlat({
+        model: config.model,
+        optimizer: config.optimizer,
+        step: this.step,
+        epoch: Math.floor(this.step / stepsPerEpoch),
+        layout: model.layout,
+        params,
+        optimizerState: await optimizer.exportState(),
+        extra: {
+          seed: String(config.seed),
+          batch: String(config.batch),
+          lr: String(config.lr),
+          lr_schedule: config.lrSchedule ?? 'constant',
+          model_spec: JSON.stringify(model.spec),
+          ...(args.train.vocabulary ? { vocabulary: args.train.vocabulary } : {}),
+        },
+      }),
+    );
+  }
+
+  result(): Omit<LocalTrainResult, 'gpuWaits'> {
+    const { step } = this;
+    const { stepsPerEpoch } = this.parts;
+    return {
+      steps: step,
+      epochs: Math.floor(step / stepsPerEpoch),
+      stepsThisRun: step - this.startStep,
+      interrupted: step < this.totalSteps,
+      testAccuracy: this.evaluation.accuracy,
+      testLoss: this.evaluation.loss,
+      trainLoss: this.lossCount > 0 ? this.lossSum / this.lossCount : NaN,
+      samplesPerS: this.trainMs > 0 ? (this.samples / this.trainMs) * 1000 : 0,
+      tokensPerS: this.trainMs > 0 ? (this.tokens / this.trainMs) * 1000 : 0,
+      trainSeconds: this.trainMs / 1000,
+      runtime: detectRuntime(),
+      adapter: this.args.gpu.info.description,
+    };
   }
 }

@@ -1,12 +1,15 @@
 /**
  * Compiles a job's kernels before this peer takes its place in the ring.
  *
- * Some runtimes build a compute pipeline synchronously (Deno's wgpu: the
- * event loop stops while lavapipe compiles a shader), and the transformer's
- * first step builds dozens of them: a peer doing that inside the ring answers
- * no link heartbeat for many seconds, and the others drop it as gone. So a
- * throwaway copy of the model takes one training step and one evaluation
- * first; the Gpu keeps the pipelines, and the real model reuses them.
+ * Some runtimes build a compute pipeline synchronously (Deno's wgpu, and
+ * Dawn's createComputePipeline under Node: the event loop stops while the
+ * software adapter compiles a shader), and the transformer's first step builds
+ * dozens of them: a peer doing that inside the ring answers no link heartbeat
+ * for many seconds, and the others drop it as gone. So a throwaway copy of the
+ * model takes one training step and one evaluation first; the Gpu keeps the
+ * pipelines, and the real model reuses them. Before the ring the peer still
+ * answers the signaling server's heartbeats, so where the runtime can build a
+ * pipeline without blocking (Gpu.compileAhead), it does.
  */
 import type { Dataset } from '../data/dataset.ts';
 import { gatherExamples } from '../data/dataset.ts';
@@ -18,6 +21,12 @@ import { modelSpecFor, type LocalTrainConfig } from './train-local.ts';
 const EVAL_CHUNK = 500;
 
 export async function warmUpKernels(gpu: Gpu, config: LocalTrainConfig, train: Dataset, test: Dataset): Promise<void> {
+  // Pipelines are built off the event loop where the runtime can (Dawn's createComputePipelineAsync):
+  // the step is tried again, on a fresh throwaway model, after each pipeline it was missing.
+  await gpu.compileAhead(() => stepOnce(gpu, config, train, test));
+}
+
+async function stepOnce(gpu: Gpu, config: LocalTrainConfig, train: Dataset, test: Dataset): Promise<void> {
   const model = createModel(gpu, modelSpecFor(config, train));
   const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   try {

@@ -14,8 +14,8 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import * as F from '../nn/functional.ts';
-import { Conv2d, Linear } from '../nn/layers.ts';
+import { F } from '../nn/functional.ts';
+import { Conv2d, Linear } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
 import type { Tensor } from '../nn/tensor.ts';
 import { GraphModel } from './graph-model.ts';

@@ -8,12 +8,11 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { checkActivation } from '../gpu/kernels/activation.ts';
-import { GELU, Linear, ReLU, Tanh } from '../nn/layers.ts';
+import { GELU, Linear, ReLU, Tanh } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
 import type { Tensor } from '../nn/tensor.ts';
 import { GraphModel } from './graph-model.ts';
-import type { MlpSpec } from './model.ts';
+import { MLP_ACTIVATIONS, type MlpSpec } from './model.ts';
 
 export const MLP_DEFAULTS: Required<Omit<MlpSpec, 'kind'>> = { seed: 1, inputSize: 784, hidden: [128], classes: 10, activation: 'relu' };
 
@@ -29,7 +28,9 @@ export function resolveMlpSpec(spec: MlpSpec): Required<MlpSpec> {
   positive('classes', s.classes);
   if (!Array.isArray(s.hidden)) throw new RingtrainError(ErrorCode.InvalidArgument, 'mlp: hidden must be an array of layer widths, e.g. [128]');
   s.hidden.forEach((h, i) => positive(`hidden[${i}]`, h));
-  checkActivation(s.activation);
+  if (!(MLP_ACTIVATIONS as readonly string[]).includes(s.activation)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `mlp: unknown activation "${String(s.activation)}"; use one of relu, tanh, geluTanh (GELU's tanh form)`, { activation: s.activation });
+  }
   if (!Number.isInteger(s.seed)) throw new RingtrainError(ErrorCode.InvalidArgument, `mlp: seed must be an integer, got ${s.seed}`);
   return { ...s, hidden: [...s.hidden] };
 }
@@ -40,6 +41,7 @@ export class MlpModule extends Module {
   private readonly act: Module;
   constructor(widths: number[], activation: Required<MlpSpec>['activation']) {
     super();
+    // 'gelu' is the old name of 'geluTanh' (see MLP_ACTIVATIONS): both build the tanh form.
     this.act = activation === 'relu' ? new ReLU() : activation === 'tanh' ? new Tanh() : new GELU('tanh');
     for (let i = 0; i + 1 < widths.length; i++) {
       const hidden = i + 2 < widths.length;

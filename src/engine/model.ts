@@ -18,7 +18,6 @@
  */
 import type { Gpu } from '../gpu/gpu.ts';
 import type { DeferredScalars } from '../gpu/readback.ts';
-import type { Activation } from '../gpu/kernels/activation.ts';
 
 /** Tensors start at multiples of this many floats (256 bytes). */
 export const PARAM_ALIGN = 64;
@@ -44,6 +43,15 @@ export interface ParamEntry {
   length: number;
 }
 
+/**
+ * The MLP's hidden activations. 'geluTanh' is GELU's tanh approximation
+ * (nn.GELU('tanh'), the op geluTanh). 'gelu' is the name it had before the
+ * exact erf form (nn.F.gelu) took that name; the MLP keeps it as the same tanh
+ * form so that checkpoints and jobs that recorded it build the same model.
+ */
+export const MLP_ACTIVATIONS = ['relu', 'tanh', 'geluTanh', 'gelu'] as const;
+export type MlpActivation = (typeof MLP_ACTIVATIONS)[number];
+
 export interface MlpSpec {
   kind: 'mlp';
   seed?: number;
@@ -54,7 +62,7 @@ export interface MlpSpec {
   /** Output classes (default 10). */
   classes?: number;
   /** Hidden activation (default 'relu'). */
-  activation?: Activation;
+  activation?: MlpActivation;
 }
 
 /** The CNN (conv-pool-conv-pool-dense for 28×28 digits) is defined in cnn.ts. */

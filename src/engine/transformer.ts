@@ -16,13 +16,13 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { Linear } from '../nn/layers.ts';
+import { Linear } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
-import * as F from '../nn/functional.ts';
+import { F } from '../nn/functional.ts';
 import { addBroadcastOp, attentionOp, embeddingOp, geluOp, layerNormOp } from '../nn/ops/index.ts';
 import { apply, Parameter, type Tensor } from '../nn/tensor.ts';
-import { checkTargets, planCrossEntropy } from '../gpu/kernels/cross-entropy.ts';
-import { crossEntropyRef } from '../gpu/kernels/nn_reference.ts';
+import { checkTargets, planCrossEntropy } from '../nn/ops/cross-entropy/kernel.ts';
+import { crossEntropyRef } from '../nn/ops/cross-entropy/reference.ts';
 import type { Loss } from '../nn/loss.ts';
 import { GraphModel } from './graph-model.ts';
 import type { TransformerSpec } from './model.ts';

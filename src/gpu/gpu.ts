@@ -32,6 +32,8 @@ export * from './types.ts';
 export class Gpu {
   readonly pool: BufferPool;
   private pipelines = new Map<string, GPUComputePipeline>();
+  /** Pipelines being compiled off the event loop (compileAhead), by cache key. */
+  private compiling: Map<string, Promise<GPUComputePipeline>> | null = null;
   private modules = new Map<string, GPUShaderModule>();
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
@@ -114,14 +116,42 @@ export class Gpu {
     const cacheKey = `${key}#${entryPoint}#${Object.keys(constants).sort().map((k) => `${k}=${constants[k]}`).join(',')}`;
     let p = this.pipelines.get(cacheKey);
     if (!p) {
-      p = this.device.createComputePipeline({
-        label: cacheKey,
-        layout: 'auto',
-        compute: { module: this.module(key), entryPoint, constants },
-      });
+      const descriptor: GPUComputePipelineDescriptor = { label: cacheKey, layout: 'auto', compute: { module: this.module(key), entryPoint, constants } };
+      if (this.compiling) {
+        if (!this.compiling.has(cacheKey)) this.compiling.set(cacheKey, this.device.createComputePipelineAsync(descriptor));
+        throw new PipelineNotReady(cacheKey);
+      }
+      p = this.device.createComputePipeline(descriptor);
       this.pipelines.set(cacheKey, p);
     }
     return p;
+  }
+
+  /**
+   * Runs `work` until it asks for no pipeline this Gpu has not built, building each missing one
+   * with createComputePipelineAsync in between: some runtimes (Dawn under Node) build a pipeline
+   * synchronously, and on a software adapter a model's first step holds the event loop for tens
+   * of seconds, long enough for a signaling server to drop a silent peer. `work` is run again
+   * from the start after each missing pipeline, so it must be something to throw away (a warm-up
+   * model's step), and nothing else may use this Gpu meanwhile.
+   */
+  async compileAhead(work: () => Promise<void>): Promise<void> {
+    if (this.compiling) throw new RingtrainError(ErrorCode.InvalidArgument, 'Gpu.compileAhead: already compiling ahead; run one warm-up at a time');
+    for (;;) {
+      this.compiling = new Map();
+      let missing: Map<string, Promise<GPUComputePipeline>>;
+      try {
+        await work();
+        return;
+      } catch (err) {
+        missing = this.compiling!;
+        const notReady = err instanceof PipelineNotReady || (err instanceof Error && err.cause instanceof PipelineNotReady);
+        if (!notReady || missing.size === 0) throw err;
+      } finally {
+        this.compiling = null;
+      }
+      for (const [cacheKey, pending] of missing) this.pipelines.set(cacheKey, await pending);
+    }
   }
 
   get pipelineCount(): number {
@@ -373,5 +403,12 @@ export class Gpu {
     this.destroyed = true;
     this.pool.destroy();
     this.device.destroy();
+  }
+}
+
+/** Thrown inside Gpu.compileAhead's work when it asks for a pipeline still being built. */
+class PipelineNotReady extends Error {
+  constructor(readonly cacheKey: string) {
+    super(`pipeline ${cacheKey} is being built ahead`);
   }
 }

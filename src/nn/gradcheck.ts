@@ -11,13 +11,16 @@
  *
  * The GPU run goes through the real planner (compilePlan), so it also checks
  * that the op's plan honours the backward contract (it overwrites gradIn).
+ * Instead of one op it takes a function of the input tensors too (a
+ * composition of ops, such as RMSNorm written with the primitives): then the
+ * f64 side runs every recorded op's oracle in turn.
  */
 import type { Gpu } from '../gpu/gpu.ts';
 import { seededUniform } from './random.ts';
 import { runCpu } from './cpu.ts';
 import type { Op } from './op.ts';
 import { compilePlan, recordSteps } from './plan.ts';
-import { type DType, Graph, type Shape, sizeOf } from './tensor.ts';
+import { type DType, Graph, type Shape, sizeOf, type Tensor } from './tensor.ts';
 
 export interface GradcheckInput {
   shape: Shape;
@@ -45,7 +48,7 @@ function relErr(got: ArrayLike<number>, want: ArrayLike<number>): number {
 
 export async function gradcheck<A extends Record<string, unknown>>(
   gpu: Gpu,
-  op: Op<A>,
+  op: Op<A> | ((inputs: Tensor[]) => Tensor),
   inputs: GradcheckInput[],
   attrs: A,
   options: { seed?: number; probes?: number; step?: number } = {},
@@ -55,7 +58,7 @@ export async function gradcheck<A extends Record<string, unknown>>(
   const graph = new Graph();
   const tensors = inputs.map((i) => graph.input(i.shape, { dtype: i.dtype ?? 'f32', requiresGrad: (i.dtype ?? 'f32') === 'f32' }));
   const data = inputs.map((i) => (i.data ? Float64Array.from(i.data) : random(sizeOf(i.shape))));
-  const out = graph.record(op, tensors, attrs);
+  const out = typeof op === 'function' ? op(tensors) : graph.record(op, tensors, attrs);
   const dOut = random(out.size);
 
   const plan = compilePlan(gpu, graph.nodes, [out], { params: gpu.dummy, grads: gpu.dummy, entry: () => ({ offset: 0, length: 0 }) });

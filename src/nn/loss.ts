@@ -8,8 +8,8 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { BufferRange, Gpu } from '../gpu/gpu.ts';
 import { planSumTree } from '../gpu/kernels/reduce-rows.ts';
-import { checkTargets, planCrossEntropy } from '../gpu/kernels/cross-entropy.ts';
-import { crossEntropyRef } from '../gpu/kernels/nn_reference.ts';
+import { checkTargets, planCrossEntropy } from './ops/cross-entropy/kernel.ts';
+import { crossEntropyRef } from './ops/cross-entropy/reference.ts';
 import { planSoftmaxXent } from '../gpu/kernels/softmax-xent.ts';
 import type { Step } from './op.ts';
 
@@ -85,7 +85,7 @@ export const crossEntropy: Loss = {
  * Cross-entropy over positions with an ignore index: a target of -1 (padding)
  * adds no loss and no gradient and is not counted; the mean is over counted
  * positions, as F.cross_entropy(..., ignore_index=-1). Kernel:
- * src/gpu/kernels/cross-entropy.ts.
+ * src/nn/ops/cross-entropy/kernel.ts.
  */
 export const crossEntropyIgnore: Loss = {
   name: 'cross-entropy-ignore',

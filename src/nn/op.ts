@@ -1,6 +1,7 @@
 /**
- * The op interface: what one differentiable operation is. An op is one file
- * (src/nn/ops/<name>.ts) holding four things:
+ * The op interface: what one differentiable operation is. An op lives in its
+ * folder (src/nn/ops/<name>/index.ts, with its kernel planning in kernel.ts
+ * and its f64 reference in reference.ts) and is four things:
  *
  *   shape   the output shape from the input shapes (a wrong shape throws
  *           ERR_INVALID_ARGUMENT naming the layer path and both shapes);

@@ -1,13 +1,14 @@
 /**
  * Which of a job's settings do not combine, decided in one place.
  *
- * The same pairs are refused at three doors: `ringtrain run` before anything
- * starts (naming flags), `trainDistributed` for jobs made by hand or by a
- * server's config (naming config keys), and `DistributedOptimizer` for users
- * of the optimizer alone. Each door words the conflict for its own user; what
- * conflicts, and why, is written once here. It sits with the signaling schemas
- * because the job settings' schema (settings.ts) refuses the same pairs where
- * the server adds a job, and the server may import no further than here.
+ * The same pairs are refused once wherever settings enter: the job settings'
+ * schema (settings.ts) where the server adds a job and a peer reads it (naming
+ * job keys), `ringtrain run` before anything starts (naming flags), and for
+ * library callers who pass no schema, `trainDistributed` given a config made
+ * by hand (src/distributed/train-config.ts) and `DistributedOptimizer` used
+ * alone (naming config keys). Each door words the conflict for its own user;
+ * what conflicts, and why, is written once here. It sits with the signaling
+ * schemas because the server may import no further than here.
  */
 import type { Aggregation } from '../core/setting-text.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';

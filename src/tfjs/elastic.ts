@@ -38,8 +38,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import { Callback, type LayersModel, type Logs } from '@tensorflow/tfjs-layers';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/communicator.ts';
-import { allreduce } from '../collectives/allreduce.ts';
 import { broadcast } from '../collectives/broadcast.ts';
+import { ElasticRing } from '../distributed/elastic-ring.ts';
 import { isBroken } from '../distributed/ring-errors.ts';
 import type { ElasticHooks } from '../distributed/trainer-types.ts';
 import { parseJobSettings } from '../distributed/settings.ts';
@@ -112,11 +112,15 @@ export class ModelState implements Position {
   /** How many times the ring re-formed under this state. */
   regroups = 0;
   readonly session: ElasticSession;
+  /** The ring this state trains on, and how it re-forms: the native trainer's ElasticRing. */
+  readonly ring: ElasticRing;
   private committed: Snapshot | null = null;
   private readonly resetCallbacks: (() => void | Promise<void>)[] = [];
 
   constructor(readonly model: LayersModel, private readonly o: ModelStateOptions = {}) {
     this.session = sessionOf(o.session);
+    const comm = this.session.comm;
+    this.ring = new ElasticRing(comm, this.session.elastic, { bus: comm.events, timeoutMs: o.timeoutMs, agreementName: 'tfjs/elastic-membership' });
   }
 
   /** Runs after every regroup, once the state is rank 0's (Horovod's register_reset_callbacks): e.g. scale the learning rate to the new size. */
@@ -159,7 +163,7 @@ export class ModelState implements Position {
 
   /** Every rank takes rank 0's weights, optimizer state and position (at the start and after each regroup). */
   async sync(): Promise<void> {
-    const comm = this.session.comm;
+    const comm = this.ring.comm;
     const timeoutMs = this.o.timeoutMs;
     const p = this.position();
     const mine = comm.rank === 0 ? Int32Array.of(p.epoch, p.batch, p.epochExamples, p.steps) : new Int32Array(4);
@@ -172,9 +176,9 @@ export class ModelState implements Position {
 
   /** Asks the ring for the newest membership any rank has heard of; a newer one than the ring's re-forms it here. */
   async checkHostUpdates(): Promise<void> {
-    const { comm, elastic } = this.session;
-    const r = await allreduce(comm, Int32Array.of(elastic.latestEpoch()), { op: 'max', name: 'tfjs/elastic-membership', timeoutMs: this.o.timeoutMs });
-    if (r[0] > elastic.currentEpoch()) throw new MembershipChanged(r[0]);
+    const { elastic } = this.session;
+    const agreed = await this.ring.agreedEpoch();
+    if (agreed > elastic.currentEpoch()) throw new MembershipChanged(agreed);
   }
 
   /** After a regroup: the reset callbacks. */
@@ -228,7 +232,7 @@ export class CommitStateCallback extends Callback {
     const size = typeof logs?.size === 'number' ? logs.size : (p.batchSize ?? 0);
     s.batch++;
     s.steps++;
-    s.epochExamples += size * s.session.comm.size;
+    s.epochExamples += size * s.ring.comm.size;
     const batchesInEpoch = p.steps ?? (p.samples && p.batchSize ? Math.ceil(p.samples / p.batchSize) : Infinity);
     const last = batch + 1 >= batchesInEpoch;
     if (last) {
@@ -265,7 +269,7 @@ export async function run<T>(state: ModelState, train: (state: ModelState) => Pr
         minEpoch = elastic.currentEpoch() + 1;
       } else throw err;
     }
-    await elastic.regroup(minEpoch);
+    await state.ring.regroup(minEpoch);
     regrouped = true;
   }
 }

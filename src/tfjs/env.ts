@@ -1,10 +1,2 @@
-/** The environment `ringtrain launch` hands each worker, read by init() in index.node.ts (the token never goes in argv, which `ps` shows). */
-export const SERVER_ENV = 'RINGTRAIN_SERVER';
-export const JOB_ENV = 'RINGTRAIN_JOB';
-/** The same variable `ringtrain worker` reads (src/cli/secrets.node.ts). */
-export const TOKEN_ENV = 'RINGTRAIN_TOKEN';
-/** This worker's number among the launcher's processes (0-based) and how many it started. */
-export const LOCAL_RANK_ENV = 'RINGTRAIN_LOCAL_RANK';
-export const LOCAL_SIZE_ENV = 'RINGTRAIN_LOCAL_SIZE';
-/** Where this worker writes its Chrome-trace events when the launcher was given --timeline (it merges them). */
-export const TIMELINE_ENV = 'RINGTRAIN_TIMELINE';
+/** The environment `ringtrain launch` hands each worker (defined beside the library's own init, which reads it too). */
+export * from '../distributed/launch-env.ts';

@@ -14,12 +14,12 @@ import { setDefaultRing } from './ring.ts';
 
 export * from './index.ts';
 
-import { JOB_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from './env.ts';
+import { JOB_ENV, NAME_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from './env.ts';
 export * from './env.ts';
 
 /**
  * Besides joining: the stall inspector's lines go to stderr (the launcher
- * prefixes them with the worker's number), and when the launcher was given
+ * prefixes them with the worker's rank), and when the launcher was given
  * --timeline, this rank's events are recorded and written when the session
  * closes (the launcher merges the parts).
  */
@@ -38,7 +38,7 @@ export async function init(o: Partial<InitOptions> = {}): Promise<Session> {
   const timelinePath = process.env[TIMELINE_ENV];
   const timeline = timelinePath ? new TimelineRecorder() : undefined;
   timeline?.attach(events);
-  const session = await initSession({ ...o, events, server: server!, job: job!, token: token! });
+  const session = await initSession({ ...o, name: o.name ?? process.env[NAME_ENV], events, server: server!, job: job!, token: token! });
   if (timeline && timelinePath) session.onClose(() => writeFileSync(timelinePath, JSON.stringify(timeline.traceEvents())));
   setDefaultRing(session);
   return session;

@@ -1,5 +1,5 @@
 /**
- * The case from issue 13: `ringtrain run -np 2 --model cnn --resume keep
+ * A resume that does not fit: `ringtrain run -np 2 --model cnn --resume keep
  * --save keep` where keep holds an MLP. Before, rank 0 found the mismatch
  * after joining, the other rank saw a lost peer and wrote a step-0 recovery
  * checkpoint over the user's file. Now the mismatch stops the run before

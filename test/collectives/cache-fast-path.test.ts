@@ -6,13 +6,16 @@
  * to the coordinator within the same call, in-place buffers come back
  * untouched when the fast path is abandoned, and nothing is left over.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Communicator } from '../../src/comm/interface.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { cacheOf } from '../../src/collectives/cache.ts';
 import { allgather, allreduce, allreduceInPlace, alltoall, reducescatter } from '../../src/collectives/index.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import type { RingtrainError } from '../../src/core/errors.ts';
+import { PHASE_ALLGATHER } from '../../src/collectives/ring.ts';
+import { FAST_STEP_BIT } from '../../src/collectives/negotiate.ts';
+import type { ReduceOp } from '../../src/collectives/types.ts';
 
 const phasesOf = (comm: Communicator) => {
   const phases: string[] = [];
@@ -106,6 +109,90 @@ describe('the response cache goes ahead without negotiating', () => {
     for (const s of out) expect(((s as PromiseRejectedResult).reason as RingtrainError).code).toBe('ERR_COLLECTIVE_MISMATCH');
     const fresh = make();
     bufs.forEach((b, r) => expect(Array.from(b)).toEqual(Array.from(fresh[r])));
+    comms.forEach((c) => c.close());
+  });
+});
+
+describe('in place on the ring, the fast path keeps no copy of the buffer', () => {
+  const copiesOf = (n: number, f: () => Promise<unknown>) => {
+    // Counts copies as long as the buffer (the snapshot a fallback would restore from).
+    let copies = 0;
+    const slice = Float32Array.prototype.slice;
+    const spy = vi.spyOn(Float32Array.prototype, 'slice').mockImplementation(function (this: Float32Array, ...a: [number?, number?]) {
+      if (this.length === n) copies++;
+      return slice.apply(this, a);
+    });
+    return f().then(
+      (r) => (spy.mockRestore(), { copies, r }),
+      (e: unknown) => (spy.mockRestore(), Promise.reject(e)),
+    );
+  };
+
+  it('a cached allreduceInPlace copies nothing; recursive doubling (small tensors) still snapshots', async () => {
+    const comms = createMemoryRing(4);
+    const n = 40_000;
+    const bufs = () => comms.map((_, r) => Float32Array.from({ length: n }, (_, k) => r + (k % 13)));
+    await Promise.all(comms.map((c, r) => allreduceInPlace(c, bufs()[r], { name: 'flat', segmentBytes: 4096 })));
+    const b = bufs();
+    const { copies } = await copiesOf(n, () => Promise.all(comms.map((c, r) => allreduceInPlace(c, b[r], { name: 'flat', segmentBytes: 4096 }))));
+    expect(copies).toBe(0);
+    for (const x of b) expect([x[0], x[5], x[n - 1]]).toEqual([6, 4 * 5 + 6, 4 * ((n - 1) % 13) + 6]);
+    const small = () => comms.map((_, r) => Float32Array.from({ length: 100 }, () => r));
+    await Promise.all(comms.map((c, r) => allreduceInPlace(c, small()[r], { name: 'small' })));
+    const s = small();
+    expect((await copiesOf(100, () => Promise.all(comms.map((c, r) => allreduceInPlace(c, s[r], { name: 'small' }))))).copies).toBe(4);
+    comms.forEach((c) => c.close());
+  });
+
+  for (const size of [3, 4, 5]) {
+    for (const [op, dtype] of [['sum', 'float32'], ['max', 'float32'], ['min', 'int32'], ['product', 'int32'], ['average', 'fp16']] as const) {
+      it(`${size} ranks, ${op} ${dtype}: a rank that missed its cache brings the others back, whose buffers hold exactly their own numbers again`, async () => {
+        const comms = createMemoryRing(size);
+        const n = 6000;
+        const value = (r: number, k: number, i: number) => (dtype === 'int32' ? ((r + 2) * (k % 5) + i) % 7 : Math.sin(r * 31 + k + i) * 100);
+        const make = (i: number) => comms.map((_, r) => (dtype === 'int32' ? Int32Array.from({ length: n }, (_, k) => value(r, k, i)) : Float32Array.from({ length: n }, (_, k) => value(r, k, i))));
+        const opts = { name: 'g', op: op as ReduceOp, segmentBytes: 256, algorithm: 'ring' as const, compression: dtype === 'fp16' ? ('fp16' as const) : ('none' as const) };
+        // The numbers a negotiated allreduce gives, for comparison.
+        const expected = make(1);
+        await Promise.all(comms.map((c, r) => allreduceInPlace(c, expected[r], { ...opts, name: 'reference' })));
+        await Promise.all(comms.map((c, r) => allreduceInPlace(c, make(0)[r], opts)));
+        const bufs = make(1);
+        const seen: (Int32Array | Float32Array)[] = [];
+        // Rank 1 forgets its agreement late, after its neighbours have sent (and reduced) some data.
+        const miss = comms[1];
+        const req = { kind: 'allreduce', name: 'g', dtype: dtype === 'int32' ? 'int32' : 'float32', shape: [n], op, compression: opts.compression, prescale: 1, postscale: 1, algorithm: 'ring' };
+        cacheOf(miss).delete(req);
+        comms.forEach((c) => c.events.on((e: RingEvent) => e.type === 'phase-begin' && e.phase === 'negotiate' && seen.push(bufs[c.rank].slice())));
+        await Promise.all(comms.map((c, r) => allreduceInPlace(c, bufs[r], opts)));
+        // When each rank went to negotiate, its buffer held exactly what it was called with.
+        const fresh = make(1);
+        expect(seen.length).toBe(size);
+        for (const x of seen) expect(fresh.some((f) => f.every((v, k) => Object.is(v, x[k])))).toBe(true);
+        bufs.forEach((b, r) => expect(Array.from(b), `rank ${r}`).toEqual(Array.from(expected[r])));
+        comms.forEach((c) => c.close());
+      });
+    }
+  }
+
+  it('a peer silent after every rank went ahead fails every rank with Timeout, as on the negotiated path', async () => {
+    const comms = createMemoryRing(3);
+    const opts = { name: 'g', segmentBytes: 1024, timeoutMs: 400, algorithm: 'ring' as const };
+    const make = () => comms.map((_, r) => Float32Array.from({ length: 3000 }, (_, k) => r + k));
+    await Promise.all(comms.map((c, r) => allreduceInPlace(c, make()[r], opts)));
+    // Rank 1 stops passing on the allgather's data to rank 2: every rank has gone ahead by then.
+    const send = comms[1].send.bind(comms[1]);
+    comms[1].send = (peer, tag, payload) => ((tag.step & FAST_STEP_BIT) !== 0 && ((tag.step & ~FAST_STEP_BIT) >>> 16) === PHASE_ALLGATHER && peer === 2 ? Promise.resolve() : send(peer, tag, payload));
+    const out = await Promise.allSettled(comms.map((c, r) => allreduceInPlace(c, make()[r], opts)));
+    // Ranks 0 and 1 had every byte they needed and may have finished; rank 2 cannot negotiate again
+    // (its buffer holds partial results), so it fails and aborts the communicator.
+    expect(out[2].status).toBe('rejected');
+    const err = (out[2] as PromiseRejectedResult).reason as RingtrainError;
+    expect(err.code).toBe('ERR_COLLECTIVE_TIMEOUT');
+    expect(err.message).toMatch(/rank 1 sent nothing, after every rank had gone ahead/);
+    for (const o of out) if (o.status === 'rejected') expect((o.reason as RingtrainError).code).toBe('ERR_COLLECTIVE_TIMEOUT');
+    // Every rank fails alike: the abort reaches the others, whose next collective fails with it.
+    const next = await Promise.allSettled(comms.map((c, r) => allreduceInPlace(c, make()[r], opts)));
+    for (const [r, o] of next.entries()) expect(o.status === 'rejected' && (o.reason as RingtrainError).code, `rank ${r}`).toBe('ERR_COLLECTIVE_TIMEOUT');
     comms.forEach((c) => c.close());
   });
 });

@@ -7,6 +7,7 @@
  * test's).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,9 +17,9 @@ import { parseValues } from '../../deploy/k8s/values.ts';
 import { until } from '../support/workers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-k8s-args-'));
-let server: ChildProcess | undefined;
+const servers: ChildProcess[] = [];
 afterAll(() => {
-  server?.kill('SIGKILL');
+  for (const server of servers) server.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -36,7 +37,7 @@ describe('the rendered server arguments', () => {
       all[i - 1] === '--host' ? '127.0.0.1' : all[i - 1] === '--port' ? '0' : a.replace(/^\/var\/run\/secrets\/ringtrain\/(job|turn)/, dir),
     );
     const child = spawn(process.execPath, ['bin/ringtrain.js', ...args, '--no-static'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    server = child;
+    servers.push(child);
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -54,5 +55,33 @@ describe('the rendered server arguments', () => {
     expect(await job.json()).toMatchObject({ id: 'digits', config: { model: 'mlp', minPeers: 3, maxPeers: 6, hyperparameters: { elastic: true, compression: 'fp16' } } });
     // The token is the file's, not a random one: a wrong bearer sees nothing.
     expect((await fetch(`${url}/api/jobs/digits`, { headers: { authorization: 'Bearer wrong-token-wrong' } })).status).toBe(404);
+  });
+
+  it('open a table job from the file on the data volume, which tabs may download with the token', { timeout: 60_000 }, async () => {
+    const values = parseValues({ job: { id: 'iris', model: 'mlp', data: '/data/iris.csv', labelColumn: 'species' }, dataVolume: { configMap: 'iris' } });
+    const pod = (renderManifests(values).find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } }).spec.template;
+    const csv = `a,b,species\n${Array.from({ length: 20 }, (_, i) => `${i},${i % 3},${i % 2}`).join('\n')}\n`;
+    writeFileSync(join(dir, 'iris.csv'), csv);
+    const token = 'f1e2d3c4b5a6f7e8d9c0';
+    writeFileSync(join(dir, 'token'), `${token}\n`);
+    const args = pod.spec.containers[0].args.map((a, i, all) =>
+      all[i - 1] === '--host' ? '127.0.0.1' : all[i - 1] === '--port' ? '0' : a.replace(/^\/var\/run\/secrets\/ringtrain\/job/, dir).replace(/^\/data\//, `${dir}/`),
+    );
+    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args, '--no-static'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    servers.push(child);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    await until(() => /listening on (http\S+)/.test(out) || child.exitCode !== null, 'the server to listen', 60_000);
+    const url = /listening on (http\S+)/.exec(out)?.[1];
+    expect(url, err).toBeDefined();
+    const sha = createHash('sha256').update(csv).digest('hex');
+    const job = await fetch(`${url}/api/jobs/iris`, { headers: { authorization: `Bearer ${token}` } });
+    expect(await job.json()).toMatchObject({ config: { model: 'mlp', hyperparameters: { table: 'iris.csv', tableSha256: sha, labelColumn: 'species' } } });
+    // The worker command it prints passes the worker's own copy.
+    expect(out).toContain(`ringtrain worker --server ${url} --job iris --data ${dir}/iris.csv`);
+    const file = await fetch(`${url}/api/jobs/iris/files/${sha}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(await file.text()).toBe(csv);
   });
 });

@@ -108,6 +108,44 @@ describe('k8s manifests', () => {
     }
   });
 
+  it('render a text or a table job: the server and every worker read the file from the data volume, mounted read-only', () => {
+    const text = renderManifests(parseValues({ job: { model: 'transformer', text: '/corpus/book.txt', context: 32 }, dataVolume: { configMap: 'book', mountPath: '/corpus' } }));
+    for (const o of text) validate(o);
+    const server = (byKind(text, 'Deployment')[0] as Any).spec.template.spec;
+    const worker = (byKind(text, 'StatefulSet')[0] as Any).spec.template.spec;
+    expect(server.containers[0].args.join(' ')).toContain('--model transformer --optimizer sgd');
+    expect(server.containers[0].args.join(' ')).toContain('--text /corpus/book.txt --context 32');
+    expect(worker.containers[0].args.join(' ')).toContain('--text /corpus/book.txt --name $(POD_NAME)');
+    for (const pod of [server, worker]) {
+      expect(pod.containers[0].volumeMounts).toContainEqual({ name: 'job-data', mountPath: '/corpus', readOnly: true });
+      expect(pod.volumes).toContainEqual({ name: 'job-data', configMap: { name: 'book' } });
+    }
+    // The bundled corpus needs no volume: the images carry it.
+    const brown = renderManifests(parseValues({ job: { model: 'transformer', text: '@brown' } }));
+    expect((byKind(brown, 'StatefulSet')[0] as Any).spec.template.spec.containers[0].args).toContain('@brown');
+
+    const table = renderManifests(parseValues({ job: { model: 'mlp', data: '/data/x.npy', labels: '/data/y.npy' }, dataVolume: { persistentVolumeClaim: 'features' } }));
+    for (const o of table) validate(o);
+    const tableServer = (byKind(table, 'Deployment')[0] as Any).spec.template.spec;
+    expect(tableServer.containers[0].args.join(' ')).toContain('--data /data/x.npy --labels /data/y.npy');
+    expect(tableServer.volumes).toContainEqual({ name: 'job-data', persistentVolumeClaim: { claimName: 'features', readOnly: true } });
+    expect((byKind(table, 'StatefulSet')[0] as Any).spec.template.spec.containers[0].args.join(' ')).toContain('--data /data/x.npy --labels /data/y.npy --name');
+  });
+
+  it('refuse a job file the pods cannot read, saying what to do', () => {
+    expect(() => parseValues({ job: { model: 'transformer', text: './book.txt' } })).toThrow(
+      'k8s values: job.text "./book.txt" is a file the pods cannot read: the manifests run on other machines. Put it in a ConfigMap (kubectl -n ringtrain create configmap ringtrain-data --from-file=book.txt) or a PersistentVolumeClaim, name it in dataVolume.configMap (or dataVolume.persistentVolumeClaim), and give its path inside the pods: job.text: /data/book.txt; or train on the bundled corpus: job.text: @brown.',
+    );
+    const cases: [unknown, RegExp][] = [
+      [{ job: { model: 'mlp', data: '/home/me/iris.csv', labelColumn: 'species' }, dataVolume: { configMap: 'iris' } }, /job\.data "\/home\/me\/iris\.csv" is not on dataVolume, which the pods see at \/data: give \/data\/iris\.csv/],
+      [{ job: { model: 'transformer', text: '@shakespeare' } }, /no such bundled corpus; the images carry @brown/],
+      [{ job: { text: '@brown' } }, /job\.text trains the transformer: set job\.model to transformer \(it is cnn\)/],
+      [{ job: { model: 'mlp', data: '/data/iris.csv' }, dataVolume: { configMap: 'iris' } }, /needs one of job\.labelColumn .* or job\.labels/],
+      [{ job: { model: 'mlp', data: '/data/x.csv', labelColumn: 'y' }, dataVolume: {} }, /dataVolume names one of configMap or persistentVolumeClaim/],
+    ];
+    for (const [values, message] of cases) expect(() => parseValues(values), JSON.stringify(values)).toThrow(message);
+  });
+
   it('refuse wrong values, naming the field', () => {
     const cases: [unknown, RegExp][] = [
       [{ workers: { replicas: 'four' } }, /workers\.replicas: .*expected number/],

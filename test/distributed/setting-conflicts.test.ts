@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { parseAggregation } from '../../src/collectives/robust-aggregate.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { configSettingName, refuseConflicts, settingConflict, type ConflictSettings } from '../../src/distributed/setting-conflicts.ts';
+import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { refuseUncheckedConfig } from '../../src/distributed/train-config.ts';
+import type { DistributedTrainConfig } from '../../src/distributed/trainer.ts';
 
 const median = parseAggregation('median');
 
@@ -36,5 +39,19 @@ describe('setting conflicts', () => {
     const verify: ConflictSettings = { verify: true, compression: 'topk:0.01' };
     expect(() => refuseConflicts(verify, configSettingName(verify))).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: "verify: true checks that the sum is exact; compression 'topk:0.01' sends rounded gradients: drop one." }));
     expect(() => refuseConflicts({ verify: true }, configSettingName({ verify: true }))).not.toThrow();
+  });
+
+  it("refuses a hand-made trainer config at the library's door, and takes one made from a job's settings as the schema checked it", () => {
+    const base: DistributedTrainConfig = { model: 'mlp', optimizer: 'sgd', epochs: 1, batch: 8, lr: 0.1, momentum: 0, weightDecay: 0, seed: 1 };
+    expect(() => refuseUncheckedConfig({ ...base, verify: true, compression: 'fp16' })).toThrow("verify: true checks that the sum is exact; compression 'fp16' sends rounded gradients: drop one.");
+    expect(() => refuseUncheckedConfig({ ...base, guard: {}, balance: 'speed', globalBatch: 64 })).toThrow(/the doubt rule \(guard.doubt\) measures every peer's gradient/);
+    expect(() => refuseUncheckedConfig({ ...base, balance: 'speed' })).toThrow(/needs a fixed global batch/);
+    expect(() => refuseUncheckedConfig({ ...base, verify: true })).not.toThrow();
+    const fromJob = trainConfigFromJob({ model: 'mlp', optimizer: 'sgd', batchPerPeer: 8, minPeers: 1, maxPeers: 2, hyperparameters: { lr: 0.1, verify: true } });
+    expect(() => refuseUncheckedConfig(fromJob)).not.toThrow();
+    // The job's schema refused the conflict before any config was made of it.
+    expect(() => trainConfigFromJob({ model: 'mlp', optimizer: 'sgd', batchPerPeer: 8, minPeers: 1, maxPeers: 2, hyperparameters: { lr: 0.1, verify: true, compression: 'fp16' } })).toThrow(/drop one/);
+    // A changed copy is not the object the schema vouched for: it is checked like any hand-made config.
+    expect(() => refuseUncheckedConfig({ ...fromJob, compression: 'fp16' })).toThrow(/drop one/);
   });
 });

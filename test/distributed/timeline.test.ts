@@ -43,16 +43,20 @@ describe('TimelineRecorder', () => {
     expect(JSON.parse(JSON.stringify(doc)).traceEvents.length).toBe(doc.traceEvents.length);
   });
 
-  it("counts each step's collectives and negotiations on a 'rounds' counter track", () => {
+  it("counts each step's collectives, those it waited for one after another, and negotiations on a 'rounds' counter track", () => {
     const rec = new TimelineRecorder(0);
     const step = (t: number, negotiated: boolean) => {
       rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id: t, name: 'gradients', kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
       if (negotiated) rec.record({ type: 'phase-begin', t, rank: 0, id: t, phase: 'negotiate' });
+      // The step checks' allgather, begun while the allreduce runs: no round of its own.
+      rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id: t + 100, name: 'gradient-sketches', kind: 'allgather', dtype: 'float32', count: 2, bytes: 8 });
+      rec.record({ type: 'collective-end', t, rank: 0, id: t + 100, name: 'gradient-sketches', ok: true });
+      rec.record({ type: 'collective-end', t, rank: 0, id: t, name: 'gradients', ok: true });
       rec.record({ type: 'train-step', t: t + 0.5, rank: 0, size: 2, step: t, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
     };
     step(1, true);
     step(2, false);
     const counts = rec.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args);
-    expect(counts).toEqual([{ collectives: 1, negotiations: 1 }, { collectives: 1, negotiations: 0 }]);
+    expect(counts).toEqual([{ collectives: 2, sequential: 1, negotiations: 1 }, { collectives: 2, sequential: 1, negotiations: 0 }]);
   });
 });

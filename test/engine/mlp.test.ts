@@ -5,6 +5,8 @@ import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { createModel, createOptimizer, PARAM_ALIGN, trainStep } from '../../src/engine/index.ts';
 import { seededUniform } from '../../src/engine/random.ts';
+import { MlpModule, resolveMlpSpec } from '../../src/engine/mlp.ts';
+import { Graph } from '../../src/nn/tensor.ts';
 
 /** A separable toy problem: the class is which quarter of the input holds the largest sum. */
 function toyBatch(n: number, inputSize: number, seed: number): { x: Float32Array; y: Uint32Array } {
@@ -116,10 +118,23 @@ describe('mlp', () => {
     await expect(model.forwardBackward(new Float32Array(12).fill(NaN), [0, 1])).rejects.toThrow(/NaN/);
     expect(() => model.writeParams(new Float32Array(3))).toThrow(/flatLength/);
     expect(() => createModel(gpu, { kind: 'mlp', hidden: [0] })).toThrow(/hidden\[0\] must be a positive integer/);
-    expect(() => createModel(gpu, { kind: 'mlp', activation: 'swish' as 'relu' })).toThrow(/unknown activation/);
+    expect(() => createModel(gpu, { kind: 'mlp', activation: 'swish' as 'relu' })).toThrow(/unknown activation "swish"; use one of relu, tanh, geluTanh/);
     expect(() => createModel(gpu, { kind: 'rnn' } as never)).toThrow(/unknown model kind/);
     expect(() => createOptimizer(model, { kind: 'sgd', lr: -1 })).toThrow(/lr must be/);
     expect(() => createOptimizer(model, { kind: 'rmsprop' as 'sgd' })).toThrow(invalid);
     model.destroy();
+  });
+});
+
+describe('mlp activation names', () => {
+  it("builds GELU's tanh form as 'geluTanh', and under its old name 'gelu', which recorded checkpoints carry", () => {
+    const ops = (activation: 'gelu' | 'geluTanh') => {
+      const graph = new Graph();
+      new MlpModule([6, 4, 3], activation).call(graph.input([2, 6]));
+      return graph.nodes.map((n) => n.op.name);
+    };
+    expect(ops('geluTanh')).toContain('geluTanh');
+    expect(ops('gelu')).toEqual(ops('geluTanh'));
+    expect(resolveMlpSpec({ kind: 'mlp', activation: 'gelu' }).activation).toBe('gelu');
   });
 });

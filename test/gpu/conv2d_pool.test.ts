@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode, isRingtrainError } from '../../src/core/errors.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { planConv2dBackwardWeight, planConv2dForward } from '../../src/gpu/kernels/conv2d.ts';
-import { planMaxPoolForward } from '../../src/gpu/kernels/maxpool.ts';
+import { planConv2dBackwardWeight, planConv2dForward } from '../../src/nn/ops/conv2d/kernel.ts';
+import { planMaxPoolForward } from '../../src/nn/ops/maxpool/kernel.ts';
 import { ORACLE_CASES } from '../oracles/cases.ts';
 import { CNN_CASES, CONV_SHAPES, POOL_SHAPES, convPoolCases } from '../oracles/conv_pool_cases.ts';
 

@@ -6,6 +6,7 @@ import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { linearGroups } from '../../src/gpu/gpu.ts';
 import { KERNELS, warmUp } from '../../src/gpu/kernels/index.ts';
+import '../../src/nn/ops/index.ts';
 import { chooseMatmulVariant, planMatmul } from '../../src/gpu/kernels/matmul.ts';
 import { hasShader, registerShaders, shaderKeyOf, shaderSource } from '../../src/gpu/shaders.ts';
 import { chooseVulkanDriver, SWIFTSHADER_ICD } from '../../src/gpu/device.node.ts';

@@ -7,7 +7,7 @@
  *
  * An elastic run's global batch is fixed (-np x --batch), so the survivors take
  * the same steps the unbroken ring would: the two runs, which lost different
- * ranks at different steps, end at the same accuracy (issue 13 asks for within
+ * ranks at different steps, end at the same accuracy (the bar is within
  * 0.5 points of an unbroken run; bench/elastic-recovery.ts measures that gap).
  */
 import { spawn, type ChildProcess } from 'node:child_process';

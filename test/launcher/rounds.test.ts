@@ -1,11 +1,16 @@
 /**
  * What a steady-state step costs in rounds, as a user's job runs it: `ringtrain
- * run -np 4` over real WebRTC. After the first step (which negotiates every
+ * run -np N` over real WebRTC, for the MLP, the CNN and the transformer, with
+ * Node and with Deno workers. After the first step (which negotiates every
  * collective once, through the coordinator) each step runs its collectives on
- * the response cache: the gradient allreduce and the step checks' allgather
- * of norms and sketches (every step; docs/COLLECTIVES.md), with no negotiation
- * at all. `run --json` reports it per step and the timeline's 'rounds' counter
- * step by step.
+ * the response cache: the gradient allreduce and, beside it, the step checks'
+ * allgather of norms and sketches (every step; docs/COLLECTIVES.md), with no
+ * negotiation at all, so the step waits for one collective. `run --json`
+ * reports it per step and the timeline's 'rounds' counter step by step.
+ *
+ * The MLP runs 4 workers (a default job's ring); the CNN and the transformer
+ * 2, each for a few small steps: their first step compiles every kernel on a
+ * software adapter, which 4 workers on a 2-core machine would pay 4 times.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,29 +21,40 @@ import { ringtrain } from '../support/cli.ts';
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-rounds-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('a steady-state step of a default 4-rank job negotiates nothing', () => {
-  for (const runtime of ['node', 'deno'] as const) {
-    it(`MLP, ${runtime} workers: one gradient collective and the step checks per step, no negotiation`, async () => {
-      const timeline = join(dir, `${runtime}.json`);
-      const r = await ringtrain(['run', '-np', '4', '--runtime', runtime, '--model', 'mlp', '--steps', '5', '--batch', '16', '--json', '--timeline', timeline]);
-      expect(r.code, r.stderr).toBe(0);
-      const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
-      expect(result).toMatchObject({ steps: 5, size: 4, runtime, ok: true });
-      expect(result.negotiations_per_step).toBe(0);
-      // The gradient allreduce is named after its tensors: 'gradients (4 tensors, layout #…)'.
-      const names = Object.entries(result.collectives_by_name_per_step as Record<string, number>).map(([k, v]) => [k.replace(/ \(.*\)$/, ''), v]);
-      expect(Object.fromEntries(names)).toEqual({ gradients: 1, 'gradient-sketches': 1 });
-      expect(result.collectives_per_step).toBe(2);
 
-      const trace = JSON.parse(readFileSync(timeline, 'utf8')) as { traceEvents: { name: string; ph: string; pid: number; args?: { collectives: number; negotiations: number } }[] };
-      for (let rank = 0; rank < 4; rank++) {
-        const counts = trace.traceEvents.filter((e) => e.ph === 'C' && e.name === 'rounds' && e.pid === rank).map((e) => e.args!);
-        expect(counts.length, `rank ${rank}`).toBe(5);
-        expect(counts[0].negotiations, `rank ${rank}'s first step negotiates`).toBeGreaterThan(0);
-        for (const c of counts.slice(1)) expect(c).toEqual({ collectives: 2, negotiations: 0 });
-        // Each step's gradient read-back is a span of its own, apart from the ring's phases.
-        expect(trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'gpu-wait' && e.pid === rank).length, `rank ${rank}'s gpu-wait spans`).toBe(5);
-      }
-    }, 300_000);
+const MODELS = [
+  { model: 'mlp', np: 4, steps: 5, batch: 16 },
+  { model: 'cnn', np: 2, steps: 3, batch: 4 },
+  { model: 'transformer', np: 2, steps: 3, batch: 8 },
+] as const;
+
+describe('a steady-state step of a default job negotiates nothing and waits for one collective', () => {
+  for (const { model, np, steps, batch } of MODELS) {
+    for (const runtime of ['node', 'deno'] as const) {
+      it(`${model}, ${np} ${runtime} workers: the gradient allreduce with the step checks beside it, no negotiation`, async () => {
+        const timeline = join(dir, `${model}-${runtime}.json`);
+        const r = await ringtrain(['run', '-np', String(np), '--runtime', runtime, '--model', model, '--steps', String(steps), '--batch', String(batch), '--eval-limit', '64', '--json', '--timeline', timeline]);
+        expect(r.code, r.stderr).toBe(0);
+        const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
+        expect(result).toMatchObject({ steps, size: np, runtime, ok: true });
+        expect(result.negotiations_per_step).toBe(0);
+        // The gradient allreduce is named after its tensors: 'gradients (4 tensors, layout #…)'.
+        const names = Object.entries(result.collectives_by_name_per_step as Record<string, number>).map(([k, v]) => [k.replace(/ \(.*\)$/, ''), v]);
+        expect(Object.fromEntries(names)).toEqual({ gradients: 1, 'gradient-sketches': 1 });
+        expect(result.collectives_per_step).toBe(2);
+        // The sketches travel beside the gradients: one collective to wait for, not two in a row.
+        expect(result.sequential_collectives_per_step).toBe(1);
+
+        const trace = JSON.parse(readFileSync(timeline, 'utf8')) as { traceEvents: { name: string; ph: string; pid: number; args?: { collectives: number; negotiations: number } }[] };
+        for (let rank = 0; rank < np; rank++) {
+          const counts = trace.traceEvents.filter((e) => e.ph === 'C' && e.name === 'rounds' && e.pid === rank).map((e) => e.args!);
+          expect(counts.length, `rank ${rank}`).toBe(steps);
+          expect(counts[0].negotiations, `rank ${rank}'s first step negotiates`).toBeGreaterThan(0);
+          for (const c of counts.slice(1)) expect(c).toEqual({ collectives: 2, sequential: 1, negotiations: 0 });
+          // Each step's gradient read-back is a span of its own, apart from the ring's phases.
+          expect(trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'gpu-wait' && e.pid === rank).length, `rank ${rank}'s gpu-wait spans`).toBe(steps);
+        }
+      }, 300_000);
+    }
   }
 });

@@ -51,7 +51,7 @@ describe('ringtrain run -np 2 --model transformer (real WebRTC)', () => {
     ]);
     for (const run of [r, s, i]) expect(run.code, run.stderr).toBe(0);
     const summary = JSON.parse(r.stdout.trim().split('\n').pop()!);
-    expect(summary).toMatchObject({ steps: STEPS, size: 2, model: 'transformer', batch_per_peer: BATCH, ok: true });
+    expect(summary).toMatchObject({ steps: STEPS, size: 2, model: 'transformer', batch: BATCH, ok: true });
     expect(summary.val_loss).toBeLessThan(Math.log(27)); // below a uniform guess over the 27 symbols
     expect(summary.tokens_per_s).toBeGreaterThan(0);
     const [ringW, singleW, startW] = [weights(ring), weights(single), weights(start)];

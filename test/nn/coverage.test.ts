@@ -1,29 +1,53 @@
 /**
  * Drift checks, no GPU needed: every registered op has a gradcheck case
- * (test/nn/op-cases.ts) and every shader file a KERNELS entry (which warmUp
+ * (the op's test/nn/ops/<op>.cases.ts, gathered by test/nn/op-cases.ts), every op
+ * folder is in the ops barrel and exports only ops, functional forms and
+ * layers, and every shader file has a registered kernel (which warmUp
  * compiles). That every shader is exercised by an oracle case is checked at
  * the end of test/gpu/oracles.test.ts, where the cases run.
  */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { KERNELS } from '../../src/gpu/kernels/index.ts';
+import { F } from '../../src/nn/functional.ts';
+import { Module } from '../../src/nn/module.ts';
 import { registeredOps } from '../../src/nn/op.ts';
-import '../../src/nn/ops/index.ts';
+import * as ops from '../../src/nn/ops/index.ts';
 import { shaderFiles } from './coverage.ts';
-import { OP_CASES } from './op-cases.ts';
+import { caseName, OP_CASES } from './op-cases.ts';
+
+const OPS_DIR = fileURLToPath(new URL('../../src/nn/ops/', import.meta.url));
 
 describe('coverage', () => {
   it('every registered op has a gradcheck case', () => {
     const names = registeredOps().map((o) => o.name);
     expect(names.length).toBeGreaterThan(5);
-    const covered = new Set(OP_CASES.map((c) => c.op.name));
+    const covered = new Set(OP_CASES.map(caseName));
     const missing = names.filter((n) => !covered.has(n));
-    expect(missing, `ops without a case in test/nn/op-cases.ts: ${missing.join(', ')}`).toEqual([]);
+    expect(missing, `ops without a gradcheck (add test/nn/ops/<op>.cases.ts): ${missing.join(', ')}`).toEqual([]);
   });
 
-  it('every shaders/*.wgsl file has a KERNELS entry, and every entry a file', () => {
+  it('every op folder is exported by src/nn/ops/index.ts', () => {
+    const folders = readdirSync(OPS_DIR).filter((f) => statSync(OPS_DIR + f).isDirectory());
+    const barrel = readFileSync(OPS_DIR + 'index.ts', 'utf8');
+    expect(folders.length).toBeGreaterThan(5);
+    expect(folders.filter((f) => !barrel.includes(`export * from './${f}/index.ts';`)), 'op folders missing from src/nn/ops/index.ts').toEqual([]);
+  });
+
+  it('op folders export ops, functional forms (all in nn.F) and layers, nothing else', () => {
+    const odd = Object.entries(ops).filter(([name, v]) => {
+      if (typeof v === 'function') return /^[A-Z]/.test(name) ? !(v.prototype instanceof Module) : !(name in F);
+      return !(typeof v === 'object' && v !== null && 'cpu' in v && 'plan' in v);
+    });
+    expect(odd.map(([name]) => name), 'exports of src/nn/ops/*/index.ts that are neither an op, a functional form nor a layer (export helpers from kernel.ts or reference.ts)').toEqual([]);
+    expect(Object.keys(F).length).toBeGreaterThan(20);
+  });
+
+  it('every shaders/*.wgsl file has a registered kernel, and every kernel a file', () => {
     const files = shaderFiles();
     const listed = new Set(Object.values(KERNELS).map((k) => k.shader));
-    expect(files.filter((f) => !listed.has(f)), 'shader files missing from KERNELS (src/gpu/kernels/index.ts)').toEqual([]);
+    expect(files.filter((f) => !listed.has(f)), 'shader files no defineKernel names (src/gpu/kernels/*.ts, src/nn/ops/*/kernel.ts)').toEqual([]);
     expect([...listed].filter((k) => !files.includes(k)), 'KERNELS entries without a shader file').toEqual([]);
   });
 });

@@ -12,10 +12,10 @@
  * arithmetic and must match exactly, argmax included.
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { planConv2dBackwardInput, planConv2dBackwardWeightSteps, planConv2dForward } from '../../src/gpu/kernels/conv2d.ts';
-import { type ConvShape, conv2dBackwardInputCpu, conv2dBackwardWeightCpu, conv2dForwardCpu, convOutSize, convSizes } from '../../src/gpu/kernels/conv2d_reference.ts';
-import { planMaxPoolBackward, planMaxPoolForward } from '../../src/gpu/kernels/maxpool.ts';
-import { type PoolShape, maxPoolBackwardCpu, maxPoolForwardCpu, poolSizes } from '../../src/gpu/kernels/maxpool_reference.ts';
+import { planConv2dBackwardInput, planConv2dBackwardWeightSteps, planConv2dForward } from '../../src/nn/ops/conv2d/kernel.ts';
+import { type ConvShape, conv2dBackwardInputCpu, conv2dBackwardWeightCpu, conv2dForwardCpu, convOutSize, convSizes } from '../../src/nn/ops/conv2d/reference.ts';
+import { planMaxPoolBackward, planMaxPoolForward } from '../../src/nn/ops/maxpool/kernel.ts';
+import { type PoolShape, maxPoolBackwardCpu, maxPoolForwardCpu, poolSizes } from '../../src/nn/ops/maxpool/reference.ts';
 import { mixSeed, mulberry32 } from '../../src/data/random.ts';
 import { Cnn } from '../../src/engine/cnn.ts';
 import { checkModel } from '../nn/model-check.ts';

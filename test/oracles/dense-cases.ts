@@ -9,7 +9,7 @@
  * pointwise ops 1e-5 (GPU exp/tanh are not correctly rounded); f16 one ULP.
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { planActivationBackward, planActivationForward, type Activation } from '../../src/gpu/kernels/activation.ts';
+import { planActivationBackward, planActivationForward, type Activation } from '../../src/nn/ops/activation/kernel.ts';
 import { planAddBias, planBiasGrad, planBiasGradSteps } from '../../src/gpu/kernels/bias.ts';
 import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.ts';
 import { packedWords, planPackF16, planUnpackF16 } from '../../src/gpu/kernels/f16.ts';
@@ -249,7 +249,7 @@ const splitKCases: OracleCase[] = splitShapes.flatMap(([m, n, k]) =>
   ),
 );
 
-const activationCases: OracleCase[] = (['relu', 'tanh', 'gelu'] as Activation[]).flatMap((kind) =>
+const activationCases: OracleCase[] = (['relu', 'tanh', 'geluTanh'] as Activation[]).flatMap((kind) =>
   [1, 7, 513, 4099].map((n) => ({
     name: `${kind} forward+backward n=${n}`,
     run: (gpu: Gpu) =>
@@ -401,7 +401,7 @@ const optimizerCases: OracleCase[] = [
 const mlpCases: OracleCase[] = (
   [
     [[33, 7, 5], 'relu', 7],
-    [[20, 16, 12, 3], 'gelu', 5],
+    [[20, 16, 12, 3], 'geluTanh', 5],
     [[9, 4, 2], 'tanh', 1],
   ] as [number[], Activation, number][]
 ).map(([widths, act, batch]) => ({

@@ -1,8 +1,8 @@
 /**
  * Oracle cases for the neural-network kernels (layer norm, GELU, softmax,
  * cross-entropy, embedding, attention, dropout), forward and backward, on
- * seeded random inputs against the float64 references in
- * src/gpu/kernels/nn_reference.ts. Runtime-agnostic: vitest runs them under
+ * seeded random inputs against the float64 references in the
+ * ops' folders (src/nn/ops/<op>/reference.ts). Runtime-agnostic: vitest runs them under
  * Node, test/deno/run-oracles.ts under Deno.
  *
  * Errors are relative to the largest reference value (at least 1): the
@@ -12,14 +12,14 @@
  * gradient) to check that path.
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { planAttentionBackward, planAttentionForward, type AttentionShape } from '../../src/gpu/kernels/attention.ts';
-import { checkTargets, planCrossEntropy } from '../../src/gpu/kernels/cross-entropy.ts';
-import { dropoutThreshold, planDropoutAdvance, planDropoutBackward, planDropoutForward } from '../../src/gpu/kernels/dropout.ts';
-import { planEmbeddingBackward, planEmbeddingForward } from '../../src/gpu/kernels/embedding.ts';
-import { planGeluBackward, planGeluForward } from '../../src/gpu/kernels/gelu.ts';
-import { planLayerNormBackward, planLayerNormForward } from '../../src/gpu/kernels/layernorm.ts';
-import { planSoftmaxBackward, planSoftmaxForward } from '../../src/gpu/kernels/softmax.ts';
-import * as ref from '../../src/gpu/kernels/nn_reference.ts';
+import { planAttentionBackward, planAttentionForward, type AttentionShape } from '../../src/nn/ops/attention/kernel.ts';
+import { checkTargets, planCrossEntropy } from '../../src/nn/ops/cross-entropy/kernel.ts';
+import { dropoutThreshold, planDropoutAdvance, planDropoutBackward, planDropoutForward } from '../../src/nn/ops/dropout/kernel.ts';
+import { planEmbeddingBackward, planEmbeddingForward } from '../../src/nn/ops/embedding/kernel.ts';
+import { planGeluBackward, planGeluForward } from '../../src/nn/ops/gelu/kernel.ts';
+import { planLayerNormBackward, planLayerNormForward } from '../../src/nn/ops/layernorm/kernel.ts';
+import { planSoftmaxBackward, planSoftmaxForward } from '../../src/nn/ops/softmax/kernel.ts';
+import * as ref from './op-references.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 import type { OracleCase } from './dense-cases.ts';
 

@@ -8,12 +8,12 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { seededUniform } from '../../src/engine/random.ts';
-import { broadcastShape } from '../../src/gpu/kernels/broadcast.ts';
-import { checkTargets } from '../../src/gpu/kernels/cross-entropy.ts';
-import { checkIds } from '../../src/gpu/kernels/embedding.ts';
-import { permutedShape } from '../../src/gpu/kernels/strided.ts';
-import * as nn from '../../src/gpu/kernels/nn_reference.ts';
-import * as tr from '../../src/gpu/kernels/tensor_reference.ts';
+import { broadcastShape } from '../../src/nn/ops/broadcast/kernel.ts';
+import { checkTargets } from '../../src/nn/ops/cross-entropy/kernel.ts';
+import { checkIds } from '../../src/nn/ops/embedding/kernel.ts';
+import { permutedShape } from '../../src/nn/ops/permute/kernel.ts';
+import * as nn from './op-references.ts';
+import * as tr from './op-references.ts';
 
 function random(n: number, seed: number, scale = 1): Float64Array {
   const u = seededUniform(seed);

@@ -29,7 +29,7 @@ const GELU_K = Math.sqrt(2 / Math.PI);
 export const activationRef = {
   relu: { f: (x: number) => Math.max(x, 0), df: (x: number) => (x > 0 ? 1 : 0) },
   tanh: { f: Math.tanh, df: (x: number) => 1 - Math.tanh(x) ** 2 },
-  gelu: {
+  geluTanh: {
     f: (x: number) => 0.5 * x * (1 + Math.tanh(GELU_K * (x + 0.044715 * x ** 3))),
     df: (x: number) => {
       const t = Math.tanh(GELU_K * (x + 0.044715 * x ** 3));

@@ -2,14 +2,14 @@
  * Oracle cases for the generic tensor kernels: batched matmul, broadcasting
  * add/sub/mul with the reductions that give broadcast inputs their gradient,
  * scale, permute / slice / concat (one strided copy) and MSE, against the
- * float64 references in src/gpu/kernels/tensor_reference.ts.
+ * float64 references in the ops' folders (src/nn/ops/<op>/reference.ts).
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { planBmm, type BmmShape } from '../../src/gpu/kernels/bmm.ts';
-import { broadcastShape, planBroadcastBinary, planBroadcastReduce, planScaleTo, sizeOf } from '../../src/gpu/kernels/broadcast.ts';
-import { planMseGrad, planMseLoss } from '../../src/gpu/kernels/mse.ts';
-import { inversePermutation, planConcat, planFill, planTranspose, planWindowCopy } from '../../src/gpu/kernels/strided.ts';
-import * as ref from '../../src/gpu/kernels/tensor_reference.ts';
+import { planBmm, type BmmShape } from '../../src/nn/ops/bmm/kernel.ts';
+import { broadcastShape, planBroadcastBinary, planBroadcastReduce, planScaleTo, sizeOf } from '../../src/nn/ops/broadcast/kernel.ts';
+import { planMseGrad, planMseLoss } from '../../src/nn/ops/mse/kernel.ts';
+import { inversePermutation, planConcat, planFill, planTranspose, planWindowCopy } from '../../src/nn/ops/permute/kernel.ts';
+import * as ref from './op-references.ts';
 import type { OracleCase } from './dense-cases.ts';
 import { plus, rand, relErr, scoped } from './nn-cases.ts';
 

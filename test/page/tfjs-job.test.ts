@@ -122,7 +122,7 @@ describe('a Chromium tab joins a TF.js job beside a launch rank', () => {
     await screenshot(page, 'tfjs-job-done');
 
     expect(await exit, stderr.slice(-3000)).toBe(0);
-    const summary = JSON.parse(lines.find((l) => l.startsWith('[0] {'))!.slice(4)) as { size: number; steps: number; testAccuracy: number };
+    const summary = JSON.parse(lines.find((l) => l.startsWith('[rank 0] {'))!.slice('[rank 0] '.length)) as { size: number; steps: number; testAccuracy: number };
     expect(summary).toMatchObject({ size: 2, steps: STEPS });
     // Far above chance (10%) after so few steps, and the same figure on both ranks: one model, trained together.
     expect(summary.testAccuracy).toBeGreaterThan(0.2);

@@ -1,10 +1,10 @@
 /**
- * Robust aggregation on real workers (issue 14): a 3-peer MLP job with
+ * Robust aggregation on real workers: a 3-peer MLP job with
  * `aggregation: median` (then `centered-clip`), one Deno worker sending
  * sign-flipped gradients scaled by 20 (`--chaos scale:-20`, inside the guard's
  * 1,000× norm ratio: nobody names it). The rule outvotes or clips it: the job
  * finishes, the model learns, and every rank ends with the same weights. With
- * the mean the same fault diverges (issue 14; bench/robust-aggregation.ts
+ * the mean the same fault diverges (bench/robust-aggregation.ts
  * measures every rule). The honest workers are started with
  * `--aggregation RULE`, which they check against the job's rule; a worker
  * whose rule is not the job's is refused before it joins a ring. Real server,
@@ -49,7 +49,7 @@ describe('robust aggregation on real workers', () => {
         const crcs = workers.map((w) => w.result!.weights_crc32);
         expect(typeof crcs[0]).toBe('number');
         expect(new Set(crcs).size, `weights CRC-32 by rank: ${crcs.join(', ')}`).toBe(1);
-        // Chance is 10%; the mean under this fault fell to 8% and then diverged (issue 14).
+        // Chance is 10%; the mean under this fault fell to 8% and then diverged.
         expect(workers[0].result!.test_accuracy, `${rule}: test accuracy`).toBeGreaterThan(0.6);
       } finally {
         await server.close();

@@ -1,5 +1,5 @@
 /**
- * The rules of issue 14 on in-memory links (the named-and-ejected cases run on
+ * The untrusted-peer rules on in-memory links (the named-and-ejected cases run on
  * real WebRTC processes in workers.test.ts): the contribution guard's robust
  * statistic, the per-peer budget on unconsumed messages, malformed frames, and
  * the chaos entry's --chaos forms (test/support/chaos/faults.ts).
@@ -163,7 +163,7 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     const { comms } = ring(3);
     const note = (detail: object) => new TextEncoder().encode(JSON.stringify({ code: ErrorCode.PeerLost, message: 'gone', detail }));
     // Rank 2 hears first a relay (from rank 1, origin 0, claiming rank 2 itself went away)...
-    comms[1].sendRawForTesting(2, encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note({ peer: 2, origin: 0 }))[0]);
+    comms[1].linkTo(2)!.send(encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note({ peer: 2, origin: 0 }))[0]);
     await expect.poll(() => comms[2].error?.detail?.origin).toBe(0);
     // ...which holds nothing against anyone, on any rank (rank 0, named as its origin, blames the relayer's word on no one).
     await expect.poll(() => comms[0].error?.code).toBe(ErrorCode.PeerLost);
@@ -182,7 +182,7 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     const closed = comms[2].recv(1, { id: 1, step: 0, chunk: 0 }).catch(() => comms[2].close());
     const note = new TextEncoder().encode(JSON.stringify({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2, origin: 0 } }));
     // Rank 1's relay reaches rank 2 first; the forger's own frame, sent meanwhile, is still on its way.
-    comms[1].sendRawForTesting(2, encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note)[0]);
+    comms[1].linkTo(2)!.send(encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note)[0]);
     await misbehaveOnWire(parseFault('forge-abort'), comms[0], 0);
     await closed;
     // Closing waited for the forger's goodbye acknowledgement, which follows everything it sent before.
@@ -195,7 +195,7 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     await expect.poll(() => comms[0].error?.code).toBe(ErrorCode.PeerMisbehaved);
     expect(misbehaved(seen[0])).toEqual([]);
     // Later, rank 2's flood reaches rank 0 too: a message for a collective far beyond any run here.
-    comms[2].sendRawForTesting(0, encodeFrames(FrameKind.Data, { id: 0xfff00000, step: 0, chunk: 0 }, new Uint8Array(8))[0]);
+    comms[2].linkTo(0)!.send(encodeFrames(FrameKind.Data, { id: 0xfff00000, step: 0, chunk: 0 }, new Uint8Array(8))[0]);
     await expect.poll(() => misbehaved(seen[0]).map((e) => e.peer)).toEqual([2]);
   });
 

@@ -131,30 +131,87 @@ describe('StepChecks: verified allreduce', () => {
   });
 });
 
-describe('StepChecks: a rank that changes what it forwards', () => {
-  // The step checks' allgather goes round the ring, so every rank forwards the others' published
-  // norms and sketches unsigned. A rank that sets its left neighbour's norm to NaN as it forwards it
-  // makes the two ranks after it name that honest neighbour (a majority with its own report).
-  // Expected to fail until published blocks are signed (docs/ROBUSTNESS.md, "Signed frames").
-  it.fails('cannot frame its left neighbour by changing the norm it forwards', async () => {
-    const size = 4;
-    const { comms, seen } = ring(size);
-    const liar = 1;
-    const c = comms[liar];
-    const send = c.send.bind(c);
-    // The allgather's blocks (norm + 256 buckets) to its right: its own first, then rank 0's.
-    let forwarded = 0;
-    c.send = (peer, tag, payload) => {
-      if (peer !== (liar + 1) % size || payload.byteLength !== 4 * (1 + 256) || forwarded++ % (size - 1) !== 1) return send(peer, tag, payload);
-      const copy = payload.slice();
-      new Float32Array(copy.buffer, copy.byteOffset, 1)[0] = NaN;
-      return send(peer, tag, copy);
-    };
-    const checks = comms.map(() => new StepChecks({ seed: 5 }));
-    const grads = gradients(size, 5000, 0);
-    await Promise.all(comms.map((cm, r) => checks[r].before(cm, grads[r], 0).catch(() => {})));
-    comms.forEach((cm) => cm.close());
-    for (const r of [2, 3]) expect(seen[r].filter((e) => e.type === 'peer-misbehaved')).toEqual([]);
+/** Whether, on this rank, step `s`'s gradient allreduce began before its sketch allgather ended (the two ran at once). */
+function overlapped(events: RingEvent[], s: number): boolean {
+  const ids = new Map<number, string>();
+  let sketchesDone = false;
+  for (const e of events) {
+    if (e.type === 'collective-begin') {
+      ids.set(e.id, e.name);
+      if (e.name === 'gradient-sketches') sketchesDone = false;
+      if (e.name === `g${s}`) return !sketchesDone;
+    }
+    if (e.type === 'collective-end' && ids.get(e.id) === 'gradient-sketches') sketchesDone = true;
+  }
+  throw new Error(`no allreduce 'g${s}' began`);
+}
+
+describe('StepChecks beside the allreduce (no doubt rule: the default of a job)', () => {
+  // As the trainer sets the guard by default: the norm rule only.
+  const normRule = { direction: false, doubt: false } as const;
+
+  for (const [what, fault] of [
+    ['NaN', (g: Float32Array) => g.fill(NaN)],
+    ['1e30×', (g: Float32Array) => g.forEach((v, i) => (g[i] = 1e30 * v))],
+  ] as const) {
+    it(`a rank sending ${what} gradients is named by every rank after the sum, which is discarded; the sketches travelled beside it`, async () => {
+      const { comms, seen } = ring(4);
+      const checks = comms.map(() => new StepChecks({ guard: normRule, seed: 5 }));
+      expect(await step(checks, comms, gradients(4, 30000, 0), 0)).toEqual([null, null, null, null]);
+      const g = gradients(4, 30000, 1);
+      fault(g[3]);
+      const errors = await step(checks, comms, g, 1);
+      for (const [r, e] of errors.entries()) {
+        expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+        expect(e!.code, e!.message).toBe(ErrorCode.PeerMisbehaved);
+        expect(e!.detail).toMatchObject({ peer: 3, culprits: [3], step: 1 });
+        expect(e!.message).toContain('no update applied');
+        expect(seen[r].find((ev) => ev.type === 'peer-misbehaved')).toMatchObject({ peer: 3 });
+        expect(overlapped(seen[r], 0), `rank ${r}, step 0`).toBe(true);
+        expect(overlapped(seen[r], 1), `rank ${r}, step 1`).toBe(true);
+      }
+      // The ring goes on: the next honest step passes.
+      expect(await step(checks, comms, gradients(4, 30000, 2), 2)).toEqual([null, null, null, null]);
+      comms.forEach((c) => c.close());
+    });
+  }
+
+  for (const [what, lie] of [
+    ['×(−20)', (g: Float32Array) => g.forEach((v, i) => (g[i] = -20 * v))],
+    ['NaN', (g: Float32Array) => g.fill(NaN)],
+  ] as const) {
+    it(`with verify, a rank that publishes honest sketches and sends ${what} is named by every rank`, async () => {
+      const { comms, seen } = ring(3);
+      const checks = comms.map(() => new StepChecks({ guard: normRule, verify: true, seed: 5 }));
+      const errors = await step(checks, comms, gradients(3, 30000, 0), 0, (r, g) => r === 1 && lie(g));
+      for (const [r, e] of errors.entries()) {
+        expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+        expect(e!.code, e!.message).toBe(ErrorCode.PeerMisbehaved);
+        expect(e!.detail).toMatchObject({ peer: 1, culprits: [1] });
+        expect(overlapped(seen[r], 0), `rank ${r}`).toBe(true);
+      }
+      comms.forEach((c) => c.close());
+    });
+  }
+
+  it('with verify, a bit-flipping link is named by every rank', async () => {
+    const { comms } = ring(4);
+    const checks = comms.map(() => new StepChecks({ guard: normRule, verify: true, seed: 5 }));
+    expect(await step(checks, comms, gradients(4, 30000, 0), 0)).toEqual([null, null, null, null]);
+    flipBitsOnSend(comms[2]);
+    for (const e of await step(checks, comms, gradients(4, 30000, 1), 1)) {
+      expect(e?.code).toBe(ErrorCode.PeerMisbehaved);
+      expect(e?.detail).toMatchObject({ peer: 2, link: [2, 3], step: 1 });
+    }
+    comms.forEach((c) => c.close());
+  });
+
+  it('with the doubt rule on, the factor needs the gathered sketches: the allgather comes first', async () => {
+    const { comms, seen } = ring(3);
+    const checks = comms.map(() => new StepChecks({ guard: { direction: false }, seed: 5 }));
+    expect(await step(checks, comms, gradients(3, 3000, 0), 0)).toEqual([null, null, null]);
+    for (const [r, events] of seen.entries()) expect(overlapped(events, 0), `rank ${r}`).toBe(false);
+    comms.forEach((c) => c.close());
   });
 });
 

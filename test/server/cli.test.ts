@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -129,7 +130,8 @@ describe('ringtrain server (the CLI)', () => {
     try {
       const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
       const [, token] = await lineMatching(cli.output, cli.exited, /job made: RINGTRAIN_TOKEN=([0-9a-f]{32}) ringtrain worker/);
-      expect(cli.output()).toContain(`${url}/?job=made#token=${token}`);
+      // The page line follows the worker line: wait for it rather than read the output at once.
+      await lineMatching(cli.output, cli.exited, new RegExp(`${url.replaceAll('.', '\\.')}/\\?job=made#token=${token}`));
       const client = await connect(url, { job: 'made', token });
       expect(client.membership).toMatchObject({ ready: true, size: 1 });
       await client.leave();
@@ -178,5 +180,27 @@ describe('ringtrain server (the CLI)', () => {
     expect(() => readTokenFile(empty)).toThrow(/must hold the token alone/);
     expect(() => readTokenFile(join(dir, 'nope'))).toThrow(/cannot read --token-file/);
     expect(() => tokenFrom({ token: 'a', tokenFile: good }, () => undefined)).toThrow(/not both/);
+  });
+
+  it('opens a text job from --text: the job records the text\'s name and SHA-256, and serves the text to its peers', async () => {
+    const text = join(dir, 'book.txt');
+    writeFileSync(text, 'a small book.\n'.repeat(30));
+    const sha = createHash('sha256').update(readFileSync(text)).digest('hex');
+    const cli = startCli(['server', '--port', '0', '--job', 'book', '--token', 'tok-book', '--model', 'transformer', '--optimizer', 'adamw', '--text', text, '--context', '16', '--no-static']);
+    try {
+      const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      await lineMatching(cli.output, cli.exited, /job book: page /);
+      expect(cli.output()).toContain(`ringtrain worker --server ${url} --job book --text ${text}\n`);
+      const info = await (await fetch(`${url}/api/jobs/book`, { headers: { authorization: 'Bearer tok-book' } })).json();
+      expect(info.config.hyperparameters).toMatchObject({ text: 'book.txt', textSha256: sha, context: 16 });
+      const file = await fetch(`${url}/api/jobs/book/files/${sha}`, { headers: { authorization: 'Bearer tok-book' } });
+      expect(await file.text()).toBe(readFileSync(text, 'utf8'));
+    } finally {
+      cli.child.kill('SIGTERM');
+      await cli.exited;
+    }
+    const refused = startCli(['server', '--port', '0', '--job', 'book', '--token', 'tok-book', '--text', text, '--no-static']);
+    expect(await refused.exited).not.toBe(0);
+    expect(refused.output()).toContain('--text trains the transformer: add --model transformer (got --model cnn).');
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,30 @@ describe('signaling server: HTTP side', () => {
   afterAll(async () => {
     await server.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("serves a job's data file to token holders only, and says so when it was not given the file", async () => {
+    const bytes = new TextEncoder().encode('some text\n');
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    const missing = 'f'.repeat(64);
+    const job = (id: string, textSha256: string, isPublic: boolean) => {
+      const spec = jobSpec(id, `tok-${id}`);
+      return { ...spec, config: { ...spec.config, ...(isPublic ? { public: true } : {}), model: 'transformer', hyperparameters: { text: 'a.txt', textSha256, context: 4 } } };
+    };
+    const s = await startServer({ staticDir: null, jobs: [job('open', sha, true), job('lost', missing, false)], files: [bytes] });
+    try {
+      const get = (id: string, file: string, token?: string) => fetch(`${s.url}/api/jobs/${id}/files/${file}`, token ? { headers: { authorization: `Bearer ${token}` } } : undefined);
+      // A public job may be watched by anyone; its data goes to its peers only.
+      const anonymous = await get('open', sha);
+      expect(anonymous.status).toBe(403);
+      expect(((await anonymous.json()) as { error: string }).error).toContain("the files of job 'open' go to its peers only");
+      expect(new Uint8Array(await (await get('open', sha, 'tok-open')).arrayBuffer())).toEqual(bytes);
+      const notGiven = await get('lost', missing, 'tok-lost');
+      expect(notGiven.status).toBe(404);
+      expect(((await notGiven.json()) as { error: string }).error).toContain(`this server was not given the file with SHA-256 ${missing} that job 'lost' trains on; start it with the file`);
+    } finally {
+      await s.close();
+    }
   });
 
   it('answers /healthz with 200', async () => {

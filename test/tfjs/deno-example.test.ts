@@ -21,10 +21,10 @@ describe('examples/tfjs-mnist.ts under Deno', () => {
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     expect(code, stderr.slice(-3000)).toBe(0);
-    // Only rank 0 prints; which launcher worker got rank 0 is up to the join order.
-    const epochLine = lines.find((l) => /^\[\d\] epoch 1\/1: /.test(l));
+    // Only rank 0 prints, and the launcher's prefix says which rank a line is from.
+    const epochLine = lines.find((l) => /^\[rank 0\] epoch 1\/1: /.test(l));
     expect(epochLine, lines.join('\n')).toMatch(/loss \d+\.\d{4} accuracy \d\.\d{4} test accuracy \d\.\d{4}$/);
-    const summaries = lines.filter((l) => /^\[\d\] \{/.test(l)).map((l) => JSON.parse(l.slice(4)) as Record<string, unknown>);
+    const summaries = lines.filter((l) => /^\[rank 0\] \{/.test(l)).map((l) => JSON.parse(l.slice(l.indexOf('{'))) as Record<string, unknown>);
     expect(summaries).toHaveLength(1);
     expect(summaries[0]).toMatchObject({ size: 2, steps: 2, batchPerRank: 32, backend: 'webgpu' });
     const accuracy = summaries[0].testAccuracy as number;

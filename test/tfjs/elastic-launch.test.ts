@@ -61,20 +61,21 @@ describe('ringtrain launch --elastic with a TF.js script', () => {
     const exit = new Promise<number | null>((resolve) => child.on('exit', resolve));
     const seen = () => `${lines.slice(-20).join('\n')}\n${stderr.slice(-2000)}`;
 
-    // Rank 0's own line says which worker holds it (the join order decides).
-    const firstEpoch = /^\[(\d)\] rank 0: epoch 1\/4 done on 3 peers/;
+    // The launcher says which worker holds rank 0 (the join order decides) before any line of rank 0's.
+    const firstEpoch = /^\[rank 0\] rank 0: epoch 1\/4 done on 3 peers/;
     await until(() => lines.some((l) => firstEpoch.test(l)), 'rank 0 to finish its first epoch', 300_000, seen);
-    const victim = Number(lines.find((l) => firstEpoch.test(l))!.match(firstEpoch)![1]);
+    const holder = /^\[launch\] worker (\d) \(pid \d+\) is rank 0$/;
+    const victim = Number(lines.slice(0, lines.findIndex((l) => firstEpoch.test(l))).findLast((l) => holder.test(l))!.match(holder)![1]);
     killIfSame(pids.get(victim)!);
 
     const code = await exit;
     expect(code, seen()).toBe(0);
-    expect(stderr).toContain(`[${victim}] ended by SIGKILL`);
-    expect(stderr).toMatch(new RegExp(`workers ${victim} \\(exit 128\\) left the run early; 2 finished without them`));
+    expect(stderr).toContain(`[launch] worker ${victim} (rank 0) ended by SIGKILL`);
+    expect(stderr).toMatch(new RegExp(`worker ${victim} \\(rank 0, exit 128\\) left the run early; 2 finished without them`));
     // Each survivor re-formed (the reset callback's line), on 2 peers.
     expect(lines.filter((l) => /\] rank [01]: the ring re-formed with 2 peers; resuming at epoch [12], step \d+/.test(l)), seen()).toHaveLength(2);
 
-    const finals = lines.filter((l) => /^\[\d\] \{/.test(l)).map((l) => JSON.parse(l.slice(4)) as Final);
+    const finals = lines.filter((l) => /^\[rank \d\] \{/.test(l)).map((l) => JSON.parse(l.slice(l.indexOf('{'))) as Final);
     expect(finals.map((f) => f.rank).sort(), seen()).toEqual([0, 1]);
     for (const f of finals) {
       expect(f).toMatchObject({ size: 2, epochs: EPOCHS });

@@ -26,7 +26,7 @@ function launch(np: number): Promise<{ code: number | null; reports: PeerReport[
   const reports: PeerReport[] = [];
   let stderr = '';
   forEachLine(child.stdout!, (line) => {
-    const json = line.replace(/^\[\d+\] /, '');
+    const json = line.replace(/^\[rank \d+\] /, '');
     if (json.startsWith('{')) reports.push(JSON.parse(json) as PeerReport);
   });
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));

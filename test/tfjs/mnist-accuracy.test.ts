@@ -29,8 +29,8 @@ describe('examples/tfjs-mnist.ts, 4 workers, short recipe', () => {
   it(`reaches ${BAR * 100}% on 1,000 test digits, every rank on the same ring of 4`, { timeout: 900_000 }, async () => {
     const run = await ringtrain(['launch', '-np', '4', 'examples/tfjs-mnist.ts', ...RECIPE]);
     expect(run.code, run.stderr.slice(-3000)).toBe(0);
-    // Only rank 0 prints its summary; which worker holds rank 0 is up to the join order.
-    const summaries = run.stdout.split('\n').filter((l) => /^\[\d\] \{/.test(l)).map((l) => JSON.parse(l.slice(4)) as Record<string, number | string>);
+    // Only rank 0 prints its summary, and the launcher's prefix says which rank a line is from.
+    const summaries = run.stdout.split('\n').filter((l) => /^\[rank 0\] \{/.test(l)).map((l) => JSON.parse(l.slice(l.indexOf('{'))) as Record<string, number | string>);
     expect(summaries, run.stdout.slice(-2000)).toHaveLength(1);
     expect(summaries[0]).toMatchObject({ size: 4, epochs: 2, batchPerRank: 32, steps: 2 * Math.ceil(1000 / 32), backend: 'cpu' });
     expect(summaries[0].testAccuracy as number, run.stdout.slice(-2000)).toBeGreaterThanOrEqual(BAR);

@@ -1,7 +1,10 @@
 /** Bias add (in place) and bias gradient (column sum). See shaders/bias.wgsl. */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
 import { planColumnSum, type Scratch } from './reduce-rows.ts';
+import { checkDims } from './common.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('bias', { shader: 'bias', entryPoints: ['add_bias', 'bias_grad'] });
 
 /** y[r, c] += bias[c] for a rows×cols matrix, in place. */
 export function planAddBias(gpu: Gpu, y: Binding, bias: Binding, rows: number, cols: number): Dispatch {

@@ -4,7 +4,11 @@
  * binding one buffer both read-only and writable in a dispatch).
  */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
+import { checkDims } from './common.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('elementwise', { shader: 'elementwise', entryPoints: ['add', 'axpy'] });
+defineKernel('scale', { shader: 'scale', entryPoints: ['main'] });
 
 function dims(gpu: Gpu, n: number, alpha: number): GPUBuffer {
   checkDims('elementwise', { n });

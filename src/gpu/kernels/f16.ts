@@ -3,7 +3,10 @@
  * holds ceil(n/2) u32 words. See shaders/f16.wgsl.
  */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
+import { checkDims } from './common.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('f16', { shader: 'f16', entryPoints: ['pack', 'unpack'] });
 
 function dims(gpu: Gpu, n: number): GPUBuffer {
   checkDims('f16', { n });

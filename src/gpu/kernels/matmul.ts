@@ -6,7 +6,14 @@
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import type { RuntimeName } from '../../core/runtime.ts';
 import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
+import { checkDims } from './common.ts';
 import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('matmul', { shader: 'matmul', entryPoints: ['main'] });
+defineKernel('matmulDirect', { shader: 'matmul_direct', entryPoints: ['main'] });
+defineKernel('matmulBlocked', { shader: 'matmul_tiled_blocked', entryPoints: ['main'] });
+defineKernel('matmulWide', { shader: 'matmul_wide', entryPoints: ['main'] });
 
 export interface MatmulShape {
   /** Rows of C (and of op(A)). */
@@ -120,14 +127,6 @@ export function chooseMatmulVariant(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): C
   if (want !== 'auto') return want;
   const kind = adapterKind(gpu);
   return MATMUL_TABLE.find((row) => row.adapter === kind && (!row.runtimes || row.runtimes.includes(gpu.info.runtime)) && row.when(o))!.variant;
-}
-
-export function checkDims(what: string, dims: Record<string, number>): void {
-  for (const [name, v] of Object.entries(dims)) {
-    if (!Number.isInteger(v) || v < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${name} must be a positive integer, got ${v}`, { ...dims });
-    }
-  }
 }
 
 export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions): Dispatch {

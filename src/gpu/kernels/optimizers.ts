@@ -4,7 +4,11 @@
  * planned dispatch is reused. See shaders/sgd.wgsl and shaders/adamw.wgsl.
  */
 import { linearGroups, type Binding, type Dispatch, type Gpu, type UniformField } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
+import { checkDims } from './common.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('sgd', { shader: 'sgd', entryPoints: ['main'] });
+defineKernel('adamw', { shader: 'adamw', entryPoints: ['main'] });
 
 export interface SgdHyper {
   lr: number;

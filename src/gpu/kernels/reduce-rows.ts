@@ -13,8 +13,10 @@
  * partials and finish with `planColumnSum`.
  */
 import { linearGroups, type Binding, type BufferRange, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
-import { accumulateConstant, planEntry } from './plan-entry.ts';
+import { accumulateConstant, checkDims, planEntry } from './common.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('reduceRows', { shader: 'reduce_rows', entryPoints: ['columns', 'tree'] });
 
 /** Rows one invocation of `columns` sums per level. */
 export const COLUMN_CHUNK = 16;

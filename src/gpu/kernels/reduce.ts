@@ -1,6 +1,9 @@
 /** out[outIndex] = scale · Σ x[0..n). One workgroup, deterministic. See shaders/reduce.wgsl. */
 import type { Binding, Dispatch, Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
+import { checkDims } from './common.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('sum', { shader: 'reduce', entryPoints: ['main'] });
 
 export function planSum(gpu: Gpu, x: Binding, out: Binding, n: number, opts: { outIndex?: number; scale?: number } = {}): Dispatch {
   checkDims('sum', { n });

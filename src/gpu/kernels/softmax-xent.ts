@@ -5,7 +5,10 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../gpu.ts';
-import { checkDims } from './matmul.ts';
+import { checkDims } from './common.ts';
+import { defineKernel } from './registry.ts';
+
+defineKernel('softmaxXent', { shader: 'softmax_xent', entryPoints: ['main'] });
 
 export interface SoftmaxXentBuffers {
   logits: Binding;

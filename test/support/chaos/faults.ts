@@ -89,13 +89,13 @@ export function lieAfterChecks(fault: Fault, grads: Float32Array, step: number):
   else if (fault.kind === 'lie-scale') for (let i = 0; i < grads.length; i++) grads[i] *= fault.factor;
 }
 
-/** A communicator that can put raw bytes on a link (LinkCommunicator): only faults use it. */
+/** A communicator over links (LinkCommunicator): the wire faults put raw bytes on the link under it. */
 export interface RawWire {
-  sendRawForTesting(peer: number, bytes: Uint8Array): void;
+  linkTo(peer: number): { send(bytes: Uint8Array): void } | undefined;
 }
 
 function hasRawWire(c: unknown): c is RawWire {
-  return typeof (c as Partial<RawWire>).sendRawForTesting === 'function';
+  return typeof (c as Partial<RawWire>).linkTo === 'function';
 }
 
 /** The flood: well-formed messages with tags no collective uses (ids from the top of the range), 200 MB in all. */
@@ -124,11 +124,11 @@ export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: nu
   const unsent: string[] = [];
   for (const peer of peers) {
     try {
-      if (fault.kind === 'garbage-frames') comm.sendRawForTesting(peer, new Uint8Array([0xde, 0xad, 0xbe, 0xef, 0x99]));
+      if (fault.kind === 'garbage-frames') comm.linkTo(peer)?.send(new Uint8Array([0xde, 0xad, 0xbe, 0xef, 0x99]));
       if (fault.kind === 'forge-abort') {
         // Blame a rank that is neither the sender nor the receiver.
         const victim = peers.find((p) => p !== peer) ?? peer;
-        comm.sendRawForTesting(peer, abortFrame({ code: ErrorCode.PeerLost, message: `rank ${victim} went away`, detail: { peer: victim } }));
+        comm.linkTo(peer)?.send(abortFrame({ code: ErrorCode.PeerLost, message: `rank ${victim} went away`, detail: { peer: victim } }));
       }
     } catch (e) {
       // A link that is down is not this fault's business, but a test reading the outcome should know.

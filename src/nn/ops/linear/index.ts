@@ -1,0 +1,107 @@
+/**
+ * linear: y = x·Wᵀ + b, PyTorch's nn.Linear (W is [out, in]). x may have any
+ * number of leading dimensions; they are rows of one matmul. With
+ * `attrs.relu` (set by the planner when a ReLU follows) the ReLU runs in the
+ * matmul's epilogue and backward masks gradOut by the output (y > 0 ⇔ the
+ * pre-activation > 0), as the hand-wired MLP did.
+ *
+ * Backward: dx = dy·W, dW = dyᵀ·x, db = Σ_rows dy.
+ */
+import { planActivationBackward } from '../activation/kernel.ts';
+import { planBiasGradSteps } from '../../../gpu/kernels/bias.ts';
+import { planMatmul, planMatmulSteps } from '../../../gpu/kernels/matmul.ts';
+import { defineOp, requireF32, shapeError, type Step } from '../../op.ts';
+import { apply, Parameter, type Shape, type Tensor } from '../../tensor.ts';
+import { Module } from '../../module.ts';
+import { positive, weightInit, uniformInit, transposed, zeros, type InitScheme } from '../../init.ts';
+
+export interface LinearAttrs extends Record<string, unknown> {
+  relu?: boolean;
+}
+
+function dims(shapes: readonly Shape[]): { rows: number; inF: number; outF: number } {
+  const x = shapes[0];
+  const inF = x[x.length - 1];
+  return { rows: x.reduce((a, b) => a * b, 1) / inF, inF, outF: shapes[1][0] };
+}
+
+export const linearOp = defineOp<LinearAttrs>({
+  name: 'linear',
+  fusesReluAfter: true,
+  shape([x, w, b], _attrs, info) {
+    requireF32(info, 'linear', [x, w, ...(b ? [b] : [])]);
+    if (x.length < 1 || w.length !== 2) throw shapeError(info, 'linear', 'needs x [..., in] and weight [out, in]', { x, weight: w });
+    if (x[x.length - 1] !== w[1]) throw shapeError(info, 'linear', `x's last dimension ${x[x.length - 1]} must equal the weight's in-features ${w[1]}`, { x, weight: w });
+    if (b && (b.length !== 1 || b[0] !== w[0])) throw shapeError(info, 'linear', `bias must be [${w[0]}]`, { weight: w, bias: b });
+    return { shape: [...x.slice(0, -1), w[0]] };
+  },
+  plan(ctx, attrs) {
+    const { rows, inF, outF } = dims(ctx.inputShapes);
+    const hasBias = ctx.inputShapes.length === 3;
+    const forward: Step[] = [
+      planMatmul(ctx.gpu, ctx.input(0), ctx.input(1), ctx.output(), { m: rows, n: outF, k: inF, transB: true, bias: hasBias ? ctx.input(2) : undefined, relu: attrs.relu }),
+    ];
+    const dy = ctx.gradOut();
+    if (!dy) return { forward, backward: [] };
+    const backward: Step[] = [];
+    const scratch = (words: number, label: string) => ctx.scratch(words, label);
+    // ReLU'(z) = [relu(z) > 0]: the stored output serves as the mask.
+    if (attrs.relu) backward.push(planActivationBackward(ctx.gpu, 'relu', ctx.output(), dy, rows * outF));
+    const [dx, dw, db] = [ctx.gradIn(0), ctx.gradIn(1), hasBias ? ctx.gradIn(2) : null];
+    if (dw) backward.push(...planMatmulSteps(ctx.gpu, dy, ctx.input(0), dw, { m: outF, n: inF, k: rows, transA: true }, scratch));
+    if (db) backward.push(...planBiasGradSteps(ctx.gpu, dy, db, rows, outF, scratch));
+    if (dx) backward.push(planMatmul(ctx.gpu, dy, ctx.input(1), dx, { m: rows, n: inF, k: outF }));
+    return { forward, backward };
+  },
+  cpu: {
+    forward([x, w, b], shapes, attrs) {
+      const { rows, inF, outF } = dims(shapes);
+      const y = new Float64Array(rows * outF);
+      for (let r = 0; r < rows; r++)
+        for (let o = 0; o < outF; o++) {
+          let s = b ? b[o] : 0;
+          for (let i = 0; i < inF; i++) s += x[r * inF + i] * w[o * inF + i];
+          y[r * outF + o] = attrs.relu ? Math.max(s, 0) : s;
+        }
+      return y;
+    },
+    backward([x, w, b], shapes, attrs, y, dOut) {
+      const { rows, inF, outF } = dims(shapes);
+      const dy = attrs.relu ? dOut.map((g, i) => (y[i] > 0 ? g : 0)) : dOut;
+      const dx = new Float64Array(rows * inF);
+      const dw = new Float64Array(outF * inF);
+      const db = new Float64Array(outF);
+      for (let r = 0; r < rows; r++)
+        for (let o = 0; o < outF; o++) {
+          const g = dy[r * outF + o];
+          db[o] += g;
+          for (let i = 0; i < inF; i++) {
+            dx[r * inF + i] += g * w[o * inF + i];
+            dw[o * inF + i] += g * x[r * inF + i];
+          }
+        }
+      return b ? [dx, dw, db] : [dx, dw];
+    },
+  },
+});
+
+type T = Tensor | Parameter;
+
+// The functional form, for `forward` methods (nn.F).
+export const linear = (x: Tensor, weight: T, bias?: T): Tensor => apply(linearOp, bias ? [x, weight, bias] : [x, weight], {});
+
+export class Linear extends Module {
+  readonly weight: Parameter;
+  readonly bias: Parameter | null;
+  constructor(readonly inFeatures: number, readonly outFeatures: number, options: { bias?: boolean; init?: InitScheme } = {}) {
+    super();
+    positive('Linear', { inFeatures, outFeatures });
+    const scheme = options.init ?? 'torch';
+    const w = weightInit(scheme, inFeatures, outFeatures);
+    this.weight = new Parameter([outFeatures, inFeatures], scheme === 'torch' ? w : transposed(w, outFeatures, inFeatures));
+    this.bias = options.bias === false ? null : new Parameter([outFeatures], scheme === 'torch' ? uniformInit(1 / Math.sqrt(inFeatures)) : zeros);
+  }
+  forward(x: Tensor): Tensor {
+    return linear(x, this.weight, this.bias ?? undefined);
+  }
+}

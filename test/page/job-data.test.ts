@@ -1,0 +1,163 @@
+/**
+ * A job on a user's own data in the page: a Chromium tab and a Deno worker
+ * train together over real WebRTC, a small transformer on a text file and the
+ * mlp on a CSV table. The worker reads its own copy; the tab downloads the
+ * job's file from the server that serves the page (only with the job's token,
+ * only a file the job names, and checked against the job's SHA-256). With the
+ * text, the tab then writes a continuation of a prompt with its weights.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openTab, screenshot, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const STEPS = 3;
+const dir = mkdtempSync(join(tmpdir(), 'ringtrain-text-job-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+// A short text of few characters (a small vocabulary, a small model): a user's own file.
+const TEXT = 'the cat sat on the mat. the dog ate the hat. a cat and a dog sat on a mat.\n'.repeat(40);
+const BYTES = new TextEncoder().encode(TEXT);
+const SHA = createHash('sha256').update(BYTES).digest('hex');
+const FILE = join(dir, 'tale.txt');
+writeFileSync(FILE, BYTES);
+
+// What `ringtrain run --text tale.txt --context 16 --layers 1 --width 32 --heads 2` writes, a few steps and a small validation glance.
+const JOB = {
+  id: 'tale',
+  token: 'tok-tale',
+  config: {
+    model: 'transformer',
+    optimizer: 'adamw',
+    hyperparameters: {
+      lr: 0.003,
+      weightDecay: 0.01,
+      steps: STEPS,
+      seed: 2,
+      sampling: 'replacement',
+      warmupFrom: 'zero',
+      warmupSteps: 100,
+      evalLimit: 8,
+      text: 'tale.txt',
+      textSha256: SHA,
+      context: 16,
+      modelOptions: '{"layers":1,"width":32,"heads":2}',
+    },
+    batchPerPeer: 4,
+    minPeers: 2,
+    maxPeers: 2,
+  },
+};
+const OTHER = new TextEncoder().encode('another job’s text');
+
+// Three classes by the quadrant of two features, 150 rows (every fifth is a test row): `run --data rows.csv --label-column label`.
+const CSV = `x,y,label\n${Array.from({ length: 150 }, (_, i) => {
+  const x = Math.sin(i * 1.7) * 2;
+  const y = Math.cos(i * 2.3) * 2;
+  return `${x.toFixed(3)},${y.toFixed(3)},${x < 0 ? 0 : y < 0 ? 1 : 2}`;
+}).join('\n')}\n`;
+const CSV_FILE = join(dir, 'rows.csv');
+writeFileSync(CSV_FILE, CSV);
+const TABLE_STEPS = 30;
+const TABLE_JOB = {
+  id: 'rows',
+  token: 'tok-rows',
+  config: {
+    model: 'mlp',
+    optimizer: 'adamw',
+    hyperparameters: { lr: 0.02, weightDecay: 0.0001, steps: TABLE_STEPS, seed: 3, table: 'rows.csv', tableSha256: createHash('sha256').update(CSV).digest('hex'), labelColumn: 'label' },
+    batchPerPeer: 8,
+    minPeers: 2,
+    maxPeers: 2,
+  },
+};
+const fx = usePageFixture({ jobs: [JOB, TABLE_JOB], files: [BYTES, OTHER, new TextEncoder().encode(CSV)] });
+
+describe('a text job in the page', () => {
+  it('serves the job’s text to its peers only, and only the files the job names', async () => {
+    const url = `${fx.server.url}/api/jobs/${JOB.id}/files/${SHA}`;
+    const ok = await fetch(url, { headers: { authorization: `Bearer ${JOB.token}` } });
+    expect(ok.status).toBe(200);
+    expect(new Uint8Array(await ok.arrayBuffer())).toEqual(BYTES);
+    // Without the token the job is not there at all (ids are not to be probed); a public job's files answer 403.
+    const anonymous = await fetch(url);
+    expect(anonymous.status).toBe(404);
+    expect(((await anonymous.json()) as { error: string }).error).toContain('needs its token');
+    const otherSha = createHash('sha256').update(OTHER).digest('hex');
+    const other = await fetch(`${fx.server.url}/api/jobs/${JOB.id}/files/${otherSha}`, { headers: { authorization: `Bearer ${JOB.token}` } });
+    expect(other.status).toBe(404);
+    expect(((await other.json()) as { error: string }).error).toContain(`names no file with SHA-256 ${otherSha}`);
+  });
+
+  it('trains with a Deno worker that reads its own copy, and continues a prompt from the tab’s weights', { timeout: 600_000 }, async () => {
+    const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', fx.server.url, '--job', JOB.id, '--token', JOB.token, '--runtime', 'deno', '--text', FILE, '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${JOB.id}#token=${JOB.token}`);
+      await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
+      await page.waitForSelector('[data-testid=join]:not([disabled])');
+      await page.click('[data-testid=join]');
+      const note = await waitForTrainingEnd(page, errors, 500_000);
+      expect(note, stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+`));
+      // The continuation: the prompt is the start of the validation text, the rest is sampled, in the text's characters.
+      await page.waitForSelector('[data-testid=text-panel][data-state=attached]', { timeout: 60_000 });
+      const prompt = await page.inputValue('[data-testid=text-prompt]');
+      expect(TEXT).toContain(prompt);
+      expect(prompt.length).toBe(16);
+      await page.click('[data-testid=text-generate]');
+      await page.waitForSelector('[data-testid=text-panel][data-state=generated]', { timeout: 60_000 });
+      const continuation = (await page.textContent('[data-testid=text-continuation]')) ?? '';
+      expect([...continuation]).toHaveLength(200);
+      const alphabet = new Set(TEXT);
+      expect([...continuation].filter((c) => !alphabet.has(c))).toEqual([]);
+      // A character the text never had is refused, naming it.
+      await page.fill('[data-testid=text-prompt]', 'the cat Z');
+      await page.click('[data-testid=text-generate]');
+      await page.waitForSelector('[data-testid=text-panel][data-state=failed]', { timeout: 60_000 });
+      expect(await page.textContent('[data-testid=text-status]')).toContain('"Z" (U+005A) is not in the model\'s vocabulary');
+      await screenshot(page, 'text-job');
+      expect(errors).toEqual([]);
+      expect(await exit, stderr).toBe(0);
+      expect(JSON.parse(stdout.trim().split('\n').pop()!)).toMatchObject({ steps: STEPS, size: 2 });
+      await page.close();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('trains the mlp on a table with a Deno worker that reads its own copy', { timeout: 600_000 }, async () => {
+    const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', fx.server.url, '--job', TABLE_JOB.id, '--token', TABLE_JOB.token, '--runtime', 'deno', '--data', CSV_FILE, '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${TABLE_JOB.id}#token=${TABLE_JOB.token}`);
+      await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
+      await page.waitForSelector('[data-testid=join]:not([disabled])');
+      await page.click('[data-testid=join]');
+      const note = await waitForTrainingEnd(page, errors, 500_000);
+      const accuracy = Number(new RegExp(`Training finished: ${TABLE_STEPS} steps, test accuracy (\\d+\\.\\d)%`).exec(note)?.[1]);
+      expect(accuracy, `${note} ${stderr}`).toBeGreaterThan(60); // three classes: chance is 33%
+      expect(errors).toEqual([]);
+      expect(await exit, stderr).toBe(0);
+      const summary = JSON.parse(stdout.trim().split('\n').pop()!) as { steps: number; size: number; test_accuracy: number; table_split: { train: number; test: number } };
+      expect(summary).toMatchObject({ steps: TABLE_STEPS, size: 2, table_split: { train: 120, test: 30 } });
+      // Both ranks evaluated the same weights on the same 30 test rows.
+      expect((summary.test_accuracy * 100).toFixed(1)).toBe(accuracy.toFixed(1));
+      await page.close();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
