@@ -30,26 +30,11 @@ import type { Communicator } from '../comm/communicator.ts';
 import { allreduce } from '../collectives/allreduce.ts';
 import { broadcast } from '../collectives/broadcast.ts';
 import type { Model } from '../engine/model.ts';
-import type { JobConfig } from '../signaling/protocol.ts';
 import { broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import type { DistributedOptimizer } from './optimizer.ts';
-import { isBroken } from './ring-errors.ts';
+import { MembershipChanged, runElastic, type ElasticRunState, type ElasticSession } from './elastic-run.ts';
+export type { ElasticSession } from './elastic-run.ts';
 import { parseJobSettings } from './settings.ts';
-import type { ElasticHooks } from './trainer-types.ts';
-
-/** What elastic training needs of init()'s Session: the current ring, the membership hooks, the job's config. */
-export interface ElasticSession {
-  readonly comm: Communicator;
-  readonly elastic: ElasticHooks;
-  readonly job: { readonly id: string; readonly config: JobConfig };
-}
-
-/** Thrown by a commit that saw a newer membership (a peer joined): `run` re-forms the ring there, with nothing to undo. */
-class MembershipChanged extends Error {
-  constructor(readonly epoch: number) {
-    super(`the job's membership moved on to epoch ${epoch}; the ring re-forms at this commit`);
-  }
-}
 
 /** Where training is, the same on every rank after a sync. */
 export interface Position {
@@ -74,7 +59,7 @@ interface Snapshot {
  * state and the position, committed in memory on every rank and restored
  * when the ring breaks.
  */
-export class State implements Position {
+export class State implements Position, ElasticRunState {
   epoch = 0;
   batch = 0;
   steps = 0;
@@ -146,6 +131,19 @@ export class State implements Position {
     if (r[0] > elastic.currentEpoch()) throw new MembershipChanged(r[0]);
   }
 
+  /** Re-forms the ring at `minEpoch` or later; the optimizer must read its ring from the session to follow. */
+  async regroup(minEpoch: number): Promise<void> {
+    const comm = await this.session.elastic.regroup(minEpoch);
+    if (this.optimizer.comm !== comm) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        'elastic.run: the DistributedOptimizer still reduces over the old ring; build it over the session (new DistributedOptimizer(session, model, optimizer)), not over session.comm, so it follows the ring as it re-forms',
+      );
+    }
+    this.optimizer.ringReformed();
+    this.optimizer.resetAccumulation();
+  }
+
   /** After a regroup: the reset callbacks. */
   async reset(): Promise<void> {
     this.regroups++;
@@ -157,41 +155,7 @@ export class State implements Position {
   }
 }
 
-/**
- * Horovod's hvd.elastic.run: syncs the state from rank 0, then calls
- * `train`; when the ring breaks (a peer died) or a peer joins, re-forms the
- * ring (the DistributedOptimizer, built over the session, follows it), takes rank 0's committed
- * state, runs the reset callbacks and calls `train` again, until it returns.
- * Errors other than a broken ring (a bad argument, a diverged loss) are
- * thrown as they are.
- */
-export async function run<T>(state: State, train: (state: State) => Promise<T>): Promise<T> {
-  const { elastic } = state.session;
-  let regrouped = false;
-  for (;;) {
-    let minEpoch: number;
-    try {
-      await state.sync();
-      // The reset callbacks run once the state is rank 0's: they see the new size and the position.
-      if (regrouped) await state.reset();
-      regrouped = false;
-      return await train(state);
-    } catch (err) {
-      if (err instanceof MembershipChanged) minEpoch = err.epoch;
-      else if (isBroken(err)) {
-        state.restore();
-        minEpoch = elastic.currentEpoch() + 1;
-      } else throw err;
-    }
-    const comm = await elastic.regroup(minEpoch);
-    if (state.optimizer.comm !== comm) {
-      throw new RingtrainError(
-        ErrorCode.InvalidArgument,
-        'elastic.run: the DistributedOptimizer still reduces over the old ring; build it over the session (new DistributedOptimizer(session, model, optimizer)), not over session.comm, so it follows the ring as it re-forms',
-      );
-    }
-    state.optimizer.ringReformed();
-    state.optimizer.resetAccumulation();
-    regrouped = true;
-  }
+/** Horovod's hvd.elastic.run over this State (elastic-run.ts): the DistributedOptimizer, built over the session, follows the re-formed ring. */
+export function run<T>(state: State, train: (state: State) => Promise<T>): Promise<T> {
+  return runElastic(state, train);
 }

@@ -37,35 +37,19 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { Callback, type LayersModel, type Logs } from '@tensorflow/tfjs-layers';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Communicator } from '../comm/communicator.ts';
 import { broadcast } from '../collectives/broadcast.ts';
 import { ElasticRing } from '../distributed/elastic-ring.ts';
-import { isBroken } from '../distributed/ring-errors.ts';
-import type { ElasticHooks } from '../distributed/trainer-types.ts';
+import { MembershipChanged, runElastic, type ElasticRunState, type ElasticSession } from '../distributed/elastic-run.ts';
+export type { ElasticSession } from '../distributed/elastic-run.ts';
 import { parseJobSettings } from '../distributed/settings.ts';
-import type { JobConfig } from '../signaling/protocol.ts';
 import { broadcastOptimizerState, broadcastVariables } from './broadcast.ts';
 import { DistributedOptimizer, type NamedTensor } from './optimizer.ts';
 import { currentRingSource } from './ring.ts';
-
-/** What elastic training needs of init()'s Session: the current ring, the membership hooks, the job's config. */
-export interface ElasticSession {
-  readonly comm: Communicator;
-  readonly elastic: ElasticHooks;
-  readonly job: { readonly id: string; readonly config: JobConfig };
-}
 
 export interface ModelStateOptions {
   /** The session; the one init() set up when omitted. */
   session?: ElasticSession;
   timeoutMs?: number;
-}
-
-/** Thrown by a commit that saw a newer membership (a peer joined): `run` re-forms the ring there, with nothing to undo. */
-class MembershipChanged extends Error {
-  constructor(readonly epoch: number) {
-    super(`the job's membership moved on to epoch ${epoch}; the ring re-forms at this commit`);
-  }
 }
 
 /** The position of training, all of it on every rank; broadcast from rank 0 after each regroup. */
@@ -100,7 +84,7 @@ function sessionOf(given: ElasticSession | undefined): ElasticSession {
  * optimizer's state and the position, committed in memory and restored when
  * the ring breaks.
  */
-export class ModelState implements Position {
+export class ModelState implements Position, ElasticRunState {
   /** Epochs completed. */
   epoch = 0;
   /** Batches completed in the current epoch (at whatever ring size they ran). */
@@ -181,6 +165,11 @@ export class ModelState implements Position {
     if (agreed > elastic.currentEpoch()) throw new MembershipChanged(agreed);
   }
 
+  /** Re-forms the ring at `minEpoch` or later; the optimizer reads its ring from it. */
+  async regroup(minEpoch: number): Promise<void> {
+    await this.ring.regroup(minEpoch);
+  }
+
   /** After a regroup: the reset callbacks. */
   async reset(): Promise<void> {
     this.regroups++;
@@ -244,32 +233,7 @@ export class CommitStateCallback extends Callback {
   }
 }
 
-/**
- * Horovod's hvd.elastic.run: syncs the state from rank 0, then calls
- * `train`; when the ring breaks (a peer died) or a peer joins, re-forms the
- * ring, takes rank 0's committed state, runs the reset callbacks and calls
- * `train` again, until it returns. Errors other than a broken ring (a bad
- * argument, a diverged loss) are thrown as they are.
- */
-export async function run<T>(state: ModelState, train: (state: ModelState) => Promise<T>): Promise<T> {
-  const { elastic } = state.session;
-  let regrouped = false;
-  for (;;) {
-    let minEpoch: number;
-    try {
-      await state.sync();
-      // The reset callbacks run once the state is rank 0's: they see the new size and the position.
-      if (regrouped) await state.reset();
-      regrouped = false;
-      return await train(state);
-    } catch (err) {
-      if (err instanceof MembershipChanged) minEpoch = err.epoch;
-      else if (isBroken(err)) {
-        await state.restore();
-        minEpoch = elastic.currentEpoch() + 1;
-      } else throw err;
-    }
-    await state.ring.regroup(minEpoch);
-    regrouped = true;
-  }
+/** Horovod's hvd.elastic.run over this ModelState (elastic-run.ts, the same loop as the native State's). */
+export function run<T>(state: ModelState, train: (state: ModelState) => Promise<T>): Promise<T> {
+  return runElastic(state, train);
 }

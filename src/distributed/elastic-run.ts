@@ -1,0 +1,67 @@
+/**
+ * Horovod's hvd.elastic.run, once for every framework: the native State
+ * (elastic.ts) and ringtrain/tfjs's ModelState both drive their training
+ * through it. A state syncs from rank 0, trains, and when the ring breaks
+ * (a peer died) or a commit sees a newer membership (a peer joined), it is
+ * restored where needed, the ring re-forms, and training is called again.
+ */
+import type { Communicator } from '../comm/interface.ts';
+import type { JobConfig } from '../signaling/protocol.ts';
+import { isBroken } from './ring-errors.ts';
+import type { ElasticHooks } from './trainer-types.ts';
+
+/** What elastic training needs of init()'s Session: the current ring, the membership hooks, the job's config. */
+export interface ElasticSession {
+  readonly comm: Communicator;
+  readonly elastic: ElasticHooks;
+  readonly job: { readonly id: string; readonly config: JobConfig };
+}
+
+/** Thrown by a commit that saw a newer membership (a peer joined): the ring re-forms there, with nothing to undo. */
+export class MembershipChanged extends Error {
+  constructor(readonly epoch: number) {
+    super(`the job's membership moved on to epoch ${epoch}; the ring re-forms at this commit`);
+  }
+}
+
+/** What elastic.run asks of a framework's state. */
+export interface ElasticRunState {
+  readonly session: Pick<ElasticSession, 'elastic'>;
+  /** Every rank takes rank 0's weights, optimizer state and position. */
+  sync(): Promise<void>;
+  /** After a regroup, once synced: the user's reset callbacks. */
+  reset(): Promise<void>;
+  /** Back to the last commit (a broken step may have half-applied). */
+  restore(): void | Promise<void>;
+  /** Re-forms the ring at membership epoch `minEpoch` or later, and moves what trains onto it. */
+  regroup(minEpoch: number): Promise<void>;
+}
+
+/**
+ * Syncs `state` from rank 0, then calls `train`; when the ring breaks or a
+ * peer joins, re-forms it, takes rank 0's committed state, runs the reset
+ * callbacks and calls `train` again, until it returns. Errors other than a
+ * broken ring (a bad argument, a diverged loss) are thrown as they are.
+ */
+export async function runElastic<S extends ElasticRunState, T>(state: S, train: (state: S) => Promise<T>): Promise<T> {
+  const { elastic } = state.session;
+  let regrouped = false;
+  for (;;) {
+    let minEpoch: number;
+    try {
+      await state.sync();
+      // The reset callbacks run once the state is rank 0's: they see the new size and the position.
+      if (regrouped) await state.reset();
+      regrouped = false;
+      return await train(state);
+    } catch (err) {
+      if (err instanceof MembershipChanged) minEpoch = err.epoch;
+      else if (isBroken(err)) {
+        await state.restore();
+        minEpoch = elastic.currentEpoch() + 1;
+      } else throw err;
+    }
+    await state.regroup(minEpoch);
+    regrouped = true;
+  }
+}
