@@ -5,9 +5,12 @@
  * (a peer died) or a commit sees a newer membership (a peer joined), it is
  * restored where needed, the ring re-forms, and training is called again.
  */
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
+import { ElasticRing } from './elastic-ring.ts';
 import { isBroken } from './ring-errors.ts';
+import { parseJobSettings } from './settings.ts';
 import type { ElasticHooks } from './trainer-types.ts';
 
 /** What elastic training needs of init()'s Session: the current ring, the membership hooks, the job's config. */
@@ -35,6 +38,65 @@ export interface ElasticRunState {
   restore(): void | Promise<void>;
   /** Re-forms the ring at membership epoch `minEpoch` or later, and moves what trains onto it. */
   regroup(minEpoch: number): Promise<void>;
+}
+
+/**
+ * What every framework's elastic state shares: the ring it trains on (an
+ * ElasticRing over the session), commit = save + ask the ring for a newer
+ * membership, regroup, and the reset callbacks. A framework says how to save,
+ * restore and sync its model, and what moves onto a re-formed ring.
+ */
+export abstract class ElasticState implements ElasticRunState {
+  /** How many times the ring re-formed under this state. */
+  regroups = 0;
+  /** The ring this state trains on, and how it re-forms: the native trainer's ElasticRing. */
+  readonly ring: ElasticRing;
+  private readonly resetCallbacks: (() => void | Promise<void>)[] = [];
+
+  /** `agreementName`: the membership agreement's collective, the same on every rank of a job. */
+  constructor(
+    readonly session: ElasticSession,
+    o: { timeoutMs?: number; agreementName: string },
+  ) {
+    if (parseJobSettings(session.job.config.hyperparameters).elastic !== true) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `elastic: job ${session.job.id} is not elastic, so a lost peer would stop it for good; start it with ringtrain launch --elastic (or set the job's elastic setting)`);
+    }
+    this.ring = new ElasticRing(session.comm, session.elastic, { bus: session.comm.events, timeoutMs: o.timeoutMs, agreementName: o.agreementName });
+  }
+
+  abstract save(): Promise<void>;
+  abstract restore(): void | Promise<void>;
+  abstract sync(): Promise<void>;
+
+  /** After the ring re-formed, before the sync: moves what trains onto `this.ring`. */
+  protected reformed(): void {}
+
+  /** Runs after every regroup, once the state is rank 0's (Horovod's register_reset_callbacks): e.g. scale the learning rate to the new size. */
+  registerResetCallback(fn: () => void | Promise<void>): void {
+    this.resetCallbacks.push(fn);
+  }
+
+  /** Keeps a copy of the weights, the optimizer state and the position, then re-forms the ring here if a peer has joined. */
+  async commit(): Promise<void> {
+    await this.save();
+    await this.checkHostUpdates();
+  }
+
+  /** Asks the ring for the newest membership any rank has heard of; a newer one than the ring's re-forms it here. */
+  async checkHostUpdates(): Promise<void> {
+    const agreed = await this.ring.agreedEpoch();
+    if (agreed > this.session.elastic.currentEpoch()) throw new MembershipChanged(agreed);
+  }
+
+  async regroup(minEpoch: number): Promise<void> {
+    await this.ring.regroup(minEpoch);
+    this.reformed();
+  }
+
+  async reset(): Promise<void> {
+    this.regroups++;
+    for (const fn of this.resetCallbacks) await fn();
+  }
 }
 
 /**

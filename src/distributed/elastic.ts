@@ -27,14 +27,12 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/communicator.ts';
-import { allreduce } from '../collectives/allreduce.ts';
 import { broadcast } from '../collectives/broadcast.ts';
 import type { Model } from '../engine/model.ts';
 import { broadcastOptimizerState, broadcastParameters } from './broadcast-state.ts';
 import type { DistributedOptimizer } from './optimizer.ts';
-import { MembershipChanged, runElastic, type ElasticRunState, type ElasticSession } from './elastic-run.ts';
+import { ElasticState, runElastic, type ElasticSession } from './elastic-run.ts';
 export type { ElasticSession } from './elastic-run.ts';
-import { parseJobSettings } from './settings.ts';
 
 /** Where training is, the same on every rank after a sync. */
 export interface Position {
@@ -59,41 +57,25 @@ interface Snapshot {
  * state and the position, committed in memory on every rank and restored
  * when the ring breaks.
  */
-export class State implements Position, ElasticRunState {
+export class State extends ElasticState implements Position {
   epoch = 0;
   batch = 0;
   steps = 0;
   examples = 0;
-  /** How many times the ring re-formed under this state. */
-  regroups = 0;
   private committed: Snapshot | null = null;
-  private readonly resetCallbacks: (() => void | Promise<void>)[] = [];
 
   constructor(
-    readonly session: ElasticSession,
+    session: ElasticSession,
     readonly model: Model,
     readonly optimizer: DistributedOptimizer,
     private readonly o: { timeoutMs?: number } = {},
   ) {
-    if (parseJobSettings(session.job.config.hyperparameters).elastic !== true) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `elastic: job ${session.job.id} is not elastic, so a lost peer would stop it for good; start it with ringtrain launch --elastic (or set the job's elastic setting)`);
-    }
+    super(session, { timeoutMs: o.timeoutMs, agreementName: 'elastic/membership' });
   }
 
-  /** The current ring (a new one after every regroup). */
+  /** The current ring (a new one after every regroup; the session's own). */
   get comm(): Communicator {
-    return this.session.comm;
-  }
-
-  /** Runs after every regroup, once the state is rank 0's (Horovod's register_reset_callbacks): e.g. scale the learning rate to the new size. */
-  registerResetCallback(fn: () => void | Promise<void>): void {
-    this.resetCallbacks.push(fn);
-  }
-
-  /** Keeps a copy of the weights, the optimizer state and the position, then re-forms the ring here if a peer has joined. */
-  async commit(): Promise<void> {
-    await this.save();
-    await this.checkHostUpdates();
+    return this.ring.comm;
   }
 
   /** Keeps a copy of the weights, the optimizer state and the position (in memory, on this rank). */
@@ -124,17 +106,9 @@ export class State implements Position, ElasticRunState {
     [this.epoch, this.batch, this.steps, this.examples] = [got[0], got[1], got[2], got[3]];
   }
 
-  /** Asks the ring for the newest membership any rank has heard of; a newer one than the ring's re-forms it here. */
-  async checkHostUpdates(): Promise<void> {
-    const { elastic } = this.session;
-    const r = await allreduce(this.comm, Int32Array.of(elastic.latestEpoch()), { op: 'max', name: 'elastic/membership', timeoutMs: this.o.timeoutMs });
-    if (r[0] > elastic.currentEpoch()) throw new MembershipChanged(r[0]);
-  }
-
-  /** Re-forms the ring at `minEpoch` or later; the optimizer must read its ring from the session to follow. */
-  async regroup(minEpoch: number): Promise<void> {
-    const comm = await this.session.elastic.regroup(minEpoch);
-    if (this.optimizer.comm !== comm) {
+  /** The optimizer must read its ring from the session to follow the re-formed one. */
+  protected override reformed(): void {
+    if (this.optimizer.comm !== this.ring.comm) {
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
         'elastic.run: the DistributedOptimizer still reduces over the old ring; build it over the session (new DistributedOptimizer(session, model, optimizer)), not over session.comm, so it follows the ring as it re-forms',
@@ -142,12 +116,6 @@ export class State implements Position, ElasticRunState {
     }
     this.optimizer.ringReformed();
     this.optimizer.resetAccumulation();
-  }
-
-  /** After a regroup: the reset callbacks. */
-  async reset(): Promise<void> {
-    this.regroups++;
-    for (const fn of this.resetCallbacks) await fn();
   }
 
   private position(): Position {

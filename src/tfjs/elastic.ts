@@ -38,10 +38,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import { Callback, type LayersModel, type Logs } from '@tensorflow/tfjs-layers';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { broadcast } from '../collectives/broadcast.ts';
-import { ElasticRing } from '../distributed/elastic-ring.ts';
-import { MembershipChanged, runElastic, type ElasticRunState, type ElasticSession } from '../distributed/elastic-run.ts';
+import { ElasticState, runElastic, type ElasticSession } from '../distributed/elastic-run.ts';
 export type { ElasticSession } from '../distributed/elastic-run.ts';
-import { parseJobSettings } from '../distributed/settings.ts';
 import { broadcastOptimizerState, broadcastVariables } from './broadcast.ts';
 import { DistributedOptimizer, type NamedTensor } from './optimizer.ts';
 import { currentRingSource } from './ring.ts';
@@ -72,11 +70,8 @@ function sessionOf(given: ElasticSession | undefined): ElasticSession {
   if (!s || !hooks || !(s as Partial<ElasticSession>).job) {
     throw new RingtrainError(ErrorCode.InvalidArgument, 'elastic: no elastic session; call init() from ringtrain/tfjs first (a bare communicator cannot re-form), or pass { session }');
   }
-  const session = s as ElasticSession;
-  if (parseJobSettings(session.job.config.hyperparameters).elastic !== true) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `elastic: job ${session.job.id} is not elastic, so a lost peer would stop it for good; start it with ringtrain launch --elastic (or set hyperparameters.elastic in the job)`);
-  }
-  return session;
+  // Whether the job is elastic at all, ElasticState checks.
+  return s as ElasticSession;
 }
 
 /**
@@ -84,7 +79,7 @@ function sessionOf(given: ElasticSession | undefined): ElasticSession {
  * optimizer's state and the position, committed in memory and restored when
  * the ring breaks.
  */
-export class ModelState implements Position, ElasticRunState {
+export class ModelState extends ElasticState implements Position {
   /** Epochs completed. */
   epoch = 0;
   /** Batches completed in the current epoch (at whatever ring size they ran). */
@@ -93,29 +88,13 @@ export class ModelState implements Position, ElasticRunState {
   epochExamples = 0;
   /** Batches completed in the whole run. */
   steps = 0;
-  /** How many times the ring re-formed under this state. */
-  regroups = 0;
-  readonly session: ElasticSession;
-  /** The ring this state trains on, and how it re-forms: the native trainer's ElasticRing. */
-  readonly ring: ElasticRing;
   private committed: Snapshot | null = null;
-  private readonly resetCallbacks: (() => void | Promise<void>)[] = [];
 
-  constructor(readonly model: LayersModel, private readonly o: ModelStateOptions = {}) {
-    this.session = sessionOf(o.session);
-    const comm = this.session.comm;
-    this.ring = new ElasticRing(comm, this.session.elastic, { bus: comm.events, timeoutMs: o.timeoutMs, agreementName: 'tfjs/elastic-membership' });
-  }
-
-  /** Runs after every regroup, once the state is rank 0's (Horovod's register_reset_callbacks): e.g. scale the learning rate to the new size. */
-  registerResetCallback(fn: () => void | Promise<void>): void {
-    this.resetCallbacks.push(fn);
-  }
-
-  /** Keeps a copy of the weights, the optimizer state and the position, then re-forms the ring here if a peer has joined. */
-  async commit(): Promise<void> {
-    await this.save();
-    await this.checkHostUpdates();
+  constructor(
+    readonly model: LayersModel,
+    private readonly o: ModelStateOptions = {},
+  ) {
+    super(sessionOf(o.session), { timeoutMs: o.timeoutMs, agreementName: 'tfjs/elastic-membership' });
   }
 
   /** Keeps a copy of the weights, the optimizer state and the position (in memory, on this rank). */
@@ -156,24 +135,6 @@ export class ModelState implements Position, ElasticRunState {
     if (this.model.optimizer) await broadcastOptimizerState(this.model.optimizer, 0, { comm, timeoutMs });
     // Only now: a sync cut short leaves this rank's position with its own weights.
     [this.epoch, this.batch, this.epochExamples, this.steps] = [got[0], got[1], got[2], got[3]];
-  }
-
-  /** Asks the ring for the newest membership any rank has heard of; a newer one than the ring's re-forms it here. */
-  async checkHostUpdates(): Promise<void> {
-    const { elastic } = this.session;
-    const agreed = await this.ring.agreedEpoch();
-    if (agreed > elastic.currentEpoch()) throw new MembershipChanged(agreed);
-  }
-
-  /** Re-forms the ring at `minEpoch` or later; the optimizer reads its ring from it. */
-  async regroup(minEpoch: number): Promise<void> {
-    await this.ring.regroup(minEpoch);
-  }
-
-  /** After a regroup: the reset callbacks. */
-  async reset(): Promise<void> {
-    this.regroups++;
-    for (const fn of this.resetCallbacks) await fn();
   }
 
   /** Frees the committed copies (after training). */
