@@ -2,18 +2,12 @@
  * The f64 CPU reference of batched matmul: the op's oracle (its `cpu` half) and what
  * the kernel oracle cases compare the WGSL against. Written for clarity, not speed.
  */
+import type { BmmShape } from './kernel.ts';
+
 type Vec = ArrayLike<number>;
 
-export interface BmmRefShape {
-  batch: number;
-  m: number;
-  n: number;
-  k: number;
-  transA?: boolean;
-  transB?: boolean;
-  broadcastA?: boolean;
-  broadcastB?: boolean;
-}
+/** The kernel's shape; accumulating is the kernel's business, not the product's. */
+export type BmmRefShape = Omit<BmmShape, 'accumulate'>;
 
 export function bmmRef(a: Vec, b: Vec, s: BmmRefShape): Float64Array {
   const c = new Float64Array(s.batch * s.m * s.n);
