@@ -6,16 +6,14 @@
  * only a file the job names, and checked against the job's SHA-256). With the
  * text, the tab then writes a continuation of a prompt with its weights.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startDenoWorker } from '../support/workers.ts';
 import { openTab, screenshot, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STEPS = 3;
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-text-job-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -95,19 +93,14 @@ describe('a text job in the page', () => {
   });
 
   it('trains with a Deno worker that reads its own copy, and continues a prompt from the tab’s weights', { timeout: 600_000 }, async () => {
-    const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', fx.server.url, '--job', JOB.id, '--token', JOB.token, '--runtime', 'deno', '--text', FILE, '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const worker = startDenoWorker(fx.server.url, JOB, ['--text', FILE]);
     try {
       const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${JOB.id}#token=${JOB.token}`);
       await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
       await page.waitForSelector('[data-testid=join]:not([disabled])');
       await page.click('[data-testid=join]');
       const note = await waitForTrainingEnd(page, errors, 500_000);
-      expect(note, stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+`));
+      expect(note, worker.stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+`));
       // The continuation: the prompt is the start of the validation text, the rest is sampled, in the text's characters.
       await page.waitForSelector('[data-testid=text-panel][data-state=attached]', { timeout: 60_000 });
       const prompt = await page.inputValue('[data-testid=text-prompt]');
@@ -126,21 +119,16 @@ describe('a text job in the page', () => {
       expect(await page.textContent('[data-testid=text-status]')).toContain('"Z" (U+005A) is not in the model\'s vocabulary');
       await screenshot(page, 'text-job');
       expect(errors).toEqual([]);
-      expect(await exit, stderr).toBe(0);
-      expect(JSON.parse(stdout.trim().split('\n').pop()!)).toMatchObject({ steps: STEPS, size: 2 });
+      expect(await worker.exit, worker.stderr).toBe(0);
+      expect(worker.result).toMatchObject({ steps: STEPS, size: 2 });
       await page.close();
     } finally {
-      child.kill('SIGKILL');
+      worker.child.kill('SIGKILL');
     }
   });
 
   it('trains the mlp on a table with a Deno worker that reads its own copy', { timeout: 600_000 }, async () => {
-    const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', fx.server.url, '--job', TABLE_JOB.id, '--token', TABLE_JOB.token, '--runtime', 'deno', '--data', CSV_FILE, '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const worker = startDenoWorker(fx.server.url, TABLE_JOB, ['--data', CSV_FILE]);
     try {
       const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${TABLE_JOB.id}#token=${TABLE_JOB.token}`);
       await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
@@ -148,16 +136,16 @@ describe('a text job in the page', () => {
       await page.click('[data-testid=join]');
       const note = await waitForTrainingEnd(page, errors, 500_000);
       const accuracy = Number(new RegExp(`Training finished: ${TABLE_STEPS} steps, test accuracy (\\d+\\.\\d)%`).exec(note)?.[1]);
-      expect(accuracy, `${note} ${stderr}`).toBeGreaterThan(60); // three classes: chance is 33%
+      expect(accuracy, `${note} ${worker.stderr}`).toBeGreaterThan(60); // three classes: chance is 33%
       expect(errors).toEqual([]);
-      expect(await exit, stderr).toBe(0);
-      const summary = JSON.parse(stdout.trim().split('\n').pop()!) as { steps: number; size: number; test_accuracy: number; table_split: { train: number; test: number } };
+      expect(await worker.exit, worker.stderr).toBe(0);
+      const summary = worker.result!;
       expect(summary).toMatchObject({ steps: TABLE_STEPS, size: 2, table_split: { train: 120, test: 30 } });
       // Both ranks evaluated the same weights on the same 30 test rows.
       expect((summary.test_accuracy * 100).toFixed(1)).toBe(accuracy.toFixed(1));
       await page.close();
     } finally {
-      child.kill('SIGKILL');
+      worker.child.kill('SIGKILL');
     }
   });
 });

@@ -4,12 +4,10 @@
  * shows validation loss and perplexity where a classifier shows accuracy, and
  * its "Generate" box samples words from the weights the tab holds.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { startDenoWorker } from '../support/workers.ts';
 import { openTab, screenshot, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STEPS = 3;
 // The words recipe's settings as `ringtrain run --model transformer` writes them, a few steps and a small validation glance.
 const JOB = {
@@ -28,19 +26,14 @@ const fx = usePageFixture({ jobs: [JOB] });
 
 describe('a transformer job in the page', () => {
   it('trains with a Deno worker, shows the validation loss and generates words from the tab’s weights', { timeout: 600_000 }, async () => {
-    const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', fx.server.url, '--job', JOB.id, '--token', JOB.token, '--runtime', 'deno', '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const worker = startDenoWorker(fx.server.url, JOB);
     try {
       const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${JOB.id}#token=${JOB.token}`);
       await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
       await page.waitForSelector('[data-testid=join]:not([disabled])');
       await page.click('[data-testid=join]');
       const note = await waitForTrainingEnd(page, errors, 500_000);
-      expect(note, stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+ \\(perplexity \\d+\\.\\d+\\)`));
+      expect(note, worker.stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+ \\(perplexity \\d+\\.\\d+\\)`));
       // The job panel shows the validation loss (the server's copy of the peers' progress), not an accuracy.
       expect(await page.textContent('[data-testid=metric-label]')).toBe('Validation loss');
       await page.waitForFunction(() => /perplexity/.test(document.querySelector('[data-testid=accuracy]')?.textContent ?? ''), undefined, { timeout: 30_000 });
@@ -58,12 +51,11 @@ describe('a transformer job in the page', () => {
       for (const w of words) expect(w).toMatch(/^[a-z]{1,31}$/);
       await screenshot(page, 'transformer-job');
       expect(errors).toEqual([]);
-      expect(await exit, stderr).toBe(0);
-      const summary = JSON.parse(stdout.trim().split('\n').pop()!);
-      expect(summary).toMatchObject({ steps: STEPS, size: 2 });
+      expect(await worker.exit, worker.stderr).toBe(0);
+      expect(worker.result).toMatchObject({ steps: STEPS, size: 2 });
       await page.close();
     } finally {
-      child.kill('SIGKILL');
+      worker.child.kill('SIGKILL');
     }
   });
 });
