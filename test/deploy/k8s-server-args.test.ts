@@ -23,6 +23,25 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * Starts `ringtrain` with a rendered container's arguments, here: on loopback at a free port, with
+ * each mounted path moved by `mount` to where this test wrote the file; answers the URL it listens on
+ * and what it has printed so far.
+ */
+async function serveWith(podArgs: string[], mount: (arg: string) => string): Promise<{ url: string; output: () => string }> {
+  const args = podArgs.map((a, i, all) => (all[i - 1] === '--host' ? '127.0.0.1' : all[i - 1] === '--port' ? '0' : mount(a)));
+  const child = spawn(process.execPath, ['bin/ringtrain.js', ...args, '--no-static'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  servers.push(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (err += d));
+  await until(() => /listening on (http\S+)/.test(out) || child.exitCode !== null, 'the server to listen', 60_000);
+  const url = /listening on (http\S+)/.exec(out)?.[1];
+  expect(url, err).toBeDefined();
+  return { url: url!, output: () => out };
+}
+
 describe('the rendered server arguments', () => {
   it('start the real server with the job, /healthz and /metrics', async () => {
     const values = parseValues({ job: { id: 'digits', model: 'mlp', minPeers: 3, maxPeers: 6, fp16: true }, turn: { urls: ['turn:turn.example.org:3478'] } });
@@ -33,18 +52,7 @@ describe('the rendered server arguments', () => {
     const token = 'a1b2c3d4e5f6a7b8c9d0';
     writeFileSync(join(dir, 'token'), `${token}\n`);
     writeFileSync(join(dir, 'secret'), 'turn-static-auth-secret\n');
-    const args = pod.spec.containers[0].args.map((a, i, all) =>
-      all[i - 1] === '--host' ? '127.0.0.1' : all[i - 1] === '--port' ? '0' : a.replace(/^\/var\/run\/secrets\/ringtrain\/(job|turn)/, dir),
-    );
-    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args, '--no-static'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    servers.push(child);
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    await until(() => /listening on (http\S+)/.test(out) || child.exitCode !== null, 'the server to listen', 60_000);
-    const url = /listening on (http\S+)/.exec(out)?.[1];
-    expect(url, err).toBeDefined();
+    const { url } = await serveWith(pod.spec.containers[0].args, (a) => a.replace(/^\/var\/run\/secrets\/ringtrain\/(job|turn)/, dir));
 
     expect((await fetch(`${url}${pod.spec.containers[0].readinessProbe.httpGet.path}`)).status).toBe(200);
     const metrics = await fetch(`${url}${pod.metadata.annotations['prometheus.io/path']}`);
@@ -64,23 +72,12 @@ describe('the rendered server arguments', () => {
     writeFileSync(join(dir, 'iris.csv'), csv);
     const token = 'f1e2d3c4b5a6f7e8d9c0';
     writeFileSync(join(dir, 'token'), `${token}\n`);
-    const args = pod.spec.containers[0].args.map((a, i, all) =>
-      all[i - 1] === '--host' ? '127.0.0.1' : all[i - 1] === '--port' ? '0' : a.replace(/^\/var\/run\/secrets\/ringtrain\/job/, dir).replace(/^\/data\//, `${dir}/`),
-    );
-    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args, '--no-static'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    servers.push(child);
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    await until(() => /listening on (http\S+)/.test(out) || child.exitCode !== null, 'the server to listen', 60_000);
-    const url = /listening on (http\S+)/.exec(out)?.[1];
-    expect(url, err).toBeDefined();
+    const { url, output } = await serveWith(pod.spec.containers[0].args, (a) => a.replace(/^\/var\/run\/secrets\/ringtrain\/job/, dir).replace(/^\/data\//, `${dir}/`));
     const sha = createHash('sha256').update(csv).digest('hex');
     const job = await fetch(`${url}/api/jobs/iris`, { headers: { authorization: `Bearer ${token}` } });
     expect(await job.json()).toMatchObject({ config: { model: 'mlp', hyperparameters: { table: 'iris.csv', tableSha256: sha, labelColumn: 'species' } } });
     // The worker command it prints passes the worker's own copy.
-    expect(out).toContain(`ringtrain worker --server ${url} --job iris --data ${dir}/iris.csv`);
+    expect(output()).toContain(`ringtrain worker --server ${url} --job iris --data ${dir}/iris.csv`);
     const file = await fetch(`${url}/api/jobs/iris/files/${sha}`, { headers: { authorization: `Bearer ${token}` } });
     expect(await file.text()).toBe(csv);
   });
