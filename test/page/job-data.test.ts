@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startDenoWorker } from '../support/workers.ts';
-import { openTab, screenshot, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
+import { joinAndTrain, screenshot, usePageFixture } from './serve-page.ts';
 
 const STEPS = 3;
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-text-job-'));
@@ -95,11 +95,7 @@ describe('a text job in the page', () => {
   it('trains with a Deno worker that reads its own copy, and continues a prompt from the tab’s weights', { timeout: 600_000 }, async () => {
     const worker = startDenoWorker(fx.server.url, JOB, ['--text', FILE]);
     try {
-      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${JOB.id}#token=${JOB.token}`);
-      await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
-      await page.waitForSelector('[data-testid=join]:not([disabled])');
-      await page.click('[data-testid=join]');
-      const note = await waitForTrainingEnd(page, errors, 500_000);
+      const { page, errors, note } = await joinAndTrain(fx.browser, `${fx.server.url}/?job=${JOB.id}#token=${JOB.token}`);
       expect(note, worker.stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+`));
       // The continuation: the prompt is the start of the validation text, the rest is sampled, in the text's characters.
       await page.waitForSelector('[data-testid=text-panel][data-state=attached]', { timeout: 60_000 });
@@ -130,11 +126,7 @@ describe('a text job in the page', () => {
   it('trains the mlp on a table with a Deno worker that reads its own copy', { timeout: 600_000 }, async () => {
     const worker = startDenoWorker(fx.server.url, TABLE_JOB, ['--data', CSV_FILE]);
     try {
-      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${TABLE_JOB.id}#token=${TABLE_JOB.token}`);
-      await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
-      await page.waitForSelector('[data-testid=join]:not([disabled])');
-      await page.click('[data-testid=join]');
-      const note = await waitForTrainingEnd(page, errors, 500_000);
+      const { page, errors, note } = await joinAndTrain(fx.browser, `${fx.server.url}/?job=${TABLE_JOB.id}#token=${TABLE_JOB.token}`);
       const accuracy = Number(new RegExp(`Training finished: ${TABLE_STEPS} steps, test accuracy (\\d+\\.\\d)%`).exec(note)?.[1]);
       expect(accuracy, `${note} ${worker.stderr}`).toBeGreaterThan(60); // three classes: chance is 33%
       expect(errors).toEqual([]);

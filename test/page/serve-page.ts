@@ -114,3 +114,15 @@ export async function waitForTrainingEnd(page: Page, errors: string[], timeout: 
   if (state !== 'finished') throw new Error(`the tab's training ended in state '${state}'; the tab says ${await pageSays(page, errors)}`);
   return (await page.textContent('[data-testid=join-note]')) ?? '';
 }
+
+/**
+ * Opens a job's link in a new tab, waits for its WebGPU adapter, clicks Join and waits for the
+ * training to end; answers the tab, its errors and the Join panel's note.
+ */
+export async function joinAndTrain(browser: LaunchedChromium, link: string, timeout = 500_000): Promise<{ page: Page; errors: string[]; note: string }> {
+  const { page, errors } = await openTab(browser, link);
+  await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
+  await page.waitForSelector('[data-testid=join]:not([disabled])');
+  await page.click('[data-testid=join]');
+  return { page, errors, note: await waitForTrainingEnd(page, errors, timeout) };
+}

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { startDenoWorker } from '../support/workers.ts';
-import { openTab, screenshot, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
+import { joinAndTrain, screenshot, usePageFixture } from './serve-page.ts';
 
 const STEPS = 3;
 // The words recipe's settings as `ringtrain run --model transformer` writes them, a few steps and a small validation glance.
@@ -28,11 +28,7 @@ describe('a transformer job in the page', () => {
   it('trains with a Deno worker, shows the validation loss and generates words from the tab’s weights', { timeout: 600_000 }, async () => {
     const worker = startDenoWorker(fx.server.url, JOB);
     try {
-      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${JOB.id}#token=${JOB.token}`);
-      await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
-      await page.waitForSelector('[data-testid=join]:not([disabled])');
-      await page.click('[data-testid=join]');
-      const note = await waitForTrainingEnd(page, errors, 500_000);
+      const { page, errors, note } = await joinAndTrain(fx.browser, `${fx.server.url}/?job=${JOB.id}#token=${JOB.token}`);
       expect(note, worker.stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+ \\(perplexity \\d+\\.\\d+\\)`));
       // The job panel shows the validation loss (the server's copy of the peers' progress), not an accuracy.
       expect(await page.textContent('[data-testid=metric-label]')).toBe('Validation loss');
