@@ -4,7 +4,7 @@
  * matches the He/Glorot draws of the hand-wired CNN it replaced, no
  * allocation after warm-up, a short training run on real MNIST digits, and
  * bad specs. GPU-vs-CPU gradient agreement is also an oracle case under Node
- * and Deno (test/oracles/conv_pool_cases.ts).
+ * and Deno (test/oracles/cnn-cases.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/core/errors.ts';

@@ -1,15 +1,16 @@
 /**
- * Oracle cases for the dense kernels and the MLP: each runs a kernel on the
- * GPU over seeded random inputs and compares with the CPU reference. The
- * module is runtime-agnostic: vitest runs it under Node, test/deno/run-oracles.ts
- * under Deno.
+ * Oracle cases for the GPU layer's kernels (src/gpu/kernels: matmul, bias,
+ * row and column sums, elementwise, f16, the optimizers, the fused softmax
+ * cross-entropy) and the whole MLP: each runs on the GPU over seeded random
+ * inputs and compares with the CPU reference. (An op's kernels are checked in
+ * the op's own test/nn/ops/<op>.cases.ts.) The module is runtime-agnostic:
+ * vitest runs it under Node, test/deno/run-oracles.ts under Deno.
  *
  * Tolerances (absolute, on inputs in [-1, 1]): f32 sums of K products carry
  * ~K·2⁻²⁴ relative error each, so matmul allows 2e-7·K + 2e-6 and column sums 2e-6·rows;
  * pointwise ops 1e-5 (GPU exp/tanh are not correctly rounded); f16 one ULP.
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { planActivationBackward, planActivationForward, type Activation } from '../../src/nn/ops/activation/kernel.ts';
 import { planAddBias, planBiasGrad, planBiasGradSteps } from '../../src/gpu/kernels/bias.ts';
 import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.ts';
 import { packedWords, planPackF16, planUnpackF16 } from '../../src/gpu/kernels/f16.ts';
@@ -19,18 +20,11 @@ import { planSum } from '../../src/gpu/kernels/reduce.ts';
 import { planColumnSum, planSumTree } from '../../src/gpu/kernels/reduce-rows.ts';
 import { planSoftmaxXent } from '../../src/gpu/kernels/softmax-xent.ts';
 import { Mlp } from '../../src/engine/mlp.ts';
+import type { Activation } from '../../src/nn/ops/activation/kernel.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 import { checkModel } from '../nn/model-check.ts';
+import { type OracleCase, scoped } from './oracle-case.ts';
 import * as ref from './reference.ts';
-
-export interface OracleResult {
-  maxAbsErr: number;
-  tol: number;
-}
-export interface OracleCase {
-  name: string;
-  run(gpu: Gpu): Promise<OracleResult>;
-}
 
 let seedCounter = 1;
 function rand(n: number, scale = 1, seed = seedCounter++): Float32Array {
@@ -40,16 +34,6 @@ function rand(n: number, scale = 1, seed = seedCounter++): Float32Array {
 function randLabels(n: number, classes: number, seed = seedCounter++): Uint32Array {
   const u = seededUniform(seed * 104729);
   return Uint32Array.from({ length: n }, () => Math.floor(u() * classes));
-}
-
-/** Runs `work` and frees every buffer it made (keeps long oracle runs from piling up memory). */
-async function scoped<T>(gpu: Gpu, work: (track: (b: GPUBuffer) => GPUBuffer) => Promise<T>): Promise<T> {
-  const made: GPUBuffer[] = [];
-  try {
-    return await work((b) => (made.push(b), b));
-  } finally {
-    for (const b of made) b.destroy();
-  }
 }
 
 const matmulShapes: [number, number, number][] = [
@@ -249,25 +233,6 @@ const splitKCases: OracleCase[] = splitShapes.flatMap(([m, n, k]) =>
   ),
 );
 
-const activationCases: OracleCase[] = (['relu', 'tanh', 'geluTanh'] as Activation[]).flatMap((kind) =>
-  [1, 7, 513, 4099].map((n) => ({
-    name: `${kind} forward+backward n=${n}`,
-    run: (gpu: Gpu) =>
-      scoped(gpu, async (t) => {
-        // Wide range: exercises tanh saturation and GELU's tails.
-        const x = rand(n, 6);
-        const dy = rand(n);
-        const xb = t(gpu.upload(x));
-        const y = t(gpu.storage(n));
-        const d = t(gpu.upload(dy));
-        gpu.record([planActivationForward(gpu, kind, xb, y, n), planActivationBackward(gpu, kind, xb, d, n)]);
-        const fwd = ref.maxAbsDiff(await gpu.readF32(y, 0, n), Array.from(x, ref.activationRef[kind].f));
-        const bwd = ref.maxAbsDiff(await gpu.readF32(d, 0, n), Array.from(x, (v, i) => dy[i] * ref.activationRef[kind].df(v)));
-        return { maxAbsErr: Math.max(fwd, bwd), tol: 1e-5 };
-      }),
-  })),
-);
-
 const xentCases: OracleCase[] = [[1, 1], [7, 10], [129, 33], [33, 513]].map(([batch, classes]) => ({
   name: `softmax cross-entropy batch=${batch} classes=${classes} (logits up to ±80)`,
   run: (gpu) =>
@@ -427,7 +392,6 @@ export const DENSE_CASES: OracleCase[] = [
   ...columnSumCases,
   ...biasStepCases,
   ...splitKCases,
-  ...activationCases,
   ...xentCases,
   ...sumCases,
   ...sumTreeCases,

@@ -3,7 +3,7 @@
  * finite differences of its forward (f64, in the style of
  * torch.autograd.gradcheck), erf against tabulated values, and the clear
  * errors the kernel wrappers raise on bad input. The GPU kernels are checked
- * against these references in nn-cases.ts and tensor-cases.ts.
+ * against these references in each op's test/nn/ops/<op>.cases.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';

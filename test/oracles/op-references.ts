@@ -1,6 +1,6 @@
 /**
  * The ops' f64 references (each in its op folder, src/nn/ops/<op>/reference.ts)
- * in one namespace, for the kernel oracle cases that compare several of them.
+ * in one namespace, for the checks of the references themselves (nn-reference.test.ts).
  */
 export * from '../../src/nn/ops/attention/reference.ts';
 export * from '../../src/nn/ops/bmm/reference.ts';

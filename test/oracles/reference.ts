@@ -25,19 +25,6 @@ export function biasGradRef(dy: Float32Array, rows: number, cols: number): Float
   return out;
 }
 
-const GELU_K = Math.sqrt(2 / Math.PI);
-export const activationRef = {
-  relu: { f: (x: number) => Math.max(x, 0), df: (x: number) => (x > 0 ? 1 : 0) },
-  tanh: { f: Math.tanh, df: (x: number) => 1 - Math.tanh(x) ** 2 },
-  geluTanh: {
-    f: (x: number) => 0.5 * x * (1 + Math.tanh(GELU_K * (x + 0.044715 * x ** 3))),
-    df: (x: number) => {
-      const t = Math.tanh(GELU_K * (x + 0.044715 * x ** 3));
-      return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_K * (1 + 3 * 0.044715 * x * x);
-    },
-  },
-};
-
 export interface SoftmaxXentRef {
   lossRows: Float64Array;
   correct: Float64Array;

@@ -9,7 +9,7 @@ import type { Gpu } from '../../../src/gpu/gpu.ts';
 import { runCpu } from '../../../src/nn/cpu.ts';
 import { RMSNorm, rmsNorm } from '../../../src/nn/ops/rmsnorm/index.ts';
 import { Graph } from '../../../src/nn/tensor.ts';
-import type { OracleCase } from '../../oracles/dense-cases.ts';
+import type { OracleCase } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
 
 /** y = x · r · w with r = (mean(x²) + ε)^−½ per row; dx_j = r·w_j·dy_j − r³·x_j/C · Σ_c dy_c·w_c·x_c; dw_c = Σ_rows dy_c·x_c·r. */
