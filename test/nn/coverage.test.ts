@@ -1,13 +1,15 @@
 /**
  * Drift checks, no GPU needed: every registered op has a gradcheck case
- * (the op's test/nn/ops/<op>.cases.ts, gathered by test/nn/op-cases.ts), the
- * generated ops barrel is what the op folders give now, every op folder exports
- * only ops, functional forms and layers, and every shader file has a
- * registered kernel (which warmUp compiles). That every shader is exercised by
+ * (the op's test/nn/ops/<op>.cases.ts, gathered by test/nn/op-cases.ts) and
+ * every op folder its test file, the generated ops barrel is what the op
+ * folders give now, every op folder exports only ops, functional forms and
+ * layers, and every shader file has a registered kernel (which warmUp
+ * compiles). That every shader is exercised by
  * an oracle case is checked at the end of test/gpu/oracles.test.ts, where the
  * cases run.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { OPS_INDEX, opFolders, renderOpsIndex } from '../../scripts/gen-ops-index.mjs';
 import { KERNELS } from '../../src/gpu/kernels/index.ts';
@@ -18,6 +20,8 @@ import * as ops from '../../src/nn/ops/index.ts';
 import { shaderFiles } from './coverage.ts';
 import { caseName, OP_CASES } from './op-cases.ts';
 
+const CASES_DIR = fileURLToPath(new URL('./ops/', import.meta.url));
+
 describe('coverage', () => {
   it('every registered op has a gradcheck case', () => {
     const names = registeredOps().map((o) => o.name);
@@ -25,6 +29,15 @@ describe('coverage', () => {
     const covered = new Set(OP_CASES.map(caseName));
     const missing = names.filter((n) => !covered.has(n));
     expect(missing, `ops without a gradcheck (add test/nn/ops/<op>.cases.ts): ${missing.join(', ')}`).toEqual([]);
+  });
+
+  it('every op folder has its test file test/nn/ops/<op>.cases.ts, and every test file an op folder', () => {
+    // A composition (rmsnorm) registers no op of its own, so the gradcheck
+    // check above cannot see that its cases are missing; the file names can.
+    const folders = opFolders();
+    const files = readdirSync(CASES_DIR).filter((f) => f.endsWith('.cases.ts')).map((f) => f.slice(0, -'.cases.ts'.length));
+    expect(folders.filter((f) => !files.includes(f)), 'op folders without their test file test/nn/ops/<op>.cases.ts (its gradchecks and oracle cases)').toEqual([]);
+    expect(files.filter((f) => !folders.includes(f)), 'test/nn/ops/*.cases.ts files named after no op folder under src/nn/ops/').toEqual([]);
   });
 
   it('the generated barrel src/nn/ops/index.ts is up to date with the op folders', () => {
