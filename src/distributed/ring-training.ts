@@ -26,7 +26,7 @@ import { ShareBalancer } from './shares.ts';
 import { RoundCounter } from './timeline.ts';
 import { guardOf } from './train-config.ts';
 import { TrainingState } from './training-state.ts';
-import { restore } from './train-local.ts';
+import { restore } from './model-fit.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig, DistributedTrainResult } from './trainer-types.ts';
 
 /** When this rank's step began, and how long its own compute took (what balancing by speed divides by). */

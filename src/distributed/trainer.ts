@@ -33,7 +33,7 @@ import type { GradientCheck } from './optimizer.ts';
 import { RingTraining, StepClock } from './ring-training.ts';
 import { StepChecks } from './step-checks.ts';
 import { guardOf, refuseUncheckedConfig } from './train-config.ts';
-import { checkDataFits, modelSpecFor } from './train-local.ts';
+import { checkDataFits, modelSpecFor } from './model-fit.ts';
 import type { DistributedTrainArgs, DistributedTrainResult } from './trainer-types.ts';
 
 export type { DistributedTrainArgs, DistributedTrainConfig, DistributedTrainResult, ElasticHooks } from './trainer-types.ts';
