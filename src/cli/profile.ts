@@ -12,7 +12,7 @@
 import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { batches } from '../data/batches.ts';
-import { modelSpecFor } from '../distributed/train-local.ts';
+import { modelSpecFor } from '../distributed/model-fit.ts';
 import { learningRateAt } from '../distributed/lr.ts';
 import { createModel } from '../engine/create.ts';
 import { createOptimizer } from '../engine/optimizer.ts';

@@ -1,7 +1,7 @@
 /**
  * The ring a rank trains on, and how it re-forms: the part of Horovod's
  * `hvd.elastic.State` that is about membership, shared by the native trainer
- * (ring-training.ts) and ringtrain/tfjs's elastic state (src/tfjs/elastic.ts),
+ * (ring-peers.ts) and ringtrain/tfjs's elastic state (src/tfjs/elastic.ts),
  * as Horovod's serves every framework.
  *
  * It holds the communicator, the one place a trainer and its optimizer read

@@ -11,7 +11,8 @@ import { checkCheckpointKind, checkOptimizerState, flatParamsFor, type TrainingC
 import type { Dataset } from '../data/dataset.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { checkModelOptions, checkVocabulary, modelSpecFor, type LocalTrainConfig } from './train-local.ts';
+import { checkModelOptions, checkVocabulary, modelSpecFor } from './model-fit.ts';
+import type { LocalTrainConfig } from './train-local.ts';
 
 export async function checkResumeFits(gpu: Gpu, config: LocalTrainConfig, data: Dataset, c: TrainingCheckpoint, file: string): Promise<void> {
   checkCheckpointKind(c, config, file);

@@ -6,27 +6,34 @@
  * Runtime-agnostic (no files, no process): the caller loads the data, writes
  * checkpoints where it likes, and renders the events.
  *
+ * It is the ring's training loop (training-loop.ts) at one rank, with one
+ * peer's part: the optimizer applies the gradients where they lie, on the
+ * GPU, and each step's loss is recorded into a DeferredScalars and read every
+ * `readEvery` steps (default 10) and before each evaluation, so the loop
+ * never waits for the GPU per step and a runtime with a slow GPU→CPU round
+ * trip (Deno: ~11 ms) pays it once per K steps. The per-step events go out
+ * when their losses arrive.
+ *
  * Steps are counted from the start of training, across resumes: a checkpoint
  * at step s resumes at epoch ⌊s / stepsPerEpoch⌋, batch s mod stepsPerEpoch of
  * the same seeded order, so a run stopped and resumed takes the same steps as
  * one that never stopped.
- *
- * The loop never waits for the GPU per step: each step's loss is recorded
- * into a DeferredScalars and read every `readEvery` steps (default 10) and
- * before each evaluation, so the queue stays full and a runtime with a slow
- * GPU→CPU round trip (Deno: ~11 ms) pays it once per K steps. The per-step
- * events go out when their losses arrive.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { type EventBus, now } from '../core/events.ts';
+import type { EventBus } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
-import { checkCheckpointKind, checkOptimizerState, checkpointFromFlat, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
-import { batchCount, batches } from '../data/batches.ts';
-import { countedTargets, type Dataset } from '../data/dataset.ts';
-import { createModel, createOptimizer, trainStepDeferred, type Model, type ModelSpec, type Optimizer } from '../engine/index.ts';
+import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import { batchCount } from '../data/batches.ts';
+import type { Dataset } from '../data/dataset.ts';
+import { createModel, createOptimizer, type Model, type Optimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
-import { learningRateAt, type LrSchedule } from './lr.ts';
+import { checkDataFits, modelSpecFor } from './model-fit.ts';
+import { TrainingLoop, type LoopArgs, type LoopConfig, type LoopHandle, type Peers, type RunRecord, type StepUpdate } from './training-loop.ts';
+import type { TrainingState } from './training-state.ts';
+
+// The model a config builds: what a caller rebuilds to load a run's checkpoints (the page does).
+export { modelSpecFor } from './model-fit.ts';
 
 export interface LocalTrainConfig {
   /** 'mlp', 'cnn', or a registered model's name (a model file's, see src/engine/define.ts). */
@@ -91,133 +98,6 @@ export interface LocalTrainArgs {
   signal?: AbortSignal;
 }
 
-export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
-  const spec = builtSpecFor(config, data);
-  const allowed = BUILT_IN_OPTIONS[config.model];
-  const unknown = allowed && config.modelOptions ? Object.keys(config.modelOptions).filter((k) => !allowed.includes(k)) : [];
-  if (unknown.length > 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--model-options: the ${config.model} model takes ${allowed.join(', ')}, not ${unknown.join(', ')}`, { model: config.model, unknown });
-  }
-  // Given options win over what the data suggests: a conflict then fails loudly when the model is built or trained.
-  return (config.modelOptions ? { ...spec, ...config.modelOptions, kind: spec.kind, seed: spec.seed } : spec) as ModelSpec;
-}
-
-/** What --model-options may set on a built-in model (the rest follows from the data). */
-const BUILT_IN_OPTIONS: Record<string, string[]> = { mlp: ['hidden', 'activation'], cnn: ['channels', 'hidden'], transformer: ['layers', 'width', 'heads'] };
-
-/** A model's options as a checkpoint records them (model_spec without kind and seed), keys sorted. */
-function recordedOptions(spec: Record<string, unknown>): Record<string, unknown> {
-  const { kind: _kind, seed: _seed, ...options } = spec;
-  return Object.fromEntries(Object.entries(options).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-}
-
-/**
- * A checkpoint belongs to a model by its layout (checked tensor by tensor) and
- * its options: the same layout with another activation is another model.
- * Checkpoints that record no model_spec are not checked here.
- */
-export function checkModelOptions(c: TrainingCheckpoint, model: Pick<Model, 'spec'>, file: string): void {
-  if (!c.extra.model_spec) return;
-  let saved: Record<string, unknown>;
-  try {
-    saved = recordedOptions(JSON.parse(c.extra.model_spec) as Record<string, unknown>);
-  } catch {
-    return;
-  }
-  const ours = recordedOptions(model.spec);
-  const keys = [...new Set([...Object.keys(saved), ...Object.keys(ours)])].filter((k) => JSON.stringify(saved[k]) !== JSON.stringify(ours[k]));
-  if (keys.length === 0) return;
-  const pass = Object.fromEntries(keys.filter((k) => k in saved).map((k) => [k, saved[k]]));
-  throw new RingtrainError(
-    ErrorCode.BadCheckpoint,
-    `${file} was saved with model options ${JSON.stringify(Object.fromEntries(keys.map((k) => [k, saved[k] ?? null])))} but this run builds ${JSON.stringify(Object.fromEntries(keys.map((k) => [k, ours[k] ?? null])))}; ` +
-      `pass --model-options '${JSON.stringify(pass)}' to resume it, or start without --resume.`,
-    { file, saved, ours, differ: keys },
-  );
-}
-
-function builtSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
-  if (config.model === 'transformer') {
-    // A sequence of token ids in, one next token out per position: the words data set's shape.
-    if (data.positions !== data.inputSize || data.positions < 2) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `the transformer reads token sequences with one target per position; this data has ${data.inputSize} inputs and ${data.positions} targets per example (use the words data set).`);
-    }
-    return { kind: 'transformer', seed: config.seed, context: data.inputSize, vocab: data.classes };
-  }
-  if (config.model === 'cnn') {
-    if (data.height !== 28 || data.width !== 28) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `the CNN is built for 28×28 images, the data has ${data.height}×${data.width}; use --model mlp.`);
-    }
-    return { kind: 'cnn', seed: config.seed, classes: data.classes };
-  }
-  if (config.model === 'mlp') return { kind: 'mlp', seed: config.seed, inputSize: data.inputSize, classes: data.classes };
-  // A registered model (a model file): its factory fixes the shapes.
-  return { kind: config.model, seed: config.seed } as unknown as ModelSpec;
-}
-
-/**
- * The data's examples against the model built for them: a model file (or a
- * resumed size) fixes its input shape and classes, and a table of another width
- * is refused here, naming the file, the model and both shapes, before any step.
- */
-export function checkDataFits(model: Pick<Model, 'identity' | 'inputSize' | 'inputShape' | 'classes'>, data: Dataset): void {
-  const labels = data.stream ? 0 : data.labels.reduce((m, y) => Math.max(m, y + 1), 0);
-  if (model.inputSize === data.inputSize && labels <= model.classes) return;
-  const what = data.source ?? 'the training data';
-  const shape = model.inputShape ? `[batch, ${model.inputShape.join(', ')}]` : `[batch, ${model.inputSize}]`;
-  throw new RingtrainError(
-    ErrorCode.InvalidArgument,
-    `${what} has examples of shape [${data.count}, ${data.inputSize}] with labels of ${labels} classes, but model ${model.identity.name} reads ${shape} and has ${model.classes} classes; ` +
-      (model.inputSize !== data.inputSize ? `give rows of ${model.inputSize} features or a model of ${data.inputSize} inputs` : `give labels below ${model.classes} or a model of ${labels} classes`),
-    { file: what, model: model.identity.name, data: [data.count, data.inputSize], input: model.inputShape ?? [model.inputSize], classes: model.classes, labels },
-  );
-}
-
-/** What a vocabulary (text.ts vocabularyJson) is, for a message: its size and first symbols. */
-function describeVocabulary(json: string): string {
-  try {
-    const v = JSON.parse(json) as { tokens: string; symbols: number[] };
-    const shown = v.tokens === 'bytes' ? '' : ` ${JSON.stringify(String.fromCodePoint(...v.symbols.slice(0, 12)))}${v.symbols.length > 12 ? '…' : ''}`;
-    return `${v.symbols.length} ${v.tokens}${shown}`;
-  } catch {
-    return 'an unreadable vocabulary';
-  }
-}
-
-/**
- * A text model's ids mean its text's characters: a checkpoint resumes only on
- * a text of the same vocabulary (a text of the same size but other characters
- * would fit every tensor and silently retrain every embedding).
- */
-export function checkVocabulary(c: TrainingCheckpoint, data: Pick<Dataset, 'vocabulary'>, file: string): void {
-  const saved = c.extra.vocabulary;
-  if (saved === data.vocabulary) return;
-  if (saved === undefined) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} records no text vocabulary (it was not trained with --text), but this run trains on a text of ${describeVocabulary(data.vocabulary!)}; start without --resume.`, { file });
-  }
-  if (data.vocabulary === undefined) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} is a text model (a vocabulary of ${describeVocabulary(saved)}); resume it with the --text it was trained on.`, { file });
-  }
-  throw new RingtrainError(
-    ErrorCode.BadCheckpoint,
-    `${file} was trained on a text of ${describeVocabulary(saved)}, but this --text has ${describeVocabulary(data.vocabulary)}: its token ids would mean other characters; resume with the text it was trained on.`,
-    { file },
-  );
-}
-
-/** Loads a checkpoint's weights and optimizer state, after checking they belong to this model, its data's vocabulary and this optimizer. */
-export async function restore(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: LocalTrainConfig, name: string, data: Pick<Dataset, 'vocabulary'> = {}): Promise<void> {
-  // Kind, then options, then tensor by tensor: the first thing that differs is the one named.
-  checkCheckpointKind(c, config, name);
-  checkModelOptions(c, model, name);
-  checkVocabulary(c, data, name);
-  const flat = flatParamsFor(c, { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength }, name);
-  const fresh = await optimizer.exportState();
-  checkOptimizerState(c, Object.fromEntries(Object.entries(fresh).map(([k, v]) => [k, v.length])), name);
-  model.writeParams(flat);
-  optimizer.importState(c.optimizerState);
-}
-
 export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult> {
   const { gpu, train, config } = args;
   const stepsPerEpoch = batchCount(train.count, config.batch);
@@ -239,10 +119,11 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   const losses = new DeferredScalars(gpu, readEvery);
   try {
-    if (args.resume) await restore(model, optimizer, args.resume, config, args.resumeName ?? 'checkpoint', train);
-    const run = new LocalRun(args, { model, optimizer, losses, stepsPerEpoch, readEvery }, args.resume?.step ?? 0);
-    await run.train();
-    return { ...run.result(), gpuWaits: gpu.waits - waitsBefore };
+    const peers = new OnePeer(model, optimizer, args.test, readEvery);
+    const record = onePeerRecord(config, model, stepsPerEpoch, train.vocabulary);
+    const loop = new TrainingLoop(loopArgs(args), { peers, record, model, optimizer, losses, bus: args.bus });
+    await loop.run();
+    return { ...onePeerResult(loop.state, config, stepsPerEpoch, gpu), gpuWaits: gpu.waits - waitsBefore };
   } finally {
     losses.destroy();
     optimizer.destroy();
@@ -250,161 +131,94 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   }
 }
 
-/** What a single-peer run trains with (trainLocal builds them and destroys them after). */
-interface LocalParts {
-  model: Model;
-  optimizer: Optimizer;
-  /** The steps' losses, recorded on the GPU and read every `readEvery` steps. */
-  losses: DeferredScalars;
-  stepsPerEpoch: number;
-  readEvery: number;
+/** The loop's settings and hooks for one peer: its warm-up ramps from zero (the transformer recipe) and never scales by a ring's size. */
+function loopArgs(args: LocalTrainArgs): LoopArgs {
+  const { model, optimizer, epochs, steps, batch, lr, seed, sampling, lrSchedule, warmupSteps } = args.config;
+  const config: LoopConfig = { model, optimizer, epochs, steps, batch, lr, seed, sampling, lrSchedule, warmupSteps, warmupFrom: 'zero', scaleLr: false };
+  const { signal } = args;
+  return { config, train: args.train, test: args.test, resume: args.resume, resumeName: args.resumeName, onCheckpoint: args.onCheckpoint, shouldStop: () => signal?.aborted === true };
 }
 
 /**
- * One peer's run: its position (steps from the start of training, across resumes), its meters,
- * and the steps whose losses are recorded but not read yet.
- *
- * Why not trainDistributed's loop at a ring of one: this one never waits for the GPU per step
- * (losses are read every `readEvery` steps, gradients never leave the GPU), derives the epoch
- * from the step alone, reports the last epoch's mean loss, and writes checkpoints that record
- * its learning-rate schedule rather than a ring's global batch and position. The ring's loop
- * reads every step's gradients back to sum them over the ring; folding this run into it would
- * change the checkpoints, the result and the per-step GPU waits that `ringtrain train` reports.
+ * One peer alone, the ring of one: its gradients never leave the GPU, where the optimizer
+ * applies them, and the steps' losses wait there, read every `readEvery` steps, so the loop
+ * never waits for the GPU per step.
  */
-class LocalRun {
-  private readonly config: LocalTrainConfig;
-  private readonly totalSteps: number;
-  /** The schedule depends only on the step, so a resumed run continues the same curve. */
-  private readonly schedule: LrSchedule;
-  private readonly startStep: number;
-  private trainMs = 0;
-  private samples = 0;
-  private tokens = 0;
-  private lossSum = 0;
-  private lossCount = 0;
-  private evaluation = { accuracy: NaN, loss: NaN };
-  /** Steps recorded whose losses are not read yet: [step after it, epoch, samples]. */
-  private unread: { step: number; epoch: number; samples: number }[] = [];
-  private since = now();
+class OnePeer implements Peers {
+  readonly rank = 0;
+  readonly size = 1;
+  readonly name = '';
+  readonly bytesSent = 0;
+  shares: readonly number[] = [];
 
   constructor(
-    private readonly args: LocalTrainArgs,
-    private readonly parts: LocalParts,
-    private step: number,
-  ) {
-    this.config = args.config;
-    this.startStep = step;
-    this.totalSteps = this.config.steps ?? this.config.epochs * parts.stepsPerEpoch;
-    const { config } = this;
-    this.schedule = { baseLr: config.lr, size: 1, scaleBySize: false, decay: config.lrSchedule ?? 'constant', totalSteps: this.totalSteps, warmupSteps: config.warmupSteps ?? 0, warmupFrom: 'zero' };
+    private readonly model: Model,
+    private readonly optimizer: Optimizer,
+    private readonly test: Dataset,
+    readonly readEvery: number,
+  ) {}
+
+  async start(loop: LoopHandle): Promise<void> {
+    this.shares = [loop.fit()];
   }
 
-  private stopped(): boolean {
-    return this.args.signal?.aborted === true;
+  async guarded(work: () => Promise<void>): Promise<boolean> {
+    await work();
+    return true;
   }
 
-  async train(): Promise<void> {
-    const { stepsPerEpoch } = this.parts;
-    while (this.step < this.totalSteps && !this.stopped()) {
-      const epoch = Math.floor(this.step / stepsPerEpoch);
-      this.lossSum = 0;
-      this.lossCount = 0;
-      this.since = now();
-      await this.trainEpoch(epoch, this.step % stepsPerEpoch);
-      await this.drain();
-      if (this.step % stepsPerEpoch === 0 || this.step >= this.totalSteps || this.stopped()) {
-        await this.evaluate(epoch);
-        await this.checkpoint();
-      }
-    }
-    if (Number.isNaN(this.evaluation.accuracy)) await this.evaluate(Math.floor(this.step / stepsPerEpoch)); // nothing left to train after a resume
+  async membershipChanged(): Promise<void> {}
+
+  async apply(s: StepUpdate): Promise<{ bytesSent: number }> {
+    this.optimizer.step(s.lr);
+    return { bytesSent: 0 };
   }
 
-  /** The epoch's steps from `startBatch`, until it ends, the run's last step, or a stop. */
-  private async trainEpoch(epoch: number, startBatch: number): Promise<void> {
-    const { config, args } = this;
-    const { model, optimizer, losses, readEvery } = this.parts;
-    for (const b of batches(args.train, { batchSize: config.batch, seed: config.seed, epoch, startBatch, replacement: config.sampling === 'replacement' })) {
-      args.bus?.emit({ type: 'compute-begin', t: now(), rank: 0, step: this.step });
-      trainStepDeferred(model, optimizer, b.x, b.labels, losses, learningRateAt(this.schedule, this.step));
-      this.step++;
-      // Recorded, not finished: the GPU runs behind until the next drain.
-      args.bus?.emit({ type: 'compute-end', t: now(), rank: 0, step: this.step });
-      this.tokens += countedTargets(b.labels);
-      this.unread.push({ step: this.step, epoch, samples: b.size });
-      if (this.unread.length >= readEvery) await this.drain();
-      if (this.step >= this.totalSteps || this.stopped()) break;
-    }
-  }
+  async afterStep(): Promise<void> {}
 
-  /** Reads the recorded losses (one wait), checks them, and emits their train-step events. */
-  private async drain(): Promise<void> {
-    if (this.unread.length === 0) return;
-    const values = await this.parts.losses.collect();
-    const t = now();
-    this.trainMs += t - this.since;
-    this.since = t;
-    this.unread.forEach((u, i) => {
-      const loss = values[i];
-      if (!Number.isFinite(loss)) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `the training loss became ${loss} at step ${u.step - 1}: the run diverged; lower --lr (now ${this.config.lr}).`, { step: u.step - 1, lr: this.config.lr });
-      }
-      this.samples += u.samples;
-      this.lossSum += loss;
-      this.lossCount++;
-      this.args.bus?.emit({ type: 'train-step', t, rank: 0, size: 1, step: u.step, epoch: u.epoch, loss, samples: u.samples, samplesPerS: this.trainMs > 0 ? (this.samples / this.trainMs) * 1000 : 0, bytesSent: 0 });
-    });
-    this.unread = [];
+  evaluate(): Promise<{ accuracy: number; loss: number }> {
+    return this.model.evaluate(this.test.inputs, this.test.labels);
   }
+}
 
-  private async evaluate(epoch: number): Promise<void> {
-    const { test, bus } = this.args;
-    this.evaluation = await this.parts.model.evaluate(test.inputs, test.labels);
-    bus?.emit({ type: 'evaluate', t: now(), rank: 0, step: this.step, epoch, testAccuracy: this.evaluation.accuracy, testLoss: this.evaluation.loss });
-  }
+/**
+ * What one peer's checkpoints record: the step, whose epoch and batch follow from it, and the
+ * learning-rate schedule. A resume reads the position from the step alone, whatever file it is.
+ */
+function onePeerRecord(config: LocalTrainConfig, model: Model, stepsPerEpoch: number, vocabulary: string | undefined): RunRecord {
+  return {
+    // A run with nothing left to train has nothing new to save: the file it resumed holds that state.
+    handsOutUntrained: false,
+    resume: (state, c) => state.resumeAtStep(c.step, stepsPerEpoch, config.batch),
+    describe: (state) => ({
+      epoch: Math.floor(state.step / stepsPerEpoch),
+      extra: {
+        seed: String(config.seed),
+        batch: String(config.batch),
+        lr: String(config.lr),
+        lr_schedule: config.lrSchedule ?? 'constant',
+        model_spec: JSON.stringify(model.spec),
+        ...(vocabulary ? { vocabulary } : {}),
+      },
+    }),
+  };
+}
 
-  private async checkpoint(): Promise<void> {
-    const { config, args } = this;
-    const { model, optimizer, stepsPerEpoch } = this.parts;
-    if (!args.onCheckpoint) return;
-    const params = await model.readParams();
-    await args.onCheckpoint(
-      checkpointFromFlat({
-        model: config.model,
-        optimizer: config.optimizer,
-        step: this.step,
-        epoch: Math.floor(this.step / stepsPerEpoch),
-        layout: model.layout,
-        params,
-        optimizerState: await optimizer.exportState(),
-        extra: {
-          seed: String(config.seed),
-          batch: String(config.batch),
-          lr: String(config.lr),
-          lr_schedule: config.lrSchedule ?? 'constant',
-          model_spec: JSON.stringify(model.spec),
-          ...(args.train.vocabulary ? { vocabulary: args.train.vocabulary } : {}),
-        },
-      }),
-    );
-  }
-
-  result(): Omit<LocalTrainResult, 'gpuWaits'> {
-    const { step } = this;
-    const { stepsPerEpoch } = this.parts;
-    return {
-      steps: step,
-      epochs: Math.floor(step / stepsPerEpoch),
-      stepsThisRun: step - this.startStep,
-      interrupted: step < this.totalSteps,
-      testAccuracy: this.evaluation.accuracy,
-      testLoss: this.evaluation.loss,
-      trainLoss: this.lossCount > 0 ? this.lossSum / this.lossCount : NaN,
-      samplesPerS: this.trainMs > 0 ? (this.samples / this.trainMs) * 1000 : 0,
-      tokensPerS: this.trainMs > 0 ? (this.tokens / this.trainMs) * 1000 : 0,
-      trainSeconds: this.trainMs / 1000,
-      runtime: detectRuntime(),
-      adapter: this.args.gpu.info.description,
-    };
-  }
+/** The run's result: one peer's epochs follow from its step, and its train loss is the last epoch's (or run's) mean. */
+function onePeerResult(state: TrainingState, config: LocalTrainConfig, stepsPerEpoch: number, gpu: Gpu): Omit<LocalTrainResult, 'gpuWaits'> {
+  const { step, trainMs } = state;
+  return {
+    steps: step,
+    epochs: Math.floor(step / stepsPerEpoch),
+    stepsThisRun: state.completedSteps,
+    interrupted: step < (config.steps ?? config.epochs * stepsPerEpoch),
+    testAccuracy: state.evaluation.accuracy,
+    testLoss: state.evaluation.loss,
+    trainLoss: state.lossCount > 0 ? state.trainLoss : state.endedEpochLoss,
+    samplesPerS: state.samplesPerS,
+    tokensPerS: trainMs > 0 ? (state.tokens / trainMs) * 1000 : 0,
+    trainSeconds: trainMs / 1000,
+    runtime: detectRuntime(),
+    adapter: gpu.info.description,
+  };
 }

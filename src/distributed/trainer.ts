@@ -19,21 +19,25 @@
  * started, which the caller already has). A diverged run hands over its last
  * evaluated state instead (finite weights, finite loss), or nothing.
  *
- * The parts: the ring that can re-form (elastic-ring.ts), where training
- * stands (training-state.ts), the loop (ring-training.ts), and here what
- * runs around each gradient allreduce and the building of it all.
+ * The parts: the loop that single-peer training runs too (training-loop.ts),
+ * where training stands (training-state.ts), the ring's part in each step and
+ * how it re-forms (ring-peers.ts, elastic-ring.ts), and here what runs around
+ * each gradient allreduce, the building of it all and the result.
  */
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
+import { detectRuntime } from '../core/runtime.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
 import { ringOptimizer } from './diloco.ts';
 import { ElasticRing } from './elastic-ring.ts';
 import type { GradientCheck } from './optimizer.ts';
-import { RingTraining, StepClock } from './ring-training.ts';
+import { endsRun, lostRanksOf } from './ring-errors.ts';
+import { RingPeers, ringRecord, StepClock } from './ring-peers.ts';
 import { StepChecks } from './step-checks.ts';
 import { guardOf, refuseUncheckedConfig } from './train-config.ts';
-import { checkDataFits, modelSpecFor } from './train-local.ts';
+import { checkDataFits, modelSpecFor } from './model-fit.ts';
+import { TrainingLoop } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainResult } from './trainer-types.ts';
 
 export type { DistributedTrainArgs, DistributedTrainConfig, DistributedTrainResult, ElasticHooks } from './trainer-types.ts';
@@ -59,13 +63,54 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const clock = new StepClock();
   const ringOpt = ringOptimizer(ring, model, inner, { ...config, checks: gradientChecks(args, clock) });
   try {
-    return await new RingTraining(args, { ring, bus, model, ringOpt, losses, clock }).run();
+    const peers = new RingPeers(args, { ring, model, ringOpt, clock });
+    const record = ringRecord(config, model, ring, train.vocabulary);
+    return await runOnRing(args, new TrainingLoop(args, { peers, record, model, optimizer: ringOpt.optimizer, losses, bus }), peers);
   } finally {
     losses.destroy();
     // Local SGD's optimizer state includes the outer state: this is the one that carries it.
     ringOpt.optimizer.destroy();
     model.destroy();
   }
+}
+
+/** Trains to the end, or until an error ends the run: then the result says why, after the recovery hand-out. */
+async function runOnRing(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingPeers): Promise<DistributedTrainResult> {
+  try {
+    await loop.run();
+    return ringResult(args, loop, peers);
+  } catch (err) {
+    // Whatever ended the run, the weights are those of the last step this rank completed.
+    const why = isRingtrainError(err) ? err : new RingtrainError(ErrorCode.Aborted, `training failed: ${String(err)}`, undefined, { cause: err });
+    // Tell the other ranks now (a diverged loss, a bug) rather than let them wait for our data until they time out.
+    if (!peers.comm.error) peers.comm.abort(why);
+    const noRecovery = await loop.recover(why).catch((e: unknown) => `saving it failed: ${e instanceof Error ? e.message : String(e)}`);
+    if (!endsRun(err)) throw err;
+    return { ...ringResult(args, loop, peers, err), noRecovery };
+  }
+}
+
+function ringResult(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingPeers, stoppedBy?: RingtrainError): DistributedTrainResult {
+  const { state } = loop;
+  return {
+    rank: peers.rank,
+    size: peers.size,
+    steps: state.step,
+    epochs: state.epoch,
+    testAccuracy: state.evaluation.accuracy,
+    testLoss: state.evaluation.loss,
+    trainLoss: state.trainLoss,
+    samplesPerS: state.samplesPerS,
+    tokensPerS: state.tokensPerS,
+    allreduceBytes: state.allreduceBytes,
+    rounds: peers.roundsPerStep(),
+    trainSeconds: state.trainMs / 1000,
+    runtime: detectRuntime(),
+    adapter: args.gpu.info.description,
+    stoppedBy,
+    lostRanks: stoppedBy ? lostRanksOf(stoppedBy) : [],
+    completedSteps: state.completedSteps,
+  };
 }
 
 /**

@@ -1,16 +1,13 @@
 /**
- * Where a ring's training stands, and what it measured on the way: what a
- * checkpoint records, what a late joiner takes from the root, and what the
- * run's result reports.
+ * Where training stands, and what it measured on the way: what a checkpoint
+ * records, what a late joiner takes from the root, and what the run's result
+ * reports. One peer training alone keeps the same state, as a ring of one.
  *
  * `epochExamples` counts the examples the whole ring took in this epoch, not
  * steps, so the position survives a change of ring size (elastic) as well as
  * a resume.
  */
-import { checkpointFromFlat, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
-import type { Model } from '../engine/model.ts';
-import type { Optimizer } from '../engine/optimizer.ts';
-import type { DistributedTrainConfig } from './trainer-types.ts';
+import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 
 /** One completed step, as the state counts it. */
 export interface StepRecord {
@@ -23,20 +20,6 @@ export interface StepRecord {
   targets: number;
   /** Payload bytes this rank sent for the step's gradients. */
   bytesSent: number;
-  /** The step's time on this rank (ms). */
-  ms: number;
-}
-
-/** What a checkpoint of this state needs beyond the state: the model, its optimizer and the ring it trains on. */
-export interface CheckpointParts {
-  config: DistributedTrainConfig;
-  model: Model;
-  optimizer: Optimizer;
-  params: Float32Array;
-  globalBatch: number;
-  ringSize: number;
-  /** A text model's vocabulary (its ids mean this text's characters). */
-  vocabulary?: string;
 }
 
 export class TrainingState {
@@ -55,6 +38,8 @@ export class TrainingState {
   /** The losses of this epoch's steps (reset when an epoch ends). */
   lossSum = 0;
   lossCount = 0;
+  /** The mean loss of the last epoch that ended (NaN before one did). */
+  endedEpochLoss = NaN;
   /** The last evaluation, averaged over the ring (NaN before the first). */
   evaluation = { accuracy: NaN, loss: NaN };
 
@@ -71,6 +56,16 @@ export class TrainingState {
     return new Int32Array([this.step, this.epoch, this.epochExamples]);
   }
 
+  /**
+   * Takes the position of `step` when it alone says where training stands (one peer's
+   * checkpoints record no more): whole epochs of `stepsPerEpoch` steps, then that many batches.
+   */
+  resumeAtStep(step: number, stepsPerEpoch: number, globalBatch: number): void {
+    this.step = step;
+    this.epoch = Math.floor(step / stepsPerEpoch);
+    this.epochExamples = (step % stepsPerEpoch) * globalBatch;
+  }
+
   /** Takes the root's position, as `position()` gave it. */
   takePosition(p: Int32Array): void {
     [this.step, this.epoch, this.epochExamples] = [p[0], p[1], p[2]];
@@ -83,15 +78,18 @@ export class TrainingState {
     this.epochExamples += globalBatch;
   }
 
-  /** Adds a completed step to the meters. */
+  /** Adds a completed step to the meters (its time comes with `addTime`, a few steps' at once when their losses are read together). */
   measure(r: StepRecord): void {
-    this.trainMs += r.ms;
     this.samples += r.examples;
     this.ringSamples += r.ringExamples;
     this.tokens += r.targets;
     this.allreduceBytes += r.bytesSent;
     this.lossSum += r.loss;
     this.lossCount++;
+  }
+
+  addTime(ms: number): void {
+    this.trainMs += ms;
   }
 
   /** The ring's examples per second so far. */
@@ -111,33 +109,10 @@ export class TrainingState {
 
   /** An epoch ended (after its evaluation). */
   nextEpoch(): void {
+    this.endedEpochLoss = this.trainLoss;
     this.epoch++;
     this.epochExamples = 0;
     this.lossSum = 0;
     this.lossCount = 0;
-  }
-
-  /** This state as a checkpoint: weights, optimizer state, position, and how the ring trained. */
-  async checkpoint(p: CheckpointParts): Promise<TrainingCheckpoint> {
-    const { config, model } = p;
-    return checkpointFromFlat({
-      model: config.model,
-      optimizer: config.optimizer,
-      step: this.step,
-      epoch: this.epoch,
-      layout: model.layout,
-      params: p.params,
-      optimizerState: await p.optimizer.exportState(),
-      extra: {
-        seed: String(config.seed),
-        batch: String(config.batch),
-        global_batch: String(p.globalBatch),
-        lr: String(config.lr),
-        size: String(p.ringSize),
-        epoch_examples: String(this.epochExamples),
-        model_spec: JSON.stringify(model.spec),
-        ...(p.vocabulary ? { vocabulary: p.vocabulary } : {}),
-      },
-    });
   }
 }

@@ -15,7 +15,8 @@ import type { Dataset } from '../data/dataset.ts';
 import { gatherExamples } from '../data/dataset.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { modelSpecFor, type LocalTrainConfig } from './train-local.ts';
+import { modelSpecFor } from './model-fit.ts';
+import type { LocalTrainConfig } from './train-local.ts';
 
 /** Largest evaluation chunk GraphModel.evaluate uses (the matmul it picks may depend on the rows). */
 const EVAL_CHUNK = 500;

@@ -1,7 +1,8 @@
 /**
  * Single-peer training steps. `trainStep` waits for the loss (one GPU→CPU
  * wait per step); `trainStepDeferred` never waits: the loss goes into a
- * DeferredScalars that the caller collects every few steps (train-local.ts).
+ * DeferredScalars that the caller collects every few steps, as single-peer
+ * training does (training-loop.ts, at one rank).
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
