@@ -18,6 +18,7 @@ import { allreduce } from '../collectives/allreduce.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now, type EventBus } from '../core/events.ts';
 import { isBroken, lostRanksOf } from './ring-errors.ts';
+import type { GradientCheck } from './optimizer.ts';
 import type { ElasticHooks } from './trainer-types.ts';
 
 /** Whatever holds the ring's communicator now; an elastic ring replaces it when it re-forms. */
@@ -41,6 +42,8 @@ export interface ElasticRingOptions {
 
 export class ElasticRing implements CurrentRing {
   private current: Communicator;
+  /** A membership agreement started beside a step's gradient allreduce, with the ring it runs on. */
+  private pending?: { comm: Communicator; answer: Promise<{ epoch: number } | { error: unknown }> };
   private readonly reformedCallbacks: ((comm: Communicator) => void | Promise<void>)[] = [];
 
   /** `hooks`: the session's membership; absent, the ring is fixed. */
@@ -91,12 +94,44 @@ export class ElasticRing implements CurrentRing {
     return r[0];
   }
 
-  /** Between steps: re-forms the ring when any rank has heard of a newer membership; true when the ring changed. */
+  /**
+   * The membership agreement as a check beside the gradient allreduce (an elastic ring's; a fixed
+   * ring has none): its one-number allreduce starts with the step's collectives, and the next
+   * membershipChanged reads its answer, so a steady elastic step waits for one collective fewer.
+   * Every rank starts it at the same point of the same step, so every rank reads the same answer;
+   * a rank that hears of a newer membership after it started is counted at the next step's.
+   */
+  get agreementCheck(): GradientCheck | undefined {
+    if (!this.hooks) return undefined;
+    return {
+      before: () => {
+        const answer = this.agreedEpoch().then(
+          (epoch) => ({ epoch }),
+          (error: unknown) => ({ error }),
+        );
+        this.pending = { comm: this.current, answer };
+      },
+    };
+  }
+
+  /**
+   * Between steps: re-forms the ring when any rank has heard of a newer membership; true when the
+   * ring changed. Reads the agreement the step started beside its allreduce (agreementCheck), or,
+   * when none ran on this ring (a pass that reduced nothing, a ring re-formed since), agrees now.
+   */
   async membershipChanged(): Promise<boolean> {
     const hooks = this.hooks;
     if (!hooks) return false;
+    const pending = this.pending?.comm === this.current ? this.pending : undefined;
+    this.pending = undefined;
     let agreed = hooks.currentEpoch();
-    if (!(await this.guarded(async () => void (agreed = await this.agreedEpoch())))) return true;
+    const agree = async () => {
+      if (!pending) return void (agreed = await this.agreedEpoch());
+      const answer = await pending.answer;
+      if ('error' in answer) throw answer.error;
+      agreed = answer.epoch;
+    };
+    if (!(await this.guarded(agree))) return true;
     if (agreed <= hooks.currentEpoch()) return false;
     await this.regroup(agreed);
     return true;

@@ -61,7 +61,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
   const clock = new StepClock();
-  const ringOpt = ringOptimizer(ring, model, inner, { ...config, checks: gradientChecks(args, clock) });
+  const ringOpt = ringOptimizer(ring, model, inner, { ...config, checks: gradientChecks(args, clock, ring.agreementCheck) });
   try {
     const peers = new RingPeers(args, { ring, model, ringOpt, clock });
     const record = ringRecord(config, model, ring, train.vocabulary);
@@ -119,7 +119,7 @@ function ringResult(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingP
  * contribution guard, and with verify the verified allreduce: they check the gradients each rank is
  * about to send, and their sum), and the caller's look at the contribution about to be summed.
  */
-function gradientChecks(args: DistributedTrainArgs, clock: StepClock): GradientCheck[] {
+function gradientChecks(args: DistributedTrainArgs, clock: StepClock, agreement: GradientCheck | undefined): GradientCheck[] {
   const { config } = args;
   const robust = config.aggregation !== undefined && config.aggregation.rule !== 'mean';
   const checks = new StepChecks({ guard: guardOf(config), verify: config.verify, leaveOut: !robust, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
@@ -137,5 +137,6 @@ function gradientChecks(args: DistributedTrainArgs, clock: StepClock): GradientC
     observe: config.verify ? (comm, offset, values) => checks.observe(comm, offset, values) : undefined,
   };
   const contribution: GradientCheck = { before: (_comm, local, step) => args.transformContribution?.(local, step) };
-  return [gradientsRead, stepChecks, contribution];
+  // The membership agreement (an elastic ring's) starts after this rank's compute, beside the others.
+  return [gradientsRead, ...(agreement ? [agreement] : []), stepChecks, contribution];
 }

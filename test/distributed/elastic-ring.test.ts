@@ -3,7 +3,8 @@
  * memory rings and membership hooks played by the test: a broken step re-forms
  * the ring and runs the re-form callbacks; a fixed ring throws the error as it
  * is; after a step the ranks agree on the newest membership any of them has
- * heard of, and re-form there together; and an optimizer reading the ring
+ * heard of, and re-form there together, reading the agreement a step started
+ * beside its allreduce when there is one; and an optimizer reading the ring
  * through it sees the new communicator at once.
  */
 import { describe, expect, it } from 'vitest';
@@ -78,6 +79,32 @@ describe('ElasticRing', () => {
     expect(await Promise.all(ringOf.map((ring) => ring.membershipChanged()))).toEqual([false, false]);
     // A communicator of one's own is its own holder.
     expect(currentRing(rings[0][0]).comm).toBe(rings[0][0]);
+    for (const c of rings.flat()) c.close();
+  });
+
+  it('reads the agreement a step started beside its allreduce: no collective of its own between steps, and the same re-form', async () => {
+    const rings = [createMemoryRing(2), createMemoryRing(2), createMemoryRing(2)];
+    const heard = [{ latest: 0 }, { latest: 0 }];
+    const h = [0, 1].map((r) => hooks(rings, r, heard[r]));
+    const ringOf = [0, 1].map((r) => new ElasticRing(rings[0][r], h[r], { bus: new EventBus() }));
+    const begun: string[] = [];
+    for (const c of rings.flat()) c.events.on((e) => void (e.type === 'collective-begin' && begun.push(e.name)));
+    expect(new ElasticRing(rings[0][0], undefined, { bus: new EventBus() }).agreementCheck, 'a fixed ring agrees on nothing').toBeUndefined();
+    // A step: every rank starts the agreement as its gradients go out (the check's `before`).
+    const step = () => Promise.all(ringOf.map((ring, r) => ring.agreementCheck!.before!(ringOf[r].comm, new Float32Array(1), 0)));
+    await step();
+    expect(begun).toEqual(['membership-epoch', 'membership-epoch']);
+    expect(await Promise.all(ringOf.map((ring) => ring.membershipChanged()))).toEqual([false, false]);
+    expect(begun, 'read, not run again').toHaveLength(2);
+    // Rank 1 hears of epoch 2 before the next step's agreement: both re-form after that step.
+    heard[1].latest = 2;
+    await step();
+    expect(await Promise.all(ringOf.map((ring) => ring.membershipChanged()))).toEqual([true, true]);
+    expect(h.map((x) => x.regroups)).toEqual([[2], [2]]);
+    expect(begun).toHaveLength(4);
+    // After a re-form no step has agreed on the new ring yet: the ranks agree between steps, as a fixed schedule would.
+    expect(await Promise.all(ringOf.map((ring) => ring.membershipChanged()))).toEqual([false, false]);
+    expect(begun).toHaveLength(6);
     for (const c of rings.flat()) c.close();
   });
 });
