@@ -73,7 +73,8 @@ export function runCommand(extension: RunExtension = {}): Command {
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
     .option('--verify', 'check every allreduce against sketches each peer publishes of its own gradient: a link that corrupts data is named and its sender ejected (docs/ROBUSTNESS.md)', false)
-    .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them, and clip any other large one to 2x theirs; a peer doubtful three steps in a row is ejected (opt-in: docs/ROBUSTNESS.md)', false)
+    .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them, and clip any other large one to 2x theirs; a peer doubtful four steps in a row is ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)')
+    .option('--no-doubt-rule', 'turn the doubt rule off, in an elastic job too')
     .option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same')
     .option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)')
     .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false);
@@ -107,7 +108,7 @@ export function runCommand(extension: RunExtension = {}): Command {
         discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
         wan: parseWanOptions(raw),
         aggregation: parseAggregationOption(raw.aggregation),
-        checks: { verify: Boolean(raw.verify), doubtRule: Boolean(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
+        checks: { verify: Boolean(raw.verify), doubtRule: raw.doubtRule === undefined ? undefined : Boolean(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
         workerCommand: extension.workerCommand,
         labels: raw.labels as string | undefined,
         labelColumn: raw.labelColumn as string | undefined,

@@ -146,9 +146,22 @@ export const JOB_SETTING_DEFAULTS = {
   elastic: false,
   verify: false,
   directionRules: false,
-  doubtRule: false,
   aggregation: 'mean',
 } as const satisfies Partial<Record<JobSettingKey, unknown>>;
+
+/**
+ * Whether a job runs the doubt rule (src/distributed/doubt.ts): as it says, or, when it says
+ * nothing, on in elastic jobs. An elastic job admits peers as they come (browser tabs,
+ * volunteers, `npm start`'s extra places) and goes on without one it ejects, so a sign-flipped
+ * peer, which passes every other default check and diverges the job, costs it one peer; the
+ * rule's false alarm, an honest peer named, costs the same (none in the whole honest runs
+ * replayed, docs/ROBUSTNESS.md). A fixed job stops at any naming, so it keeps asking. Off where
+ * it does not combine (speed shares: a peer with three times the examples reads as an outlier).
+ */
+export function doubtRuleOn(s: JobSettings): boolean {
+  if (s.doubtRule !== undefined) return s.doubtRule;
+  return (s.elastic ?? JOB_SETTING_DEFAULTS.elastic) && s.balance !== 'speed';
+}
 
 const shape = Object.fromEntries(Object.entries(FIELDS).map(([k, f]) => [k, f.schema.optional()])) as {
   [K in JobSettingKey]: z.ZodOptional<(typeof FIELDS)[K]['schema']>;

@@ -1,8 +1,9 @@
 /**
- * `run --verify`, `--doubt-rule` and `--direction-rules`: the opt-in step
- * checks (docs/ROBUSTNESS.md) ride in the job config, so every peer, browser
+ * `run --verify`, `--doubt-rule` and `--direction-rules`: the step checks a job
+ * asks for (docs/ROBUSTNESS.md) ride in the job config, so every peer, browser
  * tabs included, runs the same checks; the refusals name the flags before
- * anything starts.
+ * anything starts. The doubt rule is on by default in elastic jobs, and
+ * `--no-doubt-rule` turns it off there.
  */
 import { describe, expect, it } from 'vitest';
 import { jobSpecFor, runCommand } from '../../src/cli/run.ts';
@@ -29,6 +30,28 @@ describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
     const doubtOnly = configOf({ verify: false, doubtRule: true, directionRules: false });
     expect(doubtOnly.guard).toMatchObject({ direction: false });
     expect(doubtOnly.guard && 'doubt' in doubtOnly.guard).toBe(false);
+  });
+
+  it('runs the doubt rule in an elastic job unless it says --no-doubt-rule, and in a fixed one only when asked', async () => {
+    const elastic = (checks?: RunOptions['checks'], more: Partial<RunOptions> = {}) => trainConfigFromJob(jobSpecFor({ ...base, elastic: true, checks, ...more } as RunOptions).config).guard;
+    const on = elastic(undefined);
+    expect(on && 'doubt' in on, 'elastic, nothing said').toBe(false);
+    expect(elastic({ verify: false, directionRules: false })).toMatchObject({ direction: false });
+    expect(elastic({ verify: false, doubtRule: false, directionRules: false }), 'elastic, --no-doubt-rule').toMatchObject({ doubt: false });
+    expect(configOf({ verify: false, directionRules: false }).guard, 'fixed, nothing said').toMatchObject({ doubt: false });
+    // Speed shares do not combine with it: an elastic job with them runs without it unless it asks (and is then refused).
+    expect(elastic(undefined, { shares: { balance: 'speed', globalBatch: 96 } } as Partial<RunOptions>), 'elastic, --balance speed').toMatchObject({ doubt: false });
+    // What the flags parse to: given, negated, or left to the job's kind.
+    const flag = async (args: string[]) => {
+      let seen: unknown = 'not parsed';
+      const cmd = runCommand().exitOverride();
+      cmd.hook('preAction', (c) => void (seen = c.opts().doubtRule));
+      await cmd.parseAsync(['--np', '0', ...args], { from: 'user' }).catch(() => undefined);
+      return seen;
+    };
+    expect(await flag([])).toBeUndefined();
+    expect(await flag(['--doubt-rule'])).toBe(true);
+    expect(await flag(['--no-doubt-rule'])).toBe(false);
   });
 
   it('refuses --verify with a lossy or non-sum reduction, and --doubt-rule with speed shares, naming both flags', async () => {
