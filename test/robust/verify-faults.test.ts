@@ -53,7 +53,8 @@ describe('faults only sketches see', () => {
 describe('a NaN average while every rank published a finite gradient', () => {
   it('without verify, blames no learning rate alone: a peer may have lied, and verify names it', async () => {
     requireNetns();
-    const { honest, honestCodes } = await runWithFault('sketch-lienan-noverify', 'lie-nan', undefined, true, { steps: 16 });
+    // The doubt rule off (an elastic job runs it unless told not to), so the error must point to it too.
+    const { honest, honestCodes } = await runWithFault('sketch-lienan-noverify', 'lie-nan', undefined, true, { steps: 16, doubtRule: false });
     for (const [i, w] of honest.entries()) {
       expect(honestCodes[i], w.stderr).not.toBe(0);
       expect(w.stderr).toMatch(/a peer may have sent other numbers than it published: run the job with verify/);
