@@ -56,10 +56,11 @@ export interface RunOptions extends TrainOptions {
   /** --aggregation (aggregation-option.ts; absent: the mean). */
   aggregation?: Aggregation;
   /**
-   * --verify, --direction-rules: opt-in step checks; --doubt-rule / --no-doubt-rule: the doubt
-   * rule as asked, undefined when neither was given (then on in elastic jobs: doubtRuleOn, docs/ROBUSTNESS.md).
+   * --direction-rules: an opt-in step check; --verify / --no-verify and --doubt-rule /
+   * --no-doubt-rule as asked, undefined when neither form was given (then on in elastic jobs:
+   * stepCheckOn, docs/ROBUSTNESS.md).
    */
-  checks?: { verify: boolean; doubtRule?: boolean; directionRules: boolean };
+  checks?: { verify?: boolean; doubtRule?: boolean; directionRules: boolean };
   /** --model-options with --layers/--width/--heads merged in: every worker builds the model with them. */
   modelOptions?: Record<string, unknown>;
   /** --text: the text's SHA-256, which every worker's own copy must match. */
@@ -153,10 +154,10 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
   // Conflicting flags were refused when `run` parsed them (refuseFlagConflicts), and the server's schema refuses the job's.
   Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation));
-  // Only the checks asked for are written, so a job without them reads as before; the doubt rule
-  // is written either way when given, since its absence means on in an elastic job.
-  for (const key of ['verify', 'directionRules'] as const) if (o.checks?.[key]) hyperparameters[key] = true;
-  if (o.checks?.doubtRule !== undefined) hyperparameters.doubtRule = o.checks.doubtRule;
+  // Only the checks asked for are written, so a job without them reads as before; verify and the
+  // doubt rule are written either way when given, since their absence means on in an elastic job.
+  if (o.checks?.directionRules) hyperparameters.directionRules = true;
+  for (const key of ['verify', 'doubtRule'] as const) if (o.checks?.[key] !== undefined) hyperparameters[key] = o.checks[key];
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
