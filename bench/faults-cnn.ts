@@ -1,5 +1,5 @@
 /**
- * Issue 14's bar for untrusted peers, on the CNN: a 4-peer elastic job on a
+ * The bar for untrusted peers, on the CNN: a 4-peer elastic job on a
  * real server, real Deno workers over real WebRTC, one of them started with a
  * chaos entry's `--chaos` fault (test/support/chaos/faults.ts) at step `--fault-step`. For each fault, one JSON line:
  * who named the faulty worker, whether the server ejected it, how many steps
@@ -11,11 +11,12 @@
  * Contributions the doubt rule left out of a step (event `contribution-left-out`, as
  * seen by honest worker 0) are counted in every run, honest ones included.
  *
- * `--checks LIST` says which opt-in step checks the jobs ask for: a comma-separated list of
- * check sets, each `default` (none: what a job gets unasked) or opt-ins joined by `+`:
+ * `--checks LIST` says which step checks the jobs run: a comma-separated list of check sets,
+ * each `default` (what an elastic job runs unasked: the verified allreduce and the doubt
+ * rule), `none` (every optional check off), or checks joined by `+`, the others off:
  * `verify` (the verified allreduce), `doubt` (the doubt rule), `direction` (the direction
- * rules), e.g. `--checks default,verify,doubt,direction,verify+doubt`. Every fault (and the
- * honest runs) runs once per check set; each JSON line carries its set. Default `doubt`, the
+ * rules), e.g. `--checks default,none,verify,doubt,direction`. Every fault (and the honest
+ * runs) runs once per check set; each JSON line carries its set. Default `doubt`, the
  * bench's set before it took others; `--doubt-rule false` is `--checks default`.
  * `--no-honest` skips the honest runs (when a set's honest figures are already measured).
  *
@@ -47,16 +48,18 @@ const steps = Number(opt('steps', '60'));
 const faultSteps = opt('fault-steps', opt('fault-step', '3')).split(',').map(Number);
 const seed = Number(opt('seed', '7'));
 const batch = Number(opt('batch', '8'));
-/** The opt-in checks each check set turns on, as the job hyperparameters that ask for them. */
+/** The step checks a check set names, as the job hyperparameters that turn them on or off. */
 const CHECKS = { verify: 'verify', doubt: 'doubtRule', direction: 'directionRules' } as const;
 type CheckSets = { name: string; hyperparameters: Partial<Record<(typeof CHECKS)[keyof typeof CHECKS], boolean>> }[];
 const checkSets: CheckSets = opt('checks', opt('doubt-rule', 'true') === 'true' ? 'doubt' : 'default')
   .split(',')
   .map((name) => {
-    const parts = name === 'default' ? [] : name.split('+');
+    // 'default': what an elastic job runs unasked; otherwise exactly the checks named, the others off.
+    if (name === 'default') return { name, hyperparameters: {} };
+    const parts = name === 'none' ? [] : name.split('+');
     const unknown = parts.filter((p) => !Object.hasOwn(CHECKS, p));
-    if (unknown.length) throw new Error(`--checks: unknown check '${unknown[0]}' in '${name}' (default, or ${Object.keys(CHECKS).join(', ')} joined by +)`);
-    return { name, hyperparameters: Object.fromEntries(parts.map((p) => [CHECKS[p as keyof typeof CHECKS], true])) };
+    if (unknown.length) throw new Error(`--checks: unknown check '${unknown[0]}' in '${name}' (default, none, or ${Object.keys(CHECKS).join(', ')} joined by +)`);
+    return { name, hyperparameters: Object.fromEntries(Object.entries(CHECKS).map(([check, key]) => [key, parts.includes(check)])) };
   });
 const withHonest = !args.includes('--no-honest');
 const perPeer = args.includes('--per-peer');

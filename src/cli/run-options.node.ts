@@ -55,8 +55,12 @@ export interface RunOptions extends TrainOptions {
   shares?: ShareOptions;
   /** --aggregation (aggregation-option.ts; absent: the mean). */
   aggregation?: Aggregation;
-  /** --verify, --doubt-rule, --direction-rules: the opt-in step checks (docs/ROBUSTNESS.md). */
-  checks?: { verify: boolean; doubtRule: boolean; directionRules: boolean };
+  /**
+   * --direction-rules: an opt-in step check; --verify / --no-verify and --doubt-rule /
+   * --no-doubt-rule as asked, undefined when neither form was given (then on in elastic jobs:
+   * stepCheckOn, docs/ROBUSTNESS.md).
+   */
+  checks?: { verify?: boolean; doubtRule?: boolean; directionRules: boolean };
   /** --model-options with --layers/--width/--heads merged in: every worker builds the model with them. */
   modelOptions?: Record<string, unknown>;
   /** --text: the text's SHA-256, which every worker's own copy must match. */
@@ -150,8 +154,10 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
   // Conflicting flags were refused when `run` parsed them (refuseFlagConflicts), and the server's schema refuses the job's.
   Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation));
-  // Only the checks asked for are written, so a job without them reads as before.
-  for (const key of ['verify', 'doubtRule', 'directionRules'] as const) if (o.checks?.[key]) hyperparameters[key] = true;
+  // Only the checks asked for are written, so a job without them reads as before; verify and the
+  // doubt rule are written either way when given, since their absence means on in an elastic job.
+  if (o.checks?.directionRules) hyperparameters.directionRules = true;
+  for (const key of ['verify', 'doubtRule'] as const) if (o.checks?.[key] !== undefined) hyperparameters[key] = o.checks[key];
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;

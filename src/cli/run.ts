@@ -72,8 +72,10 @@ export function runCommand(extension: RunExtension = {}): Command {
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
-    .option('--verify', 'check every allreduce against sketches each peer publishes of its own gradient: a link that corrupts data is named and its sender ejected (docs/ROBUSTNESS.md)', false)
-    .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them, and clip any other large one to 2x theirs; a peer doubtful three steps in a row is ejected (opt-in: docs/ROBUSTNESS.md)', false)
+    .option('--verify', 'check every allreduce against sketches each peer publishes of its own gradient: a peer that sends other numbers than it published, or a link that corrupts data, is named and ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)')
+    .option('--no-verify', 'turn the verified allreduce off, in an elastic job too')
+    .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them, and clip any other large one to 2x theirs; a peer doubtful four steps in a row is ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)')
+    .option('--no-doubt-rule', 'turn the doubt rule off, in an elastic job too')
     .option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same')
     .option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)')
     .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false);
@@ -107,7 +109,7 @@ export function runCommand(extension: RunExtension = {}): Command {
         discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
         wan: parseWanOptions(raw),
         aggregation: parseAggregationOption(raw.aggregation),
-        checks: { verify: Boolean(raw.verify), doubtRule: Boolean(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
+        checks: { verify: optionalFlag(raw.verify), doubtRule: optionalFlag(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
         workerCommand: extension.workerCommand,
         labels: raw.labels as string | undefined,
         labelColumn: raw.labelColumn as string | undefined,
@@ -121,6 +123,11 @@ export function runCommand(extension: RunExtension = {}): Command {
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
+}
+
+/** A flag with a --no- form: true, false, or undefined when neither was given (the job's kind decides). */
+function optionalFlag(value: unknown): boolean | undefined {
+  return value === undefined ? undefined : Boolean(value);
 }
 
 /** --data FILE.csv|.npy|.json: the table (and labels file) hashed into `o`, and its split, for the progress bar. */

@@ -24,9 +24,11 @@
  * (early in training, when the harm is largest) has a cosine near minus
  * the honest one and a ratio near 20: doubtful at once. Leaving a doubtful
  * contribution out costs an honest rank one step's examples; naming it needs
- * a run of 3 doubtful steps, which whole recorded honest runs (1,000-step CNN
- * and MLP, replayed by bench/doubt-replay.ts) never reached (figures and
- * limits: docs/ROBUSTNESS.md).
+ * a run of 4 doubtful steps. At 3, two of eleven whole honest CNN runs at
+ * `npm start`'s settings named an honest rank late in training (replayed by
+ * bench/doubt-replay.ts); at 4 none of the recorded runs did, and naming a
+ * step later adds nothing of the flip to the sum, since its doubtful steps
+ * are left out (figures and limits: docs/ROBUSTNESS.md).
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { coordinateMedian, cosine, median } from '../collectives/sketch.ts';
@@ -37,7 +39,7 @@ export const DEFAULT_DOUBT_RATIO = 4;
 /** ...whose cosine with their consensus is at most minus this (0: pointing against them at all), is doubtful. */
 export const DEFAULT_DOUBT_COSINE = 0;
 /** A rank doubtful at this many steps in a row is named. */
-export const DEFAULT_NAMED_AFTER = 3;
+export const DEFAULT_NAMED_AFTER = 4;
 /** A contribution over this many times the others' median norm this step that is not doubtful is summed scaled down to it. */
 export const DEFAULT_CLIP_RATIO = 2;
 /** With two ranks the other's consensus is one gradient: no telling which one is wrong. */

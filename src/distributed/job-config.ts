@@ -8,7 +8,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { parseAggregation } from '../core/setting-text.ts';
 import { isModelFile, registeredModel } from '../engine/define.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
-import { JOB_SETTING_DEFAULTS as D, parseJobSettings } from './settings.ts';
+import { JOB_SETTING_DEFAULTS as D, parseJobSettings, stepCheckOn } from './settings.ts';
 import { madeFromSchema } from './train-config.ts';
 import type { DistributedTrainConfig } from './trainer.ts';
 
@@ -53,15 +53,14 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     // A fixed global batch shared over the ring (absent: batchPerPeer per rank), by speed or equally.
     globalBatch: h.globalBatch,
     balance: h.balance ?? D.balance,
-    // The verified allreduce (step-checks.ts): a job-wide setting, every rank publishes the same sketches.
-    verify: h.verify ?? D.verify,
+    // The verified allreduce (step-checks.ts): a job-wide setting, every rank publishes the same sketches;
+    // on in elastic jobs unless they say verify: false (stepCheckOn says why).
+    verify: stepCheckOn(h, 'verify'),
     // The direction rules (direction.ts) are asked for, not on by default: in CI an honest CNN rank
     // late in training (loss ~0.01, one hard example: 96x the median norm against the others)
     // tripped the pull rule and stopped a non-elastic job; the NaN/Inf and 1,000x norm rules stay on.
-    // The doubt rule (doubt.ts) is asked for too (`doubtRule: true`) until it is measured over whole
-    // honest CNN runs late in training, where honest hard examples are large and point against the
-    // others (docs/ROBUSTNESS.md says what was and was not measured).
-    guard: { ...(h.directionRules === true ? {} : { direction: false }), ...(h.doubtRule === true ? {} : { doubt: false }) },
+    // The doubt rule (doubt.ts): on in elastic jobs unless they say doubtRule: false (stepCheckOn says why).
+    guard: { ...(h.directionRules === true ? {} : { direction: false }), ...(stepCheckOn(h, 'doubtRule') ? {} : { doubt: false }) },
     aggregation: h.aggregation === undefined ? undefined : parseAggregation(h.aggregation),
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
     syncEvery: h.syncEvery,

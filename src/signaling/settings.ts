@@ -23,7 +23,7 @@
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { AGGREGATION_FORMS, parseAggregation, topkRatio } from '../core/setting-text.ts';
-import { configSettingName, settingConflict, type Setting } from './setting-conflicts.ts';
+import { configSettingName, settingConflict, type ConflictSettings, type Setting } from './setting-conflicts.ts';
 
 /** The longest text a setting may hold (the wire's limit on a string value). */
 const MAX_TEXT = 256;
@@ -144,11 +144,41 @@ export const JOB_SETTING_DEFAULTS = {
   sampling: 'epochs',
   balance: 'equal',
   elastic: false,
-  verify: false,
   directionRules: false,
-  doubtRule: false,
   aggregation: 'mean',
 } as const satisfies Partial<Record<JobSettingKey, unknown>>;
+
+/** The settings a conflict is judged on (setting-conflicts.ts), as a job's keys carry them. */
+function conflictSettingsOf(s: Partial<Record<JobSettingKey, unknown>>): ConflictSettings {
+  // Runs on a valid shape only, but a rule that does not parse is its field's error, not a conflict.
+  const text = typeof s.aggregation === 'string' ? s.aggregation : undefined;
+  const aggregation = text === undefined || !parsesBy(parseAggregation)(text) ? undefined : parseAggregation(text);
+  return { verify: s.verify as boolean | undefined, doubtRule: s.doubtRule as boolean | undefined, aggregation: aggregation?.rule === 'mean' ? undefined : aggregation, compression: s.compression as string | undefined, syncEvery: s.syncEvery as number | undefined, balance: s.balance as string | undefined };
+}
+
+/**
+ * Whether a job runs a step check that elastic jobs run by default: as the job says, or, when
+ * it says nothing, on in an elastic job where it combines with the job's other settings.
+ *
+ * - `doubtRule` (src/distributed/doubt.ts) names a sign-flipped peer, which passes every other
+ *   default check and diverges the job;
+ * - `verify` (the verified allreduce) names a peer that publishes honest checks and sends
+ *   other numbers into the ring, which otherwise stops the job with nobody named.
+ *
+ * An elastic job admits peers as they come (browser tabs, volunteers, `npm start`'s extra
+ * places) and goes on without one it ejects, so either attack costs it one peer instead of the
+ * run. What they cost honest jobs, in time and in false alarms, is measured in
+ * docs/ROBUSTNESS.md. A fixed job is one whose peers its owner starts; it stops at any naming,
+ * so it keeps asking. Off where it does not combine: speed shares (a peer with three times the
+ * examples reads as a doubtful outlier), lossy compression or a robust aggregation (verify
+ * checks an exact sum).
+ */
+export function stepCheckOn(s: JobSettings, check: 'verify' | 'doubtRule'): boolean {
+  const said = s[check];
+  if (said !== undefined) return said;
+  if (!(s.elastic ?? JOB_SETTING_DEFAULTS.elastic)) return false;
+  return settingConflict({ ...conflictSettingsOf(s), [check]: true }) === undefined;
+}
 
 const shape = Object.fromEntries(Object.entries(FIELDS).map(([k, f]) => [k, f.schema.optional()])) as {
   [K in JobSettingKey]: z.ZodOptional<(typeof FIELDS)[K]['schema']>;
@@ -156,9 +186,7 @@ const shape = Object.fromEntries(Object.entries(FIELDS).map(([k, f]) => [k, f.sc
 
 /** The job settings' schema: every key optional, none other allowed, and the pairs that do not combine refused. */
 export const jobSettingsSchema = z.strictObject(shape).superRefine((s, ctx) => {
-  // Runs on a valid shape only, but a rule that does not parse is its field's error, not a conflict.
-  const aggregation = s.aggregation === undefined || !parsesBy(parseAggregation)(s.aggregation) ? undefined : parseAggregation(s.aggregation);
-  const settings = { verify: s.verify, doubtRule: s.doubtRule, aggregation: aggregation?.rule === 'mean' ? undefined : aggregation, compression: s.compression, syncEvery: s.syncEvery, balance: s.balance };
+  const settings = conflictSettingsOf(s);
   const c = settingConflict(settings);
   if (c) {
     // Named as the job's config spells them (configSettingName names the library's fields).

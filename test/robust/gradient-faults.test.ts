@@ -1,9 +1,9 @@
 /**
- * Issue 14, poisoned gradients: in a 3-peer elastic job one real Deno worker
+ * Poisoned gradients: in a 3-peer elastic job one real Deno worker
  * sends NaN, 1e30-scaled, ×(-1e5) or sign-flipped ×20 gradients from step 3 on. The
  * contribution guard names it on every rank before anything is summed (the
- * ×20 flip, inside the norm rule's ratio, in a job that asks for the doubt rule:
- * left out of its first two steps' sums, named at its third), the
+ * ×20 flip, inside the norm rule's ratio, by the doubt rule that elastic jobs
+ * run by default: left out of its first three steps' sums, named at its fourth), the
  * honest peers report it, the server ejects it, and the two honest peers
  * re-form the ring and finish every step with a model that learned.
  * Real server, real Deno workers, real WebRTC (inside scripts/in-netns.sh).
@@ -11,6 +11,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
+import { DEFAULT_NAMED_AFTER } from '../../src/distributed/doubt.ts';
 import { requireNetns } from '../support/workers.ts';
 import { cleanUpRuns, FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './eject.ts';
 
@@ -18,11 +19,10 @@ afterAll(() => cleanUpRuns());
 
 describe('a worker sending poisoned gradients', () => {
   for (const fault of ['scale:1e30', 'nan', 'scale:-1e5', 'scale:-20']) {
-    it(`--chaos ${fault}: is named and ejected within 2 steps; the others finish and learn`, async () => {
+    it(`--chaos ${fault}: is named and ejected within ${fault === 'scale:-20' ? DEFAULT_NAMED_AFTER - 1 : 2} steps, with the job's default checks; the others finish and learn`, async () => {
       requireNetns();
-      // The ×20 flip sits inside the norm rule's ratio: the job asks for the doubt rule (not on by default yet, docs/ROBUSTNESS.md).
-      const hyper: Record<string, boolean> = fault === 'scale:-20' ? { doubtRule: true } : {};
-      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`poison-${fault.replace(/[^a-z0-9]/g, '')}`, fault, undefined, true, hyper);
+      // The ×20 flip sits inside the norm rule's ratio: the doubt rule, on by default in an elastic job, names it.
+      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`poison-${fault.replace(/[^a-z0-9]/g, '')}`, fault);
       const bad = faulty.rank!;
       for (const [i, w] of honest.entries()) {
         expect(honestCodes[i], w.stderr).toBe(0);
@@ -32,8 +32,9 @@ describe('a worker sending poisoned gradients', () => {
         expect(named.length, w.stderr).toBeGreaterThan(0);
         expect(named[0]).toMatchObject({ peer: bad });
         expect(w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'), w.stderr).toMatchObject({ rank: bad, name: 'faulty' });
-        // Ejected within 2 steps of starting: no step with 3 peers past FAULT_STEP + 2.
-        expect(lastStepAtSize(w, 3)).toBeLessThanOrEqual(FAULT_STEP + 2);
+        // Ejected within 2 steps of starting (the flip: left out of its first doubtful steps, named at the
+        // last of DEFAULT_NAMED_AFTER in a row): no step with 3 peers past that.
+        expect(lastStepAtSize(w, 3)).toBeLessThanOrEqual(FAULT_STEP + (fault === 'scale:-20' ? DEFAULT_NAMED_AFTER - 1 : 2));
         // Measured: 80.3% after any of these faults, the same to the digit (the poisoned steps were
         // never applied); 85.1% when all three peers stay honest (a third more examples per step);
         // a 1e30-scaled update applied once leaves chance (10%).
