@@ -10,7 +10,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import { parseJobSettings, settingFromText, type JobSettings } from '../signaling/settings.ts';
+import { parseJobSettings, settingFromText, withOutsiderChecks, type JobSettings } from '../signaling/settings.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
 import { DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
 import { printLine, stderr } from './host.node.ts';
@@ -132,7 +132,8 @@ export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec
   // Checked here too (the server checks every job it adds) to name the flag that set it.
   let settings: JobSettings;
   try {
-    settings = parseJobSettings({ ...hyperparameters, ...parseHyperparameters(o.hp) });
+    // Whoever holds the token joins: verify and the doubt rule on unless --hp says otherwise.
+    settings = withOutsiderChecks(parseJobSettings({ ...hyperparameters, ...parseHyperparameters(o.hp) }));
   } catch (err) {
     const e = err as RingtrainError;
     const given = o.hp.find((pair) => pair.startsWith(`${String(e.detail?.field)}=`));

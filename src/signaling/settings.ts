@@ -173,10 +173,29 @@ function conflictSettingsOf(s: Partial<Record<JobSettingKey, unknown>>): Conflic
  * examples reads as a doubtful outlier), lossy compression or a robust aggregation (verify
  * checks an exact sum).
  */
-export function stepCheckOn(s: JobSettings, check: 'verify' | 'doubtRule'): boolean {
+export function stepCheckOn(s: JobSettings, check: StepCheck): boolean {
   const said = s[check];
   if (said !== undefined) return said;
-  if (!(s.elastic ?? JOB_SETTING_DEFAULTS.elastic)) return false;
+  return (s.elastic ?? JOB_SETTING_DEFAULTS.elastic) && combines(s, check);
+}
+
+/** The step checks that jobs open to outsiders run unless they say otherwise (stepCheckOn, withOutsiderChecks). */
+export type StepCheck = 'verify' | 'doubtRule';
+
+/**
+ * A job served by `ringtrain server` is joined by whoever holds its token (workers started
+ * anywhere, browser tabs): its builder writes the step checks on, where the job says nothing and
+ * they combine with its settings, elastic or not. A fixed job still stops at a naming, but then
+ * with the peer named and a clean recovery checkpoint, where a flipped or lying peer would
+ * otherwise diverge it with nobody named (docs/ROBUSTNESS.md).
+ */
+export function withOutsiderChecks(s: JobSettings): JobSettings {
+  const out = { ...s };
+  for (const check of ['verify', 'doubtRule'] as const) if (out[check] === undefined && combines(out, check)) out[check] = true;
+  return out;
+}
+
+function combines(s: JobSettings, check: StepCheck): boolean {
   return settingConflict({ ...conflictSettingsOf(s), [check]: true }) === undefined;
 }
 

@@ -10,7 +10,7 @@ import { connect } from '../../src/signaling/client.node.ts';
 import WebSocket from 'ws';
 import type { WebSocketConstructor } from '../../src/signaling/client.ts';
 import { TOKEN_IN_ARGV_WARNING, readTokenFile, tokenFrom } from '../../src/cli/secrets.node.ts';
-import { parseHyperparameters } from '../../src/cli/server.ts';
+import { jobFromFlags, parseHyperparameters } from '../../src/cli/server.ts';
 import { jobSpec } from './helpers.ts';
 import { makeTestCert } from './test-cert.ts';
 
@@ -60,7 +60,8 @@ describe('ringtrain server (the CLI)', () => {
     expect(info.config).toEqual({
       model: 'cnn',
       optimizer: 'sgd',
-      hyperparameters: { lr: 0.05, momentum: 0.9, weightDecay: 0.0001, seed: 1, epochs: 1, steps: 30, compression: 'fp16', scaleLr: true },
+      // A server job runs the doubt rule unasked; verify does not combine with fp16, so it is left off.
+      hyperparameters: { lr: 0.05, momentum: 0.9, weightDecay: 0.0001, seed: 1, epochs: 1, steps: 30, compression: 'fp16', scaleLr: true, doubtRule: true },
       batchPerPeer: 32,
       minPeers: 2,
       maxPeers: 4,
@@ -112,6 +113,16 @@ describe('ringtrain server (the CLI)', () => {
     } finally {
       spy.mockRestore();
     }
+  });
+
+  it('writes verify and the doubt rule on in a job it serves from flags, unless --hp says otherwise or they do not combine', () => {
+    const flags = (hp: string[]) => ({ job: 'j', model: 'mlp', optimizer: 'sgd', batch: 32, minPeers: 1, maxPeers: 4, momentum: 0.9, seed: 1, epochs: 1, hp } as unknown as Parameters<typeof jobFromFlags>[0]);
+    const settings = (hp: string[]) => jobFromFlags(flags(hp))!.config.hyperparameters;
+    expect(settings([])).toMatchObject({ verify: true, doubtRule: true });
+    expect(settings(['verify=false', 'doubtRule=false'])).toMatchObject({ verify: false, doubtRule: false });
+    expect(settings(['aggregation=median'])).toMatchObject({ doubtRule: true });
+    expect(settings(['aggregation=median']).verify).toBeUndefined();
+    expect(settings(['balance=speed', 'globalBatch=96']).doubtRule).toBeUndefined();
   });
 
   it('reads each --hp value as its setting takes it: a text setting that looks like a number stays text', () => {
