@@ -27,10 +27,13 @@ export const COMPRESSIONS: readonly Compression[] = ['none', 'fp16', 'int8'];
  * How allreduce moves data. 'ring': reduce-scatter then allgather, 2(N-1)
  * steps, bandwidth-optimal for large tensors. 'recursive-doubling': log2(N)
  * steps of whole-tensor exchanges (two more for a non-power-of-two N), the
- * fewest hops for small tensors. 'auto' picks by size (`smallBytes`).
+ * fewest hops for small tensors. 'halving-doubling': reduce-scatter by
+ * recursive halving, allgather by recursive doubling, 2·log2(N) steps (two
+ * more for a non-power-of-two N) carrying the ring's bytes, for middle sizes.
+ * 'auto' picks by size (`smallBytes`, `mediumBytes`).
  */
-export type Algorithm = 'auto' | 'ring' | 'recursive-doubling';
-export const ALGORITHMS: readonly Algorithm[] = ['auto', 'ring', 'recursive-doubling'];
+export type Algorithm = 'auto' | 'ring' | 'recursive-doubling' | 'halving-doubling';
+export const ALGORITHMS: readonly Algorithm[] = ['auto', 'ring', 'recursive-doubling', 'halving-doubling'];
 
 export interface CollectiveOptions {
   /** The tensor's name; every rank must use the same one (negotiation checks). */
@@ -66,6 +69,8 @@ export interface ReduceOptions extends CollectiveOptions {
   algorithm?: Algorithm;
   /** With algorithm 'auto': tensors of at most this many bytes use recursive doubling. */
   smallBytes?: number;
+  /** With algorithm 'auto': tensors above smallBytes and of at most this many bytes use recursive halving-doubling. */
+  mediumBytes?: number;
   /**
    * Ring allreduce only ('auto' goes round the ring at any size when this is given): called with every segment this rank receives in reduce-scatter
    * (a partial sum of the ranks before it on the chunk's path, after prescale), before it
@@ -86,6 +91,8 @@ export const DEFAULT_SEGMENT_BYTES = 256 * 1024 - 16;
  * somewhere between 64 and 256 KiB.
  */
 export const DEFAULT_SMALL_BYTES = 64 * 1024;
+/** Up to this size (above DEFAULT_SMALL_BYTES) 'auto' allreduce uses recursive halving-doubling. */
+export const DEFAULT_MEDIUM_BYTES = 64 * 1024;
 
 const DTYPE_OF = new Map<unknown, DType>([
   [Float32Array, 'float32'],

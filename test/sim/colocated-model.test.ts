@@ -29,6 +29,7 @@ const x: HostInputs = {
   cpuPerCollectiveS: 0.001,
   smallCollectives: 1,
   smallBytes: 64 * 1024,
+  mediumBytes: 256 * 1024,
 };
 
 describe('a step of peers sharing a host', () => {
@@ -37,6 +38,7 @@ describe('a step of peers sharing a host', () => {
     expect(allreduceTraffic(4, 1000, 'ring')).toEqual({ messages: 6, bytesSent: 1500 });
     expect(allreduceTraffic(4, 1000, 'recursive-doubling')).toEqual({ messages: 2, bytesSent: 2000 });
     expect(allreduceTraffic(3, 1000, 'recursive-doubling')).toEqual({ messages: 3, bytesSent: 3000 });
+    expect(allreduceTraffic(4, 1000, 'halving-doubling')).toEqual({ messages: 4, bytesSent: 1500 });
   });
 
   it('CPU per peer: compute, bytes both ways, messages and collectives; the host does P of them on C cores', () => {
@@ -57,6 +59,15 @@ describe('a step of peers sharing a host', () => {
     expect(p.algorithm).toBe('recursive-doubling');
     expect(p.cpuPerPeerS).toBeCloseTo(0.2 + 2 * 80_000 * 1.5e-8 + (2 + 3) * 0.0002 + 2 * 0.001, 12);
     expect(p.criticalS).toBeCloseTo(predictStep(4, { computeS: 0.15, gradientBytes: 40_000, alphaS: 0.001, betaSPerByte: 4e-8, algorithm: 'recursive-doubling' }).stepS, 12);
+  });
+
+  it('middle-sized gradients go by halving-doubling, as the library picks', () => {
+    const p = predictColocatedStep(4, { ...x, gradientBytes: 100_000 });
+    expect(p.algorithm).toBe('halving-doubling');
+    // 4 messages, 150 kB sent and as much received; the allgather's 3 messages; 2 collectives.
+    expect(p.cpuPerPeerS).toBeCloseTo(0.2 + 2 * 150_000 * 1.5e-8 + (4 + 3) * 0.0002 + 2 * 0.001, 12);
+    expect(p.criticalS).toBeCloseTo(0.15 + 4 * 0.001 + 150_000 * 4e-8, 12);
+    expect(predictColocatedStep(4, { ...x, gradientBytes: 100_000, mediumBytes: 64 * 1024 }).algorithm).toBe('ring');
   });
 
   it('one peer per host on enough cores is the per-machine model; a lone peer pays no communication', () => {
