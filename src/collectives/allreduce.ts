@@ -100,13 +100,18 @@ export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number):
 
 /**
  * 'auto' for a lossless (or fp16) allreduce: latency-bound small messages by recursive doubling
- * (log2 N rounds), middle sizes by recursive halving-doubling (2 log2 N rounds, the ring's bytes),
- * the rest round the ring (2(N-1) steps, every link busy at once).
+ * (log2 N rounds), middle sizes on 4, 8, 16... ranks by recursive halving-doubling, the rest
+ * round the ring (2(N-1) steps, every link busy at once). Halving-doubling sends the ring's
+ * 2(N-1)/N of the tensor per rank in 2·log2(N) rounds: fewer bytes than recursive doubling's
+ * log2(N) tensors once N >= 4, fewer rounds than the ring. On 2 ranks it is the ring's exchange;
+ * on any size that is not a power of two its fold moves the whole tensor in and out, as
+ * recursive doubling's does, which takes the saving away (measured on 3: never the fastest).
  */
 export function autoAlgorithm(bytes: number, size: number, smallBytes: number, mediumBytes = DEFAULT_MEDIUM_BYTES): Exclude<Algorithm, 'auto'> {
   if (size <= 1) return 'ring';
   if (bytes <= smallBytes) return 'recursive-doubling';
-  return bytes <= mediumBytes ? 'halving-doubling' : 'ring';
+  const powerOfTwo = (size & (size - 1)) === 0;
+  return bytes <= mediumBytes && size >= 4 && powerOfTwo ? 'halving-doubling' : 'ring';
 }
 
 /**
