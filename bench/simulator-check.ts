@@ -32,7 +32,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchLocalRing } from '../src/comm/launch.node.ts';
-import { DEFAULT_SMALL_BYTES } from '../src/collectives/types.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../src/collectives/types.ts';
 import { linkCpuCosts, predictColocatedStep, type CrowdedCompute, type HostInputs } from '../src/sim/colocated-model.ts';
 import { opt } from './args.ts';
 import { measureRun, type RunMeasurement } from './measure-run.ts';
@@ -135,6 +135,7 @@ for (const model of models) {
     // The step checks' allgather of gradient sketches (src/distributed/step-checks.ts), besides the gradient allreduce.
     smallCollectives: 1,
     smallBytes: DEFAULT_SMALL_BYTES,
+    mediumBytes: DEFAULT_MEDIUM_BYTES,
   };
   inputsByModel.set(model, inputs);
   line({ kind: 'input-compute', model, batch_per_peer: batch[model], compute_ms: round(inputs.computeS * 1000, 1), compute_cpu_ms: round(inputs.computeCpuS * 1000, 1), gradient_bytes: gradientBytes, runs: lone.map(brief) });

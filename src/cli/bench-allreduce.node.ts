@@ -2,7 +2,7 @@
  * The allreduce benchmark: `ringtrain bench allreduce` and
  *   npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|memory [--fp16] [--iterations K]
  * prints one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...,
- * latency_ms, latency_ring_ms, latency_rd_ms, p2p_rtt_ms, latency_ratio} (see AllreduceMeasurement).
+ * latency_ms, latency_ring_ms, latency_rd_ms, latency_hd_ms, p2p_rtt_ms, latency_ratio} (see AllreduceMeasurement).
  * WebRTC peers are separate processes in a private network namespace: outside
  * one, this re-runs itself under scripts/in-netns.sh.
  */
@@ -21,7 +21,7 @@ export interface BenchOptions {
   transport: 'webrtc' | 'memory';
   fp16: boolean;
   iterations?: number;
-  /** Time both algorithms over sizes from 1 KiB to 4 MiB instead (prints an AlgorithmSweep). */
+  /** Time the three algorithms over sizes from 1 KiB to 4 MiB instead (prints an AlgorithmSweep). */
   sweep?: boolean;
   /** Runtime of each peer process (webrtc only); default all Node. */
   runtimes?: PeerRuntime[];
@@ -51,7 +51,7 @@ export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
   return shape(await measure<AllreduceMeasurement>({ ...o, sweep: false }), o.transport);
 }
 
-/** `--sweep`: both algorithms, each forced, at sizes from 1 KiB to 4 MiB; `small_bytes` is where the ring starts to win. */
+/** `--sweep`: the three algorithms, each forced, at sizes from 1 KiB to 4 MiB; `small_bytes` and `medium_bytes` are the thresholds for 'auto'. */
 export async function benchSweep(o: BenchOptions): Promise<AlgorithmSweep & { transport: string }> {
   return { transport: o.transport, ...(await measure<AlgorithmSweep>({ ...o, sweep: true })) };
 }

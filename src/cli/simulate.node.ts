@@ -12,11 +12,11 @@ import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { defaultGroupSize, predictSignaling, predictStep, type Algorithm, type StepInputs } from '../sim/cost-model.ts';
 import { predictColocatedStep, type HostInputs } from '../sim/colocated-model.ts';
-import { DEFAULT_SMALL_BYTES } from '../collectives/types.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../collectives/types.ts';
 import { parseBytes } from './bench-allreduce.node.ts';
 import { printLine } from './host.node.ts';
 
-const ALGORITHMS: Algorithm[] = ['ring', 'recursive-doubling', 'hierarchical', 'diloco'];
+const ALGORITHMS: Algorithm[] = ['ring', 'recursive-doubling', 'halving-doubling', 'hierarchical', 'diloco'];
 export const DEFAULT_PEERS = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 
 function invalid(message: string): RingtrainError {
@@ -194,6 +194,7 @@ export function hostInputs(o: SimulateOptions, h: HostOptions): HostInputs {
     cpuPerCollectiveS: h.cpuMsPerCollective / 1000,
     smallCollectives: h.smallCollectives,
     smallBytes: DEFAULT_SMALL_BYTES,
+    mediumBytes: DEFAULT_MEDIUM_BYTES,
     computeCpuCrowded: h.computeCpuCrowdedMs && Object.entries(h.computeCpuCrowdedMs).map(([peers, ms]) => ({ peers: Number(peers), cpuS: ms / 1000 })),
   };
 }
@@ -203,15 +204,15 @@ const mb = (bytes: number) => fmt(bytes / 1e6);
 
 /** A Markdown table: steps/s and efficiency per algorithm, bytes per peer, the server's load. */
 export function simulationTable(rows: SimulationRow[], o: SimulateOptions): string {
-  const head = `| N | ring steps/s (eff.) | recursive doubling | hierarchical (g) | DiLoCo H=${o.diLoCoH} | MB sent per peer per step (ring / hier.) | signals/s at ${o.changesPerPeerHour} changes/peer/h | server load |`;
+  const head = `| N | ring steps/s (eff.) | recursive doubling | halving-doubling | hierarchical (g) | DiLoCo H=${o.diLoCoH} | MB sent per peer per step (ring / hier.) | signals/s at ${o.changesPerPeerHour} changes/peer/h | server load |`;
   const h = o.hosts;
   const hostHead = h ? ` ${h.peersPerHost} peer${h.peersPerHost === 1 ? '' : 's'} per host, ${h.coresPerHost} cores |` : '';
-  const lines = [head + hostHead, `|${'---|'.repeat(h ? 9 : 8)}`];
+  const lines = [head + hostHead, `|${'---|'.repeat(h ? 10 : 9)}`];
   for (const r of rows) {
     const a = r.algorithms;
     const cell = (k: Algorithm) => `${fmt(a[k].stepsPerS)} (${Math.round(a[k].efficiency * 100)}%)`;
     const g = o.groupSize ?? defaultGroupSize(r.peers);
-    lines.push(`| ${r.peers} | ${cell('ring')} | ${cell('recursive-doubling')} | ${cell('hierarchical')} g=${g} | ${cell('diloco')} | ${mb(a.ring.bytesPerPeer)} / ${mb(a.hierarchical.bytesPerPeer)} | ${fmt(r.signaling.signalsPerS)} | ${r.signaling.load < 0.01 ? '<1%' : `${Math.round(r.signaling.load * 100)}%`} |${r.colocated ? ` ${fmt(r.colocated.stepsPerS)} (${r.colocated.bound === 'cpu' ? 'CPU-bound' : 'critical path'}) |` : ''}`);
+    lines.push(`| ${r.peers} | ${cell('ring')} | ${cell('recursive-doubling')} | ${cell('halving-doubling')} | ${cell('hierarchical')} g=${g} | ${cell('diloco')} | ${mb(a.ring.bytesPerPeer)} / ${mb(a.hierarchical.bytesPerPeer)} | ${fmt(r.signaling.signalsPerS)} | ${r.signaling.load < 0.01 ? '<1%' : `${Math.round(r.signaling.load * 100)}%`} |${r.colocated ? ` ${fmt(r.colocated.stepsPerS)} (${r.colocated.bound === 'cpu' ? 'CPU-bound' : 'critical path'}) |` : ''}`);
   }
   return lines.join('\n');
 }

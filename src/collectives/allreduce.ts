@@ -1,12 +1,13 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { splitEven } from './partition.ts';
+import { halvingDoublingAllreduce } from './halving-doubling.ts';
 import { recursiveDoublingAllreduce } from './recursive-doubling.ts';
 import { divideIntInPlace, scaleInPlace } from './reduce.ts';
 import { ringAllgather, ringReduceScatter } from './ring.ts';
 import { runCollective, validate, type Run } from './run.ts';
 import {
-  ALGORITHMS, COMPRESSIONS, DEFAULT_SMALL_BYTES, dtypeOf, REDUCE_OPS, view,
+  ALGORITHMS, COMPRESSIONS, DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES, dtypeOf, REDUCE_OPS, view,
   type Algorithm, type Compression, type ReduceOp, type ReduceOptions, type Tensor,
 } from './types.ts';
 import { topkAllreduceInPlace, topkRatio } from './topk.ts';
@@ -19,6 +20,7 @@ export interface ReduceSettings {
   compression: Compression;
   algorithm: Algorithm;
   smallBytes: number;
+  mediumBytes: number;
   /** The caller's error-feedback residual (lossy compression), as long as the tensor. */
   errorFeedback?: Float32Array;
   /** ReduceOptions.observeReceived (offsets within this tensor). */
@@ -44,7 +46,7 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
   }
   // int8's scale is per segment of a partial sum; only the ring sends each position once per rank (error feedback relies on it).
   if ((compression !== 'none' && compression !== 'fp16') || o.errorFeedback) {
-    if (algorithm === 'recursive-doubling') throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${compression} compression and error feedback run on the ring only; use algorithm 'ring' or 'auto'`);
+    if (algorithm !== 'ring' && algorithm !== 'auto') throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${compression} compression and error feedback run on the ring only; use algorithm 'ring' or 'auto'`);
   }
   const errorFeedback = o.errorFeedback;
   if (errorFeedback !== undefined) {
@@ -55,12 +57,14 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
   }
   const smallBytes = o.smallBytes ?? DEFAULT_SMALL_BYTES;
   if (!(smallBytes >= 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: smallBytes must be a number >= 0, got ${smallBytes}`);
+  const mediumBytes = o.mediumBytes ?? DEFAULT_MEDIUM_BYTES;
+  if (!(mediumBytes >= 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: mediumBytes must be a number >= 0, got ${mediumBytes}`);
   const prescale = o.prescale ?? 1;
   const postscale = o.postscale ?? 1;
   for (const [k, v] of [['prescale', prescale], ['postscale', postscale]] as const) {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${k} must be a finite number, got ${v}`);
   }
-  return { op, prescale, postscale, compression, algorithm, smallBytes, errorFeedback, observe: o.observeReceived };
+  return { op, prescale, postscale, compression, algorithm, smallBytes, mediumBytes, errorFeedback, observe: o.observeReceived };
 }
 
 /** The fields of a reduction that every rank must agree on (negotiation compares them). */
@@ -86,16 +90,28 @@ export function finish(mine: Tensor, s: ReduceSettings, size: number): void {
 export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number): Exclude<Algorithm, 'auto'> {
   if (s.algorithm !== 'auto') return s.algorithm;
   // Received segments are checked against the ranks that summed them along the ring's path
-  // (verified.ts); recursive doubling's hops follow no such path, so an observed reduction
-  // goes round the ring whatever its size, or a lying rank could not be told from its neighbours.
+  // (verified.ts); the hops of recursive doubling and halving-doubling follow no such path, so an
+  // observed reduction goes round the ring whatever its size, or a lying rank could not be told
+  // from its neighbours.
   if (s.observe) return 'ring';
   if ((s.compression !== 'none' && s.compression !== 'fp16') || s.errorFeedback) return 'ring';
-  return autoAlgorithm(bytes, size, s.smallBytes);
+  return autoAlgorithm(bytes, size, s.smallBytes, s.mediumBytes);
 }
 
-/** 'auto' for a lossless allreduce: latency-bound small messages by recursive doubling (log2 N rounds), the rest round the bandwidth-optimal ring. */
-export function autoAlgorithm(bytes: number, size: number, smallBytes: number): 'ring' | 'recursive-doubling' {
-  return size > 1 && bytes <= smallBytes ? 'recursive-doubling' : 'ring';
+/**
+ * 'auto' for a lossless (or fp16) allreduce: latency-bound small messages by recursive doubling
+ * (log2 N rounds), middle sizes on 4, 8, 16... ranks by recursive halving-doubling, the rest
+ * round the ring (2(N-1) steps, every link busy at once). Halving-doubling sends the ring's
+ * 2(N-1)/N of the tensor per rank in 2·log2(N) rounds: fewer bytes than recursive doubling's
+ * log2(N) tensors once N >= 4, fewer rounds than the ring. On 2 ranks it is the ring's exchange;
+ * on any size that is not a power of two its fold moves the whole tensor in and out, as
+ * recursive doubling's does, which takes the saving away (measured on 3: never the fastest).
+ */
+export function autoAlgorithm(bytes: number, size: number, smallBytes: number, mediumBytes = DEFAULT_MEDIUM_BYTES): Exclude<Algorithm, 'auto'> {
+  if (size <= 1) return 'ring';
+  if (bytes <= smallBytes) return 'recursive-doubling';
+  const powerOfTwo = (size & (size - 1)) === 0;
+  return bytes <= mediumBytes && size >= 4 && powerOfTwo ? 'halving-doubling' : 'ring';
 }
 
 /**
@@ -136,13 +152,16 @@ export async function allreduceData(run: Run, buf: Tensor, s: ReduceSettings, al
   if (algorithm === 'ring' || run.comm.size === 1) return ringAllreduceInPlace(run, buf, s);
   scaleInPlace(buf, s.prescale);
   const codec = codecFor(s.compression, buf);
-  await run.phase('recursive-doubling', () => recursiveDoublingAllreduce(run, buf, s.op, codec, (t) => finish(t, s, run.comm.size)));
+  const done = (t: Tensor) => finish(t, s, run.comm.size);
+  if (algorithm === 'halving-doubling') return run.phase('halving-doubling', () => halvingDoublingAllreduce(run, buf, s.op, codec, done));
+  await run.phase('recursive-doubling', () => recursiveDoublingAllreduce(run, buf, s.op, codec, done));
 }
 
 /**
  * Allreduce: every rank gets op(all ranks' `data`), as a new array (`data`
  * is left alone). Large tensors go round the ring (reduce-scatter, then
- * allgather, both segmented); small ones by recursive doubling.
+ * allgather, both segmented); small ones by recursive doubling, middle sizes
+ * by recursive halving-doubling.
  */
 export async function allreduce<T extends Tensor>(comm: Communicator, data: T, opts: ReduceOptions = {}): Promise<T> {
   validate(comm, data, opts, 'allreduce');
@@ -180,12 +199,13 @@ export async function allreduceInPlace<T extends Tensor>(comm: Communicator, buf
 
 /**
  * Whether an allreduce of `count` elements may go ahead on its cached agreement (run.ts): every
- * rank's result must need every rank's data. Recursive doubling: any element does it; the ring:
- * every chunk must hold one, or a rank whose chunk is empty could finish without hearing of a
- * rank that fell back.
+ * rank's result must need every rank's data. Recursive doubling and halving-doubling: any element
+ * does it (halving-doubling sends a message in every round, empty blocks or not); the ring: every
+ * chunk must hold one, or a rank whose chunk is empty could finish without hearing of a rank
+ * that fell back.
  */
 export function allreduceMayGoAhead(algorithm: Exclude<Algorithm, 'auto'>, count: number, size: number): boolean {
-  return algorithm === 'recursive-doubling' ? count > 0 : count >= size;
+  return algorithm === 'ring' ? count >= size : count > 0;
 }
 
 /** Buffers for the ring's partial sums on the fast path, per communicator: reused call after call (a step's gradient keeps its length). */
@@ -210,7 +230,7 @@ function givePartial(comm: Communicator, t: Tensor): void {
  * Whether a fast path that falls back could find `buf` (or the residual) changed. The ring
  * without a prescale, error feedback or top-k writes nothing into them until every rank has gone
  * ahead (ring.ts), after which it cannot fall back: no snapshot, no copy per call. Recursive
- * doubling (small tensors) and the rest change them from the first step.
+ * doubling and halving-doubling (small and middle sizes) and the rest change them from the first step.
  */
 function needsSnapshot(algorithm: Exclude<Algorithm, 'auto'>, s: ReduceSettings): boolean {
   return algorithm !== 'ring' || s.prescale !== 1 || s.errorFeedback !== undefined || topkRatio(s.compression) !== null;

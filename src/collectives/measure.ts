@@ -35,16 +35,17 @@ export interface AllreduceMeasurement {
   algorithm: string;
   /** Median time of one allreduce as 'auto' runs it (ms). */
   latency_ms: number;
-  /** The same tensor forced round the ring, and by recursive doubling, timed in the same loop (ms; null above LATENCY_MAX_BYTES). */
+  /** The same tensor forced round the ring, by recursive doubling and by halving-doubling, timed in the same loop (ms; null above LATENCY_MAX_BYTES). */
   latency_ring_ms: number | null;
   latency_rd_ms: number | null;
+  latency_hd_ms: number | null;
   /** Rank 0 sends the same bytes to rank 1, which sends them back: one round trip on one link (ms). */
   p2p_rtt_ms: number | null;
   /** latency_ms / p2p_rtt_ms: how many link round trips one allreduce costs. */
   latency_ratio: number | null;
 }
 
-/** Above this size the latency loop (ring and recursive doubling forced, one at a time) is left out: bandwidth rules there. */
+/** Above this size the latency loop (each algorithm forced, one at a time) is left out: bandwidth rules there. */
 export const LATENCY_MAX_BYTES = 4 * 1024 * 1024;
 
 export interface MeasureOptions {
@@ -152,6 +153,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const rtt: number[] = [];
   const ring: number[] = [];
   const rd: number[] = [];
+  const hd: number[] = [];
   if (o.bytes <= LATENCY_MAX_BYTES) {
     for (let i = 0; i < latencyIterations; i++) {
       await barrier(comm, { timeoutMs });
@@ -159,6 +161,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
       if (r !== null) rtt.push(r);
       await timed({ ...opts, name: 'bench-ring', algorithm: 'ring' }, ring);
       await timed({ ...opts, name: 'bench-rd', algorithm: 'recursive-doubling' }, rd);
+      await timed({ ...opts, name: 'bench-hd', algorithm: 'halving-doubling' }, hd);
       await timed(opts, seconds);
     }
   }
@@ -186,6 +189,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     latency_ms: round(typical * 1000, 3),
     latency_ring_ms: ring.length ? round(median(ring) * 1000, 3) : null,
     latency_rd_ms: rd.length ? round(median(rd) * 1000, 3) : null,
+    latency_hd_ms: hd.length ? round(median(hd) * 1000, 3) : null,
     p2p_rtt_ms: rtt.length ? round(median(rtt) * 1000, 3) : null,
     latency_ratio: rtt.length ? round(typical / median(rtt), 3) : null,
   };
@@ -207,22 +211,28 @@ export interface SweepPoint {
   bytes: number;
   ring_ms: number;
   rd_ms: number;
+  hd_ms: number;
 }
 
 export interface AlgorithmSweep {
   peers: number;
   points: SweepPoint[];
-  /** The largest size at which recursive doubling was no slower than the ring: the threshold to set. */
+  /** The largest size at which recursive doubling was no slower than either other: `smallBytes` to set. */
   small_bytes: number;
+  /** The largest size at which recursive doubling or halving-doubling was no slower than the ring (at least small_bytes): `mediumBytes` to set. */
+  medium_bytes: number;
 }
+
+/** The algorithms the sweep times, forced, turn about. */
+const SWEPT = ['ring', 'recursive-doubling', 'halving-doubling'] as const;
 
 /** Sizes the sweep times, 1 KiB to 4 MiB by factors of 4. */
 export const SWEEP_BYTES = [1, 4, 16, 64, 256, 1024, 4096].map((k) => k * 1024);
 
 /**
- * Times the ring and recursive doubling, each forced, turn about at every size,
- * to find where the ring starts to win (`DEFAULT_SMALL_BYTES` comes from this).
- * Every rank must call it; rank 0's figures count.
+ * Times the ring, recursive doubling and halving-doubling, each forced, turn
+ * about at every size, to find where each stops winning (`DEFAULT_SMALL_BYTES`
+ * and `DEFAULT_MEDIUM_BYTES` come from this). Every rank must call it; rank 0's figures count.
  */
 export async function measureSweep(comm: Communicator, o: { sizes?: number[]; iterations?: number; timeoutMs?: number } = {}): Promise<AlgorithmSweep> {
   const timeoutMs = o.timeoutMs ?? 120_000;
@@ -230,9 +240,9 @@ export async function measureSweep(comm: Communicator, o: { sizes?: number[]; it
   const points: SweepPoint[] = [];
   for (const bytes of o.sizes ?? SWEEP_BYTES) {
     const data = new Float32Array(Math.max(1, Math.floor(bytes / 4))).fill(comm.rank + 1);
-    const times: Record<'ring' | 'recursive-doubling', number[]> = { ring: [], 'recursive-doubling': [] };
+    const times: Record<(typeof SWEPT)[number], number[]> = { ring: [], 'recursive-doubling': [], 'halving-doubling': [] };
     for (let i = 0; i <= iterations; i++) {
-      for (const algorithm of ['ring', 'recursive-doubling'] as const) {
+      for (const algorithm of SWEPT) {
         await barrier(comm, { timeoutMs });
         const t0 = now();
         await allreduce(comm, data, { name: `sweep-${algorithm}`, algorithm, timeoutMs });
@@ -240,9 +250,14 @@ export async function measureSweep(comm: Communicator, o: { sizes?: number[]; it
         if (i > 0) times[algorithm].push(now() - t0);
       }
     }
-    points.push({ bytes: data.byteLength, ring_ms: round(median(times.ring), 3), rd_ms: round(median(times['recursive-doubling']), 3) });
+    const ms = (a: keyof typeof times) => round(median(times[a]), 3);
+    points.push({ bytes: data.byteLength, ring_ms: ms('ring'), rd_ms: ms('recursive-doubling'), hd_ms: ms('halving-doubling') });
   }
   let small = 0;
-  for (const p of points) if (p.rd_ms <= p.ring_ms) small = p.bytes;
-  return { peers: comm.size, points, small_bytes: small };
+  let medium = 0;
+  for (const p of points) {
+    if (p.rd_ms <= p.ring_ms && p.rd_ms <= p.hd_ms) small = p.bytes;
+    if (Math.min(p.rd_ms, p.hd_ms) <= p.ring_ms) medium = p.bytes;
+  }
+  return { peers: comm.size, points, small_bytes: small, medium_bytes: Math.max(small, medium) };
 }

@@ -27,10 +27,13 @@ export const COMPRESSIONS: readonly Compression[] = ['none', 'fp16', 'int8'];
  * How allreduce moves data. 'ring': reduce-scatter then allgather, 2(N-1)
  * steps, bandwidth-optimal for large tensors. 'recursive-doubling': log2(N)
  * steps of whole-tensor exchanges (two more for a non-power-of-two N), the
- * fewest hops for small tensors. 'auto' picks by size (`smallBytes`).
+ * fewest hops for small tensors. 'halving-doubling': reduce-scatter by
+ * recursive halving, allgather by recursive doubling, 2·log2(N) steps (two
+ * more for a non-power-of-two N) carrying the ring's bytes, for middle sizes.
+ * 'auto' picks by size (`smallBytes`, `mediumBytes`).
  */
-export type Algorithm = 'auto' | 'ring' | 'recursive-doubling';
-export const ALGORITHMS: readonly Algorithm[] = ['auto', 'ring', 'recursive-doubling'];
+export type Algorithm = 'auto' | 'ring' | 'recursive-doubling' | 'halving-doubling';
+export const ALGORITHMS: readonly Algorithm[] = ['auto', 'ring', 'recursive-doubling', 'halving-doubling'];
 
 export interface CollectiveOptions {
   /** The tensor's name; every rank must use the same one (negotiation checks). */
@@ -66,6 +69,8 @@ export interface ReduceOptions extends CollectiveOptions {
   algorithm?: Algorithm;
   /** With algorithm 'auto': tensors of at most this many bytes use recursive doubling. */
   smallBytes?: number;
+  /** With algorithm 'auto': tensors above smallBytes and of at most this many bytes use recursive halving-doubling on 4, 8, 16... ranks (other sizes: the ring). */
+  mediumBytes?: number;
   /**
    * Ring allreduce only ('auto' goes round the ring at any size when this is given): called with every segment this rank receives in reduce-scatter
    * (a partial sum of the ranks before it on the chunk's path, after prescale), before it
@@ -83,9 +88,22 @@ export const DEFAULT_SEGMENT_BYTES = 256 * 1024 - 16;
  * `ringtrain bench allreduce --sweep --peers 4 --transport webrtc` on the
  * project's 2-core machine (median ms, ring / recursive doubling): 16 KiB
  * 16.2 / 14.5, 64 KiB 27.2 / 18.3, 256 KiB 66.2 / 109.1: the ring wins from
- * somewhere between 64 and 256 KiB.
+ * somewhere between 64 and 256 KiB. Halving-doubling did not move it: at
+ * 64 KiB on 4 peers it tied recursive doubling (7 runs, median 1% faster),
+ * at 32 KiB it lost by about 10%; on 2 and 3 peers recursive doubling beat
+ * both others up to 64 KiB.
  */
 export const DEFAULT_SMALL_BYTES = 64 * 1024;
+/**
+ * Above DEFAULT_SMALL_BYTES and up to this size, 'auto' allreduce on 4, 8,
+ * 16... ranks uses recursive halving-doubling. `ringtrain bench allreduce
+ * --peers 4 --transport webrtc --bytes SIZE` (latency_hd_ms / latency_ring_ms,
+ * each forced, same run; load 1.2-2.3): 128 KiB 10.4 / 13.3, 256 KiB 20.9 /
+ * 24.6, 20.1 / 22.2, 19.7 / 23.4, 512 KiB 36.1 / 39.9, 34.7 / 38.3, 39.2 /
+ * 40.0, 1 MiB 61.2 / 63.6, 74.4 / 82.1, 63.3 / 69.0, 64.9 / 63.5; 4 MiB
+ * 252 / 250 (the sweep).
+ */
+export const DEFAULT_MEDIUM_BYTES = 1024 * 1024;
 
 const DTYPE_OF = new Map<unknown, DType>([
   [Float32Array, 'float32'],

@@ -27,9 +27,10 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { splitEven } from './partition.ts';
 import { checkBuckets, sketchInto } from './sketch.ts';
 import { DEFAULT_FUSION_THRESHOLD_BYTES } from './fusion.ts';
-import { DEFAULT_SMALL_BYTES } from './types.ts';
+import { autoAlgorithm } from './allreduce.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from './types.ts';
 
-/** A chunk of the flat buffer as the ring reduces it; owner -1: reduced by recursive doubling (no ring path). */
+/** A chunk of the flat buffer as the ring reduces it; owner -1: reduced by recursive doubling or halving-doubling (no ring path). */
 export interface RingChunk {
   offset: number;
   count: number;
@@ -48,14 +49,15 @@ const U = 2 ** -24;
 /**
  * The chunks allreduceInPlace cuts `length` float32 elements into on `size`
  * ranks: pieces of at most chunkBytes (each its own collective), each cut
- * into one chunk per rank when it goes round the ring.
+ * into one chunk per rank when it goes round the ring ('auto' with these
+ * thresholds; both 0: every piece goes round the ring, as an observed one does).
  */
-export function ringChunks(length: number, size: number, chunkBytes = DEFAULT_FUSION_THRESHOLD_BYTES, smallBytes = DEFAULT_SMALL_BYTES): RingChunk[] {
+export function ringChunks(length: number, size: number, chunkBytes = DEFAULT_FUSION_THRESHOLD_BYTES, smallBytes = DEFAULT_SMALL_BYTES, mediumBytes = DEFAULT_MEDIUM_BYTES): RingChunk[] {
   const per = Math.max(1, Math.floor(chunkBytes / 4));
   const out: RingChunk[] = [];
   for (let start = 0; start < length || (length === 0 && start === 0); start += per) {
     const count = Math.min(per, length - start);
-    if (size === 1 || count * 4 <= smallBytes) {
+    if (size === 1 || autoAlgorithm(count * 4, size, smallBytes, mediumBytes) !== 'ring') {
       out.push({ offset: start, count, owner: size === 1 ? 0 : -1 });
     } else {
       splitEven(count, size).forEach((r, owner) => out.push({ offset: start + r.offset, count: r.count, owner }));

@@ -14,6 +14,7 @@ export type Phase =
   | 'broadcast'
   | 'alltoall'
   | 'recursive-doubling'
+  | 'halving-doubling'
   | 'barrier'
   | 'fusion-pack'
   | 'fusion-unpack';

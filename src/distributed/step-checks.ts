@@ -105,8 +105,8 @@ export class StepChecks {
     // A step that failed before its `after` may have left its allgather running: two of one name may not overlap.
     if (this.gathering) await this.gathering;
     const seed = stepSeed(this.o.seed, step);
-    // An observed allreduce goes round the ring at any size (chooseAlgorithm): no recursive-doubling pieces.
-    const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0) : [];
+    // An observed allreduce goes round the ring at any size (chooseAlgorithm): no recursive-doubling or halving-doubling pieces.
+    const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0, 0) : [];
     const directionBuckets = guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
     const mine = new Float32Array(1 + directionBuckets + 2 * VERIFY_BUCKETS * chunks.length);
     mine[0] = l2Norm(local);

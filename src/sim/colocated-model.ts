@@ -29,6 +29,9 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { autoAlgorithm } from '../collectives/allreduce.ts';
 import { allreduceCost, predictStep, type LinkCost } from './cost-model.ts';
 
+/** The algorithms the library's 'auto' chooses among. */
+export type AutoAlgorithm = ReturnType<typeof autoAlgorithm>;
+
 export interface HostInputs extends LinkCost {
   /** Wall seconds of one step on a peer alone (the critical path's compute). */
   computeS: number;
@@ -54,6 +57,8 @@ export interface HostInputs extends LinkCost {
   smallCollectives: number;
   /** Gradients of at most this many bytes go by recursive doubling, larger ones round the ring (the library's 'auto'). */
   smallBytes: number;
+  /** Gradients above smallBytes and of at most this many go by halving-doubling (default: the library's DEFAULT_MEDIUM_BYTES). */
+  mediumBytes?: number;
 }
 
 export interface CrowdedCompute {
@@ -63,7 +68,7 @@ export interface CrowdedCompute {
 
 export interface HostPrediction {
   peers: number;
-  algorithm: 'ring' | 'recursive-doubling';
+  algorithm: AutoAlgorithm;
   /** Compute plus the allreduce's alpha-beta time. */
   criticalS: number;
   cpuPerPeerS: number;
@@ -78,7 +83,7 @@ export interface HostPrediction {
 }
 
 /** Messages and bytes one peer sends in a step's gradient allreduce. */
-export function allreduceTraffic(n: number, bytes: number, algorithm: 'ring' | 'recursive-doubling'): { messages: number; bytesSent: number } {
+export function allreduceTraffic(n: number, bytes: number, algorithm: AutoAlgorithm): { messages: number; bytesSent: number } {
   const { messages, bytesSent } = allreduceCost(algorithm, n, bytes, { alphaS: 0, betaSPerByte: 0 });
   return { messages, bytesSent };
 }
@@ -91,9 +96,9 @@ export function predictColocatedStep(n: number, x: HostInputs): HostPrediction {
   ok(Number.isInteger(x.peersPerHost) && x.peersPerHost >= 1, `peers per host must be a whole number from 1, got ${x.peersPerHost}.`);
   ok(x.coresPerHost > 0, `cores per host must be positive, got ${x.coresPerHost}.`);
   ok(x.computeCpuS > 0, `compute CPU-seconds per step must be positive, got ${x.computeCpuS}; measure them with bench/simulator-check.ts.`);
-  ok([x.cpuPerByteS, x.cpuPerMessageS, x.cpuPerCollectiveS, x.smallCollectives, x.smallBytes].every((v) => v >= 0), 'CPU costs per byte, message and collective, the small collectives and smallBytes must not be negative.');
+  ok([x.cpuPerByteS, x.cpuPerMessageS, x.cpuPerCollectiveS, x.smallCollectives, x.smallBytes, x.mediumBytes ?? 0].every((v) => v >= 0), 'CPU costs per byte, message and collective, the small collectives, smallBytes and mediumBytes must not be negative.');
   // The library's own rule for 'auto', so the model predicts the algorithm a real job runs.
-  const algorithm = autoAlgorithm(x.gradientBytes, n, x.smallBytes);
+  const algorithm = autoAlgorithm(x.gradientBytes, n, x.smallBytes, x.mediumBytes);
   const critical = predictStep(n, { computeS: x.computeS, gradientBytes: x.gradientBytes, alphaS: x.alphaS, betaSPerByte: x.betaSPerByte, algorithm });
   const t = allreduceTraffic(n, x.gradientBytes, algorithm);
   const collectives = n > 1 ? 1 + x.smallCollectives : 0;

@@ -7,6 +7,8 @@
  *
  *   ring                2(N-1) alpha + 2(N-1)/N n beta
  *   recursive doubling  r alpha + r n beta,  r = ceil(log2 N), +2 rounds when N is not a power of two
+ *   halving-doubling    2 log2 P alpha + 2(P-1)/P n beta, P the largest power of two <= N,
+ *                       + 2 (alpha + n beta) to fold the others in and out when N is not a power of two
  *   hierarchical ring   rings of g inside, a ring of G = N/g groups between:
  *                       2(g-1) alpha + 2(g-1)/g n beta  +  2(G-1) alpha + 2(G-1)/G (n/g) beta
  *   DiLoCo with H       the ring's allreduce once every H steps (the rest are local)
@@ -17,7 +19,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-export type Algorithm = 'ring' | 'recursive-doubling' | 'hierarchical' | 'diloco';
+export type Algorithm = 'ring' | 'recursive-doubling' | 'halving-doubling' | 'hierarchical' | 'diloco';
 
 export interface LinkCost {
   /** Seconds per message (one-way latency, half a round trip). */
@@ -88,6 +90,20 @@ export function recursiveDoublingAllreduce(n: number, bytes: number, link: LinkC
   return { s: r * (link.alphaS + bytes * link.betaSPerByte), bytesSent: r * bytes, messages: r };
 }
 
+/**
+ * Reduce-scatter by recursive halving, allgather by recursive doubling over the largest power of
+ * two P <= N; the fold in and out of the others (when N is not a power of two) moves the whole
+ * vector twice, counted as recursive doubling counts it.
+ */
+export function halvingDoublingAllreduce(n: number, bytes: number, link: LinkCost): AllreduceCost {
+  if (n <= 1) return NOTHING;
+  const p = 2 ** Math.floor(Math.log2(n));
+  const fold = p === n ? 0 : 2;
+  const messages = 2 * Math.log2(p) + fold;
+  const bytesSent = (2 * (p - 1) * bytes) / p + fold * bytes;
+  return { s: messages * link.alphaS + bytesSent * link.betaSPerByte, bytesSent, messages };
+}
+
 /** Reduce-scatter inside groups of g, a ring allreduce of the 1/g shards between groups, allgather inside. */
 export function hierarchicalAllreduce(n: number, bytes: number, link: LinkCost, groupSize = defaultGroupSize(n)): AllreduceCost {
   if (n <= 1) return NOTHING;
@@ -105,6 +121,7 @@ export function hierarchicalAllreduce(n: number, bytes: number, link: LinkCost, 
  */
 export function allreduceCost(algorithm: Algorithm, n: number, bytes: number, link: LinkCost, groupSize?: number): AllreduceCost {
   if (algorithm === 'recursive-doubling') return recursiveDoublingAllreduce(n, bytes, link);
+  if (algorithm === 'halving-doubling') return halvingDoublingAllreduce(n, bytes, link);
   if (algorithm === 'hierarchical') return hierarchicalAllreduce(n, bytes, link, groupSize);
   return ringAllreduce(n, bytes, link);
 }

@@ -128,19 +128,25 @@ describe('in place on the ring, the fast path keeps no copy of the buffer', () =
     );
   };
 
-  it('a cached allreduceInPlace copies nothing; recursive doubling (small tensors) still snapshots', async () => {
+  it('a cached allreduceInPlace on the ring copies nothing; recursive doubling (small tensors) and halving-doubling (middle sizes) still snapshot', async () => {
     const comms = createMemoryRing(4);
     const n = 40_000;
     const bufs = () => comms.map((_, r) => Float32Array.from({ length: n }, (_, k) => r + (k % 13)));
-    await Promise.all(comms.map((c, r) => allreduceInPlace(c, bufs()[r], { name: 'flat', segmentBytes: 4096 })));
+    // 160 KB on 4 ranks: 'auto' would take halving-doubling; the ring is forced here, and 'auto' is the last call.
+    const ring = { name: 'flat', segmentBytes: 4096, algorithm: 'ring' as const };
+    await Promise.all(comms.map((c, r) => allreduceInPlace(c, bufs()[r], ring)));
     const b = bufs();
-    const { copies } = await copiesOf(n, () => Promise.all(comms.map((c, r) => allreduceInPlace(c, b[r], { name: 'flat', segmentBytes: 4096 }))));
+    const { copies } = await copiesOf(n, () => Promise.all(comms.map((c, r) => allreduceInPlace(c, b[r], ring))));
     expect(copies).toBe(0);
     for (const x of b) expect([x[0], x[5], x[n - 1]]).toEqual([6, 4 * 5 + 6, 4 * ((n - 1) % 13) + 6]);
     const small = () => comms.map((_, r) => Float32Array.from({ length: 100 }, () => r));
     await Promise.all(comms.map((c, r) => allreduceInPlace(c, small()[r], { name: 'small' })));
     const s = small();
     expect((await copiesOf(100, () => Promise.all(comms.map((c, r) => allreduceInPlace(c, s[r], { name: 'small' }))))).copies).toBe(4);
+    await Promise.all(comms.map((c, r) => allreduceInPlace(c, bufs()[r], { name: 'middle' })));
+    const m = bufs();
+    expect((await copiesOf(n, () => Promise.all(comms.map((c, r) => allreduceInPlace(c, m[r], { name: 'middle' }))))).copies).toBe(4);
+    for (const x of m) expect([x[0], x[5], x[n - 1]]).toEqual([6, 4 * 5 + 6, 4 * ((n - 1) % 13) + 6]);
     comms.forEach((c) => c.close());
   });
 

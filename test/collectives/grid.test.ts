@@ -2,7 +2,7 @@
  * The gloo-style grid: ranks x element counts x ops x dtypes x algorithms
  * over the memory transport, each result checked against a float64
  * reference, with a tiny segment size so that every multi-segment path runs
- * even on small inputs. Both allreduce algorithms run the whole grid, forced
+ * even on small inputs. Every allreduce algorithm runs the whole grid, forced
  * (the automatic choice would pick one by size).
  */
 import { describe, expect, it } from 'vitest';
@@ -13,8 +13,11 @@ import { input, reference, tolerance, valuesOf, type Kind } from './reference.ts
 
 const KINDS: Kind[] = ['float32', 'int32', 'fp16', 'float16', 'int8'];
 const COUNTS = [0, 1, 3, 100, 1000, 65537];
-/** Recursive doubling moves whole tensors and has no segments: the large count adds time, not paths. */
-const COUNTS_BY_ALGORITHM = { ring: COUNTS, 'recursive-doubling': COUNTS.slice(0, -1) };
+/**
+ * Recursive doubling moves whole tensors and has no segments: the large count adds time, not paths.
+ * Halving-doubling cuts its blocks into segments, so it takes the large count as the ring does.
+ */
+const COUNTS_BY_ALGORITHM = { ring: COUNTS, 'recursive-doubling': COUNTS.slice(0, -1), 'halving-doubling': COUNTS };
 
 async function check(size: number, count: number, op: ReduceOp, kind: Kind, segmentBytes: number, algorithm: Algorithm, inPlace = false): Promise<void> {
   const comms = createMemoryRing(size);
@@ -46,7 +49,7 @@ async function check(size: number, count: number, op: ReduceOp, kind: Kind, segm
   expect(worstAt, `${where}: element ${worstAt} is ${got[worstAt]}, reference ${ref[worstAt]}`).toBe(-1);
 }
 
-for (const algorithm of ['ring', 'recursive-doubling'] as const) {
+for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling'] as const) {
   describe(`allreduce grid over memory links (${algorithm})`, () => {
     for (let size = 1; size <= 8; size++) {
       it(`${size} rank(s): every count, op and dtype`, async () => {
@@ -69,9 +72,9 @@ describe('allreduce grid, large and in place', () => {
     }
   });
 
-  it('in place on the buffer itself, cut into 4 KiB chunks, for both algorithms', async () => {
+  it('in place on the buffer itself, cut into 4 KiB chunks, for every algorithm', async () => {
     for (const size of [1, 3, 4, 6]) {
-      for (const algorithm of ['ring', 'recursive-doubling', 'auto'] as const) {
+      for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling', 'auto'] as const) {
         for (const kind of ['float32', 'int8', 'float16'] as const) await check(size, 3001, 'sum', kind, 1024, algorithm, true);
       }
     }

@@ -1,7 +1,9 @@
 /** The benchmark's bookkeeping (not its speed): fields, units and the nccl-tests busbw formula. */
 import { describe, expect, it } from 'vitest';
 import { benchAllreduce, benchSweep, parseBytes } from '../../src/cli/bench-allreduce.node.ts';
+import { autoAlgorithm } from '../../src/collectives/allreduce.ts';
 import { SWEEP_BYTES } from '../../src/collectives/measure.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/types.ts';
 
 describe('bench allreduce', () => {
   it('reads sizes in binary units and refuses nonsense', () => {
@@ -22,18 +24,20 @@ describe('bench allreduce', () => {
     expect(r.ratio_bidir).toBeCloseTo(r.busbw_MBps / r.p2p_bidir_MBps!, 2);
     expect(r.fp16_speedup).toBeUndefined();
     // Latency: each algorithm forced, and a round trip of the same bytes on one link, in the same loop.
-    expect(r.algorithm).toBe('ring'); // 96 KiB is above DEFAULT_SMALL_BYTES (64 KiB)
+    expect(r.algorithm).toBe(autoAlgorithm(96 * 1024, 3, DEFAULT_SMALL_BYTES, DEFAULT_MEDIUM_BYTES)); // what 'auto' runs at this size
     expect(r.seconds.length).toBe(4); // two bandwidth runs, two in the latency loop
-    for (const k of ['latency_ms', 'latency_ring_ms', 'latency_rd_ms', 'p2p_rtt_ms'] as const) expect(r[k], k).toBeGreaterThan(0);
+    for (const k of ['latency_ms', 'latency_ring_ms', 'latency_rd_ms', 'latency_hd_ms', 'p2p_rtt_ms'] as const) expect(r[k], k).toBeGreaterThan(0);
     expect(r.latency_ratio).toBeCloseTo(r.latency_ms / r.p2p_rtt_ms!, 1);
   });
 
-  it('sweeps both algorithms over sizes and names the largest size recursive doubling wins', async () => {
+  it('sweeps the three algorithms over sizes and names the largest sizes recursive doubling, then halving-doubling, win', async () => {
     const r = await benchSweep({ peers: 3, bytes: 4, transport: 'memory', fp16: false, iterations: 1 });
     expect(r.points.map((p) => p.bytes)).toEqual(SWEEP_BYTES);
-    for (const p of r.points) expect(p.ring_ms > 0 && p.rd_ms > 0, JSON.stringify(p)).toBe(true);
-    const wins = r.points.filter((p) => p.rd_ms <= p.ring_ms).map((p) => p.bytes);
-    expect(r.small_bytes).toBe(wins.length ? Math.max(...wins) : 0);
+    for (const p of r.points) expect(p.ring_ms > 0 && p.rd_ms > 0 && p.hd_ms > 0, JSON.stringify(p)).toBe(true);
+    const largest = (xs: number[]) => (xs.length ? Math.max(...xs) : 0);
+    const small = largest(r.points.filter((p) => p.rd_ms <= p.ring_ms && p.rd_ms <= p.hd_ms).map((p) => p.bytes));
+    expect(r.small_bytes).toBe(small);
+    expect(r.medium_bytes).toBe(Math.max(small, largest(r.points.filter((p) => Math.min(p.rd_ms, p.hd_ms) <= p.ring_ms).map((p) => p.bytes))));
   });
 
   it('times float32 beside fp16 in the same run and reports the speed-up', async () => {

@@ -31,7 +31,8 @@ function hostile(n: number, rank: number): Float32Array {
 /** Every rank: publish sketches, allreduce (average), check; returns each rank's wrong chunks. */
 async function verifiedRound(comms: Communicator[], n: number, seed: number, corrupt?: (comms: Communicator[]) => void): Promise<{ wrongAt: number[][]; chunks: ReturnType<typeof ringChunks> }> {
   const size = comms.length;
-  const chunks = ringChunks(n, size);
+  // The allreduce below is forced round the ring: its layout at every size.
+  const chunks = ringChunks(n, size, undefined, 0, 0);
   const data = comms.map((_, r) => hostile(n, r));
   const published = await Promise.all(comms.map((c, r) => allgather(c, chunkSketches(data[r], chunks, K, seed), { name: 'sketches' })));
   corrupt?.(comms);
@@ -50,6 +51,11 @@ describe('ringChunks', () => {
     expect(ringChunks(100, 4)).toEqual([{ offset: 0, count: 100, owner: -1 }]);
     expect(ringChunks(100, 1)).toEqual([{ offset: 0, count: 100, owner: 0 }]);
     expect(ringChunks(0, 3)).toEqual([{ offset: 0, count: 0, owner: -1 }]);
+    // Halving-doubling (middle sizes on 4, 8, ... ranks) follows no ring path either; on 3 ranks 'auto' takes the ring there.
+    expect(ringChunks(100_000, 4)).toEqual([{ offset: 0, count: 100_000, owner: -1 }]);
+    expect(ringChunks(100_000, 3).map((c) => c.owner)).toEqual([0, 1, 2]);
+    // Both thresholds 0 (an observed allreduce, step-checks.ts): the ring at every size.
+    expect(ringChunks(100, 4, undefined, 0, 0).map((c) => c.count)).toEqual([25, 25, 25, 25]);
   });
 });
 

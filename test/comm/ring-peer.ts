@@ -3,7 +3,7 @@
  * under Node (tsx) and under Deno alike. Every rank can compute every rank's
  * input (seeded), so each checks its own results and prints one JSON line.
  *
- *   --scenario check     every collective once, checked against references
+ *   --scenario check     every collective once (allreduce by each algorithm), checked against references
  *   --scenario failures  a mismatch, a timeout, then a good allreduce
  *   --scenario kill      allreduces until a peer is killed; prints READY first
  *   --scenario horovod   the Horovod conformance cases that leave the ring usable, in order
@@ -56,6 +56,19 @@ try {
     const c = await allreduce(comm, input('float32', 'average', 5000, rank), { name: 'fp16-avg', op: 'average', compression: 'fp16', segmentBytes: 2048 });
     expectClose('fp16 average', c, 'fp16', 'average', 5000);
     sums.fp16 = checksum(c);
+    // Both latency algorithms forced, whatever 'auto' picks at these sizes: an odd length in many
+    // segments, fp16 on the wire (bitwise equal everywhere: the test compares checksums), and a
+    // tensor shorter than the ring (empty blocks).
+    for (const algorithm of ['recursive-doubling', 'halving-doubling'] as const) {
+      const f = await allreduce(comm, input('float32', 'sum', 30_001, rank), { name: `${algorithm}-f32`, algorithm, segmentBytes: 8192 });
+      expectClose(`${algorithm} f32 sum`, f, 'float32', 'sum', 30_001);
+      sums[`${algorithm}-f32`] = checksum(f);
+      const h = await allreduce(comm, input('float32', 'average', 4999, rank), { name: `${algorithm}-fp16`, op: 'average', compression: 'fp16', algorithm, segmentBytes: 2048 });
+      expectClose(`${algorithm} fp16 average`, h, 'fp16', 'average', 4999);
+      sums[`${algorithm}-fp16`] = checksum(h);
+      const short = await allreduce(comm, input('int32', 'max', size - 1, rank), { name: `${algorithm}-short`, op: 'max', algorithm });
+      expectClose(`${algorithm} int32 max of ${size - 1}`, short, 'int32', 'max', size - 1);
+    }
     const g = await allgather(comm, Int32Array.from({ length: rank + 1 }, (_, i) => rank * 100 + i), { name: 'gather' });
     expectEqual('allgather', g, Array.from({ length: size }, (_, r) => Array.from({ length: r + 1 }, (__, i) => r * 100 + i)).flat());
     const root = size - 1;

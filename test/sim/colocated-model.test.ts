@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { predictStep } from '../../src/sim/cost-model.ts';
 import { allreduceTraffic, crowdedCpuS, linkCpuCosts, predictColocatedStep, type HostInputs } from '../../src/sim/colocated-model.ts';
 import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/types.ts';
 
 const x: HostInputs = {
   computeS: 0.15,
@@ -29,6 +30,7 @@ const x: HostInputs = {
   cpuPerCollectiveS: 0.001,
   smallCollectives: 1,
   smallBytes: 64 * 1024,
+  mediumBytes: 256 * 1024,
 };
 
 describe('a step of peers sharing a host', () => {
@@ -37,6 +39,7 @@ describe('a step of peers sharing a host', () => {
     expect(allreduceTraffic(4, 1000, 'ring')).toEqual({ messages: 6, bytesSent: 1500 });
     expect(allreduceTraffic(4, 1000, 'recursive-doubling')).toEqual({ messages: 2, bytesSent: 2000 });
     expect(allreduceTraffic(3, 1000, 'recursive-doubling')).toEqual({ messages: 3, bytesSent: 3000 });
+    expect(allreduceTraffic(4, 1000, 'halving-doubling')).toEqual({ messages: 4, bytesSent: 1500 });
   });
 
   it('CPU per peer: compute, bytes both ways, messages and collectives; the host does P of them on C cores', () => {
@@ -57,6 +60,15 @@ describe('a step of peers sharing a host', () => {
     expect(p.algorithm).toBe('recursive-doubling');
     expect(p.cpuPerPeerS).toBeCloseTo(0.2 + 2 * 80_000 * 1.5e-8 + (2 + 3) * 0.0002 + 2 * 0.001, 12);
     expect(p.criticalS).toBeCloseTo(predictStep(4, { computeS: 0.15, gradientBytes: 40_000, alphaS: 0.001, betaSPerByte: 4e-8, algorithm: 'recursive-doubling' }).stepS, 12);
+  });
+
+  it('middle-sized gradients go by halving-doubling, as the library picks', () => {
+    const p = predictColocatedStep(4, { ...x, gradientBytes: 100_000 });
+    expect(p.algorithm).toBe('halving-doubling');
+    // 4 messages, 150 kB sent and as much received; the allgather's 3 messages; 2 collectives.
+    expect(p.cpuPerPeerS).toBeCloseTo(0.2 + 2 * 150_000 * 1.5e-8 + (4 + 3) * 0.0002 + 2 * 0.001, 12);
+    expect(p.criticalS).toBeCloseTo(0.15 + 4 * 0.001 + 150_000 * 4e-8, 12);
+    expect(predictColocatedStep(4, { ...x, gradientBytes: 100_000, mediumBytes: 64 * 1024 }).algorithm).toBe('ring');
   });
 
   it('one peer per host on enough cores is the per-machine model; a lone peer pays no communication', () => {
@@ -159,7 +171,10 @@ describe('ringtrain simulate --peers-per-host', () => {
     expect(o.hosts).toEqual({ peersPerHost: 8, coresPerHost: 2, computeCpuMs: 200, cpuMsPerMB: 15, cpuMsPerMessage: 0.2, cpuMsPerCollective: 1, smallCollectives: 1 });
     expect(simulateOptions({ ...base, peersPerHost: '8', coresPerHost: '2', computeCpuMs: '200', linkCpu: link, cpuMsPerMB: '30' }).hosts?.cpuMsPerMB).toBe(30);
     const rows = simulate(o);
-    expect(rows[1].colocated?.stepsPerS).toBeCloseTo(predictColocatedStep(4, x).stepsPerS, 9);
+    // The CLI takes the library's thresholds: 400 kB on 4 peers goes by halving-doubling.
+    const library = { ...x, smallBytes: DEFAULT_SMALL_BYTES, mediumBytes: DEFAULT_MEDIUM_BYTES };
+    expect(rows[1].colocated?.algorithm).toBe('halving-doubling');
+    expect(rows[1].colocated?.stepsPerS).toBeCloseTo(predictColocatedStep(4, library).stepsPerS, 9);
     expect(rows[1].colocated?.bound).toBe('cpu');
     const table = simulationTable(rows, o).split('\n');
     expect(table[0]).toMatch(/8 peers per host, 2 cores \|$/);
@@ -176,9 +191,9 @@ describe('ringtrain simulate --peers-per-host', () => {
     writeFileSync(file, '{"kind":"input-crowded","model":"cnn","worker_cpu_ms":{"1":200,"2":210,"4":240,"8":260}}\n');
     const fromFile = simulateOptions({ ...host, computeCpuCrowded: file });
     expect(fromFile.hosts).toEqual(pairs.hosts);
-    // Ring of 4 peers, 8 per host: compute 0.2 + (0.24 - 0.2) CPU-s.
+    // 4 peers, 8 per host: compute 0.2 + (0.24 - 0.2) CPU-s.
     const row = simulate(fromFile)[1];
-    expect(row.colocated?.cpuPerPeerMs).toBeCloseTo(predictColocatedStep(4, { ...x, computeCpuS: 0.24 }).cpuPerPeerS * 1000, 9);
+    expect(row.colocated?.cpuPerPeerMs).toBeCloseTo(predictColocatedStep(4, { ...x, mediumBytes: DEFAULT_MEDIUM_BYTES, computeCpuS: 0.24 }).cpuPerPeerS * 1000, 9);
     expect(() => simulateOptions({ ...host, computeCpuCrowded: '1=200,2=-3' })).toThrow(/--compute-cpu-crowded needs whole peer counts/);
     expect(() => simulate(simulateOptions({ ...host, computeCpuCrowded: '2=200,4=240' }))).toThrow(/must include 1 peer/);
     writeFileSync(file, '{"kind":"input-link"}\n');

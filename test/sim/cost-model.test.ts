@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { defaultGroupSize, doublingRounds, hierarchicalAllreduce, predictSignaling, predictStep, recursiveDoublingAllreduce, ringAllreduce, type StepInputs } from '../../src/sim/cost-model.ts';
+import { defaultGroupSize, doublingRounds, halvingDoublingAllreduce, hierarchicalAllreduce, predictSignaling, predictStep, recursiveDoublingAllreduce, ringAllreduce, type StepInputs } from '../../src/sim/cost-model.ts';
 import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
 
 const A = 0.001; // 1 ms per message
@@ -32,6 +32,20 @@ describe('alpha-beta allreduce costs', () => {
     expect(recursiveDoublingAllreduce(8, n, link).s).toBeCloseTo(3 * (A + n * B), 12);
     expect(recursiveDoublingAllreduce(8, n, link).bytesSent).toBe(3 * n);
     expect(recursiveDoublingAllreduce(8, n, link).messages).toBe(3);
+  });
+
+  it('halving-doubling: the ring\'s bytes in 2 log2 N rounds; a fold of the whole vector in and out when N is not a power of two', () => {
+    expect(halvingDoublingAllreduce(1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
+    expect(halvingDoublingAllreduce(4, n, link)).toEqual({ s: expect.closeTo(4 * A + 1.5 * n * B, 12), bytesSent: 1.5 * n, messages: 4 });
+    expect(halvingDoublingAllreduce(8, n, link).bytesSent).toBe(ringAllreduce(8, n, link).bytesSent);
+    expect(halvingDoublingAllreduce(8, n, link).messages).toBe(6);
+    // 6 peers: halving-doubling among 4 (1.5 n in 4 rounds), plus n in and n out.
+    expect(halvingDoublingAllreduce(6, n, link)).toEqual({ s: expect.closeTo(6 * A + 3.5 * n * B, 12), bytesSent: 3.5 * n, messages: 6 });
+    // Between the other two: fewer bytes than recursive doubling, fewer messages than the ring.
+    for (const peers of [4, 16, 256]) {
+      expect(halvingDoublingAllreduce(peers, n, link).bytesSent).toBeLessThan(recursiveDoublingAllreduce(peers, n, link).bytesSent);
+      expect(halvingDoublingAllreduce(peers, n, link).messages).toBeLessThan(ringAllreduce(peers, n, link).messages);
+    }
   });
 
   it('hierarchical: the same bytes as one ring, far fewer latency terms', () => {
