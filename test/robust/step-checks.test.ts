@@ -279,7 +279,7 @@ describe('StepChecks: the direction rule (opt-in)', () => {
     const job = { model: 'mlp', optimizer: 'sgd', batchPerPeer: 8, minPeers: 2, maxPeers: 4, hyperparameters: { lr: 0.05 } };
     expect(trainConfigFromJob(job).guard).toEqual({ direction: false, doubt: false });
     expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, directionRules: true } }).guard).toEqual({ doubt: false });
-    // So is the doubt rule, until whole honest runs late in training are measured (docs/ROBUSTNESS.md).
+    // So is the doubt rule in a fixed job (an elastic one runs it unless told not to: test/cli/check-options.test.ts).
     expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, doubtRule: true } }).guard).toEqual({ direction: false });
   });
 });
