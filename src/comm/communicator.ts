@@ -27,6 +27,8 @@ const MAX_POLL_MS = 16;
 
 /** How long close() waits for its goodbyes to be acknowledged before it cuts the links. */
 const CLOSE_TIMEOUT_MS = 5000;
+/** How long close() lets bytes still queued for a peer that broke the rules drain (it sends no acknowledgement to wait for). */
+const DRAIN_TIMEOUT_MS = 1000;
 /** Goodbye frames: chunk 0 says "I am leaving", chunk 1 acknowledges one. */
 const GOODBYE = 0;
 const GOODBYE_ACK = 1;
@@ -192,10 +194,17 @@ export class LinkCommunicator implements Communicator {
     // No goodbye to a peer that is gone (its acknowledgement would not come), nor to one that broke the
     // rules (nothing it sends is read, its acknowledgement included).
     const goodbyes = [...this.links.keys()].filter((p) => !this.departed.has(p) && !this.gone.has(p) && !this.misbehaving.has(p)).map((p) => this.sayGoodbye(p));
+    // What this rank still owes a peer that broke the rules leaves before its link is cut: the step
+    // checks name it on every rank from the same gathered numbers, but a rank that got its numbers
+    // first must not cut off the last forwards the others' copies still need from that peer.
+    const drains = [...this.links.keys()].filter((p) => this.misbehaving.has(p) && !this.gone.has(p)).map((p) => this.drained(p));
     this.closing = (async () => {
       let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([Promise.all(goodbyes), new Promise<void>((r) => (timer = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
+      let drainTimer: ReturnType<typeof setTimeout> | undefined;
+      const drainedOrLate = Promise.race([Promise.all(drains), new Promise<void>((r) => (drainTimer = setTimeout(r, DRAIN_TIMEOUT_MS)))]);
+      await Promise.race([Promise.all([...goodbyes, drainedOrLate]), new Promise<void>((r) => (timer = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
       clearTimeout(timer);
+      clearTimeout(drainTimer);
       for (const link of this.links.values()) link.close();
     })();
     return this.closing;
@@ -216,6 +225,17 @@ export class LinkCommunicator implements Communicator {
       .then(() => (this.error ? this.links.get(peer)!.send(bye[0]) : this.write(peer, bye)))
       .catch(() => this.goodbyeAcks.get(peer)?.());
     return acked;
+  }
+
+  /** Resolves once everything queued for `peer` has been handed to its link and its buffer is empty (or the link failed). */
+  private async drained(peer: number): Promise<void> {
+    await (this.sendChains.get(peer) ?? Promise.resolve());
+    const link = this.links.get(peer)!;
+    try {
+      while (link.bufferedAmount() > 0) await sleep(MAX_POLL_MS);
+    } catch {
+      // The link is down: nothing more leaves by it.
+    }
   }
 
   /** Why an operation with `peer` cannot go ahead, or null if it can. */
