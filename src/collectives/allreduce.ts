@@ -251,6 +251,10 @@ function snapshotOf(buf: Tensor, s: ReduceSettings, pristine?: Tensor): () => ()
 function reduceOne(comm: Communicator, buf: Tensor, name: string | undefined, opts: ReduceOptions, s: ReduceSettings, pristine?: Tensor): Promise<void> {
   const algorithm = chooseAlgorithm(s, buf.byteLength, comm.size);
   const request = reduceRequest(name ?? 'allreduce', buf, opts.shape, s, algorithm);
-  const fast = () => allreduceMayGoAhead(algorithm, buf.length, comm.size);
+  // An observed (verified) reduction negotiates every time: a link that corrupts what it carries
+  // corrupts the fast path's fingerprint too, and a rank that had already gone ahead could then
+  // only abort the step with nobody named; negotiated, the corrupted data reaches the checks,
+  // which name the link.
+  const fast = () => !s.observe && allreduceMayGoAhead(algorithm, buf.length, comm.size);
   return runCollective(comm, opts, { kind: 'allreduce', request, count: buf.length, bytes: buf.byteLength, named: name !== undefined, fast, snapshot: pristine || needsSnapshot(algorithm, s) ? snapshotOf(buf, s, pristine) : undefined }, (run) => allreduceData(run, buf, s, algorithm));
 }
