@@ -1,5 +1,6 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { segmentsOf, splitEven, type Range } from './partition.ts';
+import { foldToPowerOfTwo } from './recursive-doubling.ts';
 import { reduceInto } from './reduce.ts';
 import type { Run } from './run.ts';
 import type { ReduceOp, Tensor } from './types.ts';
@@ -40,10 +41,7 @@ export const PHASE_HALVING_DOUBLING = 6;
 /** Reduces `buf` in place over all ranks; `finish` (average, postscale) runs once per fully reduced block. */
 export async function halvingDoublingAllreduce(run: Run, buf: Tensor, op: ReduceOp, codec: Codec, finish: (t: Tensor) => void): Promise<void> {
   const { rank, size } = run.comm;
-  let p = 1;
-  while (p * 2 <= size) p *= 2;
-  const extra = size - p;
-  const rounds = Math.log2(p);
+  const { p, extra, rounds, index, actual } = foldToPowerOfTwo(rank, size);
   const per = run.segmentElements(codec);
   // Lossy codecs decode into this, one segment at a time; raw codecs hand out views of the payload.
   const scratch = codec.lossy ? new Float32Array(Math.min(per, buf.length)) : undefined;
@@ -94,9 +92,7 @@ export async function halvingDoublingAllreduce(run: Run, buf: Tensor, op: Reduce
   }
   if (rank < 2 * extra) await receive(0, rank - 1, whole, 0, true);
 
-  // The P remaining ranks, renumbered 0..P-1; block b ends up reduced on renumbered rank b.
-  const index = rank < 2 * extra ? rank >> 1 : rank - extra;
-  const actual = (i: number) => (i < extra ? 2 * i + 1 : i + extra);
+  // The P remaining ranks, renumbered 0..P-1 (foldToPowerOfTwo); block b ends up reduced on renumbered rank b.
   // Reduce-scatter: this rank holds blocks [lo, lo + 2·half) and gives away the half its index does not select.
   let lo = 0;
   for (let k = 0; k < rounds; k++) {

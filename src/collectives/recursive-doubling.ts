@@ -25,13 +25,29 @@ import { elementsIn, roundTripInPlace, type Codec } from './wire.ts';
  */
 export const PHASE_RECURSIVE_DOUBLING = 5;
 
-/** Reduces `buf` in place over all ranks; `finish` (average, postscale) runs once on the full reduction. */
-export async function recursiveDoublingAllreduce(run: Run, buf: Tensor, op: ReduceOp, codec: Codec, finish: (t: Tensor) => void): Promise<void> {
-  const { rank, size } = run.comm;
+/**
+ * The fold both doubling algorithms use on a size that is not a power of two: P the largest power
+ * of two <= size, E = size - P, ranks 0..2E-1 paired (each even one hands its tensor to the odd
+ * one after it and sits out). `index` is this rank's number among the P that remain (for one that
+ * sits out, its partner's), and `actual` maps such a number back to a rank.
+ */
+export function foldToPowerOfTwo(rank: number, size: number): { p: number; extra: number; rounds: number; index: number; actual: (i: number) => number } {
   let p = 1;
   while (p * 2 <= size) p *= 2;
   const extra = size - p;
-  const rounds = Math.log2(p);
+  return {
+    p,
+    extra,
+    rounds: Math.log2(p),
+    index: rank < 2 * extra ? rank >> 1 : rank - extra,
+    actual: (i) => (i < extra ? 2 * i + 1 : i + extra),
+  };
+}
+
+/** Reduces `buf` in place over all ranks; `finish` (average, postscale) runs once on the full reduction. */
+export async function recursiveDoublingAllreduce(run: Run, buf: Tensor, op: ReduceOp, codec: Codec, finish: (t: Tensor) => void): Promise<void> {
+  const { rank, size } = run.comm;
+  const { extra, rounds, index, actual } = foldToPowerOfTwo(rank, size);
   // Lossy codecs decode into this, once per call; raw codecs hand out views of the payload.
   const scratch = codec.lossy ? new Float32Array(buf.length) : undefined;
 
@@ -62,9 +78,7 @@ export async function recursiveDoublingAllreduce(run: Run, buf: Tensor, op: Redu
   }
   if (rank < 2 * extra) reduceInto(op, buf, (await exchange(0, null, rank - 1))!);
 
-  // The P remaining ranks, renumbered 0..P-1.
-  const index = rank < 2 * extra ? rank >> 1 : rank - extra;
-  const actual = (i: number) => (i < extra ? 2 * i + 1 : i + extra);
+  // The P remaining ranks, renumbered 0..P-1 (foldToPowerOfTwo).
   for (let k = 0; k < rounds; k++) {
     const partner = actual(index ^ (1 << k));
     roundTripInPlace(codec, buf);
