@@ -2,7 +2,7 @@
  * The allreduce benchmark: `ringtrain bench allreduce` and
  *   npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|memory [--fp16] [--iterations K]
  * prints one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...,
- * latency_ms, latency_ring_ms, latency_rd_ms, latency_hd_ms, p2p_rtt_ms, latency_ratio} (see AllreduceMeasurement).
+ * latency_ms, latency_ring_ms, latency_rd_ms, latency_hd_ms, latency_two_shot_ms, p2p_rtt_ms, latency_ratio} (see AllreduceMeasurement).
  * WebRTC peers are separate processes in a private network namespace: outside
  * one, this re-runs itself under scripts/in-netns.sh.
  */

@@ -3,7 +3,7 @@
  * one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...}
  * (busbw = algbw x 2(N-1)/N, as nccl-tests; p2p measured in the same run between ranks 0 and 1),
  * and for tensors up to 4 MiB the latency: latency_ms ('auto'), latency_ring_ms, latency_rd_ms and
- * latency_hd_ms (each algorithm forced), p2p_rtt_ms (the same bytes there and back on one link) and
+ * latency_hd_ms, latency_two_shot_ms (each algorithm forced), p2p_rtt_ms (the same bytes there and back on one link) and
  * latency_ratio = latency_ms / p2p_rtt_ms.
  * WebRTC peers are separate processes inside a private network namespace.
  */
@@ -23,7 +23,7 @@ export function benchCommand(): Command {
     .option('--bytes <size>', 'tensor size, e.g. 1MiB, 64MiB, 256MiB (float32)', '64MiB')
     .addOption(new Option('--transport <kind>', 'webrtc: one process per peer over real WebRTC; memory: all in this process').choices(['webrtc', 'memory']).default('webrtc'))
     .option('--fp16', 'send float32 as float16 on the wire', false)
-    .option('--sweep', 'time the ring, recursive doubling and halving-doubling, each forced, from 1 KiB to 4 MiB: small_bytes and medium_bytes are where recursive doubling and then halving-doubling stop winning', false)
+    .option('--sweep', 'time the ring, recursive doubling, halving-doubling and two-shot, each forced, from 1 KiB to 4 MiB: small_bytes and medium_bytes are where recursive doubling and then the middle algorithms stop winning', false)
     .option('--iterations <k>', 'timed allreduces (default: 5 up to 16 MiB, else 3)')
     .option('--runtimes <list>', 'runtime per WebRTC peer, e.g. node,deno,node')
     .option('--json', 'print only the JSON line (the default output is that line too)', false)

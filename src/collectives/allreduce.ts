@@ -11,6 +11,7 @@ import {
   type Algorithm, type Compression, type ReduceOp, type ReduceOptions, type Tensor,
 } from './types.ts';
 import { topkAllreduceInPlace, topkRatio } from './topk.ts';
+import { twoShotAllreduce } from './two-shot.ts';
 import { codecFor, encodeSegment, roundTripInPlace } from './wire.ts';
 
 export interface ReduceSettings {
@@ -90,7 +91,7 @@ export function finish(mine: Tensor, s: ReduceSettings, size: number): void {
 export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number): Exclude<Algorithm, 'auto'> {
   if (s.algorithm !== 'auto') return s.algorithm;
   // Received segments are checked against the ranks that summed them along the ring's path
-  // (verified.ts); the hops of recursive doubling and halving-doubling follow no such path, so an
+  // (verified.ts); the hops of recursive doubling, halving-doubling and two-shot follow no such path, so an
   // observed reduction goes round the ring whatever its size, or a lying rank could not be told
   // from its neighbours.
   if (s.observe) return 'ring';
@@ -100,19 +101,28 @@ export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number):
 
 /**
  * 'auto' for a lossless (or fp16) allreduce: latency-bound small messages by recursive doubling
- * (log2 N rounds), middle sizes on 4, 8, 16... ranks by recursive halving-doubling, the rest
- * round the ring (2(N-1) steps, every link busy at once). Halving-doubling sends the ring's
- * 2(N-1)/N of the tensor per rank in 2·log2(N) rounds: fewer bytes than recursive doubling's
- * log2(N) tensors once N >= 4, fewer rounds than the ring. On 2 ranks it is the ring's exchange;
- * on any size that is not a power of two its fold moves the whole tensor in and out, as
- * recursive doubling's does, which takes the saving away (measured on 3: never the fastest).
+ * (log2 N rounds); middle sizes by recursive halving-doubling on 4, 8, 16... ranks and by two-shot
+ * on 3, 5, 6 and 7; the rest round the ring (2(N-1) steps, every link busy at once). Both middle
+ * algorithms send the ring's 2(N-1)/N of the tensor per rank: fewer bytes than recursive
+ * doubling's log2(N) tensors once N >= 4, fewer rounds than the ring. Halving-doubling's fold on
+ * a size that is not a power of two moves the whole tensor in and out, which takes its saving
+ * away; two-shot needs no fold and takes 2 rounds at any size, for 2(N-1) messages per rank, so
+ * it stops at MAX_TWO_SHOT_RANKS. Measured on 4 WebRTC peers (bench allreduce --sweep),
+ * two-shot and halving-doubling were within 8% of each other at 64 KiB to 4 MiB, each ahead at
+ * some sizes: powers of two keep halving-doubling, which sends fewer messages. On 3 peers
+ * two-shot beat the ring by 8-13% at 256 KiB to 4 MiB. On 2 ranks all of them are the ring's
+ * one exchange of halves.
  */
 export function autoAlgorithm(bytes: number, size: number, smallBytes: number, mediumBytes = DEFAULT_MEDIUM_BYTES): Exclude<Algorithm, 'auto'> {
   if (size <= 1) return 'ring';
   if (bytes <= smallBytes) return 'recursive-doubling';
-  const powerOfTwo = (size & (size - 1)) === 0;
-  return bytes <= mediumBytes && size >= 4 && powerOfTwo ? 'halving-doubling' : 'ring';
+  if (bytes > mediumBytes || size <= 2) return 'ring';
+  if ((size & (size - 1)) === 0) return 'halving-doubling';
+  return size <= MAX_TWO_SHOT_RANKS ? 'two-shot' : 'ring';
 }
+
+/** The most ranks 'auto' sends two-shot: beyond, each rank's 2(N-1) messages a step outweigh the rounds it saves. */
+export const MAX_TWO_SHOT_RANKS = 8;
 
 /**
  * The data part of a ring allreduce, in place on `buf` (shared with tensor fusion).
@@ -154,6 +164,7 @@ export async function allreduceData(run: Run, buf: Tensor, s: ReduceSettings, al
   const codec = codecFor(s.compression, buf);
   const done = (t: Tensor) => finish(t, s, run.comm.size);
   if (algorithm === 'halving-doubling') return run.phase('halving-doubling', () => halvingDoublingAllreduce(run, buf, s.op, codec, done));
+  if (algorithm === 'two-shot') return run.phase('two-shot', () => twoShotAllreduce(run, buf, s.op, codec, done));
   await run.phase('recursive-doubling', () => recursiveDoublingAllreduce(run, buf, s.op, codec, done));
 }
 
@@ -161,7 +172,7 @@ export async function allreduceData(run: Run, buf: Tensor, s: ReduceSettings, al
  * Allreduce: every rank gets op(all ranks' `data`), as a new array (`data`
  * is left alone). Large tensors go round the ring (reduce-scatter, then
  * allgather, both segmented); small ones by recursive doubling, middle sizes
- * by recursive halving-doubling.
+ * by recursive halving-doubling or two-shot (autoAlgorithm).
  */
 export async function allreduce<T extends Tensor>(comm: Communicator, data: T, opts: ReduceOptions = {}): Promise<T> {
   validate(comm, data, opts, 'allreduce');
@@ -199,8 +210,8 @@ export async function allreduceInPlace<T extends Tensor>(comm: Communicator, buf
 
 /**
  * Whether an allreduce of `count` elements may go ahead on its cached agreement (run.ts): every
- * rank's result must need every rank's data. Recursive doubling and halving-doubling: any element
- * does it (halving-doubling sends a message in every round, empty blocks or not); the ring: every
+ * rank's result must need every rank's data. Recursive doubling, halving-doubling and two-shot:
+ * any element does it (the last two send a message in every round, empty blocks or not); the ring: every
  * chunk must hold one, or a rank whose chunk is empty could finish without hearing of a rank
  * that fell back.
  */
@@ -230,7 +241,7 @@ function givePartial(comm: Communicator, t: Tensor): void {
  * Whether a fast path that falls back could find `buf` (or the residual) changed. The ring
  * without a prescale, error feedback or top-k writes nothing into them until every rank has gone
  * ahead (ring.ts), after which it cannot fall back: no snapshot, no copy per call. Recursive
- * doubling and halving-doubling (small and middle sizes) and the rest change them from the first step.
+ * doubling, halving-doubling and two-shot (small and middle sizes) and the rest change them from the first step.
  */
 function needsSnapshot(algorithm: Exclude<Algorithm, 'auto'>, s: ReduceSettings): boolean {
   return algorithm !== 'ring' || s.prescale !== 1 || s.errorFeedback !== undefined || topkRatio(s.compression) !== null;

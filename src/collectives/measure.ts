@@ -35,10 +35,11 @@ export interface AllreduceMeasurement {
   algorithm: string;
   /** Median time of one allreduce as 'auto' runs it (ms). */
   latency_ms: number;
-  /** The same tensor forced round the ring, by recursive doubling and by halving-doubling, timed in the same loop (ms; null above LATENCY_MAX_BYTES). */
+  /** The same tensor forced round the ring, by recursive doubling, by halving-doubling and by two-shot, timed in the same loop (ms; null above LATENCY_MAX_BYTES). */
   latency_ring_ms: number | null;
   latency_rd_ms: number | null;
   latency_hd_ms: number | null;
+  latency_two_shot_ms: number | null;
   /** Rank 0 sends the same bytes to rank 1, which sends them back: one round trip on one link (ms). */
   p2p_rtt_ms: number | null;
   /** latency_ms / p2p_rtt_ms: how many link round trips one allreduce costs. */
@@ -154,6 +155,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const ring: number[] = [];
   const rd: number[] = [];
   const hd: number[] = [];
+  const twoShot: number[] = [];
   if (o.bytes <= LATENCY_MAX_BYTES) {
     for (let i = 0; i < latencyIterations; i++) {
       await barrier(comm, { timeoutMs });
@@ -162,6 +164,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
       await timed({ ...opts, name: 'bench-ring', algorithm: 'ring' }, ring);
       await timed({ ...opts, name: 'bench-rd', algorithm: 'recursive-doubling' }, rd);
       await timed({ ...opts, name: 'bench-hd', algorithm: 'halving-doubling' }, hd);
+      await timed({ ...opts, name: 'bench-two-shot', algorithm: 'two-shot' }, twoShot);
       await timed(opts, seconds);
     }
   }
@@ -190,6 +193,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     latency_ring_ms: ring.length ? round(median(ring) * 1000, 3) : null,
     latency_rd_ms: rd.length ? round(median(rd) * 1000, 3) : null,
     latency_hd_ms: hd.length ? round(median(hd) * 1000, 3) : null,
+    latency_two_shot_ms: twoShot.length ? round(median(twoShot) * 1000, 3) : null,
     p2p_rtt_ms: rtt.length ? round(median(rtt) * 1000, 3) : null,
     latency_ratio: rtt.length ? round(typical / median(rtt), 3) : null,
   };
@@ -212,6 +216,7 @@ export interface SweepPoint {
   ring_ms: number;
   rd_ms: number;
   hd_ms: number;
+  two_shot_ms: number;
 }
 
 export interface AlgorithmSweep {
@@ -219,18 +224,18 @@ export interface AlgorithmSweep {
   points: SweepPoint[];
   /** The largest size at which recursive doubling was no slower than either other: `smallBytes` to set. */
   small_bytes: number;
-  /** The largest size at which recursive doubling or halving-doubling was no slower than the ring (at least small_bytes): `mediumBytes` to set. */
+  /** The largest size at which recursive doubling, halving-doubling or two-shot was no slower than the ring (at least small_bytes): `mediumBytes` to set. */
   medium_bytes: number;
 }
 
 /** The algorithms the sweep times, forced, turn about. */
-const SWEPT = ['ring', 'recursive-doubling', 'halving-doubling'] as const;
+const SWEPT = ['ring', 'recursive-doubling', 'halving-doubling', 'two-shot'] as const;
 
 /** Sizes the sweep times, 1 KiB to 4 MiB by factors of 4. */
 export const SWEEP_BYTES = [1, 4, 16, 64, 256, 1024, 4096].map((k) => k * 1024);
 
 /**
- * Times the ring, recursive doubling and halving-doubling, each forced, turn
+ * Times the ring, recursive doubling, halving-doubling and two-shot, each forced, turn
  * about at every size, to find where each stops winning (`DEFAULT_SMALL_BYTES`
  * and `DEFAULT_MEDIUM_BYTES` come from this). Every rank must call it; rank 0's figures count.
  */
@@ -240,7 +245,7 @@ export async function measureSweep(comm: Communicator, o: { sizes?: number[]; it
   const points: SweepPoint[] = [];
   for (const bytes of o.sizes ?? SWEEP_BYTES) {
     const data = new Float32Array(Math.max(1, Math.floor(bytes / 4))).fill(comm.rank + 1);
-    const times: Record<(typeof SWEPT)[number], number[]> = { ring: [], 'recursive-doubling': [], 'halving-doubling': [] };
+    const times: Record<(typeof SWEPT)[number], number[]> = { ring: [], 'recursive-doubling': [], 'halving-doubling': [], 'two-shot': [] };
     for (let i = 0; i <= iterations; i++) {
       for (const algorithm of SWEPT) {
         await barrier(comm, { timeoutMs });
@@ -251,13 +256,13 @@ export async function measureSweep(comm: Communicator, o: { sizes?: number[]; it
       }
     }
     const ms = (a: keyof typeof times) => round(median(times[a]), 3);
-    points.push({ bytes: data.byteLength, ring_ms: ms('ring'), rd_ms: ms('recursive-doubling'), hd_ms: ms('halving-doubling') });
+    points.push({ bytes: data.byteLength, ring_ms: ms('ring'), rd_ms: ms('recursive-doubling'), hd_ms: ms('halving-doubling'), two_shot_ms: ms('two-shot') });
   }
   let small = 0;
   let medium = 0;
   for (const p of points) {
-    if (p.rd_ms <= p.ring_ms && p.rd_ms <= p.hd_ms) small = p.bytes;
-    if (Math.min(p.rd_ms, p.hd_ms) <= p.ring_ms) medium = p.bytes;
+    if (p.rd_ms <= Math.min(p.ring_ms, p.hd_ms, p.two_shot_ms)) small = p.bytes;
+    if (Math.min(p.rd_ms, p.hd_ms, p.two_shot_ms) <= p.ring_ms) medium = p.bytes;
   }
   return { peers: comm.size, points, small_bytes: small, medium_bytes: Math.max(small, medium) };
 }

@@ -30,10 +30,12 @@ export const COMPRESSIONS: readonly Compression[] = ['none', 'fp16', 'int8'];
  * fewest hops for small tensors. 'halving-doubling': reduce-scatter by
  * recursive halving, allgather by recursive doubling, 2·log2(N) steps (two
  * more for a non-power-of-two N) carrying the ring's bytes, for middle sizes.
+ * 'two-shot': a reduce-scatter and an allgather of direct messages over the
+ * full mesh, 2 steps carrying the ring's bytes, for middle sizes on few ranks.
  * 'auto' picks by size (`smallBytes`, `mediumBytes`).
  */
-export type Algorithm = 'auto' | 'ring' | 'recursive-doubling' | 'halving-doubling';
-export const ALGORITHMS: readonly Algorithm[] = ['auto', 'ring', 'recursive-doubling', 'halving-doubling'];
+export type Algorithm = 'auto' | 'ring' | 'recursive-doubling' | 'halving-doubling' | 'two-shot';
+export const ALGORITHMS: readonly Algorithm[] = ['auto', 'ring', 'recursive-doubling', 'halving-doubling', 'two-shot'];
 
 export interface CollectiveOptions {
   /** The tensor's name; every rank must use the same one (negotiation checks). */

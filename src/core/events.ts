@@ -15,6 +15,7 @@ export type Phase =
   | 'alltoall'
   | 'recursive-doubling'
   | 'halving-doubling'
+  | 'two-shot'
   | 'barrier'
   | 'fusion-pack'
   | 'fusion-unpack';

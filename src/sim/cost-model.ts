@@ -9,6 +9,8 @@
  *   recursive doubling  r alpha + r n beta,  r = ceil(log2 N), +2 rounds when N is not a power of two
  *   halving-doubling    2 log2 P alpha + 2(P-1)/P n beta, P the largest power of two <= N,
  *                       + 2 (alpha + n beta) to fold the others in and out when N is not a power of two
+ *   two-shot            2 alpha + 2(N-1)/N n beta: N-1 messages leave at once in each of its 2 rounds,
+ *                       sharing the peer's link, so a round pays one alpha
  *   hierarchical ring   rings of g inside, a ring of G = N/g groups between:
  *                       2(g-1) alpha + 2(g-1)/g n beta  +  2(G-1) alpha + 2(G-1)/G (n/g) beta
  *   DiLoCo with H       the ring's allreduce once every H steps (the rest are local)
@@ -19,7 +21,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-export type Algorithm = 'ring' | 'recursive-doubling' | 'halving-doubling' | 'hierarchical' | 'diloco';
+export type Algorithm = 'ring' | 'recursive-doubling' | 'halving-doubling' | 'two-shot' | 'hierarchical' | 'diloco';
 
 export interface LinkCost {
   /** Seconds per message (one-way latency, half a round trip). */
@@ -104,6 +106,14 @@ export function halvingDoublingAllreduce(n: number, bytes: number, link: LinkCos
   return { s: messages * link.alphaS + bytesSent * link.betaSPerByte, bytesSent, messages };
 }
 
+/** A reduce-scatter and an allgather of direct messages over the mesh: the ring's bytes in 2 rounds, 2(N-1) messages. */
+export function twoShotAllreduce(n: number, bytes: number, link: LinkCost): AllreduceCost {
+  if (n <= 1) return NOTHING;
+  const messages = 2 * (n - 1);
+  const bytesSent = (messages * bytes) / n;
+  return { s: 2 * link.alphaS + bytesSent * link.betaSPerByte, bytesSent, messages };
+}
+
 /** Reduce-scatter inside groups of g, a ring allreduce of the 1/g shards between groups, allgather inside. */
 export function hierarchicalAllreduce(n: number, bytes: number, link: LinkCost, groupSize = defaultGroupSize(n)): AllreduceCost {
   if (n <= 1) return NOTHING;
@@ -122,6 +132,7 @@ export function hierarchicalAllreduce(n: number, bytes: number, link: LinkCost, 
 export function allreduceCost(algorithm: Algorithm, n: number, bytes: number, link: LinkCost, groupSize?: number): AllreduceCost {
   if (algorithm === 'recursive-doubling') return recursiveDoublingAllreduce(n, bytes, link);
   if (algorithm === 'halving-doubling') return halvingDoublingAllreduce(n, bytes, link);
+  if (algorithm === 'two-shot') return twoShotAllreduce(n, bytes, link);
   if (algorithm === 'hierarchical') return hierarchicalAllreduce(n, bytes, link, groupSize);
   return ringAllreduce(n, bytes, link);
 }

@@ -15,9 +15,9 @@ const KINDS: Kind[] = ['float32', 'int32', 'fp16', 'float16', 'int8'];
 const COUNTS = [0, 1, 3, 100, 1000, 65537];
 /**
  * Recursive doubling moves whole tensors and has no segments: the large count adds time, not paths.
- * Halving-doubling cuts its blocks into segments, so it takes the large count as the ring does.
+ * Halving-doubling and two-shot cut their blocks into segments, so they take the large count as the ring does.
  */
-const COUNTS_BY_ALGORITHM = { ring: COUNTS, 'recursive-doubling': COUNTS.slice(0, -1), 'halving-doubling': COUNTS };
+const COUNTS_BY_ALGORITHM = { ring: COUNTS, 'recursive-doubling': COUNTS.slice(0, -1), 'halving-doubling': COUNTS, 'two-shot': COUNTS };
 
 async function check(size: number, count: number, op: ReduceOp, kind: Kind, segmentBytes: number, algorithm: Algorithm, inPlace = false): Promise<void> {
   const comms = createMemoryRing(size);
@@ -49,7 +49,7 @@ async function check(size: number, count: number, op: ReduceOp, kind: Kind, segm
   expect(worstAt, `${where}: element ${worstAt} is ${got[worstAt]}, reference ${ref[worstAt]}`).toBe(-1);
 }
 
-for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling'] as const) {
+for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling', 'two-shot'] as const) {
   describe(`allreduce grid over memory links (${algorithm})`, () => {
     for (let size = 1; size <= 8; size++) {
       it(`${size} rank(s): every count, op and dtype`, async () => {
@@ -74,7 +74,7 @@ describe('allreduce grid, large and in place', () => {
 
   it('in place on the buffer itself, cut into 4 KiB chunks, for every algorithm', async () => {
     for (const size of [1, 3, 4, 6]) {
-      for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling', 'auto'] as const) {
+      for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling', 'two-shot', 'auto'] as const) {
         for (const kind of ['float32', 'int8', 'float16'] as const) await check(size, 3001, 'sum', kind, 1024, algorithm, true);
       }
     }

@@ -44,16 +44,19 @@ async function verifiedRound(comms: Communicator[], n: number, seed: number, cor
 
 describe('ringChunks', () => {
   it('cuts a buffer as allreduceInPlace does: pieces of the fusion threshold, one chunk per rank each, small pieces unrouted', () => {
-    // 64-byte pieces hold 16 floats: 10 floats are one piece, cut 4/3/3; 40 floats on 2 ranks are pieces of 16, 16 and 8.
-    expect(ringChunks(10, 3, 64, 0)).toEqual([{ offset: 0, count: 4, owner: 0 }, { offset: 4, count: 3, owner: 1 }, { offset: 7, count: 3, owner: 2 }]);
+    // 64-byte pieces hold 16 floats: 10 floats are one piece, cut 4/3/3 (both thresholds 0: the ring); 40 floats on 2 ranks are pieces of 16, 16 and 8.
+    expect(ringChunks(10, 3, 64, 0, 0)).toEqual([{ offset: 0, count: 4, owner: 0 }, { offset: 4, count: 3, owner: 1 }, { offset: 7, count: 3, owner: 2 }]);
     expect(ringChunks(40, 2, 64, 0).map((c) => [c.offset, c.count, c.owner])).toEqual([[0, 8, 0], [8, 8, 1], [16, 8, 0], [24, 8, 1], [32, 4, 0], [36, 4, 1]]);
     // Recursive doubling below smallBytes: one chunk, no path; one rank: its own.
     expect(ringChunks(100, 4)).toEqual([{ offset: 0, count: 100, owner: -1 }]);
     expect(ringChunks(100, 1)).toEqual([{ offset: 0, count: 100, owner: 0 }]);
     expect(ringChunks(0, 3)).toEqual([{ offset: 0, count: 0, owner: -1 }]);
-    // Halving-doubling (middle sizes on 4, 8, ... ranks) follows no ring path either; on 3 ranks 'auto' takes the ring there.
+    // Halving-doubling (middle sizes on 4, 8, ... ranks) and two-shot (on 3, 5, 6, 7) follow no ring path either;
+    // on 2 ranks and on 9 'auto' takes the ring there.
     expect(ringChunks(100_000, 4)).toEqual([{ offset: 0, count: 100_000, owner: -1 }]);
-    expect(ringChunks(100_000, 3).map((c) => c.owner)).toEqual([0, 1, 2]);
+    expect(ringChunks(100_000, 3)).toEqual([{ offset: 0, count: 100_000, owner: -1 }]);
+    expect(ringChunks(100_000, 2).map((c) => c.owner)).toEqual([0, 1]);
+    expect(ringChunks(100_000, 9).map((c) => c.owner)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     // Both thresholds 0 (an observed allreduce, step-checks.ts): the ring at every size.
     expect(ringChunks(100, 4, undefined, 0, 0).map((c) => c.count)).toEqual([25, 25, 25, 25]);
   });

@@ -56,10 +56,10 @@ try {
     const c = await allreduce(comm, input('float32', 'average', 5000, rank), { name: 'fp16-avg', op: 'average', compression: 'fp16', segmentBytes: 2048 });
     expectClose('fp16 average', c, 'fp16', 'average', 5000);
     sums.fp16 = checksum(c);
-    // Both latency algorithms forced, whatever 'auto' picks at these sizes: an odd length in many
+    // The latency and middle-size algorithms forced, whatever 'auto' picks at these sizes: an odd length in many
     // segments, fp16 on the wire (bitwise equal everywhere: the test compares checksums), and a
     // tensor shorter than the ring (empty blocks).
-    for (const algorithm of ['recursive-doubling', 'halving-doubling'] as const) {
+    for (const algorithm of ['recursive-doubling', 'halving-doubling', 'two-shot'] as const) {
       const f = await allreduce(comm, input('float32', 'sum', 30_001, rank), { name: `${algorithm}-f32`, algorithm, segmentBytes: 8192 });
       expectClose(`${algorithm} f32 sum`, f, 'float32', 'sum', 30_001);
       sums[`${algorithm}-f32`] = checksum(f);

@@ -30,7 +30,7 @@ function expectAllGood(reports: Report[], runtimes: PeerRuntime[]): void {
   });
   // Bitwise-equal results everywhere, each allreduce algorithm's among them.
   for (const r of reports) expect(r.sums).toEqual(reports[0].sums);
-  expect(Object.keys(reports[0].sums as object)).toEqual(expect.arrayContaining(['recursive-doubling-fp16', 'halving-doubling-fp16']));
+  expect(Object.keys(reports[0].sums as object)).toEqual(expect.arrayContaining(['recursive-doubling-fp16', 'halving-doubling-fp16', 'two-shot-fp16']));
 }
 
 describe('collectives over real WebRTC, one process per rank', () => {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { defaultGroupSize, doublingRounds, halvingDoublingAllreduce, hierarchicalAllreduce, predictSignaling, predictStep, recursiveDoublingAllreduce, ringAllreduce, type StepInputs } from '../../src/sim/cost-model.ts';
+import { allreduceCost, defaultGroupSize, doublingRounds, halvingDoublingAllreduce, hierarchicalAllreduce, predictSignaling, predictStep, recursiveDoublingAllreduce, ringAllreduce, twoShotAllreduce, type StepInputs } from '../../src/sim/cost-model.ts';
 import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
 
 const A = 0.001; // 1 ms per message
@@ -32,6 +32,19 @@ describe('alpha-beta allreduce costs', () => {
     expect(recursiveDoublingAllreduce(8, n, link).s).toBeCloseTo(3 * (A + n * B), 12);
     expect(recursiveDoublingAllreduce(8, n, link).bytesSent).toBe(3 * n);
     expect(recursiveDoublingAllreduce(8, n, link).messages).toBe(3);
+  });
+
+  it('two-shot: the ring\'s bytes in 2 rounds at any N, for 2(N-1) messages', () => {
+    expect(twoShotAllreduce(1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
+    expect(twoShotAllreduce(3, n, link)).toEqual({ s: expect.closeTo(2 * A + (4 / 3) * n * B, 12), bytesSent: (4 / 3) * n, messages: 4 });
+    expect(allreduceCost('two-shot', 6, n, link)).toEqual(twoShotAllreduce(6, n, link));
+    for (const peers of [2, 3, 6, 8]) {
+      expect(twoShotAllreduce(peers, n, link).bytesSent).toBe(ringAllreduce(peers, n, link).bytesSent);
+      expect(twoShotAllreduce(peers, n, link).messages).toBe(ringAllreduce(peers, n, link).messages);
+    }
+    // Beside halving-doubling on 8: a third of its rounds, more than twice its messages.
+    expect(twoShotAllreduce(8, n, link).s).toBeLessThan(halvingDoublingAllreduce(8, n, link).s);
+    expect(twoShotAllreduce(8, n, link).messages).toBe(14);
   });
 
   it('halving-doubling: the ring\'s bytes in 2 log2 N rounds; a fold of the whole vector in and out when N is not a power of two', () => {
