@@ -1,10 +1,9 @@
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { segmentsOf, splitEven, type Range } from './partition.ts';
+import { blockExchange } from './block-exchange.ts';
+import { splitEven, type Range } from './partition.ts';
 import { foldToPowerOfTwo } from './recursive-doubling.ts';
-import { reduceInto } from './reduce.ts';
 import type { Run } from './run.ts';
 import type { ReduceOp, Tensor } from './types.ts';
-import { elementsIn, roundTripInPlace, type Codec } from './wire.ts';
+import { roundTripInPlace, type Codec } from './wire.ts';
 
 /**
  * Recursive halving-doubling allreduce (Rabenseifner's), for tensors too big
@@ -28,10 +27,8 @@ import { elementsIn, roundTripInPlace, type Codec } from './wire.ts';
  * what the others decode; everything sent after that is exact.
  *
  * Every exchange sends at least one message, an empty one for an empty range
- * (tensors shorter than P): each pair's first message carries the cached
- * agreement's fingerprint on the fast path (run.ts), and every rank's result
- * then waits on a chain of messages from every other rank, as with recursive
- * doubling.
+ * (block-exchange.ts), so every rank's result waits on a chain of messages
+ * from every other rank, as with recursive doubling.
  *
  * Tags: phase PHASE_HALVING_DOUBLING; step 0 folds in, steps 1..log2(P) halve,
  * steps log2(P)+1..2·log2(P) double, step 2·log2(P)+1 folds out; segment index in `chunk`.
@@ -42,46 +39,11 @@ export const PHASE_HALVING_DOUBLING = 6;
 export async function halvingDoublingAllreduce(run: Run, buf: Tensor, op: ReduceOp, codec: Codec, finish: (t: Tensor) => void): Promise<void> {
   const { rank, size } = run.comm;
   const { p, extra, rounds, index, actual } = foldToPowerOfTwo(rank, size);
-  const per = run.segmentElements(codec);
-  // Lossy codecs decode into this, one segment at a time; raw codecs hand out views of the payload.
-  const scratch = codec.lossy ? new Float32Array(Math.min(per, buf.length)) : undefined;
   const blocks = splitEven(buf.length, p);
   /** Elements of blocks [first, first + n): contiguous, as splitEven lays them out. */
   const span = (first: number, n: number): Range => ({ offset: blocks[first].offset, count: blocks[first + n - 1].offset + blocks[first + n - 1].count - blocks[first].offset });
   const whole: Range = { offset: 0, count: buf.length };
-  // One message at least, even for an empty range (see above).
-  const pieces = (r: Range): Range[] => (r.count === 0 ? [r] : segmentsOf(r, per));
-
-  const send = (step: number, to: number, r: Range, block: number): void => {
-    pieces(r).forEach((seg, j) => {
-      const v = buf.subarray(seg.offset, seg.offset + seg.count);
-      const bytes = codec.encode(v);
-      run.send(to, run.tag(PHASE_HALVING_DOUBLING, step, j), bytes);
-      run.chunkEvent('chunk-send', 'halving-doubling', step, rank, to, block, seg, bytes.byteLength, v);
-    });
-  };
-
-  /** Receives `r` from `from`: reduced into `buf` (`reduce`), or written over it. */
-  const receive = async (step: number, from: number, r: Range, block: number, reduce: boolean): Promise<void> => {
-    const segs = pieces(r);
-    for (let j = 0; j < segs.length; j++) {
-      const seg = segs[j];
-      const payload = await run.recv(from, run.tag(PHASE_HALVING_DOUBLING, step, j));
-      if (elementsIn(codec, payload) !== seg.count) {
-        throw new RingtrainError(ErrorCode.Transport, `halving-doubling: rank ${from} sent ${elementsIn(codec, payload)} elements where ${seg.count} were expected; the ranks' tensors or versions differ`, { from });
-      }
-      const target = buf.subarray(seg.offset, seg.offset + seg.count);
-      if (reduce) {
-        const incoming = codec.decode(payload, buf, scratch?.subarray(0, seg.count));
-        reduceInto(op, target, incoming);
-        run.chunkEvent('chunk-recv', 'halving-doubling', step, from, rank, block, seg, payload.byteLength, incoming, target);
-      } else {
-        const got = codec.decode(payload, buf, target);
-        if (got !== target) target.set(got);
-        run.chunkEvent('chunk-recv', 'halving-doubling', step, from, rank, block, seg, payload.byteLength, target, target);
-      }
-    }
-  };
+  const { send, receive } = blockExchange(run, buf, op, codec, PHASE_HALVING_DOUBLING, 'halving-doubling', buf.length);
 
   const last = 2 * rounds + 1;
   // Fold in: an even rank below 2E gives its tensor to the odd rank after it and waits for the result.

@@ -9,14 +9,14 @@
 import { describe, expect, it } from 'vitest';
 import type { Communicator } from '../../src/comm/interface.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
-import { allreduce, allreduceInPlace, autoAlgorithm, chooseAlgorithm, reduceSettings } from '../../src/collectives/allreduce.ts';
-import { cacheOf } from '../../src/collectives/cache.ts';
+import { allreduce, autoAlgorithm, chooseAlgorithm, reduceSettings } from '../../src/collectives/allreduce.ts';
 import { float16ToFloat32 } from '../../src/collectives/fp16.ts';
 import { splitEven } from '../../src/collectives/partition.ts';
 import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES, type Tensor } from '../../src/collectives/types.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
-import { input, reference, tolerance, valuesOf, type Kind } from './reference.ts';
+import { expectCachedFallback } from './cached-fallback.ts';
+import { expectScaledResults } from './scaled-results.ts';
 
 type Send = Extract<RingEvent, { type: 'chunk-send' }>;
 
@@ -93,25 +93,10 @@ describe('halving-doubling on the wire', () => {
 });
 
 describe('halving-doubling results', () => {
-  async function check(size: number, kind: Kind, op: 'sum' | 'average', count: number, prescale: number, postscale: number): Promise<void> {
-    const comms = createMemoryRing(size);
-    const inputs = comms.map((_, r) => input(kind, op, count, r, 3));
-    const out = await Promise.all(comms.map((c, r) => allreduce(c, inputs[r], { op, prescale, postscale, algorithm: 'halving-doubling', compression: kind === 'fp16' ? 'fp16' : 'none', segmentBytes: 64 })));
-    comms.forEach((c) => c.close());
-    const where = `size=${size} ${kind} ${op} count=${count} prescale=${prescale} postscale=${postscale}`;
-    for (const o of out) expect(Buffer.compare(bytesOf(o), bytesOf(out[0])), where).toBe(0);
-    const ref = reference(op, inputs, prescale, postscale);
-    const got = valuesOf(out[0]);
-    for (let i = 0; i < count; i++) {
-      const tol = tolerance(kind, op, inputs, i, ref[i], prescale * postscale);
-      expect(Math.abs(got[i] - ref[i]), `${where}: element ${i} is ${got[i]}, reference ${ref[i]}`).toBeLessThanOrEqual(tol);
-    }
-  }
-
   for (const size of [2, 3, 4, 5, 7]) {
     it(`${size} ranks: prescale and postscale, sum and average, float32, int32, float16 and fp16 on the wire`, async () => {
       for (const kind of ['float32', 'int32', 'float16', 'fp16'] as const) {
-        for (const op of ['sum', 'average'] as const) await check(size, kind, op, 301, 0.5, 3);
+        for (const op of ['sum', 'average'] as const) await expectScaledResults('halving-doubling', size, kind, op, 301, 0.5, 3);
       }
     });
   }
@@ -167,34 +152,6 @@ describe('halving-doubling and its neighbours', () => {
   });
 
   it('a cached allreduce goes ahead without the coordinator; a rank that missed brings the others back, buffers as they were', async () => {
-    const comms = createMemoryRing(5);
-    const phases = comms.map((c) => {
-      const p: string[] = [];
-      c.events.on((e: RingEvent) => e.type === 'phase-begin' && p.push(e.phase));
-      return p;
-    });
-    const n = 3001;
-    const make = (i: number) => comms.map((_, r) => Float32Array.from({ length: n }, (_, k) => Math.sin(r * 31 + k + i) * 100));
-    const opts = { name: 'g', segmentBytes: 256, algorithm: 'halving-doubling' as const };
-    const expected = make(1);
-    await Promise.all(comms.map((c, r) => allreduceInPlace(c, expected[r], { ...opts, name: 'reference' })));
-    await Promise.all(comms.map((c, r) => allreduceInPlace(c, make(0)[r], opts)));
-    const negotiated = () => phases.map((p) => p.filter((x) => x === 'negotiate').length);
-    expect(negotiated()).toEqual([2, 2, 2, 2, 2]);
-    const again = make(1);
-    await Promise.all(comms.map((c, r) => allreduceInPlace(c, again[r], opts)));
-    expect(negotiated()).toEqual([2, 2, 2, 2, 2]);
-    again.forEach((b, r) => expect(bytesOf(b), `rank ${r}`).toEqual(bytesOf(expected[r])));
-    // Rank 3 forgets the agreement; the others go ahead, reduce some segments, then hear of it.
-    cacheOf(comms[3]).delete({ kind: 'allreduce', name: 'g', dtype: 'float32', shape: [n], op: 'sum', compression: 'none', prescale: 1, postscale: 1, algorithm: 'halving-doubling' });
-    const seen: Float32Array[] = [];
-    const bufs = make(1);
-    comms.forEach((c) => c.events.on((e: RingEvent) => e.type === 'phase-begin' && e.phase === 'negotiate' && seen.push(bufs[c.rank].slice())));
-    await Promise.all(comms.map((c, r) => allreduceInPlace(c, bufs[r], opts)));
-    expect(negotiated()).toEqual([3, 3, 3, 3, 3]);
-    const fresh = make(1);
-    seen.forEach((x) => expect(fresh.some((f) => Buffer.compare(bytesOf(f), bytesOf(x)) === 0)).toBe(true));
-    bufs.forEach((b, r) => expect(bytesOf(b), `rank ${r}`).toEqual(bytesOf(expected[r])));
-    comms.forEach((c) => c.close());
+    await expectCachedFallback('halving-doubling', 5, 3);
   });
 });

@@ -9,13 +9,13 @@
 import { describe, expect, it } from 'vitest';
 import type { Communicator } from '../../src/comm/interface.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
-import { allreduce, allreduceInPlace, autoAlgorithm, chooseAlgorithm, MAX_TWO_SHOT_RANKS, reduceSettings } from '../../src/collectives/allreduce.ts';
-import { cacheOf } from '../../src/collectives/cache.ts';
+import { allreduce, autoAlgorithm, chooseAlgorithm, MAX_TWO_SHOT_RANKS, reduceSettings } from '../../src/collectives/allreduce.ts';
 import { splitEven } from '../../src/collectives/partition.ts';
-import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES, type Tensor } from '../../src/collectives/types.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/types.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
-import { input, reference, tolerance, valuesOf, type Kind } from './reference.ts';
+import { expectCachedFallback } from './cached-fallback.ts';
+import { expectScaledResults } from './scaled-results.ts';
 
 type Send = Extract<RingEvent, { type: 'chunk-send' }>;
 
@@ -24,8 +24,6 @@ function sendsOf(comm: Communicator): Send[] {
   comm.events.on((e: RingEvent) => e.type === 'chunk-send' && e.phase === 'two-shot' && out.push(e));
   return out;
 }
-
-const bytesOf = (t: Tensor) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
 
 describe('two-shot on the wire', () => {
   for (const size of [2, 3, 5, 8]) {
@@ -72,25 +70,10 @@ describe('two-shot on the wire', () => {
 });
 
 describe('two-shot results', () => {
-  async function check(size: number, kind: Kind, op: 'sum' | 'average', count: number, prescale: number, postscale: number): Promise<void> {
-    const comms = createMemoryRing(size);
-    const inputs = comms.map((_, r) => input(kind, op, count, r, 3));
-    const out = await Promise.all(comms.map((c, r) => allreduce(c, inputs[r], { op, prescale, postscale, algorithm: 'two-shot', compression: kind === 'fp16' ? 'fp16' : 'none', segmentBytes: 64 })));
-    comms.forEach((c) => c.close());
-    const where = `size=${size} ${kind} ${op} count=${count} prescale=${prescale} postscale=${postscale}`;
-    for (const o of out) expect(Buffer.compare(bytesOf(o), bytesOf(out[0])), where).toBe(0);
-    const ref = reference(op, inputs, prescale, postscale);
-    const got = valuesOf(out[0]);
-    for (let i = 0; i < count; i++) {
-      const tol = tolerance(kind, op, inputs, i, ref[i], prescale * postscale);
-      expect(Math.abs(got[i] - ref[i]), `${where}: element ${i} is ${got[i]}, reference ${ref[i]}`).toBeLessThanOrEqual(tol);
-    }
-  }
-
   for (const size of [2, 3, 6, 7]) {
     it(`${size} ranks: prescale and postscale, sum and average, float32, int32, float16 and fp16 on the wire`, async () => {
       for (const kind of ['float32', 'int32', 'float16', 'fp16'] as const) {
-        for (const op of ['sum', 'average'] as const) await check(size, kind, op, 301, 0.5, 3);
+        for (const op of ['sum', 'average'] as const) await expectScaledResults('two-shot', size, kind, op, 301, 0.5, 3);
       }
     });
   }
@@ -130,30 +113,6 @@ describe("two-shot in 'auto' and the cache", () => {
   });
 
   it('a cached allreduce goes ahead without the coordinator; a rank that missed brings the others back, buffers as they were', async () => {
-    const comms = createMemoryRing(3);
-    const phases = comms.map((c) => {
-      const p: string[] = [];
-      c.events.on((e: RingEvent) => e.type === 'phase-begin' && p.push(e.phase));
-      return p;
-    });
-    const n = 3001;
-    const make = (i: number) => comms.map((_, r) => Float32Array.from({ length: n }, (_, k) => Math.sin(r * 31 + k + i) * 100));
-    const opts = { name: 'g', segmentBytes: 256, algorithm: 'two-shot' as const };
-    const expected = make(1);
-    await Promise.all(comms.map((c, r) => allreduceInPlace(c, expected[r], { ...opts, name: 'reference' })));
-    await Promise.all(comms.map((c, r) => allreduceInPlace(c, make(0)[r], opts)));
-    const negotiated = () => phases.map((p) => p.filter((x) => x === 'negotiate').length);
-    expect(negotiated()).toEqual([2, 2, 2]);
-    const again = make(1);
-    await Promise.all(comms.map((c, r) => allreduceInPlace(c, again[r], opts)));
-    expect(negotiated()).toEqual([2, 2, 2]);
-    again.forEach((b, r) => expect(bytesOf(b), `rank ${r}`).toEqual(bytesOf(expected[r])));
-    // Rank 1 forgets the agreement; the others go ahead, reduce some blocks, then hear of it.
-    cacheOf(comms[1]).delete({ kind: 'allreduce', name: 'g', dtype: 'float32', shape: [n], op: 'sum', compression: 'none', prescale: 1, postscale: 1, algorithm: 'two-shot' });
-    const bufs = make(1);
-    await Promise.all(comms.map((c, r) => allreduceInPlace(c, bufs[r], opts)));
-    expect(negotiated()).toEqual([3, 3, 3]);
-    bufs.forEach((b, r) => expect(bytesOf(b), `rank ${r}`).toEqual(bytesOf(expected[r])));
-    comms.forEach((c) => c.close());
+    await expectCachedFallback('two-shot', 3, 1);
   });
 });
