@@ -50,6 +50,8 @@ export interface Rounds {
   negotiations: number;
   /** Collectives by name (fused and chunked names as they ran). */
   byName: Record<string, number>;
+  /** Gradient buckets read back and reduced as backward finished them (overlap.ts); 0 when the step read its gradients whole. */
+  buckets: number;
 }
 
 /**
@@ -62,15 +64,29 @@ export class RoundCounter {
   private steady: Rounds = empty();
   private steps = 0;
   private running = new Set<number>();
+  /** A later gradient bucket was just read back: what begins next waited for backward, not for the ring. */
+  private afterBucket = false;
+  /** Whether a collective began since this step's first bucket was read back (the buckets' round is open). */
+  private bucketRound = false;
 
   record(e: RingEvent): void {
     if (e.type === 'collective-begin') {
-      if (this.running.size === 0) this.now.sequential++;
+      // A step's buckets are one round however their read-backs fall: one that begins after the
+      // bucket before it is done found the ring waiting on backward, not the step waiting on the ring.
+      // (A rank that reads every bucket before reducing any opens its round with the first collective after them.)
+      if (this.running.size === 0 && !(this.afterBucket && this.bucketRound)) this.now.sequential++;
+      this.afterBucket = false;
+      this.bucketRound = true;
       this.running.add(e.id);
       this.now.collectives++;
       this.now.byName[e.name] = (this.now.byName[e.name] ?? 0) + 1;
     } else if (e.type === 'collective-end') this.running.delete(e.id);
     else if (e.type === 'phase-begin' && e.phase === 'negotiate') this.now.negotiations++;
+    else if (e.type === 'gpu-wait' && e.bucket) {
+      this.now.buckets++;
+      this.afterBucket = e.bucket[0] > 1;
+      if (e.bucket[0] === 1) this.bucketRound = false;
+    }
   }
 
   /** Closes a step. The first step negotiates everything for the first time; later ones are the steady state. */
@@ -81,6 +97,7 @@ export class RoundCounter {
       this.steady.collectives += done.collectives;
       this.steady.sequential += done.sequential;
       this.steady.negotiations += done.negotiations;
+      this.steady.buckets += done.buckets;
       for (const [k, v] of Object.entries(done.byName)) this.steady.byName[k] = (this.steady.byName[k] ?? 0) + v;
     }
     return done;
@@ -92,12 +109,12 @@ export class RoundCounter {
     if (n < 1) return null;
     const byName: Record<string, number> = {};
     for (const [k, v] of Object.entries(this.steady.byName)) byName[k] = v / n;
-    return { collectives: this.steady.collectives / n, sequential: this.steady.sequential / n, negotiations: this.steady.negotiations / n, byName };
+    return { collectives: this.steady.collectives / n, sequential: this.steady.sequential / n, negotiations: this.steady.negotiations / n, byName, buckets: this.steady.buckets / n };
   }
 }
 
 function empty(): Rounds {
-  return { collectives: 0, sequential: 0, negotiations: 0, byName: {} };
+  return { collectives: 0, sequential: 0, negotiations: 0, byName: {}, buckets: 0 };
 }
 
 /** Records RingEvents of one or more ranks and turns them into trace events. */
@@ -142,7 +159,7 @@ export class TimelineRecorder {
         this.begin(`c:${pid}:${e.step}`, e.t, { step: e.step });
         break;
       case 'gpu-wait':
-        this.events.push({ name: 'gpu-wait', ph: 'X', ts: this.us(e.t), dur: Math.round(e.ms * 1000), pid, tid: TRACK.gpu, cat: 'gpu-wait', args: { what: e.what } });
+        this.events.push({ name: 'gpu-wait', ph: 'X', ts: this.us(e.t), dur: Math.round(e.ms * 1000), pid, tid: TRACK.gpu, cat: 'gpu-wait', args: { what: e.what, ...(e.bucket ? { bucket: e.bucket } : {}) } });
         break;
       case 'compute-end':
         this.end(`c:${pid}:${e.step}`, e.t, 'compute', pid, TRACK.compute, 'compute');
@@ -185,9 +202,10 @@ export class TimelineRecorder {
         this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers } });
         break;
       case 'train-step': {
-        // A counter track: how many collectives the step ran, how many it waited for one after another, and how many negotiated.
+        // A counter track: how many collectives the step ran, how many it waited for one after another, how many
+        // negotiated, and how many gradient buckets it reduced as backward finished them.
         const r = counter.step();
-        this.events.push({ name: 'rounds', ph: 'C', ts: this.us(e.t), pid, tid: TRACK.collective, cat: 'rounds', args: { collectives: r.collectives, sequential: r.sequential, negotiations: r.negotiations } });
+        this.events.push({ name: 'rounds', ph: 'C', ts: this.us(e.t), pid, tid: TRACK.collective, cat: 'rounds', args: { collectives: r.collectives, sequential: r.sequential, negotiations: r.negotiations, buckets: r.buckets } });
         break;
       }
       case 'evaluate':

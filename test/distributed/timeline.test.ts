@@ -57,6 +57,37 @@ describe('TimelineRecorder', () => {
     step(1, true);
     step(2, false);
     const counts = rec.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args);
-    expect(counts).toEqual([{ collectives: 2, sequential: 1, negotiations: 1 }, { collectives: 2, sequential: 1, negotiations: 0 }]);
+    expect(counts).toEqual([{ collectives: 2, sequential: 1, negotiations: 1, buckets: 0 }, { collectives: 2, sequential: 1, negotiations: 0, buckets: 0 }]);
+  });
+
+  it("counts a step's gradient buckets as one round, even when one begins after the bucket before it ended", () => {
+    const rec = new TimelineRecorder(0);
+    const bucket = (t: number, i: number, n: number) => {
+      rec.record({ type: 'gpu-wait', t, rank: 0, what: `gradients bucket ${i}/${n}`, ms: 0.5, bucket: [i, n] });
+      rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id: t, name: `gradients bucket ${i}/${n}`, kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
+    };
+    bucket(1, 1, 3);
+    rec.record({ type: 'collective-end', t: 1.5, rank: 0, id: 1, name: 'gradients bucket 1/3', ok: true });
+    // Bucket 2 is read back after bucket 1's sum is done: the ring waited on backward.
+    bucket(2, 2, 3);
+    bucket(3, 3, 3);
+    // The step checks begin beside the last bucket.
+    rec.record({ type: 'collective-begin', t: 3, rank: 0, size: 2, id: 100, name: 'gradient-sketches', kind: 'allgather', dtype: 'float32', count: 2, bytes: 8 });
+    for (const id of [2, 3, 100]) rec.record({ type: 'collective-end', t: 4, rank: 0, id, name: 'x', ok: true });
+    rec.record({ type: 'train-step', t: 5, rank: 0, size: 2, step: 0, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
+    // A collective that begins on its own after the step's gradients is a round of its own again.
+    rec.record({ type: 'collective-begin', t: 6, rank: 0, size: 2, id: 200, name: 'metrics', kind: 'allreduce', dtype: 'float32', count: 2, bytes: 8 });
+    rec.record({ type: 'collective-end', t: 7, rank: 0, id: 200, name: 'metrics', ok: true });
+    rec.record({ type: 'train-step', t: 8, rank: 0, size: 2, step: 1, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
+    const counts = rec.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args);
+    expect(counts).toEqual([{ collectives: 4, sequential: 1, negotiations: 0, buckets: 3 }, { collectives: 1, sequential: 1, negotiations: 0, buckets: 0 }]);
+    // A rank that reads every bucket before reducing any (a caller's transform) waits for one round too.
+    const whole = new TimelineRecorder(0);
+    for (const i of [1, 2]) whole.record({ type: 'gpu-wait', t: i, rank: 0, what: `gradients bucket ${i}/2`, ms: 0.5, bucket: [i, 2] });
+    for (const i of [1, 2]) whole.record({ type: 'collective-begin', t: 3, rank: 0, size: 2, id: i, name: `gradients bucket ${i}/2`, kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
+    whole.record({ type: 'train-step', t: 5, rank: 0, size: 2, step: 0, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
+    expect(whole.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args)).toEqual([{ collectives: 2, sequential: 1, negotiations: 0, buckets: 2 }]);
+    const waits = rec.traceEvents().filter((e) => e.name === 'gpu-wait');
+    expect(waits.map((e) => e.args)).toEqual([1, 2, 3].map((i) => ({ what: `gradients bucket ${i}/3`, bucket: [i, 3] })));
   });
 });
