@@ -38,6 +38,12 @@ export interface DistributedOptimizerOptions {
   op?: Extract<ReduceOp, 'average' | 'sum'>;
   /** Fusion buffer size in bytes; tensors beyond it go in further collectives. */
   fusionThresholdBytes?: number;
+  /**
+   * Reduce each gradient bucket as soon as backward finishes it, where nothing needs the whole
+   * gradient first (overlapBucketBytes). Default true. Every rank must give the same: it decides
+   * which collectives a step runs.
+   */
+  overlap?: boolean;
   /** A rank silent this long fails the step (ms). */
   timeoutMs?: number;
   /** Checks around every gradient allreduce, run in this order (the contribution guard and the verified allreduce: step-checks.ts). */
@@ -87,7 +93,7 @@ export interface GradientCheck {
 }
 
 /** DistributedOptimizerOptions with the defaults filled in and checked: this optimizer's and the TF.js one's. */
-export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'checks' | 'aggregation'>> & { timeoutMs: number | undefined } {
+export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'checks' | 'aggregation' | 'overlap'>> & { timeoutMs: number | undefined } {
   const backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
   const op = options.op ?? 'average';
   if (!Number.isInteger(backwardPassesPerStep) || backwardPassesPerStep < 1) {
@@ -123,6 +129,7 @@ export class DistributedOptimizer {
   /** The ring: a communicator of its own, or a holder that an elastic trainer re-forms (elastic-ring.ts). */
   private readonly ring: CurrentRing;
   private readonly aggregation: Aggregation | undefined;
+  private readonly overlap: boolean;
   private accumulated: Float32Array | null = null;
   private passes = 0;
   private gradName: string | null = null;
@@ -151,6 +158,7 @@ export class DistributedOptimizer {
     const observers = this.checks.filter((c) => c.observe);
     this.observeReceived = observers.length > 0 ? (offset, values) => observers.forEach((c) => c.observe!(this.comm, offset, values)) : undefined;
     this.aggregation = options.aggregation?.rule === 'mean' ? undefined : options.aggregation;
+    this.overlap = options.overlap ?? true;
     const settings = { aggregation: this.aggregation, compression: this.compression };
     refuseConflicts(settings, configSettingName(settings));
   }
@@ -175,6 +183,7 @@ export class DistributedOptimizer {
    * whole gradient before anything is sent, or where buckets would send other values.
    */
   get overlapBucketBytes(): number | undefined {
+    if (!this.overlap) return undefined;
     // Robust rules gather every rank's whole contribution in collectives of their own (centered clip
     // keeps the whole last aggregate): there is no ring allreduce to start early.
     if (this.aggregation) return undefined;

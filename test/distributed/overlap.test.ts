@@ -3,7 +3,7 @@
  * reduced as soon as backward finishes it. With 2 ranks a + b is exact whatever the algorithm and
  * however the buffer is cut, so overlapped and whole-gradient steps must give the same bits. A
  * job whose checks only read takes the overlapped path; one whose doubt rule decides each rank's
- * factor (or a caller's transform) reads the whole gradient first.
+ * factor reads the whole gradient first, as does a job that sets `overlap: false`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
@@ -119,6 +119,11 @@ describe('which jobs overlap backward with the allreduce', () => {
     const firstSum1 = transformed.findIndex((e) => e.type === 'collective-begin' && e.name.includes('bucket'));
     expect(firstSum1).toBeGreaterThan(lastRead1);
     expect(mixed.params).toEqual(overlapped.params);
+    // The job's setting turns it off: the gradient read whole, one collective, the same bits.
+    const off = await trainRing(2, { ...fixedJob, overlap: false });
+    expect(bucketWaits(off.events)).toEqual([]);
+    expect(off.events.filter((e) => e.type === 'gpu-wait').map((e) => (e as { what: string }).what)).toEqual(['gradients', 'gradients', 'gradients']);
+    expect(off.params).toEqual(overlapped.params);
   }, 60_000);
 
   it('4 ranks of a fixed job overlap; with the doubt rule they read the whole gradient first', async () => {
