@@ -24,6 +24,12 @@ export interface TraceEvent {
 }
 
 const TRACK = { compute: 1, negotiate: 2, collective: 3, send: 4, recv: 5, membership: 6, gpu: 7 } as const;
+/**
+ * A collective that begins while others run (a gradient bucket beside the one before it, the step
+ * checks' allgather beside the sum) gets a track of its own, LANE_TRACK + k, with its phases: spans
+ * on one track must nest, and overlapping ones would be drawn cut or not at all.
+ */
+const LANE_TRACK = 100;
 const TRACK_NAMES: Record<number, string> = {
   [TRACK.compute]: 'compute',
   [TRACK.negotiate]: 'negotiate',
@@ -120,8 +126,11 @@ function empty(): Rounds {
 /** Records RingEvents of one or more ranks and turns them into trace events. */
 export class TimelineRecorder {
   private readonly events: TraceEvent[] = [];
-  private readonly open = new Map<string, { ts: number; args?: Record<string, unknown> }>();
+  private readonly open = new Map<string, { ts: number; tid?: number; args?: Record<string, unknown> }>();
   private readonly ranksSeen = new Set<number>();
+  /** Per rank: the lane of each running collective (0: the usual tracks), and how many lanes it ever used. */
+  private readonly lanes = new Map<number, Map<number, number>>();
+  private readonly laneCount = new Map<number, number>();
   private readonly rounds = new Map<number, RoundCounter>();
 
   /** @param timeOriginMs this process's performance.timeOrigin (ms since the Unix epoch). */
@@ -136,8 +145,27 @@ export class TimelineRecorder {
     return Math.round((this.timeOriginMs + t) * 1000);
   }
 
-  private begin(key: string, t: number, args?: Record<string, unknown>): void {
-    this.open.set(key, { ts: this.us(t), args });
+  private begin(key: string, t: number, args?: Record<string, unknown>, tid?: number): void {
+    this.open.set(key, { ts: this.us(t), tid, args });
+  }
+
+  /** The lowest lane no running collective of this rank holds. */
+  private takeLane(pid: number, id: number): number {
+    let running = this.lanes.get(pid);
+    if (!running) this.lanes.set(pid, (running = new Map()));
+    const held = new Set(running.values());
+    let lane = 0;
+    while (held.has(lane)) lane++;
+    running.set(id, lane);
+    this.laneCount.set(pid, Math.max(this.laneCount.get(pid) ?? 0, lane));
+    return lane;
+  }
+
+  /** Where a collective's span and phase go: the usual tracks in lane 0, one track per lane beside. */
+  private trackOf(pid: number, id: number, phase?: Phase): number {
+    const lane = this.lanes.get(pid)?.get(id) ?? 0;
+    if (lane > 0) return LANE_TRACK + lane;
+    return phase ? trackOf(phase) : TRACK.collective;
   }
 
   private end(key: string, t: number, name: string, pid: number, tid: number, cat: string, extra?: Record<string, unknown>): void {
@@ -145,7 +173,7 @@ export class TimelineRecorder {
     if (!start) return; // an end without a begin (recorder attached mid-collective): nothing to draw
     this.open.delete(key);
     const ts = this.us(t);
-    this.events.push({ name, ph: 'X', ts: start.ts, dur: Math.max(0, ts - start.ts), pid, tid, cat, args: { ...start.args, ...extra } });
+    this.events.push({ name, ph: 'X', ts: start.ts, dur: Math.max(0, ts - start.ts), pid, tid: start.tid ?? tid, cat, args: { ...start.args, ...extra } });
   }
 
   record(e: RingEvent): void {
@@ -165,13 +193,15 @@ export class TimelineRecorder {
         this.end(`c:${pid}:${e.step}`, e.t, 'compute', pid, TRACK.compute, 'compute');
         break;
       case 'collective-begin':
-        this.begin(`k:${pid}:${e.id}`, e.t, { name: e.name, kind: e.kind, op: e.op, dtype: e.dtype, count: e.count, bytes: e.bytes });
+        this.takeLane(pid, e.id);
+        this.begin(`k:${pid}:${e.id}`, e.t, { name: e.name, kind: e.kind, op: e.op, dtype: e.dtype, count: e.count, bytes: e.bytes }, this.trackOf(pid, e.id));
         break;
       case 'collective-end':
         this.end(`k:${pid}:${e.id}`, e.t, `collective ${e.name}`, pid, TRACK.collective, 'collective', { ok: e.ok, error: e.error });
+        this.lanes.get(pid)?.delete(e.id);
         break;
       case 'phase-begin':
-        this.begin(`p:${pid}:${e.id}:${e.phase}`, e.t, { id: e.id });
+        this.begin(`p:${pid}:${e.id}:${e.phase}`, e.t, { id: e.id }, this.trackOf(pid, e.id, e.phase));
         break;
       case 'phase-end':
         this.end(`p:${pid}:${e.id}:${e.phase}`, e.t, e.phase, pid, trackOf(e.phase), 'phase');
@@ -222,6 +252,9 @@ export class TimelineRecorder {
       meta.push({ name: 'process_sort_index', ph: 'M', ts: 0, pid: rank, tid: 0, args: { sort_index: rank } });
       for (const [tid, name] of Object.entries(TRACK_NAMES)) {
         meta.push({ name: 'thread_name', ph: 'M', ts: 0, pid: rank, tid: Number(tid), args: { name } });
+      }
+      for (let lane = 1; lane <= (this.laneCount.get(rank) ?? 0); lane++) {
+        meta.push({ name: 'thread_name', ph: 'M', ts: 0, pid: rank, tid: LANE_TRACK + lane, args: { name: `collectives beside (${lane})` } });
       }
     }
     return [...meta, ...this.events];

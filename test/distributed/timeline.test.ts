@@ -60,6 +60,32 @@ describe('TimelineRecorder', () => {
     expect(counts).toEqual([{ collectives: 2, sequential: 1, negotiations: 1, buckets: 0 }, { collectives: 2, sequential: 1, negotiations: 0, buckets: 0 }]);
   });
 
+  it('draws a collective that begins while another runs, with its phases, on a track of its own, so spans on a track nest', () => {
+    const rec = new TimelineRecorder(0);
+    const begin = (t: number, id: number, name: string) => rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id, name, kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
+    const phase = (t: number, id: number, end: boolean) => rec.record({ type: end ? 'phase-end' : 'phase-begin', t, rank: 0, id, phase: 'reduce-scatter' });
+    const end = (t: number, id: number, name: string) => rec.record({ type: 'collective-end', t, rank: 0, id, name, ok: true });
+    begin(1, 1, 'bucket 1/2');
+    phase(1, 1, false);
+    begin(2, 2, 'bucket 2/2');
+    phase(2, 2, false);
+    phase(3, 1, true);
+    end(3, 1, 'bucket 1/2');
+    phase(4, 2, true);
+    end(4, 2, 'bucket 2/2');
+    // Lane 0 is free again: the next collective goes back to the usual track.
+    begin(5, 3, 'metrics');
+    end(6, 3, 'metrics');
+    const spans = rec.traceEvents().filter((e) => e.ph === 'X');
+    const tidOf = (name: string, id?: number) => spans.find((e) => e.name === name && (id === undefined || e.args?.id === id))!.tid;
+    expect(tidOf('collective bucket 1/2')).toBe(3);
+    expect(tidOf('reduce-scatter', 1)).toBe(3);
+    expect(tidOf('collective bucket 2/2')).toBe(101);
+    expect(tidOf('reduce-scatter', 2)).toBe(101);
+    expect(tidOf('collective metrics')).toBe(3);
+    expect(rec.traceEvents().find((e) => e.ph === 'M' && e.tid === 101)?.args).toEqual({ name: 'collectives beside (1)' });
+  });
+
   it("counts a step's gradient buckets as one round, even when one begins after the bucket before it ended", () => {
     const rec = new TimelineRecorder(0);
     const bucket = (t: number, i: number, n: number) => {
