@@ -21,7 +21,7 @@ import { allreduceInPlace } from '../collectives/allreduce.ts';
 import { DEFAULT_FUSION_THRESHOLD_BYTES } from '../collectives/fusion.ts';
 import type { Compression, ReduceOp } from '../collectives/types.ts';
 import { robustAllreduce, type Aggregation } from '../collectives/robust-aggregate.ts';
-import { DEFAULT_BUCKET_BYTES, type GradientBucket } from '../engine/grad-buckets.ts';
+import { bucketBytesFor, type GradientBucket } from '../engine/grad-buckets.ts';
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 import { configSettingName, refuseConflicts } from './setting-conflicts.ts';
@@ -201,7 +201,7 @@ export class DistributedOptimizer {
     if (this.checks.some((c) => c.before && !c.readsOnly && !c.rankLocal)) return undefined;
     // Each bucket is one collective; the fusion threshold caps it as it caps any of them.
     if (this.fusionThresholdBytes < 4) return undefined;
-    return Math.min(DEFAULT_BUCKET_BYTES, this.fusionThresholdBytes);
+    return bucketBytesFor(this.model.flatLength * 4, this.fusionThresholdBytes);
   }
 
   /**

@@ -25,6 +25,18 @@ import type { ParamEntry } from './model.ts';
  */
 export const DEFAULT_BUCKET_BYTES = 256 * 1024;
 
+/**
+ * A larger gradient is cut into about this many buckets at most: beyond a few, the overlap gains
+ * little more (the last bucket still waits for the first layer's backward), and every bucket is a
+ * collective with its own messages. A 400 MB model gets 25 MB buckets, as in DDP.
+ */
+export const MAX_BUCKETS = 16;
+
+/** The bucket size for a gradient of `flatBytes`: DEFAULT_BUCKET_BYTES, larger for a large one, never past `capBytes` (the fusion threshold). */
+export function bucketBytesFor(flatBytes: number, capBytes: number): number {
+  return Math.min(capBytes, Math.max(DEFAULT_BUCKET_BYTES, Math.ceil(flatBytes / MAX_BUCKETS)));
+}
+
 /** One bucket of a step's gradients: floats [offset, offset + length) of the flat buffer. */
 export interface GradientBucket {
   offset: number;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { DeferredScalars } from '../../src/gpu/readback.ts';
-import { createModel, GraphModel, planBuckets, type BucketRange, type Model, type ParamEntry } from '../../src/engine/index.ts';
+import { bucketBytesFor, createModel, GraphModel, planBuckets, type BucketRange, type Model, type ParamEntry } from '../../src/engine/index.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 import { F, Linear, Module, type Tensor } from '../../src/nn/index.ts';
 
@@ -58,6 +58,14 @@ describe('planBuckets', () => {
     const { layout, flatLength } = layoutOf([64, 64, 64]);
     expect(planBuckets(layout, flatLength, 4, (i) => 3 - i).map((b) => b.entries)).toEqual([[2, 3], [1, 2], [0, 1]]);
     expect(planBuckets(layout, flatLength, 1 << 20, (i) => 3 - i).map((b) => b.entries)).toEqual([[0, 3]]);
+  });
+
+  it('sizes buckets at 256 KiB, larger for a gradient past 16 of them, and never past the fusion threshold', () => {
+    const MiB = 1024 * 1024;
+    expect(bucketBytesFor(400 * 1024, 64 * MiB)).toBe(256 * 1024);
+    expect(bucketBytesFor(400 * MiB, 64 * MiB)).toBe(25 * MiB);
+    expect(bucketBytesFor(400 * MiB, 16 * MiB)).toBe(16 * MiB);
+    expect(bucketBytesFor(400 * 1024, 1024)).toBe(1024);
   });
 
   it('reads a bucket finished early (a tied weight at the end) no sooner than the bucket before it', () => {
