@@ -9,9 +9,12 @@
  * PARAM_ALIGN) belongs to that tensor's bucket, so the buckets tile the flat
  * buffer exactly and writing them back is writing the whole buffer.
  *
- * Boundaries depend on the layout and the bucket size only, never on the batch
- * size or the plan: every rank cuts the same buckets, which are reduced under
- * the same names (the response cache then hits every step after the first).
+ * Boundaries depend on the layout, the bucket size and which backward step
+ * finishes each tensor's gradient, an order the model's graph fixes whatever
+ * the batch size: every rank of a job cuts the same buckets, which are reduced
+ * under the same names (the response cache then hits every step after the
+ * first; a rank that cut others would fail negotiation, named, not sum wrong).
+ * GraphModel cuts them once per plan.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { ParamEntry } from './model.ts';
