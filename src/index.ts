@@ -39,6 +39,7 @@ export { Mlp, MlpModule } from './engine/mlp.ts';
 export { Cnn, CnnModule } from './engine/cnn.ts';
 export { Transformer, TransformerModule } from './engine/transformer.ts';
 export type { Model, ModelSpec, MlpSpec, CnnSpec, TransformerSpec, ModelIdentity, ParamEntry, EvalResult } from './engine/model.ts';
+export type { GradientBucket } from './engine/grad-buckets.ts';
 export { trainStep } from './engine/train-step.ts';
 export { predict, type Prediction, type PredictOptions } from './engine/predict.ts';
 export { stateDict, loadStateDict, saveSafetensors, loadSafetensors } from './engine/weights.ts';
@@ -47,7 +48,7 @@ export { encodeCheckpoint, decodeCheckpoint, checkpointFromFlat, flatParamsFor, 
 
 // Horovod-style distributed training.
 export { init, type InitOptions, type Session } from './distributed/session.ts';
-export { DistributedOptimizer, type DistributedOptimizerOptions, type StepResult } from './distributed/optimizer.ts';
+export { DistributedOptimizer, type DistributedOptimizerOptions, type GradientCheck, type StepResult } from './distributed/optimizer.ts';
 export { broadcastParameters, broadcastOptimizerState, averageMetrics, type BroadcastOptions } from './distributed/broadcast-state.ts';
 export { LocalSgdOptimizer, type LocalSgdOptions } from './distributed/diloco.ts';
 /** Elastic training for your own loop: State (commit, restore, sync), run. */

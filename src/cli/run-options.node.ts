@@ -61,6 +61,8 @@ export interface RunOptions extends TrainOptions {
    * stepCheckOn, docs/ROBUSTNESS.md).
    */
   checks?: { verify?: boolean; doubtRule?: boolean; directionRules: boolean };
+  /** --no-overlap: false (absent or true: each gradient bucket reduced as backward finishes it). */
+  overlap?: boolean;
   /** --model-options with --layers/--width/--heads merged in: every worker builds the model with them. */
   modelOptions?: Record<string, unknown>;
   /** --text: the text's SHA-256, which every worker's own copy must match. */
@@ -158,6 +160,8 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   // doubt rule are written either way when given, since their absence means on in an elastic job.
   if (o.checks?.directionRules) hyperparameters.directionRules = true;
   for (const key of ['verify', 'doubtRule'] as const) if (o.checks?.[key] !== undefined) hyperparameters[key] = o.checks[key];
+  // Written only when off: a job that overlaps (the default) reads as before, to peers of any version.
+  if (o.overlap === false) hyperparameters.overlap = false;
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;

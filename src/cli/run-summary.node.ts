@@ -88,6 +88,8 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       sequential_collectives_per_step: rank0.sequential_collectives_per_step ?? null,
       negotiations_per_step: rank0.negotiations_per_step ?? null,
       collectives_by_name_per_step: rank0.collectives_by_name_per_step ?? null,
+      // Gradient buckets reduced as backward finished them (0: the whole gradient was read, then reduced).
+      gradient_buckets_per_step: rank0.gradient_buckets_per_step ?? null,
       train_seconds: rank0.train_seconds,
       runtime,
       adapter: rank0.adapter,

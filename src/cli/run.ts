@@ -78,7 +78,8 @@ export function runCommand(extension: RunExtension = {}): Command {
     .option('--no-doubt-rule', 'turn the doubt rule off, in an elastic job too')
     .option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same')
     .option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)')
-    .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false);
+    .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false)
+    .option('--no-overlap', 'read each step\'s gradient whole before reducing it, instead of reducing each bucket as backward finishes it (docs/COLLECTIVES.md, Overlap)');
   addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
@@ -110,6 +111,7 @@ export function runCommand(extension: RunExtension = {}): Command {
         wan: parseWanOptions(raw),
         aggregation: parseAggregationOption(raw.aggregation),
         checks: { verify: optionalFlag(raw.verify), doubtRule: optionalFlag(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
+        overlap: raw.overlap !== false,
         workerCommand: extension.workerCommand,
         labels: raw.labels as string | undefined,
         labelColumn: raw.labelColumn as string | undefined,

@@ -240,6 +240,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       sequential_collectives_per_step: result.rounds?.sequential ?? null,
       negotiations_per_step: result.rounds?.negotiations ?? null,
       collectives_by_name_per_step: result.rounds?.byName ?? null,
+      gradient_buckets_per_step: result.rounds?.buckets ?? null,
       train_seconds: result.trainSeconds,
       runtime: result.runtime,
       adapter: result.adapter,

@@ -37,7 +37,7 @@ export type RingEvent =
   | { type: 'stall'; t: number; rank: number; id: number; name: string; waitingFor: number[]; waitedMs: number }
   /** Training progress on one rank. */
   /** This rank waited `ms` from `t` for the GPU to hand back `what` (a read-back), apart from the ring's phases. */
-  | { type: 'gpu-wait'; t: number; rank: number; what: string; ms: number }
+  | { type: 'gpu-wait'; t: number; rank: number; what: string; ms: number; bucket?: [index: number, count: number] }
   | { type: 'compute-begin'; t: number; rank: number; step: number }
   | { type: 'compute-end'; t: number; rank: number; step: number }
   | { type: 'train-step'; t: number; rank: number; size: number; step: number; epoch: number; loss: number; samples: number; samplesPerS: number; bytesSent: number }

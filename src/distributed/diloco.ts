@@ -214,7 +214,7 @@ export class LocalSgdOptimizer {
 /** What trains on the ring: local SGD when the config has syncEvery, else synchronous DistributedOptimizer. */
 export function ringOptimizer(comm: Communicator | CurrentRing, model: Model, inner: Optimizer, config: LocalSgdConfig & DistributedOptimizerOptions): DistributedOptimizer | LocalSgdOptimizer {
   const common = { compression: config.compression, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs };
-  if (config.syncEvery === undefined) return new DistributedOptimizer(comm, model, inner, { ...common, backwardPassesPerStep: config.backwardPassesPerStep, checks: config.checks, aggregation: config.aggregation });
+  if (config.syncEvery === undefined) return new DistributedOptimizer(comm, model, inner, { ...common, backwardPassesPerStep: config.backwardPassesPerStep, checks: config.checks, aggregation: config.aggregation, overlap: config.overlap });
   if ((config.backwardPassesPerStep ?? 1) !== 1) throw new RingtrainError(ErrorCode.InvalidArgument, '--backward-passes does not combine with --sync-every (local SGD already sends rarely); drop one');
   return new LocalSgdOptimizer(comm, model, inner, { ...common, syncEvery: config.syncEvery, outerLr: config.outerLr, outerMomentum: config.outerMomentum });
 }

@@ -104,6 +104,8 @@ export class ElasticRing implements CurrentRing {
   get agreementCheck(): GradientCheck | undefined {
     if (!this.hooks) return undefined;
     return {
+      // It only starts the agreement beside the sum: it reads no gradient.
+      readsOnly: true,
       before: () => {
         const answer = this.agreedEpoch().then(
           (epoch) => ({ epoch }),

@@ -48,6 +48,7 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     warmupFrom: h.warmupFrom ?? D.warmupFrom,
     sampling: h.sampling ?? D.sampling,
     fusionThresholdBytes: h.fusionThresholdBytes,
+    overlap: h.overlap ?? D.overlap,
     timeoutMs: h.timeoutMs,
     elastic: h.elastic ?? D.elastic,
     // A fixed global batch shared over the ring (absent: batchPerPeer per rank), by speed or equally.

@@ -21,11 +21,13 @@ import { allreduceInPlace } from '../collectives/allreduce.ts';
 import { DEFAULT_FUSION_THRESHOLD_BYTES } from '../collectives/fusion.ts';
 import type { Compression, ReduceOp } from '../collectives/types.ts';
 import { robustAllreduce, type Aggregation } from '../collectives/robust-aggregate.ts';
+import { bucketBytesFor, type GradientBucket } from '../engine/grad-buckets.ts';
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 import { configSettingName, refuseConflicts } from './setting-conflicts.ts';
 import { fnv1a32 } from '../core/hash.ts';
 import { currentRing, type CurrentRing } from './elastic-ring.ts';
+import { reduceBucketsAsRead } from './overlap.ts';
 
 export interface DistributedOptimizerOptions {
   /** 'fp16' sends gradients as float16 (half the bytes), 'int8' as bytes with error feedback (a quarter). Default 'none'. */
@@ -36,6 +38,12 @@ export interface DistributedOptimizerOptions {
   op?: Extract<ReduceOp, 'average' | 'sum'>;
   /** Fusion buffer size in bytes; tensors beyond it go in further collectives. */
   fusionThresholdBytes?: number;
+  /**
+   * Reduce each gradient bucket as soon as backward finishes it, where nothing needs the whole
+   * gradient first (overlapBucketBytes). Default true. Every rank must give the same: it decides
+   * which collectives a step runs.
+   */
+  overlap?: boolean;
   /** A rank silent this long fails the step (ms). */
   timeoutMs?: number;
   /** Checks around every gradient allreduce, run in this order (the contribution guard and the verified allreduce: step-checks.ts). */
@@ -60,6 +68,20 @@ export interface GradientCheck {
    * the allreduce (step-checks.ts).
    */
   before?(comm: Communicator, local: Float32Array, step: number): Promise<number | void> | number | void;
+  /**
+   * True when `before` only reads: it changes no value of `local` and resolves to no factor but 1.
+   * Such a check may run once the whole gradient is read back, on a copy, while the buckets read
+   * before are already being reduced (overlap.ts); one without it turns the overlap off.
+   */
+  readsOnly?: boolean;
+  /**
+   * True when `before` may change this rank's contribution, but on this rank alone (a caller's
+   * transform, which other ranks need not know of): the step is still cut into the same buckets as
+   * on every other rank, and this rank reads them all before reducing any. A check with neither
+   * flag (the doubt rule, whose factors every rank must know before anyone sends) keeps every
+   * rank's gradient whole.
+   */
+  rankLocal?: boolean;
   /** Sees every segment this rank receives in the ring's reduce-scatter (ReduceOptions.observeReceived): the verified allreduce checks each hop. */
   observe?(comm: Communicator, offset: number, values: Float32Array): void;
   /**
@@ -71,7 +93,7 @@ export interface GradientCheck {
 }
 
 /** DistributedOptimizerOptions with the defaults filled in and checked: this optimizer's and the TF.js one's. */
-export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'checks' | 'aggregation'>> & { timeoutMs: number | undefined } {
+export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'checks' | 'aggregation' | 'overlap'>> & { timeoutMs: number | undefined } {
   const backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
   const op = options.op ?? 'average';
   if (!Number.isInteger(backwardPassesPerStep) || backwardPassesPerStep < 1) {
@@ -107,6 +129,7 @@ export class DistributedOptimizer {
   /** The ring: a communicator of its own, or a holder that an elastic trainer re-forms (elastic-ring.ts). */
   private readonly ring: CurrentRing;
   private readonly aggregation: Aggregation | undefined;
+  private readonly overlap: boolean;
   private accumulated: Float32Array | null = null;
   private passes = 0;
   private gradName: string | null = null;
@@ -135,6 +158,7 @@ export class DistributedOptimizer {
     const observers = this.checks.filter((c) => c.observe);
     this.observeReceived = observers.length > 0 ? (offset, values) => observers.forEach((c) => c.observe!(this.comm, offset, values)) : undefined;
     this.aggregation = options.aggregation?.rule === 'mean' ? undefined : options.aggregation;
+    this.overlap = options.overlap ?? true;
     const settings = { aggregation: this.aggregation, compression: this.compression };
     refuseConflicts(settings, configSettingName(settings));
   }
@@ -154,25 +178,51 @@ export class DistributedOptimizer {
   }
 
   /**
-   * Call after model.forwardBackward(). Every backwardPassesPerStep-th call
-   * averages the summed gradients over all ranks and steps the optimizer.
-   * `weight` scales this rank's gradient before the average (1: every rank
-   * counts alike): a rank with more of the step's counted targets weighs more.
-   * `trainingStep` is what the checks see as the step (every rank must give the same):
-   * the wrapped optimizer's step count unless given.
+   * Bytes per gradient bucket when a step may reduce its gradients bucket by bucket as backward
+   * finishes them (forwardBackwardBuckets, overlap.ts); undefined where something needs this rank's
+   * whole gradient before anything is sent, or where buckets would send other values.
    */
-  async step(lr?: number, weight = 1, trainingStep = this.optimizer.stepCount): Promise<StepResult> {
+  get overlapBucketBytes(): number | undefined {
+    if (!this.overlap) return undefined;
+    // Robust rules gather every rank's whole contribution in collectives of their own (centered clip
+    // keeps the whole last aggregate): there is no ring allreduce to start early.
+    if (this.aggregation) return undefined;
+    // k passes are summed here and reduced once, on the k-th: the passes before send nothing to overlap.
+    if (this.backwardPassesPerStep > 1) return undefined;
+    // int8 scales each ring segment and top-k keeps the k largest of the whole tensor, each with an
+    // error-feedback residual of the whole: bucket by bucket they would send other values.
+    if (this.compression !== 'none' && this.compression !== 'fp16') return undefined;
+    // The verified allreduce sketches the ring chunks of the whole buffer (cut by the fusion
+    // threshold: step-checks.ts); buckets would be reduced in other chunks than it checks.
+    if (this.observeReceived) return undefined;
+    // A check that may change the contribution in a way every rank must know of (the doubt rule's
+    // factors) sees the whole gradient before any of it is sent. A caller's transform on one rank
+    // does not change how the ranks cut the gradient: that rank only waits for every bucket (stepOverlapped).
+    if (this.checks.some((c) => c.before && !c.readsOnly && !c.rankLocal)) return undefined;
+    // Each bucket is one collective; the fusion threshold caps it as it caps any of them.
+    if (this.fusionThresholdBytes < 4) return undefined;
+    return bucketBytesFor(this.model.flatLength * 4, this.fusionThresholdBytes);
+  }
+
+  /**
+   * Call after model.forwardBackward() (or with the buckets of model.forwardBackwardBuckets(),
+   * sized by `overlapBucketBytes`: then each bucket's reduction starts as soon as it is read back).
+   * Every backwardPassesPerStep-th call averages the summed gradients over all ranks and steps the
+   * optimizer. `weight` scales this rank's gradient before the average (1: every rank counts
+   * alike): a rank with more of the step's counted targets weighs more. `trainingStep` is what the
+   * checks see as the step (every rank must give the same): the wrapped optimizer's step count unless given.
+   */
+  async step(lr?: number, weight = 1, trainingStep = this.optimizer.stepCount, buckets?: readonly GradientBucket[]): Promise<StepResult> {
+    // This rank's share of the step (its gradient is a mean over its own examples); scaled here,
+    // not as the allreduce's prescale, which every rank must give alike.
+    if (weight !== 1 && (!Number.isFinite(weight) || weight < 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer.step: weight must be a finite number >= 0, got ${weight}`);
+    if (buckets && this.overlapBucketBytes !== undefined) return this.stepOverlapped(lr, weight, trainingStep, buckets);
     const waited = now();
-    const grads = await this.model.readGrads();
+    const grads = buckets ? await wholeOf(buckets, this.model.flatLength) : await this.model.readGrads();
     // The read-back is its own span on the timeline, so GPU time is never mistaken for the ring's.
     const ev = this.comm.events;
     if (ev.active) ev.emit({ type: 'gpu-wait', t: waited, rank: this.comm.rank, what: 'gradients', ms: now() - waited });
-    // This rank's share of the step (its gradient is a mean over its own examples); scaled here,
-    // not as the allreduce's prescale, which every rank must give alike.
-    if (weight !== 1) {
-      if (!Number.isFinite(weight) || weight < 0) throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer.step: weight must be a finite number >= 0, got ${weight}`);
-      for (let i = 0; i < grads.length; i++) grads[i] *= weight;
-    }
+    if (weight !== 1) for (let i = 0; i < grads.length; i++) grads[i] *= weight;
     if (this.backwardPassesPerStep > 1) {
       if (!this.accumulated) this.accumulated = new Float32Array(grads.length);
       const acc = this.accumulated;
@@ -189,6 +239,54 @@ export class DistributedOptimizer {
     if (factor !== 1) for (let i = 0; i < local.length; i++) local[i] *= factor;
     const before = this.comm.stats.bytesSent;
     const reduced = await this.allreduceGradients(local);
+    return this.apply(reduced, lr, before);
+  }
+
+  /**
+   * The step with its buckets reduced as they are read back (overlap.ts). The checks that only read
+   * see a copy of the contribution once every bucket is read; on a rank with a check that changes
+   * it (a caller's transform) every bucket is read first, and each reading check sees the
+   * contribution as the checks before it in the list left it, as on the whole-gradient path.
+   */
+  private async stepOverlapped(lr: number | undefined, weight: number, trainingStep: number, buckets: readonly GradientBucket[]): Promise<StepResult> {
+    const comm = this.comm;
+    const before = comm.stats.bytesSent;
+    const flat = new Float32Array(this.model.flatLength);
+    const hooked = this.checks.filter((c) => c.before);
+    const overlap = hooked.every((c) => c.readsOnly);
+    // Overlapping, the sums overwrite `flat` while later buckets are read: the checks read a copy.
+    const local = overlap && hooked.length > 0 ? new Float32Array(this.model.flatLength) : null;
+    const readers: { check: GradientCheck; local: Float32Array }[] = overlap ? hooked.map((check) => ({ check, local: local! })) : [];
+    await reduceBucketsAsRead({
+      comm, buckets, weight, flat, local, overlap,
+      name: this.gradientsName,
+      prepare: async () => {
+        let factor = 1;
+        let seen: Float32Array | null = null;
+        for (const check of hooked) {
+          if (check.readsOnly) {
+            readers.push({ check, local: (seen ??= flat.slice()) });
+            continue;
+          }
+          const f = await check.before!(comm, flat, trainingStep);
+          if (typeof f === 'number') factor *= f;
+          seen = null;
+        }
+        if (factor !== 1) for (let i = 0; i < flat.length; i++) flat[i] *= factor;
+      },
+      beforeLast: async () => {
+        for (const { check, local } of readers) {
+          const f = await check.before!(comm, local, trainingStep);
+          if (typeof f === 'number' && f !== 1) throw new RingtrainError(ErrorCode.InvalidArgument, `a gradient check that said it only reads resolved to the factor ${f}; give it readsOnly: false`);
+        }
+      },
+      reduce: (values, name) => allreduceInPlace(comm, values, { name, op: this.op, compression: this.compression, chunkBytes: this.fusionThresholdBytes, timeoutMs: this.timeoutMs }),
+    });
+    return this.apply(flat, lr, before);
+  }
+
+  /** The reduced gradients: the checks' `after`, the finite check, then the update. */
+  private async apply(reduced: Float32Array, lr: number | undefined, before: number): Promise<StepResult> {
     const prescale = this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1;
     for (const check of this.checks) await check.after?.(this.comm, reduced, prescale * (this.op === 'average' ? 1 / this.comm.size : 1), prescale);
     for (const e of this.model.layout) checkFinite(e.name, reduced.subarray(e.offset, e.offset + e.length));
@@ -245,6 +343,13 @@ export class DistributedOptimizer {
     const text = JSON.stringify(this.model.layout.map((e) => [e.name, e.offset, e.length]));
     return (this.gradName = `gradients (${this.model.layout.length} tensors, layout #${fnv1a32(text).toString(16)})`);
   }
+}
+
+/** The buckets' values in one flat buffer (a caller that read them in buckets, on the whole-gradient path). */
+async function wholeOf(buckets: readonly GradientBucket[], flatLength: number): Promise<Float32Array> {
+  const flat = new Float32Array(flatLength);
+  for (const b of buckets) flat.set(await b.ready, b.offset);
+  return flat;
 }
 
 function checkFinite(name: string, data: Float32Array): void {

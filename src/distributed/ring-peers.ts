@@ -120,6 +120,12 @@ export class RingPeers implements Peers {
     await this.parts.ring.membershipChanged();
   }
 
+  /** Bytes per gradient bucket when the ring's optimizer reduces buckets as backward finishes them (local SGD reduces no gradients). */
+  bucketBytes(): number | undefined {
+    const { ringOpt } = this.parts;
+    return 'overlapBucketBytes' in ringOpt ? ringOpt.overlapBucketBytes : undefined;
+  }
+
   /** The ring's step: this rank's gradients read back, weighed by its share, checked, summed, applied. */
   async apply(s: StepUpdate): Promise<StepResult> {
     const { config, comm } = this;
@@ -127,7 +133,7 @@ export class RingPeers implements Peers {
     clock.start = s.computeStart;
     // Weighed by this rank's share of the step's counted targets (exactly 1 when shares are equal).
     const weight = s.batch.ringTargets > 0 ? (comm.size * s.targets) / s.batch.ringTargets : (comm.size * s.batch.size) / s.globalBatch;
-    const r = await ringOpt.step(s.lr, weight, s.step).catch((err: unknown) => {
+    const r = await ringOpt.step(s.lr, weight, s.step, s.buckets).catch((err: unknown) => {
       const guard = guardOf(config);
       throw guard !== false ? suspectPeersFirst(err, config.verify === true, guard.doubt !== false) : err;
     });

@@ -88,6 +88,16 @@ export class StepChecks {
   constructor(private readonly o: StepCheckOptions) {}
 
   /**
+   * Whether `before` leaves the contribution as it is (its factor is always 1): so whenever the
+   * doubt rule does not decide factors. With verify it reads the ring chunks of the whole buffer,
+   * so the optimizer reduces the whole buffer then anyway (DistributedOptimizer.overlapBucketBytes).
+   */
+  get readsOnly(): boolean {
+    const guard = this.o.guard ?? {};
+    return guard === false || guard.doubt === false || this.o.leaveOut === false;
+  }
+
+  /**
    * Before the allreduce: publishes this rank's checks and resolves to the factor its
    * contribution is to be multiplied by before it is summed. Where no rule can change that
    * factor (the doubt rule off, or summing doubtful ranks anyway) it resolves to 1 at once,

@@ -24,6 +24,12 @@ export interface TraceEvent {
 }
 
 const TRACK = { compute: 1, negotiate: 2, collective: 3, send: 4, recv: 5, membership: 6, gpu: 7 } as const;
+/**
+ * A collective that begins while others run (a gradient bucket beside the one before it, the step
+ * checks' allgather beside the sum) gets a track of its own, LANE_TRACK + k, with its phases: spans
+ * on one track must nest, and overlapping ones would be drawn cut or not at all.
+ */
+const LANE_TRACK = 100;
 const TRACK_NAMES: Record<number, string> = {
   [TRACK.compute]: 'compute',
   [TRACK.negotiate]: 'negotiate',
@@ -50,6 +56,8 @@ export interface Rounds {
   negotiations: number;
   /** Collectives by name (fused and chunked names as they ran). */
   byName: Record<string, number>;
+  /** Gradient buckets read back and reduced as backward finished them (overlap.ts); 0 when the step read its gradients whole. */
+  buckets: number;
 }
 
 /**
@@ -62,15 +70,29 @@ export class RoundCounter {
   private steady: Rounds = empty();
   private steps = 0;
   private running = new Set<number>();
+  /** A later gradient bucket was just read back: what begins next waited for backward, not for the ring. */
+  private afterBucket = false;
+  /** Whether a collective began since this step's first bucket was read back (the buckets' round is open). */
+  private bucketRound = false;
 
   record(e: RingEvent): void {
     if (e.type === 'collective-begin') {
-      if (this.running.size === 0) this.now.sequential++;
+      // A step's buckets are one round however their read-backs fall: one that begins after the
+      // bucket before it is done found the ring waiting on backward, not the step waiting on the ring.
+      // (A rank that reads every bucket before reducing any opens its round with the first collective after them.)
+      if (this.running.size === 0 && !(this.afterBucket && this.bucketRound)) this.now.sequential++;
+      this.afterBucket = false;
+      this.bucketRound = true;
       this.running.add(e.id);
       this.now.collectives++;
       this.now.byName[e.name] = (this.now.byName[e.name] ?? 0) + 1;
     } else if (e.type === 'collective-end') this.running.delete(e.id);
     else if (e.type === 'phase-begin' && e.phase === 'negotiate') this.now.negotiations++;
+    else if (e.type === 'gpu-wait' && e.bucket) {
+      this.now.buckets++;
+      this.afterBucket = e.bucket[0] > 1;
+      if (e.bucket[0] === 1) this.bucketRound = false;
+    }
   }
 
   /** Closes a step. The first step negotiates everything for the first time; later ones are the steady state. */
@@ -81,6 +103,7 @@ export class RoundCounter {
       this.steady.collectives += done.collectives;
       this.steady.sequential += done.sequential;
       this.steady.negotiations += done.negotiations;
+      this.steady.buckets += done.buckets;
       for (const [k, v] of Object.entries(done.byName)) this.steady.byName[k] = (this.steady.byName[k] ?? 0) + v;
     }
     return done;
@@ -92,19 +115,22 @@ export class RoundCounter {
     if (n < 1) return null;
     const byName: Record<string, number> = {};
     for (const [k, v] of Object.entries(this.steady.byName)) byName[k] = v / n;
-    return { collectives: this.steady.collectives / n, sequential: this.steady.sequential / n, negotiations: this.steady.negotiations / n, byName };
+    return { collectives: this.steady.collectives / n, sequential: this.steady.sequential / n, negotiations: this.steady.negotiations / n, byName, buckets: this.steady.buckets / n };
   }
 }
 
 function empty(): Rounds {
-  return { collectives: 0, sequential: 0, negotiations: 0, byName: {} };
+  return { collectives: 0, sequential: 0, negotiations: 0, byName: {}, buckets: 0 };
 }
 
 /** Records RingEvents of one or more ranks and turns them into trace events. */
 export class TimelineRecorder {
   private readonly events: TraceEvent[] = [];
-  private readonly open = new Map<string, { ts: number; args?: Record<string, unknown> }>();
+  private readonly open = new Map<string, { ts: number; tid?: number; args?: Record<string, unknown> }>();
   private readonly ranksSeen = new Set<number>();
+  /** Per rank: the lane of each running collective (0: the usual tracks), and how many lanes it ever used. */
+  private readonly lanes = new Map<number, Map<number, number>>();
+  private readonly laneCount = new Map<number, number>();
   private readonly rounds = new Map<number, RoundCounter>();
 
   /** @param timeOriginMs this process's performance.timeOrigin (ms since the Unix epoch). */
@@ -119,8 +145,27 @@ export class TimelineRecorder {
     return Math.round((this.timeOriginMs + t) * 1000);
   }
 
-  private begin(key: string, t: number, args?: Record<string, unknown>): void {
-    this.open.set(key, { ts: this.us(t), args });
+  private begin(key: string, t: number, args?: Record<string, unknown>, tid?: number): void {
+    this.open.set(key, { ts: this.us(t), tid, args });
+  }
+
+  /** The lowest lane no running collective of this rank holds. */
+  private takeLane(pid: number, id: number): number {
+    let running = this.lanes.get(pid);
+    if (!running) this.lanes.set(pid, (running = new Map()));
+    const held = new Set(running.values());
+    let lane = 0;
+    while (held.has(lane)) lane++;
+    running.set(id, lane);
+    this.laneCount.set(pid, Math.max(this.laneCount.get(pid) ?? 0, lane));
+    return lane;
+  }
+
+  /** Where a collective's span and phase go: the usual tracks in lane 0, one track per lane beside. */
+  private trackOf(pid: number, id: number, phase?: Phase): number {
+    const lane = this.lanes.get(pid)?.get(id) ?? 0;
+    if (lane > 0) return LANE_TRACK + lane;
+    return phase ? trackOf(phase) : TRACK.collective;
   }
 
   private end(key: string, t: number, name: string, pid: number, tid: number, cat: string, extra?: Record<string, unknown>): void {
@@ -128,7 +173,7 @@ export class TimelineRecorder {
     if (!start) return; // an end without a begin (recorder attached mid-collective): nothing to draw
     this.open.delete(key);
     const ts = this.us(t);
-    this.events.push({ name, ph: 'X', ts: start.ts, dur: Math.max(0, ts - start.ts), pid, tid, cat, args: { ...start.args, ...extra } });
+    this.events.push({ name, ph: 'X', ts: start.ts, dur: Math.max(0, ts - start.ts), pid, tid: start.tid ?? tid, cat, args: { ...start.args, ...extra } });
   }
 
   record(e: RingEvent): void {
@@ -142,19 +187,21 @@ export class TimelineRecorder {
         this.begin(`c:${pid}:${e.step}`, e.t, { step: e.step });
         break;
       case 'gpu-wait':
-        this.events.push({ name: 'gpu-wait', ph: 'X', ts: this.us(e.t), dur: Math.round(e.ms * 1000), pid, tid: TRACK.gpu, cat: 'gpu-wait', args: { what: e.what } });
+        this.events.push({ name: 'gpu-wait', ph: 'X', ts: this.us(e.t), dur: Math.round(e.ms * 1000), pid, tid: TRACK.gpu, cat: 'gpu-wait', args: { what: e.what, ...(e.bucket ? { bucket: e.bucket } : {}) } });
         break;
       case 'compute-end':
         this.end(`c:${pid}:${e.step}`, e.t, 'compute', pid, TRACK.compute, 'compute');
         break;
       case 'collective-begin':
-        this.begin(`k:${pid}:${e.id}`, e.t, { name: e.name, kind: e.kind, op: e.op, dtype: e.dtype, count: e.count, bytes: e.bytes });
+        this.takeLane(pid, e.id);
+        this.begin(`k:${pid}:${e.id}`, e.t, { name: e.name, kind: e.kind, op: e.op, dtype: e.dtype, count: e.count, bytes: e.bytes }, this.trackOf(pid, e.id));
         break;
       case 'collective-end':
         this.end(`k:${pid}:${e.id}`, e.t, `collective ${e.name}`, pid, TRACK.collective, 'collective', { ok: e.ok, error: e.error });
+        this.lanes.get(pid)?.delete(e.id);
         break;
       case 'phase-begin':
-        this.begin(`p:${pid}:${e.id}:${e.phase}`, e.t, { id: e.id });
+        this.begin(`p:${pid}:${e.id}:${e.phase}`, e.t, { id: e.id }, this.trackOf(pid, e.id, e.phase));
         break;
       case 'phase-end':
         this.end(`p:${pid}:${e.id}:${e.phase}`, e.t, e.phase, pid, trackOf(e.phase), 'phase');
@@ -185,9 +232,10 @@ export class TimelineRecorder {
         this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers } });
         break;
       case 'train-step': {
-        // A counter track: how many collectives the step ran, how many it waited for one after another, and how many negotiated.
+        // A counter track: how many collectives the step ran, how many it waited for one after another, how many
+        // negotiated, and how many gradient buckets it reduced as backward finished them.
         const r = counter.step();
-        this.events.push({ name: 'rounds', ph: 'C', ts: this.us(e.t), pid, tid: TRACK.collective, cat: 'rounds', args: { collectives: r.collectives, sequential: r.sequential, negotiations: r.negotiations } });
+        this.events.push({ name: 'rounds', ph: 'C', ts: this.us(e.t), pid, tid: TRACK.collective, cat: 'rounds', args: { collectives: r.collectives, sequential: r.sequential, negotiations: r.negotiations, buckets: r.buckets } });
         break;
       }
       case 'evaluate':
@@ -204,6 +252,9 @@ export class TimelineRecorder {
       meta.push({ name: 'process_sort_index', ph: 'M', ts: 0, pid: rank, tid: 0, args: { sort_index: rank } });
       for (const [tid, name] of Object.entries(TRACK_NAMES)) {
         meta.push({ name: 'thread_name', ph: 'M', ts: 0, pid: rank, tid: Number(tid), args: { name } });
+      }
+      for (let lane = 1; lane <= (this.laneCount.get(rank) ?? 0); lane++) {
+        meta.push({ name: 'thread_name', ph: 'M', ts: 0, pid: rank, tid: LANE_TRACK + lane, args: { name: `collectives beside (${lane})` } });
       }
     }
     return [...meta, ...this.events];

@@ -28,6 +28,8 @@ export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig
   compression?: DistributedOptimizerOptions['compression'];
   backwardPassesPerStep?: number;
   fusionThresholdBytes?: number;
+  /** Reduce each gradient bucket as soon as backward finishes it, where the job allows (overlap.ts). Default true; job-wide. */
+  overlap?: boolean;
   /** A rank silent this long fails the step (ms). */
   timeoutMs?: number;
   /**

@@ -124,6 +124,9 @@ function gradientChecks(args: DistributedTrainArgs, clock: StepClock, agreement:
   const robust = config.aggregation !== undefined && config.aggregation.rule !== 'mean';
   const checks = new StepChecks({ guard: guardOf(config), verify: config.verify, leaveOut: !robust, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
   const gradientsRead: GradientCheck = {
+    // A caller's transform may change the gradients, and must do so before any of them is sent.
+    readsOnly: args.transformGradients === undefined,
+    rankLocal: true,
     before: async (_comm, local, step) => {
       await args.transformGradients?.(local, step, now() - clock.start);
       // This rank's compute (a slowed rank's included), not the waiting for others.
@@ -131,12 +134,14 @@ function gradientChecks(args: DistributedTrainArgs, clock: StepClock, agreement:
     },
   };
   const stepChecks: GradientCheck = {
+    readsOnly: checks.readsOnly,
     before: (comm, local, step) => checks.before(comm, local, step),
     after: (comm, reduced, scale, prescale) => checks.after(comm, reduced, scale, prescale),
     // Only with verify: the other checks look at no segment in transit.
     observe: config.verify ? (comm, offset, values) => checks.observe(comm, offset, values) : undefined,
   };
-  const contribution: GradientCheck = { before: (_comm, local, step) => args.transformContribution?.(local, step) };
+  const transform = args.transformContribution;
+  const contribution: GradientCheck = transform ? { rankLocal: true, before: (_comm, local, step) => transform(local, step) } : {};
   // The membership agreement (an elastic ring's) starts after this rank's compute, beside the others.
   return [gradientsRead, ...(agreement ? [agreement] : []), stepChecks, contribution];
 }

@@ -23,6 +23,7 @@ import { checkShares, epochDone, EpochOrders, rankBatch, stepsPerEpoch as stepsP
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 import type { DeferredScalars } from '../gpu/readback.ts';
+import type { GradientBucket } from '../engine/grad-buckets.ts';
 import { learningRateAt } from './lr.ts';
 import { restore } from './model-fit.ts';
 import { TrainingState } from './training-state.ts';
@@ -51,6 +52,8 @@ export interface StepUpdate {
   globalBatch: number;
   /** When the step's compute began (now()). */
   computeStart: number;
+  /** The step's gradients, read back bucket by bucket as backward finishes them (when the peers asked: Peers.bucketBytes). */
+  buckets?: readonly GradientBucket[];
 }
 
 /** What a part may ask of the loop: where training stands, and sizing the loop to the ring (its global batch back). */
@@ -77,6 +80,8 @@ export interface Peers {
   guarded(work: () => Promise<void>): Promise<boolean>;
   /** Between steps: a ring whose membership changed re-forms. */
   membershipChanged(): Promise<void>;
+  /** Bytes per gradient bucket when the peers reduce a step's gradients as backward finishes them (overlap.ts); undefined: read them whole. */
+  bucketBytes?(): number | undefined;
   /** Updates the weights with the recorded step's gradients. */
   apply(s: StepUpdate): Promise<{ bytesSent: number }>;
   /** After a step's update, before it is reported. */
@@ -231,10 +236,13 @@ export class TrainingLoop implements LoopHandle {
     const batch = rankBatch(this.args.train, at, this.orders);
     const computeStart = now();
     bus?.emit({ type: 'compute-begin', t: computeStart, rank: peers.rank, step: state.step });
-    model.forwardBackwardDeferred(batch.x, batch.labels, undefined, losses);
+    // Recorded in pieces when the peers overlap backward with the sum: each bucket's read-back starts as backward finishes it.
+    const bucketBytes = model.forwardBackwardBuckets ? peers.bucketBytes?.() : undefined;
+    const buckets = bucketBytes !== undefined ? model.forwardBackwardBuckets!(batch.x, batch.labels, undefined, losses, bucketBytes) : undefined;
+    if (!buckets) model.forwardBackwardDeferred(batch.x, batch.labels, undefined, losses);
     bus?.emit({ type: 'compute-end', t: now(), rank: peers.rank, step: state.step });
     const targets = countedTargets(batch.labels);
-    const r = await peers.apply({ batch, targets, lr: this.learningRate(state.step), step: state.step, globalBatch, computeStart });
+    const r = await peers.apply({ batch, targets, lr: this.learningRate(state.step), step: state.step, globalBatch, computeStart, buckets });
     this.unread.push({ step: state.step, epoch: state.epoch, examples: batch.size, ringExamples: globalBatch, targets, bytesSent: r.bytesSent });
     // A ring's gradient read carried the loss: it is checked before the step counts. Alone, the losses wait.
     const read = this.unread.length >= peers.readEvery ? await this.readLosses() : undefined;

@@ -28,6 +28,7 @@ import { compilePlan, type Plan, recordSteps } from '../nn/plan.ts';
 import { seededNormal, seededUniform } from '../nn/random.ts';
 import { type DType, Graph, type Parameter, shapeText, sizeOf, type Tensor } from '../nn/tensor.ts';
 import { recordDeferredLoss } from './train-step.ts';
+import { type BucketRange, DEFAULT_BUCKET_BYTES, type GradientBucket, planBuckets } from './grad-buckets.ts';
 import { type EvalResult, type Model, type ModelIdentity, PARAM_ALIGN, type ParamEntry } from './model.ts';
 
 export interface GraphModelOptions {
@@ -57,6 +58,8 @@ interface BatchPlan {
   backward: Step[];
   /** forward, head and backward in one list, made once: what every training step records. */
   step: Step[];
+  /** Gradient buckets by bucket size, with the steps recorded before each one's read-back (forward and head before the first). */
+  buckets: Map<number, { ranges: BucketRange[]; pieces: Step[][] }>;
 }
 
 /**
@@ -133,6 +136,8 @@ export class GraphModel implements Model {
   readonly loss: Loss;
   readonly inputDType: DType;
   private readonly entries = new Map<Parameter, ParamEntry>();
+  /** The parameters in layout order. */
+  private readonly parameters: Parameter[];
   /** Plans by batch size and mode (`32/train`, `500/eval`); a mode whose graph equals the other's holds the same plan. */
   private readonly plans = new Map<string, BatchPlan & { signature: string }>();
   private readonly owned: GPUBuffer[] = [];
@@ -163,6 +168,7 @@ export class GraphModel implements Model {
     this.flatLength = flatLength;
     this.layoutHash = layoutHash(layout);
     named.forEach(([, p], i) => this.entries.set(p, layout[i]));
+    this.parameters = named.map(([, p]) => p);
     // Trace one sample now, in both modes: a wrong shape anywhere in forward fails here, naming the layer.
     this.positions = this.trace(1, 'train').rows;
     this.trace(1, 'eval');
@@ -248,6 +254,7 @@ export class GraphModel implements Model {
       backward: plan.backward,
       signature,
       step: [...plan.forward, ...head, ...plan.backward],
+      buckets: new Map(),
     };
     this.plans.set(key, p);
     return p;
@@ -292,20 +299,61 @@ export class GraphModel implements Model {
     }
   }
 
-  /** Uploads the batch and records forward, loss head and backward; returns the plan (its `results` hold the mean loss). */
-  private recordStep(x: Float32Array, labels: ArrayLike<number>, batch: number) {
+  /** Checks and uploads the batch; returns the plan (its `results` hold the mean loss once its steps have run). */
+  private loadStep(x: Float32Array, labels: ArrayLike<number>, batch: number): BatchPlan {
     this.checkBatch('forwardBackward', x, batch);
     if (labels.length !== batch * this.positions) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `forwardBackward: ${labels.length} labels for batch ${batch} (${this.positions} per sample)`, { labels: labels.length, batch });
     }
     const p = this.plan(batch, 'train');
     this.load(p, x, labels);
+    return p;
+  }
+
+  /** Uploads the batch and records forward, loss head and backward. */
+  private recordStep(x: Float32Array, labels: ArrayLike<number>, batch: number): BatchPlan {
+    const p = this.loadStep(x, labels, batch);
     recordSteps(this.gpu, p.step);
     return p;
   }
 
   forwardBackwardDeferred(x: Float32Array, labels: ArrayLike<number>, batch = (labels?.length ?? 0) / this.positions, sink: DeferredScalars): void {
     recordDeferredLoss(this.gpu, sink, this.recordStep(x, labels, batch).results, RESULT_LOSS * 4);
+  }
+
+  /**
+   * forwardBackwardDeferred in pieces: after the backward step that finishes each gradient bucket
+   * (grad-buckets.ts) the work so far is submitted and that bucket's read-back starts, so on a GPU
+   * bucket k comes back while bucket k+1 still computes. The loss is recorded after the whole
+   * backward and rides on the last bucket's read.
+   */
+  forwardBackwardBuckets(x: Float32Array, labels: ArrayLike<number>, batch = (labels?.length ?? 0) / this.positions, sink: DeferredScalars, bucketBytes = DEFAULT_BUCKET_BYTES): GradientBucket[] {
+    const p = this.loadStep(x, labels, batch);
+    const { ranges, pieces } = this.bucketsOf(p, bucketBytes);
+    return ranges.map((b, i) => {
+      recordSteps(this.gpu, pieces[i]);
+      if (i === ranges.length - 1) recordDeferredLoss(this.gpu, sink, p.results, RESULT_LOSS * 4);
+      const ready = this.gpu.readF32(this.grads, b.offset, b.length);
+      // A caller that fails before awaiting every bucket must not leave a rejection unhandled.
+      ready.catch(() => {});
+      return { offset: b.offset, length: b.length, ready };
+    });
+  }
+
+  /** The plan's buckets of `bucketBytes`, cut once (grad-buckets.ts), and the steps recorded before each read-back. */
+  gradientBuckets(batch: number, bucketBytes = DEFAULT_BUCKET_BYTES): readonly BucketRange[] {
+    return this.bucketsOf(this.plan(batch, 'train'), bucketBytes).ranges;
+  }
+
+  private bucketsOf(p: BatchPlan, bucketBytes: number): { ranges: BucketRange[]; pieces: Step[][] } {
+    let cut = p.buckets.get(bucketBytes);
+    if (cut) return cut;
+    const ranges = planBuckets(this.layout, this.flatLength, bucketBytes, (i) => p.plan.gradFinalAfter(this.parameters[i]));
+    // The last bucket's piece takes the rest of backward (an input's gradient, say), so the step is recorded whole.
+    const ends = ranges.map((b, i) => (i === ranges.length - 1 ? p.backward.length : b.after));
+    const pieces = ends.map((end, i) => [...(i === 0 ? [...p.forward, ...p.head] : []), ...p.backward.slice(i === 0 ? 0 : ends[i - 1], end)]);
+    p.buckets.set(bucketBytes, (cut = { ranges, pieces }));
+    return cut;
   }
 
   async forwardBackward(x: Float32Array, labels: ArrayLike<number>, batch = (labels?.length ?? 0) / this.positions): Promise<number> {

@@ -9,4 +9,5 @@ export { GraphModel, layoutOf, type GraphModelOptions } from './graph-model.ts';
 export { PARAM_ALIGN, type CnnSpec, type EvalResult, type MlpSpec, type Model, type ModelKind, type ModelSpec, type ModelIdentity, type ParamEntry } from './model.ts';
 export { seededNormal, seededUniform, initTensor, type InitKind } from './random.ts';
 export { recordDeferredLoss, trainStep, trainStepDeferred } from './train-step.ts';
+export { bucketBytesFor, DEFAULT_BUCKET_BYTES, MAX_BUCKETS, planBuckets, type BucketRange, type GradientBucket } from './grad-buckets.ts';
 export { registerModel, registeredModel, modelFromFactory, checkSameModel, describeModel, isModelFile, type ModelDefinition, type ModelFactory, type NnApi } from './define.ts';

@@ -18,6 +18,7 @@
  */
 import type { Gpu } from '../gpu/gpu.ts';
 import type { DeferredScalars } from '../gpu/readback.ts';
+import type { GradientBucket } from './grad-buckets.ts';
 
 /** Tensors start at multiples of this many floats (256 bytes). */
 export const PARAM_ALIGN = 64;
@@ -140,6 +141,13 @@ export interface Model {
    * checked). Input errors still throw here, at once.
    */
   forwardBackwardDeferred(x: Float32Array, labels: ArrayLike<number>, batch: number | undefined, sink: DeferredScalars): void;
+  /**
+   * Optional: forwardBackwardDeferred that also starts reading the gradients back in buckets
+   * (grad-buckets.ts), from the end of the layout, each as soon as backward has finished it: the
+   * buckets tile the flat buffer, in the order returned. A distributed step reduces each bucket
+   * while the next one computes (DistributedOptimizer.step).
+   */
+  forwardBackwardBuckets?(x: Float32Array, labels: ArrayLike<number>, batch: number | undefined, sink: DeferredScalars, bucketBytes?: number): GradientBucket[];
   /** Logits [batch × classes] for `batch` samples (default: x.length / inputSize). */
   predict(x: Float32Array, batch?: number): Promise<Float32Array>;
   /** Accuracy and mean loss over all samples, in chunks of `chunk` (default 500). */

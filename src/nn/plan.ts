@@ -40,6 +40,8 @@ interface Storage {
   writers: number;
   /** How many have been planned so far. */
   written: number;
+  /** Backward steps planned when the last write so far had been planned (0: none yet). */
+  lastWrite: number;
   base: Tensor;
 }
 
@@ -53,6 +55,12 @@ export interface Plan {
   buffers: GPUBuffer[];
   /** The nodes after fusion (for tests and the CPU executor). */
   nodes: Node[];
+  /**
+   * How many of `backward`'s steps must have run before `p`'s gradient is final (0: backward never
+   * writes it). A parameter used twice (tied weights) is final only after its last writer's add:
+   * what lets a model read a layer's gradients while the layers before it still compute.
+   */
+  gradFinalAfter(p: Parameter): number;
 }
 
 function whole(buffer: GPUBuffer, words: number): BufferRange {
@@ -115,10 +123,10 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       if (storage.has(t)) continue;
       if (t.kind === 'param' && t.param) {
         const e = params.entry(t.param);
-        storage.set(t, { value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 }, grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 }, words: e.length, writers: 0, written: 0, base: t });
+        storage.set(t, { value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 }, grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 }, words: e.length, writers: 0, written: 0, lastWrite: 0, base: t });
         needsGrad.add(t);
       } else if (t.kind === 'input') {
-        storage.set(t, { value: whole(alloc(t.size, `input${t.id}`), t.size), grad: null, words: t.size, writers: 0, written: 0, base: t });
+        storage.set(t, { value: whole(alloc(t.size, `input${t.id}`), t.size), grad: null, words: t.size, writers: 0, written: 0, lastWrite: 0, base: t });
         if (t.inputGrad) needsGrad.add(t);
       } else if (!storage.has(t)) {
         throw new RingtrainError(ErrorCode.InvalidArgument, `internal: tensor ${t} is used before it is computed`, { tensor: String(t) });
@@ -127,7 +135,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     const out = n.output;
     if (n.inputs.some((t) => needsGrad.has(t) && t.dtype === 'f32')) needsGrad.add(out);
     if (n.op.view) storage.set(out, storage.get(n.inputs[0])!);
-    else storage.set(out, { value: whole(alloc(out.size, `${n.path}/${n.op.name}`), out.size), grad: null, words: out.size, writers: 0, written: 0, base: out });
+    else storage.set(out, { value: whole(alloc(out.size, `${n.path}/${n.op.name}`), out.size), grad: null, words: out.size, writers: 0, written: 0, lastWrite: 0, base: out });
   }
   for (const t of outputs.map(resolve)) {
     if (!storage.has(t)) throw new RingtrainError(ErrorCode.InvalidArgument, `the model's output ${t} is not computed by its forward`, { tensor: String(t) });
@@ -171,8 +179,10 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     const gradIn: (BufferRange | null)[] = n.inputs.map(() => null);
     const adds: Step[] = [];
     const pre: Step[] = [];
+    const writes: Storage[] = [];
     for (const [t, k] of gradOut ? diffInputs(n) : []) {
       const s = storage.get(t)!;
+      writes.push(s);
       const first = s.written++ === 0;
       const target = first ? gradOf(s) : whole(alloc(s.words, `grad${s.base.id}-part`), s.words);
       if (!first) adds.push(planAdd(gpu, target, gradOf(s), s.words));
@@ -188,6 +198,14 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     const planned = n.op.plan(context(n, gradIn, effectiveOut), n.attrs);
     forwardOf.set(n, planned.forward);
     backward.push(...pre, ...planned.backward, ...adds);
+    // The node's own steps (and its adds) finish each gradient it writes: an earlier node's writes are final only after it.
+    for (const s of writes) s.lastWrite = backward.length;
+  }
+  // Views of a parameter share its storage, so its gradient's writers are all counted on one.
+  const finalAfter = new Map<Parameter, number>();
+  for (const s of storage.values()) {
+    const p = s.base.kind === 'param' ? s.base.param : undefined;
+    if (p) finalAfter.set(p, Math.max(finalAfter.get(p) ?? 0, s.lastWrite));
   }
   const forward = nodes.flatMap((n) => forwardOf.get(n)!);
 
@@ -202,6 +220,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     grad: (t) => (needsGrad.has(resolve(t)) ? storage.get(resolve(t))!.grad : null),
     buffers,
     nodes,
+    gradFinalAfter: (p) => finalAfter.get(p) ?? 0,
   };
 }
 

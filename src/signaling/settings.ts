@@ -92,6 +92,8 @@ const FIELDS = {
     allowed: "'none', 'fp16', 'int8' or 'topk:R' (0 < R <= 1)",
   },
   fusionThresholdBytes: { schema: int.min(0), allowed: 'a whole number of bytes >= 0' },
+  // Whether a step reduces its gradient bucket by bucket as backward finishes them (src/distributed/overlap.ts).
+  overlap: { schema: z.boolean(), allowed: 'true or false' },
   timeoutMs: { schema: finite.gt(0), allowed: 'a number of milliseconds > 0' },
   ringOrder: { schema: z.enum(['rtt']), allowed: "'rtt'" },
   aggregation: { schema: textParsedBy(() => false, parseAggregation), allowed: AGGREGATION_FORMS },
@@ -146,6 +148,7 @@ export const JOB_SETTING_DEFAULTS = {
   elastic: false,
   directionRules: false,
   aggregation: 'mean',
+  overlap: true,
 } as const satisfies Partial<Record<JobSettingKey, unknown>>;
 
 /** The settings a conflict is judged on (setting-conflicts.ts), as a job's keys carry them. */

@@ -70,3 +70,14 @@ describe('ringtrain run --model transformer', () => {
     expect((await recipeOf(['--np', '4', '--model', 'cnn', '--batch', '16', '--lr-schedule', 'constant'])).raw).toMatchObject({ batch: '16', lrSchedule: 'constant' });
   });
 });
+
+describe('ringtrain run --no-overlap', () => {
+  it('writes overlap: false into the job, and nothing when overlap is on (the default), so older peers read the job as before', () => {
+    expect(jobSpecFor({ ...base, overlap: false }).config.hyperparameters.overlap).toBe(false);
+    expect(trainConfigFromJob(jobSpecFor({ ...base, overlap: false }).config).overlap).toBe(false);
+    for (const o of [base, { ...base, overlap: true }]) {
+      expect(jobSpecFor(o).config.hyperparameters).not.toHaveProperty('overlap');
+      expect(trainConfigFromJob(jobSpecFor(o).config).overlap).toBe(true);
+    }
+  });
+});

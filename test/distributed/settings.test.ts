@@ -26,6 +26,7 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   balance: 'equal',
   compression: 'topk:0.01',
   fusionThresholdBytes: 1 << 20,
+  overlap: false,
   timeoutMs: 30_000,
   ringOrder: 'rtt',
   aggregation: 'mean',

@@ -57,6 +57,63 @@ describe('TimelineRecorder', () => {
     step(1, true);
     step(2, false);
     const counts = rec.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args);
-    expect(counts).toEqual([{ collectives: 2, sequential: 1, negotiations: 1 }, { collectives: 2, sequential: 1, negotiations: 0 }]);
+    expect(counts).toEqual([{ collectives: 2, sequential: 1, negotiations: 1, buckets: 0 }, { collectives: 2, sequential: 1, negotiations: 0, buckets: 0 }]);
+  });
+
+  it('draws a collective that begins while another runs, with its phases, on a track of its own, so spans on a track nest', () => {
+    const rec = new TimelineRecorder(0);
+    const begin = (t: number, id: number, name: string) => rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id, name, kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
+    const phase = (t: number, id: number, end: boolean) => rec.record({ type: end ? 'phase-end' : 'phase-begin', t, rank: 0, id, phase: 'reduce-scatter' });
+    const end = (t: number, id: number, name: string) => rec.record({ type: 'collective-end', t, rank: 0, id, name, ok: true });
+    begin(1, 1, 'bucket 1/2');
+    phase(1, 1, false);
+    begin(2, 2, 'bucket 2/2');
+    phase(2, 2, false);
+    phase(3, 1, true);
+    end(3, 1, 'bucket 1/2');
+    phase(4, 2, true);
+    end(4, 2, 'bucket 2/2');
+    // Lane 0 is free again: the next collective goes back to the usual track.
+    begin(5, 3, 'metrics');
+    end(6, 3, 'metrics');
+    const spans = rec.traceEvents().filter((e) => e.ph === 'X');
+    const tidOf = (name: string, id?: number) => spans.find((e) => e.name === name && (id === undefined || e.args?.id === id))!.tid;
+    expect(tidOf('collective bucket 1/2')).toBe(3);
+    expect(tidOf('reduce-scatter', 1)).toBe(3);
+    expect(tidOf('collective bucket 2/2')).toBe(101);
+    expect(tidOf('reduce-scatter', 2)).toBe(101);
+    expect(tidOf('collective metrics')).toBe(3);
+    expect(rec.traceEvents().find((e) => e.ph === 'M' && e.tid === 101)?.args).toEqual({ name: 'collectives beside (1)' });
+  });
+
+  it("counts a step's gradient buckets as one round, even when one begins after the bucket before it ended", () => {
+    const rec = new TimelineRecorder(0);
+    const bucket = (t: number, i: number, n: number) => {
+      rec.record({ type: 'gpu-wait', t, rank: 0, what: `gradients bucket ${i}/${n}`, ms: 0.5, bucket: [i, n] });
+      rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id: t, name: `gradients bucket ${i}/${n}`, kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
+    };
+    bucket(1, 1, 3);
+    rec.record({ type: 'collective-end', t: 1.5, rank: 0, id: 1, name: 'gradients bucket 1/3', ok: true });
+    // Bucket 2 is read back after bucket 1's sum is done: the ring waited on backward.
+    bucket(2, 2, 3);
+    bucket(3, 3, 3);
+    // The step checks begin beside the last bucket.
+    rec.record({ type: 'collective-begin', t: 3, rank: 0, size: 2, id: 100, name: 'gradient-sketches', kind: 'allgather', dtype: 'float32', count: 2, bytes: 8 });
+    for (const id of [2, 3, 100]) rec.record({ type: 'collective-end', t: 4, rank: 0, id, name: 'x', ok: true });
+    rec.record({ type: 'train-step', t: 5, rank: 0, size: 2, step: 0, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
+    // A collective that begins on its own after the step's gradients is a round of its own again.
+    rec.record({ type: 'collective-begin', t: 6, rank: 0, size: 2, id: 200, name: 'metrics', kind: 'allreduce', dtype: 'float32', count: 2, bytes: 8 });
+    rec.record({ type: 'collective-end', t: 7, rank: 0, id: 200, name: 'metrics', ok: true });
+    rec.record({ type: 'train-step', t: 8, rank: 0, size: 2, step: 1, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
+    const counts = rec.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args);
+    expect(counts).toEqual([{ collectives: 4, sequential: 1, negotiations: 0, buckets: 3 }, { collectives: 1, sequential: 1, negotiations: 0, buckets: 0 }]);
+    // A rank that reads every bucket before reducing any (a caller's transform) waits for one round too.
+    const whole = new TimelineRecorder(0);
+    for (const i of [1, 2]) whole.record({ type: 'gpu-wait', t: i, rank: 0, what: `gradients bucket ${i}/2`, ms: 0.5, bucket: [i, 2] });
+    for (const i of [1, 2]) whole.record({ type: 'collective-begin', t: 3, rank: 0, size: 2, id: i, name: `gradients bucket ${i}/2`, kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
+    whole.record({ type: 'train-step', t: 5, rank: 0, size: 2, step: 0, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
+    expect(whole.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args)).toEqual([{ collectives: 2, sequential: 1, negotiations: 0, buckets: 2 }]);
+    const waits = rec.traceEvents().filter((e) => e.name === 'gpu-wait');
+    expect(waits.map((e) => e.args)).toEqual([1, 2, 3].map((i) => ({ what: `gradients bucket ${i}/3`, bucket: [i, 3] })));
   });
 });

@@ -5,7 +5,9 @@
  * collective once, through the coordinator) each step runs its collectives on
  * the response cache: the gradient allreduce and, beside it, the step checks'
  * allgather of norms and sketches (every step; docs/COLLECTIVES.md), with no
- * negotiation at all, so the step waits for one collective. `run --json`
+ * negotiation at all, so the step waits for one round. The gradient goes in
+ * buckets, each reduced as soon as backward finishes it (src/distributed/
+ * overlap.ts): one collective per bucket, all of them one round. `run --json`
  * reports it per step and the timeline's 'rounds' counter step by step.
  *
  * The MLP runs 4 workers (a default job's ring); the CNN and the transformer
@@ -22,14 +24,16 @@ const dir = mkdtempSync(join(tmpdir(), 'ringtrain-rounds-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 
+// Gradient buckets of 256 KiB (grad-buckets.ts): the MLP's last layer apart from its first, the
+// CNN's 45 KB in one, the transformer's 413 KB in two (its last 8 blocks' tensors, then the rest).
 const MODELS = [
-  { model: 'mlp', np: 4, steps: 5, batch: 16 },
-  { model: 'cnn', np: 2, steps: 3, batch: 4 },
-  { model: 'transformer', np: 2, steps: 3, batch: 8 },
+  { model: 'mlp', np: 4, steps: 5, batch: 16, buckets: 2 },
+  { model: 'cnn', np: 2, steps: 3, batch: 4, buckets: 1 },
+  { model: 'transformer', np: 2, steps: 3, batch: 8, buckets: 2 },
 ] as const;
 
 describe('a steady-state step of a default job negotiates nothing and waits for one collective', () => {
-  for (const { model, np, steps, batch } of MODELS) {
+  for (const { model, np, steps, batch, buckets } of MODELS) {
     for (const runtime of ['node', 'deno'] as const) {
       it(`${model}, ${np} ${runtime} workers: the gradient allreduce with the step checks beside it, no negotiation`, async () => {
         const timeline = join(dir, `${model}-${runtime}.json`);
@@ -38,11 +42,14 @@ describe('a steady-state step of a default job negotiates nothing and waits for 
         const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
         expect(result).toMatchObject({ steps, size: np, runtime, ok: true });
         expect(result.negotiations_per_step).toBe(0);
-        // The gradient allreduce is named after its tensors: 'gradients (4 tensors, layout #…)'.
-        const names = Object.entries(result.collectives_by_name_per_step as Record<string, number>).map(([k, v]) => [k.replace(/ \(.*\)$/, ''), v]);
-        expect(Object.fromEntries(names)).toEqual({ gradients: 1, 'gradient-sketches': 1 });
-        expect(result.collectives_per_step).toBe(2);
-        // The sketches travel beside the gradients: one collective to wait for, not two in a row.
+        // The gradient allreduce is named after its tensors: 'gradients (4 tensors, layout #…)', and 'bucket i/n' of them.
+        const names = Object.entries(result.collectives_by_name_per_step as Record<string, number>).map(([k, v]) => [k.replace(/ bucket \d+\/\d+$/, '').replace(/ \(.*\)$/, ''), v]);
+        const byName: Record<string, number> = {};
+        for (const [k, v] of names) byName[k] = (byName[k] ?? 0) + (v as number);
+        expect(byName).toEqual({ gradients: buckets, 'gradient-sketches': 1 });
+        expect(result.gradient_buckets_per_step).toBe(buckets);
+        expect(result.collectives_per_step).toBe(buckets + 1);
+        // The sketches travel beside the gradients, and the buckets beside one another: one round to wait for.
         expect(result.sequential_collectives_per_step).toBe(1);
 
         const trace = JSON.parse(readFileSync(timeline, 'utf8')) as { traceEvents: { name: string; ph: string; pid: number; args?: { collectives: number; negotiations: number } }[] };
@@ -50,9 +57,9 @@ describe('a steady-state step of a default job negotiates nothing and waits for 
           const counts = trace.traceEvents.filter((e) => e.ph === 'C' && e.name === 'rounds' && e.pid === rank).map((e) => e.args!);
           expect(counts.length, `rank ${rank}`).toBe(steps);
           expect(counts[0].negotiations, `rank ${rank}'s first step negotiates`).toBeGreaterThan(0);
-          for (const c of counts.slice(1)) expect(c).toEqual({ collectives: 2, sequential: 1, negotiations: 0 });
-          // Each step's gradient read-back is a span of its own, apart from the ring's phases.
-          expect(trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'gpu-wait' && e.pid === rank).length, `rank ${rank}'s gpu-wait spans`).toBe(steps);
+          for (const c of counts.slice(1)) expect(c).toEqual({ collectives: buckets + 1, sequential: 1, negotiations: 0, buckets });
+          // Each bucket's read-back is a span of its own, apart from the ring's phases.
+          expect(trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'gpu-wait' && e.pid === rank).length, `rank ${rank}'s gpu-wait spans`).toBe(steps * buckets);
         }
       }, 300_000);
     }
