@@ -221,8 +221,12 @@ export function allreduceMayGoAhead(algorithm: Exclude<Algorithm, 'auto'>, count
 
 /** Buffers for the ring's partial sums on the fast path, per communicator: reused call after call (a step's gradient keeps its length). */
 const partials = new WeakMap<Communicator, Tensor[]>();
-/** Kept per communicator: as many as allreduceInPlace runs pieces at once, in practice. */
-const MAX_FREE_PARTIALS = 4;
+/**
+ * Kept per communicator: as many as run at once in practice, the pieces of one allreduceInPlace
+ * or a step's gradient buckets (at most 16 of them, src/engine/grad-buckets.ts: together no more
+ * than one gradient).
+ */
+const MAX_FREE_PARTIALS = 16;
 
 function takePartial(comm: Communicator, like: Tensor): Tensor {
   const free = partials.get(comm);
