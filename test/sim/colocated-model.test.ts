@@ -71,6 +71,14 @@ describe('a step of peers sharing a host', () => {
     expect(predictColocatedStep(4, { ...x, gradientBytes: 100_000, mediumBytes: 64 * 1024 }).algorithm).toBe('ring');
   });
 
+  it('middle-sized gradients on 3 peers go by two-shot, as the library picks: 2 rounds, 4 messages, the ring\'s bytes', () => {
+    const p = predictColocatedStep(3, { ...x, gradientBytes: 120_000 });
+    expect(p.algorithm).toBe('two-shot');
+    // 4 messages, 160 kB sent and as much received; the allgather's 2 messages; 2 collectives.
+    expect(p.cpuPerPeerS).toBeCloseTo(0.2 + 2 * 160_000 * 1.5e-8 + (4 + 2) * 0.0002 + 2 * 0.001, 12);
+    expect(p.criticalS).toBeCloseTo(0.15 + 2 * 0.001 + 160_000 * 4e-8, 12);
+  });
+
   it('one peer per host on enough cores is the per-machine model; a lone peer pays no communication', () => {
     for (const n of [2, 3, 8, 64, 1024]) {
       const p = predictColocatedStep(n, { ...x, peersPerHost: 1, coresPerHost: 8 });
