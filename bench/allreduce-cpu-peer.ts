@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { joinLocalRing } from '../src/comm/local-ring.node.ts';
 import { allreduce } from '../src/collectives/allreduce.ts';
 import { barrier } from '../src/collectives/barrier.ts';
-import { streamBytes } from '../src/collectives/measure.ts';
+import { roundTrip } from '../src/collectives/measure.ts';
 import type { Algorithm } from '../src/collectives/types.ts';
 
 const { values } = parseArgs({ options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, calls: { type: 'string' }, algorithms: { type: 'string' } } });
@@ -20,20 +20,8 @@ const calls = Number(values.calls);
 const timeoutMs = 60_000;
 const data = Float32Array.from({ length: Math.floor(bytes / 4) }, (_, i) => ((i * 7919 + rank * 31) % 1000) / 1000 - 0.5);
 
-/** Rank 0 sends the bytes to rank 1, which sends them back: the allreduce benchmark's round trip. */
-async function roundTrip(): Promise<void> {
-  const id = comm.nextId();
-  if (rank === 1) {
-    await streamBytes(comm, id, bytes, null, 0, timeoutMs);
-    await streamBytes(comm, id, bytes, 0, null, timeoutMs, 1);
-  } else if (rank === 0) {
-    await streamBytes(comm, id, bytes, 1, null, timeoutMs);
-    await streamBytes(comm, id, bytes, null, 1, timeoutMs, 1);
-  }
-}
-
 const kinds = ['round-trip', ...values.algorithms!.split(',')];
-const call = (kind: string) => (kind === 'round-trip' ? roundTrip() : allreduce(comm, data, { name: `cpu-${kind}`, algorithm: kind as Algorithm, timeoutMs }));
+const call = (kind: string) => (kind === 'round-trip' ? roundTrip(comm, bytes, timeoutMs) : allreduce(comm, data, { name: `cpu-${kind}`, algorithm: kind as Algorithm, timeoutMs }));
 // Warm up: links open their windows, every allreduce is negotiated once (later calls hit the cache).
 for (const kind of kinds) await call(kind);
 const out: Record<string, { wall_ms: number; cpu_ms: number }> = {};

@@ -104,8 +104,8 @@ async function exchange(comm: Communicator, bytes: number, timeoutMs: number): P
   return (now() - t0) / 1000;
 }
 
-/** Rank 0 sends `bytes` to rank 1, which sends the same bytes back once all arrived; seconds on rank 0. */
-async function roundTrip(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
+/** Rank 0 sends `bytes` to rank 1, which sends the same bytes back once all arrived; seconds on rank 0 (null on the others). Every rank must call it. */
+export async function roundTrip(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
   const id = comm.nextId();
   if (comm.size < 2 || comm.rank > 1) return null;
   if (comm.rank === 1) {
