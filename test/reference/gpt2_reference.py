@@ -15,6 +15,7 @@ a float64 numpy forward, and a float64 PyTorch training run. Run with /usr/bin/p
 import argparse
 import json
 import math
+import re
 import struct
 import sys
 
@@ -146,7 +147,8 @@ def train(a):
     import torch
     import torch.nn.functional as F
     torch.manual_seed(0)
-    p = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in read_safetensors(a.file).items() if not k.endswith('attn.bias') and not k.endswith('masked_bias') and k != 'lm_head.weight'}
+    buffers = re.compile(r'^h\.\d+\.attn\.(bias|masked_bias)$|^lm_head\.weight$')
+    p = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in read_safetensors(a.file).items() if not buffers.match(k)}
     d = p['wte.weight'].shape[1]
     dh = d // a.heads
     layers = len({k.split('.')[1] for k in p if k.startswith('h.')})
