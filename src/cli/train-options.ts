@@ -79,7 +79,6 @@ export function addTrainOptions(cmd: Command): Command {
     .option('--width <n>', "the transformer's width (default 64; a multiple of --heads)")
     .option('--heads <n>', "the transformer's attention heads (default 4)")
     .option('--preset <name>', `with --text: a named size (${PRESET_NAMES.join('|')}): gpt2 = GPT-2 small, 12 layers, width 768, 12 heads, context 1024 (--layers/--width/--heads/--context override it)`)
-    .option('--init-from <file>', "with --text: start from these weights instead of a random init: a Hugging Face GPT-2 safetensors file (wte, wpe, h.N.…, ln_f), F32, F16 or BF16")
     .option('--eval-limit <n>', 'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric')
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto: Node on a hardware GPU, Deno on a machine without one`).default('auto'))
     .option('--json', 'print one JSON line with the results on stdout (no progress bar)', false);

@@ -34,8 +34,9 @@ function python(args: string[]): string {
 
 function text(): string {
   let x = 5;
-  let out = '';
-  for (let i = 0; i < 3000; i++) out += ALPHABET[(x = (x * 1103515245 + 12345) % 2 ** 31) % ALPHABET.length];
+  // Every character at least once (the vocabulary is 22 whatever the draws), then seeded draws from the LCG's high bits.
+  let out = ALPHABET;
+  for (let i = 0; i < 3000; i++) out += ALPHABET[Math.floor(((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * ALPHABET.length)];
   return out;
 }
 
