@@ -86,7 +86,8 @@ export function transformerWeights(named: Record<string, { shape: readonly numbe
   }
   let layers = 0;
   while (`blocks.${layers}.qkv.weight` in tensors) layers++;
-  const shape: TransformerShape = { vocab: tok.shape[0], context: pos.shape[0], layers, width: tok.shape[1], heads, arch: 'head.weight' in tensors ? 'classic' : 'gpt2' };
+  // No head: GPT-2's architecture (its head is tok.weight). A classic shape names no arch, as the words model's always has.
+  const shape: TransformerShape = { vocab: tok.shape[0], context: pos.shape[0], layers, width: tok.shape[1], heads, ...('head.weight' in tensors ? {} : { arch: 'gpt2' as const }) };
   if (!Number.isInteger(heads) || heads < 1 || shape.width % heads !== 0) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `${heads} heads do not divide the width ${shape.width}; give a divisor of it.`, { heads, width: shape.width });
   }
