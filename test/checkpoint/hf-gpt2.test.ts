@@ -27,13 +27,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** The model under test: 2 layers, width 32, 4 heads, context 16, 22 tokens; files hold 24 positions (GPT-2's longer table). */
 const SPEC = { vocab: 22, context: 16, layers: 2, width: 32, heads: 4, arch: 'gpt2' as const };
 
-export function python(args: string[]): string {
+function python(args: string[]): string {
   const run = spawnSync('/usr/bin/python3', [script, ...args], { encoding: 'utf8', timeout: 300_000 });
   if (run.status !== 0) throw new Error(`gpt2_reference.py ${args[0]} failed: ${run.stderr || run.error}`);
   return run.stdout;
 }
 
-export function makeHfFile(name: string, o: { dtype?: string; extras?: boolean; untie?: boolean; layers?: number; width?: number; positions?: number; vocab?: number; seed?: number } = {}): string {
+function makeHfFile(name: string, o: { dtype?: string; extras?: boolean; untie?: boolean; layers?: number; width?: number; positions?: number; vocab?: number; seed?: number } = {}): string {
   const path = join(dir, name);
   const n = (v: number | undefined, d: number) => String(v ?? d);
   python(['make', path, '--vocab', n(o.vocab, SPEC.vocab), '--layers', n(o.layers, SPEC.layers), '--width', n(o.width, SPEC.width), '--positions', n(o.positions, 24), '--seed', n(o.seed, 3), '--dtype', o.dtype ?? 'F32', ...(o.extras ? ['--hf-extras'] : []), ...(o.untie ? ['--untie'] : [])]);
