@@ -108,7 +108,7 @@ class LayerNorm extends Module {
 }
 
 /** How a block's Linear layers draw their weights: PyTorch's default, or N(0, std²) with the residual projections' own std. */
-type LinearInit = { bias?: boolean; init?: { std: number } };
+type LinearInit = { init?: { std: number } };
 
 class Block extends Module {
   readonly ln1: LayerNorm;
