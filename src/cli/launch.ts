@@ -144,9 +144,22 @@ function refuseFileArguments(args: string[], tabModel: string): void {
   }
 }
 
+/**
+ * tsx's loader as this package resolves it (a dependency of ringtrain), so a worker finds it
+ * whatever the layout of the user's node_modules; the bare name, resolved from the working
+ * directory, where the runtime cannot say.
+ */
+function tsxLoader(): string {
+  try {
+    return import.meta.resolve('tsx');
+  } catch {
+    return 'tsx';
+  }
+}
+
 function scriptCommand(runtime: 'node' | 'deno', script: string): [string, string[]] {
   if (runtime === 'deno') return [runtimeExecutable('deno'), ['run', '-A', '--quiet', script]];
-  return [runtimeExecutable('node'), ['--import', 'tsx', script]];
+  return [runtimeExecutable('node'), ['--import', tsxLoader(), script]];
 }
 
 async function launch(script: string, args: string[], o: LaunchOptions): Promise<number> {
