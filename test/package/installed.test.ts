@@ -1,0 +1,185 @@
+/**
+ * The package as a user gets it (issue 35, "Done when"). The repository is
+ * packed (`npm pack`, whose prepack builds dist/ and the page) from a copy of
+ * it, so the repository's own dist/ and demo/dist are never touched while
+ * other tests use them. The tarball goes into a fresh project with only
+ * TypeScript beside it, and the user's script there (user-train.ts: an MLP on
+ * two spirals with AdamW, DistributedOptimizer and broadcastParameters):
+ * - type-checks and compiles with `tsc --init`'s settings (strict, nodenext);
+ * - runs under Node alone (`node train.js`: a job of one), under Deno
+ *   (`deno run -A train.ts`), and under `ringtrain launch -np 2`, where both
+ *   ranks end with the same weights, those of one process at twice the batch;
+ * - `npx ringtrain train --model mlp --steps 20` runs with no flags on this
+ *   machine without a GPU, with no Deno installed, and says it chose Node;
+ * - `launch --tabs 1` serves the page shipped in the package to a Chromium tab.
+ * Runs inside the private network namespace. Took 185 s here (2 cores).
+ */
+import { spawn } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachLine } from '../../src/core/lines.node.ts';
+import { launchChromium } from '../support/chromium.ts';
+import { requireNetns } from '../support/workers.ts';
+import { openTab } from '../page/serve-page.ts';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const work = mkdtempSync(join(tmpdir(), 'ringtrain-package-'));
+const project = join(work, 'user-project');
+const DENO = join(REPO, 'node_modules', '.bin', 'deno');
+const version = (dir: string): string => (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** What is not copied to pack from: installed and built things, and git's own. */
+const NOT_PACKED_FROM = new Set(['node_modules', '.git', 'dist', 'demo/dist', 'test-results', '.tmp']);
+
+/**
+ * The environment of a user's processes: without the repository's source condition (which the
+ * test runner sets so that the repository runs its .ts sources) and without Deno on PATH,
+ * as in a project that never installed it.
+ */
+function userEnvironment(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  env.NODE_OPTIONS = (env.NODE_OPTIONS ?? '').split(/\s+/).filter((o) => !o.startsWith('--conditions=ringtrain-source')).join(' ');
+  delete env.DENO_CONDITIONS;
+  env.PATH = (env.PATH ?? '').split(delimiter).filter((dir) => dir !== '' && !existsSync(join(dir, 'deno'))).join(delimiter);
+  return env;
+}
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = userEnvironment()): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Runs and expects exit 0, naming the command and its output when it is not. */
+async function ok(cmd: string, args: string[], cwd: string, env?: NodeJS.ProcessEnv): Promise<Ran> {
+  const r = await run(cmd, args, cwd, env);
+  expect(r.code, `${cmd} ${args.join(' ')}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`).toBe(0);
+  return r;
+}
+
+interface TrainResult {
+  rank: number;
+  size: number;
+  steps: number;
+  loss: number;
+  weights: number[];
+}
+
+/** The user's script's JSON lines (after any `[rank N] ` prefix of the launcher). */
+function results(stdout: string): TrainResult[] {
+  return stdout
+    .split('\n')
+    .map((l) => l.slice(l.indexOf('{')))
+    .filter((l) => l.startsWith('{"rank"'))
+    .map((l) => JSON.parse(l) as TrainResult);
+}
+
+/** Largest |a − b| relative to the largest |b|. */
+function relativeDifference(a: number[], b: number[]): number {
+  expect(a.length).toBe(b.length);
+  const scale = Math.max(...b.map(Math.abs));
+  return Math.max(...a.map((v, i) => Math.abs(v - b[i]))) / scale;
+}
+
+beforeAll(async () => {
+  requireNetns();
+  const source = join(work, 'repository');
+  cpSync(REPO, source, { recursive: true, filter: (path) => !NOT_PACKED_FROM.has(relative(REPO, path)) });
+  symlinkSync(realpathSync(join(REPO, 'node_modules')), join(source, 'node_modules'));
+  // npm runs prepack (scripts/build-package.mjs) in the copy, then packs what `files` names.
+  await ok('npm', ['pack', '--pack-destination', work], source, { ...process.env });
+  const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'));
+  expect(tarball).toBe(`ringtrain-${version(REPO)}.tgz`);
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
+  const typescript = `typescript@${version(join(REPO, 'node_modules', 'typescript'))}`;
+  await ok('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball!), typescript], project);
+  copyFileSync(join(REPO, 'test', 'package', 'user-train.ts'), join(project, 'train.ts'));
+}, 400_000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('npm install ringtrain, in a fresh project', () => {
+  it('installs the built code, declarations, shaders and page, and nothing of the repository besides', () => {
+    const installed = join(project, 'node_modules', 'ringtrain');
+    for (const file of ['dist/src/index.node.js', 'dist/src/index.node.d.ts', 'dist/src/index.d.ts', 'dist/src/tfjs/index.node.js', 'dist/src/cli/main.js', 'shaders/matmul.wgsl', 'demo/dist/index.html', 'bin/ringtrain.js']) {
+      expect(existsSync(join(installed, file)), file).toBe(true);
+    }
+    expect(readdirSync(installed).sort()).toEqual(['README.md', 'bin', 'demo', 'dist', 'package.json', 'shaders']);
+    expect(readdirSync(join(installed, 'demo'))).toEqual(['dist']);
+  });
+
+  it('type-checks and compiles the user script with tsc --init settings (strict, nodenext), with no error', { timeout: 120_000 }, async () => {
+    await ok('npx', ['tsc', '--init'], project);
+    const tsc = await ok('npx', ['tsc'], project);
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(existsSync(join(project, 'train.js'))).toBe(true);
+  });
+
+  it('prints its version', async () => {
+    const r = await ok('npx', ['ringtrain', '--version'], project);
+    expect(r.stdout.trim()).toBe(version(REPO));
+  });
+
+  it('runs the script under Node alone and under Deno as one rank, and under launch -np 2 as one process at twice the batch', { timeout: 240_000 }, async () => {
+    const [alone, deno, launched] = await Promise.all([
+      ok(process.execPath, ['train.js'], project),
+      ok(DENO, ['run', '-A', 'train.ts'], project),
+      ok('npx', ['ringtrain', 'launch', '-np', '2', 'train.ts'], project),
+    ]);
+    const [one] = results(alone.stdout);
+    expect(one).toMatchObject({ rank: 0, size: 1, steps: 10 });
+    expect(Number.isFinite(one.loss)).toBe(true);
+    const [underDeno] = results(deno.stdout);
+    expect(underDeno).toMatchObject({ rank: 0, size: 1, steps: 10 });
+    // Deno's adapter (lavapipe) and Node's (SwiftShader) round differently, a little.
+    expect(relativeDifference(underDeno.weights, one.weights)).toBeLessThan(1e-4);
+    const ranks = results(launched.stdout).sort((a, b) => a.rank - b.rank);
+    expect(ranks.map((r) => [r.rank, r.size])).toEqual([[0, 2], [1, 2]]);
+    expect(ranks[1].weights).toEqual(ranks[0].weights);
+    expect(relativeDifference(ranks[0].weights, one.weights)).toBeLessThan(1e-4);
+  });
+
+  it('runs `npx ringtrain train --model mlp --steps 20` with no flags, choosing Node where Deno is not installed', { timeout: 240_000 }, async () => {
+    const r = await ok('npx', ['ringtrain', 'train', '--model', 'mlp', '--steps', '20'], project);
+    expect(r.stdout.split('\n')[0]).toMatch(/^ringtrain: runtime node \(auto: Deno is not installed; npm install deno adds it/);
+    expect(r.stdout).toMatch(/^done: 20 steps, test accuracy [\d.]+%/m);
+  });
+
+  it('serves the page shipped in the package to a tab: launch --tabs 1', { timeout: 240_000 }, async () => {
+    // The command npx runs, started directly so that our SIGTERM reaches the launcher (which stops its worker).
+    const bin = join(project, 'node_modules', '.bin', 'ringtrain');
+    const launcher = spawn(bin, ['launch', '-np', '1', '--tabs', '1', 'train.ts'], { cwd: project, env: userEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => launcher.on('exit', resolve));
+    const browser = await launchChromium();
+    try {
+      const link = await new Promise<string>((resolve, reject) => {
+        forEachLine(launcher.stdout!, (line) => line.startsWith('[launch] page ') && resolve(line.slice('[launch] page '.length)));
+        launcher.on('exit', (code) => reject(new Error(`launch ended (exit ${code}) before printing the page's link`)));
+      });
+      const { page, errors } = await openTab(browser, link);
+      // The page came from node_modules/ringtrain/demo/dist, found the job, and sees the launched worker in it.
+      await page.waitForSelector('[data-testid=peer-count]:text("1")', { timeout: 120_000 });
+      await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+      launcher.kill('SIGTERM');
+      await exited;
+    }
+  });
+});
