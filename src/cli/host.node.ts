@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import process from 'node:process';
 import { delimiter, dirname, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PACKAGE_ROOT } from '../core/package-root.node.ts';
+import { PACKAGE_ROOT, RUNS_SOURCES } from '../core/package-root.node.ts';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
 import { chooseRuntime, parseAdapterDescription, type AdapterDescription, type ConcreteRuntime, type RuntimeChoice, WITHOUT_DENO } from './runtime-choice.ts';
 
@@ -27,11 +27,10 @@ export function printLine(text: string, to: NodeJS.WriteStream = process.stdout)
 }
 
 /**
- * Whether this process runs the repository's .ts sources (through tsx, or Deno)
- * or an install's built JavaScript: the CLI's own child processes (workers,
- * the adapter probe, a re-execution under the other runtime) run the same kind.
+ * The CLI's own child processes (workers, the adapter probe, a re-execution
+ * under the other runtime) run what this process runs: the repository's .ts
+ * sources (through tsx, or Deno) or an install's built JavaScript.
  */
-const RUNS_SOURCES = import.meta.url.endsWith('.ts');
 const OWN_EXTENSION = RUNS_SOURCES ? 'ts' : 'js';
 
 /** A file of src/cli (this folder), as it exists here: `main.ts` in the repository, `main.js` in an install. */

@@ -33,6 +33,12 @@ function findPackageRoot(): string {
 
 export const PACKAGE_ROOT = findPackageRoot();
 
+/** Whether the repository's .ts sources run here; an install runs the JavaScript built into dist/. */
+export const RUNS_SOURCES = import.meta.url.endsWith('.ts');
+
+/** What to do where the built page is missing: build it in the repository; an install shipped it, so reinstall. */
+export const PAGE_MISSING_HINT = RUNS_SOURCES ? 'run npm run build:page' : 'reinstall ringtrain (npm install ringtrain), whose package holds the built page';
+
 /** A path inside the package: `packagePath('shaders')`. */
 export function packagePath(...parts: string[]): string {
   return join(PACKAGE_ROOT, ...parts);
