@@ -16,9 +16,9 @@
  * after the other; 312 s with them concurrent while other test runs loaded the machine.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join, relative } from 'node:path';
+import { delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachLine } from '../../src/core/lines.node.ts';
@@ -29,6 +29,8 @@ import { openTab } from '../page/serve-page.ts';
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'ringtrain-package-'));
 const project = join(work, 'user-project');
+const pageProject = join(work, 'page-project');
+const USER_SCRIPT = readFileSync(join(REPO, 'test', 'package', 'user-train.ts'), 'utf8');
 const DENO = join(REPO, 'node_modules', '.bin', 'deno');
 const version = (dir: string): string => (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -97,6 +99,20 @@ function relativeDifference(a: number[], b: number[]): number {
   return Math.max(...a.map((v, i) => Math.abs(v - b[i]))) / scale;
 }
 
+/**
+ * A page's script, type-checked as a bundler project (Vite) would: it gets the browser's entry,
+ * whose init() takes the page's address, and none of Node's file pieces.
+ */
+const PAGE_SCRIPT = `import { acquireGpu, init } from 'ringtrain';
+const session = await init({ server: 'https://example.test', job: 'j', token: 't' });
+await acquireGpu();
+// @ts-expect-error Node's init() takes no argument; the browser's needs the server, job and token
+await init();
+// @ts-expect-error loadCheckpoint reads files: Node and Deno only
+import { loadCheckpoint } from 'ringtrain';
+void session;
+`;
+
 beforeAll(async () => {
   requireNetns();
   const source = join(work, 'repository');
@@ -110,7 +126,12 @@ beforeAll(async () => {
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
   const typescript = `typescript@${version(join(REPO, 'node_modules', 'typescript'))}`;
   await ok('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball!), typescript], project);
-  copyFileSync(join(REPO, 'test', 'package', 'user-train.ts'), join(project, 'train.ts'));
+  writeFileSync(join(project, 'train.ts'), USER_SCRIPT);
+  // A page's code beside it, in a project of its own (a bundler's settings) with the same node_modules.
+  mkdirSync(pageProject);
+  symlinkSync(join(project, 'node_modules'), join(pageProject, 'node_modules'));
+  writeFileSync(join(pageProject, 'main.ts'), PAGE_SCRIPT);
+  writeFileSync(join(pageProject, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'esnext', moduleResolution: 'bundler', target: 'esnext', lib: ['esnext', 'dom'], types: [], strict: true, noEmit: true } }));
 }, 400_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -131,6 +152,11 @@ describe('npm install ringtrain, in a fresh project', () => {
     expect(existsSync(join(project, 'train.js'))).toBe(true);
   });
 
+  it('gives a bundler project (a page) the types of the browser entry', { timeout: 120_000 }, async () => {
+    const tsc = await ok(join(project, 'node_modules', '.bin', 'tsc'), ['-p', '.'], pageProject);
+    expect(tsc.stdout + tsc.stderr).toBe('');
+  });
+
   it('prints its version', async () => {
     const r = await ok('npx', ['ringtrain', '--version'], project);
     expect(r.stdout.trim()).toBe(version(REPO));
@@ -141,23 +167,34 @@ describe('npm install ringtrain, in a fresh project', () => {
 // These start processes that wait on WebGPU's software adapters and on each other more than they
 // use the CPU: together they take about as long as the longest alone.
 describe.concurrent('the installed package runs', () => {
-  it('the script under Node alone and under Deno as one rank, and under launch -np 2 as one process at twice the batch', { timeout: 300_000 }, async () => {
-    const [alone, deno, launched] = await Promise.all([
+  it('the script under Node alone and under Deno as one rank, and under launch -np 2 (Node, Deno) as one process at twice the batch', { timeout: 300_000 }, async () => {
+    // Deno installed the way a user would, so that `launch --runtime deno` finds it on PATH.
+    const withDeno = { ...userEnvironment(), PATH: `${dirname(DENO)}${delimiter}${userEnvironment().PATH}` };
+    // The same script as Deno users often write it, with an npm: specifier (resolved from node_modules
+    // here); written after the type check, which cannot resolve npm: specifiers.
+    writeFileSync(join(project, 'train-npm.ts'), USER_SCRIPT.replace("from 'ringtrain'", "from 'npm:ringtrain'"));
+    const [alone, deno, denoNpm, launched, launchedDeno] = await Promise.all([
       ok(process.execPath, ['train.js'], project),
       ok(DENO, ['run', '-A', 'train.ts'], project),
+      ok(DENO, ['run', '-A', 'train-npm.ts'], project),
       ok('npx', ['ringtrain', 'launch', '-np', '2', 'train.ts'], project),
+      ok('npx', ['ringtrain', 'launch', '-np', '2', '--runtime', 'deno', 'train.ts'], project, withDeno),
     ]);
     const [one] = results(alone.stdout);
     expect(one).toMatchObject({ rank: 0, size: 1, steps: 10 });
     expect(Number.isFinite(one.loss)).toBe(true);
-    const [underDeno] = results(deno.stdout);
-    expect(underDeno).toMatchObject({ rank: 0, size: 1, steps: 10 });
-    // Deno's adapter (lavapipe) and Node's (SwiftShader) round differently, a little.
-    expect(relativeDifference(underDeno.weights, one.weights)).toBeLessThan(1e-4);
-    const ranks = results(launched.stdout).sort((a, b) => a.rank - b.rank);
-    expect(ranks.map((r) => [r.rank, r.size])).toEqual([[0, 2], [1, 2]]);
-    expect(ranks[1].weights).toEqual(ranks[0].weights);
-    expect(relativeDifference(ranks[0].weights, one.weights)).toBeLessThan(1e-4);
+    for (const run of [deno, denoNpm]) {
+      const [underDeno] = results(run.stdout);
+      expect(underDeno).toMatchObject({ rank: 0, size: 1, steps: 10 });
+      // Deno's adapter (lavapipe) and Node's (SwiftShader) round differently, a little.
+      expect(relativeDifference(underDeno.weights, one.weights)).toBeLessThan(1e-4);
+    }
+    for (const run of [launched, launchedDeno]) {
+      const ranks = results(run.stdout).sort((a, b) => a.rank - b.rank);
+      expect(ranks.map((r) => [r.rank, r.size])).toEqual([[0, 2], [1, 2]]);
+      expect(ranks[1].weights).toEqual(ranks[0].weights);
+      expect(relativeDifference(ranks[0].weights, one.weights)).toBeLessThan(1e-4);
+    }
   });
 
   it('`npx ringtrain train --model mlp --steps 20` with no flags, choosing Node where Deno is not installed', { timeout: 300_000 }, async () => {
