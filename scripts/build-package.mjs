@@ -1,7 +1,8 @@
 // What `npm pack` (prepack) ships, built from the sources: dist/ holds src/ and
 // server/ as JavaScript with .d.ts declarations (tsconfig.build.json), and
 // demo/dist the built page. The repository itself never needs this: it runs the
-// .ts sources (bin/ringtrain.js, vitest, Deno).
+// .ts sources (bin/ringtrain.js, vitest, Deno). `--clean` (postpack) removes
+// dist/ again, so that nothing in the repository can run a stale build.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -42,8 +43,9 @@ function rewriteDeclarations(dir) {
   return changed;
 }
 
-writeOpsIndex();
 rmSync(join(root, 'dist'), { recursive: true, force: true });
+if (process.argv.includes('--clean')) process.exit(0);
+writeOpsIndex();
 run(bin('tsc'), ['-p', 'tsconfig.build.json']);
 const rewritten = rewriteDeclarations(join(root, 'dist'));
 run(bin('vite'), ['build', 'demo', '--logLevel', 'warn']);

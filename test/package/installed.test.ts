@@ -13,7 +13,8 @@
  *   machine without a GPU, with no Deno installed, and says it chose Node;
  * - `launch --tabs 1` serves the page shipped in the package to a Chromium tab.
  * Runs inside the private network namespace. Took 225 s on this 2-core machine with the runs one
- * after the other; 312 s with them concurrent while other test runs loaded the machine.
+ * after the other on a quiet machine; 312-391 s with them concurrent while other helpers' test runs
+ * loaded it (the runs themselves used 80 s of CPU).
  */
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
