@@ -151,6 +151,9 @@ describe('npm install ringtrain, in a fresh project', () => {
     const tsc = await ok('npx', ['tsc'], project);
     expect(tsc.stdout + tsc.stderr).toBe('');
     expect(existsSync(join(project, 'train.js'))).toBe(true);
+    // The declarations the script reaches are clean themselves: they name no type the project lacks.
+    const strict = await ok('npx', ['tsc', '--noEmit', '--skipLibCheck', 'false'], project);
+    expect(strict.stdout + strict.stderr).toBe('');
   });
 
   it('gives a bundler project (a page) the types of the browser entry', { timeout: 120_000 }, async () => {
