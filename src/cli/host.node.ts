@@ -44,7 +44,7 @@ function nodeArgsFor(file: string): string[] {
 }
 
 /** What to tell a person who has no Deno: commands that work in their own project, not only in ours. */
-export const INSTALL_DENO_HINT = 'install Deno (npm install deno, in this project; or https://docs.deno.com/runtime/getting_started/installation/), or pass --runtime node';
+const INSTALL_DENO_HINT = 'install Deno (npm install deno, in this project; or https://docs.deno.com/runtime/getting_started/installation/), or pass --runtime node';
 
 /** Each folder from `dir` up to the root. */
 function foldersUp(dir: string): string[] {

@@ -10,7 +10,8 @@
  *   (`deno run -A train.ts`), and under `ringtrain launch -np 2`, where both
  *   ranks end with the same weights, those of one process at twice the batch;
  * - `npx ringtrain train --model mlp --steps 20` runs with no flags on this
- *   machine without a GPU, with no Deno installed, and says it chose Node;
+ *   machine without a GPU: under Node where Deno is not installed, under Deno
+ *   where it is, saying which and why;
  * - `launch --tabs 1` serves the page shipped in the package to a Chromium tab.
  * Runs inside the private network namespace. Took 225 s on this 2-core machine with the runs one
  * after the other on a quiet machine; 312-391 s with them concurrent while other helpers' test runs
@@ -49,6 +50,12 @@ function userEnvironment(): NodeJS.ProcessEnv {
   delete env.DENO_CONDITIONS;
   env.PATH = (env.PATH ?? '').split(delimiter).filter((dir) => dir !== '' && !existsSync(join(dir, 'deno'))).join(delimiter);
   return env;
+}
+
+/** A user's environment where Deno was installed: on PATH, where the CLI looks for it. */
+function denoOnPath(): NodeJS.ProcessEnv {
+  const env = userEnvironment();
+  return { ...env, PATH: `${dirname(DENO)}${delimiter}${env.PATH}` };
 }
 
 interface Ran {
@@ -172,8 +179,6 @@ describe('npm install ringtrain, in a fresh project', () => {
 // use the CPU: together they take about as long as the longest alone.
 describe.concurrent('the installed package runs', () => {
   it('the script under Node alone and under Deno as one rank, and under launch -np 2 (Node, Deno) as one process at twice the batch', { timeout: 300_000 }, async () => {
-    // Deno installed the way a user would, so that `launch --runtime deno` finds it on PATH.
-    const withDeno = { ...userEnvironment(), PATH: `${dirname(DENO)}${delimiter}${userEnvironment().PATH}` };
     // The same script as Deno users often write it, with an npm: specifier (resolved from node_modules
     // here); written after the type check, which cannot resolve npm: specifiers.
     writeFileSync(join(project, 'train-npm.ts'), USER_SCRIPT.replace("from 'ringtrain'", "from 'npm:ringtrain'"));
@@ -182,7 +187,7 @@ describe.concurrent('the installed package runs', () => {
       ok(DENO, ['run', '-A', 'train.ts'], project),
       ok(DENO, ['run', '-A', 'train-npm.ts'], project),
       ok('npx', ['ringtrain', 'launch', '-np', '2', 'train.ts'], project),
-      ok('npx', ['ringtrain', 'launch', '-np', '2', '--runtime', 'deno', 'train.ts'], project, withDeno),
+      ok('npx', ['ringtrain', 'launch', '-np', '2', '--runtime', 'deno', 'train.ts'], project, denoOnPath()),
     ]);
     const [one] = results(alone.stdout);
     expect(one).toMatchObject({ rank: 0, size: 1, steps: 10 });
@@ -201,10 +206,15 @@ describe.concurrent('the installed package runs', () => {
     }
   });
 
-  it('`npx ringtrain train --model mlp --steps 20` with no flags, choosing Node where Deno is not installed', { timeout: 300_000 }, async () => {
-    const r = await ok('npx', ['ringtrain', 'train', '--model', 'mlp', '--steps', '20'], project);
-    expect(r.stdout.split('\n')[0]).toMatch(/^ringtrain: runtime node \(auto: Deno is not installed; npm install deno adds it/);
-    expect(r.stdout).toMatch(/^done: 20 steps, test accuracy [\d.]+%/m);
+  it('`npx ringtrain train --model mlp --steps 20` with no flags, choosing Node where Deno is not installed, and Deno where it is', { timeout: 300_000 }, async () => {
+    const [withoutDeno, withDeno] = await Promise.all([
+      ok('npx', ['ringtrain', 'train', '--model', 'mlp', '--steps', '20'], project),
+      ok('npx', ['ringtrain', 'train', '--model', 'mlp', '--steps', '20'], project, denoOnPath()),
+    ]);
+    expect(withoutDeno.stdout.split('\n')[0]).toMatch(/^ringtrain: runtime node \(auto: Deno is not installed; npm install deno adds it/);
+    // With Deno there, the adapter decides: Deno on this machine's software adapters (Node on a real GPU).
+    expect(withDeno.stdout.split('\n')[0]).toMatch(/^ringtrain: runtime (deno \(auto: no hardware GPU|node \(auto: hardware adapter)/);
+    for (const r of [withoutDeno, withDeno]) expect(r.stdout).toMatch(/^done: 20 steps, test accuracy [\d.]+%/m);
   });
 
   it('launch --tabs 1, serving the page shipped in the package to a tab', { timeout: 300_000 }, async () => {
