@@ -13,9 +13,10 @@
  *   machine without a GPU: under Node where Deno is not installed, under Deno
  *   where it is, saying which and why;
  * - `launch --tabs 1` serves the page shipped in the package to a Chromium tab.
- * Runs inside the private network namespace. Took 225 s on this 2-core machine with the runs one
- * after the other on a quiet machine; 312-391 s with them concurrent while other helpers' test runs
- * loaded it (the runs themselves used 80 s of CPU).
+ * Runs inside the private network namespace. On this 2-core machine: 225 s with the runs one after
+ * the other and the machine quiet; 312-391 s with them concurrent (as now) while other test runs
+ * held its load average near 20. The processes used 80 s of CPU in all; packing and installing
+ * take about 100 s of the wall time.
  */
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
