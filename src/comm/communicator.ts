@@ -25,6 +25,9 @@ export { QUIET_LINK } from './liveness.ts';
 /** Longest pause between two readings of a full buffer (ms). libwebrtc closes a channel past 16 MiB queued. */
 const MAX_POLL_MS = 16;
 
+/** Longest wait on a link's own drain signal before the sender looks whether the ring was aborted meanwhile. */
+const ROOM_WAIT_MS = 100;
+
 /** How long close() waits for its goodbyes to be acknowledged before it cuts the links. */
 const CLOSE_TIMEOUT_MS = 5000;
 /** How long close() lets bytes still queued for a peer that broke the rules drain (it sends no acknowledgement to wait for). */
@@ -130,7 +133,9 @@ export class LinkCommunicator implements Communicator {
         while (buffered > this.opts.highWaterBytes - f.byteLength) {
           const failed = this.blocked(peer);
           if (failed) throw failed;
-          await sleep(wait);
+          // A link that says when it drained is waited on (bounded, so an abort is seen); the rest are polled.
+          if (link.waitForRoom) await link.waitForRoom(ROOM_WAIT_MS);
+          else await sleep(wait);
           wait = Math.min(2 * wait, MAX_POLL_MS);
           buffered = link.bufferedAmount();
         }
