@@ -8,7 +8,7 @@
  * communicator-options.ts.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { EventBus, now } from '../core/events.ts';
+import { EventBus, now, type LinkTransport } from '../core/events.ts';
 import { lossClaim, readAbortNote, relayedAbort, writeAbortNote } from './abort-note.ts';
 import { UnconsumedBudget } from './budget.ts';
 import { withDefaults, type CommunicatorOptions, type CommunicatorSettings } from './communicator-options.ts';
@@ -103,6 +103,11 @@ export class LinkCommunicator implements Communicator {
       link.onClose((reason) => this.onLinkClosed(peer, reason));
     }
     this.liveness.start();
+  }
+
+  /** What carries each link (LinkTransport), in rank order; 'memory' for in-process links that do not say. */
+  linkTransports(): LinkTransport[] {
+    return [...this.links].sort(([a], [b]) => a - b).map(([peer, link]) => ({ peer, transport: link.transport ?? 'memory' }));
   }
 
   nextId(): number {
