@@ -7,6 +7,8 @@
  */
 
 export const LENGTH_BYTES = 4;
+/** Alignment of every message handed out (the widest element a receiver views it as: f64). */
+const ALIGN = 8;
 
 /** The 4-byte length that goes in front of a message of `n` bytes. */
 export function lengthPrefix(n: number): Uint8Array {
@@ -55,8 +57,11 @@ export class LengthPrefixedReader {
       const need = this.expected - this.pendingBytes;
       const available = chunk.byteLength - offset;
       if (this.pendingBytes === 0 && available >= need) {
-        // Whole inside this chunk: hand out a view, no copy.
-        const message = chunk.subarray(offset, offset + need);
+        // Whole inside this chunk: hand out a view, no copy, if it starts where typed arrays may
+        // (receivers view payloads as Float32Array/Int32Array/Float64Array); else a copy that does
+        // (new Uint8Array(view) copies; a Node Buffer's slice() would not).
+        const view = chunk.subarray(offset, offset + need);
+        const message = (chunk.byteOffset + offset) % ALIGN === 0 ? view : new Uint8Array(view);
         offset += need;
         this.expected = -1;
         this.handler(message);
