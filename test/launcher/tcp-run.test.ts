@@ -1,5 +1,6 @@
 /**
- * `ringtrain run` between native workers links them by TCP (over loopback,
+ * `ringtrain run` between native workers (Deno, as run picks without a GPU; the
+ * unit tests and the bench cover Node) links them by TCP (over loopback,
  * inside the test's network namespace), and trains to the same weights as
  * the same run over WebRTC: the layers above the links cannot tell them apart.
  */
@@ -9,7 +10,7 @@ import { ringtrain } from '../support/cli.ts';
 type LinksByRank = { rank: number; links: { peer: number; transport: string }[]; tcp_refused: number; weights_crc32: number | null }[];
 
 async function run(np: number, transport: 'auto' | 'webrtc'): Promise<{ links_by_rank: LinksByRank; ok: boolean; steps: number }> {
-  const r = await ringtrain(['run', '-np', String(np), '--model', 'mlp', '--steps', '6', '--batch', '16', '--seed', '5', '--runtime', 'node', '--transport', transport, '--json']);
+  const r = await ringtrain(['run', '-np', String(np), '--model', 'mlp', '--steps', '6', '--batch', '16', '--seed', '5', '--transport', transport, '--json']);
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
