@@ -65,6 +65,7 @@ const WorkerOptionsSchema = z.object({
   transport: z.enum(LINK_TRANSPORTS).default('auto'),
   listen: z.string().min(1).optional(),
   advertise: z.string().min(1).optional(),
+  linkTls: z.boolean().default(false),
 });
 type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 

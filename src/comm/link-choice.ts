@@ -3,14 +3,16 @@
  * same path as WebRTC's offers, within one job and one membership epoch, and
  * are told apart from those by their `ringtrainLink` key.
  *
- *   hello   {ringtrainLink: 'hello', tcp?: 'host:port'}   every rank to every other, first;
- *                                                       `tcp` only from a peer listening for TCP links
+ *   hello   {ringtrainLink: 'hello', tcp?: 'host:port', tls?: fingerprint}
+ *                                                       every rank to every other, first; `tcp` only
+ *                                                       from a peer listening for TCP links, `tls`
+ *                                                       (its certificate's SHA-256) when it serves TLS
  *   webrtc  {ringtrainLink: 'webrtc'}                     the dialler (lower rank) to the listener:
  *                                                       the TCP link failed, use WebRTC instead
  */
 import type { Signaler } from './signaler.ts';
 
-export type LinkChoice = { ringtrainLink: 'hello'; tcp?: string } | { ringtrainLink: 'webrtc' };
+export type LinkChoice = { ringtrainLink: 'hello'; tcp?: string; tls?: string } | { ringtrainLink: 'webrtc' };
 
 export function isLinkChoice(data: unknown): data is LinkChoice {
   return typeof data === 'object' && data !== null && 'ringtrainLink' in data;
@@ -19,6 +21,11 @@ export function isLinkChoice(data: unknown): data is LinkChoice {
 /** Reads a hello's advertised address; undefined when there is none or it is malformed. */
 export function helloAddress(c: LinkChoice): string | undefined {
   return c.ringtrainLink === 'hello' && typeof c.tcp === 'string' && c.tcp.length <= 300 ? c.tcp : undefined;
+}
+
+/** Reads a hello's certificate fingerprint (TLS links); undefined when it serves plain TCP. */
+export function helloFingerprint(c: LinkChoice): string | undefined {
+  return c.ringtrainLink === 'hello' && typeof c.tls === 'string' && /^[0-9A-F:]{1,200}$/.test(c.tls) ? c.tls : undefined;
 }
 
 /**

@@ -5,11 +5,12 @@
  * the higher one's address and both prove the epoch's link key; a dial that
  * fails (no route, refused, too slow, a wrong key) makes the lower rank say
  * so and both open a WebRTC data channel instead, as do pairs where either
- * end is a browser tab. The lower rank decides, so both ends always agree.
+ * end is a browser tab, or where one end serves TLS (`--link-tls`) and the
+ * other does not. The lower rank decides, so both ends always agree.
  * The layers above get `Link`s either way and never learn which is which.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { ChoiceSplitter, helloAddress, type LinkChoice } from './link-choice.ts';
+import { ChoiceSplitter, helloAddress, helloFingerprint, type LinkChoice } from './link-choice.ts';
 import type { Link } from './link.ts';
 import type { TcpEndpoint } from './tcp-endpoint.ts';
 import { connectMesh, type ConnectOptions } from './webrtc-link.ts';
@@ -78,7 +79,8 @@ export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
   // Expect the lower ranks' dials before saying where to dial: a fast peer may dial at once.
   const accepts = new Map<number, ReturnType<TcpEndpoint['accept']>>();
   if (tcp) for (const p of pairs.keys()) if (p < o.rank) accepts.set(p, tcp.endpoint.accept({ job: tcp.job, epoch: tcp.epoch, from: p, to: o.rank }, tcp.key));
-  for (const p of pairs.keys()) o.signaler.send(p, { ringtrainLink: 'hello', ...(tcp ? { tcp: tcp.endpoint.address } : {}) } satisfies LinkChoice);
+  const fingerprint = tcp?.endpoint.tlsFingerprint;
+  for (const p of pairs.keys()) o.signaler.send(p, { ringtrainLink: 'hello', ...(tcp ? { tcp: tcp.endpoint.address } : {}), ...(fingerprint ? { tls: fingerprint } : {}) } satisfies LinkChoice);
 
   const links = new Map<number, Link>();
   const webrtc = (p: number): Promise<Link> =>
@@ -86,12 +88,14 @@ export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
   const linkTo = async (p: number): Promise<Link> => {
     const choices = pairs.get(p)!;
     const silent = () => new RingtrainError(ErrorCode.Timeout, `rank ${o.rank} could not open a link to rank ${p}: no signal from it within ${Math.round(silentMs)} ms; is it running and using the same signaling?`, { waitingFor: [p], rank: o.rank });
-    const address = helloAddress(await bounded(choices.hello, stop.signal, silentMs, silent));
-    if (!tcp || address === undefined) return webrtc(p);
+    const hello = await bounded(choices.hello, stop.signal, silentMs, silent);
+    const address = helloAddress(hello);
+    // TLS on one end only: the pair takes WebRTC (encrypted), never a plain link one end refused.
+    if (!tcp || address === undefined || helloFingerprint(hello) === undefined !== (fingerprint === undefined)) return webrtc(p);
     const id = { job: tcp.job, epoch: tcp.epoch, from: Math.min(o.rank, p), to: Math.max(o.rank, p) };
     if (o.rank < p) {
       try {
-        return await tcp.endpoint.dial(address, id, tcp.key, tcp.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS);
+        return await tcp.endpoint.dial(address, id, tcp.key, tcp.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS, helloFingerprint(hello));
       } catch (e) {
         if (stop.signal.aborted) throw e;
         o.onNotice?.(`no TCP link to rank ${p} (${(e as Error).message}); using WebRTC for it`);

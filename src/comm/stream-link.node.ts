@@ -11,7 +11,8 @@ import type { Link } from './link.ts';
 import { lengthPrefix, LengthPrefixedReader } from './stream-frames.ts';
 
 export class StreamLink implements Link {
-  readonly transport = 'tcp';
+  /** 'tls' over an encrypted socket (`--link-tls`), else 'tcp'. */
+  readonly transport: string;
   private handler: ((m: Uint8Array) => void) | null = null;
   /** Messages that came before anyone listened (the far end may start sending at once). */
   private early: Uint8Array[] = [];
@@ -28,6 +29,7 @@ export class StreamLink implements Link {
     private socket: Socket,
     reader: LengthPrefixedReader,
   ) {
+    this.transport = (socket as { encrypted?: boolean }).encrypted === true ? 'tls' : 'tcp';
     reader.maxBytes = MAX_MESSAGE_BYTES;
     reader.handler = (m) => {
       if (this.handler) this.handler(m);

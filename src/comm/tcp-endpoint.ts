@@ -19,11 +19,14 @@ export interface LinkIdentity {
 export interface TcpEndpoint {
   /** host:port the other peers dial to reach this one. */
   readonly address: string;
+  /** With TLS (`--link-tls`): the SHA-256 fingerprint of the certificate this endpoint serves; dialers pin it. */
+  readonly tlsFingerprint?: string;
   /**
    * An authenticated link to the listener at `address` ([host]:port), proving `key` and checking
-   * that the listener holds it too; rejects on any failure, at the latest after `timeoutMs`.
+   * that the listener holds it too; over TLS when `fingerprint` is given, and only to a listener
+   * whose certificate has that fingerprint. Rejects on any failure, at the latest after `timeoutMs`.
    */
-  dial(address: string, id: LinkIdentity, key: Uint8Array, timeoutMs: number): Promise<Link>;
+  dial(address: string, id: LinkIdentity, key: Uint8Array, timeoutMs: number, fingerprint?: string): Promise<Link>;
   /** Waits for rank `id.from` to dial us for this link; `cancel` rejects `link` and refuses it from then on. */
   accept(id: LinkIdentity, key: Uint8Array): { link: Promise<Link>; cancel(reason: Error): void };
 }

@@ -6,6 +6,8 @@
  * connection that does not is refused, counted and logged.
  */
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { connect as tlsConnect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import type { LinkCertificate } from './link-cert.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Link } from './link.ts';
 import { LengthPrefixedReader, lengthPrefix } from './stream-frames.ts';
@@ -27,6 +29,8 @@ export interface TcpListenOptions {
   advertise?: string;
   /** Where refusals are told (default console.warn). */
   log?: (line: string) => void;
+  /** Serve TLS with this certificate (link-cert.node.ts): every incoming link is encrypted, and dialers pin its fingerprint. */
+  tls?: LinkCertificate;
 }
 
 interface Expected {
@@ -51,20 +55,30 @@ export class TcpLinkEndpoint implements TcpEndpoint {
     private server: Server,
     readonly address: string,
     private log: (line: string) => void,
+    readonly tlsFingerprint?: string,
   ) {
-    server.on('connection', (socket) => this.onIncoming(socket));
+    if (!tlsFingerprint) {
+      server.on('connection', (socket) => this.onIncoming(socket));
+      return;
+    }
+    server.on('secureConnection', (socket: TLSSocket) => this.onIncoming(socket));
+    // A stranger that cannot even finish TLS is refused like one without the key.
+    server.on('tlsClientError', (e, socket) => {
+      this.refused++;
+      this.log(`refused a TCP link from ${socket.remoteAddress}:${socket.remotePort}: TLS failed (${e.message}) (${this.refused} refused so far)`);
+    });
   }
 
   /** Starts listening; resolves once the port is open. */
   static async listen(o: TcpListenOptions = {}): Promise<TcpLinkEndpoint> {
     const host = o.host ?? '127.0.0.1';
-    const server = createServer({ noDelay: true });
+    const server = o.tls ? createTlsServer({ key: o.tls.key, cert: o.tls.cert, handshakeTimeout: HANDSHAKE_MS, noDelay: true }) : createServer({ noDelay: true });
     await new Promise<void>((resolve, reject) => {
       server.once('error', (e) => reject(new RingtrainError(ErrorCode.InvalidArgument, `cannot listen for TCP links on ${joinHostPort(host, o.port ?? 0)}: ${e.message}; pick another --listen address or port`)));
       server.listen(o.port ?? 0, host, () => resolve());
     });
     const port = (server.address() as { port: number }).port;
-    return new TcpLinkEndpoint(server, advertisedAddress(host, port, o.advertise), o.log ?? ((line) => console.warn(`ringtrain: ${line}`)));
+    return new TcpLinkEndpoint(server, advertisedAddress(host, port, o.advertise), o.log ?? ((line) => console.warn(`ringtrain: ${line}`)), o.tls?.fingerprint);
   }
 
   accept(id: LinkIdentity, key: Uint8Array): { link: Promise<Link>; cancel(reason: Error): void } {
@@ -83,11 +97,14 @@ export class TcpLinkEndpoint implements TcpEndpoint {
     return { link, cancel };
   }
 
-  dial(address: string, id: LinkIdentity, key: Uint8Array, timeoutMs: number): Promise<Link> {
+  dial(address: string, id: LinkIdentity, key: Uint8Array, timeoutMs: number, fingerprint?: string): Promise<Link> {
     const target = splitHostPort(address);
     if (!target) return Promise.reject(transportError(`rank ${id.to} advertised '${address}', which is not host:port`));
     return new Promise<Link>((resolve, reject) => {
-      const socket = createConnection({ host: target.host, port: target.port, noDelay: true });
+      // Over TLS the certificate is nobody's CA's: it is checked against the fingerprint the listener relayed.
+      const socket: Socket = fingerprint
+        ? tlsConnect({ host: target.host, port: target.port, rejectUnauthorized: false }).setNoDelay(true)
+        : createConnection({ host: target.host, port: target.port, noDelay: true });
       const fail = (why: string, cause?: unknown): void => {
         clearTimeout(timer);
         socket.destroy();
@@ -118,7 +135,14 @@ export class TcpLinkEndpoint implements TcpEndpoint {
       socket.on('data', onData);
       socket.on('error', onError);
       socket.on('close', onClose);
-      socket.once('connect', () => send(socket, encodeHandshake({ v: HANDSHAKE_VERSION, job: id.job, epoch: id.epoch, from: id.from, to: id.to, nonce })));
+      const hello = (): void => send(socket, encodeHandshake({ v: HANDSHAKE_VERSION, job: id.job, epoch: id.epoch, from: id.from, to: id.to, nonce }));
+      if (!fingerprint) socket.once('connect', hello);
+      else
+        socket.once('secureConnect', () => {
+          const served = (socket as TLSSocket).getPeerX509Certificate()?.fingerprint256;
+          if (served !== fingerprint) return fail(`its TLS certificate (${served ?? 'none'}) is not the one it advertised (${fingerprint})`);
+          hello();
+        });
     });
   }
 

@@ -11,6 +11,7 @@ import type { Link } from '../../src/comm/link.ts';
 import { connectLinks } from '../../src/comm/mesh.ts';
 import { MemoryStore, StoreSignaler } from '../../src/comm/store.ts';
 import type { TcpEndpoint } from '../../src/comm/tcp-endpoint.ts';
+import { makeLinkCertificate } from '../../src/comm/link-cert.node.ts';
 import { TcpLinkEndpoint } from '../../src/comm/tcp-link.node.ts';
 import { loadWrtc } from '../../src/comm/wrtc.node.ts';
 
@@ -19,8 +20,8 @@ afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f();
 });
 
-async function listener(): Promise<TcpLinkEndpoint> {
-  const e = await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0, log: () => {} });
+async function listener(tls = false): Promise<TcpLinkEndpoint> {
+  const e = await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0, log: () => {}, tls: tls ? makeLinkCertificate() : undefined });
   cleanup.push(() => e.close());
   return e;
 }
@@ -92,6 +93,16 @@ describe('the mesh chooses each pair\'s transport', () => {
       ['webrtc', 'tcp'],
       ['webrtc', 'tcp'],
       ['tcp', 'tcp'],
+    ]);
+    await exchange(meshes);
+  });
+
+  it('TLS between two --link-tls peers; WebRTC where only one end serves TLS', async () => {
+    const meshes = await mesh([await listener(true), await listener(true), await listener()]);
+    expect(transports(meshes)).toEqual([
+      ['tls', 'webrtc'],
+      ['tls', 'webrtc'],
+      ['webrtc', 'webrtc'],
     ]);
     await exchange(meshes);
   });

@@ -11,6 +11,7 @@ import type { Link } from '../../src/comm/link.ts';
 import { lengthPrefix, LengthPrefixedReader } from '../../src/comm/stream-frames.ts';
 import { StreamLink } from '../../src/comm/stream-link.node.ts';
 import { splitHostPort } from '../../src/comm/tcp-endpoint.ts';
+import { makeLinkCertificate } from '../../src/comm/link-cert.node.ts';
 import { TcpLinkEndpoint } from '../../src/comm/tcp-link.node.ts';
 
 const ID = { job: 'tcp-test', epoch: 3, from: 0, to: 1 };
@@ -20,9 +21,9 @@ afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close();
 });
 
-async function endpoint(): Promise<TcpLinkEndpoint & { lines: string[] }> {
+async function endpoint(tls = false): Promise<TcpLinkEndpoint & { lines: string[] }> {
   const lines: string[] = [];
-  const e = await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0, log: (l) => lines.push(l) });
+  const e = await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0, log: (l) => lines.push(l), tls: tls ? makeLinkCertificate() : undefined });
   open.push(e);
   return Object.assign(e, { lines });
 }
@@ -160,5 +161,28 @@ describe('TCP links', () => {
     const port = (closed.address() as { port: number }).port;
     await new Promise((r) => closed.close(r));
     await expect(dialer.dial(`127.0.0.1:${port}`, ID, key, 5000)).rejects.toThrow(/ECONNREFUSED/);
+  });
+
+  it('--link-tls: encrypts the link to a listener whose certificate has the relayed fingerprint, and no other', async () => {
+    const [listener, dialer, other] = [await endpoint(true), await endpoint(), await endpoint(true)];
+    expect(listener.tlsFingerprint).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+    const key = randomBytes(32);
+    const accepted = listener.accept(ID, key).link;
+    // Another certificate than the one relayed: the dialer hangs up before sending its hello.
+    await expect(dialer.dial(listener.address, ID, key, 5000, other.tlsFingerprint)).rejects.toThrow(/TLS certificate .* is not the one it advertised/);
+    // Plain TCP to a TLS listener never gets as far as a hello.
+    await expect(dialer.dial(listener.address, ID, key, 5000)).rejects.toThrow(/closed the connection|ECONNRESET/);
+    const link = await dialer.dial(listener.address, ID, key, 5000, listener.tlsFingerprint);
+    const far = await accepted;
+    expect([link.transport, far.transport]).toEqual(['tls', 'tls']);
+    const payload = pattern(3 * MAX_MESSAGE_BYTES, 5);
+    const frames = encodeFrames(FrameKind.Data, { id: 2, step: 0, chunk: 0 }, payload);
+    const got: Uint8Array[] = [];
+    const arrived = until(far, got, () => got.length === frames.length);
+    for (const f of frames) link.send(f);
+    await arrived;
+    frames.forEach((f, i) => expect(Buffer.compare(got[i], f)).toBe(0));
+    expect(listener.refused).toBe(2);
+    link.close();
   });
 });
