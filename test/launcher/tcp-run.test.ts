@@ -9,8 +9,8 @@ import { ringtrain } from '../support/cli.ts';
 
 type LinksByRank = { rank: number; links: { peer: number; transport: string }[]; tcp_refused: number; weights_crc32: number | null }[];
 
-async function run(np: number, transport: 'auto' | 'webrtc'): Promise<{ links_by_rank: LinksByRank; ok: boolean; steps: number }> {
-  const r = await ringtrain(['run', '-np', String(np), '--model', 'mlp', '--steps', '6', '--batch', '16', '--seed', '5', '--transport', transport, '--json']);
+async function run(np: number, transport: 'auto' | 'webrtc', extra: string[] = []): Promise<{ links_by_rank: LinksByRank; ok: boolean; steps: number }> {
+  const r = await ringtrain(['run', '-np', String(np), '--model', 'mlp', '--steps', '6', '--batch', '16', '--seed', '5', '--transport', transport, ...extra, '--json']);
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
@@ -31,6 +31,12 @@ describe('ringtrain run over TCP links', () => {
     expect(crcs(tcp)).toEqual([crcs(tcp)[0], crcs(tcp)[0]]);
     expect(crcs(webrtc)).toEqual(crcs(tcp));
     expect(tcp.links_by_rank.map((r) => r.tcp_refused)).toEqual([0, 0]);
+  }, 300_000);
+
+  it('--link-tls encrypts the same links and trains to the same weights', async () => {
+    const [tls, tcp] = [await run(2, 'auto', ['--link-tls']), await run(2, 'auto')];
+    expect(transports(tls)).toEqual(['tls', 'tls']);
+    expect(tls.links_by_rank.map((r) => r.weights_crc32)).toEqual(tcp.links_by_rank.map((r) => r.weights_crc32));
   }, 300_000);
 
   it('links three native workers by TCP, every pair', async () => {
