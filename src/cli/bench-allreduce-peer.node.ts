@@ -11,7 +11,7 @@ const { values } = parseArgs({
   options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, fp16: { type: 'boolean' }, transport: { type: 'string' }, sweep: { type: 'boolean' }, iterations: { type: 'string' } },
 });
 const rank = Number(values.rank);
-const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000, transport: values.transport === 'tcp' ? 'tcp' : 'webrtc',
+const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000, transport: values.transport === 'tcp' || values.transport === 'tls' ? values.transport : 'webrtc',
   // A loaded 2-core machine can starve a process for seconds; do not mistake that for a lost peer.
   peerTimeoutMs: 20_000,
   // Experiments only: RINGTRAIN_HIGH_WATER / RINGTRAIN_POLL_MS override the send-buffer knobs.

@@ -1,6 +1,6 @@
 /**
  * The allreduce benchmark: `ringtrain bench allreduce` and
- *   npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|tcp|memory [--fp16] [--iterations K]
+ *   npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|tcp|tls|memory [--fp16] [--iterations K]
  * prints one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...,
  * latency_ms, latency_ring_ms, latency_rd_ms, latency_hd_ms, latency_two_shot_ms, p2p_rtt_ms, latency_ratio} (see AllreduceMeasurement).
  * WebRTC peers are separate processes in a private network namespace: outside
@@ -18,8 +18,8 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 export interface BenchOptions {
   peers: number;
   bytes: number;
-  /** webrtc, tcp: one process per peer over real links on loopback; memory: all in this process. */
-  transport: 'webrtc' | 'tcp' | 'memory';
+  /** webrtc, tcp, tls (TCP with --link-tls): one process per peer over real links on loopback; memory: all in this process. */
+  transport: 'webrtc' | 'tcp' | 'tls' | 'memory';
   fp16: boolean;
   iterations?: number;
   /** Time the three algorithms over sizes from 1 KiB to 4 MiB instead (prints an AlgorithmSweep). */
@@ -45,7 +45,7 @@ export function parseBytes(s: string): number {
 function check(o: BenchOptions): void {
   if (!Number.isInteger(o.peers) || o.peers < 1 || o.peers > 16) throw new RingtrainError(ErrorCode.InvalidArgument, `--peers must be an integer from 1 to 16, got ${o.peers}`);
   if (!(o.bytes >= 4)) throw new RingtrainError(ErrorCode.InvalidArgument, `--bytes must be at least 4 (one float32), got ${o.bytes}`);
-  if (!['webrtc', 'tcp', 'memory'].includes(o.transport)) throw new RingtrainError(ErrorCode.InvalidArgument, `--transport must be webrtc, tcp or memory, got ${o.transport}`);
+  if (!['webrtc', 'tcp', 'tls', 'memory'].includes(o.transport)) throw new RingtrainError(ErrorCode.InvalidArgument, `--transport must be webrtc, tcp, tls or memory, got ${o.transport}`);
 }
 
 export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {

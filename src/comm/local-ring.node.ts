@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { FileStore } from './file-store.node.ts';
+import { makeLinkCertificate } from './link-cert.node.ts';
 import type { Communicator, CommunicatorOptions } from './communicator.ts';
 import { joinWebRTCRing } from './rings.ts';
 import { StoreSignaler } from './store.ts';
@@ -12,8 +13,8 @@ export interface LocalRingOptions extends CommunicatorOptions {
   rank: number;
   size: number;
   connectTimeoutMs?: number;
-  /** 'tcp': link by TCP over loopback (WebRTC for a pair whose dial fails); default 'webrtc'. */
-  transport?: 'webrtc' | 'tcp';
+  /** 'tcp': link by TCP over loopback (WebRTC for a pair whose dial fails); 'tls': the same encrypted; default 'webrtc'. */
+  transport?: 'webrtc' | 'tcp' | 'tls';
 }
 
 /** Rank 0 makes the ring's link key and leaves it in the shared directory; the others read it there. */
@@ -31,7 +32,8 @@ async function ringLinkKey(store: FileStore, rank: number, timeoutMs: number): P
 export async function joinLocalRing(o: LocalRingOptions): Promise<Communicator> {
   const store = new FileStore(o.dir);
   const signaler = new StoreSignaler(store, o.rank, o.size);
-  const endpoint = o.transport === 'tcp' ? await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0 }) : undefined;
+  const direct = o.transport === 'tcp' || o.transport === 'tls';
+  const endpoint = direct ? await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0, tls: o.transport === 'tls' ? makeLinkCertificate() : undefined }) : undefined;
   try {
     const tcp = endpoint && { endpoint, job: 'local-ring', epoch: 0, key: await ringLinkKey(store, o.rank, o.connectTimeoutMs ?? 30_000) };
     return await joinWebRTCRing({ ...o, signaler, wrtc: loadWrtc(), tcp });
