@@ -18,14 +18,16 @@ import { commandStatus } from './status.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from '../distributed/train-local.ts';
+import { dryRunLines, planDryRun } from './dry-run.ts';
 
-type TrainCommandOptions = TrainOptions & { labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
+type TrainCommandOptions = TrainOptions & { dryRun: boolean; labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
   cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
   cmd.option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)');
   cmd.option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)');
+  cmd.option('--dry-run', 'build the model, its optimizer and the plan of one step at --batch on this adapter and report their GPU bytes and the adapter\'s limits (with --json: one JSON line), without training', false);
   cmd.option('--model-options <json>', 'options for the model, as a JSON object: a model file\'s factory gets them (\'{"width":128}\'); the mlp takes hidden and activation (\'{"hidden":[256,64],"activation":"tanh"}\'). Recorded in the checkpoint and checked on --resume');
   return cmd.action(async (raw: Record<string, unknown>) => {
     const { raw: filled, recipe } = withRecipe(cmd, withTextModel(cmd, raw));
@@ -38,6 +40,7 @@ export function trainCommand(): Command {
       modelOptions: modelOptionsWithSizes(parsed, parseModelOptions(filled.modelOptions)),
       labels: filled.labels as string | undefined,
       labelColumn: filled.labelColumn as string | undefined,
+      dryRun: filled.dryRun === true,
     };
     // A model file is loaded and registered here (and built once with the options, so a bad one fails now); from now on the model goes by its registered name.
     opts.model = (await useModelOption(opts.model, opts.modelOptions)).model;
@@ -47,8 +50,20 @@ export function trainCommand(): Command {
       commandStatus.exitCode = await reexecUnder(decision.runtime, withRuntime(commandStatus.args, decision.runtime));
       return;
     }
-    await train(opts);
+    await (opts.dryRun ? dryRun(opts) : train(opts));
   });
+}
+
+async function dryRun(opts: TrainCommandOptions): Promise<void> {
+  const data = await loadData(opts);
+  const gpu = await acquireGpu();
+  try {
+    const report = { ...planDryRun(gpu, opts, data.train), ...(data.text ? { vocabulary_size: data.text.vocabularySize, context: opts.context } : {}) };
+    if (opts.json) await printLine(JSON.stringify(report));
+    else for (const line of dryRunLines(report)) await printLine(line);
+  } finally {
+    gpu.destroy();
+  }
 }
 
 async function loadData(opts: TrainCommandOptions): Promise<TrainingData> {

@@ -22,7 +22,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { BufferRange, Dispatch, Gpu } from '../gpu/gpu.ts';
 import { planAdd } from '../gpu/kernels/elementwise.ts';
 import { isCopy, type PlanContext, type Step } from './op.ts';
-import { type Node, type Parameter, type Tensor } from './tensor.ts';
+import { type Node, type Parameter, shapeText, type Tensor } from './tensor.ts';
 
 /** Where a parameter's value and gradient live: the model's flat buffers and its layout entry. */
 export interface ParamStore {
@@ -110,7 +110,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
   const resolve = (t: Tensor): Tensor => alias.get(t) ?? t;
   const buffers: GPUBuffer[] = [];
   const alloc = (words: number, label: string): GPUBuffer => {
-    const b = gpu.storage(words, label);
+    const b = withAdvice(() => gpu.storage(words, label), `${label} (${words} floats)`);
     buffers.push(b);
     return b;
   };
@@ -195,7 +195,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       if (target.buffer !== gradOut.buffer || target.offset !== gradOut.offset) pre.push({ copy: { src: gradOut, dst: target, bytes: outStore.words * 4 } });
       effectiveOut = target;
     }
-    const planned = n.op.plan(context(n, gradIn, effectiveOut), n.attrs);
+    const planned = withAdvice(() => n.op.plan(context(n, gradIn, effectiveOut), n.attrs), describeNode(n), n);
     forwardOf.set(n, planned.forward);
     backward.push(...pre, ...planned.backward, ...adds);
     // The node's own steps (and its adds) finish each gradient it writes: an earlier node's writes are final only after it.
@@ -222,6 +222,29 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     nodes,
     gradFinalAfter: (p) => finalAfter.get(p) ?? 0,
   };
+}
+
+function describeNode(n: Node): string {
+  return `${n.path} (${n.op.name} of ${n.inputs.map((t) => shapeText(t.shape)).join(', ')})`;
+}
+
+/**
+ * Runs `make`, turning a refusal for size (a buffer past maxBufferSize, a binding past
+ * maxStorageBufferBindingSize) into one that names where in the model it happened and the change
+ * that helps: a parameter only shrinks with the layer, anything else with the batch and context.
+ */
+function withAdvice<T>(make: () => T, where: string, node?: Node): T {
+  try {
+    return make();
+  } catch (err) {
+    const d = err instanceof RingtrainError ? err.detail : undefined;
+    if (!(err instanceof RingtrainError) || !d || typeof d.size !== 'number' || typeof d.max !== 'number' || d.where) throw err;
+    const param = node?.inputs.find((t) => t.kind === 'param' && t.size * 4 === d.size);
+    const advice = param
+      ? `that is the parameter ${param.param?.name || 'of this layer'} ${shapeText(param.shape)}, which this kernel cannot split: make the layer smaller, or use an adapter whose maxStorageBufferBindingSize holds it`
+      : 'it grows with the batch and the context: use a smaller --batch or --context';
+    throw new RingtrainError(err.code, `${where}: ${err.message}; ${advice}`, { ...d, where }, { cause: err });
+  }
 }
 
 /** Records steps into the Gpu's open encoder: dispatches into its compute pass, copies between passes. */
