@@ -8,6 +8,8 @@
  */
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
+import { planMatmul, planMatmulSteps, type MatmulOptions } from '../../src/gpu/kernels/matmul.ts';
+import { planMatmulAnySize } from '../../src/gpu/kernels/matmul-slices.ts';
 import { adamwFields, planAdamw, planSgd, sgdFields } from '../../src/gpu/kernels/optimizers.ts';
 import { planEmbeddingBackward, planEmbeddingForward } from '../../src/nn/ops/embedding/kernel.ts';
 import { embeddingBackwardRef, embeddingRef } from '../../src/nn/ops/embedding/reference.ts';
@@ -121,4 +123,54 @@ const embeddingCases: OracleCase[] = embeddingShapes.map(([rows, vocab, dim, acc
   },
 }));
 
-export const SLICED_CASES: OracleCase[] = [...optimizerCases, ...embeddingCases];
+interface MatmulSliceCase {
+  what: string;
+  shape: MatmulOptions;
+  bias?: boolean;
+  /** Bytes one binding may hold on the sliced Gpu. */
+  limit: number;
+  /** Dispatches the sliced plan makes (slices, and the sums of K slices). */
+  dispatches: number;
+  /** Through planMatmulSteps (keeps its split over K) rather than planMatmulAnySize. */
+  steps?: boolean;
+  /** Only rounding may differ from the unsliced plan (K sliced where the unsliced plan sums K in one pass). */
+  rounding?: boolean;
+}
+
+const matmulSliceCases: MatmulSliceCase[] = [
+  { what: 'rows of C (C too big, A·B)', shape: { m: 300, n: 100, k: 40 }, limit: 32768, dispatches: 5 },
+  { what: 'rows of C (C too big, Aᵀ·B as dW = dyᵀ·x)', shape: { m: 300, n: 100, k: 20, transA: true }, limit: 32768, dispatches: 5, steps: true },
+  { what: 'columns of C (B stored N×K too big, A·Bᵀ + bias + ReLU as a head)', shape: { m: 20, n: 300, k: 40, transB: true, relu: true }, bias: true, limit: 32768, dispatches: 2 },
+  { what: 'K (B stored K×N too big, A·B as dx = dy·W)', shape: { m: 20, n: 40, k: 300 }, limit: 32768, dispatches: 3, rounding: true },
+  { what: "K in the unsliced plan's chunks (Aᵀ·B, both too big)", shape: { m: 64, n: 64, k: 1024, transA: true }, limit: 65536, dispatches: 5, steps: true },
+];
+
+const matmulCases: OracleCase[] = matmulSliceCases.map((c) => ({
+  name: `sliced: matmul over ${c.limit / 1024} KiB bindings, split along ${c.what} = whole${c.rounding ? ' to rounding' : ', bit for bit'}`,
+  run: async (gpu) => {
+    const { m, n, k, transA, transB } = c.shape;
+    const [a, b, bias] = [rand(m * k), rand(k * n), rand(n)];
+    const r = await both(gpu, c.limit, (g) =>
+      scoped(g, async (t) => {
+        const sliced = g !== gpu;
+        const o = { ...c.shape, bias: c.bias ? t(g.upload(bias)) : undefined, variant: 'tiled' as const };
+        const [ab, bb, cb] = [t(g.upload(a)), t(g.upload(b)), t(g.storage(m * n))];
+        const scratch = (words: number, l: string) => t(g.storage(words, l));
+        const d = c.steps ? planMatmulSteps(g, ab, bb, cb, o, scratch) : sliced ? planMatmulAnySize(g, ab, bb, cb, o, scratch) : [planMatmul(g, ab, bb, cb, o)];
+        g.record(d);
+        return { out: [await g.readF32(cb, 0, m * n)], dispatches: d.length };
+      }),
+    );
+    const want = ref.matmulRef(a, b, m, n, k, transA, transB).map((v, i) => {
+      const x = v + (c.bias ? bias[i % n] : 0);
+      return c.shape.relu ? Math.max(x, 0) : x;
+    });
+    const err = relErr(r.sliced.out[0], want);
+    const tol = 2e-7 * k + 2e-6;
+    if (r.sliced.dispatches !== c.dispatches) return { maxAbsErr: Infinity, tol: 0 };
+    if (c.rounding) return { maxAbsErr: Math.max(err, relErr(r.sliced.out[0], r.whole.out[0])), tol };
+    return verdict(r, c.dispatches, err, tol);
+  },
+}));
+
+export const SLICED_CASES: OracleCase[] = [...optimizerCases, ...embeddingCases, ...matmulCases];
