@@ -6,9 +6,7 @@
  * maxBufferSize, a binding no kernel can split) fails here with the same
  * message training would give.
  */
-import type { Dataset } from '../data/dataset.ts';
-import { modelSpecFor } from '../distributed/model-fit.ts';
-import { createModel, createOptimizer } from '../engine/index.ts';
+import { createModel, createOptimizer, type ModelSpec } from '../engine/index.ts';
 import { GraphModel } from '../engine/graph-model.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { planningGpu } from '../gpu/planning-device.ts';
@@ -35,13 +33,13 @@ export interface DryRunReport {
   limits: { maxStorageBufferBindingSize: number; maxBufferSize: number };
 }
 
-type DryRunOptions = Pick<TrainOptions, 'model' | 'batch' | 'optimizer' | 'lr' | 'momentum' | 'weightDecay' | 'seed' | 'epochs'> & { modelOptions?: Record<string, unknown> };
+type DryRunOptions = Pick<TrainOptions, 'model' | 'batch' | 'optimizer' | 'lr' | 'momentum' | 'weightDecay'>;
 
-/** Plans the model, optimizer and one training step on a planning-only twin of `gpu`; `gpu` itself allocates nothing. */
-export function planDryRun(gpu: Gpu, opts: DryRunOptions, train: Dataset): DryRunReport {
+/** Plans the model `spec`, its optimizer and one training step on a planning-only twin of `gpu`; `gpu` itself allocates nothing. */
+export function planDryRun(gpu: Gpu, spec: ModelSpec, opts: DryRunOptions): DryRunReport {
   const planner = planningGpu(gpu);
   const bytes = () => planner.pool.createdBytes;
-  const model = createModel(planner, modelSpecFor(opts, train));
+  const model = createModel(planner, spec);
   const afterModel = bytes();
   createOptimizer(model, { kind: opts.optimizer, lr: opts.lr, momentum: opts.momentum, weightDecay: opts.weightDecay });
   const afterOptimizer = bytes();

@@ -17,7 +17,7 @@ import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
-import { trainLocal } from '../distributed/train-local.ts';
+import { modelSpecFor, trainLocal } from '../distributed/train-local.ts';
 import { dryRunLines, planDryRun } from './dry-run.ts';
 
 type TrainCommandOptions = TrainOptions & { dryRun: boolean; labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
@@ -58,7 +58,7 @@ async function dryRun(opts: TrainCommandOptions): Promise<void> {
   const data = await loadData(opts);
   const gpu = await acquireGpu();
   try {
-    const report = { ...planDryRun(gpu, opts, data.train), ...(data.text ? { vocabulary_size: data.text.vocabularySize, context: opts.context } : {}) };
+    const report = { ...planDryRun(gpu, modelSpecFor(opts, data.train), opts), ...(data.text ? { vocabulary_size: data.text.vocabularySize, context: opts.context } : {}) };
     if (opts.json) await printLine(JSON.stringify(report));
     else for (const line of dryRunLines(report)) await printLine(line);
   } finally {

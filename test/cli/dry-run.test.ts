@@ -28,7 +28,7 @@ describe('train --dry-run', () => {
   it('reports the bytes that training the same model creates, and creates none itself', () => {
     const { train } = textSplit(text, 16);
     const before = { buffers: gpu.allocations, bytes: gpu.pool.createdBytes };
-    const r = planDryRun(gpu, opts, train);
+    const r = planDryRun(gpu, modelSpecFor(opts, train), opts);
     expect(gpu.allocations, 'the dry run created buffers on the real device').toBe(before.buffers);
 
     const model = createModel(gpu, modelSpecFor(opts, train));

@@ -143,6 +143,8 @@ const matmulSliceCases: MatmulSliceCase[] = [
   { what: 'columns of C (B stored N×K too big, A·Bᵀ + bias + ReLU as a head)', shape: { m: 20, n: 300, k: 40, transB: true, relu: true }, bias: true, limit: 32768, dispatches: 2 },
   { what: 'K (B stored K×N too big, A·B as dx = dy·W)', shape: { m: 20, n: 40, k: 300 }, limit: 32768, dispatches: 3, rounding: true },
   { what: "K in the unsliced plan's chunks (Aᵀ·B, both too big)", shape: { m: 64, n: 64, k: 1024, transA: true }, limit: 65536, dispatches: 5, steps: true },
+  { what: 'rows, then columns of C (A, B stored N×K and C too big, as a head at a big batch)', shape: { m: 300, n: 256, k: 100, transB: true }, bias: true, limit: 65536, dispatches: 10 },
+  { what: 'rows, then K (A and B stored K×N too big, as dx = dy·W at a big batch)', shape: { m: 200, n: 100, k: 1024 }, limit: 262144, dispatches: 12, rounding: true },
 ];
 
 const matmulCases: OracleCase[] = matmulSliceCases.map((c) => ({

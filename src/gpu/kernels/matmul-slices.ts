@@ -3,15 +3,16 @@
  * a vocabulary-sized weight, as GPT-2's head [50257, 768] (154 MB against
  * lavapipe's 128 MiB), in any of the products a layer plans with it.
  *
- * The product is split along one axis into slices whose bindings all fit,
- * each slice a dispatch of the workgroup-memory kernel (matmul.wgsl, the one
- * that takes strides) over ranges of the whole operands:
- *   - rows of C (M): when C is too big, or A stored M×K (dW = dyᵀ·x, and h·W);
- *   - columns of C (N): when B is stored N×K (the head's forward h·Wᵀ), C's
- *     columns addressed in place through its row stride;
- *   - K: when B is stored K×N or A stored K×M (dx = dy·W): each slice's
- *     partial product goes to scratch and the slices are summed in order
- *     (reduce-rows.ts), like the split over K that planMatmulSteps makes.
+ * The product is split into parts whose bindings all fit, each part a
+ * dispatch of the workgroup-memory kernel (matmul.wgsl, the one that takes
+ * strides) over ranges of the whole operands. A part whose A, B or C is still
+ * too big is split along the axis that shrinks it, and again until all fit:
+ *   - rows of C (M): C too big, or A stored M×K (the activations at a big batch);
+ *   - columns of C (N): B stored N×K (the head's forward h·Wᵀ), C's columns
+ *     addressed in place through its row stride;
+ *   - K, last: B stored K×N or A stored K×M (dx = dy·W, dW = dyᵀ·x): each
+ *     slice's partial product goes to scratch and the slices are summed in
+ *     order (reduce-rows.ts), like the split over K that planMatmulSteps makes.
  * Slices are multiples of 64 rows or columns, so every binding offset is a
  * multiple of 256 bytes. Along M and N every entry of C is computed as the
  * unsliced tiled kernel computes it: the same bits. Along K the order of the
@@ -28,105 +29,145 @@ import { alignWords, planColumnSum, type Scratch } from './reduce-rows.ts';
 const SLICE_UNIT = 64;
 
 type Axis = 'm' | 'n' | 'k';
-
-function operandWords(o: MatmulOptions): { a: number; b: number; c: number } {
-  return { a: o.m * o.k, b: o.k * o.n, c: o.m * o.n };
-}
+type Operand = 'a' | 'b' | 'c';
 
 /** Whether some operand of this product is bigger than one binding of `gpu`. */
 export function tooBigToBind(gpu: Pick<Gpu, 'maxBindingBytes'>, o: MatmulOptions): boolean {
-  const w = operandWords(o);
-  return Math.max(w.a, w.b, w.c) * 4 > gpu.maxBindingBytes;
+  return Math.max(o.m * o.k, o.k * o.n, o.m * o.n) * 4 > gpu.maxBindingBytes;
 }
 
-/** C = op(A)·op(B) in one dispatch when every operand fits one binding, else in slices (`planMatmulSliced`, no split over K of its own). */
+/** C = op(A)·op(B) in one dispatch when every operand fits one binding, else in parts (`planMatmulSliced`, no split over K of its own). */
 export function planMatmulAnySize(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, scratch: Scratch): Dispatch[] {
   return tooBigToBind(gpu, o) ? planMatmulSliced(gpu, a, b, c, o, scratch, false) : [planMatmul(gpu, a, b, c, o)];
 }
 
-function chooseAxis(o: MatmulOptions, maxWords: number): Axis {
-  const w = operandWords(o);
-  if (w.c > maxWords || (w.a > maxWords && !o.transA)) return 'm';
-  if (w.b > maxWords && o.transB) return 'n';
-  return 'k';
+/** One part of the product: its sizes, word offsets into A, B, bias and `out`, and how `out` is laid out. */
+interface Part {
+  m: number;
+  n: number;
+  k: number;
+  a: number;
+  b: number;
+  bias: number;
+  c: number;
+  out: Binding;
+  ldc: number;
+  /** K chunks this part's dispatch computes (grid z), `kc` each, `zs` words apart in `out`. */
+  chunks: number;
+  kc: number;
+  zs: number;
 }
 
-/** Words per row (M), column (N) or k (K) of the operands that slicing along `axis` shrinks. */
-function wordsPerUnit(axis: Axis, o: MatmulOptions): number {
-  if (axis === 'm') return Math.max(o.n, o.transA ? 0 : o.k);
-  if (axis === 'n') return o.k;
-  return Math.max(o.transA ? o.m : 0, o.transB ? 0 : o.n);
+/** What every part shares: the whole operands, their strides, the limit, and the split over K to keep. */
+interface Whole {
+  gpu: Gpu;
+  o: MatmulOptions;
+  a: Binding;
+  b: Binding;
+  lda: number;
+  ldb: number;
+  maxWords: number;
+  /** K per chunk of the unsliced plan's split over K (0: none to keep). */
+  kc: number;
+  scratch: Scratch;
 }
 
-function slicesOf(total: number, per: number): RowSlice[] {
-  const out: RowSlice[] = [];
-  for (let start = 0; start < total; start += per) out.push({ start, count: Math.min(per, total - start) });
-  return out;
+/** The axis along which each operand's range shrinks. */
+function axisOf(o: MatmulOptions): Record<Operand, Axis> {
+  return { a: o.transA ? 'k' : 'm', b: o.transB ? 'n' : 'k', c: 'm' };
 }
+
+/** Words each operand's range spans in a part: its contiguous extent plus a stride per further row. */
+function extent(w: Whole, p: Part): Record<Operand, { width: number; stride: number; rows: number }> {
+  const o = w.o;
+  return {
+    a: o.transA ? { width: p.m, stride: w.lda, rows: p.k } : { width: p.k, stride: w.lda, rows: p.m },
+    b: o.transB ? { width: p.k, stride: w.ldb, rows: p.n } : { width: p.n, stride: w.ldb, rows: p.k },
+    c: { width: p.n, stride: p.ldc, rows: p.m },
+  };
+}
+
+const span = (e: { width: number; stride: number; rows: number }) => (e.rows - 1) * e.stride + e.width;
 
 /**
  * The sliced plan (see the file's comment). `splitK`: keep the split over K that
  * planMatmulSteps would make for this shape on the tiled kernel.
  */
 export function planMatmulSliced(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, scratch: Scratch, splitK: boolean): Dispatch[] {
-  const maxWords = Math.floor(gpu.maxBindingBytes / 4);
-  const axis = chooseAxis(o, maxWords);
   const tiled = { ...o, variant: 'tiled' as const };
   const chunk = splitK ? matmulSplitK(gpu, tiled) : { slices: 1, kc: o.k };
-  const step = axis === 'k' && chunk.slices > 1 ? chunk.kc : SLICE_UNIT;
-  const per = Math.floor(maxWords / wordsPerUnit(axis, o) / step) * step;
-  if (per < 1) {
+  const whole: Whole = { gpu, o: tiled, a, b, lda: o.transA ? o.m : o.k, ldb: o.transB ? o.k : o.n, maxWords: Math.floor(gpu.maxBindingBytes / 4), kc: chunk.slices > 1 ? chunk.kc : 0, scratch };
+  return planPart(whole, { m: o.m, n: o.n, k: o.k, a: 0, b: 0, bias: 0, c: 0, out: c, ldc: o.n, chunks: 1, kc: o.k, zs: 0 });
+}
+
+function planPart(w: Whole, p: Part): Dispatch[] {
+  const ext = extent(w, p);
+  const over = (['a', 'b', 'c'] as const).filter((x) => span(ext[x]) > w.maxWords);
+  if (over.length === 0) return leaf(w, p);
+  const axes = axisOf(w.o);
+  // Rows and columns first: a split over K needs a sum afterwards.
+  const axis = over.map((x) => axes[x]).find((x) => x !== 'k') ?? 'k';
+  const unit = axis === 'k' && w.kc > 0 ? w.kc : SLICE_UNIT;
+  const shrinking = (['a', 'b', 'c'] as const).filter((x) => axes[x] === axis);
+  const most = Math.min(...shrinking.map((x) => Math.floor((w.maxWords - ext[x].width) / ext[x].stride) + 1));
+  const per = Math.floor(most / unit) * unit;
+  const total = axis === 'm' ? p.m : axis === 'n' ? p.n : p.k;
+  if (!(per >= unit)) {
+    const x = over.find((y) => axes[y] === axis)!;
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
-      `matmul ${o.m}×${o.k}·${o.k}×${o.n}: ${step} ${axis === 'm' ? 'rows' : axis === 'n' ? 'columns' : 'steps of K'} of its operands are already more than one binding (${gpu.maxBindingBytes} bytes); make the layer smaller`,
-      { shape: { m: o.m, n: o.n, k: o.k }, max: gpu.maxBindingBytes },
+      `matmul ${w.o.m}×${w.o.k}·${w.o.k}×${w.o.n}: ${unit} ${axis === 'k' ? 'steps of K' : axis === 'm' ? 'rows' : 'columns'} of operand ${x.toUpperCase()} (${ext[x].width} words each, ${ext[x].stride} apart) already pass one binding (${w.gpu.maxBindingBytes} bytes); make the layer smaller`,
+      { shape: { m: w.o.m, n: w.o.n, k: w.o.k }, operand: x, max: w.gpu.maxBindingBytes },
     );
   }
-  const total = axis === 'm' ? o.m : axis === 'n' ? o.n : o.k;
-  const slices = slicesOf(total, per);
-  if (axis === 'm') return slices.flatMap((s) => rowSlice(gpu, a, b, c, tiled, s, chunk, scratch));
-  if (axis === 'n') return slices.map((s) => columnSlice(gpu, a, b, c, tiled, s));
-  return kSlices(gpu, a, b, c, tiled, slices, chunk.slices > 1 ? chunk.kc : per, scratch);
+  const slices: RowSlice[] = [];
+  for (let start = 0; start < total; start += per) slices.push({ start, count: Math.min(per, total - start) });
+  if (axis === 'k') return kSlices(w, p, slices, unit === w.kc ? w.kc : per);
+  const o = w.o;
+  return slices.flatMap((s) =>
+    planPart(
+      w,
+      axis === 'm'
+        ? { ...p, m: s.count, a: p.a + (o.transA ? s.start : s.start * w.lda), c: p.c + s.start * p.ldc }
+        : { ...p, n: s.count, b: p.b + (o.transB ? s.start * w.ldb : s.start), c: p.c + s.start, bias: p.bias + s.start },
+    ),
+  );
 }
 
-/** Rows [m0, m0 + count) of C, with the unsliced plan's split over K when it has one. */
-function rowSlice(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, s: RowSlice, chunk: { slices: number; kc: number }, scratch: Scratch): Dispatch[] {
-  const shape = { ...o, m: s.count };
-  const aPart = o.transA ? subRange(a, s.start, (o.k - 1) * o.m + s.count) : subRange(a, s.start * o.k, s.count * o.k);
-  const cPart = subRange(c, s.start * o.n, s.count * o.n);
-  const strides: Strides = { lda: o.transA ? o.m : o.k, ldb: o.transB ? o.k : o.n, ldc: o.n, zs: alignWords(s.count * o.n) };
-  if (chunk.slices === 1) return [stridedMatmulDispatch(gpu, aPart, b, cPart, shape, 1, o.k, strides)];
-  const partials = scratch(chunk.slices * strides.zs, 'matmul-split-k');
-  return [
-    stridedMatmulDispatch(gpu, aPart, b, partials, shape, chunk.slices, chunk.kc, strides),
-    ...planColumnSum(gpu, partials, cPart, { rows: chunk.slices, cols: s.count * o.n, stride: strides.zs }, scratch),
-  ];
-}
-
-/** Columns [n0, n0 + count) of C (B stored N×K: its rows), written in place through C's row stride. */
-function columnSlice(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, s: RowSlice): Dispatch {
-  const shape = { ...o, n: s.count, bias: o.bias ? subRange(o.bias, s.start, s.count) : undefined };
-  const strides: Strides = { lda: o.transA ? o.m : o.k, ldb: o.k, ldc: o.n, zs: 0 };
-  return stridedMatmulDispatch(gpu, a, subRange(b, s.start * o.k, s.count * o.k), subRange(c, s.start, (o.m - 1) * o.n + s.count), shape, 1, o.k, strides);
-}
-
-/** Slices of K, each in chunks of `kc`, their partial products summed in order into C. */
-function kSlices(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, slices: RowSlice[], kc: number, scratch: Scratch): Dispatch[] {
-  if (o.bias || o.relu) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul ${o.m}×${o.k}·${o.k}×${o.n}: an operand bigger than one binding along K cannot take a fused bias or ReLU; plan them apart`, { shape: { m: o.m, n: o.n, k: o.k } });
+/** Slices of K, in chunks of `kc`: partial products into scratch, then their sum in order into the part's C. */
+function kSlices(w: Whole, p: Part, slices: RowSlice[], kc: number): Dispatch[] {
+  if (w.o.bias || w.o.relu || p.ldc !== p.n || p.chunks > 1) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul ${w.o.m}×${w.o.k}·${w.o.k}×${w.o.n}: its operands need a split over K here, which cannot take a fused bias or ReLU or write columns of C in place; make the layer smaller`, { shape: { m: w.o.m, n: w.o.n, k: w.o.k } });
   }
-  const zs = alignWords(o.m * o.n);
+  const zs = alignWords(p.m * p.n);
   const chunks = slices.reduce((n, s) => n + Math.ceil(s.count / kc), 0);
-  const partials = scratch(chunks * zs, 'matmul-k-slices');
-  const strides: Strides = { lda: o.transA ? o.m : o.k, ldb: o.transB ? o.k : o.n, ldc: o.n, zs };
+  const partials = w.scratch(chunks * zs, 'matmul-k-slices');
   let z = 0;
-  const steps = slices.map((s) => {
+  const steps = slices.flatMap((s) => {
     const here = Math.ceil(s.count / kc);
-    const aPart = o.transA ? subRange(a, s.start * o.m, s.count * o.m) : subRange(a, s.start, (o.m - 1) * o.k + s.count);
-    const bPart = o.transB ? subRange(b, s.start, (o.n - 1) * o.k + s.count) : subRange(b, s.start * o.n, s.count * o.n);
-    const d = stridedMatmulDispatch(gpu, aPart, bPart, subRange(partials, z * zs, here * zs), { ...o, k: s.count }, here, kc, strides);
+    const part = { ...p, k: s.count, a: p.a + (w.o.transA ? s.start * w.lda : s.start), b: p.b + (w.o.transB ? s.start : s.start * w.ldb), out: partials, c: z * zs, chunks: here, kc, zs };
     z += here;
-    return d;
+    return planPart(w, part);
   });
-  return [...steps, ...planColumnSum(gpu, partials, c, { rows: chunks, cols: o.m * o.n, stride: zs }, scratch)];
+  return [...steps, ...planColumnSum(w.gpu, partials, subRange(p.out, p.c, p.m * p.n), { rows: chunks, cols: p.m * p.n, stride: zs }, w.scratch)];
+}
+
+/** One dispatch over the part's ranges; with the unsliced plan's split over K when it has one and the part's C is whole rows. */
+function leaf(w: Whole, p: Part): Dispatch[] {
+  const ext = extent(w, p);
+  const o = { ...w.o, m: p.m, n: p.n, k: p.k, bias: w.o.bias ? subRange(w.o.bias, p.bias, p.n) : undefined };
+  const a = subRange(w.a, p.a, span(ext.a));
+  const b = subRange(w.b, p.b, span(ext.b));
+  const strides = (zs: number): Strides => ({ lda: w.lda, ldb: w.ldb, ldc: p.ldc, zs });
+  if (p.chunks === 1 && w.kc > 0 && p.k > w.kc && p.ldc === p.n) {
+    const zs = alignWords(p.m * p.n);
+    const slices = Math.ceil(p.k / w.kc);
+    const partials = w.scratch(slices * zs, 'matmul-split-k');
+    return [
+      stridedMatmulDispatch(w.gpu, a, b, partials, o, slices, w.kc, strides(zs)),
+      ...planColumnSum(w.gpu, partials, subRange(p.out, p.c, p.m * p.n), { rows: slices, cols: p.m * p.n, stride: zs }, w.scratch),
+    ];
+  }
+  const c = subRange(p.out, p.c, (p.chunks - 1) * p.zs + span(ext.c));
+  return [stridedMatmulDispatch(w.gpu, a, b, c, o, p.chunks, p.kc, strides(p.zs))];
 }
