@@ -144,6 +144,7 @@ const matmulSliceCases: MatmulSliceCase[] = [
   { what: 'K (B stored K×N too big, A·B as dx = dy·W)', shape: { m: 20, n: 40, k: 300 }, limit: 32768, dispatches: 3, rounding: true },
   { what: "K in the unsliced plan's chunks (Aᵀ·B, both too big)", shape: { m: 64, n: 64, k: 1024, transA: true }, limit: 65536, dispatches: 5, steps: true },
   { what: 'rows, then columns of C (A, B stored N×K and C too big, as a head at a big batch)', shape: { m: 300, n: 256, k: 100, transB: true }, bias: true, limit: 65536, dispatches: 10 },
+  { what: 'rows, then K, with fewer rows so that the partial products fit (Aᵀ·B as dW = dyᵀ·x at a big batch)', shape: { m: 512, n: 256, k: 256, transA: true }, limit: 262144, dispatches: 12, steps: true, rounding: true },
   { what: 'rows, then K (A and B stored K×N too big, as dx = dy·W at a big batch)', shape: { m: 200, n: 100, k: 1024 }, limit: 262144, dispatches: 12, rounding: true },
 ];
 

@@ -120,9 +120,24 @@ function planPart(w: Whole, p: Part): Dispatch[] {
       { shape: { m: w.o.m, n: w.o.n, k: w.o.k }, operand: x, max: w.gpu.maxBindingBytes },
     );
   }
+  if (axis === 'k') {
+    const kc = unit === w.kc ? w.kc : per;
+    const chunks = Math.ceil(p.k / per) * Math.ceil(per / kc);
+    // The sum reads every slice's partial product through one binding: fewer rows of C at a time until it fits.
+    const rows = Math.floor(w.maxWords / chunks / alignWords(p.n) / SLICE_UNIT) * SLICE_UNIT;
+    if (rows < p.m && rows >= SLICE_UNIT) return splitParts(w, p, 'm', rows);
+    const slices: RowSlice[] = [];
+    for (let start = 0; start < total; start += per) slices.push({ start, count: Math.min(per, total - start) });
+    return kSlices(w, p, slices, kc);
+  }
+  return splitParts(w, p, axis, per);
+}
+
+/** The part in slices of `per` rows (m) or columns (n) of C, each planned again. */
+function splitParts(w: Whole, p: Part, axis: 'm' | 'n', per: number): Dispatch[] {
+  const total = axis === 'm' ? p.m : p.n;
   const slices: RowSlice[] = [];
   for (let start = 0; start < total; start += per) slices.push({ start, count: Math.min(per, total - start) });
-  if (axis === 'k') return kSlices(w, p, slices, unit === w.kc ? w.kc : per);
   const o = w.o;
   return slices.flatMap((s) =>
     planPart(
