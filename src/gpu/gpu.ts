@@ -190,7 +190,7 @@ export class Gpu {
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
       `${label} would bind ${size} bytes of buffer '${buffer.label || 'unnamed'}' (binding ${index}), more than ${limit}`,
-      { kernel: label, binding: index, buffer: buffer.label, size, max: this.maxBindingBytes, bindingTooLarge: true },
+      { kernel: label, binding: index, buffer: buffer.label, size, max: this.maxBindingBytes },
     );
   }
 

@@ -43,6 +43,8 @@ interface Storage {
   /** Backward steps planned when the last write so far had been planned (0: none yet). */
   lastWrite: number;
   base: Tensor;
+  /** What the buffers are named after: the layer and op that compute the value (or the input, or the parameter). */
+  label: string;
 }
 
 export interface Plan {
@@ -123,10 +125,10 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       if (storage.has(t)) continue;
       if (t.kind === 'param' && t.param) {
         const e = params.entry(t.param);
-        storage.set(t, { value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 }, grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 }, words: e.length, writers: 0, written: 0, lastWrite: 0, base: t });
+        storage.set(t, { value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 }, grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 }, words: e.length, writers: 0, written: 0, lastWrite: 0, base: t, label: t.param.name });
         needsGrad.add(t);
       } else if (t.kind === 'input') {
-        storage.set(t, { value: whole(alloc(t.size, `input${t.id}`), t.size), grad: null, words: t.size, writers: 0, written: 0, lastWrite: 0, base: t });
+        storage.set(t, { value: whole(alloc(t.size, `input${t.id}`), t.size), grad: null, words: t.size, writers: 0, written: 0, lastWrite: 0, base: t, label: `input${t.id}` });
         if (t.inputGrad) needsGrad.add(t);
       } else if (!storage.has(t)) {
         throw new RingtrainError(ErrorCode.InvalidArgument, `internal: tensor ${t} is used before it is computed`, { tensor: String(t) });
@@ -135,7 +137,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     const out = n.output;
     if (n.inputs.some((t) => needsGrad.has(t) && t.dtype === 'f32')) needsGrad.add(out);
     if (n.op.view) storage.set(out, storage.get(n.inputs[0])!);
-    else storage.set(out, { value: whole(alloc(out.size, `${n.path}/${n.op.name}`), out.size), grad: null, words: out.size, writers: 0, written: 0, lastWrite: 0, base: out });
+    else storage.set(out, { value: whole(alloc(out.size, `${n.path}/${n.op.name}`), out.size), grad: null, words: out.size, writers: 0, written: 0, lastWrite: 0, base: out, label: `${n.path}/${n.op.name}` });
   }
   for (const t of outputs.map(resolve)) {
     if (!storage.has(t)) throw new RingtrainError(ErrorCode.InvalidArgument, `the model's output ${t} is not computed by its forward`, { tensor: String(t) });
@@ -145,7 +147,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
   const diffInputs = (n: Node) => n.inputs.map((t, i) => [t, i] as const).filter(([t]) => needsGrad.has(t) && t.dtype === 'f32' && !n.op.view);
   for (const t of outputs.map(resolve)) if (needsGrad.has(t)) storage.get(t)!.writers++;
   for (const n of nodes) for (const [t] of diffInputs(n)) storage.get(t)!.writers++;
-  const gradOf = (s: Storage): BufferRange => (s.grad ??= whole(alloc(s.words, `grad${s.base.id}`), s.words));
+  const gradOf = (s: Storage): BufferRange => (s.grad ??= whole(alloc(s.words, `${s.label}:grad`), s.words));
   // In reverse order, so chains of in-place ops share one gradient buffer.
   for (let i = nodes.length - 1; i >= 0; i--) {
     const n = nodes[i];
@@ -184,7 +186,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       const s = storage.get(t)!;
       writes.push(s);
       const first = s.written++ === 0;
-      const target = first ? gradOf(s) : whole(alloc(s.words, `grad${s.base.id}-part`), s.words);
+      const target = first ? gradOf(s) : whole(alloc(s.words, `${s.label}:grad-part`), s.words);
       if (!first) adds.push(planAdd(gpu, target, gradOf(s), s.words));
       gradIn[k] = target;
     }
@@ -241,7 +243,7 @@ function withAdvice<T>(make: () => T, where: string, node?: Node): T {
     if (!(err instanceof RingtrainError) || !d || typeof d.size !== 'number' || typeof d.max !== 'number' || d.where) throw err;
     const param = node?.inputs.find((t) => t.kind === 'param' && t.size * 4 === d.size);
     const advice = param
-      ? `that is the parameter ${param.param?.name || 'of this layer'} ${shapeText(param.shape)}, which this kernel cannot split: make the layer smaller, or use an adapter whose maxStorageBufferBindingSize holds it`
+      ? `that is the parameter ${param.param?.name || 'of this layer'} ${shapeText(param.shape)}, which cannot be split finer here: make the layer smaller, or use an adapter whose maxStorageBufferBindingSize holds it`
       : 'it grows with the batch and the context: use a smaller --batch or --context';
     throw new RingtrainError(err.code, `${where}: ${err.message}; ${advice}`, { ...d, where }, { cause: err });
   }

@@ -48,13 +48,18 @@ describe('train --dry-run', () => {
   it('refuses a parameter no kernel can split by its layer, name and shape, and says to make the layer smaller', () => {
     const planner = planningGpu(gpu, { maxBindingBytes: 4096 });
     const model = createModel(planner, { kind: 'mlp', inputSize: 64, hidden: [32], classes: 10, seed: 1 }) as GraphModel;
-    expect(() => model.planTrainingStep(8)).toThrow(/would bind 8192 bytes.*4096-byte binding limit.*parameter \S*weight \[32, 64\].*make the layer smaller/);
+    expect(() => model.planTrainingStep(8)).toThrow(/^dense0 \(linear of \[8, 64\].*operand B \(8192 bytes\) cannot be sliced to fit one binding \(4096 bytes\).*parameter \S*weight \[32, 64\].*make the layer smaller/);
+  });
+
+  it('refuses a binding limit that is not whole words or below the offset alignment, naming it', () => {
+    for (const bad of [100, 1022, 1024.5]) expect(() => planningGpu(gpu, { maxBindingBytes: bad })).toThrow(/maxBindingBytes must be a whole number of 4-byte words, at least minStorageBufferOffsetAlignment/);
+    expect(planningGpu(gpu, { maxBindingBytes: 2 ** 52 }).maxBindingBytes, 'clamped to the adapter').toBe(gpu.limits.maxStorageBufferBindingSize);
   });
 
   it('refuses an activation past the limit and says to use a smaller batch or context', () => {
     const planner = planningGpu(gpu, { maxBindingBytes: 4096 });
     const model = createModel(planner, { kind: 'mlp', inputSize: 16, hidden: [8], classes: 10, seed: 1 }) as GraphModel;
-    expect(() => model.planTrainingStep(128)).toThrow(/^dense1 \(linear of \[128, 8\].*would bind 5120 bytes of buffer 'dense1\/linear'.*smaller --batch or --context$/);
+    expect(() => model.planTrainingStep(128)).toThrow(/^dense1 \(linear of \[128, 8\].*would bind 5120 bytes of buffer 'dense1\/linear:grad'.*smaller --batch or --context$/);
   });
 
   it('prints one JSON line from the command, without training', { timeout: 120_000 }, async () => {

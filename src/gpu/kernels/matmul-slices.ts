@@ -116,8 +116,8 @@ function planPart(w: Whole, p: Part): Dispatch[] {
     const x = over.find((y) => axes[y] === axis)!;
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
-      `matmul ${w.o.m}×${w.o.k}·${w.o.k}×${w.o.n}: ${unit} ${axis === 'k' ? 'steps of K' : axis === 'm' ? 'rows' : 'columns'} of operand ${x.toUpperCase()} (${ext[x].width} words each, ${ext[x].stride} apart) already pass one binding (${w.gpu.maxBindingBytes} bytes); make the layer smaller`,
-      { shape: { m: w.o.m, n: w.o.n, k: w.o.k }, operand: x, max: w.gpu.maxBindingBytes },
+      `matmul ${w.o.m}×${w.o.k}·${w.o.k}×${w.o.n}: its operand ${x.toUpperCase()} (${span(ext[x]) * 4} bytes) cannot be sliced to fit one binding (${w.gpu.maxBindingBytes} bytes): ${unit} ${axis === 'k' ? 'steps of K' : axis === 'm' ? 'rows' : 'columns'} of it, ${ext[x].width} words each, already pass it`,
+      { shape: { m: w.o.m, n: w.o.n, k: w.o.k }, operand: x, size: span(ext[x]) * 4, max: w.gpu.maxBindingBytes },
     );
   }
   if (axis === 'k') {
