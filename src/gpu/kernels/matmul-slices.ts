@@ -107,9 +107,10 @@ function planPart(w: Whole, p: Part): Dispatch[] {
   const axes = axisOf(w.o);
   // Rows and columns first: a split over K needs a sum afterwards.
   const axis = over.map((x) => axes[x]).find((x) => x !== 'k') ?? 'k';
-  const unit = axis === 'k' && w.kc > 0 ? w.kc : SLICE_UNIT;
   const shrinking = (['a', 'b', 'c'] as const).filter((x) => axes[x] === axis);
   const most = Math.min(...shrinking.map((x) => Math.floor((w.maxWords - ext[x].width) / ext[x].stride) + 1));
+  // Whole chunks of the unsliced plan's split over K keep its bits; when not even one fits, 64 at a time.
+  const unit = axis === 'k' && w.kc > 0 && most >= w.kc ? w.kc : SLICE_UNIT;
   const per = Math.floor(most / unit) * unit;
   const total = axis === 'm' ? p.m : axis === 'n' ? p.n : p.k;
   if (!(per >= unit)) {
