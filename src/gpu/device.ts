@@ -39,6 +39,12 @@ function noAdapter(runtime: RuntimeName, why: string, cause?: unknown): Ringtrai
 }
 
 async function runtimeGpu(runtime: RuntimeName): Promise<GPU | undefined> {
+  if (runtime !== 'browser') {
+    // Before Vulkan loads: a private XDG_RUNTIME_DIR keeps its window-system probe quiet (runtime-dir.node.ts).
+    const dirPath = '../core/runtime-dir.node.ts';
+    const dir = (await import(/* @vite-ignore */ dirPath)) as typeof import('../core/runtime-dir.node.ts');
+    dir.ensureRuntimeDir();
+  }
   if (runtime === 'node') {
     // A variable specifier keeps bundlers from following it into the page.
     const path = './device.node.ts';
