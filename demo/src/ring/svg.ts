@@ -17,6 +17,8 @@ const peerRadius = (size: number) => (size >= CROWDED ? 22 : PEER_R);
 const BOW = 38;
 /** Distance of a link's rate label from the link. */
 const LABEL_GAP = 30;
+/** About the width of one character of a link label (12 px text, page.css), to keep it inside the view. */
+const LABEL_CHAR_PX = 7;
 
 export interface DrawnPeer {
   rank: number;
@@ -131,7 +133,11 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
         const chord = { x: (q.p0.x + q.p1.x) / 2, y: (q.p0.y + q.p1.y) / 2 };
         const len = Math.hypot(q.c.x - chord.x, q.c.y - chord.y) || 1;
         const out = { x: m.x + ((q.c.x - chord.x) / len) * LABEL_GAP, y: m.y + ((q.c.y - chord.y) / len) * LABEL_GAP };
-        svg.append(el('text', { x: out.x, y: out.y, class: 'link-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, link.label));
+        // Kept inside the picture: at the top and bottom of a ring of 8 the outer side is the edge.
+        const half = (LABEL_CHAR_PX * link.label.length) / 2 + 2;
+        const x = Math.min(VIEW - half, Math.max(half, out.x));
+        const y = Math.min(VIEW - 10, Math.max(10, out.y));
+        svg.append(el('text', { x, y, class: 'link-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, link.label));
       }
     }
   }
