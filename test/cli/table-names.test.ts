@@ -43,6 +43,13 @@ describe('class names in a CSV label column', () => {
     expect(JSON.parse(meta.class_names)).toEqual(['setosa', 'versicolor', 'virginica']);
     expect(meta.label_column).toBe('species');
 
+    // Other names would renumber the classes: a resume on them is refused, naming both sets.
+    const renamed = join(dir, 'renamed.csv');
+    writeFileSync(renamed, irisLike(90).replaceAll('virginica', 'iris-virginica'));
+    const resumed = await ringtrain(['train', '--data', renamed, '--label-column', 'species', '--steps', '70', '--batch', '16', '--optimizer', 'adamw', '--lr', '0.02', '--runtime', 'node', '--resume', ckpt]);
+    expect(resumed.code).not.toBe(0);
+    expect(resumed.stderr).toContain(`${ckpt} was trained on the classes setosa, versicolor, virginica, but this data has the classes iris-virginica, setosa, versicolor`);
+
     // The training file as it is: its species column is left out by the checkpoint's record.
     const r = await ringtrain(['predict', '--checkpoint', ckpt, '--input', data, '--json']);
     expect(r.code, r.stderr).toBe(0);
