@@ -43,7 +43,11 @@ async function runtimeGpu(runtime: RuntimeName): Promise<GPU | undefined> {
     // Before Vulkan loads: a private XDG_RUNTIME_DIR keeps its window-system probe quiet (runtime-dir.node.ts).
     const dirPath = '../core/runtime-dir.node.ts';
     const dir = (await import(/* @vite-ignore */ dirPath)) as typeof import('../core/runtime-dir.node.ts');
-    dir.ensureRuntimeDir();
+    try {
+      dir.ensureRuntimeDir();
+    } catch {
+      // Deno without --allow-env or --allow-write: the warning is harmless, a refusal here would not be.
+    }
   }
   if (runtime === 'node') {
     // A variable specifier keeps bundlers from following it into the page.
