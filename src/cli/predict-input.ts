@@ -31,7 +31,16 @@ function labelColumnOf(header: string[] | undefined, width: number, file: string
   const byName = header ? header.indexOf(o.recorded) : -1;
   if (byName >= 0) return byName;
   const n = /^\d+$/.test(o.recorded) ? Number(o.recorded) : -1;
-  return n >= 0 && n < width && width === o.inputSize + 1 ? n : -1;
+  if (n >= 0 && n < width && width === o.inputSize + 1) return n;
+  if (width === o.inputSize + 1) {
+    // One column too many, and not the one training read its labels from: say which to leave out.
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${file} has ${width} columns, one more than the model reads (${o.inputSize}), but no column ${JSON.stringify(o.recorded)}, which held the labels in training; name the column to leave out: --label-column NAME or NUMBER`,
+      { file, labelColumn: o.recorded },
+    );
+  }
+  return -1;
 }
 
 /** The rows of features in `bytes`, without the label column (see the file's comment). */

@@ -66,10 +66,14 @@ describe('class names in a CSV label column', () => {
     const plain = await ringtrain(['predict', '--checkpoint', ckpt, '--input', bare, '--label-column', '2']);
     expect(plain.code, plain.stderr).toBe(0);
     expect(plain.stdout.trim().split('\n')).toEqual(SPECIES.concat(SPECIES));
+    // Without --label-column that file has one column too many and no header naming the labels: it says what to pass.
+    const unnamed = await ringtrain(['predict', '--checkpoint', ckpt, '--input', bare]);
+    expect(unnamed.code).not.toBe(0);
+    expect(unnamed.stderr).toContain(`${bare} has 4 columns, one more than the model reads (3), but no column "species"`);
     const beyond = await ringtrain(['predict', '--checkpoint', ckpt, '--input', bare, '--label-column', '7']);
     expect(beyond.code).not.toBe(0);
     expect(beyond.stderr).toContain('--label-column 7: column 7 does not exist; ' + bare + ' has 4');
-  }, 180_000);
+  }, 480_000);
 
   it('refuses a short row and a missing column with the line numbers of the file', async () => {
     const short = join(dir, 'short.csv');
