@@ -92,7 +92,7 @@ describe('class names in a CSV label column', () => {
     writeFileSync(word, 'a,b,label\n0.1,0.2,x\n0.3,oops,y\n');
     const nan = await ringtrain(['train', '--data', word, '--label-column', 'label', '--steps', '1', '--runtime', 'node']);
     expect(nan.stderr).toContain(`${word}: line 3, column 1 (b) is "oops", not a finite number`);
-  }, 120_000);
+  }, 300_000);
 });
 
 const ROOT = resolve('.');
@@ -146,5 +146,5 @@ describe('predict --model SCRIPT', () => {
     expect(refused.stderr).toContain('closed.ts exports no model factory');
     expect(refused.stderr).toContain('It was not run');
     expect(existsSync(marker)).toBe(false);
-  }, 120_000);
+  }, 300_000);
 });
