@@ -112,13 +112,8 @@ export function predictCommand(): Command {
       try {
         const { model, metadata } = await modelForCheckpoint(gpu, o.checkpoint, { model: o.model });
         const names = classNamesOf(metadata, o.checkpoint);
-        let rows: number[][];
-        try {
-          rows = predictRows(input, o.input, format, { labelColumn: o.labelColumn, recorded: metadata.label_column, inputSize: model.inputSize });
-        } catch (err) {
-          model.destroy();
-          throw err;
-        }
+        // A refusal here leaves the model to gpu.destroy() below, as a refusal of predict() does.
+        const rows = predictRows(input, o.input, format, { labelColumn: o.labelColumn, recorded: metadata.label_column, inputSize: model.inputSize });
         const result = await predict(model, rows, { source: o.input });
         model.destroy();
         // A class's name where the checkpoint records names (a label column of names), else its number.
