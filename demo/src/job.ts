@@ -230,9 +230,10 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
           { class: p.rank === self ? 'self' : undefined },
           h('td', {}, String(p.rank)),
           // Name and runtime in one cell, the only one that wraps: the job column is narrow.
-          h('td', { class: 'peer-cell' }, `${p.name ?? p.peerId.slice(0, 8)} (${p.rank === self ? 'you, ' : ''}${p.runtime})`),
+          h('td', { class: 'peer-cell' }, p.name ?? p.peerId.slice(0, 8), h('span', { class: 'peer-runtime' }, `${p.rank === self ? 'you, ' : ''}${p.runtime}`)),
           h('td', {}, p.progress ? String(p.progress.step) : '—'),
-          h('td', {}, p.progress?.loss !== undefined ? p.progress.loss.toFixed(4) : '—'),
+          // Three decimals: the column is narrow, and the stat above gives four.
+          h('td', {}, p.progress?.loss !== undefined ? p.progress.loss.toFixed(3) : '—'),
           h('td', {}, p.progress?.samplesPerS !== undefined ? p.progress.samplesPerS.toFixed(0) : '—'),
           // Examples of each step's global batch this peer takes (they differ with --balance speed).
           h('td', {}, p.progress?.share !== undefined ? String(p.progress.share) : '—'),

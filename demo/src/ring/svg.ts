@@ -72,6 +72,12 @@ function peerPos(rank: number, size: number): Pt {
   return { x: CENTER + RADIUS * Math.cos(a), y: CENTER + RADIUS * Math.sin(a) };
 }
 
+/** A point `by` beyond peer `rank`'s centre, on the line from the ring's centre through it. */
+function outward(rank: number, size: number, by: number): Pt {
+  const a = -Math.PI / 2 + (2 * Math.PI * rank) / Math.max(1, size);
+  return { x: CENTER + (RADIUS + by) * Math.cos(a), y: CENTER + (RADIUS + by) * Math.sin(a) };
+}
+
 /** The link from `from` to `to` as a quadratic curve, trimmed so it starts and ends at the peer circles. */
 function linkCurve(from: number, to: number, size: number): { p0: Pt; c: Pt; p1: Pt } {
   const a = peerPos(from, size);
@@ -152,8 +158,9 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
     if (peer.sub) g.append(el('text', { x: p.x, y: p.y + 12, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-sub' }, peer.sub));
     const flag = peer.lost ? 'left' : peer.stalled ? 'stalled' : d.self === r ? 'this tab' : '';
     if (flag) {
-      const below = { x: p.x, y: p.y + peerRadius(d.size) + 14 };
-      g.append(el('text', { x: below.x, y: below.y, 'text-anchor': 'middle', class: 'peer-flag' }, flag));
+      // Outside the ring, away from the links, where the chunks leaving and reaching this peer never pass.
+      const out = outward(r, d.size, peerRadius(d.size) + 16);
+      g.append(el('text', { x: out.x, y: out.y, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-flag' }, flag));
     }
     svg.append(g);
   }
