@@ -71,7 +71,9 @@ export function tableFromBytes(bytes: Uint8Array, file: string, format: RowForma
     return tableSplit(rows.map((r) => r.filter((_, j) => j !== column)), rows.map((r) => r[column]), file, file, { labelColumn: String(column) });
   }
   const labelsFile = labels.labels.file;
-  const table = parseRows(labels.labels.bytes, labelsFile, rowFormatOf(labelsFile) ?? 'csv');
+  const labelsFormat = rowFormatOf(labelsFile) ?? 'csv';
+  if (labelsFormat === 'csv') return labelLines(rows, file, new TextDecoder().decode(labels.labels.bytes), labelsFile);
+  const table = parseRows(labels.labels.bytes, labelsFile, labelsFormat);
   // A 1-D .npy or JSON array reads as one row: its values are the labels.
   const values = table.length === 1 && rows.length > 1 ? table[0] : table.map((r, i) => {
     if (r.length !== 1) throw new RingtrainError(ErrorCode.BadData, `${labelsFile}: row ${i} has ${r.length} values; give one label per row`, { file: labelsFile, row: i });
@@ -88,4 +90,22 @@ function csvTable(text: string, file: string, labelColumn: string): TableSplit {
   // The header's name when there is one: predict finds the column by it in a file of other order.
   const recorded = t.header ? t.header[column] : String(column);
   return tableSplit(csvNumbers(t, file, column), ids, file, file, { labelColumn: recorded, ...(names ? { classNames: names } : {}) });
+}
+
+/**
+ * A text labels file (.csv, .txt): one label per line, class numbers or class
+ * names (mapped as a label column's are). A first line more than the table's
+ * rows is its header: a column of names alone cannot tell a header apart.
+ */
+function labelLines(rows: number[][], file: string, text: string, labelsFile: string): TableSplit {
+  const lines: { line: number; value: string }[] = [];
+  text.split(/\r?\n/).forEach((l, i) => {
+    if (l.trim() === '') return;
+    const cells = l.split(',');
+    if (cells.length !== 1) throw new RingtrainError(ErrorCode.BadData, `${labelsFile}: line ${i + 1} has ${cells.length} values; give one label per line`, { file: labelsFile, line: i + 1 });
+    lines.push({ line: i + 1, value: cells[0].trim() });
+  });
+  const body = lines.length === rows.length + 1 ? lines.slice(1) : lines;
+  const { ids, names } = classIds(body, labelsFile);
+  return tableSplit(rows, ids, file, labelsFile, names ? { classNames: names } : {});
 }
