@@ -7,7 +7,9 @@
  * whose width is not the model's input are refused naming the file, the model
  * and both shapes. The training file itself is taken too: its label column is
  * left out, and a model trained on class names prints the names
- * (predict-input.ts). Runs in the current runtime: a handful of rows needs no
+ * (predict-input.ts). A language model (the transformer) reads rows of 1 to
+ * context token ids instead and answers each row's next token, with the
+ * logits at its last position. Runs in the current runtime: a handful of rows needs no
  * choice of the fastest one.
  */
 import { Command, Option } from 'commander';
@@ -20,7 +22,7 @@ import { createModel } from '../engine/create.ts';
 import { isModelFile, modelFromFactory } from '../engine/define.ts';
 import { loadModelFile } from '../engine/model-file.node.ts';
 import type { Model, ModelSpec } from '../engine/model.ts';
-import { predict } from '../engine/predict.ts';
+import { isLanguageModel, predict, predictNextTokens } from '../engine/predict.ts';
 import { loadStateDict } from '../engine/weights.ts';
 import { acquireGpu } from '../gpu/device.ts';
 import type { Gpu } from '../gpu/gpu.ts';
@@ -84,6 +86,19 @@ export async function modelForCheckpoint(gpu: Gpu, file: string, o: { model?: st
   return { model, metadata };
 }
 
+/** A language model's answer: each row's next token (and, with --json or --logits, the logits at its last position). */
+async function printNextTokens(model: Model, rows: number[][], o: PredictCommandOptions): Promise<void> {
+  const result = await predictNextTokens(model, rows, { source: o.input });
+  model.destroy();
+  if (o.json) {
+    await printLine(JSON.stringify({ model: model.identity.name, checkpoint: o.checkpoint, input: o.input, rows: rows.length, next_tokens: result.nextTokens, logits: result.logits.map((l) => Array.from(l)) }));
+    return;
+  }
+  for (let i = 0; i < rows.length; i++) {
+    await printLine(o.logits ? `${result.nextTokens[i]}\t${Array.from(result.logits[i], (v) => v.toPrecision(6)).join(',')}` : String(result.nextTokens[i]));
+  }
+}
+
 interface PredictCommandOptions {
   checkpoint: string;
   input: string;
@@ -111,9 +126,15 @@ export function predictCommand(): Command {
       const gpu = await acquireGpu();
       try {
         const { model, metadata } = await modelForCheckpoint(gpu, o.checkpoint, { model: o.model });
-        const names = classNamesOf(metadata, o.checkpoint);
+        const language = isLanguageModel(model);
         // A refusal here leaves the model to gpu.destroy() below, as a refusal of predict() does.
-        const rows = predictRows(input, o.input, format, { labelColumn: o.labelColumn, recorded: metadata.label_column, inputSize: model.inputSize });
+        // A language model's rows are token ids: no label column to leave out, and no class names.
+        const rows = predictRows(input, o.input, format, { labelColumn: o.labelColumn, recorded: language ? undefined : metadata.label_column, inputSize: model.inputSize });
+        if (language) {
+          await printNextTokens(model, rows, o);
+          return;
+        }
+        const names = classNamesOf(metadata, o.checkpoint);
         const result = await predict(model, rows, { source: o.input });
         model.destroy();
         // A class's name where the checkpoint records names (a label column of names), else its number.
