@@ -18,6 +18,8 @@ import { commandStatus } from './status.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { trainLocal } from '../distributed/train-local.ts';
+import { resumeTokenizer } from '../distributed/model-fit.ts';
+import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 
 type TrainCommandOptions = TrainOptions & { labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
 
@@ -51,8 +53,9 @@ export function trainCommand(): Command {
   });
 }
 
-async function loadData(opts: TrainCommandOptions): Promise<TrainingData> {
-  const data = await loadTrainingData(opts.model, opts.data, opts.text ? { path: opts.text, context: opts.context } : undefined, { labels: opts.labels, labelColumn: opts.labelColumn });
+async function loadData(opts: TrainCommandOptions, resume: TrainingCheckpoint | undefined): Promise<TrainingData> {
+  const text = opts.text ? { path: opts.text, context: opts.context, tokenizer: resumeTokenizer(opts.tokenizer, resume, opts.resume) } : undefined;
+  const data = await loadTrainingData(opts.model, opts.data, text, { labels: opts.labels, labelColumn: opts.labelColumn });
   return { ...data, test: limitEvaluation(data.test, opts.evalLimit) };
 }
 
@@ -63,7 +66,7 @@ function percent(x: number): string {
 async function train(opts: TrainCommandOptions): Promise<void> {
   // Before data and GPU: a run that cannot save, or resumes the wrong file, stops now.
   const resume = preflightCheckpoints(opts);
-  const data = await loadData(opts);
+  const data = await loadData(opts, resume);
   const gpu = await acquireGpu();
   // Human-readable lines go to stdout, or to stderr when stdout is reserved for the JSON line.
   const say = (line: string) => (opts.json ? printLine(line, stderr) : printLine(line));
@@ -147,7 +150,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           lr: opts.lr,
           lr_schedule: opts.lrSchedule,
           seed: opts.seed,
-          ...(data.text ? { text_sha256: data.text.sha256, vocabulary_size: data.text.vocabularySize } : {}),
+          ...(data.text ? { text_sha256: data.text.sha256, tokenizer: data.text.tokenizer, vocabulary_size: data.text.vocabularySize, text_tokens: data.text.tokens, token_cache: data.text.cache, ...(data.text.built ? { tokenize_seconds: data.text.built.seconds } : {}) } : {}),
           saved: opts.save ?? null,
           interrupted: result.interrupted,
         }),
