@@ -28,6 +28,8 @@ describe('run -np 2 --text', () => {
     writeFileSync(other, TEXT.replace('agree', 'Agree'));
     const job = { id: 'run-x', config: { model: 'transformer', hyperparameters: { text: 'mine.txt', textSha256: sha(TEXT), context: 16 } } };
     expect(workerText(job, mine)).toEqual({ path: mine, context: 16 });
+    // The job's tokenizer is every rank's: a worker tokenizes its copy with it.
+    expect(workerText({ ...job, config: { ...job.config, hyperparameters: { ...job.config.hyperparameters, tokenizer: 'gpt2' } } }, mine)).toEqual({ path: mine, context: 16, tokenizer: 'gpt2' });
     expect(() => workerText(job, other)).toThrow(`this peer's --text ${other} has SHA-256 ${sha(TEXT.replace('agree', 'Agree'))}, but job "run-x" trains on "mine.txt" with SHA-256 ${sha(TEXT)}`);
     expect(() => workerText(job, undefined)).toThrow(`job "run-x" trains on the text "mine.txt" (SHA-256 ${sha(TEXT)}); pass your copy of it`);
     expect(() => workerText({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, mine)).toThrow('not on a text; drop --text');
