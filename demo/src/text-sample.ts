@@ -21,9 +21,9 @@ export interface TextPanel {
   attach(model: Model, test: Dataset): void;
 }
 
-/** Characters sampled per click. */
+/** Tokens sampled per click (characters with the char tokenizer). */
 const LENGTH = 200;
-/** Characters of the validation text offered as the first prompt. */
+/** Tokens of the validation text offered as the first prompt. */
 const PROMPT_LENGTH = 24;
 
 export function textPanel(): TextPanel {
@@ -83,6 +83,10 @@ export function textPanel(): TextPanel {
         element.hidden = false;
         generate.disabled = busy;
         element.dataset.state = 'attached';
+      }, (err: unknown) => {
+        status.textContent = `This job's tokenizer did not load: ${err instanceof Error ? err.message : String(err)}`;
+        element.hidden = false;
+        element.dataset.state = 'failed';
       });
     },
   };
