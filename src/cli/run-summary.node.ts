@@ -95,6 +95,7 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       adapter: rank0.adapter,
       gpu_waits: rank0.gpu_waits ?? null,
       model: model ?? o.model,
+      params: rank0.params ?? null,
       optimizer: o.optimizer,
       // What --batch means in both commands: examples per step on each peer.
       batch: o.batch,

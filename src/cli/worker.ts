@@ -235,6 +235,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       train_loss: result.trainLoss,
       samples_per_s: result.samplesPerS,
       tokens_per_s: result.tokensPerS,
+      params: result.params,
       allreduce_bytes: result.allreduceBytes,
       collectives_per_step: result.rounds?.collectives ?? null,
       sequential_collectives_per_step: result.rounds?.sequential ?? null,

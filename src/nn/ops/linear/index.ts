@@ -93,9 +93,16 @@ export const linear = (x: Tensor, weight: T, bias?: T): Tensor => apply(linearOp
 export class Linear extends Module {
   readonly weight: Parameter;
   readonly bias: Parameter | null;
-  constructor(readonly inFeatures: number, readonly outFeatures: number, options: { bias?: boolean; init?: InitScheme } = {}) {
+  /** `init` is a scheme, or `{ std }`: weights N(0, std²) and zero biases (GPT-2's initialisation). */
+  constructor(readonly inFeatures: number, readonly outFeatures: number, options: { bias?: boolean; init?: InitScheme | { std: number } } = {}) {
     super();
     positive('Linear', { inFeatures, outFeatures });
+    if (typeof options.init === 'object') {
+      const std = options.init.std;
+      this.weight = new Parameter([outFeatures, inFeatures], (out, rand) => out.forEach((_, i) => (out[i] = rand.normal() * std)));
+      this.bias = options.bias === false ? null : new Parameter([outFeatures], zeros);
+      return;
+    }
     const scheme = options.init ?? 'torch';
     const w = weightInit(scheme, inFeatures, outFeatures);
     this.weight = new Parameter([outFeatures, inFeatures], scheme === 'torch' ? w : transposed(w, outFeatures, inFeatures));
