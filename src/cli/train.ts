@@ -17,14 +17,15 @@ import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
-import { trainLocal } from '../distributed/train-local.ts';
+import { modelSpecFor, trainLocal } from '../distributed/train-local.ts';
+import { dryRunLines, planDryRun } from './dry-run.ts';
 import { resumeTokenizer, withResumedArch } from '../distributed/model-fit.ts';
 import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { flatFromHfGpt2 } from '../checkpoint/hf-gpt2.ts';
 import { loadHfWeights } from '../checkpoint/hf-gpt2.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-type TrainCommandOptions = TrainOptions & { labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
+type TrainCommandOptions = TrainOptions & { dryRun: boolean; labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
@@ -33,6 +34,7 @@ export function trainCommand(): Command {
   cmd.option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)');
   // train only for now: a ring's workers would each need the file (or a broadcast of its weights).
   cmd.option('--init-from <file>', "with --text: start from these weights instead of a random init: a Hugging Face GPT-2 safetensors file (wte, wpe, h.N.…, ln_f), F32, F16 or BF16");
+  cmd.option('--dry-run', 'build the model, its optimizer and the plan of one step at --batch on this adapter and report their GPU bytes and the adapter\'s limits (with --json: one JSON line), without training', false);
   cmd.option('--model-options <json>', 'options for the model, as a JSON object: a model file\'s factory gets them (\'{"width":128}\'); the mlp takes hidden and activation (\'{"hidden":[256,64],"activation":"tanh"}\'). Recorded in the checkpoint and checked on --resume');
   return cmd.action(async (raw: Record<string, unknown>) => {
     const { raw: filled, recipe } = withRecipe(cmd, withTextModel(cmd, raw));
@@ -45,6 +47,7 @@ export function trainCommand(): Command {
       modelOptions: modelOptionsWithSizes(parsed, parseModelOptions(filled.modelOptions)),
       labels: filled.labels as string | undefined,
       labelColumn: filled.labelColumn as string | undefined,
+      dryRun: filled.dryRun === true,
     };
     // A model file is loaded and registered here (and built once with the options, so a bad one fails now); from now on the model goes by its registered name.
     opts.model = (await useModelOption(opts.model, opts.modelOptions)).model;
@@ -54,8 +57,20 @@ export function trainCommand(): Command {
       commandStatus.exitCode = await reexecUnder(decision.runtime, withRuntime(commandStatus.args, decision.runtime));
       return;
     }
-    await train(opts);
+    await (opts.dryRun ? dryRun(opts) : train(opts));
   });
+}
+
+async function dryRun(opts: TrainCommandOptions): Promise<void> {
+  const data = await loadData(opts, undefined);
+  const gpu = await acquireGpu();
+  try {
+    const report = { ...planDryRun(gpu, modelSpecFor(opts, data.train), opts), ...(data.text ? { vocabulary_size: data.text.vocabularySize, context: opts.context } : {}) };
+    if (opts.json) await printLine(JSON.stringify(report));
+    else for (const line of dryRunLines(report)) await printLine(line);
+  } finally {
+    gpu.destroy();
+  }
 }
 
 async function loadData(opts: TrainCommandOptions, resume: TrainingCheckpoint | undefined): Promise<TrainingData> {

@@ -18,6 +18,10 @@ export class BufferPool {
   private owned = new Set<GPUBuffer>();
   /** Number of GPU buffers created so far (never decreases). */
   allocations = 0;
+  /** Bytes of the buffers created so far (never decreases): what a plan that frees nothing holds. */
+  createdBytes = 0;
+  /** The largest buffer created so far, by its label. */
+  largest: { label: string; bytes: number } | null = null;
 
   constructor(private readonly device: GPUDevice) {}
 
@@ -28,12 +32,15 @@ export class BufferPool {
       // Past the limit WebGPU only reports a validation error later (which would lose the device): refuse now.
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
-        `a GPU buffer of ${size} bytes${label ? ` (${label})` : ''} exceeds this adapter's maxBufferSize of ${max} bytes; use a smaller batch or model`,
+        `a GPU buffer of ${size} bytes${label ? ` (${label})` : ''} exceeds this adapter's maxBufferSize of ${max} bytes; make what it holds smaller`,
         { size, max, label },
       );
     }
     this.allocations++;
-    const buffer = this.device.createBuffer({ size: alignSize(size), usage, label, mappedAtCreation });
+    const bytes = alignSize(size);
+    this.createdBytes += bytes;
+    if (!this.largest || bytes > this.largest.bytes) this.largest = { label: label ?? 'unnamed', bytes };
+    const buffer = this.device.createBuffer({ size: bytes, usage, label, mappedAtCreation });
     this.owned.add(buffer);
     return buffer;
   }

@@ -25,6 +25,8 @@ export interface AcquireOptions {
    * the profiler asks for 'timestamp-query'.
    */
   optionalFeatures?: GPUFeatureName[];
+  /** Plan kernels as if one storage binding held at most this many bytes (clamped to the adapter's limit): see `Gpu.maxBindingBytes`. */
+  maxBindingBytes?: number;
 }
 
 /** What to install, per runtime, when no adapter is found. */
@@ -87,5 +89,5 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
     vendor: info?.vendor ?? '',
     architecture: info?.architecture ?? '',
     isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacyFallback ?? false),
-  });
+  }, { maxBindingBytes: options.maxBindingBytes });
 }

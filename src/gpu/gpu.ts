@@ -49,11 +49,19 @@ export class Gpu {
   private uniformScratch = new ArrayBuffer(256);
   /** A 16-byte storage buffer bound where a kernel's optional input is absent. */
   readonly dummy: GPUBuffer;
+  /**
+   * The most bytes one storage binding may cover: the adapter's maxStorageBufferBindingSize, or less
+   * when `GpuOptions.maxBindingBytes` asks for less. Kernels plan their slices against this, never
+   * against the device limit, so a small value makes every slicing path run on any adapter.
+   */
+  readonly maxBindingBytes: number;
 
   constructor(
     readonly device: GPUDevice,
     readonly info: GpuInfo,
+    options: GpuOptions = {},
   ) {
+    this.maxBindingBytes = bindingLimit(device.limits, options.maxBindingBytes);
     this.pool = new BufferPool(device);
     void device.lost.then((lost) => {
       if (this.destroyed) return;
@@ -160,18 +168,30 @@ export class Gpu {
 
   /** A bind group for group 0 of `pipeline`, bindings numbered 0..n-1 in order. */
   bind(pipeline: GPUComputePipeline, bindings: Binding[], label?: string): GPUBindGroup {
-    const max = this.device.limits.maxStorageBufferBindingSize;
-    for (const b of bindings) {
-      const size = 'buffer' in b ? (b.size ?? b.buffer.size - (b.offset ?? 0)) : b.size;
-      if (size > max) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `${label ?? 'a kernel'} would bind ${size} bytes, more than this adapter's maxStorageBufferBindingSize of ${max}; use a smaller batch or layer`, { size, max, label });
-      }
-    }
+    bindings.forEach((b, i) => this.checkBinding(label ?? 'a kernel', i, b));
     return this.device.createBindGroup({
       label,
       layout: pipeline.getBindGroupLayout(0),
       entries: bindings.map((b, i) => ({ binding: i, resource: 'buffer' in b ? b : { buffer: b } })),
     });
+  }
+
+  /**
+   * Refuses a binding past `maxBindingBytes`, naming the kernel, the binding, its buffer, its size and
+   * the limit. A kernel that can slice the operand never gets here; the planner (nn/plan.ts) adds the
+   * layer and the change that helps.
+   */
+  checkBinding(label: string, index: number, b: Binding): void {
+    const size = bindingBytes(b);
+    if (size <= this.maxBindingBytes) return;
+    const buffer = 'buffer' in b ? b.buffer : b;
+    const device = this.device.limits.maxStorageBufferBindingSize;
+    const limit = this.maxBindingBytes < device ? `the ${this.maxBindingBytes}-byte binding limit this Gpu was created with (maxBindingBytes; the adapter's maxStorageBufferBindingSize is ${device})` : `this adapter's maxStorageBufferBindingSize of ${device} bytes`;
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${label} would bind ${size} bytes of buffer '${buffer.label || 'unnamed'}' (binding ${index}), more than ${limit}`,
+      { kernel: label, binding: index, buffer: buffer.label, size, max: this.maxBindingBytes },
+    );
   }
 
   /** A small uniform buffer holding `fields` (4 bytes each, padded to 16). Counted as an allocation. */
@@ -404,6 +424,21 @@ export class Gpu {
     this.pool.destroy();
     this.device.destroy();
   }
+}
+
+export interface GpuOptions {
+  /** Plan as if one storage binding could hold at most this many bytes (clamped to the adapter's maxStorageBufferBindingSize). */
+  maxBindingBytes?: number;
+}
+
+function bindingLimit(limits: GPUSupportedLimits, wanted: number | undefined): number {
+  const device = limits.maxStorageBufferBindingSize;
+  if (wanted === undefined) return device;
+  const align = limits.minStorageBufferOffsetAlignment;
+  if (!Number.isInteger(wanted) || wanted < align || wanted % 4 !== 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `maxBindingBytes must be a whole number of 4-byte words, at least minStorageBufferOffsetAlignment (${align}); got ${wanted}`, { maxBindingBytes: wanted });
+  }
+  return Math.min(wanted, device);
 }
 
 /** Thrown inside Gpu.compileAhead's work when it asks for a pipeline still being built. */
