@@ -13,7 +13,9 @@
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 import { rowFormatOf } from '../src/data/rows.ts';
 import { tableFromBytes, type TableSplit } from '../src/data/table.ts';
-import { decodeTextFile, textSplit, type TextSplit } from '../src/data/text.ts';
+import { decodeTextFile, textVocabulary } from '../src/data/text.ts';
+import { textSplit, type TextSplit } from '../src/data/text-split.ts';
+import { gpt2Tokenizer, type TokenizerName, vocabularyTokenizer } from '../src/data/tokenizer.ts';
 import { fetchAssetBytes } from './fetch-asset.ts';
 
 export interface JobFile {
@@ -51,9 +53,12 @@ async function fetchJobFile(f: JobFile, what: string, server: string): Promise<U
   return bytes;
 }
 
-export async function loadJobTextInPage(t: JobFile & { context: number }, server = globalThis.location.origin): Promise<TextSplit> {
+export async function loadJobTextInPage(t: JobFile & { context: number; tokenizer?: TokenizerName }, server = globalThis.location.origin): Promise<TextSplit> {
   const what = `the job's text ${JSON.stringify(t.name)}`;
-  return textSplit(decodeTextFile(await fetchJobFile(t, what, server), what), t.context, what);
+  const text = decodeTextFile(await fetchJobFile(t, what, server), what);
+  // char and byte follow from the text; gpt2 is GPT-2's own (tokenizer.ts). The tab tokenizes in memory: a text a tab downloads is small.
+  if (t.tokenizer === 'gpt2') return textSplit(text, t.context, what, await gpt2Tokenizer());
+  return textSplit(text, t.context, what, t.tokenizer === undefined ? undefined : vocabularyTokenizer(textVocabulary(text, t.tokenizer === 'char' ? 'chars' : 'bytes')));
 }
 
 /** A table job's split: its labels are a column of the table, or a file of their own (fetched the same way). */

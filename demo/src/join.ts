@@ -81,7 +81,7 @@ export function browserJoin(
         } else if (settings.textSha256) {
           // A text job: the text comes from the server that serves this page, checked against the job's hash.
           progress(`loading the text ${settings.text ?? ''}…`);
-          const split = await loadJobTextInPage({ job: job.id, token: params.token, name: settings.text ?? '', sha256: settings.textSha256, context: settings.context ?? DEFAULT_TEXT_CONTEXT }, server);
+          const split = await loadJobTextInPage({ job: job.id, token: params.token, name: settings.text ?? '', sha256: settings.textSha256, context: settings.context ?? DEFAULT_TEXT_CONTEXT, tokenizer: settings.tokenizer }, server);
           train = split.train;
           test = limitEvaluation(split.validation, settings.evalLimit);
         } else {

@@ -8,7 +8,7 @@
  * over the whole window would cost a read-back each.
  */
 import type { Dataset } from '../../src/data/dataset.ts';
-import { decodeText, parseVocabulary, type TextVocabulary } from '../../src/data/text.ts';
+import { type Tokenizer, tokenizerFromRecord } from '../../src/data/tokenizer.ts';
 import type { Model } from '../../src/engine/model.ts';
 import { stateDict } from '../../src/engine/weights.ts';
 import { sampleText } from '../../src/reference/sample.ts';
@@ -21,9 +21,9 @@ export interface TextPanel {
   attach(model: Model, test: Dataset): void;
 }
 
-/** Characters sampled per click. */
+/** Tokens sampled per click (characters with the char tokenizer). */
 const LENGTH = 200;
-/** Characters of the validation text offered as the first prompt. */
+/** Tokens of the validation text offered as the first prompt. */
 const PROMPT_LENGTH = 24;
 
 export function textPanel(): TextPanel {
@@ -43,7 +43,7 @@ export function textPanel(): TextPanel {
     sample,
   );
   let model: Model | null = null;
-  let vocabulary: TextVocabulary | null = null;
+  let vocabulary: Tokenizer | null = null;
   let seed = 1;
   let busy = false;
 
@@ -74,13 +74,20 @@ export function textPanel(): TextPanel {
   return {
     element,
     attach(m, test) {
-      const first = vocabulary === null;
-      vocabulary = parseVocabulary(test.vocabulary!, 'the job’s text');
       model = m;
-      if (first) prompt.value = decodeText(Array.from(test.inputs.subarray(0, Math.min(PROMPT_LENGTH, test.inputSize))), vocabulary);
-      element.hidden = false;
-      generate.disabled = busy;
-      element.dataset.state = 'attached';
+      // The job's tokenizer (gpt2 loads once, asynchronously); the first prompt is the start of the validation text.
+      void tokenizerFromRecord(test.vocabulary!, 'the job’s text').then((tokenizer) => {
+        const first = vocabulary === null;
+        vocabulary = tokenizer;
+        if (first) prompt.value = tokenizer.decode(Array.from(test.inputs.subarray(0, Math.min(PROMPT_LENGTH, test.inputSize))));
+        element.hidden = false;
+        generate.disabled = busy;
+        element.dataset.state = 'attached';
+      }, (err: unknown) => {
+        status.textContent = `This job's tokenizer did not load: ${err instanceof Error ? err.message : String(err)}`;
+        element.hidden = false;
+        element.dataset.state = 'failed';
+      });
     },
   };
 }

@@ -4,12 +4,13 @@
  * CPU reference forward pass (src/reference/), so it needs no GPU: 20 words
  * of a 105k-parameter model take well under a second.
  *
- * A checkpoint of `train --text` records its vocabulary: then generate
- * continues `--prompt` by `--length` characters of that vocabulary instead.
+ * A checkpoint of `train --text` records its tokenizer (its `vocabulary`):
+ * then generate continues `--prompt` by `--length` tokens of it instead
+ * (characters, bytes or GPT-2 tokens) and prints them decoded.
  */
 import { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { parseVocabulary } from '../data/text.ts';
+import { type Tokenizer, tokenizerFromRecord } from '../data/tokenizer.ts';
 import { sampleText, sampleWords } from '../reference/sample.ts';
 import { loadTransformerFile } from '../reference/weights.node.ts';
 import { printLine } from './host.node.ts';
@@ -18,6 +19,16 @@ function number(raw: string, flag: string, check: (v: number) => boolean, what: 
   const v = Number(raw);
   if (raw.trim() === '' || !check(v)) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${JSON.stringify(raw)}: give ${what}.`, { flag, value: raw });
   return v;
+}
+
+/** Whether the tokenizer has tokens for `text` (a char vocabulary may lack a newline). */
+function encodes(tokenizer: Tokenizer, text: string): boolean {
+  try {
+    tokenizer.encode(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function generateCommand(): Command {
@@ -29,7 +40,7 @@ export function generateCommand(): Command {
     .option('--seed <s>', 'sampling seed: the same seed gives the same words', '0')
     .option('--heads <h>', 'attention heads (default: from the checkpoint, else 4)')
     .option('--prompt <text>', 'a --text model: the text to continue (default: a newline, when the vocabulary has one)')
-    .option('--length <n>', 'a --text model: characters to sample after the prompt', '200')
+    .option('--length <n>', "a --text model: tokens to sample after the prompt (characters with the char tokenizer)", '200')
     .action(async (o: { checkpoint: string; count: string; temperature: string; seed: string; heads?: string; prompt?: string; length: string }) => {
       const count = number(o.count, '--count', (v) => Number.isInteger(v) && v >= 1, 'a whole number of words, at least 1');
       const temperature = number(o.temperature, '--temperature', (v) => Number.isFinite(v) && v >= 0, 'a number ≥ 0');
@@ -37,12 +48,11 @@ export function generateCommand(): Command {
       const heads = o.heads === undefined ? undefined : number(o.heads, '--heads', (v) => Number.isInteger(v) && v >= 1, 'a whole number of heads');
       const { weights, metadata } = loadTransformerFile(o.checkpoint, heads);
       if (metadata.vocabulary !== undefined) {
-        const vocab = parseVocabulary(metadata.vocabulary, o.checkpoint);
-        const length = number(o.length, '--length', (v) => Number.isInteger(v) && v >= 0, 'a whole number of characters');
-        const newline = vocab.symbols.includes(10); // '\n' is code point 10 and byte 10 alike
-        if (o.prompt === undefined && !newline) throw new RingtrainError(ErrorCode.InvalidArgument, `${o.checkpoint}'s text has no newline to start from; give --prompt with some of its characters.`);
+        const tokenizer = await tokenizerFromRecord(metadata.vocabulary, o.checkpoint);
+        const length = number(o.length, '--length', (v) => Number.isInteger(v) && v >= 0, 'a whole number of tokens');
+        if (o.prompt === undefined && !encodes(tokenizer, '\n')) throw new RingtrainError(ErrorCode.InvalidArgument, `${o.checkpoint}'s text has no newline to start from; give --prompt with some of its characters.`);
         const prompt = o.prompt ?? '\n';
-        const text = sampleText(weights, vocab, { prompt, length, temperature, seed });
+        const text = sampleText(weights, tokenizer, { prompt, length, temperature, seed });
         // The default newline prompt is no part of what the model wrote.
         await printLine(o.prompt === undefined ? text.slice(1) : text);
         return;

@@ -49,6 +49,7 @@ export function withTextModel(cmd: Command, raw: Record<string, unknown>): Recor
   const given = (key: string) => ![undefined, 'default'].includes(cmd.getOptionValueSource(key));
   if (raw.text === undefined) {
     if (raw.context !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, '--context sets the window of a --text run; add --text FILE or drop --context (the words transformer reads 32 positions)');
+    if (raw.tokenizer !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `--tokenizer ${String(raw.tokenizer)} tokenizes a --text; add --text FILE or drop --tokenizer`);
     return raw;
   }
   if (given('model') && raw.model !== 'transformer') {

@@ -182,6 +182,8 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     hyperparameters.text = o.text.startsWith('@') ? o.text : basename(o.text);
     hyperparameters.textSha256 = o.textSha256 ?? '';
     hyperparameters.context = o.context ?? DEFAULT_TEXT_CONTEXT;
+    // Written only when named: a job without it tokenizes as before (the text's characters, or bytes).
+    if (o.tokenizer !== undefined) hyperparameters.tokenizer = o.tokenizer;
   }
   if (o.tableSha256 !== undefined && o.data !== undefined) {
     // Like the text: the rows never travel, only the names and hashes every worker's copies must match.

@@ -119,7 +119,7 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       // A text run: the text's hash, and the vocabulary each rank built from its copy.
       // A table run: the table's hash, and the split each rank made from its copy.
       ...(o.tableSha256 !== undefined ? { table_sha256: o.tableSha256, labels_sha256: o.labelsSha256 ?? null, split_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, ...(r.table_split as object) })) } : {}),
-      ...(o.text ? { text_sha256: o.textSha256 ?? null, vocabulary_size: rank0.vocabulary_size ?? null, vocabulary_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, size: r.vocabulary_size, crc32: r.vocabulary_crc32 })) } : {}),
+      ...(o.text ? { text_sha256: o.textSha256 ?? null, tokenizer: o.tokenizer ?? null, vocabulary_size: rank0.vocabulary_size ?? null, vocabulary_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, size: r.vocabulary_size, crc32: r.vocabulary_crc32 })) } : {}),
     };
     if (o.json) await printLine(JSON.stringify(summary));
     else {
@@ -140,5 +140,6 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
 /** An evaluation in words: a classifier's accuracy; the transformer's validation loss and perplexity (what the page shows too). */
 export function evaluationText(model: string, accuracy: number, loss: number): string {
   if (model !== 'transformer') return `test accuracy ${(accuracy * 100).toFixed(2)}%`;
-  return `validation loss ${loss.toFixed(4)} nats/char (perplexity ${Math.exp(loss).toFixed(2)})`;
+  // Per token: a character for the words and the char tokenizer, a byte or a GPT-2 token for the others.
+  return `validation loss ${loss.toFixed(4)} nats/token (perplexity ${Math.exp(loss).toFixed(2)})`;
 }

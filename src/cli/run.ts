@@ -14,6 +14,7 @@ import { LINK_TRANSPORTS } from './link-options.node.ts';
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
+import { resumeTokenizer } from '../distributed/model-fit.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { batchCount } from '../data/batches.ts';
 import { MNIST_TRAIN } from '../data/mnist.ts';
@@ -25,9 +26,11 @@ import { untilSignal } from '../../server/serve.ts';
 import { decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
 import { withTextModel } from './recipes.ts';
-import { loadText, type LoadedText } from '../data/text.node.ts';
+import { loadText, textSource } from '../data/text.node.ts';
 import { readFileSync } from 'node:fs';
-import { VALIDATION_FRACTION } from '../data/text.ts';
+import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
+import { trainingTokens } from '../data/text-split.ts';
+import { cachedTokens } from '../data/token-cache.node.ts';
 import { loadTable } from '../data/table.node.ts';
 import type { TableSplit } from '../data/table.ts';
 import { fileSha256, isTable } from './table-option.node.ts';
@@ -126,7 +129,8 @@ export function runCommand(extension: RunExtension = {}): Command {
       // Flags that do not combine stop the launch here, before any checkpoint is touched.
       refuseFlagConflicts(o);
       // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
-      preflightCheckpoints(o);
+      const resumed = preflightCheckpoints(o);
+      if (o.text !== undefined) o.tokenizer = resumeTokenizer(o.tokenizer, resumed, o.resume);
       commandStatus.exitCode = await launch(o);
     });
   return cmd;
@@ -151,8 +155,9 @@ function launcherTable(o: RunOptions): TableSplit | undefined {
 }
 
 /** The job's own data, for tabs that join (a tab cannot read this machine's files; the server hands them over by hash). */
-function jobFiles(o: RunOptions, text: LoadedText | undefined): Uint8Array[] {
-  if (text) return [text.bytes];
+function jobFiles(o: RunOptions): Uint8Array[] {
+  // Only a job a tab may join hands its text over: the launcher need not hold a large text otherwise.
+  if (o.text !== undefined) return o.extraPeers > 0 || o.servePage ? [loadText(o.text).bytes] : [];
   if (o.tableSha256 === undefined || o.data === undefined) return [];
   return [readFileSync(o.data), ...(o.labels !== undefined ? [readFileSync(o.labels)] : [])];
 }
@@ -164,22 +169,27 @@ async function launch(o: RunOptions): Promise<number> {
   const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
   if (decision.auto) await say(runtimeLine(decision));
   // The launcher reads the text once, for its hash: the job names it, and every worker's copy must match.
-  const text = o.text ? loadText(o.text) : undefined;
-  if (text) o.textSha256 = text.sha256;
+  // It also tokenizes it into the cache before any worker starts, so the workers read one cache instead of
+  // each tokenizing the text at once.
+  const text = o.text ? await cachedTokens(textSource(o.text), o.tokenizer) : undefined;
+  if (text) {
+    o.textSha256 = text.cache.header.sourceSha256;
+    text.cache.close();
+  }
   // A table likewise: read once here, so a missing label column stops the launch, and hashed for the job.
   const table = launcherTable(o);
   const choice = await useModelOption(o.model, o.modelOptions);
   const job = jobSpecFor(o, choice);
   // A worker's exit closes its socket at once, so heartbeats only catch a hung one; a first step that
   // compiles the transformer's kernels on a busy CPU adapter keeps a worker's event loop for many seconds.
-  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS, files: jobFiles(o, text) });
+  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS, files: jobFiles(o) });
   await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);
   if (o.servePage) {
     await say(`ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`);
   }
 
   // For the progress bar only: the workers count their own steps from the data they load.
-  const trainExamples = table ? table.train.count : text ? Math.floor(text.text.length * (1 - VALIDATION_FRACTION)) : o.model === 'transformer' ? WORD_COUNT - WORD_VALIDATION_COUNT : MNIST_TRAIN;
+  const trainExamples = table ? table.train.count : text ? trainingTokens(text.cache.length) - (o.context ?? DEFAULT_TEXT_CONTEXT) : o.model === 'transformer' ? WORD_COUNT - WORD_VALIDATION_COUNT : MNIST_TRAIN;
   const stepsPerEpoch = batchCount(trainExamples, o.shares?.globalBatch ?? o.np * o.batch);
   const totalSteps = o.steps ?? o.epochs * stepsPerEpoch;
   const useBar = !o.json && stderrIsTTY;

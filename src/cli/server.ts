@@ -23,6 +23,7 @@ import { loadTable } from '../data/table.node.ts';
 import { fileSha256, isTable } from './table-option.node.ts';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
+import { TOKENIZER_NAMES } from '../data/tokenizer.ts';
 
 const count = (flag: string, min: number) =>
   z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
@@ -63,6 +64,7 @@ const ServerOptionsSchema = TrainOptionsSchema.pick({
   labelColumn: z.string().min(1).optional(),
   labels: z.string().min(1).optional(),
   context: count('--context', 2).optional(),
+  tokenizer: z.enum(TOKENIZER_NAMES, { error: `--tokenizer must be one of ${TOKENIZER_NAMES.join(', ')}` }).optional(),
 });
 type ServerCliOptions = z.infer<typeof ServerOptionsSchema>;
 
@@ -118,10 +120,12 @@ export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec
     epochs: o.epochs,
   };
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
+  if (o.tokenizer !== undefined && !text) throw invalid(`--tokenizer ${o.tokenizer} tokenizes a --text; add --text FILE or drop --tokenizer.`);
   if (text) {
     // As run --text records it: the name and hash, never the text; workers bring their own copies, tabs download this one.
     if (o.model !== 'transformer') throw invalid(`--text trains the transformer: add --model transformer (got --model ${o.model}).`);
     Object.assign(hyperparameters, { text: o.text!.startsWith('@') ? o.text : basename(o.text!), textSha256: text.sha256, context: o.context ?? DEFAULT_TEXT_CONTEXT });
+    if (o.tokenizer !== undefined) hyperparameters.tokenizer = o.tokenizer;
   }
   if (table) {
     // As run --data records it: names and hashes; every worker's copies must match.
@@ -204,7 +208,8 @@ export function serverCommand(): Command {
     .option('--max-peers <n>', 'peers beyond this many are refused', '16')
     .option('--hp <key=value...>', 'more hyperparameters for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...)')
     .option('--text <file>', "--job trains the transformer on this UTF-8 text (or @brown): the job records its SHA-256, workers pass their own copies (worker --text), and tabs that join download it from here")
-    .option('--context <n>', 'with --text: characters per window (default 64)')
+    .option('--context <n>', 'with --text: tokens per window (default 64)')
+    .option('--tokenizer <name>', `with --text: ${TOKENIZER_NAMES.join(', ')} (default: its characters, or bytes past 256 of them); every worker and tab tokenizes with it`)
     .option('--data <file>', '--job trains the mlp on this table (.csv, .npy, .json; with --label-column or --labels): the job records its SHA-256, workers pass their own copies (worker --data)')
     .option('--label-column <name>', 'with --data: the column (CSV header name, or number) that holds the class')
     .option('--labels <file>', 'with --data: one class number per row, in its own file')

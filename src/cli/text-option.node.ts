@@ -5,7 +5,7 @@
  * bytes, same vocabulary and the same windows on every rank.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { loadText } from '../data/text.node.ts';
+import { textSource } from '../data/text.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import { parseJobSettings } from '../distributed/settings.ts';
 import type { TextChoice } from './training-data.node.ts';
@@ -27,7 +27,7 @@ export function workerText(job: { id: string; config: Pick<JobConfig, 'model' | 
   if (given === undefined) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains on the text ${shown(h.text)} (SHA-256 ${sha}); pass your copy of it: ringtrain worker --text FILE …`, { job: job.id, textSha256: sha });
   }
-  const ours = loadText(given).sha256;
+  const ours = textSource(given).sha256;
   if (ours !== sha) {
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
@@ -35,7 +35,7 @@ export function workerText(job: { id: string; config: Pick<JobConfig, 'model' | 
       { job: job.id, ours, expected: sha },
     );
   }
-  return { path: given, context: h.context };
+  return { path: given, context: h.context, tokenizer: h.tokenizer };
 }
 
 /** Keys sorted at every level: two spellings of the same options compare equal. */

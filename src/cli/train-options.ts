@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { isModelFile } from '../engine/define.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
+import { TOKENIZER_NAMES } from '../data/tokenizer.ts';
 
 export const MODEL_KINDS = ['mlp', 'cnn', 'transformer'] as const;
 export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
@@ -45,6 +46,7 @@ export const TrainOptionsSchema = z.object({
   data: z.string().min(1).optional(),
   evalLimit: count('--eval-limit', 1).optional(),
   text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
+  tokenizer: z.enum(TOKENIZER_NAMES, { error: `--tokenizer must be one of ${TOKENIZER_NAMES.join(', ')}` }).optional(),
   context: count('--context', 2).max(4096, { error: '--context must be at most 4096' }).optional(),
   layers: count('--layers', 1).max(64, { error: '--layers must be at most 64' }).optional(),
   width: count('--width', 1).max(4096, { error: '--width must be at most 4096' }).optional(),
@@ -73,8 +75,9 @@ export function addTrainOptions(cmd: Command): Command {
     .option('--resume <path>', 'continue from a checkpoint written by --save')
     .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
     .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled 10,000 digits')
-    .option('--text <file>', 'train the character-level transformer on this UTF-8 text file (or @brown, the Brown corpus that comes with ringtrain): vocabulary = its characters, the last 10% held out for validation')
-    .option('--context <n>', `with --text: characters per window, the transformer's context (default ${DEFAULT_TEXT_CONTEXT})`)
+    .option('--text <file>', 'train the transformer on this UTF-8 text file (or @brown, the Brown corpus that comes with ringtrain): tokens as --tokenizer says, the last 10% held out for validation')
+    .addOption(new Option('--tokenizer <name>', `with --text: char (its characters), byte (its UTF-8 bytes) or gpt2 (GPT-2's 50,257-token BPE); default: its characters, or its bytes past 256 distinct characters; a --resume takes the checkpoint's`).choices([...TOKENIZER_NAMES]))
+    .option('--context <n>', `with --text: tokens per window, the transformer's context (default ${DEFAULT_TEXT_CONTEXT})`)
     .option('--layers <n>', "the transformer's blocks (default 2); recorded in the checkpoint and checked on --resume")
     .option('--width <n>', "the transformer's width (default 64; a multiple of --heads)")
     .option('--heads <n>', "the transformer's attention heads (default 4)")

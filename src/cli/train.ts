@@ -19,7 +19,8 @@ import { parseModelOptions, useModelOption } from './model-option.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { modelSpecFor, trainLocal } from '../distributed/train-local.ts';
 import { dryRunLines, planDryRun } from './dry-run.ts';
-import { withResumedArch } from '../distributed/model-fit.ts';
+import { resumeTokenizer, withResumedArch } from '../distributed/model-fit.ts';
+import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { flatFromHfGpt2 } from '../checkpoint/hf-gpt2.ts';
 import { loadHfWeights } from '../checkpoint/hf-gpt2.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
@@ -61,7 +62,7 @@ export function trainCommand(): Command {
 }
 
 async function dryRun(opts: TrainCommandOptions): Promise<void> {
-  const data = await loadData(opts);
+  const data = await loadData(opts, undefined);
   const gpu = await acquireGpu();
   try {
     const report = { ...planDryRun(gpu, modelSpecFor(opts, data.train), opts), ...(data.text ? { vocabulary_size: data.text.vocabularySize, context: opts.context } : {}) };
@@ -72,8 +73,9 @@ async function dryRun(opts: TrainCommandOptions): Promise<void> {
   }
 }
 
-async function loadData(opts: TrainCommandOptions): Promise<TrainingData> {
-  const data = await loadTrainingData(opts.model, opts.data, opts.text ? { path: opts.text, context: opts.context } : undefined, { labels: opts.labels, labelColumn: opts.labelColumn });
+async function loadData(opts: TrainCommandOptions, resume: TrainingCheckpoint | undefined): Promise<TrainingData> {
+  const text = opts.text ? { path: opts.text, context: opts.context, tokenizer: resumeTokenizer(opts.tokenizer, resume, opts.resume) } : undefined;
+  const data = await loadTrainingData(opts.model, opts.data, text, { labels: opts.labels, labelColumn: opts.labelColumn });
   return { ...data, test: limitEvaluation(data.test, opts.evalLimit) };
 }
 
@@ -88,7 +90,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
   opts.modelOptions = withResumedArch(opts.modelOptions, resume);
   const initFrom = opts.initFrom;
   const initial = initFrom ? loadHfWeights(initFrom) : undefined;
-  const data = await loadData(opts);
+  const data = await loadData(opts, resume);
   const gpu = await acquireGpu();
   // Human-readable lines go to stdout, or to stderr when stdout is reserved for the JSON line.
   const say = (line: string) => (opts.json ? printLine(line, stderr) : printLine(line));
@@ -175,7 +177,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           lr: opts.lr,
           lr_schedule: opts.lrSchedule,
           seed: opts.seed,
-          ...(data.text ? { text_sha256: data.text.sha256, vocabulary_size: data.text.vocabularySize } : {}),
+          ...(data.text ? { text_sha256: data.text.sha256, tokenizer: data.text.tokenizer, vocabulary_size: data.text.vocabularySize, text_tokens: data.text.tokens, token_cache: data.text.cache, ...(data.text.built ? { tokenize_seconds: data.text.built.seconds } : {}) } : {}),
           saved: opts.save ?? null,
           interrupted: result.interrupted,
         }),

@@ -29,12 +29,15 @@ export interface Dataset {
   readonly height?: number;
   readonly width?: number;
   /**
-   * A token stream read as overlapping windows (a text, text.ts): example i is
-   * stream[i, i + inputSize) in and stream[i + 1, i + inputSize + 1) as targets,
-   * every target counted. `inputs` and `labels` are then empty: a batch copies
-   * its windows out (gatherExamples), so millions of windows cost one stream.
+   * A token stream read as windows (a text, text-split.ts): example i is
+   * stream[s, s + inputSize) in and stream[s + 1, s + inputSize + 1) as targets
+   * (s = i · stride), every target counted. `inputs` and `labels` are then empty:
+   * a batch copies its windows out (gatherExamples), so millions of windows cost
+   * one stream, in memory or a cache file read a window at a time.
    */
-  readonly stream?: Uint32Array;
+  readonly stream?: Uint32Array | TokenStream;
+  /** With a stream: tokens between the starts of two examples (default 1: a window at every token). */
+  readonly stride?: number;
   /** A text's tokens (text.ts vocabularyJson): what a checkpoint records, so sampling and resuming read ids as training did. */
   readonly vocabulary?: string;
   /** A table whose label column held names: class i is classNames[i] (sorted, csv.ts). Checkpoints record them for predict. */
@@ -52,6 +55,17 @@ export function datasetMetadata(d: Pick<Dataset, 'vocabulary' | 'classNames' | '
     ...(d.classNames ? { class_names: JSON.stringify(d.classNames) } : {}),
     ...(d.labelColumn !== undefined ? { label_column: d.labelColumn } : {}),
   };
+}
+
+/** Tokens read by position, `read(start, end)` giving tokens [start, end): a file of token ids (token-cache.node.ts) reads only what is asked. */
+export interface TokenStream {
+  readonly length: number;
+  read(start: number, end: number): ArrayLike<number>;
+}
+
+/** Tokens [start, start + n) of a stream. */
+export function streamWindow(stream: Uint32Array | TokenStream, start: number, n: number): ArrayLike<number> {
+  return stream instanceof Uint32Array ? stream.subarray(start, start + n) : stream.read(start, start + n);
 }
 
 /** A classifier's dataset of images: one label per example. */
@@ -125,9 +139,10 @@ export function gatherExamples(d: Dataset, indices: ArrayLike<number>): { inputs
       throw new RingtrainError(ErrorCode.InvalidArgument, `example index ${i} is outside 0..${d.count - 1}.`, { index: i, count: d.count });
     }
     if (d.stream) {
+      const w = streamWindow(d.stream, i * (d.stride ?? 1), d.inputSize + 1);
       for (let t = 0; t < d.inputSize; t++) {
-        inputs[k * d.inputSize + t] = d.stream[i + t];
-        labels[k * d.positions + t] = d.stream[i + t + 1];
+        inputs[k * d.inputSize + t] = w[t];
+        labels[k * d.positions + t] = w[t + 1];
       }
       continue;
     }
@@ -142,7 +157,7 @@ export function selectExamples<D extends Dataset>(d: D, indices: ArrayLike<numbe
   const { inputs, labels } = gatherExamples(d, indices);
   // An image dataset's `images` must stay the same array as its inputs; a stream's windows are now materialised.
   if ('images' in d) return { ...d, count: indices.length, inputs, images: inputs, labels };
-  const { stream: _stream, ...rest } = d;
+  const { stream: _stream, stride: _stride, ...rest } = d;
   return { ...rest, count: indices.length, inputs, labels } as D;
 }
 

@@ -9,7 +9,7 @@
  * joined back into plain text (see brownText), no download at run time.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
@@ -52,6 +52,75 @@ export function loadText(spec: string): LoadedText {
   }
   cache.set(spec, loaded);
   return loaded;
+}
+
+/** A text that is read in pieces, never whole: what the token cache tokenizes (token-cache.node.ts). */
+export interface TextSource {
+  /** What a person reads: the path, or the corpus's name. */
+  name: string;
+  /** Hex SHA-256 of the text's bytes: the cache's key, and what a job compares across peers. */
+  sha256: string;
+  /** Its size in bytes. */
+  size: number;
+  /** Its bytes in order, in pieces of at most `chunk` bytes (each piece may be reused by the next: copy what you keep). */
+  pieces(chunk: number): Iterable<Uint8Array>;
+}
+
+/** Bytes read from a file at a time while hashing it. */
+const HASH_CHUNK = 4 << 20;
+const sources = new Map<string, TextSource>();
+
+/**
+ * `--text` as a source: a file is hashed in pieces and read again in pieces
+ * when it is tokenized, so a text of any size costs a few MiB of memory;
+ * @brown is built in memory (6 MB).
+ */
+export function textSource(spec: string): TextSource {
+  const hit = sources.get(spec);
+  if (hit) return hit;
+  let source: TextSource;
+  if (spec.startsWith('@')) {
+    const { name, sha256, bytes } = loadText(spec);
+    source = { name, sha256, size: bytes.length, pieces: (chunk) => slices(bytes, chunk) };
+  } else {
+    const hash = createHash('sha256');
+    let size = 0;
+    for (const piece of filePieces(spec, HASH_CHUNK)) {
+      hash.update(piece);
+      size += piece.length;
+    }
+    source = { name: spec, sha256: hash.digest('hex'), size, pieces: (chunk) => filePieces(spec, chunk) };
+  }
+  sources.set(spec, source);
+  return source;
+}
+
+function* slices(bytes: Uint8Array, chunk: number): Generator<Uint8Array> {
+  for (let at = 0; at < bytes.length; at += chunk) yield bytes.subarray(at, at + chunk);
+}
+
+function* filePieces(path: string, chunk: number): Generator<Uint8Array> {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+    if (fstatSync(fd).isDirectory()) {
+      closeSync(fd);
+      throw Object.assign(new Error('a directory'), { code: 'EISDIR' });
+    }
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${path}: cannot read it (${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory' : code ?? String(err)}); give a UTF-8 text file`, { text: path }, { cause: err });
+  }
+  try {
+    const buffer = new Uint8Array(chunk);
+    for (;;) {
+      const n = readSync(fd, buffer, 0, chunk, null);
+      if (n === 0) return;
+      yield buffer.subarray(0, n);
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function sha256(bytes: Uint8Array): string {

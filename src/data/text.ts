@@ -1,34 +1,23 @@
 /**
- * A character-level language-model data set from any UTF-8 text.
+ * The char and byte vocabularies of a text (tokenizer.ts names them `char`
+ * and `byte`), and how a text file's bytes become its text.
  *
  * Vocabulary: the text's distinct characters (Unicode code points), sorted by
  * code point, so the same bytes always give the same ids on every peer and in
- * every runtime. A text of more than MAX_CHAR_VOCAB distinct characters (most
- * CJK text) falls back to its UTF-8 bytes as tokens instead (at most 256): an
- * embedding table of tens of thousands of rare characters would mostly train
- * nothing, and bytes always cover the text. The vocabulary travels with the
- * model (a checkpoint's `vocabulary` metadata, see vocabularyJson), so
- * sampling and resuming decode and encode exactly as training did.
- *
- * Split: the last VALIDATION_FRACTION of the tokens is the validation text,
- * the rest the training text; a split by position, not by random windows, so
- * no validation window overlaps a training one.
- *
- * Examples: training example i is the window starting at token i: tokens
- * [i, i + context) in, [i + 1, i + context + 1) as targets (next token at
- * every position). All of them are valid, overlapping, and drawn at random
- * with replacement from the seed and step (batches.ts), so the windows are
- * never materialised: the data set keeps the token stream (`stream`) and a
- * batch copies its windows out (gatherExamples). Validation windows do not
- * overlap (start k · context), so every validation token is predicted once.
+ * every runtime. Without a named tokenizer, a text of more than MAX_CHAR_VOCAB
+ * distinct characters (most CJK text) falls back to its UTF-8 bytes as tokens
+ * instead (at most 256): an embedding table of tens of thousands of rare
+ * characters would mostly train nothing, and bytes always cover the text. The
+ * vocabulary travels with the model (a checkpoint's `vocabulary` metadata, see
+ * vocabularyJson), so sampling and resuming decode and encode exactly as
+ * training did. How a text becomes training and validation windows:
+ * text-split.ts.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Dataset } from './dataset.ts';
 
 /** Beyond this many distinct characters the tokens are UTF-8 bytes. */
 export const MAX_CHAR_VOCAB = 256;
-/** The last tenth of the text is held out. */
-export const VALIDATION_FRACTION = 0.1;
+/** Tokens per window of a text when --context is not given. */
 export const DEFAULT_TEXT_CONTEXT = 64;
 
 export interface TextVocabulary {
@@ -38,22 +27,25 @@ export interface TextVocabulary {
   symbols: number[];
 }
 
-export interface TextSplit {
-  vocabulary: TextVocabulary;
-  train: Dataset;
-  validation: Dataset;
-  /** Tokens in each part. */
-  trainTokens: number;
-  validationTokens: number;
-}
-
 /** The vocabulary of a text: its sorted characters, or its bytes beyond MAX_CHAR_VOCAB characters. */
-export function textVocabulary(text: string): TextVocabulary {
+export function textVocabulary(text: string, tokens?: TextVocabulary['tokens']): TextVocabulary {
   const seen = new Set<number>();
   for (const ch of text) seen.add(ch.codePointAt(0)!);
-  if (seen.size === 0) throw new RingtrainError(ErrorCode.BadData, 'the text is empty; give a file with some text in it.');
-  if (seen.size <= MAX_CHAR_VOCAB) return { tokens: 'chars', symbols: [...seen].sort((a, b) => a - b) };
-  const bytes = new Set(new TextEncoder().encode(text));
+  return vocabularyOf(seen, tokens);
+}
+
+/**
+ * The vocabulary of a text from its distinct code points (what a pass over a
+ * file in pieces collects): `tokens` forces characters or bytes, else
+ * characters up to MAX_CHAR_VOCAB of them. A text's distinct bytes are those
+ * of its distinct characters' UTF-8 forms, so no second pass is needed.
+ */
+export function vocabularyOf(codePoints: ReadonlySet<number>, tokens?: TextVocabulary['tokens']): TextVocabulary {
+  if (codePoints.size === 0) throw new RingtrainError(ErrorCode.BadData, 'the text is empty; give a file with some text in it.');
+  if (tokens === 'chars' || (tokens === undefined && codePoints.size <= MAX_CHAR_VOCAB)) return { tokens: 'chars', symbols: [...codePoints].sort((a, b) => a - b) };
+  const bytes = new Set<number>();
+  const utf8 = new TextEncoder();
+  for (const c of codePoints) for (const b of utf8.encode(String.fromCodePoint(c))) bytes.add(b);
   return { tokens: 'bytes', symbols: [...bytes].sort((a, b) => a - b) };
 }
 
@@ -103,53 +95,6 @@ export function parseVocabulary(json: string, file = 'checkpoint'): TextVocabula
     throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: its 'vocabulary' metadata is not a vocabulary ({"tokens":"chars"|"bytes","symbols":[ascending code points]}).`, { file });
   }
   return { tokens: o.tokens, symbols: symbols as number[] };
-}
-
-/** Windows starting at every token of `stream` (see the file's comment): inputs and labels come from the stream. */
-function streamDataset(stream: Uint32Array, context: number, classes: number, vocabulary: string): Dataset {
-  return { count: stream.length - context, inputs: new Float32Array(0), inputSize: context, labels: new Int32Array(0), positions: context, classes, stream, vocabulary };
-}
-
-/** Non-overlapping windows of `ids`, materialised (what evaluation reads). */
-function windowsDataset(ids: Uint32Array, context: number, classes: number, vocabulary: string): Dataset {
-  const count = Math.floor((ids.length - 1) / context);
-  const inputs = new Float32Array(count * context);
-  const labels = new Int32Array(count * context);
-  for (let k = 0; k < count; k++) {
-    for (let t = 0; t < context; t++) {
-      inputs[k * context + t] = ids[k * context + t];
-      labels[k * context + t] = ids[k * context + t + 1];
-    }
-  }
-  return { count, inputs, inputSize: context, labels, positions: context, classes, vocabulary };
-}
-
-/** Training and validation sets of a text, windows of `context` tokens. */
-export function textSplit(text: string, context = DEFAULT_TEXT_CONTEXT, what = 'the text'): TextSplit {
-  if (!Number.isInteger(context) || context < 2) throw new RingtrainError(ErrorCode.InvalidArgument, `--context must be a whole number of at least 2, got ${context}`, { context });
-  const vocabulary = textVocabulary(text);
-  const ids = encodeText(text, vocabulary);
-  const validationTokens = Math.floor(ids.length * VALIDATION_FRACTION);
-  const trainTokens = ids.length - validationTokens;
-  // A training window needs context + 1 tokens, and one more to draw from; a validation window context + 1.
-  if (trainTokens < context + 2 || validationTokens < context + 1) {
-    const need = Math.ceil((context + 2) / (1 - VALIDATION_FRACTION));
-    const atLeast = Math.max(need, Math.ceil((context + 1) / VALIDATION_FRACTION));
-    throw new RingtrainError(
-      ErrorCode.BadData,
-      `${what} has ${ids.length} ${vocabulary.tokens === 'bytes' ? 'bytes' : 'characters'}: too few for windows of --context ${context} (the last ${VALIDATION_FRACTION * 100}% is the validation text; at least ${atLeast} are needed). Use a longer text or a smaller --context.`,
-      { tokens: ids.length, context },
-    );
-  }
-  const classes = vocabulary.symbols.length;
-  const recorded = vocabularyJson(vocabulary);
-  return {
-    vocabulary,
-    train: streamDataset(ids.slice(0, trainTokens), context, classes, recorded),
-    validation: windowsDataset(ids.slice(trainTokens), context, classes, recorded),
-    trainTokens,
-    validationTokens,
-  };
 }
 
 /**

@@ -7,6 +7,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { checkCheckpointKind, checkOptimizerState, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import type { Dataset } from '../data/dataset.ts';
+import { describeRecord, recordName, type TokenizerName } from '../data/tokenizer.ts';
 import type { Model, ModelSpec, Optimizer } from '../engine/index.ts';
 import type { LocalTrainConfig } from './train-local.ts';
 
@@ -112,36 +113,38 @@ export function withResumedArch(modelOptions: Record<string, unknown> | undefine
   }
 }
 
-/** What a vocabulary (text.ts vocabularyJson) is, for a message: its size and first symbols. */
-function describeVocabulary(json: string): string {
-  try {
-    const v = JSON.parse(json) as { tokens: string; symbols: number[] };
-    const shown = v.tokens === 'bytes' ? '' : ` ${JSON.stringify(String.fromCodePoint(...v.symbols.slice(0, 12)))}${v.symbols.length > 12 ? '…' : ''}`;
-    return `${v.symbols.length} ${v.tokens}${shown}`;
-  } catch {
-    return 'an unreadable vocabulary';
-  }
-}
-
 /**
- * A text model's ids mean its text's characters: a checkpoint resumes only on
- * a text of the same vocabulary (a text of the same size but other characters
- * would fit every tensor and silently retrain every embedding).
+ * A text model's ids mean its tokenizer's tokens: a checkpoint resumes only on
+ * a text of the same tokenizer and vocabulary (a text of the same size but
+ * other characters would fit every tensor and silently retrain every embedding).
  */
 export function checkVocabulary(c: TrainingCheckpoint, data: Pick<Dataset, 'vocabulary'>, file: string): void {
   const saved = c.extra.vocabulary;
   if (saved === data.vocabulary) return;
   if (saved === undefined) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} records no text vocabulary (it was not trained with --text), but this run trains on a text of ${describeVocabulary(data.vocabulary!)}; start without --resume.`, { file });
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} records no text vocabulary (it was not trained with --text), but this run trains on a text with ${describeRecord(data.vocabulary!)}; start without --resume.`, { file });
   }
   if (data.vocabulary === undefined) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} is a text model (a vocabulary of ${describeVocabulary(saved)}); resume it with the --text it was trained on.`, { file });
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} is a text model (${describeRecord(saved)}); resume it with the --text it was trained on.`, { file });
   }
-  throw new RingtrainError(
-    ErrorCode.BadCheckpoint,
-    `${file} was trained on a text of ${describeVocabulary(saved)}, but this --text has ${describeVocabulary(data.vocabulary)}: its token ids would mean other characters; resume with the text it was trained on.`,
-    { file },
-  );
+  const why = recordName(saved) === recordName(data.vocabulary) ? 'its token ids would mean other characters; resume with the text it was trained on' : `its token ids would mean other tokens; resume with --tokenizer ${recordName(saved)}`;
+  throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} was trained with ${describeRecord(saved)}, but this run tokenizes its --text with ${describeRecord(data.vocabulary)}: ${why}.`, { file });
+}
+
+/**
+ * The tokenizer a --text run uses: the one asked for, else a resumed
+ * checkpoint's (so a resume needs no --tokenizer), else undefined (the text's
+ * own characters or bytes). Asking for another than the checkpoint's is
+ * refused here, naming both, before the text is tokenized.
+ */
+export function resumeTokenizer(given: TokenizerName | undefined, resume: Pick<TrainingCheckpoint, 'extra'> | undefined, file = 'the checkpoint'): TokenizerName | undefined {
+  const record = resume?.extra.vocabulary;
+  if (record === undefined) return given;
+  const saved = recordName(record);
+  if (given !== undefined && given !== saved) {
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} was trained with ${describeRecord(record)}, but this run asks for --tokenizer ${given}: its token ids would mean other tokens; drop --tokenizer (a resume takes the checkpoint's) or start without --resume.`, { file, saved, given });
+  }
+  return saved;
 }
 
 /**

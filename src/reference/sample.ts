@@ -6,7 +6,7 @@
 import { mulberry32, type Random } from '../core/random.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { decodeWord, WORD_VOCAB_SIZE } from '../data/words.ts';
-import { decodeText, encodeText, type TextVocabulary } from '../data/text.ts';
+import type { Tokenizer } from '../data/tokenizer.ts';
 import { transformerDecoder } from './decode.ts';
 import { transformerTensorShapes, type TransformerShape, type TransformerWeights } from './transformer.ts';
 
@@ -99,9 +99,9 @@ export function sampleWords(w: TransformerWeights, opts: SampleOptions): string[
 }
 
 export interface TextSampleOptions {
-  /** Text the sample continues (it is part of the result); only characters of the vocabulary. */
+  /** Text the sample continues (it is part of the result); for char and byte, only symbols of the vocabulary. */
   prompt: string;
-  /** Tokens to sample after the prompt. */
+  /** Tokens to sample after the prompt (characters, bytes or GPT-2 tokens, as the model's tokenizer has them). */
   length: number;
   temperature?: number;
   seed?: number;
@@ -114,15 +114,15 @@ export interface TextSampleOptions {
  * positions per token, where re-reading the whole window every token would
  * cost `context`), so the model always sees at least 3/4 of its context.
  */
-export function sampleText(w: TransformerWeights, vocab: TextVocabulary, opts: TextSampleOptions): string {
-  if (w.shape.vocab !== vocab.symbols.length) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `this model has ${w.shape.vocab} tokens but its vocabulary ${vocab.symbols.length}; the checkpoint is damaged.`, { vocab: w.shape.vocab, symbols: vocab.symbols.length });
+export function sampleText(w: TransformerWeights, tokenizer: Pick<Tokenizer, 'name' | 'vocabSize' | 'encode' | 'decode'>, opts: TextSampleOptions): string {
+  if (w.shape.vocab !== tokenizer.vocabSize) {
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `this model has ${w.shape.vocab} tokens but its ${tokenizer.name} tokenizer ${tokenizer.vocabSize}; the checkpoint is damaged.`, { vocab: w.shape.vocab, tokenizer: tokenizer.vocabSize });
   }
   const temperature = opts.temperature ?? 1;
   if (!(temperature >= 0) || !Number.isFinite(temperature)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `temperature ${temperature}: give a finite number ≥ 0 (0 = always the likeliest character).`, { temperature });
   }
-  const tokens = Array.from(encodeText(opts.prompt, vocab));
+  const tokens = Array.from(tokenizer.encode(opts.prompt));
   if (tokens.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'the prompt is empty; give at least one character for the model to continue.');
   const { context } = w.shape;
   const keep = Math.max(1, context - Math.max(1, Math.floor(context / 4)));
@@ -140,5 +140,5 @@ export function sampleText(w: TransformerWeights, vocab: TextVocabulary, opts: T
     if (decoder.length === context) refill(keep);
     else logits = decoder.push(next);
   }
-  return decodeText(tokens, vocab);
+  return tokenizer.decode(tokens);
 }

@@ -118,6 +118,8 @@ const FIELDS = {
   text: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
   textSha256: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
   context: { schema: int.min(2), allowed: 'a whole number >= 2' },
+  // The text's tokenizer (src/data/tokenizer.ts TOKENIZER_NAMES; absent: its characters, or bytes).
+  tokenizer: { schema: z.enum(['char', 'byte', 'gpt2']), allowed: "'char', 'byte' or 'gpt2'" },
   // A table of rows (run --data FILE.csv|.npy|.json): its name and hash, and where its labels are.
   table: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },
   tableSha256: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planDryRun } from '../../src/cli/dry-run.ts';
-import { textSplit } from '../../src/data/text.ts';
+import { textSplit } from '../../src/data/text-split.ts';
 import { modelSpecFor } from '../../src/distributed/model-fit.ts';
 import { createModel, createOptimizer } from '../../src/engine/index.ts';
 import { GraphModel } from '../../src/engine/graph-model.ts';

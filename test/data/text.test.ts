@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { gatherExamples } from '../../src/data/dataset.ts';
 import { batches } from '../../src/data/batches.ts';
-import { decodeText, encodeText, MAX_CHAR_VOCAB, parseVocabulary, textSplit, textVocabulary, vocabularyJson } from '../../src/data/text.ts';
+import { decodeText, encodeText, MAX_CHAR_VOCAB, parseVocabulary, textVocabulary, vocabularyJson } from '../../src/data/text.ts';
+import { textSplit } from '../../src/data/text-split.ts';
 import { brownText } from '../../src/data/text.node.ts';
 
 describe('text data', () => {
@@ -41,7 +42,7 @@ describe('text data', () => {
     expect(Array.from(s.validation.labels.subarray(0, 4))).toEqual([1, 2, 3, 4]);
     const [b] = batches(s.train, { batchSize: 3, seed: 1, replacement: true });
     expect(b.labels.length).toBe(12);
-    expect(s.train.vocabulary).toBe(vocabularyJson(s.vocabulary));
+    expect(s.train.vocabulary).toBe(vocabularyJson(textVocabulary(text)));
     expect(() => textSplit('abc', 64)).toThrow(/has 3 characters: too few for windows of --context 64/);
   });
 

@@ -47,6 +47,7 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   text: 'shakespeare.txt',
   textSha256: 'ab'.repeat(32),
   context: 64,
+  tokenizer: 'gpt2',
   table: 'iris.csv',
   tableSha256: 'cd'.repeat(32),
   labelColumn: 'species',

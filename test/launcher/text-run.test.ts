@@ -12,6 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { decodeSafetensors } from '../../src/checkpoint/safetensors.ts';
 import { checkWorkerModelOptions, workerText } from '../../src/cli/text-option.node.ts';
 import { crc32 } from '../../src/checkpoint/crc32.ts';
+import { jobSpecFor, type RunOptions } from '../../src/cli/run-options.node.ts';
+import { parseJobSettings } from '../../src/distributed/settings.ts';
 import { ringtrain } from '../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-text-run-'));
@@ -28,6 +30,11 @@ describe('run -np 2 --text', () => {
     writeFileSync(other, TEXT.replace('agree', 'Agree'));
     const job = { id: 'run-x', config: { model: 'transformer', hyperparameters: { text: 'mine.txt', textSha256: sha(TEXT), context: 16 } } };
     expect(workerText(job, mine)).toEqual({ path: mine, context: 16 });
+    // The job's tokenizer is every rank's: `run` writes it into the job (only when named), and a worker tokenizes its copy with it.
+    const o = { np: 2, extraPeers: 0, model: 'transformer', optimizer: 'adamw', batch: 4, fp16: false, elastic: false, text: mine, textSha256: sha(TEXT) } as unknown as RunOptions;
+    expect(parseJobSettings(jobSpecFor({ ...o, tokenizer: 'gpt2' }).config.hyperparameters)).toMatchObject({ text: 'mine.txt', tokenizer: 'gpt2' });
+    expect(parseJobSettings(jobSpecFor(o).config.hyperparameters).tokenizer).toBeUndefined();
+    expect(workerText({ ...job, config: { ...job.config, hyperparameters: { ...job.config.hyperparameters, tokenizer: 'gpt2' } } }, mine)).toEqual({ path: mine, context: 16, tokenizer: 'gpt2' });
     expect(() => workerText(job, other)).toThrow(`this peer's --text ${other} has SHA-256 ${sha(TEXT.replace('agree', 'Agree'))}, but job "run-x" trains on "mine.txt" with SHA-256 ${sha(TEXT)}`);
     expect(() => workerText(job, undefined)).toThrow(`job "run-x" trains on the text "mine.txt" (SHA-256 ${sha(TEXT)}); pass your copy of it`);
     expect(() => workerText({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, mine)).toThrow('not on a text; drop --text');

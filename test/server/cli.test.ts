@@ -197,13 +197,13 @@ describe('ringtrain server (the CLI)', () => {
     const text = join(dir, 'book.txt');
     writeFileSync(text, 'a small book.\n'.repeat(30));
     const sha = createHash('sha256').update(readFileSync(text)).digest('hex');
-    const cli = startCli(['server', '--port', '0', '--job', 'book', '--token', 'tok-book', '--model', 'transformer', '--optimizer', 'adamw', '--text', text, '--context', '16', '--no-static']);
+    const cli = startCli(['server', '--port', '0', '--job', 'book', '--token', 'tok-book', '--model', 'transformer', '--optimizer', 'adamw', '--text', text, '--context', '16', '--tokenizer', 'gpt2', '--no-static']);
     try {
       const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
       await lineMatching(cli.output, cli.exited, /job book: page /);
       expect(cli.output()).toContain(`ringtrain worker --server ${url} --job book --text ${text}\n`);
       const info = await (await fetch(`${url}/api/jobs/book`, { headers: { authorization: 'Bearer tok-book' } })).json();
-      expect(info.config.hyperparameters).toMatchObject({ text: 'book.txt', textSha256: sha, context: 16 });
+      expect(info.config.hyperparameters).toMatchObject({ text: 'book.txt', textSha256: sha, context: 16, tokenizer: 'gpt2' });
       const file = await fetch(`${url}/api/jobs/book/files/${sha}`, { headers: { authorization: 'Bearer tok-book' } });
       expect(await file.text()).toBe(readFileSync(text, 'utf8'));
     } finally {
