@@ -10,6 +10,17 @@ import { transformerLogits, transformerLoss, transformerParamCount, transformerW
 
 const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url);
 
+/** Decodes 32 tokens one at a time (KV cache) and checks each step's logits against the full forward pass; returns the full decoder. */
+function expectDecoderMatchesFullPass(w: ReturnType<typeof transformerWeights>): ReturnType<typeof transformerDecoder> {
+  const tokens = Array.from({ length: 32 }, (_, i) => (i * 11 + 3) % 27);
+  const full = transformerLogits(w, tokens);
+  const decoder = transformerDecoder(w);
+  let worst = 0;
+  tokens.forEach((tok, i) => decoder.push(tok).forEach((v, c) => (worst = Math.max(worst, Math.abs(v - full[i * 27 + c])))));
+  expect(worst).toBeLessThan(1e-12);
+  return decoder;
+}
+
 describe('the CPU reference transformer', () => {
   it('has the 105,627 parameters of the spec, under the PyTorch module names', () => {
     expect(transformerParamCount(WORDS_TRANSFORMER)).toBe(105_627);
@@ -75,12 +86,7 @@ describe('the CPU reference transformer', () => {
 
   it('decodes token by token (KV cache) to the full forward pass', () => {
     const w = transformerWeights(initTransformerTensors(WORDS_TRANSFORMER, 6));
-    const tokens = Array.from({ length: 32 }, (_, i) => (i * 11 + 3) % 27);
-    const full = transformerLogits(w, tokens);
-    const decoder = transformerDecoder(w);
-    let worst = 0;
-    tokens.forEach((tok, i) => decoder.push(tok).forEach((v, c) => (worst = Math.max(worst, Math.abs(v - full[i * 27 + c])))));
-    expect(worst).toBeLessThan(1e-12);
+    const decoder = expectDecoderMatchesFullPass(w);
     expect(() => decoder.push(0)).toThrow(/holds 32 positions/);
   });
 
@@ -88,12 +94,7 @@ describe('the CPU reference transformer', () => {
     const shape = { ...WORDS_TRANSFORMER, arch: 'gpt2' as const };
     const w = transformerWeights(initTransformerTensors(shape, 6));
     expect(w.shape.arch).toBe('gpt2');
-    const tokens = Array.from({ length: 32 }, (_, i) => (i * 11 + 3) % 27);
-    const full = transformerLogits(w, tokens);
-    const decoder = transformerDecoder(w);
-    let worst = 0;
-    tokens.forEach((tok, i) => decoder.push(tok).forEach((v, c) => (worst = Math.max(worst, Math.abs(v - full[i * 27 + c])))));
-    expect(worst).toBeLessThan(1e-12);
+    expectDecoderMatchesFullPass(w);
     // Tied: the logits move with tok.weight's rows, and there is no head to read.
     expect(Object.keys(w.tensors).filter((n) => n.startsWith('head'))).toEqual([]);
   });
