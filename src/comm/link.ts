@@ -24,3 +24,46 @@ export interface Link {
   /** Close the link; idempotent. The far end sees onClose. */
   close(): void;
 }
+
+/**
+ * The receiving side every transport's `Link` shares. Messages that arrive before anyone
+ * listens wait (a fast peer may start sending while this end still connects to others), and a
+ * close handler registered after the link went down still hears why.
+ */
+export class LinkEnd {
+  private handler: ((m: Uint8Array) => void) | null = null;
+  private early: Uint8Array[] = [];
+  private closeHandlers: ((reason?: Error) => void)[] = [];
+  private reason?: Error;
+  private isDown = false;
+
+  get down(): boolean {
+    return this.isDown;
+  }
+
+  deliver(m: Uint8Array): void {
+    if (this.handler) this.handler(m);
+    else this.early.push(m);
+  }
+
+  onMessage(handler: (m: Uint8Array) => void): void {
+    this.handler = handler;
+    const early = this.early;
+    this.early = [];
+    for (const m of early) handler(m);
+  }
+
+  onClose(handler: (reason?: Error) => void): void {
+    if (this.isDown) handler(this.reason);
+    else this.closeHandlers.push(handler);
+  }
+
+  /** Marks the link down and tells the close handlers, once; false if it was down already. */
+  shut(reason?: Error): boolean {
+    if (this.isDown) return false;
+    this.isDown = true;
+    this.reason = reason;
+    for (const h of this.closeHandlers) h(reason);
+    return true;
+  }
+}

@@ -7,18 +7,13 @@
  */
 import type { Socket } from 'node:net';
 import { MAX_MESSAGE_BYTES } from './frame.ts';
-import type { Link } from './link.ts';
+import { LinkEnd, type Link } from './link.ts';
 import { lengthPrefix, LengthPrefixedReader } from './stream-frames.ts';
 
 export class StreamLink implements Link {
   /** 'tls' over an encrypted socket (`--link-tls`), else 'tcp'. */
   readonly transport: string;
-  private handler: ((m: Uint8Array) => void) | null = null;
-  /** Messages that came before anyone listened (the far end may start sending at once). */
-  private early: Uint8Array[] = [];
-  private closeHandlers: ((reason?: Error) => void)[] = [];
-  private down = false;
-  private downReason?: Error;
+  private readonly end = new LinkEnd();
 
   /**
    * `reader` is the handshake's, already past the handshake: frames the far end sent right
@@ -31,12 +26,9 @@ export class StreamLink implements Link {
   ) {
     this.transport = (socket as { encrypted?: boolean }).encrypted === true ? 'tls' : 'tcp';
     reader.maxBytes = MAX_MESSAGE_BYTES;
-    reader.handler = (m) => {
-      if (this.handler) this.handler(m);
-      else this.early.push(m);
-    };
+    reader.handler = (m) => this.end.deliver(m);
     socket.on('data', (chunk: Uint8Array) => {
-      if (this.down) return;
+      if (this.end.down) return;
       try {
         reader.push(chunk);
       } catch (e) {
@@ -48,7 +40,7 @@ export class StreamLink implements Link {
   }
 
   send(message: Uint8Array): void {
-    if (this.down || this.socket.destroyed) throw new Error(`TCP link to rank ${this.peer} is down`);
+    if (this.end.down || this.socket.destroyed) throw new Error(`TCP link to rank ${this.peer} is down`);
     if (message.byteLength > MAX_MESSAGE_BYTES) throw new Error(`a ${message.byteLength}-byte message is over the ${MAX_MESSAGE_BYTES}-byte frame cap`);
     // One writev for prefix and message, without gluing them into a new buffer.
     this.socket.cork();
@@ -58,12 +50,12 @@ export class StreamLink implements Link {
   }
 
   bufferedAmount(): number {
-    return this.down ? 0 : this.socket.writableLength;
+    return this.end.down ? 0 : this.socket.writableLength;
   }
 
   /** Resolves once the socket has handed what it holds to the kernel ('drain'), the link went down, or `maxMs` passed. */
   waitForRoom(maxMs: number): Promise<void> {
-    if (this.down || this.socket.writableLength === 0) return Promise.resolve();
+    if (this.end.down || this.socket.writableLength === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
@@ -78,28 +70,22 @@ export class StreamLink implements Link {
   }
 
   onMessage(handler: (m: Uint8Array) => void): void {
-    this.handler = handler;
-    const early = this.early;
-    this.early = [];
-    for (const m of early) handler(m);
+    this.end.onMessage(handler);
   }
 
   onClose(handler: (reason?: Error) => void): void {
-    if (this.down) handler(this.downReason);
-    else this.closeHandlers.push(handler);
+    this.end.onClose(handler);
   }
 
   close(): void {
     // end() lets bytes already written go out first; the communicator's goodbye relies on that.
-    if (!this.down) this.socket.end();
+    if (!this.end.down) this.socket.end();
     this.shut(undefined);
   }
 
   private shut(reason?: Error): void {
-    if (this.down) return;
-    this.down = true;
-    this.downReason = reason;
+    if (this.end.down) return;
     if (reason) this.socket.destroy();
-    for (const h of this.closeHandlers) h(reason);
+    this.end.shut(reason);
   }
 }

@@ -3,7 +3,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import { newIceProgress, noPathError, noteCandidates, type IceProgress, type IceServer } from './ice-diagnosis.ts';
-import type { Link } from './link.ts';
+import { LinkEnd, type Link } from './link.ts';
 import { isLinkChoice } from './link-choice.ts';
 import type { Signaler } from './signaler.ts';
 
@@ -14,17 +14,11 @@ import type { Signaler } from './signaler.ts';
  */
 class SimplePeerLink implements Link {
   readonly transport = 'webrtc';
-  private handler: ((m: Uint8Array) => void) | null = null;
-  private closeHandlers: ((reason?: Error) => void)[] = [];
-  private down = false;
-  /** Messages that came before anyone listened: a fast peer may start while we still connect to others. */
-  private early: Uint8Array[] = [];
+  private readonly end = new LinkEnd();
 
   constructor(readonly peer: number, private sp: SimplePeer.Instance) {
     sp.on('data', (d: Uint8Array | ArrayBuffer) => {
-      const m = d instanceof Uint8Array ? d : new Uint8Array(d);
-      if (this.handler) this.handler(m);
-      else this.early.push(m);
+      this.end.deliver(d instanceof Uint8Array ? d : new Uint8Array(d));
     });
     sp.on('error', (e: Error) => this.shut(e));
     sp.on('close', () => this.shut(new Error('data channel closed')));
@@ -36,7 +30,7 @@ class SimplePeerLink implements Link {
   }
 
   send(message: Uint8Array): void {
-    if (this.down) throw new Error(`link to rank ${this.peer} is down`);
+    if (this.end.down) throw new Error(`link to rank ${this.peer} is down`);
     // node-webrtc (@roamhq/wrtc) cleans a channel up when its connection closes, before the
     // 'close' event reaches us; its send() then calls through a null pointer and the process
     // dies with SIGSEGV (seen in RTCDataChannel::Send, under Deno, when a neighbour left).
@@ -52,34 +46,24 @@ class SimplePeerLink implements Link {
   bufferedAmount(): number {
     // node-webrtc has crashed the process (SIGSEGV) on reads of a channel whose connection
     // is gone (node-webrtc issues #325, #576): never touch the channel after it went down.
-    if (this.down) return 0;
+    if (this.end.down) return 0;
     return this.sp.bufferSize;
   }
 
   onMessage(handler: (m: Uint8Array) => void): void {
-    this.handler = handler;
-    const early = this.early;
-    this.early = [];
-    for (const m of early) handler(m);
+    this.end.onMessage(handler);
   }
 
   onClose(handler: (reason?: Error) => void): void {
-    if (this.down) handler(this.downReason);
-    else this.closeHandlers.push(handler);
+    this.end.onClose(handler);
   }
 
   close(): void {
     this.shut(undefined);
   }
 
-  private downReason?: Error;
-
   private shut(reason?: Error): void {
-    if (this.down) return;
-    this.down = true;
-    this.downReason = reason;
-    for (const h of this.closeHandlers) h(reason);
-    this.sp.destroy();
+    if (this.end.shut(reason)) this.sp.destroy();
   }
 }
 

@@ -187,7 +187,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       writes.push(s);
       const first = s.written++ === 0;
       const target = first ? gradOf(s) : whole(alloc(s.words, `${s.label}:grad-part`), s.words);
-      if (!first) adds.push(planAdd(gpu, target, gradOf(s), s.words));
+      if (!first) adds.push(...planAdd(gpu, target, gradOf(s), s.words));
       gradIn[k] = target;
     }
     let effectiveOut = gradOut;

@@ -290,7 +290,7 @@ const elementwiseCases: OracleCase[] = [1, 33, 4099].map((n) => ({
       const d = rand(n);
       const ab = t(gpu.upload(a));
       const db = t(gpu.upload(d));
-      gpu.record([planAdd(gpu, ab, db, n), planAxpy(gpu, -0.25, ab, db, n), planScale(gpu, 3, db, n)]);
+      gpu.record([...planAdd(gpu, ab, db, n), ...planAxpy(gpu, -0.25, ab, db, n), ...planScale(gpu, 3, db, n)]);
       return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(db, 0, n), Array.from(d, (v, i) => 3 * (v + a[i] - 0.25 * a[i]))), tol: 2e-6 };
     }),
 }));

@@ -10,6 +10,7 @@ import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
 import { planMatmul, planMatmulSteps, type MatmulOptions } from '../../src/gpu/kernels/matmul.ts';
 import { planMatmulAnySize } from '../../src/gpu/kernels/matmul-slices.ts';
+import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.ts';
 import { adamwFields, planAdamw, planSgd, sgdFields } from '../../src/gpu/kernels/optimizers.ts';
 import { planEmbeddingBackward, planEmbeddingForward } from '../../src/nn/ops/embedding/kernel.ts';
 import { embeddingBackwardRef, embeddingRef } from '../../src/nn/ops/embedding/reference.ts';
@@ -176,4 +177,23 @@ const matmulCases: OracleCase[] = matmulSliceCases.map((c) => ({
   },
 }));
 
-export const SLICED_CASES: OracleCase[] = [...optimizerCases, ...embeddingCases, ...matmulCases];
+/** The add that sums a tied weight's two gradient parts (GPT-2's wte is past one binding on lavapipe). */
+const elementwiseCases: OracleCase[] = [
+  {
+    name: 'sliced: add, axpy, scale over 256-word bindings (20 slices each) = one dispatch, bit for bit, n=5000',
+    run: async (gpu) => {
+      const [a, d0] = [rand(n), rand(n)];
+      const r = await both(gpu, 1024, (g) =>
+        scoped(g, async (t) => {
+          const [ab, db] = [t(g.upload(a)), t(g.upload(d0))];
+          const d = [...planAdd(g, ab, db, n), ...planAxpy(g, -0.25, ab, db, n), ...planScale(g, 3, db, n)];
+          g.record(d);
+          return { out: [await g.readF32(db, 0, n)], dispatches: d.length };
+        }),
+      );
+      return verdict(r, 60, ref.maxAbsDiff(r.sliced.out[0], Array.from(d0, (v, i) => 3 * (v + a[i] - 0.25 * a[i]))), 2e-6);
+    },
+  },
+];
+
+export const SLICED_CASES: OracleCase[] = [...optimizerCases, ...elementwiseCases, ...embeddingCases, ...matmulCases];

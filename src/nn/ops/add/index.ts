@@ -18,7 +18,7 @@ export const addOp = defineOp<Record<string, never>>({
     const n = ctx.outputShape.reduce((x, y) => x * y, 1);
     const bytes = n * 4;
     // out = a, then out += b: two passes, no new kernel.
-    const forward: Step[] = [{ copy: { src: ctx.input(0), dst: ctx.output(), bytes } }, planAdd(ctx.gpu, ctx.input(1), ctx.output(), n)];
+    const forward: Step[] = [{ copy: { src: ctx.input(0), dst: ctx.output(), bytes } }, ...planAdd(ctx.gpu, ctx.input(1), ctx.output(), n)];
     const dz = ctx.gradOut();
     const backward: Step[] = [];
     for (const i of [0, 1]) {
