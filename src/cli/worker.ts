@@ -34,6 +34,8 @@ import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, std
 import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
+import { evaluationFailed } from './evaluation-failure.ts';
+import { peakRssBytes } from './peak-rss.node.ts';
 import { RUNTIMES } from './train-options.ts';
 import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
 import { parseJobSettings } from '../distributed/settings.ts';
@@ -257,6 +259,8 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       table_split: session.settings.tableSha256 !== undefined ? { train: data.train.count, test: data.test.count, test_crc32: crc32(new Uint8Array(data.test.inputs.buffer, data.test.inputs.byteOffset, data.test.inputs.byteLength)) } : null,
       // The last save at --save that failed (no later one landed), and where its state went instead.
       save_failed: saver.trouble,
+      evaluation_failed: evaluationFailed(result.evaluationFailure),
+      peak_rss_bytes: peakRssBytes(),
     };
     if (!result.stoppedBy) leaveReason = FINISHED;
     await emit({ event: 'result', ...summary });

@@ -151,5 +151,7 @@ export interface DistributedTrainResult {
   completedSteps: number;
   /** Set when the run ended with an error but no recovery state was handed over: why not. */
   noRecovery?: string;
+  /** Set when the last evaluation failed (the metrics are NaN then; the run and its checkpoint stand). */
+  evaluationFailure?: RingtrainError;
 }
 

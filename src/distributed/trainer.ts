@@ -108,6 +108,7 @@ function ringResult(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingP
     runtime: detectRuntime(),
     adapter: args.gpu.info.description,
     stoppedBy,
+    evaluationFailure: loop.evaluationFailure,
     lostRanks: stoppedBy ? lostRanksOf(stoppedBy) : [],
     completedSteps: state.completedSteps,
   };

@@ -10,7 +10,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
-import { Gpu } from './gpu.ts';
+import { Gpu, type GpuOptions } from './gpu.ts';
 import { registeredShaderKeys } from './shaders.ts';
 
 export interface AcquireOptions {
@@ -25,6 +25,8 @@ export interface AcquireOptions {
    * the profiler asks for 'timestamp-query'.
    */
   optionalFeatures?: GPUFeatureName[];
+  /** Caps below the adapter's limits (GpuOptions): plan for a smaller GPU than this one. */
+  limits?: GpuOptions;
 }
 
 /** What to install, per runtime, when no adapter is found. */
@@ -87,5 +89,5 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
     vendor: info?.vendor ?? '',
     architecture: info?.architecture ?? '',
     isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacyFallback ?? false),
-  });
+  }, options.limits);
 }

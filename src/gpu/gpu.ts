@@ -29,6 +29,15 @@ import {
 
 export * from './types.ts';
 
+/** What a Gpu may use of its device, below the adapter's own limits. */
+export interface GpuOptions {
+  /**
+   * Bind at most this many bytes of a storage buffer in one binding, below the adapter's
+   * maxStorageBufferBindingSize: a job planned and checked here for a smaller GPU than this one.
+   */
+  maxBindingBytes?: number;
+}
+
 export class Gpu {
   readonly pool: BufferPool;
   private pipelines = new Map<string, GPUComputePipeline>();
@@ -50,10 +59,15 @@ export class Gpu {
   /** A 16-byte storage buffer bound where a kernel's optional input is absent. */
   readonly dummy: GPUBuffer;
 
+  /** The device's limits with this Gpu's own caps applied (GpuOptions). */
+  private readonly capped: GPUSupportedLimits;
+
   constructor(
     readonly device: GPUDevice,
     readonly info: GpuInfo,
+    options: GpuOptions = {},
   ) {
+    this.capped = cappedLimits(device.limits, options);
     this.pool = new BufferPool(device);
     void device.lost.then((lost) => {
       if (this.destroyed) return;
@@ -95,8 +109,9 @@ export class Gpu {
     return this.pool.allocations;
   }
 
+  /** The limits every plan is checked against: the device's, lowered where GpuOptions cap them. */
   get limits(): GPUSupportedLimits {
-    return this.device.limits;
+    return this.capped;
   }
 
   module(key: string): GPUShaderModule {
@@ -160,7 +175,7 @@ export class Gpu {
 
   /** A bind group for group 0 of `pipeline`, bindings numbered 0..n-1 in order. */
   bind(pipeline: GPUComputePipeline, bindings: Binding[], label?: string): GPUBindGroup {
-    const max = this.device.limits.maxStorageBufferBindingSize;
+    const max = this.limits.maxStorageBufferBindingSize;
     for (const b of bindings) {
       const size = 'buffer' in b ? (b.size ?? b.buffer.size - (b.offset ?? 0)) : b.size;
       if (size > max) {
@@ -404,6 +419,19 @@ export class Gpu {
     this.pool.destroy();
     this.device.destroy();
   }
+}
+
+function cappedLimits(limits: GPUSupportedLimits, options: GpuOptions): GPUSupportedLimits {
+  const cap = options.maxBindingBytes;
+  if (cap === undefined) return limits;
+  if (!Number.isInteger(cap) || cap < 4 || cap % 4 !== 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `maxBindingBytes must be a whole number of 4-byte words (at least 4), got ${cap}`, { maxBindingBytes: cap });
+  }
+  // GPUSupportedLimits' fields are getters on its prototype: copy them (for…in walks them) into a plain object.
+  const copy: Record<string, number> = {};
+  for (const key in limits) copy[key] = (limits as unknown as Record<string, number>)[key];
+  copy.maxStorageBufferBindingSize = Math.min(cap, limits.maxStorageBufferBindingSize);
+  return copy as unknown as GPUSupportedLimits;
 }
 
 /** Thrown inside Gpu.compileAhead's work when it asks for a pipeline still being built. */
