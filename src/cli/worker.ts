@@ -25,7 +25,7 @@ import { FINISHED } from '../distributed/session.ts';
 import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
-import { warmUpKernels } from '../distributed/warm-up.ts';
+import { prepareTraining, type PreparedTraining } from '../distributed/warm-up.ts';
 import type { Communicator } from '../comm/interface.ts';
 import type { DistributedTrainArgs } from '../distributed/trainer-types.ts';
 import { acquireGpu } from '../gpu/index.ts';
@@ -152,6 +152,8 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
     void emit({ event: 'stall', rank: e.rank, name: e.name, waitingFor: e.waitingFor, waitedMs: Math.round(e.waitedMs) });
   });
   let choice!: ModelChoice;
+  // The transformer this worker trains, made before the ring (its kernels compiled there); the trainer takes it over.
+  let prepared: PreparedTraining | undefined;
   let session: Awaited<ReturnType<typeof init>>;
   try {
     session = await init({
@@ -174,7 +176,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
         data = { ...loaded, test: limitEvaluation(loaded.test, parseJobSettings(job.config.hyperparameters).evalLimit) };
         if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
         // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
-        if (job.config.model === 'transformer') await warmUpKernels(gpu, trainConfigFromJob(job.config), data.train, data.test);
+        if (job.config.model === 'transformer') prepared = await prepareTraining(gpu, trainConfigFromJob(job.config), data.train, data.test);
       },
     });
   } catch (err) {
@@ -210,6 +212,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       bus,
       resume,
       resumeName: o.resume,
+      prepared,
       ...extension.trainHooks?.({ comm: () => session.comm, say: (line) => void say(`[rank ${session.rank}] ${line}`) }),
       // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
       onCheckpoint: (c) => saver.save(c),

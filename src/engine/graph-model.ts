@@ -252,7 +252,8 @@ export class GraphModel implements Model {
     const rows = output.size / this.classes;
     const targets = own(this.gpu.storage(rows, 'targets'));
     const results = own(this.gpu.storage(4, 'results'));
-    const dOutput = mode === 'train' ? plan.grad(output) : this.evalHeadGradient(rows);
+    const unread = mode === 'eval' ? this.evalHeadGradient(rows, own) : undefined;
+    const dOutput = unread ?? plan.grad(output);
     if (!dOutput) throw new RingtrainError(ErrorCode.InvalidArgument, `model ${this.identity.name}: its output does not depend on any parameter`);
     const head = this.loss.plan(this.gpu, {
       output: plan.value(output),
@@ -281,6 +282,8 @@ export class GraphModel implements Model {
       bytes: { largest: Math.max(...made.map((b) => b.size)), total: made.reduce((sum, b) => sum + b.size, 0) },
     };
     this.plans.set(key, p);
+    // Kept only now: a plan that threw half-way (Gpu.compileAhead destroys what it made) leaves nothing behind.
+    if (unread) this.headGradient = unread.buffer;
     return p;
   }
 
@@ -288,10 +291,10 @@ export class GraphModel implements Model {
    * Where an evaluation's loss head writes the output's gradient, which nothing reads (the head's
    * kernels write it as they compute the loss): one buffer, grown to the largest chunk's rows.
    */
-  private evalHeadGradient(rows: number): BufferRange {
+  private evalHeadGradient(rows: number, own: (b: GPUBuffer) => GPUBuffer): BufferRange {
     const bytes = rows * this.classes * 4;
-    if (!this.headGradient || this.headGradient.size < bytes) this.headGradient = this.own(this.gpu.storage(rows * this.classes, 'eval/unread-d-output'));
-    return { buffer: this.headGradient, offset: 0, size: bytes };
+    const buffer = this.headGradient && this.headGradient.size >= bytes ? this.headGradient : own(this.gpu.storage(rows * this.classes, 'eval/unread-d-output'));
+    return { buffer, offset: 0, size: bytes };
   }
 
   /**
@@ -418,6 +421,14 @@ export class GraphModel implements Model {
     recordSteps(this.gpu, p.forward);
     const out = p.plan.value(p.output);
     return this.gpu.readF32(out.buffer, (out.offset ?? 0) / 4, p.rows * this.classes);
+  }
+
+  prepare(batch: number, evaluated: number): void {
+    this.plan(batch, 'train');
+    if (evaluated < 1) return;
+    const chunk = this.evalChunk(Math.min(MAX_EVAL_CHUNK, evaluated));
+    this.plan(chunk, 'eval');
+    if (evaluated % chunk > 0) this.plan(evaluated % chunk, 'eval');
   }
 
   /** The metrics over `x` in chunks of `chunk` samples (default: as many as the adapter's limits and EVAL_PLAN_BYTES allow, evalChunk). */

@@ -150,8 +150,14 @@ export interface Model {
   forwardBackwardBuckets?(x: Float32Array, labels: ArrayLike<number>, batch: number | undefined, sink: DeferredScalars, bucketBytes?: number): GradientBucket[];
   /** Logits [batch × classes] for `batch` samples (default: x.length / inputSize). */
   predict(x: Float32Array, batch?: number): Promise<Float32Array>;
-  /** Accuracy and mean loss over all samples, in chunks of `chunk` (default 500). */
+  /** Accuracy and mean loss over all samples, in chunks of `chunk` (default: what the adapter's limits allow, at most 500). */
   evaluate(x: Float32Array, labels: ArrayLike<number>, chunk?: number): Promise<EvalResult>;
+  /**
+   * Optional: plans a training step of `batch` samples and an evaluation of `evaluated` samples
+   * now, without running either: their buffers made, their pipelines built (what a warm-up needs,
+   * warm-up.ts), so the first step and the first evaluation create neither.
+   */
+  prepare?(batch: number, evaluated: number): void;
 
   /** Copies of the flat buffers (length flatLength). */
   readParams(): Promise<Float32Array>;
