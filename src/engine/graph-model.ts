@@ -14,8 +14,10 @@
  * Modes: `forwardBackward` traces the module in train mode, `predict` and
  * `evaluate` in eval mode (Dropout the identity), whatever modes the module
  * was left in, so an evaluation never depends on a mask and never advances
- * one. A batch size gets one plan per mode when the two traces differ, and
- * shares one when they are the same graph (a model without dropout).
+ * one. An evaluation's plan is the forward and the loss head alone (no
+ * gradient buffer), in chunks sized to the adapter's binding limit and
+ * EVAL_PLAN_BYTES, unless a training plan of its batch size computes the same
+ * graph (a model without dropout): then that one serves both.
  */
 import { layoutHash } from '../checkpoint/checkpoint.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
@@ -152,7 +154,7 @@ export class GraphModel implements Model {
   private readonly entries = new Map<Parameter, ParamEntry>();
   /** The parameters in layout order. */
   private readonly parameters: Parameter[];
-  /** Plans by batch size and mode (`32/train`, `500/eval`); a mode whose graph equals the other's holds the same plan. */
+  /** Plans by batch size and mode (`32/train`, `500/eval`); an evaluation whose graph equals training's holds the training plan. */
   private readonly plans = new Map<string, BatchPlan & { signature: string }>();
   private readonly owned: GPUBuffer[] = [];
   /** The evaluation plans' shared, never-read output gradient (evalHeadGradient). */
