@@ -1,6 +1,13 @@
 import { defineConfig } from 'vitest/config';
+import { SOURCE_CONDITION, withSourceConditions } from './scripts/source-conditions.mjs';
+
+// Tests and the processes they start import 'ringtrain' from the sources, not from a build
+// (package.json, "exports"): the forks and their children inherit the environment.
+withSourceConditions(process.env);
 
 export default defineConfig({
+  resolve: { conditions: [SOURCE_CONDITION] },
+  ssr: { resolve: { conditions: [SOURCE_CONDITION], externalConditions: [SOURCE_CONDITION] } },
   test: {
     include: ['test/**/*.test.ts'],
     // Software WebGPU adapters and WebRTC are CPU-bound and this machine has 2 cores.

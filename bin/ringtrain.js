@@ -1,18 +1,32 @@
 #!/usr/bin/env node
-// The `ringtrain` command under Node: TypeScript sources run through tsx's
-// loader, so the repository needs no build step. `--runtime deno` re-executes
-// the same CLI under Deno (see src/cli/main.ts).
-import { register } from 'tsx/esm/api';
-import { writeOpsIndex } from '../scripts/gen-ops-index.mjs';
+// The `ringtrain` command under Node. In the repository the TypeScript sources
+// run through tsx's loader, with no build step; an installed package has no
+// src/ and runs the JavaScript built into dist/ when it was packed.
+// `--runtime deno` re-executes the same CLI under Deno (src/cli/host.node.ts).
+import { existsSync } from 'node:fs';
+import module from 'node:module';
 
-// The ops barrel is generated from the op folders; a checkout that gained or
-// lost an op since `npm ci` would otherwise run with a stale one. It is
-// rewritten only when it differs, so a read-only install with a fresh barrel
-// writes nothing.
-try {
-  writeOpsIndex();
-} catch (err) {
-  console.warn(`ringtrain: could not refresh src/nn/ops/index.ts (${err.message}); using the one on disk`);
+const sources = new URL('../src/cli/main.ts', import.meta.url);
+
+if (existsSync(sources)) {
+  // The repository's own scripts (examples/, test/) import 'ringtrain' by name: the
+  // `ringtrain-source` export condition resolves that to src/ in this process and in
+  // every worker it starts (package.json, "exports").
+  const { withSourceConditions } = await import('../scripts/source-conditions.mjs');
+  withSourceConditions(process.env);
+  module.register('../scripts/source-conditions.mjs', import.meta.url);
+  const { writeOpsIndex } = await import('../scripts/gen-ops-index.mjs');
+  // The ops barrel is generated from the op folders; a checkout that gained or
+  // lost an op since `npm ci` would otherwise run with a stale one. It is
+  // rewritten only when it differs.
+  try {
+    writeOpsIndex();
+  } catch (err) {
+    console.warn(`ringtrain: could not refresh src/nn/ops/index.ts (${err.message}); using the one on disk`);
+  }
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(sources.href);
+} else {
+  await import('../dist/src/cli/main.js');
 }
-register();
-await import('../src/cli/main.ts');

@@ -4,7 +4,7 @@
  * server message. Every join and every leave bumps the epoch and tells every
  * member the new membership, so a ring can be re-formed for the next epoch.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import {
   SignalErrorCode,
   type PeerLeftReason,
@@ -17,6 +17,9 @@ import {
   type ShownProgress,
 } from '../src/signaling/protocol.ts';
 import { parseJobSettings, type JobSettings } from '../src/signaling/settings.ts';
+
+/** Bytes of each epoch's TCP link key (HMAC-SHA256 keys gain nothing past the hash's 32 bytes). */
+const LINK_KEY_BYTES = 32;
 
 /** Fewest distinct reporters that can eject a peer. */
 export const MIN_REPORTERS = 2;
@@ -257,6 +260,8 @@ export class Job {
     // Before any member hears of it: whoever watches in-process (the launcher) knows a rank before its holder does.
     this.onMembership?.(peers.map((p) => ({ rank: p.rank, name: p.name })), change);
     const ring = peers.map((p) => p.rank);
+    // A fresh key per epoch: a member that left (or was ejected) cannot open a TCP link in a later one.
+    const linkKey = randomBytes(LINK_KEY_BYTES).toString('base64');
     for (const [rank, m] of [...this.members].entries()) {
       m.send({
         type: 'membership',
@@ -268,6 +273,8 @@ export class Job {
         ready: this.ready,
         started: this.started,
         change,
+        // Only native peers can listen for TCP links; a page never needs the key.
+        ...(m.runtime === 'browser' ? {} : { linkKey }),
       });
     }
   }

@@ -3,16 +3,16 @@
  * refuses a bad one (naming it) before anything is opened.
  */
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
+import { packagePath } from '../src/core/package-root.node.ts';
 import { DEFAULT_MAX_FRAME_BYTES, type JobSpec, type MembershipMsg } from '../src/signaling/protocol.ts';
 import { DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from './admission.ts';
 import { checkIceOptions, type IceOptions } from './ice.ts';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from './rate-limit.ts';
 import type { MembershipPeer } from './jobs.ts';
 
-/** The built page, relative to this file (independent of the working directory). */
-export const DEFAULT_STATIC_DIR = fileURLToPath(new URL('../demo/dist', import.meta.url));
+/** The built page, in the package (the repository's, or an install's): independent of the working directory. */
+export const DEFAULT_STATIC_DIR = packagePath('demo', 'dist');
 
 export interface ServerOptions {
   /** 0 picks a free port. Default 0. */

@@ -7,6 +7,7 @@ import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, resolve, sep } from 'node:path';
+import { PAGE_MISSING_HINT } from '../src/core/package-root.node.ts';
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -55,7 +56,7 @@ export async function serveStatic(req: IncomingMessage, res: ServerResponse, roo
   }
   if (!info?.isFile()) {
     const rootInfo = await stat(root).catch(() => null);
-    if (!rootInfo) return reply(res, 404, `not found (the page is not built: run 'npm run build:page', expected in ${root})`);
+    if (!rootInfo) return reply(res, 404, `not found (the page is not built: ${PAGE_MISSING_HINT}; expected in ${root})`);
     return reply(res, 404, 'not found');
   }
   // A symlink inside the folder must not lead outside it either.

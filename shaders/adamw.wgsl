@@ -3,7 +3,7 @@
 //   p = p − lr · ( m/bc1 / (sqrt(v/bc2) + ε) + weightDecay · p )
 // bc1 = 1−β1^t and bc2 = 1−β2^t are computed on the CPU for step t.
 
-struct Params { n: u32, lr: f32, beta1: f32, beta2: f32, eps: f32, weightDecay: f32, bc1: f32, bc2: f32 }
+struct Params { lr: f32, beta1: f32, beta2: f32, eps: f32, weightDecay: f32, bc1: f32, bc2: f32 }
 
 @group(0) @binding(0) var<uniform> hp: Params;
 @group(0) @binding(1) var<storage, read_write> param: array<f32>;
@@ -14,7 +14,8 @@ struct Params { n: u32, lr: f32, beta1: f32, beta2: f32, eps: f32, weightDecay: 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 256u;
-  if (i >= hp.n) { return; }
+  // The bound range is the slice this dispatch updates (the whole buffer, or one binding's worth).
+  if (i >= arrayLength(&grad)) { return; }
   let g = grad[i];
   let m = hp.beta1 * m1[i] + (1.0 - hp.beta1) * g;
   let v = hp.beta2 * m2[i] + (1.0 - hp.beta2) * g * g;

@@ -8,8 +8,15 @@
 // workgroups grow with the rows. That is vocab × rows × dim reads, fine for
 // the small vocabularies (characters, positions) this serves.
 // Ids at or past vocab are refused on the CPU before upload; here they read 0.
+//
+// A weight bigger than one binding is planned in slices of vocabulary rows:
+// `first` is the slice's first row, `vocab` its row count, `total` the whole
+// vocabulary; weight and dweight are bound from row `first`. Forward, a slice
+// writes only the rows whose id it holds (the last one also the zeros of ids
+// past the vocabulary); backward, it sums only its own entries. Unsliced:
+// first = 0, vocab = total.
 
-struct Dims { rows: u32, dim: u32, vocab: u32, chunk: u32 }
+struct Dims { rows: u32, dim: u32, vocab: u32, chunk: u32, first: u32, total: u32 }
 
 override ACCUMULATE: bool = false;
 
@@ -27,7 +34,12 @@ fn forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
   let i = index(gid, groups);
   if (i >= dims.rows * dims.dim) { return; }
   let id = ids[i / dims.dim];
-  out[i] = select(0.0, weight[id * dims.dim + i % dims.dim], id < dims.vocab);
+  let v = id - dims.first; // wraps past vocab for ids below this slice
+  if (v < dims.vocab) {
+    out[i] = weight[v * dims.dim + i % dims.dim];
+  } else if (id >= dims.total && dims.first + dims.vocab == dims.total) {
+    out[i] = 0.0;
+  }
 }
 
 @compute @workgroup_size(256)
@@ -37,7 +49,7 @@ fn backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
   let chunks = (dims.rows + dims.chunk - 1u) / dims.chunk;
   if (i >= chunks * entries) { return; }
   let e = i % entries;
-  let v = e / dims.dim;
+  let v = dims.first + e / dims.dim;
   let c = e % dims.dim;
   let r0 = (i / entries) * dims.chunk;
   let r1 = min(dims.rows, r0 + dims.chunk);

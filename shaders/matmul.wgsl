@@ -11,13 +11,20 @@
 // the partial product over k in [z·KC, min(K, (z+1)·KC)) into its own M×N
 // slice of C (C[z·M·N ..]); reduce_rows.wgsl then sums the slices in order.
 // Unsplit: KC = K, one z.
+//
+// Strides: LDA, LDB, LDC are the row lengths of A, B and C as stored, and ZS
+// the words between two K slices' partial products. Unsliced they follow
+// from M, N, K (LDA = K, or M for Aᵀ; LDB = N, or K for Bᵀ; LDC = N;
+// ZS = M·N); an operand bigger than one binding is planned as slices of rows
+// or columns of a bigger matrix (matmul.ts, `planMatmulSliced`), which the
+// strides address in place.
 
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
 
-struct Dims { M: u32, N: u32, K: u32, KC: u32 }
+struct Dims { M: u32, N: u32, K: u32, KC: u32, LDA: u32, LDB: u32, LDC: u32, ZS: u32 }
 
 @group(0) @binding(0) var<uniform> dims: Dims;
 @group(0) @binding(1) var<storage, read> A: array<f32>;
@@ -37,14 +44,14 @@ var<workgroup> Bs: array<vec4<f32>, 256>; // [KT][TILE/4]
 
 fn loadA(row: u32, k: u32) -> f32 {
   if (row >= dims.M || k >= kEnd) { return 0.0; }
-  if (TRANS_A) { return A[k * dims.M + row]; }
-  return A[row * dims.K + k];
+  if (TRANS_A) { return A[k * dims.LDA + row]; }
+  return A[row * dims.LDA + k];
 }
 
 fn loadB(k: u32, col: u32) -> f32 {
   if (k >= kEnd || col >= dims.N) { return 0.0; }
-  if (TRANS_B) { return B[col * dims.K + k]; }
-  return B[k * dims.N + col];
+  if (TRANS_B) { return B[col * dims.LDB + k]; }
+  return B[k * dims.LDB + col];
 }
 
 @compute @workgroup_size(16, 16)
@@ -98,7 +105,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       var v = acc[i][j];
       if (HAS_BIAS) { v += bias[col]; }
       if (RELU) { v = max(v, 0.0); }
-      C[wg.z * dims.M * dims.N + row * dims.N + col] = v;
+      C[wg.z * dims.ZS + row * dims.LDC + col] = v;
     }
   }
 }

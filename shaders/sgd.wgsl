@@ -3,7 +3,7 @@
 //   v = momentum · v + g
 //   p = p − lr · v
 
-struct Params { n: u32, lr: f32, momentum: f32, weightDecay: f32 }
+struct Params { lr: f32, momentum: f32, weightDecay: f32 }
 
 @group(0) @binding(0) var<uniform> hp: Params;
 @group(0) @binding(1) var<storage, read_write> param: array<f32>;
@@ -13,7 +13,8 @@ struct Params { n: u32, lr: f32, momentum: f32, weightDecay: f32 }
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 256u;
-  if (i >= hp.n) { return; }
+  // The bound range is the slice this dispatch updates (the whole buffer, or one binding's worth).
+  if (i >= arrayLength(&grad)) { return; }
   let g = grad[i] + hp.weightDecay * param[i];
   let v = hp.momentum * velocity[i] + g;
   velocity[i] = v;

@@ -149,8 +149,31 @@ function isEntry(v: unknown): v is HeaderEntry {
   );
 }
 
+/** Float formats a file from elsewhere may hold (Hugging Face's GPT-2 ships F32; F16 and BF16 copies are common); each is read into f32. */
+const FLOAT_READERS: Record<string, { bytes: number; read: (view: DataView, at: number) => number }> = {
+  F32: { bytes: 4, read: (v, at) => v.getFloat32(at, true) },
+  F16: { bytes: 2, read: (v, at) => halfToFloat(v.getUint16(at, true)) },
+  // bfloat16 is the top half of an f32.
+  BF16: { bytes: 2, read: (v, at) => new Float32Array(new Uint32Array([v.getUint16(at, true) << 16]).buffer)[0] },
+};
+
+/** IEEE 754 binary16 to a number, subnormals, infinities and NaN included. */
+export function halfToFloat(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exponent = (h >> 10) & 0x1f;
+  const fraction = h & 0x3ff;
+  if (exponent === 0) return sign * fraction * 2 ** -24;
+  if (exponent === 0x1f) return fraction === 0 ? sign * Infinity : NaN;
+  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+}
+
+export interface DecodeOptions {
+  /** Also read F16 and BF16 tensors (into f32), for weights from other tools; ringtrain's own files hold F32 only (the default). */
+  halfFloats?: boolean;
+}
+
 /** Parses and validates a safetensors file; `file` names it in errors. */
-export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint'): { tensors: NamedTensors; metadata: Metadata; integrity: Integrity } {
+export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint', options: DecodeOptions = {}): { tensors: NamedTensors; metadata: Metadata; integrity: Integrity } {
   if (bytes.length < 8) throw bad(file, `only ${bytes.length} bytes: not a safetensors file, or it was truncated.`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = view.getBigUint64(0, true);
@@ -184,13 +207,15 @@ export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint'): { ten
   for (const [name, entry] of Object.entries(header)) {
     if (name === METADATA_KEY) continue;
     if (!isEntry(entry)) throw bad(file, `tensor '${name}' has a malformed header entry (needs dtype, shape and data_offsets).`, { tensor: name });
-    if (entry.dtype !== 'F32') {
-      throw bad(file, `tensor '${name}' has dtype ${entry.dtype}; ringtrain checkpoints hold F32 only.`, { tensor: name, dtype: entry.dtype });
+    const reader = entry.dtype === 'F32' || options.halfFloats ? FLOAT_READERS[entry.dtype] : undefined;
+    if (!reader) {
+      const held = options.halfFloats ? 'ringtrain reads F32, F16 or BF16 weights' : 'ringtrain checkpoints hold F32 only';
+      throw bad(file, `tensor '${name}' has dtype ${entry.dtype}; ${held}.`, { tensor: name, dtype: entry.dtype });
     }
     const [begin, end] = entry.data_offsets;
     const count = elementCount(entry.shape);
-    if (end - begin !== count * BYTES_PER_F32) {
-      throw bad(file, `tensor '${name}': shape [${entry.shape}] needs ${count * BYTES_PER_F32} bytes but data_offsets span ${end - begin}.`, { tensor: name, shape: entry.shape });
+    if (end - begin !== count * reader.bytes) {
+      throw bad(file, `tensor '${name}': shape [${entry.shape}] needs ${count * reader.bytes} bytes but data_offsets span ${end - begin}.`, { tensor: name, shape: entry.shape });
     }
     if (end > data.length) {
       throw bad(file, `tensor '${name}' ends at byte ${end} but the data section has ${data.length}: the file is truncated.`, { tensor: name, end, available: data.length });
@@ -198,7 +223,7 @@ export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint'): { ten
     verifyChecksum(file, name, data.subarray(begin, end), checksums);
     const values = new Float32Array(count);
     const dv = new DataView(data.buffer, data.byteOffset + begin, end - begin);
-    for (let i = 0; i < count; i++) values[i] = dv.getFloat32(i * BYTES_PER_F32, true);
+    for (let i = 0; i < count; i++) values[i] = reader.read(dv, i * reader.bytes);
     tensors[name] = { shape: entry.shape, data: values };
     spans.push([begin, end, name]);
   }

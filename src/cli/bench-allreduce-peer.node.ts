@@ -1,5 +1,5 @@
 /**
- * One rank of the WebRTC allreduce benchmark (started by bench-allreduce.node.ts,
+ * One rank of the allreduce benchmark over WebRTC or TCP (started by bench-allreduce.node.ts,
  * Node or Deno). Rank 0 prints the measurement as one JSON line.
  */
 import process from 'node:process';
@@ -8,10 +8,10 @@ import { joinLocalRing } from '../comm/local-ring.node.ts';
 import { measureAllreduce, measureSweep } from '../collectives/measure.ts';
 
 const { values } = parseArgs({
-  options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, fp16: { type: 'boolean' }, sweep: { type: 'boolean' }, iterations: { type: 'string' } },
+  options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, fp16: { type: 'boolean' }, transport: { type: 'string' }, sweep: { type: 'boolean' }, iterations: { type: 'string' } },
 });
 const rank = Number(values.rank);
-const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000,
+const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000, transport: values.transport === 'tcp' || values.transport === 'tls' ? values.transport : 'webrtc',
   // A loaded 2-core machine can starve a process for seconds; do not mistake that for a lost peer.
   peerTimeoutMs: 20_000,
   // Experiments only: RINGTRAIN_HIGH_WATER / RINGTRAIN_POLL_MS override the send-buffer knobs.

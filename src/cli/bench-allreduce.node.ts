@@ -1,6 +1,6 @@
 /**
  * The allreduce benchmark: `ringtrain bench allreduce` and
- *   npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|memory [--fp16] [--iterations K]
+ *   npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|tcp|tls|memory [--fp16] [--iterations K]
  * prints one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...,
  * latency_ms, latency_ring_ms, latency_rd_ms, latency_hd_ms, latency_two_shot_ms, p2p_rtt_ms, latency_ratio} (see AllreduceMeasurement).
  * WebRTC peers are separate processes in a private network namespace: outside
@@ -18,7 +18,8 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 export interface BenchOptions {
   peers: number;
   bytes: number;
-  transport: 'webrtc' | 'memory';
+  /** webrtc, tcp, tls (TCP with --link-tls): one process per peer over real links on loopback; memory: all in this process. */
+  transport: 'webrtc' | 'tcp' | 'tls' | 'memory';
   fp16: boolean;
   iterations?: number;
   /** Time the three algorithms over sizes from 1 KiB to 4 MiB instead (prints an AlgorithmSweep). */
@@ -44,7 +45,7 @@ export function parseBytes(s: string): number {
 function check(o: BenchOptions): void {
   if (!Number.isInteger(o.peers) || o.peers < 1 || o.peers > 16) throw new RingtrainError(ErrorCode.InvalidArgument, `--peers must be an integer from 1 to 16, got ${o.peers}`);
   if (!(o.bytes >= 4)) throw new RingtrainError(ErrorCode.InvalidArgument, `--bytes must be at least 4 (one float32), got ${o.bytes}`);
-  if (o.transport !== 'webrtc' && o.transport !== 'memory') throw new RingtrainError(ErrorCode.InvalidArgument, `--transport must be webrtc or memory, got ${o.transport}`);
+  if (!['webrtc', 'tcp', 'tls', 'memory'].includes(o.transport)) throw new RingtrainError(ErrorCode.InvalidArgument, `--transport must be webrtc, tcp, tls or memory, got ${o.transport}`);
 }
 
 export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
@@ -71,7 +72,7 @@ async function measure<T>(o: BenchOptions): Promise<T> {
     size: o.peers,
     script: PEER,
     runtimes: o.runtimes,
-    args: () => ['--bytes', String(o.bytes), ...(o.fp16 ? ['--fp16'] : []), ...(o.sweep ? ['--sweep'] : []), ...(iterations ? ['--iterations', String(iterations)] : [])],
+    args: () => ['--bytes', String(o.bytes), '--transport', o.transport, ...(o.fp16 ? ['--fp16'] : []), ...(o.sweep ? ['--sweep'] : []), ...(iterations ? ['--iterations', String(iterations)] : [])],
   });
   try {
     const line = await ring.peers[0].waitFor((l) => l.startsWith('{'));
@@ -96,7 +97,7 @@ function shape(m: AllreduceMeasurement, transport: string): BenchResult {
 /** Runs this file again inside a private network namespace and returns its JSON line. */
 async function reRunInNetns(o: BenchOptions): Promise<unknown> {
   const [cmd, pre] = commandFor('node', SELF);
-  const args = ['--peers', String(o.peers), '--bytes', String(o.bytes), '--transport', 'webrtc', ...(o.fp16 ? ['--fp16'] : []), ...(o.sweep ? ['--sweep'] : []), ...(o.iterations ? ['--iterations', String(o.iterations)] : [])];
+  const args = ['--peers', String(o.peers), '--bytes', String(o.bytes), '--transport', o.transport, ...(o.fp16 ? ['--fp16'] : []), ...(o.sweep ? ['--sweep'] : []), ...(o.iterations ? ['--iterations', String(o.iterations)] : [])];
   if (o.runtimes) args.push('--runtimes', o.runtimes.join(','));
   const child = spawn('sh', [NETNS, cmd, ...pre, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';

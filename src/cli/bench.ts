@@ -1,5 +1,5 @@
 /**
- * `ringtrain bench allreduce --peers N --bytes SIZE --transport webrtc|memory [--fp16] [--json]`:
+ * `ringtrain bench allreduce --peers N --bytes SIZE --transport webrtc|tcp|tls|memory [--fp16] [--json]`:
  * one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...}
  * (busbw = algbw x 2(N-1)/N, as nccl-tests; p2p measured in the same run between ranks 0 and 1),
  * and for tensors up to 4 MiB the latency: latency_ms ('auto'), latency_ring_ms, latency_rd_ms and
@@ -21,13 +21,13 @@ export function benchCommand(): Command {
     .description('Allreduce bandwidth and latency over N local peers, with point-to-point bandwidth and round trip of the same transport for comparison.')
     .option('--peers <n>', 'number of peers', '2')
     .option('--bytes <size>', 'tensor size, e.g. 1MiB, 64MiB, 256MiB (float32)', '64MiB')
-    .addOption(new Option('--transport <kind>', 'webrtc: one process per peer over real WebRTC; memory: all in this process').choices(['webrtc', 'memory']).default('webrtc'))
+    .addOption(new Option('--transport <kind>', 'webrtc: one process per peer over real WebRTC; tcp: one process per peer over authenticated TCP links (loopback); tls: the same over TLS (--link-tls); memory: all in this process').choices(['webrtc', 'tcp', 'tls', 'memory']).default('webrtc'))
     .option('--fp16', 'send float32 as float16 on the wire', false)
     .option('--sweep', 'time the ring, recursive doubling, halving-doubling and two-shot, each forced, from 1 KiB to 4 MiB: small_bytes and medium_bytes are where recursive doubling and then the middle algorithms stop winning', false)
     .option('--iterations <k>', 'timed allreduces (default: 5 up to 16 MiB, else 3)')
     .option('--runtimes <list>', 'runtime per WebRTC peer, e.g. node,deno,node')
     .option('--json', 'print only the JSON line (the default output is that line too)', false)
-    .action(async (o: { peers: string; bytes: string; transport: 'webrtc' | 'memory'; fp16: boolean; sweep: boolean; iterations?: string; runtimes?: string; json: boolean }) => {
+    .action(async (o: { peers: string; bytes: string; transport: 'webrtc' | 'tcp' | 'tls' | 'memory'; fp16: boolean; sweep: boolean; iterations?: string; runtimes?: string; json: boolean }) => {
       const run = o.sweep ? benchSweep : benchAllreduce;
       const result = await run({
         peers: Number(o.peers),

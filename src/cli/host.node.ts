@@ -6,9 +6,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import process from 'node:process';
+import { delimiter, dirname, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PACKAGE_ROOT, RUNS_SOURCES } from '../core/package-root.node.ts';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
-import { chooseRuntime, parseAdapterDescription, type AdapterDescription, type ConcreteRuntime, type RuntimeChoice } from './runtime-choice.ts';
+import { chooseRuntime, parseAdapterDescription, type AdapterDescription, type ConcreteRuntime, type RuntimeChoice, WITHOUT_DENO } from './runtime-choice.ts';
 
 export const argv: readonly string[] = process.argv.slice(2);
 export const stdout = process.stdout;
@@ -24,21 +26,57 @@ export function printLine(text: string, to: NodeJS.WriteStream = process.stdout)
   return new Promise((resolve) => to.write(text + '\n', () => resolve()));
 }
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+/**
+ * The CLI's own child processes (workers, the adapter probe, a re-execution
+ * under the other runtime) run what this process runs: the repository's .ts
+ * sources (through tsx, or Deno) or an install's built JavaScript.
+ */
+const OWN_EXTENSION = RUNS_SOURCES ? 'ts' : 'js';
 
-/** The executable that runs `runtime`: Deno from node_modules (the `deno` npm package) or PATH; Node as this process or PATH. */
-export function runtimeExecutable(runtime: 'deno' | 'node'): string {
-  if (runtime === 'deno') {
-    const local = `${repoRoot}node_modules/.bin/deno`;
-    return existsSync(local) ? local : 'deno';
+/** A file of src/cli (this folder), as it exists here: `main.ts` in the repository, `main.js` in an install. */
+function cliFile(stem: string): string {
+  return fileURLToPath(new URL(`./${stem}.${OWN_EXTENSION}`, import.meta.url));
+}
+
+/** `node` arguments that run one of our files: the sources need tsx's loader, the built code nothing. */
+function nodeArgsFor(file: string): string[] {
+  return RUNS_SOURCES ? ['--import', 'tsx', file] : [file];
+}
+
+/** What to tell a person who has no Deno: commands that work in their own project, not only in ours. */
+const INSTALL_DENO_HINT = 'install Deno (npm install deno, in this project; or https://docs.deno.com/runtime/getting_started/installation/), or pass --runtime node';
+
+/** Each folder from `dir` up to the root. */
+function foldersUp(dir: string): string[] {
+  const out: string[] = [];
+  for (let d = resolvePath(dir); ; d = dirname(d)) {
+    out.push(d);
+    if (dirname(d) === d) return out;
   }
+}
+
+/**
+ * Deno's executable, or undefined when none is installed: the `deno` npm package's
+ * (node_modules/.bin/deno beside the project being run, or beside this package), else
+ * `deno` on PATH. Deno is a development dependency of ringtrain, so an install has it
+ * only when the user's project added it.
+ */
+export function findDeno(): string | undefined {
+  const bins = [...foldersUp(process.cwd()), ...foldersUp(PACKAGE_ROOT)].map((d) => join(d, 'node_modules', '.bin', 'deno'));
+  const onPath = (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'deno'));
+  return [...bins, ...onPath].find((file) => existsSync(file));
+}
+
+/** The executable that runs `runtime`: Deno as findDeno finds it (`deno` when none, for spawn to name the failure); Node as this process or PATH. */
+export function runtimeExecutable(runtime: 'deno' | 'node'): string {
+  if (runtime === 'deno') return findDeno() ?? 'deno';
   return detectRuntime() === 'node' ? process.execPath : 'node';
 }
 
 /** The command line that starts the ringtrain CLI under `runtime`. */
 export function cliCommand(runtime: 'deno' | 'node'): string[] {
-  if (runtime === 'deno') return [runtimeExecutable('deno'), 'run', '-A', `${repoRoot}src/cli/main.ts`];
-  return [runtimeExecutable('node'), `${repoRoot}bin/ringtrain.js`];
+  if (runtime === 'deno') return [runtimeExecutable('deno'), 'run', '-A', cliFile('main')];
+  return [runtimeExecutable('node'), ...nodeArgsFor(cliFile('main'))];
 }
 
 /**
@@ -56,7 +94,7 @@ export function reexecUnder(runtime: 'deno' | 'node', args: readonly string[]): 
     child.on('error', (err) => {
       process.stderr.write(
         `ringtrain: cannot start ${runtime} (${exe}): ${err.message}. ` +
-          (runtime === 'deno' ? 'Run npm ci (it installs Deno from npm) or install Deno.\n' : 'Install Node 20 or newer.\n'),
+          (runtime === 'deno' ? `To train under Deno, ${INSTALL_DENO_HINT}.\n` : 'Install Node 20 or newer.\n'),
       );
       resolve(127);
     });
@@ -114,7 +152,7 @@ const PROBE_TIMEOUT_MS = 60_000;
 export function probeNodeAdapter(): Promise<AdapterDescription> {
   const exe = runtimeExecutable('node');
   return new Promise((resolve) => {
-    const child = spawn(exe, ['--import', 'tsx', `${repoRoot}src/cli/probe-adapter.node.ts`], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(exe, nodeArgsFor(cliFile('probe-adapter.node')), { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), PROBE_TIMEOUT_MS);
@@ -173,10 +211,16 @@ export function setAdapterProbe(probe: () => Promise<AdapterDescription>): void 
 
 /**
  * The runtime to train under: the one named, or for 'auto' (and when none is
- * given) the choice by adapter (chooseRuntime), from `probe`.
+ * given) the choice by adapter (chooseRuntime), from `probe`, among the runtimes
+ * installed. Without Deno the answer is Node whatever the adapter, so no probe runs.
  */
-export async function decideRuntime(requested: ConcreteRuntime | 'auto' | undefined, probe: () => Promise<AdapterDescription> = adapterProbe): Promise<RuntimeDecision> {
+export async function decideRuntime(
+  requested: ConcreteRuntime | 'auto' | undefined,
+  probe: () => Promise<AdapterDescription> = adapterProbe,
+  denoInstalled: () => boolean = () => detectRuntime() === 'deno' || findDeno() !== undefined,
+): Promise<RuntimeDecision> {
   if (requested === 'node' || requested === 'deno') return { runtime: requested, why: `--runtime ${requested}`, auto: false };
+  if (!denoInstalled()) return { ...WITHOUT_DENO, auto: true };
   return { ...chooseRuntime(await probe()), auto: true };
 }
 

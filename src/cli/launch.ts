@@ -29,6 +29,7 @@ import type { JobSpec } from '../signaling/protocol.ts';
 import type { JobSettings } from '../signaling/settings.ts';
 import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
 import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, NAME_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
+import { PAGE_MISSING_HINT } from '../core/package-root.node.ts';
 import { runtimeExecutable } from './host.node.ts';
 import { elasticOptions } from './run-options.node.ts';
 import { writeTimeline } from './run-workers.node.ts';
@@ -60,7 +61,7 @@ export function launchCommand(): Command {
     .option('--port <n>', 'port of the signaling server (0 picks a free one)', '0')
     .option('--tabs <n>', 'also wait for this many browser tabs to join (the server then serves the page and prints its link)', '0')
     .option('--tab-model <name>', 'what a joining tab trains, with the same arguments as the script (the page knows tfjs-mnist: examples/tfjs-mnist.ts)', 'tfjs-mnist')
-    .option('--static <dir>', 'folder of the built page, for --tabs (default demo/dist: npm run build:page)')
+    .option('--static <dir>', 'folder of the built page, for --tabs (default: the one in the package)')
     .option('--elastic', 'workers may leave (die) and join mid-run: the ring re-forms instead of stopping (the script trains with hvd.elastic.run)', false)
     .option('--min-np <n>', 'with --elastic: the ring goes on while at least this many peers are left, and the run succeeds when this many workers finish (default 1)')
     .option('--max-np <n>', 'with --elastic: at most this many peers (default -np plus --tabs)')
@@ -144,9 +145,22 @@ function refuseFileArguments(args: string[], tabModel: string): void {
   }
 }
 
+/**
+ * tsx's loader as this package resolves it (a dependency of ringtrain), so a worker finds it
+ * whatever the layout of the user's node_modules; the bare name, resolved from the working
+ * directory, where the runtime cannot say.
+ */
+function tsxLoader(): string {
+  try {
+    return import.meta.resolve('tsx');
+  } catch {
+    return 'tsx';
+  }
+}
+
 function scriptCommand(runtime: 'node' | 'deno', script: string): [string, string[]] {
   if (runtime === 'deno') return [runtimeExecutable('deno'), ['run', '-A', '--quiet', script]];
-  return [runtimeExecutable('node'), ['--import', 'tsx', script]];
+  return [runtimeExecutable('node'), ['--import', tsxLoader(), script]];
 }
 
 async function launch(script: string, args: string[], o: LaunchOptions): Promise<number> {
@@ -157,7 +171,7 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
   const tabs = Number(o.tabs);
   if (!Number.isInteger(tabs) || tabs < 0 || np + tabs > 64) throw new RingtrainError(ErrorCode.InvalidArgument, `--tabs must be a whole number ≥ 0 with --np + --tabs at most 64, got ${JSON.stringify(o.tabs)}.`);
   const staticDir = tabs > 0 ? (o.static ?? DEFAULT_STATIC_DIR) : null;
-  if (staticDir !== null && !existsSync(staticDir)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch --tabs: no built page at ${staticDir}; run npm run build:page, or give --static <dir>.`);
+  if (staticDir !== null && !existsSync(staticDir)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch --tabs: no built page at ${staticDir}; ${PAGE_MISSING_HINT}, or give --static <dir>.`);
   if (!existsSync(script)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch: no script at ${script}; give the path of the program every worker runs.`);
   if (tabs > 0) refuseFileArguments(args, o.tabModel);
   const elastic = elasticOptions({ elastic: o.elastic, np: o.np, extraPeers: tabs, minNp: o.minNp, maxNp: o.maxNp, serverWait: o.serverWait });

@@ -5,7 +5,9 @@
  * (`model_spec`): a built-in one by itself, a model file's when `--model` names
  * the file; its weights are checked tensor by tensor before they load. Rows
  * whose width is not the model's input are refused naming the file, the model
- * and both shapes. Runs in the current runtime: a handful of rows needs no
+ * and both shapes. A language model (the transformer) reads rows of 1 to
+ * context token ids instead and answers each row's next token, with the
+ * logits at its last position. Runs in the current runtime: a handful of rows needs no
  * choice of the fastest one.
  */
 import { Command, Option } from 'commander';
@@ -18,7 +20,7 @@ import { createModel } from '../engine/create.ts';
 import { isModelFile, modelFromFactory } from '../engine/define.ts';
 import { loadModelFile } from '../engine/model-file.node.ts';
 import type { Model, ModelSpec } from '../engine/model.ts';
-import { predict } from '../engine/predict.ts';
+import { isLanguageModel, predict, predictNextTokens } from '../engine/predict.ts';
 import { loadStateDict } from '../engine/weights.ts';
 import { acquireGpu } from '../gpu/device.ts';
 import type { Gpu } from '../gpu/gpu.ts';
@@ -81,6 +83,19 @@ export async function modelForCheckpoint(gpu: Gpu, file: string, o: { model?: st
   return model;
 }
 
+/** A language model's answer: each row's next token (and, with --json or --logits, the logits at its last position). */
+async function printNextTokens(model: Model, rows: number[][], o: PredictCommandOptions): Promise<void> {
+  const result = await predictNextTokens(model, rows, { source: o.input });
+  model.destroy();
+  if (o.json) {
+    await printLine(JSON.stringify({ model: model.identity.name, checkpoint: o.checkpoint, input: o.input, rows: rows.length, next_tokens: result.nextTokens, logits: result.logits.map((l) => Array.from(l)) }));
+    return;
+  }
+  for (let i = 0; i < rows.length; i++) {
+    await printLine(o.logits ? `${result.nextTokens[i]}\t${Array.from(result.logits[i], (v) => v.toPrecision(6)).join(',')}` : String(result.nextTokens[i]));
+  }
+}
+
 interface PredictCommandOptions {
   checkpoint: string;
   input: string;
@@ -106,6 +121,10 @@ export function predictCommand(): Command {
       const gpu = await acquireGpu();
       try {
         const model = await modelForCheckpoint(gpu, o.checkpoint, { model: o.model });
+        if (isLanguageModel(model)) {
+          await printNextTokens(model, rows, o);
+          return;
+        }
         const result = await predict(model, rows, { source: o.input });
         model.destroy();
         if (o.json) {

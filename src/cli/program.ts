@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { isRingtrainError } from '../core/errors.ts';
+import { packageVersion } from '../core/package-root.node.ts';
 import { stderr } from './host.node.ts';
 import { commandStatus } from './status.ts';
 import { serverCommand } from './server.ts';
@@ -40,6 +41,7 @@ const SUBCOMMANDS: (() => Command)[] = [
 export function buildProgram(replace: Record<string, () => Command> = {}): Command {
   const program = new Command('ringtrain')
     .description('Data-parallel training with WGSL kernels on WebGPU and ring-allreduce over WebRTC, in browsers, Deno and Node.')
+    .version(packageVersion(), '-V, --version', 'print the version of ringtrain')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   const given = new Set(Object.keys(replace));

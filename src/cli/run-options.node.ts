@@ -61,6 +61,10 @@ export interface RunOptions extends TrainOptions {
    * stepCheckOn, docs/ROBUSTNESS.md).
    */
   checks?: { verify?: boolean; doubtRule?: boolean; directionRules: boolean };
+  /** --transport: 'webrtc' makes every worker link by WebRTC; 'auto' (default) links local workers by TCP. */
+  transport?: 'auto' | 'webrtc';
+  /** --link-tls: the workers encrypt their TCP links. */
+  linkTls?: boolean;
   /** --no-overlap: false (absent or true: each gradient bucket reduced as backward finishes it). */
   overlap?: boolean;
   /** --model-options with --layers/--width/--heads merged in: every worker builds the model with them. */

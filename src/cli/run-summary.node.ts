@@ -98,6 +98,7 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       adapter: rank0.adapter,
       gpu_waits: rank0.gpu_waits ?? null,
       model: model ?? o.model,
+      params: rank0.params ?? null,
       optimizer: o.optimizer,
       // What --batch means in both commands: examples per step on each peer.
       batch: o.batch,
@@ -113,6 +114,9 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       workers_started: workers.length,
       stopped_by: done ? null : (results.find((r) => r.stopped_by)?.stopped_by ?? null),
       timeline: o.timeline ?? null,
+      // Per rank: what carried each link of its last ring ('tcp', 'webrtc'), the TCP connections it
+      // refused, and the CRC-32 of its final weights (replicas that agree print the same number).
+      links_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, links: r.links ?? [], tcp_refused: r.tcp_refused ?? 0, weights_crc32: r.weights_crc32 ?? null })),
       saved: saveFailed ? (saveFailed.fallback ?? null) : (o.save ?? null),
       save_failed: saveFailed ?? null,
       evaluation_failed: rank0.evaluation_failed ?? null,

@@ -35,6 +35,8 @@ export function startWorker(index: number, server: RunningServer, job: JobSpec, 
   if (o.save) given.push('--save', o.save);
   if (o.resume) given.push('--resume', o.resume);
   if (o.overwrite) given.push('--overwrite');
+  if (o.transport === 'webrtc') given.push('--transport', 'webrtc');
+  if (o.linkTls) given.push('--link-tls');
   if (o.timeline) given.push('--timeline', `${o.timeline}.part${index}`);
   // A table and its labels as absolute paths, like the text: each worker checks their hashes against the job's.
   if (o.data) given.push('--data', o.tableSha256 !== undefined ? resolve(o.data) : o.data);

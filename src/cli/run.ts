@@ -10,6 +10,7 @@
  * Beside it: run-options.node.ts (its options and the job spec),
  * run-workers.node.ts (the worker processes), run-summary.node.ts (the result).
  */
+import { LINK_TRANSPORTS } from './link-options.node.ts';
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
@@ -79,7 +80,9 @@ export function runCommand(extension: RunExtension = {}): Command {
     .option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same')
     .option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)')
     .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false)
-    .option('--no-overlap', 'read each step\'s gradient whole before reducing it, instead of reducing each bucket as backward finishes it (docs/COLLECTIVES.md, Overlap)');
+    .option('--no-overlap', 'read each step\'s gradient whole before reducing it, instead of reducing each bucket as backward finishes it (docs/COLLECTIVES.md, Overlap)')
+    .addOption(new Option('--transport <kind>', 'links between the local workers: auto (TCP over loopback; browser tabs use WebRTC) or webrtc (WebRTC for every link)').choices([...LINK_TRANSPORTS]).default('auto'))
+    .option('--link-tls', 'encrypt the workers\' TCP links with TLS (each worker makes a certificate at start; the others pin its fingerprint)', false);
   addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
@@ -115,6 +118,8 @@ export function runCommand(extension: RunExtension = {}): Command {
         workerCommand: extension.workerCommand,
         labels: raw.labels as string | undefined,
         labelColumn: raw.labelColumn as string | undefined,
+        transport: raw.transport === 'webrtc' ? 'webrtc' : 'auto',
+        linkTls: Boolean(raw.linkTls),
       };
       o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
       if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch

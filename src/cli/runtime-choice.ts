@@ -4,7 +4,9 @@
  * package) a GPU→CPU wait takes ~0.01–0.04 ms and our matmul ran 1.7× faster
  * than through Deno's wgpu, which resolves every wait on an ~11 ms poll. On
  * machines without a GPU, Deno's lavapipe trained our models ~4.5× faster
- * than Dawn's SwiftShader. So: Node on a hardware adapter, Deno otherwise.
+ * than Dawn's SwiftShader. So: Node on a hardware adapter, Deno otherwise,
+ * when Deno is installed (a development dependency of ringtrain, so a user's
+ * project has it only if it added it); Node when it is not.
  *
  * Pure (no process, no files): the probe that fills `AdapterDescription`
  * lives in host.node.ts, and tests inject descriptions here.
@@ -33,6 +35,12 @@ export interface RuntimeChoice {
 function name(a: AdapterDescription): string {
   return [a.vendor, a.description || a.architecture].filter(Boolean).join(' ') || 'an unnamed adapter';
 }
+
+/** The choice when Deno is not installed: Node, whatever the adapter (so none is probed). */
+export const WITHOUT_DENO: RuntimeChoice = {
+  runtime: 'node',
+  why: 'Deno is not installed; npm install deno adds it, and without a hardware GPU it trains ~4.5× faster than Node',
+};
 
 export function chooseRuntime(adapter: AdapterDescription): RuntimeChoice {
   if (adapter.found && adapter.isFallbackAdapter !== true) {

@@ -209,7 +209,7 @@ export function serverCommand(): Command {
     .option('--label-column <name>', 'with --data: the column (CSV header name, or number) that holds the class')
     .option('--labels <file>', 'with --data: one class number per row, in its own file')
     .option('--jobs-file <path>', 'more jobs: a JSON array of {id, token, config}')
-    .option('--static <dir>', 'folder of the built page (default demo/dist)')
+    .option('--static <dir>', 'folder of the built page (default: the one in the package, demo/dist)')
     .option('--no-static', 'serve no page')
     .option('--heartbeat-ms <n>', 'heartbeat interval; a peer silent for 3 of them is dropped', '5000')
     .option('--tls-cert <path>', 'PEM certificate (chain): serve https and wss (with --tls-key)')

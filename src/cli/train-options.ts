@@ -14,6 +14,12 @@ export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
 /** 'auto' (the default) picks by adapter: Node on a hardware GPU, Deno on a CPU adapter (runtime-choice.ts). */
 export const RUNTIMES = ['node', 'deno', 'auto'] as const;
 
+/** Named model sizes (`--preset`): GPT-2 small's, in GPT-2's architecture. Explicit --layers/--width/--heads/--context win. */
+export const PRESETS = {
+  gpt2: { layers: 12, width: 768, heads: 12, context: 1024, arch: 'gpt2' },
+} as const;
+export const PRESET_NAMES = Object.keys(PRESETS) as (keyof typeof PRESETS)[];
+
 /** Learning rates that train each optimizer well on MNIST when --lr is not given. */
 export const DEFAULT_LR: Record<(typeof OPTIMIZER_KINDS)[number], number> = { sgd: 0.05, adamw: 0.002 };
 /** Weight decay when --weight-decay is not given: none for SGD (it would be L2 on the gradient), the usual decoupled 0.01 for AdamW. */
@@ -43,6 +49,8 @@ export const TrainOptionsSchema = z.object({
   layers: count('--layers', 1).max(64, { error: '--layers must be at most 64' }).optional(),
   width: count('--width', 1).max(4096, { error: '--width must be at most 4096' }).optional(),
   heads: count('--heads', 1).max(256, { error: '--heads must be at most 256' }).optional(),
+  preset: z.enum(PRESET_NAMES, { error: `--preset must be one of ${PRESET_NAMES.join(', ')}` }).optional(),
+  initFrom: z.string().min(1, { error: '--init-from needs a file path' }).optional(),
   runtime: z.enum(RUNTIMES, { error: `--runtime must be one of ${RUNTIMES.join(', ')}` }).optional(),
   json: z.boolean().default(false),
 });
@@ -70,6 +78,7 @@ export function addTrainOptions(cmd: Command): Command {
     .option('--layers <n>', "the transformer's blocks (default 2); recorded in the checkpoint and checked on --resume")
     .option('--width <n>', "the transformer's width (default 64; a multiple of --heads)")
     .option('--heads <n>', "the transformer's attention heads (default 4)")
+    .option('--preset <name>', `with --text: a named size (${PRESET_NAMES.join('|')}): gpt2 = GPT-2 small, 12 layers, width 768, 12 heads, context 1024 (--layers/--width/--heads/--context override it)`)
     .option('--eval-limit <n>', 'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric')
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto: Node on a hardware GPU, Deno on a machine without one`).default('auto'))
     .option('--json', 'print one JSON line with the results on stdout (no progress bar)', false);
@@ -83,8 +92,21 @@ export function parseTrainOptions(raw: Record<string, unknown>): TrainOptions {
     const key = String(issue.path[0] ?? '');
     throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (got ${JSON.stringify(raw[key])}).`, { option: key, value: raw[key] });
   }
-  const o = parsed.data;
+  const o = withPreset(parsed.data);
   return { ...o, lr: o.lr ?? DEFAULT_LR[o.optimizer], weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer] };
+}
+
+/** --preset's sizes where the flags leave them unset; a preset sizes a --text model (the words set fixes its own context). */
+function withPreset<O extends { preset?: keyof typeof PRESETS; text?: string; layers?: number; width?: number; heads?: number; context?: number; initFrom?: string }>(o: O): O {
+  if (o.preset !== undefined && o.text === undefined) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--preset ${o.preset} sizes a language model on a text; add --text FILE (the words workload's transformer has its own size)`, { option: 'preset' });
+  }
+  if (o.initFrom !== undefined && o.text === undefined) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--init-from ${o.initFrom} starts a language model from GPT-2's weights; add --text FILE to train it on`, { option: 'initFrom' });
+  }
+  if (o.preset === undefined) return o;
+  const p = PRESETS[o.preset];
+  return { ...o, layers: o.layers ?? p.layers, width: o.width ?? p.width, heads: o.heads ?? p.heads, context: o.context ?? p.context };
 }
 
 /**
@@ -92,15 +114,16 @@ export function parseTrainOptions(raw: Record<string, unknown>): TrainOptions {
  * their own names: merged into them (a flag and an option that disagree are
  * refused, naming both), and refused for any other model.
  */
-export function modelOptionsWithSizes(o: Pick<TrainOptions, 'model' | 'layers' | 'width' | 'heads'>, modelOptions: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
-  const sizes = Object.fromEntries((['layers', 'width', 'heads'] as const).filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+export function modelOptionsWithSizes(o: Pick<TrainOptions, 'model' | 'layers' | 'width' | 'heads' | 'preset'>, modelOptions: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const sizes: Record<string, unknown> = Object.fromEntries((['layers', 'width', 'heads'] as const).filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+  if (o.preset !== undefined) sizes.arch = PRESETS[o.preset].arch;
   if (Object.keys(sizes).length === 0) return modelOptions;
   if (o.model !== 'transformer') {
     throw new RingtrainError(ErrorCode.InvalidArgument, `--${Object.keys(sizes)[0]} sizes the transformer (--model transformer or --text FILE), not --model ${o.model}; use --model-options for its options`, { model: o.model });
   }
   for (const [k, v] of Object.entries(sizes)) {
     if (modelOptions?.[k] !== undefined && modelOptions[k] !== v) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `--${k} ${v} and --model-options ${JSON.stringify({ [k]: modelOptions[k] })} disagree; give one`, { option: k });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${k === 'arch' ? `--preset ${o.preset}` : `--${k} ${v}`} and --model-options ${JSON.stringify({ [k]: modelOptions[k] })} disagree; give one`, { option: k });
     }
   }
   return { ...modelOptions, ...sizes };

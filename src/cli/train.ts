@@ -19,15 +19,23 @@ import { evaluationFailed, evaluationFailedLine } from './evaluation-failure.ts'
 import { peakRssBytes } from './peak-rss.node.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
-import { trainLocal } from '../distributed/train-local.ts';
+import { modelSpecFor, trainLocal } from '../distributed/train-local.ts';
+import { dryRunLines, planDryRun } from './dry-run.ts';
+import { withResumedArch } from '../distributed/model-fit.ts';
+import { flatFromHfGpt2 } from '../checkpoint/hf-gpt2.ts';
+import { loadHfWeights } from '../checkpoint/hf-gpt2.node.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-type TrainCommandOptions = TrainOptions & { labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
+type TrainCommandOptions = TrainOptions & { dryRun: boolean; labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
   cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
   cmd.option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)');
   cmd.option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)');
+  // train only for now: a ring's workers would each need the file (or a broadcast of its weights).
+  cmd.option('--init-from <file>', "with --text: start from these weights instead of a random init: a Hugging Face GPT-2 safetensors file (wte, wpe, h.N.…, ln_f), F32, F16 or BF16");
+  cmd.option('--dry-run', 'build the model, its optimizer and the plan of one step at --batch on this adapter and report their GPU bytes and the adapter\'s limits (with --json: one JSON line), without training', false);
   cmd.option('--model-options <json>', 'options for the model, as a JSON object: a model file\'s factory gets them (\'{"width":128}\'); the mlp takes hidden and activation (\'{"hidden":[256,64],"activation":"tanh"}\'). Recorded in the checkpoint and checked on --resume');
   return cmd.action(async (raw: Record<string, unknown>) => {
     const { raw: filled, recipe } = withRecipe(cmd, withTextModel(cmd, raw));
@@ -40,6 +48,7 @@ export function trainCommand(): Command {
       modelOptions: modelOptionsWithSizes(parsed, parseModelOptions(filled.modelOptions)),
       labels: filled.labels as string | undefined,
       labelColumn: filled.labelColumn as string | undefined,
+      dryRun: filled.dryRun === true,
     };
     // A model file is loaded and registered here (and built once with the options, so a bad one fails now); from now on the model goes by its registered name.
     opts.model = (await useModelOption(opts.model, opts.modelOptions)).model;
@@ -49,8 +58,20 @@ export function trainCommand(): Command {
       commandStatus.exitCode = await reexecUnder(decision.runtime, withRuntime(commandStatus.args, decision.runtime));
       return;
     }
-    await train(opts);
+    await (opts.dryRun ? dryRun(opts) : train(opts));
   });
+}
+
+async function dryRun(opts: TrainCommandOptions): Promise<void> {
+  const data = await loadData(opts);
+  const gpu = await acquireGpu();
+  try {
+    const report = { ...planDryRun(gpu, modelSpecFor(opts, data.train), opts), ...(data.text ? { vocabulary_size: data.text.vocabularySize, context: opts.context } : {}) };
+    if (opts.json) await printLine(JSON.stringify(report));
+    else for (const line of dryRunLines(report)) await printLine(line);
+  } finally {
+    gpu.destroy();
+  }
 }
 
 async function loadData(opts: TrainCommandOptions): Promise<TrainingData> {
@@ -65,6 +86,10 @@ function percent(x: number): string {
 async function train(opts: TrainCommandOptions): Promise<void> {
   // Before data and GPU: a run that cannot save, or resumes the wrong file, stops now.
   const resume = preflightCheckpoints(opts);
+  if (resume && opts.initFrom) throw new RingtrainError(ErrorCode.InvalidArgument, `--init-from ${opts.initFrom} starts a run from GPT-2's weights, --resume ${opts.resume} continues one; give one`, { option: 'initFrom' });
+  opts.modelOptions = withResumedArch(opts.modelOptions, resume);
+  const initFrom = opts.initFrom;
+  const initial = initFrom ? loadHfWeights(initFrom) : undefined;
   const data = await loadData(opts);
   const gpu = await acquireGpu();
   // Human-readable lines go to stdout, or to stderr when stdout is reserved for the JSON line.
@@ -109,7 +134,8 @@ async function train(opts: TrainCommandOptions): Promise<void> {
     await say(
       `ringtrain: training ${opts.model} with ${opts.optimizer} (lr ${opts.lr}${opts.lrSchedule === 'cosine' ? ' cosine' : ''}, batch ${opts.batch}, seed ${opts.seed}) for ${totalSteps} steps ` +
         `on ${data.train.count} examples (${data.name}), ${gpu.info.runtime} on ${gpu.info.description}` +
-        (resume ? `, resuming at step ${resume.step} from ${opts.resume}` : ''),
+        (resume ? `, resuming at step ${resume.step} from ${opts.resume}` : '') +
+        (initFrom ? `, starting from the weights of ${initFrom}` : ''),
     );
     const result = await trainLocal({
       gpu,
@@ -121,6 +147,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
       resumeName: opts.resume,
       onCheckpoint: opts.save ? (c) => saveCheckpoint(opts.save!, c, { overwrite: opts.overwrite }) : undefined,
       signal: interrupt.signal,
+      initialParams: initial ? (model) => flatFromHfGpt2(initial, model.layout, model.flatLength, initFrom!) : undefined,
     });
     bars?.stop();
     if (result.evaluationFailure) await printLine(evaluationFailedLine(result.evaluationFailure, opts.save), stderr);
@@ -142,6 +169,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           adapter: result.adapter,
           gpu_waits: result.gpuWaits,
           model: opts.model,
+          params: result.params,
           optimizer: opts.optimizer,
           batch: opts.batch,
           // One process is a ring of one: run --json's fields, with their meaning there.

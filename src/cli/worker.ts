@@ -1,7 +1,8 @@
 /**
  * `ringtrain worker`: one peer of a job. Joins the job on the signaling
  * server, trains with the job's settings on this machine's GPU, averages
- * gradients with the other peers over WebRTC, and leaves. The launcher
+ * gradients with the other peers (TCP to workers that reach each other,
+ * WebRTC to the rest: link-options.node.ts), and leaves. The launcher
  * (`ringtrain run`) starts N of these; anyone can start one by hand.
  *
  * With --events, stdout carries one JSON object per line (`{"event": …}`)
@@ -39,6 +40,7 @@ import { peakRssBytes } from './peak-rss.node.ts';
 import { RUNTIMES } from './train-options.ts';
 import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
 import { parseJobSettings } from '../distributed/settings.ts';
+import { addLinkOptions, LINK_TRANSPORTS, openLinkListener } from './link-options.node.ts';
 
 const WorkerOptionsSchema = z.object({
   server: z.string().min(1, { error: '--server needs the server address, like http://127.0.0.1:8080' }),
@@ -62,6 +64,10 @@ const WorkerOptionsSchema = z.object({
   modelOptions: z.string().optional(),
   labels: z.string().min(1, { error: '--labels needs a file path' }).optional(),
   labelColumn: z.string().min(1).optional(),
+  transport: z.enum(LINK_TRANSPORTS).default('auto'),
+  listen: z.string().min(1).optional(),
+  advertise: z.string().min(1).optional(),
+  linkTls: z.boolean().default(false),
 });
 type WorkerOptions = z.infer<typeof WorkerOptionsSchema> & { token: string };
 
@@ -82,7 +88,7 @@ export interface WorkerExtension {
 }
 
 export function workerCommand(extension: WorkerExtension = {}): Command {
-  return new Command('worker')
+  return addLinkOptions(new Command('worker')
     .description("join a job on a signaling server and train with the job's settings")
     .requiredOption('--server <url>', 'the signaling server, like http://127.0.0.1:8080')
     .requiredOption('--job <id>', 'job to join')
@@ -104,7 +110,7 @@ export function workerCommand(extension: WorkerExtension = {}): Command {
     .option('--connect-timeout-ms <n>', 'give up opening the data channels to the other peers after this long (default 30000)')
     .option(...WORKER_AGGREGATION_OPTION)
     .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
-    .option('--json', 'print one JSON result line on stdout at the end', false)
+    .option('--json', 'print one JSON result line on stdout at the end', false))
     .action(async (raw: Record<string, unknown>) => {
       const parsed = WorkerOptionsSchema.safeParse(raw);
       if (!parsed.success) {
@@ -135,6 +141,8 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
   const resume = preflightCheckpoints(o);
   const aggregation = parseAggregationOption(o.aggregation);
   // The job's model is known only once the server answers; --data and the page's image data are for the image models.
+  // Listening first: a --listen address that is taken fails before the GPU is held.
+  const tcp = await openLinkListener(o, (line) => void say(`[${o.name ?? 'worker'}] ${line}`));
   const gpu = await acquireGpu();
   let data!: Awaited<ReturnType<typeof loadTrainingData>>;
   const bus = new EventBus();
@@ -157,6 +165,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
   let session: Awaited<ReturnType<typeof init>>;
   try {
     session = await init({
+      tcp,
       server: o.server,
       job: o.job,
       token: o.token,
@@ -181,6 +190,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
     });
   } catch (err) {
     // Refused (or never let in): nothing of ours may keep this process alive.
+    tcp?.close();
     gpu.destroy();
     throw err;
   }
@@ -240,6 +250,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       train_loss: result.trainLoss,
       samples_per_s: result.samplesPerS,
       tokens_per_s: result.tokensPerS,
+      params: result.params,
       allreduce_bytes: result.allreduceBytes,
       collectives_per_step: result.rounds?.collectives ?? null,
       sequential_collectives_per_step: result.rounds?.sequential ?? null,
@@ -255,6 +266,9 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       recovery: recoveryPath,
       no_recovery: result.noRecovery ?? null,
       weights_crc32: weightsCrc,
+      // What carried each of this rank's links on its last ring ('tcp' or 'webrtc'), and TCP connections it refused.
+      links: session.links,
+      tcp_refused: tcp?.refused ?? 0,
       // A text job: the vocabulary this rank built from its copy of the text (every rank's must agree).
       vocabulary_crc32: data.train.vocabulary ? crc32(new TextEncoder().encode(data.train.vocabulary)) : null,
       vocabulary_size: data.train.vocabulary ? data.train.classes : null,
@@ -276,6 +290,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
   } finally {
     if (timeline && o.timeline) writeFileSync(o.timeline, JSON.stringify(timeline.traceEvents()));
     await session.close(leaveReason);
+    tcp?.close();
     gpu.destroy();
   }
 }

@@ -8,7 +8,7 @@
  * communicator-options.ts.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { EventBus, now } from '../core/events.ts';
+import { EventBus, now, type LinkTransport } from '../core/events.ts';
 import { lossClaim, readAbortNote, relayedAbort, writeAbortNote } from './abort-note.ts';
 import { UnconsumedBudget } from './budget.ts';
 import { withDefaults, type CommunicatorOptions, type CommunicatorSettings } from './communicator-options.ts';
@@ -24,6 +24,9 @@ export { QUIET_LINK } from './liveness.ts';
 
 /** Longest pause between two readings of a full buffer (ms). libwebrtc closes a channel past 16 MiB queued. */
 const MAX_POLL_MS = 16;
+
+/** Longest wait on a link's own drain signal before the sender looks whether the ring was aborted meanwhile. */
+const ROOM_WAIT_MS = 100;
 
 /** How long close() waits for its goodbyes to be acknowledged before it cuts the links. */
 const CLOSE_TIMEOUT_MS = 5000;
@@ -102,6 +105,11 @@ export class LinkCommunicator implements Communicator {
     this.liveness.start();
   }
 
+  /** What carries each link (LinkTransport), in rank order; 'memory' for in-process links that do not say. */
+  linkTransports(): LinkTransport[] {
+    return [...this.links].sort(([a], [b]) => a - b).map(([peer, link]) => ({ peer, transport: link.transport ?? 'memory' }));
+  }
+
   nextId(): number {
     return this.idCounter++;
   }
@@ -130,7 +138,9 @@ export class LinkCommunicator implements Communicator {
         while (buffered > this.opts.highWaterBytes - f.byteLength) {
           const failed = this.blocked(peer);
           if (failed) throw failed;
-          await sleep(wait);
+          // A link that says when it drained is waited on (bounded, so an abort is seen); the rest are polled.
+          if (link.waitForRoom) await link.waitForRoom(ROOM_WAIT_MS);
+          else await sleep(wait);
           wait = Math.min(2 * wait, MAX_POLL_MS);
           buffered = link.bufferedAmount();
         }

@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { forEachLine } from '../core/lines.node.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../core/package-root.node.ts';
 
 /**
  * Starts a local ring: one process per rank, Node or Deno, each running
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
  */
 export type PeerRuntime = 'node' | 'deno';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ROOT = PACKAGE_ROOT;
 
 export interface PeerProcess {
   rank: number;

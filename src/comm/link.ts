@@ -10,6 +10,13 @@ export interface Link {
   send(message: Uint8Array): void;
   /** Bytes queued but not yet handed to the network: the sender polls this for backpressure. */
   bufferedAmount(): number;
+  /**
+   * Resolves when the buffer has drained, the link went down, or `maxMs` passed. Links whose
+   * stack has an event that fires reliably give it (a TCP socket's 'drain'); the sender polls the others.
+   */
+  waitForRoom?(maxMs: number): Promise<void>;
+  /** What carries the link ('tcp', 'webrtc'), for the timeline and `run --json`; absent for in-process links. */
+  readonly transport?: string;
   /** Called for every message that arrives, in order. One handler per link. */
   onMessage(handler: (message: Uint8Array) => void): void;
   /** Called once when the link goes down, with the reason if it was an error. */

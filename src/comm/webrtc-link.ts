@@ -4,6 +4,7 @@ import { now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import { newIceProgress, noPathError, noteCandidates, type IceProgress, type IceServer } from './ice-diagnosis.ts';
 import type { Link } from './link.ts';
+import { isLinkChoice } from './link-choice.ts';
 import type { Signaler } from './signaler.ts';
 
 /**
@@ -12,6 +13,7 @@ import type { Signaler } from './signaler.ts';
  * `wrtc` implementation in (see wrtc.node.ts), so this file stays portable.
  */
 class SimplePeerLink implements Link {
+  readonly transport = 'webrtc';
   private handler: ((m: Uint8Array) => void) | null = null;
   private closeHandlers: ((reason?: Error) => void)[] = [];
   private down = false;
@@ -97,6 +99,8 @@ export interface ConnectOptions {
   silentTimeoutMs?: number;
   /** Stop trying, rejecting with the signal's reason, e.g. when the membership moved on meanwhile. */
   abort?: AbortSignal;
+  /** Open channels to these ranks only (default: every other rank); the others are linked some other way (mesh.ts). */
+  peers?: number[];
   /** STUN/TURN servers; none are needed on one machine or a LAN. Across NATs, the job's TURN server. */
   iceServers?: IceServer[];
   /** 'relay': use TURN relays only (RTCConfiguration.iceTransportPolicy). */
@@ -142,7 +146,7 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
   /** Milliseconds this event loop has been awake since we started (see check below). */
   let awake = 0;
   for (let p = 0; p < o.size; p++) {
-    if (p === o.rank) continue;
+    if (p === o.rank || (o.peers && !o.peers.includes(p))) continue;
     const sp = new SimplePeer({
       initiator: o.rank < p,
       trickle: true,
@@ -161,7 +165,8 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
   }
   const unsubscribe = o.signaler.onSignal((from, data) => {
     const sp = peers.get(from);
-    if (!sp) return;
+    // Link-choice messages (mesh.ts) share the signaling path; they are not WebRTC's.
+    if (!sp || isLinkChoice(data)) return;
     const ice = progress.get(from)!;
     if (!ice.heard) heardAt.set(from, awake);
     ice.heard = true;

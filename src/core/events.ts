@@ -20,6 +20,12 @@ export type Phase =
   | 'fusion-pack'
   | 'fusion-unpack';
 
+/** Which transport carries this rank's link to `peer` ('tcp', 'webrtc'). */
+export interface LinkTransport {
+  peer: number;
+  transport: string;
+}
+
 export type RingEvent =
   /** A collective starts on this rank. */
   | { type: 'collective-begin'; t: number; rank: number; size: number; id: number; name: string; kind: string; op?: string; dtype: string; count: number; bytes: number }
@@ -43,7 +49,7 @@ export type RingEvent =
   | { type: 'train-step'; t: number; rank: number; size: number; step: number; epoch: number; loss: number; samples: number; samplesPerS: number; bytesSent: number }
   | { type: 'evaluate'; t: number; rank: number; step: number; epoch: number; testAccuracy: number; testLoss?: number }
   /** Membership as the server tells it. */
-  | { type: 'membership'; t: number; rank: number; size: number; epoch: number; peers: { rank: number; id: string; runtime?: string }[] }
+  | { type: 'membership'; t: number; rank: number; size: number; epoch: number; peers: { rank: number; id: string; runtime?: string }[]; links?: LinkTransport[] }
   | { type: 'peer-lost'; t: number; rank: number; peer: number; reason: string }
   /** Rank `peer` broke the rules (seen by `rank`); elastic jobs ask the server to eject it. */
   | { type: 'peer-misbehaved'; t: number; rank: number; peer: number; reason: string }

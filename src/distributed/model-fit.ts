@@ -22,11 +22,15 @@ export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec
 }
 
 /** What --model-options may set on a built-in model (the rest follows from the data). */
-const BUILT_IN_OPTIONS: Record<string, string[]> = { mlp: ['hidden', 'activation'], cnn: ['channels', 'hidden'], transformer: ['layers', 'width', 'heads'] };
+const BUILT_IN_OPTIONS: Record<string, string[]> = { mlp: ['hidden', 'activation'], cnn: ['channels', 'hidden'], transformer: ['layers', 'width', 'heads', 'arch'] };
 
-/** A model's options as a checkpoint records them (model_spec without kind and seed), keys sorted. */
+/**
+ * A model's options as a checkpoint records them (model_spec without kind and seed), keys sorted.
+ * A transformer without `arch` is a classic one (every checkpoint from before GPT-2's architecture).
+ */
 function recordedOptions(spec: Record<string, unknown>): Record<string, unknown> {
-  const { kind: _kind, seed: _seed, ...options } = spec;
+  const { kind, seed: _seed, ...rest } = spec;
+  const options = kind === 'transformer' ? { arch: 'classic', ...rest } : rest;
   return Object.fromEntries(Object.entries(options).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
@@ -61,7 +65,8 @@ function builtSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
     if (data.positions !== data.inputSize || data.positions < 2) {
       throw new RingtrainError(ErrorCode.InvalidArgument, `the transformer reads token sequences with one target per position; this data has ${data.inputSize} inputs and ${data.positions} targets per example (use the words data set).`);
     }
-    return { kind: 'transformer', seed: config.seed, context: data.inputSize, vocab: data.classes };
+    // A text (it has a vocabulary) trains GPT-2's architecture; the words workload keeps the classic one its figures were measured with.
+    return { kind: 'transformer', seed: config.seed, context: data.inputSize, vocab: data.classes, arch: data.vocabulary !== undefined ? 'gpt2' : 'classic' };
   }
   if (config.model === 'cnn') {
     if (data.height !== 28 || data.width !== 28) {
@@ -90,6 +95,21 @@ export function checkDataFits(model: Pick<Model, 'identity' | 'inputSize' | 'inp
       (model.inputSize !== data.inputSize ? `give rows of ${model.inputSize} features or a model of ${data.inputSize} inputs` : `give labels below ${model.classes} or a model of ${labels} classes`),
     { file: what, model: model.identity.name, data: [data.count, data.inputSize], input: model.inputShape ?? [model.inputSize], classes: model.classes, labels },
   );
+}
+
+/**
+ * The architecture a resumed transformer was saved with, when the run does not name one: a
+ * checkpoint whose model_spec has no `arch` is classic (saved before GPT-2's architecture, when
+ * --text trained the classic model), so it resumes as what it is rather than as --text's new default.
+ */
+export function withResumedArch(modelOptions: Record<string, unknown> | undefined, resume: Pick<TrainingCheckpoint, 'model' | 'extra'> | undefined): Record<string, unknown> | undefined {
+  if (!resume || resume.model !== 'transformer' || modelOptions?.arch !== undefined || !resume.extra.model_spec) return modelOptions;
+  try {
+    const saved = JSON.parse(resume.extra.model_spec) as { arch?: unknown };
+    return { ...modelOptions, arch: saved.arch ?? 'classic' };
+  } catch {
+    return modelOptions;
+  }
 }
 
 /** What a vocabulary (text.ts vocabularyJson) is, for a message: its size and first symbols. */

@@ -21,7 +21,9 @@
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
 import type { Communicator, LinkCommunicator } from '../comm/communicator.ts';
-import { joinWebRTCRing } from '../comm/rings.ts';
+import { joinWebRTCRing, type WebRTCRingOptions } from '../comm/rings.ts';
+import type { TcpEndpoint } from '../comm/tcp-endpoint.ts';
+import type { LinkTransport } from '../core/events.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
 import { PeerLeftReason, SignalErrorCode, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
@@ -33,6 +35,11 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   server: string;
   /** RTCPeerConnection implementation for Node/Deno; the browser's own when omitted. */
   wrtc?: unknown;
+  /**
+   * Node/Deno: this peer's TCP listener (tcp-link.node.ts). Pairs of peers that both have one link
+   * by TCP, proving the epoch's link key from the membership; every other pair uses WebRTC.
+   */
+  tcp?: TcpEndpoint;
   events?: EventBus;
   /** Called with the job's config once the server welcomed us, before any ring forms; throwing leaves the job (e.g. a --resume that does not fit). */
   beforeRing?: (job: { id: string; config: JobConfig }) => void | Promise<void>;
@@ -61,6 +68,8 @@ export interface Session {
   readonly client: SignalingClient;
   /** The membership the current ring was built for. */
   readonly membership: Membership;
+  /** What carries each of the current ring's links ('tcp' or 'webrtc'), by the other rank. */
+  readonly links: LinkTransport[];
   readonly job: { id: string; config: JobConfig };
   /** The job's settings (its hyperparameters), checked by settings.ts's schema: read them here, typed, not by key from `job`. */
   readonly settings: JobSettings;
@@ -106,6 +115,7 @@ export const FINISHED = 'done';
 class PeerSession implements Session {
   comm!: Communicator;
   membership!: Membership;
+  links: LinkTransport[] = [];
   readonly elastic: ElasticHooks;
   private current: SignalingClient;
   /** The server connection `current` is (0 for the first), and the one the ring was built on. */
@@ -307,15 +317,19 @@ class PeerSession implements Session {
           abort: movedOn.signal,
           // The job's STUN/TURN servers, from the welcome: what lets peers behind NATs meet.
           ...this.client.ice,
+          tcp: this.tcpFor(membership, client),
+          onNotice: this.notice,
           peerTimeoutMs: this.peerTimeoutMs,
           events: this.events,
         });
+        const links = (this.comm as Partial<Pick<LinkCommunicator, 'linkTransports'>>).linkTransports?.() ?? [];
         // Internet links: run the ring in the order that keeps its slowest hop short, measured for this membership.
         if (this.settingsOf(client).ringOrder === 'rtt') this.comm = (await orderRingByRtt(this.comm)).comm;
         this.membership = membership;
         this.ringGeneration = client === this.current ? this.generation : this.ringGeneration;
         const m = membership;
-        this.events.emit({ type: 'membership', t: now(), rank: m.rank, size: m.size, epoch: m.epoch, peers: m.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })) });
+        this.links = links;
+        this.events.emit({ type: 'membership', t: now(), rank: m.rank, size: m.size, epoch: m.epoch, peers: m.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })), links });
         return;
       } catch (err) {
         // Someone joined or left while the channels opened: try again with the newer epoch.
@@ -337,6 +351,13 @@ class PeerSession implements Session {
         off();
       }
     }
+  }
+
+  /** TCP links for this epoch: this peer listens and the server gave the epoch a link key (it gives none to pages). */
+  private tcpFor(membership: Membership, client: SignalingClient): WebRTCRingOptions['tcp'] {
+    if (!this.o.tcp || membership.linkKey === undefined) return undefined;
+    const key = Uint8Array.from(atob(membership.linkKey), (c) => c.charCodeAt(0));
+    return { endpoint: this.o.tcp, job: client.job.id, epoch: membership.epoch, key };
   }
 
   /**

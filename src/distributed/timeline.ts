@@ -229,7 +229,7 @@ export class TimelineRecorder {
         this.events.push({ name: `peer ${e.peer}'s step ${e.step} left out`, ph: 'i', s: 'g', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { peer: e.peer, step: e.step, reason: e.reason } });
         break;
       case 'membership':
-        this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers } });
+        this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers, ...(e.links ? { links: e.links } : {}) } });
         break;
       case 'train-step': {
         // A counter track: how many collectives the step ran, how many it waited for one after another, how many

@@ -78,6 +78,8 @@ export interface LocalTrainResult {
   /** Counted targets (labels other than -1) per second: characters for the words workload, samples for a classifier. */
   tokensPerS: number;
   trainSeconds: number;
+  /** The model's parameters (a tied weight counted once). */
+  params: number;
   runtime: string;
   adapter: string;
   /** GPU→CPU waits during the run (Gpu.waits), evaluations and checkpoints included. */
@@ -98,6 +100,8 @@ export interface LocalTrainArgs {
   onCheckpoint?: (c: TrainingCheckpoint) => void | Promise<void>;
   /** Aborting stops training after the current step; the run still evaluates and checkpoints, and reports `interrupted`. */
   signal?: AbortSignal;
+  /** The first weights (`--init-from`): the model's flat parameters, in place of its random init; throws when they do not fit it. */
+  initialParams?: (model: Model) => Float32Array;
 }
 
 export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult> {
@@ -114,6 +118,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   const model = createModel(gpu, modelSpecFor(config, train));
   try {
     checkDataFits(model, train);
+    if (args.initialParams) model.writeParams(args.initialParams(model));
   } catch (err) {
     model.destroy();
     throw err;
@@ -125,7 +130,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
     const record = onePeerRecord(config, model, stepsPerEpoch, train.vocabulary);
     const loop = new TrainingLoop(loopArgs(args), { peers, record, model, optimizer, losses, bus: args.bus });
     await loop.run();
-    return { ...onePeerResult(loop.state, config, stepsPerEpoch, gpu), gpuWaits: gpu.waits - waitsBefore, evaluationFailure: loop.evaluationFailure };
+    return { ...onePeerResult(loop.state, config, stepsPerEpoch, gpu), params: model.paramCount, gpuWaits: gpu.waits - waitsBefore, evaluationFailure: loop.evaluationFailure };
   } finally {
     losses.destroy();
     optimizer.destroy();
@@ -207,7 +212,7 @@ function onePeerRecord(config: LocalTrainConfig, model: Model, stepsPerEpoch: nu
 }
 
 /** The run's result: one peer's epochs follow from its step, and its train loss is the last epoch's (or run's) mean. */
-function onePeerResult(state: TrainingState, config: LocalTrainConfig, stepsPerEpoch: number, gpu: Gpu): Omit<LocalTrainResult, 'gpuWaits' | 'evaluationFailure'> {
+function onePeerResult(state: TrainingState, config: LocalTrainConfig, stepsPerEpoch: number, gpu: Gpu): Omit<LocalTrainResult, 'gpuWaits' | 'params' | 'evaluationFailure'> {
   const { step, trainMs } = state;
   return {
     steps: step,

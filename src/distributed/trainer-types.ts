@@ -139,6 +139,8 @@ export interface DistributedTrainResult {
   samplesPerS: number;
   /** Counted targets (characters for the words, examples for a classifier) per second over the whole ring (estimated: this rank's per example × the ring's examples). */
   tokensPerS: number;
+  /** The model's parameters (a tied weight counted once). */
+  params: number;
   /**
    * Collectives and negotiations per step on this rank, over every step but the first (null
    * with fewer than two steps). A steady-state step negotiates nothing: its collectives go

@@ -66,7 +66,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   try {
     const peers = new RingPeers(args, { ring, model, ringOpt, clock });
     const record = ringRecord(config, model, ring, train.vocabulary);
-    return await runOnRing(args, new TrainingLoop(args, { peers, record, model, optimizer: ringOpt.optimizer, losses, bus }), peers);
+    return await runOnRing(args, new TrainingLoop(args, { peers, record, model, optimizer: ringOpt.optimizer, losses, bus }), peers, model.paramCount);
   } finally {
     losses.destroy();
     // Local SGD's optimizer state includes the outer state: this is the one that carries it.
@@ -76,10 +76,10 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
 }
 
 /** Trains to the end, or until an error ends the run: then the result says why, after the recovery hand-out. */
-async function runOnRing(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingPeers): Promise<DistributedTrainResult> {
+async function runOnRing(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingPeers, params: number): Promise<DistributedTrainResult> {
   try {
     await loop.run();
-    return ringResult(args, loop, peers);
+    return ringResult(args, loop, peers, params);
   } catch (err) {
     // Whatever ended the run, the weights are those of the last step this rank completed.
     const why = isRingtrainError(err) ? err : new RingtrainError(ErrorCode.Aborted, `training failed: ${String(err)}`, undefined, { cause: err });
@@ -87,11 +87,11 @@ async function runOnRing(args: DistributedTrainArgs, loop: TrainingLoop, peers: 
     if (!peers.comm.error) peers.comm.abort(why);
     const noRecovery = await loop.recover(why).catch((e: unknown) => `saving it failed: ${e instanceof Error ? e.message : String(e)}`);
     if (!endsRun(err)) throw err;
-    return { ...ringResult(args, loop, peers, err), noRecovery };
+    return { ...ringResult(args, loop, peers, params, err), noRecovery };
   }
 }
 
-function ringResult(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingPeers, stoppedBy?: RingtrainError): DistributedTrainResult {
+function ringResult(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingPeers, params: number, stoppedBy?: RingtrainError): DistributedTrainResult {
   const { state } = loop;
   return {
     rank: peers.rank,
@@ -106,6 +106,7 @@ function ringResult(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingP
     allreduceBytes: state.allreduceBytes,
     rounds: peers.roundsPerStep(),
     trainSeconds: state.trainMs / 1000,
+    params,
     runtime: detectRuntime(),
     adapter: args.gpu.info.description,
     stoppedBy,

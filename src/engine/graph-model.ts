@@ -191,6 +191,13 @@ export class GraphModel implements Model {
     this.positions = this.trace(1, 'train').rows;
     this.trace(1, 'eval');
 
+    if (flatLength * 4 > gpu.limits.maxBufferSize) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `model ${o.identity.name}: its ${paramCount} parameters need a flat buffer of ${flatLength * 4} bytes, more than this adapter's maxBufferSize of ${gpu.limits.maxBufferSize}; use a smaller model (fewer layers, a smaller width or vocabulary)`,
+        { size: flatLength * 4, max: gpu.limits.maxBufferSize, params: paramCount },
+      );
+    }
     const init = new Float32Array(flatLength);
     const rand = { uniform: seededUniform(o.seed), normal: seededNormal(o.seed ^ 0x9e3779b9) };
     named.forEach(([, p], i) => p.init(init.subarray(layout[i].offset, layout[i].offset + layout[i].length), rand));
@@ -306,9 +313,14 @@ export class GraphModel implements Model {
    */
   private evalChunk(most: number): number {
     const one = this.plan(1, 'eval').bytes;
-    const byBinding = Math.floor(this.gpu.limits.maxStorageBufferBindingSize / one.largest);
+    const byBinding = Math.floor(this.gpu.maxBindingBytes / one.largest);
     const byMemory = Math.floor(EVAL_PLAN_BYTES / one.total);
     return Math.max(1, Math.min(most, byBinding, byMemory));
+  }
+
+  /** Plans the training step for `batch` (buffers, dispatches) without recording it: what `train --dry-run` sizes. */
+  planTrainingStep(batch: number): void {
+    this.plan(batch, 'train');
   }
 
   private checkBatch(what: string, x: Float32Array, batch: number): void {

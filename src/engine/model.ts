@@ -77,6 +77,10 @@ export interface CnnSpec {
   classes?: number;
 }
 
+/** The transformer's architectures (transformer.ts): the words workload's, and GPT-2's (tied head, tanh GELU, GPT-2's init). */
+export const TRANSFORMER_ARCHS = ['classic', 'gpt2'] as const;
+export type TransformerArch = (typeof TRANSFORMER_ARCHS)[number];
+
 /** The decoder-only transformer of the words workload (defined in transformer.ts). */
 export interface TransformerSpec {
   kind: 'transformer';
@@ -91,6 +95,8 @@ export interface TransformerSpec {
   width?: number;
   /** Attention heads (default 4). */
   heads?: number;
+  /** 'classic' (default: the words workload's model) or 'gpt2'. */
+  arch?: TransformerArch;
 }
 
 export type ModelSpec = MlpSpec | CnnSpec | TransformerSpec;

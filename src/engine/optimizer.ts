@@ -72,7 +72,7 @@ class FlatOptimizer implements Optimizer {
   private readonly n: number;
   private readonly uniform: GPUBuffer;
   private readonly state: Record<string, GPUBuffer>;
-  private readonly update: Dispatch;
+  private readonly update: Dispatch[];
   /** `gpu.submits` when the update was last recorded (-1: never). */
   private recordedAt = -1;
 
@@ -82,11 +82,11 @@ class FlatOptimizer implements Optimizer {
     this.n = model.flatLength;
     const n = this.n;
     if (this.kind === 'sgd') {
-      this.uniform = this.gpu.uniform(sgdFields(n, this.spec), 'sgd-hyper');
+      this.uniform = this.gpu.uniform(sgdFields(this.spec), 'sgd-hyper');
       this.state = { velocity: this.gpu.storage(n, 'sgd-velocity') };
       this.update = planSgd(this.gpu, this.uniform, model.params, model.grads, this.state.velocity, n);
     } else {
-      this.uniform = this.gpu.uniform(adamwFields(n, this.adamHyper(1)), 'adamw-hyper');
+      this.uniform = this.gpu.uniform(adamwFields(this.adamHyper(1)), 'adamw-hyper');
       this.state = { m: this.gpu.storage(n, 'adamw-m'), v: this.gpu.storage(n, 'adamw-v') };
       this.update = planAdamw(this.gpu, this.uniform, model.params, model.grads, this.state.m, this.state.v, n);
     }
@@ -111,8 +111,8 @@ class FlatOptimizer implements Optimizer {
     // on the queue ahead of this step's still-unsubmitted forward and backward: no submit of their own.
     const ahead = this.recordedAt < this.gpu.submits;
     // SGD's hyperparameters only change with lr; AdamW's bias correction changes every step.
-    if (this.kind === 'adamw') this.gpu.writeUniform(this.uniform, adamwFields(this.n, this.adamHyper(this.stepCount)), ahead);
-    else if (lr !== undefined) this.gpu.writeUniform(this.uniform, sgdFields(this.n, this.spec), ahead);
+    if (this.kind === 'adamw') this.gpu.writeUniform(this.uniform, adamwFields(this.adamHyper(this.stepCount)), ahead);
+    else if (lr !== undefined) this.gpu.writeUniform(this.uniform, sgdFields(this.spec), ahead);
     this.gpu.record(this.update);
     this.recordedAt = this.gpu.submits;
   }

@@ -75,3 +75,45 @@ export async function predict(model: Model, rows: readonly ArrayLike<number>[] |
   }
   return { logits, classes };
 }
+
+/** A language model (a transformer): one token id in per position, one row of next-token logits out per position. */
+export function isLanguageModel(model: Model): boolean {
+  return (model.positions ?? 1) > 1 && model.positions === model.inputSize;
+}
+
+export interface NextTokens {
+  /** Per input row: the logits at its last token, over the vocabulary. */
+  logits: Float32Array[];
+  /** Per input row: the argmax of those logits, the likeliest next token. */
+  nextTokens: number[];
+}
+
+/**
+ * A language model's next token after each row of token ids (1 to context ids;
+ * rows may differ in length). Each row is padded after its end: attention is
+ * causal, so what follows the last token changes nothing at it.
+ */
+export async function predictNextTokens(model: Model, rows: readonly ArrayLike<number>[], o: PredictOptions = {}): Promise<NextTokens> {
+  const context = model.inputSize;
+  const vocab = model.classes;
+  const source = o.source ?? 'the rows';
+  if (!Array.isArray(rows) || rows.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, `${source}: no rows; give rows of token ids, e.g. [[464, 3290]]`, { source });
+  const padded = rows.map((row, i) => {
+    if (row.length < 1 || row.length > context) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${source}: row ${i} has ${row.length} token ids; model ${model.identity.name} reads 1 to ${context} (its context): keep the last ${context}`, { source, row: i, got: row.length, context });
+    }
+    const ids = new Float32Array(context);
+    for (let j = 0; j < row.length; j++) {
+      const id = row[j];
+      if (!Number.isInteger(id) || id < 0 || id >= vocab) {
+        throw new RingtrainError(ErrorCode.InvalidArgument, `${source}: row ${i}, position ${j} is ${JSON.stringify(id)}, not a token id of this model's vocabulary (0 to ${vocab - 1})`, { source, row: i, position: j });
+      }
+      ids[j] = id;
+    }
+    return ids;
+  });
+  const { logits: all } = await predict(model, padded, o);
+  const logits = all.map((l, i) => l.slice((rows[i].length - 1) * vocab, rows[i].length * vocab));
+  const nextTokens = logits.map((l) => l.reduce((best, v, c) => (v > l[best] ? c : best), 0));
+  return { logits, nextTokens };
+}

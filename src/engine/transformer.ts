@@ -1,42 +1,53 @@
 /**
- * The built-in transformer of the words workload (a character model of English words, checked against PyTorch), on the model API:
- * the PyTorch module of docs/MODELS.md layer for layer, so the layout IS its
- * state dict (tok.weight, pos.weight, blocks.N.{ln1,qkv,proj,ln2,fc,out}, lnf,
- * head; Linear weights [out, in]):
+ * The built-in transformer, on the model API, in two architectures
+ * (`spec.arch`); both are PyTorch modules layer for layer, so the layout IS
+ * their state dict (tok.weight, pos.weight, blocks.N.{ln1,qkv,proj,ln2,fc,out},
+ * lnf, and head for the classic one; Linear weights [out, in]):
  *
  *   h = tok[idx] + pos                      [B, T, D]
  *   h += proj(attention(qkv(ln1(h))))       causal, H heads (one fused op)
- *   h += out(gelu(fc(ln2(h))))              exact GELU
- *   logits = head(lnf(h))                   [B, T, vocab]
+ *   h += out(gelu(fc(ln2(h))))
+ *   logits = head(lnf(h))                   classic: a Linear with bias
+ *   logits = lnf(h) · tok.weightᵀ           gpt2: tied to the embedding, no bias
+ *
+ * 'classic' is the words workload's model (checked against PyTorch): exact
+ * (erf) GELU and PyTorch's default initialisation (embeddings N(0, 1),
+ * LayerNorm 1 and 0, Linear U(±1/√in)). 'gpt2' is GPT-2's: the tanh form of
+ * GELU and GPT-2's initialisation (every weight N(0, 0.02²), the residual
+ * projections proj and out N(0, (0.02/√(2·layers))²), biases 0, LayerNorm 1
+ * and 0). A spec without `arch` is classic: the checkpoints saved before
+ * there was a choice are classic ones.
  *
  * Inputs are token ids (u32 on the GPU; f32 rows in the Model contract),
  * targets one per position with -1 ignored (padding after a word's end).
- * Initialisation is PyTorch's default scheme: embeddings N(0, 1), LayerNorm
- * 1 and 0, Linear U(±1/√in).
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { Linear } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
 import { F } from '../nn/functional.ts';
-import { addBroadcastOp, attentionOp, embeddingOp, geluOp, layerNormOp } from '../nn/ops/index.ts';
+import { addBroadcastOp, attentionOp, embeddingOp, geluOp, geluTanhOp, layerNormOp, linear } from '../nn/ops/index.ts';
 import { apply, Parameter, type Tensor } from '../nn/tensor.ts';
 import { checkTargets, planCrossEntropy } from '../nn/ops/cross-entropy/kernel.ts';
 import { crossEntropyRef } from '../nn/ops/cross-entropy/reference.ts';
 import type { Loss } from '../nn/loss.ts';
 import { GraphModel } from './graph-model.ts';
-import type { TransformerSpec } from './model.ts';
+import { TRANSFORMER_ARCHS, type TransformerArch, type TransformerSpec } from './model.ts';
 
-export type { TransformerSpec };
+export type { TransformerArch, TransformerSpec };
 
 /** The words workload's model: 105,627 parameters. */
-export const TRANSFORMER_DEFAULTS: Required<TransformerSpec> = { kind: 'transformer', seed: 1, vocab: 27, context: 32, layers: 2, width: 64, heads: 4 };
+export const TRANSFORMER_DEFAULTS: Required<TransformerSpec> = { kind: 'transformer', seed: 1, vocab: 27, context: 32, layers: 2, width: 64, heads: 4, arch: 'classic' };
+
+/** GPT-2's initialisation: every weight N(0, 0.02²) (the residual projections scaled down by √(2·layers)). */
+export const GPT2_INIT_STD = 0.02;
 
 export function resolveTransformerSpec(spec: Partial<TransformerSpec> = {}): Required<TransformerSpec> {
   const s: Required<TransformerSpec> = { ...TRANSFORMER_DEFAULTS, ...spec, kind: 'transformer' };
   for (const key of ['vocab', 'context', 'layers', 'width', 'heads'] as const) {
     if (!Number.isInteger(s[key]) || s[key] < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: ${key} must be a positive integer, got ${s[key]}`, { [key]: s[key] });
   }
+  if (!TRANSFORMER_ARCHS.includes(s.arch)) throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: arch must be one of ${TRANSFORMER_ARCHS.join(', ')}, got ${JSON.stringify(s.arch)}`, { arch: s.arch });
   if (s.width % s.heads !== 0) throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: width ${s.width} must be a multiple of heads ${s.heads}`, { width: s.width, heads: s.heads });
   return s;
 }
@@ -66,16 +77,16 @@ export const sequenceCrossEntropy: Loss = {
   },
 };
 
-const normal = (out: Float32Array, rand: { normal: () => number }) => {
-  for (let i = 0; i < out.length; i++) out[i] = rand.normal();
+const normal = (out: Float32Array, rand: { normal: () => number }, std: number) => {
+  for (let i = 0; i < out.length; i++) out[i] = rand.normal() * std;
 };
 
-/** nn.Embedding: weight [count, dim], N(0, 1). */
+/** nn.Embedding: weight [count, dim], N(0, std²) (PyTorch's default: std 1). */
 class Embedding extends Module {
   readonly weight: Parameter;
-  constructor(count: number, dim: number) {
+  constructor(count: number, dim: number, std = 1) {
     super();
-    this.weight = new Parameter([count, dim], normal);
+    this.weight = new Parameter([count, dim], (out, rand) => normal(out, rand, std));
   }
   forward(ids: Tensor): Tensor {
     return apply(embeddingOp, [ids, this.weight], {});
@@ -96,6 +107,9 @@ class LayerNorm extends Module {
   }
 }
 
+/** How a block's Linear layers draw their weights: PyTorch's default, or N(0, std²) with the residual projections' own std. */
+type LinearInit = { init?: { std: number } };
+
 class Block extends Module {
   readonly ln1: LayerNorm;
   readonly qkv: Linear;
@@ -103,19 +117,28 @@ class Block extends Module {
   readonly ln2: LayerNorm;
   readonly fc: Linear;
   readonly out: Linear;
-  constructor(width: number, private readonly heads: number) {
+  private readonly gelu: typeof geluOp;
+  constructor(
+    width: number,
+    private readonly heads: number,
+    arch: TransformerArch,
+    layers: number,
+  ) {
     super();
+    const weights: LinearInit = arch === 'gpt2' ? { init: { std: GPT2_INIT_STD } } : {};
+    const residual: LinearInit = arch === 'gpt2' ? { init: { std: GPT2_INIT_STD / Math.sqrt(2 * layers) } } : {};
     this.ln1 = new LayerNorm(width);
-    this.qkv = new Linear(width, 3 * width);
-    this.proj = new Linear(width, width);
+    this.qkv = new Linear(width, 3 * width, weights);
+    this.proj = new Linear(width, width, residual);
     this.ln2 = new LayerNorm(width);
-    this.fc = new Linear(width, 4 * width);
-    this.out = new Linear(4 * width, width);
+    this.fc = new Linear(width, 4 * width, weights);
+    this.out = new Linear(4 * width, width, residual);
+    this.gelu = arch === 'gpt2' ? geluTanhOp : geluOp;
   }
   forward(x: Tensor): Tensor {
     const y = apply(attentionOp, [this.qkv.call(this.ln1.call(x))], { heads: this.heads, causal: true });
     const h = F.add(x, this.proj.call(y));
-    return F.add(h, this.out.call(apply(geluOp, [this.fc.call(this.ln2.call(h))], {})));
+    return F.add(h, this.out.call(apply(this.gelu, [this.fc.call(this.ln2.call(h))], {})));
   }
 }
 
@@ -124,29 +147,35 @@ export class TransformerModule extends Module {
   readonly pos: Embedding;
   readonly blocks: Block[];
   readonly lnf: LayerNorm;
-  readonly head: Linear;
+  /** The classic model's output layer; GPT-2 has none (its logits use tok.weight). */
+  readonly head: Linear | null;
   constructor(s: Required<TransformerSpec>) {
     super();
-    this.tok = new Embedding(s.vocab, s.width);
-    this.pos = new Embedding(s.context, s.width);
-    this.blocks = Array.from({ length: s.layers }, () => new Block(s.width, s.heads));
+    const std = s.arch === 'gpt2' ? GPT2_INIT_STD : 1;
+    this.tok = new Embedding(s.vocab, s.width, std);
+    this.pos = new Embedding(s.context, s.width, std);
+    this.blocks = Array.from({ length: s.layers }, () => new Block(s.width, s.heads, s.arch, s.layers));
     this.lnf = new LayerNorm(s.width);
-    this.head = new Linear(s.width, s.vocab);
+    this.head = s.arch === 'gpt2' ? null : new Linear(s.width, s.vocab);
   }
   forward(ids: Tensor): Tensor {
     // [B, T, D] + [T, D]: every sequence gets the same position embeddings.
     let h = apply(addBroadcastOp, [this.tok.call(ids), this.pos.weight], {});
     for (const block of this.blocks) h = block.call(h);
-    return this.head.call(this.lnf.call(h));
+    const out = this.lnf.call(h);
+    // Tied: tok.weight is [vocab, D], a Linear's [out, in], so the logits are out · tok.weightᵀ.
+    return this.head ? this.head.call(out) : linear(out, this.tok.weight);
   }
 }
 
 export class Transformer extends GraphModel {
-  /** vocab, context, layers, width, heads: what the CPU reference needs besides the weights. */
-  readonly shape: { vocab: number; context: number; layers: number; width: number; heads: number };
+  /** vocab, context, layers, width, heads, arch: what the CPU reference needs besides the weights. */
+  readonly shape: { vocab: number; context: number; layers: number; width: number; heads: number; arch: TransformerArch };
   constructor(gpu: Gpu, spec: Partial<TransformerSpec> = {}) {
     const s = resolveTransformerSpec(spec);
-    const { kind: _kind, seed, ...options } = s;
+    const { kind: _kind, seed, arch, ...sizes } = s;
+    // A classic model records no arch, as every checkpoint before GPT-2's did: their specs stay equal.
+    const options = arch === 'classic' ? sizes : { ...sizes, arch };
     super(gpu, {
       identity: { name: 'transformer', options: { seed, ...options } },
       module: new TransformerModule(s),
@@ -156,6 +185,6 @@ export class Transformer extends GraphModel {
       seed,
       loss: sequenceCrossEntropy,
     });
-    this.shape = { vocab: s.vocab, context: s.context, layers: s.layers, width: s.width, heads: s.heads };
+    this.shape = { vocab: s.vocab, context: s.context, layers: s.layers, width: s.width, heads: s.heads, arch: s.arch };
   }
 }

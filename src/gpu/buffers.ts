@@ -20,6 +20,10 @@ export class BufferPool {
   allocations = 0;
   /** While set (Gpu.compileAhead's attempts), every buffer created is also listed here. */
   private tracked: GPUBuffer[] | null = null;
+  /** Bytes of the buffers created so far (never decreases): what a plan that frees nothing holds. */
+  createdBytes = 0;
+  /** The largest buffer created so far, by its label. */
+  largest: { label: string; bytes: number } | null = null;
 
   constructor(private readonly device: GPUDevice) {}
 
@@ -30,12 +34,15 @@ export class BufferPool {
       // Past the limit WebGPU only reports a validation error later (which would lose the device): refuse now.
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
-        `a GPU buffer of ${size} bytes${label ? ` (${label})` : ''} exceeds this adapter's maxBufferSize of ${max} bytes; use a smaller batch or model`,
+        `a GPU buffer of ${size} bytes${label ? ` (${label})` : ''} exceeds this adapter's maxBufferSize of ${max} bytes; make what it holds smaller`,
         { size, max, label },
       );
     }
     this.allocations++;
-    const buffer = this.device.createBuffer({ size: alignSize(size), usage, label, mappedAtCreation });
+    const bytes = alignSize(size);
+    this.createdBytes += bytes;
+    if (!this.largest || bytes > this.largest.bytes) this.largest = { label: label ?? 'unnamed', bytes };
+    const buffer = this.device.createBuffer({ size: bytes, usage, label, mappedAtCreation });
     this.owned.add(buffer);
     this.tracked?.push(buffer);
     return buffer;

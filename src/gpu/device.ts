@@ -25,8 +25,8 @@ export interface AcquireOptions {
    * the profiler asks for 'timestamp-query'.
    */
   optionalFeatures?: GPUFeatureName[];
-  /** Caps below the adapter's limits (GpuOptions): plan for a smaller GPU than this one. */
-  limits?: GpuOptions;
+  /** Plan kernels as if one storage binding held at most this many bytes (clamped to the adapter's limit): see `Gpu.maxBindingBytes`. */
+  maxBindingBytes?: number;
 }
 
 /** What to install, per runtime, when no adapter is found. */
@@ -89,5 +89,5 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
     vendor: info?.vendor ?? '',
     architecture: info?.architecture ?? '',
     isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacyFallback ?? false),
-  }, options.limits);
+  }, { maxBindingBytes: options.maxBindingBytes });
 }

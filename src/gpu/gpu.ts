@@ -29,15 +29,6 @@ import {
 
 export * from './types.ts';
 
-/** What a Gpu may use of its device, below the adapter's own limits. */
-export interface GpuOptions {
-  /**
-   * Bind at most this many bytes of a storage buffer in one binding, below the adapter's
-   * maxStorageBufferBindingSize: a job planned and checked here for a smaller GPU than this one.
-   */
-  maxBindingBytes?: number;
-}
-
 export class Gpu {
   readonly pool: BufferPool;
   private pipelines = new Map<string, GPUComputePipeline>();
@@ -58,16 +49,19 @@ export class Gpu {
   private uniformScratch = new ArrayBuffer(256);
   /** A 16-byte storage buffer bound where a kernel's optional input is absent. */
   readonly dummy: GPUBuffer;
-
-  /** The device's limits with this Gpu's own caps applied (GpuOptions). */
-  private readonly capped: GPUSupportedLimits;
+  /**
+   * The most bytes one storage binding may cover: the adapter's maxStorageBufferBindingSize, or less
+   * when `GpuOptions.maxBindingBytes` asks for less. Kernels plan their slices against this, never
+   * against the device limit, so a small value makes every slicing path run on any adapter.
+   */
+  readonly maxBindingBytes: number;
 
   constructor(
     readonly device: GPUDevice,
     readonly info: GpuInfo,
     options: GpuOptions = {},
   ) {
-    this.capped = cappedLimits(device.limits, options);
+    this.maxBindingBytes = bindingLimit(device.limits, options.maxBindingBytes);
     this.pool = new BufferPool(device);
     void device.lost.then((lost) => {
       if (this.destroyed) return;
@@ -109,9 +103,8 @@ export class Gpu {
     return this.pool.allocations;
   }
 
-  /** The limits every plan is checked against: the device's, lowered where GpuOptions cap them. */
   get limits(): GPUSupportedLimits {
-    return this.capped;
+    return this.device.limits;
   }
 
   module(key: string): GPUShaderModule {
@@ -183,18 +176,30 @@ export class Gpu {
 
   /** A bind group for group 0 of `pipeline`, bindings numbered 0..n-1 in order. */
   bind(pipeline: GPUComputePipeline, bindings: Binding[], label?: string): GPUBindGroup {
-    const max = this.limits.maxStorageBufferBindingSize;
-    for (const b of bindings) {
-      const size = 'buffer' in b ? (b.size ?? b.buffer.size - (b.offset ?? 0)) : b.size;
-      if (size > max) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `${label ?? 'a kernel'} would bind ${size} bytes, more than this adapter's maxStorageBufferBindingSize of ${max}; use a smaller batch or layer`, { size, max, label });
-      }
-    }
+    bindings.forEach((b, i) => this.checkBinding(label ?? 'a kernel', i, b));
     return this.device.createBindGroup({
       label,
       layout: pipeline.getBindGroupLayout(0),
       entries: bindings.map((b, i) => ({ binding: i, resource: 'buffer' in b ? b : { buffer: b } })),
     });
+  }
+
+  /**
+   * Refuses a binding past `maxBindingBytes`, naming the kernel, the binding, its buffer, its size and
+   * the limit. A kernel that can slice the operand never gets here; the planner (nn/plan.ts) adds the
+   * layer and the change that helps.
+   */
+  checkBinding(label: string, index: number, b: Binding): void {
+    const size = bindingBytes(b);
+    if (size <= this.maxBindingBytes) return;
+    const buffer = 'buffer' in b ? b.buffer : b;
+    const device = this.device.limits.maxStorageBufferBindingSize;
+    const limit = this.maxBindingBytes < device ? `the ${this.maxBindingBytes}-byte binding limit this Gpu was created with (maxBindingBytes; the adapter's maxStorageBufferBindingSize is ${device})` : `this adapter's maxStorageBufferBindingSize of ${device} bytes`;
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${label} would bind ${size} bytes of buffer '${buffer.label || 'unnamed'}' (binding ${index}), more than ${limit}`,
+      { kernel: label, binding: index, buffer: buffer.label, size, max: this.maxBindingBytes },
+    );
   }
 
   /** A small uniform buffer holding `fields` (4 bytes each, padded to 16). Counted as an allocation. */
@@ -429,17 +434,19 @@ export class Gpu {
   }
 }
 
-function cappedLimits(limits: GPUSupportedLimits, options: GpuOptions): GPUSupportedLimits {
-  const cap = options.maxBindingBytes;
-  if (cap === undefined) return limits;
-  if (!Number.isInteger(cap) || cap < 4 || cap % 4 !== 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `maxBindingBytes must be a whole number of 4-byte words (at least 4), got ${cap}`, { maxBindingBytes: cap });
+export interface GpuOptions {
+  /** Plan as if one storage binding could hold at most this many bytes (clamped to the adapter's maxStorageBufferBindingSize). */
+  maxBindingBytes?: number;
+}
+
+function bindingLimit(limits: GPUSupportedLimits, wanted: number | undefined): number {
+  const device = limits.maxStorageBufferBindingSize;
+  if (wanted === undefined) return device;
+  const align = limits.minStorageBufferOffsetAlignment;
+  if (!Number.isInteger(wanted) || wanted < align || wanted % 4 !== 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `maxBindingBytes must be a whole number of 4-byte words, at least minStorageBufferOffsetAlignment (${align}); got ${wanted}`, { maxBindingBytes: wanted });
   }
-  // GPUSupportedLimits' fields are getters on its prototype: copy them (for…in walks them) into a plain object.
-  const copy: Record<string, number> = {};
-  for (const key in limits) copy[key] = (limits as unknown as Record<string, number>)[key];
-  copy.maxStorageBufferBindingSize = Math.min(cap, limits.maxStorageBufferBindingSize);
-  return copy as unknown as GPUSupportedLimits;
+  return Math.min(wanted, device);
 }
 
 /** Thrown inside Gpu.compileAhead's work when it asks for a pipeline still being built. */

@@ -1,13 +1,15 @@
 /**
  * Node and Deno: read every `shaders/*.wgsl` from disk into the registry.
- * Paths are resolved from this file's URL, which works in both runtimes (and
- * under tsx/vitest) without a bundler. The page never imports this file.
+ * The folder is the package's shaders/ (package-root.node.ts), found the same
+ * way from the repository's sources and from an install's built code, in both
+ * runtimes. The page never imports this file.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { packagePath } from '../core/package-root.node.ts';
 import { registerShaders } from './shaders.ts';
 
-export const SHADER_DIR_URL = new URL('../../shaders/', import.meta.url);
+export const SHADER_DIR_URL = pathToFileURL(packagePath('shaders') + '/');
 
 /** Loads all shader files; returns how many were registered. */
 export function loadShadersFromDisk(dirUrl: URL = SHADER_DIR_URL): number {

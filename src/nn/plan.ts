@@ -22,7 +22,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { BufferRange, Dispatch, Gpu } from '../gpu/gpu.ts';
 import { planAdd } from '../gpu/kernels/elementwise.ts';
 import { isCopy, type PlanContext, type Step } from './op.ts';
-import { type Node, type Parameter, type Tensor } from './tensor.ts';
+import { type Node, type Parameter, shapeText, type Tensor } from './tensor.ts';
 
 /** Where a parameter's value and gradient live: the model's flat buffers and its layout entry. */
 export interface ParamStore {
@@ -43,6 +43,8 @@ interface Storage {
   /** Backward steps planned when the last write so far had been planned (0: none yet). */
   lastWrite: number;
   base: Tensor;
+  /** What the buffers are named after: the layer and op that compute the value (or the input, or the parameter). */
+  label: string;
 }
 
 export interface Plan {
@@ -119,7 +121,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
   const resolve = (t: Tensor): Tensor => alias.get(t) ?? t;
   const buffers: GPUBuffer[] = [];
   const alloc = (words: number, label: string): GPUBuffer => {
-    const b = gpu.storage(words, label);
+    const b = withAdvice(() => gpu.storage(words, label), `${label} (${words} floats)`);
     buffers.push(b);
     return b;
   };
@@ -132,10 +134,10 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       if (storage.has(t)) continue;
       if (t.kind === 'param' && t.param) {
         const e = params.entry(t.param);
-        storage.set(t, { value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 }, grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 }, words: e.length, writers: 0, written: 0, lastWrite: 0, base: t });
+        storage.set(t, { value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 }, grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 }, words: e.length, writers: 0, written: 0, lastWrite: 0, base: t, label: t.param.name });
         if (gradients) needsGrad.add(t);
       } else if (t.kind === 'input') {
-        storage.set(t, { value: whole(alloc(t.size, `input${t.id}`), t.size), grad: null, words: t.size, writers: 0, written: 0, lastWrite: 0, base: t });
+        storage.set(t, { value: whole(alloc(t.size, `input${t.id}`), t.size), grad: null, words: t.size, writers: 0, written: 0, lastWrite: 0, base: t, label: `input${t.id}` });
         if (t.inputGrad && gradients) needsGrad.add(t);
       } else if (!storage.has(t)) {
         throw new RingtrainError(ErrorCode.InvalidArgument, `internal: tensor ${t} is used before it is computed`, { tensor: String(t) });
@@ -144,7 +146,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     const out = n.output;
     if (n.inputs.some((t) => needsGrad.has(t) && t.dtype === 'f32')) needsGrad.add(out);
     if (n.op.view) storage.set(out, storage.get(n.inputs[0])!);
-    else storage.set(out, { value: whole(alloc(out.size, `${n.path}/${n.op.name}`), out.size), grad: null, words: out.size, writers: 0, written: 0, lastWrite: 0, base: out });
+    else storage.set(out, { value: whole(alloc(out.size, `${n.path}/${n.op.name}`), out.size), grad: null, words: out.size, writers: 0, written: 0, lastWrite: 0, base: out, label: `${n.path}/${n.op.name}` });
   }
   for (const t of outputs.map(resolve)) {
     if (!storage.has(t)) throw new RingtrainError(ErrorCode.InvalidArgument, `the model's output ${t} is not computed by its forward`, { tensor: String(t) });
@@ -154,7 +156,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
   const diffInputs = (n: Node) => n.inputs.map((t, i) => [t, i] as const).filter(([t]) => needsGrad.has(t) && t.dtype === 'f32' && !n.op.view);
   for (const t of outputs.map(resolve)) if (needsGrad.has(t)) storage.get(t)!.writers++;
   for (const n of nodes) for (const [t] of diffInputs(n)) storage.get(t)!.writers++;
-  const gradOf = (s: Storage): BufferRange => (s.grad ??= whole(alloc(s.words, `grad${s.base.id}`), s.words));
+  const gradOf = (s: Storage): BufferRange => (s.grad ??= whole(alloc(s.words, `${s.label}:grad`), s.words));
   // In reverse order, so chains of in-place ops share one gradient buffer.
   for (let i = nodes.length - 1; i >= 0; i--) {
     const n = nodes[i];
@@ -193,7 +195,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       const s = storage.get(t)!;
       writes.push(s);
       const first = s.written++ === 0;
-      const target = first ? gradOf(s) : whole(alloc(s.words, `grad${s.base.id}-part`), s.words);
+      const target = first ? gradOf(s) : whole(alloc(s.words, `${s.label}:grad-part`), s.words);
       if (!first) adds.push(planAdd(gpu, target, gradOf(s), s.words));
       gradIn[k] = target;
     }
@@ -204,7 +206,7 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       if (target.buffer !== gradOut.buffer || target.offset !== gradOut.offset) pre.push({ copy: { src: gradOut, dst: target, bytes: outStore.words * 4 } });
       effectiveOut = target;
     }
-    const planned = n.op.plan(context(n, gradIn, effectiveOut), n.attrs);
+    const planned = withAdvice(() => n.op.plan(context(n, gradIn, effectiveOut), n.attrs), describeNode(n), n);
     forwardOf.set(n, planned.forward);
     backward.push(...pre, ...planned.backward, ...adds);
     // The node's own steps (and its adds) finish each gradient it writes: an earlier node's writes are final only after it.
@@ -231,6 +233,29 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     nodes,
     gradFinalAfter: (p) => finalAfter.get(p) ?? 0,
   };
+}
+
+function describeNode(n: Node): string {
+  return `${n.path} (${n.op.name} of ${n.inputs.map((t) => shapeText(t.shape)).join(', ')})`;
+}
+
+/**
+ * Runs `make`, turning a refusal for size (a buffer past maxBufferSize, a binding past
+ * maxStorageBufferBindingSize) into one that names where in the model it happened and the change
+ * that helps: a parameter only shrinks with the layer, anything else with the batch and context.
+ */
+function withAdvice<T>(make: () => T, where: string, node?: Node): T {
+  try {
+    return make();
+  } catch (err) {
+    const d = err instanceof RingtrainError ? err.detail : undefined;
+    if (!(err instanceof RingtrainError) || !d || typeof d.size !== 'number' || typeof d.max !== 'number' || d.where) throw err;
+    const param = node?.inputs.find((t) => t.kind === 'param' && t.size * 4 === d.size);
+    const advice = param
+      ? `that is the parameter ${param.param?.name || 'of this layer'} ${shapeText(param.shape)}, which cannot be split finer here: make the layer smaller, or use an adapter whose maxStorageBufferBindingSize holds it`
+      : 'it grows with the batch and the context: use a smaller --batch or --context';
+    throw new RingtrainError(err.code, `${where}: ${err.message}; ${advice}`, { ...d, where }, { cause: err });
+  }
 }
 
 /** Records steps into the Gpu's open encoder: dispatches into its compute pass, copies between passes. */

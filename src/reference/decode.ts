@@ -6,7 +6,7 @@
  * transformerLogits, which stays the oracle.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { gelu, layerNorm, linear } from './math.ts';
+import { gelu, geluTanh, layerNorm, linear } from './math.ts';
 import { MLP_RATIO, type TransformerWeights } from './transformer.ts';
 
 export interface Decoder {
@@ -19,6 +19,10 @@ export interface Decoder {
 export function transformerDecoder(w: TransformerWeights): Decoder {
   const { vocab, context, width: d, heads, layers } = w.shape;
   const p = w.tensors;
+  // GPT-2's architecture: tanh GELU and the head tied to tok.weight (see transformer.ts).
+  const gpt2 = w.shape.arch === 'gpt2';
+  const act = gpt2 ? geluTanh : gelu;
+  const noBias = new Float64Array(vocab);
   const dh = d / heads;
   const scale = 1 / Math.sqrt(dh);
   // Per layer: the qkv rows of every position so far ([context × 3D]).
@@ -55,12 +59,13 @@ export function transformerDecoder(w: TransformerWeights): Decoder {
         }
         const attn = linear(y, 1, d, p[`${b}proj.weight`], p[`${b}proj.bias`], d);
         h = h.map((v, i) => v + attn[i]);
-        const hidden = linear(layerNorm(h, 1, d, p[`${b}ln2.weight`], p[`${b}ln2.bias`]), 1, d, p[`${b}fc.weight`], p[`${b}fc.bias`], MLP_RATIO * d).map(gelu);
+        const hidden = linear(layerNorm(h, 1, d, p[`${b}ln2.weight`], p[`${b}ln2.bias`]), 1, d, p[`${b}fc.weight`], p[`${b}fc.bias`], MLP_RATIO * d).map(act);
         const mlp = linear(hidden, 1, MLP_RATIO * d, p[`${b}out.weight`], p[`${b}out.bias`], d);
         h = h.map((v, i) => v + mlp[i]);
       }
       t++;
-      return linear(layerNorm(h, 1, d, p['lnf.weight'], p['lnf.bias']), 1, d, p['head.weight'], p['head.bias'], vocab);
+      const out = layerNorm(h, 1, d, p['lnf.weight'], p['lnf.bias']);
+      return gpt2 ? linear(out, 1, d, p['tok.weight'], noBias, vocab) : linear(out, 1, d, p['head.weight'], p['head.bias'], vocab);
     },
   };
 }

@@ -49,6 +49,11 @@ export function gelu(x: number): number {
   return 0.5 * x * (1 + erf(x / Math.SQRT2));
 }
 
+/** nn.GELU(approximate='tanh'), GPT-2's: x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³))). */
+export function geluTanh(x: number): number {
+  return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
+}
+
 /** log-softmax of row r of x[n × k], in place into `out`. */
 export function logSoftmaxRow(x: ArrayLike<number>, r: number, k: number, out: Float64Array): void {
   let max = -Infinity;

@@ -12,11 +12,15 @@
  * of qkv's output, head j = columns j·D/H … (j+1)·D/H of each, scores scaled
  * by 1/√(D/H)), exact-erf GELU and LayerNorm ε = 1e-5.
  *
+ * The 'gpt2' architecture (src/engine/transformer.ts) is the same model with
+ * GPT-2's two changes: GELU's tanh form, and no head: logits = lnf(h)·tok.weightᵀ.
+ * A file's architecture shows in its tensors (a head.weight or none).
+ *
  * The number of heads is not visible in the shapes; it comes from the caller
  * (default 4, the workload's).
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { gelu, layerNorm, linear, logSoftmaxRow } from './math.ts';
+import { gelu, geluTanh, layerNorm, linear, logSoftmaxRow } from './math.ts';
 
 export interface TransformerShape {
   vocab: number;
@@ -24,6 +28,8 @@ export interface TransformerShape {
   layers: number;
   width: number;
   heads: number;
+  /** 'classic' when absent: the words workload's architecture. */
+  arch?: 'classic' | 'gpt2';
 }
 
 /** The workload's model: 105,627 parameters. */
@@ -46,7 +52,9 @@ export function transformerTensorShapes(s: TransformerShape): [string, number[]]
       [`${b}out.weight`, [d, MLP_RATIO * d]], [`${b}out.bias`, [d]],
     );
   }
-  shapes.push(['lnf.weight', [d]], ['lnf.bias', [d]], ['head.weight', [s.vocab, d]], ['head.bias', [s.vocab]]);
+  shapes.push(['lnf.weight', [d]], ['lnf.bias', [d]]);
+  // GPT-2's output layer is tok.weight itself (tied): no tensor of its own.
+  if (s.arch !== 'gpt2') shapes.push(['head.weight', [s.vocab, d]], ['head.bias', [s.vocab]]);
   return shapes;
 }
 
@@ -78,7 +86,8 @@ export function transformerWeights(named: Record<string, { shape: readonly numbe
   }
   let layers = 0;
   while (`blocks.${layers}.qkv.weight` in tensors) layers++;
-  const shape: TransformerShape = { vocab: tok.shape[0], context: pos.shape[0], layers, width: tok.shape[1], heads };
+  // No head: GPT-2's architecture (its head is tok.weight). A classic shape names no arch, as the words model's always has.
+  const shape: TransformerShape = { vocab: tok.shape[0], context: pos.shape[0], layers, width: tok.shape[1], heads, ...('head.weight' in tensors ? {} : { arch: 'gpt2' as const }) };
   if (!Number.isInteger(heads) || heads < 1 || shape.width % heads !== 0) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `${heads} heads do not divide the width ${shape.width}; give a divisor of it.`, { heads, width: shape.width });
   }
@@ -143,6 +152,8 @@ export function transformerLogits(w: TransformerWeights, tokens: ArrayLike<numbe
   const t = tokens.length;
   if (t < 1 || t > context) throw new RingtrainError(ErrorCode.InvalidArgument, `a sequence of ${t} tokens; the model reads 1 to ${context}.`, { tokens: t, context });
   const p = w.tensors;
+  const gpt2 = w.shape.arch === 'gpt2';
+  const act = gpt2 ? geluTanh : gelu;
   let h = new Float64Array(t * d);
   for (let i = 0; i < t; i++) {
     const id = tokens[i];
@@ -154,11 +165,12 @@ export function transformerLogits(w: TransformerWeights, tokens: ArrayLike<numbe
     const qkv = linear(layerNorm(h, t, d, p[`${b}ln1.weight`], p[`${b}ln1.bias`]), t, d, p[`${b}qkv.weight`], p[`${b}qkv.bias`], 3 * d);
     const attn = linear(causalAttention(qkv, t, d, heads), t, d, p[`${b}proj.weight`], p[`${b}proj.bias`], d);
     h = h.map((v, i) => v + attn[i]);
-    const hidden = linear(layerNorm(h, t, d, p[`${b}ln2.weight`], p[`${b}ln2.bias`]), t, d, p[`${b}fc.weight`], p[`${b}fc.bias`], MLP_RATIO * d).map(gelu);
+    const hidden = linear(layerNorm(h, t, d, p[`${b}ln2.weight`], p[`${b}ln2.bias`]), t, d, p[`${b}fc.weight`], p[`${b}fc.bias`], MLP_RATIO * d).map(act);
     const mlp = linear(hidden, t, MLP_RATIO * d, p[`${b}out.weight`], p[`${b}out.bias`], d);
     h = h.map((v, i) => v + mlp[i]);
   }
-  return linear(layerNorm(h, t, d, p['lnf.weight'], p['lnf.bias']), t, d, p['head.weight'], p['head.bias'], vocab);
+  const out = layerNorm(h, t, d, p['lnf.weight'], p['lnf.bias']);
+  return gpt2 ? linear(out, t, d, p['tok.weight'], new Float64Array(vocab), vocab) : linear(out, t, d, p['head.weight'], p['head.bias'], vocab);
 }
 
 export interface SequenceLoss {

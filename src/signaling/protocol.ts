@@ -11,7 +11,9 @@
  *                                      a name another member of the job holds is refused (name-taken),
  *                                      and so is a join beyond the job's members per address
  *                                      (too-many-from-address)
- *   signal    {epoch, to, data}        WebRTC offer/answer/candidate for rank `to` of epoch `epoch`
+ *   signal    {epoch, to, data}        WebRTC offer/answer/candidate for rank `to` of epoch `epoch`,
+ *                                      or the choice of a pair's transport (src/comm/link-choice.ts:
+ *                                      the address a native peer listens on for TCP links)
  *   pong      {seq}                    answer to the server's ping
  *   progress  {step, loss?, ...}       this peer's training progress, shown by GET /api/jobs/:id;
  *                                      refused (bad-progress) when its step goes backwards or
@@ -51,7 +53,10 @@
  *              `started` becomes true the first time the job was ready and stays
  *              true until the job is empty again, so a peer joining later knows it
  *              joins a running job (the next epoch includes it: elastic training
- *              can re-form the ring).
+ *              can re-form the ring). Native members (Node, Deno) also get `linkKey`:
+ *              32 random bytes (base64), fresh every epoch, the same for every
+ *              member of it; two peers that link by TCP prove they hold it
+ *              (src/comm/tcp-handshake.node.ts). Pages never get it.
  *   peer-left  {epoch, peerId, rank, name?, reason, detail?}   sent before the
  *              membership that drops the peer; `epoch` and `rank` are those the
  *              peer had. `reason` is one of PeerLeftReason; `detail` is free text
@@ -351,6 +356,8 @@ export const membershipMsg = z.object({
   ready: z.boolean(),
   started: z.boolean(),
   change: membershipChangeSchema,
+  /** This epoch's TCP link key (base64), to native members only. */
+  linkKey: z.string().max(64).optional(),
 });
 export const peerLeftMsg = z.object({
   type: z.literal('peer-left'),

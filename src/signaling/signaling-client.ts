@@ -27,6 +27,8 @@ export interface Membership {
   ready: boolean;
   started: boolean;
   change: MembershipMsg['change'];
+  /** This epoch's TCP link key (base64), given to native peers only. */
+  linkKey?: string;
 }
 
 interface ClientEventMap {
@@ -218,6 +220,7 @@ export class SignalingClient {
           ready: msg.ready,
           started: msg.started,
           change: msg.change,
+          ...(msg.linkKey !== undefined ? { linkKey: msg.linkKey } : {}),
         };
         this.current = m;
         this.signals.begin(m.epoch);

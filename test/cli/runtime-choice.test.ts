@@ -37,6 +37,14 @@ describe('adapter descriptions in place of the probe', () => {
     expect(named).toEqual({ runtime: 'deno', why: '--runtime deno', auto: false });
   });
 
+  it('picks Node without probing where Deno is not installed, and says so with the command that adds it', async () => {
+    const d = await decideRuntime('auto', () => Promise.reject(new Error('without Deno the adapter does not matter')), () => false);
+    expect(d).toMatchObject({ runtime: 'node', auto: true });
+    expect(runtimeLine(d)).toMatch(/^ringtrain: runtime node \(auto: Deno is not installed; npm install deno adds it/);
+    // With Deno installed, the adapter decides as before.
+    expect(await decideRuntime('auto', async () => swiftshader, () => true)).toMatchObject({ runtime: 'deno', auto: true });
+  });
+
   it('rejects a description that is not a JSON object, saying what it should look like', () => {
     for (const bad of ['', 'nvidia', '[1]', 'null']) {
       expect(() => parseAdapterDescription(bad)).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: expect.stringMatching(/^an adapter description must be a JSON object like/) }));

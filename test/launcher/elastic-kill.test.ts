@@ -3,7 +3,7 @@
  * SIGKILLed mid-run: once the process holding rank 0, once another one. The
  * survivors re-form the ring and finish every step; the launcher exits 0 and
  * names who left. Real launcher, real ws server, real Deno workers over real
- * WebRTC (inside the test's network namespace).
+ * TCP links (inside the test's network namespace).
  *
  * An elastic run's global batch is fixed (-np x --batch), so the survivors take
  * the same steps the unbroken ring would: the two runs, which lost different
@@ -83,6 +83,8 @@ describe('ringtrain run -np 3 --elastic: a worker SIGKILLed mid-run', () => {
       accuracyAfterLosing.set(victimRank, summary.test_accuracy);
       expect(summary.global_batch).toBe(3 * 32);
       expect(summary).toMatchObject({ steps: STEPS, size: 2, ok: true, stopped_by: null, lost_workers: [Number(victim.name.split('-')[1])] });
+      // The workers link by TCP (run's default between native workers), and the re-formed ring did too.
+      expect(summary.links_by_rank.map((r: { links: { transport: string }[] }) => r.links.map((l) => l.transport))).toEqual([['tcp'], ['tcp']]);
       // A sanity bound: 60 steps of the MLP on a ring that lost a third of its batch still learn.
       expect(summary.test_accuracy).toBeGreaterThan(0.8);
     }, 400_000);

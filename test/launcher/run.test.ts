@@ -1,6 +1,6 @@
 /**
  * The launcher end to end, as a user runs it: `ringtrain run -np 2` starts a
- * real ws signaling server and two Deno workers that train over real WebRTC
+ * real ws signaling server and two Deno workers that train over TCP links
  * (inside the test's network namespace), and writes a Chrome-trace timeline
  * of both ranks.
  */
@@ -14,7 +14,7 @@ import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('ringtrain run -np 2 (Deno workers, real WebRTC)', () => {
+describe('ringtrain run -np 2 (Deno workers, TCP links)', () => {
   it('trains, reports one JSON line, saves a checkpoint and writes a timeline of both ranks', async () => {
     const timeline = join(dir, 'trace.json');
     const save = join(dir, 'run.safetensors');

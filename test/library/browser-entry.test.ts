@@ -9,7 +9,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'vite';
+import { build, defaultClientConditions } from 'vite';
+import { SOURCE_CONDITION } from '../../scripts/source-conditions.mjs';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -60,7 +61,9 @@ describe('the browser entry', () => {
           return null;
         },
       };
-      const out = await build({ root: dir, logLevel: 'silent', configFile: false, plugins: [watch], build: { outDir: join(dir, 'dist'), write: false, minify: false } });
+      // The repository's sources (package.json, "exports"), where an install would get dist/.
+      const fromSources = { conditions: [SOURCE_CONDITION, ...defaultClientConditions] };
+      const out = await build({ root: dir, logLevel: 'silent', configFile: false, resolve: fromSources, plugins: [watch], build: { outDir: join(dir, 'dist'), write: false, minify: false } });
       const outputs = (Array.isArray(out) ? out : [out]) as { output: { type: string; moduleIds?: string[]; modules?: Record<string, unknown> }[] }[];
       const modules = outputs.flatMap((o) => o.output.flatMap((c) => (c.type === 'chunk' ? (c.moduleIds ?? Object.keys(c.modules ?? {})) : [])));
       expect(modules.some((m) => m.endsWith('src/index.ts'))).toBe(true);

@@ -11,8 +11,9 @@ import { OP_ORACLE_CASES } from '../nn/op-cases.ts';
 import { CNN_CASES } from './cnn-cases.ts';
 import { asOracleCase } from './comparisons.ts';
 import { DENSE_CASES } from './dense-cases.ts';
+import { SLICED_CASES } from './sliced-cases.ts';
 import type { OracleCase, OracleResult } from './oracle-case.ts';
 
 export type { OracleCase, OracleResult };
 
-export const ORACLE_CASES: OracleCase[] = [...DENSE_CASES, ...CNN_CASES.map(asOracleCase), ...OP_ORACLE_CASES];
+export const ORACLE_CASES: OracleCase[] = [...DENSE_CASES, ...CNN_CASES.map(asOracleCase), ...OP_ORACLE_CASES, ...SLICED_CASES];

@@ -324,7 +324,7 @@ const optimizerCases: OracleCase[] = [
         const pb = t(gpu.upload(p0));
         const gb = t(gpu.storage(n));
         const vb = t(gpu.storage(n));
-        const u = t(gpu.uniform(sgdFields(n, h)));
+        const u = t(gpu.uniform(sgdFields(h)));
         const d = planSgd(gpu, u, pb, gb, vb, n);
         const p = Float64Array.from(p0);
         const v = new Float64Array(n);
@@ -347,13 +347,13 @@ const optimizerCases: OracleCase[] = [
         const pb = t(gpu.upload(p0));
         const gb = t(gpu.storage(n));
         const [mb, vb] = [t(gpu.storage(n)), t(gpu.storage(n))];
-        const u = t(gpu.uniform(adamwFields(n, { ...h, step: 1 })));
+        const u = t(gpu.uniform(adamwFields({ ...h, step: 1 })));
         const d = planAdamw(gpu, u, pb, gb, mb, vb, n);
         const p = Float64Array.from(p0);
         const [m, v] = [new Float64Array(n), new Float64Array(n)];
         for (let s = 1; s <= grads.length; s++) {
           gpu.write(gb, grads[s - 1]);
-          gpu.writeUniform(u, adamwFields(n, { ...h, step: s }));
+          gpu.writeUniform(u, adamwFields({ ...h, step: s }));
           gpu.record(d);
           ref.adamwRef(p, grads[s - 1], m, v, s, h.lr, h.beta1, h.beta2, h.eps, h.weightDecay);
         }

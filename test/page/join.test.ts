@@ -94,8 +94,10 @@ describe('two tabs and a Deno worker train together', () => {
       await screenshot(tabs[1].page, 'join-tab-b-done');
 
       const code = await worker.exit;
-      const summary = JSON.parse(worker.stdout.trim().split('\n').pop()!) as { steps: number; size: number; runtime: string };
+      const summary = JSON.parse(worker.stdout.trim().split('\n').pop()!) as { steps: number; size: number; runtime: string; links: { peer: number; transport: string }[] };
       expect(summary, worker.stderr).toMatchObject({ steps: STEPS, size: 3, runtime: 'deno' });
+      // The worker listens for TCP links, but a tab cannot dial: both of its links are WebRTC.
+      expect(summary.links.map((l) => l.transport)).toEqual(['webrtc', 'webrtc']);
       // Exit 3 means the ring broke; that is allowed only after the last step (a peer that finished
       // first left while this one was still in the final evaluation), which the summary above shows.
       expect([0, 3], worker.stderr).toContain(code);

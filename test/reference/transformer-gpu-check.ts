@@ -27,8 +27,16 @@ export interface TransformerCheck {
 
 export const SMALL: Omit<TransformerSpec, 'kind'> = { seed: 5, context: 8, width: 16, heads: 2, layers: 2 };
 
-/** Entries whose gradient is checked, one per kind of tensor, at places the words below reach (d = width). */
-function probes(d: number): [string, number][] {
+/** GPT-2's architecture at the same small size: tied head, tanh GELU, GPT-2's init. */
+export const SMALL_GPT2: Omit<TransformerSpec, 'kind'> = { ...SMALL, arch: 'gpt2' };
+/** The weight scale of SMALL_GPT2's check (see checkTransformer). */
+export const GPT2_CHECK_SCALE = 25;
+
+/**
+ * Entries whose gradient is checked, one per kind of tensor, at places the words below reach (d = width).
+ * GPT-2 has no head: its probe moves to tok.weight's row of 'e', whose gradient sums the embedding's and the tied head's.
+ */
+function probes(d: number, gpt2: boolean): [string, number][] {
   return [
     ['tok.weight', 1 * d + 5], // letter 'a'
     ['pos.weight', 3 * d + 7],
@@ -39,14 +47,19 @@ function probes(d: number): [string, number][] {
     ['blocks.1.fc.weight', (2 * d + 4) * d + 9],
     ['blocks.1.out.bias', 4],
     ['lnf.bias', 13],
-    ['head.weight', 5 * d + 1], // letter 'e'
+    gpt2 ? ['tok.weight', 5 * d + 1] : ['head.weight', 5 * d + 1], // letter 'e'
   ];
 }
 
-export async function checkTransformer(gpu: Gpu, spec: Omit<TransformerSpec, 'kind'> = SMALL): Promise<TransformerCheck> {
+/**
+ * `weightScale` multiplies the initial weights first: GPT-2's init (std 0.02) leaves a small model's
+ * gradients below what a finite difference resolves, so its check runs on weights 25× as spread.
+ */
+export async function checkTransformer(gpu: Gpu, spec: Omit<TransformerSpec, 'kind'> = SMALL, weightScale = 1): Promise<TransformerCheck> {
   const model = new Transformer(gpu, spec);
   const s = model.shape;
   try {
+    if (weightScale !== 1) model.writeParams((await model.readParams()).map((v) => v * weightScale));
     const flat = await model.readParams();
     const named = Object.fromEntries(model.layout.map((e) => [e.name, { shape: e.shape, data: flat.subarray(e.offset, e.offset + e.length) }]));
     const layoutMatches = JSON.stringify(model.layout.map((e) => [e.name, e.shape])) === JSON.stringify(transformerTensorShapes(s));
@@ -63,7 +76,7 @@ export async function checkTransformer(gpu: Gpu, spec: Omit<TransformerSpec, 'ki
     const loss = await model.forwardBackward(words.inputs, words.labels, n);
     const referenceLoss = transformerLoss(w, words.inputs, words.labels, t).loss;
     const gradsFlat = await model.readGrads();
-    const grads = probes(s.width).map(([name, k]): [string, number, number, number] => {
+    const grads = probes(s.width, s.arch === 'gpt2').map(([name, k]): [string, number, number, number] => {
       const entry = model.layout.find((e) => e.name === name)!;
       const values = w.tensors[name];
       const keep = values[k];

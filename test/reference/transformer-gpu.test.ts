@@ -7,7 +7,7 @@ import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Transformer } from '../../src/engine/transformer.ts';
 import { transformerTensorShapes, WORDS_TRANSFORMER } from '../../src/reference/transformer.ts';
-import { checkTransformer, type TransformerCheck } from './transformer-gpu-check.ts';
+import { checkTransformer, GPT2_CHECK_SCALE, SMALL_GPT2, type TransformerCheck } from './transformer-gpu-check.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
@@ -46,17 +46,24 @@ describe('the GPU transformer against the CPU reference', () => {
     expectAgreement(await checkTransformer(gpu));
   });
 
+  it("gives the reference logits, loss and gradients in GPT-2's architecture (tied head, tanh GELU) under Node", async () => {
+    expectAgreement(await checkTransformer(gpu, SMALL_GPT2, GPT2_CHECK_SCALE));
+  });
+
   it('and under Deno', () => {
     expect(existsSync(deno), `Deno is missing at ${deno}: run npm ci`).toBe(true);
     const script = `import { acquireGpu } from './src/gpu/device.ts';
-import { checkTransformer } from './test/reference/transformer-gpu-check.ts';
+import { checkTransformer, GPT2_CHECK_SCALE, SMALL_GPT2 } from './test/reference/transformer-gpu-check.ts';
 const gpu = await acquireGpu();
 console.log(JSON.stringify({ runtime: 'deno', ...(await checkTransformer(gpu)) }));
+console.log(JSON.stringify({ runtime: 'deno', ...(await checkTransformer(gpu, SMALL_GPT2, GPT2_CHECK_SCALE)) }));
 gpu.destroy();`;
     const run = spawnSync(deno, ['eval', '--ext=ts', script], { cwd: root, encoding: 'utf8', timeout: 300_000 });
     expect(run.status, run.stderr.slice(-2000)).toBe(0);
-    const r = JSON.parse(run.stdout.trim().split('\n').pop()!);
-    expect(r.runtime).toBe('deno');
-    expectAgreement(r);
+    const [classic, gpt2] = run.stdout.trim().split('\n').slice(-2).map((line) => JSON.parse(line));
+    for (const r of [classic, gpt2]) {
+      expect(r.runtime).toBe('deno');
+      expectAgreement(r);
+    }
   });
 });

@@ -84,6 +84,20 @@ describe('the CPU reference transformer', () => {
     expect(() => decoder.push(0)).toThrow(/holds 32 positions/);
   });
 
+  it("decodes GPT-2's architecture (tanh GELU, head tied to tok.weight) token by token to the full forward pass", () => {
+    const shape = { ...WORDS_TRANSFORMER, arch: 'gpt2' as const };
+    const w = transformerWeights(initTransformerTensors(shape, 6));
+    expect(w.shape.arch).toBe('gpt2');
+    const tokens = Array.from({ length: 32 }, (_, i) => (i * 11 + 3) % 27);
+    const full = transformerLogits(w, tokens);
+    const decoder = transformerDecoder(w);
+    let worst = 0;
+    tokens.forEach((tok, i) => decoder.push(tok).forEach((v, c) => (worst = Math.max(worst, Math.abs(v - full[i * 27 + c])))));
+    expect(worst).toBeLessThan(1e-12);
+    // Tied: the logits move with tok.weight's rows, and there is no head to read.
+    expect(Object.keys(w.tensors).filter((n) => n.startsWith('head'))).toEqual([]);
+  });
+
   it('uses the exact erf GELU', () => {
     // Values of erf from tables (Abramowitz & Stegun 7.1) and of x·Φ(x).
     expect(erf(0.5)).toBeCloseTo(0.5204998778130465, 14);

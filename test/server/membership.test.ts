@@ -42,6 +42,24 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect(server.jobInfo('mnist')).toMatchObject({ epoch: 3, size: 3, ready: true, started: true });
   });
 
+  it('hands native members one fresh TCP link key per epoch, and a page none', async () => {
+    const a = await join('a');
+    const b = await join('b');
+    const [m2a, m2b] = [await a.membership(2), await b.membership(2)];
+    expect(m2a.linkKey).toBeDefined();
+    expect(Buffer.from(m2a.linkKey!, 'base64').byteLength).toBe(32);
+    expect(m2b.linkKey).toBe(m2a.linkKey);
+    const tab = await RawPeer.open(server.wsUrl);
+    peers.push(tab);
+    tab.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 's3cret', runtime: 'browser', name: 'tab' });
+    const m3tab = await tab.membership(3);
+    const m3a = await a.membership(3);
+    expect(m3tab.linkKey).toBeUndefined();
+    expect(m3a.linkKey).toBeDefined();
+    expect(m3a.linkKey).not.toBe(m2a.linkKey);
+    expect((await b.membership(3)).linkKey).toBe(m3a.linkKey);
+  });
+
   it('announces a leaving peer (peer-left, then a new epoch with ranks re-packed)', async () => {
     const a = await join('a');
     const b = await join('b');

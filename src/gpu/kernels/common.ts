@@ -5,7 +5,7 @@
  * another kernel.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { type Binding, bindingBytes, type Dispatch, type Gpu } from '../gpu.ts';
+import { type Binding, bindingBytes, type BufferRange, type Dispatch, type Gpu } from '../gpu.ts';
 
 export { bindingBytes };
 
@@ -60,13 +60,7 @@ export function planEntry(
   if (x > MAX_GROUPS_PER_DIM || y > MAX_GROUPS_PER_DIM || z > MAX_GROUPS_PER_DIM) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `${label}: ${x}x${y}x${z} workgroups exceed ${MAX_GROUPS_PER_DIM} per dimension; split the work`, { workgroups });
   }
-  const max = gpu.limits.maxStorageBufferBindingSize;
-  for (const [, b] of bindings) {
-    const size = bindingBytes(b);
-    if (size > max) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${label} would bind ${size} bytes, more than this adapter's maxStorageBufferBindingSize of ${max}; use a smaller batch or layer`, { size, max, label });
-    }
-  }
+  for (const [i, b] of bindings) gpu.checkBinding(label, i, b);
   const bindGroup = gpu.device.createBindGroup({
     label,
     layout: pipeline.getBindGroupLayout(0),
@@ -74,4 +68,51 @@ export function planEntry(
   });
   const boundBytes = bindings.reduce((sum, [, b]) => sum + bindingBytes(b), 0);
   return { label, pipeline, bindGroup, workgroups: [x, y, z], boundBytes };
+}
+
+/** Storage binding offsets must be multiples of 256 bytes (WebGPU's largest minStorageBufferOffsetAlignment): 64 words. */
+const OFFSET_ALIGN_WORDS = 64;
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
+
+/** Rows `[start, start + count)` of an operand that one dispatch binds. */
+export interface RowSlice {
+  start: number;
+  count: number;
+}
+
+/**
+ * Splits `rows` rows of `rowWords` words into slices that each bind at most
+ * `gpu.maxBindingBytes` and start on a 256-byte boundary (relative to the
+ * operand's own start, which the caller's binding already aligns): one slice
+ * when the whole operand fits. The slices depend only on the shape and the
+ * limit, so a plan makes them once. `what` names the operand in the refusal
+ * when a single aligned group of rows is already past the limit.
+ * `widestRowWords`: the words per row of the widest binding sliced alongside
+ * (a kernel's per-chunk partials), when more than `rowWords`.
+ */
+export function rowSlices(gpu: Pick<Gpu, 'maxBindingBytes'>, rows: number, rowWords: number, what: string, widestRowWords = rowWords): RowSlice[] {
+  const maxRows = Math.floor(gpu.maxBindingBytes / (widestRowWords * 4));
+  if (rows <= maxRows) return [{ start: 0, count: rows }];
+  const step = OFFSET_ALIGN_WORDS / gcd(rowWords, OFFSET_ALIGN_WORDS);
+  const perSlice = Math.floor(maxRows / step) * step;
+  if (perSlice < 1) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: ${step} row(s) of ${widestRowWords * 4} bytes (the fewest that keep a slice 256-byte aligned) are more than one binding may hold (${gpu.maxBindingBytes} bytes); make that dimension smaller`,
+      { what, rowWords, step, max: gpu.maxBindingBytes },
+    );
+  }
+  const slices: RowSlice[] = [];
+  for (let start = 0; start < rows; start += perSlice) slices.push({ start, count: Math.min(perSlice, rows - start) });
+  return slices;
+}
+
+/** Words `[startWords, startWords + words)` of a binding, as a range of its buffer. */
+export function subRange(b: Binding, startWords: number, words: number): BufferRange {
+  const buffer = 'buffer' in b ? b.buffer : b;
+  const offset = ('buffer' in b ? (b.offset ?? 0) : 0) + startWords * 4;
+  return { buffer, offset, size: words * 4 };
 }

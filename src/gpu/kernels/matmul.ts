@@ -5,7 +5,8 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import type { RuntimeName } from '../../core/runtime.ts';
-import { type Binding, type Dispatch, type Gpu, linearGroups } from '../gpu.ts';
+import { type Binding, type Dispatch, type Gpu, linearGroups, type UniformField } from '../gpu.ts';
+import { planMatmulSliced, tooBigToBind } from './matmul-slices.ts';
 import { checkDims } from './common.ts';
 import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
 import { defineKernel } from './registry.ts';
@@ -129,6 +130,11 @@ export function chooseMatmulVariant(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): C
   return MATMUL_TABLE.find((row) => row.adapter === kind && (!row.runtimes || row.runtimes.includes(gpu.info.runtime)) && row.when(o))!.variant;
 }
 
+/** The kernel layer's entry for the sliced plans (matmul-slices.ts): one dispatch of `variant` with explicit strides. */
+export function stridedMatmulDispatch(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, slices: number, kc: number, strides: Strides): Dispatch {
+  return matmulDispatch(gpu, a, b, c, o, 'tiled', slices, kc, strides);
+}
+
 export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions): Dispatch {
   checkDims('matmul', { m: o.m, n: o.n, k: o.k });
   return matmulDispatch(gpu, a, b, c, o, chooseMatmulVariant(gpu, o), 1, o.k);
@@ -145,8 +151,22 @@ function matmulGrid(variant: ChosenMatmulVariant, o: MatmulShape): [number, numb
   return [Math.ceil(o.n / MATMUL_TILE), Math.ceil(o.m / MATMUL_TILE)];
 }
 
-function matmulDispatch(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, variant: ChosenMatmulVariant, slices: number, kc: number): Dispatch {
-  const dims = gpu.uniform([['u32', o.m], ['u32', o.n], ['u32', o.k], ['u32', kc]], 'matmul-dims');
+/** Row lengths of A, B and C as stored, and the words between K slices' partial products (matmul.wgsl's LDA, LDB, LDC, ZS). */
+export interface Strides {
+  lda: number;
+  ldb: number;
+  ldc: number;
+  zs: number;
+}
+
+function denseStrides(o: MatmulShape): Strides {
+  return { lda: o.transA ? o.m : o.k, ldb: o.transB ? o.k : o.n, ldc: o.n, zs: o.m * o.n };
+}
+
+function matmulDispatch(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, variant: ChosenMatmulVariant, slices: number, kc: number, strides = denseStrides(o)): Dispatch {
+  // Only the workgroup-memory kernel takes strides: the one that runs slices of a bigger matrix.
+  const layout: UniformField[] = variant === 'tiled' ? [['u32', strides.lda], ['u32', strides.ldb], ['u32', strides.ldc], ['u32', strides.zs]] : [];
+  const dims = gpu.uniform([['u32', o.m], ['u32', o.n], ['u32', o.k], ['u32', kc], ...layout], 'matmul-dims');
   const constants: Record<string, number> = { TRANS_A: o.transA ? 1 : 0, TRANS_B: o.transB ? 1 : 0, HAS_BIAS: o.bias ? 1 : 0, RELU: o.relu ? 1 : 0 };
   if (variant === 'blocked' && o.groupRows) constants.GROUP_ROWS = o.groupRows;
   const bindings = [dims, a, b, c, o.bias ?? gpu.dummy];
@@ -191,6 +211,7 @@ export function matmulSplitK(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): { slices
  */
 export function planMatmulSteps(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, scratch: Scratch = gpuScratch(gpu)): Dispatch[] {
   checkDims('matmul', { m: o.m, n: o.n, k: o.k });
+  if (tooBigToBind(gpu, o)) return planMatmulSliced(gpu, a, b, c, o, scratch, true);
   const variant = chooseMatmulVariant(gpu, o);
   const { slices, kc } = matmulSplitK(gpu, o);
   if (slices === 1) return [matmulDispatch(gpu, a, b, c, o, variant, 1, o.k)];

@@ -28,7 +28,7 @@ export const ORACLE_CASES: OracleCase[] = ([[7, 3, 5, false], [33, 27, 16, true]
       const s = { rows, vocab, dim };
       const idb = t(gpu.upload(ids));
       const [out, dw] = [t(gpu.storage(rows * dim)), t(accumulate ? gpu.upload(dw0) : gpu.storage(vocab * dim))];
-      gpu.record([planEmbeddingForward(gpu, s, idb, t(gpu.upload(w)), out), ...planEmbeddingBackward(gpu, s, idb, t(gpu.upload(dy)), dw, accumulate, (n, l) => t(gpu.storage(n, l)))]);
+      gpu.record([...planEmbeddingForward(gpu, s, idb, t(gpu.upload(w)), out), ...planEmbeddingBackward(gpu, s, idb, t(gpu.upload(dy)), dw, accumulate, (n, l) => t(gpu.storage(n, l)))]);
       const dwWant = embeddingBackwardRef(ids, dy, rows, vocab, dim);
       return {
         maxAbsErr: Math.max(relErr(await gpu.readF32(out, 0, rows * dim), embeddingRef(ids, w, rows, dim)), relErr(await gpu.readF32(dw, 0, vocab * dim), accumulate ? plus(dwWant, dw0) : dwWant)),

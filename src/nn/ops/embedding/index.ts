@@ -21,7 +21,7 @@ export const embeddingOp = defineOp<Record<string, never>>({
   plan(ctx) {
     const [vocab, dim] = ctx.inputShapes[1];
     const s = { rows: sizeOf(ctx.inputShapes[0]), vocab, dim };
-    const forward = [planEmbeddingForward(ctx.gpu, s, ctx.input(0), ctx.input(1), ctx.output())];
+    const forward = planEmbeddingForward(ctx.gpu, s, ctx.input(0), ctx.input(1), ctx.output());
     const [dy, dw] = [ctx.gradOut(), ctx.gradIn(1)];
     return { forward, backward: dy && dw ? planEmbeddingBackward(ctx.gpu, s, ctx.input(0), dy, dw, false, (words, label) => ctx.scratch(words, label)) : [] };
   },

@@ -9,7 +9,8 @@
  */
 import { planActivationBackward } from '../activation/kernel.ts';
 import { planBiasGradSteps } from '../../../gpu/kernels/bias.ts';
-import { planMatmul, planMatmulSteps } from '../../../gpu/kernels/matmul.ts';
+import { planMatmulSteps } from '../../../gpu/kernels/matmul.ts';
+import { planMatmulAnySize } from '../../../gpu/kernels/matmul-slices.ts';
 import { defineOp, requireF32, shapeError, type Step } from '../../op.ts';
 import { apply, Parameter, type Shape, type Tensor } from '../../tensor.ts';
 import { Module } from '../../module.ts';
@@ -38,19 +39,18 @@ export const linearOp = defineOp<LinearAttrs>({
   plan(ctx, attrs) {
     const { rows, inF, outF } = dims(ctx.inputShapes);
     const hasBias = ctx.inputShapes.length === 3;
-    const forward: Step[] = [
-      planMatmul(ctx.gpu, ctx.input(0), ctx.input(1), ctx.output(), { m: rows, n: outF, k: inF, transB: true, bias: hasBias ? ctx.input(2) : undefined, relu: attrs.relu }),
-    ];
+    const scratch = (words: number, label: string) => ctx.scratch(words, label);
+    // A weight bigger than one binding (a vocabulary-sized head) is planned in slices: matmul-slices.ts.
+    const forward: Step[] = planMatmulAnySize(ctx.gpu, ctx.input(0), ctx.input(1), ctx.output(), { m: rows, n: outF, k: inF, transB: true, bias: hasBias ? ctx.input(2) : undefined, relu: attrs.relu }, scratch);
     const dy = ctx.gradOut();
     if (!dy) return { forward, backward: [] };
     const backward: Step[] = [];
-    const scratch = (words: number, label: string) => ctx.scratch(words, label);
     // ReLU'(z) = [relu(z) > 0]: the stored output serves as the mask.
     if (attrs.relu) backward.push(planActivationBackward(ctx.gpu, 'relu', ctx.output(), dy, rows * outF));
     const [dx, dw, db] = [ctx.gradIn(0), ctx.gradIn(1), hasBias ? ctx.gradIn(2) : null];
     if (dw) backward.push(...planMatmulSteps(ctx.gpu, dy, ctx.input(0), dw, { m: outF, n: inF, k: rows, transA: true }, scratch));
     if (db) backward.push(...planBiasGradSteps(ctx.gpu, dy, db, rows, outF, scratch));
-    if (dx) backward.push(planMatmul(ctx.gpu, dy, ctx.input(1), dx, { m: rows, n: inF, k: outF }));
+    if (dx) backward.push(...planMatmulAnySize(ctx.gpu, dy, ctx.input(1), dx, { m: rows, n: inF, k: outF }, scratch));
     return { forward, backward };
   },
   cpu: {
@@ -93,9 +93,16 @@ export const linear = (x: Tensor, weight: T, bias?: T): Tensor => apply(linearOp
 export class Linear extends Module {
   readonly weight: Parameter;
   readonly bias: Parameter | null;
-  constructor(readonly inFeatures: number, readonly outFeatures: number, options: { bias?: boolean; init?: InitScheme } = {}) {
+  /** `init` is a scheme, or `{ std }`: weights N(0, std²) and zero biases (GPT-2's initialisation). */
+  constructor(readonly inFeatures: number, readonly outFeatures: number, options: { bias?: boolean; init?: InitScheme | { std: number } } = {}) {
     super();
     positive('Linear', { inFeatures, outFeatures });
+    if (typeof options.init === 'object') {
+      const std = options.init.std;
+      this.weight = new Parameter([outFeatures, inFeatures], (out, rand) => out.forEach((_, i) => (out[i] = rand.normal() * std)));
+      this.bias = options.bias === false ? null : new Parameter([outFeatures], zeros);
+      return;
+    }
     const scheme = options.init ?? 'torch';
     const w = weightInit(scheme, inFeatures, outFeatures);
     this.weight = new Parameter([outFeatures, inFeatures], scheme === 'torch' ? w : transposed(w, outFeatures, inFeatures));

@@ -2,7 +2,8 @@
  * matmul: C[M, N] = A[M, K]·B[K, N] for two 2-D tensors.
  * Backward: dA = dC·Bᵀ, dB = Aᵀ·dC.
  */
-import { planMatmul, planMatmulSteps } from '../../../gpu/kernels/matmul.ts';
+import { planMatmulSteps } from '../../../gpu/kernels/matmul.ts';
+import { planMatmulAnySize } from '../../../gpu/kernels/matmul-slices.ts';
 import { defineOp, requireF32, shapeError, type Step } from '../../op.ts';
 import { apply, type Parameter, type Tensor } from '../../tensor.ts';
 
@@ -16,12 +17,14 @@ export const matmulOp = defineOp<Record<string, never>>({
   },
   plan(ctx) {
     const [[m, k], [, n]] = ctx.inputShapes;
-    const forward: Step[] = [planMatmul(ctx.gpu, ctx.input(0), ctx.input(1), ctx.output(), { m, n, k })];
+    const scratch = (words: number, label: string) => ctx.scratch(words, label);
+    // An operand bigger than one binding is planned in slices: matmul-slices.ts.
+    const forward: Step[] = planMatmulAnySize(ctx.gpu, ctx.input(0), ctx.input(1), ctx.output(), { m, n, k }, scratch);
     const dc = ctx.gradOut();
     const backward: Step[] = [];
     const [da, db] = [ctx.gradIn(0), ctx.gradIn(1)];
-    if (dc && da) backward.push(planMatmul(ctx.gpu, dc, ctx.input(1), da, { m, n: k, k: n, transB: true }));
-    if (dc && db) backward.push(...planMatmulSteps(ctx.gpu, ctx.input(0), dc, db, { m: k, n, k: m, transA: true }, (words, label) => ctx.scratch(words, label)));
+    if (dc && da) backward.push(...planMatmulAnySize(ctx.gpu, dc, ctx.input(1), da, { m, n: k, k: n, transB: true }, scratch));
+    if (dc && db) backward.push(...planMatmulSteps(ctx.gpu, ctx.input(0), dc, db, { m: k, n, k: m, transA: true }, scratch));
     return { forward, backward };
   },
   cpu: {

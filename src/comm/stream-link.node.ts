@@ -1,0 +1,105 @@
+/**
+ * A `Link` over a connected, authenticated TCP socket: each message is one
+ * length-prefixed record (stream-frames.ts) of at most MAX_MESSAGE_BYTES, the
+ * same frames a data channel carries. Backpressure is the socket's own: what
+ * write() has not handed to the kernel is `bufferedAmount`, and `waitForRoom`
+ * resolves on 'drain', so nothing piles up beyond the communicator's high-water mark.
+ */
+import type { Socket } from 'node:net';
+import { MAX_MESSAGE_BYTES } from './frame.ts';
+import type { Link } from './link.ts';
+import { lengthPrefix, LengthPrefixedReader } from './stream-frames.ts';
+
+export class StreamLink implements Link {
+  /** 'tls' over an encrypted socket (`--link-tls`), else 'tcp'. */
+  readonly transport: string;
+  private handler: ((m: Uint8Array) => void) | null = null;
+  /** Messages that came before anyone listened (the far end may start sending at once). */
+  private early: Uint8Array[] = [];
+  private closeHandlers: ((reason?: Error) => void)[] = [];
+  private down = false;
+  private downReason?: Error;
+
+  /**
+   * `reader` is the handshake's, already past the handshake: frames the far end sent right
+   * behind its last handshake message may sit in it, and go on from there.
+   */
+  constructor(
+    readonly peer: number,
+    private socket: Socket,
+    reader: LengthPrefixedReader,
+  ) {
+    this.transport = (socket as { encrypted?: boolean }).encrypted === true ? 'tls' : 'tcp';
+    reader.maxBytes = MAX_MESSAGE_BYTES;
+    reader.handler = (m) => {
+      if (this.handler) this.handler(m);
+      else this.early.push(m);
+    };
+    socket.on('data', (chunk: Uint8Array) => {
+      if (this.down) return;
+      try {
+        reader.push(chunk);
+      } catch (e) {
+        this.shut(new Error(`rank ${peer} broke the TCP framing: ${(e as Error).message}`));
+      }
+    });
+    socket.on('error', (e) => this.shut(e));
+    socket.on('close', () => this.shut(new Error('TCP connection closed')));
+  }
+
+  send(message: Uint8Array): void {
+    if (this.down || this.socket.destroyed) throw new Error(`TCP link to rank ${this.peer} is down`);
+    if (message.byteLength > MAX_MESSAGE_BYTES) throw new Error(`a ${message.byteLength}-byte message is over the ${MAX_MESSAGE_BYTES}-byte frame cap`);
+    // One writev for prefix and message, without gluing them into a new buffer.
+    this.socket.cork();
+    this.socket.write(lengthPrefix(message.byteLength));
+    this.socket.write(message);
+    this.socket.uncork();
+  }
+
+  bufferedAmount(): number {
+    return this.down ? 0 : this.socket.writableLength;
+  }
+
+  /** Resolves once the socket has handed what it holds to the kernel ('drain'), the link went down, or `maxMs` passed. */
+  waitForRoom(maxMs: number): Promise<void> {
+    if (this.down || this.socket.writableLength === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.socket.off('drain', done);
+        this.socket.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(done, maxMs);
+      this.socket.on('drain', done);
+      this.socket.on('close', done);
+    });
+  }
+
+  onMessage(handler: (m: Uint8Array) => void): void {
+    this.handler = handler;
+    const early = this.early;
+    this.early = [];
+    for (const m of early) handler(m);
+  }
+
+  onClose(handler: (reason?: Error) => void): void {
+    if (this.down) handler(this.downReason);
+    else this.closeHandlers.push(handler);
+  }
+
+  close(): void {
+    // end() lets bytes already written go out first; the communicator's goodbye relies on that.
+    if (!this.down) this.socket.end();
+    this.shut(undefined);
+  }
+
+  private shut(reason?: Error): void {
+    if (this.down) return;
+    this.down = true;
+    this.downReason = reason;
+    if (reason) this.socket.destroy();
+    for (const h of this.closeHandlers) h(reason);
+  }
+}

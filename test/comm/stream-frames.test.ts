@@ -1,0 +1,65 @@
+/**
+ * Length-prefixed messages over a stream cut at arbitrary points: every
+ * message comes out whole, in order, aligned for typed-array views, and a
+ * length past the cap is refused before its bytes are kept.
+ */
+import { describe, expect, it } from 'vitest';
+import { lengthPrefix, LengthPrefixedReader, OversizedMessage } from '../../src/comm/stream-frames.ts';
+
+/** A stream of `sizes.length` messages, each filled with its own index. */
+function stream(sizes: number[]): { bytes: Uint8Array; messages: Uint8Array[] } {
+  const messages = sizes.map((n, i) => new Uint8Array(n).fill(i + 1));
+  const parts = messages.flatMap((m) => [lengthPrefix(m.byteLength), m]);
+  const bytes = new Uint8Array(parts.reduce((s, p) => s + p.byteLength, 0));
+  let o = 0;
+  for (const p of parts) {
+    bytes.set(p, o);
+    o += p.byteLength;
+  }
+  return { bytes, messages };
+}
+
+/** Deterministic cut points (a small LCG), so a failure replays. */
+function cuts(total: number, seed: number, maxChunk: number): number[] {
+  const out: number[] = [];
+  let x = seed;
+  for (let at = 0; at < total; ) {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    at = Math.min(total, at + 1 + (x % maxChunk));
+    out.push(at);
+  }
+  return out;
+}
+
+describe('LengthPrefixedReader', () => {
+  for (const [seed, maxChunk] of [[1, 1], [2, 3], [3, 17], [4, 1000], [5, 70_000]] as const) {
+    it(`glues messages from chunks of up to ${maxChunk} bytes`, () => {
+      const { bytes, messages } = stream([0, 1, 5, 4, 300, 0, 65_536, 7, 262_144]);
+      const got: Uint8Array[] = [];
+      const reader = new LengthPrefixedReader(262_144, (m) => got.push(m.slice()));
+      const offsets: number[] = [];
+      const aligned = new LengthPrefixedReader(262_144, (m) => offsets.push(m.byteOffset));
+      let from = 0;
+      for (const to of cuts(bytes.byteLength, seed, maxChunk)) {
+        // Each chunk in a buffer of its own at an odd offset, as a socket's pool may hand it.
+        const chunk = new Uint8Array(to - from + 3).subarray(3);
+        chunk.set(bytes.subarray(from, to));
+        reader.push(chunk);
+        aligned.push(chunk);
+        from = to;
+      }
+      expect(got.map((m) => m.byteLength)).toEqual(messages.map((m) => m.byteLength));
+      got.forEach((m, i) => expect(m.every((b) => b === i + 1), `message ${i}`).toBe(true));
+      for (const o of offsets) expect(o % 8).toBe(0);
+    });
+  }
+
+  it('refuses a length past its cap before keeping any of the message', () => {
+    const handled: Uint8Array[] = [];
+    const reader = new LengthPrefixedReader(1024, (m) => handled.push(m));
+    reader.push(lengthPrefix(16));
+    reader.push(new Uint8Array(16));
+    expect(() => reader.push(lengthPrefix(1025))).toThrow(OversizedMessage);
+    expect(handled.map((m) => m.byteLength)).toEqual([16]);
+  });
+});

@@ -1,0 +1,188 @@
+/**
+ * TCP links over loopback (inside scripts/in-netns.sh): the handshake, frames
+ * both ways, backpressure, and strangers refused before a frame is read.
+ */
+import { randomBytes } from 'node:crypto';
+import { connect, createServer, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LinkCommunicator } from '../../src/comm/communicator.ts';
+import { encodeFrames, FrameKind, MAX_MESSAGE_BYTES } from '../../src/comm/frame.ts';
+import type { Link } from '../../src/comm/link.ts';
+import { lengthPrefix, LengthPrefixedReader } from '../../src/comm/stream-frames.ts';
+import { StreamLink } from '../../src/comm/stream-link.node.ts';
+import { splitHostPort } from '../../src/comm/tcp-endpoint.ts';
+import { makeLinkCertificate } from '../../src/comm/link-cert.node.ts';
+import { TcpLinkEndpoint } from '../../src/comm/tcp-link.node.ts';
+
+const ID = { job: 'tcp-test', epoch: 3, from: 0, to: 1 };
+const open: { close(): unknown }[] = [];
+afterEach(async () => {
+  // Links before the listeners that accepted them.
+  for (const o of open.splice(0).reverse()) await o.close();
+});
+
+async function endpoint(tls = false): Promise<TcpLinkEndpoint & { lines: string[] }> {
+  const lines: string[] = [];
+  const e = await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0, log: (l) => lines.push(l), tls: tls ? makeLinkCertificate() : undefined });
+  open.push(e);
+  return Object.assign(e, { lines });
+}
+
+function pattern(n: number, seed: number): Uint8Array {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) out[i] = (i * 131 + seed * 7) & 255;
+  return out;
+}
+
+function collect(link: Link): Uint8Array[] {
+  const got: Uint8Array[] = [];
+  link.onMessage((m) => got.push(m.slice()));
+  return got;
+}
+
+/** Resolves when `pred` holds, checked on every message the link delivers. */
+function until(link: Link, got: Uint8Array[], pred: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    link.onMessage((m) => {
+      got.push(m.slice());
+      if (pred()) resolve();
+    });
+    if (pred()) resolve();
+  });
+}
+
+describe('TCP links', () => {
+  it('runs in the private network namespace', () => {
+    expect(process.env.RINGTRAIN_NETNS, 'run under scripts/in-netns.sh').toBe('1');
+  });
+
+  it('authenticates both ends and carries a communicator\'s messages both ways', async () => {
+    const [a, b] = [await endpoint(), await endpoint()];
+    const key = randomBytes(32);
+    const accepted = b.accept(ID, key).link;
+    const dialled = await a.dial(b.address, ID, key, 5000);
+    const listened = await accepted;
+    expect([dialled.transport, dialled.peer, listened.peer]).toEqual(['tcp', 1, 0]);
+    const c0 = new LinkCommunicator(0, 2, new Map([[1, dialled]]), { peerTimeoutMs: 0 });
+    const c1 = new LinkCommunicator(1, 2, new Map([[0, listened]]), { peerTimeoutMs: 0 });
+    open.push(c0, c1);
+    // Several frames per message, one message each way at once.
+    const up = pattern(3 * MAX_MESSAGE_BYTES + 11, 1);
+    const down = pattern(5 * MAX_MESSAGE_BYTES + 3, 2);
+    const tag = { id: 1, step: 0, chunk: 0 };
+    const [, , atOne, atZero] = await Promise.all([c0.send(1, tag, up), c1.send(0, tag, down), c1.recv(0, tag), c0.recv(1, tag)]);
+    expect(Buffer.compare(atOne, up)).toBe(0);
+    expect(Buffer.compare(atZero, down)).toBe(0);
+    expect([a.refused, b.refused]).toEqual([0, 0]);
+  });
+
+  it('holds writes at the high-water mark while the reader is stalled, and loses nothing', async () => {
+    const server = createServer();
+    open.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const far = new Promise<Socket>((r) => server.once('connection', r));
+    const near = connect((server.address() as { port: number }).port, '127.0.0.1');
+    const receiving = await far;
+    receiving.pause();
+    const sender = new StreamLink(1, near, new LengthPrefixedReader(MAX_MESSAGE_BYTES, () => {}));
+    const receiver = new StreamLink(0, receiving, new LengthPrefixedReader(MAX_MESSAGE_BYTES, () => {}));
+    open.push(sender, receiver);
+    const highWater = 1 << 20;
+    const frames = encodeFrames(FrameKind.Data, { id: 9, step: 0, chunk: 0 }, pattern(24 << 20, 3));
+    let peak = 0;
+    let waits = 0;
+    const writing = (async () => {
+      for (const f of frames) {
+        // The communicator's rule: no frame goes while the buffer is past the mark.
+        while (sender.bufferedAmount() > highWater - f.byteLength) {
+          waits++;
+          await sender.waitForRoom(100);
+        }
+        sender.send(f);
+        peak = Math.max(peak, sender.bufferedAmount());
+      }
+    })();
+    // With the reader stalled, the kernel's buffers fill and the sender has to wait on the socket.
+    while (waits === 0) await new Promise((r) => setTimeout(r, 10));
+    expect(peak).toBeLessThanOrEqual(highWater + MAX_MESSAGE_BYTES);
+    const got: Uint8Array[] = [];
+    const all = until(receiver, got, () => got.length === frames.length);
+    receiving.resume();
+    await Promise.all([writing, all]);
+    expect(peak).toBeLessThanOrEqual(highWater + MAX_MESSAGE_BYTES);
+    expect(got.length).toBe(frames.length);
+    for (let i = 0; i < frames.length; i += 37) expect(Buffer.compare(got[i], frames[i])).toBe(0);
+    expect(Buffer.compare(got.at(-1)!, frames.at(-1)!)).toBe(0);
+  });
+
+  it('refuses a peer without the key, and one speaking frames at once, before any frame is read', async () => {
+    const [listener, stranger] = [await endpoint(), await endpoint()];
+    const key = randomBytes(32);
+    const accepted = listener.accept(ID, key).link;
+    let handed: Link | null = null;
+    void accepted.then((l) => (handed = l), () => {});
+    // Right identity, wrong key: the listener's answer does not check out, and the dialer's proof is refused.
+    await expect(stranger.dial(listener.address, ID, randomBytes(32), 5000)).rejects.toThrow(/does not hold this epoch's link key/);
+    // A raw connection that sends a data frame straight away.
+    const target = splitHostPort(listener.address)!;
+    const raw = connect(target.port, target.host);
+    const frame = encodeFrames(FrameKind.Data, { id: 1, step: 0, chunk: 0 }, pattern(64, 4))[0];
+    raw.on('connect', () => raw.write(Buffer.concat([lengthPrefix(frame.byteLength), frame])));
+    await new Promise((r) => raw.on('close', r));
+    // A length far past the handshake's cap.
+    const huge = connect(target.port, target.host);
+    huge.on('connect', () => huge.write(lengthPrefix(0xffffffff)));
+    await new Promise((r) => huge.on('close', r));
+    // Three refusals: the keyless dialer (it hung up on the listener's proof), the frame, the length.
+    expect(listener.refused).toBe(3);
+    expect(listener.lines.join('\n')).toMatch(/closed during the handshake[\s\S]*not a ringtrain link hello[\s\S]*at most 1024 are allowed/);
+    expect(handed).toBeNull();
+    // The honest peer still gets in afterwards, and only its frames arrive.
+    const honest = await endpoint();
+    const link = await honest.dial(listener.address, ID, key, 5000);
+    const far = await accepted;
+    const got: Uint8Array[] = [];
+    const arrived = until(far, got, () => got.length === 1);
+    link.send(frame);
+    await arrived;
+    expect(Buffer.compare(got[0], frame)).toBe(0);
+    link.close();
+  });
+
+  it('refuses a dial for a link nobody expects, and a dial to a closed port fails fast', async () => {
+    const listener = await endpoint();
+    const dialer = await endpoint();
+    const key = randomBytes(32);
+    listener.accept(ID, key);
+    await expect(dialer.dial(listener.address, { ...ID, epoch: 4 }, key, 5000)).rejects.toThrow(/closed the connection/);
+    expect(listener.lines.join('\n')).toMatch(/no link from rank 0 to rank 1 of epoch 4/);
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((r) => closed.close(r));
+    await expect(dialer.dial(`127.0.0.1:${port}`, ID, key, 5000)).rejects.toThrow(/ECONNREFUSED/);
+  });
+
+  it('--link-tls: encrypts the link to a listener whose certificate has the relayed fingerprint, and no other', async () => {
+    const [listener, dialer, other] = [await endpoint(true), await endpoint(), await endpoint(true)];
+    expect(listener.tlsFingerprint).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+    const key = randomBytes(32);
+    const accepted = listener.accept(ID, key).link;
+    // Another certificate than the one relayed: the dialer hangs up before sending its hello.
+    await expect(dialer.dial(listener.address, ID, key, 5000, other.tlsFingerprint)).rejects.toThrow(/TLS certificate .* is not the one it advertised/);
+    // Plain TCP to a TLS listener never gets as far as a hello.
+    await expect(dialer.dial(listener.address, ID, key, 5000)).rejects.toThrow(/closed the connection|ECONNRESET/);
+    const link = await dialer.dial(listener.address, ID, key, 5000, listener.tlsFingerprint);
+    const far = await accepted;
+    expect([link.transport, far.transport]).toEqual(['tls', 'tls']);
+    const payload = pattern(3 * MAX_MESSAGE_BYTES, 5);
+    const frames = encodeFrames(FrameKind.Data, { id: 2, step: 0, chunk: 0 }, payload);
+    const got: Uint8Array[] = [];
+    const arrived = until(far, got, () => got.length === frames.length);
+    for (const f of frames) link.send(f);
+    await arrived;
+    frames.forEach((f, i) => expect(Buffer.compare(got[i], f)).toBe(0));
+    expect(listener.refused).toBe(2);
+    link.close();
+  });
+});
