@@ -6,8 +6,9 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import {
+  FINISHED_LEAVE_REASON,
+  PeerLeftReason,
   SignalErrorCode,
-  type PeerLeftReason,
   type Capabilities,
   type JobSpec,
   type MembershipMsg,
@@ -60,6 +61,8 @@ export class Job {
   private members: Member[] = [];
   epoch = 0;
   started = false;
+  /** A peer left having completed its training; cleared by the next join (the job runs again). */
+  private finished: PublicJobInfo['finished'];
   signalsRelayed = 0;
   /** Who reported whom (peer ids): accused → reporters still in the job. */
   private reports = new Map<string, Map<string, string>>();
@@ -166,7 +169,13 @@ export class Job {
     const stepsPerS = seconds > 0 ? (p.step - origin.step) / seconds : 0;
     const examplesPerStep = this.settings.globalBatch ?? this.config.batchPerPeer * this.config.maxPeers;
     const limits = { stepsPerS: PLAUSIBLE_PACE_SLACK * stepsPerS, samplesPerS: PLAUSIBLE_PACE_SLACK * stepsPerS * examplesPerStep };
-    const shown: ShownProgress = { ...p, at: now, selfReported: true };
+    // A step's report carries no accuracy: the last evaluation's figures stay shown until the next one.
+    const kept: Pick<Progress, 'testAccuracy' | 'testLoss'> = {};
+    if (p.testAccuracy === undefined && p.testLoss === undefined) {
+      if (member.progress?.testAccuracy !== undefined) kept.testAccuracy = member.progress.testAccuracy;
+      if (member.progress?.testLoss !== undefined) kept.testLoss = member.progress.testLoss;
+    }
+    const shown: ShownProgress = { ...kept, ...p, at: now, selfReported: true };
     const dropped = (['samplesPerS', 'stepsPerS'] as const).filter((k) => p[k] !== undefined && p[k] > limits[k]);
     for (const k of dropped) delete shown[k];
     if (dropped.length) shown.dropped = dropped;
@@ -182,6 +191,7 @@ export class Job {
   }
 
   add(member: Member): void {
+    this.finished = undefined;
     this.members.push(member);
     this.bump({ kind: 'join', peerId: member.peerId, name: member.name });
   }
@@ -240,6 +250,7 @@ export class Job {
     const rank = this.members.indexOf(member);
     if (rank < 0) return false;
     this.members.splice(rank, 1);
+    if (reason === PeerLeftReason.Left && detail === FINISHED_LEAVE_REASON) this.finished = { at: Date.now(), progress: member.progress };
     // A departed peer neither stands accused nor counts as a reporter any more.
     this.reports.delete(member.peerId);
     this.voters.delete(member.peerId);
@@ -308,6 +319,7 @@ export class Job {
       size: this.size,
       ready: this.ready,
       started: this.started,
+      ...(this.finished ? { finished: this.finished } : {}),
       peers: this.members.map((m, rank) => ({
         rank,
         peerId: m.peerId,

@@ -73,12 +73,49 @@ export function lossText(loss: number): string {
   return `${loss.toFixed(3)} (perplexity ${Math.exp(loss).toFixed(2)})`;
 }
 
+function accuracyText(a: number): string {
+  return `${(a * 100).toFixed(1)}%`;
+}
+
+/** What the job is doing, in one sentence; a finished job says so (the server keeps its last report). */
+export function statusLine(j: PublicJobInfo): string {
+  if (j.finished && j.size === 0) {
+    const step = j.finished.progress?.step;
+    return `Training finished${step !== undefined ? ` at step ${step}` : ''}. The figures below are its last.`;
+  }
+  if (j.ready) return j.started ? 'Training.' : 'Ready to start.';
+  if (j.started) return `${j.size} peer${j.size === 1 ? '' : 's'} now; the job needs ${j.config.minPeers} to train. The figures below are the last seen.`;
+  return `Waiting for peers: ${j.size} of at least ${j.config.minPeers}.`;
+}
+
+/** A setting's key in words: `globalBatch` → `global batch`. */
+function settingName(key: string): string {
+  return key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
+}
+
+/** The job's settings, one row each: the model, the optimizer, every hyperparameter, the batch and the peers. */
+export function settingRows(j: PublicJobInfo): [string, string][] {
+  // Shown, not trained: a listing this page cannot read (another version's server) still shows its raw settings.
+  const settings = jobSettingsSchema.safeParse(j.config.hyperparameters).data ?? {};
+  const rows: [string, string][] = [
+    ['model', j.config.model],
+    ['optimizer', j.config.optimizer],
+    ...Object.entries(j.config.hyperparameters).map(([k, v]): [string, string] => [settingName(k), typeof v === 'string' ? v : JSON.stringify(v)]),
+  ];
+  if (settings.globalBatch !== undefined) rows.push(['shared', settings.balance === 'speed' ? 'by speed' : 'equally']);
+  else rows.push(['batch per peer', String(j.config.batchPerPeer)]);
+  rows.push(['peers allowed', `${j.config.minPeers} to ${j.config.maxPeers}`], ['membership epoch', String(j.epoch)]);
+  return rows;
+}
+
 export interface JobPanel {
   element: HTMLElement;
   /** The rank of this tab once it joined, so its own progress is not echoed back from the server. */
   setSelf(rank: number | undefined): void;
   /** The last info the server gave, if any. */
   latest(): PublicJobInfo | undefined;
+  /** Called once when the server says the job finished (a peer left having completed its training), with its last step. */
+  onFinished(listener: (step: number | undefined) => void): void;
   stop(): void;
 }
 
@@ -91,7 +128,8 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
   const loss = h('output', { 'data-testid': 'loss' }, '—');
   const accuracy = h('output', { 'data-testid': 'accuracy' }, '—');
   const metricLabel = h('span', { class: 'stat-label', 'data-testid': 'metric-label' }, 'Test accuracy');
-  const config = h('dl', { class: 'facts' });
+  const settingsBody = h('tbody', {});
+  const config = h('div', { class: 'table-scroll' }, h('table', { class: 'settings', 'data-testid': 'settings' }, h('caption', {}, 'Settings'), settingsBody));
   const peersBody = h('tbody', {});
   const element = h(
     'section',
@@ -114,7 +152,7 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
       'table',
       { class: 'peers', 'data-testid': 'peers' },
       h('caption', {}, 'Peers in ring order'),
-      h('thead', {}, h('tr', {}, ...['rank', 'runtime', 'name', 'step', 'loss', 'samples/s', 'share'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ...['rank', 'peer', 'step', 'loss', 'samples/s', 'share'].map((c) => h('th', { scope: 'col' }, c)))),
       peersBody,
       ),
     ),
@@ -124,13 +162,16 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
   let info: PublicJobInfo | undefined;
   let lastEpoch = -1;
   const lastStep = new Map<string, number>();
+  const lastEvaluation = new Map<string, string>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
+  let finishedLine: string | undefined;
+  const finishedListeners: ((step: number | undefined) => void)[] = [];
 
   if (!params.job) {
     status.textContent = 'No job in the address. Open the link that `ringtrain server` or `npm start` prints (it ends in ?job=…#token=…) to watch and join a training run. The teaching mode below works without one.';
     element.dataset.state = 'none';
-    return { element, setSelf: () => undefined, latest: () => undefined, stop: () => undefined };
+    return { element, setSelf: () => undefined, latest: () => undefined, onFinished: () => undefined, stop: () => undefined };
   }
   const jobId = params.job;
   status.textContent = `Asking the server about job ${jobId}…`;
@@ -147,7 +188,7 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
       }
       if (!res.ok) throw new Error(`the server answered ${res.status}`);
       show((await res.json()) as PublicJobInfo);
-      element.dataset.state = 'ok';
+      element.dataset.state = finishedLine ? 'finished' : 'ok';
     } catch (err) {
       element.dataset.state = 'error';
       status.textContent = `Cannot read the job: ${err instanceof Error ? err.message : String(err)}. Retrying…`;
@@ -158,52 +199,41 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
   function show(j: PublicJobInfo): void {
     info = j;
     const t = now();
-    status.textContent = j.ready
-      ? j.started
-        ? 'Training.'
-        : 'Ready to start.'
-      : j.started
-        ? `${j.size} peer${j.size === 1 ? '' : 's'} now; the job needs ${j.config.minPeers} to train. The figures below are the last seen.`
-        : `Waiting for peers: ${j.size} of at least ${j.config.minPeers}.`;
+    const done = j.finished?.progress;
+    status.textContent = statusLine(j);
     peerCount.textContent = String(j.size);
     // Keep the last figures when peers leave, so a finished job still shows how far it got.
-    const steps = j.peers.map((p) => p.progress?.step).filter((s): s is number => s !== undefined);
+    const progress = [...j.peers.map((p) => p.progress), ...(j.size === 0 && done ? [done] : [])];
+    const steps = progress.map((p) => p?.step).filter((s): s is number => s !== undefined);
     if (steps.length) step.textContent = String(Math.min(...steps));
-    const losses = j.peers.map((p) => p.progress?.loss).filter((l): l is number => l !== undefined);
+    const losses = progress.map((p) => p?.loss).filter((l): l is number => l !== undefined);
     if (losses.length) loss.textContent = (losses.reduce((a, b) => a + b, 0) / losses.length).toFixed(4);
     if (j.config.model === 'transformer') {
       // A language model has no accuracy worth showing: its validation loss (nats per character) and perplexity.
       metricLabel.textContent = 'Validation loss';
-      const vals = j.peers.map((p) => p.progress?.testLoss).filter((l): l is number => l !== undefined);
+      const vals = progress.map((p) => p?.testLoss).filter((l): l is number => l !== undefined);
       if (vals.length) accuracy.textContent = lossText(Math.min(...vals));
     } else {
-      const accs = j.peers.map((p) => p.progress?.testAccuracy).filter((a): a is number => a !== undefined);
-      if (accs.length) accuracy.textContent = `${(Math.max(...accs) * 100).toFixed(1)}%`;
+      const accs = progress.map((p) => p?.testAccuracy).filter((a): a is number => a !== undefined);
+      if (accs.length) accuracy.textContent = accuracyText(Math.max(...accs));
     }
-    const hp = Object.entries(j.config.hyperparameters).map(([k, v]) => `${k} ${v}`).join(', ');
-    // Shown, not trained: a listing this page cannot read (another version's server) still shows its raw settings.
-    const settings = jobSettingsSchema.safeParse(j.config.hyperparameters).data ?? {};
-    config.replaceChildren(
-      h('dt', {}, 'Model'),
-      h('dd', {}, `${j.config.model}, ${j.config.optimizer}${hp ? ` (${hp})` : ''}`),
-      ...(settings.globalBatch !== undefined
-        ? [h('dt', {}, 'Global batch'), h('dd', {}, `${settings.globalBatch} per step, shared ${settings.balance === 'speed' ? 'by speed' : 'equally'}`)]
-        : [h('dt', {}, 'Batch per peer'), h('dd', {}, String(j.config.batchPerPeer))]),
-      h('dt', {}, 'Peers allowed'),
-      h('dd', {}, `${j.config.minPeers} to ${j.config.maxPeers}`),
-      h('dt', {}, 'Membership epoch'),
-      h('dd', {}, String(j.epoch)),
-    );
+    settingsBody.replaceChildren(...settingRows(j).map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', {}, v))));
+    if (j.finished && j.size === 0 && !finishedLine) {
+      finishedLine = status.textContent;
+      for (const l of finishedListeners) l(done?.step);
+    }
+    if (!j.finished) finishedLine = undefined;
     peersBody.replaceChildren(
       ...j.peers.map((p) =>
         h(
           'tr',
           { class: p.rank === self ? 'self' : undefined },
           h('td', {}, String(p.rank)),
-          h('td', {}, p.runtime),
-          h('td', {}, (p.name ?? '') + (p.rank === self ? ' (you)' : '')),
+          // Name and runtime in one cell, the only one that wraps: the job column is narrow.
+          h('td', { class: 'peer-cell' }, p.name ?? p.peerId.slice(0, 8), h('span', { class: 'peer-runtime' }, `${p.rank === self ? 'you, ' : ''}${p.runtime}`)),
           h('td', {}, p.progress ? String(p.progress.step) : '—'),
-          h('td', {}, p.progress?.loss !== undefined ? p.progress.loss.toFixed(4) : '—'),
+          // Three decimals: the column is narrow, and the stat above gives four.
+          h('td', {}, p.progress?.loss !== undefined ? p.progress.loss.toFixed(3) : '—'),
           h('td', {}, p.progress?.samplesPerS !== undefined ? p.progress.samplesPerS.toFixed(0) : '—'),
           // Examples of each step's global batch this peer takes (they differ with --balance speed).
           h('td', {}, p.progress?.share !== undefined ? String(p.progress.share) : '—'),
@@ -221,15 +251,22 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
       if (pr.loss !== undefined) {
         bus.emit({ type: 'train-step', t, rank: p.rank, size: j.size, step: pr.step, epoch: pr.epoch ?? 0, loss: pr.loss, samples: 0, samplesPerS: pr.samplesPerS ?? 0, bytesSent: pr.allreduceBytes ?? 0 });
       }
-      if (pr.testAccuracy !== undefined) {
+      // The server keeps a peer's last evaluation beside its later steps: a new evaluation is a new figure.
+      const evaluation = `${pr.testAccuracy}/${pr.testLoss}`;
+      if (pr.testAccuracy !== undefined && lastEvaluation.get(p.peerId) !== evaluation) {
+        lastEvaluation.set(p.peerId, evaluation);
         bus.emit({ type: 'evaluate', t, rank: p.rank, step: pr.step, epoch: pr.epoch ?? 0, testAccuracy: pr.testAccuracy, testLoss: pr.testLoss });
       }
     }
   }
 
-  // This tab's own evaluations arrive on the bus at once (the server's copy may come after the peers left).
+  // Evaluations arrive on the bus at once (this tab's own, and the server's copies of the others'):
+  // the figure beside the chart is the chart's last point.
   bus.on((e) => {
-    if (e.type === 'evaluate' && e.rank === self && info?.config.model === 'transformer' && e.testLoss !== undefined) accuracy.textContent = lossText(e.testLoss);
+    if (e.type !== 'evaluate') return;
+    if (info?.config.model === 'transformer') {
+      if (e.rank === self && e.testLoss !== undefined) accuracy.textContent = lossText(e.testLoss);
+    } else if (Number.isFinite(e.testAccuracy)) accuracy.textContent = accuracyText(e.testAccuracy);
   });
   void poll();
   return {
@@ -239,6 +276,10 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
       lastEpoch = -1;
     },
     latest: () => info,
+    onFinished(l) {
+      finishedListeners.push(l);
+      if (finishedLine) l(info?.finished?.progress?.step);
+    },
     stop() {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);

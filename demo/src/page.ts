@@ -60,6 +60,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
   };
   // The predictions panel keeps the last model it was shown (a finished job's final weights stay useful).
   participate.onJoined((joined) => job.setSelf(joined?.rank));
+  job.onFinished((step) => participate.jobFinished(`The job has finished${step !== undefined ? ` at step ${step}` : ''}: there is no ring left to join.`));
 
   root.replaceChildren(
     h(
@@ -79,7 +80,7 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
       'main',
       { class: 'page-grid' },
       h('div', { class: 'col' }, job.element, participate.element, adapter.element, localTrainPanel(adapter.ready, params.job ? null : bus, localSteps, (model, test) => predictions.attach(model, test))),
-      h('div', { class: 'col wide' }, liveRingPanel(bus, { watchingJob: Boolean(params.job) }), chartsPanel(bus, { validationLoss: () => job.latest()?.config.model === 'transformer' }), text.element, words.element, predictions.element),
+      h('div', { class: 'col wide' }, liveRingPanel(bus, { watchingJob: Boolean(params.job), finished: () => job.latest()?.finished !== undefined }), chartsPanel(bus, { validationLoss: () => job.latest()?.config.model === 'transformer' }), text.element, words.element, predictions.element),
       h('div', { class: 'full' }, teachingView(recordTeachingRun)),
     ),
   );

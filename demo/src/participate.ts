@@ -27,6 +27,8 @@ export interface ParticipatePanel {
   enable(join: JoinFn | null, why?: string): void;
   /** Called with the membership after Join, and with null after Leave. */
   onJoined(listener: (joined: Joined | null) => void): void;
+  /** The job is over: Join stays disabled, saying so (a finished job has no ring to join). */
+  jobFinished(line: string): void;
 }
 
 function formatBytes(n: number): string {
@@ -61,6 +63,12 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
 
   let joinFn: JoinFn | null = null;
   let current: Joined | null = null;
+  let over: string | undefined;
+  /** Join is clickable only with a way to join, outside a membership, in a job that is not over. */
+  const refreshJoin = () => {
+    join.disabled = !joinFn || current !== null || over !== undefined;
+    if (over !== undefined) join.title = over;
+  };
   const joinListeners: ((j: Joined | null) => void)[] = [];
   const announce = (j: Joined | null) => joinListeners.forEach((l) => l(j));
 
@@ -91,7 +99,7 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
     } catch (err) {
       element.dataset.state = 'error';
       note.textContent = `Could not join: ${err instanceof Error ? err.message : String(err)}`;
-      join.disabled = false;
+      refreshJoin();
     }
   });
   /** Training ended by itself (or failed): back to not joined, saying why. */
@@ -101,7 +109,9 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
     element.dataset.state = state;
     note.textContent = line;
     leave.disabled = true;
-    join.disabled = !joinFn;
+    // Training that ended by itself ended for the whole job: there is nothing left to join.
+    if (state === 'finished') over ??= 'The job has finished.';
+    refreshJoin();
     announce(null);
   }
 
@@ -112,8 +122,8 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
     current = null;
     await was.leave().catch(() => undefined);
     element.dataset.state = 'left';
-    note.textContent = 'Left the job. Join again to lend this GPU once more.';
-    join.disabled = !joinFn;
+    note.textContent = over ?? 'Left the job. Join again to lend this GPU once more.';
+    refreshJoin();
     announce(null);
   });
   // Closing the tab is leaving; the server also notices the socket close, this only makes it prompt.
@@ -123,10 +133,19 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
     element,
     enable(fn, why) {
       joinFn = fn;
-      join.disabled = !fn || current !== null;
       if (fn) join.removeAttribute('title');
       else join.title = why ?? 'Joining is not available here';
-      if (!fn && why) note.textContent = why;
+      refreshJoin();
+      if (!fn && why && over === undefined) note.textContent = why;
+    },
+    jobFinished(line) {
+      over = line;
+      refreshJoin();
+      // This tab's own end says more (its steps); a watching tab says the job's.
+      if (current === null && element.dataset.state !== 'finished') {
+        element.dataset.state = 'finished';
+        note.textContent = line;
+      }
     },
     onJoined(l) {
       joinListeners.push(l);

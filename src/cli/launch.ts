@@ -30,6 +30,7 @@ import type { JobSettings } from '../signaling/settings.ts';
 import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
 import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, NAME_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
 import { PAGE_MISSING_HINT } from '../core/package-root.node.ts';
+import { prefixedChildEnv, prefixedLine, spawnFailure } from './child-output.node.ts';
 import { runtimeExecutable } from './host.node.ts';
 import { elasticOptions } from './run-options.node.ts';
 import { writeTimeline } from './run-workers.node.ts';
@@ -206,20 +207,22 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
     const [exe, pre] = scriptCommand(o.runtime, script);
     const exits = Array.from({ length: np }, (_, i) => {
       // The token goes by environment, never argv (which `ps` shows to everyone).
-      const env: NodeJS.ProcessEnv = { ...process.env, [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np), [NAME_ENV]: workerName(i) };
+      const env: NodeJS.ProcessEnv = { ...prefixedChildEnv(process.env), [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np), [NAME_ENV]: workerName(i) };
       if (o.timeline) env[TIMELINE_ENV] = `${o.timeline}.part${i}`;
       const child = spawn(exe, [...pre, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       children.push(child);
       ranks.pids[i] = child.pid;
       // Which process is which worker: what a person needs to read a loss (and what a test kills).
-      process.stdout.write(`[launch] worker ${i}: pid ${child.pid}\n`);
-      forEachLine(child.stdout!, (line) => process.stdout.write(`${ranks.prefix(i)} ${line}\n`));
+      // No pid means it did not start; the error event says why.
+      if (child.pid !== undefined) process.stdout.write(`[launch] worker ${i}: pid ${child.pid}\n`);
+      forEachLine(child.stdout!, (line) => process.stdout.write(prefixedLine(ranks.prefix(i), line)));
+      // The environment keeps Vulkan quiet; a worker that set XDG_RUNTIME_DIR badly itself is still filtered.
       forEachLine(child.stderr!, (line) => {
-        if (!line.includes('XDG_RUNTIME_DIR')) process.stderr.write(`${ranks.prefix(i)} ${line}\n`);
+        if (!line.includes('XDG_RUNTIME_DIR is invalid')) process.stderr.write(prefixedLine(ranks.prefix(i), line));
       });
       return new Promise<number>((resolve) => {
         child.on('error', (err) => {
-          process.stderr.write(`[launch] worker ${i} cannot start ${exe}: ${err.message}\n`);
+          process.stderr.write(`[launch] worker ${i} ${spawnFailure(exe, err)}\n`);
           resolve(127);
         });
         child.on('exit', (code, signal) => {

@@ -5,7 +5,9 @@
  * (`model_spec`): a built-in one by itself, a model file's when `--model` names
  * the file; its weights are checked tensor by tensor before they load. Rows
  * whose width is not the model's input are refused naming the file, the model
- * and both shapes. A language model (the transformer) reads rows of 1 to
+ * and both shapes. The training file itself is taken too: its label column is
+ * left out, and a model trained on class names prints the names
+ * (predict-input.ts). A language model (the transformer) reads rows of 1 to
  * context token ids instead and answers each row's next token, with the
  * logits at its last position. Runs in the current runtime: a handful of rows needs no
  * choice of the fastest one.
@@ -13,9 +15,9 @@
 import { Command, Option } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { CHECKPOINT_FORMAT, decodeCheckpoint } from '../checkpoint/checkpoint.ts';
-import { decodeSafetensors, type NamedTensors } from '../checkpoint/safetensors.ts';
+import { decodeSafetensors, type Metadata, type NamedTensors } from '../checkpoint/safetensors.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { parseRows, rowFormatOf, type RowFormat } from '../data/rows.ts';
+import { rowFormatOf, type RowFormat } from '../data/rows.ts';
 import { createModel } from '../engine/create.ts';
 import { isModelFile, modelFromFactory } from '../engine/define.ts';
 import { loadModelFile } from '../engine/model-file.node.ts';
@@ -25,6 +27,7 @@ import { loadStateDict } from '../engine/weights.ts';
 import { acquireGpu } from '../gpu/device.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { printLine } from './host.node.ts';
+import { classNamesOf, predictRows } from './predict-input.ts';
 
 const BUILT_IN = ['mlp', 'cnn', 'transformer'];
 
@@ -37,7 +40,7 @@ async function read(path: string, what: string): Promise<Uint8Array> {
 }
 
 /** The weights and the model spec a checkpoint (--save) or an exported state dict records. */
-export function weightsOf(bytes: Uint8Array, file: string): { params: NamedTensors; spec: { kind: string } & Record<string, unknown> } {
+export function weightsOf(bytes: Uint8Array, file: string): { params: NamedTensors; spec: { kind: string } & Record<string, unknown>; metadata: Metadata } {
   const { tensors, metadata } = decodeSafetensors(bytes, file);
   const params = metadata.format === CHECKPOINT_FORMAT ? decodeCheckpoint(bytes, file).params : tensors;
   let spec: unknown = undefined;
@@ -52,12 +55,12 @@ export function weightsOf(bytes: Uint8Array, file: string): { params: NamedTenso
     if (!metadata.model) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} records no model (no model_spec or model in its metadata); it was not written by ringtrain train/run --save or ringtrain export`, { file });
     spec = { kind: metadata.model };
   }
-  return { params, spec: spec as { kind: string } & Record<string, unknown> };
+  return { params, spec: spec as { kind: string } & Record<string, unknown>, metadata };
 }
 
-/** Builds the model a checkpoint was saved from and loads its weights (checked by name and shape). */
-export async function modelForCheckpoint(gpu: Gpu, file: string, o: { model?: string; modelOptions?: Record<string, unknown> } = {}): Promise<Model> {
-  const { params, spec } = weightsOf(await read(file, 'checkpoint'), file);
+/** Builds the model a checkpoint was saved from and loads its weights (checked by name and shape); with the checkpoint's metadata. */
+export async function modelForCheckpoint(gpu: Gpu, file: string, o: { model?: string; modelOptions?: Record<string, unknown> } = {}): Promise<{ model: Model; metadata: Metadata }> {
+  const { params, spec, metadata } = weightsOf(await read(file, 'checkpoint'), file);
   const { kind, seed: _seed, ...recorded } = spec;
   let model: Model;
   if (o.model !== undefined && isModelFile(o.model)) {
@@ -80,7 +83,7 @@ export async function modelForCheckpoint(gpu: Gpu, file: string, o: { model?: st
     model.destroy();
     throw err;
   }
-  return model;
+  return { model, metadata };
 }
 
 /** A language model's answer: each row's next token (and, with --json or --logits, the logits at its last position). */
@@ -101,6 +104,7 @@ interface PredictCommandOptions {
   input: string;
   format?: RowFormat;
   model?: string;
+  labelColumn?: string;
   json?: boolean;
   logits?: boolean;
 }
@@ -111,29 +115,38 @@ export function predictCommand(): Command {
     .requiredOption('--checkpoint <file>', 'a checkpoint that --save wrote, or a state dict from ringtrain export')
     .requiredOption('--input <file>', 'rows of features: .json (an array of rows), .csv (one row per line) or .npy (a 2-D array)')
     .addOption(new Option('--format <kind>', 'the input format, when the file name does not say it').choices(['json', 'csv', 'npy']))
-    .option('--model <file>', 'the model file the checkpoint was trained from (built-in models need none)')
+    .option('--model <file>', 'the model file (or the training script that exports its model) the checkpoint was trained from; built-in models need none')
+    .option('--label-column <name>', "a column of --input to leave out (the training file's labels; by default the column the checkpoint records, when the file has it)")
     .option('--json', 'one JSON line: the model, the classes and the logits of every row')
     .option('--logits', 'print every row\'s logits after its class')
     .action(async (o: PredictCommandOptions) => {
       const format = o.format ?? rowFormatOf(o.input);
       if (!format) throw new RingtrainError(ErrorCode.InvalidArgument, `--input ${o.input}: cannot tell its format from the name; name it .json, .csv or .npy, or pass --format json|csv|npy`, { path: o.input });
-      const rows = parseRows(await read(o.input, 'input'), o.input, format);
+      const input = await read(o.input, 'input');
       const gpu = await acquireGpu();
       try {
-        const model = await modelForCheckpoint(gpu, o.checkpoint, { model: o.model });
-        if (isLanguageModel(model)) {
+        const { model, metadata } = await modelForCheckpoint(gpu, o.checkpoint, { model: o.model });
+        const language = isLanguageModel(model);
+        // A refusal here leaves the model to gpu.destroy() below, as a refusal of predict() does.
+        // A language model's rows are token ids: no label column to leave out, and no class names.
+        const rows = predictRows(input, o.input, format, { labelColumn: o.labelColumn, recorded: language ? undefined : metadata.label_column, inputSize: model.inputSize });
+        if (language) {
           await printNextTokens(model, rows, o);
           return;
         }
+        const names = classNamesOf(metadata, o.checkpoint);
         const result = await predict(model, rows, { source: o.input });
         model.destroy();
+        // A class's name where the checkpoint records names (a label column of names), else its number.
+        const named = (c: number) => names?.[c] ?? String(c);
         if (o.json) {
-          await printLine(JSON.stringify({ model: model.identity.name, checkpoint: o.checkpoint, input: o.input, rows: rows.length, classes: result.classes, logits: result.logits.map((l) => Array.from(l)) }));
+          const labels = names ? { class_names: names, labels: result.classes.map(named) } : {};
+          await printLine(JSON.stringify({ model: model.identity.name, checkpoint: o.checkpoint, input: o.input, rows: rows.length, classes: result.classes, ...labels, logits: result.logits.map((l) => Array.from(l)) }));
           return;
         }
         const perRow = result.classes.length / rows.length;
         for (let i = 0; i < rows.length; i++) {
-          const cls = result.classes.slice(i * perRow, (i + 1) * perRow).join(' ');
+          const cls = result.classes.slice(i * perRow, (i + 1) * perRow).map(named).join(' ');
           await printLine(o.logits ? `${cls}\t${Array.from(result.logits[i], (v) => v.toPrecision(6)).join(',')}` : cls);
         }
       } finally {

@@ -14,6 +14,7 @@ import { mergeTraces, type TraceEvent } from '../distributed/timeline.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import type { RunningServer } from '../../server/index.ts';
 import { cliCommand } from './host.node.ts';
+import { prefixedChildEnv, spawnFailure, stripAnsi } from './child-output.node.ts';
 import type { ScaledWorker } from './discovery.node.ts';
 import type { RunOptions } from './run-options.node.ts';
 import { TOKEN_ENV } from './secrets.node.ts';
@@ -44,7 +45,7 @@ export function startWorker(index: number, server: RunningServer, job: JobSpec, 
   // The same text for every local worker; each checks its hash against the job's before it joins.
   if (o.text) given.push('--text', o.text.startsWith('@') ? o.text : resolve(o.text));
   const [exe, ...args] = o.workerCommand ? o.workerCommand(index, given) : given;
-  const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: job.token };
+  const env: NodeJS.ProcessEnv = { ...prefixedChildEnv(process.env), [TOKEN_ENV]: job.token };
   // A self-signed certificate is its own authority: the workers trust it (Node and Deno read these).
   if (o.tls) Object.assign(env, { NODE_EXTRA_CA_CERTS: o.tls.certPath, DENO_CERT: o.tls.certPath });
   const child = spawn(exe, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
@@ -58,12 +59,12 @@ export function startWorker(index: number, server: RunningServer, job: JobSpec, 
     }
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    for (const line of chunk.split('\n')) if (line.trim() && !line.includes('XDG_RUNTIME_DIR')) w.stderrTail.push(line);
+    for (const line of chunk.split('\n')) if (line.trim() && !line.includes('XDG_RUNTIME_DIR is invalid')) w.stderrTail.push(stripAnsi(line));
     if (w.stderrTail.length > 40) w.stderrTail.splice(0, w.stderrTail.length - 40);
   });
   w.exit = new Promise<number>((resolve) => {
     child.on('error', (err) => {
-      w.stderrTail.push(`cannot start ${exe}: ${err.message}`);
+      w.stderrTail.push(spawnFailure(exe, err));
       resolve(127);
     });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));

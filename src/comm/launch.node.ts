@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { forEachLine } from '../core/lines.node.ts';
+import { ensureRuntimeDir } from '../core/runtime-dir.node.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +42,11 @@ export function commandFor(runtime: PeerRuntime, script: string): [string, strin
   return [process.execPath, [...extra, '--import', 'tsx', script]];
 }
 
+function withRuntimeDir(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  ensureRuntimeDir(env);
+  return env;
+}
+
 export function launchLocalRing(o: { size: number; script: string; runtimes?: PeerRuntime[]; args?: (rank: number) => string[]; env?: Record<string, string> }): LocalRing {
   if (process.env.RINGTRAIN_NETNS !== '1') {
     throw new Error('launchLocalRing: WebRTC peers must run inside a private network namespace; run under scripts/in-netns.sh');
@@ -51,7 +57,8 @@ export function launchLocalRing(o: { size: number; script: string; runtimes?: Pe
     const [cmd, pre] = commandFor(runtime, o.script);
     const child = spawn(cmd, [...pre, '--dir', dir, '--rank', String(rank), '--size', String(o.size), ...(o.args?.(rank) ?? [])], {
       cwd: ROOT,
-      env: { ...process.env, ...o.env },
+      // Quiet children: no Vulkan XDG_RUNTIME_DIR warning (runtime-dir.node.ts), no colour codes in the lines a test reads.
+      env: withRuntimeDir({ ...process.env, NO_COLOR: '1', ...o.env }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const lines: string[] = [];

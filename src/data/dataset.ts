@@ -37,8 +37,21 @@ export interface Dataset {
   readonly stream?: Uint32Array;
   /** A text's tokens (text.ts vocabularyJson): what a checkpoint records, so sampling and resuming read ids as training did. */
   readonly vocabulary?: string;
+  /** A table whose label column held names: class i is classNames[i] (sorted, csv.ts). Checkpoints record them for predict. */
+  readonly classNames?: readonly string[];
+  /** A table's label column (its header name, or its number): predict leaves it out of the same file's rows. */
+  readonly labelColumn?: string;
   /** The file the examples came from (a --data table), for the messages that name it. */
   readonly source?: string;
+}
+
+/** What a checkpoint records of the data a model was trained on, so sampling, resuming and predicting read it as training did. */
+export function datasetMetadata(d: Pick<Dataset, 'vocabulary' | 'classNames' | 'labelColumn'>): Record<string, string> {
+  return {
+    ...(d.vocabulary ? { vocabulary: d.vocabulary } : {}),
+    ...(d.classNames ? { class_names: JSON.stringify(d.classNames) } : {}),
+    ...(d.labelColumn !== undefined ? { label_column: d.labelColumn } : {}),
+  };
 }
 
 /** A classifier's dataset of images: one label per example. */

@@ -2,9 +2,11 @@
  * Rows of features from a file's bytes, for `ringtrain predict`: JSON (an
  * array of rows, each an array of numbers), CSV (one row per line, a header
  * line of names skipped) or NPY (NumPy's .npy: a 1-D or 2-D array of floats or
- * integers, C order). Each parser names the file and the place that is wrong.
+ * integers, C order). Each parser names the file and the place that is wrong
+ * (a CSV file's line, csv.ts).
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { csvNumbers, parseCsvCells } from './csv.ts';
 
 export type RowFormat = 'json' | 'csv' | 'npy';
 
@@ -36,24 +38,7 @@ export function parseRowsJson(text: string, file: string): number[][] {
 }
 
 export function parseRowsCsv(text: string, file: string): number[][] {
-  return parseCsvTable(text, file).rows;
-}
-
-/** A CSV file's rows and, when its first line is not all numbers, that line's column names. */
-export function parseCsvTable(text: string, file: string): { header: string[] | undefined; rows: number[][] } {
-  const lines = text.split(/\r?\n/).filter((l) => l.trim() !== '');
-  const cells = (l: string) => l.split(',').map((c) => c.trim());
-  // A first line that is not all numbers is a header.
-  const header = lines.length > 0 && cells(lines[0]).some((c) => c === '' || !Number.isFinite(Number(c))) ? cells(lines.shift()!) : undefined;
-  if (lines.length === 0) throw bad(file, 'holds no rows of numbers');
-  const rows = lines.map((l, i) =>
-    cells(l).map((c, j) => {
-      const v = Number(c);
-      if (c === '' || !Number.isFinite(v)) throw bad(file, `row ${i}, column ${j} is ${JSON.stringify(c)}, not a finite number`, { row: i, column: j });
-      return v;
-    }),
-  );
-  return { header, rows };
+  return csvNumbers(parseCsvCells(text, file), file);
 }
 
 const NPY_TYPES: Record<string, { bytes: number; read: (v: DataView, at: number, little: boolean) => number }> = {

@@ -9,7 +9,8 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { type Dataset, makeDataset } from './dataset.ts';
-import { parseCsvTable, parseRows, rowFormatOf, type RowFormat } from './rows.ts';
+import { classIds, csvColumn, csvNumbers, parseCsvCells } from './csv.ts';
+import { parseRows, rowFormatOf, type RowFormat } from './rows.ts';
 
 export const TEST_STRIDE = 5;
 
@@ -18,10 +19,18 @@ export interface TableSplit {
   test: Dataset;
   features: number;
   classes: number;
+  /** Class names, when the label column held names: class i is names[i]. */
+  classNames?: string[];
+}
+
+/** Where a table's labels came from and what they name: both splits carry it into checkpoints. */
+interface LabelSource {
+  classNames?: string[];
+  labelColumn?: string;
 }
 
 /** Train and test sets from feature rows and their labels; `file` names the data in every message. */
-export function tableSplit(features: readonly (readonly number[])[], labels: readonly number[], file: string, labelsFile = file): TableSplit {
+export function tableSplit(features: readonly (readonly number[])[], labels: readonly number[], file: string, labelsFile = file, source: LabelSource = {}): TableSplit {
   if (features.length !== labels.length) {
     throw new RingtrainError(ErrorCode.BadData, `${file} has ${features.length} rows but ${labelsFile} ${labels.length} labels; give one label per row`, { rows: features.length, labels: labels.length });
   }
@@ -34,14 +43,14 @@ export function tableSplit(features: readonly (readonly number[])[], labels: rea
     if (!Number.isInteger(y) || y < 0) throw new RingtrainError(ErrorCode.BadData, `${labelsFile}: the label of row ${i} is ${y}; labels are class numbers 0, 1, 2, …`, { row: i, label: y });
   });
   if (features.length < TEST_STRIDE) throw new RingtrainError(ErrorCode.BadData, `${file} has ${features.length} rows; at least ${TEST_STRIDE} are needed (every ${TEST_STRIDE}th row is a test row)`);
-  const classes = Math.max(2, ...labels.map((y) => y + 1));
+  const classes = Math.max(2, source.classNames?.length ?? 0, ...labels.map((y) => y + 1));
   const part = (test: boolean): Dataset => {
     const idx = features.map((_, i) => i).filter((i) => (i % TEST_STRIDE === TEST_STRIDE - 1) === test);
     const inputs = new Float32Array(idx.length * width);
     idx.forEach((i, k) => inputs.set(features[i], k * width));
-    return { ...makeDataset({ inputs, inputSize: width, labels: idx.map((i) => labels[i]), positions: 1, classes }, file), source: file };
+    return { ...makeDataset({ inputs, inputSize: width, labels: idx.map((i) => labels[i]), positions: 1, classes }, file), source: file, ...source };
   };
-  return { train: part(false), test: part(true), features: width, classes };
+  return { train: part(false), test: part(true), features: width, classes, ...(source.classNames ? { classNames: source.classNames } : {}) };
 }
 
 /**
@@ -52,26 +61,51 @@ export function tableSplit(features: readonly (readonly number[])[], labels: rea
  * table in every message.
  */
 export function tableFromBytes(bytes: Uint8Array, file: string, format: RowFormat, labels: { labelColumn: string } | { labels: { bytes: Uint8Array; file: string } }): TableSplit {
-  let header: string[] | undefined;
-  let rows: number[][];
-  if (format === 'csv') ({ header, rows } = parseCsvTable(new TextDecoder().decode(bytes), file));
-  else rows = parseRows(bytes, file, format);
+  if ('labelColumn' in labels && format === 'csv') return csvTable(new TextDecoder().decode(bytes), file, labels.labelColumn);
+  const rows = format === 'csv' ? csvNumbers(parseCsvCells(new TextDecoder().decode(bytes), file), file) : parseRows(bytes, file, format);
   if ('labelColumn' in labels) {
-    const name = labels.labelColumn;
-    let column = header ? header.indexOf(name) : -1;
-    if (column < 0 && /^\d+$/.test(name)) column = Number(name);
     const width = rows[0].length;
-    if (column < 0 || column >= width) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `--label-column ${name}: ${file} has ${header ? `the columns ${header.join(', ')}` : `no header and ${width} columns (give a number 0..${width - 1})`}`, { file, column: name });
-    }
-    return tableSplit(rows.map((r) => r.filter((_, j) => j !== column)), rows.map((r) => r[column]), file);
+    const short = rows.findIndex((r) => r.length !== width);
+    if (short >= 0) throw new RingtrainError(ErrorCode.BadData, `${file}: row ${short} has ${rows[short].length} values, row 0 has ${width}; every row needs the same columns`, { file, row: short });
+    const column = csvColumn({ header: undefined, width }, labels.labelColumn, file, '--label-column');
+    return tableSplit(rows.map((r) => r.filter((_, j) => j !== column)), rows.map((r) => r[column]), file, file, { labelColumn: String(column) });
   }
   const labelsFile = labels.labels.file;
-  const table = parseRows(labels.labels.bytes, labelsFile, rowFormatOf(labelsFile) ?? 'csv');
+  const labelsFormat = rowFormatOf(labelsFile) ?? 'csv';
+  if (labelsFormat === 'csv') return labelLines(rows, file, new TextDecoder().decode(labels.labels.bytes), labelsFile);
+  const table = parseRows(labels.labels.bytes, labelsFile, labelsFormat);
   // A 1-D .npy or JSON array reads as one row: its values are the labels.
   const values = table.length === 1 && rows.length > 1 ? table[0] : table.map((r, i) => {
     if (r.length !== 1) throw new RingtrainError(ErrorCode.BadData, `${labelsFile}: row ${i} has ${r.length} values; give one label per row`, { file: labelsFile, row: i });
     return r[0];
   });
   return tableSplit(rows, values, file, labelsFile);
+}
+
+/** A CSV table whose label column holds class numbers or class names (mapped to sorted ids, csv.ts). */
+function csvTable(text: string, file: string, labelColumn: string): TableSplit {
+  const t = parseCsvCells(text, file);
+  const column = csvColumn(t, labelColumn, file, '--label-column');
+  const { ids, names } = classIds(t.rows.map((r) => ({ line: r.line, value: r.cells[column] })), file);
+  // The header's name when there is one: predict finds the column by it in a file of other order.
+  const recorded = t.header ? t.header[column] : String(column);
+  return tableSplit(csvNumbers(t, file, column), ids, file, file, { labelColumn: recorded, ...(names ? { classNames: names } : {}) });
+}
+
+/**
+ * A text labels file (.csv, .txt): one label per line, class numbers or class
+ * names (mapped as a label column's are). A first line more than the table's
+ * rows is its header: a column of names alone cannot tell a header apart.
+ */
+function labelLines(rows: number[][], file: string, text: string, labelsFile: string): TableSplit {
+  const lines: { line: number; value: string }[] = [];
+  text.split(/\r?\n/).forEach((l, i) => {
+    if (l.trim() === '') return;
+    const cells = l.split(',');
+    if (cells.length !== 1) throw new RingtrainError(ErrorCode.BadData, `${labelsFile}: line ${i + 1} has ${cells.length} values; give one label per line`, { file: labelsFile, line: i + 1 });
+    lines.push({ line: i + 1, value: cells[0].trim() });
+  });
+  const body = lines.length === rows.length + 1 ? lines.slice(1) : lines;
+  const { ids, names } = classIds(body, labelsFile);
+  return tableSplit(rows, ids, file, labelsFile, names ? { classNames: names } : {});
 }

@@ -144,12 +144,30 @@ export function checkVocabulary(c: TrainingCheckpoint, data: Pick<Dataset, 'voca
   );
 }
 
+/**
+ * A classifier trained on class names (a CSV label column of names, ids in
+ * their sorted order) resumes only on data with the same names: another set
+ * would renumber the classes and every output would mean another class.
+ */
+export function checkClassNames(c: TrainingCheckpoint, data: Pick<Dataset, 'classNames'>, file: string): void {
+  const saved = c.extra.class_names;
+  const ours = data.classNames ? JSON.stringify(data.classNames) : undefined;
+  if (saved === ours) return;
+  const list = (json: string | undefined) => (json === undefined ? 'class numbers' : `the classes ${(JSON.parse(json) as string[]).join(', ')}`);
+  throw new RingtrainError(
+    ErrorCode.BadCheckpoint,
+    `${file} was trained on ${list(saved)}, but this data has ${list(ours)}: class ids would mean other classes; resume with the table it was trained on, or start without --resume.`,
+    { file },
+  );
+}
+
 /** Loads a checkpoint's weights and optimizer state, after checking they belong to this model, its data's vocabulary and this optimizer. */
-export async function restore(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: Pick<LocalTrainConfig, 'model' | 'optimizer'>, name: string, data: Pick<Dataset, 'vocabulary'> = {}): Promise<void> {
+export async function restore(model: Model, optimizer: Optimizer, c: TrainingCheckpoint, config: Pick<LocalTrainConfig, 'model' | 'optimizer'>, name: string, data: Pick<Dataset, 'vocabulary' | 'classNames'> = {}): Promise<void> {
   // Kind, then options, then tensor by tensor: the first thing that differs is the one named.
   checkCheckpointKind(c, config, name);
   checkModelOptions(c, model, name);
   checkVocabulary(c, data, name);
+  checkClassNames(c, data, name);
   const flat = flatParamsFor(c, { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength }, name);
   const fresh = await optimizer.exportState();
   checkOptimizerState(c, Object.fromEntries(Object.entries(fresh).map(([k, v]) => [k, v.length])), name);

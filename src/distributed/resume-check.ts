@@ -11,7 +11,7 @@ import { checkCheckpointKind, checkOptimizerState, flatParamsFor, type TrainingC
 import type { Dataset } from '../data/dataset.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
-import { checkModelOptions, checkVocabulary, modelSpecFor } from './model-fit.ts';
+import { checkClassNames, checkModelOptions, checkVocabulary, modelSpecFor } from './model-fit.ts';
 import type { LocalTrainConfig } from './train-local.ts';
 
 export async function checkResumeFits(gpu: Gpu, config: LocalTrainConfig, data: Dataset, c: TrainingCheckpoint, file: string): Promise<void> {
@@ -21,6 +21,7 @@ export async function checkResumeFits(gpu: Gpu, config: LocalTrainConfig, data: 
   try {
     checkModelOptions(c, model, file);
     checkVocabulary(c, data, file);
+    checkClassNames(c, data, file);
     flatParamsFor(c, { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength }, file);
     const fresh = await optimizer.exportState();
     checkOptimizerState(c, Object.fromEntries(Object.entries(fresh).map(([k, v]) => [k, v.length])), file);

@@ -194,7 +194,7 @@ export class RingPeers implements Peers {
  * What a ring's checkpoints record: its position (epoch and the examples the ring took in it,
  * which survive a change of ring size) and how it trained (global batch, size).
  */
-export function ringRecord(config: DistributedTrainConfig, model: Model, ring: ElasticRing, vocabulary: string | undefined): RunRecord {
+export function ringRecord(config: DistributedTrainConfig, model: Model, ring: ElasticRing, trainedOn: Record<string, string>): RunRecord {
   return {
     // A ring hands out its weights even with nothing left to train: a page shows predictions with them.
     handsOutUntrained: true,
@@ -209,7 +209,7 @@ export function ringRecord(config: DistributedTrainConfig, model: Model, ring: E
         size: String(ring.comm.size),
         epoch_examples: String(state.epochExamples),
         model_spec: JSON.stringify(model.spec),
-        ...(vocabulary ? { vocabulary } : {}),
+        ...trainedOn,
       },
     }),
   };

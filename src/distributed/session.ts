@@ -26,7 +26,7 @@ import type { TcpEndpoint } from '../comm/tcp-endpoint.ts';
 import type { LinkTransport } from '../core/events.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
-import { PeerLeftReason, SignalErrorCode, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
+import { FINISHED_LEAVE_REASON, PeerLeftReason, SignalErrorCode, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
 import { parseJobSettings, type JobSettings } from './settings.ts';
 
@@ -110,7 +110,7 @@ const RECONNECT_EVERY_MS = 1000;
 /** Room for the epochs of one server connection (Int32 agreement: up to 2,147 reconnects). */
 const EPOCHS_PER_GENERATION = 1_000_000;
 /** The leave reason of a peer that completed its training (see the peer-left handler). */
-export const FINISHED = 'done';
+export const FINISHED = FINISHED_LEAVE_REASON;
 
 class PeerSession implements Session {
   comm!: Communicator;

@@ -24,7 +24,7 @@ import type { EventBus } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { batchCount } from '../data/batches.ts';
-import type { Dataset } from '../data/dataset.ts';
+import { type Dataset, datasetMetadata } from '../data/dataset.ts';
 import { createModel, createOptimizer, type Model, type Optimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
@@ -127,7 +127,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   const losses = new DeferredScalars(gpu, readEvery);
   try {
     const peers = new OnePeer(model, optimizer, args.test, readEvery);
-    const record = onePeerRecord(config, model, stepsPerEpoch, train.vocabulary);
+    const record = onePeerRecord(config, model, stepsPerEpoch, datasetMetadata(train));
     const loop = new TrainingLoop(loopArgs(args), { peers, record, model, optimizer, losses, bus: args.bus });
     await loop.run();
     return { ...onePeerResult(loop.state, config, stepsPerEpoch, gpu), params: model.paramCount, gpuWaits: gpu.waits - waitsBefore, evaluationFailure: loop.evaluationFailure };
@@ -192,7 +192,7 @@ class OnePeer implements Peers {
  * What one peer's checkpoints record: the step, whose epoch and batch follow from it, and the
  * learning-rate schedule. A resume reads the position from the step alone, whatever file it is.
  */
-function onePeerRecord(config: LocalTrainConfig, model: Model, stepsPerEpoch: number, vocabulary: string | undefined): RunRecord {
+function onePeerRecord(config: LocalTrainConfig, model: Model, stepsPerEpoch: number, trainedOn: Record<string, string>): RunRecord {
   return {
     // A run with nothing left to train has nothing new to save: the file it resumed holds that state.
     handsOutUntrained: false,
@@ -205,7 +205,7 @@ function onePeerRecord(config: LocalTrainConfig, model: Model, stepsPerEpoch: nu
         lr: String(config.lr),
         lr_schedule: config.lrSchedule ?? 'constant',
         model_spec: JSON.stringify(model.spec),
-        ...(vocabulary ? { vocabulary } : {}),
+        ...trainedOn,
       },
     }),
   };

@@ -28,6 +28,7 @@ import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
+import { datasetMetadata } from '../data/dataset.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
 import { ringOptimizer } from './diloco.ts';
 import { ElasticRing } from './elastic-ring.ts';
@@ -65,7 +66,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const ringOpt = ringOptimizer(ring, model, inner, { ...config, checks: gradientChecks(args, clock, ring.agreementCheck) });
   try {
     const peers = new RingPeers(args, { ring, model, ringOpt, clock });
-    const record = ringRecord(config, model, ring, train.vocabulary);
+    const record = ringRecord(config, model, ring, datasetMetadata(train));
     return await runOnRing(args, new TrainingLoop(args, { peers, record, model, optimizer: ringOpt.optimizer, losses, bus }), peers, model.paramCount);
   } finally {
     losses.destroy();

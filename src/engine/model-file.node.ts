@@ -42,6 +42,25 @@ export async function modelFileName(path: string): Promise<string> {
   return `${basename(abs).replace(/\.(m?[jt]s)$/, '')}@${fnv1aHex(bytes)}`;
 }
 
+function noFactory(path: string, detail: Record<string, unknown>, more = ''): RingtrainError {
+  const add = 'add `export default function model(nn, options) { return { module, inputShape, classes }; }` (or a named export `model`)';
+  return new RingtrainError(ErrorCode.InvalidArgument, `model file ${path} exports no model factory: ${add}; see the README's "Bring your own model".${more}`, detail);
+}
+
+/** An export of a factory as ES modules or CommonJS write it: `export default`, `export const model`, `export { net as model }`, `module.exports`. */
+const FACTORY_EXPORT = /export\s+default\b|export\s+(const|let|var|function|async\s+function)\s+model\b|export\s*\{[^}]*\b(model|default)\b[^}]*\}|module\.exports|exports\.(default|model)\b/;
+
+/**
+ * Importing a file runs it. A training script that exports no model (its model
+ * is a class inside it) would train again when `predict --model` imports it,
+ * so a file whose text shows no export of a factory is refused unread.
+ */
+async function refuseWithoutExport(path: string, abs: string): Promise<void> {
+  const text = await readFile(abs, 'utf8');
+  if (FACTORY_EXPORT.test(text)) return;
+  throw noFactory(path, { path }, ' It was not run: a training script that keeps its model inside builds it with modelFromFactory from such an export, and trains only when it is the program (README, "Use it as a library").');
+}
+
 /**
  * Imports (runs) a model file and registers its factory. `expectName`: refuse, before
  * running anything, a file whose name and bytes are not the ones a job records.
@@ -50,6 +69,7 @@ export async function loadModelFile(path: string, expectName?: (name: string) =>
   const abs = resolve(path);
   const name = await modelFileName(path);
   expectName?.(name);
+  await refuseWithoutExport(path, abs);
   let mod: Record<string, unknown>;
   try {
     mod = await importModule(abs);
@@ -60,11 +80,7 @@ export async function loadModelFile(path: string, expectName?: (name: string) =>
   // A file compiled as CommonJS arrives wrapped once more (default = its exports).
   if (factory && typeof factory === 'object') factory = (factory as Record<string, unknown>).default ?? (factory as Record<string, unknown>).model;
   if (typeof factory !== 'function') {
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `model file ${path} exports no model factory: add \`export default function model(nn, options) { return { module, inputShape, classes }; }\` (or a named export \`model\`); see the README's "Bring your own model"`,
-      { path, exports: Object.keys(mod) },
-    );
+    throw noFactory(path, { path, exports: Object.keys(mod) });
   }
   registerModel(name, factory as ModelFactory);
   return { name, factory: factory as ModelFactory };

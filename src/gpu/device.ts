@@ -41,6 +41,16 @@ function noAdapter(runtime: RuntimeName, why: string, cause?: unknown): Ringtrai
 }
 
 async function runtimeGpu(runtime: RuntimeName): Promise<GPU | undefined> {
+  if (runtime !== 'browser') {
+    // Before Vulkan loads: a private XDG_RUNTIME_DIR keeps its window-system probe quiet (runtime-dir.node.ts).
+    const dirPath = '../core/runtime-dir.node.ts';
+    const dir = (await import(/* @vite-ignore */ dirPath)) as typeof import('../core/runtime-dir.node.ts');
+    try {
+      dir.ensureRuntimeDir();
+    } catch {
+      // Deno without --allow-env or --allow-write: the warning is harmless, a refusal here would not be.
+    }
+  }
   if (runtime === 'node') {
     // A variable specifier keeps bundlers from following it into the page.
     const path = './device.node.ts';

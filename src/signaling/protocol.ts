@@ -247,6 +247,9 @@ export type ShownProgress = Progress & { at: number; selfReported: true; dropped
  * the token, and only to a request bearing the job's token (Authorization: Bearer),
  * or to anyone when the job's config says `public: true`.
  */
+/** The leave reason of a peer that completed its training: the job is then finished, not waiting. */
+export const FINISHED_LEAVE_REASON = 'done';
+
 export interface PublicJobInfo {
   id: string;
   config: JobConfig;
@@ -254,6 +257,11 @@ export interface PublicJobInfo {
   size: number;
   ready: boolean;
   started: boolean;
+  /**
+   * Set when a peer left saying it completed its training (FINISHED_LEAVE_REASON), until the
+   * next join: when, and the last progress it reported (its final step, loss and accuracy).
+   */
+  finished?: { at: number; progress?: ShownProgress };
   /** In rank order. */
   peers: {
     rank: number;

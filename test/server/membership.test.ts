@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { Job } from '../../server/jobs.ts';
-import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
+import { FINISHED_LEAVE_REASON, PeerLeftReason, PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
 
 describe('signaling server: joining, ranks and membership epochs', () => {
@@ -231,6 +231,27 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     const still = { ...member, peerId: 'q' };
     job.showProgress(still, { step: 5 }, t0);
     expect(job.showProgress(still, { step: 5, samplesPerS: 50 }, t0 + 10_000).dropped).toEqual(['samplesPerS']);
+  });
+
+  it("keeps a peer's last evaluation beside its later steps, and a finished job's last report until the next join", () => {
+    const job = new Job(jobSpec('done', 't', 1, 2));
+    const member = { peerId: 'p', runtime: 'node' as const, joinedAt: 0, send: () => {}, eject: () => {} };
+    const report = (p: Parameters<Job['showProgress']>[1], at: number) => (member as { progress?: unknown }).progress = job.showProgress(member, p, at);
+    job.add(member);
+    report({ step: 10, loss: 2 }, 1000);
+    report({ step: 10, testAccuracy: 0.8, testLoss: 0.5 }, 2000);
+    expect(report({ step: 20, loss: 1 }, 3000)).toMatchObject({ step: 20, loss: 1, testAccuracy: 0.8, testLoss: 0.5 });
+    expect(report({ step: 30, testAccuracy: 0.9 }, 4000)).toMatchObject({ step: 30, testAccuracy: 0.9 });
+    expect(job.info().finished).toBeUndefined();
+
+    job.remove(member, PeerLeftReason.Left, FINISHED_LEAVE_REASON);
+    expect(job.info()).toMatchObject({ size: 0, finished: { progress: { step: 30, testAccuracy: 0.9 } } });
+    // A peer that left for another reason does not finish the job; a new peer starts it again.
+    const other = { ...member, peerId: 'q' };
+    job.add(other);
+    expect(job.info().finished).toBeUndefined();
+    job.remove(other, PeerLeftReason.Left, 'stopped');
+    expect(job.info().finished).toBeUndefined();
   });
 
   it('rejects bad job specs with a clear error', async () => {

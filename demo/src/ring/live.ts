@@ -6,7 +6,7 @@
  */
 import { type EventBus, now } from '../../../src/core/events.ts';
 import { h, svgElement } from '../dom.ts';
-import { formatRate, IN_FLIGHT_MAX_MS, RingModel, type RingSnapshot } from './model.ts';
+import { type ChunkInFlight, formatRate, IN_FLIGHT_MAX_MS, RingModel, type RingSnapshot } from './model.ts';
 import { drawRing, type RingDrawing } from './svg.ts';
 
 const PHASE_TAG: Partial<Record<string, string>> = { 'reduce-scatter': 'RS ', allgather: 'AG ' };
@@ -16,6 +16,21 @@ const FPS = 12;
 
 /** Shown until the first report of the job this page watches arrives (the job panel polls about once a second). */
 export const WAITING_FOR_JOB = 'Waiting for the job’s first report…';
+
+/**
+ * One chunk per link, the latest sent: a step of a model with many gradient buckets puts a dozen
+ * chunks on each link at once, whose labels would pile up on one another.
+ */
+export function latestPerLink(inFlight: readonly ChunkInFlight[]): { chunk: ChunkInFlight; others: number }[] {
+  const byLink = new Map<string, { chunk: ChunkInFlight; others: number }>();
+  for (const c of inFlight) {
+    const key = `${c.from}>${c.to}`;
+    const seen = byLink.get(key);
+    if (!seen) byLink.set(key, { chunk: c, others: 0 });
+    else byLink.set(key, { chunk: c.t >= seen.chunk.t ? c : seen.chunk, others: seen.others + 1 });
+  }
+  return [...byLink.values()];
+}
 
 export function toDrawing(s: RingSnapshot, t: number, empty?: string): RingDrawing {
   const stalled = s.peers.filter((p) => p.stalledMs !== undefined && !p.lost).map((p) => p.rank);
@@ -35,21 +50,27 @@ export function toDrawing(s: RingSnapshot, t: number, empty?: string): RingDrawi
       lost: p.lost !== undefined,
     })),
     links: s.links.map((l) => ({ from: l.from, to: l.to, phase: l.phase, active: l.bytesPerS > 0, label: l.bytesPerS > 0 ? formatRate(l.bytesPerS) : undefined })),
-    chunks: s.inFlight.map((c) => ({
+    chunks: latestPerLink(s.inFlight).map(({ chunk: c, others }) => ({
       from: c.from,
       to: c.to,
       phase: c.phase,
       progress: Math.min(1, (t - c.t) / IN_FLIGHT_MAX_MS),
-      // The phase in words too, not only in colour.
-      label: `${PHASE_TAG[c.phase] ?? ''}#${c.chunk}`,
+      // The phase in words too, not only in colour; how many more are on the same link.
+      label: `${PHASE_TAG[c.phase] ?? ''}#${c.chunk}${others > 0 ? ` +${others}` : ''}`,
     })),
     description: parts.join('; '),
     empty,
   };
 }
 
-/** `watchingJob`: this page has a job's link, so an empty ring means "not heard yet", not "nothing to watch". */
-export function liveRingPanel(bus: EventBus, o: { watchingJob?: boolean } = {}): HTMLElement {
+/** Shown when the job this page watches has finished and its peers have left. */
+export const JOB_FINISHED = 'The job has finished; its peers have left the ring.';
+
+/**
+ * `watchingJob`: this page has a job's link, so an empty ring means "not heard yet", not "nothing
+ * to watch"; `finished` says whether that job has finished (then the empty ring says so).
+ */
+export function liveRingPanel(bus: EventBus, o: { watchingJob?: boolean; finished?: () => boolean } = {}): HTMLElement {
   const model = new RingModel();
   const svg = svgElement({ class: 'ring-svg', 'data-testid': 'ring-svg' });
   // Not a live region: it changes several times a second while training, which would drown a screen reader.
@@ -69,7 +90,7 @@ export function liveRingPanel(bus: EventBus, o: { watchingJob?: boolean } = {}):
     timer = undefined;
     const t = now();
     const snap = model.snapshot(t);
-    const drawing = toDrawing(snap, t, o.watchingJob ? WAITING_FOR_JOB : undefined);
+    const drawing = toDrawing(snap, t, o.finished?.() ? JOB_FINISHED : o.watchingJob ? WAITING_FOR_JOB : undefined);
     drawRing(svg, drawing);
     section.dataset.size = String(snap.size);
     if (summary.textContent !== drawing.description) summary.textContent = drawing.description;

@@ -17,6 +17,8 @@ const peerRadius = (size: number) => (size >= CROWDED ? 22 : PEER_R);
 const BOW = 38;
 /** Distance of a link's rate label from the link. */
 const LABEL_GAP = 30;
+/** About the width of one character of a link label (12 px text, page.css), to keep it inside the view. */
+const LABEL_CHAR_PX = 7;
 
 export interface DrawnPeer {
   rank: number;
@@ -68,6 +70,12 @@ type Pt = { x: number; y: number };
 function peerPos(rank: number, size: number): Pt {
   const a = -Math.PI / 2 + (2 * Math.PI * rank) / Math.max(1, size);
   return { x: CENTER + RADIUS * Math.cos(a), y: CENTER + RADIUS * Math.sin(a) };
+}
+
+/** A point `by` beyond peer `rank`'s centre, on the line from the ring's centre through it. */
+function outward(rank: number, size: number, by: number): Pt {
+  const a = -Math.PI / 2 + (2 * Math.PI * rank) / Math.max(1, size);
+  return { x: CENTER + (RADIUS + by) * Math.cos(a), y: CENTER + (RADIUS + by) * Math.sin(a) };
 }
 
 /** The link from `from` to `to` as a quadratic curve, trimmed so it starts and ends at the peer circles. */
@@ -131,7 +139,11 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
         const chord = { x: (q.p0.x + q.p1.x) / 2, y: (q.p0.y + q.p1.y) / 2 };
         const len = Math.hypot(q.c.x - chord.x, q.c.y - chord.y) || 1;
         const out = { x: m.x + ((q.c.x - chord.x) / len) * LABEL_GAP, y: m.y + ((q.c.y - chord.y) / len) * LABEL_GAP };
-        svg.append(el('text', { x: out.x, y: out.y, class: 'link-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, link.label));
+        // Kept inside the picture: at the top and bottom of a ring of 8 the outer side is the edge.
+        const half = (LABEL_CHAR_PX * link.label.length) / 2 + 2;
+        const x = Math.min(VIEW - half, Math.max(half, out.x));
+        const y = Math.min(VIEW - 10, Math.max(10, out.y));
+        svg.append(el('text', { x, y, class: 'link-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, link.label));
       }
     }
   }
@@ -146,8 +158,9 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
     if (peer.sub) g.append(el('text', { x: p.x, y: p.y + 12, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-sub' }, peer.sub));
     const flag = peer.lost ? 'left' : peer.stalled ? 'stalled' : d.self === r ? 'this tab' : '';
     if (flag) {
-      const below = { x: p.x, y: p.y + peerRadius(d.size) + 14 };
-      g.append(el('text', { x: below.x, y: below.y, 'text-anchor': 'middle', class: 'peer-flag' }, flag));
+      // Outside the ring, away from the links, where the chunks leaving and reaching this peer never pass.
+      const out = outward(r, d.size, peerRadius(d.size) + 16);
+      g.append(el('text', { x: out.x, y: out.y, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-flag' }, flag));
     }
     svg.append(g);
   }
