@@ -29,8 +29,8 @@ export async function prepareTraining(gpu: Gpu, config: LocalTrainConfig, train:
   const model = await gpu.compileAhead(() => createModel(gpu, modelSpecFor(config, train)));
   try {
     const optimizer = await gpu.compileAhead(() => createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay }));
-    // A plan is kept only once it is whole, so an attempt that threw left nothing in the model.
-    await gpu.compileAhead(() => model.prepare?.(Math.min(config.batch, train.count), test.count));
+    // One plan per attempt: a plan is kept only once it is whole, and an abandoned attempt destroys only what it made.
+    for (const makePlan of model.plansFor?.(Math.min(config.batch, train.count), test.count) ?? []) await gpu.compileAhead(makePlan);
     return { model, optimizer };
   } catch (err) {
     model.destroy();

@@ -437,12 +437,10 @@ export class GraphModel implements Model {
     return this.gpu.readF32(out.buffer, (out.offset ?? 0) / 4, p.rows * this.classes);
   }
 
-  prepare(batch: number, evaluated: number): void {
-    this.plan(batch, 'train');
-    if (evaluated < 1) return;
-    const chunk = this.evalChunk(Math.min(MAX_EVAL_CHUNK, evaluated));
-    this.plan(chunk, 'eval');
-    if (evaluated % chunk > 0) this.plan(evaluated % chunk, 'eval');
+  plansFor(batch: number, evaluated: number): (() => void)[] {
+    const chunk = () => this.evalChunk(Math.min(MAX_EVAL_CHUNK, evaluated));
+    const evaluation = evaluated < 1 ? [] : [() => void this.plan(1, 'eval'), () => void this.plan(chunk(), 'eval'), () => void (evaluated % chunk() > 0 && this.plan(evaluated % chunk(), 'eval'))];
+    return [() => void this.plan(batch, 'train'), ...evaluation];
   }
 
   /** The metrics over `x` in chunks of `chunk` samples (default: as many as the adapter's limits and EVAL_PLAN_BYTES allow, evalChunk). */

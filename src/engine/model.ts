@@ -159,11 +159,13 @@ export interface Model {
   /** Accuracy and mean loss over all samples, in chunks of `chunk` (default: what the adapter's limits allow, at most 500). */
   evaluate(x: Float32Array, labels: ArrayLike<number>, chunk?: number): Promise<EvalResult>;
   /**
-   * Optional: plans a training step of `batch` samples and an evaluation of `evaluated` samples
-   * now, without running either: their buffers made, their pipelines built (what a warm-up needs,
-   * warm-up.ts), so the first step and the first evaluation create neither.
+   * Optional: what plans a training step of `batch` samples and an evaluation of `evaluated`
+   * samples, without running either: one function per plan, each making it (buffers, pipelines)
+   * or finding it made. A warm-up (warm-up.ts) runs each inside its own Gpu.compileAhead, so the
+   * first step and the first evaluation create neither, and an attempt abandoned for a missing
+   * pipeline only ever takes the one plan it was making.
    */
-  prepare?(batch: number, evaluated: number): void;
+  plansFor?(batch: number, evaluated: number): (() => void)[];
 
   /** Copies of the flat buffers (length flatLength). */
   readParams(): Promise<Float32Array>;

@@ -54,7 +54,7 @@ describe('warm-up', () => {
     const held = gpu.pool.heldBytes;
     const m = createModel(gpu, modelSpecFor(config, train));
     const o = createOptimizer(m, { kind: 'adamw', lr: 0.01, momentum: 0, weightDecay: 0 });
-    m.prepare!(4, test.count);
+    for (const makePlan of m.plansFor!(4, test.count)) makePlan();
     expect(gpu.pool.heldBytes - held).toBe(warmed);
     expect(builds.sync).toBe(0);
     o.destroy();
