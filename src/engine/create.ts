@@ -57,6 +57,9 @@ export function createModel(gpu: Gpu, registered: string, options?: Record<strin
 export function createModel(gpu: Gpu, spec: ModelSpec): Model;
 export function createModel(gpu: Gpu, what: unknown, options?: object): Model {
   if (what instanceof Module) return fromModule(gpu, what, options as ModuleModelOptions | undefined);
+  if (typeof what === 'function' && what.prototype instanceof Module) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `createModel(gpu, ${what.name}, options): ${what.name} is a module class; pass an instance, createModel(gpu, new ${what.name}(), options)`);
+  }
   if (typeof what === 'function') return fromFactory(gpu, what as ModelFactory, (options ?? {}) as FactoryModelOptions<object>);
   if (typeof what === 'string') return fromSpec(gpu, { ...(options ?? {}), kind: what } as unknown as ModelSpec);
   if (what && typeof what === 'object' && 'kind' in what) return fromSpec(gpu, what as ModelSpec);

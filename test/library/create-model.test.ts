@@ -75,6 +75,7 @@ describe('createModel', () => {
     const anonymous = [(api: typeof nn) => ({ module: new api.Linear(2, 3), inputShape: [2], classes: 3 })][0];
     expect(anonymous.name).toBe('');
     expect(() => createModel(gpu, anonymous)).toThrow(/pass options\.name/);
+    expect(() => createModel(gpu, Net as never, { inputShape: [2], classes: 3 })).toThrow(/Net is a module class; pass an instance, createModel\(gpu, new Net\(\), options\)/);
     expect(() => createModel(gpu, { forward() {} } as never)).toThrow(/must be an nn\.Module, a model factory/);
     expect(() => createModel(gpu, 'rnn')).toThrow(/unknown model kind "rnn"/);
   });
