@@ -50,7 +50,7 @@ try {
   const { train, test } = await data.loadMnist();
   // Each rank starts from its own random weights; the broadcast (or the elastic state's sync) makes them rank 0's.
   const model = createModel(gpu, new Net(), { inputShape: [784], classes: 10, seed: seed + session.rank });
-  // Over the session, not session.comm: the optimizer then reduces over whatever ring the session holds now (an elastic one re-forms).
+  // Over the session (or session.comm, which the session records as its own): the optimizer reduces over whatever ring the session holds now (an elastic one re-forms).
   const opt = new DistributedOptimizer(session, model, new optim.SGD(model, { lr })); // hvd.DistributedOptimizer(opt)
 
   // One order of the training digits, the same on every rank (same seed). A step takes the next
