@@ -51,9 +51,7 @@ export function createModel<O extends object>(gpu: Gpu, factory: ModelFactory<O>
 export function createModel(gpu: Gpu, preset: 'mlp', options?: BuiltInModelOptions<MlpSpec>): Model;
 export function createModel(gpu: Gpu, preset: 'cnn', options?: BuiltInModelOptions<CnnSpec>): Model;
 export function createModel(gpu: Gpu, preset: 'transformer', options?: BuiltInModelOptions<TransformerSpec>): Model;
-/** A name registered by registerModel or `--model ./file.ts`; options are the factory's, plus `seed`. */
-export function createModel(gpu: Gpu, registered: string, options?: Record<string, unknown>): Model;
-/** The spec form jobs and the CLI build from. */
+/** The spec form jobs and the CLI build from; `kind` may also be a name `--model ./file.ts` registered (the CLI's, not typed here). */
 export function createModel(gpu: Gpu, spec: ModelSpec): Model;
 export function createModel(gpu: Gpu, what: unknown, options?: object): Model {
   if (what instanceof Module) return fromModule(gpu, what, options as ModuleModelOptions | undefined);

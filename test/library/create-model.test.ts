@@ -60,6 +60,19 @@ describe('createModel', () => {
     expect(Array.from(await other.readParams())).not.toEqual(Array.from(a));
   });
 
+  it("types a factory's options and a built-in's by what they read", () => {
+    const wide: ModelFactory<{ width?: number }> = (api, o) => ({ module: new api.Linear(2, o.width ?? 3), inputShape: [2], classes: o.width ?? 3 });
+    const m = createModel(gpu, wide, { options: { width: 4 } });
+    expect(m.classes).toBe(4);
+    m.destroy();
+    // @ts-expect-error width is a number
+    expect(() => createModel(gpu, wide, { options: { width: 'x' } })).toThrow();
+    const typeOnly = () =>
+      // @ts-expect-error an mlp has no width
+      createModel(gpu, 'mlp', { width: 4 });
+    expect(typeOnly).toBeTypeOf('function');
+  });
+
   it('builds a built-in by name as the spec form does', async () => {
     const byName = keep(createModel(gpu, 'mlp', { inputSize: 2, hidden: [8], classes: 3, seed: 2 }));
     const bySpec = keep(createModel(gpu, { kind: 'mlp', inputSize: 2, hidden: [8], classes: 3, seed: 2 }));
@@ -77,7 +90,7 @@ describe('createModel', () => {
     expect(() => createModel(gpu, anonymous)).toThrow(/pass options\.name/);
     expect(() => createModel(gpu, Net as never, { inputShape: [2], classes: 3 })).toThrow(/Net is a module class; pass an instance, createModel\(gpu, new Net\(\), options\)/);
     expect(() => createModel(gpu, { forward() {} } as never)).toThrow(/must be an nn\.Module, a model factory/);
-    expect(() => createModel(gpu, 'rnn')).toThrow(/unknown model kind "rnn"/);
+    expect(() => createModel(gpu, 'rnn' as never)).toThrow(/unknown model kind "rnn"/);
   });
 });
 
