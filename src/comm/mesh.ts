@@ -39,6 +39,8 @@ export interface MeshOptions extends ConnectOptions {
 interface PairChoices {
   hello: Promise<LinkChoice>;
   fallback: Promise<void>;
+  /** Whether its hello has come: a timeout names every rank still silent, not just the first. */
+  helloCame: boolean;
   heard(c: LinkChoice): void;
 }
 
@@ -47,14 +49,29 @@ function pairChoices(): PairChoices {
   let onFallback!: () => void;
   const hello = new Promise<LinkChoice>((r) => (onHello = r));
   const fallback = new Promise<void>((r) => (onFallback = r));
-  return { hello, fallback, heard: (c) => (c.ringtrainLink === 'hello' ? onHello(c) : onFallback()) };
+  const pair: PairChoices = {
+    hello,
+    fallback,
+    helloCame: false,
+    heard: (c) => {
+      if (c.ringtrainLink !== 'hello') return onFallback();
+      pair.helloCame = true;
+      onHello(c);
+    },
+  };
+  return pair;
+}
+
+/** The abort's reason as the error a caller of the mesh gets: ERR_ABORTED naming the reason, unless it already has a code. */
+function abortError(reason: unknown): RingtrainError {
+  return reason instanceof RingtrainError ? reason : new RingtrainError(ErrorCode.Aborted, `stopped opening links: ${reason instanceof Error ? reason.message : String(reason)}`);
 }
 
 /** Rejects when `signal` aborts or after `ms`, with the error `late` makes. */
 function bounded<T>(p: Promise<T>, signal: AbortSignal, ms: number, late: () => Error): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(late()), ms);
-    const onAbort = (): void => reject(signal.reason instanceof Error ? signal.reason : new RingtrainError(ErrorCode.Aborted, String(signal.reason)));
+    const onAbort = (): void => reject(abortError(signal.reason));
     if (signal.aborted) onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     p.then(resolve, reject).finally(() => {
@@ -87,7 +104,10 @@ export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
     connectMesh({ ...o, peers: [p], signaler: split.webrtc, abort: stop.signal }).then((m) => m.get(p)!);
   const linkTo = async (p: number): Promise<Link> => {
     const choices = pairs.get(p)!;
-    const silent = () => new RingtrainError(ErrorCode.Timeout, `rank ${o.rank} could not open a link to rank ${p}: no signal from it within ${Math.round(silentMs)} ms; is it running and using the same signaling?`, { waitingFor: [p], rank: o.rank });
+    const silent = () => {
+      const waitingFor = [...pairs].filter(([, c]) => !c.helloCame).map(([q]) => q);
+      return new RingtrainError(ErrorCode.Timeout, `rank ${o.rank} could not open a link to rank(s) ${waitingFor.join(', ')}: no signal from them within ${Math.round(silentMs)} ms; are they running and using the same signaling?`, { waitingFor, rank: o.rank });
+    };
     const hello = await bounded(choices.hello, stop.signal, silentMs, silent);
     const address = helloAddress(hello);
     // TLS on one end only: the pair takes WebRTC (encrypted), never a plain link one end refused.
