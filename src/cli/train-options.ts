@@ -125,14 +125,18 @@ function withPreset<O extends { preset?: keyof typeof PRESETS; text?: string; la
  */
 export function modelOptionsWithSizes(o: Pick<TrainOptions, 'model' | 'layers' | 'width' | 'heads' | 'preset'>, modelOptions: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   const sizes: Record<string, unknown> = Object.fromEntries((['layers', 'width', 'heads'] as const).filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
-  if (o.preset !== undefined) Object.assign(sizes, { positions: PRESETS[o.preset].positions, arch: PRESETS[o.preset].arch });
+  if (o.preset !== undefined) {
+    // An explicit --model-options positions wins, as explicit sizes do (a checkpoint saved with fewer rows resumes so).
+    if (modelOptions?.positions === undefined) sizes.positions = PRESETS[o.preset].positions;
+    sizes.arch = PRESETS[o.preset].arch;
+  }
   if (Object.keys(sizes).length === 0) return modelOptions;
   if (o.model !== 'transformer') {
     throw new RingtrainError(ErrorCode.InvalidArgument, `--${Object.keys(sizes)[0]} sizes the transformer (--model transformer or --text FILE), not --model ${o.model}; use --model-options for its options`, { model: o.model });
   }
   for (const [k, v] of Object.entries(sizes)) {
     if (modelOptions?.[k] !== undefined && modelOptions[k] !== v) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${k === 'arch' || k === 'positions' ? `--preset ${o.preset}` : `--${k} ${v}`} and --model-options ${JSON.stringify({ [k]: modelOptions[k] })} disagree; give one`, { option: k });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${k === 'arch' ? `--preset ${o.preset}` : `--${k} ${v}`} and --model-options ${JSON.stringify({ [k]: modelOptions[k] })} disagree; give one`, { option: k });
     }
   }
   return { ...modelOptions, ...sizes };
