@@ -21,7 +21,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import process from 'node:process';
-import { acquireGpu, broadcastParameters, data, DistributedOptimizer, elastic, ErrorCode, GraphModel, init, nn, optim, RingtrainError, saveSafetensors, type Tensor } from 'ringtrain';
+import { acquireGpu, broadcastParameters, data, DistributedOptimizer, createModel, elastic, ErrorCode, init, nn, optim, RingtrainError, saveSafetensors, type Tensor } from 'ringtrain';
 
 function flag(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -49,9 +49,9 @@ const gpu = await acquireGpu();
 try {
   const { train, test } = await data.loadMnist();
   // Each rank starts from its own random weights; the broadcast (or the elastic state's sync) makes them rank 0's.
-  const model = new GraphModel(gpu, { identity: { name: 'train-loop', options: {} }, module: new Net(), inputShape: [784], classes: 10, seed: seed + session.rank });
-  // Over the session, not session.comm: the optimizer then reduces over whatever ring the session holds now (an elastic one re-forms).
-  const opt = new DistributedOptimizer(session, model, optim.createOptimizer(model, { kind: 'sgd', lr })); // hvd.DistributedOptimizer(opt)
+  const model = createModel(gpu, new Net(), { inputShape: [784], classes: 10, seed: seed + session.rank });
+  // Over the session (or session.comm, which the session records as its own): the optimizer reduces over whatever ring the session holds now (an elastic one re-forms).
+  const opt = new DistributedOptimizer(session, model, new optim.SGD(model, { lr })); // hvd.DistributedOptimizer(opt)
 
   // One order of the training digits, the same on every rank (same seed). A step takes the next
   // batch × size of them after the `taken` ones, and this rank its own slice of those.

@@ -1,7 +1,7 @@
 /**
  * `ringtrain`: the library, for the browser (Vite), Deno and Node.
  *
- *   import { nn, optim, data, acquireGpu, GraphModel, init, DistributedOptimizer } from 'ringtrain';
+ *   import { nn, optim, data, acquireGpu, createModel, init, DistributedOptimizer } from 'ringtrain';
  *
  * This entry runs in every runtime and imports no Node-only file (`*.node.ts`);
  * Node and Deno get index.node.ts, the same with the file-system pieces
@@ -31,13 +31,13 @@ export { acquireGpu, type AcquireOptions } from './gpu/device.ts';
 export { Gpu, type GpuInfo } from './gpu/gpu.ts';
 export { registerShaders } from './gpu/shaders.ts';
 
-// Models.
-export { createModel } from './engine/create.ts';
-export { GraphModel, type GraphModelOptions } from './engine/graph-model.ts';
-export { registerModel, modelFromFactory, describeModel, checkSameModel, type ModelDefinition, type ModelFactory, type NnApi } from './engine/define.ts';
-export { Mlp, MlpModule } from './engine/mlp.ts';
-export { Cnn, CnnModule } from './engine/cnn.ts';
-export { Transformer, TransformerModule } from './engine/transformer.ts';
+// Models. createModel is the one way to build one: from an nn.Module, a model factory, or a
+// built-in name. GraphModel is what it returns (exported as a type); the engine's other
+// constructors (new GraphModel, modelFromFactory, registerModel, new Mlp/Cnn/Transformer) are
+// internal: the CLI and the trainers build through them, users need not.
+export { createModel, type ModuleModelOptions, type FactoryModelOptions, type BuiltInModelOptions } from './engine/create.ts';
+export type { GraphModel } from './engine/graph-model.ts';
+export { describeModel, checkSameModel, type ModelDefinition, type ModelFactory, type NnApi } from './engine/define.ts';
 export type { Model, ModelSpec, MlpSpec, CnnSpec, TransformerSpec, ModelIdentity, ParamEntry, EvalResult } from './engine/model.ts';
 export type { GradientBucket } from './engine/grad-buckets.ts';
 export { trainStep } from './engine/train-step.ts';

@@ -15,7 +15,7 @@ import { parseJobSettings } from '../../src/distributed/settings.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
 import { FINISHED, init } from '../../src/distributed/session.ts';
 import { trainAsPeer } from '../../src/distributed/peer.ts';
-import { warmUpKernels } from '../../src/distributed/warm-up.ts';
+import { prepareTraining, type PreparedTraining } from '../../src/distributed/warm-up.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { loadMnistInPage } from '../mnist-data.ts';
 import { loadWordsInPage } from '../words-data.ts';
@@ -49,6 +49,8 @@ export function browserJoin(
   return async (progress) => {
     let train!: Dataset;
     let test!: Dataset;
+    // The model this tab trains, made (its kernels compiled) before the ring; the trainer takes it over.
+    let prepared: PreparedTraining | undefined;
     progress('joining the job…');
     const session = await init({
       server,
@@ -93,7 +95,7 @@ export function browserJoin(
         // others would wait that long on our first gradient (seen: 30 s on SwiftShader, and the ring gave up).
         if (!job.config.model.startsWith('tfjs')) {
           progress('compiling the model’s kernels…');
-          await warmUpKernels(gpu, trainConfigFromJob(job.config), train, test);
+          prepared = await prepareTraining(gpu, trainConfigFromJob(job.config), train, test);
         }
         progress('waiting for enough peers…');
       },
@@ -113,6 +115,7 @@ export function browserJoin(
     let copy: Model | null = null;
     const finished = trainAsPeer(session, {
       gpu,
+      prepared,
       train,
       test,
       bus,

@@ -11,7 +11,7 @@
  * parameter buffer and the optimizer state, and writes them back on resume.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { decodeSafetensors, elementCount, encodeSafetensors, type Integrity, type Metadata, type NamedTensors } from './safetensors.ts';
+import { decodeSafetensors, elementCount, encodeSafetensors, type Integrity, type Metadata, type NamedTensors, safetensorsPieces } from './safetensors.ts';
 import { fnv1aHex } from '../core/hash.ts';
 
 export const CHECKPOINT_FORMAT = 'ringtrain-checkpoint/1';
@@ -81,21 +81,26 @@ export function checkpointFromFlat(args: {
 }
 
 export function encodeCheckpoint(c: TrainingCheckpoint): Uint8Array {
+  const { tensors, metadata } = checkpointContents(c);
+  return encodeSafetensors(tensors, metadata);
+}
+
+/** encodeCheckpoint's bytes in pieces, the header and then one tensor at a time (safetensorsPieces): what a file is written from. */
+export function checkpointPieces(c: TrainingCheckpoint): Generator<Uint8Array> {
+  const { tensors, metadata } = checkpointContents(c);
+  return safetensorsPieces(tensors, metadata);
+}
+
+/** The checkpoint's tensors (its own arrays, not copies) and metadata, as the file names them. */
+function checkpointContents(c: TrainingCheckpoint): { tensors: NamedTensors; metadata: Metadata } {
   const tensors: NamedTensors = {};
   for (const [name, t] of Object.entries(c.params)) tensors[PARAM_PREFIX + name] = t;
   for (const [key, data] of Object.entries(c.optimizerState)) tensors[OPTIM_PREFIX + key] = { shape: [data.length], data };
   for (const k of Object.keys(c.extra)) {
     if (RESERVED_KEYS.includes(k)) throw new RingtrainError(ErrorCode.InvalidArgument, `checkpoint metadata key '${k}' is reserved.`);
   }
-  return encodeSafetensors(tensors, {
-    ...c.extra,
-    format: CHECKPOINT_FORMAT,
-    model: c.model,
-    optimizer: c.optimizer,
-    step: String(c.step),
-    epoch: String(c.epoch),
-    layout_hash: c.layoutHash,
-  });
+  const metadata = { ...c.extra, format: CHECKPOINT_FORMAT, model: c.model, optimizer: c.optimizer, step: String(c.step), epoch: String(c.epoch), layout_hash: c.layoutHash };
+  return { tensors, metadata };
 }
 
 /**

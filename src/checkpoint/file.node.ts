@@ -11,19 +11,23 @@ import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, rena
 import { basename, dirname, join } from 'node:path';
 import process from 'node:process';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { CHECKPOINT_FORMAT, decodeCheckpoint, encodeCheckpoint, type TrainingCheckpoint } from './checkpoint.ts';
+import { CHECKPOINT_FORMAT, checkpointPieces, decodeCheckpoint, type TrainingCheckpoint } from './checkpoint.ts';
 
 /**
- * Writes `bytes` to a new, fsynced temporary file beside `path` and returns its
- * name: the caller moves it into place (rename to replace, link to never replace)
- * and removes it on failure. Throws the file system's error as is.
+ * Writes `content` (the bytes, or pieces of them written one after another, so a
+ * checkpoint never needs a copy of itself in memory) to a new, fsynced temporary
+ * file beside `path` and returns its name: the caller moves it into place (rename
+ * to replace, link to never replace) and removes it on failure. Throws the file
+ * system's error as is.
  */
-export function writeSyncedTemp(path: string, bytes: Uint8Array): string {
+export function writeSyncedTemp(path: string, content: Uint8Array | Iterable<Uint8Array>): string {
   const tmp = join(dirname(path), `.${basename(path)}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
   const fd = openSync(tmp, 'wx');
   try {
-    let written = 0;
-    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+    for (const bytes of content instanceof Uint8Array ? [content] : content) {
+      let written = 0;
+      while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+    }
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
@@ -34,11 +38,11 @@ export function writeSyncedTemp(path: string, bytes: Uint8Array): string {
   return tmp;
 }
 
-export function writeFileAtomic(path: string, bytes: Uint8Array): void {
+export function writeFileAtomic(path: string, content: Uint8Array | Iterable<Uint8Array>): void {
   const dir = dirname(path);
   let tmp: string | undefined;
   try {
-    tmp = writeSyncedTemp(path, bytes);
+    tmp = writeSyncedTemp(path, content);
     renameSync(tmp, path);
   } catch (err) {
     if (tmp !== undefined) rmSync(tmp, { force: true });
@@ -120,7 +124,8 @@ export function refuseToReplace(path: string, step: number, flag = '--save'): vo
 export function saveCheckpoint(path: string, c: TrainingCheckpoint, options: SaveOptions = {}): void {
   // Checked just before the rename's target is replaced; two runs racing on one path are not guarded.
   if (!options.overwrite) refuseToReplace(path, c.step);
-  writeFileAtomic(path, encodeCheckpoint(c));
+  // Streamed: the header, then one tensor at a time, each written from the checkpoint's own arrays.
+  writeFileAtomic(path, checkpointPieces(c));
 }
 
 /** Files already reported as unverifiable in this process: say it once per file, not on every load. */

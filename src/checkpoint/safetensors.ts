@@ -47,43 +47,90 @@ export interface EncodeOptions {
 }
 
 export function encodeSafetensors(tensors: NamedTensors, metadata: Metadata = {}, options: EncodeOptions = {}): Uint8Array {
-  for (const k of Object.keys(metadata)) {
-    if (k.startsWith(CHECKSUM_PREFIX)) throw new RingtrainError(ErrorCode.InvalidArgument, `metadata key '${k}' is reserved for checksums.`, { key: k });
-  }
+  checkMetadata(metadata);
   // Each tensor's bytes first (little-endian), so their checksums can go into the header.
   const names = Object.keys(tensors);
   const blobs: Uint8Array[] = [];
   for (const name of names) {
-    if (name === METADATA_KEY) throw new RingtrainError(ErrorCode.InvalidArgument, `'${METADATA_KEY}' is reserved and cannot name a tensor.`);
-    const { shape, data } = tensors[name];
-    if (!shape.every((d) => Number.isInteger(d) && d >= 0) || elementCount(shape) !== data.length) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `tensor '${name}': shape [${shape}] does not hold its ${data.length} values.`, { name, shape, length: data.length });
-    }
+    checkTensor(name, tensors[name]);
+    const { data } = tensors[name];
     const blob = new Uint8Array(data.length * BYTES_PER_F32);
     const view = new DataView(blob.buffer);
     for (let i = 0; i < data.length; i++) view.setFloat32(i * BYTES_PER_F32, data[i], true);
     blobs.push(blob);
   }
-  const meta: Metadata = { ...metadata };
-  if (options.checksums !== false) names.forEach((name, i) => (meta[CHECKSUM_PREFIX + name] = crc32Hex(blobs[i])));
-  const header: Record<string, unknown> = {};
-  if (Object.keys(meta).length > 0) header[METADATA_KEY] = meta;
-  let offset = 0;
-  names.forEach((name, i) => {
-    header[name] = { dtype: 'F32', shape: tensors[name].shape, data_offsets: [offset, offset + blobs[i].length] };
-    offset += blobs[i].length;
-  });
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - ((8 + new TextEncoder().encode(json).length) % 8)) % 8);
-  const headerBytes = new TextEncoder().encode(json);
-  const out = new Uint8Array(8 + headerBytes.length + offset);
-  new DataView(out.buffer).setBigUint64(0, BigInt(headerBytes.length), true);
-  out.set(headerBytes, 8);
-  let at = 8 + headerBytes.length;
+  const headerBytes = headerOf(tensors, names.map((name, i) => ({ name, bytes: blobs[i].length, crc: crc32Hex(blobs[i]) })), metadata, options);
+  const offset = blobs.reduce((n, b) => n + b.length, 0);
+  const out = new Uint8Array(headerBytes.length + offset);
+  out.set(headerBytes, 0);
+  let at = headerBytes.length;
   for (const blob of blobs) {
     out.set(blob, at);
     at += blob.length;
   }
+  return out;
+}
+
+/**
+ * The same file as encodeSafetensors, in pieces to write one after another: the header (its
+ * 8-byte length, the JSON), then each tensor's bytes. On a little-endian machine (every one
+ * WebGPU runs on) a tensor's piece is a view of its own array, so writing a file holds no copy
+ * of it; elsewhere a piece is one tensor's copy at a time. Checksums are taken on the same views
+ * first, so a caller holds at most the header and one tensor beyond the tensors themselves.
+ */
+export function* safetensorsPieces(tensors: NamedTensors, metadata: Metadata = {}, options: EncodeOptions = {}): Generator<Uint8Array> {
+  checkMetadata(metadata);
+  const names = Object.keys(tensors);
+  for (const name of names) checkTensor(name, tensors[name]);
+  const entries = names.map((name) => {
+    const bytes = littleEndianBytes(tensors[name].data);
+    return { name, bytes: bytes.length, crc: options.checksums === false ? '' : crc32Hex(bytes) };
+  });
+  yield headerOf(tensors, entries, metadata, options);
+  for (const name of names) yield littleEndianBytes(tensors[name].data);
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** A float array's little-endian bytes: a view of it where the machine is little-endian, else a copy. */
+function littleEndianBytes(data: Float32Array): Uint8Array {
+  if (LITTLE_ENDIAN) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const out = new Uint8Array(data.byteLength);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < data.length; i++) view.setFloat32(i * BYTES_PER_F32, data[i], true);
+  return out;
+}
+
+function checkMetadata(metadata: Metadata): void {
+  for (const k of Object.keys(metadata)) {
+    if (k.startsWith(CHECKSUM_PREFIX)) throw new RingtrainError(ErrorCode.InvalidArgument, `metadata key '${k}' is reserved for checksums.`, { key: k });
+  }
+}
+
+function checkTensor(name: string, { shape, data }: Tensor): void {
+  if (name === METADATA_KEY) throw new RingtrainError(ErrorCode.InvalidArgument, `'${METADATA_KEY}' is reserved and cannot name a tensor.`);
+  if (!shape.every((d) => Number.isInteger(d) && d >= 0) || elementCount(shape) !== data.length) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `tensor '${name}': shape [${shape}] does not hold its ${data.length} values.`, { name, shape, length: data.length });
+  }
+}
+
+/** The 8-byte header length and the JSON header (padded with spaces so the data starts 8-byte aligned), tensors in the given order. */
+function headerOf(tensors: NamedTensors, entries: { name: string; bytes: number; crc: string }[], metadata: Metadata, options: EncodeOptions): Uint8Array {
+  const meta: Metadata = { ...metadata };
+  if (options.checksums !== false) for (const e of entries) meta[CHECKSUM_PREFIX + e.name] = e.crc;
+  const header: Record<string, unknown> = {};
+  if (Object.keys(meta).length > 0) header[METADATA_KEY] = meta;
+  let offset = 0;
+  for (const e of entries) {
+    header[e.name] = { dtype: 'F32', shape: tensors[e.name].shape, data_offsets: [offset, offset + e.bytes] };
+    offset += e.bytes;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - ((8 + new TextEncoder().encode(json).length) % 8)) % 8);
+  const jsonBytes = new TextEncoder().encode(json);
+  const out = new Uint8Array(8 + jsonBytes.length);
+  new DataView(out.buffer).setBigUint64(0, BigInt(jsonBytes.length), true);
+  out.set(jsonBytes, 8);
   return out;
 }
 

@@ -15,7 +15,7 @@
  */
 import { existsSync, linkSync, readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { decodeCheckpoint, encodeCheckpoint, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import { checkpointPieces, decodeCheckpoint, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { writeSyncedTemp } from '../checkpoint/file.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
@@ -27,11 +27,11 @@ export function recoveryStem(o: { recovery?: string; save?: string }): string {
   return 'ringtrain-recovery';
 }
 
-/** Writes `bytes` to a new file at `path`, atomically; false (and nothing written) if `path` exists. */
-function writeNewFile(path: string, bytes: Uint8Array): boolean {
+/** Writes `c` to a new file at `path`, atomically; false (and nothing written) if `path` exists. */
+function writeNewFile(path: string, c: TrainingCheckpoint): boolean {
   let tmp: string | undefined;
   try {
-    tmp = writeSyncedTemp(path, bytes);
+    tmp = writeSyncedTemp(path, checkpointPieces(c));
     // link() refuses an existing target, where rename() would replace it: no window to clobber.
     linkSync(tmp, path);
     return true;
@@ -60,12 +60,11 @@ function holdsSameState(path: string, c: TrainingCheckpoint): boolean {
 
 /** Saves `c` as a recovery checkpoint; answers the path that holds it. `avoid`: paths never to use (the --resume source). */
 export function saveRecovery(stem: string, c: TrainingCheckpoint, avoid: string[] = []): string {
-  const bytes = encodeCheckpoint(c);
   const avoided = new Set(avoid.map((p) => resolve(p)));
   for (let n = 1; n < 1000; n++) {
     const path = `${stem}-step${c.step}${n > 1 ? `-${n}` : ''}.safetensors`;
     if (avoided.has(resolve(path))) continue;
-    if (!existsSync(path) && writeNewFile(path, bytes)) return path;
+    if (!existsSync(path) && writeNewFile(path, c)) return path;
     if (holdsSameState(path, c)) return path;
   }
   throw new RingtrainError(ErrorCode.InvalidArgument, `too many recovery checkpoints named ${stem}-step${c.step}*.safetensors; move old ones away or give --recovery another path`, { stem });

@@ -4,6 +4,7 @@
  * summary (a JSON line with --json). Its return value is the exit code.
  */
 import { existsSync } from 'node:fs';
+import { type EvaluationFailed, evaluationFailedLine } from './evaluation-failure.ts';
 import { printLine, stderr } from './host.node.ts';
 import type { RunOptions } from './run-options.node.ts';
 import { type WorkerState, writeTimeline } from './run-workers.node.ts';
@@ -68,6 +69,8 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       stderr,
     );
   }
+  const evaluationFailure = rank0?.evaluation_failed as EvaluationFailed | null | undefined;
+  if (evaluationFailure) await printLine(evaluationFailedLine(evaluationFailure, saveFailed ? saveFailed.fallback : o.save), stderr);
   if (rank0) {
     // The fields `train --json` has too carry the same names and meanings there (test/cli/json-fields.test.ts).
     const summary = {
@@ -116,6 +119,9 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       links_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, links: r.links ?? [], tcp_refused: r.tcp_refused ?? 0, weights_crc32: r.weights_crc32 ?? null })),
       saved: saveFailed ? (saveFailed.fallback ?? null) : (o.save ?? null),
       save_failed: saveFailed ?? null,
+      evaluation_failed: rank0.evaluation_failed ?? null,
+      // Each worker's peak resident memory, by rank (a CPU adapter's GPU buffers included): what the job costs a machine.
+      peak_rss_bytes_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, peak_rss_bytes: r.peak_rss_bytes ?? null })),
       // A text run: the text's hash, and the vocabulary each rank built from its copy.
       // A table run: the table's hash, and the split each rank made from its copy.
       ...(o.tableSha256 !== undefined ? { table_sha256: o.tableSha256, labels_sha256: o.labelsSha256 ?? null, split_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, ...(r.table_split as object) })) } : {}),
@@ -124,7 +130,7 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
     if (o.json) await printLine(JSON.stringify(summary));
     else {
       // A run that stopped early may have no evaluation: say so rather than print 0%.
-      const accuracy = typeof summary.test_accuracy === 'number' ? evaluationText(o.model, summary.test_accuracy, Number(summary.val_loss)) : 'not evaluated';
+      const accuracy = typeof summary.test_accuracy === 'number' && !evaluationFailure ? evaluationText(o.model, summary.test_accuracy, Number(summary.val_loss)) : 'not evaluated';
       const ejected = lost.filter((w) => whyLost(w).startsWith('ejected'));
       const others = lost.filter((w) => !ejected.includes(w));
       const losses = [

@@ -15,6 +15,8 @@ import { acquireGpu } from '../gpu/index.ts';
 import { currentRuntime, decideRuntime, interruptSignal, printLine, reexecUnder, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
+import { evaluationFailed, evaluationFailedLine } from './evaluation-failure.ts';
+import { peakRssBytes } from './peak-rss.node.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
 import { modelSpecFor, trainLocal } from '../distributed/train-local.ts';
@@ -150,6 +152,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
       initialParams: initial ? (model) => flatFromHfGpt2(initial, model.layout, model.flatLength, initFrom!) : undefined,
     });
     bars?.stop();
+    if (result.evaluationFailure) await printLine(evaluationFailedLine(result.evaluationFailure, opts.save), stderr);
     // Like a shell job killed by SIGINT, but only after the checkpoint is safe.
     if (result.interrupted) commandStatus.exitCode = 130;
     if (opts.json) {
@@ -180,11 +183,14 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           ...(data.text ? { text_sha256: data.text.sha256, tokenizer: data.text.tokenizer, vocabulary_size: data.text.vocabularySize, text_tokens: data.text.tokens, token_cache: data.text.cache, ...(data.text.built ? { tokenize_seconds: data.text.built.seconds } : {}) } : {}),
           saved: opts.save ?? null,
           interrupted: result.interrupted,
+          // null, or why the last evaluation failed (test_accuracy and test_loss are null then): the run and its checkpoint stand.
+          evaluation_failed: evaluationFailed(result.evaluationFailure),
+          peak_rss_bytes: peakRssBytes(),
         }),
       );
     } else {
       await say(
-        `${result.interrupted ? 'interrupted' : 'done'}: ${result.steps} steps, test accuracy ${percent(result.testAccuracy)}, ${Math.round(result.samplesPerS)} samples/s` + (opts.save ? `, saved ${opts.save}` : ''),
+        `${result.interrupted ? 'interrupted' : 'done'}: ${result.steps} steps, ${result.evaluationFailure ? 'not evaluated' : `test accuracy ${percent(result.testAccuracy)}`}, ${Math.round(result.samplesPerS)} samples/s` + (opts.save ? `, saved ${opts.save}` : ''),
       );
     }
   } finally {

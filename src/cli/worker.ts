@@ -26,7 +26,7 @@ import { FINISHED } from '../distributed/session.ts';
 import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
-import { warmUpKernels } from '../distributed/warm-up.ts';
+import { prepareTraining, type PreparedTraining } from '../distributed/warm-up.ts';
 import type { Communicator } from '../comm/interface.ts';
 import type { DistributedTrainArgs } from '../distributed/trainer-types.ts';
 import { acquireGpu } from '../gpu/index.ts';
@@ -35,6 +35,8 @@ import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, std
 import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
+import { evaluationFailed } from './evaluation-failure.ts';
+import { peakRssBytes } from './peak-rss.node.ts';
 import { RUNTIMES } from './train-options.ts';
 import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
 import { parseJobSettings } from '../distributed/settings.ts';
@@ -158,6 +160,8 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
     void emit({ event: 'stall', rank: e.rank, name: e.name, waitingFor: e.waitingFor, waitedMs: Math.round(e.waitedMs) });
   });
   let choice!: ModelChoice;
+  // The transformer this worker trains, made before the ring (its kernels compiled there); the trainer takes it over.
+  let prepared: PreparedTraining | undefined;
   let session: Awaited<ReturnType<typeof init>>;
   try {
     session = await init({
@@ -181,7 +185,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
         data = { ...loaded, test: limitEvaluation(loaded.test, parseJobSettings(job.config.hyperparameters).evalLimit) };
         if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
         // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
-        if (job.config.model === 'transformer') await warmUpKernels(gpu, trainConfigFromJob(job.config), data.train, data.test);
+        if (job.config.model === 'transformer') prepared = await prepareTraining(gpu, trainConfigFromJob(job.config), data.train, data.test);
       },
     });
   } catch (err) {
@@ -218,6 +222,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       bus,
       resume,
       resumeName: o.resume,
+      prepared,
       ...extension.trainHooks?.({ comm: () => session.comm, say: (line) => void say(`[rank ${session.rank}] ${line}`) }),
       // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
       onCheckpoint: (c) => saver.save(c),
@@ -271,6 +276,8 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       table_split: session.settings.tableSha256 !== undefined ? { train: data.train.count, test: data.test.count, test_crc32: crc32(new Uint8Array(data.test.inputs.buffer, data.test.inputs.byteOffset, data.test.inputs.byteLength)) } : null,
       // The last save at --save that failed (no later one landed), and where its state went instead.
       save_failed: saver.trouble,
+      evaluation_failed: evaluationFailed(result.evaluationFailure),
+      peak_rss_bytes: peakRssBytes(),
     };
     if (!result.stoppedBy) leaveReason = FINISHED;
     await emit({ event: 'result', ...summary });

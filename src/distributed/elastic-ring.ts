@@ -26,9 +26,22 @@ export interface CurrentRing {
   readonly comm: Communicator;
 }
 
-/** A communicator of one's own as a CurrentRing that never changes; a holder as it is. */
+/**
+ * Which holder each communicator came from (a session records every ring it forms). Code given
+ * `session.comm` rather than the session then still follows the ring when it re-forms: holding the
+ * communicator alone, an optimizer would reduce over a ring that is gone (issue 35).
+ */
+const holders = new WeakMap<Communicator, CurrentRing>();
+
+/** Records that `comm` is `holder`'s current ring, so that currentRing(comm) follows the holder. */
+export function recordRingHolder(comm: Communicator, holder: CurrentRing): void {
+  holders.set(comm, holder);
+}
+
+/** A communicator as a CurrentRing: its holder when it came from one (a session), else fixed; a holder as it is. */
 export function currentRing(ring: Communicator | CurrentRing): CurrentRing {
-  return typeof (ring as Communicator).send === 'function' ? { comm: ring as Communicator } : (ring as CurrentRing);
+  if (typeof (ring as Communicator).send !== 'function') return ring as CurrentRing;
+  return holders.get(ring as Communicator) ?? { comm: ring as Communicator };
 }
 
 export interface ElasticRingOptions {

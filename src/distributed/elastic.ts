@@ -106,12 +106,12 @@ export class State extends ElasticState implements Position {
     [this.epoch, this.batch, this.steps, this.examples] = [got[0], got[1], got[2], got[3]];
   }
 
-  /** The optimizer must read its ring from the session to follow the re-formed one. */
+  /** The optimizer must read its ring from the session (given the session or a ring the session formed) to follow the re-formed one. */
   protected override reformed(): void {
     if (this.optimizer.comm !== this.ring.comm) {
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
-        'elastic.run: the DistributedOptimizer still reduces over the old ring; build it over the session (new DistributedOptimizer(session, model, optimizer)), not over session.comm, so it follows the ring as it re-forms',
+        'elastic.run: the DistributedOptimizer still reduces over the old ring, a communicator this session did not form; build it over the session (new DistributedOptimizer(session, model, optimizer)) so it follows the ring as it re-forms',
       );
     }
     this.optimizer.ringReformed();

@@ -16,7 +16,7 @@ import { trainDistributed, type DistributedTrainArgs, type DistributedTrainConfi
 /** Progress goes to the server at most this often (ms): enough for a page, little traffic. */
 export const PROGRESS_EVERY_MS = 500;
 
-export interface PeerTrainArgs extends Pick<DistributedTrainArgs, 'onStep' | 'onEvaluate' | 'onWeights' | 'onRecovery' | 'shouldStop' | 'resume' | 'resumeName' | 'transformGradients' | 'transformContribution'> {
+export interface PeerTrainArgs extends Pick<DistributedTrainArgs, 'onStep' | 'onEvaluate' | 'onWeights' | 'onRecovery' | 'shouldStop' | 'resume' | 'resumeName' | 'transformGradients' | 'transformContribution' | 'prepared'> {
   gpu: Gpu;
   train: Dataset;
   test: Dataset;
@@ -41,6 +41,7 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
     shouldStop: a.shouldStop,
     transformGradients: a.transformGradients,
     transformContribution: a.transformContribution,
+    prepared: a.prepared,
     onCheckpoint: a.onCheckpoint ? (c) => a.onCheckpoint!(c, config) : undefined,
     onWeights: a.onWeights,
     onRecovery: a.onRecovery,

@@ -8,7 +8,7 @@
  * (shares.ts); evaluations average every rank's part of the test set.
  */
 import { tokenizerMetadata } from '../data/tokenizer.ts';
-import { isRingtrainError, RingtrainError } from '../core/errors.ts';
+import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { now, type EventBus } from '../core/events.ts';
 import { broadcast } from '../collectives/broadcast.ts';
@@ -21,6 +21,7 @@ import type { ElasticRing } from './elastic-ring.ts';
 import type { DistributedOptimizer, StepResult } from './optimizer.ts';
 import { ShareBalancer } from './shares.ts';
 import { RoundCounter, type Rounds } from './timeline.ts';
+import { endsRun } from './ring-errors.ts';
 import { guardOf } from './train-config.ts';
 import type { LoopHandle, Peers, RunRecord, StepUpdate } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
@@ -158,13 +159,34 @@ export class RingPeers implements Peers {
     comm.events.on((e) => void (e.rank === this.comm.rank && this.rounds.record(e)));
   }
 
+  /** Local SGD: replicas differ mid-round; end the round so every rank evaluates (and saves) the same weights. */
+  async settle(): Promise<void> {
+    this.loop!.state.allreduceBytes += (await synchronizeReplicas(this.parts.ringOpt)).bytesSent;
+  }
+
+  /**
+   * Every rank's part, averaged. A rank whose own part fails still joins the average, with NaN,
+   * so that no rank waits for it: it then reports its own error, and the others one that says a
+   * peer's evaluation failed (an accuracy is NaN only so: a real one is a finite fraction).
+   */
   async evaluate(): Promise<{ accuracy: number; loss: number }> {
     const { shard } = this;
-    // Local SGD: replicas differ mid-round; end the round so every rank evaluates (and saves) the same weights.
-    this.loop!.state.allreduceBytes += (await synchronizeReplicas(this.parts.ringOpt)).bytesSent;
-    const local = await this.parts.model.evaluate(shard.inputs, shard.labels);
+    await this.settle();
+    let local: { accuracy: number; loss: number };
+    let failure: unknown;
+    try {
+      local = await this.parts.model.evaluate(shard.inputs, shard.labels);
+    } catch (err) {
+      if (endsRun(err)) throw err;
+      failure = err;
+      local = { accuracy: NaN, loss: NaN };
+    }
     // Weighed by counted targets (examples for a classifier, characters for the words): the ring's mean is the whole set's.
     const avg = await averageMetrics(this.comm, { accuracy: local.accuracy, loss: local.loss }, countedTargets(shard.labels), this.config.timeoutMs);
+    if (failure !== undefined) throw failure;
+    if (Number.isNaN(avg.accuracy)) {
+      throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${this.rank}: another rank's evaluation failed (its own result says why), so the ring has no metrics for this evaluation; training goes on`, { rank: this.rank, peerEvaluationFailed: true });
+    }
     return { accuracy: avg.accuracy, loss: avg.loss };
   }
 }

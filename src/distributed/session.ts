@@ -25,6 +25,7 @@ import { joinWebRTCRing, type WebRTCRingOptions } from '../comm/rings.ts';
 import type { TcpEndpoint } from '../comm/tcp-endpoint.ts';
 import type { LinkTransport } from '../core/events.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
+import { recordRingHolder } from './elastic-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
 import { FINISHED_LEAVE_REASON, PeerLeftReason, SignalErrorCode, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
@@ -113,7 +114,7 @@ const EPOCHS_PER_GENERATION = 1_000_000;
 export const FINISHED = FINISHED_LEAVE_REASON;
 
 class PeerSession implements Session {
-  comm!: Communicator;
+  private ringComm!: Communicator;
   membership!: Membership;
   links: LinkTransport[] = [];
   readonly elastic: ElasticHooks;
@@ -182,6 +183,14 @@ class PeerSession implements Session {
     this.current.report(peer.peerId, reason);
   }
 
+  get comm(): Communicator {
+    return this.ringComm;
+  }
+  /** Every ring this session forms is recorded as the session's: an optimizer given session.comm follows the session (elastic-ring.ts). */
+  private set comm(comm: Communicator) {
+    this.ringComm = comm;
+    recordRingHolder(comm, this);
+  }
   get client(): SignalingClient {
     return this.current;
   }

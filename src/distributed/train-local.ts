@@ -85,6 +85,8 @@ export interface LocalTrainResult {
   adapter: string;
   /** GPU→CPU waits during the run (Gpu.waits), evaluations and checkpoints included. */
   gpuWaits: number;
+  /** Set when the last evaluation failed (testAccuracy and testLoss are NaN then; the run and its checkpoints stand). */
+  evaluationFailure?: RingtrainError;
 }
 
 export interface LocalTrainArgs {
@@ -129,7 +131,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
     const record = onePeerRecord(config, model, stepsPerEpoch, datasetMetadata(train));
     const loop = new TrainingLoop(loopArgs(args), { peers, record, model, optimizer, losses, bus: args.bus });
     await loop.run();
-    return { ...onePeerResult(loop.state, config, stepsPerEpoch, gpu), params: model.paramCount, gpuWaits: gpu.waits - waitsBefore };
+    return { ...onePeerResult(loop.state, config, stepsPerEpoch, gpu), params: model.paramCount, gpuWaits: gpu.waits - waitsBefore, evaluationFailure: loop.evaluationFailure };
   } finally {
     losses.destroy();
     optimizer.destroy();
@@ -212,7 +214,7 @@ function onePeerRecord(config: LocalTrainConfig, model: Model, stepsPerEpoch: nu
 }
 
 /** The run's result: one peer's epochs follow from its step, and its train loss is the last epoch's (or run's) mean. */
-function onePeerResult(state: TrainingState, config: LocalTrainConfig, stepsPerEpoch: number, gpu: Gpu): Omit<LocalTrainResult, 'gpuWaits' | 'params'> {
+function onePeerResult(state: TrainingState, config: LocalTrainConfig, stepsPerEpoch: number, gpu: Gpu): Omit<LocalTrainResult, 'gpuWaits' | 'params' | 'evaluationFailure'> {
   const { step, trainMs } = state;
   return {
     steps: step,

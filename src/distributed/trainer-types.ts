@@ -15,6 +15,7 @@ import type { StepCheckOptions } from './step-checks.ts';
 import type { Aggregation } from '../collectives/robust-aggregate.ts';
 import type { Rounds } from './timeline.ts';
 import type { BalanceMode } from './shares.ts';
+import type { PreparedTraining } from './warm-up.ts';
 
 /** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
 export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig {
@@ -105,6 +106,12 @@ export interface DistributedTrainArgs {
    * checks published its norm and sketches, just before it is summed.
    */
   transformContribution?: (grads: Float32Array, step: number) => void;
+  /**
+   * The model and optimizer to train, made for this config on this Gpu ahead of the ring
+   * (warm-up.ts: their kernels compiled); the trainer takes them over and destroys them at its end.
+   * Absent: the trainer makes them.
+   */
+  prepared?: PreparedTraining;
 }
 
 /**
@@ -153,5 +160,7 @@ export interface DistributedTrainResult {
   completedSteps: number;
   /** Set when the run ended with an error but no recovery state was handed over: why not. */
   noRecovery?: string;
+  /** Set when the last evaluation failed (the metrics are NaN then; the run and its checkpoint stand). */
+  evaluationFailure?: RingtrainError;
 }
 

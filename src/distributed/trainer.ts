@@ -51,14 +51,15 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   refuseUncheckedConfig(config);
   const bus = args.bus ?? args.comm.events;
   const ring = new ElasticRing(args.comm, config.elastic ? args.elastic : undefined, { bus, timeoutMs: config.timeoutMs });
-  const model = createModel(gpu, modelSpecFor(config, train));
+  const model = args.prepared?.model ?? createModel(gpu, modelSpecFor(config, train));
   try {
     checkDataFits(model, train);
   } catch (err) {
+    args.prepared?.optimizer.destroy();
     model.destroy();
     throw err;
   }
-  const inner = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
+  const inner = args.prepared?.optimizer ?? createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
   const clock = new StepClock();
@@ -110,6 +111,7 @@ function ringResult(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingP
     runtime: detectRuntime(),
     adapter: args.gpu.info.description,
     stoppedBy,
+    evaluationFailure: loop.evaluationFailure,
     lostRanks: stoppedBy ? lostRanksOf(stoppedBy) : [],
     completedSteps: state.completedSteps,
   };

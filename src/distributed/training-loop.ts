@@ -15,7 +15,7 @@
  * second part, `RunRecord`: one peer's and a ring's files differ, and each
  * kind keeps resuming the files it wrote before.
  */
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { now, type EventBus } from '../core/events.ts';
 import { checkpointFromFlat, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { countedTargets, type Dataset } from '../data/dataset.ts';
@@ -26,6 +26,7 @@ import type { DeferredScalars } from '../gpu/readback.ts';
 import type { GradientBucket } from '../engine/grad-buckets.ts';
 import { learningRateAt } from './lr.ts';
 import { restore } from './model-fit.ts';
+import { endsRun } from './ring-errors.ts';
 import { TrainingState } from './training-state.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
 
@@ -88,6 +89,8 @@ export interface Peers {
   afterStep(examples: number): Promise<void>;
   /** The test set's metrics at these weights (a ring: every rank's part, averaged). */
   evaluate(): Promise<{ accuracy: number; loss: number }>;
+  /** Before a hand-out that comes ahead of its evaluation: the peers settle on the weights they hand out (local SGD ends its round). */
+  settle?(): Promise<void>;
 }
 
 /** How checkpoints record where training stands, and how a resume reads it back. */
@@ -142,6 +145,8 @@ export class TrainingLoop implements LoopHandle {
    * non-finite already moved the weights far off (1e17 was seen), finite or not.
    */
   private lastSound: TrainingCheckpoint | undefined;
+  /** Why the last evaluation failed (undefined when it did not): the run goes on, its metrics are NaN. */
+  evaluationFailure: RingtrainError | undefined;
 
   constructor(
     private readonly args: LoopArgs,
@@ -195,16 +200,28 @@ export class TrainingLoop implements LoopHandle {
     }
   }
 
-  /** Stopped mid-epoch (or before any evaluation): evaluate and hand out where training stopped. */
+  /**
+   * Where training stopped: the hand-out first (the checkpoint, the weights), then the evaluation,
+   * so that an evaluation that fails, or a process killed during it, never takes the run's
+   * weights with it. A run that took no step after its last evaluation has handed out already.
+   */
   private async finish(): Promise<void> {
     const { state } = this;
     await this.drain();
     const trained = state.lossCount > 0;
     if (!trained && !Number.isNaN(state.evaluation.accuracy)) return;
+    let handedOut: TrainingCheckpoint | undefined;
+    if (trained || this.parts.record.handsOutUntrained) {
+      const { settle } = this.parts.peers;
+      if (settle) while (!(await this.parts.peers.guarded(() => settle.call(this.parts.peers)))) {
+        // the ring re-formed while settling: settle on the new one
+      }
+      handedOut = await this.handOut({ sound: false });
+    }
     while (!(await this.parts.peers.guarded(() => this.evaluate()))) {
       // the ring re-formed during the evaluation: evaluate again on the new one
     }
-    if (trained || this.parts.record.handsOutUntrained) await this.handOut();
+    if (handedOut && this.evaluationFailure === undefined) this.keepIfSound(handedOut);
   }
 
   private stopped(): boolean {
@@ -291,12 +308,26 @@ export class TrainingLoop implements LoopHandle {
     });
   }
 
+  /**
+   * The test set's metrics at these weights. An evaluation that fails (a limit of this adapter, a
+   * bad validation set) is a measurement lost, not the run: it is kept in `evaluationFailure`, the
+   * metrics are NaN, and training goes on. A ring that broke under it is the ring's business.
+   */
   private async evaluate(): Promise<void> {
     await this.drain();
     const { state } = this;
-    const { accuracy, loss } = await this.parts.peers.evaluate();
-    state.evaluation = { accuracy, loss };
-    const e = { step: state.step, epoch: state.epoch, testAccuracy: accuracy, testLoss: loss };
+    let metrics: { accuracy: number; loss: number };
+    try {
+      metrics = await this.parts.peers.evaluate();
+    } catch (err) {
+      if (endsRun(err)) throw err;
+      this.evaluationFailure = isRingtrainError(err) ? err : new RingtrainError(ErrorCode.InvalidArgument, `the evaluation failed: ${String(err)}`, undefined, { cause: err });
+      state.evaluation = { accuracy: NaN, loss: NaN };
+      return;
+    }
+    this.evaluationFailure = undefined;
+    state.evaluation = metrics;
+    const e = { step: state.step, epoch: state.epoch, testAccuracy: metrics.accuracy, testLoss: metrics.loss };
     this.parts.bus?.emit({ type: 'evaluate', t: now(), rank: this.parts.peers.rank, ...e });
     this.args.onEvaluate?.(e);
   }
@@ -308,18 +339,30 @@ export class TrainingLoop implements LoopHandle {
     return checkpointFromFlat({ model: config.model, optimizer: config.optimizer, step: state.step, epoch, layout: model.layout, params, optimizerState: await optimizer.exportState(), extra });
   }
 
-  /** After an evaluation: the root checkpoints, every peer shares its weights and keeps them as sound; one read-back serves all. */
-  private async handOut(): Promise<void> {
+  /**
+   * The root checkpoints, every peer shares its weights and keeps them as sound; one read-back
+   * serves all. After an evaluation the weights are sound when it found them so; ahead of one
+   * (`sound: false`, where training stops) the caller decides once it has evaluated.
+   */
+  private async handOut(o: { sound: boolean } = { sound: true }): Promise<TrainingCheckpoint | undefined> {
     const { onCheckpoint, onWeights, onRecovery } = this.args;
     const checkpoint = this.parts.peers.rank === 0 ? onCheckpoint : undefined;
-    if (!checkpoint && !onWeights && !onRecovery) return;
-    const { step, epoch, evaluation } = this.state;
+    if (!checkpoint && !onWeights && !onRecovery) return undefined;
+    const { step, epoch } = this.state;
     const params = await this.parts.model.readParams();
     const state = checkpoint || onRecovery ? await this.checkpointOf(params) : undefined;
-    if (onRecovery && Number.isFinite(evaluation.loss) && params.every(Number.isFinite)) this.lastSound = state;
+    if (o.sound && state) this.keepIfSound(state, params);
     if (checkpoint) await checkpoint(state!);
     // checkpointFromFlat copied what it keeps, so the hook may have this array.
     await onWeights?.({ step, epoch, params });
+    return state;
+  }
+
+  /** Keeps `state` as the last sound one when its evaluation's loss and every weight are finite. */
+  private keepIfSound(state: TrainingCheckpoint, params?: Float32Array): void {
+    if (!this.args.onRecovery || !Number.isFinite(this.state.evaluation.loss)) return;
+    const finite = params ? params.every(Number.isFinite) : Object.values(state.params).every((t) => t.data.every(Number.isFinite));
+    if (finite) this.lastSound = state;
   }
 
   /** The run ended with `err`: hand the last completed step to onRecovery (and onWeights), or say why not. */

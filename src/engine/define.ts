@@ -77,8 +77,10 @@ export function registeredModel(name: string): ModelFactory | undefined {
   return registry.get(name);
 }
 
-function checkDefinition(where: string, d: ModelDefinition): void {
-  const bad = (what: string) => new RingtrainError(ErrorCode.InvalidArgument, `${where}: ${what}; a model factory returns { module, inputShape, classes } (module: an nn.Module)`, { where });
+const FACTORY_SHAPE = 'a model factory returns { module, inputShape, classes } (module: an nn.Module)';
+
+function checkDefinition(where: string, d: ModelDefinition, shape = FACTORY_SHAPE): void {
+  const bad = (what: string) => new RingtrainError(ErrorCode.InvalidArgument, `${where}: ${what}; ${shape}`, { where });
   if (!d || typeof d !== 'object') throw bad(`it returned ${String(d)}`);
   if (!(d.module instanceof nn.Module)) throw bad('module is not an nn.Module (build it from the nn the factory receives)');
   if (!Array.isArray(d.inputShape) || d.inputShape.length === 0 || !d.inputShape.every((v) => Number.isInteger(v) && v > 0)) throw bad(`inputShape must be positive integers, got ${JSON.stringify(d.inputShape)}`);
@@ -90,15 +92,19 @@ function checkDefinition(where: string, d: ModelDefinition): void {
 /** Builds a model from a factory: the identity is `name` and the options; parameters are drawn from `seed`. */
 export function modelFromFactory(gpu: Gpu, factory: ModelFactory, o: { name: string; options?: Record<string, unknown>; seed?: number }): GraphModel {
   const options = { ...(o.options ?? {}) };
-  const definition = factory(nn, options);
-  checkDefinition(`model ${o.name}`, definition);
+  return modelFromDefinition(gpu, factory(nn, options), { name: o.name, options }, o.seed, `model ${o.name}`);
+}
+
+/** Builds a model from what a factory returns (or createModel was given with a module), once checked; `where` names it in errors. */
+export function modelFromDefinition(gpu: Gpu, definition: ModelDefinition, identity: { name: string; options: Record<string, unknown> }, seed: number | undefined, where: string, shape = FACTORY_SHAPE): GraphModel {
+  checkDefinition(where, definition, shape);
   return new GraphModel(gpu, {
-    identity: { name: o.name, options },
+    identity,
     module: definition.module,
     inputShape: definition.inputShape,
     inputDType: definition.inputDType,
     classes: definition.classes,
-    seed: o.seed ?? 1,
+    seed: seed ?? 1,
     loss: LOSSES[definition.loss ?? 'cross-entropy'],
   });
 }

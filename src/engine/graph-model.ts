@@ -14,12 +14,14 @@
  * Modes: `forwardBackward` traces the module in train mode, `predict` and
  * `evaluate` in eval mode (Dropout the identity), whatever modes the module
  * was left in, so an evaluation never depends on a mask and never advances
- * one. A batch size gets one plan per mode when the two traces differ, and
- * shares one when they are the same graph (a model without dropout).
+ * one. An evaluation's plan is the forward and the loss head alone (no
+ * gradient buffer), in chunks sized to the adapter's binding limit and
+ * EVAL_PLAN_BYTES, unless a training plan of its batch size computes the same
+ * graph (a model without dropout): then that one serves both.
  */
 import { layoutHash } from '../checkpoint/checkpoint.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { Gpu } from '../gpu/gpu.ts';
+import type { BufferRange, Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
 import { crossEntropy, type Loss, RESULT_CORRECT, RESULT_LOSS } from '../nn/loss.ts';
 import type { Module } from '../nn/module.ts';
@@ -60,7 +62,21 @@ interface BatchPlan {
   step: Step[];
   /** Gradient buckets by bucket size, with the steps recorded before each one's read-back (forward and head before the first). */
   buckets: Map<number, { ranges: BucketRange[]; pieces: Step[][] }>;
+  /** The GPU buffers made for this plan: the largest one's bytes and all of them together. */
+  bytes: { largest: number; total: number };
 }
+
+/**
+ * Most samples an evaluation plans at once, whatever the memory: past a few hundred a chunk
+ * gains no speed on any adapter seen, and the plan of each chunk size is kept.
+ */
+export const MAX_EVAL_CHUNK = 500;
+/**
+ * GPU bytes an evaluation's plan may hold (unless one sample needs more): evaluating costs a
+ * fraction of training's memory, which on a CPU adapter is the process's RAM. 64 MiB still holds
+ * tens of windows of a small transformer, enough work per chunk to keep a GPU busy.
+ */
+export const EVAL_PLAN_BYTES = 64 * 1024 * 1024;
 
 /**
  * Whether every input passes `rejectInput`'s check, in one tight loop with no
@@ -138,9 +154,11 @@ export class GraphModel implements Model {
   private readonly entries = new Map<Parameter, ParamEntry>();
   /** The parameters in layout order. */
   private readonly parameters: Parameter[];
-  /** Plans by batch size and mode (`32/train`, `500/eval`); a mode whose graph equals the other's holds the same plan. */
+  /** Plans by batch size and mode (`32/train`, `500/eval`); an evaluation whose graph equals training's holds the training plan. */
   private readonly plans = new Map<string, BatchPlan & { signature: string }>();
   private readonly owned: GPUBuffer[] = [];
+  /** The evaluation plans' shared, never-read output gradient (evalHeadGradient). */
+  private headGradient?: GPUBuffer;
 
   /** Gathers evaluate()'s per-chunk results, so an evaluation waits for the GPU once. */
   private evalSink?: DeferredScalars;
@@ -220,23 +238,31 @@ export class GraphModel implements Model {
     return { graph, input, output, rows: output.size / last / batch };
   }
 
+  /**
+   * The plan of a batch size in a mode. A training plan holds backward too; an evaluation's holds
+   * the forward and the loss head alone (no gradient buffer), unless the training plan of that
+   * batch size computes the same graph: then it serves both, and evaluating allocates nothing.
+   */
   private plan(batch: number, mode: Mode): BatchPlan {
     const key = `${batch}/${mode}`;
     let p = this.plans.get(key);
     if (p) return p;
     const { graph, input, output } = this.trace(batch, mode);
     const signature = graphSignature(graph, output);
-    const other = this.plans.get(`${batch}/${mode === 'train' ? 'eval' : 'train'}`);
-    if (other && other.signature === signature) {
-      this.plans.set(key, other);
-      return other;
+    const trained = mode === 'eval' ? this.plans.get(`${batch}/train`) : undefined;
+    if (trained && trained.signature === signature) {
+      this.plans.set(key, trained);
+      return trained;
     }
-    const plan = compilePlan(this.gpu, graph.nodes, [output], { params: this.params, grads: this.grads, entry: (param) => this.entries.get(param)! });
-    for (const b of plan.buffers) this.own(b);
+    const made: GPUBuffer[] = [];
+    const own = (b: GPUBuffer): GPUBuffer => (made.push(b), this.own(b));
+    const plan = compilePlan(this.gpu, graph.nodes, [output], { params: this.params, grads: this.grads, entry: (param) => this.entries.get(param)! }, { gradients: mode === 'train' });
+    for (const b of plan.buffers) own(b);
     const rows = output.size / this.classes;
-    const targets = this.own(this.gpu.storage(rows, 'targets'));
-    const results = this.own(this.gpu.storage(4, 'results'));
-    const dOutput = plan.grad(output);
+    const targets = own(this.gpu.storage(rows, 'targets'));
+    const results = own(this.gpu.storage(4, 'results'));
+    const unread = mode === 'eval' ? this.evalHeadGradient(rows, own) : undefined;
+    const dOutput = unread ?? plan.grad(output);
     if (!dOutput) throw new RingtrainError(ErrorCode.InvalidArgument, `model ${this.identity.name}: its output does not depend on any parameter`);
     const head = this.loss.plan(this.gpu, {
       output: plan.value(output),
@@ -245,7 +271,7 @@ export class GraphModel implements Model {
       results,
       rows,
       classes: this.classes,
-      scratch: (words, label) => this.own(this.gpu.storage(words, `${this.loss.name}/${label}`)),
+      scratch: (words, label) => own(this.gpu.storage(words, `${this.loss.name}/${label}`)),
     });
     p = {
       plan,
@@ -262,9 +288,34 @@ export class GraphModel implements Model {
       signature,
       step: [...plan.forward, ...head, ...plan.backward],
       buckets: new Map(),
+      bytes: { largest: Math.max(...made.map((b) => b.size)), total: made.reduce((sum, b) => sum + b.size, 0) },
     };
     this.plans.set(key, p);
+    // Kept only now: a plan that threw half-way (Gpu.compileAhead destroys what it made) leaves nothing behind.
+    if (unread) this.headGradient = unread.buffer;
     return p;
+  }
+
+  /**
+   * Where an evaluation's loss head writes the output's gradient, which nothing reads (the head's
+   * kernels write it as they compute the loss): one buffer, grown to the largest chunk's rows.
+   */
+  private evalHeadGradient(rows: number, own: (b: GPUBuffer) => GPUBuffer): BufferRange {
+    const bytes = rows * this.classes * 4;
+    const buffer = this.headGradient && this.headGradient.size >= bytes ? this.headGradient : own(this.gpu.storage(rows * this.classes, 'eval/unread-d-output'));
+    return { buffer, offset: 0, size: bytes };
+  }
+
+  /**
+   * How many samples an evaluation plans at once: as many as fit both the adapter's binding limit
+   * (every buffer of a plan grows with its batch, so one sample's largest buffer times the chunk
+   * must fit) and EVAL_PLAN_BYTES, measured on the plan of one sample; at least one, at most `most`.
+   */
+  private evalChunk(most: number): number {
+    const one = this.plan(1, 'eval').bytes;
+    const byBinding = Math.floor(this.gpu.maxBindingBytes / one.largest);
+    const byMemory = Math.floor(EVAL_PLAN_BYTES / one.total);
+    return Math.max(1, Math.min(most, byBinding, byMemory));
   }
 
   /** Plans the training step for `batch` (buffers, dispatches) without recording it: what `train --dry-run` sizes. */
@@ -386,9 +437,17 @@ export class GraphModel implements Model {
     return this.gpu.readF32(out.buffer, (out.offset ?? 0) / 4, p.rows * this.classes);
   }
 
-  async evaluate(x: Float32Array, labels: ArrayLike<number>, chunk = 500): Promise<EvalResult> {
+  plansFor(batch: number, evaluated: number): (() => void)[] {
+    const chunk = () => this.evalChunk(Math.min(MAX_EVAL_CHUNK, evaluated));
+    const evaluation = evaluated < 1 ? [] : [() => void this.plan(1, 'eval'), () => void this.plan(chunk(), 'eval'), () => void (evaluated % chunk() > 0 && this.plan(evaluated % chunk(), 'eval'))];
+    return [() => void this.plan(batch, 'train'), ...evaluation];
+  }
+
+  /** The metrics over `x` in chunks of `chunk` samples (default: as many as the adapter's limits and EVAL_PLAN_BYTES allow, evalChunk). */
+  async evaluate(x: Float32Array, labels: ArrayLike<number>, chunk?: number): Promise<EvalResult> {
     const n = labels.length / this.positions;
     this.checkBatch('evaluate', x, n);
+    chunk ??= this.evalChunk(Math.min(MAX_EVAL_CHUNK, n));
     // Every chunk's [mean loss, correct] is copied aside as it is computed; one wait reads them all.
     const sink = this.evalSink!;
     await sink.collect(); // nothing should be pending; never mix an earlier call's values in

@@ -1,6 +1,6 @@
 /** The single-peer engine: models (any nn Module as a GraphModel over flat buffers, the built-in ones, users' factories), optimizers, training steps. */
 export { createModel } from './create.ts';
-export { createOptimizer, resolveOptimizerSpec, type Optimizer, type OptimizerSpec } from './optimizer.ts';
+export { AdamW, SGD, OPTIMIZERS, createOptimizer, resolveOptimizerSpec, type AdamWOptions, type Optimizer, type OptimizerSpec, type SgdOptions } from './optimizer.ts';
 export { Mlp, MLP_DEFAULTS, resolveMlpSpec } from './mlp.ts';
 export { Cnn, CnnModule, CNN_DEFAULTS, cnnSpec } from './cnn.ts';
 export { MlpModule } from './mlp.ts';

@@ -58,7 +58,7 @@ const FACTORY_EXPORT = /export\s+default\b|export\s+(const|let|var|function|asyn
 async function refuseWithoutExport(path: string, abs: string): Promise<void> {
   const text = await readFile(abs, 'utf8');
   if (FACTORY_EXPORT.test(text)) return;
-  throw noFactory(path, { path }, ' It was not run: a training script that keeps its model inside builds it with modelFromFactory from such an export, and trains only when it is the program (README, "Use it as a library").');
+  throw noFactory(path, { path }, ' It was not run: a training script that keeps its model inside builds it with createModel(gpu, factory) from such an export, and trains only when it is the program (README, "Use it as a library").');
 }
 
 /**

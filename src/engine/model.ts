@@ -161,8 +161,16 @@ export interface Model {
   forwardBackwardBuckets?(x: Float32Array, labels: ArrayLike<number>, batch: number | undefined, sink: DeferredScalars, bucketBytes?: number): GradientBucket[];
   /** Logits [batch × classes] for `batch` samples (default: x.length / inputSize). */
   predict(x: Float32Array, batch?: number): Promise<Float32Array>;
-  /** Accuracy and mean loss over all samples, in chunks of `chunk` (default 500). */
+  /** Accuracy and mean loss over all samples, in chunks of `chunk` (default: what the adapter's limits allow, at most 500). */
   evaluate(x: Float32Array, labels: ArrayLike<number>, chunk?: number): Promise<EvalResult>;
+  /**
+   * Optional: what plans a training step of `batch` samples and an evaluation of `evaluated`
+   * samples, without running either: one function per plan, each making it (buffers, pipelines)
+   * or finding it made. A warm-up (warm-up.ts) runs each inside its own Gpu.compileAhead, so the
+   * first step and the first evaluation create neither, and an attempt abandoned for a missing
+   * pipeline only ever takes the one plan it was making.
+   */
+  plansFor?(batch: number, evaluated: number): (() => void)[];
 
   /** Copies of the flat buffers (length flatLength). */
   readParams(): Promise<Float32Array>;

@@ -65,6 +65,30 @@ export function resolveOptimizerSpec(spec: OptimizerSpec): Required<OptimizerSpe
   return s;
 }
 
+/** The options each optimizer takes (OptimizerSpec without the kind): what `new optim.AdamW(model, { … })` is given. */
+export type SgdOptions = Pick<OptimizerSpec, 'lr' | 'momentum' | 'weightDecay'>;
+export type AdamWOptions = Pick<OptimizerSpec, 'lr' | 'betas' | 'eps' | 'weightDecay'>;
+
+const OPTION_NAMES: Record<OptimizerSpec['kind'], readonly string[]> = {
+  sgd: ['lr', 'momentum', 'weightDecay'],
+  adamw: ['lr', 'betas', 'eps', 'weightDecay'],
+};
+
+/** Refuses a key that the optimizer does not read (`momentum` given to AdamW would otherwise do nothing, silently). */
+function checkOptionNames(kind: OptimizerSpec['kind'], options: object, className: string): void {
+  if (options === null || typeof options !== 'object') throw new RingtrainError(ErrorCode.InvalidArgument, `${className}: options must be an object such as { lr: 0.01 }, got ${String(options)}`);
+  const unknown = Object.keys(options).filter((k) => !OPTION_NAMES[kind].includes(k));
+  if (unknown.length > 0) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${className} takes ${OPTION_NAMES[kind].join(', ')}; it does not read ${unknown.join(', ')}`, { unknown });
+  }
+}
+
+function checkModel(model: Model, className: string): void {
+  if (!model || typeof model !== 'object' || !model.gpu || !Number.isInteger(model.flatLength)) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `new optim.${className}(model, options): the first argument must be a model (createModel's), got ${String(model)}`);
+  }
+}
+
 class FlatOptimizer implements Optimizer {
   readonly spec: Required<OptimizerSpec>;
   stepCount = 0;
@@ -148,6 +172,42 @@ class FlatOptimizer implements Optimizer {
   }
 }
 
+/**
+ * SGD with momentum over a model's parameters (torch.optim.SGD):
+ *   const opt = new optim.SGD(model, { lr: 0.05, momentum: 0.9 });
+ * Defaults: lr 0.05, momentum 0.9, weightDecay 0 (L2 added to the gradient).
+ */
+export class SGD extends FlatOptimizer {
+  constructor(model: Model, options: SgdOptions = {}) {
+    checkModel(model, 'SGD');
+    checkOptionNames('sgd', options, 'optim.SGD');
+    super(model, { ...options, kind: 'sgd' });
+  }
+}
+
+/**
+ * AdamW over a model's parameters (torch.optim.AdamW):
+ *   const opt = new optim.AdamW(model, { lr: 1e-3 });
+ * Defaults: lr 1e-3, betas [0.9, 0.999], eps 1e-8, weightDecay 0.01 (decoupled).
+ */
+export class AdamW extends FlatOptimizer {
+  constructor(model: Model, options: AdamWOptions = {}) {
+    checkModel(model, 'AdamW');
+    checkOptionNames('adamw', options, 'optim.AdamW');
+    super(model, { ...options, kind: 'adamw' });
+  }
+}
+
+/** The optimizers by the name the CLI's `--optimizer` and a job's settings give. */
+export const OPTIMIZERS = { sgd: SGD, adamw: AdamW } as const;
+
+/**
+ * The optimizer a spec names, through OPTIMIZERS: what the CLI and the trainers build from
+ * `--optimizer NAME`. Keys the named optimizer does not read (the CLI's momentum for AdamW) are dropped.
+ */
 export function createOptimizer(model: Model, spec: OptimizerSpec): Optimizer {
-  return new FlatOptimizer(model, spec);
+  const kind = spec?.kind;
+  if (kind !== 'sgd' && kind !== 'adamw') resolveOptimizerSpec(spec); // throws the message that names the kinds
+  const options = Object.fromEntries(OPTION_NAMES[kind].filter((k) => spec[k as keyof OptimizerSpec] !== undefined).map((k) => [k, spec[k as keyof OptimizerSpec]]));
+  return new OPTIMIZERS[kind](model, options);
 }

@@ -18,6 +18,8 @@ export class BufferPool {
   private owned = new Set<GPUBuffer>();
   /** Number of GPU buffers created so far (never decreases). */
   allocations = 0;
+  /** While set (Gpu.compileAhead's attempts), every buffer created is also listed here. */
+  private tracked: GPUBuffer[] | null = null;
   /** Bytes of the buffers created so far (never decreases): what a plan that frees nothing holds. */
   createdBytes = 0;
   /** The largest buffer created so far, by its label. */
@@ -42,7 +44,34 @@ export class BufferPool {
     if (!this.largest || bytes > this.largest.bytes) this.largest = { label: label ?? 'unnamed', bytes };
     const buffer = this.device.createBuffer({ size: bytes, usage, label, mappedAtCreation });
     this.owned.add(buffer);
+    this.tracked?.push(buffer);
     return buffer;
+  }
+
+  /** Starts listing the buffers created from now on; `stopTracking` returns them. */
+  startTracking(): void {
+    this.tracked = [];
+  }
+
+  stopTracking(): GPUBuffer[] {
+    const list = this.tracked ?? [];
+    this.tracked = null;
+    return list;
+  }
+
+  /** Destroys buffers nothing will use (an abandoned attempt's) and stops counting them as held. */
+  destroyNow(buffers: readonly GPUBuffer[]): void {
+    for (const b of buffers) {
+      b.destroy();
+      this.owned.delete(b);
+    }
+  }
+
+  /** Bytes of the buffers created and not destroyed through `destroyNow` (a model's own destroy() is not seen here). */
+  get heldBytes(): number {
+    let n = 0;
+    for (const b of this.owned) n += b.size;
+    return n;
   }
 
   /** A buffer of at least `size` bytes with exactly `usage`, from the free list when one fits. */

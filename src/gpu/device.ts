@@ -10,7 +10,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
-import { Gpu } from './gpu.ts';
+import { Gpu, type GpuOptions } from './gpu.ts';
 import { registeredShaderKeys } from './shaders.ts';
 
 export interface AcquireOptions {

@@ -137,24 +137,32 @@ export class Gpu {
 
   /**
    * Runs `work` until it asks for no pipeline this Gpu has not built, building each missing one
-   * with createComputePipelineAsync in between: some runtimes (Dawn under Node) build a pipeline
-   * synchronously, and on a software adapter a model's first step holds the event loop for tens
-   * of seconds, long enough for a signaling server to drop a silent peer. `work` is run again
-   * from the start after each missing pipeline, so it must be something to throw away (a warm-up
-   * model's step), and nothing else may use this Gpu meanwhile.
+   * with createComputePipelineAsync in between, and returns what it returned: some runtimes (Dawn
+   * under Node, wgpu under Deno) build a pipeline synchronously, and on a software adapter a
+   * model's first step holds the event loop for tens of seconds, long enough for a signaling
+   * server to drop a silent peer. `work` is run again from the start after each missing
+   * pipeline; the buffers an abandoned attempt created are destroyed, so `work` may make the
+   * real thing (a model, its plans) as long as it keeps nothing of an attempt that threw.
+   * Nothing else may use this Gpu meanwhile.
    */
-  async compileAhead(work: () => Promise<void>): Promise<void> {
+  async compileAhead<T>(work: () => T | Promise<T>): Promise<T> {
     if (this.compiling) throw new RingtrainError(ErrorCode.InvalidArgument, 'Gpu.compileAhead: already compiling ahead; run one warm-up at a time');
     for (;;) {
       this.compiling = new Map();
+      this.pool.startTracking();
       let missing: Map<string, Promise<GPUComputePipeline>>;
       try {
-        await work();
-        return;
+        const done = await work();
+        this.pool.stopTracking();
+        return done;
       } catch (err) {
         missing = this.compiling!;
         const notReady = err instanceof PipelineNotReady || (err instanceof Error && err.cause instanceof PipelineNotReady);
+        const abandoned = this.pool.stopTracking();
         if (!notReady || missing.size === 0) throw err;
+        // Queued work may still use them (a step recorded before the missing pipeline): flush first.
+        this.flush();
+        this.pool.destroyNow(abandoned);
       } finally {
         this.compiling = null;
       }

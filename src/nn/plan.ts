@@ -107,7 +107,16 @@ function fuse(graph: Node[], outputs: Tensor[]): { nodes: Node[]; alias: Map<Ten
   return { nodes: nodes.filter((n) => !dropped.has(n)), alias };
 }
 
-export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], params: ParamStore): Plan {
+export interface PlanOptions {
+  /**
+   * Plan backward too (default true). False plans the forward alone: no tensor needs a gradient,
+   * so no gradient buffer is made and `backward` is empty (an evaluation's or a prediction's plan).
+   */
+  gradients?: boolean;
+}
+
+export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], params: ParamStore, options: PlanOptions = {}): Plan {
+  const gradients = options.gradients !== false;
   const { nodes, alias } = fuse(graphNodes, outputs);
   const resolve = (t: Tensor): Tensor => alias.get(t) ?? t;
   const buffers: GPUBuffer[] = [];
@@ -126,10 +135,10 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       if (t.kind === 'param' && t.param) {
         const e = params.entry(t.param);
         storage.set(t, { value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 }, grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 }, words: e.length, writers: 0, written: 0, lastWrite: 0, base: t, label: t.param.name });
-        needsGrad.add(t);
+        if (gradients) needsGrad.add(t);
       } else if (t.kind === 'input') {
         storage.set(t, { value: whole(alloc(t.size, `input${t.id}`), t.size), grad: null, words: t.size, writers: 0, written: 0, lastWrite: 0, base: t, label: `input${t.id}` });
-        if (t.inputGrad) needsGrad.add(t);
+        if (t.inputGrad && gradients) needsGrad.add(t);
       } else if (!storage.has(t)) {
         throw new RingtrainError(ErrorCode.InvalidArgument, `internal: tensor ${t} is used before it is computed`, { tensor: String(t) });
       }

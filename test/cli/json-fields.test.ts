@@ -11,7 +11,7 @@ import { ringtrain } from '../support/cli.ts';
 /** Fields both lines carry. */
 const SHARED = [
   'test_accuracy', 'test_loss', 'train_loss', 'val_loss', 'steps', 'epochs', 'size', 'samples_per_s', 'tokens_per_s', 'train_seconds',
-  'runtime', 'adapter', 'gpu_waits', 'model', 'params', 'optimizer', 'batch', 'global_batch', 'lr', 'lr_schedule', 'seed', 'saved',
+  'runtime', 'adapter', 'gpu_waits', 'model', 'params', 'optimizer', 'batch', 'global_batch', 'lr', 'lr_schedule', 'seed', 'saved', 'evaluation_failed',
 ];
 /** Of those, what the flags fix: equal in both. */
 const FIXED = ['steps', 'epochs', 'size', 'runtime', 'model', 'params', 'optimizer', 'batch', 'global_batch', 'lr', 'lr_schedule', 'seed', 'saved'];

@@ -100,15 +100,15 @@ const ROOT = resolve('.');
 const SCRIPT = (save: string, marker: string) => `import { writeFileSync } from 'node:fs';
 import process from 'node:process';
 import { pathToFileURL } from 'node:url';
-import { acquireGpu, modelFromFactory, optim, saveSafetensors, type ModelFactory } from '${ROOT}/src/index.node.ts';
+import { acquireGpu, createModel, optim, saveSafetensors, type ModelFactory } from '${ROOT}/src/index.node.ts';
 
 export const model: ModelFactory = (nn) => ({ module: new nn.Sequential(new nn.Linear(2, 8), new nn.ReLU(), new nn.Linear(8, 2)), inputShape: [2], classes: 2 });
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   writeFileSync(${JSON.stringify(marker)}, 'trained');
   const gpu = await acquireGpu();
-  const net = modelFromFactory(gpu, model, { name: 'script-net' });
-  const opt = optim.createOptimizer(net, { kind: 'adamw', lr: 0.05 });
+  const net = createModel(gpu, model, { name: 'script-net' });
+  const opt = new optim.AdamW(net, { lr: 0.05 });
   const x = new Float32Array([1, 0, 0, 1, 0.9, 0.1, 0.1, 0.9]);
   for (let i = 0; i < 40; i++) {
     await net.forwardBackward(x, [0, 1, 0, 1]);

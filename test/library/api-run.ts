@@ -6,7 +6,7 @@
  * DistributedOptimizer. Runs under Node (api.test.ts imports it) and Deno
  * (api.test.ts runs this file with `deno run -A`: it prints one JSON line).
  */
-import { acquireGpu, allreduce, broadcastParameters, createMemoryRing, data, DistributedOptimizer, GraphModel, loadSafetensors, nn, optim, predict, saveSafetensors, trainStep, type Tensor } from 'ringtrain';
+import { acquireGpu, allreduce, broadcastParameters, createMemoryRing, data, DistributedOptimizer, createModel, loadSafetensors, nn, optim, predict, saveSafetensors, trainStep, type Tensor } from 'ringtrain';
 
 export interface ApiRun {
   runtime: string;
@@ -40,8 +40,8 @@ export async function runApi(): Promise<ApiRun> {
     const labels = Array.from({ length: count }, (_, i) => (inputs[i * 4] > 0 ? (inputs[i * 4 + 1] > 0 ? 2 : 1) : 0));
     const set = data.makeDataset({ inputs, inputSize: 4, labels, positions: 1, classes: 3 });
 
-    const model = new GraphModel(gpu, { identity: { name: 'tiny', options: {} }, module: new Net(), inputShape: [4], classes: 3, seed: 1 });
-    const opt = optim.createOptimizer(model, { kind: 'adamw', lr: 0.02 });
+    const model = createModel(gpu, new Net(), { inputShape: [4], classes: 3, seed: 1 });
+    const opt = new optim.AdamW(model, { lr: 0.02 });
     const sampler = new data.DistributedSampler(set.count, { rank: 0, size: 1, seed: 3 });
     const losses: number[] = [];
     for (let epoch = 0; epoch < 4; epoch++) {
@@ -53,7 +53,7 @@ export async function runApi(): Promise<ApiRun> {
     const p = await predict(model, rows);
 
     const bytes = await saveSafetensors(model);
-    const copy = new GraphModel(gpu, { identity: { name: 'tiny', options: {} }, module: new Net(), inputShape: [4], classes: 3, seed: 99 });
+    const copy = createModel(gpu, new Net(), { inputShape: [4], classes: 3, seed: 99 });
     loadSafetensors(copy, bytes);
     const q = await predict(copy, rows);
     const reloadedEqual = q.logits.every((l, i) => l.every((v, j) => v === p.logits[i][j]));
@@ -61,9 +61,9 @@ export async function runApi(): Promise<ApiRun> {
     // Horovod-style: two ranks over a memory ring.
     const comms = createMemoryRing(2);
     const allreduced = await Promise.all(comms.map((c) => allreduce(c, Float32Array.of(c.rank + 1, 10), { op: 'average' })));
-    const replicas = [0, 1].map((r) => new GraphModel(gpu, { identity: { name: 'tiny', options: {} }, module: new Net(), inputShape: [4], classes: 3, seed: 10 + r }));
+    const replicas = [0, 1].map((r) => createModel(gpu, new Net(), { inputShape: [4], classes: 3, seed: 10 + r }));
     await Promise.all(replicas.map((m, r) => broadcastParameters(comms[r], m)));
-    const dopts = replicas.map((m, r) => new DistributedOptimizer(comms[r], m, optim.createOptimizer(m, { kind: 'sgd', lr: 0.1 })));
+    const dopts = replicas.map((m, r) => new DistributedOptimizer(comms[r], m, new optim.SGD(m, { lr: 0.1 })));
     for (let step = 0; step < 3; step++) {
       await Promise.all(
         replicas.map(async (m, r) => {

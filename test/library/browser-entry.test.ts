@@ -50,7 +50,7 @@ describe('the browser entry', () => {
     const dir = mkdtempSync(join(root, '.vite-entry-'));
     try {
       writeFileSync(join(dir, 'index.html'), '<script type="module" src="./main.ts"></script>');
-      writeFileSync(join(dir, 'main.ts'), "import { nn, optim, data, acquireGpu, GraphModel, predict, init, DistributedOptimizer } from 'ringtrain';\nconsole.log(nn, optim, data, acquireGpu, GraphModel, predict, init, DistributedOptimizer);\n");
+      writeFileSync(join(dir, 'main.ts'), "import { nn, optim, data, acquireGpu, createModel, predict, init, DistributedOptimizer } from 'ringtrain';\nconsole.log(nn, optim, data, acquireGpu, createModel, predict, init, DistributedOptimizer);\n");
       // What our own files (src/) ask for; a dependency's Node-only path that the browser never runs (simple-peer's) is its bundler's business.
       const asked: string[] = [];
       const watch = {

@@ -10,7 +10,7 @@
  * It uses no runtime's own API (no node: import, no Deno global), so one file
  * runs in both. Prints one JSON line: rank, size, the last loss and the weights.
  */
-import { acquireGpu, broadcastParameters, data, DistributedOptimizer, GraphModel, init, nn, optim, type Tensor } from 'ringtrain';
+import { acquireGpu, broadcastParameters, data, createModel, DistributedOptimizer, init, nn, optim, type Tensor } from 'ringtrain';
 
 const STEPS = 10;
 const GLOBAL_BATCH = 32;
@@ -44,8 +44,8 @@ try {
   const batch = GLOBAL_BATCH / size;
   const points = spirals(512);
   const set = data.makeDataset({ inputs: points.inputs, inputSize: 2, labels: points.labels, positions: 1, classes: 2 });
-  const model = new GraphModel(gpu, { identity: { name: 'spirals', options: {} }, module: new Net(), inputShape: [2], classes: 2, seed: 1 + rank });
-  const opt = new DistributedOptimizer(session, model, optim.createOptimizer(model, { kind: 'adamw', lr: 0.01 }));
+  const model = createModel(gpu, new Net(), { inputShape: [2], classes: 2, seed: 1 + rank });
+  const opt = new DistributedOptimizer(session, model, new optim.AdamW(model, { lr: 0.01 }));
   await broadcastParameters(session.comm, model);
   const order = data.permutation(set.count, 7);
   let loss = NaN;
