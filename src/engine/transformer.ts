@@ -26,7 +26,7 @@ import type { Gpu } from '../gpu/gpu.ts';
 import { Linear } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
 import { F } from '../nn/functional.ts';
-import { addBroadcastOp, attentionOp, embeddingOp, geluOp, geluTanhOp, layerNormOp, linear, rows } from '../nn/ops/index.ts';
+import { addBroadcastOp, attentionOp, embeddingOp, geluOp, geluTanhOp, layerNormOp, linear, slice } from '../nn/ops/index.ts';
 import { apply, Parameter, type Tensor } from '../nn/tensor.ts';
 import { checkTargets, planCrossEntropy } from '../nn/ops/cross-entropy/kernel.ts';
 import { crossEntropyRef } from '../nn/ops/cross-entropy/reference.ts';
@@ -166,8 +166,10 @@ export class TransformerModule extends Module {
     this.head = s.arch === 'gpt2' ? null : new Linear(s.width, s.vocab);
   }
   forward(ids: Tensor): Tensor {
-    // [B, T, D] + [T, D]: every sequence gets the same position embeddings, the table's first T rows.
-    const pos = this.pos.weight.shape[0] === this.context ? this.pos.weight : rows(ids.graph.param(this.pos.weight), this.context);
+    // [B, T, D] + [T, D]: every sequence gets the same position embeddings, the table's first T rows
+    // (wpe.weight[:T]). slice's backward zeros the whole gradient first: the rows past T get 0, as in PyTorch.
+    const table = this.pos.weight;
+    const pos = table.shape[0] === this.context ? table : slice(ids.graph.param(table), 0, 0, this.context);
     let h = apply(addBroadcastOp, [this.tok.call(ids), pos], {});
     for (const block of this.blocks) h = block.call(h);
     const out = this.lnf.call(h);
