@@ -4,7 +4,7 @@
  * their state dict (tok.weight, pos.weight, blocks.N.{ln1,qkv,proj,ln2,fc,out},
  * lnf, and head for the classic one; Linear weights [out, in]):
  *
- *   h = tok[idx] + pos                      [B, T, D]
+ *   h = tok[idx] + pos[:T]                  [B, T, D]  (pos: `positions` ≥ T rows)
  *   h += proj(attention(qkv(ln1(h))))       causal, H heads (one fused op)
  *   h += out(gelu(fc(ln2(h))))
  *   logits = head(lnf(h))                   classic: a Linear with bias
