@@ -3,7 +3,7 @@
  * dict) to and from the 'gpt2' transformer's (src/engine/transformer.ts):
  *
  *   wte.weight [V, D]                 tok.weight [V, D]
- *   wpe.weight [P, D], P ≥ T          pos.weight [T, D] (the first T rows)
+ *   wpe.weight [P, D]                 pos.weight [P, D] (P positions, P ≥ the context)
  *   h.N.ln_1 / ln_2                   blocks.N.ln1 / ln2
  *   h.N.attn.c_attn.weight [D, 3D]    blocks.N.qkv.weight [3D, D]
  *   h.N.attn.c_proj.weight [D, D]     blocks.N.proj.weight [D, D]
@@ -16,8 +16,10 @@
  * are. A GPT2LMHeadModel file carries a `transformer.` prefix and may hold
  * `lm_head.weight`, which GPT-2 ties to wte (it must equal it); the attention
  * mask buffers (`h.N.attn.bias`, `h.N.attn.masked_bias`) are not weights.
- * A longer wpe (GPT-2's 1,024 positions for a model of context 128) loads its
- * first rows, as positions beyond the context are never read.
+ * A model of fewer positions than the file's wpe (one built without
+ * `positions`, whose table has a row per context position) loads its first
+ * rows; `--preset gpt2` keeps all 1,024 and loads wpe whole. A wpe of fewer
+ * rows than the model's positions is refused, naming both shapes.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { LayoutEntry } from './checkpoint.ts';
@@ -99,12 +101,12 @@ export function flatFromHfGpt2(tensors: NamedTensors, layout: readonly LayoutEnt
     const want = map.conv1d ? [cols, rows] : [...e.shape];
     if (!t) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no tensor '${map.hf}' (the model needs it with shape ${shapeText(want)}); it is not a GPT-2 of this size.`, { file, tensor: map.hf, expectedShape: want });
     used.add(map.hf);
-    // Positions: a longer table loads its first rows.
+    // Positions: a longer table loads its first rows (a model built with one row per context position).
     const fits = map.hf === 'wpe.weight' ? t.shape.length === 2 && t.shape[0] >= rows && t.shape[1] === cols : t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
     if (!fits) {
       throw new RingtrainError(
         ErrorCode.BadCheckpoint,
-        `${file}: tensor '${map.hf}' has shape ${shapeText(t.shape)}, but this model needs ${shapeText(want)}${map.hf === 'wpe.weight' ? ' (at least that many positions)' : ''}; set --layers/--width/--heads/--context (or --preset gpt2) to the file's GPT-2, and train on a vocabulary of its size.`,
+        `${file}: tensor '${map.hf}' has shape ${shapeText(t.shape)}, but this model needs ${shapeText(want)}${map.hf === 'wpe.weight' ? ' (at least that many positions)' : ''}; set --layers/--width/--heads (or --preset gpt2) to the file's GPT-2, and train on a vocabulary of its size.`,
         { file, tensor: map.hf, shape: [...t.shape], expectedShape: want },
       );
     }

@@ -15,9 +15,12 @@ export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
 /** 'auto' (the default) picks by adapter: Node on a hardware GPU, Deno on a CPU adapter (runtime-choice.ts). */
 export const RUNTIMES = ['node', 'deno', 'auto'] as const;
 
-/** Named model sizes (`--preset`): GPT-2 small's, in GPT-2's architecture. Explicit --layers/--width/--heads/--context win. */
+/**
+ * Named model sizes (`--preset`): GPT-2 small's, in GPT-2's architecture, with its 1,024 learned
+ * positions whatever the training window. Explicit --layers/--width/--heads/--context win.
+ */
 export const PRESETS = {
-  gpt2: { layers: 12, width: 768, heads: 12, context: 1024, arch: 'gpt2' },
+  gpt2: { layers: 12, width: 768, heads: 12, context: 1024, positions: 1024, arch: 'gpt2' },
 } as const;
 export const PRESET_NAMES = Object.keys(PRESETS) as (keyof typeof PRESETS)[];
 
@@ -81,7 +84,7 @@ export function addTrainOptions(cmd: Command): Command {
     .option('--layers <n>', "the transformer's blocks (default 2); recorded in the checkpoint and checked on --resume")
     .option('--width <n>', "the transformer's width (default 64; a multiple of --heads)")
     .option('--heads <n>', "the transformer's attention heads (default 4)")
-    .option('--preset <name>', `with --text: a named size (${PRESET_NAMES.join('|')}): gpt2 = GPT-2 small, 12 layers, width 768, 12 heads, context 1024 (--layers/--width/--heads/--context override it)`)
+    .option('--preset <name>', `with --text: a named size (${PRESET_NAMES.join('|')}): gpt2 = GPT-2 small, 12 layers, width 768, 12 heads, 1,024 positions, context 1024 (--layers/--width/--heads override it; --context sets a shorter training window)`)
     .option('--eval-limit <n>', 'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric')
     .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto: Node on a hardware GPU, Deno on a machine without one`).default('auto'))
     .option('--json', 'print one JSON line with the results on stdout (no progress bar)', false);
@@ -109,6 +112,9 @@ function withPreset<O extends { preset?: keyof typeof PRESETS; text?: string; la
   }
   if (o.preset === undefined) return o;
   const p = PRESETS[o.preset];
+  if (o.context !== undefined && o.context > p.positions) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--context ${o.context} is longer than --preset ${o.preset}'s ${p.positions} positions; give --context ${p.positions} or less`, { option: 'context', context: o.context, positions: p.positions });
+  }
   return { ...o, layers: o.layers ?? p.layers, width: o.width ?? p.width, heads: o.heads ?? p.heads, context: o.context ?? p.context };
 }
 
@@ -119,7 +125,11 @@ function withPreset<O extends { preset?: keyof typeof PRESETS; text?: string; la
  */
 export function modelOptionsWithSizes(o: Pick<TrainOptions, 'model' | 'layers' | 'width' | 'heads' | 'preset'>, modelOptions: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   const sizes: Record<string, unknown> = Object.fromEntries((['layers', 'width', 'heads'] as const).filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
-  if (o.preset !== undefined) sizes.arch = PRESETS[o.preset].arch;
+  if (o.preset !== undefined) {
+    // An explicit --model-options positions wins, as explicit sizes do (a checkpoint saved with fewer rows resumes so).
+    if (modelOptions?.positions === undefined) sizes.positions = PRESETS[o.preset].positions;
+    sizes.arch = PRESETS[o.preset].arch;
+  }
   if (Object.keys(sizes).length === 0) return modelOptions;
   if (o.model !== 'transformer') {
     throw new RingtrainError(ErrorCode.InvalidArgument, `--${Object.keys(sizes)[0]} sizes the transformer (--model transformer or --text FILE), not --model ${o.model}; use --model-options for its options`, { model: o.model });

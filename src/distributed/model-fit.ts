@@ -23,7 +23,7 @@ export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec
 }
 
 /** What --model-options may set on a built-in model (the rest follows from the data). */
-const BUILT_IN_OPTIONS: Record<string, string[]> = { mlp: ['hidden', 'activation'], cnn: ['channels', 'hidden'], transformer: ['layers', 'width', 'heads', 'arch'] };
+const BUILT_IN_OPTIONS: Record<string, string[]> = { mlp: ['hidden', 'activation'], cnn: ['channels', 'hidden'], transformer: ['layers', 'width', 'heads', 'positions', 'arch'] };
 
 /**
  * A model's options as a checkpoint records them (model_spec without kind and seed), keys sorted.

@@ -87,8 +87,13 @@ export interface TransformerSpec {
   seed?: number;
   /** Tokens (default 27: \n and a–z). */
   vocab?: number;
-  /** Positions per sequence (default 32). */
+  /** Positions per sequence: the training window (default 32). */
   context?: number;
+  /**
+   * Rows of the learned position table pos.weight, at least `context` (GPT-2:
+   * 1,024, trained on shorter windows as nanoGPT's block_size). Absent: `context`.
+   */
+  positions?: number;
   /** Blocks (default 2). */
   layers?: number;
   /** Embedding width (default 64). */

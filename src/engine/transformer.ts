@@ -4,7 +4,7 @@
  * their state dict (tok.weight, pos.weight, blocks.N.{ln1,qkv,proj,ln2,fc,out},
  * lnf, and head for the classic one; Linear weights [out, in]):
  *
- *   h = tok[idx] + pos                      [B, T, D]
+ *   h = tok[idx] + pos[:T]                  [B, T, D]  (pos: `positions` ≥ T rows)
  *   h += proj(attention(qkv(ln1(h))))       causal, H heads (one fused op)
  *   h += out(gelu(fc(ln2(h))))
  *   logits = head(lnf(h))                   classic: a Linear with bias
@@ -26,7 +26,7 @@ import type { Gpu } from '../gpu/gpu.ts';
 import { Linear } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
 import { F } from '../nn/functional.ts';
-import { addBroadcastOp, attentionOp, embeddingOp, geluOp, geluTanhOp, layerNormOp, linear } from '../nn/ops/index.ts';
+import { addBroadcastOp, attentionOp, embeddingOp, geluOp, geluTanhOp, layerNormOp, linear, slice } from '../nn/ops/index.ts';
 import { apply, Parameter, type Tensor } from '../nn/tensor.ts';
 import { checkTargets, planCrossEntropy } from '../nn/ops/cross-entropy/kernel.ts';
 import { crossEntropyRef } from '../nn/ops/cross-entropy/reference.ts';
@@ -37,17 +37,21 @@ import { TRANSFORMER_ARCHS, type TransformerArch, type TransformerSpec } from '.
 export type { TransformerArch, TransformerSpec };
 
 /** The words workload's model: 105,627 parameters. */
-export const TRANSFORMER_DEFAULTS: Required<TransformerSpec> = { kind: 'transformer', seed: 1, vocab: 27, context: 32, layers: 2, width: 64, heads: 4, arch: 'classic' };
+export const TRANSFORMER_DEFAULTS: Required<Omit<TransformerSpec, 'positions'>> = { kind: 'transformer', seed: 1, vocab: 27, context: 32, layers: 2, width: 64, heads: 4, arch: 'classic' };
 
 /** GPT-2's initialisation: every weight N(0, 0.02²) (the residual projections scaled down by √(2·layers)). */
 export const GPT2_INIT_STD = 0.02;
 
 export function resolveTransformerSpec(spec: Partial<TransformerSpec> = {}): Required<TransformerSpec> {
-  const s: Required<TransformerSpec> = { ...TRANSFORMER_DEFAULTS, ...spec, kind: 'transformer' };
-  for (const key of ['vocab', 'context', 'layers', 'width', 'heads'] as const) {
+  const sized = { ...TRANSFORMER_DEFAULTS, ...spec, kind: 'transformer' as const };
+  const s: Required<TransformerSpec> = { ...sized, positions: sized.positions ?? sized.context };
+  for (const key of ['vocab', 'context', 'positions', 'layers', 'width', 'heads'] as const) {
     if (!Number.isInteger(s[key]) || s[key] < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: ${key} must be a positive integer, got ${s[key]}`, { [key]: s[key] });
   }
   if (!TRANSFORMER_ARCHS.includes(s.arch)) throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: arch must be one of ${TRANSFORMER_ARCHS.join(', ')}, got ${JSON.stringify(s.arch)}`, { arch: s.arch });
+  if (s.context > s.positions) {
+    throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: context ${s.context} is longer than its ${s.positions} positions (rows of pos.weight); give a context of at most ${s.positions}, or more positions`, { context: s.context, positions: s.positions });
+  }
   if (s.width % s.heads !== 0) throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: width ${s.width} must be a multiple of heads ${s.heads}`, { width: s.width, heads: s.heads });
   return s;
 }
@@ -147,20 +151,26 @@ export class TransformerModule extends Module {
   readonly pos: Embedding;
   readonly blocks: Block[];
   readonly lnf: LayerNorm;
+  /** The training window: how many of pos.weight's rows the forward reads. */
+  private readonly context: number;
   /** The classic model's output layer; GPT-2 has none (its logits use tok.weight). */
   readonly head: Linear | null;
   constructor(s: Required<TransformerSpec>) {
     super();
     const std = s.arch === 'gpt2' ? GPT2_INIT_STD : 1;
     this.tok = new Embedding(s.vocab, s.width, std);
-    this.pos = new Embedding(s.context, s.width, std);
+    this.pos = new Embedding(s.positions, s.width, std);
+    this.context = s.context;
     this.blocks = Array.from({ length: s.layers }, () => new Block(s.width, s.heads, s.arch, s.layers));
     this.lnf = new LayerNorm(s.width);
     this.head = s.arch === 'gpt2' ? null : new Linear(s.width, s.vocab);
   }
   forward(ids: Tensor): Tensor {
-    // [B, T, D] + [T, D]: every sequence gets the same position embeddings.
-    let h = apply(addBroadcastOp, [this.tok.call(ids), this.pos.weight], {});
+    // [B, T, D] + [T, D]: every sequence gets the same position embeddings, the table's first T rows
+    // (wpe.weight[:T]). slice's backward zeros the whole gradient first: the rows past T get 0, as in PyTorch.
+    const table = this.pos.weight;
+    const pos = table.shape[0] === this.context ? table : slice(ids.graph.param(table), 0, 0, this.context);
+    let h = apply(addBroadcastOp, [this.tok.call(ids), pos], {});
     for (const block of this.blocks) h = block.call(h);
     const out = this.lnf.call(h);
     // Tied: tok.weight is [vocab, D], a Linear's [out, in], so the logits are out · tok.weightᵀ.
@@ -169,13 +179,13 @@ export class TransformerModule extends Module {
 }
 
 export class Transformer extends GraphModel {
-  /** vocab, context, layers, width, heads, arch: what the CPU reference needs besides the weights. */
-  readonly shape: { vocab: number; context: number; layers: number; width: number; heads: number; arch: TransformerArch };
+  /** vocab, context, positions, layers, width, heads, arch: what the CPU reference needs besides the weights. */
+  readonly shape: { vocab: number; context: number; positions: number; layers: number; width: number; heads: number; arch: TransformerArch };
   constructor(gpu: Gpu, spec: Partial<TransformerSpec> = {}) {
     const s = resolveTransformerSpec(spec);
-    const { kind: _kind, seed, arch, ...sizes } = s;
-    // A classic model records no arch, as every checkpoint before GPT-2's did: their specs stay equal.
-    const options = arch === 'classic' ? sizes : { ...sizes, arch };
+    const { kind: _kind, seed, arch, positions, ...sizes } = s;
+    // A classic model records no arch, and a table of `context` rows no positions, as every checkpoint before them did: their specs stay equal.
+    const options = { ...sizes, ...(positions === s.context ? {} : { positions }), ...(arch === 'classic' ? {} : { arch }) };
     super(gpu, {
       identity: { name: 'transformer', options: { seed, ...options } },
       module: new TransformerModule(s),
@@ -185,6 +195,6 @@ export class Transformer extends GraphModel {
       seed,
       loss: sequenceCrossEntropy,
     });
-    this.shape = { vocab: s.vocab, context: s.context, layers: s.layers, width: s.width, heads: s.heads, arch: s.arch };
+    this.shape = { vocab: s.vocab, context: s.context, positions: s.positions, layers: s.layers, width: s.width, heads: s.heads, arch: s.arch };
   }
 }

@@ -24,7 +24,14 @@ import { gelu, geluTanh, layerNorm, linear, logSoftmaxRow } from './math.ts';
 
 export interface TransformerShape {
   vocab: number;
+  /**
+   * The longest sequence it reads. Weights read from a file (transformerWeights) take it from
+   * pos.weight's rows: a GPT-2 trained on 128-token windows still has 1,024 learned positions,
+   * and a file does not say the window it was trained on.
+   */
   context: number;
+  /** pos.weight's rows when longer than `context` (a model's training window); absent: `context`. */
+  positions?: number;
   layers: number;
   width: number;
   heads: number;
@@ -40,7 +47,7 @@ export const MLP_RATIO = 4;
 /** Every tensor of the model in the order nn.Module registers them (the state dict's order). */
 export function transformerTensorShapes(s: TransformerShape): [string, number[]][] {
   const d = s.width;
-  const shapes: [string, number[]][] = [['tok.weight', [s.vocab, d]], ['pos.weight', [s.context, d]]];
+  const shapes: [string, number[]][] = [['tok.weight', [s.vocab, d]], ['pos.weight', [s.positions ?? s.context, d]]];
   for (let n = 0; n < s.layers; n++) {
     const b = `blocks.${n}.`;
     shapes.push(

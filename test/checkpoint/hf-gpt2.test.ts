@@ -80,6 +80,30 @@ describe("Hugging Face's GPT-2 layout in", () => {
       }
     });
   }
+
+  it("keeps a file's 24 positions whole at a window of 8 (positions 24): logits = numpy's (which reads wpe[:T]) to 1e-4", async () => {
+    const file = makeHfFile('gpt2-positions.safetensors');
+    const rows = [[1], [4, 5, 6, 7, 8, 9, 10, 11], [21, 0, 3]];
+    const rowsFile = join(dir, 'rows-8.json');
+    writeFileSync(rowsFile, JSON.stringify(rows));
+    const expected = (JSON.parse(python(['logits', file, rowsFile, '--heads', String(SPEC.heads)])) as { logits: number[][] }).logits;
+    const model = new Transformer(gpu, { ...SPEC, context: 8, positions: 24 });
+    try {
+      const flat = flatFromHfGpt2(loadHfWeights(file), model.layout, model.flatLength, file);
+      const pos = model.layout.find((e) => e.name === 'pos.weight')!;
+      expect(pos.shape).toEqual([24, SPEC.width]);
+      // Every wpe row, bit for bit.
+      expect(flat.slice(pos.offset, pos.offset + pos.length)).toEqual(loadHfWeights(file)['wpe.weight'].data);
+      model.writeParams(flat);
+      const got = await predictNextTokens(model, rows);
+      rows.forEach((_, r) => {
+        const scale = Math.max(...expected[r].map(Math.abs));
+        expect(Math.max(...expected[r].map((v, c) => Math.abs(v - got.logits[r][c]))) / scale, `row ${r}`).toBeLessThan(1e-4);
+      });
+    } finally {
+      model.destroy();
+    }
+  });
 });
 
 describe("Hugging Face's GPT-2 layout refused", () => {

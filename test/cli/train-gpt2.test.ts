@@ -1,7 +1,8 @@
 /**
  * GPT-2 through the CLI, as a user runs it: `train --text --init-from` a
  * Hugging Face GPT-2 file (written by test/reference/gpt2_reference.py),
- * `export --format hf-gpt2` gives its tensors back bit for bit, `predict` on the
+ * `export --format hf-gpt2` gives its tensors back bit for bit (all 24 rows of
+ * a wpe longer than the 16-token window: `positions`), `predict` on the
  * checkpoint gives numpy's float64 next-token logits; a file of another size is
  * refused naming the tensor and both shapes; and a character model saved
  * before GPT-2's architecture (its model_spec has no arch) still resumes as
@@ -48,12 +49,13 @@ describe('GPT-2 through the CLI', () => {
 
   it('train --init-from, export --format hf-gpt2 bit for bit, predict = numpy; another size refused by name', { timeout: 600_000 }, async () => {
     const hf = join(dir, 'gpt2.safetensors');
-    python(['make', hf, '--vocab', '22', '--layers', '2', '--width', '32', '--positions', '16', '--seed', '7']);
+    python(['make', hf, '--vocab', '22', '--layers', '2', '--width', '32', '--positions', '24', '--seed', '7']);
     const ckpt = join(dir, 'tuned.safetensors');
     // An lr of 1e-30 moves no f32 weight: the checkpoint holds the file's weights after a real step through the CLI.
-    const run = await ringtrain(['train', '--text', textFile, ...SIZES, ...BASE, '--init-from', hf, '--steps', '1', '--lr', '1e-30', '--save', ckpt, '--json']);
+    const run = await ringtrain(['train', '--text', textFile, ...SIZES, ...BASE, '--model-options', '{"positions":24}', '--init-from', hf, '--steps', '1', '--lr', '1e-30', '--save', ckpt, '--json']);
     expect(run.code, run.stderr).toBe(0);
-    expect(lastJson(run.stdout)).toMatchObject({ params: transformerParamCount({ vocab: 22, context: 16, layers: 2, width: 32, heads: 4, arch: 'gpt2' }), vocabulary_size: 22, steps: 1 });
+    expect(lastJson(run.stdout)).toMatchObject({ params: transformerParamCount({ vocab: 22, context: 16, positions: 24, layers: 2, width: 32, heads: 4, arch: 'gpt2' }), vocabulary_size: 22, steps: 1 });
+    expect(JSON.parse(decodeCheckpoint(readFileSync(ckpt), ckpt).extra.model_spec)).toMatchObject({ context: 16, positions: 24 });
 
     const out = join(dir, 'back.safetensors');
     const exported = await ringtrain(['export', '--checkpoint', ckpt, '--out', out, '--format', 'hf-gpt2']);
@@ -82,6 +84,15 @@ describe('GPT-2 through the CLI', () => {
     const narrow = await ringtrain(['train', '--text', textFile, ...SIZES.slice(0, 4), '--width', '16', '--heads', '4', ...BASE, '--init-from', hf, '--steps', '1']);
     expect(narrow.code).not.toBe(0);
     expect(narrow.stderr).toContain(`${hf}: tensor 'wte.weight' has shape [22, 32], but this model needs [22, 16]`);
+    const longer = await ringtrain(['train', '--text', textFile, ...SIZES, ...BASE, '--model-options', '{"positions":32}', '--init-from', hf, '--steps', '1']);
+    expect(longer.code).not.toBe(0);
+    expect(longer.stderr).toContain(`${hf}: tensor 'wpe.weight' has shape [24, 32], but this model needs [32, 32] (at least that many positions)`);
+  });
+
+  it("--preset gpt2 refuses a --context longer than GPT-2's 1,024 positions, naming both", async () => {
+    const long = await ringtrain(['train', '--text', textFile, '--preset', 'gpt2', '--context', '2048', '--steps', '1']);
+    expect(long.code).not.toBe(0);
+    expect(long.stderr).toContain("--context 2048 is longer than --preset gpt2's 1024 positions; give --context 1024 or less");
   });
 
   it('--preset gpt2 needs a text', async () => {
@@ -97,6 +108,7 @@ describe('GPT-2 through the CLI', () => {
     // A classic model records no arch, exactly as every checkpoint from before the choice does.
     const c = decodeCheckpoint(readFileSync(old), old);
     expect(JSON.parse(c.extra.model_spec)).not.toHaveProperty('arch');
+    expect(JSON.parse(c.extra.model_spec)).not.toHaveProperty('positions');
     expect(Object.keys(c.params)).toContain('head.weight');
 
     const resumed = await ringtrain(['train', '--text', textFile, ...SIZES, ...BASE, '--steps', '3', '--resume', old, '--save', old, '--overwrite', '--json']);

@@ -27,6 +27,20 @@ describe("GPT-2's architecture", () => {
     expect(shapes).toEqual(transformerTensorShapes(GPT2_SMALL));
   });
 
+  it("keeps GPT-2's 1,024 positions at a shorter context: 124,439,808 parameters at context 128, one pos.weight row per position", () => {
+    const window128 = { ...GPT2_SMALL, context: 128, positions: 1024 };
+    expect(transformerParamCount(window128)).toBe(124_439_808);
+    const shapes = moduleShapes(window128);
+    expect(count(shapes)).toBe(124_439_808);
+    expect(shapes.find(([n]) => n === 'pos.weight')![1]).toEqual([1024, 768]);
+    // Without positions the table has a row per context position, as before.
+    expect(transformerParamCount({ ...GPT2_SMALL, context: 128 })).toBe(124_439_808 - 896 * 768);
+  });
+
+  it('refuses a context longer than the positions, naming both', () => {
+    expect(() => resolveTransformerSpec({ context: 64, positions: 32 })).toThrow(/context 64 is longer than its 32 positions/);
+  });
+
   it('ties the head to tok.weight: no head tensor, and the classic model keeps its own (105,627 at the words size)', () => {
     const names = moduleShapes({ ...GPT2_SMALL, vocab: 27, context: 32, layers: 2, width: 64, heads: 4 }).map(([n]) => n);
     expect(names.filter((n) => n.startsWith('head'))).toEqual([]);

@@ -99,6 +99,17 @@ describe('the CPU reference transformer', () => {
     expect(Object.keys(w.tensors).filter((n) => n.startsWith('head'))).toEqual([]);
   });
 
+  it("reads a position table longer than the training window (GPT-2's 1,024 at --context 128) to its last row: generate's limit is the file's positions", () => {
+    const shape = { ...WORDS_TRANSFORMER, context: 16, positions: 32, arch: 'gpt2' as const };
+    expect(transformerParamCount(shape)).toBe(transformerParamCount({ ...shape, context: 32, positions: undefined }));
+    const tensors = initTransformerTensors(shape, 6);
+    expect(tensors['pos.weight'].shape).toEqual([32, 64]);
+    const w = transformerWeights(tensors);
+    expect(w.shape.context).toBe(32);
+    const decoder = expectDecoderMatchesFullPass(w);
+    expect(() => decoder.push(0)).toThrow(/holds 32 positions/);
+  });
+
   it('uses the exact erf GELU', () => {
     // Values of erf from tables (Abramowitz & Stegun 7.1) and of x·Φ(x).
     expect(erf(0.5)).toBeCloseTo(0.5204998778130465, 14);
