@@ -3,8 +3,8 @@
 // no loss, gets a zero gradient and is not counted in the mean, as PyTorch's
 // cross_entropy(ignore_index=-1). The mean over counted positions needs their
 // count, which only the GPU knows without a read-back, so three passes:
-//   rows:   per position: loss, counted (0/1), correct (argmax == target),
-//           and dlogits = softmax − onehot (unscaled; 0 when ignored)
+//   rows:   per position (one workgroup each): loss, counted (0/1), correct
+//           (argmax == target), and dlogits = softmax − onehot (unscaled; 0 when ignored)
 //   (sums) reduce_rows.wgsl sums rowStats' columns over the positions in a
 //           fixed order into result[outIndex ..+3] = [Σ loss, count, Σ correct]
 //   total:  one invocation: result = [Σ loss / count, Σ correct, count]
@@ -27,34 +27,62 @@ override HAS_UPSTREAM: bool = false;
 
 fn index(gid: vec3<u32>, groups: vec3<u32>, wg: u32) -> u32 { return gid.x + gid.y * groups.x * wg; }
 
+// rows: one workgroup per position; its 64 threads stride over the classes and reduce in a fixed
+// tree order (deterministic). One thread looping over every class was wrong past 32,768 classes
+// on lavapipe, whose shaders stop a loop after 65,535 iterations in all (Mesa's llvmpipe cap):
+// GPT-2's 50,257 logits per row take three passes.
+const ROW_THREADS = 64u;
+var<workgroup> wgMax: array<f32, 64>;
+var<workgroup> wgArg: array<u32, 64>;
+var<workgroup> wgSum: array<f32, 64>;
+
 @compute @workgroup_size(64)
-fn rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let r = index(gid, groups, 64u);
-  if (r >= dims.positions) { return; }
+fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let r = wid.x + wid.y * groups.x;
+  if (r >= dims.positions) { return; } // the whole workgroup: r is the same for its threads
   let base = r * dims.classes;
   let t = targets[r];
-  if (t < 0 || u32(t) >= dims.classes) {
-    for (var j = 0u; j < dims.classes; j++) { dlogits[base + j] = 0.0; }
-    rowStats[3u * r] = 0.0;
-    rowStats[3u * r + 1u] = 0.0;
-    rowStats[3u * r + 2u] = 0.0;
-    return;
-  }
-  let label = u32(t);
-  var zmax = logits[base];
-  var best = 0u;
-  for (var j = 1u; j < dims.classes; j++) {
+  let ignored = t < 0 || u32(t) >= dims.classes;
+  let label = select(u32(t), 0u, ignored);
+  // Pass 1: the largest logit, and the first class that holds it (as argmax picks).
+  var zmax = -3.4e38;
+  var best = 0xffffffffu;
+  for (var j = lid; j < dims.classes; j += ROW_THREADS) {
     let z = logits[base + j];
     if (z > zmax) { zmax = z; best = j; }
   }
-  var sum = 0.0;
-  for (var j = 0u; j < dims.classes; j++) { sum += exp(logits[base + j] - zmax); }
-  rowStats[3u * r] = log(sum) - (logits[base + label] - zmax);
-  rowStats[3u * r + 1u] = 1.0;
-  rowStats[3u * r + 2u] = select(0.0, 1.0, best == label);
+  wgMax[lid] = zmax;
+  wgArg[lid] = best;
+  workgroupBarrier();
+  for (var half = ROW_THREADS / 2u; half > 0u; half >>= 1u) {
+    if (lid < half) {
+      let z = wgMax[lid + half];
+      let k = wgArg[lid + half];
+      if (z > wgMax[lid] || (z == wgMax[lid] && k < wgArg[lid])) { wgMax[lid] = z; wgArg[lid] = k; }
+    }
+    workgroupBarrier();
+  }
+  let m = wgMax[0];
+  let argmax = wgArg[0];
+  // Pass 2: Σ exp(z − max).
+  var part = 0.0;
+  for (var j = lid; j < dims.classes; j += ROW_THREADS) { part += exp(logits[base + j] - m); }
+  wgSum[lid] = part;
+  workgroupBarrier();
+  for (var half = ROW_THREADS / 2u; half > 0u; half >>= 1u) {
+    if (lid < half) { wgSum[lid] += wgSum[lid + half]; }
+    workgroupBarrier();
+  }
+  let sum = wgSum[0];
+  // Pass 3: softmax − onehot, or 0 for an ignored position.
   let inv = 1.0 / sum;
-  for (var j = 0u; j < dims.classes; j++) {
-    dlogits[base + j] = exp(logits[base + j] - zmax) * inv - select(0.0, 1.0, j == label);
+  for (var j = lid; j < dims.classes; j += ROW_THREADS) {
+    dlogits[base + j] = select(exp(logits[base + j] - m) * inv - select(0.0, 1.0, j == label), 0.0, ignored);
+  }
+  if (lid == 0u) {
+    rowStats[3u * r] = select(log(sum) - (logits[base + label] - m), 0.0, ignored);
+    rowStats[3u * r + 1u] = select(1.0, 0.0, ignored);
+    rowStats[3u * r + 2u] = select(select(0.0, 1.0, argmax == label), 0.0, ignored);
   }
 }
 

@@ -60,7 +60,7 @@ export function planCrossEntropyParts(gpu: Gpu, b: CrossEntropyBuffers, position
   checkBindings('crossEntropy', { logits: [b.logits, n], targets: [b.targets, positions], dlogits: [b.dlogits, n], rowStats: [b.rowStats, 3 * positions], result: [b.result, outIndex + 3] }, { positions, classes });
   const u = gpu.uniform([['u32', positions], ['u32', classes], ['f32', opts.gradScale ?? 1], ['u32', outIndex]], 'xent-dims');
   return {
-    rows: planEntry(gpu, 'cross_entropy', 'rows', [[0, u], [1, b.logits], [2, b.targets], [3, b.dlogits], [4, b.rowStats]], linearGroups(positions, 64)),
+    rows: planEntry(gpu, 'cross_entropy', 'rows', [[0, u], [1, b.logits], [2, b.targets], [3, b.dlogits], [4, b.rowStats]], linearGroups(positions, 1)),
     total: [
       ...planColumnSum(gpu, b.rowStats, b.result, { rows: positions, cols: 3, dstOffset: outIndex }, opts.scratch),
       planEntry(gpu, 'cross_entropy', 'total', [[0, u], [5, b.result]], [1]),
