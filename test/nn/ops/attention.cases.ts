@@ -27,6 +27,8 @@ const attentionShapes: [AttentionShape, boolean][] = [
   [{ batch: 3, T: 7, heads: 3, width: 12 }, false],
   // The transformer workload's shape per sample (it trains at batch 256; the kernels index samples alike).
   [{ batch: 16, T: 32, heads: 4, width: 64 }, false],
+  // The longest row lavapipe runs whole at heads of 64 (its 65,535-iteration loop cap; kernel.ts refuses longer).
+  [{ batch: 1, T: 480, heads: 1, width: 64 }, false],
 ];
 export const ORACLE_CASES: OracleCase[] = attentionShapes.map(([s, accumulate]) => ({
   name: `attention ${s.causal === false ? 'full' : 'causal'} batch=${s.batch} T=${s.T} heads=${s.heads} width=${s.width}${accumulate ? ' (accumulate)' : ''}`,

@@ -26,12 +26,36 @@ export function attentionSizes(s: AttentionShape): { qkv: number; y: number; pro
   return { qkv: s.batch * s.T * 3 * s.width, y: s.batch * s.T * s.width, probs: s.batch * s.heads * s.T * s.T };
 }
 
+/**
+ * Mesa's llvmpipe (lavapipe: Deno's adapter on a machine without a GPU) ends a shader's loops
+ * after 65,535 iterations in all, without an error. One invocation here walks one query row,
+ * about T·(2·hd + 4) + hd iterations forward (and as many backward), so past the cap the
+ * output is silently wrong (seen from T = 496 at hd 64): refuse such a shape there. The
+ * margin covers the backward kernels' extra passes over the row.
+ */
+const LLVMPIPE_LOOP_CAP = 65_535;
+
+/** Refuses `s` on an llvmpipe adapter (by its description) when a query row would pass the loop cap. */
+export function checkAttentionLoopCap(adapter: string, s: AttentionShape): void {
+  if (!/llvmpipe/i.test(adapter)) return;
+  const hd = s.width / s.heads;
+  const perRow = (t: number) => t * (2 * hd + 8) + 2 * hd;
+  if (perRow(s.T) <= LLVMPIPE_LOOP_CAP) return;
+  const most = Math.floor((LLVMPIPE_LOOP_CAP - 2 * hd) / (2 * hd + 8));
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `attention over ${s.T} positions with heads of ${hd} takes about ${perRow(s.T)} loop iterations per query row, and this adapter (${adapter}) stops a shader after ${LLVMPIPE_LOOP_CAP}, which would give wrong results; use --context ${most} or less, heads of fewer dimensions (more --heads), or --runtime node (SwiftShader has no such cap)`,
+    { T: s.T, headDim: hd, adapter, mostPositions: most },
+  );
+}
+
 function dims(gpu: Gpu, s: AttentionShape): GPUBuffer {
   checkDims('attention', { batch: s.batch, T: s.T, heads: s.heads, width: s.width });
   if (s.width % s.heads !== 0) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `attention: width ${s.width} is not divisible by ${s.heads} heads; pick a width that is a multiple of the head count`, { ...s });
   }
   const hd = s.width / s.heads;
+  checkAttentionLoopCap(gpu.info.description, s);
   return gpu.uniform([['u32', s.batch], ['u32', s.T], ['u32', s.heads], ['u32', hd], ['f32', 1 / Math.sqrt(hd)], ['u32', 0], ['u32', 0], ['u32', 0]], 'attention-dims');
 }
 
