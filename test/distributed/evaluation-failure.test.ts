@@ -14,29 +14,18 @@ import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { EventBus } from '../../src/core/events.ts';
-import { type Dataset, makeImageDataset } from '../../src/data/dataset.ts';
+import type { Dataset } from '../../src/data/dataset.ts';
 import { trainLocal, type LocalTrainConfig } from '../../src/distributed/train-local.ts';
 import { trainDistributed } from '../../src/distributed/trainer.ts';
-import { seededUniform } from '../../src/engine/random.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
+import { quadrants } from '../support/quadrants.ts';
 
 let gpu: Gpu;
 beforeAll(async () => {
   gpu = await acquireGpu();
 });
 afterAll(() => gpu?.destroy());
-
-/** Four classes of 8×8 images, each lit in its own quadrant, with noise. */
-function quadrants(count: number, seed: number): Dataset {
-  const u = seededUniform(seed);
-  const labels = Uint8Array.from({ length: count }, (_, i) => i % 4);
-  const images = new Float32Array(count * 64);
-  labels.forEach((c, n) => {
-    for (let p = 0; p < 64; p++) images[n * 64 + p] = 0.3 * u() + (((Math.floor(p / 32) << 1) | (p % 8 >= 4 ? 1 : 0)) === c ? 0.7 : 0);
-  });
-  return makeImageDataset({ images, labels, height: 8, width: 8, classes: 4 });
-}
 
 const train = quadrants(160, 1); // 10 steps of 16 per epoch
 const good = quadrants(60, 2);
