@@ -6,9 +6,13 @@
  * resolves on 'drain', so nothing piles up beyond the communicator's high-water mark.
  */
 import type { Socket } from 'node:net';
+import { setTimeout } from 'node:timers';
 import { MAX_MESSAGE_BYTES } from './frame.ts';
 import { LinkEnd, type Link } from './link.ts';
 import { lengthPrefix, LengthPrefixedReader } from './stream-frames.ts';
+
+/** How long a closed link's last bytes may take to leave before the socket is destroyed (ms). */
+const CLOSE_GRACE_MS = 2_000;
 
 export class StreamLink implements Link {
   /** 'tls' over an encrypted socket (`--link-tls`), else 'tcp'. */
@@ -79,7 +83,13 @@ export class StreamLink implements Link {
 
   close(): void {
     // end() lets bytes already written go out first; the communicator's goodbye relies on that.
-    if (!this.end.down) this.socket.end();
+    // A peer that stopped reading (frozen, or its machine gone) never takes them, and TCP alone
+    // never gives up on it: the socket would keep this process alive. So it gets a grace period.
+    if (!this.end.down) {
+      this.socket.end();
+      const socket = this.socket;
+      setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
+    }
     this.shut(undefined);
   }
 
