@@ -10,6 +10,7 @@
  * f32, and one array type keeps the Model contract (`x: Float32Array`) the
  * same for every model.
  */
+import { tokenizerMetadata } from './tokenizer.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 /** A target that no loss or metric counts (padding after the end of a word). */
@@ -51,7 +52,8 @@ export interface Dataset {
 /** What a checkpoint records of the data a model was trained on, so sampling, resuming and predicting read it as training did. */
 export function datasetMetadata(d: Pick<Dataset, 'vocabulary' | 'classNames' | 'labelColumn'>): Record<string, string> {
   return {
-    ...(d.vocabulary ? { vocabulary: d.vocabulary } : {}),
+    // The vocabulary and the tokenizer it came from (name, size): sampling, resuming and predicting read ids as training did.
+    ...tokenizerMetadata(d.vocabulary || undefined),
     ...(d.classNames ? { class_names: JSON.stringify(d.classNames) } : {}),
     ...(d.labelColumn !== undefined ? { label_column: d.labelColumn } : {}),
   };

@@ -7,7 +7,6 @@
  * and the loop carries on. Shares follow each rank's speed when asked
  * (shares.ts); evaluations average every rank's part of the test set.
  */
-import { tokenizerMetadata } from '../data/tokenizer.ts';
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { now, type EventBus } from '../core/events.ts';
@@ -211,7 +210,6 @@ export function ringRecord(config: DistributedTrainConfig, model: Model, ring: E
         epoch_examples: String(state.epochExamples),
         model_spec: JSON.stringify(model.spec),
         ...trainedOn,
-        ...tokenizerMetadata(trainedOn.vocabulary),
       },
     }),
   };

@@ -19,7 +19,6 @@
  * the same seeded order, so a run stopped and resumed takes the same steps as
  * one that never stopped.
  */
-import { tokenizerMetadata } from '../data/tokenizer.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { EventBus } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
@@ -207,7 +206,6 @@ function onePeerRecord(config: LocalTrainConfig, model: Model, stepsPerEpoch: nu
         lr_schedule: config.lrSchedule ?? 'constant',
         model_spec: JSON.stringify(model.spec),
         ...trainedOn,
-        ...tokenizerMetadata(trainedOn.vocabulary),
       },
     }),
   };
