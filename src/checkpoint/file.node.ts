@@ -10,7 +10,7 @@
 import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import process from 'node:process';
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { ErrorCode, RingtrainError, unreadableReason } from '../core/errors.ts';
 import { CHECKPOINT_FORMAT, checkpointPieces, decodeCheckpoint, type TrainingCheckpoint } from './checkpoint.ts';
 
 /**
@@ -136,10 +136,9 @@ export function loadCheckpoint(path: string): TrainingCheckpoint {
   try {
     bytes = readFileSync(path);
   } catch (err) {
-    const code = (err as { code?: string }).code;
     throw new RingtrainError(
       ErrorCode.BadCheckpoint,
-      `cannot read checkpoint ${path} (${code === 'ENOENT' ? 'no such file' : code ?? String(err)}); give the path a --save wrote.`,
+      `cannot read checkpoint ${path} (${unreadableReason(err)}); give the path a --save wrote.`,
       { path },
       { cause: err },
     );

@@ -1,6 +1,6 @@
 /** Node and Deno: a Hugging Face GPT-2 safetensors file from disk, for `train --init-from` (hf-gpt2.ts maps it). */
 import { readFileSync } from 'node:fs';
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { ErrorCode, RingtrainError, unreadableReason } from '../core/errors.ts';
 import { decodeSafetensors, type NamedTensors } from './safetensors.ts';
 
 /** The file's tensors, F32, F16 or BF16, read into f32; a file that is not safetensors is refused naming it. */
@@ -9,8 +9,7 @@ export function loadHfWeights(path: string): NamedTensors {
   try {
     bytes = readFileSync(path);
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--init-from ${path}: cannot read it (${code === 'ENOENT' ? 'no such file' : code ?? String(err)}); give a GPT-2 model.safetensors.`, { path }, { cause: err });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--init-from ${path}: cannot read it (${unreadableReason(err)}); give a GPT-2 model.safetensors.`, { path }, { cause: err });
   }
   return decodeSafetensors(bytes, path, { halfFloats: true }).tensors;
 }

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { ErrorCode, RingtrainError, unreadableReason } from '../core/errors.ts';
 import { rowFormatOf } from '../data/rows.ts';
 import type { TableChoice } from '../data/table.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
@@ -25,8 +25,7 @@ export function fileSha256(file: string, flag: string): string {
   try {
     bytes = readFileSync(file);
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${file}: cannot read it (${code === 'ENOENT' ? 'no such file' : code ?? String(err)})`, { file }, { cause: err });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${file}: cannot read it (${unreadableReason(err)})`, { file }, { cause: err });
   }
   return createHash('sha256').update(bytes).digest('hex');
 }

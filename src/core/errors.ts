@@ -49,3 +49,11 @@ export class RingtrainError extends Error {
 export function isRingtrainError(e: unknown, code?: ErrorCode): e is RingtrainError {
   return e instanceof RingtrainError && (code === undefined || e.code === code);
 }
+
+/** Why a file could not be read, for a message: 'no such file', or the system's code (a directory too, with `directories`). */
+export function unreadableReason(err: unknown, directories = false): string {
+  const code = (err as { code?: string }).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (directories && code === 'EISDIR') return 'a directory';
+  return code ?? String(err);
+}

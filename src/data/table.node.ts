@@ -5,7 +5,7 @@
  * number per line).
  */
 import { readFileSync } from 'node:fs';
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { ErrorCode, RingtrainError, unreadableReason } from '../core/errors.ts';
 import { rowFormatOf } from './rows.ts';
 import { tableFromBytes, type TableSplit } from './table.ts';
 
@@ -18,8 +18,7 @@ function read(file: string, flag: string): Uint8Array {
   try {
     return readFileSync(file);
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${file}: cannot read it (${code === 'ENOENT' ? 'no such file' : code ?? String(err)})`, { file }, { cause: err });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${file}: cannot read it (${unreadableReason(err)})`, { file }, { cause: err });
   }
 }
 

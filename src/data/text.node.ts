@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { ErrorCode, RingtrainError, unreadableReason } from '../core/errors.ts';
 import { decodeTextFile } from './text.ts';
 
 export interface LoadedText {
@@ -44,8 +44,7 @@ export function loadText(spec: string): LoadedText {
     try {
       bytes = readFileSync(spec);
     } catch (err) {
-      const code = (err as { code?: string }).code;
-      throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${spec}: cannot read it (${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory' : code ?? String(err)}); give a UTF-8 text file`, { text: spec }, { cause: err });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${spec}: cannot read it (${unreadableReason(err, true)}); give a UTF-8 text file`, { text: spec }, { cause: err });
     }
     const text = decodeTextFile(bytes, `--text ${spec}`);
     loaded = { text, name: spec, sha256: sha256(bytes), bytes };
@@ -108,8 +107,7 @@ function* filePieces(path: string, chunk: number): Generator<Uint8Array> {
       throw Object.assign(new Error('a directory'), { code: 'EISDIR' });
     }
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${path}: cannot read it (${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory' : code ?? String(err)}); give a UTF-8 text file`, { text: path }, { cause: err });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${path}: cannot read it (${unreadableReason(err, true)}); give a UTF-8 text file`, { text: path }, { cause: err });
   }
   try {
     const buffer = new Uint8Array(chunk);

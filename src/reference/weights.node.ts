@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { decodeSafetensors } from '../checkpoint/safetensors.ts';
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { ErrorCode, RingtrainError, unreadableReason } from '../core/errors.ts';
 import { transformerWeights, type TransformerWeights } from './transformer.ts';
 
 /** The metadata keys that may name the number of heads (shapes do not show it). */
@@ -35,8 +35,7 @@ export function loadTransformerFile(path: string, heads?: number): { weights: Tr
   try {
     bytes = readFileSync(path);
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `cannot read ${path} (${code === 'ENOENT' ? 'no such file' : code ?? String(err)}); give a checkpoint that --save wrote.`, { path }, { cause: err });
+    throw new RingtrainError(ErrorCode.BadCheckpoint, `cannot read ${path} (${unreadableReason(err)}); give a checkpoint that --save wrote.`, { path }, { cause: err });
   }
   const { tensors, metadata } = decodeSafetensors(bytes, path);
   if (metadata.model !== undefined && metadata.model !== 'transformer') {
