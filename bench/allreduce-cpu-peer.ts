@@ -12,16 +12,37 @@ import { barrier } from '../src/collectives/barrier.ts';
 import { roundTrip } from '../src/collectives/measure.ts';
 import type { Algorithm } from '../src/collectives/types.ts';
 
-const { values } = parseArgs({ options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, calls: { type: 'string' }, algorithms: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    dir: { type: 'string' },
+    rank: { type: 'string' },
+    size: { type: 'string' },
+    bytes: { type: 'string' },
+    calls: { type: 'string' },
+    algorithms: { type: 'string' },
+  },
+});
 const rank = Number(values.rank);
-const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000, peerTimeoutMs: 20_000 });
+const comm = await joinLocalRing({
+  dir: values.dir!,
+  rank,
+  size: Number(values.size),
+  connectTimeoutMs: 60_000,
+  peerTimeoutMs: 20_000,
+});
 const bytes = Number(values.bytes);
 const calls = Number(values.calls);
 const timeoutMs = 60_000;
-const data = Float32Array.from({ length: Math.floor(bytes / 4) }, (_, i) => ((i * 7919 + rank * 31) % 1000) / 1000 - 0.5);
+const data = Float32Array.from(
+  { length: Math.floor(bytes / 4) },
+  (_, i) => ((i * 7919 + rank * 31) % 1000) / 1000 - 0.5,
+);
 
 const kinds = ['round-trip', ...values.algorithms!.split(',')];
-const call = (kind: string) => (kind === 'round-trip' ? roundTrip(comm, bytes, timeoutMs) : allreduce(comm, data, { name: `cpu-${kind}`, algorithm: kind as Algorithm, timeoutMs }));
+const call = (kind: string) =>
+  kind === 'round-trip'
+    ? roundTrip(comm, bytes, timeoutMs)
+    : allreduce(comm, data, { name: `cpu-${kind}`, algorithm: kind as Algorithm, timeoutMs });
 // Warm up: links open their windows, every allreduce is negotiated once (later calls hit the cache).
 for (const kind of kinds) await call(kind);
 const out: Record<string, { wall_ms: number; cpu_ms: number }> = {};

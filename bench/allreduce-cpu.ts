@@ -28,22 +28,37 @@ const calls = Number(values.calls);
 if (!(Number.isInteger(peers) && peers >= 2)) throw new Error(`--peers must be an integer from 2, got ${values.peers}`);
 if (!(Number.isInteger(bytes) && bytes >= 4)) throw new Error(`--bytes must be an integer from 4, got ${values.bytes}`);
 if (!(Number.isInteger(calls) && calls >= 1)) throw new Error(`--calls must be an integer from 1, got ${values.calls}`);
-if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run under scripts/in-netns.sh: the peers talk over WebRTC in a private network namespace');
+if (process.env.RINGTRAIN_NETNS !== '1')
+  throw new Error('run under scripts/in-netns.sh: the peers talk over WebRTC in a private network namespace');
 
 const PEER = new URL('./allreduce-cpu-peer.ts', import.meta.url).pathname;
-const ring = launchLocalRing({ size: peers, script: PEER, args: () => ['--bytes', String(bytes), '--calls', String(calls), '--algorithms', values.algorithms!] });
+const ring = launchLocalRing({
+  size: peers,
+  script: PEER,
+  args: () => ['--bytes', String(bytes), '--calls', String(calls), '--algorithms', values.algorithms!],
+});
 type Report = { rank: number; out: Record<string, { wall_ms: number; cpu_ms: number }> };
-const reports = (await Promise.all(ring.peers.map((p) => p.waitFor((l) => l.startsWith('{'))))).map((l) => JSON.parse(l) as Report);
+const reports = (await Promise.all(ring.peers.map((p) => p.waitFor((l) => l.startsWith('{'))))).map(
+  (l) => JSON.parse(l) as Report,
+);
 await Promise.all(ring.peers.map((p) => p.exited));
 const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
 const kinds = Object.keys(reports[0].out);
-const result: Record<string, unknown> = { peers, bytes, calls, cores: os.availableParallelism(), load: os.loadavg()[0] };
+const result: Record<string, unknown> = {
+  peers,
+  bytes,
+  calls,
+  cores: os.availableParallelism(),
+  load: os.loadavg()[0],
+};
 for (const kind of kinds) {
   const wall = reports[0].out[kind].wall_ms;
   const cpu = reports.reduce((a, r) => a + r.out[kind].cpu_ms, 0);
   result[kind] = { wall_ms: round(wall), cpu_ms: round(cpu), busy_cores: round(cpu / wall, 2) };
 }
 const rtt = reports[0].out['round-trip'].wall_ms;
-result.ratio_to_round_trip = Object.fromEntries(kinds.filter((k) => k !== 'round-trip').map((k) => [k, round(reports[0].out[k].wall_ms / rtt, 2)]));
+result.ratio_to_round_trip = Object.fromEntries(
+  kinds.filter((k) => k !== 'round-trip').map((k) => [k, round(reports[0].out[k].wall_ms / rtt, 2)]),
+);
 console.log(JSON.stringify(result));
 process.exit(0);

@@ -11,7 +11,8 @@
  * first and last step seen, the final shares and the test accuracy; and the
  * balanced/equal ratios.
  *
- * Usage: sh scripts/in-netns.sh npx tsx bench/balance.ts [--np 4] [--slow 3] [--model mlp] [--global-batch 128] [--steps 150] [--seed 7] [--modes equal,speed] [--rounds 1] [--trace PATH]
+ * Usage: sh scripts/in-netns.sh npx tsx bench/balance.ts [--np 4] [--slow 3] [--model mlp] [--global-batch 128] [--steps
+ * 150] [--seed 7] [--modes equal,speed] [--rounds 1] [--trace PATH]
  * `--trace PATH` writes every worker's steps (time, step, share) per mode as JSON, to see how the shares moved.
  */
 import { spawn } from 'node:child_process';
@@ -35,7 +36,8 @@ const traces: Record<string, unknown> = {};
 /** On a machine shared with other jobs a worker may be starved for half a minute: a bench waits, where a job would give up. */
 const SLACK = { timeoutMs: 180_000, peerTimeoutMs: 180_000 };
 
-if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
+if (process.env.RINGTRAIN_NETNS !== '1')
+  throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
 
 interface Worker {
   rank?: number;
@@ -49,16 +51,43 @@ async function run(balance: 'equal' | 'speed') {
   const job = {
     id: `balance-${balance}`,
     token: `balance-${balance}-token`,
-    config: { model, optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, globalBatch, balance, lrSchedule: 'cosine', ...SLACK }, batchPerPeer: Math.ceil(globalBatch / np), minPeers: np, maxPeers: np },
+    config: {
+      model,
+      optimizer: 'sgd',
+      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, globalBatch, balance, lrSchedule: 'cosine', ...SLACK },
+      batchPerPeer: Math.ceil(globalBatch / np),
+      minPeers: np,
+      maxPeers: np,
+    },
   };
   const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
   try {
     const workers = Array.from({ length: np }, (_, i) => {
       // The slowed worker runs from the chaos entry (test/support/chaos), the others from the CLI's own.
       const slowed = i === np - 1;
-      const args = ['run', '-A', slowed ? CHAOS_ENTRY : 'src/cli/main.ts', 'worker', '--server', server.url, '--job', job.id, '--name', `w-${i}`, '--events', ...(slowed ? ['--chaos', `slow:${slow}x`] : [])];
-      const child = spawn('node_modules/.bin/deno', args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [TOKEN_ENV]: job.token } });
-      const w: Worker = { steps: [], stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+      const args = [
+        'run',
+        '-A',
+        slowed ? CHAOS_ENTRY : 'src/cli/main.ts',
+        'worker',
+        '--server',
+        server.url,
+        '--job',
+        job.id,
+        '--name',
+        `w-${i}`,
+        '--events',
+        ...(slowed ? ['--chaos', `slow:${slow}x`] : []),
+      ];
+      const child = spawn('node_modules/.bin/deno', args, {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, [TOKEN_ENV]: job.token },
+      });
+      const w: Worker = {
+        steps: [],
+        stderr: '',
+        exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+      };
       forEachLine(child.stdout!, (line) => {
         if (!line.startsWith('{')) return;
         const m = JSON.parse(line) as Record<string, unknown>;
@@ -73,7 +102,11 @@ async function run(balance: 'equal' | 'speed') {
     codes.forEach((c, i) => {
       if (c !== 0) throw new Error(`${balance}: worker ${i} exited with ${c}:\n${workers[i].stderr.slice(-3000)}`);
     });
-    traces[`${balance}-${Date.now()}`] = workers.map((w) => ({ rank: w.rank, slowed: w === workers[np - 1], steps: w.steps }));
+    traces[`${balance}-${Date.now()}`] = workers.map((w) => ({
+      rank: w.rank,
+      slowed: w === workers[np - 1],
+      steps: w.steps,
+    }));
     const rank0 = workers.find((w) => w.rank === 0)!;
     // Wall clock from the 10th step on (the first ones compile kernels and form the ring).
     const from = rank0.steps.find((s) => s.step === 10)!;
@@ -99,7 +132,16 @@ for (let i = 0; i < rounds; i++) for (const m of modes) runs[m].push(await run(m
 if (tracePath) writeFileSync(tracePath, JSON.stringify(traces));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const [equal, speed] = [runs.equal, runs.speed];
-const header = { bench: 'balance', np, slowed: `1 worker, slow:${slow}x`, model, global_batch: globalBatch, steps, seed, rounds };
+const header = {
+  bench: 'balance',
+  np,
+  slowed: `1 worker, slow:${slow}x`,
+  model,
+  global_batch: globalBatch,
+  steps,
+  seed,
+  rounds,
+};
 if (equal.length === 0 || speed.length === 0) {
   console.log(JSON.stringify({ ...header, equal, speed }));
   process.exit(0);

@@ -15,7 +15,14 @@ const floats = Number(opt('floats', '101770'));
 const repeats = Number(opt('repeats', '15'));
 const params = Float32Array.from({ length: floats }, (_, i) => Math.sin(i));
 const layout = [{ name: 'w', shape: [floats], offset: 0, length: floats }];
-const c = checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step: 1, layout, params, optimizerState: { momentum: params.slice() } });
+const c = checkpointFromFlat({
+  model: 'mlp',
+  optimizer: 'sgd',
+  step: 1,
+  layout,
+  params,
+  optimizerState: { momentum: params.slice() },
+});
 
 function median(fn: () => void): number {
   const times: number[] = [];

@@ -54,7 +54,8 @@ function maxRelDiff(a: Record<string, Float32Array>, b: Record<string, Float32Ar
   let worst = 0;
   for (const [name, ref] of Object.entries(b)) {
     const other = a[name];
-    if (!other || other.length !== ref.length) throw new Error(`tensor ${name}: tfjs has ${other?.length} values, ours ${ref.length}`);
+    if (!other || other.length !== ref.length)
+      throw new Error(`tensor ${name}: tfjs has ${other?.length} values, ours ${ref.length}`);
     let diff = 0;
     let scale = 0;
     for (let i = 0; i < ref.length; i++) {
@@ -134,16 +135,24 @@ const summary = (s: ReturnType<typeof side>) => ({
   train_loss_per_epoch: s.train_loss_per_epoch,
   ms_per_step: steps > 0 ? r(s.ms / steps) : null,
 });
-console.log(JSON.stringify({
-  model: 'cnn',
-  adapter: gpu.info.description,
-  runtime: gpu.info.runtime,
-  channels, hidden, params: model.paramCount,
-  epochs, batch: batchSize, lr, momentum, seed,
-  ...check,
-  ours: summary(ours),
-  tfjs: summary(tfjs),
-}));
+console.log(
+  JSON.stringify({
+    model: 'cnn',
+    adapter: gpu.info.description,
+    runtime: gpu.info.runtime,
+    channels,
+    hidden,
+    params: model.paramCount,
+    epochs,
+    batch: batchSize,
+    lr,
+    momentum,
+    seed,
+    ...check,
+    ours: summary(ours),
+    tfjs: summary(tfjs),
+  }),
+);
 theirs.dispose();
 model.destroy();
 gpu.destroy();

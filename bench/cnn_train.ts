@@ -40,7 +40,11 @@ const channels = String(opts.channels).split(',').map(Number) as [number, number
 const { train, test } = await loadMnist();
 const gpu = await acquireGpu();
 const model = new Cnn(gpu, { channels, hidden: Number(opts.hidden), seed });
-const optimizer = createOptimizer(model, { kind: opts.optimizer as 'sgd' | 'adamw', lr, momentum: Number(opts.momentum) });
+const optimizer = createOptimizer(model, {
+  kind: opts.optimizer as 'sgd' | 'adamw',
+  lr,
+  momentum: Number(opts.momentum),
+});
 const maxSteps = Number(opts.steps);
 
 let total = 0;
@@ -60,7 +64,17 @@ for (let epoch = 0; epoch < epochs; epoch++) {
   total += seconds;
   const evaluation = await model.evaluate(test.images, test.labels);
   best = Math.max(best, evaluation.accuracy);
-  console.log(JSON.stringify({ epoch: epoch + 1, steps, train_loss: lossSum / steps, test_accuracy: evaluation.accuracy, test_loss: evaluation.loss, epoch_s: seconds, samples_per_s: (steps * batch) / seconds }));
+  console.log(
+    JSON.stringify({
+      epoch: epoch + 1,
+      steps,
+      train_loss: lossSum / steps,
+      test_accuracy: evaluation.accuracy,
+      test_loss: evaluation.loss,
+      epoch_s: seconds,
+      samples_per_s: (steps * batch) / seconds,
+    }),
+  );
 }
 console.log(
   JSON.stringify({

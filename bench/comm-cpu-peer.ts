@@ -15,7 +15,16 @@ import { barrier } from '../src/collectives/barrier.ts';
 import { joinLocalRing } from '../src/comm/local-ring.node.ts';
 import { now } from '../src/core/events.ts';
 
-const { values } = parseArgs({ options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, small: { type: 'string' }, large: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    dir: { type: 'string' },
+    rank: { type: 'string' },
+    size: { type: 'string' },
+    bytes: { type: 'string' },
+    small: { type: 'string' },
+    large: { type: 'string' },
+  },
+});
 const rank = Number(values.rank);
 
 function cpuSeconds(): number {
@@ -24,7 +33,13 @@ function cpuSeconds(): number {
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, every thread; USER_HZ is 100
 }
 
-const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000, peerTimeoutMs: 30_000 });
+const comm = await joinLocalRing({
+  dir: values.dir!,
+  rank,
+  size: Number(values.size),
+  connectTimeoutMs: 60_000,
+  peerTimeoutMs: 30_000,
+});
 const phases: Record<string, { bytes: number; iterations: number; wall_s: number; cpu_s: number }> = {};
 for (const [phase, bytes, iterations] of [
   ['warmup', Number(values.bytes), 3],
@@ -43,7 +58,13 @@ for (const [phase, bytes, iterations] of [
   const [t1, c1] = [now(), cpuSeconds()];
   phases[phase] = { bytes, iterations, wall_s: (t1 - t0) / 1000 / iterations, cpu_s: (c1 - c0) / iterations };
 }
-process.stdout.write(JSON.stringify({ rank, runtime: typeof (globalThis as { Deno?: unknown }).Deno === 'object' ? 'deno' : 'node', phases }) + '\n');
+process.stdout.write(
+  JSON.stringify({
+    rank,
+    runtime: typeof (globalThis as { Deno?: unknown }).Deno === 'object' ? 'deno' : 'node',
+    phases,
+  }) + '\n',
+);
 await barrier(comm, { timeoutMs: 60_000 });
 await comm.close();
 process.exit();

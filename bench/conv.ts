@@ -15,7 +15,14 @@
 import { detectRuntime } from '../src/core/runtime.ts';
 import { acquireGpu } from '../src/gpu/device.ts';
 import type { Dispatch } from '../src/gpu/gpu.ts';
-import { type ConvShape, convOutSize, convSizes, planConv2dBackwardInput, planConv2dBackwardWeight, planConv2dForward } from '../src/nn/ops/conv2d/kernel.ts';
+import {
+  type ConvShape,
+  convOutSize,
+  convSizes,
+  planConv2dBackwardInput,
+  planConv2dBackwardWeight,
+  planConv2dForward,
+} from '../src/nn/ops/conv2d/kernel.ts';
 import { planMatmul } from '../src/gpu/kernels/matmul.ts';
 import { args, opt } from './args.ts';
 
@@ -49,9 +56,24 @@ for (const [name, s] of Object.entries(layers)) {
   const colF = buf(pixels * s.cin * taps);
   const colB = buf(s.n * s.h * s.w * s.cout * taps);
   const passes: [string, Dispatch, Dispatch, number][] = [
-    ['forward', planConv2dForward(gpu, s, x, w, b, y), planMatmul(gpu, colF, w, y, { m: pixels, n: s.cout, k: s.cin * taps, transB: true }), 2 * pixels * s.cout * s.cin * taps],
-    ['backward_input', planConv2dBackwardInput(gpu, s, dy, w, dx), planMatmul(gpu, colB, w, dx, { m: s.n * s.h * s.w, n: s.cin, k: s.cout * taps }), 2 * s.n * s.h * s.w * s.cin * s.cout * taps],
-    ['backward_weight', planConv2dBackwardWeight(gpu, s, dy, x, dw, db), planMatmul(gpu, dy, colF, dw, { m: s.cout, n: s.cin * taps, k: pixels, transA: true }), 2 * pixels * s.cout * s.cin * taps],
+    [
+      'forward',
+      planConv2dForward(gpu, s, x, w, b, y),
+      planMatmul(gpu, colF, w, y, { m: pixels, n: s.cout, k: s.cin * taps, transB: true }),
+      2 * pixels * s.cout * s.cin * taps,
+    ],
+    [
+      'backward_input',
+      planConv2dBackwardInput(gpu, s, dy, w, dx),
+      planMatmul(gpu, colB, w, dx, { m: s.n * s.h * s.w, n: s.cin, k: s.cout * taps }),
+      2 * s.n * s.h * s.w * s.cin * s.cout * taps,
+    ],
+    [
+      'backward_weight',
+      planConv2dBackwardWeight(gpu, s, dy, x, dw, db),
+      planMatmul(gpu, dy, colF, dw, { m: s.cout, n: s.cin * taps, k: pixels, transA: true }),
+      2 * pixels * s.cout * s.cin * taps,
+    ],
   ];
   for (const [pass, direct, gemm, flops] of passes) {
     let ours = Infinity;
@@ -60,7 +82,14 @@ for (const [name, s] of Object.entries(layers)) {
       ours = Math.min(ours, await best(direct));
       im2col = Math.min(im2col, await best(gemm));
     }
-    results.push({ layer: name, pass, ours_ms: +ours.toFixed(2), im2col_gemm_ms: +im2col.toFixed(2), ours_gflops: +(flops / ours / 1e6).toFixed(3), im2col_gemm_gflops: +(flops / im2col / 1e6).toFixed(3) });
+    results.push({
+      layer: name,
+      pass,
+      ours_ms: +ours.toFixed(2),
+      im2col_gemm_ms: +im2col.toFixed(2),
+      ours_gflops: +(flops / ours / 1e6).toFixed(3),
+      im2col_gemm_gflops: +(flops / im2col / 1e6).toFixed(3),
+    });
   }
 }
 console.log(JSON.stringify({ runtime: detectRuntime(), adapter: gpu.info.description, batch, conv: results }));

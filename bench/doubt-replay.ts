@@ -21,7 +21,14 @@
  *        [--named-after 3] [--factor -20] [--warm 40] [--horizon 10] [--starts-from S] [--starts-to T]
  */
 import { readFileSync } from 'node:fs';
-import { DEFAULT_CLIP_RATIO, DEFAULT_DOUBT_COSINE, DEFAULT_DOUBT_RATIO, DEFAULT_NAMED_AFTER, DoubtTracker, type DoubtOptions } from '../src/distributed/doubt.ts';
+import {
+  DEFAULT_CLIP_RATIO,
+  DEFAULT_DOUBT_COSINE,
+  DEFAULT_DOUBT_RATIO,
+  DEFAULT_NAMED_AFTER,
+  DoubtTracker,
+  type DoubtOptions,
+} from '../src/distributed/doubt.ts';
 import { median } from '../src/collectives/sketch.ts';
 import { args, opt } from './args.ts';
 import { percentiles } from './percentiles.ts';
@@ -62,7 +69,11 @@ function replayHonest(t: Trace) {
   // How many runs of left-out steps reached each length (index 1: at least one step, 2: two in a row...).
   const runsReaching: number[] = [];
   t.norms.forEach((norms, step) => {
-    const v = tracker.judge(step, t.sketches[step].map((s) => Float64Array.from(s)), norms);
+    const v = tracker.judge(
+      step,
+      t.sketches[step].map((s) => Float64Array.from(s)),
+      norms,
+    );
     leftOut += v.leftOut.length;
     clipped += v.clipped.length;
     for (const n of v.named) named.push({ step, rank: n.rank, reason: n.reason });
@@ -72,12 +83,25 @@ function replayHonest(t: Trace) {
     }
     longestRun = Math.max(longestRun, ...run);
   });
-  return { contributions: t.norms.length * t.ranks, leftOut, clipped, longestLeftOutRun: longestRun, leftOutRunsReaching: runsReaching.slice(1), named: named.slice(0, 5), namedCount: named.length };
+  return {
+    contributions: t.norms.length * t.ranks,
+    leftOut,
+    clipped,
+    longestLeftOutRun: longestRun,
+    leftOutRunsReaching: runsReaching.slice(1),
+    named: named.slice(0, 5),
+    namedCount: named.length,
+  };
 }
 
 function replayAttack(t: Trace, start: number): { delay: number | null; summed: number[] } {
   const tracker = new DoubtTracker(rule);
-  for (let step = Math.max(0, start - warm); step < start; step++) tracker.judge(step, t.sketches[step].map((s) => Float64Array.from(s)), t.norms[step]);
+  for (let step = Math.max(0, start - warm); step < start; step++)
+    tracker.judge(
+      step,
+      t.sketches[step].map((s) => Float64Array.from(s)),
+      t.norms[step],
+    );
   const summed: number[] = [];
   for (let step = start; step < Math.min(t.norms.length, start + horizon); step++) {
     const norms = t.norms[step].map((n, r) => (r === 0 ? n * Math.abs(factor) : n));
@@ -93,7 +117,10 @@ function replayAttack(t: Trace, start: number): { delay: number | null; summed: 
 
 for (const path of args.filter((a) => a.endsWith('.json'))) {
   const t = JSON.parse(readFileSync(path, 'utf8')) as Trace;
-  const attacks = t.norms.map((_, s) => s).filter((s) => s + horizon <= t.norms.length && s >= startFrom && s < startTo).map((s) => replayAttack(t, s));
+  const attacks = t.norms
+    .map((_, s) => s)
+    .filter((s) => s + horizon <= t.norms.length && s >= startFrom && s < startTo)
+    .map((s) => replayAttack(t, s));
   const delays = attacks.map((a) => a.delay);
   const within = (k: number) => delays.filter((d) => d !== null && d <= k).length / delays.length;
   console.log(
@@ -111,12 +138,24 @@ for (const path of args.filter((a) => a.endsWith('.json'))) {
         namedWithin1: within(1),
         namedWithin2: within(2),
         notNamed: delays.filter((d) => d === null).length,
-        delay: percentiles(delays.filter((d): d is number => d !== null), SPREAD),
-        summedSteps: percentiles(attacks.map((a) => a.summed.length), SPREAD),
+        delay: percentiles(
+          delays.filter((d): d is number => d !== null),
+          SPREAD,
+        ),
+        summedSteps: percentiles(
+          attacks.map((a) => a.summed.length),
+          SPREAD,
+        ),
         // The largest attacked contribution summed before naming, over the others' median norm (0: none summed).
-        worstSummed: percentiles(attacks.map((a) => Math.max(0, ...a.summed)), SPREAD),
+        worstSummed: percentiles(
+          attacks.map((a) => Math.max(0, ...a.summed)),
+          SPREAD,
+        ),
         // All of them together: what the attack added to the model before it was named, in honest-norm units.
-        totalSummed: percentiles(attacks.map((a) => a.summed.reduce((x, y) => x + y, 0)), SPREAD),
+        totalSummed: percentiles(
+          attacks.map((a) => a.summed.reduce((x, y) => x + y, 0)),
+          SPREAD,
+        ),
       },
     }),
   );

@@ -18,9 +18,15 @@ export function runUnderEachRuntime(script: string): boolean {
   for (const runtime of runtimes.split(',') as ('node' | 'deno')[]) {
     const [exe] = cliCommand(runtime);
     const argv = runtime === 'deno' ? ['run', '-A', script, ...rest] : ['--import', 'tsx', script, ...rest];
-    const r = spawnSync(exe, argv, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'inherit'] });
+    const r = spawnSync(exe, argv, {
+      cwd: root,
+      encoding: 'utf8',
+      maxBuffer: 1 << 24,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const line = r.stdout.trim().split('\n').pop() ?? '';
-    if (r.status !== 0 || !line.startsWith('{')) throw new Error(`${script} under ${runtime} failed (exit ${r.status}); its stderr is above`);
+    if (r.status !== 0 || !line.startsWith('{'))
+      throw new Error(`${script} under ${runtime} failed (exit ${r.status}); its stderr is above`);
     console.log(line);
   }
   return true;

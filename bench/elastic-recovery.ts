@@ -5,7 +5,8 @@
  * JSON line: both test accuracies, their difference in points, and how long the
  * ring took to re-form (the launcher's own figure).
  *
- * Usage: sh scripts/in-netns.sh tsx bench/elastic-recovery.ts [--np 3] [--steps 300] [--kill-at 100] [--kill-rank 0] [--seed 7] [--batch 32]
+ * Usage: sh scripts/in-netns.sh tsx bench/elastic-recovery.ts [--np 3] [--steps 300] [--kill-at 100] [--kill-rank 0]
+ * [--seed 7] [--batch 32]
  */
 import { spawn } from 'node:child_process';
 import { opt } from './args.ts';
@@ -17,7 +18,8 @@ const killRank = Number(opt('kill-rank', '0'));
 const seed = opt('seed', '7');
 const batch = opt('batch', '32');
 
-if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
+if (process.env.RINGTRAIN_NETNS !== '1')
+  throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
 
 interface Outcome {
   code: number | null;
@@ -29,7 +31,22 @@ interface Outcome {
 }
 
 function run(kill: boolean): Promise<Outcome> {
-  const args = ['bin/ringtrain.js', 'run', '-np', String(np), '--elastic', '--model', 'mlp', '--steps', String(steps), '--batch', batch, '--seed', seed, '--json'];
+  const args = [
+    'bin/ringtrain.js',
+    'run',
+    '-np',
+    String(np),
+    '--elastic',
+    '--model',
+    'mlp',
+    '--steps',
+    String(steps),
+    '--batch',
+    batch,
+    '--seed',
+    seed,
+    '--json',
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -48,18 +65,29 @@ function run(kill: boolean): Promise<Outcome> {
   return new Promise((resolve) =>
     child.on('exit', (code) => {
       const reform = /the ring re-formed with \d+ peers at step (\d+), ([\d.]+) s after/.exec(stderr);
-      resolve({ code, summary: JSON.parse(stdout.trim().split('\n').pop() ?? '{}'), reformStep: reform ? Number(reform[1]) : null, reformSeconds: reform ? Number(reform[2]) : null, killedAt, stderr });
+      resolve({
+        code,
+        summary: JSON.parse(stdout.trim().split('\n').pop() ?? '{}'),
+        reformStep: reform ? Number(reform[1]) : null,
+        reformSeconds: reform ? Number(reform[2]) : null,
+        killedAt,
+        stderr,
+      });
     }),
   );
 }
 
 const unbroken = await run(false);
 const broken = await run(true);
-for (const [name, r] of [['unbroken', unbroken], ['broken', broken]] as const) {
+for (const [name, r] of [
+  ['unbroken', unbroken],
+  ['broken', broken],
+] as const) {
   if (r.code !== 0) throw new Error(`the ${name} run exited with ${r.code}:\n${r.stderr.slice(-3000)}`);
 }
 // Only the victim should have gone: say so loudly if the ring lost more, with the launcher's account.
-if (broken.summary.size !== np - 1) process.stderr.write(`the broken run ended with ${broken.summary.size} peers, not ${np - 1}:\n${broken.stderr}\n`);
+if (broken.summary.size !== np - 1)
+  process.stderr.write(`the broken run ended with ${broken.summary.size} peers, not ${np - 1}:\n${broken.stderr}\n`);
 console.log(
   JSON.stringify({
     bench: 'elastic-recovery',
@@ -73,8 +101,14 @@ console.log(
     killed_at_step: broken.killedAt,
     reformed_at_step: broken.reformStep,
     reform_seconds: broken.reformSeconds,
-    unbroken: { test_accuracy: unbroken.summary.test_accuracy, steps: unbroken.summary.steps, size: unbroken.summary.size },
+    unbroken: {
+      test_accuracy: unbroken.summary.test_accuracy,
+      steps: unbroken.summary.steps,
+      size: unbroken.summary.size,
+    },
     broken: { test_accuracy: broken.summary.test_accuracy, steps: broken.summary.steps, size: broken.summary.size },
-    accuracy_difference_points: Number(((broken.summary.test_accuracy - unbroken.summary.test_accuracy) * 100).toFixed(2)),
+    accuracy_difference_points: Number(
+      ((broken.summary.test_accuracy - unbroken.summary.test_accuracy) * 100).toFixed(2),
+    ),
   }),
 );

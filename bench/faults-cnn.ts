@@ -34,7 +34,8 @@
  * runs on an elastic job, so a survivor run that did not finish shows up as
  * `survivors_finished` below the step count and `stopped_by` naming why.
  *
- * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3 | --fault-steps 0,3] [--seed 7] [--batch 8] [--checks doubt] [--no-honest] [--per-peer] [--log DIR]
+ * Usage: sh scripts/in-netns.sh npx tsx bench/faults-cnn.ts [--steps 60] [--fault-step 3 | --fault-steps 0,3] [--seed 7]
+ * [--batch 8] [--checks doubt] [--no-honest] [--per-peer] [--log DIR]
  *        [--faults nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags,lie-nan,lie-scale:-20]
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -58,29 +59,45 @@ const checkSets: CheckSets = opt('checks', opt('doubt-rule', 'true') === 'true' 
     if (name === 'default') return { name, hyperparameters: {} };
     const parts = name === 'none' ? [] : name.split('+');
     const unknown = parts.filter((p) => !Object.hasOwn(CHECKS, p));
-    if (unknown.length) throw new Error(`--checks: unknown check '${unknown[0]}' in '${name}' (default, none, or ${Object.keys(CHECKS).join(', ')} joined by +)`);
-    return { name, hyperparameters: Object.fromEntries(Object.entries(CHECKS).map(([check, key]) => [key, parts.includes(check)])) };
+    if (unknown.length)
+      throw new Error(
+        `--checks: unknown check '${unknown[0]}' in '${name}' (default, none, or ${Object.keys(CHECKS).join(', ')} joined by +)`,
+      );
+    return {
+      name,
+      hyperparameters: Object.fromEntries(Object.entries(CHECKS).map(([check, key]) => [key, parts.includes(check)])),
+    };
   });
 const withHonest = !args.includes('--no-honest');
 const perPeer = args.includes('--per-peer');
 /** The whole ring's examples per step when it is fixed: the 4-peer job's. */
 const GLOBAL_BATCH = 4 * batch;
-const faults = opt('faults', 'nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags,lie-nan,lie-scale:-20').split(',');
+const faults = opt(
+  'faults',
+  'nan,scale:1e30,scale:-20,garbage-frames,forge-abort,flood-tags,lie-nan,lie-scale:-20',
+).split(',');
 const RUN_LIMIT_MS = 30 * 60_000;
 const logDir = opt('log', '');
 if (logDir) mkdirSync(logDir, { recursive: true });
 /** Where a run that ends with an error leaves its recovery files: out of the working tree. */
 const recoveryDir = mkdtempSync(join(tmpdir(), 'faults-cnn-'));
 /** Extra worker arguments: its recovery file's place, and its timeline in the log directory. */
-const timelineArgs = (id: string, name: string): string[] => ['--recovery', join(recoveryDir, `${id}-${name}.safetensors`), ...(logDir ? ['--timeline', join(logDir, `${id}-${name}.timeline.json`)] : [])];
+const timelineArgs = (id: string, name: string): string[] => [
+  '--recovery',
+  join(recoveryDir, `${id}-${name}.safetensors`),
+  ...(logDir ? ['--timeline', join(logDir, `${id}-${name}.timeline.json`)] : []),
+];
 
-if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
+if (process.env.RINGTRAIN_NETNS !== '1')
+  throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
 
 /** Resident memory of a process in MB, or 0 once it is gone. */
 /** Passes a worker's stderr on, line by line, tagged with its run and name: the bench's progress. */
 function relay(w: TestWorker, tag: string): TestWorker {
   w.child.stderr!.on('data', (d: string) => {
-    for (const line of String(d).split('\n')) if (line && !line.includes('XDG_RUNTIME_DIR') && !line.includes('--token is visible')) process.stderr.write(`${tag} ${line}\n`);
+    for (const line of String(d).split('\n'))
+      if (line && !line.includes('XDG_RUNTIME_DIR') && !line.includes('--token is visible'))
+        process.stderr.write(`${tag} ${line}\n`);
   });
   return w;
 }
@@ -102,7 +119,13 @@ interface Run {
   peakMb: number[];
 }
 
-async function run(id: string, checks: CheckSets[number], honestPeers: number, fault?: string, faultStep = 0): Promise<Run> {
+async function run(
+  id: string,
+  checks: CheckSets[number],
+  honestPeers: number,
+  fault?: string,
+  faultStep = 0,
+): Promise<Run> {
   const size = honestPeers + (fault ? 1 : 0);
   const job = {
     id,
@@ -110,7 +133,16 @@ async function run(id: string, checks: CheckSets[number], honestPeers: number, f
     config: {
       model: 'cnn',
       optimizer: 'sgd',
-      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, elastic: true, lrSchedule: 'cosine', ...checks.hyperparameters, ...(perPeer ? {} : { globalBatch: GLOBAL_BATCH }) },
+      hyperparameters: {
+        lr: 0.05,
+        momentum: 0.9,
+        seed,
+        steps,
+        elastic: true,
+        lrSchedule: 'cosine',
+        ...checks.hyperparameters,
+        ...(perPeer ? {} : { globalBatch: GLOBAL_BATCH }),
+      },
       batchPerPeer: batch,
       minPeers: 2,
       startPeers: size,
@@ -121,10 +153,26 @@ async function run(id: string, checks: CheckSets[number], honestPeers: number, f
   // (missed + 2), 25 s; a 2 s heartbeat dropped workers whose event loop a loaded machine held.
   const server = await startServer({ jobs: [job], staticDir: null });
   try {
-    const honest = [...Array(honestPeers).keys()].map((i) => relay(startDenoWorker(server.url, job, ['--name', `honest-${i}`, ...timelineArgs(id, `honest-${i}`)]), `[${id} honest-${i}]`));
+    const honest = [...Array(honestPeers).keys()].map((i) =>
+      relay(
+        startDenoWorker(server.url, job, ['--name', `honest-${i}`, ...timelineArgs(id, `honest-${i}`)]),
+        `[${id} honest-${i}]`,
+      ),
+    );
     // The faulty worker joins last, so the survivors hold ranks 0..2 as in the 3-peer honest run.
-    if (fault) await waitFor(() => (server.jobInfo(id)?.size ?? 0) >= honestPeers, 'the honest workers to join the job', honest);
-    const faulty = fault ? relay(startDenoWorker(server.url, job, ['--name', 'faulty', '--chaos', `${fault}@step:${faultStep}`, ...timelineArgs(id, 'faulty')], CHAOS_ENTRY), `[${id} faulty]`) : undefined;
+    if (fault)
+      await waitFor(() => (server.jobInfo(id)?.size ?? 0) >= honestPeers, 'the honest workers to join the job', honest);
+    const faulty = fault
+      ? relay(
+          startDenoWorker(
+            server.url,
+            job,
+            ['--name', 'faulty', '--chaos', `${fault}@step:${faultStep}`, ...timelineArgs(id, 'faulty')],
+            CHAOS_ENTRY,
+          ),
+          `[${id} faulty]`,
+        )
+      : undefined;
     const all = faulty ? [...honest, faulty] : honest;
     const peakMb = honest.map(() => 0);
     const codes: (number | null | undefined)[] = all.map(() => undefined);
@@ -142,7 +190,10 @@ async function run(id: string, checks: CheckSets[number], honestPeers: number, f
       'every worker to exit',
       all,
     );
-    if (logDir) all.forEach((w, i) => writeFileSync(join(logDir, `${id}-${w === faulty ? 'faulty' : `honest-${i}`}.stderr`), w.stderr));
+    if (logDir)
+      all.forEach((w, i) =>
+        writeFileSync(join(logDir, `${id}-${w === faulty ? 'faulty' : `honest-${i}`}.stderr`), w.stderr),
+      );
     return { honest, faulty, codes: codes as (number | null)[], peakMb };
   } finally {
     await server.close();
@@ -154,7 +205,9 @@ async function waitFor(pred: () => boolean, what: string, workers: TestWorker[])
   while (!pred()) {
     if (Date.now() > end) {
       for (const w of workers) w.child.kill('SIGKILL');
-      throw new Error(`timed out waiting for ${what}:\n${workers.map((w) => `rank ${w.rank}: ${w.stderr.slice(-1500)}`).join('\n')}`);
+      throw new Error(
+        `timed out waiting for ${what}:\n${workers.map((w) => `rank ${w.rank}: ${w.stderr.slice(-1500)}`).join('\n')}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -166,13 +219,21 @@ const points = (a: number, b: number) => Number(((a - b) * 100).toFixed(2));
 const maxOf = (xs: number[]) => Number(Math.max(...xs).toFixed(0));
 
 /** What the doubt rule left out, as honest worker 0 saw it: `rank@step` entries. */
-const leftOut = (r: Run) => r.honest[0].events.filter((e) => e.event === 'contribution-left-out').map((e) => `${e.peer}@${e.step}`);
+const leftOut = (r: Run) =>
+  r.honest[0].events.filter((e) => e.event === 'contribution-left-out').map((e) => `${e.peer}@${e.step}`);
 /** Why each honest worker stopped early, if it did: its result's stop, or the last line it wrote before exiting with an error. */
 const stoppedBy = (r: Run) =>
   r.honest.map((w, i) => {
-    if (w.result?.stopped_by) return `${w.result.stopped_by.code}: ${String(w.result.stopped_by.message ?? '').slice(0, 200)}`;
+    if (w.result?.stopped_by)
+      return `${w.result.stopped_by.code}: ${String(w.result.stopped_by.message ?? '').slice(0, 200)}`;
     if (r.codes[i] === 0) return null;
-    return w.stderr.split('\n').filter((l) => l.trim() && !l.includes('XDG_RUNTIME_DIR')).at(-1)?.slice(0, 200) ?? `exit ${r.codes[i]}`;
+    return (
+      w.stderr
+        .split('\n')
+        .filter((l) => l.trim() && !l.includes('XDG_RUNTIME_DIR'))
+        .at(-1)
+        ?.slice(0, 200) ?? `exit ${r.codes[i]}`
+    );
   });
 
 for (const checks of checkSets) {
@@ -184,39 +245,67 @@ for (const checks of checkSets) {
     const honest3 = await run(tag('honest-3'), checks, 3);
     acc4 = mean(accuracy(honest4));
     acc3 = mean(accuracy(honest3));
-    console.log(JSON.stringify({ bench: 'faults-cnn', run: 'honest', checks: checks.name, steps, seed, batch_per_peer: batch, global_batch: perPeer ? null : GLOBAL_BATCH, accuracy_4_peers: acc4, accuracy_3_peers: acc3, left_out_4_peers: leftOut(honest4), left_out_3_peers: leftOut(honest3), peak_rss_mb_4_peers: maxOf(honest4.peakMb), exit_codes: [...honest4.codes, ...honest3.codes] }));
-  }
-
-  for (const faultStep of faultSteps) for (const fault of faults) {
-    const r = await run(tag(`fault-${fault.replace(/[^a-z0-9]/gi, '')}-at-${faultStep}`), checks, 3, fault, faultStep);
-    const bad = r.faulty!.rank;
-    const namedBy = r.honest.filter((w) => w.events.some((e) => e.event === 'peer-misbehaved' && e.peer === bad)).length;
-    const ejected = r.honest.some((w) => w.events.some((e) => e.event === 'peer-left' && e.reason === 'ejected' && e.rank === bad));
-    // Steps the ring completed with the faulty worker in it after the fault's step (step events count completed steps).
-    const lastWith4 = Math.max(0, ...r.honest.flatMap((w) => w.steps.filter((s) => s.size === 4).map((s) => s.step)));
-    const survivors = accuracy(r);
-    const acc = mean(survivors);
     console.log(
       JSON.stringify({
         bench: 'faults-cnn',
+        run: 'honest',
         checks: checks.name,
-        fault,
-        fault_step: faultStep,
-        named_by_honest: `${namedBy}/${r.honest.length}`,
-        ejected,
-        last_step_with_faulty: lastWith4,
-        steps_to_ejection: Math.max(0, lastWith4 - faultStep),
-        left_out: leftOut(r),
-        survivors_finished: r.honest.map((w) => w.result?.steps ?? null),
-        survivors_size: r.honest.map((w) => w.result?.size ?? null),
-        survivor_accuracy: acc,
-        gap_points_vs_3_honest: points(acc, acc3),
-        gap_points_vs_4_honest: points(acc, acc4),
-        peak_rss_mb_honest: maxOf(r.peakMb),
-        exit_codes: r.codes,
-        stopped_by: stoppedBy(r),
+        steps,
+        seed,
+        batch_per_peer: batch,
+        global_batch: perPeer ? null : GLOBAL_BATCH,
+        accuracy_4_peers: acc4,
+        accuracy_3_peers: acc3,
+        left_out_4_peers: leftOut(honest4),
+        left_out_3_peers: leftOut(honest3),
+        peak_rss_mb_4_peers: maxOf(honest4.peakMb),
+        exit_codes: [...honest4.codes, ...honest3.codes],
       }),
     );
   }
+
+  for (const faultStep of faultSteps)
+    for (const fault of faults) {
+      const r = await run(
+        tag(`fault-${fault.replace(/[^a-z0-9]/gi, '')}-at-${faultStep}`),
+        checks,
+        3,
+        fault,
+        faultStep,
+      );
+      const bad = r.faulty!.rank;
+      const namedBy = r.honest.filter((w) =>
+        w.events.some((e) => e.event === 'peer-misbehaved' && e.peer === bad),
+      ).length;
+      const ejected = r.honest.some((w) =>
+        w.events.some((e) => e.event === 'peer-left' && e.reason === 'ejected' && e.rank === bad),
+      );
+      // Steps the ring completed with the faulty worker in it after the fault's step (step events count completed
+      // steps).
+      const lastWith4 = Math.max(0, ...r.honest.flatMap((w) => w.steps.filter((s) => s.size === 4).map((s) => s.step)));
+      const survivors = accuracy(r);
+      const acc = mean(survivors);
+      console.log(
+        JSON.stringify({
+          bench: 'faults-cnn',
+          checks: checks.name,
+          fault,
+          fault_step: faultStep,
+          named_by_honest: `${namedBy}/${r.honest.length}`,
+          ejected,
+          last_step_with_faulty: lastWith4,
+          steps_to_ejection: Math.max(0, lastWith4 - faultStep),
+          left_out: leftOut(r),
+          survivors_finished: r.honest.map((w) => w.result?.steps ?? null),
+          survivors_size: r.honest.map((w) => w.result?.size ?? null),
+          survivor_accuracy: acc,
+          gap_points_vs_3_honest: points(acc, acc3),
+          gap_points_vs_4_honest: points(acc, acc4),
+          peak_rss_mb_honest: maxOf(r.peakMb),
+          exit_codes: r.codes,
+          stopped_by: stoppedBy(r),
+        }),
+      );
+    }
 }
 rmSync(recoveryDir, { recursive: true, force: true });

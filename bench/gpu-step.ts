@@ -27,7 +27,10 @@ import { acquireGpu } from '../src/gpu/device.ts';
 import { DeferredScalars } from '../src/gpu/readback.ts';
 import { opt } from './args.ts';
 
-const batchSizes = opt('batches', '32,256').split(',').map(Number).filter((b) => b > 0);
+const batchSizes = opt('batches', '32,256')
+  .split(',')
+  .map(Number)
+  .filter((b) => b > 0);
 const mlpBatch = Number(opt('mlp-batch', '128'));
 const samples = Number(opt('samples', '8000'));
 const rounds = Number(opt('rounds', '3'));
@@ -43,7 +46,13 @@ interface EpochFigures {
   waitsPerStep: number;
 }
 
-async function epoch(model: Model, optimizer: Optimizer, sink: DeferredScalars, batch: number, deferred: boolean): Promise<EpochFigures> {
+async function epoch(
+  model: Model,
+  optimizer: Optimizer,
+  sink: DeferredScalars,
+  batch: number,
+  deferred: boolean,
+): Promise<EpochFigures> {
   const steps = Math.floor(samples / batch);
   const waits0 = gpu.waits;
   const t0 = performance.now();
@@ -105,5 +114,14 @@ if (mlpBatch > 0) {
     return { model, optimizer: createOptimizer(model, { kind: 'sgd', lr: 0.01, momentum: 0.9 }) };
   });
 }
-console.log(JSON.stringify({ adapter: gpu.info.description, runtime: detectRuntime(), fallback_adapter: gpu.info.isFallbackAdapter, read_every: readEvery, samples, steps: results }));
+console.log(
+  JSON.stringify({
+    adapter: gpu.info.description,
+    runtime: detectRuntime(),
+    fallback_adapter: gpu.info.isFallbackAdapter,
+    read_every: readEvery,
+    samples,
+    steps: results,
+  }),
+);
 gpu.destroy();

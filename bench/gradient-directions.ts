@@ -21,7 +21,8 @@
  * (its accuracy on --test-examples, default 200; the contributions it left out and clipped,
  * counted offline by bench/doubt-replay.ts from --raw; a rank it named ends the run with an error).
  *
- * Usage: deno run -A bench/gradient-directions.ts [--models mlp,cnn] [--ranks 4] [--batch 8] [--steps 300] [--factor 20] [--buckets 256] [--seed 11] [--raw PREFIX]
+ * Usage: deno run -A bench/gradient-directions.ts [--models mlp,cnn] [--ranks 4] [--batch 8] [--steps 300] [--factor 20]
+ * [--buckets 256] [--seed 11] [--raw PREFIX]
  *        [--doubt 6,0.1,2,6] [--test-examples 200]
  */
 import { createMemoryRing } from '../src/comm/rings.ts';
@@ -47,14 +48,27 @@ const seed = Number(opt('seed', '11'));
 const testExamples = Number(opt('test-examples', '200'));
 const doubtFlag = opt('doubt', '');
 const [ratio, cosine, namedAfter, clipRatio] = doubtFlag.split(',').map(Number);
-const guard = doubtFlag ? { direction: false as const, doubt: { ratio, cosine, namedAfter, clipRatio } } : (false as const);
+const guard = doubtFlag
+  ? { direction: false as const, doubt: { ratio, cosine, namedAfter, clipRatio } }
+  : (false as const);
 
 const gpu = await acquireGpu();
 const mnist = await loadMnist();
 const px = 784;
-const train = makeImageDataset({ images: mnist.train.images, labels: mnist.train.labels, height: 28, width: 28, classes: 10 });
-const test = makeImageDataset({ images: mnist.test.images.slice(0, testExamples * px), labels: mnist.test.labels.slice(0, testExamples), height: 28, width: 28, classes: 10 });
-
+const train = makeImageDataset({
+  images: mnist.train.images,
+  labels: mnist.train.labels,
+  height: 28,
+  width: 28,
+  classes: 10,
+});
+const test = makeImageDataset({
+  images: mnist.test.images.slice(0, testExamples * px),
+  labels: mnist.test.labels.slice(0, testExamples),
+  height: 28,
+  width: 28,
+  classes: 10,
+});
 
 for (const model of models) {
   // step -> per-rank sketch and norm
@@ -68,7 +82,18 @@ for (const model of models) {
         comm,
         train,
         test,
-        config: { model, optimizer: 'sgd', epochs: 1, batch, lr: 0.05, momentum: 0.9, weightDecay: 0, seed, steps, guard },
+        config: {
+          model,
+          optimizer: 'sgd',
+          epochs: 1,
+          batch,
+          lr: 0.05,
+          momentum: 0.9,
+          weightDecay: 0,
+          seed,
+          steps,
+          guard,
+        },
         transformGradients: (g, step) => {
           const row = seen.get(step) ?? [];
           row[rank] = { s: sketch(g, buckets, stepSeed(seed, step)), n: l2Norm(g) };
@@ -83,9 +108,19 @@ for (const model of models) {
   const attackRows: DirectionStats[][] = [];
   for (const step of [...seen.keys()].sort((a, b) => a - b)) {
     const row = seen.get(step)!;
-    honestRows.push(directionStats(row.map((x) => x.s), row.map((x) => x.n)));
+    honestRows.push(
+      directionStats(
+        row.map((x) => x.s),
+        row.map((x) => x.n),
+      ),
+    );
     const bad = row.map((x, r) => (r === 0 ? { s: x.s.map((v) => -factor * v), n: factor * x.n } : x));
-    attackRows.push(directionStats(bad.map((x) => x.s), bad.map((x) => x.n)));
+    attackRows.push(
+      directionStats(
+        bad.map((x) => x.s),
+        bad.map((x) => x.n),
+      ),
+    );
   }
   /** Sums of each rank's alignment over every window of w consecutive steps. */
   const windowSums = (rows: DirectionStats[][], w: number, pick: (rank: number) => boolean): number[] => {
@@ -119,6 +154,21 @@ for (const model of models) {
     const sketches = order.map((t) => seen.get(t)!.map((x) => Array.from(x.s, round)));
     await Deno.writeTextFile(`${raw}.${model}.json`, JSON.stringify({ model, ranks, batch, seed, norms, sketches }));
   }
-  console.log(JSON.stringify({ model, ranks, batch, steps: seen.size, factor, buckets, doubt: doubtFlag || null, testExamples, seconds: (performance.now() - t0) / 1000, testAccuracy: results[0].testAccuracy, adapter: gpu.info.description, ...summary }));
+  console.log(
+    JSON.stringify({
+      model,
+      ranks,
+      batch,
+      steps: seen.size,
+      factor,
+      buckets,
+      doubt: doubtFlag || null,
+      testExamples,
+      seconds: (performance.now() - t0) / 1000,
+      testAccuracy: results[0].testAccuracy,
+      adapter: gpu.info.description,
+      ...summary,
+    }),
+  );
 }
 gpu.destroy();

@@ -5,14 +5,15 @@
  * where TF.js's WebGPU backend may be unavailable (its figures are then null).
  *
  * Prints one JSON line with --json:
- *   {"adapter","runtime","fallback_adapter","matmul":[{"n","variant","ours_gflops","blocked_gflops","tiled_gflops","tfjs_gflops"}...],
- *    "skipped":[{"n","why"}],"mlp_step":{"batch","ours_ms","ours_deferred_ms","waits_per_step","deferred_waits_per_step","tfjs_ms"}}
+ * {"adapter","runtime","fallback_adapter","matmul":[{"n","variant","ours_gflops","blocked_gflops","tiled_gflops","tfjs_gflops"}...],
+ * "skipped":[{"n","why"}],"mlp_step":{"batch","ours_ms","ours_deferred_ms","waits_per_step","deferred_waits_per_step","tfjs_ms"}}
  * `variant` is the kernel the adapter's table chose (`ours_gflops`); on
  * hardware adapters both GPU kernels are timed at every size (`blocked_gflops`,
  * `tiled_gflops`: the 128×128 register-blocked one and the 64×64 one).
  * Sizes above 1024 are skipped on fallback (CPU) adapters, where one 4096
  * matmul takes minutes; `skipped` says so.
- * Options: --sizes 256,512,1024,2048,4096  --reps N  --steps N  --rounds N  --no-tfjs  --group-rows 4,8 (hardware adapters: the blocked kernel's banded tile order too)
+ * Options: --sizes 256,512,1024,2048,4096  --reps N  --steps N  --rounds N  --no-tfjs  --group-rows 4,8 (hardware
+ * adapters: the blocked kernel's banded tile order too)
  *
  * Each figure is the best of --rounds timings (default 4), ours and TF.js
  * alternating, so a burst of load from other processes hurts neither side alone.
@@ -137,7 +138,15 @@ async function tfMlpStep(tf: Tf): Promise<number> {
     const e = model.layout.find((l) => l.name === name)!;
     return flat.slice(e.offset, e.offset + e.length);
   };
-  const theirs = createTfMlp(tf, widths, widths.slice(1).map((_, i) => ({ w: inOut(tensor(`dense${i}.weight`), widths[i + 1], widths[i]), b: tensor(`dense${i}.bias`) })), LR, MOMENTUM);
+  const theirs = createTfMlp(
+    tf,
+    widths,
+    widths
+      .slice(1)
+      .map((_, i) => ({ w: inOut(tensor(`dense${i}.weight`), widths[i + 1], widths[i]), b: tensor(`dense${i}.bias`) })),
+    LR,
+    MOMENTUM,
+  );
   model.destroy();
   const x = randomArray(BATCH * 784, 3).map((v) => Math.abs(v));
   const y = Uint32Array.from({ length: BATCH }, (_, i) => i % 10);
@@ -152,8 +161,19 @@ async function tfMlpStep(tf: Tf): Promise<number> {
 const tf = await loadTf();
 const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
 /** `--group-rows 4,8,16`: on hardware adapters, also time the blocked kernel with its tiles walked in bands of that many tile rows. */
-const groupRows = opt('group-rows', '').split(',').map(Number).filter((g) => g > 0);
-const matmul: { n: number; variant: ChosenMatmulVariant; ours_gflops: number | null; blocked_gflops: number | null; tiled_gflops: number | null; tfjs_gflops: number | null; blocked_grouped_gflops?: Record<string, number> }[] = [];
+const groupRows = opt('group-rows', '')
+  .split(',')
+  .map(Number)
+  .filter((g) => g > 0);
+const matmul: {
+  n: number;
+  variant: ChosenMatmulVariant;
+  ours_gflops: number | null;
+  blocked_gflops: number | null;
+  tiled_gflops: number | null;
+  tfjs_gflops: number | null;
+  blocked_grouped_gflops?: Record<string, number>;
+}[] = [];
 const skipped: { n: number; why: string }[] = [];
 for (const n of sizes) {
   if (fallback && n > CPU_MAX_N) {
@@ -168,13 +188,24 @@ for (const n of sizes) {
   let theirs: number | null = tf ? 0 : null;
   for (let r = 0; r < rounds; r++) {
     for (const v of timed) best[v] = Math.max(best[v] ?? 0, await oursMatmul(n, v));
-    if (!fallback) for (const g of groupRows) grouped[g] = Math.max(grouped[g] ?? 0, round(await oursMatmul(n, 'blocked', g))!);
+    if (!fallback)
+      for (const g of groupRows) grouped[g] = Math.max(grouped[g] ?? 0, round(await oursMatmul(n, 'blocked', g))!);
     if (tf) theirs = Math.max(theirs ?? 0, await tfMatmul(tf, n));
   }
   const ours = best[variant] ?? 0;
   const other = (v: ChosenMatmulVariant) => (fallback ? null : round(best[v] ?? null));
-  matmul.push({ n, variant, ours_gflops: round(ours), blocked_gflops: other('blocked'), tiled_gflops: other('tiled'), tfjs_gflops: round(theirs), ...(groupRows.length > 0 && !fallback ? { blocked_grouped_gflops: grouped } : {}) });
-  log(`matmul ${n}: ours (${variant}) ${ours.toFixed(2)} GFLOP/s, blocked ${best.blocked?.toFixed(2) ?? 'n/a'}, tiled ${best.tiled?.toFixed(2) ?? 'n/a'}, tfjs ${theirs?.toFixed(2) ?? 'n/a'} GFLOP/s`);
+  matmul.push({
+    n,
+    variant,
+    ours_gflops: round(ours),
+    blocked_gflops: other('blocked'),
+    tiled_gflops: other('tiled'),
+    tfjs_gflops: round(theirs),
+    ...(groupRows.length > 0 && !fallback ? { blocked_grouped_gflops: grouped } : {}),
+  });
+  log(
+    `matmul ${n}: ours (${variant}) ${ours.toFixed(2)} GFLOP/s, blocked ${best.blocked?.toFixed(2) ?? 'n/a'}, tiled ${best.tiled?.toFixed(2) ?? 'n/a'}, tfjs ${theirs?.toFixed(2) ?? 'n/a'} GFLOP/s`,
+  );
 }
 let synced = { ms: Infinity, waits: 0 };
 let deferred = { ms: Infinity, waits: 0 };
@@ -186,14 +217,24 @@ for (let r = 0; r < rounds; r++) {
   if (d.ms < deferred.ms) deferred = d;
   if (tf) tfStep = Math.min(tfStep ?? Infinity, await tfMlpStep(tf));
 }
-log(`mlp step 784-512-512-10 batch ${BATCH}: ours ${synced.ms.toFixed(3)} ms (loss read every step), ${deferred.ms.toFixed(3)} ms (every ${READ_EVERY}), tfjs ${tfStep?.toFixed(1) ?? 'n/a'} ms`);
+log(
+  `mlp step 784-512-512-10 batch ${BATCH}: ours ${synced.ms.toFixed(3)} ms (loss read every step), ${deferred.ms.toFixed(3)} ms (every ${READ_EVERY}), tfjs ${tfStep?.toFixed(1) ?? 'n/a'} ms`,
+);
 const result = {
   adapter: gpu.info.description,
   runtime: gpu.info.runtime,
   fallback_adapter: fallback,
   matmul,
   skipped,
-  mlp_step: { batch: BATCH, ours_ms: round(synced.ms), ours_deferred_ms: round(deferred.ms), read_every: READ_EVERY, waits_per_step: round(synced.waits), deferred_waits_per_step: round(deferred.waits), tfjs_ms: round(tfStep) },
+  mlp_step: {
+    batch: BATCH,
+    ours_ms: round(synced.ms),
+    ours_deferred_ms: round(deferred.ms),
+    read_every: READ_EVERY,
+    waits_per_step: round(synced.waits),
+    deferred_waits_per_step: round(deferred.waits),
+    tfjs_ms: round(tfStep),
+  },
 };
 if (json) console.log(JSON.stringify(result));
 gpu.destroy();

@@ -11,7 +11,9 @@ import { barrier } from '../src/collectives/barrier.ts';
 import { streamBytes } from '../src/collectives/measure.ts';
 import { now } from '../src/core/events.ts';
 
-const { values } = parseArgs({ options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' } },
+});
 const rank = Number(values.rank);
 const bytes = Number(values.bytes);
 const TICKS = 100; // USER_HZ on Linux
@@ -26,7 +28,7 @@ function threadSeconds(): Map<string, number> {
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       const secs = (Number(fields[11]) + Number(fields[12])) / TICKS; // utime + stime
       // The main thread is the one whose tid is the pid.
-      const key = Number(tid) === process.pid ? "main (JS)" : name;
+      const key = Number(tid) === process.pid ? 'main (JS)' : name;
       out.set(key, (out.get(key) ?? 0) + secs);
     } catch {
       // the thread ended between readdir and read
@@ -44,7 +46,13 @@ function diff(a: Map<string, number>, b: Map<string, number>): Record<string, nu
   return out;
 }
 
-const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000, peerTimeoutMs: 20_000 });
+const comm = await joinLocalRing({
+  dir: values.dir!,
+  rank,
+  size: Number(values.size),
+  connectTimeoutMs: 60_000,
+  peerTimeoutMs: 20_000,
+});
 const other = 1 - rank;
 const phases: Record<string, { seconds: number; cpu: Record<string, number> }> = {};
 for (const [phase, send, recv] of [
@@ -57,7 +65,7 @@ for (const [phase, send, recv] of [
   const t0 = now();
   await streamBytes(comm, comm.nextId(), bytes, send ? other : null, recv ? other : null, 120_000);
   await barrier(comm, { timeoutMs: 60_000 });
-  phases[phase] = { seconds: Math.round((now() - t0)) / 1000, cpu: diff(before, threadSeconds()) };
+  phases[phase] = { seconds: Math.round(now() - t0) / 1000, cpu: diff(before, threadSeconds()) };
 }
 process.stdout.write(JSON.stringify({ rank, phases }) + '\n');
 await comm.close();

@@ -73,7 +73,14 @@ export function measureRun(args: string[]): Promise<RunMeasurement> {
     partial = lines.pop() ?? '';
     for (const line of lines) {
       const m = PROGRESS.exec(line);
-      if (m) marks.push({ step: Number(m[1]), t: performance.now() / 1000, cpu: tree.sample(), machine: machineBusyS(), byName: tree.byName() });
+      if (m)
+        marks.push({
+          step: Number(m[1]),
+          t: performance.now() / 1000,
+          cpu: tree.sample(),
+          machine: machineBusyS(),
+          byName: tree.byName(),
+        });
     }
   });
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -81,9 +88,18 @@ export function measureRun(args: string[]): Promise<RunMeasurement> {
     child.on('exit', (code) => {
       clearInterval(sampler);
       const command = `ringtrain ${args.join(' ')}`;
-      const line = stdout.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+      const line = stdout
+        .trim()
+        .split('\n')
+        .reverse()
+        .find((l) => l.startsWith('{'));
       if (code !== 0 || !line) return reject(new Error(`${command} exited with ${code}: ${stderrTail}`));
-      if (marks.length < 3) return reject(new Error(`${command} printed ${marks.length} progress lines; give it more steps (it needs 3 to measure a window past the first)`));
+      if (marks.length < 3)
+        return reject(
+          new Error(
+            `${command} printed ${marks.length} progress lines; give it more steps (it needs 3 to measure a window past the first)`,
+          ),
+        );
       const result = JSON.parse(line) as Record<string, unknown>;
       const [a, b] = [marks[1], marks.at(-1)!];
       const steps = b.step - a.step;
@@ -97,7 +113,9 @@ export function measureRun(args: string[]): Promise<RunMeasurement> {
         cores_busy: (b.cpu - a.cpu) / seconds,
         others_cores: (b.machine - a.machine - (b.cpu - a.cpu)) / seconds,
         idle_cores: cpus().length - (b.machine - a.machine) / seconds,
-        cpu_s_per_step_by_process: Object.fromEntries(Object.entries(b.byName).map(([k, v]) => [k, Math.round(((v - (a.byName[k] ?? 0)) / steps) * 1e4) / 1e4])),
+        cpu_s_per_step_by_process: Object.fromEntries(
+          Object.entries(b.byName).map(([k, v]) => [k, Math.round(((v - (a.byName[k] ?? 0)) / steps) * 1e4) / 1e4]),
+        ),
         window: { from_step: a.step, to_step: b.step, seconds },
         load_before: loadBefore,
         load_after: loadavg()[0],

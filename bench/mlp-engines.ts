@@ -57,10 +57,46 @@ interface Case {
   tokens: number;
 }
 const CASES: Record<string, Case> = {
-  mlp: { name: 'mlp 784-128-10, batch 64 (the CLI default)', spec: { kind: 'mlp', seed: 1 }, optimizer: { kind: 'sgd', lr: 0.01, momentum: 0.9 }, batch: 64, inputSize: 784, positions: 1, classes: 10, tokens: 0 },
-  'mlp-wide': { name: 'mlp 784-512-512-10, batch 128 (bench/gpu-step.ts)', spec: { kind: 'mlp', seed: 1, hidden: [512, 512] }, optimizer: { kind: 'sgd', lr: 0.01, momentum: 0.9 }, batch: 128, inputSize: 784, positions: 1, classes: 10, tokens: 0 },
-  cnn: { name: 'cnn [8,16], batch 32', spec: { kind: 'cnn', seed: 1 }, optimizer: { kind: 'adamw', lr: 2e-3 }, batch: 32, inputSize: 784, positions: 1, classes: 10, tokens: 0 },
-  transformer: { name: 'transformer (words workload), batch 32', spec: { kind: 'transformer', seed: 1 }, optimizer: { kind: 'adamw', lr: 3e-3 }, batch: 32, inputSize: 32, positions: 32, classes: 27, tokens: 27 },
+  mlp: {
+    name: 'mlp 784-128-10, batch 64 (the CLI default)',
+    spec: { kind: 'mlp', seed: 1 },
+    optimizer: { kind: 'sgd', lr: 0.01, momentum: 0.9 },
+    batch: 64,
+    inputSize: 784,
+    positions: 1,
+    classes: 10,
+    tokens: 0,
+  },
+  'mlp-wide': {
+    name: 'mlp 784-512-512-10, batch 128 (bench/gpu-step.ts)',
+    spec: { kind: 'mlp', seed: 1, hidden: [512, 512] },
+    optimizer: { kind: 'sgd', lr: 0.01, momentum: 0.9 },
+    batch: 128,
+    inputSize: 784,
+    positions: 1,
+    classes: 10,
+    tokens: 0,
+  },
+  cnn: {
+    name: 'cnn [8,16], batch 32',
+    spec: { kind: 'cnn', seed: 1 },
+    optimizer: { kind: 'adamw', lr: 2e-3 },
+    batch: 32,
+    inputSize: 784,
+    positions: 1,
+    classes: 10,
+    tokens: 0,
+  },
+  transformer: {
+    name: 'transformer (words workload), batch 32',
+    spec: { kind: 'transformer', seed: 1 },
+    optimizer: { kind: 'adamw', lr: 3e-3 },
+    batch: 32,
+    inputSize: 32,
+    positions: 32,
+    classes: 27,
+    tokens: 27,
+  },
 };
 
 type MakeModel = (gpu: Gpu, spec: ModelSpec) => Model;
@@ -74,13 +110,21 @@ interface Engine {
 const gpu = await acquireGpu();
 const engines: Engine[] = [
   { name: 'graph', gpu, make: createModel, handles: () => true },
-  { name: 'hand', gpu, make: (g, s) => new HandMlp(g, s as Extract<ModelSpec, { kind: 'mlp' }>), handles: (c) => c.spec.kind === 'mlp' },
+  {
+    name: 'hand',
+    gpu,
+    make: (g, s) => new HandMlp(g, s as Extract<ModelSpec, { kind: 'mlp' }>),
+    handles: (c) => c.spec.kind === 'mlp',
+  },
 ];
 const baseline = opt('baseline', '');
 if (baseline) {
   // Another checkout's engine, on its own device (its own shaders and pipeline cache) from the same adapter.
   const from = (path: string) => import(pathToFileURL(`${baseline.replace(/\/$/, '')}/${path}`).href);
-  const [{ acquireGpu: acquireOther }, { createModel: createOther }] = await Promise.all([from('src/gpu/device.ts'), from('src/engine/create.ts')]);
+  const [{ acquireGpu: acquireOther }, { createModel: createOther }] = await Promise.all([
+    from('src/gpu/device.ts'),
+    from('src/engine/create.ts'),
+  ]);
   engines.push({ name: 'baseline', gpu: await acquireOther(), make: createOther, handles: () => true });
 }
 
@@ -126,10 +170,20 @@ for (const key of opt('cases', 'mlp,mlp-wide').split(',')) {
   const draw = () => (c.tokens ? Math.floor(u() * c.tokens) : u());
   const x = Float32Array.from({ length: c.batch * c.inputSize }, draw);
   const y = Uint32Array.from({ length: c.batch * c.positions }, () => Math.floor(u() * c.classes));
-  const runs = engines.filter((e) => e.handles(c)).map((e) => {
-    const model = e.make(e.gpu, c.spec);
-    return { e, model, optimizer: createOptimizer(model, c.optimizer), sink: new DeferredScalars(e.gpu, READ_EVERY), rates: [] as number[], cpuMs: [] as number[], perStep: {} as Record<string, number> };
-  });
+  const runs = engines
+    .filter((e) => e.handles(c))
+    .map((e) => {
+      const model = e.make(e.gpu, c.spec);
+      return {
+        e,
+        model,
+        optimizer: createOptimizer(model, c.optimizer),
+        sink: new DeferredScalars(e.gpu, READ_EVERY),
+        rates: [] as number[],
+        cpuMs: [] as number[],
+        perStep: {} as Record<string, number>,
+      };
+    });
   type Run = (typeof runs)[number];
   async function time(r: Run, n: number): Promise<number> {
     const before = { ...count(r.e) };
@@ -162,7 +216,18 @@ for (const key of opt('cases', 'mlp,mlp-wide').split(',')) {
   }
   out.push({
     case: c.name,
-    engines: Object.fromEntries(runs.map((r) => [r.e.name, { steps_per_s: round3(median(r.rates)), min: round3(Math.min(...r.rates)), max: round3(Math.max(...r.rates)), cpu_ms_per_step: round3(median(r.cpuMs)), ...r.perStep }])),
+    engines: Object.fromEntries(
+      runs.map((r) => [
+        r.e.name,
+        {
+          steps_per_s: round3(median(r.rates)),
+          min: round3(Math.min(...r.rates)),
+          max: round3(Math.max(...r.rates)),
+          cpu_ms_per_step: round3(median(r.cpuMs)),
+          ...r.perStep,
+        },
+      ]),
+    ),
     ratios: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, round3(median(v))])),
     cpu_ratios: Object.fromEntries(Object.entries(cpuRatios).map(([k, v]) => [k, round3(median(v))])),
   });
@@ -172,6 +237,15 @@ for (const key of opt('cases', 'mlp,mlp-wide').split(',')) {
     r.model.destroy();
   }
 }
-console.log(JSON.stringify({ runtime: detectRuntime(), adapter: gpu.info.description, rounds, steps, read_every: READ_EVERY, cases: out }));
+console.log(
+  JSON.stringify({
+    runtime: detectRuntime(),
+    adapter: gpu.info.description,
+    rounds,
+    steps,
+    read_every: READ_EVERY,
+    cases: out,
+  }),
+);
 for (const e of engines) if (e.gpu !== gpu) e.gpu.destroy();
 gpu.destroy();

@@ -28,7 +28,9 @@ const tensor = (name: string) => {
   const e = model.layout.find((l) => l.name === name)!;
   return flat.slice(e.offset, e.offset + e.length);
 };
-const init = widths.slice(1).map((_, i) => ({ w: inOut(tensor(`dense${i}.weight`), widths[i + 1], widths[i]), b: tensor(`dense${i}.bias`) }));
+const init = widths
+  .slice(1)
+  .map((_, i) => ({ w: inOut(tensor(`dense${i}.weight`), widths[i + 1], widths[i]), b: tensor(`dense${i}.bias`) }));
 
 const tf = await loadTfWebgpu();
 if (!tf) throw new Error('TF.js WebGPU backend unavailable');
@@ -52,13 +54,20 @@ for (let epoch = 0; epoch < epochs; epoch++) {
 const ours = await model.evaluate(test.images, test.labels);
 const tfjs = await theirs.evaluate(test.images, test.labels);
 const r = (v: number) => Math.round(v * 10000) / 10000;
-console.log(JSON.stringify({
-  adapter: gpu.info.description,
-  runtime: gpu.info.runtime,
-  model: `mlp ${widths.join('-')}`,
-  epochs, batch: batchSize, lr, momentum, seed, steps,
-  ours: { test_accuracy: r(ours.accuracy), test_loss: r(ours.loss), ms_per_step: r(oursMs / steps) },
-  tfjs: { test_accuracy: r(tfjs.accuracy), test_loss: r(tfjs.loss), ms_per_step: r(theirsMs / steps) },
-}));
+console.log(
+  JSON.stringify({
+    adapter: gpu.info.description,
+    runtime: gpu.info.runtime,
+    model: `mlp ${widths.join('-')}`,
+    epochs,
+    batch: batchSize,
+    lr,
+    momentum,
+    seed,
+    steps,
+    ours: { test_accuracy: r(ours.accuracy), test_loss: r(ours.loss), ms_per_step: r(oursMs / steps) },
+    tfjs: { test_accuracy: r(tfjs.accuracy), test_loss: r(tfjs.loss), ms_per_step: r(theirsMs / steps) },
+  }),
+);
 theirs.dispose();
 gpu.destroy();

@@ -12,15 +12,34 @@ import { acquireGpu } from '../src/gpu/device.ts';
 import { opt } from './args.ts';
 
 const ints = (name: string, fallback: string) => opt(name, fallback).split(',').map(Number);
-const [layers, width, heads, vocab] = ['layers', 'width', 'heads', 'vocab'].map((k, i) => Number(opt(k, ['12', '768', '12', '50257'][i])));
+const [layers, width, heads, vocab] = ['layers', 'width', 'heads', 'vocab'].map((k, i) =>
+  Number(opt(k, ['12', '768', '12', '50257'][i])),
+);
 const gpu = await acquireGpu();
 for (const context of ints('contexts', '128,1024')) {
   for (const batch of ints('batches', '1,8')) {
     const shape = { layers, width, heads, vocab, context, batch };
     try {
       const spec = { kind: 'transformer' as const, seed: 1, layers, width, heads, vocab, context };
-      const r = planDryRun(gpu, spec, { model: 'transformer', batch, optimizer: 'adamw', lr: 1e-3, momentum: 0.9, weightDecay: 0.01 });
-      console.log(JSON.stringify({ ...shape, params: r.params, planned_gpu_bytes: r.planned_gpu_bytes, by_part: r.planned_gpu_bytes_by_part, largest_buffer: r.largest_buffer, runtime: r.runtime, limits: r.limits }));
+      const r = planDryRun(gpu, spec, {
+        model: 'transformer',
+        batch,
+        optimizer: 'adamw',
+        lr: 1e-3,
+        momentum: 0.9,
+        weightDecay: 0.01,
+      });
+      console.log(
+        JSON.stringify({
+          ...shape,
+          params: r.params,
+          planned_gpu_bytes: r.planned_gpu_bytes,
+          by_part: r.planned_gpu_bytes_by_part,
+          largest_buffer: r.largest_buffer,
+          runtime: r.runtime,
+          limits: r.limits,
+        }),
+      );
     } catch (err) {
       console.log(JSON.stringify({ ...shape, refused: err instanceof Error ? err.message : String(err) }));
     }

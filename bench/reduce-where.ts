@@ -42,12 +42,31 @@ for (const mib of sizes) {
   t0 = performance.now();
   for (let o = 0; o < half; o += SEG) {
     gpu.write(incoming, received.subarray(o, o + SEG), o * 4);
-    gpu.record(planAdd(gpu, { buffer: incoming, offset: o * 4, size: SEG * 4 }, { buffer: grad, offset: o * 4, size: SEG * 4 }, SEG));
+    gpu.record(
+      planAdd(
+        gpu,
+        { buffer: incoming, offset: o * 4, size: SEG * 4 },
+        { buffer: grad, offset: o * 4, size: SEG * 4 },
+        SEG,
+      ),
+    );
     await gpu.readF32(grad, o, SEG); // what the ring sends on
   }
   const gpuMs = performance.now() - t0;
   const gpuCheck = (await gpu.readF32(grad, 0, 4))[3];
   if (Math.abs(cpuCheck - gpuCheck) > 1e-6) throw new Error(`cpu and gpu disagree: ${cpuCheck} vs ${gpuCheck}`);
-  console.log(JSON.stringify({ bench: 'reduce-where', adapter: gpu.info.description, fallback: gpu.info.isFallbackAdapter, mib, segments: half / SEG, cpu_ms: Math.round(cpuMs), gpu_ms: Math.round(gpuMs), cpu_MBps: Math.round((half * 4) / cpuMs / 1e3), gpu_MBps: Math.round((half * 4) / gpuMs / 1e3) }));
+  console.log(
+    JSON.stringify({
+      bench: 'reduce-where',
+      adapter: gpu.info.description,
+      fallback: gpu.info.isFallbackAdapter,
+      mib,
+      segments: half / SEG,
+      cpu_ms: Math.round(cpuMs),
+      gpu_ms: Math.round(gpuMs),
+      cpu_MBps: Math.round((half * 4) / cpuMs / 1e3),
+      gpu_MBps: Math.round((half * 4) / gpuMs / 1e3),
+    }),
+  );
 }
 gpu.destroy();

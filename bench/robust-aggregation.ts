@@ -10,7 +10,8 @@
  * workers' allreduce_bytes over their steps) against the ring allreduce's
  * 2(N-1)/N·n floats, and whether every rank ended with the same weights (CRC-32).
  *
- * Usage: sh scripts/in-netns.sh npx tsx bench/robust-aggregation.ts [--np 4] [--model mlp] [--steps 60] [--batch 32] [--rules mean,median,trimmed-mean:0.25,centered-clip] [--fault-step 2] [--seed 7] [--cases honest,fault]
+ * Usage: sh scripts/in-netns.sh npx tsx bench/robust-aggregation.ts [--np 4] [--model mlp] [--steps 60] [--batch 32]
+ * [--rules mean,median,trimmed-mean:0.25,centered-clip] [--fault-step 2] [--seed 7] [--cases honest,fault]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -36,7 +37,8 @@ const PARAMS: Record<string, number> = { mlp: 784 * 128 + 128 + 128 * 10 + 10 };
 /** On a machine shared with other jobs a worker may be starved for half a minute: a bench waits, where a job would give up. */
 const SLACK = { timeoutMs: 180_000, peerTimeoutMs: 180_000 };
 
-if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
+if (process.env.RINGTRAIN_NETNS !== '1')
+  throw new Error('run inside scripts/in-netns.sh: WebRTC stays inside a private namespace');
 
 interface Worker {
   rank?: number;
@@ -51,7 +53,14 @@ async function run(rule: string, faulty: boolean) {
   const job = {
     id,
     token: `${id}-token`,
-    config: { model, optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, aggregation: rule, evalLimit: 2000, ...SLACK }, batchPerPeer: batch, minPeers: np, maxPeers: np },
+    config: {
+      model,
+      optimizer: 'sgd',
+      hyperparameters: { lr: 0.05, momentum: 0.9, seed, steps, aggregation: rule, evalLimit: 2000, ...SLACK },
+      batchPerPeer: batch,
+      minPeers: np,
+      maxPeers: np,
+    },
   };
   // A worker compiling kernels on a loaded CPU adapter misses heartbeats: a minute, as `run` allows.
   const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
@@ -61,11 +70,34 @@ async function run(rule: string, faulty: boolean) {
     const workers = Array.from({ length: np }, (_, i) => {
       const chaos = faulty && i === np - 1;
       const fault = chaos ? ['--chaos', `scale:-20@step:${faultStep}`] : [];
-      const child = spawn('node_modules/.bin/deno', ['run', '-A', chaos ? CHAOS_ENTRY : 'src/cli/main.ts', 'worker', '--server', server.url, '--job', job.id, '--name', `w-${i}`, '--events', '--recovery', join(recovery, `w-${i}.safetensors`), ...fault], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, [TOKEN_ENV]: job.token },
-      });
-      const w: Worker = { steps: [], stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+      const child = spawn(
+        'node_modules/.bin/deno',
+        [
+          'run',
+          '-A',
+          chaos ? CHAOS_ENTRY : 'src/cli/main.ts',
+          'worker',
+          '--server',
+          server.url,
+          '--job',
+          job.id,
+          '--name',
+          `w-${i}`,
+          '--events',
+          '--recovery',
+          join(recovery, `w-${i}.safetensors`),
+          ...fault,
+        ],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, [TOKEN_ENV]: job.token },
+        },
+      );
+      const w: Worker = {
+        steps: [],
+        stderr: '',
+        exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+      };
       forEachLine(child.stdout!, (line) => {
         if (!line.startsWith('{')) return;
         const m = JSON.parse(line) as Record<string, unknown>;
@@ -83,7 +115,11 @@ async function run(rule: string, faulty: boolean) {
     const last = rank0.steps.at(-1);
     const stepsDone = Number(r.steps ?? last?.step ?? 0);
     const crcs = workers.map((w) => w.result?.weights_crc32 ?? null);
-    const bytesPerStep = workers.map((w) => (w.result && Number(w.result.steps) > 0 ? Math.round(Number(w.result.allreduce_bytes) / Number(w.result.steps)) : null));
+    const bytesPerStep = workers.map((w) =>
+      w.result && Number(w.result.steps) > 0
+        ? Math.round(Number(w.result.allreduce_bytes) / Number(w.result.steps))
+        : null,
+    );
     const params = PARAMS[model];
     return {
       bench: 'robust-aggregation',
@@ -98,11 +134,21 @@ async function run(rule: string, faulty: boolean) {
       stopped_by: (r.stopped_by as { message?: string } | null)?.message ?? null,
       steps_done: stepsDone,
       test_accuracy: typeof r.test_accuracy === 'number' && Number.isFinite(r.test_accuracy) ? r.test_accuracy : null,
-      steps_per_s: from && last && last.step > from.step ? Number(((last.step - from.step) / ((last.at - from.at) / 1000)).toFixed(3)) : null,
+      steps_per_s:
+        from && last && last.step > from.step
+          ? Number(((last.step - from.step) / ((last.at - from.at) / 1000)).toFixed(3))
+          : null,
       bytes_per_step_by_rank: bytesPerStep,
       ring_bytes_per_step: params ? Math.round(((2 * (np - 1)) / np) * params * 4) : null,
       same_weights: crcs.every((c) => c !== null && c === crcs[0]),
-      ...(codes.some((c) => c !== 0) ? { stderr_tail: rank0.stderr.split('\n').filter((l) => l.trim() && !l.includes('XDG_RUNTIME_DIR')).slice(-3) } : {}),
+      ...(codes.some((c) => c !== 0)
+        ? {
+            stderr_tail: rank0.stderr
+              .split('\n')
+              .filter((l) => l.trim() && !l.includes('XDG_RUNTIME_DIR'))
+              .slice(-3),
+          }
+        : {}),
     };
   } finally {
     await server.close();

@@ -23,7 +23,8 @@ const inputs = Array.from({ length: np }, () => Float32Array.from({ length }, ()
 async function once(rule: string): Promise<number> {
   const comms = createMemoryRing(np);
   const t0 = performance.now();
-  if (rule === 'ring') await Promise.all(comms.map((c, r) => allreduceInPlace(c, inputs[r].slice(), { name: 'g', op: 'average' })));
+  if (rule === 'ring')
+    await Promise.all(comms.map((c, r) => allreduceInPlace(c, inputs[r].slice(), { name: 'g', op: 'average' })));
   else await Promise.all(comms.map((c, r) => robustAllreduce(c, inputs[r], parseAggregation(rule), { name: 'g' })));
   const ms = performance.now() - t0;
   comms.forEach((c) => c.close());
@@ -36,4 +37,13 @@ const times: Record<string, number[]> = Object.fromEntries(rules.map((r) => [r, 
 for (let i = 0; i < repeats; i++) for (const r of rules) times[r].push(await once(r));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const ms = Object.fromEntries(rules.map((r) => [r, Number(median(times[r]).toFixed(1))]));
-console.log(JSON.stringify({ bench: 'robust-cost', np, length, repeats, median_ms_all_ranks_one_process: ms, vs_ring: Object.fromEntries(rules.map((r) => [r, Number((ms[r] / ms.ring).toFixed(2))])) }));
+console.log(
+  JSON.stringify({
+    bench: 'robust-cost',
+    np,
+    length,
+    repeats,
+    median_ms_all_ranks_one_process: ms,
+    vs_ring: Object.fromEntries(rules.map((r) => [r, Number((ms[r] / ms.ring).toFixed(2))])),
+  }),
+);

@@ -27,7 +27,13 @@ function arg(name: string, fallback: number): number {
 }
 const SIGNALS = arg('signals', 20_000);
 const PEERS = arg('peers', 16);
-const candidate = { candidate: { candidate: 'candidate:1 1 udp 2122260223 10.213.0.1 54321 typ host generation 0', sdpMid: '0', sdpMLineIndex: 0 } };
+const candidate = {
+  candidate: {
+    candidate: 'candidate:1 1 udp 2122260223 10.213.0.1 54321 typ host generation 0',
+    sdpMid: '0',
+    sdpMLineIndex: 0,
+  },
+};
 
 const job = (id: string, maxPeers: number) => ({
   id,
@@ -56,7 +62,11 @@ async function relayRate(url: string, jobId: string, n: number): Promise<number>
 }
 
 const unlimited = { capacity: 1e9, refillPerS: 1e9 };
-const server = await startServer({ staticDir: null, jobs: [job('join', PEERS), job('relay', 2)], rateLimit: unlimited });
+const server = await startServer({
+  staticDir: null,
+  jobs: [job('join', PEERS), job('relay', 2)],
+  rateLimit: unlimited,
+});
 const joinMs: number[] = [];
 const joined = [];
 for (let i = 0; i < PEERS; i++) {
@@ -69,7 +79,11 @@ const relayPerS = await relayRate(server.url, 'relay', SIGNALS);
 await server.close();
 
 // Under flood, rate limit lifted: the flooder (job 'noisy') sends as fast as it can, never cut off.
-const flooded = await startServer({ staticDir: null, jobs: [job('quiet', 2), job('noisy', 2)], rateLimit: { capacity: 1e9, refillPerS: 1e9 } });
+const flooded = await startServer({
+  staticDir: null,
+  jobs: [job('quiet', 2), job('noisy', 2)],
+  rateLimit: { capacity: 1e9, refillPerS: 1e9 },
+});
 const flooder = new WebSocket(flooded.wsUrl);
 await new Promise((r) => flooder.once('open', r));
 flooder.send(JSON.stringify({ type: 'join', protocol: PROTOCOL_VERSION, job: 'noisy', token: 't', runtime: 'node' }));
@@ -96,11 +110,15 @@ function wsFrom(localAddress: string): WebSocketConstructor {
   } as unknown as WebSocketConstructor;
 }
 async function silent(wsUrl: string, localAddress: string, n: number): Promise<WebSocket[]> {
-  const tries = Array.from({ length: n }, () => new Promise<WebSocket | null>((resolve) => {
-    const ws = new WebSocket(wsUrl, { localAddress });
-    ws.once('open', () => resolve(ws));
-    ws.once('error', () => resolve(null));
-  }));
+  const tries = Array.from(
+    { length: n },
+    () =>
+      new Promise<WebSocket | null>((resolve) => {
+        const ws = new WebSocket(wsUrl, { localAddress });
+        ws.once('open', () => resolve(ws));
+        ws.once('error', () => resolve(null));
+      }),
+  );
   return (await Promise.all(tries)).filter((w): w is WebSocket => w !== null);
 }
 async function timedJoin(url: string, from: string): Promise<number> {
@@ -114,7 +132,9 @@ const held = await startServer({ staticDir: null, jobs: [job('held', 2)] });
 const joinQuietMs = await timedJoin(held.url, '127.0.0.3');
 const oneAddress = await silent(held.wsUrl, '127.0.0.2', 1030);
 const joinUnderSilentSocketsMs = await timedJoin(held.url, '127.0.0.3');
-const spread = (await Promise.all(Array.from({ length: 70 }, (_, i) => silent(held.wsUrl, `127.0.0.${10 + i}`, 16)))).flat();
+const spread = (
+  await Promise.all(Array.from({ length: 70 }, (_, i) => silent(held.wsUrl, `127.0.0.${10 + i}`, 16)))
+).flat();
 const joinUnderSpreadSilentSocketsMs = await timedJoin(held.url, '127.0.0.4');
 const heldText = await held.metricsText();
 for (const ws of [...oneAddress, ...spread]) ws.terminate();
@@ -134,7 +154,9 @@ console.log(
     joinUnderSilentSocketsMs: Number(joinUnderSilentSocketsMs.toFixed(2)),
     silentSocketsHeld: oneAddress.length,
     joinUnderSpreadSilentSocketsMs: Number(joinUnderSpreadSilentSocketsMs.toFixed(2)),
-    refusals: Object.fromEntries([...heldText.matchAll(/^ringtrain_refusals_total\{reason="([^"]+)"\} (\d+)/gm)].map((m) => [m[1], Number(m[2])])),
+    refusals: Object.fromEntries(
+      [...heldText.matchAll(/^ringtrain_refusals_total\{reason="([^"]+)"\} (\d+)/gm)].map((m) => [m[1], Number(m[2])]),
+    ),
     note: 'flood: another job sending 2 KB frames to a missing rank as fast as one socket can (each answered with an error)',
   }),
 );

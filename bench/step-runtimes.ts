@@ -7,7 +7,8 @@
  *
  *   npx tsx bench/step-runtimes.ts [gpu-step options…]
  *
- * Prints one JSON line: {"node":{…},"deno":{…},"deno_over_node":[{"model","batch","deferred_samples_per_s","synced_samples_per_s"}]}
+ * Prints one JSON line:
+ * {"node":{…},"deno":{…},"deno_over_node":[{"model","batch","deferred_samples_per_s","synced_samples_per_s"}]}
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +25,10 @@ interface StepRow {
 
 function runUnder(runtime: 'node' | 'deno'): { steps: StepRow[] } & Record<string, unknown> {
   const [exe] = cliCommand(runtime);
-  const argv = runtime === 'deno' ? ['run', '-A', 'bench/gpu-step.ts', ...args] : ['--import', 'tsx', 'bench/gpu-step.ts', ...args];
+  const argv =
+    runtime === 'deno'
+      ? ['run', '-A', 'bench/gpu-step.ts', ...args]
+      : ['--import', 'tsx', 'bench/gpu-step.ts', ...args];
   const r = spawnSync(exe, argv, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 24 });
   const line = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !line.startsWith('{')) {
@@ -38,6 +42,11 @@ const deno = runUnder('deno');
 const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 1000) / 1000 : null);
 const denoOverNode = deno.steps.map((d, i) => {
   const n = node.steps[i];
-  return { model: d.model, batch: d.batch, deferred_samples_per_s: ratio(d.deferred_samples_per_s, n.deferred_samples_per_s), synced_samples_per_s: ratio(d.synced_samples_per_s, n.synced_samples_per_s) };
+  return {
+    model: d.model,
+    batch: d.batch,
+    deferred_samples_per_s: ratio(d.deferred_samples_per_s, n.deferred_samples_per_s),
+    synced_samples_per_s: ratio(d.synced_samples_per_s, n.synced_samples_per_s),
+  };
 });
 console.log(JSON.stringify({ node, deno, deno_over_node: denoOverNode }));

@@ -78,7 +78,9 @@ export function createTfCnn(tf: Tf, init: TfCnnInit, lr: number, momentum: numbe
   const poolGrad = (dy: Tf, input: Tf, output: Tf) =>
     tf.engine().runKernel('MaxPoolGrad', { dy, input, output }, { filterSize: 2, strides: 2, pad: 'valid' });
   const filterGrad = (x: Tf, dy: Tf, filterShape: number[]) =>
-    tf.engine().runKernel('Conv2DBackpropFilter', { x, dy }, { strides: 1, pad: 'same', dataFormat: 'NHWC', filterShape });
+    tf
+      .engine()
+      .runKernel('Conv2DBackpropFilter', { x, dy }, { strides: 1, pad: 'same', dataFormat: 'NHWC', filterShape });
 
   return {
     async step(xData, labels) {

@@ -35,7 +35,13 @@ export function inOut(w: Float32Array, out: number, inF: number): Float32Array {
   return t;
 }
 
-export function createTfMlp(tf: Tf, widths: number[], init: { w: Float32Array; b: Float32Array }[], lr: number, momentum: number): TfMlp {
+export function createTfMlp(
+  tf: Tf,
+  widths: number[],
+  init: { w: Float32Array; b: Float32Array }[],
+  lr: number,
+  momentum: number,
+): TfMlp {
   const L = widths.length - 1;
   const W = init.map((p, i) => tf.variable(tf.tensor2d(p.w, [widths[i], widths[i + 1]])));
   const B = init.map((p, i) => tf.variable(tf.tensor1d(p.b)));
@@ -45,7 +51,8 @@ export function createTfMlp(tf: Tf, widths: number[], init: { w: Float32Array; b
 
   const forward = (x: Tf): Tf[] => {
     const acts = [x];
-    for (let i = 0; i < L; i++) acts.push(tf.fused.matMul({ a: acts[i], b: W[i], bias: B[i], activation: i + 1 < L ? 'relu' : 'linear' }));
+    for (let i = 0; i < L; i++)
+      acts.push(tf.fused.matMul({ a: acts[i], b: W[i], bias: B[i], activation: i + 1 < L ? 'relu' : 'linear' }));
     return acts;
   };
   const oneHot = (labels: ArrayLike<number>) => tf.oneHot(tf.tensor1d(Array.from(labels), 'int32'), classes);
@@ -81,7 +88,9 @@ export function createTfMlp(tf: Tf, widths: number[], init: { w: Float32Array; b
         const x = tf.tensor2d(xData, [n, widths[0]]);
         const y = oneHot(labels);
         const logits = forward(x)[L];
-        const correct = tf.sum(tf.cast(tf.equal(tf.argMax(logits, 1), tf.tensor1d(Array.from(labels), 'int32')), 'float32'));
+        const correct = tf.sum(
+          tf.cast(tf.equal(tf.argMax(logits, 1), tf.tensor1d(Array.from(labels), 'int32')), 'float32'),
+        );
         const loss = tf.neg(tf.sum(tf.mul(y, tf.logSoftmax(logits))));
         return [correct, loss];
       });

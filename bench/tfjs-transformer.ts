@@ -47,31 +47,73 @@ const LAYER_NORM_EPS = 1e-5;
 /** Added to masked scores: exp of it underflows to exactly 0 in f32. */
 const MASKED = -1e9;
 
-export function createTfTransformer(tf: Tf, shape: TfTransformerShape, tensors: Record<string, Float32Array>, hyper: AdamwHyper): TfTransformer {
+export function createTfTransformer(
+  tf: Tf,
+  shape: TfTransformerShape,
+  tensors: Record<string, Float32Array>,
+  hyper: AdamwHyper,
+): TfTransformer {
   const { vocab, context: T, width: D, heads: H } = shape;
   const dh = D / H;
   const variable = (name: string, dims: number[]) => {
     const values = tensors[name];
     const size = dims.reduce((a, b) => a * b, 1);
-    if (!values || values.length !== size) throw new Error(`tfjs-transformer: tensor ${name} needs ${size} values [${dims}], got ${values?.length ?? 'none'}`);
+    if (!values || values.length !== size)
+      throw new Error(
+        `tfjs-transformer: tensor ${name} needs ${size} values [${dims}], got ${values?.length ?? 'none'}`,
+      );
     return tf.variable(tf.tensor(values, dims), true, name);
   };
   const ln = (prefix: string) => ({ w: variable(`${prefix}.weight`, [D]), b: variable(`${prefix}.bias`, [D]) });
-  const linear = (prefix: string, out: number, inF: number) => ({ w: variable(`${prefix}.weight`, [out, inF]), b: variable(`${prefix}.bias`, [out]) });
+  const linear = (prefix: string, out: number, inF: number) => ({
+    w: variable(`${prefix}.weight`, [out, inF]),
+    b: variable(`${prefix}.bias`, [out]),
+  });
   // Created in the state dict's order, so the variables list reads like docs/MODELS.md's table.
   const tok = variable('tok.weight', [vocab, D]);
   const pos = variable('pos.weight', [T, D]);
   const blocks = Array.from({ length: shape.layers }, (_, n) => {
     const p = `blocks.${n}`;
-    return { ln1: ln(`${p}.ln1`), qkv: linear(`${p}.qkv`, 3 * D, D), proj: linear(`${p}.proj`, D, D), ln2: ln(`${p}.ln2`), fc: linear(`${p}.fc`, 4 * D, D), out: linear(`${p}.out`, D, 4 * D) };
+    return {
+      ln1: ln(`${p}.ln1`),
+      qkv: linear(`${p}.qkv`, 3 * D, D),
+      proj: linear(`${p}.proj`, D, D),
+      ln2: ln(`${p}.ln2`),
+      fc: linear(`${p}.fc`, 4 * D, D),
+      out: linear(`${p}.out`, D, 4 * D),
+    };
   });
   const lnf = ln('lnf');
   const head = linear('head', vocab, D);
-  const params: Tf[] = [tok, pos, ...blocks.flatMap((b) => [b.ln1.w, b.ln1.b, b.qkv.w, b.qkv.b, b.proj.w, b.proj.b, b.ln2.w, b.ln2.b, b.fc.w, b.fc.b, b.out.w, b.out.b]), lnf.w, lnf.b, head.w, head.b];
+  const params: Tf[] = [
+    tok,
+    pos,
+    ...blocks.flatMap((b) => [
+      b.ln1.w,
+      b.ln1.b,
+      b.qkv.w,
+      b.qkv.b,
+      b.proj.w,
+      b.proj.b,
+      b.ln2.w,
+      b.ln2.b,
+      b.fc.w,
+      b.fc.b,
+      b.out.w,
+      b.out.b,
+    ]),
+    lnf.w,
+    lnf.b,
+    head.w,
+    head.b,
+  ];
   const m = params.map((p) => tf.variable(tf.zerosLike(p), false));
   const v = params.map((p) => tf.variable(tf.zerosLike(p), false));
   // Query i may look at keys 0..i: 0 on and below the diagonal, MASKED above.
-  const mask = tf.tensor2d(Float32Array.from({ length: T * T }, (_, k) => (k % T > Math.floor(k / T) ? MASKED : 0)), [T, T]);
+  const mask = tf.tensor2d(
+    Float32Array.from({ length: T * T }, (_, k) => (k % T > Math.floor(k / T) ? MASKED : 0)),
+    [T, T],
+  );
   const scale = 1 / Math.sqrt(dh);
   let stepCount = 0;
 
@@ -111,7 +153,10 @@ export function createTfTransformer(tf: Tf, shape: TfTransformerShape, tensors: 
       stepCount++;
       return tf.tidy(() => {
         const ids = tf.tensor2d(Int32Array.from(idsData), [B, T], 'int32');
-        const targets = tf.tensor1d(Int32Array.from(targetsData, (t) => Math.max(t, 0)), 'int32');
+        const targets = tf.tensor1d(
+          Int32Array.from(targetsData, (t) => Math.max(t, 0)),
+          'int32',
+        );
         const counts = tf.tensor1d(Float32Array.from(targetsData, (t) => (t >= 0 ? 1 : 0)));
         const { value, grads } = tf.variableGrads(() => {
           const logp = tf.logSoftmax(forward(ids, B));

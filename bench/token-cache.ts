@@ -22,7 +22,9 @@ import { opt } from './args.ts';
 
 /** `mb` MB of Brown paragraphs at `path`, shuffled afresh each pass over them. */
 function writeText(path: string, mb: number): void {
-  const paragraphs = loadText('@brown').text.split('\n').filter((p) => p.length > 0);
+  const paragraphs = loadText('@brown')
+    .text.split('\n')
+    .filter((p) => p.length > 0);
   const random = mulberry32(1);
   const fd = openSync(path, 'w');
   const encoder = new TextEncoder();

@@ -56,19 +56,33 @@ function cpuSeconds(pid: number | undefined): number | undefined {
 const PROGRESS = /^step (\d+)\/\d+, loss ([\d.]+), \d+ samples\/s, ([\d.]+) s$/;
 
 /** The curve in `train`'s progress lines (step k/N, loss, samples/s, seconds) and its evaluations. */
-function parseLog(stderr: string, cpuAt: Map<number, number> = new Map()): { curve: Progress[]; evaluations: { step: number; val_loss: number }[] } {
+function parseLog(
+  stderr: string,
+  cpuAt: Map<number, number> = new Map(),
+): { curve: Progress[]; evaluations: { step: number; val_loss: number }[] } {
   const curve: Progress[] = [];
   const evaluations: { step: number; val_loss: number }[] = [];
   for (const line of stderr.split('\n')) {
     const p = PROGRESS.exec(line);
-    if (p) curve.push({ step: Number(p[1]), loss: Number(p[2]), seconds: Number(p[3]), ...(cpuAt.has(Number(p[1])) ? { cpu_seconds: cpuAt.get(Number(p[1])) } : {}) });
+    if (p)
+      curve.push({
+        step: Number(p[1]),
+        loss: Number(p[2]),
+        seconds: Number(p[3]),
+        ...(cpuAt.has(Number(p[1])) ? { cpu_seconds: cpuAt.get(Number(p[1])) } : {}),
+      });
     const e = /^epoch \d+: step (\d+), .*test loss ([\d.]+)/.exec(line);
     if (e) evaluations.push({ step: Number(e[1]), val_loss: Number(e[2]) });
   }
   return { curve, evaluations };
 }
 
-function summary(stderr: string, stdout: string, extra: Record<string, unknown>, cpuAt?: Map<number, number>): Record<string, unknown> {
+function summary(
+  stderr: string,
+  stdout: string,
+  extra: Record<string, unknown>,
+  cpuAt?: Map<number, number>,
+): Record<string, unknown> {
   const { curve, evaluations } = parseLog(stderr, cpuAt);
   const last = stdout.trim().split('\n').pop() ?? '';
   const result = last.startsWith('{') ? (JSON.parse(last) as Record<string, unknown>) : undefined;
@@ -82,7 +96,10 @@ function summary(stderr: string, stdout: string, extra: Record<string, unknown>,
   const [first, final] = [reads[0], reads.at(-1)];
   const span = first && final ? final.step - first.step : 0;
   const perStep = span > 0 ? (final!.seconds - first!.seconds) / span : NaN;
-  const cpuPerStep = span > 0 && first!.cpu_seconds !== undefined && final!.cpu_seconds !== undefined ? (final!.cpu_seconds - first!.cpu_seconds) / span : NaN;
+  const cpuPerStep =
+    span > 0 && first!.cpu_seconds !== undefined && final!.cpu_seconds !== undefined
+      ? (final!.cpu_seconds - first!.cpu_seconds) / span
+      : NaN;
   return {
     bench: 'transformer-vs-torch',
     ...extra,
@@ -103,8 +120,25 @@ function summary(stderr: string, stdout: string, extra: Record<string, unknown>,
   };
 }
 
-function runOnce(runtime: 'node' | 'deno', seed: number, steps: number, logDir: string | undefined, evalLimit: string | undefined): Promise<Record<string, unknown>> {
-  const trainArgs = ['train', '--model', 'transformer', '--seed', String(seed), '--steps', String(steps), '--json', '--runtime', runtime];
+function runOnce(
+  runtime: 'node' | 'deno',
+  seed: number,
+  steps: number,
+  logDir: string | undefined,
+  evalLimit: string | undefined,
+): Promise<Record<string, unknown>> {
+  const trainArgs = [
+    'train',
+    '--model',
+    'transformer',
+    '--seed',
+    String(seed),
+    '--steps',
+    String(steps),
+    '--json',
+    '--runtime',
+    runtime,
+  ];
   if (evalLimit) trainArgs.push('--eval-limit', evalLimit);
   // The runtime's own process, not a parent that re-executes it: its /proc entry counts the training's CPU time.
   const [exe, ...pre] = cliCommand(runtime);
@@ -130,7 +164,12 @@ function runOnce(runtime: 'node' | 'deno', seed: number, steps: number, logDir: 
     child.on('exit', (code) => {
       errLog?.end();
       outLog?.end();
-      const extra = { runtime, seed, eval_limit: evalLimit ? Number(evalLimit) : null, command: `ringtrain ${trainArgs.join(' ')}` };
+      const extra = {
+        runtime,
+        seed,
+        eval_limit: evalLimit ? Number(evalLimit) : null,
+        command: `ringtrain ${trainArgs.join(' ')}`,
+      };
       resolve({ ...summary(stderr, stdout, extra, cpuAt), exit_code: code });
     });
   });
@@ -139,7 +178,11 @@ function runOnce(runtime: 'node' | 'deno', seed: number, steps: number, logDir: 
 const parse = args.indexOf('--parse');
 if (parse >= 0) {
   const [errFile, outFile] = [args[parse + 1], args[parse + 2]];
-  console.log(JSON.stringify(summary(readFileSync(errFile, 'utf8'), outFile ? readFileSync(outFile, 'utf8') : '', { log: errFile })));
+  console.log(
+    JSON.stringify(
+      summary(readFileSync(errFile, 'utf8'), outFile ? readFileSync(outFile, 'utf8') : '', { log: errFile }),
+    ),
+  );
 } else {
   const runtimes = opt('runtimes', 'node,deno').split(',');
   const seeds = opt('seeds', '0,1').split(',').map(Number);
@@ -149,5 +192,7 @@ if (parse >= 0) {
   const evalLimit = args.includes('--eval-limit') ? opt('eval-limit', '') : undefined;
   if (logDir) mkdirSync(logDir, { recursive: true });
   // One run at a time: each is a whole CPU-adapter training run.
-  for (const runtime of runtimes) for (const seed of seeds) console.log(JSON.stringify(await runOnce(runtime as 'node' | 'deno', seed, steps, logDir, evalLimit)));
+  for (const runtime of runtimes)
+    for (const seed of seeds)
+      console.log(JSON.stringify(await runOnce(runtime as 'node' | 'deno', seed, steps, logDir, evalLimit)));
 }

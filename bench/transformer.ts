@@ -57,12 +57,19 @@ const batchSize = Number(opt('batch', '256'));
 const seed = Number(opt('seed', '1'));
 /** `--tfjs off`: ours alone (TF.js's steps on a software adapter take minutes at batch 256). */
 const withTfjs = opt('tfjs', 'on') !== 'off';
-for (const [name, value, least] of [['steps', steps, 1], ['warmup', warmup, 0], ['rounds', rounds, 1], ['batch', batchSize, 1]] as const) {
-  if (!Number.isInteger(value) || value < least) throw new Error(`--${name} must be an integer ≥ ${least}, got ${value}`);
+for (const [name, value, least] of [
+  ['steps', steps, 1],
+  ['warmup', warmup, 0],
+  ['rounds', rounds, 1],
+  ['batch', batchSize, 1],
+] as const) {
+  if (!Number.isInteger(value) || value < least)
+    throw new Error(`--${name} must be an integer ≥ ${least}, got ${value}`);
 }
 const hyper: AdamwHyper = { lr: 3e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01 };
 const shape = TRANSFORMER_DEFAULTS;
-const log = (what: unknown) => console.error(`bench/transformer: ${typeof what === 'string' ? what : JSON.stringify(what)}`);
+const log = (what: unknown) =>
+  console.error(`bench/transformer: ${typeof what === 'string' ? what : JSON.stringify(what)}`);
 
 /** CPU seconds (user + system, every thread) this process has used. */
 function cpuSeconds(): number {
@@ -86,7 +93,13 @@ for (const b of batches(words.train, { batchSize, seed, replacement: true })) {
 }
 
 const model = createModel(gpu, { kind: 'transformer', seed });
-const optimizer = createOptimizer(model, { kind: 'adamw', lr: hyper.lr, betas: [hyper.beta1, hyper.beta2], eps: hyper.eps, weightDecay: hyper.weightDecay });
+const optimizer = createOptimizer(model, {
+  kind: 'adamw',
+  lr: hyper.lr,
+  betas: [hyper.beta1, hyper.beta2],
+  eps: hyper.eps,
+  weightDecay: hyper.weightDecay,
+});
 const flat = await model.readParams();
 const init = Object.fromEntries(model.layout.map((e) => [e.name, flat.slice(e.offset, e.offset + e.length)]));
 
@@ -103,7 +116,8 @@ async function loadTf(): Promise<{ tf: Tf } | { error: string }> {
   }
   const tf = await import('@tensorflow/tfjs-core');
   await import('@tensorflow/tfjs-backend-webgpu');
-  if (!(await tf.setBackend('webgpu'))) return { error: 'tf.setBackend("webgpu") failed: TF.js found no WebGPU adapter' };
+  if (!(await tf.setBackend('webgpu')))
+    return { error: 'tf.setBackend("webgpu") failed: TF.js found no WebGPU adapter' };
   await tf.ready();
   try {
     await loadTfGradients(runtime === 'node');
@@ -129,7 +143,11 @@ const checkLoss = async (b: Batch) => {
   const ours = await model.forwardBackward(b.x, b.labels);
   optimizer.step();
   const tfjs = theirs ? await readTf(theirs.step(b.x, b.labels)) : null;
-  return { ours: round4(ours), tfjs: tfjs === null ? null : round4(tfjs), diff: tfjs === null ? null : Math.abs(ours - tfjs) };
+  return {
+    ours: round4(ours),
+    tfjs: tfjs === null ? null : round4(tfjs),
+    diff: tfjs === null ? null : Math.abs(ours - tfjs),
+  };
 };
 const first = await checkLoss(drawn[0]);
 const second = await checkLoss(drawn[1]);
@@ -151,7 +169,8 @@ async function runTfjs(part: Batch[], into: ReturnType<typeof side> | undefined)
   let last: Tf;
   for (const [i, b] of part.entries()) {
     const loss = theirs!.step(b.x, b.labels);
-    if (i + 1 < part.length) loss.dispose(); // disposing a pending tensor does not wait for it
+    if (i + 1 < part.length)
+      loss.dispose(); // disposing a pending tensor does not wait for it
     else last = loss;
   }
   const loss = await readTf(last);
@@ -194,25 +213,27 @@ const figures = (s: ReturnType<typeof side>) => ({
 });
 const oursFigures = figures(ours);
 const tfFigures = theirs ? figures(tfjs) : null;
-console.log(JSON.stringify({
-  bench: 'transformer',
-  runtime,
-  adapter: gpu.info.description,
-  batch: batchSize,
-  steps,
-  rounds,
-  warmup,
-  seed,
-  ours: oursFigures,
-  tfjs: tfFigures,
-  tfjs_over_ours: tfFigures ? round4(tfFigures.tokens_per_s / oursFigures.tokens_per_s) : null,
-  tfjs_over_ours_cpu: tfFigures ? round4(tfFigures.cpu_s_per_step / oursFigures.cpu_s_per_step) : null,
-  first_loss: { ours: first.ours, tfjs: first.tfjs },
-  second_loss: { ours: second.ours, tfjs: second.tfjs },
-  first_loss_diff: first.diff,
-  params: { ours: model.paramCount, tfjs: theirs?.paramCount ?? null },
-  ...('error' in loaded ? { tfjs_unavailable: loaded.error } : {}),
-}));
+console.log(
+  JSON.stringify({
+    bench: 'transformer',
+    runtime,
+    adapter: gpu.info.description,
+    batch: batchSize,
+    steps,
+    rounds,
+    warmup,
+    seed,
+    ours: oursFigures,
+    tfjs: tfFigures,
+    tfjs_over_ours: tfFigures ? round4(tfFigures.tokens_per_s / oursFigures.tokens_per_s) : null,
+    tfjs_over_ours_cpu: tfFigures ? round4(tfFigures.cpu_s_per_step / oursFigures.cpu_s_per_step) : null,
+    first_loss: { ours: first.ours, tfjs: first.tfjs },
+    second_loss: { ours: second.ours, tfjs: second.tfjs },
+    first_loss_diff: first.diff,
+    params: { ours: model.paramCount, tfjs: theirs?.paramCount ?? null },
+    ...('error' in loaded ? { tfjs_unavailable: loaded.error } : {}),
+  }),
+);
 theirs?.dispose();
 sink.destroy();
 optimizer.destroy();

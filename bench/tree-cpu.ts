@@ -37,14 +37,20 @@ export class TreeCpu {
 
   /** CPU seconds used so far by the root and every descendant seen alive at some sample. */
   sample(): number {
-    const all = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(readStat).filter((s): s is ProcStat => !!s);
+    const all = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .map(readStat)
+      .filter((s): s is ProcStat => !!s);
     const children = new Map<number, ProcStat[]>();
     for (const s of all) children.set(s.ppid, [...(children.get(s.ppid) ?? []), s]);
     const root = all.find((s) => s.pid === this.rootPid);
     const queue = root ? [root] : [];
     while (queue.length > 0) {
       const s = queue.pop()!;
-      this.seen.set(`${s.pid}:${s.start}`, { name: s.pid === this.rootPid ? `${s.name} (root)` : s.name, cpuS: s.cpuS });
+      this.seen.set(`${s.pid}:${s.start}`, {
+        name: s.pid === this.rootPid ? `${s.name} (root)` : s.name,
+        cpuS: s.cpuS,
+      });
       queue.push(...(children.get(s.pid) ?? []));
     }
     let total = 0;

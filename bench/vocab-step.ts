@@ -12,7 +12,15 @@ import { seededUniform } from '../src/engine/random.ts';
 import { acquireGpu } from '../src/gpu/device.ts';
 import { opt } from './args.ts';
 
-const [layers, width, heads, context, vocab, steps, batch] = ['layers', 'width', 'heads', 'context', 'vocab', 'steps', 'batch'].map((k, i) => Number(opt(k, ['1', '768', '12', '128', '50257', '2', '1'][i])));
+const [layers, width, heads, context, vocab, steps, batch] = [
+  'layers',
+  'width',
+  'heads',
+  'context',
+  'vocab',
+  'steps',
+  'batch',
+].map((k, i) => Number(opt(k, ['1', '768', '12', '128', '50257', '2', '1'][i])));
 const gpu = await acquireGpu();
 const model = createModel(gpu, { kind: 'transformer', seed: 1, layers, width, heads, context, vocab });
 const optimizer = createOptimizer(model, { kind: 'adamw', lr: 1e-4 });
@@ -28,5 +36,21 @@ for (let s = 0; s < steps; s++) {
   await gpu.sync();
   seconds.push((performance.now() - t0) / 1000);
 }
-console.log(JSON.stringify({ layers, width, heads, context, vocab, batch, params: model.paramCount, losses, seconds, ln_vocab: Math.log(vocab), runtime: gpu.info.runtime, adapter: gpu.info.description, maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize }));
+console.log(
+  JSON.stringify({
+    layers,
+    width,
+    heads,
+    context,
+    vocab,
+    batch,
+    params: model.paramCount,
+    losses,
+    seconds,
+    ln_vocab: Math.log(vocab),
+    runtime: gpu.info.runtime,
+    adapter: gpu.info.description,
+    maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize,
+  }),
+);
 gpu.destroy();

@@ -26,11 +26,20 @@ export function fetchAssetText(url: string, what: string, options: FetchAssetOpt
   return fetchAsset(url, what, (res) => res.text(), options);
 }
 
-export function fetchAssetBytes(url: string, what: string, options: FetchAssetOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
+export function fetchAssetBytes(
+  url: string,
+  what: string,
+  options: FetchAssetOptions = {},
+): Promise<Uint8Array<ArrayBuffer>> {
   return fetchAsset(url, what, async (res) => new Uint8Array(await res.arrayBuffer()), options);
 }
 
-async function fetchAsset<T>(url: string, what: string, read: (res: Response) => Promise<T>, { firstWaitMs = 500, headers, onHttpError = rebuild }: FetchAssetOptions): Promise<T> {
+async function fetchAsset<T>(
+  url: string,
+  what: string,
+  read: (res: Response) => Promise<T>,
+  { firstWaitMs = 500, headers, onHttpError = rebuild }: FetchAssetOptions,
+): Promise<T> {
   let lastError: unknown;
   for (let attempt = 1; attempt <= TRIES; attempt++) {
     if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, firstWaitMs * 2 ** (attempt - 2)));
@@ -43,7 +52,11 @@ async function fetchAsset<T>(url: string, what: string, read: (res: Response) =>
     }
     if (!res.ok) {
       const body = await res.text().catch(() => '');
-      throw new RingtrainError(ErrorCode.BadData, `${what}: the server answered ${res.status} ${res.statusText} for ${url}; ${onHttpError(res.status, body)}`, { url, status: res.status });
+      throw new RingtrainError(
+        ErrorCode.BadData,
+        `${what}: the server answered ${res.status} ${res.statusText} for ${url}; ${onHttpError(res.status, body)}`,
+        { url, status: res.status },
+      );
     }
     try {
       // The body can fail after the headers came (the connection cut mid-file): that is a failed try too.

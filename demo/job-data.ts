@@ -48,24 +48,52 @@ async function fetchJobFile(f: JobFile, what: string, server: string): Promise<U
   });
   const got = await sha256Hex(bytes);
   if (got !== f.sha256) {
-    throw new RingtrainError(ErrorCode.BadData, `${what} came with SHA-256 ${got}, but the job trains on SHA-256 ${f.sha256}: other bytes would mean other data; reload the page, and tell the job's owner if it happens again.`, { ours: got, expected: f.sha256 });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `${what} came with SHA-256 ${got}, but the job trains on SHA-256 ${f.sha256}: other bytes would mean other data; reload the page, and tell the job's owner if it happens again.`,
+      { ours: got, expected: f.sha256 },
+    );
   }
   return bytes;
 }
 
-export async function loadJobTextInPage(t: JobFile & { context: number; tokenizer?: TokenizerName }, server = globalThis.location.origin): Promise<TextSplit> {
+export async function loadJobTextInPage(
+  t: JobFile & { context: number; tokenizer?: TokenizerName },
+  server = globalThis.location.origin,
+): Promise<TextSplit> {
   const what = `the job's text ${JSON.stringify(t.name)}`;
   const text = decodeTextFile(await fetchJobFile(t, what, server), what);
-  // char and byte follow from the text; gpt2 is GPT-2's own (tokenizer.ts). The tab tokenizes in memory: a text a tab downloads is small.
+  // char and byte follow from the text; gpt2 is GPT-2's own (tokenizer.ts). The tab tokenizes in memory: a text a tab
+  // downloads is small.
   if (t.tokenizer === 'gpt2') return textSplit(text, t.context, what, await gpt2Tokenizer());
-  return textSplit(text, t.context, what, t.tokenizer === undefined ? undefined : vocabularyTokenizer(textVocabulary(text, t.tokenizer === 'char' ? 'chars' : 'bytes')));
+  return textSplit(
+    text,
+    t.context,
+    what,
+    t.tokenizer === undefined
+      ? undefined
+      : vocabularyTokenizer(textVocabulary(text, t.tokenizer === 'char' ? 'chars' : 'bytes')),
+  );
 }
 
 /** A table job's split: its labels are a column of the table, or a file of their own (fetched the same way). */
-export async function loadJobTableInPage(t: JobFile & { labelColumn?: string; labels?: JobFile }, server = globalThis.location.origin): Promise<TableSplit> {
+export async function loadJobTableInPage(
+  t: JobFile & { labelColumn?: string; labels?: JobFile },
+  server = globalThis.location.origin,
+): Promise<TableSplit> {
   const format = rowFormatOf(t.name);
-  if (!format) throw new RingtrainError(ErrorCode.BadData, `the job's table ${JSON.stringify(t.name)} is not .csv, .npy or .json; the job is broken: tell its owner.`);
+  if (!format)
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `the job's table ${JSON.stringify(t.name)} is not .csv, .npy or .json; the job is broken: tell its owner.`,
+    );
   const bytes = await fetchJobFile(t, `the job's table ${JSON.stringify(t.name)}`, server);
-  if (t.labels) return tableFromBytes(bytes, t.name, format, { labels: { bytes: await fetchJobFile(t.labels, `the job's labels ${JSON.stringify(t.labels.name)}`, server), file: t.labels.name } });
+  if (t.labels)
+    return tableFromBytes(bytes, t.name, format, {
+      labels: {
+        bytes: await fetchJobFile(t.labels, `the job's labels ${JSON.stringify(t.labels.name)}`, server),
+        file: t.labels.name,
+      },
+    });
   return tableFromBytes(bytes, t.name, format, { labelColumn: t.labelColumn ?? '' });
 }

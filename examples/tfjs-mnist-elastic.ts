@@ -21,7 +21,8 @@ import { buildModel, parseRecipe, RING_TIMEOUT_MS, toTensors } from './tfjs-mnis
 
 const recipe = parseRecipe(process.argv.slice(2));
 if (recipe.backend === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu');
-if (!(await tf.setBackend(recipe.backend))) throw new Error(`TF.js's ${recipe.backend} backend does not start here; try --backend cpu`);
+if (!(await tf.setBackend(recipe.backend)))
+  throw new Error(`TF.js's ${recipe.backend} backend does not start here; try --backend cpu`);
 
 const mnist = await loadMnist();
 const train = toTensors(mnist.train, recipe.trainExamples);
@@ -38,11 +39,14 @@ model.compile({ optimizer, loss: 'categoricalCrossentropy', metrics: ['accuracy'
 const state = new hvd.elastic.ModelState(model, ring);
 state.registerResetCallback(() => {
   optimizer.setLearningRate(recipe.lr * session.size);
-  say(`rank ${session.rank}: the ring re-formed with ${session.size} peers; resuming at epoch ${state.epoch + 1}, step ${state.steps}`);
+  say(
+    `rank ${session.rank}: the ring re-formed with ${session.size} peers; resuming at epoch ${state.epoch + 1}, step ${state.steps}`,
+  );
 });
 
 await hvd.elastic.run(state, async () => {
-  // Called again after every regroup: the data is sharded over the ring as it is now, without what this epoch already took.
+  // Called again after every regroup: the data is sharded over the ring as it is now, without what this epoch already
+  // took.
   while (state.epoch < recipe.epochs) {
     const [x, y] = hvd.shardTensors([train.x, train.y], { skip: state.epochExamples });
     try {
@@ -59,15 +63,32 @@ await hvd.elastic.run(state, async () => {
     } finally {
       tf.dispose([x, y]);
     }
-    say(`rank ${session.rank}: epoch ${state.epoch}/${recipe.epochs} done on ${session.size} peers, step ${state.steps}`);
+    say(
+      `rank ${session.rank}: epoch ${state.epoch}/${recipe.epochs} done on ${session.size} peers, step ${state.steps}`,
+    );
   }
 });
 
 const result = model.evaluate(test.x, test.y, { batchSize: recipe.batch }) as tf.Scalar[];
 const testAccuracy = (await result[1].data())[0];
-const weights = await Promise.all(model.getWeights().map(async (w) => new Uint8Array(((await w.data()) as Float32Array).slice().buffer)));
-const digest = weights.reduce((h, w) => h.update(w), createHash('sha256')).digest('hex').slice(0, 16);
-say(JSON.stringify({ rank: session.rank, size: session.size, epochs: state.epoch, steps: state.steps, regroups: state.regroups, testAccuracy, weights: digest }));
+const weights = await Promise.all(
+  model.getWeights().map(async (w) => new Uint8Array(((await w.data()) as Float32Array).slice().buffer)),
+);
+const digest = weights
+  .reduce((h, w) => h.update(w), createHash('sha256'))
+  .digest('hex')
+  .slice(0, 16);
+say(
+  JSON.stringify({
+    rank: session.rank,
+    size: session.size,
+    epochs: state.epoch,
+    steps: state.steps,
+    regroups: state.regroups,
+    testAccuracy,
+    weights: digest,
+  }),
+);
 state.dispose();
 await session.close('done'); // ringtrain: leave the job (a finished leave breaks no ring)
 process.exit(0);

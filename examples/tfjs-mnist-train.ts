@@ -59,7 +59,12 @@ export const DEFAULT_RECIPE: MnistRecipe = {
 };
 
 /** The options that take a word, and the words each takes. */
-const CHOICES = { '--backend': ['cpu', 'webgpu'], '--optimizer': ['adam', 'momentum'], '--decay': ['cosine', 'constant'], '--model': ['cnn', 'small'] } as const;
+const CHOICES = {
+  '--backend': ['cpu', 'webgpu'],
+  '--optimizer': ['adam', 'momentum'],
+  '--decay': ['cosine', 'constant'],
+  '--model': ['cnn', 'small'],
+} as const;
 
 const FLAGS: Record<string, Exclude<keyof MnistRecipe, 'backend' | 'optimizer' | 'decay' | 'model'>> = {
   '--epochs': 'epochs',
@@ -77,17 +82,33 @@ export function parseRecipe(args: readonly string[]): MnistRecipe {
     const [flag, value] = [args[i], args[i + 1]];
     if (flag in CHOICES) {
       const words: readonly string[] = CHOICES[flag as keyof typeof CHOICES];
-      if (!words.includes(value)) throw new RingtrainError(ErrorCode.InvalidArgument, `tfjs-mnist: ${flag} is ${words.join(' or ')}, got ${JSON.stringify(value)}`);
+      if (!words.includes(value))
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `tfjs-mnist: ${flag} is ${words.join(' or ')}, got ${JSON.stringify(value)}`,
+        );
       Object.assign(recipe, { [flag.slice(2)]: value });
       continue;
     }
     const key = FLAGS[flag];
-    if (!key) throw new RingtrainError(ErrorCode.InvalidArgument, `tfjs-mnist: unknown option ${JSON.stringify(flag)}; the options are ${[...Object.keys(FLAGS), ...Object.keys(CHOICES)].join(', ')}`);
+    if (!key)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `tfjs-mnist: unknown option ${JSON.stringify(flag)}; the options are ${[...Object.keys(FLAGS), ...Object.keys(CHOICES)].join(', ')}`,
+      );
     const n = Number(value);
-    if (value === undefined || !Number.isFinite(n) || n < 0) throw new RingtrainError(ErrorCode.InvalidArgument, `tfjs-mnist: ${flag} needs a number ≥ 0, got ${JSON.stringify(value)}`);
+    if (value === undefined || !Number.isFinite(n) || n < 0)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `tfjs-mnist: ${flag} needs a number ≥ 0, got ${JSON.stringify(value)}`,
+      );
     recipe[key] = n;
   }
-  if (!Number.isInteger(recipe.batch) || recipe.batch < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `tfjs-mnist: --batch must be a whole number ≥ 1, got ${recipe.batch}`);
+  if (!Number.isInteger(recipe.batch) || recipe.batch < 1)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `tfjs-mnist: --batch must be a whole number ≥ 1, got ${recipe.batch}`,
+    );
   return recipe;
 }
 
@@ -120,7 +141,10 @@ export function buildModel(kind: MnistRecipe['model'] = 'cnn'): tfl.Sequential {
   });
 }
 
-export function toTensors(s: { images: Float32Array; labels: ArrayLike<number> }, limit: number): { x: tf.Tensor4D; y: tf.Tensor2D } {
+export function toTensors(
+  s: { images: Float32Array; labels: ArrayLike<number> },
+  limit: number,
+): { x: tf.Tensor4D; y: tf.Tensor2D } {
   const n = limit > 0 ? Math.min(limit, s.labels.length) : s.labels.length;
   return tf.tidy(() => ({
     x: tf.tensor4d(s.images.subarray(0, n * 784), [n, 28, 28, 1]),
@@ -141,7 +165,12 @@ export interface TrainResult {
  * rank ends with the same weights, so every rank finds the same figure).
  * `session` is init()'s; `log` gets one line per epoch.
  */
-export async function trainMnist(session: hvd.Session, data: MnistSplit, recipe: MnistRecipe, log: (line: string) => void = () => undefined): Promise<TrainResult> {
+export async function trainMnist(
+  session: hvd.Session,
+  data: MnistSplit,
+  recipe: MnistRecipe,
+  log: (line: string) => void = () => undefined,
+): Promise<TrainResult> {
   const train = toTensors(data.train, recipe.trainExamples);
   const test = toTensors(data.test, recipe.testExamples);
   const [x, y] = hvd.shardTensors([train.x, train.y]); // ringtrain: this rank's share
@@ -151,7 +180,12 @@ export async function trainMnist(session: hvd.Session, data: MnistSplit, recipe:
   const ring = { timeoutMs: RING_TIMEOUT_MS };
   model.compile({
     // ringtrain: wrap the optimizer; the learning rate grows with the ring (warmed up below)
-    optimizer: new hvd.DistributedOptimizer(recipe.optimizer === 'adam' ? tf.train.adam(recipe.lr * session.size) : tf.train.momentum(recipe.lr * session.size, 0.9), ring),
+    optimizer: new hvd.DistributedOptimizer(
+      recipe.optimizer === 'adam'
+        ? tf.train.adam(recipe.lr * session.size)
+        : tf.train.momentum(recipe.lr * session.size, 0.9),
+      ring,
+    ),
     loss: 'categoricalCrossentropy',
     metrics: ['accuracy'],
   });
@@ -165,7 +199,9 @@ export async function trainMnist(session: hvd.Session, data: MnistSplit, recipe:
     for (let i = 0; i < n; i += recipe.batch) {
       const size = Math.min(recipe.batch, n - i);
       const [x, y] = [tf.slice(test.x, [i, 0, 0, 0], [size, -1, -1, -1]), tf.slice(test.y, [i, 0], [size, -1])];
-      const [l, a] = await Promise.all((model.evaluate(x, y, { batchSize: size }) as tf.Scalar[]).map(async (t) => (await t.data())[0]));
+      const [l, a] = await Promise.all(
+        (model.evaluate(x, y, { batchSize: size }) as tf.Scalar[]).map(async (t) => (await t.data())[0]),
+      );
       tf.dispose([x, y]);
       loss += (l * size) / n;
       accuracy += (a * size) / n;
@@ -185,7 +221,10 @@ export async function trainMnist(session: hvd.Session, data: MnistSplit, recipe:
       new hvd.TrainEventsCallback({ evaluate }), // ringtrain: steps and test accuracy as ringtrain events (the page draws them)
       new tfl.CustomCallback({
         onBatchEnd: () => void steps++,
-        onEpochEnd: (e, l) => log(`epoch ${e + 1}/${recipe.epochs}: loss ${l?.loss?.toFixed(4)} accuracy ${l?.acc?.toFixed(4)} test accuracy ${lastTest.toFixed(4)}`),
+        onEpochEnd: (e, l) =>
+          log(
+            `epoch ${e + 1}/${recipe.epochs}: loss ${l?.loss?.toFixed(4)} accuracy ${l?.acc?.toFixed(4)} test accuracy ${lastTest.toFixed(4)}`,
+          ),
       }),
       new hvd.StopTogetherCallback(ring), // ringtrain: if one rank stops, all do
     ],

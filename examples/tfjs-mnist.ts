@@ -22,7 +22,8 @@ import { parseRecipe, trainMnist } from './tfjs-mnist-train.ts';
 
 const recipe = parseRecipe(process.argv.slice(2));
 if (recipe.backend === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu');
-if (!(await tf.setBackend(recipe.backend))) throw new Error(`TF.js's ${recipe.backend} backend does not start here; try --backend cpu`);
+if (!(await tf.setBackend(recipe.backend)))
+  throw new Error(`TF.js's ${recipe.backend} backend does not start here; try --backend cpu`);
 
 const mnist = await loadMnist();
 // ringtrain: join the job the launcher made. TF.js's CPU backend blocks the event loop for a whole

@@ -21,12 +21,27 @@
  */
 import { writeFileSync } from 'node:fs';
 import process from 'node:process';
-import { acquireGpu, broadcastParameters, data, DistributedOptimizer, createModel, elastic, ErrorCode, init, nn, optim, RingtrainError, saveSafetensors, type Tensor } from 'ringtrain';
+import {
+  acquireGpu,
+  broadcastParameters,
+  data,
+  DistributedOptimizer,
+  createModel,
+  elastic,
+  ErrorCode,
+  init,
+  nn,
+  optim,
+  RingtrainError,
+  saveSafetensors,
+  type Tensor,
+} from 'ringtrain';
 
 function flag(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
   const value = at < 0 ? fallback : Number(process.argv[at + 1]);
-  if (!Number.isFinite(value) || value <= 0) throw new RingtrainError(ErrorCode.InvalidArgument, `--${name} takes a number > 0, got ${process.argv[at + 1]}`);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--${name} takes a number > 0, got ${process.argv[at + 1]}`);
   return value;
 }
 const steps = flag('steps', 300);
@@ -50,7 +65,8 @@ try {
   const { train, test } = await data.loadMnist();
   // Each rank starts from its own random weights; the broadcast (or the elastic state's sync) makes them rank 0's.
   const model = createModel(gpu, new Net(), { inputShape: [784], classes: 10, seed: seed + session.rank });
-  // Over the session (or session.comm, which the session records as its own): the optimizer reduces over whatever ring the session holds now (an elastic one re-forms).
+  // Over the session (or session.comm, which the session records as its own): the optimizer reduces over whatever ring
+  // the session holds now (an elastic one re-forms).
   const opt = new DistributedOptimizer(session, model, new optim.SGD(model, { lr })); // hvd.DistributedOptimizer(opt)
 
   // One order of the training digits, the same on every rank (same seed). A step takes the next

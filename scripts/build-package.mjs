@@ -14,7 +14,8 @@ const bin = (name) => join(root, 'node_modules', '.bin', name);
 
 function run(cmd, args) {
   const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
-  if (r.status !== 0) throw new Error(`build-package: ${[cmd, ...args].join(' ')} failed (${r.error?.message ?? `exit ${r.status}`})`);
+  if (r.status !== 0)
+    throw new Error(`build-package: ${[cmd, ...args].join(' ')} failed (${r.error?.message ?? `exit ${r.status}`})`);
 }
 
 function filesUnder(dir) {

@@ -32,13 +32,21 @@ export function opFolders() {
     .map((e) => e.name)
     .sort();
   const bare = folders.filter((f) => !existsSync(`${OPS_DIR}${f}/index.ts`));
-  if (bare.length) throw new Error(`src/nn/ops/${bare[0]}/ has no index.ts: every folder under src/nn/ops/ is an op, which exports its op, functional form and layer from index.ts`);
+  if (bare.length)
+    throw new Error(
+      `src/nn/ops/${bare[0]}/ has no index.ts: every folder under src/nn/ops/ is an op, which exports its op, functional form and layer from index.ts`,
+    );
   return folders;
 }
 
 /** The barrel's text for the folders on disk now. */
 export function renderOpsIndex() {
-  return HEADER + opFolders().map((f) => `export * from './${f}/index.ts';\n`).join('');
+  return (
+    HEADER +
+    opFolders()
+      .map((f) => `export * from './${f}/index.ts';\n`)
+      .join('')
+  );
 }
 
 /**
@@ -57,4 +65,5 @@ export function writeOpsIndex() {
 }
 
 // Run as a script (not imported): write it.
-if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url) && writeOpsIndex()) console.log('wrote src/nn/ops/index.ts');
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url) && writeOpsIndex())
+  console.log('wrote src/nn/ops/index.ts');

@@ -25,10 +25,20 @@ for (const name of Object.keys(deno.optionalDependencies ?? {})) {
   if (lock.packages[key]) continue;
   const p = PLATFORMS[name.replace('@deno/', '')];
   if (!p) throw new Error(`unknown Deno platform package ${name}; add it to PLATFORMS`);
-  lock.packages[key] = { version: deno.optionalDependencies[name], cpu: [p.cpu], dev: true, ...(p.libc ? { libc: [p.libc] } : {}), license: 'MIT', optional: true, os: [p.os] };
+  lock.packages[key] = {
+    version: deno.optionalDependencies[name],
+    cpu: [p.cpu],
+    dev: true,
+    ...(p.libc ? { libc: [p.libc] } : {}),
+    license: 'MIT',
+    optional: true,
+    os: [p.os],
+  };
   added++;
 }
-const sorted = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : a > b ? 1 : 0)));
+const sorted = Object.fromEntries(
+  Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : a > b ? 1 : 0)),
+);
 lock.packages = sorted;
 writeFileSync(path, JSON.stringify(lock, null, 2) + '\n');
 console.log(`lock-deno-platforms: added ${added} entr${added === 1 ? 'y' : 'ies'}`);

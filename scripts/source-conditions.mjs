@@ -17,6 +17,8 @@ export function withSourceConditions(env) {
 
 /** A Node module-resolution hook (module.register) that adds the condition to this process's own imports. */
 export async function resolve(specifier, context, nextResolve) {
-  const conditions = context.conditions.includes(SOURCE_CONDITION) ? context.conditions : [SOURCE_CONDITION, ...context.conditions];
+  const conditions = context.conditions.includes(SOURCE_CONDITION)
+    ? context.conditions
+    : [SOURCE_CONDITION, ...context.conditions];
   return nextResolve(specifier, { ...context, conditions });
 }

@@ -78,7 +78,10 @@ export class Connection implements Handshake {
     this.bucket = new TokenBucket(ctx.rateLimit);
     this.joinTimer = setTimeout(() => {
       ctx.metrics.refused(RefusalReason.JoinTimeout);
-      this.fail(SignalErrorCode.JoinTimeout, `no join within ${ctx.joinTimeoutMs} ms of the upgrade; send {type:'join', ...} first`);
+      this.fail(
+        SignalErrorCode.JoinTimeout,
+        `no join within ${ctx.joinTimeoutMs} ms of the upgrade; send {type:'join', ...} first`,
+      );
     }, ctx.joinTimeoutMs);
     ws.on('message', (data, isBinary) => {
       try {
@@ -86,7 +89,9 @@ export class Connection implements Handshake {
       } catch (err) {
         // Last line of defence: a bug here must cost one connection, never the server.
         ctx.metrics.error('internal');
-        ctx.log(`connection ${remote}: internal error, closing: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+        ctx.log(
+          `connection ${remote}: internal error, closing: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+        );
         this.terminate();
       }
     });
@@ -128,7 +133,10 @@ export class Connection implements Handshake {
   /** Admission made room for a newer handshake by closing this one (it never joined). */
   evict(): void {
     this.ctx.metrics.refused(RefusalReason.Evicted);
-    this.fail(SignalErrorCode.ServerBusy, 'the server is at its limit of connections that have not joined, and this one waited longest; send join right after connecting');
+    this.fail(
+      SignalErrorCode.ServerBusy,
+      'the server is at its limit of connections that have not joined, and this one waited longest; send join right after connecting',
+    );
   }
 
   /** Most of the job's other peers reported this one: out of the job, for good. */
@@ -205,21 +213,32 @@ export class Connection implements Handshake {
       this.ctx.metrics.error(SignalErrorCode.RateLimited);
       if (this.bucket.exhausted) {
         this.ctx.log(`connection ${this.remote}: closed for flooding`);
-        this.fail(SignalErrorCode.Flood, 'closed for flooding: too many messages dropped; keep under the rate limit', CloseCode.Flood);
+        this.fail(
+          SignalErrorCode.Flood,
+          'closed for flooding: too many messages dropped; keep under the rate limit',
+          CloseCode.Flood,
+        );
       } else if (this.bucket.dropsInARow === 1) {
         // One notice per run of drops: the notice itself must not become a flood.
-        this.send({ type: 'error', code: SignalErrorCode.RateLimited, message: 'too many messages; dropping until you slow down', fatal: false });
+        this.send({
+          type: 'error',
+          code: SignalErrorCode.RateLimited,
+          message: 'too many messages; dropping until you slow down',
+          fatal: false,
+        });
       }
       return;
     }
-    if (isBinary) return this.reject(SignalErrorCode.BadMessage, 'binary frames are not part of the protocol; send JSON text');
+    if (isBinary)
+      return this.reject(SignalErrorCode.BadMessage, 'binary frames are not part of the protocol; send JSON text');
     let raw: unknown;
     try {
       raw = JSON.parse(frameText(data));
     } catch {
       return this.reject(SignalErrorCode.BadJson, 'the frame is not valid JSON');
     }
-    const type = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as { type?: unknown }).type : undefined;
+    const type =
+      typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as { type?: unknown }).type : undefined;
     if (typeof type !== 'string' || !Object.hasOwn(clientMessageSchemas, type)) {
       this.ctx.metrics.message('in', 'other');
       const shown = typeof type === 'string' ? `'${type.slice(0, 40)}'` : 'missing';
@@ -266,7 +285,10 @@ export class Connection implements Handshake {
       }
       case 'attest': {
         const promoted = this.job.attest(this.member, msg.epoch);
-        if (promoted.length) this.ctx.log(`job ${this.job.id}: ${promoted.map((m) => m.name ?? m.peerId).join(', ')} now vote${promoted.length === 1 ? 's' : ''} (every member of epoch ${msg.epoch} completed a step)`);
+        if (promoted.length)
+          this.ctx.log(
+            `job ${this.job.id}: ${promoted.map((m) => m.name ?? m.peerId).join(', ')} now vote${promoted.length === 1 ? 's' : ''} (every member of epoch ${msg.epoch} completed a step)`,
+          );
         return;
       }
       case 'leave':
@@ -278,15 +300,26 @@ export class Connection implements Handshake {
   }
 
   private onJoin(msg: JoinMsg): void {
-    if (this.member) return this.sendError(SignalErrorCode.AlreadyJoined, `already joined job '${this.job?.id}'; open another connection to join another job`, false);
+    if (this.member)
+      return this.sendError(
+        SignalErrorCode.AlreadyJoined,
+        `already joined job '${this.job?.id}'; open another connection to join another job`,
+        false,
+      );
     if (msg.protocol !== PROTOCOL_VERSION) {
-      return this.fail(SignalErrorCode.BadVersion, `protocol ${msg.protocol} is not supported; this server speaks ${PROTOCOL_VERSION}: update the client`);
+      return this.fail(
+        SignalErrorCode.BadVersion,
+        `protocol ${msg.protocol} is not supported; this server speaks ${PROTOCOL_VERSION}: update the client`,
+      );
     }
     const job = this.ctx.job(msg.job);
     if (!job) return this.fail(SignalErrorCode.NoSuchJob, `no job '${msg.job}' on this server; check the job id`);
     if (!this.ctx.admission.mayTryToken(this.addressKey)) {
       this.ctx.metrics.refused(RefusalReason.BadTokens);
-      return this.fail(SignalErrorCode.TooManyBadTokens, 'too many wrong tokens from your address lately; check the token, and try again in a few seconds');
+      return this.fail(
+        SignalErrorCode.TooManyBadTokens,
+        'too many wrong tokens from your address lately; check the token, and try again in a few seconds',
+      );
     }
     const refusal = job.refusal(msg.token, this.addressKey, msg.name);
     if (refusal?.code === SignalErrorCode.BadToken) this.ctx.admission.badToken(this.addressKey);
@@ -317,7 +350,9 @@ export class Connection implements Handshake {
       ...this.ctx.iceFor(job, member.peerId),
     });
     job.add(member);
-    this.ctx.log(`job ${job.id}: ${member.name ?? member.peerId} (${member.runtime}) joined, epoch ${job.epoch}, size ${job.size}`);
+    this.ctx.log(
+      `job ${job.id}: ${member.name ?? member.peerId} (${member.runtime}) joined, epoch ${job.epoch}, size ${job.size}`,
+    );
   }
 
   private leaveJob(reason: PeerLeftReason, detail?: string): void {
@@ -328,7 +363,9 @@ export class Connection implements Handshake {
     if (!member || !job) return;
     if (job.remove(member, reason, detail)) {
       this.ctx.metrics.peerLeft(job.id, reason);
-      this.ctx.log(`job ${job.id}: ${member.name ?? member.peerId} left (${reason}${detail ? `: ${detail}` : ''}), epoch ${job.epoch}, size ${job.size}`);
+      this.ctx.log(
+        `job ${job.id}: ${member.name ?? member.peerId} left (${reason}${detail ? `: ${detail}` : ''}), epoch ${job.epoch}, size ${job.size}`,
+      );
     }
   }
 

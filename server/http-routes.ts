@@ -76,18 +76,29 @@ async function route(ctx: HttpRoutesContext, req: IncomingMessage, res: ServerRe
 
 // A job is shown to anyone only when it opted in; otherwise only to its token's holders.
 // Wrong tokens here count against the address like wrong tokens in a join (no guessing by HTTP).
-function jobsApi({ jobs, admission, metrics, files }: HttpRoutesContext, req: IncomingMessage, res: ServerResponse, pathname: string): void {
+function jobsApi(
+  { jobs, admission, metrics, files }: HttpRoutesContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  pathname: string,
+): void {
   const token = bearerToken(req);
   const key = addressKey(req.socket.remoteAddress);
   if (token !== undefined && !admission.mayTryToken(key)) {
     metrics.refused(RefusalReason.BadTokens);
-    return json(res, 429, { error: 'too many wrong tokens from your address lately; check the token, and try again in a few seconds' });
+    return json(res, 429, {
+      error: 'too many wrong tokens from your address lately; check the token, and try again in a few seconds',
+    });
   }
   const holds = (j: Job): boolean => token !== undefined && j.tokenMatches(token);
   if (pathname === '/api/jobs') {
     const all = [...jobs.values()];
     if (token !== undefined && !all.some(holds)) admission.badToken(key);
-    return json(res, 200, all.filter((j) => j.isPublic || holds(j)).map((j) => j.info()));
+    return json(
+      res,
+      200,
+      all.filter((j) => j.isPublic || holds(j)).map((j) => j.info()),
+    );
   }
   const fileRoute = /^\/api\/jobs\/([^/]+)\/files\/([^/]+)$/.exec(pathname);
   let id: string;
@@ -100,7 +111,9 @@ function jobsApi({ jobs, admission, metrics, files }: HttpRoutesContext, req: In
   if (token !== undefined && !(job && holds(job))) admission.badToken(key);
   // The same answer for a missing job and a hidden one: ids are not to be probed.
   if (!job || !(job.isPublic || holds(job))) {
-    return json(res, 404, { error: `no job '${id}' that this request may see; a job that is not public needs its token (Authorization: Bearer <token>)` });
+    return json(res, 404, {
+      error: `no job '${id}' that this request may see; a job that is not public needs its token (Authorization: Bearer <token>)`,
+    });
   }
   if (fileRoute) return jobFile(res, job, holds(job), fileRoute[2], files);
   return json(res, 200, job.info());
@@ -114,15 +127,34 @@ function jobsApi({ jobs, admission, metrics, files }: HttpRoutesContext, req: In
  * a file the job's settings name by hash, so a server given several files
  * never hands one job another's.
  */
-function jobFile(res: ServerResponse, job: Job, holdsToken: boolean, sha256: string, files: ReadonlyMap<string, Uint8Array>): void {
-  if (!holdsToken) return json(res, 403, { error: `the files of job '${job.id}' go to its peers only: send its token (Authorization: Bearer <token>)` });
+function jobFile(
+  res: ServerResponse,
+  job: Job,
+  holdsToken: boolean,
+  sha256: string,
+  files: ReadonlyMap<string, Uint8Array>,
+): void {
+  if (!holdsToken)
+    return json(res, 403, {
+      error: `the files of job '${job.id}' go to its peers only: send its token (Authorization: Bearer <token>)`,
+    });
   const s = job.settings;
   const named = [s.textSha256, s.tableSha256, s.labelsSha256].filter((h): h is string => h !== undefined && h !== '');
-  if (!named.includes(sha256)) return json(res, 404, { error: `job '${job.id}' names no file with SHA-256 ${sha256}; it names ${named.length ? named.join(', ') : 'none'}` });
+  if (!named.includes(sha256))
+    return json(res, 404, {
+      error: `job '${job.id}' names no file with SHA-256 ${sha256}; it names ${named.length ? named.join(', ') : 'none'}`,
+    });
   const bytes = files.get(sha256);
   if (!bytes) {
-    return json(res, 404, { error: `this server was not given the file with SHA-256 ${sha256} that job '${job.id}' trains on; start it with the file (ringtrain run --text FILE or --data FILE, with --serve-page; or ringtrain server --job ID --text FILE or --data FILE)` });
+    return json(res, 404, {
+      error: `this server was not given the file with SHA-256 ${sha256} that job '${job.id}' trains on; start it with the file (ringtrain run --text FILE or --data FILE, with --serve-page; or ringtrain server --job ID --text FILE or --data FILE)`,
+    });
   }
-  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+  res.writeHead(200, {
+    'content-type': 'application/octet-stream',
+    'content-length': String(bytes.length),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  });
   res.end(bytes);
 }

@@ -22,13 +22,24 @@ export function createHttpServer(
   admission: Admission,
   metrics: ServerMetrics,
 ): Server {
-  const httpOptions = { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 2 * HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 };
+  const httpOptions = {
+    headersTimeout: HEADERS_TIMEOUT_MS,
+    requestTimeout: 2 * HEADERS_TIMEOUT_MS,
+    connectionsCheckingInterval: 1000,
+  };
   let http: Server;
   try {
-    http = tls ? createTlsServer({ ...httpOptions, cert: tls.cert, key: tls.key }, onRequest) : createServer(httpOptions, onRequest);
+    http = tls
+      ? createTlsServer({ ...httpOptions, cert: tls.cert, key: tls.key }, onRequest)
+      : createServer(httpOptions, onRequest);
   } catch (err) {
     // node:tls names the problem (a key that does not match the certificate, a PEM it cannot parse).
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot serve TLS with this certificate and key: ${(err as Error).message}; give the PEM certificate and its own private key`, undefined, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot serve TLS with this certificate and key: ${(err as Error).message}; give the PEM certificate and its own private key`,
+      undefined,
+      { cause: err },
+    );
   }
   // Counted from the TCP accept (before TLS), so sockets that never send a request count too.
   http.on('connection', (socket: Socket) => {
@@ -48,7 +59,14 @@ export function createHttpServer(
 export async function listen(http: Server, host: string, port: number, log: (line: string) => void): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     http.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new RingtrainError(ErrorCode.InvalidArgument, `cannot listen on ${host}:${port}: ${err.code ?? err.message}; pick another --port`, undefined, { cause: err })),
+      reject(
+        new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `cannot listen on ${host}:${port}: ${err.code ?? err.message}; pick another --port`,
+          undefined,
+          { cause: err },
+        ),
+      ),
     );
     http.listen(port, host, () => resolve());
   });

@@ -68,7 +68,9 @@ export function checkJobIce(ice: JobIce, server: IceOptions, where: string): voi
   checkIceUrls('stun', ice.stun ?? [], where);
   checkIceUrls('turn', ice.turn ?? [], where);
   if ((ice.turn?.length ?? 0) > 0 && !server.turnSecret) {
-    throw invalid(`${where} lists TURN servers, but the server has no TURN secret to mint their credentials; give --turn-secret-file (the file holding coturn's static-auth-secret)`);
+    throw invalid(
+      `${where} lists TURN servers, but the server has no TURN secret to mint their credentials; give --turn-secret-file (the file holding coturn's static-auth-secret)`,
+    );
   }
   if (ice.transportPolicy === 'relay' && !(ice.turn?.length ?? 0)) {
     throw invalid(`${where}: relay-only ICE (--ice-transport relay) needs a TURN server (--turn URL)`);
@@ -77,15 +79,22 @@ export function checkJobIce(ice: JobIce, server: IceOptions, where: string): voi
 
 /** Checks the server-wide options (their servers are every job's default). */
 export function checkIceOptions(o: IceOptions): void {
-  if (o.turnSecret !== undefined && o.turnSecret.length === 0) throw invalid('the TURN secret is empty; put coturn\'s static-auth-secret in --turn-secret-file');
-  if (o.turnSecret && !(o.turn?.length ?? 0)) throw invalid('--turn-secret-file is given but no --turn URL: give the TURN server it belongs to');
+  if (o.turnSecret !== undefined && o.turnSecret.length === 0)
+    throw invalid("the TURN secret is empty; put coturn's static-auth-secret in --turn-secret-file");
+  if (o.turnSecret && !(o.turn?.length ?? 0))
+    throw invalid('--turn-secret-file is given but no --turn URL: give the TURN server it belongs to');
   const ttl = o.credentialTtlS ?? DEFAULT_TURN_TTL_S;
-  if (!Number.isInteger(ttl) || ttl < 60) throw invalid(`TURN credential lifetime must be a whole number of seconds >= 60, got ${ttl}`);
+  if (!Number.isInteger(ttl) || ttl < 60)
+    throw invalid(`TURN credential lifetime must be a whole number of seconds >= 60, got ${ttl}`);
   checkJobIce(o, o, 'server ICE options');
 }
 
 /** A TURN REST credential for `user`, valid until `expiresAtS` (unix seconds). */
-export function turnCredential(secret: string, user: string, expiresAtS: number): { username: string; credential: string } {
+export function turnCredential(
+  secret: string,
+  user: string,
+  expiresAtS: number,
+): { username: string; credential: string } {
   const username = `${Math.floor(expiresAtS)}:${user}`;
   return { username, credential: createHmac('sha1', secret).update(username).digest('base64') };
 }

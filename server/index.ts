@@ -51,13 +51,25 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const s = resolveOptions(options);
   const jobs = new Map<string, Job>();
-  const addJob = (spec: JobSpec): void => addJobTo(jobs, spec, s.ice, s.limits.maxPeersPerAddress, options.onMembership);
+  const addJob = (spec: JobSpec): void =>
+    addJobTo(jobs, spec, s.ice, s.limits.maxPeersPerAddress, options.onMembership);
   for (const spec of options.jobs ?? []) addJob(spec);
 
   const connections = new Set<Connection>();
   const admission = new Admission(s.limits);
-  const metrics = new ServerMetrics(() => jobs.values(), () => connections.size, () => admission.openHandshakes);
-  const onRequest = httpRequestHandler({ jobs, admission, metrics, staticDir: s.staticDir, files: s.files, log: s.log });
+  const metrics = new ServerMetrics(
+    () => jobs.values(),
+    () => connections.size,
+    () => admission.openHandshakes,
+  );
+  const onRequest = httpRequestHandler({
+    jobs,
+    admission,
+    metrics,
+    staticDir: s.staticDir,
+    files: s.files,
+    log: s.log,
+  });
   const http = createHttpServer(s.tls, onRequest, admission, metrics);
   const wss = acceptWebSockets(http, { settings: s, jobs, admission, metrics, connections });
   const stopHeartbeat = startHeartbeat(connections, s.heartbeatMs);
@@ -93,6 +105,8 @@ function logStarted(log: (line: string) => void, url: string, jobs: ReadonlyMap<
   log(`ringtrain signaling server on ${url} (jobs: ${[...jobs.keys()].join(', ') || 'none'})`);
   // URLs only: the secret and the credentials minted from it are never logged.
   if (ice.stun?.length || ice.turn?.length) {
-    log(`ICE for peers: ${[...(ice.stun ?? []), ...(ice.turn ?? [])].join(' ')}${ice.turn?.length ? ` (TURN credentials per peer, valid ${ice.credentialTtlS ?? DEFAULT_TURN_TTL_S} s)` : ''}${ice.transportPolicy === 'relay' ? ', relay only' : ''}`);
+    log(
+      `ICE for peers: ${[...(ice.stun ?? []), ...(ice.turn ?? [])].join(' ')}${ice.turn?.length ? ` (TURN credentials per peer, valid ${ice.credentialTtlS ?? DEFAULT_TURN_TTL_S} s)` : ''}${ice.transportPolicy === 'relay' ? ', relay only' : ''}`,
+    );
   }
 }

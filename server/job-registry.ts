@@ -9,10 +9,18 @@ import { checkJobIce, type IceOptions } from './ice.ts';
 import { Job, type MembershipPeer } from './jobs.ts';
 
 /** Checks `spec` and adds it to `jobs`; throws InvalidArgument, and adds nothing, when it is bad. */
-export function addJobTo(jobs: Map<string, Job>, spec: JobSpec, serverIce: IceOptions, maxPeersPerAddress: number, onMembership?: (job: string, peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void): void {
+export function addJobTo(
+  jobs: Map<string, Job>,
+  spec: JobSpec,
+  serverIce: IceOptions,
+  maxPeersPerAddress: number,
+  onMembership?: (job: string, peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void,
+): void {
   const parsed = jobSpecSchema.safeParse(spec);
   if (!parsed.success) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: ${describeIssues(parsed.error)}`, { job: (spec as { id?: unknown })?.id });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: ${describeIssues(parsed.error)}`, {
+      job: (spec as { id?: unknown })?.id,
+    });
   }
   // The settings are checked here, once, so a job no peer could train is refused where it is made
   // (naming the setting) rather than at every peer that joins it.
@@ -20,12 +28,23 @@ export function addJobTo(jobs: Map<string, Job>, spec: JobSpec, serverIce: IceOp
     parseJobSettings(parsed.data.config.hyperparameters);
   } catch (err) {
     const e = err as RingtrainError;
-    throw new RingtrainError(ErrorCode.InvalidArgument, `bad job spec: job '${parsed.data.id}': ${e.message}`, { job: parsed.data.id, ...e.detail }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `bad job spec: job '${parsed.data.id}': ${e.message}`,
+      { job: parsed.data.id, ...e.detail },
+      { cause: err },
+    );
   }
   if (parsed.data.ice) checkJobIce(parsed.data.ice, serverIce, `job '${parsed.data.id}'`);
   if (jobs.has(parsed.data.id)) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `job '${parsed.data.id}' already exists; pick another id`);
   }
   const id = parsed.data.id;
-  jobs.set(id, new Job(parsed.data, { maxPeersPerAddress, onMembership: onMembership && ((peers, change) => onMembership(id, peers, change)) }));
+  jobs.set(
+    id,
+    new Job(parsed.data, {
+      maxPeersPerAddress,
+      onMembership: onMembership && ((peers, change) => onMembership(id, peers, change)),
+    }),
+  );
 }

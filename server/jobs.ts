@@ -80,9 +80,16 @@ export class Job {
   private readonly maxPerAddress: number;
 
   /** Told of every membership change (ServerOptions.onMembership). */
-  private readonly onMembership: ((peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void) | undefined;
+  private readonly onMembership:
+    ((peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void) | undefined;
 
-  constructor(spec: JobSpec, defaults: { maxPeersPerAddress?: number; onMembership?: (peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void } = {}) {
+  constructor(
+    spec: JobSpec,
+    defaults: {
+      maxPeersPerAddress?: number;
+      onMembership?: (peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void;
+    } = {},
+  ) {
     this.onMembership = defaults.onMembership;
     this.id = spec.id;
     this.config = spec.config;
@@ -111,14 +118,24 @@ export class Job {
   /** Why `token` (from `address`, named `name`) may not join now, or null when it may. */
   refusal(token: string, address?: string, name?: string): { code: SignalErrorCode; message: string } | null {
     if (!this.tokenMatches(token)) {
-      return { code: SignalErrorCode.BadToken, message: `wrong token for job '${this.id}'; ask the job's owner for its token` };
+      return {
+        code: SignalErrorCode.BadToken,
+        message: `wrong token for job '${this.id}'; ask the job's owner for its token`,
+      };
     }
     // Names say who is who in reports, logs and the page: two members with one name would let
     // one pass for the other. Refused rather than renamed, so a name always means the peer that chose it.
     if (name !== undefined && this.members.some((m) => m.name === name)) {
-      return { code: SignalErrorCode.NameTaken, message: `a member of job '${this.id}' is already named '${name}'; join with another name (--name)` };
+      return {
+        code: SignalErrorCode.NameTaken,
+        message: `a member of job '${this.id}' is already named '${name}'; join with another name (--name)`,
+      };
     }
-    if (this.maxPerAddress > 0 && address !== undefined && this.members.filter((m) => m.address === address).length >= this.maxPerAddress) {
+    if (
+      this.maxPerAddress > 0 &&
+      address !== undefined &&
+      this.members.filter((m) => m.address === address).length >= this.maxPerAddress
+    ) {
       return {
         code: SignalErrorCode.TooManyFromAddress,
         message: `job '${this.id}' already holds ${this.maxPerAddress} member(s) from your address (maxPeersPerAddress); run fewer peers from one machine or ask the job's owner to raise it`,
@@ -143,14 +160,23 @@ export class Job {
    * on says who) must not be shown, or null. The server cannot check a loss,
    * but it can check that steps never go backwards and stay within the job.
    */
-  progressRefusal(member: Member, p: Progress): { reason: 'step-backwards' | 'beyond-last-step'; message: string } | null {
+  progressRefusal(
+    member: Member,
+    p: Progress,
+  ): { reason: 'step-backwards' | 'beyond-last-step'; message: string } | null {
     const last = member.progress?.step;
     if (last !== undefined && p.step < last) {
-      return { reason: 'step-backwards', message: `progress refused: step ${p.step} after step ${last}; steps only grow` };
+      return {
+        reason: 'step-backwards',
+        message: `progress refused: step ${p.step} after step ${last}; steps only grow`,
+      };
     }
     const lastStep = this.settings.steps;
     if (lastStep !== undefined && p.step > lastStep) {
-      return { reason: 'beyond-last-step', message: `progress refused: step ${p.step} is past the job's last step (${lastStep})` };
+      return {
+        reason: 'beyond-last-step',
+        message: `progress refused: step ${p.step} is past the job's last step (${lastStep})`,
+      };
     }
     return null;
   }
@@ -168,7 +194,10 @@ export class Job {
     const seconds = (now - origin.at) / 1000;
     const stepsPerS = seconds > 0 ? (p.step - origin.step) / seconds : 0;
     const examplesPerStep = this.settings.globalBatch ?? this.config.batchPerPeer * this.config.maxPeers;
-    const limits = { stepsPerS: PLAUSIBLE_PACE_SLACK * stepsPerS, samplesPerS: PLAUSIBLE_PACE_SLACK * stepsPerS * examplesPerStep };
+    const limits = {
+      stepsPerS: PLAUSIBLE_PACE_SLACK * stepsPerS,
+      samplesPerS: PLAUSIBLE_PACE_SLACK * stepsPerS * examplesPerStep,
+    };
     // A step's report carries no accuracy: the last evaluation's figures stay shown until the next one.
     const kept: Pick<Progress, 'testAccuracy' | 'testLoss'> = {};
     if (p.testAccuracy === undefined && p.testLoss === undefined) {
@@ -224,7 +253,9 @@ export class Job {
     // Two reporters at least: in a job of two, one word against another proves nothing.
     if (votes.length < MIN_REPORTERS || votes.length * 2 <= others) return null;
     this.ejected.add(accused.peerId);
-    accused.eject(`reported by ${votes.length} of the other ${others} voting peers: ${by.get(votes[votes.length - 1])}`);
+    accused.eject(
+      `reported by ${votes.length} of the other ${others} voting peers: ${by.get(votes[votes.length - 1])}`,
+    );
     return accused;
   }
 
@@ -250,16 +281,30 @@ export class Job {
     const rank = this.members.indexOf(member);
     if (rank < 0) return false;
     this.members.splice(rank, 1);
-    if (reason === PeerLeftReason.Left && detail === FINISHED_LEAVE_REASON) this.finished = { at: Date.now(), progress: member.progress };
+    if (reason === PeerLeftReason.Left && detail === FINISHED_LEAVE_REASON)
+      this.finished = { at: Date.now(), progress: member.progress };
     // A departed peer neither stands accused nor counts as a reporter any more.
     this.reports.delete(member.peerId);
     this.voters.delete(member.peerId);
     for (const by of this.reports.values()) by.delete(member.peerId);
     // An empty job is no longer running: whoever comes next starts it afresh.
     if (this.members.length === 0) this.started = false;
-    const left: ServerMessage = { type: 'peer-left', epoch: this.epoch, peerId: member.peerId, rank, name: member.name, reason, detail };
+    const left: ServerMessage = {
+      type: 'peer-left',
+      epoch: this.epoch,
+      peerId: member.peerId,
+      rank,
+      name: member.name,
+      reason,
+      detail,
+    };
     for (const m of [...this.members]) m.send(left);
-    this.bump({ kind: 'leave', peerId: member.peerId, name: member.name, reason: detail ? `${reason}: ${detail}` : reason });
+    this.bump({
+      kind: 'leave',
+      peerId: member.peerId,
+      name: member.name,
+      reason: detail ? `${reason}: ${detail}` : reason,
+    });
     return true;
   }
 
@@ -267,9 +312,18 @@ export class Job {
     this.epoch++;
     this.attested = new Set();
     if (this.ready) this.started = true;
-    const peers = this.members.map((m, rank) => ({ rank, peerId: m.peerId, runtime: m.runtime, name: m.name, voter: this.voters.has(m.peerId) }));
+    const peers = this.members.map((m, rank) => ({
+      rank,
+      peerId: m.peerId,
+      runtime: m.runtime,
+      name: m.name,
+      voter: this.voters.has(m.peerId),
+    }));
     // Before any member hears of it: whoever watches in-process (the launcher) knows a rank before its holder does.
-    this.onMembership?.(peers.map((p) => ({ rank: p.rank, name: p.name })), change);
+    this.onMembership?.(
+      peers.map((p) => ({ rank: p.rank, name: p.name })),
+      change,
+    );
     const ring = peers.map((p) => p.rank);
     // A fresh key per epoch: a member that left (or was ejected) cannot open a TCP link in a later one.
     const linkKey = randomBytes(LINK_KEY_BYTES).toString('base64');
@@ -291,7 +345,12 @@ export class Job {
   }
 
   /** Relays a signal from `from` to rank `to` of the current epoch, or says why not. */
-  relay(from: Member, epoch: number, to: number, data: NonNullable<unknown>): { code: SignalErrorCode; message: string } | null {
+  relay(
+    from: Member,
+    epoch: number,
+    to: number,
+    data: NonNullable<unknown>,
+  ): { code: SignalErrorCode; message: string } | null {
     if (epoch !== this.epoch) {
       return {
         code: SignalErrorCode.StaleEpoch,

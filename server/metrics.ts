@@ -7,7 +7,18 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import type { Job } from './jobs.ts';
 
 /** Message types counted by name; anything else is counted as 'other' (bounded label values). */
-const KNOWN_TYPES = new Set(['join', 'signal', 'pong', 'progress', 'leave', 'welcome', 'membership', 'peer-left', 'ping', 'error']);
+const KNOWN_TYPES = new Set([
+  'join',
+  'signal',
+  'pong',
+  'progress',
+  'leave',
+  'welcome',
+  'membership',
+  'peer-left',
+  'ping',
+  'error',
+]);
 
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -86,7 +97,11 @@ export class ServerMetrics {
       labelNames: ['reason'],
       registers,
     });
-    this.connectionsTotal = new Counter({ name: 'ringtrain_connections_total', help: 'WebSocket connections accepted.', registers });
+    this.connectionsTotal = new Counter({
+      name: 'ringtrain_connections_total',
+      help: 'WebSocket connections accepted.',
+      registers,
+    });
     this.messages = new Counter({
       name: 'ringtrain_messages_total',
       help: 'Signaling messages, by direction (in, out) and type.',

@@ -68,7 +68,10 @@ const DEFAULTS = {
 };
 
 /** The options with every default filled in, checked. */
-export type ServerSettings = Omit<ServerOptions, 'rateLimit' | 'limits' | 'staticDir' | 'ice' | 'log' | 'files' | 'onMembership'> &
+export type ServerSettings = Omit<
+  ServerOptions,
+  'rateLimit' | 'limits' | 'staticDir' | 'ice' | 'log' | 'files' | 'onMembership'
+> &
   typeof DEFAULTS & {
     rateLimit: RateLimitOptions;
     limits: AdmissionLimits;
@@ -107,6 +110,8 @@ export function resolveOptions(options: ServerOptions): ServerSettings {
   const log = options.log ?? (() => {});
   const ice: IceOptions = options.ice ?? {};
   checkIceOptions(ice);
-  const files = new Map((options.files ?? []).map((bytes) => [createHash('sha256').update(bytes).digest('hex'), bytes]));
+  const files = new Map(
+    (options.files ?? []).map((bytes) => [createHash('sha256').update(bytes).digest('hex'), bytes]),
+  );
   return { ...o, rateLimit, limits, staticDir, log, ice, files };
 }

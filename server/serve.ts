@@ -5,7 +5,10 @@
 import process from 'node:process';
 import { startServer, type RunningServer, type ServerOptions } from './index.ts';
 
-export async function serveUntilSignal(options: ServerOptions, onStarted?: (server: RunningServer) => void): Promise<void> {
+export async function serveUntilSignal(
+  options: ServerOptions,
+  onStarted?: (server: RunningServer) => void,
+): Promise<void> {
   const server = await startServer(options);
   onStarted?.(server);
   await untilSignal();

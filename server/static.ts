@@ -45,7 +45,12 @@ export function resolveUnder(root: string, urlPath: string): string | null {
   return full;
 }
 
-export async function serveStatic(req: IncomingMessage, res: ServerResponse, root: string | null, pathname: string): Promise<void> {
+export async function serveStatic(
+  req: IncomingMessage,
+  res: ServerResponse,
+  root: string | null,
+  pathname: string,
+): Promise<void> {
   if (!root) return reply(res, 404, 'not found');
   let file = resolveUnder(root, pathname);
   if (!file) return reply(res, 403, 'forbidden: path leaves the page folder');
@@ -56,13 +61,15 @@ export async function serveStatic(req: IncomingMessage, res: ServerResponse, roo
   }
   if (!info?.isFile()) {
     const rootInfo = await stat(root).catch(() => null);
-    if (!rootInfo) return reply(res, 404, `not found (the page is not built: ${PAGE_MISSING_HINT}; expected in ${root})`);
+    if (!rootInfo)
+      return reply(res, 404, `not found (the page is not built: ${PAGE_MISSING_HINT}; expected in ${root})`);
     return reply(res, 404, 'not found');
   }
   // A symlink inside the folder must not lead outside it either.
   const real = await realpath(file);
   const realRoot = await realpath(root);
-  if (real !== realRoot && !real.startsWith(realRoot + sep)) return reply(res, 403, 'forbidden: path leaves the page folder');
+  if (real !== realRoot && !real.startsWith(realRoot + sep))
+    return reply(res, 403, 'forbidden: path leaves the page folder');
   res.writeHead(200, {
     'content-type': CONTENT_TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream',
     'content-length': String(info.size),

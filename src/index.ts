@@ -9,7 +9,8 @@
  * its own WebSocket and WebRTC. In the browser, register the WGSL shaders
  * before acquireGpu():
  *
- *   registerShaders(import.meta.glob('/node_modules/ringtrain/shaders/*.wgsl', { query: '?raw', import: 'default', eager: true }));
+ * registerShaders(import.meta.glob('/node_modules/ringtrain/shaders/*.wgsl', { query: '?raw', import: 'default', eager:
+ *   true }));
  */
 
 /** Modules, layers, functional ops (`nn.F`), symbolic tensors: the API a model factory receives. */
@@ -35,26 +36,66 @@ export { registerShaders } from './gpu/shaders.ts';
 // built-in name. GraphModel is what it returns (exported as a type); the engine's other
 // constructors (new GraphModel, modelFromFactory, registerModel, new Mlp/Cnn/Transformer) are
 // internal: the CLI and the trainers build through them, users need not.
-export { createModel, type ModuleModelOptions, type FactoryModelOptions, type BuiltInModelOptions } from './engine/create.ts';
+export {
+  createModel,
+  type ModuleModelOptions,
+  type FactoryModelOptions,
+  type BuiltInModelOptions,
+} from './engine/create.ts';
 export type { GraphModel } from './engine/graph-model.ts';
 export { describeModel, checkSameModel, type ModelDefinition, type ModelFactory, type NnApi } from './engine/define.ts';
-export type { Model, ModelSpec, MlpSpec, CnnSpec, TransformerSpec, ModelIdentity, ParamEntry, EvalResult } from './engine/model.ts';
+export type {
+  Model,
+  ModelSpec,
+  MlpSpec,
+  CnnSpec,
+  TransformerSpec,
+  ModelIdentity,
+  ParamEntry,
+  EvalResult,
+} from './engine/model.ts';
 export type { GradientBucket } from './engine/grad-buckets.ts';
 export { trainStep } from './engine/train-step.ts';
 export { predict, type Prediction, type PredictOptions } from './engine/predict.ts';
 export { stateDict, loadStateDict, saveSafetensors, loadSafetensors } from './engine/weights.ts';
 export { encodeSafetensors, decodeSafetensors, type NamedTensors, type Metadata } from './checkpoint/safetensors.ts';
-export { encodeCheckpoint, decodeCheckpoint, checkpointFromFlat, flatParamsFor, type TrainingCheckpoint } from './checkpoint/checkpoint.ts';
+export {
+  encodeCheckpoint,
+  decodeCheckpoint,
+  checkpointFromFlat,
+  flatParamsFor,
+  type TrainingCheckpoint,
+} from './checkpoint/checkpoint.ts';
 
 // Horovod-style distributed training.
 export { init, type InitOptions, type Session } from './distributed/session.ts';
-export { DistributedOptimizer, type DistributedOptimizerOptions, type GradientCheck, type StepResult } from './distributed/optimizer.ts';
-export { broadcastParameters, broadcastOptimizerState, averageMetrics, type BroadcastOptions } from './distributed/broadcast-state.ts';
+export {
+  DistributedOptimizer,
+  type DistributedOptimizerOptions,
+  type GradientCheck,
+  type StepResult,
+} from './distributed/optimizer.ts';
+export {
+  broadcastParameters,
+  broadcastOptimizerState,
+  averageMetrics,
+  type BroadcastOptions,
+} from './distributed/broadcast-state.ts';
 export { LocalSgdOptimizer, type LocalSgdOptions } from './distributed/diloco.ts';
 /** Elastic training for your own loop: State (commit, restore, sync), run. */
 export * as elastic from './distributed/elastic.ts';
-export { trainLocal, type LocalTrainConfig, type LocalTrainArgs, type LocalTrainResult } from './distributed/train-local.ts';
-export { trainDistributed, type DistributedTrainArgs, type DistributedTrainConfig, type DistributedTrainResult } from './distributed/trainer.ts';
+export {
+  trainLocal,
+  type LocalTrainConfig,
+  type LocalTrainArgs,
+  type LocalTrainResult,
+} from './distributed/train-local.ts';
+export {
+  trainDistributed,
+  type DistributedTrainArgs,
+  type DistributedTrainConfig,
+  type DistributedTrainResult,
+} from './distributed/trainer.ts';
 export { allreduce, allgather, broadcast, barrier, reducescatter, alltoall } from './collectives/index.ts';
 export type { Communicator } from './comm/communicator.ts';
 export { createMemoryRing } from './comm/rings.ts';

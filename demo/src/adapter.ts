@@ -15,12 +15,20 @@ export interface AdapterPanel {
 
 export function adapterPanel(acquire: () => Promise<Gpu> = () => acquireGpu()): AdapterPanel {
   const body = h('div', { class: 'adapter-body', 'aria-live': 'polite' }, 'Looking for a WebGPU adapter…');
-  const element = h('section', { class: 'card', 'data-testid': 'adapter', 'aria-labelledby': 'adapter-title' }, h('h2', { id: 'adapter-title' }, 'Your GPU'), body);
+  const element = h(
+    'section',
+    { class: 'card', 'data-testid': 'adapter', 'aria-labelledby': 'adapter-title' },
+    h('h2', { id: 'adapter-title' }, 'Your GPU'),
+    body,
+  );
   const ready = acquire().then(
     (gpu) => {
       const { description, vendor, architecture, isFallbackAdapter } = gpu.info;
       // Browsers often hide the description (privacy); vendor and architecture still name the adapter.
-      const name = description && description !== 'unknown adapter' ? description : [vendor, architecture].filter(Boolean).join(' ') || 'unnamed adapter';
+      const name =
+        description && description !== 'unknown adapter'
+          ? description
+          : [vendor, architecture].filter(Boolean).join(' ') || 'unnamed adapter';
       body.replaceChildren(
         h(
           'dl',
@@ -41,11 +49,19 @@ export function adapterPanel(acquire: () => Promise<Gpu> = () => acquireGpu()): 
     (err: unknown) => {
       const message = err instanceof Error ? err.message : String(err);
       body.replaceChildren(
-        h('p', { class: 'bad' }, 'This browser offers no WebGPU adapter, so this tab cannot train. You can still watch the job and use the teaching mode below.'),
+        h(
+          'p',
+          { class: 'bad' },
+          'This browser offers no WebGPU adapter, so this tab cannot train. You can still watch the job and use the teaching mode below.',
+        ),
         h(
           'ul',
           {},
-          h('li', {}, 'Use a recent Chrome or Edge (113 or later); in Firefox or Safari turn WebGPU on in the settings.'),
+          h(
+            'li',
+            {},
+            'Use a recent Chrome or Edge (113 or later); in Firefox or Safari turn WebGPU on in the settings.',
+          ),
           h('li', {}, 'Open the page over https or from localhost: WebGPU needs a secure context.'),
           h('li', {}, 'Check chrome://gpu: a blocklisted GPU driver hides the adapter.'),
         ),

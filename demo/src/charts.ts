@@ -47,9 +47,24 @@ export interface ChartsOptions {
 
 export function chartsPanel(bus: EventBus, options: ChartsOptions = {}): HTMLElement {
   const charts: Chart[] = [
-    { label: 'Loss', stroke: '#b35900', data: new PerStep(), box: h('div', { class: 'chart', 'data-testid': 'chart-loss' }) },
-    { label: 'Test accuracy', stroke: '#1b6e3a', data: new PerStep(), box: h('div', { class: 'chart', 'data-testid': 'chart-accuracy' }) },
-    { label: 'Steps per second', stroke: '#1f4e99', data: new PerStep(), box: h('div', { class: 'chart', 'data-testid': 'chart-speed' }) },
+    {
+      label: 'Loss',
+      stroke: '#b35900',
+      data: new PerStep(),
+      box: h('div', { class: 'chart', 'data-testid': 'chart-loss' }),
+    },
+    {
+      label: 'Test accuracy',
+      stroke: '#1b6e3a',
+      data: new PerStep(),
+      box: h('div', { class: 'chart', 'data-testid': 'chart-accuracy' }),
+    },
+    {
+      label: 'Steps per second',
+      stroke: '#1f4e99',
+      data: new PerStep(),
+      box: h('div', { class: 'chart', 'data-testid': 'chart-speed' }),
+    },
   ];
   const [lossChart, accChart, speedChart] = charts;
   const element = h(
@@ -66,7 +81,8 @@ export function chartsPanel(bus: EventBus, options: ChartsOptions = {}): HTMLEle
     if (e.type === 'train-step') {
       lossChart.data.add(e.step, e.loss);
       const prev = lastByRank.get(e.rank);
-      if (prev && e.step > prev.step && e.t > prev.t) speedChart.data.add(e.step, ((e.step - prev.step) * 1000) / (e.t - prev.t));
+      if (prev && e.step > prev.step && e.t > prev.t)
+        speedChart.data.add(e.step, ((e.step - prev.step) * 1000) / (e.t - prev.t));
       lastByRank.set(e.rank, { step: e.step, t: e.t });
     } else if (e.type === 'evaluate') {
       if (options.validationLoss?.() && e.testLoss !== undefined) {

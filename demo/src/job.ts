@@ -45,7 +45,11 @@ const TOKEN_KEY = (job: string) => `ringtrain-token:${job}`;
  * sessionStorage, so a reload still finds it; other tabs do not see it.
  */
 export function takeJobParams(
-  loc: { search: string; hash: string; pathname: string } = globalThis.location ?? { search: '', hash: '', pathname: '/' },
+  loc: { search: string; hash: string; pathname: string } = globalThis.location ?? {
+    search: '',
+    hash: '',
+    pathname: '/',
+  },
   history: Pick<History, 'replaceState' | 'state'> | undefined = globalThis.history,
   storage: Pick<Storage, 'getItem' | 'setItem'> | undefined = globalThis.sessionStorage,
 ): JobParams {
@@ -59,7 +63,11 @@ export function takeJobParams(
     const query = q.toString();
     // A fragment without a token (an anchor like #teach-title) is left exactly as it was.
     const fragment = hadFragmentToken ? f.toString() : loc.hash.replace(/^#/, '');
-    history?.replaceState(history.state, '', `${loc.pathname}${query ? `?${query}` : ''}${fragment ? `#${fragment}` : ''}`);
+    history?.replaceState(
+      history.state,
+      '',
+      `${loc.pathname}${query ? `?${query}` : ''}${fragment ? `#${fragment}` : ''}`,
+    );
   }
   if (params.job) {
     if (params.token) storage?.setItem(TOKEN_KEY(params.job), params.token);
@@ -84,7 +92,8 @@ export function statusLine(j: PublicJobInfo): string {
     return `Training finished${step !== undefined ? ` at step ${step}` : ''}. The figures below are its last.`;
   }
   if (j.ready) return j.started ? 'Training.' : 'Ready to start.';
-  if (j.started) return `${j.size} peer${j.size === 1 ? '' : 's'} now; the job needs ${j.config.minPeers} to train. The figures below are the last seen.`;
+  if (j.started)
+    return `${j.size} peer${j.size === 1 ? '' : 's'} now; the job needs ${j.config.minPeers} to train. The figures below are the last seen.`;
   return `Waiting for peers: ${j.size} of at least ${j.config.minPeers}.`;
 }
 
@@ -100,7 +109,10 @@ export function settingRows(j: PublicJobInfo): [string, string][] {
   const rows: [string, string][] = [
     ['model', j.config.model],
     ['optimizer', j.config.optimizer],
-    ...Object.entries(j.config.hyperparameters).map(([k, v]): [string, string] => [settingName(k), typeof v === 'string' ? v : JSON.stringify(v)]),
+    ...Object.entries(j.config.hyperparameters).map(([k, v]): [string, string] => [
+      settingName(k),
+      typeof v === 'string' ? v : JSON.stringify(v),
+    ]),
   ];
   if (settings.globalBatch !== undefined) rows.push(['shared', settings.balance === 'speed' ? 'by speed' : 'equally']);
   else rows.push(['batch per peer', String(j.config.batchPerPeer)]);
@@ -119,9 +131,16 @@ export interface JobPanel {
   stop(): void;
 }
 
-type Fetch = (url: string, init: { headers: Record<string, string> }) => Promise<{ ok: boolean; status: number; json(): Promise<unknown> }>;
+type Fetch = (
+  url: string,
+  init: { headers: Record<string, string> },
+) => Promise<{ ok: boolean; status: number; json(): Promise<unknown> }>;
 
-export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, init) => fetch(u, { cache: 'no-store', ...init })): JobPanel {
+export function jobPanel(
+  params: JobParams,
+  bus: EventBus,
+  fetchFn: Fetch = (u, init) => fetch(u, { cache: 'no-store', ...init }),
+): JobPanel {
   const status = h('p', { class: 'job-status', 'data-testid': 'job-status', 'aria-live': 'polite' });
   const peerCount = h('output', { 'data-testid': 'peer-count' }, '—');
   const step = h('output', { 'data-testid': 'step' }, '—');
@@ -129,7 +148,11 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
   const accuracy = h('output', { 'data-testid': 'accuracy' }, '—');
   const metricLabel = h('span', { class: 'stat-label', 'data-testid': 'metric-label' }, 'Test accuracy');
   const settingsBody = h('tbody', {});
-  const config = h('div', { class: 'table-scroll' }, h('table', { class: 'settings', 'data-testid': 'settings' }, h('caption', {}, 'Settings'), settingsBody));
+  const config = h(
+    'div',
+    { class: 'table-scroll' },
+    h('table', { class: 'settings', 'data-testid': 'settings' }, h('caption', {}, 'Settings'), settingsBody),
+  );
   const peersBody = h('tbody', {});
   const element = h(
     'section',
@@ -149,11 +172,19 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
       'div',
       { class: 'table-scroll' },
       h(
-      'table',
-      { class: 'peers', 'data-testid': 'peers' },
-      h('caption', {}, 'Peers in ring order'),
-      h('thead', {}, h('tr', {}, ...['rank', 'peer', 'step', 'loss', 'samples/s', 'share'].map((c) => h('th', { scope: 'col' }, c)))),
-      peersBody,
+        'table',
+        { class: 'peers', 'data-testid': 'peers' },
+        h('caption', {}, 'Peers in ring order'),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ...['rank', 'peer', 'step', 'loss', 'samples/s', 'share'].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
+        peersBody,
       ),
     ),
   );
@@ -169,9 +200,16 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
   const finishedListeners: ((step: number | undefined) => void)[] = [];
 
   if (!params.job) {
-    status.textContent = 'No job in the address. Open the link that `ringtrain server` or `npm start` prints (it ends in ?job=…#token=…) to watch and join a training run. The teaching mode below works without one.';
+    status.textContent =
+      'No job in the address. Open the link that `ringtrain server` or `npm start` prints (it ends in ?job=…#token=…) to watch and join a training run. The teaching mode below works without one.';
     element.dataset.state = 'none';
-    return { element, setSelf: () => undefined, latest: () => undefined, onFinished: () => undefined, stop: () => undefined };
+    return {
+      element,
+      setSelf: () => undefined,
+      latest: () => undefined,
+      onFinished: () => undefined,
+      stop: () => undefined,
+    };
   }
   const jobId = params.job;
   status.textContent = `Asking the server about job ${jobId}…`;
@@ -180,11 +218,15 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
     let next = POLL_MS;
     try {
       // The server shows a job that is not public only to a request bearing its token.
-      const res = await fetchFn(`/api/jobs/${encodeURIComponent(jobId)}`, { headers: params.token ? { authorization: `Bearer ${params.token}` } : {} });
+      const res = await fetchFn(`/api/jobs/${encodeURIComponent(jobId)}`, {
+        headers: params.token ? { authorization: `Bearer ${params.token}` } : {},
+      });
       if (res.status === 404 || res.status === 429) next = NOT_SHOWN_POLL_MS;
       if (res.status === 429) throw new Error('the server refused: too many wrong tokens from this address lately');
       if (res.status === 404) {
-        throw new Error(`the server shows no job '${jobId}' to this page: check the link (with its #token=…), or start the job first`);
+        throw new Error(
+          `the server shows no job '${jobId}' to this page: check the link (with its #token=…), or start the job first`,
+        );
       }
       if (!res.ok) throw new Error(`the server answered ${res.status}`);
       show((await res.json()) as PublicJobInfo);
@@ -217,7 +259,9 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
       const accs = progress.map((p) => p?.testAccuracy).filter((a): a is number => a !== undefined);
       if (accs.length) accuracy.textContent = accuracyText(Math.max(...accs));
     }
-    settingsBody.replaceChildren(...settingRows(j).map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', {}, v))));
+    settingsBody.replaceChildren(
+      ...settingRows(j).map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', {}, v))),
+    );
     if (j.finished && j.size === 0 && !finishedLine) {
       finishedLine = status.textContent;
       for (const l of finishedListeners) l(done?.step);
@@ -230,7 +274,12 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
           { class: p.rank === self ? 'self' : undefined },
           h('td', {}, String(p.rank)),
           // Name and runtime in one cell, the only one that wraps: the job column is narrow.
-          h('td', { class: 'peer-cell' }, p.name ?? p.peerId.slice(0, 8), h('span', { class: 'peer-runtime' }, `${p.rank === self ? 'you, ' : ''}${p.runtime}`)),
+          h(
+            'td',
+            { class: 'peer-cell' },
+            p.name ?? p.peerId.slice(0, 8),
+            h('span', { class: 'peer-runtime' }, `${p.rank === self ? 'you, ' : ''}${p.runtime}`),
+          ),
           h('td', {}, p.progress ? String(p.progress.step) : '—'),
           // Three decimals: the column is narrow, and the stat above gives four.
           h('td', {}, p.progress?.loss !== undefined ? p.progress.loss.toFixed(3) : '—'),
@@ -242,20 +291,46 @@ export function jobPanel(params: JobParams, bus: EventBus, fetchFn: Fetch = (u, 
     );
     if (j.epoch !== lastEpoch) {
       lastEpoch = j.epoch;
-      bus.emit({ type: 'membership', t, rank: self ?? -1, size: j.size, epoch: j.epoch, peers: j.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })) });
+      bus.emit({
+        type: 'membership',
+        t,
+        rank: self ?? -1,
+        size: j.size,
+        epoch: j.epoch,
+        peers: j.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })),
+      });
     }
     for (const p of j.peers) {
       const pr = p.progress;
       if (!pr || p.rank === self || lastStep.get(p.peerId) === pr.step) continue;
       lastStep.set(p.peerId, pr.step);
       if (pr.loss !== undefined) {
-        bus.emit({ type: 'train-step', t, rank: p.rank, size: j.size, step: pr.step, epoch: pr.epoch ?? 0, loss: pr.loss, samples: 0, samplesPerS: pr.samplesPerS ?? 0, bytesSent: pr.allreduceBytes ?? 0 });
+        bus.emit({
+          type: 'train-step',
+          t,
+          rank: p.rank,
+          size: j.size,
+          step: pr.step,
+          epoch: pr.epoch ?? 0,
+          loss: pr.loss,
+          samples: 0,
+          samplesPerS: pr.samplesPerS ?? 0,
+          bytesSent: pr.allreduceBytes ?? 0,
+        });
       }
       // The server keeps a peer's last evaluation beside its later steps: a new evaluation is a new figure.
       const evaluation = `${pr.testAccuracy}/${pr.testLoss}`;
       if (pr.testAccuracy !== undefined && lastEvaluation.get(p.peerId) !== evaluation) {
         lastEvaluation.set(p.peerId, evaluation);
-        bus.emit({ type: 'evaluate', t, rank: p.rank, step: pr.step, epoch: pr.epoch ?? 0, testAccuracy: pr.testAccuracy, testLoss: pr.testLoss });
+        bus.emit({
+          type: 'evaluate',
+          t,
+          rank: p.rank,
+          step: pr.step,
+          epoch: pr.epoch ?? 0,
+          testAccuracy: pr.testAccuracy,
+          testLoss: pr.testLoss,
+        });
       }
     }
   }

@@ -26,7 +26,12 @@ import type { JoinFn } from './participate.ts';
 /** A job's evalLimit keeps the first examples of validation only (quick runs). */
 function limitEvaluation(validation: Dataset, evalLimit: number | undefined): Dataset {
   const n = evalLimit !== undefined && evalLimit < validation.count ? evalLimit : validation.count;
-  return n === validation.count ? validation : selectExamples(validation, Uint32Array.from({ length: n }, (_, i) => i));
+  return n === validation.count
+    ? validation
+    : selectExamples(
+        validation,
+        Uint32Array.from({ length: n }, (_, i) => i),
+      );
 }
 
 /** The words' training and validation sets. */
@@ -60,12 +65,18 @@ export function browserJoin(
       name: `browser tab ${tabTag()}`,
       runtime: 'browser',
       events: bus,
-      capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter, webrtc: true },
+      capabilities: {
+        webgpu: true,
+        adapter: gpu.info.description.slice(0, 256),
+        fallbackAdapter: gpu.info.isFallbackAdapter,
+        webrtc: true,
+      },
       // The job's model says which data: loaded before the ring forms, so the others never wait on our download.
       beforeRing: async (job) => {
         const settings = parseJobSettings(job.config.hyperparameters);
         if (settings.tableSha256) {
-          // A table job: the table (and a labels file) come from the server that serves this page, checked against the job's hashes.
+          // A table job: the table (and a labels file) come from the server that serves this page, checked against the
+          // job's hashes.
           progress(`loading the table ${settings.table ?? ''}…`);
           const file = { job: job.id, token: params.token };
           const split = await loadJobTableInPage(
@@ -74,7 +85,9 @@ export function browserJoin(
               name: settings.table ?? '',
               sha256: settings.tableSha256,
               labelColumn: settings.labelColumn,
-              labels: settings.labelsSha256 ? { ...file, name: settings.labels ?? '', sha256: settings.labelsSha256 } : undefined,
+              labels: settings.labelsSha256
+                ? { ...file, name: settings.labels ?? '', sha256: settings.labelsSha256 }
+                : undefined,
             },
             server,
           );
@@ -83,7 +96,17 @@ export function browserJoin(
         } else if (settings.textSha256) {
           // A text job: the text comes from the server that serves this page, checked against the job's hash.
           progress(`loading the text ${settings.text ?? ''}…`);
-          const split = await loadJobTextInPage({ job: job.id, token: params.token, name: settings.text ?? '', sha256: settings.textSha256, context: settings.context ?? DEFAULT_TEXT_CONTEXT, tokenizer: settings.tokenizer }, server);
+          const split = await loadJobTextInPage(
+            {
+              job: job.id,
+              token: params.token,
+              name: settings.text ?? '',
+              sha256: settings.textSha256,
+              context: settings.context ?? DEFAULT_TEXT_CONTEXT,
+              tokenizer: settings.tokenizer,
+            },
+            server,
+          );
           train = split.train;
           test = limitEvaluation(split.validation, settings.evalLimit);
         } else {
@@ -133,9 +156,13 @@ export function browserJoin(
         // rank is still in the last collective. Every step was taken all the same: say so.
         const steps = trainConfigFromJob(session.job.config).steps;
         const complete = steps !== undefined && result.steps >= steps;
-        const metric = session.job.config.model === 'transformer' ? `validation loss ${lossText(result.testLoss)}` : `test accuracy ${(result.testAccuracy * 100).toFixed(1)}%`;
+        const metric =
+          session.job.config.model === 'transformer'
+            ? `validation loss ${lossText(result.testLoss)}`
+            : `test accuracy ${(result.testAccuracy * 100).toFixed(1)}%`;
         if (!result.stoppedBy) return `Training finished: ${result.steps} steps, ${metric}.`;
-        if (complete) return `Training finished: ${result.steps} steps (the ring closed during the final evaluation: ${result.stoppedBy.message}).`;
+        if (complete)
+          return `Training finished: ${result.steps} steps (the ring closed during the final evaluation: ${result.stoppedBy.message}).`;
         return `Training stopped at step ${result.steps}: ${result.stoppedBy.message}`;
       },
       async (err: unknown) => {

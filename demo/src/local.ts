@@ -35,7 +35,11 @@ export function localTrainPanel(
     'section',
     { class: 'card', 'data-testid': 'local', 'aria-labelledby': 'local-title' },
     h('h2', { id: 'local-title' }, 'Train here, alone'),
-    h('p', { class: 'intro' }, `Trains a small MLP on the MNIST digits with this tab’s GPU for ${steps} steps, without any other peer: a quick check that WebGPU training works here.`),
+    h(
+      'p',
+      { class: 'intro' },
+      `Trains a small MLP on the MNIST digits with this tab’s GPU for ${steps} steps, without any other peer: a quick check that WebGPU training works here.`,
+    ),
     h('div', { class: 'controls' }, button),
     h('p', { role: 'status', 'aria-live': 'polite' }, status, ' · step ', stepEl, ' · loss ', lossEl),
   );
@@ -66,13 +70,29 @@ export function localTrainPanel(
         // The whole curve, for whoever wants more than the last value (the browser test does).
         lossEl.dataset.losses = JSON.stringify(losses);
       });
-      const config = { model: 'mlp', optimizer: 'sgd', epochs: 1, batch: 64, lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 1, steps } as const;
+      const config = {
+        model: 'mlp',
+        optimizer: 'sgd',
+        epochs: 1,
+        batch: 64,
+        lr: 0.05,
+        momentum: 0.9,
+        weightDecay: 0,
+        seed: 1,
+        steps,
+      } as const;
       let last: TrainingCheckpoint | null = null;
       const result = await trainLocal({ gpu, train, test, config, bus, onCheckpoint: (c) => void (last = c) });
       if (last) {
         trained?.destroy();
         trained = createModel(gpu, modelSpecFor(config, train));
-        trained.writeParams(flatParamsFor(last, { model: config.model, layout: trained.layout, flatLength: trained.flatLength }, 'this run'));
+        trained.writeParams(
+          flatParamsFor(
+            last,
+            { model: config.model, layout: trained.layout, flatLength: trained.flatLength },
+            'this run',
+          ),
+        );
         onTrained(trained, test);
       }
       status.textContent = `done: test accuracy ${(result.testAccuracy * 100).toFixed(1)}%, ${Math.round(result.samplesPerS)} samples/s`;

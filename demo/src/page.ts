@@ -28,7 +28,14 @@ export interface PageOptions {
    * How this tab joins the job, given its GPU and the page's bus. Null keeps
    * the Join button disabled with `joinUnavailable` as the reason.
    */
-  makeJoin?: ((gpu: Gpu, params: Required<JobParams>, bus: EventBus, showModel: (model: Model, test: Dataset) => void) => JoinFn) | null;
+  makeJoin?:
+    | ((
+        gpu: Gpu,
+        params: Required<JobParams>,
+        bus: EventBus,
+        showModel: (model: Model, test: Dataset) => void,
+      ) => JoinFn)
+    | null;
   joinUnavailable?: string;
   /** Steps of the "train here, alone" panel; the address's `?steps=N` overrides the default. */
   localSteps?: number;
@@ -60,35 +67,76 @@ export function mountPage(root: HTMLElement, options: PageOptions = {}): Mounted
   };
   // The predictions panel keeps the last model it was shown (a finished job's final weights stay useful).
   participate.onJoined((joined) => job.setSelf(joined?.rank));
-  job.onFinished((step) => participate.jobFinished(`The job has finished${step !== undefined ? ` at step ${step}` : ''}: there is no ring left to join.`));
+  job.onFinished((step) =>
+    participate.jobFinished(
+      `The job has finished${step !== undefined ? ` at step ${step}` : ''}: there is no ring left to join.`,
+    ),
+  );
 
   root.replaceChildren(
     h(
       'header',
       { class: 'page-header' },
       h('h1', {}, 'ringtrain'),
-      h('p', { class: 'tagline' }, 'One model, many GPUs: browser tabs, Deno and Node peers train together and average their gradients with ring-allreduce over WebRTC.'),
+      h(
+        'p',
+        { class: 'tagline' },
+        'One model, many GPUs: browser tabs, Deno and Node peers train together and average their gradients with ring-allreduce over WebRTC.',
+      ),
       h(
         'ol',
         { class: 'start-here', 'aria-label': 'How to use this page' },
         h('li', {}, 'Check “Your GPU”: this tab needs WebGPU to train.'),
-        h('li', {}, 'Press “Join the training” to lend it to the job in the address, then watch the ring and the charts.'),
-        h('li', {}, 'New to ring-allreduce? ', h('a', { href: '#teach-title' }, 'Step through it in the teaching mode'), '.'),
+        h(
+          'li',
+          {},
+          'Press “Join the training” to lend it to the job in the address, then watch the ring and the charts.',
+        ),
+        h(
+          'li',
+          {},
+          'New to ring-allreduce? ',
+          h('a', { href: '#teach-title' }, 'Step through it in the teaching mode'),
+          '.',
+        ),
       ),
     ),
     h(
       'main',
       { class: 'page-grid' },
-      h('div', { class: 'col' }, job.element, participate.element, adapter.element, localTrainPanel(adapter.ready, params.job ? null : bus, localSteps, (model, test) => predictions.attach(model, test))),
-      h('div', { class: 'col wide' }, liveRingPanel(bus, { watchingJob: Boolean(params.job), finished: () => job.latest()?.finished !== undefined }), chartsPanel(bus, { validationLoss: () => job.latest()?.config.model === 'transformer' }), text.element, words.element, predictions.element),
+      h(
+        'div',
+        { class: 'col' },
+        job.element,
+        participate.element,
+        adapter.element,
+        localTrainPanel(adapter.ready, params.job ? null : bus, localSteps, (model, test) =>
+          predictions.attach(model, test),
+        ),
+      ),
+      h(
+        'div',
+        { class: 'col wide' },
+        liveRingPanel(bus, { watchingJob: Boolean(params.job), finished: () => job.latest()?.finished !== undefined }),
+        chartsPanel(bus, { validationLoss: () => job.latest()?.config.model === 'transformer' }),
+        text.element,
+        words.element,
+        predictions.element,
+      ),
       h('div', { class: 'full' }, teachingView(recordTeachingRun)),
     ),
   );
 
   void adapter.ready.then((gpu) => {
-    if (!params.job || !params.token) return participate.enable(null, 'To join, open the link with ?job=…#token=… that the server prints.');
-    if (!gpu) return participate.enable(null, 'This browser has no WebGPU adapter, so it cannot train (see “Your GPU”).');
-    if (!options.makeJoin) return participate.enable(null, options.joinUnavailable ?? 'Joining from the browser is not available in this build.');
+    if (!params.job || !params.token)
+      return participate.enable(null, 'To join, open the link with ?job=…#token=… that the server prints.');
+    if (!gpu)
+      return participate.enable(null, 'This browser has no WebGPU adapter, so it cannot train (see “Your GPU”).');
+    if (!options.makeJoin)
+      return participate.enable(
+        null,
+        options.joinUnavailable ?? 'Joining from the browser is not available in this build.',
+      );
     participate.enable(options.makeJoin(gpu, { job: params.job, token: params.token }, bus, showModel));
   });
   return { bus, gpu: adapter.ready };

@@ -39,7 +39,11 @@ function formatBytes(n: number): string {
 }
 
 export function participatePanel(bus: EventBus): ParticipatePanel {
-  const join = h('button', { type: 'button', class: 'primary', 'data-testid': 'join', disabled: true }, 'Join the training');
+  const join = h(
+    'button',
+    { type: 'button', class: 'primary', 'data-testid': 'join', disabled: true },
+    'Join the training',
+  );
   const leave = h('button', { type: 'button', 'data-testid': 'leave', disabled: true, title: 'Join first' }, 'Leave');
   const note = h('p', { class: 'join-note', 'data-testid': 'join-note', 'aria-live': 'polite' });
   const steps = h('output', { 'data-testid': 'own-steps' }, '0');
@@ -49,7 +53,11 @@ export function participatePanel(bus: EventBus): ParticipatePanel {
     'section',
     { class: 'card', 'data-testid': 'participate', 'aria-labelledby': 'participate-title' },
     h('h2', { id: 'participate-title' }, 'Lend this GPU'),
-    h('p', { class: 'intro' }, 'Join to make this tab a peer in the ring: it trains on its share of the data with its own GPU and averages gradients with the others.'),
+    h(
+      'p',
+      { class: 'intro' },
+      'Join to make this tab a peer in the ring: it trains on its share of the data with its own GPU and averages gradients with the others.',
+    ),
     h('div', { class: 'controls' }, join, leave),
     note,
     h(

@@ -42,9 +42,23 @@ function drawDigit(canvas: HTMLCanvasElement, pixels: ArrayLike<number>): void {
 }
 
 export function predictionsPanel(bus: EventBus): PredictionsPanel {
-  const status = h('p', { class: 'intro', 'data-testid': 'predict-status' }, 'Train here to see what a model predicts. In a job, this tab gets the job’s weights after every epoch and at the end, whatever its rank.');
-  const grid = h('ol', { class: 'samples', 'data-testid': 'samples', 'aria-label': 'Test digits and the model’s predictions' });
-  const pad = h('canvas', { width: PAD, height: PAD, class: 'pad', 'data-testid': 'draw-pad', 'aria-label': 'Drawing pad: draw a digit with the mouse, a finger or a pen' });
+  const status = h(
+    'p',
+    { class: 'intro', 'data-testid': 'predict-status' },
+    'Train here to see what a model predicts. In a job, this tab gets the job’s weights after every epoch and at the end, whatever its rank.',
+  );
+  const grid = h('ol', {
+    class: 'samples',
+    'data-testid': 'samples',
+    'aria-label': 'Test digits and the model’s predictions',
+  });
+  const pad = h('canvas', {
+    width: PAD,
+    height: PAD,
+    class: 'pad',
+    'data-testid': 'draw-pad',
+    'aria-label': 'Drawing pad: draw a digit with the mouse, a finger or a pen',
+  });
   const clear = h('button', { type: 'button', 'data-testid': 'draw-clear' }, 'Clear');
   const sample = h('button', { type: 'button', 'data-testid': 'draw-sample', disabled: true }, 'Use a test digit');
   const guess = h('output', { class: 'guess', 'data-testid': 'draw-guess', 'aria-live': 'polite' }, '?');
@@ -87,7 +101,12 @@ export function predictionsPanel(bus: EventBus): PredictionsPanel {
           drawDigit(canvas, test!.inputs.subarray(p * px, (p + 1) * px));
           const predicted = argmax(logits.subarray(i * k, (i + 1) * k));
           const truth = test!.labels[p];
-          return h('li', { class: predicted === truth ? 'right' : 'wrong' }, canvas, h('span', {}, `${predicted}${predicted === truth ? ' ✓' : ` ✗ (is ${truth})`}`));
+          return h(
+            'li',
+            { class: predicted === truth ? 'right' : 'wrong' },
+            canvas,
+            h('span', {}, `${predicted}${predicted === truth ? ' ✓' : ` ✗ (is ${truth})`}`),
+          );
         }),
       );
       const right = picks.filter((p, i) => argmax(logits.subarray(i * k, (i + 1) * k)) === test!.labels[p]).length;
@@ -118,7 +137,17 @@ export function predictionsPanel(bus: EventBus): PredictionsPanel {
     const probs = softmax(await model.predict(x, 1));
     guess.textContent = String(argmax(probs));
     const top = Math.max(...probs);
-    bars.replaceChildren(...probs.map((p, d) => h('li', {}, h('span', { class: 'bar-label' }, String(d)), h('span', { class: 'bar', style: `width: ${((p / top) * 100).toFixed(1)}%` }), h('span', { class: 'bar-value' }, `${(p * 100).toFixed(0)}%`))));
+    bars.replaceChildren(
+      ...probs.map((p, d) =>
+        h(
+          'li',
+          {},
+          h('span', { class: 'bar-label' }, String(d)),
+          h('span', { class: 'bar', style: `width: ${((p / top) * 100).toFixed(1)}%` }),
+          h('span', { class: 'bar-value' }, `${(p * 100).toFixed(0)}%`),
+        ),
+      ),
+    );
   }
 
   function clearPad(): void {

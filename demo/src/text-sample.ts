@@ -27,19 +27,42 @@ const LENGTH = 200;
 const PROMPT_LENGTH = 24;
 
 export function textPanel(): TextPanel {
-  const status = h('p', { class: 'intro', 'data-testid': 'text-status' }, 'A continuation the model writes with the weights this tab holds now.');
+  const status = h(
+    'p',
+    { class: 'intro', 'data-testid': 'text-status' },
+    'A continuation the model writes with the weights this tab holds now.',
+  );
   const prompt = h('input', { type: 'text', 'data-testid': 'text-prompt', 'aria-label': 'Prompt', size: '32' });
-  const temperature = h('input', { type: 'number', min: '0', max: '3', step: '0.1', value: '0.8', 'data-testid': 'text-temperature', 'aria-label': 'Temperature' });
+  const temperature = h('input', {
+    type: 'number',
+    min: '0',
+    max: '3',
+    step: '0.1',
+    value: '0.8',
+    'data-testid': 'text-temperature',
+    'aria-label': 'Temperature',
+  });
   const generate = h('button', { type: 'button', 'data-testid': 'text-generate', disabled: true }, 'Continue');
   const shownPrompt = h('strong', {});
   const continuation = h('span', { 'data-testid': 'text-continuation' });
-  const sample = h('pre', { class: 'text-sample', 'data-testid': 'text-sample', 'aria-live': 'polite' }, shownPrompt, continuation);
+  const sample = h(
+    'pre',
+    { class: 'text-sample', 'data-testid': 'text-sample', 'aria-live': 'polite' },
+    shownPrompt,
+    continuation,
+  );
   const element = h(
     'section',
     { class: 'card', 'data-testid': 'text-panel', 'aria-labelledby': 'text-title', hidden: true },
     h('h2', { id: 'text-title' }, 'Continue a text'),
     status,
-    h('div', { class: 'controls' }, h('label', {}, 'Prompt ', prompt), h('label', {}, 'Temperature ', temperature), generate),
+    h(
+      'div',
+      { class: 'controls' },
+      h('label', {}, 'Prompt ', prompt),
+      h('label', {}, 'Temperature ', temperature),
+      generate,
+    ),
     sample,
   );
   let model: Model | null = null;
@@ -55,7 +78,12 @@ export function textPanel(): TextPanel {
       const heads = typeof model.spec.heads === 'number' ? model.spec.heads : WORDS_TRANSFORMER.heads;
       const weights = transformerWeights(await stateDict(model), heads, 'this tab’s weights');
       const t = Math.min(3, Math.max(0, Number(temperature.value) || 0));
-      const text = sampleText(weights, vocabulary, { prompt: prompt.value, length: LENGTH, temperature: t, seed: seed++ });
+      const text = sampleText(weights, vocabulary, {
+        prompt: prompt.value,
+        length: LENGTH,
+        temperature: t,
+        seed: seed++,
+      });
       shownPrompt.textContent = prompt.value;
       continuation.textContent = text.slice(prompt.value.length);
       status.textContent = 'A continuation the model writes with the weights this tab holds now.';
@@ -76,18 +104,24 @@ export function textPanel(): TextPanel {
     attach(m, test) {
       model = m;
       // The job's tokenizer (gpt2 loads once, asynchronously); the first prompt is the start of the validation text.
-      void tokenizerFromRecord(test.vocabulary!, 'the job’s text').then((tokenizer) => {
-        const first = vocabulary === null;
-        vocabulary = tokenizer;
-        if (first) prompt.value = tokenizer.decode(Array.from(test.inputs.subarray(0, Math.min(PROMPT_LENGTH, test.inputSize))));
-        element.hidden = false;
-        generate.disabled = busy;
-        element.dataset.state = 'attached';
-      }, (err: unknown) => {
-        status.textContent = `This job's tokenizer did not load: ${err instanceof Error ? err.message : String(err)}`;
-        element.hidden = false;
-        element.dataset.state = 'failed';
-      });
+      void tokenizerFromRecord(test.vocabulary!, 'the job’s text').then(
+        (tokenizer) => {
+          const first = vocabulary === null;
+          vocabulary = tokenizer;
+          if (first)
+            prompt.value = tokenizer.decode(
+              Array.from(test.inputs.subarray(0, Math.min(PROMPT_LENGTH, test.inputSize))),
+            );
+          element.hidden = false;
+          generate.disabled = busy;
+          element.dataset.state = 'attached';
+        },
+        (err: unknown) => {
+          status.textContent = `This job's tokenizer did not load: ${err instanceof Error ? err.message : String(err)}`;
+          element.hidden = false;
+          element.dataset.state = 'failed';
+        },
+      );
     },
   };
 }

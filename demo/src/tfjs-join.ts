@@ -17,7 +17,11 @@ import { parseRecipe, trainMnist, TFJS_MNIST_MODEL } from '../../examples/tfjs-m
 /** TF.js backends the page can load: the CPU one always, WebGPU where the browser has it. */
 async function useBackend(name: 'cpu' | 'webgpu'): Promise<void> {
   if (name === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu');
-  if (!(await tf.setBackend(name))) throw new RingtrainError(ErrorCode.NoAdapter, `TF.js job: TF.js's ${name} backend does not start in this browser; launch the job with --backend cpu`);
+  if (!(await tf.setBackend(name)))
+    throw new RingtrainError(
+      ErrorCode.NoAdapter,
+      `TF.js job: TF.js's ${name} backend does not start in this browser; launch the job with --backend cpu`,
+    );
 }
 
 export interface TfjsJoined {
@@ -29,7 +33,10 @@ export interface TfjsJoined {
 export async function trainTfjsJob(session: Session, data: MnistSplit): Promise<TfjsJoined> {
   const { model } = session.job.config;
   if (model !== TFJS_MNIST_MODEL) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `TF.js job: the page knows the TF.js model ${TFJS_MNIST_MODEL} only, and this job trains ${JSON.stringify(model)}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `TF.js job: the page knows the TF.js model ${TFJS_MNIST_MODEL} only, and this job trains ${JSON.stringify(model)}`,
+    );
   }
   const recipe = parseRecipe((session.settings.args ?? '').split(/\s+/).filter(Boolean));
   await useBackend(recipe.backend);

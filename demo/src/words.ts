@@ -33,7 +33,12 @@ function drawLetter(logits: Float32Array, at: number, allowEnd: boolean, tempera
 }
 
 /** `count` words sampled from `model` (a causal model: position t's logits depend on tokens 0..t only). */
-export async function sampleWordsOnGpu(model: Predictor, count: number, temperature: number, seed: number): Promise<string[]> {
+export async function sampleWordsOnGpu(
+  model: Predictor,
+  count: number,
+  temperature: number,
+  seed: number,
+): Promise<string[]> {
   const random = mulberry32(seed);
   const words: string[] = [];
   for (let n = 0; n < count; n++) {
@@ -51,8 +56,20 @@ export async function sampleWordsOnGpu(model: Predictor, count: number, temperat
 }
 
 export function wordsPanel(): WordsPanel {
-  const status = h('p', { class: 'intro', 'data-testid': 'words-status' }, 'Words the model spells with the weights this tab holds now.');
-  const temperature = h('input', { type: 'number', min: '0.1', max: '3', step: '0.1', value: '1', 'data-testid': 'words-temperature', 'aria-label': 'Temperature' });
+  const status = h(
+    'p',
+    { class: 'intro', 'data-testid': 'words-status' },
+    'Words the model spells with the weights this tab holds now.',
+  );
+  const temperature = h('input', {
+    type: 'number',
+    min: '0.1',
+    max: '3',
+    step: '0.1',
+    value: '1',
+    'data-testid': 'words-temperature',
+    'aria-label': 'Temperature',
+  });
   const generate = h('button', { type: 'button', 'data-testid': 'generate', disabled: true }, 'Generate');
   const list = h('ol', { class: 'words', 'data-testid': 'words', 'aria-live': 'polite' });
   const element = h(

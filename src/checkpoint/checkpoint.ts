@@ -11,7 +11,15 @@
  * parameter buffer and the optimizer state, and writes them back on resume.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { decodeSafetensors, elementCount, encodeSafetensors, type Integrity, type Metadata, type NamedTensors, safetensorsPieces } from './safetensors.ts';
+import {
+  decodeSafetensors,
+  elementCount,
+  encodeSafetensors,
+  type Integrity,
+  type Metadata,
+  type NamedTensors,
+  safetensorsPieces,
+} from './safetensors.ts';
 import { fnv1aHex } from '../core/hash.ts';
 
 export const CHECKPOINT_FORMAT = 'ringtrain-checkpoint/1';
@@ -64,7 +72,11 @@ export function checkpointFromFlat(args: {
   const params: NamedTensors = {};
   for (const e of args.layout) {
     if (e.offset + e.length > args.params.length || elementCount(e.shape) !== e.length) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `layout entry '${e.name}' [${e.shape}] at ${e.offset} does not fit the ${args.params.length} parameters.`, { tensor: e.name });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `layout entry '${e.name}' [${e.shape}] at ${e.offset} does not fit the ${args.params.length} parameters.`,
+        { tensor: e.name },
+      );
     }
     params[e.name] = { shape: [...e.shape], data: args.params.slice(e.offset, e.offset + e.length) };
   }
@@ -95,11 +107,21 @@ export function checkpointPieces(c: TrainingCheckpoint): Generator<Uint8Array> {
 function checkpointContents(c: TrainingCheckpoint): { tensors: NamedTensors; metadata: Metadata } {
   const tensors: NamedTensors = {};
   for (const [name, t] of Object.entries(c.params)) tensors[PARAM_PREFIX + name] = t;
-  for (const [key, data] of Object.entries(c.optimizerState)) tensors[OPTIM_PREFIX + key] = { shape: [data.length], data };
+  for (const [key, data] of Object.entries(c.optimizerState))
+    tensors[OPTIM_PREFIX + key] = { shape: [data.length], data };
   for (const k of Object.keys(c.extra)) {
-    if (RESERVED_KEYS.includes(k)) throw new RingtrainError(ErrorCode.InvalidArgument, `checkpoint metadata key '${k}' is reserved.`);
+    if (RESERVED_KEYS.includes(k))
+      throw new RingtrainError(ErrorCode.InvalidArgument, `checkpoint metadata key '${k}' is reserved.`);
   }
-  const metadata = { ...c.extra, format: CHECKPOINT_FORMAT, model: c.model, optimizer: c.optimizer, step: String(c.step), epoch: String(c.epoch), layout_hash: c.layoutHash };
+  const metadata = {
+    ...c.extra,
+    format: CHECKPOINT_FORMAT,
+    model: c.model,
+    optimizer: c.optimizer,
+    step: String(c.step),
+    epoch: String(c.epoch),
+    layout_hash: c.layoutHash,
+  };
   return { tensors, metadata };
 }
 
@@ -119,7 +141,12 @@ export function decodeCheckpoint(bytes: Uint8Array, file = 'checkpoint'): Traini
   }
   const int = (key: string): number => {
     const v = Number(metadata[key]);
-    if (!Number.isInteger(v) || v < 0) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: metadata '${key}' is ${JSON.stringify(metadata[key])}, not a count.`, { file, key });
+    if (!Number.isInteger(v) || v < 0)
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file}: metadata '${key}' is ${JSON.stringify(metadata[key])}, not a count.`,
+        { file, key },
+      );
     return v;
   };
   const params: NamedTensors = {};
@@ -127,7 +154,12 @@ export function decodeCheckpoint(bytes: Uint8Array, file = 'checkpoint'): Traini
   for (const [name, t] of Object.entries(tensors)) {
     if (name.startsWith(PARAM_PREFIX)) params[name.slice(PARAM_PREFIX.length)] = t;
     else if (name.startsWith(OPTIM_PREFIX)) optimizerState[name.slice(OPTIM_PREFIX.length)] = t.data;
-    else throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: unexpected tensor '${name}' (neither ${PARAM_PREFIX}… nor ${OPTIM_PREFIX}…).`, { file, tensor: name });
+    else
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file}: unexpected tensor '${name}' (neither ${PARAM_PREFIX}… nor ${OPTIM_PREFIX}…).`,
+        { file, tensor: name },
+      );
     refuseNonFinite(file, name, t.data);
   }
   const extra: Metadata = {};
@@ -170,16 +202,26 @@ function modelFileBase(name: string): string {
  * Two models from files are not told apart here: a model file's name carries a hash of its text, and a
  * comment is no reason to refuse; their layouts (names and shapes) and options decide (flatParamsFor).
  */
-export function checkCheckpointKind(c: TrainingCheckpoint, expect: { model: string; optimizer?: string }, file = 'checkpoint'): void {
+export function checkCheckpointKind(
+  c: TrainingCheckpoint,
+  expect: { model: string; optimizer?: string },
+  file = 'checkpoint',
+): void {
   const fromFile = (m: string) => !BUILT_IN_MODELS.includes(m);
   if (c.model !== expect.model && !(fromFile(c.model) && fromFile(expect.model))) {
     // Every "pass" names a value --model accepts: a built-in kind, or the path of a model file.
-    const pass = fromFile(c.model) ? `--model ./${modelFileBase(c.model)}.ts (the model file it was trained from)` : `--model ${c.model}`;
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} holds a '${c.model}' model, not '${expect.model}'; pass ${pass} or another checkpoint.`, {
-      file,
-      checkpointModel: c.model,
-      model: expect.model,
-    });
+    const pass = fromFile(c.model)
+      ? `--model ./${modelFileBase(c.model)}.ts (the model file it was trained from)`
+      : `--model ${c.model}`;
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file} holds a '${c.model}' model, not '${expect.model}'; pass ${pass} or another checkpoint.`,
+      {
+        file,
+        checkpointModel: c.model,
+        model: expect.model,
+      },
+    );
   }
   if (expect.optimizer !== undefined && c.optimizer !== expect.optimizer) {
     throw new RingtrainError(
@@ -209,13 +251,17 @@ export function flatParamsFor(
     if (!t) {
       const theirs = Object.entries(c.params)[expect.layout.indexOf(e)];
       const there = theirs ? `; in its place the checkpoint has '${theirs[0]}' [${theirs[1].shape}]` : '';
-      throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no tensor '${e.name}' (the model expects shape [${e.shape}])${there}; it belongs to a different model.`, {
-        file,
-        tensor: e.name,
-        expectedShape: [...e.shape],
-        checkpointTensor: theirs?.[0],
-        checkpointShape: theirs ? [...theirs[1].shape] : undefined,
-      });
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file} has no tensor '${e.name}' (the model expects shape [${e.shape}])${there}; it belongs to a different model.`,
+        {
+          file,
+          tensor: e.name,
+          expectedShape: [...e.shape],
+          checkpointTensor: theirs?.[0],
+          checkpointShape: theirs ? [...theirs[1].shape] : undefined,
+        },
+      );
     }
     if (t.shape.length !== e.shape.length || t.shape.some((d, i) => d !== e.shape[i])) {
       throw new RingtrainError(
@@ -229,28 +275,49 @@ export function flatParamsFor(
   const known = new Set(expect.layout.map((e) => e.name));
   const unknown = Object.keys(c.params).filter((n) => !known.has(n));
   if (unknown.length > 0) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has tensors the model does not: ${unknown.map((n) => `${n} [${c.params[n].shape}]`).join(', ')}; it belongs to a different model.`, { file, unknown });
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file} has tensors the model does not: ${unknown.map((n) => `${n} [${c.params[n].shape}]`).join(', ')}; it belongs to a different model.`,
+      { file, unknown },
+    );
   }
   for (let i = 0; i < flat.length; i++) {
     if (!Number.isFinite(flat[i])) {
-      throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: parameter ${i} is ${flat[i]}; the run that saved it diverged. Resume from an earlier checkpoint.`, { file, index: i });
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file}: parameter ${i} is ${flat[i]}; the run that saved it diverged. Resume from an earlier checkpoint.`,
+        { file, index: i },
+      );
     }
   }
   return flat;
 }
 
 /** Checks the optimizer state arrays against the lengths the optimizer expects (by key). */
-export function checkOptimizerState(c: TrainingCheckpoint, expected: Record<string, number>, file = 'checkpoint'): void {
+export function checkOptimizerState(
+  c: TrainingCheckpoint,
+  expected: Record<string, number>,
+  file = 'checkpoint',
+): void {
   for (const [key, length] of Object.entries(expected)) {
     const got = c.optimizerState[key];
-    if (!got) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no optimizer state '${key}' (${c.optimizer}); it is incomplete.`, { file, tensor: OPTIM_PREFIX + key });
+    if (!got)
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file} has no optimizer state '${key}' (${c.optimizer}); it is incomplete.`,
+        { file, tensor: OPTIM_PREFIX + key },
+      );
     if (got.length !== length) {
-      throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: optimizer state '${key}' has shape [${got.length}] in the checkpoint but [${length}] in the optimizer.`, {
-        file,
-        tensor: OPTIM_PREFIX + key,
-        checkpointShape: [got.length],
-        expectedShape: [length],
-      });
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file}: optimizer state '${key}' has shape [${got.length}] in the checkpoint but [${length}] in the optimizer.`,
+        {
+          file,
+          tensor: OPTIM_PREFIX + key,
+          checkpointShape: [got.length],
+          expectedShape: [length],
+        },
+      );
     }
   }
 }

@@ -7,7 +7,17 @@
  * A save never replaces a checkpoint of a later step unless asked
  * (`overwrite`): the file on disk is the user's best state so far.
  */
-import { closeSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import process from 'node:process';
 import { ErrorCode, RingtrainError, unreadableReason } from '../core/errors.ts';
@@ -21,7 +31,10 @@ import { CHECKPOINT_FORMAT, checkpointPieces, decodeCheckpoint, type TrainingChe
  * system's error as is.
  */
 export function writeSyncedTemp(path: string, content: Uint8Array | Iterable<Uint8Array>): string {
-  const tmp = join(dirname(path), `.${basename(path)}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
+  const tmp = join(
+    dirname(path),
+    `.${basename(path)}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`,
+  );
   const fd = openSync(tmp, 'wx');
   try {
     for (const bytes of content instanceof Uint8Array ? [content] : content) {
@@ -46,7 +59,12 @@ export function writeFileAtomic(path: string, content: Uint8Array | Iterable<Uin
     renameSync(tmp, path);
   } catch (err) {
     if (tmp !== undefined) rmSync(tmp, { force: true });
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot write ${path}: ${(err as Error).message}; check that the directory exists and is writable.`, { path }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot write ${path}: ${(err as Error).message}; check that the directory exists and is writable.`,
+      { path },
+      { cause: err },
+    );
   }
   // Make the rename itself durable; not every platform lets us fsync a directory.
   try {
@@ -65,7 +83,10 @@ export function writeFileAtomic(path: string, content: Uint8Array | Iterable<Uin
 const MAX_PEEK_HEADER_BYTES = 16 * 1024 * 1024;
 
 /** What a path holds, read from the safetensors header alone (cheap, even for a large file). */
-export type CheckpointOnDisk = { kind: 'absent' } | { kind: 'checkpoint'; step: number; model: string; optimizer: string } | { kind: 'other'; why: string };
+export type CheckpointOnDisk =
+  | { kind: 'absent' }
+  | { kind: 'checkpoint'; step: number; model: string; optimizer: string }
+  | { kind: 'other'; why: string };
 
 export function peekCheckpoint(path: string): CheckpointOnDisk {
   let fd: number;
@@ -83,7 +104,8 @@ export function peekCheckpoint(path: string): CheckpointOnDisk {
     const head = new Uint8Array(8);
     if (st.size < 8 || readSync(fd, head, 0, 8, 0) !== 8) return { kind: 'other', why: 'it is not a safetensors file' };
     const n = new DataView(head.buffer).getBigUint64(0, true);
-    if (n > BigInt(Math.min(st.size - 8, MAX_PEEK_HEADER_BYTES))) return { kind: 'other', why: 'it is not a safetensors file (or a damaged one)' };
+    if (n > BigInt(Math.min(st.size - 8, MAX_PEEK_HEADER_BYTES)))
+      return { kind: 'other', why: 'it is not a safetensors file (or a damaged one)' };
     const json = new Uint8Array(Number(n));
     readSync(fd, json, 0, json.length, 8);
     let meta: Record<string, unknown> | undefined;
@@ -93,7 +115,8 @@ export function peekCheckpoint(path: string): CheckpointOnDisk {
       return { kind: 'other', why: 'its header is not valid JSON' };
     }
     const step = Number(meta?.step);
-    if (meta?.format !== CHECKPOINT_FORMAT || !Number.isInteger(step)) return { kind: 'other', why: 'it is not a ringtrain checkpoint' };
+    if (meta?.format !== CHECKPOINT_FORMAT || !Number.isInteger(step))
+      return { kind: 'other', why: 'it is not a ringtrain checkpoint' };
     return { kind: 'checkpoint', step, model: String(meta.model), optimizer: String(meta.optimizer) };
   } finally {
     closeSync(fd);
@@ -109,7 +132,11 @@ export interface SaveOptions {
 export function refuseToReplace(path: string, step: number, flag = '--save'): void {
   const held = peekCheckpoint(path);
   if (held.kind === 'other') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${path}: the file exists and ${held.why}; choose another path, or pass --overwrite to replace it.`, { path });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${flag} ${path}: the file exists and ${held.why}; choose another path, or pass --overwrite to replace it.`,
+      { path },
+    );
   }
   if (held.kind === 'checkpoint' && held.step > step) {
     throw new RingtrainError(
@@ -146,7 +173,9 @@ export function loadCheckpoint(path: string): TrainingCheckpoint {
   const c = decodeCheckpoint(bytes, path);
   if (c.integrity === 'unverified' && !reportedUnverified.has(path)) {
     reportedUnverified.add(path);
-    process.stderr.write(`ringtrain: ${path} records no checksums (saved by an older ringtrain), so its data cannot be verified; the next save writes them.\n`);
+    process.stderr.write(
+      `ringtrain: ${path} records no checksums (saved by an older ringtrain), so its data cannot be verified; the next save writes them.\n`,
+    );
   }
   return c;
 }

@@ -9,7 +9,12 @@ export function loadHfWeights(path: string): NamedTensors {
   try {
     bytes = readFileSync(path);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--init-from ${path}: cannot read it (${unreadableReason(err)}); give a GPT-2 model.safetensors.`, { path }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--init-from ${path}: cannot read it (${unreadableReason(err)}); give a GPT-2 model.safetensors.`,
+      { path },
+      { cause: err },
+    );
   }
   return decodeSafetensors(bytes, path, { halfFloats: true }).tensors;
 }

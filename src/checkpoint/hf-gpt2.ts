@@ -78,7 +78,11 @@ function gpt2Tensors(tensors: NamedTensors, file: string): Map<string, Tensor> {
   }
   const wte = out.get('wte.weight');
   if (head && wte && (head.data.length !== wte.data.length || head.data.some((v, i) => v !== wte.data[i]))) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: lm_head.weight differs from wte.weight; GPT-2 ties its output layer to the token embedding, and so does ringtrain: give a file whose head is tied.`, { file, tensor: 'lm_head.weight' });
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file}: lm_head.weight differs from wte.weight; GPT-2 ties its output layer to the token embedding, and so does ringtrain: give a file whose head is tied.`,
+      { file, tensor: 'lm_head.weight' },
+    );
   }
   return out;
 }
@@ -89,20 +93,38 @@ function gpt2Tensors(tensors: NamedTensors, file: string): Map<string, Tensor> {
  * shape naming it, its shape and the one the model needs; tensors the model
  * does not have (more layers, say) naming them.
  */
-export function flatFromHfGpt2(tensors: NamedTensors, layout: readonly LayoutEntry[], flatLength: number, file: string): Float32Array {
+export function flatFromHfGpt2(
+  tensors: NamedTensors,
+  layout: readonly LayoutEntry[],
+  flatLength: number,
+  file: string,
+): Float32Array {
   const theirs = gpt2Tensors(tensors, file);
   const flat = new Float32Array(flatLength);
   const used = new Set<string>();
   for (const e of layout) {
     const map = hfNameOf(e.name);
-    if (!map) throw new RingtrainError(ErrorCode.InvalidArgument, `the model's tensor '${e.name}' has no counterpart in GPT-2's layout; --init-from loads GPT-2's architecture only (--text, --preset gpt2).`, { tensor: e.name });
+    if (!map)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `the model's tensor '${e.name}' has no counterpart in GPT-2's layout; --init-from loads GPT-2's architecture only (--text, --preset gpt2).`,
+        { tensor: e.name },
+      );
     const t = theirs.get(map.hf);
     const [rows, cols] = e.shape;
     const want = map.conv1d ? [cols, rows] : [...e.shape];
-    if (!t) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no tensor '${map.hf}' (the model needs it with shape ${shapeText(want)}); it is not a GPT-2 of this size.`, { file, tensor: map.hf, expectedShape: want });
+    if (!t)
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file} has no tensor '${map.hf}' (the model needs it with shape ${shapeText(want)}); it is not a GPT-2 of this size.`,
+        { file, tensor: map.hf, expectedShape: want },
+      );
     used.add(map.hf);
     // Positions: a longer table loads its first rows (a model built with one row per context position).
-    const fits = map.hf === 'wpe.weight' ? t.shape.length === 2 && t.shape[0] >= rows && t.shape[1] === cols : t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
+    const fits =
+      map.hf === 'wpe.weight'
+        ? t.shape.length === 2 && t.shape[0] >= rows && t.shape[1] === cols
+        : t.shape.length === want.length && t.shape.every((d, i) => d === want[i]);
     if (!fits) {
       throw new RingtrainError(
         ErrorCode.BadCheckpoint,
@@ -115,7 +137,14 @@ export function flatFromHfGpt2(tensors: NamedTensors, layout: readonly LayoutEnt
   }
   const unknown = [...theirs.keys()].filter((n) => !used.has(n));
   if (unknown.length > 0) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has tensors this model does not: ${unknown.slice(0, 6).map((n) => `${n} ${shapeText(theirs.get(n)!.shape)}`).join(', ')}${unknown.length > 6 ? ', …' : ''}; is it a GPT-2 with more layers than --layers?`, { file, unknown });
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file} has tensors this model does not: ${unknown
+        .slice(0, 6)
+        .map((n) => `${n} ${shapeText(theirs.get(n)!.shape)}`)
+        .join(', ')}${unknown.length > 6 ? ', …' : ''}; is it a GPT-2 with more layers than --layers?`,
+      { file, unknown },
+    );
   }
   return flat;
 }
@@ -126,11 +155,19 @@ export function hfGpt2FromParams(params: NamedTensors, file = 'checkpoint'): Nam
   for (const [name, t] of Object.entries(params)) {
     const map = hfNameOf(name);
     if (!map) {
-      const why = name.startsWith('head.') ? `it is a classic transformer (its own head layer); GPT-2's layout needs GPT-2's architecture (train with --text, which builds it, or --preset gpt2)` : 'GPT-2 has no such tensor';
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${file}: tensor '${name}' has no place in GPT-2's layout: ${why}.`, { file, tensor: name });
+      const why = name.startsWith('head.')
+        ? `it is a classic transformer (its own head layer); GPT-2's layout needs GPT-2's architecture (train with --text, which builds it, or --preset gpt2)`
+        : 'GPT-2 has no such tensor';
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${file}: tensor '${name}' has no place in GPT-2's layout: ${why}.`,
+        { file, tensor: name },
+      );
     }
     const [rows, cols] = t.shape;
-    out[map.hf] = map.conv1d ? { shape: [cols, rows], data: transpose(t.data, rows, cols) } : { shape: [...t.shape], data: t.data };
+    out[map.hf] = map.conv1d
+      ? { shape: [cols, rows], data: transpose(t.data, rows, cols) }
+      : { shape: [...t.shape], data: t.data };
   }
   return out;
 }

@@ -24,7 +24,12 @@ export interface CheckpointPaths {
 }
 
 function cannotSave(path: string, why: string, cause?: unknown): RingtrainError {
-  return new RingtrainError(ErrorCode.InvalidArgument, `--save ${path}: ${why}. Nothing was trained or written.`, { path }, cause === undefined ? undefined : { cause });
+  return new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `--save ${path}: ${why}. Nothing was trained or written.`,
+    { path },
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /**
@@ -39,17 +44,27 @@ export function checkSaveTarget(path: string, o: { startStep: number; overwrite?
     isDir = statSync(dir).isDirectory();
   } catch (err) {
     const code = (err as { code?: string }).code;
-    throw cannotSave(path, code === 'ENOENT' ? `the directory ${dir} does not exist; create it (mkdir -p ${dir}) or save elsewhere` : `cannot look at ${dir} (${code ?? String(err)})`, err);
+    throw cannotSave(
+      path,
+      code === 'ENOENT'
+        ? `the directory ${dir} does not exist; create it (mkdir -p ${dir}) or save elsewhere`
+        : `cannot look at ${dir} (${code ?? String(err)})`,
+      err,
+    );
   }
   if (!isDir) throw cannotSave(path, `${dir} is not a directory`);
   try {
-    if (statSync(path).isDirectory()) throw cannotSave(path, 'that is a directory; give a file path such as model.safetensors');
+    if (statSync(path).isDirectory())
+      throw cannotSave(path, 'that is a directory; give a file path such as model.safetensors');
   } catch (err) {
     if (err instanceof RingtrainError) throw err;
     // absent: fine
   }
   // The probe is created exclusively, so it never clobbers a file of the same name.
-  const probe = join(dir, `.${basename(path)}.probe-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
+  const probe = join(
+    dir,
+    `.${basename(path)}.probe-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`,
+  );
   try {
     const fd = openSync(probe, 'wx');
     try {
@@ -59,7 +74,11 @@ export function checkSaveTarget(path: string, o: { startStep: number; overwrite?
     }
   } catch (err) {
     const code = (err as { code?: string }).code;
-    throw cannotSave(path, `cannot write in ${dir} (${code ?? String(err)}); check its permissions and free space, or save elsewhere`, err);
+    throw cannotSave(
+      path,
+      `cannot write in ${dir} (${code ?? String(err)}); check its permissions and free space, or save elsewhere`,
+      err,
+    );
   } finally {
     rmSync(probe, { force: true });
   }
@@ -70,9 +89,12 @@ export function checkSaveTarget(path: string, o: { startStep: number; overwrite?
  * Runs every check that needs only the paths (and, when given, the model and
  * optimizer kinds), and returns the loaded --resume checkpoint.
  */
-export function preflightCheckpoints(o: CheckpointPaths & { model?: string; optimizer?: string }): TrainingCheckpoint | undefined {
+export function preflightCheckpoints(
+  o: CheckpointPaths & { model?: string; optimizer?: string },
+): TrainingCheckpoint | undefined {
   const resume = o.resume ? loadCheckpoint(o.resume) : undefined;
-  if (resume && o.model !== undefined) checkCheckpointKind(resume, { model: o.model, optimizer: o.optimizer }, o.resume);
+  if (resume && o.model !== undefined)
+    checkCheckpointKind(resume, { model: o.model, optimizer: o.optimizer }, o.resume);
   if (o.save) checkSaveTarget(o.save, { startStep: resume?.step ?? 0, overwrite: o.overwrite });
   return resume;
 }

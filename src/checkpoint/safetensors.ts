@@ -46,7 +46,11 @@ export interface EncodeOptions {
   checksums?: boolean;
 }
 
-export function encodeSafetensors(tensors: NamedTensors, metadata: Metadata = {}, options: EncodeOptions = {}): Uint8Array {
+export function encodeSafetensors(
+  tensors: NamedTensors,
+  metadata: Metadata = {},
+  options: EncodeOptions = {},
+): Uint8Array {
   checkMetadata(metadata);
   // Each tensor's bytes first (little-endian), so their checksums can go into the header.
   const names = Object.keys(tensors);
@@ -59,7 +63,12 @@ export function encodeSafetensors(tensors: NamedTensors, metadata: Metadata = {}
     for (let i = 0; i < data.length; i++) view.setFloat32(i * BYTES_PER_F32, data[i], true);
     blobs.push(blob);
   }
-  const headerBytes = headerOf(tensors, names.map((name, i) => ({ name, bytes: blobs[i].length, crc: crc32Hex(blobs[i]) })), metadata, options);
+  const headerBytes = headerOf(
+    tensors,
+    names.map((name, i) => ({ name, bytes: blobs[i].length, crc: crc32Hex(blobs[i]) })),
+    metadata,
+    options,
+  );
   const offset = blobs.reduce((n, b) => n + b.length, 0);
   const out = new Uint8Array(headerBytes.length + offset);
   out.set(headerBytes, 0);
@@ -78,7 +87,11 @@ export function encodeSafetensors(tensors: NamedTensors, metadata: Metadata = {}
  * of it; elsewhere a piece is one tensor's copy at a time. Checksums are taken on the same views
  * first, so a caller holds at most the header and one tensor beyond the tensors themselves.
  */
-export function* safetensorsPieces(tensors: NamedTensors, metadata: Metadata = {}, options: EncodeOptions = {}): Generator<Uint8Array> {
+export function* safetensorsPieces(
+  tensors: NamedTensors,
+  metadata: Metadata = {},
+  options: EncodeOptions = {},
+): Generator<Uint8Array> {
   checkMetadata(metadata);
   const names = Object.keys(tensors);
   for (const name of names) checkTensor(name, tensors[name]);
@@ -103,19 +116,30 @@ function littleEndianBytes(data: Float32Array): Uint8Array {
 
 function checkMetadata(metadata: Metadata): void {
   for (const k of Object.keys(metadata)) {
-    if (k.startsWith(CHECKSUM_PREFIX)) throw new RingtrainError(ErrorCode.InvalidArgument, `metadata key '${k}' is reserved for checksums.`, { key: k });
+    if (k.startsWith(CHECKSUM_PREFIX))
+      throw new RingtrainError(ErrorCode.InvalidArgument, `metadata key '${k}' is reserved for checksums.`, { key: k });
   }
 }
 
 function checkTensor(name: string, { shape, data }: Tensor): void {
-  if (name === METADATA_KEY) throw new RingtrainError(ErrorCode.InvalidArgument, `'${METADATA_KEY}' is reserved and cannot name a tensor.`);
+  if (name === METADATA_KEY)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `'${METADATA_KEY}' is reserved and cannot name a tensor.`);
   if (!shape.every((d) => Number.isInteger(d) && d >= 0) || elementCount(shape) !== data.length) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `tensor '${name}': shape [${shape}] does not hold its ${data.length} values.`, { name, shape, length: data.length });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `tensor '${name}': shape [${shape}] does not hold its ${data.length} values.`,
+      { name, shape, length: data.length },
+    );
   }
 }
 
 /** The 8-byte header length and the JSON header (padded with spaces so the data starts 8-byte aligned), tensors in the given order. */
-function headerOf(tensors: NamedTensors, entries: { name: string; bytes: number; crc: string }[], metadata: Metadata, options: EncodeOptions): Uint8Array {
+function headerOf(
+  tensors: NamedTensors,
+  entries: { name: string; bytes: number; crc: string }[],
+  metadata: Metadata,
+  options: EncodeOptions,
+): Uint8Array {
   const meta: Metadata = { ...metadata };
   if (options.checksums !== false) for (const e of entries) meta[CHECKSUM_PREFIX + e.name] = e.crc;
   const header: Record<string, unknown> = {};
@@ -143,9 +167,14 @@ interface HeaderEntry {
 function isEntry(v: unknown): v is HeaderEntry {
   const e = v as HeaderEntry;
   return (
-    typeof e === 'object' && e !== null && typeof e.dtype === 'string' &&
-    Array.isArray(e.shape) && e.shape.every((d) => Number.isInteger(d) && d >= 0) &&
-    Array.isArray(e.data_offsets) && e.data_offsets.length === 2 && e.data_offsets.every((d) => Number.isInteger(d) && d >= 0)
+    typeof e === 'object' &&
+    e !== null &&
+    typeof e.dtype === 'string' &&
+    Array.isArray(e.shape) &&
+    e.shape.every((d) => Number.isInteger(d) && d >= 0) &&
+    Array.isArray(e.data_offsets) &&
+    e.data_offsets.length === 2 &&
+    e.data_offsets.every((d) => Number.isInteger(d) && d >= 0)
   );
 }
 
@@ -173,21 +202,35 @@ export interface DecodeOptions {
 }
 
 /** Parses and validates a safetensors file; `file` names it in errors. */
-export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint', options: DecodeOptions = {}): { tensors: NamedTensors; metadata: Metadata; integrity: Integrity } {
+export function decodeSafetensors(
+  bytes: Uint8Array,
+  file = 'checkpoint',
+  options: DecodeOptions = {},
+): { tensors: NamedTensors; metadata: Metadata; integrity: Integrity } {
   if (bytes.length < 8) throw bad(file, `only ${bytes.length} bytes: not a safetensors file, or it was truncated.`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = view.getBigUint64(0, true);
   if (headerLength > BigInt(Math.min(MAX_HEADER_BYTES, bytes.length - 8))) {
-    throw bad(file, `header length ${headerLength} exceeds the file (${bytes.length} bytes): corrupt header or truncated file.`, { headerLength: Number(headerLength) });
+    throw bad(
+      file,
+      `header length ${headerLength} exceeds the file (${bytes.length} bytes): corrupt header or truncated file.`,
+      { headerLength: Number(headerLength) },
+    );
   }
   const n = Number(headerLength);
   let header: Record<string, unknown>;
   try {
     header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + n)));
   } catch (err) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: corrupt header (not valid JSON); the file is damaged or not a safetensors file.`, { file }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file}: corrupt header (not valid JSON); the file is damaged or not a safetensors file.`,
+      { file },
+      { cause: err },
+    );
   }
-  if (typeof header !== 'object' || header === null || Array.isArray(header)) throw bad(file, 'corrupt header (not a JSON object).');
+  if (typeof header !== 'object' || header === null || Array.isArray(header))
+    throw bad(file, 'corrupt header (not a JSON object).');
 
   const metadata: Metadata = {};
   const checksums = new Map<string, string>();
@@ -206,19 +249,32 @@ export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint', option
   const spans: [number, number, string][] = [];
   for (const [name, entry] of Object.entries(header)) {
     if (name === METADATA_KEY) continue;
-    if (!isEntry(entry)) throw bad(file, `tensor '${name}' has a malformed header entry (needs dtype, shape and data_offsets).`, { tensor: name });
+    if (!isEntry(entry))
+      throw bad(file, `tensor '${name}' has a malformed header entry (needs dtype, shape and data_offsets).`, {
+        tensor: name,
+      });
     const reader = entry.dtype === 'F32' || options.halfFloats ? FLOAT_READERS[entry.dtype] : undefined;
     if (!reader) {
-      const held = options.halfFloats ? 'ringtrain reads F32, F16 or BF16 weights' : 'ringtrain checkpoints hold F32 only';
+      const held = options.halfFloats
+        ? 'ringtrain reads F32, F16 or BF16 weights'
+        : 'ringtrain checkpoints hold F32 only';
       throw bad(file, `tensor '${name}' has dtype ${entry.dtype}; ${held}.`, { tensor: name, dtype: entry.dtype });
     }
     const [begin, end] = entry.data_offsets;
     const count = elementCount(entry.shape);
     if (end - begin !== count * reader.bytes) {
-      throw bad(file, `tensor '${name}': shape [${entry.shape}] needs ${count * reader.bytes} bytes but data_offsets span ${end - begin}.`, { tensor: name, shape: entry.shape });
+      throw bad(
+        file,
+        `tensor '${name}': shape [${entry.shape}] needs ${count * reader.bytes} bytes but data_offsets span ${end - begin}.`,
+        { tensor: name, shape: entry.shape },
+      );
     }
     if (end > data.length) {
-      throw bad(file, `tensor '${name}' ends at byte ${end} but the data section has ${data.length}: the file is truncated.`, { tensor: name, end, available: data.length });
+      throw bad(
+        file,
+        `tensor '${name}' ends at byte ${end} but the data section has ${data.length}: the file is truncated.`,
+        { tensor: name, end, available: data.length },
+      );
     }
     verifyChecksum(file, name, data.subarray(begin, end), checksums);
     const values = new Float32Array(count);
@@ -231,12 +287,23 @@ export function decodeSafetensors(bytes: Uint8Array, file = 'checkpoint', option
   spans.sort((a, b) => a[0] - b[0]);
   let at = 0;
   for (const [begin, end, name] of spans) {
-    if (begin !== at) throw bad(file, `tensor '${name}' starts at byte ${begin}, expected ${at}: overlapping or missing data.`, { tensor: name });
+    if (begin !== at)
+      throw bad(file, `tensor '${name}' starts at byte ${begin}, expected ${at}: overlapping or missing data.`, {
+        tensor: name,
+      });
     at = end;
   }
-  if (at !== data.length) throw bad(file, `${data.length - at} bytes after the last tensor: the file is corrupt.`, { extra: data.length - at });
+  if (at !== data.length)
+    throw bad(file, `${data.length - at} bytes after the last tensor: the file is corrupt.`, {
+      extra: data.length - at,
+    });
   for (const name of checksums.keys()) {
-    if (!(name in tensors)) throw bad(file, `metadata holds a checksum for tensor '${name}', which the file does not have: a tensor was removed after saving.`, { tensor: name });
+    if (!(name in tensors))
+      throw bad(
+        file,
+        `metadata holds a checksum for tensor '${name}', which the file does not have: a tensor was removed after saving.`,
+        { tensor: name },
+      );
   }
   return { tensors, metadata, integrity: checksums.size > 0 ? 'verified' : 'unverified' };
 }
@@ -246,14 +313,22 @@ function verifyChecksum(file: string, name: string, bytes: Uint8Array, checksums
   if (checksums.size === 0) return; // an older file: nothing recorded to check against
   const recorded = checksums.get(name);
   if (recorded === undefined) {
-    throw bad(file, `tensor '${name}' has no checksum while the other tensors do: the file was edited after saving. Resume from another checkpoint.`, { tensor: name });
+    throw bad(
+      file,
+      `tensor '${name}' has no checksum while the other tensors do: the file was edited after saving. Resume from another checkpoint.`,
+      { tensor: name },
+    );
   }
   const actual = crc32Hex(bytes);
   if (actual !== recorded) {
-    throw bad(file, `tensor '${name}' is damaged: its data has CRC-32 ${actual} but ${recorded} was recorded when it was saved. Resume from another checkpoint (or an intact copy of this one).`, {
-      tensor: name,
-      recorded,
-      actual,
-    });
+    throw bad(
+      file,
+      `tensor '${name}' is damaged: its data has CRC-32 ${actual} but ${recorded} was recorded when it was saved. Resume from another checkpoint (or an intact copy of this one).`,
+      {
+        tensor: name,
+        recorded,
+        actual,
+      },
+    );
   }
 }

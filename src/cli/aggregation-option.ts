@@ -15,7 +15,7 @@ import { parseJobSettings, type JobSettings } from '../distributed/settings.ts';
 
 const HELP =
   'how the peers combine gradients: mean (the ring allreduce, default); median or trimmed-mean:F (per element: ' +
-  'F of the peers dropped at each end); centered-clip[:tau] (each peer\'s deviation from the last step\'s result clipped to tau; ' +
+  "F of the peers dropped at each end); centered-clip[:tau] (each peer's deviation from the last step's result clipped to tau; " +
   'default tau: the median deviation). The robust rules resist peers sending wild gradients, at the same traffic as the ring but to every peer';
 
 const FLAG = `--aggregation <${AGGREGATION_FORMS}>`;
@@ -25,7 +25,10 @@ export function addAggregationOption(cmd: Command): Command {
 }
 
 /** `worker`'s form of the flag. */
-export const WORKER_AGGREGATION_OPTION = [FLAG, 'the aggregation this peer expects: a job that combines gradients otherwise is refused before it joins the ring'] as const;
+export const WORKER_AGGREGATION_OPTION = [
+  FLAG,
+  'the aggregation this peer expects: a job that combines gradients otherwise is refused before it joins the ring',
+] as const;
 
 /** --aggregation's value (the flag named in the error), or undefined when not given. */
 export function parseAggregationOption(raw: unknown): Aggregation | undefined {
@@ -57,12 +60,19 @@ export function aggregationHyperparameters(a: Aggregation | undefined): JobSetti
 }
 
 /** `worker --aggregation`: the job's rule must be the one this peer was started with. */
-export function checkJobAggregation(expected: Aggregation | undefined, hyperparameters: Record<string, unknown>, jobId: string): void {
+export function checkJobAggregation(
+  expected: Aggregation | undefined,
+  hyperparameters: Record<string, unknown>,
+  jobId: string,
+): void {
   if (!expected) return;
   const raw = parseJobSettings(hyperparameters).aggregation;
   const theirs = aggregationText(raw === undefined ? undefined : parseAggregation(raw));
   const mine = aggregationText(expected);
   if (theirs !== mine) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job ${jobId} combines gradients by ${theirs}, but this worker was started with --aggregation ${mine}; join a job that uses ${mine}, or drop --aggregation to take the job's rule.`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `job ${jobId} combines gradients by ${theirs}, but this worker was started with --aggregation ${mine}; join a job that uses ${mine}, or drop --aggregation to take the job's rule.`,
+    );
   }
 }

@@ -8,10 +8,24 @@ import { joinLocalRing } from '../comm/local-ring.node.ts';
 import { measureAllreduce, measureSweep } from '../collectives/measure.ts';
 
 const { values } = parseArgs({
-  options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, bytes: { type: 'string' }, fp16: { type: 'boolean' }, transport: { type: 'string' }, sweep: { type: 'boolean' }, iterations: { type: 'string' } },
+  options: {
+    dir: { type: 'string' },
+    rank: { type: 'string' },
+    size: { type: 'string' },
+    bytes: { type: 'string' },
+    fp16: { type: 'boolean' },
+    transport: { type: 'string' },
+    sweep: { type: 'boolean' },
+    iterations: { type: 'string' },
+  },
 });
 const rank = Number(values.rank);
-const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.size), connectTimeoutMs: 60_000, transport: values.transport === 'tcp' || values.transport === 'tls' ? values.transport : 'webrtc',
+const comm = await joinLocalRing({
+  dir: values.dir!,
+  rank,
+  size: Number(values.size),
+  connectTimeoutMs: 60_000,
+  transport: values.transport === 'tcp' || values.transport === 'tls' ? values.transport : 'webrtc',
   // A loaded 2-core machine can starve a process for seconds; do not mistake that for a lost peer.
   peerTimeoutMs: 20_000,
   // Experiments only: RINGTRAIN_HIGH_WATER / RINGTRAIN_POLL_MS override the send-buffer knobs.
@@ -20,11 +34,13 @@ const comm = await joinLocalRing({ dir: values.dir!, rank, size: Number(values.s
 });
 try {
   const iterations = values.iterations ? Number(values.iterations) : undefined;
-  const m = values.sweep ? await measureSweep(comm, { iterations }) : await measureAllreduce(comm, {
-    bytes: Number(values.bytes),
-    compression: values.fp16 ? 'fp16' : 'none',
-    iterations: values.iterations ? Number(values.iterations) : undefined,
-  });
+  const m = values.sweep
+    ? await measureSweep(comm, { iterations })
+    : await measureAllreduce(comm, {
+        bytes: Number(values.bytes),
+        compression: values.fp16 ? 'fp16' : 'none',
+        iterations: values.iterations ? Number(values.iterations) : undefined,
+      });
   if (rank === 0) process.stdout.write(JSON.stringify(m) + '\n');
 } catch (e) {
   process.stdout.write(JSON.stringify({ rank, error: (e as Error).message }) + '\n');

@@ -1,8 +1,10 @@
 /**
  * The allreduce benchmark: `ringtrain bench allreduce` and
- *   npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|tcp|tls|memory [--fp16] [--iterations K]
+ * npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|tcp|tls|memory
+ *   [--fp16] [--iterations K]
  * prints one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...,
- * latency_ms, latency_ring_ms, latency_rd_ms, latency_hd_ms, latency_two_shot_ms, p2p_rtt_ms, latency_ratio} (see AllreduceMeasurement).
+ * latency_ms, latency_ring_ms, latency_rd_ms, latency_hd_ms, latency_two_shot_ms, p2p_rtt_ms, latency_ratio} (see
+ * AllreduceMeasurement).
  * WebRTC peers are separate processes in a private network namespace: outside
  * one, this re-runs itself under scripts/in-netns.sh.
  */
@@ -12,7 +14,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createMemoryRing } from '../comm/rings.ts';
 import { commandFor, launchLocalRing, type PeerRuntime } from '../comm/launch.node.ts';
-import { measureAllreduce, measureSweep, type AllreduceMeasurement, type AlgorithmSweep } from '../collectives/measure.ts';
+import {
+  measureAllreduce,
+  measureSweep,
+  type AllreduceMeasurement,
+  type AlgorithmSweep,
+} from '../collectives/measure.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 export interface BenchOptions {
@@ -37,15 +44,25 @@ const NETNS = fileURLToPath(new URL('../../scripts/in-netns.sh', import.meta.url
 /** "64MiB", "1M", "4096", "1.5GiB" -> bytes (binary units; the first letter counts). */
 export function parseBytes(s: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([kmg]?)(i?b)?\s*$/i.exec(s);
-  if (!m) throw new RingtrainError(ErrorCode.InvalidArgument, `cannot read '${s}' as a size; write e.g. 4096, 512KiB, 64MiB or 1GiB`);
+  if (!m)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot read '${s}' as a size; write e.g. 4096, 512KiB, 64MiB or 1GiB`,
+    );
   const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2].toLowerCase() as '' | 'k' | 'm' | 'g'];
   return Math.round(Number(m[1]) * unit);
 }
 
 function check(o: BenchOptions): void {
-  if (!Number.isInteger(o.peers) || o.peers < 1 || o.peers > 16) throw new RingtrainError(ErrorCode.InvalidArgument, `--peers must be an integer from 1 to 16, got ${o.peers}`);
-  if (!(o.bytes >= 4)) throw new RingtrainError(ErrorCode.InvalidArgument, `--bytes must be at least 4 (one float32), got ${o.bytes}`);
-  if (!['webrtc', 'tcp', 'tls', 'memory'].includes(o.transport)) throw new RingtrainError(ErrorCode.InvalidArgument, `--transport must be webrtc, tcp, tls or memory, got ${o.transport}`);
+  if (!Number.isInteger(o.peers) || o.peers < 1 || o.peers > 16)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--peers must be an integer from 1 to 16, got ${o.peers}`);
+  if (!(o.bytes >= 4))
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--bytes must be at least 4 (one float32), got ${o.bytes}`);
+  if (!['webrtc', 'tcp', 'tls', 'memory'].includes(o.transport))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--transport must be webrtc, tcp, tls or memory, got ${o.transport}`,
+    );
 }
 
 export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
@@ -62,7 +79,10 @@ async function measure<T>(o: BenchOptions): Promise<T> {
   const iterations = o.iterations;
   if (o.transport === 'memory') {
     const comms = createMemoryRing(o.peers);
-    const run = (c: (typeof comms)[number]) => (o.sweep ? measureSweep(c, { iterations }) : measureAllreduce(c, { bytes: o.bytes, compression: o.fp16 ? 'fp16' : 'none', iterations }));
+    const run = (c: (typeof comms)[number]) =>
+      o.sweep
+        ? measureSweep(c, { iterations })
+        : measureAllreduce(c, { bytes: o.bytes, compression: o.fp16 ? 'fp16' : 'none', iterations });
     const results = await Promise.all(comms.map(run));
     comms.forEach((c) => c.close());
     return results[0] as T;
@@ -72,14 +92,27 @@ async function measure<T>(o: BenchOptions): Promise<T> {
     size: o.peers,
     script: PEER,
     runtimes: o.runtimes,
-    args: () => ['--bytes', String(o.bytes), '--transport', o.transport, ...(o.fp16 ? ['--fp16'] : []), ...(o.sweep ? ['--sweep'] : []), ...(iterations ? ['--iterations', String(iterations)] : [])],
+    args: () => [
+      '--bytes',
+      String(o.bytes),
+      '--transport',
+      o.transport,
+      ...(o.fp16 ? ['--fp16'] : []),
+      ...(o.sweep ? ['--sweep'] : []),
+      ...(iterations ? ['--iterations', String(iterations)] : []),
+    ],
   });
   try {
     const line = await ring.peers[0].waitFor((l) => l.startsWith('{'));
     const parsed = JSON.parse(line);
     if (parsed.error) {
       await Promise.race([Promise.all(ring.peers.map((p) => p.exited)), new Promise((r) => setTimeout(r, 2000))]);
-      const why = ring.peers.map((p) => `rank ${p.rank} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'still running'}): ${[...p.lines, ...p.stderr].join('').slice(-600)}`).join('\n');
+      const why = ring.peers
+        .map(
+          (p) =>
+            `rank ${p.rank} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'still running'}): ${[...p.lines, ...p.stderr].join('').slice(-600)}`,
+        )
+        .join('\n');
       throw new RingtrainError(ErrorCode.Transport, `benchmark rank 0 failed: ${parsed.error}\n${why}`);
     }
     await Promise.all(ring.peers.map((p) => p.exited));
@@ -97,21 +130,44 @@ function shape(m: AllreduceMeasurement, transport: string): BenchResult {
 /** Runs this file again inside a private network namespace and returns its JSON line. */
 async function reRunInNetns(o: BenchOptions): Promise<unknown> {
   const [cmd, pre] = commandFor('node', SELF);
-  const args = ['--peers', String(o.peers), '--bytes', String(o.bytes), '--transport', o.transport, ...(o.fp16 ? ['--fp16'] : []), ...(o.sweep ? ['--sweep'] : []), ...(o.iterations ? ['--iterations', String(o.iterations)] : [])];
+  const args = [
+    '--peers',
+    String(o.peers),
+    '--bytes',
+    String(o.bytes),
+    '--transport',
+    o.transport,
+    ...(o.fp16 ? ['--fp16'] : []),
+    ...(o.sweep ? ['--sweep'] : []),
+    ...(o.iterations ? ['--iterations', String(o.iterations)] : []),
+  ];
   if (o.runtimes) args.push('--runtimes', o.runtimes.join(','));
   const child = spawn('sh', [NETNS, cmd, ...pre, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   const code = await new Promise<number | null>((r) => child.on('exit', r));
   const line = out.trim().split('\n').pop() ?? '';
-  if (code !== 0 || !line.startsWith('{')) throw new RingtrainError(ErrorCode.Transport, `the benchmark in its network namespace failed (exit ${code}): ${out.slice(-500)}`);
+  if (code !== 0 || !line.startsWith('{'))
+    throw new RingtrainError(
+      ErrorCode.Transport,
+      `the benchmark in its network namespace failed (exit ${code}): ${out.slice(-500)}`,
+    );
   return JSON.parse(line);
 }
 
 export function parseBenchArgs(argv: string[]): BenchOptions {
   const { values } = parseArgs({
     args: argv,
-    options: { peers: { type: 'string', default: '2' }, bytes: { type: 'string', default: '64MiB' }, transport: { type: 'string', default: 'webrtc' }, fp16: { type: 'boolean', default: false }, sweep: { type: 'boolean', default: false }, json: { type: 'boolean', default: true }, iterations: { type: 'string' }, runtimes: { type: 'string' } },
+    options: {
+      peers: { type: 'string', default: '2' },
+      bytes: { type: 'string', default: '64MiB' },
+      transport: { type: 'string', default: 'webrtc' },
+      fp16: { type: 'boolean', default: false },
+      sweep: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: true },
+      iterations: { type: 'string' },
+      runtimes: { type: 'string' },
+    },
   });
   return {
     peers: Number(values.peers),

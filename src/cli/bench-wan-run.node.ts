@@ -90,7 +90,15 @@ async function ring(peers: number, delayMs: number): Promise<Communicator[]> {
     Array.from({ length: peers }, async (_, rank) => {
       const signaler = new StoreSignaler(store, rank, peers);
       try {
-        return await joinWebRTCRing({ rank, size: peers, signaler, wrtc: loadWrtc(), connectTimeoutMs: 60_000, linkEmulation: emulation, peerTimeoutMs: 0 });
+        return await joinWebRTCRing({
+          rank,
+          size: peers,
+          signaler,
+          wrtc: loadWrtc(),
+          connectTimeoutMs: 60_000,
+          linkEmulation: emulation,
+          peerTimeoutMs: 0,
+        });
       } finally {
         signaler.close();
       }
@@ -105,10 +113,23 @@ function modeSettings(cfg: WanBenchConfig, mode: Mode): Partial<DistributedTrain
   if (mode === 'sync') return {};
   const epochs = cfg.epochs * cfg.maxEpochsFactor;
   if (mode === 'sync-topk') return { epochs, compression: `topk:${cfg.topk}` };
-  return { epochs, syncEvery: cfg.syncEvery, outerLr: cfg.outerLr, outerMomentum: cfg.outerMomentum, compression: 'int8' };
+  return {
+    epochs,
+    syncEvery: cfg.syncEvery,
+    outerLr: cfg.outerLr,
+    outerMomentum: cfg.outerMomentum,
+    compression: 'int8',
+  };
 }
 
-async function trainOnce(gpu: Gpu, data: Awaited<ReturnType<typeof datasets>>, cfg: WanBenchConfig, link: WanLink, mode: Mode, target?: number): Promise<RunFigures> {
+async function trainOnce(
+  gpu: Gpu,
+  data: Awaited<ReturnType<typeof datasets>>,
+  cfg: WanBenchConfig,
+  link: WanLink,
+  mode: Mode,
+  target?: number,
+): Promise<RunFigures> {
   const comms = await ring(cfg.peers, link.delayMs);
   const config: DistributedTrainConfig = {
     model: cfg.model,
@@ -164,13 +185,27 @@ async function datasets(cfg: WanBenchConfig) {
   const mnist = await loadMnist();
   const px = 784;
   return {
-    train: makeImageDataset({ images: mnist.train.images.slice(0, cfg.trainCount * px), labels: mnist.train.labels.slice(0, cfg.trainCount), height: 28, width: 28, classes: 10 }),
-    test: makeImageDataset({ images: mnist.test.images.slice(0, cfg.testCount * px), labels: mnist.test.labels.slice(0, cfg.testCount), height: 28, width: 28, classes: 10 }),
+    train: makeImageDataset({
+      images: mnist.train.images.slice(0, cfg.trainCount * px),
+      labels: mnist.train.labels.slice(0, cfg.trainCount),
+      height: 28,
+      width: 28,
+      classes: 10,
+    }),
+    test: makeImageDataset({
+      images: mnist.test.images.slice(0, cfg.testCount * px),
+      labels: mnist.test.labels.slice(0, cfg.testCount),
+      height: 28,
+      width: 28,
+      classes: 10,
+    }),
   };
 }
 
 if (import.meta.main) {
-  const cfg = JSON.parse(process.argv[2] ?? (globalThis as unknown as { Deno: { args: string[] } }).Deno.args[0]) as WanBenchConfig;
+  const cfg = JSON.parse(
+    process.argv[2] ?? (globalThis as unknown as { Deno: { args: string[] } }).Deno.args[0],
+  ) as WanBenchConfig;
   const gpu = await acquireGpu();
   const data = await datasets(cfg);
   const links = [];
@@ -188,15 +223,36 @@ if (import.meta.main) {
       target_accuracy: target,
       sync,
       diloco_int8: diloco,
-      speedup_to_target: sync.seconds_to_target && diloco.seconds_to_target ? sync.seconds_to_target / diloco.seconds_to_target : null,
+      speedup_to_target:
+        sync.seconds_to_target && diloco.seconds_to_target ? sync.seconds_to_target / diloco.seconds_to_target : null,
       bytes_ratio: diloco.bytes_sent > 0 ? sync.bytes_sent / diloco.bytes_sent : null,
       sync_topk: topk,
-      topk_speedup_to_target: sync.seconds_to_target && topk.seconds_to_target ? sync.seconds_to_target / topk.seconds_to_target : null,
+      topk_speedup_to_target:
+        sync.seconds_to_target && topk.seconds_to_target ? sync.seconds_to_target / topk.seconds_to_target : null,
       topk_bytes_ratio: topk.bytes_sent > 0 ? sync.bytes_sent / topk.bytes_sent : null,
     });
   }
   applyLink({ name: 'reset', delayMs: 0 }, cfg.peers);
-  console.log(JSON.stringify({ bench: 'wan', runtime: gpu.info.runtime, adapter: gpu.info.description, peers: cfg.peers, model: cfg.model, batch_per_peer: cfg.batch, lr: cfg.lr, sync_every: cfg.syncEvery, outer_lr: cfg.outerLr, outer_momentum: cfg.outerMomentum, topk: cfg.topk, train_examples: cfg.trainCount, test_examples: cfg.testCount, rate_shaping: 'tc tbf on the namespace loopback (N x per-link rate)', delay_emulation: 'emulated-link.ts (messages held one way; no netem in this kernel)', links }));
+  console.log(
+    JSON.stringify({
+      bench: 'wan',
+      runtime: gpu.info.runtime,
+      adapter: gpu.info.description,
+      peers: cfg.peers,
+      model: cfg.model,
+      batch_per_peer: cfg.batch,
+      lr: cfg.lr,
+      sync_every: cfg.syncEvery,
+      outer_lr: cfg.outerLr,
+      outer_momentum: cfg.outerMomentum,
+      topk: cfg.topk,
+      train_examples: cfg.trainCount,
+      test_examples: cfg.testCount,
+      rate_shaping: 'tc tbf on the namespace loopback (N x per-link rate)',
+      delay_emulation: 'emulated-link.ts (messages held one way; no netem in this kernel)',
+      links,
+    }),
+  );
   gpu.destroy();
   process.exit(0);
 }

@@ -34,17 +34,26 @@ export interface WanBenchOptions {
 }
 
 function ratioOf(r: number): number {
-  if (!(r > 0 && r <= 1)) throw new RingtrainError(ErrorCode.InvalidArgument, `--topk must be a number in (0, 1], the fraction of gradients each peer sends, got ${r}`);
+  if (!(r > 0 && r <= 1))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--topk must be a number in (0, 1], the fraction of gradients each peer sends, got ${r}`,
+    );
   return r;
 }
 
 export function wanBenchConfig(o: WanBenchOptions): WanBenchConfig {
   const whole = (v: number, flag: string, min: number, max: number) => {
-    if (!Number.isInteger(v) || v < min || v > max) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} must be a whole number from ${min} to ${max}, got ${v}`);
+    if (!Number.isInteger(v) || v < min || v > max)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${flag} must be a whole number from ${min} to ${max}, got ${v}`,
+      );
     return v;
   };
   const positive = (v: number, flag: string) => {
-    if (!(v > 0) || !Number.isFinite(v)) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} must be a number > 0, got ${v}`);
+    if (!(v > 0) || !Number.isFinite(v))
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} must be a number > 0, got ${v}`);
     return v;
   };
   const peers = whole(o.peers, '--peers', 2, 8);
@@ -52,7 +61,11 @@ export function wanBenchConfig(o: WanBenchOptions): WanBenchConfig {
   const trainCount = whole(o.trainExamples, '--train-examples', peers * batch, 8000);
   const links: WanLink[] = [
     { name: 'loopback', delayMs: 0 },
-    { name: `${o.rateMbit} Mbit/s, ${o.delayMs} ms`, rateBitsPerS: positive(o.rateMbit, '--rate-mbit') * 1e6, delayMs: whole(o.delayMs, '--delay-ms', 0, 10_000) },
+    {
+      name: `${o.rateMbit} Mbit/s, ${o.delayMs} ms`,
+      rateBitsPerS: positive(o.rateMbit, '--rate-mbit') * 1e6,
+      delayMs: whole(o.delayMs, '--delay-ms', 0, 10_000),
+    },
   ];
   return {
     peers,
@@ -77,7 +90,9 @@ export async function benchWan(o: WanBenchOptions): Promise<Record<string, unkno
   const config = wanBenchConfig(o);
   const [deno, pre] = commandFor('deno', RUNNER);
   const script = 'ip link set lo up && exec "$@"';
-  const child = spawn('unshare', ['-n', 'sh', '-c', script, 'sh', deno, ...pre, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('unshare', ['-n', 'sh', '-c', script, 'sh', deno, ...pre, JSON.stringify(config)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -91,8 +106,15 @@ export async function benchWan(o: WanBenchOptions): Promise<Record<string, unkno
   });
   const last = stdout.trim().split('\n').pop() ?? '';
   if (code !== 0 || !last.startsWith('{')) {
-    const tail = stderr.split('\n').filter((l) => l.trim() && !l.includes('XDG_RUNTIME_DIR')).slice(-15).join('\n');
-    throw new RingtrainError(ErrorCode.Aborted, `bench wan failed (exit ${code}); it needs root for 'unshare -n' and 'tc' (run it as root, as CI does):\n${tail}`);
+    const tail = stderr
+      .split('\n')
+      .filter((l) => l.trim() && !l.includes('XDG_RUNTIME_DIR'))
+      .slice(-15)
+      .join('\n');
+    throw new RingtrainError(
+      ErrorCode.Aborted,
+      `bench wan failed (exit ${code}); it needs root for 'unshare -n' and 'tc' (run it as root, as CI does):\n${tail}`,
+    );
   }
   return JSON.parse(last) as Record<string, unknown>;
 }

@@ -66,7 +66,9 @@ export class CheckpointSaver {
       this.trouble = { step: c.step, path: this.o.save, error: causeOf(err), fallback };
       await this.say(
         `could not save step ${c.step} in ${this.o.save} (${this.trouble.error}); training goes on and the next save tries again. ` +
-          (fallback ? `Step ${c.step} is in ${fallback} meanwhile.` : `Saving it in the temporary directory failed too (${fallbackError}): free space or fix the disk.`),
+          (fallback
+            ? `Step ${c.step} is in ${fallback} meanwhile.`
+            : `Saving it in the temporary directory failed too (${fallbackError}): free space or fix the disk.`),
       );
     }
   }
@@ -78,7 +80,9 @@ export class CheckpointSaver {
       return saveRecovery(recoveryStem(this.o), c, avoid);
     } catch (err) {
       const path = saveRecovery(this.fallbackStem(), c, avoid);
-      void this.say(`could not write the recovery checkpoint beside ${recoveryStem(this.o)} (${causeOf(err)}); it went to ${path}`);
+      void this.say(
+        `could not write the recovery checkpoint beside ${recoveryStem(this.o)} (${causeOf(err)}); it went to ${path}`,
+      );
       return path;
     }
   }

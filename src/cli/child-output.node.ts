@@ -32,6 +32,11 @@ export function prefixedChildEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 
 /** Why a process did not start: the system's code (ENOENT, EACCES) and what it tried to run. */
 export function spawnFailure(exe: string, err: Error & { code?: string }): string {
-  const why = err.code === 'ENOENT' ? 'no such file (ENOENT)' : err.code === 'EACCES' ? 'not executable (EACCES)' : err.code ?? '';
+  const why =
+    err.code === 'ENOENT'
+      ? 'no such file (ENOENT)'
+      : err.code === 'EACCES'
+        ? 'not executable (EACCES)'
+        : (err.code ?? '');
   return `cannot start ${exe}: ${why ? `${why}; ` : ''}${err.message}`;
 }

@@ -35,7 +35,10 @@ export function parseHostList(text: string): DiscoveredHost[] {
     const m = /^([A-Za-z0-9._-]+)(?::(\d+))?$/.exec(line);
     const slots = m?.[2] === undefined ? 1 : Number(m[2]);
     if (!m || !Number.isSafeInteger(slots) || slots < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `discovery script, line ${i + 1}: expected host or host:slots (slots a whole number from 1), got ${JSON.stringify(raw)}.`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `discovery script, line ${i + 1}: expected host or host:slots (slots a whole number from 1), got ${JSON.stringify(raw)}.`,
+      );
     }
     hosts.push({ host: m[1], slots });
   }
@@ -65,7 +68,14 @@ export function discoverSlots(script: string): Promise<number> {
     execFile(script, [], { timeout: SCRIPT_TIMEOUT_MS, encoding: 'utf8' }, (err, out, errText) => {
       if (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        const why = code === 'EACCES' ? 'it is not executable (chmod +x it)' : code === 'ENOENT' ? 'no such file' : err.killed ? `it ran past ${SCRIPT_TIMEOUT_MS / 1000} s` : `it failed (${String(errText).trim().split('\n').pop() || err.message})`;
+        const why =
+          code === 'EACCES'
+            ? 'it is not executable (chmod +x it)'
+            : code === 'ENOENT'
+              ? 'no such file'
+              : err.killed
+                ? `it ran past ${SCRIPT_TIMEOUT_MS / 1000} s`
+                : `it failed (${String(errText).trim().split('\n').pop() || err.message})`;
         reject(new RingtrainError(ErrorCode.InvalidArgument, `discovery script ${script}: ${why}.`));
         return;
       }
@@ -85,13 +95,23 @@ const FIRST_ANSWER_DEADLINE_MS = 600_000;
 
 export function addDiscoverOptions(cmd: Command): Command {
   return cmd
-    .option('--discover <script>', 'elastic run sized by a host-discovery script (Horovod\'s contract: it prints host[:slots] lines; the slots summed are the workers to run), polled every few seconds')
-    .option('--discover-interval <seconds>', `with --discover: seconds between two runs of the script (default ${DEFAULT_DISCOVER_INTERVAL_S})`);
+    .option(
+      '--discover <script>',
+      "elastic run sized by a host-discovery script (Horovod's contract: it prints host[:slots] lines; the slots summed are the workers to run), polled every few seconds",
+    )
+    .option(
+      '--discover-interval <seconds>',
+      `with --discover: seconds between two runs of the script (default ${DEFAULT_DISCOVER_INTERVAL_S})`,
+    );
 }
 
 function wholeNumber(raw: unknown, flag: string, min: number, max: number): number {
   const v = Number(raw);
-  if (!Number.isInteger(v) || v < min || v > max) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}.`);
+  if (!Number.isInteger(v) || v < min || v > max)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}.`,
+    );
   return v;
 }
 
@@ -100,20 +120,34 @@ function wholeNumber(raw: unknown, flag: string, min: number, max: number): numb
  * (default ${MAX_LOCAL_WORKERS}), and -np from the script's first answer that
  * offers at least --min-np slots (or -np as given).
  */
-export async function discoverOptions(raw: Record<string, unknown>, say: (line: string) => void = (l) => void process.stderr.write(`${l}\n`)): Promise<Record<string, unknown>> {
+export async function discoverOptions(
+  raw: Record<string, unknown>,
+  say: (line: string) => void = (l) => void process.stderr.write(`${l}\n`),
+): Promise<Record<string, unknown>> {
   const script = String(raw.discover);
   const minNp = raw.minNp === undefined ? 1 : wholeNumber(raw.minNp, '--min-np', 1, MAX_LOCAL_WORKERS);
   const maxNp = raw.maxNp === undefined ? MAX_LOCAL_WORKERS : wholeNumber(raw.maxNp, '--max-np', minNp, 1024);
   const seconds = raw.discoverInterval === undefined ? DEFAULT_DISCOVER_INTERVAL_S : Number(raw.discoverInterval);
-  if (!Number.isFinite(seconds) || seconds < 0.1 || seconds > 3600) throw new RingtrainError(ErrorCode.InvalidArgument, `--discover-interval must be seconds from 0.1 to 3600, got ${JSON.stringify(raw.discoverInterval)}.`);
-  let np = raw.np === undefined ? undefined : clampWorkers(wholeNumber(raw.np, '-np', 1, MAX_LOCAL_WORKERS), minNp, Math.min(maxNp, MAX_LOCAL_WORKERS));
+  if (!Number.isFinite(seconds) || seconds < 0.1 || seconds > 3600)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--discover-interval must be seconds from 0.1 to 3600, got ${JSON.stringify(raw.discoverInterval)}.`,
+    );
+  let np =
+    raw.np === undefined
+      ? undefined
+      : clampWorkers(wholeNumber(raw.np, '-np', 1, MAX_LOCAL_WORKERS), minNp, Math.min(maxNp, MAX_LOCAL_WORKERS));
   const deadline = Date.now() + FIRST_ANSWER_DEADLINE_MS;
   let waited = false;
   while (np === undefined) {
     // A script that fails on its first run is a mistake to report now, not to retry.
     const slots = await discoverSlots(script);
     if (slots >= minNp) np = clampWorkers(slots, minNp, Math.min(maxNp, MAX_LOCAL_WORKERS));
-    else if (Date.now() > deadline) throw new RingtrainError(ErrorCode.InvalidArgument, `discovery script ${script} offered ${slots} slots for ${FIRST_ANSWER_DEADLINE_MS / 60_000} minutes; --min-np is ${minNp}.`);
+    else if (Date.now() > deadline)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `discovery script ${script} offered ${slots} slots for ${FIRST_ANSWER_DEADLINE_MS / 60_000} minutes; --min-np is ${minNp}.`,
+      );
     else {
       if (!waited) say(`ringtrain: discovery offers ${slots} slots; waiting for --min-np ${minNp}`);
       waited = true;
@@ -163,12 +197,18 @@ export function workersToStop<W extends ScaledWorker>(workers: readonly W[], tar
   const alive = workers.filter(running);
   const order = alive
     .map((w, i) => ({ w, i }))
-    .sort((a, b) => Number(a.w.training) - Number(b.w.training) || Number(a.w.rank === 0) - Number(b.w.rank === 0) || b.i - a.i);
+    .sort(
+      (a, b) =>
+        Number(a.w.training) - Number(b.w.training) || Number(a.w.rank === 0) - Number(b.w.rank === 0) || b.i - a.i,
+    );
   return order.slice(0, Math.max(0, alive.length - target)).map((x) => x.w);
 }
 
 /** Polls the script until `over()`; resolves then. A failed poll keeps the current workers and says why. */
-export async function keepWorkersDiscovered(loop: DiscoveryLoop, waitMs: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms))): Promise<void> {
+export async function keepWorkersDiscovered(
+  loop: DiscoveryLoop,
+  waitMs: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+): Promise<void> {
   let lastTarget = loop.workers().filter(running).length;
   let lastError = '';
   while (!loop.over()) {

@@ -51,12 +51,19 @@ export function planDryRun(gpu: Gpu, spec: ModelSpec, opts: DryRunOptions): DryR
     batch: opts.batch,
     planned_gpu_bytes: bytes(),
     planned_gpu_buffers: planner.pool.allocations,
-    planned_gpu_bytes_by_part: { parameters_and_gradients: afterModel, optimizer_state: afterOptimizer - afterModel, training_step: bytes() - afterOptimizer },
+    planned_gpu_bytes_by_part: {
+      parameters_and_gradients: afterModel,
+      optimizer_state: afterOptimizer - afterModel,
+      training_step: bytes() - afterOptimizer,
+    },
     largest_buffer: planner.pool.largest,
     counted: COUNTED,
     runtime: gpu.info.runtime,
     adapter: gpu.info.description,
-    limits: { maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize },
+    limits: {
+      maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize,
+      maxBufferSize: gpu.limits.maxBufferSize,
+    },
   };
 }
 

@@ -17,6 +17,8 @@ export function evaluationFailed(err: RingtrainError | undefined): EvaluationFai
 }
 
 export function evaluationFailedLine(err: EvaluationFailed | RingtrainError, saved: string | undefined | null): string {
-  const evaluateAgain = saved ? `; to evaluate it, run the command again with --resume ${saved} and the same --steps (add --eval-limit N for part of the set)` : '';
+  const evaluateAgain = saved
+    ? `; to evaluate it, run the command again with --resume ${saved} and the same --steps (add --eval-limit N for part of the set)`
+    : '';
   return `ringtrain: the evaluation failed [${err.code}]: ${err.message}. Training is done${saved ? ` and its checkpoint is in ${saved}` : ''}${evaluateAgain}.`;
 }

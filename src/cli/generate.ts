@@ -17,7 +17,11 @@ import { printLine } from './host.node.ts';
 
 function number(raw: string, flag: string, check: (v: number) => boolean, what: string): number {
   const v = Number(raw);
-  if (raw.trim() === '' || !check(v)) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${JSON.stringify(raw)}: give ${what}.`, { flag, value: raw });
+  if (raw.trim() === '' || !check(v))
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${JSON.stringify(raw)}: give ${what}.`, {
+      flag,
+      value: raw,
+    });
   return v;
 }
 
@@ -33,31 +37,67 @@ function encodes(tokenizer: Tokenizer, text: string): boolean {
 
 export function generateCommand(): Command {
   return new Command('generate')
-    .description('sample words from a transformer checkpoint (a --model transformer --save file, or a PyTorch state dict in safetensors), or text from a --text one')
+    .description(
+      'sample words from a transformer checkpoint (a --model transformer --save file, or a PyTorch state dict in safetensors), or text from a --text one',
+    )
     .requiredOption('--checkpoint <file>', 'the safetensors file')
     .option('--count <n>', 'how many words', '20')
-    .option('--temperature <t>', 'divide the logits by t before sampling: below 1 likelier words, above 1 stranger ones; 0 always takes the likeliest letter', '1')
+    .option(
+      '--temperature <t>',
+      'divide the logits by t before sampling: below 1 likelier words, above 1 stranger ones; 0 always takes the likeliest letter',
+      '1',
+    )
     .option('--seed <s>', 'sampling seed: the same seed gives the same words', '0')
     .option('--heads <h>', 'attention heads (default: from the checkpoint, else 4)')
     .option('--prompt <text>', 'a --text model: the text to continue (default: a newline, when the vocabulary has one)')
-    .option('--length <n>', "a --text model: tokens to sample after the prompt (characters with the char tokenizer)", '200')
-    .action(async (o: { checkpoint: string; count: string; temperature: string; seed: string; heads?: string; prompt?: string; length: string }) => {
-      const count = number(o.count, '--count', (v) => Number.isInteger(v) && v >= 1, 'a whole number of words, at least 1');
-      const temperature = number(o.temperature, '--temperature', (v) => Number.isFinite(v) && v >= 0, 'a number ≥ 0');
-      const seed = number(o.seed, '--seed', (v) => Number.isInteger(v), 'an integer');
-      const heads = o.heads === undefined ? undefined : number(o.heads, '--heads', (v) => Number.isInteger(v) && v >= 1, 'a whole number of heads');
-      const { weights, metadata } = loadTransformerFile(o.checkpoint, heads);
-      if (metadata.vocabulary !== undefined) {
-        const tokenizer = await tokenizerFromRecord(metadata.vocabulary, o.checkpoint);
-        const length = number(o.length, '--length', (v) => Number.isInteger(v) && v >= 0, 'a whole number of tokens');
-        if (o.prompt === undefined && !encodes(tokenizer, '\n')) throw new RingtrainError(ErrorCode.InvalidArgument, `${o.checkpoint}'s text has no newline to start from; give --prompt with some of its characters.`);
-        const prompt = o.prompt ?? '\n';
-        const text = sampleText(weights, tokenizer, { prompt, length, temperature, seed });
-        // The default newline prompt is no part of what the model wrote.
-        await printLine(o.prompt === undefined ? text.slice(1) : text);
-        return;
-      }
-      if (o.prompt !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `${o.checkpoint} is a words model (no text vocabulary in it); --prompt is for a model trained with --text.`);
-      for (const word of sampleWords(weights, { count, temperature, seed })) await printLine(word);
-    });
+    .option(
+      '--length <n>',
+      'a --text model: tokens to sample after the prompt (characters with the char tokenizer)',
+      '200',
+    )
+    .action(
+      async (o: {
+        checkpoint: string;
+        count: string;
+        temperature: string;
+        seed: string;
+        heads?: string;
+        prompt?: string;
+        length: string;
+      }) => {
+        const count = number(
+          o.count,
+          '--count',
+          (v) => Number.isInteger(v) && v >= 1,
+          'a whole number of words, at least 1',
+        );
+        const temperature = number(o.temperature, '--temperature', (v) => Number.isFinite(v) && v >= 0, 'a number ≥ 0');
+        const seed = number(o.seed, '--seed', (v) => Number.isInteger(v), 'an integer');
+        const heads =
+          o.heads === undefined
+            ? undefined
+            : number(o.heads, '--heads', (v) => Number.isInteger(v) && v >= 1, 'a whole number of heads');
+        const { weights, metadata } = loadTransformerFile(o.checkpoint, heads);
+        if (metadata.vocabulary !== undefined) {
+          const tokenizer = await tokenizerFromRecord(metadata.vocabulary, o.checkpoint);
+          const length = number(o.length, '--length', (v) => Number.isInteger(v) && v >= 0, 'a whole number of tokens');
+          if (o.prompt === undefined && !encodes(tokenizer, '\n'))
+            throw new RingtrainError(
+              ErrorCode.InvalidArgument,
+              `${o.checkpoint}'s text has no newline to start from; give --prompt with some of its characters.`,
+            );
+          const prompt = o.prompt ?? '\n';
+          const text = sampleText(weights, tokenizer, { prompt, length, temperature, seed });
+          // The default newline prompt is no part of what the model wrote.
+          await printLine(o.prompt === undefined ? text.slice(1) : text);
+          return;
+        }
+        if (o.prompt !== undefined)
+          throw new RingtrainError(
+            ErrorCode.InvalidArgument,
+            `${o.checkpoint} is a words model (no text vocabulary in it); --prompt is for a model trained with --text.`,
+          );
+        for (const word of sampleWords(weights, { count, temperature, seed })) await printLine(word);
+      },
+    );
 }

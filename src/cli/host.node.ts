@@ -10,7 +10,14 @@ import { delimiter, dirname, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PACKAGE_ROOT, RUNS_SOURCES } from '../core/package-root.node.ts';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
-import { chooseRuntime, parseAdapterDescription, type AdapterDescription, type ConcreteRuntime, type RuntimeChoice, WITHOUT_DENO } from './runtime-choice.ts';
+import {
+  chooseRuntime,
+  parseAdapterDescription,
+  type AdapterDescription,
+  type ConcreteRuntime,
+  type RuntimeChoice,
+  WITHOUT_DENO,
+} from './runtime-choice.ts';
 
 export const argv: readonly string[] = process.argv.slice(2);
 export const stdout = process.stdout;
@@ -44,7 +51,8 @@ function nodeArgsFor(file: string): string[] {
 }
 
 /** What to tell a person who has no Deno: commands that work in their own project, not only in ours. */
-const INSTALL_DENO_HINT = 'install Deno (npm install deno, in this project; or https://docs.deno.com/runtime/getting_started/installation/), or pass --runtime node';
+const INSTALL_DENO_HINT =
+  'install Deno (npm install deno, in this project; or https://docs.deno.com/runtime/getting_started/installation/), or pass --runtime node';
 
 /** Each folder from `dir` up to the root. */
 function foldersUp(dir: string): string[] {
@@ -62,8 +70,13 @@ function foldersUp(dir: string): string[] {
  * only when the user's project added it.
  */
 export function findDeno(): string | undefined {
-  const bins = [...foldersUp(process.cwd()), ...foldersUp(PACKAGE_ROOT)].map((d) => join(d, 'node_modules', '.bin', 'deno'));
-  const onPath = (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'deno'));
+  const bins = [...foldersUp(process.cwd()), ...foldersUp(PACKAGE_ROOT)].map((d) =>
+    join(d, 'node_modules', '.bin', 'deno'),
+  );
+  const onPath = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter(Boolean)
+    .map((d) => join(d, 'deno'));
   return [...bins, ...onPath].find((file) => existsSync(file));
 }
 
@@ -152,7 +165,10 @@ const PROBE_TIMEOUT_MS = 60_000;
 export function probeNodeAdapter(): Promise<AdapterDescription> {
   const exe = runtimeExecutable('node');
   return new Promise((resolve) => {
-    const child = spawn(exe, nodeArgsFor(cliFile('probe-adapter.node')), { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(exe, nodeArgsFor(cliFile('probe-adapter.node')), {
+      cwd: PACKAGE_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), PROBE_TIMEOUT_MS);
@@ -168,7 +184,10 @@ export function probeNodeAdapter(): Promise<AdapterDescription> {
       try {
         resolve(parseAdapterDescription(line, 'the adapter probe'));
       } catch {
-        const why = signal === 'SIGKILL' ? `no answer in ${PROBE_TIMEOUT_MS / 1000} s` : `exit ${code}${err ? `: ${err.trim().split('\n').pop()}` : ''}`;
+        const why =
+          signal === 'SIGKILL'
+            ? `no answer in ${PROBE_TIMEOUT_MS / 1000} s`
+            : `exit ${code}${err ? `: ${err.trim().split('\n').pop()}` : ''}`;
         resolve({ found: false, error: `the Node adapter probe failed (${why})` });
       }
     });
@@ -187,7 +206,13 @@ async function probeOwnAdapter(): Promise<AdapterDescription> {
     if (!adapter) return { found: false, error: 'Deno found no WebGPU adapter' };
     const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
     const legacy = (adapter as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter;
-    return { found: true, description: info?.description || info?.device || '', vendor: info?.vendor ?? '', architecture: info?.architecture ?? '', isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacy ?? false) };
+    return {
+      found: true,
+      description: info?.description || info?.device || '',
+      vendor: info?.vendor ?? '',
+      architecture: info?.architecture ?? '',
+      isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacy ?? false),
+    };
   } catch (err) {
     return { found: false, error: String(err) };
   }
@@ -199,7 +224,8 @@ export interface RuntimeDecision extends RuntimeChoice {
 }
 
 /** How `--runtime auto` learns this machine's adapter: a probe of the runtime that would train. */
-let adapterProbe: () => Promise<AdapterDescription> = () => (detectRuntime() === 'deno' ? probeOwnAdapter() : probeNodeAdapter());
+let adapterProbe: () => Promise<AdapterDescription> = () =>
+  detectRuntime() === 'deno' ? probeOwnAdapter() : probeNodeAdapter();
 
 /**
  * Replaces the adapter probe for this process, for a program that embeds the
@@ -219,7 +245,8 @@ export async function decideRuntime(
   probe: () => Promise<AdapterDescription> = adapterProbe,
   denoInstalled: () => boolean = () => detectRuntime() === 'deno' || findDeno() !== undefined,
 ): Promise<RuntimeDecision> {
-  if (requested === 'node' || requested === 'deno') return { runtime: requested, why: `--runtime ${requested}`, auto: false };
+  if (requested === 'node' || requested === 'deno')
+    return { runtime: requested, why: `--runtime ${requested}`, auto: false };
   if (!denoInstalled()) return { ...WITHOUT_DENO, auto: true };
   return { ...chooseRuntime(await probe()), auto: true };
 }

@@ -35,17 +35,28 @@ export function readValuesFile(path: string): ReturnType<typeof parseValues> {
 }
 
 export function k8sCommand(): Command {
-  const k8s = new Command('k8s').description('Kubernetes: render the manifests of a ringtrain deployment (docs/KUBERNETES.md)');
+  const k8s = new Command('k8s').description(
+    'Kubernetes: render the manifests of a ringtrain deployment (docs/KUBERNETES.md)',
+  );
   k8s.addCommand(
     new Command('render')
-      .description('print the manifests (server Deployment, Service, Ingress, worker StatefulSet or Job, Secrets) as YAML or JSON')
+      .description(
+        'print the manifests (server Deployment, Service, Ingress, worker StatefulSet or Job, Secrets) as YAML or JSON',
+      )
       .option('--values <file>', 'JSON values (fields and defaults: deploy/k8s/values.ts); default: all defaults')
-      .addOption(new Option('--format <kind>', 'yaml (documents separated by ---) or json (a v1 List)').choices(['yaml', 'json']).default('yaml'))
+      .addOption(
+        new Option('--format <kind>', 'yaml (documents separated by ---) or json (a v1 List)')
+          .choices(['yaml', 'json'])
+          .default('yaml'),
+      )
       .option('--out <file>', 'write here instead of stdout')
       .action(async (o: { values?: string; format: 'yaml' | 'json'; out?: string }) => {
         const values = o.values ? readValuesFile(o.values) : parseValues({});
         const objects = renderManifests(values);
-        const text = o.format === 'json' ? `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }, null, 2)}\n` : toYaml(objects);
+        const text =
+          o.format === 'json'
+            ? `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }, null, 2)}\n`
+            : toYaml(objects);
         if (o.out) writeFileSync(o.out, text);
         else await printLine(text.trimEnd());
       })

@@ -52,21 +52,40 @@ interface LaunchOptions {
   timeline?: string;
 }
 
-
 export function launchCommand(): Command {
   return new Command('launch')
-    .description('start a signaling server and N local processes of your script that join one job (like horovodrun -np N python train.py)')
+    .description(
+      'start a signaling server and N local processes of your script that join one job (like horovodrun -np N python train.py)',
+    )
     .requiredOption('--np <n>', 'number of processes (also -np)')
     .addOption(new Option('--runtime <name>', 'what runs the script').choices(['node', 'deno']).default('node'))
     .option('--host <addr>', 'address the server listens on', '127.0.0.1')
     .option('--port <n>', 'port of the signaling server (0 picks a free one)', '0')
-    .option('--tabs <n>', 'also wait for this many browser tabs to join (the server then serves the page and prints its link)', '0')
-    .option('--tab-model <name>', 'what a joining tab trains, with the same arguments as the script (the page knows tfjs-mnist: examples/tfjs-mnist.ts)', 'tfjs-mnist')
+    .option(
+      '--tabs <n>',
+      'also wait for this many browser tabs to join (the server then serves the page and prints its link)',
+      '0',
+    )
+    .option(
+      '--tab-model <name>',
+      'what a joining tab trains, with the same arguments as the script (the page knows tfjs-mnist: examples/tfjs-mnist.ts)',
+      'tfjs-mnist',
+    )
     .option('--static <dir>', 'folder of the built page, for --tabs (default: the one in the package)')
-    .option('--elastic', 'workers may leave (die) and join mid-run: the ring re-forms instead of stopping (the script trains with hvd.elastic.run)', false)
-    .option('--min-np <n>', 'with --elastic: the ring goes on while at least this many peers are left, and the run succeeds when this many workers finish (default 1)')
+    .option(
+      '--elastic',
+      'workers may leave (die) and join mid-run: the ring re-forms instead of stopping (the script trains with hvd.elastic.run)',
+      false,
+    )
+    .option(
+      '--min-np <n>',
+      'with --elastic: the ring goes on while at least this many peers are left, and the run succeeds when this many workers finish (default 1)',
+    )
     .option('--max-np <n>', 'with --elastic: at most this many peers (default -np plus --tabs)')
-    .option('--server-wait <seconds>', 'with --elastic: how long the ring trains on without its signaling server (default 60)')
+    .option(
+      '--server-wait <seconds>',
+      'with --elastic: how long the ring trains on without its signaling server (default 60)',
+    )
     .option('--timeline <path>', 'write a Chrome-trace timeline of all ranks here (open it in Perfetto)')
     .argument('<script>', 'the program every worker runs (it calls init() from ringtrain/tfjs)')
     .argument('[args...]', 'arguments passed to every worker')
@@ -104,7 +123,9 @@ class WorkerRanks {
       const i = Number(/^worker-(\d+)$/.exec(p.name ?? '')?.[1] ?? NaN);
       if (!Number.isInteger(i) || this.last.get(i) === p.rank) continue;
       this.last.set(i, p.rank);
-      this.announce(`[launch] worker ${i}${this.pids[i] === undefined ? '' : ` (pid ${this.pids[i]})`} is rank ${p.rank}`);
+      this.announce(
+        `[launch] worker ${i}${this.pids[i] === undefined ? '' : ` (pid ${this.pids[i]})`} is rank ${p.rank}`,
+      );
     }
   }
 
@@ -166,31 +187,73 @@ function scriptCommand(runtime: 'node' | 'deno', script: string): [string, strin
 
 async function launch(script: string, args: string[], o: LaunchOptions): Promise<number> {
   const np = Number(o.np);
-  if (!Number.isInteger(np) || np < 1 || np > 64) throw new RingtrainError(ErrorCode.InvalidArgument, `--np must be a whole number from 1 to 64, got ${JSON.stringify(o.np)}.`);
+  if (!Number.isInteger(np) || np < 1 || np > 64)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--np must be a whole number from 1 to 64, got ${JSON.stringify(o.np)}.`,
+    );
   const port = Number(o.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RingtrainError(ErrorCode.InvalidArgument, `--port must be a port number (0 picks one), got ${JSON.stringify(o.port)}.`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--port must be a port number (0 picks one), got ${JSON.stringify(o.port)}.`,
+    );
   const tabs = Number(o.tabs);
-  if (!Number.isInteger(tabs) || tabs < 0 || np + tabs > 64) throw new RingtrainError(ErrorCode.InvalidArgument, `--tabs must be a whole number ≥ 0 with --np + --tabs at most 64, got ${JSON.stringify(o.tabs)}.`);
+  if (!Number.isInteger(tabs) || tabs < 0 || np + tabs > 64)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--tabs must be a whole number ≥ 0 with --np + --tabs at most 64, got ${JSON.stringify(o.tabs)}.`,
+    );
   const staticDir = tabs > 0 ? (o.static ?? DEFAULT_STATIC_DIR) : null;
-  if (staticDir !== null && !existsSync(staticDir)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch --tabs: no built page at ${staticDir}; ${PAGE_MISSING_HINT}, or give --static <dir>.`);
-  if (!existsSync(script)) throw new RingtrainError(ErrorCode.InvalidArgument, `launch: no script at ${script}; give the path of the program every worker runs.`);
+  if (staticDir !== null && !existsSync(staticDir))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `launch --tabs: no built page at ${staticDir}; ${PAGE_MISSING_HINT}, or give --static <dir>.`,
+    );
+  if (!existsSync(script))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `launch: no script at ${script}; give the path of the program every worker runs.`,
+    );
   if (tabs > 0) refuseFileArguments(args, o.tabModel);
-  const elastic = elasticOptions({ elastic: o.elastic, np: o.np, extraPeers: tabs, minNp: o.minNp, maxNp: o.maxNp, serverWait: o.serverWait });
+  const elastic = elasticOptions({
+    elastic: o.elastic,
+    np: o.np,
+    extraPeers: tabs,
+    minNp: o.minNp,
+    maxNp: o.maxNp,
+    serverWait: o.serverWait,
+  });
   const hyperparameters: JobSettings = tabs > 0 ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
   if (o.elastic) hyperparameters.elastic = true;
   if (elastic.serverWait !== undefined) hyperparameters.serverWaitMs = elastic.serverWait * 1000;
   // An elastic job waits once for everyone it starts, then goes on with as few as --min-np.
-  const peers = o.elastic ? { minPeers: elastic.minNp!, maxPeers: elastic.maxNp!, startPeers: np + tabs } : { minPeers: np + tabs, maxPeers: np + tabs };
+  const peers = o.elastic
+    ? { minPeers: elastic.minNp!, maxPeers: elastic.maxNp!, startPeers: np + tabs }
+    : { minPeers: np + tabs, maxPeers: np + tabs };
   const job: JobSpec = {
     id: `launch-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),
     // With tabs, the config tells the page what to run: the model it knows by name, with the script's arguments.
-    config: { model: tabs > 0 ? o.tabModel : 'user-script', optimizer: 'user', hyperparameters, batchPerPeer: 1, ...peers },
+    config: {
+      model: tabs > 0 ? o.tabModel : 'user-script',
+      optimizer: 'user',
+      hyperparameters,
+      batchPerPeer: 1,
+      ...peers,
+    },
   };
   // TF.js runs its ops synchronously (the CPU backend above all), so a worker's event loop can stay busy
   // for seconds and answer the server's heartbeats late: be lenient before calling it gone.
   const ranks = new WorkerRanks((line) => process.stdout.write(`${line}\n`));
-  const server = await startServer({ host: o.host, port, jobs: [job], staticDir, heartbeatMs: LAUNCH_HEARTBEAT_MS, missedHeartbeats: LAUNCH_MISSED_HEARTBEATS, onMembership: (_job, peers, change) => {
+  const server = await startServer({
+    host: o.host,
+    port,
+    jobs: [job],
+    staticDir,
+    heartbeatMs: LAUNCH_HEARTBEAT_MS,
+    missedHeartbeats: LAUNCH_MISSED_HEARTBEATS,
+    onMembership: (_job, peers, change) => {
       // A ring's ranks change only when it re-forms: an elastic ring after a peer is lost or joins.
       // Peers that finish leave a ring that is done, and a fixed ring never re-forms.
       if (change.kind === 'leave' && (!o.elastic || change.reason === `left: ${FINISHED}`)) return;
@@ -198,7 +261,10 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
     },
   });
   // The token rides in the link's fragment, which the browser never sends to a server (as `ringtrain server` prints it).
-  if (tabs > 0) process.stdout.write(`[launch] page ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)}\n`);
+  if (tabs > 0)
+    process.stdout.write(
+      `[launch] page ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)}\n`,
+    );
   const children: ChildProcess[] = [];
   const stop = () => children.forEach((c) => c.exitCode === null && c.signalCode === null && c.kill('SIGTERM'));
   process.on('SIGINT', stop);
@@ -207,7 +273,15 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
     const [exe, pre] = scriptCommand(o.runtime, script);
     const exits = Array.from({ length: np }, (_, i) => {
       // The token goes by environment, never argv (which `ps` shows to everyone).
-      const env: NodeJS.ProcessEnv = { ...prefixedChildEnv(process.env), [SERVER_ENV]: server.url, [JOB_ENV]: job.id, [TOKEN_ENV]: job.token, [LOCAL_RANK_ENV]: String(i), [LOCAL_SIZE_ENV]: String(np), [NAME_ENV]: workerName(i) };
+      const env: NodeJS.ProcessEnv = {
+        ...prefixedChildEnv(process.env),
+        [SERVER_ENV]: server.url,
+        [JOB_ENV]: job.id,
+        [TOKEN_ENV]: job.token,
+        [LOCAL_RANK_ENV]: String(i),
+        [LOCAL_SIZE_ENV]: String(np),
+        [NAME_ENV]: workerName(i),
+      };
       if (o.timeline) env[TIMELINE_ENV] = `${o.timeline}.part${i}`;
       const child = spawn(exe, [...pre, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       children.push(child);

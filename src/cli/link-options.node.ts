@@ -18,16 +18,47 @@ export const DEFAULT_LISTEN = '127.0.0.1:0';
 
 export function addLinkOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--transport <kind>', 'auto: TCP to the peers that listen too and can be reached, WebRTC to the rest; webrtc: WebRTC only').choices([...LINK_TRANSPORTS]).default('auto'))
-    .option('--listen <host:port>', `where to listen for TCP links from other workers (port 0: a free one)`, DEFAULT_LISTEN)
-    .option('--advertise <addr>', 'the address (host or host:port) other workers dial to reach this one (default: the --listen address; needed with --listen 0.0.0.0:PORT)')
-    .option('--link-tls', 'encrypt TCP links with TLS (a certificate made at start, pinned by the fingerprint the server relays); a worker without it links to this one by WebRTC', false);
+    .addOption(
+      new Option(
+        '--transport <kind>',
+        'auto: TCP to the peers that listen too and can be reached, WebRTC to the rest; webrtc: WebRTC only',
+      )
+        .choices([...LINK_TRANSPORTS])
+        .default('auto'),
+    )
+    .option(
+      '--listen <host:port>',
+      `where to listen for TCP links from other workers (port 0: a free one)`,
+      DEFAULT_LISTEN,
+    )
+    .option(
+      '--advertise <addr>',
+      'the address (host or host:port) other workers dial to reach this one (default: the --listen address; needed with --listen 0.0.0.0:PORT)',
+    )
+    .option(
+      '--link-tls',
+      'encrypt TCP links with TLS (a certificate made at start, pinned by the fingerprint the server relays); a worker without it links to this one by WebRTC',
+      false,
+    );
 }
 
 /** Opens this worker's TCP listener, or none with `--transport webrtc`. */
-export async function openLinkListener(o: { transport?: string; listen?: string; advertise?: string; linkTls?: boolean }, log: (line: string) => void): Promise<TcpLinkEndpoint | undefined> {
+export async function openLinkListener(
+  o: { transport?: string; listen?: string; advertise?: string; linkTls?: boolean },
+  log: (line: string) => void,
+): Promise<TcpLinkEndpoint | undefined> {
   if ((o.transport ?? 'auto') === 'webrtc') return undefined;
   const at = splitHostPort(o.listen ?? DEFAULT_LISTEN);
-  if (!at) throw new RingtrainError(ErrorCode.InvalidArgument, `--listen '${o.listen}' is not HOST:PORT; write e.g. 127.0.0.1:0 or 0.0.0.0:7000`);
-  return TcpLinkEndpoint.listen({ host: at.host, port: at.port, advertise: o.advertise, log, tls: o.linkTls ? makeLinkCertificate() : undefined });
+  if (!at)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--listen '${o.listen}' is not HOST:PORT; write e.g. 127.0.0.1:0 or 0.0.0.0:7000`,
+    );
+  return TcpLinkEndpoint.listen({
+    host: at.host,
+    port: at.port,
+    advertise: o.advertise,
+    log,
+    tls: o.linkTls ? makeLinkCertificate() : undefined,
+  });
 }

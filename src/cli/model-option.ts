@@ -38,10 +38,18 @@ export function parseModelOptions(raw: unknown): Record<string, unknown> | undef
   try {
     v = JSON.parse(String(raw));
   } catch (err) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--model-options ${JSON.stringify(raw)} is not JSON (${(err as Error).message}); give an object, e.g. --model-options '{"width":128}'`, { option: 'modelOptions', value: raw });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--model-options ${JSON.stringify(raw)} is not JSON (${(err as Error).message}); give an object, e.g. --model-options '{"width":128}'`,
+      { option: 'modelOptions', value: raw },
+    );
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--model-options must be a JSON object, e.g. '{"width":128}', got ${JSON.stringify(raw)}`, { option: 'modelOptions', value: raw });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--model-options must be a JSON object, e.g. '{"width":128}', got ${JSON.stringify(raw)}`,
+      { option: 'modelOptions', value: raw },
+    );
   }
   return v as Record<string, unknown>;
 }
@@ -63,19 +71,31 @@ function shown(text: string): string {
  * needs the worker's copy of it: without one, or with a file of other bytes, the
  * worker is refused before anything is read or run.
  */
-export async function workerModel(job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> }, given: string | undefined, options: Record<string, unknown> = {}): Promise<ModelChoice> {
+export async function workerModel(
+  job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> },
+  given: string | undefined,
+  options: Record<string, unknown> = {},
+): Promise<ModelChoice> {
   const h = parseJobSettings(job.config.hyperparameters);
   const jobName = h.modelName;
   const jobLayout = h.modelLayoutHash;
   const fileJob = jobName !== undefined || isModelFile(job.config.model);
   if (!fileJob) {
     if (given !== undefined && given !== job.config.model) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains the built-in model ${shown(job.config.model)}, not ${given}; drop --model (or pass --model ${job.config.model})`, { job: job.id, model: job.config.model, given });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `job ${shown(job.id)} trains the built-in model ${shown(job.config.model)}, not ${given}; drop --model (or pass --model ${job.config.model})`,
+        { job: job.id, model: job.config.model, given },
+      );
     }
     return { model: job.config.model };
   }
   if (jobName === undefined || jobLayout === undefined) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains a model file but records no model identity (modelName, modelLayoutHash); this worker loads no file on the job's word: start the job with ringtrain run --model <file>`, { job: job.id });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `job ${shown(job.id)} trains a model file but records no model identity (modelName, modelLayoutHash); this worker loads no file on the job's word: start the job with ringtrain run --model <file>`,
+      { job: job.id },
+    );
   }
   // The job's file name, for the hint only: what the job calls it is not read or run here.
   const hint = jobName.replace(/@[0-9a-f]*$/, '').replace(/[^A-Za-z0-9._-]/g, '_') || 'model';
@@ -97,6 +117,9 @@ export async function workerModel(job: { id: string; config: Pick<JobConfig, 'mo
   });
   // Built with the job's options: the layout hash the job records is of the model with them.
   const identity = describeModel(factory, name, options);
-  checkSameModel({ identity: { name, options: {} }, layoutHash: identity.layoutHash }, { name: jobName, layoutHash: jobLayout });
+  checkSameModel(
+    { identity: { name, options: {} }, layoutHash: identity.layoutHash },
+    { name: jobName, layoutHash: jobLayout },
+  );
   return { model: name, identity };
 }

@@ -65,7 +65,11 @@ export function classNamesOf(metadata: Metadata, file: string): string[] | undef
     names = undefined;
   }
   if (!Array.isArray(names) || !names.every((n) => typeof n === 'string')) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: its class_names metadata is not a JSON array of names (${raw.slice(0, 80)}); the file was changed after training`, { file });
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file}: its class_names metadata is not a JSON array of names (${raw.slice(0, 80)}); the file was changed after training`,
+      { file },
+    );
   }
   return names;
 }

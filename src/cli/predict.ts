@@ -35,12 +35,20 @@ async function read(path: string, what: string): Promise<Uint8Array> {
   try {
     return await readFile(path);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot read ${what} ${path} (${(err as Error).message})`, { path }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot read ${what} ${path} (${(err as Error).message})`,
+      { path },
+      { cause: err },
+    );
   }
 }
 
 /** The weights and the model spec a checkpoint (--save) or an exported state dict records. */
-export function weightsOf(bytes: Uint8Array, file: string): { params: NamedTensors; spec: { kind: string } & Record<string, unknown>; metadata: Metadata } {
+export function weightsOf(
+  bytes: Uint8Array,
+  file: string,
+): { params: NamedTensors; spec: { kind: string } & Record<string, unknown>; metadata: Metadata } {
   const { tensors, metadata } = decodeSafetensors(bytes, file);
   const params = metadata.format === CHECKPOINT_FORMAT ? decodeCheckpoint(bytes, file).params : tensors;
   let spec: unknown = undefined;
@@ -52,14 +60,23 @@ export function weightsOf(bytes: Uint8Array, file: string): { params: NamedTenso
     }
   }
   if (typeof spec !== 'object' || spec === null || typeof (spec as { kind?: unknown }).kind !== 'string') {
-    if (!metadata.model) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} records no model (no model_spec or model in its metadata); it was not written by ringtrain train/run --save or ringtrain export`, { file });
+    if (!metadata.model)
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file} records no model (no model_spec or model in its metadata); it was not written by ringtrain train/run --save or ringtrain export`,
+        { file },
+      );
     spec = { kind: metadata.model };
   }
   return { params, spec: spec as { kind: string } & Record<string, unknown>, metadata };
 }
 
 /** Builds the model a checkpoint was saved from and loads its weights (checked by name and shape); with the checkpoint's metadata. */
-export async function modelForCheckpoint(gpu: Gpu, file: string, o: { model?: string; modelOptions?: Record<string, unknown> } = {}): Promise<{ model: Model; metadata: Metadata }> {
+export async function modelForCheckpoint(
+  gpu: Gpu,
+  file: string,
+  o: { model?: string; modelOptions?: Record<string, unknown> } = {},
+): Promise<{ model: Model; metadata: Metadata }> {
   const { params, spec, metadata } = weightsOf(await read(file, 'checkpoint'), file);
   const { kind, seed: _seed, ...recorded } = spec;
   let model: Model;
@@ -91,11 +108,24 @@ async function printNextTokens(model: Model, rows: number[][], o: PredictCommand
   const result = await predictNextTokens(model, rows, { source: o.input });
   model.destroy();
   if (o.json) {
-    await printLine(JSON.stringify({ model: model.identity.name, checkpoint: o.checkpoint, input: o.input, rows: rows.length, next_tokens: result.nextTokens, logits: result.logits.map((l) => Array.from(l)) }));
+    await printLine(
+      JSON.stringify({
+        model: model.identity.name,
+        checkpoint: o.checkpoint,
+        input: o.input,
+        rows: rows.length,
+        next_tokens: result.nextTokens,
+        logits: result.logits.map((l) => Array.from(l)),
+      }),
+    );
     return;
   }
   for (let i = 0; i < rows.length; i++) {
-    await printLine(o.logits ? `${result.nextTokens[i]}\t${Array.from(result.logits[i], (v) => v.toPrecision(6)).join(',')}` : String(result.nextTokens[i]));
+    await printLine(
+      o.logits
+        ? `${result.nextTokens[i]}\t${Array.from(result.logits[i], (v) => v.toPrecision(6)).join(',')}`
+        : String(result.nextTokens[i]),
+    );
   }
 }
 
@@ -113,15 +143,35 @@ export function predictCommand(): Command {
   return new Command('predict')
     .description("a trained model's classes (and logits) for rows of features, in eval mode (dropout off)")
     .requiredOption('--checkpoint <file>', 'a checkpoint that --save wrote, or a state dict from ringtrain export')
-    .requiredOption('--input <file>', 'rows of features: .json (an array of rows), .csv (one row per line) or .npy (a 2-D array)')
-    .addOption(new Option('--format <kind>', 'the input format, when the file name does not say it').choices(['json', 'csv', 'npy']))
-    .option('--model <file>', 'the model file (or the training script that exports its model) the checkpoint was trained from; built-in models need none')
-    .option('--label-column <name>', "a column of --input to leave out (the training file's labels; by default the column the checkpoint records, when the file has it)")
+    .requiredOption(
+      '--input <file>',
+      'rows of features: .json (an array of rows), .csv (one row per line) or .npy (a 2-D array)',
+    )
+    .addOption(
+      new Option('--format <kind>', 'the input format, when the file name does not say it').choices([
+        'json',
+        'csv',
+        'npy',
+      ]),
+    )
+    .option(
+      '--model <file>',
+      'the model file (or the training script that exports its model) the checkpoint was trained from; built-in models need none',
+    )
+    .option(
+      '--label-column <name>',
+      "a column of --input to leave out (the training file's labels; by default the column the checkpoint records, when the file has it)",
+    )
     .option('--json', 'one JSON line: the model, the classes and the logits of every row')
-    .option('--logits', 'print every row\'s logits after its class')
+    .option('--logits', "print every row's logits after its class")
     .action(async (o: PredictCommandOptions) => {
       const format = o.format ?? rowFormatOf(o.input);
-      if (!format) throw new RingtrainError(ErrorCode.InvalidArgument, `--input ${o.input}: cannot tell its format from the name; name it .json, .csv or .npy, or pass --format json|csv|npy`, { path: o.input });
+      if (!format)
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `--input ${o.input}: cannot tell its format from the name; name it .json, .csv or .npy, or pass --format json|csv|npy`,
+          { path: o.input },
+        );
       const input = await read(o.input, 'input');
       const gpu = await acquireGpu();
       try {
@@ -129,7 +179,11 @@ export function predictCommand(): Command {
         const language = isLanguageModel(model);
         // A refusal here leaves the model to gpu.destroy() below, as a refusal of predict() does.
         // A language model's rows are token ids: no label column to leave out, and no class names.
-        const rows = predictRows(input, o.input, format, { labelColumn: o.labelColumn, recorded: language ? undefined : metadata.label_column, inputSize: model.inputSize });
+        const rows = predictRows(input, o.input, format, {
+          labelColumn: o.labelColumn,
+          recorded: language ? undefined : metadata.label_column,
+          inputSize: model.inputSize,
+        });
         if (language) {
           await printNextTokens(model, rows, o);
           return;
@@ -141,13 +195,28 @@ export function predictCommand(): Command {
         const named = (c: number) => names?.[c] ?? String(c);
         if (o.json) {
           const labels = names ? { class_names: names, labels: result.classes.map(named) } : {};
-          await printLine(JSON.stringify({ model: model.identity.name, checkpoint: o.checkpoint, input: o.input, rows: rows.length, classes: result.classes, ...labels, logits: result.logits.map((l) => Array.from(l)) }));
+          await printLine(
+            JSON.stringify({
+              model: model.identity.name,
+              checkpoint: o.checkpoint,
+              input: o.input,
+              rows: rows.length,
+              classes: result.classes,
+              ...labels,
+              logits: result.logits.map((l) => Array.from(l)),
+            }),
+          );
           return;
         }
         const perRow = result.classes.length / rows.length;
         for (let i = 0; i < rows.length; i++) {
-          const cls = result.classes.slice(i * perRow, (i + 1) * perRow).map(named).join(' ');
-          await printLine(o.logits ? `${cls}\t${Array.from(result.logits[i], (v) => v.toPrecision(6)).join(',')}` : cls);
+          const cls = result.classes
+            .slice(i * perRow, (i + 1) * perRow)
+            .map(named)
+            .join(' ');
+          await printLine(
+            o.logits ? `${cls}\t${Array.from(result.logits[i], (v) => v.toPrecision(6)).join(',')}` : cls,
+          );
         }
       } finally {
         gpu.destroy();

@@ -41,19 +41,43 @@ interface ProfileFlags {
 
 export function profileCommand(): Command {
   const cmd = new Command('profile')
-    .description("Where a training step's time goes: wall ms per step, CPU ms to encode and submit it, and GPU ms per kernel (timestamp queries, or each dispatch replayed alone), grouped by kernel label.")
-    .addOption(new Option('--model <kind>', `model (${MODEL_KINDS.join('|')}, or a model file: ./my-model.ts)`).default('mlp'))
+    .description(
+      "Where a training step's time goes: wall ms per step, CPU ms to encode and submit it, and GPU ms per kernel (timestamp queries, or each dispatch replayed alone), grouped by kernel label.",
+    )
+    .addOption(
+      new Option('--model <kind>', `model (${MODEL_KINDS.join('|')}, or a model file: ./my-model.ts)`).default('mlp'),
+    )
     .option('--batch <n>', "examples per step (default: the model's training recipe, else 64)", '64')
     .option('--steps <n>', 'timed steps, for the wall time and again for the encode time', '20')
     .option('--rounds <n>', 'runs of each dispatch per kernel measurement', '10')
     .option('--warmup <n>', 'untimed steps first (pipelines compile, plans are made)', '2')
-    .addOption(new Option('--method <how>', 'kernel timing: timestamp queries, replay (CPU clock around one submit per dispatch), or auto (timestamps where the adapter has them)').choices(['auto', 'timestamp', 'replay']).default('auto'))
+    .addOption(
+      new Option(
+        '--method <how>',
+        'kernel timing: timestamp queries, replay (CPU clock around one submit per dispatch), or auto (timestamps where the adapter has them)',
+      )
+        .choices(['auto', 'timestamp', 'replay'])
+        .default('auto'),
+    )
     .option('--seed <n>', 'seed for initial weights and data order', '1')
-    .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`).choices([...RUNTIMES]).default('auto'))
+    .addOption(
+      new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')})`)
+        .choices([...RUNTIMES])
+        .default('auto'),
+    )
     .option('--json', 'print one JSON line instead of the table', false);
   return cmd.action(async (flags: ProfileFlags) => {
     // The options `train` would take for this model: its recipe's batch, optimizer, learning rate and schedule.
-    const { raw, recipe } = withRecipe(cmd, { model: flags.model, batch: flags.batch, seed: flags.seed, runtime: flags.runtime, json: flags.json, epochs: '1', optimizer: 'sgd', momentum: '0.9' });
+    const { raw, recipe } = withRecipe(cmd, {
+      model: flags.model,
+      batch: flags.batch,
+      seed: flags.seed,
+      runtime: flags.runtime,
+      json: flags.json,
+      epochs: '1',
+      optimizer: 'sgd',
+      momentum: '0.9',
+    });
     const opts = parseTrainOptions({ ...raw, steps: undefined });
     const steps = wholeNumber('--steps', flags.steps, 1);
     const rounds = wholeNumber('--rounds', flags.rounds, 1);
@@ -67,7 +91,15 @@ export function profileCommand(): Command {
     }
     const gpu = await acquireGpu({ optionalFeatures: ['timestamp-query'] });
     try {
-      const profile = await run(gpu, opts, { steps, rounds, warmup, method: flags.method, cosine: raw.lrSchedule === 'cosine', warmupSteps: recipe?.warmupSteps ?? 0, replacement: recipe?.sampling === 'replacement' });
+      const profile = await run(gpu, opts, {
+        steps,
+        rounds,
+        warmup,
+        method: flags.method,
+        cosine: raw.lrSchedule === 'cosine',
+        warmupSteps: recipe?.warmupSteps ?? 0,
+        replacement: recipe?.sampling === 'replacement',
+      });
       await printLine(flags.json ? JSON.stringify(asJson(gpu, opts, profile)) : table(gpu, opts, profile));
     } finally {
       gpu.destroy();
@@ -77,7 +109,12 @@ export function profileCommand(): Command {
 
 function wholeNumber(flag: string, value: string, min: number): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} must be a whole number ≥ ${min} (got ${JSON.stringify(value)}).`, { option: flag, value });
+  if (!Number.isInteger(n) || n < min)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${flag} must be a whole number ≥ ${min} (got ${JSON.stringify(value)}).`,
+      { option: flag, value },
+    );
   return n;
 }
 
@@ -95,17 +132,44 @@ async function run(gpu: Gpu, opts: TrainOptions, s: RunSettings): Promise<StepPr
   const data = await loadTrainingData(opts.model, undefined);
   const wanted = s.warmup + 2 * s.steps;
   const list: ProfileBatch[] = [];
-  for (const b of batches(data.train, { batchSize: opts.batch, seed: opts.seed, epoch: 0, replacement: s.replacement })) {
+  for (const b of batches(data.train, {
+    batchSize: opts.batch,
+    seed: opts.seed,
+    epoch: 0,
+    replacement: s.replacement,
+  })) {
     list.push({ x: b.x, labels: b.labels });
     if (list.length >= wanted) break;
   }
   const model = createModel(gpu, modelSpecFor({ ...opts, steps: undefined }, data.train));
-  const optimizer = createOptimizer(model, { kind: opts.optimizer, lr: opts.lr, momentum: opts.momentum, weightDecay: opts.weightDecay });
+  const optimizer = createOptimizer(model, {
+    kind: opts.optimizer,
+    lr: opts.lr,
+    momentum: opts.momentum,
+    weightDecay: opts.weightDecay,
+  });
   const totalSteps = 1000;
-  const schedule = { baseLr: opts.lr, size: 1, scaleBySize: false, decay: s.cosine ? ('cosine' as const) : ('constant' as const), totalSteps, warmupSteps: s.warmupSteps, warmupFrom: 'zero' as const };
+  const schedule = {
+    baseLr: opts.lr,
+    size: 1,
+    scaleBySize: false,
+    decay: s.cosine ? ('cosine' as const) : ('constant' as const),
+    totalSteps,
+    warmupSteps: s.warmupSteps,
+    warmupFrom: 'zero' as const,
+  };
   try {
     // Past the warm-up ramp, where a real run spends its steps; the rate is passed every step, as trainLocal does.
-    return await profileSteps({ model, optimizer, batches: list, steps: s.steps, rounds: s.rounds, warmup: s.warmup, method: s.method, lrAt: (step) => learningRateAt(schedule, Math.min(totalSteps - 1, s.warmupSteps + step)) });
+    return await profileSteps({
+      model,
+      optimizer,
+      batches: list,
+      steps: s.steps,
+      rounds: s.rounds,
+      warmup: s.warmup,
+      method: s.method,
+      lrAt: (step) => learningRateAt(schedule, Math.min(totalSteps - 1, s.warmupSteps + step)),
+    });
   } finally {
     optimizer.destroy();
     model.destroy();
@@ -132,7 +196,15 @@ function asJson(gpu: Gpu, opts: TrainOptions, p: StepProfile): Record<string, un
     kernels_ms: round(p.kernelsMs),
     kernels_over_step: round(p.stepMs > 0 ? p.kernelsMs / p.stepMs : 0),
     dispatches: p.dispatchesPerStep,
-    kernels: p.kernels.map((k) => ({ label: k.label, dispatches: k.dispatches, workgroups: k.workgroups, workgroups_min: k.workgroupsMin, workgroups_max: k.workgroupsMax, ms: round(k.ms), share: round(k.share) })),
+    kernels: p.kernels.map((k) => ({
+      label: k.label,
+      dispatches: k.dispatches,
+      workgroups: k.workgroups,
+      workgroups_min: k.workgroupsMin,
+      workgroups_max: k.workgroupsMax,
+      ms: round(k.ms),
+      share: round(k.share),
+    })),
     method: p.method,
   };
 }
@@ -140,10 +212,29 @@ function asJson(gpu: Gpu, opts: TrainOptions, p: StepProfile): Record<string, un
 function table(gpu: Gpu, opts: TrainOptions, p: StepProfile): string {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   const ms = (x: number) => x.toFixed(x < 1 ? 4 : 2);
-  const rows = p.kernels.map((k) => [k.label, String(k.dispatches), k.workgroupsMin === k.workgroupsMax ? String(k.workgroupsMin) : `${k.workgroupsMin}..${k.workgroupsMax}`, String(k.workgroups), ms(k.ms), pct(k.share)]);
-  const all = [['kernel', 'dispatches', 'wg/dispatch', 'wg/step', 'GPU ms/step', 'share'], ...rows, ['total', String(p.dispatchesPerStep), '', String(p.kernels.reduce((a, k) => a + k.workgroups, 0)), ms(p.kernelsMs), '100.0%']];
+  const rows = p.kernels.map((k) => [
+    k.label,
+    String(k.dispatches),
+    k.workgroupsMin === k.workgroupsMax ? String(k.workgroupsMin) : `${k.workgroupsMin}..${k.workgroupsMax}`,
+    String(k.workgroups),
+    ms(k.ms),
+    pct(k.share),
+  ]);
+  const all = [
+    ['kernel', 'dispatches', 'wg/dispatch', 'wg/step', 'GPU ms/step', 'share'],
+    ...rows,
+    [
+      'total',
+      String(p.dispatchesPerStep),
+      '',
+      String(p.kernels.reduce((a, k) => a + k.workgroups, 0)),
+      ms(p.kernelsMs),
+      '100.0%',
+    ],
+  ];
   const widths = all[0].map((_, c) => Math.max(...all.map((r) => r[c].length)));
-  const line = (r: string[]) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
+  const line = (r: string[]) =>
+    r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
   return [
     `profile: ${opts.model}, batch ${opts.batch}, ${opts.optimizer}; ${gpu.info.runtime} on ${gpu.info.description}${gpu.info.isFallbackAdapter ? ' (fallback adapter)' : ''}`,
     `step ${ms(p.stepMs)} ms wall (mean of ${p.steps}, losses read every 10) | encode+submit ${ms(p.encodeCpuMs)} ms CPU (median, GPU idle; last submit ${ms(p.submitCpuMs)}) | kernels ${ms(p.kernelsMs)} ms GPU = ${pct(p.stepMs > 0 ? p.kernelsMs / p.stepMs : 0)} of the step (${p.method === 'timestamp' ? 'timestamp queries' : 'replay'}, ${p.rounds} runs each)`,

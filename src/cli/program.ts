@@ -40,7 +40,9 @@ const SUBCOMMANDS: (() => Command)[] = [
  */
 export function buildProgram(replace: Record<string, () => Command> = {}): Command {
   const program = new Command('ringtrain')
-    .description('Data-parallel training with WGSL kernels on WebGPU and ring-allreduce over WebRTC, in browsers, Deno and Node.')
+    .description(
+      'Data-parallel training with WGSL kernels on WebGPU and ring-allreduce over WebRTC, in browsers, Deno and Node.',
+    )
     .version(packageVersion(), '-V, --version', 'print the version of ringtrain')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
@@ -62,7 +64,10 @@ export async function runCli(args: readonly string[], replace: Record<string, ()
   commandStatus.args = args;
   try {
     // horovodrun spells it `-np 4`; commander's short flags are one letter, so accept the Horovod spelling here.
-    await program.parseAsync(args.map((a) => (a === '-np' ? '--np' : a)), { from: 'user' });
+    await program.parseAsync(
+      args.map((a) => (a === '-np' ? '--np' : a)),
+      { from: 'user' },
+    );
     return commandStatus.exitCode;
   } catch (err) {
     // commander has already printed its own message (unknown option, --help…).

@@ -28,7 +28,14 @@ export const RECIPES: Record<string, Recipe> = {
     sampling: 'epochs',
   },
   transformer: {
-    options: { optimizer: 'adamw', batch: '256', lr: '0.003', weightDecay: '0.01', steps: '1000', lrSchedule: 'cosine' },
+    options: {
+      optimizer: 'adamw',
+      batch: '256',
+      lr: '0.003',
+      weightDecay: '0.01',
+      steps: '1000',
+      lrSchedule: 'cosine',
+    },
     warmupSteps: 100,
     sampling: 'replacement',
   },
@@ -48,19 +55,38 @@ export const RECIPES: Record<string, Recipe> = {
 export function withTextModel(cmd: Command, raw: Record<string, unknown>): Record<string, unknown> {
   const given = (key: string) => ![undefined, 'default'].includes(cmd.getOptionValueSource(key));
   if (raw.text === undefined) {
-    if (raw.context !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, '--context sets the window of a --text run; add --text FILE or drop --context (the words transformer reads 32 positions)');
-    if (raw.tokenizer !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `--tokenizer ${String(raw.tokenizer)} tokenizes a --text; add --text FILE or drop --tokenizer`);
+    if (raw.context !== undefined)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        '--context sets the window of a --text run; add --text FILE or drop --context (the words transformer reads 32 positions)',
+      );
+    if (raw.tokenizer !== undefined)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `--tokenizer ${String(raw.tokenizer)} tokenizes a --text; add --text FILE or drop --tokenizer`,
+      );
     return raw;
   }
   if (given('model') && raw.model !== 'transformer') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--text trains the character-level transformer, not --model ${String(raw.model)}; drop --model (or pass --model transformer)`, { model: raw.model });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--text trains the character-level transformer, not --model ${String(raw.model)}; drop --model (or pass --model transformer)`,
+      { model: raw.model },
+    );
   }
-  if (raw.data !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `--text and --data are two data sets; give one (--data ${String(raw.data)} is for the image models)`);
+  if (raw.data !== undefined)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--text and --data are two data sets; give one (--data ${String(raw.data)} is for the image models)`,
+    );
   return { ...raw, model: 'transformer' };
 }
 
 /** `raw` with the model's recipe filling every option the user left at commander's default (or unset). */
-export function withRecipe(cmd: Command, raw: Record<string, unknown>): { raw: Record<string, unknown>; recipe: Recipe | undefined } {
+export function withRecipe(
+  cmd: Command,
+  raw: Record<string, unknown>,
+): { raw: Record<string, unknown>; recipe: Recipe | undefined } {
   const recipe = RECIPES[raw.text !== undefined ? 'text' : String(raw.model)];
   if (!recipe) return { raw, recipe };
   const out = { ...raw };

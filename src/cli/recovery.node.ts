@@ -37,7 +37,12 @@ function writeNewFile(path: string, c: TrainingCheckpoint): boolean {
     return true;
   } catch (err) {
     if ((err as { code?: string }).code === 'EEXIST') return false;
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot write the recovery checkpoint ${path}: ${(err as Error).message}; check that the directory exists and is writable.`, { path }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot write the recovery checkpoint ${path}: ${(err as Error).message}; check that the directory exists and is writable.`,
+      { path },
+      { cause: err },
+    );
   } finally {
     if (tmp !== undefined) rmSync(tmp, { force: true });
   }
@@ -67,5 +72,9 @@ export function saveRecovery(stem: string, c: TrainingCheckpoint, avoid: string[
     if (!existsSync(path) && writeNewFile(path, c)) return path;
     if (holdsSameState(path, c)) return path;
   }
-  throw new RingtrainError(ErrorCode.InvalidArgument, `too many recovery checkpoints named ${stem}-step${c.step}*.safetensors; move old ones away or give --recovery another path`, { stem });
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `too many recovery checkpoints named ${stem}-step${c.step}*.safetensors; move old ones away or give --recovery another path`,
+    { stem },
+  );
 }

@@ -88,7 +88,10 @@ export interface RunOptions extends TrainOptions {
 export function intOption(raw: unknown, flag: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const v = Number(raw);
   if (!Number.isInteger(v) || v < min || v > max) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}.`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}.`,
+    );
   }
   return v;
 }
@@ -98,7 +101,10 @@ export function intOption(raw: unknown, flag: string, min: number, max = Number.
  * `train` applies it, with its batch split over the peers: the transformer's
  * 256 words per step become 256 / N per peer (rounded; --batch sets it).
  */
-export function runRecipe(cmd: Command, given: Record<string, unknown>): { raw: Record<string, unknown>; recipe: Recipe | undefined } {
+export function runRecipe(
+  cmd: Command,
+  given: Record<string, unknown>,
+): { raw: Record<string, unknown>; recipe: Recipe | undefined } {
   const { raw, recipe } = withRecipe(cmd, given);
   if (!recipe) return { raw, recipe };
   const np = intOption(given.np, '-np', 1, 64);
@@ -112,7 +118,11 @@ export function runRecipe(cmd: Command, given: Record<string, unknown>): { raw: 
 export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, 'minNp' | 'maxNp' | 'serverWait'> {
   const given = (['minNp', 'maxNp', 'serverWait'] as const).filter((k) => raw[k] !== undefined);
   if (!raw.elastic) {
-    if (given.length > 0) throw new RingtrainError(ErrorCode.InvalidArgument, `--${given[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} only applies to an elastic run; add --elastic or drop it.`);
+    if (given.length > 0)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `--${given[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} only applies to an elastic run; add --elastic or drop it.`,
+      );
     return {};
   }
   const np = intOption(raw.np, '-np', 1, 64);
@@ -129,7 +139,14 @@ export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, '
  */
 export function refuseFlagConflicts(o: RunOptions): void {
   const compression = o.wan?.compression ?? (o.fp16 ? 'fp16' : 'none');
-  const settings = { verify: o.checks?.verify, doubtRule: o.checks?.doubtRule, aggregation: o.aggregation, compression, syncEvery: o.wan?.syncEvery, balance: o.shares?.balance };
+  const settings = {
+    verify: o.checks?.verify,
+    doubtRule: o.checks?.doubtRule,
+    aggregation: o.aggregation,
+    compression,
+    syncEvery: o.wan?.syncEvery,
+    balance: o.shares?.balance,
+  };
   refuseConflicts(settings, (setting) => {
     if (setting === 'verify') return '--verify';
     if (setting === 'aggregation') return `--aggregation ${aggregationText(o.aggregation)}`;
@@ -158,12 +175,14 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   };
   if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
   if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
-  // Conflicting flags were refused when `run` parsed them (refuseFlagConflicts), and the server's schema refuses the job's.
+  // Conflicting flags were refused when `run` parsed them (refuseFlagConflicts), and the server's schema refuses the
+  // job's.
   Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation));
   // Only the checks asked for are written, so a job without them reads as before; verify and the
   // doubt rule are written either way when given, since their absence means on in an elastic job.
   if (o.checks?.directionRules) hyperparameters.directionRules = true;
-  for (const key of ['verify', 'doubtRule'] as const) if (o.checks?.[key] !== undefined) hyperparameters[key] = o.checks[key];
+  for (const key of ['verify', 'doubtRule'] as const)
+    if (o.checks?.[key] !== undefined) hyperparameters[key] = o.checks[key];
   // Written only when off: a job that overlaps (the default) reads as before, to peers of any version.
   if (o.overlap === false) hyperparameters.overlap = false;
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
@@ -199,6 +218,12 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     id: `run-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),
     // A model file travels as an absolute path: workers may start elsewhere.
-    config: { model: model.identity ? resolve(o.model) : o.model, optimizer: o.optimizer, hyperparameters, batchPerPeer: o.batch, ...peers },
+    config: {
+      model: model.identity ? resolve(o.model) : o.model,
+      optimizer: o.optimizer,
+      hyperparameters,
+      batchPerPeer: o.batch,
+      ...peers,
+    },
   };
 }

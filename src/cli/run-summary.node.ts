@@ -24,14 +24,25 @@ export interface RunEnd {
   model?: string;
 }
 
-export async function reportRun({ o, workers, codes, recovery, runtime, say, departures, model }: RunEnd): Promise<number> {
+export async function reportRun({
+  o,
+  workers,
+  codes,
+  recovery,
+  runtime,
+  say,
+  departures,
+  model,
+}: RunEnd): Promise<number> {
   const results = workers.map((w) => w.result).filter((r): r is Record<string, unknown> => !!r);
   // An elastic job is done when the ring that remained took every step (a worker's result without
   // stopped_by). Whoever left on the way (killed, ejected, stopped on an error of its own) is a loss,
   // not the run's end, and its last rank says nothing: the survivors' ring numbers ranks afresh.
   const finished = results.filter((r) => !r.stopped_by);
   const done = o.elastic && finished.length > 0;
-  const rank0 = done ? (finished.find((r) => r.rank === 0) ?? finished[0]) : (results.find((r) => r.rank === 0) ?? results[0]);
+  const rank0 = done
+    ? (finished.find((r) => r.rank === 0) ?? finished[0])
+    : (results.find((r) => r.rank === 0) ?? results[0]);
   if (o.timeline) writeTimeline(o.timeline, workers.length);
 
   const ended = done ? workers.filter((w, i) => codes[i] !== 0 && (!w.result || w.result.stopped_by)) : [];
@@ -43,17 +54,31 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
     const stopped = w.result?.stopped_by as { message?: string } | undefined;
     return departures?.get(`${runtime}-${w.index}`) ?? stopped?.message ?? `exit ${codes[w.index]}`;
   };
-  for (const w of lost) await printLine(`ringtrain: worker ${w.index} left the run early (exit ${codes[w.index]}: ${whyLost(w)}); the others finished without it`, stderr);
+  for (const w of lost)
+    await printLine(
+      `ringtrain: worker ${w.index} left the run early (exit ${codes[w.index]}: ${whyLost(w)}); the others finished without it`,
+      stderr,
+    );
   if (failed.length > 0 || !rank0) {
     for (const w of failed) {
       const why = w.result?.stopped_by as { message?: string } | undefined;
-      await printLine(`ringtrain: worker ${w.index}${w.rank !== undefined ? ` (rank ${w.rank})` : ''} exited with ${codes[w.index]}${why?.message ? `: ${why.message}` : ''}`, stderr);
+      await printLine(
+        `ringtrain: worker ${w.index}${w.rank !== undefined ? ` (rank ${w.rank})` : ''} exited with ${codes[w.index]}${why?.message ? `: ${why.message}` : ''}`,
+        stderr,
+      );
       // The recovery file is named once, below, not once per rank that saved it.
-      if (!w.result) for (const l of w.stderrTail.filter((l) => !l.includes('resume with --resume')).slice(-8)) await printLine(`  | ${l}`, stderr);
+      if (!w.result)
+        for (const l of w.stderrTail.filter((l) => !l.includes('resume with --resume')).slice(-8))
+          await printLine(`  | ${l}`, stderr);
     }
     if (recovery && existsSync(recovery.path)) {
-      const what = recovery.diverged ? `the run diverged; step ${recovery.step}, the last one evaluated before it did,` : `the last completed step (${recovery.step})`;
-      await printLine(`ringtrain: ${what} is saved in ${recovery.path}; resume with: ringtrain run -np ${o.np} --resume ${recovery.path} …`, stderr);
+      const what = recovery.diverged
+        ? `the run diverged; step ${recovery.step}, the last one evaluated before it did,`
+        : `the last completed step (${recovery.step})`;
+      await printLine(
+        `ringtrain: ${what} is saved in ${recovery.path}; resume with: ringtrain run -np ${o.np} --resume ${recovery.path} …`,
+        stderr,
+      );
     } else if (results.some((r) => r.stopped_by)) {
       const why = results.find((r) => r.no_recovery)?.no_recovery;
       await printLine(`ringtrain: no recovery checkpoint was written${why ? `: ${why}` : ''}`, stderr);
@@ -61,16 +86,20 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
   }
   // The run trained, but its last checkpoint is not where --save said: say where it is, and fail the
   // command, so that a script using the --save file does not take an older one for the result.
-  const saveFailed = rank0?.save_failed as { step: number; path: string; error: string; fallback: string | null } | null | undefined;
+  const saveFailed = rank0?.save_failed as
+    { step: number; path: string; error: string; fallback: string | null } | null | undefined;
   if (saveFailed) {
     await printLine(
       `ringtrain: the checkpoint of step ${saveFailed.step} could not be written to ${saveFailed.path} (${saveFailed.error}); ` +
-        (saveFailed.fallback ? `it is in ${saveFailed.fallback}: copy it where it belongs, or resume from it with --resume ${saveFailed.fallback}` : 'nor to the temporary directory: it is lost'),
+        (saveFailed.fallback
+          ? `it is in ${saveFailed.fallback}: copy it where it belongs, or resume from it with --resume ${saveFailed.fallback}`
+          : 'nor to the temporary directory: it is lost'),
       stderr,
     );
   }
   const evaluationFailure = rank0?.evaluation_failed as EvaluationFailed | null | undefined;
-  if (evaluationFailure) await printLine(evaluationFailedLine(evaluationFailure, saveFailed ? saveFailed.fallback : o.save), stderr);
+  if (evaluationFailure)
+    await printLine(evaluationFailedLine(evaluationFailure, saveFailed ? saveFailed.fallback : o.save), stderr);
   if (rank0) {
     // The fields `train --json` has too carry the same names and meanings there (test/cli/json-fields.test.ts).
     const summary = {
@@ -116,28 +145,64 @@ export async function reportRun({ o, workers, codes, recovery, runtime, say, dep
       timeline: o.timeline ?? null,
       // Per rank: what carried each link of its last ring ('tcp', 'webrtc'), the TCP connections it
       // refused, and the CRC-32 of its final weights (replicas that agree print the same number).
-      links_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, links: r.links ?? [], tcp_refused: r.tcp_refused ?? 0, weights_crc32: r.weights_crc32 ?? null })),
+      links_by_rank: [...results]
+        .sort((a, b) => Number(a.rank) - Number(b.rank))
+        .map((r) => ({
+          rank: r.rank,
+          links: r.links ?? [],
+          tcp_refused: r.tcp_refused ?? 0,
+          weights_crc32: r.weights_crc32 ?? null,
+        })),
       saved: saveFailed ? (saveFailed.fallback ?? null) : (o.save ?? null),
       save_failed: saveFailed ?? null,
       evaluation_failed: rank0.evaluation_failed ?? null,
-      // Each worker's peak resident memory, by rank (a CPU adapter's GPU buffers included): what the job costs a machine.
-      peak_rss_bytes_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, peak_rss_bytes: r.peak_rss_bytes ?? null })),
+      // Each worker's peak resident memory, by rank (a CPU adapter's GPU buffers included): what the job costs a
+      // machine.
+      peak_rss_bytes_by_rank: [...results]
+        .sort((a, b) => Number(a.rank) - Number(b.rank))
+        .map((r) => ({ rank: r.rank, peak_rss_bytes: r.peak_rss_bytes ?? null })),
       // A text run: the text's hash, and the vocabulary each rank built from its copy.
       // A table run: the table's hash, and the split each rank made from its copy.
-      ...(o.tableSha256 !== undefined ? { table_sha256: o.tableSha256, labels_sha256: o.labelsSha256 ?? null, split_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, ...(r.table_split as object) })) } : {}),
-      ...(o.text ? { text_sha256: o.textSha256 ?? null, tokenizer: o.tokenizer ?? null, vocabulary_size: rank0.vocabulary_size ?? null, vocabulary_by_rank: [...results].sort((a, b) => Number(a.rank) - Number(b.rank)).map((r) => ({ rank: r.rank, size: r.vocabulary_size, crc32: r.vocabulary_crc32 })) } : {}),
+      ...(o.tableSha256 !== undefined
+        ? {
+            table_sha256: o.tableSha256,
+            labels_sha256: o.labelsSha256 ?? null,
+            split_by_rank: [...results]
+              .sort((a, b) => Number(a.rank) - Number(b.rank))
+              .map((r) => ({ rank: r.rank, ...(r.table_split as object) })),
+          }
+        : {}),
+      ...(o.text
+        ? {
+            text_sha256: o.textSha256 ?? null,
+            tokenizer: o.tokenizer ?? null,
+            vocabulary_size: rank0.vocabulary_size ?? null,
+            vocabulary_by_rank: [...results]
+              .sort((a, b) => Number(a.rank) - Number(b.rank))
+              .map((r) => ({ rank: r.rank, size: r.vocabulary_size, crc32: r.vocabulary_crc32 })),
+          }
+        : {}),
     };
     if (o.json) await printLine(JSON.stringify(summary));
     else {
       // A run that stopped early may have no evaluation: say so rather than print 0%.
-      const accuracy = typeof summary.test_accuracy === 'number' && !evaluationFailure ? evaluationText(o.model, summary.test_accuracy, Number(summary.val_loss)) : 'not evaluated';
+      const accuracy =
+        typeof summary.test_accuracy === 'number' && !evaluationFailure
+          ? evaluationText(o.model, summary.test_accuracy, Number(summary.val_loss))
+          : 'not evaluated';
       const ejected = lost.filter((w) => whyLost(w).startsWith('ejected'));
       const others = lost.filter((w) => !ejected.includes(w));
       const losses = [
-        ejected.length ? `${ejected.length} peer${ejected.length > 1 ? 's' : ''} ejected (${ejected.map((w) => `${runtime}-${w.index}: ${whyLost(w)}`).join('; ')})` : '',
-        others.length ? `${others.length} peer${others.length > 1 ? 's' : ''} lost (${others.map((w) => `${runtime}-${w.index}: ${whyLost(w)}`).join('; ')})` : '',
+        ejected.length
+          ? `${ejected.length} peer${ejected.length > 1 ? 's' : ''} ejected (${ejected.map((w) => `${runtime}-${w.index}: ${whyLost(w)}`).join('; ')})`
+          : '',
+        others.length
+          ? `${others.length} peer${others.length > 1 ? 's' : ''} lost (${others.map((w) => `${runtime}-${w.index}: ${whyLost(w)}`).join('; ')})`
+          : '',
       ].filter(Boolean);
-      await say(`${summary.ok ? 'done' : 'stopped'}: ${summary.steps} steps on ${summary.size} peers, ${accuracy}, ${Math.round(Number(summary.samples_per_s))} samples/s${losses.length ? `; ${losses.join('; ')}` : ''}`);
+      await say(
+        `${summary.ok ? 'done' : 'stopped'}: ${summary.steps} steps on ${summary.size} peers, ${accuracy}, ${Math.round(Number(summary.samples_per_s))} samples/s${losses.length ? `; ${losses.join('; ')}` : ''}`,
+      );
     }
   }
   return failed.length === 0 && rank0 && !saveFailed ? 0 : 1;

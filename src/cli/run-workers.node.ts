@@ -28,9 +28,28 @@ export interface WorkerState extends ScaledWorker {
   exit?: Promise<number>;
 }
 
-export function startWorker(index: number, server: RunningServer, job: JobSpec, o: RunOptions, runtime: 'node' | 'deno', onLine: (w: WorkerState, msg: Record<string, unknown>) => void): WorkerState {
+export function startWorker(
+  index: number,
+  server: RunningServer,
+  job: JobSpec,
+  o: RunOptions,
+  runtime: 'node' | 'deno',
+  onLine: (w: WorkerState, msg: Record<string, unknown>) => void,
+): WorkerState {
   // The token goes by environment, never argv (which `ps` shows to everyone).
-  const given = [...cliCommand(runtime), 'worker', '--server', server.url, '--job', job.id, '--name', `${runtime}-${index}`, '--events', '--runtime', runtime];
+  const given = [
+    ...cliCommand(runtime),
+    'worker',
+    '--server',
+    server.url,
+    '--job',
+    job.id,
+    '--name',
+    `${runtime}-${index}`,
+    '--events',
+    '--runtime',
+    runtime,
+  ];
   // A worker loads a model file only from its own command line, never on the job's word.
   if (isModelFile(o.model)) given.push('--model', resolve(o.model));
   if (o.save) given.push('--save', o.save);
@@ -59,7 +78,8 @@ export function startWorker(index: number, server: RunningServer, job: JobSpec, 
     }
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    for (const line of chunk.split('\n')) if (line.trim() && !line.includes('XDG_RUNTIME_DIR is invalid')) w.stderrTail.push(stripAnsi(line));
+    for (const line of chunk.split('\n'))
+      if (line.trim() && !line.includes('XDG_RUNTIME_DIR is invalid')) w.stderrTail.push(stripAnsi(line));
     if (w.stderrTail.length > 40) w.stderrTail.splice(0, w.stderrTail.length - 40);
   });
   w.exit = new Promise<number>((resolve) => {

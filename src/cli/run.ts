@@ -42,7 +42,14 @@ import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './di
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
 import { addShareOptions, parseShareOptions } from './share-options.ts';
 import { addAggregationOption, parseAggregationOption } from './aggregation-option.ts';
-import { elasticOptions, intOption, jobSpecFor, refuseFlagConflicts, type RunOptions, runRecipe } from './run-options.node.ts';
+import {
+  elasticOptions,
+  intOption,
+  jobSpecFor,
+  refuseFlagConflicts,
+  type RunOptions,
+  runRecipe,
+} from './run-options.node.ts';
 import { startWorker, type WorkerState } from './run-workers.node.ts';
 import { evaluationText, reportRun } from './run-summary.node.ts';
 
@@ -56,40 +63,104 @@ const RUN_MISSED_HEARTBEATS = 12;
 export type RunExtension = Pick<RunOptions, 'workerCommand'>;
 
 export function runCommand(extension: RunExtension = {}): Command {
-  const cmd = new Command('run').description('start a signaling server and N local workers, and train together (like horovodrun -np N)');
+  const cmd = new Command('run').description(
+    'start a signaling server and N local workers, and train together (like horovodrun -np N)',
+  );
   addTrainOptions(cmd)
-    .option('--np <n>', 'number of local workers (also -np, as horovodrun spells it); with --discover, the script decides')
+    .option(
+      '--np <n>',
+      'number of local workers (also -np, as horovodrun spells it); with --discover, the script decides',
+    )
     .option('--timeline <path>', 'write a Chrome-trace timeline of all ranks here (open it in Perfetto)')
     .option('--port <n>', 'port of the signaling server (0 picks a free one)', '0')
     .option('--host <addr>', 'address the server listens on', '127.0.0.1')
-    .option('--serve-page', 'serve the page, print the address where a browser can watch or join, and keep serving after training until Ctrl-C', false)
+    .option(
+      '--serve-page',
+      'serve the page, print the address where a browser can watch or join, and keep serving after training until Ctrl-C',
+      false,
+    )
     .option('--extra-peers <n>', 'places for peers beyond the local workers (browser tabs)', '0')
     .option('--fp16', 'send gradients as float16 (half the bytes)', false)
-    .option('--elastic', 'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping', false)
-    .option('--min-np <n>', 'with --elastic: keep training while at least this many peers are left (default 1: a lone survivor finishes the run)')
+    .option(
+      '--elastic',
+      'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping',
+      false,
+    )
+    .option(
+      '--min-np <n>',
+      'with --elastic: keep training while at least this many peers are left (default 1: a lone survivor finishes the run)',
+    )
     .option('--max-np <n>', 'with --elastic: at most this many peers (default -np plus --extra-peers)')
-    .option('--server-wait <seconds>', 'with --elastic: how long the ring trains on without its signaling server, reconnecting, before it stops with a recovery checkpoint (default 60)')
-    .addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'))
-    .option('--model-options <json>', 'options for the model, as a JSON object (as for train); every worker builds the model with them, and a worker given other ones is refused')
+    .option(
+      '--server-wait <seconds>',
+      'with --elastic: how long the ring trains on without its signaling server, reconnecting, before it stops with a recovery checkpoint (default 60)',
+    )
+    .addOption(
+      new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step')
+        .choices(['constant', 'cosine'])
+        .default('constant'),
+    )
+    .option(
+      '--model-options <json>',
+      'options for the model, as a JSON object (as for train); every worker builds the model with them, and a worker given other ones is refused',
+    )
     .option('--scale-lr', 'scale the learning rate by the number of peers (with --warmup-steps)', false)
     .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
-    .option('--tls-cert <path>', 'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)')
+    .option(
+      '--tls-cert <path>',
+      'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)',
+    )
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
-    .option('--verify', 'check every allreduce against sketches each peer publishes of its own gradient: a peer that sends other numbers than it published, or a link that corrupts data, is named and ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)')
+    .option(
+      '--verify',
+      'check every allreduce against sketches each peer publishes of its own gradient: a peer that sends other numbers than it published, or a link that corrupts data, is named and ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)',
+    )
     .option('--no-verify', 'turn the verified allreduce off, in an elastic job too')
-    .option('--doubt-rule', 'leave out of a step a gradient far larger than the others\' and against them, and clip any other large one to 2x theirs; a peer doubtful four steps in a row is ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)')
+    .option(
+      '--doubt-rule',
+      "leave out of a step a gradient far larger than the others' and against them, and clip any other large one to 2x theirs; a peer doubtful four steps in a row is ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)",
+    )
     .option('--no-doubt-rule', 'turn the doubt rule off, in an elastic job too')
-    .option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same')
-    .option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)')
-    .option('--direction-rules', 'eject a peer whose gradients pull against the others\' over several steps (opt-in: docs/ROBUSTNESS.md)', false)
-    .option('--no-overlap', 'read each step\'s gradient whole before reducing it, instead of reducing each bucket as backward finishes it (docs/COLLECTIVES.md, Overlap)')
-    .addOption(new Option('--transport <kind>', 'links between the local workers: auto (TCP over loopback; browser tabs use WebRTC) or webrtc (WebRTC for every link)').choices([...LINK_TRANSPORTS]).default('auto'))
-    .option('--link-tls', 'encrypt the workers\' TCP links with TLS (each worker makes a certificate at start; the others pin its fingerprint)', false);
-  addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(async (given: Record<string, unknown>) => {
+    .option(
+      '--labels <file>',
+      'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same',
+    )
+    .option(
+      '--label-column <name>',
+      'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
+    )
+    .option(
+      '--direction-rules',
+      "eject a peer whose gradients pull against the others' over several steps (opt-in: docs/ROBUSTNESS.md)",
+      false,
+    )
+    .option(
+      '--no-overlap',
+      "read each step's gradient whole before reducing it, instead of reducing each bucket as backward finishes it (docs/COLLECTIVES.md, Overlap)",
+    )
+    .addOption(
+      new Option(
+        '--transport <kind>',
+        'links between the local workers: auto (TCP over loopback; browser tabs use WebRTC) or webrtc (WebRTC for every link)',
+      )
+        .choices([...LINK_TRANSPORTS])
+        .default('auto'),
+    )
+    .option(
+      '--link-tls',
+      "encrypt the workers' TCP links with TLS (each worker makes a certificate at start; the others pin its fingerprint)",
+      false,
+    );
+  addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(
+    async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
       const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
-      if (discovered.np === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.');
+      if (discovered.np === undefined)
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.',
+        );
       const { raw, recipe } = runRecipe(cmd, withTextModel(cmd, discovered));
       const parsed = parseTrainOptions(raw);
       const o: RunOptions = {
@@ -116,7 +187,11 @@ export function runCommand(extension: RunExtension = {}): Command {
         discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
         wan: parseWanOptions(raw),
         aggregation: parseAggregationOption(raw.aggregation),
-        checks: { verify: optionalFlag(raw.verify), doubtRule: optionalFlag(raw.doubtRule), directionRules: Boolean(raw.directionRules) },
+        checks: {
+          verify: optionalFlag(raw.verify),
+          doubtRule: optionalFlag(raw.doubtRule),
+          directionRules: Boolean(raw.directionRules),
+        },
         overlap: raw.overlap !== false,
         workerCommand: extension.workerCommand,
         labels: raw.labels as string | undefined,
@@ -132,7 +207,8 @@ export function runCommand(extension: RunExtension = {}): Command {
       const resumed = preflightCheckpoints(o);
       if (o.text !== undefined) o.tokenizer = resumeTokenizer(o.tokenizer, resumed, o.resume);
       commandStatus.exitCode = await launch(o);
-    });
+    },
+  );
   return cmd;
 }
 
@@ -144,10 +220,18 @@ function optionalFlag(value: unknown): boolean | undefined {
 /** --data FILE.csv|.npy|.json: the table (and labels file) hashed into `o`, and its split, for the progress bar. */
 function launcherTable(o: RunOptions): TableSplit | undefined {
   if (!isTable(o.data)) {
-    if (o.labels !== undefined || o.labelColumn !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, '--labels and --label-column go with --data FILE.csv|.npy|.json (a table of rows)');
+    if (o.labels !== undefined || o.labelColumn !== undefined)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        '--labels and --label-column go with --data FILE.csv|.npy|.json (a table of rows)',
+      );
     return undefined;
   }
-  if (o.model === 'transformer' || o.model === 'cnn') throw new RingtrainError(ErrorCode.InvalidArgument, `--data ${o.data} is a table of rows: train the mlp or a model file on it, not the ${o.model}`);
+  if (o.model === 'transformer' || o.model === 'cnn')
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--data ${o.data} is a table of rows: train the mlp or a model file on it, not the ${o.model}`,
+    );
   const split = loadTable(o.data, { labels: o.labels, labelColumn: o.labelColumn });
   o.tableSha256 = fileSha256(o.data, '--data');
   if (o.labels !== undefined) o.labelsSha256 = fileSha256(o.labels, '--labels');
@@ -182,18 +266,46 @@ async function launch(o: RunOptions): Promise<number> {
   const job = jobSpecFor(o, choice);
   // A worker's exit closes its socket at once, so heartbeats only catch a hung one; a first step that
   // compiles the transformer's kernels on a busy CPU adapter keeps a worker's event loop for many seconds.
-  const server = await startServer({ port: o.port, host: o.host, jobs: [job], staticDir: o.servePage ? undefined : null, tls: o.tls, ice: o.ice, missedHeartbeats: RUN_MISSED_HEARTBEATS, files: jobFiles(o) });
-  await say(`ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`);
+  const server = await startServer({
+    port: o.port,
+    host: o.host,
+    jobs: [job],
+    staticDir: o.servePage ? undefined : null,
+    tls: o.tls,
+    ice: o.ice,
+    missedHeartbeats: RUN_MISSED_HEARTBEATS,
+    files: jobFiles(o),
+  });
+  await say(
+    `ringtrain: job ${job.id} on ${server.url}: ${o.np} ${runtime} workers, ${o.model} with ${o.optimizer} (lr ${o.lr}, batch ${o.batch} per peer${o.fp16 ? ', fp16 gradients' : ''})`,
+  );
   if (o.servePage) {
-    await say(`ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`);
+    await say(
+      `ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`,
+    );
   }
 
   // For the progress bar only: the workers count their own steps from the data they load.
-  const trainExamples = table ? table.train.count : text ? trainingTokens(text.cache.length) - (o.context ?? DEFAULT_TEXT_CONTEXT) : o.model === 'transformer' ? WORD_COUNT - WORD_VALIDATION_COUNT : MNIST_TRAIN;
+  const trainExamples = table
+    ? table.train.count
+    : text
+      ? trainingTokens(text.cache.length) - (o.context ?? DEFAULT_TEXT_CONTEXT)
+      : o.model === 'transformer'
+        ? WORD_COUNT - WORD_VALIDATION_COUNT
+        : MNIST_TRAIN;
   const stepsPerEpoch = batchCount(trainExamples, o.shares?.globalBatch ?? o.np * o.batch);
   const totalSteps = o.steps ?? o.epochs * stepsPerEpoch;
   const useBar = !o.json && stderrIsTTY;
-  const bar = useBar ? new SingleBar({ stream: stderr, format: '{bar} {value}/{total} steps | {sps} steps/s | loss {loss} | allreduce {mbps} MB/s', hideCursor: true }, Presets.shades_classic) : undefined;
+  const bar = useBar
+    ? new SingleBar(
+        {
+          stream: stderr,
+          format: '{bar} {value}/{total} steps | {sps} steps/s | loss {loss} | allreduce {mbps} MB/s',
+          hideCursor: true,
+        },
+        Presets.shades_classic,
+      )
+    : undefined;
   bar?.start(totalSteps, 0, { sps: '-', loss: '-', mbps: '-' });
   const started = Date.now();
   let rank0Bytes = 0;
@@ -224,23 +336,36 @@ async function launch(o: RunOptions): Promise<number> {
       // Which process holds which rank: what a person needs to read a stall or a lost rank.
       ringShown = true;
       const byRank = [...workers].sort((a, b) => a.rank! - b.rank!);
-      void say(`ringtrain: ring of ${o.np}: ${byRank.map((x) => `rank ${x.rank} ${runtime}-${x.index} (pid ${x.child.pid})`).join(', ')}`);
+      void say(
+        `ringtrain: ring of ${o.np}: ${byRank.map((x) => `rank ${x.rank} ${runtime}-${x.index} (pid ${x.child.pid})`).join(', ')}`,
+      );
     }
     if (msg.event === 'step' && Number(msg.size) !== ringSize) {
       // The first step of a re-formed ring: say so, and how long the ring was down.
       ringSize = Number(msg.size);
-      const after = lastDeparture ? `, ${((Date.now() - lastDeparture.at) / 1000).toFixed(1)} s after ${lastDeparture.who} left` : '';
+      const after = lastDeparture
+        ? `, ${((Date.now() - lastDeparture.at) / 1000).toFixed(1)} s after ${lastDeparture.who} left`
+        : '';
       lastDeparture = undefined;
-      void printLine(`${bar ? '\n' : ''}ringtrain: the ring re-formed with ${ringSize} peers at step ${Number(msg.step)}${after}`, stderr);
+      void printLine(
+        `${bar ? '\n' : ''}ringtrain: the ring re-formed with ${ringSize} peers at step ${Number(msg.step)}${after}`,
+        stderr,
+      );
     }
     if (msg.event === 'step' && w.rank === 0) {
       const step = Number(msg.step);
       rank0Bytes = Number(msg.bytesSent);
       const secs = (Date.now() - started) / 1000;
-      bar?.update(step, { sps: (step / secs).toFixed(2), loss: Number(msg.loss).toFixed(4), mbps: (rank0Bytes / 1e6 / secs).toFixed(2) });
+      bar?.update(step, {
+        sps: (step / secs).toFixed(2),
+        loss: Number(msg.loss).toFixed(4),
+        mbps: (rank0Bytes / 1e6 / secs).toFixed(2),
+      });
       if (!bar && step >= lastProgressLine + progressEvery) {
         lastProgressLine = step - (step % progressEvery);
-        void say(`step ${step}/${totalSteps} on ${Number(msg.size)} peers, loss ${Number(msg.loss).toFixed(4)}, ${(step / secs).toFixed(2)} steps/s`);
+        void say(
+          `step ${step}/${totalSteps} on ${Number(msg.size)} peers, loss ${Number(msg.loss).toFixed(4)}, ${(step / secs).toFixed(2)} steps/s`,
+        );
       }
     } else if (msg.event === 'evaluate' && w.rank === 0) {
       const line = `epoch ${Number(msg.epoch) + 1}: step ${msg.step}, ${evaluationText(o.model, Number(msg.testAccuracy), Number(msg.testLoss))}`;
@@ -248,7 +373,12 @@ async function launch(o: RunOptions): Promise<number> {
       else void say(line);
     } else if (msg.event === 'stall') {
       // Every rank notices a silent peer: one line per stalled set of ranks, now and then.
-      sayStall({ rank: Number(msg.rank), name: String(msg.name), waitingFor: (msg.waitingFor as number[]) ?? [], waitedMs: Number(msg.waitedMs) });
+      sayStall({
+        rank: Number(msg.rank),
+        name: String(msg.name),
+        waitingFor: (msg.waitingFor as number[]) ?? [],
+        waitedMs: Number(msg.waitedMs),
+      });
     } else if (msg.event === 'peer-left') {
       // A peer that finished, or a server shutting down, is no news.
       const finished = msg.reason === 'left' && msg.detail === FINISHED;
@@ -258,11 +388,15 @@ async function launch(o: RunOptions): Promise<number> {
       lastDeparture ??= { who, at: Date.now() };
       const why = `${String(msg.reason)}${msg.detail ? `: ${String(msg.detail)}` : ''}`;
       if (msg.name) departures.set(String(msg.name), why);
-      void printLine(`${bar ? '\n' : ''}ringtrain: ${who} left the job (${why}); ${o.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`, stderr);
+      void printLine(
+        `${bar ? '\n' : ''}ringtrain: ${who} left the job (${why}); ${o.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`,
+        stderr,
+      );
     } else if (msg.event === 'checkpoint-notice') {
       void printLine(`${bar ? '\n' : ''}ringtrain: rank ${Number(msg.rank)}: ${String(msg.line)}`, stderr);
     } else if (msg.event === 'recovery') {
-      if (!recovery || Number(msg.step) > recovery.step) recovery = { step: Number(msg.step), path: String(msg.path), diverged: msg.diverged === true };
+      if (!recovery || Number(msg.step) > recovery.step)
+        recovery = { step: Number(msg.step), path: String(msg.path), diverged: msg.diverged === true };
     } else if (msg.event === 'result') {
       w.result = msg;
     }

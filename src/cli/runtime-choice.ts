@@ -44,10 +44,18 @@ export const WITHOUT_DENO: RuntimeChoice = {
 
 export function chooseRuntime(adapter: AdapterDescription): RuntimeChoice {
   if (adapter.found && adapter.isFallbackAdapter !== true) {
-    return { runtime: 'node', why: `hardware adapter ${name(adapter)}: Node's Dawn answers GPU waits in ~0.01 ms where Deno's wgpu polls every ~11 ms` };
+    return {
+      runtime: 'node',
+      why: `hardware adapter ${name(adapter)}: Node's Dawn answers GPU waits in ~0.01 ms where Deno's wgpu polls every ~11 ms`,
+    };
   }
-  const seen = adapter.found ? `only the software adapter ${name(adapter)}` : `no adapter${adapter.error ? ` (${adapter.error})` : ''}`;
-  return { runtime: 'deno', why: `no hardware GPU (WebGPU saw ${seen}): on CPU adapters Deno's lavapipe trains ~4.5× faster than Dawn's SwiftShader` };
+  const seen = adapter.found
+    ? `only the software adapter ${name(adapter)}`
+    : `no adapter${adapter.error ? ` (${adapter.error})` : ''}`;
+  return {
+    runtime: 'deno',
+    why: `no hardware GPU (WebGPU saw ${seen}): on CPU adapters Deno's lavapipe trains ~4.5× faster than Dawn's SwiftShader`,
+  };
 }
 
 /** Parses an adapter description (the probe's answer line): JSON with at least `found` or `isFallbackAdapter`. */
@@ -59,7 +67,10 @@ export function parseAdapterDescription(text: string, source = 'an adapter descr
     v = null;
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${source} must be a JSON object like {"description":"NVIDIA H100","isFallbackAdapter":false}, got ${JSON.stringify(text.slice(0, 80))}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${source} must be a JSON object like {"description":"NVIDIA H100","isFallbackAdapter":false}, got ${JSON.stringify(text.slice(0, 80))}`,
+    );
   }
   const o = v as Record<string, unknown>;
   const str = (k: string) => (typeof o[k] === 'string' ? (o[k] as string) : undefined);

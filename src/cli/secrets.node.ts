@@ -26,7 +26,10 @@ export function readTokenFile(path: string): string {
     throw invalid(`cannot read --token-file ${path}: ${(err as Error).message}`);
   }
   const token = text.replace(/\r?\n$/, '');
-  if (!token || /[\s]/.test(token)) throw invalid(`--token-file ${path} must hold the token alone on one line (no spaces), got ${token ? 'several words' : 'nothing'}.`);
+  if (!token || /[\s]/.test(token))
+    throw invalid(
+      `--token-file ${path} must hold the token alone on one line (no spaces), got ${token ? 'several words' : 'nothing'}.`,
+    );
   return token;
 }
 
@@ -35,7 +38,8 @@ export function readTokenFile(path: string): string {
  * Undefined when none is given (the caller says whether that is an error).
  */
 export function tokenFrom(o: { token?: string; tokenFile?: string }, warn: (line: string) => void): string | undefined {
-  if (o.token !== undefined && o.tokenFile !== undefined) throw invalid('give the token once: --token-file or --token, not both.');
+  if (o.token !== undefined && o.tokenFile !== undefined)
+    throw invalid('give the token once: --token-file or --token, not both.');
   if (o.token !== undefined) {
     warn(TOKEN_IN_ARGV_WARNING);
     return o.token;
@@ -46,9 +50,13 @@ export function tokenFrom(o: { token?: string; tokenFile?: string }, warn: (line
 }
 
 /** The PEM certificate and key of --tls-cert/--tls-key, read now so a bad path stops the command before it listens. */
-export function readTlsFiles(certPath: string | undefined, keyPath: string | undefined): { cert: Buffer; key: Buffer; certPath: string } | undefined {
+export function readTlsFiles(
+  certPath: string | undefined,
+  keyPath: string | undefined,
+): { cert: Buffer; key: Buffer; certPath: string } | undefined {
   if (certPath === undefined && keyPath === undefined) return undefined;
-  if (certPath === undefined || keyPath === undefined) throw invalid('TLS needs both --tls-cert (PEM certificate chain) and --tls-key (PEM private key).');
+  if (certPath === undefined || keyPath === undefined)
+    throw invalid('TLS needs both --tls-cert (PEM certificate chain) and --tls-key (PEM private key).');
   const read = (flag: string, path: string): Buffer => {
     try {
       return readFileSync(path);
@@ -58,7 +66,9 @@ export function readTlsFiles(certPath: string | undefined, keyPath: string | und
   };
   const cert = read('--tls-cert', certPath);
   const key = read('--tls-key', keyPath);
-  if (!cert.includes('-----BEGIN CERTIFICATE-----')) throw invalid(`--tls-cert ${certPath} is not a PEM certificate (no BEGIN CERTIFICATE line).`);
-  if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key.toString('latin1'))) throw invalid(`--tls-key ${keyPath} is not a PEM private key (no BEGIN … PRIVATE KEY line).`);
+  if (!cert.includes('-----BEGIN CERTIFICATE-----'))
+    throw invalid(`--tls-cert ${certPath} is not a PEM certificate (no BEGIN CERTIFICATE line).`);
+  if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key.toString('latin1')))
+    throw invalid(`--tls-key ${keyPath} is not a PEM private key (no BEGIN … PRIVATE KEY line).`);
   return { cert, key, certPath };
 }

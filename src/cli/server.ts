@@ -26,7 +26,10 @@ import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 import { TOKENIZER_NAMES } from '../data/tokenizer.ts';
 
 const count = (flag: string, min: number) =>
-  z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
+  z.coerce
+    .number({ error: `${flag} must be a number` })
+    .int({ error: `${flag} must be a whole number` })
+    .min(min, { error: `${flag} must be at least ${min}` });
 
 const ServerOptionsSchema = TrainOptionsSchema.pick({
   model: true,
@@ -91,27 +94,37 @@ export interface JobFiles {
 }
 
 /** --data FILE.csv|.npy|.json with --label-column or --labels: read once (a missing column stops here), hashed for the job. */
-export function tableForJob(o: Pick<ServerCliOptions, 'data' | 'labels' | 'labelColumn' | 'text' | 'model'>): JobFiles['table'] {
+export function tableForJob(
+  o: Pick<ServerCliOptions, 'data' | 'labels' | 'labelColumn' | 'text' | 'model'>,
+): JobFiles['table'] {
   if (o.data === undefined) {
-    if (o.labels !== undefined || o.labelColumn !== undefined) throw invalid('--labels and --label-column go with --data FILE.csv|.npy|.json (a table of rows).');
+    if (o.labels !== undefined || o.labelColumn !== undefined)
+      throw invalid('--labels and --label-column go with --data FILE.csv|.npy|.json (a table of rows).');
     return undefined;
   }
   if (!isTable(o.data)) throw invalid(`--data ${o.data}: a job's table must be .csv, .npy or .json.`);
   if (o.text !== undefined) throw invalid('--text and --data are two data sets; give one.');
-  if (o.model === 'transformer' || o.model === 'cnn') throw invalid(`--data ${o.data} is a table of rows: add --model mlp (got --model ${o.model}).`);
+  if (o.model === 'transformer' || o.model === 'cnn')
+    throw invalid(`--data ${o.data} is a table of rows: add --model mlp (got --model ${o.model}).`);
   loadTable(o.data, { labels: o.labels, labelColumn: o.labelColumn });
-  return { data: o.data, sha256: fileSha256(o.data, '--data'), labels: o.labels === undefined ? undefined : { path: o.labels, sha256: fileSha256(o.labels, '--labels') } };
+  return {
+    data: o.data,
+    sha256: fileSha256(o.data, '--data'),
+    labels: o.labels === undefined ? undefined : { path: o.labels, sha256: fileSha256(o.labels, '--labels') },
+  };
 }
 
 export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec | null {
   const { text, table } = files;
   if (!o.job) {
     if (o.text || o.data) throw invalid(`${o.text ? '--text' : '--data'} needs --job (the job that trains on it).`);
-    if (o.token || o.tokenFile) throw invalid(`${o.token ? '--token' : '--token-file'} needs --job (the job it opens).`);
+    if (o.token || o.tokenFile)
+      throw invalid(`${o.token ? '--token' : '--token-file'} needs --job (the job it opens).`);
     if (o.public) throw invalid('--public needs --job (the job it lists publicly).');
     return null;
   }
-  if (o.maxPeers < o.minPeers) throw invalid(`--max-peers (${o.maxPeers}) must be at least --min-peers (${o.minPeers}).`);
+  if (o.maxPeers < o.minPeers)
+    throw invalid(`--max-peers (${o.maxPeers}) must be at least --min-peers (${o.minPeers}).`);
   const hyperparameters: JobSettings = {
     lr: o.lr ?? DEFAULT_LR[o.optimizer],
     momentum: o.momentum,
@@ -120,18 +133,26 @@ export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec
     epochs: o.epochs,
   };
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
-  if (o.tokenizer !== undefined && !text) throw invalid(`--tokenizer ${o.tokenizer} tokenizes a --text; add --text FILE or drop --tokenizer.`);
+  if (o.tokenizer !== undefined && !text)
+    throw invalid(`--tokenizer ${o.tokenizer} tokenizes a --text; add --text FILE or drop --tokenizer.`);
   if (text) {
-    // As run --text records it: the name and hash, never the text; workers bring their own copies, tabs download this one.
-    if (o.model !== 'transformer') throw invalid(`--text trains the transformer: add --model transformer (got --model ${o.model}).`);
-    Object.assign(hyperparameters, { text: o.text!.startsWith('@') ? o.text : basename(o.text!), textSha256: text.sha256, context: o.context ?? DEFAULT_TEXT_CONTEXT });
+    // As run --text records it: the name and hash, never the text; workers bring their own copies, tabs download this
+    // one.
+    if (o.model !== 'transformer')
+      throw invalid(`--text trains the transformer: add --model transformer (got --model ${o.model}).`);
+    Object.assign(hyperparameters, {
+      text: o.text!.startsWith('@') ? o.text : basename(o.text!),
+      textSha256: text.sha256,
+      context: o.context ?? DEFAULT_TEXT_CONTEXT,
+    });
     if (o.tokenizer !== undefined) hyperparameters.tokenizer = o.tokenizer;
   }
   if (table) {
     // As run --data records it: names and hashes; every worker's copies must match.
     Object.assign(hyperparameters, { table: basename(table.data), tableSha256: table.sha256 });
     if (o.labelColumn !== undefined) hyperparameters.labelColumn = o.labelColumn;
-    if (table.labels) Object.assign(hyperparameters, { labels: basename(table.labels.path), labelsSha256: table.labels.sha256 });
+    if (table.labels)
+      Object.assign(hyperparameters, { labels: basename(table.labels.path), labelsSha256: table.labels.sha256 });
   }
   // Checked here too (the server checks every job it adds) to name the flag that set it.
   let settings: JobSettings;
@@ -192,9 +213,16 @@ export function serverCommand(): Command {
     .option('--port <n>', 'port to listen on (0 picks a free one)', '8080')
     .option('--host <addr>', 'address to listen on (0.0.0.0 lets other machines join)', '127.0.0.1')
     .option('--job <id>', 'open a job with this id, configured by the flags below')
-    .option('--token-file <path>', `file holding the token peers need to join --job (or set ${TOKEN_ENV}; default: a random one, printed)`)
+    .option(
+      '--token-file <path>',
+      `file holding the token peers need to join --job (or set ${TOKEN_ENV}; default: a random one, printed)`,
+    )
     .option('--token <secret>', `the token, on the command line (visible in ps: prefer --token-file or ${TOKEN_ENV})`)
-    .option('--public', 'list --job on GET /api/jobs for anyone (default: only requests bearing its token see it)', false)
+    .option(
+      '--public',
+      'list --job on GET /api/jobs for anyone (default: only requests bearing its token see it)',
+      false,
+    )
     .addOption(new Option('--model <kind>', `model the job trains (${MODEL_KINDS.join('|')})`).default('cnn'))
     .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
     .option('--batch <n>', 'examples per step per peer', '64')
@@ -206,11 +234,23 @@ export function serverCommand(): Command {
     .option('--steps <n>', 'stop after this many steps (overrides --epochs)')
     .option('--min-peers <n>', 'the job starts when this many peers have joined', '2')
     .option('--max-peers <n>', 'peers beyond this many are refused', '16')
-    .option('--hp <key=value...>', 'more hyperparameters for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...)')
-    .option('--text <file>', "--job trains the transformer on this UTF-8 text (or @brown): the job records its SHA-256, workers pass their own copies (worker --text), and tabs that join download it from here")
+    .option(
+      '--hp <key=value...>',
+      'more hyperparameters for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...)',
+    )
+    .option(
+      '--text <file>',
+      '--job trains the transformer on this UTF-8 text (or @brown): the job records its SHA-256, workers pass their own copies (worker --text), and tabs that join download it from here',
+    )
     .option('--context <n>', 'with --text: tokens per window (default 64)')
-    .option('--tokenizer <name>', `with --text: ${TOKENIZER_NAMES.join(', ')} (default: its characters, or bytes past 256 of them); every worker and tab tokenizes with it`)
-    .option('--data <file>', '--job trains the mlp on this table (.csv, .npy, .json; with --label-column or --labels): the job records its SHA-256, workers pass their own copies (worker --data)')
+    .option(
+      '--tokenizer <name>',
+      `with --text: ${TOKENIZER_NAMES.join(', ')} (default: its characters, or bytes past 256 of them); every worker and tab tokenizes with it`,
+    )
+    .option(
+      '--data <file>',
+      '--job trains the mlp on this table (.csv, .npy, .json; with --label-column or --labels): the job records its SHA-256, workers pass their own copies (worker --data)',
+    )
     .option('--label-column <name>', 'with --data: the column (CSV header name, or number) that holds the class')
     .option('--labels <file>', 'with --data: one class number per row, in its own file')
     .option('--jobs-file <path>', 'more jobs: a JSON array of {id, token, config}')
@@ -219,53 +259,93 @@ export function serverCommand(): Command {
     .option('--heartbeat-ms <n>', 'heartbeat interval; a peer silent for 3 of them is dropped', '5000')
     .option('--tls-cert <path>', 'PEM certificate (chain): serve https and wss (with --tls-key)')
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
-    .option('--join-timeout-ms <n>', 'a connection that has not sent its join this long after the upgrade is closed', String(5000))
-    .option('--max-sockets-per-address <n>', 'sockets (HTTP and WebSocket) one address may hold open', String(DEFAULT_ADMISSION_LIMITS.maxSocketsPerAddress))
-    .option('--max-handshakes-per-address <n>', 'connections one address may hold open before joining', String(DEFAULT_ADMISSION_LIMITS.maxHandshakesPerAddress))
-    .option('--max-handshakes <n>', 'connections not yet joined, in all; beyond it the oldest is closed', String(DEFAULT_ADMISSION_LIMITS.maxHandshakes))
-    .option('--max-peers-per-address <n>', "members one address may hold in one job, for jobs whose config sets no maxPeersPerAddress (0: no limit)", String(DEFAULT_ADMISSION_LIMITS.maxPeersPerAddress))
+    .option(
+      '--join-timeout-ms <n>',
+      'a connection that has not sent its join this long after the upgrade is closed',
+      String(5000),
+    )
+    .option(
+      '--max-sockets-per-address <n>',
+      'sockets (HTTP and WebSocket) one address may hold open',
+      String(DEFAULT_ADMISSION_LIMITS.maxSocketsPerAddress),
+    )
+    .option(
+      '--max-handshakes-per-address <n>',
+      'connections one address may hold open before joining',
+      String(DEFAULT_ADMISSION_LIMITS.maxHandshakesPerAddress),
+    )
+    .option(
+      '--max-handshakes <n>',
+      'connections not yet joined, in all; beyond it the oldest is closed',
+      String(DEFAULT_ADMISSION_LIMITS.maxHandshakes),
+    )
+    .option(
+      '--max-peers-per-address <n>',
+      'members one address may hold in one job, for jobs whose config sets no maxPeersPerAddress (0: no limit)',
+      String(DEFAULT_ADMISSION_LIMITS.maxPeersPerAddress),
+    )
     .option('--quiet', 'log nothing but the address', false);
-  return addIceOptions(cmd)
-    .action(async (raw: Record<string, unknown>) => {
-      const o = parse(raw);
-      const ice = iceFromFlags(raw);
-      const tls = readTlsFiles(o.tlsCert, o.tlsKey);
-      const jobs: JobSpec[] = [];
-      const generatedToken = o.job !== undefined && o.token === undefined && o.tokenFile === undefined && !process.env[TOKEN_ENV];
-      const text = o.text === undefined ? undefined : loadText(o.text);
-      const table = tableForJob(o);
-      const flagJob = jobFromFlags(o, { text, table });
-      if (flagJob) jobs.push(flagJob);
-      if (o.jobsFile) jobs.push(...(await jobsFromFile(o.jobsFile)));
-      const log = o.quiet ? () => {} : (line: string) => void printLine(`[server] ${line}`);
-      await serveUntilSignal(
-        {
-          port: o.port,
-          host: o.host,
-          jobs,
-          staticDir: o.static === false ? null : o.static,
-          heartbeatMs: o.heartbeatMs,
-          joinTimeoutMs: o.joinTimeoutMs,
-          limits: { maxSocketsPerAddress: o.maxSocketsPerAddress, maxHandshakesPerAddress: o.maxHandshakesPerAddress, maxHandshakes: o.maxHandshakes, maxPeersPerAddress: o.maxPeersPerAddress },
-          tls,
-          ice,
-          log,
-          files: [...(text ? [text.bytes] : []), ...(table ? [readFileSync(table.data), ...(table.labels ? [readFileSync(table.labels.path)] : [])] : [])],
+  return addIceOptions(cmd).action(async (raw: Record<string, unknown>) => {
+    const o = parse(raw);
+    const ice = iceFromFlags(raw);
+    const tls = readTlsFiles(o.tlsCert, o.tlsKey);
+    const jobs: JobSpec[] = [];
+    const generatedToken =
+      o.job !== undefined && o.token === undefined && o.tokenFile === undefined && !process.env[TOKEN_ENV];
+    const text = o.text === undefined ? undefined : loadText(o.text);
+    const table = tableForJob(o);
+    const flagJob = jobFromFlags(o, { text, table });
+    if (flagJob) jobs.push(flagJob);
+    if (o.jobsFile) jobs.push(...(await jobsFromFile(o.jobsFile)));
+    const log = o.quiet ? () => {} : (line: string) => void printLine(`[server] ${line}`);
+    await serveUntilSignal(
+      {
+        port: o.port,
+        host: o.host,
+        jobs,
+        staticDir: o.static === false ? null : o.static,
+        heartbeatMs: o.heartbeatMs,
+        joinTimeoutMs: o.joinTimeoutMs,
+        limits: {
+          maxSocketsPerAddress: o.maxSocketsPerAddress,
+          maxHandshakesPerAddress: o.maxHandshakesPerAddress,
+          maxHandshakes: o.maxHandshakes,
+          maxPeersPerAddress: o.maxPeersPerAddress,
         },
-        (server) => {
-          void printLine(`ringtrain server listening on ${server.url}`);
-          // The token goes in the environment and in the fragment of the page link (never sent to a server, removed from the address bar).
-          // Only a token the server made up is printed: one the user supplied (file, environment,
-          // jobs file) is theirs already, and a log (a pod's, a CI job's) is no place for it.
-          for (const j of jobs) {
-            const known = j === flagJob && generatedToken;
-            const token = known ? j.token : '<its token>';
-            // A text or table job's workers bring their own copies (tabs download a text from here).
-            const textFlag = j !== flagJob ? '' : o.text !== undefined ? ` --text ${o.text}` : o.data !== undefined ? ` --data ${o.data}${o.labels !== undefined ? ` --labels ${o.labels}` : ''}` : '';
-            void printLine(`job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${server.url} --job ${j.id}${textFlag}`);
-            void printLine(`job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}#token=${known ? encodeURIComponent(j.token) : token}`);
-          }
-        },
-      );
-    });
+        tls,
+        ice,
+        log,
+        files: [
+          ...(text ? [text.bytes] : []),
+          ...(table ? [readFileSync(table.data), ...(table.labels ? [readFileSync(table.labels.path)] : [])] : []),
+        ],
+      },
+      (server) => {
+        void printLine(`ringtrain server listening on ${server.url}`);
+        // The token goes in the environment and in the fragment of the page link (never sent to a server, removed from
+        // the address bar).
+        // Only a token the server made up is printed: one the user supplied (file, environment,
+        // jobs file) is theirs already, and a log (a pod's, a CI job's) is no place for it.
+        for (const j of jobs) {
+          const known = j === flagJob && generatedToken;
+          const token = known ? j.token : '<its token>';
+          // A text or table job's workers bring their own copies (tabs download a text from here).
+          const textFlag =
+            j !== flagJob
+              ? ''
+              : o.text !== undefined
+                ? ` --text ${o.text}`
+                : o.data !== undefined
+                  ? ` --data ${o.data}${o.labels !== undefined ? ` --labels ${o.labels}` : ''}`
+                  : '';
+          void printLine(
+            `job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${server.url} --job ${j.id}${textFlag}`,
+          );
+          void printLine(
+            `job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}#token=${known ? encodeURIComponent(j.token) : token}`,
+          );
+        }
+      },
+    );
+  });
 }

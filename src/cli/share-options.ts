@@ -26,29 +26,57 @@ export interface ShareOptions {
 
 export function addShareOptions(cmd: Command): Command {
   return cmd
-    .option('--global-batch <n>', 'examples per step for the whole ring, fixed when peers leave or join (each peer takes a share); default with --elastic or --balance speed: -np x --batch')
-    .addOption(new Option('--balance <how>', 'how the peers share the global batch: equal, or speed (in proportion to each peer\'s measured compute speed)').choices([...BALANCE_MODES]).default('equal'));
+    .option(
+      '--global-batch <n>',
+      'examples per step for the whole ring, fixed when peers leave or join (each peer takes a share); default with --elastic or --balance speed: -np x --batch',
+    )
+    .addOption(
+      new Option(
+        '--balance <how>',
+        "how the peers share the global batch: equal, or speed (in proportion to each peer's measured compute speed)",
+      )
+        .choices([...BALANCE_MODES])
+        .default('equal'),
+    );
 }
 
 /** Checks the flags against -np and --batch; `batchGiven`: the user typed --batch (not a default or a recipe). */
-export function parseShareOptions(raw: Record<string, unknown>, o: { np: number; batch: number; elastic: boolean; maxNp?: number }, batchGiven: boolean): ShareOptions {
+export function parseShareOptions(
+  raw: Record<string, unknown>,
+  o: { np: number; batch: number; elastic: boolean; maxNp?: number },
+  batchGiven: boolean,
+): ShareOptions {
   const balance = (raw.balance ?? 'equal') as BalanceMode;
-  if (!BALANCE_MODES.includes(balance)) throw new RingtrainError(ErrorCode.InvalidArgument, `--balance must be one of ${BALANCE_MODES.join(', ')}, got ${JSON.stringify(raw.balance)}.`);
+  if (!BALANCE_MODES.includes(balance))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--balance must be one of ${BALANCE_MODES.join(', ')}, got ${JSON.stringify(raw.balance)}.`,
+    );
   if (raw.globalBatch === undefined) {
     // Elastic or balanced: the launch's -np x --batch, fixed for the run.
     return o.elastic || balance === 'speed' ? { globalBatch: o.np * o.batch, balance } : { balance };
   }
-  if (batchGiven) throw new RingtrainError(ErrorCode.InvalidArgument, 'give --batch (examples per peer) or --global-batch (examples per step for the whole ring), not both.');
+  if (batchGiven)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'give --batch (examples per peer) or --global-batch (examples per step for the whole ring), not both.',
+    );
   const g = Number(raw.globalBatch);
   // Every peer the job may hold takes at least one example.
   const most = o.elastic ? Math.max(o.np, o.maxNp ?? o.np) : o.np;
   if (!Number.isInteger(g) || g < most || g > 8192 * 64) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--global-batch must be a whole number from ${most} (one example for each of up to ${most} peers) to ${8192 * 64}, got ${JSON.stringify(raw.globalBatch)}.`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--global-batch must be a whole number from ${most} (one example for each of up to ${most} peers) to ${8192 * 64}, got ${JSON.stringify(raw.globalBatch)}.`,
+    );
   }
   return { globalBatch: g, balance };
 }
 
 /** What the job's config carries (job-config.ts reads it back). */
 export function shareHyperparameters(s: ShareOptions): JobSettings {
-  return { ...(s.globalBatch !== undefined ? { globalBatch: s.globalBatch } : {}), ...(s.balance !== 'equal' ? { balance: s.balance } : {}) };
+  return {
+    ...(s.globalBatch !== undefined ? { globalBatch: s.globalBatch } : {}),
+    ...(s.balance !== 'equal' ? { balance: s.balance } : {}),
+  };
 }

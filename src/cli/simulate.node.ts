@@ -37,7 +37,11 @@ function benchJson(path: string, flag: string): Record<string, unknown> {
   } catch (err) {
     throw invalid(`cannot read ${flag} ${path}: ${(err as Error).message}`);
   }
-  const line = text.trim().split('\n').reverse().find((l) => l.trim().startsWith('{'));
+  const line = text
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((l) => l.trim().startsWith('{'));
   try {
     if (line) return JSON.parse(line) as Record<string, unknown>;
   } catch {
@@ -80,12 +84,18 @@ function crowdedOption(raw: unknown): Record<number, number> | undefined {
   const given = /^\s*\d+\s*=/.test(text)
     ? Object.fromEntries(text.split(',').map((kv) => kv.split('=').map((v) => v.trim())))
     : (benchJson(text, '--compute-cpu-crowded').worker_cpu_ms as Record<string, unknown> | undefined);
-  if (!given) throw invalid(`--compute-cpu-crowded ${text} holds no worker_cpu_ms; give the input-crowded line of bench/simulator-check.ts, or P=CPU-ms pairs like 1=190,8=230.`);
+  if (!given)
+    throw invalid(
+      `--compute-cpu-crowded ${text} holds no worker_cpu_ms; give the input-crowded line of bench/simulator-check.ts, or P=CPU-ms pairs like 1=190,8=230.`,
+    );
   const out: Record<number, number> = {};
   for (const [k, v] of Object.entries(given)) {
     const peers = Number(k);
     const ms = Number(v);
-    if (!Number.isInteger(peers) || peers < 1 || !(ms > 0)) throw invalid(`--compute-cpu-crowded needs whole peer counts from 1 and positive CPU-ms, got ${JSON.stringify(k)}=${JSON.stringify(v)}.`);
+    if (!Number.isInteger(peers) || peers < 1 || !(ms > 0))
+      throw invalid(
+        `--compute-cpu-crowded needs whole peer counts from 1 and positive CPU-ms, got ${JSON.stringify(k)}=${JSON.stringify(v)}.`,
+      );
     out[peers] = ms;
   }
   return out;
@@ -95,7 +105,8 @@ function crowdedOption(raw: unknown): Record<number, number> | undefined {
 function hostOptions(raw: Record<string, unknown>): HostOptions | undefined {
   if (raw.peersPerHost === undefined) return undefined;
   const p = Number(raw.peersPerHost);
-  if (!Number.isInteger(p) || p < 1) throw invalid(`--peers-per-host must be a whole number from 1, got ${JSON.stringify(raw.peersPerHost)}.`);
+  if (!Number.isInteger(p) || p < 1)
+    throw invalid(`--peers-per-host must be a whole number from 1, got ${JSON.stringify(raw.peersPerHost)}.`);
   const link = raw.linkCpu ? benchJson(String(raw.linkCpu), '--link-cpu') : {};
   const need = (flag: string, v: unknown, from: string) => {
     if (v === undefined || v === null) throw invalid(`with --peers-per-host, simulate needs ${flag} (${from}).`);
@@ -119,7 +130,9 @@ function hostOptions(raw: Record<string, unknown>): HostOptions | undefined {
 /** Options from the flags, bench files filling what the flags leave out (flags win). */
 export function simulateOptions(raw: Record<string, unknown>): SimulateOptions {
   // Latency from the smallest message measured (its round trip is nearly all latency), bandwidth from the largest.
-  const runs = (raw.allreduce === undefined ? [] : Array.isArray(raw.allreduce) ? raw.allreduce : [raw.allreduce]).map((f) => benchJson(String(f), '--allreduce'));
+  const runs = (raw.allreduce === undefined ? [] : Array.isArray(raw.allreduce) ? raw.allreduce : [raw.allreduce]).map(
+    (f) => benchJson(String(f), '--allreduce'),
+  );
   runs.sort((a, b) => Number(a.bytes ?? 0) - Number(b.bytes ?? 0));
   const sig = raw.signaling ? benchJson(String(raw.signaling), '--signaling') : {};
   const rtt = runs[0]?.p2p_rtt_ms ?? undefined;
@@ -127,16 +140,33 @@ export function simulateOptions(raw: Record<string, unknown>): SimulateOptions {
   const bw = largest ? (largest.p2p_bidir_MBps ?? largest.p2p_MBps ?? undefined) : undefined;
   const latency = raw.latencyMs ?? (rtt === undefined || rtt === null ? undefined : Number(rtt) / 2);
   const bandwidth = raw.bandwidthMBps ?? bw;
-  if (raw.computeMs === undefined) throw invalid('simulate needs --compute-ms: the compute time of one step on one peer (from ringtrain train --json: 1000 * batch / samples_per_s).');
-  if (raw.bytes === undefined) throw invalid('simulate needs --bytes: the gradient bytes per step (4 x parameters for float32, 2 x with --fp16).');
-  if (latency === undefined) throw invalid('simulate needs the link latency: --latency-ms, or --allreduce FILE (a ringtrain bench allreduce JSON line with p2p_rtt_ms).');
-  if (bandwidth === undefined || bandwidth === null) throw invalid('simulate needs the link bandwidth: --bandwidth-MBps, or --allreduce FILE (with p2p_bidir_MBps or p2p_MBps).');
+  if (raw.computeMs === undefined)
+    throw invalid(
+      'simulate needs --compute-ms: the compute time of one step on one peer (from ringtrain train --json: 1000 * batch / samples_per_s).',
+    );
+  if (raw.bytes === undefined)
+    throw invalid('simulate needs --bytes: the gradient bytes per step (4 x parameters for float32, 2 x with --fp16).');
+  if (latency === undefined)
+    throw invalid(
+      'simulate needs the link latency: --latency-ms, or --allreduce FILE (a ringtrain bench allreduce JSON line with p2p_rtt_ms).',
+    );
+  if (bandwidth === undefined || bandwidth === null)
+    throw invalid(
+      'simulate needs the link bandwidth: --bandwidth-MBps, or --allreduce FILE (with p2p_bidir_MBps or p2p_MBps).',
+    );
   const relay = raw.relayPerS ?? sig.relayPerS;
-  if (relay === undefined) throw invalid('simulate needs the signaling relay capacity: --relay-per-s, or --signaling FILE (a bench:signaling JSON line with relayPerS).');
-  const peers = String(raw.peers ?? DEFAULT_PEERS.join(',')).split(',').map((p) => Number(p.trim()));
-  if (peers.some((p) => !Number.isInteger(p) || p < 1 || p > 1_000_000)) throw invalid(`--peers must be whole numbers from 1, separated by commas, got ${JSON.stringify(raw.peers)}.`);
+  if (relay === undefined)
+    throw invalid(
+      'simulate needs the signaling relay capacity: --relay-per-s, or --signaling FILE (a bench:signaling JSON line with relayPerS).',
+    );
+  const peers = String(raw.peers ?? DEFAULT_PEERS.join(','))
+    .split(',')
+    .map((p) => Number(p.trim()));
+  if (peers.some((p) => !Number.isInteger(p) || p < 1 || p > 1_000_000))
+    throw invalid(`--peers must be whole numbers from 1, separated by commas, got ${JSON.stringify(raw.peers)}.`);
   const h = Number(raw.dilocoH ?? 16);
-  if (!Number.isInteger(h) || h < 1) throw invalid(`--diloco-h must be a whole number from 1, got ${JSON.stringify(raw.dilocoH)}.`);
+  if (!Number.isInteger(h) || h < 1)
+    throw invalid(`--diloco-h must be a whole number from 1, got ${JSON.stringify(raw.dilocoH)}.`);
   const bytes = parseBytes(String(raw.bytes));
   return {
     computeMs: positive(raw.computeMs, '--compute-ms'),
@@ -162,19 +192,42 @@ export interface SimulationRow {
 }
 
 export function simulate(o: SimulateOptions): SimulationRow[] {
-  const base: Omit<StepInputs, 'algorithm'> = { computeS: o.computeMs / 1000, gradientBytes: o.gradientBytes, alphaS: o.latencyMs / 1000, betaSPerByte: 1 / (o.bandwidthMBps * 1e6), diLoCoH: o.diLoCoH, groupSize: o.groupSize };
+  const base: Omit<StepInputs, 'algorithm'> = {
+    computeS: o.computeMs / 1000,
+    gradientBytes: o.gradientBytes,
+    alphaS: o.latencyMs / 1000,
+    betaSPerByte: 1 / (o.bandwidthMBps * 1e6),
+    diLoCoH: o.diLoCoH,
+    groupSize: o.groupSize,
+  };
   return o.peers.map((n) => {
     const algorithms = Object.fromEntries(
       ALGORITHMS.map((algorithm) => {
         const p = predictStep(n, { ...base, algorithm });
-        return [algorithm, { stepsPerS: p.stepsPerS, efficiency: p.efficiency, bytesPerPeer: p.bytesPerPeer, commMs: p.commS * 1000 }];
+        return [
+          algorithm,
+          { stepsPerS: p.stepsPerS, efficiency: p.efficiency, bytesPerPeer: p.bytesPerPeer, commMs: p.commS * 1000 },
+        ];
       }),
     ) as SimulationRow['algorithms'];
-    const s = predictSignaling(n, { signalsPerLink: o.signalsPerLink, changesPerPeerHour: o.changesPerPeerHour, relayCapacityPerS: o.relayPerS });
-    const row: SimulationRow = { peers: n, algorithms, signaling: { changesPerS: s.changesPerS, signalsPerS: s.signalsPerS, load: s.load, linksPerPeer: s.linksPerPeer } };
+    const s = predictSignaling(n, {
+      signalsPerLink: o.signalsPerLink,
+      changesPerPeerHour: o.changesPerPeerHour,
+      relayCapacityPerS: o.relayPerS,
+    });
+    const row: SimulationRow = {
+      peers: n,
+      algorithms,
+      signaling: { changesPerS: s.changesPerS, signalsPerS: s.signalsPerS, load: s.load, linksPerPeer: s.linksPerPeer },
+    };
     if (o.hosts) {
       const c = predictColocatedStep(n, hostInputs(o, o.hosts));
-      row.colocated = { stepsPerS: c.stepsPerS, bound: c.bound, cpuPerPeerMs: c.cpuPerPeerS * 1000, algorithm: c.algorithm };
+      row.colocated = {
+        stepsPerS: c.stepsPerS,
+        bound: c.bound,
+        cpuPerPeerMs: c.cpuPerPeerS * 1000,
+        algorithm: c.algorithm,
+      };
     }
     return row;
   });
@@ -195,7 +248,9 @@ export function hostInputs(o: SimulateOptions, h: HostOptions): HostInputs {
     smallCollectives: h.smallCollectives,
     smallBytes: DEFAULT_SMALL_BYTES,
     mediumBytes: DEFAULT_MEDIUM_BYTES,
-    computeCpuCrowded: h.computeCpuCrowdedMs && Object.entries(h.computeCpuCrowdedMs).map(([peers, ms]) => ({ peers: Number(peers), cpuS: ms / 1000 })),
+    computeCpuCrowded:
+      h.computeCpuCrowdedMs &&
+      Object.entries(h.computeCpuCrowdedMs).map(([peers, ms]) => ({ peers: Number(peers), cpuS: ms / 1000 })),
   };
 }
 
@@ -206,23 +261,32 @@ const mb = (bytes: number) => fmt(bytes / 1e6);
 export function simulationTable(rows: SimulationRow[], o: SimulateOptions): string {
   const head = `| N | ring steps/s (eff.) | recursive doubling | halving-doubling | hierarchical (g) | DiLoCo H=${o.diLoCoH} | MB sent per peer per step (ring / hier.) | signals/s at ${o.changesPerPeerHour} changes/peer/h | server load |`;
   const h = o.hosts;
-  const hostHead = h ? ` ${h.peersPerHost} peer${h.peersPerHost === 1 ? '' : 's'} per host, ${h.coresPerHost} cores |` : '';
+  const hostHead = h
+    ? ` ${h.peersPerHost} peer${h.peersPerHost === 1 ? '' : 's'} per host, ${h.coresPerHost} cores |`
+    : '';
   const lines = [head + hostHead, `|${'---|'.repeat(h ? 10 : 9)}`];
   for (const r of rows) {
     const a = r.algorithms;
     const cell = (k: Algorithm) => `${fmt(a[k].stepsPerS)} (${Math.round(a[k].efficiency * 100)}%)`;
     const g = o.groupSize ?? defaultGroupSize(r.peers);
-    lines.push(`| ${r.peers} | ${cell('ring')} | ${cell('recursive-doubling')} | ${cell('halving-doubling')} | ${cell('hierarchical')} g=${g} | ${cell('diloco')} | ${mb(a.ring.bytesPerPeer)} / ${mb(a.hierarchical.bytesPerPeer)} | ${fmt(r.signaling.signalsPerS)} | ${r.signaling.load < 0.01 ? '<1%' : `${Math.round(r.signaling.load * 100)}%`} |${r.colocated ? ` ${fmt(r.colocated.stepsPerS)} (${r.colocated.bound === 'cpu' ? 'CPU-bound' : 'critical path'}) |` : ''}`);
+    lines.push(
+      `| ${r.peers} | ${cell('ring')} | ${cell('recursive-doubling')} | ${cell('halving-doubling')} | ${cell('hierarchical')} g=${g} | ${cell('diloco')} | ${mb(a.ring.bytesPerPeer)} / ${mb(a.hierarchical.bytesPerPeer)} | ${fmt(r.signaling.signalsPerS)} | ${r.signaling.load < 0.01 ? '<1%' : `${Math.round(r.signaling.load * 100)}%`} |${r.colocated ? ` ${fmt(r.colocated.stepsPerS)} (${r.colocated.bound === 'cpu' ? 'CPU-bound' : 'critical path'}) |` : ''}`,
+    );
   }
   return lines.join('\n');
 }
 
 export function simulateCommand(): Command {
   return new Command('simulate')
-    .description('predict steps/s, scaling efficiency, bytes per peer and signaling load at 2 … 1,024 peers from measured figures (alpha-beta model)')
+    .description(
+      'predict steps/s, scaling efficiency, bytes per peer and signaling load at 2 … 1,024 peers from measured figures (alpha-beta model)',
+    )
     .option('--compute-ms <ms>', 'compute time of one step on one peer')
     .option('--bytes <size>', 'gradient bytes per step, like 1.6MiB (4 x parameters; 2 x with --fp16)')
-    .option('--allreduce <file...>', 'ringtrain bench allreduce JSON lines: latency = p2p_rtt_ms / 2 of the smallest run (give one of a few KiB), bandwidth = p2p_bidir_MBps of the largest')
+    .option(
+      '--allreduce <file...>',
+      'ringtrain bench allreduce JSON lines: latency = p2p_rtt_ms / 2 of the smallest run (give one of a few KiB), bandwidth = p2p_bidir_MBps of the largest',
+    )
     .option('--latency-ms <ms>', 'one-way link latency (overrides --allreduce)')
     .option('--bandwidth-MBps <x>', 'per-direction link bandwidth in MB/s (overrides --allreduce)')
     .option('--signaling <file>', 'a bench:signaling JSON line: relay capacity = relayPerS')
@@ -231,15 +295,33 @@ export function simulateCommand(): Command {
     .option('--churn <n>', 'membership changes per peer per hour (default 2: a volunteer staying half an hour)')
     .option('--diloco-h <n>', 'DiLoCo: local steps between allreduces (default 16)')
     .option('--group-size <n>', 'hierarchical: peers per inner ring (default: power of two nearest sqrt N)')
-    .option('--peers-per-host <n>', 'co-located peers: this many share one host (its cores bound the step: max(critical path, CPU work / cores))')
+    .option(
+      '--peers-per-host <n>',
+      'co-located peers: this many share one host (its cores bound the step: max(critical path, CPU work / cores))',
+    )
     .option('--cores-per-host <n>', 'with --peers-per-host: the cores those peers get')
-    .option('--compute-cpu-ms <ms>', 'with --peers-per-host: CPU-milliseconds of one step\'s compute on one peer, all its threads (bench/simulator-check.ts)')
-    .option('--compute-cpu-crowded <pairs|file>', 'with --peers-per-host: worker CPU-ms per step of one lone trainer when P run at once, as P=ms pairs (1=190,8=230) or the input-crowded line of bench/simulator-check.ts; interpolated linearly in P')
-    .option('--link-cpu <file>', 'with --peers-per-host: the input-link JSON line of bench/simulator-check.ts (CPU per MB, per message, per collective)')
+    .option(
+      '--compute-cpu-ms <ms>',
+      "with --peers-per-host: CPU-milliseconds of one step's compute on one peer, all its threads (bench/simulator-check.ts)",
+    )
+    .option(
+      '--compute-cpu-crowded <pairs|file>',
+      'with --peers-per-host: worker CPU-ms per step of one lone trainer when P run at once, as P=ms pairs (1=190,8=230) or the input-crowded line of bench/simulator-check.ts; interpolated linearly in P',
+    )
+    .option(
+      '--link-cpu <file>',
+      'with --peers-per-host: the input-link JSON line of bench/simulator-check.ts (CPU per MB, per message, per collective)',
+    )
     .option('--cpu-ms-per-MB <x>', 'CPU-milliseconds per MB a peer sends or receives (overrides --link-cpu)')
     .option('--cpu-ms-per-message <x>', 'CPU-milliseconds per message a peer sends (overrides --link-cpu)')
-    .option('--cpu-ms-per-collective <x>', 'CPU-milliseconds per collective call beyond its messages (overrides --link-cpu)')
-    .option('--small-collectives <n>', 'collectives of a few numbers per step besides the gradient allreduce (default 1: the step checks\' sketches)')
+    .option(
+      '--cpu-ms-per-collective <x>',
+      'CPU-milliseconds per collective call beyond its messages (overrides --link-cpu)',
+    )
+    .option(
+      '--small-collectives <n>',
+      "collectives of a few numbers per step besides the gradient allreduce (default 1: the step checks' sketches)",
+    )
     .option('--peers <list>', `peer counts, comma-separated (default ${DEFAULT_PEERS.join(',')})`)
     .addOption(new Option('--json', 'print one JSON object instead of the table').default(false))
     .action(async (raw: Record<string, unknown>) => {
@@ -247,8 +329,13 @@ export function simulateCommand(): Command {
       const rows = simulate(o);
       if (raw.json) await printLine(JSON.stringify({ inputs: o, rows }));
       else {
-        if (o.hosts) await printLine(`co-located: ${o.hosts.peersPerHost} peer${o.hosts.peersPerHost === 1 ? '' : 's'} per host on ${o.hosts.coresPerHost} cores, ${o.hosts.computeCpuMs} CPU-ms of compute per step, ${o.hosts.cpuMsPerMB} CPU-ms per MB, ${o.hosts.cpuMsPerMessage} per message, ${o.hosts.cpuMsPerCollective} per collective`);
-        await printLine(`compute ${o.computeMs} ms/step, ${mb(o.gradientBytes)} MB of gradients, link ${o.latencyMs} ms one way and ${o.bandwidthMBps} MB/s, server relays ${o.relayPerS} signals/s`);
+        if (o.hosts)
+          await printLine(
+            `co-located: ${o.hosts.peersPerHost} peer${o.hosts.peersPerHost === 1 ? '' : 's'} per host on ${o.hosts.coresPerHost} cores, ${o.hosts.computeCpuMs} CPU-ms of compute per step, ${o.hosts.cpuMsPerMB} CPU-ms per MB, ${o.hosts.cpuMsPerMessage} per message, ${o.hosts.cpuMsPerCollective} per collective`,
+          );
+        await printLine(
+          `compute ${o.computeMs} ms/step, ${mb(o.gradientBytes)} MB of gradients, link ${o.latencyMs} ms one way and ${o.bandwidthMBps} MB/s, server relays ${o.relayPerS} signals/s`,
+        );
         await printLine(simulationTable(rows, o));
       }
     });

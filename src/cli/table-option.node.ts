@@ -25,7 +25,12 @@ export function fileSha256(file: string, flag: string): string {
   try {
     bytes = readFileSync(file);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${file}: cannot read it (${unreadableReason(err)})`, { file }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${flag} ${file}: cannot read it (${unreadableReason(err)})`,
+      { file },
+      { cause: err },
+    );
   }
   return createHash('sha256').update(bytes).digest('hex');
 }
@@ -53,31 +58,59 @@ function checkCopy(job: Job, flag: string, given: string, jobName: string | unde
  * its copies checked, the label column taken from the job. Undefined for a job
  * that trains on no table (the worker's --data, if any, is then an IDX directory).
  */
-export function workerTable(job: Job, given: { data?: string; labels?: string; labelColumn?: string }): TableChoice | undefined {
+export function workerTable(
+  job: Job,
+  given: { data?: string; labels?: string; labelColumn?: string },
+): TableChoice | undefined {
   const h = parseJobSettings(job.config.hyperparameters);
   const sha = h.tableSha256;
   if (sha === undefined) {
     if (isTable(given.data) || given.labels !== undefined || given.labelColumn !== undefined) {
-      const drop = [isTable(given.data) ? `--data ${given.data}` : '', given.labels !== undefined ? `--labels ${given.labels}` : '', given.labelColumn !== undefined ? `--label-column ${given.labelColumn}` : ''].filter(Boolean);
-      throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains ${shown(job.config.model)} on no table; drop ${drop.join(' and ')}`, { job: job.id });
+      const drop = [
+        isTable(given.data) ? `--data ${given.data}` : '',
+        given.labels !== undefined ? `--labels ${given.labels}` : '',
+        given.labelColumn !== undefined ? `--label-column ${given.labelColumn}` : '',
+      ].filter(Boolean);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `job ${shown(job.id)} trains ${shown(job.config.model)} on no table; drop ${drop.join(' and ')}`,
+        { job: job.id },
+      );
     }
     return undefined;
   }
   const what = `${shown(h.table)} (SHA-256 ${sha})${h.labels !== undefined ? ` with the labels ${shown(h.labels)} (SHA-256 ${h.labelsSha256})` : ''}`;
   if (!isTable(given.data)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains on the table ${what}; pass your copy of it: ringtrain worker --data FILE${h.labels !== undefined ? ' --labels FILE' : ''} …`, { job: job.id, tableSha256: sha });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `job ${shown(job.id)} trains on the table ${what}; pass your copy of it: ringtrain worker --data FILE${h.labels !== undefined ? ' --labels FILE' : ''} …`,
+      { job: job.id, tableSha256: sha },
+    );
   }
   checkCopy(job, '--data', given.data, h.table, sha);
   if (h.labelsSha256 !== undefined) {
     if (given.labels === undefined) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains on the table ${what}; pass your copy of the labels too: --labels FILE`, { job: job.id, labelsSha256: h.labelsSha256 });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `job ${shown(job.id)} trains on the table ${what}; pass your copy of the labels too: --labels FILE`,
+        { job: job.id, labelsSha256: h.labelsSha256 },
+      );
     }
     checkCopy(job, '--labels', given.labels, h.labels, h.labelsSha256);
     return { labels: given.labels };
   }
-  if (given.labels !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} reads its labels from the column ${shown(h.labelColumn)} of its table; drop --labels ${given.labels}`, { job: job.id });
+  if (given.labels !== undefined)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `job ${shown(job.id)} reads its labels from the column ${shown(h.labelColumn)} of its table; drop --labels ${given.labels}`,
+      { job: job.id },
+    );
   if (given.labelColumn !== undefined && given.labelColumn !== h.labelColumn) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `this peer's --label-column ${given.labelColumn} differs from job ${shown(job.id)}'s ${shown(h.labelColumn)}; drop it (the job's is used)`, { job: job.id });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `this peer's --label-column ${given.labelColumn} differs from job ${shown(job.id)}'s ${shown(h.labelColumn)}; drop it (the job's is used)`,
+      { job: job.id },
+    );
   }
   return { labelColumn: h.labelColumn };
 }

@@ -17,15 +17,27 @@ function shown(v: unknown): string {
 }
 
 /** The worker's --text against the job's: the same SHA-256, or a refusal naming both. */
-export function workerText(job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> }, given: string | undefined): TextChoice | undefined {
+export function workerText(
+  job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> },
+  given: string | undefined,
+): TextChoice | undefined {
   const h = parseJobSettings(job.config.hyperparameters);
   const sha = h.textSha256;
   if (sha === undefined) {
-    if (given !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains ${shown(job.config.model)} on its own data set, not on a text; drop --text ${given}`, { job: job.id });
+    if (given !== undefined)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `job ${shown(job.id)} trains ${shown(job.config.model)} on its own data set, not on a text; drop --text ${given}`,
+        { job: job.id },
+      );
     return undefined;
   }
   if (given === undefined) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job ${shown(job.id)} trains on the text ${shown(h.text)} (SHA-256 ${sha}); pass your copy of it: ringtrain worker --text FILE …`, { job: job.id, textSha256: sha });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `job ${shown(job.id)} trains on the text ${shown(h.text)} (SHA-256 ${sha}); pass your copy of it: ringtrain worker --text FILE …`,
+      { job: job.id, textSha256: sha },
+    );
   }
   const ours = textSource(given).sha256;
   if (ours !== sha) {
@@ -41,12 +53,20 @@ export function workerText(job: { id: string; config: Pick<JobConfig, 'model' | 
 /** Keys sorted at every level: two spellings of the same options compare equal. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 
 /** A worker's own --model-options, if it gives any, must be the job's: the job's are what every rank builds. */
-export function checkWorkerModelOptions(jobId: string, given: Record<string, unknown> | undefined, jobs: Record<string, unknown> | undefined): void {
+export function checkWorkerModelOptions(
+  jobId: string,
+  given: Record<string, unknown> | undefined,
+  jobs: Record<string, unknown> | undefined,
+): void {
   if (given === undefined) return;
   if (canonical(given) === canonical(jobs ?? {})) return;
   throw new RingtrainError(

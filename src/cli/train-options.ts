@@ -30,17 +30,33 @@ export const DEFAULT_LR: Record<(typeof OPTIMIZER_KINDS)[number], number> = { sg
 export const DEFAULT_WEIGHT_DECAY: Record<(typeof OPTIMIZER_KINDS)[number], number> = { sgd: 0, adamw: 0.01 };
 
 const count = (flag: string, min: number) =>
-  z.coerce.number({ error: `${flag} must be a number` }).int({ error: `${flag} must be a whole number` }).min(min, { error: `${flag} must be at least ${min}` });
-const positive = (flag: string) => z.coerce.number({ error: `${flag} must be a number` }).positive({ error: `${flag} must be greater than 0` }).finite({ error: `${flag} must be finite` });
+  z.coerce
+    .number({ error: `${flag} must be a number` })
+    .int({ error: `${flag} must be a whole number` })
+    .min(min, { error: `${flag} must be at least ${min}` });
+const positive = (flag: string) =>
+  z.coerce
+    .number({ error: `${flag} must be a number` })
+    .positive({ error: `${flag} must be greater than 0` })
+    .finite({ error: `${flag} must be finite` });
 
 export const TrainOptionsSchema = z.object({
-  model: z.string().refine((m) => (MODEL_KINDS as readonly string[]).includes(m) || isModelFile(m), { error: `--model must be one of ${MODEL_KINDS.join(', ')} or a model file (./my-model.ts)` }),
+  model: z.string().refine((m) => (MODEL_KINDS as readonly string[]).includes(m) || isModelFile(m), {
+    error: `--model must be one of ${MODEL_KINDS.join(', ')} or a model file (./my-model.ts)`,
+  }),
   epochs: count('--epochs', 1),
   batch: count('--batch', 1).max(8192, { error: '--batch must be at most 8192' }),
   lr: positive('--lr').optional(),
   optimizer: z.enum(OPTIMIZER_KINDS, { error: `--optimizer must be one of ${OPTIMIZER_KINDS.join(', ')}` }),
-  momentum: z.coerce.number({ error: '--momentum must be a number' }).min(0, { error: '--momentum must be in [0, 1)' }).lt(1, { error: '--momentum must be in [0, 1)' }),
-  weightDecay: z.coerce.number({ error: '--weight-decay must be a number' }).min(0, { error: '--weight-decay must be at least 0' }).finite().optional(),
+  momentum: z.coerce
+    .number({ error: '--momentum must be a number' })
+    .min(0, { error: '--momentum must be in [0, 1)' })
+    .lt(1, { error: '--momentum must be in [0, 1)' }),
+  weightDecay: z.coerce
+    .number({ error: '--weight-decay must be a number' })
+    .min(0, { error: '--weight-decay must be at least 0' })
+    .finite()
+    .optional(),
   seed: count('--seed', 0).max(2 ** 32 - 1, { error: '--seed must fit in 32 bits' }),
   steps: count('--steps', 1).optional(),
   save: z.string().min(1, { error: '--save needs a file path' }).optional(),
@@ -60,33 +76,73 @@ export const TrainOptionsSchema = z.object({
   json: z.boolean().default(false),
 });
 
-export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr' | 'weightDecay'> & { lr: number; weightDecay: number };
+export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr' | 'weightDecay'> & {
+  lr: number;
+  weightDecay: number;
+};
 
 /** Adds the training options to a command (train, run, worker share them). */
 export function addTrainOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--model <kind>', `model to train (${MODEL_KINDS.join('|')}, or a file exporting a model factory: ./my-model.ts)`).default('mlp'))
+    .addOption(
+      new Option(
+        '--model <kind>',
+        `model to train (${MODEL_KINDS.join('|')}, or a file exporting a model factory: ./my-model.ts)`,
+      ).default('mlp'),
+    )
     .option('--epochs <n>', 'epochs over the training set (counted from a resumed checkpoint)', '1')
     .option('--batch <n>', 'examples per step (per peer)', '64')
     .option('--lr <x>', `learning rate (default ${DEFAULT_LR.sgd} for sgd, ${DEFAULT_LR.adamw} for adamw)`)
     .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
     .option('--momentum <x>', 'SGD momentum', '0.9')
-    .option('--weight-decay <x>', `weight decay: L2 for sgd, decoupled for adamw (default ${DEFAULT_WEIGHT_DECAY.sgd} for sgd, ${DEFAULT_WEIGHT_DECAY.adamw} for adamw)`)
+    .option(
+      '--weight-decay <x>',
+      `weight decay: L2 for sgd, decoupled for adamw (default ${DEFAULT_WEIGHT_DECAY.sgd} for sgd, ${DEFAULT_WEIGHT_DECAY.adamw} for adamw)`,
+    )
     .option('--seed <n>', 'seed for initial weights and data order', '1')
     .option('--steps <n>', 'stop after this many steps in total (overrides --epochs)')
     .option('--save <path>', 'write a safetensors checkpoint here (atomically) after each epoch and at the end')
     .option('--resume <path>', 'continue from a checkpoint written by --save')
-    .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
-    .option('--data <dir>', 'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled 10,000 digits')
-    .option('--text <file>', 'train the transformer on this UTF-8 text file (or @brown, the Brown corpus that comes with ringtrain): tokens as --tokenizer says, the last 10% held out for validation')
-    .addOption(new Option('--tokenizer <name>', `with --text: char (its characters), byte (its UTF-8 bytes) or gpt2 (GPT-2's 50,257-token BPE); default: its characters, or its bytes past 256 distinct characters; a --resume takes the checkpoint's`).choices([...TOKENIZER_NAMES]))
-    .option('--context <n>', `with --text: tokens per window, the transformer's context (default ${DEFAULT_TEXT_CONTEXT})`)
+    .option(
+      '--overwrite',
+      '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)',
+      false,
+    )
+    .option(
+      '--data <dir>',
+      'train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled 10,000 digits',
+    )
+    .option(
+      '--text <file>',
+      'train the transformer on this UTF-8 text file (or @brown, the Brown corpus that comes with ringtrain): tokens as --tokenizer says, the last 10% held out for validation',
+    )
+    .addOption(
+      new Option(
+        '--tokenizer <name>',
+        `with --text: char (its characters), byte (its UTF-8 bytes) or gpt2 (GPT-2's 50,257-token BPE); default: its characters, or its bytes past 256 distinct characters; a --resume takes the checkpoint's`,
+      ).choices([...TOKENIZER_NAMES]),
+    )
+    .option(
+      '--context <n>',
+      `with --text: tokens per window, the transformer's context (default ${DEFAULT_TEXT_CONTEXT})`,
+    )
     .option('--layers <n>', "the transformer's blocks (default 2); recorded in the checkpoint and checked on --resume")
     .option('--width <n>', "the transformer's width (default 64; a multiple of --heads)")
     .option('--heads <n>', "the transformer's attention heads (default 4)")
-    .option('--preset <name>', `with --text: a named size (${PRESET_NAMES.join('|')}): gpt2 = GPT-2 small, 12 layers, width 768, 12 heads, 1,024 positions, context 1024 (--layers/--width/--heads override it; --context sets a shorter training window)`)
-    .option('--eval-limit <n>', 'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric')
-    .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto: Node on a hardware GPU, Deno on a machine without one`).default('auto'))
+    .option(
+      '--preset <name>',
+      `with --text: a named size (${PRESET_NAMES.join('|')}): gpt2 = GPT-2 small, 12 layers, width 768, 12 heads, 1,024 positions, context 1024 (--layers/--width/--heads override it; --context sets a shorter training window)`,
+    )
+    .option(
+      '--eval-limit <n>',
+      'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric',
+    )
+    .addOption(
+      new Option(
+        '--runtime <name>',
+        `run under this runtime (${RUNTIMES.join('|')}); auto: Node on a hardware GPU, Deno on a machine without one`,
+      ).default('auto'),
+    )
     .option('--json', 'print one JSON line with the results on stdout (no progress bar)', false);
 }
 
@@ -96,26 +152,57 @@ export function parseTrainOptions(raw: Record<string, unknown>): TrainOptions {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const key = String(issue.path[0] ?? '');
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (got ${JSON.stringify(raw[key])}).`, { option: key, value: raw[key] });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (got ${JSON.stringify(raw[key])}).`, {
+      option: key,
+      value: raw[key],
+    });
   }
   const o = withPreset(parsed.data);
   return { ...o, lr: o.lr ?? DEFAULT_LR[o.optimizer], weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer] };
 }
 
 /** --preset's sizes where the flags leave them unset; a preset sizes a --text model (the words set fixes its own context). */
-function withPreset<O extends { preset?: keyof typeof PRESETS; text?: string; layers?: number; width?: number; heads?: number; context?: number; initFrom?: string }>(o: O): O {
+function withPreset<
+  O extends {
+    preset?: keyof typeof PRESETS;
+    text?: string;
+    layers?: number;
+    width?: number;
+    heads?: number;
+    context?: number;
+    initFrom?: string;
+  },
+>(o: O): O {
   if (o.preset !== undefined && o.text === undefined) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--preset ${o.preset} sizes a language model on a text; add --text FILE (the words workload's transformer has its own size)`, { option: 'preset' });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--preset ${o.preset} sizes a language model on a text; add --text FILE (the words workload's transformer has its own size)`,
+      { option: 'preset' },
+    );
   }
   if (o.initFrom !== undefined && o.text === undefined) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--init-from ${o.initFrom} starts a language model from GPT-2's weights; add --text FILE to train it on`, { option: 'initFrom' });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--init-from ${o.initFrom} starts a language model from GPT-2's weights; add --text FILE to train it on`,
+      { option: 'initFrom' },
+    );
   }
   if (o.preset === undefined) return o;
   const p = PRESETS[o.preset];
   if (o.context !== undefined && o.context > p.positions) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--context ${o.context} is longer than --preset ${o.preset}'s ${p.positions} positions; give --context ${p.positions} or less`, { option: 'context', context: o.context, positions: p.positions });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--context ${o.context} is longer than --preset ${o.preset}'s ${p.positions} positions; give --context ${p.positions} or less`,
+      { option: 'context', context: o.context, positions: p.positions },
+    );
   }
-  return { ...o, layers: o.layers ?? p.layers, width: o.width ?? p.width, heads: o.heads ?? p.heads, context: o.context ?? p.context };
+  return {
+    ...o,
+    layers: o.layers ?? p.layers,
+    width: o.width ?? p.width,
+    heads: o.heads ?? p.heads,
+    context: o.context ?? p.context,
+  };
 }
 
 /**
@@ -123,8 +210,13 @@ function withPreset<O extends { preset?: keyof typeof PRESETS; text?: string; la
  * their own names: merged into them (a flag and an option that disagree are
  * refused, naming both), and refused for any other model.
  */
-export function modelOptionsWithSizes(o: Pick<TrainOptions, 'model' | 'layers' | 'width' | 'heads' | 'preset'>, modelOptions: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
-  const sizes: Record<string, unknown> = Object.fromEntries((['layers', 'width', 'heads'] as const).filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+export function modelOptionsWithSizes(
+  o: Pick<TrainOptions, 'model' | 'layers' | 'width' | 'heads' | 'preset'>,
+  modelOptions: Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
+  const sizes: Record<string, unknown> = Object.fromEntries(
+    (['layers', 'width', 'heads'] as const).filter((k) => o[k] !== undefined).map((k) => [k, o[k]]),
+  );
   if (o.preset !== undefined) {
     // An explicit --model-options positions wins, as explicit sizes do (a checkpoint saved with fewer rows resumes so).
     if (modelOptions?.positions === undefined) sizes.positions = PRESETS[o.preset].positions;
@@ -132,11 +224,19 @@ export function modelOptionsWithSizes(o: Pick<TrainOptions, 'model' | 'layers' |
   }
   if (Object.keys(sizes).length === 0) return modelOptions;
   if (o.model !== 'transformer') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--${Object.keys(sizes)[0]} sizes the transformer (--model transformer or --text FILE), not --model ${o.model}; use --model-options for its options`, { model: o.model });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--${Object.keys(sizes)[0]} sizes the transformer (--model transformer or --text FILE), not --model ${o.model}; use --model-options for its options`,
+      { model: o.model },
+    );
   }
   for (const [k, v] of Object.entries(sizes)) {
     if (modelOptions?.[k] !== undefined && modelOptions[k] !== v) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${k === 'arch' ? `--preset ${o.preset}` : `--${k} ${v}`} and --model-options ${JSON.stringify({ [k]: modelOptions[k] })} disagree; give one`, { option: k });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${k === 'arch' ? `--preset ${o.preset}` : `--${k} ${v}`} and --model-options ${JSON.stringify({ [k]: modelOptions[k] })} disagree; give one`,
+        { option: k },
+      );
     }
   }
   return { ...modelOptions, ...sizes };

@@ -12,7 +12,16 @@ import { batchCount } from '../data/batches.ts';
 import { limitEvaluation, loadTrainingData, type TrainingData } from './training-data.node.ts';
 import { withRecipe, withTextModel } from './recipes.ts';
 import { acquireGpu } from '../gpu/index.ts';
-import { currentRuntime, decideRuntime, interruptSignal, printLine, reexecUnder, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
+import {
+  currentRuntime,
+  decideRuntime,
+  interruptSignal,
+  printLine,
+  reexecUnder,
+  runtimeLine,
+  stderr,
+  stderrIsTTY,
+} from './host.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
 import { evaluationFailed, evaluationFailedLine } from './evaluation-failure.ts';
@@ -27,17 +36,45 @@ import { flatFromHfGpt2 } from '../checkpoint/hf-gpt2.ts';
 import { loadHfWeights } from '../checkpoint/hf-gpt2.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-type TrainCommandOptions = TrainOptions & { dryRun: boolean; labels?: string; labelColumn?: string; lrSchedule: 'constant' | 'cosine'; warmupSteps: number; sampling: 'epochs' | 'replacement'; modelOptions?: Record<string, unknown> };
+type TrainCommandOptions = TrainOptions & {
+  dryRun: boolean;
+  labels?: string;
+  labelColumn?: string;
+  lrSchedule: 'constant' | 'cosine';
+  warmupSteps: number;
+  sampling: 'epochs' | 'replacement';
+  modelOptions?: Record<string, unknown>;
+};
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
-  cmd.addOption(new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step').choices(['constant', 'cosine']).default('constant'));
-  cmd.option('--labels <file>', 'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)');
-  cmd.option('--label-column <name>', 'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)');
+  cmd.addOption(
+    new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step')
+      .choices(['constant', 'cosine'])
+      .default('constant'),
+  );
+  cmd.option(
+    '--labels <file>',
+    'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)',
+  );
+  cmd.option(
+    '--label-column <name>',
+    'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
+  );
   // train only for now: a ring's workers would each need the file (or a broadcast of its weights).
-  cmd.option('--init-from <file>', "with --text: start from these weights instead of a random init: a Hugging Face GPT-2 safetensors file (wte, wpe, h.N.…, ln_f), F32, F16 or BF16");
-  cmd.option('--dry-run', 'build the model, its optimizer and the plan of one step at --batch on this adapter and report their GPU bytes and the adapter\'s limits (with --json: one JSON line), without training', false);
-  cmd.option('--model-options <json>', 'options for the model, as a JSON object: a model file\'s factory gets them (\'{"width":128}\'); the mlp takes hidden and activation (\'{"hidden":[256,64],"activation":"tanh"}\'). Recorded in the checkpoint and checked on --resume');
+  cmd.option(
+    '--init-from <file>',
+    'with --text: start from these weights instead of a random init: a Hugging Face GPT-2 safetensors file (wte, wpe, h.N.…, ln_f), F32, F16 or BF16',
+  );
+  cmd.option(
+    '--dry-run',
+    "build the model, its optimizer and the plan of one step at --batch on this adapter and report their GPU bytes and the adapter's limits (with --json: one JSON line), without training",
+    false,
+  );
+  cmd.option(
+    '--model-options <json>',
+    'options for the model, as a JSON object: a model file\'s factory gets them (\'{"width":128}\'); the mlp takes hidden and activation (\'{"hidden":[256,64],"activation":"tanh"}\'). Recorded in the checkpoint and checked on --resume',
+  );
   return cmd.action(async (raw: Record<string, unknown>) => {
     const { raw: filled, recipe } = withRecipe(cmd, withTextModel(cmd, raw));
     const parsed = parseTrainOptions(filled);
@@ -51,7 +88,8 @@ export function trainCommand(): Command {
       labelColumn: filled.labelColumn as string | undefined,
       dryRun: filled.dryRun === true,
     };
-    // A model file is loaded and registered here (and built once with the options, so a bad one fails now); from now on the model goes by its registered name.
+    // A model file is loaded and registered here (and built once with the options, so a bad one fails now); from now on
+    // the model goes by its registered name.
     opts.model = (await useModelOption(opts.model, opts.modelOptions)).model;
     const decision = await decideRuntime(opts.runtime);
     if (decision.auto) await printLine(runtimeLine(decision), opts.json ? stderr : undefined);
@@ -67,7 +105,10 @@ async function dryRun(opts: TrainCommandOptions): Promise<void> {
   const data = await loadData(opts, undefined);
   const gpu = await acquireGpu();
   try {
-    const report = { ...planDryRun(gpu, modelSpecFor(opts, data.train), opts), ...(data.text ? { vocabulary_size: data.text.vocabularySize, context: opts.context } : {}) };
+    const report = {
+      ...planDryRun(gpu, modelSpecFor(opts, data.train), opts),
+      ...(data.text ? { vocabulary_size: data.text.vocabularySize, context: opts.context } : {}),
+    };
     if (opts.json) await printLine(JSON.stringify(report));
     else for (const line of dryRunLines(report)) await printLine(line);
   } finally {
@@ -76,8 +117,13 @@ async function dryRun(opts: TrainCommandOptions): Promise<void> {
 }
 
 async function loadData(opts: TrainCommandOptions, resume: TrainingCheckpoint | undefined): Promise<TrainingData> {
-  const text = opts.text ? { path: opts.text, context: opts.context, tokenizer: resumeTokenizer(opts.tokenizer, resume, opts.resume) } : undefined;
-  const data = await loadTrainingData(opts.model, opts.data, text, { labels: opts.labels, labelColumn: opts.labelColumn });
+  const text = opts.text
+    ? { path: opts.text, context: opts.context, tokenizer: resumeTokenizer(opts.tokenizer, resume, opts.resume) }
+    : undefined;
+  const data = await loadTrainingData(opts.model, opts.data, text, {
+    labels: opts.labels,
+    labelColumn: opts.labelColumn,
+  });
   return { ...data, test: limitEvaluation(data.test, opts.evalLimit) };
 }
 
@@ -88,7 +134,12 @@ function percent(x: number): string {
 async function train(opts: TrainCommandOptions): Promise<void> {
   // Before data and GPU: a run that cannot save, or resumes the wrong file, stops now.
   const resume = preflightCheckpoints(opts);
-  if (resume && opts.initFrom) throw new RingtrainError(ErrorCode.InvalidArgument, `--init-from ${opts.initFrom} starts a run from GPT-2's weights, --resume ${opts.resume} continues one; give one`, { option: 'initFrom' });
+  if (resume && opts.initFrom)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--init-from ${opts.initFrom} starts a run from GPT-2's weights, --resume ${opts.resume} continues one; give one`,
+      { option: 'initFrom' },
+    );
   opts.modelOptions = withResumedArch(opts.modelOptions, resume);
   const initFrom = opts.initFrom;
   const initial = initFrom ? loadHfWeights(initFrom) : undefined;
@@ -100,9 +151,20 @@ async function train(opts: TrainCommandOptions): Promise<void> {
   const stepsPerEpoch = batchCount(data.train.count, opts.batch);
   const totalSteps = opts.steps ?? opts.epochs * stepsPerEpoch;
   const useBar = !opts.json && stderrIsTTY;
-  const bars = useBar ? new MultiBar({ stream: stderr, format: '{bar} {value}/{total} steps | epoch {epoch} | loss {loss} | {rate} samples/s', hideCursor: true, clearOnComplete: true }, Presets.shades_classic) : undefined;
+  const bars = useBar
+    ? new MultiBar(
+        {
+          stream: stderr,
+          format: '{bar} {value}/{total} steps | epoch {epoch} | loss {loss} | {rate} samples/s',
+          hideCursor: true,
+          clearOnComplete: true,
+        },
+        Presets.shades_classic,
+      )
+    : undefined;
   const bar = bars?.create(totalSteps, resume?.step ?? 0, { epoch: 1, loss: '-', rate: '-' });
-  let epochLoss = 0, epochSteps = 0;
+  let epochLoss = 0,
+    epochSteps = 0;
   // Without a bar (a log, a pipe, --json), about ten progress lines per run instead, as `run` prints:
   // a long run (the transformer's 1,000 steps on a CPU adapter) shows its loss curve and pace as it goes.
   const progressEvery = Math.max(1, Math.ceil(totalSteps / 10));
@@ -115,7 +177,9 @@ async function train(opts: TrainCommandOptions): Promise<void> {
       bar?.update(e.step, { epoch: e.epoch + 1, loss: e.loss.toFixed(4), rate: Math.round(e.samplesPerS) });
       if (!bar && e.step >= lastProgressLine + progressEvery) {
         lastProgressLine = e.step - (e.step % progressEvery);
-        void say(`step ${e.step}/${totalSteps}, loss ${e.loss.toFixed(4)}, ${Math.round(e.samplesPerS)} samples/s, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        void say(
+          `step ${e.step}/${totalSteps}, loss ${e.loss.toFixed(4)}, ${Math.round(e.samplesPerS)} samples/s, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+        );
       }
     } else if (e.type === 'evaluate') {
       const line = `epoch ${e.epoch + 1}: step ${e.step}, train loss ${(epochLoss / Math.max(1, epochSteps)).toFixed(4)}, test accuracy ${percent(e.testAccuracy)}, test loss ${e.testLoss?.toFixed(4)}`;
@@ -130,7 +194,9 @@ async function train(opts: TrainCommandOptions): Promise<void> {
 
   const interrupt = interruptSignal(() => {
     bars?.stop();
-    stderr.write(`ringtrain: stopping after this step${opts.save ? ` and saving ${opts.save}` : ''} (press Ctrl-C again to quit at once)\n`);
+    stderr.write(
+      `ringtrain: stopping after this step${opts.save ? ` and saving ${opts.save}` : ''} (press Ctrl-C again to quit at once)\n`,
+    );
   });
   try {
     await say(
@@ -149,7 +215,9 @@ async function train(opts: TrainCommandOptions): Promise<void> {
       resumeName: opts.resume,
       onCheckpoint: opts.save ? (c) => saveCheckpoint(opts.save!, c, { overwrite: opts.overwrite }) : undefined,
       signal: interrupt.signal,
-      initialParams: initial ? (model) => flatFromHfGpt2(initial, model.layout, model.flatLength, initFrom!) : undefined,
+      initialParams: initial
+        ? (model) => flatFromHfGpt2(initial, model.layout, model.flatLength, initFrom!)
+        : undefined,
     });
     bars?.stop();
     if (result.evaluationFailure) await printLine(evaluationFailedLine(result.evaluationFailure, opts.save), stderr);
@@ -180,17 +248,28 @@ async function train(opts: TrainCommandOptions): Promise<void> {
           lr: opts.lr,
           lr_schedule: opts.lrSchedule,
           seed: opts.seed,
-          ...(data.text ? { text_sha256: data.text.sha256, tokenizer: data.text.tokenizer, vocabulary_size: data.text.vocabularySize, text_tokens: data.text.tokens, token_cache: data.text.cache, ...(data.text.built ? { tokenize_seconds: data.text.built.seconds } : {}) } : {}),
+          ...(data.text
+            ? {
+                text_sha256: data.text.sha256,
+                tokenizer: data.text.tokenizer,
+                vocabulary_size: data.text.vocabularySize,
+                text_tokens: data.text.tokens,
+                token_cache: data.text.cache,
+                ...(data.text.built ? { tokenize_seconds: data.text.built.seconds } : {}),
+              }
+            : {}),
           saved: opts.save ?? null,
           interrupted: result.interrupted,
-          // null, or why the last evaluation failed (test_accuracy and test_loss are null then): the run and its checkpoint stand.
+          // null, or why the last evaluation failed (test_accuracy and test_loss are null then): the run and its
+          // checkpoint stand.
           evaluation_failed: evaluationFailed(result.evaluationFailure),
           peak_rss_bytes: peakRssBytes(),
         }),
       );
     } else {
       await say(
-        `${result.interrupted ? 'interrupted' : 'done'}: ${result.steps} steps, ${result.evaluationFailure ? 'not evaluated' : `test accuracy ${percent(result.testAccuracy)}`}, ${Math.round(result.samplesPerS)} samples/s` + (opts.save ? `, saved ${opts.save}` : ''),
+        `${result.interrupted ? 'interrupted' : 'done'}: ${result.steps} steps, ${result.evaluationFailure ? 'not evaluated' : `test accuracy ${percent(result.testAccuracy)}`}, ${Math.round(result.samplesPerS)} samples/s` +
+          (opts.save ? `, saved ${opts.save}` : ''),
       );
     }
   } finally {

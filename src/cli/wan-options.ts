@@ -22,11 +22,27 @@ export interface WanOptions {
 
 export function addWanOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--compression <kind>', 'what the ring sends: none, fp16 (half the bytes), int8 (a quarter, with error feedback) or topk:R (each peer the fraction R of largest gradients, with error feedback)').argParser(parseCompression))
-    .option('--sync-every <H>', 'local SGD / DiLoCo: each peer takes H steps alone, then the ring averages how far they moved (one allreduce per H steps)')
+    .addOption(
+      new Option(
+        '--compression <kind>',
+        'what the ring sends: none, fp16 (half the bytes), int8 (a quarter, with error feedback) or topk:R (each peer the fraction R of largest gradients, with error feedback)',
+      ).argParser(parseCompression),
+    )
+    .option(
+      '--sync-every <H>',
+      'local SGD / DiLoCo: each peer takes H steps alone, then the ring averages how far they moved (one allreduce per H steps)',
+    )
     .option('--outer-lr <x>', `with --sync-every: the outer SGD's learning rate (default ${DEFAULT_OUTER_LR})`)
-    .addOption(new Option('--ring-order <how>', 'rank: the ring in rank order (default); rtt: measure round trips when the ring forms and order it so its slowest hop is short').choices(['rank', 'rtt']))
-    .option('--outer-momentum <x>', `with --sync-every: the outer SGD's Nesterov momentum (default ${DEFAULT_OUTER_MOMENTUM}; 0 averages plainly)`);
+    .addOption(
+      new Option(
+        '--ring-order <how>',
+        'rank: the ring in rank order (default); rtt: measure round trips when the ring forms and order it so its slowest hop is short',
+      ).choices(['rank', 'rtt']),
+    )
+    .option(
+      '--outer-momentum <x>',
+      `with --sync-every: the outer SGD's Nesterov momentum (default ${DEFAULT_OUTER_MOMENTUM}; 0 averages plainly)`,
+    );
 }
 
 /** --compression's value: one of COMPRESSIONS or topk:R. */
@@ -43,17 +59,29 @@ function parseCompression(value: string): Compression {
 /** Validates the raw values (naming the flag); `fp16` is the older `--fp16` switch. */
 export function parseWanOptions(raw: Record<string, unknown>): WanOptions {
   const given = raw.compression as Compression | undefined;
-  if (raw.fp16 && given !== undefined && given !== 'fp16') throw new RingtrainError(ErrorCode.InvalidArgument, `--fp16 and --compression ${given} disagree; give one of them`);
+  if (raw.fp16 && given !== undefined && given !== 'fp16')
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--fp16 and --compression ${given} disagree; give one of them`);
   const compression = given ?? (raw.fp16 ? 'fp16' : 'none');
   const order = raw.ringOrder === 'rtt' ? { ringOrder: 'rtt' as const } : {};
   if (raw.syncEvery === undefined) {
-    for (const [key, flag] of [['outerLr', '--outer-lr'], ['outerMomentum', '--outer-momentum']] as const) {
-      if (raw[key] !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} only applies to local SGD; add --sync-every H or drop it.`);
+    for (const [key, flag] of [
+      ['outerLr', '--outer-lr'],
+      ['outerMomentum', '--outer-momentum'],
+    ] as const) {
+      if (raw[key] !== undefined)
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `${flag} only applies to local SGD; add --sync-every H or drop it.`,
+        );
     }
     return { compression, ...order };
   }
   const number = (v: unknown) => (v === undefined ? undefined : Number(v));
-  const s = localSgdSettings({ syncEvery: Number(raw.syncEvery), outerLr: number(raw.outerLr), outerMomentum: number(raw.outerMomentum) });
+  const s = localSgdSettings({
+    syncEvery: Number(raw.syncEvery),
+    outerLr: number(raw.outerLr),
+    outerMomentum: number(raw.outerMomentum),
+  });
   return { compression, syncEvery: s.syncEvery, outerLr: s.outerLr, outerMomentum: s.outerMomentum, ...order };
 }
 
@@ -61,6 +89,7 @@ export function parseWanOptions(raw: Record<string, unknown>): WanOptions {
 export function wanHyperparameters(o: WanOptions): JobSettings {
   const h: JobSettings = { compression: o.compression };
   if (o.ringOrder) h.ringOrder = o.ringOrder;
-  if (o.syncEvery !== undefined) Object.assign(h, { syncEvery: o.syncEvery, outerLr: o.outerLr!, outerMomentum: o.outerMomentum! });
+  if (o.syncEvery !== undefined)
+    Object.assign(h, { syncEvery: o.syncEvery, outerLr: o.outerLr!, outerMomentum: o.outerMomentum! });
   return h;
 }

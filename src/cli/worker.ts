@@ -88,50 +88,87 @@ export interface WorkerExtension {
 }
 
 export function workerCommand(extension: WorkerExtension = {}): Command {
-  return addLinkOptions(new Command('worker')
-    .description("join a job on a signaling server and train with the job's settings")
-    .requiredOption('--server <url>', 'the signaling server, like http://127.0.0.1:8080')
-    .requiredOption('--job <id>', 'job to join')
-    .option('--token-file <path>', `read the job's token from this file (or set ${TOKEN_ENV})`)
-    .option('--token <secret>', `the job's token (visible in ps: prefer ${TOKEN_ENV} or --token-file)`)
-    .option('--name <name>', 'a name the other peers and the page show')
-    .option('--model <file>', "your copy of the job's model file (./my-model.ts), for a job that trains one; it is checked against the job's model before it is loaded. A worker never loads a file the server names")
-    .addOption(new Option('--runtime <name>', `run under this runtime (${RUNTIMES.join('|')}); auto (default): Node on a hardware GPU, Deno without one`))
-    .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
-    .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
-    .option('--recovery <path>', 'if the run ends with an error, save the last completed step in a new file <path minus .safetensors>-step<N>.safetensors (default: <--save>.recovery-step<N>…, else ringtrain-recovery-step<N>…)')
-    .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
-    .option('--text <file>', "your copy of the job's --text (a job that trains on a text); its SHA-256 must match the job's")
-    .option('--model-options <json>', "the model's options; a job's own are used, and other ones given here are refused")
-    .option('--data <dir>', "train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files. A job that trains on a table: your copy of its FILE.csv|.npy|.json, whose SHA-256 must match the job's")
-    .option('--labels <file>', "your copy of the job's labels file (a table job with --labels); its SHA-256 must match the job's")
-    .option('--label-column <name>', "the table's label column; the job's is used, and another one given here is refused")
-    .option('--overwrite', '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)', false)
-    .option('--connect-timeout-ms <n>', 'give up opening the data channels to the other peers after this long (default 30000)')
-    .option(...WORKER_AGGREGATION_OPTION)
-    .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
-    .option('--json', 'print one JSON result line on stdout at the end', false))
-    .action(async (raw: Record<string, unknown>) => {
-      const parsed = WorkerOptionsSchema.safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (option --${String(issue.path[0])})`);
-      }
-      // The same arguments and environment go to the other runtime, which reads the token itself.
-      // stdout may carry --events JSON lines: the runtime line goes to stderr.
-      const decision = await decideRuntime(parsed.data.runtime);
-      if (decision.auto) await printLine(runtimeLine(decision), stderr);
-      if (decision.runtime !== currentRuntime()) {
-        commandStatus.exitCode = await reexecUnder(decision.runtime, withRuntime(commandStatus.args, decision.runtime));
-        return;
-      }
-      const token = tokenFrom(parsed.data, (line) => void printLine(line, stderr));
-      if (!token) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `the worker needs the job's token: set ${TOKEN_ENV}=… or give --token-file PATH`);
-      }
-      const o = { ...parsed.data, token };
-      commandStatus.exitCode = await runWorker(o, extension);
-    });
+  return addLinkOptions(
+    new Command('worker')
+      .description("join a job on a signaling server and train with the job's settings")
+      .requiredOption('--server <url>', 'the signaling server, like http://127.0.0.1:8080')
+      .requiredOption('--job <id>', 'job to join')
+      .option('--token-file <path>', `read the job's token from this file (or set ${TOKEN_ENV})`)
+      .option('--token <secret>', `the job's token (visible in ps: prefer ${TOKEN_ENV} or --token-file)`)
+      .option('--name <name>', 'a name the other peers and the page show')
+      .option(
+        '--model <file>',
+        "your copy of the job's model file (./my-model.ts), for a job that trains one; it is checked against the job's model before it is loaded. A worker never loads a file the server names",
+      )
+      .addOption(
+        new Option(
+          '--runtime <name>',
+          `run under this runtime (${RUNTIMES.join('|')}); auto (default): Node on a hardware GPU, Deno without one`,
+        ),
+      )
+      .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
+      .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
+      .option(
+        '--recovery <path>',
+        'if the run ends with an error, save the last completed step in a new file <path minus .safetensors>-step<N>.safetensors (default: <--save>.recovery-step<N>…, else ringtrain-recovery-step<N>…)',
+      )
+      .option('--timeline <path>', "write this rank's Chrome-trace events here (JSON array)")
+      .option(
+        '--text <file>',
+        "your copy of the job's --text (a job that trains on a text); its SHA-256 must match the job's",
+      )
+      .option(
+        '--model-options <json>',
+        "the model's options; a job's own are used, and other ones given here are refused",
+      )
+      .option(
+        '--data <dir>',
+        "train on IDX files in this directory (MNIST/Fashion-MNIST names) instead of the bundled digits; every peer needs the same files. A job that trains on a table: your copy of its FILE.csv|.npy|.json, whose SHA-256 must match the job's",
+      )
+      .option(
+        '--labels <file>',
+        "your copy of the job's labels file (a table job with --labels); its SHA-256 must match the job's",
+      )
+      .option(
+        '--label-column <name>',
+        "the table's label column; the job's is used, and another one given here is refused",
+      )
+      .option(
+        '--overwrite',
+        '--save may replace a checkpoint of a later step (or a file that is not a checkpoint)',
+        false,
+      )
+      .option(
+        '--connect-timeout-ms <n>',
+        'give up opening the data channels to the other peers after this long (default 30000)',
+      )
+      .option(...WORKER_AGGREGATION_OPTION)
+      .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
+      .option('--json', 'print one JSON result line on stdout at the end', false),
+  ).action(async (raw: Record<string, unknown>) => {
+    const parsed = WorkerOptionsSchema.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${issue.message} (option --${String(issue.path[0])})`);
+    }
+    // The same arguments and environment go to the other runtime, which reads the token itself.
+    // stdout may carry --events JSON lines: the runtime line goes to stderr.
+    const decision = await decideRuntime(parsed.data.runtime);
+    if (decision.auto) await printLine(runtimeLine(decision), stderr);
+    if (decision.runtime !== currentRuntime()) {
+      commandStatus.exitCode = await reexecUnder(decision.runtime, withRuntime(commandStatus.args, decision.runtime));
+      return;
+    }
+    const token = tokenFrom(parsed.data, (line) => void printLine(line, stderr));
+    if (!token) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `the worker needs the job's token: set ${TOKEN_ENV}=… or give --token-file PATH`,
+      );
+    }
+    const o = { ...parsed.data, token };
+    commandStatus.exitCode = await runWorker(o, extension);
+  });
 }
 
 async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<number> {
@@ -154,10 +191,17 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       void say(`[rank ${e.rank}] rank ${e.peer} broke the rules: ${e.reason}`);
       void emit({ event: 'peer-misbehaved', rank: e.rank, peer: e.peer, reason: e.reason });
     }
-    if (e.type === 'contribution-left-out') void emit({ event: 'contribution-left-out', rank: e.rank, peer: e.peer, step: e.step, reason: e.reason });
+    if (e.type === 'contribution-left-out')
+      void emit({ event: 'contribution-left-out', rank: e.rank, peer: e.peer, step: e.step, reason: e.reason });
     if (e.type !== 'stall') return;
     sayStall(e);
-    void emit({ event: 'stall', rank: e.rank, name: e.name, waitingFor: e.waitingFor, waitedMs: Math.round(e.waitedMs) });
+    void emit({
+      event: 'stall',
+      rank: e.rank,
+      name: e.name,
+      waitingFor: e.waitingFor,
+      waitedMs: Math.round(e.waitedMs),
+    });
   });
   let choice!: ModelChoice;
   // The transformer this worker trains, made before the ring (its kernels compiled there); the trainer takes it over.
@@ -173,7 +217,11 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       connectTimeoutMs: o.connectTimeoutMs,
       events: bus,
       onNotice: (line) => void say(`[${o.name ?? 'worker'}] ${line}`),
-      capabilities: { webgpu: true, adapter: gpu.info.description.slice(0, 256), fallbackAdapter: gpu.info.isFallbackAdapter },
+      capabilities: {
+        webgpu: true,
+        adapter: gpu.info.description.slice(0, 256),
+        fallbackAdapter: gpu.info.isFallbackAdapter,
+      },
       // Every refusal happens here, between the server's welcome and the ring: init then leaves the job.
       beforeRing: async (job) => {
         // First, before anything of the job's is read or run: the model, from this worker's own --model.
@@ -181,11 +229,20 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
         checkWorkerModelOptions(job.id, parseModelOptions(o.modelOptions), jobConfig.modelOptions);
         choice = await workerModel(job, o.model, jobConfig.modelOptions);
         checkJobAggregation(aggregation, job.config.hyperparameters, job.id);
-        const loaded = await loadTrainingData(job.config.model, o.data, workerText(job, o.text), workerTable(job, o) ?? {});
-        data = { ...loaded, test: limitEvaluation(loaded.test, parseJobSettings(job.config.hyperparameters).evalLimit) };
+        const loaded = await loadTrainingData(
+          job.config.model,
+          o.data,
+          workerText(job, o.text),
+          workerTable(job, o) ?? {},
+        );
+        data = {
+          ...loaded,
+          test: limitEvaluation(loaded.test, parseJobSettings(job.config.hyperparameters).evalLimit),
+        };
         if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
         // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
-        if (job.config.model === 'transformer') prepared = await prepareTraining(gpu, trainConfigFromJob(job.config), data.train, data.test);
+        if (job.config.model === 'transformer')
+          prepared = await prepareTraining(gpu, trainConfigFromJob(job.config), data.train, data.test);
       },
     });
   } catch (err) {
@@ -200,20 +257,35 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
   let weightsCrc: number | null = null;
   let leaveReason = 'stopped';
   // Its lines go to the launcher too (as events): a failed save is news to whoever runs the job.
-  const saver = new CheckpointSaver(o, () => ({ job: session.job.id, rank: session.rank }), async (line) => {
-    await say(`[rank ${session.rank}] ${line}`);
-    await emit({ event: 'checkpoint-notice', rank: session.rank, line });
-  });
+  const saver = new CheckpointSaver(
+    o,
+    () => ({ job: session.job.id, rank: session.rank }),
+    async (line) => {
+      await say(`[rank ${session.rank}] ${line}`);
+      await emit({ event: 'checkpoint-notice', rank: session.rank, line });
+    },
+  );
   try {
     const config = trainConfigFromJob(session.job.config);
     config.model = choice.model;
-    await say(`[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, ${config.globalBatch ? `global batch ${config.globalBatch} shared ${config.balance === 'speed' ? 'by speed' : 'equally'}` : `batch ${config.batch} per peer`}${config.elastic ? ', elastic' : ''}`);
+    await say(
+      `[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, ${config.globalBatch ? `global batch ${config.globalBatch} shared ${config.balance === 'speed' ? 'by speed' : 'equally'}` : `batch ${config.batch} per peer`}${config.elastic ? ', elastic' : ''}`,
+    );
     await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
     // Who left and why, for the launcher's one line per departure (it hears it from every survivor).
     session.onPeerLeft((p) => {
-      void emit({ event: 'peer-left', peerId: p.peerId, rank: p.rank, name: p.name ?? null, reason: p.reason, detail: p.detail ?? null });
+      void emit({
+        event: 'peer-left',
+        peerId: p.peerId,
+        rank: p.rank,
+        name: p.name ?? null,
+        reason: p.reason,
+        detail: p.detail ?? null,
+      });
       if ((p.reason === 'left' && p.detail === FINISHED) || p.reason === 'server-closing') return;
-      void say(`[rank ${session.rank}] ${p.name ?? p.peerId} (rank ${p.rank}) left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''})${config.elastic ? '; re-forming the ring without it' : ''}`);
+      void say(
+        `[rank ${session.rank}] ${p.name ?? p.peerId} (rank ${p.rank}) left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''})${config.elastic ? '; re-forming the ring without it' : ''}`,
+      );
     });
     const result = await trainAsPeer(session, {
       gpu,
@@ -223,21 +295,30 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       resume,
       resumeName: o.resume,
       prepared,
-      ...extension.trainHooks?.({ comm: () => session.comm, say: (line) => void say(`[rank ${session.rank}] ${line}`) }),
+      ...extension.trainHooks?.({
+        comm: () => session.comm,
+        say: (line) => void say(`[rank ${session.rank}] ${line}`),
+      }),
       // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
       onCheckpoint: (c) => saver.save(c),
       onRecovery: async (c, why) => {
         recoveryPath = saver.recover(c);
         const diverged = why.detail?.diverged === true;
         await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath, diverged });
-        const what = diverged ? `step ${c.step}, the last one evaluated before the run diverged,` : `the last completed step (${c.step})`;
-        await say(`[rank ${session.rank}] ${why.message} [${why.code}]; saved ${what} in ${recoveryPath}: resume with --resume ${recoveryPath}`);
+        const what = diverged
+          ? `step ${c.step}, the last one evaluated before the run diverged,`
+          : `the last completed step (${c.step})`;
+        await say(
+          `[rank ${session.rank}] ${why.message} [${why.code}]; saved ${what} in ${recoveryPath}: resume with --resume ${recoveryPath}`,
+        );
       },
-      onWeights: (w) => void (weightsCrc = crc32(new Uint8Array(w.params.buffer, w.params.byteOffset, w.params.byteLength))),
+      onWeights: (w) =>
+        void (weightsCrc = crc32(new Uint8Array(w.params.buffer, w.params.byteOffset, w.params.byteLength))),
       onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
       onEvaluate: (e) => {
         void emit({ event: 'evaluate', rank: session.rank, ...e });
-        if (session.rank === 0) void say(`epoch ${e.epoch + 1}: step ${e.step}, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`);
+        if (session.rank === 0)
+          void say(`epoch ${e.epoch + 1}: step ${e.step}, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`);
       },
     });
     const summary = {
@@ -273,7 +354,16 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       vocabulary_crc32: data.train.vocabulary ? crc32(new TextEncoder().encode(data.train.vocabulary)) : null,
       vocabulary_size: data.train.vocabulary ? data.train.classes : null,
       // A table job: the split this rank made from its copy (every rank's must agree).
-      table_split: session.settings.tableSha256 !== undefined ? { train: data.train.count, test: data.test.count, test_crc32: crc32(new Uint8Array(data.test.inputs.buffer, data.test.inputs.byteOffset, data.test.inputs.byteLength)) } : null,
+      table_split:
+        session.settings.tableSha256 !== undefined
+          ? {
+              train: data.train.count,
+              test: data.test.count,
+              test_crc32: crc32(
+                new Uint8Array(data.test.inputs.buffer, data.test.inputs.byteOffset, data.test.inputs.byteLength),
+              ),
+            }
+          : null,
       // The last save at --save that failed (no later one landed), and where its state went instead.
       save_failed: saver.trouble,
       evaluation_failed: evaluationFailed(result.evaluationFailure),
@@ -283,7 +373,10 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
     await emit({ event: 'result', ...summary });
     if (o.json) await printLine(JSON.stringify(summary));
     if (result.stoppedBy) {
-      if (!recoveryPath) await say(`[rank ${result.rank}] stopped: ${result.stoppedBy.message}. No recovery checkpoint written: ${result.noRecovery ?? 'nothing to save'}.`);
+      if (!recoveryPath)
+        await say(
+          `[rank ${result.rank}] stopped: ${result.stoppedBy.message}. No recovery checkpoint written: ${result.noRecovery ?? 'nothing to save'}.`,
+        );
       return 3;
     }
     return 0;

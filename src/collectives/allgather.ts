@@ -13,19 +13,40 @@ import { codecFor } from './wire.ts';
  * everyone how long each block is); every other dimension must agree, as in
  * Horovod, or every rank fails with a Mismatch naming who sent what.
  */
-export async function allgather<T extends Tensor>(comm: Communicator, data: T, opts: CollectiveOptions = {}): Promise<T> {
+export async function allgather<T extends Tensor>(
+  comm: Communicator,
+  data: T,
+  opts: CollectiveOptions = {},
+): Promise<T> {
   validate(comm, data, opts, 'allgather');
   const shape = opts.shape ?? [data.length];
-  if (shape.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'allgather: a scalar (shape []) has no first dimension to gather along; give it shape [1]');
+  if (shape.length === 0)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'allgather: a scalar (shape []) has no first dimension to gather along; give it shape [1]',
+    );
   const request = { name: opts.name ?? 'allgather', dtype: dtypeOf(data)!, shape, extra: [data.length] };
-  return runCollective(comm, opts, { kind: 'allgather', request, count: data.length, bytes: data.byteLength, varyingShape: true, named: opts.name !== undefined, fast: everyBlockFilled }, async (run, requests) => {
-    const blocks = fromCounts(requests.map((r) => r.extra![0]));
-    const total = blocks.reduce((a, b) => a + b.count, 0);
-    const buf = emptyLike(data, total);
-    buf.set(data, blocks[comm.rank].offset);
-    await run.phase('allgather', () => ringAllgather(run, buf, blocks, codecFor('none', buf)));
-    return buf;
-  });
+  return runCollective(
+    comm,
+    opts,
+    {
+      kind: 'allgather',
+      request,
+      count: data.length,
+      bytes: data.byteLength,
+      varyingShape: true,
+      named: opts.name !== undefined,
+      fast: everyBlockFilled,
+    },
+    async (run, requests) => {
+      const blocks = fromCounts(requests.map((r) => r.extra![0]));
+      const total = blocks.reduce((a, b) => a + b.count, 0);
+      const buf = emptyLike(data, total);
+      buf.set(data, blocks[comm.rank].offset);
+      await run.phase('allgather', () => ringAllgather(run, buf, blocks, codecFor('none', buf)));
+      return buf;
+    },
+  );
 }
 
 /** On a cached agreement, every block must hold something: each rank then waits on every other to forward (run.ts). */

@@ -7,8 +7,18 @@ import { divideIntInPlace, scaleInPlace } from './reduce.ts';
 import { ringAllgather, ringReduceScatter } from './ring.ts';
 import { runCollective, validate, type Run } from './run.ts';
 import {
-  ALGORITHMS, COMPRESSIONS, DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES, dtypeOf, REDUCE_OPS, view,
-  type Algorithm, type Compression, type ReduceOp, type ReduceOptions, type Tensor,
+  ALGORITHMS,
+  COMPRESSIONS,
+  DEFAULT_MEDIUM_BYTES,
+  DEFAULT_SMALL_BYTES,
+  dtypeOf,
+  REDUCE_OPS,
+  view,
+  type Algorithm,
+  type Compression,
+  type ReduceOp,
+  type ReduceOptions,
+  type Tensor,
 } from './types.ts';
 import { topkAllreduceInPlace, topkRatio } from './topk.ts';
 import { twoShotAllreduce } from './two-shot.ts';
@@ -32,45 +42,103 @@ export interface ReduceSettings {
 export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): ReduceSettings {
   const op = o.op ?? 'sum';
   if (!REDUCE_OPS.includes(op)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown op '${op}'; use one of ${REDUCE_OPS.join(', ')}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: unknown op '${op}'; use one of ${REDUCE_OPS.join(', ')}`,
+    );
   }
   const compression = o.compression ?? 'none';
   if (!COMPRESSIONS.includes(compression) && topkRatio(String(compression)) === null) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown compression '${compression}'; use one of ${COMPRESSIONS.join(', ')}, topk:R`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: unknown compression '${compression}'; use one of ${COMPRESSIONS.join(', ')}, topk:R`,
+    );
   }
   if (compression !== 'none' && !(data instanceof Float32Array)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${compression} compression applies to float32 tensors only; this one is ${dtypeOf(data)}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: ${compression} compression applies to float32 tensors only; this one is ${dtypeOf(data)}`,
+    );
   }
   const algorithm = o.algorithm ?? 'auto';
   if (!ALGORITHMS.includes(algorithm)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: unknown algorithm '${algorithm}'; use one of ${ALGORITHMS.join(', ')}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: unknown algorithm '${algorithm}'; use one of ${ALGORITHMS.join(', ')}`,
+    );
   }
-  // int8's scale is per segment of a partial sum; only the ring sends each position once per rank (error feedback relies on it).
+  // int8's scale is per segment of a partial sum; only the ring sends each position once per rank (error feedback relies
+  // on it).
   if ((compression !== 'none' && compression !== 'fp16') || o.errorFeedback) {
-    if (algorithm !== 'ring' && algorithm !== 'auto') throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${compression} compression and error feedback run on the ring only; use algorithm 'ring' or 'auto'`);
+    if (algorithm !== 'ring' && algorithm !== 'auto')
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${what}: ${compression} compression and error feedback run on the ring only; use algorithm 'ring' or 'auto'`,
+      );
   }
   const errorFeedback = o.errorFeedback;
   if (errorFeedback !== undefined) {
     if (!(errorFeedback instanceof Float32Array) || errorFeedback.length !== data.length) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: errorFeedback must be a Float32Array as long as the tensor (${data.length}), got ${errorFeedback instanceof Float32Array ? `length ${errorFeedback.length}` : typeof errorFeedback}`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${what}: errorFeedback must be a Float32Array as long as the tensor (${data.length}), got ${errorFeedback instanceof Float32Array ? `length ${errorFeedback.length}` : typeof errorFeedback}`,
+      );
     }
-    if (compression === 'none') throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: errorFeedback only applies with a lossy compression ('fp16', 'int8' or 'topk:R')`);
+    if (compression === 'none')
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${what}: errorFeedback only applies with a lossy compression ('fp16', 'int8' or 'topk:R')`,
+      );
   }
   const smallBytes = o.smallBytes ?? DEFAULT_SMALL_BYTES;
-  if (!(smallBytes >= 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: smallBytes must be a number >= 0, got ${smallBytes}`);
+  if (!(smallBytes >= 0))
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: smallBytes must be a number >= 0, got ${smallBytes}`);
   const mediumBytes = o.mediumBytes ?? DEFAULT_MEDIUM_BYTES;
-  if (!(mediumBytes >= 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: mediumBytes must be a number >= 0, got ${mediumBytes}`);
+  if (!(mediumBytes >= 0))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: mediumBytes must be a number >= 0, got ${mediumBytes}`,
+    );
   const prescale = o.prescale ?? 1;
   const postscale = o.postscale ?? 1;
-  for (const [k, v] of [['prescale', prescale], ['postscale', postscale]] as const) {
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${k} must be a finite number, got ${v}`);
+  for (const [k, v] of [
+    ['prescale', prescale],
+    ['postscale', postscale],
+  ] as const) {
+    if (typeof v !== 'number' || !Number.isFinite(v))
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${k} must be a finite number, got ${v}`);
   }
-  return { op, prescale, postscale, compression, algorithm, smallBytes, mediumBytes, errorFeedback, observe: o.observeReceived };
+  return {
+    op,
+    prescale,
+    postscale,
+    compression,
+    algorithm,
+    smallBytes,
+    mediumBytes,
+    errorFeedback,
+    observe: o.observeReceived,
+  };
 }
 
 /** The fields of a reduction that every rank must agree on (negotiation compares them). */
-export function reduceRequest(name: string, data: Tensor, shape: number[] | undefined, s: ReduceSettings, algorithm?: string) {
-  return { name, dtype: dtypeOf(data)!, shape: shape ?? [data.length], op: s.op, compression: s.compression, prescale: s.prescale, postscale: s.postscale, algorithm };
+export function reduceRequest(
+  name: string,
+  data: Tensor,
+  shape: number[] | undefined,
+  s: ReduceSettings,
+  algorithm?: string,
+) {
+  return {
+    name,
+    dtype: dtypeOf(data)!,
+    shape: shape ?? [data.length],
+    op: s.op,
+    compression: s.compression,
+    prescale: s.prescale,
+    postscale: s.postscale,
+    algorithm,
+  };
 }
 
 /**
@@ -113,7 +181,12 @@ export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number):
  * two-shot beat the ring by 8-13% at 256 KiB to 4 MiB. On 2 ranks all of them are the ring's
  * one exchange of halves.
  */
-export function autoAlgorithm(bytes: number, size: number, smallBytes: number, mediumBytes = DEFAULT_MEDIUM_BYTES): Exclude<Algorithm, 'auto'> {
+export function autoAlgorithm(
+  bytes: number,
+  size: number,
+  smallBytes: number,
+  mediumBytes = DEFAULT_MEDIUM_BYTES,
+): Exclude<Algorithm, 'auto'> {
   if (size <= 1) return 'ring';
   if (bytes <= smallBytes) return 'recursive-doubling';
   if (bytes > mediumBytes || size <= 2) return 'ring';
@@ -130,7 +203,12 @@ export const MAX_TWO_SHOT_RANKS = 8;
  * the positions this rank sends in reduce-scatter and result-domain values in
  * its own chunk: each position always in the same one while the size holds.
  */
-export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSettings, residual = s.errorFeedback): Promise<void> {
+export async function ringAllreduceInPlace(
+  run: Run,
+  buf: Tensor,
+  s: ReduceSettings,
+  residual = s.errorFeedback,
+): Promise<void> {
   const { rank, size } = run.comm;
   scaleInPlace(buf, s.prescale);
   // Sparse pairs are gathered, not reduced along the ring (topk.ts); every rank then holds the sum.
@@ -144,7 +222,9 @@ export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSetti
   // Going ahead on the cache, partial sums stay apart from `buf` until every rank is known to have gone ahead too.
   const partial = run.goingAhead && size > 2 ? takePartial(run.comm, buf) : buf;
   try {
-    await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codec, residual, s.observe, partial));
+    await run.phase('reduce-scatter', () =>
+      ringReduceScatter(run, buf, chunks, s.op, codec, residual, s.observe, partial),
+    );
   } finally {
     if (partial !== buf) givePartial(run.comm, partial);
   }
@@ -158,12 +238,18 @@ export async function ringAllreduceInPlace(run: Run, buf: Tensor, s: ReduceSetti
 }
 
 /** The data part of any allreduce, in place on `buf`, by the algorithm negotiated. */
-export async function allreduceData(run: Run, buf: Tensor, s: ReduceSettings, algorithm: Exclude<Algorithm, 'auto'>): Promise<void> {
+export async function allreduceData(
+  run: Run,
+  buf: Tensor,
+  s: ReduceSettings,
+  algorithm: Exclude<Algorithm, 'auto'>,
+): Promise<void> {
   if (algorithm === 'ring' || run.comm.size === 1) return ringAllreduceInPlace(run, buf, s);
   scaleInPlace(buf, s.prescale);
   const codec = codecFor(s.compression, buf);
   const done = (t: Tensor) => finish(t, s, run.comm.size);
-  if (algorithm === 'halving-doubling') return run.phase('halving-doubling', () => halvingDoublingAllreduce(run, buf, s.op, codec, done));
+  if (algorithm === 'halving-doubling')
+    return run.phase('halving-doubling', () => halvingDoublingAllreduce(run, buf, s.op, codec, done));
   if (algorithm === 'two-shot') return run.phase('two-shot', () => twoShotAllreduce(run, buf, s.op, codec, done));
   await run.phase('recursive-doubling', () => recursiveDoublingAllreduce(run, buf, s.op, codec, done));
 }
@@ -189,12 +275,24 @@ export async function allreduce<T extends Tensor>(comm: Communicator, data: T, o
  * (`name[i/n]`), started together so they pipeline. This is the path for the
  * flat gradient buffer: its views are reduced where they lie.
  */
-export async function allreduceInPlace<T extends Tensor>(comm: Communicator, buf: T, opts: ReduceOptions & { chunkBytes?: number } = {}): Promise<T> {
+export async function allreduceInPlace<T extends Tensor>(
+  comm: Communicator,
+  buf: T,
+  opts: ReduceOptions & { chunkBytes?: number } = {},
+): Promise<T> {
   validate(comm, buf, opts, 'allreduceInPlace');
   const s = reduceSettings(buf, opts, 'allreduceInPlace');
   const chunkBytes = opts.chunkBytes ?? 64 * 1024 * 1024;
-  if (!(chunkBytes >= buf.BYTES_PER_ELEMENT)) throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceInPlace: chunkBytes must be at least one element (${buf.BYTES_PER_ELEMENT} bytes), got ${chunkBytes}`);
-  if (opts.shape && buf.byteLength > chunkBytes) throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceInPlace: a shape describes one tensor, but this one is cut into chunks of ${chunkBytes} bytes; leave shape out or raise chunkBytes`);
+  if (!(chunkBytes >= buf.BYTES_PER_ELEMENT))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `allreduceInPlace: chunkBytes must be at least one element (${buf.BYTES_PER_ELEMENT} bytes), got ${chunkBytes}`,
+    );
+  if (opts.shape && buf.byteLength > chunkBytes)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `allreduceInPlace: a shape describes one tensor, but this one is cut into chunks of ${chunkBytes} bytes; leave shape out or raise chunkBytes`,
+    );
   const per = Math.floor(chunkBytes / buf.BYTES_PER_ELEMENT);
   const n = Math.max(1, Math.ceil(buf.length / per));
   const name = opts.name ?? 'allreduce';
@@ -204,7 +302,17 @@ export async function allreduceInPlace<T extends Tensor>(comm: Communicator, buf
     errorFeedback: s.errorFeedback && view(s.errorFeedback, i * per, Math.min(per, buf.length - i * per)),
     observe: observe && ((offset: number, values: Float32Array) => observe(i * per + offset, values)),
   });
-  await Promise.all(Array.from({ length: n }, (_, i) => reduceOne(comm, view(buf, i * per, Math.min(per, buf.length - i * per)), n === 1 ? name : `${name}[${i}/${n}]`, opts, n === 1 ? s : part(i))));
+  await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      reduceOne(
+        comm,
+        view(buf, i * per, Math.min(per, buf.length - i * per)),
+        n === 1 ? name : `${name}[${i}/${n}]`,
+        opts,
+        n === 1 ? s : part(i),
+      ),
+    ),
+  );
   return buf;
 }
 
@@ -263,7 +371,14 @@ function snapshotOf(buf: Tensor, s: ReduceSettings, pristine?: Tensor): () => ()
   };
 }
 
-function reduceOne(comm: Communicator, buf: Tensor, name: string | undefined, opts: ReduceOptions, s: ReduceSettings, pristine?: Tensor): Promise<void> {
+function reduceOne(
+  comm: Communicator,
+  buf: Tensor,
+  name: string | undefined,
+  opts: ReduceOptions,
+  s: ReduceSettings,
+  pristine?: Tensor,
+): Promise<void> {
   const algorithm = chooseAlgorithm(s, buf.byteLength, comm.size);
   const request = reduceRequest(name ?? 'allreduce', buf, opts.shape, s, algorithm);
   // An observed (verified) reduction negotiates every time: a link that corrupts what it carries
@@ -271,5 +386,18 @@ function reduceOne(comm: Communicator, buf: Tensor, name: string | undefined, op
   // only abort the step with nobody named; negotiated, the corrupted data reaches the checks,
   // which name the link.
   const fast = () => !s.observe && allreduceMayGoAhead(algorithm, buf.length, comm.size);
-  return runCollective(comm, opts, { kind: 'allreduce', request, count: buf.length, bytes: buf.byteLength, named: name !== undefined, fast, snapshot: pristine || needsSnapshot(algorithm, s) ? snapshotOf(buf, s, pristine) : undefined }, (run) => allreduceData(run, buf, s, algorithm));
+  return runCollective(
+    comm,
+    opts,
+    {
+      kind: 'allreduce',
+      request,
+      count: buf.length,
+      bytes: buf.byteLength,
+      named: name !== undefined,
+      fast,
+      snapshot: pristine || needsSnapshot(algorithm, s) ? snapshotOf(buf, s, pristine) : undefined,
+    },
+    (run) => allreduceData(run, buf, s, algorithm),
+  );
 }

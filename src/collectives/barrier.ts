@@ -3,7 +3,10 @@ import { runCollective } from './run.ts';
 import type { CollectiveOptions } from './types.ts';
 
 /** Returns once every rank has called barrier: negotiation alone is a full round through the coordinator. */
-export async function barrier(comm: Communicator, opts: Omit<CollectiveOptions, 'shape' | 'segmentBytes'> = {}): Promise<void> {
+export async function barrier(
+  comm: Communicator,
+  opts: Omit<CollectiveOptions, 'shape' | 'segmentBytes'> = {},
+): Promise<void> {
   if (comm.error) throw comm.error;
   const request = { name: opts.name ?? 'barrier', dtype: 'none', shape: [] };
   await runCollective(comm, opts, { kind: 'barrier', request, count: 0, bytes: 0 }, async (run) => {

@@ -19,7 +19,15 @@ export interface BlockExchange {
  * shorter than the ranks): each pair's first message carries the cached agreement's
  * fingerprint on the fast path (run.ts), so every exchange must send one.
  */
-export function blockExchange(run: Run, buf: Tensor, op: ReduceOp, codec: Codec, phase: number, name: Phase, largest: number): BlockExchange {
+export function blockExchange(
+  run: Run,
+  buf: Tensor,
+  op: ReduceOp,
+  codec: Codec,
+  phase: number,
+  name: Phase,
+  largest: number,
+): BlockExchange {
   const rank = run.comm.rank;
   const per = run.segmentElements(codec);
   // Lossy codecs decode into this, one segment at a time; raw codecs hand out views of the payload.
@@ -40,7 +48,11 @@ export function blockExchange(run: Run, buf: Tensor, op: ReduceOp, codec: Codec,
         const seg = segs[j];
         const payload = await run.recv(from, run.tag(phase, step, j));
         if (elementsIn(codec, payload) !== seg.count) {
-          throw new RingtrainError(ErrorCode.Transport, `${name}: rank ${from} sent ${elementsIn(codec, payload)} elements where ${seg.count} were expected; the ranks' tensors or versions differ`, { from });
+          throw new RingtrainError(
+            ErrorCode.Transport,
+            `${name}: rank ${from} sent ${elementsIn(codec, payload)} elements where ${seg.count} were expected; the ranks' tensors or versions differ`,
+            { from },
+          );
         }
         const target = buf.subarray(seg.offset, seg.offset + seg.count);
         if (reduce) {

@@ -6,16 +6,28 @@ import { dtypeOf, type CollectiveOptions, type Tensor } from './types.ts';
 import { codecFor } from './wire.ts';
 
 /** Broadcast: every rank gets `root`'s `data` (a new array), pipelined along the ring. */
-export async function broadcast<T extends Tensor>(comm: Communicator, data: T, opts: CollectiveOptions & { root?: number } = {}): Promise<T> {
+export async function broadcast<T extends Tensor>(
+  comm: Communicator,
+  data: T,
+  opts: CollectiveOptions & { root?: number } = {},
+): Promise<T> {
   validate(comm, data, opts, 'broadcast');
   const root = opts.root ?? 0;
   if (!Number.isInteger(root) || root < 0 || root >= comm.size) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `broadcast: root ${root} is not a rank of this ring (0..${comm.size - 1})`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `broadcast: root ${root} is not a rank of this ring (0..${comm.size - 1})`,
+    );
   }
   const request = { name: opts.name ?? 'broadcast', dtype: dtypeOf(data)!, shape: opts.shape ?? [data.length], root };
-  return runCollective(comm, opts, { kind: 'broadcast', request, count: data.length, bytes: data.byteLength, named: opts.name !== undefined }, async (run) => {
-    const buf = data.slice() as T;
-    await run.phase('broadcast', () => ringBroadcast(run, buf, root, codecFor('none', buf)));
-    return buf;
-  });
+  return runCollective(
+    comm,
+    opts,
+    { kind: 'broadcast', request, count: data.length, bytes: data.byteLength, named: opts.name !== undefined },
+    async (run) => {
+      const buf = data.slice() as T;
+      await run.phase('broadcast', () => ringBroadcast(run, buf, root, codecFor('none', buf)));
+      return buf;
+    },
+  );
 }

@@ -46,7 +46,15 @@ export function clipWeights(norms: readonly number[], tau: number | undefined): 
  * every rank's contribution), `v` this rank's chunk of the reference, which
  * becomes the rule's result in place. Every rank must call it, for its own chunk.
  */
-export async function centeredClipChunk(comm: Communicator, rows: Float32Array, n: number, m: number, v: Float32Array, tau: number | undefined, opts: { name: string; timeoutMs?: number; rounds?: number }): Promise<void> {
+export async function centeredClipChunk(
+  comm: Communicator,
+  rows: Float32Array,
+  n: number,
+  m: number,
+  v: Float32Array,
+  tau: number | undefined,
+  opts: { name: string; timeoutMs?: number; rounds?: number },
+): Promise<void> {
   const rounds = opts.rounds ?? CENTERED_CLIP_ROUNDS;
   const partial = new Float32Array(n);
   for (let round = 0; round < rounds; round++) {

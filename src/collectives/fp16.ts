@@ -28,7 +28,11 @@ function table(): Float32Array {
   return widenTable;
 }
 
-type HalfArrayConstructor = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => { set(src: ArrayLike<number>): void };
+type HalfArrayConstructor = new (
+  buffer: ArrayBufferLike,
+  byteOffset: number,
+  length: number,
+) => { set(src: ArrayLike<number>): void };
 /** Native Float16Array where the runtime has one (Deno, recent browsers); Node 20 has not. */
 const NativeHalf = (globalThis as { Float16Array?: HalfArrayConstructor }).Float16Array;
 
@@ -44,7 +48,10 @@ export function float32ToFloat16(src: Float32Array, dst: Uint16Array = new Uint1
 }
 
 /** The same narrowing in plain JS, for runtimes without Float16Array. */
-export function float32ToFloat16Portable(src: Float32Array, dst: Uint16Array = new Uint16Array(src.length)): Uint16Array {
+export function float32ToFloat16Portable(
+  src: Float32Array,
+  dst: Uint16Array = new Uint16Array(src.length),
+): Uint16Array {
   const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
   for (let i = 0; i < bits.length; i++) {
     const x = bits[i];

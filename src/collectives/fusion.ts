@@ -51,20 +51,38 @@ function fusedName(names: string[]): string {
 }
 
 /** Allreduces every tensor (results in the same order, new arrays), fusing them into as few collectives as the threshold allows. */
-export async function allreduceFused(comm: Communicator, tensors: NamedTensor[], opts: FusionOptions = {}): Promise<Tensor[]> {
+export async function allreduceFused(
+  comm: Communicator,
+  tensors: NamedTensor[],
+  opts: FusionOptions = {},
+): Promise<Tensor[]> {
   const threshold = opts.thresholdBytes ?? DEFAULT_FUSION_THRESHOLD_BYTES;
   if (!(Number.isFinite(threshold) && threshold > 0)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: thresholdBytes must be a positive number, got ${threshold}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `allreduceFused: thresholdBytes must be a positive number, got ${threshold}`,
+    );
   }
   const seen = new Set<string>();
   for (const t of tensors) {
     if (!dtypeOf(t.data)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: tensor '${t.name}' must be a Float32Array, Int32Array, Int8Array or Uint16Array (float16 bits)`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `allreduceFused: tensor '${t.name}' must be a Float32Array, Int32Array, Int8Array or Uint16Array (float16 bits)`,
+      );
     }
-    if (seen.has(t.name)) throw new RingtrainError(ErrorCode.InvalidArgument, `allreduceFused: the name '${t.name}' is used twice; names identify tensors across ranks`);
+    if (seen.has(t.name))
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `allreduceFused: the name '${t.name}' is used twice; names identify tensors across ranks`,
+      );
     seen.add(t.name);
   }
-  if (opts.errorFeedback) throw new RingtrainError(ErrorCode.InvalidArgument, 'allreduceFused: errorFeedback describes one tensor; use allreduceInPlace on a flat buffer for error feedback');
+  if (opts.errorFeedback)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'allreduceFused: errorFeedback describes one tensor; use allreduceInPlace on a flat buffer for error feedback',
+    );
   const results: Tensor[] = new Array(tensors.length);
   for (const group of planFusion(tensors, threshold)) {
     const members = group.map((i) => tensors[i]);
@@ -99,4 +117,3 @@ export async function allreduceFused(comm: Communicator, tensors: NamedTensor[],
   }
   return results;
 }
-

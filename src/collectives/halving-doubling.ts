@@ -36,12 +36,21 @@ import { roundTripInPlace, type Codec } from './wire.ts';
 export const PHASE_HALVING_DOUBLING = 6;
 
 /** Reduces `buf` in place over all ranks; `finish` (average, postscale) runs once per fully reduced block. */
-export async function halvingDoublingAllreduce(run: Run, buf: Tensor, op: ReduceOp, codec: Codec, finish: (t: Tensor) => void): Promise<void> {
+export async function halvingDoublingAllreduce(
+  run: Run,
+  buf: Tensor,
+  op: ReduceOp,
+  codec: Codec,
+  finish: (t: Tensor) => void,
+): Promise<void> {
   const { rank, size } = run.comm;
   const { p, extra, rounds, index, actual } = foldToPowerOfTwo(rank, size);
   const blocks = splitEven(buf.length, p);
   /** Elements of blocks [first, first + n): contiguous, as splitEven lays them out. */
-  const span = (first: number, n: number): Range => ({ offset: blocks[first].offset, count: blocks[first + n - 1].offset + blocks[first + n - 1].count - blocks[first].offset });
+  const span = (first: number, n: number): Range => ({
+    offset: blocks[first].offset,
+    count: blocks[first + n - 1].offset + blocks[first + n - 1].count - blocks[first].offset,
+  });
   const whole: Range = { offset: 0, count: buf.length };
   const { send, receive } = blockExchange(run, buf, op, codec, PHASE_HALVING_DOUBLING, 'halving-doubling', buf.length);
 

@@ -5,7 +5,13 @@ export { allgather } from './allgather.ts';
 export { broadcast } from './broadcast.ts';
 export { alltoall } from './alltoall.ts';
 export { barrier } from './barrier.ts';
-export { allreduceFused, planFusion, DEFAULT_FUSION_THRESHOLD_BYTES, type NamedTensor, type FusionOptions } from './fusion.ts';
+export {
+  allreduceFused,
+  planFusion,
+  DEFAULT_FUSION_THRESHOLD_BYTES,
+  type NamedTensor,
+  type FusionOptions,
+} from './fusion.ts';
 export { float32ToFloat16, float32ToFloat16Ieee, float16ToFloat32, FP16_MAX } from './fp16.ts';
 export { ResponseCache, cacheOf, DEFAULT_CACHE_CAPACITY } from './cache.ts';
 export * from './types.ts';

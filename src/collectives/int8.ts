@@ -55,7 +55,10 @@ export function int8Count(payload: Uint8Array): number {
 }
 
 /** Decodes a payload of quantizeInt8 into `into` (or a new array). */
-export function dequantizeInt8(payload: Uint8Array, into: Float32Array = new Float32Array(int8Count(payload))): Float32Array {
+export function dequantizeInt8(
+  payload: Uint8Array,
+  into: Float32Array = new Float32Array(int8Count(payload)),
+): Float32Array {
   const scale = new DataView(payload.buffer, payload.byteOffset, payload.byteLength).getFloat32(0, true);
   const q = new Int8Array(payload.buffer, payload.byteOffset + INT8_HEADER_BYTES, int8Count(payload));
   for (let i = 0; i < q.length; i++) into[i] = q[i] * scale;

@@ -64,12 +64,22 @@ const MB = 1e6;
  * that direction), in data-channel-sized pieces tagged with collective `id`;
  * resolves when every piece has arrived and every send has been handed over.
  */
-export async function streamBytes(comm: Communicator, id: number, bytes: number, to: number | null, from: number | null, timeoutMs: number, step = 0): Promise<void> {
+export async function streamBytes(
+  comm: Communicator,
+  id: number,
+  bytes: number,
+  to: number | null,
+  from: number | null,
+  timeoutMs: number,
+  step = 0,
+): Promise<void> {
   const piece = DEFAULT_SEGMENT_BYTES;
   const pieces = Math.ceil(bytes / piece);
   const data = new Uint8Array(Math.min(piece, bytes));
   const sends: Promise<void>[] = [];
-  if (to !== null) for (let j = 0; j < pieces; j++) sends.push(comm.send(to, { id, step, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
+  if (to !== null)
+    for (let j = 0; j < pieces; j++)
+      sends.push(comm.send(to, { id, step, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
   if (from !== null) for (let j = 0; j < pieces; j++) await comm.recv(from, { id, step, chunk: j }, timeoutMs);
   await Promise.all(sends);
 }
@@ -239,13 +249,21 @@ export const SWEEP_BYTES = [1, 4, 16, 64, 256, 1024, 4096].map((k) => k * 1024);
  * about at every size, to find where each stops winning (`DEFAULT_SMALL_BYTES`
  * and `DEFAULT_MEDIUM_BYTES` come from this). Every rank must call it; rank 0's figures count.
  */
-export async function measureSweep(comm: Communicator, o: { sizes?: number[]; iterations?: number; timeoutMs?: number } = {}): Promise<AlgorithmSweep> {
+export async function measureSweep(
+  comm: Communicator,
+  o: { sizes?: number[]; iterations?: number; timeoutMs?: number } = {},
+): Promise<AlgorithmSweep> {
   const timeoutMs = o.timeoutMs ?? 120_000;
   const iterations = o.iterations ?? 9;
   const points: SweepPoint[] = [];
   for (const bytes of o.sizes ?? SWEEP_BYTES) {
     const data = new Float32Array(Math.max(1, Math.floor(bytes / 4))).fill(comm.rank + 1);
-    const times: Record<(typeof SWEPT)[number], number[]> = { ring: [], 'recursive-doubling': [], 'halving-doubling': [], 'two-shot': [] };
+    const times: Record<(typeof SWEPT)[number], number[]> = {
+      ring: [],
+      'recursive-doubling': [],
+      'halving-doubling': [],
+      'two-shot': [],
+    };
     for (let i = 0; i <= iterations; i++) {
       for (const algorithm of SWEPT) {
         await barrier(comm, { timeoutMs });
@@ -256,7 +274,13 @@ export async function measureSweep(comm: Communicator, o: { sizes?: number[]; it
       }
     }
     const ms = (a: keyof typeof times) => round(median(times[a]), 3);
-    points.push({ bytes: data.byteLength, ring_ms: ms('ring'), rd_ms: ms('recursive-doubling'), hd_ms: ms('halving-doubling'), two_shot_ms: ms('two-shot') });
+    points.push({
+      bytes: data.byteLength,
+      ring_ms: ms('ring'),
+      rd_ms: ms('recursive-doubling'),
+      hd_ms: ms('halving-doubling'),
+      two_shot_ms: ms('two-shot'),
+    });
   }
   let small = 0;
   let medium = 0;

@@ -49,7 +49,8 @@ export function isFastStep(step: number): boolean {
   return step === FALLBACK_STEP || ((step & FAST_STEP_BIT) !== 0 && step < NEGOTIATE_STEP);
 }
 
-type Verdict = { ok: true; requests: Request[] } | { ok: false; code: string; message: string; detail: Record<string, unknown> };
+type Verdict =
+  { ok: true; requests: Request[] } | { ok: false; code: string; message: string; detail: Record<string, unknown> };
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -70,7 +71,19 @@ export function describe(r: Request, withAlgorithm = false): string {
 function check(id: number, requests: Request[], varyingShape: boolean): Verdict {
   // Where sizes may differ per rank (allgather, alltoall) only the first dimension may: the rest must agree.
   const shapeKey = (r: Request) => (varyingShape ? [r.shape.length, ...r.shape.slice(1)] : r.shape);
-  const signature = (r: Request) => JSON.stringify([r.name, r.kind, r.dtype, r.op, r.root, r.compression, r.prescale ?? 1, r.postscale ?? 1, r.algorithm, shapeKey(r)]);
+  const signature = (r: Request) =>
+    JSON.stringify([
+      r.name,
+      r.kind,
+      r.dtype,
+      r.op,
+      r.root,
+      r.compression,
+      r.prescale ?? 1,
+      r.postscale ?? 1,
+      r.algorithm,
+      shapeKey(r),
+    ]);
   const groups = new Map<string, number[]>();
   requests.forEach((r, rank) => {
     const s = signature(r);
@@ -79,7 +92,9 @@ function check(id: number, requests: Request[], varyingShape: boolean): Verdict 
   if (groups.size === 1) return { ok: true, requests };
   // The algorithm follows from the size and options; name it only where it is what differs.
   const algorithms = new Set(requests.map((r) => r.algorithm)).size > 1;
-  const said = [...groups.values()].map((ranks) => `rank${ranks.length > 1 ? 's' : ''} ${ranks.join(',')} sent ${describe(requests[ranks[0]], algorithms)}`);
+  const said = [...groups.values()].map(
+    (ranks) => `rank${ranks.length > 1 ? 's' : ''} ${ranks.join(',')} sent ${describe(requests[ranks[0]], algorithms)}`,
+  );
   return {
     ok: false,
     code: ErrorCode.Mismatch,
@@ -95,12 +110,22 @@ export interface NegotiateOptions {
 }
 
 /** Agrees on `mine` with every rank through the coordinator; resolves with every rank's request, in rank order. */
-export async function negotiate(comm: Communicator, id: number, mine: Request, o: NegotiateOptions): Promise<Request[]> {
+export async function negotiate(
+  comm: Communicator,
+  id: number,
+  mine: Request,
+  o: NegotiateOptions,
+): Promise<Request[]> {
   if (comm.size === 1) return [mine];
   return negotiateWithCoordinator(comm, id, mine, o);
 }
 
-async function negotiateWithCoordinator(comm: Communicator, id: number, mine: Request, o: NegotiateOptions): Promise<Request[]> {
+async function negotiateWithCoordinator(
+  comm: Communicator,
+  id: number,
+  mine: Request,
+  o: NegotiateOptions,
+): Promise<Request[]> {
   const ask = { id, step: NEGOTIATE_STEP, chunk: 0 };
   const answer = { id, step: VERDICT_STEP, chunk: 0 };
   let verdict: Verdict;
@@ -122,15 +147,27 @@ async function negotiateWithCoordinator(comm: Communicator, id: number, mine: Re
     // well after that (half as long again, for its verdict to travel), the coordinator itself is late.
     const asked = now();
     const coordinatorLate = () => (now() - asked > 1.5 * o.timeoutMs ? [0] : []);
-    const raw = await stallWatch(comm, id, mine.name, coordinatorLate, comm.recv(0, answer, 2 * o.timeoutMs).catch((e) => {
-      if ((e as RingtrainError).code === ErrorCode.Timeout) {
-        throw new RingtrainError(ErrorCode.Timeout, `collective #${id} '${mine.name}': rank 0 (the coordinator) never answered within ${2 * o.timeoutMs} ms; ranks that never answered: 0`, { id, waitingFor: [0], rank: comm.rank });
-      }
-      throw e;
-    }), o.timeoutMs);
+    const raw = await stallWatch(
+      comm,
+      id,
+      mine.name,
+      coordinatorLate,
+      comm.recv(0, answer, 2 * o.timeoutMs).catch((e) => {
+        if ((e as RingtrainError).code === ErrorCode.Timeout) {
+          throw new RingtrainError(
+            ErrorCode.Timeout,
+            `collective #${id} '${mine.name}': rank 0 (the coordinator) never answered within ${2 * o.timeoutMs} ms; ranks that never answered: 0`,
+            { id, waitingFor: [0], rank: comm.rank },
+          );
+        }
+        throw e;
+      }),
+      o.timeoutMs,
+    );
     verdict = JSON.parse(dec.decode(raw)) as Verdict;
   }
-  if (!verdict.ok) throw new RingtrainError(verdict.code as ErrorCode, verdict.message, { ...verdict.detail, rank: comm.rank });
+  if (!verdict.ok)
+    throw new RingtrainError(verdict.code as ErrorCode, verdict.message, { ...verdict.detail, rank: comm.rank });
   return verdict.requests;
 }
 
@@ -139,7 +176,11 @@ async function coordinate(comm: Communicator, id: number, mine: Request, o: Nego
   const missing = () => requests.map((r, rank) => (r ? -1 : rank)).filter((r) => r >= 0);
   for (let r = 1; r < comm.size; r++) requests.push(undefined);
   const waits = requests.map((_, r) =>
-    r === 0 ? Promise.resolve() : comm.recv(r, { id, step: NEGOTIATE_STEP, chunk: 0 }, o.timeoutMs).then((b) => void (requests[r] = JSON.parse(dec.decode(b)) as Request)),
+    r === 0
+      ? Promise.resolve()
+      : comm
+          .recv(r, { id, step: NEGOTIATE_STEP, chunk: 0 }, o.timeoutMs)
+          .then((b) => void (requests[r] = JSON.parse(dec.decode(b)) as Request)),
   );
   const settled = await stallWatch(comm, id, mine.name, missing, Promise.allSettled(waits), o.timeoutMs);
   const other = settled.find((s) => s.status === 'rejected' && (s.reason as RingtrainError).code !== ErrorCode.Timeout);
@@ -157,12 +198,28 @@ async function coordinate(comm: Communicator, id: number, mine: Request, o: Nego
 }
 
 /** Awaits `p`, emitting 'stall' events naming whom we still wait for, every quarter of the timeout. */
-async function stallWatch<T>(comm: Communicator, id: number, name: string, waitingFor: () => number[], p: Promise<T>, timeoutMs: number): Promise<T> {
+async function stallWatch<T>(
+  comm: Communicator,
+  id: number,
+  name: string,
+  waitingFor: () => number[],
+  p: Promise<T>,
+  timeoutMs: number,
+): Promise<T> {
   const start = now();
   const every = Math.max(50, Math.min(5000, timeoutMs / 4));
   const timer = setInterval(() => {
     const who = waitingFor();
-    if (who.length > 0 && comm.events.active) comm.events.emit({ type: 'stall', t: now(), rank: comm.rank, id, name, waitingFor: who, waitedMs: now() - start });
+    if (who.length > 0 && comm.events.active)
+      comm.events.emit({
+        type: 'stall',
+        t: now(),
+        rank: comm.rank,
+        id,
+        name,
+        waitingFor: who,
+        waitedMs: now() - start,
+      });
   }, every);
   try {
     return await p;

@@ -32,6 +32,7 @@ export function fromCounts(counts: number[]): Range[] {
 /** Cuts `r` into segments of at most `maxCount` elements (none for an empty range). */
 export function segmentsOf(r: Range, maxCount: number): Range[] {
   const out: Range[] = [];
-  for (let o = 0; o < r.count; o += maxCount) out.push({ offset: r.offset + o, count: Math.min(maxCount, r.count - o) });
+  for (let o = 0; o < r.count; o += maxCount)
+    out.push({ offset: r.offset + o, count: Math.min(maxCount, r.count - o) });
   return out;
 }

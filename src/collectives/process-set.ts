@@ -35,12 +35,22 @@ export class ProcessSet implements Communicator {
   private closed: RingtrainError | null = null;
   private readonly refusal: RingtrainError | null;
 
-  constructor(readonly parent: Communicator, readonly ranks: readonly number[], readonly index: number, readonly name: string) {
+  constructor(
+    readonly parent: Communicator,
+    readonly ranks: readonly number[],
+    readonly index: number,
+    readonly name: string,
+  ) {
     this.rank = ranks.indexOf(parent.rank);
     this.size = ranks.length;
-    this.refusal = this.rank < 0
-      ? new RingtrainError(ErrorCode.InvalidArgument, `rank ${parent.rank} is not in process set '${name}' (ranks ${ranks.join(', ')}); only its members may call its collectives`, { rank: parent.rank, ranks: [...ranks] })
-      : null;
+    this.refusal =
+      this.rank < 0
+        ? new RingtrainError(
+            ErrorCode.InvalidArgument,
+            `rank ${parent.rank} is not in process set '${name}' (ranks ${ranks.join(', ')}); only its members may call its collectives`,
+            { rank: parent.rank, ranks: [...ranks] },
+          )
+        : null;
   }
 
   /** Whether this rank belongs to the set. */
@@ -70,7 +80,11 @@ export class ProcessSet implements Communicator {
 
   private peer(p: number): number {
     const r = this.ranks[p];
-    if (r === undefined || p === this.rank) throw new RingtrainError(ErrorCode.InvalidArgument, `process set '${this.name}' has no rank ${p} to talk to (size ${this.size}, this is rank ${this.rank})`);
+    if (r === undefined || p === this.rank)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `process set '${this.name}' has no rank ${p} to talk to (size ${this.size}, this is rank ${this.rank})`,
+      );
     return r;
   }
 
@@ -96,7 +110,9 @@ export class ProcessSet implements Communicator {
 
   /** Stops this set (its later collectives fail at once); the parent goes on. */
   close(): Promise<void> {
-    this.closed ??= new RingtrainError(ErrorCode.Aborted, `process set '${this.name}' was closed`, { ranks: [...this.ranks] });
+    this.closed ??= new RingtrainError(ErrorCode.Aborted, `process set '${this.name}' was closed`, {
+      ranks: [...this.ranks],
+    });
     return Promise.resolve();
   }
 }
@@ -106,14 +122,29 @@ export class ProcessSet implements Communicator {
  * Every rank of `comm` must call it, in the same order relative to its other
  * collectives, with the same ranks.
  */
-export async function addProcessSet(comm: Communicator, ranks: number[], opts: { name?: string; timeoutMs?: number } = {}): Promise<ProcessSet> {
+export async function addProcessSet(
+  comm: Communicator,
+  ranks: number[],
+  opts: { name?: string; timeoutMs?: number } = {},
+): Promise<ProcessSet> {
   if (comm.error) throw comm.error;
   const sorted = [...ranks].sort((a, b) => a - b);
-  if (!Array.isArray(ranks) || sorted.length === 0 || !sorted.every((r, i) => Number.isInteger(r) && r >= 0 && r < comm.size && (i === 0 || r !== sorted[i - 1]))) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `addProcessSet: ranks [${String(ranks)}] must be distinct ranks of this ring (0..${comm.size - 1}), at least one`);
+  if (
+    !Array.isArray(ranks) ||
+    sorted.length === 0 ||
+    !sorted.every((r, i) => Number.isInteger(r) && r >= 0 && r < comm.size && (i === 0 || r !== sorted[i - 1]))
+  ) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `addProcessSet: ranks [${String(ranks)}] must be distinct ranks of this ring (0..${comm.size - 1}), at least one`,
+    );
   }
   const index = setsCreated.get(comm) ?? 0;
-  if (index >= MAX_PROCESS_SETS) throw new RingtrainError(ErrorCode.InvalidArgument, `addProcessSet: this communicator already made ${MAX_PROCESS_SETS} process sets; make a new ring for more`);
+  if (index >= MAX_PROCESS_SETS)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `addProcessSet: this communicator already made ${MAX_PROCESS_SETS} process sets; make a new ring for more`,
+    );
   const name = opts.name ?? `process-set-${index}`;
   // The ranks travel as the request's shape, so negotiation compares them like any shape.
   const request = { name, dtype: 'none', shape: sorted };

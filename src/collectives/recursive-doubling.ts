@@ -31,7 +31,10 @@ export const PHASE_RECURSIVE_DOUBLING = 5;
  * one after it and sits out). `index` is this rank's number among the P that remain (for one that
  * sits out, its partner's), and `actual` maps such a number back to a rank.
  */
-export function foldToPowerOfTwo(rank: number, size: number): { p: number; extra: number; rounds: number; index: number; actual: (i: number) => number } {
+export function foldToPowerOfTwo(
+  rank: number,
+  size: number,
+): { p: number; extra: number; rounds: number; index: number; actual: (i: number) => number } {
   let p = 1;
   while (p * 2 <= size) p *= 2;
   const extra = size - p;
@@ -45,7 +48,13 @@ export function foldToPowerOfTwo(rank: number, size: number): { p: number; extra
 }
 
 /** Reduces `buf` in place over all ranks; `finish` (average, postscale) runs once on the full reduction. */
-export async function recursiveDoublingAllreduce(run: Run, buf: Tensor, op: ReduceOp, codec: Codec, finish: (t: Tensor) => void): Promise<void> {
+export async function recursiveDoublingAllreduce(
+  run: Run,
+  buf: Tensor,
+  op: ReduceOp,
+  codec: Codec,
+  finish: (t: Tensor) => void,
+): Promise<void> {
   const { rank, size } = run.comm;
   const { extra, rounds, index, actual } = foldToPowerOfTwo(rank, size);
   // Lossy codecs decode into this, once per call; raw codecs hand out views of the payload.
@@ -62,7 +71,11 @@ export async function recursiveDoublingAllreduce(run: Run, buf: Tensor, op: Redu
     if (from === null) return null;
     const payload = await run.recv(from, tag);
     if (elementsIn(codec, payload) !== buf.length) {
-      throw new RingtrainError(ErrorCode.Transport, `recursive doubling: rank ${from} sent ${elementsIn(codec, payload)} elements where ${buf.length} were expected; the ranks' tensors or versions differ`, { from });
+      throw new RingtrainError(
+        ErrorCode.Transport,
+        `recursive doubling: rank ${from} sent ${elementsIn(codec, payload)} elements where ${buf.length} were expected; the ranks' tensors or versions differ`,
+        { from },
+      );
     }
     const incoming = codec.decode(payload, buf, scratch);
     run.chunkEvent('chunk-recv', 'recursive-doubling', step, from, rank, 0, seg, payload.byteLength, incoming);

@@ -25,13 +25,15 @@ export function reduceInto(op: ReduceOp, dst: Tensor, src: Tensor): void {
     case 'min':
       // NaN wins, as in numpy's minimum: a NaN gradient must not vanish silently.
       for (let i = 0; i < n; i++) {
-        const a = dst[i], b = src[i];
+        const a = dst[i],
+          b = src[i];
         if (b < a || b !== b) dst[i] = b;
       }
       return;
     case 'max':
       for (let i = 0; i < n; i++) {
-        const a = dst[i], b = src[i];
+        const a = dst[i],
+          b = src[i];
         if (b > a || b !== b) dst[i] = b;
       }
       return;
@@ -60,13 +62,15 @@ export function reduceTo(op: ReduceOp, out: Tensor, a: Tensor, b: Tensor): void 
       return;
     case 'min':
       for (let i = 0; i < n; i++) {
-        const x = a[i], y = b[i];
+        const x = a[i],
+          y = b[i];
         out[i] = y < x || y !== y ? y : x;
       }
       return;
     case 'max':
       for (let i = 0; i < n; i++) {
-        const x = a[i], y = b[i];
+        const x = a[i],
+          y = b[i];
         out[i] = y > x || y !== y ? y : x;
       }
       return;

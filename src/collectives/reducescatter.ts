@@ -15,23 +15,44 @@ import { codecFor } from './wire.ts';
  * m = rows % size ranks get one row more (`reducescatterRange` tells which
  * elements). A scalar cannot be split and is refused.
  */
-export async function reducescatter<T extends Tensor>(comm: Communicator, data: T, opts: ReduceOptions = {}): Promise<T> {
+export async function reducescatter<T extends Tensor>(
+  comm: Communicator,
+  data: T,
+  opts: ReduceOptions = {},
+): Promise<T> {
   validate(comm, data, opts, 'reducescatter');
-  if (opts.errorFeedback) throw new RingtrainError(ErrorCode.InvalidArgument, 'reducescatter: errorFeedback applies to allreduce only');
+  if (opts.errorFeedback)
+    throw new RingtrainError(ErrorCode.InvalidArgument, 'reducescatter: errorFeedback applies to allreduce only');
   const s = reduceSettings(data, opts, 'reducescatter');
   const shape = opts.shape ?? [data.length];
-  if (shape.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'reducescatter: a scalar (shape []) has no first dimension to split over the ranks; give it shape [1] or use allreduce');
+  if (shape.length === 0)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'reducescatter: a scalar (shape []) has no first dimension to split over the ranks; give it shape [1] or use allreduce',
+    );
   const request = reduceRequest(opts.name ?? 'reducescatter', data, shape, s);
-  return runCollective(comm, opts, { kind: 'reducescatter', request, count: data.length, bytes: data.byteLength, named: opts.name !== undefined, fast: () => shape[0] >= comm.size && rowElements(shape) > 0 }, async (run) => {
-    const buf = data.slice() as T;
-    scaleInPlace(buf, s.prescale);
-    const chunks = rowChunks(shape, comm.size);
-    await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codecFor(s.compression, buf)));
-    const mine = chunks[comm.rank];
-    const out = buf.slice(mine.offset, mine.offset + mine.count) as T;
-    finish(out, s, comm.size);
-    return out;
-  });
+  return runCollective(
+    comm,
+    opts,
+    {
+      kind: 'reducescatter',
+      request,
+      count: data.length,
+      bytes: data.byteLength,
+      named: opts.name !== undefined,
+      fast: () => shape[0] >= comm.size && rowElements(shape) > 0,
+    },
+    async (run) => {
+      const buf = data.slice() as T;
+      scaleInPlace(buf, s.prescale);
+      const chunks = rowChunks(shape, comm.size);
+      await run.phase('reduce-scatter', () => ringReduceScatter(run, buf, chunks, s.op, codecFor(s.compression, buf)));
+      const mine = chunks[comm.rank];
+      const out = buf.slice(mine.offset, mine.offset + mine.count) as T;
+      finish(out, s, comm.size);
+      return out;
+    },
+  );
 }
 
 /** Each rank's elements: whole rows of the first dimension, split as evenly as they go. */

@@ -32,7 +32,10 @@ export function ringOrder(rtt: number[][]): number[] {
   const n = rtt.length;
   for (const row of rtt) {
     if (row.length !== n || row.some((v) => !(v >= 0) || !Number.isFinite(v))) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `ringOrder: the round trips must be a square matrix of finite numbers >= 0 (${n} rows)`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `ringOrder: the round trips must be a square matrix of finite numbers >= 0 (${n} rows)`,
+      );
     }
   }
   if (n <= 2) return Array.from({ length: n }, (_, i) => i);
@@ -63,12 +66,13 @@ export function ringOrder(rtt: number[][]): number[] {
 }
 
 /** A tag id no collective reaches (their ids count up from 0 per communicator). */
-const better = (x: { slowest: number; total: number }, y: { slowest: number; total: number }) => x.slowest < y.slowest - 1e-9 || (x.slowest <= y.slowest + 1e-9 && x.total < y.total - 1e-9);
+const better = (x: { slowest: number; total: number }, y: { slowest: number; total: number }) =>
+  x.slowest < y.slowest - 1e-9 || (x.slowest <= y.slowest + 1e-9 && x.total < y.total - 1e-9);
 
 /** 2-opt in place: reverse a stretch of the tour while that lowers (slowest hop, total); returns the final cost. */
 function improve(d: number[][], tour: number[]): { slowest: number; total: number } {
   let cost = tourCost(d, tour);
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (let i = 1; i < tour.length - 1; i++) {
       for (let j = i + 1; j < tour.length; j++) {
@@ -109,7 +113,10 @@ export function pairRounds(size: number): [number, number][][] {
  * in rounds of disjoint pairs, the lower rank pings, the higher answers,
  * `pings` times, keeping the fastest (the one least disturbed by other traffic).
  */
-export async function measureRtt(comm: Communicator, o: { pings?: number; timeoutMs?: number } = {}): Promise<number[][]> {
+export async function measureRtt(
+  comm: Communicator,
+  o: { pings?: number; timeoutMs?: number } = {},
+): Promise<number[][]> {
   const { rank, size } = comm;
   const pings = o.pings ?? 3;
   const timeoutMs = o.timeoutMs ?? 10_000;

@@ -24,7 +24,11 @@ const mod = (a: number, n: number) => ((a % n) + n) % n;
 function expectCount(payload: Uint8Array, codec: Codec, seg: Range, from: number, what: string): void {
   const got = elementsIn(codec, payload);
   if (got !== seg.count) {
-    throw new RingtrainError(ErrorCode.Transport, `${what}: rank ${from} sent ${got} elements where ${seg.count} were expected; the ranks' tensors or versions differ`, { from });
+    throw new RingtrainError(
+      ErrorCode.Transport,
+      `${what}: rank ${from} sent ${got} elements where ${seg.count} were expected; the ranks' tensors or versions differ`,
+      { from },
+    );
   }
 }
 
@@ -51,7 +55,16 @@ function decodeInto(codec: Codec, payload: Uint8Array, buf: Tensor, seg: Range):
  * the run is `agreed` (run.ts), and a fast path that fell back before it finds
  * `buf` as it was, with nothing to put back.
  */
-export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], op: ReduceOp, codec: Codec, residual?: Float32Array, observe?: (offset: number, values: Float32Array) => void, partial: Tensor = buf): Promise<void> {
+export async function ringReduceScatter(
+  run: Run,
+  buf: Tensor,
+  chunks: Range[],
+  op: ReduceOp,
+  codec: Codec,
+  residual?: Float32Array,
+  observe?: (offset: number, values: Float32Array) => void,
+  partial: Tensor = buf,
+): Promise<void> {
   const { rank, size } = run.comm;
   if (size === 1) return;
   const right = mod(rank + 1, size);
@@ -101,7 +114,13 @@ export async function ringReduceScatter(run: Run, buf: Tensor, chunks: Range[], 
  * `residual` (error feedback): this rank encodes only its own block here, the
  * positions it never sends in reduce-scatter.
  */
-export async function ringAllgather(run: Run, buf: Tensor, blocks: Range[], codec: Codec, residual?: Float32Array): Promise<void> {
+export async function ringAllgather(
+  run: Run,
+  buf: Tensor,
+  blocks: Range[],
+  codec: Codec,
+  residual?: Float32Array,
+): Promise<void> {
   const { rank, size } = run.comm;
   if (size === 1) return;
   const right = mod(rank + 1, size);

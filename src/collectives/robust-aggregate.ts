@@ -62,7 +62,11 @@ function sortColumn(col: Float64Array, n: number): void {
  * other; out[i] is the rule applied to rows[0·m+i], …, rows[(n-1)·m+i].
  */
 export function aggregateColumns(rows: Float32Array, n: number, m: number, a: Aggregation, out: Float32Array): void {
-  if (a.rule === 'centered-clip') throw new RingtrainError(ErrorCode.InvalidArgument, 'centered-clip clips whole vectors, not columns: use robustAllreduce');
+  if (a.rule === 'centered-clip')
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'centered-clip clips whole vectors, not columns: use robustAllreduce',
+    );
   const col = new Float64Array(n);
   const k = a.rule === 'trimmed-mean' ? trimmedCount(a.trim, n) : 0;
   for (let i = 0; i < m; i++) {
@@ -90,17 +94,31 @@ export function aggregateColumns(rows: Float32Array, n: number, m: number, a: Ag
  * array). `name` must be the same on every rank. centered-clip starts from
  * `reference` (the previous step's result, the same on every rank; absent: zeros).
  */
-export async function robustAllreduce(comm: Communicator, data: Float32Array, a: Aggregation, opts: { name?: string; timeoutMs?: number; reference?: Float32Array } = {}): Promise<Float32Array> {
-  if (!(data instanceof Float32Array)) throw new RingtrainError(ErrorCode.InvalidArgument, 'robustAllreduce: the tensor must be a Float32Array');
+export async function robustAllreduce(
+  comm: Communicator,
+  data: Float32Array,
+  a: Aggregation,
+  opts: { name?: string; timeoutMs?: number; reference?: Float32Array } = {},
+): Promise<Float32Array> {
+  if (!(data instanceof Float32Array))
+    throw new RingtrainError(ErrorCode.InvalidArgument, 'robustAllreduce: the tensor must be a Float32Array');
   const n = comm.size;
   const name = opts.name ?? 'robust-allreduce';
   const chunks = splitEven(data.length, n);
   const mine = chunks[comm.rank];
   // Rank c receives chunk c from every rank, in rank order: n rows of mine.count values.
-  const { data: rows } = await alltoall(comm, data, { name: `${name}/scatter`, timeoutMs: opts.timeoutMs, splits: chunks.map((c) => c.count) });
+  const { data: rows } = await alltoall(comm, data, {
+    name: `${name}/scatter`,
+    timeoutMs: opts.timeoutMs,
+    splits: chunks.map((c) => c.count),
+  });
   const reduced = new Float32Array(mine.count);
   if (a.rule === 'centered-clip') {
-    if (opts.reference && opts.reference.length !== data.length) throw new RingtrainError(ErrorCode.InvalidArgument, `centered-clip: the reference holds ${opts.reference.length} values for a tensor of ${data.length}`);
+    if (opts.reference && opts.reference.length !== data.length)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `centered-clip: the reference holds ${opts.reference.length} values for a tensor of ${data.length}`,
+      );
     if (opts.reference) reduced.set(opts.reference.subarray(mine.offset, mine.offset + mine.count));
     await centeredClipChunk(comm, rows, n, mine.count, reduced, a.tau, { name, timeoutMs: opts.timeoutMs });
   } else aggregateColumns(rows, n, mine.count, a, reduced);

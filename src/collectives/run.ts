@@ -14,7 +14,10 @@ import type { Codec } from './wire.ts';
  */
 export class Fallback extends Error {
   /** `tell`: this rank found it out itself, so it tells the others (they may be waiting on it). */
-  constructor(why: string, readonly tell: boolean) {
+  constructor(
+    why: string,
+    readonly tell: boolean,
+  ) {
     super(why);
   }
 }
@@ -55,7 +58,12 @@ export class Run {
   private sends: Promise<void>[] = [];
   private fast: FastState | null = null;
 
-  constructor(readonly comm: Communicator, readonly id: number, readonly name: string, opts: CollectiveOptions) {
+  constructor(
+    readonly comm: Communicator,
+    readonly id: number,
+    readonly name: string,
+    opts: CollectiveOptions,
+  ) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
   }
@@ -67,7 +75,7 @@ export class Run {
 
   tag(phase: number, step: number, chunk: number): Tag {
     // Speculative messages live in steps of their own, so the negotiated retry never meets them.
-    return { id: this.id, step: ((phase << 16) | step) | (this.fast ? FAST_STEP_BIT : 0), chunk };
+    return { id: this.id, step: (phase << 16) | step | (this.fast ? FAST_STEP_BIT : 0), chunk };
   }
 
   /** Goes ahead on a cached agreement: messages carry `fingerprint` until this rank falls back. */
@@ -75,7 +83,15 @@ export class Run {
     let fail!: (f: Fallback) => void;
     const stop = new Promise<never>((_, reject) => (fail = reject));
     stop.catch(() => {});
-    const state: FastState = { fingerprint, sentTo: new Set(), heardFrom: new Set(), fallen: null, agreed: false, stop, fail: () => {} };
+    const state: FastState = {
+      fingerprint,
+      sentTo: new Set(),
+      heardFrom: new Set(),
+      fallen: null,
+      agreed: false,
+      stop,
+      fail: () => {},
+    };
     state.fail = (f) => {
       if (state.fallen) return;
       state.fallen = f;
@@ -166,7 +182,8 @@ export class Run {
       },
       (e: unknown) => {
         // A silent peer may be negotiating, or late: the coordinator tells which, naming it.
-        if ((e as RingtrainError).code === ErrorCode.Timeout) throw this.fallBack(new Fallback(`rank ${peer} sent nothing`, true));
+        if ((e as RingtrainError).code === ErrorCode.Timeout)
+          throw this.fallBack(new Fallback(`rank ${peer} sent nothing`, true));
         throw e;
       },
     );
@@ -191,13 +208,43 @@ export class Run {
   }
 
   /** chunk-send / chunk-recv events; values only when the bus asks for them (teaching mode). */
-  chunkEvent(kind: 'chunk-send' | 'chunk-recv', phase: Phase, step: number, from: number, to: number, chunk: number, seg: Range, bytes: number, values?: Tensor, result?: Tensor): void {
+  chunkEvent(
+    kind: 'chunk-send' | 'chunk-recv',
+    phase: Phase,
+    step: number,
+    from: number,
+    to: number,
+    chunk: number,
+    seg: Range,
+    bytes: number,
+    values?: Tensor,
+    result?: Tensor,
+  ): void {
     const ev = this.comm.events;
     if (!ev.active) return;
-    const base = { t: now(), rank: this.comm.rank, id: this.id, phase, step, from, to, chunk, offset: seg.offset, count: seg.count, bytes };
+    const base = {
+      t: now(),
+      rank: this.comm.rank,
+      id: this.id,
+      phase,
+      step,
+      from,
+      to,
+      chunk,
+      offset: seg.offset,
+      count: seg.count,
+      bytes,
+    };
     const teach = ev.withValues;
-    if (kind === 'chunk-send') ev.emit({ type: kind, ...base, values: teach && values ? Array.from(values) : undefined });
-    else ev.emit({ type: kind, ...base, values: teach && values ? Array.from(values) : undefined, result: teach && result ? Array.from(result) : undefined });
+    if (kind === 'chunk-send')
+      ev.emit({ type: kind, ...base, values: teach && values ? Array.from(values) : undefined });
+    else
+      ev.emit({
+        type: kind,
+        ...base,
+        values: teach && values ? Array.from(values) : undefined,
+        result: teach && result ? Array.from(result) : undefined,
+      });
   }
 }
 
@@ -228,13 +275,22 @@ function claimName(comm: Communicator, begin: Begin): () => void {
   if (!names) running.set(comm, (names = new Set()));
   const name = begin.request.name;
   if (names.has(name)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${begin.kind}: a collective named '${name}' is still running on rank ${comm.rank}; two concurrent collectives need different names (await the first, or rename one)`, { name, rank: comm.rank });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${begin.kind}: a collective named '${name}' is still running on rank ${comm.rank}; two concurrent collectives need different names (await the first, or rename one)`,
+      { name, rank: comm.rank },
+    );
   }
   names.add(name);
   return () => names.delete(name);
 }
 
-export async function runCollective<T>(comm: Communicator, opts: CollectiveOptions, begin: Begin, body: (run: Run, requests: Request[]) => Promise<T>): Promise<T> {
+export async function runCollective<T>(
+  comm: Communicator,
+  opts: CollectiveOptions,
+  begin: Begin,
+  body: (run: Run, requests: Request[]) => Promise<T>,
+): Promise<T> {
   if (comm.error) throw comm.error;
   // Before taking an id: a refused call must leave the ids of later collectives in step.
   const release = claimName(comm, begin);
@@ -245,11 +301,28 @@ export async function runCollective<T>(comm: Communicator, opts: CollectiveOptio
   }
 }
 
-async function runClaimed<T>(comm: Communicator, opts: CollectiveOptions, begin: Begin, body: (run: Run, requests: Request[]) => Promise<T>): Promise<T> {
+async function runClaimed<T>(
+  comm: Communicator,
+  opts: CollectiveOptions,
+  begin: Begin,
+  body: (run: Run, requests: Request[]) => Promise<T>,
+): Promise<T> {
   const run = new Run(comm, comm.nextId(), begin.request.name, opts);
   const ev = comm.events;
   if (ev.active) {
-    ev.emit({ type: 'collective-begin', t: now(), rank: comm.rank, size: comm.size, id: run.id, name: run.name, kind: begin.kind, op: begin.request.op, dtype: begin.request.dtype, count: begin.count, bytes: begin.bytes });
+    ev.emit({
+      type: 'collective-begin',
+      t: now(),
+      rank: comm.rank,
+      size: comm.size,
+      id: run.id,
+      name: run.name,
+      kind: begin.kind,
+      op: begin.request.op,
+      dtype: begin.request.dtype,
+      count: begin.count,
+      bytes: begin.bytes,
+    });
   }
   try {
     const mine: Request = { kind: begin.kind, ...begin.request };
@@ -261,7 +334,8 @@ async function runClaimed<T>(comm: Communicator, opts: CollectiveOptions, begin:
       const outcome = await moving(run, () => goAhead(run, hit.requests, hit.fingerprint, body));
       if (outcome.done) {
         cache.touch(mine, hit);
-        if (ev.active) ev.emit({ type: 'collective-end', t: now(), rank: comm.rank, id: run.id, name: run.name, ok: true });
+        if (ev.active)
+          ev.emit({ type: 'collective-end', t: now(), rank: comm.rank, id: run.id, name: run.name, ok: true });
         return outcome.result;
       }
       fellBack = outcome.fallback;
@@ -272,7 +346,9 @@ async function runClaimed<T>(comm: Communicator, opts: CollectiveOptions, begin:
     }
     let requests: Request[];
     try {
-      requests = await run.phase('negotiate', () => negotiate(comm, run.id, mine, { timeoutMs: run.timeoutMs, varyingShape: begin.varyingShape }));
+      requests = await run.phase('negotiate', () =>
+        negotiate(comm, run.id, mine, { timeoutMs: run.timeoutMs, varyingShape: begin.varyingShape }),
+      );
     } catch (e) {
       // Data moved on the fast path and someone never came: as before anything moved, every rank fails alike.
       if (fellBack && (e as RingtrainError).code === ErrorCode.Timeout) {
@@ -292,7 +368,16 @@ async function runClaimed<T>(comm: Communicator, opts: CollectiveOptions, begin:
     if (ev.active) ev.emit({ type: 'collective-end', t: now(), rank: comm.rank, id: run.id, name: run.name, ok: true });
     return result;
   } catch (e) {
-    if (ev.active) ev.emit({ type: 'collective-end', t: now(), rank: comm.rank, id: run.id, name: run.name, ok: false, error: (e as Error).message });
+    if (ev.active)
+      ev.emit({
+        type: 'collective-end',
+        t: now(),
+        rank: comm.rank,
+        id: run.id,
+        name: run.name,
+        ok: false,
+        error: (e as Error).message,
+      });
     throw e;
   }
 }
@@ -303,20 +388,35 @@ async function moving<T>(run: Run, f: () => Promise<T>): Promise<T> {
   try {
     return await f();
   } catch (e) {
-    const err = isRingtrainError(e) ? e : new RingtrainError(ErrorCode.Transport, `collective #${run.id} '${run.name}' failed on rank ${comm.rank}: ${(e as Error).message}`, { rank: comm.rank }, { cause: e });
+    const err = isRingtrainError(e)
+      ? e
+      : new RingtrainError(
+          ErrorCode.Transport,
+          `collective #${run.id} '${run.name}' failed on rank ${comm.rank}: ${(e as Error).message}`,
+          { rank: comm.rank },
+          { cause: e },
+        );
     comm.abort(err);
     throw comm.error ?? err;
   }
 }
 
 /** The body on a cached agreement; a Fallback (ours or another rank's) comes back as such, anything else throws. */
-async function goAhead<T>(run: Run, requests: Request[], fingerprint: Uint8Array, body: (run: Run, requests: Request[]) => Promise<T>): Promise<{ done: true; result: T } | { done: false; fallback: Fallback }> {
+async function goAhead<T>(
+  run: Run,
+  requests: Request[],
+  fingerprint: Uint8Array,
+  body: (run: Run, requests: Request[]) => Promise<T>,
+): Promise<{ done: true; result: T } | { done: false; fallback: Fallback }> {
   const comm = run.comm;
   run.goFast(fingerprint);
   for (let r = 0; r < comm.size; r++) {
     if (r === comm.rank) continue;
     // Quiet when forgotten (the collective is over) or when the communicator fails (the body sees it too).
-    comm.recv(r, { id: run.id, step: FALLBACK_STEP, chunk: 0 }).then(() => run.fallBack(new Fallback(`rank ${r} asked to negotiate`, false)), () => {});
+    comm.recv(r, { id: run.id, step: FALLBACK_STEP, chunk: 0 }).then(
+      () => run.fallBack(new Fallback(`rank ${r} asked to negotiate`, false)),
+      () => {},
+    );
   }
   try {
     const result = await body(run, requests);
@@ -340,21 +440,38 @@ function tellOthers(run: Run): void {
 }
 
 /** Checks shared by every collective's arguments. */
-export function validate(comm: Communicator, data: unknown, opts: CollectiveOptions, what: string): asserts data is Tensor {
+export function validate(
+  comm: Communicator,
+  data: unknown,
+  opts: CollectiveOptions,
+  what: string,
+): asserts data is Tensor {
   if (!dtypeOf(data)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: the tensor must be a Float32Array, Int32Array, Int8Array or Uint16Array (float16 bits), got ${Object.prototype.toString.call(data)}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: the tensor must be a Float32Array, Int32Array, Int8Array or Uint16Array (float16 bits), got ${Object.prototype.toString.call(data)}`,
+    );
   }
   if (opts.segmentBytes !== undefined && !(Number.isFinite(opts.segmentBytes) && opts.segmentBytes >= 2)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: segmentBytes must be a number >= 2, got ${opts.segmentBytes}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: segmentBytes must be a number >= 2, got ${opts.segmentBytes}`,
+    );
   }
   if (opts.timeoutMs !== undefined && !(Number.isFinite(opts.timeoutMs) && opts.timeoutMs > 0)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: timeoutMs must be a positive number, got ${opts.timeoutMs}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: timeoutMs must be a positive number, got ${opts.timeoutMs}`,
+    );
   }
   const length = (data as Tensor).length;
   if (opts.shape) {
     const n = Array.isArray(opts.shape) ? opts.shape.reduce((a, b) => a * b, 1) : NaN;
     if (!Array.isArray(opts.shape) || !opts.shape.every((d) => Number.isInteger(d) && d >= 0) || n !== length) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: shape ${JSON.stringify(opts.shape)} does not describe ${length} elements`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${what}: shape ${JSON.stringify(opts.shape)} does not describe ${length} elements`,
+      );
     }
   }
   if (comm.error) throw comm.error;

@@ -34,7 +34,10 @@ export function stepSeed(jobSeed: number, step: number): number {
 /** Checks a bucket count: a power of two (a mask replaces a division in the hot loop). */
 export function checkBuckets(k: number): void {
   if (!Number.isInteger(k) || k < 1 || (k & (k - 1)) !== 0 || k > 1 << 20) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `a sketch needs a power-of-two number of buckets between 1 and 2^20, got ${k}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `a sketch needs a power-of-two number of buckets between 1 and 2^20, got ${k}`,
+    );
   }
 }
 
@@ -44,7 +47,13 @@ export function checkBuckets(k: number): void {
  * given (the verified allreduce's error bound needs it). Sketching a vector
  * piece by piece gives the same result as sketching it whole.
  */
-export function sketchInto(out: Float64Array, values: ArrayLike<number>, seed: number, offset = 0, mass?: Float64Array): void {
+export function sketchInto(
+  out: Float64Array,
+  values: ArrayLike<number>,
+  seed: number,
+  offset = 0,
+  mass?: Float64Array,
+): void {
   const mask = out.length - 1;
   const s = seed >>> 0;
   for (let j = 0; j < values.length; j++) {

@@ -78,7 +78,13 @@ export function topkIndices(values: Float32Array, k: number): Uint32Array {
  * feedback), writes the pairs into `indices`/`picked` (k each), and leaves in
  * `residual` everything not sent.
  */
-export function selectTopk(values: Float32Array, k: number, indices: Int32Array, picked: Float32Array, residual?: Float32Array): void {
+export function selectTopk(
+  values: Float32Array,
+  k: number,
+  indices: Int32Array,
+  picked: Float32Array,
+  residual?: Float32Array,
+): void {
   let acc = values;
   if (residual) {
     for (let i = 0; i < values.length; i++) residual[i] += values[i];
@@ -113,22 +119,40 @@ export function sumSparse(buf: Float32Array, blocks: { indices: Int32Array; valu
  * (postscale, average). Every rank's k is the same: negotiation made sure
  * every rank brings a tensor of the same length.
  */
-export async function topkAllreduceInPlace(run: Run, buf: Float32Array, ratio: number, residual?: Float32Array): Promise<void> {
+export async function topkAllreduceInPlace(
+  run: Run,
+  buf: Float32Array,
+  ratio: number,
+  residual?: Float32Array,
+): Promise<void> {
   const { rank, size } = run.comm;
   const k = topkCount(buf.length, ratio);
   if (k === 0) return;
   // One int32 block of 2k per rank: k indices, then k float32 values by their bits.
   const gathered = new Int32Array(size * 2 * k);
   const asFloat = new Float32Array(gathered.buffer);
-  const block = (r: number) => ({ indices: gathered.subarray(r * 2 * k, r * 2 * k + k), values: asFloat.subarray(r * 2 * k + k, (r + 1) * 2 * k) });
+  const block = (r: number) => ({
+    indices: gathered.subarray(r * 2 * k, r * 2 * k + k),
+    values: asFloat.subarray(r * 2 * k + k, (r + 1) * 2 * k),
+  });
   const mine = block(rank);
   selectTopk(buf, k, mine.indices, mine.values, residual);
-  await run.phase('allgather', () => ringAllgather(run, gathered, fromCounts(new Array<number>(size).fill(2 * k)), codecFor('none', gathered)));
+  await run.phase('allgather', () =>
+    ringAllgather(run, gathered, fromCounts(new Array<number>(size).fill(2 * k)), codecFor('none', gathered)),
+  );
   for (let r = 0; r < size; r++) {
     const b = block(r);
     for (const i of b.indices) {
-      if (!(i >= 0 && i < buf.length)) throw new RingtrainError(ErrorCode.PeerMisbehaved, `top-k allreduce: rank ${r} sent index ${i} for a tensor of ${buf.length}`, { peer: r, index: i });
+      if (!(i >= 0 && i < buf.length))
+        throw new RingtrainError(
+          ErrorCode.PeerMisbehaved,
+          `top-k allreduce: rank ${r} sent index ${i} for a tensor of ${buf.length}`,
+          { peer: r, index: i },
+        );
     }
   }
-  sumSparse(buf, Array.from({ length: size }, (_, r) => block(r)));
+  sumSparse(
+    buf,
+    Array.from({ length: size }, (_, r) => block(r)),
+  );
 }

@@ -34,7 +34,13 @@ import { roundTripInPlace, type Codec } from './wire.ts';
 export const PHASE_TWO_SHOT = 7;
 
 /** Reduces `buf` in place over all ranks; `finish` (average, postscale) runs once, on this rank's own block. */
-export async function twoShotAllreduce(run: Run, buf: Tensor, op: ReduceOp, codec: Codec, finish: (t: Tensor) => void): Promise<void> {
+export async function twoShotAllreduce(
+  run: Run,
+  buf: Tensor,
+  op: ReduceOp,
+  codec: Codec,
+  finish: (t: Tensor) => void,
+): Promise<void> {
   const { rank, size } = run.comm;
   const blocks = splitEven(buf.length, size);
   const own = blocks[rank];

@@ -74,7 +74,8 @@ export interface ReduceOptions extends CollectiveOptions {
   /** With algorithm 'auto': tensors above smallBytes and of at most this many bytes use recursive halving-doubling on 4, 8, 16... ranks (other sizes: the ring). */
   mediumBytes?: number;
   /**
-   * Ring allreduce only ('auto' goes round the ring at any size when this is given): called with every segment this rank receives in reduce-scatter
+   * Ring allreduce only ('auto' goes round the ring at any size when this is given): called with every segment this rank
+   * receives in reduce-scatter
    * (a partial sum of the ranks before it on the chunk's path, after prescale), before it
    * is reduced in: `offset` is where the segment lies in the tensor. The verified allreduce
    * checks each hop with it. A fast path that falls back calls it again for the same offsets.

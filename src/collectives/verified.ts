@@ -52,7 +52,13 @@ const U = 2 ** -24;
  * into one chunk per rank when it goes round the ring ('auto' with these
  * thresholds; both 0: every piece goes round the ring, as an observed one does).
  */
-export function ringChunks(length: number, size: number, chunkBytes = DEFAULT_FUSION_THRESHOLD_BYTES, smallBytes = DEFAULT_SMALL_BYTES, mediumBytes = DEFAULT_MEDIUM_BYTES): RingChunk[] {
+export function ringChunks(
+  length: number,
+  size: number,
+  chunkBytes = DEFAULT_FUSION_THRESHOLD_BYTES,
+  smallBytes = DEFAULT_SMALL_BYTES,
+  mediumBytes = DEFAULT_MEDIUM_BYTES,
+): RingChunk[] {
   const per = Math.max(1, Math.floor(chunkBytes / 4));
   const out: RingChunk[] = [];
   for (let start = 0; start < length || (length === 0 && start === 0); start += per) {
@@ -95,11 +101,22 @@ export function chunkSketches(values: Float32Array, chunks: RingChunk[], k: numb
  * a bucket differs by more than the rounding of N float32 additions and two
  * scalings could explain (doubled, for safety), or is not finite.
  */
-export function wrongChunks(result: Float32Array, chunks: RingChunk[], published: Float32Array[], k: number, seed: number, scale: number): number[] {
+export function wrongChunks(
+  result: Float32Array,
+  chunks: RingChunk[],
+  published: Float32Array[],
+  k: number,
+  seed: number,
+  scale: number,
+): number[] {
   const n = published.length;
   for (const [r, p] of published.entries()) {
     if (p.length !== 2 * k * chunks.length) {
-      throw new RingtrainError(ErrorCode.Mismatch, `verified allreduce: rank ${r} published ${p.length} sketch numbers where ${2 * k * chunks.length} were expected; the ranks disagree on the layout or the verification settings`, { rank: r });
+      throw new RingtrainError(
+        ErrorCode.Mismatch,
+        `verified allreduce: rank ${r} published ${p.length} sketch numbers where ${2 * k * chunks.length} were expected; the ranks disagree on the layout or the verification settings`,
+        { rank: r },
+      );
     }
   }
   const wrong: number[] = [];
@@ -160,7 +177,15 @@ export function suspectLinks(wrongAt: number[][], chunks: RingChunk[], size: num
  * offset to the sketch (k buckets) of what arrived there. Rank owner+1 starts the
  * chunk and receives none of it; chunks reduced by recursive doubling have no path.
  */
-export function badReceipts(rank: number, size: number, chunks: RingChunk[], received: Map<number, Float64Array>, published: Float32Array[], k: number, prescale: number): number[] {
+export function badReceipts(
+  rank: number,
+  size: number,
+  chunks: RingChunk[],
+  received: Map<number, Float64Array>,
+  published: Float32Array[],
+  k: number,
+  prescale: number,
+): number[] {
   const bad: number[] = [];
   // Nothing observed: the caller did not watch its reduce-scatter (there is nothing to judge).
   if (received.size === 0) return bad;

@@ -55,7 +55,10 @@ const fp16: Codec = {
   },
   decode(payload, _like, into) {
     const p = aligned(payload, 2);
-    return float16ToFloat32(new Uint16Array(p.buffer, p.byteOffset, p.byteLength / 2), into as Float32Array | undefined);
+    return float16ToFloat32(
+      new Uint16Array(p.buffer, p.byteOffset, p.byteLength / 2),
+      into as Float32Array | undefined,
+    );
   },
 };
 
@@ -85,7 +88,12 @@ export function elementsIn(codec: Codec, payload: Uint8Array): number {
  */
 export function encodeSegment(codec: Codec, view: Tensor, residual?: Float32Array): Uint8Array {
   if (!residual || !codec.lossy) return codec.encode(view);
-  return encodeWithFeedback(view as Float32Array, residual, (v) => codec.encode(v), (p, into) => void codec.decode(p, into, into));
+  return encodeWithFeedback(
+    view as Float32Array,
+    residual,
+    (v) => codec.encode(v),
+    (p, into) => void codec.decode(p, into, into),
+  );
 }
 
 /** Rounds `t` through the wire format in place, so the owner of a chunk keeps exactly what the others receive. */

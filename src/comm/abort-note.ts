@@ -32,11 +32,17 @@ export function readAbortNote(payload: Uint8Array): AbortNote {
   } catch {
     // not JSON: a note with nothing in it
   }
-  const code = typeof p.code === 'string' && (Object.values(ErrorCode) as string[]).includes(p.code) ? (p.code as ErrorCode) : ErrorCode.Aborted;
+  const code =
+    typeof p.code === 'string' && (Object.values(ErrorCode) as string[]).includes(p.code)
+      ? (p.code as ErrorCode)
+      : ErrorCode.Aborted;
   return {
     code,
     message: typeof p.message === 'string' ? p.message.slice(0, MAX_MESSAGE_CHARS) : undefined,
-    detail: typeof p.detail === 'object' && p.detail !== null && !Array.isArray(p.detail) ? (p.detail as Record<string, unknown>) : {},
+    detail:
+      typeof p.detail === 'object' && p.detail !== null && !Array.isArray(p.detail)
+        ? (p.detail as Record<string, unknown>)
+        : {},
   };
 }
 

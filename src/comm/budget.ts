@@ -35,7 +35,8 @@ export class UnconsumedBudget {
   check(peer: number, pendingBytes = 0): string | null {
     const b = (this.bytes.get(peer) ?? 0) + pendingBytes;
     const n = this.messages.get(peer) ?? 0;
-    if (b > this.limits.maxBytes) return `left ${b} bytes of messages nobody asked for (budget ${this.limits.maxBytes})`;
+    if (b > this.limits.maxBytes)
+      return `left ${b} bytes of messages nobody asked for (budget ${this.limits.maxBytes})`;
     if (n > this.limits.maxMessages) return `left ${n} messages nobody asked for (budget ${this.limits.maxMessages})`;
     return null;
   }
@@ -58,7 +59,10 @@ export class UnconsumedBudget {
    * budget runs out), without taking that report on trust.
    */
   overHalf(peer: number): boolean {
-    return (this.bytes.get(peer) ?? 0) * 2 > this.limits.maxBytes || (this.messages.get(peer) ?? 0) * 2 > this.limits.maxMessages;
+    return (
+      (this.bytes.get(peer) ?? 0) * 2 > this.limits.maxBytes ||
+      (this.messages.get(peer) ?? 0) * 2 > this.limits.maxMessages
+    );
   }
 
   heldBytes(peer: number): number {

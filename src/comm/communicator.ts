@@ -86,7 +86,10 @@ export class LinkCommunicator implements Communicator {
     }
     for (let p = 0; p < size; p++) {
       if (p !== rank && !links.has(p)) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank} has no link to rank ${p}; a communicator needs a full mesh`);
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `rank ${rank} has no link to rank ${p}; a communicator needs a full mesh`,
+        );
       }
     }
     this.events = options.events ?? new EventBus();
@@ -107,7 +110,9 @@ export class LinkCommunicator implements Communicator {
 
   /** What carries each link (LinkTransport), in rank order; 'memory' for in-process links that do not say. */
   linkTransports(): LinkTransport[] {
-    return [...this.links].sort(([a], [b]) => a - b).map(([peer, link]) => ({ peer, transport: link.transport ?? 'memory' }));
+    return [...this.links]
+      .sort(([a], [b]) => a - b)
+      .map(([peer, link]) => ({ peer, transport: link.transport ?? 'memory' }));
   }
 
   nextId(): number {
@@ -121,7 +126,10 @@ export class LinkCommunicator implements Communicator {
     const prev = this.sendChains.get(peer) ?? Promise.resolve();
     const next = prev.then(() => this.write(peer, frames));
     // A failed send must not poison the chain for the abort path; the caller sees the error.
-    this.sendChains.set(peer, next.catch(() => {}));
+    this.sendChains.set(
+      peer,
+      next.catch(() => {}),
+    );
     return next;
   }
 
@@ -152,7 +160,11 @@ export class LinkCommunicator implements Communicator {
       try {
         link.send(f);
       } catch (e) {
-        const err = new RingtrainError(ErrorCode.PeerLost, `sending to rank ${peer} failed (${(e as Error).message}); the ring is broken, rebuild it`, { peer, rank: this.rank });
+        const err = new RingtrainError(
+          ErrorCode.PeerLost,
+          `sending to rank ${peer} failed (${(e as Error).message}); the ring is broken, rebuild it`,
+          { peer, rank: this.rank },
+        );
         this.lose(peer, String((e as Error).message));
         throw this.error ?? err;
       }
@@ -199,20 +211,32 @@ export class LinkCommunicator implements Communicator {
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.liveness.stop();
-    this.closedError = this.error ?? new RingtrainError(ErrorCode.Aborted, `rank ${this.rank}'s communicator is closed`, { rank: this.rank });
+    this.closedError =
+      this.error ??
+      new RingtrainError(ErrorCode.Aborted, `rank ${this.rank}'s communicator is closed`, { rank: this.rank });
     this.inbox.rejectWaiters(() => true, this.closedError);
     // No goodbye to a peer that is gone (its acknowledgement would not come), nor to one that broke the
     // rules (nothing it sends is read, its acknowledgement included).
-    const goodbyes = [...this.links.keys()].filter((p) => !this.departed.has(p) && !this.gone.has(p) && !this.misbehaving.has(p)).map((p) => this.sayGoodbye(p));
+    const goodbyes = [...this.links.keys()]
+      .filter((p) => !this.departed.has(p) && !this.gone.has(p) && !this.misbehaving.has(p))
+      .map((p) => this.sayGoodbye(p));
     // What this rank still owes a peer that broke the rules leaves before its link is cut: the step
     // checks name it on every rank from the same gathered numbers, but a rank that got its numbers
     // first must not cut off the last forwards the others' copies still need from that peer.
-    const drains = [...this.links.keys()].filter((p) => this.misbehaving.has(p) && !this.gone.has(p)).map((p) => this.drained(p));
+    const drains = [...this.links.keys()]
+      .filter((p) => this.misbehaving.has(p) && !this.gone.has(p))
+      .map((p) => this.drained(p));
     this.closing = (async () => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       let drainTimer: ReturnType<typeof setTimeout> | undefined;
-      const drainedOrLate = Promise.race([Promise.all(drains), new Promise<void>((r) => (drainTimer = setTimeout(r, DRAIN_TIMEOUT_MS)))]);
-      await Promise.race([Promise.all([...goodbyes, drainedOrLate]), new Promise<void>((r) => (timer = setTimeout(r, CLOSE_TIMEOUT_MS)))]);
+      const drainedOrLate = Promise.race([
+        Promise.all(drains),
+        new Promise<void>((r) => (drainTimer = setTimeout(r, DRAIN_TIMEOUT_MS))),
+      ]);
+      await Promise.race([
+        Promise.all([...goodbyes, drainedOrLate]),
+        new Promise<void>((r) => (timer = setTimeout(r, CLOSE_TIMEOUT_MS))),
+      ]);
       clearTimeout(timer);
       clearTimeout(drainTimer);
       for (const link of this.links.values()) link.close();
@@ -253,7 +277,10 @@ export class LinkCommunicator implements Communicator {
     if (this.error) return this.error;
     if (this.closedError) return this.closedError;
     if (peer === this.rank || !this.links.has(peer)) {
-      return new RingtrainError(ErrorCode.InvalidArgument, `rank ${this.rank} has no link to rank ${peer} (size ${this.size})`);
+      return new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `rank ${this.rank} has no link to rank ${peer} (size ${this.size})`,
+      );
     }
     return this.departed.get(peer) ?? null;
   }
@@ -272,7 +299,10 @@ export class LinkCommunicator implements Communicator {
     try {
       f = decodeFrame(bytes);
     } catch (e) {
-      return this.misbehaved(peer, `sent a malformed frame (${(e as Error).message}; both ends must run the same ringtrain version)`);
+      return this.misbehaved(
+        peer,
+        `sent a malformed frame (${(e as Error).message}; both ends must run the same ringtrain version)`,
+      );
     }
     switch (f.kind) {
       case FrameKind.Heartbeat:
@@ -282,7 +312,13 @@ export class LinkCommunicator implements Communicator {
           this.goodbyeAcks.get(peer)?.();
           return;
         }
-        this.departed.set(peer, new RingtrainError(ErrorCode.PeerLost, `rank ${peer} closed its communicator and left the ring`, { peer, rank: this.rank }));
+        this.departed.set(
+          peer,
+          new RingtrainError(ErrorCode.PeerLost, `rank ${peer} closed its communicator and left the ring`, {
+            peer,
+            rank: this.rank,
+          }),
+        );
         this.inbox.rejectWaiters((w) => w.peer === peer, this.departed.get(peer)!);
         try {
           // Everything it sent came before this (links are ordered): tell it so.
@@ -328,11 +364,15 @@ export class LinkCommunicator implements Communicator {
       // Said even when the ring already broke for another reason: the report is what ejects it.
       if (this.events.active) this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.rank, peer, reason });
     }
-    const err = new RingtrainError(ErrorCode.PeerMisbehaved, `rank ${peer} ${reason}; a peer speaks only for itself, so rank ${peer} is named: an elastic job ejects it and goes on, otherwise resume from the recovery checkpoint without it`, {
-      peer,
-      culprits: [peer],
-      reason,
-    });
+    const err = new RingtrainError(
+      ErrorCode.PeerMisbehaved,
+      `rank ${peer} ${reason}; a peer speaks only for itself, so rank ${peer} is named: an elastic job ejects it and goes on, otherwise resume from the recovery checkpoint without it`,
+      {
+        peer,
+        culprits: [peer],
+        reason,
+      },
+    );
     // The link stays open until the ring closes (frames from it are dropped unread): node-webrtc
     // has crashed the process (SIGSEGV in wrtc.node) when a channel was destroyed mid-flood.
     this.abort(err);
@@ -351,13 +391,20 @@ export class LinkCommunicator implements Communicator {
     const lost = note.detail.peer;
     // Another rank names a flooder: back it only with evidence of our own (what that rank left
     // here), now or as soon as there is some (the flood may reach us later, even after an abort).
-    if (code === ErrorCode.PeerMisbehaved && typeof lost === 'number' && lost !== this.rank && lost !== peer && this.links.has(lost)) {
+    if (
+      code === ErrorCode.PeerMisbehaved &&
+      typeof lost === 'number' &&
+      lost !== this.rank &&
+      lost !== peer &&
+      this.links.has(lost)
+    ) {
       this.floodHearsay.set(lost, peer);
       if (this.backFloodReport(lost, peer)) return;
     }
     if (this.error) return;
     const relayed = relayedAbort(note, peer, this.rank);
-    if (code === ErrorCode.PeerLost && typeof lost === 'number' && lost !== this.rank) this.emitLost(lost, `reported by rank ${peer}`);
+    if (code === ErrorCode.PeerLost && typeof lost === 'number' && lost !== this.rank)
+      this.emitLost(lost, `reported by rank ${peer}`);
     // Pass it on, so ranks that only talk to us hear it too; abort() ignores repeats.
     this.abort(relayed);
   }
@@ -365,7 +412,11 @@ export class LinkCommunicator implements Communicator {
   /** Names `peer` for a flood `reporter` reported, if it left evidence here too; true when it did. */
   private backFloodReport(peer: number, reporter: number): boolean {
     const budget = this.inbox.budget;
-    const evidence = budget.overHalf(peer) ? `over half its budget (${budget.heldBytes(peer)} bytes)` : this.inbox.heldFarAhead(peer, this.idCounter) ? 'messages for collectives far beyond any this ring has run' : null;
+    const evidence = budget.overHalf(peer)
+      ? `over half its budget (${budget.heldBytes(peer)} bytes)`
+      : this.inbox.heldFarAhead(peer, this.idCounter)
+        ? 'messages for collectives far beyond any this ring has run'
+        : null;
     if (!evidence) return false;
     this.floodHearsay.delete(peer);
     this.misbehaved(peer, `left ${evidence} nobody asked for, when rank ${reporter} reported it flooding`);
@@ -382,7 +433,13 @@ export class LinkCommunicator implements Communicator {
     this.gone.add(peer);
     if (this.error || this.closing) return;
     this.emitLost(peer, reason);
-    this.abort(new RingtrainError(ErrorCode.PeerLost, `rank ${peer} went away (${reason}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`, { peer, rank: this.rank, reason }));
+    this.abort(
+      new RingtrainError(
+        ErrorCode.PeerLost,
+        `rank ${peer} went away (${reason}); the collective was aborted on rank ${this.rank}. Rebuild the ring to go on`,
+        { peer, rank: this.rank, reason },
+      ),
+    );
   }
 
   private emitLost(peer: number, reason: string): void {

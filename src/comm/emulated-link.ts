@@ -23,14 +23,24 @@ export interface LinkEmulation {
 /** Reads "delay=50ms,rate=10mbit" (either part optional); throws InvalidArgument naming what was wrong. */
 export function parseLinkEmulation(text: string): LinkEmulation {
   const out: LinkEmulation = { delayMs: 0 };
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const delay = /^delay=(\d+(?:\.\d+)?)(ms)?$/i.exec(part);
     const rate = /^rate=(\d+(?:\.\d+)?)([kmg]?)(bit|bps)?$/i.exec(part);
     if (delay) out.delayMs = Number(delay[1]);
-    else if (rate) out.rateBitsPerS = Number(rate[1]) * { '': 1, k: 1e3, m: 1e6, g: 1e9 }[rate[2].toLowerCase() as '' | 'k' | 'm' | 'g'];
-    else throw new RingtrainError(ErrorCode.InvalidArgument, `cannot read link emulation '${part}'; write e.g. delay=50ms,rate=10mbit`);
+    else if (rate)
+      out.rateBitsPerS =
+        Number(rate[1]) * { '': 1, k: 1e3, m: 1e6, g: 1e9 }[rate[2].toLowerCase() as '' | 'k' | 'm' | 'g'];
+    else
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `cannot read link emulation '${part}'; write e.g. delay=50ms,rate=10mbit`,
+      );
   }
-  if (out.rateBitsPerS !== undefined && !(out.rateBitsPerS > 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `link emulation rate must be > 0, got '${text}'`);
+  if (out.rateBitsPerS !== undefined && !(out.rateBitsPerS > 0))
+    throw new RingtrainError(ErrorCode.InvalidArgument, `link emulation rate must be > 0, got '${text}'`);
   return out;
 }
 

@@ -26,7 +26,6 @@ export type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 
 const LAST_FRAGMENT = 1;
 
-
 export interface Frame extends Tag {
   kind: FrameKind;
   last: boolean;
@@ -98,7 +97,8 @@ export class Reassembler {
     if (this.tag && tagKey(this.tag) !== tagKey(f)) {
       throw new Error(`fragment of ${tagKey(f)} arrived in the middle of ${tagKey(this.tag)}`);
     }
-    if (f.last && this.parts.length === 0) return { tag: { id: f.id, step: f.step, chunk: f.chunk }, payload: f.payload };
+    if (f.last && this.parts.length === 0)
+      return { tag: { id: f.id, step: f.step, chunk: f.chunk }, payload: f.payload };
     this.tag ??= { id: f.id, step: f.step, chunk: f.chunk };
     this.parts.push(f.payload);
     this.bytes += f.payload.byteLength;

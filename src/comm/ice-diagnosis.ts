@@ -52,7 +52,14 @@ const list = (s: Set<CandidateType>): string => (s.size ? [...s].join('+') : 'no
  * The error for a link from `rank` to `peer` that ICE could not open. `waitedMs`:
  * how long it tried (undefined when ICE itself reported failure).
  */
-export function noPathError(rank: number, peer: number, p: IceProgress, iceServers: IceServer[] | undefined, waitedMs?: number, cause?: Error): RingtrainError {
+export function noPathError(
+  rank: number,
+  peer: number,
+  p: IceProgress,
+  iceServers: IceServer[] | undefined,
+  waitedMs?: number,
+  cause?: Error,
+): RingtrainError {
   const turn = urlsOf(iceServers).filter((u) => /^turns?:/.test(u));
   const how = waitedMs === undefined ? 'ICE failed' : `ICE was still '${p.state}' after ${waitedMs} ms`;
   let hint: string;
@@ -68,7 +75,7 @@ export function noPathError(rank: number, peer: number, p: IceProgress, iceServe
   } else {
     hint =
       `not even through the TURN relay (${turn.join(', ')}): check that rank ${peer} reaches it too, ` +
-      "and that coturn lets these peers relay (its denied-peer-ip / allowed-peer-ip lines)";
+      'and that coturn lets these peers relay (its denied-peer-ip / allowed-peer-ip lines)';
   }
   return new RingtrainError(
     ErrorCode.Transport,

@@ -54,14 +54,25 @@ export class Inbox {
   wait(peer: number, tag: Tag, timeoutMs: number): Promise<Uint8Array> {
     const key = `${peer}|${tagKey(tag)}`;
     if (this.waiters.has(key)) {
-      return Promise.reject(new RingtrainError(ErrorCode.InvalidArgument, `two receives wait for the same message ${key}; each tag is received once`));
+      return Promise.reject(
+        new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `two receives wait for the same message ${key}; each tag is received once`,
+        ),
+      );
     }
     return new Promise((resolve, reject) => {
       const w: Waiter = { peer, tag, resolve, reject };
       if (timeoutMs > 0) {
         w.timer = setTimeout(() => {
           this.waiters.delete(key);
-          reject(new RingtrainError(ErrorCode.Timeout, `rank ${this.rank} waited ${timeoutMs} ms for rank ${peer} (message ${tagKey(tag)}) and got nothing; rank ${peer} is stalled or far behind`, { waitingFor: [peer], rank: this.rank, timeoutMs }));
+          reject(
+            new RingtrainError(
+              ErrorCode.Timeout,
+              `rank ${this.rank} waited ${timeoutMs} ms for rank ${peer} (message ${tagKey(tag)}) and got nothing; rank ${peer} is stalled or far behind`,
+              { waitingFor: [peer], rank: this.rank, timeoutMs },
+            ),
+          );
         }, timeoutMs);
       }
       this.waiters.set(key, w);
@@ -115,7 +126,13 @@ export class Inbox {
       if (w.tag.id !== id || !step(w.tag.step)) continue;
       clearTimeout(w.timer);
       this.waiters.delete(key);
-      w.reject(new RingtrainError(ErrorCode.Aborted, `the receive of ${tagKey(w.tag)} from rank ${w.peer} was forgotten: its collective moved on`, { rank: this.rank }));
+      w.reject(
+        new RingtrainError(
+          ErrorCode.Aborted,
+          `the receive of ${tagKey(w.tag)} from rank ${w.peer} was forgotten: its collective moved on`,
+          { rank: this.rank },
+        ),
+      );
     }
     const before = this.forgotten.get(id);
     this.forgotten.delete(id);
@@ -137,7 +154,8 @@ export class Inbox {
   heldFarAhead(peer: number, nextId: number): boolean {
     const prefix = `${peer}|`;
     for (const key of this.arrived.keys()) {
-      if (key.startsWith(prefix) && Number(key.slice(prefix.length).split(':')[0]) > nextId + FAR_AHEAD_IDS) return true;
+      if (key.startsWith(prefix) && Number(key.slice(prefix.length).split(':')[0]) > nextId + FAR_AHEAD_IDS)
+        return true;
     }
     return false;
   }

@@ -48,4 +48,3 @@ export interface Communicator {
   close(): Promise<void>;
   readonly stats: { bytesSent: number; bytesReceived: number };
 }
-

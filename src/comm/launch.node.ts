@@ -47,20 +47,33 @@ function withRuntimeDir(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return env;
 }
 
-export function launchLocalRing(o: { size: number; script: string; runtimes?: PeerRuntime[]; args?: (rank: number) => string[]; env?: Record<string, string> }): LocalRing {
+export function launchLocalRing(o: {
+  size: number;
+  script: string;
+  runtimes?: PeerRuntime[];
+  args?: (rank: number) => string[];
+  env?: Record<string, string>;
+}): LocalRing {
   if (process.env.RINGTRAIN_NETNS !== '1') {
-    throw new Error('launchLocalRing: WebRTC peers must run inside a private network namespace; run under scripts/in-netns.sh');
+    throw new Error(
+      'launchLocalRing: WebRTC peers must run inside a private network namespace; run under scripts/in-netns.sh',
+    );
   }
   const dir = mkdtempSync(join(tmpdir(), 'ringtrain-ring-'));
   const peers = Array.from({ length: o.size }, (_, rank): PeerProcess => {
     const runtime = o.runtimes?.[rank] ?? 'node';
     const [cmd, pre] = commandFor(runtime, o.script);
-    const child = spawn(cmd, [...pre, '--dir', dir, '--rank', String(rank), '--size', String(o.size), ...(o.args?.(rank) ?? [])], {
-      cwd: ROOT,
-      // Quiet children: no Vulkan XDG_RUNTIME_DIR warning (runtime-dir.node.ts), no colour codes in the lines a test reads.
-      env: withRuntimeDir({ ...process.env, NO_COLOR: '1', ...o.env }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      cmd,
+      [...pre, '--dir', dir, '--rank', String(rank), '--size', String(o.size), ...(o.args?.(rank) ?? [])],
+      {
+        cwd: ROOT,
+        // Quiet children: no Vulkan XDG_RUNTIME_DIR warning (runtime-dir.node.ts), no colour codes in the lines a test
+        // reads.
+        env: withRuntimeDir({ ...process.env, NO_COLOR: '1', ...o.env }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const lines: string[] = [];
     const stderr: string[] = [];
     const watchers: { pred: (l: string) => boolean; resolve: (l: string) => void }[] = [];
@@ -69,7 +82,9 @@ export function launchLocalRing(o: { size: number; script: string; runtimes?: Pe
       for (const w of [...watchers]) if (w.pred(line)) watchers.splice(watchers.indexOf(w), 1) && w.resolve(line);
     });
     child.stderr!.setEncoding('utf8').on('data', (d: string) => stderr.push(d));
-    const exited = new Promise<{ code: number | null; signal: string | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((res) =>
+      child.on('exit', (code, signal) => res({ code, signal })),
+    );
     return {
       rank,
       runtime,
@@ -82,7 +97,13 @@ export function launchLocalRing(o: { size: number; script: string; runtimes?: Pe
           const seen = lines.find(pred);
           if (seen) return res(seen);
           watchers.push({ pred, resolve: res });
-          void exited.then(({ code, signal }) => rej(new Error(`rank ${rank} (${runtime}) ended (code ${code}, signal ${signal}) without the expected line; stderr: ${stderr.join('').slice(-2000)}`)));
+          void exited.then(({ code, signal }) =>
+            rej(
+              new Error(
+                `rank ${rank} (${runtime}) ended (code ${code}, signal ${signal}) without the expected line; stderr: ${stderr.join('').slice(-2000)}`,
+              ),
+            ),
+          );
         }),
     };
   });

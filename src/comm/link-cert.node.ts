@@ -23,11 +23,38 @@ export interface LinkCertificate {
 export function makeLinkCertificate(): LinkCertificate {
   const dir = mkdtempSync(join(tmpdir(), 'ringtrain-link-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '7', '-subj', '/CN=ringtrain link'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        'key.pem',
+        '-out',
+        'cert.pem',
+        '-days',
+        '7',
+        '-subj',
+        '/CN=ringtrain link',
+      ],
+      { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
-    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert, fingerprint: new X509Certificate(cert).fingerprint256 };
+    return {
+      key: readFileSync(join(dir, 'key.pem'), 'utf8'),
+      cert,
+      fingerprint: new X509Certificate(cert).fingerprint256,
+    };
   } catch (e) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--link-tls needs the openssl command to make this worker's certificate, and it failed: ${(e as Error).message.split('\n')[0]}; install openssl, or leave --link-tls off`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--link-tls needs the openssl command to make this worker's certificate, and it failed: ${(e as Error).message.split('\n')[0]}; install openssl, or leave --link-tls off`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

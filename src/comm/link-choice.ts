@@ -25,7 +25,9 @@ export function helloAddress(c: LinkChoice): string | undefined {
 
 /** Reads a hello's certificate fingerprint (TLS links); undefined when it serves plain TCP. */
 export function helloFingerprint(c: LinkChoice): string | undefined {
-  return c.ringtrainLink === 'hello' && typeof c.tls === 'string' && /^[0-9A-F:]{1,200}$/.test(c.tls) ? c.tls : undefined;
+  return c.ringtrainLink === 'hello' && typeof c.tls === 'string' && /^[0-9A-F:]{1,200}$/.test(c.tls)
+    ? c.tls
+    : undefined;
 }
 
 /**

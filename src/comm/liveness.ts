@@ -97,9 +97,21 @@ export class LinkLiveness {
         this.quietReported.delete(peer); // heard from again: a later silence is news again
       } else if (!this.quietReported.has(peer)) {
         this.quietReported.add(peer);
-        if (this.events.active) this.events.emit({ type: 'stall', t, rank: this.rank, id: -1, name: QUIET_LINK, waitingFor: [peer], waitedMs: silentMs });
+        if (this.events.active)
+          this.events.emit({
+            type: 'stall',
+            t,
+            rank: this.rank,
+            id: -1,
+            name: QUIET_LINK,
+            waitingFor: [peer],
+            waitedMs: silentMs,
+          });
       }
-      if (t - this.lastSent.get(peer)! >= this.settings.heartbeatMs && link.bufferedAmount() < this.settings.highWaterBytes) {
+      if (
+        t - this.lastSent.get(peer)! >= this.settings.heartbeatMs &&
+        link.bufferedAmount() < this.settings.highWaterBytes
+      ) {
         try {
           link.send(HEARTBEAT);
           this.lastSent.set(peer, t);

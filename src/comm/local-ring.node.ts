@@ -33,9 +33,20 @@ export async function joinLocalRing(o: LocalRingOptions): Promise<Communicator> 
   const store = new FileStore(o.dir);
   const signaler = new StoreSignaler(store, o.rank, o.size);
   const direct = o.transport === 'tcp' || o.transport === 'tls';
-  const endpoint = direct ? await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0, tls: o.transport === 'tls' ? makeLinkCertificate() : undefined }) : undefined;
+  const endpoint = direct
+    ? await TcpLinkEndpoint.listen({
+        host: '127.0.0.1',
+        port: 0,
+        tls: o.transport === 'tls' ? makeLinkCertificate() : undefined,
+      })
+    : undefined;
   try {
-    const tcp = endpoint && { endpoint, job: 'local-ring', epoch: 0, key: await ringLinkKey(store, o.rank, o.connectTimeoutMs ?? 30_000) };
+    const tcp = endpoint && {
+      endpoint,
+      job: 'local-ring',
+      epoch: 0,
+      key: await ringLinkKey(store, o.rank, o.connectTimeoutMs ?? 30_000),
+    };
     return await joinWebRTCRing({ ...o, signaler, wrtc: loadWrtc(), tcp });
   } finally {
     // Candidates after connect are not needed on one machine; a ring of one epoch accepts no more links.

@@ -64,7 +64,12 @@ function pairChoices(): PairChoices {
 
 /** The abort's reason as the error a caller of the mesh gets: ERR_ABORTED naming the reason, unless it already has a code. */
 function abortError(reason: unknown): RingtrainError {
-  return reason instanceof RingtrainError ? reason : new RingtrainError(ErrorCode.Aborted, `stopped opening links: ${reason instanceof Error ? reason.message : String(reason)}`);
+  return reason instanceof RingtrainError
+    ? reason
+    : new RingtrainError(
+        ErrorCode.Aborted,
+        `stopped opening links: ${reason instanceof Error ? reason.message : String(reason)}`,
+      );
 }
 
 /** Rejects when `signal` aborts or after `ms`, with the error `late` makes. */
@@ -95,9 +100,17 @@ export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
   const tcp = o.tcp;
   // Expect the lower ranks' dials before saying where to dial: a fast peer may dial at once.
   const accepts = new Map<number, ReturnType<TcpEndpoint['accept']>>();
-  if (tcp) for (const p of pairs.keys()) if (p < o.rank) accepts.set(p, tcp.endpoint.accept({ job: tcp.job, epoch: tcp.epoch, from: p, to: o.rank }, tcp.key));
+  if (tcp)
+    for (const p of pairs.keys())
+      if (p < o.rank)
+        accepts.set(p, tcp.endpoint.accept({ job: tcp.job, epoch: tcp.epoch, from: p, to: o.rank }, tcp.key));
   const fingerprint = tcp?.endpoint.tlsFingerprint;
-  for (const p of pairs.keys()) o.signaler.send(p, { ringtrainLink: 'hello', ...(tcp ? { tcp: tcp.endpoint.address } : {}), ...(fingerprint ? { tls: fingerprint } : {}) } satisfies LinkChoice);
+  for (const p of pairs.keys())
+    o.signaler.send(p, {
+      ringtrainLink: 'hello',
+      ...(tcp ? { tcp: tcp.endpoint.address } : {}),
+      ...(fingerprint ? { tls: fingerprint } : {}),
+    } satisfies LinkChoice);
 
   const links = new Map<number, Link>();
   const webrtc = (p: number): Promise<Link> =>
@@ -106,16 +119,27 @@ export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
     const choices = pairs.get(p)!;
     const silent = () => {
       const waitingFor = [...pairs].filter(([, c]) => !c.helloCame).map(([q]) => q);
-      return new RingtrainError(ErrorCode.Timeout, `rank ${o.rank} could not open a link to rank(s) ${waitingFor.join(', ')}: no signal from them within ${Math.round(silentMs)} ms; are they running and using the same signaling?`, { waitingFor, rank: o.rank });
+      return new RingtrainError(
+        ErrorCode.Timeout,
+        `rank ${o.rank} could not open a link to rank(s) ${waitingFor.join(', ')}: no signal from them within ${Math.round(silentMs)} ms; are they running and using the same signaling?`,
+        { waitingFor, rank: o.rank },
+      );
     };
     const hello = await bounded(choices.hello, stop.signal, silentMs, silent);
     const address = helloAddress(hello);
     // TLS on one end only: the pair takes WebRTC (encrypted), never a plain link one end refused.
-    if (!tcp || address === undefined || helloFingerprint(hello) === undefined !== (fingerprint === undefined)) return webrtc(p);
+    if (!tcp || address === undefined || (helloFingerprint(hello) === undefined) !== (fingerprint === undefined))
+      return webrtc(p);
     const id = { job: tcp.job, epoch: tcp.epoch, from: Math.min(o.rank, p), to: Math.max(o.rank, p) };
     if (o.rank < p) {
       try {
-        return await tcp.endpoint.dial(address, id, tcp.key, tcp.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS, helloFingerprint(hello));
+        return await tcp.endpoint.dial(
+          address,
+          id,
+          tcp.key,
+          tcp.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS,
+          helloFingerprint(hello),
+        );
       } catch (e) {
         if (stop.signal.aborted) throw e;
         o.onNotice?.(`no TCP link to rank ${p} (${(e as Error).message}); using WebRTC for it`);
@@ -125,8 +149,18 @@ export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
     }
     // The lower rank decides: it dials us, or tells us to use WebRTC.
     const accept = accepts.get(p)!;
-    const late = () => new RingtrainError(ErrorCode.Transport, `rank ${p} neither opened its TCP link to rank ${o.rank} nor fell back to WebRTC within ${Math.round(timeoutMs)} ms`, { peer: p, rank: o.rank });
-    const chosen = await bounded(Promise.race([accept.link, choices.fallback.then(() => null)]), stop.signal, timeoutMs, late);
+    const late = () =>
+      new RingtrainError(
+        ErrorCode.Transport,
+        `rank ${p} neither opened its TCP link to rank ${o.rank} nor fell back to WebRTC within ${Math.round(timeoutMs)} ms`,
+        { peer: p, rank: o.rank },
+      );
+    const chosen = await bounded(
+      Promise.race([accept.link, choices.fallback.then(() => null)]),
+      stop.signal,
+      timeoutMs,
+      late,
+    );
     if (chosen) return chosen;
     accept.cancel(new RingtrainError(ErrorCode.Aborted, `rank ${p} chose WebRTC`));
     return webrtc(p);

@@ -14,7 +14,10 @@ export function reorderedCommunicator(comm: Communicator, order: number[]): Comm
   const size = comm.size;
   const sorted = [...order].sort((a, b) => a - b);
   if (order.length !== size || sorted.some((r, i) => r !== i)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `ring order must list each of the ${size} ranks once, got [${order.join(', ')}]`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `ring order must list each of the ${size} ranks once, got [${order.join(', ')}]`,
+    );
   }
   const position = new Array<number>(size);
   order.forEach((r, i) => (position[r] = i));

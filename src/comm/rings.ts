@@ -36,7 +36,24 @@ export interface WebRTCRingOptions extends CommunicatorOptions {
  * for every other pair: mesh.ts), then wraps it in a communicator.
  */
 export async function joinWebRTCRing(o: WebRTCRingOptions): Promise<Communicator> {
-  const links = await connectLinks({ rank: o.rank, size: o.size, signaler: o.signaler, wrtc: o.wrtc, timeoutMs: o.connectTimeoutMs, silentTimeoutMs: o.silentTimeoutMs, abort: o.abort, iceServers: o.iceServers, iceTransportPolicy: o.iceTransportPolicy, tcp: o.tcp, onNotice: o.onNotice });
+  const links = await connectLinks({
+    rank: o.rank,
+    size: o.size,
+    signaler: o.signaler,
+    wrtc: o.wrtc,
+    timeoutMs: o.connectTimeoutMs,
+    silentTimeoutMs: o.silentTimeoutMs,
+    abort: o.abort,
+    iceServers: o.iceServers,
+    iceTransportPolicy: o.iceTransportPolicy,
+    tcp: o.tcp,
+    onNotice: o.onNotice,
+  });
   const e = o.linkEmulation;
-  return new LinkCommunicator(o.rank, o.size, e ? new Map([...links].map(([peer, link]) => [peer, emulateLink(link, e)])) : links, o);
+  return new LinkCommunicator(
+    o.rank,
+    o.size,
+    e ? new Map([...links].map(([peer, link]) => [peer, emulateLink(link, e)])) : links,
+    o,
+  );
 }

@@ -25,7 +25,11 @@ export async function pollWait(store: Store, keys: string[], timeoutMs: number, 
     const missing = keys.filter((_, i) => values[i] === undefined);
     if (missing.length === 0) return values as string[];
     if (Date.now() >= deadline) {
-      throw new RingtrainError(ErrorCode.Timeout, `store keys never appeared within ${timeoutMs} ms: ${missing.join(', ')}; did every rank start?`, { missing });
+      throw new RingtrainError(
+        ErrorCode.Timeout,
+        `store keys never appeared within ${timeoutMs} ms: ${missing.join(', ')}; did every rank start?`,
+        { missing },
+      );
     }
     await sleep(pollMs);
   }
@@ -56,7 +60,13 @@ export class StoreSignaler implements Signaler {
   private stopped = false;
   private writes: Promise<void> = Promise.resolve();
 
-  constructor(private store: Store, private rank: number, private size: number, private pollMs = 10, private prefix = 'sig') {}
+  constructor(
+    private store: Store,
+    private rank: number,
+    private size: number,
+    private pollMs = 10,
+    private prefix = 'sig',
+  ) {}
 
   send(toRank: number, data: unknown): void {
     const n = this.sent.get(toRank) ?? 0;

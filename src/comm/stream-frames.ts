@@ -51,7 +51,8 @@ export class LengthPrefixedReader {
         if (this.pendingBytes < LENGTH_BYTES) return;
         const prefix = this.glue();
         const n = new DataView(prefix.buffer, prefix.byteOffset, LENGTH_BYTES).getUint32(0, true);
-        if (n > this.maxBytes) throw new OversizedMessage(`a message of ${n} bytes announced; at most ${this.maxBytes} are allowed here`);
+        if (n > this.maxBytes)
+          throw new OversizedMessage(`a message of ${n} bytes announced; at most ${this.maxBytes} are allowed here`);
         this.expected = n;
       }
       const need = this.expected - this.pendingBytes;

@@ -45,7 +45,8 @@ export class StreamLink implements Link {
 
   send(message: Uint8Array): void {
     if (this.end.down || this.socket.destroyed) throw new Error(`TCP link to rank ${this.peer} is down`);
-    if (message.byteLength > MAX_MESSAGE_BYTES) throw new Error(`a ${message.byteLength}-byte message is over the ${MAX_MESSAGE_BYTES}-byte frame cap`);
+    if (message.byteLength > MAX_MESSAGE_BYTES)
+      throw new Error(`a ${message.byteLength}-byte message is over the ${MAX_MESSAGE_BYTES}-byte frame cap`);
     // One writev for prefix and message, without gluing them into a new buffer.
     this.socket.cork();
     this.socket.write(lengthPrefix(message.byteLength));

@@ -23,7 +23,10 @@ export const HANDSHAKE_VERSION = 1;
 export const MAX_HANDSHAKE_BYTES = 1024;
 const NONCE_BYTES = 32;
 
-const hex = z.string().regex(/^[0-9a-f]+$/).max(128);
+const hex = z
+  .string()
+  .regex(/^[0-9a-f]+$/)
+  .max(128);
 export const helloSchema = z.strictObject({
   v: z.literal(HANDSHAKE_VERSION),
   job: z.string().min(1).max(128),
@@ -45,8 +48,18 @@ function transcript(id: LinkIdentity, dialerNonce: string, listenerNonce: string
 }
 
 /** One end's proof of the key: HMAC-SHA256 over its role and the transcript. */
-export function proofOf(key: Uint8Array, role: 'dialer' | 'listener', id: LinkIdentity, dialerNonce: string, listenerNonce: string): string {
-  return createHmac('sha256', key).update(role).update('\n').update(transcript(id, dialerNonce, listenerNonce)).digest('hex');
+export function proofOf(
+  key: Uint8Array,
+  role: 'dialer' | 'listener',
+  id: LinkIdentity,
+  dialerNonce: string,
+  listenerNonce: string,
+): string {
+  return createHmac('sha256', key)
+    .update(role)
+    .update('\n')
+    .update(transcript(id, dialerNonce, listenerNonce))
+    .digest('hex');
 }
 
 /** Whether `claimed` is the proof `expected` (compared in constant time). */

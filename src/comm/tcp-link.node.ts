@@ -13,7 +13,18 @@ import type { Link } from './link.ts';
 import { LengthPrefixedReader, lengthPrefix } from './stream-frames.ts';
 import { StreamLink } from './stream-link.node.ts';
 import { joinHostPort, splitHostPort, type LinkIdentity, type TcpEndpoint } from './tcp-endpoint.ts';
-import { answerSchema, encodeHandshake, HANDSHAKE_VERSION, helloSchema, MAX_HANDSHAKE_BYTES, newNonce, proofMatches, proofOf, proofSchema, readHandshake } from './tcp-handshake.node.ts';
+import {
+  answerSchema,
+  encodeHandshake,
+  HANDSHAKE_VERSION,
+  helloSchema,
+  MAX_HANDSHAKE_BYTES,
+  newNonce,
+  proofMatches,
+  proofOf,
+  proofSchema,
+  readHandshake,
+} from './tcp-handshake.node.ts';
 
 /** A connection has this long to finish its handshake (ms): honest peers need one round trip. */
 const HANDSHAKE_MS = 5000;
@@ -65,20 +76,36 @@ export class TcpLinkEndpoint implements TcpEndpoint {
     // A stranger that cannot even finish TLS is refused like one without the key.
     server.on('tlsClientError', (e, socket) => {
       this.refused++;
-      this.log(`refused a TCP link from ${socket.remoteAddress}:${socket.remotePort}: TLS failed (${e.message}) (${this.refused} refused so far)`);
+      this.log(
+        `refused a TCP link from ${socket.remoteAddress}:${socket.remotePort}: TLS failed (${e.message}) (${this.refused} refused so far)`,
+      );
     });
   }
 
   /** Starts listening; resolves once the port is open. */
   static async listen(o: TcpListenOptions = {}): Promise<TcpLinkEndpoint> {
     const host = o.host ?? '127.0.0.1';
-    const server = o.tls ? createTlsServer({ key: o.tls.key, cert: o.tls.cert, handshakeTimeout: HANDSHAKE_MS, noDelay: true }) : createServer({ noDelay: true });
+    const server = o.tls
+      ? createTlsServer({ key: o.tls.key, cert: o.tls.cert, handshakeTimeout: HANDSHAKE_MS, noDelay: true })
+      : createServer({ noDelay: true });
     await new Promise<void>((resolve, reject) => {
-      server.once('error', (e) => reject(new RingtrainError(ErrorCode.InvalidArgument, `cannot listen for TCP links on ${joinHostPort(host, o.port ?? 0)}: ${e.message}; pick another --listen address or port`)));
+      server.once('error', (e) =>
+        reject(
+          new RingtrainError(
+            ErrorCode.InvalidArgument,
+            `cannot listen for TCP links on ${joinHostPort(host, o.port ?? 0)}: ${e.message}; pick another --listen address or port`,
+          ),
+        ),
+      );
       server.listen(o.port ?? 0, host, () => resolve());
     });
     const port = (server.address() as { port: number }).port;
-    return new TcpLinkEndpoint(server, advertisedAddress(host, port, o.advertise), o.log ?? ((line) => console.warn(`ringtrain: ${line}`)), o.tls?.fingerprint);
+    return new TcpLinkEndpoint(
+      server,
+      advertisedAddress(host, port, o.advertise),
+      o.log ?? ((line) => console.warn(`ringtrain: ${line}`)),
+      o.tls?.fingerprint,
+    );
   }
 
   accept(id: LinkIdentity, key: Uint8Array): { link: Promise<Link>; cancel(reason: Error): void } {
@@ -115,7 +142,8 @@ export class TcpLinkEndpoint implements TcpEndpoint {
       const reader = new LengthPrefixedReader(MAX_HANDSHAKE_BYTES, (bytes) => {
         const answer = readHandshake(bytes, answerSchema);
         if (!answer) return fail('the listener did not answer the handshake');
-        if (!proofMatches(answer.proof, proofOf(key, 'listener', id, nonce, answer.nonce))) return fail('the listener does not hold this epoch\'s link key (refused it)');
+        if (!proofMatches(answer.proof, proofOf(key, 'listener', id, nonce, answer.nonce)))
+          return fail("the listener does not hold this epoch's link key (refused it)");
         send(socket, encodeHandshake({ proof: proofOf(key, 'dialer', id, nonce, answer.nonce) }));
         clearTimeout(timer);
         socket.off('data', onData);
@@ -131,16 +159,22 @@ export class TcpLinkEndpoint implements TcpEndpoint {
         }
       };
       const onError = (e: Error): void => fail(e.message, e);
-      const onClose = (): void => fail('the listener closed the connection (it refused the handshake, or expects no link of this epoch)');
+      const onClose = (): void =>
+        fail('the listener closed the connection (it refused the handshake, or expects no link of this epoch)');
       socket.on('data', onData);
       socket.on('error', onError);
       socket.on('close', onClose);
-      const hello = (): void => send(socket, encodeHandshake({ v: HANDSHAKE_VERSION, job: id.job, epoch: id.epoch, from: id.from, to: id.to, nonce }));
+      const hello = (): void =>
+        send(
+          socket,
+          encodeHandshake({ v: HANDSHAKE_VERSION, job: id.job, epoch: id.epoch, from: id.from, to: id.to, nonce }),
+        );
       if (!fingerprint) socket.once('connect', hello);
       else
         socket.once('secureConnect', () => {
           const served = (socket as TLSSocket).getPeerX509Certificate()?.fingerprint256;
-          if (served !== fingerprint) return fail(`its TLS certificate (${served ?? 'none'}) is not the one it advertised (${fingerprint})`);
+          if (served !== fingerprint)
+            return fail(`its TLS certificate (${served ?? 'none'}) is not the one it advertised (${fingerprint})`);
           hello();
         });
     });
@@ -168,7 +202,9 @@ export class TcpLinkEndpoint implements TcpEndpoint {
     if (this.handshakes >= MAX_PENDING_HANDSHAKES) {
       socket.destroy();
       this.refused++;
-      this.log(`refused a TCP link from ${from}: ${MAX_PENDING_HANDSHAKES} handshakes already in progress (${this.refused} refused so far)`);
+      this.log(
+        `refused a TCP link from ${from}: ${MAX_PENDING_HANDSHAKES} handshakes already in progress (${this.refused} refused so far)`,
+      );
       return;
     }
     this.handshakes++;
@@ -180,16 +216,27 @@ export class TcpLinkEndpoint implements TcpEndpoint {
         if (!hello) return refuse('its first message is not a ringtrain link hello');
         const id: LinkIdentity = { job: hello.job, epoch: hello.epoch, from: hello.from, to: hello.to };
         const expected = this.expected.get(keyOf(id));
-        if (!expected) return refuse(`no link from rank ${id.from} to rank ${id.to} of epoch ${id.epoch} of job '${id.job}' is expected here`);
+        if (!expected)
+          return refuse(
+            `no link from rank ${id.from} to rank ${id.to} of epoch ${id.epoch} of job '${id.job}' is expected here`,
+          );
         stage = { id, nonce: newNonce(), dialerNonce: hello.nonce, expected };
-        send(socket, encodeHandshake({ nonce: stage.nonce, proof: proofOf(expected.key, 'listener', id, hello.nonce, stage.nonce) }));
+        send(
+          socket,
+          encodeHandshake({
+            nonce: stage.nonce,
+            proof: proofOf(expected.key, 'listener', id, hello.nonce, stage.nonce),
+          }),
+        );
         return;
       }
       const proof = readHandshake(bytes, proofSchema);
       const { id, expected } = stage;
-      if (!proof || !proofMatches(proof.proof, proofOf(expected.key, 'dialer', id, stage.dialerNonce, stage.nonce))) return refuse(`it claimed to be rank ${id.from} of epoch ${id.epoch} but does not hold the epoch's link key`);
+      if (!proof || !proofMatches(proof.proof, proofOf(expected.key, 'dialer', id, stage.dialerNonce, stage.nonce)))
+        return refuse(`it claimed to be rank ${id.from} of epoch ${id.epoch} but does not hold the epoch's link key`);
       // The accept may have been cancelled (the mesh gave up) while this handshake ran.
-      if (this.expected.get(keyOf(id)) !== expected) return refuse(`the link from rank ${id.from} of epoch ${id.epoch} is no longer expected`);
+      if (this.expected.get(keyOf(id)) !== expected)
+        return refuse(`the link from rank ${id.from} of epoch ${id.epoch} is no longer expected`);
       this.expected.delete(keyOf(id));
       settled = true;
       clearTimeout(timer);
@@ -228,7 +275,10 @@ function advertisedAddress(host: string, port: number, advertise: string | undef
     throw new RingtrainError(ErrorCode.InvalidArgument, `--advertise '${advertise}' is neither a host nor host:port`);
   }
   if (host === '0.0.0.0' || host === '::') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `listening on ${host} (every interface) needs --advertise ADDR: the address the other peers reach this one at`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `listening on ${host} (every interface) needs --advertise ADDR: the address the other peers reach this one at`,
+    );
   }
   return joinHostPort(host, port);
 }

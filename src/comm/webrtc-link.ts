@@ -16,7 +16,10 @@ class SimplePeerLink implements Link {
   readonly transport = 'webrtc';
   private readonly end = new LinkEnd();
 
-  constructor(readonly peer: number, private sp: SimplePeer.Instance) {
+  constructor(
+    readonly peer: number,
+    private sp: SimplePeer.Instance,
+  ) {
     sp.on('data', (d: Uint8Array | ArrayBuffer) => {
       this.end.deliver(d instanceof Uint8Array ? d : new Uint8Array(d));
     });
@@ -35,7 +38,9 @@ class SimplePeerLink implements Link {
     // 'close' event reaches us; its send() then calls through a null pointer and the process
     // dies with SIGSEGV (seen in RTCDataChannel::Send, under Deno, when a neighbour left).
     // readyState stays safe to read, so a channel that is no longer open is down here.
-    const state = this.sp.destroyed ? 'destroyed' : (this.sp as unknown as { _channel?: { readyState?: string } })._channel?.readyState;
+    const state = this.sp.destroyed
+      ? 'destroyed'
+      : (this.sp as unknown as { _channel?: { readyState?: string } })._channel?.readyState;
     if (state !== undefined && state !== 'open') {
       this.shut(new Error(`data channel ${state}`));
       throw new Error(`link to rank ${this.peer} is down (its data channel is ${state})`);
@@ -100,17 +105,21 @@ let loaded: Promise<PeerConstructor> | null = null;
  * imports only its own build (both imports stay visible to bundlers).
  */
 function loadSimplePeer(): Promise<PeerConstructor> {
-  loaded ??= (
+  loaded ??=
     detectRuntime() === 'browser'
       ? import('simple-peer/simplepeer.min.js').then((m) => (m.default ?? m) as unknown as PeerConstructor)
-      : import('simple-peer').then((m) => (m.default ?? m) as unknown as PeerConstructor)
-  );
+      : import('simple-peer').then((m) => (m.default ?? m) as unknown as PeerConstructor);
   return loaded;
 }
 
 function abortReason(signal: AbortSignal): RingtrainError {
   const r: unknown = signal.reason;
-  return r instanceof RingtrainError ? r : new RingtrainError(ErrorCode.Aborted, `stopped opening data channels: ${r instanceof Error ? r.message : String(r)}`);
+  return r instanceof RingtrainError
+    ? r
+    : new RingtrainError(
+        ErrorCode.Aborted,
+        `stopped opening data channels: ${r instanceof Error ? r.message : String(r)}`,
+      );
 }
 
 /**
@@ -185,11 +194,18 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
         for (const p of peers.keys()) {
           const at = heardAt.get(p);
           // A peer that answered through the signaling server is running: the network is what failed.
-          if (!links.has(p) && at !== undefined && awake - at >= timeoutMs) return fail(noPathError(o.rank, p, progress.get(p)!, o.iceServers, timeoutMs));
+          if (!links.has(p) && at !== undefined && awake - at >= timeoutMs)
+            return fail(noPathError(o.rank, p, progress.get(p)!, o.iceServers, timeoutMs));
         }
         const silent = [...peers.keys()].filter((p) => !links.has(p) && !heardAt.has(p));
         if (silent.length > 0 && awake >= silentTimeoutMs) {
-          fail(new RingtrainError(ErrorCode.Timeout, `rank ${o.rank} could not open a data channel to rank(s) ${silent.join(', ')}: no signal from them within ${Math.round(silentTimeoutMs)} ms; are they running and using the same signaling?`, { waitingFor: silent, rank: o.rank }));
+          fail(
+            new RingtrainError(
+              ErrorCode.Timeout,
+              `rank ${o.rank} could not open a data channel to rank(s) ${silent.join(', ')}: no signal from them within ${Math.round(silentTimeoutMs)} ms; are they running and using the same signaling?`,
+              { waitingFor: silent, rank: o.rank },
+            ),
+          );
         }
       };
       timer = setInterval(check, tickMs);
@@ -201,8 +217,16 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
         });
         sp.once('error', (e: Error & { code?: string }) => {
           if (links.has(p)) return;
-          if (e.code === 'ERR_ICE_CONNECTION_FAILURE') return fail(noPathError(o.rank, p, progress.get(p)!, o.iceServers, undefined, e));
-          fail(new RingtrainError(ErrorCode.Transport, `WebRTC to rank ${p} failed while connecting: ${e.message}`, { peer: p, rank: o.rank }, { cause: e }));
+          if (e.code === 'ERR_ICE_CONNECTION_FAILURE')
+            return fail(noPathError(o.rank, p, progress.get(p)!, o.iceServers, undefined, e));
+          fail(
+            new RingtrainError(
+              ErrorCode.Transport,
+              `WebRTC to rank ${p} failed while connecting: ${e.message}`,
+              { peer: p, rank: o.rank },
+              { cause: e },
+            ),
+          );
         });
       }
     });

@@ -28,7 +28,19 @@ export interface LinkTransport {
 
 export type RingEvent =
   /** A collective starts on this rank. */
-  | { type: 'collective-begin'; t: number; rank: number; size: number; id: number; name: string; kind: string; op?: string; dtype: string; count: number; bytes: number }
+  | {
+      type: 'collective-begin';
+      t: number;
+      rank: number;
+      size: number;
+      id: number;
+      name: string;
+      kind: string;
+      op?: string;
+      dtype: string;
+      count: number;
+      bytes: number;
+    }
   | { type: 'collective-end'; t: number; rank: number; id: number; name: string; ok: boolean; error?: string }
   | { type: 'phase-begin'; t: number; rank: number; id: number; phase: Phase }
   | { type: 'phase-end'; t: number; rank: number; id: number; phase: Phase }
@@ -37,8 +49,37 @@ export type RingEvent =
    * 1/N of the tensor), `step` the ring step within the phase. `values` is set
    * only when the event bus asks for values (teaching mode: small vectors).
    */
-  | { type: 'chunk-send'; t: number; rank: number; id: number; phase: Phase; step: number; from: number; to: number; chunk: number; offset: number; count: number; bytes: number; values?: number[] }
-  | { type: 'chunk-recv'; t: number; rank: number; id: number; phase: Phase; step: number; from: number; to: number; chunk: number; offset: number; count: number; bytes: number; values?: number[]; result?: number[] }
+  | {
+      type: 'chunk-send';
+      t: number;
+      rank: number;
+      id: number;
+      phase: Phase;
+      step: number;
+      from: number;
+      to: number;
+      chunk: number;
+      offset: number;
+      count: number;
+      bytes: number;
+      values?: number[];
+    }
+  | {
+      type: 'chunk-recv';
+      t: number;
+      rank: number;
+      id: number;
+      phase: Phase;
+      step: number;
+      from: number;
+      to: number;
+      chunk: number;
+      offset: number;
+      count: number;
+      bytes: number;
+      values?: number[];
+      result?: number[];
+    }
   /** The stall inspector: ranks we have waited on too long. */
   | { type: 'stall'; t: number; rank: number; id: number; name: string; waitingFor: number[]; waitedMs: number }
   /** Training progress on one rank. */
@@ -46,10 +87,29 @@ export type RingEvent =
   | { type: 'gpu-wait'; t: number; rank: number; what: string; ms: number; bucket?: [index: number, count: number] }
   | { type: 'compute-begin'; t: number; rank: number; step: number }
   | { type: 'compute-end'; t: number; rank: number; step: number }
-  | { type: 'train-step'; t: number; rank: number; size: number; step: number; epoch: number; loss: number; samples: number; samplesPerS: number; bytesSent: number }
+  | {
+      type: 'train-step';
+      t: number;
+      rank: number;
+      size: number;
+      step: number;
+      epoch: number;
+      loss: number;
+      samples: number;
+      samplesPerS: number;
+      bytesSent: number;
+    }
   | { type: 'evaluate'; t: number; rank: number; step: number; epoch: number; testAccuracy: number; testLoss?: number }
   /** Membership as the server tells it. */
-  | { type: 'membership'; t: number; rank: number; size: number; epoch: number; peers: { rank: number; id: string; runtime?: string }[]; links?: LinkTransport[] }
+  | {
+      type: 'membership';
+      t: number;
+      rank: number;
+      size: number;
+      epoch: number;
+      peers: { rank: number; id: string; runtime?: string }[];
+      links?: LinkTransport[];
+    }
   | { type: 'peer-lost'; t: number; rank: number; peer: number; reason: string }
   /** Rank `peer` broke the rules (seen by `rank`); elastic jobs ask the server to eject it. */
   | { type: 'peer-misbehaved'; t: number; rank: number; peer: number; reason: string }

@@ -26,7 +26,10 @@ function findPackageRoot(): string {
   for (let dir = start; ; dir = dirname(dir)) {
     if (readManifest(dir)?.name === PACKAGE_NAME) return dir;
     if (dirname(dir) === dir) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `ringtrain: no package.json named "${PACKAGE_NAME}" above ${start}; the package is incomplete, reinstall it (npm install ringtrain)`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `ringtrain: no package.json named "${PACKAGE_NAME}" above ${start}; the package is incomplete, reinstall it (npm install ringtrain)`,
+      );
     }
   }
 }
@@ -37,7 +40,9 @@ export const PACKAGE_ROOT = findPackageRoot();
 export const RUNS_SOURCES = import.meta.url.endsWith('.ts');
 
 /** What to do where the built page is missing: build it in the repository; an install shipped it, so reinstall. */
-export const PAGE_MISSING_HINT = RUNS_SOURCES ? 'run npm run build:page' : 'reinstall ringtrain (npm install ringtrain), whose package holds the built page';
+export const PAGE_MISSING_HINT = RUNS_SOURCES
+  ? 'run npm run build:page'
+  : 'reinstall ringtrain (npm install ringtrain), whose package holds the built page';
 
 /** A path inside the package: `packagePath('shaders')`. */
 export function packagePath(...parts: string[]): string {

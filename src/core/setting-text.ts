@@ -24,7 +24,8 @@ export const AGGREGATION_FORMS_EXPLAINED =
 /** Reads 'mean', 'trimmed-mean:F', 'median' or 'centered-clip[:tau]'. */
 export function parseAggregation(spec: string): Aggregation {
   const [rule, arg, ...more] = spec.trim().split(':');
-  const bad = (why: string) => new RingtrainError(ErrorCode.InvalidArgument, `aggregation '${spec}': ${why}; use ${AGGREGATION_FORMS_EXPLAINED}`);
+  const bad = (why: string) =>
+    new RingtrainError(ErrorCode.InvalidArgument, `aggregation '${spec}': ${why}; use ${AGGREGATION_FORMS_EXPLAINED}`);
   if (more.length) throw bad('too many colons');
   if (rule === 'mean' || rule === 'median') {
     if (arg !== undefined) throw bad(`${rule} takes no value`);
@@ -32,13 +33,15 @@ export function parseAggregation(spec: string): Aggregation {
   }
   if (rule === 'trimmed-mean') {
     const trim = Number(arg);
-    if (arg === undefined || arg === '' || !(trim >= 0 && trim < 0.5)) throw bad('trimmed-mean needs a fraction F with 0 <= F < 0.5, like trimmed-mean:0.25');
+    if (arg === undefined || arg === '' || !(trim >= 0 && trim < 0.5))
+      throw bad('trimmed-mean needs a fraction F with 0 <= F < 0.5, like trimmed-mean:0.25');
     return { rule, trim };
   }
   if (rule === 'centered-clip') {
     if (arg === undefined) return { rule, trim: 0 };
     const tau = Number(arg);
-    if (arg === '' || !(tau > 0 && Number.isFinite(tau))) throw bad('centered-clip takes a finite radius tau > 0, like centered-clip:1, or none (the median deviation)');
+    if (arg === '' || !(tau > 0 && Number.isFinite(tau)))
+      throw bad('centered-clip takes a finite radius tau > 0, like centered-clip:1, or none (the median deviation)');
     return { rule, trim: 0, tau };
   }
   throw bad(`unknown rule '${rule}'`);
@@ -53,7 +56,10 @@ export function topkRatio(compression: string): number | null {
   const text = compression.slice('topk:'.length);
   const r = Number(text);
   if (text.trim() === '' || !(r > 0 && r <= 1)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `compression '${compression}': the top-k ratio must be a number in (0, 1], the fraction of elements each rank sends, e.g. topk:0.01`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `compression '${compression}': the top-k ratio must be a number in (0, 1], the fraction of elements each rank sends, e.g. topk:0.01`,
+    );
   }
   return r;
 }

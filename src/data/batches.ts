@@ -61,7 +61,9 @@ export function batchCount(examples: number, batchSize: number, dropLast = true)
 export function* batches(d: Dataset, opts: BatchOptions): Generator<Batch> {
   const { batchSize, dropLast = true } = opts;
   if (!Number.isInteger(batchSize) || batchSize <= 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `batch size must be a positive integer, got ${batchSize}.`, { batchSize });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `batch size must be a positive integer, got ${batchSize}.`, {
+      batchSize,
+    });
   }
   if (opts.replacement) {
     yield* drawnBatches(d, opts);
@@ -86,13 +88,20 @@ export function* batches(d: Dataset, opts: BatchOptions): Generator<Batch> {
 
 function* drawnBatches(d: Dataset, opts: BatchOptions): Generator<Batch> {
   if (opts.indices) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, 'batches drawn with replacement come from the whole dataset; pass share: { rank, size } instead of a shard of indices.');
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'batches drawn with replacement come from the whole dataset; pass share: { rank, size } instead of a shard of indices.',
+    );
   }
   const { rank, size } = opts.share ?? { rank: 0, size: 1 };
   const global = opts.batchSize * size;
   const n = batchCount(d.count, global);
   if (n === 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `a batch of ${global} is larger than the ${d.count} examples; use a smaller batch.`, { batch: global, examples: d.count });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `a batch of ${global} is larger than the ${d.count} examples; use a smaller batch.`,
+      { batch: global, examples: d.count },
+    );
   }
   const epoch = opts.epoch ?? 0;
   for (let b = opts.startBatch ?? 0; b < n; b++) {
@@ -131,10 +140,16 @@ export function batchOf(d: Dataset, indices: Uint32Array): Batch {
  */
 export function drawWithReplacement(examples: number, size: number, seed: number, step: number): Uint32Array {
   if (!Number.isInteger(examples) || examples < 1) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot draw from ${examples} examples; the dataset is empty.`, { examples });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot draw from ${examples} examples; the dataset is empty.`,
+      { examples },
+    );
   }
   if (!Number.isInteger(size) || size <= 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `batch size must be a positive integer, got ${size}.`, { batchSize: size });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `batch size must be a positive integer, got ${size}.`, {
+      batchSize: size,
+    });
   }
   const random = mulberry32(mixSeed(seed, step, DRAW_STREAM));
   return Uint32Array.from({ length: size }, () => Math.floor(random() * examples));
@@ -150,10 +165,14 @@ export function rankShareOfDraw(draw: Uint32Array, rank: number, size: number): 
     throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${rank} is outside 0..${size - 1}.`, { rank, size });
   }
   if (draw.length % size !== 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `a batch of ${draw.length} does not split evenly over ${size} peers; pick a batch that is a multiple of ${size}.`, {
-      batch: draw.length,
-      peers: size,
-    });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `a batch of ${draw.length} does not split evenly over ${size} peers; pick a batch that is a multiple of ${size}.`,
+      {
+        batch: draw.length,
+        peers: size,
+      },
+    );
   }
   return Uint32Array.from({ length: draw.length / size }, (_, k) => draw[k * size + rank]);
 }

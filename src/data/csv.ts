@@ -37,12 +37,19 @@ export function parseCsvCells(text: string, file: string): CsvCells {
     if (l.trim() !== '') rows.push({ line: i + 1, cells: l.split(',').map((c) => c.trim()) });
   });
   const header = rows.length > 0 && looksLikeHeader(rows[0].cells, rows[1]?.cells) ? rows.shift()!.cells : undefined;
-  if (rows.length === 0) throw new RingtrainError(ErrorCode.BadData, `${file} holds no rows of data${header ? ' below its header' : ''}`, { file });
+  if (rows.length === 0)
+    throw new RingtrainError(ErrorCode.BadData, `${file} holds no rows of data${header ? ' below its header' : ''}`, {
+      file,
+    });
   const width = header?.length ?? rows[0].cells.length;
   const against = header ? 'the header has' : `the first row (line ${rows[0].line}) has`;
   for (const r of rows) {
     if (r.cells.length !== width) {
-      throw new RingtrainError(ErrorCode.BadData, `${file}: row at line ${r.line} has ${r.cells.length} columns, ${against} ${width}; every row needs the same columns`, { file, line: r.line });
+      throw new RingtrainError(
+        ErrorCode.BadData,
+        `${file}: row at line ${r.line} has ${r.cells.length} columns, ${against} ${width}; every row needs the same columns`,
+        { file, line: r.line },
+      );
     }
   }
   return { header, rows, width };
@@ -58,10 +65,20 @@ export function csvColumn(t: Pick<CsvCells, 'header' | 'width'>, name: string, f
   if (/^\d+$/.test(name)) {
     const n = Number(name);
     if (n < t.width) return n;
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${name}: column ${name} does not exist; ${file} has ${t.width} (numbered 0 to ${t.width - 1}${t.header ? `: ${t.header.join(', ')}` : ''})`, { file, column: name });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${flag} ${name}: column ${name} does not exist; ${file} has ${t.width} (numbered 0 to ${t.width - 1}${t.header ? `: ${t.header.join(', ')}` : ''})`,
+      { file, column: name },
+    );
   }
-  const has = t.header ? `the columns ${t.header.join(', ')}` : `no header, so give a column number 0 to ${t.width - 1}`;
-  throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} ${name}: ${file} has no column ${JSON.stringify(name)}; it has ${has}`, { file, column: name });
+  const has = t.header
+    ? `the columns ${t.header.join(', ')}`
+    : `no header, so give a column number 0 to ${t.width - 1}`;
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `${flag} ${name}: ${file} has no column ${JSON.stringify(name)}; it has ${has}`,
+    { file, column: name },
+  );
 }
 
 /** The rows' numbers, leaving out column `skip`; a cell that is no number is refused with its line and column. */
@@ -71,7 +88,11 @@ export function csvNumbers(t: CsvCells, file: string, skip = -1): number[][] {
       if (j === skip) return [];
       if (!isNumber(c)) {
         const name = t.header ? ` (${t.header[j]})` : '';
-        throw new RingtrainError(ErrorCode.BadData, `${file}: line ${r.line}, column ${j}${name} is ${JSON.stringify(c)}, not a finite number`, { file, line: r.line, column: j });
+        throw new RingtrainError(
+          ErrorCode.BadData,
+          `${file}: line ${r.line}, column ${j}${name} is ${JSON.stringify(c)}, not a finite number`,
+          { file, line: r.line, column: j },
+        );
       }
       return [Number(c)];
     }),
@@ -83,16 +104,29 @@ export function csvNumbers(t: CsvCells, file: string, skip = -1): number[][] {
  * (any cell that is not a number) mapped to their index in the sorted list of
  * distinct names, which is the same on every peer that reads the same file.
  */
-export function classIds(cells: readonly { line: number; value: string }[], file: string): { ids: number[]; names?: string[] } {
+export function classIds(
+  cells: readonly { line: number; value: string }[],
+  file: string,
+): { ids: number[]; names?: string[] } {
   if (cells.every((c) => isNumber(c.value))) {
     for (const c of cells) {
       const y = Number(c.value);
-      if (!Number.isInteger(y) || y < 0) throw new RingtrainError(ErrorCode.BadData, `${file}: the label at line ${c.line} is ${c.value}; labels are class numbers 0, 1, 2, … or class names`, { file, line: c.line });
+      if (!Number.isInteger(y) || y < 0)
+        throw new RingtrainError(
+          ErrorCode.BadData,
+          `${file}: the label at line ${c.line} is ${c.value}; labels are class numbers 0, 1, 2, … or class names`,
+          { file, line: c.line },
+        );
     }
     return { ids: cells.map((c) => Number(c.value)) };
   }
   const empty = cells.find((c) => c.value === '');
-  if (empty) throw new RingtrainError(ErrorCode.BadData, `${file}: the label at line ${empty.line} is empty; give every row its class`, { file, line: empty.line });
+  if (empty)
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `${file}: the label at line ${empty.line} is empty; give every row its class`,
+      { file, line: empty.line },
+    );
   // Code-unit order, not the locale's: every runtime and machine sorts the same.
   const names = [...new Set(cells.map((c) => c.value))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const id = new Map(names.map((n, i) => [n, i]));

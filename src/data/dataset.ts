@@ -52,7 +52,8 @@ export interface Dataset {
 /** What a checkpoint records of the data a model was trained on, so sampling, resuming and predicting read it as training did. */
 export function datasetMetadata(d: Pick<Dataset, 'vocabulary' | 'classNames' | 'labelColumn'>): Record<string, string> {
   return {
-    // The vocabulary and the tokenizer it came from (name, size): sampling, resuming and predicting read ids as training did.
+    // The vocabulary and the tokenizer it came from (name, size): sampling, resuming and predicting read ids as training
+    // did.
     ...tokenizerMetadata(d.vocabulary || undefined),
     ...(d.classNames ? { class_names: JSON.stringify(d.classNames) } : {}),
     ...(d.labelColumn !== undefined ? { label_column: d.labelColumn } : {}),
@@ -90,10 +91,14 @@ export function makeDataset(
 ): Dataset {
   const { inputs, inputSize, positions, classes } = parts;
   if (!Number.isInteger(inputSize) || inputSize <= 0 || !Number.isInteger(positions) || positions <= 0) {
-    throw new RingtrainError(ErrorCode.BadData, `${what}: ${inputSize} inputs and ${positions} targets per example; both must be positive integers (check the file's header).`, {
-      inputSize,
-      positions,
-    });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `${what}: ${inputSize} inputs and ${positions} targets per example; both must be positive integers (check the file's header).`,
+      {
+        inputSize,
+        positions,
+      },
+    );
   }
   const count = parts.labels.length / positions;
   if (!Number.isInteger(count) || inputs.length !== count * inputSize) {
@@ -125,9 +130,15 @@ export function makeImageDataset(
 ): ImageDataset {
   const pixels = parts.height * parts.width;
   if (!Number.isInteger(pixels) || pixels <= 0) {
-    throw new RingtrainError(ErrorCode.BadData, `${what}: image size ${parts.height}×${parts.width} is not positive; check the file's header.`);
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `${what}: image size ${parts.height}×${parts.width} is not positive; check the file's header.`,
+    );
   }
-  const d = makeDataset({ inputs: parts.images, inputSize: pixels, labels: parts.labels, positions: 1, classes: parts.classes }, what);
+  const d = makeDataset(
+    { inputs: parts.images, inputSize: pixels, labels: parts.labels, positions: 1, classes: parts.classes },
+    what,
+  );
   return { ...d, images: d.inputs, positions: 1, height: parts.height, width: parts.width };
 }
 
@@ -138,7 +149,10 @@ export function gatherExamples(d: Dataset, indices: ArrayLike<number>): { inputs
   for (let k = 0; k < indices.length; k++) {
     const i = indices[k];
     if (!Number.isInteger(i) || i < 0 || i >= d.count) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `example index ${i} is outside 0..${d.count - 1}.`, { index: i, count: d.count });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `example index ${i} is outside 0..${d.count - 1}.`, {
+        index: i,
+        count: d.count,
+      });
     }
     if (d.stream) {
       const w = streamWindow(d.stream, i * (d.stride ?? 1), d.inputSize + 1);

@@ -25,9 +25,14 @@ export function equalShares(global: number, size: number): number[] {
 
 /** Throws when G examples cannot give every one of `size` ranks at least one. */
 export function checkShares(global: number, size: number): void {
-  if (!Number.isInteger(size) || size < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `a ring needs at least one peer, got ${size}`, { size });
+  if (!Number.isInteger(size) || size < 1)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `a ring needs at least one peer, got ${size}`, { size });
   if (!Number.isInteger(global) || global < size) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `the global batch of ${global} cannot give each of ${size} peers an example; raise --global-batch to at least ${size} or use fewer peers`, { global, size });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `the global batch of ${global} cannot give each of ${size} peers an example; raise --global-batch to at least ${size} or use fewer peers`,
+      { global, size },
+    );
   }
 }
 
@@ -74,29 +79,54 @@ export class EpochOrders {
 }
 
 /** The G example indices of the ring's step at this position (every rank computes the same). */
-export function globalIndices(d: Dataset, s: Omit<GlobalStep, 'shares' | 'rank'>, orders: EpochOrders = new EpochOrders()): Uint32Array {
+export function globalIndices(
+  d: Dataset,
+  s: Omit<GlobalStep, 'shares' | 'rank'>,
+  orders: EpochOrders = new EpochOrders(),
+): Uint32Array {
   if (s.replacement) {
     const n = stepsPerEpoch(d.count, s.global);
-    if (n === 0) throw new RingtrainError(ErrorCode.InvalidArgument, `a global batch of ${s.global} is larger than the ${d.count} examples; use a smaller batch.`, { batch: s.global, examples: d.count });
+    if (n === 0)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `a global batch of ${s.global} is larger than the ${d.count} examples; use a smaller batch.`,
+        { batch: s.global, examples: d.count },
+      );
     // The draw of step epoch·n + b, as one peer at batch G draws it (batches.ts).
     return drawWithReplacement(d.count, s.global, s.seed ?? 0, s.epoch * n + Math.floor(s.epochExamples / s.global));
   }
-  if (epochDone(d.count, s)) throw new RingtrainError(ErrorCode.InvalidArgument, `no global batch of ${s.global} is left at example ${s.epochExamples} of ${d.count} this epoch`);
+  if (epochDone(d.count, s))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `no global batch of ${s.global} is left at example ${s.epochExamples} of ${d.count} this epoch`,
+    );
   return orders.of(d.count, s.seed, s.epoch).slice(s.epochExamples, s.epochExamples + s.global);
 }
 
 /** This rank's part of the ring's step, weighed by its share of the step's counted targets. */
-export function rankBatch(d: Dataset, s: GlobalStep, orders?: EpochOrders): Batch & { targetShare: number; ringTargets: number } {
-  if (s.shares.length < 1 || s.rank < 0 || s.rank >= s.shares.length) throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${s.rank} is outside 0..${s.shares.length - 1}`);
+export function rankBatch(
+  d: Dataset,
+  s: GlobalStep,
+  orders?: EpochOrders,
+): Batch & { targetShare: number; ringTargets: number } {
+  if (s.shares.length < 1 || s.rank < 0 || s.rank >= s.shares.length)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${s.rank} is outside 0..${s.shares.length - 1}`);
   const total = s.shares.reduce((a, b) => a + b, 0);
   if (total !== s.global || s.shares.some((n) => !Number.isInteger(n) || n < 1)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `batch shares [${s.shares.join(', ')}] must be whole numbers >= 1 summing to the global batch ${s.global}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `batch shares [${s.shares.join(', ')}] must be whole numbers >= 1 summing to the global batch ${s.global}`,
+    );
   }
   const all = globalIndices(d, s, orders);
   const start = shareOffset(s.shares, s.rank);
   const batch = batchOf(d, all.slice(start, start + s.shares[s.rank]));
   const counted = countedTargetsOf(d, all);
-  return { ...batch, targetShare: counted > 0 ? countedTargets(batch.labels) / counted : s.shares[s.rank] / s.global, ringTargets: counted };
+  return {
+    ...batch,
+    targetShare: counted > 0 ? countedTargets(batch.labels) / counted : s.shares[s.rank] / s.global,
+    ringTargets: counted,
+  };
 }
 
 /** Counted targets (labels other than IGNORE_LABEL) of examples `indices`, without copying them. */

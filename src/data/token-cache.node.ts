@@ -76,7 +76,11 @@ export class TokenCache implements TokenStream {
 
   read(start: number, end: number): Uint32Array {
     if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && start <= end && end <= this.length)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `tokens [${start}, ${end}) are outside the ${this.length} of ${this.path}`, { start, end });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `tokens [${start}, ${end}) are outside the ${this.length} of ${this.path}`,
+        { start, end },
+      );
     }
     const bytes = new Uint8Array((end - start) * this.header.idBytes);
     readFully(this.fd, bytes, this.dataOffset + start * this.header.idBytes, this.path);
@@ -92,7 +96,10 @@ function readFully(fd: number, into: Uint8Array, position: number, path: string)
   let done = 0;
   while (done < into.length) {
     const n = readSync(fd, into, done, into.length - done, position + done);
-    if (n === 0) throw new RingtrainError(ErrorCode.BadData, `${path} ended early; delete it (it is a cache) and run again`, { path });
+    if (n === 0)
+      throw new RingtrainError(ErrorCode.BadData, `${path} ended early; delete it (it is a cache) and run again`, {
+        path,
+      });
     done += n;
   }
 }
@@ -104,19 +111,33 @@ export interface CachedTokens {
 }
 
 /** The text's tokens with `tokenizer` (undefined: its characters, or bytes past 256 of them), from the cache or tokenized into it now. */
-export async function cachedTokens(source: TextSource, tokenizer: TokenizerName | undefined, dir = tokenCacheDir()): Promise<CachedTokens> {
+export async function cachedTokens(
+  source: TextSource,
+  tokenizer: TokenizerName | undefined,
+  dir = tokenCacheDir(),
+): Promise<CachedTokens> {
   const path = join(dir, `${source.sha256}-${tokenizer ?? 'auto'}.tokens`);
   const found = openCache(path, source, tokenizer);
   if (found) return { cache: found };
   try {
     mkdirSync(dir, { recursive: true });
   } catch (err) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot create the token cache folder ${dir} (${(err as { code?: string }).code ?? String(err)}); set RINGTRAIN_CACHE_DIR to a folder you can write`, { dir }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot create the token cache folder ${dir} (${(err as { code?: string }).code ?? String(err)}); set RINGTRAIN_CACHE_DIR to a folder you can write`,
+      { dir },
+      { cause: err },
+    );
   }
   const started = performance.now();
   await writeCache(path, source, tokenizer);
   const cache = openCache(path, source, tokenizer);
-  if (!cache) throw new RingtrainError(ErrorCode.BadData, `${path} was written but does not read back; is another program changing ${dir}?`, { path });
+  if (!cache)
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `${path} was written but does not read back; is another program changing ${dir}?`,
+      { path },
+    );
   return { cache, built: { seconds: (performance.now() - started) / 1000 } };
 }
 
@@ -129,7 +150,12 @@ function openCache(path: string, source: TextSource, tokenizer: TokenizerName | 
     return undefined;
   }
   const header = readHeader(fd, path);
-  const fits = header && header.h.sourceSha256 === source.sha256 && header.h.sourceBytes === source.size && (tokenizer === undefined || header.h.name === tokenizer) && fstatSync(fd).size === header.dataOffset + header.h.count * header.h.idBytes;
+  const fits =
+    header &&
+    header.h.sourceSha256 === source.sha256 &&
+    header.h.sourceBytes === source.size &&
+    (tokenizer === undefined || header.h.name === tokenizer) &&
+    fstatSync(fd).size === header.dataOffset + header.h.count * header.h.idBytes;
   if (!fits) {
     closeSync(fd);
     return undefined;
@@ -142,14 +168,28 @@ function readHeader(fd: number, path: string): { h: CacheHeader; dataOffset: num
     const fixed = new Uint8Array(FIXED_HEADER);
     readFully(fd, fixed, 0, path);
     const view = new DataView(fixed.buffer);
-    if (new TextDecoder().decode(fixed.subarray(0, 8)) !== MAGIC || view.getUint32(8, true) !== VERSION) return undefined;
+    if (new TextDecoder().decode(fixed.subarray(0, 8)) !== MAGIC || view.getUint32(8, true) !== VERSION)
+      return undefined;
     const idBytes = view.getUint32(12, true);
     const count = Number(view.getBigUint64(16, true));
     const json = new Uint8Array(view.getUint32(24, true));
     readFully(fd, json, FIXED_HEADER, path);
-    const j = JSON.parse(new TextDecoder().decode(json)) as { tokenizer: string; vocab_size: number; source_sha256: string; source_bytes: number };
+    const j = JSON.parse(new TextDecoder().decode(json)) as {
+      tokenizer: string;
+      vocab_size: number;
+      source_sha256: string;
+      source_bytes: number;
+    };
     if ((idBytes !== 2 && idBytes !== 4) || typeof j.tokenizer !== 'string') return undefined;
-    const h: CacheHeader = { name: recordName(j.tokenizer), record: j.tokenizer, vocabSize: j.vocab_size, count, idBytes, sourceSha256: j.source_sha256, sourceBytes: j.source_bytes };
+    const h: CacheHeader = {
+      name: recordName(j.tokenizer),
+      record: j.tokenizer,
+      vocabSize: j.vocab_size,
+      count,
+      idBytes,
+      sourceSha256: j.source_sha256,
+      sourceBytes: j.source_bytes,
+    };
     return { h, dataOffset: padded(FIXED_HEADER + json.length) };
   } catch {
     return undefined;
@@ -161,7 +201,15 @@ function padded(n: number): number {
 }
 
 function headerBytes(t: TokenizerInfo, idBytes: number, source: TextSource): Uint8Array {
-  const json = new TextEncoder().encode(JSON.stringify({ tokenizer: t.record, name: t.name, vocab_size: t.vocabSize, source_sha256: source.sha256, source_bytes: source.size }));
+  const json = new TextEncoder().encode(
+    JSON.stringify({
+      tokenizer: t.record,
+      name: t.name,
+      vocab_size: t.vocabSize,
+      source_sha256: source.sha256,
+      source_bytes: source.size,
+    }),
+  );
   const out = new Uint8Array(padded(FIXED_HEADER + json.length));
   out.set(new TextEncoder().encode(MAGIC), 0);
   const view = new DataView(out.buffer);
@@ -174,7 +222,12 @@ function headerBytes(t: TokenizerInfo, idBytes: number, source: TextSource): Uin
 
 /** Tokenizes the text into a temporary file and renames it to `path` (see the file's comment). */
 async function writeCache(path: string, source: TextSource, name: TokenizerName | undefined): Promise<void> {
-  const tokenizer = name === 'gpt2' ? await gpt2Tokenizer() : vocabularyTokenizer(vocabularyOf(codePointsOf(source), name === undefined ? undefined : name === 'char' ? 'chars' : 'bytes'));
+  const tokenizer =
+    name === 'gpt2'
+      ? await gpt2Tokenizer()
+      : vocabularyTokenizer(
+          vocabularyOf(codePointsOf(source), name === undefined ? undefined : name === 'char' ? 'chars' : 'bytes'),
+        );
   const idBytes = tokenizer.vocabSize <= 65536 ? 2 : 4;
   const temporary = `${path}.${process.pid}-${Math.random().toString(36).slice(2, 10)}.tmp`;
   const fd = openSync(temporary, 'wx');
@@ -216,7 +269,12 @@ function* decodedPieces(source: TextSource): Generator<string> {
     yield decoder.decode();
   } catch (err) {
     if (err instanceof RingtrainError) throw err;
-    throw new RingtrainError(ErrorCode.BadData, `--text ${source.name} is not UTF-8 text; convert it first (iconv -t UTF-8)`, {}, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `--text ${source.name} is not UTF-8 text; convert it first (iconv -t UTF-8)`,
+      {},
+      { cause: err },
+    );
   }
 }
 

@@ -57,7 +57,10 @@ let gpt2: Promise<Tokenizer> | undefined;
 export function gpt2Tokenizer(): Promise<Tokenizer> {
   gpt2 ??= import('gpt-tokenizer/encoding/r50k_base').then((bpe) => {
     if (bpe.vocabularySize !== GPT2_VOCAB_SIZE) {
-      throw new RingtrainError(ErrorCode.BadData, `the installed gpt-tokenizer has ${bpe.vocabularySize} tokens in r50k_base, not GPT-2's ${GPT2_VOCAB_SIZE}; reinstall it (npm ci)`);
+      throw new RingtrainError(
+        ErrorCode.BadData,
+        `the installed gpt-tokenizer has ${bpe.vocabularySize} tokens in r50k_base, not GPT-2's ${GPT2_VOCAB_SIZE}; reinstall it (npm ci)`,
+      );
     }
     // An empty set of disallowed special tokens: every string is ordinary text (the file's comment).
     const ordinary = { disallowedSpecial: new Set<string>() };
@@ -75,7 +78,12 @@ export function gpt2Tokenizer(): Promise<Tokenizer> {
 function checkedIds(ids: ArrayLike<number>, size: number): number[] {
   const out = Array.from(ids);
   const bad = out.findIndex((i) => !Number.isInteger(i) || i < 0 || i >= size);
-  if (bad >= 0) throw new RingtrainError(ErrorCode.InvalidArgument, `token id ${out[bad]} (at ${bad}) is outside GPT-2's vocabulary 0..${size - 1}`, { index: bad, id: out[bad] });
+  if (bad >= 0)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `token id ${out[bad]} (at ${bad}) is outside GPT-2's vocabulary 0..${size - 1}`,
+      { index: bad, id: out[bad] },
+    );
   return out;
 }
 
@@ -113,7 +121,10 @@ function recordSize(record: string): number {
  */
 export function tokenizerMetadata(record: string | undefined): Record<string, string> {
   if (record === undefined) return {};
-  return { vocabulary: record, tokenizer: JSON.stringify({ name: recordName(record), vocab_size: recordSize(record) }) };
+  return {
+    vocabulary: record,
+    tokenizer: JSON.stringify({ name: recordName(record), vocab_size: recordSize(record) }),
+  };
 }
 
 /** A record for a person: "the gpt2 tokenizer (50,257 tokens)", "the char tokenizer (85 characters "\n !…")". */
@@ -122,7 +133,10 @@ export function describeRecord(record: string): string {
   if (name === 'gpt2') return `the gpt2 tokenizer (${GPT2_VOCAB_SIZE.toLocaleString('en-US')} tokens)`;
   try {
     const v = JSON.parse(record) as { symbols: number[] };
-    const shown = name === 'byte' ? '' : ` ${JSON.stringify(String.fromCodePoint(...v.symbols.slice(0, 12)))}${v.symbols.length > 12 ? '…' : ''}`;
+    const shown =
+      name === 'byte'
+        ? ''
+        : ` ${JSON.stringify(String.fromCodePoint(...v.symbols.slice(0, 12)))}${v.symbols.length > 12 ? '…' : ''}`;
     return `the ${name} tokenizer (${v.symbols.length} ${name === 'byte' ? 'bytes' : 'characters'}${shown})`;
   } catch {
     return 'an unreadable vocabulary';
@@ -133,5 +147,9 @@ export function describeRecord(record: string): string {
 export function parseTokenizerName(raw: unknown, flag = '--tokenizer'): TokenizerName | undefined {
   if (raw === undefined) return undefined;
   if (typeof raw === 'string' && (TOKENIZER_NAMES as readonly string[]).includes(raw)) return raw as TokenizerName;
-  throw new RingtrainError(ErrorCode.InvalidArgument, `${flag} must be one of ${TOKENIZER_NAMES.join(', ')} (got ${JSON.stringify(raw)})`, { tokenizer: raw });
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `${flag} must be one of ${TOKENIZER_NAMES.join(', ')} (got ${JSON.stringify(raw)})`,
+    { tokenizer: raw },
+  );
 }

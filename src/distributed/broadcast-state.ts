@@ -18,25 +18,44 @@ export interface BroadcastOptions {
 export async function broadcastParameters(comm: Communicator, model: Model, o: BroadcastOptions = {}): Promise<void> {
   const root = o.root ?? 0;
   const flat = comm.rank === root ? await model.readParams() : new Float32Array(model.flatLength);
-  const got = await broadcast(comm, flat, { root, name: 'parameters', shape: [model.flatLength], timeoutMs: o.timeoutMs });
+  const got = await broadcast(comm, flat, {
+    root,
+    name: 'parameters',
+    shape: [model.flatLength],
+    timeoutMs: o.timeoutMs,
+  });
   if (comm.rank !== root) model.writeParams(got);
 }
 
 /** Every rank ends with the root's optimizer state (moments, velocity, step count). */
-export async function broadcastOptimizerState(comm: Communicator, optimizer: Optimizer, o: BroadcastOptions = {}): Promise<void> {
+export async function broadcastOptimizerState(
+  comm: Communicator,
+  optimizer: Optimizer,
+  o: BroadcastOptions = {},
+): Promise<void> {
   const root = o.root ?? 0;
   const state = await optimizer.exportState();
   // Same names and lengths on every rank (same model and optimizer kind), sorted so the order agrees.
   const names = Object.keys(state).sort();
   const out: Record<string, Float32Array> = {};
   for (const name of names) {
-    out[name] = await broadcast(comm, state[name], { root, name: `optimizer/${name}`, shape: [state[name].length], timeoutMs: o.timeoutMs });
+    out[name] = await broadcast(comm, state[name], {
+      root,
+      name: `optimizer/${name}`,
+      shape: [state[name].length],
+      timeoutMs: o.timeoutMs,
+    });
   }
   if (comm.rank !== root) optimizer.importState(out);
 }
 
 /** Averages scalar metrics over all ranks (Horovod's MetricAverageCallback), weighted by `weight` (e.g. sample count). */
-export async function averageMetrics(comm: Communicator, metrics: Record<string, number>, weight = 1, timeoutMs?: number): Promise<Record<string, number>> {
+export async function averageMetrics(
+  comm: Communicator,
+  metrics: Record<string, number>,
+  weight = 1,
+  timeoutMs?: number,
+): Promise<Record<string, number>> {
   const names = Object.keys(metrics).sort();
   const buf = new Float32Array(names.length + 1);
   names.forEach((n, i) => (buf[i] = metrics[n] * weight));

@@ -53,7 +53,9 @@ export interface LocalSgdOptions {
 }
 
 /** Checks the settings; throws InvalidArgument naming the bad one. */
-export function localSgdSettings(o: LocalSgdOptions): Required<Omit<LocalSgdOptions, 'timeoutMs'>> & { timeoutMs: number | undefined } {
+export function localSgdSettings(
+  o: LocalSgdOptions,
+): Required<Omit<LocalSgdOptions, 'timeoutMs'>> & { timeoutMs: number | undefined } {
   const s = {
     syncEvery: o.syncEvery,
     outerLr: o.outerLr ?? DEFAULT_OUTER_LR,
@@ -62,9 +64,21 @@ export function localSgdSettings(o: LocalSgdOptions): Required<Omit<LocalSgdOpti
     fusionThresholdBytes: o.fusionThresholdBytes ?? DEFAULT_FUSION_THRESHOLD_BYTES,
     timeoutMs: o.timeoutMs,
   };
-  if (!Number.isInteger(s.syncEvery) || s.syncEvery < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `syncEvery (--sync-every) must be a whole number of steps >= 1, got ${o.syncEvery}`);
-  if (!(s.outerLr > 0) || !Number.isFinite(s.outerLr)) throw new RingtrainError(ErrorCode.InvalidArgument, `outerLr (--outer-lr) must be a finite number > 0, got ${o.outerLr}`);
-  if (!(s.outerMomentum >= 0 && s.outerMomentum < 1)) throw new RingtrainError(ErrorCode.InvalidArgument, `outerMomentum (--outer-momentum) must be in [0, 1), got ${o.outerMomentum}`);
+  if (!Number.isInteger(s.syncEvery) || s.syncEvery < 1)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `syncEvery (--sync-every) must be a whole number of steps >= 1, got ${o.syncEvery}`,
+    );
+  if (!(s.outerLr > 0) || !Number.isFinite(s.outerLr))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `outerLr (--outer-lr) must be a finite number > 0, got ${o.outerLr}`,
+    );
+  if (!(s.outerMomentum >= 0 && s.outerMomentum < 1))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `outerMomentum (--outer-momentum) must be in [0, 1), got ${o.outerMomentum}`,
+    );
   return s;
 }
 
@@ -95,7 +109,8 @@ export class LocalSgdOptimizer {
     this.settings = localSgdSettings(options);
     this.momentum = new Float32Array(model.flatLength);
     this.delta = new Float32Array(model.flatLength);
-    if (this.settings.compression === 'int8' || this.settings.compression.startsWith('topk:')) this.residual = new Float32Array(model.flatLength);
+    if (this.settings.compression === 'int8' || this.settings.compression.startsWith('topk:'))
+      this.residual = new Float32Array(model.flatLength);
     this.optimizer = this.stateCarrier();
   }
 
@@ -154,7 +169,11 @@ export class LocalSgdOptimizer {
     });
     for (let i = 0; i < delta.length; i++) {
       if (!Number.isFinite(delta[i])) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `the averaged outer delta holds ${delta[i]} at index ${i}: a rank diverged during its inner steps; lower --lr or --sync-every`, { index: i, diverged: true });
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `the averaged outer delta holds ${delta[i]} at index ${i}: a rank diverged during its inner steps; lower --lr or --sync-every`,
+          { index: i, diverged: true },
+        );
       }
     }
     // Only now, with the average in hand, does the state change: a failed allreduce leaves the round as it was.
@@ -196,11 +215,19 @@ export class LocalSgdOptimizer {
         const n = self.model.flatLength;
         for (const key of [ANCHOR, MOMENTUM]) {
           if (!(state[key] instanceof Float32Array) || state[key].length !== n) {
-            throw new RingtrainError(ErrorCode.InvalidArgument, `local SGD state "${key}" must be ${n} floats (the model's flatLength), got ${state[key] instanceof Float32Array ? state[key].length : 'none'}; a checkpoint of synchronous training cannot resume with --sync-every`, { name: key });
+            throw new RingtrainError(
+              ErrorCode.InvalidArgument,
+              `local SGD state "${key}" must be ${n} floats (the model's flatLength), got ${state[key] instanceof Float32Array ? state[key].length : 'none'}; a checkpoint of synchronous training cannot resume with --sync-every`,
+              { name: key },
+            );
           }
         }
         const k = state[INNER_STEPS]?.[0] ?? 0;
-        if (!Number.isInteger(k) || k < 0) throw new RingtrainError(ErrorCode.InvalidArgument, `local SGD state "${INNER_STEPS}" must be a whole number >= 0, got ${k}`);
+        if (!Number.isInteger(k) || k < 0)
+          throw new RingtrainError(
+            ErrorCode.InvalidArgument,
+            `local SGD state "${INNER_STEPS}" must be a whole number >= 0, got ${k}`,
+          );
         inner.importState(Object.fromEntries(Object.entries(state).filter(([key]) => !key.startsWith('outer.'))));
         self.anchor = state[ANCHOR].slice();
         self.momentum = state[MOMENTUM].slice();
@@ -212,11 +239,36 @@ export class LocalSgdOptimizer {
 }
 
 /** What trains on the ring: local SGD when the config has syncEvery, else synchronous DistributedOptimizer. */
-export function ringOptimizer(comm: Communicator | CurrentRing, model: Model, inner: Optimizer, config: LocalSgdConfig & DistributedOptimizerOptions): DistributedOptimizer | LocalSgdOptimizer {
-  const common = { compression: config.compression, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs };
-  if (config.syncEvery === undefined) return new DistributedOptimizer(comm, model, inner, { ...common, backwardPassesPerStep: config.backwardPassesPerStep, checks: config.checks, aggregation: config.aggregation, overlap: config.overlap });
-  if ((config.backwardPassesPerStep ?? 1) !== 1) throw new RingtrainError(ErrorCode.InvalidArgument, '--backward-passes does not combine with --sync-every (local SGD already sends rarely); drop one');
-  return new LocalSgdOptimizer(comm, model, inner, { ...common, syncEvery: config.syncEvery, outerLr: config.outerLr, outerMomentum: config.outerMomentum });
+export function ringOptimizer(
+  comm: Communicator | CurrentRing,
+  model: Model,
+  inner: Optimizer,
+  config: LocalSgdConfig & DistributedOptimizerOptions,
+): DistributedOptimizer | LocalSgdOptimizer {
+  const common = {
+    compression: config.compression,
+    fusionThresholdBytes: config.fusionThresholdBytes,
+    timeoutMs: config.timeoutMs,
+  };
+  if (config.syncEvery === undefined)
+    return new DistributedOptimizer(comm, model, inner, {
+      ...common,
+      backwardPassesPerStep: config.backwardPassesPerStep,
+      checks: config.checks,
+      aggregation: config.aggregation,
+      overlap: config.overlap,
+    });
+  if ((config.backwardPassesPerStep ?? 1) !== 1)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      '--backward-passes does not combine with --sync-every (local SGD already sends rarely); drop one',
+    );
+  return new LocalSgdOptimizer(comm, model, inner, {
+    ...common,
+    syncEvery: config.syncEvery,
+    outerLr: config.outerLr,
+    outerMomentum: config.outerMomentum,
+  });
 }
 
 /** Ends a local SGD round early (before evaluating or saving); nothing to do for synchronous training. */

@@ -93,7 +93,10 @@ export class DirectionHistory {
     this.pullLimit = o.pullLimit ?? DEFAULT_DIRECTION_LIMIT;
     this.persistentRatio = o.persistentRatio ?? DEFAULT_PERSISTENT_RATIO;
     if (!Number.isInteger(this.window) || this.window < 1 || !(this.pullLimit > 0) || !(this.persistentRatio > 1)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `the direction rule needs a window of at least one step, a pull limit > 0 and a persistent ratio > 1; got window ${this.window}, pull limit ${this.pullLimit}, ratio ${this.persistentRatio}`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `the direction rule needs a window of at least one step, a pull limit > 0 and a persistent ratio > 1; got window ${this.window}, pull limit ${this.pullLimit}, ratio ${this.persistentRatio}`,
+      );
     }
   }
 
@@ -111,8 +114,13 @@ export class DirectionHistory {
       const ratios = [...record.map((r) => r.normRatio), ...Array<number>(this.window - record.length).fill(1)];
       const typical = median(ratios);
       const figures = `over the last ${this.window} steps: pull ${pull.toFixed(2)} median norms along the others' consensus, median norm ratio ${typical.toFixed(1)}×; now ${x.normRatio.toFixed(1)}×`;
-      if (pull < -this.pullLimit) out.push({ rank, reason: `its gradient pulls against the others' (limit -${this.pullLimit}; ${figures})` });
-      else if (typical > this.persistentRatio) out.push({ rank, reason: `its gradient stays far larger than the others' (limit ${this.persistentRatio}×; ${figures})` });
+      if (pull < -this.pullLimit)
+        out.push({ rank, reason: `its gradient pulls against the others' (limit -${this.pullLimit}; ${figures})` });
+      else if (typical > this.persistentRatio)
+        out.push({
+          rank,
+          reason: `its gradient stays far larger than the others' (limit ${this.persistentRatio}×; ${figures})`,
+        });
     });
     return out;
   }

@@ -74,7 +74,11 @@ export interface DoubtStats {
  * recent spikes, carried in their averages, keep that ratio honest. One rank cannot move
  * the median of the others' averages, whatever it sends.
  */
-export function doubtStats(sketches: ArrayLike<number>[], norms: ArrayLike<number>, typical?: ArrayLike<number>): DoubtStats[] {
+export function doubtStats(
+  sketches: ArrayLike<number>[],
+  norms: ArrayLike<number>,
+  typical?: ArrayLike<number>,
+): DoubtStats[] {
   return sketches.map((s, r) => {
     const others = sketches.filter((_, q) => q !== r);
     const now = median(Array.from(norms).filter((_, q) => q !== r));
@@ -123,14 +127,24 @@ export class DoubtTracker {
     this.cosine = o.cosine ?? DEFAULT_DOUBT_COSINE;
     this.namedAfter = o.namedAfter ?? DEFAULT_NAMED_AFTER;
     this.clipRatio = o.clipRatio ?? DEFAULT_CLIP_RATIO;
-    if (!(this.ratio >= 1) || !(this.cosine >= 0 && this.cosine < 1) || !Number.isInteger(this.namedAfter) || this.namedAfter < 1 || !(this.clipRatio >= 1)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `the doubt rule needs a norm ratio >= 1, a cosine in [0, 1), namedAfter a positive integer and a clip ratio >= 1; got ratio ${this.ratio}, cosine ${this.cosine}, namedAfter ${this.namedAfter}, clipRatio ${this.clipRatio}`);
+    if (
+      !(this.ratio >= 1) ||
+      !(this.cosine >= 0 && this.cosine < 1) ||
+      !Number.isInteger(this.namedAfter) ||
+      this.namedAfter < 1 ||
+      !(this.clipRatio >= 1)
+    ) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `the doubt rule needs a norm ratio >= 1, a cosine in [0, 1), namedAfter a positive integer and a clip ratio >= 1; got ratio ${this.ratio}, cosine ${this.cosine}, namedAfter ${this.namedAfter}, clipRatio ${this.clipRatio}`,
+      );
     }
   }
 
   /** Judges one step's contributions; every rank gets the same verdict from the same numbers. */
   judge(step: number, sketches: ArrayLike<number>[], norms: ArrayLike<number>): DoubtVerdict {
-    if (sketches.length < MIN_RANKS_FOR_DOUBT || !Array.from(norms).every(Number.isFinite)) return { leftOut: [], named: [], clipped: [] };
+    if (sketches.length < MIN_RANKS_FOR_DOUBT || !Array.from(norms).every(Number.isFinite))
+      return { leftOut: [], named: [], clipped: [] };
     const typical = Array.from(norms, (n, rank) => {
       const t = this.typical.get(rank);
       return t === undefined ? n : t.step === step ? t.before : t.value;
@@ -155,7 +169,11 @@ export class DoubtTracker {
       if (run === 0 && x.nowRatio > this.clipRatio) verdict.clipped.push({ rank, factor: this.clipRatio / x.nowRatio });
       if (run === 0) return;
       const figures = `${x.normRatio.toFixed(1)}× the others' median norm, cosine ${x.cosine.toFixed(2)} with their consensus (doubtful: at least ${this.ratio}× and at most -${this.cosine})`;
-      if (run >= this.namedAfter) verdict.named.push({ rank, reason: `its gradient was large and pointed against the others' at ${run} steps in a row; now ${figures}` });
+      if (run >= this.namedAfter)
+        verdict.named.push({
+          rank,
+          reason: `its gradient was large and pointed against the others' at ${run} steps in a row; now ${figures}`,
+        });
       else verdict.leftOut.push({ rank, reason: figures });
     });
     return verdict;

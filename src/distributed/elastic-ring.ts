@@ -91,7 +91,13 @@ export class ElasticRing implements CurrentRing {
       return true;
     } catch (err) {
       if (!this.hooks || !isBroken(err)) throw err;
-      this.o.bus.emit({ type: 'peer-lost', t: now(), rank: this.current.rank, peer: lostRanksOf(err)[0] ?? -1, reason: err.message });
+      this.o.bus.emit({
+        type: 'peer-lost',
+        t: now(),
+        rank: this.current.rank,
+        peer: lostRanksOf(err)[0] ?? -1,
+        reason: err.message,
+      });
       // Wait for the server's next membership and carry on without the lost peer.
       await this.regroup(this.hooks.currentEpoch() + 1);
       return false;
@@ -103,7 +109,11 @@ export class ElasticRing implements CurrentRing {
    * every rank gets the same answer, so all of them re-form at the same point or none does.
    */
   async agreedEpoch(): Promise<number> {
-    const r = await allreduce(this.current, new Int32Array([this.membership().latestEpoch()]), { op: 'max', name: this.o.agreementName ?? 'membership-epoch', timeoutMs: this.o.timeoutMs });
+    const r = await allreduce(this.current, new Int32Array([this.membership().latestEpoch()]), {
+      op: 'max',
+      name: this.o.agreementName ?? 'membership-epoch',
+      timeoutMs: this.o.timeoutMs,
+    });
     return r[0];
   }
 
@@ -159,7 +169,11 @@ export class ElasticRing implements CurrentRing {
   }
 
   private membership(): ElasticHooks {
-    if (!this.hooks) throw new RingtrainError(ErrorCode.InvalidArgument, "this ring has no membership hooks, so it cannot re-form; build the ElasticRing with the session's elastic hooks (session.elastic)");
+    if (!this.hooks)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        "this ring has no membership hooks, so it cannot re-form; build the ElasticRing with the session's elastic hooks (session.elastic)",
+      );
     return this.hooks;
   }
 }

@@ -59,9 +59,16 @@ export abstract class ElasticState implements ElasticRunState {
     o: { timeoutMs?: number; agreementName: string },
   ) {
     if (parseJobSettings(session.job.config.hyperparameters).elastic !== true) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `elastic: job ${session.job.id} is not elastic, so a lost peer would stop it for good; start it with ringtrain launch --elastic (or set the job's elastic setting)`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `elastic: job ${session.job.id} is not elastic, so a lost peer would stop it for good; start it with ringtrain launch --elastic (or set the job's elastic setting)`,
+      );
     }
-    this.ring = new ElasticRing(session.comm, session.elastic, { bus: session.comm.events, timeoutMs: o.timeoutMs, agreementName: o.agreementName });
+    this.ring = new ElasticRing(session.comm, session.elastic, {
+      bus: session.comm.events,
+      timeoutMs: o.timeoutMs,
+      agreementName: o.agreementName,
+    });
   }
 
   abstract save(): Promise<void>;

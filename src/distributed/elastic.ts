@@ -80,7 +80,11 @@ export class State extends ElasticState implements Position {
 
   /** Keeps a copy of the weights, the optimizer state and the position (in memory, on this rank). */
   async save(): Promise<void> {
-    this.committed = { position: this.position(), params: await this.model.readParams(), optimizer: await this.optimizer.optimizer.exportState() };
+    this.committed = {
+      position: this.position(),
+      params: await this.model.readParams(),
+      optimizer: await this.optimizer.optimizer.exportState(),
+    };
   }
 
   /** Back to the last commit (this rank's): what a broken step may have half-applied is undone. */

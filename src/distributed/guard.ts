@@ -63,7 +63,10 @@ export function contributionOutliers(norms: ArrayLike<number>, options: GuardOpt
   const ratio = options.ratio ?? DEFAULT_GUARD_RATIO;
   const floor = options.floor ?? DEFAULT_GUARD_FLOOR;
   if (!(ratio > 1) || !(floor >= 0)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `guard ratio must be > 1 and floor >= 0, got ratio ${ratio}, floor ${floor}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `guard ratio must be > 1 and floor >= 0, got ratio ${ratio}, floor ${floor}`,
+    );
   }
   const all = Array.from(norms);
   const finite = all.filter(Number.isFinite);
@@ -77,10 +80,16 @@ export function contributionOutliers(norms: ArrayLike<number>, options: GuardOpt
     const m = median(finite);
     const scale = Math.max(m, typical, floor);
     const limit = ratio * scale;
-    const against = typical > m ? `the ring's recent typical norm ${typical.toExponential(3)} (median now ${m.toExponential(3)})` : `the median ${m.toExponential(3)}`;
+    const against =
+      typical > m
+        ? `the ring's recent typical norm ${typical.toExponential(3)} (median now ${m.toExponential(3)})`
+        : `the median ${m.toExponential(3)}`;
     all.forEach((n, rank) => {
       if (Number.isFinite(n) && n > limit) {
-        out.push({ rank, reason: `its gradient norm ${n.toExponential(3)} is ${(n / scale).toExponential(2)}× ${against} (limit ${ratio}×)` });
+        out.push({
+          rank,
+          reason: `its gradient norm ${n.toExponential(3)} is ${(n / scale).toExponential(2)}× ${against} (limit ${ratio}×)`,
+        });
       }
     });
   }
@@ -104,15 +113,28 @@ export function l2Norm(x: Float32Array): number {
  * Checks this step's contributions across the ring; throws ERR_PEER_MISBEHAVED
  * naming the offending ranks (on every rank alike) or returns the norms.
  */
-export async function checkContributions(comm: Communicator, local: Float32Array, step: number, options: GuardOptions = {}): Promise<Float32Array> {
+export async function checkContributions(
+  comm: Communicator,
+  local: Float32Array,
+  step: number,
+  options: GuardOptions = {},
+): Promise<Float32Array> {
   // float32 carries norms up to 3.4e38; beyond that it reads Infinity, which the rule flags too.
-  const norms = await allgather(comm, new Float32Array([l2Norm(local)]), { name: 'gradient-norms', timeoutMs: options.timeoutMs });
+  const norms = await allgather(comm, new Float32Array([l2Norm(local)]), {
+    name: 'gradient-norms',
+    timeoutMs: options.timeoutMs,
+  });
   rejectOffences(comm, step, judgeNorms(comm, norms, step, options), norms);
   return norms;
 }
 
 /** The norm rule's verdict on this step's norms, strikes included (same answer on every rank). */
-export function judgeNorms(comm: Communicator, norms: Float32Array, step: number, options: GuardOptions = {}): Offence[] {
+export function judgeNorms(
+  comm: Communicator,
+  norms: Float32Array,
+  step: number,
+  options: GuardOptions = {},
+): Offence[] {
   const typical = typicalNorms.get(comm);
   const outliers = contributionOutliers(norms, options, typical?.value ?? 0);
   const proven = provenOffences(comm, norms, step, outliers, options, typical?.value ?? 0);
@@ -146,7 +168,14 @@ function noteTypical(comm: Communicator, norms: Float32Array, step: number, outl
 export function rejectOffences(comm: Communicator, step: number, bad: Offence[], norms: ArrayLike<number>): void {
   if (bad.length === 0) return;
   for (const b of bad) {
-    if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: b.rank, reason: `step ${step}: ${b.reason}` });
+    if (comm.events.active)
+      comm.events.emit({
+        type: 'peer-misbehaved',
+        t: now(),
+        rank: comm.rank,
+        peer: b.rank,
+        reason: `step ${step}: ${b.reason}`,
+      });
   }
   const named = bad.map((b) => `rank ${b.rank} (${b.reason})`).join('; ');
   throw new RingtrainError(
@@ -164,7 +193,14 @@ const strikes = new WeakMap<Communicator, Map<number, number>>();
  * same rank was one at the previous step too. Every rank keeps the same record from the same
  * norms, so all reach the same verdict.
  */
-function provenOffences(comm: Communicator, norms: Float32Array, step: number, outliers: Offence[], options: GuardOptions, typical: number): Offence[] {
+function provenOffences(
+  comm: Communicator,
+  norms: Float32Array,
+  step: number,
+  outliers: Offence[],
+  options: GuardOptions,
+  typical: number,
+): Offence[] {
   let record = strikes.get(comm);
   if (!record) strikes.set(comm, (record = new Map()));
   const finite = Array.from(norms).filter(Number.isFinite);
@@ -178,7 +214,8 @@ function provenOffences(comm: Communicator, norms: Float32Array, step: number, o
     }
     const last = record.get(o.rank);
     // A redone step keeps its number: a strike at this step or the one before counts.
-    if (last !== undefined && last < step && last >= step - 1) proven.push({ ...o, reason: `${o.reason}, at steps ${last} and ${step}` });
+    if (last !== undefined && last < step && last >= step - 1)
+      proven.push({ ...o, reason: `${o.reason}, at steps ${last} and ${step}` });
     else if (last === undefined || last < step) record.set(o.rank, step);
   }
   for (const rank of record.keys()) if (!outliers.some((o) => o.rank === rank)) record.delete(rank);

@@ -31,23 +31,43 @@ async function startJobOfOne(): Promise<JobAddress> {
     token: randomUUID().replaceAll('-', ''),
     config: { model: 'user-script', optimizer: 'user', hyperparameters: {}, batchPerPeer: 1, minPeers: 1, maxPeers: 1 },
   };
-  const server = await startServer({ host: '127.0.0.1', port: 0, jobs: [job], staticDir: null, heartbeatMs: SOLO_HEARTBEAT_MS, missedHeartbeats: SOLO_MISSED_HEARTBEATS });
+  const server = await startServer({
+    host: '127.0.0.1',
+    port: 0,
+    jobs: [job],
+    staticDir: null,
+    heartbeatMs: SOLO_HEARTBEAT_MS,
+    missedHeartbeats: SOLO_MISSED_HEARTBEATS,
+  });
   return { server: server.url, job: job.id, token: job.token, stop: () => server.close() };
 }
 
-export async function jobToJoin(o: { server?: string; job?: string; token?: string }, env: Record<string, string | undefined> = process.env): Promise<JobAddress> {
+export async function jobToJoin(
+  o: { server?: string; job?: string; token?: string },
+  env: Record<string, string | undefined> = process.env,
+): Promise<JobAddress> {
   const given = { server: o.server ?? env[SERVER_ENV], job: o.job ?? env[JOB_ENV], token: o.token ?? env[TOKEN_ENV] };
   if (!given.server && !given.job && !given.token) return startJobOfOne();
-  for (const [key, envName] of [['server', SERVER_ENV], ['job', JOB_ENV], ['token', TOKEN_ENV]] as const) {
+  for (const [key, envName] of [
+    ['server', SERVER_ENV],
+    ['job', JOB_ENV],
+    ['token', TOKEN_ENV],
+  ] as const) {
     if (!given[key]) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `init: no ${key}; pass { ${key} } or set ${envName} (ringtrain launch sets it for its workers), or give none of server, job and token to train alone`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `init: no ${key}; pass { ${key} } or set ${envName} (ringtrain launch sets it for its workers), or give none of server, job and token to train alone`,
+      );
     }
   }
   return { server: given.server!, job: given.job!, token: given.token! };
 }
 
 /** Runs `join` on the address, and stops a job of one's server when joining fails or, later, when the session closes. */
-export async function joinAddress<S extends { onClose(handler: () => void | Promise<void>): void }>(address: JobAddress, join: (a: JobAddress) => Promise<S>): Promise<S> {
+export async function joinAddress<S extends { onClose(handler: () => void | Promise<void>): void }>(
+  address: JobAddress,
+  join: (a: JobAddress) => Promise<S>,
+): Promise<S> {
   let session: S;
   try {
     session = await join(address);

@@ -24,12 +24,23 @@ const OPTIMIZERS = ['sgd', 'adamw'] as const;
 export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   const model = job.model;
   const optimizer = job.optimizer as (typeof OPTIMIZERS)[number];
-  if (!(MODELS as readonly string[]).includes(model) && !isModelFile(model)) throw new RingtrainError(ErrorCode.InvalidArgument, `the job trains model '${job.model}', which this peer does not know (${MODELS.join(', ')}); update ringtrain`);
-  if (!OPTIMIZERS.includes(optimizer)) throw new RingtrainError(ErrorCode.InvalidArgument, `the job uses optimizer '${job.optimizer}', which this peer does not know (${OPTIMIZERS.join(', ')}); update ringtrain`);
+  if (!(MODELS as readonly string[]).includes(model) && !isModelFile(model))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `the job trains model '${job.model}', which this peer does not know (${MODELS.join(', ')}); update ringtrain`,
+    );
+  if (!OPTIMIZERS.includes(optimizer))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `the job uses optimizer '${job.optimizer}', which this peer does not know (${OPTIMIZERS.join(', ')}); update ringtrain`,
+    );
   const h = parseJobSettings(job.hyperparameters);
-  // A model file (path in job.model) trains under the name it was registered as when this peer loaded it (src/cli/model-option.ts).
-  const fileModel = isModelFile(model) && h.modelName !== undefined && registeredModel(h.modelName) ? h.modelName : undefined;
-  if (h.lr === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
+  // A model file (path in job.model) trains under the name it was registered as when this peer loaded it
+  // (src/cli/model-option.ts).
+  const fileModel =
+    isModelFile(model) && h.modelName !== undefined && registeredModel(h.modelName) ? h.modelName : undefined;
+  if (h.lr === undefined)
+    throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
   return madeFromSchema({
     model: fileModel ?? model,
     optimizer,
@@ -61,13 +72,17 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
     // late in training (loss ~0.01, one hard example: 96x the median norm against the others)
     // tripped the pull rule and stopped a non-elastic job; the NaN/Inf and 1,000x norm rules stay on.
     // The doubt rule (doubt.ts): on in elastic jobs unless they say doubtRule: false (stepCheckOn says why).
-    guard: { ...(h.directionRules === true ? {} : { direction: false }), ...(stepCheckOn(h, 'doubtRule') ? {} : { doubt: false }) },
+    guard: {
+      ...(h.directionRules === true ? {} : { direction: false }),
+      ...(stepCheckOn(h, 'doubtRule') ? {} : { doubt: false }),
+    },
     aggregation: h.aggregation === undefined ? undefined : parseAggregation(h.aggregation),
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
     syncEvery: h.syncEvery,
     outerLr: h.outerLr,
     outerMomentum: h.outerMomentum,
-    // --model-options (and the transformer's --layers/--width/--heads) travel as one JSON object string (the schema checked it is one).
+    // --model-options (and the transformer's --layers/--width/--heads) travel as one JSON object string (the schema
+    // checked it is one).
     modelOptions: h.modelOptions === undefined ? undefined : (JSON.parse(h.modelOptions) as Record<string, unknown>),
   });
 }

@@ -13,5 +13,7 @@ import { init, type InitOptions, type Session } from './session.node.ts';
 
 export async function initFromEnvironment(o: Partial<InitOptions> = {}): Promise<Session> {
   const address = await jobToJoin(o);
-  return joinAddress(address, (a) => init({ ...o, server: a.server, job: a.job, token: a.token, name: o.name ?? process.env[NAME_ENV] }));
+  return joinAddress(address, (a) =>
+    init({ ...o, server: a.server, job: a.job, token: a.token, name: o.name ?? process.env[NAME_ENV] }),
+  );
 }

@@ -31,7 +31,10 @@ export interface LrSchedule {
 
 export function validateLrSchedule(s: LrSchedule): void {
   if (!Number.isFinite(s.baseLr) || s.baseLr <= 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `learning rate must be a positive number, got ${s.baseLr}; pass e.g. --lr 0.01`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `learning rate must be a positive number, got ${s.baseLr}; pass e.g. --lr 0.01`,
+    );
   }
   if (!Number.isInteger(s.size) || s.size < 1) {
     throw new RingtrainError(ErrorCode.InvalidArgument, `size must be a positive integer, got ${s.size}`);
@@ -47,11 +50,15 @@ export function learningRateAt(s: LrSchedule, step: number): number {
   validateLrSchedule(s);
   const target = s.scaleBySize === false ? s.baseLr : s.baseLr * s.size;
   const w = s.warmupSteps ?? 0;
-  if (w > 0 && step < w) return s.warmupFrom === 'zero' ? (target * (step + 1)) / w : s.baseLr + (target - s.baseLr) * (step / w);
+  if (w > 0 && step < w)
+    return s.warmupFrom === 'zero' ? (target * (step + 1)) / w : s.baseLr + (target - s.baseLr) * (step / w);
   if (s.decay !== 'cosine') return target;
   const total = s.totalSteps ?? 0;
   if (!Number.isFinite(total) || total <= w) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cosine decay needs the total number of steps (more than the ${w} warm-up steps), got ${total}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cosine decay needs the total number of steps (more than the ${w} warm-up steps), got ${total}`,
+    );
   }
   const progress = Math.min(1, (step - w) / (total - w));
   return target * 0.5 * (1 + Math.cos(Math.PI * progress));

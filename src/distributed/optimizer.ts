@@ -93,14 +93,24 @@ export interface GradientCheck {
 }
 
 /** DistributedOptimizerOptions with the defaults filled in and checked: this optimizer's and the TF.js one's. */
-export function reduceSettings(options: DistributedOptimizerOptions): Required<Omit<DistributedOptimizerOptions, 'timeoutMs' | 'checks' | 'aggregation' | 'overlap'>> & { timeoutMs: number | undefined } {
+export function reduceSettings(options: DistributedOptimizerOptions): Required<
+  Omit<DistributedOptimizerOptions, 'timeoutMs' | 'checks' | 'aggregation' | 'overlap'>
+> & {
+  timeoutMs: number | undefined;
+} {
   const backwardPassesPerStep = options.backwardPassesPerStep ?? 1;
   const op = options.op ?? 'average';
   if (!Number.isInteger(backwardPassesPerStep) || backwardPassesPerStep < 1) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `backwardPassesPerStep must be a positive integer, got ${options.backwardPassesPerStep}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `backwardPassesPerStep must be a positive integer, got ${options.backwardPassesPerStep}`,
+    );
   }
   if (op !== 'average' && op !== 'sum') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer op must be 'average' or 'sum', got '${String(op)}'`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `DistributedOptimizer op must be 'average' or 'sum', got '${String(op)}'`,
+    );
   }
   return {
     compression: options.compression ?? 'none',
@@ -156,7 +166,10 @@ export class DistributedOptimizer {
     this.checks = options.checks ?? [];
     // Only when a check asks for them: receiving segments is then hashed on the way.
     const observers = this.checks.filter((c) => c.observe);
-    this.observeReceived = observers.length > 0 ? (offset, values) => observers.forEach((c) => c.observe!(this.comm, offset, values)) : undefined;
+    this.observeReceived =
+      observers.length > 0
+        ? (offset, values) => observers.forEach((c) => c.observe!(this.comm, offset, values))
+        : undefined;
     this.aggregation = options.aggregation?.rule === 'mean' ? undefined : options.aggregation;
     this.overlap = options.overlap ?? true;
     const settings = { aggregation: this.aggregation, compression: this.compression };
@@ -212,16 +225,26 @@ export class DistributedOptimizer {
    * alike): a rank with more of the step's counted targets weighs more. `trainingStep` is what the
    * checks see as the step (every rank must give the same): the wrapped optimizer's step count unless given.
    */
-  async step(lr?: number, weight = 1, trainingStep = this.optimizer.stepCount, buckets?: readonly GradientBucket[]): Promise<StepResult> {
+  async step(
+    lr?: number,
+    weight = 1,
+    trainingStep = this.optimizer.stepCount,
+    buckets?: readonly GradientBucket[],
+  ): Promise<StepResult> {
     // This rank's share of the step (its gradient is a mean over its own examples); scaled here,
     // not as the allreduce's prescale, which every rank must give alike.
-    if (weight !== 1 && (!Number.isFinite(weight) || weight < 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer.step: weight must be a finite number >= 0, got ${weight}`);
+    if (weight !== 1 && (!Number.isFinite(weight) || weight < 0))
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `DistributedOptimizer.step: weight must be a finite number >= 0, got ${weight}`,
+      );
     if (buckets && this.overlapBucketBytes !== undefined) return this.stepOverlapped(lr, weight, trainingStep, buckets);
     const waited = now();
     const grads = buckets ? await wholeOf(buckets, this.model.flatLength) : await this.model.readGrads();
     // The read-back is its own span on the timeline, so GPU time is never mistaken for the ring's.
     const ev = this.comm.events;
-    if (ev.active) ev.emit({ type: 'gpu-wait', t: waited, rank: this.comm.rank, what: 'gradients', ms: now() - waited });
+    if (ev.active)
+      ev.emit({ type: 'gpu-wait', t: waited, rank: this.comm.rank, what: 'gradients', ms: now() - waited });
     if (weight !== 1) for (let i = 0; i < grads.length; i++) grads[i] *= weight;
     if (this.backwardPassesPerStep > 1) {
       if (!this.accumulated) this.accumulated = new Float32Array(grads.length);
@@ -248,7 +271,12 @@ export class DistributedOptimizer {
    * it (a caller's transform) every bucket is read first, and each reading check sees the
    * contribution as the checks before it in the list left it, as on the whole-gradient path.
    */
-  private async stepOverlapped(lr: number | undefined, weight: number, trainingStep: number, buckets: readonly GradientBucket[]): Promise<StepResult> {
+  private async stepOverlapped(
+    lr: number | undefined,
+    weight: number,
+    trainingStep: number,
+    buckets: readonly GradientBucket[],
+  ): Promise<StepResult> {
     const comm = this.comm;
     const before = comm.stats.bytesSent;
     const flat = new Float32Array(this.model.flatLength);
@@ -256,9 +284,16 @@ export class DistributedOptimizer {
     const overlap = hooked.every((c) => c.readsOnly);
     // Overlapping, the sums overwrite `flat` while later buckets are read: the checks read a copy.
     const local = overlap && hooked.length > 0 ? new Float32Array(this.model.flatLength) : null;
-    const readers: { check: GradientCheck; local: Float32Array }[] = overlap ? hooked.map((check) => ({ check, local: local! })) : [];
+    const readers: { check: GradientCheck; local: Float32Array }[] = overlap
+      ? hooked.map((check) => ({ check, local: local! }))
+      : [];
     await reduceBucketsAsRead({
-      comm, buckets, weight, flat, local, overlap,
+      comm,
+      buckets,
+      weight,
+      flat,
+      local,
+      overlap,
       name: this.gradientsName,
       prepare: async () => {
         let factor = 1;
@@ -277,10 +312,21 @@ export class DistributedOptimizer {
       beforeLast: async () => {
         for (const { check, local } of readers) {
           const f = await check.before!(comm, local, trainingStep);
-          if (typeof f === 'number' && f !== 1) throw new RingtrainError(ErrorCode.InvalidArgument, `a gradient check that said it only reads resolved to the factor ${f}; give it readsOnly: false`);
+          if (typeof f === 'number' && f !== 1)
+            throw new RingtrainError(
+              ErrorCode.InvalidArgument,
+              `a gradient check that said it only reads resolved to the factor ${f}; give it readsOnly: false`,
+            );
         }
       },
-      reduce: (values, name) => allreduceInPlace(comm, values, { name, op: this.op, compression: this.compression, chunkBytes: this.fusionThresholdBytes, timeoutMs: this.timeoutMs }),
+      reduce: (values, name) =>
+        allreduceInPlace(comm, values, {
+          name,
+          op: this.op,
+          compression: this.compression,
+          chunkBytes: this.fusionThresholdBytes,
+          timeoutMs: this.timeoutMs,
+        }),
     });
     return this.apply(flat, lr, before);
   }
@@ -288,7 +334,8 @@ export class DistributedOptimizer {
   /** The reduced gradients: the checks' `after`, the finite check, then the update. */
   private async apply(reduced: Float32Array, lr: number | undefined, before: number): Promise<StepResult> {
     const prescale = this.backwardPassesPerStep > 1 ? 1 / this.backwardPassesPerStep : 1;
-    for (const check of this.checks) await check.after?.(this.comm, reduced, prescale * (this.op === 'average' ? 1 / this.comm.size : 1), prescale);
+    for (const check of this.checks)
+      await check.after?.(this.comm, reduced, prescale * (this.op === 'average' ? 1 / this.comm.size : 1), prescale);
     for (const e of this.model.layout) checkFinite(e.name, reduced.subarray(e.offset, e.offset + e.length));
     if (this.nextClipReference) [this.clipReference, this.nextClipReference] = [this.nextClipReference, null];
     this.model.writeGrads(reduced);
@@ -313,7 +360,11 @@ export class DistributedOptimizer {
     if (this.aggregation) {
       // Robust rules give a mean-like value: scaled as the ring's average (or sum) of the passes' mean would be.
       const reference = this.clipReference?.length === flat.length ? this.clipReference : undefined;
-      const out = await robustAllreduce(this.comm, flat, this.aggregation, { name: this.gradientsName, timeoutMs: this.timeoutMs, reference });
+      const out = await robustAllreduce(this.comm, flat, this.aggregation, {
+        name: this.gradientsName,
+        timeoutMs: this.timeoutMs,
+        reference,
+      });
       // Kept before scaling: the next step's contributions are compared with this step's aggregate of the same kind
       // (taken up once the step's checks passed: a step they fail leaves the reference as it was).
       if (this.aggregation.rule === 'centered-clip') this.nextClipReference = out;
@@ -355,7 +406,11 @@ async function wholeOf(buckets: readonly GradientBucket[], flatLength: number): 
 function checkFinite(name: string, data: Float32Array): void {
   for (let i = 0; i < data.length; i++) {
     if (!Number.isFinite(data[i])) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `the averaged gradient of '${name}' holds ${data[i]} at index ${i}: a rank diverged; lower the learning rate`, { tensor: name, index: i, diverged: true });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `the averaged gradient of '${name}' holds ${data[i]} at index ${i}: a rank diverged; lower the learning rate`,
+        { tensor: name, index: i, diverged: true },
+      );
     }
   }
 }

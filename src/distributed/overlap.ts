@@ -54,7 +54,10 @@ export async function reduceBucketsAsRead(r: BucketReduction): Promise<void> {
   const started: Promise<unknown>[] = [];
   const start = (i: number) => {
     const b = buckets[i];
-    const done = r.reduce(flat.subarray(b.offset, b.offset + b.length), n === 1 ? r.name : `${r.name} bucket ${i + 1}/${n}`);
+    const done = r.reduce(
+      flat.subarray(b.offset, b.offset + b.length),
+      n === 1 ? r.name : `${r.name} bucket ${i + 1}/${n}`,
+    );
     // Awaited below; a bucket that fails while later ones are still being read must not go unhandled meanwhile.
     done.catch(() => {});
     started.push(done);
@@ -63,7 +66,15 @@ export async function reduceBucketsAsRead(r: BucketReduction): Promise<void> {
     const waited = now();
     const values = await b.ready;
     // One span per read-back: on the timeline the later ones sit beside the earlier buckets' reductions.
-    if (comm.events.active) comm.events.emit({ type: 'gpu-wait', t: waited, rank: comm.rank, what: n === 1 ? 'gradients' : `gradients bucket ${i + 1}/${n}`, ms: now() - waited, bucket: [i + 1, n] });
+    if (comm.events.active)
+      comm.events.emit({
+        type: 'gpu-wait',
+        t: waited,
+        rank: comm.rank,
+        what: n === 1 ? 'gradients' : `gradients bucket ${i + 1}/${n}`,
+        ms: now() - waited,
+        bucket: [i + 1, n],
+      });
     if (r.weight !== 1) for (let k = 0; k < values.length; k++) values[k] *= r.weight;
     flat.set(values, b.offset);
     if (!r.overlap) continue;

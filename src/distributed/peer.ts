@@ -11,12 +11,29 @@ import type { Dataset } from '../data/dataset.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { trainConfigFromJob } from './job-config.ts';
 import type { Session } from './session.ts';
-import { trainDistributed, type DistributedTrainArgs, type DistributedTrainConfig, type DistributedTrainResult } from './trainer.ts';
+import {
+  trainDistributed,
+  type DistributedTrainArgs,
+  type DistributedTrainConfig,
+  type DistributedTrainResult,
+} from './trainer.ts';
 
 /** Progress goes to the server at most this often (ms): enough for a page, little traffic. */
 export const PROGRESS_EVERY_MS = 500;
 
-export interface PeerTrainArgs extends Pick<DistributedTrainArgs, 'onStep' | 'onEvaluate' | 'onWeights' | 'onRecovery' | 'shouldStop' | 'resume' | 'resumeName' | 'transformGradients' | 'transformContribution' | 'prepared'> {
+export interface PeerTrainArgs extends Pick<
+  DistributedTrainArgs,
+  | 'onStep'
+  | 'onEvaluate'
+  | 'onWeights'
+  | 'onRecovery'
+  | 'shouldStop'
+  | 'resume'
+  | 'resumeName'
+  | 'transformGradients'
+  | 'transformContribution'
+  | 'prepared'
+> {
   gpu: Gpu;
   train: Dataset;
   test: Dataset;
@@ -50,14 +67,32 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
       const t = Date.now();
       if (t - lastReport < PROGRESS_EVERY_MS) return;
       lastReport = t;
-      session.client.reportProgress({ step: s.step, epoch: s.epoch, loss: s.loss, samplesPerS: s.samplesPerS, allreduceBytes: s.bytesSent, share: s.samples });
+      session.client.reportProgress({
+        step: s.step,
+        epoch: s.epoch,
+        loss: s.loss,
+        samplesPerS: s.samplesPerS,
+        allreduceBytes: s.bytesSent,
+        share: s.samples,
+      });
     },
     onEvaluate: (e) => {
       a.onEvaluate?.(e);
-      session.client.reportProgress({ step: e.step, epoch: e.epoch, testAccuracy: e.testAccuracy, ...(Number.isFinite(e.testLoss) ? { testLoss: e.testLoss } : {}) });
+      session.client.reportProgress({
+        step: e.step,
+        epoch: e.epoch,
+        testAccuracy: e.testAccuracy,
+        ...(Number.isFinite(e.testLoss) ? { testLoss: e.testLoss } : {}),
+      });
     },
   });
-  const final = { step: result.steps, allreduceBytes: result.allreduceBytes, ...(Number.isFinite(result.trainLoss) ? { loss: result.trainLoss } : {}), ...(Number.isFinite(result.testAccuracy) ? { testAccuracy: result.testAccuracy } : {}), ...(Number.isFinite(result.testLoss) ? { testLoss: result.testLoss } : {}) };
+  const final = {
+    step: result.steps,
+    allreduceBytes: result.allreduceBytes,
+    ...(Number.isFinite(result.trainLoss) ? { loss: result.trainLoss } : {}),
+    ...(Number.isFinite(result.testAccuracy) ? { testAccuracy: result.testAccuracy } : {}),
+    ...(Number.isFinite(result.testLoss) ? { testLoss: result.testLoss } : {}),
+  };
   session.client.reportProgress(final);
   // A fixed job stopped by a claim that a peer left: once the server has had time to see it go,
   // a claim it never bore out names its maker instead of the peer it blamed.

@@ -7,22 +7,42 @@
  * destroyed again: two buffers and the optimizer's state, no kernels run), so
  * the layout compared is exactly the one training would use.
  */
-import { checkCheckpointKind, checkOptimizerState, flatParamsFor, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import {
+  checkCheckpointKind,
+  checkOptimizerState,
+  flatParamsFor,
+  type TrainingCheckpoint,
+} from '../checkpoint/checkpoint.ts';
 import type { Dataset } from '../data/dataset.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { checkClassNames, checkModelOptions, checkVocabulary, modelSpecFor } from './model-fit.ts';
 import type { LocalTrainConfig } from './train-local.ts';
 
-export async function checkResumeFits(gpu: Gpu, config: LocalTrainConfig, data: Dataset, c: TrainingCheckpoint, file: string): Promise<void> {
+export async function checkResumeFits(
+  gpu: Gpu,
+  config: LocalTrainConfig,
+  data: Dataset,
+  c: TrainingCheckpoint,
+  file: string,
+): Promise<void> {
   checkCheckpointKind(c, config, file);
   const model = createModel(gpu, modelSpecFor(config, data));
-  const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
+  const optimizer = createOptimizer(model, {
+    kind: config.optimizer,
+    lr: config.lr,
+    momentum: config.momentum,
+    weightDecay: config.weightDecay,
+  });
   try {
     checkModelOptions(c, model, file);
     checkVocabulary(c, data, file);
     checkClassNames(c, data, file);
-    flatParamsFor(c, { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength }, file);
+    flatParamsFor(
+      c,
+      { model: config.model, optimizer: config.optimizer, layout: model.layout, flatLength: model.flatLength },
+      file,
+    );
     const fresh = await optimizer.exportState();
     checkOptimizerState(c, Object.fromEntries(Object.entries(fresh).map(([k, v]) => [k, v.length])), file);
   } finally {

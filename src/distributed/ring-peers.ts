@@ -103,7 +103,11 @@ export class RingPeers implements Peers {
     const { comm } = this;
     const loop = this.loop!;
     const timeoutMs = this.config.timeoutMs;
-    const position = await broadcast(comm, comm.rank === 0 ? loop.state.position() : new Int32Array(3), { root: 0, name: 'training-position', timeoutMs });
+    const position = await broadcast(comm, comm.rank === 0 ? loop.state.position() : new Int32Array(3), {
+      root: 0,
+      name: 'training-position',
+      timeoutMs,
+    });
     await broadcastParameters(comm, this.parts.model, { timeoutMs });
     await broadcastOptimizerState(comm, this.parts.ringOpt.optimizer, { timeoutMs });
     // Only now: a sync cut short leaves this rank's position with its own weights.
@@ -133,7 +137,10 @@ export class RingPeers implements Peers {
     const { ringOpt, clock } = this.parts;
     clock.start = s.computeStart;
     // Weighed by this rank's share of the step's counted targets (exactly 1 when shares are equal).
-    const weight = s.batch.ringTargets > 0 ? (comm.size * s.targets) / s.batch.ringTargets : (comm.size * s.batch.size) / s.globalBatch;
+    const weight =
+      s.batch.ringTargets > 0
+        ? (comm.size * s.targets) / s.batch.ringTargets
+        : (comm.size * s.batch.size) / s.globalBatch;
     const r = await ringOpt.step(s.lr, weight, s.step, s.buckets).catch((err: unknown) => {
       const guard = guardOf(config);
       throw guard !== false ? suspectPeersFirst(err, config.verify === true, guard.doubt !== false) : err;
@@ -180,11 +187,21 @@ export class RingPeers implements Peers {
       failure = err;
       local = { accuracy: NaN, loss: NaN };
     }
-    // Weighed by counted targets (examples for a classifier, characters for the words): the ring's mean is the whole set's.
-    const avg = await averageMetrics(this.comm, { accuracy: local.accuracy, loss: local.loss }, countedTargets(shard.labels), this.config.timeoutMs);
+    // Weighed by counted targets (examples for a classifier, characters for the words): the ring's mean is the whole
+    // set's.
+    const avg = await averageMetrics(
+      this.comm,
+      { accuracy: local.accuracy, loss: local.loss },
+      countedTargets(shard.labels),
+      this.config.timeoutMs,
+    );
     if (failure !== undefined) throw failure;
     if (Number.isNaN(avg.accuracy)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `rank ${this.rank}: another rank's evaluation failed (its own result says why), so the ring has no metrics for this evaluation; training goes on`, { rank: this.rank, peerEvaluationFailed: true });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `rank ${this.rank}: another rank's evaluation failed (its own result says why), so the ring has no metrics for this evaluation; training goes on`,
+        { rank: this.rank, peerEvaluationFailed: true },
+      );
     }
     return { accuracy: avg.accuracy, loss: avg.loss };
   }
@@ -194,7 +211,12 @@ export class RingPeers implements Peers {
  * What a ring's checkpoints record: its position (epoch and the examples the ring took in it,
  * which survive a change of ring size) and how it trained (global batch, size).
  */
-export function ringRecord(config: DistributedTrainConfig, model: Model, ring: ElasticRing, trainedOn: Record<string, string>): RunRecord {
+export function ringRecord(
+  config: DistributedTrainConfig,
+  model: Model,
+  ring: ElasticRing,
+  trainedOn: Record<string, string>,
+): RunRecord {
   return {
     // A ring hands out its weights even with nothing left to train: a page shows predictions with them.
     handsOutUntrained: true,
@@ -225,7 +247,9 @@ function suspectPeersFirst(err: unknown, verify: boolean, doubt: boolean): unkno
   const head = err.message.replace(/: a rank diverged; lower the learning rate$/, '');
   // A peer that sends its gradient flipped and ×20, and publishes it so, passes both the norm rule
   // and verify, and diverges a job in a few steps: only the doubt rule leaves it out and names it.
-  const flip = doubt ? '' : "; a peer may also have sent large gradients against the others', which the doubt rule (--doubt-rule) leaves out and names";
+  const flip = doubt
+    ? ''
+    : "; a peer may also have sent large gradients against the others', which the doubt rule (--doubt-rule) leaves out and names";
   const hint = verify
     ? `every rank published a finite gradient and the verified allreduce found no one changing it${flip}; if none did, the sum itself overflowed: lower the learning rate`
     : `every rank published a finite gradient before the sum, so a peer may have sent other numbers than it published: run the job with verify (--verify) to name it${flip}; if none did, the sum overflowed: lower the learning rate`;

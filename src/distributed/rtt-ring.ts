@@ -29,6 +29,9 @@ export async function orderRingByRtt(comm: Communicator, timeoutMs?: number): Pr
     order,
     rttMs,
     slowestHopMs: tourCost(rttMs, order).slowest,
-    rankOrderSlowestHopMs: tourCost(rttMs, rttMs.map((_, i) => i)).slowest,
+    rankOrderSlowestHopMs: tourCost(
+      rttMs,
+      rttMs.map((_, i) => i),
+    ).slowest,
   };
 }

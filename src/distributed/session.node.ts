@@ -9,6 +9,7 @@ export type { InitOptions, Session } from './session.ts';
 
 export function init(o: InitOptions): Promise<Session> {
   const native = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-  const WS = o.WebSocket ?? (detectRuntime() === 'deno' && native ? native : (WebSocket as unknown as WebSocketConstructor));
+  const WS =
+    o.WebSocket ?? (detectRuntime() === 'deno' && native ? native : (WebSocket as unknown as WebSocketConstructor));
   return initWith({ ...o, WebSocket: WS, wrtc: o.wrtc ?? loadWrtc() });
 }

@@ -27,7 +27,13 @@ import type { LinkTransport } from '../core/events.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
 import { recordRingHolder } from './elastic-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
-import { FINISHED_LEAVE_REASON, PeerLeftReason, SignalErrorCode, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
+import {
+  FINISHED_LEAVE_REASON,
+  PeerLeftReason,
+  SignalErrorCode,
+  type JobConfig,
+  type PeerLeftMsg,
+} from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
 import { parseJobSettings, type JobSettings } from './settings.ts';
 
@@ -151,7 +157,8 @@ class PeerSession implements Session {
       // The step checks' allgather needs every member's data at every rank, like a whole step, and
       // comes first in a step: a peer that breaks the rules at its first step is then a voter's
       // peer, and can be ejected (nobody could be in a job that had no voters yet).
-      const together = e.type === 'train-step' || (e.type === 'collective-end' && e.ok && e.name === 'gradient-sketches');
+      const together =
+        e.type === 'train-step' || (e.type === 'collective-end' && e.ok && e.name === 'gradient-sketches');
       if (together && e.rank === this.membership?.rank) this.attest();
     });
   }
@@ -161,7 +168,8 @@ class PeerSession implements Session {
 
   /**
    * After the first collective on a ring that needs every member's data at every rank (the
-   * step checks' allgather, or a whole step), tell the server: it vouches for each member (what makes members voters, and
+   * step checks' allgather, or a whole step), tell the server: it vouches for each member (what makes members voters,
+   * and
    * only voters' reports count). A ring built on an earlier server connection vouches for nothing now.
    */
   private attest(): void {
@@ -207,7 +215,8 @@ class PeerSession implements Session {
     return this.settingsOf(this.current);
   }
   private settingsOf(client: SignalingClient): JobSettings {
-    if (this.parsed?.client !== client) this.parsed = { client, settings: parseJobSettings(client.job.config.hyperparameters) };
+    if (this.parsed?.client !== client)
+      this.parsed = { client, settings: parseJobSettings(client.job.config.hyperparameters) };
     return this.parsed.settings;
   }
   private get isElastic(): boolean {
@@ -252,7 +261,13 @@ class PeerSession implements Session {
       if (p.reason === PeerLeftReason.ServerClosing) return;
       const who = p.name ? `rank ${p.rank} (${p.name})` : `rank ${p.rank}`;
       this.events.emit({ type: 'peer-lost', t: now(), rank: this.membership.rank, peer: p.rank, reason: p.reason });
-      ring.abort(new RingtrainError(ErrorCode.PeerLost, `${who} left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''}); the ring is broken`, { peer: p.rank, reason: p.reason }));
+      ring.abort(
+        new RingtrainError(
+          ErrorCode.PeerLost,
+          `${who} left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''}); the ring is broken`,
+          { peer: p.rank, reason: p.reason },
+        ),
+      );
     });
     client.on('close', (err) => {
       if (client !== this.current || !err || this.closing) return;
@@ -262,14 +277,19 @@ class PeerSession implements Session {
         return;
       }
       if (this.isElastic) return this.onServerLost(err);
-      if (this.comm && !this.comm.error) this.comm.abort(new RingtrainError(ErrorCode.Aborted, `lost the signaling server: ${err.message}`, { cause: err.code }));
+      if (this.comm && !this.comm.error)
+        this.comm.abort(
+          new RingtrainError(ErrorCode.Aborted, `lost the signaling server: ${err.message}`, { cause: err.code }),
+        );
     });
   }
 
   /** Elastic: the ring trains on while we try to reach the server again; past the wait it stops. */
   private onServerLost(err: RingtrainError): void {
     const waitMs = this.serverWaitMs;
-    this.notice(`lost the signaling server (${err.message}); training goes on with the current ${this.membership?.size ?? 0} peers while reconnecting for up to ${Math.round(waitMs / 1000)} s`);
+    this.notice(
+      `lost the signaling server (${err.message}); training goes on with the current ${this.membership?.size ?? 0} peers while reconnecting for up to ${Math.round(waitMs / 1000)} s`,
+    );
     const since = now();
     this.serverBack = this.reconnect(since + waitMs, err);
     this.serverBack.then(
@@ -278,7 +298,9 @@ class PeerSession implements Session {
         this.generation++;
         this.serverBack = null;
         this.attach(client);
-        this.notice(`reconnected to the signaling server after ${((now() - since) / 1000).toFixed(1)} s; the ring re-forms on its new membership`);
+        this.notice(
+          `reconnected to the signaling server after ${((now() - since) / 1000).toFixed(1)} s; the ring re-forms on its new membership`,
+        );
       },
       () => {
         // Leave the ring quietly rather than abort it: peers that still reach the server see a
@@ -292,7 +314,11 @@ class PeerSession implements Session {
   private async reconnect(deadline: number, cause: RingtrainError): Promise<SignalingClient> {
     while (!this.closing && now() < deadline) {
       try {
-        const client = await connect(this.o.server, { ...this.o, events: this.events, timeoutMs: Math.max(1, Math.min(5000, deadline - now())) });
+        const client = await connect(this.o.server, {
+          ...this.o,
+          events: this.events,
+          timeoutMs: Math.max(1, Math.min(5000, deadline - now())),
+        });
         if (!this.closing) return client;
         await client.leave('stopped');
         break;
@@ -309,11 +335,17 @@ class PeerSession implements Session {
 
   /** Opens the data channels of `membership` (of `client`'s epochs); if the membership moves on meanwhile, follows it. */
   async connect(membership: Membership, client: SignalingClient = this.current): Promise<void> {
-    for (let failures = 0, dropped = 0; ; ) {
+    for (let failures = 0, dropped = 0; ;) {
       // A newer membership makes this one's channels pointless (a peer we wait for may be gone): stop at once.
       const movedOn = new AbortController();
       const off = client.on('membership', (m) => {
-        if (m.epoch > membership.epoch) movedOn.abort(new RingtrainError(ErrorCode.Aborted, `the membership moved on to epoch ${m.epoch} while the data channels of epoch ${membership.epoch} opened`));
+        if (m.epoch > membership.epoch)
+          movedOn.abort(
+            new RingtrainError(
+              ErrorCode.Aborted,
+              `the membership moved on to epoch ${m.epoch} while the data channels of epoch ${membership.epoch} opened`,
+            ),
+          );
       });
       try {
         this.comm = await joinWebRTCRing({
@@ -338,7 +370,15 @@ class PeerSession implements Session {
         this.ringGeneration = client === this.current ? this.generation : this.ringGeneration;
         const m = membership;
         this.links = links;
-        this.events.emit({ type: 'membership', t: now(), rank: m.rank, size: m.size, epoch: m.epoch, peers: m.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })), links });
+        this.events.emit({
+          type: 'membership',
+          t: now(),
+          rank: m.rank,
+          size: m.size,
+          epoch: m.epoch,
+          peers: m.peers.map((p) => ({ rank: p.rank, id: p.peerId, runtime: p.runtime })),
+          links,
+        });
         return;
       } catch (err) {
         // Someone joined or left while the channels opened: try again with the newer epoch.
@@ -346,7 +386,10 @@ class PeerSession implements Session {
         if (!movedOn.signal.aborted) failures++;
         // Members that never opened their channels and never proved they train (not voters):
         // report them and wait for the others' reports to eject them, instead of stopping.
-        const without = movedOn.signal.aborted || dropped >= MAX_DROP_ROUNDS ? null : await this.dropUnconnected(err, membership, client);
+        const without =
+          movedOn.signal.aborted || dropped >= MAX_DROP_ROUNDS
+            ? null
+            : await this.dropUnconnected(err, membership, client);
         if (without) {
           failures--;
           dropped++;
@@ -355,7 +398,10 @@ class PeerSession implements Session {
         }
         const latest = client.membership;
         if (failures >= CONNECT_ATTEMPTS || !latest || latest.epoch === membership.epoch) throw err;
-        membership = await client.nextMembership((m) => m.epoch >= latest.epoch && m.ready, this.o.readyTimeoutMs ?? 600_000);
+        membership = await client.nextMembership(
+          (m) => m.epoch >= latest.epoch && m.ready,
+          this.o.readyTimeoutMs ?? 600_000,
+        );
       } finally {
         off();
       }
@@ -376,19 +422,38 @@ class PeerSession implements Session {
    * trained with the others before) is never reported for this: its link failing is the
    * network's doing, and the ring stops as before.
    */
-  private async dropUnconnected(err: unknown, membership: Membership, client: SignalingClient): Promise<Membership | null> {
+  private async dropUnconnected(
+    err: unknown,
+    membership: Membership,
+    client: SignalingClient,
+  ): Promise<Membership | null> {
     // Without voters nobody can be ejected (a fresh job whose first ring never formed): fail as before.
     if (!isRingtrainError(err) || client.closed || !membership.peers.some((p) => p.voter === true)) return null;
     const d = err.detail ?? {};
-    const ranks = Array.isArray(d.waitingFor) ? (d.waitingFor as number[]) : typeof d.peer === 'number' && err.code !== ErrorCode.Aborted ? [d.peer] : [];
-    const suspects = ranks.map((r) => membership.peers[r]).filter((p) => p && p.voter !== true && p.rank !== membership.rank);
+    const ranks = Array.isArray(d.waitingFor)
+      ? (d.waitingFor as number[])
+      : typeof d.peer === 'number' && err.code !== ErrorCode.Aborted
+        ? [d.peer]
+        : [];
+    const suspects = ranks
+      .map((r) => membership.peers[r])
+      .filter((p) => p && p.voter !== true && p.rank !== membership.rank);
     if (suspects.length === 0) return null;
     for (const p of suspects) {
       if (this.reported.has(p.peerId)) continue;
       this.reported.add(p.peerId);
       const reason = `never opened a data channel in epoch ${membership.epoch} (${err.message.slice(0, 120)})`;
-      this.notice(`reporting rank ${p.rank}${p.name ? ` (${p.name})` : ''} of epoch ${membership.epoch} to the server: it ${reason}`);
-      this.events.emit({ type: 'peer-unconnected', t: now(), rank: membership.rank, peer: p.rank, epoch: membership.epoch, reason });
+      this.notice(
+        `reporting rank ${p.rank}${p.name ? ` (${p.name})` : ''} of epoch ${membership.epoch} to the server: it ${reason}`,
+      );
+      this.events.emit({
+        type: 'peer-unconnected',
+        t: now(),
+        rank: membership.rank,
+        peer: p.rank,
+        epoch: membership.epoch,
+        reason,
+      });
       client.report(p.peerId, reason);
     }
     const windowMs = client.heartbeatMs * (client.missedHeartbeats + 2) + this.connectTimeoutMs;
@@ -438,7 +503,9 @@ class PeerSession implements Session {
     }
     if (next.ready) return next;
     const readyMs = this.o.readyTimeoutMs ?? 600_000;
-    this.notice(`the job has ${next.size} peer(s), fewer than its minimum of ${client.job.config.minPeers}; waiting up to ${Math.round(readyMs / 1000)} s for peers to join`);
+    this.notice(
+      `the job has ${next.size} peer(s), fewer than its minimum of ${client.job.config.minPeers}; waiting up to ${Math.round(readyMs / 1000)} s for peers to join`,
+    );
     return client.nextMembership((m) => after(m) && m.ready, readyMs);
   }
 
@@ -452,7 +519,8 @@ class PeerSession implements Session {
     const claims = (this.comm as Partial<Pick<LinkCommunicator, 'lossClaims'>> | undefined)?.lossClaims;
     if (!claims?.size) return false;
     // Named like any other rule-breaker (timeline, page); the event's listener reports it.
-    for (const [peer, reason] of claims) this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.membership.rank, peer, reason });
+    for (const [peer, reason] of claims)
+      this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.membership.rank, peer, reason });
     return true;
   }
 
@@ -462,7 +530,9 @@ class PeerSession implements Session {
     const client = this.current;
     const ring = this.membership;
     // The peers said to be gone, by peer id: a rank of the broken ring may be another peer's in a later membership.
-    const claimed = [...comm.claimedLost.values()].map((r) => ring.peers[r]?.peerId).filter((id): id is string => id !== undefined);
+    const claimed = [...comm.claimedLost.values()]
+      .map((r) => ring.peers[r]?.peerId)
+      .filter((id): id is string => id !== undefined);
     const windowMs = client.heartbeatMs * (client.missedHeartbeats + 2);
     const oneLeft = (m: Membership) => claimed.some((id) => !m.peers.some((p) => p.peerId === id));
     const left = await client.nextMembership(oneLeft, windowMs).then(
@@ -471,7 +541,9 @@ class PeerSession implements Session {
     );
     if (left || client.closed) return null;
     this.reportFalseAbort();
-    const who = [...comm.lossClaims.keys()].map((r) => `rank ${r}${ring.peers[r]?.name ? ` (${ring.peers[r].name})` : ''}`);
+    const who = [...comm.lossClaims.keys()].map(
+      (r) => `rank ${r}${ring.peers[r]?.name ? ` (${ring.peers[r].name})` : ''}`,
+    );
     return new RingtrainError(
       ErrorCode.PeerMisbehaved,
       `${who.join(' and ')} aborted the ring saying a peer went away, but every peer it named was still in the job ${Math.round(windowMs / 1000)} s later: a false abort, reported to the server. The job is not elastic, so it stops: resume from the recovery checkpoint without ${who.length > 1 ? 'them' : 'it'}`,

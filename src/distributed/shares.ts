@@ -42,7 +42,8 @@ export const DEADBAND = 0.08;
  */
 export function proportionalShares(global: number, speeds: readonly number[]): number[] {
   checkShares(global, speeds.length);
-  if (speeds.some((v) => !(v > 0) || !Number.isFinite(v))) throw new RingtrainError(ErrorCode.InvalidArgument, `speeds must be finite and > 0, got [${speeds.join(', ')}]`);
+  if (speeds.some((v) => !(v > 0) || !Number.isFinite(v)))
+    throw new RingtrainError(ErrorCode.InvalidArgument, `speeds must be finite and > 0, got [${speeds.join(', ')}]`);
   const out = new Array<number>(speeds.length).fill(0);
   const floored = new Set<number>();
   for (;;) {
@@ -72,18 +73,30 @@ export function roundShares(global: number, real: readonly number[]): number[] {
  * The next step's shares from the current ones and every rank's time per
  * example (ms). The same numbers give the same shares on every rank.
  */
-export function nextShares(current: readonly number[], msPerExample: readonly number[], maxChange = MAX_CHANGE, deadband = DEADBAND): number[] {
+export function nextShares(
+  current: readonly number[],
+  msPerExample: readonly number[],
+  maxChange = MAX_CHANGE,
+  deadband = DEADBAND,
+): number[] {
   const global = current.reduce((a, b) => a + b, 0);
-  if (msPerExample.length !== current.length) throw new RingtrainError(ErrorCode.InvalidArgument, `${msPerExample.length} timings for ${current.length} shares`);
+  if (msPerExample.length !== current.length)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `${msPerExample.length} timings for ${current.length} shares`);
   // A rank with no timing yet (it has not stepped, or its clock said 0): nothing to act on.
   if (msPerExample.some((t) => !(t > 0) || !Number.isFinite(t))) return [...current];
-  const target = proportionalShares(global, msPerExample.map((t) => 1 / t));
+  const target = proportionalShares(
+    global,
+    msPerExample.map((t) => 1 / t),
+  );
   if (target.every((x, r) => Math.abs(x - current[r]) <= Math.max(1, deadband * current[r]))) return [...current];
   // Current and target both sum to G: any blend of them does too, and none goes below one.
   const limit = Math.max(1, (maxChange * global) / current.length);
   const worst = Math.max(...target.map((x, r) => Math.abs(x - current[r])));
   const a = Math.min(1, limit / worst);
-  return roundShares(global, target.map((x, r) => current[r] + a * (x - current[r])));
+  return roundShares(
+    global,
+    target.map((x, r) => current[r] + a * (x - current[r])),
+  );
 }
 
 /** One rank's side of the balance: its timings, and the ring's shares for the next step. */
@@ -92,7 +105,11 @@ export class ShareBalancer {
   private current: number[] = [];
 
   constructor(readonly mode: BalanceMode) {
-    if (!BALANCE_MODES.includes(mode)) throw new RingtrainError(ErrorCode.InvalidArgument, `balance must be one of ${BALANCE_MODES.join(', ')}, got '${String(mode)}'`);
+    if (!BALANCE_MODES.includes(mode))
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `balance must be one of ${BALANCE_MODES.join(', ')}, got '${String(mode)}'`,
+      );
   }
 
   /** Equal shares of `global` over a (re-)formed ring of `size`. */
@@ -122,7 +139,10 @@ export class ShareBalancer {
   /** With 'speed': one tiny allgather of every rank's time per example, then the next shares. Returns whether they changed. */
   async rebalance(comm: Communicator, timeoutMs?: number): Promise<boolean> {
     if (this.mode !== 'speed' || comm.size < 2) return false;
-    const times = await allgather(comm, new Float32Array([this.msPerExample]), { name: 'batch-share-timings', timeoutMs });
+    const times = await allgather(comm, new Float32Array([this.msPerExample]), {
+      name: 'batch-share-timings',
+      timeoutMs,
+    });
     const next = nextShares(this.current, Array.from(times));
     const changed = next.some((n, r) => n !== this.current[r]);
     this.current = next;

@@ -34,7 +34,15 @@ import type { Communicator } from '../comm/interface.ts';
 import { allgather } from '../collectives/allgather.ts';
 import { sketch, stepSeed } from '../collectives/sketch.ts';
 import { sketchInto } from '../collectives/sketch.ts';
-import { badReceipts, chunkSketches, culpritOf, ringChunks, suspectLinks, wrongChunks, type RingChunk } from '../collectives/verified.ts';
+import {
+  badReceipts,
+  chunkSketches,
+  culpritOf,
+  ringChunks,
+  suspectLinks,
+  wrongChunks,
+  type RingChunk,
+} from '../collectives/verified.ts';
 import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
 import { DoubtTracker, type DoubtOptions } from './doubt.ts';
 import { judgeNorms, l2Norm, rejectOffences, type GuardOptions } from './guard.ts';
@@ -115,9 +123,11 @@ export class StepChecks {
     // A step that failed before its `after` may have left its allgather running: two of one name may not overlap.
     if (this.gathering) await this.gathering;
     const seed = stepSeed(this.o.seed, step);
-    // An observed allreduce goes round the ring at any size (chooseAlgorithm): no recursive-doubling or halving-doubling pieces.
+    // An observed allreduce goes round the ring at any size (chooseAlgorithm): no recursive-doubling or halving-doubling
+    // pieces.
     const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0, 0) : [];
-    const directionBuckets = guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
+    const directionBuckets =
+      guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
     const mine = new Float32Array(1 + directionBuckets + 2 * VERIFY_BUCKETS * chunks.length);
     mine[0] = l2Norm(local);
     if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
@@ -132,7 +142,13 @@ export class StepChecks {
       if (this.gathering === gathering) this.gathering = null;
     });
     const pending: Pending = {
-      comm, step, seed: verifySeed(seed), chunks, gathered, published: null, received: new Map(),
+      comm,
+      step,
+      seed: verifySeed(seed),
+      chunks,
+      gathered,
+      published: null,
+      received: new Map(),
       judge: (all) => this.judge(comm, guard, all, mine.length, directionBuckets, pending),
     };
     if (guard !== false && guard.doubt !== false && this.o.leaveOut !== false) {
@@ -148,12 +164,23 @@ export class StepChecks {
   }
 
   /** The rules over every rank's gathered checks: each rank's factor, or throws naming offenders (on every rank alike). */
-  private judge(comm: Communicator, guard: Guard | false, gathered: Float32Array, length: number, directionBuckets: number, p: Pending): number[] {
+  private judge(
+    comm: Communicator,
+    guard: Guard | false,
+    gathered: Float32Array,
+    length: number,
+    directionBuckets: number,
+    p: Pending,
+  ): number[] {
     const step = p.step;
     if (gathered.length !== length * comm.size) {
-      throw new RingtrainError(ErrorCode.Mismatch, `the ranks published sketches of different lengths (${gathered.length} numbers from ${comm.size} ranks, ${length} here): their guard or --verify settings differ`);
+      throw new RingtrainError(
+        ErrorCode.Mismatch,
+        `the ranks published sketches of different lengths (${gathered.length} numbers from ${comm.size} ranks, ${length} here): their guard or --verify settings differ`,
+      );
     }
-    const block = (r: number, from: number, count: number) => gathered.subarray(r * length + from, r * length + from + count);
+    const block = (r: number, from: number, count: number) =>
+      gathered.subarray(r * length + from, r * length + from + count);
     const ranks = Array.from({ length: comm.size }, (_, r) => r);
     const factors = ranks.map(() => 1);
     if (guard !== false) {
@@ -174,7 +201,15 @@ export class StepChecks {
           }
         }
         for (const { rank, reason } of verdict.leftOut) {
-          if (comm.events.active) comm.events.emit({ type: 'contribution-left-out', t: now(), rank: comm.rank, peer: rank, step, reason: this.o.leaveOut === false ? `doubtful, summed (robust aggregation): ${reason}` : reason });
+          if (comm.events.active)
+            comm.events.emit({
+              type: 'contribution-left-out',
+              t: now(),
+              rank: comm.rank,
+              peer: rank,
+              step,
+              reason: this.o.leaveOut === false ? `doubtful, summed (robust aggregation): ${reason}` : reason,
+            });
         }
       }
       if (offences.length === 0 && guard.direction !== false) {
@@ -185,8 +220,11 @@ export class StepChecks {
       rejectOffences(comm, step, offences, norms);
     }
     if (p.chunks.length) {
-      // What each rank really sends is its contribution times its factor; sketches are linear (and the masses scale by |factor|).
-      p.published = ranks.map((r) => Float32Array.from(block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * p.chunks.length), (v) => v * factors[r]));
+      // What each rank really sends is its contribution times its factor; sketches are linear (and the masses scale by
+      // |factor|).
+      p.published = ranks.map((r) =>
+        Float32Array.from(block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * p.chunks.length), (v) => v * factors[r]),
+      );
     }
     return factors;
   }
@@ -230,20 +268,29 @@ export class StepChecks {
     for (const c of bad) flags[n + c] = 1;
     const all = await allgather(comm, flags, { name: 'verify-verdicts', timeoutMs: this.o.timeoutMs });
     const ranks = Array.from({ length: comm.size }, (_, r) => r);
-    const chunksOf = (r: number, from: number) => [...all.subarray(r * flags.length + from, r * flags.length + from + n)].flatMap((f, c) => (f ? [c] : []));
+    const chunksOf = (r: number, from: number) =>
+      [...all.subarray(r * flags.length + from, r * flags.length + from + n)].flatMap((f, c) => (f ? [c] : []));
     const wrongAt = ranks.map((r) => chunksOf(r, 0));
     const badAt = ranks.map((r) => chunksOf(r, n));
     if (wrongAt.every((w) => w.length === 0) && badAt.every((b) => b.length === 0)) return;
-    const describe = (at: number[][], what: string) => at.flatMap((w, r) => (w.length ? [`rank ${r}: ${what} ${w.join(', ')}`] : []));
-    const seenBy = [...describe(wrongAt, 'result chunk(s)'), ...describe(badAt, 'received partial(s) of chunk(s)')].join('; ');
+    const describe = (at: number[][], what: string) =>
+      at.flatMap((w, r) => (w.length ? [`rank ${r}: ${what} ${w.join(', ')}`] : []));
+    const seenBy = [
+      ...describe(wrongAt, 'result chunk(s)'),
+      ...describe(badAt, 'received partial(s) of chunk(s)'),
+    ].join('; ');
     // Every rank judges the same gathered findings, so every rank names the same one.
     const culprit = culpritOf(wrongAt, badAt, p.chunks, comm.size);
-    const links = culprit !== null ? [{ from: culprit, to: (culprit + 1) % comm.size }] : suspectLinks(wrongAt, p.chunks, comm.size);
+    const links =
+      culprit !== null
+        ? [{ from: culprit, to: (culprit + 1) % comm.size }]
+        : suspectLinks(wrongAt, p.chunks, comm.size);
     const where = links.map((l) => `${l.from} → ${l.to}`).join(', ');
     if (links.length === 1) {
       const { from, to } = links[0];
       const reason = `step ${p.step}: its link to rank ${to} changed gradient data in transit, or it sent other numbers than it published: what it passed on does not match its published sketch plus what it received (verified allreduce; seen by ${seenBy})`;
-      if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
+      if (comm.events.active)
+        comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
       throw new RingtrainError(
         ErrorCode.PeerMisbehaved,
         `step ${p.step} failed verification: rank ${from} sent rank ${to} gradients that its published sketch does not explain (${seenBy}); the update was not applied. Elastic jobs eject rank ${from} (the sender) and go on; otherwise resume from the recovery checkpoint without it`,

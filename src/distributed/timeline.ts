@@ -115,7 +115,13 @@ export class RoundCounter {
     if (n < 1) return null;
     const byName: Record<string, number> = {};
     for (const [k, v] of Object.entries(this.steady.byName)) byName[k] = v / n;
-    return { collectives: this.steady.collectives / n, sequential: this.steady.sequential / n, negotiations: this.steady.negotiations / n, byName, buckets: this.steady.buckets / n };
+    return {
+      collectives: this.steady.collectives / n,
+      sequential: this.steady.sequential / n,
+      negotiations: this.steady.negotiations / n,
+      byName,
+      buckets: this.steady.buckets / n,
+    };
   }
 }
 
@@ -168,12 +174,29 @@ export class TimelineRecorder {
     return phase ? trackOf(phase) : TRACK.collective;
   }
 
-  private end(key: string, t: number, name: string, pid: number, tid: number, cat: string, extra?: Record<string, unknown>): void {
+  private end(
+    key: string,
+    t: number,
+    name: string,
+    pid: number,
+    tid: number,
+    cat: string,
+    extra?: Record<string, unknown>,
+  ): void {
     const start = this.open.get(key);
     if (!start) return; // an end without a begin (recorder attached mid-collective): nothing to draw
     this.open.delete(key);
     const ts = this.us(t);
-    this.events.push({ name, ph: 'X', ts: start.ts, dur: Math.max(0, ts - start.ts), pid, tid: start.tid ?? tid, cat, args: { ...start.args, ...extra } });
+    this.events.push({
+      name,
+      ph: 'X',
+      ts: start.ts,
+      dur: Math.max(0, ts - start.ts),
+      pid,
+      tid: start.tid ?? tid,
+      cat,
+      args: { ...start.args, ...extra },
+    });
   }
 
   record(e: RingEvent): void {
@@ -187,17 +210,34 @@ export class TimelineRecorder {
         this.begin(`c:${pid}:${e.step}`, e.t, { step: e.step });
         break;
       case 'gpu-wait':
-        this.events.push({ name: 'gpu-wait', ph: 'X', ts: this.us(e.t), dur: Math.round(e.ms * 1000), pid, tid: TRACK.gpu, cat: 'gpu-wait', args: { what: e.what, ...(e.bucket ? { bucket: e.bucket } : {}) } });
+        this.events.push({
+          name: 'gpu-wait',
+          ph: 'X',
+          ts: this.us(e.t),
+          dur: Math.round(e.ms * 1000),
+          pid,
+          tid: TRACK.gpu,
+          cat: 'gpu-wait',
+          args: { what: e.what, ...(e.bucket ? { bucket: e.bucket } : {}) },
+        });
         break;
       case 'compute-end':
         this.end(`c:${pid}:${e.step}`, e.t, 'compute', pid, TRACK.compute, 'compute');
         break;
       case 'collective-begin':
         this.takeLane(pid, e.id);
-        this.begin(`k:${pid}:${e.id}`, e.t, { name: e.name, kind: e.kind, op: e.op, dtype: e.dtype, count: e.count, bytes: e.bytes }, this.trackOf(pid, e.id));
+        this.begin(
+          `k:${pid}:${e.id}`,
+          e.t,
+          { name: e.name, kind: e.kind, op: e.op, dtype: e.dtype, count: e.count, bytes: e.bytes },
+          this.trackOf(pid, e.id),
+        );
         break;
       case 'collective-end':
-        this.end(`k:${pid}:${e.id}`, e.t, `collective ${e.name}`, pid, TRACK.collective, 'collective', { ok: e.ok, error: e.error });
+        this.end(`k:${pid}:${e.id}`, e.t, `collective ${e.name}`, pid, TRACK.collective, 'collective', {
+          ok: e.ok,
+          error: e.error,
+        });
         this.lanes.get(pid)?.delete(e.id);
         break;
       case 'phase-begin':
@@ -210,32 +250,101 @@ export class TimelineRecorder {
       case 'chunk-recv':
         this.events.push({
           name: `${e.type === 'chunk-send' ? 'send' : 'recv'} chunk ${e.chunk} ${e.from}→${e.to}`,
-          ph: 'i', s: 't', ts: this.us(e.t), pid,
+          ph: 'i',
+          s: 't',
+          ts: this.us(e.t),
+          pid,
           tid: e.type === 'chunk-send' ? TRACK.send : TRACK.recv,
           cat: e.phase,
-          args: { id: e.id, phase: e.phase, step: e.step, chunk: e.chunk, offset: e.offset, count: e.count, bytes: e.bytes },
+          args: {
+            id: e.id,
+            phase: e.phase,
+            step: e.step,
+            chunk: e.chunk,
+            offset: e.offset,
+            count: e.count,
+            bytes: e.bytes,
+          },
         });
         break;
       case 'stall':
-        this.events.push({ name: `stall: waiting for ranks ${e.waitingFor.join(', ')}`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'stall', args: { name: e.name, waitingFor: e.waitingFor, waitedMs: e.waitedMs } });
+        this.events.push({
+          name: `stall: waiting for ranks ${e.waitingFor.join(', ')}`,
+          ph: 'i',
+          s: 'p',
+          ts: this.us(e.t),
+          pid,
+          tid: TRACK.membership,
+          cat: 'stall',
+          args: { name: e.name, waitingFor: e.waitingFor, waitedMs: e.waitedMs },
+        });
         break;
       case 'peer-lost':
-        this.events.push({ name: `peer ${e.peer} lost`, ph: 'i', s: 'g', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { peer: e.peer, reason: e.reason } });
+        this.events.push({
+          name: `peer ${e.peer} lost`,
+          ph: 'i',
+          s: 'g',
+          ts: this.us(e.t),
+          pid,
+          tid: TRACK.membership,
+          cat: 'membership',
+          args: { peer: e.peer, reason: e.reason },
+        });
         break;
       case 'peer-misbehaved':
-        this.events.push({ name: `peer ${e.peer} misbehaved`, ph: 'i', s: 'g', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { peer: e.peer, reason: e.reason } });
+        this.events.push({
+          name: `peer ${e.peer} misbehaved`,
+          ph: 'i',
+          s: 'g',
+          ts: this.us(e.t),
+          pid,
+          tid: TRACK.membership,
+          cat: 'membership',
+          args: { peer: e.peer, reason: e.reason },
+        });
         break;
       case 'contribution-left-out':
-        this.events.push({ name: `peer ${e.peer}'s step ${e.step} left out`, ph: 'i', s: 'g', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { peer: e.peer, step: e.step, reason: e.reason } });
+        this.events.push({
+          name: `peer ${e.peer}'s step ${e.step} left out`,
+          ph: 'i',
+          s: 'g',
+          ts: this.us(e.t),
+          pid,
+          tid: TRACK.membership,
+          cat: 'membership',
+          args: { peer: e.peer, step: e.step, reason: e.reason },
+        });
         break;
       case 'membership':
-        this.events.push({ name: `membership epoch ${e.epoch} (size ${e.size})`, ph: 'i', s: 'p', ts: this.us(e.t), pid, tid: TRACK.membership, cat: 'membership', args: { epoch: e.epoch, peers: e.peers, ...(e.links ? { links: e.links } : {}) } });
+        this.events.push({
+          name: `membership epoch ${e.epoch} (size ${e.size})`,
+          ph: 'i',
+          s: 'p',
+          ts: this.us(e.t),
+          pid,
+          tid: TRACK.membership,
+          cat: 'membership',
+          args: { epoch: e.epoch, peers: e.peers, ...(e.links ? { links: e.links } : {}) },
+        });
         break;
       case 'train-step': {
         // A counter track: how many collectives the step ran, how many it waited for one after another, how many
         // negotiated, and how many gradient buckets it reduced as backward finished them.
         const r = counter.step();
-        this.events.push({ name: 'rounds', ph: 'C', ts: this.us(e.t), pid, tid: TRACK.collective, cat: 'rounds', args: { collectives: r.collectives, sequential: r.sequential, negotiations: r.negotiations, buckets: r.buckets } });
+        this.events.push({
+          name: 'rounds',
+          ph: 'C',
+          ts: this.us(e.t),
+          pid,
+          tid: TRACK.collective,
+          cat: 'rounds',
+          args: {
+            collectives: r.collectives,
+            sequential: r.sequential,
+            negotiations: r.negotiations,
+            buckets: r.buckets,
+          },
+        });
         break;
       }
       case 'evaluate':
@@ -254,7 +363,14 @@ export class TimelineRecorder {
         meta.push({ name: 'thread_name', ph: 'M', ts: 0, pid: rank, tid: Number(tid), args: { name } });
       }
       for (let lane = 1; lane <= (this.laneCount.get(rank) ?? 0); lane++) {
-        meta.push({ name: 'thread_name', ph: 'M', ts: 0, pid: rank, tid: LANE_TRACK + lane, args: { name: `collectives beside (${lane})` } });
+        meta.push({
+          name: 'thread_name',
+          ph: 'M',
+          ts: 0,
+          pid: rank,
+          tid: LANE_TRACK + lane,
+          args: { name: `collectives beside (${lane})` },
+        });
       }
     }
     return [...meta, ...this.events];

@@ -22,8 +22,16 @@ export function madeFromSchema(config: DistributedTrainConfig): DistributedTrain
 /** Refuses settings that do not combine in a config that no schema checked, naming them as the config spells them. */
 export function refuseUncheckedConfig(config: DistributedTrainConfig): void {
   if (acceptedBySchema.has(config)) return;
-  if (config.balance === 'speed' && config.globalBatch === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed needs a fixed global batch; give the job a globalBatch (--global-batch)');
-  if (config.balance === 'speed' && config.syncEvery !== undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'balancing batch shares by speed is for synchronous training; drop --balance speed or --sync-every');
+  if (config.balance === 'speed' && config.globalBatch === undefined)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'balancing batch shares by speed needs a fixed global batch; give the job a globalBatch (--global-batch)',
+    );
+  if (config.balance === 'speed' && config.syncEvery !== undefined)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'balancing batch shares by speed is for synchronous training; drop --balance speed or --sync-every',
+    );
   const guard = guardOf(config);
   const settings = { ...config, doubtRule: guard !== false && guard.doubt !== false };
   refuseConflicts(settings, configSettingName(settings));

@@ -29,7 +29,15 @@ import { createModel, createOptimizer, type Model, type Optimizer } from '../eng
 import type { Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
 import { checkDataFits, modelSpecFor } from './model-fit.ts';
-import { TrainingLoop, type LoopArgs, type LoopConfig, type LoopHandle, type Peers, type RunRecord, type StepUpdate } from './training-loop.ts';
+import {
+  TrainingLoop,
+  type LoopArgs,
+  type LoopConfig,
+  type LoopHandle,
+  type Peers,
+  type RunRecord,
+  type StepUpdate,
+} from './training-loop.ts';
 import type { TrainingState } from './training-state.ts';
 
 // The model a config builds: what a caller rebuilds to load a run's checkpoints (the page does).
@@ -108,11 +116,18 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   const { gpu, train, config } = args;
   const stepsPerEpoch = batchCount(train.count, config.batch);
   if (stepsPerEpoch === 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `--batch ${config.batch} is larger than the ${train.count} training examples; use a smaller batch.`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--batch ${config.batch} is larger than the ${train.count} training examples; use a smaller batch.`,
+    );
   }
   const readEvery = config.readEvery ?? DEFAULT_READ_EVERY;
   if (!Number.isInteger(readEvery) || readEvery < 1) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `readEvery must be a positive whole number of steps, got ${readEvery}`, { readEvery });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `readEvery must be a positive whole number of steps, got ${readEvery}`,
+      { readEvery },
+    );
   }
   const waitsBefore = gpu.waits;
   const model = createModel(gpu, modelSpecFor(config, train));
@@ -123,14 +138,24 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
     model.destroy();
     throw err;
   }
-  const optimizer = createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
+  const optimizer = createOptimizer(model, {
+    kind: config.optimizer,
+    lr: config.lr,
+    momentum: config.momentum,
+    weightDecay: config.weightDecay,
+  });
   const losses = new DeferredScalars(gpu, readEvery);
   try {
     const peers = new OnePeer(model, optimizer, args.test, readEvery);
     const record = onePeerRecord(config, model, stepsPerEpoch, datasetMetadata(train));
     const loop = new TrainingLoop(loopArgs(args), { peers, record, model, optimizer, losses, bus: args.bus });
     await loop.run();
-    return { ...onePeerResult(loop.state, config, stepsPerEpoch, gpu), params: model.paramCount, gpuWaits: gpu.waits - waitsBefore, evaluationFailure: loop.evaluationFailure };
+    return {
+      ...onePeerResult(loop.state, config, stepsPerEpoch, gpu),
+      params: model.paramCount,
+      gpuWaits: gpu.waits - waitsBefore,
+      evaluationFailure: loop.evaluationFailure,
+    };
   } finally {
     losses.destroy();
     optimizer.destroy();
@@ -141,9 +166,30 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
 /** The loop's settings and hooks for one peer: its warm-up ramps from zero (the transformer recipe) and never scales by a ring's size. */
 function loopArgs(args: LocalTrainArgs): LoopArgs {
   const { model, optimizer, epochs, steps, batch, lr, seed, sampling, lrSchedule, warmupSteps } = args.config;
-  const config: LoopConfig = { model, optimizer, epochs, steps, batch, lr, seed, sampling, lrSchedule, warmupSteps, warmupFrom: 'zero', scaleLr: false };
+  const config: LoopConfig = {
+    model,
+    optimizer,
+    epochs,
+    steps,
+    batch,
+    lr,
+    seed,
+    sampling,
+    lrSchedule,
+    warmupSteps,
+    warmupFrom: 'zero',
+    scaleLr: false,
+  };
   const { signal } = args;
-  return { config, train: args.train, test: args.test, resume: args.resume, resumeName: args.resumeName, onCheckpoint: args.onCheckpoint, shouldStop: () => signal?.aborted === true };
+  return {
+    config,
+    train: args.train,
+    test: args.test,
+    resume: args.resume,
+    resumeName: args.resumeName,
+    onCheckpoint: args.onCheckpoint,
+    shouldStop: () => signal?.aborted === true,
+  };
 }
 
 /**
@@ -192,7 +238,12 @@ class OnePeer implements Peers {
  * What one peer's checkpoints record: the step, whose epoch and batch follow from it, and the
  * learning-rate schedule. A resume reads the position from the step alone, whatever file it is.
  */
-function onePeerRecord(config: LocalTrainConfig, model: Model, stepsPerEpoch: number, trainedOn: Record<string, string>): RunRecord {
+function onePeerRecord(
+  config: LocalTrainConfig,
+  model: Model,
+  stepsPerEpoch: number,
+  trainedOn: Record<string, string>,
+): RunRecord {
   return {
     // A run with nothing left to train has nothing new to save: the file it resumed holds that state.
     handsOutUntrained: false,
@@ -212,7 +263,12 @@ function onePeerRecord(config: LocalTrainConfig, model: Model, stepsPerEpoch: nu
 }
 
 /** The run's result: one peer's epochs follow from its step, and its train loss is the last epoch's (or run's) mean. */
-function onePeerResult(state: TrainingState, config: LocalTrainConfig, stepsPerEpoch: number, gpu: Gpu): Omit<LocalTrainResult, 'gpuWaits' | 'params' | 'evaluationFailure'> {
+function onePeerResult(
+  state: TrainingState,
+  config: LocalTrainConfig,
+  stepsPerEpoch: number,
+  gpu: Gpu,
+): Omit<LocalTrainResult, 'gpuWaits' | 'params' | 'evaluationFailure'> {
   const { step, trainMs } = state;
   return {
     steps: step,

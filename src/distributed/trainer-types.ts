@@ -88,7 +88,14 @@ export interface DistributedTrainArgs {
   onWeights?: (w: { step: number; epoch: number; params: Float32Array }) => void | Promise<void>;
   /** Called after every step (progress reports to the server, say). */
   /** `samples`: this rank's share of the step's global batch. */
-  onStep?: (s: { step: number; epoch: number; loss: number; samplesPerS: number; bytesSent: number; samples: number }) => void;
+  onStep?: (s: {
+    step: number;
+    epoch: number;
+    loss: number;
+    samplesPerS: number;
+    bytesSent: number;
+    samples: number;
+  }) => void;
   /** Called after each evaluation with the metrics averaged over ranks. */
   onEvaluate?: (e: { step: number; epoch: number; testAccuracy: number; testLoss: number }) => void;
   /** Polled between steps; returning true stops training cleanly after the current step. */
@@ -163,4 +170,3 @@ export interface DistributedTrainResult {
   /** Set when the last evaluation failed (the metrics are NaN then; the run and its checkpoint stand). */
   evaluationFailure?: RingtrainError;
 }
-

@@ -41,16 +41,27 @@ import { checkDataFits, modelSpecFor } from './model-fit.ts';
 import { TrainingLoop } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainResult } from './trainer-types.ts';
 
-export type { DistributedTrainArgs, DistributedTrainConfig, DistributedTrainResult, ElasticHooks } from './trainer-types.ts';
+export type {
+  DistributedTrainArgs,
+  DistributedTrainConfig,
+  DistributedTrainResult,
+  ElasticHooks,
+} from './trainer-types.ts';
 
 export async function trainDistributed(args: DistributedTrainArgs): Promise<DistributedTrainResult> {
   const { gpu, train, config } = args;
   if (config.elastic && !args.elastic) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, 'this job trains elastically, but no membership hooks were given; pass session.elastic as the elastic option');
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'this job trains elastically, but no membership hooks were given; pass session.elastic as the elastic option',
+    );
   }
   refuseUncheckedConfig(config);
   const bus = args.bus ?? args.comm.events;
-  const ring = new ElasticRing(args.comm, config.elastic ? args.elastic : undefined, { bus, timeoutMs: config.timeoutMs });
+  const ring = new ElasticRing(args.comm, config.elastic ? args.elastic : undefined, {
+    bus,
+    timeoutMs: config.timeoutMs,
+  });
   const model = args.prepared?.model ?? createModel(gpu, modelSpecFor(config, train));
   try {
     checkDataFits(model, train);
@@ -59,15 +70,30 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
     model.destroy();
     throw err;
   }
-  const inner = args.prepared?.optimizer ?? createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay });
+  const inner =
+    args.prepared?.optimizer ??
+    createOptimizer(model, {
+      kind: config.optimizer,
+      lr: config.lr,
+      momentum: config.momentum,
+      weightDecay: config.weightDecay,
+    });
   // The step's loss rides along with the gradient read (one GPU→CPU wait per step, not two).
   const losses = new DeferredScalars(gpu, 4);
   const clock = new StepClock();
-  const ringOpt = ringOptimizer(ring, model, inner, { ...config, checks: gradientChecks(args, clock, ring.agreementCheck) });
+  const ringOpt = ringOptimizer(ring, model, inner, {
+    ...config,
+    checks: gradientChecks(args, clock, ring.agreementCheck),
+  });
   try {
     const peers = new RingPeers(args, { ring, model, ringOpt, clock });
     const record = ringRecord(config, model, ring, datasetMetadata(train));
-    return await runOnRing(args, new TrainingLoop(args, { peers, record, model, optimizer: ringOpt.optimizer, losses, bus }), peers, model.paramCount);
+    return await runOnRing(
+      args,
+      new TrainingLoop(args, { peers, record, model, optimizer: ringOpt.optimizer, losses, bus }),
+      peers,
+      model.paramCount,
+    );
   } finally {
     losses.destroy();
     // Local SGD's optimizer state includes the outer state: this is the one that carries it.
@@ -77,22 +103,37 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
 }
 
 /** Trains to the end, or until an error ends the run: then the result says why, after the recovery hand-out. */
-async function runOnRing(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingPeers, params: number): Promise<DistributedTrainResult> {
+async function runOnRing(
+  args: DistributedTrainArgs,
+  loop: TrainingLoop,
+  peers: RingPeers,
+  params: number,
+): Promise<DistributedTrainResult> {
   try {
     await loop.run();
     return ringResult(args, loop, peers, params);
   } catch (err) {
     // Whatever ended the run, the weights are those of the last step this rank completed.
-    const why = isRingtrainError(err) ? err : new RingtrainError(ErrorCode.Aborted, `training failed: ${String(err)}`, undefined, { cause: err });
+    const why = isRingtrainError(err)
+      ? err
+      : new RingtrainError(ErrorCode.Aborted, `training failed: ${String(err)}`, undefined, { cause: err });
     // Tell the other ranks now (a diverged loss, a bug) rather than let them wait for our data until they time out.
     if (!peers.comm.error) peers.comm.abort(why);
-    const noRecovery = await loop.recover(why).catch((e: unknown) => `saving it failed: ${e instanceof Error ? e.message : String(e)}`);
+    const noRecovery = await loop
+      .recover(why)
+      .catch((e: unknown) => `saving it failed: ${e instanceof Error ? e.message : String(e)}`);
     if (!endsRun(err)) throw err;
     return { ...ringResult(args, loop, peers, params, err), noRecovery };
   }
 }
 
-function ringResult(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingPeers, params: number, stoppedBy?: RingtrainError): DistributedTrainResult {
+function ringResult(
+  args: DistributedTrainArgs,
+  loop: TrainingLoop,
+  peers: RingPeers,
+  params: number,
+  stoppedBy?: RingtrainError,
+): DistributedTrainResult {
   const { state } = loop;
   return {
     rank: peers.rank,
@@ -123,10 +164,21 @@ function ringResult(args: DistributedTrainArgs, loop: TrainingLoop, peers: RingP
  * contribution guard, and with verify the verified allreduce: they check the gradients each rank is
  * about to send, and their sum), and the caller's look at the contribution about to be summed.
  */
-function gradientChecks(args: DistributedTrainArgs, clock: StepClock, agreement: GradientCheck | undefined): GradientCheck[] {
+function gradientChecks(
+  args: DistributedTrainArgs,
+  clock: StepClock,
+  agreement: GradientCheck | undefined,
+): GradientCheck[] {
   const { config } = args;
   const robust = config.aggregation !== undefined && config.aggregation.rule !== 'mean';
-  const checks = new StepChecks({ guard: guardOf(config), verify: config.verify, leaveOut: !robust, seed: config.seed, fusionThresholdBytes: config.fusionThresholdBytes, timeoutMs: config.timeoutMs });
+  const checks = new StepChecks({
+    guard: guardOf(config),
+    verify: config.verify,
+    leaveOut: !robust,
+    seed: config.seed,
+    fusionThresholdBytes: config.fusionThresholdBytes,
+    timeoutMs: config.timeoutMs,
+  });
   const gradientsRead: GradientCheck = {
     // A caller's transform may change the gradients, and must do so before any of them is sent.
     readsOnly: args.transformGradients === undefined,
@@ -145,7 +197,9 @@ function gradientChecks(args: DistributedTrainArgs, clock: StepClock, agreement:
     observe: config.verify ? (comm, offset, values) => checks.observe(comm, offset, values) : undefined,
   };
   const transform = args.transformContribution;
-  const contribution: GradientCheck = transform ? { rankLocal: true, before: (_comm, local, step) => transform(local, step) } : {};
+  const contribution: GradientCheck = transform
+    ? { rankLocal: true, before: (_comm, local, step) => transform(local, step) }
+    : {};
   // The membership agreement (an elastic ring's) starts after this rank's compute, beside the others.
   return [gradientsRead, ...(agreement ? [agreement] : []), stepChecks, contribution];
 }

@@ -19,7 +19,13 @@ import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { now, type EventBus } from '../core/events.ts';
 import { checkpointFromFlat, type TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import { countedTargets, type Dataset } from '../data/dataset.ts';
-import { checkShares, epochDone, EpochOrders, rankBatch, stepsPerEpoch as stepsPerEpochAt } from '../data/global-batch.ts';
+import {
+  checkShares,
+  epochDone,
+  EpochOrders,
+  rankBatch,
+  stepsPerEpoch as stepsPerEpochAt,
+} from '../data/global-batch.ts';
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 import type { DeferredScalars } from '../gpu/readback.ts';
@@ -33,11 +39,35 @@ import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-typ
 /** The settings the loop reads: the batches, the schedule, the limits. */
 export type LoopConfig = Pick<
   DistributedTrainConfig,
-  'model' | 'optimizer' | 'epochs' | 'steps' | 'batch' | 'globalBatch' | 'lr' | 'seed' | 'sampling' | 'lrSchedule' | 'warmupSteps' | 'warmupFrom' | 'scaleLr'
+  | 'model'
+  | 'optimizer'
+  | 'epochs'
+  | 'steps'
+  | 'batch'
+  | 'globalBatch'
+  | 'lr'
+  | 'seed'
+  | 'sampling'
+  | 'lrSchedule'
+  | 'warmupSteps'
+  | 'warmupFrom'
+  | 'scaleLr'
 >;
 
 /** The data and the caller's hooks (a ring's trainer takes them all; one peer fewer). */
-export type LoopArgs = Pick<DistributedTrainArgs, 'train' | 'test' | 'resume' | 'resumeName' | 'onCheckpoint' | 'onRecovery' | 'onWeights' | 'onStep' | 'onEvaluate' | 'shouldStop'> & {
+export type LoopArgs = Pick<
+  DistributedTrainArgs,
+  | 'train'
+  | 'test'
+  | 'resume'
+  | 'resumeName'
+  | 'onCheckpoint'
+  | 'onRecovery'
+  | 'onWeights'
+  | 'onStep'
+  | 'onEvaluate'
+  | 'shouldStop'
+> & {
   config: LoopConfig;
 };
 
@@ -159,7 +189,14 @@ export class TrainingLoop implements LoopHandle {
   async run(): Promise<void> {
     const { resume } = this.args;
     if (resume && this.parts.peers.rank === 0) {
-      await restore(this.parts.model, this.parts.optimizer, resume, this.config, this.args.resumeName ?? 'checkpoint', this.args.train);
+      await restore(
+        this.parts.model,
+        this.parts.optimizer,
+        resume,
+        this.config,
+        this.args.resumeName ?? 'checkpoint',
+        this.args.train,
+      );
       this.parts.record.resume(this.state, resume);
     }
     await this.parts.peers.start(this);
@@ -176,7 +213,11 @@ export class TrainingLoop implements LoopHandle {
     checkShares(this.globalBatch, size);
     this.stepsPerEpoch = stepsPerEpochAt(train.count, this.globalBatch);
     if (this.stepsPerEpoch === 0) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `a global batch of ${this.globalBatch} is larger than the ${train.count} training examples; use a smaller batch.`, { globalBatch: this.globalBatch, examples: train.count });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `a global batch of ${this.globalBatch} is larger than the ${train.count} training examples; use a smaller batch.`,
+        { globalBatch: this.globalBatch, examples: train.count },
+      );
     }
     return this.globalBatch;
   }
@@ -213,9 +254,10 @@ export class TrainingLoop implements LoopHandle {
     let handedOut: TrainingCheckpoint | undefined;
     if (trained || this.parts.record.handsOutUntrained) {
       const { settle } = this.parts.peers;
-      if (settle) while (!(await this.parts.peers.guarded(() => settle.call(this.parts.peers)))) {
-        // the ring re-formed while settling: settle on the new one
-      }
+      if (settle)
+        while (!(await this.parts.peers.guarded(() => settle.call(this.parts.peers)))) {
+          // the ring re-formed while settling: settle on the new one
+        }
       handedOut = await this.handOut({ sound: false });
     }
     while (!(await this.parts.peers.guarded(() => this.evaluate()))) {
@@ -231,14 +273,23 @@ export class TrainingLoop implements LoopHandle {
   /** Whether this epoch's examples are taken (drawn with replacement: as many steps as full global batches fit). */
   private epochEnded(): boolean {
     const { epochExamples } = this.state;
-    if (this.config.sampling === 'replacement') return Math.floor(epochExamples / this.globalBatch) >= this.stepsPerEpoch;
+    if (this.config.sampling === 'replacement')
+      return Math.floor(epochExamples / this.globalBatch) >= this.stepsPerEpoch;
     return epochDone(this.args.train.count, { global: this.globalBatch, epochExamples });
   }
 
   private learningRate(step: number): number {
     const { config } = this;
     const totalSteps = config.steps ?? config.epochs * this.stepsPerEpoch;
-    const schedule = { baseLr: config.lr, size: this.parts.peers.size, warmupSteps: config.warmupSteps, warmupFrom: config.warmupFrom, scaleBySize: config.scaleLr ?? false, decay: config.lrSchedule, totalSteps };
+    const schedule = {
+      baseLr: config.lr,
+      size: this.parts.peers.size,
+      warmupSteps: config.warmupSteps,
+      warmupFrom: config.warmupFrom,
+      scaleBySize: config.scaleLr ?? false,
+      decay: config.lrSchedule,
+      totalSteps,
+    };
     return learningRateAt(schedule, step);
   }
 
@@ -249,18 +300,45 @@ export class TrainingLoop implements LoopHandle {
     const began = now();
     if (this.unread.length === 0) this.since = began;
     // The ranks' batches at this step together are the one global batch at this position.
-    const at = { global: globalBatch, epochExamples: state.epochExamples, shares: peers.shares, rank: peers.rank, seed: config.seed, epoch: state.epoch, replacement: config.sampling === 'replacement' };
+    const at = {
+      global: globalBatch,
+      epochExamples: state.epochExamples,
+      shares: peers.shares,
+      rank: peers.rank,
+      seed: config.seed,
+      epoch: state.epoch,
+      replacement: config.sampling === 'replacement',
+    };
     const batch = rankBatch(this.args.train, at, this.orders);
     const computeStart = now();
     bus?.emit({ type: 'compute-begin', t: computeStart, rank: peers.rank, step: state.step });
-    // Recorded in pieces when the peers overlap backward with the sum: each bucket's read-back starts as backward finishes it.
+    // Recorded in pieces when the peers overlap backward with the sum: each bucket's read-back starts as backward
+    // finishes it.
     const bucketBytes = model.forwardBackwardBuckets ? peers.bucketBytes?.() : undefined;
-    const buckets = bucketBytes !== undefined ? model.forwardBackwardBuckets!(batch.x, batch.labels, undefined, losses, bucketBytes) : undefined;
+    const buckets =
+      bucketBytes !== undefined
+        ? model.forwardBackwardBuckets!(batch.x, batch.labels, undefined, losses, bucketBytes)
+        : undefined;
     if (!buckets) model.forwardBackwardDeferred(batch.x, batch.labels, undefined, losses);
     bus?.emit({ type: 'compute-end', t: now(), rank: peers.rank, step: state.step });
     const targets = countedTargets(batch.labels);
-    const r = await peers.apply({ batch, targets, lr: this.learningRate(state.step), step: state.step, globalBatch, computeStart, buckets });
-    this.unread.push({ step: state.step, epoch: state.epoch, examples: batch.size, ringExamples: globalBatch, targets, bytesSent: r.bytesSent });
+    const r = await peers.apply({
+      batch,
+      targets,
+      lr: this.learningRate(state.step),
+      step: state.step,
+      globalBatch,
+      computeStart,
+      buckets,
+    });
+    this.unread.push({
+      step: state.step,
+      epoch: state.epoch,
+      examples: batch.size,
+      ringExamples: globalBatch,
+      targets,
+      bytesSent: r.bytesSent,
+    });
     // A ring's gradient read carried the loss: it is checked before the step counts. Alone, the losses wait.
     const read = this.unread.length >= peers.readEvery ? await this.readLosses() : undefined;
     state.advance(globalBatch);
@@ -288,7 +366,11 @@ export class TrainingLoop implements LoopHandle {
   private diverged(step: number, loss: number): RingtrainError {
     const { name, rank } = this.parts.peers;
     const lr = this.config.lr;
-    return new RingtrainError(ErrorCode.InvalidArgument, `${name ? `${name}: ` : ''}the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${lr}).`, { step, rank, lr, diverged: true });
+    return new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${name ? `${name}: ` : ''}the training loss became ${loss} at step ${step}: the run diverged; lower --lr (now ${lr}).`,
+      { step, rank, lr, diverged: true },
+    );
   }
 
   /** Counts read steps in the meters, and sends each out as an event and to onStep. */
@@ -300,7 +382,13 @@ export class TrainingLoop implements LoopHandle {
     this.since = t;
     steps.forEach((s, i) => {
       const loss = losses[i];
-      state.measure({ loss, ringExamples: s.ringExamples, examples: s.examples, targets: s.targets, bytesSent: s.bytesSent });
+      state.measure({
+        loss,
+        ringExamples: s.ringExamples,
+        examples: s.examples,
+        targets: s.targets,
+        bytesSent: s.bytesSent,
+      });
       const { samplesPerS } = state;
       const [step, epoch, samples] = [s.step + 1, s.epoch, s.examples];
       this.parts.bus?.emit({ type: 'train-step', t, rank, size, step, epoch, loss, samples, samplesPerS, bytesSent });
@@ -321,7 +409,11 @@ export class TrainingLoop implements LoopHandle {
       metrics = await this.parts.peers.evaluate();
     } catch (err) {
       if (endsRun(err)) throw err;
-      this.evaluationFailure = isRingtrainError(err) ? err : new RingtrainError(ErrorCode.InvalidArgument, `the evaluation failed: ${String(err)}`, undefined, { cause: err });
+      this.evaluationFailure = isRingtrainError(err)
+        ? err
+        : new RingtrainError(ErrorCode.InvalidArgument, `the evaluation failed: ${String(err)}`, undefined, {
+            cause: err,
+          });
       state.evaluation = { accuracy: NaN, loss: NaN };
       return;
     }
@@ -336,7 +428,16 @@ export class TrainingLoop implements LoopHandle {
     const { config, state } = this;
     const { model, optimizer, record } = this.parts;
     const { epoch, extra } = record.describe(state, this.globalBatch);
-    return checkpointFromFlat({ model: config.model, optimizer: config.optimizer, step: state.step, epoch, layout: model.layout, params, optimizerState: await optimizer.exportState(), extra });
+    return checkpointFromFlat({
+      model: config.model,
+      optimizer: config.optimizer,
+      step: state.step,
+      epoch,
+      layout: model.layout,
+      params,
+      optimizerState: await optimizer.exportState(),
+      extra,
+    });
   }
 
   /**
@@ -361,18 +462,22 @@ export class TrainingLoop implements LoopHandle {
   /** Keeps `state` as the last sound one when its evaluation's loss and every weight are finite. */
   private keepIfSound(state: TrainingCheckpoint, params?: Float32Array): void {
     if (!this.args.onRecovery || !Number.isFinite(this.state.evaluation.loss)) return;
-    const finite = params ? params.every(Number.isFinite) : Object.values(state.params).every((t) => t.data.every(Number.isFinite));
+    const finite = params
+      ? params.every(Number.isFinite)
+      : Object.values(state.params).every((t) => t.data.every(Number.isFinite));
     if (finite) this.lastSound = state;
   }
 
   /** The run ended with `err`: hand the last completed step to onRecovery (and onWeights), or say why not. */
   async recover(err: RingtrainError): Promise<string | undefined> {
     const { step, epoch, completedSteps } = this.state;
-    if (completedSteps === 0) return `rank ${this.parts.peers.rank} completed no step in this run, so it holds only the weights it started from`;
+    if (completedSteps === 0)
+      return `rank ${this.parts.peers.rank} completed no step in this run, so it holds only the weights it started from`;
     const params = await this.parts.model.readParams();
     // A diverged run (this rank's loss or gradient, or a peer's abort saying so): back to the last sound state.
     if (err.detail?.diverged === true || !params.every(Number.isFinite)) {
-      if (!this.lastSound) return `the run diverged at step ${step} before any step this run evaluated, so no weights of it are worth resuming; start again with a lower --lr`;
+      if (!this.lastSound)
+        return `the run diverged at step ${step} before any step this run evaluated, so no weights of it are worth resuming; start again with a lower --lr`;
       await this.args.onRecovery?.(this.lastSound, err);
       return undefined;
     }

@@ -99,7 +99,9 @@ export class TrainingState {
 
   /** The ring's counted targets per second so far (this rank's per example × the ring's examples). */
   get tokensPerS(): number {
-    return this.trainMs > 0 && this.samples > 0 ? ((this.tokens / this.samples) * this.ringSamples * 1000) / this.trainMs : 0;
+    return this.trainMs > 0 && this.samples > 0
+      ? ((this.tokens / this.samples) * this.ringSamples * 1000) / this.trainMs
+      : 0;
   }
 
   /** The mean loss of this epoch's steps (NaN when none). */

@@ -25,12 +25,25 @@ export interface PreparedTraining {
   optimizer: Optimizer;
 }
 
-export async function prepareTraining(gpu: Gpu, config: LocalTrainConfig, train: Dataset, test: Dataset): Promise<PreparedTraining> {
+export async function prepareTraining(
+  gpu: Gpu,
+  config: LocalTrainConfig,
+  train: Dataset,
+  test: Dataset,
+): Promise<PreparedTraining> {
   const model = await gpu.compileAhead(() => createModel(gpu, modelSpecFor(config, train)));
   try {
-    const optimizer = await gpu.compileAhead(() => createOptimizer(model, { kind: config.optimizer, lr: config.lr, momentum: config.momentum, weightDecay: config.weightDecay }));
+    const optimizer = await gpu.compileAhead(() =>
+      createOptimizer(model, {
+        kind: config.optimizer,
+        lr: config.lr,
+        momentum: config.momentum,
+        weightDecay: config.weightDecay,
+      }),
+    );
     // One plan per attempt: a plan is kept only once it is whole, and an abandoned attempt destroys only what it made.
-    for (const makePlan of model.plansFor?.(Math.min(config.batch, train.count), test.count) ?? []) await gpu.compileAhead(makePlan);
+    for (const makePlan of model.plansFor?.(Math.min(config.batch, train.count), test.count) ?? [])
+      await gpu.compileAhead(makePlan);
     return { model, optimizer };
   } catch (err) {
     model.destroy();

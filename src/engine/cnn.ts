@@ -38,13 +38,23 @@ export function cnnSpec(spec: Partial<CnnSpec> = {}): Required<CnnSpec> {
   const [c1, c2] = full.channels ?? [];
   const positive = (v: unknown) => Number.isInteger(v) && (v as number) > 0;
   if (!Array.isArray(full.channels) || full.channels.length !== 2 || !positive(c1) || !positive(c2)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cnn: channels must be two positive integers [conv1, conv2], got ${JSON.stringify(full.channels)}`, { channels: full.channels });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cnn: channels must be two positive integers [conv1, conv2], got ${JSON.stringify(full.channels)}`,
+      { channels: full.channels },
+    );
   }
   if (!Number.isInteger(full.hidden) || full.hidden < 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cnn: hidden must be 0 (no hidden dense layer) or a positive integer, got ${full.hidden}`, { hidden: full.hidden });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cnn: hidden must be 0 (no hidden dense layer) or a positive integer, got ${full.hidden}`,
+      { hidden: full.hidden },
+    );
   }
   if (!Number.isInteger(full.classes) || full.classes < 2) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cnn: classes must be an integer ≥ 2, got ${full.classes}`, { classes: full.classes });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `cnn: classes must be an integer ≥ 2, got ${full.classes}`, {
+      classes: full.classes,
+    });
   }
   return full;
 }
@@ -78,6 +88,12 @@ export class Cnn extends GraphModel {
   constructor(gpu: Gpu, spec: Partial<CnnSpec> = {}) {
     const full = cnnSpec(spec);
     const { kind: _kind, ...options } = full;
-    super(gpu, { identity: { name: 'cnn', options }, module: new CnnModule(full), inputShape: [1, CNN_IMAGE, CNN_IMAGE], classes: full.classes, seed: full.seed });
+    super(gpu, {
+      identity: { name: 'cnn', options },
+      module: new CnnModule(full),
+      inputShape: [1, CNN_IMAGE, CNN_IMAGE],
+      classes: full.classes,
+      seed: full.seed,
+    });
   }
 }

@@ -2,7 +2,7 @@
  * createModel: the one way to build a model, whatever it is made of.
  *
  *   createModel(gpu, new Net(), { inputShape: [784], classes: 10 })   // an nn.Module of your own
- *   createModel(gpu, factory, { options: { width: 128 } })            // a model file's factory (nn, options) => { module, inputShape, classes }
+ *   createModel(gpu, factory, { options: { width: 128 } })            // a model file's factory
  *   createModel(gpu, 'mlp', { hidden: [128], seed: 3 })                // a built-in: 'mlp', 'cnn' or 'transformer'
  *
  * The CLI's spec form, createModel(gpu, { kind: 'mlp', … }), builds the same
@@ -13,7 +13,13 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { Module } from '../nn/module.ts';
 import { Cnn } from './cnn.ts';
-import { type ModelDefinition, type ModelFactory, modelFromDefinition, modelFromFactory, registeredModel } from './define.ts';
+import {
+  type ModelDefinition,
+  type ModelFactory,
+  modelFromDefinition,
+  modelFromFactory,
+  registeredModel,
+} from './define.ts';
 import type { GraphModel } from './graph-model.ts';
 import { Mlp } from './mlp.ts';
 import { Transformer } from './transformer.ts';
@@ -47,7 +53,11 @@ export interface FactoryModelOptions<O extends object> {
 export type BuiltInModelOptions<S extends ModelSpec> = Omit<S, 'kind'>;
 
 export function createModel(gpu: Gpu, module: Module, options: ModuleModelOptions): GraphModel;
-export function createModel<O extends object>(gpu: Gpu, factory: ModelFactory<O>, options?: FactoryModelOptions<O>): GraphModel;
+export function createModel<O extends object>(
+  gpu: Gpu,
+  factory: ModelFactory<O>,
+  options?: FactoryModelOptions<O>,
+): GraphModel;
 export function createModel(gpu: Gpu, preset: 'mlp', options?: BuiltInModelOptions<MlpSpec>): Model;
 export function createModel(gpu: Gpu, preset: 'cnn', options?: BuiltInModelOptions<CnnSpec>): Model;
 export function createModel(gpu: Gpu, preset: 'transformer', options?: BuiltInModelOptions<TransformerSpec>): Model;
@@ -56,9 +66,13 @@ export function createModel(gpu: Gpu, spec: ModelSpec): Model;
 export function createModel(gpu: Gpu, what: unknown, options?: object): Model {
   if (what instanceof Module) return fromModule(gpu, what, options as ModuleModelOptions | undefined);
   if (typeof what === 'function' && what.prototype instanceof Module) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `createModel(gpu, ${what.name}, options): ${what.name} is a module class; pass an instance, createModel(gpu, new ${what.name}(), options)`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `createModel(gpu, ${what.name}, options): ${what.name} is a module class; pass an instance, createModel(gpu, new ${what.name}(), options)`,
+    );
   }
-  if (typeof what === 'function') return fromFactory(gpu, what as ModelFactory, (options ?? {}) as FactoryModelOptions<object>);
+  if (typeof what === 'function')
+    return fromFactory(gpu, what as ModelFactory, (options ?? {}) as FactoryModelOptions<object>);
   if (typeof what === 'string') return fromSpec(gpu, { ...(options ?? {}), kind: what } as unknown as ModelSpec);
   if (what && typeof what === 'object' && 'kind' in what) return fromSpec(gpu, what as ModelSpec);
   throw new RingtrainError(
@@ -76,23 +90,43 @@ function fromModule(gpu: Gpu, module: Module, o: ModuleModelOptions | undefined)
   const where = `createModel(gpu, ${module.constructor.name}, options)`;
   const shape = 'pass { inputShape, classes }, e.g. createModel(gpu, new Net(), { inputShape: [784], classes: 10 })';
   if (!o || o.inputShape === undefined || o.classes === undefined) {
-    const missing = ['inputShape', 'classes'].filter((k) => (o as Record<string, unknown> | undefined)?.[k] === undefined);
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${where}: options.${missing.join(' and options.')} missing; a module alone does not say what it reads or how many classes it scores: ${shape}`, { missing });
+    const missing = ['inputShape', 'classes'].filter(
+      (k) => (o as Record<string, unknown> | undefined)?.[k] === undefined,
+    );
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${where}: options.${missing.join(' and options.')} missing; a module alone does not say what it reads or how many classes it scores: ${shape}`,
+      { missing },
+    );
   }
   const name = o.name ?? module.constructor.name;
   checkName(where, name);
-  return modelFromDefinition(gpu, { module, inputShape: o.inputShape, classes: o.classes, loss: o.loss, inputDType: o.inputDType }, { name, options: {} }, o.seed, where, shape);
+  return modelFromDefinition(
+    gpu,
+    { module, inputShape: o.inputShape, classes: o.classes, loss: o.loss, inputDType: o.inputDType },
+    { name, options: {} },
+    o.seed,
+    where,
+    shape,
+  );
 }
 
 function fromFactory(gpu: Gpu, factory: ModelFactory, o: FactoryModelOptions<object>): GraphModel {
   const name = o.name ?? factory.name;
   checkName('createModel(gpu, factory, options)', name);
-  return modelFromFactory(gpu, factory, { name, options: o.options as Record<string, unknown> | undefined, seed: o.seed });
+  return modelFromFactory(gpu, factory, {
+    name,
+    options: o.options as Record<string, unknown> | undefined,
+    seed: o.seed,
+  });
 }
 
 function checkName(where: string, name: unknown): void {
   if (typeof name !== 'string' || name.length === 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${where}: the model has no name (an anonymous class or function); pass options.name, which checkpoints and peers use to tell models apart`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${where}: the model has no name (an anonymous class or function); pass options.name, which checkpoints and peers use to tell models apart`,
+    );
   }
 }
 
@@ -108,10 +142,17 @@ function fromSpec(gpu: Gpu, spec: ModelSpec): Model {
       const kind = (spec as { kind?: unknown })?.kind;
       const factory = typeof kind === 'string' ? registeredModel(kind) : undefined;
       if (factory) {
-        const { kind: name, seed, ...options } = spec as unknown as { kind: string; seed?: number } & Record<string, unknown>;
+        const {
+          kind: name,
+          seed,
+          ...options
+        } = spec as unknown as { kind: string; seed?: number } & Record<string, unknown>;
         return modelFromFactory(gpu, factory, { name, options, seed });
       }
-      throw new RingtrainError(ErrorCode.InvalidArgument, `unknown model kind ${JSON.stringify(kind)}; use 'mlp', 'cnn' or 'transformer', an nn.Module, or a model factory (createModel(gpu, factory))`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `unknown model kind ${JSON.stringify(kind)}; use 'mlp', 'cnn' or 'transformer', an nn.Module, or a model factory (createModel(gpu, factory))`,
+      );
     }
   }
 }

@@ -56,7 +56,11 @@ export function isModelFile(model: string): boolean {
 }
 
 /** A factory's model identity and layout hash, without a GPU (what a job records so that every peer builds the same model). */
-export function describeModel(factory: ModelFactory, name: string, options: Record<string, unknown> = {}): { name: string; layoutHash: string } {
+export function describeModel(
+  factory: ModelFactory,
+  name: string,
+  options: Record<string, unknown> = {},
+): { name: string; layoutHash: string } {
   const definition = factory(nn, { ...options });
   checkDefinition(`model ${name}`, definition);
   definition.module.nameTree();
@@ -66,9 +70,18 @@ export function describeModel(factory: ModelFactory, name: string, options: Reco
 /** Makes `name` a model `createModel` can build. Names of built-in models are refused. */
 export function registerModel<O extends object>(name: string, factory: ModelFactory<O>): void {
   if (typeof name !== 'string' || name.length === 0 || BUILT_IN.has(name)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot register a model named ${JSON.stringify(name)}: pick a non-empty name other than ${[...BUILT_IN].join(', ')}`, { name });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot register a model named ${JSON.stringify(name)}: pick a non-empty name other than ${[...BUILT_IN].join(', ')}`,
+      { name },
+    );
   }
-  if (typeof factory !== 'function') throw new RingtrainError(ErrorCode.InvalidArgument, `registerModel('${name}'): the factory must be a function (nn, options) => ({ module, inputShape, classes })`, { name });
+  if (typeof factory !== 'function')
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `registerModel('${name}'): the factory must be a function (nn, options) => ({ module, inputShape, classes })`,
+      { name },
+    );
   // Options arrive as untyped JSON whatever O says; the registry keeps the untyped signature.
   registry.set(name, factory as unknown as ModelFactory);
 }
@@ -82,21 +95,41 @@ const FACTORY_SHAPE = 'a model factory returns { module, inputShape, classes } (
 function checkDefinition(where: string, d: ModelDefinition, shape = FACTORY_SHAPE): void {
   const bad = (what: string) => new RingtrainError(ErrorCode.InvalidArgument, `${where}: ${what}; ${shape}`, { where });
   if (!d || typeof d !== 'object') throw bad(`it returned ${String(d)}`);
-  if (!(d.module instanceof nn.Module)) throw bad('module is not an nn.Module (build it from the nn the factory receives)');
-  if (!Array.isArray(d.inputShape) || d.inputShape.length === 0 || !d.inputShape.every((v) => Number.isInteger(v) && v > 0)) throw bad(`inputShape must be positive integers, got ${JSON.stringify(d.inputShape)}`);
-  if (!Number.isInteger(d.classes) || d.classes < 1) throw bad(`classes must be a positive integer, got ${JSON.stringify(d.classes)}`);
-  if (d.loss !== undefined && !(d.loss in LOSSES)) throw bad(`loss must be one of ${Object.keys(LOSSES).join(', ')}, got ${JSON.stringify(d.loss)}`);
-  if (d.inputDType !== undefined && d.inputDType !== 'f32' && d.inputDType !== 'u32') throw bad(`inputDType must be 'f32' or 'u32', got ${JSON.stringify(d.inputDType)}`);
+  if (!(d.module instanceof nn.Module))
+    throw bad('module is not an nn.Module (build it from the nn the factory receives)');
+  if (
+    !Array.isArray(d.inputShape) ||
+    d.inputShape.length === 0 ||
+    !d.inputShape.every((v) => Number.isInteger(v) && v > 0)
+  )
+    throw bad(`inputShape must be positive integers, got ${JSON.stringify(d.inputShape)}`);
+  if (!Number.isInteger(d.classes) || d.classes < 1)
+    throw bad(`classes must be a positive integer, got ${JSON.stringify(d.classes)}`);
+  if (d.loss !== undefined && !(d.loss in LOSSES))
+    throw bad(`loss must be one of ${Object.keys(LOSSES).join(', ')}, got ${JSON.stringify(d.loss)}`);
+  if (d.inputDType !== undefined && d.inputDType !== 'f32' && d.inputDType !== 'u32')
+    throw bad(`inputDType must be 'f32' or 'u32', got ${JSON.stringify(d.inputDType)}`);
 }
 
 /** Builds a model from a factory: the identity is `name` and the options; parameters are drawn from `seed`. */
-export function modelFromFactory(gpu: Gpu, factory: ModelFactory, o: { name: string; options?: Record<string, unknown>; seed?: number }): GraphModel {
+export function modelFromFactory(
+  gpu: Gpu,
+  factory: ModelFactory,
+  o: { name: string; options?: Record<string, unknown>; seed?: number },
+): GraphModel {
   const options = { ...(o.options ?? {}) };
   return modelFromDefinition(gpu, factory(nn, options), { name: o.name, options }, o.seed, `model ${o.name}`);
 }
 
 /** Builds a model from what a factory returns (or createModel was given with a module), once checked; `where` names it in errors. */
-export function modelFromDefinition(gpu: Gpu, definition: ModelDefinition, identity: { name: string; options: Record<string, unknown> }, seed: number | undefined, where: string, shape = FACTORY_SHAPE): GraphModel {
+export function modelFromDefinition(
+  gpu: Gpu,
+  definition: ModelDefinition,
+  identity: { name: string; options: Record<string, unknown> },
+  seed: number | undefined,
+  where: string,
+  shape = FACTORY_SHAPE,
+): GraphModel {
   checkDefinition(where, definition, shape);
   return new GraphModel(gpu, {
     identity,
@@ -110,7 +143,11 @@ export function modelFromDefinition(gpu: Gpu, definition: ModelDefinition, ident
 }
 
 /** Refuses a model that is not the one a job (or a checkpoint) expects, naming both. */
-export function checkSameModel(model: Pick<Model, 'identity' | 'layoutHash'>, expected: { name: string; layoutHash: string }, whose = "the job's"): void {
+export function checkSameModel(
+  model: Pick<Model, 'identity' | 'layoutHash'>,
+  expected: { name: string; layoutHash: string },
+  whose = "the job's",
+): void {
   if (model.identity.name !== expected.name || model.layoutHash !== expected.layoutHash) {
     throw new RingtrainError(
       ErrorCode.InvalidArgument,

@@ -66,8 +66,17 @@ export interface BucketRange {
  * larger than that is a bucket of its own. `finalAfter(i)`: the backward steps after which layout
  * entry i's gradient is final.
  */
-export function planBuckets(layout: readonly ParamEntry[], flatLength: number, bucketBytes: number, finalAfter: (entry: number) => number): BucketRange[] {
-  if (!(bucketBytes > 0)) throw new RingtrainError(ErrorCode.InvalidArgument, `gradient buckets: bucketBytes must be a number > 0, got ${bucketBytes}`);
+export function planBuckets(
+  layout: readonly ParamEntry[],
+  flatLength: number,
+  bucketBytes: number,
+  finalAfter: (entry: number) => number,
+): BucketRange[] {
+  if (!(bucketBytes > 0))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `gradient buckets: bucketBytes must be a number > 0, got ${bucketBytes}`,
+    );
   const spanOf = (i: number) => ((i + 1 < layout.length ? layout[i + 1].offset : flatLength) - layout[i].offset) * 4;
   const buckets: BucketRange[] = [];
   let end = layout.length;

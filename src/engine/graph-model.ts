@@ -88,7 +88,10 @@ export const EVAL_PLAN_BYTES = 64 * 1024 * 1024;
 export function allValid(x: Float32Array, indices: boolean): boolean {
   if (!indices) {
     // Four sums, so the adds do not wait on one another.
-    let a = 0, b = 0, c = 0, d = 0;
+    let a = 0,
+      b = 0,
+      c = 0,
+      d = 0;
     const n = x.length - (x.length % 4);
     for (let i = 0; i < n; i += 4) {
       a += x[i] * 0;
@@ -100,7 +103,7 @@ export function allValid(x: Float32Array, indices: boolean): boolean {
     return a + b + c + d === 0;
   }
   let ok = true;
-  for (let i = 0; i < x.length; i++) ok = ok && (x[i] >>> 0) === x[i];
+  for (let i = 0; i < x.length; i++) ok = ok && x[i] >>> 0 === x[i];
   return ok;
 }
 
@@ -117,11 +120,18 @@ function graphSignature(graph: Graph, output: Tensor): string {
     }
     return n;
   };
-  const parts = graph.nodes.map((n) => `${n.op.name}(${n.inputs.map((t) => `${name(t)}${shapeText(t.shape)}`).join(',')})${JSON.stringify(n.attrs)}=${name(n.output)}`);
+  const parts = graph.nodes.map(
+    (n) =>
+      `${n.op.name}(${n.inputs.map((t) => `${name(t)}${shapeText(t.shape)}`).join(',')})${JSON.stringify(n.attrs)}=${name(n.output)}`,
+  );
   return `${parts.join(';')}->${name(output)}`;
 }
 
-export function layoutOf(named: [string, Parameter][]): { layout: ParamEntry[]; paramCount: number; flatLength: number } {
+export function layoutOf(named: [string, Parameter][]): {
+  layout: ParamEntry[];
+  paramCount: number;
+  flatLength: number;
+} {
   const layout: ParamEntry[] = [];
   let offset = 0;
   let paramCount = 0;
@@ -179,7 +189,11 @@ export class GraphModel implements Model {
     this.loss = o.loss ?? crossEntropy;
     o.module.nameTree();
     const named = o.module.namedParameters();
-    if (named.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, `model ${o.identity.name} has no parameters: give its module Parameters or layers that hold some`);
+    if (named.length === 0)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `model ${o.identity.name} has no parameters: give its module Parameters or layers that hold some`,
+      );
     const { layout, paramCount, flatLength } = layoutOf(named);
     this.layout = layout;
     this.paramCount = paramCount;
@@ -256,14 +270,24 @@ export class GraphModel implements Model {
     }
     const made: GPUBuffer[] = [];
     const own = (b: GPUBuffer): GPUBuffer => (made.push(b), this.own(b));
-    const plan = compilePlan(this.gpu, graph.nodes, [output], { params: this.params, grads: this.grads, entry: (param) => this.entries.get(param)! }, { gradients: mode === 'train' });
+    const plan = compilePlan(
+      this.gpu,
+      graph.nodes,
+      [output],
+      { params: this.params, grads: this.grads, entry: (param) => this.entries.get(param)! },
+      { gradients: mode === 'train' },
+    );
     for (const b of plan.buffers) own(b);
     const rows = output.size / this.classes;
     const targets = own(this.gpu.storage(rows, 'targets'));
     const results = own(this.gpu.storage(4, 'results'));
     const unread = mode === 'eval' ? this.evalHeadGradient(rows, own) : undefined;
     const dOutput = unread ?? plan.grad(output);
-    if (!dOutput) throw new RingtrainError(ErrorCode.InvalidArgument, `model ${this.identity.name}: its output does not depend on any parameter`);
+    if (!dOutput)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `model ${this.identity.name}: its output does not depend on any parameter`,
+      );
     const head = this.loss.plan(this.gpu, {
       output: plan.value(output),
       dOutput,
@@ -302,7 +326,10 @@ export class GraphModel implements Model {
    */
   private evalHeadGradient(rows: number, own: (b: GPUBuffer) => GPUBuffer): BufferRange {
     const bytes = rows * this.classes * 4;
-    const buffer = this.headGradient && this.headGradient.size >= bytes ? this.headGradient : own(this.gpu.storage(rows * this.classes, 'eval/unread-d-output'));
+    const buffer =
+      this.headGradient && this.headGradient.size >= bytes
+        ? this.headGradient
+        : own(this.gpu.storage(rows * this.classes, 'eval/unread-d-output'));
     return { buffer, offset: 0, size: bytes };
   }
 
@@ -325,10 +352,15 @@ export class GraphModel implements Model {
 
   private checkBatch(what: string, x: Float32Array, batch: number): void {
     if (!(x instanceof Float32Array)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: x must be a Float32Array of batch×${this.inputSize} floats`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${what}: x must be a Float32Array of batch×${this.inputSize} floats`,
+      );
     }
     if (!Number.isInteger(batch) || batch < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: batch must be a positive integer, got ${batch}`, { batch });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: batch must be a positive integer, got ${batch}`, {
+        batch,
+      });
     }
     if (x.length !== batch * this.inputSize) {
       throw new RingtrainError(
@@ -357,7 +389,11 @@ export class GraphModel implements Model {
       if (bad) {
         const sample = Math.floor(i / this.inputSize);
         const want = indices ? 'integers ≥ 0 (indices)' : 'finite numbers';
-        throw new RingtrainError(ErrorCode.InvalidArgument, `input x[${i}] (sample ${sample}, feature ${i % this.inputSize}) is ${x[i]}; inputs must be ${want}: check the data`, { index: i, sample });
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `input x[${i}] (sample ${sample}, feature ${i % this.inputSize}) is ${x[i]}; inputs must be ${want}: check the data`,
+          { index: i, sample },
+        );
       }
     }
   }
@@ -366,7 +402,11 @@ export class GraphModel implements Model {
   private loadStep(x: Float32Array, labels: ArrayLike<number>, batch: number): BatchPlan {
     this.checkBatch('forwardBackward', x, batch);
     if (labels.length !== batch * this.positions) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `forwardBackward: ${labels.length} labels for batch ${batch} (${this.positions} per sample)`, { labels: labels.length, batch });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `forwardBackward: ${labels.length} labels for batch ${batch} (${this.positions} per sample)`,
+        { labels: labels.length, batch },
+      );
     }
     const p = this.plan(batch, 'train');
     this.load(p, x, labels);
@@ -380,7 +420,12 @@ export class GraphModel implements Model {
     return p;
   }
 
-  forwardBackwardDeferred(x: Float32Array, labels: ArrayLike<number>, batch = (labels?.length ?? 0) / this.positions, sink: DeferredScalars): void {
+  forwardBackwardDeferred(
+    x: Float32Array,
+    labels: ArrayLike<number>,
+    batch = (labels?.length ?? 0) / this.positions,
+    sink: DeferredScalars,
+  ): void {
     recordDeferredLoss(this.gpu, sink, this.recordStep(x, labels, batch).results, RESULT_LOSS * 4);
   }
 
@@ -390,7 +435,13 @@ export class GraphModel implements Model {
    * bucket k comes back while bucket k+1 still computes. The loss is recorded after the whole
    * backward and rides on the last bucket's read.
    */
-  forwardBackwardBuckets(x: Float32Array, labels: ArrayLike<number>, batch = (labels?.length ?? 0) / this.positions, sink: DeferredScalars, bucketBytes = DEFAULT_BUCKET_BYTES): GradientBucket[] {
+  forwardBackwardBuckets(
+    x: Float32Array,
+    labels: ArrayLike<number>,
+    batch = (labels?.length ?? 0) / this.positions,
+    sink: DeferredScalars,
+    bucketBytes = DEFAULT_BUCKET_BYTES,
+  ): GradientBucket[] {
     const p = this.loadStep(x, labels, batch);
     const { ranges, pieces } = this.bucketsOf(p, bucketBytes);
     return ranges.map((b, i) => {
@@ -411,19 +462,32 @@ export class GraphModel implements Model {
   private bucketsOf(p: BatchPlan, bucketBytes: number): { ranges: BucketRange[]; pieces: Step[][] } {
     let cut = p.buckets.get(bucketBytes);
     if (cut) return cut;
-    const ranges = planBuckets(this.layout, this.flatLength, bucketBytes, (i) => p.plan.gradFinalAfter(this.parameters[i]));
+    const ranges = planBuckets(this.layout, this.flatLength, bucketBytes, (i) =>
+      p.plan.gradFinalAfter(this.parameters[i]),
+    );
     // The last bucket's piece takes the rest of backward (an input's gradient, say), so the step is recorded whole.
     const ends = ranges.map((b, i) => (i === ranges.length - 1 ? p.backward.length : b.after));
-    const pieces = ends.map((end, i) => [...(i === 0 ? [...p.forward, ...p.head] : []), ...p.backward.slice(i === 0 ? 0 : ends[i - 1], end)]);
+    const pieces = ends.map((end, i) => [
+      ...(i === 0 ? [...p.forward, ...p.head] : []),
+      ...p.backward.slice(i === 0 ? 0 : ends[i - 1], end),
+    ]);
     p.buckets.set(bucketBytes, (cut = { ranges, pieces }));
     return cut;
   }
 
-  async forwardBackward(x: Float32Array, labels: ArrayLike<number>, batch = (labels?.length ?? 0) / this.positions): Promise<number> {
+  async forwardBackward(
+    x: Float32Array,
+    labels: ArrayLike<number>,
+    batch = (labels?.length ?? 0) / this.positions,
+  ): Promise<number> {
     const p = this.recordStep(x, labels, batch);
     const [loss] = await this.gpu.readF32(p.results, RESULT_LOSS, 1);
     if (!Number.isFinite(loss)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `the loss is ${loss}: training diverged or the input holds NaN/Infinity; lower the learning rate or check the data`, { loss });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `the loss is ${loss}: training diverged or the input holds NaN/Infinity; lower the learning rate or check the data`,
+        { loss },
+      );
     }
     return loss;
   }
@@ -439,7 +503,14 @@ export class GraphModel implements Model {
 
   plansFor(batch: number, evaluated: number): (() => void)[] {
     const chunk = () => this.evalChunk(Math.min(MAX_EVAL_CHUNK, evaluated));
-    const evaluation = evaluated < 1 ? [] : [() => void this.plan(1, 'eval'), () => void this.plan(chunk(), 'eval'), () => void (evaluated % chunk() > 0 && this.plan(evaluated % chunk(), 'eval'))];
+    const evaluation =
+      evaluated < 1
+        ? []
+        : [
+            () => void this.plan(1, 'eval'),
+            () => void this.plan(chunk(), 'eval'),
+            () => void (evaluated % chunk() > 0 && this.plan(evaluated % chunk(), 'eval')),
+          ];
     return [() => void this.plan(batch, 'train'), ...evaluation];
   }
 
@@ -456,7 +527,11 @@ export class GraphModel implements Model {
       const b = Math.min(chunk, n - start);
       const p = this.plan(b, 'eval');
       const rows = b * this.positions;
-      const targets: number[] = Array.prototype.slice.call(labels, start * this.positions, start * this.positions + rows);
+      const targets: number[] = Array.prototype.slice.call(
+        labels,
+        start * this.positions,
+        start * this.positions + rows,
+      );
       this.load(p, x.subarray(start * this.inputSize, (start + b) * this.inputSize), targets);
       recordSteps(this.gpu, [...p.forward, ...p.head]);
       const encoder = this.gpu.commandEncoder();

@@ -14,11 +14,19 @@ import type { Tensor } from '../nn/tensor.ts';
 import { GraphModel } from './graph-model.ts';
 import { MLP_ACTIVATIONS, type MlpSpec } from './model.ts';
 
-export const MLP_DEFAULTS: Required<Omit<MlpSpec, 'kind'>> = { seed: 1, inputSize: 784, hidden: [128], classes: 10, activation: 'relu' };
+export const MLP_DEFAULTS: Required<Omit<MlpSpec, 'kind'>> = {
+  seed: 1,
+  inputSize: 784,
+  hidden: [128],
+  classes: 10,
+  activation: 'relu',
+};
 
 function positive(name: string, v: unknown): void {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `mlp: ${name} must be a positive integer, got ${String(v)}`, { [name]: v });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `mlp: ${name} must be a positive integer, got ${String(v)}`, {
+      [name]: v,
+    });
   }
 }
 
@@ -26,12 +34,18 @@ export function resolveMlpSpec(spec: MlpSpec): Required<MlpSpec> {
   const s = { ...MLP_DEFAULTS, ...spec, kind: 'mlp' as const };
   positive('inputSize', s.inputSize);
   positive('classes', s.classes);
-  if (!Array.isArray(s.hidden)) throw new RingtrainError(ErrorCode.InvalidArgument, 'mlp: hidden must be an array of layer widths, e.g. [128]');
+  if (!Array.isArray(s.hidden))
+    throw new RingtrainError(ErrorCode.InvalidArgument, 'mlp: hidden must be an array of layer widths, e.g. [128]');
   s.hidden.forEach((h, i) => positive(`hidden[${i}]`, h));
   if (!(MLP_ACTIVATIONS as readonly string[]).includes(s.activation)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `mlp: unknown activation "${String(s.activation)}"; use one of relu, tanh, geluTanh (GELU's tanh form)`, { activation: s.activation });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `mlp: unknown activation "${String(s.activation)}"; use one of relu, tanh, geluTanh (GELU's tanh form)`,
+      { activation: s.activation },
+    );
   }
-  if (!Number.isInteger(s.seed)) throw new RingtrainError(ErrorCode.InvalidArgument, `mlp: seed must be an integer, got ${s.seed}`);
+  if (!Number.isInteger(s.seed))
+    throw new RingtrainError(ErrorCode.InvalidArgument, `mlp: seed must be an integer, got ${s.seed}`);
   return { ...s, hidden: [...s.hidden] };
 }
 
@@ -45,7 +59,9 @@ export class MlpModule extends Module {
     this.act = activation === 'relu' ? new ReLU() : activation === 'tanh' ? new Tanh() : new GELU('tanh');
     for (let i = 0; i + 1 < widths.length; i++) {
       const hidden = i + 2 < widths.length;
-      this.dense.push(new Linear(widths[i], widths[i + 1], { init: hidden && activation === 'relu' ? 'he' : 'glorot' }));
+      this.dense.push(
+        new Linear(widths[i], widths[i + 1], { init: hidden && activation === 'relu' ? 'he' : 'glorot' }),
+      );
     }
   }
   protected override members(): [string, Module][] {
@@ -65,7 +81,13 @@ export class Mlp extends GraphModel {
     const s = resolveMlpSpec(spec);
     const widths = [s.inputSize, ...s.hidden, s.classes];
     const { kind: _kind, ...options } = s;
-    super(gpu, { identity: { name: 'mlp', options }, module: new MlpModule(widths, s.activation), inputShape: [s.inputSize], classes: s.classes, seed: s.seed });
+    super(gpu, {
+      identity: { name: 'mlp', options },
+      module: new MlpModule(widths, s.activation),
+      inputShape: [s.inputSize],
+      classes: s.classes,
+      seed: s.seed,
+    });
     this.widths = widths;
   }
 }

@@ -37,18 +37,29 @@ export async function modelFileName(path: string): Promise<string> {
   try {
     bytes = await readFile(abs);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `cannot read model file ${path} (${(err as Error).message}); pass a path to a .ts or .js file that exports a model factory`, { path }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot read model file ${path} (${(err as Error).message}); pass a path to a .ts or .js file that exports a model factory`,
+      { path },
+      { cause: err },
+    );
   }
   return `${basename(abs).replace(/\.(m?[jt]s)$/, '')}@${fnv1aHex(bytes)}`;
 }
 
 function noFactory(path: string, detail: Record<string, unknown>, more = ''): RingtrainError {
-  const add = 'add `export default function model(nn, options) { return { module, inputShape, classes }; }` (or a named export `model`)';
-  return new RingtrainError(ErrorCode.InvalidArgument, `model file ${path} exports no model factory: ${add}; see the README's "Bring your own model".${more}`, detail);
+  const add =
+    'add `export default function model(nn, options) { return { module, inputShape, classes }; }` (or a named export `model`)';
+  return new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `model file ${path} exports no model factory: ${add}; see the README's "Bring your own model".${more}`,
+    detail,
+  );
 }
 
 /** An export of a factory as ES modules or CommonJS write it: `export default`, `export const model`, `export { net as model }`, `module.exports`. */
-const FACTORY_EXPORT = /export\s+default\b|export\s+(const|let|var|function|async\s+function)\s+model\b|export\s*\{[^}]*\b(model|default)\b[^}]*\}|module\.exports|exports\.(default|model)\b/;
+const FACTORY_EXPORT =
+  /export\s+default\b|export\s+(const|let|var|function|async\s+function)\s+model\b|export\s*\{[^}]*\b(model|default)\b[^}]*\}|module\.exports|exports\.(default|model)\b/;
 
 /**
  * Importing a file runs it. A training script that exports no model (its model
@@ -58,14 +69,21 @@ const FACTORY_EXPORT = /export\s+default\b|export\s+(const|let|var|function|asyn
 async function refuseWithoutExport(path: string, abs: string): Promise<void> {
   const text = await readFile(abs, 'utf8');
   if (FACTORY_EXPORT.test(text)) return;
-  throw noFactory(path, { path }, ' It was not run: a training script that keeps its model inside builds it with createModel(gpu, factory) from such an export, and trains only when it is the program (README, "Use it as a library").');
+  throw noFactory(
+    path,
+    { path },
+    ' It was not run: a training script that keeps its model inside builds it with createModel(gpu, factory) from such an export, and trains only when it is the program (README, "Use it as a library").',
+  );
 }
 
 /**
  * Imports (runs) a model file and registers its factory. `expectName`: refuse, before
  * running anything, a file whose name and bytes are not the ones a job records.
  */
-export async function loadModelFile(path: string, expectName?: (name: string) => void): Promise<{ name: string; factory: ModelFactory }> {
+export async function loadModelFile(
+  path: string,
+  expectName?: (name: string) => void,
+): Promise<{ name: string; factory: ModelFactory }> {
   const abs = resolve(path);
   const name = await modelFileName(path);
   expectName?.(name);
@@ -74,11 +92,17 @@ export async function loadModelFile(path: string, expectName?: (name: string) =>
   try {
     mod = await importModule(abs);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `model file ${path} failed to load: ${(err as Error).message}`, { path }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `model file ${path} failed to load: ${(err as Error).message}`,
+      { path },
+      { cause: err },
+    );
   }
   let factory = mod.default ?? mod.model;
   // A file compiled as CommonJS arrives wrapped once more (default = its exports).
-  if (factory && typeof factory === 'object') factory = (factory as Record<string, unknown>).default ?? (factory as Record<string, unknown>).model;
+  if (factory && typeof factory === 'object')
+    factory = (factory as Record<string, unknown>).default ?? (factory as Record<string, unknown>).model;
   if (typeof factory !== 'function') {
     throw noFactory(path, { path, exports: Object.keys(mod) });
   }

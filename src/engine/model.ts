@@ -151,14 +151,25 @@ export interface Model {
    * `sink` (read later with `sink.collect()`, where a non-finite loss must be
    * checked). Input errors still throw here, at once.
    */
-  forwardBackwardDeferred(x: Float32Array, labels: ArrayLike<number>, batch: number | undefined, sink: DeferredScalars): void;
+  forwardBackwardDeferred(
+    x: Float32Array,
+    labels: ArrayLike<number>,
+    batch: number | undefined,
+    sink: DeferredScalars,
+  ): void;
   /**
    * Optional: forwardBackwardDeferred that also starts reading the gradients back in buckets
    * (grad-buckets.ts), from the end of the layout, each as soon as backward has finished it: the
    * buckets tile the flat buffer, in the order returned. A distributed step reduces each bucket
    * while the next one computes (DistributedOptimizer.step).
    */
-  forwardBackwardBuckets?(x: Float32Array, labels: ArrayLike<number>, batch: number | undefined, sink: DeferredScalars, bucketBytes?: number): GradientBucket[];
+  forwardBackwardBuckets?(
+    x: Float32Array,
+    labels: ArrayLike<number>,
+    batch: number | undefined,
+    sink: DeferredScalars,
+    bucketBytes?: number,
+  ): GradientBucket[];
   /** Logits [batch × classes] for `batch` samples (default: x.length / inputSize). */
   predict(x: Float32Array, batch?: number): Promise<Float32Array>;
   /** Accuracy and mean loss over all samples, in chunks of `chunk` (default: what the adapter's limits allow, at most 500). */

@@ -39,13 +39,20 @@ export interface Optimizer {
 
 function finite(name: string, v: number, min: number, max = Infinity): void {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `optimizer: ${name} must be a number in [${min}, ${max}], got ${String(v)}`, { [name]: v });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `optimizer: ${name} must be a number in [${min}, ${max}], got ${String(v)}`,
+      { [name]: v },
+    );
   }
 }
 
 export function resolveOptimizerSpec(spec: OptimizerSpec): Required<OptimizerSpec> {
   if (spec?.kind !== 'sgd' && spec?.kind !== 'adamw') {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `optimizer: kind must be 'sgd' or 'adamw', got ${String(spec?.kind)}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `optimizer: kind must be 'sgd' or 'adamw', got ${String(spec?.kind)}`,
+    );
   }
   const adam = spec.kind === 'adamw';
   const s: Required<OptimizerSpec> = {
@@ -76,16 +83,27 @@ const OPTION_NAMES: Record<OptimizerSpec['kind'], readonly string[]> = {
 
 /** Refuses a key that the optimizer does not read (`momentum` given to AdamW would otherwise do nothing, silently). */
 function checkOptionNames(kind: OptimizerSpec['kind'], options: object, className: string): void {
-  if (options === null || typeof options !== 'object') throw new RingtrainError(ErrorCode.InvalidArgument, `${className}: options must be an object such as { lr: 0.01 }, got ${String(options)}`);
+  if (options === null || typeof options !== 'object')
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${className}: options must be an object such as { lr: 0.01 }, got ${String(options)}`,
+    );
   const unknown = Object.keys(options).filter((k) => !OPTION_NAMES[kind].includes(k));
   if (unknown.length > 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${className} takes ${OPTION_NAMES[kind].join(', ')}; it does not read ${unknown.join(', ')}`, { unknown });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${className} takes ${OPTION_NAMES[kind].join(', ')}; it does not read ${unknown.join(', ')}`,
+      { unknown },
+    );
   }
 }
 
 function checkModel(model: Model, className: string): void {
   if (!model || typeof model !== 'object' || !model.gpu || !Number.isInteger(model.flatLength)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `new optim.${className}(model, options): the first argument must be a model (createModel's), got ${String(model)}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `new optim.${className}(model, options): the first argument must be a model (createModel's), got ${String(model)}`,
+    );
   }
 }
 
@@ -100,7 +118,10 @@ class FlatOptimizer implements Optimizer {
   /** `gpu.submits` when the update was last recorded (-1: never). */
   private recordedAt = -1;
 
-  constructor(private readonly model: Model, spec: OptimizerSpec) {
+  constructor(
+    private readonly model: Model,
+    spec: OptimizerSpec,
+  ) {
     this.spec = resolveOptimizerSpec(spec);
     this.gpu = model.gpu;
     this.n = model.flatLength;
@@ -160,7 +181,11 @@ class FlatOptimizer implements Optimizer {
       }
     }
     const step = state.step?.[0] ?? 0;
-    if (!Number.isInteger(step) || step < 0) throw new RingtrainError(ErrorCode.InvalidArgument, `optimizer state "step" must be a non-negative integer, got ${step}`);
+    if (!Number.isInteger(step) || step < 0)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `optimizer state "step" must be a non-negative integer, got ${step}`,
+      );
     for (const [name, buffer] of Object.entries(this.state)) this.gpu.write(buffer, state[name]);
     this.stepCount = step;
   }
@@ -208,6 +233,10 @@ export const OPTIMIZERS = { sgd: SGD, adamw: AdamW } as const;
 export function createOptimizer(model: Model, spec: OptimizerSpec): Optimizer {
   const kind = spec?.kind;
   if (kind !== 'sgd' && kind !== 'adamw') resolveOptimizerSpec(spec); // throws the message that names the kinds
-  const options = Object.fromEntries(OPTION_NAMES[kind].filter((k) => spec[k as keyof OptimizerSpec] !== undefined).map((k) => [k, spec[k as keyof OptimizerSpec]]));
+  const options = Object.fromEntries(
+    OPTION_NAMES[kind]
+      .filter((k) => spec[k as keyof OptimizerSpec] !== undefined)
+      .map((k) => [k, spec[k as keyof OptimizerSpec]]),
+  );
   return new OPTIMIZERS[kind](model, options);
 }

@@ -70,10 +70,20 @@ export async function profileSteps(o: StepProfileOptions): Promise<StepProfile> 
   const warmup = o.warmup ?? 2;
   const readEvery = o.readEvery ?? 10;
   const rounds = o.rounds ?? 10;
-  for (const [name, v, min] of [['steps', steps, 1], ['warmup', warmup, 0], ['readEvery', readEvery, 1]] as const) {
-    if (!Number.isInteger(v) || v < min) throw new RingtrainError(ErrorCode.InvalidArgument, `profile: ${name} must be a whole number ≥ ${min}, got ${v}`, { [name]: v });
+  for (const [name, v, min] of [
+    ['steps', steps, 1],
+    ['warmup', warmup, 0],
+    ['readEvery', readEvery, 1],
+  ] as const) {
+    if (!Number.isInteger(v) || v < min)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `profile: ${name} must be a whole number ≥ ${min}, got ${v}`,
+        { [name]: v },
+      );
   }
-  if (o.batches.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'profile: no batches to step through');
+  if (o.batches.length === 0)
+    throw new RingtrainError(ErrorCode.InvalidArgument, 'profile: no batches to step through');
   const sink = new DeferredScalars(gpu, readEvery);
   let step = 0;
   const oneStep = () => {

@@ -10,14 +10,27 @@ import type { DeferredScalars } from '../gpu/readback.ts';
 import type { Model } from './model.ts';
 import type { Optimizer } from './optimizer.ts';
 
-export async function trainStep(model: Model, optimizer: Optimizer, x: Float32Array, labels: ArrayLike<number>, lr?: number): Promise<number> {
+export async function trainStep(
+  model: Model,
+  optimizer: Optimizer,
+  x: Float32Array,
+  labels: ArrayLike<number>,
+  lr?: number,
+): Promise<number> {
   const loss = await model.forwardBackward(x, labels);
   optimizer.step(lr);
   return loss;
 }
 
 /** Records forward, backward and the update, and the batch's mean loss into `sink`; never waits for the GPU. */
-export function trainStepDeferred(model: Model, optimizer: Optimizer, x: Float32Array, labels: ArrayLike<number>, sink: DeferredScalars, lr?: number): void {
+export function trainStepDeferred(
+  model: Model,
+  optimizer: Optimizer,
+  x: Float32Array,
+  labels: ArrayLike<number>,
+  sink: DeferredScalars,
+  lr?: number,
+): void {
   model.forwardBackwardDeferred(x, labels, undefined, sink);
   optimizer.step(lr);
 }
@@ -27,9 +40,17 @@ export function trainStepDeferred(model: Model, optimizer: Optimizer, x: Float32
  * recorded its step and its mean loss sits in a GPU buffer, this records the
  * loss's copy into `sink`, after everything recorded so far.
  */
-export function recordDeferredLoss(gpu: Gpu, sink: DeferredScalars, lossBuffer: GPUBuffer, lossOffsetBytes: number): void {
+export function recordDeferredLoss(
+  gpu: Gpu,
+  sink: DeferredScalars,
+  lossBuffer: GPUBuffer,
+  lossOffsetBytes: number,
+): void {
   if (sink.gpu !== gpu) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, 'forwardBackwardDeferred: the DeferredScalars belongs to another Gpu; make it with new DeferredScalars(model.gpu)');
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'forwardBackwardDeferred: the DeferredScalars belongs to another Gpu; make it with new DeferredScalars(model.gpu)',
+    );
   }
   sink.record(gpu.commandEncoder(), lossBuffer, lossOffsetBytes);
 }

@@ -26,7 +26,16 @@ import type { Gpu } from '../gpu/gpu.ts';
 import { Linear } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
 import { F } from '../nn/functional.ts';
-import { addBroadcastOp, attentionOp, embeddingOp, geluOp, geluTanhOp, layerNormOp, linear, slice } from '../nn/ops/index.ts';
+import {
+  addBroadcastOp,
+  attentionOp,
+  embeddingOp,
+  geluOp,
+  geluTanhOp,
+  layerNormOp,
+  linear,
+  slice,
+} from '../nn/ops/index.ts';
 import { apply, Parameter, type Tensor } from '../nn/tensor.ts';
 import { checkTargets, planCrossEntropy } from '../nn/ops/cross-entropy/kernel.ts';
 import { crossEntropyRef } from '../nn/ops/cross-entropy/reference.ts';
@@ -37,7 +46,16 @@ import { TRANSFORMER_ARCHS, type TransformerArch, type TransformerSpec } from '.
 export type { TransformerArch, TransformerSpec };
 
 /** The words workload's model: 105,627 parameters. */
-export const TRANSFORMER_DEFAULTS: Required<Omit<TransformerSpec, 'positions'>> = { kind: 'transformer', seed: 1, vocab: 27, context: 32, layers: 2, width: 64, heads: 4, arch: 'classic' };
+export const TRANSFORMER_DEFAULTS: Required<Omit<TransformerSpec, 'positions'>> = {
+  kind: 'transformer',
+  seed: 1,
+  vocab: 27,
+  context: 32,
+  layers: 2,
+  width: 64,
+  heads: 4,
+  arch: 'classic',
+};
 
 /** GPT-2's initialisation: every weight N(0, 0.02²) (the residual projections scaled down by √(2·layers)). */
 export const GPT2_INIT_STD = 0.02;
@@ -46,13 +64,32 @@ export function resolveTransformerSpec(spec: Partial<TransformerSpec> = {}): Req
   const sized = { ...TRANSFORMER_DEFAULTS, ...spec, kind: 'transformer' as const };
   const s: Required<TransformerSpec> = { ...sized, positions: sized.positions ?? sized.context };
   for (const key of ['vocab', 'context', 'positions', 'layers', 'width', 'heads'] as const) {
-    if (!Number.isInteger(s[key]) || s[key] < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: ${key} must be a positive integer, got ${s[key]}`, { [key]: s[key] });
+    if (!Number.isInteger(s[key]) || s[key] < 1)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `transformer: ${key} must be a positive integer, got ${s[key]}`,
+        { [key]: s[key] },
+      );
   }
-  if (!TRANSFORMER_ARCHS.includes(s.arch)) throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: arch must be one of ${TRANSFORMER_ARCHS.join(', ')}, got ${JSON.stringify(s.arch)}`, { arch: s.arch });
+  if (!TRANSFORMER_ARCHS.includes(s.arch))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `transformer: arch must be one of ${TRANSFORMER_ARCHS.join(', ')}, got ${JSON.stringify(s.arch)}`,
+      { arch: s.arch },
+    );
   if (s.context > s.positions) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: context ${s.context} is longer than its ${s.positions} positions (rows of pos.weight); give a context of at most ${s.positions}, or more positions`, { context: s.context, positions: s.positions });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `transformer: context ${s.context} is longer than its ${s.positions} positions (rows of pos.weight); give a context of at most ${s.positions}, or more positions`,
+      { context: s.context, positions: s.positions },
+    );
   }
-  if (s.width % s.heads !== 0) throw new RingtrainError(ErrorCode.InvalidArgument, `transformer: width ${s.width} must be a multiple of heads ${s.heads}`, { width: s.width, heads: s.heads });
+  if (s.width % s.heads !== 0)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `transformer: width ${s.width} must be a multiple of heads ${s.heads}`,
+      { width: s.width, heads: s.heads },
+    );
   return s;
 }
 
@@ -65,7 +102,11 @@ export const sequenceCrossEntropy: Loss = {
   name: 'cross-entropy-ignore',
   encodeTargets(targets, rows, classes, out) {
     if (targets.length !== rows) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${rows} targets (one per position), got ${targets.length}`, { expected: rows, got: targets.length });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `expected ${rows} targets (one per position), got ${targets.length}`,
+        { expected: rows, got: targets.length },
+      );
     }
     // −1 travels as the same 32 bits; the shader reads the buffer as i32.
     out.set(new Uint32Array(checkTargets(targets, rows, classes).buffer));
@@ -73,7 +114,13 @@ export const sequenceCrossEntropy: Loss = {
   },
   plan(gpu, io) {
     const rowStats = io.scratch(3 * io.rows, 'row-stats');
-    return planCrossEntropy(gpu, { logits: io.output, targets: io.targets, dlogits: io.dOutput, rowStats, result: io.results }, io.rows, io.classes, { scratch: io.scratch });
+    return planCrossEntropy(
+      gpu,
+      { logits: io.output, targets: io.targets, dlogits: io.dOutput, rowStats, result: io.results },
+      io.rows,
+      io.classes,
+      { scratch: io.scratch },
+    );
   },
   cpu(output, targets, rows, classes) {
     const r = crossEntropyRef(output, Array.from(targets), rows, classes);
@@ -180,12 +227,25 @@ export class TransformerModule extends Module {
 
 export class Transformer extends GraphModel {
   /** vocab, context, positions, layers, width, heads, arch: what the CPU reference needs besides the weights. */
-  readonly shape: { vocab: number; context: number; positions: number; layers: number; width: number; heads: number; arch: TransformerArch };
+  readonly shape: {
+    vocab: number;
+    context: number;
+    positions: number;
+    layers: number;
+    width: number;
+    heads: number;
+    arch: TransformerArch;
+  };
   constructor(gpu: Gpu, spec: Partial<TransformerSpec> = {}) {
     const s = resolveTransformerSpec(spec);
     const { kind: _kind, seed, arch, positions, ...sizes } = s;
-    // A classic model records no arch, and a table of `context` rows no positions, as every checkpoint before them did: their specs stay equal.
-    const options = { ...sizes, ...(positions === s.context ? {} : { positions }), ...(arch === 'classic' ? {} : { arch }) };
+    // A classic model records no arch, and a table of `context` rows no positions, as every checkpoint before them did:
+    // their specs stay equal.
+    const options = {
+      ...sizes,
+      ...(positions === s.context ? {} : { positions }),
+      ...(arch === 'classic' ? {} : { arch }),
+    };
     super(gpu, {
       identity: { name: 'transformer', options: { seed, ...options } },
       module: new TransformerModule(s),
@@ -195,6 +255,14 @@ export class Transformer extends GraphModel {
       seed,
       loss: sequenceCrossEntropy,
     });
-    this.shape = { vocab: s.vocab, context: s.context, positions: s.positions, layers: s.layers, width: s.width, heads: s.heads, arch: s.arch };
+    this.shape = {
+      vocab: s.vocab,
+      context: s.context,
+      positions: s.positions,
+      layers: s.layers,
+      width: s.width,
+      heads: s.heads,
+      arch: s.arch,
+    };
   }
 }

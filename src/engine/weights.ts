@@ -18,13 +18,29 @@ export async function stateDict(model: Model): Promise<NamedTensors> {
 
 /** Writes named tensors into the model; every tensor of the model must be there with its shape, and nothing else. */
 export function loadStateDict(model: Model, tensors: NamedTensors, file = 'state dict'): void {
-  const c = { model: model.identity.name, optimizer: '', step: 0, epoch: 0, layoutHash: model.layoutHash, params: tensors, optimizerState: {}, extra: {} };
-  model.writeParams(flatParamsFor(c, { model: model.identity.name, layout: model.layout, flatLength: model.flatLength }, file));
+  const c = {
+    model: model.identity.name,
+    optimizer: '',
+    step: 0,
+    epoch: 0,
+    layoutHash: model.layoutHash,
+    params: tensors,
+    optimizerState: {},
+    extra: {},
+  };
+  model.writeParams(
+    flatParamsFor(c, { model: model.identity.name, layout: model.layout, flatLength: model.flatLength }, file),
+  );
 }
 
 /** The weights as a safetensors file PyTorch's `load_state_dict(safetensors.torch.load_file(…))` takes. */
 export async function saveSafetensors(model: Model, metadata: Metadata = {}): Promise<Uint8Array> {
-  return encodeSafetensors(await stateDict(model), { ...metadata, format: 'pytorch-state-dict', model: model.identity.name, layout_hash: model.layoutHash });
+  return encodeSafetensors(await stateDict(model), {
+    ...metadata,
+    format: 'pytorch-state-dict',
+    model: model.identity.name,
+    layout_hash: model.layoutHash,
+  });
 }
 
 /** Loads a safetensors file into the model: a plain state dict (saveSafetensors, `ringtrain export`, PyTorch's) or a training checkpoint (`--save`). */

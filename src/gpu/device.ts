@@ -33,11 +33,17 @@ export interface AcquireOptions {
 export const NO_ADAPTER_HELP: Record<RuntimeName, string> = {
   deno: 'Deno has WebGPU built in but found no Vulkan driver: install a GPU driver, or on a machine without a GPU the software driver (Debian/Ubuntu: apt-get install mesa-vulkan-drivers)',
   node: "Node gets WebGPU from the 'webgpu' npm package (Dawn), which needs a Vulkan driver: install a GPU driver, or on a machine without a GPU Debian's chromium package (its SwiftShader driver, /usr/lib/chromium/vk_swiftshader_icd.json, is picked up automatically) and run `npm install webgpu`",
-  browser: 'this browser exposes no WebGPU adapter: use a recent Chrome/Edge (or Firefox/Safari with WebGPU enabled), enable WebGPU (chrome://flags/#enable-unsafe-webgpu), and serve the page over https or localhost',
+  browser:
+    'this browser exposes no WebGPU adapter: use a recent Chrome/Edge (or Firefox/Safari with WebGPU enabled), enable WebGPU (chrome://flags/#enable-unsafe-webgpu), and serve the page over https or localhost',
 };
 
 function noAdapter(runtime: RuntimeName, why: string, cause?: unknown): RingtrainError {
-  return new RingtrainError(ErrorCode.NoAdapter, `no WebGPU adapter in ${runtime} (${why}). ${NO_ADAPTER_HELP[runtime]}`, { runtime }, { cause });
+  return new RingtrainError(
+    ErrorCode.NoAdapter,
+    `no WebGPU adapter in ${runtime} (${why}). ${NO_ADAPTER_HELP[runtime]}`,
+    { runtime },
+    { cause },
+  );
 }
 
 async function runtimeGpu(runtime: RuntimeName): Promise<GPU | undefined> {
@@ -84,20 +90,33 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
   if (!adapter) throw noAdapter(runtime, 'requestAdapter() returned null');
 
   // Ask for the adapter's own limits for what big kernels use; defaults are lower.
-  const wanted: (keyof GPUSupportedLimits)[] = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxStorageBuffersPerShaderStage'];
+  const wanted: (keyof GPUSupportedLimits)[] = [
+    'maxStorageBufferBindingSize',
+    'maxBufferSize',
+    'maxComputeWorkgroupStorageSize',
+    'maxStorageBuffersPerShaderStage',
+  ];
   const requiredLimits: Record<string, number> = {};
   for (const k of wanted) requiredLimits[k] = adapter.limits[k] as number;
   const requiredFeatures = (options.optionalFeatures ?? []).filter((f) => adapter!.features?.has(f));
-  const device = await adapter.requestDevice({ requiredLimits, ...(requiredFeatures.length > 0 ? { requiredFeatures } : {}), label: 'ringtrain' });
+  const device = await adapter.requestDevice({
+    requiredLimits,
+    ...(requiredFeatures.length > 0 ? { requiredFeatures } : {}),
+    label: 'ringtrain',
+  });
 
   const info = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
   const legacyFallback = (adapter as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter;
   if (!options.skipShaderLoad && registeredShaderKeys().length === 0) await loadShaders(runtime);
-  return new Gpu(device, {
-    runtime,
-    description: info?.description || info?.device || 'unknown adapter',
-    vendor: info?.vendor ?? '',
-    architecture: info?.architecture ?? '',
-    isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacyFallback ?? false),
-  }, { maxBindingBytes: options.maxBindingBytes });
+  return new Gpu(
+    device,
+    {
+      runtime,
+      description: info?.description || info?.device || 'unknown adapter',
+      vendor: info?.vendor ?? '',
+      architecture: info?.architecture ?? '',
+      isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacyFallback ?? false),
+    },
+    { maxBindingBytes: options.maxBindingBytes },
+  );
 }

@@ -23,8 +23,17 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { BufferPool } from './buffers.ts';
 import { shaderSource } from './shaders.ts';
 import {
-  bindingBytes, MAX_GROUPS_PER_DIM, storageUsage, writeFields,
-  type Binding, type Dispatch, type DispatchCapture, type GpuInfo, type PipelineOptions, type ReadbackRider, type UniformField,
+  bindingBytes,
+  MAX_GROUPS_PER_DIM,
+  storageUsage,
+  writeFields,
+  type Binding,
+  type Dispatch,
+  type DispatchCapture,
+  type GpuInfo,
+  type PipelineOptions,
+  type ReadbackRider,
+  type UniformField,
 } from './types.ts';
 
 export * from './types.ts';
@@ -69,7 +78,9 @@ export class Gpu {
     });
     device.addEventListener('uncapturederror', (event) => {
       const error = (event as GPUUncapturedErrorEvent).error;
-      this.fail(`the GPU reported an error: ${error?.message ?? String(error)}`, { gpuError: error?.constructor?.name });
+      this.fail(`the GPU reported an error: ${error?.message ?? String(error)}`, {
+        gpuError: error?.constructor?.name,
+      });
     });
     this.dummy = this.pool.create(16, GPUBufferUsage.STORAGE, 'dummy');
   }
@@ -86,7 +97,8 @@ export class Gpu {
   /** Throws the pending DeviceLost error, if any. Every public method calls it. */
   check(): void {
     if (this.failure) throw this.failure;
-    if (this.destroyed) throw new RingtrainError(ErrorCode.DeviceLost, 'this Gpu was destroyed; acquire a new one with acquireGpu()');
+    if (this.destroyed)
+      throw new RingtrainError(ErrorCode.DeviceLost, 'this Gpu was destroyed; acquire a new one with acquireGpu()');
   }
 
   get lost(): boolean {
@@ -121,12 +133,20 @@ export class Gpu {
     this.check();
     const entryPoint = options.entryPoint ?? 'main';
     const constants = options.constants ?? {};
-    const cacheKey = `${key}#${entryPoint}#${Object.keys(constants).sort().map((k) => `${k}=${constants[k]}`).join(',')}`;
+    const cacheKey = `${key}#${entryPoint}#${Object.keys(constants)
+      .sort()
+      .map((k) => `${k}=${constants[k]}`)
+      .join(',')}`;
     let p = this.pipelines.get(cacheKey);
     if (!p) {
-      const descriptor: GPUComputePipelineDescriptor = { label: cacheKey, layout: 'auto', compute: { module: this.module(key), entryPoint, constants } };
+      const descriptor: GPUComputePipelineDescriptor = {
+        label: cacheKey,
+        layout: 'auto',
+        compute: { module: this.module(key), entryPoint, constants },
+      };
       if (this.compiling) {
-        if (!this.compiling.has(cacheKey)) this.compiling.set(cacheKey, this.device.createComputePipelineAsync(descriptor));
+        if (!this.compiling.has(cacheKey))
+          this.compiling.set(cacheKey, this.device.createComputePipelineAsync(descriptor));
         throw new PipelineNotReady(cacheKey);
       }
       p = this.device.createComputePipeline(descriptor);
@@ -146,7 +166,11 @@ export class Gpu {
    * Nothing else may use this Gpu meanwhile.
    */
   async compileAhead<T>(work: () => T | Promise<T>): Promise<T> {
-    if (this.compiling) throw new RingtrainError(ErrorCode.InvalidArgument, 'Gpu.compileAhead: already compiling ahead; run one warm-up at a time');
+    if (this.compiling)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        'Gpu.compileAhead: already compiling ahead; run one warm-up at a time',
+      );
     for (;;) {
       this.compiling = new Map();
       this.pool.startTracking();
@@ -157,7 +181,8 @@ export class Gpu {
         return done;
       } catch (err) {
         missing = this.compiling!;
-        const notReady = err instanceof PipelineNotReady || (err instanceof Error && err.cause instanceof PipelineNotReady);
+        const notReady =
+          err instanceof PipelineNotReady || (err instanceof Error && err.cause instanceof PipelineNotReady);
         const abandoned = this.pool.stopTracking();
         if (!notReady || missing.size === 0) throw err;
         // Queued work may still use them (a step recorded before the missing pipeline): flush first.
@@ -194,7 +219,10 @@ export class Gpu {
     if (size <= this.maxBindingBytes) return;
     const buffer = 'buffer' in b ? b.buffer : b;
     const device = this.device.limits.maxStorageBufferBindingSize;
-    const limit = this.maxBindingBytes < device ? `the ${this.maxBindingBytes}-byte binding limit this Gpu was created with (maxBindingBytes; the adapter's maxStorageBufferBindingSize is ${device})` : `this adapter's maxStorageBufferBindingSize of ${device} bytes`;
+    const limit =
+      this.maxBindingBytes < device
+        ? `the ${this.maxBindingBytes}-byte binding limit this Gpu was created with (maxBindingBytes; the adapter's maxStorageBufferBindingSize is ${device})`
+        : `this adapter's maxStorageBufferBindingSize of ${device} bytes`;
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
       `${label} would bind ${size} bytes of buffer '${buffer.label || 'unnamed'}' (binding ${index}), more than ${limit}`,
@@ -226,14 +254,29 @@ export class Gpu {
   }
 
   /** Plans a dispatch of `key` with the given bindings and workgroup counts. */
-  plan(key: string, bindings: Binding[], workgroups: [number, number?, number?], options: PipelineOptions = {}): Dispatch {
+  plan(
+    key: string,
+    bindings: Binding[],
+    workgroups: [number, number?, number?],
+    options: PipelineOptions = {},
+  ): Dispatch {
     const pipeline = this.pipeline(key, options);
     const label = `${key}:${options.entryPoint ?? 'main'}`;
     const [x, y = 1, z = 1] = workgroups;
     if (x > MAX_GROUPS_PER_DIM || y > MAX_GROUPS_PER_DIM || z > MAX_GROUPS_PER_DIM) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${label}: ${x}x${y}x${z} workgroups exceed ${MAX_GROUPS_PER_DIM} per dimension; split the work`, { workgroups });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${label}: ${x}x${y}x${z} workgroups exceed ${MAX_GROUPS_PER_DIM} per dimension; split the work`,
+        { workgroups },
+      );
     }
-    return { label, pipeline, bindGroup: this.bind(pipeline, bindings, label), workgroups: [x, y, z], boundBytes: bindings.reduce((sum, b) => sum + bindingBytes(b), 0) };
+    return {
+      label,
+      pipeline,
+      bindGroup: this.bind(pipeline, bindings, label),
+      workgroups: [x, y, z],
+      boundBytes: bindings.reduce((sum, b) => sum + bindingBytes(b), 0),
+    };
   }
 
   /** Starts collecting every dispatch `record` appends, until `stop()`. */
@@ -297,7 +340,9 @@ export class Gpu {
       return await promise;
     } catch (err) {
       this.check();
-      throw new RingtrainError(ErrorCode.DeviceLost, `${what} failed: ${String(err)}; acquire a new Gpu`, undefined, { cause: err });
+      throw new RingtrainError(ErrorCode.DeviceLost, `${what} failed: ${String(err)}; acquire a new Gpu`, undefined, {
+        cause: err,
+      });
     }
   }
 
@@ -342,7 +387,10 @@ export class Gpu {
   write(buffer: GPUBuffer, data: ArrayBufferView, byteOffset = 0): void {
     this.flush();
     if (data.byteLength % 4 !== 0) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `GPU writes must be a multiple of 4 bytes, got ${data.byteLength}`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `GPU writes must be a multiple of 4 bytes, got ${data.byteLength}`,
+      );
     }
     this.device.queue.writeBuffer(buffer, byteOffset, data.buffer, data.byteOffset, data.byteLength);
   }
@@ -356,7 +404,10 @@ export class Gpu {
   writeAhead(buffer: GPUBuffer, data: ArrayBufferView, byteOffset = 0): void {
     this.check();
     if (data.byteLength % 4 !== 0) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `GPU writes must be a multiple of 4 bytes, got ${data.byteLength}`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `GPU writes must be a multiple of 4 bytes, got ${data.byteLength}`,
+      );
     }
     this.device.queue.writeBuffer(buffer, byteOffset, data.buffer, data.byteOffset, data.byteLength);
   }
@@ -396,16 +447,28 @@ export class Gpu {
     return out;
   }
 
-  async readF32(buffer: GPUBuffer, offsetFloats = 0, count = buffer.size / 4 - offsetFloats): Promise<Float32Array<ArrayBuffer>> {
+  async readF32(
+    buffer: GPUBuffer,
+    offsetFloats = 0,
+    count = buffer.size / 4 - offsetFloats,
+  ): Promise<Float32Array<ArrayBuffer>> {
     return new Float32Array(await this.read(buffer, offsetFloats * 4, count * 4));
   }
 
-  async readU32(buffer: GPUBuffer, offsetWords = 0, count = buffer.size / 4 - offsetWords): Promise<Uint32Array<ArrayBuffer>> {
+  async readU32(
+    buffer: GPUBuffer,
+    offsetWords = 0,
+    count = buffer.size / 4 - offsetWords,
+  ): Promise<Uint32Array<ArrayBuffer>> {
     return new Uint32Array(await this.read(buffer, offsetWords * 4, count * 4));
   }
 
   /** A new storage buffer holding `data` (counted). Usable as kernel input/output and copy source/target. */
-  upload(data: Float32Array | Uint32Array | Int32Array, label?: string, extraUsage: GPUBufferUsageFlags = 0): GPUBuffer {
+  upload(
+    data: Float32Array | Uint32Array | Int32Array,
+    label?: string,
+    extraUsage: GPUBufferUsageFlags = 0,
+  ): GPUBuffer {
     this.check();
     const buffer = this.pool.create(data.byteLength, storageUsage() | extraUsage, label, true);
     new Uint8Array(buffer.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
@@ -444,7 +507,11 @@ function bindingLimit(limits: GPUSupportedLimits, wanted: number | undefined): n
   if (wanted === undefined) return device;
   const align = limits.minStorageBufferOffsetAlignment;
   if (!Number.isInteger(wanted) || wanted < align || wanted % 4 !== 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `maxBindingBytes must be a whole number of 4-byte words, at least minStorageBufferOffsetAlignment (${align}); got ${wanted}`, { maxBindingBytes: wanted });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `maxBindingBytes must be a whole number of 4-byte words, at least minStorageBufferOffsetAlignment (${align}); got ${wanted}`,
+      { maxBindingBytes: wanted },
+    );
   }
   return Math.min(wanted, device);
 }

@@ -9,7 +9,10 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { Gpu, type GpuOptions } from './gpu.ts';
 
 function cannotRun(what: string): never {
-  throw new RingtrainError(ErrorCode.InvalidArgument, `${what} on a planning-only Gpu (train --dry-run): it sizes a plan and runs nothing`);
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `${what} on a planning-only Gpu (train --dry-run): it sizes a plan and runs nothing`,
+  );
 }
 
 function plannedBuffer(d: GPUBufferDescriptor): GPUBuffer {
@@ -39,7 +42,11 @@ function planningDevice(real: GPUDevice): GPUDevice {
     createComputePipelineAsync: () => Promise.resolve(pipeline),
     createBindGroup: () => ({}),
     createCommandEncoder: () => cannotRun('encoding commands'),
-    queue: { writeBuffer: () => {}, submit: () => cannotRun('submitting work'), onSubmittedWorkDone: () => Promise.reject(cannotRun('waiting for work')) },
+    queue: {
+      writeBuffer: () => {},
+      submit: () => cannotRun('submitting work'),
+      onSubmittedWorkDone: () => Promise.reject(cannotRun('waiting for work')),
+    },
     destroy: () => {},
   };
   return device as unknown as GPUDevice;

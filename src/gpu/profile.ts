@@ -55,12 +55,20 @@ export function hasTimestamps(gpu: Gpu): boolean {
   return gpu.device.features.has('timestamp-query');
 }
 
-export async function timeDispatches(gpu: Gpu, dispatches: readonly Dispatch[], options: KernelTimingOptions = {}): Promise<KernelTimings> {
+export async function timeDispatches(
+  gpu: Gpu,
+  dispatches: readonly Dispatch[],
+  options: KernelTimingOptions = {},
+): Promise<KernelTimings> {
   const rounds = options.rounds ?? 10;
-  if (!Number.isInteger(rounds) || rounds < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `rounds must be a whole number ≥ 1, got ${rounds}`, { rounds });
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `rounds must be a whole number ≥ 1, got ${rounds}`, { rounds });
   const method = options.method ?? 'auto';
   if (method === 'timestamp' && !hasTimestamps(gpu)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `this device has no timestamp-query feature (${gpu.info.description}); time kernels by replay instead`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `this device has no timestamp-query feature (${gpu.info.description}); time kernels by replay instead`,
+    );
   }
   // Nothing of the caller's may run inside a measurement.
   await gpu.sync();
@@ -88,7 +96,8 @@ function median(xs: number[]): number {
 
 async function replay(gpu: Gpu, dispatches: readonly Dispatch[], rounds: number): Promise<KernelTimings> {
   const empties: number[] = [];
-  for (let i = 0; i < 5; i++) empties.push(await submitAndWait(gpu, gpu.device.createCommandEncoder({ label: 'profile-empty' })));
+  for (let i = 0; i < 5; i++)
+    empties.push(await submitAndWait(gpu, gpu.device.createCommandEncoder({ label: 'profile-empty' })));
   const emptySubmitMs = median(empties);
   const ms: number[] = [];
   for (const d of dispatches) {
@@ -109,12 +118,22 @@ async function timestamps(gpu: Gpu, dispatches: readonly Dispatch[], rounds: num
     const chunk = dispatches.slice(start, start + perSet);
     const count = chunk.length * 2;
     const querySet = gpu.device.createQuerySet({ type: 'timestamp', count, label: 'profile-timestamps' });
-    const resolved = gpu.device.createBuffer({ size: count * 8, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC, label: 'profile-resolved' });
-    const staging = gpu.device.createBuffer({ size: count * 8, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'profile-staging' });
+    const resolved = gpu.device.createBuffer({
+      size: count * 8,
+      usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+      label: 'profile-resolved',
+    });
+    const staging = gpu.device.createBuffer({
+      size: count * 8,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      label: 'profile-staging',
+    });
     try {
       const encoder = gpu.device.createCommandEncoder({ label: 'profile-timestamps' });
       chunk.forEach((d, i) => {
-        const pass = encoder.beginComputePass({ timestampWrites: { querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } });
+        const pass = encoder.beginComputePass({
+          timestampWrites: { querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 },
+        });
         runInPass(pass, d, rounds);
         pass.end();
       });
@@ -144,7 +163,19 @@ export function groupByLabel(dispatches: readonly Dispatch[], ms: readonly numbe
   dispatches.forEach((d, i) => {
     const groups = d.workgroups[0] * d.workgroups[1] * d.workgroups[2];
     let row = rows.get(d.label);
-    if (!row) rows.set(d.label, (row = { label: d.label, dispatches: 0, workgroups: 0, workgroupsMin: groups, workgroupsMax: groups, ms: 0, share: 0 }));
+    if (!row)
+      rows.set(
+        d.label,
+        (row = {
+          label: d.label,
+          dispatches: 0,
+          workgroups: 0,
+          workgroupsMin: groups,
+          workgroupsMax: groups,
+          ms: 0,
+          share: 0,
+        }),
+      );
     row.dispatches++;
     row.workgroups += groups;
     row.workgroupsMin = Math.min(row.workgroupsMin, groups);

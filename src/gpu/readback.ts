@@ -62,8 +62,17 @@ export class DeferredScalars implements ReadbackRider {
    */
   record(encoder: GPUCommandEncoder, src: GPUBuffer, srcOffsetBytes: number): void {
     this.check();
-    if (!Number.isInteger(srcOffsetBytes) || srcOffsetBytes < 0 || srcOffsetBytes % SCALAR_BYTES !== 0 || srcOffsetBytes + SCALAR_BYTES > src.size) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `DeferredScalars.record: offset ${srcOffsetBytes} is not a 4-byte-aligned position inside a buffer of ${src.size} bytes; pass the byte offset of one f32`, { srcOffsetBytes, size: src.size });
+    if (
+      !Number.isInteger(srcOffsetBytes) ||
+      srcOffsetBytes < 0 ||
+      srcOffsetBytes % SCALAR_BYTES !== 0 ||
+      srcOffsetBytes + SCALAR_BYTES > src.size
+    ) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `DeferredScalars.record: offset ${srcOffsetBytes} is not a 4-byte-aligned position inside a buffer of ${src.size} bytes; pass the byte offset of one f32`,
+        { srcOffsetBytes, size: src.size },
+      );
     }
     if (this.pending === this.capacity) this.grow(encoder);
     encoder.copyBufferToBuffer(src, srcOffsetBytes, this.gather, this.pending * SCALAR_BYTES, SCALAR_BYTES);
@@ -75,7 +84,11 @@ export class DeferredScalars implements ReadbackRider {
     this.check();
     if (this.pending > 0) {
       const bytes = this.pending * SCALAR_BYTES;
-      const staging = this.gpu.pool.acquire(bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'deferred-staging');
+      const staging = this.gpu.pool.acquire(
+        bytes,
+        GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+        'deferred-staging',
+      );
       const delivery = this.copyPendingInto(this.gpu.commandEncoder(), staging, 0);
       this.gpu.flush();
       try {
@@ -135,7 +148,8 @@ export class DeferredScalars implements ReadbackRider {
   }
 
   private check(): void {
-    if (this.destroyed) throw new RingtrainError(ErrorCode.InvalidArgument, 'this DeferredScalars was destroyed; make a new one');
+    if (this.destroyed)
+      throw new RingtrainError(ErrorCode.InvalidArgument, 'this DeferredScalars was destroyed; make a new one');
   }
 
   /** Doubles the gather buffer, carrying the pending values over on the same encoder. */

@@ -21,7 +21,11 @@ export function shaderKeyOf(pathOrKey: string): string {
 export function registerShaders(record: Record<string, string>): void {
   for (const [path, text] of Object.entries(record)) {
     if (typeof text !== 'string') {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `shader ${path} is not text; import it with { query: '?raw', import: 'default' }`, { path });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `shader ${path} is not text; import it with { query: '?raw', import: 'default' }`,
+        { path },
+      );
     }
     sources.set(shaderKeyOf(path), text);
   }

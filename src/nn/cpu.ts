@@ -20,7 +20,15 @@ export function runCpu(nodes: Node[], given: Map<Tensor, Float64Array>, seed?: [
     if (!v) throw new Error(`runCpu: no value for ${t}`);
     return v;
   };
-  for (const n of nodes) values.set(n.output, n.op.cpu.forward(n.inputs.map(get), n.inputs.map((t) => [...t.shape]), n.attrs));
+  for (const n of nodes)
+    values.set(
+      n.output,
+      n.op.cpu.forward(
+        n.inputs.map(get),
+        n.inputs.map((t) => [...t.shape]),
+        n.attrs,
+      ),
+    );
   const grads = new Map<Tensor, Float64Array>();
   if (!seed) return { values, grads };
   grads.set(seed[0], Float64Array.from(seed[1]));
@@ -28,7 +36,13 @@ export function runCpu(nodes: Node[], given: Map<Tensor, Float64Array>, seed?: [
     const n = nodes[i];
     const dOut = grads.get(n.output);
     if (!dOut) continue;
-    const dIns = n.op.cpu.backward(n.inputs.map(get), n.inputs.map((t) => [...t.shape]), n.attrs, get(n.output), dOut);
+    const dIns = n.op.cpu.backward(
+      n.inputs.map(get),
+      n.inputs.map((t) => [...t.shape]),
+      n.attrs,
+      get(n.output),
+      dOut,
+    );
     n.inputs.forEach((t, k) => {
       const d = dIns[k];
       if (!d) return;

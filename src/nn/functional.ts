@@ -22,4 +22,6 @@ function isFunctionalForm(name: string, value: unknown): boolean {
   return typeof value === 'function' && /^[a-z]/.test(name);
 }
 
-export const F: Functional = Object.freeze(Object.fromEntries(Object.entries(ops).filter(([k, v]) => isFunctionalForm(k, v)))) as Functional;
+export const F: Functional = Object.freeze(
+  Object.fromEntries(Object.entries(ops).filter(([k, v]) => isFunctionalForm(k, v))),
+) as Functional;

@@ -56,12 +56,18 @@ export async function gradcheck<A extends Record<string, unknown>>(
   const u = seededUniform(options.seed ?? 1);
   const random = (n: number) => Float64Array.from({ length: n }, () => 2 * u() - 1);
   const graph = new Graph();
-  const tensors = inputs.map((i) => graph.input(i.shape, { dtype: i.dtype ?? 'f32', requiresGrad: (i.dtype ?? 'f32') === 'f32' }));
+  const tensors = inputs.map((i) =>
+    graph.input(i.shape, { dtype: i.dtype ?? 'f32', requiresGrad: (i.dtype ?? 'f32') === 'f32' }),
+  );
   const data = inputs.map((i) => (i.data ? Float64Array.from(i.data) : random(sizeOf(i.shape))));
   const out = typeof op === 'function' ? op(tensors) : graph.record(op, tensors, attrs);
   const dOut = random(out.size);
 
-  const plan = compilePlan(gpu, graph.nodes, [out], { params: gpu.dummy, grads: gpu.dummy, entry: () => ({ offset: 0, length: 0 }) });
+  const plan = compilePlan(gpu, graph.nodes, [out], {
+    params: gpu.dummy,
+    grads: gpu.dummy,
+    entry: () => ({ offset: 0, length: 0 }),
+  });
   try {
     tensors.forEach((t, i) => {
       const v = plan.value(t);
@@ -70,22 +76,26 @@ export async function gradcheck<A extends Record<string, unknown>>(
     const seed = plan.grad(out);
     if (seed) gpu.write(seed.buffer, Float32Array.from(dOut), seed.offset);
     recordSteps(gpu, [...plan.forward, ...plan.backward]);
-    const read = async (r: { buffer: GPUBuffer; offset?: number }, n: number) => gpu.readF32(r.buffer, (r.offset ?? 0) / 4, n);
+    const read = async (r: { buffer: GPUBuffer; offset?: number }, n: number) =>
+      gpu.readF32(r.buffer, (r.offset ?? 0) / 4, n);
     const gpuOut = await read(plan.value(out), out.size);
     const gpuGrads = await Promise.all(tensors.map((t) => (plan.grad(t) ? read(plan.grad(t)!, t.size) : null)));
 
-    const given = new Map(tensors.map((t, i) => [t, Float64Array.from(t.dtype === 'f32' ? Float32Array.from(data[i]) : data[i])]));
+    const given = new Map(
+      tensors.map((t, i) => [t, Float64Array.from(t.dtype === 'f32' ? Float32Array.from(data[i]) : data[i])]),
+    );
     const cpu = runCpu(plan.nodes, given, [out, Float64Array.from(Float32Array.from(dOut))]);
     const forward = relErr(gpuOut, cpu.values.get(out)!);
     let backward = 0;
     tensors.forEach((t, i) => {
-      if (gpuGrads[i]) backward = Math.max(backward, relErr(gpuGrads[i]!, cpu.grads.get(t) ?? new Float64Array(t.size)));
+      if (gpuGrads[i])
+        backward = Math.max(backward, relErr(gpuGrads[i]!, cpu.grads.get(t) ?? new Float64Array(t.size)));
     });
 
     // Numeric: d/dx_j Σ out·dOut by central differences of the f64 oracle.
     const h = options.step ?? 1e-6;
     const probes = options.probes ?? 12;
-    const objective = (values: Map<typeof tensors[number], Float64Array>) => {
+    const objective = (values: Map<(typeof tensors)[number], Float64Array>) => {
       const y = runCpu(plan.nodes, values).values.get(out)!;
       let s = 0;
       for (let j = 0; j < y.length; j++) s += y[j] * dOut[j];
@@ -97,7 +107,8 @@ export async function gradcheck<A extends Record<string, unknown>>(
       const analytic = cpu.grads.get(t) ?? new Float64Array(t.size);
       for (let p = 0; p < Math.min(probes, t.size); p++) {
         const j = Math.floor(u() * t.size);
-        const bumped = (delta: number) => new Map([...given].map(([k, v]) => [k, k === t ? v.map((x, m) => (m === j ? x + delta : x)) : v]));
+        const bumped = (delta: number) =>
+          new Map([...given].map(([k, v]) => [k, k === t ? v.map((x, m) => (m === j ? x + delta : x)) : v]));
         const fd = (objective(bumped(h)) - objective(bumped(-h))) / (2 * h);
         numeric = Math.max(numeric, Math.abs(analytic[j] - fd) / Math.max(1e-2, Math.abs(fd)));
       }

@@ -40,6 +40,9 @@ export function weightInit(scheme: InitScheme, fanIn: number, fanOut: number): P
 
 export function positive(layer: string, values: Record<string, number>): void {
   for (const [k, v] of Object.entries(values)) {
-    if (!Number.isInteger(v) || v < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `${layer}: ${k} must be a positive integer, got ${v}`, { [k]: v });
+    if (!Number.isInteger(v) || v < 1)
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${layer}: ${k} must be a positive integer, got ${v}`, {
+        [k]: v,
+      });
   }
 }

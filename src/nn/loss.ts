@@ -39,7 +39,12 @@ export interface Loss {
   encodeTargets(targets: ArrayLike<number>, rows: number, classes: number, out: Int32Array): Int32Array;
   plan(gpu: Gpu, io: LossIO): Step[];
   /** f64 reference: mean loss and ∂/∂output, for the model-level gradient check. */
-  cpu(output: Float64Array, targets: ArrayLike<number>, rows: number, classes: number): { loss: number; dOutput: Float64Array };
+  cpu(
+    output: Float64Array,
+    targets: ArrayLike<number>,
+    rows: number,
+    classes: number,
+  ): { loss: number; dOutput: Float64Array };
 }
 
 /** Softmax cross-entropy with one class index per row (nn.CrossEntropyLoss, mean reduction). */
@@ -47,12 +52,20 @@ export const crossEntropy: Loss = {
   name: 'cross-entropy',
   encodeTargets(targets, rows, classes, out) {
     if (targets.length !== rows) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${rows} labels (one per output row), got ${targets.length}`, { expected: rows, got: targets.length });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `expected ${rows} labels (one per output row), got ${targets.length}`,
+        { expected: rows, got: targets.length },
+      );
     }
     for (let i = 0; i < rows; i++) {
       const y = targets[i];
       if (!Number.isInteger(y) || y < 0 || y >= classes) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `label ${i} is ${y}; labels must be integers in [0, ${classes})`, { index: i, label: y, classes });
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `label ${i} is ${y}; labels must be integers in [0, ${classes})`,
+          { index: i, label: y, classes },
+        );
       }
       out[i] = y;
     }
@@ -62,7 +75,12 @@ export const crossEntropy: Loss = {
     const lossRows = io.scratch(io.rows, 'loss-rows');
     const correct = io.scratch(io.rows, 'correct');
     return [
-      planSoftmaxXent(gpu, { logits: io.output, labels: io.targets, dLogits: io.dOutput, lossRows, correct }, io.rows, io.classes),
+      planSoftmaxXent(
+        gpu,
+        { logits: io.output, labels: io.targets, dLogits: io.dOutput, lossRows, correct },
+        io.rows,
+        io.classes,
+      ),
       ...planSumTree(gpu, lossRows, io.results, io.rows, { outIndex: RESULT_LOSS, scale: 1 / io.rows }, io.scratch),
       ...planSumTree(gpu, correct, io.results, io.rows, { outIndex: RESULT_CORRECT }, io.scratch),
     ];
@@ -75,7 +93,8 @@ export const crossEntropy: Loss = {
       const max = Math.max(...row);
       const sum = row.reduce((a, v) => a + Math.exp(v - max), 0);
       loss += Math.log(sum) - (row[targets[r]] - max);
-      for (let j = 0; j < classes; j++) d[r * classes + j] = (Math.exp(row[j] - max) / sum - (j === targets[r] ? 1 : 0)) / rows;
+      for (let j = 0; j < classes; j++)
+        d[r * classes + j] = (Math.exp(row[j] - max) / sum - (j === targets[r] ? 1 : 0)) / rows;
     }
     return { loss: loss / rows, dOutput: d };
   },
@@ -92,13 +111,23 @@ export const crossEntropyIgnore: Loss = {
   counts: true,
   encodeTargets(targets, rows, classes, out) {
     if (targets.length !== rows) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${rows} targets (one per output position), got ${targets.length}`, { expected: rows, got: targets.length });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `expected ${rows} targets (one per output position), got ${targets.length}`,
+        { expected: rows, got: targets.length },
+      );
     }
     return checkTargets(targets, rows, classes, undefined, out);
   },
   plan(gpu, io) {
     const rowStats = io.scratch(3 * io.rows, 'row-stats');
-    return planCrossEntropy(gpu, { logits: io.output, targets: io.targets, dlogits: io.dOutput, rowStats, result: io.results }, io.rows, io.classes, { outIndex: RESULT_LOSS, scratch: io.scratch });
+    return planCrossEntropy(
+      gpu,
+      { logits: io.output, targets: io.targets, dlogits: io.dOutput, rowStats, result: io.results },
+      io.rows,
+      io.classes,
+      { outIndex: RESULT_LOSS, scratch: io.scratch },
+    );
   },
   cpu(z, targets, rows, classes) {
     const r = crossEntropyRef(z, Array.from(targets), rows, classes);

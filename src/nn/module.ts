@@ -48,7 +48,11 @@ export abstract class Module {
 
   /** Runs forward with this module's path as the layer named in errors. */
   call(...inputs: Tensor[]): Tensor {
-    if (inputs.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, `${this.path || this.constructor.name}.call() needs at least one tensor`);
+    if (inputs.length === 0)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${this.path || this.constructor.name}.call() needs at least one tensor`,
+      );
     return inputs[0].graph.within(this.path || this.constructor.name, () => this.forward(...inputs));
   }
 
@@ -57,7 +61,8 @@ export abstract class Module {
     const out: [string, Module | Parameter][] = [];
     for (const [key, value] of Object.entries(this)) {
       if (value instanceof Module || value instanceof Parameter) out.push([key, value]);
-      else if (Array.isArray(value)) value.forEach((v, i) => (v instanceof Module || v instanceof Parameter) && out.push([`${key}.${i}`, v]));
+      else if (Array.isArray(value))
+        value.forEach((v, i) => (v instanceof Module || v instanceof Parameter) && out.push([`${key}.${i}`, v]));
     }
     return out;
   }
@@ -92,7 +97,10 @@ export class Sequential extends Module {
   constructor(...layers: Module[]) {
     super();
     layers.forEach((m, i) => {
-      if (!(m instanceof Module)) throw new RingtrainError(ErrorCode.InvalidArgument, `Sequential: item ${i} is not a Module (${String(m)})`, { index: i });
+      if (!(m instanceof Module))
+        throw new RingtrainError(ErrorCode.InvalidArgument, `Sequential: item ${i} is not a Module (${String(m)})`, {
+          index: i,
+        });
     });
     this.layers = layers;
   }

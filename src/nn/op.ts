@@ -69,7 +69,13 @@ export interface OpPlan {
 export interface CpuOracle<A> {
   forward(inputs: Float64Array[], shapes: Shape[], attrs: A): Float64Array;
   /** ∂loss/∂input i from ∂loss/∂output (null for inputs without a gradient, e.g. indices). */
-  backward(inputs: Float64Array[], shapes: Shape[], attrs: A, output: Float64Array, dOut: Float64Array): (Float64Array | null)[];
+  backward(
+    inputs: Float64Array[],
+    shapes: Shape[],
+    attrs: A,
+    output: Float64Array,
+    dOut: Float64Array,
+  ): (Float64Array | null)[];
 }
 
 export interface Op<A = Record<string, unknown>> {
@@ -94,7 +100,8 @@ const registry = new Map<string, Op<any>>();
 
 /** Declares an op and registers it by name (the oracle-coverage test walks the registry). */
 export function defineOp<A>(op: Op<A>): Op<A> {
-  if (registry.has(op.name)) throw new RingtrainError(ErrorCode.InvalidArgument, `op ${op.name} is defined twice`, { op: op.name });
+  if (registry.has(op.name))
+    throw new RingtrainError(ErrorCode.InvalidArgument, `op ${op.name} is defined twice`, { op: op.name });
   registry.set(op.name, op as Op<any>);
   return op;
 }
@@ -104,8 +111,15 @@ export function registeredOps(): Op<any>[] {
 }
 
 /** The error a wrong shape raises: names the layer, the op and the shapes involved. */
-export function shapeError(info: ShapeInfo, op: string, message: string, shapes: Record<string, Shape>): RingtrainError {
-  const listed = Object.entries(shapes).map(([k, s]) => `${k} ${shapeText(s)}`).join(', ');
+export function shapeError(
+  info: ShapeInfo,
+  op: string,
+  message: string,
+  shapes: Record<string, Shape>,
+): RingtrainError {
+  const listed = Object.entries(shapes)
+    .map(([k, s]) => `${k} ${shapeText(s)}`)
+    .join(', ');
   return new RingtrainError(ErrorCode.InvalidArgument, `layer ${info.path} (${op}): ${message} (${listed})`, {
     layer: info.path,
     op,

@@ -115,7 +115,13 @@ export interface PlanOptions {
   gradients?: boolean;
 }
 
-export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], params: ParamStore, options: PlanOptions = {}): Plan {
+export function compilePlan(
+  gpu: Gpu,
+  graphNodes: Node[],
+  outputs: Tensor[],
+  params: ParamStore,
+  options: PlanOptions = {},
+): Plan {
   const gradients = options.gradients !== false;
   const { nodes, alias } = fuse(graphNodes, outputs);
   const resolve = (t: Tensor): Tensor => alias.get(t) ?? t;
@@ -134,26 +140,60 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
       if (storage.has(t)) continue;
       if (t.kind === 'param' && t.param) {
         const e = params.entry(t.param);
-        storage.set(t, { value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 }, grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 }, words: e.length, writers: 0, written: 0, lastWrite: 0, base: t, label: t.param.name });
+        storage.set(t, {
+          value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 },
+          grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 },
+          words: e.length,
+          writers: 0,
+          written: 0,
+          lastWrite: 0,
+          base: t,
+          label: t.param.name,
+        });
         if (gradients) needsGrad.add(t);
       } else if (t.kind === 'input') {
-        storage.set(t, { value: whole(alloc(t.size, `input${t.id}`), t.size), grad: null, words: t.size, writers: 0, written: 0, lastWrite: 0, base: t, label: `input${t.id}` });
+        storage.set(t, {
+          value: whole(alloc(t.size, `input${t.id}`), t.size),
+          grad: null,
+          words: t.size,
+          writers: 0,
+          written: 0,
+          lastWrite: 0,
+          base: t,
+          label: `input${t.id}`,
+        });
         if (t.inputGrad && gradients) needsGrad.add(t);
       } else if (!storage.has(t)) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `internal: tensor ${t} is used before it is computed`, { tensor: String(t) });
+        throw new RingtrainError(ErrorCode.InvalidArgument, `internal: tensor ${t} is used before it is computed`, {
+          tensor: String(t),
+        });
       }
     }
     const out = n.output;
     if (n.inputs.some((t) => needsGrad.has(t) && t.dtype === 'f32')) needsGrad.add(out);
     if (n.op.view) storage.set(out, storage.get(n.inputs[0])!);
-    else storage.set(out, { value: whole(alloc(out.size, `${n.path}/${n.op.name}`), out.size), grad: null, words: out.size, writers: 0, written: 0, lastWrite: 0, base: out, label: `${n.path}/${n.op.name}` });
+    else
+      storage.set(out, {
+        value: whole(alloc(out.size, `${n.path}/${n.op.name}`), out.size),
+        grad: null,
+        words: out.size,
+        writers: 0,
+        written: 0,
+        lastWrite: 0,
+        base: out,
+        label: `${n.path}/${n.op.name}`,
+      });
   }
   for (const t of outputs.map(resolve)) {
-    if (!storage.has(t)) throw new RingtrainError(ErrorCode.InvalidArgument, `the model's output ${t} is not computed by its forward`, { tensor: String(t) });
+    if (!storage.has(t))
+      throw new RingtrainError(ErrorCode.InvalidArgument, `the model's output ${t} is not computed by its forward`, {
+        tensor: String(t),
+      });
   }
 
   // Pass 3: who writes each gradient, and where.
-  const diffInputs = (n: Node) => n.inputs.map((t, i) => [t, i] as const).filter(([t]) => needsGrad.has(t) && t.dtype === 'f32' && !n.op.view);
+  const diffInputs = (n: Node) =>
+    n.inputs.map((t, i) => [t, i] as const).filter(([t]) => needsGrad.has(t) && t.dtype === 'f32' && !n.op.view);
   for (const t of outputs.map(resolve)) if (needsGrad.has(t)) storage.get(t)!.writers++;
   for (const n of nodes) for (const [t] of diffInputs(n)) storage.get(t)!.writers++;
   const gradOf = (s: Storage): BufferRange => (s.grad ??= whole(alloc(s.words, `${s.label}:grad`), s.words));
@@ -163,7 +203,14 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     if (!n.op.inPlaceBackward || !needsGrad.has(n.output)) continue;
     const src = storage.get(n.inputs[0])!;
     const out = storage.get(n.output)!;
-    if (needsGrad.has(n.inputs[0]) && src.writers === 1 && src.grad === null && src.base.kind === 'value' && src.words === out.words) src.grad = gradOf(out);
+    if (
+      needsGrad.has(n.inputs[0]) &&
+      src.writers === 1 &&
+      src.grad === null &&
+      src.base.kind === 'value' &&
+      src.words === out.words
+    )
+      src.grad = gradOf(out);
   }
   for (const t of outputs.map(resolve)) if (needsGrad.has(t)) gradOf(storage.get(t)!);
 
@@ -203,13 +250,15 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     if (n.op.inPlaceBackward && gradOut && gradIn[0]) {
       // The op turns its gradOut into gradIn(0) in place: make them one buffer.
       const target = gradIn[0];
-      if (target.buffer !== gradOut.buffer || target.offset !== gradOut.offset) pre.push({ copy: { src: gradOut, dst: target, bytes: outStore.words * 4 } });
+      if (target.buffer !== gradOut.buffer || target.offset !== gradOut.offset)
+        pre.push({ copy: { src: gradOut, dst: target, bytes: outStore.words * 4 } });
       effectiveOut = target;
     }
     const planned = withAdvice(() => n.op.plan(context(n, gradIn, effectiveOut), n.attrs), describeNode(n), n);
     forwardOf.set(n, planned.forward);
     backward.push(...pre, ...planned.backward, ...adds);
-    // The node's own steps (and its adds) finish each gradient it writes: an earlier node's writes are final only after it.
+    // The node's own steps (and its adds) finish each gradient it writes: an earlier node's writes are final only after
+    // it.
     for (const s of writes) s.lastWrite = backward.length;
   }
   // Views of a parameter share its storage, so its gradient's writers are all counted on one.
@@ -225,7 +274,10 @@ export function compilePlan(gpu: Gpu, graphNodes: Node[], outputs: Tensor[], par
     backward,
     value: (t) => {
       const s = storage.get(resolve(t));
-      if (!s) throw new RingtrainError(ErrorCode.InvalidArgument, `tensor ${t} is not part of this plan`, { tensor: String(t) });
+      if (!s)
+        throw new RingtrainError(ErrorCode.InvalidArgument, `tensor ${t} is not part of this plan`, {
+          tensor: String(t),
+        });
       return s.value;
     },
     grad: (t) => (needsGrad.has(resolve(t)) ? storage.get(resolve(t))!.grad : null),
@@ -249,7 +301,8 @@ function withAdvice<T>(make: () => T, where: string, node?: Node): T {
     return make();
   } catch (err) {
     const d = err instanceof RingtrainError ? err.detail : undefined;
-    if (!(err instanceof RingtrainError) || !d || typeof d.size !== 'number' || typeof d.max !== 'number' || d.where) throw err;
+    if (!(err instanceof RingtrainError) || !d || typeof d.size !== 'number' || typeof d.max !== 'number' || d.where)
+      throw err;
     const param = node?.inputs.find((t) => t.kind === 'param' && t.size * 4 === d.size);
     const advice = param
       ? `that is the parameter ${param.param?.name || 'of this layer'} ${shapeText(param.shape)}, which cannot be split finer here: make the layer smaller, or use an adapter whose maxStorageBufferBindingSize holds it`

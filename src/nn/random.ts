@@ -24,7 +24,13 @@ export function seededNormal(seed: number): () => number {
 export type InitKind = 'he' | 'glorot' | 'zeros';
 
 /** Fills `out` per the scheme: He normal (std √(2/fanIn), for ReLU layers), Glorot uniform, or zeros. */
-export function initTensor(out: Float32Array, kind: InitKind, fanIn: number, fanOut: number, rand: { uniform: () => number; normal: () => number }): void {
+export function initTensor(
+  out: Float32Array,
+  kind: InitKind,
+  fanIn: number,
+  fanOut: number,
+  rand: { uniform: () => number; normal: () => number },
+): void {
   if (kind === 'zeros') return void out.fill(0);
   if (kind === 'he') {
     const std = Math.sqrt(2 / fanIn);

@@ -38,7 +38,11 @@ export class Parameter {
   ) {
     for (const d of shape) {
       if (!Number.isInteger(d) || d < 1) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `a parameter's dimensions must be positive integers, got ${shapeText(shape)}`, { shape: [...shape] });
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `a parameter's dimensions must be positive integers, got ${shapeText(shape)}`,
+          { shape: [...shape] },
+        );
       }
     }
   }
@@ -88,7 +92,16 @@ export class Graph {
   private readonly paths: string[] = [];
 
   input(shape: Shape, options: { dtype?: DType; requiresGrad?: boolean } = {}): Tensor {
-    const t = new Tensor(this, this.nextId++, [...shape], options.dtype ?? 'f32', 'input', null, null, options.requiresGrad ?? false);
+    const t = new Tensor(
+      this,
+      this.nextId++,
+      [...shape],
+      options.dtype ?? 'f32',
+      'input',
+      null,
+      null,
+      options.requiresGrad ?? false,
+    );
     this.inputs.push(t);
     return t;
   }
@@ -125,11 +138,19 @@ export class Graph {
     const resolved = inputs.map((x) => (x instanceof Parameter ? this.param(x) : x));
     for (const t of resolved) {
       if (!(t instanceof Tensor) || t.graph !== this) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `${this.path}: ${op.name} was given something that is not a tensor of this model's forward (${String(t)}); pass tensors that forward received or computed`, { op: op.name, path: this.path });
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `${this.path}: ${op.name} was given something that is not a tensor of this model's forward (${String(t)}); pass tensors that forward received or computed`,
+          { op: op.name, path: this.path },
+        );
       }
     }
     const path = this.path;
-    const out = op.shape(resolved.map((t) => t.shape), attrs, { path, dtypes: resolved.map((t) => t.dtype) });
+    const out = op.shape(
+      resolved.map((t) => t.shape),
+      attrs,
+      { path, dtypes: resolved.map((t) => t.dtype) },
+    );
     const node: Node = { op, inputs: resolved, attrs, output: null as unknown as Tensor, path };
     node.output = new Tensor(this, this.nextId++, out.shape, out.dtype ?? 'f32', 'value', node);
     this.nodes.push(node);
@@ -140,6 +161,11 @@ export class Graph {
 /** Applies `op` to tensors (and parameters), recording it on the first tensor's graph. */
 export function apply<A extends Record<string, unknown>>(op: Op<A>, inputs: (Tensor | Parameter)[], attrs: A): Tensor {
   const first = inputs.find((x): x is Tensor => x instanceof Tensor);
-  if (!first) throw new RingtrainError(ErrorCode.InvalidArgument, `${op.name} needs at least one tensor input (parameters alone have no graph)`, { op: op.name });
+  if (!first)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${op.name} needs at least one tensor input (parameters alone have no graph)`,
+      { op: op.name },
+    );
   return first.graph.record(op, inputs, attrs);
 }

@@ -34,13 +34,26 @@ export function transformerDecoder(w: TransformerWeights): Decoder {
       return t;
     },
     push(token: number): Float64Array {
-      if (t >= context) throw new RingtrainError(ErrorCode.InvalidArgument, `the context holds ${context} positions; start a new decoder.`, { context });
-      if (!Number.isInteger(token) || token < 0 || token >= vocab) throw new RingtrainError(ErrorCode.InvalidArgument, `token ${token} is outside 0..${vocab - 1}.`, { token });
+      if (t >= context)
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `the context holds ${context} positions; start a new decoder.`,
+          { context },
+        );
+      if (!Number.isInteger(token) || token < 0 || token >= vocab)
+        throw new RingtrainError(ErrorCode.InvalidArgument, `token ${token} is outside 0..${vocab - 1}.`, { token });
       let h = new Float64Array(d);
       for (let c = 0; c < d; c++) h[c] = p['tok.weight'][token * d + c] + p['pos.weight'][t * d + c];
       for (let n = 0; n < layers; n++) {
         const b = `blocks.${n}.`;
-        const qkv = linear(layerNorm(h, 1, d, p[`${b}ln1.weight`], p[`${b}ln1.bias`]), 1, d, p[`${b}qkv.weight`], p[`${b}qkv.bias`], 3 * d);
+        const qkv = linear(
+          layerNorm(h, 1, d, p[`${b}ln1.weight`], p[`${b}ln1.bias`]),
+          1,
+          d,
+          p[`${b}qkv.weight`],
+          p[`${b}qkv.bias`],
+          3 * d,
+        );
         cache[n].set(qkv, t * 3 * d);
         const y = new Float64Array(d);
         for (let hd = 0; hd < heads; hd++) {
@@ -54,18 +67,28 @@ export function transformerDecoder(w: TransformerWeights): Decoder {
           let sum = 0;
           for (let j = 0; j <= t; j++) sum += scores[j] = Math.exp(scores[j] - max);
           for (let j = 0; j <= t; j++) {
-            for (let c = 0; c < dh; c++) y[hd * dh + c] += (scores[j] / sum) * cache[n][j * 3 * d + 2 * d + hd * dh + c];
+            for (let c = 0; c < dh; c++)
+              y[hd * dh + c] += (scores[j] / sum) * cache[n][j * 3 * d + 2 * d + hd * dh + c];
           }
         }
         const attn = linear(y, 1, d, p[`${b}proj.weight`], p[`${b}proj.bias`], d);
         h = h.map((v, i) => v + attn[i]);
-        const hidden = linear(layerNorm(h, 1, d, p[`${b}ln2.weight`], p[`${b}ln2.bias`]), 1, d, p[`${b}fc.weight`], p[`${b}fc.bias`], MLP_RATIO * d).map(act);
+        const hidden = linear(
+          layerNorm(h, 1, d, p[`${b}ln2.weight`], p[`${b}ln2.bias`]),
+          1,
+          d,
+          p[`${b}fc.weight`],
+          p[`${b}fc.bias`],
+          MLP_RATIO * d,
+        ).map(act);
         const mlp = linear(hidden, 1, MLP_RATIO * d, p[`${b}out.weight`], p[`${b}out.bias`], d);
         h = h.map((v, i) => v + mlp[i]);
       }
       t++;
       const out = layerNorm(h, 1, d, p['lnf.weight'], p['lnf.bias']);
-      return gpt2 ? linear(out, 1, d, p['tok.weight'], noBias, vocab) : linear(out, 1, d, p['head.weight'], p['head.bias'], vocab);
+      return gpt2
+        ? linear(out, 1, d, p['tok.weight'], noBias, vocab)
+        : linear(out, 1, d, p['head.weight'], p['head.bias'], vocab);
     },
   };
 }

@@ -10,7 +10,14 @@ import { erf } from '../core/erf.ts';
 export { erf };
 
 /** y[n × out] = x[n × in] · Wᵀ + b, with W stored [out, in] as nn.Linear stores it. */
-export function linear(x: Float64Array, n: number, inSize: number, weight: Float64Array, bias: Float64Array, outSize: number): Float64Array {
+export function linear(
+  x: Float64Array,
+  n: number,
+  inSize: number,
+  weight: Float64Array,
+  bias: Float64Array,
+  outSize: number,
+): Float64Array {
   const y = new Float64Array(n * outSize);
   for (let r = 0; r < n; r++) {
     for (let o = 0; o < outSize; o++) {
@@ -28,7 +35,14 @@ export function linear(x: Float64Array, n: number, inSize: number, weight: Float
 export const LAYER_NORM_EPS = 1e-5;
 
 /** Each row of x[n × d] normalised to mean 0, biased variance 1, then scaled and shifted. */
-export function layerNorm(x: Float64Array, n: number, d: number, weight: Float64Array, bias: Float64Array, eps = LAYER_NORM_EPS): Float64Array {
+export function layerNorm(
+  x: Float64Array,
+  n: number,
+  d: number,
+  weight: Float64Array,
+  bias: Float64Array,
+  eps = LAYER_NORM_EPS,
+): Float64Array {
   const y = new Float64Array(n * d);
   for (let r = 0; r < n; r++) {
     let mean = 0;
@@ -42,7 +56,6 @@ export function layerNorm(x: Float64Array, n: number, d: number, weight: Float64
   }
   return y;
 }
-
 
 /** nn.GELU's default (approximate='none'): x·Φ(x) = x/2 · (1 + erf(x/√2)). */
 export function gelu(x: number): number {

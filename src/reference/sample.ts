@@ -20,7 +20,10 @@ function normal(random: Random): number {
  * U(−1/√in, 1/√in): PyTorch's defaults for nn.Embedding, nn.LayerNorm and
  * nn.Linear (the distributions, not PyTorch's random stream).
  */
-export function initTransformerTensors(shape: TransformerShape, seed: number): Record<string, { shape: number[]; data: Float32Array }> {
+export function initTransformerTensors(
+  shape: TransformerShape,
+  seed: number,
+): Record<string, { shape: number[]; data: Float32Array }> {
   const random = mulberry32(seed);
   const out: Record<string, { shape: number[]; data: Float32Array }> = {};
   for (const [name, dims] of transformerTensorShapes(shape)) {
@@ -47,7 +50,14 @@ export interface SampleOptions {
 }
 
 /** Index drawn from softmax(logits[row] / temperature), or the argmax at temperature 0. */
-function drawToken(logits: Float64Array, row: number, vocab: number, temperature: number, random: Random, allowEnd: boolean): number {
+function drawToken(
+  logits: Float64Array,
+  row: number,
+  vocab: number,
+  temperature: number,
+  random: Random,
+  allowEnd: boolean,
+): number {
   const first = allowEnd ? 0 : 1;
   if (temperature === 0) {
     let best = first;
@@ -74,11 +84,19 @@ function drawToken(logits: Float64Array, row: number, vocab: number, temperature
  */
 export function sampleWords(w: TransformerWeights, opts: SampleOptions): string[] {
   if (w.shape.vocab !== WORD_VOCAB_SIZE) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `this model has ${w.shape.vocab} tokens; words are spelled with ${WORD_VOCAB_SIZE} (\\n and a–z).`, { vocab: w.shape.vocab });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `this model has ${w.shape.vocab} tokens; words are spelled with ${WORD_VOCAB_SIZE} (\\n and a–z).`,
+      { vocab: w.shape.vocab },
+    );
   }
   const temperature = opts.temperature ?? 1;
   if (!(temperature >= 0) || !Number.isFinite(temperature)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `temperature ${temperature}: give a finite number ≥ 0 (0 = always the likeliest letter).`, { temperature });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `temperature ${temperature}: give a finite number ≥ 0 (0 = always the likeliest letter).`,
+      { temperature },
+    );
   }
   const random = mulberry32(opts.seed ?? 0);
   const words: string[] = [];
@@ -114,16 +132,32 @@ export interface TextSampleOptions {
  * positions per token, where re-reading the whole window every token would
  * cost `context`), so the model always sees at least 3/4 of its context.
  */
-export function sampleText(w: TransformerWeights, tokenizer: Pick<Tokenizer, 'name' | 'vocabSize' | 'encode' | 'decode'>, opts: TextSampleOptions): string {
+export function sampleText(
+  w: TransformerWeights,
+  tokenizer: Pick<Tokenizer, 'name' | 'vocabSize' | 'encode' | 'decode'>,
+  opts: TextSampleOptions,
+): string {
   if (w.shape.vocab !== tokenizer.vocabSize) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `this model has ${w.shape.vocab} tokens but its ${tokenizer.name} tokenizer ${tokenizer.vocabSize}; the checkpoint is damaged.`, { vocab: w.shape.vocab, tokenizer: tokenizer.vocabSize });
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `this model has ${w.shape.vocab} tokens but its ${tokenizer.name} tokenizer ${tokenizer.vocabSize}; the checkpoint is damaged.`,
+      { vocab: w.shape.vocab, tokenizer: tokenizer.vocabSize },
+    );
   }
   const temperature = opts.temperature ?? 1;
   if (!(temperature >= 0) || !Number.isFinite(temperature)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `temperature ${temperature}: give a finite number ≥ 0 (0 = always the likeliest character).`, { temperature });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `temperature ${temperature}: give a finite number ≥ 0 (0 = always the likeliest character).`,
+      { temperature },
+    );
   }
   const tokens = Array.from(tokenizer.encode(opts.prompt));
-  if (tokens.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'the prompt is empty; give at least one character for the model to continue.');
+  if (tokens.length === 0)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'the prompt is empty; give at least one character for the model to continue.',
+    );
   const { context } = w.shape;
   const keep = Math.max(1, context - Math.max(1, Math.floor(context / 4)));
   const random = mulberry32(opts.seed ?? 0);

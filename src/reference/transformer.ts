@@ -47,16 +47,25 @@ export const MLP_RATIO = 4;
 /** Every tensor of the model in the order nn.Module registers them (the state dict's order). */
 export function transformerTensorShapes(s: TransformerShape): [string, number[]][] {
   const d = s.width;
-  const shapes: [string, number[]][] = [['tok.weight', [s.vocab, d]], ['pos.weight', [s.positions ?? s.context, d]]];
+  const shapes: [string, number[]][] = [
+    ['tok.weight', [s.vocab, d]],
+    ['pos.weight', [s.positions ?? s.context, d]],
+  ];
   for (let n = 0; n < s.layers; n++) {
     const b = `blocks.${n}.`;
     shapes.push(
-      [`${b}ln1.weight`, [d]], [`${b}ln1.bias`, [d]],
-      [`${b}qkv.weight`, [3 * d, d]], [`${b}qkv.bias`, [3 * d]],
-      [`${b}proj.weight`, [d, d]], [`${b}proj.bias`, [d]],
-      [`${b}ln2.weight`, [d]], [`${b}ln2.bias`, [d]],
-      [`${b}fc.weight`, [MLP_RATIO * d, d]], [`${b}fc.bias`, [MLP_RATIO * d]],
-      [`${b}out.weight`, [d, MLP_RATIO * d]], [`${b}out.bias`, [d]],
+      [`${b}ln1.weight`, [d]],
+      [`${b}ln1.bias`, [d]],
+      [`${b}qkv.weight`, [3 * d, d]],
+      [`${b}qkv.bias`, [3 * d]],
+      [`${b}proj.weight`, [d, d]],
+      [`${b}proj.bias`, [d]],
+      [`${b}ln2.weight`, [d]],
+      [`${b}ln2.bias`, [d]],
+      [`${b}fc.weight`, [MLP_RATIO * d, d]],
+      [`${b}fc.bias`, [MLP_RATIO * d]],
+      [`${b}out.weight`, [d, MLP_RATIO * d]],
+      [`${b}out.bias`, [d]],
     );
   }
   shapes.push(['lnf.weight', [d]], ['lnf.bias', [d]]);
@@ -80,7 +89,11 @@ export interface TransformerWeights {
  * (vocab and width from tok.weight, context from pos.weight, layers from the
  * blocks present). Names may carry a ringtrain checkpoint's `param/` prefix.
  */
-export function transformerWeights(named: Record<string, { shape: readonly number[]; data: ArrayLike<number> }>, heads = WORDS_TRANSFORMER.heads, file = 'weights'): TransformerWeights {
+export function transformerWeights(
+  named: Record<string, { shape: readonly number[]; data: ArrayLike<number> }>,
+  heads = WORDS_TRANSFORMER.heads,
+  file = 'weights',
+): TransformerWeights {
   const tensors: Record<string, { shape: readonly number[]; data: ArrayLike<number> }> = {};
   for (const [name, t] of Object.entries(named)) {
     if (name.startsWith('optim/')) continue; // optimizer state in a training checkpoint
@@ -89,35 +102,70 @@ export function transformerWeights(named: Record<string, { shape: readonly numbe
   const tok = tensors['tok.weight'];
   const pos = tensors['pos.weight'];
   if (!tok || !pos || tok.shape.length !== 2 || pos.shape.length !== 2) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} is not a transformer's weights: it has no 2-D tok.weight and pos.weight (it holds ${Object.keys(tensors).slice(0, 6).join(', ')}${Object.keys(tensors).length > 6 ? ', …' : ''}).`, { file });
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file} is not a transformer's weights: it has no 2-D tok.weight and pos.weight (it holds ${Object.keys(tensors).slice(0, 6).join(', ')}${Object.keys(tensors).length > 6 ? ', …' : ''}).`,
+      { file },
+    );
   }
   let layers = 0;
   while (`blocks.${layers}.qkv.weight` in tensors) layers++;
-  // No head: GPT-2's architecture (its head is tok.weight). A classic shape names no arch, as the words model's always has.
-  const shape: TransformerShape = { vocab: tok.shape[0], context: pos.shape[0], layers, width: tok.shape[1], heads, ...('head.weight' in tensors ? {} : { arch: 'gpt2' as const }) };
+  // No head: GPT-2's architecture (its head is tok.weight). A classic shape names no arch, as the words model's always
+  // has.
+  const shape: TransformerShape = {
+    vocab: tok.shape[0],
+    context: pos.shape[0],
+    layers,
+    width: tok.shape[1],
+    heads,
+    ...('head.weight' in tensors ? {} : { arch: 'gpt2' as const }),
+  };
   if (!Number.isInteger(heads) || heads < 1 || shape.width % heads !== 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${heads} heads do not divide the width ${shape.width}; give a divisor of it.`, { heads, width: shape.width });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${heads} heads do not divide the width ${shape.width}; give a divisor of it.`,
+      { heads, width: shape.width },
+    );
   }
   const expected = transformerTensorShapes(shape);
   const out: Record<string, Float64Array> = {};
   for (const [name, want] of expected) {
     const t = tensors[name];
-    if (!t) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has no tensor '${name}' (a transformer of width ${shape.width} needs shape [${want}]).`, { file, tensor: name });
+    if (!t)
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file} has no tensor '${name}' (a transformer of width ${shape.width} needs shape [${want}]).`,
+        { file, tensor: name },
+      );
     if (t.shape.length !== want.length || t.shape.some((v, i) => v !== want[i])) {
-      throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: tensor '${name}' has shape [${t.shape}], but a transformer of width ${shape.width} needs [${want}].`, {
-        file,
-        tensor: name,
-        shape: [...t.shape],
-        expectedShape: want,
-      });
+      throw new RingtrainError(
+        ErrorCode.BadCheckpoint,
+        `${file}: tensor '${name}' has shape [${t.shape}], but a transformer of width ${shape.width} needs [${want}].`,
+        {
+          file,
+          tensor: name,
+          shape: [...t.shape],
+          expectedShape: want,
+        },
+      );
     }
     for (let i = 0; i < t.data.length; i++) {
-      if (!Number.isFinite(t.data[i])) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file}: tensor '${name}' holds ${t.data[i]} at ${i}; the run that saved it diverged.`, { file, tensor: name, index: i });
+      if (!Number.isFinite(t.data[i]))
+        throw new RingtrainError(
+          ErrorCode.BadCheckpoint,
+          `${file}: tensor '${name}' holds ${t.data[i]} at ${i}; the run that saved it diverged.`,
+          { file, tensor: name, index: i },
+        );
     }
     out[name] = Float64Array.from(t.data);
   }
   const unknown = Object.keys(tensors).filter((n) => !(n in out));
-  if (unknown.length > 0) throw new RingtrainError(ErrorCode.BadCheckpoint, `${file} has tensors a transformer does not: ${unknown.join(', ')}.`, { file, unknown });
+  if (unknown.length > 0)
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file} has tensors a transformer does not: ${unknown.join(', ')}.`,
+      { file, unknown },
+    );
   return { shape, tensors: out };
 }
 
@@ -128,7 +176,9 @@ function causalAttention(qkv: Float64Array, t: number, d: number, heads: number)
   const y = new Float64Array(t * d);
   const weights = new Float64Array(t);
   for (let h = 0; h < heads; h++) {
-    const qOff = h * dh, kOff = d + h * dh, vOff = 2 * d + h * dh;
+    const qOff = h * dh,
+      kOff = d + h * dh,
+      vOff = 2 * d + h * dh;
     for (let i = 0; i < t; i++) {
       // Query i sees keys 0..i only.
       let max = -Infinity;
@@ -157,27 +207,51 @@ function causalAttention(qkv: Float64Array, t: number, d: number, heads: number)
 export function transformerLogits(w: TransformerWeights, tokens: ArrayLike<number>): Float64Array {
   const { vocab, context, width: d, heads } = w.shape;
   const t = tokens.length;
-  if (t < 1 || t > context) throw new RingtrainError(ErrorCode.InvalidArgument, `a sequence of ${t} tokens; the model reads 1 to ${context}.`, { tokens: t, context });
+  if (t < 1 || t > context)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `a sequence of ${t} tokens; the model reads 1 to ${context}.`, {
+      tokens: t,
+      context,
+    });
   const p = w.tensors;
   const gpt2 = w.shape.arch === 'gpt2';
   const act = gpt2 ? geluTanh : gelu;
   let h = new Float64Array(t * d);
   for (let i = 0; i < t; i++) {
     const id = tokens[i];
-    if (!Number.isInteger(id) || id < 0 || id >= vocab) throw new RingtrainError(ErrorCode.InvalidArgument, `token ${id} at position ${i} is outside 0..${vocab - 1}.`, { position: i, token: id });
+    if (!Number.isInteger(id) || id < 0 || id >= vocab)
+      throw new RingtrainError(ErrorCode.InvalidArgument, `token ${id} at position ${i} is outside 0..${vocab - 1}.`, {
+        position: i,
+        token: id,
+      });
     for (let c = 0; c < d; c++) h[i * d + c] = p['tok.weight'][id * d + c] + p['pos.weight'][i * d + c];
   }
   for (let n = 0; n < w.shape.layers; n++) {
     const b = `blocks.${n}.`;
-    const qkv = linear(layerNorm(h, t, d, p[`${b}ln1.weight`], p[`${b}ln1.bias`]), t, d, p[`${b}qkv.weight`], p[`${b}qkv.bias`], 3 * d);
+    const qkv = linear(
+      layerNorm(h, t, d, p[`${b}ln1.weight`], p[`${b}ln1.bias`]),
+      t,
+      d,
+      p[`${b}qkv.weight`],
+      p[`${b}qkv.bias`],
+      3 * d,
+    );
     const attn = linear(causalAttention(qkv, t, d, heads), t, d, p[`${b}proj.weight`], p[`${b}proj.bias`], d);
     h = h.map((v, i) => v + attn[i]);
-    const hidden = linear(layerNorm(h, t, d, p[`${b}ln2.weight`], p[`${b}ln2.bias`]), t, d, p[`${b}fc.weight`], p[`${b}fc.bias`], MLP_RATIO * d).map(act);
+    const hidden = linear(
+      layerNorm(h, t, d, p[`${b}ln2.weight`], p[`${b}ln2.bias`]),
+      t,
+      d,
+      p[`${b}fc.weight`],
+      p[`${b}fc.bias`],
+      MLP_RATIO * d,
+    ).map(act);
     const mlp = linear(hidden, t, MLP_RATIO * d, p[`${b}out.weight`], p[`${b}out.bias`], d);
     h = h.map((v, i) => v + mlp[i]);
   }
   const out = layerNorm(h, t, d, p['lnf.weight'], p['lnf.bias']);
-  return gpt2 ? linear(out, t, d, p['tok.weight'], new Float64Array(vocab), vocab) : linear(out, t, d, p['head.weight'], p['head.bias'], vocab);
+  return gpt2
+    ? linear(out, t, d, p['tok.weight'], new Float64Array(vocab), vocab)
+    : linear(out, t, d, p['head.weight'], p['head.bias'], vocab);
 }
 
 export interface SequenceLoss {
@@ -195,10 +269,19 @@ export interface SequenceLoss {
  * and divided by their number. Each example runs only up to its last counted
  * target: by causality the padding after it changes nothing before it.
  */
-export function transformerLoss(w: TransformerWeights, inputs: ArrayLike<number>, targets: ArrayLike<number>, context: number): SequenceLoss {
+export function transformerLoss(
+  w: TransformerWeights,
+  inputs: ArrayLike<number>,
+  targets: ArrayLike<number>,
+  context: number,
+): SequenceLoss {
   const count = targets.length / context;
   if (!Number.isInteger(count) || inputs.length !== targets.length) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${inputs.length} inputs and ${targets.length} targets are not whole examples of ${context} positions.`, { inputs: inputs.length, targets: targets.length, context });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${inputs.length} inputs and ${targets.length} targets are not whole examples of ${context} positions.`,
+      { inputs: inputs.length, targets: targets.length, context },
+    );
   }
   const { vocab } = w.shape;
   const logProbs = new Float64Array(vocab);
@@ -208,11 +291,19 @@ export function transformerLoss(w: TransformerWeights, inputs: ArrayLike<number>
     let last = -1;
     for (let i = 0; i < context; i++) if (targets[e * context + i] >= 0) last = i;
     if (last < 0) continue;
-    const logits = transformerLogits(w, Array.from({ length: last + 1 }, (_, i) => inputs[e * context + i]));
+    const logits = transformerLogits(
+      w,
+      Array.from({ length: last + 1 }, (_, i) => inputs[e * context + i]),
+    );
     for (let i = 0; i <= last; i++) {
       const y = targets[e * context + i];
       if (y < 0) continue;
-      if (!Number.isInteger(y) || y >= vocab) throw new RingtrainError(ErrorCode.InvalidArgument, `target ${y} of example ${e} position ${i} is outside 0..${vocab - 1}.`, { example: e, position: i, target: y });
+      if (!Number.isInteger(y) || y >= vocab)
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `target ${y} of example ${e} position ${i} is outside 0..${vocab - 1}.`,
+          { example: e, position: i, target: y },
+        );
       logSoftmaxRow(logits, i, vocab, logProbs);
       totalNats -= logProbs[y];
       positions++;

@@ -30,19 +30,31 @@ export function loadTransformerWeights(path: string, heads?: number): Transforme
 }
 
 /** The weights and the file's metadata (a text model's vocabulary is there). */
-export function loadTransformerFile(path: string, heads?: number): { weights: TransformerWeights; metadata: Record<string, string> } {
+export function loadTransformerFile(
+  path: string,
+  heads?: number,
+): { weights: TransformerWeights; metadata: Record<string, string> } {
   let bytes: Uint8Array;
   try {
     bytes = readFileSync(path);
   } catch (err) {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `cannot read ${path} (${unreadableReason(err)}); give a checkpoint that --save wrote.`, { path }, { cause: err });
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `cannot read ${path} (${unreadableReason(err)}); give a checkpoint that --save wrote.`,
+      { path },
+      { cause: err },
+    );
   }
   const { tensors, metadata } = decodeSafetensors(bytes, path);
   if (metadata.model !== undefined && metadata.model !== 'transformer') {
-    throw new RingtrainError(ErrorCode.BadCheckpoint, `${path} holds a '${metadata.model}' model, not a transformer; generate needs a checkpoint of --model transformer.`, {
-      path,
-      model: metadata.model,
-    });
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${path} holds a '${metadata.model}' model, not a transformer; generate needs a checkpoint of --model transformer.`,
+      {
+        path,
+        model: metadata.model,
+      },
+    );
   }
   return { weights: transformerWeights(tensors, heads ?? headsFromMetadata(metadata), path), metadata };
 }

@@ -18,9 +18,24 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { EventBus } from '../core/events.ts';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
-import { PROTOCOL_VERSION, describeIssues, serverMessageSchema, type Capabilities, type ServerMessage } from './protocol.ts';
+import {
+  PROTOCOL_VERSION,
+  describeIssues,
+  serverMessageSchema,
+  type Capabilities,
+  type ServerMessage,
+} from './protocol.ts';
 import { SignalingClient } from './signaling-client.ts';
-import { describeTlsFailure, OPEN, probeTlsFailure, signalingError, signalingUrl, socketFailure, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
+import {
+  describeTlsFailure,
+  OPEN,
+  probeTlsFailure,
+  signalingError,
+  signalingUrl,
+  socketFailure,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from './socket.ts';
 
 export { SignalingClient, type Membership } from './signaling-client.ts';
 export { signalingUrl, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
@@ -75,7 +90,11 @@ export function connect(url: string, options: ConnectOptions): Promise<Signaling
       if (ws.readyState === OPEN) ws.close(1000);
       reject(err);
     };
-    const timer = setTimeout(() => fail(signalingError(`no answer from the signaling server at ${wsUrl} within ${timeoutMs} ms`, { url: wsUrl })), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        fail(signalingError(`no answer from the signaling server at ${wsUrl} within ${timeoutMs} ms`, { url: wsUrl })),
+      timeoutMs,
+    );
 
     ws.onopen = () => {
       ws.send(
@@ -97,14 +116,16 @@ export function connect(url: string, options: ConnectOptions): Promise<Signaling
     };
     ws.onclose = async (ev) => {
       // A certificate problem is not an absent server: say which, and what to do.
-      const tls = client || refusal || settled ? null : (describeTlsFailure(wsUrl, failure) ?? (await probeTlsFailure(wsUrl)));
+      const tls =
+        client || refusal || settled ? null : (describeTlsFailure(wsUrl, failure) ?? (await probeTlsFailure(wsUrl)));
       const said = typeof failure?.message === 'string' && failure.message ? `: ${failure.message}` : '';
       const err =
         refusal ??
         signalingError(
           client
             ? `the signaling server at ${wsUrl} closed the connection (code ${ev.code}${ev.reason ? `, ${ev.reason}` : ''})`
-            : (tls ?? `cannot reach the signaling server at ${wsUrl} (code ${ev.code}${said}); is it running? (ringtrain server)`),
+            : (tls ??
+                `cannot reach the signaling server at ${wsUrl} (code ${ev.code}${said}); is it running? (ringtrain server)`),
           { url: wsUrl, closeCode: ev.code, ...(tls && failure?.code ? { tlsError: String(failure.code) } : {}) },
         );
       if (!settled) return fail(err);
@@ -118,7 +139,9 @@ export function connect(url: string, options: ConnectOptions): Promise<Signaling
         msg = parsed.data;
       } catch (err) {
         // A server that speaks something else: not ours to guess at.
-        const e = signalingError(`the server at ${wsUrl} sent a message this client does not understand: ${String(err)}`);
+        const e = signalingError(
+          `the server at ${wsUrl} sent a message this client does not understand: ${String(err)}`,
+        );
         return settled ? client?.end(e) : fail(e);
       }
       if (client) {
@@ -131,15 +154,30 @@ export function connect(url: string, options: ConnectOptions): Promise<Signaling
         return;
       }
       if (msg.type === 'error') {
-        refusal = signalingError(`signaling server refused to join job '${options.job}': ${msg.message}`, { code: msg.code, fatal: msg.fatal });
+        refusal = signalingError(`signaling server refused to join job '${options.job}': ${msg.message}`, {
+          code: msg.code,
+          fatal: msg.fatal,
+        });
         if (msg.fatal) fail(refusal);
         return;
       }
       if (msg.type === 'welcome') {
         if (msg.protocol !== PROTOCOL_VERSION) {
-          return fail(signalingError(`server speaks protocol ${msg.protocol}, this client ${PROTOCOL_VERSION}: update one of them`));
+          return fail(
+            signalingError(
+              `server speaks protocol ${msg.protocol}, this client ${PROTOCOL_VERSION}: update one of them`,
+            ),
+          );
         }
-        client = new SignalingClient(ws, wsUrl, msg.peerId, msg.job, msg.heartbeatMs, msg.missedHeartbeats, options.events);
+        client = new SignalingClient(
+          ws,
+          wsUrl,
+          msg.peerId,
+          msg.job,
+          msg.heartbeatMs,
+          msg.missedHeartbeats,
+          options.events,
+        );
         client.ice = { iceServers: msg.iceServers, iceTransportPolicy: msg.iceTransportPolicy };
       }
       // Pings before the welcome cannot happen; anything else before it is ignored.

@@ -142,13 +142,21 @@ export const CloseCode = {
 } as const;
 
 const runtimeSchema = z.enum(['browser', 'deno', 'node']);
-const rank = z.number().int().min(0).max(1 << 20);
+const rank = z
+  .number()
+  .int()
+  .min(0)
+  .max(1 << 20);
 const epoch = z.number().int().min(0);
 const shortText = z.string().min(1).max(128);
 /** Names are shown on the page and in logs: no control characters. */
 const nameText = shortText.regex(/^[^\x00-\x1f\x7f]+$/, 'no control characters');
 /** Job ids and tokens: printable, no spaces, bounded. */
-const idText = z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+const idText = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 /** WebRTC signals nest three or four levels; far deeper JSON is an attack on whoever serialises it. */
 export const MAX_SIGNAL_DEPTH = 16;
 
@@ -183,28 +191,32 @@ export const capabilitiesSchema = z
 export type Capabilities = z.infer<typeof capabilitiesSchema>;
 
 /** A job's training configuration (public: never holds the token). */
-export const jobConfigSchema = z.strictObject({
-  model: shortText,
-  optimizer: shortText,
-  /**
-   * The job's settings, bounded here as the wire carries them. What each may hold is settings.ts's
-   * (parseJobSettings): the server checks a job against it when the job is added, and a peer reads
-   * its job through it; a bad or unknown setting is refused there, naming it, rather than failing
-   * this message's parse with a malformed-protocol error.
-   */
-  hyperparameters: z.record(z.string().max(64), z.union([finite, z.string().max(256), z.boolean()])),
-  batchPerPeer: z.number().int().min(1),
-  minPeers: z.number().int().min(1),
-  maxPeers: z.number().int().min(1).max(1024),
-  /** Listed by GET /api/jobs to anyone; otherwise only to a request bearing the job's token. */
-  public: z.boolean().optional(),
-  /** Peers the job waits for before its first step (default minPeers); afterwards minPeers is enough. */
-  startPeers: z.number().int().min(1).optional(),
-  /** Members one remote address may hold in this job (else the server's limit, by default none). */
-  maxPeersPerAddress: z.number().int().min(1).optional(),
-})
+export const jobConfigSchema = z
+  .strictObject({
+    model: shortText,
+    optimizer: shortText,
+    /**
+     * The job's settings, bounded here as the wire carries them. What each may hold is settings.ts's
+     * (parseJobSettings): the server checks a job against it when the job is added, and a peer reads
+     * its job through it; a bad or unknown setting is refused there, naming it, rather than failing
+     * this message's parse with a malformed-protocol error.
+     */
+    hyperparameters: z.record(z.string().max(64), z.union([finite, z.string().max(256), z.boolean()])),
+    batchPerPeer: z.number().int().min(1),
+    minPeers: z.number().int().min(1),
+    maxPeers: z.number().int().min(1).max(1024),
+    /** Listed by GET /api/jobs to anyone; otherwise only to a request bearing the job's token. */
+    public: z.boolean().optional(),
+    /** Peers the job waits for before its first step (default minPeers); afterwards minPeers is enough. */
+    startPeers: z.number().int().min(1).optional(),
+    /** Members one remote address may hold in this job (else the server's limit, by default none). */
+    maxPeersPerAddress: z.number().int().min(1).optional(),
+  })
   .refine((c) => c.maxPeers >= c.minPeers, { message: 'maxPeers must be >= minPeers', path: ['maxPeers'] })
-  .refine((c) => c.startPeers === undefined || (c.startPeers >= c.minPeers && c.startPeers <= c.maxPeers), { message: 'startPeers must be from minPeers to maxPeers', path: ['startPeers'] });
+  .refine((c) => c.startPeers === undefined || (c.startPeers >= c.minPeers && c.startPeers <= c.maxPeers), {
+    message: 'startPeers must be from minPeers to maxPeers',
+    path: ['startPeers'],
+  });
 export type JobConfig = z.infer<typeof jobConfigSchema>;
 
 /** A job's own STUN/TURN servers (else the server's); private like the token, handed out only in `welcome`. */
@@ -215,7 +227,12 @@ export const jobIceSchema = z.strictObject({
 });
 
 /** How the server is told about a job: its id, its secret token, its config, optionally its ICE servers. */
-export const jobSpecSchema = z.strictObject({ id: idText, token: idText, config: jobConfigSchema, ice: jobIceSchema.optional() });
+export const jobSpecSchema = z.strictObject({
+  id: idText,
+  token: idText,
+  config: jobConfigSchema,
+  ice: jobIceSchema.optional(),
+});
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
 export const progressFields = {
@@ -290,7 +307,11 @@ export const clientSignalMsg = z.strictObject({ type: z.literal('signal'), epoch
 export const pongMsg = z.strictObject({ type: z.literal('pong'), seq: z.number().int().min(0) });
 export const progressMsg = z.strictObject({ type: z.literal('progress'), ...progressFields });
 export const leaveMsg = z.strictObject({ type: z.literal('leave'), reason: z.string().max(256).optional() });
-export const reportMsg = z.strictObject({ type: z.literal('report'), peerId: z.string().min(1).max(64), reason: z.string().max(256) });
+export const reportMsg = z.strictObject({
+  type: z.literal('report'),
+  peerId: z.string().min(1).max(64),
+  reason: z.string().max(256),
+});
 export const attestMsg = z.strictObject({ type: z.literal('attest'), epoch });
 
 /** Schemas by type; the server looks the type up first so it can tell unknown types from bad ones. */

@@ -11,7 +11,12 @@ import { now } from '../core/events.ts';
  * Calls `onSilent` (every tick, until stopped) while nothing was heard from the server for longer
  * than it allows a peer; returns the timer for clearInterval.
  */
-export function watchServer(heartbeatMs: number, missedHeartbeats: number, lastSeen: () => number, onSilent: (silentMs: number) => void): ReturnType<typeof setInterval> {
+export function watchServer(
+  heartbeatMs: number,
+  missedHeartbeats: number,
+  lastSeen: () => number,
+  onSilent: (silentMs: number) => void,
+): ReturnType<typeof setInterval> {
   // The server pings every heartbeatMs; silence for longer than it allows a peer means it is gone.
   const silentMs = heartbeatMs * (missedHeartbeats + 1);
   let lastTick = now();

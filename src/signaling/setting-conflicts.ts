@@ -43,15 +43,46 @@ export interface Conflict {
 export function settingConflict(s: ConflictSettings): Conflict | undefined {
   const robust = s.aggregation !== undefined && s.aggregation.rule !== 'mean';
   const lossy = (s.compression ?? 'none') !== 'none';
-  if (s.verify && lossy) return { first: 'verify', firstDoes: 'checks that the sum is exact', second: 'compression', secondDoes: 'sends rounded gradients' };
-  if (s.verify && robust) return { first: 'verify', firstDoes: 'checks a sum', second: 'aggregation', secondDoes: 'is not a sum' };
-  if (robust && lossy) return { first: 'aggregation', firstDoes: "compares every peer's exact gradients", second: 'compression', secondDoes: 'sends rounded gradients' };
+  if (s.verify && lossy)
+    return {
+      first: 'verify',
+      firstDoes: 'checks that the sum is exact',
+      second: 'compression',
+      secondDoes: 'sends rounded gradients',
+    };
+  if (s.verify && robust)
+    return { first: 'verify', firstDoes: 'checks a sum', second: 'aggregation', secondDoes: 'is not a sum' };
+  if (robust && lossy)
+    return {
+      first: 'aggregation',
+      firstDoes: "compares every peer's exact gradients",
+      second: 'compression',
+      secondDoes: 'sends rounded gradients',
+    };
   // Local SGD averages how far replicas moved, not gradients.
-  if (robust && s.syncEvery !== undefined) return { first: 'aggregation', firstDoes: 'combines gradients at every step', second: 'syncEvery', secondDoes: 'averages models every few steps' };
+  if (robust && s.syncEvery !== undefined)
+    return {
+      first: 'aggregation',
+      firstDoes: 'combines gradients at every step',
+      second: 'syncEvery',
+      secondDoes: 'averages models every few steps',
+    };
   // Speed shares pre-weigh each gradient by its share, which a median would not undo.
-  if (robust && s.balance === 'speed') return { first: 'aggregation', firstDoes: "weighs every peer's gradient alike", second: 'balance', secondDoes: 'gives peers uneven shares' };
+  if (robust && s.balance === 'speed')
+    return {
+      first: 'aggregation',
+      firstDoes: "weighs every peer's gradient alike",
+      second: 'balance',
+      secondDoes: 'gives peers uneven shares',
+    };
   // A peer with three times the examples sends about three times the norm, which the rule would clip as an outlier.
-  if (s.doubtRule && s.balance === 'speed') return { first: 'doubtRule', firstDoes: "measures every peer's gradient against the others' at equal weight", second: 'balance', secondDoes: 'gives peers uneven shares' };
+  if (s.doubtRule && s.balance === 'speed')
+    return {
+      first: 'doubtRule',
+      firstDoes: "measures every peer's gradient against the others' at equal weight",
+      second: 'balance',
+      secondDoes: 'gives peers uneven shares',
+    };
   return undefined;
 }
 
@@ -62,7 +93,10 @@ export function settingConflict(s: ConflictSettings): Conflict | undefined {
 export function refuseConflicts(s: ConflictSettings, name: (setting: Setting) => string): void {
   const c = settingConflict(s);
   if (!c) return;
-  throw new RingtrainError(ErrorCode.InvalidArgument, `${name(c.first)} ${c.firstDoes}; ${name(c.second)} ${c.secondDoes}: drop one.`);
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `${name(c.first)} ${c.firstDoes}; ${name(c.second)} ${c.secondDoes}: drop one.`,
+  );
 }
 
 /** How the library names a setting: its config key and value. */

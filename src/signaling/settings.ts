@@ -158,7 +158,14 @@ function conflictSettingsOf(s: Partial<Record<JobSettingKey, unknown>>): Conflic
   // Runs on a valid shape only, but a rule that does not parse is its field's error, not a conflict.
   const text = typeof s.aggregation === 'string' ? s.aggregation : undefined;
   const aggregation = text === undefined || !parsesBy(parseAggregation)(text) ? undefined : parseAggregation(text);
-  return { verify: s.verify as boolean | undefined, doubtRule: s.doubtRule as boolean | undefined, aggregation: aggregation?.rule === 'mean' ? undefined : aggregation, compression: s.compression as string | undefined, syncEvery: s.syncEvery as number | undefined, balance: s.balance as string | undefined };
+  return {
+    verify: s.verify as boolean | undefined,
+    doubtRule: s.doubtRule as boolean | undefined,
+    aggregation: aggregation?.rule === 'mean' ? undefined : aggregation,
+    compression: s.compression as string | undefined,
+    syncEvery: s.syncEvery as number | undefined,
+    balance: s.balance as string | undefined,
+  };
 }
 
 /**
@@ -196,7 +203,8 @@ export type StepCheck = 'verify' | 'doubtRule';
  */
 export function withOutsiderChecks(s: JobSettings): JobSettings {
   const out = { ...s };
-  for (const check of ['verify', 'doubtRule'] as const) if (out[check] === undefined && combines(out, check)) out[check] = true;
+  for (const check of ['verify', 'doubtRule'] as const)
+    if (out[check] === undefined && combines(out, check)) out[check] = true;
   return out;
 }
 
@@ -214,12 +222,28 @@ export const jobSettingsSchema = z.strictObject(shape).superRefine((s, ctx) => {
   const c = settingConflict(settings);
   if (c) {
     // Named as the job's config spells them (configSettingName names the library's fields).
-    const name = (k: Setting) => (k === 'aggregation' ? `aggregation '${s.aggregation}'` : k === 'doubtRule' ? 'doubtRule: true' : configSettingName(settings)(k));
-    ctx.addIssue({ code: 'custom', path: [c.first], message: `${name(c.first)} ${c.firstDoes}; ${name(c.second)} ${c.secondDoes}: drop one.`, params: { fields: [c.first, c.second] } });
+    const name = (k: Setting) =>
+      k === 'aggregation'
+        ? `aggregation '${s.aggregation}'`
+        : k === 'doubtRule'
+          ? 'doubtRule: true'
+          : configSettingName(settings)(k);
+    ctx.addIssue({
+      code: 'custom',
+      path: [c.first],
+      message: `${name(c.first)} ${c.firstDoes}; ${name(c.second)} ${c.secondDoes}: drop one.`,
+      params: { fields: [c.first, c.second] },
+    });
   }
   // Speed shares split a fixed global batch at every step.
   if (s.balance === 'speed' && (s.globalBatch === undefined || s.syncEvery !== undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['balance'], message: "'balance: speed' shares a fixed global batch in synchronous training: give the job a 'globalBatch' and no 'syncEvery'", params: { fields: ['balance', s.globalBatch === undefined ? 'globalBatch' : 'syncEvery'] } });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['balance'],
+      message:
+        "'balance: speed' shares a fixed global batch in synchronous training: give the job a 'globalBatch' and no 'syncEvery'",
+      params: { fields: ['balance', s.globalBatch === undefined ? 'globalBatch' : 'syncEvery'] },
+    });
   }
 });
 
@@ -234,7 +258,11 @@ export type JobSettings = z.infer<typeof jobSettingsSchema>;
  */
 export function settingFromText(key: string, text: string): number | string | boolean {
   const n = Number(text);
-  const candidates = [text === 'true' ? true : text === 'false' ? false : undefined, text.trim() !== '' && Number.isFinite(n) ? n : undefined, text].filter((v) => v !== undefined);
+  const candidates = [
+    text === 'true' ? true : text === 'false' ? false : undefined,
+    text.trim() !== '' && Number.isFinite(n) ? n : undefined,
+    text,
+  ].filter((v) => v !== undefined);
   if (!Object.hasOwn(FIELDS, key)) return candidates[0];
   const { schema } = FIELDS[key as JobSettingKey];
   return candidates.find((v) => schema.safeParse(v).success) ?? candidates[0];
@@ -247,7 +275,8 @@ function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
     prev = row;
   }
   return prev[b.length];
@@ -290,14 +319,25 @@ export function parseJobSettings(raw: unknown): JobSettings {
     );
   }
   if (issue.path.length === 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `a job's hyperparameters must be an object of key: value, got ${shown(raw)}`, { value: raw });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `a job's hyperparameters must be an object of key: value, got ${shown(raw)}`,
+      { value: raw },
+    );
   }
   const field = String(issue.path[0]);
   const value = (raw as Record<string, unknown>)[field];
   if (issue.code === 'custom' && issue.params?.fields) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameters do not combine: ${issue.message}`, { field, fields: issue.params.fields });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameters do not combine: ${issue.message}`, {
+      field,
+      fields: issue.params.fields,
+    });
   }
   const allowed = FIELDS[field as JobSettingKey]?.allowed ?? issue.message;
   const reason = issue.code === 'custom' && typeof issue.params?.reason === 'string' ? `: ${issue.params.reason}` : '';
-  throw new RingtrainError(ErrorCode.InvalidArgument, `job hyperparameter '${field}' must be ${allowed}, got ${shown(value)}${reason}`, { field, value });
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `job hyperparameter '${field}' must be ${allowed}, got ${shown(value)}${reason}`,
+    { field, value },
+  );
 }

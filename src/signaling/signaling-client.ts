@@ -11,7 +11,16 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now, type EventBus } from '../core/events.ts';
 import type { Signaler } from '../comm/signaler.ts';
 import { EpochSignals } from './epoch-signals.ts';
-import type { ErrorMsg, IceServer, IceTransportPolicy, JobConfig, MembershipMsg, PeerLeftMsg, Progress, ServerMessage } from './protocol.ts';
+import type {
+  ErrorMsg,
+  IceServer,
+  IceTransportPolicy,
+  JobConfig,
+  MembershipMsg,
+  PeerLeftMsg,
+  Progress,
+  ServerMessage,
+} from './protocol.ts';
 import { watchServer } from './server-watchdog.ts';
 import { OPEN, signalingError, type WebSocketLike } from './socket.ts';
 
@@ -74,7 +83,10 @@ export class SignalingClient {
       heartbeatMs,
       missedHeartbeats,
       () => this.lastSeen,
-      (silentMs) => this.end(signalingError(`the signaling server at ${url} went silent for ${silentMs} ms; it is gone or unreachable`)),
+      (silentMs) =>
+        this.end(
+          signalingError(`the signaling server at ${url} went silent for ${silentMs} ms; it is gone or unreachable`),
+        ),
     );
   }
 
@@ -119,7 +131,11 @@ export class SignalingClient {
       };
       const timer = setTimeout(() => {
         done();
-        reject(signalingError(`no matching membership within ${timeoutMs} ms (now epoch ${this.current?.epoch}, size ${this.current?.size})`));
+        reject(
+          signalingError(
+            `no matching membership within ${timeoutMs} ms (now epoch ${this.current?.epoch}, size ${this.current?.size})`,
+          ),
+        );
       }, timeoutMs);
       const offM = this.on('membership', (m) => {
         if (pred(m)) {
@@ -146,7 +162,10 @@ export class SignalingClient {
    */
   signaler(epoch: number = this.current?.epoch ?? -1): Signaler {
     if (!Number.isInteger(epoch) || epoch < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `signaler epoch must be a membership epoch (>= 1), got ${epoch}`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `signaler epoch must be a membership epoch (>= 1), got ${epoch}`,
+      );
     }
     return {
       send: (toRank, data) => this.sendSignal(epoch, toRank, data),
@@ -235,7 +254,13 @@ export class SignalingClient {
         return this.emit('membership', m);
       }
       case 'peer-left':
-        this.events?.emit({ type: 'peer-lost', t: now(), rank: this.rank, peer: msg.rank, reason: `${msg.name ?? msg.peerId} ${msg.reason}` });
+        this.events?.emit({
+          type: 'peer-lost',
+          t: now(),
+          rank: this.rank,
+          peer: msg.rank,
+          reason: `${msg.name ?? msg.peerId} ${msg.reason}`,
+        });
         return this.emit('peer-left', msg);
       case 'signal':
         return this.signals.receive(msg.epoch, msg.from, msg.data);

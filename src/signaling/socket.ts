@@ -34,7 +34,10 @@ export function signalingUrl(url: string): string {
   try {
     u = new URL(url);
   } catch {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `'${url}' is not a URL; give the server's address, like http://127.0.0.1:8080`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `'${url}' is not a URL; give the server's address, like http://127.0.0.1:8080`,
+    );
   }
   if (u.protocol === 'http:' || u.protocol === 'https:') {
     u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -48,9 +51,11 @@ export function signalingUrl(url: string): string {
 /** TLS failures as Node (error codes) and Deno (rustls's words) report them, and what to do about each. */
 const TLS_PROBLEMS: { match: RegExp; what: string; todo: (host: string) => string }[] = [
   {
-    match: /SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_UNTRUSTED|UnknownIssuer|self[- ]signed/i,
+    match:
+      /SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_UNTRUSTED|UnknownIssuer|self[- ]signed/i,
     what: 'is not signed by an authority this runtime trusts',
-    todo: () => 'if it is your own CA or a self-signed certificate, trust it: NODE_EXTRA_CA_CERTS=ca.pem (Node) or DENO_CERT=ca.pem (Deno); a browser must import it',
+    todo: () =>
+      'if it is your own CA or a self-signed certificate, trust it: NODE_EXTRA_CA_CERTS=ca.pem (Node) or DENO_CERT=ca.pem (Deno); a browser must import it',
   },
   {
     match: /CERT_HAS_EXPIRED|CERT_NOT_YET_VALID|Expired|NotValidYet/i,
@@ -60,7 +65,8 @@ const TLS_PROBLEMS: { match: RegExp; what: string; todo: (host: string) => strin
   {
     match: /ERR_TLS_CERT_ALTNAME_INVALID|NotValidForName|Hostname\/IP does not match|altnames/i,
     what: 'does not name the address connected to',
-    todo: (host) => `connect with an address the certificate names, or give the server a certificate whose subjectAltName includes ${host}`,
+    todo: (host) =>
+      `connect with an address the certificate names, or give the server a certificate whose subjectAltName includes ${host}`,
   },
   {
     match: /CERT_REVOKED|Revoked|BadSignature|certificate/i,
@@ -70,7 +76,10 @@ const TLS_PROBLEMS: { match: RegExp; what: string; todo: (host: string) => strin
 ];
 
 /** A socket's failure in words, when it is a TLS certificate problem; null otherwise. */
-export function describeTlsFailure(wsUrl: string, failure: { code?: unknown; message?: unknown } | undefined): string | null {
+export function describeTlsFailure(
+  wsUrl: string,
+  failure: { code?: unknown; message?: unknown } | undefined,
+): string | null {
   if (!failure || !wsUrl.startsWith('wss:')) return null;
   const code = typeof failure.code === 'string' ? failure.code : '';
   const message = typeof failure.message === 'string' ? failure.message : '';
@@ -86,7 +95,8 @@ export function describeTlsFailure(wsUrl: string, failure: { code?: unknown; mes
 export function socketFailure(ev: unknown): { code?: unknown; message?: unknown } | undefined {
   if (!ev || typeof ev !== 'object') return undefined;
   const inner = (ev as { error?: unknown }).error;
-  const e = inner && typeof inner === 'object' ? (inner as { code?: unknown; message?: unknown; cause?: unknown }) : undefined;
+  const e =
+    inner && typeof inner === 'object' ? (inner as { code?: unknown; message?: unknown; cause?: unknown }) : undefined;
   const code = e?.code ?? (e?.cause as { code?: unknown } | undefined)?.code;
   const message = e?.message ?? (ev as { message?: unknown }).message;
   return code === undefined && message === undefined ? undefined : { code, message };

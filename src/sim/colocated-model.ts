@@ -83,7 +83,11 @@ export interface HostPrediction {
 }
 
 /** Messages and bytes one peer sends in a step's gradient allreduce. */
-export function allreduceTraffic(n: number, bytes: number, algorithm: AutoAlgorithm): { messages: number; bytesSent: number } {
+export function allreduceTraffic(
+  n: number,
+  bytes: number,
+  algorithm: AutoAlgorithm,
+): { messages: number; bytesSent: number } {
   const { messages, bytesSent } = allreduceCost(algorithm, n, bytes, { alphaS: 0, betaSPerByte: 0 });
   return { messages, bytesSent };
 }
@@ -93,21 +97,53 @@ export function predictColocatedStep(n: number, x: HostInputs): HostPrediction {
     if (!c) throw new RingtrainError(ErrorCode.InvalidArgument, m);
   };
   ok(Number.isInteger(n) && n >= 1, `peers must be a whole number from 1, got ${n}.`);
-  ok(Number.isInteger(x.peersPerHost) && x.peersPerHost >= 1, `peers per host must be a whole number from 1, got ${x.peersPerHost}.`);
+  ok(
+    Number.isInteger(x.peersPerHost) && x.peersPerHost >= 1,
+    `peers per host must be a whole number from 1, got ${x.peersPerHost}.`,
+  );
   ok(x.coresPerHost > 0, `cores per host must be positive, got ${x.coresPerHost}.`);
-  ok(x.computeCpuS > 0, `compute CPU-seconds per step must be positive, got ${x.computeCpuS}; measure them with bench/simulator-check.ts.`);
-  ok([x.cpuPerByteS, x.cpuPerMessageS, x.cpuPerCollectiveS, x.smallCollectives, x.smallBytes, x.mediumBytes ?? 0].every((v) => v >= 0), 'CPU costs per byte, message and collective, the small collectives, smallBytes and mediumBytes must not be negative.');
+  ok(
+    x.computeCpuS > 0,
+    `compute CPU-seconds per step must be positive, got ${x.computeCpuS}; measure them with bench/simulator-check.ts.`,
+  );
+  ok(
+    [x.cpuPerByteS, x.cpuPerMessageS, x.cpuPerCollectiveS, x.smallCollectives, x.smallBytes, x.mediumBytes ?? 0].every(
+      (v) => v >= 0,
+    ),
+    'CPU costs per byte, message and collective, the small collectives, smallBytes and mediumBytes must not be negative.',
+  );
   // The library's own rule for 'auto', so the model predicts the algorithm a real job runs.
   const algorithm = autoAlgorithm(x.gradientBytes, n, x.smallBytes, x.mediumBytes);
-  const critical = predictStep(n, { computeS: x.computeS, gradientBytes: x.gradientBytes, alphaS: x.alphaS, betaSPerByte: x.betaSPerByte, algorithm });
+  const critical = predictStep(n, {
+    computeS: x.computeS,
+    gradientBytes: x.gradientBytes,
+    alphaS: x.alphaS,
+    betaSPerByte: x.betaSPerByte,
+    algorithm,
+  });
   const t = allreduceTraffic(n, x.gradientBytes, algorithm);
   const collectives = n > 1 ? 1 + x.smallCollectives : 0;
   const messages = t.messages + (n > 1 ? x.smallCollectives * (n - 1) : 0);
-  const computeCpuS = x.computeCpuCrowded ? x.computeCpuS + crowdedCpuS(x.computeCpuCrowded, Math.min(x.peersPerHost, n)) - crowdedCpuS(x.computeCpuCrowded, 1) : x.computeCpuS;
-  const cpuPerPeerS = computeCpuS + 2 * t.bytesSent * x.cpuPerByteS + messages * x.cpuPerMessageS + collectives * x.cpuPerCollectiveS;
+  const computeCpuS = x.computeCpuCrowded
+    ? x.computeCpuS +
+      crowdedCpuS(x.computeCpuCrowded, Math.min(x.peersPerHost, n)) -
+      crowdedCpuS(x.computeCpuCrowded, 1)
+    : x.computeCpuS;
+  const cpuPerPeerS =
+    computeCpuS + 2 * t.bytesSent * x.cpuPerByteS + messages * x.cpuPerMessageS + collectives * x.cpuPerCollectiveS;
   const hostCpuS = (Math.min(x.peersPerHost, n) * cpuPerPeerS) / x.coresPerHost;
   const stepS = Math.max(critical.stepS, hostCpuS);
-  return { peers: n, algorithm, criticalS: critical.stepS, cpuPerPeerS, hostCpuS, stepS, stepsPerS: 1 / stepS, computeCpuS, bound: hostCpuS > critical.stepS ? 'cpu' : 'critical-path' };
+  return {
+    peers: n,
+    algorithm,
+    criticalS: critical.stepS,
+    cpuPerPeerS,
+    hostCpuS,
+    stepS,
+    stepsPerS: 1 / stepS,
+    computeCpuS,
+    bound: hostCpuS > critical.stepS ? 'cpu' : 'critical-path',
+  };
 }
 
 /**
@@ -116,11 +152,18 @@ export function predictColocatedStep(n: number, x: HostInputs): HostPrediction {
  * largest P measured. The points must include P = 1 (the lone peer).
  */
 export function crowdedCpuS(points: readonly CrowdedCompute[], peers: number): number {
-  const bad = (m: string) => new RingtrainError(ErrorCode.InvalidArgument, `${m}; measure them with bench/simulator-check.ts (its input-crowded line).`);
-  if (!Number.isInteger(peers) || peers < 1) throw new RingtrainError(ErrorCode.InvalidArgument, `peers on a host must be a whole number from 1, got ${peers}.`);
-  if (points.some((q) => !Number.isInteger(q.peers) || q.peers < 1 || !(q.cpuS > 0))) throw bad('crowded compute points need whole peer counts from 1 and positive CPU-seconds');
+  const bad = (m: string) =>
+    new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${m}; measure them with bench/simulator-check.ts (its input-crowded line).`,
+    );
+  if (!Number.isInteger(peers) || peers < 1)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `peers on a host must be a whole number from 1, got ${peers}.`);
+  if (points.some((q) => !Number.isInteger(q.peers) || q.peers < 1 || !(q.cpuS > 0)))
+    throw bad('crowded compute points need whole peer counts from 1 and positive CPU-seconds');
   const sorted = [...points].sort((a, b) => a.peers - b.peers);
-  if (sorted.some((q, i) => i > 0 && q.peers === sorted[i - 1].peers)) throw bad('crowded compute points list a peer count twice');
+  if (sorted.some((q, i) => i > 0 && q.peers === sorted[i - 1].peers))
+    throw bad('crowded compute points list a peer count twice');
   if (sorted[0]?.peers !== 1) throw bad('crowded compute points must include 1 peer (the lone trainer)');
   const above = sorted.findIndex((q) => q.peers >= peers);
   if (above === -1) return sorted.at(-1)!.cpuS;
@@ -135,7 +178,12 @@ export function crowdedCpuS(points: readonly CrowdedCompute[], peers: number): n
  * of one float (2 messages each way, no bytes to speak of), of `bytes` (the same
  * messages and `bytes` sent and received), and an allgather of one float (1 message).
  */
-export function linkCpuCosts(m: { allreduceSmallCpuS: number; allreduceLargeCpuS: number; largeBytes: number; allgatherSmallCpuS: number }): { cpuPerByteS: number; cpuPerMessageS: number; cpuPerCollectiveS: number } {
+export function linkCpuCosts(m: {
+  allreduceSmallCpuS: number;
+  allreduceLargeCpuS: number;
+  largeBytes: number;
+  allgatherSmallCpuS: number;
+}): { cpuPerByteS: number; cpuPerMessageS: number; cpuPerCollectiveS: number } {
   const cpuPerByteS = Math.max(0, (m.allreduceLargeCpuS - m.allreduceSmallCpuS) / (2 * m.largeBytes));
   // allreduce = c + 2m, allgather = c + m
   const cpuPerMessageS = Math.max(0, m.allreduceSmallCpuS - m.allgatherSmallCpuS);

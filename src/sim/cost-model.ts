@@ -115,13 +115,22 @@ export function twoShotAllreduce(n: number, bytes: number, link: LinkCost): Allr
 }
 
 /** Reduce-scatter inside groups of g, a ring allreduce of the 1/g shards between groups, allgather inside. */
-export function hierarchicalAllreduce(n: number, bytes: number, link: LinkCost, groupSize = defaultGroupSize(n)): AllreduceCost {
+export function hierarchicalAllreduce(
+  n: number,
+  bytes: number,
+  link: LinkCost,
+  groupSize = defaultGroupSize(n),
+): AllreduceCost {
   if (n <= 1) return NOTHING;
   const g = Math.min(groupSize, n);
   const groups = Math.ceil(n / g);
   const inner = ringAllreduce(g, bytes, link);
   const outer = ringAllreduce(groups, bytes / g, link);
-  return { s: inner.s + outer.s, bytesSent: inner.bytesSent + outer.bytesSent, messages: inner.messages + outer.messages };
+  return {
+    s: inner.s + outer.s,
+    bytesSent: inner.bytesSent + outer.bytesSent,
+    messages: inner.messages + outer.messages,
+  };
 }
 
 /**
@@ -129,7 +138,13 @@ export function hierarchicalAllreduce(n: number, bytes: number, link: LinkCost, 
  * model and the simulator's tables all read it. DiLoCo runs the ring, once
  * every H steps (predictStep amortises it).
  */
-export function allreduceCost(algorithm: Algorithm, n: number, bytes: number, link: LinkCost, groupSize?: number): AllreduceCost {
+export function allreduceCost(
+  algorithm: Algorithm,
+  n: number,
+  bytes: number,
+  link: LinkCost,
+  groupSize?: number,
+): AllreduceCost {
   if (algorithm === 'recursive-doubling') return recursiveDoublingAllreduce(n, bytes, link);
   if (algorithm === 'halving-doubling') return halvingDoublingAllreduce(n, bytes, link);
   if (algorithm === 'two-shot') return twoShotAllreduce(n, bytes, link);
@@ -139,14 +154,24 @@ export function allreduceCost(algorithm: Algorithm, n: number, bytes: number, li
 
 export function predictStep(n: number, x: StepInputs): StepPrediction {
   check(Number.isInteger(n) && n >= 1, `peers must be a whole number from 1, got ${n}.`);
-  check(x.computeS > 0 && x.gradientBytes >= 0 && x.alphaS >= 0 && x.betaSPerByte >= 0, 'compute time must be positive; bytes, latency and per-byte time not negative.');
+  check(
+    x.computeS > 0 && x.gradientBytes >= 0 && x.alphaS >= 0 && x.betaSPerByte >= 0,
+    'compute time must be positive; bytes, latency and per-byte time not negative.',
+  );
   const h = x.diLoCoH ?? 1;
   check(Number.isInteger(h) && h >= 1, `DiLoCo's H must be a whole number from 1, got ${h}.`);
   const c = allreduceCost(x.algorithm, n, x.gradientBytes, x, x.groupSize);
   const every = x.algorithm === 'diloco' ? h : 1;
   const commS = c.s / every;
   const stepS = x.computeS + commS;
-  return { peers: n, commS, stepS, stepsPerS: 1 / stepS, efficiency: x.computeS / stepS, bytesPerPeer: c.bytesSent / every };
+  return {
+    peers: n,
+    commS,
+    stepS,
+    stepsPerS: 1 / stepS,
+    efficiency: x.computeS / stepS,
+    bytesPerPeer: c.bytesSent / every,
+  };
 }
 
 export interface SignalingInputs {
@@ -172,9 +197,19 @@ export interface SignalingPrediction {
 }
 
 export function predictSignaling(n: number, s: SignalingInputs): SignalingPrediction {
-  check(s.relayCapacityPerS > 0 && s.signalsPerLink > 0 && s.changesPerPeerHour >= 0, 'relay capacity and signals per link must be positive, changes per hour not negative.');
+  check(
+    s.relayCapacityPerS > 0 && s.signalsPerLink > 0 && s.changesPerPeerHour >= 0,
+    'relay capacity and signals per link must be positive, changes per hour not negative.',
+  );
   const changesPerS = (n * s.changesPerPeerHour) / 3600;
   const signalsPerReform = ((n * (n - 1)) / 2) * s.signalsPerLink;
   const signalsPerS = changesPerS * signalsPerReform;
-  return { peers: n, changesPerS, signalsPerReform, signalsPerS, load: signalsPerS / s.relayCapacityPerS, linksPerPeer: n - 1 };
+  return {
+    peers: n,
+    changesPerS,
+    signalsPerReform,
+    signalsPerS,
+    load: signalsPerS / s.relayCapacityPerS,
+    linksPerPeer: n - 1,
+  };
 }

@@ -28,13 +28,17 @@ interface LayerVariableLike {
 }
 
 /** Anything whose variables can be listed: a LayersModel (all its weights, trainable or not) or a list of variables. */
-export type VariableSource = readonly tf.Variable[] | readonly LayerVariableLike[] | { readonly weights: readonly LayerVariableLike[] };
+export type VariableSource =
+  readonly tf.Variable[] | readonly LayerVariableLike[] | { readonly weights: readonly LayerVariableLike[] };
 
 function variablesOf(source: VariableSource): readonly AnyVariable[] {
   if (Array.isArray(source)) return source as readonly AnyVariable[];
   const weights = (source as { weights?: unknown }).weights;
   if (Array.isArray(weights)) return weights as AnyVariable[];
-  throw new RingtrainError(ErrorCode.InvalidArgument, 'broadcastVariables: pass a TF.js LayersModel or an array of tf.Variable');
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    'broadcastVariables: pass a TF.js LayersModel or an array of tf.Variable',
+  );
 }
 
 function readValue(v: AnyVariable): tf.Tensor {
@@ -52,7 +56,10 @@ function sizeOf(s: VariableSpec): number {
 
 function checkRoot(comm: Communicator, root: number, what: string): void {
   if (!Number.isInteger(root) || root < 0 || root >= comm.size) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: root ${root} is not a rank of this ring (0..${comm.size - 1})`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: root ${root} is not a rank of this ring (0..${comm.size - 1})`,
+    );
   }
 }
 
@@ -69,13 +76,21 @@ async function pack(tensors: readonly tf.Tensor[], total: number): Promise<Float
 }
 
 /** Every rank ends with the root's values of the model's (or the list's) variables. */
-export async function broadcastVariables(source: VariableSource, rootRank = 0, o: TfBroadcastOptions = {}): Promise<void> {
+export async function broadcastVariables(
+  source: VariableSource,
+  rootRank = 0,
+  o: TfBroadcastOptions = {},
+): Promise<void> {
   const comm = resolveRing(o.comm, 'broadcastVariables');
   checkRoot(comm, rootRank, 'broadcastVariables');
   const vars = variablesOf(source);
   const layout = describeVariables(vars.map((v) => ({ name: v.name, shape: v.shape as number[], dtype: v.dtype })));
   for (const s of layout) {
-    if (s.dtype !== 'float32') throw new RingtrainError(ErrorCode.InvalidArgument, `broadcastVariables: variable '${s.name}' is ${s.dtype}; only float32 variables are sent`);
+    if (s.dtype !== 'float32')
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `broadcastVariables: variable '${s.name}' is ${s.dtype}; only float32 variables are sent`,
+      );
   }
   await agreeOnLayout(comm, layout, 'broadcastVariables', o.timeoutMs);
   const total = layout.reduce((a, s) => a + sizeOf(s), 0);
@@ -97,14 +112,31 @@ export async function broadcastVariables(source: VariableSource, rootRank = 0, o
  * in the root's layout: a rank whose optimizer has made no step yet (so has
  * no moments) takes the root's as they are.
  */
-export async function broadcastOptimizerState(optimizer: tf.Optimizer, rootRank = 0, o: TfBroadcastOptions = {}): Promise<void> {
+export async function broadcastOptimizerState(
+  optimizer: tf.Optimizer,
+  rootRank = 0,
+  o: TfBroadcastOptions = {},
+): Promise<void> {
   const comm = resolveRing(o.comm, 'broadcastOptimizerState');
   checkRoot(comm, rootRank, 'broadcastOptimizerState');
   const weights = await optimizer.getWeights();
   try {
-    const rootLayout = (await gatherLayouts(comm, describeVariables(weights.map((w) => ({ name: w.name, shape: w.tensor.shape, dtype: w.tensor.dtype }))), 'broadcastOptimizerState', o.timeoutMs))[rootRank];
+    const rootLayout = (
+      await gatherLayouts(
+        comm,
+        describeVariables(weights.map((w) => ({ name: w.name, shape: w.tensor.shape, dtype: w.tensor.dtype }))),
+        'broadcastOptimizerState',
+        o.timeoutMs,
+      )
+    )[rootRank];
     const total = rootLayout.reduce((a, s) => a + sizeOf(s), 0);
-    const mine = comm.rank === rootRank ? await pack(weights.map((w) => w.tensor), total) : new Float32Array(total);
+    const mine =
+      comm.rank === rootRank
+        ? await pack(
+            weights.map((w) => w.tensor),
+            total,
+          )
+        : new Float32Array(total);
     const got = await broadcast(comm, mine, { root: rootRank, name: 'tfjs/optimizer-state', timeoutMs: o.timeoutMs });
     if (comm.rank === rootRank) return;
     let offset = 0;
@@ -117,7 +149,8 @@ export async function broadcastOptimizerState(optimizer: tf.Optimizer, rootRank 
     await optimizer.setWeights(values);
     tf.dispose(values.map((v) => v.tensor));
   } finally {
-    // getWeights hands out the optimizer's own variables (moments) beside fresh tensors (the step count): free only the latter.
+    // getWeights hands out the optimizer's own variables (moments) beside fresh tensors (the step count): free only the
+    // latter.
     tf.dispose(weights.map((w) => w.tensor).filter((t) => !(t instanceof tf.Variable)));
   }
 }

@@ -46,7 +46,10 @@ if (!globals[registered]) {
 
 /** Horovod's BroadcastGlobalVariablesCallback: at the start of training every rank takes `rootRank`'s weights and optimizer state. */
 export class BroadcastGlobalVariablesCallback extends Callback {
-  constructor(readonly rootRank = 0, private readonly o: RingCallbackOptions = {}) {
+  constructor(
+    readonly rootRank = 0,
+    private readonly o: RingCallbackOptions = {},
+  ) {
     super();
   }
   override async onTrainBegin(): Promise<void> {
@@ -109,7 +112,10 @@ export class LearningRateWarmupCallback extends Callback {
   constructor(private readonly o: WarmupOptions) {
     super();
     if (o.warmupSteps !== undefined && o.warmupEpochs !== undefined) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, 'LearningRateWarmupCallback: give warmupSteps or warmupEpochs, not both');
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        'LearningRateWarmupCallback: give warmupSteps or warmupEpochs, not both',
+      );
     }
   }
 
@@ -120,11 +126,17 @@ export class LearningRateWarmupCallback extends Callback {
     const stepsPerEpoch = (what: string): number => {
       if (p.steps) return p.steps;
       if (!p.samples || !p.batchSize) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `LearningRateWarmupCallback: ${what} needs the number of batches per epoch (model.fit knows it; give fitDataset batchesPerEpoch)`);
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `LearningRateWarmupCallback: ${what} needs the number of batches per epoch (model.fit knows it; give fitDataset batchesPerEpoch)`,
+        );
       }
       return Math.ceil(p.samples / p.batchSize);
     };
-    this.warmupSteps = this.o.warmupEpochs !== undefined ? Math.round(this.o.warmupEpochs * stepsPerEpoch('warmupEpochs')) : (this.o.warmupSteps ?? 0);
+    this.warmupSteps =
+      this.o.warmupEpochs !== undefined
+        ? Math.round(this.o.warmupEpochs * stepsPerEpoch('warmupEpochs'))
+        : (this.o.warmupSteps ?? 0);
     this.totalSteps = this.o.decay === 'cosine' ? (p.epochs ?? 0) * stepsPerEpoch("decay 'cosine'") : 0;
     // A warm-up as long as the whole run leaves nothing to anneal: the rate just ramps.
     if (this.totalSteps <= this.warmupSteps) this.totalSteps = 0;
@@ -132,7 +144,14 @@ export class LearningRateWarmupCallback extends Callback {
 
   override async onBatchBegin(): Promise<void> {
     const size = resolveRing(this.o.comm, 'LearningRateWarmupCallback').size;
-    const schedule = { baseLr: this.o.baseLr, size, warmupSteps: this.warmupSteps, scaleBySize: this.o.scaleBySize, decay: this.totalSteps > 0 ? 'cosine' as const : 'constant' as const, totalSteps: this.totalSteps };
+    const schedule = {
+      baseLr: this.o.baseLr,
+      size,
+      warmupSteps: this.warmupSteps,
+      scaleBySize: this.o.scaleBySize,
+      decay: this.totalSteps > 0 ? ('cosine' as const) : ('constant' as const),
+      totalSteps: this.totalSteps,
+    };
     this.lastLr = learningRateAt(schedule, this.step++);
     setLearningRate(this.model.optimizer, this.lastLr);
   }
@@ -155,7 +174,11 @@ export class StopTogetherCallback extends Callback {
   }
   private async agree(): Promise<void> {
     const comm = resolveRing(this.o.comm, 'StopTogetherCallback');
-    const any = await allreduce(comm, Int32Array.of(this.model.stopTraining ? 1 : 0), { op: 'max', name: 'tfjs/stop-training', timeoutMs: this.o.timeoutMs });
+    const any = await allreduce(comm, Int32Array.of(this.model.stopTraining ? 1 : 0), {
+      op: 'max',
+      name: 'tfjs/stop-training',
+      timeoutMs: this.o.timeoutMs,
+    });
     if (any[0] > 0) this.model.stopTraining = true;
   }
   override async onBatchEnd(): Promise<void> {

@@ -68,7 +68,10 @@ function sessionOf(given: ElasticSession | undefined): ElasticSession {
   const s = given ?? currentRingSource();
   const hooks = (s as Partial<ElasticSession> | null)?.elastic;
   if (!s || !hooks || !(s as Partial<ElasticSession>).job) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, 'elastic: no elastic session; call init() from ringtrain/tfjs first (a bare communicator cannot re-form), or pass { session }');
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'elastic: no elastic session; call init() from ringtrain/tfjs first (a bare communicator cannot re-form), or pass { session }',
+    );
   }
   // Whether the job is elastic at all, ElasticState checks.
   return s as ElasticSession;
@@ -168,11 +171,17 @@ export interface CommitOptions {
 export class CommitStateCallback extends Callback {
   private readonly every: number;
 
-  constructor(private readonly state: ModelState, o: CommitOptions = {}) {
+  constructor(
+    private readonly state: ModelState,
+    o: CommitOptions = {},
+  ) {
     super();
     this.every = o.batchesPerCommit ?? 1;
     if (!Number.isInteger(this.every) || this.every < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `CommitStateCallback: batchesPerCommit must be a whole number ≥ 1, got ${this.every}`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `CommitStateCallback: batchesPerCommit must be a whole number ≥ 1, got ${this.every}`,
+      );
     }
   }
 

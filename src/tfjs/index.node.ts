@@ -34,8 +34,11 @@ export async function init(o: Partial<InitOptions> = {}): Promise<Session> {
   const timelinePath = process.env[TIMELINE_ENV];
   const timeline = timelinePath ? new TimelineRecorder() : undefined;
   timeline?.attach(events);
-  const session = await joinAddress(address, (a) => initSession({ ...o, name: o.name ?? process.env[NAME_ENV], events, server: a.server, job: a.job, token: a.token }));
-  if (timeline && timelinePath) session.onClose(() => writeFileSync(timelinePath, JSON.stringify(timeline.traceEvents())));
+  const session = await joinAddress(address, (a) =>
+    initSession({ ...o, name: o.name ?? process.env[NAME_ENV], events, server: a.server, job: a.job, token: a.token }),
+  );
+  if (timeline && timelinePath)
+    session.onClose(() => writeFileSync(timelinePath, JSON.stringify(timeline.traceEvents())));
   setDefaultRing(session);
   return session;
 }

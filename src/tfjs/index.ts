@@ -5,7 +5,8 @@
  *
  *   const session = await init({ server });           // joins the job, forms the ring
  *   model.compile({ optimizer: new DistributedOptimizer(tf.train.sgd(0.01 * session.size)), ... });
- *   await model.fit(...shardTensors([x, y]), { callbacks: [new BroadcastGlobalVariablesCallback(0), new MetricAverageCallback()] });
+ * await model.fit(...shardTensors([x, y]), { callbacks: [new BroadcastGlobalVariablesCallback(0), new
+ *   MetricAverageCallback()] });
  *
  * This entry is the browser's; Node and Deno get index.node.ts (the same,
  * with init() bringing its own WebSocket and WebRTC).
@@ -18,7 +19,12 @@ export type { InitOptions, Session } from '../distributed/session.ts';
 export type { Communicator } from '../comm/communicator.ts';
 export { createMemoryRing } from '../comm/rings.ts';
 export { DistributedOptimizer, setLearningRate, type DistributedOptimizerOptions } from './optimizer.ts';
-export { broadcastVariables, broadcastOptimizerState, type TfBroadcastOptions, type VariableSource } from './broadcast.ts';
+export {
+  broadcastVariables,
+  broadcastOptimizerState,
+  type TfBroadcastOptions,
+  type VariableSource,
+} from './broadcast.ts';
 export {
   BroadcastGlobalVariablesCallback,
   MetricAverageCallback,
@@ -38,7 +44,11 @@ export * as elastic from './elastic.ts';
 /** Joins the job (ringtrain's init) and makes its ring the default of every helper here. Under Node and Deno the launcher's environment fills in server, job and token. */
 export async function init(o: Partial<InitOptions> = {}): Promise<Session> {
   for (const key of ['server', 'job', 'token'] as const) {
-    if (!o[key]) throw new RingtrainError(ErrorCode.InvalidArgument, `init: no ${key}; pass { server, job, token } (the page has them from its address)`);
+    if (!o[key])
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `init: no ${key}; pass { server, job, token } (the page has them from its address)`,
+      );
   }
   const session = await initSession(o as InitOptions);
   setDefaultRing(session);

@@ -38,7 +38,12 @@ function decode(bytes: Int32Array): VariableSpec[] {
 }
 
 /** Every rank's layout, in rank order. */
-export async function gatherLayouts(comm: Communicator, layout: VariableSpec[], what: string, timeoutMs?: number): Promise<VariableSpec[][]> {
+export async function gatherLayouts(
+  comm: Communicator,
+  layout: VariableSpec[],
+  what: string,
+  timeoutMs?: number,
+): Promise<VariableSpec[][]> {
   const mine = encode(layout);
   const lengths = await allgather(comm, Int32Array.of(mine.length), { name: `${what}/layout-length`, timeoutMs });
   const all = await allgather(comm, mine, { name: `${what}/layout`, timeoutMs });
@@ -60,7 +65,14 @@ export function firstDifference(layouts: VariableSpec[][]): { rank: number; inde
     for (let i = 0; i < n; i++) {
       const a = ref[i];
       const b = other[i];
-      if (a && b && a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, k) => d === b.shape[k])) continue;
+      if (
+        a &&
+        b &&
+        a.dtype === b.dtype &&
+        a.shape.length === b.shape.length &&
+        a.shape.every((d, k) => d === b.shape[k])
+      )
+        continue;
       const name = a?.name ?? b!.name;
       const message =
         `rank ${rank}'s model differs from rank 0's at variable #${i} '${name}': rank 0 has ${a ? `'${a.name}' ` : ''}${shapeText(a)}, ` +
@@ -73,7 +85,13 @@ export function firstDifference(layouts: VariableSpec[][]): { rank: number; inde
 }
 
 /** Throws the same Mismatch error on every rank unless all ranks have this layout. */
-export async function agreeOnLayout(comm: Communicator, layout: VariableSpec[], what: string, timeoutMs?: number): Promise<void> {
+export async function agreeOnLayout(
+  comm: Communicator,
+  layout: VariableSpec[],
+  what: string,
+  timeoutMs?: number,
+): Promise<void> {
   const diff = firstDifference(await gatherLayouts(comm, layout, what, timeoutMs));
-  if (diff) throw new RingtrainError(ErrorCode.Mismatch, `${what}: ${diff.message}`, { rank: diff.rank, index: diff.index });
+  if (diff)
+    throw new RingtrainError(ErrorCode.Mismatch, `${what}: ${diff.message}`, { rank: diff.rank, index: diff.index });
 }

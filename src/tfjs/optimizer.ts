@@ -18,7 +18,10 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { allreduceFused } from '../collectives/fusion.ts';
 import type { Compression } from '../collectives/types.ts';
-import { reduceSettings, type DistributedOptimizerOptions as RingDistributedOptimizerOptions } from '../distributed/optimizer.ts';
+import {
+  reduceSettings,
+  type DistributedOptimizerOptions as RingDistributedOptimizerOptions,
+} from '../distributed/optimizer.ts';
 import { agreeOnLayout, type VariableSpec } from './layout.ts';
 import { resolveRing, type RingSource } from './ring.ts';
 
@@ -50,7 +53,11 @@ export function setLearningRate(optimizer: tf.Optimizer, lr: number): void {
   const o = optimizer as unknown as { setLearningRate?: (lr: number) => void; learningRate?: unknown };
   if (typeof o.setLearningRate === 'function') o.setLearningRate(lr);
   else if (typeof o.learningRate === 'number') o.learningRate = lr;
-  else throw new RingtrainError(ErrorCode.InvalidArgument, `cannot set the learning rate of a ${optimizer.getClassName()} optimizer: it has no learningRate`);
+  else
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot set the learning rate of a ${optimizer.getClassName()} optimizer: it has no learningRate`,
+    );
 }
 
 const BRAND = Symbol.for('ringtrain.tfjs.DistributedOptimizer');
@@ -80,10 +87,16 @@ export class DistributedOptimizer extends tf.Optimizer {
   /** The communicator whose ranks were seen to agree on the layout (an elastic regroup makes a new one). */
   private checkedComm: Communicator | null = null;
 
-  constructor(readonly optimizer: tf.Optimizer, options: DistributedOptimizerOptions = {}) {
+  constructor(
+    readonly optimizer: tf.Optimizer,
+    options: DistributedOptimizerOptions = {},
+  ) {
     super();
     if (!(optimizer instanceof tf.Optimizer)) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, 'DistributedOptimizer wraps a TF.js optimizer: pass e.g. tf.train.sgd(0.01)');
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        'DistributedOptimizer wraps a TF.js optimizer: pass e.g. tf.train.sgd(0.01)',
+      );
     }
     this.ring = options.comm;
     const settings = reduceSettings(options);
@@ -93,7 +106,10 @@ export class DistributedOptimizer extends tf.Optimizer {
     this.fusionThresholdBytes = settings.fusionThresholdBytes;
     this.timeoutMs = settings.timeoutMs;
     if (this.compression !== 'none' && this.compression !== 'fp16') {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `unknown compression '${String(this.compression)}'; use 'none' or 'fp16'`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `unknown compression '${String(this.compression)}'; use 'none' or 'fp16'`,
+      );
     }
   }
 
@@ -116,11 +132,23 @@ export class DistributedOptimizer extends tf.Optimizer {
       );
     }
     const list = asList(variableGradients);
-    if (list.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'DistributedOptimizer: no gradients to apply (the loss depends on no trainable variable)');
+    if (list.length === 0)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        'DistributedOptimizer: no gradients to apply (the loss depends on no trainable variable)',
+      );
     const layout: VariableSpec[] = [];
     for (const g of list) {
-      if (!g.tensor) throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer: variable '${g.name}' has no gradient; the loss does not depend on it`);
-      if (g.tensor.dtype !== 'float32') throw new RingtrainError(ErrorCode.InvalidArgument, `DistributedOptimizer: the gradient of '${g.name}' is ${g.tensor.dtype}; only float32 gradients are averaged`);
+      if (!g.tensor)
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `DistributedOptimizer: variable '${g.name}' has no gradient; the loss does not depend on it`,
+        );
+      if (g.tensor.dtype !== 'float32')
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `DistributedOptimizer: the gradient of '${g.name}' is ${g.tensor.dtype}; only float32 gradients are averaged`,
+        );
       layout.push({ name: g.name, shape: [...g.tensor.shape], dtype: g.tensor.dtype });
     }
     // One tensor, one read-back in flush(); keep() lets it outlive minimize()'s tidy scope.
@@ -146,7 +174,8 @@ export class DistributedOptimizer extends tf.Optimizer {
     }
     const k = this.backwardPassesPerStep;
     if (k > 1) {
-      if (!this.accumulated || this.accumulated.length !== local.length) this.accumulated = new Float32Array(local.length);
+      if (!this.accumulated || this.accumulated.length !== local.length)
+        this.accumulated = new Float32Array(local.length);
       for (let i = 0; i < local.length; i++) this.accumulated[i] += local[i];
       if (++this.passes < k) return false;
       local = this.accumulated;
@@ -156,7 +185,12 @@ export class DistributedOptimizer extends tf.Optimizer {
       this.accumulated.fill(0);
       this.passes = 0;
     }
-    const grads = tf.tidy(() => averaged.map((data, i) => ({ name: pending.layout[i].name, tensor: tf.keep(tf.tensor(data, pending.layout[i].shape, 'float32')) })));
+    const grads = tf.tidy(() =>
+      averaged.map((data, i) => ({
+        name: pending.layout[i].name,
+        tensor: tf.keep(tf.tensor(data, pending.layout[i].shape, 'float32')),
+      })),
+    );
     try {
       this.optimizer.applyGradients(grads);
     } finally {
@@ -191,7 +225,12 @@ export class DistributedOptimizer extends tf.Optimizer {
     setLearningRate(this.optimizer, lr);
   }
 
-  private async allreduce(comm: Communicator, layout: VariableSpec[], flat: Float32Array, passes: number): Promise<Float32Array[]> {
+  private async allreduce(
+    comm: Communicator,
+    layout: VariableSpec[],
+    flat: Float32Array,
+    passes: number,
+  ): Promise<Float32Array[]> {
     // Names by position: TF.js numbers its variable names per process, so ranks may differ there.
     let offset = 0;
     const tensors = layout.map((v, i) => {
@@ -211,7 +250,11 @@ export class DistributedOptimizer extends tf.Optimizer {
     results.forEach((r, i) => {
       for (let j = 0; j < r.length; j++) {
         if (!Number.isFinite(r[j])) {
-          throw new RingtrainError(ErrorCode.InvalidArgument, `the averaged gradient of '${layout[i].name}' holds ${r[j]} at index ${j}: a rank diverged; lower the learning rate`, { tensor: layout[i].name, index: j });
+          throw new RingtrainError(
+            ErrorCode.InvalidArgument,
+            `the averaged gradient of '${layout[i].name}' holds ${r[j]} at index ${j}: a rank diverged; lower the learning rate`,
+            { tensor: layout[i].name, index: j },
+          );
         }
       }
     });
@@ -237,6 +280,11 @@ export class DistributedOptimizer extends tf.Optimizer {
   }
 
   override getConfig(): tf.serialization.ConfigDict {
-    return { optimizer: this.optimizer.getClassName(), ...this.optimizer.getConfig(), compression: this.compression, backwardPassesPerStep: this.backwardPassesPerStep };
+    return {
+      optimizer: this.optimizer.getClassName(),
+      ...this.optimizer.getConfig(),
+      compression: this.compression,
+      backwardPassesPerStep: this.backwardPassesPerStep,
+    };
   }
 }

@@ -80,15 +80,40 @@ export class TrainEventsCallback extends Callback {
     const ms = t - this.batchStarted;
     const samplesPerS = ms > 0 ? ((samples * comm.size) / ms) * 1000 : 0;
     this.step++;
-    comm.events.emit({ type: 'train-step', t, rank: comm.rank, size: comm.size, step: this.step, epoch: this.epochNow, loss, samples, samplesPerS, bytesSent: comm.stats.bytesSent });
-    this.report({ step: this.step, epoch: this.epochNow, loss: Number.isFinite(loss) ? loss : undefined, samplesPerS, allreduceBytes: comm.stats.bytesSent });
+    comm.events.emit({
+      type: 'train-step',
+      t,
+      rank: comm.rank,
+      size: comm.size,
+      step: this.step,
+      epoch: this.epochNow,
+      loss,
+      samples,
+      samplesPerS,
+      bytesSent: comm.stats.bytesSent,
+    });
+    this.report({
+      step: this.step,
+      epoch: this.epochNow,
+      loss: Number.isFinite(loss) ? loss : undefined,
+      samplesPerS,
+      allreduceBytes: comm.stats.bytesSent,
+    });
   }
 
   override async onEpochEnd(epoch: number): Promise<void> {
     if (!this.o.evaluate) return;
     const comm = resolveRing(this.o.comm, 'TrainEventsCallback');
     const { accuracy, loss } = await this.o.evaluate(epoch);
-    comm.events.emit({ type: 'evaluate', t: now(), rank: comm.rank, step: this.step, epoch, testAccuracy: accuracy, testLoss: loss });
+    comm.events.emit({
+      type: 'evaluate',
+      t: now(),
+      rank: comm.rank,
+      step: this.step,
+      epoch,
+      testAccuracy: accuracy,
+      testLoss: loss,
+    });
     this.report({ step: this.step, epoch, testAccuracy: accuracy }, true);
   }
 }

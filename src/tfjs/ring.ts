@@ -30,7 +30,10 @@ function isCommunicator(r: RingSource): r is Communicator {
 export function resolveRing(explicit: RingSource | undefined, what: string): Communicator {
   const source = explicit ?? defaultRing;
   if (!source) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: no ring to talk over; call init() from ringtrain/tfjs first, or pass { comm }`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: no ring to talk over; call init() from ringtrain/tfjs first, or pass { comm }`,
+    );
   }
   return isCommunicator(source) ? source : source.comm;
 }

@@ -26,7 +26,10 @@ function rankAndSize(o: ShardOptions): { rank: number; size: number } {
   if (o.rank !== undefined || o.size !== undefined) {
     const { rank, size } = o as { rank: number; size: number };
     if (!Number.isInteger(size) || size < 1 || !Number.isInteger(rank) || rank < 0 || rank >= size) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `shard: rank ${rank} of size ${size} is not a rank of a ring; give 0 <= rank < size`);
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `shard: rank ${rank} of size ${size} is not a rank of a ring; give 0 <= rank < size`,
+      );
     }
     return { rank, size };
   }
@@ -39,7 +42,10 @@ export function shardIndices(n: number, o: ShardOptions = {}): Int32Array {
   const { rank, size } = rankAndSize(o);
   const skip = o.skip ?? 0;
   if (!Number.isInteger(skip) || skip < 0 || skip > n) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `shard: skip ${skip} is not a count of examples already taken out of ${n}; give a whole number from 0 to ${n}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `shard: skip ${skip} is not a count of examples already taken out of ${n}; give a whole number from 0 to ${n}`,
+    );
   }
   const count = Math.floor((n - skip) / size);
   return Int32Array.from({ length: count }, (_, i) => skip + rank + i * size);
@@ -48,9 +54,17 @@ export function shardIndices(n: number, o: ShardOptions = {}): Int32Array {
 /** This rank's examples (rows along the first axis) of each tensor; all must have the same number of rows. */
 export function shardTensors<T extends tf.Tensor>(tensors: T[], o: ShardOptions = {}): T[] {
   const n = tensors[0]?.shape[0];
-  if (n === undefined) throw new RingtrainError(ErrorCode.InvalidArgument, 'shardTensors: give at least one tensor with a first (example) axis');
+  if (n === undefined)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'shardTensors: give at least one tensor with a first (example) axis',
+    );
   for (const t of tensors) {
-    if (t.shape[0] !== n) throw new RingtrainError(ErrorCode.InvalidArgument, `shardTensors: tensors hold different numbers of examples (${n} and ${t.shape[0]}); pair inputs and labels row for row`);
+    if (t.shape[0] !== n)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `shardTensors: tensors hold different numbers of examples (${n} and ${t.shape[0]}); pair inputs and labels row for row`,
+      );
   }
   const idx = shardIndices(n, o);
   return tf.tidy(() => {
@@ -60,9 +74,16 @@ export function shardTensors<T extends tf.Tensor>(tensors: T[], o: ShardOptions 
 }
 
 /** This rank's examples of a flat array holding `exampleLength` values per example. */
-export function shardArray<A extends Float32Array | Int32Array | Uint8Array>(data: A, exampleLength: number, o: ShardOptions = {}): A {
+export function shardArray<A extends Float32Array | Int32Array | Uint8Array>(
+  data: A,
+  exampleLength: number,
+  o: ShardOptions = {},
+): A {
   if (!Number.isInteger(exampleLength) || exampleLength < 1 || data.length % exampleLength !== 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `shardArray: ${data.length} values do not split into examples of ${exampleLength}`);
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `shardArray: ${data.length} values do not split into examples of ${exampleLength}`,
+    );
   }
   const idx = shardIndices(data.length / exampleLength, o);
   const out = new (data.constructor as new (n: number) => A)(idx.length * exampleLength);
@@ -82,7 +103,11 @@ export interface DatasetLike<T> {
  * unknown, ranks may differ by one element: give batchesPerEpoch.
  */
 export function shardDataset<T>(dataset: DatasetLike<T>, o: ShardOptions = {}): DatasetLike<T> {
-  if (o.skip) throw new RingtrainError(ErrorCode.InvalidArgument, 'shardDataset: skip applies to tensors and arrays; call dataset.skip(n) before sharding instead');
+  if (o.skip)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'shardDataset: skip applies to tensors and arrays; call dataset.skip(n) before sharding instead',
+    );
   const { rank, size } = rankAndSize(o);
   const count = dataset.size !== null && Number.isFinite(dataset.size) ? Math.floor(dataset.size / size) : null;
   return {

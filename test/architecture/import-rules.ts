@@ -76,7 +76,8 @@ export function violations(rules: LayerRules, edges: readonly ImportEdge[]): Vio
   return out;
 }
 
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
 
 /** Relative imports (static, re-exports, literal dynamic ones) of one source text, resolved to repository paths. */
 export function importsOf(file: string, source: string): ImportEdge[] {

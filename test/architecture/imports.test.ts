@@ -9,7 +9,20 @@ const rules = parseLayerRules(fs.readFileSync(path.join(root, 'docs/ARCHITECTURE
 
 describe('the layer table of docs/ARCHITECTURE.md', () => {
   it('is read as rules for every folder it lists', () => {
-    expect([...rules.keys()]).toEqual(expect.arrayContaining(['src/core', 'src/gpu', 'src/nn', 'src/engine', 'src/comm', 'src/collectives', 'src/distributed', 'src/cli', 'server', 'demo']));
+    expect([...rules.keys()]).toEqual(
+      expect.arrayContaining([
+        'src/core',
+        'src/gpu',
+        'src/nn',
+        'src/engine',
+        'src/comm',
+        'src/collectives',
+        'src/distributed',
+        'src/cli',
+        'server',
+        'demo',
+      ]),
+    );
     expect([...rules.get('src/core')!]).toEqual([]);
     expect([...rules.get('src/gpu')!]).toEqual(['src/core']);
     expect(rules.get('server')!.has('src/signaling')).toBe(true);
@@ -19,14 +32,21 @@ describe('the layer table of docs/ARCHITECTURE.md', () => {
     const files = sourceFiles(root, ['src', 'server', 'deploy', 'demo']);
     expect(files.length).toBeGreaterThan(100);
     const edges = files.flatMap((f) => importsOf(f, fs.readFileSync(path.join(root, f), 'utf8')));
-    const found = violations(rules, edges).map((v) => `${v.from} imports ${v.to}: ${v.fromLayer} may not import ${v.toLayer}`);
+    const found = violations(rules, edges).map(
+      (v) => `${v.from} imports ${v.to}: ${v.fromLayer} may not import ${v.toLayer}`,
+    );
     expect(found, found.join('\n')).toEqual([]);
   });
 
   it('fails on an upward import, naming the file and both layers', () => {
-    const edges = importsOf('src/gpu/kernels/x.ts', "import { Module } from '../../nn/module.ts';\nexport { y } from '../../core/errors.ts';");
+    const edges = importsOf(
+      'src/gpu/kernels/x.ts',
+      "import { Module } from '../../nn/module.ts';\nexport { y } from '../../core/errors.ts';",
+    );
     expect(edges.map((e) => e.to)).toEqual(['src/nn/module.ts', 'src/core/errors.ts']);
-    expect(violations(rules, edges)).toEqual([{ from: 'src/gpu/kernels/x.ts', to: 'src/nn/module.ts', fromLayer: 'src/gpu', toLayer: 'src/nn' }]);
+    expect(violations(rules, edges)).toEqual([
+      { from: 'src/gpu/kernels/x.ts', to: 'src/nn/module.ts', fromLayer: 'src/gpu', toLayer: 'src/nn' },
+    ]);
   });
 
   it('sees dynamic imports with a literal path', () => {

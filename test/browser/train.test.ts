@@ -22,19 +22,25 @@ describe('the page trains in headless Chromium', () => {
     await gotoSteady(page, `${site.url}?steps=${steps}`);
     const adapter = page.getByTestId('adapter');
     await adapter.and(page.locator('[data-state]')).waitFor({ timeout: 60_000 });
-    expect(await adapter.getAttribute('data-state'), `${await adapter.textContent()}\n${browser.errors.join('\n')}`).toBe('ready');
+    expect(
+      await adapter.getAttribute('data-state'),
+      `${await adapter.textContent()}\n${browser.errors.join('\n')}`,
+    ).toBe('ready');
 
     await page.getByTestId('train-local').click();
     const status = page.getByTestId('local-status');
     await status.and(page.locator('[data-state]')).waitFor({ timeout: 240_000 });
-    expect(await status.getAttribute('data-state'), `${await status.textContent()}\n${browser.errors.join('\n')}`).toBe('done');
+    expect(await status.getAttribute('data-state'), `${await status.textContent()}\n${browser.errors.join('\n')}`).toBe(
+      'done',
+    );
 
     expect(await page.getByTestId('local-step').textContent()).toBe(String(steps));
     const losses = JSON.parse((await page.getByTestId('local-loss').getAttribute('data-losses')) ?? '[]') as number[];
     expect(losses.length).toBe(steps);
     for (const l of losses) expect(Number.isFinite(l)).toBe(true);
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    const first = mean(losses.slice(0, 5)), last = mean(losses.slice(-5));
+    const first = mean(losses.slice(0, 5)),
+      last = mean(losses.slice(-5));
     // Softmax over 10 classes starts near ln 10 ≈ 2.3; a learning MLP is well below that within 20 steps.
     expect(first).toBeGreaterThan(1.5);
     expect(last).toBeLessThan(first * 0.7);

@@ -22,7 +22,16 @@ const layout: LayoutEntry[] = [
 ];
 const params = Float32Array.from({ length: 15 }, (_, i) => i * 0.5 - 3);
 const state = { m: Float32Array.from({ length: 15 }, (_, i) => i), v: new Float32Array(15).fill(0.25) };
-const ckpt = checkpointFromFlat({ model: 'mlp', optimizer: 'adamw', step: 30, epoch: 1, layout, params, optimizerState: state, extra: { seed: '7' } });
+const ckpt = checkpointFromFlat({
+  model: 'mlp',
+  optimizer: 'adamw',
+  step: 30,
+  epoch: 1,
+  layout,
+  params,
+  optimizerState: state,
+  extra: { seed: '7' },
+});
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-ckpt-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -61,8 +70,15 @@ describe('training checkpoints', () => {
     const bigger = layout.map((e) => (e.name === 'fc1.bias' ? { ...e, shape: [5], length: 5 } : e));
     const c = decodeCheckpoint(encodeCheckpoint(ckpt), 'small.safetensors');
     let err = badCheckpoint(() => flatParamsFor(c, { model: 'mlp', layout: bigger }, 'small.safetensors'));
-    expect(err.message).toMatch(/small\.safetensors: tensor 'fc1\.bias' has shape \[3\] in the checkpoint but \[5\] in the model/);
-    err = badCheckpoint(() => flatParamsFor(c, { model: 'mlp', layout: [...layout, { name: 'fc2.weight', shape: [3, 2], offset: 15, length: 6 }] }));
+    expect(err.message).toMatch(
+      /small\.safetensors: tensor 'fc1\.bias' has shape \[3\] in the checkpoint but \[5\] in the model/,
+    );
+    err = badCheckpoint(() =>
+      flatParamsFor(c, {
+        model: 'mlp',
+        layout: [...layout, { name: 'fc2.weight', shape: [3, 2], offset: 15, length: 6 }],
+      }),
+    );
     expect(err.message).toMatch(/no tensor 'fc2\.weight' \(the model expects shape \[3,2\]\)/);
     err = badCheckpoint(() => flatParamsFor(c, { model: 'mlp', layout: layout.slice(0, 1) }));
     expect(err.message).toMatch(/tensors the model does not: fc1\.bias/);
@@ -87,7 +103,13 @@ describe('training checkpoints', () => {
     const foreign = encodeSafetensors({ w: { shape: [1], data: new Float32Array(1) } }, { format: 'pt' });
     err = badCheckpoint(() => decodeCheckpoint(foreign, 'f.st'));
     expect(err.message).toMatch(/f\.st: not a ringtrain checkpoint \(metadata format is "pt"/);
-    const nan = checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step: 1, layout, params: params.map((v, i) => (i === 4 ? NaN : v)) });
+    const nan = checkpointFromFlat({
+      model: 'mlp',
+      optimizer: 'sgd',
+      step: 1,
+      layout,
+      params: params.map((v, i) => (i === 4 ? NaN : v)),
+    });
     err = badCheckpoint(() => decodeCheckpoint(encodeCheckpoint(nan)));
     expect(err.message).toMatch(/tensor 'param\/fc1\.weight' holds NaN at index 4/);
     // A checkpoint built in memory (never decoded) is still checked when it reaches a model.
@@ -115,7 +137,9 @@ for (let step = 0; ; step++) {
   saveCheckpoint(${JSON.stringify(target)}, { model: 'mlp', optimizer: 'sgd', step, epoch: 0, layoutHash: '', params: { w: { shape: [p.length], data: p } }, optimizerState: {}, extra: {} });
   if (step === 1) console.log('saved');
 }`;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     await new Promise<void>((resolve, reject) => {
       child.stdout.on('data', () => resolve());
       child.on('exit', (code) => reject(new Error(`child exited early (${code})`)));

@@ -10,7 +10,12 @@ import { crc32 as zlibCrc32 } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { isRingtrainError } from '../../src/core/errors.ts';
-import { checkpointFromFlat, decodeCheckpoint, encodeCheckpoint, type LayoutEntry } from '../../src/checkpoint/checkpoint.ts';
+import {
+  checkpointFromFlat,
+  decodeCheckpoint,
+  encodeCheckpoint,
+  type LayoutEntry,
+} from '../../src/checkpoint/checkpoint.ts';
 import { crc32, crc32Hex } from '../../src/checkpoint/crc32.ts';
 import { loadCheckpoint } from '../../src/checkpoint/file.node.ts';
 import { decodeSafetensors, encodeSafetensors } from '../../src/checkpoint/safetensors.ts';
@@ -21,7 +26,14 @@ const layout: LayoutEntry[] = [
 ];
 const params = Float32Array.from({ length: 5050 }, (_, i) => Math.sin(i) * 0.1);
 const momentum = Float32Array.from({ length: 5050 }, (_, i) => Math.cos(i) * 0.01);
-const ckpt = checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step: 40, layout, params, optimizerState: { momentum } });
+const ckpt = checkpointFromFlat({
+  model: 'mlp',
+  optimizer: 'sgd',
+  step: 40,
+  layout,
+  params,
+  optimizerState: { momentum },
+});
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-crc-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -51,7 +63,15 @@ describe('checkpoint checksums', () => {
     expect(crc32Hex(new TextEncoder().encode('a'))).toBe('e8b7be43');
     // zlib's as the oracle, on every length around the 4-byte steps and at odd offsets.
     const bytes = Uint8Array.from({ length: 4099 }, (_, i) => (i * 2654435761) >>> 24);
-    for (const [from, to] of [[0, 0], [0, 1], [1, 4], [3, 8], [0, 9], [5, 1030], [0, 4099]]) {
+    for (const [from, to] of [
+      [0, 0],
+      [0, 1],
+      [1, 4],
+      [3, 8],
+      [0, 9],
+      [5, 1030],
+      [0, 4099],
+    ]) {
       expect(crc32(bytes.subarray(from, to)), `${from}..${to}`).toBe(zlibCrc32(bytes.subarray(from, to)));
     }
   });
@@ -60,7 +80,11 @@ describe('checkpoint checksums', () => {
     const bytes = encodeCheckpoint(ckpt);
     const n = Number(new DataView(bytes.buffer).getBigUint64(0, true));
     const meta = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n))).__metadata__;
-    expect(Object.keys(meta).filter((k) => k.startsWith('crc32:')).sort()).toEqual(['crc32:optim/momentum', 'crc32:param/dense0.bias', 'crc32:param/dense0.weight']);
+    expect(
+      Object.keys(meta)
+        .filter((k) => k.startsWith('crc32:'))
+        .sort(),
+    ).toEqual(['crc32:optim/momentum', 'crc32:param/dense0.bias', 'crc32:param/dense0.weight']);
     const back = decodeCheckpoint(bytes, 'ok.safetensors');
     expect(back.integrity).toBe('verified');
     // The checksums are not part of what the caller recorded.
@@ -69,11 +93,19 @@ describe('checkpoint checksums', () => {
   });
 
   it('refuses a flipped bit with the name of the tensor that holds it', () => {
-    for (const [tensor, at] of [['param/dense0.weight', 1234], ['param/dense0.bias', 7], ['optim/momentum', 4999]] as const) {
+    for (const [tensor, at] of [
+      ['param/dense0.weight', 1234],
+      ['param/dense0.bias', 7],
+      ['optim/momentum', 4999],
+    ] as const) {
       const bytes = encodeCheckpoint(ckpt);
       bytes[dataStart(bytes, tensor) + at * 4 + 1] ^= 0x10;
       const err = refused(() => decodeCheckpoint(bytes, 'flipped.safetensors'));
-      expect(err.message).toMatch(new RegExp(`flipped\\.safetensors: tensor '${tensor.replace('.', '\\.')}' is damaged: its data has CRC-32 [0-9a-f]{8} but [0-9a-f]{8} was recorded`));
+      expect(err.message).toMatch(
+        new RegExp(
+          `flipped\\.safetensors: tensor '${tensor.replace('.', '\\.')}' is damaged: its data has CRC-32 [0-9a-f]{8} but [0-9a-f]{8} was recorded`,
+        ),
+      );
       expect((err as { detail?: { tensor?: string } }).detail?.tensor).toBe(tensor);
     }
   });
@@ -106,12 +138,26 @@ describe('checkpoint checksums', () => {
       return out;
     };
     const crcA = crc32Hex(new Uint8Array(Float32Array.of(1, 2).buffer));
-    expect(decodeSafetensors(reheader({ 'crc32:a': crcA, 'crc32:b': crc32Hex(new Uint8Array(Float32Array.of(3).buffer)) })).integrity).toBe('verified');
+    expect(
+      decodeSafetensors(reheader({ 'crc32:a': crcA, 'crc32:b': crc32Hex(new Uint8Array(Float32Array.of(3).buffer)) }))
+        .integrity,
+    ).toBe('verified');
     let err = refused(() => decodeSafetensors(reheader({ 'crc32:a': crcA }), 'part.st'));
     expect(err.message).toMatch(/part\.st: tensor 'b' has no checksum while the other tensors do/);
-    err = refused(() => decodeSafetensors(reheader({ 'crc32:a': crcA, 'crc32:b': '00000000', 'crc32:c': '00000000' }), 'extra.st'));
+    err = refused(() =>
+      decodeSafetensors(reheader({ 'crc32:a': crcA, 'crc32:b': '00000000', 'crc32:c': '00000000' }), 'extra.st'),
+    );
     expect(err.message).toMatch(/tensor 'b' is damaged/);
-    err = refused(() => decodeSafetensors(reheader({ 'crc32:a': crcA, 'crc32:b': crc32Hex(new Uint8Array(Float32Array.of(3).buffer)), 'crc32:c': '00000000' }), 'extra.st'));
+    err = refused(() =>
+      decodeSafetensors(
+        reheader({
+          'crc32:a': crcA,
+          'crc32:b': crc32Hex(new Uint8Array(Float32Array.of(3).buffer)),
+          'crc32:c': '00000000',
+        }),
+        'extra.st',
+      ),
+    );
     expect(err.message).toMatch(/extra\.st: metadata holds a checksum for tensor 'c', which the file does not have/);
     expect(() => encodeSafetensors(tensors, { 'crc32:a': '0' })).toThrow(/reserved for checksums/);
   });
@@ -137,9 +183,17 @@ describe('checkpoint checksums', () => {
   });
 
   it('refuses NaN or infinite values in weights and optimizer state, naming the tensor', () => {
-    const nanWeights = checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step: 1, layout, params: params.map((v, i) => (i === 5010 ? NaN : v)) });
+    const nanWeights = checkpointFromFlat({
+      model: 'mlp',
+      optimizer: 'sgd',
+      step: 1,
+      layout,
+      params: params.map((v, i) => (i === 5010 ? NaN : v)),
+    });
     let err = refused(() => decodeCheckpoint(encodeCheckpoint(nanWeights), 'nan.st'));
-    expect(err.message).toMatch(/nan\.st: tensor 'param\/dense0\.bias' holds NaN at index 10; the run that saved it had diverged/);
+    expect(err.message).toMatch(
+      /nan\.st: tensor 'param\/dense0\.bias' holds NaN at index 10; the run that saved it had diverged/,
+    );
     const infState = { ...ckpt, optimizerState: { momentum: momentum.map((v, i) => (i === 3 ? -Infinity : v)) } };
     err = refused(() => decodeCheckpoint(encodeCheckpoint(infState), 'inf.st'));
     expect(err.message).toMatch(/tensor 'optim\/momentum' holds -Infinity at index 3/);

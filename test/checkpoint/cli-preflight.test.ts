@@ -16,7 +16,8 @@ const dir = mkdtempSync(join(tmpdir(), 'ringtrain-cli-preflight-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const layout = [{ name: 'dense0.weight', shape: [784, 10], offset: 0, length: 7840 }];
-const ckptAt = (step: number) => checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step, layout, params: new Float32Array(7840).fill(0.01) });
+const ckptAt = (step: number) =>
+  checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step, layout, params: new Float32Array(7840).fill(0.01) });
 
 async function inProcess(args: string[]): Promise<{ code: number; stderr: string }> {
   const write = process.stderr.write;
@@ -45,19 +46,26 @@ describe('checkpoint checks before any work', () => {
     const target = join(dir, 'no-such-dir', 'm.safetensors');
     const r = await inProcess([...cmd, '--save', target]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/--save .*no-such-dir\/m\.safetensors: the directory .*no-such-dir does not exist; create it \(mkdir -p .*\) or save elsewhere\. Nothing was trained or written\. \[ERR_INVALID_ARGUMENT\]/);
+    expect(r.stderr).toMatch(
+      /--save .*no-such-dir\/m\.safetensors: the directory .*no-such-dir does not exist; create it \(mkdir -p .*\) or save elsewhere\. Nothing was trained or written\. \[ERR_INVALID_ARGUMENT\]/,
+    );
     expect(readdirSync(dir)).not.toContain('no-such-dir');
   });
 
-  it.each(COMMANDS)('%s: --save over a later checkpoint is refused without --overwrite, naming its step', async (name, cmd) => {
-    const path = join(dir, `later-${name}.safetensors`);
-    saveCheckpoint(path, ckptAt(500));
-    const before = readFileSync(path);
-    const r = await inProcess([...cmd, '--save', path]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/later-\w+\.safetensors holds a checkpoint of step 500 \(mlp, sgd\); a checkpoint of step 0 would replace it with an earlier one\. Continue from it with --resume .*, or pass --overwrite/);
-    expect(readFileSync(path).equals(before)).toBe(true);
-  });
+  it.each(COMMANDS)(
+    '%s: --save over a later checkpoint is refused without --overwrite, naming its step',
+    async (name, cmd) => {
+      const path = join(dir, `later-${name}.safetensors`);
+      saveCheckpoint(path, ckptAt(500));
+      const before = readFileSync(path);
+      const r = await inProcess([...cmd, '--save', path]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(
+        /later-\w+\.safetensors holds a checkpoint of step 500 \(mlp, sgd\); a checkpoint of step 0 would replace it with an earlier one\. Continue from it with --resume .*, or pass --overwrite/,
+      );
+      expect(readFileSync(path).equals(before)).toBe(true);
+    },
+  );
 
   it.each(COMMANDS)('%s: a damaged --resume is refused with the tensor name', async (name, cmd) => {
     const bytes = encodeCheckpoint(ckptAt(7));
@@ -66,6 +74,8 @@ describe('checkpoint checks before any work', () => {
     writeFileSync(path, bytes);
     const r = await inProcess([...cmd, '--resume', path]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/damaged-\w+\.safetensors: tensor 'param\/dense0\.weight' is damaged: its data has CRC-32 [0-9a-f]{8} but [0-9a-f]{8} was recorded.*\[ERR_BAD_CHECKPOINT\]/);
+    expect(r.stderr).toMatch(
+      /damaged-\w+\.safetensors: tensor 'param\/dense0\.weight' is damaged: its data has CRC-32 [0-9a-f]{8} but [0-9a-f]{8} was recorded.*\[ERR_BAD_CHECKPOINT\]/,
+    );
   });
 });

@@ -33,10 +33,39 @@ function python(args: string[]): string {
   return run.stdout;
 }
 
-function makeHfFile(name: string, o: { dtype?: string; extras?: boolean; untie?: boolean; layers?: number; width?: number; positions?: number; vocab?: number; seed?: number } = {}): string {
+function makeHfFile(
+  name: string,
+  o: {
+    dtype?: string;
+    extras?: boolean;
+    untie?: boolean;
+    layers?: number;
+    width?: number;
+    positions?: number;
+    vocab?: number;
+    seed?: number;
+  } = {},
+): string {
   const path = join(dir, name);
   const n = (v: number | undefined, d: number) => String(v ?? d);
-  python(['make', path, '--vocab', n(o.vocab, SPEC.vocab), '--layers', n(o.layers, SPEC.layers), '--width', n(o.width, SPEC.width), '--positions', n(o.positions, 24), '--seed', n(o.seed, 3), '--dtype', o.dtype ?? 'F32', ...(o.extras ? ['--hf-extras'] : []), ...(o.untie ? ['--untie'] : [])]);
+  python([
+    'make',
+    path,
+    '--vocab',
+    n(o.vocab, SPEC.vocab),
+    '--layers',
+    n(o.layers, SPEC.layers),
+    '--width',
+    n(o.width, SPEC.width),
+    '--positions',
+    n(o.positions, 24),
+    '--seed',
+    n(o.seed, 3),
+    '--dtype',
+    o.dtype ?? 'F32',
+    ...(o.extras ? ['--hf-extras'] : []),
+    ...(o.untie ? ['--untie'] : []),
+  ]);
   return path;
 }
 
@@ -57,12 +86,18 @@ describe("Hugging Face's GPT-2 layout in", () => {
   });
   afterAll(() => gpu?.destroy());
 
-  for (const [dtype, extras] of [['F32', false], ['F16', true], ['BF16', true]] as const) {
+  for (const [dtype, extras] of [
+    ['F32', false],
+    ['F16', true],
+    ['BF16', true],
+  ] as const) {
     it(`loads ${dtype}${extras ? " (GPT2LMHeadModel's names, mask buffers and tied lm_head)" : ''}: logits = numpy's float64 GPT-2 to 1e-4`, async () => {
       const file = makeHfFile(`gpt2-${dtype}.safetensors`, { dtype, extras });
       const rowsFile = join(dir, 'rows.json');
       writeFileSync(rowsFile, JSON.stringify(ROWS));
-      const expected = (JSON.parse(python(['logits', file, rowsFile, '--heads', String(SPEC.heads)])) as { logits: number[][] }).logits;
+      const expected = (
+        JSON.parse(python(['logits', file, rowsFile, '--heads', String(SPEC.heads)])) as { logits: number[][] }
+      ).logits;
       const model = new Transformer(gpu, SPEC);
       try {
         model.writeParams(flatFromHfGpt2(loadHfWeights(file), model.layout, model.flatLength, file));
@@ -86,7 +121,9 @@ describe("Hugging Face's GPT-2 layout in", () => {
     const rows = [[1], [4, 5, 6, 7, 8, 9, 10, 11], [21, 0, 3]];
     const rowsFile = join(dir, 'rows-8.json');
     writeFileSync(rowsFile, JSON.stringify(rows));
-    const expected = (JSON.parse(python(['logits', file, rowsFile, '--heads', String(SPEC.heads)])) as { logits: number[][] }).logits;
+    const expected = (
+      JSON.parse(python(['logits', file, rowsFile, '--heads', String(SPEC.heads)])) as { logits: number[][] }
+    ).logits;
     const model = new Transformer(gpu, { ...SPEC, context: 8, positions: 24 });
     try {
       const flat = flatFromHfGpt2(loadHfWeights(file), model.layout, model.flatLength, file);
@@ -98,7 +135,9 @@ describe("Hugging Face's GPT-2 layout in", () => {
       const got = await predictNextTokens(model, rows);
       rows.forEach((_, r) => {
         const scale = Math.max(...expected[r].map(Math.abs));
-        expect(Math.max(...expected[r].map((v, c) => Math.abs(v - got.logits[r][c]))) / scale, `row ${r}`).toBeLessThan(1e-4);
+        expect(Math.max(...expected[r].map((v, c) => Math.abs(v - got.logits[r][c]))) / scale, `row ${r}`).toBeLessThan(
+          1e-4,
+        );
       });
     } finally {
       model.destroy();
@@ -123,11 +162,21 @@ describe("Hugging Face's GPT-2 layout refused", () => {
   });
 
   it('too few positions, a missing tensor, extra layers and an untied head, each by name', () => {
-    expect(refusal(makeHfFile('short.safetensors', { positions: 8 }))).toContain("tensor 'wpe.weight' has shape [8, 32], but this model needs [16, 32] (at least that many positions)");
-    expect(refusal(makeHfFile('one-layer.safetensors', { layers: 1 }))).toContain("has no tensor 'h.1.ln_1.weight' (the model needs it with shape [32])");
-    expect(refusal(makeHfFile('three-layers.safetensors', { layers: 3 }))).toContain('has tensors this model does not: h.2.ln_1.weight [32]');
-    expect(refusal(makeHfFile('other-vocab.safetensors', { vocab: 30 }))).toContain("tensor 'wte.weight' has shape [30, 32], but this model needs [22, 32]");
-    expect(refusal(makeHfFile('untied.safetensors', { extras: true, untie: true }))).toContain('lm_head.weight differs from wte.weight');
+    expect(refusal(makeHfFile('short.safetensors', { positions: 8 }))).toContain(
+      "tensor 'wpe.weight' has shape [8, 32], but this model needs [16, 32] (at least that many positions)",
+    );
+    expect(refusal(makeHfFile('one-layer.safetensors', { layers: 1 }))).toContain(
+      "has no tensor 'h.1.ln_1.weight' (the model needs it with shape [32])",
+    );
+    expect(refusal(makeHfFile('three-layers.safetensors', { layers: 3 }))).toContain(
+      'has tensors this model does not: h.2.ln_1.weight [32]',
+    );
+    expect(refusal(makeHfFile('other-vocab.safetensors', { vocab: 30 }))).toContain(
+      "tensor 'wte.weight' has shape [30, 32], but this model needs [22, 32]",
+    );
+    expect(refusal(makeHfFile('untied.safetensors', { extras: true, untie: true }))).toContain(
+      'lm_head.weight differs from wte.weight',
+    );
     // The same file with its head tied loads.
     const tied = makeHfFile('tied.safetensors', { extras: true });
     const l = layout();

@@ -13,7 +13,8 @@ import { peekCheckpoint, saveCheckpoint } from '../../src/checkpoint/file.node.t
 import { checkSaveTarget, preflightCheckpoints } from '../../src/checkpoint/preflight.node.ts';
 
 const layout: LayoutEntry[] = [{ name: 'dense0.weight', shape: [3, 2], offset: 0, length: 6 }];
-const at = (step: number, model = 'mlp') => checkpointFromFlat({ model, optimizer: 'sgd', step, layout, params: new Float32Array(6).fill(step) });
+const at = (step: number, model = 'mlp') =>
+  checkpointFromFlat({ model, optimizer: 'sgd', step, layout, params: new Float32Array(6).fill(step) });
 
 const root = mkdtempSync(join(tmpdir(), 'ringtrain-preflight-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -38,8 +39,13 @@ function refusal(fn: () => unknown, code: string): Error {
 describe('checkpoint preflight', () => {
   it('refuses --save into a directory that does not exist, naming it, and creates nothing', () => {
     const d = freshDir();
-    const err = refusal(() => checkSaveTarget(join(d, 'missing', 'm.safetensors'), { startStep: 0 }), 'ERR_INVALID_ARGUMENT');
-    expect(err.message).toMatch(/--save .*missing\/m\.safetensors: the directory .*missing does not exist; create it \(mkdir -p .*\) or save elsewhere\. Nothing was trained or written/);
+    const err = refusal(
+      () => checkSaveTarget(join(d, 'missing', 'm.safetensors'), { startStep: 0 }),
+      'ERR_INVALID_ARGUMENT',
+    );
+    expect(err.message).toMatch(
+      /--save .*missing\/m\.safetensors: the directory .*missing does not exist; create it \(mkdir -p .*\) or save elsewhere\. Nothing was trained or written/,
+    );
     expect(readdirSync(d)).toEqual([]);
   });
 
@@ -65,7 +71,9 @@ describe('checkpoint preflight', () => {
     saveCheckpoint(path, at(30));
     const before = readFileSync(path);
     const err = refusal(() => checkSaveTarget(path, { startStep: 0 }), 'ERR_INVALID_ARGUMENT');
-    expect(err.message).toMatch(/m\.safetensors holds a checkpoint of step 30 \(mlp, sgd\); a checkpoint of step 0 would replace it with an earlier one\. Continue from it with --resume .*m\.safetensors, save to another path, or pass --overwrite/);
+    expect(err.message).toMatch(
+      /m\.safetensors holds a checkpoint of step 30 \(mlp, sgd\); a checkpoint of step 0 would replace it with an earlier one\. Continue from it with --resume .*m\.safetensors, save to another path, or pass --overwrite/,
+    );
     checkSaveTarget(path, { startStep: 30 }); // resuming from it: the first save is later
     checkSaveTarget(path, { startStep: 0, overwrite: true });
     expect(readFileSync(path).equals(before)).toBe(true);
@@ -77,7 +85,9 @@ describe('checkpoint preflight', () => {
     writeFileSync(path, 'my notes, not a checkpoint');
     expect(peekCheckpoint(path)).toEqual({ kind: 'other', why: 'it is not a safetensors file (or a damaged one)' });
     const err = refusal(() => checkSaveTarget(path, { startStep: 0 }), 'ERR_INVALID_ARGUMENT');
-    expect(err.message).toMatch(/notes\.safetensors: the file exists and it is not a safetensors file .*pass --overwrite to replace it/);
+    expect(err.message).toMatch(
+      /notes\.safetensors: the file exists and it is not a safetensors file .*pass --overwrite to replace it/,
+    );
     expect(readFileSync(path, 'utf8')).toBe('my notes, not a checkpoint');
     checkSaveTarget(path, { startStep: 0, overwrite: true });
   });
@@ -103,13 +113,18 @@ describe('checkpoint preflight', () => {
     const keep = join(d, 'keep.safetensors');
     saveCheckpoint(keep, at(120, 'mlp'));
     const before = readFileSync(keep);
-    const err = refusal(() => preflightCheckpoints({ resume: keep, save: keep, model: 'cnn', optimizer: 'sgd' }), 'ERR_BAD_CHECKPOINT');
+    const err = refusal(
+      () => preflightCheckpoints({ resume: keep, save: keep, model: 'cnn', optimizer: 'sgd' }),
+      'ERR_BAD_CHECKPOINT',
+    );
     expect(err.message).toMatch(/keep\.safetensors holds a 'mlp' model, not 'cnn'; pass --model mlp/);
     expect(readFileSync(keep).equals(before)).toBe(true);
     expect(readdirSync(d)).toEqual(['keep.safetensors']);
     // The matching model resumes it, saving over it later (its first save is after step 120).
     expect(preflightCheckpoints({ resume: keep, save: keep, model: 'mlp', optimizer: 'sgd' })?.step).toBe(120);
     // An unreadable --resume is named.
-    expect(refusal(() => preflightCheckpoints({ resume: join(d, 'nope.safetensors') }), 'ERR_BAD_CHECKPOINT').message).toMatch(/cannot read checkpoint .*nope\.safetensors \(no such file\)/);
+    expect(
+      refusal(() => preflightCheckpoints({ resume: join(d, 'nope.safetensors') }), 'ERR_BAD_CHECKPOINT').message,
+    ).toMatch(/cannot read checkpoint .*nope\.safetensors \(no such file\)/);
   });
 });

@@ -31,14 +31,27 @@ function mlpCheckpoint(path: string, hidden: number): Buffer {
   const layout: LayoutEntry[] = [];
   let offset = 0;
   for (let i = 0; i + 1 < widths.length; i++) {
-    for (const [name, shape] of [[`dense${i}.weight`, [widths[i + 1], widths[i]]], [`dense${i}.bias`, [widths[i + 1]]]] as const) {
+    for (const [name, shape] of [
+      [`dense${i}.weight`, [widths[i + 1], widths[i]]],
+      [`dense${i}.bias`, [widths[i + 1]]],
+    ] as const) {
       const length = shape.reduce((a, b) => a * b, 1);
       layout.push({ name, shape, offset, length });
       offset += length;
     }
   }
   const params = Float32Array.from({ length: offset }, (_, i) => Math.sin(i) * 0.05);
-  saveCheckpoint(path, checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step: 120, layout, params, optimizerState: { velocity: new Float32Array(offset), step: Float32Array.of(120) } }));
+  saveCheckpoint(
+    path,
+    checkpointFromFlat({
+      model: 'mlp',
+      optimizer: 'sgd',
+      step: 120,
+      layout,
+      params,
+      optimizerState: { velocity: new Float32Array(offset), step: Float32Array.of(120) },
+    }),
+  );
   return readFileSync(path);
 }
 
@@ -57,7 +70,9 @@ function ringtrain(args: string[]): Promise<{ code: number | null; stdout: strin
 /** Fails with what the workers said (instead of a bare test timeout) when they do not finish in time. */
 async function withDeadline<T>(p: Promise<T>, ms: number, said: () => string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`workers did not finish in ${ms} ms:\n${said()}`)), ms)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`workers did not finish in ${ms} ms:\n${said()}`)), ms)),
+  );
   try {
     return await Promise.race([p, late]);
   } finally {
@@ -70,9 +85,25 @@ describe('resuming a checkpoint of another model', () => {
     requireNetns();
     const keep = join(dir, 'keep.safetensors');
     const before = mlpCheckpoint(keep, 128);
-    const r = await ringtrain(['run', '-np', '2', '--model', 'cnn', '--resume', keep, '--save', keep, '--steps', '4', '--batch', '8']);
+    const r = await ringtrain([
+      'run',
+      '-np',
+      '2',
+      '--model',
+      'cnn',
+      '--resume',
+      keep,
+      '--save',
+      keep,
+      '--steps',
+      '4',
+      '--batch',
+      '8',
+    ]);
     expect(r.code, r.stderr).toBe(1);
-    expect(r.stderr).toMatch(/keep\.safetensors holds a 'mlp' model, not 'cnn'; pass --model mlp or another checkpoint\. \[ERR_BAD_CHECKPOINT\]/);
+    expect(r.stderr).toMatch(
+      /keep\.safetensors holds a 'mlp' model, not 'cnn'; pass --model mlp or another checkpoint\. \[ERR_BAD_CHECKPOINT\]/,
+    );
     expect(readFileSync(keep).equals(before)).toBe(true);
     expect(readdirSync(dir).filter((f) => f !== 'narrow.safetensors')).toEqual(['keep.safetensors']);
   }, 60_000);
@@ -81,9 +112,26 @@ describe('resuming a checkpoint of another model', () => {
     requireNetns();
     const narrow = join(dir, 'narrow.safetensors');
     const before = mlpCheckpoint(narrow, 32); // same model kind, so only the workers' check against the real model can tell
-    const r = await ringtrain(['run', '-np', '2', '--model', 'mlp', '--resume', narrow, '--save', narrow, '--steps', '4', '--batch', '8']);
+    const r = await ringtrain([
+      'run',
+      '-np',
+      '2',
+      '--model',
+      'mlp',
+      '--resume',
+      narrow,
+      '--save',
+      narrow,
+      '--steps',
+      '4',
+      '--batch',
+      '8',
+    ]);
     expect(r.code, r.stderr).toBe(1);
-    const refusals = r.stderr.match(/narrow\.safetensors: tensor 'dense0\.weight' has shape \[32,784\] in the checkpoint but \[128,784\] in the model/g) ?? [];
+    const refusals =
+      r.stderr.match(
+        /narrow\.safetensors: tensor 'dense0\.weight' has shape \[32,784\] in the checkpoint but \[128,784\] in the model/g,
+      ) ?? [];
     expect(refusals.length, r.stderr).toBe(2);
     expect(r.stderr).not.toMatch(/joined job|recovery|resume with/);
     expect(readFileSync(narrow).equals(before)).toBe(true);
@@ -93,20 +141,35 @@ describe('resuming a checkpoint of another model', () => {
     requireNetns();
     const wide = join(dir, 'wide.safetensors');
     const before = mlpCheckpoint(wide, 64); // the job's MLP has 128 hidden units
-    const job = { id: 'mismatch', token: 'secret-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 3, steps: 2 }, batchPerPeer: 16, minPeers: 2, maxPeers: 2 } };
+    const job = {
+      id: 'mismatch',
+      token: 'secret-token',
+      config: {
+        model: 'mlp',
+        optimizer: 'sgd',
+        hyperparameters: { lr: 0.05, momentum: 0.9, seed: 3, steps: 2 },
+        batchPerPeer: 16,
+        minPeers: 2,
+        maxPeers: 2,
+      },
+    };
     // A long heartbeat: on a loaded 2-core machine a worker compiling its shaders can be silent for a while.
     const server = await startServer({ jobs: [job], staticDir: null, heartbeatMs: 20_000 });
     try {
       const wrong = startDenoWorker(server.url, job, ['--resume', wide, '--save', wide]);
       expect(await wrong.exit, wrong.stderr).toBe(1);
-      expect(wrong.stderr).toMatch(/wide\.safetensors: tensor 'dense0\.weight' has shape \[64,784\] in the checkpoint but \[128,784\] in the model.*\[ERR_BAD_CHECKPOINT\]/);
+      expect(wrong.stderr).toMatch(
+        /wide\.safetensors: tensor 'dense0\.weight' has shape \[64,784\] in the checkpoint but \[128,784\] in the model.*\[ERR_BAD_CHECKPOINT\]/,
+      );
       expect(wrong.rank).toBeUndefined(); // never took a place in a ring
       expect(readFileSync(wide).equals(before)).toBe(true);
 
       // Its place is free again: two peers form the ring over WebRTC and train.
       const fresh = join(dir, 'fresh.safetensors');
       const peers = [0, 1].map(() => startDenoWorker(server.url, job, ['--save', fresh])); // rank 0 saves
-      const codes = await withDeadline(Promise.all(peers.map((p) => p.exit)), 180_000, () => peers.map((p) => p.stderr).join('\n'));
+      const codes = await withDeadline(Promise.all(peers.map((p) => p.exit)), 180_000, () =>
+        peers.map((p) => p.stderr).join('\n'),
+      );
       expect(codes, peers.map((p) => p.stderr).join('\n')).toEqual([0, 0]);
       expect(peers.map((p) => p.result?.size)).toEqual([2, 2]);
       expect(decodeCheckpoint(readFileSync(fresh)).step).toBe(2);

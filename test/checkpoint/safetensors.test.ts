@@ -27,7 +27,11 @@ function expectBad(fn: () => unknown, pattern: RegExp): void {
 describe('safetensors', () => {
   it('reads a file written to the spec by hand', () => {
     const bytes = handMade(
-      { __metadata__: { model: 'mlp' }, b: { dtype: 'F32', shape: [2], data_offsets: [24, 32] }, a: { dtype: 'F32', shape: [2, 3], data_offsets: [0, 24] } },
+      {
+        __metadata__: { model: 'mlp' },
+        b: { dtype: 'F32', shape: [2], data_offsets: [24, 32] },
+        a: { dtype: 'F32', shape: [2, 3], data_offsets: [0, 24] },
+      },
       [1, 2, 3, 4, 5, 6, -1.5, 0.25],
     );
     const { tensors, metadata } = decodeSafetensors(bytes);
@@ -43,7 +47,11 @@ describe('safetensors', () => {
     const bytes = encodeSafetensors({ w, s }, { step: '12' });
     const headerLength = Number(new DataView(bytes.buffer).getBigUint64(0, true));
     expect((8 + headerLength) % 8).toBe(0);
-    expect(JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength))).w).toEqual({ dtype: 'F32', shape: [3, 1], data_offsets: [0, 12] });
+    expect(JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength))).w).toEqual({
+      dtype: 'F32',
+      shape: [3, 1],
+      data_offsets: [0, 12],
+    });
     const back = decodeSafetensors(bytes);
     expect(back.metadata).toEqual({ step: '12' });
     expect(back.tensors.w).toEqual(w);
@@ -52,24 +60,48 @@ describe('safetensors', () => {
 
   it('rejects a corrupt header', () => {
     expectBad(() => decodeSafetensors(new Uint8Array(5), 'x.st'), /x\.st: only 5 bytes/);
-    expectBad(() => decodeSafetensors(handMade({ a: 1 }, [], 1 << 30), 'x.st'), /header length 1073741824 exceeds the file/);
+    expectBad(
+      () => decodeSafetensors(handMade({ a: 1 }, [], 1 << 30), 'x.st'),
+      /header length 1073741824 exceeds the file/,
+    );
     const garbled = handMade({ a: { dtype: 'F32', shape: [1], data_offsets: [0, 4] } }, [1]);
     garbled[10] = 0x7b;
     garbled[11] = 0xff;
     expectBad(() => decodeSafetensors(garbled, 'g.st'), /g\.st: corrupt header \(not valid JSON\)/);
-    expectBad(() => decodeSafetensors(handMade({ a: { dtype: 'F32', shape: [1] } }, [1])), /tensor 'a' has a malformed header entry/);
+    expectBad(
+      () => decodeSafetensors(handMade({ a: { dtype: 'F32', shape: [1] } }, [1])),
+      /tensor 'a' has a malformed header entry/,
+    );
     expectBad(() => decodeSafetensors(handMade({ __metadata__: { step: 3 } }, [])), /metadata 'step' is not a string/);
   });
 
   it('rejects truncated data, naming the tensor', () => {
-    const bytes = encodeSafetensors({ layer1: { shape: [4], data: new Float32Array(4) }, layer2: { shape: [4], data: new Float32Array(4) } });
-    expectBad(() => decodeSafetensors(bytes.subarray(0, bytes.length - 3), 'cut.st'), /tensor 'layer2' ends at byte 32 but the data section has 29: the file is truncated/);
+    const bytes = encodeSafetensors({
+      layer1: { shape: [4], data: new Float32Array(4) },
+      layer2: { shape: [4], data: new Float32Array(4) },
+    });
+    expectBad(
+      () => decodeSafetensors(bytes.subarray(0, bytes.length - 3), 'cut.st'),
+      /tensor 'layer2' ends at byte 32 but the data section has 29: the file is truncated/,
+    );
   });
 
   it('rejects a wrong dtype, a shape that disagrees with its offsets, holes and trailing bytes', () => {
-    expectBad(() => decodeSafetensors(handMade({ h: { dtype: 'F16', shape: [2], data_offsets: [0, 4] } }, [0])), /tensor 'h' has dtype F16; ringtrain checkpoints hold F32 only/);
-    expectBad(() => decodeSafetensors(handMade({ a: { dtype: 'F32', shape: [3], data_offsets: [0, 8] } }, [1, 2])), /shape \[3\] needs 12 bytes but data_offsets span 8/);
-    expectBad(() => decodeSafetensors(handMade({ a: { dtype: 'F32', shape: [1], data_offsets: [4, 8] } }, [1, 2])), /starts at byte 4, expected 0/);
-    expectBad(() => decodeSafetensors(handMade({ a: { dtype: 'F32', shape: [1], data_offsets: [0, 4] } }, [1, 2])), /4 bytes after the last tensor/);
+    expectBad(
+      () => decodeSafetensors(handMade({ h: { dtype: 'F16', shape: [2], data_offsets: [0, 4] } }, [0])),
+      /tensor 'h' has dtype F16; ringtrain checkpoints hold F32 only/,
+    );
+    expectBad(
+      () => decodeSafetensors(handMade({ a: { dtype: 'F32', shape: [3], data_offsets: [0, 8] } }, [1, 2])),
+      /shape \[3\] needs 12 bytes but data_offsets span 8/,
+    );
+    expectBad(
+      () => decodeSafetensors(handMade({ a: { dtype: 'F32', shape: [1], data_offsets: [4, 8] } }, [1, 2])),
+      /starts at byte 4, expected 0/,
+    );
+    expectBad(
+      () => decodeSafetensors(handMade({ a: { dtype: 'F32', shape: [1], data_offsets: [0, 4] } }, [1, 2])),
+      /4 bytes after the last tensor/,
+    );
   });
 });

@@ -52,7 +52,12 @@ describe('streamed checkpoints', () => {
     const broken = sampleCheckpoint();
     broken.step = 38;
     broken.params['head.weight'] = { shape: [5, 5], data: new Float32Array(20) };
-    expect(() => saveCheckpoint(path, broken)).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: expect.stringContaining("tensor 'param/head.weight'") }));
+    expect(() => saveCheckpoint(path, broken)).toThrow(
+      expect.objectContaining({
+        code: ErrorCode.InvalidArgument,
+        message: expect.stringContaining("tensor 'param/head.weight'"),
+      }),
+    );
     expect(Buffer.compare(readFileSync(path), oldFile)).toBe(0);
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });

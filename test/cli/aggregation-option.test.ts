@@ -11,12 +11,33 @@ import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
 type RunOptions = Parameters<typeof jobSpecFor>[0];
-const base = { model: 'mlp', optimizer: 'sgd', lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 1, epochs: 1, batch: 32, np: 3, extraPeers: 0, fp16: false, scaleLr: false, lrSchedule: 'constant', warmupSteps: 0, backwardPasses: 1 } as unknown as RunOptions;
+const base = {
+  model: 'mlp',
+  optimizer: 'sgd',
+  lr: 0.05,
+  momentum: 0.9,
+  weightDecay: 0,
+  seed: 1,
+  epochs: 1,
+  batch: 32,
+  np: 3,
+  extraPeers: 0,
+  fp16: false,
+  scaleLr: false,
+  lrSchedule: 'constant',
+  warmupSteps: 0,
+  backwardPasses: 1,
+} as unknown as RunOptions;
 const specOf = (o: Partial<RunOptions>) => jobSpecFor({ ...base, ...o } as RunOptions);
 
 describe('ringtrain run --aggregation', () => {
   it('carries the rule to every peer through the job config; the mean leaves the job as it was', () => {
-    for (const [flag, want] of [['median', { rule: 'median' }], ['trimmed-mean:0.25', { rule: 'trimmed-mean', trim: 0.25 }], ['centered-clip', { rule: 'centered-clip' }], ['centered-clip:2', { rule: 'centered-clip', tau: 2 }]] as const) {
+    for (const [flag, want] of [
+      ['median', { rule: 'median' }],
+      ['trimmed-mean:0.25', { rule: 'trimmed-mean', trim: 0.25 }],
+      ['centered-clip', { rule: 'centered-clip' }],
+      ['centered-clip:2', { rule: 'centered-clip', tau: 2 }],
+    ] as const) {
       const spec = specOf({ aggregation: parseAggregationOption(flag) });
       expect(spec.config.hyperparameters.aggregation).toBe(flag);
       expect(trainConfigFromJob(spec.config).aggregation, flag).toMatchObject(want);
@@ -30,10 +51,22 @@ describe('ringtrain run --aggregation', () => {
       [['--aggregation', 'avg'], /--aggregation: aggregation 'avg': unknown rule 'avg'/],
       [['--aggregation', 'trimmed-mean:0.6'], /trimmed-mean needs a fraction F with 0 <= F < 0.5/],
       [['--aggregation', 'centered-clip:0'], /centered-clip takes a finite radius tau > 0/],
-      [['--aggregation', 'median', '--compression', 'fp16'], /--aggregation median compares every peer's exact gradients; --compression fp16 sends rounded gradients/],
-      [['--aggregation', 'median', '--fp16'], /--aggregation median compares every peer's exact gradients; --fp16 sends rounded gradients/],
-      [['--aggregation', 'trimmed-mean:0.25', '--sync-every', '4'], /--aggregation trimmed-mean:0.25 combines gradients at every step; --sync-every/],
-      [['--aggregation', 'centered-clip', '--balance', 'speed'], /--aggregation centered-clip weighs every peer's gradient alike; --balance speed/],
+      [
+        ['--aggregation', 'median', '--compression', 'fp16'],
+        /--aggregation median compares every peer's exact gradients; --compression fp16 sends rounded gradients/,
+      ],
+      [
+        ['--aggregation', 'median', '--fp16'],
+        /--aggregation median compares every peer's exact gradients; --fp16 sends rounded gradients/,
+      ],
+      [
+        ['--aggregation', 'trimmed-mean:0.25', '--sync-every', '4'],
+        /--aggregation trimmed-mean:0.25 combines gradients at every step; --sync-every/,
+      ],
+      [
+        ['--aggregation', 'centered-clip', '--balance', 'speed'],
+        /--aggregation centered-clip weighs every peer's gradient alike; --balance speed/,
+      ],
     ];
     for (const [flags, message] of cases) {
       const run = parseRun(['--np', '3', '--steps', '1', ...flags]);
@@ -45,13 +78,19 @@ describe('ringtrain run --aggregation', () => {
 });
 
 describe('ringtrain worker --aggregation', () => {
-  it("accepts a job with the same rule (however spelled) and refuses one with another, naming both", () => {
+  it('accepts a job with the same rule (however spelled) and refuses one with another, naming both', () => {
     expect(() => checkJobAggregation(parseAggregationOption('median'), { aggregation: 'median' }, 'j')).not.toThrow();
-    expect(() => checkJobAggregation(parseAggregationOption('trimmed-mean:.25'), { aggregation: 'trimmed-mean:0.25' }, 'j')).not.toThrow();
+    expect(() =>
+      checkJobAggregation(parseAggregationOption('trimmed-mean:.25'), { aggregation: 'trimmed-mean:0.25' }, 'j'),
+    ).not.toThrow();
     expect(() => checkJobAggregation(parseAggregationOption('mean'), {}, 'j')).not.toThrow();
     // No flag: the worker takes the job's rule, whatever it is.
     expect(() => checkJobAggregation(undefined, { aggregation: 'median' }, 'j')).not.toThrow();
-    expect(() => checkJobAggregation(parseAggregationOption('median'), {}, 'job-7')).toThrow(/job job-7 combines gradients by mean, but this worker was started with --aggregation median/);
-    expect(() => checkJobAggregation(parseAggregationOption('centered-clip'), { aggregation: 'centered-clip:1' }, 'j')).toThrow(/by centered-clip:1, but .* --aggregation centered-clip;/);
+    expect(() => checkJobAggregation(parseAggregationOption('median'), {}, 'job-7')).toThrow(
+      /job job-7 combines gradients by mean, but this worker was started with --aggregation median/,
+    );
+    expect(() =>
+      checkJobAggregation(parseAggregationOption('centered-clip'), { aggregation: 'centered-clip:1' }, 'j'),
+    ).toThrow(/by centered-clip:1, but .* --aggregation centered-clip;/);
   });
 });

@@ -12,8 +12,25 @@ import { ErrorCode } from '../../src/core/errors.ts';
 
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
 type RunOptions = Parameters<typeof jobSpecFor>[0];
-const base = { model: 'mlp', optimizer: 'sgd', lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 1, epochs: 1, batch: 32, np: 3, extraPeers: 0, fp16: false, scaleLr: false, lrSchedule: 'constant', warmupSteps: 0, backwardPasses: 1 } as unknown as RunOptions;
-const configOf = (checks?: RunOptions['checks']) => trainConfigFromJob(jobSpecFor({ ...base, checks } as RunOptions).config);
+const base = {
+  model: 'mlp',
+  optimizer: 'sgd',
+  lr: 0.05,
+  momentum: 0.9,
+  weightDecay: 0,
+  seed: 1,
+  epochs: 1,
+  batch: 32,
+  np: 3,
+  extraPeers: 0,
+  fp16: false,
+  scaleLr: false,
+  lrSchedule: 'constant',
+  warmupSteps: 0,
+  backwardPasses: 1,
+} as unknown as RunOptions;
+const configOf = (checks?: RunOptions['checks']) =>
+  trainConfigFromJob(jobSpecFor({ ...base, checks } as RunOptions).config);
 
 describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
   it('turns on exactly the checks asked for, in the job every peer reads', () => {
@@ -33,7 +50,8 @@ describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
   });
 
   it('runs verify and the doubt rule in an elastic job unless it says --no-verify / --no-doubt-rule, and in a fixed one only when asked', async () => {
-    const elastic = (checks?: RunOptions['checks'], more: Partial<RunOptions> = {}) => trainConfigFromJob(jobSpecFor({ ...base, elastic: true, checks, ...more } as RunOptions).config);
+    const elastic = (checks?: RunOptions['checks'], more: Partial<RunOptions> = {}) =>
+      trainConfigFromJob(jobSpecFor({ ...base, elastic: true, checks, ...more } as RunOptions).config);
     const on = elastic(undefined);
     expect(on.verify, 'elastic, nothing said').toBe(true);
     expect(on.guard && 'doubt' in on.guard, 'elastic, nothing said').toBe(false);
@@ -44,8 +62,12 @@ describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
     const fixed = configOf({ directionRules: false });
     expect(fixed.verify, 'fixed, nothing said').toBe(false);
     expect(fixed.guard, 'fixed, nothing said').toMatchObject({ doubt: false });
-    // Where one does not combine with the job's other settings, an elastic job runs without it unless it asks (and is then refused).
-    expect(elastic(undefined, { shares: { balance: 'speed', globalBatch: 96 } } as Partial<RunOptions>).guard, 'elastic, --balance speed').toMatchObject({ doubt: false });
+    // Where one does not combine with the job's other settings, an elastic job runs without it unless it asks (and is
+    // then refused).
+    expect(
+      elastic(undefined, { shares: { balance: 'speed', globalBatch: 96 } } as Partial<RunOptions>).guard,
+      'elastic, --balance speed',
+    ).toMatchObject({ doubt: false });
     const fp16 = elastic(undefined, { fp16: true });
     expect(fp16.verify, 'elastic, --fp16').toBe(false);
     expect(fp16.guard && 'doubt' in fp16.guard, 'elastic, --fp16: the doubt rule combines').toBe(false);
@@ -65,9 +87,15 @@ describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
   it('refuses --verify with a lossy or non-sum reduction, and --doubt-rule with speed shares, naming both flags', async () => {
     const cases: [string[], RegExp][] = [
       [['--verify', '--fp16'], /--verify checks that the sum is exact; --fp16 sends rounded gradients: drop one/],
-      [['--verify', '--compression', 'int8'], /--verify checks that the sum is exact; --compression int8 sends rounded gradients/],
+      [
+        ['--verify', '--compression', 'int8'],
+        /--verify checks that the sum is exact; --compression int8 sends rounded gradients/,
+      ],
       [['--verify', '--aggregation', 'median'], /--verify checks a sum; --aggregation median is not a sum/],
-      [['--doubt-rule', '--balance', 'speed'], /--doubt-rule measures every peer's gradient against the others' at equal weight; --balance speed gives peers uneven shares: drop one/],
+      [
+        ['--doubt-rule', '--balance', 'speed'],
+        /--doubt-rule measures every peer's gradient against the others' at equal weight; --balance speed gives peers uneven shares: drop one/,
+      ],
     ];
     for (const [flags, message] of cases) {
       const run = parseRun(['--np', '3', '--steps', '1', ...flags]);

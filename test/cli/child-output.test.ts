@@ -14,7 +14,8 @@ import { ensureRuntimeDir } from '../../src/core/runtime-dir.node.ts';
 
 describe('child output', () => {
   it('strips colour codes and links from a prefixed line', () => {
-    const coloured = '\u001b[32mepoch 1\u001b[39m: loss \u001b[1m0.5\u001b[22m \u001b]8;;http://x\u0007link\u001b]8;;\u0007';
+    const coloured =
+      '\u001b[32mepoch 1\u001b[39m: loss \u001b[1m0.5\u001b[22m \u001b]8;;http://x\u0007link\u001b]8;;\u0007';
     expect(prefixedLine('[rank 0]', coloured)).toBe('[rank 0] epoch 1: loss 0.5 link\n');
     expect(stripAnsi('plain [32m text')).toBe('plain [32m text');
   });
@@ -31,14 +32,20 @@ describe('child output', () => {
     // A worker that prints in colour (as a library's logger does when it sees a colour terminal) and says what it got.
     const dir = mkdtempSync(join(tmpdir(), 'ringtrain-child-'));
     const script = join(dir, 'colours.mjs');
-    writeFileSync(script, [
-      "console.log('\\u001b[32mgreen\\u001b[39m ' + (process.env.NO_COLOR ?? 'colours on') + ' ' + (process.env.XDG_RUNTIME_DIR ? 'xdg set' : 'xdg unset'));",
-      "console.error('\\u001b[31mred\\u001b[39m on stderr');",
-    ].join('\n'));
+    writeFileSync(
+      script,
+      [
+        "console.log('\\u001b[32mgreen\\u001b[39m ' + (process.env.NO_COLOR ?? 'colours on') + ' ' + (process.env.XDG_RUNTIME_DIR ? 'xdg set' : 'xdg unset'));",
+        "console.error('\\u001b[31mred\\u001b[39m on stderr');",
+      ].join('\n'),
+    );
     const parent: NodeJS.ProcessEnv = { ...process.env, FORCE_COLOR: '1' };
     delete parent.XDG_RUNTIME_DIR;
     const r = await new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-      const child = spawn(process.execPath, ['bin/ringtrain.js', 'launch', '--np', '1', script], { env: parent, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['bin/ringtrain.js', 'launch', '--np', '1', script], {
+        env: parent,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       let err = '';
       child.stdout.on('data', (d) => (out += d));

@@ -9,7 +9,16 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { clampWorkers, discoverOptions, discoverSlots, keepWorkersDiscovered, localSlots, parseHostList, workersToStop, type ScaledWorker } from '../../src/cli/discovery.node.ts';
+import {
+  clampWorkers,
+  discoverOptions,
+  discoverSlots,
+  keepWorkersDiscovered,
+  localSlots,
+  parseHostList,
+  workersToStop,
+  type ScaledWorker,
+} from '../../src/cli/discovery.node.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { runCommand } from '../../src/cli/run.ts';
 
@@ -42,7 +51,9 @@ describe('discovery script output', () => {
   it('sums the slots of this machine and refuses another host', () => {
     expect(localSlots(parseHostList('localhost:2\n127.0.0.1\nbox:3\n'), 'box')).toBe(6);
     expect(localSlots(parseHostList('box:3\n'), 'box.cluster.local')).toBe(3);
-    expect(() => localSlots(parseHostList('localhost\nworker-7:4\n'), 'box')).toThrow(/host "worker-7".*this machine only/);
+    expect(() => localSlots(parseHostList('localhost\nworker-7:4\n'), 'box')).toThrow(
+      /host "worker-7".*this machine only/,
+    );
   });
 
   it('keeps the workers between --min-np and --max-np', () => {
@@ -73,20 +84,42 @@ describe('running the script', () => {
 
   it('says what is wrong with a script that cannot run or fails', async () => {
     await expect(discoverSlots(join(dir, 'missing.sh'))).rejects.toThrow(/missing.sh: no such file/);
-    await expect(discoverSlots(script('noexec.sh', 'echo localhost', 0o644))).rejects.toThrow(/not executable \(chmod \+x it\)/);
-    await expect(discoverSlots(script('fails.sh', 'echo "cannot list pods" >&2; exit 3'))).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringMatching(/it failed \(cannot list pods\)/) });
+    await expect(discoverSlots(script('noexec.sh', 'echo localhost', 0o644))).rejects.toThrow(
+      /not executable \(chmod \+x it\)/,
+    );
+    await expect(discoverSlots(script('fails.sh', 'echo "cannot list pods" >&2; exit 3'))).rejects.toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringMatching(/it failed \(cannot list pods\)/),
+    });
   });
 
   it('makes the run elastic and sizes -np from the first answer', async () => {
     const s = script('four.sh', 'echo localhost:4');
-    await expect(discoverOptions({ discover: s, maxNp: '3' })).resolves.toEqual({ elastic: true, np: 3, minNp: 1, maxNp: 3, discoverIntervalMs: 3000 });
-    await expect(discoverOptions({ discover: s, minNp: '2', discoverInterval: '0.5' })).resolves.toMatchObject({ np: 4, minNp: 2, maxNp: 64, discoverIntervalMs: 500 });
-    await expect(discoverOptions({ discover: s, discoverInterval: '0' })).rejects.toThrow(/--discover-interval must be seconds from 0.1/);
-    await expect(discoverOptions({ discover: s, minNp: '3', maxNp: '2' })).rejects.toThrow(/--max-np must be a whole number from 3/);
+    await expect(discoverOptions({ discover: s, maxNp: '3' })).resolves.toEqual({
+      elastic: true,
+      np: 3,
+      minNp: 1,
+      maxNp: 3,
+      discoverIntervalMs: 3000,
+    });
+    await expect(discoverOptions({ discover: s, minNp: '2', discoverInterval: '0.5' })).resolves.toMatchObject({
+      np: 4,
+      minNp: 2,
+      maxNp: 64,
+      discoverIntervalMs: 500,
+    });
+    await expect(discoverOptions({ discover: s, discoverInterval: '0' })).rejects.toThrow(
+      /--discover-interval must be seconds from 0.1/,
+    );
+    await expect(discoverOptions({ discover: s, minNp: '3', maxNp: '2' })).rejects.toThrow(
+      /--max-np must be a whole number from 3/,
+    );
   });
 
   it('ringtrain run without -np or --discover says it needs one', async () => {
-    await expect(runCommand().exitOverride().parseAsync(['--steps', '1'], { from: 'user' })).rejects.toThrow(/needs -np N .*or --discover SCRIPT/);
+    await expect(runCommand().exitOverride().parseAsync(['--steps', '1'], { from: 'user' })).rejects.toThrow(
+      /needs -np N .*or --discover SCRIPT/,
+    );
   });
 });
 
@@ -95,8 +128,19 @@ describe('the discovery loop', () => {
     const hosts = join(dir, 'loop-hosts');
     const s = script('loop.sh', `cat '${hosts}'`);
     // The answers, one per poll: the loop waits on `next` instead of a timer.
-    const answers = ['localhost:4', 'localhost:9', 'localhost:3', 'not a host line', 'localhost\nlocalhost', 'localhost:0x', 'localhost:1'];
-    const workers: ScaledWorker[] = [{ training: true, rank: 0, exited: false }, { training: true, rank: 1, exited: false }];
+    const answers = [
+      'localhost:4',
+      'localhost:9',
+      'localhost:3',
+      'not a host line',
+      'localhost\nlocalhost',
+      'localhost:0x',
+      'localhost:1',
+    ];
+    const workers: ScaledWorker[] = [
+      { training: true, rank: 0, exited: false },
+      { training: true, rank: 1, exited: false },
+    ];
     const said: string[] = [];
     const sizes: number[] = [];
     let polls = 0;

@@ -16,7 +16,17 @@ import { planningGpu } from '../../src/gpu/planning-device.ts';
 import { ringtrain } from '../support/cli.ts';
 
 const text = 'the quick brown fox jumps over the lazy dog; '.repeat(40);
-const opts = { model: 'transformer', batch: 4, optimizer: 'adamw' as const, lr: 1e-3, momentum: 0.9, weightDecay: 0.01, seed: 1, epochs: 1, modelOptions: { layers: 2, width: 32, heads: 2 } };
+const opts = {
+  model: 'transformer',
+  batch: 4,
+  optimizer: 'adamw' as const,
+  lr: 1e-3,
+  momentum: 0.9,
+  weightDecay: 0.01,
+  seed: 1,
+  epochs: 1,
+  modelOptions: { layers: 2, width: 32, heads: 2 },
+};
 
 describe('train --dry-run', () => {
   let gpu: Gpu;
@@ -40,30 +50,66 @@ describe('train --dry-run', () => {
     expect(p.parameters_and_gradients + p.optimizer_state + p.training_step).toBe(r.planned_gpu_bytes);
     expect(r.params).toBe(model.paramCount);
     expect(p.optimizer_state).toBe(2 * model.flatLength * 4 + 32); // AdamW's two moments and its 7-field uniform
-    expect(r.limits).toEqual({ maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize });
+    expect(r.limits).toEqual({
+      maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize,
+      maxBufferSize: gpu.limits.maxBufferSize,
+    });
     optimizer.destroy();
     model.destroy();
   });
 
   it('refuses a parameter no kernel can split by its layer, name and shape, and says to make the layer smaller', () => {
     const planner = planningGpu(gpu, { maxBindingBytes: 4096 });
-    const model = createModel(planner, { kind: 'mlp', inputSize: 64, hidden: [32], classes: 10, seed: 1 }) as GraphModel;
-    expect(() => model.planTrainingStep(8)).toThrow(/^dense0 \(linear of \[8, 64\].*operand B \(8192 bytes\) cannot be sliced to fit one binding \(4096 bytes\).*parameter \S*weight \[32, 64\].*make the layer smaller/);
+    const model = createModel(planner, {
+      kind: 'mlp',
+      inputSize: 64,
+      hidden: [32],
+      classes: 10,
+      seed: 1,
+    }) as GraphModel;
+    expect(() => model.planTrainingStep(8)).toThrow(
+      /^dense0 \(linear of \[8, 64\].*operand B \(8192 bytes\) cannot be sliced to fit one binding \(4096 bytes\).*parameter \S*weight \[32, 64\].*make the layer smaller/,
+    );
   });
 
   it('refuses a binding limit that is not whole words or below the offset alignment, naming it', () => {
-    for (const bad of [100, 1022, 1024.5]) expect(() => planningGpu(gpu, { maxBindingBytes: bad })).toThrow(/maxBindingBytes must be a whole number of 4-byte words, at least minStorageBufferOffsetAlignment/);
-    expect(planningGpu(gpu, { maxBindingBytes: 2 ** 52 }).maxBindingBytes, 'clamped to the adapter').toBe(gpu.limits.maxStorageBufferBindingSize);
+    for (const bad of [100, 1022, 1024.5])
+      expect(() => planningGpu(gpu, { maxBindingBytes: bad })).toThrow(
+        /maxBindingBytes must be a whole number of 4-byte words, at least minStorageBufferOffsetAlignment/,
+      );
+    expect(planningGpu(gpu, { maxBindingBytes: 2 ** 52 }).maxBindingBytes, 'clamped to the adapter').toBe(
+      gpu.limits.maxStorageBufferBindingSize,
+    );
   });
 
   it('refuses an activation past the limit and says to use a smaller batch or context', () => {
     const planner = planningGpu(gpu, { maxBindingBytes: 4096 });
     const model = createModel(planner, { kind: 'mlp', inputSize: 16, hidden: [8], classes: 10, seed: 1 }) as GraphModel;
-    expect(() => model.planTrainingStep(128)).toThrow(/^dense1 \(linear of \[128, 8\].*would bind 5120 bytes of buffer 'dense1\/linear:grad'.*smaller --batch or --context$/);
+    expect(() => model.planTrainingStep(128)).toThrow(
+      /^dense1 \(linear of \[128, 8\].*would bind 5120 bytes of buffer 'dense1\/linear:grad'.*smaller --batch or --context$/,
+    );
   });
 
   it('prints one JSON line from the command, without training', { timeout: 120_000 }, async () => {
-    const r = await ringtrain(['train', '--text', '@brown', '--context', '16', '--layers', '1', '--width', '16', '--heads', '2', '--batch', '2', '--dry-run', '--json', '--runtime', 'node']);
+    const r = await ringtrain([
+      'train',
+      '--text',
+      '@brown',
+      '--context',
+      '16',
+      '--layers',
+      '1',
+      '--width',
+      '16',
+      '--heads',
+      '2',
+      '--batch',
+      '2',
+      '--dry-run',
+      '--json',
+      '--runtime',
+      'node',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const line = JSON.parse(r.stdout.trim().split('\n').pop()!);
     expect(line).toMatchObject({ dry_run: true, model: 'transformer', batch: 2, context: 16, runtime: 'node' });

@@ -23,7 +23,8 @@ interface Ran {
 function ringtrain(args: string[]): Promise<Ran> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '', stderr = '';
+    let stdout = '',
+      stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
@@ -40,7 +41,8 @@ function ringtrain(args: string[]): Promise<Ran> {
 function spellingModel(word: string): Record<string, { shape: number[]; data: Float32Array }> {
   const d = WORDS_TRANSFORMER.width;
   const t: Record<string, { shape: number[]; data: Float32Array }> = {};
-  for (const [name, shape] of transformerTensorShapes(WORDS_TRANSFORMER)) t[name] = { shape, data: new Float32Array(shape.reduce((a, b) => a * b, 1)) };
+  for (const [name, shape] of transformerTensorShapes(WORDS_TRANSFORMER))
+    t[name] = { shape, data: new Float32Array(shape.reduce((a, b) => a * b, 1)) };
   for (let p = 0; p < WORDS_TRANSFORMER.context; p++) t['pos.weight'].data[p * d + p] = 1;
   t['lnf.weight'].data.fill(1);
   [...encodeWord(word), 0].forEach((letter, p) => (t['head.weight'].data[letter * d + p] = 10));
@@ -50,16 +52,32 @@ function spellingModel(word: string): Record<string, { shape: number[]; data: Fl
 /** The model as `ringtrain train --save` writes it: a checkpoint with param/ names and optimizer state. */
 function asCheckpoint(tensors: ReturnType<typeof spellingModel>): Uint8Array {
   let offset = 0;
-  const layout = Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape, offset: (offset += t.data.length) - t.data.length, length: t.data.length }));
+  const layout = Object.entries(tensors).map(([name, t]) => ({
+    name,
+    shape: t.shape,
+    offset: (offset += t.data.length) - t.data.length,
+    length: t.data.length,
+  }));
   const flat = new Float32Array(offset);
   for (const e of layout) flat.set(tensors[e.name].data, e.offset);
-  return encodeCheckpoint(checkpointFromFlat({ model: 'transformer', optimizer: 'adamw', step: 1000, layout, params: flat, optimizerState: { m: new Float32Array(offset) } }));
+  return encodeCheckpoint(
+    checkpointFromFlat({
+      model: 'transformer',
+      optimizer: 'adamw',
+      step: 1000,
+      layout,
+      params: flat,
+      optimizerState: { m: new Float32Array(offset) },
+    }),
+  );
 }
 
 /** `ringtrain …` in this process (no start-up cost), capturing what it writes. */
 async function inProcess(args: string[]): Promise<Ran> {
-  const out = process.stdout.write, err = process.stderr.write;
-  let stdout = '', stderr = '';
+  const out = process.stdout.write,
+    err = process.stderr.write;
+  let stdout = '',
+    stderr = '';
   const capture = (add: (s: string) => void) =>
     ((chunk: string | Uint8Array, ...rest: unknown[]) => {
       add(String(chunk));
@@ -94,7 +112,17 @@ describe('ringtrain generate', () => {
     writeFileSync(path, encodeSafetensors(initTransformerTensors(WORDS_TRANSFORMER, 11)));
     const a = await inProcess(['generate', '--checkpoint', path, '--count', '20', '--seed', '3']);
     const again = await inProcess(['generate', '--checkpoint', path, '--count', '20', '--seed', '3']);
-    const other = await inProcess(['generate', '--checkpoint', path, '--count', '20', '--seed', '4', '--temperature', '1.5']);
+    const other = await inProcess([
+      'generate',
+      '--checkpoint',
+      path,
+      '--count',
+      '20',
+      '--seed',
+      '4',
+      '--temperature',
+      '1.5',
+    ]);
     const greedy = await inProcess(['generate', '--checkpoint', path, '--count', '3', '--temperature', '0']);
     for (const r of [a, again, other, greedy]) expect(r.code, r.stderr).toBe(0);
     const words = a.stdout.split('\n').slice(0, -1);
@@ -110,7 +138,18 @@ describe('ringtrain generate', () => {
 
   it('refuses a checkpoint of another model, a missing file and a bad count', SLOW, async () => {
     const cnn = join(dir, 'cnn.safetensors');
-    writeFileSync(cnn, encodeCheckpoint(checkpointFromFlat({ model: 'cnn', optimizer: 'sgd', step: 1, layout: [{ name: 'conv1.weight', shape: [2], offset: 0, length: 2 }], params: new Float32Array(2) })));
+    writeFileSync(
+      cnn,
+      encodeCheckpoint(
+        checkpointFromFlat({
+          model: 'cnn',
+          optimizer: 'sgd',
+          step: 1,
+          layout: [{ name: 'conv1.weight', shape: [2], offset: 0, length: 2 }],
+          params: new Float32Array(2),
+        }),
+      ),
+    );
     const wrong = await inProcess(['generate', '--checkpoint', cnn]);
     const missing = await inProcess(['generate', '--checkpoint', join(dir, 'nope.safetensors')]);
     const count = await inProcess(['generate', '--checkpoint', cnn, '--count', '0']);
@@ -125,25 +164,29 @@ describe('ringtrain generate', () => {
 });
 
 describe('ringtrain export', () => {
-  it('writes the weights alone under their state-dict names, which generate reads like the checkpoint', SLOW, async () => {
-    const model = spellingModel('zoo');
-    const ckpt = join(dir, 'zoo.safetensors');
-    const out = join(dir, 'zoo-state-dict.safetensors');
-    writeFileSync(ckpt, asCheckpoint(model));
-    const r = await inProcess(['export', '--checkpoint', ckpt, '--out', out]);
-    expect(r.code, r.stderr).toBe(0);
-    const { tensors, metadata } = decodeSafetensors(readFileSync(out));
-    expect(Object.keys(tensors)).toEqual(transformerTensorShapes(WORDS_TRANSFORMER).map(([n]) => n));
-    for (const [name, t] of Object.entries(model)) {
-      expect(tensors[name].shape).toEqual(t.shape);
-      expect(tensors[name].data).toEqual(t.data);
-    }
-    expect([metadata.model, metadata.step]).toEqual(['transformer', '1000']);
-    const g = await inProcess(['generate', '--checkpoint', out, '--count', '2']);
-    expect(g.stdout).toBe('zoo\nzoo\n');
-    const self = await inProcess(['export', '--checkpoint', ckpt, '--out', ckpt]);
-    expect(self.code).toBe(1);
-    expect(self.stderr).toMatch(/--out is the checkpoint itself/);
-    expect(decodeSafetensors(readFileSync(ckpt)).tensors['optim/m']).toBeDefined();
-  });
+  it(
+    'writes the weights alone under their state-dict names, which generate reads like the checkpoint',
+    SLOW,
+    async () => {
+      const model = spellingModel('zoo');
+      const ckpt = join(dir, 'zoo.safetensors');
+      const out = join(dir, 'zoo-state-dict.safetensors');
+      writeFileSync(ckpt, asCheckpoint(model));
+      const r = await inProcess(['export', '--checkpoint', ckpt, '--out', out]);
+      expect(r.code, r.stderr).toBe(0);
+      const { tensors, metadata } = decodeSafetensors(readFileSync(out));
+      expect(Object.keys(tensors)).toEqual(transformerTensorShapes(WORDS_TRANSFORMER).map(([n]) => n));
+      for (const [name, t] of Object.entries(model)) {
+        expect(tensors[name].shape).toEqual(t.shape);
+        expect(tensors[name].data).toEqual(t.data);
+      }
+      expect([metadata.model, metadata.step]).toEqual(['transformer', '1000']);
+      const g = await inProcess(['generate', '--checkpoint', out, '--count', '2']);
+      expect(g.stdout).toBe('zoo\nzoo\n');
+      const self = await inProcess(['export', '--checkpoint', ckpt, '--out', ckpt]);
+      expect(self.code).toBe(1);
+      expect(self.stderr).toMatch(/--out is the checkpoint itself/);
+      expect(decodeSafetensors(readFileSync(ckpt)).tensors['optim/m']).toBeDefined();
+    },
+  );
 });

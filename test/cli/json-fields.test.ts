@@ -10,17 +10,68 @@ import { ringtrain } from '../support/cli.ts';
 
 /** Fields both lines carry. */
 const SHARED = [
-  'test_accuracy', 'test_loss', 'train_loss', 'val_loss', 'steps', 'epochs', 'size', 'samples_per_s', 'tokens_per_s', 'train_seconds',
-  'runtime', 'adapter', 'gpu_waits', 'model', 'params', 'optimizer', 'batch', 'global_batch', 'lr', 'lr_schedule', 'seed', 'saved', 'evaluation_failed',
+  'test_accuracy',
+  'test_loss',
+  'train_loss',
+  'val_loss',
+  'steps',
+  'epochs',
+  'size',
+  'samples_per_s',
+  'tokens_per_s',
+  'train_seconds',
+  'runtime',
+  'adapter',
+  'gpu_waits',
+  'model',
+  'params',
+  'optimizer',
+  'batch',
+  'global_batch',
+  'lr',
+  'lr_schedule',
+  'seed',
+  'saved',
+  'evaluation_failed',
 ];
 /** Of those, what the flags fix: equal in both. */
-const FIXED = ['steps', 'epochs', 'size', 'runtime', 'model', 'params', 'optimizer', 'batch', 'global_batch', 'lr', 'lr_schedule', 'seed', 'saved'];
+const FIXED = [
+  'steps',
+  'epochs',
+  'size',
+  'runtime',
+  'model',
+  'params',
+  'optimizer',
+  'batch',
+  'global_batch',
+  'lr',
+  'lr_schedule',
+  'seed',
+  'saved',
+];
 
 const lastJson = (stdout: string) => JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;
 
 describe('train --json and run --json', () => {
   it('agree on the fields they share', { timeout: 180_000 }, async () => {
-    const flags = ['--model', 'examples/my-model.ts', '--steps', '3', '--batch', '8', '--seed', '4', '--lr', '0.03', '--eval-limit', '20', '--runtime', 'deno', '--json'];
+    const flags = [
+      '--model',
+      'examples/my-model.ts',
+      '--steps',
+      '3',
+      '--batch',
+      '8',
+      '--seed',
+      '4',
+      '--lr',
+      '0.03',
+      '--eval-limit',
+      '20',
+      '--runtime',
+      'deno',
+      '--json',
+    ];
     const [train, run] = await Promise.all([ringtrain(['train', ...flags]), ringtrain(['run', '-np', '1', ...flags])]);
     expect(train.code, train.stderr).toBe(0);
     expect(run.code, run.stderr).toBe(0);

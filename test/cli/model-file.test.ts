@@ -21,7 +21,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const NET = readFileSync(fileURLToPath(new URL('../../examples/my-model.ts', import.meta.url)), 'utf8');
 
 function ringtrain(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
+  if (process.env.RINGTRAIN_NETNS !== '1')
+    throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [bin, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -35,7 +36,20 @@ function ringtrain(args: string[]): Promise<{ code: number | null; stdout: strin
 describe('ringtrain run --model ./file.ts', () => {
   it('trains a model from a file outside the repository on two peers', async () => {
     writeFileSync(join(dir, 'net.ts'), NET);
-    const r = await ringtrain(['run', '-np', '2', '--model', './net.ts', '--optimizer', 'adamw', '--steps', '30', '--batch', '32', '--json']);
+    const r = await ringtrain([
+      'run',
+      '-np',
+      '2',
+      '--model',
+      './net.ts',
+      '--optimizer',
+      'adamw',
+      '--steps',
+      '30',
+      '--batch',
+      '32',
+      '--json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
     expect(result).toMatchObject({ steps: 30, size: 2, ok: true });
@@ -53,7 +67,9 @@ describe('ringtrain run --model ./file.ts', () => {
   it("refuses a worker whose model file is not the job's, naming both", () => {
     // What workerModel asks once the worker's own file is loaded.
     const mine = { identity: { name: 'net@aaaaaaaa', options: {} }, layoutHash: '11111111' };
-    expect(() => checkSameModel(mine, { name: 'net@bbbbbbbb', layoutHash: '22222222' })).toThrow(/net@aaaaaaaa \(layout hash 11111111\) but the job's is net@bbbbbbbb \(layout hash 22222222\)/);
+    expect(() => checkSameModel(mine, { name: 'net@bbbbbbbb', layoutHash: '22222222' })).toThrow(
+      /net@aaaaaaaa \(layout hash 11111111\) but the job's is net@bbbbbbbb \(layout hash 22222222\)/,
+    );
     expect(() => checkSameModel(mine, { name: 'net@aaaaaaaa', layoutHash: '11111111' })).not.toThrow();
   });
 });

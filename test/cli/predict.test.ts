@@ -40,19 +40,37 @@ describe('ringtrain predict', () => {
     expect(parseRows(new TextEncoder().encode(csv), 'rows.csv', 'csv')).toEqual(fromJson);
     const fromNpy = parseRows(npy(rows), 'rows.npy', 'npy');
     expect(fromNpy.map((r) => r.map((v) => Math.fround(v)))).toEqual(fromJson.map((r) => r.map((v) => Math.fround(v))));
-    expect(() => parseRows(new TextEncoder().encode('[[1, "x"]]'), 'bad.json', 'json')).toThrow(/bad\.json: row 0, column 1 is "x"/);
+    expect(() => parseRows(new TextEncoder().encode('[[1, "x"]]'), 'bad.json', 'json')).toThrow(
+      /bad\.json: row 0, column 1 is "x"/,
+    );
   });
 
   it('predicts rows of a JSON file as the library does, and refuses rows of another width', async () => {
     const ckpt = join(dir, 'mlp.safetensors');
-    const train = await ringtrain(['train', '--model', 'mlp', '--steps', '20', '--eval-limit', '100', '--save', ckpt, '--json']);
+    const train = await ringtrain([
+      'train',
+      '--model',
+      'mlp',
+      '--steps',
+      '20',
+      '--eval-limit',
+      '100',
+      '--save',
+      ckpt,
+      '--json',
+    ]);
     expect(train.code, train.stderr).toBe(0);
 
     const input = join(dir, 'rows.json');
     writeFileSync(input, JSON.stringify(rows));
     const r = await ringtrain(['predict', '--checkpoint', ckpt, '--input', input, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as { model: string; rows: number; classes: number[]; logits: number[][] };
+    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as {
+      model: string;
+      rows: number;
+      classes: number[];
+      logits: number[][];
+    };
     expect(out).toMatchObject({ model: 'mlp', rows: 5 });
     expect(out.logits).toHaveLength(5);
     expect(out.logits[0]).toHaveLength(10);

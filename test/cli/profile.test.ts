@@ -47,7 +47,23 @@ function expectSane(json: Record<string, unknown>, model: string, batch: number,
 
 describe('ringtrain bench profile', () => {
   it('profiles the transformer at batch 256 (Deno, timestamps): matmuls, attention and the AdamW update, by label', async () => {
-    const r = await ringtrain(['bench', 'profile', '--model', 'transformer', '--batch', '256', '--json', '--runtime', 'deno', '--steps', '1', '--rounds', '1', '--warmup', '0']);
+    const r = await ringtrain([
+      'bench',
+      'profile',
+      '--model',
+      'transformer',
+      '--batch',
+      '256',
+      '--json',
+      '--runtime',
+      'deno',
+      '--steps',
+      '1',
+      '--rounds',
+      '1',
+      '--warmup',
+      '0',
+    ]);
     const json = profileLine(r);
     const kernels = expectSane(json, 'transformer', 256, 'deno');
     expect(json.optimizer).toBe('adamw'); // the transformer's training recipe
@@ -58,7 +74,24 @@ describe('ringtrain bench profile', () => {
   });
 
   it('profiles the MLP (Node, replay)', async () => {
-    const args = ['bench', 'profile', '--model', 'mlp', '--batch', '128', '--runtime', 'node', '--steps', '2', '--rounds', '1', '--warmup', '1', '--method', 'replay'];
+    const args = [
+      'bench',
+      'profile',
+      '--model',
+      'mlp',
+      '--batch',
+      '128',
+      '--runtime',
+      'node',
+      '--steps',
+      '2',
+      '--rounds',
+      '1',
+      '--warmup',
+      '1',
+      '--method',
+      'replay',
+    ];
     const json = profileLine(await ringtrain([...args, '--json']));
     const kernels = expectSane(json, 'mlp', 128, 'node');
     expect(json.method).toBe('replay');

@@ -26,17 +26,40 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-
 describe('recovery after a divergence', () => {
   it('offers the last state evaluated before the divergence, with finite, sane weights, named once', async () => {
     requireNetns();
     // 8,000 digits at 500 a step: an evaluation at step 16, the fault at step 20.
-    const r = await ringtrainIn(dir, ['run', '-np', '1', '--runtime', 'deno', '--model', 'mlp', '--batch', '500', '--epochs', '2', '--seed', '7', '--chaos-worker', '0:scale:1e20@step:20'], CHAOS);
+    const r = await ringtrainIn(
+      dir,
+      [
+        'run',
+        '-np',
+        '1',
+        '--runtime',
+        'deno',
+        '--model',
+        'mlp',
+        '--batch',
+        '500',
+        '--epochs',
+        '2',
+        '--seed',
+        '7',
+        '--chaos-worker',
+        '0:scale:1e20@step:20',
+      ],
+      CHAOS,
+    );
     const said = `${r.stdout}\n${r.stderr}`;
     expect(r.code, said).not.toBe(0);
     expect(said).toMatch(/the run diverged/);
-    expect(readdirSync(dir).filter((f) => f.endsWith('.safetensors'))).toEqual(['ringtrain-recovery-step16.safetensors']);
-    expect(r.stderr).toContain('the run diverged; step 16, the last one evaluated before it did, is saved in ringtrain-recovery-step16.safetensors; resume with: ringtrain run -np 1 --resume ringtrain-recovery-step16.safetensors');
+    expect(readdirSync(dir).filter((f) => f.endsWith('.safetensors'))).toEqual([
+      'ringtrain-recovery-step16.safetensors',
+    ]);
+    expect(r.stderr).toContain(
+      'the run diverged; step 16, the last one evaluated before it did, is saved in ringtrain-recovery-step16.safetensors; resume with: ringtrain run -np 1 --resume ringtrain-recovery-step16.safetensors',
+    );
     expect(said.match(/--resume ringtrain-recovery/g), said).toHaveLength(1);
     const saved = decodeCheckpoint(readFileSync(join(dir, 'ringtrain-recovery-step16.safetensors')));
     expect(saved.step).toBe(16);
@@ -59,7 +82,10 @@ describe('recovery after a divergence', () => {
           rank: i,
           exited: true,
           training: true,
-          stderrTail: [`[rank ${i}] rank ${i}: the training loss became NaN at step 60: the run diverged [ERR_INVALID_ARGUMENT]; saved step 53, the last one evaluated before the run diverged, in ${path}: resume with --resume ${path}`, 'ringtrain: the run diverged'],
+          stderrTail: [
+            `[rank ${i}] rank ${i}: the training loss became NaN at step 60: the run diverged [ERR_INVALID_ARGUMENT]; saved step 53, the last one evaluated before the run diverged, in ${path}: resume with --resume ${path}`,
+            'ringtrain: the run diverged',
+          ],
         }) as unknown as WorkerState,
     );
     const stderrWrite = process.stderr.write.bind(process.stderr);
@@ -70,7 +96,14 @@ describe('recovery after a divergence', () => {
     }) as typeof process.stderr.write;
     let code: number;
     try {
-      code = await reportRun({ o: { np: 3, elastic: false, model: 'mlp' } as RunOptions, workers, codes: [1, 1, 1], recovery: { step: 53, path: shared, diverged: true }, runtime: 'deno', say: async (l) => void lines.push(l) });
+      code = await reportRun({
+        o: { np: 3, elastic: false, model: 'mlp' } as RunOptions,
+        workers,
+        codes: [1, 1, 1],
+        recovery: { step: 53, path: shared, diverged: true },
+        runtime: 'deno',
+        say: async (l) => void lines.push(l),
+      });
     } finally {
       process.stderr.write = stderrWrite;
     }

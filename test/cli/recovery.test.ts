@@ -14,7 +14,8 @@ const dir = mkdtempSync(join(tmpdir(), 'ringtrain-recovery-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const layout = [{ name: 'w', shape: [2, 2], offset: 0, length: 4 }];
-const ckpt = (step: number, values: number[]) => checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step, layout, params: Float32Array.from(values) });
+const ckpt = (step: number, values: number[]) =>
+  checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step, layout, params: Float32Array.from(values) });
 
 describe('recovery checkpoints', () => {
   it('name the file after --recovery, else --save, else a default', () => {
@@ -53,6 +54,8 @@ describe('recovery checkpoints', () => {
   });
 
   it('say what to do when the directory is missing', () => {
-    expect(() => saveRecovery(join(dir, 'no', 'such', 'dir', 'x'), ckpt(1, [0, 0, 0, 0]))).toThrow(/cannot write the recovery checkpoint .*directory exists/);
+    expect(() => saveRecovery(join(dir, 'no', 'such', 'dir', 'x'), ckpt(1, [0, 0, 0, 0]))).toThrow(
+      /cannot write the recovery checkpoint .*directory exists/,
+    );
   });
 });

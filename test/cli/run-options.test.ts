@@ -11,12 +11,37 @@ import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 /** Parses `run` options in this process: a refused option throws before anything starts. */
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
 type RunOptions = Parameters<typeof jobSpecFor>[0];
-const base = { model: 'mlp', optimizer: 'sgd', lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 1, epochs: 1, batch: 32, np: 3, extraPeers: 1, fp16: false, scaleLr: false, lrSchedule: 'constant', warmupSteps: 0, backwardPasses: 1 } as unknown as RunOptions;
+const base = {
+  model: 'mlp',
+  optimizer: 'sgd',
+  lr: 0.05,
+  momentum: 0.9,
+  weightDecay: 0,
+  seed: 1,
+  epochs: 1,
+  batch: 32,
+  np: 3,
+  extraPeers: 1,
+  fp16: false,
+  scaleLr: false,
+  lrSchedule: 'constant',
+  warmupSteps: 0,
+  backwardPasses: 1,
+} as unknown as RunOptions;
 
 describe('ringtrain run --elastic options', () => {
   it('make an elastic job start with all -np workers and go on down to --min-np', () => {
-    expect(jobSpecFor({ ...base, elastic: true, minNp: 1, maxNp: 4 }).config).toMatchObject({ minPeers: 1, maxPeers: 4, startPeers: 3 });
-    expect(jobSpecFor({ ...base, elastic: true, minNp: 2, maxNp: 8, serverWait: 5 }).config).toMatchObject({ minPeers: 2, maxPeers: 8, startPeers: 3, hyperparameters: { serverWaitMs: 5000, elastic: true } });
+    expect(jobSpecFor({ ...base, elastic: true, minNp: 1, maxNp: 4 }).config).toMatchObject({
+      minPeers: 1,
+      maxPeers: 4,
+      startPeers: 3,
+    });
+    expect(jobSpecFor({ ...base, elastic: true, minNp: 2, maxNp: 8, serverWait: 5 }).config).toMatchObject({
+      minPeers: 2,
+      maxPeers: 8,
+      startPeers: 3,
+      hyperparameters: { serverWaitMs: 5000, elastic: true },
+    });
     // A fixed ring needs every worker all along.
     const fixed = jobSpecFor({ ...base, elastic: false }).config;
     expect(fixed).toMatchObject({ minPeers: 3, maxPeers: 4 });
@@ -46,16 +71,43 @@ describe('ringtrain run --model transformer', () => {
     return out!;
   }
 
-  it("takes the words recipe with its 256 words split over the peers, and the job carries it to every worker", async () => {
+  it('takes the words recipe with its 256 words split over the peers, and the job carries it to every worker', async () => {
     const { raw, recipe } = await recipeOf(['--np', '4', '--model', 'transformer']);
     expect(recipe?.sampling).toBe('replacement');
-    expect(raw).toMatchObject({ batch: '64', warmupSteps: '100', optimizer: 'adamw', lr: '0.003', steps: '1000', lrSchedule: 'cosine' });
-    const o = { ...base, ...parseTrainOptions(raw), lrSchedule: 'cosine', warmupSteps: 100, sampling: 'replacement', warmupFrom: 'zero', evalLimit: 50 } as RunOptions;
+    expect(raw).toMatchObject({
+      batch: '64',
+      warmupSteps: '100',
+      optimizer: 'adamw',
+      lr: '0.003',
+      steps: '1000',
+      lrSchedule: 'cosine',
+    });
+    const o = {
+      ...base,
+      ...parseTrainOptions(raw),
+      lrSchedule: 'cosine',
+      warmupSteps: 100,
+      sampling: 'replacement',
+      warmupFrom: 'zero',
+      evalLimit: 50,
+    } as RunOptions;
     const config = trainConfigFromJob(jobSpecFor(o).config);
-    expect(config).toMatchObject({ model: 'transformer', optimizer: 'adamw', batch: 64, lr: 0.003, steps: 1000, lrSchedule: 'cosine', warmupSteps: 100, warmupFrom: 'zero', sampling: 'replacement' });
+    expect(config).toMatchObject({
+      model: 'transformer',
+      optimizer: 'adamw',
+      batch: 64,
+      lr: 0.003,
+      steps: 1000,
+      lrSchedule: 'cosine',
+      warmupSteps: 100,
+      warmupFrom: 'zero',
+      sampling: 'replacement',
+    });
     expect(jobSpecFor(o).config.hyperparameters.evalLimit).toBe(50);
     // Flags given win over the recipe.
-    expect((await recipeOf(['--np', '2', '--model', 'transformer', '--batch', '8', '--warmup-steps', '0'])).raw).toMatchObject({ batch: '8', warmupSteps: '0' });
+    expect(
+      (await recipeOf(['--np', '2', '--model', 'transformer', '--batch', '8', '--warmup-steps', '0'])).raw,
+    ).toMatchObject({ batch: '8', warmupSteps: '0' });
     // The MLP has no recipe: nothing changes.
     expect((await recipeOf(['--np', '2', '--model', 'mlp'])).raw).toMatchObject({ batch: '64', warmupSteps: '0' });
   });
@@ -66,8 +118,12 @@ describe('ringtrain run --model transformer', () => {
     expect(raw).toMatchObject({ batch: '8', lrSchedule: 'cosine', warmupSteps: '0' });
     expect(parseTrainOptions(raw)).toMatchObject({ optimizer: 'sgd', lr: 0.05 });
     // AdamW keeps its own rate; flags given win.
-    expect(parseTrainOptions((await recipeOf(['--np', '4', '--model', 'cnn', '--optimizer', 'adamw'])).raw)).toMatchObject({ lr: 0.002 });
-    expect((await recipeOf(['--np', '4', '--model', 'cnn', '--batch', '16', '--lr-schedule', 'constant'])).raw).toMatchObject({ batch: '16', lrSchedule: 'constant' });
+    expect(
+      parseTrainOptions((await recipeOf(['--np', '4', '--model', 'cnn', '--optimizer', 'adamw'])).raw),
+    ).toMatchObject({ lr: 0.002 });
+    expect(
+      (await recipeOf(['--np', '4', '--model', 'cnn', '--batch', '16', '--lr-schedule', 'constant'])).raw,
+    ).toMatchObject({ batch: '16', lrSchedule: 'constant' });
   });
 });
 

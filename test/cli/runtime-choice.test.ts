@@ -4,8 +4,20 @@ import { ErrorCode } from '../../src/core/errors.ts';
 import { decideRuntime, runtimeLine } from '../../src/cli/host.node.ts';
 import { chooseRuntime, parseAdapterDescription, withRuntime } from '../../src/cli/runtime-choice.ts';
 
-const h100 = { found: true, description: 'NVIDIA H100 80GB HBM3', vendor: 'nvidia', architecture: 'hopper', isFallbackAdapter: false };
-const swiftshader = { found: true, description: 'SwiftShader driver 5.0.0', vendor: 'google', architecture: 'swiftshader', isFallbackAdapter: true };
+const h100 = {
+  found: true,
+  description: 'NVIDIA H100 80GB HBM3',
+  vendor: 'nvidia',
+  architecture: 'hopper',
+  isFallbackAdapter: false,
+};
+const swiftshader = {
+  found: true,
+  description: 'SwiftShader driver 5.0.0',
+  vendor: 'google',
+  architecture: 'swiftshader',
+  isFallbackAdapter: true,
+};
 
 describe('chooseRuntime', () => {
   it('picks Node (Dawn) on a hardware adapter and says why', () => {
@@ -38,22 +50,45 @@ describe('adapter descriptions in place of the probe', () => {
   });
 
   it('picks Node without probing where Deno is not installed, and says so with the command that adds it', async () => {
-    const d = await decideRuntime('auto', () => Promise.reject(new Error('without Deno the adapter does not matter')), () => false);
+    const d = await decideRuntime(
+      'auto',
+      () => Promise.reject(new Error('without Deno the adapter does not matter')),
+      () => false,
+    );
     expect(d).toMatchObject({ runtime: 'node', auto: true });
     expect(runtimeLine(d)).toMatch(/^ringtrain: runtime node \(auto: Deno is not installed; npm install deno adds it/);
     // With Deno installed, the adapter decides as before.
-    expect(await decideRuntime('auto', async () => swiftshader, () => true)).toMatchObject({ runtime: 'deno', auto: true });
+    expect(
+      await decideRuntime(
+        'auto',
+        async () => swiftshader,
+        () => true,
+      ),
+    ).toMatchObject({ runtime: 'deno', auto: true });
   });
 
   it('rejects a description that is not a JSON object, saying what it should look like', () => {
     for (const bad of ['', 'nvidia', '[1]', 'null']) {
-      expect(() => parseAdapterDescription(bad)).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: expect.stringMatching(/^an adapter description must be a JSON object like/) }));
+      expect(() => parseAdapterDescription(bad)).toThrow(
+        expect.objectContaining({
+          code: ErrorCode.InvalidArgument,
+          message: expect.stringMatching(/^an adapter description must be a JSON object like/),
+        }),
+      );
     }
-    expect(parseAdapterDescription('{"isFallbackAdapter":true}')).toMatchObject({ found: true, isFallbackAdapter: true });
+    expect(parseAdapterDescription('{"isFallbackAdapter":true}')).toMatchObject({
+      found: true,
+      isFallbackAdapter: true,
+    });
   });
 
   it('withRuntime swaps auto for the chosen runtime when re-executing, or appends it', () => {
-    expect(withRuntime(['train', '--runtime', 'auto', '--json'], 'deno')).toEqual(['train', '--runtime', 'deno', '--json']);
+    expect(withRuntime(['train', '--runtime', 'auto', '--json'], 'deno')).toEqual([
+      'train',
+      '--runtime',
+      'deno',
+      '--json',
+    ]);
     expect(withRuntime(['train', '--runtime=auto'], 'node')).toEqual(['train', '--runtime=node']);
     expect(withRuntime(['worker', '--job', 'j'], 'deno')).toEqual(['worker', '--job', 'j', '--runtime', 'deno']);
   });

@@ -9,7 +9,16 @@
  * Real launcher, real server, a real Deno worker.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -33,8 +42,29 @@ describe('a --save directory that stops being writable mid-run', () => {
     mkdirSync(temp);
     const save = join(out, 'mlp.safetensors');
     // 8,000 digits at 500 a step: saves at steps 16, 32 and 48.
-    const args = ['run', '-np', '1', '--runtime', 'deno', '--model', 'mlp', '--batch', '500', '--epochs', '3', '--seed', '7', '--save', save, '--json'];
-    const child = spawn(process.execPath, [join(process.cwd(), 'bin/ringtrain.js'), ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: temp } });
+    const args = [
+      'run',
+      '-np',
+      '1',
+      '--runtime',
+      'deno',
+      '--model',
+      'mlp',
+      '--batch',
+      '500',
+      '--epochs',
+      '3',
+      '--seed',
+      '7',
+      '--save',
+      save,
+      '--json',
+    ];
+    const child = spawn(process.execPath, [join(process.cwd(), 'bin/ringtrain.js'), ...args], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, TMPDIR: temp },
+    });
     launchers.push(child);
     let stdout = '';
     let stderr = '';
@@ -42,18 +72,37 @@ describe('a --save directory that stops being writable mid-run', () => {
     child.stderr.on('data', (d) => (stderr += d));
     const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
 
-    await until(() => existsSync(save) || child.exitCode !== null, 'the first save', 240_000, () => stderr);
+    await until(
+      () => existsSync(save) || child.exitCode !== null,
+      'the first save',
+      240_000,
+      () => stderr,
+    );
     renameSync(out, join(dir, 'out-moved'));
     writeFileSync(out, 'not a directory');
     const code = await exit;
 
     // The run trained to the end, and said, for each later save, what failed and where the state went.
     expect(stderr).toMatch(/epoch 3: step 48/);
-    const failures = [...stderr.matchAll(/could not save step (\d+) in \S*mlp\.safetensors \((ENOTDIR[^)]*)\); training goes on and the next save tries again\. Step \d+ is in (\S+) meanwhile/g)];
-    expect(failures.map((m) => Number(m[1])), stderr).toEqual([32, 48]);
+    const failures = [
+      ...stderr.matchAll(
+        /could not save step (\d+) in \S*mlp\.safetensors \((ENOTDIR[^)]*)\); training goes on and the next save tries again\. Step \d+ is in (\S+) meanwhile/g,
+      ),
+    ];
+    expect(
+      failures.map((m) => Number(m[1])),
+      stderr,
+    ).toEqual([32, 48]);
     expect(failures[1][3].startsWith(temp), failures[1][3]).toBe(true);
     expect(failures[1][3]).toMatch(/ringtrain-run-[0-9a-f]{8}-rank0-step48\.safetensors$/);
-    expect(readdirSync(temp).filter((f) => f.endsWith('.safetensors')).sort()).toEqual([expect.stringMatching(/-rank0-step32\.safetensors$/), expect.stringMatching(/-rank0-step48\.safetensors$/)]);
+    expect(
+      readdirSync(temp)
+        .filter((f) => f.endsWith('.safetensors'))
+        .sort(),
+    ).toEqual([
+      expect.stringMatching(/-rank0-step32\.safetensors$/),
+      expect.stringMatching(/-rank0-step48\.safetensors$/),
+    ]);
     expect(decodeCheckpoint(readFileSync(failures[1][3])).step).toBe(48);
 
     // The final report names the file, and the command fails: the checkpoint is not where --save said.
@@ -61,7 +110,11 @@ describe('a --save directory that stops being writable mid-run', () => {
     expect(stderr).toContain(`it is in ${failures[1][3]}`);
     expect(code, stderr).toBe(1);
     const summary = JSON.parse(stdout.trim().split('\n').pop()!);
-    expect(summary).toMatchObject({ steps: 48, saved: failures[1][3], save_failed: { step: 48, path: save, fallback: failures[1][3] } });
+    expect(summary).toMatchObject({
+      steps: 48,
+      saved: failures[1][3],
+      save_failed: { step: 48, path: save, fallback: failures[1][3] },
+    });
     // What landed before the disk went away is still there.
     expect(decodeCheckpoint(readFileSync(join(dir, 'out-moved', 'mlp.safetensors'))).step).toBe(16);
   }, 400_000);
@@ -71,9 +124,14 @@ describe('a --save directory that stops being writable mid-run', () => {
     mkdirSync(out);
     const save = join(out, 'm.safetensors');
     const lines: string[] = [];
-    const saver = new CheckpointSaver({ save, overwrite: false }, () => ({ job: '../../evil job', rank: 2 }), (l) => void lines.push(l));
+    const saver = new CheckpointSaver(
+      { save, overwrite: false },
+      () => ({ job: '../../evil job', rank: 2 }),
+      (l) => void lines.push(l),
+    );
     const layout = [{ name: 'w', shape: [2], offset: 0, length: 2 }];
-    const at = (step: number) => checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step, layout, params: Float32Array.of(step, 1) });
+    const at = (step: number) =>
+      checkpointFromFlat({ model: 'mlp', optimizer: 'sgd', step, layout, params: Float32Array.of(step, 1) });
     await saver.save(at(1));
     rmSync(out, { recursive: true });
     writeFileSync(out, 'not a directory');

@@ -36,19 +36,60 @@ describe('class names in a CSV label column', () => {
     const data = join(dir, 'iris.csv');
     writeFileSync(data, irisLike(90));
     const ckpt = join(dir, 'iris.safetensors');
-    const train = await ringtrain(['train', '--data', data, '--label-column', 'species', '--steps', '60', '--batch', '16', '--optimizer', 'adamw', '--lr', '0.02', '--runtime', 'node', '--save', ckpt, '--json']);
+    const train = await ringtrain([
+      'train',
+      '--data',
+      data,
+      '--label-column',
+      'species',
+      '--steps',
+      '60',
+      '--batch',
+      '16',
+      '--optimizer',
+      'adamw',
+      '--lr',
+      '0.02',
+      '--runtime',
+      'node',
+      '--save',
+      ckpt,
+      '--json',
+    ]);
     expect(train.code, train.stderr).toBe(0);
     expect(last(train.stdout).test_accuracy).toBeGreaterThan(0.9);
-    const meta = decodeSafetensors(new Uint8Array(await import('node:fs').then((fs) => fs.readFileSync(ckpt)))).metadata;
+    const meta = decodeSafetensors(
+      new Uint8Array(await import('node:fs').then((fs) => fs.readFileSync(ckpt))),
+    ).metadata;
     expect(JSON.parse(meta.class_names)).toEqual(['setosa', 'versicolor', 'virginica']);
     expect(meta.label_column).toBe('species');
 
     // Other names would renumber the classes: a resume on them is refused, naming both sets.
     const renamed = join(dir, 'renamed.csv');
     writeFileSync(renamed, irisLike(90).replaceAll('virginica', 'iris-virginica'));
-    const resumed = await ringtrain(['train', '--data', renamed, '--label-column', 'species', '--steps', '70', '--batch', '16', '--optimizer', 'adamw', '--lr', '0.02', '--runtime', 'node', '--resume', ckpt]);
+    const resumed = await ringtrain([
+      'train',
+      '--data',
+      renamed,
+      '--label-column',
+      'species',
+      '--steps',
+      '70',
+      '--batch',
+      '16',
+      '--optimizer',
+      'adamw',
+      '--lr',
+      '0.02',
+      '--runtime',
+      'node',
+      '--resume',
+      ckpt,
+    ]);
     expect(resumed.code).not.toBe(0);
-    expect(resumed.stderr).toContain(`${ckpt} was trained on the classes setosa, versicolor, virginica, but this data has the classes iris-virginica, setosa, versicolor`);
+    expect(resumed.stderr).toContain(
+      `${ckpt} was trained on the classes setosa, versicolor, virginica, but this data has the classes iris-virginica, setosa, versicolor`,
+    );
 
     // The training file as it is: its species column is left out by the checkpoint's record.
     const r = await ringtrain(['predict', '--checkpoint', ckpt, '--input', data, '--json']);
@@ -69,7 +110,9 @@ describe('class names in a CSV label column', () => {
     // Without --label-column that file has one column too many and no header naming the labels: it says what to pass.
     const unnamed = await ringtrain(['predict', '--checkpoint', ckpt, '--input', bare]);
     expect(unnamed.code).not.toBe(0);
-    expect(unnamed.stderr).toContain(`${bare} has 4 columns, one more than the model reads (3), but no column "species"`);
+    expect(unnamed.stderr).toContain(
+      `${bare} has 4 columns, one more than the model reads (3), but no column "species"`,
+    );
     const beyond = await ringtrain(['predict', '--checkpoint', ckpt, '--input', bare, '--label-column', '7']);
     expect(beyond.code).not.toBe(0);
     expect(beyond.stderr).toContain('--label-column 7: column 7 does not exist; ' + bare + ' has 4');
@@ -78,19 +121,49 @@ describe('class names in a CSV label column', () => {
   it('refuses a short row and a missing column with the line numbers of the file', async () => {
     const short = join(dir, 'short.csv');
     writeFileSync(short, 'a,b,label\n0.1,0.2,x\n\n0.3,y\n0.5,0.6,x\n');
-    const r = await ringtrain(['train', '--data', short, '--label-column', 'label', '--steps', '1', '--runtime', 'node']);
+    const r = await ringtrain([
+      'train',
+      '--data',
+      short,
+      '--label-column',
+      'label',
+      '--steps',
+      '1',
+      '--runtime',
+      'node',
+    ]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(`${short}: row at line 4 has 2 columns, the header has 3`);
 
     const three = join(dir, 'three.csv');
     writeFileSync(three, irisLike(10));
-    const wide = await ringtrain(['train', '--data', three, '--label-column', '7', '--steps', '1', '--runtime', 'node']);
+    const wide = await ringtrain([
+      'train',
+      '--data',
+      three,
+      '--label-column',
+      '7',
+      '--steps',
+      '1',
+      '--runtime',
+      'node',
+    ]);
     expect(wide.code).not.toBe(0);
     expect(wide.stderr).toContain(`--label-column 7: column 7 does not exist; ${three} has 4`);
 
     const word = join(dir, 'word.csv');
     writeFileSync(word, 'a,b,label\n0.1,0.2,x\n0.3,oops,y\n');
-    const nan = await ringtrain(['train', '--data', word, '--label-column', 'label', '--steps', '1', '--runtime', 'node']);
+    const nan = await ringtrain([
+      'train',
+      '--data',
+      word,
+      '--label-column',
+      'label',
+      '--steps',
+      '1',
+      '--runtime',
+      'node',
+    ]);
     expect(nan.stderr).toContain(`${word}: line 3, column 1 (b) is "oops", not a finite number`);
   }, 300_000);
 });
@@ -132,7 +205,13 @@ describe('predict --model SCRIPT', () => {
     rmSync(marker);
 
     const input = join(dir, 'two.json');
-    writeFileSync(input, JSON.stringify([[1, 0], [0, 1]]));
+    writeFileSync(
+      input,
+      JSON.stringify([
+        [1, 0],
+        [0, 1],
+      ]),
+    );
     const r = await ringtrain(['predict', '--checkpoint', save, '--model', script, '--input', input]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim().split('\n')).toEqual(['0', '1']);
@@ -140,7 +219,10 @@ describe('predict --model SCRIPT', () => {
 
     // A script whose model stays inside it is refused before anything in it runs.
     const closed = join(dir, 'closed.ts');
-    writeFileSync(closed, `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\n`);
+    writeFileSync(
+      closed,
+      `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\n`,
+    );
     const refused = await ringtrain(['predict', '--checkpoint', save, '--model', closed, '--input', input]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('closed.ts exports no model factory');

@@ -20,7 +20,24 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** About 25 KB of seeded English-like sentences. */
 function text(): string {
-  const words = ['the', 'cat', 'sat', 'on', 'a', 'mat', 'and', 'dog', 'ran', 'far', 'away', 'from', 'home', 'while', 'it', 'rained'];
+  const words = [
+    'the',
+    'cat',
+    'sat',
+    'on',
+    'a',
+    'mat',
+    'and',
+    'dog',
+    'ran',
+    'far',
+    'away',
+    'from',
+    'home',
+    'while',
+    'it',
+    'rained',
+  ];
   let x = 11;
   const lines: string[] = [];
   for (let i = 0; i < 500; i++) {
@@ -39,11 +56,40 @@ describe('train --text --tokenizer gpt2', () => {
     const file = join(dir, 'story.txt');
     writeFileSync(file, text());
     const ckpt = join(dir, 'story.safetensors');
-    const r = await ringtrain(['train', '--text', file, '--tokenizer', 'gpt2', '--layers', '1', '--width', '32', '--heads', '2', '--context', '32', '--batch', '4', '--steps', '3', '--eval-limit', '8', '--save', ckpt, '--json']);
+    const r = await ringtrain([
+      'train',
+      '--text',
+      file,
+      '--tokenizer',
+      'gpt2',
+      '--layers',
+      '1',
+      '--width',
+      '32',
+      '--heads',
+      '2',
+      '--context',
+      '32',
+      '--batch',
+      '4',
+      '--steps',
+      '3',
+      '--eval-limit',
+      '8',
+      '--save',
+      ckpt,
+      '--json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
     const tokens = (await gpt2Tokenizer()).encode(text());
-    expect(result).toMatchObject({ steps: 3, runtime: 'deno', tokenizer: 'gpt2', vocabulary_size: 50257, text_tokens: tokens.length });
+    expect(result).toMatchObject({
+      steps: 3,
+      runtime: 'deno',
+      tokenizer: 'gpt2',
+      vocabulary_size: 50257,
+      text_tokens: tokens.length,
+    });
     // A model that knows nothing yet: its loss is near ln 50,257 = 10.8.
     expect(result.train_loss).toBeGreaterThan(9);
     expect(result.train_loss).toBeLessThan(12);
@@ -51,17 +97,55 @@ describe('train --text --tokenizer gpt2', () => {
 
     const { metadata } = decodeSafetensors(readFileSync(ckpt));
     expect(JSON.parse(metadata.tokenizer)).toEqual({ name: 'gpt2', vocab_size: 50257 });
-    expect(JSON.parse(metadata.model_spec)).toMatchObject({ context: 32, layers: 1, width: 32, heads: 2, vocab: 50257 });
+    expect(JSON.parse(metadata.model_spec)).toMatchObject({
+      context: 32,
+      layers: 1,
+      width: 32,
+      heads: 2,
+      vocab: 50257,
+    });
 
-    const sample = await ringtrain(['generate', '--checkpoint', ckpt, '--prompt', 'The cat', '--length', '12', '--seed', '2']);
+    const sample = await ringtrain([
+      'generate',
+      '--checkpoint',
+      ckpt,
+      '--prompt',
+      'The cat',
+      '--length',
+      '12',
+      '--seed',
+      '2',
+    ]);
     expect(sample.code, sample.stderr).toBe(0);
     const out = sample.stdout.replace(/\n$/, '');
     expect(out.startsWith('The cat')).toBe(true);
     // Twelve tokens drawn from all of GPT-2's vocabulary are words and pieces of words, not twelve characters.
     expect(out.length - 'The cat'.length).toBeGreaterThan(12);
 
-    const other = await ringtrain(['train', '--text', file, '--tokenizer', 'char', '--layers', '1', '--width', '32', '--heads', '2', '--context', '32', '--batch', '4', '--steps', '4', '--resume', ckpt]);
+    const other = await ringtrain([
+      'train',
+      '--text',
+      file,
+      '--tokenizer',
+      'char',
+      '--layers',
+      '1',
+      '--width',
+      '32',
+      '--heads',
+      '2',
+      '--context',
+      '32',
+      '--batch',
+      '4',
+      '--steps',
+      '4',
+      '--resume',
+      ckpt,
+    ]);
     expect(other.code).not.toBe(0);
-    expect(other.stderr).toContain(`${ckpt} was trained with the gpt2 tokenizer (50,257 tokens), but this run asks for --tokenizer char`);
+    expect(other.stderr).toContain(
+      `${ckpt} was trained with the gpt2 tokenizer (50,257 tokens), but this run asks for --tokenizer char`,
+    );
   }, 240_000);
 });

@@ -19,7 +19,9 @@ function csv(rows: number, width: number): string {
   const lines = [[...Array.from({ length: width }, (_, j) => `f${j}`), 'label'].join(',')];
   for (let i = 0; i < rows; i++) {
     const c = i % 3;
-    lines.push([...Array.from({ length: width }, (_, j) => (j === c ? 1 : 0) + ((i * 7 + j * 3) % 10) / 50), c].join(','));
+    lines.push(
+      [...Array.from({ length: width }, (_, j) => (j === c ? 1 : 0) + ((i * 7 + j * 3) % 10) / 50), c].join(','),
+    );
   }
   return lines.join('\n') + '\n';
 }
@@ -40,7 +42,24 @@ describe('train --data FILE.csv', () => {
   it('trains the mlp from a label column, and refuses a table of the wrong width for a model file', async () => {
     const data = join(dir, 'three.csv');
     writeFileSync(data, csv(150, 4));
-    const mlp = await ringtrain(['train', '--data', data, '--label-column', 'label', '--steps', '60', '--batch', '16', '--optimizer', 'adamw', '--lr', '0.02', '--runtime', 'deno', '--json']);
+    const mlp = await ringtrain([
+      'train',
+      '--data',
+      data,
+      '--label-column',
+      'label',
+      '--steps',
+      '60',
+      '--batch',
+      '16',
+      '--optimizer',
+      'adamw',
+      '--lr',
+      '0.02',
+      '--runtime',
+      'deno',
+      '--json',
+    ]);
     expect(mlp.code, mlp.stderr).toBe(0);
     const r = JSON.parse(mlp.stdout.trim().split('\n').pop()!);
     expect(r.steps).toBe(60);
@@ -51,9 +70,31 @@ describe('train --data FILE.csv', () => {
     const labels = join(dir, 'labels.txt');
     writeFileSync(labels, Array.from({ length: 150 }, (_, i) => i % 3).join('\n'));
     const wide = join(dir, 'wide.csv');
-    writeFileSync(wide, csv(150, 5).split('\n').map((l) => l.split(',').slice(0, 5).join(',')).join('\n'));
-    const refused = await ringtrain(['train', '--model', modelFile, '--data', wide, '--labels', labels, '--steps', '2', '--runtime', 'deno']);
+    writeFileSync(
+      wide,
+      csv(150, 5)
+        .split('\n')
+        .map((l) => l.split(',').slice(0, 5).join(','))
+        .join('\n'),
+    );
+    const refused = await ringtrain([
+      'train',
+      '--model',
+      modelFile,
+      '--data',
+      wide,
+      '--labels',
+      labels,
+      '--steps',
+      '2',
+      '--runtime',
+      'deno',
+    ]);
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(new RegExp(`${wide.replace(/[.]/g, '\\.')} has examples of shape \\[120, 5\\] with labels of 3 classes, but model four@[0-9a-f]+ reads \\[batch, 4\\] and has 3 classes`));
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `${wide.replace(/[.]/g, '\\.')} has examples of shape \\[120, 5\\] with labels of 3 classes, but model four@[0-9a-f]+ reads \\[batch, 4\\] and has 3 classes`,
+      ),
+    );
   }, 120_000);
 });

@@ -34,7 +34,18 @@ describe('train --text', () => {
     const text = join(dir, 'tiny.txt');
     writeFileSync(text, tinyText());
     const ckpt = join(dir, 'tiny.safetensors');
-    const first = await ringtrain(['train', '--text', text, ...SIZES, ...BASE, '--steps', '20', '--save', ckpt, '--json']);
+    const first = await ringtrain([
+      'train',
+      '--text',
+      text,
+      ...SIZES,
+      ...BASE,
+      '--steps',
+      '20',
+      '--save',
+      ckpt,
+      '--json',
+    ]);
     expect(first.code, first.stderr).toBe(0);
     const r1 = JSON.parse(first.stdout.trim().split('\n').pop()!);
     expect(r1).toMatchObject({ steps: 20, model: 'transformer' });
@@ -42,25 +53,85 @@ describe('train --text', () => {
     const chars = [...new Set(tinyText())].sort();
     expect(r1.vocabulary_size).toBe(chars.length);
     const { metadata } = decodeSafetensors(readFileSync(ckpt));
-    expect(JSON.parse(metadata.model_spec)).toMatchObject({ kind: 'transformer', context: 16, layers: 1, width: 16, heads: 2, vocab: chars.length });
+    expect(JSON.parse(metadata.model_spec)).toMatchObject({
+      kind: 'transformer',
+      context: 16,
+      layers: 1,
+      width: 16,
+      heads: 2,
+      vocab: chars.length,
+    });
     expect(JSON.parse(metadata.vocabulary)).toEqual({ tokens: 'chars', symbols: chars.map((c) => c.codePointAt(0)) });
 
-    const resumed = await ringtrain(['train', '--text', text, ...SIZES, ...BASE, '--steps', '25', '--resume', ckpt, '--save', ckpt, '--json']);
+    const resumed = await ringtrain([
+      'train',
+      '--text',
+      text,
+      ...SIZES,
+      ...BASE,
+      '--steps',
+      '25',
+      '--resume',
+      ckpt,
+      '--save',
+      ckpt,
+      '--json',
+    ]);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout.trim().split('\n').pop()!)).toMatchObject({ steps: 25 });
 
-    const wider = await ringtrain(['train', '--text', text, ...SIZES.slice(0, 4), '--width', '32', '--heads', '2', ...BASE, '--steps', '30', '--resume', ckpt]);
+    const wider = await ringtrain([
+      'train',
+      '--text',
+      text,
+      ...SIZES.slice(0, 4),
+      '--width',
+      '32',
+      '--heads',
+      '2',
+      ...BASE,
+      '--steps',
+      '30',
+      '--resume',
+      ckpt,
+    ]);
     expect(wider.code).not.toBe(0);
-    expect(wider.stderr).toContain(`${ckpt} was saved with model options {"width":16} but this run builds {"width":32}`);
+    expect(wider.stderr).toContain(
+      `${ckpt} was saved with model options {"width":16} but this run builds {"width":32}`,
+    );
 
-    const sample = await ringtrain(['generate', '--checkpoint', ckpt, '--prompt', 'The ', '--length', '120', '--temperature', '0.8', '--seed', '3']);
+    const sample = await ringtrain([
+      'generate',
+      '--checkpoint',
+      ckpt,
+      '--prompt',
+      'The ',
+      '--length',
+      '120',
+      '--temperature',
+      '0.8',
+      '--seed',
+      '3',
+    ]);
     expect(sample.code, sample.stderr).toBe(0);
     const out = sample.stdout.replace(/\n$/, '');
     expect(out.startsWith('The ')).toBe(true);
     expect([...out].length).toBe(4 + 120);
     expect([...out].filter((c) => !chars.includes(c))).toEqual([]);
     // The same seed gives the same text.
-    const again = await ringtrain(['generate', '--checkpoint', ckpt, '--prompt', 'The ', '--length', '120', '--temperature', '0.8', '--seed', '3']);
+    const again = await ringtrain([
+      'generate',
+      '--checkpoint',
+      ckpt,
+      '--prompt',
+      'The ',
+      '--length',
+      '120',
+      '--temperature',
+      '0.8',
+      '--seed',
+      '3',
+    ]);
     expect(again.stdout).toBe(sample.stdout);
   }, 120_000);
 });

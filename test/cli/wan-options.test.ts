@@ -10,30 +10,69 @@ import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
 type RunOptions = Parameters<typeof jobSpecFor>[0];
-const base = { model: 'mlp', optimizer: 'sgd', lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 1, epochs: 1, batch: 32, np: 2, extraPeers: 0, fp16: false, elastic: false, scaleLr: false, lrSchedule: 'constant', warmupSteps: 0, backwardPasses: 1 } as unknown as RunOptions;
+const base = {
+  model: 'mlp',
+  optimizer: 'sgd',
+  lr: 0.05,
+  momentum: 0.9,
+  weightDecay: 0,
+  seed: 1,
+  epochs: 1,
+  batch: 32,
+  np: 2,
+  extraPeers: 0,
+  fp16: false,
+  elastic: false,
+  scaleLr: false,
+  lrSchedule: 'constant',
+  warmupSteps: 0,
+  backwardPasses: 1,
+} as unknown as RunOptions;
 
 describe('ringtrain run --compression / --sync-every', () => {
   it('become job hyperparameters that a peer reads back as its training config', () => {
     const wan = parseWanOptions({ compression: 'int8', syncEvery: '8', outerLr: '0.5' });
     expect(wan).toEqual({ compression: 'int8', syncEvery: 8, outerLr: 0.5, outerMomentum: 0.9 });
     const job = jobSpecFor({ ...base, wan });
-    expect(job.config.hyperparameters).toMatchObject({ compression: 'int8', syncEvery: 8, outerLr: 0.5, outerMomentum: 0.9 });
-    expect(trainConfigFromJob(job.config)).toMatchObject({ compression: 'int8', syncEvery: 8, outerLr: 0.5, outerMomentum: 0.9 });
+    expect(job.config.hyperparameters).toMatchObject({
+      compression: 'int8',
+      syncEvery: 8,
+      outerLr: 0.5,
+      outerMomentum: 0.9,
+    });
+    expect(trainConfigFromJob(job.config)).toMatchObject({
+      compression: 'int8',
+      syncEvery: 8,
+      outerLr: 0.5,
+      outerMomentum: 0.9,
+    });
     // Without --sync-every the job trains synchronously; --fp16 still means fp16.
     const sync = trainConfigFromJob(jobSpecFor({ ...base, wan: parseWanOptions({ fp16: true }) }).config);
     expect(sync.syncEvery).toBeUndefined();
     expect(sync.compression).toBe('fp16');
     // --ring-order rtt travels as a hyperparameter the session reads when a ring forms.
-    expect(jobSpecFor({ ...base, wan: parseWanOptions({ ringOrder: 'rtt' }) }).config.hyperparameters).toMatchObject({ ringOrder: 'rtt' });
-    expect(jobSpecFor({ ...base, wan: parseWanOptions({ ringOrder: 'rank' }) }).config.hyperparameters.ringOrder).toBeUndefined();
+    expect(jobSpecFor({ ...base, wan: parseWanOptions({ ringOrder: 'rtt' }) }).config.hyperparameters).toMatchObject({
+      ringOrder: 'rtt',
+    });
+    expect(
+      jobSpecFor({ ...base, wan: parseWanOptions({ ringOrder: 'rank' }) }).config.hyperparameters.ringOrder,
+    ).toBeUndefined();
     // Top-k travels as its string, ratio included.
-    expect(trainConfigFromJob(jobSpecFor({ ...base, wan: parseWanOptions({ compression: 'topk:0.01' }) }).config).compression).toBe('topk:0.01');
-    expect(() => trainConfigFromJob({ ...job.config, hyperparameters: { ...job.config.hyperparameters, compression: 'topk:3' } })).toThrow(/top-k ratio/);
+    expect(
+      trainConfigFromJob(jobSpecFor({ ...base, wan: parseWanOptions({ compression: 'topk:0.01' }) }).config)
+        .compression,
+    ).toBe('topk:0.01');
+    expect(() =>
+      trainConfigFromJob({ ...job.config, hyperparameters: { ...job.config.hyperparameters, compression: 'topk:3' } }),
+    ).toThrow(/top-k ratio/);
   });
 
   it('are refused, naming the flag', async () => {
     const cases: [string[], RegExp][] = [
-      [['--compression', 'int4'], /'--compression <kind>' argument 'int4' is invalid\. use one of none, fp16, int8, topk:R/],
+      [
+        ['--compression', 'int4'],
+        /'--compression <kind>' argument 'int4' is invalid\. use one of none, fp16, int8, topk:R/,
+      ],
       [['--compression', 'topk:0'], /top-k ratio must be a number in \(0, 1\]/],
       [['--fp16', '--compression', 'int8'], /--fp16 and --compression int8 disagree/],
       [['--outer-lr', '0.5'], /--outer-lr only applies to local SGD; add --sync-every/],
@@ -47,7 +86,20 @@ describe('ringtrain run --compression / --sync-every', () => {
 });
 
 describe('ringtrain bench wan settings', () => {
-  const ok = { peers: 4, model: 'cnn' as const, batch: 8, lr: 0.05, epochs: 4, trainExamples: 512, testExamples: 256, syncEvery: 8, outerLr: 0.7, outerMomentum: 0, rateMbit: 10, delayMs: 50 };
+  const ok = {
+    peers: 4,
+    model: 'cnn' as const,
+    batch: 8,
+    lr: 0.05,
+    epochs: 4,
+    trainExamples: 512,
+    testExamples: 256,
+    syncEvery: 8,
+    outerLr: 0.7,
+    outerMomentum: 0,
+    rateMbit: 10,
+    delayMs: 50,
+  };
   it('compare loopback with the emulated link (rate in bits/s for tbf, delay for the link wrapper)', () => {
     expect(wanBenchConfig(ok).links).toEqual([
       { name: 'loopback', delayMs: 0 },
@@ -56,7 +108,9 @@ describe('ringtrain bench wan settings', () => {
   });
   it('refuse settings that cannot run, naming the flag', () => {
     expect(() => wanBenchConfig({ ...ok, peers: 1 })).toThrow(/--peers must be a whole number from 2/);
-    expect(() => wanBenchConfig({ ...ok, trainExamples: 16 })).toThrow(/--train-examples must be a whole number from 32/);
+    expect(() => wanBenchConfig({ ...ok, trainExamples: 16 })).toThrow(
+      /--train-examples must be a whole number from 32/,
+    );
     expect(() => wanBenchConfig({ ...ok, rateMbit: 0 })).toThrow(/--rate-mbit must be a number > 0/);
     expect(() => wanBenchConfig({ ...ok, topk: 0 })).toThrow(/--topk must be a number in \(0, 1\]/);
     expect(wanBenchConfig(ok).topk).toBe(0.01);

@@ -29,18 +29,35 @@ afterAll(() => {
 function trap(name: string, marker: string): string {
   const path = join(dir, name);
   mkdirSync(join(path, '..'), { recursive: true });
-  writeFileSync(path, `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'imported');\nexport default function model() { throw new Error('never a model'); }\n`);
+  writeFileSync(
+    path,
+    `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'imported');\nexport default function model() { throw new Error('never a model'); }\n`,
+  );
   return path;
 }
 
 function job(id: string, model: string, hyperparameters: Record<string, string | number> = {}): JobSpec {
-  return { id, token: `token-${id}`, config: { model, optimizer: 'sgd', hyperparameters: { lr: 0.05, seed: 1, steps: 2, ...hyperparameters }, batchPerPeer: 8, minPeers: 1, maxPeers: 2 } };
+  return {
+    id,
+    token: `token-${id}`,
+    config: {
+      model,
+      optimizer: 'sgd',
+      hyperparameters: { lr: 0.05, seed: 1, steps: 2, ...hyperparameters },
+      batchPerPeer: 8,
+      minPeers: 1,
+      maxPeers: 2,
+    },
+  };
 }
 
 /** Resolves with the exit code, or fails naming what the worker said once `ms` have passed. */
 async function exitWithin(w: ReturnType<typeof startDenoWorker>, ms: number): Promise<number | null> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the worker was still running ${ms} ms later:\n${w.stderr}`)), ms)));
+  const late = new Promise<never>(
+    (_, reject) =>
+      (timer = setTimeout(() => reject(new Error(`the worker was still running ${ms} ms later:\n${w.stderr}`)), ms)),
+  );
   try {
     return await Promise.race([w.exit, late]);
   } finally {
@@ -73,7 +90,9 @@ describe('a worker and the model file a job names', () => {
         expect(w.stderr).toMatch(/ERR_INVALID_ARGUMENT/);
       }
       expect(workers[0].stderr).toMatch(/records no model identity.*loads no file on the job's word/);
-      expect(workers[2].stderr).toMatch(/trains the model file "evil3@[0-9a-f]{8}" \(layout hash "0123abcd"\), and a worker does not load a model file that the server names; pass your copy of it: ringtrain worker --model \.\/evil3\.ts/);
+      expect(workers[2].stderr).toMatch(
+        /trains the model file "evil3@[0-9a-f]{8}" \(layout hash "0123abcd"\), and a worker does not load a model file that the server names; pass your copy of it: ringtrain worker --model \.\/evil3\.ts/,
+      );
       expect([existsSync(marker), existsSync(markerRel), existsSync(markerNamed)]).toEqual([false, false, false]);
       for (const j of jobs) expect(server.jobInfo(j.id)?.peers).toEqual([]);
     } finally {
@@ -86,12 +105,17 @@ describe('a worker and the model file a job names', () => {
     const jobsFile = trap('net.mjs', join(dir, 'ran-job-file'));
     const marker = join(dir, 'ran-mine');
     const mine = trap('mine/net.mjs', marker);
-    const spec = job('other-bytes', jobsFile, { modelName: await modelFileName(jobsFile), modelLayoutHash: '0123abcd' });
+    const spec = job('other-bytes', jobsFile, {
+      modelName: await modelFileName(jobsFile),
+      modelLayoutHash: '0123abcd',
+    });
     const server = await startServer({ jobs: [spec], staticDir: null, heartbeatMs: 20_000 });
     try {
       const w = startDenoWorker(server.url, spec, ['--model', mine]);
       expect(await exitWithin(w, 120_000), w.stderr).not.toBe(0);
-      expect(w.stderr).toMatch(/model file .*mine\/net\.mjs is net@[0-9a-f]{8} but job "other-bytes" trains "net@[0-9a-f]{8}": the names or bytes differ, so it was not loaded; pass the job's own file with --model/);
+      expect(w.stderr).toMatch(
+        /model file .*mine\/net\.mjs is net@[0-9a-f]{8} but job "other-bytes" trains "net@[0-9a-f]{8}": the names or bytes differ, so it was not loaded; pass the job's own file with --model/,
+      );
       expect(existsSync(marker)).toBe(false);
     } finally {
       await server.close();
@@ -100,7 +124,8 @@ describe('a worker and the model file a job names', () => {
 
   it('a worker whose model is not the job’s exits non-zero within seconds of the refusal and leaves the job', async () => {
     requireNetns();
-    // The job's file and name, with another layout hash: the worker loads its copy, builds it and finds the layouts differ.
+    // The job's file and name, with another layout hash: the worker loads its copy, builds it and finds the layouts
+    // differ.
     const net = join(dir, 'net.ts');
     copyFileSync(fileURLToPath(new URL('../../examples/my-model.ts', import.meta.url)), net);
     const spec = job('layout', net, { modelName: await modelFileName(net), modelLayoutHash: 'ffffffff' });
@@ -108,9 +133,16 @@ describe('a worker and the model file a job names', () => {
     try {
       const w = startDenoWorker(server.url, spec, ['--model', net]);
       // From the refusal on, a few seconds (the GPU and the server connection are let go); never a hang.
-      await until(() => /but the job's is net@/.test(w.stderr) || w.child.exitCode !== null, 'the refusal', 120_000, () => w.stderr);
+      await until(
+        () => /but the job's is net@/.test(w.stderr) || w.child.exitCode !== null,
+        'the refusal',
+        120_000,
+        () => w.stderr,
+      );
       expect(await exitWithin(w, 10_000), w.stderr).toBe(1);
-      expect(w.stderr).toMatch(/this peer's model is net@[0-9a-f]{8} \(layout hash [0-9a-f]+\) but the job's is net@[0-9a-f]{8} \(layout hash ffffffff\).*\[ERR_INVALID_ARGUMENT\]/);
+      expect(w.stderr).toMatch(
+        /this peer's model is net@[0-9a-f]{8} \(layout hash [0-9a-f]+\) but the job's is net@[0-9a-f]{8} \(layout hash ffffffff\).*\[ERR_INVALID_ARGUMENT\]/,
+      );
       expect(server.jobInfo('layout')?.peers).toEqual([]);
       expect(readFileSync(net, 'utf8')).toContain('export default');
     } finally {
@@ -126,9 +158,16 @@ describe('a worker and the model file a job names', () => {
     const server = await startServer({ jobs: [spec], staticDir: null, heartbeatMs: 20_000 });
     try {
       const w = startDenoWorker(server.url, spec);
-      await until(() => /resnet/.test(w.stderr) || w.child.exitCode !== null, 'the refusal', 120_000, () => w.stderr);
+      await until(
+        () => /resnet/.test(w.stderr) || w.child.exitCode !== null,
+        'the refusal',
+        120_000,
+        () => w.stderr,
+      );
       expect(await exitWithin(w, 10_000), w.stderr).toBe(1);
-      expect(w.stderr).toMatch(/the job trains model 'resnet', which this peer does not know .*\[ERR_INVALID_ARGUMENT\]/);
+      expect(w.stderr).toMatch(
+        /the job trains model 'resnet', which this peer does not know .*\[ERR_INVALID_ARGUMENT\]/,
+      );
       expect(w.rank).toBeUndefined();
       expect(server.jobInfo('settings')?.peers).toEqual([]);
     } finally {

@@ -13,7 +13,11 @@ import type { RingEvent } from '../../src/core/events.ts';
 
 const bytesOf = (t: Tensor) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
 
-export async function expectCachedFallback(algorithm: Exclude<Algorithm, 'auto'>, size: number, forgetful: number): Promise<void> {
+export async function expectCachedFallback(
+  algorithm: Exclude<Algorithm, 'auto'>,
+  size: number,
+  forgetful: number,
+): Promise<void> {
   const comms = createMemoryRing(size);
   const phases = comms.map((c) => {
     const p: string[] = [];
@@ -21,7 +25,8 @@ export async function expectCachedFallback(algorithm: Exclude<Algorithm, 'auto'>
     return p;
   });
   const n = 3001;
-  const make = (i: number) => comms.map((_, r) => Float32Array.from({ length: n }, (_, k) => Math.sin(r * 31 + k + i) * 100));
+  const make = (i: number) =>
+    comms.map((_, r) => Float32Array.from({ length: n }, (_, k) => Math.sin(r * 31 + k + i) * 100));
   const opts = { name: 'g', segmentBytes: 256, algorithm };
   const expected = make(1);
   await Promise.all(comms.map((c, r) => allreduceInPlace(c, expected[r], { ...opts, name: 'reference' })));
@@ -33,10 +38,24 @@ export async function expectCachedFallback(algorithm: Exclude<Algorithm, 'auto'>
   expect(negotiated()).toEqual(comms.map(() => 2));
   again.forEach((b, r) => expect(bytesOf(b), `rank ${r}`).toEqual(bytesOf(expected[r])));
   // One rank forgets the agreement; the others go ahead, reduce some segments, then hear of it.
-  cacheOf(comms[forgetful]).delete({ kind: 'allreduce', name: 'g', dtype: 'float32', shape: [n], op: 'sum', compression: 'none', prescale: 1, postscale: 1, algorithm });
+  cacheOf(comms[forgetful]).delete({
+    kind: 'allreduce',
+    name: 'g',
+    dtype: 'float32',
+    shape: [n],
+    op: 'sum',
+    compression: 'none',
+    prescale: 1,
+    postscale: 1,
+    algorithm,
+  });
   const seen: Float32Array[] = [];
   const bufs = make(1);
-  comms.forEach((c) => c.events.on((e: RingEvent) => e.type === 'phase-begin' && e.phase === 'negotiate' && seen.push(bufs[c.rank].slice())));
+  comms.forEach((c) =>
+    c.events.on(
+      (e: RingEvent) => e.type === 'phase-begin' && e.phase === 'negotiate' && seen.push(bufs[c.rank].slice()),
+    ),
+  );
   await Promise.all(comms.map((c, r) => allreduceInPlace(c, bufs[r], opts)));
   expect(negotiated()).toEqual(comms.map(() => 3));
   // Each buffer was back to its own numbers when its rank negotiated.

@@ -2,7 +2,15 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import {
-  allgather, allreduce, allreduceFused, alltoall, barrier, broadcast, planFusion, reducescatter, reducescatterRange,
+  allgather,
+  allreduce,
+  allreduceFused,
+  alltoall,
+  barrier,
+  broadcast,
+  planFusion,
+  reducescatter,
+  reducescatterRange,
 } from '../../src/collectives/index.ts';
 import { EventBus, type RingEvent } from '../../src/core/events.ts';
 import { input, reference } from './reference.ts';
@@ -33,7 +41,11 @@ describe('reducescatter', () => {
   it('averages float32 with prescale and postscale', async () => {
     const comms = createMemoryRing(3);
     const inputs = comms.map((_, r) => input('float32', 'average', 50, r));
-    const out = await Promise.all(comms.map((c, r) => reducescatter(c, inputs[r], { op: 'average', prescale: 2, postscale: 0.5, segmentBytes: SEG })));
+    const out = await Promise.all(
+      comms.map((c, r) =>
+        reducescatter(c, inputs[r], { op: 'average', prescale: 2, postscale: 0.5, segmentBytes: SEG }),
+      ),
+    );
     const ref = reference('average', inputs, 2, 0.5);
     out.forEach((o, r) => {
       const { offset } = reducescatterRange(50, 3, r);
@@ -71,7 +83,9 @@ describe('broadcast', () => {
 
   it('rejects a root outside the ring', async () => {
     const [c] = createMemoryRing(1);
-    await expect(broadcast(c, new Float32Array(2), { root: 3 })).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+    await expect(broadcast(c, new Float32Array(2), { root: 3 })).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+    });
     c.close();
   });
 });
@@ -82,8 +96,15 @@ describe('alltoall', () => {
     const comms = createMemoryRing(size);
     // splits[r][j]: what rank r sends to rank j
     const splits = comms.map((_, r) => comms.map((__, j) => (r + 2 * j) % 4));
-    const inputs = splits.map((row, r) => ints(row.reduce((a, b) => a + b, 0), r * 100));
-    const out = await Promise.all(comms.map((c, r) => alltoall(c, inputs[r], { splits: splits[r], segmentBytes: SEG })));
+    const inputs = splits.map((row, r) =>
+      ints(
+        row.reduce((a, b) => a + b, 0),
+        r * 100,
+      ),
+    );
+    const out = await Promise.all(
+      comms.map((c, r) => alltoall(c, inputs[r], { splits: splits[r], segmentBytes: SEG })),
+    );
     for (let j = 0; j < size; j++) {
       const expected: number[] = [];
       for (let r = 0; r < size; r++) {
@@ -98,7 +119,9 @@ describe('alltoall', () => {
 
   it('rejects splits that do not add up', async () => {
     const [c] = createMemoryRing(1);
-    await expect(alltoall(c, new Int32Array(4), { splits: [3] })).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+    await expect(alltoall(c, new Int32Array(4), { splits: [3] })).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+    });
     c.close();
   });
 });
@@ -124,21 +147,29 @@ describe('barrier', () => {
 describe('tensor fusion', () => {
   it('plans groups by threshold and dtype', () => {
     const t = (name: string, n: number, int = false) => ({ name, data: int ? new Int32Array(n) : new Float32Array(n) });
-    expect(planFusion([t('a', 10), t('b', 10), t('c', 10), t('d', 100), t('e', 1, true), t('f', 1, true)], 80)).toEqual([[0, 1], [2], [3], [4, 5]]);
+    expect(planFusion([t('a', 10), t('b', 10), t('c', 10), t('d', 100), t('e', 1, true), t('f', 1, true)], 80)).toEqual(
+      [[0, 1], [2], [3], [4, 5]],
+    );
   });
 
   it('gives the same results as one allreduce per tensor, in fewer collectives', async () => {
     const size = 3;
     const comms = createMemoryRing(size);
     const shapes = [5, 17, 1, 64, 3, 40];
-    const tensors = comms.map((_, r) => shapes.map((n, k) => ({ name: `layer${k}`, data: input('float32', 'sum', n, r, k + 1) })));
+    const tensors = comms.map((_, r) =>
+      shapes.map((n, k) => ({ name: `layer${k}`, data: input('float32', 'sum', n, r, k + 1) })),
+    );
     const begins: RingEvent[] = [];
     comms[0].events.on((e) => e.type === 'collective-begin' && begins.push(e));
-    const fused = await Promise.all(comms.map((c, r) => allreduceFused(c, tensors[r], { op: 'average', thresholdBytes: 200, segmentBytes: SEG })));
+    const fused = await Promise.all(
+      comms.map((c, r) => allreduceFused(c, tensors[r], { op: 'average', thresholdBytes: 200, segmentBytes: SEG })),
+    );
     expect(begins.length).toBe(planFusion(tensors[0], 200).length);
     expect(begins.length).toBeLessThan(shapes.length);
     for (let k = 0; k < shapes.length; k++) {
-      const single = await Promise.all(comms.map((c, r) => allreduce(c, tensors[r][k].data, { op: 'average', name: `layer${k}` })));
+      const single = await Promise.all(
+        comms.map((c, r) => allreduce(c, tensors[r][k].data, { op: 'average', name: `layer${k}` })),
+      );
       // Equal up to summation order (an element's chunk, hence its ring order, differs between the two).
       for (let r = 0; r < size; r++) {
         expect(fused[r][k].length).toBe(single[r].length);
@@ -153,7 +184,13 @@ describe('overlapping collectives', () => {
   it('run side by side on one communicator when every rank starts them in the same order', async () => {
     const comms = createMemoryRing(3);
     const out = await Promise.all(
-      comms.map((c, r) => Promise.all([allreduce(c, new Int32Array(50).fill(r), { name: 'a', segmentBytes: SEG }), allgather(c, Int32Array.of(r), { name: 'b' }), allreduce(c, new Int32Array(7).fill(1), { name: 'c', op: 'product' })])),
+      comms.map((c, r) =>
+        Promise.all([
+          allreduce(c, new Int32Array(50).fill(r), { name: 'a', segmentBytes: SEG }),
+          allgather(c, Int32Array.of(r), { name: 'b' }),
+          allreduce(c, new Int32Array(7).fill(1), { name: 'c', op: 'product' }),
+        ]),
+      ),
     );
     for (const [a, b, c] of out) {
       expect(Array.from(a)).toEqual(new Array(50).fill(3));
@@ -170,7 +207,9 @@ describe('events', () => {
     const comms = createMemoryRing(3, { events: bus });
     const events: RingEvent[] = [];
     bus.on((e) => e.rank === 1 && events.push(e));
-    await Promise.all(comms.map((c, r) => allreduce(c, Float32Array.from([r, r, r, r, r, r]), { name: 'teach', algorithm: 'ring' })));
+    await Promise.all(
+      comms.map((c, r) => allreduce(c, Float32Array.from([r, r, r, r, r, r]), { name: 'teach', algorithm: 'ring' })),
+    );
     const types = events.map((e) => e.type);
     expect(types[0]).toBe('collective-begin');
     expect(types.at(-1)).toBe('collective-end');

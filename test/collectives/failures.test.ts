@@ -32,7 +32,10 @@ describe('negotiation', () => {
 
   it('fails an op or name mismatch too', async () => {
     const comms = createMemoryRing(2);
-    const out = await settle([allreduce(comms[0], new Int32Array(3), { op: 'max' }), allreduce(comms[1], new Int32Array(3), { op: 'min' })]);
+    const out = await settle([
+      allreduce(comms[0], new Int32Array(3), { op: 'max' }),
+      allreduce(comms[1], new Int32Array(3), { op: 'min' }),
+    ]);
     for (const s of out) expect(reason(s)?.message).toMatch(/rank 0 sent .*op=max; rank 1 sent .*op=min/);
     comms.forEach((c) => c.close());
   });
@@ -42,7 +45,9 @@ describe('negotiation', () => {
     const stalls: RingEvent[] = [];
     comms[0].events.on((e) => e.type === 'stall' && stalls.push(e));
     // Rank 2 never calls the collective.
-    const out = await settle([0, 1].map((r) => allreduce(comms[r], new Float32Array(4), { name: 'late', timeoutMs: 400 })));
+    const out = await settle(
+      [0, 1].map((r) => allreduce(comms[r], new Float32Array(4), { name: 'late', timeoutMs: 400 })),
+    );
     for (const s of out) {
       const e = reason(s)!;
       expect(e.code).toBe('ERR_COLLECTIVE_TIMEOUT');
@@ -52,7 +57,9 @@ describe('negotiation', () => {
     expect(stalls.length).toBeGreaterThan(0);
     expect((stalls[0] as { waitingFor: number[] }).waitingFor).toEqual([2]);
     // When rank 2 finally arrives it finds the verdict waiting and fails at once instead of hanging.
-    await expect(allreduce(comms[2], new Float32Array(4), { name: 'late', timeoutMs: 400 })).rejects.toMatchObject({ code: 'ERR_COLLECTIVE_TIMEOUT' });
+    await expect(allreduce(comms[2], new Float32Array(4), { name: 'late', timeoutMs: 400 })).rejects.toMatchObject({
+      code: 'ERR_COLLECTIVE_TIMEOUT',
+    });
     comms.forEach((c) => c.close());
   });
 
@@ -60,7 +67,10 @@ describe('negotiation', () => {
     const comms = createMemoryRing(2);
     const stalls: RingEvent[] = [];
     comms[1].events.on((e) => e.type === 'stall' && stalls.push(e));
-    await expect(barrier(comms[1], { timeoutMs: 1000 })).rejects.toMatchObject({ code: 'ERR_COLLECTIVE_TIMEOUT', detail: { waitingFor: [0] } });
+    await expect(barrier(comms[1], { timeoutMs: 1000 })).rejects.toMatchObject({
+      code: 'ERR_COLLECTIVE_TIMEOUT',
+      detail: { waitingFor: [0] },
+    });
     // Rank 1 blames rank 0 only once rank 0 is well past its own deadline for answering (1.5 s of the 2 s).
     expect(stalls.length).toBeGreaterThan(0);
     for (const s of stalls) expect(s).toMatchObject({ waitingFor: [0] });
@@ -73,7 +83,9 @@ describe('negotiation', () => {
     const stalls: RingEvent[] = [];
     for (const c of comms) c.events.on((e) => e.type === 'stall' && stalls.push(e));
     // Rank 2 never calls: rank 0 names it; rank 1, which waits on rank 0's verdict, names nobody.
-    const out = await settle([0, 1].map((r) => allreduce(comms[r], new Float32Array(4), { name: 'late', timeoutMs: 400 })));
+    const out = await settle(
+      [0, 1].map((r) => allreduce(comms[r], new Float32Array(4), { name: 'late', timeoutMs: 400 })),
+    );
     for (const s of out) expect(reason(s)?.detail?.waitingFor).toEqual([2]);
     expect(stalls.some((s) => s.rank === 0)).toBe(true);
     for (const s of stalls) expect(s).toMatchObject({ rank: 0, waitingFor: [2] });
@@ -99,7 +111,9 @@ describe('a peer that goes away', () => {
         kill(3);
       }
     });
-    const out = await settle(comms.map((c) => allreduce(c, new Float32Array(50_000).fill(1), { segmentBytes: 1024, algorithm: 'ring' })));
+    const out = await settle(
+      comms.map((c) => allreduce(c, new Float32Array(50_000).fill(1), { segmentBytes: 1024, algorithm: 'ring' })),
+    );
     expect(killed).toBe(true);
     out.forEach((s, r) => {
       if (r === 3) return;
@@ -121,10 +135,19 @@ describe('a peer that goes away', () => {
     let frozen = false;
     const muted = new Map<number, Link>();
     for (const [peer, l] of mesh[2]) {
-      muted.set(peer, { peer, send: (m) => void (frozen || l.send(m)), bufferedAmount: () => 0, onMessage: (h) => l.onMessage(h), onClose: (h) => l.onClose(h), close: () => l.close() });
+      muted.set(peer, {
+        peer,
+        send: (m) => void (frozen || l.send(m)),
+        bufferedAmount: () => 0,
+        onMessage: (h) => l.onMessage(h),
+        onClose: (h) => l.onClose(h),
+        close: () => l.close(),
+      });
     }
     mesh[2] = muted;
-    const comms = mesh.map((links, rank) => new LinkCommunicator(rank, size, links, { heartbeatMs: 30, peerTimeoutMs: 300 }));
+    const comms = mesh.map(
+      (links, rank) => new LinkCommunicator(rank, size, links, { heartbeatMs: 30, peerTimeoutMs: 300 }),
+    );
     const events: RingEvent[] = [];
     for (const r of [0, 1]) comms[r].events.on((e) => (e.type === 'stall' || e.type === 'peer-lost') && events.push(e));
     frozen = true;
@@ -196,7 +219,9 @@ describe('bad arguments', () => {
       [new Float32Array(2), { shape: [3] }],
     ];
     for (const [data, opts] of bad) {
-      await expect(allreduce(c, data as Float32Array, opts), JSON.stringify(opts)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+      await expect(allreduce(c, data as Float32Array, opts), JSON.stringify(opts)).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+      });
     }
     c.close();
   });

@@ -53,8 +53,12 @@ describe('float16 conversion', () => {
     expect(FP16_MAX).toBe(65504);
   });
 
-  it('uses Deno\'s native Float16Array, bit for bit the same as the portable code', () => {
-    const out = execFileSync(`${ROOT}node_modules/.bin/deno`, ['run', '-A', '--quiet', 'test/collectives/fp16-native.ts'], { cwd: ROOT, encoding: 'utf8' });
+  it("uses Deno's native Float16Array, bit for bit the same as the portable code", () => {
+    const out = execFileSync(
+      `${ROOT}node_modules/.bin/deno`,
+      ['run', '-A', '--quiet', 'test/collectives/fp16-native.ts'],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
     const r = JSON.parse(out.trim().split('\n').pop()!);
     expect(r.native, 'this Deno has no Float16Array').toBe(true);
     expect(r.differ, JSON.stringify(r)).toBe(-1);

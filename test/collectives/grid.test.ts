@@ -17,14 +17,35 @@ const COUNTS = [0, 1, 3, 100, 1000, 65537];
  * Recursive doubling moves whole tensors and has no segments: the large count adds time, not paths.
  * Halving-doubling and two-shot cut their blocks into segments, so they take the large count as the ring does.
  */
-const COUNTS_BY_ALGORITHM = { ring: COUNTS, 'recursive-doubling': COUNTS.slice(0, -1), 'halving-doubling': COUNTS, 'two-shot': COUNTS };
+const COUNTS_BY_ALGORITHM = {
+  ring: COUNTS,
+  'recursive-doubling': COUNTS.slice(0, -1),
+  'halving-doubling': COUNTS,
+  'two-shot': COUNTS,
+};
 
-async function check(size: number, count: number, op: ReduceOp, kind: Kind, segmentBytes: number, algorithm: Algorithm, inPlace = false): Promise<void> {
+async function check(
+  size: number,
+  count: number,
+  op: ReduceOp,
+  kind: Kind,
+  segmentBytes: number,
+  algorithm: Algorithm,
+  inPlace = false,
+): Promise<void> {
   const comms = createMemoryRing(size);
   const inputs = comms.map((_, r) => input(kind, op, count, r));
-  const opts = { name: 'grid', op, segmentBytes, algorithm, compression: kind === 'fp16' ? ('fp16' as const) : ('none' as const) };
+  const opts = {
+    name: 'grid',
+    op,
+    segmentBytes,
+    algorithm,
+    compression: kind === 'fp16' ? ('fp16' as const) : ('none' as const),
+  };
   const results = await Promise.all(
-    comms.map((c, r) => (inPlace ? allreduceInPlace(c, inputs[r].slice(), { ...opts, chunkBytes: 4096 }) : allreduce(c, inputs[r], opts))),
+    comms.map((c, r) =>
+      inPlace ? allreduceInPlace(c, inputs[r].slice(), { ...opts, chunkBytes: 4096 }) : allreduce(c, inputs[r], opts),
+    ),
   );
   comms.forEach((c) => c.close());
   const ref = reference(op, inputs);
@@ -54,9 +75,11 @@ for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling', 'two-
     for (let size = 1; size <= 8; size++) {
       it(`${size} rank(s): every count, op and dtype`, async () => {
         for (const count of COUNTS_BY_ALGORITHM[algorithm]) {
-          // Small counts: 8-byte segments (2 floats). Larger: keep message counts sane but still many segments per chunk.
+          // Small counts: 8-byte segments (2 floats). Larger: keep message counts sane but still many segments per
+          // chunk.
           const segmentBytes = count <= 1000 ? 8 : 4096;
-          for (const op of REDUCE_OPS) for (const kind of KINDS) await check(size, count, op, kind, segmentBytes, algorithm);
+          for (const op of REDUCE_OPS)
+            for (const kind of KINDS) await check(size, count, op, kind, segmentBytes, algorithm);
         }
       });
     }
@@ -66,7 +89,11 @@ for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling', 'two-
 describe('allreduce grid, large and in place', () => {
   it('1000003 elements for 2, 3 and 8 ranks (sum, max, average)', async () => {
     for (const size of [2, 3, 8]) {
-      for (const [op, kind] of [['sum', 'float32'], ['max', 'int32'], ['average', 'fp16']] as const) {
+      for (const [op, kind] of [
+        ['sum', 'float32'],
+        ['max', 'int32'],
+        ['average', 'fp16'],
+      ] as const) {
         await check(size, 1_000_003, op, kind, 65536, 'ring');
       }
     }
@@ -75,7 +102,8 @@ describe('allreduce grid, large and in place', () => {
   it('in place on the buffer itself, cut into 4 KiB chunks, for every algorithm', async () => {
     for (const size of [1, 3, 4, 6]) {
       for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling', 'two-shot', 'auto'] as const) {
-        for (const kind of ['float32', 'int8', 'float16'] as const) await check(size, 3001, 'sum', kind, 1024, algorithm, true);
+        for (const kind of ['float32', 'int8', 'float16'] as const)
+          await check(size, 3001, 'sum', kind, 1024, algorithm, true);
       }
     }
   });

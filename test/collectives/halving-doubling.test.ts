@@ -34,14 +34,29 @@ describe('halving-doubling on the wire', () => {
       const comms = createMemoryRing(size);
       const sends = comms.map(sendsOf);
       const count = 10_007; // odd: the blocks differ by one element
-      const out = await Promise.all(comms.map((c, r) => allreduce(c, Float32Array.from({ length: count }, (_, k) => r + k), { algorithm: 'halving-doubling' })));
-      for (const o of out) expect([o[0], o[count - 1]]).toEqual([(size * (size - 1)) / 2, (size * (size - 1)) / 2 + size * (count - 1)]);
+      const out = await Promise.all(
+        comms.map((c, r) =>
+          allreduce(
+            c,
+            Float32Array.from({ length: count }, (_, k) => r + k),
+            { algorithm: 'halving-doubling' },
+          ),
+        ),
+      );
+      for (const o of out)
+        expect([o[0], o[count - 1]]).toEqual([(size * (size - 1)) / 2, (size * (size - 1)) / 2 + size * (count - 1)]);
       const rounds = Math.log2(size);
-      const distances = [...Array.from({ length: rounds }, (_, k) => size >> (k + 1)), ...Array.from({ length: rounds }, (_, k) => 1 << k)];
+      const distances = [
+        ...Array.from({ length: rounds }, (_, k) => size >> (k + 1)),
+        ...Array.from({ length: rounds }, (_, k) => 1 << k),
+      ];
       const blocks = splitEven(count, size);
       sends.forEach((s, r) => {
         // One segment per exchange at the default segment size.
-        expect(s.map((e) => e.to), `rank ${r}`).toEqual(distances.map((d) => r ^ d));
+        expect(
+          s.map((e) => e.to),
+          `rank ${r}`,
+        ).toEqual(distances.map((d) => r ^ d));
         const sent = s.reduce((a, e) => a + e.count, 0);
         // Reduce-scatter gives away all but its own block; allgather hands out what it holds: its own
         // block, then the aligned pair of blocks around it, then four, ... up to half the tensor.
@@ -61,7 +76,15 @@ describe('halving-doubling on the wire', () => {
     const comms = createMemoryRing(6);
     const sends = comms.map(sendsOf);
     const count = 999;
-    const out = await Promise.all(comms.map((c, r) => allreduce(c, Int32Array.from({ length: count }, (_, k) => (r + 1) * k), { algorithm: 'halving-doubling', segmentBytes: 400 })));
+    const out = await Promise.all(
+      comms.map((c, r) =>
+        allreduce(
+          c,
+          Int32Array.from({ length: count }, (_, k) => (r + 1) * k),
+          { algorithm: 'halving-doubling', segmentBytes: 400 },
+        ),
+      ),
+    );
     for (const o of out) expect(bytesOf(o)).toEqual(bytesOf(out[0]));
     expect(Array.from(out[0].subarray(0, 3))).toEqual([0, 21, 42]);
     const peers = (r: number) => [...new Set(sends[r].map((e) => e.to))].sort();
@@ -80,11 +103,14 @@ describe('halving-doubling on the wire', () => {
     for (const size of [3, 4, 5, 8]) {
       const comms = createMemoryRing(size);
       const sends = comms.map(sendsOf);
-      const out = await Promise.all(comms.map((c, r) => allreduce(c, Float32Array.of(r + 0.5, -r), { algorithm: 'halving-doubling' })));
+      const out = await Promise.all(
+        comms.map((c, r) => allreduce(c, Float32Array.of(r + 0.5, -r), { algorithm: 'halving-doubling' })),
+      );
       for (const o of out) expect(Array.from(o)).toEqual([(size * size) / 2, (-size * (size - 1)) / 2]);
       let p = 1;
       while (p * 2 <= size) p *= 2;
-      const exchanges = (r: number) => (r < 2 * (size - p) && r % 2 === 0 ? 1 : 2 * Math.log2(p) + (r < 2 * (size - p) ? 1 : 0));
+      const exchanges = (r: number) =>
+        r < 2 * (size - p) && r % 2 === 0 ? 1 : 2 * Math.log2(p) + (r < 2 * (size - p) ? 1 : 0);
       sends.forEach((s, r) => expect(s.length, `size ${size} rank ${r}`).toBe(exchanges(r)));
       if (p > 2) expect(sends.flat().some((e) => e.count === 0)).toBe(true);
       comms.forEach((c) => c.close());
@@ -96,7 +122,8 @@ describe('halving-doubling results', () => {
   for (const size of [2, 3, 4, 5, 7]) {
     it(`${size} ranks: prescale and postscale, sum and average, float32, int32, float16 and fp16 on the wire`, async () => {
       for (const kind of ['float32', 'int32', 'float16', 'fp16'] as const) {
-        for (const op of ['sum', 'average'] as const) await expectScaledResults('halving-doubling', size, kind, op, 301, 0.5, 3);
+        for (const op of ['sum', 'average'] as const)
+          await expectScaledResults('halving-doubling', size, kind, op, 301, 0.5, 3);
       }
     });
   }
@@ -104,7 +131,15 @@ describe('halving-doubling results', () => {
   it('fp16 on the wire: every rank the same bits, and each block rounded once by its owner', async () => {
     const comms = createMemoryRing(4);
     // 1 + 2^-11 is not a float16: sent as 1, a rank that kept its own float32 would differ from the others.
-    const out = await Promise.all(comms.map((c, r) => allreduce(c, Float32Array.from({ length: 4 }, (_, k) => (k === r ? 1 + 2 ** -11 : 0)), { algorithm: 'halving-doubling', compression: 'fp16' })));
+    const out = await Promise.all(
+      comms.map((c, r) =>
+        allreduce(
+          c,
+          Float32Array.from({ length: 4 }, (_, k) => (k === r ? 1 + 2 ** -11 : 0)),
+          { algorithm: 'halving-doubling', compression: 'fp16' },
+        ),
+      ),
+    );
     for (const o of out) expect(Array.from(o)).toEqual([1, 1, 1, 1]);
     comms.forEach((c) => c.close());
   });
@@ -126,8 +161,15 @@ describe('halving-doubling results', () => {
 describe('halving-doubling and its neighbours', () => {
   it('refuses int8, top-k and error feedback, which run on the ring only', async () => {
     const [c] = createMemoryRing(1);
-    for (const o of [{ compression: 'int8' as const }, { compression: 'topk:0.5' as const }, { compression: 'fp16' as const, errorFeedback: new Float32Array(4) }]) {
-      await expect(allreduce(c, new Float32Array(4), { ...o, algorithm: 'halving-doubling' })).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringContaining('run on the ring only') });
+    for (const o of [
+      { compression: 'int8' as const },
+      { compression: 'topk:0.5' as const },
+      { compression: 'fp16' as const, errorFeedback: new Float32Array(4) },
+    ]) {
+      await expect(allreduce(c, new Float32Array(4), { ...o, algorithm: 'halving-doubling' })).rejects.toMatchObject({
+        code: ErrorCode.InvalidArgument,
+        message: expect.stringContaining('run on the ring only'),
+      });
     }
     c.close();
   });
@@ -141,7 +183,8 @@ describe('halving-doubling and its neighbours', () => {
     expect(autoAlgorithm(8196, 4, 1024, 8192)).toBe('ring');
     expect(autoAlgorithm(4096, 1, 1024, 8192)).toBe('ring');
     const t = new Float32Array(2048);
-    const at = (o: object) => chooseAlgorithm(reduceSettings(t, { smallBytes: 1024, mediumBytes: 16384, ...o }, 'test'), t.byteLength, 4);
+    const at = (o: object) =>
+      chooseAlgorithm(reduceSettings(t, { smallBytes: 1024, mediumBytes: 16384, ...o }, 'test'), t.byteLength, 4);
     expect(at({})).toBe('halving-doubling');
     expect(at({ compression: 'fp16' })).toBe('halving-doubling');
     // Observed reductions (verified.ts) follow the ring's path; int8 and error feedback need the ring too.

@@ -14,7 +14,11 @@ describe('Horovod semantics over memory links', () => {
         const comms = createMemoryRing(size);
         const out = await Promise.allSettled(comms.map((comm) => c.run(comm)));
         await Promise.all(comms.map((comm) => comm.close()));
-        out.forEach((s, rank) => expect(s.status === 'rejected' ? `size ${size} rank ${rank}: ${(s.reason as Error).message}` : 'ok').toBe('ok'));
+        out.forEach((s, rank) =>
+          expect(s.status === 'rejected' ? `size ${size} rank ${rank}: ${(s.reason as Error).message}` : 'ok').toBe(
+            'ok',
+          ),
+        );
       }
     });
   }

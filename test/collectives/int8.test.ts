@@ -94,10 +94,16 @@ describe('int8 allreduce over the ring (memory transport)', () => {
       const comms = createMemoryRing(size);
       const inputs = comms.map((_, r) => draws(count, 7 + r));
       const before = comms.map((c) => c.stats.bytesSent);
-      const out = await Promise.all(comms.map((c, r) => allreduce(c, inputs[r], { name: 'q', op: 'average', compression: 'int8', segmentBytes: 16 * 1024 })));
+      const out = await Promise.all(
+        comms.map((c, r) =>
+          allreduce(c, inputs[r], { name: 'q', op: 'average', compression: 'int8', segmentBytes: 16 * 1024 }),
+        ),
+      );
       const int8Bytes = comms.map((c, r) => c.stats.bytesSent - before[r]);
       const rawBytes = comms.map((c) => c.stats.bytesSent);
-      await Promise.all(comms.map((c, r) => allreduce(c, inputs[r], { name: 'raw', op: 'average', segmentBytes: 16 * 1024 })));
+      await Promise.all(
+        comms.map((c, r) => allreduce(c, inputs[r], { name: 'raw', op: 'average', segmentBytes: 16 * 1024 })),
+      );
       const f32Bytes = comms.map((c, r) => c.stats.bytesSent - rawBytes[r]);
       comms.forEach((c) => c.close());
       for (const o of out.slice(1)) expect(Array.from(o)).toEqual(Array.from(out[0]));
@@ -123,8 +129,29 @@ describe('int8 allreduce over the ring (memory transport)', () => {
     for (let t = 0; t < steps; t++) {
       const inputs = comms.map((_, r) => draws(count, 1000 * t + r));
       for (let i = 0; i < count; i++) exactSum[i] += inputs.reduce((a, x) => a + x[i], 0) / size;
-      const fed = await Promise.all(comms.map((c, r) => allreduceInPlace(c, inputs[r].slice(), { name: 'g', op: 'average', compression: 'int8', errorFeedback: residuals[r], segmentBytes: 512, chunkBytes: 4000 })));
-      const plain = await Promise.all(comms.map((c, r) => allreduceInPlace(c, inputs[r].slice(), { name: 'p', op: 'average', compression: 'int8', segmentBytes: 512, chunkBytes: 4000 })));
+      const fed = await Promise.all(
+        comms.map((c, r) =>
+          allreduceInPlace(c, inputs[r].slice(), {
+            name: 'g',
+            op: 'average',
+            compression: 'int8',
+            errorFeedback: residuals[r],
+            segmentBytes: 512,
+            chunkBytes: 4000,
+          }),
+        ),
+      );
+      const plain = await Promise.all(
+        comms.map((c, r) =>
+          allreduceInPlace(c, inputs[r].slice(), {
+            name: 'p',
+            op: 'average',
+            compression: 'int8',
+            segmentBytes: 512,
+            chunkBytes: 4000,
+          }),
+        ),
+      );
       for (const f of fed.slice(1)) expect(Array.from(f)).toEqual(Array.from(fed[0]));
       for (let i = 0; i < count; i++) {
         fedSum[i] += fed[0][i];
@@ -145,10 +172,26 @@ describe('int8 allreduce over the ring (memory transport)', () => {
 
   it('refuses what it cannot do, naming the fix', async () => {
     const [c] = createMemoryRing(1);
-    await expect(allreduce(c, new Int32Array(4), { compression: 'int8' })).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringContaining('float32 tensors only') });
-    await expect(allreduce(c, new Float32Array(4), { compression: 'int8', algorithm: 'recursive-doubling' })).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringContaining("use algorithm 'ring'") });
-    await expect(allreduce(c, new Float32Array(4), { compression: 'int8', errorFeedback: new Float32Array(3) })).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringContaining('as long as the tensor (4)') });
-    await expect(allreduce(c, new Float32Array(4), { errorFeedback: new Float32Array(4) })).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringContaining('lossy compression') });
+    await expect(allreduce(c, new Int32Array(4), { compression: 'int8' })).rejects.toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringContaining('float32 tensors only'),
+    });
+    await expect(
+      allreduce(c, new Float32Array(4), { compression: 'int8', algorithm: 'recursive-doubling' }),
+    ).rejects.toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringContaining("use algorithm 'ring'"),
+    });
+    await expect(
+      allreduce(c, new Float32Array(4), { compression: 'int8', errorFeedback: new Float32Array(3) }),
+    ).rejects.toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringContaining('as long as the tensor (4)'),
+    });
+    await expect(allreduce(c, new Float32Array(4), { errorFeedback: new Float32Array(4) })).rejects.toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringContaining('lossy compression'),
+    });
     c.close();
   });
 });

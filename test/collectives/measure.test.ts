@@ -26,18 +26,34 @@ describe('bench allreduce', () => {
     // Latency: each algorithm forced, and a round trip of the same bytes on one link, in the same loop.
     expect(r.algorithm).toBe(autoAlgorithm(96 * 1024, 3, DEFAULT_SMALL_BYTES, DEFAULT_MEDIUM_BYTES)); // what 'auto' runs at this size
     expect(r.seconds.length).toBe(4); // two bandwidth runs, two in the latency loop
-    for (const k of ['latency_ms', 'latency_ring_ms', 'latency_rd_ms', 'latency_hd_ms', 'latency_two_shot_ms', 'p2p_rtt_ms'] as const) expect(r[k], k).toBeGreaterThan(0);
+    for (const k of [
+      'latency_ms',
+      'latency_ring_ms',
+      'latency_rd_ms',
+      'latency_hd_ms',
+      'latency_two_shot_ms',
+      'p2p_rtt_ms',
+    ] as const)
+      expect(r[k], k).toBeGreaterThan(0);
     expect(r.latency_ratio).toBeCloseTo(r.latency_ms / r.p2p_rtt_ms!, 1);
   });
 
   it('sweeps the four algorithms over sizes and names the largest sizes recursive doubling, then any of the others but the ring, win', async () => {
     const r = await benchSweep({ peers: 3, bytes: 4, transport: 'memory', fp16: false, iterations: 1 });
     expect(r.points.map((p) => p.bytes)).toEqual(SWEEP_BYTES);
-    for (const p of r.points) expect(p.ring_ms > 0 && p.rd_ms > 0 && p.hd_ms > 0 && p.two_shot_ms > 0, JSON.stringify(p)).toBe(true);
+    for (const p of r.points)
+      expect(p.ring_ms > 0 && p.rd_ms > 0 && p.hd_ms > 0 && p.two_shot_ms > 0, JSON.stringify(p)).toBe(true);
     const largest = (xs: number[]) => (xs.length ? Math.max(...xs) : 0);
-    const small = largest(r.points.filter((p) => p.rd_ms <= Math.min(p.ring_ms, p.hd_ms, p.two_shot_ms)).map((p) => p.bytes));
+    const small = largest(
+      r.points.filter((p) => p.rd_ms <= Math.min(p.ring_ms, p.hd_ms, p.two_shot_ms)).map((p) => p.bytes),
+    );
     expect(r.small_bytes).toBe(small);
-    expect(r.medium_bytes).toBe(Math.max(small, largest(r.points.filter((p) => Math.min(p.rd_ms, p.hd_ms, p.two_shot_ms) <= p.ring_ms).map((p) => p.bytes))));
+    expect(r.medium_bytes).toBe(
+      Math.max(
+        small,
+        largest(r.points.filter((p) => Math.min(p.rd_ms, p.hd_ms, p.two_shot_ms) <= p.ring_ms).map((p) => p.bytes)),
+      ),
+    );
   });
 
   it('times float32 beside fp16 in the same run and reports the speed-up', async () => {
@@ -48,7 +64,11 @@ describe('bench allreduce', () => {
   });
 
   it('refuses bad options with InvalidArgument', async () => {
-    await expect(benchAllreduce({ peers: 0, bytes: 1024, transport: 'memory', fp16: false })).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
-    await expect(benchAllreduce({ peers: 2, bytes: 1024, transport: 'pigeon' as 'memory', fp16: false })).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+    await expect(benchAllreduce({ peers: 0, bytes: 1024, transport: 'memory', fp16: false })).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+    });
+    await expect(
+      benchAllreduce({ peers: 2, bytes: 1024, transport: 'pigeon' as 'memory', fp16: false }),
+    ).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
   });
 });

@@ -17,7 +17,8 @@ export function input(kind: Kind, op: ReduceOp, count: number, rank: number, see
   const r = rng(seed * 7919 + rank * 104729 + count);
   if (kind === 'int32') {
     const t = new Int32Array(count);
-    for (let i = 0; i < count; i++) t[i] = op === 'product' ? Math.floor(r() * 7) - 3 : Math.floor(r() * 2_000_001) - 1_000_000;
+    for (let i = 0; i < count; i++)
+      t[i] = op === 'product' ? Math.floor(r() * 7) - 3 : Math.floor(r() * 2_000_001) - 1_000_000;
     return t;
   }
   if (kind === 'int8') {

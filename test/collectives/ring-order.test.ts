@@ -25,7 +25,7 @@ function bruteForce(rtt: number[][]): number {
 /** Peers in `sites` clusters (a city each): short hops within a site, long ones between, sites on a line. */
 function sites(ranksPerSite: number[], seed: number): number[][] {
   let s = seed;
-  const rnd = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  const rnd = () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
   const where = ranksPerSite.flatMap((count, site) => Array.from({ length: count }, () => site));
   // Shuffle which rank lives where, so the identity order is a bad ring.
   for (let i = where.length - 1; i > 0; i--) {
@@ -37,22 +37,46 @@ function sites(ranksPerSite: number[], seed: number): number[][] {
 
 describe('ring order', () => {
   it('on clustered peers: stays within 5% of the brute-force least slowest hop, beats rank order', () => {
-    for (const [layout, seed] of [[[2, 2], 1], [[3, 2, 2], 2], [[2, 3, 3], 3], [[4, 4], 4], [[1, 2, 1, 3], 5]] as [number[], number][]) {
+    for (const [layout, seed] of [
+      [[2, 2], 1],
+      [[3, 2, 2], 2],
+      [[2, 3, 3], 3],
+      [[4, 4], 4],
+      [[1, 2, 1, 3], 5],
+    ] as [number[], number][]) {
       const rtt = sites(layout, seed);
       const order = ringOrder(rtt);
-      expect([...order].sort((a, b) => a - b), `${layout}`).toEqual(rtt.map((_, i) => i));
+      expect(
+        [...order].sort((a, b) => a - b),
+        `${layout}`,
+      ).toEqual(rtt.map((_, i) => i));
       expect(order[0]).toBe(0);
       const slowest = tourCost(rtt, order).slowest;
       expect(slowest, `${layout}`).toBeLessThanOrEqual(bruteForce(rtt) * 1.05);
-      expect(tourCost(rtt, order).slowest).toBeLessThanOrEqual(tourCost(rtt, rtt.map((_, i) => i)).slowest);
+      expect(tourCost(rtt, order).slowest).toBeLessThanOrEqual(
+        tourCost(
+          rtt,
+          rtt.map((_, i) => i),
+        ).slowest,
+      );
     }
   });
 
   it('keeps 1 and 2 peers as they are and refuses a matrix that is not square and finite', () => {
     expect(ringOrder([[0]])).toEqual([0]);
-    expect(ringOrder([[0, 5], [5, 0]])).toEqual([0, 1]);
+    expect(
+      ringOrder([
+        [0, 5],
+        [5, 0],
+      ]),
+    ).toEqual([0, 1]);
     expect(() => ringOrder([[0, 1], [1]])).toThrow(/square matrix/);
-    expect(() => ringOrder([[0, NaN], [1, 0]])).toThrow(/finite/);
+    expect(() =>
+      ringOrder([
+        [0, NaN],
+        [1, 0],
+      ]),
+    ).toThrow(/finite/);
   });
 
   it('pairs every two ranks exactly once, each rank at most once per round', () => {
@@ -89,7 +113,9 @@ describe('ring order', () => {
     const comms = createMemoryRing(5).map((c) => reorderedCommunicator(c, order));
     expect(comms.map((c) => c.rank)).toEqual([0, 2, 4, 1, 3]);
     const inputs = comms.map((c) => Float32Array.from({ length: 1000 }, (_, i) => (i % 7) + 100 * c.rank));
-    const out = await Promise.all(comms.map((c, r) => allreduce(c, inputs[r], { name: 'x', algorithm: 'ring', segmentBytes: 256 })));
+    const out = await Promise.all(
+      comms.map((c, r) => allreduce(c, inputs[r], { name: 'x', algorithm: 'ring', segmentBytes: 256 })),
+    );
     comms.forEach((c) => c.close());
     for (const o of out) for (let i = 0; i < 1000; i++) expect(o[i]).toBe(5 * (i % 7) + 100 * (0 + 1 + 2 + 3 + 4));
     const [one] = createMemoryRing(1);

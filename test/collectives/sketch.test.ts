@@ -23,13 +23,18 @@ describe('count sketches', () => {
     expect(Array.from(sketch(a, 64, seed + 1))).not.toEqual(Array.from(sa));
   });
 
-  it('piece by piece at their offsets equals whole, and keep each bucket\'s absolute mass', () => {
+  it("piece by piece at their offsets equals whole, and keep each bucket's absolute mass", () => {
     const x = gaussian(1000, 3);
     const whole = new Float64Array(16);
     const mass = new Float64Array(16);
     sketchInto(whole, x, 99, 0, mass);
     const parts = new Float64Array(16);
-    for (const [from, to] of [[0, 137], [137, 600], [600, 1000]]) sketchInto(parts, x.subarray(from, to), 99, from);
+    for (const [from, to] of [
+      [0, 137],
+      [137, 600],
+      [600, 1000],
+    ])
+      sketchInto(parts, x.subarray(from, to), 99, from);
     for (let i = 0; i < 16; i++) expect(parts[i]).toBeCloseTo(whole[i], 10);
     const total = x.reduce((s, v) => s + Math.abs(v), 0);
     expect(mass.reduce((s, v) => s + v, 0)).toBeCloseTo(total, 6);
@@ -63,7 +68,11 @@ describe('count sketches', () => {
   });
 
   it('coordinate-wise median ignores one wild row', () => {
-    const m = coordinateMedian([[1, 2, 3], [1.2, 2.2, 2.8], [-100, 500, -1e9]]);
+    const m = coordinateMedian([
+      [1, 2, 3],
+      [1.2, 2.2, 2.8],
+      [-100, 500, -1e9],
+    ]);
     expect(Array.from(m)).toEqual([1, 2.2, 2.8]);
   });
 });

@@ -29,24 +29,56 @@ function hostile(n: number, rank: number): Float32Array {
 }
 
 /** Every rank: publish sketches, allreduce (average), check; returns each rank's wrong chunks. */
-async function verifiedRound(comms: Communicator[], n: number, seed: number, corrupt?: (comms: Communicator[]) => void): Promise<{ wrongAt: number[][]; chunks: ReturnType<typeof ringChunks> }> {
+async function verifiedRound(
+  comms: Communicator[],
+  n: number,
+  seed: number,
+  corrupt?: (comms: Communicator[]) => void,
+): Promise<{ wrongAt: number[][]; chunks: ReturnType<typeof ringChunks> }> {
   const size = comms.length;
   // The allreduce below is forced round the ring: its layout at every size.
   const chunks = ringChunks(n, size, undefined, 0, 0);
   const data = comms.map((_, r) => hostile(n, r));
-  const published = await Promise.all(comms.map((c, r) => allgather(c, chunkSketches(data[r], chunks, K, seed), { name: 'sketches' })));
+  const published = await Promise.all(
+    comms.map((c, r) => allgather(c, chunkSketches(data[r], chunks, K, seed), { name: 'sketches' })),
+  );
   corrupt?.(comms);
-  await Promise.all(comms.map((c, r) => allreduceInPlace(c, data[r], { op: 'average', name: 'grads', algorithm: 'ring', segmentBytes: 4096 + 16 })));
+  await Promise.all(
+    comms.map((c, r) =>
+      allreduceInPlace(c, data[r], { op: 'average', name: 'grads', algorithm: 'ring', segmentBytes: 4096 + 16 }),
+    ),
+  );
   const block = 2 * K * chunks.length;
-  const wrongAt = comms.map((_, r) => wrongChunks(data[r], chunks, Array.from({ length: size }, (_, q) => published[r].subarray(q * block, (q + 1) * block)), K, seed, 1 / size));
+  const wrongAt = comms.map((_, r) =>
+    wrongChunks(
+      data[r],
+      chunks,
+      Array.from({ length: size }, (_, q) => published[r].subarray(q * block, (q + 1) * block)),
+      K,
+      seed,
+      1 / size,
+    ),
+  );
   return { wrongAt, chunks };
 }
 
 describe('ringChunks', () => {
   it('cuts a buffer as allreduceInPlace does: pieces of the fusion threshold, one chunk per rank each, small pieces unrouted', () => {
-    // 64-byte pieces hold 16 floats: 10 floats are one piece, cut 4/3/3 (both thresholds 0: the ring); 40 floats on 2 ranks are pieces of 16, 16 and 8.
-    expect(ringChunks(10, 3, 64, 0, 0)).toEqual([{ offset: 0, count: 4, owner: 0 }, { offset: 4, count: 3, owner: 1 }, { offset: 7, count: 3, owner: 2 }]);
-    expect(ringChunks(40, 2, 64, 0).map((c) => [c.offset, c.count, c.owner])).toEqual([[0, 8, 0], [8, 8, 1], [16, 8, 0], [24, 8, 1], [32, 4, 0], [36, 4, 1]]);
+    // 64-byte pieces hold 16 floats: 10 floats are one piece, cut 4/3/3 (both thresholds 0: the ring); 40 floats on 2
+    // ranks are pieces of 16, 16 and 8.
+    expect(ringChunks(10, 3, 64, 0, 0)).toEqual([
+      { offset: 0, count: 4, owner: 0 },
+      { offset: 4, count: 3, owner: 1 },
+      { offset: 7, count: 3, owner: 2 },
+    ]);
+    expect(ringChunks(40, 2, 64, 0).map((c) => [c.offset, c.count, c.owner])).toEqual([
+      [0, 8, 0],
+      [8, 8, 1],
+      [16, 8, 0],
+      [24, 8, 1],
+      [32, 4, 0],
+      [36, 4, 1],
+    ]);
     // Recursive doubling below smallBytes: one chunk, no path; one rank: its own.
     expect(ringChunks(100, 4)).toEqual([{ offset: 0, count: 100, owner: -1 }]);
     expect(ringChunks(100, 1)).toEqual([{ offset: 0, count: 100, owner: 0 }]);
@@ -96,10 +128,24 @@ describe('verified allreduce: changes are caught and the link named', () => {
 
   it('suspectLinks: allgather corruption names the link into the first wrong rank; reduce-scatter corruption narrows by intersection', () => {
     const chunks = ringChunks(3 * 100000, 3);
-    // Link 1 → 2 corrupted everything it carried: chunk 1 in allgather (seen by 2 only), chunks 0 and 2 in reduce-scatter.
-    expect(suspectLinks([[0, 2], [0, 2], [0, 1, 2]], chunks, 3)).toEqual([{ from: 1, to: 2 }]);
+    // Link 1 → 2 corrupted everything it carried: chunk 1 in allgather (seen by 2 only), chunks 0 and 2 in
+    // reduce-scatter.
+    expect(
+      suspectLinks(
+        [
+          [0, 2],
+          [0, 2],
+          [0, 1, 2],
+        ],
+        chunks,
+        3,
+      ),
+    ).toEqual([{ from: 1, to: 2 }]);
     // Only chunk 0 wrong everywhere: reduce-scatter path 1 → 2 → 0.
-    expect(suspectLinks([[0], [0], [0]], chunks, 3)).toEqual([{ from: 1, to: 2 }, { from: 2, to: 0 }]);
+    expect(suspectLinks([[0], [0], [0]], chunks, 3)).toEqual([
+      { from: 1, to: 2 },
+      { from: 2, to: 0 },
+    ]);
     expect(suspectLinks([[], [], []], chunks, 3)).toEqual([]);
     // Chunk 2 seen wrong by rank 1 only (owner 2 → 0 → 1): the link 0 → 1 in allgather.
     expect(suspectLinks([[], [2], []], chunks, 3)).toEqual([{ from: 0, to: 1 }]);

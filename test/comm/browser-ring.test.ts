@@ -26,7 +26,13 @@ const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javas
 describe('collectives over WebRTC in Chromium', () => {
   it('allreduce (fragmented, fp16), allgather and broadcast agree across three ranks', async () => {
     out = mkdtempSync(join(tmpdir(), 'ringtrain-browser-ring-'));
-    await build({ configFile: false, logLevel: 'error', root: fileURLToPath(new URL('./browser', import.meta.url)), base: './', build: { outDir: out, emptyOutDir: true, target: 'es2022' } });
+    await build({
+      configFile: false,
+      logLevel: 'error',
+      root: fileURLToPath(new URL('./browser', import.meta.url)),
+      base: './',
+      build: { outDir: out, emptyOutDir: true, target: 'es2022' },
+    });
     server = createServer((req, res) => {
       const path = normalize(join(out, req.url === '/' ? 'index.html' : decodeURIComponent(req.url!.split('?')[0])));
       try {

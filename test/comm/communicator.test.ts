@@ -50,7 +50,9 @@ describe('LinkCommunicator', () => {
     const highWaterBytes = 512 * 1024;
     const c0 = new LinkCommunicator(0, 2, new Map([[1, slow]]), { highWaterBytes, peerTimeoutMs: 0 });
     const c1 = new LinkCommunicator(1, 2, new Map([[0, b]]), { peerTimeoutMs: 0 });
-    const messages = Array.from({ length: 12 }, (_, k) => Uint8Array.from({ length: 300_000 + k }, (_, i) => (i + k) & 255));
+    const messages = Array.from({ length: 12 }, (_, k) =>
+      Uint8Array.from({ length: 300_000 + k }, (_, i) => (i + k) & 255),
+    );
     const sent = messages.map((m, k) => c0.send(1, { id: 1, step: 0, chunk: k }, m));
     const got = await Promise.all(messages.map((_, k) => c1.recv(0, { id: 1, step: 0, chunk: k }, 10_000)));
     await Promise.all(sent);
@@ -69,7 +71,10 @@ describe('LinkCommunicator', () => {
     await c0.send(1, { id: 4, step: 0, chunk: 2 }, Uint8Array.of(42));
     expect(Array.from(await c1.recv(0, { id: 4, step: 0, chunk: 2 }, 1000))).toEqual([42]);
     expect(Array.from(await c1.recv(0, { id: 5, step: 1, chunk: 0 }, 1000))).toEqual([51]);
-    await expect(c1.recv(0, { id: 6, step: 0, chunk: 0 }, 50)).rejects.toMatchObject({ code: 'ERR_COLLECTIVE_TIMEOUT', detail: { waitingFor: [0] } });
+    await expect(c1.recv(0, { id: 6, step: 0, chunk: 0 }, 50)).rejects.toMatchObject({
+      code: 'ERR_COLLECTIVE_TIMEOUT',
+      detail: { waitingFor: [0] },
+    });
     await Promise.all([c0.close(), c1.close()]);
   });
 
@@ -79,7 +84,9 @@ describe('LinkCommunicator', () => {
     expect(() => new LinkCommunicator(0, 3, new Map([[1, a]]))).toThrow(/no link to rank 2/);
     const c = new LinkCommunicator(0, 2, new Map([[1, a]]));
     const other = new LinkCommunicator(1, 2, new Map([[0, b]]));
-    await expect(c.send(0, { id: 0, step: 0, chunk: 0 }, new Uint8Array(1))).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+    await expect(c.send(0, { id: 0, step: 0, chunk: 0 }, new Uint8Array(1))).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+    });
     await Promise.all([c.close(), other.close()]);
   });
 });

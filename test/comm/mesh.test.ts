@@ -21,7 +21,12 @@ afterEach(async () => {
 });
 
 async function listener(tls = false): Promise<TcpLinkEndpoint> {
-  const e = await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0, log: () => {}, tls: tls ? makeLinkCertificate() : undefined });
+  const e = await TcpLinkEndpoint.listen({
+    host: '127.0.0.1',
+    port: 0,
+    log: () => {},
+    tls: tls ? makeLinkCertificate() : undefined,
+  });
   cleanup.push(() => e.close());
   return e;
 }
@@ -45,7 +50,15 @@ async function mesh(endpoints: (TcpEndpoint | undefined)[]): Promise<Map<number,
     endpoints.map((endpoint, rank) => {
       const signaler = new StoreSignaler(store, rank, size, 2);
       cleanup.push(() => signaler.close());
-      return connectLinks({ rank, size, signaler, wrtc: loadWrtc(), timeoutMs: 30_000, tcp: endpoint && { endpoint, job: 'mesh-test', epoch: 1, key }, onNotice: (l) => notices.push(l) });
+      return connectLinks({
+        rank,
+        size,
+        signaler,
+        wrtc: loadWrtc(),
+        timeoutMs: 30_000,
+        tcp: endpoint && { endpoint, job: 'mesh-test', epoch: 1, key },
+        onNotice: (l) => notices.push(l),
+      });
     }),
   );
   for (const m of meshes) for (const l of m.values()) cleanup.push(() => l.close());
@@ -58,18 +71,21 @@ async function exchange(meshes: Map<number, Link>[]): Promise<void> {
   const tag = { id: 0, step: 0, chunk: 0 };
   await Promise.all(
     comms.flatMap((c) =>
-      comms.filter((o) => o !== c).flatMap((o) => [
-        c.send(o.rank, tag, new Uint8Array([c.rank, 7])),
-        c.recv(o.rank, tag).then((m) => expect([...m]).toEqual([o.rank, 7])),
-      ]),
+      comms
+        .filter((o) => o !== c)
+        .flatMap((o) => [
+          c.send(o.rank, tag, new Uint8Array([c.rank, 7])),
+          c.recv(o.rank, tag).then((m) => expect([...m]).toEqual([o.rank, 7])),
+        ]),
     ),
   );
   await Promise.all(comms.map((c) => c.close()));
 }
 
-const transports = (meshes: Map<number, Link>[]) => meshes.map((m) => [...m].sort(([a], [b]) => a - b).map(([, l]) => l.transport));
+const transports = (meshes: Map<number, Link>[]) =>
+  meshes.map((m) => [...m].sort(([a], [b]) => a - b).map(([, l]) => l.transport));
 
-describe('the mesh chooses each pair\'s transport', () => {
+describe("the mesh chooses each pair's transport", () => {
   it('runs in the private network namespace', () => {
     expect(process.env.RINGTRAIN_NETNS, 'run under scripts/in-netns.sh').toBe('1');
   });
@@ -87,7 +103,11 @@ describe('the mesh chooses each pair\'s transport', () => {
   it('falls back to WebRTC, on both ends, when the dial to an advertised address fails', async () => {
     const real = await listener();
     // Rank 1 advertises an address where nobody listens; rank 0's dial is refused.
-    const unreachable: TcpEndpoint = { address: await deadAddress(), dial: (...a) => real.dial(...a), accept: (...a) => real.accept(...a) };
+    const unreachable: TcpEndpoint = {
+      address: await deadAddress(),
+      dial: (...a) => real.dial(...a),
+      accept: (...a) => real.accept(...a),
+    };
     const meshes = await mesh([await listener(), unreachable, await listener()]);
     expect(transports(meshes)).toEqual([
       ['webrtc', 'tcp'],

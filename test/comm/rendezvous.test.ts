@@ -16,7 +16,10 @@ function tempDir(): string {
   return d;
 }
 
-for (const [kind, make] of [['memory', () => new MemoryStore()], ['file', () => new FileStore(tempDir())]] as [string, () => Store][]) {
+for (const [kind, make] of [
+  ['memory', () => new MemoryStore()],
+  ['file', () => new FileStore(tempDir())],
+] as [string, () => Store][]) {
   describe(`${kind} store`, () => {
     it('sets, gets and waits for keys', async () => {
       const s = make();
@@ -30,7 +33,10 @@ for (const [kind, make] of [['memory', () => new MemoryStore()], ['file', () => 
     it('names the keys that never appeared', async () => {
       const s = make();
       await s.set('here', 'x');
-      await expect(s.wait(['here', 'rank/3'], 100)).rejects.toMatchObject({ code: 'ERR_COLLECTIVE_TIMEOUT', detail: { missing: ['rank/3'] } });
+      await expect(s.wait(['here', 'rank/3'], 100)).rejects.toMatchObject({
+        code: 'ERR_COLLECTIVE_TIMEOUT',
+        detail: { missing: ['rank/3'] },
+      });
     });
   });
 }
@@ -44,7 +50,8 @@ describe('StoreSignaler', () => {
     c.onSignal((from, data) => got.push([from, data]));
     for (let i = 0; i < 5; i++) a.send(2, { i });
     a.send(1, 'not for rank 2');
-    for (const end = Date.now() + 30_000; got.length < 5 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    for (const end = Date.now() + 30_000; got.length < 5 && Date.now() < end;)
+      await new Promise((r) => setTimeout(r, 20));
     expect(got).toEqual([0, 1, 2, 3, 4].map((i) => [0, { i }]));
     a.close();
     c.close();
@@ -55,7 +62,9 @@ describe('joining a WebRTC ring', () => {
   it('times out naming the ranks that never came', async () => {
     expect(process.env.RINGTRAIN_NETNS, 'run under scripts/in-netns.sh (npm test does)').toBe('1');
     const signaler = new StoreSignaler(new MemoryStore(), 0, 3, 5);
-    await expect(joinWebRTCRing({ rank: 0, size: 3, signaler, wrtc: loadWrtc(), connectTimeoutMs: 1000 })).rejects.toMatchObject({
+    await expect(
+      joinWebRTCRing({ rank: 0, size: 3, signaler, wrtc: loadWrtc(), connectTimeoutMs: 1000 }),
+    ).rejects.toMatchObject({
       code: 'ERR_COLLECTIVE_TIMEOUT',
       detail: { waitingFor: [1, 2] },
     });
@@ -64,14 +73,30 @@ describe('joining a WebRTC ring', () => {
 
   it('waits for a member that has not signalled yet past the connect timeout, up to the silent-peer limit', async () => {
     const store = new MemoryStore();
-    const first = joinWebRTCRing({ rank: 0, size: 2, signaler: new StoreSignaler(store, 0, 2, 5), wrtc: loadWrtc(), connectTimeoutMs: 300, silentTimeoutMs: 60_000 });
+    const first = joinWebRTCRing({
+      rank: 0,
+      size: 2,
+      signaler: new StoreSignaler(store, 0, 2, 5),
+      wrtc: loadWrtc(),
+      connectTimeoutMs: 300,
+      silentTimeoutMs: 60_000,
+    });
     let settled = false;
-    void first.then(() => (settled = true), () => (settled = true));
+    void first.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
     // The late joiner is the stimulus here: rank 1 starts only after rank 0's connect timeout has
     // passed three times over (a member still loading its data); before it, rank 0 must still be waiting.
     await new Promise((r) => setTimeout(r, 1000));
     expect(settled, 'rank 0 gave up on a silent peer at the connect timeout').toBe(false);
-    const second = joinWebRTCRing({ rank: 1, size: 2, signaler: new StoreSignaler(store, 1, 2, 5), wrtc: loadWrtc(), connectTimeoutMs: 300 });
+    const second = joinWebRTCRing({
+      rank: 1,
+      size: 2,
+      signaler: new StoreSignaler(store, 1, 2, 5),
+      wrtc: loadWrtc(),
+      connectTimeoutMs: 300,
+    });
     const [c0, c1] = await Promise.all([first, second]);
     expect([c0.size, c1.rank]).toEqual([2, 1]);
     c0.close();
@@ -81,18 +106,37 @@ describe('joining a WebRTC ring', () => {
   it('stops at once, with the reason given, when told the membership moved on', async () => {
     const signaler = new StoreSignaler(new MemoryStore(), 0, 2, 5);
     const movedOn = new AbortController();
-    const joining = joinWebRTCRing({ rank: 0, size: 2, signaler, wrtc: loadWrtc(), connectTimeoutMs: 60_000, abort: movedOn.signal });
+    const joining = joinWebRTCRing({
+      rank: 0,
+      size: 2,
+      signaler,
+      wrtc: loadWrtc(),
+      connectTimeoutMs: 60_000,
+      abort: movedOn.signal,
+    });
     movedOn.abort(new Error('epoch 7 is out'));
-    await expect(joining).rejects.toMatchObject({ code: 'ERR_ABORTED', message: expect.stringContaining('epoch 7 is out') });
+    await expect(joining).rejects.toMatchObject({
+      code: 'ERR_ABORTED',
+      message: expect.stringContaining('epoch 7 is out'),
+    });
     signaler.close();
   });
 
   it('connects two ranks in one process and moves framed data both ways', async () => {
     const store = new MemoryStore();
-    const [c0, c1] = await Promise.all([0, 1].map((rank) => joinWebRTCRing({ rank, size: 2, signaler: new StoreSignaler(store, rank, 2, 5), wrtc: loadWrtc() })));
+    const [c0, c1] = await Promise.all(
+      [0, 1].map((rank) =>
+        joinWebRTCRing({ rank, size: 2, signaler: new StoreSignaler(store, rank, 2, 5), wrtc: loadWrtc() }),
+      ),
+    );
     const big = Uint8Array.from({ length: 700_000 }, (_, i) => (i * 13) & 255); // three frames
     const tag = { id: 1, step: 0, chunk: 0 };
-    const [got1, got0] = await Promise.all([c1.recv(0, tag, 10_000), c0.recv(1, tag, 10_000), c0.send(1, tag, big), c1.send(0, tag, big.subarray(1))]);
+    const [got1, got0] = await Promise.all([
+      c1.recv(0, tag, 10_000),
+      c0.recv(1, tag, 10_000),
+      c0.send(1, tag, big),
+      c1.send(0, tag, big.subarray(1)),
+    ]);
     expect(Buffer.compare(got1, big)).toBe(0);
     expect(Buffer.compare(got0, big.subarray(1))).toBe(0);
     c0.close();

@@ -17,7 +17,14 @@ import { detectRuntime } from '../../src/core/runtime.ts';
 import { input, reference, tolerance, type Kind } from '../collectives/reference.ts';
 import { CASES } from '../collectives/horovod-cases.ts';
 
-const { values } = parseArgs({ options: { dir: { type: 'string' }, rank: { type: 'string' }, size: { type: 'string' }, scenario: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    dir: { type: 'string' },
+    rank: { type: 'string' },
+    size: { type: 'string' },
+    scenario: { type: 'string' },
+  },
+});
 const rank = Number(values.rank);
 const size = Number(values.size);
 const out = (o: object) => process.stdout.write(JSON.stringify({ rank, runtime: detectRuntime(), ...o }) + '\n');
@@ -34,13 +41,15 @@ function expectClose(what: string, got: Tensor, kind: Kind, op: 'sum' | 'max' | 
   const ref = reference(op, inputs);
   if (got.length !== count) throw new Error(`${what}: length ${got.length}, expected ${count}`);
   for (let i = 0; i < count; i++) {
-    if (Math.abs(got[i] - ref[i]) > tolerance(kind, op, inputs, i, ref[i])) throw new Error(`${what}: element ${i} is ${got[i]}, reference ${ref[i]}`);
+    if (Math.abs(got[i] - ref[i]) > tolerance(kind, op, inputs, i, ref[i]))
+      throw new Error(`${what}: element ${i} is ${got[i]}, reference ${ref[i]}`);
   }
 }
 
 function expectEqual(what: string, got: ArrayLike<number>, want: ArrayLike<number>): void {
   if (got.length !== want.length) throw new Error(`${what}: length ${got.length}, expected ${want.length}`);
-  for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
+  for (let i = 0; i < want.length; i++)
+    if (got[i] !== want[i]) throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
 }
 
 // Generous: tests share two cores with other tests, and a starved peer must not look dead.
@@ -51,42 +60,89 @@ try {
     const a = await allreduce(comm, input('float32', 'sum', 300_001, rank), { name: 'f32-sum', segmentBytes: 1 << 20 });
     expectClose('f32 sum', a, 'float32', 'sum', 300_001);
     sums.f32 = checksum(a);
-    const b = await allreduce(comm, input('int32', 'max', 1001, rank), { name: 'i32-max', op: 'max', segmentBytes: 1000 });
+    const b = await allreduce(comm, input('int32', 'max', 1001, rank), {
+      name: 'i32-max',
+      op: 'max',
+      segmentBytes: 1000,
+    });
     expectClose('i32 max', b, 'int32', 'max', 1001);
-    const c = await allreduce(comm, input('float32', 'average', 5000, rank), { name: 'fp16-avg', op: 'average', compression: 'fp16', segmentBytes: 2048 });
+    const c = await allreduce(comm, input('float32', 'average', 5000, rank), {
+      name: 'fp16-avg',
+      op: 'average',
+      compression: 'fp16',
+      segmentBytes: 2048,
+    });
     expectClose('fp16 average', c, 'fp16', 'average', 5000);
     sums.fp16 = checksum(c);
     // The latency and middle-size algorithms forced, whatever 'auto' picks at these sizes: an odd length in many
     // segments, fp16 on the wire (bitwise equal everywhere: the test compares checksums), and a
     // tensor shorter than the ring (empty blocks).
     for (const algorithm of ['recursive-doubling', 'halving-doubling', 'two-shot'] as const) {
-      const f = await allreduce(comm, input('float32', 'sum', 30_001, rank), { name: `${algorithm}-f32`, algorithm, segmentBytes: 8192 });
+      const f = await allreduce(comm, input('float32', 'sum', 30_001, rank), {
+        name: `${algorithm}-f32`,
+        algorithm,
+        segmentBytes: 8192,
+      });
       expectClose(`${algorithm} f32 sum`, f, 'float32', 'sum', 30_001);
       sums[`${algorithm}-f32`] = checksum(f);
-      const h = await allreduce(comm, input('float32', 'average', 4999, rank), { name: `${algorithm}-fp16`, op: 'average', compression: 'fp16', algorithm, segmentBytes: 2048 });
+      const h = await allreduce(comm, input('float32', 'average', 4999, rank), {
+        name: `${algorithm}-fp16`,
+        op: 'average',
+        compression: 'fp16',
+        algorithm,
+        segmentBytes: 2048,
+      });
       expectClose(`${algorithm} fp16 average`, h, 'fp16', 'average', 4999);
       sums[`${algorithm}-fp16`] = checksum(h);
-      const short = await allreduce(comm, input('int32', 'max', size - 1, rank), { name: `${algorithm}-short`, op: 'max', algorithm });
+      const short = await allreduce(comm, input('int32', 'max', size - 1, rank), {
+        name: `${algorithm}-short`,
+        op: 'max',
+        algorithm,
+      });
       expectClose(`${algorithm} int32 max of ${size - 1}`, short, 'int32', 'max', size - 1);
     }
-    const g = await allgather(comm, Int32Array.from({ length: rank + 1 }, (_, i) => rank * 100 + i), { name: 'gather' });
-    expectEqual('allgather', g, Array.from({ length: size }, (_, r) => Array.from({ length: r + 1 }, (__, i) => r * 100 + i)).flat());
+    const g = await allgather(
+      comm,
+      Int32Array.from({ length: rank + 1 }, (_, i) => rank * 100 + i),
+      { name: 'gather' },
+    );
+    expectEqual(
+      'allgather',
+      g,
+      Array.from({ length: size }, (_, r) => Array.from({ length: r + 1 }, (__, i) => r * 100 + i)).flat(),
+    );
     const root = size - 1;
-    const bc = await broadcast(comm, input('float32', 'sum', 3000, rank, 5), { root, name: 'bcast', segmentBytes: 4000 });
+    const bc = await broadcast(comm, input('float32', 'sum', 3000, rank, 5), {
+      root,
+      name: 'bcast',
+      segmentBytes: 4000,
+    });
     expectEqual('broadcast', bc, input('float32', 'sum', 3000, root, 5));
     const send = Int32Array.from({ length: size * 2 }, (_, i) => rank * 1000 + i);
     const at = await alltoall(comm, send, { name: 'a2a' });
-    expectEqual('alltoall', at.data, Array.from({ length: size }, (_, r) => [r * 1000 + 2 * rank, r * 1000 + 2 * rank + 1]).flat());
-    const fused = await allreduceFused(comm, [1, 2, 3].map((k) => ({ name: `t${k}`, data: Int32Array.from({ length: k * 10 }, () => rank + 1) })), { thresholdBytes: 100 });
+    expectEqual(
+      'alltoall',
+      at.data,
+      Array.from({ length: size }, (_, r) => [r * 1000 + 2 * rank, r * 1000 + 2 * rank + 1]).flat(),
+    );
+    const fused = await allreduceFused(
+      comm,
+      [1, 2, 3].map((k) => ({ name: `t${k}`, data: Int32Array.from({ length: k * 10 }, () => rank + 1) })),
+      { thresholdBytes: 100 },
+    );
     for (const t of fused) expectEqual('fused', t, new Array(t.length).fill((size * (size + 1)) / 2));
     await barrier(comm);
     out({ ok: true, sums });
   } else if (values.scenario === 'failures') {
     const errors: Record<string, unknown> = {};
-    await allreduce(comm, new Float32Array(rank === 1 ? 7 : 8), { name: 'grad' }).catch((e) => (errors.mismatch = { code: e.code, message: e.message }));
+    await allreduce(comm, new Float32Array(rank === 1 ? 7 : 8), { name: 'grad' }).catch(
+      (e) => (errors.mismatch = { code: e.code, message: e.message }),
+    );
     // The last rank arrives long after the others have given up on it.
     if (rank === size - 1) await new Promise((r) => setTimeout(r, 7000));
-    await allreduce(comm, new Float32Array(8), { name: 'late', timeoutMs: 3500 }).catch((e) => (errors.timeout = { code: e.code, message: e.message, waitingFor: e.detail?.waitingFor }));
+    await allreduce(comm, new Float32Array(8), { name: 'late', timeoutMs: 3500 }).catch(
+      (e) => (errors.timeout = { code: e.code, message: e.message, waitingFor: e.detail?.waitingFor }),
+    );
     const ok = await allreduce(comm, Float32Array.of(rank), { name: 'after', timeoutMs: 10_000 });
     out({ ok: true, errors, after: ok[0] });
   } else if (values.scenario === 'horovod') {

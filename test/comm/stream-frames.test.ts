@@ -23,7 +23,7 @@ function stream(sizes: number[]): { bytes: Uint8Array; messages: Uint8Array[] } 
 function cuts(total: number, seed: number, maxChunk: number): number[] {
   const out: number[] = [];
   let x = seed;
-  for (let at = 0; at < total; ) {
+  for (let at = 0; at < total;) {
     x = (x * 1103515245 + 12345) % 2 ** 31;
     at = Math.min(total, at + 1 + (x % maxChunk));
     out.push(at);
@@ -32,7 +32,13 @@ function cuts(total: number, seed: number, maxChunk: number): number[] {
 }
 
 describe('LengthPrefixedReader', () => {
-  for (const [seed, maxChunk] of [[1, 1], [2, 3], [3, 17], [4, 1000], [5, 70_000]] as const) {
+  for (const [seed, maxChunk] of [
+    [1, 1],
+    [2, 3],
+    [3, 17],
+    [4, 1000],
+    [5, 70_000],
+  ] as const) {
     it(`glues messages from chunks of up to ${maxChunk} bytes`, () => {
       const { bytes, messages } = stream([0, 1, 5, 4, 300, 0, 65_536, 7, 262_144]);
       const got: Uint8Array[] = [];
@@ -49,7 +55,12 @@ describe('LengthPrefixedReader', () => {
         from = to;
       }
       expect(got.map((m) => m.byteLength)).toEqual(messages.map((m) => m.byteLength));
-      got.forEach((m, i) => expect(m.every((b) => b === i + 1), `message ${i}`).toBe(true));
+      got.forEach((m, i) =>
+        expect(
+          m.every((b) => b === i + 1),
+          `message ${i}`,
+        ).toBe(true),
+      );
       for (const o of offsets) expect(o % 8).toBe(0);
     });
   }

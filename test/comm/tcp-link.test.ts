@@ -23,7 +23,12 @@ afterEach(async () => {
 
 async function endpoint(tls = false): Promise<TcpLinkEndpoint & { lines: string[] }> {
   const lines: string[] = [];
-  const e = await TcpLinkEndpoint.listen({ host: '127.0.0.1', port: 0, log: (l) => lines.push(l), tls: tls ? makeLinkCertificate() : undefined });
+  const e = await TcpLinkEndpoint.listen({
+    host: '127.0.0.1',
+    port: 0,
+    log: (l) => lines.push(l),
+    tls: tls ? makeLinkCertificate() : undefined,
+  });
   open.push(e);
   return Object.assign(e, { lines });
 }
@@ -56,7 +61,7 @@ describe('TCP links', () => {
     expect(process.env.RINGTRAIN_NETNS, 'run under scripts/in-netns.sh').toBe('1');
   });
 
-  it('authenticates both ends and carries a communicator\'s messages both ways', async () => {
+  it("authenticates both ends and carries a communicator's messages both ways", async () => {
     const [a, b] = [await endpoint(), await endpoint()];
     const key = randomBytes(32);
     const accepted = b.accept(ID, key).link;
@@ -70,7 +75,12 @@ describe('TCP links', () => {
     const up = pattern(3 * MAX_MESSAGE_BYTES + 11, 1);
     const down = pattern(5 * MAX_MESSAGE_BYTES + 3, 2);
     const tag = { id: 1, step: 0, chunk: 0 };
-    const [, , atOne, atZero] = await Promise.all([c0.send(1, tag, up), c1.send(0, tag, down), c1.recv(0, tag), c0.recv(1, tag)]);
+    const [, , atOne, atZero] = await Promise.all([
+      c0.send(1, tag, up),
+      c1.send(0, tag, down),
+      c1.recv(0, tag),
+      c0.recv(1, tag),
+    ]);
     expect(Buffer.compare(atOne, up)).toBe(0);
     expect(Buffer.compare(atZero, down)).toBe(0);
     expect([a.refused, b.refused]).toEqual([0, 0]);
@@ -120,9 +130,14 @@ describe('TCP links', () => {
     const key = randomBytes(32);
     const accepted = listener.accept(ID, key).link;
     let handed: Link | null = null;
-    void accepted.then((l) => (handed = l), () => {});
+    void accepted.then(
+      (l) => (handed = l),
+      () => {},
+    );
     // Right identity, wrong key: the listener's answer does not check out, and the dialer's proof is refused.
-    await expect(stranger.dial(listener.address, ID, randomBytes(32), 5000)).rejects.toThrow(/does not hold this epoch's link key/);
+    await expect(stranger.dial(listener.address, ID, randomBytes(32), 5000)).rejects.toThrow(
+      /does not hold this epoch's link key/,
+    );
     // A raw connection that sends a data frame straight away.
     const target = splitHostPort(listener.address)!;
     const raw = connect(target.port, target.host);
@@ -135,7 +150,9 @@ describe('TCP links', () => {
     await new Promise((r) => huge.on('close', r));
     // Three refusals: the keyless dialer (it hung up on the listener's proof), the frame, the length.
     expect(listener.refused).toBe(3);
-    expect(listener.lines.join('\n')).toMatch(/closed during the handshake[\s\S]*not a ringtrain link hello[\s\S]*at most 1024 are allowed/);
+    expect(listener.lines.join('\n')).toMatch(
+      /closed during the handshake[\s\S]*not a ringtrain link hello[\s\S]*at most 1024 are allowed/,
+    );
     expect(handed).toBeNull();
     // The honest peer still gets in afterwards, and only its frames arrive.
     const honest = await endpoint();
@@ -154,7 +171,9 @@ describe('TCP links', () => {
     const dialer = await endpoint();
     const key = randomBytes(32);
     listener.accept(ID, key);
-    await expect(dialer.dial(listener.address, { ...ID, epoch: 4 }, key, 5000)).rejects.toThrow(/closed the connection/);
+    await expect(dialer.dial(listener.address, { ...ID, epoch: 4 }, key, 5000)).rejects.toThrow(
+      /closed the connection/,
+    );
     expect(listener.lines.join('\n')).toMatch(/no link from rank 0 to rank 1 of epoch 4/);
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
@@ -169,7 +188,9 @@ describe('TCP links', () => {
     const key = randomBytes(32);
     const accepted = listener.accept(ID, key).link;
     // Another certificate than the one relayed: the dialer hangs up before sending its hello.
-    await expect(dialer.dial(listener.address, ID, key, 5000, other.tlsFingerprint)).rejects.toThrow(/TLS certificate .* is not the one it advertised/);
+    await expect(dialer.dial(listener.address, ID, key, 5000, other.tlsFingerprint)).rejects.toThrow(
+      /TLS certificate .* is not the one it advertised/,
+    );
     // Plain TCP to a TLS listener never gets as far as a hello.
     await expect(dialer.dial(listener.address, ID, key, 5000)).rejects.toThrow(/closed the connection|ECONNRESET/);
     const link = await dialer.dial(listener.address, ID, key, 5000, listener.tlsFingerprint);

@@ -30,7 +30,9 @@ function expectAllGood(reports: Report[], runtimes: PeerRuntime[]): void {
   });
   // Bitwise-equal results everywhere, each allreduce algorithm's among them.
   for (const r of reports) expect(r.sums).toEqual(reports[0].sums);
-  expect(Object.keys(reports[0].sums as object)).toEqual(expect.arrayContaining(['recursive-doubling-fp16', 'halving-doubling-fp16', 'two-shot-fp16']));
+  expect(Object.keys(reports[0].sums as object)).toEqual(
+    expect.arrayContaining(['recursive-doubling-fp16', 'halving-doubling-fp16', 'two-shot-fp16']),
+  );
 }
 
 describe('collectives over real WebRTC, one process per rank', () => {
@@ -38,7 +40,11 @@ describe('collectives over real WebRTC, one process per rank', () => {
     expect(process.env.RINGTRAIN_NETNS, 'run under scripts/in-netns.sh (npm test does)').toBe('1');
   });
 
-  for (const runtimes of [['node', 'node'], ['node', 'node', 'node'], ['node', 'deno', 'node', 'deno']] as PeerRuntime[][]) {
+  for (const runtimes of [
+    ['node', 'node'],
+    ['node', 'node', 'node'],
+    ['node', 'deno', 'node', 'deno'],
+  ] as PeerRuntime[][]) {
     it(`every collective on ${runtimes.length} peers (${runtimes.join('+')})`, async () => {
       expectAllGood(await runRing(runtimes, 'check'), runtimes);
     });
@@ -66,13 +72,21 @@ describe('collectives over real WebRTC, one process per rank', () => {
   });
 
   it('a peer killed mid-allreduce fails every survivor with PeerLost naming it', async () => {
-    ring = launchLocalRing({ size: 4, script: SCRIPT, runtimes: ['node', 'node', 'deno', 'node'], args: () => ['--scenario', 'kill'] });
+    ring = launchLocalRing({
+      size: 4,
+      script: SCRIPT,
+      runtimes: ['node', 'node', 'deno', 'node'],
+      args: () => ['--scenario', 'kill'],
+    });
     await Promise.all(ring.peers.map((p) => p.waitFor((l) => l.includes('"ready"'))));
-    // Once every rank has finished two allreduces (so the next is under way), kill rank 2 outright (no goodbye, no close).
+    // Once every rank has finished two allreduces (so the next is under way), kill rank 2 outright (no goodbye, no
+    // close).
     await Promise.all(ring.peers.map((p) => p.waitFor((l) => l.includes('"looping"'))));
     ring.peers[2].child.kill('SIGKILL');
     const survivors = ring.peers.filter((p) => p.rank !== 2);
-    const reports = (await Promise.all(survivors.map((p) => p.waitFor((l) => l.includes('"error"'))))).map((l) => JSON.parse(l) as Report);
+    const reports = (await Promise.all(survivors.map((p) => p.waitFor((l) => l.includes('"error"'))))).map(
+      (l) => JSON.parse(l) as Report,
+    );
     for (const r of reports) {
       expect(r.error, JSON.stringify(r)).toBe('ERR_PEER_LOST');
       expect(r.peer).toBe(2);

@@ -32,7 +32,9 @@ describe('batches', () => {
     }
     const again = [...batches(d, { batchSize: 5, seed: 1, epoch: 0, dropLast: false })].flatMap((b) => [...b.indices]);
     expect(again).toEqual(seen);
-    const nextEpoch = [...batches(d, { batchSize: 5, seed: 1, epoch: 1, dropLast: false })].flatMap((b) => [...b.indices]);
+    const nextEpoch = [...batches(d, { batchSize: 5, seed: 1, epoch: 1, dropLast: false })].flatMap((b) => [
+      ...b.indices,
+    ]);
     expect(nextEpoch).not.toEqual(seen);
   });
 
@@ -65,15 +67,21 @@ describe('batches', () => {
   });
 
   it('rejects datasets whose arrays disagree', () => {
-    expect(() => makeImageDataset({ images: new Float32Array(12), labels: new Uint8Array(4), height: 2, width: 2, classes: 10 })).toThrow(/do not match/);
-    expect(() => makeImageDataset({ images: new Float32Array(4), labels: new Uint8Array([12]), height: 2, width: 2, classes: 10 })).toThrow(/label 12/);
+    expect(() =>
+      makeImageDataset({ images: new Float32Array(12), labels: new Uint8Array(4), height: 2, width: 2, classes: 10 }),
+    ).toThrow(/do not match/);
+    expect(() =>
+      makeImageDataset({ images: new Float32Array(4), labels: new Uint8Array([12]), height: 2, width: 2, classes: 10 }),
+    ).toThrow(/label 12/);
   });
 });
 
 describe('DistributedSampler', () => {
   it('gives every rank an equal shard, together covering every example, reshuffled each epoch', () => {
     for (const size of [1, 2, 3, 4, 7]) {
-      const shards = Array.from({ length: size }, (_, rank) => new DistributedSampler(23, { rank, size, seed: 9 }).indices(0));
+      const shards = Array.from({ length: size }, (_, rank) =>
+        new DistributedSampler(23, { rank, size, seed: 9 }).indices(0),
+      );
       const len = Math.ceil(23 / size);
       for (const s of shards) expect(s.length).toBe(len);
       const union = new Set(shards.flatMap((s) => [...s]));
@@ -85,9 +93,17 @@ describe('DistributedSampler', () => {
 
   it('step t of N ranks at batch B covers the same examples as step t of one rank at batch N·B', () => {
     const d = tinyDataset(40);
-    const size = 4, B = 3;
-    const big = [...batches(d, { batchSize: size * B, indices: new DistributedSampler(40, { rank: 0, size: 1, seed: 3 }).indices(2) })];
-    const small = Array.from({ length: size }, (_, rank) => [...batches(d, { batchSize: B, indices: new DistributedSampler(40, { rank, size, seed: 3 }).indices(2) })]);
+    const size = 4,
+      B = 3;
+    const big = [
+      ...batches(d, {
+        batchSize: size * B,
+        indices: new DistributedSampler(40, { rank: 0, size: 1, seed: 3 }).indices(2),
+      }),
+    ];
+    const small = Array.from({ length: size }, (_, rank) => [
+      ...batches(d, { batchSize: B, indices: new DistributedSampler(40, { rank, size, seed: 3 }).indices(2) }),
+    ]);
     expect(small[0].length).toBe(big.length);
     for (let t = 0; t < big.length; t++) {
       const union = small.flatMap((r) => [...r[t].indices]).sort((a, b) => a - b);
@@ -106,7 +122,9 @@ describe('batches drawn with replacement, shared over ranks', () => {
   const words = wordsDataset(['a', 'bb', 'ccc', 'dddd', 'eeeee', 'ffffff', 'ggggggg', 'hhhhhhhh'], 10);
   it('give each rank its share of the step’s counted targets, summing to one over the ranks', () => {
     const size = 2;
-    const perRank = [0, 1].map((rank) => [...batches(words, { batchSize: 2, replacement: true, seed: 3, share: { rank, size } })]);
+    const perRank = [0, 1].map((rank) => [
+      ...batches(words, { batchSize: 2, replacement: true, seed: 3, share: { rank, size } }),
+    ]);
     const whole = [...batches(words, { batchSize: 4, replacement: true, seed: 3 })];
     expect(perRank[0].length).toBe(whole.length);
     let uneven = 0;

@@ -1,12 +1,26 @@
 import { describe, expect, it } from 'vitest';
 import { batches } from '../../src/data/batches.ts';
 import { makeDataset } from '../../src/data/dataset.ts';
-import { equalShares, EpochOrders, epochDone, globalIndices, rankBatch, shareOffset, stepsPerEpoch } from '../../src/data/global-batch.ts';
+import {
+  equalShares,
+  EpochOrders,
+  epochDone,
+  globalIndices,
+  rankBatch,
+  shareOffset,
+  stepsPerEpoch,
+} from '../../src/data/global-batch.ts';
 import { wordsDataset } from '../../src/data/words.ts';
 
 /** n examples whose single input is their own index (so a batch says which examples it holds). */
 function indexed(n: number) {
-  return makeDataset({ inputs: Float32Array.from({ length: n }, (_, i) => i), inputSize: 1, labels: Array.from({ length: n }, (_, i) => i % 3), positions: 1, classes: 3 });
+  return makeDataset({
+    inputs: Float32Array.from({ length: n }, (_, i) => i),
+    inputSize: 1,
+    labels: Array.from({ length: n }, (_, i) => i % 3),
+    positions: 1,
+    classes: 3,
+  });
 }
 
 describe('equal shares of a global batch', () => {
@@ -17,7 +31,9 @@ describe('equal shares of a global batch', () => {
     expect(shareOffset([4, 3, 3], 2)).toBe(7);
   });
   it('refuse a global batch that leaves a rank without an example, naming the fix', () => {
-    expect(() => equalShares(2, 3)).toThrow(/global batch of 2 cannot give each of 3 peers an example; raise --global-batch/);
+    expect(() => equalShares(2, 3)).toThrow(
+      /global batch of 2 cannot give each of 3 peers an example; raise --global-batch/,
+    );
   });
 });
 
@@ -28,7 +44,9 @@ describe("a rank's part of the ring's step", () => {
     const orders = new EpochOrders();
     for (const shares of [[12], [6, 6], [4, 4, 4], [1, 7, 4], [3, 2, 2, 5]]) {
       for (let t = 0; t < stepsPerEpoch(d.count, 12); t++) {
-        const parts = shares.map((_, rank) => rankBatch(d, { global: 12, shares, rank, seed: 5, epoch: 1, epochExamples: t * 12 }, orders));
+        const parts = shares.map((_, rank) =>
+          rankBatch(d, { global: 12, shares, rank, seed: 5, epoch: 1, epochExamples: t * 12 }, orders),
+        );
         // Contiguous slices, in rank order, of the single peer's batch t.
         expect(parts.flatMap((p) => [...p.indices])).toEqual([...single[t].indices]);
         expect(parts.map((p) => p.size)).toEqual(shares);
@@ -42,7 +60,8 @@ describe("a rank's part of the ring's step", () => {
     const seen: number[] = [];
     for (let t = 0; t < 4; t++) {
       const shares = t < 2 ? equalShares(12, 3) : equalShares(12, 2);
-      for (let r = 0; r < shares.length; r++) seen.push(...rankBatch(d, { global: 12, shares, rank: r, seed: 5, epoch: 0, epochExamples: t * 12 }).indices);
+      for (let r = 0; r < shares.length; r++)
+        seen.push(...rankBatch(d, { global: 12, shares, rank: r, seed: 5, epoch: 0, epochExamples: t * 12 }).indices);
     }
     expect(seen).toEqual([...batches(d, { batchSize: 12, seed: 5 })].flatMap((b) => [...b.indices]));
     expect(epochDone(50, { global: 12, epochExamples: 48 })).toBe(true);
@@ -58,8 +77,14 @@ describe("a rank's part of the ring's step", () => {
     expect(globalIndices(words, step)).toEqual(single.indices);
   });
   it('refuses shares that do not add up to G, or a rank without one', () => {
-    expect(() => rankBatch(d, { global: 12, shares: [6, 5], rank: 0, seed: 1, epoch: 0, epochExamples: 0 })).toThrow(/must be whole numbers >= 1 summing to the global batch 12/);
-    expect(() => rankBatch(d, { global: 12, shares: [12, 0], rank: 0, seed: 1, epoch: 0, epochExamples: 0 })).toThrow(/summing to the global batch/);
-    expect(() => rankBatch(d, { global: 12, shares: [6, 6], rank: 2, seed: 1, epoch: 0, epochExamples: 0 })).toThrow(/rank 2 is outside 0\.\.1/);
+    expect(() => rankBatch(d, { global: 12, shares: [6, 5], rank: 0, seed: 1, epoch: 0, epochExamples: 0 })).toThrow(
+      /must be whole numbers >= 1 summing to the global batch 12/,
+    );
+    expect(() => rankBatch(d, { global: 12, shares: [12, 0], rank: 0, seed: 1, epoch: 0, epochExamples: 0 })).toThrow(
+      /summing to the global batch/,
+    );
+    expect(() => rankBatch(d, { global: 12, shares: [6, 6], rank: 2, seed: 1, epoch: 0, epochExamples: 0 })).toThrow(
+      /rank 2 is outside 0\.\.1/,
+    );
   });
 });

@@ -33,7 +33,10 @@ function write(name: string, bytes: Uint8Array): string {
 }
 
 async function badData(p: Promise<unknown>): Promise<RingtrainError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(isRingtrainError(err, 'ERR_BAD_DATA'), String(err)).toBe(true);
   return err as RingtrainError;
 }

@@ -45,7 +45,10 @@ function checksum(x, labels) { let s = 0; for (let i = 0; i < x.length; i += 97)
 console.log(JSON.stringify([checksum(train.images, train.labels), checksum(test.images, test.labels)]));`;
     const r = spawnSync(deno, ['eval', '--ext=ts', script], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout.trim())).toEqual([checksum(train.images, train.labels), checksum(test.images, test.labels)]);
+    expect(JSON.parse(r.stdout.trim())).toEqual([
+      checksum(train.images, train.labels),
+      checksum(test.images, test.labels),
+    ]);
   });
 
   it('rejects a broken package with a clear error', () => {

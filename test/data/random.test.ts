@@ -3,8 +3,12 @@ import { mixSeed, mulberry32, permutation } from '../../src/data/random.ts';
 
 describe('seeded randomness', () => {
   it('repeats the same stream for the same seed and differs across seeds', () => {
-    const a = mulberry32(42), b = mulberry32(42), c = mulberry32(43);
-    const sa = Array.from({ length: 8 }, a), sb = Array.from({ length: 8 }, b), sc = Array.from({ length: 8 }, c);
+    const a = mulberry32(42),
+      b = mulberry32(42),
+      c = mulberry32(43);
+    const sa = Array.from({ length: 8 }, a),
+      sb = Array.from({ length: 8 }, b),
+      sc = Array.from({ length: 8 }, c);
     expect(sa).toEqual(sb);
     expect(sa).not.toEqual(sc);
     for (const v of sa) expect(v >= 0 && v < 1).toBe(true);

@@ -9,7 +9,10 @@ import { datasetMetadata } from '../../src/data/dataset.ts';
 import { tableFromBytes } from '../../src/data/table.ts';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
-const IRIS = ['sepal,petal,species', ...Array.from({ length: 10 }, (_, i) => `${i / 10},${1 - i / 10},${['virginica', 'setosa'][i % 2]}`)].join('\n');
+const IRIS = [
+  'sepal,petal,species',
+  ...Array.from({ length: 10 }, (_, i) => `${i / 10},${1 - i / 10},${['virginica', 'setosa'][i % 2]}`),
+].join('\n');
 
 describe('a table with class names', () => {
   it('maps a label column of names to sorted ids and records them with the column', () => {
@@ -39,12 +42,26 @@ describe('a table with class names', () => {
   });
 
   it('names the line of a short row, a missing column, and a cell that is not a number', () => {
-    expect(() => tableFromBytes(bytes('a,b,label\n1,2,x\n\n3,y\n'), 'short.csv', 'csv', { labelColumn: 'label' })).toThrow('short.csv: row at line 4 has 2 columns, the header has 3');
-    expect(() => tableFromBytes(bytes('1,2,x\n3,4\n'), 'bare.csv', 'csv', { labelColumn: '2' })).toThrow('bare.csv: row at line 2 has 2 columns, the first row (line 1) has 3');
-    expect(() => tableFromBytes(bytes(IRIS), 'iris.csv', 'csv', { labelColumn: '7' })).toThrow('--label-column 7: column 7 does not exist; iris.csv has 3');
-    expect(() => tableFromBytes(bytes(IRIS), 'iris.csv', 'csv', { labelColumn: 'kind' })).toThrow('iris.csv has no column "kind"; it has the columns sepal, petal, species');
-    expect(() => tableFromBytes(bytes('a,b,label\n1,2,x\n3,oops,y\n'), 'word.csv', 'csv', { labelColumn: 'label' })).toThrow('word.csv: line 3, column 1 (b) is "oops", not a finite number');
-    expect(() => tableFromBytes(bytes('[[1, 2, 0], [3, 4, 1]]'), 'rows.json', 'json', { labelColumn: '3' })).toThrow('column 3 does not exist; rows.json has 3');
-    expect(() => tableFromBytes(bytes('[[1, 2, 0], [3, 4]]'), 'rows.json', 'json', { labelColumn: '2' })).toThrow('rows.json: row 1 has 2 values, row 0 has 3');
+    expect(() =>
+      tableFromBytes(bytes('a,b,label\n1,2,x\n\n3,y\n'), 'short.csv', 'csv', { labelColumn: 'label' }),
+    ).toThrow('short.csv: row at line 4 has 2 columns, the header has 3');
+    expect(() => tableFromBytes(bytes('1,2,x\n3,4\n'), 'bare.csv', 'csv', { labelColumn: '2' })).toThrow(
+      'bare.csv: row at line 2 has 2 columns, the first row (line 1) has 3',
+    );
+    expect(() => tableFromBytes(bytes(IRIS), 'iris.csv', 'csv', { labelColumn: '7' })).toThrow(
+      '--label-column 7: column 7 does not exist; iris.csv has 3',
+    );
+    expect(() => tableFromBytes(bytes(IRIS), 'iris.csv', 'csv', { labelColumn: 'kind' })).toThrow(
+      'iris.csv has no column "kind"; it has the columns sepal, petal, species',
+    );
+    expect(() =>
+      tableFromBytes(bytes('a,b,label\n1,2,x\n3,oops,y\n'), 'word.csv', 'csv', { labelColumn: 'label' }),
+    ).toThrow('word.csv: line 3, column 1 (b) is "oops", not a finite number');
+    expect(() => tableFromBytes(bytes('[[1, 2, 0], [3, 4, 1]]'), 'rows.json', 'json', { labelColumn: '3' })).toThrow(
+      'column 3 does not exist; rows.json has 3',
+    );
+    expect(() => tableFromBytes(bytes('[[1, 2, 0], [3, 4]]'), 'rows.json', 'json', { labelColumn: '2' })).toThrow(
+      'rows.json: row 1 has 2 values, row 0 has 3',
+    );
   });
 });

@@ -6,7 +6,14 @@
 import { describe, expect, it } from 'vitest';
 import { gatherExamples } from '../../src/data/dataset.ts';
 import { batches } from '../../src/data/batches.ts';
-import { decodeText, encodeText, MAX_CHAR_VOCAB, parseVocabulary, textVocabulary, vocabularyJson } from '../../src/data/text.ts';
+import {
+  decodeText,
+  encodeText,
+  MAX_CHAR_VOCAB,
+  parseVocabulary,
+  textVocabulary,
+  vocabularyJson,
+} from '../../src/data/text.ts';
 import { textSplit } from '../../src/data/text-split.ts';
 import { brownText } from '../../src/data/text.node.ts';
 
@@ -47,7 +54,8 @@ describe('text data', () => {
   });
 
   it('Brown: tags dropped, quotes and punctuation put back', () => {
-    const sample = "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ,/, (/( they/ppss )/) ./.\n\n\n\tNext/ap one/cd ./.\n";
+    const sample =
+      "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ,/, (/( they/ppss )/) ./.\n\n\n\tNext/ap one/cd ./.\n";
     expect(brownText([sample])).toBe('The jury said "no evidence", (they).\nNext one.\n');
   });
 });

@@ -36,7 +36,9 @@ function source(text: string, piece: number): TextSource {
 }
 
 /** 120 KB of the Brown corpus with other scripts, runs of spaces and blank lines mixed in. */
-const TEXT = loadText('@brown').text.slice(0, 120_000).replace(/\. /g, (m, at: number) => (at % 7 === 0 ? '.  日本語 ' : at % 11 === 0 ? '.\n\n\t' : m));
+const TEXT = loadText('@brown')
+  .text.slice(0, 120_000)
+  .replace(/\. /g, (m, at: number) => (at % 7 === 0 ? '.  日本語 ' : at % 11 === 0 ? '.\n\n\t' : m));
 
 describe('token cache', () => {
   it('cuts only before whitespace that follows a non-space', () => {
@@ -66,7 +68,11 @@ describe('token cache', () => {
   });
 
   it('char and byte (and the default): the ids of the text data in memory; u32 past 65,536 tokens', async () => {
-    for (const [name, tokens] of [['char', 'chars'], ['byte', 'bytes'], [undefined, undefined]] as const) {
+    for (const [name, tokens] of [
+      ['char', 'chars'],
+      ['byte', 'bytes'],
+      [undefined, undefined],
+    ] as const) {
       const { cache } = await cachedTokens(source(TEXT, 1001), name, join(dir, 'vocab'));
       const expected = vocabularyTokenizer(textVocabulary(TEXT, tokens));
       expect(cache.header.record).toBe(expected.record);
@@ -94,8 +100,15 @@ describe('token cache', () => {
     const again = await cachedTokens(source(text, 100), 'gpt2', join(dir, 'damaged'));
     expect([again.built !== undefined, again.cache.length]).toEqual([true, count]);
     again.cache.close();
-    const latin1: TextSource = { ...source('x', 1), *pieces() { yield Uint8Array.of(0x63, 0x61, 0x66, 0xe9); } };
-    await expect(cachedTokens(latin1, 'gpt2', join(dir, 'latin1'))).rejects.toThrow('--text test text is not UTF-8 text; convert it first');
+    const latin1: TextSource = {
+      ...source('x', 1),
+      *pieces() {
+        yield Uint8Array.of(0x63, 0x61, 0x66, 0xe9);
+      },
+    };
+    await expect(cachedTokens(latin1, 'gpt2', join(dir, 'latin1'))).rejects.toThrow(
+      '--text test text is not UTF-8 text; convert it first',
+    );
     expect(readdirSync(join(dir, 'latin1'))).toEqual([]); // no half-written file left behind
   });
 
@@ -105,7 +118,10 @@ describe('token cache', () => {
     const cacheDir = join(dir, 'shared');
     const script = join(dir, 'build.mts'); // an ES module wherever the folder is
     const module = resolve('src/data/token-cache.node.ts');
-    writeFileSync(script, `import { cachedTokens } from ${JSON.stringify(module)};\nimport { textSource } from ${JSON.stringify(resolve('src/data/text.node.ts'))};\nconst { cache } = await cachedTokens(textSource(${JSON.stringify(text)}), 'gpt2', ${JSON.stringify(cacheDir)});\nconsole.log(cache.length);\n`);
+    writeFileSync(
+      script,
+      `import { cachedTokens } from ${JSON.stringify(module)};\nimport { textSource } from ${JSON.stringify(resolve('src/data/text.node.ts'))};\nconst { cache } = await cachedTokens(textSource(${JSON.stringify(text)}), 'gpt2', ${JSON.stringify(cacheDir)});\nconsole.log(cache.length);\n`,
+    );
     const run = () =>
       new Promise<string>((done, fail) => {
         const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -7,7 +7,15 @@
 import { describe, expect, it } from 'vitest';
 import { loadText } from '../../src/data/text.node.ts';
 import { textVocabulary } from '../../src/data/text.ts';
-import { describeRecord, GPT2_VOCAB_SIZE, gpt2Tokenizer, recordName, tokenizerFromRecord, tokenizerMetadata, vocabularyTokenizer } from '../../src/data/tokenizer.ts';
+import {
+  describeRecord,
+  GPT2_VOCAB_SIZE,
+  gpt2Tokenizer,
+  recordName,
+  tokenizerFromRecord,
+  tokenizerMetadata,
+  vocabularyTokenizer,
+} from '../../src/data/tokenizer.ts';
 import { checkVocabulary, resumeTokenizer } from '../../src/distributed/model-fit.ts';
 import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 
@@ -24,7 +32,9 @@ describe('tokenizers', () => {
     // A file's "<|endoftext|>" is ordinary text, not the control token.
     expect(Array.from(t.encode('<|endoftext|>'))).not.toContain(50256);
     expect(t.decode(t.encode('a<|endoftext|>b'))).toBe('a<|endoftext|>b');
-    expect(() => t.decode([GPT2_VOCAB_SIZE])).toThrow(`token id ${GPT2_VOCAB_SIZE} (at 0) is outside GPT-2's vocabulary 0..50256`);
+    expect(() => t.decode([GPT2_VOCAB_SIZE])).toThrow(
+      `token id ${GPT2_VOCAB_SIZE} (at 0) is outside GPT-2's vocabulary 0..50256`,
+    );
   });
 
   it('gpt2: a real text (the first 300 KB of the Brown corpus, and other scripts) decodes back to itself', async () => {
@@ -43,7 +53,9 @@ describe('tokenizers', () => {
     const char = vocabularyTokenizer(textVocabulary(text));
     expect(char.name).toBe('char');
     expect(char.vocabSize).toBe(10);
-    expect(char.record).toBe(JSON.stringify({ tokens: 'chars', symbols: [...'\n dhlorwéö'].map((c) => c.codePointAt(0)) }));
+    expect(char.record).toBe(
+      JSON.stringify({ tokens: 'chars', symbols: [...'\n dhlorwéö'].map((c) => c.codePointAt(0)) }),
+    );
     const byte = vocabularyTokenizer(textVocabulary(text, 'bytes'));
     expect(byte.name).toBe('byte');
     expect(byte.vocabSize).toBe(new Set(new TextEncoder().encode(text)).size);
@@ -53,13 +65,16 @@ describe('tokenizers', () => {
       expect([back.name, back.vocabSize, back.decode(back.encode(text))]).toEqual([t.name, t.vocabSize, text]);
       expect(recordName(t.record)).toBe(t.name);
     }
-    expect(tokenizerMetadata((await gpt2Tokenizer()).record)).toEqual({ vocabulary: '{"tokens":"gpt2"}', tokenizer: '{"name":"gpt2","vocab_size":50257}' });
+    expect(tokenizerMetadata((await gpt2Tokenizer()).record)).toEqual({
+      vocabulary: '{"tokens":"gpt2"}',
+      tokenizer: '{"name":"gpt2","vocab_size":50257}',
+    });
     expect(JSON.parse(tokenizerMetadata(char.record).tokenizer)).toEqual({ name: 'char', vocab_size: 10 });
     expect(tokenizerMetadata(undefined)).toEqual({});
     expect(describeRecord(char.record)).toBe('the char tokenizer (10 characters "\\n dhlorwéö")');
   });
 
-  it('a resume takes the checkpoint\'s tokenizer; another one is refused, naming both', async () => {
+  it("a resume takes the checkpoint's tokenizer; another one is refused, naming both", async () => {
     const gpt2 = (await gpt2Tokenizer()).record;
     const char = vocabularyTokenizer(textVocabulary('abc\n')).record;
     const saved = { extra: { vocabulary: gpt2 } };

@@ -5,7 +5,15 @@ import { describe, expect, it } from 'vitest';
 import { isRingtrainError } from '../../src/core/errors.ts';
 import { countedTargets, IGNORE_LABEL } from '../../src/data/dataset.ts';
 import { batches, batchOf, drawWithReplacement, rankShareOfDraw } from '../../src/data/batches.ts';
-import { decodeWord, encodeWord, splitWords, WORD_CONTEXT, wordsDataset, wordsFromDictionary, wordsFromDictionaryText } from '../../src/data/words.ts';
+import {
+  decodeWord,
+  encodeWord,
+  splitWords,
+  WORD_CONTEXT,
+  wordsDataset,
+  wordsFromDictionary,
+  wordsFromDictionaryText,
+} from '../../src/data/words.ts';
 import { loadWords } from '../../src/data/words.node.ts';
 
 const sha256 = (words: string[]) => createHash('sha256').update(words.join('\n')).digest('hex');
@@ -22,7 +30,10 @@ describe('the CMUdict words', () => {
     // Digests of the lists made by an independent Python script from the same file (sorted(set(...)), len <= 30).
     expect(sha256(split.words)).toBe('cebadbd473dc8773f04aca24c71ef35c7cd9170c8112891bf8c0386cfe205f68');
     expect(sha256(split.validationWords)).toBe('b3566b8d62c499392468961ba0878efeb000f4403daf32e184da77ddd83e5ab5');
-    expect(split.words.findIndex((w, i) => i > 0 && !(split.words[i - 1] < w)), 'sorted and unique').toBe(-1);
+    expect(
+      split.words.findIndex((w, i) => i > 0 && !(split.words[i - 1] < w)),
+      'sorted and unique',
+    ).toBe(-1);
     // The metric's denominator: every letter plus the end of each word.
     expect(countedTargets(split.validation.labels)).toBe(97_834);
     expect(countedTargets(split.train.labels)).toBe(881_033);
@@ -30,8 +41,18 @@ describe('the CMUdict words', () => {
 
   it('lowercases keys, drops variant suffixes and anything but a–z, and words over 30 letters', () => {
     const text = [
-      "A  AH0", 'A(1)  EY1', "A'S  EY1 Z", 'A.  EY1', 'ABC(2)  EY1', 'AB-C  X', 'Zed  Z',
-      `${'Q'.repeat(31)}  Q`, `${'R'.repeat(30)}  R`, ';;; comment', '', 'B2B  B',
+      'A  AH0',
+      'A(1)  EY1',
+      "A'S  EY1 Z",
+      'A.  EY1',
+      'ABC(2)  EY1',
+      'AB-C  X',
+      'Zed  Z',
+      `${'Q'.repeat(31)}  Q`,
+      `${'R'.repeat(30)}  R`,
+      ';;; comment',
+      '',
+      'B2B  B',
     ].join('\n');
     expect(wordsFromDictionary(text)).toEqual(['a', 'abc', 'r'.repeat(30), 'zed']);
     expect(() => wordsFromDictionary('\n\n')).toThrow(/no a–z word/);
@@ -60,7 +81,9 @@ describe('the CMUdict words', () => {
   });
 
   it('splits any list by index % 10', () => {
-    const words = Array.from({ length: 25 }, (_, i) => String.fromCharCode(97 + (i % 26)).repeat(1 + Math.floor(i / 26)));
+    const words = Array.from({ length: 25 }, (_, i) =>
+      String.fromCharCode(97 + (i % 26)).repeat(1 + Math.floor(i / 26)),
+    );
     const s = splitWords(words);
     expect(s.validationWords).toEqual([words[0], words[10], words[20]]);
     expect(s.trainWords.length).toBe(22);
@@ -99,12 +122,18 @@ describe('batches drawn with replacement', () => {
     const epoch1 = [...batches(d, { batchSize: 4, seed: 2, epoch: 1, replacement: true })];
     expect(epoch1.length).toBe(5);
     epoch1.forEach((b, k) => expect([...b.indices]).toEqual([...drawWithReplacement(21, 4, 2, 5 + k)]));
-    for (const b of epoch1) for (let k = 0; k < b.size; k++) expect(decodeWord(b.labels.subarray(k * 32, (k + 1) * 32)).length).toBe(b.indices[k] + 1);
+    for (const b of epoch1)
+      for (let k = 0; k < b.size; k++)
+        expect(decodeWord(b.labels.subarray(k * 32, (k + 1) * 32)).length).toBe(b.indices[k] + 1);
     const resumed = [...batches(d, { batchSize: 4, seed: 2, epoch: 1, replacement: true, startBatch: 3 })];
     expect(resumed.map((b) => [...b.indices])).toEqual(epoch1.slice(3).map((b) => [...b.indices]));
-    const ranks = [0, 1].map((rank) => [...batches(d, { batchSize: 2, seed: 2, epoch: 1, replacement: true, share: { rank, size: 2 } })]);
+    const ranks = [0, 1].map((rank) => [
+      ...batches(d, { batchSize: 2, seed: 2, epoch: 1, replacement: true, share: { rank, size: 2 } }),
+    ]);
     expect(ranks[0].length).toBe(5);
-    ranks[0].forEach((b, k) => expect([...b.indices, ...ranks[1][k].indices].sort()).toEqual([...epoch1[k].indices].sort()));
+    ranks[0].forEach((b, k) =>
+      expect([...b.indices, ...ranks[1][k].indices].sort()).toEqual([...epoch1[k].indices].sort()),
+    );
     expect(() => [...batches(d, { batchSize: 22, replacement: true })]).toThrow(/larger than the 21 examples/);
   });
 
@@ -116,6 +145,10 @@ describe('batches drawn with replacement', () => {
     const d = wordsDataset(['ab', 'c', 'de']);
     const b = batchOf(d, Uint32Array.from([2, 2, 1]));
     expect(b.x.length).toBe(3 * 32);
-    expect([decodeWord(b.labels.subarray(0, 32)), decodeWord(b.labels.subarray(32, 64)), decodeWord(b.labels.subarray(64))]).toEqual(['de', 'de', 'c']);
+    expect([
+      decodeWord(b.labels.subarray(0, 32)),
+      decodeWord(b.labels.subarray(32, 64)),
+      decodeWord(b.labels.subarray(64)),
+    ]).toEqual(['de', 'de', 'c']);
   });
 });

@@ -23,22 +23,35 @@ interface Check {
 }
 
 function oneStep(args: string[]): Check {
-  expect(existsSync(deno), `Deno is missing at ${deno}: run npm ci (the 'deno' devDependency ships the binary)`).toBe(true);
-  const run = spawnSync(deno, ['run', '-A', 'bench/cnn-vs-tfjs.ts', '--epochs', '0', ...args], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+  expect(existsSync(deno), `Deno is missing at ${deno}: run npm ci (the 'deno' devDependency ships the binary)`).toBe(
+    true,
+  );
+  const run = spawnSync(deno, ['run', '-A', 'bench/cnn-vs-tfjs.ts', '--epochs', '0', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   expect(run.status, `deno exited with ${run.status}: ${run.stderr.slice(-2000)}`).toBe(0);
   return JSON.parse(run.stdout.trim().split('\n').pop() ?? '') as Check;
 }
 
 describe('CNN vs TF.js (deno)', () => {
-  it('one step of ours and of TF.js from the same weights agree (default CNN, and one with a hidden layer)', { timeout: 240_000 }, () => {
-    for (const args of [['--batch', '16'], ['--batch', '8', '--channels', '4,8', '--hidden', '16', '--lr', '0.1']]) {
-      const check = oneStep(args);
-      const what = `${args.join(' ')}: ${JSON.stringify(check)}`;
-      expect(check.runtime, what).toBe('deno');
-      expect(Math.abs(check.first_step_loss.ours - check.first_step_loss.tfjs), what).toBeLessThan(1e-5);
-      // Measured ~2e-6 (the updates) and ~2e-7 (the weights): float32 sums in different orders.
-      expect(check.first_step_update_max_rel_diff, what).toBeLessThan(1e-4);
-      expect(check.first_step_max_rel_diff, what).toBeLessThan(1e-5);
-    }
-  });
+  it(
+    'one step of ours and of TF.js from the same weights agree (default CNN, and one with a hidden layer)',
+    { timeout: 240_000 },
+    () => {
+      for (const args of [
+        ['--batch', '16'],
+        ['--batch', '8', '--channels', '4,8', '--hidden', '16', '--lr', '0.1'],
+      ]) {
+        const check = oneStep(args);
+        const what = `${args.join(' ')}: ${JSON.stringify(check)}`;
+        expect(check.runtime, what).toBe('deno');
+        expect(Math.abs(check.first_step_loss.ours - check.first_step_loss.tfjs), what).toBeLessThan(1e-5);
+        // Measured ~2e-6 (the updates) and ~2e-7 (the weights): float32 sums in different orders.
+        expect(check.first_step_update_max_rel_diff, what).toBeLessThan(1e-4);
+        expect(check.first_step_max_rel_diff, what).toBeLessThan(1e-5);
+      }
+    },
+  );
 });

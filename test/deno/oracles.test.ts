@@ -13,11 +13,21 @@ const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.u
 
 describe('oracles (deno)', () => {
   it('every kernel matches its CPU oracle under Deno', () => {
-    expect(existsSync(deno), `Deno is missing at ${deno}: run npm ci (the 'deno' devDependency ships the binary)`).toBe(true);
-    const run = spawnSync(deno, ['run', '-A', 'test/deno/run-oracles.ts'], { cwd: root, encoding: 'utf8', timeout: 600_000 });
+    expect(existsSync(deno), `Deno is missing at ${deno}: run npm ci (the 'deno' devDependency ships the binary)`).toBe(
+      true,
+    );
+    const run = spawnSync(deno, ['run', '-A', 'test/deno/run-oracles.ts'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 600_000,
+    });
     const line = run.stdout.trim().split('\n').pop() ?? '';
     expect(run.status, `deno exited with ${run.status}: ${run.stderr.slice(-2000)}`).toBe(0);
-    const report = JSON.parse(line) as { runtime: string; adapter: string; results: { name: string; ok: boolean; maxAbsErr: number | null; tol: number | null; error?: string }[] };
+    const report = JSON.parse(line) as {
+      runtime: string;
+      adapter: string;
+      results: { name: string; ok: boolean; maxAbsErr: number | null; tol: number | null; error?: string }[];
+    };
     expect(report.runtime).toBe('deno');
     expect(report.results.map((r) => r.name)).toEqual(ORACLE_CASES.map((c) => c.name));
     const failed = report.results.filter((r) => !r.ok);

@@ -11,7 +11,12 @@ const results: { name: string; maxAbsErr: number | null; tol: number | null; ok:
 for (const c of ORACLE_CASES) {
   try {
     const r = await c.run(gpu);
-    results.push({ name: c.name, maxAbsErr: Number.isFinite(r.maxAbsErr) ? r.maxAbsErr : null, tol: r.tol, ok: r.maxAbsErr <= r.tol });
+    results.push({
+      name: c.name,
+      maxAbsErr: Number.isFinite(r.maxAbsErr) ? r.maxAbsErr : null,
+      tol: r.tol,
+      ok: r.maxAbsErr <= r.tol,
+    });
   } catch (err) {
     results.push({ name: c.name, maxAbsErr: null, tol: null, ok: false, error: String(err) });
   }

@@ -29,7 +29,10 @@ class QuadraticModel {
   grads = new Float32Array(N_PARAMS);
   readonly flatLength = N_PARAMS;
   readonly layout = [{ name: 'p', shape: [N_PARAMS], offset: 0, length: N_PARAMS }];
-  constructor(readonly rank: number, start: Float32Array) {
+  constructor(
+    readonly rank: number,
+    start: Float32Array,
+  ) {
     this.params = start.slice();
   }
   /** The gradient of this rank's loss at the current weights. */
@@ -79,7 +82,11 @@ const START = Float32Array.from({ length: N_PARAMS }, (_, i) => Math.cos(i) * 2)
 
 type Ring = { comm: Communicator; model: QuadraticModel; opt: DistributedOptimizer | LocalSgdOptimizer }[];
 
-function ring(size: number, make: (comm: Communicator, model: QuadraticModel, inner: Optimizer) => DistributedOptimizer | LocalSgdOptimizer, lr = 0.1): Ring {
+function ring(
+  size: number,
+  make: (comm: Communicator, model: QuadraticModel, inner: Optimizer) => DistributedOptimizer | LocalSgdOptimizer,
+  lr = 0.1,
+): Ring {
   return createMemoryRing(size).map((comm, r) => {
     const model = new QuadraticModel(r, START);
     return { comm, model, opt: make(comm, model, sgd(model, lr)) };
@@ -101,12 +108,16 @@ async function trainRing(peers: Ring, steps: number, lr = 0.1): Promise<number> 
 }
 
 const asModel = (m: QuadraticModel) => m as unknown as Model;
-const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce((w, v, i) => Math.max(w, Math.abs(v - b[i])), 0);
+const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) =>
+  Array.from(a).reduce((w, v, i) => Math.max(w, Math.abs(v - b[i])), 0);
 
 describe('local SGD / DiLoCo (memory transport, CPU model)', () => {
   it('H=1, outer lr 1, no outer momentum is synchronous SGD (to float32 rounding)', async () => {
     const sync = ring(3, (c, m, o) => new DistributedOptimizer(c, asModel(m), o));
-    const local = ring(3, (c, m, o) => new LocalSgdOptimizer(c, asModel(m), o, { syncEvery: 1, outerLr: 1, outerMomentum: 0 }));
+    const local = ring(
+      3,
+      (c, m, o) => new LocalSgdOptimizer(c, asModel(m), o, { syncEvery: 1, outerLr: 1, outerMomentum: 0 }),
+    );
     await trainRing(sync, 25);
     await trainRing(local, 25);
     // The weights moved…
@@ -121,7 +132,11 @@ describe('local SGD / DiLoCo (memory transport, CPU model)', () => {
     const H = 4;
     const [lr, outerLr, mu] = [0.1, 0.7, 0.9];
     const size = 2;
-    const peers = ring(size, (c, m, o) => new LocalSgdOptimizer(c, asModel(m), o, { syncEvery: H, outerLr, outerMomentum: mu }), lr);
+    const peers = ring(
+      size,
+      (c, m, o) => new LocalSgdOptimizer(c, asModel(m), o, { syncEvery: H, outerLr, outerMomentum: mu }),
+      lr,
+    );
     const rounds = 6;
     const bytes = [];
     for (let k = 0; k < rounds; k++) bytes.push(await trainRing(peers, H, lr));
@@ -150,7 +165,11 @@ describe('local SGD / DiLoCo (memory transport, CPU model)', () => {
 
   it('int8 deltas with error feedback reach the same optimum as float32 deltas', async () => {
     const run = async (compression: 'none' | 'int8') => {
-      const peers = ring(3, (c, m, o) => new LocalSgdOptimizer(c, asModel(m), o, { syncEvery: 5, outerLr: 0.7, outerMomentum: 0.5, compression }));
+      const peers = ring(
+        3,
+        (c, m, o) =>
+          new LocalSgdOptimizer(c, asModel(m), o, { syncEvery: 5, outerLr: 0.7, outerMomentum: 0.5, compression }),
+      );
       await trainRing(peers, 400);
       for (const p of peers.slice(1)) expect(Array.from(p.model.params)).toEqual(Array.from(peers[0].model.params));
       peers.forEach((p) => p.comm.close());
@@ -159,27 +178,44 @@ describe('local SGD / DiLoCo (memory transport, CPU model)', () => {
     const exact = await run('none');
     const int8 = await run('int8');
     // The optimum of the summed quadratics: Σ a_r t_r / Σ a_r (local SGD with plain SGD settles near it).
-    const optimum = Array.from({ length: N_PARAMS }, (_, i) => [0, 1, 2].reduce((s, r) => s + problem(r).a * problem(r).t[i], 0) / [0, 1, 2].reduce((s, r) => s + problem(r).a, 0));
+    const optimum = Array.from(
+      { length: N_PARAMS },
+      (_, i) =>
+        [0, 1, 2].reduce((s, r) => s + problem(r).a * problem(r).t[i], 0) /
+        [0, 1, 2].reduce((s, r) => s + problem(r).a, 0),
+    );
     expect(maxDiff(exact, optimum)).toBeLessThan(0.35);
     expect(maxDiff(int8, exact)).toBeLessThan(0.02);
   });
 
   it('exports the outer state with the inner one, and a peer that imports it continues the same round', async () => {
-    const peers = ring(2, (c, m, o) => new LocalSgdOptimizer(c, asModel(m), o, { syncEvery: 3, outerLr: 0.7, outerMomentum: 0.9 }));
+    const peers = ring(
+      2,
+      (c, m, o) => new LocalSgdOptimizer(c, asModel(m), o, { syncEvery: 3, outerLr: 0.7, outerMomentum: 0.9 }),
+    );
     await trainRing(peers, 7); // two rounds and one inner step of the third
     const opt0 = peers[0].opt as LocalSgdOptimizer;
     const state = await opt0.optimizer.exportState();
     expect(Object.keys(state).sort()).toEqual(['outer.anchor', 'outer.inner_steps', 'outer.momentum', 'step']);
     expect(state['outer.inner_steps'][0]).toBe(1);
     expect(state['outer.momentum'].some((v) => v !== 0)).toBe(true);
-    // A joiner on rank 1's place: a fresh optimizer given rank 0's state (as the trainer's broadcast does) and rank 0's weights.
+    // A joiner on rank 1's place: a fresh optimizer given rank 0's state (as the trainer's broadcast does) and rank 0's
+    // weights.
     const joiner = new QuadraticModel(1, peers[0].model.params);
-    const fresh = new LocalSgdOptimizer(peers[1].comm, asModel(joiner), sgd(joiner, 0.1), { syncEvery: 3, outerLr: 0.7, outerMomentum: 0.9 });
+    const fresh = new LocalSgdOptimizer(peers[1].comm, asModel(joiner), sgd(joiner, 0.1), {
+      syncEvery: 3,
+      outerLr: 0.7,
+      outerMomentum: 0.9,
+    });
     fresh.optimizer.importState(state);
     expect(fresh.stepsThisRound).toBe(1);
-    expect(Array.from((await fresh.optimizer.exportState())['outer.anchor'])).toEqual(Array.from(state['outer.anchor']));
+    expect(Array.from((await fresh.optimizer.exportState())['outer.anchor'])).toEqual(
+      Array.from(state['outer.anchor']),
+    );
     // A synchronous run's state has no outer part: refused with what to do.
-    expect(() => fresh.optimizer.importState({ step: new Float32Array([3]) })).toThrow(/cannot resume with --sync-every/);
+    expect(() => fresh.optimizer.importState({ step: new Float32Array([3]) })).toThrow(
+      /cannot resume with --sync-every/,
+    );
     peers.forEach((p) => p.comm.close());
   });
 
@@ -190,7 +226,12 @@ describe('local SGD / DiLoCo (memory transport, CPU model)', () => {
     expect(() => localSgdSettings({ syncEvery: 2, outerMomentum: 1 })).toThrow(/--outer-momentum/);
     const [comm] = createMemoryRing(1);
     const m = new QuadraticModel(0, START);
-    expect(() => ringOptimizer(comm, asModel(m), sgd(m, 0.1), { syncEvery: 2, backwardPassesPerStep: 2 })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: expect.stringContaining('--backward-passes') }));
+    expect(() => ringOptimizer(comm, asModel(m), sgd(m, 0.1), { syncEvery: 2, backwardPassesPerStep: 2 })).toThrow(
+      expect.objectContaining({
+        code: ErrorCode.InvalidArgument,
+        message: expect.stringContaining('--backward-passes'),
+      }),
+    );
     comm.close();
   });
 });

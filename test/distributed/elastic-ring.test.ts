@@ -16,7 +16,11 @@ import { ElasticRing, currentRing } from '../../src/distributed/elastic-ring.ts'
 import type { ElasticHooks } from '../../src/distributed/trainer-types.ts';
 
 /** Membership of rank `rank` in rings `rings[epoch]`: it has heard of epoch `latest`. */
-function hooks(rings: Communicator[][], rank: number, heard: { latest: number }): ElasticHooks & { regroups: number[] } {
+function hooks(
+  rings: Communicator[][],
+  rank: number,
+  heard: { latest: number },
+): ElasticHooks & { regroups: number[] } {
   let epoch = 0;
   const regroups: number[] = [];
   return {
@@ -51,7 +55,9 @@ describe('ElasticRing', () => {
     expect(ring.comm).toBe(rings[1][0]);
     expect(events).toMatchObject([{ type: 'peer-lost', rank: 0, peer: 1, reason: 'rank 1 went away' }]);
     // An error that is not a broken ring is the caller's, elastic or not.
-    await expect(ring.guarded(() => Promise.reject(new RingtrainError(ErrorCode.InvalidArgument, 'diverged')))).rejects.toThrow('diverged');
+    await expect(
+      ring.guarded(() => Promise.reject(new RingtrainError(ErrorCode.InvalidArgument, 'diverged'))),
+    ).rejects.toThrow('diverged');
     for (const c of rings.flat()) c.close();
   });
 
@@ -61,7 +67,10 @@ describe('ElasticRing', () => {
     expect(ring.elastic).toBe(false);
     await expect(ring.guarded(() => Promise.reject(lost()))).rejects.toMatchObject({ code: ErrorCode.PeerLost });
     expect(await ring.membershipChanged()).toBe(false);
-    await expect(ring.regroup(1)).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringMatching(/no membership hooks, so it cannot re-form/) });
+    await expect(ring.regroup(1)).rejects.toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringMatching(/no membership hooks, so it cannot re-form/),
+    });
     comm.close();
   });
 
@@ -89,9 +98,13 @@ describe('ElasticRing', () => {
     const ringOf = [0, 1].map((r) => new ElasticRing(rings[0][r], h[r], { bus: new EventBus() }));
     const begun: string[] = [];
     for (const c of rings.flat()) c.events.on((e) => void (e.type === 'collective-begin' && begun.push(e.name)));
-    expect(new ElasticRing(rings[0][0], undefined, { bus: new EventBus() }).agreementCheck, 'a fixed ring agrees on nothing').toBeUndefined();
+    expect(
+      new ElasticRing(rings[0][0], undefined, { bus: new EventBus() }).agreementCheck,
+      'a fixed ring agrees on nothing',
+    ).toBeUndefined();
     // A step: every rank starts the agreement as its gradients go out (the check's `before`).
-    const step = () => Promise.all(ringOf.map((ring, r) => ring.agreementCheck!.before!(ringOf[r].comm, new Float32Array(1), 0)));
+    const step = () =>
+      Promise.all(ringOf.map((ring, r) => ring.agreementCheck!.before!(ringOf[r].comm, new Float32Array(1), 0)));
     await step();
     expect(begun).toEqual(['membership-epoch', 'membership-epoch']);
     expect(await Promise.all(ringOf.map((ring) => ring.membershipChanged()))).toEqual([false, false]);

@@ -25,8 +25,20 @@ const mnist = await loadMnist();
 // 960 examples divide evenly by 1, 2 and 4 ranks and by the batches used.
 const n = 960;
 const px = 784;
-const train = makeImageDataset({ images: mnist.train.images.slice(0, n * px), labels: mnist.train.labels.slice(0, n), height: 28, width: 28, classes: 10 });
-const test = makeImageDataset({ images: mnist.test.images.slice(0, 200 * px), labels: mnist.test.labels.slice(0, 200), height: 28, width: 28, classes: 10 });
+const train = makeImageDataset({
+  images: mnist.train.images.slice(0, n * px),
+  labels: mnist.train.labels.slice(0, n),
+  height: 28,
+  width: 28,
+  classes: 10,
+});
+const test = makeImageDataset({
+  images: mnist.test.images.slice(0, 200 * px),
+  labels: mnist.test.labels.slice(0, 200),
+  height: 28,
+  width: 28,
+  classes: 10,
+});
 
 function config(b: number, s = steps, lr = 0.1): DistributedTrainConfig {
   return { model: 'mlp', optimizer: 'sgd', epochs: 1, batch: b, lr, momentum: 0, weightDecay: 0, seed: 7, steps: s };
@@ -37,10 +49,22 @@ async function trainRing(size: number, cfg: DistributedTrainConfig, slowRank = -
   let final: TrainingCheckpoint | undefined;
   // Each rank's examples per step, step by step (its share of the global batch).
   const shares: number[][] = comms.map(() => []);
-  comms.forEach((c) => c.events.on((e) => void (e.type === 'train-step' && e.rank === c.rank && shares[c.rank].push(e.samples))));
+  comms.forEach((c) =>
+    c.events.on((e) => void (e.type === 'train-step' && e.rank === c.rank && shares[c.rank].push(e.samples))),
+  );
   const slow = parseFault('slow:4x');
   const results = await Promise.all(
-    comms.map((comm) => trainDistributed({ gpu, comm, train, test, config: cfg, onCheckpoint: (c) => void (final = c), transformGradients: comm.rank === slowRank ? faultHook(slow, () => comm) : undefined })),
+    comms.map((comm) =>
+      trainDistributed({
+        gpu,
+        comm,
+        train,
+        test,
+        config: cfg,
+        onCheckpoint: (c) => void (final = c),
+        transformGradients: comm.rank === slowRank ? faultHook(slow, () => comm) : undefined,
+      }),
+    ),
   );
   comms.forEach((c) => c.close());
   const params = Float32Array.from(Object.values(final!.params).flatMap((t) => Array.from(t.data)));

@@ -18,11 +18,19 @@ const BATCH = 8;
 describe('data-parallel equivalence (plain SGD, real kernels, real ring-allreduce)', () => {
   it(`N = 2 and 4 ranks at batch ${BATCH}, and 3 at uneven shares of ${3 * BATCH + 1}, reach the weights of one rank at the global batch after ${STEPS} steps`, () => {
     expect(existsSync(DENO), 'Deno is missing: run npm ci (it installs the deno package)').toBe(true);
-    const run = spawnSync(DENO, ['run', '-A', 'test/distributed/equivalence-run.ts', String(STEPS), String(BATCH), '2', '4'], { encoding: 'utf8', timeout: 300_000 });
+    const run = spawnSync(
+      DENO,
+      ['run', '-A', 'test/distributed/equivalence-run.ts', String(STEPS), String(BATCH), '2', '4'],
+      { encoding: 'utf8', timeout: 300_000 },
+    );
     expect(run.status, run.stderr).toBe(0);
     type Result = { size: number; steps: number[]; movedFromInitial: number; maxRelDiff: number; accuracies: number[] };
     type Uneven = Omit<Result, 'size'> & { global: number; firstShares: number[]; lastShares: number[] };
-    const report = JSON.parse(run.stdout.trim().split('\n').pop()!) as { runtime: string; results: Result[]; uneven: Uneven };
+    const report = JSON.parse(run.stdout.trim().split('\n').pop()!) as {
+      runtime: string;
+      results: Result[];
+      uneven: Uneven;
+    };
     expect(report.runtime).toBe('deno');
     expect(report.results.map((r) => r.size)).toEqual([2, 4]);
     for (const r of report.results) {
@@ -35,7 +43,8 @@ describe('data-parallel equivalence (plain SGD, real kernels, real ring-allreduc
       expect(new Set(r.accuracies).size).toBe(1);
     }
     // 3 ranks sharing a global batch of 3·B+1 by speed, rank 1 slowed 4x: equal shares first, then the slow rank took
-    // less (its own compute is 4x; the fast ranks' timings here share one process and one GPU queue, so only its share is judged)…
+    // less (its own compute is 4x; the fast ranks' timings here share one process and one GPU queue, so only its share
+    // is judged)…
     const u = report.uneven;
     expect(u.global).toBe(3 * BATCH + 1);
     expect(u.firstShares).toEqual([BATCH + 1, BATCH, BATCH]);

@@ -31,8 +31,22 @@ const train = quadrants(160, 1); // 10 steps of 16 per epoch
 const good = quadrants(60, 2);
 /** The last validation example's label is 7, of 4 classes: the evaluation refuses it (in a ring of 2, rank 1's part holds it). */
 const bad: Dataset = { ...good, labels: Int32Array.from(good.labels, (l, i) => (i === good.count - 1 ? 7 : l)) };
-const config: LocalTrainConfig = { model: 'mlp', optimizer: 'sgd', epochs: 1, steps: 15, batch: 16, lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 5, readEvery: 4 };
-const labelRefused = expect.objectContaining({ code: ErrorCode.InvalidArgument, message: expect.stringMatching(/label \d+ is 7/) });
+const config: LocalTrainConfig = {
+  model: 'mlp',
+  optimizer: 'sgd',
+  epochs: 1,
+  steps: 15,
+  batch: 16,
+  lr: 0.05,
+  momentum: 0.9,
+  weightDecay: 0,
+  seed: 5,
+  readEvery: 4,
+};
+const labelRefused = expect.objectContaining({
+  code: ErrorCode.InvalidArgument,
+  message: expect.stringMatching(/label \d+ is 7/),
+});
 
 describe('a failing evaluation', () => {
   it('alone: the run ends normally, with a checkpoint at the epoch and at the stop, and the failure reported', async () => {
@@ -57,12 +71,27 @@ describe('a failing evaluation', () => {
     const comms = createMemoryRing(2);
     const saved: TrainingCheckpoint[] = [];
     const results = await Promise.all(
-      comms.map((comm) => trainDistributed({ gpu, comm, train, test: bad, config: { ...config, batch: 8 }, onCheckpoint: (c) => void saved.push(c) })),
+      comms.map((comm) =>
+        trainDistributed({
+          gpu,
+          comm,
+          train,
+          test: bad,
+          config: { ...config, batch: 8 },
+          onCheckpoint: (c) => void saved.push(c),
+        }),
+      ),
     );
     for (const c of comms) c.close();
-    expect(results.map((r) => [r.rank, r.steps, r.stoppedBy])).toEqual([[0, 15, undefined], [1, 15, undefined]]);
+    expect(results.map((r) => [r.rank, r.steps, r.stoppedBy])).toEqual([
+      [0, 15, undefined],
+      [1, 15, undefined],
+    ]);
     expect(saved.map((c) => c.step)).toEqual([10, 15]);
     expect(results[1].evaluationFailure).toEqual(labelRefused);
-    expect(results[0].evaluationFailure).toMatchObject({ code: ErrorCode.InvalidArgument, detail: { peerEvaluationFailed: true } });
+    expect(results[0].evaluationFailure).toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      detail: { peerEvaluationFailed: true },
+    });
   });
 });

@@ -19,8 +19,9 @@ beforeEach(() => {
   for (const n of NAMES) delete process.env[n];
 });
 afterEach(() => {
-  for (const [n, v] of Object.entries(saved)) if (v === undefined) delete process.env[n];
-  else process.env[n] = v;
+  for (const [n, v] of Object.entries(saved))
+    if (v === undefined) delete process.env[n];
+    else process.env[n] = v;
 });
 
 describe('init() alone', () => {
@@ -37,8 +38,17 @@ describe('init() alone', () => {
   });
 
   it('refuses half an address, naming what is missing and where it comes from', async () => {
-    await expect(jobToJoin({ server: 'http://127.0.0.1:1' }, {})).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringMatching(/^init: no job; pass \{ job \} or set RINGTRAIN_JOB/) });
-    await expect(jobToJoin({}, { [SERVER_ENV]: 'http://127.0.0.1:1', [JOB_ENV]: 'j' })).rejects.toMatchObject({ message: expect.stringMatching(/^init: no token;/) });
-    expect(await jobToJoin({}, { [SERVER_ENV]: 'http://h:1', [JOB_ENV]: 'j', [TOKEN_ENV]: 't' })).toEqual({ server: 'http://h:1', job: 'j', token: 't' });
+    await expect(jobToJoin({ server: 'http://127.0.0.1:1' }, {})).rejects.toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringMatching(/^init: no job; pass \{ job \} or set RINGTRAIN_JOB/),
+    });
+    await expect(jobToJoin({}, { [SERVER_ENV]: 'http://127.0.0.1:1', [JOB_ENV]: 'j' })).rejects.toMatchObject({
+      message: expect.stringMatching(/^init: no token;/),
+    });
+    expect(await jobToJoin({}, { [SERVER_ENV]: 'http://h:1', [JOB_ENV]: 'j', [TOKEN_ENV]: 't' })).toEqual({
+      server: 'http://h:1',
+      job: 'j',
+      token: 't',
+    });
   });
 });

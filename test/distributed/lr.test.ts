@@ -37,9 +37,18 @@ describe('learning-rate scaling', () => {
   });
 
   it("warms up from zero like the words workload's PyTorch reference (LR·(s+1)/100, then cosine to 0 at the last step)", () => {
-    const s = { baseLr: 3e-3, size: 1, warmupSteps: 100, warmupFrom: 'zero' as const, decay: 'cosine' as const, totalSteps: 1000 };
-    const reference = (step: number) => (step < 100 ? (3e-3 * (step + 1)) / 100 : 3e-3 * 0.5 * (1 + Math.cos((Math.PI * (step - 100)) / 900)));
-    for (const step of [0, 1, 50, 99, 100, 101, 550, 999]) expect(learningRateAt(s, step)).toBeCloseTo(reference(step), 15);
+    const s = {
+      baseLr: 3e-3,
+      size: 1,
+      warmupSteps: 100,
+      warmupFrom: 'zero' as const,
+      decay: 'cosine' as const,
+      totalSteps: 1000,
+    };
+    const reference = (step: number) =>
+      step < 100 ? (3e-3 * (step + 1)) / 100 : 3e-3 * 0.5 * (1 + Math.cos((Math.PI * (step - 100)) / 900));
+    for (const step of [0, 1, 50, 99, 100, 101, 550, 999])
+      expect(learningRateAt(s, step)).toBeCloseTo(reference(step), 15);
     expect(learningRateAt(s, 0)).toBeCloseTo(3e-5, 15);
     expect(learningRateAt({ ...s, warmupFrom: 'base' }, 0)).toBe(3e-3);
   });

@@ -27,7 +27,18 @@ afterAll(() => gpu?.destroy());
 const train = quadrants(170, 1); // 10 steps of 16 per epoch, 10 examples left over
 const test = quadrants(60, 2);
 // Momentum and a cosine schedule: an optimizer state to hand out, and a rate that moves every step.
-const config: LocalTrainConfig = { model: 'mlp', optimizer: 'sgd', epochs: 3, batch: 16, lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 5, lrSchedule: 'cosine', readEvery: 4 };
+const config: LocalTrainConfig = {
+  model: 'mlp',
+  optimizer: 'sgd',
+  epochs: 3,
+  batch: 16,
+  lr: 0.05,
+  momentum: 0.9,
+  weightDecay: 0,
+  seed: 5,
+  lrSchedule: 'cosine',
+  readEvery: 4,
+};
 /** Stops after this step: mid-way through the third epoch, between two of the single peer's loss reads. */
 const STOP_AFTER = 25;
 
@@ -61,13 +72,30 @@ describe('one loop: a single peer is the ring of one', () => {
     const stop = new AbortController();
     const stopAlone = stopAfter(aloneBus, STOP_AFTER);
     aloneBus.on(() => void (stopAlone() && stop.abort()));
-    const local = await trainLocal({ gpu, train, test, config, bus: aloneBus, signal: stop.signal, onCheckpoint: (c) => void aloneSaved.push(c) });
+    const local = await trainLocal({
+      gpu,
+      train,
+      test,
+      config,
+      bus: aloneBus,
+      signal: stop.signal,
+      onCheckpoint: (c) => void aloneSaved.push(c),
+    });
 
     const [comm] = createMemoryRing(1);
     const ringBus = new EventBus();
     const ring = listen(ringBus);
     const ringSaved: TrainingCheckpoint[] = [];
-    const distributed = await trainDistributed({ gpu, comm, train, test, config, bus: ringBus, shouldStop: stopAfter(ringBus, local.steps), onCheckpoint: (c) => void ringSaved.push(c) });
+    const distributed = await trainDistributed({
+      gpu,
+      comm,
+      train,
+      test,
+      config,
+      bus: ringBus,
+      shouldStop: stopAfter(ringBus, local.steps),
+      onCheckpoint: (c) => void ringSaved.push(c),
+    });
     comm.close();
 
     // Alone, losses are read 4 steps at a time: the stop asked after step 25 came with step 28's read.
@@ -75,7 +103,11 @@ describe('one loop: a single peer is the ring of one', () => {
     // The same steps with the same losses, the evaluations at the same places, the same compute spans.
     expect(alone.steps).toEqual(ring.steps);
     expect(alone.compute).toEqual(ring.compute);
-    expect(alone.evaluations.map((e) => [e.step, e.epoch])).toEqual([[10, 0], [20, 1], [28, 2]]);
+    expect(alone.evaluations.map((e) => [e.step, e.epoch])).toEqual([
+      [10, 0],
+      [20, 1],
+      [28, 2],
+    ]);
     expect(local.trainLoss).toBe(distributed.trainLoss);
     // A ring averages its metrics over ranks in float32; alone, they are the model's own.
     alone.evaluations.forEach((e, i) => {
@@ -83,8 +115,16 @@ describe('one loop: a single peer is the ring of one', () => {
       expect(e.loss).toBeCloseTo(ring.evaluations[i].loss, 6);
     });
     // Hand-outs after each epoch and at the stop: the same weights and optimizer state, each in its own kind of file.
-    expect(aloneSaved.map((c) => [c.step, c.epoch])).toEqual([[10, 1], [20, 2], [28, 2]]);
-    expect(ringSaved.map((c) => [c.step, c.epoch])).toEqual([[10, 1], [20, 2], [28, 2]]);
+    expect(aloneSaved.map((c) => [c.step, c.epoch])).toEqual([
+      [10, 1],
+      [20, 2],
+      [28, 2],
+    ]);
+    expect(ringSaved.map((c) => [c.step, c.epoch])).toEqual([
+      [10, 1],
+      [20, 2],
+      [28, 2],
+    ]);
     aloneSaved.forEach((c, i) => {
       expect(c.params).toEqual(ringSaved[i].params);
       expect(c.optimizerState).toEqual(ringSaved[i].optimizerState);

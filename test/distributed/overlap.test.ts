@@ -13,7 +13,11 @@ import type { RingEvent } from '../../src/core/events.ts';
 import { makeImageDataset } from '../../src/data/dataset.ts';
 import { loadMnist } from '../../src/data/mnist.node.ts';
 import { DistributedOptimizer } from '../../src/distributed/optimizer.ts';
-import { trainDistributed, type DistributedTrainArgs, type DistributedTrainConfig } from '../../src/distributed/trainer.ts';
+import {
+  trainDistributed,
+  type DistributedTrainArgs,
+  type DistributedTrainConfig,
+} from '../../src/distributed/trainer.ts';
 import { createModel, createOptimizer, type ModelSpec } from '../../src/engine/index.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
@@ -35,7 +39,11 @@ async function trainTwo(spec: ModelSpec, steps: number, bucketBytes: number | un
   const finals = await Promise.all(
     comms.map(async (comm, rank) => {
       const model = createModel(gpu, spec);
-      const opt = new DistributedOptimizer(comm, model, createOptimizer(model, { kind: 'sgd', lr: 0.05, momentum: 0.9 }));
+      const opt = new DistributedOptimizer(
+        comm,
+        model,
+        createOptimizer(model, { kind: 'sgd', lr: 0.05, momentum: 0.9 }),
+      );
       expect(opt.overlapBucketBytes).toBe(256 * 1024);
       const sink = new DeferredScalars(gpu);
       const u = seededUniform(100 + rank);
@@ -46,7 +54,8 @@ async function trainTwo(spec: ModelSpec, steps: number, bucketBytes: number | un
         if (bucketBytes === undefined) {
           model.forwardBackwardDeferred(x, y, undefined, sink);
           await opt.step(undefined, weight, step);
-        } else await opt.step(undefined, weight, step, model.forwardBackwardBuckets!(x, y, undefined, sink, bucketBytes));
+        } else
+          await opt.step(undefined, weight, step, model.forwardBackwardBuckets!(x, y, undefined, sink, bucketBytes));
         await sink.collect();
       }
       const params = await model.readParams();
@@ -61,7 +70,10 @@ async function trainTwo(spec: ModelSpec, steps: number, bucketBytes: number | un
 }
 
 describe('DistributedOptimizer with gradient buckets, 2 ranks', () => {
-  const specs: ModelSpec[] = [{ kind: 'mlp', seed: 3, hidden: [64] }, { kind: 'cnn', seed: 4 }];
+  const specs: ModelSpec[] = [
+    { kind: 'mlp', seed: 3, hidden: [64] },
+    { kind: 'cnn', seed: 4 },
+  ];
   for (const spec of specs) {
     it(`${spec.kind}: one bucket per layer gives the same weights, bit for bit, as the whole gradient`, async () => {
       const whole = await trainTwo(spec, 4, undefined);
@@ -75,35 +87,69 @@ describe('DistributedOptimizer with gradient buckets, 2 ranks', () => {
 async function digits() {
   const m = await loadMnist();
   const px = 784;
-  const train = makeImageDataset({ images: m.train.images.slice(0, 64 * px), labels: m.train.labels.slice(0, 64), height: 28, width: 28, classes: 10 });
-  const test = makeImageDataset({ images: m.test.images.slice(0, 32 * px), labels: m.test.labels.slice(0, 32), height: 28, width: 28, classes: 10 });
+  const train = makeImageDataset({
+    images: m.train.images.slice(0, 64 * px),
+    labels: m.train.labels.slice(0, 64),
+    height: 28,
+    width: 28,
+    classes: 10,
+  });
+  const test = makeImageDataset({
+    images: m.test.images.slice(0, 32 * px),
+    labels: m.test.labels.slice(0, 32),
+    height: 28,
+    width: 28,
+    classes: 10,
+  });
   return { train, test };
 }
 
 /** A fixed job's settings as job-config.ts makes them by default: the norm rule only. */
-const fixedJob: DistributedTrainConfig = { model: 'mlp', optimizer: 'sgd', epochs: 1, steps: 3, batch: 8, lr: 0.05, momentum: 0.9, weightDecay: 0, seed: 2, guard: { direction: false, doubt: false } };
+const fixedJob: DistributedTrainConfig = {
+  model: 'mlp',
+  optimizer: 'sgd',
+  epochs: 1,
+  steps: 3,
+  batch: 8,
+  lr: 0.05,
+  momentum: 0.9,
+  weightDecay: 0,
+  seed: 2,
+  guard: { direction: false, doubt: false },
+};
 
 /** Trains `config` on `size` memory-linked ranks; each rank's events (rank 0's as `events`) and the final weights. */
-async function trainRing(size: number, config: DistributedTrainConfig, extra: (comm: Communicator) => Partial<DistributedTrainArgs> = () => ({})) {
+async function trainRing(
+  size: number,
+  config: DistributedTrainConfig,
+  extra: (comm: Communicator) => Partial<DistributedTrainArgs> = () => ({}),
+) {
   const { train, test } = await digits();
   const comms = createMemoryRing(size);
   const byRank: RingEvent[][] = comms.map(() => []);
   comms.forEach((c) => c.events.on((e) => void (e.rank === c.rank && byRank[c.rank].push(e))));
   let final: TrainingCheckpoint | undefined;
-  await Promise.all(comms.map((comm) => trainDistributed({ gpu, comm, train, test, config, onCheckpoint: (c) => void (final = c), ...extra(comm) })));
+  await Promise.all(
+    comms.map((comm) =>
+      trainDistributed({ gpu, comm, train, test, config, onCheckpoint: (c) => void (final = c), ...extra(comm) }),
+    ),
+  );
   comms.forEach((c) => c.close());
   const params = Float32Array.from(Object.values(final!.params).flatMap((t) => Array.from(t.data)));
   return { events: byRank[0], byRank, params };
 }
 
-const bucketWaits = (events: RingEvent[]) => events.filter((e): e is Extract<RingEvent, { type: 'gpu-wait' }> => e.type === 'gpu-wait' && e.bucket !== undefined);
+const bucketWaits = (events: RingEvent[]) =>
+  events.filter((e): e is Extract<RingEvent, { type: 'gpu-wait' }> => e.type === 'gpu-wait' && e.bucket !== undefined);
 
 describe('which jobs overlap backward with the allreduce', () => {
   it('a fixed job with the default checks reduces its first bucket before its last is read back, to the same weights', async () => {
     const overlapped = await trainRing(2, fixedJob);
     const waits = bucketWaits(overlapped.events);
     // The MLP's last layer (5 KB) and its first (401 KB): two buckets a step.
-    expect(waits.map((e) => e.what)).toEqual(Array.from({ length: 3 }, () => ['gradients bucket 1/2', 'gradients bucket 2/2']).flat());
+    expect(waits.map((e) => e.what)).toEqual(
+      Array.from({ length: 3 }, () => ['gradients bucket 1/2', 'gradients bucket 2/2']).flat(),
+    );
     // The timeline shows the overlap: bucket 1's reduction begins before bucket 2's read-back is over.
     const firstSum = overlapped.events.findIndex((e) => e.type === 'collective-begin' && e.name.endsWith('bucket 1/2'));
     const lastRead = overlapped.events.findIndex((e) => e.type === 'gpu-wait' && e.what === 'gradients bucket 2/2');
@@ -122,7 +168,11 @@ describe('which jobs overlap backward with the allreduce', () => {
     // The job's setting turns it off: the gradient read whole, one collective, the same bits.
     const off = await trainRing(2, { ...fixedJob, overlap: false });
     expect(bucketWaits(off.events)).toEqual([]);
-    expect(off.events.filter((e) => e.type === 'gpu-wait').map((e) => (e as { what: string }).what)).toEqual(['gradients', 'gradients', 'gradients']);
+    expect(off.events.filter((e) => e.type === 'gpu-wait').map((e) => (e as { what: string }).what)).toEqual([
+      'gradients',
+      'gradients',
+      'gradients',
+    ]);
     expect(off.params).toEqual(overlapped.params);
   }, 60_000);
 

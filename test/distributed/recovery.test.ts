@@ -10,7 +10,10 @@ import { describe, expect, it } from 'vitest';
 
 describe('recovery state of a run that ends with an error', () => {
   it('is the last completed step on every rank, nothing before the first step, never non-finite weights', () => {
-    const run = spawnSync('node_modules/.bin/deno', ['run', '-A', 'test/distributed/recovery-run.ts'], { encoding: 'utf8', timeout: 300_000 });
+    const run = spawnSync('node_modules/.bin/deno', ['run', '-A', 'test/distributed/recovery-run.ts'], {
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
     expect(run.status, run.stderr).toBe(0);
     const r = JSON.parse(run.stdout.trim().split('\n').pop()!);
 

@@ -42,9 +42,13 @@ describe('DistributedOptimizer over session.comm', () => {
       h.form(c);
       return h;
     });
-    const models = [0, 1, 2].map((r) => createModel(gpu, new nn.Linear(2, 2), { inputShape: [2], classes: 2, seed: 1, name: 'lin' }));
+    const models = [0, 1, 2].map((r) =>
+      createModel(gpu, new nn.Linear(2, 2), { inputShape: [2], classes: 2, seed: 1, name: 'lin' }),
+    );
     // Built over the communicator, as a user holding session.comm would.
-    const opts = models.map((m, r) => new DistributedOptimizer(holders[r].comm, m, new SGD(m, { lr: 0.5, momentum: 0 })));
+    const opts = models.map(
+      (m, r) => new DistributedOptimizer(holders[r].comm, m, new SGD(m, { lr: 0.5, momentum: 0 })),
+    );
     expect(opts.map((o, r) => o.comm === first[r])).toEqual([true, true, true]);
     const step = (ranks: number[]) =>
       Promise.all(

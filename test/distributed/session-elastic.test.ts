@@ -26,10 +26,23 @@ afterAll(async () => {
 describe('elastic session', () => {
   it('gives up a regroup with ERR_SIGNALING when a forged abort is followed by no membership change', async () => {
     requireNetns();
-    const job = { id: 'forged', token: 'forged-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, elastic: true }, batchPerPeer: 8, minPeers: 2, maxPeers: 2 } };
+    const job = {
+      id: 'forged',
+      token: 'forged-token',
+      config: {
+        model: 'mlp',
+        optimizer: 'sgd',
+        hyperparameters: { lr: 0.05, elastic: true },
+        batchPerPeer: 8,
+        minPeers: 2,
+        maxPeers: 2,
+      },
+    };
     // A short heartbeat keeps the liveness window (heartbeat × (missed + 2)) short for the test.
     server = await startServer({ jobs: [job], staticDir: null, heartbeatMs: 400 });
-    const joining = [0, 1].map((i) => init({ server: server!.url, job: job.id, token: job.token, name: `peer${i}`, onNotice: () => {} }));
+    const joining = [0, 1].map((i) =>
+      init({ server: server!.url, job: job.id, token: job.token, name: `peer${i}`, onNotice: () => {} }),
+    );
     sessions.push(...(await Promise.all(joining)));
     const [liar, honest] = sessions[0].rank === 0 ? sessions : [sessions[1], sessions[0]];
 
@@ -39,20 +52,37 @@ describe('elastic session', () => {
 
     const epochBefore = server.jobInfo('forged')!.epoch;
     const regroup = honest.elastic.regroup(honest.elastic.currentEpoch() + 1);
-    await expect(regroup).rejects.toMatchObject({ code: ErrorCode.Signaling, message: expect.stringMatching(/no peer joined or left the job within 2 s/) });
+    await expect(regroup).rejects.toMatchObject({
+      code: ErrorCode.Signaling,
+      message: expect.stringMatching(/no peer joined or left the job within 2 s/),
+    });
     // Nobody left: the server's membership never moved.
     expect(server.jobInfo('forged')!.epoch).toBe(epochBefore);
   }, 120_000);
 
   it('waits past the connect timeout for a member that joined but is still loading', async () => {
     requireNetns();
-    const job = { id: 'slow-loader', token: 'slow-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05 }, batchPerPeer: 8, minPeers: 2, maxPeers: 2 } };
+    const job = {
+      id: 'slow-loader',
+      token: 'slow-token',
+      config: {
+        model: 'mlp',
+        optimizer: 'sgd',
+        hyperparameters: { lr: 0.05 },
+        batchPerPeer: 8,
+        minPeers: 2,
+        maxPeers: 2,
+      },
+    };
     const local = await startServer({ jobs: [job], staticDir: null });
     try {
       const opts = { server: local.url, job: job.id, token: job.token, connectTimeoutMs: 1000, onNotice: () => {} };
       // The stimulus: the second peer takes three connect timeouts to load before it can answer.
       const loading = (ms: number) => () => new Promise<void>((r) => setTimeout(r, ms));
-      const joined = await Promise.all([init({ ...opts, name: 'quick' }), init({ ...opts, name: 'slow', beforeRing: loading(3000) })]);
+      const joined = await Promise.all([
+        init({ ...opts, name: 'quick' }),
+        init({ ...opts, name: 'slow', beforeRing: loading(3000) }),
+      ]);
       sessions.push(...joined);
       expect(joined.map((s) => s.size)).toEqual([2, 2]);
       expect(joined.map((s) => s.rank).sort()).toEqual([0, 1]);

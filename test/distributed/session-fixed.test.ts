@@ -22,10 +22,23 @@ afterAll(async () => {
 describe('fixed session', () => {
   it('names the rank whose abort said a peer went away when that peer is still in the job a liveness window later', async () => {
     requireNetns();
-    const job = { id: 'forged-fixed', token: 'forged-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05 }, batchPerPeer: 8, minPeers: 3, maxPeers: 3 } };
+    const job = {
+      id: 'forged-fixed',
+      token: 'forged-token',
+      config: {
+        model: 'mlp',
+        optimizer: 'sgd',
+        hyperparameters: { lr: 0.05 },
+        batchPerPeer: 8,
+        minPeers: 3,
+        maxPeers: 3,
+      },
+    };
     // A short heartbeat keeps the liveness window (heartbeat × (missed + 2)) short for the test.
     server = await startServer({ jobs: [job], staticDir: null, heartbeatMs: 400 });
-    const joining = [0, 1, 2].map((i) => init({ server: server!.url, job: job.id, token: job.token, name: `peer${i}`, onNotice: () => {} }));
+    const joining = [0, 1, 2].map((i) =>
+      init({ server: server!.url, job: job.id, token: job.token, name: `peer${i}`, onNotice: () => {} }),
+    );
     sessions.push(...(await Promise.all(joining)));
     const byRank = [...sessions].sort((a, b) => a.rank - b.rank);
     const [victim, honest, liar] = byRank;
@@ -33,14 +46,20 @@ describe('fixed session', () => {
     for (const s of byRank) s.events.on((e) => seen.get(s)!.push(e));
 
     liar.comm.abort(new RingtrainError(ErrorCode.PeerLost, `rank ${victim.rank} left (a lie)`, { peer: victim.rank }));
-    for (const s of [victim, honest]) await expect.poll(() => s.comm.error?.code, { timeout: 30_000 }).toBe(ErrorCode.PeerLost);
+    for (const s of [victim, honest])
+      await expect.poll(() => s.comm.error?.code, { timeout: 30_000 }).toBe(ErrorCode.PeerLost);
 
     const verdicts = await Promise.all([victim, honest].map((s) => s.judgeLossClaims()));
     for (const [i, v] of verdicts.entries()) {
       expect(v, `rank ${i}`).toMatchObject({ code: ErrorCode.PeerMisbehaved, detail: { peer: liar.rank } });
-      expect(v!.message).toMatch(new RegExp(`rank ${liar.rank} \\(peer\\d\\) aborted the ring saying a peer went away, but every peer it named was still in the job`));
+      expect(v!.message).toMatch(
+        new RegExp(
+          `rank ${liar.rank} \\(peer\\d\\) aborted the ring saying a peer went away, but every peer it named was still in the job`,
+        ),
+      );
     }
-    for (const s of [victim, honest]) expect(seen.get(s)!.find((e) => e.type === 'peer-misbehaved')).toMatchObject({ peer: liar.rank });
+    for (const s of [victim, honest])
+      expect(seen.get(s)!.find((e) => e.type === 'peer-misbehaved')).toMatchObject({ peer: liar.rank });
     // Nobody left: the membership never moved.
     expect(server.jobInfo(job.id)!.size).toBe(3);
   }, 120_000);

@@ -5,7 +5,12 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
-import { JOB_SETTING_KEYS, nearestSettingKey, parseJobSettings, type JobSettingKey } from '../../src/distributed/settings.ts';
+import {
+  JOB_SETTING_KEYS,
+  nearestSettingKey,
+  parseJobSettings,
+  type JobSettingKey,
+} from '../../src/distributed/settings.ts';
 
 /** A valid value of every setting. */
 const EVERY: Record<JobSettingKey, number | string | boolean> = {
@@ -145,16 +150,49 @@ describe('a peer reading its job', () => {
         const msg = JSON.parse(String(data)) as { type: string };
         seen.push(msg.type);
         if (msg.type !== 'join') return;
-        const config = { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.1, gradientVaccine: true }, batchPerPeer: 1, minPeers: 2, maxPeers: 2 };
-        ws.send(JSON.stringify({ type: 'welcome', protocol: PROTOCOL_VERSION, peerId: 'p', job: { id: 'newer', config }, heartbeatMs: 10_000, missedHeartbeats: 3 }));
+        const config = {
+          model: 'mlp',
+          optimizer: 'sgd',
+          hyperparameters: { lr: 0.1, gradientVaccine: true },
+          batchPerPeer: 1,
+          minPeers: 2,
+          maxPeers: 2,
+        };
+        ws.send(
+          JSON.stringify({
+            type: 'welcome',
+            protocol: PROTOCOL_VERSION,
+            peerId: 'p',
+            job: { id: 'newer', config },
+            heartbeatMs: 10_000,
+            missedHeartbeats: 3,
+          }),
+        );
         const peers = [{ rank: 0, peerId: 'p', runtime: 'node' }];
-        ws.send(JSON.stringify({ type: 'membership', epoch: 1, peers, ring: [0], you: 0, size: 1, ready: false, started: false, change: { kind: 'join', peerId: 'p' } }));
+        ws.send(
+          JSON.stringify({
+            type: 'membership',
+            epoch: 1,
+            peers,
+            ring: [0],
+            you: 0,
+            size: 1,
+            ready: false,
+            started: false,
+            change: { kind: 'join', peerId: 'p' },
+          }),
+        );
       }),
     );
     let beforeRing = false;
     try {
       const port = (wss.address() as { port: number }).port;
-      const joined = init({ server: `ws://127.0.0.1:${port}/ws`, job: 'newer', token: 't', beforeRing: () => void (beforeRing = true) });
+      const joined = init({
+        server: `ws://127.0.0.1:${port}/ws`,
+        job: 'newer',
+        token: 't',
+        beforeRing: () => void (beforeRing = true),
+      });
       await expect(joined).rejects.toThrow(/unknown job hyperparameter "gradientVaccine".*update ringtrain/);
       expect(beforeRing).toBe(false);
       await vi.waitFor(() => expect(seen).toContain('leave'));

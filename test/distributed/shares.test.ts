@@ -5,12 +5,26 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
-import { nextShares, proportionalShares, roundShares, ShareBalancer, MAX_CHANGE } from '../../src/distributed/shares.ts';
+import {
+  nextShares,
+  proportionalShares,
+  roundShares,
+  ShareBalancer,
+  MAX_CHANGE,
+} from '../../src/distributed/shares.ts';
 
 /** Runs the rule for `steps` steps on ranks whose compute of n examples takes slowness[r] · (a + b·n) ms. */
-function settle(global: number, slowness: number[], steps: number, noise: (step: number, rank: number) => number = () => 1) {
+function settle(
+  global: number,
+  slowness: number[],
+  steps: number,
+  noise: (step: number, rank: number) => number = () => 1,
+) {
   const history: number[][] = [];
-  let shares = Array.from({ length: slowness.length }, (_, r) => Math.floor(global / slowness.length) + (r < global % slowness.length ? 1 : 0));
+  let shares = Array.from(
+    { length: slowness.length },
+    (_, r) => Math.floor(global / slowness.length) + (r < global % slowness.length ? 1 : 0),
+  );
   for (let t = 0; t < steps; t++) {
     const msPerExample = shares.map((n, r) => (slowness[r] * (2 + 0.5 * n) * noise(t, r)) / n);
     const next = nextShares(shares, msPerExample);
@@ -26,7 +40,9 @@ describe('batch shares by speed', () => {
     expect(shares.reduce((a, b) => a + b, 0)).toBe(128);
     expect(shares[2]).toBeLessThan(128 / 4 / 2);
     // The fast ranks share alike (within one example).
-    expect(Math.max(shares[0], shares[1], shares[3]) - Math.min(shares[0], shares[1], shares[3])).toBeLessThanOrEqual(1);
+    expect(Math.max(shares[0], shares[1], shares[3]) - Math.min(shares[0], shares[1], shares[3])).toBeLessThanOrEqual(
+      1,
+    );
     const times = shares.map((n, r) => [1, 1, 3, 1][r] * (2 + 0.5 * n));
     expect(Math.max(...times) / Math.min(...times)).toBeLessThan(1.25);
     // Each step moved a share by at most a quarter of an equal share (plus one for rounding).

@@ -7,13 +7,19 @@ describe('stall lines', () => {
     expect(describeStall({ rank: 0, name: 'grads', waitingFor: [2, 3], waitedMs: 4200 })).toBe(
       "stall: rank 0 has waited 4.2 s for ranks 2, 3 to submit 'grads' (slower than the others, stuck, or running different code)",
     );
-    expect(describeStall({ rank: 1, name: QUIET_LINK, waitingFor: [2], waitedMs: 2600 })).toMatch(/^stall: rank 1 has heard nothing from rank 2 for 2\.6 s/);
+    expect(describeStall({ rank: 1, name: QUIET_LINK, waitingFor: [2], waitedMs: 2600 })).toMatch(
+      /^stall: rank 1 has heard nothing from rank 2 for 2\.6 s/,
+    );
   });
 
   it('are said once per period for the same ranks, however many ranks notice', () => {
     let t = 0;
     const lines: string[] = [];
-    const report = stallReporter((l) => lines.push(l), 10_000, () => t);
+    const report = stallReporter(
+      (l) => lines.push(l),
+      10_000,
+      () => t,
+    );
     report({ rank: 0, name: QUIET_LINK, waitingFor: [2], waitedMs: 2500 });
     report({ rank: 1, name: QUIET_LINK, waitingFor: [2], waitedMs: 2500 });
     report({ rank: 0, name: 'grads', waitingFor: [2], waitedMs: 3000 });

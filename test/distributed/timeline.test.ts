@@ -10,7 +10,20 @@ describe('TimelineRecorder', () => {
     bus.emit({ type: 'compute-begin', t: 5, rank: 1, step: 0 });
     bus.emit({ type: 'compute-end', t: 7.5, rank: 1, step: 0 });
     bus.emit({ type: 'phase-begin', t: 8, rank: 1, id: 3, phase: 'reduce-scatter' });
-    bus.emit({ type: 'chunk-send', t: 8.5, rank: 1, id: 3, phase: 'reduce-scatter', step: 0, from: 1, to: 2, chunk: 1, offset: 10, count: 10, bytes: 40 });
+    bus.emit({
+      type: 'chunk-send',
+      t: 8.5,
+      rank: 1,
+      id: 3,
+      phase: 'reduce-scatter',
+      step: 0,
+      from: 1,
+      to: 2,
+      chunk: 1,
+      offset: 10,
+      count: 10,
+      bytes: 40,
+    });
     bus.emit({ type: 'phase-end', t: 9, rank: 1, id: 3, phase: 'reduce-scatter' });
     const events = rec.traceEvents().filter((e) => e.ph !== 'M');
     const compute = events.find((e) => e.name === 'compute');
@@ -46,25 +59,78 @@ describe('TimelineRecorder', () => {
   it("counts each step's collectives, those it waited for one after another, and negotiations on a 'rounds' counter track", () => {
     const rec = new TimelineRecorder(0);
     const step = (t: number, negotiated: boolean) => {
-      rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id: t, name: 'gradients', kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
+      rec.record({
+        type: 'collective-begin',
+        t,
+        rank: 0,
+        size: 2,
+        id: t,
+        name: 'gradients',
+        kind: 'allreduce',
+        dtype: 'float32',
+        count: 4,
+        bytes: 16,
+      });
       if (negotiated) rec.record({ type: 'phase-begin', t, rank: 0, id: t, phase: 'negotiate' });
       // The step checks' allgather, begun while the allreduce runs: no round of its own.
-      rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id: t + 100, name: 'gradient-sketches', kind: 'allgather', dtype: 'float32', count: 2, bytes: 8 });
+      rec.record({
+        type: 'collective-begin',
+        t,
+        rank: 0,
+        size: 2,
+        id: t + 100,
+        name: 'gradient-sketches',
+        kind: 'allgather',
+        dtype: 'float32',
+        count: 2,
+        bytes: 8,
+      });
       rec.record({ type: 'collective-end', t, rank: 0, id: t + 100, name: 'gradient-sketches', ok: true });
       rec.record({ type: 'collective-end', t, rank: 0, id: t, name: 'gradients', ok: true });
-      rec.record({ type: 'train-step', t: t + 0.5, rank: 0, size: 2, step: t, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
+      rec.record({
+        type: 'train-step',
+        t: t + 0.5,
+        rank: 0,
+        size: 2,
+        step: t,
+        epoch: 0,
+        loss: 1,
+        samples: 8,
+        samplesPerS: 1,
+        bytesSent: 0,
+      });
     };
     step(1, true);
     step(2, false);
-    const counts = rec.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args);
-    expect(counts).toEqual([{ collectives: 2, sequential: 1, negotiations: 1, buckets: 0 }, { collectives: 2, sequential: 1, negotiations: 0, buckets: 0 }]);
+    const counts = rec
+      .traceEvents()
+      .filter((e) => e.ph === 'C')
+      .map((e) => e.args);
+    expect(counts).toEqual([
+      { collectives: 2, sequential: 1, negotiations: 1, buckets: 0 },
+      { collectives: 2, sequential: 1, negotiations: 0, buckets: 0 },
+    ]);
   });
 
   it('draws a collective that begins while another runs, with its phases, on a track of its own, so spans on a track nest', () => {
     const rec = new TimelineRecorder(0);
-    const begin = (t: number, id: number, name: string) => rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id, name, kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
-    const phase = (t: number, id: number, end: boolean) => rec.record({ type: end ? 'phase-end' : 'phase-begin', t, rank: 0, id, phase: 'reduce-scatter' });
-    const end = (t: number, id: number, name: string) => rec.record({ type: 'collective-end', t, rank: 0, id, name, ok: true });
+    const begin = (t: number, id: number, name: string) =>
+      rec.record({
+        type: 'collective-begin',
+        t,
+        rank: 0,
+        size: 2,
+        id,
+        name,
+        kind: 'allreduce',
+        dtype: 'float32',
+        count: 4,
+        bytes: 16,
+      });
+    const phase = (t: number, id: number, end: boolean) =>
+      rec.record({ type: end ? 'phase-end' : 'phase-begin', t, rank: 0, id, phase: 'reduce-scatter' });
+    const end = (t: number, id: number, name: string) =>
+      rec.record({ type: 'collective-end', t, rank: 0, id, name, ok: true });
     begin(1, 1, 'bucket 1/2');
     phase(1, 1, false);
     begin(2, 2, 'bucket 2/2');
@@ -77,20 +143,34 @@ describe('TimelineRecorder', () => {
     begin(5, 3, 'metrics');
     end(6, 3, 'metrics');
     const spans = rec.traceEvents().filter((e) => e.ph === 'X');
-    const tidOf = (name: string, id?: number) => spans.find((e) => e.name === name && (id === undefined || e.args?.id === id))!.tid;
+    const tidOf = (name: string, id?: number) =>
+      spans.find((e) => e.name === name && (id === undefined || e.args?.id === id))!.tid;
     expect(tidOf('collective bucket 1/2')).toBe(3);
     expect(tidOf('reduce-scatter', 1)).toBe(3);
     expect(tidOf('collective bucket 2/2')).toBe(101);
     expect(tidOf('reduce-scatter', 2)).toBe(101);
     expect(tidOf('collective metrics')).toBe(3);
-    expect(rec.traceEvents().find((e) => e.ph === 'M' && e.tid === 101)?.args).toEqual({ name: 'collectives beside (1)' });
+    expect(rec.traceEvents().find((e) => e.ph === 'M' && e.tid === 101)?.args).toEqual({
+      name: 'collectives beside (1)',
+    });
   });
 
   it("counts a step's gradient buckets as one round, even when one begins after the bucket before it ended", () => {
     const rec = new TimelineRecorder(0);
     const bucket = (t: number, i: number, n: number) => {
       rec.record({ type: 'gpu-wait', t, rank: 0, what: `gradients bucket ${i}/${n}`, ms: 0.5, bucket: [i, n] });
-      rec.record({ type: 'collective-begin', t, rank: 0, size: 2, id: t, name: `gradients bucket ${i}/${n}`, kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
+      rec.record({
+        type: 'collective-begin',
+        t,
+        rank: 0,
+        size: 2,
+        id: t,
+        name: `gradients bucket ${i}/${n}`,
+        kind: 'allreduce',
+        dtype: 'float32',
+        count: 4,
+        bytes: 16,
+      });
     };
     bucket(1, 1, 3);
     rec.record({ type: 'collective-end', t: 1.5, rank: 0, id: 1, name: 'gradients bucket 1/3', ok: true });
@@ -98,22 +178,103 @@ describe('TimelineRecorder', () => {
     bucket(2, 2, 3);
     bucket(3, 3, 3);
     // The step checks begin beside the last bucket.
-    rec.record({ type: 'collective-begin', t: 3, rank: 0, size: 2, id: 100, name: 'gradient-sketches', kind: 'allgather', dtype: 'float32', count: 2, bytes: 8 });
+    rec.record({
+      type: 'collective-begin',
+      t: 3,
+      rank: 0,
+      size: 2,
+      id: 100,
+      name: 'gradient-sketches',
+      kind: 'allgather',
+      dtype: 'float32',
+      count: 2,
+      bytes: 8,
+    });
     for (const id of [2, 3, 100]) rec.record({ type: 'collective-end', t: 4, rank: 0, id, name: 'x', ok: true });
-    rec.record({ type: 'train-step', t: 5, rank: 0, size: 2, step: 0, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
+    rec.record({
+      type: 'train-step',
+      t: 5,
+      rank: 0,
+      size: 2,
+      step: 0,
+      epoch: 0,
+      loss: 1,
+      samples: 8,
+      samplesPerS: 1,
+      bytesSent: 0,
+    });
     // A collective that begins on its own after the step's gradients is a round of its own again.
-    rec.record({ type: 'collective-begin', t: 6, rank: 0, size: 2, id: 200, name: 'metrics', kind: 'allreduce', dtype: 'float32', count: 2, bytes: 8 });
+    rec.record({
+      type: 'collective-begin',
+      t: 6,
+      rank: 0,
+      size: 2,
+      id: 200,
+      name: 'metrics',
+      kind: 'allreduce',
+      dtype: 'float32',
+      count: 2,
+      bytes: 8,
+    });
     rec.record({ type: 'collective-end', t: 7, rank: 0, id: 200, name: 'metrics', ok: true });
-    rec.record({ type: 'train-step', t: 8, rank: 0, size: 2, step: 1, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
-    const counts = rec.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args);
-    expect(counts).toEqual([{ collectives: 4, sequential: 1, negotiations: 0, buckets: 3 }, { collectives: 1, sequential: 1, negotiations: 0, buckets: 0 }]);
+    rec.record({
+      type: 'train-step',
+      t: 8,
+      rank: 0,
+      size: 2,
+      step: 1,
+      epoch: 0,
+      loss: 1,
+      samples: 8,
+      samplesPerS: 1,
+      bytesSent: 0,
+    });
+    const counts = rec
+      .traceEvents()
+      .filter((e) => e.ph === 'C')
+      .map((e) => e.args);
+    expect(counts).toEqual([
+      { collectives: 4, sequential: 1, negotiations: 0, buckets: 3 },
+      { collectives: 1, sequential: 1, negotiations: 0, buckets: 0 },
+    ]);
     // A rank that reads every bucket before reducing any (a caller's transform) waits for one round too.
     const whole = new TimelineRecorder(0);
-    for (const i of [1, 2]) whole.record({ type: 'gpu-wait', t: i, rank: 0, what: `gradients bucket ${i}/2`, ms: 0.5, bucket: [i, 2] });
-    for (const i of [1, 2]) whole.record({ type: 'collective-begin', t: 3, rank: 0, size: 2, id: i, name: `gradients bucket ${i}/2`, kind: 'allreduce', dtype: 'float32', count: 4, bytes: 16 });
-    whole.record({ type: 'train-step', t: 5, rank: 0, size: 2, step: 0, epoch: 0, loss: 1, samples: 8, samplesPerS: 1, bytesSent: 0 });
-    expect(whole.traceEvents().filter((e) => e.ph === 'C').map((e) => e.args)).toEqual([{ collectives: 2, sequential: 1, negotiations: 0, buckets: 2 }]);
+    for (const i of [1, 2])
+      whole.record({ type: 'gpu-wait', t: i, rank: 0, what: `gradients bucket ${i}/2`, ms: 0.5, bucket: [i, 2] });
+    for (const i of [1, 2])
+      whole.record({
+        type: 'collective-begin',
+        t: 3,
+        rank: 0,
+        size: 2,
+        id: i,
+        name: `gradients bucket ${i}/2`,
+        kind: 'allreduce',
+        dtype: 'float32',
+        count: 4,
+        bytes: 16,
+      });
+    whole.record({
+      type: 'train-step',
+      t: 5,
+      rank: 0,
+      size: 2,
+      step: 0,
+      epoch: 0,
+      loss: 1,
+      samples: 8,
+      samplesPerS: 1,
+      bytesSent: 0,
+    });
+    expect(
+      whole
+        .traceEvents()
+        .filter((e) => e.ph === 'C')
+        .map((e) => e.args),
+    ).toEqual([{ collectives: 2, sequential: 1, negotiations: 0, buckets: 2 }]);
     const waits = rec.traceEvents().filter((e) => e.name === 'gpu-wait');
-    expect(waits.map((e) => e.args)).toEqual([1, 2, 3].map((i) => ({ what: `gradients bucket ${i}/3`, bucket: [i, 3] })));
+    expect(waits.map((e) => e.args)).toEqual(
+      [1, 2, 3].map((i) => ({ what: `gradients bucket ${i}/3`, bucket: [i, 3] })),
+    );
   });
 });

@@ -33,7 +33,8 @@ describe('cnn on the GPU', () => {
       // Non-zero biases too, so their gradients are not trivially routed.
       const flat = await model.readParams();
       const u = seededUniform(11);
-      for (const e of model.layout) if (e.name.endsWith('bias')) for (let i = 0; i < e.length; i++) flat[e.offset + i] = 0.2 * (2 * u() - 1);
+      for (const e of model.layout)
+        if (e.name.endsWith('bias')) for (let i = 0; i < e.length; i++) flat[e.offset + i] = 0.2 * (2 * u() - 1);
       model.writeParams(flat);
       const random = mulberry32(mixSeed(5, hidden));
       const x = Float32Array.from({ length: 2 * 784 }, () => random());
@@ -51,8 +52,14 @@ describe('cnn on the GPU', () => {
     const flat = await model.readParams();
     const rand = { uniform: seededUniform(9), normal: seededNormal(9 ^ 0x9e3779b9) };
     const draws: [string, 'he' | 'glorot' | 'zeros', number, number][] = [
-      ['conv1.weight', 'he', 25, 50], ['conv1.bias', 'zeros', 25, 2], ['conv2.weight', 'he', 50, 75], ['conv2.bias', 'zeros', 50, 3],
-      ['dense0.weight', 'he', 147, 5], ['dense0.bias', 'zeros', 147, 5], ['dense1.weight', 'glorot', 5, 10], ['dense1.bias', 'zeros', 5, 10],
+      ['conv1.weight', 'he', 25, 50],
+      ['conv1.bias', 'zeros', 25, 2],
+      ['conv2.weight', 'he', 50, 75],
+      ['conv2.bias', 'zeros', 50, 3],
+      ['dense0.weight', 'he', 147, 5],
+      ['dense0.bias', 'zeros', 147, 5],
+      ['dense1.weight', 'glorot', 5, 10],
+      ['dense1.bias', 'zeros', 5, 10],
     ];
     for (const [name, kind, fanIn, fanOut] of draws) {
       const e = model.layout.find((l) => l.name === name)!;
@@ -126,8 +133,12 @@ describe('cnn on the GPU', () => {
     expect(() => new Cnn(gpu, { hidden: -1 })).toThrow(/hidden must be 0/);
     expect(() => new Cnn(gpu, { classes: 1 })).toThrow(invalid);
     const model = new Cnn(gpu, { channels: [2, 3] });
-    await expect(model.forwardBackward(new Float32Array(2 * 700), [1, 2])).rejects.toThrow(/x has 1400 floats but batch 2 × inputSize 784/);
-    await expect(model.forwardBackward(new Float32Array(784), [10])).rejects.toThrow(/labels must be integers in \[0, 10\)/);
+    await expect(model.forwardBackward(new Float32Array(2 * 700), [1, 2])).rejects.toThrow(
+      /x has 1400 floats but batch 2 × inputSize 784/,
+    );
+    await expect(model.forwardBackward(new Float32Array(784), [10])).rejects.toThrow(
+      /labels must be integers in \[0, 10\)/,
+    );
     model.destroy();
   });
 });

@@ -50,7 +50,16 @@ describe('models from a factory', () => {
     expect(name).toMatch(/^my-model@[0-9a-f]{8}$/);
     const model = createModel(gpu, { kind: name, seed: 2, width: 12 } as never);
     expect(model.identity).toEqual({ name, options: { width: 12 } });
-    expect(model.layout.map((e) => e.name)).toEqual(['inp.weight', 'inp.bias', 'norm.weight', 'norm.bias', 'fc.weight', 'fc.bias', 'head.weight', 'head.bias']);
+    expect(model.layout.map((e) => e.name)).toEqual([
+      'inp.weight',
+      'inp.bias',
+      'norm.weight',
+      'norm.bias',
+      'fc.weight',
+      'fc.bias',
+      'head.weight',
+      'head.bias',
+    ]);
     const twin = createModel(gpu, { kind: name, seed: 2, width: 12 } as never);
     expect(twin.layoutHash).toBe(model.layoutHash);
     expect(await twin.readParams()).toEqual(await model.readParams());
@@ -64,7 +73,11 @@ describe('models from a factory', () => {
     expect(last).toBeLessThan(first * 0.5);
     // Another peer with other options builds another layout, and is refused naming both.
     const other = createModel(gpu, { kind: name, seed: 2, width: 8 } as never);
-    expect(() => checkSameModel(other, { name: model.identity.name, layoutHash: model.layoutHash })).toThrow(new RegExp(`${name} \\(layout hash ${other.layoutHash}\\) but the job's is ${name} \\(layout hash ${model.layoutHash}\\)`));
+    expect(() => checkSameModel(other, { name: model.identity.name, layoutHash: model.layoutHash })).toThrow(
+      new RegExp(
+        `${name} \\(layout hash ${other.layoutHash}\\) but the job's is ${name} \\(layout hash ${model.layoutHash}\\)`,
+      ),
+    );
     expect(() => checkSameModel(twin, { name: model.identity.name, layoutHash: model.layoutHash })).not.toThrow();
     for (const m of [model, twin, other]) m.destroy();
     opt.destroy();
@@ -73,11 +86,17 @@ describe('models from a factory', () => {
   it('refuses a file without a factory, a bad definition, and a reserved name', async () => {
     const empty = join(dir, 'nothing.ts');
     writeFileSync(empty, 'export const width = 3;\n');
-    await expect(loadModelFile(empty)).rejects.toThrow(/nothing\.ts exports no model factory: add `export default function model\(nn, options\)/);
+    await expect(loadModelFile(empty)).rejects.toThrow(
+      /nothing\.ts exports no model factory: add `export default function model\(nn, options\)/,
+    );
     await expect(loadModelFile(join(dir, 'missing.ts'))).rejects.toThrow(/cannot read model file/);
     registerModel('bad-def', () => ({ module: {} as never, inputShape: [4], classes: 2 }));
     expect(() => createModel(gpu, { kind: 'bad-def' } as never)).toThrow(/model bad-def: module is not an nn.Module/);
-    registerModel('bad-shape', (nn) => ({ module: new nn.Sequential(new nn.Linear(4, 2)), inputShape: [0], classes: 2 }));
+    registerModel('bad-shape', (nn) => ({
+      module: new nn.Sequential(new nn.Linear(4, 2)),
+      inputShape: [0],
+      classes: 2,
+    }));
     expect(() => createModel(gpu, { kind: 'bad-shape' } as never)).toThrow(/inputShape must be positive integers/);
     expect(() => registerModel('cnn', () => ({}) as never)).toThrow(/other than mlp, cnn, transformer/);
   });

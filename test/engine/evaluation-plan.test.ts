@@ -37,14 +37,22 @@ afterAll(() => {
 });
 
 /** The model's forward at `batch` windows, eval mode, planned with or without gradients. */
-function planForward(model: Transformer, batch: number, gradients: boolean): { plan: Plan; input: ReturnType<Graph['input']>; output: ReturnType<Graph['input']> } {
+function planForward(
+  model: Transformer,
+  batch: number,
+  gradients: boolean,
+): { plan: Plan; input: ReturnType<Graph['input']>; output: ReturnType<Graph['input']> } {
   const graph = new Graph();
   const input = graph.input([batch, SPEC.context], { dtype: 'u32' });
   model.module.train(false);
   const output = model.module.call(input);
   const named = model.module.namedParameters();
   const entry = (p: unknown) => model.layout[named.findIndex(([, q]) => q === p)];
-  return { plan: compilePlan(gpu, graph.nodes, [output], { params: model.params, grads: model.grads, entry }, { gradients }), input, output };
+  return {
+    plan: compilePlan(gpu, graph.nodes, [output], { params: model.params, grads: model.grads, entry }, { gradients }),
+    input,
+    output,
+  };
 }
 
 describe('evaluation', () => {
@@ -83,7 +91,10 @@ describe('evaluation', () => {
 
     const model = new Transformer(limited, SPEC);
     // All the windows at once bind more than the limit: refused, naming the limit.
-    await expect(model.evaluate(x, y, WINDOWS)).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, detail: expect.objectContaining({ max: LIMIT }) });
+    await expect(model.evaluate(x, y, WINDOWS)).rejects.toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      detail: expect.objectContaining({ max: LIMIT }),
+    });
     const chunked = await model.evaluate(x, y);
     expect(chunked.accuracy).toBe(whole.accuracy);
     expect(Math.abs(chunked.loss - whole.loss)).toBeLessThan(1e-6 * Math.abs(whole.loss));

@@ -38,11 +38,15 @@ describe("GPT-2's architecture", () => {
   });
 
   it('refuses a context longer than the positions, naming both', () => {
-    expect(() => resolveTransformerSpec({ context: 64, positions: 32 })).toThrow(/context 64 is longer than its 32 positions/);
+    expect(() => resolveTransformerSpec({ context: 64, positions: 32 })).toThrow(
+      /context 64 is longer than its 32 positions/,
+    );
   });
 
   it('ties the head to tok.weight: no head tensor, and the classic model keeps its own (105,627 at the words size)', () => {
-    const names = moduleShapes({ ...GPT2_SMALL, vocab: 27, context: 32, layers: 2, width: 64, heads: 4 }).map(([n]) => n);
+    const names = moduleShapes({ ...GPT2_SMALL, vocab: 27, context: 32, layers: 2, width: 64, heads: 4 }).map(
+      ([n]) => n,
+    );
     expect(names.filter((n) => n.startsWith('head'))).toEqual([]);
     const classic = moduleShapes({});
     expect(count(classic)).toBe(105_627);
@@ -51,7 +55,9 @@ describe("GPT-2's architecture", () => {
 
   it("draws GPT-2's init: weights N(0, 0.02²), residual projections N(0, (0.02/√(2·layers))²), biases 0, LayerNorm 1 and 0", () => {
     const layers = 4;
-    const module = new TransformerModule(resolveTransformerSpec({ vocab: 300, context: 64, layers, width: 128, heads: 4, arch: 'gpt2' }));
+    const module = new TransformerModule(
+      resolveTransformerSpec({ vocab: 300, context: 64, layers, width: 128, heads: 4, arch: 'gpt2' }),
+    );
     module.nameTree();
     const rand = { uniform: seededUniform(3), normal: seededNormal(4) };
     const values = new Map(
@@ -62,13 +68,32 @@ describe("GPT-2's architecture", () => {
       }),
     );
     const std = (x: Float32Array) => Math.sqrt(x.reduce((s, v) => s + v * v, 0) / x.length);
-    for (const name of ['tok.weight', 'pos.weight', 'blocks.0.qkv.weight', 'blocks.3.fc.weight']) expect(std(values.get(name)!), name).toBeCloseTo(0.02, 3);
-    for (const name of ['blocks.0.proj.weight', 'blocks.3.out.weight']) expect(std(values.get(name)!), name).toBeCloseTo(0.02 / Math.sqrt(2 * layers), 3);
-    for (const name of ['blocks.0.qkv.bias', 'blocks.1.proj.bias', 'blocks.2.fc.bias', 'blocks.3.out.bias', 'lnf.bias', 'blocks.0.ln1.bias']) expect(values.get(name)!.every((v) => v === 0), name).toBe(true);
-    for (const name of ['lnf.weight', 'blocks.2.ln2.weight']) expect(values.get(name)!.every((v) => v === 1), name).toBe(true);
+    for (const name of ['tok.weight', 'pos.weight', 'blocks.0.qkv.weight', 'blocks.3.fc.weight'])
+      expect(std(values.get(name)!), name).toBeCloseTo(0.02, 3);
+    for (const name of ['blocks.0.proj.weight', 'blocks.3.out.weight'])
+      expect(std(values.get(name)!), name).toBeCloseTo(0.02 / Math.sqrt(2 * layers), 3);
+    for (const name of [
+      'blocks.0.qkv.bias',
+      'blocks.1.proj.bias',
+      'blocks.2.fc.bias',
+      'blocks.3.out.bias',
+      'lnf.bias',
+      'blocks.0.ln1.bias',
+    ])
+      expect(
+        values.get(name)!.every((v) => v === 0),
+        name,
+      ).toBe(true);
+    for (const name of ['lnf.weight', 'blocks.2.ln2.weight'])
+      expect(
+        values.get(name)!.every((v) => v === 1),
+        name,
+      ).toBe(true);
   });
 
   it('refuses an unknown arch, naming the choices', () => {
-    expect(() => resolveTransformerSpec({ arch: 'gpt3' as never })).toThrow(/arch must be one of classic, gpt2, got "gpt3"/);
+    expect(() => resolveTransformerSpec({ arch: 'gpt3' as never })).toThrow(
+      /arch must be one of classic, gpt2, got "gpt3"/,
+    );
   });
 });

@@ -47,7 +47,8 @@ function batches(): { inputs: number[][][]; targets: number[][][] } {
   let x = 12345;
   const next = () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const stream = [0];
-  for (let i = 1; i < 4000; i++) stream.push(next() < 0.8 ? (stream[i - 1] * 7 + 3) % SPEC.vocab : Math.floor(next() * SPEC.vocab));
+  for (let i = 1; i < 4000; i++)
+    stream.push(next() < 0.8 ? (stream[i - 1] * 7 + 3) % SPEC.vocab : Math.floor(next() * SPEC.vocab));
   const inputs: number[][][] = [];
   const targets: number[][][] = [];
   for (let s = 0; s < STEPS; s++) {
@@ -66,40 +67,88 @@ describe('a GPT-2-shaped model trains as PyTorch does', () => {
   afterAll(() => gpu?.destroy());
 
   for (const positions of [SPEC.context, 24]) {
-    it(`${STEPS} AdamW steps from the same weights and batches, ${positions} positions for a context of ${SPEC.context}: every loss within 1e-3 of PyTorch's (float64), and wpe's rows too`, { timeout: 600_000 }, async () => {
-      const file = join(dir, `init-${positions}.safetensors`);
-      python(['make', file, '--vocab', String(SPEC.vocab), '--layers', String(SPEC.layers), '--width', String(SPEC.width), '--positions', String(positions), '--seed', '11']);
-      const data = batches();
-      const batchFile = join(dir, 'batches.json');
-      writeFileSync(batchFile, JSON.stringify(data));
-      const reference = JSON.parse(python(['train', file, batchFile, '--heads', String(SPEC.heads), '--lr', String(LR), '--weight-decay', String(WEIGHT_DECAY)])) as { losses: number[]; wpe: number[][] };
+    it(
+      `${STEPS} AdamW steps from the same weights and batches, ${positions} positions for a context of ${SPEC.context}: every loss within 1e-3 of PyTorch's (float64), and wpe's rows too`,
+      { timeout: 600_000 },
+      async () => {
+        const file = join(dir, `init-${positions}.safetensors`);
+        python([
+          'make',
+          file,
+          '--vocab',
+          String(SPEC.vocab),
+          '--layers',
+          String(SPEC.layers),
+          '--width',
+          String(SPEC.width),
+          '--positions',
+          String(positions),
+          '--seed',
+          '11',
+        ]);
+        const data = batches();
+        const batchFile = join(dir, 'batches.json');
+        writeFileSync(batchFile, JSON.stringify(data));
+        const reference = JSON.parse(
+          python([
+            'train',
+            file,
+            batchFile,
+            '--heads',
+            String(SPEC.heads),
+            '--lr',
+            String(LR),
+            '--weight-decay',
+            String(WEIGHT_DECAY),
+          ]),
+        ) as { losses: number[]; wpe: number[][] };
 
-      const model = new Transformer(gpu, { ...SPEC, positions });
-      let wpe = new Float32Array(0);
-      const optimizer = createOptimizer(model, { kind: 'adamw', lr: LR, weightDecay: WEIGHT_DECAY, betas: [0.9, 0.999], eps: 1e-8 });
-      const ours: number[] = [];
-      try {
-        model.writeParams(flatFromHfGpt2(loadHfWeights(file), model.layout, model.flatLength, file));
-        for (let s = 0; s < STEPS; s++) {
-          ours.push(await model.forwardBackward(Float32Array.from(data.inputs[s].flat()), data.targets[s].flat(), BATCH));
-          optimizer.step();
+        const model = new Transformer(gpu, { ...SPEC, positions });
+        let wpe = new Float32Array(0);
+        const optimizer = createOptimizer(model, {
+          kind: 'adamw',
+          lr: LR,
+          weightDecay: WEIGHT_DECAY,
+          betas: [0.9, 0.999],
+          eps: 1e-8,
+        });
+        const ours: number[] = [];
+        try {
+          model.writeParams(flatFromHfGpt2(loadHfWeights(file), model.layout, model.flatLength, file));
+          for (let s = 0; s < STEPS; s++) {
+            ours.push(
+              await model.forwardBackward(Float32Array.from(data.inputs[s].flat()), data.targets[s].flat(), BATCH),
+            );
+            optimizer.step();
+          }
+          const entry = model.layout.find((e) => e.name === 'pos.weight')!;
+          wpe = (await model.readParams()).slice(entry.offset, entry.offset + entry.length);
+        } finally {
+          optimizer.destroy();
+          model.destroy();
         }
-        const entry = model.layout.find((e) => e.name === 'pos.weight')!;
-        wpe = (await model.readParams()).slice(entry.offset, entry.offset + entry.length);
-      } finally {
-        optimizer.destroy();
-        model.destroy();
-      }
-      const worst = Math.max(...ours.map((l, s) => Math.abs(l - reference.losses[s])));
-      expect(worst, `ours ${ours.map((l) => l.toFixed(4)).join(' ')}\ntorch ${reference.losses.map((l) => l.toFixed(4)).join(' ')}`).toBeLessThan(1e-3);
-      expect(wpe.length).toBe(positions * SPEC.width);
-      const rowErr = (from: number, to: number) => Math.max(0, ...reference.wpe.slice(from, to).flatMap((row, r) => row.map((v, c) => Math.abs(v - wpe[(from + r) * SPEC.width + c]))));
-      // The trained rows drift as f32 does; the unread rows (only decayed, (1 − lr·wd)^steps) must match closely.
-      expect(rowErr(0, SPEC.context), 'the rows the window reads').toBeLessThan(1e-3);
-      expect(rowErr(SPEC.context, positions), 'the rows past the window').toBeLessThan(1e-6);
-      // The run must learn, or equal losses prove little.
-      expect(reference.losses[STEPS - 1]).toBeLessThan(reference.losses[0] - 0.5);
-      console.log(`gpt2 vs torch (${positions} positions): first loss ${ours[0].toFixed(5)} (torch ${reference.losses[0].toFixed(5)}), last ${ours[STEPS - 1].toFixed(5)} (torch ${reference.losses[STEPS - 1].toFixed(5)}), worst |Δ| ${worst.toExponential(2)}`);
-    });
+        const worst = Math.max(...ours.map((l, s) => Math.abs(l - reference.losses[s])));
+        expect(
+          worst,
+          `ours ${ours.map((l) => l.toFixed(4)).join(' ')}\ntorch ${reference.losses.map((l) => l.toFixed(4)).join(' ')}`,
+        ).toBeLessThan(1e-3);
+        expect(wpe.length).toBe(positions * SPEC.width);
+        const rowErr = (from: number, to: number) =>
+          Math.max(
+            0,
+            ...reference.wpe
+              .slice(from, to)
+              .flatMap((row, r) => row.map((v, c) => Math.abs(v - wpe[(from + r) * SPEC.width + c]))),
+          );
+        // The trained rows drift as f32 does; the unread rows (only decayed, (1 − lr·wd)^steps) must match closely.
+        expect(rowErr(0, SPEC.context), 'the rows the window reads').toBeLessThan(1e-3);
+        expect(rowErr(SPEC.context, positions), 'the rows past the window').toBeLessThan(1e-6);
+        // The run must learn, or equal losses prove little.
+        expect(reference.losses[STEPS - 1]).toBeLessThan(reference.losses[0] - 0.5);
+        console.log(
+          `gpt2 vs torch (${positions} positions): first loss ${ours[0].toFixed(5)} (torch ${reference.losses[0].toFixed(5)}), last ${ours[STEPS - 1].toFixed(5)} (torch ${reference.losses[STEPS - 1].toFixed(5)}), worst |Δ| ${worst.toExponential(2)}`,
+        );
+      },
+    );
   }
 });

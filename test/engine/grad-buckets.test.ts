@@ -7,7 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { DeferredScalars } from '../../src/gpu/readback.ts';
-import { bucketBytesFor, createModel, GraphModel, planBuckets, type BucketRange, type Model, type ParamEntry } from '../../src/engine/index.ts';
+import {
+  bucketBytesFor,
+  createModel,
+  GraphModel,
+  planBuckets,
+  type BucketRange,
+  type Model,
+  type ParamEntry,
+} from '../../src/engine/index.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 import { F, Linear, Module, type Tensor } from '../../src/nn/index.ts';
 
@@ -42,21 +50,38 @@ describe('planBuckets', () => {
     // Spans in bytes: 1024, 256, 4096, 512 (the 10-float tensor is padded to 64 floats).
     const { layout, flatLength } = layoutOf([256, 10, 1024, 128]);
     const buckets = planBuckets(layout, flatLength, 4096, (i) => [40, 30, 20, 10][i]);
-    expect(buckets.map((b) => b.entries)).toEqual([[3, 4], [2, 3], [0, 2]]);
-    expect(buckets.map((b) => [b.offset, b.length])).toEqual([[1344, 128], [320, 1024], [0, 320]]);
+    expect(buckets.map((b) => b.entries)).toEqual([
+      [3, 4],
+      [2, 3],
+      [0, 2],
+    ]);
+    expect(buckets.map((b) => [b.offset, b.length])).toEqual([
+      [1344, 128],
+      [320, 1024],
+      [0, 320],
+    ]);
     expect(buckets.map((b) => b.after)).toEqual([10, 20, 40]);
     expectTiling(buckets, layout, flatLength);
   });
 
   it("keeps tensors final after the same step (a layer's weight and bias) in one bucket", () => {
     const { layout, flatLength } = layoutOf([256, 10, 1024, 128]);
-    expect(planBuckets(layout, flatLength, 4096, (i) => [20, 20, 10, 10][i]).map((b) => b.entries)).toEqual([[2, 4], [0, 2]]);
-    expect(planBuckets(layout, flatLength, 1 << 20, (i) => [20, 20, 10, 10][i]).map((b) => b.entries)).toEqual([[0, 4]]);
+    expect(planBuckets(layout, flatLength, 4096, (i) => [20, 20, 10, 10][i]).map((b) => b.entries)).toEqual([
+      [2, 4],
+      [0, 2],
+    ]);
+    expect(planBuckets(layout, flatLength, 1 << 20, (i) => [20, 20, 10, 10][i]).map((b) => b.entries)).toEqual([
+      [0, 4],
+    ]);
   });
 
   it('gives a tensor larger than the size a bucket of its own, and everything one bucket when the size is large', () => {
     const { layout, flatLength } = layoutOf([64, 64, 64]);
-    expect(planBuckets(layout, flatLength, 4, (i) => 3 - i).map((b) => b.entries)).toEqual([[2, 3], [1, 2], [0, 1]]);
+    expect(planBuckets(layout, flatLength, 4, (i) => 3 - i).map((b) => b.entries)).toEqual([
+      [2, 3],
+      [1, 2],
+      [0, 1],
+    ]);
     expect(planBuckets(layout, flatLength, 1 << 20, (i) => 3 - i).map((b) => b.entries)).toEqual([[0, 3]]);
   });
 
@@ -87,7 +112,10 @@ class Tied extends Module {
 
 function batchOf(model: Model, n: number, seed: number): { x: Float32Array; y: number[] } {
   const u = seededUniform(seed);
-  return { x: Float32Array.from({ length: n * model.inputSize }, () => u()), y: Array.from({ length: n }, () => Math.floor(u() * model.classes)) };
+  return {
+    x: Float32Array.from({ length: n * model.inputSize }, () => u()),
+    y: Array.from({ length: n }, () => Math.floor(u() * model.classes)),
+  };
 }
 
 describe('GraphModel.forwardBackwardBuckets', () => {
@@ -120,7 +148,10 @@ describe('GraphModel.forwardBackwardBuckets', () => {
     const model = createModel(gpu, { kind: 'mlp', seed: 3 }) as GraphModel;
     const ranges = await expectBucketsExact(model, 256 * 1024, 8);
     // dense1.* (5 KB), then dense0.* (401 KB): a layer's weight and bias are final together.
-    expect(ranges.map((b) => b.entries)).toEqual([[2, 4], [0, 2]]);
+    expect(ranges.map((b) => b.entries)).toEqual([
+      [2, 4],
+      [0, 2],
+    ]);
     expect(ranges[0].after).toBeLessThan(ranges[1].after);
     model.destroy();
   });
@@ -128,15 +159,29 @@ describe('GraphModel.forwardBackwardBuckets', () => {
   it('cnn: one bucket per layer when the size is small, each final when read', async () => {
     const model = createModel(gpu, { kind: 'cnn', seed: 2 }) as GraphModel;
     const ranges = await expectBucketsExact(model, 4, 3);
-    expect(ranges.map((b) => b.entries)).toEqual([[4, 6], [2, 4], [0, 2]]);
+    expect(ranges.map((b) => b.entries)).toEqual([
+      [4, 6],
+      [2, 4],
+      [0, 2],
+    ]);
     model.destroy();
   });
 
   it("a weight applied twice is read only after its second writer's add", async () => {
-    const model = new GraphModel(gpu, { identity: { name: 'tied', options: {} }, module: new Tied(), inputShape: [6], classes: 3, seed: 4 });
+    const model = new GraphModel(gpu, {
+      identity: { name: 'tied', options: {} },
+      module: new Tied(),
+      inputShape: [6],
+      classes: 3,
+      seed: 4,
+    });
     expect(model.layout.map((e) => e.name)).toEqual(['c.weight', 'c.bias', 'a.weight', 'a.bias', 'b.weight', 'b.bias']);
     const ranges = await expectBucketsExact(model, 4, 5);
-    expect(ranges.map((b) => b.entries)).toEqual([[4, 6], [2, 4], [0, 2]]);
+    expect(ranges.map((b) => b.entries)).toEqual([
+      [4, 6],
+      [2, 4],
+      [0, 2],
+    ]);
     // a's gradients are final only after the first application's backward, which follows b's and the second's:
     // read after the second's alone, the bucket would not equal the whole buffer's gradients above.
     expect(ranges[1].after).toBeGreaterThan(ranges[0].after);

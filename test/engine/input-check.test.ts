@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { allValid } from '../../src/engine/graph-model.ts';
 
-const exact = (x: Float32Array, indices: boolean) => x.every((v) => Number.isFinite(v) && (!indices || (Number.isInteger(v) && v >= 0)));
+const exact = (x: Float32Array, indices: boolean) =>
+  x.every((v) => Number.isFinite(v) && (!indices || (Number.isInteger(v) && v >= 0)));
 
 describe('allValid', () => {
   it('finds NaN and ±Infinity anywhere (head, middle, the tail past a multiple of 4), and passes every finite value', () => {

@@ -55,7 +55,9 @@ describe('mlp', () => {
   });
 
   it('gives identical parameters for the same seed and different ones for another', async () => {
-    const [a, b, c] = [1, 1, 2].map((seed) => createModel(gpu, { kind: 'mlp', seed, hidden: [16], inputSize: 8, classes: 3 }));
+    const [a, b, c] = [1, 1, 2].map((seed) =>
+      createModel(gpu, { kind: 'mlp', seed, hidden: [16], inputSize: 8, classes: 3 }),
+    );
     const [pa, pb, pc] = await Promise.all([a.readParams(), b.readParams(), c.readParams()]);
     expect(pa).toEqual(pb);
     expect(pa).not.toEqual(pc);
@@ -111,14 +113,18 @@ describe('mlp', () => {
   it('rejects wrong shapes, bad labels and bad specs with InvalidArgument', async () => {
     const model = createModel(gpu, { kind: 'mlp', hidden: [4], inputSize: 6, classes: 3 });
     await expect(model.forwardBackward(new Float32Array(11), [0, 1])).rejects.toThrow(/x has 11 floats but batch 2/);
-    await expect(model.forwardBackward(new Float32Array(12), [0, 3])).rejects.toThrow(/label 1 is 3; labels must be integers in \[0, 3\)/);
+    await expect(model.forwardBackward(new Float32Array(12), [0, 3])).rejects.toThrow(
+      /label 1 is 3; labels must be integers in \[0, 3\)/,
+    );
     await expect(model.forwardBackward(new Float32Array(12), [0, 0.5])).rejects.toEqual(invalid);
     await expect(model.forwardBackward(new Float32Array(12), [0, 1], 3)).rejects.toEqual(invalid);
     await expect(model.predict(new Float32Array(7))).rejects.toEqual(invalid);
     await expect(model.forwardBackward(new Float32Array(12).fill(NaN), [0, 1])).rejects.toThrow(/NaN/);
     expect(() => model.writeParams(new Float32Array(3))).toThrow(/flatLength/);
     expect(() => createModel(gpu, { kind: 'mlp', hidden: [0] })).toThrow(/hidden\[0\] must be a positive integer/);
-    expect(() => createModel(gpu, { kind: 'mlp', activation: 'swish' as 'relu' })).toThrow(/unknown activation "swish"; use one of relu, tanh, geluTanh/);
+    expect(() => createModel(gpu, { kind: 'mlp', activation: 'swish' as 'relu' })).toThrow(
+      /unknown activation "swish"; use one of relu, tanh, geluTanh/,
+    );
     expect(() => createModel(gpu, { kind: 'rnn' } as never)).toThrow(/unknown model kind/);
     expect(() => createOptimizer(model, { kind: 'sgd', lr: -1 })).toThrow(/lr must be/);
     expect(() => createOptimizer(model, { kind: 'rmsprop' as 'sgd' })).toThrow(invalid);

@@ -17,7 +17,10 @@ describe('optimizer state', () => {
     it(`${kind}: export, import into a fresh optimizer, and continue identically`, async () => {
       const spec = { kind: 'mlp' as const, hidden: [8], inputSize: 10, classes: 3, seed: 2 };
       const u = seededUniform(77);
-      const batches = Array.from({ length: 4 }, () => ({ x: Float32Array.from({ length: 40 }, () => u()), y: [0, 1, 2, 1] }));
+      const batches = Array.from({ length: 4 }, () => ({
+        x: Float32Array.from({ length: 40 }, () => u()),
+        y: [0, 1, 2, 1],
+      }));
       const a = createModel(gpu, spec);
       const oa = createOptimizer(a, { kind, lr: 0.05 });
       for (const b of batches.slice(0, 2)) {
@@ -34,13 +37,18 @@ describe('optimizer state', () => {
       ob.importState(state);
       expect(ob.stepCount).toBe(2);
       for (const batch of batches.slice(2)) {
-        for (const [m, o] of [[a, oa], [b, ob]] as const) {
+        for (const [m, o] of [
+          [a, oa],
+          [b, ob],
+        ] as const) {
           await m.forwardBackward(batch.x, batch.y);
           o.step();
         }
       }
       expect(await b.readParams()).toEqual(await a.readParams());
-      expect(() => ob.importState({ ...state, [kind === 'sgd' ? 'velocity' : 'm']: new Float32Array(3) })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+      expect(() => ob.importState({ ...state, [kind === 'sgd' ? 'velocity' : 'm']: new Float32Array(3) })).toThrow(
+        expect.objectContaining({ code: ErrorCode.InvalidArgument }),
+      );
       for (const x of [a, b, oa, ob]) x.destroy();
     });
   }

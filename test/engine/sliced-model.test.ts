@@ -49,7 +49,11 @@ describe('a model bigger than one binding', () => {
     const b = await train(sliced);
     expect(b.dispatches, 'the limit did not slice anything').toBeGreaterThan(a.dispatches);
     expect(a.params.length * 4, 'the flat parameters fit one binding of the sliced Gpu').toBeGreaterThan(LIMIT);
-    for (let i = 0; i < a.losses.length; i++) expect(Math.abs(b.losses[i] - a.losses[i]) / a.losses[i], `loss ${i}: ${b.losses[i]} sliced, ${a.losses[i]} whole`).toBeLessThan(1e-5);
+    for (let i = 0; i < a.losses.length; i++)
+      expect(
+        Math.abs(b.losses[i] - a.losses[i]) / a.losses[i],
+        `loss ${i}: ${b.losses[i]} sliced, ${a.losses[i]} whole`,
+      ).toBeLessThan(1e-5);
     let worst = 0;
     for (let i = 0; i < a.params.length; i++) worst = Math.max(worst, Math.abs(b.params[i] - a.params[i]));
     expect(worst, 'parameters after 3 steps').toBeLessThan(1e-5);

@@ -37,10 +37,20 @@ describe('transformer', () => {
     expect(model.paramCount).toBe(105_627);
     const names = model.layout.map((e) => `${e.name}:${e.shape.join('x')}`);
     expect(names.slice(0, 14)).toEqual([
-      'tok.weight:27x64', 'pos.weight:32x64',
-      'blocks.0.ln1.weight:64', 'blocks.0.ln1.bias:64', 'blocks.0.qkv.weight:192x64', 'blocks.0.qkv.bias:192',
-      'blocks.0.proj.weight:64x64', 'blocks.0.proj.bias:64', 'blocks.0.ln2.weight:64', 'blocks.0.ln2.bias:64',
-      'blocks.0.fc.weight:256x64', 'blocks.0.fc.bias:256', 'blocks.0.out.weight:64x256', 'blocks.0.out.bias:64',
+      'tok.weight:27x64',
+      'pos.weight:32x64',
+      'blocks.0.ln1.weight:64',
+      'blocks.0.ln1.bias:64',
+      'blocks.0.qkv.weight:192x64',
+      'blocks.0.qkv.bias:192',
+      'blocks.0.proj.weight:64x64',
+      'blocks.0.proj.bias:64',
+      'blocks.0.ln2.weight:64',
+      'blocks.0.ln2.bias:64',
+      'blocks.0.fc.weight:256x64',
+      'blocks.0.fc.bias:256',
+      'blocks.0.out.weight:64x256',
+      'blocks.0.out.bias:64',
     ]);
     expect(names.slice(-4)).toEqual(['lnf.weight:64', 'lnf.bias:64', 'head.weight:27x64', 'head.bias:27']);
     model.destroy();
@@ -64,7 +74,9 @@ describe('transformer', () => {
     const model = new Transformer(gpu, { vocab: 7, context: 8, width: 16, heads: 2, layers: 1, seed: 1 });
     const opt = createOptimizer(model, { kind: 'adamw', lr: 0.01 });
     const u = seededUniform(4);
-    const words = Array.from({ length: 16 }, () => Array.from({ length: 2 + Math.floor(u() * 4) }, () => 1 + Math.floor(u() * 6)));
+    const words = Array.from({ length: 16 }, () =>
+      Array.from({ length: 2 + Math.floor(u() * 4) }, () => 1 + Math.floor(u() * 6)),
+    );
     const { x, y } = encode(words, 8);
     const first = await trainStep(model, opt, x, y);
     const before = gpu.allocations;
@@ -73,8 +85,18 @@ describe('transformer', () => {
     expect(gpu.allocations).toBe(before);
     expect(first).toBeGreaterThan(1.5);
     expect(last).toBeLessThan(first * 0.6);
-    await expect(model.forwardBackward(x, y.map((v, i) => (i === 3 ? 7 : v)))).rejects.toThrow(/target 3 is 7/);
-    await expect(model.forwardBackward(x.map((v, i) => (i === 2 ? 0.5 : v)), y)).rejects.toThrow(/integers ≥ 0/);
+    await expect(
+      model.forwardBackward(
+        x,
+        y.map((v, i) => (i === 3 ? 7 : v)),
+      ),
+    ).rejects.toThrow(/target 3 is 7/);
+    await expect(
+      model.forwardBackward(
+        x.map((v, i) => (i === 2 ? 0.5 : v)),
+        y,
+      ),
+    ).rejects.toThrow(/integers ≥ 0/);
     model.destroy();
     opt.destroy();
   });

@@ -48,7 +48,9 @@ describe('Gpu.compileAhead', () => {
   });
 
   it('passes on what the work throws for another reason, and compiles synchronously again afterwards', async () => {
-    await expect(gpu.compileAhead(async () => Promise.reject(new Error('the batch is empty')))).rejects.toThrow('the batch is empty');
+    await expect(gpu.compileAhead(async () => Promise.reject(new Error('the batch is empty')))).rejects.toThrow(
+      'the batch is empty',
+    );
     const before = gpu.pipelineCount;
     expect(() => gpu.pipeline('elementwise', { entryPoint: 'add' })).not.toThrow();
     expect(gpu.pipelineCount).toBe(before + 1);

@@ -45,7 +45,10 @@ describe('bad input is refused with a clear error', () => {
   const s = { n: 2, cin: 3, h: 8, w: 8, cout: 4, kh: 3, kw: 3, pad: 1 };
   it('a kernel larger than the padded input', () => {
     const b = gpu.storage(1024);
-    expectInvalid(() => planConv2dForward(gpu, { ...s, kh: 11, kw: 11, pad: 0 }, b, b, b, b), /does not fit a 8x8 input/);
+    expectInvalid(
+      () => planConv2dForward(gpu, { ...s, kh: 11, kw: 11, pad: 0 }, b, b, b, b),
+      /does not fit a 8x8 input/,
+    );
   });
   it('non-integer or zero dimensions', () => {
     const b = gpu.storage(1024);
@@ -55,14 +58,23 @@ describe('bad input is refused with a clear error', () => {
   });
   it('a kernel wider than the weight-gradient kernel supports', () => {
     const b = gpu.storage(100_000);
-    expectInvalid(() => planConv2dBackwardWeight(gpu, { ...s, h: 20, w: 20, kh: 3, kw: 9, pad: 1 }, b, b, b, b), /up to 8 wide/);
+    expectInvalid(
+      () => planConv2dBackwardWeight(gpu, { ...s, h: 20, w: 20, kh: 3, kw: 9, pad: 1 }, b, b, b, b),
+      /up to 8 wide/,
+    );
   });
   it('a buffer smaller than the shape needs, named', () => {
     const x = gpu.storage(2 * 3 * 8 * 8);
     const weight = gpu.storage(4 * 3 * 9);
     const bias = gpu.storage(4);
     const yTooSmall = gpu.storage(2 * 4 * 8 * 8 - 8);
-    expectInvalid(() => planConv2dForward(gpu, s, x, weight, bias, yTooSmall), /buffer 'y' holds 504 values, the shape needs 512/);
-    expectInvalid(() => planConv2dForward(gpu, s, x, { buffer: weight, offset: 16 }, bias, gpu.storage(512)), /buffer 'weight'/);
+    expectInvalid(
+      () => planConv2dForward(gpu, s, x, weight, bias, yTooSmall),
+      /buffer 'y' holds 504 values, the shape needs 512/,
+    );
+    expectInvalid(
+      () => planConv2dForward(gpu, s, x, { buffer: weight, offset: 16 }, bias, gpu.storage(512)),
+      /buffer 'weight'/,
+    );
   });
 });

@@ -33,7 +33,11 @@ describe('acquireGpu', () => {
 
   it('fails with NoAdapter when there is no WebGPU at all or requestAdapter throws', async () => {
     expect((await rejection(acquireGpu({ gpu: null }))).code).toBe(ErrorCode.NoAdapter);
-    const throwing = { requestAdapter: async () => { throw new Error('vulkan exploded'); } } as unknown as GPU;
+    const throwing = {
+      requestAdapter: async () => {
+        throw new Error('vulkan exploded');
+      },
+    } as unknown as GPU;
     const err = await rejection(acquireGpu({ gpu: throwing }));
     expect(err.code).toBe(ErrorCode.NoAdapter);
     expect(err.message).toContain('vulkan exploded');
@@ -95,12 +99,20 @@ describe('Gpu', () => {
 
   it('rejects bad shapes with InvalidArgument', () => {
     const buf = gpu.storage(4);
-    expect(() => planMatmul(gpu, buf, buf, buf, { m: 0, n: 1, k: 1 })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 0, n: 1, k: 1 })).toThrow(
+      expect.objectContaining({ code: ErrorCode.InvalidArgument }),
+    );
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 2.5, n: 1, k: 1 })).toThrow(/m must be a positive integer/);
     // A forced kernel whose shape rules the shape breaks names them.
-    expect(() => planMatmul(gpu, buf, buf, buf, { m: 16, n: 32, k: 4, variant: 'wide' })).toThrow(/wide kernel needs .*m ≥ 32/);
-    expect(() => planMatmul(gpu, buf, buf, buf, { m: 32, n: 32, k: 4, transA: true, transB: true, variant: 'wide' })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
-    expect(() => planMatmul(gpu, buf, buf, buf, { m: 4, n: 6, k: 4, variant: 'direct' })).toThrow(/direct kernel needs vec4-aligned/);
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 16, n: 32, k: 4, variant: 'wide' })).toThrow(
+      /wide kernel needs .*m ≥ 32/,
+    );
+    expect(() =>
+      planMatmul(gpu, buf, buf, buf, { m: 32, n: 32, k: 4, transA: true, transB: true, variant: 'wide' }),
+    ).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 4, n: 6, k: 4, variant: 'direct' })).toThrow(
+      /direct kernel needs vec4-aligned/,
+    );
     buf.destroy();
   });
 
@@ -121,7 +133,9 @@ describe('Gpu', () => {
   });
 
   it('refuses buffers beyond the adapter limits with InvalidArgument instead of losing the device', async () => {
-    expect(() => gpu.storage(gpu.limits.maxBufferSize / 4 + 1024, 'huge')).toThrow(/exceeds this adapter's maxBufferSize/);
+    expect(() => gpu.storage(gpu.limits.maxBufferSize / 4 + 1024, 'huge')).toThrow(
+      /exceeds this adapter's maxBufferSize/,
+    );
     expect(gpu.alive).toBe(true);
     const buf = gpu.storage(4);
     const big = { buffer: buf, offset: 0, size: gpu.limits.maxStorageBufferBindingSize + 4 };
@@ -146,7 +160,7 @@ describe('device failures', () => {
     gpu.device.createBuffer({ size: 3, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.STORAGE });
     await gpu.device.queue.onSubmittedWorkDone();
     // The uncaptured-error event comes when the runtime gets to it: wait for it, with a deadline.
-    for (const end = Date.now() + 30_000; !gpu.lost && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    for (const end = Date.now() + 30_000; !gpu.lost && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
     expect(gpu.lost).toBe(true);
     expect(() => gpu.flush()).toThrow(expect.objectContaining({ code: ErrorCode.DeviceLost }));
     gpu.destroy();
@@ -171,6 +185,8 @@ describe('shader registry', () => {
     registerShaders({ '../shaders/test_only_probe.wgsl': '// probe' });
     expect(shaderSource('test_only_probe')).toBe('// probe');
     expect(() => shaderSource('no_such_kernel')).toThrow(/registerShaders/);
-    expect(() => registerShaders({ 'x.wgsl': 42 as unknown as string })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+    expect(() => registerShaders({ 'x.wgsl': 42 as unknown as string })).toThrow(
+      expect.objectContaining({ code: ErrorCode.InvalidArgument }),
+    );
   });
 });

@@ -56,7 +56,9 @@ export function growthViolations(small: readonly Captured[], large: readonly Cap
     const s = a.get(label);
     if (!s || big.boundBytes < factor * s.boundBytes) continue;
     if (big.workgroups < factor * s.workgroups) {
-      bad.push(`${label}: bound bytes ${s.boundBytes} -> ${big.boundBytes} (${(big.boundBytes / s.boundBytes).toFixed(1)}x) but workgroups ${s.workgroups} -> ${big.workgroups} (${(big.workgroups / s.workgroups).toFixed(1)}x)`);
+      bad.push(
+        `${label}: bound bytes ${s.boundBytes} -> ${big.boundBytes} (${(big.boundBytes / s.boundBytes).toFixed(1)}x) but workgroups ${s.workgroups} -> ${big.workgroups} (${(big.workgroups / s.workgroups).toFixed(1)}x)`,
+      );
     }
   }
   return bad;
@@ -109,14 +111,20 @@ interface Workload {
 function images(inputSize: number, classes: number) {
   return (_model: Model, batch: number) => {
     const u = seededUniform(batch);
-    return { x: Float32Array.from({ length: batch * inputSize }, () => u()), y: Int32Array.from({ length: batch }, () => Math.floor(u() * classes)) };
+    return {
+      x: Float32Array.from({ length: batch * inputSize }, () => u()),
+      y: Int32Array.from({ length: batch }, () => Math.floor(u() * classes)),
+    };
   };
 }
 
 const WORKLOADS: Record<string, Workload> = {
   mlp: { make: () => createModel(gpu, { kind: 'mlp' }), batch: images(784, 10) },
   cnn: { make: () => createModel(gpu, { kind: 'cnn' }), batch: images(784, 10) },
-  'model file (examples/my-model.ts)': { make: () => modelFromFactory(gpu, myModel as unknown as ModelFactory, { name: 'my-model' }), batch: images(784, 10) },
+  'model file (examples/my-model.ts)': {
+    make: () => modelFromFactory(gpu, myModel as unknown as ModelFactory, { name: 'my-model' }),
+    batch: images(784, 10),
+  },
   transformer: {
     make: () => createModel(gpu, { kind: 'transformer' }),
     // batch = words per step; each word is `context` positions of ids with next-id targets.
@@ -167,7 +175,10 @@ describe('workgroups grow with the batch', () => {
           return `${label}: ${s?.dispatches ?? 0}/${t.dispatches} dispatches, ${s?.workgroups ?? 0}/${t.workgroups} workgroups`;
         });
         if (process.env.DISPATCH_TABLE) console.log(`${name} (batch 64 / 1024)\n  ${table.join('\n  ')}`);
-        expect(growthViolations(small, large), `${name}: kernels whose work grows with the batch on a fixed number of workgroups`).toEqual([]);
+        expect(
+          growthViolations(small, large),
+          `${name}: kernels whose work grows with the batch on a fixed number of workgroups`,
+        ).toEqual([]);
       } finally {
         model.destroy();
       }

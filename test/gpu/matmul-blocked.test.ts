@@ -31,7 +31,12 @@ const shapes: [number, number, number][] = [
   [129, 260, 36],
   [200, 8, 132],
 ];
-const transposes: [boolean, boolean][] = [[false, false], [true, false], [false, true], [true, true]];
+const transposes: [boolean, boolean][] = [
+  [false, false],
+  [true, false],
+  [false, true],
+  [true, true],
+];
 
 describe('matmul blocked (128×128 tiles, 8×8 per invocation)', () => {
   for (const [m, n, k] of shapes) {
@@ -58,8 +63,12 @@ describe('matmul blocked (128×128 tiles, 8×8 per invocation)', () => {
 
   it('refuses shapes it cannot load as vec4 when forced, naming the rule', () => {
     const buf = gpu.storage(4);
-    expect(() => planMatmul(gpu, buf, buf, buf, { m: 8, n: 6, k: 4, variant: 'blocked' })).toThrow(/blocked kernel needs n a multiple of 4/);
-    expect(() => planMatmul(gpu, buf, buf, buf, { m: 6, n: 8, k: 4, transA: true, variant: 'blocked' })).toThrow(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 8, n: 6, k: 4, variant: 'blocked' })).toThrow(
+      /blocked kernel needs n a multiple of 4/,
+    );
+    expect(() => planMatmul(gpu, buf, buf, buf, { m: 6, n: 8, k: 4, transA: true, variant: 'blocked' })).toThrow(
+      expect.objectContaining({ code: ErrorCode.InvalidArgument }),
+    );
     expect(() => planMatmul(gpu, buf, buf, buf, { m: 8, n: 8, k: 5, variant: 'blocked' })).toThrow(/k for A and Bᵀ/);
     buf.destroy();
   });
@@ -100,6 +109,11 @@ describe('the matmul variant table', () => {
     expect(chooseMatmulVariant(cpu, { m: 1024, n: 1024, k: 1024, variant: 'blocked' })).toBe('blocked');
     expect(chooseMatmulVariant(hardware, { m: 1024, n: 1024, k: 1024, variant: 'tiled' })).toBe('tiled');
     // Every adapter kind ends in a catch-all row, so the table always answers.
-    for (const kind of ['cpu', 'gpu']) expect(MATMUL_TABLE.filter((r) => r.adapter === kind).at(-1)!.when({ m: 3, n: 5, k: 7 })).toBe(true);
+    for (const kind of ['cpu', 'gpu'])
+      expect(
+        MATMUL_TABLE.filter((r) => r.adapter === kind)
+          .at(-1)!
+          .when({ m: 3, n: 5, k: 7 }),
+      ).toBe(true);
   });
 });

@@ -30,6 +30,9 @@ describe('oracles (node)', () => {
   // Last in the file: vitest runs a file's tests in order, so every case above has run.
   it('every shaders/*.wgsl file is exercised by some oracle case', () => {
     const missing = shaderFiles().filter((k) => !exercised.has(k));
-    expect(missing, `shaders with no oracle case: ${missing.join(', ')}; add a case to test/oracles/ (or the op's test/nn/ops/<op>.cases.ts)`).toEqual([]);
+    expect(
+      missing,
+      `shaders with no oracle case: ${missing.join(', ')}; add a case to test/oracles/ (or the op's test/nn/ops/<op>.cases.ts)`,
+    ).toEqual([]);
   });
 });

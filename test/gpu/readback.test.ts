@@ -71,7 +71,9 @@ describe('DeferredScalars', () => {
   it('rejects an offset outside the buffer or not 4-byte aligned, and use after destroy', () => {
     const src = gpu.storage(4);
     const sink = new DeferredScalars(gpu);
-    expect(() => sink.record(gpu.commandEncoder(), src, 2)).toThrow(/4-byte-aligned position inside a buffer of 16 bytes/);
+    expect(() => sink.record(gpu.commandEncoder(), src, 2)).toThrow(
+      /4-byte-aligned position inside a buffer of 16 bytes/,
+    );
     expect(() => sink.record(gpu.commandEncoder(), src, 16)).toThrow(/4-byte-aligned/);
     sink.destroy();
     expect(() => sink.record(gpu.commandEncoder(), src, 0)).toThrow(/destroyed/);
@@ -87,8 +89,12 @@ describe('DeferredScalars', () => {
     model.forwardBackwardDeferred(x, labels, undefined, sink);
     const waited = await model.forwardBackward(x, labels);
     expect(await sink.collect()).toEqual([waited]);
-    expect(() => model.forwardBackwardDeferred(new Float32Array(5), [0], undefined, sink)).toThrow(/x has 5 floats but batch 1/);
-    expect(() => model.forwardBackwardDeferred(x, [0, 1, 2, 3], undefined, sink)).toThrow(/labels must be integers in \[0, 3\)/);
+    expect(() => model.forwardBackwardDeferred(new Float32Array(5), [0], undefined, sink)).toThrow(
+      /x has 5 floats but batch 1/,
+    );
+    expect(() => model.forwardBackwardDeferred(x, [0, 1, 2, 3], undefined, sink)).toThrow(
+      /labels must be integers in \[0, 3\)/,
+    );
     expect(sink.count).toBe(0);
     sink.destroy();
     model.destroy();
@@ -110,7 +116,16 @@ function quadrants(count: number, seed: number) {
 }
 
 describe('trainLocal latency hiding', () => {
-  const config: LocalTrainConfig = { model: 'mlp', optimizer: 'sgd', epochs: 1, batch: 16, lr: 0.1, momentum: 0.9, weightDecay: 0, seed: 3 };
+  const config: LocalTrainConfig = {
+    model: 'mlp',
+    optimizer: 'sgd',
+    epochs: 1,
+    batch: 16,
+    lr: 0.1,
+    momentum: 0.9,
+    weightDecay: 0,
+    seed: 3,
+  };
   const train = quadrants(320, 1); // 20 steps per epoch
   const test = quadrants(200, 2);
 
@@ -143,24 +158,38 @@ describe('trainLocal latency hiding', () => {
     const [comm] = createMemoryRing(1);
     const losses: number[] = [];
     const before = gpu.waits;
-    const result = await trainDistributed({ gpu, comm, train, test, config: { ...config, steps: 10 }, onStep: (s) => losses.push(s.loss) });
+    const result = await trainDistributed({
+      gpu,
+      comm,
+      train,
+      test,
+      config: { ...config, steps: 10 },
+      onStep: (s) => losses.push(s.loss),
+    });
     const waits = gpu.waits - before;
     comm.close();
     expect(result.steps).toBe(10);
     expect(losses).toHaveLength(10);
     expect(losses.every(Number.isFinite)).toBe(true);
-    // 10 gradient reads, plus a few for the start (weights from the root) and the one evaluation; two per step would be 20+.
+    // 10 gradient reads, plus a few for the start (weights from the root) and the one evaluation; two per step would be
+    // 20+.
     expect(waits).toBeGreaterThanOrEqual(10);
     expect(waits).toBeLessThanOrEqual(10 + 5);
   });
 
   it('reports a diverged run with the step whose loss was not finite', async () => {
-    const bad = await trainLocal({ gpu, train, test, config: { ...config, lr: 1e30, momentum: 0 } }).catch((e: Error) => e);
+    const bad = await trainLocal({ gpu, train, test, config: { ...config, lr: 1e30, momentum: 0 } }).catch(
+      (e: Error) => e,
+    );
     expect(bad).toBeInstanceOf(Error);
-    expect((bad as Error).message).toMatch(/the training loss became (NaN|Infinity|-Infinity) at step \d+: the run diverged; lower --lr/);
+    expect((bad as Error).message).toMatch(
+      /the training loss became (NaN|Infinity|-Infinity) at step \d+: the run diverged; lower --lr/,
+    );
   });
 
   it('rejects a readEvery that is not a positive whole number', async () => {
-    await expect(trainLocal({ gpu, train, test, config: { ...config, readEvery: 0 } })).rejects.toThrow(/readEvery must be a positive whole number/);
+    await expect(trainLocal({ gpu, train, test, config: { ...config, readEvery: 0 } })).rejects.toThrow(
+      /readEvery must be a positive whole number/,
+    );
   });
 });

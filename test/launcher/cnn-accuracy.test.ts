@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 
 describe('ringtrain run -np 4 --model cnn', () => {
   it('reaches at least 97% test accuracy over real WebRTC', async () => {
-    if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run under npm test (scripts/in-netns.sh): WebRTC stays inside a private namespace');
+    if (process.env.RINGTRAIN_NETNS !== '1')
+      throw new Error('run under npm test (scripts/in-netns.sh): WebRTC stays inside a private namespace');
     // No tuning flags: the CNN's recipe (recipes.ts) is what a user gets (32 examples a step, 8 per peer, cosine decay).
     const args = ['bin/ringtrain.js', 'run', '-np', '4', '--model', 'cnn', '--epochs', '3', '--json'];
     const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {

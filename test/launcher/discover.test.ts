@@ -21,7 +21,8 @@ const workers: { pid: number; started: string | undefined }[] = [];
 afterAll(() => {
   // The launcher leads its own process group: while it has not exited (so its pid is still ours),
   // one kill reaches the workers discovery started too.
-  if (launcher?.pid !== undefined && launcher.exitCode === null && launcher.signalCode === null) process.kill(-launcher.pid, 'SIGKILL');
+  if (launcher?.pid !== undefined && launcher.exitCode === null && launcher.signalCode === null)
+    process.kill(-launcher.pid, 'SIGKILL');
   for (const w of workers) killIfSame(w);
   rmSync(dir, { recursive: true, force: true });
 });
@@ -45,15 +46,40 @@ describe('ringtrain run --discover', () => {
     writeFileSync(hosts, 'localhost:2\n');
     writeFileSync(script, `#!/bin/sh\ncat '${hosts}'\n`);
     chmodSync(script, 0o755);
-    const args = ['run', '--discover', script, '--discover-interval', '0.5', '--min-np', '2', '--max-np', '4', '--runtime', 'deno', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--json'];
-    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const args = [
+      'run',
+      '--discover',
+      script,
+      '--discover-interval',
+      '0.5',
+      '--min-np',
+      '2',
+      '--max-np',
+      '4',
+      '--runtime',
+      'deno',
+      '--model',
+      'mlp',
+      '--steps',
+      String(STEPS),
+      '--batch',
+      '32',
+      '--seed',
+      '7',
+      '--json',
+    ];
+    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     launcher = child;
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => {
       stderr += d;
-      for (const m of String(d).matchAll(/\(pid (\d+)\)/g)) workers.push({ pid: Number(m[1]), started: processStartTime(Number(m[1])) });
+      for (const m of String(d).matchAll(/\(pid (\d+)\)/g))
+        workers.push({ pid: Number(m[1]), started: processStartTime(Number(m[1])) });
     });
     const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
 
@@ -65,7 +91,14 @@ describe('ringtrain run --discover', () => {
     await until(() => ringSizes(stderr).includes(4), 'the ring to grow to 4', 120_000);
     const grownAt = ringSizes(stderr).lastIndexOf(4);
     offer(hosts, '# one slot fewer\nlocalhost:3\n');
-    await until(() => ringSizes(stderr).slice(grownAt + 1).includes(3), 'the ring to shrink to 3', 120_000);
+    await until(
+      () =>
+        ringSizes(stderr)
+          .slice(grownAt + 1)
+          .includes(3),
+      'the ring to shrink to 3',
+      120_000,
+    );
 
     const code = await exit;
     expect(code, stderr).toBe(0);

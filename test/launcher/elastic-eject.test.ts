@@ -24,14 +24,39 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-
 describe('ringtrain run --elastic: a peer ejected mid-run', () => {
   it('the survivors finish every step; the launcher says done, names the ejection, and exits 0', async () => {
     requireNetns();
-    const r = await ringtrainIn(dir, ['run', '-np', '3', '--elastic', '--runtime', 'deno', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--chaos-worker', '2:scale:1e30@step:3'], CHAOS);
+    const r = await ringtrainIn(
+      dir,
+      [
+        'run',
+        '-np',
+        '3',
+        '--elastic',
+        '--runtime',
+        'deno',
+        '--model',
+        'mlp',
+        '--steps',
+        String(STEPS),
+        '--batch',
+        '32',
+        '--seed',
+        '7',
+        '--chaos-worker',
+        '2:scale:1e30@step:3',
+      ],
+      CHAOS,
+    );
     const said = `${r.stdout}\n${r.stderr}`;
     expect(r.code, said).toBe(0);
-    expect(r.stdout, said).toMatch(new RegExp(`^done: ${STEPS} steps on 2 peers, test accuracy \\d+\\.\\d+%, \\d+ samples/s; 1 peer ejected \\(deno-2: ejected`, 'm'));
+    expect(r.stdout, said).toMatch(
+      new RegExp(
+        `^done: ${STEPS} steps on 2 peers, test accuracy \\d+\\.\\d+%, \\d+ samples/s; 1 peer ejected \\(deno-2: ejected`,
+        'm',
+      ),
+    );
     expect(said).not.toMatch(/^stopped:|resume with|not evaluated/m);
     expect(r.stderr).toMatch(/worker 2 left the run early \(exit \d+: ejected/);
   }, 400_000);

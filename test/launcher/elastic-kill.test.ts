@@ -33,7 +33,11 @@ interface Launch {
 function launch(args: string[]): Launch {
   const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   launchers.push(child);
-  const l: Launch = { stdout: '', stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+  const l: Launch = {
+    stdout: '',
+    stderr: '',
+    exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+  };
   child.stdout.on('data', (d) => (l.stdout += d));
   child.stderr.on('data', (d) => (l.stderr += d));
   return l;
@@ -44,7 +48,8 @@ function ringOf(text: string): Map<number, { name: string; pid: number }> | unde
   const line = text.split('\n').find((l) => l.includes('ring of 3:'));
   if (!line) return undefined;
   const ranks = new Map<number, { name: string; pid: number }>();
-  for (const m of line.matchAll(/rank (\d+) (\S+) \(pid (\d+)\)/g)) ranks.set(Number(m[1]), { name: m[2], pid: Number(m[3]) });
+  for (const m of line.matchAll(/rank (\d+) (\S+) \(pid (\d+)\)/g))
+    ranks.set(Number(m[1]), { name: m[2], pid: Number(m[3]) });
   return ranks;
 }
 
@@ -57,7 +62,21 @@ describe('ringtrain run -np 3 --elastic: a worker SIGKILLed mid-run', () => {
   for (const victimRank of [0, 2]) {
     it(`the survivors re-form without rank ${victimRank}, finish every step, and the launcher names who left`, async () => {
       requireNetns();
-      const run = launch(['run', '-np', '3', '--elastic', '--model', 'mlp', '--steps', String(STEPS), '--batch', '32', '--seed', '7', '--json']);
+      const run = launch([
+        'run',
+        '-np',
+        '3',
+        '--elastic',
+        '--model',
+        'mlp',
+        '--steps',
+        String(STEPS),
+        '--batch',
+        '32',
+        '--seed',
+        '7',
+        '--json',
+      ]);
       await until(() => ringOf(run.stderr)?.size === 3, 'the launcher to name the ring', 120_000);
       const ring = ringOf(run.stderr)!;
       workers.push(...[...ring.values()].map((r) => ({ pid: r.pid, started: processStartTime(r.pid) })));
@@ -82,9 +101,17 @@ describe('ringtrain run -np 3 --elastic: a worker SIGKILLed mid-run', () => {
       const summary = JSON.parse(run.stdout.trim().split('\n').pop()!);
       accuracyAfterLosing.set(victimRank, summary.test_accuracy);
       expect(summary.global_batch).toBe(3 * 32);
-      expect(summary).toMatchObject({ steps: STEPS, size: 2, ok: true, stopped_by: null, lost_workers: [Number(victim.name.split('-')[1])] });
+      expect(summary).toMatchObject({
+        steps: STEPS,
+        size: 2,
+        ok: true,
+        stopped_by: null,
+        lost_workers: [Number(victim.name.split('-')[1])],
+      });
       // The workers link by TCP (run's default between native workers), and the re-formed ring did too.
-      expect(summary.links_by_rank.map((r: { links: { transport: string }[] }) => r.links.map((l) => l.transport))).toEqual([['tcp'], ['tcp']]);
+      expect(
+        summary.links_by_rank.map((r: { links: { transport: string }[] }) => r.links.map((l) => l.transport)),
+      ).toEqual([['tcp'], ['tcp']]);
       // A sanity bound: 60 steps of the MLP on a ring that lost a third of its batch still learn.
       expect(summary.test_accuracy).toBeGreaterThan(0.8);
     }, 400_000);

@@ -7,7 +7,14 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/index.ts';
-import { exitCodes, killStartedWorkers, lastStep as last, requireNetns, startDenoWorker, until } from '../support/workers.ts';
+import {
+  exitCodes,
+  killStartedWorkers,
+  lastStep as last,
+  requireNetns,
+  startDenoWorker,
+  until,
+} from '../support/workers.ts';
 
 afterAll(killStartedWorkers);
 
@@ -15,7 +22,18 @@ describe('elastic training', () => {
   it('takes in a peer that joins mid-run and carries on without one that dies', async () => {
     requireNetns();
     const STEPS = 90;
-    const job = { id: 'elastic', token: 'elastic-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 5, steps: STEPS, elastic: true, globalBatch: 32 }, batchPerPeer: 16, minPeers: 2, maxPeers: 4 } };
+    const job = {
+      id: 'elastic',
+      token: 'elastic-token',
+      config: {
+        model: 'mlp',
+        optimizer: 'sgd',
+        hyperparameters: { lr: 0.05, momentum: 0.9, seed: 5, steps: STEPS, elastic: true, globalBatch: 32 },
+        batchPerPeer: 16,
+        minPeers: 2,
+        maxPeers: 4,
+      },
+    };
     const server = await startServer({ jobs: [job], staticDir: null });
     try {
       const a = startDenoWorker(server.url, job);
@@ -43,7 +61,10 @@ describe('elastic training', () => {
         expect(s.result!.test_accuracy).toBeGreaterThan(0.5);
       }
       // Each step's share of the fixed global batch, by the ring's size then.
-      const shares = (size: number) => new Set(ring3.flatMap((w) => w.events.filter((e) => e.event === 'step' && e.size === size).map((e) => e.samples)));
+      const shares = (size: number) =>
+        new Set(
+          ring3.flatMap((w) => w.events.filter((e) => e.event === 'step' && e.size === size).map((e) => e.samples)),
+        );
       expect([...shares(2)]).toEqual([16]);
       expect([...shares(3)].sort()).toEqual([10, 11]);
     } finally {

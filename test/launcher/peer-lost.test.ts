@@ -25,7 +25,18 @@ afterAll(() => {
 describe('a peer killed mid-run', () => {
   it('stops every survivor with an error naming it, saves the last completed step in a new file, and the run resumes from it', async () => {
     requireNetns();
-    const job = { id: 'lost', token: 'secret-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 3, epochs: 50 }, batchPerPeer: 16, minPeers: 3, maxPeers: 3 } };
+    const job = {
+      id: 'lost',
+      token: 'secret-token',
+      config: {
+        model: 'mlp',
+        optimizer: 'sgd',
+        hyperparameters: { lr: 0.05, momentum: 0.9, seed: 3, epochs: 50 },
+        batchPerPeer: 16,
+        minPeers: 3,
+        maxPeers: 3,
+      },
+    };
     const server = await startServer({ jobs: [job], staticDir: null });
     const recoveryBase = join(dir, 'recovery.safetensors');
     try {
@@ -55,7 +66,25 @@ describe('a peer killed mid-run', () => {
 
       // Resume with a fresh launcher (2 workers): training continues from the saved step.
       const resumed = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, ['bin/ringtrain.js', 'run', '-np', '2', '--model', 'mlp', '--batch', '16', '--resume', recovery, '--steps', String(saved.step + 4), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(
+          process.execPath,
+          [
+            'bin/ringtrain.js',
+            'run',
+            '-np',
+            '2',
+            '--model',
+            'mlp',
+            '--batch',
+            '16',
+            '--resume',
+            recovery,
+            '--steps',
+            String(saved.step + 4),
+            '--json',
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
         children.push(child);
         let stdout = '';
         let stderr = '';

@@ -23,7 +23,6 @@ import { ringtrain } from '../support/cli.ts';
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-rounds-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-
 // Gradient buckets of 256 KiB (grad-buckets.ts): the MLP's last layer apart from its first, the
 // CNN's 45 KB in one, the transformer's 413 KB in two (its last 8 blocks' tensors, then the rest).
 const MODELS = [
@@ -37,13 +36,34 @@ describe('a steady-state step of a default job negotiates nothing and waits for 
     for (const runtime of ['node', 'deno'] as const) {
       it(`${model}, ${np} ${runtime} workers: the gradient allreduce with the step checks beside it, no negotiation`, async () => {
         const timeline = join(dir, `${model}-${runtime}.json`);
-        const r = await ringtrain(['run', '-np', String(np), '--runtime', runtime, '--model', model, '--steps', String(steps), '--batch', String(batch), '--eval-limit', '64', '--json', '--timeline', timeline]);
+        const r = await ringtrain([
+          'run',
+          '-np',
+          String(np),
+          '--runtime',
+          runtime,
+          '--model',
+          model,
+          '--steps',
+          String(steps),
+          '--batch',
+          String(batch),
+          '--eval-limit',
+          '64',
+          '--json',
+          '--timeline',
+          timeline,
+        ]);
         expect(r.code, r.stderr).toBe(0);
         const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
         expect(result).toMatchObject({ steps, size: np, runtime, ok: true });
         expect(result.negotiations_per_step).toBe(0);
-        // The gradient allreduce is named after its tensors: 'gradients (4 tensors, layout #…)', and 'bucket i/n' of them.
-        const names = Object.entries(result.collectives_by_name_per_step as Record<string, number>).map(([k, v]) => [k.replace(/ bucket \d+\/\d+$/, '').replace(/ \(.*\)$/, ''), v]);
+        // The gradient allreduce is named after its tensors: 'gradients (4 tensors, layout #…)', and 'bucket i/n' of
+        // them.
+        const names = Object.entries(result.collectives_by_name_per_step as Record<string, number>).map(([k, v]) => [
+          k.replace(/ bucket \d+\/\d+$/, '').replace(/ \(.*\)$/, ''),
+          v,
+        ]);
         const byName: Record<string, number> = {};
         for (const [k, v] of names) byName[k] = (byName[k] ?? 0) + (v as number);
         expect(byName).toEqual({ gradients: buckets, 'gradient-sketches': 1 });
@@ -52,14 +72,27 @@ describe('a steady-state step of a default job negotiates nothing and waits for 
         // The sketches travel beside the gradients, and the buckets beside one another: one round to wait for.
         expect(result.sequential_collectives_per_step).toBe(1);
 
-        const trace = JSON.parse(readFileSync(timeline, 'utf8')) as { traceEvents: { name: string; ph: string; pid: number; args?: { collectives: number; negotiations: number } }[] };
+        const trace = JSON.parse(readFileSync(timeline, 'utf8')) as {
+          traceEvents: {
+            name: string;
+            ph: string;
+            pid: number;
+            args?: { collectives: number; negotiations: number };
+          }[];
+        };
         for (let rank = 0; rank < np; rank++) {
-          const counts = trace.traceEvents.filter((e) => e.ph === 'C' && e.name === 'rounds' && e.pid === rank).map((e) => e.args!);
+          const counts = trace.traceEvents
+            .filter((e) => e.ph === 'C' && e.name === 'rounds' && e.pid === rank)
+            .map((e) => e.args!);
           expect(counts.length, `rank ${rank}`).toBe(steps);
           expect(counts[0].negotiations, `rank ${rank}'s first step negotiates`).toBeGreaterThan(0);
-          for (const c of counts.slice(1)) expect(c).toEqual({ collectives: buckets + 1, sequential: 1, negotiations: 0, buckets });
+          for (const c of counts.slice(1))
+            expect(c).toEqual({ collectives: buckets + 1, sequential: 1, negotiations: 0, buckets });
           // Each bucket's read-back is a span of its own, apart from the ring's phases.
-          expect(trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'gpu-wait' && e.pid === rank).length, `rank ${rank}'s gpu-wait spans`).toBe(steps * buckets);
+          expect(
+            trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'gpu-wait' && e.pid === rank).length,
+            `rank ${rank}'s gpu-wait spans`,
+          ).toBe(steps * buckets);
         }
       }, 300_000);
     }

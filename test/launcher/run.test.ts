@@ -18,7 +18,22 @@ describe('ringtrain run -np 2 (Deno workers, TCP links)', () => {
   it('trains, reports one JSON line, saves a checkpoint and writes a timeline of both ranks', async () => {
     const timeline = join(dir, 'trace.json');
     const save = join(dir, 'run.safetensors');
-    const r = await ringtrain(['run', '-np', '2', '--model', 'mlp', '--steps', '12', '--batch', '32', '--json', '--timeline', timeline, '--save', save]);
+    const r = await ringtrain([
+      'run',
+      '-np',
+      '2',
+      '--model',
+      'mlp',
+      '--steps',
+      '12',
+      '--batch',
+      '32',
+      '--json',
+      '--timeline',
+      timeline,
+      '--save',
+      save,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const last = r.stdout.trim().split('\n').pop()!;
     const result = JSON.parse(last);
@@ -31,11 +46,16 @@ describe('ringtrain run -np 2 (Deno workers, TCP links)', () => {
     const ckpt = decodeCheckpoint(readFileSync(save));
     expect(ckpt.step).toBe(12);
 
-    const trace = JSON.parse(readFileSync(timeline, 'utf8')) as { traceEvents: { name: string; ph: string; pid: number; cat?: string }[] };
+    const trace = JSON.parse(readFileSync(timeline, 'utf8')) as {
+      traceEvents: { name: string; ph: string; pid: number; cat?: string }[];
+    };
     const pids = new Set(trace.traceEvents.filter((e) => e.ph !== 'M').map((e) => e.pid));
     expect([...pids].sort()).toEqual([0, 1]);
     for (const phase of ['reduce-scatter', 'allgather', 'negotiate', 'compute']) {
-      expect(trace.traceEvents.some((e) => e.name === phase && e.ph === 'X'), phase).toBe(true);
+      expect(
+        trace.traceEvents.some((e) => e.name === phase && e.ph === 'X'),
+        phase,
+      ).toBe(true);
     }
     expect(trace.traceEvents.some((e) => e.ph === 'i' && e.name.startsWith('send chunk'))).toBe(true);
   }, 300_000);

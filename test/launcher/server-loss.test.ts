@@ -22,7 +22,14 @@ afterAll(() => {
 const jobWith = (id: string, steps: number, serverWaitMs: number) => ({
   id,
   token: `${id}-token`,
-  config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 4, steps, elastic: true, serverWaitMs }, batchPerPeer: 16, minPeers: 2, maxPeers: 2 },
+  config: {
+    model: 'mlp',
+    optimizer: 'sgd',
+    hyperparameters: { lr: 0.05, momentum: 0.9, seed: 4, steps, elastic: true, serverWaitMs },
+    batchPerPeer: 16,
+    minPeers: 2,
+    maxPeers: 2,
+  },
 });
 
 describe('an elastic job that loses its signaling server', () => {
@@ -64,7 +71,11 @@ describe('an elastic job that loses its signaling server', () => {
     try {
       await until(() => workers.every((w) => lastStep(w).step >= 3), 'two workers to take 3 steps', 120_000);
       await first.close();
-      await until(() => workers.every((w) => w.stderr.includes('lost the signaling server')), 'both workers to notice the server is gone', 30_000);
+      await until(
+        () => workers.every((w) => w.stderr.includes('lost the signaling server')),
+        'both workers to notice the server is gone',
+        30_000,
+      );
       const stepAtLoss = Math.max(...workers.map((w) => lastStep(w).step));
       // The same address, a fresh server (its epochs start again at 1).
       second = await startServer({ jobs: [job], staticDir: null, port: first.port });

@@ -35,7 +35,7 @@ const TABLE = csv(300);
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
 describe('run -np 2 --data TABLE', () => {
-  it('the job records the table\'s hash and label column, and a worker must bring the same copies', () => {
+  it("the job records the table's hash and label column, and a worker must bring the same copies", () => {
     const mine = join(dir, 'mine.csv');
     const other = join(dir, 'other.csv');
     const labels = join(dir, 'labels.txt');
@@ -46,24 +46,61 @@ describe('run -np 2 --data TABLE', () => {
     writeFileSync(labels, LABELS);
     writeFileSync(otherLabels, LABELS.replace('2', '1'));
 
-    const o = { np: 2, extraPeers: 0, model: 'mlp', optimizer: 'sgd', batch: 16, fp16: false, elastic: false, data: mine, labelColumn: 'label', tableSha256: sha(TABLE) } as unknown as RunOptions;
+    const o = {
+      np: 2,
+      extraPeers: 0,
+      model: 'mlp',
+      optimizer: 'sgd',
+      batch: 16,
+      fp16: false,
+      elastic: false,
+      data: mine,
+      labelColumn: 'label',
+      tableSha256: sha(TABLE),
+    } as unknown as RunOptions;
     const h = parseJobSettings(jobSpecFor(o).config.hyperparameters);
     expect(h).toMatchObject({ table: 'mine.csv', tableSha256: sha(TABLE), labelColumn: 'label' });
     expect(h.labels).toBeUndefined();
 
-    const job = { id: 'run-x', config: { model: 'mlp', hyperparameters: { table: 'mine.csv', tableSha256: sha(TABLE), labelColumn: 'label' } } };
+    const job = {
+      id: 'run-x',
+      config: { model: 'mlp', hyperparameters: { table: 'mine.csv', tableSha256: sha(TABLE), labelColumn: 'label' } },
+    };
     expect(workerTable(job, { data: mine })).toEqual({ labelColumn: 'label' });
-    expect(() => workerTable(job, { data: other })).toThrow(`this peer's --data ${other} has SHA-256 ${sha(TABLE.replace('\n1,', '\n2,'))}, but job "run-x" trains on "mine.csv" with SHA-256 ${sha(TABLE)}`);
-    expect(() => workerTable(job, {})).toThrow(`job "run-x" trains on the table "mine.csv" (SHA-256 ${sha(TABLE)}); pass your copy of it`);
-    expect(() => workerTable(job, { data: mine, labelColumn: 'f0' })).toThrow(`this peer's --label-column f0 differs from job "run-x"'s "label"`);
-    expect(() => workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: mine })).toThrow(`on no table; drop --data ${mine}`);
-    expect(() => workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { labels })).toThrow(`on no table; drop --labels ${labels}`);
+    expect(() => workerTable(job, { data: other })).toThrow(
+      `this peer's --data ${other} has SHA-256 ${sha(TABLE.replace('\n1,', '\n2,'))}, but job "run-x" trains on "mine.csv" with SHA-256 ${sha(TABLE)}`,
+    );
+    expect(() => workerTable(job, {})).toThrow(
+      `job "run-x" trains on the table "mine.csv" (SHA-256 ${sha(TABLE)}); pass your copy of it`,
+    );
+    expect(() => workerTable(job, { data: mine, labelColumn: 'f0' })).toThrow(
+      `this peer's --label-column f0 differs from job "run-x"'s "label"`,
+    );
+    expect(() => workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: mine })).toThrow(
+      `on no table; drop --data ${mine}`,
+    );
+    expect(() => workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { labels })).toThrow(
+      `on no table; drop --labels ${labels}`,
+    );
     expect(workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: dir })).toBeUndefined(); // an IDX directory
 
-    const withLabels = { id: 'run-z', config: { model: 'mlp', hyperparameters: { table: 'mine.csv', tableSha256: sha(TABLE), labels: 'labels.txt', labelsSha256: sha(LABELS) } } };
+    const withLabels = {
+      id: 'run-z',
+      config: {
+        model: 'mlp',
+        hyperparameters: {
+          table: 'mine.csv',
+          tableSha256: sha(TABLE),
+          labels: 'labels.txt',
+          labelsSha256: sha(LABELS),
+        },
+      },
+    };
     expect(workerTable(withLabels, { data: mine, labels })).toEqual({ labels });
     expect(() => workerTable(withLabels, { data: mine })).toThrow('pass your copy of the labels too: --labels FILE');
-    expect(() => workerTable(withLabels, { data: mine, labels: otherLabels })).toThrow(`this peer's --labels ${otherLabels} has SHA-256 ${sha(LABELS.replace('2', '1'))}, but job "run-z" trains on "labels.txt" with SHA-256 ${sha(LABELS)}`);
+    expect(() => workerTable(withLabels, { data: mine, labels: otherLabels })).toThrow(
+      `this peer's --labels ${otherLabels} has SHA-256 ${sha(LABELS.replace('2', '1'))}, but job "run-z" trains on "labels.txt" with SHA-256 ${sha(LABELS)}`,
+    );
   });
 
   it('a hand-started worker with another copy of the table is refused before it joins, naming both hashes', async () => {
@@ -71,14 +108,37 @@ describe('run -np 2 --data TABLE', () => {
     const other = join(dir, 'edited.csv');
     writeFileSync(mine, TABLE);
     writeFileSync(other, TABLE.replace('\n1,', '\n2,'));
-    const job = { id: 'run-hand', token: 'hand-token-1234', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, table: 'job.csv', tableSha256: sha(TABLE), labelColumn: 'label' }, batchPerPeer: 16, minPeers: 2, maxPeers: 2 } };
+    const job = {
+      id: 'run-hand',
+      token: 'hand-token-1234',
+      config: {
+        model: 'mlp',
+        optimizer: 'sgd',
+        hyperparameters: { lr: 0.05, table: 'job.csv', tableSha256: sha(TABLE), labelColumn: 'label' },
+        batchPerPeer: 16,
+        minPeers: 2,
+        maxPeers: 2,
+      },
+    };
     const server = await startServer({ port: 0, host: '127.0.0.1', jobs: [job], staticDir: null });
     const before = process.env[TOKEN_ENV];
     process.env[TOKEN_ENV] = job.token; // the spawned worker reads it from its environment
     try {
-      const r = await ringtrain(['worker', '--server', server.url, '--job', job.id, '--data', other, '--runtime', 'deno']);
+      const r = await ringtrain([
+        'worker',
+        '--server',
+        server.url,
+        '--job',
+        job.id,
+        '--data',
+        other,
+        '--runtime',
+        'deno',
+      ]);
       expect(r.code).not.toBe(0);
-      expect(r.stderr).toContain(`this peer's --data ${other} has SHA-256 ${sha(TABLE.replace('\n1,', '\n2,'))}, but job "${job.id}" trains on "job.csv" with SHA-256 ${sha(TABLE)}`);
+      expect(r.stderr).toContain(
+        `this peer's --data ${other} has SHA-256 ${sha(TABLE.replace('\n1,', '\n2,'))}, but job "${job.id}" trains on "job.csv" with SHA-256 ${sha(TABLE)}`,
+      );
     } finally {
       if (before === undefined) delete process.env[TOKEN_ENV];
       else process.env[TOKEN_ENV] = before;
@@ -89,10 +149,36 @@ describe('run -np 2 --data TABLE', () => {
   it('trains over real WebRTC, every rank with the same split, to a sensible accuracy', async () => {
     const data = join(dir, 'three.csv');
     writeFileSync(data, TABLE);
-    const r = await ringtrain(['run', '-np', '2', '--data', data, '--label-column', 'label', '--steps', '60', '--batch', '8', '--optimizer', 'adamw', '--lr', '0.02', '--runtime', 'deno', '--json']);
+    const r = await ringtrain([
+      'run',
+      '-np',
+      '2',
+      '--data',
+      data,
+      '--label-column',
+      'label',
+      '--steps',
+      '60',
+      '--batch',
+      '8',
+      '--optimizer',
+      'adamw',
+      '--lr',
+      '0.02',
+      '--runtime',
+      'deno',
+      '--json',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout.trim().split('\n').pop()!);
-    expect(summary).toMatchObject({ ok: true, steps: 60, size: 2, model: 'mlp', table_sha256: sha(TABLE), labels_sha256: null });
+    expect(summary).toMatchObject({
+      ok: true,
+      steps: 60,
+      size: 2,
+      model: 'mlp',
+      table_sha256: sha(TABLE),
+      labels_sha256: null,
+    });
     expect(summary.test_accuracy).toBeGreaterThan(0.9); // 60 held-out rows of three separable classes
     expect(summary.split_by_rank).toHaveLength(2);
     const [a, b] = summary.split_by_rank;

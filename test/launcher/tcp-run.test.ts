@@ -7,10 +7,35 @@
 import { describe, expect, it } from 'vitest';
 import { ringtrain } from '../support/cli.ts';
 
-type LinksByRank = { rank: number; links: { peer: number; transport: string }[]; tcp_refused: number; weights_crc32: number | null }[];
+type LinksByRank = {
+  rank: number;
+  links: { peer: number; transport: string }[];
+  tcp_refused: number;
+  weights_crc32: number | null;
+}[];
 
-async function run(np: number, transport: 'auto' | 'webrtc', extra: string[] = []): Promise<{ links_by_rank: LinksByRank; ok: boolean; steps: number }> {
-  const r = await ringtrain(['run', '-np', String(np), '--model', 'mlp', '--steps', '6', '--batch', '16', '--seed', '5', '--transport', transport, ...extra, '--json']);
+async function run(
+  np: number,
+  transport: 'auto' | 'webrtc',
+  extra: string[] = [],
+): Promise<{ links_by_rank: LinksByRank; ok: boolean; steps: number }> {
+  const r = await ringtrain([
+    'run',
+    '-np',
+    String(np),
+    '--model',
+    'mlp',
+    '--steps',
+    '6',
+    '--batch',
+    '16',
+    '--seed',
+    '5',
+    '--transport',
+    transport,
+    ...extra,
+    '--json',
+  ]);
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
@@ -42,7 +67,11 @@ describe('ringtrain run over TCP links', () => {
   it('links three native workers by TCP, every pair', async () => {
     const tcp = await run(3, 'auto');
     expect(tcp.ok).toBe(true);
-    expect(tcp.links_by_rank.map((r) => r.links.map((l) => l.peer))).toEqual([[1, 2], [0, 2], [0, 1]]);
+    expect(tcp.links_by_rank.map((r) => r.links.map((l) => l.peer))).toEqual([
+      [1, 2],
+      [0, 2],
+      [0, 1],
+    ]);
     expect(transports(tcp)).toEqual(Array(6).fill('tcp'));
     const crcs = tcp.links_by_rank.map((r) => r.weights_crc32);
     expect(new Set(crcs).size).toBe(1);

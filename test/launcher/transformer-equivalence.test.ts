@@ -23,11 +23,31 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const STEPS = 20;
 const BATCH = 8;
 // Plain SGD, the recipe's warm-up from zero (both sides), a small validation glance.
-const SGD = ['--model', 'transformer', '--optimizer', 'sgd', '--momentum', '0', '--weight-decay', '0', '--lr-schedule', 'constant', '--eval-limit', '64', '--json', '--runtime', 'deno'];
+const SGD = [
+  '--model',
+  'transformer',
+  '--optimizer',
+  'sgd',
+  '--momentum',
+  '0',
+  '--weight-decay',
+  '0',
+  '--lr-schedule',
+  'constant',
+  '--eval-limit',
+  '64',
+  '--json',
+  '--runtime',
+  'deno',
+];
 
 function weights(path: string): Float32Array {
   const c = decodeCheckpoint(readFileSync(path));
-  return Float32Array.from(Object.keys(c.params).sort().flatMap((k) => Array.from(c.params[k].data)));
+  return Float32Array.from(
+    Object.keys(c.params)
+      .sort()
+      .flatMap((k) => Array.from(c.params[k].data)),
+  );
 }
 
 /** Relative to each weight's own size, floored so weights near zero compare absolutely. */
@@ -44,8 +64,32 @@ describe('ringtrain run -np 2 --model transformer (real WebRTC)', () => {
     const single = join(dir, 'single.safetensors');
     const start = join(dir, 'start.safetensors');
     const [r, s, i] = await Promise.all([
-      ringtrain(['run', '-np', '2', ...SGD, '--lr', '0.5', '--steps', String(STEPS), '--batch', String(BATCH), '--save', ring]),
-      ringtrain(['train', ...SGD, '--lr', '0.5', '--steps', String(STEPS), '--batch', String(2 * BATCH), '--save', single]),
+      ringtrain([
+        'run',
+        '-np',
+        '2',
+        ...SGD,
+        '--lr',
+        '0.5',
+        '--steps',
+        String(STEPS),
+        '--batch',
+        String(BATCH),
+        '--save',
+        ring,
+      ]),
+      ringtrain([
+        'train',
+        ...SGD,
+        '--lr',
+        '0.5',
+        '--steps',
+        String(STEPS),
+        '--batch',
+        String(2 * BATCH),
+        '--save',
+        single,
+      ]),
       // Where both started: one step at a vanishing rate.
       ringtrain(['train', ...SGD, '--lr', '1e-12', '--steps', '1', '--batch', String(2 * BATCH), '--save', start]),
     ]);

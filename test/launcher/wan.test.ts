@@ -19,12 +19,28 @@ const FLOATS = 101_770;
 describe('ringtrain run over real WebRTC in the WAN modes', () => {
   it('-np 3 --compression int8 --ring-order rtt trains (on the ring ordered by measured round trips) and sends about a quarter of float32 gradients', async () => {
     const steps = 20;
-    const r = await ringtrain(['run', '-np', '3', '--model', 'mlp', '--steps', String(steps), '--batch', '32', '--compression', 'int8', '--ring-order', 'rtt', '--json']);
+    const r = await ringtrain([
+      'run',
+      '-np',
+      '3',
+      '--model',
+      'mlp',
+      '--steps',
+      String(steps),
+      '--batch',
+      '32',
+      '--compression',
+      'int8',
+      '--ring-order',
+      'rtt',
+      '--json',
+    ]);
     expect(r.code, r.stderr.slice(-3000)).toBe(0);
     const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
     expect(result).toMatchObject({ steps, size: 3, ok: true });
     expect(result.test_accuracy).toBeGreaterThan(0.3); // chance is 0.1
-    // allreduce_bytes sums the ranks. A 3-rank ring sends 4/3 of the gradient per rank per step; float32 is 4 bytes a float.
+    // allreduce_bytes sums the ranks. A 3-rank ring sends 4/3 of the gradient per rank per step; float32 is 4 bytes a
+    // float.
     const f32 = 3 * steps * FLOATS * 4 * (4 / 3);
     expect(result.allreduce_bytes).toBeGreaterThan(0.2 * f32);
     expect(result.allreduce_bytes).toBeLessThan(0.3 * f32);
@@ -33,7 +49,24 @@ describe('ringtrain run over real WebRTC in the WAN modes', () => {
   it('-np 2 --sync-every 4 --compression int8 (DiLoCo) trains, syncs once per 4 steps and checkpoints the outer state', async () => {
     const steps = 24;
     const save = join(dir, 'diloco.safetensors');
-    const r = await ringtrain(['run', '-np', '2', '--model', 'mlp', '--steps', String(steps), '--batch', '32', '--sync-every', '4', '--compression', 'int8', '--save', save, '--json']);
+    const r = await ringtrain([
+      'run',
+      '-np',
+      '2',
+      '--model',
+      'mlp',
+      '--steps',
+      String(steps),
+      '--batch',
+      '32',
+      '--sync-every',
+      '4',
+      '--compression',
+      'int8',
+      '--save',
+      save,
+      '--json',
+    ]);
     expect(r.code, r.stderr.slice(-3000)).toBe(0);
     const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
     expect(result).toMatchObject({ steps, size: 2, ok: true });

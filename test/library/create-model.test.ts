@@ -6,7 +6,16 @@
  * needs and does not get is refused, naming it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acquireGpu, createModel, type Gpu, type Model, type ModelFactory, nn, optim, type Tensor } from '../../src/index.ts';
+import {
+  acquireGpu,
+  createModel,
+  type Gpu,
+  type Model,
+  type ModelFactory,
+  nn,
+  optim,
+  type Tensor,
+} from '../../src/index.ts';
 
 class Net extends nn.Module {
   fc1 = new nn.Linear(2, 8);
@@ -16,13 +25,17 @@ class Net extends nn.Module {
   }
 }
 
-const factory: ModelFactory = (api) => ({ module: new (class Net extends api.Module {
-  fc1 = new api.Linear(2, 8);
-  fc2 = new api.Linear(8, 3);
-  forward(x: Tensor): Tensor {
-    return this.fc2.call(api.F.relu(this.fc1.call(x)));
-  }
-})(), inputShape: [2], classes: 3 });
+const factory: ModelFactory = (api) => ({
+  module: new (class Net extends api.Module {
+    fc1 = new api.Linear(2, 8);
+    fc2 = new api.Linear(8, 3);
+    forward(x: Tensor): Tensor {
+      return this.fc2.call(api.F.relu(this.fc1.call(x)));
+    }
+  })(),
+  inputShape: [2],
+  classes: 3,
+});
 
 const X = new Float32Array([1, 0, 0, 1, 0.5, 0.5, -1, 0.2]);
 const LABELS = [0, 1, 2, 1];
@@ -61,7 +74,11 @@ describe('createModel', () => {
   });
 
   it("types a factory's options and a built-in's by what they read", () => {
-    const wide: ModelFactory<{ width?: number }> = (api, o) => ({ module: new api.Linear(2, o.width ?? 3), inputShape: [2], classes: o.width ?? 3 });
+    const wide: ModelFactory<{ width?: number }> = (api, o) => ({
+      module: new api.Linear(2, o.width ?? 3),
+      inputShape: [2],
+      classes: o.width ?? 3,
+    });
     const m = createModel(gpu, wide, { options: { width: 4 } });
     expect(m.classes).toBe(4);
     m.destroy();
@@ -83,12 +100,18 @@ describe('createModel', () => {
 
   it('refuses what a form needs and did not get, naming it', () => {
     expect(() => createModel(gpu, new Net(), { inputShape: [2] } as never)).toThrow(/options\.classes missing/);
-    expect(() => createModel(gpu, new Net(), undefined as never)).toThrow(/options\.inputShape and options\.classes missing/);
-    expect(() => createModel(gpu, new Net(), { inputShape: [0], classes: 3 })).toThrow(/inputShape must be positive integers/);
+    expect(() => createModel(gpu, new Net(), undefined as never)).toThrow(
+      /options\.inputShape and options\.classes missing/,
+    );
+    expect(() => createModel(gpu, new Net(), { inputShape: [0], classes: 3 })).toThrow(
+      /inputShape must be positive integers/,
+    );
     const anonymous = [(api: typeof nn) => ({ module: new api.Linear(2, 3), inputShape: [2], classes: 3 })][0];
     expect(anonymous.name).toBe('');
     expect(() => createModel(gpu, anonymous)).toThrow(/pass options\.name/);
-    expect(() => createModel(gpu, Net as never, { inputShape: [2], classes: 3 })).toThrow(/Net is a module class; pass an instance, createModel\(gpu, new Net\(\), options\)/);
+    expect(() => createModel(gpu, Net as never, { inputShape: [2], classes: 3 })).toThrow(
+      /Net is a module class; pass an instance, createModel\(gpu, new Net\(\), options\)/,
+    );
     expect(() => createModel(gpu, { forward() {} } as never)).toThrow(/must be an nn\.Module, a model factory/);
     expect(() => createModel(gpu, 'rnn' as never)).toThrow(/unknown model kind "rnn"/);
   });
@@ -125,7 +148,9 @@ describe('optim.AdamW and optim.SGD', () => {
 
   it('refuses an option the optimizer does not read, and a missing model', () => {
     const m = createModel(gpu, new Net(), { inputShape: [2], classes: 3 });
-    expect(() => new optim.AdamW(m, { lr: 0.01, momentum: 0.9 } as never)).toThrow(/optim\.AdamW takes lr, betas, eps, weightDecay; it does not read momentum/);
+    expect(() => new optim.AdamW(m, { lr: 0.01, momentum: 0.9 } as never)).toThrow(
+      /optim\.AdamW takes lr, betas, eps, weightDecay; it does not read momentum/,
+    );
     expect(() => new optim.SGD(m, { betas: [0.9, 0.99] } as never)).toThrow(/it does not read betas/);
     expect(() => new optim.SGD(m, { lr: -1 })).toThrow(/lr must be a number/);
     expect(() => new optim.AdamW({ lr: 0.01 } as never)).toThrow(/the first argument must be a model/);

@@ -35,9 +35,17 @@ describe('coverage', () => {
     // A composition (rmsnorm) registers no op of its own, so the gradcheck
     // check above cannot see that its cases are missing; the file names can.
     const folders = opFolders();
-    const files = readdirSync(CASES_DIR).filter((f) => f.endsWith('.cases.ts')).map((f) => f.slice(0, -'.cases.ts'.length));
-    expect(folders.filter((f) => !files.includes(f)), 'op folders without their test file test/nn/ops/<op>.cases.ts (its gradchecks and oracle cases)').toEqual([]);
-    expect(files.filter((f) => !folders.includes(f)), 'test/nn/ops/*.cases.ts files named after no op folder under src/nn/ops/').toEqual([]);
+    const files = readdirSync(CASES_DIR)
+      .filter((f) => f.endsWith('.cases.ts'))
+      .map((f) => f.slice(0, -'.cases.ts'.length));
+    expect(
+      folders.filter((f) => !files.includes(f)),
+      'op folders without their test file test/nn/ops/<op>.cases.ts (its gradchecks and oracle cases)',
+    ).toEqual([]);
+    expect(
+      files.filter((f) => !folders.includes(f)),
+      'test/nn/ops/*.cases.ts files named after no op folder under src/nn/ops/',
+    ).toEqual([]);
   });
 
   it('the generated barrel src/nn/ops/index.ts is up to date with the op folders', () => {
@@ -49,8 +57,14 @@ describe('coverage', () => {
     const barrel = readFileSync(OPS_INDEX, 'utf8');
     const missing = folders.filter((f) => !barrel.includes(`export * from './${f}/index.ts';`));
     const run = 'run `node scripts/gen-ops-index.mjs` (npm runs it on install and before test and start)';
-    expect(missing, `src/nn/ops/index.ts is generated and stale: it lacks the op folders ${missing.join(', ')}; ${run}`).toEqual([]);
-    expect(barrel === renderOpsIndex(), `src/nn/ops/index.ts is generated and stale (it differs from what the op folders give); ${run}`).toBe(true);
+    expect(
+      missing,
+      `src/nn/ops/index.ts is generated and stale: it lacks the op folders ${missing.join(', ')}; ${run}`,
+    ).toEqual([]);
+    expect(
+      barrel === renderOpsIndex(),
+      `src/nn/ops/index.ts is generated and stale (it differs from what the op folders give); ${run}`,
+    ).toBe(true);
   });
 
   it('op folders export ops, functional forms (all in nn.F) and layers, nothing else', () => {
@@ -58,14 +72,23 @@ describe('coverage', () => {
       if (typeof v === 'function') return /^[A-Z]/.test(name) ? !(v.prototype instanceof Module) : !(name in F);
       return !(typeof v === 'object' && v !== null && 'cpu' in v && 'plan' in v);
     });
-    expect(odd.map(([name]) => name), 'exports of src/nn/ops/*/index.ts that are neither an op, a functional form nor a layer (export helpers from kernel.ts or reference.ts)').toEqual([]);
+    expect(
+      odd.map(([name]) => name),
+      'exports of src/nn/ops/*/index.ts that are neither an op, a functional form nor a layer (export helpers from kernel.ts or reference.ts)',
+    ).toEqual([]);
     expect(Object.keys(F).length).toBeGreaterThan(20);
   });
 
   it('every shaders/*.wgsl file has a registered kernel, and every kernel a file', () => {
     const files = shaderFiles();
     const listed = new Set(Object.values(KERNELS).map((k) => k.shader));
-    expect(files.filter((f) => !listed.has(f)), 'shader files no defineKernel names (src/gpu/kernels/*.ts, src/nn/ops/*/kernel.ts)').toEqual([]);
-    expect([...listed].filter((k) => !files.includes(k)), 'KERNELS entries without a shader file').toEqual([]);
+    expect(
+      files.filter((f) => !listed.has(f)),
+      'shader files no defineKernel names (src/gpu/kernels/*.ts, src/nn/ops/*/kernel.ts)',
+    ).toEqual([]);
+    expect(
+      [...listed].filter((k) => !files.includes(k)),
+      'KERNELS entries without a shader file',
+    ).toEqual([]);
   });
 });

@@ -4,5 +4,8 @@ import { fileURLToPath } from 'node:url';
 
 export function shaderFiles(): string[] {
   const dir = fileURLToPath(new URL('../../shaders/', import.meta.url));
-  return readdirSync(dir).filter((f) => f.endsWith('.wgsl')).map((f) => f.slice(0, -'.wgsl'.length)).sort();
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.wgsl'))
+    .map((f) => f.slice(0, -'.wgsl'.length))
+    .sort();
 }

@@ -75,7 +75,11 @@ describe('autodiff core', () => {
     const named = net.namedParameters();
     const { layout, flatLength } = layoutOf(named);
     const [params, grads] = [gpu.storage(flatLength), gpu.storage(flatLength)];
-    const plan = compilePlan(gpu, g.nodes, [out], { params, grads, entry: (p) => layout[named.findIndex(([, q]) => q === p)] });
+    const plan = compilePlan(gpu, g.nodes, [out], {
+      params,
+      grads,
+      entry: (p) => layout[named.findIndex(([, q]) => q === p)],
+    });
     expect(plan.nodes.filter((n) => n.op.name === 'relu').length).toBe(0);
     expect(plan.nodes.filter((n) => n.op.name === 'linear' && n.attrs.relu).length).toBe(3);
     for (const b of [...plan.buffers, params, grads]) b.destroy();
@@ -83,7 +87,13 @@ describe('autodiff core', () => {
 
   it('GPU gradients of the whole model equal the CPU executor’s, which equal finite differences', async () => {
     const net = new Net();
-    const model = new GraphModel(gpu, { identity: { name: 'net', options: {} }, module: net, inputShape: [6], classes: 3, seed: 7 });
+    const model = new GraphModel(gpu, {
+      identity: { name: 'net', options: {} },
+      module: net,
+      inputShape: [6],
+      classes: 3,
+      seed: 7,
+    });
     const batch = 5;
     const u = seededUniform(21);
     const x = Float32Array.from({ length: batch * 6 }, () => 2 * u() - 1);
@@ -98,8 +108,13 @@ describe('autodiff core', () => {
     const named = new Map(net.namedParameters().map(([n, p]) => [p, n]));
     const entry = (p: Parameter) => model.layout.find((e) => e.name === named.get(p))!;
     const given = new Map<Tensor, Float64Array>([[input, Float64Array.from(x)]]);
-    for (const t of g.paramTensors) given.set(t, Float64Array.from(flatP.subarray(entry(t.param!).offset, entry(t.param!).offset + entry(t.param!).length)));
-    const cpuLoss = (values: Map<Tensor, Float64Array>) => crossEntropy.cpu(runCpu(g.nodes, values).values.get(out)!, labels, batch, 3).loss;
+    for (const t of g.paramTensors)
+      given.set(
+        t,
+        Float64Array.from(flatP.subarray(entry(t.param!).offset, entry(t.param!).offset + entry(t.param!).length)),
+      );
+    const cpuLoss = (values: Map<Tensor, Float64Array>) =>
+      crossEntropy.cpu(runCpu(g.nodes, values).values.get(out)!, labels, batch, 3).loss;
     const fwd = runCpu(g.nodes, given);
     const head = crossEntropy.cpu(fwd.values.get(out)!, labels, batch, 3);
     const cpu = runCpu(g.nodes, given, [out, head.dOutput]);
@@ -116,9 +131,12 @@ describe('autodiff core', () => {
       }
       // Finite differences of the f64 CPU loss at three entries of each tensor.
       for (const i of [0, Math.floor(e.length / 2), e.length - 1]) {
-        const bump = (d: number) => new Map([...given].map(([k, v]) => [k, k === t ? v.map((w, j) => (j === i ? w + d : w)) : v]));
+        const bump = (d: number) =>
+          new Map([...given].map(([k, v]) => [k, k === t ? v.map((w, j) => (j === i ? w + d : w)) : v]));
         const fd = (cpuLoss(bump(1e-6)) - cpuLoss(bump(-1e-6))) / 2e-6;
-        expect(Math.abs(fd - want[i]), `${e.name}[${i}]: numeric ${fd}, analytic ${want[i]}`).toBeLessThan(1e-6 + 1e-4 * Math.abs(fd));
+        expect(Math.abs(fd - want[i]), `${e.name}[${i}]: numeric ${fd}, analytic ${want[i]}`).toBeLessThan(
+          1e-6 + 1e-4 * Math.abs(fd),
+        );
       }
     }
     expect(total).toBeGreaterThan(0.05); // the comparison has something in it
@@ -127,7 +145,13 @@ describe('autodiff core', () => {
   });
 
   it('creates no GPU buffer in a training step after warm-up, and learns', async () => {
-    const model = new GraphModel(gpu, { identity: { name: 'net', options: {} }, module: new Net(), inputShape: [6], classes: 3, seed: 3 });
+    const model = new GraphModel(gpu, {
+      identity: { name: 'net', options: {} },
+      module: new Net(),
+      inputShape: [6],
+      classes: 3,
+      seed: 3,
+    });
     const opt = createOptimizer(model, { kind: 'adamw', lr: 0.01 });
     const u = seededUniform(5);
     const x = Float32Array.from({ length: 16 * 6 }, () => 2 * u() - 1);
@@ -151,15 +175,42 @@ describe('autodiff core', () => {
         return this.blocks.reduce((h, b) => b.call(h), this.a.call(x));
       }
     }
-    expect(() => new GraphModel(gpu, { identity: { name: 'bad', options: {} }, module: new Bad(), inputShape: [6], classes: 3, seed: 1 })).toThrow(
+    expect(
+      () =>
+        new GraphModel(gpu, {
+          identity: { name: 'bad', options: {} },
+          module: new Bad(),
+          inputShape: [6],
+          classes: 3,
+          seed: 1,
+        }),
+    ).toThrow(
       /layer blocks\.1\.0 \(linear\): x's last dimension 8 must equal the weight's in-features 9 \(x \[1, 8\], weight \[3, 9\]\)/,
     );
-    expect(() => new GraphModel(gpu, { identity: { name: 'bad', options: {} }, module: new Block(), inputShape: [8], classes: 3, seed: 1 })).toThrow(/forward returned \[1, 8\].*must return \[batch, …, 3\]/);
+    expect(
+      () =>
+        new GraphModel(gpu, {
+          identity: { name: 'bad', options: {} },
+          module: new Block(),
+          inputShape: [8],
+          classes: 3,
+          seed: 1,
+        }),
+    ).toThrow(/forward returned \[1, 8\].*must return \[batch, …, 3\]/);
     class Empty extends Module {
       forward(x: Tensor): Tensor {
         return F.relu(x);
       }
     }
-    expect(() => new GraphModel(gpu, { identity: { name: 'empty', options: {} }, module: new Empty(), inputShape: [3], classes: 3, seed: 1 })).toThrow(invalid);
+    expect(
+      () =>
+        new GraphModel(gpu, {
+          identity: { name: 'empty', options: {} },
+          module: new Empty(),
+          inputShape: [3],
+          classes: 3,
+          seed: 1,
+        }),
+    ).toThrow(invalid);
   });
 });

@@ -20,7 +20,12 @@ export interface ModelCheck {
   numeric: number;
 }
 
-export async function checkModel(model: GraphModel, x: Float32Array, labels: number[], probes = 0): Promise<ModelCheck> {
+export async function checkModel(
+  model: GraphModel,
+  x: Float32Array,
+  labels: number[],
+  probes = 0,
+): Promise<ModelCheck> {
   const batch = x.length / model.inputSize;
   const loss = await model.forwardBackward(x, labels);
   const [flatP, flatG] = [await model.readParams(), await model.readGrads()];
@@ -35,7 +40,8 @@ export async function checkModel(model: GraphModel, x: Float32Array, labels: num
     given.set(t, Float64Array.from(flatP.subarray(e.offset, e.offset + e.length)));
   }
   const rows = out.size / model.classes;
-  const cpuLoss = (values: Map<Tensor, Float64Array>) => model.loss.cpu(runCpu(g.nodes, values).values.get(out)!, labels, rows, model.classes).loss;
+  const cpuLoss = (values: Map<Tensor, Float64Array>) =>
+    model.loss.cpu(runCpu(g.nodes, values).values.get(out)!, labels, rows, model.classes).loss;
   const head = model.loss.cpu(runCpu(g.nodes, given).values.get(out)!, labels, rows, model.classes);
   const cpu = runCpu(g.nodes, given, [out, head.dOutput]);
   let gradError = 0;
@@ -50,7 +56,8 @@ export async function checkModel(model: GraphModel, x: Float32Array, labels: num
     }
     for (let k = 0; k < probes; k++) {
       const i = Math.floor(((k + 0.5) * e.length) / probes);
-      const bump = (d: number) => new Map([...given].map(([key, v]) => [key, key === t ? v.map((w, j) => (j === i ? w + d : w)) : v]));
+      const bump = (d: number) =>
+        new Map([...given].map(([key, v]) => [key, key === t ? v.map((w, j) => (j === i ? w + d : w)) : v]));
       const fd = (cpuLoss(bump(1e-6)) - cpuLoss(bump(-1e-6))) / 2e-6;
       numeric = Math.max(numeric, Math.abs(fd - want[i]) / (1e-6 + 1e-4 * Math.abs(fd)));
     }

@@ -26,7 +26,8 @@ class Net extends Module {
 async function cpuForwardWithoutDropout(model: GraphModel, x: Float32Array, batch: number): Promise<Float64Array> {
   const flat = await model.readParams();
   const entry = (name: string) => model.layout.find((e) => e.name === name)!;
-  const w = (name: string) => Float64Array.from(flat.subarray(entry(name).offset, entry(name).offset + entry(name).length));
+  const w = (name: string) =>
+    Float64Array.from(flat.subarray(entry(name).offset, entry(name).offset + entry(name).length));
   const dense = (h: Float64Array, inF: number, outF: number, prefix: string, relu: boolean) => {
     const [W, b] = [w(`${prefix}.weight`), w(`${prefix}.bias`)];
     const out = new Float64Array(batch * outF);
@@ -69,7 +70,13 @@ describe('train and eval modes', () => {
   });
 
   it('evaluate and predict run without dropout: repeatable, equal to the forward without dropout, unlike training', async () => {
-    const model = new GraphModel(gpu, { identity: { name: 'drop-net', options: {} }, module: new Net(), inputShape: [6], classes: 4, seed: 3 });
+    const model = new GraphModel(gpu, {
+      identity: { name: 'drop-net', options: {} },
+      module: new Net(),
+      inputShape: [6],
+      classes: 4,
+      seed: 3,
+    });
     const opt = createOptimizer(model, { kind: 'sgd', lr: 0.05 });
     for (let i = 0; i < 3; i++) await trainStep(model, opt, x, y);
 
@@ -111,7 +118,13 @@ describe('train and eval modes', () => {
 
   it('the mode is the call’s: a module left in eval mode still trains with dropout, and its flags are kept', async () => {
     const net = new Net();
-    const model = new GraphModel(gpu, { identity: { name: 'drop-net', options: {} }, module: net, inputShape: [6], classes: 4, seed: 3 });
+    const model = new GraphModel(gpu, {
+      identity: { name: 'drop-net', options: {} },
+      module: net,
+      inputShape: [6],
+      classes: 4,
+      seed: 3,
+    });
     net.eval();
     const trainLoss = await model.forwardBackward(x, y);
     const evalLoss = (await model.evaluate(x, y, batch)).loss;
@@ -127,7 +140,13 @@ describe('train and eval modes', () => {
         return this.fc.call(t);
       }
     }
-    const model = new GraphModel(gpu, { identity: { name: 'plain', options: {} }, module: new Plain(), inputShape: [6], classes: 4, seed: 1 });
+    const model = new GraphModel(gpu, {
+      identity: { name: 'plain', options: {} },
+      module: new Plain(),
+      inputShape: [6],
+      classes: 4,
+      seed: 1,
+    });
     await model.forwardBackward(x, y);
     const before = gpu.allocations;
     await model.evaluate(x, y, batch);

@@ -47,7 +47,9 @@ interface OpCaseFile {
 /** Every op's file, in file-name order. */
 async function opCaseFiles(): Promise<OpCaseFile[]> {
   const dir = fileURLToPath(new URL('./ops/', import.meta.url));
-  const files = readdirSync(dir).filter((f) => f.endsWith('.cases.ts')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.cases.ts'))
+    .sort();
   return (await Promise.all(files.map((f) => import(`${dir}${f}`)))) as OpCaseFile[];
 }
 
@@ -66,10 +68,16 @@ function gradcheckCase(c: OpCase): OracleCase {
     run: async (gpu: Gpu) => {
       const r = await gradcheck(gpu, c.op, c.inputs, c.attrs ?? {}, { seed: seedOf(`${caseName(c)} ${c.label}`) });
       const tol = { ...TOL, ...c.tol };
-      return { maxAbsErr: Math.max(r.forward / tol.forward, r.backward / tol.backward, r.numeric / tol.numeric), tol: 1 };
+      return {
+        maxAbsErr: Math.max(r.forward / tol.forward, r.backward / tol.backward, r.numeric / tol.numeric),
+        tol: 1,
+      };
     },
   };
 }
 
 /** Every op's cases, file by file: its gradchecks, then its kernels against its reference. */
-export const OP_ORACLE_CASES: OracleCase[] = files.flatMap((f) => [...(f.CASES ?? []).map(gradcheckCase), ...(f.ORACLE_CASES ?? [])]);
+export const OP_ORACLE_CASES: OracleCase[] = files.flatMap((f) => [
+  ...(f.CASES ?? []).map(gradcheckCase),
+  ...(f.ORACLE_CASES ?? []),
+]);

@@ -16,4 +16,9 @@ import type { OracleCase, OracleResult } from './oracle-case.ts';
 
 export type { OracleCase, OracleResult };
 
-export const ORACLE_CASES: OracleCase[] = [...DENSE_CASES, ...CNN_CASES.map(asOracleCase), ...OP_ORACLE_CASES, ...SLICED_CASES];
+export const ORACLE_CASES: OracleCase[] = [
+  ...DENSE_CASES,
+  ...CNN_CASES.map(asOracleCase),
+  ...OP_ORACLE_CASES,
+  ...SLICED_CASES,
+];

@@ -40,4 +40,7 @@ function cnnCase(spec: Partial<CnnSpec>, batch: number, seed: number): ComparedC
   };
 }
 
-export const CNN_CASES: ComparedCase[] = [cnnCase({ channels: [3, 5], hidden: 0 }, 3, 31), cnnCase({ channels: [4, 6], hidden: 7 }, 2, 32)];
+export const CNN_CASES: ComparedCase[] = [
+  cnnCase({ channels: [3, 5], hidden: 0 }, 3, 31),
+  cnnCase({ channels: [4, 6], hidden: 7 }, 2, 32),
+];

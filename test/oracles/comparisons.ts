@@ -58,4 +58,7 @@ export function asOracleCase(c: ComparedCase): OracleCase {
 }
 
 /** Shape as a label: `{ n: 2, cin: 7 }` → `n2 cin7`. */
-export const shapeLabel = (s: object): string => Object.entries(s).map(([k, v]) => `${k}${v}`).join(' ');
+export const shapeLabel = (s: object): string =>
+  Object.entries(s)
+    .map(([k, v]) => `${k}${v}`)
+    .join(' ');

@@ -45,7 +45,12 @@ const matmulShapes: [number, number, number][] = [
   [129, 513, 33],
   [513, 7, 129],
 ];
-const variants: [boolean, boolean][] = [[false, false], [true, false], [false, true], [true, true]];
+const variants: [boolean, boolean][] = [
+  [false, false],
+  [true, false],
+  [false, true],
+  [true, true],
+];
 
 const matmulCases: OracleCase[] = matmulShapes.flatMap(([m, n, k]) =>
   variants.map(([ta, tb]) => ({
@@ -55,8 +60,13 @@ const matmulCases: OracleCase[] = matmulShapes.flatMap(([m, n, k]) =>
         const A = rand(m * k);
         const B = rand(k * n);
         const c = t(gpu.storage(m * n));
-        gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb, variant: 'tiled' }));
-        return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), ref.matmulRef(A, B, m, n, k, ta, tb)), tol: 2e-7 * k + 2e-6 };
+        gpu.record(
+          planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb, variant: 'tiled' }),
+        );
+        return {
+          maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), ref.matmulRef(A, B, m, n, k, ta, tb)),
+          tol: 2e-7 * k + 2e-6,
+        };
       }),
   })),
 );
@@ -74,9 +84,19 @@ const directShapes: [number, number, number][] = [
  * One kernel variant over `shapes`, in A·B, Aᵀ·B and A·Bᵀ (those `fits` allows),
  * with the fused bias + ReLU epilogue checked on odd m.
  */
-function variantCases(variant: 'direct' | 'wide' | 'blocked', shapes: [number, number, number][], fits: (m: number, k: number, transA: boolean) => boolean): OracleCase[] {
+function variantCases(
+  variant: 'direct' | 'wide' | 'blocked',
+  shapes: [number, number, number][],
+  fits: (m: number, k: number, transA: boolean) => boolean,
+): OracleCase[] {
   return shapes.flatMap(([m, n, k]) =>
-    ([[false, false], [true, false], [false, true]] as [boolean, boolean][])
+    (
+      [
+        [false, false],
+        [true, false],
+        [false, true],
+      ] as [boolean, boolean][]
+    )
       .filter(([ta]) => fits(m, k, ta))
       .map(([ta, tb]) => ({
         name: `matmul ${variant} ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
@@ -87,7 +107,18 @@ function variantCases(variant: 'direct' | 'wide' | 'blocked', shapes: [number, n
             const bias = rand(n);
             const c = t(gpu.storage(m * n));
             const relu = m % 2 === 1; // odd m: also check the fused epilogue
-            gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, transA: ta, transB: tb, variant, bias: relu ? t(gpu.upload(bias)) : undefined, relu }));
+            gpu.record(
+              planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, {
+                m,
+                n,
+                k,
+                transA: ta,
+                transB: tb,
+                variant,
+                bias: relu ? t(gpu.upload(bias)) : undefined,
+                relu,
+              }),
+            );
             const want = ref.matmulRef(A, B, m, n, k, ta, tb).map((v, i) => (relu ? Math.max(0, v + bias[i % n]) : v));
             return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-7 * k + 2e-6 };
           }),
@@ -122,7 +153,10 @@ const blockedShapes: [number, number, number][] = [
 ];
 const blockedCases = variantCases('blocked', blockedShapes, (m, k, ta) => (ta ? m % 4 === 0 : k % 4 === 0));
 
-const fusedMatmulCases: OracleCase[] = [[7, 33, 129], [70, 130, 9]].map(([m, n, k]) => ({
+const fusedMatmulCases: OracleCase[] = [
+  [7, 33, 129],
+  [70, 130, 9],
+].map(([m, n, k]) => ({
   name: `matmul + bias + relu m=${m} n=${n} k=${k}`,
   run: (gpu) =>
     scoped(gpu, async (t) => {
@@ -130,13 +164,27 @@ const fusedMatmulCases: OracleCase[] = [[7, 33, 129], [70, 130, 9]].map(([m, n, 
       const B = rand(k * n);
       const bias = rand(n);
       const c = t(gpu.storage(m * n));
-      gpu.record(planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, { m, n, k, bias: t(gpu.upload(bias)), relu: true, variant: 'tiled' }));
+      gpu.record(
+        planMatmul(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, {
+          m,
+          n,
+          k,
+          bias: t(gpu.upload(bias)),
+          relu: true,
+          variant: 'tiled',
+        }),
+      );
       const want = ref.matmulRef(A, B, m, n, k).map((v, i) => Math.max(0, v + bias[i % n]));
       return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), want), tol: 2e-7 * k + 2e-6 };
     }),
 }));
 
-const biasCases: OracleCase[] = [[1, 1], [7, 33], [129, 10], [33, 513]].flatMap(([rows, cols]) => [
+const biasCases: OracleCase[] = [
+  [1, 1],
+  [7, 33],
+  [129, 10],
+  [33, 513],
+].flatMap(([rows, cols]) => [
   {
     name: `addBias rows=${rows} cols=${cols}`,
     run: (gpu: Gpu) =>
@@ -145,7 +193,10 @@ const biasCases: OracleCase[] = [[1, 1], [7, 33], [129, 10], [33, 513]].flatMap(
         const b = rand(cols);
         const yb = t(gpu.upload(y));
         gpu.record(planAddBias(gpu, yb, t(gpu.upload(b)), rows, cols));
-        return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(yb, 0, rows * cols), ref.addBiasRef(y, b, rows, cols)), tol: 1e-6 };
+        return {
+          maxAbsErr: ref.maxAbsDiff(await gpu.readF32(yb, 0, rows * cols), ref.addBiasRef(y, b, rows, cols)),
+          tol: 1e-6,
+        };
       }),
   },
   {
@@ -155,7 +206,10 @@ const biasCases: OracleCase[] = [[1, 1], [7, 33], [129, 10], [33, 513]].flatMap(
         const dy = rand(rows * cols);
         const db = t(gpu.storage(cols));
         gpu.record(planBiasGrad(gpu, t(gpu.upload(dy)), db, rows, cols));
-        return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(db, 0, cols), ref.biasGradRef(dy, rows, cols)), tol: 2e-6 * rows + 1e-6 };
+        return {
+          maxAbsErr: ref.maxAbsDiff(await gpu.readF32(db, 0, cols), ref.biasGradRef(dy, rows, cols)),
+          tol: 2e-6 * rows + 1e-6,
+        };
       }),
   },
 ]);
@@ -166,7 +220,14 @@ const biasCases: OracleCase[] = [[1, 1], [7, 33], [129, 10], [33, 513]].flatMap(
  * and the wide `columns` one, a row stride wider than the columns, a result
  * slot, a scale and accumulation into what dst holds.
  */
-const columnSumShapes: { rows: number; cols: number; stride?: number; accumulate?: boolean; dstOffset?: number; scale?: number }[] = [
+const columnSumShapes: {
+  rows: number;
+  cols: number;
+  stride?: number;
+  accumulate?: boolean;
+  dstOffset?: number;
+  scale?: number;
+}[] = [
   { rows: 1, cols: 1 },
   { rows: 300, cols: 10 },
   { rows: 70001, cols: 3, accumulate: true, dstOffset: 5, scale: 0.25 },
@@ -193,14 +254,21 @@ const columnSumCases: OracleCase[] = columnSumShapes.map((c) => ({
     }),
 }));
 
-const biasStepCases: OracleCase[] = [[7, 33], [1000, 10], [4099, 64]].map(([rows, cols]) => ({
+const biasStepCases: OracleCase[] = [
+  [7, 33],
+  [1000, 10],
+  [4099, 64],
+].map(([rows, cols]) => ({
   name: `biasGrad (row tree) rows=${rows} cols=${cols}`,
   run: (gpu: Gpu) =>
     scoped(gpu, async (t) => {
       const dy = rand(rows * cols);
       const db = t(gpu.storage(cols));
       gpu.record(planBiasGradSteps(gpu, t(gpu.upload(dy)), db, rows, cols, (w, l) => t(gpu.storage(w, l))));
-      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(db, 0, cols), ref.biasGradRef(dy, rows, cols)), tol: 2e-7 * rows + 2e-6 };
+      return {
+        maxAbsErr: ref.maxAbsDiff(await gpu.readF32(db, 0, cols), ref.biasGradRef(dy, rows, cols)),
+        tol: 2e-7 * rows + 2e-6,
+      };
     }),
 }));
 
@@ -214,8 +282,18 @@ const splitShapes: [number, number, number][] = [
 ];
 const splitKCases: OracleCase[] = splitShapes.flatMap(([m, n, k]) =>
   (['tiled', 'direct', 'wide', 'blocked'] as MatmulVariant[]).flatMap((variant) =>
-    ([[true, false], [false, false], [false, true]] as [boolean, boolean][])
-      .filter(([ta]) => variant === 'tiled' || (n % 4 === 0 && (ta ? m % 4 === 0 : k % 4 === 0) && (variant !== 'wide' || (m >= 32 && n >= 32))))
+    (
+      [
+        [true, false],
+        [false, false],
+        [false, true],
+      ] as [boolean, boolean][]
+    )
+      .filter(
+        ([ta]) =>
+          variant === 'tiled' ||
+          (n % 4 === 0 && (ta ? m % 4 === 0 : k % 4 === 0) && (variant !== 'wide' || (m >= 32 && n >= 32))),
+      )
       .map(([ta, tb]) => ({
         name: `matmul split-K ${variant} ${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'} m=${m} n=${n} k=${k}`,
         run: (gpu: Gpu) =>
@@ -227,13 +305,21 @@ const splitKCases: OracleCase[] = splitShapes.flatMap(([m, n, k]) =>
             const B = rand(k * n);
             const c = t(gpu.storage(m * n));
             gpu.record(planMatmulSteps(gpu, t(gpu.upload(A)), t(gpu.upload(B)), c, o, (w, l) => t(gpu.storage(w, l))));
-            return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), ref.matmulRef(A, B, m, n, k, ta, tb)), tol: 2e-7 * k + 2e-6 };
+            return {
+              maxAbsErr: ref.maxAbsDiff(await gpu.readF32(c, 0, m * n), ref.matmulRef(A, B, m, n, k, ta, tb)),
+              tol: 2e-7 * k + 2e-6,
+            };
           }),
       })),
   ),
 );
 
-const xentCases: OracleCase[] = [[1, 1], [7, 10], [129, 33], [33, 513]].map(([batch, classes]) => ({
+const xentCases: OracleCase[] = [
+  [1, 1],
+  [7, 10],
+  [129, 33],
+  [33, 513],
+].map(([batch, classes]) => ({
   name: `softmax cross-entropy batch=${batch} classes=${classes} (logits up to ±80)`,
   run: (gpu) =>
     scoped(gpu, async (t) => {
@@ -241,7 +327,12 @@ const xentCases: OracleCase[] = [[1, 1], [7, 10], [129, 33], [33, 513]].map(([ba
       const labels = randLabels(batch, classes);
       const [dl, lr, cr, res] = [batch * classes, batch, batch, 4].map((n) => t(gpu.storage(n)));
       gpu.record([
-        planSoftmaxXent(gpu, { logits: t(gpu.upload(logits)), labels: t(gpu.upload(labels)), dLogits: dl, lossRows: lr, correct: cr }, batch, classes),
+        planSoftmaxXent(
+          gpu,
+          { logits: t(gpu.upload(logits)), labels: t(gpu.upload(labels)), dLogits: dl, lossRows: lr, correct: cr },
+          batch,
+          classes,
+        ),
         planSum(gpu, lr, res, batch, { scale: 1 / batch }),
         planSum(gpu, cr, res, batch, { outIndex: 1 }),
       ]);
@@ -276,7 +367,9 @@ const sumTreeCases: OracleCase[] = [1, 257, 70001].map((n) => ({
     scoped(gpu, async (t) => {
       const x = rand(n);
       const out = t(gpu.storage(4));
-      gpu.record(planSumTree(gpu, t(gpu.upload(x)), out, n, { outIndex: 2, scale: 0.5 }, (w, l) => t(gpu.storage(w, l))));
+      gpu.record(
+        planSumTree(gpu, t(gpu.upload(x)), out, n, { outIndex: 2, scale: 0.5 }, (w, l) => t(gpu.storage(w, l))),
+      );
       const [got] = await gpu.readF32(out, 2, 1);
       return { maxAbsErr: Math.abs(got - 0.5 * x.reduce((a, b) => a + b, 0)), tol: 1e-6 * Math.sqrt(n) + 1e-6 };
     }),
@@ -291,7 +384,13 @@ const elementwiseCases: OracleCase[] = [1, 33, 4099].map((n) => ({
       const ab = t(gpu.upload(a));
       const db = t(gpu.upload(d));
       gpu.record([...planAdd(gpu, ab, db, n), ...planAxpy(gpu, -0.25, ab, db, n), ...planScale(gpu, 3, db, n)]);
-      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(db, 0, n), Array.from(d, (v, i) => 3 * (v + a[i] - 0.25 * a[i]))), tol: 2e-6 };
+      return {
+        maxAbsErr: ref.maxAbsDiff(
+          await gpu.readF32(db, 0, n),
+          Array.from(d, (v, i) => 3 * (v + a[i] - 0.25 * a[i])),
+        ),
+        tol: 2e-6,
+      };
     }),
 }));
 
@@ -307,7 +406,11 @@ const f16Cases: OracleCase[] = [1, 7, 33, 513].map((n) => ({
       const got = await gpu.readF32(back, 0, n);
       // One f16 ULP of slack: WGSL leaves the rounding direction of pack2x16float to the implementation.
       let worst = 0;
-      for (let i = 0; i < n; i++) worst = Math.max(worst, Math.abs(got[i] - ref.roundToF16(x[i])) / Math.max(Math.abs(x[i]) * 2 ** -10, 2 ** -24));
+      for (let i = 0; i < n; i++)
+        worst = Math.max(
+          worst,
+          Math.abs(got[i] - ref.roundToF16(x[i])) / Math.max(Math.abs(x[i]) * 2 ** -10, 2 ** -24),
+        );
       return { maxAbsErr: worst, tol: 1 };
     }),
 }));
@@ -333,7 +436,13 @@ const optimizerCases: OracleCase[] = [
           gpu.record(d);
           ref.sgdRef(p, g, v, h.lr, h.momentum, h.weightDecay);
         }
-        return { maxAbsErr: Math.max(ref.maxAbsDiff(await gpu.readF32(pb, 0, n), p), ref.maxAbsDiff(await gpu.readF32(vb, 0, n), v)), tol: 1e-5 };
+        return {
+          maxAbsErr: Math.max(
+            ref.maxAbsDiff(await gpu.readF32(pb, 0, n), p),
+            ref.maxAbsDiff(await gpu.readF32(vb, 0, n), v),
+          ),
+          tol: 1e-5,
+        };
       }),
   },
   {
@@ -357,7 +466,13 @@ const optimizerCases: OracleCase[] = [
           gpu.record(d);
           ref.adamwRef(p, grads[s - 1], m, v, s, h.lr, h.beta1, h.beta2, h.eps, h.weightDecay);
         }
-        return { maxAbsErr: Math.max(ref.maxAbsDiff(await gpu.readF32(pb, 0, n), p), ref.maxAbsDiff(await gpu.readF32(mb, 0, n), m)), tol: 1e-5 };
+        return {
+          maxAbsErr: Math.max(
+            ref.maxAbsDiff(await gpu.readF32(pb, 0, n), p),
+            ref.maxAbsDiff(await gpu.readF32(mb, 0, n), m),
+          ),
+          tol: 1e-5,
+        };
       }),
   },
 ];
@@ -372,10 +487,20 @@ const mlpCases: OracleCase[] = (
 ).map(([widths, act, batch]) => ({
   name: `mlp ${widths.join('-')} ${act} batch=${batch}: loss and gradients`,
   run: async (gpu) => {
-    const model = new Mlp(gpu, { kind: 'mlp', inputSize: widths[0], hidden: widths.slice(1, -1), classes: widths[widths.length - 1], activation: act, seed: 5 });
+    const model = new Mlp(gpu, {
+      kind: 'mlp',
+      inputSize: widths[0],
+      hidden: widths.slice(1, -1),
+      classes: widths[widths.length - 1],
+      activation: act,
+      seed: 5,
+    });
     try {
       const c = await checkModel(model, rand(batch * widths[0]), [...randLabels(batch, widths[widths.length - 1])]);
-      return { maxAbsErr: c.gradMass > 1e-3 ? Math.max(Math.abs(c.loss - c.cpuLoss), c.gradError) : Infinity, tol: 2e-5 };
+      return {
+        maxAbsErr: c.gradMass > 1e-3 ? Math.max(Math.abs(c.loss - c.cpuLoss), c.gradError) : Infinity,
+        tol: 2e-5,
+      };
     } finally {
       model.destroy();
     }

@@ -24,7 +24,13 @@ function random(n: number, seed: number, scale = 1): Float64Array {
  * Largest |analytic − numeric| / max(1e-3, |numeric|) over every element of x,
  * where numeric is the central difference of Σ f(x)·dy.
  */
-function gradError(f: (x: Float64Array) => ArrayLike<number>, x: Float64Array, dy: ArrayLike<number>, analytic: ArrayLike<number>, h = 1e-6): number {
+function gradError(
+  f: (x: Float64Array) => ArrayLike<number>,
+  x: Float64Array,
+  dy: ArrayLike<number>,
+  analytic: ArrayLike<number>,
+  h = 1e-6,
+): number {
   const objective = (v: Float64Array) => {
     const y = f(v);
     let s = 0;
@@ -58,13 +64,27 @@ describe('CPU references: backward = finite differences of forward', () => {
   it('GELU (erf)', () => {
     const x = random(50, 5, 6);
     const dy = random(50, 6);
-    expect(gradError((v) => v.map(nn.geluRef.f), x, dy, Array.from(x, (v, i) => dy[i] * nn.geluRef.df(v)))).toBeLessThan(TOL);
+    expect(
+      gradError(
+        (v) => v.map(nn.geluRef.f),
+        x,
+        dy,
+        Array.from(x, (v, i) => dy[i] * nn.geluRef.df(v)),
+      ),
+    ).toBeLessThan(TOL);
   });
 
   it('row softmax', () => {
     const [rows, cols] = [4, 6];
     const [x, dy] = [random(rows * cols, 7, 3), random(rows * cols, 8)];
-    expect(gradError((v) => nn.softmaxRef(v, rows, cols), x, dy, nn.softmaxBackwardRef(nn.softmaxRef(x, rows, cols), dy, rows, cols))).toBeLessThan(TOL);
+    expect(
+      gradError(
+        (v) => nn.softmaxRef(v, rows, cols),
+        x,
+        dy,
+        nn.softmaxBackwardRef(nn.softmaxRef(x, rows, cols), dy, rows, cols),
+      ),
+    ).toBeLessThan(TOL);
   });
 
   it('cross-entropy with ignored targets: the gradient of the mean over counted positions', () => {
@@ -73,7 +93,9 @@ describe('CPU references: backward = finite differences of forward', () => {
     const targets = [0, -1, 4, 2, -1, 1];
     const want = nn.crossEntropyRef(logits, targets, positions, classes);
     expect(want.count).toBe(4);
-    expect(gradError((v) => [nn.crossEntropyRef(v, targets, positions, classes).loss], logits, [1], want.dlogits)).toBeLessThan(TOL);
+    expect(
+      gradError((v) => [nn.crossEntropyRef(v, targets, positions, classes).loss], logits, [1], want.dlogits),
+    ).toBeLessThan(TOL);
     // Ignored rows: no gradient at all.
     expect(Array.from(want.dlogits.subarray(classes, 2 * classes))).toEqual(new Array(classes).fill(0));
   });
@@ -82,7 +104,9 @@ describe('CPU references: backward = finite differences of forward', () => {
     const [rows, vocab, dim] = [7, 4, 3];
     const ids = [0, 3, 3, 1, 0, 3, 2];
     const [w, dy] = [random(vocab * dim, 10), random(rows * dim, 11)];
-    expect(gradError((v) => nn.embeddingRef(ids, v, rows, dim), w, dy, nn.embeddingBackwardRef(ids, dy, rows, vocab, dim))).toBeLessThan(TOL);
+    expect(
+      gradError((v) => nn.embeddingRef(ids, v, rows, dim), w, dy, nn.embeddingBackwardRef(ids, dy, rows, vocab, dim)),
+    ).toBeLessThan(TOL);
   });
 
   for (const causal of [true, false]) {
@@ -125,20 +149,57 @@ describe('CPU references: backward = finite differences of forward', () => {
       const b = random((s.broadcastB ? 1 : s.batch) * s.k * s.n, 17);
       const dc = random(s.batch * s.m * s.n, 18);
       const g = tr.bmmBackwardRef(a, b, dc, s);
-      expect(gradError((v) => tr.bmmRef(v, b, s), a, dc, g.da), JSON.stringify(s)).toBeLessThan(TOL);
-      expect(gradError((v) => tr.bmmRef(a, v, s), b, dc, g.db), JSON.stringify(s)).toBeLessThan(TOL);
+      expect(
+        gradError((v) => tr.bmmRef(v, b, s), a, dc, g.da),
+        JSON.stringify(s),
+      ).toBeLessThan(TOL);
+      expect(
+        gradError((v) => tr.bmmRef(a, v, s), b, dc, g.db),
+        JSON.stringify(s),
+      ).toBeLessThan(TOL);
     }
   });
 
   it('broadcast add and mul: the reduction is the gradient of each operand', () => {
-    const [aShape, bShape] = [[2, 1, 4], [3, 1]];
+    const [aShape, bShape] = [
+      [2, 1, 4],
+      [3, 1],
+    ];
     const shape = tr.broadcastShapeRef(aShape, bShape)!;
     expect(shape).toEqual([2, 3, 4]);
     const [a, b, dy] = [random(8, 19), random(3, 20), random(24, 21)];
-    expect(gradError((v) => tr.broadcastBinaryRef('add', v, aShape, b, bShape, -0.5), a, dy, tr.broadcastReduceRef(dy, shape, aShape))).toBeLessThan(TOL);
-    expect(gradError((v) => tr.broadcastBinaryRef('add', a, aShape, v, bShape, -0.5), b, dy, tr.broadcastReduceRef(dy, shape, bShape, -0.5))).toBeLessThan(TOL);
-    expect(gradError((v) => tr.broadcastBinaryRef('mul', v, aShape, b, bShape), a, dy, tr.broadcastReduceRef(dy, shape, aShape, 1, { data: b, shape: bShape }))).toBeLessThan(TOL);
-    expect(gradError((v) => tr.broadcastBinaryRef('mul', a, aShape, v, bShape), b, dy, tr.broadcastReduceRef(dy, shape, bShape, 1, { data: a, shape: aShape }))).toBeLessThan(TOL);
+    expect(
+      gradError(
+        (v) => tr.broadcastBinaryRef('add', v, aShape, b, bShape, -0.5),
+        a,
+        dy,
+        tr.broadcastReduceRef(dy, shape, aShape),
+      ),
+    ).toBeLessThan(TOL);
+    expect(
+      gradError(
+        (v) => tr.broadcastBinaryRef('add', a, aShape, v, bShape, -0.5),
+        b,
+        dy,
+        tr.broadcastReduceRef(dy, shape, bShape, -0.5),
+      ),
+    ).toBeLessThan(TOL);
+    expect(
+      gradError(
+        (v) => tr.broadcastBinaryRef('mul', v, aShape, b, bShape),
+        a,
+        dy,
+        tr.broadcastReduceRef(dy, shape, aShape, 1, { data: b, shape: bShape }),
+      ),
+    ).toBeLessThan(TOL);
+    expect(
+      gradError(
+        (v) => tr.broadcastBinaryRef('mul', a, aShape, v, bShape),
+        b,
+        dy,
+        tr.broadcastReduceRef(dy, shape, bShape, 1, { data: a, shape: aShape }),
+      ),
+    ).toBeLessThan(TOL);
   });
 
   it('permute, slice and concat: the backward maps are their adjoints', () => {
@@ -147,12 +208,32 @@ describe('CPU references: backward = finite differences of forward', () => {
     const perm = [2, 0, 1];
     const dy = random(24, 23);
     const inv = [1, 2, 0];
-    expect(gradError((v) => tr.permuteRef(v, shape, perm), x, dy, tr.permuteRef(dy, perm.map((d) => shape[d]), inv))).toBeLessThan(TOL);
+    expect(
+      gradError(
+        (v) => tr.permuteRef(v, shape, perm),
+        x,
+        dy,
+        tr.permuteRef(
+          dy,
+          perm.map((d) => shape[d]),
+          inv,
+        ),
+      ),
+    ).toBeLessThan(TOL);
     const dSlice = random(2 * 2 * 4, 24);
-    expect(gradError((v) => tr.sliceRef(v, shape, 1, 1, 2), x, dSlice, tr.sliceBackwardRef(dSlice, shape, 1, 1, 2))).toBeLessThan(TOL);
+    expect(
+      gradError((v) => tr.sliceRef(v, shape, 1, 1, 2), x, dSlice, tr.sliceBackwardRef(dSlice, shape, 1, 1, 2)),
+    ).toBeLessThan(TOL);
     const [p, q] = [random(2 * 1 * 4, 25), random(2 * 2 * 4, 26)];
     const dCat = random(24, 27);
-    const f = (v: Float64Array) => tr.concatRef([{ data: v, shape: [2, 1, 4] }, { data: q, shape: [2, 2, 4] }], 1);
+    const f = (v: Float64Array) =>
+      tr.concatRef(
+        [
+          { data: v, shape: [2, 1, 4] },
+          { data: q, shape: [2, 2, 4] },
+        ],
+        1,
+      );
     expect(gradError(f, p, dCat, tr.sliceRef(dCat, shape, 1, 0, 1))).toBeLessThan(TOL);
   });
 
@@ -164,7 +245,17 @@ describe('CPU references: backward = finite differences of forward', () => {
 
 describe('erf and GELU against tabulated values', () => {
   it('erf to 1e-13 (tabulated values, both sides of the series/fraction switch)', () => {
-    const table: [number, number][] = [[0, 0], [0.1, 0.1124629160182849], [1, 0.8427007929497149], [2, 0.9953222650189527], [2.4, 0.9993114861033549], [2.6, 0.9997639655834707], [3.1, 0.9999883513426328], [4, 0.9999999845827421], [-0.5, -0.5204998778130465]];
+    const table: [number, number][] = [
+      [0, 0],
+      [0.1, 0.1124629160182849],
+      [1, 0.8427007929497149],
+      [2, 0.9953222650189527],
+      [2.4, 0.9993114861033549],
+      [2.6, 0.9997639655834707],
+      [3.1, 0.9999883513426328],
+      [4, 0.9999999845827421],
+      [-0.5, -0.5204998778130465],
+    ];
     for (const [x, want] of table) expect(Math.abs(nn.erf(x) - want), `erf(${x})`).toBeLessThan(1e-15);
   });
   it('GELU is the erf form, not the tanh approximation: gelu(1) = 0.8413447460685429', () => {
@@ -191,10 +282,14 @@ describe('bad input gets a clear error', () => {
     expect(code(() => checkTargets([0], 2, 3))).toMatch(/expected 2 targets, got 1/);
   });
   it('token ids: within the vocabulary', () => {
-    expect(code(() => checkIds([0, 27], 2, 27))).toMatch(`${ErrorCode.InvalidArgument}: token id 1 is 27; ids must be integers in [0, 27)`);
+    expect(code(() => checkIds([0, 27], 2, 27))).toMatch(
+      `${ErrorCode.InvalidArgument}: token id 1 is 27; ids must be integers in [0, 27)`,
+    );
   });
   it('broadcasting and permutations name both shapes', () => {
     expect(code(() => broadcastShape([2, 3], [4, 3], 'add'))).toMatch('add: shapes [2, 3] and [4, 3] do not broadcast');
-    expect(code(() => permutedShape([2, 3], [0, 0]))).toMatch('transpose: [0, 0] is not a permutation of the 2 dimensions of [2, 3]');
+    expect(code(() => permutedShape([2, 3], [0, 0]))).toMatch(
+      'transpose: [0, 0] is not a permutation of the 2 dimensions of [2, 3]',
+    );
   });
 });

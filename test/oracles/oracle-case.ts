@@ -29,7 +29,10 @@ export function seedOf(name: string): number {
  * from a seed of the file's key (the op's name): adding, removing or
  * reordering another file's cases draws none of this file's inputs anew.
  */
-export function draws(key: string): { rand(n: number, scale?: number, offset?: number): Float32Array; randInts(n: number, below: number): Uint32Array } {
+export function draws(key: string): {
+  rand(n: number, scale?: number, offset?: number): Float32Array;
+  randInts(n: number, below: number): Uint32Array;
+} {
   let next = seedOf(key);
   return {
     /** n values uniform in [offset − scale, offset + scale]. */
@@ -62,7 +65,8 @@ export function relErr(got: ArrayLike<number>, want: ArrayLike<number>): number 
   return err;
 }
 
-export const plus = (a: ArrayLike<number>, b: ArrayLike<number>): Float64Array => Float64Array.from(a, (v, i) => v + b[i]);
+export const plus = (a: ArrayLike<number>, b: ArrayLike<number>): Float64Array =>
+  Float64Array.from(a, (v, i) => v + b[i]);
 
 /** Runs `work` with a tracker that frees every buffer it made afterwards (keeps long oracle runs from piling up memory). */
 export async function scoped<T>(gpu: Gpu, work: (t: (b: GPUBuffer) => GPUBuffer) => Promise<T>): Promise<T> {

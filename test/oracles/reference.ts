@@ -3,7 +3,15 @@
  * oracles every WGSL kernel is compared against. Written for clarity, not speed.
  */
 
-export function matmulRef(a: Float32Array, b: Float32Array, m: number, n: number, k: number, transA = false, transB = false): Float64Array {
+export function matmulRef(
+  a: Float32Array,
+  b: Float32Array,
+  m: number,
+  n: number,
+  k: number,
+  transA = false,
+  transB = false,
+): Float64Array {
   const c = new Float64Array(m * n);
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < n; j++) {
@@ -32,7 +40,12 @@ export interface SoftmaxXentRef {
   meanLoss: number;
 }
 
-export function softmaxXentRef(logits: Float32Array, labels: ArrayLike<number>, batch: number, classes: number): SoftmaxXentRef {
+export function softmaxXentRef(
+  logits: Float32Array,
+  labels: ArrayLike<number>,
+  batch: number,
+  classes: number,
+): SoftmaxXentRef {
   const lossRows = new Float64Array(batch);
   const correct = new Float64Array(batch);
   const dLogits = new Float64Array(batch * classes);
@@ -45,12 +58,20 @@ export function softmaxXentRef(logits: Float32Array, labels: ArrayLike<number>, 
     for (let j = 0; j < classes; j++) sum += Math.exp(row[j] - max);
     lossRows[r] = Math.log(sum) - (row[labels[r]] - max);
     correct[r] = best === labels[r] ? 1 : 0;
-    for (let j = 0; j < classes; j++) dLogits[r * classes + j] = (Math.exp(row[j] - max) / sum - (j === labels[r] ? 1 : 0)) / batch;
+    for (let j = 0; j < classes; j++)
+      dLogits[r * classes + j] = (Math.exp(row[j] - max) / sum - (j === labels[r] ? 1 : 0)) / batch;
   }
   return { lossRows, correct, dLogits, meanLoss: lossRows.reduce((a, b) => a + b, 0) / batch };
 }
 
-export function sgdRef(p: Float64Array, g: ArrayLike<number>, v: Float64Array, lr: number, momentum: number, wd: number): void {
+export function sgdRef(
+  p: Float64Array,
+  g: ArrayLike<number>,
+  v: Float64Array,
+  lr: number,
+  momentum: number,
+  wd: number,
+): void {
   for (let i = 0; i < p.length; i++) {
     const gi = g[i] + wd * p[i];
     v[i] = momentum * v[i] + gi;
@@ -58,7 +79,18 @@ export function sgdRef(p: Float64Array, g: ArrayLike<number>, v: Float64Array, l
   }
 }
 
-export function adamwRef(p: Float64Array, g: ArrayLike<number>, m: Float64Array, v: Float64Array, step: number, lr: number, b1: number, b2: number, eps: number, wd: number): void {
+export function adamwRef(
+  p: Float64Array,
+  g: ArrayLike<number>,
+  m: Float64Array,
+  v: Float64Array,
+  step: number,
+  lr: number,
+  b1: number,
+  b2: number,
+  eps: number,
+  wd: number,
+): void {
   for (let i = 0; i < p.length; i++) {
     m[i] = b1 * m[i] + (1 - b1) * g[i];
     v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];

@@ -28,7 +28,11 @@ function bitsDiffer(a: Float32Array, b: Float32Array): number {
 }
 
 /** Runs `work` on `gpu` and on a Gpu limited to `maxBindingBytes`; returns both outputs and the dispatch counts. */
-async function both<T extends Float32Array[]>(gpu: Gpu, maxBindingBytes: number, work: (g: Gpu) => Promise<{ out: T; dispatches: number }>) {
+async function both<T extends Float32Array[]>(
+  gpu: Gpu,
+  maxBindingBytes: number,
+  work: (g: Gpu) => Promise<{ out: T; dispatches: number }>,
+) {
   const sliced = await acquireGpu({ maxBindingBytes });
   try {
     return { whole: await work(gpu), sliced: await work(sliced) };
@@ -38,8 +42,14 @@ async function both<T extends Float32Array[]>(gpu: Gpu, maxBindingBytes: number,
 }
 
 /** A case's result: differing bits (tolerance 0), or Infinity when the limit did not split the work or the reference disagrees. */
-function verdict(r: { whole: { out: Float32Array[]; dispatches: number }; sliced: { out: Float32Array[]; dispatches: number } }, slicesAtLeast: number, refErr: number, refTol: number) {
-  if (r.whole.dispatches >= r.sliced.dispatches || r.sliced.dispatches < slicesAtLeast || !(refErr <= refTol)) return { maxAbsErr: Infinity, tol: 0 };
+function verdict(
+  r: { whole: { out: Float32Array[]; dispatches: number }; sliced: { out: Float32Array[]; dispatches: number } },
+  slicesAtLeast: number,
+  refErr: number,
+  refTol: number,
+) {
+  if (r.whole.dispatches >= r.sliced.dispatches || r.sliced.dispatches < slicesAtLeast || !(refErr <= refTol))
+    return { maxAbsErr: Infinity, tol: 0 };
   return { maxAbsErr: r.whole.out.reduce((n, o, i) => n + bitsDiffer(o, r.sliced.out[i]), 0), tol: 0 };
 }
 
@@ -85,7 +95,10 @@ const optimizerCases: OracleCase[] = [
             g.writeUniform(u, adamwFields({ ...h, step: s }));
             g.record(d);
           }
-          return { out: [await g.readF32(pb, 0, n), await g.readF32(mb, 0, n), await g.readF32(vb, 0, n)], dispatches: count(d) };
+          return {
+            out: [await g.readF32(pb, 0, n), await g.readF32(mb, 0, n), await g.readF32(vb, 0, n)],
+            dispatches: count(d),
+          };
         }),
       );
       const p = Float64Array.from(p0);
@@ -113,13 +126,21 @@ const embeddingCases: OracleCase[] = embeddingShapes.map(([rows, vocab, dim, acc
         const idb = t(g.upload(ids));
         const [out, dw] = [t(g.storage(rows * dim)), t(accumulate ? g.upload(dw0) : g.storage(vocab * dim))];
         const forward = planEmbeddingForward(g, s, idb, t(g.upload(w)), out);
-        const backward = planEmbeddingBackward(g, s, idb, t(g.upload(dy)), dw, accumulate, (words, l) => t(g.storage(words, l)));
+        const backward = planEmbeddingBackward(g, s, idb, t(g.upload(dy)), dw, accumulate, (words, l) =>
+          t(g.storage(words, l)),
+        );
         g.record([...forward, ...backward]);
-        return { out: [await g.readF32(out, 0, rows * dim), await g.readF32(dw, 0, vocab * dim)], dispatches: forward.length + backward.length };
+        return {
+          out: [await g.readF32(out, 0, rows * dim), await g.readF32(dw, 0, vocab * dim)],
+          dispatches: forward.length + backward.length,
+        };
       }),
     );
     const dwWant = embeddingBackwardRef(ids, dy, rows, vocab, dim);
-    const err = Math.max(relErr(r.sliced.out[0], embeddingRef(ids, w, rows, dim)), relErr(r.sliced.out[1], accumulate ? plus(dwWant, dw0) : dwWant));
+    const err = Math.max(
+      relErr(r.sliced.out[0], embeddingRef(ids, w, rows, dim)),
+      relErr(r.sliced.out[1], accumulate ? plus(dwWant, dw0) : dwWant),
+    );
     return verdict(r, atLeast, err, 2e-6 * Math.sqrt(rows));
   },
 }));
@@ -140,13 +161,56 @@ interface MatmulSliceCase {
 
 const matmulSliceCases: MatmulSliceCase[] = [
   { what: 'rows of C (C too big, A·B)', shape: { m: 300, n: 100, k: 40 }, limit: 32768, dispatches: 5 },
-  { what: 'rows of C (C too big, Aᵀ·B as dW = dyᵀ·x)', shape: { m: 300, n: 100, k: 20, transA: true }, limit: 32768, dispatches: 5, steps: true },
-  { what: 'columns of C (B stored N×K too big, A·Bᵀ + bias + ReLU as a head)', shape: { m: 20, n: 300, k: 40, transB: true, relu: true }, bias: true, limit: 32768, dispatches: 2 },
-  { what: 'K (B stored K×N too big, A·B as dx = dy·W)', shape: { m: 20, n: 40, k: 300 }, limit: 32768, dispatches: 3, rounding: true },
-  { what: "K in the unsliced plan's chunks (Aᵀ·B, both too big)", shape: { m: 64, n: 64, k: 1024, transA: true }, limit: 65536, dispatches: 5, steps: true },
-  { what: 'rows, then columns of C (A, B stored N×K and C too big, as a head at a big batch)', shape: { m: 300, n: 256, k: 100, transB: true }, bias: true, limit: 65536, dispatches: 10 },
-  { what: 'rows, then K, with fewer rows so that the partial products fit (Aᵀ·B as dW = dyᵀ·x at a big batch)', shape: { m: 512, n: 256, k: 256, transA: true }, limit: 262144, dispatches: 12, steps: true, rounding: true },
-  { what: 'rows, then K (A and B stored K×N too big, as dx = dy·W at a big batch)', shape: { m: 200, n: 100, k: 1024 }, limit: 262144, dispatches: 12, rounding: true },
+  {
+    what: 'rows of C (C too big, Aᵀ·B as dW = dyᵀ·x)',
+    shape: { m: 300, n: 100, k: 20, transA: true },
+    limit: 32768,
+    dispatches: 5,
+    steps: true,
+  },
+  {
+    what: 'columns of C (B stored N×K too big, A·Bᵀ + bias + ReLU as a head)',
+    shape: { m: 20, n: 300, k: 40, transB: true, relu: true },
+    bias: true,
+    limit: 32768,
+    dispatches: 2,
+  },
+  {
+    what: 'K (B stored K×N too big, A·B as dx = dy·W)',
+    shape: { m: 20, n: 40, k: 300 },
+    limit: 32768,
+    dispatches: 3,
+    rounding: true,
+  },
+  {
+    what: "K in the unsliced plan's chunks (Aᵀ·B, both too big)",
+    shape: { m: 64, n: 64, k: 1024, transA: true },
+    limit: 65536,
+    dispatches: 5,
+    steps: true,
+  },
+  {
+    what: 'rows, then columns of C (A, B stored N×K and C too big, as a head at a big batch)',
+    shape: { m: 300, n: 256, k: 100, transB: true },
+    bias: true,
+    limit: 65536,
+    dispatches: 10,
+  },
+  {
+    what: 'rows, then K, with fewer rows so that the partial products fit (Aᵀ·B as dW = dyᵀ·x at a big batch)',
+    shape: { m: 512, n: 256, k: 256, transA: true },
+    limit: 262144,
+    dispatches: 12,
+    steps: true,
+    rounding: true,
+  },
+  {
+    what: 'rows, then K (A and B stored K×N too big, as dx = dy·W at a big batch)',
+    shape: { m: 200, n: 100, k: 1024 },
+    limit: 262144,
+    dispatches: 12,
+    rounding: true,
+  },
 ];
 
 const matmulCases: OracleCase[] = matmulSliceCases.map((c) => ({
@@ -160,7 +224,11 @@ const matmulCases: OracleCase[] = matmulSliceCases.map((c) => ({
         const o = { ...c.shape, bias: c.bias ? t(g.upload(bias)) : undefined, variant: 'tiled' as const };
         const [ab, bb, cb] = [t(g.upload(a)), t(g.upload(b)), t(g.storage(m * n))];
         const scratch = (words: number, l: string) => t(g.storage(words, l));
-        const d = c.steps ? planMatmulSteps(g, ab, bb, cb, o, scratch) : sliced ? planMatmulAnySize(g, ab, bb, cb, o, scratch) : [planMatmul(g, ab, bb, cb, o)];
+        const d = c.steps
+          ? planMatmulSteps(g, ab, bb, cb, o, scratch)
+          : sliced
+            ? planMatmulAnySize(g, ab, bb, cb, o, scratch)
+            : [planMatmul(g, ab, bb, cb, o)];
         g.record(d);
         return { out: [await g.readF32(cb, 0, m * n)], dispatches: d.length };
       }),
@@ -191,7 +259,15 @@ const elementwiseCases: OracleCase[] = [
           return { out: [await g.readF32(db, 0, n)], dispatches: d.length };
         }),
       );
-      return verdict(r, 60, ref.maxAbsDiff(r.sliced.out[0], Array.from(d0, (v, i) => 3 * (v + a[i] - 0.25 * a[i]))), 2e-6);
+      return verdict(
+        r,
+        60,
+        ref.maxAbsDiff(
+          r.sliced.out[0],
+          Array.from(d0, (v, i) => 3 * (v + a[i] - 0.25 * a[i])),
+        ),
+        2e-6,
+      );
     },
   },
 ];

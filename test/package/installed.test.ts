@@ -19,7 +19,18 @@
  * take about 100 s of the wall time.
  */
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +46,8 @@ const project = join(work, 'user-project');
 const pageProject = join(work, 'page-project');
 const USER_SCRIPT = readFileSync(join(REPO, 'test', 'package', 'user-train.ts'), 'utf8');
 const DENO = join(REPO, 'node_modules', '.bin', 'deno');
-const version = (dir: string): string => (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+const version = (dir: string): string =>
+  (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** What is not copied to pack from: installed and built things, and git's own. */
 const NOT_PACKED_FROM = new Set(['node_modules', '.git', 'dist', 'demo/dist', 'test-results', '.tmp']);
@@ -47,9 +59,15 @@ const NOT_PACKED_FROM = new Set(['node_modules', '.git', 'dist', 'demo/dist', 't
  */
 function userEnvironment(): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  env.NODE_OPTIONS = (env.NODE_OPTIONS ?? '').split(/\s+/).filter((o) => !o.startsWith('--conditions=ringtrain-source')).join(' ');
+  env.NODE_OPTIONS = (env.NODE_OPTIONS ?? '')
+    .split(/\s+/)
+    .filter((o) => !o.startsWith('--conditions=ringtrain-source'))
+    .join(' ');
   delete env.DENO_CONDITIONS;
-  env.PATH = (env.PATH ?? '').split(delimiter).filter((dir) => dir !== '' && !existsSync(join(dir, 'deno'))).join(delimiter);
+  env.PATH = (env.PATH ?? '')
+    .split(delimiter)
+    .filter((dir) => dir !== '' && !existsSync(join(dir, 'deno')))
+    .join(delimiter);
   return env;
 }
 
@@ -134,35 +152,65 @@ beforeAll(async () => {
   mkdirSync(project);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
   const typescript = `typescript@${version(join(REPO, 'node_modules', 'typescript'))}`;
-  await ok('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball!), typescript], project);
+  await ok(
+    'npm',
+    ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball!), typescript],
+    project,
+  );
   writeFileSync(join(project, 'train.ts'), USER_SCRIPT);
   // A page's code beside it, in a project of its own (a bundler's settings) with the same node_modules.
   mkdirSync(pageProject);
   symlinkSync(join(project, 'node_modules'), join(pageProject, 'node_modules'));
   writeFileSync(join(pageProject, 'main.ts'), PAGE_SCRIPT);
-  writeFileSync(join(pageProject, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'esnext', moduleResolution: 'bundler', target: 'esnext', lib: ['esnext', 'dom'], types: [], strict: true, noEmit: true } }));
+  writeFileSync(
+    join(pageProject, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'esnext',
+        moduleResolution: 'bundler',
+        target: 'esnext',
+        lib: ['esnext', 'dom'],
+        types: [],
+        strict: true,
+        noEmit: true,
+      },
+    }),
+  );
 }, 400_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('npm install ringtrain, in a fresh project', () => {
   it('installs the built code, declarations, shaders and page, and nothing of the repository besides', () => {
     const installed = join(project, 'node_modules', 'ringtrain');
-    for (const file of ['dist/src/index.node.js', 'dist/src/index.node.d.ts', 'dist/src/index.d.ts', 'dist/src/tfjs/index.node.js', 'dist/src/cli/main.js', 'shaders/matmul.wgsl', 'demo/dist/index.html', 'bin/ringtrain.js']) {
+    for (const file of [
+      'dist/src/index.node.js',
+      'dist/src/index.node.d.ts',
+      'dist/src/index.d.ts',
+      'dist/src/tfjs/index.node.js',
+      'dist/src/cli/main.js',
+      'shaders/matmul.wgsl',
+      'demo/dist/index.html',
+      'bin/ringtrain.js',
+    ]) {
       expect(existsSync(join(installed, file)), file).toBe(true);
     }
     expect(readdirSync(installed).sort()).toEqual(['README.md', 'bin', 'demo', 'dist', 'package.json', 'shaders']);
     expect(readdirSync(join(installed, 'demo'))).toEqual(['dist']);
   });
 
-  it('type-checks and compiles the user script with tsc --init settings (strict, nodenext), with no error', { timeout: 120_000 }, async () => {
-    await ok('npx', ['tsc', '--init'], project);
-    const tsc = await ok('npx', ['tsc'], project);
-    expect(tsc.stdout + tsc.stderr).toBe('');
-    expect(existsSync(join(project, 'train.js'))).toBe(true);
-    // The declarations the script reaches are clean themselves: they name no type the project lacks.
-    const strict = await ok('npx', ['tsc', '--noEmit', '--skipLibCheck', 'false'], project);
-    expect(strict.stdout + strict.stderr).toBe('');
-  });
+  it(
+    'type-checks and compiles the user script with tsc --init settings (strict, nodenext), with no error',
+    { timeout: 120_000 },
+    async () => {
+      await ok('npx', ['tsc', '--init'], project);
+      const tsc = await ok('npx', ['tsc'], project);
+      expect(tsc.stdout + tsc.stderr).toBe('');
+      expect(existsSync(join(project, 'train.js'))).toBe(true);
+      // The declarations the script reaches are clean themselves: they name no type the project lacks.
+      const strict = await ok('npx', ['tsc', '--noEmit', '--skipLibCheck', 'false'], project);
+      expect(strict.stdout + strict.stderr).toBe('');
+    },
+  );
 
   it('gives a bundler project (a page) the types of the browser entry', { timeout: 120_000 }, async () => {
     const tsc = await ok(join(project, 'node_modules', '.bin', 'tsc'), ['-p', '.'], pageProject);
@@ -173,60 +221,81 @@ describe('npm install ringtrain, in a fresh project', () => {
     const r = await ok('npx', ['ringtrain', '--version'], project);
     expect(r.stdout.trim()).toBe(version(REPO));
   });
-
 });
 
 // These start processes that wait on WebGPU's software adapters and on each other more than they
 // use the CPU: together they take about as long as the longest alone.
 describe.concurrent('the installed package runs', () => {
-  it('the script under Node alone and under Deno as one rank, and under launch -np 2 (Node, Deno) as one process at twice the batch', { timeout: 300_000 }, async () => {
-    // The same script as Deno users often write it, with an npm: specifier (resolved from node_modules
-    // here); written after the type check, which cannot resolve npm: specifiers.
-    writeFileSync(join(project, 'train-npm.ts'), USER_SCRIPT.replace("from 'ringtrain'", "from 'npm:ringtrain'"));
-    const [alone, deno, denoNpm, launched, launchedDeno] = await Promise.all([
-      ok(process.execPath, ['train.js'], project),
-      ok(DENO, ['run', '-A', 'train.ts'], project),
-      ok(DENO, ['run', '-A', 'train-npm.ts'], project),
-      ok('npx', ['ringtrain', 'launch', '-np', '2', 'train.ts'], project),
-      ok('npx', ['ringtrain', 'launch', '-np', '2', '--runtime', 'deno', 'train.ts'], project, denoOnPath()),
-    ]);
-    const [one] = results(alone.stdout);
-    expect(one).toMatchObject({ rank: 0, size: 1, steps: 10 });
-    expect(Number.isFinite(one.loss)).toBe(true);
-    for (const run of [deno, denoNpm]) {
-      const [underDeno] = results(run.stdout);
-      expect(underDeno).toMatchObject({ rank: 0, size: 1, steps: 10 });
-      // Deno's adapter (lavapipe) and Node's (SwiftShader) round differently, a little.
-      expect(relativeDifference(underDeno.weights, one.weights)).toBeLessThan(1e-4);
-    }
-    for (const run of [launched, launchedDeno]) {
-      const ranks = results(run.stdout).sort((a, b) => a.rank - b.rank);
-      expect(ranks.map((r) => [r.rank, r.size])).toEqual([[0, 2], [1, 2]]);
-      expect(ranks[1].weights).toEqual(ranks[0].weights);
-      expect(relativeDifference(ranks[0].weights, one.weights)).toBeLessThan(1e-4);
-    }
-  });
+  it(
+    'the script under Node alone and under Deno as one rank, and under launch -np 2 (Node, Deno) as one process at twice the batch',
+    { timeout: 300_000 },
+    async () => {
+      // The same script as Deno users often write it, with an npm: specifier (resolved from node_modules
+      // here); written after the type check, which cannot resolve npm: specifiers.
+      writeFileSync(join(project, 'train-npm.ts'), USER_SCRIPT.replace("from 'ringtrain'", "from 'npm:ringtrain'"));
+      const [alone, deno, denoNpm, launched, launchedDeno] = await Promise.all([
+        ok(process.execPath, ['train.js'], project),
+        ok(DENO, ['run', '-A', 'train.ts'], project),
+        ok(DENO, ['run', '-A', 'train-npm.ts'], project),
+        ok('npx', ['ringtrain', 'launch', '-np', '2', 'train.ts'], project),
+        ok('npx', ['ringtrain', 'launch', '-np', '2', '--runtime', 'deno', 'train.ts'], project, denoOnPath()),
+      ]);
+      const [one] = results(alone.stdout);
+      expect(one).toMatchObject({ rank: 0, size: 1, steps: 10 });
+      expect(Number.isFinite(one.loss)).toBe(true);
+      for (const run of [deno, denoNpm]) {
+        const [underDeno] = results(run.stdout);
+        expect(underDeno).toMatchObject({ rank: 0, size: 1, steps: 10 });
+        // Deno's adapter (lavapipe) and Node's (SwiftShader) round differently, a little.
+        expect(relativeDifference(underDeno.weights, one.weights)).toBeLessThan(1e-4);
+      }
+      for (const run of [launched, launchedDeno]) {
+        const ranks = results(run.stdout).sort((a, b) => a.rank - b.rank);
+        expect(ranks.map((r) => [r.rank, r.size])).toEqual([
+          [0, 2],
+          [1, 2],
+        ]);
+        expect(ranks[1].weights).toEqual(ranks[0].weights);
+        expect(relativeDifference(ranks[0].weights, one.weights)).toBeLessThan(1e-4);
+      }
+    },
+  );
 
-  it('`npx ringtrain train --model mlp --steps 20` with no flags, choosing Node where Deno is not installed, and Deno where it is', { timeout: 300_000 }, async () => {
-    const [withoutDeno, withDeno] = await Promise.all([
-      ok('npx', ['ringtrain', 'train', '--model', 'mlp', '--steps', '20'], project),
-      ok('npx', ['ringtrain', 'train', '--model', 'mlp', '--steps', '20'], project, denoOnPath()),
-    ]);
-    expect(withoutDeno.stdout.split('\n')[0]).toMatch(/^ringtrain: runtime node \(auto: Deno is not installed; npm install deno adds it/);
-    // With Deno there, the adapter decides: Deno on this machine's software adapters (Node on a real GPU).
-    expect(withDeno.stdout.split('\n')[0]).toMatch(/^ringtrain: runtime (deno \(auto: no hardware GPU|node \(auto: hardware adapter)/);
-    for (const r of [withoutDeno, withDeno]) expect(r.stdout).toMatch(/^done: 20 steps, test accuracy [\d.]+%/m);
-  });
+  it(
+    '`npx ringtrain train --model mlp --steps 20` with no flags, choosing Node where Deno is not installed, and Deno where it is',
+    { timeout: 300_000 },
+    async () => {
+      const [withoutDeno, withDeno] = await Promise.all([
+        ok('npx', ['ringtrain', 'train', '--model', 'mlp', '--steps', '20'], project),
+        ok('npx', ['ringtrain', 'train', '--model', 'mlp', '--steps', '20'], project, denoOnPath()),
+      ]);
+      expect(withoutDeno.stdout.split('\n')[0]).toMatch(
+        /^ringtrain: runtime node \(auto: Deno is not installed; npm install deno adds it/,
+      );
+      // With Deno there, the adapter decides: Deno on this machine's software adapters (Node on a real GPU).
+      expect(withDeno.stdout.split('\n')[0]).toMatch(
+        /^ringtrain: runtime (deno \(auto: no hardware GPU|node \(auto: hardware adapter)/,
+      );
+      for (const r of [withoutDeno, withDeno]) expect(r.stdout).toMatch(/^done: 20 steps, test accuracy [\d.]+%/m);
+    },
+  );
 
   it('launch --tabs 1, serving the page shipped in the package to a tab', { timeout: 300_000 }, async () => {
     // The command npx runs, started directly so that our SIGTERM reaches the launcher (which stops its worker).
     const bin = join(project, 'node_modules', '.bin', 'ringtrain');
-    const launcher = spawn(bin, ['launch', '-np', '1', '--tabs', '1', 'train.ts'], { cwd: project, env: userEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const launcher = spawn(bin, ['launch', '-np', '1', '--tabs', '1', 'train.ts'], {
+      cwd: project,
+      env: userEnvironment(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise((resolve) => launcher.on('exit', resolve));
     const browser = await launchChromium();
     try {
       const link = await new Promise<string>((resolve, reject) => {
-        forEachLine(launcher.stdout!, (line) => line.startsWith('[launch] page ') && resolve(line.slice('[launch] page '.length)));
+        forEachLine(
+          launcher.stdout!,
+          (line) => line.startsWith('[launch] page ') && resolve(line.slice('[launch] page '.length)),
+        );
         launcher.on('exit', (code) => reject(new Error(`launch ended (exit ${code}) before printing the page's link`)));
       });
       const { page, errors } = await openTab(browser, link);

@@ -10,7 +10,17 @@
  * It uses no runtime's own API (no node: import, no Deno global), so one file
  * runs in both. Prints one JSON line: rank, size, the last loss and the weights.
  */
-import { acquireGpu, broadcastParameters, data, createModel, DistributedOptimizer, init, nn, optim, type Tensor } from 'ringtrain';
+import {
+  acquireGpu,
+  broadcastParameters,
+  data,
+  createModel,
+  DistributedOptimizer,
+  init,
+  nn,
+  optim,
+  type Tensor,
+} from 'ringtrain';
 
 const STEPS = 10;
 const GLOBAL_BATCH = 32;
@@ -43,7 +53,13 @@ try {
   const { rank, size } = session.comm;
   const batch = GLOBAL_BATCH / size;
   const points = spirals(512);
-  const set = data.makeDataset({ inputs: points.inputs, inputSize: 2, labels: points.labels, positions: 1, classes: 2 });
+  const set = data.makeDataset({
+    inputs: points.inputs,
+    inputSize: 2,
+    labels: points.labels,
+    positions: 1,
+    classes: 2,
+  });
   const model = createModel(gpu, new Net(), { inputShape: [2], classes: 2, seed: 1 + rank });
   const opt = new DistributedOptimizer(session, model, new optim.AdamW(model, { lr: 0.01 }));
   await broadcastParameters(session.comm, model);

@@ -14,7 +14,11 @@ describe('the page build', () => {
   it('prints no warning', () => {
     const out = mkdtempSync(join(tmpdir(), 'ringtrain-page-build-'));
     try {
-      const r = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', 'demo', '--logLevel', 'warn', '--outDir', out, '--emptyOutDir'], { encoding: 'utf8' });
+      const r = spawnSync(
+        process.execPath,
+        ['node_modules/vite/bin/vite.js', 'build', 'demo', '--logLevel', 'warn', '--outDir', out, '--emptyOutDir'],
+        { encoding: 'utf8' },
+      );
       expect(r.status, r.stderr).toBe(0);
       expect(`${r.stdout}${r.stderr}`.trim()).toBe('');
       // It built the page, with simple-peer's browser bundle and nothing of its Node build.

@@ -17,7 +17,9 @@ afterEach(async () => {
 });
 
 /** A server whose n-th request (1-based) gets `answer(n, req, res)`; returns its URL and the request count. */
-async function serve(answer: (n: number, req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; requests: () => number }> {
+async function serve(
+  answer: (n: number, req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ url: string; requests: () => number }> {
   let n = 0;
   const server = createServer((req, res) => answer(++n, req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -51,7 +53,9 @@ describe('fetchAssetText', () => {
     const s = await serve((_n, req) => req.socket.destroy());
     const err = await fetchAssetText(s.url, 'mnist: digit file 3', OPTIONS).catch((e: unknown) => e);
     expect(isRingtrainError(err, ErrorCode.BadData)).toBe(true);
-    expect((err as Error).message).toMatch(/^mnist: digit file 3: downloading http:\/\/127\.0\.0\.1:\d+\/digits\/3\.json failed 3 times \(last: fetch failed\); check this tab's connection/);
+    expect((err as Error).message).toMatch(
+      /^mnist: digit file 3: downloading http:\/\/127\.0\.0\.1:\d+\/digits\/3\.json failed 3 times \(last: fetch failed\); check this tab's connection/,
+    );
     expect(s.requests()).toBe(3);
   });
 
@@ -62,7 +66,9 @@ describe('fetchAssetText', () => {
     });
     const err = await fetchAssetText(s.url, 'cmudict: the dictionary', OPTIONS).catch((e: unknown) => e);
     expect(isRingtrainError(err, ErrorCode.BadData)).toBe(true);
-    expect((err as Error).message).toMatch(/^cmudict: the dictionary: the server answered 404 Not Found for .*; rebuild the page \(npm run build:page\)\.$/);
+    expect((err as Error).message).toMatch(
+      /^cmudict: the dictionary: the server answered 404 Not Found for .*; rebuild the page \(npm run build:page\)\.$/,
+    );
     expect(s.requests()).toBe(1);
   });
 });

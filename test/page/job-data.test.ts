@@ -25,7 +25,8 @@ const SHA = createHash('sha256').update(BYTES).digest('hex');
 const FILE = join(dir, 'tale.txt');
 writeFileSync(FILE, BYTES);
 
-// What `ringtrain run --text tale.txt --context 16 --layers 1 --width 32 --heads 2` writes, a few steps and a small validation glance.
+// What `ringtrain run --text tale.txt --context 16 --layers 1 --width 32 --heads 2` writes, a few steps and a small
+// validation glance.
 const JOB = {
   id: 'tale',
   token: 'tok-tale',
@@ -51,11 +52,18 @@ const JOB = {
     maxPeers: 2,
   },
 };
-// The same text with GPT-2's tokenizer (`run --text tale.txt --tokenizer gpt2 …`): the tab loads the tokenizer and tokenizes its download with it.
-const GPT2_JOB = { ...JOB, id: 'tale-gpt2', token: 'tok-tale-gpt2', config: { ...JOB.config, hyperparameters: { ...JOB.config.hyperparameters, tokenizer: 'gpt2' } } };
+// The same text with GPT-2's tokenizer (`run --text tale.txt --tokenizer gpt2 …`): the tab loads the tokenizer and
+// tokenizes its download with it.
+const GPT2_JOB = {
+  ...JOB,
+  id: 'tale-gpt2',
+  token: 'tok-tale-gpt2',
+  config: { ...JOB.config, hyperparameters: { ...JOB.config.hyperparameters, tokenizer: 'gpt2' } },
+};
 const OTHER = new TextEncoder().encode('another job’s text');
 
-// Three classes by the quadrant of two features, 150 rows (every fifth is a test row): `run --data rows.csv --label-column label`.
+// Three classes by the quadrant of two features, 150 rows (every fifth is a test row): `run --data rows.csv
+// --label-column label`.
 const CSV = `x,y,label\n${Array.from({ length: 150 }, (_, i) => {
   const x = Math.sin(i * 1.7) * 2;
   const y = Math.cos(i * 2.3) * 2;
@@ -70,7 +78,15 @@ const TABLE_JOB = {
   config: {
     model: 'mlp',
     optimizer: 'adamw',
-    hyperparameters: { lr: 0.02, weightDecay: 0.0001, steps: TABLE_STEPS, seed: 3, table: 'rows.csv', tableSha256: createHash('sha256').update(CSV).digest('hex'), labelColumn: 'label' },
+    hyperparameters: {
+      lr: 0.02,
+      weightDecay: 0.0001,
+      steps: TABLE_STEPS,
+      seed: 3,
+      table: 'rows.csv',
+      tableSha256: createHash('sha256').update(CSV).digest('hex'),
+      labelColumn: 'label',
+    },
     batchPerPeer: 8,
     minPeers: 2,
     maxPeers: 2,
@@ -79,7 +95,11 @@ const TABLE_JOB = {
 // A minute of missed heartbeats, as `run` allows its local workers: a worker warms up a model with
 // GPT-2's 50,257 outputs between the server's welcome and the ring, which on a busy CPU adapter
 // keeps Deno's event loop longer than the default 15 s.
-const fx = usePageFixture({ jobs: [JOB, GPT2_JOB, TABLE_JOB], files: [BYTES, OTHER, new TextEncoder().encode(CSV)], missedHeartbeats: 12 });
+const fx = usePageFixture({
+  jobs: [JOB, GPT2_JOB, TABLE_JOB],
+  files: [BYTES, OTHER, new TextEncoder().encode(CSV)],
+  missedHeartbeats: 12,
+});
 
 describe('a text job in the page', () => {
   it('serves the job’s text to its peers only, and only the files the job names', async () => {
@@ -92,72 +112,100 @@ describe('a text job in the page', () => {
     expect(anonymous.status).toBe(404);
     expect(((await anonymous.json()) as { error: string }).error).toContain('needs its token');
     const otherSha = createHash('sha256').update(OTHER).digest('hex');
-    const other = await fetch(`${fx.server.url}/api/jobs/${JOB.id}/files/${otherSha}`, { headers: { authorization: `Bearer ${JOB.token}` } });
+    const other = await fetch(`${fx.server.url}/api/jobs/${JOB.id}/files/${otherSha}`, {
+      headers: { authorization: `Bearer ${JOB.token}` },
+    });
     expect(other.status).toBe(404);
     expect(((await other.json()) as { error: string }).error).toContain(`names no file with SHA-256 ${otherSha}`);
   });
 
-  it('trains with a Deno worker that reads its own copy, and continues a prompt from the tab’s weights', { timeout: 600_000 }, async () => {
-    const worker = startDenoWorker(fx.server.url, JOB, ['--text', FILE]);
-    try {
-      const { page, errors, note } = await joinAndTrain(fx.browser, `${fx.server.url}/?job=${JOB.id}#token=${JOB.token}`);
-      expect(note, worker.stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+`));
-      // The continuation: the prompt is the start of the validation text, the rest is sampled, in the text's characters.
-      await page.waitForSelector('[data-testid=text-panel][data-state=attached]', { timeout: 60_000 });
-      const prompt = await page.inputValue('[data-testid=text-prompt]');
-      expect(TEXT).toContain(prompt);
-      expect(prompt.length).toBe(16);
-      await page.click('[data-testid=text-generate]');
-      await page.waitForSelector('[data-testid=text-panel][data-state=generated]', { timeout: 60_000 });
-      const continuation = (await page.textContent('[data-testid=text-continuation]')) ?? '';
-      expect([...continuation]).toHaveLength(200);
-      const alphabet = new Set(TEXT);
-      expect([...continuation].filter((c) => !alphabet.has(c))).toEqual([]);
-      // A character the text never had is refused, naming it.
-      await page.fill('[data-testid=text-prompt]', 'the cat Z');
-      await page.click('[data-testid=text-generate]');
-      await page.waitForSelector('[data-testid=text-panel][data-state=failed]', { timeout: 60_000 });
-      expect(await page.textContent('[data-testid=text-status]')).toContain('"Z" (U+005A) is not in the model\'s vocabulary');
-      await screenshot(page, 'text-job');
-      expect(errors).toEqual([]);
-      expect(await worker.exit, worker.stderr).toBe(0);
-      expect(worker.result).toMatchObject({ steps: STEPS, size: 2 });
-      await page.close();
-    } finally {
-      worker.child.kill('SIGKILL');
-    }
-  });
+  it(
+    'trains with a Deno worker that reads its own copy, and continues a prompt from the tab’s weights',
+    { timeout: 600_000 },
+    async () => {
+      const worker = startDenoWorker(fx.server.url, JOB, ['--text', FILE]);
+      try {
+        const { page, errors, note } = await joinAndTrain(
+          fx.browser,
+          `${fx.server.url}/?job=${JOB.id}#token=${JOB.token}`,
+        );
+        expect(note, worker.stderr).toMatch(
+          new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+`),
+        );
+        // The continuation: the prompt is the start of the validation text, the rest is sampled, in the text's
+        // characters.
+        await page.waitForSelector('[data-testid=text-panel][data-state=attached]', { timeout: 60_000 });
+        const prompt = await page.inputValue('[data-testid=text-prompt]');
+        expect(TEXT).toContain(prompt);
+        expect(prompt.length).toBe(16);
+        await page.click('[data-testid=text-generate]');
+        await page.waitForSelector('[data-testid=text-panel][data-state=generated]', { timeout: 60_000 });
+        const continuation = (await page.textContent('[data-testid=text-continuation]')) ?? '';
+        expect([...continuation]).toHaveLength(200);
+        const alphabet = new Set(TEXT);
+        expect([...continuation].filter((c) => !alphabet.has(c))).toEqual([]);
+        // A character the text never had is refused, naming it.
+        await page.fill('[data-testid=text-prompt]', 'the cat Z');
+        await page.click('[data-testid=text-generate]');
+        await page.waitForSelector('[data-testid=text-panel][data-state=failed]', { timeout: 60_000 });
+        expect(await page.textContent('[data-testid=text-status]')).toContain(
+          '"Z" (U+005A) is not in the model\'s vocabulary',
+        );
+        await screenshot(page, 'text-job');
+        expect(errors).toEqual([]);
+        expect(await worker.exit, worker.stderr).toBe(0);
+        expect(worker.result).toMatchObject({ steps: STEPS, size: 2 });
+        await page.close();
+      } finally {
+        worker.child.kill('SIGKILL');
+      }
+    },
+  );
 
-  it('a gpt2 job: the tab tokenizes with GPT-2\'s BPE, trains with a Deno worker, and continues a prompt in GPT-2 tokens', { timeout: 600_000 }, async () => {
-    const worker = startDenoWorker(fx.server.url, GPT2_JOB, ['--text', FILE]);
-    try {
-      const { page, errors, note } = await joinAndTrain(fx.browser, `${fx.server.url}/?job=${GPT2_JOB.id}#token=${GPT2_JOB.token}`);
-      expect(note, worker.stderr).toMatch(new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+`));
-      await page.waitForSelector('[data-testid=text-panel][data-state=attached]', { timeout: 60_000 });
-      // The first prompt is 16 GPT-2 tokens of the validation text, decoded: more than 16 characters of it.
-      const prompt = await page.inputValue('[data-testid=text-prompt]');
-      expect(TEXT).toContain(prompt);
-      expect(prompt.length).toBeGreaterThan(16);
-      // GPT-2 has a token for any text: a capital the text never had is no refusal here.
-      await page.fill('[data-testid=text-prompt]', 'the cat Z');
-      await page.click('[data-testid=text-generate]');
-      await page.waitForSelector('[data-testid=text-panel][data-state=generated]', { timeout: 60_000 });
-      const continuation = (await page.textContent('[data-testid=text-continuation]')) ?? '';
-      expect(continuation.length).toBeGreaterThan(200); // 200 tokens of GPT-2's whole vocabulary: words and pieces of words
-      expect(errors).toEqual([]);
-      expect(await worker.exit, worker.stderr).toBe(0);
-      expect(worker.result).toMatchObject({ steps: STEPS, size: 2, vocabulary_size: 50257 });
-      await page.close();
-    } finally {
-      worker.child.kill('SIGKILL');
-    }
-  });
+  it(
+    "a gpt2 job: the tab tokenizes with GPT-2's BPE, trains with a Deno worker, and continues a prompt in GPT-2 tokens",
+    { timeout: 600_000 },
+    async () => {
+      const worker = startDenoWorker(fx.server.url, GPT2_JOB, ['--text', FILE]);
+      try {
+        const { page, errors, note } = await joinAndTrain(
+          fx.browser,
+          `${fx.server.url}/?job=${GPT2_JOB.id}#token=${GPT2_JOB.token}`,
+        );
+        expect(note, worker.stderr).toMatch(
+          new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+`),
+        );
+        await page.waitForSelector('[data-testid=text-panel][data-state=attached]', { timeout: 60_000 });
+        // The first prompt is 16 GPT-2 tokens of the validation text, decoded: more than 16 characters of it.
+        const prompt = await page.inputValue('[data-testid=text-prompt]');
+        expect(TEXT).toContain(prompt);
+        expect(prompt.length).toBeGreaterThan(16);
+        // GPT-2 has a token for any text: a capital the text never had is no refusal here.
+        await page.fill('[data-testid=text-prompt]', 'the cat Z');
+        await page.click('[data-testid=text-generate]');
+        await page.waitForSelector('[data-testid=text-panel][data-state=generated]', { timeout: 60_000 });
+        const continuation = (await page.textContent('[data-testid=text-continuation]')) ?? '';
+        expect(continuation.length).toBeGreaterThan(200); // 200 tokens of GPT-2's whole vocabulary: words and pieces of words
+        expect(errors).toEqual([]);
+        expect(await worker.exit, worker.stderr).toBe(0);
+        expect(worker.result).toMatchObject({ steps: STEPS, size: 2, vocabulary_size: 50257 });
+        await page.close();
+      } finally {
+        worker.child.kill('SIGKILL');
+      }
+    },
+  );
 
   it('trains the mlp on a table with a Deno worker that reads its own copy', { timeout: 600_000 }, async () => {
     const worker = startDenoWorker(fx.server.url, TABLE_JOB, ['--data', CSV_FILE]);
     try {
-      const { page, errors, note } = await joinAndTrain(fx.browser, `${fx.server.url}/?job=${TABLE_JOB.id}#token=${TABLE_JOB.token}`);
-      const accuracy = Number(new RegExp(`Training finished: ${TABLE_STEPS} steps, test accuracy (\\d+\\.\\d)%`).exec(note)?.[1]);
+      const { page, errors, note } = await joinAndTrain(
+        fx.browser,
+        `${fx.server.url}/?job=${TABLE_JOB.id}#token=${TABLE_JOB.token}`,
+      );
+      const accuracy = Number(
+        new RegExp(`Training finished: ${TABLE_STEPS} steps, test accuracy (\\d+\\.\\d)%`).exec(note)?.[1],
+      );
       expect(accuracy, `${note} ${worker.stderr}`).toBeGreaterThan(60); // three classes: chance is 33%
       expect(errors).toEqual([]);
       expect(await worker.exit, worker.stderr).toBe(0);

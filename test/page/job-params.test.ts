@@ -13,7 +13,10 @@ function fakes(href: string, stored: Record<string, string> = {}) {
   const storage = { ...stored };
   return {
     loc: { search: u.search, hash: u.hash, pathname: u.pathname },
-    history: { state: null, replaceState: (_s: unknown, _t: string, url?: string | URL | null) => void replaced.push(String(url)) },
+    history: {
+      state: null,
+      replaceState: (_s: unknown, _t: string, url?: string | URL | null) => void replaced.push(String(url)),
+    },
     storage: { getItem: (k: string) => storage[k] ?? null, setItem: (k: string, v: string) => void (storage[k] = v) },
     replaced,
     stored: storage,

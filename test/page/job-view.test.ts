@@ -15,7 +15,14 @@ import { openTab, screenshot, usePageFixture } from './serve-page.ts';
 const job = (id: string, maxPeers: number) => ({
   id,
   token: `${id}-token`,
-  config: { model: 'mlp', optimizer: 'adamw', hyperparameters: { lr: 0.02, steps: 400, seed: 1, globalBatch: 64 }, batchPerPeer: 32, minPeers: 2, maxPeers },
+  config: {
+    model: 'mlp',
+    optimizer: 'adamw',
+    hyperparameters: { lr: 0.02, steps: 400, seed: 1, globalBatch: 64 },
+    batchPerPeer: 32,
+    minPeers: 2,
+    maxPeers,
+  },
 });
 const FINISH = job('finish', 2);
 const RING = job('ring', 8);
@@ -24,7 +31,8 @@ const fx = usePageFixture({ jobs: [FINISH, RING] });
 
 async function peers(id: string, token: string, n: number): Promise<SignalingClient[]> {
   const clients: SignalingClient[] = [];
-  for (let i = 0; i < n; i++) clients.push(await connect(fx.server.url, { job: id, token, name: `worker-${i}`, runtime: 'node' }));
+  for (let i = 0; i < n; i++)
+    clients.push(await connect(fx.server.url, { job: id, token, name: `worker-${i}`, runtime: 'node' }));
   return clients;
 }
 
@@ -33,7 +41,10 @@ async function tablesFit(page: Page): Promise<{ table: string; overflow: number 
   return page.$$eval('[data-testid=job] table', (tables) =>
     tables.map((t) => {
       const card = t.closest('.card')!.getBoundingClientRect();
-      return { table: t.getAttribute('data-testid') ?? '', overflow: Math.max(0, t.getBoundingClientRect().right - card.right) };
+      return {
+        table: t.getAttribute('data-testid') ?? '',
+        overflow: Math.max(0, t.getBoundingClientRect().right - card.right),
+      };
     }),
   );
 }
@@ -45,15 +56,18 @@ describe('the job panel', () => {
       const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?job=${FINISH.id}#token=${FINISH.token}`);
       await page.waitForSelector('[data-testid=peer-count]:text("2")');
       // As workers report: steps, an evaluation, more steps (which carry no accuracy), the final step.
-      for (const c of clients) c.reportProgress({ step: 200, epoch: 0, loss: 0.9, samplesPerS: 50, allreduceBytes: 1e6 });
+      for (const c of clients)
+        c.reportProgress({ step: 200, epoch: 0, loss: 0.9, samplesPerS: 50, allreduceBytes: 1e6 });
       for (const c of clients) c.reportProgress({ step: 200, epoch: 0, testAccuracy: 0.875, testLoss: 0.4 });
-      for (const c of clients) c.reportProgress({ step: 388, epoch: 1, loss: 0.5, samplesPerS: 50, allreduceBytes: 2e6 });
+      for (const c of clients)
+        c.reportProgress({ step: 388, epoch: 1, loss: 0.5, samplesPerS: 50, allreduceBytes: 2e6 });
       await page.waitForSelector('[data-testid=step]:text("388")');
       // The accuracy stands beside the chart that plots it, though the last report had none.
       await page.waitForSelector('[data-testid=chart-accuracy][data-points="1"]');
       expect(await page.textContent('[data-testid=accuracy]')).toBe('87.5%');
 
-      for (const c of clients) c.reportProgress({ step: 400, loss: 0.45, testAccuracy: 0.9, testLoss: 0.35, allreduceBytes: 3e6 });
+      for (const c of clients)
+        c.reportProgress({ step: 400, loss: 0.45, testAccuracy: 0.9, testLoss: 0.35, allreduceBytes: 3e6 });
       for (const c of clients) await c.leave(FINISHED_LEAVE_REASON);
       await page.waitForSelector('[data-testid=job][data-state=finished]');
       const status = (await page.textContent('[data-testid=job-status]'))!;
@@ -69,7 +83,9 @@ describe('the job panel', () => {
       expect(await page.getAttribute('[data-testid=join]', 'title')).toContain('The job has finished at step 400');
       expect(await page.textContent('[data-testid=ring-summary]')).toContain('The job has finished');
 
-      const settings = await page.$$eval('[data-testid=settings] tr', (rows) => rows.map((r) => [r.querySelector('th')?.textContent, r.querySelector('td')?.textContent]));
+      const settings = await page.$$eval('[data-testid=settings] tr', (rows) =>
+        rows.map((r) => [r.querySelector('th')?.textContent, r.querySelector('td')?.textContent]),
+      );
       expect(settings).toEqual(
         expect.arrayContaining([
           ['model', 'mlp'],
@@ -80,7 +96,10 @@ describe('the job panel', () => {
           ['peers allowed', '2 to 2'],
         ]),
       );
-      expect(await tablesFit(page)).toEqual([{ table: 'settings', overflow: 0 }, { table: 'peers', overflow: 0 }]);
+      expect(await tablesFit(page)).toEqual([
+        { table: 'settings', overflow: 0 },
+        { table: 'peers', overflow: 0 },
+      ]);
       await screenshot(page, 'job-finished');
       expect(errors).toEqual([]);
       await page.close();
@@ -95,7 +114,13 @@ async function labelBoxes(page: Page): Promise<{ inside: boolean; overlaps: numb
   return page.$eval('[data-testid=ring-svg]', (svg) => {
     const frame = svg.getBoundingClientRect();
     const boxes = [...svg.querySelectorAll('.link-label')].map((l) => l.getBoundingClientRect());
-    const inside = boxes.every((b) => b.left >= frame.left - 0.5 && b.right <= frame.right + 0.5 && b.top >= frame.top - 0.5 && b.bottom <= frame.bottom + 0.5);
+    const inside = boxes.every(
+      (b) =>
+        b.left >= frame.left - 0.5 &&
+        b.right <= frame.right + 0.5 &&
+        b.top >= frame.top - 0.5 &&
+        b.bottom <= frame.bottom + 0.5,
+    );
     let overlaps = 0;
     for (let i = 0; i < boxes.length; i++) {
       for (let j = i + 1; j < boxes.length; j++) {
@@ -117,13 +142,25 @@ describe('the live ring', () => {
         await page.waitForSelector(`[data-testid=ring][data-size="${n}"]`);
         // Two reports a second apart: each rank's bytes give its outgoing link a rate (megabytes a second).
         for (const [k, step] of [1, 2].entries()) {
-          for (const [i, c] of clients.entries()) c.reportProgress({ step, loss: 1, samplesPerS: 10, allreduceBytes: (k + 1) * (12_000_000 + i * 1_000_000) });
+          for (const [i, c] of clients.entries())
+            c.reportProgress({
+              step,
+              loss: 1,
+              samplesPerS: 10,
+              allreduceBytes: (k + 1) * (12_000_000 + i * 1_000_000),
+            });
           await page.waitForSelector(`[data-testid=step]:text("${step}")`);
         }
-        await page.waitForFunction((want) => document.querySelectorAll('[data-testid=ring-svg] .link-label').length === want, n);
+        await page.waitForFunction(
+          (want) => document.querySelectorAll('[data-testid=ring-svg] .link-label').length === want,
+          n,
+        );
         const boxes = await labelBoxes(page);
         expect(boxes).toEqual({ inside: true, overlaps: 0, count: n });
-        expect(await tablesFit(page)).toEqual([{ table: 'settings', overflow: 0 }, { table: 'peers', overflow: 0 }]);
+        expect(await tablesFit(page)).toEqual([
+          { table: 'settings', overflow: 0 },
+          { table: 'peers', overflow: 0 },
+        ]);
         await screenshot(page, `ring-${n}-peers`);
         expect(errors).toEqual([]);
         await page.close();

@@ -10,7 +10,18 @@ import { openTab, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STEPS = 8;
-const JOB = { id: 'mixed', token: 'tok-mixed', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, steps: STEPS, seed: 3 }, batchPerPeer: 32, minPeers: 3, maxPeers: 3 } };
+const JOB = {
+  id: 'mixed',
+  token: 'tok-mixed',
+  config: {
+    model: 'mlp',
+    optimizer: 'sgd',
+    hyperparameters: { lr: 0.05, steps: STEPS, seed: 3 },
+    batchPerPeer: 32,
+    minPeers: 3,
+    maxPeers: 3,
+  },
+};
 const fx = usePageFixture({ jobs: [JOB] });
 
 interface Worker {
@@ -21,14 +32,43 @@ interface Worker {
 }
 
 function denoWorker(name: string): Worker {
-  const child = spawn(process.execPath, ['bin/ringtrain.js', 'worker', '--server', fx.server.url, '--job', JOB.id, '--token', JOB.token, '--runtime', 'deno', '--name', name, '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const w: Worker = { child, stdout: '', stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+  const child = spawn(
+    process.execPath,
+    [
+      'bin/ringtrain.js',
+      'worker',
+      '--server',
+      fx.server.url,
+      '--job',
+      JOB.id,
+      '--token',
+      JOB.token,
+      '--runtime',
+      'deno',
+      '--name',
+      name,
+      '--json',
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const w: Worker = {
+    child,
+    stdout: '',
+    stderr: '',
+    exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+  };
   child.stdout!.on('data', (d) => (w.stdout += String(d)));
   child.stderr!.on('data', (d) => (w.stderr += String(d)));
   return w;
 }
 
-type Summary = { rank: number; steps: number; size: number; links: { peer: number; transport: string }[]; weights_crc32: number };
+type Summary = {
+  rank: number;
+  steps: number;
+  size: number;
+  links: { peer: number; transport: string }[];
+  weights_crc32: number;
+};
 
 describe('two native workers and a tab in one ring', () => {
   it('links the workers by TCP and the tab by WebRTC, and all finish every step', { timeout: 600_000 }, async () => {
@@ -46,7 +86,12 @@ describe('two native workers and a tab in one ring', () => {
         expect(s, workers[i].stderr).toMatchObject({ steps: STEPS, size: 3 });
         expect([0, 3], workers[i].stderr).toContain(codes[i]);
         const other = summaries[1 - i].rank;
-        expect(s.links).toEqual(expect.arrayContaining([{ peer: other, transport: 'tcp' }, { peer: tabRank, transport: 'webrtc' }]));
+        expect(s.links).toEqual(
+          expect.arrayContaining([
+            { peer: other, transport: 'tcp' },
+            { peer: tabRank, transport: 'webrtc' },
+          ]),
+        );
       }
       expect(summaries[0].weights_crc32).toBe(summaries[1].weights_crc32);
     } finally {

@@ -10,12 +10,18 @@ import { connect, type SignalingClient } from '../../src/signaling/client.node.t
 import { openTab, screenshot, usePageFixture } from './serve-page.ts';
 import { gotoSteady } from '../support/chromium.ts';
 
-const JOB = { id: 'page-test', token: 'page-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.1 }, batchPerPeer: 32, minPeers: 2, maxPeers: 8 } };
+const JOB = {
+  id: 'page-test',
+  token: 'page-token',
+  config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.1 }, batchPerPeer: 32, minPeers: 2, maxPeers: 8 },
+};
 
 const fx = usePageFixture({ jobs: [JOB] });
 
 async function numbersIn(page: Page, selector: string): Promise<number[][]> {
-  return page.$$eval(selector, (rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => Number(td.textContent))));
+  return page.$$eval(selector, (rows) =>
+    rows.map((r) => [...r.querySelectorAll('td')].map((td) => Number(td.textContent))),
+  );
 }
 
 describe('teaching mode', () => {
@@ -75,7 +81,9 @@ describe('teaching mode', () => {
       expect(await page.isVisible(`[data-testid=${id}]`), id).toBe(true);
     }
     // Nothing wider than the screen except inside scrolling boxes.
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     expect(overflow).toBeLessThanOrEqual(0);
     await screenshot(page, 'narrow-teach-3-peers');
     expect(errors).toEqual([]);
@@ -103,7 +111,9 @@ describe('a browser without WebGPU', () => {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     // What a browser without WebGPU looks like to the page: no navigator.gpu.
-    await page.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }));
+    await page.addInitScript(() =>
+      Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }),
+    );
     await gotoSteady(page, `${fx.server.url}/?job=${JOB.id}&token=${JOB.token}`);
     await page.waitForSelector('[data-testid=adapter][data-state=missing]', { timeout: 60_000 });
     const text = (await page.textContent('[data-testid=adapter]')) ?? '';
@@ -111,7 +121,9 @@ describe('a browser without WebGPU', () => {
     expect(text).toContain('ERR_NO_ADAPTER');
     expect(text).toMatch(/Chrome or Edge/);
     const join = page.locator('[data-testid=join]');
-    await page.waitForFunction(() => (document.querySelector('[data-testid=join]') as HTMLElement | null)?.title.includes('WebGPU'));
+    await page.waitForFunction(() =>
+      (document.querySelector('[data-testid=join]') as HTMLElement | null)?.title.includes('WebGPU'),
+    );
     expect(await join.isDisabled()).toBe(true);
     expect(await page.isDisabled('[data-testid=train-local]')).toBe(true);
     await page.waitForSelector('[data-testid=teach][data-state=ready]');
@@ -122,25 +134,36 @@ describe('a browser without WebGPU', () => {
 });
 
 describe('predictions', () => {
-  it('after training alone, the page shows test digits with guesses, and the pad guesses a digit', { timeout: 360_000 }, async () => {
-    const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?steps=5`);
-    await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
-    // Before any model, the pad has nothing to guess with.
-    expect(await page.isDisabled('[data-testid=draw-sample]')).toBe(true);
-    await page.click('[data-testid=train-local]');
-    await page.waitForSelector('[data-testid=local-status][data-state]', { timeout: 240_000 });
-    expect(await page.getAttribute('[data-testid=local-status]', 'data-state'), (await page.textContent('[data-testid=local-status]')) ?? '').toBe('done');
-    await page.waitForSelector('[data-testid=predictions][data-state=attached]');
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid=samples] li').length === 12);
-    const labels = await page.$$eval('[data-testid=samples] li span', (spans) => spans.map((s) => s.textContent ?? ''));
-    for (const l of labels) expect(l).toMatch(/^\d( ✓| ✗ \(is \d\))$/);
-    expect(await page.textContent('[data-testid=predict-status]')).toMatch(/gets \d+ of these 12 test digits right/);
-    await page.click('[data-testid=draw-sample]');
-    await page.waitForFunction(() => /^\d$/.test(document.querySelector('[data-testid=draw-guess]')?.textContent ?? ''));
-    await screenshot(page, 'predictions-after-local-training');
-    expect(errors).toEqual([]);
-    await page.close();
-  });
+  it(
+    'after training alone, the page shows test digits with guesses, and the pad guesses a digit',
+    { timeout: 360_000 },
+    async () => {
+      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?steps=5`);
+      await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
+      // Before any model, the pad has nothing to guess with.
+      expect(await page.isDisabled('[data-testid=draw-sample]')).toBe(true);
+      await page.click('[data-testid=train-local]');
+      await page.waitForSelector('[data-testid=local-status][data-state]', { timeout: 240_000 });
+      expect(
+        await page.getAttribute('[data-testid=local-status]', 'data-state'),
+        (await page.textContent('[data-testid=local-status]')) ?? '',
+      ).toBe('done');
+      await page.waitForSelector('[data-testid=predictions][data-state=attached]');
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid=samples] li').length === 12);
+      const labels = await page.$$eval('[data-testid=samples] li span', (spans) =>
+        spans.map((s) => s.textContent ?? ''),
+      );
+      for (const l of labels) expect(l).toMatch(/^\d( ✓| ✗ \(is \d\))$/);
+      expect(await page.textContent('[data-testid=predict-status]')).toMatch(/gets \d+ of these 12 test digits right/);
+      await page.click('[data-testid=draw-sample]');
+      await page.waitForFunction(() =>
+        /^\d$/.test(document.querySelector('[data-testid=draw-guess]')?.textContent ?? ''),
+      );
+      await screenshot(page, 'predictions-after-local-training');
+      expect(errors).toEqual([]);
+      await page.close();
+    },
+  );
 });
 
 describe('a live job', () => {
@@ -158,15 +181,24 @@ describe('a live job', () => {
       // Progress as workers report it: lockstep steps and a falling loss.
       const losses = [2.3, 1.9, 1.4, 1.0];
       for (let step = 1; step <= losses.length; step++) {
-        for (const c of clients) c.reportProgress({ step, loss: losses[step - 1], samplesPerS: 100, allreduceBytes: step * 2_000_000 });
+        for (const c of clients)
+          c.reportProgress({ step, loss: losses[step - 1], samplesPerS: 100, allreduceBytes: step * 2_000_000 });
         await page.waitForSelector(`[data-testid=step]:text("${step}")`);
       }
       expect(Number(await page.textContent('[data-testid=loss]'))).toBeCloseTo(losses[losses.length - 1], 4);
       await page.waitForSelector(`[data-testid=chart-loss][data-points="${losses.length}"]`);
       // Each rank's reported bytes are its outgoing link's traffic: the ring labels its links with rates.
-      await page.waitForFunction(() => /[kM]B\/s$/.test(document.querySelector('[data-testid=ring-svg] .link-label')?.textContent ?? ''));
-      const peerRows = await page.$$eval('[data-testid=peers] tbody tr', (rows) => rows.map((r) => r.textContent ?? ''));
-      expect(peerRows.map((r) => ['alpha', 'beta', 'gamma'].find((n) => r.includes(n)))).toEqual(['alpha', 'beta', 'gamma']);
+      await page.waitForFunction(() =>
+        /[kM]B\/s$/.test(document.querySelector('[data-testid=ring-svg] .link-label')?.textContent ?? ''),
+      );
+      const peerRows = await page.$$eval('[data-testid=peers] tbody tr', (rows) =>
+        rows.map((r) => r.textContent ?? ''),
+      );
+      expect(peerRows.map((r) => ['alpha', 'beta', 'gamma'].find((n) => r.includes(n)))).toEqual([
+        'alpha',
+        'beta',
+        'gamma',
+      ]);
       // Join stays disabled, saying why, until the browser can join.
       const join = page.locator('[data-testid=join]');
       if (await join.isDisabled()) expect((await join.getAttribute('title'))?.length).toBeGreaterThan(10);

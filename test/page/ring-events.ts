@@ -13,7 +13,10 @@ export function chunkBounds(length: number, size: number, chunk: number): { offs
 }
 
 /** Events of a ring allreduce of `inputs` (one vector per rank), and the vectors each rank ends with. */
-export function textbookRingEvents(inputs: number[][], opts: { withResult?: boolean; id?: number } = {}): { events: RingEvent[]; outputs: number[][] } {
+export function textbookRingEvents(
+  inputs: number[][],
+  opts: { withResult?: boolean; id?: number } = {},
+): { events: RingEvent[]; outputs: number[][] } {
   const size = inputs.length;
   const length = inputs[0]?.length ?? 0;
   const id = opts.id ?? 1;
@@ -21,7 +24,19 @@ export function textbookRingEvents(inputs: number[][], opts: { withResult?: bool
   const events: RingEvent[] = [];
   let t = 0;
   for (let r = 0; r < size; r++) {
-    events.push({ type: 'collective-begin', t, rank: r, size, id, name: 'teach', kind: 'allreduce', op: 'sum', dtype: 'int32', count: length, bytes: length * 4 });
+    events.push({
+      type: 'collective-begin',
+      t,
+      rank: r,
+      size,
+      id,
+      name: 'teach',
+      kind: 'allreduce',
+      op: 'sum',
+      dtype: 'int32',
+      count: length,
+      bytes: length * 4,
+    });
   }
   for (const phase of ['reduce-scatter', 'allgather'] as const) {
     for (let step = 0; step < size - 1; step++) {
@@ -34,7 +49,21 @@ export function textbookRingEvents(inputs: number[][], opts: { withResult?: bool
         const to = (r + 1) % size;
         const values = bufs[r].slice(offset, offset + count);
         moves.push({ from: r, to, chunk, offset, count, values });
-        events.push({ type: 'chunk-send', t, rank: r, id, phase, step, from: r, to, chunk, offset, count, bytes: count * 4, values });
+        events.push({
+          type: 'chunk-send',
+          t,
+          rank: r,
+          id,
+          phase,
+          step,
+          from: r,
+          to,
+          chunk,
+          offset,
+          count,
+          bytes: count * 4,
+          values,
+        });
       }
       for (const m of moves) {
         for (let i = 0; i < m.count; i++) {
@@ -45,6 +74,7 @@ export function textbookRingEvents(inputs: number[][], opts: { withResult?: bool
       }
     }
   }
-  for (let r = 0; r < size; r++) events.push({ type: 'collective-end', t: t + 1, rank: r, id, name: 'teach', ok: true });
+  for (let r = 0; r < size; r++)
+    events.push({ type: 'collective-end', t: t + 1, rank: r, id, name: 'teach', ok: true });
   return { events, outputs: bufs };
 }

@@ -8,7 +8,13 @@ import { describe, expect, it } from 'vitest';
 import type { ChunkInFlight } from '../../demo/src/ring/model.ts';
 import { latestPerLink, toDrawing } from '../../demo/src/ring/live.ts';
 
-const chunk = (from: number, to: number, t: number, phase: 'reduce-scatter' | 'allgather', n: number): ChunkInFlight => ({ key: `${from}-${to}-${t}`, from, to, chunk: n, phase, t, bytes: 1000 });
+const chunk = (
+  from: number,
+  to: number,
+  t: number,
+  phase: 'reduce-scatter' | 'allgather',
+  n: number,
+): ChunkInFlight => ({ key: `${from}-${to}-${t}`, from, to, chunk: n, phase, t, bytes: 1000 });
 
 describe('the live ring on a busy link', () => {
   it('labels each link once, with its latest chunk and how many more it carries', () => {
@@ -16,8 +22,17 @@ describe('the live ring on a busy link', () => {
       ...Array.from({ length: 15 }, (_, i) => chunk(0, 1, i, i < 8 ? 'reduce-scatter' : 'allgather', i % 2)),
       ...Array.from({ length: 3 }, (_, i) => chunk(1, 0, 20 + i, 'reduce-scatter', 0)),
     ];
-    expect(latestPerLink(inFlight).map((l) => [l.chunk.from, l.chunk.to, l.chunk.t, l.others])).toEqual([[0, 1, 14, 14], [1, 0, 22, 2]]);
-    const drawing = toDrawing({ size: 2, self: 0, peers: [{ rank: 0 }, { rank: 1 }], links: [], inFlight } as never, 30);
-    expect(drawing.chunks.map((c) => [c.from, c.to, c.label])).toEqual([[0, 1, 'AG #0 +14'], [1, 0, 'RS #0 +2']]);
+    expect(latestPerLink(inFlight).map((l) => [l.chunk.from, l.chunk.to, l.chunk.t, l.others])).toEqual([
+      [0, 1, 14, 14],
+      [1, 0, 22, 2],
+    ]);
+    const drawing = toDrawing(
+      { size: 2, self: 0, peers: [{ rank: 0 }, { rank: 1 }], links: [], inFlight } as never,
+      30,
+    );
+    expect(drawing.chunks.map((c) => [c.from, c.to, c.label])).toEqual([
+      [0, 1, 'AG #0 +14'],
+      [1, 0, 'RS #0 +2'],
+    ]);
   });
 });

@@ -19,7 +19,12 @@ export const RESULTS_DIR = fileURLToPath(new URL('../../test-results/page', impo
 
 export async function buildPage(): Promise<{ dir: string; dispose(): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'ringtrain-page-'));
-  await build({ configFile: join(DEMO, 'vite.config.ts'), root: DEMO, logLevel: 'error', build: { outDir: dir, emptyOutDir: true } });
+  await build({
+    configFile: join(DEMO, 'vite.config.ts'),
+    root: DEMO,
+    logLevel: 'error',
+    build: { outDir: dir, emptyOutDir: true },
+  });
   return { dir, dispose: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -71,12 +76,18 @@ export function usePageFixture(options: ServerOptions, chromium: { extraArgs?: s
 const failedRequests = new WeakMap<Page, string[]>();
 
 /** A new tab whose own console errors and page errors are collected (a test can assert there were none). */
-export async function openTab(browser: LaunchedChromium, url: string, viewport = { width: 1280, height: 900 }): Promise<{ page: Page; errors: string[] }> {
+export async function openTab(
+  browser: LaunchedChromium,
+  url: string,
+  viewport = { width: 1280, height: 900 },
+): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage();
   await page.setViewportSize(viewport);
   const failed: string[] = [];
   failedRequests.set(page, failed);
-  page.on('requestfailed', (r) => failed.push(`${r.method()} ${new URL(r.url()).pathname}: ${r.failure()?.errorText ?? 'no error text'}`));
+  page.on('requestfailed', (r) =>
+    failed.push(`${r.method()} ${new URL(r.url()).pathname}: ${r.failure()?.errorText ?? 'no error text'}`),
+  );
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
@@ -96,7 +107,14 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 /** For a failed wait: what the tab's Join panel and status line said, and the errors it logged. */
 export async function pageSays(page: Page, errors: string[]): Promise<string> {
   const text = await page
-    .evaluate(() => ['participate', 'join-note', 'own-steps', 'step', 'ring'].map((id) => `${id}: ${document.querySelector(`[data-testid=${id}]`)?.textContent?.replace(/\s+/g, ' ').slice(0, 400) ?? '(none)'}`).join(' | '))
+    .evaluate(() =>
+      ['participate', 'join-note', 'own-steps', 'step', 'ring']
+        .map(
+          (id) =>
+            `${id}: ${document.querySelector(`[data-testid=${id}]`)?.textContent?.replace(/\s+/g, ' ').slice(0, 400) ?? '(none)'}`,
+        )
+        .join(' | '),
+    )
     .catch((e: Error) => `(page unreadable: ${e.message})`);
   return `${text}; errors: ${JSON.stringify(errors.slice(-5))}; failed requests: ${JSON.stringify((failedRequests.get(page) ?? []).slice(-10))}`;
 }
@@ -107,11 +125,14 @@ export async function pageSays(page: Page, errors: string[]): Promise<string> {
  * failed, instead of after the whole timeout.
  */
 export async function waitForTrainingEnd(page: Page, errors: string[], timeout: number): Promise<string> {
-  await page.waitForSelector('[data-testid=participate]:is([data-state=finished], [data-state=error])', { timeout }).catch(async (err: Error) => {
-    throw new Error(`${err.message}; the tab says ${await pageSays(page, errors)}`);
-  });
+  await page
+    .waitForSelector('[data-testid=participate]:is([data-state=finished], [data-state=error])', { timeout })
+    .catch(async (err: Error) => {
+      throw new Error(`${err.message}; the tab says ${await pageSays(page, errors)}`);
+    });
   const state = await page.getAttribute('[data-testid=participate]', 'data-state');
-  if (state !== 'finished') throw new Error(`the tab's training ended in state '${state}'; the tab says ${await pageSays(page, errors)}`);
+  if (state !== 'finished')
+    throw new Error(`the tab's training ended in state '${state}'; the tab says ${await pageSays(page, errors)}`);
   return (await page.textContent('[data-testid=join-note]')) ?? '';
 }
 
@@ -119,7 +140,11 @@ export async function waitForTrainingEnd(page: Page, errors: string[], timeout: 
  * Opens a job's link in a new tab, waits for its WebGPU adapter, clicks Join and waits for the
  * training to end; answers the tab, its errors and the Join panel's note.
  */
-export async function joinAndTrain(browser: LaunchedChromium, link: string, timeout = 500_000): Promise<{ page: Page; errors: string[]; note: string }> {
+export async function joinAndTrain(
+  browser: LaunchedChromium,
+  link: string,
+  timeout = 500_000,
+): Promise<{ page: Page; errors: string[]; note: string }> {
   const { page, errors } = await openTab(browser, link);
   await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
   await page.waitForSelector('[data-testid=join]:not([disabled])');

@@ -16,7 +16,9 @@ describe('teaching frames from ring events', () => {
         const frames = buildFrames({ size, inputs, events });
         expect(frames).toHaveLength(1 + 2 * (size - 1));
         expect(frames[0].buffers).toEqual(inputs);
-        expect(frames.filter((f) => f.kind === 'reduce-scatter').map((f) => f.step)).toEqual(Array.from({ length: size - 1 }, (_, i) => i + 1));
+        expect(frames.filter((f) => f.kind === 'reduce-scatter').map((f) => f.step)).toEqual(
+          Array.from({ length: size - 1 }, (_, i) => i + 1),
+        );
         const last = frames[frames.length - 1];
         expect(last.kind).toBe('allgather');
         for (const b of last.buffers) expect(b).toEqual(sumOf(inputs));
@@ -24,7 +26,9 @@ describe('teaching frames from ring events', () => {
         expect(allRanksAgree(frames[0])).toBe(false);
         // Each frame moves one chunk per rank, to its right-hand neighbour.
         for (const f of frames.slice(1)) {
-          expect(f.transfers.map((t) => [t.from, t.to])).toEqual(Array.from({ length: size }, (_, r) => [r, (r + 1) % size]));
+          expect(f.transfers.map((t) => [t.from, t.to])).toEqual(
+            Array.from({ length: size }, (_, r) => [r, (r + 1) % size]),
+          );
         }
       });
     }
@@ -43,7 +47,12 @@ describe('teaching frames from ring events', () => {
     const inputs = inputsFor(size, 8);
     const rec = { size, inputs, ...textbookRingEvents(inputs) };
     expect(elementsSentPerRank(rec)).toEqual([12, 12, 12, 12]); // 2(N-1)/N * 8 = 12
-    expect(chunkSpans(rec).map((s) => [s.offset, s.count])).toEqual([[0, 2], [2, 2], [4, 2], [6, 2]]);
+    expect(chunkSpans(rec).map((s) => [s.offset, s.count])).toEqual([
+      [0, 2],
+      [2, 2],
+      [4, 2],
+      [6, 2],
+    ]);
   });
 });
 

@@ -25,7 +25,22 @@ const BATCH = 16;
 /** 512 digits over 2 ranks at 16 each, one epoch. */
 const STEPS = TRAIN_EXAMPLES / 2 / BATCH;
 /** The small model and momentum SGD: TF.js's CPU backend takes seconds a batch for the conv net's filter gradients. */
-const ARGS = ['--model', 'small', '--optimizer', 'momentum', '--epochs', '1', '--batch', String(BATCH), '--lr', '0.05', '--train-examples', String(TRAIN_EXAMPLES), '--test-examples', '200'];
+const ARGS = [
+  '--model',
+  'small',
+  '--optimizer',
+  'momentum',
+  '--epochs',
+  '1',
+  '--batch',
+  String(BATCH),
+  '--lr',
+  '0.05',
+  '--train-examples',
+  String(TRAIN_EXAMPLES),
+  '--test-examples',
+  '200',
+];
 /** What a tab's Join panel says when its TF.js training is done. */
 const FINISHED_NOTE = /^Training finished: (\d+) steps, test accuracy ([\d.]+)% \(TF\.js, cpu backend\)\.$/;
 
@@ -56,7 +71,14 @@ describe('two Chromium tabs train a TF.js model together', () => {
     const job = {
       id: 'tfjs-tabs',
       token: randomUUID().replaceAll('-', ''),
-      config: { model: TFJS_MNIST_MODEL, optimizer: 'user', hyperparameters: { args: ARGS.join(' '), peerTimeoutMs: 120_000 }, batchPerPeer: 1, minPeers: 2, maxPeers: 2 },
+      config: {
+        model: TFJS_MNIST_MODEL,
+        optimizer: 'user',
+        hyperparameters: { args: ARGS.join(' '), peerTimeoutMs: 120_000 },
+        batchPerPeer: 1,
+        minPeers: 2,
+        maxPeers: 2,
+      },
     };
     const server = await servePage(built!.dir, { jobs: [job], heartbeatMs: 10_000, missedHeartbeats: 30 });
     try {
@@ -84,51 +106,82 @@ describe('two Chromium tabs train a TF.js model together', () => {
 });
 
 describe('a Chromium tab joins a TF.js job beside a launch rank', () => {
-  it(`trains ${STEPS} steps with the Node rank over WebRTC and ends with the same model`, { timeout: 600_000 }, async () => {
-    requireNetns();
-    const lines: string[] = [];
-    let stderr = '';
-    const child = spawn(process.execPath, ['bin/ringtrain.js', 'launch', '-np', '1', '--tabs', '1', '--static', built!.dir, 'examples/tfjs-mnist.ts', ...ARGS], { stdio: ['ignore', 'pipe', 'pipe'] });
-    launcher = child;
-    forEachLine(child.stdout!, (line) => lines.push(line));
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  it(
+    `trains ${STEPS} steps with the Node rank over WebRTC and ends with the same model`,
+    { timeout: 600_000 },
+    async () => {
+      requireNetns();
+      const lines: string[] = [];
+      let stderr = '';
+      const child = spawn(
+        process.execPath,
+        [
+          'bin/ringtrain.js',
+          'launch',
+          '-np',
+          '1',
+          '--tabs',
+          '1',
+          '--static',
+          built!.dir,
+          'examples/tfjs-mnist.ts',
+          ...ARGS,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      launcher = child;
+      forEachLine(child.stdout!, (line) => lines.push(line));
+      child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
 
-    await until(() => lines.some((l) => l.startsWith('[launch] page ')), 'launch to print the page link', 60_000);
-    const link = lines.find((l) => l.startsWith('[launch] page '))!.slice('[launch] page '.length);
-    const { page, errors } = await openTab(browser!, link);
-    // The Node rank joins first (rank 0: it prints the summary), then the tab.
-    await page.waitForSelector('[data-testid=peer-count]:text("1")', { timeout: 120_000 });
-    await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
-    await page.click('[data-testid=join]');
-    await page.waitForSelector('[data-testid=participate][data-state=joined]', { timeout: 240_000 });
-    expect(await page.getAttribute('[data-testid=participate]', 'data-rank')).toBe('1');
-    // Mid-run the page draws the TF.js job from the same events as any other: a ring of two, this tab in it.
-    await page.waitForSelector('[data-testid=ring][data-size="2"]', { timeout: 120_000 });
-    // The ring's size can come from collective events before this tab's membership event names its
-    // rank (demo/src/ring/model.ts), so wait for the mark of this tab as well, not only for two peers.
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid=ring-svg] g.peer').length === 2 && document.querySelector('[data-testid=ring-svg] g.peer.self') !== null, undefined, { timeout: 30_000 });
-    expect(await page.locator('[data-testid=ring-svg] g.peer.self').count()).toBe(1);
+      await until(() => lines.some((l) => l.startsWith('[launch] page ')), 'launch to print the page link', 60_000);
+      const link = lines.find((l) => l.startsWith('[launch] page '))!.slice('[launch] page '.length);
+      const { page, errors } = await openTab(browser!, link);
+      // The Node rank joins first (rank 0: it prints the summary), then the tab.
+      await page.waitForSelector('[data-testid=peer-count]:text("1")', { timeout: 120_000 });
+      await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
+      await page.click('[data-testid=join]');
+      await page.waitForSelector('[data-testid=participate][data-state=joined]', { timeout: 240_000 });
+      expect(await page.getAttribute('[data-testid=participate]', 'data-rank')).toBe('1');
+      // Mid-run the page draws the TF.js job from the same events as any other: a ring of two, this tab in it.
+      await page.waitForSelector('[data-testid=ring][data-size="2"]', { timeout: 120_000 });
+      // The ring's size can come from collective events before this tab's membership event names its
+      // rank (demo/src/ring/model.ts), so wait for the mark of this tab as well, not only for two peers.
+      await page.waitForFunction(
+        () =>
+          document.querySelectorAll('[data-testid=ring-svg] g.peer').length === 2 &&
+          document.querySelector('[data-testid=ring-svg] g.peer.self') !== null,
+        undefined,
+        { timeout: 30_000 },
+      );
+      expect(await page.locator('[data-testid=ring-svg] g.peer.self').count()).toBe(1);
 
-    const note = await waitForTrainingEnd(page, errors, 400_000).catch((err: Error) => {
-      throw new Error(`${err.message}\n${stderr.slice(-3000)}`);
-    });
-    expect(note, `${note}\n${stderr.slice(-3000)}`).toMatch(FINISHED_NOTE);
-    // Its own steps and bytes, and a loss point per step, from the TF.js rank's train-step events.
-    expect(await page.textContent('[data-testid=own-steps]')).toBe(String(STEPS));
-    expect(Number.parseFloat((await page.textContent('[data-testid=own-bytes]')) ?? '0')).toBeGreaterThan(0);
-    const losses = JSON.parse((await page.getAttribute('[data-testid=chart-loss]', 'data-values')) ?? '[]') as number[];
-    expect(losses.length).toBeGreaterThanOrEqual(STEPS);
-    await screenshot(page, 'tfjs-job-done');
+      const note = await waitForTrainingEnd(page, errors, 400_000).catch((err: Error) => {
+        throw new Error(`${err.message}\n${stderr.slice(-3000)}`);
+      });
+      expect(note, `${note}\n${stderr.slice(-3000)}`).toMatch(FINISHED_NOTE);
+      // Its own steps and bytes, and a loss point per step, from the TF.js rank's train-step events.
+      expect(await page.textContent('[data-testid=own-steps]')).toBe(String(STEPS));
+      expect(Number.parseFloat((await page.textContent('[data-testid=own-bytes]')) ?? '0')).toBeGreaterThan(0);
+      const losses = JSON.parse(
+        (await page.getAttribute('[data-testid=chart-loss]', 'data-values')) ?? '[]',
+      ) as number[];
+      expect(losses.length).toBeGreaterThanOrEqual(STEPS);
+      await screenshot(page, 'tfjs-job-done');
 
-    expect(await exit, stderr.slice(-3000)).toBe(0);
-    const summary = JSON.parse(lines.find((l) => l.startsWith('[rank 0] {'))!.slice('[rank 0] '.length)) as { size: number; steps: number; testAccuracy: number };
-    expect(summary).toMatchObject({ size: 2, steps: STEPS });
-    // Far above chance (10%) after so few steps, and the same figure on both ranks: one model, trained together.
-    expect(summary.testAccuracy).toBeGreaterThan(0.2);
-    expect(note).toContain(`${STEPS} steps, test accuracy ${(summary.testAccuracy * 100).toFixed(1)}%`);
-    // The launcher ends with its workers and takes the page's server with it: the job panel's later polls are refused.
-    expect(errors.filter((e) => !e.includes('net::ERR_CONNECTION_REFUSED'))).toEqual([]);
-    await page.close();
-  });
+      expect(await exit, stderr.slice(-3000)).toBe(0);
+      const summary = JSON.parse(lines.find((l) => l.startsWith('[rank 0] {'))!.slice('[rank 0] '.length)) as {
+        size: number;
+        steps: number;
+        testAccuracy: number;
+      };
+      expect(summary).toMatchObject({ size: 2, steps: STEPS });
+      // Far above chance (10%) after so few steps, and the same figure on both ranks: one model, trained together.
+      expect(summary.testAccuracy).toBeGreaterThan(0.2);
+      expect(note).toContain(`${STEPS} steps, test accuracy ${(summary.testAccuracy * 100).toFixed(1)}%`);
+      // The launcher ends with its workers and takes the page's server with it: the job panel's later polls are refused.
+      expect(errors.filter((e) => !e.includes('net::ERR_CONNECTION_REFUSED'))).toEqual([]);
+      await page.close();
+    },
+  );
 });

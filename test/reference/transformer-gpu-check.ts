@@ -12,7 +12,12 @@
 import { wordsDataset } from '../../src/data/words.ts';
 import { Transformer, type TransformerSpec } from '../../src/engine/transformer.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { transformerLogits, transformerLoss, transformerTensorShapes, transformerWeights } from '../../src/reference/transformer.ts';
+import {
+  transformerLogits,
+  transformerLoss,
+  transformerTensorShapes,
+  transformerWeights,
+} from '../../src/reference/transformer.ts';
 
 export interface TransformerCheck {
   layoutMatches: boolean;
@@ -34,7 +39,8 @@ export const GPT2_CHECK_SCALE = 25;
 
 /**
  * Entries whose gradient is checked, one per kind of tensor, at places the words below reach (d = width).
- * GPT-2 has no head: its probe moves to tok.weight's row of 'e', whose gradient sums the embedding's and the tied head's.
+ * GPT-2 has no head: its probe moves to tok.weight's row of 'e', whose gradient sums the embedding's and the tied
+ * head's.
  */
 function probes(d: number, gpt2: boolean): [string, number][] {
   return [
@@ -55,16 +61,26 @@ function probes(d: number, gpt2: boolean): [string, number][] {
  * `weightScale` multiplies the initial weights first: GPT-2's init (std 0.02) leaves a small model's
  * gradients below what a finite difference resolves, so its check runs on weights 25× as spread.
  */
-export async function checkTransformer(gpu: Gpu, spec: Omit<TransformerSpec, 'kind'> = SMALL, weightScale = 1): Promise<TransformerCheck> {
+export async function checkTransformer(
+  gpu: Gpu,
+  spec: Omit<TransformerSpec, 'kind'> = SMALL,
+  weightScale = 1,
+): Promise<TransformerCheck> {
   const model = new Transformer(gpu, spec);
   const s = model.shape;
   try {
     if (weightScale !== 1) model.writeParams((await model.readParams()).map((v) => v * weightScale));
     const flat = await model.readParams();
-    const named = Object.fromEntries(model.layout.map((e) => [e.name, { shape: e.shape, data: flat.subarray(e.offset, e.offset + e.length) }]));
-    const layoutMatches = JSON.stringify(model.layout.map((e) => [e.name, e.shape])) === JSON.stringify(transformerTensorShapes(s));
+    const named = Object.fromEntries(
+      model.layout.map((e) => [e.name, { shape: e.shape, data: flat.subarray(e.offset, e.offset + e.length) }]),
+    );
+    const layoutMatches =
+      JSON.stringify(model.layout.map((e) => [e.name, e.shape])) === JSON.stringify(transformerTensorShapes(s));
     const w = transformerWeights(named, s.heads);
-    const words = wordsDataset(['a', 'zebra', 'tee', 'ringtra', 'qwertyuiopasdfghjklzxcvbnm'.slice(0, s.context - 1)], s.context);
+    const words = wordsDataset(
+      ['a', 'zebra', 'tee', 'ringtra', 'qwertyuiopasdfghjklzxcvbnm'.slice(0, s.context - 1)],
+      s.context,
+    );
     const n = words.count;
     const t = s.context;
     const logits = await model.predict(words.inputs, n);

@@ -18,7 +18,9 @@ function expectAgreement(r: TransformerCheck): void {
   expect(r.worstLogit).toBeLessThan(1e-4);
   expect(Math.abs(r.loss - r.referenceLoss) / r.referenceLoss).toBeLessThan(1e-5);
   for (const [name, k, gpu, fd] of r.grads) {
-    expect(Math.abs(gpu - fd), `${name}[${k}]: GPU ${gpu}, finite difference ${fd}`).toBeLessThan(0.02 * Math.abs(fd) + 1e-5);
+    expect(Math.abs(gpu - fd), `${name}[${k}]: GPU ${gpu}, finite difference ${fd}`).toBeLessThan(
+      0.02 * Math.abs(fd) + 1e-5,
+    );
   }
   // The probes must see real gradients, or the comparison proves nothing.
   expect(r.grads.filter(([, , , fd]) => Math.abs(fd) > 1e-4).length).toBeGreaterThanOrEqual(8);
@@ -31,7 +33,7 @@ describe('the GPU transformer against the CPU reference', () => {
   });
   afterAll(() => gpu?.destroy());
 
-  it('is the spec\'s model at the default size: 105,627 parameters under the state-dict names', () => {
+  it("is the spec's model at the default size: 105,627 parameters under the state-dict names", () => {
     const model = new Transformer(gpu);
     try {
       expect(model.paramCount).toBe(105_627);
@@ -60,7 +62,11 @@ console.log(JSON.stringify({ runtime: 'deno', ...(await checkTransformer(gpu, SM
 gpu.destroy();`;
     const run = spawnSync(deno, ['eval', '--ext=ts', script], { cwd: root, encoding: 'utf8', timeout: 300_000 });
     expect(run.status, run.stderr.slice(-2000)).toBe(0);
-    const [classic, gpt2] = run.stdout.trim().split('\n').slice(-2).map((line) => JSON.parse(line));
+    const [classic, gpt2] = run.stdout
+      .trim()
+      .split('\n')
+      .slice(-2)
+      .map((line) => JSON.parse(line));
     for (const r of [classic, gpt2]) {
       expect(r.runtime).toBe('deno');
       expectAgreement(r);

@@ -6,7 +6,13 @@ import { wordsDataset } from '../../src/data/words.ts';
 import { transformerDecoder } from '../../src/reference/decode.ts';
 import { erf, gelu } from '../../src/reference/math.ts';
 import { initTransformerTensors } from '../../src/reference/sample.ts';
-import { transformerLogits, transformerLoss, transformerParamCount, transformerWeights, WORDS_TRANSFORMER } from '../../src/reference/transformer.ts';
+import {
+  transformerLogits,
+  transformerLoss,
+  transformerParamCount,
+  transformerWeights,
+  WORDS_TRANSFORMER,
+} from '../../src/reference/transformer.ts';
 
 const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url);
 
@@ -16,7 +22,9 @@ function expectDecoderMatchesFullPass(w: ReturnType<typeof transformerWeights>):
   const full = transformerLogits(w, tokens);
   const decoder = transformerDecoder(w);
   let worst = 0;
-  tokens.forEach((tok, i) => decoder.push(tok).forEach((v, c) => (worst = Math.max(worst, Math.abs(v - full[i * 27 + c])))));
+  tokens.forEach((tok, i) =>
+    decoder.push(tok).forEach((v, c) => (worst = Math.max(worst, Math.abs(v - full[i * 27 + c])))),
+  );
   expect(worst).toBeLessThan(1e-12);
   return decoder;
 }
@@ -26,7 +34,14 @@ describe('the CPU reference transformer', () => {
     expect(transformerParamCount(WORDS_TRANSFORMER)).toBe(105_627);
     const t = initTransformerTensors(WORDS_TRANSFORMER, 1);
     expect(Object.values(t).reduce((n, x) => n + x.data.length, 0)).toBe(105_627);
-    expect(Object.keys(t).slice(0, 6)).toEqual(['tok.weight', 'pos.weight', 'blocks.0.ln1.weight', 'blocks.0.ln1.bias', 'blocks.0.qkv.weight', 'blocks.0.qkv.bias']);
+    expect(Object.keys(t).slice(0, 6)).toEqual([
+      'tok.weight',
+      'pos.weight',
+      'blocks.0.ln1.weight',
+      'blocks.0.ln1.bias',
+      'blocks.0.qkv.weight',
+      'blocks.0.qkv.bias',
+    ]);
     expect(t['blocks.1.out.weight'].shape).toEqual([64, 256]);
     expect(t['head.weight'].shape).toEqual([27, 64]);
     // PyTorch's default ranges: Linear U(±1/√in), so fc (in 64) ≤ 0.125 and out (in 256) ≤ 0.0625.
@@ -36,7 +51,12 @@ describe('the CPU reference transformer', () => {
   });
 
   it("gives PyTorch's logits (gpt_ref.py's module, float64) to 1e-12", () => {
-    const ref = JSON.parse(readFileSync(fixture('torch-small.json'), 'utf8')) as { heads: number; tokens: number[]; logits: number[]; state_dict_keys: string[] };
+    const ref = JSON.parse(readFileSync(fixture('torch-small.json'), 'utf8')) as {
+      heads: number;
+      tokens: number[];
+      logits: number[];
+      state_dict_keys: string[];
+    };
     const { tensors } = decodeSafetensors(readFileSync(fixture('torch-small.safetensors')));
     expect(Object.keys(tensors)).toEqual(ref.state_dict_keys);
     const w = transformerWeights(tensors, ref.heads);
@@ -80,8 +100,12 @@ describe('the CPU reference transformer', () => {
     // A trained-looking head (bias towards 'a') scores the word 'a' below ln 27 and others above it.
     t['head.bias'].data[1] = 3;
     const w = transformerWeights(t);
-    expect(transformerLoss(w, words.inputs.subarray(0, 32), words.labels.subarray(0, 32), 32).totalNats).toBeLessThan(2 * Math.log(27) + 1e-9);
-    expect(transformerLoss(w, words.inputs.subarray(32), words.labels.subarray(32), 32).loss).toBeGreaterThan(Math.log(27));
+    expect(transformerLoss(w, words.inputs.subarray(0, 32), words.labels.subarray(0, 32), 32).totalNats).toBeLessThan(
+      2 * Math.log(27) + 1e-9,
+    );
+    expect(transformerLoss(w, words.inputs.subarray(32), words.labels.subarray(32), 32).loss).toBeGreaterThan(
+      Math.log(27),
+    );
   });
 
   it('decodes token by token (KV cache) to the full forward pass', () => {
@@ -114,7 +138,7 @@ describe('the CPU reference transformer', () => {
     // Values of erf from tables (Abramowitz & Stegun 7.1) and of x·Φ(x).
     expect(erf(0.5)).toBeCloseTo(0.5204998778130465, 14);
     expect(erf(1)).toBeCloseTo(0.8427007929497149, 14);
-    expect(erf(2.4)).toBeCloseTo(0.9993114861033550, 14);
+    expect(erf(2.4)).toBeCloseTo(0.999311486103355, 14);
     expect(erf(2.6)).toBeCloseTo(0.9997639655834706, 14);
     expect(erf(-3)).toBeCloseTo(-0.9999779095030014, 14);
     expect(1 - erf(4)).toBeCloseTo(1.541725790028002e-8, 15); // 1 − erf loses the last digits to f64 rounding near 1
@@ -134,10 +158,18 @@ describe('the CPU reference transformer', () => {
     };
     const { ['blocks.1.fc.bias']: _, ...missing } = t;
     let err = grab(() => transformerWeights(missing, 4, 'm.safetensors'));
-    expect(isRingtrainError(err, 'ERR_BAD_CHECKPOINT') && err.message).toMatch(/m\.safetensors has no tensor 'blocks\.1\.fc\.bias'/);
+    expect(isRingtrainError(err, 'ERR_BAD_CHECKPOINT') && err.message).toMatch(
+      /m\.safetensors has no tensor 'blocks\.1\.fc\.bias'/,
+    );
     err = grab(() => transformerWeights({ ...t, 'head.weight': { shape: [10, 64], data: new Float32Array(640) } }));
     expect(String(err)).toMatch(/'head\.weight' has shape \[10,64\].*needs \[27,64\]/);
-    err = grab(() => transformerWeights({ 'param/fc1.weight': { shape: [128, 784], data: new Float32Array(1) } }, 4, 'mlp.safetensors'));
+    err = grab(() =>
+      transformerWeights(
+        { 'param/fc1.weight': { shape: [128, 784], data: new Float32Array(1) } },
+        4,
+        'mlp.safetensors',
+      ),
+    );
     expect(String(err)).toMatch(/mlp\.safetensors is not a transformer's weights.*fc1\.weight/);
     err = grab(() => transformerWeights(t, 5));
     expect(String(err)).toMatch(/5 heads do not divide the width 64/);
@@ -145,7 +177,10 @@ describe('the CPU reference transformer', () => {
     nan['lnf.bias'].data[3] = NaN;
     expect(String(grab(() => transformerWeights(nan)))).toMatch(/'lnf\.bias' holds NaN at 3/);
     // A ringtrain training checkpoint's names (param/…, optim/…) load too.
-    const prefixed = Object.fromEntries([...Object.entries(t).map(([k, v]) => [`param/${k}`, v]), ['optim/m', { shape: [3], data: new Float32Array(3) }]]);
+    const prefixed = Object.fromEntries([
+      ...Object.entries(t).map(([k, v]) => [`param/${k}`, v]),
+      ['optim/m', { shape: [3], data: new Float32Array(3) }],
+    ]);
     expect(transformerWeights(prefixed).shape).toEqual(WORDS_TRANSFORMER);
   });
 });

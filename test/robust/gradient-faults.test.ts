@@ -22,7 +22,10 @@ describe('a worker sending poisoned gradients', () => {
     it(`--chaos ${fault}: is named and ejected within ${fault === 'scale:-20' ? DEFAULT_NAMED_AFTER - 1 : 2} steps, with the job's default checks; the others finish and learn`, async () => {
       requireNetns();
       // The ×20 flip sits inside the norm rule's ratio: the doubt rule, on by default in an elastic job, names it.
-      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`poison-${fault.replace(/[^a-z0-9]/g, '')}`, fault);
+      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(
+        `poison-${fault.replace(/[^a-z0-9]/g, '')}`,
+        fault,
+      );
       const bad = faulty.rank!;
       for (const [i, w] of honest.entries()) {
         expect(honestCodes[i], w.stderr).toBe(0);
@@ -31,10 +34,15 @@ describe('a worker sending poisoned gradients', () => {
         const named = w.events.filter((e) => e.event === 'peer-misbehaved');
         expect(named.length, w.stderr).toBeGreaterThan(0);
         expect(named[0]).toMatchObject({ peer: bad });
-        expect(w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'), w.stderr).toMatchObject({ rank: bad, name: 'faulty' });
+        expect(
+          w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'),
+          w.stderr,
+        ).toMatchObject({ rank: bad, name: 'faulty' });
         // Ejected within 2 steps of starting (the flip: left out of its first doubtful steps, named at the
         // last of DEFAULT_NAMED_AFTER in a row): no step with 3 peers past that.
-        expect(lastStepAtSize(w, 3)).toBeLessThanOrEqual(FAULT_STEP + (fault === 'scale:-20' ? DEFAULT_NAMED_AFTER - 1 : 2));
+        expect(lastStepAtSize(w, 3)).toBeLessThanOrEqual(
+          FAULT_STEP + (fault === 'scale:-20' ? DEFAULT_NAMED_AFTER - 1 : 2),
+        );
         // Measured: 80.3% after any of these faults, the same to the digit (the poisoned steps were
         // never applied); 85.1% when all three peers stay honest (a third more examples per step);
         // a 1e30-scaled update applied once leaves chance (10%).

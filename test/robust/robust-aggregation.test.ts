@@ -28,7 +28,22 @@ describe('robust aggregation on real workers', () => {
       const job = {
         id,
         token: `${id}-token`,
-        config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, momentum: 0.9, seed: 11, steps: STEPS, aggregation: rule, evalLimit: 2000, ...PATIENT }, batchPerPeer: 32, minPeers: 3, maxPeers: 3 },
+        config: {
+          model: 'mlp',
+          optimizer: 'sgd',
+          hyperparameters: {
+            lr: 0.05,
+            momentum: 0.9,
+            seed: 11,
+            steps: STEPS,
+            aggregation: rule,
+            evalLimit: 2000,
+            ...PATIENT,
+          },
+          batchPerPeer: 32,
+          minPeers: 3,
+          maxPeers: 3,
+        },
       };
       // A worker compiling kernels on a loaded CPU adapter misses heartbeats: a minute, as `run` allows.
       const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
@@ -59,13 +74,26 @@ describe('robust aggregation on real workers', () => {
 
   it('a worker started with --aggregation median is refused by a job that takes the mean, before it joins a ring', async () => {
     requireNetns();
-    const job = { id: 'robust-refused', token: 'robust-refused-token', config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.05, steps: 1 }, batchPerPeer: 8, minPeers: 2, maxPeers: 2 } };
+    const job = {
+      id: 'robust-refused',
+      token: 'robust-refused-token',
+      config: {
+        model: 'mlp',
+        optimizer: 'sgd',
+        hyperparameters: { lr: 0.05, steps: 1 },
+        batchPerPeer: 8,
+        minPeers: 2,
+        maxPeers: 2,
+      },
+    };
     const server = await startServer({ jobs: [job], staticDir: null, missedHeartbeats: 12 });
     try {
       const w = startDenoWorker(server.url, job, ['--name', 'picky', '--aggregation', 'median']);
       const [code] = await exitCodes([w], 'the worker to give up', 120_000);
       expect(code, w.stderr).not.toBe(0);
-      expect(w.stderr).toMatch(/job robust-refused combines gradients by mean, but this worker was started with --aggregation median/);
+      expect(w.stderr).toMatch(
+        /job robust-refused combines gradients by mean, but this worker was started with --aggregation median/,
+      );
       expect(w.stderr).toContain('ERR_INVALID_ARGUMENT');
       expect(w.rank).toBeUndefined();
     } finally {

@@ -14,12 +14,14 @@ import type { RingEvent } from '../../src/core/events.ts';
 import { checkContributions, contributionOutliers } from '../../src/distributed/guard.ts';
 import { misbehaveOnWire, parseFault, tamperGradients } from '../support/chaos/faults.ts';
 
-
-const misbehaved = (events: RingEvent[]) => events.filter((e) => e.type === 'peer-misbehaved') as Extract<RingEvent, { type: 'peer-misbehaved' }>[];
+const misbehaved = (events: RingEvent[]) =>
+  events.filter((e) => e.type === 'peer-misbehaved') as Extract<RingEvent, { type: 'peer-misbehaved' }>[];
 
 describe('contributionOutliers: the robust rule over per-rank gradient norms', () => {
   it('names a non-finite norm and a norm far above the median, and nothing in honest spreads', () => {
-    expect(contributionOutliers([1, 1.3, NaN, 0.8])).toEqual([{ rank: 2, reason: expect.stringContaining('not finite') }]);
+    expect(contributionOutliers([1, 1.3, NaN, 0.8])).toEqual([
+      { rank: 2, reason: expect.stringContaining('not finite') },
+    ]);
     expect(contributionOutliers([1, Infinity, 0.9]).map((o) => o.rank)).toEqual([1]);
     expect(contributionOutliers([0.5, 1e30, 0.7]).map((o) => o.rank)).toEqual([1]);
     expect(contributionOutliers([0.5, 0.6, 20 * 0.55, 0.4], { ratio: 10 }).map((o) => o.rank)).toEqual([2]);
@@ -66,12 +68,22 @@ describe('checkContributions over a ring of memory links', () => {
     const { comms } = ring(4);
     const severe = comms.map((_, r) => new Float32Array(10).fill(r === 1 ? 1e30 : 0.5));
     const out = await Promise.allSettled(comms.map((c, r) => checkContributions(c, severe[r], 0)));
-    for (const o of out) expect(((o as PromiseRejectedResult).reason as RingtrainError).detail).toMatchObject({ peer: 1 });
+    for (const o of out)
+      expect(((o as PromiseRejectedResult).reason as RingtrainError).detail).toMatchObject({ peer: 1 });
     const { comms: fresh } = ring(4);
     // Rank 2 spikes to 15× at step 0 (an honest small-batch gradient can), is ordinary at step 1, spikes again at 2.
-    for (const [step, spike] of [[0, 15], [1, 1], [2, 15]] as const) {
-      const res = await Promise.allSettled(fresh.map((c, r) => checkContributions(c, new Float32Array(10).fill(r === 2 ? spike : 1), step, { ratio: 10 })));
-      expect(res.every((o) => o.status === 'fulfilled'), `step ${step}`).toBe(true);
+    for (const [step, spike] of [
+      [0, 15],
+      [1, 1],
+      [2, 15],
+    ] as const) {
+      const res = await Promise.allSettled(
+        fresh.map((c, r) => checkContributions(c, new Float32Array(10).fill(r === 2 ? spike : 1), step, { ratio: 10 })),
+      );
+      expect(
+        res.every((o) => o.status === 'fulfilled'),
+        `step ${step}`,
+      ).toBe(true);
     }
   });
 
@@ -80,16 +92,24 @@ describe('checkContributions over a ring of memory links', () => {
     // example near 1.6 (1,100x that median), and two honest workers were ejected for it.
     const { comms, seen } = ring(4);
     const fill = (norms: number[]) => norms.map((n) => new Float32Array([n]));
-    const stepWith = (step: number, norms: number[]) => Promise.allSettled(comms.map((c, r) => checkContributions(c, fill(norms)[r], step)));
+    const stepWith = (step: number, norms: number[]) =>
+      Promise.allSettled(comms.map((c, r) => checkContributions(c, fill(norms)[r], step)));
     let step = 0;
     // The recent past: norms spread over 1e-3 .. 1, as a nearly trained model's are.
-    for (; step < 30; step++) expect((await stepWith(step, [1.5e-3, 0.4 * (step % 3), 2e-3, 1e-3])).every((o) => o.status === 'fulfilled'), `step ${step}`).toBe(true);
+    for (; step < 30; step++)
+      expect(
+        (await stepWith(step, [1.5e-3, 0.4 * (step % 3), 2e-3, 1e-3])).every((o) => o.status === 'fulfilled'),
+        `step ${step}`,
+      ).toBe(true);
     expect((await stepWith(step++, [1.4e-3, 1.5e-3, 1.648, 1.5e-3])).every((o) => o.status === 'fulfilled')).toBe(true);
     expect(seen.flatMap(misbehaved)).toEqual([]);
     // A rank scaled by 1e5 is still far past the typical norm, and named on every rank.
     const scaled = await stepWith(step, [1.5e-3, 1.5e-3, 1e5 * 2e-3, 2e-3]);
-    for (const o of scaled) expect(((o as PromiseRejectedResult).reason as RingtrainError).detail).toMatchObject({ peer: 2 });
-    expect(String(((scaled[0] as PromiseRejectedResult).reason as RingtrainError).message)).toMatch(/recent typical norm/);
+    for (const o of scaled)
+      expect(((o as PromiseRejectedResult).reason as RingtrainError).detail).toMatchObject({ peer: 2 });
+    expect(String(((scaled[0] as PromiseRejectedResult).reason as RingtrainError).message)).toMatch(
+      /recent typical norm/,
+    );
   });
 
   it('lets an honest step through with the norms', async () => {
@@ -111,7 +131,8 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
       expect(misbehaved(seen[r]).map((e) => e.peer)).toEqual([2]);
     }
     // The flood ended at the first frame past 1 MiB: nothing of it is held any more.
-    const inbox = (comms[0] as unknown as { inbox: { budget: UnconsumedBudget; arrived: Map<string, Uint8Array> } }).inbox;
+    const inbox = (comms[0] as unknown as { inbox: { budget: UnconsumedBudget; arrived: Map<string, Uint8Array> } })
+      .inbox;
     expect(inbox.budget.heldBytes(2)).toBe(0);
     expect(inbox.arrived.size).toBe(0);
   });
@@ -148,24 +169,40 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
       comms[0].abort(new RingtrainError(ErrorCode.PeerMisbehaved, 'rank 2 floods', { peer: 2 }));
       const err = (await pending) as RingtrainError;
       expect(err.code).toBe(ErrorCode.PeerMisbehaved);
-      expect(misbehaved(seen[1]).map((e) => e.peer), `evidence ${evidence}`).toEqual(evidence ? [2] : []);
+      expect(
+        misbehaved(seen[1]).map((e) => e.peer),
+        `evidence ${evidence}`,
+      ).toEqual(evidence ? [2] : []);
     }
   });
 
   it('reads an abort note as untrusted text: wrong types dropped, unknown codes as ERR_ABORTED', () => {
     const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v));
-    for (const junk of ['null', '[1,2]', '"text"', '{not json', '42']) expect(readAbortNote(enc(junk)), junk).toEqual({ code: ErrorCode.Aborted, message: undefined, detail: {} });
-    expect(readAbortNote(enc({ code: 'ERR_MADE_UP', message: 'x'.repeat(5000), detail: 'str' }))).toEqual({ code: ErrorCode.Aborted, message: 'x'.repeat(1000), detail: {} });
-    expect(readAbortNote(enc({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } }))).toEqual({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } });
+    for (const junk of ['null', '[1,2]', '"text"', '{not json', '42'])
+      expect(readAbortNote(enc(junk)), junk).toEqual({ code: ErrorCode.Aborted, message: undefined, detail: {} });
+    expect(readAbortNote(enc({ code: 'ERR_MADE_UP', message: 'x'.repeat(5000), detail: 'str' }))).toEqual({
+      code: ErrorCode.Aborted,
+      message: 'x'.repeat(1000),
+      detail: {},
+    });
+    expect(readAbortNote(enc({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2 } }))).toEqual({
+      code: ErrorCode.PeerLost,
+      message: 'gone',
+      detail: { peer: 2 },
+    });
   });
 
   it("holds the forger's claim on every honest rank, whichever abort arrived first; a relay alone blames no one", async () => {
     const { comms } = ring(3);
-    const note = (detail: object) => new TextEncoder().encode(JSON.stringify({ code: ErrorCode.PeerLost, message: 'gone', detail }));
+    const note = (detail: object) =>
+      new TextEncoder().encode(JSON.stringify({ code: ErrorCode.PeerLost, message: 'gone', detail }));
     // Rank 2 hears first a relay (from rank 1, origin 0, claiming rank 2 itself went away)...
-    comms[1].linkTo(2)!.send(encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note({ peer: 2, origin: 0 }))[0]);
+    comms[1]
+      .linkTo(2)!
+      .send(encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note({ peer: 2, origin: 0 }))[0]);
     await expect.poll(() => comms[2].error?.detail?.origin).toBe(0);
-    // ...which holds nothing against anyone, on any rank (rank 0, named as its origin, blames the relayer's word on no one).
+    // ...which holds nothing against anyone, on any rank (rank 0, named as its origin, blames the relayer's word on no
+    // one).
     await expect.poll(() => comms[0].error?.code).toBe(ErrorCode.PeerLost);
     expect(comms.map((c) => c.lossClaims.size)).toEqual([0, 0, 0]);
     // Then the forger's own frames: to rank 1 "rank 2 went away", to rank 2 "rank 1 went away".
@@ -178,9 +215,12 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
 
   it("keeps the forger's claim when a relay came first and the rank closed its ring at once (as a regroup does)", async () => {
     const { comms } = ring(3);
-    // Rank 2 is inside a collective; when its ring breaks it closes the communicator at once, as the trainer's regroup does.
+    // Rank 2 is inside a collective; when its ring breaks it closes the communicator at once, as the trainer's regroup
+    // does.
     const closed = comms[2].recv(1, { id: 1, step: 0, chunk: 0 }).catch(() => comms[2].close());
-    const note = new TextEncoder().encode(JSON.stringify({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2, origin: 0 } }));
+    const note = new TextEncoder().encode(
+      JSON.stringify({ code: ErrorCode.PeerLost, message: 'gone', detail: { peer: 2, origin: 0 } }),
+    );
     // Rank 1's relay reaches rank 2 first; the forger's own frame, sent meanwhile, is still on its way.
     comms[1].linkTo(2)!.send(encodeFrames(FrameKind.Abort, { id: 0, step: 0, chunk: 0 }, note)[0]);
     await misbehaveOnWire(parseFault('forge-abort'), comms[0], 0);

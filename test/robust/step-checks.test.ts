@@ -20,7 +20,6 @@ import { sketch, stepSeed } from '../../src/collectives/sketch.ts';
 import { l2Norm } from '../../src/distributed/guard.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 
-
 /** Gradients with a shared direction plus each rank's own noise (cosine to the mean about `signal`). */
 function gradients(size: number, n: number, step: number, signal = 0.3): Float32Array[] {
   const r = mulberry32(step * 7919 + 1);
@@ -30,7 +29,14 @@ function gradients(size: number, n: number, step: number, signal = 0.3): Float32
 }
 
 /** One step on every rank: before, allreduce (average), after. Resolves to each rank's error (or null). */
-async function step(checks: StepChecks[], comms: LinkCommunicator[], grads: Float32Array[], s: number, lie?: (r: number, g: Float32Array) => void, how: { algorithm?: 'ring' } = { algorithm: 'ring' }): Promise<(RingtrainError | null)[]> {
+async function step(
+  checks: StepChecks[],
+  comms: LinkCommunicator[],
+  grads: Float32Array[],
+  s: number,
+  lie?: (r: number, g: Float32Array) => void,
+  how: { algorithm?: 'ring' } = { algorithm: 'ring' },
+): Promise<(RingtrainError | null)[]> {
   return Promise.all(
     comms.map(async (c, r) => {
       try {
@@ -39,7 +45,13 @@ async function step(checks: StepChecks[], comms: LinkCommunicator[], grads: Floa
         if (factor !== 1) grads[r] = grads[r].map((v) => v * factor);
         // A liar changes what it sends after its honest norm and sketches went out.
         lie?.(r, grads[r]);
-        await allreduceInPlace(c, grads[r], { op: 'average', name: `g${s}`, ...how, segmentBytes: 8192, observeReceived: (o, v) => checks[r].observe(c, o, v) });
+        await allreduceInPlace(c, grads[r], {
+          op: 'average',
+          name: `g${s}`,
+          ...how,
+          segmentBytes: 8192,
+          observeReceived: (o, v) => checks[r].observe(c, o, v),
+        });
         await checks[r].after(c, grads[r], 1 / c.size);
         return null;
       } catch (e) {
@@ -53,7 +65,8 @@ describe('StepChecks: verified allreduce', () => {
   it('honest steps pass; once rank 1 flips bits on its link, every rank names the link 1 → 2 and rank 1 before applying anything', async () => {
     const { comms, seen } = ring(3);
     const checks = comms.map(() => new StepChecks({ verify: true, seed: 5 }));
-    for (let s = 0; s < 3; s++) expect(await step(checks, comms, gradients(3, 30000, s), s)).toEqual([null, null, null]);
+    for (let s = 0; s < 3; s++)
+      expect(await step(checks, comms, gradients(3, 30000, s), s)).toEqual([null, null, null]);
     flipBitsOnSend(comms[1]);
     const errors = await step(checks, comms, gradients(3, 30000, 3), 3);
     for (const [r, e] of errors.entries()) {
@@ -220,7 +233,8 @@ describe('StepChecks: the direction rule (opt-in)', () => {
     const { comms } = ring(4);
     // The window rules alone (the doubt rule, on by default, would name it first: see its own tests).
     const checks = comms.map(() => new StepChecks({ seed: 8, guard: { doubt: false } }));
-    for (let s = 0; s < 5; s++) expect(await step(checks, comms, gradients(4, 20000, s), s)).toEqual([null, null, null, null]);
+    for (let s = 0; s < 5; s++)
+      expect(await step(checks, comms, gradients(4, 20000, s), s)).toEqual([null, null, null, null]);
     let named: (RingtrainError | null)[] = [];
     let s = 5;
     for (; s < 9 && named.every((e) => e === null); s++) {
@@ -243,9 +257,16 @@ describe('StepChecks: the direction rule (opt-in)', () => {
     for (let s = 0; s < 40; s++) {
       const g = gradients(3, n, 100 + s, s % 2 ? 0.3 : 0.02);
       // A heavy-tailed honest rank: two steps in every five, 50× the others, mostly in its own direction.
-      if (s % 5 < 2) g[1] = g[1].map((v, i) => 50 * (0.2 * v + Math.sin(i * 12.9898 + s)) / Math.SQRT1_2);
+      if (s % 5 < 2) g[1] = g[1].map((v, i) => (50 * (0.2 * v + Math.sin(i * 12.9898 + s))) / Math.SQRT1_2);
       const seed = stepSeed(1, s);
-      expect(history.judge(s, g.map((x) => sketch(x, 256, seed)), g.map(l2Norm)), `step ${s}`).toEqual([]);
+      expect(
+        history.judge(
+          s,
+          g.map((x) => sketch(x, 256, seed)),
+          g.map(l2Norm),
+        ),
+        `step ${s}`,
+      ).toEqual([]);
     }
   });
 
@@ -256,7 +277,16 @@ describe('StepChecks: the direction rule (opt-in)', () => {
       const g = gradients(3, 20000, 300 + s);
       if (s >= 2) g[0] = g[0].map((v) => 20 * v);
       const seed = stepSeed(1, s);
-      if (history.judge(s, g.map((x) => sketch(x, 256, seed)), g.map(l2Norm)).some((o) => o.rank === 0)) named.push(s);
+      if (
+        history
+          .judge(
+            s,
+            g.map((x) => sketch(x, 256, seed)),
+            g.map(l2Norm),
+          )
+          .some((o) => o.rank === 0)
+      )
+        named.push(s);
     }
     // Padded with ordinary steps, a window of 5 needs 3 large steps: steps 2, 3 and 4.
     expect(named[0]).toBe(4);
@@ -265,10 +295,16 @@ describe('StepChecks: the direction rule (opt-in)', () => {
   it('figures: an honest rank aligns positively, a flipped one negatively by about its scale', () => {
     const g = gradients(3, 20000, 1, 0.5);
     const seed = stepSeed(2, 2);
-    const honest = directionStats(g.map((x) => sketch(x, 256, seed)), g.map(l2Norm));
+    const honest = directionStats(
+      g.map((x) => sketch(x, 256, seed)),
+      g.map(l2Norm),
+    );
     for (const x of honest) expect(x.alignment).toBeGreaterThan(0.1);
     g[0] = g[0].map((v) => -20 * v);
-    const stats = directionStats(g.map((x) => sketch(x, 256, seed)), g.map(l2Norm));
+    const stats = directionStats(
+      g.map((x) => sketch(x, 256, seed)),
+      g.map(l2Norm),
+    );
     expect(stats[0].alignment).toBeLessThan(-2);
     expect(stats[0].normRatio).toBeGreaterThan(15);
     expect(() => new DirectionHistory({ window: 0 })).toThrow(/window/);
@@ -276,22 +312,35 @@ describe('StepChecks: the direction rule (opt-in)', () => {
   });
 
   it('are asked for by the job (directionRules), not on by default: an honest late-training spike tripped them in CI', () => {
-    const job = { model: 'mlp', optimizer: 'sgd', batchPerPeer: 8, minPeers: 2, maxPeers: 4, hyperparameters: { lr: 0.05 } };
+    const job = {
+      model: 'mlp',
+      optimizer: 'sgd',
+      batchPerPeer: 8,
+      minPeers: 2,
+      maxPeers: 4,
+      hyperparameters: { lr: 0.05 },
+    };
     expect(trainConfigFromJob(job).guard).toEqual({ direction: false, doubt: false });
-    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, directionRules: true } }).guard).toEqual({ doubt: false });
+    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, directionRules: true } }).guard).toEqual({
+      doubt: false,
+    });
     // So is the doubt rule in a fixed job (an elastic one runs it unless told not to: test/cli/check-options.test.ts).
-    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, doubtRule: true } }).guard).toEqual({ direction: false });
+    expect(trainConfigFromJob({ ...job, hyperparameters: { lr: 0.05, doubtRule: true } }).guard).toEqual({
+      direction: false,
+    });
   });
 });
 
 describe('StepChecks: the doubt rule (a job asks for it: doubtRule)', () => {
-  const leftOut = (events: RingEvent[]) => events.filter((e) => e.type === 'contribution-left-out') as Extract<RingEvent, { type: 'contribution-left-out' }>[];
+  const leftOut = (events: RingEvent[]) =>
+    events.filter((e) => e.type === 'contribution-left-out') as Extract<RingEvent, { type: 'contribution-left-out' }>[];
 
   it(`leaves a sign-flipped ×20 rank out of its first steps (the sum is the others' mean) and names it at step ${DEFAULT_NAMED_AFTER} of its run, on every rank`, async () => {
     const { comms, seen } = ring(4);
     const checks = comms.map(() => new StepChecks({ seed: 8, guard: { direction: false } }));
     // Early in training the ranks' gradients agree (cosine to their mean about 0.45).
-    for (let s = 0; s < 3; s++) expect(await step(checks, comms, gradients(4, 5000, s, 0.5), s)).toEqual([null, null, null, null]);
+    for (let s = 0; s < 3; s++)
+      expect(await step(checks, comms, gradients(4, 5000, s, 0.5), s)).toEqual([null, null, null, null]);
     const flipped = (s: number) => {
       const g = gradients(4, 5000, s, 0.5);
       g[2] = g[2].map((v) => -20 * v);
@@ -334,7 +383,8 @@ describe('StepChecks: the doubt rule (a job asks for it: doubtRule)', () => {
       for (let i = 0; i < reduced.length; i++) worst = Math.max(worst, Math.abs(reduced[i] - expected[i]));
       expect(worst, `rank ${r}: largest difference from the clipped mean`).toBeLessThan(1e-4);
     }
-    for (const events of seen) expect(events.filter((e) => e.type === 'peer-misbehaved' || e.type === 'contribution-left-out')).toEqual([]);
+    for (const events of seen)
+      expect(events.filter((e) => e.type === 'peer-misbehaved' || e.type === 'contribution-left-out')).toEqual([]);
     comms.forEach((c) => c.close());
   });
 
@@ -360,7 +410,11 @@ describe('StepChecks: the doubt rule (a job asks for it: doubtRule)', () => {
     const n = 5000;
     const judge = (s: number, g: Float32Array[]) => {
       const seed = stepSeed(3, s);
-      return tracker.judge(s, g.map((x) => sketch(x, 256, seed)), g.map(l2Norm));
+      return tracker.judge(
+        s,
+        g.map((x) => sketch(x, 256, seed)),
+        g.map(l2Norm),
+      );
     };
     /** Late in training: little agreement left (signal 0.05), and one rank's batch holds a hard example pointing mostly elsewhere. */
     const hard = (s: number, rank: number, scale: number, against: number) => {
@@ -391,13 +445,19 @@ describe('StepChecks: the doubt rule (a job asks for it: doubtRule)', () => {
   it('figures and settings: a flipped rank reads as large and against; nonsense settings are refused', () => {
     const g = gradients(3, 5000, 1, 0.7);
     const seed = stepSeed(2, 2);
-    for (const x of doubtStats(g.map((v) => sketch(v, 256, seed)), g.map(l2Norm))) {
+    for (const x of doubtStats(
+      g.map((v) => sketch(v, 256, seed)),
+      g.map(l2Norm),
+    )) {
       expect(x.cosine).toBeGreaterThan(0.2);
       expect(x.normRatio).toBeGreaterThan(0.9);
       expect(x.normRatio).toBeLessThan(1.1);
     }
     g[0] = g[0].map((v) => -20 * v);
-    const [bad] = doubtStats(g.map((v) => sketch(v, 256, seed)), g.map(l2Norm));
+    const [bad] = doubtStats(
+      g.map((v) => sketch(v, 256, seed)),
+      g.map(l2Norm),
+    );
     expect(bad.cosine).toBeLessThan(-0.2);
     expect(bad.normRatio).toBeGreaterThan(18);
     expect(() => new DoubtTracker({ namedAfter: 0 })).toThrow(/namedAfter/);

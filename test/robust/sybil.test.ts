@@ -20,7 +20,12 @@ const STEPS = 40;
 async function ghost(wsUrl: string, job: { id: string; token: string }, name: string) {
   const g = await RawPeer.join(wsUrl, job.id, job.token, name);
   g.ws.on('message', (data) => {
-    const m = JSON.parse(String(data)) as { type: string; seq?: number; epoch?: number; peers?: { peerId: string; name?: string }[] };
+    const m = JSON.parse(String(data)) as {
+      type: string;
+      seq?: number;
+      epoch?: number;
+      peers?: { peerId: string; name?: string }[];
+    };
     if (m.type === 'ping') g.sendJson({ type: 'pong', seq: m.seq });
     if (m.type === 'membership') {
       // Vouch for every epoch (the workers never do for one with us in it) and accuse the first worker.
@@ -42,7 +47,15 @@ describe('sybil sockets in an elastic job', () => {
         model: 'mlp',
         optimizer: 'sgd',
         // A job open to outsiders waits 6 s (not 120) for a member that sends no signal at all.
-        hyperparameters: { lr: 0.05, momentum: 0.9, seed: 11, steps: STEPS, elastic: true, connectTimeoutMs: 6000, silentPeerMs: 6000 },
+        hyperparameters: {
+          lr: 0.05,
+          momentum: 0.9,
+          seed: 11,
+          steps: STEPS,
+          elastic: true,
+          connectTimeoutMs: 6000,
+          silentPeerMs: 6000,
+        },
         batchPerPeer: 32,
         minPeers: 2,
         startPeers: 2,
@@ -54,26 +67,47 @@ describe('sybil sockets in an elastic job', () => {
     try {
       const honest = [0, 1].map((i) => startDenoWorker(server.url, job, ['--name', `honest-${i}`]));
       // The workers have trained together (so they vote) before the ghosts come.
-      await until(() => server.jobInfo('sybil')!.peers.filter((p) => p.voter).length === 2 && honest.every((w) => w.steps.length >= 2), 'the workers to train and vote', 150_000, () => seen(honest));
+      await until(
+        () =>
+          server.jobInfo('sybil')!.peers.filter((p) => p.voter).length === 2 &&
+          honest.every((w) => w.steps.length >= 2),
+        'the workers to train and vote',
+        150_000,
+        () => seen(honest),
+      );
       for (const name of ['ghost-0', 'ghost-1', 'ghost-2']) ghosts.push(await ghost(server.wsUrl, job, name));
       // A second 'honest-0' is refused: names are unique in a job.
       const impostor = await RawPeer.open(server.wsUrl);
-      impostor.sendJson({ type: 'join', protocol: 1, job: job.id, token: job.token, runtime: 'node', name: 'honest-0' });
+      impostor.sendJson({
+        type: 'join',
+        protocol: 1,
+        job: job.id,
+        token: job.token,
+        runtime: 'node',
+        name: 'honest-0',
+      });
       expect((await impostor.error('name-taken')).fatal).toBe(true);
       const codes = await Promise.race([
         Promise.all(honest.map((w) => w.exit)),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the workers did not finish${seen(honest)}`)), 200_000)),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`the workers did not finish${seen(honest)}`)), 200_000),
+        ),
       ]);
       for (const [i, w] of honest.entries()) {
         expect(codes[i], w.stderr).toBe(0);
         expect(w.result, w.stderr).toMatchObject({ steps: STEPS, size: 2, stopped_by: null });
         // Nobody honest was ejected; every ghost was, as one that never opened a data channel.
-        expect(w.events.filter((e) => e.event === 'peer-left' && e.reason === 'ejected' && String(e.name).startsWith('honest'))).toEqual([]);
+        expect(
+          w.events.filter(
+            (e) => e.event === 'peer-left' && e.reason === 'ejected' && String(e.name).startsWith('honest'),
+          ),
+        ).toEqual([]);
         const ejected = w.events.filter((e) => e.event === 'peer-left' && e.reason === 'ejected').map((e) => e.name);
         expect(new Set(ejected), w.stderr).toEqual(new Set(['ghost-0', 'ghost-1', 'ghost-2']));
         expect(w.stderr).toMatch(/never opened a data channel/);
       }
-      for (const g of ghosts) expect((await g.error('ejected')).message).toMatch(/voting peers: never opened a data channel/);
+      for (const g of ghosts)
+        expect((await g.error('ejected')).message).toMatch(/voting peers: never opened a data channel/);
     } finally {
       for (const g of ghosts) g.close();
       await server.close();

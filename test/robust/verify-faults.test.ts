@@ -30,7 +30,13 @@ describe('faults only sketches see', () => {
   ] as const) {
     it(`--chaos ${fault}: named (${says.source.slice(0, 30)}…) and ejected; the others finish and learn`, async () => {
       requireNetns();
-      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(`sketch-${fault.replace(/[^a-z0-9]/g, '')}`, fault, undefined, true, { ...hyper, steps });
+      const { honest, faulty, honestCodes, faultyCode } = await runWithFault(
+        `sketch-${fault.replace(/[^a-z0-9]/g, '')}`,
+        fault,
+        undefined,
+        true,
+        { ...hyper, steps },
+      );
       const bad = faulty.rank!;
       for (const [i, w] of honest.entries()) {
         expect(honestCodes[i], w.stderr).toBe(0);
@@ -38,11 +44,16 @@ describe('faults only sketches see', () => {
         const named = w.events.filter((e) => e.event === 'peer-misbehaved');
         expect(named[0], w.stderr).toMatchObject({ peer: bad });
         expect(String(named[0].reason)).toMatch(says);
-        expect(w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'), w.stderr).toMatchObject({ rank: bad, name: 'faulty' });
+        expect(
+          w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'),
+          w.stderr,
+        ).toMatchObject({ rank: bad, name: 'faulty' });
         // Named within a few steps of starting (the direction rules weigh several steps: docs/ROBUSTNESS.md).
         expect(lastStepAtSize(w, 3)).toBeLessThanOrEqual(FAULT_STEP + within);
         expect(w.result!.test_accuracy).toBeGreaterThan(accuracy);
-        console.log(`${fault}: rank ${bad} named at step ${lastStepAtSize(w, 3)}: ${String(named[0].reason)}; final accuracy ${w.result!.test_accuracy}`);
+        console.log(
+          `${fault}: rank ${bad} named at step ${lastStepAtSize(w, 3)}: ${String(named[0].reason)}; final accuracy ${w.result!.test_accuracy}`,
+        );
       }
       expect(faultyCode, faulty.stderr).not.toBe(0);
       expect(faulty.stderr).toMatch(/ejected from the job/);
@@ -54,12 +65,18 @@ describe('a NaN average while every rank published a finite gradient', () => {
   it('without verify, blames no learning rate alone: a peer may have lied, and verify names it', async () => {
     requireNetns();
     // Verify and the doubt rule off (an elastic job runs both unless told not to), so the error must point to both.
-    const { honest, honestCodes } = await runWithFault('sketch-lienan-noverify', 'lie-nan', undefined, true, { steps: 16, verify: false, doubtRule: false });
+    const { honest, honestCodes } = await runWithFault('sketch-lienan-noverify', 'lie-nan', undefined, true, {
+      steps: 16,
+      verify: false,
+      doubtRule: false,
+    });
     for (const [i, w] of honest.entries()) {
       expect(honestCodes[i], w.stderr).not.toBe(0);
       expect(w.stderr).toMatch(/a peer may have sent other numbers than it published: run the job with verify/);
       // A flipped peer publishes what it sends: only the doubt rule catches it, so the job is told of it too.
-      expect(w.stderr).toMatch(/large gradients against the others', which the doubt rule \(--doubt-rule\) leaves out and names/);
+      expect(w.stderr).toMatch(
+        /large gradients against the others', which the doubt rule \(--doubt-rule\) leaves out and names/,
+      );
       expect(w.stderr).not.toMatch(/a rank diverged; lower the learning rate/);
     }
   }, 200_000);

@@ -17,7 +17,8 @@ function stepWhenNamed(w: TestWorker, size: number): { step: number; reason: str
   let at = { step: 0, size: 0 };
   for (const e of w.events) {
     if (e.event === 'step') at = { step: Number(e.step), size: Number(e.size) };
-    if (e.event === 'peer-misbehaved' && (at.size === size || at.size === 0)) return { step: at.step, reason: String(e.reason) };
+    if (e.event === 'peer-misbehaved' && (at.size === size || at.size === 0))
+      return { step: at.step, reason: String(e.reason) };
   }
   return undefined;
 }
@@ -27,7 +28,10 @@ describe('workers breaking the wire protocol', () => {
   // garbage frames at step 3 in a ring of 4, then a flood at step 6 in the ring of 3 that is left.
   // A forged abort runs alone: it is judged only after the server's liveness window.
   const cases = [
-    { name: 'garbage-frames then flood-tags', faults: [`garbage-frames@step:${FAULT_STEP}`, `flood-tags@step:${FAULT_STEP + 3}`] },
+    {
+      name: 'garbage-frames then flood-tags',
+      faults: [`garbage-frames@step:${FAULT_STEP}`, `flood-tags@step:${FAULT_STEP + 3}`],
+    },
     { name: 'forge-abort', faults: [`forge-abort@step:${FAULT_STEP}`] },
   ];
   for (const c of cases) {
@@ -36,12 +40,18 @@ describe('workers breaking the wire protocol', () => {
       // A forged abort is judged false once the server saw no one leave within its liveness window
       // (heartbeat × (missed + 2)): the server's default heartbeat, as a shorter one dropped workers
       // whose event loop a loaded machine held for seconds.
-      const { honest, faulty, honestCodes, faultyCodes } = await runWithFaults(`wire-${c.name.replace(/[^a-z]/g, '')}`, c.faults);
+      const { honest, faulty, honestCodes, faultyCodes } = await runWithFaults(
+        `wire-${c.name.replace(/[^a-z]/g, '')}`,
+        c.faults,
+      );
       for (const [i, w] of honest.entries()) {
         expect(honestCodes[i], w.stderr).toBe(0);
         expect(w.result).toMatchObject({ steps: STEPS, size: 2, stopped_by: null });
         const ejected = w.events.filter((e) => e.event === 'peer-left' && e.reason === 'ejected');
-        expect(ejected.map((e) => e.name), w.stderr).toEqual(faulty.map((_, k) => (faulty.length > 1 ? `faulty-${k}` : 'faulty')));
+        expect(
+          ejected.map((e) => e.name),
+          w.stderr,
+        ).toEqual(faulty.map((_, k) => (faulty.length > 1 ? `faulty-${k}` : 'faulty')));
         // Within 2 steps of being named: no step in a ring that still held that sender past it. Garbage
         // is named at its first frame, so within 2 steps of the fault; a flood only once what it left
         // unconsumed is evidence enough (half the receiver's 64 MiB budget, or tags far beyond any
@@ -52,8 +62,12 @@ describe('workers breaking the wire protocol', () => {
           const named = stepWhenNamed(w, size);
           expect(named, `fault ${k}: named while the ring had ${size}`).toBeDefined();
           expect(lastStepAtSize(w, size), `fault ${k}`).toBeLessThanOrEqual(named!.step + 2);
-          if (f.startsWith('garbage-frames')) expect(named!.step, 'garbage named at once').toBeLessThanOrEqual(FAULT_STEP + 3 * k + 1);
-          if (f.startsWith('flood-tags')) expect(named!.reason, 'a flood is named for what it left unasked').toMatch(/budget|far beyond any this ring has run/);
+          if (f.startsWith('garbage-frames'))
+            expect(named!.step, 'garbage named at once').toBeLessThanOrEqual(FAULT_STEP + 3 * k + 1);
+          if (f.startsWith('flood-tags'))
+            expect(named!.reason, 'a flood is named for what it left unasked').toMatch(
+              /budget|far beyond any this ring has run/,
+            );
         });
         // Measured: 80.3% after any of these faults, the same to the digit (the poisoned steps were
         // never applied); 85.1% when all three peers stay honest (a third more examples per step).
@@ -63,11 +77,19 @@ describe('workers breaking the wire protocol', () => {
       // an ejected sender held in that ring (the peer-left events say which).
       for (const w of honest) {
         const blamed = w.events.filter((e) => e.event === 'peer-misbehaved').map((e) => e.peer);
-        const ejectedRanks = w.events.filter((e) => e.event === 'peer-left' && e.reason === 'ejected').map((e) => e.rank);
+        const ejectedRanks = w.events
+          .filter((e) => e.event === 'peer-left' && e.reason === 'ejected')
+          .map((e) => e.rank);
         expect(new Set(blamed), w.stderr).toEqual(new Set(ejectedRanks));
       }
       // Each honest rank reported the forger on what it heard itself (the majority needs both).
-      if (c.name === 'forge-abort') expect(honest.every((w) => /reporting rank \d+ \(faulty\) to the server: it aborted the ring saying rank \d+ went away/.test(w.stderr)), honest.map((w) => w.stderr).join('\n')).toBe(true);
+      if (c.name === 'forge-abort')
+        expect(
+          honest.every((w) =>
+            /reporting rank \d+ \(faulty\) to the server: it aborted the ring saying rank \d+ went away/.test(w.stderr),
+          ),
+          honest.map((w) => w.stderr).join('\n'),
+        ).toBe(true);
       // The senders did not finish as members (the server's side of the ejection is checked above).
       for (const [k, code] of faultyCodes.entries()) expect(code, faulty[k].stderr).not.toBe(0);
     }, 240_000);
@@ -75,12 +97,27 @@ describe('workers breaking the wire protocol', () => {
 
   it('--chaos forge-abort in a job that is not elastic: the job stops naming the forger, not the peer it blamed', async () => {
     requireNetns();
-    const { honest, faulty, honestCodes } = await runWithFaults('wire-forge-fixed', [`forge-abort@step:${FAULT_STEP}`], undefined, false);
+    const { honest, faulty, honestCodes } = await runWithFaults(
+      'wire-forge-fixed',
+      [`forge-abort@step:${FAULT_STEP}`],
+      undefined,
+      false,
+    );
     for (const [i, w] of honest.entries()) {
       expect(honestCodes[i], w.stderr).toBe(3);
-      expect(w.result?.stopped_by, w.stderr).toMatchObject({ code: 'ERR_PEER_MISBEHAVED', message: expect.stringContaining(`rank ${faulty[0].rank} (faulty) aborted the ring saying a peer went away, but every peer it named was still in the job`) });
-      expect(w.events.find((e) => e.event === 'peer-misbehaved'), w.stderr).toMatchObject({ peer: faulty[0].rank });
-      expect(w.stderr).toMatch(/reporting rank \d+ \(faulty\) to the server: it aborted the ring saying rank \d+ went away/);
+      expect(w.result?.stopped_by, w.stderr).toMatchObject({
+        code: 'ERR_PEER_MISBEHAVED',
+        message: expect.stringContaining(
+          `rank ${faulty[0].rank} (faulty) aborted the ring saying a peer went away, but every peer it named was still in the job`,
+        ),
+      });
+      expect(
+        w.events.find((e) => e.event === 'peer-misbehaved'),
+        w.stderr,
+      ).toMatchObject({ peer: faulty[0].rank });
+      expect(w.stderr).toMatch(
+        /reporting rank \d+ \(faulty\) to the server: it aborted the ring saying rank \d+ went away/,
+      );
     }
   }, 240_000);
 });

@@ -25,7 +25,12 @@ function wsFrom(localAddress: string): WebSocketConstructor {
 }
 
 /** Opens `n` WebSockets from `localAddress` that never say a word; resolves with those the server let in. */
-async function silentSockets(wsUrl: string, localAddress: string, n: number, batch = 100): Promise<{ open: WebSocket[]; refused: string[] }> {
+async function silentSockets(
+  wsUrl: string,
+  localAddress: string,
+  n: number,
+  batch = 100,
+): Promise<{ open: WebSocket[]; refused: string[] }> {
   const open: WebSocket[] = [];
   const refused: string[] = [];
   for (let i = 0; i < n; i += batch) {
@@ -49,31 +54,37 @@ describe('signaling server: per-address and handshake limits', () => {
   const clients: SignalingClient[] = [];
   afterEach(async () => {
     for (const c of clients.splice(0)) await c.leave();
-    for (const s of sockets.splice(0)) (s instanceof WebSocket ? s.terminate() : s.destroy());
+    for (const s of sockets.splice(0)) s instanceof WebSocket ? s.terminate() : s.destroy();
     await server?.close();
     server = null;
   });
-  const start = async (o: ServerOptions = {}) => (server = await startServer({ staticDir: null, jobs: [jobSpec('alpha', 'ta', 1, 4)], ...o }));
+  const start = async (o: ServerOptions = {}) =>
+    (server = await startServer({ staticDir: null, jobs: [jobSpec('alpha', 'ta', 1, 4)], ...o }));
 
-  it('1,030 silent upgraded sockets from one address do not stop a peer from another address joining', { timeout: 120_000 }, async () => {
-    // A join deadline far beyond the test: the silent sockets stay open throughout, so only the limits let the peer in.
-    const s = await start({ joinTimeoutMs: 600_000 });
-    const flood = await silentSockets(s.wsUrl, '127.0.0.2', 1030);
-    sockets.push(...flood.open);
-    expect(flood.open.length).toBe(16);
-    expect(flood.refused.length).toBe(1014);
-    expect(flood.refused.every((r) => /429/.test(r))).toBe(true);
+  it(
+    '1,030 silent upgraded sockets from one address do not stop a peer from another address joining',
+    { timeout: 120_000 },
+    async () => {
+      // A join deadline far beyond the test: the silent sockets stay open throughout, so only the limits let the peer
+      // in.
+      const s = await start({ joinTimeoutMs: 600_000 });
+      const flood = await silentSockets(s.wsUrl, '127.0.0.2', 1030);
+      sockets.push(...flood.open);
+      expect(flood.open.length).toBe(16);
+      expect(flood.refused.length).toBe(1014);
+      expect(flood.refused.every((r) => /429/.test(r))).toBe(true);
 
-    const peer = await connect(s.url, { job: 'alpha', token: 'ta', name: 'legit', WebSocket: wsFrom('127.0.0.3') });
-    clients.push(peer);
-    expect(peer.membership).toMatchObject({ size: 1, ready: true });
-    // Still held open, still not joined.
-    expect(flood.open.every((ws) => ws.readyState === WebSocket.OPEN)).toBe(true);
-    const text = await s.metricsText();
-    expect(metric(text, 'ringtrain_refusals_total', 'reason="address-handshakes"')).toBe(1014);
-    expect(text).toMatch(/^ringtrain_handshakes 16$/m);
-    expect(text).toMatch(/^ringtrain_peers\{job="alpha"\} 1$/m);
-  });
+      const peer = await connect(s.url, { job: 'alpha', token: 'ta', name: 'legit', WebSocket: wsFrom('127.0.0.3') });
+      clients.push(peer);
+      expect(peer.membership).toMatchObject({ size: 1, ready: true });
+      // Still held open, still not joined.
+      expect(flood.open.every((ws) => ws.readyState === WebSocket.OPEN)).toBe(true);
+      const text = await s.metricsText();
+      expect(metric(text, 'ringtrain_refusals_total', 'reason="address-handshakes"')).toBe(1014);
+      expect(text).toMatch(/^ringtrain_handshakes 16$/m);
+      expect(text).toMatch(/^ringtrain_peers\{job="alpha"\} 1$/m);
+    },
+  );
 
   it('closes a socket that sends nothing after the upgrade, and counts it', async () => {
     const s = await start({ joinTimeoutMs: 300 });
@@ -88,15 +99,24 @@ describe('signaling server: per-address and handshake limits', () => {
     const s = await start({ limits: { maxSocketsPerAddress: 8 } });
     const port = s.port;
     const raw = await Promise.all(
-      Array.from({ length: 12 }, () => new Promise<{ socket: Socket; closed: Promise<void> }>((resolve) => {
-        const socket = connectSocket({ host: '127.0.0.1', port, localAddress: '127.0.0.2' }, () => resolve({ socket, closed }));
-        const closed = new Promise<void>((r) => socket.on('close', () => r()));
-        socket.on('error', () => undefined);
-        sockets.push(socket);
-      })),
+      Array.from(
+        { length: 12 },
+        () =>
+          new Promise<{ socket: Socket; closed: Promise<void> }>((resolve) => {
+            const socket = connectSocket({ host: '127.0.0.1', port, localAddress: '127.0.0.2' }, () =>
+              resolve({ socket, closed }),
+            );
+            const closed = new Promise<void>((r) => socket.on('close', () => r()));
+            socket.on('error', () => undefined);
+            sockets.push(socket);
+          }),
+      ),
     );
     // The server cut the four beyond the limit; the eight first ones are still open (silent, no request yet).
-    await Promise.race([Promise.all(raw.slice(8).map((r) => r.closed)), new Promise((_, rej) => setTimeout(() => rej(new Error('sockets beyond the limit were not cut')), 15_000))]);
+    await Promise.race([
+      Promise.all(raw.slice(8).map((r) => r.closed)),
+      new Promise((_, rej) => setTimeout(() => rej(new Error('sockets beyond the limit were not cut')), 15_000)),
+    ]);
     expect(metric(await s.metricsText(), 'ringtrain_refusals_total', 'reason="address-sockets"')).toBe(4);
     // Another address is not affected.
     const peer = await connect(s.url, { job: 'alpha', token: 'ta', WebSocket: wsFrom('127.0.0.3') });
@@ -145,7 +165,10 @@ describe('signaling server: per-address and handshake limits', () => {
     expect(statuses).toEqual([404, 404, 404, 429]);
 
     let now = 0;
-    const admission = new Admission({ ...DEFAULT_ADMISSION_LIMITS, badTokenBurst: 2, badTokenRefillMs: 1000 }, () => now);
+    const admission = new Admission(
+      { ...DEFAULT_ADMISSION_LIMITS, badTokenBurst: 2, badTokenRefillMs: 1000 },
+      () => now,
+    );
     admission.badToken('x');
     admission.badToken('x');
     expect(admission.mayTryToken('x')).toBe(false);

@@ -16,8 +16,15 @@ import { makeTestCert } from './test-cert.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-function startCli(args: string[]): { child: ChildProcessWithoutNullStreams; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [`${root}bin/ringtrain.js`, ...args], { cwd: root, env: { ...process.env, RINGTRAIN_TOKEN: undefined } });
+function startCli(args: string[]): {
+  child: ChildProcessWithoutNullStreams;
+  output: () => string;
+  exited: Promise<number | null>;
+} {
+  const child = spawn(process.execPath, [`${root}bin/ringtrain.js`, ...args], {
+    cwd: root,
+    env: { ...process.env, RINGTRAIN_TOKEN: undefined },
+  });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
@@ -44,13 +51,40 @@ describe('ringtrain server (the CLI)', () => {
   it('serves a job from flags and one from a jobs file, and stops cleanly on SIGTERM', async () => {
     const file = join(dir, 'jobs.json');
     writeFileSync(file, JSON.stringify([jobSpec('extra', 'te', 1, 2)]));
-    const cli = startCli(['server', '--port', '0', '--job', 'demo', '--token', 'tok', '--model', 'cnn', '--batch', '32', '--min-peers', '2', '--max-peers', '4', '--jobs-file', file, '--no-static', '--hp', 'compression=fp16', 'scaleLr=true', '--steps', '30']);
+    const cli = startCli([
+      'server',
+      '--port',
+      '0',
+      '--job',
+      'demo',
+      '--token',
+      'tok',
+      '--model',
+      'cnn',
+      '--batch',
+      '32',
+      '--min-peers',
+      '2',
+      '--max-peers',
+      '4',
+      '--jobs-file',
+      file,
+      '--no-static',
+      '--hp',
+      'compression=fp16',
+      'scaleLr=true',
+      '--steps',
+      '30',
+    ]);
     const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
     // The job lines follow the address; wait for the last of them.
     await lineMatching(cli.output, cli.exited, /job extra: page /);
-    // The printed join command and page link carry the token in the environment and the fragment, never as --token or ?token=.
+    // The printed join command and page link carry the token in the environment and the fragment, never as --token or
+    // ?token=.
     // A supplied token is the user's already: the lines name it without printing it (logs are no place for it).
-    expect(cli.output()).toContain(`job demo: RINGTRAIN_TOKEN=<its token> ringtrain worker --server ${url} --job demo\n`);
+    expect(cli.output()).toContain(
+      `job demo: RINGTRAIN_TOKEN=<its token> ringtrain worker --server ${url} --job demo\n`,
+    );
     expect(cli.output()).toContain(`${url}/?job=demo#token=<its token>`);
     expect(cli.output()).not.toMatch(/=tok\b|=te\b/);
     expect(cli.output()).not.toMatch(/--token tok|[?&]token=/);
@@ -61,7 +95,17 @@ describe('ringtrain server (the CLI)', () => {
       model: 'cnn',
       optimizer: 'sgd',
       // A server job runs the doubt rule unasked; verify does not combine with fp16, so it is left off.
-      hyperparameters: { lr: 0.05, momentum: 0.9, weightDecay: 0.0001, seed: 1, epochs: 1, steps: 30, compression: 'fp16', scaleLr: true, doubtRule: true },
+      hyperparameters: {
+        lr: 0.05,
+        momentum: 0.9,
+        weightDecay: 0.0001,
+        seed: 1,
+        epochs: 1,
+        steps: 30,
+        compression: 'fp16',
+        scaleLr: true,
+        doubtRule: true,
+      },
       batchPerPeer: 32,
       minPeers: 2,
       maxPeers: 4,
@@ -97,26 +141,56 @@ describe('ringtrain server (the CLI)', () => {
 
       expect(await runCli(['server', '--port', '0', '--job', 'j', '--tls-cert', join(dir, 'missing.pem')])).toBe(1);
       expect(written.join('')).toContain('TLS needs both --tls-cert (PEM certificate chain) and --tls-key');
-      expect(await runCli(['server', '--port', '0', '--job', 'j', '--tls-cert', join(dir, 'missing.pem'), '--tls-key', join(dir, 'missing.pem')])).toBe(1);
+      expect(
+        await runCli([
+          'server',
+          '--port',
+          '0',
+          '--job',
+          'j',
+          '--tls-cert',
+          join(dir, 'missing.pem'),
+          '--tls-key',
+          join(dir, 'missing.pem'),
+        ]),
+      ).toBe(1);
       expect(written.join('')).toMatch(/cannot read --tls-cert .*missing\.pem/);
 
       expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'noequals'])).toBe(1);
-      expect(written.join('')).toContain("--hp takes key=value");
+      expect(written.join('')).toContain('--hp takes key=value');
 
       // A setting is checked before the server starts, naming the --hp pair that set it.
       expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'warmupStep=100'])).toBe(1);
-      expect(written.join('')).toContain(`--hp warmupStep=100: unknown job hyperparameter "warmupStep"; did you mean 'warmupSteps'?`);
+      expect(written.join('')).toContain(
+        `--hp warmupStep=100: unknown job hyperparameter "warmupStep"; did you mean 'warmupSteps'?`,
+      );
       expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'lrSchedule=linear'])).toBe(1);
-      expect(written.join('')).toContain(`--hp lrSchedule=linear: job hyperparameter 'lrSchedule' must be 'constant' or 'cosine', got "linear"`);
+      expect(written.join('')).toContain(
+        `--hp lrSchedule=linear: job hyperparameter 'lrSchedule' must be 'constant' or 'cosine', got "linear"`,
+      );
       expect(await runCli(['server', '--port', '0', '--job', 'j', '--hp', 'verify=true', 'compression=int8'])).toBe(1);
-      expect(written.join('')).toMatch(/job hyperparameters do not combine: verify: true checks that the sum is exact; compression 'int8'/);
+      expect(written.join('')).toMatch(
+        /job hyperparameters do not combine: verify: true checks that the sum is exact; compression 'int8'/,
+      );
     } finally {
       spy.mockRestore();
     }
   });
 
   it('writes verify and the doubt rule on in a job it serves from flags, unless --hp says otherwise or they do not combine', () => {
-    const flags = (hp: string[]) => ({ job: 'j', model: 'mlp', optimizer: 'sgd', batch: 32, minPeers: 1, maxPeers: 4, momentum: 0.9, seed: 1, epochs: 1, hp } as unknown as Parameters<typeof jobFromFlags>[0]);
+    const flags = (hp: string[]) =>
+      ({
+        job: 'j',
+        model: 'mlp',
+        optimizer: 'sgd',
+        batch: 32,
+        minPeers: 1,
+        maxPeers: 4,
+        momentum: 0.9,
+        seed: 1,
+        epochs: 1,
+        hp,
+      }) as unknown as Parameters<typeof jobFromFlags>[0];
     const settings = (hp: string[]) => jobFromFlags(flags(hp))!.config.hyperparameters;
     expect(settings([])).toMatchObject({ verify: true, doubtRule: true });
     expect(settings(['verify=false', 'doubtRule=false'])).toMatchObject({ verify: false, doubtRule: false });
@@ -126,7 +200,16 @@ describe('ringtrain server (the CLI)', () => {
   });
 
   it('reads each --hp value as its setting takes it: a text setting that looks like a number stays text', () => {
-    expect(parseHyperparameters(['lr=0.1', 'elastic=true', 'modelLayoutHash=12345678', 'text=2024', 'aggregation=median', 'someday=5'])).toEqual({
+    expect(
+      parseHyperparameters([
+        'lr=0.1',
+        'elastic=true',
+        'modelLayoutHash=12345678',
+        'text=2024',
+        'aggregation=median',
+        'someday=5',
+      ]),
+    ).toEqual({
       lr: 0.1,
       elastic: true,
       modelLayoutHash: '12345678',
@@ -140,9 +223,17 @@ describe('ringtrain server (the CLI)', () => {
     const cli = startCli(['server', '--port', '0', '--job', 'made', '--no-static', '--min-peers', '1']);
     try {
       const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      const [, token] = await lineMatching(cli.output, cli.exited, /job made: RINGTRAIN_TOKEN=([0-9a-f]{32}) ringtrain worker/);
+      const [, token] = await lineMatching(
+        cli.output,
+        cli.exited,
+        /job made: RINGTRAIN_TOKEN=([0-9a-f]{32}) ringtrain worker/,
+      );
       // The page line follows the worker line: wait for it rather than read the output at once.
-      await lineMatching(cli.output, cli.exited, new RegExp(`${url.replaceAll('.', '\\.')}/\\?job=made#token=${token}`));
+      await lineMatching(
+        cli.output,
+        cli.exited,
+        new RegExp(`${url.replaceAll('.', '\\.')}/\\?job=made#token=${token}`),
+      );
       const client = await connect(url, { job: 'made', token });
       expect(client.membership).toMatchObject({ ready: true, size: 1 });
       await client.leave();
@@ -156,7 +247,22 @@ describe('ringtrain server (the CLI)', () => {
     const cert = makeTestCert();
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'from-a-file\n');
-    const cli = startCli(['server', '--port', '0', '--job', 'sec', '--token-file', tokenFile, '--tls-cert', cert.certPath, '--tls-key', cert.keyPath, '--no-static', '--min-peers', '1']);
+    const cli = startCli([
+      'server',
+      '--port',
+      '0',
+      '--job',
+      'sec',
+      '--token-file',
+      tokenFile,
+      '--tls-cert',
+      cert.certPath,
+      '--tls-key',
+      cert.keyPath,
+      '--no-static',
+      '--min-peers',
+      '1',
+    ]);
     try {
       const [, url] = await lineMatching(cli.output, cli.exited, /listening on (https:\/\/127\.0\.0\.1:\d+)/);
       await lineMatching(cli.output, cli.exited, /job sec: page /);
@@ -193,24 +299,61 @@ describe('ringtrain server (the CLI)', () => {
     expect(() => tokenFrom({ token: 'a', tokenFile: good }, () => undefined)).toThrow(/not both/);
   });
 
-  it('opens a text job from --text: the job records the text\'s name and SHA-256, and serves the text to its peers', async () => {
+  it("opens a text job from --text: the job records the text's name and SHA-256, and serves the text to its peers", async () => {
     const text = join(dir, 'book.txt');
     writeFileSync(text, 'a small book.\n'.repeat(30));
     const sha = createHash('sha256').update(readFileSync(text)).digest('hex');
-    const cli = startCli(['server', '--port', '0', '--job', 'book', '--token', 'tok-book', '--model', 'transformer', '--optimizer', 'adamw', '--text', text, '--context', '16', '--tokenizer', 'gpt2', '--no-static']);
+    const cli = startCli([
+      'server',
+      '--port',
+      '0',
+      '--job',
+      'book',
+      '--token',
+      'tok-book',
+      '--model',
+      'transformer',
+      '--optimizer',
+      'adamw',
+      '--text',
+      text,
+      '--context',
+      '16',
+      '--tokenizer',
+      'gpt2',
+      '--no-static',
+    ]);
     try {
       const [, url] = await lineMatching(cli.output, cli.exited, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
       await lineMatching(cli.output, cli.exited, /job book: page /);
       expect(cli.output()).toContain(`ringtrain worker --server ${url} --job book --text ${text}\n`);
-      const info = await (await fetch(`${url}/api/jobs/book`, { headers: { authorization: 'Bearer tok-book' } })).json();
-      expect(info.config.hyperparameters).toMatchObject({ text: 'book.txt', textSha256: sha, context: 16, tokenizer: 'gpt2' });
+      const info = await (
+        await fetch(`${url}/api/jobs/book`, { headers: { authorization: 'Bearer tok-book' } })
+      ).json();
+      expect(info.config.hyperparameters).toMatchObject({
+        text: 'book.txt',
+        textSha256: sha,
+        context: 16,
+        tokenizer: 'gpt2',
+      });
       const file = await fetch(`${url}/api/jobs/book/files/${sha}`, { headers: { authorization: 'Bearer tok-book' } });
       expect(await file.text()).toBe(readFileSync(text, 'utf8'));
     } finally {
       cli.child.kill('SIGTERM');
       await cli.exited;
     }
-    const refused = startCli(['server', '--port', '0', '--job', 'book', '--token', 'tok-book', '--text', text, '--no-static']);
+    const refused = startCli([
+      'server',
+      '--port',
+      '0',
+      '--job',
+      'book',
+      '--token',
+      'tok-book',
+      '--text',
+      text,
+      '--no-static',
+    ]);
     expect(await refused.exited).not.toBe(0);
     expect(refused.output()).toContain('--text trains the transformer: add --model transformer (got --model cnn).');
   });

@@ -13,7 +13,14 @@ export function jobSpec(id: string, token: string, minPeers = 2, maxPeers = 4): 
   return {
     id,
     token,
-    config: { model: 'mlp', optimizer: 'sgd', hyperparameters: { lr: 0.1, momentum: 0.9 }, batchPerPeer: 32, minPeers, maxPeers },
+    config: {
+      model: 'mlp',
+      optimizer: 'sgd',
+      hyperparameters: { lr: 0.1, momentum: 0.9 },
+      batchPerPeer: 32,
+      minPeers,
+      maxPeers,
+    },
   };
 }
 
@@ -47,7 +54,13 @@ export class RawPeer {
   }
 
   /** Opens, joins, and waits for the welcome. */
-  static async join(wsUrl: string, job: string, token: string, name?: string, options?: WebSocket.ClientOptions): Promise<RawPeer & { peerId: string }> {
+  static async join(
+    wsUrl: string,
+    job: string,
+    token: string,
+    name?: string,
+    options?: WebSocket.ClientOptions,
+  ): Promise<RawPeer & { peerId: string }> {
     const peer = await RawPeer.open(wsUrl, options);
     peer.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job, token, runtime: 'node', ...(name ? { name } : {}) });
     const first = await peer.waitFor((m) => m.type === 'welcome' || m.type === 'error', 'welcome');
@@ -80,11 +93,17 @@ export class RawPeer {
   }
 
   membership(epoch: number): Promise<Extract<ServerMessage, { type: 'membership' }>> {
-    return this.waitFor((m): m is Extract<ServerMessage, { type: 'membership' }> => m.type === 'membership' && m.epoch === epoch, `membership epoch ${epoch}`);
+    return this.waitFor(
+      (m): m is Extract<ServerMessage, { type: 'membership' }> => m.type === 'membership' && m.epoch === epoch,
+      `membership epoch ${epoch}`,
+    );
   }
 
   error(code: string): Promise<Extract<ServerMessage, { type: 'error' }>> {
-    return this.waitFor((m): m is Extract<ServerMessage, { type: 'error' }> => m.type === 'error' && m.code === code, `error ${code}`);
+    return this.waitFor(
+      (m): m is Extract<ServerMessage, { type: 'error' }> => m.type === 'error' && m.code === code,
+      `error ${code}`,
+    );
   }
 
   count(pred: (m: ServerMessage) => boolean): number {

@@ -32,19 +32,39 @@ describe('signaling server: HTTP side', () => {
     const missing = 'f'.repeat(64);
     const job = (id: string, textSha256: string, isPublic: boolean) => {
       const spec = jobSpec(id, `tok-${id}`);
-      return { ...spec, config: { ...spec.config, ...(isPublic ? { public: true } : {}), model: 'transformer', hyperparameters: { text: 'a.txt', textSha256, context: 4 } } };
+      return {
+        ...spec,
+        config: {
+          ...spec.config,
+          ...(isPublic ? { public: true } : {}),
+          model: 'transformer',
+          hyperparameters: { text: 'a.txt', textSha256, context: 4 },
+        },
+      };
     };
-    const s = await startServer({ staticDir: null, jobs: [job('open', sha, true), job('lost', missing, false)], files: [bytes] });
+    const s = await startServer({
+      staticDir: null,
+      jobs: [job('open', sha, true), job('lost', missing, false)],
+      files: [bytes],
+    });
     try {
-      const get = (id: string, file: string, token?: string) => fetch(`${s.url}/api/jobs/${id}/files/${file}`, token ? { headers: { authorization: `Bearer ${token}` } } : undefined);
+      const get = (id: string, file: string, token?: string) =>
+        fetch(
+          `${s.url}/api/jobs/${id}/files/${file}`,
+          token ? { headers: { authorization: `Bearer ${token}` } } : undefined,
+        );
       // A public job may be watched by anyone; its data goes to its peers only.
       const anonymous = await get('open', sha);
       expect(anonymous.status).toBe(403);
-      expect(((await anonymous.json()) as { error: string }).error).toContain("the files of job 'open' go to its peers only");
+      expect(((await anonymous.json()) as { error: string }).error).toContain(
+        "the files of job 'open' go to its peers only",
+      );
       expect(new Uint8Array(await (await get('open', sha, 'tok-open')).arrayBuffer())).toEqual(bytes);
       const notGiven = await get('lost', missing, 'tok-lost');
       expect(notGiven.status).toBe(404);
-      expect(((await notGiven.json()) as { error: string }).error).toContain(`this server was not given the file with SHA-256 ${missing} that job 'lost' trains on; start it with the file`);
+      expect(((await notGiven.json()) as { error: string }).error).toContain(
+        `this server was not given the file with SHA-256 ${missing} that job 'lost' trains on; start it with the file`,
+      );
     } finally {
       await s.close();
     }
@@ -69,7 +89,17 @@ describe('signaling server: HTTP side', () => {
   });
 
   it('refuses every way out of the page folder', async () => {
-    for (const path of ['/../secret.txt', '/assets/../../secret.txt', '/%2e%2e/secret.txt', '/..%2fsecret.txt', '/..%5csecret.txt', '/%2e%2e%2f%2e%2e%2fetc/passwd', '/link.txt', '/a%00b', '/%E0%A4%A']) {
+    for (const path of [
+      '/../secret.txt',
+      '/assets/../../secret.txt',
+      '/%2e%2e/secret.txt',
+      '/..%2fsecret.txt',
+      '/..%5csecret.txt',
+      '/%2e%2e%2f%2e%2e%2fetc/passwd',
+      '/link.txt',
+      '/a%00b',
+      '/%E0%A4%A',
+    ]) {
       const res = await rawGet(server.port, path);
       expect(res.status, path).toBeGreaterThanOrEqual(400);
       expect(res.body, path).not.toContain('TOP SECRET');
@@ -99,11 +129,18 @@ describe('signaling server: HTTP side', () => {
         sock.on('close', () => resolve(out.split('\r\n')[0]));
         sock.on('error', () => resolve('socket error'));
       });
-    const upgrade = 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n';
+    const upgrade =
+      'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n';
     expect(await first(`GET http://[ HTTP/1.1\r\nHost: x\r\n${upgrade}\r\n`)).toBe('HTTP/1.1 404 Not Found');
-    expect(await first('GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
-    expect(await first('GET /api/jobs/%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
-    expect(await first('GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n')).toBe('HTTP/1.1 400 Bad Request');
+    expect(await first('GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toBe(
+      'HTTP/1.1 400 Bad Request',
+    );
+    expect(await first('GET /api/jobs/%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toBe(
+      'HTTP/1.1 400 Bad Request',
+    );
+    expect(await first('GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n')).toBe(
+      'HTTP/1.1 400 Bad Request',
+    );
     expect(await first('\u0000\u0001garbage\r\n\r\n')).toBe('');
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });

@@ -23,10 +23,20 @@ describe('signaling server: joining, ranks and membership epochs', () => {
   it('assigns dense ranks in join order, bumps the epoch on every join, and is ready at minPeers', async () => {
     const a = await join('a');
     const welcome = await a.waitFor((m) => m.type === 'welcome', 'welcome');
-    expect(welcome).toMatchObject({ protocol: PROTOCOL_VERSION, job: { id: 'mnist', config: { minPeers: 2, maxPeers: 3 } } });
+    expect(welcome).toMatchObject({
+      protocol: PROTOCOL_VERSION,
+      job: { id: 'mnist', config: { minPeers: 2, maxPeers: 3 } },
+    });
     expect(JSON.stringify(welcome)).not.toContain('s3cret');
     const m1 = await a.membership(1);
-    expect(m1).toMatchObject({ you: 0, size: 1, ready: false, started: false, ring: [0], change: { kind: 'join', name: 'a' } });
+    expect(m1).toMatchObject({
+      you: 0,
+      size: 1,
+      ready: false,
+      started: false,
+      ring: [0],
+      change: { kind: 'join', name: 'a' },
+    });
 
     const b = await join('b');
     const m2a = await a.membership(2);
@@ -51,7 +61,14 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect(m2b.linkKey).toBe(m2a.linkKey);
     const tab = await RawPeer.open(server.wsUrl);
     peers.push(tab);
-    tab.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 's3cret', runtime: 'browser', name: 'tab' });
+    tab.sendJson({
+      type: 'join',
+      protocol: PROTOCOL_VERSION,
+      job: 'mnist',
+      token: 's3cret',
+      runtime: 'browser',
+      name: 'tab',
+    });
     const m3tab = await tab.membership(3);
     const m3a = await a.membership(3);
     expect(m3tab.linkKey).toBeUndefined();
@@ -68,12 +85,21 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     b.sendJson({ type: 'leave', reason: 'done for today' });
     expect(await b.closed).toMatchObject({ code: 1000 });
     const left = await a.waitFor((m) => m.type === 'peer-left', 'peer-left');
-    expect(left).toMatchObject({ epoch: 3, peerId: b.peerId, rank: 1, name: 'b', reason: 'left', detail: 'done for today' });
+    expect(left).toMatchObject({
+      epoch: 3,
+      peerId: b.peerId,
+      rank: 1,
+      name: 'b',
+      reason: 'left',
+      detail: 'done for today',
+    });
     const m4 = await c.membership(4);
     expect(m4).toMatchObject({ you: 1, size: 2, ready: true, started: true, change: { kind: 'leave', name: 'b' } });
     expect(m4.peers.map((p) => p.name)).toEqual(['a', 'c']);
     // peer-left comes before the membership that drops the peer.
-    const order = c.messages.filter((m) => m.type === 'peer-left' || (m.type === 'membership' && m.epoch === 4)).map((m) => m.type);
+    const order = c.messages
+      .filter((m) => m.type === 'peer-left' || (m.type === 'membership' && m.epoch === 4))
+      .map((m) => m.type);
     expect(order).toEqual(['peer-left', 'membership']);
   });
 
@@ -94,7 +120,13 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     b.close();
     await a.membership(3);
     const d = await join('d');
-    expect(await d.membership(4)).toMatchObject({ you: 1, size: 2, ready: true, started: true, change: { kind: 'join', name: 'd' } });
+    expect(await d.membership(4)).toMatchObject({
+      you: 1,
+      size: 2,
+      ready: true,
+      started: true,
+      change: { kind: 'join', name: 'd' },
+    });
   });
 
   it('refuses a wrong token, an unknown job, a full job and another protocol version, and closes', async () => {
@@ -135,7 +167,14 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     const c = await join('c');
     expect(await c.membership(5)).toMatchObject({ size: 1, ready: false, started: false });
     const evil = await RawPeer.open(server.wsUrl);
-    evil.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 's3cret', runtime: 'node', name: 'x\u001b[2Jy' });
+    evil.sendJson({
+      type: 'join',
+      protocol: PROTOCOL_VERSION,
+      job: 'mnist',
+      token: 's3cret',
+      runtime: 'node',
+      name: 'x\u001b[2Jy',
+    });
     expect((await evil.error('bad-message')).message).toContain('name');
     await evil.closed;
   });
@@ -162,7 +201,12 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     const info = JSON.parse(text);
     expect(info).toMatchObject({ id: 'mnist', size: 1, config: { model: 'mlp', minPeers: 2 } });
     // The peer's own word, marked so; a first report's speed has no pace to be checked against yet.
-    expect(info.peers[0]).toMatchObject({ rank: 0, name: 'a', runtime: 'node', progress: { step: 12, loss: 0.5, selfReported: true, dropped: ['samplesPerS'] } });
+    expect(info.peers[0]).toMatchObject({
+      rank: 0,
+      name: 'a',
+      runtime: 'node',
+      progress: { step: 12, loss: 0.5, selfReported: true, dropped: ['samplesPerS'] },
+    });
     expect(info.peers[0].progress.samplesPerS).toBeUndefined();
     // Without the token, or with another job's: the same 404 as a job that does not exist.
     for (const init of [undefined, bearer('wrong'), bearer('open-token')]) {
@@ -173,7 +217,8 @@ describe('signaling server: joining, ranks and membership epochs', () => {
       expect(body).toContain('Authorization: Bearer');
     }
     expect((await fetch(`${server.url}/api/jobs/other`, bearer('s3cret'))).status).toBe(404);
-    const ids = async (init?: RequestInit) => ((await (await fetch(`${server.url}/api/jobs`, init)).json()) as { id: string }[]).map((j) => j.id);
+    const ids = async (init?: RequestInit) =>
+      ((await (await fetch(`${server.url}/api/jobs`, init)).json()) as { id: string }[]).map((j) => j.id);
     expect(await ids()).toEqual(['open']);
     expect(await ids(bearer('s3cret'))).toEqual(['mnist', 'open']);
     expect((await fetch(`${server.url}/api/jobs/open`)).status).toBe(200);
@@ -185,7 +230,10 @@ describe('signaling server: joining, ranks and membership epochs', () => {
   });
 
   it("refuses progress that goes backwards, passes the job's last step or is out of range, and counts it; a peer reports only for itself", async () => {
-    server.addJob({ ...jobSpec('short', 'ts', 1, 2), config: { ...jobSpec('short', 'ts').config, hyperparameters: { lr: 0.1, steps: 100 } } });
+    server.addJob({
+      ...jobSpec('short', 'ts', 1, 2),
+      config: { ...jobSpec('short', 'ts').config, hyperparameters: { lr: 0.1, steps: 100 } },
+    });
     const a = await RawPeer.join(server.wsUrl, 'short', 'ts', 'a');
     const b = await RawPeer.join(server.wsUrl, 'short', 'ts', 'b');
     peers.push(a, b);
@@ -203,8 +251,18 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     // A round trip: the error for a message after the last progress comes after it was handled.
     a.sendJson({ type: 'teleport' });
     await a.error('unknown-type');
-    expect(errors()).toEqual(['bad-progress', 'bad-progress', 'bad-message', 'bad-message', 'bad-message', 'unknown-type']);
-    expect(a.messages.find((m) => m.type === 'error' && m.code === 'bad-progress')).toMatchObject({ fatal: false, message: expect.stringContaining("past the job's last step (100)") });
+    expect(errors()).toEqual([
+      'bad-progress',
+      'bad-progress',
+      'bad-message',
+      'bad-message',
+      'bad-message',
+      'unknown-type',
+    ]);
+    expect(a.messages.find((m) => m.type === 'error' && m.code === 'bad-progress')).toMatchObject({
+      fatal: false,
+      message: expect.stringContaining("past the job's last step (100)"),
+    });
     await b.waitFor((m) => m.type === 'ping' || m.type === 'membership', 'anything');
     b.sendJson({ type: 'teleport' });
     await b.error('unknown-type');
@@ -217,16 +275,38 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect(text).toMatch(/ringtrain_progress_refused_total\{reason="invalid"\} 3\b/);
   });
 
-  it('shows progress as self-reported, and drops a speed the pace of the peer\'s own reports does not bear out', () => {
+  it("shows progress as self-reported, and drops a speed the pace of the peer's own reports does not bear out", () => {
     // 4 peers at most × 32 examples: at most 128 examples per step for the ring.
     const job = new Job(jobSpec('pace', 't', 1, 4));
     const member = { peerId: 'p', runtime: 'node' as const, joinedAt: 0, send: () => {}, eject: () => {} };
     const t0 = 1_000_000;
-    expect(job.showProgress(member, { step: 10, loss: 2, samplesPerS: 1e12 }, t0)).toEqual({ step: 10, loss: 2, at: t0, selfReported: true, dropped: ['samplesPerS'] });
+    expect(job.showProgress(member, { step: 10, loss: 2, samplesPerS: 1e12 }, t0)).toEqual({
+      step: 10,
+      loss: 2,
+      at: t0,
+      selfReported: true,
+      dropped: ['samplesPerS'],
+    });
     // 100 steps in 10 s since its first report: 10 steps/s, so at most 5 × 10 × 128 = 6,400 examples/s.
-    expect(job.showProgress(member, { step: 110, loss: 1, samplesPerS: 1200, stepsPerS: 9.5 }, t0 + 10_000)).toEqual({ step: 110, loss: 1, samplesPerS: 1200, stepsPerS: 9.5, at: t0 + 10_000, selfReported: true });
+    expect(job.showProgress(member, { step: 110, loss: 1, samplesPerS: 1200, stepsPerS: 9.5 }, t0 + 10_000)).toEqual({
+      step: 110,
+      loss: 1,
+      samplesPerS: 1200,
+      stepsPerS: 9.5,
+      at: t0 + 10_000,
+      selfReported: true,
+    });
     // The claims that stood in the issue (loss 0, 1e12 samples/s, accuracy 1): the speed goes, the rest is marked.
-    expect(job.showProgress(member, { step: 120, loss: 0, samplesPerS: 1e12, stepsPerS: 1e6, testAccuracy: 1 }, t0 + 11_000)).toEqual({ step: 120, loss: 0, testAccuracy: 1, at: t0 + 11_000, selfReported: true, dropped: ['samplesPerS', 'stepsPerS'] });
+    expect(
+      job.showProgress(member, { step: 120, loss: 0, samplesPerS: 1e12, stepsPerS: 1e6, testAccuracy: 1 }, t0 + 11_000),
+    ).toEqual({
+      step: 120,
+      loss: 0,
+      testAccuracy: 1,
+      at: t0 + 11_000,
+      selfReported: true,
+      dropped: ['samplesPerS', 'stepsPerS'],
+    });
     // Standing still while claiming speed: nothing bears it out.
     const still = { ...member, peerId: 'q' };
     job.showProgress(still, { step: 5 }, t0);
@@ -236,7 +316,8 @@ describe('signaling server: joining, ranks and membership epochs', () => {
   it("keeps a peer's last evaluation beside its later steps, and a finished job's last report until the next join", () => {
     const job = new Job(jobSpec('done', 't', 1, 2));
     const member = { peerId: 'p', runtime: 'node' as const, joinedAt: 0, send: () => {}, eject: () => {} };
-    const report = (p: Parameters<Job['showProgress']>[1], at: number) => (member as { progress?: unknown }).progress = job.showProgress(member, p, at);
+    const report = (p: Parameters<Job['showProgress']>[1], at: number) =>
+      ((member as { progress?: unknown }).progress = job.showProgress(member, p, at));
     job.add(member);
     report({ step: 10, loss: 2 }, 1000);
     report({ step: 10, testAccuracy: 0.8, testLoss: 0.5 }, 2000);
@@ -255,26 +336,44 @@ describe('signaling server: joining, ranks and membership epochs', () => {
   });
 
   it('rejects bad job specs with a clear error', async () => {
-    expect(() => server.addJob({ ...jobSpec('x', 't'), config: { ...jobSpec('x', 't').config, minPeers: 5, maxPeers: 2 } })).toThrow(/maxPeers must be >= minPeers/);
+    expect(() =>
+      server.addJob({ ...jobSpec('x', 't'), config: { ...jobSpec('x', 't').config, minPeers: 5, maxPeers: 2 } }),
+    ).toThrow(/maxPeers must be >= minPeers/);
     expect(() => server.addJob(jobSpec('mnist', 't'))).toThrow(/already exists/);
     expect(() => server.addJob(jobSpec('has space', 't'))).toThrow(/bad job spec/);
   });
 
   it('refuses a job whose settings are bad, naming the setting, and keeps serving the others', async () => {
-    const withSettings = (id: string, hyperparameters: Record<string, number | string | boolean>) => ({ ...jobSpec(id, 't'), config: { ...jobSpec(id, 't').config, hyperparameters } });
-    expect(() => server.addJob(withSettings('typo', { lr: 0.1, warmupStep: 100 }))).toThrow(/job 'typo': unknown job hyperparameter "warmupStep"; did you mean 'warmupSteps'\?/);
-    expect(() => server.addJob(withSettings('range', { lr: 0.1, momentum: 1.5 }))).toThrow(/job 'range': job hyperparameter 'momentum' must be a number in \[0, 1\), got 1.5/);
-    expect(() => server.addJob(withSettings('pair', { lr: 0.1, verify: true, compression: 'fp16' }))).toThrow(/verify: true checks that the sum is exact; compression 'fp16'/);
+    const withSettings = (id: string, hyperparameters: Record<string, number | string | boolean>) => ({
+      ...jobSpec(id, 't'),
+      config: { ...jobSpec(id, 't').config, hyperparameters },
+    });
+    expect(() => server.addJob(withSettings('typo', { lr: 0.1, warmupStep: 100 }))).toThrow(
+      /job 'typo': unknown job hyperparameter "warmupStep"; did you mean 'warmupSteps'\?/,
+    );
+    expect(() => server.addJob(withSettings('range', { lr: 0.1, momentum: 1.5 }))).toThrow(
+      /job 'range': job hyperparameter 'momentum' must be a number in \[0, 1\), got 1.5/,
+    );
+    expect(() => server.addJob(withSettings('pair', { lr: 0.1, verify: true, compression: 'fp16' }))).toThrow(
+      /verify: true checks that the sum is exact; compression 'fp16'/,
+    );
     expect(server.jobInfo('typo')).toBeUndefined();
     // The server goes on: the good job is still there and a peer still joins it.
     server.addJob(withSettings('good', { lr: 0.1, compression: 'fp16', elastic: true }));
     const p = await RawPeer.join(server.wsUrl, 'good', 't');
-    expect(p.messages.find((m) => m.type === 'welcome')).toMatchObject({ job: { id: 'good', config: { hyperparameters: { compression: 'fp16', elastic: true } } } });
+    expect(p.messages.find((m) => m.type === 'welcome')).toMatchObject({
+      job: { id: 'good', config: { hyperparameters: { compression: 'fp16', elastic: true } } },
+    });
     p.close();
   });
 
   it('refuses to start with a bad job, naming the job and the setting', async () => {
-    const bad = { ...jobSpec('startup', 't'), config: { ...jobSpec('startup', 't').config, hyperparameters: { lr: 'fast' } } };
-    await expect(startServer({ staticDir: null, jobs: [bad] })).rejects.toThrow(/bad job spec: job 'startup': job hyperparameter 'lr' must be a finite number > 0 \(the learning rate\), got "fast"/);
+    const bad = {
+      ...jobSpec('startup', 't'),
+      config: { ...jobSpec('startup', 't').config, hyperparameters: { lr: 'fast' } },
+    };
+    await expect(startServer({ staticDir: null, jobs: [bad] })).rejects.toThrow(
+      /bad job spec: job 'startup': job hyperparameter 'lr' must be a finite number > 0 \(the learning rate\), got "fast"/,
+    );
   });
 });

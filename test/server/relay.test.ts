@@ -24,9 +24,17 @@ describe('signaling server: relaying signals', () => {
     await a0.membership(2);
     const offer = { type: 'offer', sdp: 'v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\n' };
     a0.sendJson({ type: 'signal', epoch: 2, to: 1, data: offer });
-    expect(await a1.waitFor((m) => m.type === 'signal', 'signal')).toEqual({ type: 'signal', epoch: 2, from: 0, data: offer });
+    expect(await a1.waitFor((m) => m.type === 'signal', 'signal')).toEqual({
+      type: 'signal',
+      epoch: 2,
+      from: 0,
+      data: offer,
+    });
     a1.sendJson({ type: 'signal', epoch: 2, to: 0, data: { candidate: 'c1' } });
-    expect(await a0.waitFor((m) => m.type === 'signal', 'signal')).toMatchObject({ from: 1, data: { candidate: 'c1' } });
+    expect(await a0.waitFor((m) => m.type === 'signal', 'signal')).toMatchObject({
+      from: 1,
+      data: { candidate: 'c1' },
+    });
   });
 
   it('never lets a signal cross to another job, whatever rank it names', async () => {
@@ -46,7 +54,9 @@ describe('signaling server: relaying signals', () => {
     b1.sendJson({ type: 'signal', epoch: 2, to: 0, data: { marker: true } });
     await b0.waitFor((m) => m.type === 'signal', 'marker');
     for (const p of [b0, b1]) {
-      expect(p.messages.filter((m) => m.type === 'signal').map((m) => (m as { data: unknown }).data)).toEqual([{ marker: true }]);
+      expect(p.messages.filter((m) => m.type === 'signal').map((m) => (m as { data: unknown }).data)).toEqual([
+        { marker: true },
+      ]);
     }
     expect(a0.count((m) => m.type === 'signal')).toBe(0);
   });
@@ -66,6 +76,8 @@ describe('signaling server: relaying signals', () => {
     expect((await stranger.closed).code).toBe(4000);
     a0.sendJson({ type: 'signal', epoch: 2, to: 1, data: { marker: true } });
     await a1.waitFor((m) => m.type === 'signal', 'marker');
-    expect(a1.messages.filter((m) => m.type === 'signal').map((m) => (m as { data: unknown }).data)).toEqual([{ marker: true }]);
+    expect(a1.messages.filter((m) => m.type === 'signal').map((m) => (m as { data: unknown }).data)).toEqual([
+      { marker: true },
+    ]);
   });
 });

@@ -31,7 +31,9 @@ describe('signaling server: report and ejection', () => {
     for (const p of who) p.sendJson({ type: 'attest', epoch });
     // Messages from one socket are handled in order: its progress lands after its attestation.
     who.at(-1)!.sendJson({ type: 'progress', step: 1 });
-    await expect.poll(() => server.jobInfo('swarm')!.peers.find((p) => p.peerId === who.at(-1)!.peerId)?.progress?.step).toBe(1);
+    await expect
+      .poll(() => server.jobInfo('swarm')!.peers.find((p) => p.peerId === who.at(-1)!.peerId)?.progress?.step)
+      .toBe(1);
   };
 
   it('ejects on a majority of the other peers, tells everyone why, and ignores self-reports and lone reports', async () => {
@@ -45,7 +47,10 @@ describe('signaling server: report and ejection', () => {
     c.sendJson({ type: 'report', peerId: d.peerId, reason: 'garbage frames' });
     // b and c: two of d's three others.
     const err = await d.error('ejected');
-    expect(err).toMatchObject({ fatal: true, message: expect.stringContaining('reported by 2 of the other 3 voting peers: garbage frames') });
+    expect(err).toMatchObject({
+      fatal: true,
+      message: expect.stringContaining('reported by 2 of the other 3 voting peers: garbage frames'),
+    });
     expect((await d.closed).code).toBe(4000);
     const left = await a.waitFor((m) => m.type === 'peer-left', 'peer-left');
     expect(left).toMatchObject({ peerId: d.peerId, rank: 3, reason: 'ejected', name: 'd' });
@@ -78,21 +83,40 @@ describe('signaling server: report and ejection', () => {
     await attestAll(ghosts, 5);
     const info = server.jobInfo('swarm')!;
     expect(info.size).toBe(5);
-    expect(info.peers.map((p) => [p.name, p.voter])).toEqual([['a', true], ['b', true], ['g0', false], ['g1', false], ['g2', false]]);
+    expect(info.peers.map((p) => [p.name, p.voter])).toEqual([
+      ['a', true],
+      ['b', true],
+      ['g0', false],
+      ['g1', false],
+      ['g2', false],
+    ]);
     // The two voters report a ghost: 2 of the 2 voters besides it.
     a.sendJson({ type: 'report', peerId: ghosts[0].peerId, reason: 'never opened a data channel' });
     b.sendJson({ type: 'report', peerId: ghosts[0].peerId, reason: 'never opened a data channel' });
-    expect(await ghosts[0].error('ejected')).toMatchObject({ message: expect.stringContaining('reported by 2 of the other 2 voting peers: never opened a data channel') });
+    expect(await ghosts[0].error('ejected')).toMatchObject({
+      message: expect.stringContaining('reported by 2 of the other 2 voting peers: never opened a data channel'),
+    });
     await expect.poll(() => server.jobInfo('swarm')!.peers.map((p) => p.name)).toEqual(['a', 'b', 'g1', 'g2']);
   });
 
-  it('refuses a name another member holds, and a join beyond the job\'s members per address', async () => {
+  it("refuses a name another member holds, and a join beyond the job's members per address", async () => {
     await joinAll(['victim']);
     const impostor = await RawPeer.open(server.wsUrl);
     impostor.sendJson({ type: 'join', protocol: 1, job: 'swarm', token: 'tok', runtime: 'node', name: 'victim' });
-    expect(await impostor.error('name-taken')).toMatchObject({ fatal: true, message: expect.stringContaining("already named 'victim'") });
+    expect(await impostor.error('name-taken')).toMatchObject({
+      fatal: true,
+      message: expect.stringContaining("already named 'victim'"),
+    });
     await server.close();
-    server = await startServer({ staticDir: null, jobs: [{ ...jobSpec('swarm', 'tok', 2, 4), config: { ...jobSpec('swarm', 'tok', 2, 4).config, maxPeersPerAddress: 2 } }] });
+    server = await startServer({
+      staticDir: null,
+      jobs: [
+        {
+          ...jobSpec('swarm', 'tok', 2, 4),
+          config: { ...jobSpec('swarm', 'tok', 2, 4).config, maxPeersPerAddress: 2 },
+        },
+      ],
+    });
     peers.splice(0);
     await joinAll(['x', 'y']);
     const third = await RawPeer.open(server.wsUrl);

@@ -58,8 +58,22 @@ describe('signaling server: bad input and misbehaving peers', () => {
     a.sendJson({ type: 'signal', epoch: 2, to: 1, data: { ok: 1 } });
     await b.waitFor((m) => m.type === 'signal', 'the good signal');
     const codes = a.messages.filter((m) => m.type === 'error').map((m) => (m as { code: string }).code);
-    expect(codes).toEqual(['bad-json', 'unknown-type', 'unknown-type', 'unknown-type', 'bad-message', 'bad-message', 'bad-message', 'bad-message', 'bad-message', 'bad-json', 'bad-message']);
-    expect(b.messages.filter((m) => m.type === 'signal')).toEqual([{ type: 'signal', epoch: 2, from: 0, data: { ok: 1 } }]);
+    expect(codes).toEqual([
+      'bad-json',
+      'unknown-type',
+      'unknown-type',
+      'unknown-type',
+      'bad-message',
+      'bad-message',
+      'bad-message',
+      'bad-message',
+      'bad-message',
+      'bad-json',
+      'bad-message',
+    ]);
+    expect(b.messages.filter((m) => m.type === 'signal')).toEqual([
+      { type: 'signal', epoch: 2, from: 0, data: { ok: 1 } },
+    ]);
     expect(s.jobInfo('alpha')?.size).toBe(2);
     expect(await healthy(s)).toBe(200);
   });
@@ -92,25 +106,35 @@ describe('signaling server: bad input and misbehaving peers', () => {
     for (let i = 0; i < FLOOD; i++) {
       flooder.sendJson({ type: 'signal', epoch: 2, to: 1, data: { i, pad: 'x'.repeat(200) } });
       // Job beta keeps talking while the flood goes on.
-      if (i % (FLOOD / BETA) === 0) b0.sendJson({ type: 'signal', epoch: 2, to: 1, data: { beta: i / (FLOOD / BETA) } });
+      if (i % (FLOOD / BETA) === 0)
+        b0.sendJson({ type: 'signal', epoch: 2, to: 1, data: { beta: i / (FLOOD / BETA) } });
       if (i % 100 === 0) await nextTurn();
     }
     expect((await flooder.closed).code).toBe(4008);
     expect(await flooder.error('flood')).toMatchObject({ fatal: true });
-    await b1.waitFor((m) => m.type === 'signal' && (m.data as { beta?: number }).beta === BETA - 1, 'the last beta signal');
-    const betaSeen = b1.messages.filter((m) => m.type === 'signal').map((m) => ((m as { data: unknown }).data as { beta: number }).beta);
+    await b1.waitFor(
+      (m) => m.type === 'signal' && (m.data as { beta?: number }).beta === BETA - 1,
+      'the last beta signal',
+    );
+    const betaSeen = b1.messages
+      .filter((m) => m.type === 'signal')
+      .map((m) => ((m as { data: unknown }).data as { beta: number }).beta);
     expect(betaSeen).toEqual(Array.from({ length: BETA }, (_, i) => i));
     expect(b0.count((m) => m.type === 'error')).toBe(0);
     // The flooder's bucket held 50 units: one went to its join, 49 signals got through.
     expect(victim.count((m) => m.type === 'signal')).toBe(49);
     expect(flooder.count((m) => m.type === 'error' && m.code === 'rate-limited')).toBeGreaterThanOrEqual(1);
-    expect(await victim.waitFor((m) => m.type === 'peer-left', 'peer-left')).toMatchObject({ peerId: flooder.peerId, reason: 'dropped' });
+    expect(await victim.waitFor((m) => m.type === 'peer-left', 'peer-left')).toMatchObject({
+      peerId: flooder.peerId,
+      reason: 'dropped',
+    });
     expect(await healthy(s)).toBe(200);
     expect(await s.metricsText()).toMatch(/ringtrain_errors_total\{code="flood"\} 1/);
   });
 
   it('drops a peer that stops answering heartbeats and tells the others who it was', async () => {
-    // Generous, so that a busy test machine does not drop the live peer too (the server also skips judging after its own stalls).
+    // Generous, so that a busy test machine does not drop the live peer too (the server also skips judging after its own
+    // stalls).
     const s = await start({ heartbeatMs: 250, missedHeartbeats: 4 });
     const alive = await join(s, 'alpha', 'ta', 'alive');
     const zombie = await join(s, 'alpha', 'ta', 'zombie');

@@ -24,19 +24,46 @@ function readProc(pid: string, file: string): string {
 
 /** The children of `parent` (by /proc/<pid>/stat's ppid field). */
 function childrenOf(parent: number): string[] {
-  return readdirSync('/proc').filter((p) => /^\d+$/.test(p) && readProc(p, 'stat').replace(/^.*\) /, '').split(' ')[1] === String(parent));
+  return readdirSync('/proc').filter(
+    (p) =>
+      /^\d+$/.test(p) &&
+      readProc(p, 'stat')
+        .replace(/^.*\) /, '')
+        .split(' ')[1] === String(parent),
+  );
 }
 
 describe('ringtrain run over TLS, the token by environment', () => {
   it('trains with wss signaling; the token is in no argv', { timeout: 300_000 }, async () => {
-    if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
+    if (process.env.RINGTRAIN_NETNS !== '1')
+      throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
     const env = { ...process.env };
     delete env.RINGTRAIN_TOKEN;
-    const run = spawn(process.execPath, ['bin/ringtrain.js', 'run', '-np', '1', '--model', 'mlp', '--steps', '3', '--batch', '32', '--json', '--tls-cert', cert.certPath, '--tls-key', cert.keyPath], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env,
-    });
+    const run = spawn(
+      process.execPath,
+      [
+        'bin/ringtrain.js',
+        'run',
+        '-np',
+        '1',
+        '--model',
+        'mlp',
+        '--steps',
+        '3',
+        '--batch',
+        '32',
+        '--json',
+        '--tls-cert',
+        cert.certPath,
+        '--tls-key',
+        cert.keyPath,
+      ],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env,
+      },
+    );
     let stdout = '';
     let stderr = '';
     run.stdout.on('data', (d) => (stdout += String(d)));
@@ -50,7 +77,9 @@ describe('ringtrain run over TLS, the token by environment', () => {
     const deadline = Date.now() + 120_000;
     while (!token && !exited && Date.now() < deadline) {
       for (const pid of childrenOf(run.pid!)) {
-        const found = readProc(pid, 'environ').split('\0').find((kv) => kv.startsWith('RINGTRAIN_TOKEN='));
+        const found = readProc(pid, 'environ')
+          .split('\0')
+          .find((kv) => kv.startsWith('RINGTRAIN_TOKEN='));
         if (found) token = found.slice('RINGTRAIN_TOKEN='.length);
       }
       if (!token) await new Promise((r) => setTimeout(r, 50));

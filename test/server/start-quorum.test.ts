@@ -37,6 +37,8 @@ describe('signaling server: start quorum', () => {
 
   it('refuses a startPeers outside minPeers..maxPeers', async () => {
     const spec = jobSpec('bad', 'tok', 2, 3);
-    await expect(startServer({ staticDir: null, jobs: [{ ...spec, config: { ...spec.config, startPeers: 4 } }] })).rejects.toThrow(/startPeers/);
+    await expect(
+      startServer({ staticDir: null, jobs: [{ ...spec, config: { ...spec.config, startPeers: 4 } }] }),
+    ).rejects.toThrow(/startPeers/);
   });
 });

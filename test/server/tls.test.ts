@@ -14,7 +14,11 @@ import { describeTlsFailure } from '../../src/signaling/socket.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
 import { makeTestCert, type TestCert } from './test-cert.ts';
 
-function httpsGet(url: string, ca: Buffer, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+function httpsGet(
+  url: string,
+  ca: Buffer,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     get(url, { ca, headers }, (res) => {
       let body = '';
@@ -29,7 +33,11 @@ describe('signaling server over TLS', () => {
   let server: RunningServer;
   beforeAll(async () => {
     cert = makeTestCert();
-    server = await startServer({ staticDir: null, tls: { cert: cert.cert, key: cert.key }, jobs: [jobSpec('secure', 'tls-token', 2, 2)] });
+    server = await startServer({
+      staticDir: null,
+      tls: { cert: cert.cert, key: cert.key },
+      jobs: [jobSpec('secure', 'tls-token', 2, 2)],
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -72,7 +80,9 @@ describe('signaling server over TLS', () => {
       (e: unknown) => e as Error & { code: string },
     );
     expect(err?.code).toBe('ERR_SIGNALING');
-    expect(err?.message).toMatch(/the signaling server at wss:\/\/127\.0\.0\.1:\d+\/ws answered, but its TLS certificate is not signed by an authority this runtime trusts \((SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)[^)]*\): .*NODE_EXTRA_CA_CERTS=ca\.pem \(Node\) or DENO_CERT=ca\.pem \(Deno\)/);
+    expect(err?.message).toMatch(
+      /the signaling server at wss:\/\/127\.0\.0\.1:\d+\/ws answered, but its TLS certificate is not signed by an authority this runtime trusts \((SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)[^)]*\): .*NODE_EXTRA_CA_CERTS=ca\.pem \(Node\) or DENO_CERT=ca\.pem \(Deno\)/,
+    );
     expect(err?.message).not.toMatch(/is it running/);
   });
 
@@ -82,22 +92,32 @@ describe('signaling server over TLS', () => {
         super(url, { ca: cert.ca, servername: 'elsewhere.example' } as WebSocket.ClientOptions);
       }
     } as unknown as WebSocketConstructor;
-    await expect(connect(server.url, { job: 'secure', token: 'tls-token', WebSocket: WrongName })).rejects.toThrow(/TLS certificate does not name the address connected to \(ERR_TLS_CERT_ALTNAME_INVALID/);
+    await expect(connect(server.url, { job: 'secure', token: 'tls-token', WebSocket: WrongName })).rejects.toThrow(
+      /TLS certificate does not name the address connected to \(ERR_TLS_CERT_ALTNAME_INVALID/,
+    );
   });
 
   it('names an expired certificate and what to do', () => {
-    expect(describeTlsFailure('wss://h.example:8080/ws', { code: 'CERT_HAS_EXPIRED', message: 'certificate has expired' })).toBe(
+    expect(
+      describeTlsFailure('wss://h.example:8080/ws', { code: 'CERT_HAS_EXPIRED', message: 'certificate has expired' }),
+    ).toBe(
       "the signaling server at wss://h.example:8080/ws answered, but its TLS certificate is expired or not yet valid (CERT_HAS_EXPIRED: certificate has expired): renew the server's certificate (ringtrain server --tls-cert), and check both machines' clocks",
     );
     expect(describeTlsFailure('ws://h.example:8080/ws', { code: 'CERT_HAS_EXPIRED' })).toBeNull();
-    expect(describeTlsFailure('wss://h.example:8080/ws', { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' })).toBeNull();
+    expect(
+      describeTlsFailure('wss://h.example:8080/ws', { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' }),
+    ).toBeNull();
   });
 
   it('a Deno worker that does not trust the certificate exits naming it and DENO_CERT', async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, RINGTRAIN_TOKEN: 'tls-token' };
     delete env.DENO_CERT;
     delete env.NODE_EXTRA_CA_CERTS;
-    const child = spawn('node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server.url, '--job', 'secure'], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const child = spawn(
+      'node_modules/.bin/deno',
+      ['run', '-A', 'src/cli/main.ts', 'worker', '--server', server.url, '--job', 'secure'],
+      { stdio: ['ignore', 'pipe', 'pipe'], env },
+    );
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
@@ -109,7 +129,9 @@ describe('signaling server over TLS', () => {
   it('refuses a key that does not belong to the certificate, naming the problem', async () => {
     const other = makeTestCert();
     try {
-      await expect(startServer({ staticDir: null, tls: { cert: cert.cert, key: other.key } })).rejects.toThrow(/cannot serve TLS with this certificate and key/);
+      await expect(startServer({ staticDir: null, tls: { cert: cert.cert, key: other.key } })).rejects.toThrow(
+        /cannot serve TLS with this certificate and key/,
+      );
     } finally {
       other.dispose();
     }

@@ -28,7 +28,12 @@ describe('signaling client in Chromium (the browser WebSocket)', () => {
       configFile: false,
       logLevel: 'silent',
       root,
-      build: { lib: { entry: `${root}src/signaling/client.ts`, formats: ['es'], fileName: 'client' }, outDir: dir, emptyOutDir: true, minify: false },
+      build: {
+        lib: { entry: `${root}src/signaling/client.ts`, formats: ['es'], fileName: 'client' },
+        outDir: dir,
+        emptyOutDir: true,
+        minify: false,
+      },
     });
     // The module puts the client on window; evaluate() bodies must not contain import() (vitest rewrites it).
     writeFileSync(
@@ -38,7 +43,13 @@ describe('signaling client in Chromium (the browser WebSocket)', () => {
     server = await startServer({ staticDir: dir, jobs: [jobSpec('web', 'tw', 2, 2)] });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   });
   afterAll(async () => {
@@ -52,7 +63,8 @@ describe('signaling client in Chromium (the browser WebSocket)', () => {
     await gotoSteady(page, `${server.url}/`);
     await page.waitForFunction(() => 'signaling' in window);
     const refused = await page.evaluate(async () => {
-      const { connect } = (window as unknown as { signaling: typeof import('../../src/signaling/client.ts') }).signaling;
+      const { connect } = (window as unknown as { signaling: typeof import('../../src/signaling/client.ts') })
+        .signaling;
       try {
         await connect(location.origin, { job: 'web', token: 'wrong' });
         return null;
@@ -73,11 +85,14 @@ describe('signaling client in Chromium (the browser WebSocket)', () => {
         });
       });
       const seen = await page.evaluate(async () => {
-        const { connect } = (window as unknown as { signaling: typeof import('../../src/signaling/client.ts') }).signaling;
+        const { connect } = (window as unknown as { signaling: typeof import('../../src/signaling/client.ts') })
+          .signaling;
         const client = await connect(location.origin, { job: 'web', token: 'tw', name: 'tab' });
         const m = await client.waitForReady(30_000);
         const signaler = client.signaler(m.epoch);
-        const first = await new Promise<{ from: number; data: unknown }>((resolve) => signaler.onSignal((from, data) => resolve({ from, data })));
+        const first = await new Promise<{ from: number; data: unknown }>((resolve) =>
+          signaler.onSignal((from, data) => resolve({ from, data })),
+        );
         signaler.send(first.from, { answer: 'from the tab' });
         return { rank: client.rank, size: m.size, runtime: m.peers[1].runtime, first };
       });

@@ -93,7 +93,8 @@ describe('signaling client (Node, over ws)', () => {
   it('reports progress to the server', async () => {
     const a = await join('a');
     a.reportProgress({ step: 7, loss: 1.25, allreduceBytes: 100 });
-    for (let i = 0; i < 500 && !server.jobInfo('alpha')?.peers[0].progress; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 500 && !server.jobInfo('alpha')?.peers[0].progress; i++)
+      await new Promise((r) => setTimeout(r, 10));
     expect(server.jobInfo('alpha')?.peers[0].progress).toMatchObject({ step: 7, loss: 1.25, allreduceBytes: 100 });
   });
 
@@ -135,10 +136,38 @@ describe('signaling client (Node, over ws)', () => {
     const { port } = mute.address() as AddressInfo;
     mute.on('connection', (ws) =>
       ws.on('message', () => {
-        const config = { model: 'mlp', optimizer: 'sgd', hyperparameters: {}, batchPerPeer: 1, minPeers: 1, maxPeers: 1 };
-        ws.send(JSON.stringify({ type: 'welcome', protocol: PROTOCOL_VERSION, peerId: 'p', job: { id: 'alpha', config }, heartbeatMs: 50, missedHeartbeats: 2 }));
+        const config = {
+          model: 'mlp',
+          optimizer: 'sgd',
+          hyperparameters: {},
+          batchPerPeer: 1,
+          minPeers: 1,
+          maxPeers: 1,
+        };
+        ws.send(
+          JSON.stringify({
+            type: 'welcome',
+            protocol: PROTOCOL_VERSION,
+            peerId: 'p',
+            job: { id: 'alpha', config },
+            heartbeatMs: 50,
+            missedHeartbeats: 2,
+          }),
+        );
         const peers = [{ rank: 0, peerId: 'p', runtime: 'node' }];
-        ws.send(JSON.stringify({ type: 'membership', epoch: 1, peers, ring: [0], you: 0, size: 1, ready: true, started: true, change: { kind: 'join', peerId: 'p' } }));
+        ws.send(
+          JSON.stringify({
+            type: 'membership',
+            epoch: 1,
+            peers,
+            ring: [0],
+            you: 0,
+            size: 1,
+            ready: true,
+            started: true,
+            change: { kind: 'join', peerId: 'p' },
+          }),
+        );
       }),
     );
     try {
@@ -154,7 +183,9 @@ describe('signaling client (Node, over ws)', () => {
     const alien = await listening(new WebSocketServer({ host: '127.0.0.1', port: 0 }));
     alien.on('connection', (ws) => ws.on('message', () => ws.send(JSON.stringify({ hello: 'world' }))));
     try {
-      const e = await refusal(connect(`ws://127.0.0.1:${(alien.address() as AddressInfo).port}/ws`, { job: 'alpha', token: 'ta' }));
+      const e = await refusal(
+        connect(`ws://127.0.0.1:${(alien.address() as AddressInfo).port}/ws`, { job: 'alpha', token: 'ta' }),
+      );
       expect(e.message).toMatch(/does not understand/);
     } finally {
       for (const ws of alien.clients) ws.terminate();

@@ -49,7 +49,12 @@ describe('signaling client under Deno (global WebSocket)', () => {
       const { code, stdout, stderr } = await run;
       expect(code, stderr).toBe(0);
       const report = JSON.parse(stdout.trim().split('\n').pop() ?? '{}');
-      expect(report).toMatchObject({ runtime: 'deno', rank: 1, size: 2, received: { from: 0, data: { offer: 'from node' } } });
+      expect(report).toMatchObject({
+        runtime: 'deno',
+        rank: 1,
+        size: 2,
+        received: { from: 0, data: { offer: 'from node' } },
+      });
       const left = await node.nextMembership((m) => m.size === 1);
       expect(left.change).toMatchObject({ kind: 'leave', name: 'deno-peer' });
     } finally {
@@ -60,7 +65,10 @@ describe('signaling client under Deno (global WebSocket)', () => {
   it('a peer process killed with SIGKILL is noticed and announced by name', async () => {
     const node = await connect(server.url, { job: 'doom', token: 'td', name: 'survivor' });
     try {
-      const child = spawn(deno, ['run', '-A', 'test/signaling/fixtures/deno-hang.ts', server.url, 'doom', 'td'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(deno, ['run', '-A', 'test/signaling/fixtures/deno-hang.ts', server.url, 'doom', 'td'], {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       child.stdout.on('data', (d) => (out += d));
       const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal)));
@@ -72,7 +80,12 @@ describe('signaling client under Deno (global WebSocket)', () => {
       const left = new Promise((resolve) => node.on('peer-left', resolve));
       child.kill('SIGKILL');
       expect(await exited).toBe('SIGKILL');
-      expect(await left).toMatchObject({ peerId: joined.peers[1].peerId, name: 'doomed', rank: 1, reason: 'disconnected' });
+      expect(await left).toMatchObject({
+        peerId: joined.peers[1].peerId,
+        name: 'doomed',
+        rank: 1,
+        reason: 'disconnected',
+      });
       expect(node.membership).toMatchObject({ size: 1, rank: 0 });
     } finally {
       await node.leave();

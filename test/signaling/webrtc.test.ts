@@ -14,7 +14,10 @@ describe('WebRTC ring set up through the signaling server (Node, @roamhq/wrtc)',
   const clients: SignalingClient[] = [];
   const comms: Communicator[] = [];
   beforeAll(async () => {
-    server = await startServer({ staticDir: null, jobs: [jobSpec('ring', 'tr', SIZE, SIZE), jobSpec('elastic', 'te', 2, 3)] });
+    server = await startServer({
+      staticDir: null,
+      jobs: [jobSpec('ring', 'tr', SIZE, SIZE), jobSpec('elastic', 'te', 2, 3)],
+    });
   });
   afterAll(async () => {
     for (const c of comms) c.close();
@@ -23,7 +26,8 @@ describe('WebRTC ring set up through the signaling server (Node, @roamhq/wrtc)',
   });
 
   it(`${SIZE} peers join, open data channels with the server's signals, and allreduce over them`, async () => {
-    for (let i = 0; i < SIZE; i++) clients.push(await connect(server.url, { job: 'ring', token: 'tr', name: `peer${i}` }));
+    for (let i = 0; i < SIZE; i++)
+      clients.push(await connect(server.url, { job: 'ring', token: 'tr', name: `peer${i}` }));
     const memberships = await Promise.all(clients.map((c) => c.waitForReady(30_000)));
     const epoch = memberships[0].epoch;
     expect(memberships.map((m) => m.epoch)).toEqual([epoch, epoch, epoch]);
@@ -32,13 +36,27 @@ describe('WebRTC ring set up through the signaling server (Node, @roamhq/wrtc)',
     const wrtc = loadWrtc();
     comms.push(
       ...(await Promise.all(
-        clients.map((c, i) => joinWebRTCRing({ rank: memberships[i].rank, size: SIZE, signaler: c.signaler(epoch), wrtc, connectTimeoutMs: 60_000 })),
+        clients.map((c, i) =>
+          joinWebRTCRing({
+            rank: memberships[i].rank,
+            size: SIZE,
+            signaler: c.signaler(epoch),
+            wrtc,
+            connectTimeoutMs: 60_000,
+          }),
+        ),
       )),
     );
     expect(server.jobInfo('ring')?.epoch).toBe(epoch);
     const n = 1000;
     const results = await Promise.all(
-      comms.map((comm) => allreduce(comm, Float32Array.from({ length: n }, (_, j) => (comm.rank + 1) * j), { op: 'sum' })),
+      comms.map((comm) =>
+        allreduce(
+          comm,
+          Float32Array.from({ length: n }, (_, j) => (comm.rank + 1) * j),
+          { op: 'sum' },
+        ),
+      ),
     );
     for (const r of results) {
       for (const j of [0, 1, 499, 999]) expect(r[j]).toBe(6 * j);
@@ -54,10 +72,20 @@ describe('WebRTC ring set up through the signaling server (Node, @roamhq/wrtc)',
     const wrtc = loadWrtc();
     const sumOfRanks = async (members: SignalingClient[], epoch: number): Promise<number[]> => {
       const ring = await Promise.all(
-        members.map((c) => joinWebRTCRing({ rank: c.rank, size: members.length, signaler: c.signaler(epoch), wrtc, connectTimeoutMs: 60_000 })),
+        members.map((c) =>
+          joinWebRTCRing({
+            rank: c.rank,
+            size: members.length,
+            signaler: c.signaler(epoch),
+            wrtc,
+            connectTimeoutMs: 60_000,
+          }),
+        ),
       );
       comms.push(...ring);
-      const out = await Promise.all(ring.map((comm) => allreduce(comm, Float32Array.of(comm.rank + 1, 1), { op: 'sum' })));
+      const out = await Promise.all(
+        ring.map((comm) => allreduce(comm, Float32Array.of(comm.rank + 1, 1), { op: 'sum' })),
+      );
       for (const comm of ring) comm.close();
       return out.map((r) => r[0] * 100 + r[1]);
     };

@@ -13,7 +13,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { predictStep } from '../../src/sim/cost-model.ts';
-import { allreduceTraffic, crowdedCpuS, linkCpuCosts, predictColocatedStep, type HostInputs } from '../../src/sim/colocated-model.ts';
+import {
+  allreduceTraffic,
+  crowdedCpuS,
+  linkCpuCosts,
+  predictColocatedStep,
+  type HostInputs,
+} from '../../src/sim/colocated-model.ts';
 import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
 import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/types.ts';
 
@@ -59,7 +65,16 @@ describe('a step of peers sharing a host', () => {
     const p = predictColocatedStep(4, { ...x, gradientBytes: 40_000 });
     expect(p.algorithm).toBe('recursive-doubling');
     expect(p.cpuPerPeerS).toBeCloseTo(0.2 + 2 * 80_000 * 1.5e-8 + (2 + 3) * 0.0002 + 2 * 0.001, 12);
-    expect(p.criticalS).toBeCloseTo(predictStep(4, { computeS: 0.15, gradientBytes: 40_000, alphaS: 0.001, betaSPerByte: 4e-8, algorithm: 'recursive-doubling' }).stepS, 12);
+    expect(p.criticalS).toBeCloseTo(
+      predictStep(4, {
+        computeS: 0.15,
+        gradientBytes: 40_000,
+        alphaS: 0.001,
+        betaSPerByte: 4e-8,
+        algorithm: 'recursive-doubling',
+      }).stepS,
+      12,
+    );
   });
 
   it('middle-sized gradients go by halving-doubling, as the library picks', () => {
@@ -71,7 +86,7 @@ describe('a step of peers sharing a host', () => {
     expect(predictColocatedStep(4, { ...x, gradientBytes: 100_000, mediumBytes: 64 * 1024 }).algorithm).toBe('ring');
   });
 
-  it('middle-sized gradients on 3 peers go by two-shot, as the library picks: 2 rounds, 4 messages, the ring\'s bytes', () => {
+  it("middle-sized gradients on 3 peers go by two-shot, as the library picks: 2 rounds, 4 messages, the ring's bytes", () => {
     const p = predictColocatedStep(3, { ...x, gradientBytes: 120_000 });
     expect(p.algorithm).toBe('two-shot');
     // 4 messages, 160 kB sent and as much received; the allgather's 2 messages; 2 collectives.
@@ -83,7 +98,11 @@ describe('a step of peers sharing a host', () => {
     for (const n of [2, 3, 8, 64, 1024]) {
       const p = predictColocatedStep(n, { ...x, peersPerHost: 1, coresPerHost: 8 });
       expect(p.bound).toBe('critical-path');
-      expect(p.stepS).toBeCloseTo(predictStep(n, { computeS: 0.15, gradientBytes: 400_000, alphaS: 0.001, betaSPerByte: 4e-8, algorithm: 'ring' }).stepS, 12);
+      expect(p.stepS).toBeCloseTo(
+        predictStep(n, { computeS: 0.15, gradientBytes: 400_000, alphaS: 0.001, betaSPerByte: 4e-8, algorithm: 'ring' })
+          .stepS,
+        12,
+      );
     }
     const lone = predictColocatedStep(1, x);
     expect(lone.cpuPerPeerS).toBe(0.2);
@@ -131,7 +150,7 @@ describe('compute CPU on a crowded host (P lone trainers at once)', () => {
     expect(crowdedCpuS([{ peers: 1, cpuS: 0.3 }], 5)).toBe(0.3);
   });
 
-  it('adds the growth over one peer to the lone peer\'s CPU, at min(P, N) peers on the host', () => {
+  it("adds the growth over one peer to the lone peer's CPU, at min(P, N) peers on the host", () => {
     const crowded = { ...x, computeCpuCrowded: points };
     // 8 per host, a ring of 3: 3 peers share the host, compute 0.2 + (0.225 - 0.2).
     const at3 = predictColocatedStep(3, crowded);
@@ -145,8 +164,24 @@ describe('compute CPU on a crowded host (P lone trainers at once)', () => {
 
   it('refuses points it cannot interpolate, saying why', () => {
     expect(() => crowdedCpuS([{ peers: 2, cpuS: 0.2 }], 2)).toThrow(/must include 1 peer/);
-    expect(() => crowdedCpuS([{ peers: 1, cpuS: 0.2 }, { peers: 1, cpuS: 0.3 }], 2)).toThrow(/peer count twice/);
-    expect(() => crowdedCpuS([{ peers: 1, cpuS: 0.2 }, { peers: 2.5, cpuS: 0.3 }], 2)).toThrow(/whole peer counts/);
+    expect(() =>
+      crowdedCpuS(
+        [
+          { peers: 1, cpuS: 0.2 },
+          { peers: 1, cpuS: 0.3 },
+        ],
+        2,
+      ),
+    ).toThrow(/peer count twice/);
+    expect(() =>
+      crowdedCpuS(
+        [
+          { peers: 1, cpuS: 0.2 },
+          { peers: 2.5, cpuS: 0.3 },
+        ],
+        2,
+      ),
+    ).toThrow(/whole peer counts/);
     expect(() => crowdedCpuS([{ peers: 1, cpuS: Number.NaN }], 2)).toThrow(/positive CPU-seconds/);
     expect(() => crowdedCpuS(points, 0)).toThrow(/peers on a host must be a whole number/);
     expect(() => predictColocatedStep(4, { ...x, computeCpuCrowded: [] })).toThrow(/must include 1 peer/);
@@ -158,26 +193,61 @@ describe('the link CPU costs from the microbenchmark', () => {
     const c = 0.001;
     const m = 0.0002;
     const perByte = 1.5e-8;
-    const costs = linkCpuCosts({ allreduceSmallCpuS: c + 2 * m, allgatherSmallCpuS: c + m, allreduceLargeCpuS: c + 2 * m + 2 * 1e6 * perByte, largeBytes: 1e6 });
+    const costs = linkCpuCosts({
+      allreduceSmallCpuS: c + 2 * m,
+      allgatherSmallCpuS: c + m,
+      allreduceLargeCpuS: c + 2 * m + 2 * 1e6 * perByte,
+      largeBytes: 1e6,
+    });
     expect(costs.cpuPerCollectiveS).toBeCloseTo(c, 12);
     expect(costs.cpuPerMessageS).toBeCloseTo(m, 12);
     expect(costs.cpuPerByteS).toBeCloseTo(perByte, 15);
     // /proc counts in 10 ms ticks: an allgather read as dearer than the allreduce gives no negative cost.
-    expect(linkCpuCosts({ allreduceSmallCpuS: 0.001, allgatherSmallCpuS: 0.0011, allreduceLargeCpuS: 0.03, largeBytes: 1e6 }).cpuPerMessageS).toBe(0);
+    expect(
+      linkCpuCosts({ allreduceSmallCpuS: 0.001, allgatherSmallCpuS: 0.0011, allreduceLargeCpuS: 0.03, largeBytes: 1e6 })
+        .cpuPerMessageS,
+    ).toBe(0);
   });
 });
 
 describe('ringtrain simulate --peers-per-host', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ringtrain-colocated-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const base = { computeMs: '150', bytes: '400000', latencyMs: '1', bandwidthMBps: '25', relayPerS: '6000', peers: '2,4' };
+  const base = {
+    computeMs: '150',
+    bytes: '400000',
+    latencyMs: '1',
+    bandwidthMBps: '25',
+    relayPerS: '6000',
+    peers: '2,4',
+  };
 
-  it('reads the CPU costs from simulator-check\'s input-link line, flags win, and adds a column', () => {
+  it("reads the CPU costs from simulator-check's input-link line, flags win, and adds a column", () => {
     const link = join(dir, 'link.json');
-    writeFileSync(link, '{"kind":"input-link","alpha_ms":1,"bandwidth_MBps":25,"cpu_ms_per_MB":15,"cpu_ms_per_message":0.2,"cpu_ms_per_collective":1}\n');
+    writeFileSync(
+      link,
+      '{"kind":"input-link","alpha_ms":1,"bandwidth_MBps":25,"cpu_ms_per_MB":15,"cpu_ms_per_message":0.2,"cpu_ms_per_collective":1}\n',
+    );
     const o = simulateOptions({ ...base, peersPerHost: '8', coresPerHost: '2', computeCpuMs: '200', linkCpu: link });
-    expect(o.hosts).toEqual({ peersPerHost: 8, coresPerHost: 2, computeCpuMs: 200, cpuMsPerMB: 15, cpuMsPerMessage: 0.2, cpuMsPerCollective: 1, smallCollectives: 1 });
-    expect(simulateOptions({ ...base, peersPerHost: '8', coresPerHost: '2', computeCpuMs: '200', linkCpu: link, cpuMsPerMB: '30' }).hosts?.cpuMsPerMB).toBe(30);
+    expect(o.hosts).toEqual({
+      peersPerHost: 8,
+      coresPerHost: 2,
+      computeCpuMs: 200,
+      cpuMsPerMB: 15,
+      cpuMsPerMessage: 0.2,
+      cpuMsPerCollective: 1,
+      smallCollectives: 1,
+    });
+    expect(
+      simulateOptions({
+        ...base,
+        peersPerHost: '8',
+        coresPerHost: '2',
+        computeCpuMs: '200',
+        linkCpu: link,
+        cpuMsPerMB: '30',
+      }).hosts?.cpuMsPerMB,
+    ).toBe(30);
     const rows = simulate(o);
     // The CLI takes the library's thresholds: 400 kB on 4 peers goes by halving-doubling.
     const library = { ...x, smallBytes: DEFAULT_SMALL_BYTES, mediumBytes: DEFAULT_MEDIUM_BYTES };
@@ -191,8 +261,16 @@ describe('ringtrain simulate --peers-per-host', () => {
     expect(simulate(simulateOptions(base))[0].colocated).toBeUndefined();
   });
 
-  it('takes the crowded compute CPU as P=ms pairs or simulator-check\'s input-crowded line', () => {
-    const host = { ...base, peersPerHost: '8', coresPerHost: '2', computeCpuMs: '200', cpuMsPerMB: '15', cpuMsPerMessage: '0.2', cpuMsPerCollective: '1' };
+  it("takes the crowded compute CPU as P=ms pairs or simulator-check's input-crowded line", () => {
+    const host = {
+      ...base,
+      peersPerHost: '8',
+      coresPerHost: '2',
+      computeCpuMs: '200',
+      cpuMsPerMB: '15',
+      cpuMsPerMessage: '0.2',
+      cpuMsPerCollective: '1',
+    };
     const pairs = simulateOptions({ ...host, computeCpuCrowded: '1=200, 2=210,4=240,8=260' });
     expect(pairs.hosts?.computeCpuCrowdedMs).toEqual({ 1: 200, 2: 210, 4: 240, 8: 260 });
     const file = join(dir, 'crowded.json');
@@ -201,17 +279,44 @@ describe('ringtrain simulate --peers-per-host', () => {
     expect(fromFile.hosts).toEqual(pairs.hosts);
     // 4 peers, 8 per host: compute 0.2 + (0.24 - 0.2) CPU-s.
     const row = simulate(fromFile)[1];
-    expect(row.colocated?.cpuPerPeerMs).toBeCloseTo(predictColocatedStep(4, { ...x, mediumBytes: DEFAULT_MEDIUM_BYTES, computeCpuS: 0.24 }).cpuPerPeerS * 1000, 9);
-    expect(() => simulateOptions({ ...host, computeCpuCrowded: '1=200,2=-3' })).toThrow(/--compute-cpu-crowded needs whole peer counts/);
-    expect(() => simulate(simulateOptions({ ...host, computeCpuCrowded: '2=200,4=240' }))).toThrow(/must include 1 peer/);
+    expect(row.colocated?.cpuPerPeerMs).toBeCloseTo(
+      predictColocatedStep(4, { ...x, mediumBytes: DEFAULT_MEDIUM_BYTES, computeCpuS: 0.24 }).cpuPerPeerS * 1000,
+      9,
+    );
+    expect(() => simulateOptions({ ...host, computeCpuCrowded: '1=200,2=-3' })).toThrow(
+      /--compute-cpu-crowded needs whole peer counts/,
+    );
+    expect(() => simulate(simulateOptions({ ...host, computeCpuCrowded: '2=200,4=240' }))).toThrow(
+      /must include 1 peer/,
+    );
     writeFileSync(file, '{"kind":"input-link"}\n');
     expect(() => simulateOptions({ ...host, computeCpuCrowded: file })).toThrow(/holds no worker_cpu_ms/);
   });
 
   it('says which co-located figure is missing', () => {
-    expect(() => simulateOptions({ ...base, peersPerHost: '4', computeCpuMs: '200', cpuMsPerMB: '1', cpuMsPerMessage: '0', cpuMsPerCollective: '1' })).toThrow(/--cores-per-host must be a positive number/);
-    expect(() => simulateOptions({ ...base, peersPerHost: '4', coresPerHost: '2', cpuMsPerMB: '1', cpuMsPerMessage: '0', cpuMsPerCollective: '1' })).toThrow(/--compute-cpu-ms must be a positive number/);
-    expect(() => simulateOptions({ ...base, peersPerHost: '4', coresPerHost: '2', computeCpuMs: '200' })).toThrow(/needs --cpu-ms-per-MB .*--link-cpu FILE/);
+    expect(() =>
+      simulateOptions({
+        ...base,
+        peersPerHost: '4',
+        computeCpuMs: '200',
+        cpuMsPerMB: '1',
+        cpuMsPerMessage: '0',
+        cpuMsPerCollective: '1',
+      }),
+    ).toThrow(/--cores-per-host must be a positive number/);
+    expect(() =>
+      simulateOptions({
+        ...base,
+        peersPerHost: '4',
+        coresPerHost: '2',
+        cpuMsPerMB: '1',
+        cpuMsPerMessage: '0',
+        cpuMsPerCollective: '1',
+      }),
+    ).toThrow(/--compute-cpu-ms must be a positive number/);
+    expect(() => simulateOptions({ ...base, peersPerHost: '4', coresPerHost: '2', computeCpuMs: '200' })).toThrow(
+      /needs --cpu-ms-per-MB .*--link-cpu FILE/,
+    );
     expect(() => simulateOptions({ ...base, peersPerHost: '0' })).toThrow(/--peers-per-host must be a whole number/);
   });
 });

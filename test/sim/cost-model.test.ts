@@ -10,7 +10,19 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { allreduceCost, defaultGroupSize, doublingRounds, halvingDoublingAllreduce, hierarchicalAllreduce, predictSignaling, predictStep, recursiveDoublingAllreduce, ringAllreduce, twoShotAllreduce, type StepInputs } from '../../src/sim/cost-model.ts';
+import {
+  allreduceCost,
+  defaultGroupSize,
+  doublingRounds,
+  halvingDoublingAllreduce,
+  hierarchicalAllreduce,
+  predictSignaling,
+  predictStep,
+  recursiveDoublingAllreduce,
+  ringAllreduce,
+  twoShotAllreduce,
+  type StepInputs,
+} from '../../src/sim/cost-model.ts';
 import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
 
 const A = 0.001; // 1 ms per message
@@ -34,9 +46,13 @@ describe('alpha-beta allreduce costs', () => {
     expect(recursiveDoublingAllreduce(8, n, link).messages).toBe(3);
   });
 
-  it('two-shot: the ring\'s bytes in 2 rounds at any N, for 2(N-1) messages', () => {
+  it("two-shot: the ring's bytes in 2 rounds at any N, for 2(N-1) messages", () => {
     expect(twoShotAllreduce(1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
-    expect(twoShotAllreduce(3, n, link)).toEqual({ s: expect.closeTo(2 * A + (4 / 3) * n * B, 12), bytesSent: (4 / 3) * n, messages: 4 });
+    expect(twoShotAllreduce(3, n, link)).toEqual({
+      s: expect.closeTo(2 * A + (4 / 3) * n * B, 12),
+      bytesSent: (4 / 3) * n,
+      messages: 4,
+    });
     expect(allreduceCost('two-shot', 6, n, link)).toEqual(twoShotAllreduce(6, n, link));
     for (const peers of [2, 3, 6, 8]) {
       expect(twoShotAllreduce(peers, n, link).bytesSent).toBe(ringAllreduce(peers, n, link).bytesSent);
@@ -47,16 +63,26 @@ describe('alpha-beta allreduce costs', () => {
     expect(twoShotAllreduce(8, n, link).messages).toBe(14);
   });
 
-  it('halving-doubling: the ring\'s bytes in 2 log2 N rounds; a fold of the whole vector in and out when N is not a power of two', () => {
+  it("halving-doubling: the ring's bytes in 2 log2 N rounds; a fold of the whole vector in and out when N is not a power of two", () => {
     expect(halvingDoublingAllreduce(1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
-    expect(halvingDoublingAllreduce(4, n, link)).toEqual({ s: expect.closeTo(4 * A + 1.5 * n * B, 12), bytesSent: 1.5 * n, messages: 4 });
+    expect(halvingDoublingAllreduce(4, n, link)).toEqual({
+      s: expect.closeTo(4 * A + 1.5 * n * B, 12),
+      bytesSent: 1.5 * n,
+      messages: 4,
+    });
     expect(halvingDoublingAllreduce(8, n, link).bytesSent).toBe(ringAllreduce(8, n, link).bytesSent);
     expect(halvingDoublingAllreduce(8, n, link).messages).toBe(6);
     // 6 peers: halving-doubling among 4 (1.5 n in 4 rounds), plus n in and n out.
-    expect(halvingDoublingAllreduce(6, n, link)).toEqual({ s: expect.closeTo(6 * A + 3.5 * n * B, 12), bytesSent: 3.5 * n, messages: 6 });
+    expect(halvingDoublingAllreduce(6, n, link)).toEqual({
+      s: expect.closeTo(6 * A + 3.5 * n * B, 12),
+      bytesSent: 3.5 * n,
+      messages: 6,
+    });
     // Between the other two: fewer bytes than recursive doubling, fewer messages than the ring.
     for (const peers of [4, 16, 256]) {
-      expect(halvingDoublingAllreduce(peers, n, link).bytesSent).toBeLessThan(recursiveDoublingAllreduce(peers, n, link).bytesSent);
+      expect(halvingDoublingAllreduce(peers, n, link).bytesSent).toBeLessThan(
+        recursiveDoublingAllreduce(peers, n, link).bytesSent,
+      );
       expect(halvingDoublingAllreduce(peers, n, link).messages).toBeLessThan(ringAllreduce(peers, n, link).messages);
     }
   });
@@ -65,8 +91,16 @@ describe('alpha-beta allreduce costs', () => {
     // 16 peers in 4 rings of 4: inner 2*3 messages, outer 2*3 on a quarter of the bytes.
     const h = hierarchicalAllreduce(16, n, link, 4);
     expect(h.s).toBeCloseTo(6 * A + 1.5 * n * B + 6 * A + 1.5 * (n / 4) * B, 12);
-    for (const [peers, g] of [[16, 4], [64, 8], [1024, 32], [12, 3]]) {
-      expect(hierarchicalAllreduce(peers, n, link, g).bytesSent).toBeCloseTo(ringAllreduce(peers, n, link).bytesSent, 6);
+    for (const [peers, g] of [
+      [16, 4],
+      [64, 8],
+      [1024, 32],
+      [12, 3],
+    ]) {
+      expect(hierarchicalAllreduce(peers, n, link, g).bytesSent).toBeCloseTo(
+        ringAllreduce(peers, n, link).bytesSent,
+        6,
+      );
     }
     // With latency alone, 2(g-1) + 2(N/g-1) messages against 2(N-1).
     const latencyOnly = { alphaS: A, betaSPerByte: 0 };
@@ -80,7 +114,9 @@ describe('alpha-beta allreduce costs', () => {
       const latencyOnly = { alphaS: A, betaSPerByte: 0 };
       const bandwidthOnly = { alphaS: 0, betaSPerByte: B };
       expect(recursiveDoublingAllreduce(peers, n, latencyOnly).s).toBeLessThan(ringAllreduce(peers, n, latencyOnly).s);
-      expect(ringAllreduce(peers, n, bandwidthOnly).s).toBeLessThan(recursiveDoublingAllreduce(peers, n, bandwidthOnly).s);
+      expect(ringAllreduce(peers, n, bandwidthOnly).s).toBeLessThan(
+        recursiveDoublingAllreduce(peers, n, bandwidthOnly).s,
+      );
     }
   });
 });
@@ -122,7 +158,10 @@ describe('signaling load', () => {
     expect(p100.signalsPerS).toBeCloseTo((200 / 3600) * 4950 * 12, 6);
     expect(p100.load).toBeCloseTo(p100.signalsPerS / 10_000, 12);
     expect(p100.linksPerPeer).toBe(99);
-    expect(predictSignaling(200, s).signalsPerS / p100.signalsPerS).toBeCloseTo((200 * 200 * 199) / (100 * 100 * 99), 9);
+    expect(predictSignaling(200, s).signalsPerS / p100.signalsPerS).toBeCloseTo(
+      (200 * 200 * 199) / (100 * 100 * 99),
+      9,
+    );
   });
 });
 
@@ -133,18 +172,48 @@ describe('ringtrain simulate', () => {
   it('takes latency and bandwidth from a bench allreduce line and the relay capacity from bench:signaling; flags win', () => {
     const ar = join(dir, 'ar.json');
     const sig = join(dir, 'sig.json');
-    writeFileSync(ar, 'starting peers…\n{"peers":2,"bytes":409600,"p2p_rtt_ms":0.8,"p2p_bidir_MBps":50,"p2p_MBps":60}\n');
+    writeFileSync(
+      ar,
+      'starting peers…\n{"peers":2,"bytes":409600,"p2p_rtt_ms":0.8,"p2p_bidir_MBps":50,"p2p_MBps":60}\n',
+    );
     writeFileSync(sig, '{"bench":"signaling","relayPerS":30000}\n');
     const o = simulateOptions({ computeMs: '40', bytes: '400KiB', allreduce: ar, signaling: sig, peers: '2,8' });
-    expect(o).toMatchObject({ latencyMs: 0.4, bandwidthMBps: 50, relayPerS: 30000, gradientBytes: 409600, peers: [2, 8], diLoCoH: 16 });
-    expect(simulateOptions({ computeMs: '40', bytes: '1MiB', allreduce: ar, signaling: sig, latencyMs: '2', bandwidthMBps: '10' })).toMatchObject({ latencyMs: 2, bandwidthMBps: 10 });
+    expect(o).toMatchObject({
+      latencyMs: 0.4,
+      bandwidthMBps: 50,
+      relayPerS: 30000,
+      gradientBytes: 409600,
+      peers: [2, 8],
+      diLoCoH: 16,
+    });
+    expect(
+      simulateOptions({
+        computeMs: '40',
+        bytes: '1MiB',
+        allreduce: ar,
+        signaling: sig,
+        latencyMs: '2',
+        bandwidthMBps: '10',
+      }),
+    ).toMatchObject({ latencyMs: 2, bandwidthMBps: 10 });
     // Two runs: latency from the small message, bandwidth from the large one, in whatever order given.
     const small = join(dir, 'small.json');
     writeFileSync(small, '{"peers":2,"bytes":4096,"p2p_rtt_ms":0.3,"p2p_bidir_MBps":2}\n');
     writeFileSync(ar, '{"peers":2,"bytes":4194304,"p2p_rtt_ms":90,"p2p_bidir_MBps":50}\n');
-    expect(simulateOptions({ computeMs: '40', bytes: '1MiB', allreduce: [ar, small], relayPerS: '100' })).toMatchObject({ latencyMs: 0.15, bandwidthMBps: 50 });
+    expect(simulateOptions({ computeMs: '40', bytes: '1MiB', allreduce: [ar, small], relayPerS: '100' })).toMatchObject(
+      { latencyMs: 0.15, bandwidthMBps: 50 },
+    );
     const rows = simulate(o);
-    expect(rows[0].algorithms.ring.stepsPerS).toBeCloseTo(predictStep(2, { computeS: 0.04, gradientBytes: 409600, alphaS: 0.0004, betaSPerByte: 1 / 50e6, algorithm: 'ring' }).stepsPerS, 9);
+    expect(rows[0].algorithms.ring.stepsPerS).toBeCloseTo(
+      predictStep(2, {
+        computeS: 0.04,
+        gradientBytes: 409600,
+        alphaS: 0.0004,
+        betaSPerByte: 1 / 50e6,
+        algorithm: 'ring',
+      }).stepsPerS,
+      9,
+    );
     const table = simulationTable(rows, o).split('\n');
     expect(table).toHaveLength(4);
     expect(table[2]).toMatch(/^\| 2 \| /);
@@ -153,8 +222,21 @@ describe('ringtrain simulate', () => {
   it('says which figure is missing', () => {
     expect(() => simulateOptions({ bytes: '1MiB' })).toThrow(/needs --compute-ms/);
     expect(() => simulateOptions({ computeMs: '10' })).toThrow(/needs --bytes/);
-    expect(() => simulateOptions({ computeMs: '10', bytes: '1MiB', bandwidthMBps: '10', relayPerS: '1' })).toThrow(/needs the link latency/);
-    expect(() => simulateOptions({ computeMs: '10', bytes: '1MiB', latencyMs: '1', bandwidthMBps: '10', relayPerS: '1', peers: '2,x' })).toThrow(/--peers must be whole numbers/);
-    expect(() => simulateOptions({ computeMs: '10', bytes: '1MiB', allreduce: join(dir, 'none.json') })).toThrow(/cannot read --allreduce/);
+    expect(() => simulateOptions({ computeMs: '10', bytes: '1MiB', bandwidthMBps: '10', relayPerS: '1' })).toThrow(
+      /needs the link latency/,
+    );
+    expect(() =>
+      simulateOptions({
+        computeMs: '10',
+        bytes: '1MiB',
+        latencyMs: '1',
+        bandwidthMBps: '10',
+        relayPerS: '1',
+        peers: '2,x',
+      }),
+    ).toThrow(/--peers must be whole numbers/);
+    expect(() => simulateOptions({ computeMs: '10', bytes: '1MiB', allreduce: join(dir, 'none.json') })).toThrow(
+      /cannot read --allreduce/,
+    );
   });
 });

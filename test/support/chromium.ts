@@ -15,9 +15,21 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = process.env.RINGTRAIN_CHROMIUM ?? '/usr/bin/chromium';
 
-export const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader', '--use-webgpu-adapter=swiftshader'];
+export const WEBGPU_FLAGS = [
+  '--enable-unsafe-webgpu',
+  '--enable-features=Vulkan',
+  '--use-vulkan=swiftshader',
+  '--use-webgpu-adapter=swiftshader',
+];
 export const WEBRTC_FLAGS = ['--allow-loopback-in-peer-connection', '--disable-features=WebRtcHideLocalIpsWithMdns'];
-export const QUIET_FLAGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-default-apps'];
+export const QUIET_FLAGS = [
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-default-apps',
+];
 
 export interface LaunchedChromium {
   context: BrowserContext;
@@ -30,8 +42,10 @@ export interface LaunchedChromium {
 
 /** Why Chromium cannot run here, or null when it can. */
 export function chromiumUnavailable(): string | null {
-  if (!existsSync(CHROMIUM_PATH)) return `${CHROMIUM_PATH} not found: apt-get install -y chromium (or set RINGTRAIN_CHROMIUM)`;
-  if (process.env.RINGTRAIN_NETNS !== '1') return 'browser tests must run in a private network namespace: run them through `npm test` or `sh scripts/in-netns.sh npx vitest run …`';
+  if (!existsSync(CHROMIUM_PATH))
+    return `${CHROMIUM_PATH} not found: apt-get install -y chromium (or set RINGTRAIN_CHROMIUM)`;
+  if (process.env.RINGTRAIN_NETNS !== '1')
+    return 'browser tests must run in a private network namespace: run them through `npm test` or `sh scripts/in-netns.sh npx vitest run …`';
   return null;
 }
 

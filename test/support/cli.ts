@@ -12,7 +12,8 @@ export interface CliRun {
 }
 
 export function ringtrain(args: string[]): Promise<CliRun> {
-  if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
+  if (process.env.RINGTRAIN_NETNS !== '1')
+    throw new Error('WebRTC tests must run inside the private network namespace: npm test (scripts/in-netns.sh)');
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -33,7 +34,10 @@ const started = new Set<ChildProcess>();
  */
 export function ringtrainIn(cwd: string, args: string[], entry = 'bin/ringtrain.js'): Promise<CliRun> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(process.cwd(), entry), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(process.cwd(), entry), ...args], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     started.add(child);
     let stdout = '';
     let stderr = '';

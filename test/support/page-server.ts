@@ -19,9 +19,16 @@ export interface ServedPage {
 export async function buildAndServePage(): Promise<ServedPage> {
   const outDir = mkdtempSync(join(tmpdir(), 'ringtrain-page-'));
   await build({ configFile, root: demoRoot, logLevel: 'warn', build: { outDir, emptyOutDir: true } });
-  const server = await preview({ configFile, root: demoRoot, logLevel: 'warn', build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false } });
+  const server = await preview({
+    configFile,
+    root: demoRoot,
+    logLevel: 'warn',
+    build: { outDir },
+    preview: { host: '127.0.0.1', port: 0, strictPort: false, open: false },
+  });
   const address = server.httpServer.address();
-  if (!address || typeof address === 'string') throw new Error(`vite preview did not listen on a TCP port (${String(address)})`);
+  if (!address || typeof address === 'string')
+    throw new Error(`vite preview did not listen on a TCP port (${String(address)})`);
   return {
     url: `http://127.0.0.1:${address.port}/`,
     async close() {

@@ -21,7 +21,13 @@ export interface TestWorker {
   /** 'stall' events (the stall inspector), in order. */
   stalls: { rank: number; name: string; waitingFor: number[]; waitedMs: number; at: number }[];
   /** The `result` event, once training ended. */
-  result?: Record<string, unknown> & { steps: number; size: number; stopped_by: { code: string; message: string } | null; lost_ranks: number[]; test_accuracy: number };
+  result?: Record<string, unknown> & {
+    steps: number;
+    size: number;
+    stopped_by: { code: string; message: string } | null;
+    lost_ranks: number[];
+    test_accuracy: number;
+  };
   stderr: string;
   /** Every JSON event line, in order. */
   events: (Record<string, unknown> & { event: string })[];
@@ -35,9 +41,25 @@ export const startedWorkers: TestWorker[] = [];
 export const CHAOS_ENTRY = 'test/support/chaos/main.ts';
 
 /** `entry`: the CLI's own, or CHAOS_ENTRY for a worker that misbehaves. */
-export function startDenoWorker(server: string, job: { id: string; token: string }, extraArgs: string[] = [], entry = 'src/cli/main.ts'): TestWorker {
-  const child = spawn('node_modules/.bin/deno', ['run', '-A', entry, 'worker', '--server', server, '--job', job.id, '--token', job.token, '--events', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const w: TestWorker = { child, steps: [], stalls: [], stderr: '', events: [], exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+export function startDenoWorker(
+  server: string,
+  job: { id: string; token: string },
+  extraArgs: string[] = [],
+  entry = 'src/cli/main.ts',
+): TestWorker {
+  const child = spawn(
+    'node_modules/.bin/deno',
+    ['run', '-A', entry, 'worker', '--server', server, '--job', job.id, '--token', job.token, '--events', ...extraArgs],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const w: TestWorker = {
+    child,
+    steps: [],
+    stalls: [],
+    stderr: '',
+    events: [],
+    exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+  };
   forEachLine(child.stdout!, (line) => {
     if (!line.startsWith('{')) return;
     const m = JSON.parse(line);
@@ -72,20 +94,29 @@ export async function until(pred: () => boolean, what: string, timeoutMs: number
 
 /** The workers' exit codes once all have exited; fails with what was seen of them after `timeoutMs`. */
 export async function exitCodes(workers: TestWorker[], what: string, timeoutMs: number): Promise<(number | null)[]> {
-  await until(() => workers.every((w) => w.child.exitCode !== null || w.child.signalCode !== null), what, timeoutMs, () => seen(workers));
+  await until(
+    () => workers.every((w) => w.child.exitCode !== null || w.child.signalCode !== null),
+    what,
+    timeoutMs,
+    () => seen(workers),
+  );
   return Promise.all(workers.map((w) => w.exit));
 }
 
 /** What a timed-out wait saw of these workers: each one's exit code, last steps and stderr tail. */
 export function seen(workers: TestWorker[]): string {
   return workers
-    .map((w, i) => `\n[worker ${i}] rank ${w.rank} exit ${w.child.exitCode} last steps ${JSON.stringify(w.steps.slice(-3))} stalls ${JSON.stringify(w.stalls.slice(-2))}\n${w.stderr.slice(-1500)}`)
+    .map(
+      (w, i) =>
+        `\n[worker ${i}] rank ${w.rank} exit ${w.child.exitCode} last steps ${JSON.stringify(w.steps.slice(-3))} stalls ${JSON.stringify(w.stalls.slice(-2))}\n${w.stderr.slice(-1500)}`,
+    )
     .join('');
 }
 
 /** WebRTC tests must not leak traffic: they run only inside npm test's private network namespace. */
 export function requireNetns(): void {
-  if (process.env.RINGTRAIN_NETNS !== '1') throw new Error('run under npm test (scripts/in-netns.sh): WebRTC stays inside a private namespace');
+  if (process.env.RINGTRAIN_NETNS !== '1')
+    throw new Error('run under npm test (scripts/in-netns.sh): WebRTC stays inside a private namespace');
 }
 
 /** A process's start time in clock ticks since boot (/proc/PID/stat field 22), or undefined once it is gone. */

@@ -9,8 +9,23 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
-import { BroadcastGlobalVariablesCallback, DistributedOptimizer, MetricAverageCallback, shardTensors } from '../../src/tfjs/index.ts';
-import { BATCH, buildModel, digits, LR, maxRelativeDifference, STEPS, trainSingle, useCpu, weightsOf } from './model.ts';
+import {
+  BroadcastGlobalVariablesCallback,
+  DistributedOptimizer,
+  MetricAverageCallback,
+  shardTensors,
+} from '../../src/tfjs/index.ts';
+import {
+  BATCH,
+  buildModel,
+  digits,
+  LR,
+  maxRelativeDifference,
+  STEPS,
+  trainSingle,
+  useCpu,
+  weightsOf,
+} from './model.ts';
 
 beforeAll(useCpu);
 
@@ -24,7 +39,11 @@ describe('TF.js DistributedOptimizer equivalence (memory ring, model.fit)', () =
       const ranks = await Promise.all(
         comms.map(async (comm, rank) => {
           const model = buildModel(1 + rank);
-          model.compile({ optimizer: new DistributedOptimizer(tf.train.sgd(LR), { comm }), loss: 'categoricalCrossentropy', metrics: ['accuracy'] });
+          model.compile({
+            optimizer: new DistributedOptimizer(tf.train.sgd(LR), { comm }),
+            loss: 'categoricalCrossentropy',
+            metrics: ['accuracy'],
+          });
           const [xs, ys] = shardTensors([x, y], { comm });
           const history = await model.fit(xs, ys, {
             batchSize: BATCH,

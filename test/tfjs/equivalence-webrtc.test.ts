@@ -22,7 +22,9 @@ interface PeerReport {
 }
 
 function launch(np: number): Promise<{ code: number | null; reports: PeerReport[]; stderr: string }> {
-  const child = spawn(process.execPath, ['bin/ringtrain.js', 'launch', '-np', String(np), 'test/tfjs/fit-peer.ts'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['bin/ringtrain.js', 'launch', '-np', String(np), 'test/tfjs/fit-peer.ts'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const reports: PeerReport[] = [];
   let stderr = '';
   forEachLine(child.stdout!, (line) => {
@@ -46,16 +48,20 @@ describe('TF.js over real WebRTC: ringtrain launch -np N', () => {
   });
 
   for (const np of [2, 4]) {
-    it(`${np} processes at batch ${BATCH} (lr ${LR}, ${STEPS} steps) end where one process at batch ${np * BATCH} does`, { timeout: 240_000 }, async () => {
-      const [run, single] = await Promise.all([launch(np), trainSingle(1, np * BATCH * STEPS, np * BATCH)]);
-      expect(run.code, run.stderr.slice(-3000)).toBe(0);
-      expect(run.reports.map((r) => r.rank).sort()).toEqual([...Array(np).keys()]);
-      expect(maxRelativeDifference(single.final, single.initial)).toBeGreaterThan(0.01);
-      for (const r of run.reports) {
-        expect(r.size).toBe(np);
-        expect(maxRelativeDifference(split(r), single.final), `rank ${r.rank}`).toBeLessThanOrEqual(1e-4);
-        expect(r.history, `rank ${r.rank}'s averaged metrics`).toEqual(run.reports[0].history);
-      }
-    });
+    it(
+      `${np} processes at batch ${BATCH} (lr ${LR}, ${STEPS} steps) end where one process at batch ${np * BATCH} does`,
+      { timeout: 240_000 },
+      async () => {
+        const [run, single] = await Promise.all([launch(np), trainSingle(1, np * BATCH * STEPS, np * BATCH)]);
+        expect(run.code, run.stderr.slice(-3000)).toBe(0);
+        expect(run.reports.map((r) => r.rank).sort()).toEqual([...Array(np).keys()]);
+        expect(maxRelativeDifference(single.final, single.initial)).toBeGreaterThan(0.01);
+        for (const r of run.reports) {
+          expect(r.size).toBe(np);
+          expect(maxRelativeDifference(split(r), single.final), `rank ${r.rank}`).toBeLessThanOrEqual(1e-4);
+          expect(r.history, `rank ${r.rank}'s averaged metrics`).toEqual(run.reports[0].history);
+        }
+      },
+    );
   }
 });

@@ -9,7 +9,14 @@
 import process from 'node:process';
 import * as tf from '@tensorflow/tfjs-core';
 import { FINISHED } from '../../src/distributed/session.ts';
-import { BroadcastGlobalVariablesCallback, DistributedOptimizer, init, MetricAverageCallback, shardTensors, StopTogetherCallback } from '../../src/tfjs/index.node.ts';
+import {
+  BroadcastGlobalVariablesCallback,
+  DistributedOptimizer,
+  init,
+  MetricAverageCallback,
+  shardTensors,
+  StopTogetherCallback,
+} from '../../src/tfjs/index.node.ts';
 import { BATCH, buildModel, digits, LR, STEPS, useCpu, weightsOf } from './model.ts';
 
 await useCpu();
@@ -17,7 +24,11 @@ await useCpu();
 const session = await init({ peerTimeoutMs: 20_000 });
 const { rank, size } = session;
 const model = buildModel(1 + rank);
-model.compile({ optimizer: new DistributedOptimizer(tf.train.sgd(LR)), loss: 'categoricalCrossentropy', metrics: ['accuracy'] });
+model.compile({
+  optimizer: new DistributedOptimizer(tf.train.sgd(LR)),
+  loss: 'categoricalCrossentropy',
+  metrics: ['accuracy'],
+});
 const { x, y } = await digits(size * BATCH * STEPS);
 const [xs, ys] = shardTensors([x, y]);
 const history = await model.fit(xs, ys, {
@@ -30,7 +41,13 @@ const history = await model.fit(xs, ys, {
 const weights = await weightsOf(model);
 const flat = new Float32Array(weights.reduce((a, w) => a + w.length, 0));
 weights.reduce((o, w) => (flat.set(w, o), o + w.length), 0);
-const line = JSON.stringify({ rank, size, lengths: weights.map((w) => w.length), weights: Buffer.from(flat.buffer).toString('base64'), history: history.history });
+const line = JSON.stringify({
+  rank,
+  size,
+  lengths: weights.map((w) => w.length),
+  weights: Buffer.from(flat.buffer).toString('base64'),
+  history: history.history,
+});
 await new Promise<void>((resolve) => process.stdout.write(line + '\n', () => resolve()));
 await session.close(FINISHED);
 process.exit(0);

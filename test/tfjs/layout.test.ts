@@ -49,7 +49,10 @@ describe('TF.js variable layout agreement', () => {
     const before = models.map((m) => m.getWeights().map((w) => w.dataSync().slice()));
     const results = await settle(
       models.map((m, rank) => {
-        m.compile({ optimizer: new DistributedOptimizer(tf.train.sgd(0.1), { comm: comms[rank] }), loss: 'categoricalCrossentropy' });
+        m.compile({
+          optimizer: new DistributedOptimizer(tf.train.sgd(0.1), { comm: comms[rank] }),
+          loss: 'categoricalCrossentropy',
+        });
         return m.fit(x, y, { batchSize: 16, epochs: 1, shuffle: false, verbose: 0 });
       }),
     );
@@ -62,7 +65,12 @@ describe('TF.js variable layout agreement', () => {
   it('a missing variable reads as (none)', () => {
     const a = { name: 'a', shape: [2], dtype: 'float32' };
     const b = { name: 'b', shape: [3], dtype: 'float32' };
-    expect(firstDifference([[a, b], [a, b]])).toBeNull();
+    expect(
+      firstDifference([
+        [a, b],
+        [a, b],
+      ]),
+    ).toBeNull();
     const d = firstDifference([[a, b], [a]]);
     expect(d?.index).toBe(1);
     expect(d?.message).toContain("rank 0 has 'b' float32[3], rank 1 has (none)");

@@ -21,7 +21,22 @@
 import { describe, expect, it } from 'vitest';
 import { ringtrain } from '../support/cli.ts';
 
-const RECIPE = ['--model', 'small', '--epochs', '2', '--train-examples', '4000', '--test-examples', '1000', '--batch', '32', '--lr', '0.01', '--warmup-epochs', '0'];
+const RECIPE = [
+  '--model',
+  'small',
+  '--epochs',
+  '2',
+  '--train-examples',
+  '4000',
+  '--test-examples',
+  '1000',
+  '--batch',
+  '32',
+  '--lr',
+  '0.01',
+  '--warmup-epochs',
+  '0',
+];
 /** 3 points under the one measured run (88.2%; 1,000 digits: a standard error of about 1 point). */
 const BAR = 0.85;
 
@@ -30,9 +45,18 @@ describe('examples/tfjs-mnist.ts, 4 workers, short recipe', () => {
     const run = await ringtrain(['launch', '-np', '4', 'examples/tfjs-mnist.ts', ...RECIPE]);
     expect(run.code, run.stderr.slice(-3000)).toBe(0);
     // Only rank 0 prints its summary, and the launcher's prefix says which rank a line is from.
-    const summaries = run.stdout.split('\n').filter((l) => /^\[rank 0\] \{/.test(l)).map((l) => JSON.parse(l.slice(l.indexOf('{'))) as Record<string, number | string>);
+    const summaries = run.stdout
+      .split('\n')
+      .filter((l) => /^\[rank 0\] \{/.test(l))
+      .map((l) => JSON.parse(l.slice(l.indexOf('{'))) as Record<string, number | string>);
     expect(summaries, run.stdout.slice(-2000)).toHaveLength(1);
-    expect(summaries[0]).toMatchObject({ size: 4, epochs: 2, batchPerRank: 32, steps: 2 * Math.ceil(1000 / 32), backend: 'cpu' });
+    expect(summaries[0]).toMatchObject({
+      size: 4,
+      epochs: 2,
+      batchPerRank: 32,
+      steps: 2 * Math.ceil(1000 / 32),
+      backend: 'cpu',
+    });
     expect(summaries[0].testAccuracy as number, run.stdout.slice(-2000)).toBeGreaterThanOrEqual(BAR);
   });
 });

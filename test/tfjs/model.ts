@@ -21,7 +21,14 @@ export function buildModel(seed: number, hidden = 16): tfl.Sequential {
   const k = (s: number) => tfl.initializers.glorotUniform({ seed: seed * 10 + s });
   return tfl.sequential({
     layers: [
-      tfl.layers.conv2d({ inputShape: [28, 28, 1], filters: 4, kernelSize: 3, strides: 2, activation: 'relu', kernelInitializer: k(1) }),
+      tfl.layers.conv2d({
+        inputShape: [28, 28, 1],
+        filters: 4,
+        kernelSize: 3,
+        strides: 2,
+        activation: 'relu',
+        kernelInitializer: k(1),
+      }),
       tfl.layers.flatten(),
       tfl.layers.dense({ units: hidden, activation: 'relu', kernelInitializer: k(2) }),
       tfl.layers.dense({ units: 10, activation: 'softmax', kernelInitializer: k(3) }),
@@ -60,7 +67,11 @@ export function maxRelativeDifference(a: Float32Array[], b: Float32Array[]): num
 }
 
 /** One process at batch `batch` over `n` examples in order (plain SGD), starting from `seed`'s weights. */
-export async function trainSingle(seed: number, n: number, batch: number): Promise<{ initial: Float32Array[]; final: Float32Array[] }> {
+export async function trainSingle(
+  seed: number,
+  n: number,
+  batch: number,
+): Promise<{ initial: Float32Array[]; final: Float32Array[] }> {
   const model = buildModel(seed);
   model.compile({ optimizer: tf.train.sgd(LR), loss: 'categoricalCrossentropy' });
   const initial = await weightsOf(model);

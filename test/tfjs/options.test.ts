@@ -35,13 +35,27 @@ async function onRing<T>(size: number, body: (comm: Communicator, rank: number) 
   }
 }
 
-async function fitRanks(size: number, batch: number, n: number, opts: Omit<DistributedOptimizerOptions, 'comm'>): Promise<Float32Array[][]> {
+async function fitRanks(
+  size: number,
+  batch: number,
+  n: number,
+  opts: Omit<DistributedOptimizerOptions, 'comm'>,
+): Promise<Float32Array[][]> {
   const { x, y } = await digits(n);
   const out = await onRing(size, async (comm, rank) => {
     const model = buildModel(1 + rank);
-    model.compile({ optimizer: new DistributedOptimizer(tf.train.sgd(LR), { comm, ...opts }), loss: 'categoricalCrossentropy' });
+    model.compile({
+      optimizer: new DistributedOptimizer(tf.train.sgd(LR), { comm, ...opts }),
+      loss: 'categoricalCrossentropy',
+    });
     const [xs, ys] = shardTensors([x, y], { comm });
-    await model.fit(xs, ys, { batchSize: batch, epochs: 1, shuffle: false, verbose: 0, callbacks: [new BroadcastGlobalVariablesCallback(0, { comm })] });
+    await model.fit(xs, ys, {
+      batchSize: batch,
+      epochs: 1,
+      shuffle: false,
+      verbose: 0,
+      callbacks: [new BroadcastGlobalVariablesCallback(0, { comm })],
+    });
     tf.dispose([xs, ys]);
     return weightsOf(model);
   });
@@ -85,7 +99,10 @@ describe('DistributedOptimizer options', () => {
       model.compile({ optimizer: opt, loss: 'categoricalCrossentropy' });
       const before = await weightsOf(model);
       await model.trainOnBatch(x, y);
-      const err = await model.trainOnBatch(x, y).then(() => null, (e: unknown) => e);
+      const err = await model.trainOnBatch(x, y).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(isRingtrainError(err, 'ERR_INVALID_ARGUMENT')).toBe(true);
       expect((err as Error).message).toContain('await optimizer.flush()');
       expect(await opt.flush()).toBe(true);
@@ -96,8 +113,12 @@ describe('DistributedOptimizer options', () => {
   });
 
   it('refuses bad options', () => {
-    expect(() => new DistributedOptimizer(tf.train.sgd(0.1), { backwardPassesPerStep: 0 })).toThrow(/backwardPassesPerStep must be a positive integer/);
-    expect(() => new DistributedOptimizer(tf.train.sgd(0.1), { compression: 'int8' as 'fp16' })).toThrow(/unknown compression 'int8'/);
+    expect(() => new DistributedOptimizer(tf.train.sgd(0.1), { backwardPassesPerStep: 0 })).toThrow(
+      /backwardPassesPerStep must be a positive integer/,
+    );
+    expect(() => new DistributedOptimizer(tf.train.sgd(0.1), { compression: 'int8' as 'fp16' })).toThrow(
+      /unknown compression 'int8'/,
+    );
     expect(() => new DistributedOptimizer({} as tf.Optimizer)).toThrow(/wraps a TF.js optimizer/);
   });
 });
@@ -107,10 +128,21 @@ describe('fit callbacks', () => {
     const { x, y } = await digits(64);
     const epochs = await onRing(2, async (comm, rank) => {
       const model = buildModel(1);
-      model.compile({ optimizer: new DistributedOptimizer(tf.train.sgd(LR), { comm }), loss: 'categoricalCrossentropy' });
+      model.compile({
+        optimizer: new DistributedOptimizer(tf.train.sgd(LR), { comm }),
+        loss: 'categoricalCrossentropy',
+      });
       const [xs, ys] = shardTensors([x, y], { comm });
-      const stopOnRank1 = new tfl.CustomCallback({ onEpochEnd: () => void (rank === 1 && (model.stopTraining = true)) });
-      const h = await model.fit(xs, ys, { batchSize: 16, epochs: 3, shuffle: false, verbose: 0, callbacks: [stopOnRank1, new StopTogetherCallback({ comm })] });
+      const stopOnRank1 = new tfl.CustomCallback({
+        onEpochEnd: () => void (rank === 1 && (model.stopTraining = true)),
+      });
+      const h = await model.fit(xs, ys, {
+        batchSize: 16,
+        epochs: 3,
+        shuffle: false,
+        verbose: 0,
+        callbacks: [stopOnRank1, new StopTogetherCallback({ comm })],
+      });
       return h.epoch.length;
     });
     expect(epochs).toEqual([1, 1]);
@@ -125,8 +157,16 @@ describe('fit callbacks', () => {
       model.compile({ optimizer: opt, loss: 'categoricalCrossentropy' });
       const [xs, ys] = shardTensors([x, y], { comm });
       const seen: number[] = [];
-      const read = new tfl.CustomCallback({ onBatchBegin: () => void seen.push((opt.optimizer as unknown as { learningRate: number }).learningRate) });
-      await model.fit(xs, ys, { batchSize: 8, epochs: 1, shuffle: false, verbose: 0, callbacks: [new LearningRateWarmupCallback({ comm, baseLr: 0.01, warmupSteps: 4 }), read] });
+      const read = new tfl.CustomCallback({
+        onBatchBegin: () => void seen.push((opt.optimizer as unknown as { learningRate: number }).learningRate),
+      });
+      await model.fit(xs, ys, {
+        batchSize: 8,
+        epochs: 1,
+        shuffle: false,
+        verbose: 0,
+        callbacks: [new LearningRateWarmupCallback({ comm, baseLr: 0.01, warmupSteps: 4 }), read],
+      });
       return seen;
     });
     for (const r of rates) {
@@ -144,15 +184,25 @@ describe('fit callbacks', () => {
       model.compile({ optimizer: opt, loss: 'categoricalCrossentropy' });
       const [xs, ys] = shardTensors([x, y], { comm });
       const seen: number[] = [];
-      const read = new tfl.CustomCallback({ onBatchBegin: () => void seen.push((opt.optimizer as unknown as { learningRate: number }).learningRate) });
+      const read = new tfl.CustomCallback({
+        onBatchBegin: () => void seen.push((opt.optimizer as unknown as { learningRate: number }).learningRate),
+      });
       // 32 examples at 8: 4 steps an epoch, 2 epochs; a warm-up of half an epoch (2 steps), then 6 of cosine.
-      await model.fit(xs, ys, { batchSize: 8, epochs: 2, shuffle: false, verbose: 0, callbacks: [new LearningRateWarmupCallback({ comm, baseLr: 0.01, warmupEpochs: 0.5, decay: 'cosine' }), read] });
+      await model.fit(xs, ys, {
+        batchSize: 8,
+        epochs: 2,
+        shuffle: false,
+        verbose: 0,
+        callbacks: [new LearningRateWarmupCallback({ comm, baseLr: 0.01, warmupEpochs: 0.5, decay: 'cosine' }), read],
+      });
       return seen;
     });
     const cosine = (k: number) => 0.02 * 0.5 * (1 + Math.cos((Math.PI * k) / 6));
     for (const r of rates) {
       expect(r).toHaveLength(8);
-      [0.01, 0.015, cosine(0), cosine(1), cosine(2), cosine(3), cosine(4), cosine(5)].forEach((v, i) => expect(r[i]).toBeCloseTo(v, 9));
+      [0.01, 0.015, cosine(0), cosine(1), cosine(2), cosine(3), cosine(4), cosine(5)].forEach((v, i) =>
+        expect(r[i]).toBeCloseTo(v, 9),
+      );
     }
     tf.dispose([x, y]);
   });
@@ -165,7 +215,10 @@ describe('fit callbacks', () => {
       if (rank === 0) for (let i = 0; i < 2; i++) adam.minimize(() => tf.sum(tf.square(w)) as tf.Scalar, false, [w]);
       await broadcastOptimizerState(adam, 0, { comm });
       const weights = await adam.getWeights();
-      return { iterations: adam.iterations, values: await Promise.all(weights.map(async (t) => Array.from(await t.tensor.data()))) };
+      return {
+        iterations: adam.iterations,
+        values: await Promise.all(weights.map(async (t) => Array.from(await t.tensor.data()))),
+      };
     });
     expect(states[0].iterations).toBe(2);
     expect(states[1]).toEqual(states[0]);
@@ -185,8 +238,15 @@ describe('sharding', () => {
     expect(Array.from(shardIndices(20, { rank: 0, size: 2, skip: 12 }))).toEqual([12, 14, 16, 18]);
     expect(Array.from(shardIndices(20, { rank: 1, size: 2, skip: 12 }))).toEqual([13, 15, 17, 19]);
     expect(Array.from(shardIndices(20, { rank: 1, size: 2, skip: 20 }))).toEqual([]);
-    expect(() => shardIndices(20, { rank: 0, size: 2, skip: 21 })).toThrow(/skip 21 is not a count of examples already taken out of 20/);
-    expect(() => shardDataset({ size: 4, iterator: async () => ({ next: async () => ({ done: true as const, value: undefined }) }) }, { rank: 0, size: 2, skip: 2 })).toThrow(/dataset\.skip/);
+    expect(() => shardIndices(20, { rank: 0, size: 2, skip: 21 })).toThrow(
+      /skip 21 is not a count of examples already taken out of 20/,
+    );
+    expect(() =>
+      shardDataset(
+        { size: 4, iterator: async () => ({ next: async () => ({ done: true as const, value: undefined }) }) },
+        { rank: 0, size: 2, skip: 2 },
+      ),
+    ).toThrow(/dataset\.skip/);
   });
 
   it('shardDataset feeds model.fitDataset every N-th batch; the ranks train in step', async () => {
@@ -196,7 +256,12 @@ describe('sharding', () => {
       size: batches.length,
       async iterator() {
         let i = 0;
-        return { next: async () => (i < batches.length ? { done: false as const, value: batches[i++] } : { done: true as const, value: undefined }) };
+        return {
+          next: async () =>
+            i < batches.length
+              ? { done: false as const, value: batches[i++] }
+              : { done: true as const, value: undefined },
+        };
       },
     };
     const out = await onRing(2, async (comm, rank) => {
@@ -205,11 +270,21 @@ describe('sharding', () => {
       const it = await shard.iterator();
       for (let r = await it.next(); !r.done; r = await it.next()) seen.push(batches.indexOf(r.value!));
       const model = buildModel(1 + rank);
-      model.compile({ optimizer: new DistributedOptimizer(tf.train.sgd(LR), { comm }), loss: 'categoricalCrossentropy' });
-      await model.fitDataset(shard as never, { epochs: 1, verbose: 0, callbacks: [new BroadcastGlobalVariablesCallback(0, { comm })] });
+      model.compile({
+        optimizer: new DistributedOptimizer(tf.train.sgd(LR), { comm }),
+        loss: 'categoricalCrossentropy',
+      });
+      await model.fitDataset(shard as never, {
+        epochs: 1,
+        verbose: 0,
+        callbacks: [new BroadcastGlobalVariablesCallback(0, { comm })],
+      });
       return { seen, size: shard.size, weights: await weightsOf(model) };
     });
-    expect(out.map((o) => o.seen)).toEqual([[0, 2, 4, 6], [1, 3, 5, 7]]);
+    expect(out.map((o) => o.seen)).toEqual([
+      [0, 2, 4, 6],
+      [1, 3, 5, 7],
+    ]);
     expect(out.map((o) => o.size)).toEqual([4, 4]);
     expect(maxRelativeDifference(out[1].weights, out[0].weights)).toBe(0);
     tf.dispose([x, y, ...batches.flatMap((b) => [b.xs, b.ys])]);

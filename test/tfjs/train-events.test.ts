@@ -25,11 +25,22 @@ describe('TrainEventsCallback', () => {
     await Promise.all(
       comms.map(async (comm, rank) => {
         const model = buildModel(1);
-        model.compile({ optimizer: new DistributedOptimizer(tf.train.sgd(0.1), { comm }), loss: 'categoricalCrossentropy' });
+        model.compile({
+          optimizer: new DistributedOptimizer(tf.train.sgd(0.1), { comm }),
+          loss: 'categoricalCrossentropy',
+        });
         const [xs, ys] = shardTensors([x, y], { comm });
         // Rank 0 is given a Session-like source (a ring and a server client), rank 1 a bare communicator.
         const source = rank === 0 ? { comm, client: { reportProgress: (p: Progress) => progress.push(p) } } : comm;
-        await model.fit(xs, ys, { batchSize: BATCH, epochs: 2, shuffle: false, verbose: 0, callbacks: [new TrainEventsCallback({ comm: source, evaluate: async () => ({ accuracy: 0.5 + rank / 100 }) })] });
+        await model.fit(xs, ys, {
+          batchSize: BATCH,
+          epochs: 2,
+          shuffle: false,
+          verbose: 0,
+          callbacks: [
+            new TrainEventsCallback({ comm: source, evaluate: async () => ({ accuracy: 0.5 + rank / 100 }) }),
+          ],
+        });
       }),
     );
     for (const rank of [0, 1]) {
@@ -43,7 +54,10 @@ describe('TrainEventsCallback', () => {
       // Every step's allreduce sent bytes: the count grows.
       expect(steps[5].bytesSent).toBeGreaterThan(steps[0].bytesSent);
       const evals = seen[rank].filter((e) => e.type === 'evaluate');
-      expect(evals.map((e) => [e.epoch, e.step, e.testAccuracy])).toEqual([[0, 3, 0.5 + rank / 100], [1, 6, 0.5 + rank / 100]]);
+      expect(evals.map((e) => [e.epoch, e.step, e.testAccuracy])).toEqual([
+        [0, 3, 0.5 + rank / 100],
+        [1, 6, 0.5 + rank / 100],
+      ]);
     }
     // Progress is throttled, but the first step and every evaluation go out.
     expect(progress[0]).toMatchObject({ step: 1, epoch: 0 });
@@ -51,11 +65,18 @@ describe('TrainEventsCallback', () => {
   });
 });
 
-describe('the TF.js example\'s arguments (parseRecipe)', () => {
+describe("the TF.js example's arguments (parseRecipe)", () => {
   it('reads every option and keeps the defaults for the rest', () => {
     expect(parseRecipe([])).toEqual(DEFAULT_RECIPE);
-    expect(parseRecipe(['--epochs', '1', '--batch', '16', '--lr', '0.01', '--train-examples', '512', '--backend', 'webgpu'])).toEqual({ ...DEFAULT_RECIPE, epochs: 1, batch: 16, lr: 0.01, trainExamples: 512, backend: 'webgpu' });
-    expect(parseRecipe(['--optimizer', 'momentum', '--decay', 'constant', '--model', 'small'])).toEqual({ ...DEFAULT_RECIPE, optimizer: 'momentum', decay: 'constant', model: 'small' });
+    expect(
+      parseRecipe(['--epochs', '1', '--batch', '16', '--lr', '0.01', '--train-examples', '512', '--backend', 'webgpu']),
+    ).toEqual({ ...DEFAULT_RECIPE, epochs: 1, batch: 16, lr: 0.01, trainExamples: 512, backend: 'webgpu' });
+    expect(parseRecipe(['--optimizer', 'momentum', '--decay', 'constant', '--model', 'small'])).toEqual({
+      ...DEFAULT_RECIPE,
+      optimizer: 'momentum',
+      decay: 'constant',
+      model: 'small',
+    });
   });
   it('refuses unknown options, missing or bad numbers and unknown backends, saying which', () => {
     const refusal = (args: string[]) => {
@@ -66,12 +87,29 @@ describe('the TF.js example\'s arguments (parseRecipe)', () => {
       }
       return null;
     };
-    expect(refusal(['--epoch', '1'])).toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringContaining('"--epoch"') });
-    expect(refusal(['--lr'])).toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringContaining('--lr needs a number') });
-    expect(refusal(['--batch', '0'])).toMatchObject({ message: expect.stringContaining('--batch must be a whole number') });
-    expect(refusal(['--batch', '2.5'])).toMatchObject({ message: expect.stringContaining('--batch must be a whole number') });
-    expect(refusal(['--backend', 'webgl'])).toMatchObject({ message: expect.stringContaining('--backend is cpu or webgpu') });
-    expect(refusal(['--optimizer', 'sgd'])).toMatchObject({ code: ErrorCode.InvalidArgument, message: expect.stringContaining('--optimizer is adam or momentum, got "sgd"') });
-    expect(refusal(['--model'])).toMatchObject({ message: expect.stringContaining('--model is cnn or small, got undefined') });
+    expect(refusal(['--epoch', '1'])).toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringContaining('"--epoch"'),
+    });
+    expect(refusal(['--lr'])).toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringContaining('--lr needs a number'),
+    });
+    expect(refusal(['--batch', '0'])).toMatchObject({
+      message: expect.stringContaining('--batch must be a whole number'),
+    });
+    expect(refusal(['--batch', '2.5'])).toMatchObject({
+      message: expect.stringContaining('--batch must be a whole number'),
+    });
+    expect(refusal(['--backend', 'webgl'])).toMatchObject({
+      message: expect.stringContaining('--backend is cpu or webgpu'),
+    });
+    expect(refusal(['--optimizer', 'sgd'])).toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      message: expect.stringContaining('--optimizer is adam or momentum, got "sgd"'),
+    });
+    expect(refusal(['--model'])).toMatchObject({
+      message: expect.stringContaining('--model is cnn or small, got undefined'),
+    });
   });
 });

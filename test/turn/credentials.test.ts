@@ -18,7 +18,12 @@ describe('TURN credentials in welcome', () => {
     const server = await startServer({
       staticDir: null,
       jobs: [jobSpec('j', 'tok')],
-      ice: { stun: ['stun:turn.example.org:3478'], turn: ['turn:turn.example.org:3478?transport=udp'], turnSecret: SECRET, credentialTtlS: 600 },
+      ice: {
+        stun: ['stun:turn.example.org:3478'],
+        turn: ['turn:turn.example.org:3478?transport=udp'],
+        turnSecret: SECRET,
+        credentialTtlS: 600,
+      },
       log: (l) => log.push(l),
     });
     servers.push(server);
@@ -50,7 +55,14 @@ describe('TURN credentials in welcome', () => {
   });
 
   it('hands out no ICE servers when none are configured, and relay-only when asked', async () => {
-    const server = await startServer({ staticDir: null, jobs: [jobSpec('plain', 'tok'), { ...jobSpec('relayed', 'tok'), ice: { turn: ['turn:10.213.100.1:3478'], transportPolicy: 'relay' } }], ice: { turnSecret: SECRET, turn: ['turn:other.example.org'] } });
+    const server = await startServer({
+      staticDir: null,
+      jobs: [
+        jobSpec('plain', 'tok'),
+        { ...jobSpec('relayed', 'tok'), ice: { turn: ['turn:10.213.100.1:3478'], transportPolicy: 'relay' } },
+      ],
+      ice: { turnSecret: SECRET, turn: ['turn:other.example.org'] },
+    });
     servers.push(server);
     const plain = await RawPeer.join(server.wsUrl, 'plain', 'tok');
     const relayed = await RawPeer.join(server.wsUrl, 'relayed', 'tok');
@@ -70,12 +82,20 @@ describe('TURN credentials in welcome', () => {
   });
 
   it('refuses ICE settings it cannot serve, naming what to fix', async () => {
-    await expect(startServer({ staticDir: null, ice: { turn: ['turn:x.example.org'] } })).rejects.toThrow(/--turn-secret-file/);
-    await expect(startServer({ staticDir: null, ice: { stun: ['http://x.example.org'] } })).rejects.toThrow(/'http:\/\/x.example.org' is not a STUN URL/);
-    await expect(startServer({ staticDir: null, jobs: [{ ...jobSpec('j', 't'), ice: { turn: ['turn:x.example.org'] } }] })).rejects.toThrow(/job 'j' lists TURN servers/);
+    await expect(startServer({ staticDir: null, ice: { turn: ['turn:x.example.org'] } })).rejects.toThrow(
+      /--turn-secret-file/,
+    );
+    await expect(startServer({ staticDir: null, ice: { stun: ['http://x.example.org'] } })).rejects.toThrow(
+      /'http:\/\/x.example.org' is not a STUN URL/,
+    );
+    await expect(
+      startServer({ staticDir: null, jobs: [{ ...jobSpec('j', 't'), ice: { turn: ['turn:x.example.org'] } }] }),
+    ).rejects.toThrow(/job 'j' lists TURN servers/);
     expect(() => iceFromFlags({ turn: ['turn:x.example.org'] })).toThrow(/--turn needs --turn-secret-file/);
     expect(() => iceFromFlags({ iceTransport: 'relay' })).toThrow(/--ice-transport relay needs a TURN server/);
-    expect(() => iceFromFlags({ turn: ['turn:x.example.org'], turnSecretFile: '/nonexistent/secret' })).toThrow(/cannot read --turn-secret-file/);
+    expect(() => iceFromFlags({ turn: ['turn:x.example.org'], turnSecretFile: '/nonexistent/secret' })).toThrow(
+      /cannot read --turn-secret-file/,
+    );
     expect(() => iceFromFlags({ turnTtl: '5' })).toThrow(/--turn-ttl/);
   });
 });
@@ -84,15 +104,25 @@ describe('no path between peers', () => {
   it('says which candidates each side had and what to configure', () => {
     const p = newIceProgress();
     p.state = 'checking';
-    noteCandidates(p.local, { type: 'candidate', candidate: { candidate: 'candidate:1 1 udp 2122260223 10.213.11.1 33142 typ host generation 0' } });
-    noteCandidates(p.remote, { type: 'offer', sdp: 'a=candidate:2 1 udp 41885439 10.213.100.1 50060 typ relay raddr 10.213.12.1 rport 1' });
+    noteCandidates(p.local, {
+      type: 'candidate',
+      candidate: { candidate: 'candidate:1 1 udp 2122260223 10.213.11.1 33142 typ host generation 0' },
+    });
+    noteCandidates(p.remote, {
+      type: 'offer',
+      sdp: 'a=candidate:2 1 udp 41885439 10.213.100.1 50060 typ relay raddr 10.213.12.1 rport 1',
+    });
     const noTurn = noPathError(0, 1, p, [], 8000);
     expect(noTurn.code).toBe('ERR_TRANSPORT');
-    expect(noTurn.message).toMatch(/rank 0 found no network path to rank 1: ICE was still 'checking' after 8000 ms \(candidates: ours host, theirs relay\)/);
+    expect(noTurn.message).toMatch(
+      /rank 0 found no network path to rank 1: ICE was still 'checking' after 8000 ms \(candidates: ours host, theirs relay\)/,
+    );
     expect(noTurn.message).toContain('--turn turn:HOST:3478 --turn-secret-file');
     const badTurn = noPathError(0, 1, p, [{ urls: 'turn:t.example.org', username: 'u', credential: 'c' }], 8000);
     expect(badTurn.message).toMatch(/gave this peer no relay address.*static-auth-secret/);
     p.local.add('relay');
-    expect(noPathError(0, 1, p, [{ urls: ['turn:t.example.org'] }]).message).toMatch(/ICE failed.*not even through the TURN relay/);
+    expect(noPathError(0, 1, p, [{ urls: ['turn:t.example.org'] }]).message).toMatch(
+      /ICE failed.*not even through the TURN relay/,
+    );
   });
 });

@@ -11,7 +11,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireNetns, until } from '../support/workers.ts';
-import { TURN_PORT, coturnTrouble, killAll, start, startCoturn, startSignaling as startServerIn, type Proc } from './processes.ts';
+import {
+  TURN_PORT,
+  coturnTrouble,
+  killAll,
+  start,
+  startCoturn,
+  startSignaling as startServerIn,
+  type Proc,
+} from './processes.ts';
 import { makeTopology, type Topology } from './topology.ts';
 
 const SECRET = randomBytes(18).toString('base64');
@@ -23,21 +31,58 @@ let dir: string;
 let coturn: Proc;
 
 function startSignaling(port: number, extra: string[]): Promise<Proc> {
-  return startServerIn(topo.relay, '0.0.0.0', port, ['--job', 'nat', '--token-file', join(dir, 'token'), '--model', 'mlp', '--batch', '16', '--steps', String(STEPS), '--min-peers', '2', '--max-peers', '2', '--no-static', ...extra]);
+  return startServerIn(topo.relay, '0.0.0.0', port, [
+    '--job',
+    'nat',
+    '--token-file',
+    join(dir, 'token'),
+    '--model',
+    'mlp',
+    '--batch',
+    '16',
+    '--steps',
+    String(STEPS),
+    '--min-peers',
+    '2',
+    '--max-peers',
+    '2',
+    '--no-static',
+    ...extra,
+  ]);
 }
 
 function startWorkers(port: number, timeoutMs: number): Proc[] {
-  const args = ['worker', '--server', `http://${topo.relayIp}:${port}`, '--job', 'nat', '--events', '--connect-timeout-ms', String(timeoutMs)];
+  const args = [
+    'worker',
+    '--server',
+    `http://${topo.relayIp}:${port}`,
+    '--job',
+    'nat',
+    '--events',
+    '--connect-timeout-ms',
+    String(timeoutMs),
+  ];
   const env = { RINGTRAIN_TOKEN: TOKEN };
   // Deno (wgpu + lavapipe) trains several times faster than Node's SwiftShader here: a Node peer's
   // final evaluation outlasted the ring's silence limit on this starved machine (seen), nothing to do with TURN.
-  return [1, 2].map((i) => start(topo.peers[i - 1], 'node_modules/.bin/deno', ['run', '-A', 'src/cli/main.ts', ...args, '--name', `peer-${i}`], env));
+  return [1, 2].map((i) =>
+    start(
+      topo.peers[i - 1],
+      'node_modules/.bin/deno',
+      ['run', '-A', 'src/cli/main.ts', ...args, '--name', `peer-${i}`],
+      env,
+    ),
+  );
 }
 
 /** Exit codes of `procs`; once one has exited, the others get `graceMs` before they are killed (a lone peer would wait for the ring forever). */
 async function exits(procs: Proc[], graceMs: number): Promise<(number | null)[]> {
   await Promise.race(procs.map((p) => p.exit));
-  await until(() => procs.every((p) => p.child.exitCode !== null || p.child.signalCode !== null), 'the other workers to exit', graceMs).catch(() => {
+  await until(
+    () => procs.every((p) => p.child.exitCode !== null || p.child.signalCode !== null),
+    'the other workers to exit',
+    graceMs,
+  ).catch(() => {
     for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
   });
   return Promise.all(procs.map((p) => p.exit));
@@ -61,11 +106,28 @@ afterAll(async () => {
 describe('peers behind NATs', () => {
   it('form a ring through coturn and train, with TURN credentials in no public place', async () => {
     const port = 18081;
-    const server = await startSignaling(port, ['--turn', `turn:${topo.relayIp}:${TURN_PORT}?transport=udp`, '--turn-secret-file', join(dir, 'turn-secret'), '--turn-ttl', '600', '--ice-transport', 'relay']);
+    const server = await startSignaling(port, [
+      '--turn',
+      `turn:${topo.relayIp}:${TURN_PORT}?transport=udp`,
+      '--turn-secret-file',
+      join(dir, 'turn-secret'),
+      '--turn-ttl',
+      '600',
+      '--ice-transport',
+      'relay',
+    ]);
     const workers = startWorkers(port, 60_000);
-    await until(() => workers.every((w) => w.lines.some((l) => l.event === 'joined')) || workers.some((w) => w.child.exitCode !== null), 'both workers to join the ring', 240_000).catch(() => undefined);
+    await until(
+      () =>
+        workers.every((w) => w.lines.some((l) => l.event === 'joined')) ||
+        workers.some((w) => w.child.exitCode !== null),
+      'both workers to join the ring',
+      240_000,
+    ).catch(() => undefined);
     // While they train: what the server shows holds no credential.
-    const api = await (await fetch(`http://${topo.relayIp}:${port}/api/jobs/nat`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    const api = await (
+      await fetch(`http://${topo.relayIp}:${port}/api/jobs/nat`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).text();
     const metrics = await (await fetch(`http://${topo.relayIp}:${port}/metrics`)).text();
     const codes = await exits(workers, 120_000);
     expect(codes, `${workers.map((w) => w.err).join('\n')}\ncoturn:\n${coturnTrouble(coturn)}`).toEqual([0, 0]);

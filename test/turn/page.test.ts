@@ -17,10 +17,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM_PATH, QUIET_FLAGS, WEBGPU_FLAGS, WEBRTC_FLAGS, chromiumUnavailable, gotoSteady } from '../support/chromium.ts';
+import {
+  CHROMIUM_PATH,
+  QUIET_FLAGS,
+  WEBGPU_FLAGS,
+  WEBRTC_FLAGS,
+  chromiumUnavailable,
+  gotoSteady,
+} from '../support/chromium.ts';
 import { buildPage, pageSays } from '../page/serve-page.ts';
 import { requireNetns } from '../support/workers.ts';
-import { TURN_PORT, allocatedCredentials, coturnTrouble, killAll, start, startCoturn, startSignaling, stop, type Proc } from './processes.ts';
+import {
+  TURN_PORT,
+  allocatedCredentials,
+  coturnTrouble,
+  killAll,
+  start,
+  startCoturn,
+  startSignaling,
+  stop,
+  type Proc,
+} from './processes.ts';
 import { makeTopology, type Topology } from './topology.ts';
 
 const SECRET = randomBytes(18).toString('base64');
@@ -52,7 +69,16 @@ beforeAll(async () => {
     startCoturn(topo.relay, topo.relayIp, SECRET, dir),
     // WebGPU needs a secure context; the relay's address is no localhost. Serving https is
     // test/page/secure.test.ts's subject: here Chromium counts this origin as secure.
-    chromium.launch({ executablePath: wrapper, headless: true, args: [...QUIET_FLAGS, ...WEBGPU_FLAGS, ...WEBRTC_FLAGS, `--unsafely-treat-insecure-origin-as-secure=http://${topo.relayIp}:${PORT}`] }),
+    chromium.launch({
+      executablePath: wrapper,
+      headless: true,
+      args: [
+        ...QUIET_FLAGS,
+        ...WEBGPU_FLAGS,
+        ...WEBRTC_FLAGS,
+        `--unsafely-treat-insecure-origin-as-secure=http://${topo.relayIp}:${PORT}`,
+      ],
+    }),
   ]);
 }, 120_000);
 
@@ -65,13 +91,44 @@ afterAll(async () => {
 });
 
 function server(port: number, extra: string[]): Promise<Proc> {
-  const args = ['--job', JOB, '--token-file', join(dir, 'token'), '--model', 'mlp', '--batch', '16', '--steps', String(STEPS), '--min-peers', '2', '--max-peers', '2', '--static', page!.dir];
+  const args = [
+    '--job',
+    JOB,
+    '--token-file',
+    join(dir, 'token'),
+    '--model',
+    'mlp',
+    '--batch',
+    '16',
+    '--steps',
+    String(STEPS),
+    '--min-peers',
+    '2',
+    '--max-peers',
+    '2',
+    '--static',
+    page!.dir,
+  ];
   return startSignaling(topo.relay, topo.relayIp, port, [...args, ...extra]);
 }
 
 /** The Deno worker, in the other peer's namespace; its connect timeout outlasts the page's, so the page is the one to report a missing path. */
 function worker(port: number): Proc {
-  const args = ['run', '-A', 'src/cli/main.ts', 'worker', '--server', `http://${topo.relayIp}:${port}`, '--job', JOB, '--events', '--name', 'deno-peer', '--connect-timeout-ms', '120000'];
+  const args = [
+    'run',
+    '-A',
+    'src/cli/main.ts',
+    'worker',
+    '--server',
+    `http://${topo.relayIp}:${port}`,
+    '--job',
+    JOB,
+    '--events',
+    '--name',
+    'deno-peer',
+    '--connect-timeout-ms',
+    '120000',
+  ];
   return start(topo.peers[1], 'node_modules/.bin/deno', args, { RINGTRAIN_TOKEN: TOKEN });
 }
 
@@ -87,13 +144,19 @@ async function openJob(port: number): Promise<{ tab: Page; console: string[]; er
   tab.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
   await gotoSteady(tab, `http://${topo.relayIp}:${port}/?job=${JOB}#token=${TOKEN}`);
   await tab.waitForSelector('[data-testid=adapter][data-state]', { timeout: 60_000 });
-  expect(await tab.getAttribute('[data-testid=adapter]', 'data-state'), (await tab.textContent('[data-testid=adapter]')) ?? '').toBe('ready');
+  expect(
+    await tab.getAttribute('[data-testid=adapter]', 'data-state'),
+    (await tab.textContent('[data-testid=adapter]')) ?? '',
+  ).toBe('ready');
   // The ring panel empties once the job ends: keep the largest ring it drew (set before any ring forms).
   await tab.evaluate(() => {
     const ring = document.querySelector<HTMLElement>('[data-testid=ring]')!;
     const w = window as unknown as { largestRing: number };
     w.largestRing = 0;
-    new MutationObserver(() => (w.largestRing = Math.max(w.largestRing, Number(ring.dataset.size ?? 0)))).observe(ring, { attributes: true, attributeFilter: ['data-size'] });
+    new MutationObserver(() => (w.largestRing = Math.max(w.largestRing, Number(ring.dataset.size ?? 0)))).observe(
+      ring,
+      { attributes: true, attributeFilter: ['data-size'] },
+    );
   });
   return { tab, console, errors };
 }
@@ -101,7 +164,9 @@ async function openJob(port: number): Promise<{ tab: Page; console: string[]; er
 /** Waits for the Join panel to reach `state`; on timeout says what the page, the worker and coturn said. */
 async function reach(tab: Page, errors: string[], state: string, timeout: number, w: Proc): Promise<void> {
   await tab.waitForSelector(`[data-testid=participate][data-state=${state}]`, { timeout }).catch(async (err: Error) => {
-    throw new Error(`${err.message}\npage: ${await pageSays(tab, errors)}\nworker: ${w.err.slice(-1500)}\ncoturn: ${coturnTrouble(coturn)}`);
+    throw new Error(
+      `${err.message}\npage: ${await pageSays(tab, errors)}\nworker: ${w.err.slice(-1500)}\ncoturn: ${coturnTrouble(coturn)}`,
+    );
   });
 }
 
@@ -114,9 +179,12 @@ async function clickJoin(tab: Page): Promise<void> {
 async function tabInJob(base: string, tab: Page, errors: string[]): Promise<{ peerId: string; detail: string }> {
   let detail = '';
   for (const deadline = Date.now() + 120_000; ; await new Promise((r) => setTimeout(r, 200))) {
-    if (Date.now() > deadline) throw new Error(`the tab never showed up in the job: ${detail}; page: ${await pageSays(tab, errors)}`);
+    if (Date.now() > deadline)
+      throw new Error(`the tab never showed up in the job: ${detail}; page: ${await pageSays(tab, errors)}`);
     detail = await (await fetch(`${base}/api/jobs/${JOB}`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
-    const peerId = (JSON.parse(detail) as { peers?: { peerId: string; runtime: string }[] }).peers?.find((p) => p.runtime === 'browser')?.peerId;
+    const peerId = (JSON.parse(detail) as { peers?: { peerId: string; runtime: string }[] }).peers?.find(
+      (p) => p.runtime === 'browser',
+    )?.peerId;
     if (peerId) return { peerId, detail };
   }
 }
@@ -141,7 +209,14 @@ describe('a page behind a NAT', () => {
     await stop(direct);
 
     // The same job on the same address, now with coturn.
-    const relayed = await server(port, ['--turn', `turn:${topo.relayIp}:${TURN_PORT}?transport=udp`, '--turn-secret-file', join(dir, 'turn-secret'), '--turn-ttl', '600']);
+    const relayed = await server(port, [
+      '--turn',
+      `turn:${topo.relayIp}:${TURN_PORT}?transport=udp`,
+      '--turn-secret-file',
+      join(dir, 'turn-secret'),
+      '--turn-ttl',
+      '600',
+    ]);
     w = worker(port);
     // The tab's job panel polled the server while it restarted: only what the tab logs from here on counts.
     console.length = 0;
@@ -150,7 +225,9 @@ describe('a page behind a NAT', () => {
     // While the tab is in the job: its peer id, and what the job's page shows with peers in it.
     const { peerId, detail } = await tabInJob(base, tab, errors);
     await reach(tab, errors, 'finished', 240_000, w);
-    expect(await tab.textContent('[data-testid=join-note]'), w.err.slice(-2000)).toContain(`Training finished: ${STEPS} steps`);
+    expect(await tab.textContent('[data-testid=join-note]'), w.err.slice(-2000)).toContain(
+      `Training finished: ${STEPS} steps`,
+    );
     expect(await tab.textContent('[data-testid=own-steps]')).toBe(String(STEPS));
     expect(await tab.evaluate(() => (window as unknown as { largestRing: number }).largestRing)).toBe(2);
     expect(Number.parseFloat((await tab.textContent('[data-testid=own-bytes]')) ?? '0')).toBeGreaterThan(0);
@@ -161,9 +238,23 @@ describe('a page behind a NAT', () => {
     // Both peers took a relay from coturn, each with its own credential; the tab's names its peer id.
     const minted = allocatedCredentials(coturn, SECRET);
     expect(minted.length, coturn.log().slice(-3000)).toBe(2);
-    expect(minted.filter((m) => m.username.endsWith(`:${peerId}`)), JSON.stringify(minted)).toHaveLength(1);
-    const publicText = await Promise.all([fetch(`${base}/api/jobs`), fetch(`${base}/api/jobs`, { headers: { authorization: `Bearer ${TOKEN}` } }), fetch(`${base}/metrics`)].map(async (r) => (await r).text()));
-    const shown = { href: await tab.evaluate(() => location.href), console: console.join('\n'), publicText: [detail, ...publicText].join('\n'), serverOutput: relayed.out + relayed.err };
+    expect(
+      minted.filter((m) => m.username.endsWith(`:${peerId}`)),
+      JSON.stringify(minted),
+    ).toHaveLength(1);
+    const publicText = await Promise.all(
+      [
+        fetch(`${base}/api/jobs`),
+        fetch(`${base}/api/jobs`, { headers: { authorization: `Bearer ${TOKEN}` } }),
+        fetch(`${base}/metrics`),
+      ].map(async (r) => (await r).text()),
+    );
+    const shown = {
+      href: await tab.evaluate(() => location.href),
+      console: console.join('\n'),
+      publicText: [detail, ...publicText].join('\n'),
+      serverOutput: relayed.out + relayed.err,
+    };
     for (const [where, text] of Object.entries(shown)) {
       for (const { username, credential } of minted) {
         expect(text, where).not.toContain(credential);

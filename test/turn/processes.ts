@@ -32,7 +32,14 @@ const started: ChildProcess[] = [];
 export function start(ns: Namespace, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc {
   const child = ns.spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   started.push(child);
-  const p: Proc = { child, out: '', err: '', lines: [], exit: new Promise((r) => child.on('exit', (code) => r(code))), log: () => p.out + p.err };
+  const p: Proc = {
+    child,
+    out: '',
+    err: '',
+    lines: [],
+    exit: new Promise((r) => child.on('exit', (code) => r(code))),
+    log: () => p.out + p.err,
+  };
   forEachLine(child.stdout!, (line) => {
     p.out += `${line}\n`;
     if (line.startsWith('{')) p.lines.push(JSON.parse(line));
@@ -80,14 +87,34 @@ function stunAnswers(host: string, port: number): Promise<boolean> {
 
 /** Starts coturn on `ip` inside `ns` with `secret` as its static-auth-secret (state kept in `dir`), and waits until it answers STUN. */
 export async function startCoturn(ns: Namespace, ip: string, secret: string, dir: string): Promise<Proc> {
-  const conf = [`listening-ip=${ip}`, `relay-ip=${ip}`, `listening-port=${TURN_PORT}`, 'min-port=50000', 'max-port=50200', 'use-auth-secret', `static-auth-secret=${secret}`, 'realm=ringtrain.test', 'no-tls', 'no-dtls', 'no-cli', `pidfile=${join(dir, 'turn.pid')}`, `userdb=${join(dir, 'turndb')}`, `log-file=${join(dir, 'turn.log')}`, 'simple-log', 'verbose'];
+  const conf = [
+    `listening-ip=${ip}`,
+    `relay-ip=${ip}`,
+    `listening-port=${TURN_PORT}`,
+    'min-port=50000',
+    'max-port=50200',
+    'use-auth-secret',
+    `static-auth-secret=${secret}`,
+    'realm=ringtrain.test',
+    'no-tls',
+    'no-dtls',
+    'no-cli',
+    `pidfile=${join(dir, 'turn.pid')}`,
+    `userdb=${join(dir, 'turndb')}`,
+    `log-file=${join(dir, 'turn.log')}`,
+    'simple-log',
+    'verbose',
+  ];
   writeFileSync(join(dir, 'turnserver.conf'), `${conf.join('\n')}\n`);
   const coturn = start(ns, 'turnserver', ['-c', join(dir, 'turnserver.conf')]);
   // coturn's stdout is block-buffered into a pipe; its log file is written line by line.
   coturn.log = () => (existsSync(join(dir, 'turn.log')) ? readFileSync(join(dir, 'turn.log'), 'utf8') : '');
   const deadline = Date.now() + 30_000;
   while (!(await stunAnswers(ip, TURN_PORT))) {
-    if (Date.now() > deadline) throw new Error(`coturn did not answer STUN within 30 s; it said: ${coturn.log().slice(-1500)}${coturn.err.slice(-500)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `coturn did not answer STUN within 30 s; it said: ${coturn.log().slice(-1500)}${coturn.err.slice(-500)}`,
+      );
   }
   return coturn;
 }
@@ -105,14 +132,32 @@ export function coturnTrouble(coturn: Proc): string {
 /** The TURN REST usernames coturn saw allocate a relay (`<expiry>:<peer id>`), and the credential each one's password is. */
 export function allocatedCredentials(coturn: Proc, secret: string): { username: string; credential: string }[] {
   const users = new Set<string>();
-  for (const m of coturn.log().matchAll(/user <([^>]+)>: incoming packet ALLOCATE processed, success/g)) users.add(m[1]);
-  return [...users].map((username) => ({ username, credential: createHmac('sha1', secret).update(username).digest('base64') }));
+  for (const m of coturn.log().matchAll(/user <([^>]+)>: incoming packet ALLOCATE processed, success/g))
+    users.add(m[1]);
+  return [...users].map((username) => ({
+    username,
+    credential: createHmac('sha1', secret).update(username).digest('base64'),
+  }));
 }
 
 /** Starts `ringtrain server` inside `ns` on `ip:port`, for job `job`, and waits until it listens. */
 export async function startSignaling(ns: Namespace, ip: string, port: number, args: string[]): Promise<Proc> {
-  const server = start(ns, process.execPath, ['bin/ringtrain.js', 'server', '--host', ip, '--port', String(port), ...args]);
-  await until(() => server.out.includes('listening on') || server.child.exitCode !== null, 'the signaling server to listen', 60_000, () => server.err.slice(-1000));
-  if (server.child.exitCode !== null) throw new Error(`the signaling server exited (${server.child.exitCode}): ${server.err}`);
+  const server = start(ns, process.execPath, [
+    'bin/ringtrain.js',
+    'server',
+    '--host',
+    ip,
+    '--port',
+    String(port),
+    ...args,
+  ]);
+  await until(
+    () => server.out.includes('listening on') || server.child.exitCode !== null,
+    'the signaling server to listen',
+    60_000,
+    () => server.err.slice(-1000),
+  );
+  if (server.child.exitCode !== null)
+    throw new Error(`the signaling server exited (${server.child.exitCode}): ${server.err}`);
   return server;
 }

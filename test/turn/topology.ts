@@ -42,7 +42,9 @@ export interface Topology {
 }
 
 async function holder(name: string): Promise<{ ns: Namespace; child: ChildProcess }> {
-  const child = spawn('unshare', ['-n', 'sh', '-c', 'ip link set lo up && echo up && exec cat'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn('unshare', ['-n', 'sh', '-c', 'ip link set lo up && echo up && exec cat'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
@@ -83,7 +85,8 @@ export async function makeTopology(peerCount: number, subnet = 1): Promise<Topol
     holders.push(r.child);
     const relay = r.ns;
     // The relay must not forward: that is what keeps the peers apart.
-    if ((await relay.exec('cat', ['/proc/sys/net/ipv4/ip_forward'])).trim() !== '0') throw new Error('a new namespace forwards IP packets; this test needs it not to');
+    if ((await relay.exec('cat', ['/proc/sys/net/ipv4/ip_forward'])).trim() !== '0')
+      throw new Error('a new namespace forwards IP packets; this test needs it not to');
     const relayAddress = relayIp(subnet);
     await relay.exec('ip', ['addr', 'add', `${relayAddress}/32`, 'dev', 'lo']);
     const peers: Namespace[] = [];
@@ -91,7 +94,20 @@ export async function makeTopology(peerCount: number, subnet = 1): Promise<Topol
       const p = await holder(`peer${i}`);
       holders.push(p.child);
       const net = `10.213.${subnet * 10 + i}`;
-      await run('ip', ['link', 'add', 'eth0', 'netns', String(p.ns.pid), 'type', 'veth', 'peer', 'name', `to-peer${i}`, 'netns', String(relay.pid)]);
+      await run('ip', [
+        'link',
+        'add',
+        'eth0',
+        'netns',
+        String(p.ns.pid),
+        'type',
+        'veth',
+        'peer',
+        'name',
+        `to-peer${i}`,
+        'netns',
+        String(relay.pid),
+      ]);
       await p.ns.exec('ip', ['addr', 'add', `${net}.1/24`, 'dev', 'eth0']);
       await p.ns.exec('ip', ['link', 'set', 'eth0', 'up']);
       await p.ns.exec('ip', ['route', 'add', 'default', 'via', `${net}.2`]);

@@ -49,7 +49,13 @@ export function toDrawing(s: RingSnapshot, t: number, empty?: string): RingDrawi
       stalled: p.stalledMs !== undefined,
       lost: p.lost !== undefined,
     })),
-    links: s.links.map((l) => ({ from: l.from, to: l.to, phase: l.phase, active: l.bytesPerS > 0, label: l.bytesPerS > 0 ? formatRate(l.bytesPerS) : undefined })),
+    links: s.links.map((l) => ({
+      from: l.from,
+      to: l.to,
+      phase: l.phase,
+      active: l.bytesPerS > 0,
+      label: l.bytesPerS > 0 ? formatRate(l.bytesPerS) : undefined,
+    })),
     chunks: latestPerLink(s.inFlight).map(({ chunk: c, others }) => ({
       from: c.from,
       to: c.to,
@@ -79,8 +85,30 @@ export function liveRingPanel(bus: EventBus, o: { watchingJob?: boolean; finishe
     'section',
     { class: 'card', 'data-testid': 'ring', 'aria-labelledby': 'ring-title' },
     h('h2', { id: 'ring-title' }, 'The ring'),
-    h('p', { class: 'intro' }, 'Each peer sends to its right-hand neighbour. Gradients are averaged in two phases: reduce-scatter (chunks are added up on their way round) and allgather (the summed chunks are passed on until every peer has them all).'),
-    h('figure', {}, svg, h('figcaption', {}, h('span', { class: 'legend' }, h('span', { class: 'swatch ph-rs' }), ' RS: reduce-scatter ', h('span', { class: 'swatch ph-ag' }), ' AG: allgather ', h('span', { class: 'swatch stalled' }), ' stalled peer'))),
+    h(
+      'p',
+      { class: 'intro' },
+      'Each peer sends to its right-hand neighbour. Gradients are averaged in two phases: reduce-scatter (chunks are added up on their way round) and allgather (the summed chunks are passed on until every peer has them all).',
+    ),
+    h(
+      'figure',
+      {},
+      svg,
+      h(
+        'figcaption',
+        {},
+        h(
+          'span',
+          { class: 'legend' },
+          h('span', { class: 'swatch ph-rs' }),
+          ' RS: reduce-scatter ',
+          h('span', { class: 'swatch ph-ag' }),
+          ' AG: allgather ',
+          h('span', { class: 'swatch stalled' }),
+          ' stalled peer',
+        ),
+      ),
+    ),
     summary,
   );
 

@@ -52,7 +52,15 @@ function linkKey(from: number, to: number): string {
   return `${from}>${to}`;
 }
 
-function chunkKey(e: { id: number; phase: Phase; step: number; from: number; to: number; chunk: number; offset: number }): string {
+function chunkKey(e: {
+  id: number;
+  phase: Phase;
+  step: number;
+  from: number;
+  to: number;
+  chunk: number;
+  offset: number;
+}): string {
   return `${e.id}/${e.phase}/${e.step}/${e.from}>${e.to}/${e.chunk}@${e.offset}`;
 }
 
@@ -99,7 +107,15 @@ export class RingModel {
         this.growTo(Math.max(e.from, e.to) + 1);
         if (e.rank === e.from) this.sendersSeen.add(e.from);
         this.countBytes(e.from, e.to, e.t, e.bytes, e.phase);
-        this.flying.set(chunkKey(e), { key: chunkKey(e), from: e.from, to: e.to, chunk: e.chunk, phase: e.phase, t: e.t, bytes: e.bytes });
+        this.flying.set(chunkKey(e), {
+          key: chunkKey(e),
+          from: e.from,
+          to: e.to,
+          chunk: e.chunk,
+          phase: e.phase,
+          t: e.t,
+          bytes: e.bytes,
+        });
         this.peer(e.from).stalledMs = undefined;
         break;
       }
@@ -109,7 +125,8 @@ export class RingModel {
         if (this.sendersSeen.has(e.rank) || this.heardFrom.has(e.rank) || this.size < 2) break;
         const before = this.reportedBytes.get(e.rank);
         this.reportedBytes.set(e.rank, e.bytesSent);
-        if (before !== undefined && e.bytesSent > before) this.countBytes(e.rank, (e.rank + 1) % this.size, e.t, e.bytesSent - before, undefined);
+        if (before !== undefined && e.bytesSent > before)
+          this.countBytes(e.rank, (e.rank + 1) % this.size, e.t, e.bytesSent - before, undefined);
         break;
       }
       case 'chunk-recv':
@@ -148,7 +165,12 @@ export class RingModel {
       const window = (this.sent.get(k) ?? []).filter((s) => t - s.t <= THROUGHPUT_WINDOW_MS);
       this.sent.set(k, window);
       const bytes = window.reduce((sum, s) => sum + s.bytes, 0);
-      links.push({ from: r, to, bytesPerS: (bytes * 1000) / THROUGHPUT_WINDOW_MS, phase: window.length ? this.linkPhase.get(k) : undefined });
+      links.push({
+        from: r,
+        to,
+        bytesPerS: (bytes * 1000) / THROUGHPUT_WINDOW_MS,
+        phase: window.length ? this.linkPhase.get(k) : undefined,
+      });
     }
     for (const [k, c] of this.flying) if (t - c.t > IN_FLIGHT_MAX_MS) this.flying.delete(k);
     const peers = Array.from({ length: this.size }, (_, r) => ({ ...this.peer(r) }));

@@ -85,7 +85,8 @@ function linkCurve(from: number, to: number, size: number): { p0: Pt; c: Pt; p1:
   const dx = b.x - a.x;
   const dy = b.y - a.y;
   const len = Math.hypot(dx, dy) || 1;
-  // Ranks go clockwise on screen (y points down), so (dy, -dx) points away from the centre: links bulge outwards like a ring.
+  // Ranks go clockwise on screen (y points down), so (dy, -dx) points away from the centre: links bulge outwards like a
+  // ring.
   const c = { x: (a.x + b.x) / 2 + (dy / len) * BOW, y: (a.y + b.y) / 2 - (dx / len) * BOW };
   const trim = (p: Pt, by: number): Pt => {
     const ux = c.x - p.x;
@@ -99,10 +100,17 @@ function linkCurve(from: number, to: number, size: number): { p0: Pt; c: Pt; p1:
 
 function bezier(q: { p0: Pt; c: Pt; p1: Pt }, t: number): Pt {
   const u = 1 - t;
-  return { x: u * u * q.p0.x + 2 * u * t * q.c.x + t * t * q.p1.x, y: u * u * q.p0.y + 2 * u * t * q.c.y + t * t * q.p1.y };
+  return {
+    x: u * u * q.p0.x + 2 * u * t * q.c.x + t * t * q.p1.x,
+    y: u * u * q.p0.y + 2 * u * t * q.c.y + t * t * q.p1.y,
+  };
 }
 
-function el<K extends keyof SVGElementTagNameMap>(name: K, attrs: Record<string, string | number>, text?: string): SVGElementTagNameMap[K] {
+function el<K extends keyof SVGElementTagNameMap>(
+  name: K,
+  attrs: Record<string, string | number>,
+  text?: string,
+): SVGElementTagNameMap[K] {
   const node = document.createElementNS(SVG_NS, name);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
   if (text !== undefined) node.textContent = text;
@@ -117,7 +125,15 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
   svg.append(el('title', {}, d.description));
   const defs = el('defs', {});
   for (const cls of ['ph-rs', 'ph-ag', 'ph-other', 'ph-idle']) {
-    const marker = el('marker', { id: `arrow-${cls}`, viewBox: '0 0 10 10', refX: 2, refY: 5, markerWidth: 5, markerHeight: 5, orient: 'auto-start-reverse' });
+    const marker = el('marker', {
+      id: `arrow-${cls}`,
+      viewBox: '0 0 10 10',
+      refX: 2,
+      refY: 5,
+      markerWidth: 5,
+      markerHeight: 5,
+      orient: 'auto-start-reverse',
+    });
     marker.append(el('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: `arrowhead ${cls}` }));
     defs.append(marker);
   }
@@ -125,14 +141,26 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
   if (d.size === 0) {
     // A short strip instead of an empty circle's worth of space.
     svg.setAttribute('viewBox', `0 0 ${VIEW} 60`);
-    svg.append(el('text', { x: CENTER, y: 34, class: 'ring-empty', 'text-anchor': 'middle' }, d.empty ?? 'No peers yet: open a job’s link to watch its ring.'));
+    svg.append(
+      el(
+        'text',
+        { x: CENTER, y: 34, class: 'ring-empty', 'text-anchor': 'middle' },
+        d.empty ?? 'No peers yet: open a job’s link to watch its ring.',
+      ),
+    );
     return;
   }
   if (d.size > 1) {
     for (const link of d.links) {
       const q = linkCurve(link.from, link.to, d.size);
       const cls = link.phase === undefined && link.active ? 'ph-other' : phaseClass(link.phase);
-      svg.append(el('path', { d: `M ${q.p0.x} ${q.p0.y} Q ${q.c.x} ${q.c.y} ${q.p1.x} ${q.p1.y}`, class: `link ${cls}`, 'marker-end': `url(#arrow-${cls})` }));
+      svg.append(
+        el('path', {
+          d: `M ${q.p0.x} ${q.p0.y} Q ${q.c.x} ${q.c.y} ${q.p1.x} ${q.p1.y}`,
+          class: `link ${cls}`,
+          'marker-end': `url(#arrow-${cls})`,
+        }),
+      );
       if (link.label) {
         // Beside the curve, on its outer side, so chunks travelling along it do not cover the rate.
         const m = bezier(q, 0.5);
@@ -143,24 +171,53 @@ export function drawRing(svg: SVGSVGElement, d: RingDrawing): void {
         const half = (LABEL_CHAR_PX * link.label.length) / 2 + 2;
         const x = Math.min(VIEW - half, Math.max(half, out.x));
         const y = Math.min(VIEW - 10, Math.max(10, out.y));
-        svg.append(el('text', { x, y, class: 'link-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, link.label));
+        svg.append(
+          el('text', { x, y, class: 'link-label', 'text-anchor': 'middle', 'dominant-baseline': 'middle' }, link.label),
+        );
       }
     }
   }
   for (let r = 0; r < d.size; r++) {
     const p = peerPos(r, d.size);
     const peer = d.peers.find((x) => x.rank === r) ?? { rank: r };
-    const classes = ['peer', peer.stalled ? 'stalled' : '', peer.lost ? 'lost' : '', d.self === r ? 'self' : ''].filter(Boolean).join(' ');
+    const classes = ['peer', peer.stalled ? 'stalled' : '', peer.lost ? 'lost' : '', d.self === r ? 'self' : '']
+      .filter(Boolean)
+      .join(' ');
     const g = el('g', { class: classes, 'data-rank': r });
     g.append(el('circle', { cx: p.x, cy: p.y, r: peerRadius(d.size) }));
     const name = d.size >= CROWDED ? String(r) : `rank ${r}`;
-    g.append(el('text', { x: p.x, y: peer.sub ? p.y - 4 : p.y + 1, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-name' }, name));
-    if (peer.sub) g.append(el('text', { x: p.x, y: p.y + 12, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-sub' }, peer.sub));
+    g.append(
+      el(
+        'text',
+        {
+          x: p.x,
+          y: peer.sub ? p.y - 4 : p.y + 1,
+          'text-anchor': 'middle',
+          'dominant-baseline': 'middle',
+          class: 'peer-name',
+        },
+        name,
+      ),
+    );
+    if (peer.sub)
+      g.append(
+        el(
+          'text',
+          { x: p.x, y: p.y + 12, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-sub' },
+          peer.sub,
+        ),
+      );
     const flag = peer.lost ? 'left' : peer.stalled ? 'stalled' : d.self === r ? 'this tab' : '';
     if (flag) {
       // Outside the ring, away from the links, where the chunks leaving and reaching this peer never pass.
       const out = outward(r, d.size, peerRadius(d.size) + 16);
-      g.append(el('text', { x: out.x, y: out.y, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-flag' }, flag));
+      g.append(
+        el(
+          'text',
+          { x: out.x, y: out.y, 'text-anchor': 'middle', 'dominant-baseline': 'middle', class: 'peer-flag' },
+          flag,
+        ),
+      );
     }
     svg.append(g);
   }

@@ -65,8 +65,12 @@ function isRingPhase(p: Phase): p is 'reduce-scatter' | 'allgather' {
  */
 export function buildFrames(rec: TeachRecording): TeachFrame[] {
   const { size, inputs } = rec;
-  const recvs = rec.events.filter((e): e is ChunkRecv => e.type === 'chunk-recv' && isRingPhase(e.phase) && e.rank === e.to);
-  const sends = rec.events.filter((e): e is ChunkSend => e.type === 'chunk-send' && isRingPhase(e.phase) && e.rank === e.from);
+  const recvs = rec.events.filter(
+    (e): e is ChunkRecv => e.type === 'chunk-recv' && isRingPhase(e.phase) && e.rank === e.to,
+  );
+  const sends = rec.events.filter(
+    (e): e is ChunkSend => e.type === 'chunk-send' && isRingPhase(e.phase) && e.rank === e.from,
+  );
 
   // Group by (phase, step); order phases as the algorithm runs them, steps ascending.
   const groups = new Map<string, { phase: 'reduce-scatter' | 'allgather'; step: number; recvs: ChunkRecv[] }>();
@@ -82,7 +86,15 @@ export function buildFrames(rec: TeachRecording): TeachFrame[] {
 
   let buffers = inputs.map((v) => [...v]);
   const frames: TeachFrame[] = [
-    { kind: 'start', step: 0, stepsInPhase, transfers: [], buffers, changed: inputs.map(() => new Set<number>()), settled: inputs.map(() => new Set<number>()) },
+    {
+      kind: 'start',
+      step: 0,
+      stepsInPhase,
+      transfers: [],
+      buffers,
+      changed: inputs.map(() => new Set<number>()),
+      settled: inputs.map(() => new Set<number>()),
+    },
   ];
   // A chunk is fully reduced on the rank that receives it in the last reduce-scatter step;
   // from then on the allgather only copies such chunks, so what it delivers is final too.
@@ -103,7 +115,11 @@ export function buildFrames(rec: TeachRecording): TeachFrame[] {
       if (!dest) continue;
       for (let i = 0; i < e.count; i++) {
         const at = e.offset + i;
-        const next = e.result ? e.result[i] : g.phase === 'reduce-scatter' ? dest[at] + (values?.[i] ?? 0) : (values?.[i] ?? dest[at]);
+        const next = e.result
+          ? e.result[i]
+          : g.phase === 'reduce-scatter'
+            ? dest[at] + (values?.[i] ?? 0)
+            : (values?.[i] ?? dest[at]);
         dest[at] = next;
         changed[e.to].add(at);
       }
@@ -113,7 +129,8 @@ export function buildFrames(rec: TeachRecording): TeachFrame[] {
       else byLink.set(key, { from: e.from, to: e.to, chunk: e.chunk, offset: e.offset, values: [...(values ?? [])] });
     }
     settled = settled.map((cells) => new Set(cells));
-    if (g.phase === 'allgather' || g.step === lastReduceStep) changed.forEach((cells, r) => cells.forEach((i) => settled[r].add(i)));
+    if (g.phase === 'allgather' || g.step === lastReduceStep)
+      changed.forEach((cells, r) => cells.forEach((i) => settled[r].add(i)));
     frames.push({
       kind: g.phase,
       step: shownStep,
@@ -129,7 +146,13 @@ export function buildFrames(rec: TeachRecording): TeachFrame[] {
 
 function valuesFromSend(sends: ChunkSend[], r: ChunkRecv): number[] | undefined {
   return sends.find(
-    (s) => s.id === r.id && s.phase === r.phase && s.step === r.step && s.from === r.from && s.to === r.to && s.offset === r.offset,
+    (s) =>
+      s.id === r.id &&
+      s.phase === r.phase &&
+      s.step === r.step &&
+      s.from === r.from &&
+      s.to === r.to &&
+      s.offset === r.offset,
   )?.values;
 }
 
@@ -153,7 +176,8 @@ export function chunkSpans(rec: TeachRecording): ChunkSpan[] {
 export function elementsSentPerRank(rec: TeachRecording): number[] {
   const sent = new Array<number>(rec.size).fill(0);
   for (const e of rec.events) {
-    if (e.type === 'chunk-send' && isRingPhase(e.phase) && e.rank === e.from && e.from < rec.size) sent[e.from] += e.count;
+    if (e.type === 'chunk-send' && isRingPhase(e.phase) && e.rank === e.from && e.from < rec.size)
+      sent[e.from] += e.count;
   }
   return sent;
 }

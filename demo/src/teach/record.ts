@@ -18,7 +18,9 @@ const MAX_INPUT = 9;
 
 export function teachingInputs(size: number, seed: number): number[][] {
   const random = mulberry32(seed);
-  return Array.from({ length: size }, () => Array.from({ length: size * ELEMENTS_PER_PEER }, () => Math.floor(random() * (MAX_INPUT + 1))));
+  return Array.from({ length: size }, () =>
+    Array.from({ length: size * ELEMENTS_PER_PEER }, () => Math.floor(random() * (MAX_INPUT + 1))),
+  );
 }
 
 export async function recordTeachingRun(size: number, seed: number): Promise<TeachRecording & { outputs: number[][] }> {
@@ -30,7 +32,11 @@ export async function recordTeachingRun(size: number, seed: number): Promise<Tea
   // Memory links report a closed peer at once, so heartbeats are off (peerTimeoutMs 0).
   const comms = mesh.map((links, rank) => new LinkCommunicator(rank, size, links, { events: bus, peerTimeoutMs: 0 }));
   try {
-    const outputs = await Promise.all(comms.map((c, r) => allreduce(c, Int32Array.from(inputs[r]), { name: 'teaching', op: 'sum', algorithm: 'ring', timeoutMs: 10_000 })));
+    const outputs = await Promise.all(
+      comms.map((c, r) =>
+        allreduce(c, Int32Array.from(inputs[r]), { name: 'teaching', op: 'sum', algorithm: 'ring', timeoutMs: 10_000 }),
+      ),
+    );
     return { size, inputs, events, outputs: outputs.map((o) => Array.from(o)) };
   } finally {
     for (const c of comms) c.close();

@@ -7,7 +7,15 @@
  */
 import { h, svgElement } from '../dom.ts';
 import { drawRing, phaseClass, type DrawnChunk } from '../ring/svg.ts';
-import { allRanksAgree, buildFrames, chunkSpans, elementsSentPerRank, type ChunkSpan, type TeachFrame, type TeachRecording } from './frames.ts';
+import {
+  allRanksAgree,
+  buildFrames,
+  chunkSpans,
+  elementsSentPerRank,
+  type ChunkSpan,
+  type TeachFrame,
+  type TeachRecording,
+} from './frames.ts';
 
 /** Runs the allreduce on `size` virtual peers and hands back what happened. */
 export type Recorder = (size: number, seed: number) => Promise<TeachRecording & { outputs: number[][] }>;
@@ -24,7 +32,10 @@ export function caption(frame: TeachFrame, size: number, last: boolean): string 
     return `Each of the ${n} peers holds its own vector, cut into ${n} chunks. Goal: every peer ends with the element-wise sum. Step forward to start.`;
   }
   if (frame.kind === 'reduce-scatter') {
-    const done = frame.step === frame.stepsInPhase ? ' Now each peer holds one fully summed chunk (green); the allgather hands them round.' : ` After ${n - 1} steps each peer holds one chunk that is fully summed.`;
+    const done =
+      frame.step === frame.stepsInPhase
+        ? ' Now each peer holds one fully summed chunk (green); the allgather hands them round.'
+        : ` After ${n - 1} steps each peer holds one chunk that is fully summed.`;
     return `Reduce-scatter, step ${frame.step} of ${frame.stepsInPhase}: every peer sends one chunk to its right-hand neighbour, which adds it to its own copy.${done}`;
   }
   const tail = last ? ' Done: every peer now holds the whole sum.' : '';
@@ -37,12 +48,21 @@ function chunkOf(spans: ChunkSpan[], index: number): number {
 
 export function teachingView(record: Recorder): HTMLElement {
   const peersSelect = h('select', { id: 'teach-peers', 'data-testid': 'teach-peers' });
-  for (let n = MIN_PEERS; n <= MAX_PEERS; n++) peersSelect.append(h('option', { value: n, selected: n === DEFAULT_PEERS }, String(n)));
+  for (let n = MIN_PEERS; n <= MAX_PEERS; n++)
+    peersSelect.append(h('option', { value: n, selected: n === DEFAULT_PEERS }, String(n)));
   const runBtn = h('button', { type: 'button', 'data-testid': 'teach-run' }, 'New numbers');
   const backBtn = h('button', { type: 'button', 'data-testid': 'teach-back', 'aria-label': 'Step back' }, '◀ Back');
   const playBtn = h('button', { type: 'button', 'data-testid': 'teach-play', 'aria-label': 'Play' }, '▶ Play');
   const stepBtn = h('button', { type: 'button', 'data-testid': 'teach-step', 'aria-label': 'Step forward' }, 'Step ▶');
-  const speed = h('input', { type: 'range', id: 'teach-speed', min: 0.25, max: 4, step: 0.25, value: 1, 'data-testid': 'teach-speed' });
+  const speed = h('input', {
+    type: 'range',
+    id: 'teach-speed',
+    min: 0.25,
+    max: 4,
+    step: 0.25,
+    value: 1,
+    'data-testid': 'teach-speed',
+  });
   const speedOut = h('output', { for: 'teach-speed' }, '1×');
   const position = h('span', { class: 'position', 'data-testid': 'teach-position', 'aria-live': 'polite' });
   const captionEl = h('p', { class: 'caption', 'data-testid': 'teach-caption', 'aria-live': 'polite' });
@@ -57,7 +77,11 @@ export function teachingView(record: Recorder): HTMLElement {
     'section',
     { class: 'card teach', 'data-testid': 'teach', 'aria-labelledby': 'teach-title' },
     h('h2', { id: 'teach-title' }, 'Teaching mode: ring-allreduce, step by step'),
-    h('p', { class: 'intro' }, 'Virtual peers inside this tab run the same ring-allreduce code the real peers use, over an in-memory transport, on small whole numbers. Replay what they did (the arrow keys step too).'),
+    h(
+      'p',
+      { class: 'intro' },
+      'Virtual peers inside this tab run the same ring-allreduce code the real peers use, over an in-memory transport, on small whole numbers. Replay what they did (the arrow keys step too).',
+    ),
     h(
       'div',
       { class: 'controls', role: 'group', 'aria-label': 'Teaching controls' },
@@ -156,18 +180,34 @@ export function teachingView(record: Recorder): HTMLElement {
     root.dataset.phase = frame.kind;
 
     // With many peers the numbers do not fit on the ring; the list beside it has them all.
-    const chunks: DrawnChunk[] = frame.transfers.map((t) => ({ from: t.from, to: t.to, progress: 0.55, phase: frame.kind === 'start' ? 'negotiate' : frame.kind, label: size <= 5 ? `#${t.chunk} [${t.values.join(',')}]` : `#${t.chunk}` }));
+    const chunks: DrawnChunk[] = frame.transfers.map((t) => ({
+      from: t.from,
+      to: t.to,
+      progress: 0.55,
+      phase: frame.kind === 'start' ? 'negotiate' : frame.kind,
+      label: size <= 5 ? `#${t.chunk} [${t.values.join(',')}]` : `#${t.chunk}`,
+    }));
     drawRing(svg, {
       size,
       peers: Array.from({ length: size }, (_, r) => ({ rank: r })),
-      links: Array.from({ length: size }, (_, r) => ({ from: r, to: (r + 1) % size, phase: frame.kind === 'start' ? undefined : frame.kind })),
+      links: Array.from({ length: size }, (_, r) => ({
+        from: r,
+        to: (r + 1) % size,
+        phase: frame.kind === 'start' ? undefined : frame.kind,
+      })),
       chunks,
       description: `${size} virtual peers in a ring. ${caption(frame, size, last)}`,
     });
 
     wire.replaceChildren(
       ...(frame.transfers.length
-        ? frame.transfers.map((t) => h('li', { class: phaseClass(frame.kind === 'start' ? undefined : frame.kind) }, `rank ${t.from} → rank ${t.to}: chunk ${t.chunk} = [${t.values.join(', ')}]`))
+        ? frame.transfers.map((t) =>
+            h(
+              'li',
+              { class: phaseClass(frame.kind === 'start' ? undefined : frame.kind) },
+              `rank ${t.from} → rank ${t.to}: chunk ${t.chunk} = [${t.values.join(', ')}]`,
+            ),
+          )
         : [h('li', {}, 'nothing yet')]),
     );
     fillTable(buffersTable, frame.buffers, frame.changed, frame.kind, frame.settled);
@@ -180,7 +220,13 @@ export function teachingView(record: Recorder): HTMLElement {
       result.replaceChildren(
         h('strong', {}, agree ? 'Every rank holds the same sum: ' : 'The ranks disagree: '),
         h('output', { 'data-testid': 'teach-sum' }, sum.join(' ')),
-        matchesCollective ? '' : h('span', { class: 'bad' }, ' (the replay differs from what the allreduce returned: a bug, please report it)'),
+        matchesCollective
+          ? ''
+          : h(
+              'span',
+              { class: 'bad' },
+              ' (the replay differs from what the allreduce returned: a bug, please report it)',
+            ),
       );
       result.dataset.agree = String(agree && matchesCollective);
       const sent = elementsSentPerRank(rec);
@@ -193,7 +239,13 @@ export function teachingView(record: Recorder): HTMLElement {
     }
   }
 
-  function fillTable(table: HTMLTableElement, rows: number[][], changed: Set<number>[] | undefined, kind: TeachFrame['kind'], settled?: Set<number>[]): void {
+  function fillTable(
+    table: HTMLTableElement,
+    rows: number[][],
+    changed: Set<number>[] | undefined,
+    kind: TeachFrame['kind'],
+    settled?: Set<number>[],
+  ): void {
     const length = rows[0]?.length ?? 0;
     const head = h('tr', {}, h('th', { scope: 'col' }, 'peer'));
     for (const s of spans) head.append(h('th', { scope: 'colgroup', colspan: s.count }, `chunk ${s.chunk}`));
@@ -202,8 +254,20 @@ export function teachingView(record: Recorder): HTMLElement {
       for (let i = 0; i < length; i++) {
         const hot = changed?.[r]?.has(i);
         const done = settled?.[r]?.has(i);
-        const classes = [hot && kind !== 'start' ? `hot ${phaseClass(kind)}` : '', done ? 'settled' : '', chunkOf(spans, i) % 2 ? 'odd' : ''].filter(Boolean).join(' ');
-        tr.append(h('td', { class: classes || undefined, title: done ? 'final: the sum over all peers' : undefined }, String(v[i])));
+        const classes = [
+          hot && kind !== 'start' ? `hot ${phaseClass(kind)}` : '',
+          done ? 'settled' : '',
+          chunkOf(spans, i) % 2 ? 'odd' : '',
+        ]
+          .filter(Boolean)
+          .join(' ');
+        tr.append(
+          h(
+            'td',
+            { class: classes || undefined, title: done ? 'final: the sum over all peers' : undefined },
+            String(v[i]),
+          ),
+        );
       }
       return tr;
     });

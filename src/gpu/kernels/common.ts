@@ -13,7 +13,9 @@ export { bindingBytes };
 export function checkDims(what: string, dims: Record<string, number>): void {
   for (const [name, v] of Object.entries(dims)) {
     if (!Number.isInteger(v) || v < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${name} must be a positive integer, got ${v}`, { ...dims });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: ${name} must be a positive integer, got ${v}`, {
+        ...dims,
+      });
     }
   }
 }
@@ -58,7 +60,11 @@ export function planEntry(
   const label = `${key}:${entryPoint}`;
   const [x, y = 1, z = 1] = workgroups;
   if (x > MAX_GROUPS_PER_DIM || y > MAX_GROUPS_PER_DIM || z > MAX_GROUPS_PER_DIM) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${label}: ${x}x${y}x${z} workgroups exceed ${MAX_GROUPS_PER_DIM} per dimension; split the work`, { workgroups });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${label}: ${x}x${y}x${z} workgroups exceed ${MAX_GROUPS_PER_DIM} per dimension; split the work`,
+      { workgroups },
+    );
   }
   for (const [i, b] of bindings) gpu.checkBinding(label, i, b);
   const bindGroup = gpu.device.createBindGroup({
@@ -93,7 +99,13 @@ export interface RowSlice {
  * `widestRowWords`: the words per row of the widest binding sliced alongside
  * (a kernel's per-chunk partials), when more than `rowWords`.
  */
-export function rowSlices(gpu: Pick<Gpu, 'maxBindingBytes'>, rows: number, rowWords: number, what: string, widestRowWords = rowWords): RowSlice[] {
+export function rowSlices(
+  gpu: Pick<Gpu, 'maxBindingBytes'>,
+  rows: number,
+  rowWords: number,
+  what: string,
+  widestRowWords = rowWords,
+): RowSlice[] {
   const maxRows = Math.floor(gpu.maxBindingBytes / (widestRowWords * 4));
   if (rows <= maxRows) return [{ start: 0, count: rows }];
   const step = OFFSET_ALIGN_WORDS / gcd(rowWords, OFFSET_ALIGN_WORDS);

@@ -10,7 +10,15 @@ defineKernel('f16', { shader: 'f16', entryPoints: ['pack', 'unpack'] });
 
 function dims(gpu: Gpu, n: number): GPUBuffer {
   checkDims('f16', { n });
-  return gpu.uniform([['u32', n], ['u32', 0], ['u32', 0], ['u32', 0]], 'f16-dims');
+  return gpu.uniform(
+    [
+      ['u32', n],
+      ['u32', 0],
+      ['u32', 0],
+      ['u32', 0],
+    ],
+    'f16-dims',
+  );
 }
 
 export function packedWords(n: number): number {

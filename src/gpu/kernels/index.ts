@@ -7,7 +7,23 @@
  */
 export { KERNELS, defineKernel, warmUp, type KernelEntry } from './registry.ts';
 export { checkDims, checkBindings, planEntry, accumulateConstant } from './common.ts';
-export { planMatmul, planMatmulSteps, matmulSplitK, MATMUL_TILE, chooseMatmulVariant, directFits, wideFits, blockedFits, adapterKind, MATMUL_TABLE, type AdapterKind, type ChosenMatmulVariant, type MatmulOptions, type MatmulShape, type MatmulVariant } from './matmul.ts';
+export {
+  planMatmul,
+  planMatmulSteps,
+  matmulSplitK,
+  MATMUL_TILE,
+  chooseMatmulVariant,
+  directFits,
+  wideFits,
+  blockedFits,
+  adapterKind,
+  MATMUL_TABLE,
+  type AdapterKind,
+  type ChosenMatmulVariant,
+  type MatmulOptions,
+  type MatmulShape,
+  type MatmulVariant,
+} from './matmul.ts';
 export { planAddBias, planBiasGrad, planBiasGradSteps } from './bias.ts';
 export { planSoftmaxXent, checkLabels, type SoftmaxXentBuffers } from './softmax-xent.ts';
 export { planSum } from './reduce.ts';

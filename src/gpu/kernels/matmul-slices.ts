@@ -37,7 +37,14 @@ export function tooBigToBind(gpu: Pick<Gpu, 'maxBindingBytes'>, o: MatmulOptions
 }
 
 /** C = op(A)·op(B) in one dispatch when every operand fits one binding, else in parts (`planMatmulSliced`, no split over K of its own). */
-export function planMatmulAnySize(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, scratch: Scratch): Dispatch[] {
+export function planMatmulAnySize(
+  gpu: Gpu,
+  a: Binding,
+  b: Binding,
+  c: Binding,
+  o: MatmulOptions,
+  scratch: Scratch,
+): Dispatch[] {
   return tooBigToBind(gpu, o) ? planMatmulSliced(gpu, a, b, c, o, scratch, false) : [planMatmul(gpu, a, b, c, o)];
 }
 
@@ -93,11 +100,42 @@ const span = (e: { width: number; stride: number; rows: number }) => (e.rows - 1
  * The sliced plan (see the file's comment). `splitK`: keep the split over K that
  * planMatmulSteps would make for this shape on the tiled kernel.
  */
-export function planMatmulSliced(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, scratch: Scratch, splitK: boolean): Dispatch[] {
+export function planMatmulSliced(
+  gpu: Gpu,
+  a: Binding,
+  b: Binding,
+  c: Binding,
+  o: MatmulOptions,
+  scratch: Scratch,
+  splitK: boolean,
+): Dispatch[] {
   const tiled = { ...o, variant: 'tiled' as const };
   const chunk = splitK ? matmulSplitK(gpu, tiled) : { slices: 1, kc: o.k };
-  const whole: Whole = { gpu, o: tiled, a, b, lda: o.transA ? o.m : o.k, ldb: o.transB ? o.k : o.n, maxWords: Math.floor(gpu.maxBindingBytes / 4), kc: chunk.slices > 1 ? chunk.kc : 0, scratch };
-  return planPart(whole, { m: o.m, n: o.n, k: o.k, a: 0, b: 0, bias: 0, c: 0, out: c, ldc: o.n, chunks: 1, kc: o.k, zs: 0 });
+  const whole: Whole = {
+    gpu,
+    o: tiled,
+    a,
+    b,
+    lda: o.transA ? o.m : o.k,
+    ldb: o.transB ? o.k : o.n,
+    maxWords: Math.floor(gpu.maxBindingBytes / 4),
+    kc: chunk.slices > 1 ? chunk.kc : 0,
+    scratch,
+  };
+  return planPart(whole, {
+    m: o.m,
+    n: o.n,
+    k: o.k,
+    a: 0,
+    b: 0,
+    bias: 0,
+    c: 0,
+    out: c,
+    ldc: o.n,
+    chunks: 1,
+    kc: o.k,
+    zs: 0,
+  });
 }
 
 function planPart(w: Whole, p: Part): Dispatch[] {
@@ -145,7 +183,13 @@ function splitParts(w: Whole, p: Part, axis: 'm' | 'n', per: number): Dispatch[]
       w,
       axis === 'm'
         ? { ...p, m: s.count, a: p.a + (o.transA ? s.start : s.start * w.lda), c: p.c + s.start * p.ldc }
-        : { ...p, n: s.count, b: p.b + (o.transB ? s.start * w.ldb : s.start), c: p.c + s.start, bias: p.bias + s.start },
+        : {
+            ...p,
+            n: s.count,
+            b: p.b + (o.transB ? s.start * w.ldb : s.start),
+            c: p.c + s.start,
+            bias: p.bias + s.start,
+          },
     ),
   );
 }
@@ -153,7 +197,11 @@ function splitParts(w: Whole, p: Part, axis: 'm' | 'n', per: number): Dispatch[]
 /** Slices of K, in chunks of `kc`: partial products into scratch, then their sum in order into the part's C. */
 function kSlices(w: Whole, p: Part, slices: RowSlice[], kc: number): Dispatch[] {
   if (w.o.bias || w.o.relu || p.ldc !== p.n || p.chunks > 1) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul ${w.o.m}×${w.o.k}·${w.o.k}×${w.o.n}: its operands need a split over K here, which cannot take a fused bias or ReLU or write columns of C in place; make the layer smaller`, { shape: { m: w.o.m, n: w.o.n, k: w.o.k } });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `matmul ${w.o.m}×${w.o.k}·${w.o.k}×${w.o.n}: its operands need a split over K here, which cannot take a fused bias or ReLU or write columns of C in place; make the layer smaller`,
+      { shape: { m: w.o.m, n: w.o.n, k: w.o.k } },
+    );
   }
   const zs = alignWords(p.m * p.n);
   const chunks = slices.reduce((n, s) => n + Math.ceil(s.count / kc), 0);
@@ -161,11 +209,30 @@ function kSlices(w: Whole, p: Part, slices: RowSlice[], kc: number): Dispatch[] 
   let z = 0;
   const steps = slices.flatMap((s) => {
     const here = Math.ceil(s.count / kc);
-    const part = { ...p, k: s.count, a: p.a + (w.o.transA ? s.start * w.lda : s.start), b: p.b + (w.o.transB ? s.start : s.start * w.ldb), out: partials, c: z * zs, chunks: here, kc, zs };
+    const part = {
+      ...p,
+      k: s.count,
+      a: p.a + (w.o.transA ? s.start * w.lda : s.start),
+      b: p.b + (w.o.transB ? s.start : s.start * w.ldb),
+      out: partials,
+      c: z * zs,
+      chunks: here,
+      kc,
+      zs,
+    };
     z += here;
     return planPart(w, part);
   });
-  return [...steps, ...planColumnSum(w.gpu, partials, subRange(p.out, p.c, p.m * p.n), { rows: chunks, cols: p.m * p.n, stride: zs }, w.scratch)];
+  return [
+    ...steps,
+    ...planColumnSum(
+      w.gpu,
+      partials,
+      subRange(p.out, p.c, p.m * p.n),
+      { rows: chunks, cols: p.m * p.n, stride: zs },
+      w.scratch,
+    ),
+  ];
 }
 
 /** One dispatch over the part's ranges; with the unsliced plan's split over K when it has one and the part's C is whole rows. */
@@ -181,7 +248,13 @@ function leaf(w: Whole, p: Part): Dispatch[] {
     const partials = w.scratch(slices * zs, 'matmul-split-k');
     return [
       stridedMatmulDispatch(w.gpu, a, b, partials, o, slices, w.kc, strides(zs)),
-      ...planColumnSum(w.gpu, partials, subRange(p.out, p.c, p.m * p.n), { rows: slices, cols: p.m * p.n, stride: zs }, w.scratch),
+      ...planColumnSum(
+        w.gpu,
+        partials,
+        subRange(p.out, p.c, p.m * p.n),
+        { rows: slices, cols: p.m * p.n, stride: zs },
+        w.scratch,
+      ),
     ];
   }
   const c = subRange(p.out, p.c, (p.chunks - 1) * p.zs + span(ext.c));

@@ -45,7 +45,8 @@ export interface MatmulOptions extends MatmulShape {
  * GPUs: 128×128 per workgroup, 8×8 per invocation, vec4 loads; needs the
  * alignment `blockedFits` checks. 'tiled' (matmul.wgsl): workgroup-memory
  * tiles of 64×64, 4×4 per invocation, any shape; the GPU kernel for shapes
- * the blocked one does not fit or too small to fill a GPU with 128×128 tiles. 'direct' (matmul_direct.wgsl): no workgroup memory, vec4 loads,
+ * the blocked one does not fit or too small to fill a GPU with 128×128 tiles. 'direct' (matmul_direct.wgsl): no
+ * workgroup memory, vec4 loads,
  * 4×8 per invocation; faster where compute shaders run on a CPU (fallback
  * adapters), needs the vec4 alignment `directFits` checks. 'wide'
  * (matmul_wide.wgsl): the same with 32×32 per invocation, for CPU adapters
@@ -103,13 +104,30 @@ export function adapterKind(gpu: Pick<Gpu, 'info'>): AdapterKind {
  * fastest on llvmpipe and SwiftShader; the GPU rows what measured fastest
  * on an H100 through Dawn and through wgpu (docs/GPU.md).
  */
-export const MATMUL_TABLE: readonly { adapter: AdapterKind; runtimes?: readonly RuntimeName[]; when: (o: MatmulShape) => boolean; variant: ChosenMatmulVariant; why: string }[] = [
+export const MATMUL_TABLE: readonly {
+  adapter: AdapterKind;
+  runtimes?: readonly RuntimeName[];
+  when: (o: MatmulShape) => boolean;
+  variant: ChosenMatmulVariant;
+  why: string;
+}[] = [
   // Dawn only (Node's webgpu, Chrome): through Deno's wgpu the same WGSL ran 16x slower on an H100
   // (11.8 ms against 0.72 ms per transformer step at batch 1024), where 'tiled' keeps pace.
-  { adapter: 'gpu', runtimes: ['node', 'browser'], when: (o) => blockedFits(o) && Math.ceil(o.m / BLOCKED_TILE) * Math.ceil(o.n / BLOCKED_TILE) >= BLOCKED_MIN_TILES, variant: 'blocked', why: 'enough 128×128 tiles to fill the GPU, vec4-aligned' },
+  {
+    adapter: 'gpu',
+    runtimes: ['node', 'browser'],
+    when: (o) => blockedFits(o) && Math.ceil(o.m / BLOCKED_TILE) * Math.ceil(o.n / BLOCKED_TILE) >= BLOCKED_MIN_TILES,
+    variant: 'blocked',
+    why: 'enough 128×128 tiles to fill the GPU, vec4-aligned',
+  },
   { adapter: 'gpu', when: () => true, variant: 'tiled', why: 'small or unaligned: 64×64 tiles, any shape' },
   // Below one SIMD group's worth of 32×32 blocks (8 lanes), most lanes of the wide kernel would idle.
-  { adapter: 'cpu', when: (o) => wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES, variant: 'wide', why: 'big vec4-aligned: 32×32 per invocation' },
+  {
+    adapter: 'cpu',
+    when: (o) => wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES,
+    variant: 'wide',
+    why: 'big vec4-aligned: 32×32 per invocation',
+  },
   { adapter: 'cpu', when: directFits, variant: 'direct', why: 'vec4-aligned: no workgroup memory, 4×8 per invocation' },
   { adapter: 'cpu', when: () => true, variant: 'tiled', why: 'unaligned: any shape' },
 ];
@@ -117,21 +135,44 @@ export const MATMUL_TABLE: readonly { adapter: AdapterKind; runtimes?: readonly 
 export function chooseMatmulVariant(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): ChosenMatmulVariant {
   const want = o.variant ?? 'auto';
   if (want === 'direct' && !directFits(o)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the direct kernel needs vec4-aligned shapes (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `matmul: the direct kernel needs vec4-aligned shapes (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`,
+      { ...o },
+    );
   }
   if (want === 'wide' && !wideFits(o)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the wide kernel needs m ≥ 32, n ≥ 32 and the direct kernel's vec4 alignment (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`, { ...o });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `matmul: the wide kernel needs m ≥ 32, n ≥ 32 and the direct kernel's vec4 alignment (n, and k or m for Aᵀ, multiples of 4; not Aᵀ·Bᵀ), got m=${o.m} n=${o.n} k=${o.k}`,
+      { ...o },
+    );
   }
   if (want === 'blocked' && !blockedFits(o)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `matmul: the blocked kernel needs n a multiple of 4 and A's and B's contiguous dimension too (k for A and Bᵀ, m for Aᵀ), got m=${o.m} n=${o.n} k=${o.k}${o.transA ? ' Aᵀ' : ''}${o.transB ? ' Bᵀ' : ''}`, { ...o });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `matmul: the blocked kernel needs n a multiple of 4 and A's and B's contiguous dimension too (k for A and Bᵀ, m for Aᵀ), got m=${o.m} n=${o.n} k=${o.k}${o.transA ? ' Aᵀ' : ''}${o.transB ? ' Bᵀ' : ''}`,
+      { ...o },
+    );
   }
   if (want !== 'auto') return want;
   const kind = adapterKind(gpu);
-  return MATMUL_TABLE.find((row) => row.adapter === kind && (!row.runtimes || row.runtimes.includes(gpu.info.runtime)) && row.when(o))!.variant;
+  return MATMUL_TABLE.find(
+    (row) => row.adapter === kind && (!row.runtimes || row.runtimes.includes(gpu.info.runtime)) && row.when(o),
+  )!.variant;
 }
 
 /** The kernel layer's entry for the sliced plans (matmul-slices.ts): one dispatch of `variant` with explicit strides. */
-export function stridedMatmulDispatch(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, slices: number, kc: number, strides: Strides): Dispatch {
+export function stridedMatmulDispatch(
+  gpu: Gpu,
+  a: Binding,
+  b: Binding,
+  c: Binding,
+  o: MatmulOptions,
+  slices: number,
+  kc: number,
+  strides: Strides,
+): Dispatch {
   return matmulDispatch(gpu, a, b, c, o, 'tiled', slices, kc, strides);
 }
 
@@ -163,14 +204,39 @@ function denseStrides(o: MatmulShape): Strides {
   return { lda: o.transA ? o.m : o.k, ldb: o.transB ? o.k : o.n, ldc: o.n, zs: o.m * o.n };
 }
 
-function matmulDispatch(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, variant: ChosenMatmulVariant, slices: number, kc: number, strides = denseStrides(o)): Dispatch {
+function matmulDispatch(
+  gpu: Gpu,
+  a: Binding,
+  b: Binding,
+  c: Binding,
+  o: MatmulOptions,
+  variant: ChosenMatmulVariant,
+  slices: number,
+  kc: number,
+  strides = denseStrides(o),
+): Dispatch {
   // Only the workgroup-memory kernel takes strides: the one that runs slices of a bigger matrix.
-  const layout: UniformField[] = variant === 'tiled' ? [['u32', strides.lda], ['u32', strides.ldb], ['u32', strides.ldc], ['u32', strides.zs]] : [];
+  const layout: UniformField[] =
+    variant === 'tiled'
+      ? [
+          ['u32', strides.lda],
+          ['u32', strides.ldb],
+          ['u32', strides.ldc],
+          ['u32', strides.zs],
+        ]
+      : [];
   const dims = gpu.uniform([['u32', o.m], ['u32', o.n], ['u32', o.k], ['u32', kc], ...layout], 'matmul-dims');
-  const constants: Record<string, number> = { TRANS_A: o.transA ? 1 : 0, TRANS_B: o.transB ? 1 : 0, HAS_BIAS: o.bias ? 1 : 0, RELU: o.relu ? 1 : 0 };
+  const constants: Record<string, number> = {
+    TRANS_A: o.transA ? 1 : 0,
+    TRANS_B: o.transB ? 1 : 0,
+    HAS_BIAS: o.bias ? 1 : 0,
+    RELU: o.relu ? 1 : 0,
+  };
   if (variant === 'blocked' && o.groupRows) constants.GROUP_ROWS = o.groupRows;
   const bindings = [dims, a, b, c, o.bias ?? gpu.dummy];
-  const shader = { blocked: 'matmul_tiled_blocked', wide: 'matmul_wide', direct: 'matmul_direct', tiled: 'matmul' }[variant];
+  const shader = { blocked: 'matmul_tiled_blocked', wide: 'matmul_wide', direct: 'matmul_direct', tiled: 'matmul' }[
+    variant
+  ];
   return gpu.plan(shader, bindings, [...matmulGrid(variant, o), slices], { constants });
 }
 
@@ -197,7 +263,11 @@ export function matmulSplitK(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): { slices
   const [x, y] = matmulGrid(chooseMatmulVariant(gpu, o), o);
   const groups = x * y;
   if (groups >= SPLIT_BELOW_GROUPS[kind] || o.k < 2 * chunk) return none;
-  const slices = Math.min(Math.ceil(o.k / chunk), Math.floor(SPLIT_MAX_GROUPS[kind] / groups), Math.floor(SPLIT_MAX_PARTIAL_FLOATS / (o.m * o.n)));
+  const slices = Math.min(
+    Math.ceil(o.k / chunk),
+    Math.floor(SPLIT_MAX_GROUPS[kind] / groups),
+    Math.floor(SPLIT_MAX_PARTIAL_FLOATS / (o.m * o.n)),
+  );
   if (slices < 2) return none;
   const kc = Math.ceil(o.k / slices / 64) * 64;
   return { slices: Math.ceil(o.k / kc), kc };
@@ -209,12 +279,22 @@ export function matmulSplitK(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): { slices
  * dispatch, a grid z per slice, into scratch) and their sum in a fixed
  * order (reduce-rows.ts) into C.
  */
-export function planMatmulSteps(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: MatmulOptions, scratch: Scratch = gpuScratch(gpu)): Dispatch[] {
+export function planMatmulSteps(
+  gpu: Gpu,
+  a: Binding,
+  b: Binding,
+  c: Binding,
+  o: MatmulOptions,
+  scratch: Scratch = gpuScratch(gpu),
+): Dispatch[] {
   checkDims('matmul', { m: o.m, n: o.n, k: o.k });
   if (tooBigToBind(gpu, o)) return planMatmulSliced(gpu, a, b, c, o, scratch, true);
   const variant = chooseMatmulVariant(gpu, o);
   const { slices, kc } = matmulSplitK(gpu, o);
   if (slices === 1) return [matmulDispatch(gpu, a, b, c, o, variant, 1, o.k)];
   const partials = scratch(slices * o.m * o.n, 'matmul-split-k');
-  return [matmulDispatch(gpu, a, b, partials, o, variant, slices, kc), ...planColumnSum(gpu, partials, c, { rows: slices, cols: o.m * o.n }, scratch)];
+  return [
+    matmulDispatch(gpu, a, b, partials, o, variant, slices, kc),
+    ...planColumnSum(gpu, partials, c, { rows: slices, cols: o.m * o.n }, scratch),
+  ];
 }

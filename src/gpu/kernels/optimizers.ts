@@ -24,7 +24,11 @@ export interface SgdHyper {
 }
 
 export function sgdFields(h: SgdHyper): UniformField[] {
-  return [['f32', h.lr], ['f32', h.momentum], ['f32', h.weightDecay]];
+  return [
+    ['f32', h.lr],
+    ['f32', h.momentum],
+    ['f32', h.weightDecay],
+  ];
 }
 
 /** The same elementwise update over every slice of `n` words of the flat buffers (one dispatch each). */
@@ -35,7 +39,14 @@ function planSliced(gpu: Gpu, key: string, uniform: GPUBuffer, flat: Binding[], 
   );
 }
 
-export function planSgd(gpu: Gpu, uniform: GPUBuffer, param: Binding, grad: Binding, velocity: Binding, n: number): Dispatch[] {
+export function planSgd(
+  gpu: Gpu,
+  uniform: GPUBuffer,
+  param: Binding,
+  grad: Binding,
+  velocity: Binding,
+  n: number,
+): Dispatch[] {
   return planSliced(gpu, 'sgd', uniform, [param, grad, velocity], n);
 }
 
@@ -51,11 +62,24 @@ export interface AdamwHyper {
 
 export function adamwFields(h: AdamwHyper): UniformField[] {
   return [
-    ['f32', h.lr], ['f32', h.beta1], ['f32', h.beta2], ['f32', h.eps], ['f32', h.weightDecay],
-    ['f32', 1 - Math.pow(h.beta1, h.step)], ['f32', 1 - Math.pow(h.beta2, h.step)],
+    ['f32', h.lr],
+    ['f32', h.beta1],
+    ['f32', h.beta2],
+    ['f32', h.eps],
+    ['f32', h.weightDecay],
+    ['f32', 1 - Math.pow(h.beta1, h.step)],
+    ['f32', 1 - Math.pow(h.beta2, h.step)],
   ];
 }
 
-export function planAdamw(gpu: Gpu, uniform: GPUBuffer, param: Binding, grad: Binding, m1: Binding, m2: Binding, n: number): Dispatch[] {
+export function planAdamw(
+  gpu: Gpu,
+  uniform: GPUBuffer,
+  param: Binding,
+  grad: Binding,
+  m1: Binding,
+  m2: Binding,
+  n: number,
+): Dispatch[] {
   return planSliced(gpu, 'adamw', uniform, [param, grad, m1, m2], n);
 }

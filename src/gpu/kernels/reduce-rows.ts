@@ -66,7 +66,10 @@ export interface ColumnSumShape {
 }
 
 /** The chunk size and entry point a level of `rows × cols` uses, and how many partial rows it leaves. */
-export function columnSumLevel(rows: number, cols: number): { entry: 'columns' | 'tree'; chunk: number; chunks: number } {
+export function columnSumLevel(
+  rows: number,
+  cols: number,
+): { entry: 'columns' | 'tree'; chunk: number; chunks: number } {
   const tree = cols < TREE_BELOW_COLS;
   const chunk = tree ? TREE_CHUNK : COLUMN_CHUNK;
   return { entry: tree ? 'tree' : 'columns', chunk, chunks: Math.ceil(rows / chunk) };
@@ -81,7 +84,13 @@ function levelGroups(entry: 'columns' | 'tree', chunks: number, cols: number): [
  * dst[dstOffset + c] (=, or += with `accumulate`) scale · Σ_r src[r·stride + c]
  * for c < cols: one dispatch per level of the tree (one when rows fit one chunk).
  */
-export function planColumnSum(gpu: Gpu, src: Binding, dst: Binding, s: ColumnSumShape, scratch: Scratch = gpuScratch(gpu)): Dispatch[] {
+export function planColumnSum(
+  gpu: Gpu,
+  src: Binding,
+  dst: Binding,
+  s: ColumnSumShape,
+  scratch: Scratch = gpuScratch(gpu),
+): Dispatch[] {
   checkDims('columnSum', { rows: s.rows, cols: s.cols });
   const steps: Dispatch[] = [];
   let rows = s.rows;
@@ -92,10 +101,32 @@ export function planColumnSum(gpu: Gpu, src: Binding, dst: Binding, s: ColumnSum
     const last = level.chunks === 1;
     const to: Binding = last ? dst : scratch(level.chunks * s.cols, 'column-sum-partials');
     const dims = gpu.uniform(
-      [['u32', rows], ['u32', s.cols], ['u32', stride], ['u32', level.chunk], ['u32', last ? (s.dstOffset ?? 0) : 0], ['f32', last ? (s.scale ?? 1) : 1], ['u32', 0], ['u32', 0]],
+      [
+        ['u32', rows],
+        ['u32', s.cols],
+        ['u32', stride],
+        ['u32', level.chunk],
+        ['u32', last ? (s.dstOffset ?? 0) : 0],
+        ['f32', last ? (s.scale ?? 1) : 1],
+        ['u32', 0],
+        ['u32', 0],
+      ],
       'column-sum-dims',
     );
-    steps.push(planEntry(gpu, 'reduce_rows', level.entry, [[0, dims], [1, from], [2, to]], levelGroups(level.entry, level.chunks, s.cols), accumulateConstant(last && s.accumulate)));
+    steps.push(
+      planEntry(
+        gpu,
+        'reduce_rows',
+        level.entry,
+        [
+          [0, dims],
+          [1, from],
+          [2, to],
+        ],
+        levelGroups(level.entry, level.chunks, s.cols),
+        accumulateConstant(last && s.accumulate),
+      ),
+    );
     if (last) return steps;
     from = to;
     rows = level.chunks;
@@ -104,6 +135,13 @@ export function planColumnSum(gpu: Gpu, src: Binding, dst: Binding, s: ColumnSum
 }
 
 /** Σ of n values into dst[outIndex], times `scale`: the column sum of an n × 1 matrix. */
-export function planSumTree(gpu: Gpu, x: Binding, dst: Binding, n: number, opts: { outIndex?: number; scale?: number } = {}, scratch: Scratch = gpuScratch(gpu)): Dispatch[] {
+export function planSumTree(
+  gpu: Gpu,
+  x: Binding,
+  dst: Binding,
+  n: number,
+  opts: { outIndex?: number; scale?: number } = {},
+  scratch: Scratch = gpuScratch(gpu),
+): Dispatch[] {
   return planColumnSum(gpu, x, dst, { rows: n, cols: 1, dstOffset: opts.outIndex ?? 0, scale: opts.scale }, scratch);
 }

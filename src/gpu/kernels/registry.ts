@@ -29,7 +29,11 @@ export const KERNELS: Readonly<Record<string, KernelEntry>> = kernels;
 export function defineKernel(name: string, entry: KernelEntry): KernelEntry {
   const known = kernels[name];
   if (known && JSON.stringify(known) !== JSON.stringify(entry)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `kernel ${name} is defined twice, as ${JSON.stringify(known)} and ${JSON.stringify(entry)}; give the second one another name`, { kernel: name });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `kernel ${name} is defined twice, as ${JSON.stringify(known)} and ${JSON.stringify(entry)}; give the second one another name`,
+      { kernel: name },
+    );
   }
   kernels[name] = entry;
   return entry;
@@ -37,5 +41,6 @@ export function defineKernel(name: string, entry: KernelEntry): KernelEntry {
 
 /** Compiles every registered kernel's pipelines (surfacing WGSL errors early). */
 export function warmUp(gpu: Gpu): void {
-  for (const k of Object.values(kernels)) for (const entryPoint of k.entryPoints) gpu.pipeline(k.shader, { entryPoint, constants: k.constants });
+  for (const k of Object.values(kernels))
+    for (const entryPoint of k.entryPoints) gpu.pipeline(k.shader, { entryPoint, constants: k.constants });
 }

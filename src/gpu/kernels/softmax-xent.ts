@@ -20,19 +20,43 @@ export interface SoftmaxXentBuffers {
 
 export function planSoftmaxXent(gpu: Gpu, b: SoftmaxXentBuffers, batch: number, classes: number): Dispatch {
   checkDims('softmaxCrossEntropy', { batch, classes });
-  const dims = gpu.uniform([['u32', batch], ['u32', classes], ['f32', 1 / batch], ['u32', 0]], 'xent-dims');
-  return gpu.plan('softmax_xent', [dims, b.logits, b.labels, b.dLogits, b.lossRows, b.correct], linearGroups(batch, 64));
+  const dims = gpu.uniform(
+    [
+      ['u32', batch],
+      ['u32', classes],
+      ['f32', 1 / batch],
+      ['u32', 0],
+    ],
+    'xent-dims',
+  );
+  return gpu.plan(
+    'softmax_xent',
+    [dims, b.logits, b.labels, b.dLogits, b.lossRows, b.correct],
+    linearGroups(batch, 64),
+  );
 }
 
 /** Copies labels to u32, throwing InvalidArgument on any label that is not an integer in [0, classes). */
-export function checkLabels(labels: ArrayLike<number>, count: number, classes: number, out: Uint32Array = new Uint32Array(count)): Uint32Array {
+export function checkLabels(
+  labels: ArrayLike<number>,
+  count: number,
+  classes: number,
+  out: Uint32Array = new Uint32Array(count),
+): Uint32Array {
   if (labels.length < count) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${count} labels, got ${labels.length}`, { expected: count, got: labels.length });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${count} labels, got ${labels.length}`, {
+      expected: count,
+      got: labels.length,
+    });
   }
   for (let i = 0; i < count; i++) {
     const y = labels[i];
     if (!Number.isInteger(y) || y < 0 || y >= classes) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `label ${i} is ${y}; labels must be integers in [0, ${classes})`, { index: i, label: y, classes });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `label ${i} is ${y}; labels must be integers in [0, ${classes})`,
+        { index: i, label: y, classes },
+      );
     }
     out[i] = y;
   }

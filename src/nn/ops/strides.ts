@@ -22,4 +22,3 @@ export function coordsOf(i: number, shape: readonly number[]): number[] {
   }
   return c;
 }
-

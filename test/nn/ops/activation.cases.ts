@@ -7,7 +7,11 @@
 import type { Gpu } from '../../../src/gpu/gpu.ts';
 import type { GradcheckInput } from '../../../src/nn/gradcheck.ts';
 import { geluTanhOp, reluOp, tanhOp } from '../../../src/nn/ops/activation/index.ts';
-import { planActivationBackward, planActivationForward, type Activation } from '../../../src/nn/ops/activation/kernel.ts';
+import {
+  planActivationBackward,
+  planActivationForward,
+  type Activation,
+} from '../../../src/nn/ops/activation/kernel.ts';
 import { draws, type OracleCase, scoped } from '../../oracles/oracle-case.ts';
 import { maxAbsDiff } from '../../oracles/reference.ts';
 import type { OpCase } from '../op-cases.ts';
@@ -49,7 +53,10 @@ export const ORACLE_CASES: OracleCase[] = (['relu', 'tanh', 'geluTanh'] as Activ
         const d = t(gpu.upload(dy));
         gpu.record([planActivationForward(gpu, kind, xb, y, n), planActivationBackward(gpu, kind, xb, d, n)]);
         const fwd = maxAbsDiff(await gpu.readF32(y, 0, n), Array.from(x, activationRef[kind].f));
-        const bwd = maxAbsDiff(await gpu.readF32(d, 0, n), Array.from(x, (v, i) => dy[i] * activationRef[kind].df(v)));
+        const bwd = maxAbsDiff(
+          await gpu.readF32(d, 0, n),
+          Array.from(x, (v, i) => dy[i] * activationRef[kind].df(v)),
+        );
         return { maxAbsErr: Math.max(fwd, bwd), tol: 1e-5 };
       }),
   })),

@@ -5,6 +5,4 @@ import type { OpCase } from '../op-cases.ts';
 
 const s = (...shape: number[]): GradcheckInput => ({ shape });
 
-export const CASES: OpCase[] = [
-  { op: addOp, label: 'a[3,5] b[3,5]', inputs: [s(3, 5), s(3, 5)] },
-];
+export const CASES: OpCase[] = [{ op: addOp, label: 'a[3,5] b[3,5]', inputs: [s(3, 5), s(3, 5)] }];

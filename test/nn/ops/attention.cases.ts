@@ -6,7 +6,11 @@
  */
 import type { GradcheckInput } from '../../../src/nn/gradcheck.ts';
 import { attentionOp } from '../../../src/nn/ops/attention/index.ts';
-import { planAttentionBackward, planAttentionForward, type AttentionShape } from '../../../src/nn/ops/attention/kernel.ts';
+import {
+  planAttentionBackward,
+  planAttentionForward,
+  type AttentionShape,
+} from '../../../src/nn/ops/attention/kernel.ts';
 import { attentionBackwardRef, attentionRef } from '../../../src/nn/ops/attention/reference.ts';
 import { draws, type OracleCase, plus, relErr, scoped } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
@@ -38,8 +42,17 @@ export const ORACLE_CASES: OracleCase[] = attentionShapes.map(([s, accumulate]) 
       const ny = s.batch * s.T * s.width;
       const np = s.batch * s.heads * s.T * s.T;
       const [qkv, dy, d0] = [rand(nq, 2), rand(ny), rand(nq)];
-      const [qb, y, probs, dscores, dqkv] = [t(gpu.upload(qkv)), t(gpu.storage(ny)), t(gpu.storage(np)), t(gpu.storage(np)), t(accumulate ? gpu.upload(d0) : gpu.storage(nq))];
-      gpu.record([planAttentionForward(gpu, s, { qkv: qb, y, probs }), ...planAttentionBackward(gpu, s, { qkv: qb, probs, dy: t(gpu.upload(dy)), dscores, dqkv }, accumulate)]);
+      const [qb, y, probs, dscores, dqkv] = [
+        t(gpu.upload(qkv)),
+        t(gpu.storage(ny)),
+        t(gpu.storage(np)),
+        t(gpu.storage(np)),
+        t(accumulate ? gpu.upload(d0) : gpu.storage(nq)),
+      ];
+      gpu.record([
+        planAttentionForward(gpu, s, { qkv: qb, y, probs }),
+        ...planAttentionBackward(gpu, s, { qkv: qb, probs, dy: t(gpu.upload(dy)), dscores, dqkv }, accumulate),
+      ]);
       const want = attentionRef(qkv, s);
       const dWant = attentionBackwardRef(qkv, dy, s);
       return {

@@ -41,6 +41,9 @@ export const ORACLE_CASES: OracleCase[] = bmmShapes.map((s) => ({
       const c = t(s.accumulate ? gpu.upload(c0) : gpu.storage(c0.length));
       gpu.record(planBmm(gpu, t(gpu.upload(a)), t(gpu.upload(b)), c, s));
       const want = bmmRef(a, b, s);
-      return { maxAbsErr: relErr(await gpu.readF32(c, 0, c0.length), s.accumulate ? plus(want, c0) : want), tol: 2e-7 * s.k + 2e-6 };
+      return {
+        maxAbsErr: relErr(await gpu.readF32(c, 0, c0.length), s.accumulate ? plus(want, c0) : want),
+        tol: 2e-7 * s.k + 2e-6,
+      };
     }),
 }));

@@ -7,7 +7,13 @@
 import type { Gpu } from '../../../src/gpu/gpu.ts';
 import type { GradcheckInput } from '../../../src/nn/gradcheck.ts';
 import { addBroadcastOp, mulOp, scaleOp } from '../../../src/nn/ops/broadcast/index.ts';
-import { broadcastShape, planBroadcastBinary, planBroadcastReduce, planScaleTo, sizeOf } from '../../../src/nn/ops/broadcast/kernel.ts';
+import {
+  broadcastShape,
+  planBroadcastBinary,
+  planBroadcastReduce,
+  planScaleTo,
+  sizeOf,
+} from '../../../src/nn/ops/broadcast/kernel.ts';
 import { broadcastBinaryRef, broadcastReduceRef } from '../../../src/nn/ops/broadcast/reference.ts';
 import { draws, type OracleCase, plus, relErr, scoped } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
@@ -42,18 +48,39 @@ const broadcastCases: OracleCase[] = broadcastShapes.map(([op, aShape, bShape, a
       const accumulate = i % 2 === 1;
       const shape = broadcastShape(aShape, bShape);
       const n = sizeOf(shape);
-      const [a, b, dy, da0, db0] = [rand(sizeOf(aShape)), rand(sizeOf(bShape)), rand(n), rand(sizeOf(aShape)), rand(sizeOf(bShape))];
+      const [a, b, dy, da0, db0] = [
+        rand(sizeOf(aShape)),
+        rand(sizeOf(bShape)),
+        rand(n),
+        rand(sizeOf(aShape)),
+        rand(sizeOf(bShape)),
+      ];
       const [ab, bb, dyb] = [t(gpu.upload(a)), t(gpu.upload(b)), t(gpu.upload(dy))];
       const out = t(gpu.storage(n));
-      const [da, db] = accumulate ? [t(gpu.upload(da0)), t(gpu.upload(db0))] : [t(gpu.storage(a.length)), t(gpu.storage(b.length))];
+      const [da, db] = accumulate
+        ? [t(gpu.upload(da0)), t(gpu.upload(db0))]
+        : [t(gpu.storage(a.length)), t(gpu.storage(b.length))];
       const mul = op === 'mul';
       gpu.record([
         planBroadcastBinary(gpu, op, ab, aShape, bb, bShape, out, { alpha }),
-        ...planBroadcastReduce(gpu, dyb, shape, da, aShape, { accumulate, other: mul ? { buffer: bb, shape: bShape } : undefined }),
-        ...planBroadcastReduce(gpu, dyb, shape, db, bShape, { accumulate, alpha: mul ? 1 : alpha, other: mul ? { buffer: ab, shape: aShape } : undefined }),
+        ...planBroadcastReduce(gpu, dyb, shape, da, aShape, {
+          accumulate,
+          other: mul ? { buffer: bb, shape: bShape } : undefined,
+        }),
+        ...planBroadcastReduce(gpu, dyb, shape, db, bShape, {
+          accumulate,
+          alpha: mul ? 1 : alpha,
+          other: mul ? { buffer: ab, shape: aShape } : undefined,
+        }),
       ]);
       const daWant = broadcastReduceRef(dy, shape, aShape, 1, mul ? { data: b, shape: bShape } : undefined);
-      const dbWant = broadcastReduceRef(dy, shape, bShape, mul ? 1 : alpha, mul ? { data: a, shape: aShape } : undefined);
+      const dbWant = broadcastReduceRef(
+        dy,
+        shape,
+        bShape,
+        mul ? 1 : alpha,
+        mul ? { data: a, shape: aShape } : undefined,
+      );
       return {
         maxAbsErr: Math.max(
           relErr(await gpu.readF32(out, 0, n), broadcastBinaryRef(op, a, aShape, b, bShape, alpha)),
@@ -73,7 +100,13 @@ const scaleCases: OracleCase[] = [1, 4099].map((n) => ({
       const xb = t(gpu.upload(x));
       const out = t(gpu.storage(n));
       gpu.record([planScaleTo(gpu, 2.5, xb, out, n), planScaleTo(gpu, -0.5, xb, out, n, true)]);
-      return { maxAbsErr: relErr(await gpu.readF32(out, 0, n), Array.from(x, (v) => 2 * v)), tol: 1e-6 };
+      return {
+        maxAbsErr: relErr(
+          await gpu.readF32(out, 0, n),
+          Array.from(x, (v) => 2 * v),
+        ),
+        tol: 1e-6,
+      };
     }),
 }));
 

@@ -13,8 +13,19 @@
 import type { GradcheckInput } from '../../../src/nn/gradcheck.ts';
 import { mixSeed } from '../../../src/data/random.ts';
 import { conv2dOp } from '../../../src/nn/ops/conv2d/index.ts';
-import { planConv2dBackwardInput, planConv2dBackwardWeightSteps, planConv2dForward } from '../../../src/nn/ops/conv2d/kernel.ts';
-import { type ConvShape, conv2dBackwardInputCpu, conv2dBackwardWeightCpu, conv2dForwardCpu, convOutSize, convSizes } from '../../../src/nn/ops/conv2d/reference.ts';
+import {
+  planConv2dBackwardInput,
+  planConv2dBackwardWeightSteps,
+  planConv2dForward,
+} from '../../../src/nn/ops/conv2d/kernel.ts';
+import {
+  type ConvShape,
+  conv2dBackwardInputCpu,
+  conv2dBackwardWeightCpu,
+  conv2dForwardCpu,
+  convOutSize,
+  convSizes,
+} from '../../../src/nn/ops/conv2d/reference.ts';
 import { asOracleCase, type ComparedCase, maxAbsError, seededUniform, shapeLabel } from '../../oracles/comparisons.ts';
 import type { OracleCase } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
@@ -22,8 +33,18 @@ import type { OpCase } from '../op-cases.ts';
 const s = (...shape: number[]): GradcheckInput => ({ shape });
 
 export const CASES: OpCase[] = [
-  { op: conv2dOp, label: 'x[2,3,7,6] W[5,3,3,3] pad 1', inputs: [s(2, 3, 7, 6), s(5, 3, 3, 3), s(5)], attrs: { pad: 1 } },
-  { op: conv2dOp, label: 'x[1,2,8,8] W[4,2,5,5] pad 0', inputs: [s(1, 2, 8, 8), s(4, 2, 5, 5), s(4)], attrs: { pad: 0 } },
+  {
+    op: conv2dOp,
+    label: 'x[2,3,7,6] W[5,3,3,3] pad 1',
+    inputs: [s(2, 3, 7, 6), s(5, 3, 3, 3), s(5)],
+    attrs: { pad: 1 },
+  },
+  {
+    op: conv2dOp,
+    label: 'x[1,2,8,8] W[4,2,5,5] pad 0',
+    inputs: [s(1, 2, 8, 8), s(4, 2, 5, 5), s(4)],
+    attrs: { pad: 0 },
+  },
 ];
 
 const PER_TERM = 2e-6;
@@ -72,10 +93,30 @@ function convCase(s: ConvShape, seed: number): ComparedCase {
       // Products summed into one value of each output.
       const taps = s.cin * s.kh * s.kw;
       return [
-        { what: 'forward y', maxError: maxAbsError(y, conv2dForwardCpu(s, x, weight, bias)), tolerance: PER_TERM * (taps + 1), count: y.length },
-        { what: 'backward dx', maxError: maxAbsError(dx, conv2dBackwardInputCpu(s, dy, weight)), tolerance: PER_TERM * s.cout * s.kh * s.kw, count: dx.length },
-        { what: 'backward dweight', maxError: maxAbsError(dw, cpuW.dWeight), tolerance: PER_TERM * s.n * oh * ow, count: dw.length },
-        { what: 'backward dbias', maxError: maxAbsError(db, cpuW.dBias), tolerance: PER_TERM * s.n * oh * ow, count: db.length },
+        {
+          what: 'forward y',
+          maxError: maxAbsError(y, conv2dForwardCpu(s, x, weight, bias)),
+          tolerance: PER_TERM * (taps + 1),
+          count: y.length,
+        },
+        {
+          what: 'backward dx',
+          maxError: maxAbsError(dx, conv2dBackwardInputCpu(s, dy, weight)),
+          tolerance: PER_TERM * s.cout * s.kh * s.kw,
+          count: dx.length,
+        },
+        {
+          what: 'backward dweight',
+          maxError: maxAbsError(dw, cpuW.dWeight),
+          tolerance: PER_TERM * s.n * oh * ow,
+          count: dw.length,
+        },
+        {
+          what: 'backward dbias',
+          maxError: maxAbsError(db, cpuW.dBias),
+          tolerance: PER_TERM * s.n * oh * ow,
+          count: db.length,
+        },
       ];
     },
   };

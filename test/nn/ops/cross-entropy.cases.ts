@@ -17,11 +17,18 @@ const ids = (data: number[], ...shape: number[]): GradcheckInput => ({ shape, dt
 
 /** Targets for [positions] over `classes`, every `ignoreEvery`-th one ignored (−1). */
 function targets(positions: number, classes: number, ignoreEvery: number): GradcheckInput {
-  return ids(Array.from({ length: positions }, (_, i) => (i % ignoreEvery === ignoreEvery - 1 ? -1 : (i * 7) % classes)), positions);
+  return ids(
+    Array.from({ length: positions }, (_, i) => (i % ignoreEvery === ignoreEvery - 1 ? -1 : (i * 7) % classes)),
+    positions,
+  );
 }
 
 export const CASES: OpCase[] = [
-  { op: crossEntropyOp, label: 'logits[2,6,5] targets[2,6], a third ignored', inputs: [s(2, 6, 5), { ...targets(12, 5, 3), shape: [2, 6] }] },
+  {
+    op: crossEntropyOp,
+    label: 'logits[2,6,5] targets[2,6], a third ignored',
+    inputs: [s(2, 6, 5), { ...targets(12, 5, 3), shape: [2, 6] }],
+  },
   { op: crossEntropyOp, label: 'logits[4,27] targets[4], none ignored', inputs: [s(4, 27), targets(4, 27, 100)] },
 ];
 
@@ -31,15 +38,38 @@ const { rand, randInts } = draws('cross-entropy');
  * [positions, classes, fraction of targets ignored]; [5, 3, 1] ignores everything (loss 0, zero gradient).
  * GPT-2's 50,257 classes: one invocation looping over a row went wrong past 32,768 on lavapipe.
  */
-export const ORACLE_CASES: OracleCase[] = [[1, 1, 0], [7, 27, 0.3], [8192, 27, 0.4], [5, 3, 1], [3, 50257, 0.3], [70, 1000, 0]].map(([positions, classes, ignored]) => ({
+export const ORACLE_CASES: OracleCase[] = [
+  [1, 1, 0],
+  [7, 27, 0.3],
+  [8192, 27, 0.4],
+  [5, 3, 1],
+  [3, 50257, 0.3],
+  [70, 1000, 0],
+].map(([positions, classes, ignored]) => ({
   name: `crossEntropy positions=${positions} classes=${classes} ignored≈${ignored * 100}%`,
   run: (gpu) =>
     scoped(gpu, async (t) => {
       const logits = rand(positions * classes, 30);
       const u = seededUniform(positions * 31 + classes);
-      const targets = checkTargets(Array.from(randInts(positions, classes), (v) => (u() < ignored ? -1 : v)), positions, classes);
-      const [dl, rows, result] = [t(gpu.storage(positions * classes)), t(gpu.storage(3 * positions)), t(gpu.storage(8))];
-      gpu.record(planCrossEntropy(gpu, { logits: t(gpu.upload(logits)), targets: t(gpu.upload(targets)), dlogits: dl, rowStats: rows, result }, positions, classes, { outIndex: 4 }));
+      const targets = checkTargets(
+        Array.from(randInts(positions, classes), (v) => (u() < ignored ? -1 : v)),
+        positions,
+        classes,
+      );
+      const [dl, rows, result] = [
+        t(gpu.storage(positions * classes)),
+        t(gpu.storage(3 * positions)),
+        t(gpu.storage(8)),
+      ];
+      gpu.record(
+        planCrossEntropy(
+          gpu,
+          { logits: t(gpu.upload(logits)), targets: t(gpu.upload(targets)), dlogits: dl, rowStats: rows, result },
+          positions,
+          classes,
+          { outIndex: 4 },
+        ),
+      );
       const want = crossEntropyRef(logits, targets, positions, classes);
       const [loss, correct, count] = await gpu.readF32(result, 4, 3);
       return {

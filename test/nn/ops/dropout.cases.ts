@@ -5,7 +5,12 @@
  */
 import type { GradcheckInput } from '../../../src/nn/gradcheck.ts';
 import { dropoutOp } from '../../../src/nn/ops/dropout/index.ts';
-import { dropoutThreshold, planDropoutAdvance, planDropoutBackward, planDropoutForward } from '../../../src/nn/ops/dropout/kernel.ts';
+import {
+  dropoutThreshold,
+  planDropoutAdvance,
+  planDropoutBackward,
+  planDropoutForward,
+} from '../../../src/nn/ops/dropout/kernel.ts';
 import { dropoutMaskRef, dropoutRef } from '../../../src/nn/ops/dropout/reference.ts';
 import { draws, type OracleCase, relErr, scoped } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
@@ -19,7 +24,11 @@ export const CASES: OpCase[] = [
 
 const { rand } = draws('dropout');
 
-export const ORACLE_CASES: OracleCase[] = [[1, 0.5], [4099, 0.3], [10007, 0]].map(([n, p]) => ({
+export const ORACLE_CASES: OracleCase[] = [
+  [1, 0.5],
+  [4099, 0.3],
+  [10007, 0],
+].map(([n, p]) => ({
   name: `dropout p=${p} n=${n}: mask per (seed, step), forward = backward, kept fraction`,
   run: (gpu) =>
     scoped(gpu, async (t) => {
@@ -28,7 +37,11 @@ export const ORACLE_CASES: OracleCase[] = [[1, 0.5], [4099, 0.3], [10007, 0]].ma
       const state = t(gpu.upload(new Uint32Array([4])));
       const [y, dx] = [t(gpu.storage(n)), t(gpu.storage(n))];
       // advance: the step becomes 5, for forward and backward alike.
-      gpu.record([planDropoutAdvance(gpu, state), planDropoutForward(gpu, o, state, t(gpu.upload(x)), y), planDropoutBackward(gpu, o, state, t(gpu.upload(dy)), dx)]);
+      gpu.record([
+        planDropoutAdvance(gpu, state),
+        planDropoutForward(gpu, o, state, t(gpu.upload(x)), y),
+        planDropoutBackward(gpu, o, state, t(gpu.upload(dy)), dx),
+      ]);
       const [step] = await gpu.readU32(state, 0, 1);
       const got = await gpu.readF32(y, 0, n);
       const kept = dropoutMaskRef(n, p, o.seed, 5).reduce((a, b) => a + b, 0) / n;

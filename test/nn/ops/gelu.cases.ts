@@ -10,12 +10,22 @@ import { draws, type OracleCase, relErr, scoped } from '../../oracles/oracle-cas
 import type { OpCase } from '../op-cases.ts';
 
 export const CASES: OpCase[] = [
-  { op: geluOp, label: 'x[4,70] (erf)', inputs: [{ shape: [4, 70], data: Array.from({ length: 280 }, (_, i) => (i - 140) / 20) }] },
+  {
+    op: geluOp,
+    label: 'x[4,70] (erf)',
+    inputs: [{ shape: [4, 70], data: Array.from({ length: 280 }, (_, i) => (i - 140) / 20) }],
+  },
 ];
 
 const { rand } = draws('gelu');
 
-export const ORACLE_CASES: OracleCase[] = ([[1, false], [7, true], [4099, false]] as [number, boolean][]).map(([n, accumulate]) => ({
+export const ORACLE_CASES: OracleCase[] = (
+  [
+    [1, false],
+    [7, true],
+    [4099, false],
+  ] as [number, boolean][]
+).map(([n, accumulate]) => ({
   name: `gelu (erf) forward+backward n=${n}${accumulate ? ' (accumulate)' : ''}`,
   run: (gpu) =>
     scoped(gpu, async (t) => {
@@ -26,6 +36,12 @@ export const ORACLE_CASES: OracleCase[] = ([[1, false], [7, true], [4099, false]
       const [xb, y, dxb] = [t(gpu.upload(x)), t(gpu.storage(n)), t(accumulate ? gpu.upload(dx0) : gpu.storage(n))];
       gpu.record([planGeluForward(gpu, xb, y, n), planGeluBackward(gpu, xb, t(gpu.upload(dy)), dxb, n, accumulate)]);
       const dx = Float64Array.from(x, (v, i) => dy[i] * geluRef.df(v) + (accumulate ? dx0[i] : 0));
-      return { maxAbsErr: Math.max(relErr(await gpu.readF32(y, 0, n), Array.from(x, geluRef.f)), relErr(await gpu.readF32(dxb, 0, n), dx)), tol: 1e-5 };
+      return {
+        maxAbsErr: Math.max(
+          relErr(await gpu.readF32(y, 0, n), Array.from(x, geluRef.f)),
+          relErr(await gpu.readF32(dxb, 0, n), dx),
+        ),
+        tol: 1e-5,
+      };
     }),
 }));

@@ -7,6 +7,11 @@ const s = (...shape: number[]): GradcheckInput => ({ shape });
 
 export const CASES: OpCase[] = [
   { op: linearOp, label: 'x[5,7] W[3,7] b[3]', inputs: [s(5, 7), s(3, 7), s(3)] },
-  { op: linearOp, label: 'x[2,3,8] W[36,8] b[36], fused relu', inputs: [s(2, 3, 8), s(36, 8), s(36)], attrs: { relu: true } },
+  {
+    op: linearOp,
+    label: 'x[2,3,8] W[36,8] b[36], fused relu',
+    inputs: [s(2, 3, 8), s(36, 8), s(36)],
+    attrs: { relu: true },
+  },
   { op: linearOp, label: 'x[33,64] W[40,64], no bias (wide/direct shapes)', inputs: [s(33, 64), s(40, 64)] },
 ];

@@ -10,8 +10,20 @@ import type { GradcheckInput } from '../../../src/nn/gradcheck.ts';
 import { mixSeed } from '../../../src/data/random.ts';
 import { maxPool2dOp } from '../../../src/nn/ops/maxpool/index.ts';
 import { planMaxPoolBackward, planMaxPoolForward } from '../../../src/nn/ops/maxpool/kernel.ts';
-import { type PoolShape, maxPoolBackwardCpu, maxPoolForwardCpu, poolSizes } from '../../../src/nn/ops/maxpool/reference.ts';
-import { asOracleCase, type ComparedCase, maxAbsError, seededTies, seededUniform, shapeLabel } from '../../oracles/comparisons.ts';
+import {
+  type PoolShape,
+  maxPoolBackwardCpu,
+  maxPoolForwardCpu,
+  poolSizes,
+} from '../../../src/nn/ops/maxpool/reference.ts';
+import {
+  asOracleCase,
+  type ComparedCase,
+  maxAbsError,
+  seededTies,
+  seededUniform,
+  shapeLabel,
+} from '../../oracles/comparisons.ts';
 import type { OracleCase } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
 
@@ -52,7 +64,12 @@ function poolCase(s: PoolShape, relu: boolean, ties: boolean, seed: number): Com
       return [
         { what: 'forward y', maxError: maxAbsError(y, cpu.y), tolerance: 0, count: y.length },
         { what: 'argmax cells differing', maxError: wrongCells, tolerance: 0, count: argmax.length },
-        { what: 'backward dx', maxError: maxAbsError(dx, maxPoolBackwardCpu(s, dy, cpu.argmax)), tolerance: 0, count: dx.length },
+        {
+          what: 'backward dx',
+          maxError: maxAbsError(dx, maxPoolBackwardCpu(s, dy, cpu.argmax)),
+          tolerance: 0,
+          count: dx.length,
+        },
       ];
     },
   };

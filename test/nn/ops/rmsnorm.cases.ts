@@ -42,8 +42,18 @@ function seeded(n: number, seed: number, offset = 0): Float64Array {
 const maxDiff = (a: Float64Array, b: Float64Array) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
 
 export const CASES: OpCase[] = [
-  { op: ([x, w]) => rmsNorm(x, w, 1e-5), name: 'rmsNorm', label: 'x[6,16] w[16], eps 1e-5', inputs: [{ shape: [6, 16] }, { shape: [16] }] },
-  { op: ([x]) => rmsNorm(x), name: 'rmsNorm', label: 'x[2,3,5], no weight, default eps', inputs: [{ shape: [2, 3, 5] }] },
+  {
+    op: ([x, w]) => rmsNorm(x, w, 1e-5),
+    name: 'rmsNorm',
+    label: 'x[6,16] w[16], eps 1e-5',
+    inputs: [{ shape: [6, 16] }, { shape: [16] }],
+  },
+  {
+    op: ([x]) => rmsNorm(x),
+    name: 'rmsNorm',
+    label: 'x[2,3,5], no weight, default eps',
+    inputs: [{ shape: [2, 3, 5] }],
+  },
 ];
 
 export const ORACLE_CASES: OracleCase[] = [
@@ -56,14 +66,27 @@ export const ORACLE_CASES: OracleCase[] = [
       const w = graph.input([cols], { requiresGrad: true });
       const y = rmsNorm(x, w, eps);
       const [xv, wv, dy] = [seeded(rows * cols, 7), seeded(cols, 11, 1), seeded(rows * cols, 13)];
-      const run = runCpu(graph.nodes, new Map([[x, xv], [w, wv]]), [y, dy]);
+      const run = runCpu(
+        graph.nodes,
+        new Map([
+          [x, xv],
+          [w, wv],
+        ]),
+        [y, dy],
+      );
       const want = rmsNormRef(xv, wv, dy, cols, eps);
-      const err = Math.max(maxDiff(run.values.get(y)!, want.y), maxDiff(run.grads.get(x)!, want.dx), maxDiff(run.grads.get(w)!, want.dw));
+      const err = Math.max(
+        maxDiff(run.values.get(y)!, want.y),
+        maxDiff(run.grads.get(x)!, want.dx),
+        maxDiff(run.grads.get(w)!, want.dw),
+      );
       // The layer records the same ops, with its weight [cols] as the last factor.
       const layerGraph = new Graph();
       const layer = new RMSNorm(cols, eps);
       layer.call(layerGraph.input([rows, cols]));
-      const sameOps = JSON.stringify(layerGraph.nodes.map((n) => [n.op.name, n.attrs])) === JSON.stringify(graph.nodes.map((n) => [n.op.name, n.attrs]));
+      const sameOps =
+        JSON.stringify(layerGraph.nodes.map((n) => [n.op.name, n.attrs])) ===
+        JSON.stringify(graph.nodes.map((n) => [n.op.name, n.attrs]));
       return { maxAbsErr: sameOps && layer.weight.shape.join() === String(cols) ? err : Infinity, tol: 1e-12 };
     },
   },

@@ -36,8 +36,11 @@ function take(args: string[], name: string): string | undefined {
 
 /** The launcher's command line for a worker, started from this entry with --chaos SPEC. */
 export function chaosWorkerCommand(command: string[], spec: string): string[] {
-  const entry = command.map((a) => (a.endsWith('src/cli/main.ts') ? CHAOS_MAIN : a.endsWith('bin/ringtrain.js') ? CHAOS_BIN : a));
-  if (entry.every((a, i) => a === command[i])) throw new Error(`chaos: cannot find the CLI's entry in ${JSON.stringify(command)}`);
+  const entry = command.map((a) =>
+    a.endsWith('src/cli/main.ts') ? CHAOS_MAIN : a.endsWith('bin/ringtrain.js') ? CHAOS_BIN : a,
+  );
+  if (entry.every((a, i) => a === command[i]))
+    throw new Error(`chaos: cannot find the CLI's entry in ${JSON.stringify(command)}`);
   return [...entry, '--chaos', spec];
 }
 
@@ -78,10 +81,14 @@ function chaosCommands(args: string[]): Parameters<typeof runCli>[1] {
   }
   if (chaosWorker !== undefined) {
     const m = /^(\d+):(.+)$/.exec(chaosWorker);
-    if (!m) throw new Error(`--chaos-worker takes INDEX:SPEC (like 2:forge-abort@step:3), got ${JSON.stringify(chaosWorker)}`);
+    if (!m)
+      throw new Error(
+        `--chaos-worker takes INDEX:SPEC (like 2:forge-abort@step:3), got ${JSON.stringify(chaosWorker)}`,
+      );
     const index = Number(m[1]);
     parseFault(m[2]); // a bad spec stops the launch here, not in a worker
-    replace.run = () => runCommand({ workerCommand: (i, command) => (i === index ? chaosWorkerCommand(command, m[2]) : command) });
+    replace.run = () =>
+      runCommand({ workerCommand: (i, command) => (i === index ? chaosWorkerCommand(command, m[2]) : command) });
   }
   return replace;
 }

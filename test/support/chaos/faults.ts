@@ -29,7 +29,8 @@ export type Fault =
   | { kind: 'lie-nan'; fromStep: number }
   | { kind: 'lie-scale'; factor: number; fromStep: number };
 
-const FORMS = 'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], lie-nan[@step:N], lie-scale:K[@step:N]';
+const FORMS =
+  'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], lie-nan[@step:N], lie-scale:K[@step:N]';
 
 function bad(spec: string, why: string): RingtrainError {
   return new RingtrainError(ErrorCode.InvalidArgument, `--chaos '${spec}': ${why}. The forms are ${FORMS}`);
@@ -61,7 +62,8 @@ export function parseFault(spec: string): Fault {
     case 'scale':
     case 'lie-scale': {
       const factor = Number(arg);
-      if (arg === undefined || arg === '' || !Number.isFinite(factor) || factor === 0) throw bad(spec, `${kind} needs a finite, non-zero factor, like ${kind}:1e30 or ${kind}:-20`);
+      if (arg === undefined || arg === '' || !Number.isFinite(factor) || factor === 0)
+        throw bad(spec, `${kind} needs a finite, non-zero factor, like ${kind}:1e30 or ${kind}:-20`);
       return { kind, factor, fromStep };
     }
     case 'slow': {
@@ -116,10 +118,16 @@ function abortFrame(note: unknown): Uint8Array {
  * Returns true when it acted. Frames are built by hand on purpose: they are
  * what a peer running other code could send.
  */
-export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: number, say?: (line: string) => void): Promise<boolean> {
+export async function misbehaveOnWire(
+  fault: Fault,
+  comm: Communicator,
+  step: number,
+  say?: (line: string) => void,
+): Promise<boolean> {
   if (step !== fault.fromStep) return false;
   if (fault.kind !== 'garbage-frames' && fault.kind !== 'forge-abort' && fault.kind !== 'flood-tags') return false;
-  if (!hasRawWire(comm)) throw new RingtrainError(ErrorCode.InvalidArgument, `--chaos ${fault.kind} needs a communicator over links`);
+  if (!hasRawWire(comm))
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--chaos ${fault.kind} needs a communicator over links`);
   const peers = [...Array(comm.size).keys()].filter((p) => p !== comm.rank);
   const unsent: string[] = [];
   for (const peer of peers) {
@@ -128,7 +136,11 @@ export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: nu
       if (fault.kind === 'forge-abort') {
         // Blame a rank that is neither the sender nor the receiver.
         const victim = peers.find((p) => p !== peer) ?? peer;
-        comm.linkTo(peer)?.send(abortFrame({ code: ErrorCode.PeerLost, message: `rank ${victim} went away`, detail: { peer: victim } }));
+        comm
+          .linkTo(peer)
+          ?.send(
+            abortFrame({ code: ErrorCode.PeerLost, message: `rank ${victim} went away`, detail: { peer: victim } }),
+          );
       }
     } catch (e) {
       // A link that is down is not this fault's business, but a test reading the outcome should know.
@@ -142,7 +154,8 @@ export async function misbehaveOnWire(fault: Fault, comm: Communicator, step: nu
     const payload = new Uint8Array(FLOOD_MESSAGE_BYTES);
     await Promise.all(
       peers.map(async (peer) => {
-        for (let i = 0; i < FLOOD_MESSAGES && !comm.error; i++) await comm.send(peer, { id: 0xfff00000 + i, step: 0, chunk: 0 }, payload);
+        for (let i = 0; i < FLOOD_MESSAGES && !comm.error; i++)
+          await comm.send(peer, { id: 0xfff00000 + i, step: 0, chunk: 0 }, payload);
       }),
     ).catch(() => {}); // the receivers cut us off: the point of the test
   }
@@ -187,15 +200,25 @@ export function flipBitsOnSend(comm: Communicator): void {
  * misbehaves on the wire when the fault's step comes (without waiting for it:
  * the step goes on as a real attacker's would), or sleeps (slow:Kx).
  */
-export function faultHook(fault: Fault, comm: () => Communicator, say?: (line: string) => void): (grads: Float32Array, step: number, computeMs?: number) => Promise<void> {
+export function faultHook(
+  fault: Fault,
+  comm: () => Communicator,
+  say?: (line: string) => void,
+): (grads: Float32Array, step: number, computeMs?: number) => Promise<void> {
   let lastCall = 0;
   return async (grads, step, computeMs) => {
     tamperGradients(fault, grads, step);
     if (fault.kind === 'flip-bits' && step >= fault.fromStep) flipBitsOnSend(comm());
     void misbehaveOnWire(fault, comm(), step, say).catch(() => {});
     const t = Date.now();
-    // The step's own compute when the trainer says it (not the waiting for others, which a slower device does not multiply).
-    const pause = computeMs !== undefined ? slowdownMs(fault, computeMs, step) : lastCall > 0 ? slowdownMs(fault, t - lastCall, step) : 0;
+    // The step's own compute when the trainer says it (not the waiting for others, which a slower device does not
+    // multiply).
+    const pause =
+      computeMs !== undefined
+        ? slowdownMs(fault, computeMs, step)
+        : lastCall > 0
+          ? slowdownMs(fault, t - lastCall, step)
+          : 0;
     if (pause > 0) await new Promise((r) => setTimeout(r, pause));
     lastCall = Date.now();
   };

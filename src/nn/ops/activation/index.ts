@@ -37,7 +37,10 @@ function activationOp(kind: Activation, name: string): Op<Record<string, never>>
       const n = ctx.inputShapes[0].reduce((a, b) => a * b, 1);
       const forward = [planActivationForward(ctx.gpu, kind, ctx.input(0), ctx.output(), n)];
       const dy = ctx.gradOut();
-      return { forward, backward: dy && ctx.gradIn(0) ? [planActivationBackward(ctx.gpu, kind, ctx.input(0), dy, n)] : [] };
+      return {
+        forward,
+        backward: dy && ctx.gradIn(0) ? [planActivationBackward(ctx.gpu, kind, ctx.input(0), dy, n)] : [],
+      };
     },
     cpu: {
       forward: ([x]) => x.map(f),

@@ -8,7 +8,17 @@ import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gp
 import { checkDims } from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
-defineKernel('activation', { shader: 'activation', entryPoints: ['relu_forward', 'relu_backward', 'tanh_forward', 'tanh_backward', 'gelu_tanh_forward', 'gelu_tanh_backward'] });
+defineKernel('activation', {
+  shader: 'activation',
+  entryPoints: [
+    'relu_forward',
+    'relu_backward',
+    'tanh_forward',
+    'tanh_backward',
+    'gelu_tanh_forward',
+    'gelu_tanh_backward',
+  ],
+});
 
 export const ACTIVATIONS = ['relu', 'tanh', 'geluTanh'] as const;
 export type Activation = (typeof ACTIVATIONS)[number];
@@ -18,7 +28,11 @@ const ENTRY: Record<Activation, string> = { relu: 'relu', tanh: 'tanh', geluTanh
 
 export function checkActivation(kind: string): asserts kind is Activation {
   if (!(ACTIVATIONS as readonly string[]).includes(kind)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `unknown activation "${kind}"; use one of ${ACTIVATIONS.join(', ')}`, { kind });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `unknown activation "${kind}"; use one of ${ACTIVATIONS.join(', ')}`,
+      { kind },
+    );
   }
 }
 
@@ -26,7 +40,15 @@ export function checkActivation(kind: string): asserts kind is Activation {
 export function planActivationForward(gpu: Gpu, kind: Activation, x: Binding, y: Binding, n: number): Dispatch {
   checkActivation(kind);
   checkDims('activation', { n });
-  const dims = gpu.uniform([['u32', n], ['u32', 0], ['u32', 0], ['u32', 0]], 'act-dims');
+  const dims = gpu.uniform(
+    [
+      ['u32', n],
+      ['u32', 0],
+      ['u32', 0],
+      ['u32', 0],
+    ],
+    'act-dims',
+  );
   return gpu.plan('activation', [dims, x, y], linearGroups(n, 256), { entryPoint: `${ENTRY[kind]}_forward` });
 }
 
@@ -34,6 +56,14 @@ export function planActivationForward(gpu: Gpu, kind: Activation, x: Binding, y:
 export function planActivationBackward(gpu: Gpu, kind: Activation, x: Binding, dy: Binding, n: number): Dispatch {
   checkActivation(kind);
   checkDims('activation', { n });
-  const dims = gpu.uniform([['u32', n], ['u32', 0], ['u32', 0], ['u32', 0]], 'act-dims');
+  const dims = gpu.uniform(
+    [
+      ['u32', n],
+      ['u32', 0],
+      ['u32', 0],
+      ['u32', 0],
+    ],
+    'act-dims',
+  );
   return gpu.plan('activation', [dims, x, dy], linearGroups(n, 256), { entryPoint: `${ENTRY[kind]}_backward` });
 }

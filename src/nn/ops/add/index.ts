@@ -11,14 +11,18 @@ export const addOp = defineOp<Record<string, never>>({
   name: 'add',
   shape([a, b], _attrs, info) {
     requireF32(info, 'add', [a, b]);
-    if (a.length !== b.length || a.some((d, i) => d !== b[i])) throw shapeError(info, 'add', 'both operands must have the same shape', { a, b });
+    if (a.length !== b.length || a.some((d, i) => d !== b[i]))
+      throw shapeError(info, 'add', 'both operands must have the same shape', { a, b });
     return { shape: a };
   },
   plan(ctx) {
     const n = ctx.outputShape.reduce((x, y) => x * y, 1);
     const bytes = n * 4;
     // out = a, then out += b: two passes, no new kernel.
-    const forward: Step[] = [{ copy: { src: ctx.input(0), dst: ctx.output(), bytes } }, ...planAdd(ctx.gpu, ctx.input(1), ctx.output(), n)];
+    const forward: Step[] = [
+      { copy: { src: ctx.input(0), dst: ctx.output(), bytes } },
+      ...planAdd(ctx.gpu, ctx.input(1), ctx.output(), n),
+    ];
     const dz = ctx.gradOut();
     const backward: Step[] = [];
     for (const i of [0, 1]) {

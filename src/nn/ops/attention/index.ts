@@ -28,10 +28,13 @@ export const attentionOp = defineOp<AttentionAttrs>({
   name: 'attention',
   shape([qkv], attrs, info) {
     requireF32(info, 'attention', [qkv]);
-    if (qkv.length !== 3 || qkv[2] % 3 !== 0) throw shapeError(info, 'attention', 'needs qkv [batch, T, 3·width]', { qkv });
+    if (qkv.length !== 3 || qkv[2] % 3 !== 0)
+      throw shapeError(info, 'attention', 'needs qkv [batch, T, 3·width]', { qkv });
     const width = qkv[2] / 3;
     if (!Number.isInteger(attrs.heads) || attrs.heads < 1 || width % attrs.heads !== 0) {
-      throw shapeError(info, 'attention', `width ${width} must be a multiple of the head count (${attrs.heads})`, { qkv });
+      throw shapeError(info, 'attention', `width ${width} must be a multiple of the head count (${attrs.heads})`, {
+        qkv,
+      });
     }
     return { shape: [qkv[0], qkv[1], width] };
   },
@@ -42,7 +45,16 @@ export const attentionOp = defineOp<AttentionAttrs>({
     const forward = [planAttentionForward(ctx.gpu, s, { qkv: ctx.input(0), y: ctx.output(), probs })];
     const [dy, dqkv] = [ctx.gradOut(), ctx.gradIn(0)];
     if (!dy || !dqkv) return { forward, backward: [] };
-    return { forward, backward: planAttentionBackward(ctx.gpu, s, { qkv: ctx.input(0), probs, dy, dscores: ctx.scratch(probsWords, 'dscores'), dqkv }) };
+    return {
+      forward,
+      backward: planAttentionBackward(ctx.gpu, s, {
+        qkv: ctx.input(0),
+        probs,
+        dy,
+        dscores: ctx.scratch(probsWords, 'dscores'),
+        dqkv,
+      }),
+    };
   },
   cpu: {
     forward: ([qkv], shapes, attrs) => attentionRef(qkv, dims(shapes, attrs)).y,
@@ -54,7 +66,8 @@ type T = Tensor | Parameter;
 
 // The functional form, for `forward` methods (nn.F).
 /** Multi-head self-attention over packed qkv [batch, T, 3·D] → [batch, T, D] (causal unless told otherwise). */
-export const attention = (qkv: Tensor, heads: number, causal = true): Tensor => apply(attentionOp, [qkv], { heads, causal });
+export const attention = (qkv: Tensor, heads: number, causal = true): Tensor =>
+  apply(attentionOp, [qkv], { heads, causal });
 
 /**
  * Causal multi-head self-attention as in GPT-2: `qkv` = Linear(D, 3D) (q | k |
@@ -64,10 +77,18 @@ export const attention = (qkv: Tensor, heads: number, causal = true): Tensor => 
 export class CausalSelfAttention extends Module {
   readonly qkv: Linear;
   readonly proj: Linear;
-  constructor(width: number, readonly heads: number) {
+  constructor(
+    width: number,
+    readonly heads: number,
+  ) {
     super();
     positive('CausalSelfAttention', { width, heads });
-    if (width % heads !== 0) throw new RingtrainError(ErrorCode.InvalidArgument, `CausalSelfAttention: width ${width} must be a multiple of heads ${heads}`, { width, heads });
+    if (width % heads !== 0)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `CausalSelfAttention: width ${width} must be a multiple of heads ${heads}`,
+        { width, heads },
+      );
     this.qkv = new Linear(width, 3 * width);
     this.proj = new Linear(width, width);
   }

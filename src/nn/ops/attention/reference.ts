@@ -1,5 +1,6 @@
 /**
- * The f64 CPU reference of multi-head self-attention over packed qkv [batch, T, 3·width]: the op's oracle (its `cpu` half) and what
+ * The f64 CPU reference of multi-head self-attention over packed qkv [batch, T, 3·width]: the op's oracle (its `cpu`
+ * half) and what
  * the kernel oracle cases compare the WGSL against. Written for clarity, not speed.
  */
 type Vec = ArrayLike<number>;
@@ -17,7 +18,8 @@ function attentionIndex(s: AttentionDims) {
   return {
     hd,
     scale: 1 / Math.sqrt(hd),
-    at: (b: number, t: number, part: number, h: number, j: number) => (b * s.T + t) * 3 * s.width + part * s.width + h * hd + j,
+    at: (b: number, t: number, part: number, h: number, j: number) =>
+      (b * s.T + t) * 3 * s.width + part * s.width + h * hd + j,
     out: (b: number, t: number, h: number, j: number) => (b * s.T + t) * s.width + h * hd + j,
     visible: (t: number, u: number) => s.causal === false || u <= t,
   };

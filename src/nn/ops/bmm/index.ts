@@ -29,9 +29,12 @@ export const bmmOp = defineOp<BmmAttrs>({
   name: 'bmm',
   shape([a, b], attrs, info) {
     requireF32(info, 'bmm', [a, b]);
-    if (a.length !== 3 || (b.length !== 3 && b.length !== 2)) throw shapeError(info, 'bmm', 'needs a [batch, m, k] and b [batch, k, n] or [k, n]', { a, b });
-    if (b.length === 3 && b[0] !== a[0]) throw shapeError(info, 'bmm', `batch sizes differ (${a[0]} vs ${b[0]})`, { a, b });
-    if (b.length === 2 && attrs.transA) throw shapeError(info, 'bmm', 'a shared 2-D b is not supported with transA (transpose a first)', { a, b });
+    if (a.length !== 3 || (b.length !== 3 && b.length !== 2))
+      throw shapeError(info, 'bmm', 'needs a [batch, m, k] and b [batch, k, n] or [k, n]', { a, b });
+    if (b.length === 3 && b[0] !== a[0])
+      throw shapeError(info, 'bmm', `batch sizes differ (${a[0]} vs ${b[0]})`, { a, b });
+    if (b.length === 2 && attrs.transA)
+      throw shapeError(info, 'bmm', 'a shared 2-D b is not supported with transA (transpose a first)', { a, b });
     const s = dims([a, b], attrs);
     const bk = attrs.transB ? (b.length === 2 ? b[1] : b[2]) : b.length === 2 ? b[0] : b[1];
     if (bk !== s.k) throw shapeError(info, 'bmm', `the shared dimension differs: ${s.k} in a, ${bk} in b`, { a, b });
@@ -49,7 +52,15 @@ export const bmmOp = defineOp<BmmAttrs>({
     if (da) {
       backward.push(
         transA
-          ? planBmm(ctx.gpu, b, dc, da, { batch, m: k, n: m, k: n, transA: transB, transB: true, broadcastA: s.broadcastB })
+          ? planBmm(ctx.gpu, b, dc, da, {
+              batch,
+              m: k,
+              n: m,
+              k: n,
+              transA: transB,
+              transB: true,
+              broadcastA: s.broadcastB,
+            })
           : planBmm(ctx.gpu, dc, b, da, { batch, m, n: k, k: n, transB: !transB, broadcastB: s.broadcastB }),
       );
     }
@@ -77,4 +88,5 @@ type T = Tensor | Parameter;
 
 // The functional form, for `forward` methods (nn.F).
 /** Batched matmul [b, m, k]·[b, k, n] (or a shared [k, n]), optional transposes. */
-export const bmm = (a: T, b: T, options: { transA?: boolean; transB?: boolean } = {}): Tensor => apply(bmmOp, [a, b], { ...options });
+export const bmm = (a: T, b: T, options: { transA?: boolean; transB?: boolean } = {}): Tensor =>
+  apply(bmmOp, [a, b], { ...options });

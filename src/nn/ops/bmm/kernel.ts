@@ -26,11 +26,40 @@ export function planBmm(gpu: Gpu, a: Binding, b: Binding, c: Binding, s: BmmShap
   const strideA = s.broadcastA ? 0 : s.m * s.k;
   const strideB = s.broadcastB ? 0 : s.k * s.n;
   const strideC = s.m * s.n;
-  checkBindings('bmm', { a: [a, s.broadcastA ? s.m * s.k : s.batch * strideA], b: [b, s.broadcastB ? s.k * s.n : s.batch * strideB], c: [c, s.batch * strideC] }, { shape: { ...s } });
+  checkBindings(
+    'bmm',
+    {
+      a: [a, s.broadcastA ? s.m * s.k : s.batch * strideA],
+      b: [b, s.broadcastB ? s.k * s.n : s.batch * strideB],
+      c: [c, s.batch * strideC],
+    },
+    { shape: { ...s } },
+  );
   const u = gpu.uniform(
-    [['u32', s.m], ['u32', s.n], ['u32', s.k], ['u32', s.batch], ['u32', strideA], ['u32', strideB], ['u32', strideC], ['u32', 0]],
+    [
+      ['u32', s.m],
+      ['u32', s.n],
+      ['u32', s.k],
+      ['u32', s.batch],
+      ['u32', strideA],
+      ['u32', strideB],
+      ['u32', strideC],
+      ['u32', 0],
+    ],
     'bmm-dims',
   );
   const constants = { TRANS_A: s.transA ? 1 : 0, TRANS_B: s.transB ? 1 : 0, ACCUMULATE: s.accumulate ? 1 : 0 };
-  return planEntry(gpu, 'bmm', 'main', [[0, u], [1, a], [2, b], [3, c]], [Math.ceil(s.n / 8), Math.ceil(s.m / 8), s.batch], constants);
+  return planEntry(
+    gpu,
+    'bmm',
+    'main',
+    [
+      [0, u],
+      [1, a],
+      [2, b],
+      [3, c],
+    ],
+    [Math.ceil(s.n / 8), Math.ceil(s.m / 8), s.batch],
+    constants,
+  );
 }

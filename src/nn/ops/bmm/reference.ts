@@ -17,7 +17,8 @@ export function bmmRef(a: Vec, b: Vec, s: BmmRefShape): Float64Array {
     for (let i = 0; i < s.m; i++)
       for (let j = 0; j < s.n; j++) {
         let acc = 0;
-        for (let q = 0; q < s.k; q++) acc += a[a0 + (s.transA ? q * s.m + i : i * s.k + q)] * b[b0 + (s.transB ? j * s.k + q : q * s.n + j)];
+        for (let q = 0; q < s.k; q++)
+          acc += a[a0 + (s.transA ? q * s.m + i : i * s.k + q)] * b[b0 + (s.transB ? j * s.k + q : q * s.n + j)];
         c[e * s.m * s.n + i * s.n + j] = acc;
       }
   }

@@ -21,7 +21,11 @@ function joined(info: ShapeInfo, op: string, a: Shape, b: Shape): number[] {
   try {
     return broadcastShape(a, b, op);
   } catch (err) {
-    if (err instanceof RingtrainError) throw shapeError(info, op, 'shapes do not broadcast (each dimension must match or be 1; at most 4 dimensions)', { a, b });
+    if (err instanceof RingtrainError)
+      throw shapeError(info, op, 'shapes do not broadcast (each dimension must match or be 1; at most 4 dimensions)', {
+        a,
+        b,
+      });
     throw err;
   }
 }
@@ -32,7 +36,9 @@ export const addBroadcastOp = defineOp<AddAttrs>({
   plan(ctx, attrs) {
     const [as, bs] = ctx.inputShapes;
     const alpha = attrs.alpha ?? 1;
-    const forward: Step[] = [planBroadcastBinary(ctx.gpu, 'add', ctx.input(0), as, ctx.input(1), bs, ctx.output(), { alpha })];
+    const forward: Step[] = [
+      planBroadcastBinary(ctx.gpu, 'add', ctx.input(0), as, ctx.input(1), bs, ctx.output(), { alpha }),
+    ];
     const dy = ctx.gradOut();
     const backward: Step[] = [];
     const scratch = (words: number, label: string) => ctx.scratch(words, label);
@@ -61,15 +67,24 @@ export const mulOp = defineOp<Record<string, never>>({
     const backward: Step[] = [];
     const scratch = (words: number, label: string) => ctx.scratch(words, label);
     const [da, db] = [ctx.gradIn(0), ctx.gradIn(1)];
-    if (dy && da) backward.push(...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, da, as, { other: { buffer: b, shape: bs }, scratch }));
-    if (dy && db) backward.push(...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, db, bs, { other: { buffer: a, shape: as }, scratch }));
+    if (dy && da)
+      backward.push(
+        ...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, da, as, { other: { buffer: b, shape: bs }, scratch }),
+      );
+    if (dy && db)
+      backward.push(
+        ...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, db, bs, { other: { buffer: a, shape: as }, scratch }),
+      );
     return { forward, backward };
   },
   cpu: {
     forward: ([a, b], [as, bs]) => broadcastBinaryRef('mul', a, as, b, bs),
     backward([a, b], [as, bs], _attrs, _y, dy) {
       const shape = broadcastShape(as, bs);
-      return [broadcastReduceRef(dy, shape, as, 1, { data: b, shape: bs }), broadcastReduceRef(dy, shape, bs, 1, { data: a, shape: as })];
+      return [
+        broadcastReduceRef(dy, shape, as, 1, { data: b, shape: bs }),
+        broadcastReduceRef(dy, shape, bs, 1, { data: a, shape: as }),
+      ];
     },
   },
 });
@@ -82,7 +97,8 @@ export const scaleOp = defineOp<ScaleAttrs>({
   name: 'scale',
   shape([x], attrs, info) {
     requireF32(info, 'scale', [x]);
-    if (!Number.isFinite(attrs.alpha)) throw shapeError(info, 'scale', `alpha must be a finite number, got ${attrs.alpha}`, { x });
+    if (!Number.isFinite(attrs.alpha))
+      throw shapeError(info, 'scale', `alpha must be a finite number, got ${attrs.alpha}`, { x });
     return { shape: x };
   },
   plan(ctx, attrs) {
@@ -101,6 +117,7 @@ type T = Tensor | Parameter;
 
 // The functional forms, for `forward` methods (nn.F).
 /** a + alpha·b with broadcasting (trailing dimensions, NumPy rules). */
-export const addBroadcast = (a: T, b: T, alpha?: number): Tensor => apply(addBroadcastOp, [a, b], alpha === undefined ? {} : { alpha });
+export const addBroadcast = (a: T, b: T, alpha?: number): Tensor =>
+  apply(addBroadcastOp, [a, b], alpha === undefined ? {} : { alpha });
 export const mul = (a: T, b: T): Tensor => apply(mulOp, [a, b], {});
 export const scale = (x: Tensor, alpha: number): Tensor => apply(scaleOp, [x], { alpha });

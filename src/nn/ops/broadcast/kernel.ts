@@ -29,7 +29,11 @@ export function broadcastShape(a: readonly number[], b: readonly number[], what 
     const da = a[a.length - rank + i] ?? 1;
     const db = b[b.length - rank + i] ?? 1;
     if (da !== db && da !== 1 && db !== 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: shapes [${a.join(', ')}] and [${b.join(', ')}] do not broadcast (dimension ${i}: ${da} vs ${db}); make them equal or 1`, { a: [...a], b: [...b] });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${what}: shapes [${a.join(', ')}] and [${b.join(', ')}] do not broadcast (dimension ${i}: ${da} vs ${db}); make them equal or 1`,
+        { a: [...a], b: [...b] },
+      );
     }
     out.push(Math.max(da, db));
   }
@@ -39,7 +43,11 @@ export function broadcastShape(a: readonly number[], b: readonly number[], what 
 /** `shape` left-padded with 1s to 4 dimensions. */
 function pad4(shape: readonly number[], what: string): number[] {
   if (shape.length > MAX_BROADCAST_DIMS) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: shape [${shape.join(', ')}] has ${shape.length} dimensions; broadcasting supports at most ${MAX_BROADCAST_DIMS} (reshape first)`, { shape: [...shape] });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: shape [${shape.join(', ')}] has ${shape.length} dimensions; broadcasting supports at most ${MAX_BROADCAST_DIMS} (reshape first)`,
+      { shape: [...shape] },
+    );
   }
   checkDims(what, Object.fromEntries(shape.map((d, i) => [`dim${i}`, d])));
   return [...new Array<number>(MAX_BROADCAST_DIMS - shape.length).fill(1), ...shape];
@@ -67,20 +75,77 @@ export interface BinaryOptions {
 }
 
 /** out = a + alpha·b or a · b, broadcasting; out is contiguous with shape broadcastShape(aShape, bShape). */
-export function planBroadcastBinary(gpu: Gpu, op: 'add' | 'mul', a: Binding, aShape: readonly number[], b: Binding, bShape: readonly number[], out: Binding, opts: BinaryOptions = {}): Dispatch {
+export function planBroadcastBinary(
+  gpu: Gpu,
+  op: 'add' | 'mul',
+  a: Binding,
+  aShape: readonly number[],
+  b: Binding,
+  bShape: readonly number[],
+  out: Binding,
+  opts: BinaryOptions = {},
+): Dispatch {
   const shape = broadcastShape(aShape, bShape, op);
   const n = sizeOf(shape);
-  checkBindings(op, { a: [a, sizeOf(aShape)], b: [b, sizeOf(bShape)], out: [out, n] }, { aShape: [...aShape], bShape: [...bShape] });
-  const fields = [...u32s(pad4(shape, op)), ...u32s(broadcastStrides(aShape, shape, op)), ...u32s(broadcastStrides(bShape, shape, op)), ['u32', n], ['f32', opts.alpha ?? 1], ['u32', 0], ['u32', 0]] as UniformField[];
-  return planEntry(gpu, 'broadcast', op, [[0, gpu.uniform(fields, `${op}-dims`)], [1, a], [2, b], [3, out]], linearGroups(n, 256), accumulateConstant(opts.accumulate));
+  checkBindings(
+    op,
+    { a: [a, sizeOf(aShape)], b: [b, sizeOf(bShape)], out: [out, n] },
+    { aShape: [...aShape], bShape: [...bShape] },
+  );
+  const fields = [
+    ...u32s(pad4(shape, op)),
+    ...u32s(broadcastStrides(aShape, shape, op)),
+    ...u32s(broadcastStrides(bShape, shape, op)),
+    ['u32', n],
+    ['f32', opts.alpha ?? 1],
+    ['u32', 0],
+    ['u32', 0],
+  ] as UniformField[];
+  return planEntry(
+    gpu,
+    'broadcast',
+    op,
+    [
+      [0, gpu.uniform(fields, `${op}-dims`)],
+      [1, a],
+      [2, b],
+      [3, out],
+    ],
+    linearGroups(n, 256),
+    accumulateConstant(opts.accumulate),
+  );
 }
 
 /** out (=, or +=) alpha · x over n elements. */
-export function planScaleTo(gpu: Gpu, alpha: number, x: Binding, out: Binding, n: number, accumulate = false): Dispatch {
+export function planScaleTo(
+  gpu: Gpu,
+  alpha: number,
+  x: Binding,
+  out: Binding,
+  n: number,
+  accumulate = false,
+): Dispatch {
   checkDims('scale', { n });
   checkBindings('scale', { x: [x, n], out: [out, n] }, { n });
-  const fields = [...u32s(new Array<number>(12).fill(1)), ['u32', n], ['f32', alpha], ['u32', 0], ['u32', 0]] as UniformField[];
-  return planEntry(gpu, 'broadcast', 'scale', [[0, gpu.uniform(fields, 'scale-dims')], [1, x], [3, out]], linearGroups(n, 256), accumulateConstant(accumulate));
+  const fields = [
+    ...u32s(new Array<number>(12).fill(1)),
+    ['u32', n],
+    ['f32', alpha],
+    ['u32', 0],
+    ['u32', 0],
+  ] as UniformField[];
+  return planEntry(
+    gpu,
+    'broadcast',
+    'scale',
+    [
+      [0, gpu.uniform(fields, 'scale-dims')],
+      [1, x],
+      [3, out],
+    ],
+    linearGroups(n, 256),
+    accumulateConstant(accumulate),
+  );
 }
 
 export interface ReduceOptions {
@@ -97,19 +162,39 @@ export interface ReduceOptions {
  * `shape`: dtarget (=, or +=) alpha · Σ over the broadcast dimensions of dy
  * (times `other` for a product).
  */
-export function planBroadcastReduce(gpu: Gpu, dy: Binding, shape: readonly number[], dtarget: Binding, targetShape: readonly number[], opts: ReduceOptions = {}): Dispatch[] {
+export function planBroadcastReduce(
+  gpu: Gpu,
+  dy: Binding,
+  shape: readonly number[],
+  dtarget: Binding,
+  targetShape: readonly number[],
+  opts: ReduceOptions = {},
+): Dispatch[] {
   const joined = broadcastShape(shape, targetShape, 'broadcast gradient');
   if (joined.length !== shape.length || joined.some((d, i) => d !== shape[i])) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `broadcast gradient: an input of shape [${targetShape.join(', ')}] cannot have been broadcast to [${shape.join(', ')}]`, { shape: [...shape], targetShape: [...targetShape] });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `broadcast gradient: an input of shape [${targetShape.join(', ')}] cannot have been broadcast to [${shape.join(', ')}]`,
+      { shape: [...shape], targetShape: [...targetShape] },
+    );
   }
   const n = sizeOf(targetShape);
   const other = opts.other;
-  checkBindings('broadcast gradient', { dy: [dy, sizeOf(shape)], dtarget: [dtarget, n], ...(other ? { other: [other.buffer, sizeOf(other.shape)] } : {}) }, { shape: [...shape], targetShape: [...targetShape] });
+  checkBindings(
+    'broadcast gradient',
+    {
+      dy: [dy, sizeOf(shape)],
+      dtarget: [dtarget, n],
+      ...(other ? { other: [other.buffer, sizeOf(other.shape)] } : {}),
+    },
+    { shape: [...shape], targetShape: [...targetShape] },
+  );
   const fields = [
     ...u32s(pad4(shape, 'broadcast gradient')),
     ...u32s(pad4(targetShape, 'broadcast gradient')),
     ...u32s(other ? broadcastStrides(other.shape, shape, 'broadcast gradient') : [0, 0, 0, 0]),
-    ['u32', n], ['f32', opts.alpha ?? 1],
+    ['u32', n],
+    ['f32', opts.alpha ?? 1],
   ] as UniformField[];
   // Split the outermost broadcast dimension (a batch) into slices of partial sums when it is long.
   const s4 = pad4(shape, 'broadcast gradient');
@@ -130,8 +215,23 @@ export function planBroadcastReduce(gpu: Gpu, dy: Binding, shape: readonly numbe
   const [x, y] = linearGroups(n, 256);
   // `other` is bound either way: the shader names it (behind HAS_OTHER), so the pipeline's layout has it.
   const pass = (out: Binding, accumulate: boolean | undefined) =>
-    planEntry(gpu, 'broadcast', 'reduce', [[4, gpu.uniform(fields, 'broadcast-reduce-dims')], [5, dy], [6, other?.buffer ?? gpu.dummy], [7, out]], [x, y, slices], { ...accumulateConstant(accumulate), ...constants });
+    planEntry(
+      gpu,
+      'broadcast',
+      'reduce',
+      [
+        [4, gpu.uniform(fields, 'broadcast-reduce-dims')],
+        [5, dy],
+        [6, other?.buffer ?? gpu.dummy],
+        [7, out],
+      ],
+      [x, y, slices],
+      { ...accumulateConstant(accumulate), ...constants },
+    );
   if (slices === 1) return [pass(dtarget, opts.accumulate)];
   const partials = (opts.scratch ?? gpuScratch(gpu))(slices * n, 'broadcast-reduce-partials');
-  return [pass(partials, false), ...planColumnSum(gpu, partials, dtarget, { rows: slices, cols: n, accumulate: opts.accumulate }, opts.scratch)];
+  return [
+    pass(partials, false),
+    ...planColumnSum(gpu, partials, dtarget, { rows: slices, cols: n, accumulate: opts.accumulate }, opts.scratch),
+  ];
 }

@@ -27,7 +27,14 @@ function broadcastIndex(c: readonly number[], shape: readonly number[]): number 
   return idx;
 }
 
-export function broadcastBinaryRef(op: 'add' | 'mul', a: Vec, aShape: readonly number[], b: Vec, bShape: readonly number[], alpha = 1): Float64Array {
+export function broadcastBinaryRef(
+  op: 'add' | 'mul',
+  a: Vec,
+  aShape: readonly number[],
+  b: Vec,
+  bShape: readonly number[],
+  alpha = 1,
+): Float64Array {
   const shape = broadcastShapeRef(aShape, bShape);
   if (!shape) throw new Error(`shapes [${aShape}] and [${bShape}] do not broadcast`);
   return Float64Array.from({ length: sizeOfShape(shape) }, (_, i) => {
@@ -39,7 +46,13 @@ export function broadcastBinaryRef(op: 'add' | 'mul', a: Vec, aShape: readonly n
 }
 
 /** The gradient of an input of `targetShape` broadcast to `shape`: Σ alpha·dy (· other) over the broadcast dims. */
-export function broadcastReduceRef(dy: Vec, shape: readonly number[], targetShape: readonly number[], alpha = 1, other?: { data: Vec; shape: readonly number[] }): Float64Array {
+export function broadcastReduceRef(
+  dy: Vec,
+  shape: readonly number[],
+  targetShape: readonly number[],
+  alpha = 1,
+  other?: { data: Vec; shape: readonly number[] },
+): Float64Array {
   const out = new Float64Array(sizeOfShape(targetShape));
   for (let i = 0; i < sizeOfShape(shape); i++) {
     const c = coordsOf(i, shape);

@@ -24,13 +24,26 @@ export const conv2dOp = defineOp<Conv2dAttrs>({
   name: 'conv2d',
   shape([x, w, b], { pad }, info) {
     requireF32(info, 'conv2d', [x, w, b]);
-    if (x.length !== 4 || w.length !== 4 || !b || b.length !== 1) throw shapeError(info, 'conv2d', 'needs x [N, Cin, H, W], weight [Cout, Cin, kh, kw] and bias [Cout]', { x, weight: w, ...(b ? { bias: b } : {}) });
-    if (x[1] !== w[1]) throw shapeError(info, 'conv2d', `x has ${x[1]} channels, the weight expects ${w[1]}`, { x, weight: w });
+    if (x.length !== 4 || w.length !== 4 || !b || b.length !== 1)
+      throw shapeError(info, 'conv2d', 'needs x [N, Cin, H, W], weight [Cout, Cin, kh, kw] and bias [Cout]', {
+        x,
+        weight: w,
+        ...(b ? { bias: b } : {}),
+      });
+    if (x[1] !== w[1])
+      throw shapeError(info, 'conv2d', `x has ${x[1]} channels, the weight expects ${w[1]}`, { x, weight: w });
     if (b[0] !== w[0]) throw shapeError(info, 'conv2d', `bias must be [${w[0]}]`, { weight: w, bias: b });
-    if (!Number.isInteger(pad) || pad < 0) throw shapeError(info, 'conv2d', `padding must be a non-negative integer, got ${pad}`, { weight: w });
+    if (!Number.isInteger(pad) || pad < 0)
+      throw shapeError(info, 'conv2d', `padding must be a non-negative integer, got ${pad}`, { weight: w });
     const oh = x[2] + 2 * pad - w[2] + 1;
     const ow = x[3] + 2 * pad - w[3] + 1;
-    if (oh < 1 || ow < 1) throw shapeError(info, 'conv2d', `the ${w[2]}x${w[3]} kernel does not fit the ${x[2]}x${x[3]} input with padding ${pad}`, { x, weight: w });
+    if (oh < 1 || ow < 1)
+      throw shapeError(
+        info,
+        'conv2d',
+        `the ${w[2]}x${w[3]} kernel does not fit the ${x[2]}x${x[3]} input with padding ${pad}`,
+        { x, weight: w },
+      );
     return { shape: [x[0], w[0], oh, ow] };
   },
   plan(ctx, { pad }) {
@@ -39,7 +52,12 @@ export const conv2dOp = defineOp<Conv2dAttrs>({
     const dy = ctx.gradOut();
     const backward: Step[] = [];
     const [dx, dw, db] = [ctx.gradIn(0), ctx.gradIn(1), ctx.gradIn(2)];
-    if (dy && dw && db) backward.push(...planConv2dBackwardWeightSteps(ctx.gpu, s, dy, ctx.input(0), dw, db, (words, label) => ctx.scratch(words, label)));
+    if (dy && dw && db)
+      backward.push(
+        ...planConv2dBackwardWeightSteps(ctx.gpu, s, dy, ctx.input(0), dw, db, (words, label) =>
+          ctx.scratch(words, label),
+        ),
+      );
     if (dy && dx) backward.push(planConv2dBackwardInput(ctx.gpu, s, dy, ctx.input(1), dx));
     return { forward, backward };
   },
@@ -84,7 +102,11 @@ function eachTap(s: ConvShape, oh: number, ow: number, f: (yi: number, xi: numbe
                 const iy = oy + ky - s.pad;
                 const ix = ox + kx - s.pad;
                 const inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
-                f(yi, inside ? ((n * s.cin + ci) * s.h + iy) * s.w + ix : -1, ((co * s.cin + ci) * s.kh + ky) * s.kw + kx);
+                f(
+                  yi,
+                  inside ? ((n * s.cin + ci) * s.h + iy) * s.w + ix : -1,
+                  ((co * s.cin + ci) * s.kh + ky) * s.kw + kx,
+                );
               }
         }
 }
@@ -97,14 +119,27 @@ export const conv2d = (x: Tensor, weight: T, bias: T, pad = 0): Tensor => apply(
 export class Conv2d extends Module {
   readonly weight: Parameter;
   readonly bias: Parameter;
-  constructor(inChannels: number, outChannels: number, kernelSize: number, options: { padding?: number | 'same'; init?: InitScheme } = {}) {
+  constructor(
+    inChannels: number,
+    outChannels: number,
+    kernelSize: number,
+    options: { padding?: number | 'same'; init?: InitScheme } = {},
+  ) {
     super();
     positive('Conv2d', { inChannels, outChannels, kernelSize });
     const k2 = kernelSize * kernelSize;
     const scheme = options.init ?? 'torch';
     this.padding = options.padding === 'same' ? (kernelSize - 1) / 2 : (options.padding ?? 0);
-    if (!Number.isInteger(this.padding)) throw new RingtrainError(ErrorCode.InvalidArgument, `Conv2d: padding 'same' needs an odd kernel size, got ${kernelSize}`, { kernelSize });
-    this.weight = new Parameter([outChannels, inChannels, kernelSize, kernelSize], weightInit(scheme, inChannels * k2, outChannels * k2));
+    if (!Number.isInteger(this.padding))
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `Conv2d: padding 'same' needs an odd kernel size, got ${kernelSize}`,
+        { kernelSize },
+      );
+    this.weight = new Parameter(
+      [outChannels, inChannels, kernelSize, kernelSize],
+      weightInit(scheme, inChannels * k2, outChannels * k2),
+    );
     this.bias = new Parameter([outChannels], scheme === 'torch' ? uniformInit(1 / Math.sqrt(inChannels * k2)) : zeros);
   }
   readonly padding: number;

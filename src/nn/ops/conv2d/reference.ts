@@ -35,7 +35,11 @@ export function convOutSize(s: ConvShape): { oh: number; ow: number } {
 /** 'same' padding for an odd kernel; 'valid' is pad 0. */
 export function samePadding(k: number): number {
   if (k % 2 !== 1) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `'same' padding needs an odd kernel size, got ${k}; use an odd kernel or pad 0 ('valid')`, { k });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `'same' padding needs an odd kernel size, got ${k}; use an odd kernel or pad 0 ('valid')`,
+      { k },
+    );
   }
   return (k - 1) / 2;
 }
@@ -45,11 +49,15 @@ export function checkConvShape(s: ConvShape): { oh: number; ow: number } {
   for (const key of ['n', 'cin', 'h', 'w', 'cout', 'kh', 'kw'] as const) {
     const v = s[key];
     if (!Number.isInteger(v) || v < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `conv2d: ${key} must be a positive integer, got ${v}`, { shape: { ...s } });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `conv2d: ${key} must be a positive integer, got ${v}`, {
+        shape: { ...s },
+      });
     }
   }
   if (!Number.isInteger(s.pad) || s.pad < 0) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `conv2d: pad must be a non-negative integer, got ${s.pad}`, { shape: { ...s } });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `conv2d: pad must be a non-negative integer, got ${s.pad}`, {
+      shape: { ...s },
+    });
   }
   const o = convOutSize(s);
   if (o.oh < 1 || o.ow < 1) {
@@ -69,12 +77,21 @@ export function convSizes(s: ConvShape): { x: number; weight: number; bias: numb
 
 function checkLength(what: string, a: ArrayLike<number>, want: number, s: ConvShape): void {
   if (a.length !== want) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `conv2d: ${what} has ${a.length} elements, the shape needs ${want}`, { what, shape: { ...s } });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `conv2d: ${what} has ${a.length} elements, the shape needs ${want}`,
+      { what, shape: { ...s } },
+    );
   }
 }
 
 /** y[n,co,oy,ox] = b[co] + sum over ci,ky,kx of x[n,ci,oy+ky-pad,ox+kx-pad] * w[co,ci,ky,kx]. */
-export function conv2dForwardCpu(s: ConvShape, x: Float32Array, weight: Float32Array, bias: Float32Array): Float32Array {
+export function conv2dForwardCpu(
+  s: ConvShape,
+  x: Float32Array,
+  weight: Float32Array,
+  bias: Float32Array,
+): Float32Array {
   const { oh, ow } = checkConvShape(s);
   const sz = convSizes(s);
   checkLength('x', x, sz.x, s);
@@ -93,7 +110,8 @@ export function conv2dForwardCpu(s: ConvShape, x: Float32Array, weight: Float32A
               for (let kx = 0; kx < s.kw; kx++) {
                 const ix = ox + kx - s.pad;
                 if (ix < 0 || ix >= s.w) continue;
-                acc += x[((n * s.cin + ci) * s.h + iy) * s.w + ix] * weight[((co * s.cin + ci) * s.kh + ky) * s.kw + kx];
+                acc +=
+                  x[((n * s.cin + ci) * s.h + iy) * s.w + ix] * weight[((co * s.cin + ci) * s.kh + ky) * s.kw + kx];
               }
             }
           y[((n * s.cout + co) * oh + oy) * ow + ox] = acc;
@@ -128,7 +146,11 @@ export function conv2dBackwardInputCpu(s: ConvShape, dy: Float32Array, weight: F
 }
 
 /** dw[co,ci,ky,kx] = sum over n,oy,ox of dy[n,co,oy,ox] * x[n,ci,oy+ky-pad,ox+kx-pad]; db[co] = sum of dy[n,co,..]. */
-export function conv2dBackwardWeightCpu(s: ConvShape, dy: Float32Array, x: Float32Array): { dWeight: Float32Array; dBias: Float32Array } {
+export function conv2dBackwardWeightCpu(
+  s: ConvShape,
+  dy: Float32Array,
+  x: Float32Array,
+): { dWeight: Float32Array; dBias: Float32Array } {
   const { oh, ow } = checkConvShape(s);
   const sz = convSizes(s);
   checkLength('dy', dy, sz.y, s);

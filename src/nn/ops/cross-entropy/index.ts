@@ -22,9 +22,13 @@ function signedTargets(t: ArrayLike<number>, classes: number): number[] {
 export const crossEntropyOp = defineOp<Record<string, never>>({
   name: 'crossEntropy',
   shape([logits, targets], _attrs, info) {
-    if (info.dtypes[0] !== 'f32' || info.dtypes[1] !== 'u32') throw shapeError(info, 'crossEntropy', 'needs f32 logits and u32 targets', { logits, targets });
+    if (info.dtypes[0] !== 'f32' || info.dtypes[1] !== 'u32')
+      throw shapeError(info, 'crossEntropy', 'needs f32 logits and u32 targets', { logits, targets });
     if (targets.length !== logits.length - 1 || targets.some((d, i) => d !== logits[i])) {
-      throw shapeError(info, 'crossEntropy', "targets must have the logits' shape without its last (class) dimension", { logits, targets });
+      throw shapeError(info, 'crossEntropy', "targets must have the logits' shape without its last (class) dimension", {
+        logits,
+        targets,
+      });
     }
     return { shape: [1] };
   },
@@ -36,18 +40,48 @@ export const crossEntropyOp = defineOp<Record<string, never>>({
     const result = ctx.scratch(4, 'loss-correct-count');
     const rowStats = ctx.scratch(3 * positions, 'row-stats');
     const scratch = (words: number, label: string) => ctx.scratch(words, label);
-    const { rows, total } = planCrossEntropyParts(ctx.gpu, { logits: ctx.input(0), targets: ctx.input(1), dlogits, rowStats, result }, positions, classes, { scratch });
+    const { rows, total } = planCrossEntropyParts(
+      ctx.gpu,
+      { logits: ctx.input(0), targets: ctx.input(1), dlogits, rowStats, result },
+      positions,
+      classes,
+      { scratch },
+    );
     const out = ctx.output();
-    const forward: Step[] = [rows, ...total, { copy: { src: { buffer: result, offset: 0, size: 4 }, dst: out, bytes: 4 } }];
+    const forward: Step[] = [
+      rows,
+      ...total,
+      { copy: { src: { buffer: result, offset: 0, size: 4 }, dst: out, bytes: 4 } },
+    ];
     const [dl, dx] = [ctx.gradOut(), ctx.gradIn(0)];
     if (!dl || !dx) return { forward, backward: [] };
-    const { scale } = planCrossEntropyParts(ctx.gpu, { logits: ctx.input(0), targets: ctx.input(1), dlogits: dx, rowStats, result }, positions, classes, { upstream: dl, scratch });
-    return { forward, backward: [{ copy: { src: { buffer: dlogits, offset: 0, size: positions * classes * 4 }, dst: dx, bytes: positions * classes * 4 } }, scale] };
+    const { scale } = planCrossEntropyParts(
+      ctx.gpu,
+      { logits: ctx.input(0), targets: ctx.input(1), dlogits: dx, rowStats, result },
+      positions,
+      classes,
+      { upstream: dl, scratch },
+    );
+    return {
+      forward,
+      backward: [
+        {
+          copy: {
+            src: { buffer: dlogits, offset: 0, size: positions * classes * 4 },
+            dst: dx,
+            bytes: positions * classes * 4,
+          },
+        },
+        scale,
+      ],
+    };
   },
   cpu: {
     forward([logits, targets], [shape]) {
       const classes = shape[shape.length - 1];
-      return Float64Array.of(crossEntropyRef(logits, signedTargets(targets, classes), logits.length / classes, classes).loss);
+      return Float64Array.of(
+        crossEntropyRef(logits, signedTargets(targets, classes), logits.length / classes, classes).loss,
+      );
     },
     backward([logits, targets], [shape], _a, _y, dl) {
       const classes = shape[shape.length - 1];

@@ -47,26 +47,89 @@ export interface CrossEntropyPlan {
 }
 
 /** The per-position rows, the totals (sums over positions, then the mean), the gradient scale: record them in order. */
-export function planCrossEntropy(gpu: Gpu, b: CrossEntropyBuffers, positions: number, classes: number, opts: CrossEntropyOptions = {}): Dispatch[] {
+export function planCrossEntropy(
+  gpu: Gpu,
+  b: CrossEntropyBuffers,
+  positions: number,
+  classes: number,
+  opts: CrossEntropyOptions = {},
+): Dispatch[] {
   const p = planCrossEntropyParts(gpu, b, positions, classes, opts);
   return [p.rows, ...p.total, p.scale];
 }
 
 /** planCrossEntropy's dispatches by role (an op records the first two forward and the scale backward). */
-export function planCrossEntropyParts(gpu: Gpu, b: CrossEntropyBuffers, positions: number, classes: number, opts: CrossEntropyOptions = {}): CrossEntropyPlan {
+export function planCrossEntropyParts(
+  gpu: Gpu,
+  b: CrossEntropyBuffers,
+  positions: number,
+  classes: number,
+  opts: CrossEntropyOptions = {},
+): CrossEntropyPlan {
   checkDims('crossEntropy', { positions, classes });
   const outIndex = opts.outIndex ?? 0;
   const n = positions * classes;
-  checkBindings('crossEntropy', { logits: [b.logits, n], targets: [b.targets, positions], dlogits: [b.dlogits, n], rowStats: [b.rowStats, 3 * positions], result: [b.result, outIndex + 3] }, { positions, classes });
-  const u = gpu.uniform([['u32', positions], ['u32', classes], ['f32', opts.gradScale ?? 1], ['u32', outIndex]], 'xent-dims');
+  checkBindings(
+    'crossEntropy',
+    {
+      logits: [b.logits, n],
+      targets: [b.targets, positions],
+      dlogits: [b.dlogits, n],
+      rowStats: [b.rowStats, 3 * positions],
+      result: [b.result, outIndex + 3],
+    },
+    { positions, classes },
+  );
+  const u = gpu.uniform(
+    [
+      ['u32', positions],
+      ['u32', classes],
+      ['f32', opts.gradScale ?? 1],
+      ['u32', outIndex],
+    ],
+    'xent-dims',
+  );
   return {
-    rows: planEntry(gpu, 'cross_entropy', 'rows', [[0, u], [1, b.logits], [2, b.targets], [3, b.dlogits], [4, b.rowStats]], linearGroups(positions, 1)),
+    rows: planEntry(
+      gpu,
+      'cross_entropy',
+      'rows',
+      [
+        [0, u],
+        [1, b.logits],
+        [2, b.targets],
+        [3, b.dlogits],
+        [4, b.rowStats],
+      ],
+      linearGroups(positions, 1),
+    ),
     total: [
       ...planColumnSum(gpu, b.rowStats, b.result, { rows: positions, cols: 3, dstOffset: outIndex }, opts.scratch),
-      planEntry(gpu, 'cross_entropy', 'total', [[0, u], [5, b.result]], [1]),
+      planEntry(
+        gpu,
+        'cross_entropy',
+        'total',
+        [
+          [0, u],
+          [5, b.result],
+        ],
+        [1],
+      ),
     ],
     // The shader names `upstream` behind HAS_UPSTREAM, so the layout always has it.
-    scale: planEntry(gpu, 'cross_entropy', 'scale', [[0, u], [3, b.dlogits], [5, b.result], [6, opts.upstream ?? gpu.dummy]], linearGroups(n, 256), { HAS_UPSTREAM: opts.upstream ? 1 : 0 }),
+    scale: planEntry(
+      gpu,
+      'cross_entropy',
+      'scale',
+      [
+        [0, u],
+        [3, b.dlogits],
+        [5, b.result],
+        [6, opts.upstream ?? gpu.dummy],
+      ],
+      linearGroups(n, 256),
+      { HAS_UPSTREAM: opts.upstream ? 1 : 0 },
+    ),
   };
 }
 
@@ -75,17 +138,34 @@ export function planCrossEntropyParts(gpu: Gpu, b: CrossEntropyBuffers, position
  * integer class in [0, classes) or IGNORE_TARGET. `mask` (optional, one entry
  * per position) ignores every position where it is 0, whatever its target.
  */
-export function checkTargets(targets: ArrayLike<number>, positions: number, classes: number, mask?: ArrayLike<number>, out: Int32Array = new Int32Array(positions)): Int32Array {
+export function checkTargets(
+  targets: ArrayLike<number>,
+  positions: number,
+  classes: number,
+  mask?: ArrayLike<number>,
+  out: Int32Array = new Int32Array(positions),
+): Int32Array {
   if (targets.length < positions) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${positions} targets, got ${targets.length}`, { expected: positions, got: targets.length });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${positions} targets, got ${targets.length}`, {
+      expected: positions,
+      got: targets.length,
+    });
   }
   if (mask && mask.length < positions) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `expected a label mask of ${positions} entries, got ${mask.length}`, { expected: positions, got: mask.length });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `expected a label mask of ${positions} entries, got ${mask.length}`,
+      { expected: positions, got: mask.length },
+    );
   }
   for (let i = 0; i < positions; i++) {
     const t = targets[i];
     if (!Number.isInteger(t) || t < IGNORE_TARGET || t >= classes) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `target ${i} is ${t}; targets must be integers in [0, ${classes}) or ${IGNORE_TARGET} (ignored)`, { index: i, target: t, classes });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `target ${i} is ${t}; targets must be integers in [0, ${classes}) or ${IGNORE_TARGET} (ignored)`,
+        { index: i, target: t, classes },
+      );
     }
     out[i] = mask && mask[i] === 0 ? IGNORE_TARGET : t;
   }

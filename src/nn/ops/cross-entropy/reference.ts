@@ -30,7 +30,8 @@ export function crossEntropyRef(logits: Vec, targets: Vec, positions: number, cl
     let s = 0;
     for (let j = 0; j < classes; j++) s += Math.exp(logits[r * classes + j] - m);
     lossRows[r] = Math.log(s) - (logits[r * classes + t] - m);
-    for (let j = 0; j < classes; j++) dlogits[r * classes + j] = Math.exp(logits[r * classes + j] - m) / s - (j === t ? 1 : 0);
+    for (let j = 0; j < classes; j++)
+      dlogits[r * classes + j] = Math.exp(logits[r * classes + j] - m) / s - (j === t ? 1 : 0);
     count++;
     total += lossRows[r];
     if (best === t) correct++;

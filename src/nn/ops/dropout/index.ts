@@ -28,30 +28,38 @@ export const dropoutOp = defineOp<DropoutAttrs>({
   shape([x], attrs, info) {
     requireF32(info, 'dropout', [x]);
     if (!(attrs.p >= 0 && attrs.p < 1)) throw shapeError(info, 'dropout', `p must be in [0, 1), got ${attrs.p}`, { x });
-    if (!Number.isInteger(attrs.seed) || attrs.seed < 0 || attrs.seed >= 2 ** 32) throw shapeError(info, 'dropout', `seed must be an integer in [0, 2^32), got ${attrs.seed}`, { x });
+    if (!Number.isInteger(attrs.seed) || attrs.seed < 0 || attrs.seed >= 2 ** 32)
+      throw shapeError(info, 'dropout', `seed must be an integer in [0, 2^32), got ${attrs.seed}`, { x });
     return { shape: x };
   },
   plan(ctx, attrs) {
     const n = sizeOf(ctx.outputShape);
     const [dy, dx] = [ctx.gradOut(), ctx.gradIn(0)];
     if (!active(attrs)) {
-      const copy = (src: typeof dy, dst: typeof dy): Step[] => (src && dst ? [{ copy: { src, dst, bytes: n * 4 } }] : []);
+      const copy = (src: typeof dy, dst: typeof dy): Step[] =>
+        src && dst ? [{ copy: { src, dst, bytes: n * 4 } }] : [];
       return { forward: copy(ctx.input(0), ctx.output()), backward: copy(dy, dx) };
     }
     const o = { n, p: attrs.p, seed: attrs.seed };
     const state = ctx.scratch(1, 'step');
-    const forward = [planDropoutAdvance(ctx.gpu, state), planDropoutForward(ctx.gpu, o, state, ctx.input(0), ctx.output())];
+    const forward = [
+      planDropoutAdvance(ctx.gpu, state),
+      planDropoutForward(ctx.gpu, o, state, ctx.input(0), ctx.output()),
+    ];
     return { forward, backward: dy && dx ? [planDropoutBackward(ctx.gpu, o, state, dy, dx)] : [] };
   },
   cpu: {
     forward: ([x], _s, attrs) => (active(attrs) ? dropoutRef(x, attrs.p, attrs.seed, ORACLE_STEP) : x.slice()),
-    backward: (_x, _s, attrs, _y, dy) => [active(attrs) ? dropoutRef(dy, attrs.p, attrs.seed, ORACLE_STEP) : dy.slice()],
+    backward: (_x, _s, attrs, _y, dy) => [
+      active(attrs) ? dropoutRef(dy, attrs.p, attrs.seed, ORACLE_STEP) : dy.slice(),
+    ],
   },
 });
 
 // The functional form, for `forward` methods (nn.F).
 /** Inverted dropout with a seeded mask (identity when training is false or p is 0). */
-export const dropout = (x: Tensor, p: number, seed: number, training = true): Tensor => apply(dropoutOp, [x], { p, seed, training });
+export const dropout = (x: Tensor, p: number, seed: number, training = true): Tensor =>
+  apply(dropoutOp, [x], { p, seed, training });
 
 /**
  * nn.Dropout(p) with a seeded mask in train mode; the identity in eval mode
@@ -59,7 +67,11 @@ export const dropout = (x: Tensor, p: number, seed: number, training = true): Te
  * initial mode.
  */
 export class Dropout extends Module {
-  constructor(readonly p: number, readonly seed = 0, training = true) {
+  constructor(
+    readonly p: number,
+    readonly seed = 0,
+    training = true,
+  ) {
     super();
     this.training = training;
   }

@@ -28,9 +28,21 @@ function dims(gpu: Gpu, o: DropoutOptions): GPUBuffer {
     throw new RingtrainError(ErrorCode.InvalidArgument, `dropout: p must be in [0, 1), got ${o.p}`, { p: o.p });
   }
   if (!Number.isInteger(o.seed) || o.seed < 0 || o.seed >= 2 ** 32) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `dropout: seed must be an integer in [0, 2^32), got ${o.seed}`, { seed: o.seed });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `dropout: seed must be an integer in [0, 2^32), got ${o.seed}`,
+      { seed: o.seed },
+    );
   }
-  return gpu.uniform([['u32', o.n], ['u32', dropoutThreshold(o.p)], ['f32', 1 / (1 - o.p)], ['u32', o.seed]], 'dropout-dims');
+  return gpu.uniform(
+    [
+      ['u32', o.n],
+      ['u32', dropoutThreshold(o.p)],
+      ['f32', 1 / (1 - o.p)],
+      ['u32', o.seed],
+    ],
+    'dropout-dims',
+  );
 }
 
 /** state[0] += 1: record once per training step, before the forward dispatch. */
@@ -42,11 +54,41 @@ export function planDropoutAdvance(gpu: Gpu, state: Binding): Dispatch {
 /** y = x · mask / (1 − p), mask from (seed, state[0]). */
 export function planDropoutForward(gpu: Gpu, o: DropoutOptions, state: Binding, x: Binding, y: Binding): Dispatch {
   checkBindings('dropout forward', { state: [state, 1], x: [x, o.n], y: [y, o.n] }, { n: o.n });
-  return planEntry(gpu, 'dropout', 'forward', [[0, dims(gpu, o)], [1, state], [2, x], [3, y]], linearGroups(o.n, 256));
+  return planEntry(
+    gpu,
+    'dropout',
+    'forward',
+    [
+      [0, dims(gpu, o)],
+      [1, state],
+      [2, x],
+      [3, y],
+    ],
+    linearGroups(o.n, 256),
+  );
 }
 
 /** dx (=, or += with `accumulate`) dy · mask / (1 − p), with forward's mask (same seed, same state[0]). */
-export function planDropoutBackward(gpu: Gpu, o: DropoutOptions, state: Binding, dy: Binding, dx: Binding, accumulate = false): Dispatch {
+export function planDropoutBackward(
+  gpu: Gpu,
+  o: DropoutOptions,
+  state: Binding,
+  dy: Binding,
+  dx: Binding,
+  accumulate = false,
+): Dispatch {
   checkBindings('dropout backward', { state: [state, 1], dy: [dy, o.n], dx: [dx, o.n] }, { n: o.n });
-  return planEntry(gpu, 'dropout', 'backward', [[0, dims(gpu, o)], [1, state], [4, dy], [5, dx]], linearGroups(o.n, 256), accumulateConstant(accumulate));
+  return planEntry(
+    gpu,
+    'dropout',
+    'backward',
+    [
+      [0, dims(gpu, o)],
+      [1, state],
+      [4, dy],
+      [5, dx],
+    ],
+    linearGroups(o.n, 256),
+    accumulateConstant(accumulate),
+  );
 }

@@ -14,7 +14,8 @@ import { positive } from '../../init.ts';
 export const embeddingOp = defineOp<Record<string, never>>({
   name: 'embedding',
   shape([ids, weight], _attrs, info) {
-    if (info.dtypes[0] !== 'u32' || info.dtypes[1] !== 'f32') throw shapeError(info, 'embedding', 'needs u32 ids and an f32 weight', { ids, weight });
+    if (info.dtypes[0] !== 'u32' || info.dtypes[1] !== 'f32')
+      throw shapeError(info, 'embedding', 'needs u32 ids and an f32 weight', { ids, weight });
     if (weight.length !== 2) throw shapeError(info, 'embedding', 'weight must be [vocab, dim]', { ids, weight });
     return { shape: [...ids, weight[1]] };
   },
@@ -23,11 +24,20 @@ export const embeddingOp = defineOp<Record<string, never>>({
     const s = { rows: sizeOf(ctx.inputShapes[0]), vocab, dim };
     const forward = planEmbeddingForward(ctx.gpu, s, ctx.input(0), ctx.input(1), ctx.output());
     const [dy, dw] = [ctx.gradOut(), ctx.gradIn(1)];
-    return { forward, backward: dy && dw ? planEmbeddingBackward(ctx.gpu, s, ctx.input(0), dy, dw, false, (words, label) => ctx.scratch(words, label)) : [] };
+    return {
+      forward,
+      backward:
+        dy && dw
+          ? planEmbeddingBackward(ctx.gpu, s, ctx.input(0), dy, dw, false, (words, label) => ctx.scratch(words, label))
+          : [],
+    };
   },
   cpu: {
     forward: ([ids, w], [idShape, [, dim]]) => embeddingRef(ids, w, sizeOf(idShape), dim),
-    backward: ([ids], [idShape, [vocab, dim]], _a, _y, dy) => [null, embeddingBackwardRef(ids, dy, sizeOf(idShape), vocab, dim)],
+    backward: ([ids], [idShape, [vocab, dim]], _a, _y, dy) => [
+      null,
+      embeddingBackwardRef(ids, dy, sizeOf(idShape), vocab, dim),
+    ],
   },
 });
 

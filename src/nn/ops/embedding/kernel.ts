@@ -11,7 +11,15 @@
 import { ErrorCode, RingtrainError } from '../../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gpu/gpu.ts';
 import { gpuScratch, planColumnSum, type Scratch } from '../../../gpu/kernels/reduce-rows.ts';
-import { accumulateConstant, checkBindings, checkDims, planEntry, rowSlices, type RowSlice, subRange } from '../../../gpu/kernels/common.ts';
+import {
+  accumulateConstant,
+  checkBindings,
+  checkDims,
+  planEntry,
+  rowSlices,
+  type RowSlice,
+  subRange,
+} from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
 defineKernel('embedding', { shader: 'embedding', entryPoints: ['forward', 'backward'] });
@@ -38,14 +46,45 @@ export interface EmbeddingShape {
 /** The uniform of one vocabulary slice: its rows [slice.start, slice.start + slice.count) of the whole `s.vocab`. */
 function dims(gpu: Gpu, s: EmbeddingShape, slice: RowSlice, chunk = s.rows): GPUBuffer {
   checkDims('embedding', { rows: s.rows, vocab: s.vocab, dim: s.dim });
-  return gpu.uniform([['u32', s.rows], ['u32', s.dim], ['u32', slice.count], ['u32', chunk], ['u32', slice.start], ['u32', s.vocab]], 'embedding-dims');
+  return gpu.uniform(
+    [
+      ['u32', s.rows],
+      ['u32', s.dim],
+      ['u32', slice.count],
+      ['u32', chunk],
+      ['u32', slice.start],
+      ['u32', s.vocab],
+    ],
+    'embedding-dims',
+  );
 }
 
 /** out[r, :] = weight[ids[r], :]; ids are u32 (check them with `checkIds`). One dispatch per slice of the weight's rows. */
-export function planEmbeddingForward(gpu: Gpu, s: EmbeddingShape, ids: Binding, weight: Binding, out: Binding): Dispatch[] {
-  checkBindings('embedding forward', { ids: [ids, s.rows], weight: [weight, s.vocab * s.dim], out: [out, s.rows * s.dim] }, { shape: { ...s } });
+export function planEmbeddingForward(
+  gpu: Gpu,
+  s: EmbeddingShape,
+  ids: Binding,
+  weight: Binding,
+  out: Binding,
+): Dispatch[] {
+  checkBindings(
+    'embedding forward',
+    { ids: [ids, s.rows], weight: [weight, s.vocab * s.dim], out: [out, s.rows * s.dim] },
+    { shape: { ...s } },
+  );
   return rowSlices(gpu, s.vocab, s.dim, 'embedding forward: the weight').map((slice) =>
-    planEntry(gpu, 'embedding', 'forward', [[0, dims(gpu, s, slice)], [1, ids], [2, subRange(weight, slice.start * s.dim, slice.count * s.dim)], [3, out]], linearGroups(s.rows * s.dim, 256)),
+    planEntry(
+      gpu,
+      'embedding',
+      'forward',
+      [
+        [0, dims(gpu, s, slice)],
+        [1, ids],
+        [2, subRange(weight, slice.start * s.dim, slice.count * s.dim)],
+        [3, out],
+      ],
+      linearGroups(s.rows * s.dim, 256),
+    ),
   );
 }
 
@@ -57,31 +96,70 @@ export function planEmbeddingForward(gpu: Gpu, s: EmbeddingShape, ids: Binding, 
  * would pass one binding; the slices share one partials buffer, which each
  * slice's sum has read before the next slice's pass writes it (dispatches run in order).
  */
-export function planEmbeddingBackward(gpu: Gpu, s: EmbeddingShape, ids: Binding, dy: Binding, dweight: Binding, accumulate = false, scratch: Scratch = gpuScratch(gpu)): Dispatch[] {
-  checkBindings('embedding backward', { ids: [ids, s.rows], dy: [dy, s.rows * s.dim], dweight: [dweight, s.vocab * s.dim] }, { shape: { ...s } });
+export function planEmbeddingBackward(
+  gpu: Gpu,
+  s: EmbeddingShape,
+  ids: Binding,
+  dy: Binding,
+  dweight: Binding,
+  accumulate = false,
+  scratch: Scratch = gpuScratch(gpu),
+): Dispatch[] {
+  checkBindings(
+    'embedding backward',
+    { ids: [ids, s.rows], dy: [dy, s.rows * s.dim], dweight: [dweight, s.vocab * s.dim] },
+    { shape: { ...s } },
+  );
   const { chunk, chunks } = embeddingChunks(s);
-  const slices = rowSlices(gpu, s.vocab, s.dim, 'embedding backward: the weight\'s gradient', s.dim * chunks);
+  const slices = rowSlices(gpu, s.vocab, s.dim, "embedding backward: the weight's gradient", s.dim * chunks);
   const partials = chunks === 1 ? null : scratch(chunks * slices[0].count * s.dim, 'embedding-partials');
   return slices.flatMap((slice) => {
     const entries = slice.count * s.dim;
     const target = subRange(dweight, slice.start * s.dim, entries);
     const pass = (out: Binding, acc: boolean) =>
-      planEntry(gpu, 'embedding', 'backward', [[0, dims(gpu, s, slice, chunk)], [1, ids], [4, dy], [5, out]], linearGroups(chunks * entries, 256), accumulateConstant(acc));
+      planEntry(
+        gpu,
+        'embedding',
+        'backward',
+        [
+          [0, dims(gpu, s, slice, chunk)],
+          [1, ids],
+          [4, dy],
+          [5, out],
+        ],
+        linearGroups(chunks * entries, 256),
+        accumulateConstant(acc),
+      );
     if (!partials) return [pass(target, accumulate)];
     const here = subRange(partials, 0, chunks * entries);
-    return [pass(here, false), ...planColumnSum(gpu, here, target, { rows: chunks, cols: entries, accumulate }, scratch)];
+    return [
+      pass(here, false),
+      ...planColumnSum(gpu, here, target, { rows: chunks, cols: entries, accumulate }, scratch),
+    ];
   });
 }
 
 /** Copies ids into a Uint32Array for upload, refusing any that is not an integer in [0, vocab). */
-export function checkIds(ids: ArrayLike<number>, rows: number, vocab: number, out: Uint32Array = new Uint32Array(rows)): Uint32Array {
+export function checkIds(
+  ids: ArrayLike<number>,
+  rows: number,
+  vocab: number,
+  out: Uint32Array = new Uint32Array(rows),
+): Uint32Array {
   if (ids.length < rows) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${rows} token ids, got ${ids.length}`, { expected: rows, got: ids.length });
+    throw new RingtrainError(ErrorCode.InvalidArgument, `expected ${rows} token ids, got ${ids.length}`, {
+      expected: rows,
+      got: ids.length,
+    });
   }
   for (let i = 0; i < rows; i++) {
     const v = ids[i];
     if (!Number.isInteger(v) || v < 0 || v >= vocab) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `token id ${i} is ${v}; ids must be integers in [0, ${vocab}) (the embedding's vocabulary size)`, { index: i, id: v, vocab });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `token id ${i} is ${v}; ids must be integers in [0, ${vocab}) (the embedding's vocabulary size)`,
+        { index: i, id: v, vocab },
+      );
     }
     out[i] = v;
   }

@@ -36,7 +36,11 @@ export const gelu = (x: Tensor): Tensor => apply(geluOp, [x], {});
 export class GELU extends Module {
   constructor(readonly approximate: 'none' | 'tanh' = 'none') {
     super();
-    if (approximate !== 'none' && approximate !== 'tanh') throw new RingtrainError(ErrorCode.InvalidArgument, `GELU: approximate must be 'none' or 'tanh', got ${String(approximate)}`);
+    if (approximate !== 'none' && approximate !== 'tanh')
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `GELU: approximate must be 'none' or 'tanh', got ${String(approximate)}`,
+      );
   }
   forward(x: Tensor): Tensor {
     return this.approximate === 'tanh' ? geluTanh(x) : gelu(x);

@@ -21,7 +21,11 @@ export const layerNormOp = defineOp<LayerNormAttrs>({
     requireF32(info, 'layerNorm', [x, w, b]);
     const c = x[x.length - 1];
     if (!w || !b || w.length !== 1 || b.length !== 1 || w[0] !== c || b[0] !== c) {
-      throw shapeError(info, 'layerNorm', `weight and bias must both be [${c}] (x's last dimension)`, { x, weight: w ?? [], bias: b ?? [] });
+      throw shapeError(info, 'layerNorm', `weight and bias must both be [${c}] (x's last dimension)`, {
+        x,
+        weight: w ?? [],
+        bias: b ?? [],
+      });
     }
     return { shape: x };
   },
@@ -29,18 +33,31 @@ export const layerNormOp = defineOp<LayerNormAttrs>({
     const { rows, cols } = rowsOf(ctx.inputShapes[0]);
     const s = { rows, cols, eps: attrs.eps ?? LAYER_NORM_EPS };
     const stats = ctx.scratch(2 * rows, 'mean-rstd');
-    const forward = [planLayerNormForward(ctx.gpu, s, { x: ctx.input(0), weight: ctx.input(1), bias: ctx.input(2), y: ctx.output(), stats })];
+    const forward = [
+      planLayerNormForward(ctx.gpu, s, {
+        x: ctx.input(0),
+        weight: ctx.input(1),
+        bias: ctx.input(2),
+        y: ctx.output(),
+        stats,
+      }),
+    ];
     const dy = ctx.gradOut();
     if (!dy || [0, 1, 2].every((i) => !ctx.gradIn(i))) return { forward, backward: [] };
-    const backward = planLayerNormBackward(ctx.gpu, s, {
-      x: ctx.input(0),
-      weight: ctx.input(1),
-      stats,
-      dy,
-      dx: gradOrScratch(ctx, 0, rows * cols, 'layerNorm dx'),
-      dweight: gradOrScratch(ctx, 1, cols, 'layerNorm dweight'),
-      dbias: gradOrScratch(ctx, 2, cols, 'layerNorm dbias'),
-    }, { scratch: (words, label) => ctx.scratch(words, label) });
+    const backward = planLayerNormBackward(
+      ctx.gpu,
+      s,
+      {
+        x: ctx.input(0),
+        weight: ctx.input(1),
+        stats,
+        dy,
+        dx: gradOrScratch(ctx, 0, rows * cols, 'layerNorm dx'),
+        dweight: gradOrScratch(ctx, 1, cols, 'layerNorm dweight'),
+        dbias: gradOrScratch(ctx, 2, cols, 'layerNorm dbias'),
+      },
+      { scratch: (words, label) => ctx.scratch(words, label) },
+    );
     return { forward, backward };
   },
   cpu: {
@@ -60,13 +77,17 @@ type T = Tensor | Parameter;
 
 // The functional form, for `forward` methods (nn.F).
 /** Layer norm over the last dimension (nn.LayerNorm). */
-export const layerNorm = (x: Tensor, weight: T, bias: T, eps?: number): Tensor => apply(layerNormOp, [x, weight, bias], eps === undefined ? {} : { eps });
+export const layerNorm = (x: Tensor, weight: T, bias: T, eps?: number): Tensor =>
+  apply(layerNormOp, [x, weight, bias], eps === undefined ? {} : { eps });
 
 /** nn.LayerNorm(dim): weight ones, bias zeros. */
 export class LayerNorm extends Module {
   readonly weight: Parameter;
   readonly bias: Parameter;
-  constructor(dim: number, readonly eps = 1e-5) {
+  constructor(
+    dim: number,
+    readonly eps = 1e-5,
+  ) {
     super();
     positive('LayerNorm', { dim });
     this.weight = new Parameter([dim], (out) => out.fill(1));

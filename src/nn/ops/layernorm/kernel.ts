@@ -24,15 +24,44 @@ export interface LayerNormShape {
 
 function dims(gpu: Gpu, s: LayerNormShape): GPUBuffer {
   checkDims('layerNorm', { rows: s.rows, cols: s.cols });
-  return gpu.uniform([['u32', s.rows], ['u32', s.cols], ['f32', s.eps ?? LAYER_NORM_EPS], ['u32', LAYER_NORM_PARAM_CHUNK]], 'layernorm-dims');
+  return gpu.uniform(
+    [
+      ['u32', s.rows],
+      ['u32', s.cols],
+      ['f32', s.eps ?? LAYER_NORM_EPS],
+      ['u32', LAYER_NORM_PARAM_CHUNK],
+    ],
+    'layernorm-dims',
+  );
 }
 
 /** y = layerNorm(x) · weight + bias; stats [rows × 2] receives (mean, rstd) per row for backward. */
-export function planLayerNormForward(gpu: Gpu, s: LayerNormShape, b: { x: Binding; weight: Binding; bias: Binding; y: Binding; stats: Binding }): Dispatch {
+export function planLayerNormForward(
+  gpu: Gpu,
+  s: LayerNormShape,
+  b: { x: Binding; weight: Binding; bias: Binding; y: Binding; stats: Binding },
+): Dispatch {
   const n = s.rows * s.cols;
-  checkBindings('layerNorm forward', { x: [b.x, n], weight: [b.weight, s.cols], bias: [b.bias, s.cols], y: [b.y, n], stats: [b.stats, 2 * s.rows] }, { shape: { ...s } });
+  checkBindings(
+    'layerNorm forward',
+    { x: [b.x, n], weight: [b.weight, s.cols], bias: [b.bias, s.cols], y: [b.y, n], stats: [b.stats, 2 * s.rows] },
+    { shape: { ...s } },
+  );
   const u = dims(gpu, s);
-  return planEntry(gpu, 'layernorm', 'forward', [[0, u], [1, b.x], [2, b.weight], [3, b.bias], [4, b.y], [5, b.stats]], linearGroups(s.rows, 64));
+  return planEntry(
+    gpu,
+    'layernorm',
+    'forward',
+    [
+      [0, u],
+      [1, b.x],
+      [2, b.weight],
+      [3, b.bias],
+      [4, b.y],
+      [5, b.stats],
+    ],
+    linearGroups(s.rows, 64),
+  );
 }
 
 export interface LayerNormBackwardBuffers {
@@ -62,14 +91,50 @@ export function planLayerNormBackward(
   const n = s.rows * s.cols;
   checkBindings(
     'layerNorm backward',
-    { x: [b.x, n], weight: [b.weight, s.cols], stats: [b.stats, 2 * s.rows], dy: [b.dy, n], dx: [b.dx, n], dweight: [b.dweight, s.cols], dbias: [b.dbias, s.cols] },
+    {
+      x: [b.x, n],
+      weight: [b.weight, s.cols],
+      stats: [b.stats, 2 * s.rows],
+      dy: [b.dy, n],
+      dx: [b.dx, n],
+      dweight: [b.dweight, s.cols],
+      dbias: [b.dbias, s.cols],
+    },
     { shape: { ...s } },
   );
   const u = dims(gpu, s);
-  const input = planEntry(gpu, 'layernorm', 'backward_input', [[0, u], [1, b.x], [2, b.weight], [6, b.dy], [7, b.stats], [8, b.dx]], linearGroups(s.rows, 64), accumulateConstant(opts.accumulate));
+  const input = planEntry(
+    gpu,
+    'layernorm',
+    'backward_input',
+    [
+      [0, u],
+      [1, b.x],
+      [2, b.weight],
+      [6, b.dy],
+      [7, b.stats],
+      [8, b.dx],
+    ],
+    linearGroups(s.rows, 64),
+    accumulateConstant(opts.accumulate),
+  );
   const chunks = Math.ceil(s.rows / LAYER_NORM_PARAM_CHUNK);
   const params = (dweight: Binding, dbias: Binding, accumulate: boolean | undefined) =>
-    planEntry(gpu, 'layernorm', 'backward_params', [[0, u], [1, b.x], [6, b.dy], [7, b.stats], [9, dweight], [10, dbias]], linearGroups(chunks * s.cols, 64), accumulateConstant(accumulate));
+    planEntry(
+      gpu,
+      'layernorm',
+      'backward_params',
+      [
+        [0, u],
+        [1, b.x],
+        [6, b.dy],
+        [7, b.stats],
+        [9, dweight],
+        [10, dbias],
+      ],
+      linearGroups(chunks * s.cols, 64),
+      accumulateConstant(accumulate),
+    );
   if (chunks === 1) return [input, params(b.dweight, b.dbias, opts.accumulateParams)];
   const scratch = opts.scratch ?? gpuScratch(gpu);
   const [pw, pb] = scratchRanges(scratch, [chunks * s.cols, chunks * s.cols], 'layernorm-param-partials');

@@ -4,7 +4,14 @@
  */
 type Vec = ArrayLike<number>;
 
-export function layerNormRef(x: Vec, w: Vec, b: Vec, rows: number, cols: number, eps = 1e-5): { y: Float64Array; mean: Float64Array; rstd: Float64Array } {
+export function layerNormRef(
+  x: Vec,
+  w: Vec,
+  b: Vec,
+  rows: number,
+  cols: number,
+  eps = 1e-5,
+): { y: Float64Array; mean: Float64Array; rstd: Float64Array } {
   const y = new Float64Array(rows * cols);
   const mean = new Float64Array(rows);
   const rstd = new Float64Array(rows);
@@ -22,7 +29,14 @@ export function layerNormRef(x: Vec, w: Vec, b: Vec, rows: number, cols: number,
   return { y, mean, rstd };
 }
 
-export function layerNormBackwardRef(x: Vec, w: Vec, dy: Vec, rows: number, cols: number, eps = 1e-5): { dx: Float64Array; dw: Float64Array; db: Float64Array } {
+export function layerNormBackwardRef(
+  x: Vec,
+  w: Vec,
+  dy: Vec,
+  rows: number,
+  cols: number,
+  eps = 1e-5,
+): { dx: Float64Array; dw: Float64Array; db: Float64Array } {
   const { mean, rstd } = layerNormRef(x, w, new Float64Array(cols), rows, cols, eps);
   const dx = new Float64Array(rows * cols);
   const dw = new Float64Array(cols);
@@ -38,7 +52,8 @@ export function layerNormBackwardRef(x: Vec, w: Vec, dy: Vec, rows: number, cols
       dw[c] += dy[r * cols + c] * xhat(c);
       db[c] += dy[r * cols + c];
     }
-    for (let c = 0; c < cols; c++) dx[r * cols + c] = rstd[r] * (dy[r * cols + c] * w[c] - sg / cols - (xhat(c) * sgx) / cols);
+    for (let c = 0; c < cols; c++)
+      dx[r * cols + c] = rstd[r] * (dy[r * cols + c] * w[c] - sg / cols - (xhat(c) * sgx) / cols);
   }
   return { dx, dw, db };
 }

@@ -31,9 +31,17 @@ export const linearOp = defineOp<LinearAttrs>({
   fusesReluAfter: true,
   shape([x, w, b], _attrs, info) {
     requireF32(info, 'linear', [x, w, ...(b ? [b] : [])]);
-    if (x.length < 1 || w.length !== 2) throw shapeError(info, 'linear', 'needs x [..., in] and weight [out, in]', { x, weight: w });
-    if (x[x.length - 1] !== w[1]) throw shapeError(info, 'linear', `x's last dimension ${x[x.length - 1]} must equal the weight's in-features ${w[1]}`, { x, weight: w });
-    if (b && (b.length !== 1 || b[0] !== w[0])) throw shapeError(info, 'linear', `bias must be [${w[0]}]`, { weight: w, bias: b });
+    if (x.length < 1 || w.length !== 2)
+      throw shapeError(info, 'linear', 'needs x [..., in] and weight [out, in]', { x, weight: w });
+    if (x[x.length - 1] !== w[1])
+      throw shapeError(
+        info,
+        'linear',
+        `x's last dimension ${x[x.length - 1]} must equal the weight's in-features ${w[1]}`,
+        { x, weight: w },
+      );
+    if (b && (b.length !== 1 || b[0] !== w[0]))
+      throw shapeError(info, 'linear', `bias must be [${w[0]}]`, { weight: w, bias: b });
     return { shape: [...x.slice(0, -1), w[0]] };
   },
   plan(ctx, attrs) {
@@ -41,14 +49,24 @@ export const linearOp = defineOp<LinearAttrs>({
     const hasBias = ctx.inputShapes.length === 3;
     const scratch = (words: number, label: string) => ctx.scratch(words, label);
     // A weight bigger than one binding (a vocabulary-sized head) is planned in slices: matmul-slices.ts.
-    const forward: Step[] = planMatmulAnySize(ctx.gpu, ctx.input(0), ctx.input(1), ctx.output(), { m: rows, n: outF, k: inF, transB: true, bias: hasBias ? ctx.input(2) : undefined, relu: attrs.relu }, scratch);
+    const forward: Step[] = planMatmulAnySize(
+      ctx.gpu,
+      ctx.input(0),
+      ctx.input(1),
+      ctx.output(),
+      { m: rows, n: outF, k: inF, transB: true, bias: hasBias ? ctx.input(2) : undefined, relu: attrs.relu },
+      scratch,
+    );
     const dy = ctx.gradOut();
     if (!dy) return { forward, backward: [] };
     const backward: Step[] = [];
     // ReLU'(z) = [relu(z) > 0]: the stored output serves as the mask.
     if (attrs.relu) backward.push(planActivationBackward(ctx.gpu, 'relu', ctx.output(), dy, rows * outF));
     const [dx, dw, db] = [ctx.gradIn(0), ctx.gradIn(1), hasBias ? ctx.gradIn(2) : null];
-    if (dw) backward.push(...planMatmulSteps(ctx.gpu, dy, ctx.input(0), dw, { m: outF, n: inF, k: rows, transA: true }, scratch));
+    if (dw)
+      backward.push(
+        ...planMatmulSteps(ctx.gpu, dy, ctx.input(0), dw, { m: outF, n: inF, k: rows, transA: true }, scratch),
+      );
     if (db) backward.push(...planBiasGradSteps(ctx.gpu, dy, db, rows, outF, scratch));
     if (dx) backward.push(...planMatmulAnySize(ctx.gpu, dy, ctx.input(1), dx, { m: rows, n: inF, k: outF }, scratch));
     return { forward, backward };
@@ -88,25 +106,38 @@ export const linearOp = defineOp<LinearAttrs>({
 type T = Tensor | Parameter;
 
 // The functional form, for `forward` methods (nn.F).
-export const linear = (x: Tensor, weight: T, bias?: T): Tensor => apply(linearOp, bias ? [x, weight, bias] : [x, weight], {});
+export const linear = (x: Tensor, weight: T, bias?: T): Tensor =>
+  apply(linearOp, bias ? [x, weight, bias] : [x, weight], {});
 
 export class Linear extends Module {
   readonly weight: Parameter;
   readonly bias: Parameter | null;
   /** `init` is a scheme, or `{ std }`: weights N(0, std²) and zero biases (GPT-2's initialisation). */
-  constructor(readonly inFeatures: number, readonly outFeatures: number, options: { bias?: boolean; init?: InitScheme | { std: number } } = {}) {
+  constructor(
+    readonly inFeatures: number,
+    readonly outFeatures: number,
+    options: { bias?: boolean; init?: InitScheme | { std: number } } = {},
+  ) {
     super();
     positive('Linear', { inFeatures, outFeatures });
     if (typeof options.init === 'object') {
       const std = options.init.std;
-      this.weight = new Parameter([outFeatures, inFeatures], (out, rand) => out.forEach((_, i) => (out[i] = rand.normal() * std)));
+      this.weight = new Parameter([outFeatures, inFeatures], (out, rand) =>
+        out.forEach((_, i) => (out[i] = rand.normal() * std)),
+      );
       this.bias = options.bias === false ? null : new Parameter([outFeatures], zeros);
       return;
     }
     const scheme = options.init ?? 'torch';
     const w = weightInit(scheme, inFeatures, outFeatures);
-    this.weight = new Parameter([outFeatures, inFeatures], scheme === 'torch' ? w : transposed(w, outFeatures, inFeatures));
-    this.bias = options.bias === false ? null : new Parameter([outFeatures], scheme === 'torch' ? uniformInit(1 / Math.sqrt(inFeatures)) : zeros);
+    this.weight = new Parameter(
+      [outFeatures, inFeatures],
+      scheme === 'torch' ? w : transposed(w, outFeatures, inFeatures),
+    );
+    this.bias =
+      options.bias === false
+        ? null
+        : new Parameter([outFeatures], scheme === 'torch' ? uniformInit(1 / Math.sqrt(inFeatures)) : zeros);
   }
   forward(x: Tensor): Tensor {
     return linear(x, this.weight, this.bias ?? undefined);

@@ -23,8 +23,10 @@ export const matmulOp = defineOp<Record<string, never>>({
     const dc = ctx.gradOut();
     const backward: Step[] = [];
     const [da, db] = [ctx.gradIn(0), ctx.gradIn(1)];
-    if (dc && da) backward.push(...planMatmulAnySize(ctx.gpu, dc, ctx.input(1), da, { m, n: k, k: n, transB: true }, scratch));
-    if (dc && db) backward.push(...planMatmulSteps(ctx.gpu, ctx.input(0), dc, db, { m: k, n, k: m, transA: true }, scratch));
+    if (dc && da)
+      backward.push(...planMatmulAnySize(ctx.gpu, dc, ctx.input(1), da, { m, n: k, k: n, transB: true }, scratch));
+    if (dc && db)
+      backward.push(...planMatmulSteps(ctx.gpu, ctx.input(0), dc, db, { m: k, n, k: m, transA: true }, scratch));
     return { forward, backward };
   },
   cpu: {

@@ -21,12 +21,16 @@ export const maxPool2dOp = defineOp<MaxPoolAttrs>({
   fusesReluBefore: true,
   shape([x], _attrs, info) {
     requireF32(info, 'maxPool2d', [x]);
-    if (x.length !== 4 || x[2] < 2 || x[3] < 2) throw shapeError(info, 'maxPool2d', 'needs x [N, C, H, W] with H, W ≥ 2', { x });
+    if (x.length !== 4 || x[2] < 2 || x[3] < 2)
+      throw shapeError(info, 'maxPool2d', 'needs x [N, C, H, W] with H, W ≥ 2', { x });
     return { shape: [x[0], x[1], Math.floor(x[2] / 2), Math.floor(x[3] / 2)] };
   },
   plan(ctx, attrs) {
     const s = poolShape(ctx.inputShapes[0]);
-    const argmax = ctx.scratch(ctx.outputShape.reduce((a, b) => a * b, 1), 'argmax');
+    const argmax = ctx.scratch(
+      ctx.outputShape.reduce((a, b) => a * b, 1),
+      'argmax',
+    );
     const forward: Step[] = [planMaxPoolForward(ctx.gpu, s, ctx.input(0), ctx.output(), argmax, attrs.relu === true)];
     const [dy, dx] = [ctx.gradOut(), ctx.gradIn(0)];
     return { forward, backward: dy && dx ? [planMaxPoolBackward(ctx.gpu, s, dy, argmax, dx)] : [] };

@@ -28,11 +28,17 @@ export function checkPoolShape(s: PoolShape): { oh: number; ow: number } {
   for (const key of ['n', 'c', 'h', 'w'] as const) {
     const v = s[key];
     if (!Number.isInteger(v) || v < 1) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `maxpool2x2: ${key} must be a positive integer, got ${v}`, { shape: { ...s } });
+      throw new RingtrainError(ErrorCode.InvalidArgument, `maxpool2x2: ${key} must be a positive integer, got ${v}`, {
+        shape: { ...s },
+      });
     }
   }
   if (s.h < 2 || s.w < 2) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `maxpool2x2: the input must be at least 2x2, got ${s.h}x${s.w}`, { shape: { ...s } });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `maxpool2x2: the input must be at least 2x2, got ${s.h}x${s.w}`,
+      { shape: { ...s } },
+    );
   }
   return { oh: Math.floor(s.h / 2), ow: Math.floor(s.w / 2) };
 }
@@ -44,12 +50,20 @@ export function poolSizes(s: PoolShape): { x: number; y: number } {
 
 function checkLength(what: string, a: ArrayLike<number>, want: number, s: PoolShape): void {
   if (a.length !== want) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `maxpool2x2: ${what} has ${a.length} elements, the shape needs ${want}`, { what, shape: { ...s } });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `maxpool2x2: ${what} has ${a.length} elements, the shape needs ${want}`,
+      { what, shape: { ...s } },
+    );
   }
 }
 
 /** Returns the pooled values and, per output, the winning cell (0..3). */
-export function maxPoolForwardCpu(s: PoolShape, x: Float32Array, relu = false): { y: Float32Array; argmax: Uint32Array } {
+export function maxPoolForwardCpu(
+  s: PoolShape,
+  x: Float32Array,
+  relu = false,
+): { y: Float32Array; argmax: Uint32Array } {
   const { oh, ow } = checkPoolShape(s);
   const sz = poolSizes(s);
   checkLength('x', x, sz.x, s);

@@ -9,13 +9,16 @@ export const mseOp = defineOp<Record<string, never>>({
   name: 'mseLoss',
   shape([pred, target], _attrs, info) {
     requireF32(info, 'mseLoss', [pred, target]);
-    if (pred.length !== target.length || pred.some((d, i) => d !== target[i])) throw shapeError(info, 'mseLoss', 'prediction and target must have the same shape', { pred, target });
+    if (pred.length !== target.length || pred.some((d, i) => d !== target[i]))
+      throw shapeError(info, 'mseLoss', 'prediction and target must have the same shape', { pred, target });
     return { shape: [1] };
   },
   plan(ctx) {
     const n = sizeOf(ctx.inputShapes[0]);
     const [pred, target] = [ctx.input(0), ctx.input(1)];
-    const forward = planMseLoss(ctx.gpu, { pred, target, result: ctx.output() }, n, 0, (words, label) => ctx.scratch(words, label));
+    const forward = planMseLoss(ctx.gpu, { pred, target, result: ctx.output() }, n, 0, (words, label) =>
+      ctx.scratch(words, label),
+    );
     const [dl, dp, dt] = [ctx.gradOut(), ctx.gradIn(0), ctx.gradIn(1)];
     if (!dl || (!dp && !dt)) return { forward, backward: [] };
     // The target's gradient is minus the prediction's: computed there (or in scratch) and negated.

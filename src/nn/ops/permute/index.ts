@@ -25,7 +25,8 @@ export const permuteOp = defineOp<PermuteAttrs>({
     try {
       return { shape: permutedShape(x, attrs.perm) };
     } catch (err) {
-      if (err instanceof RingtrainError) throw shapeError(info, 'permute', `[${attrs.perm.join(', ')}] is not a permutation of x's dimensions`, { x });
+      if (err instanceof RingtrainError)
+        throw shapeError(info, 'permute', `[${attrs.perm.join(', ')}] is not a permutation of x's dimensions`, { x });
       throw err;
     }
   },
@@ -33,11 +34,16 @@ export const permuteOp = defineOp<PermuteAttrs>({
     const shape = ctx.inputShapes[0];
     const forward = [planTranspose(ctx.gpu, ctx.input(0), shape, attrs.perm, ctx.output())];
     const [dy, dx] = [ctx.gradOut(), ctx.gradIn(0)];
-    return { forward, backward: dy && dx ? [planTranspose(ctx.gpu, dy, ctx.outputShape, inversePermutation(attrs.perm), dx)] : [] };
+    return {
+      forward,
+      backward: dy && dx ? [planTranspose(ctx.gpu, dy, ctx.outputShape, inversePermutation(attrs.perm), dx)] : [],
+    };
   },
   cpu: {
     forward: ([x], [s], attrs) => permuteRef(x, s, attrs.perm),
-    backward: (_x, [s], attrs, _y, dy) => [permuteRef(dy, permutedShape(s, attrs.perm), inversePermutation(attrs.perm))],
+    backward: (_x, [s], attrs, _y, dy) => [
+      permuteRef(dy, permutedShape(s, attrs.perm), inversePermutation(attrs.perm)),
+    ],
   },
 });
 
@@ -51,8 +57,23 @@ export const sliceOp = defineOp<SliceAttrs>({
   name: 'slice',
   shape([x], { axis, start, length }, info) {
     requireF32(info, 'slice', [x]);
-    const ok = x.length <= MAX_RANK && Number.isInteger(axis) && axis >= 0 && axis < x.length && Number.isInteger(start) && Number.isInteger(length) && start >= 0 && length >= 1 && start + length <= x[axis];
-    if (!ok) throw shapeError(info, 'slice', `window [${start}, ${start + length}) on axis ${axis} does not fit (at most ${MAX_RANK} dimensions)`, { x });
+    const ok =
+      x.length <= MAX_RANK &&
+      Number.isInteger(axis) &&
+      axis >= 0 &&
+      axis < x.length &&
+      Number.isInteger(start) &&
+      Number.isInteger(length) &&
+      start >= 0 &&
+      length >= 1 &&
+      start + length <= x[axis];
+    if (!ok)
+      throw shapeError(
+        info,
+        'slice',
+        `window [${start}, ${start + length}) on axis ${axis} does not fit (at most ${MAX_RANK} dimensions)`,
+        { x },
+      );
     return { shape: x.map((d, i) => (i === axis ? length : d)) };
   },
   plan(ctx, { axis, start, length }) {
@@ -60,7 +81,13 @@ export const sliceOp = defineOp<SliceAttrs>({
     const forward = [planWindowCopy(ctx.gpu, ctx.input(0), shape, axis, start, length, ctx.output(), false)];
     const [dy, dx] = [ctx.gradOut(), ctx.gradIn(0)];
     if (!dy || !dx) return { forward, backward: [] };
-    return { forward, backward: [planFill(ctx.gpu, dx, sizeOf(shape)), planWindowCopy(ctx.gpu, dx, shape, axis, start, length, dy, true)] };
+    return {
+      forward,
+      backward: [
+        planFill(ctx.gpu, dx, sizeOf(shape)),
+        planWindowCopy(ctx.gpu, dx, shape, axis, start, length, dy, true),
+      ],
+    };
   },
   cpu: {
     forward: ([x], [s], { axis, start, length }) => sliceRef(x, s, axis, start, length),
@@ -78,13 +105,20 @@ export const concatOp = defineOp<ConcatAttrs>({
     requireF32(info, 'concat', xs);
     const first = xs[0];
     const named = Object.fromEntries(xs.map((s, i) => [`input ${i}`, s]));
-    if (first.length > MAX_RANK || !Number.isInteger(axis) || axis < 0 || axis >= first.length) throw shapeError(info, 'concat', `axis ${axis} is not a dimension (at most ${MAX_RANK})`, named);
-    if (xs.some((s) => s.length !== first.length || s.some((d, i) => i !== axis && d !== first[i]))) throw shapeError(info, 'concat', `shapes must match except on axis ${axis}`, named);
+    if (first.length > MAX_RANK || !Number.isInteger(axis) || axis < 0 || axis >= first.length)
+      throw shapeError(info, 'concat', `axis ${axis} is not a dimension (at most ${MAX_RANK})`, named);
+    if (xs.some((s) => s.length !== first.length || s.some((d, i) => i !== axis && d !== first[i])))
+      throw shapeError(info, 'concat', `shapes must match except on axis ${axis}`, named);
     return { shape: first.map((d, i) => (i === axis ? xs.reduce((t, s) => t + s[axis], 0) : d)) };
   },
   plan(ctx, { axis }) {
     const shapes = ctx.inputShapes;
-    const forward = planConcat(ctx.gpu, shapes.map((shape, i) => ({ buffer: ctx.input(i), shape })), axis, ctx.output());
+    const forward = planConcat(
+      ctx.gpu,
+      shapes.map((shape, i) => ({ buffer: ctx.input(i), shape })),
+      axis,
+      ctx.output(),
+    );
     const dy = ctx.gradOut();
     const backward: Step[] = [];
     let start = 0;
@@ -96,7 +130,11 @@ export const concatOp = defineOp<ConcatAttrs>({
     return { forward, backward };
   },
   cpu: {
-    forward: (xs, shapes, { axis }) => concatRef(xs.map((data, i) => ({ data, shape: shapes[i] })), axis),
+    forward: (xs, shapes, { axis }) =>
+      concatRef(
+        xs.map((data, i) => ({ data, shape: shapes[i] })),
+        axis,
+      ),
     backward(_xs, shapes, { axis }, _y, dy) {
       const outShape = shapes[0].map((d, i) => (i === axis ? shapes.reduce((t, s) => t + s[axis], 0) : d));
       let start = 0;
@@ -111,5 +149,6 @@ export const concatOp = defineOp<ConcatAttrs>({
 
 // The functional forms, for `forward` methods (nn.F).
 export const permute = (x: Tensor, perm: number[]): Tensor => apply(permuteOp, [x], { perm });
-export const slice = (x: Tensor, axis: number, start: number, length: number): Tensor => apply(sliceOp, [x], { axis, start, length });
+export const slice = (x: Tensor, axis: number, start: number, length: number): Tensor =>
+  apply(sliceOp, [x], { axis, start, length });
 export const concat = (xs: Tensor[], axis: number): Tensor => apply(concatOp, xs, { axis });

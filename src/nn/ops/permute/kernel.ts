@@ -21,19 +21,47 @@ function stridesOf(shape: readonly number[]): number[] {
 
 function checkRank(what: string, shape: readonly number[]): void {
   if (shape.length < 1 || shape.length > RANK) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: shape [${shape.join(', ')}] must have 1 to ${RANK} dimensions`, { shape: [...shape] });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: shape [${shape.join(', ')}] must have 1 to ${RANK} dimensions`,
+      { shape: [...shape] },
+    );
   }
   checkDims(what, Object.fromEntries(shape.map((d, i) => [`dim${i}`, d])));
 }
 
 /** One strided copy over `shape`: dst[dstOffset + c·dstStride] (=|+=) src[srcOffset + c·srcStride]. */
-function planCopy(gpu: Gpu, what: string, shape: number[], src: Binding, srcStride: number[], srcOffset: number, dst: Binding, dstStride: number[], dstOffset: number, accumulate: boolean): Dispatch {
+function planCopy(
+  gpu: Gpu,
+  what: string,
+  shape: number[],
+  src: Binding,
+  srcStride: number[],
+  srcOffset: number,
+  dst: Binding,
+  dstStride: number[],
+  dstOffset: number,
+  accumulate: boolean,
+): Dispatch {
   const pad = RANK - shape.length;
   const p = (v: number[], fill: number) => [...new Array<number>(pad).fill(fill), ...v];
   const n = sizeOf(shape);
-  const fields = [...p(shape, 1), ...p(srcStride, 0), ...p(dstStride, 0), n, srcOffset, dstOffset].map((v) => ['u32', v] as UniformField);
+  const fields = [...p(shape, 1), ...p(srcStride, 0), ...p(dstStride, 0), n, srcOffset, dstOffset].map(
+    (v) => ['u32', v] as UniformField,
+  );
   fields.push(['f32', 0]);
-  return planEntry(gpu, 'strided', 'copy', [[0, gpu.uniform(fields, `${what}-dims`)], [1, src], [2, dst]], linearGroups(n, 256), accumulateConstant(accumulate));
+  return planEntry(
+    gpu,
+    'strided',
+    'copy',
+    [
+      [0, gpu.uniform(fields, `${what}-dims`)],
+      [1, src],
+      [2, dst],
+    ],
+    linearGroups(n, 256),
+    accumulateConstant(accumulate),
+  );
 }
 
 /** dst[offset .. offset + n) = value. */
@@ -42,14 +70,27 @@ export function planFill(gpu: Gpu, dst: Binding, n: number, value = 0, offset = 
   checkBindings('fill', { dst: [dst, offset + n] }, { n, offset });
   const fields = [...new Array<number>(12).fill(0), n, 0, offset].map((v) => ['u32', v] as UniformField);
   fields.push(['f32', value]);
-  return planEntry(gpu, 'strided', 'fill', [[0, gpu.uniform(fields, 'fill-dims')], [2, dst]], linearGroups(n, 256));
+  return planEntry(
+    gpu,
+    'strided',
+    'fill',
+    [
+      [0, gpu.uniform(fields, 'fill-dims')],
+      [2, dst],
+    ],
+    linearGroups(n, 256),
+  );
 }
 
 /** The shape of x [shape] permuted by `perm` (out dim i = in dim perm[i]). */
 export function permutedShape(shape: readonly number[], perm: readonly number[]): number[] {
   const sorted = [...perm].sort((a, b) => a - b);
   if (perm.length !== shape.length || sorted.some((d, i) => d !== i)) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `transpose: [${perm.join(', ')}] is not a permutation of the ${shape.length} dimensions of [${shape.join(', ')}]`, { shape: [...shape], perm: [...perm] });
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `transpose: [${perm.join(', ')}] is not a permutation of the ${shape.length} dimensions of [${shape.join(', ')}]`,
+      { shape: [...shape], perm: [...perm] },
+    );
   }
   return perm.map((d) => shape[d]);
 }
@@ -58,12 +99,34 @@ export function permutedShape(shape: readonly number[], perm: readonly number[])
  * out = x.permute(perm), contiguous. Its backward is the inverse permutation
  * (`inversePermutation`) applied to dy, with `accumulate` to add into dx.
  */
-export function planTranspose(gpu: Gpu, x: Binding, shape: readonly number[], perm: readonly number[], out: Binding, accumulate = false): Dispatch {
+export function planTranspose(
+  gpu: Gpu,
+  x: Binding,
+  shape: readonly number[],
+  perm: readonly number[],
+  out: Binding,
+  accumulate = false,
+): Dispatch {
   checkRank('transpose', shape);
   const outShape = permutedShape(shape, perm);
-  checkBindings('transpose', { x: [x, sizeOf(shape)], out: [out, sizeOf(shape)] }, { shape: [...shape], perm: [...perm] });
+  checkBindings(
+    'transpose',
+    { x: [x, sizeOf(shape)], out: [out, sizeOf(shape)] },
+    { shape: [...shape], perm: [...perm] },
+  );
   const inStrides = stridesOf(shape);
-  return planCopy(gpu, 'transpose', outShape, x, perm.map((d) => inStrides[d]), 0, out, stridesOf(outShape), 0, accumulate);
+  return planCopy(
+    gpu,
+    'transpose',
+    outShape,
+    x,
+    perm.map((d) => inStrides[d]),
+    0,
+    out,
+    stridesOf(outShape),
+    0,
+    accumulate,
+  );
 }
 
 export function inversePermutation(perm: readonly number[]): number[] {
@@ -74,8 +137,21 @@ export function inversePermutation(perm: readonly number[]): number[] {
 
 function checkWindow(what: string, shape: readonly number[], axis: number, start: number, length: number): void {
   checkRank(what, shape);
-  if (!Number.isInteger(axis) || axis < 0 || axis >= shape.length || !Number.isInteger(start) || !Number.isInteger(length) || start < 0 || length < 1 || start + length > shape[axis]) {
-    throw new RingtrainError(ErrorCode.InvalidArgument, `${what}: window [${start}, ${start + length}) on axis ${axis} does not fit shape [${shape.join(', ')}]`, { shape: [...shape], axis, start, length });
+  if (
+    !Number.isInteger(axis) ||
+    axis < 0 ||
+    axis >= shape.length ||
+    !Number.isInteger(start) ||
+    !Number.isInteger(length) ||
+    start < 0 ||
+    length < 1 ||
+    start + length > shape[axis]
+  ) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: window [${start}, ${start + length}) on axis ${axis} does not fit shape [${shape.join(', ')}]`,
+      { shape: [...shape], axis, start, length },
+    );
   }
 }
 
@@ -85,24 +161,48 @@ function checkWindow(what: string, shape: readonly number[], axis: number, start
  * (slice forward, concat backward); toWindow true: window (=|+=) part (slice
  * backward after a fill, concat forward).
  */
-export function planWindowCopy(gpu: Gpu, whole: Binding, wholeShape: readonly number[], axis: number, start: number, length: number, part: Binding, toWindow: boolean, accumulate = false): Dispatch {
+export function planWindowCopy(
+  gpu: Gpu,
+  whole: Binding,
+  wholeShape: readonly number[],
+  axis: number,
+  start: number,
+  length: number,
+  part: Binding,
+  toWindow: boolean,
+  accumulate = false,
+): Dispatch {
   const what = toWindow ? 'window write' : 'slice';
   checkWindow(what, wholeShape, axis, start, length);
   const partShape = wholeShape.map((d, i) => (i === axis ? length : d));
-  checkBindings(what, { whole: [whole, sizeOf(wholeShape)], part: [part, sizeOf(partShape)] }, { shape: [...wholeShape], axis, start, length });
+  checkBindings(
+    what,
+    { whole: [whole, sizeOf(wholeShape)], part: [part, sizeOf(partShape)] },
+    { shape: [...wholeShape], axis, start, length },
+  );
   const wholeStrides = stridesOf(wholeShape);
   const offset = start * wholeStrides[axis];
-  if (toWindow) return planCopy(gpu, what, partShape, part, stridesOf(partShape), 0, whole, wholeStrides, offset, accumulate);
+  if (toWindow)
+    return planCopy(gpu, what, partShape, part, stridesOf(partShape), 0, whole, wholeStrides, offset, accumulate);
   return planCopy(gpu, what, partShape, whole, wholeStrides, offset, part, stridesOf(partShape), 0, accumulate);
 }
 
 /** out = concat(parts, axis): one window write per part. Backward: one slice per part (planWindowCopy with toWindow false). */
-export function planConcat(gpu: Gpu, parts: { buffer: Binding; shape: readonly number[] }[], axis: number, out: Binding): Dispatch[] {
+export function planConcat(
+  gpu: Gpu,
+  parts: { buffer: Binding; shape: readonly number[] }[],
+  axis: number,
+  out: Binding,
+): Dispatch[] {
   if (parts.length === 0) throw new RingtrainError(ErrorCode.InvalidArgument, 'concat: no tensors given');
   const first = parts[0].shape;
   for (const p of parts) {
     if (p.shape.length !== first.length || p.shape.some((d, i) => i !== axis && d !== first[i])) {
-      throw new RingtrainError(ErrorCode.InvalidArgument, `concat on axis ${axis}: shapes [${first.join(', ')}] and [${p.shape.join(', ')}] differ off that axis`, { axis, shapes: parts.map((q) => [...q.shape]) });
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `concat on axis ${axis}: shapes [${first.join(', ')}] and [${p.shape.join(', ')}] differ off that axis`,
+        { axis, shapes: parts.map((q) => [...q.shape]) },
+      );
     }
   }
   const outShape = first.map((d, i) => (i === axis ? parts.reduce((s, p) => s + p.shape[axis], 0) : d));

@@ -27,7 +27,13 @@ export function sliceRef(x: Vec, shape: readonly number[], axis: number, start: 
 }
 
 /** The gradient of a slice: dy placed in its window of a zero tensor of `shape`. */
-export function sliceBackwardRef(dy: Vec, shape: readonly number[], axis: number, start: number, length: number): Float64Array {
+export function sliceBackwardRef(
+  dy: Vec,
+  shape: readonly number[],
+  axis: number,
+  start: number,
+  length: number,
+): Float64Array {
   const out = new Float64Array(sizeOfShape(shape));
   const partShape = shape.map((d, i) => (i === axis ? length : d));
   const strides = stridesOf(shape);

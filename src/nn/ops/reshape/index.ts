@@ -16,7 +16,10 @@ export const reshapeOp = defineOp<ReshapeAttrs>({
   view: true,
   shape([x], { shape }, info) {
     if (!shape.every((d) => Number.isInteger(d) && d > 0) || sizeOf(shape) !== sizeOf(x)) {
-      throw shapeError(info, 'reshape', `cannot view ${sizeOf(x)} values as the requested shape`, { x, requested: shape });
+      throw shapeError(info, 'reshape', `cannot view ${sizeOf(x)} values as the requested shape`, {
+        x,
+        requested: shape,
+      });
     }
     return { shape, dtype: info.dtypes[0] };
   },

@@ -26,7 +26,10 @@ export const rmsNorm = (x: Tensor, weight?: Tensor | Parameter, eps = RMS_NORM_E
 /** nn.RMSNorm(dim): weight [dim], ones. */
 export class RMSNorm extends Module {
   readonly weight: Parameter;
-  constructor(dim: number, readonly eps = RMS_NORM_EPS) {
+  constructor(
+    dim: number,
+    readonly eps = RMS_NORM_EPS,
+  ) {
     super();
     positive('RMSNorm', { dim });
     this.weight = new Parameter([dim], (out) => out.fill(1));

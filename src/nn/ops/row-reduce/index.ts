@@ -19,7 +19,8 @@ function rowReduceOp(kind: RowReduceKind): Op<Record<string, never>> {
     name: kind,
     shape([x], _attrs, info) {
       requireF32(info, kind, [x]);
-      if (x.length === 0 || x[x.length - 1] < 1) throw shapeError(info, kind, 'needs a tensor with a last dimension to reduce', { x });
+      if (x.length === 0 || x[x.length - 1] < 1)
+        throw shapeError(info, kind, 'needs a tensor with a last dimension to reduce', { x });
       return { shape: [...x.slice(0, -1), 1] as Shape };
     },
     plan(ctx) {

@@ -16,13 +16,21 @@ export interface RsqrtAttrs {
   eps?: number;
 }
 
-function unaryOp(kind: UnaryKind, f: (x: number, eps: number) => number, dfFromY: (y: number) => number): Op<RsqrtAttrs> {
+function unaryOp(
+  kind: UnaryKind,
+  f: (x: number, eps: number) => number,
+  dfFromY: (y: number) => number,
+): Op<RsqrtAttrs> {
   return defineOp<RsqrtAttrs>({
     name: kind,
     shape([x], attrs, info) {
       requireF32(info, kind, [x]);
       if (attrs.eps !== undefined && (kind !== 'rsqrt' || !(Number.isFinite(attrs.eps) && attrs.eps >= 0))) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `layer ${info.path} (${kind}): ${kind === 'rsqrt' ? `eps must be a finite number ≥ 0, got ${attrs.eps}` : 'takes no eps; add a constant before it instead'}`, { layer: info.path, eps: attrs.eps });
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          `layer ${info.path} (${kind}): ${kind === 'rsqrt' ? `eps must be a finite number ≥ 0, got ${attrs.eps}` : 'takes no eps; add a constant before it instead'}`,
+          { layer: info.path, eps: attrs.eps },
+        );
       }
       return { shape: x };
     },
