@@ -20,7 +20,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { BufferRange, Dispatch, Gpu } from '../gpu/gpu.ts';
-import { type DType, type Shape, shapeText } from './tensor.ts';
+import { type DType, type Shape, shapeText } from './shape.ts';
 
 /** What `shape` learns besides the input shapes. */
 export interface ShapeInfo {

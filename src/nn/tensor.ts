@@ -13,18 +13,9 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Op } from './op.ts';
+import { type DType, type Shape, shapeText, sizeOf } from './shape.ts';
 
-export type Shape = readonly number[];
-/** Element types: f32 for values, u32 for indices (labels, token ids, argmax). */
-export type DType = 'f32' | 'u32';
-
-export function sizeOf(shape: Shape): number {
-  return shape.reduce((a, b) => a * b, 1);
-}
-
-export function shapeText(shape: Shape): string {
-  return `[${shape.join(', ')}]`;
-}
+export { type DType, type Shape, shapeText, sizeOf };
 
 /** How a parameter's first values are drawn: fills `out` from the model's seeded streams. */
 export type ParamInit = (out: Float32Array, rand: { uniform: () => number; normal: () => number }) => void;
