@@ -19,6 +19,9 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { ParamEntry } from './model.ts';
 
+// Declared beside Model, whose readback hands them out.
+export type { GradientBucket } from './model.ts';
+
 /**
  * 256 KiB. A bucket is one collective: large enough that its fixed cost (a few message latencies,
  * about what a LAN link carries of 128 KB in the same time) is small beside its transfer, small
@@ -38,14 +41,6 @@ export const MAX_BUCKETS = 16;
 /** The bucket size for a gradient of `flatBytes`: DEFAULT_BUCKET_BYTES, larger for a large one, never past `capBytes` (the fusion threshold). */
 export function bucketBytesFor(flatBytes: number, capBytes: number): number {
   return Math.min(capBytes, Math.max(DEFAULT_BUCKET_BYTES, Math.ceil(flatBytes / MAX_BUCKETS)));
-}
-
-/** One bucket of a step's gradients: floats [offset, offset + length) of the flat buffer. */
-export interface GradientBucket {
-  offset: number;
-  length: number;
-  /** Its values, read back once the backward steps that write them have run. */
-  ready: Promise<Float32Array>;
 }
 
 /** Where a bucket lies, and how many backward steps must run before it is final. */

@@ -18,7 +18,6 @@
  */
 import type { Gpu } from '../gpu/gpu.ts';
 import type { DeferredScalars } from '../gpu/readback.ts';
-import type { GradientBucket } from './grad-buckets.ts';
 
 /** Tensors start at multiples of this many floats (256 bytes). */
 export const PARAM_ALIGN = 64;
@@ -33,6 +32,14 @@ export type ModelKind = 'mlp' | 'cnn' | 'transformer';
 export interface ModelIdentity {
   name: string;
   options: Record<string, unknown>;
+}
+
+/** One bucket of a step's gradients (grad-buckets.ts): floats [offset, offset + length) of the flat buffer. */
+export interface GradientBucket {
+  offset: number;
+  length: number;
+  /** Its values, read back once the backward steps that write them have run. */
+  ready: Promise<Float32Array>;
 }
 
 export interface ParamEntry {
