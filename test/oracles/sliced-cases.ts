@@ -8,8 +8,8 @@
  */
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
-import { planMatmul, planMatmulSteps, type MatmulOptions } from '../../src/gpu/kernels/matmul.ts';
-import { planMatmulAnySize } from '../../src/gpu/kernels/matmul-slices.ts';
+import { planMatmul, type MatmulOptions } from '../../src/gpu/kernels/matmul.ts';
+import { planMatmulAnySize, planMatmulSteps } from '../../src/gpu/kernels/matmul-slices.ts';
 import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.ts';
 import { adamwFields, planAdamw, planSgd, sgdFields } from '../../src/gpu/kernels/optimizers.ts';
 import { planEmbeddingBackward, planEmbeddingForward } from '../../src/nn/ops/embedding/kernel.ts';

@@ -7,9 +7,9 @@
  */
 export { KERNELS, defineKernel, warmUp, type KernelEntry } from './registry.ts';
 export { checkDims, checkBindings, planEntry, accumulateConstant } from './common.ts';
+export { planMatmulSteps } from './matmul-slices.ts';
 export {
   planMatmul,
-  planMatmulSteps,
   matmulSplitK,
   MATMUL_TILE,
   chooseMatmulVariant,

@@ -21,9 +21,16 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import type { Binding, Dispatch, Gpu } from '../gpu.ts';
-import { type RowSlice, subRange } from './common.ts';
-import { matmulSplitK, type MatmulOptions, planMatmul, stridedMatmulDispatch, type Strides } from './matmul.ts';
-import { alignWords, planColumnSum, type Scratch } from './reduce-rows.ts';
+import { checkDims, type RowSlice, subRange } from './common.ts';
+import {
+  matmulSplitK,
+  type MatmulOptions,
+  planMatmul,
+  planMatmulSplitK,
+  stridedMatmulDispatch,
+  type Strides,
+} from './matmul.ts';
+import { alignWords, gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
 
 /** Slices are whole multiples of this many rows or columns: 256-byte offsets whatever the strides. */
 const SLICE_UNIT = 64;
@@ -34,6 +41,23 @@ type Operand = 'a' | 'b' | 'c';
 /** Whether some operand of this product is bigger than one binding of `gpu`. */
 export function tooBigToBind(gpu: Pick<Gpu, 'maxBindingBytes'>, o: MatmulOptions): boolean {
   return Math.max(o.m * o.k, o.k * o.n, o.m * o.n) * 4 > gpu.maxBindingBytes;
+}
+
+/**
+ * C = op(A)·op(B) as the ops plan it: `planMatmulSplitK` (matmul.ts: one dispatch, or K slices
+ * summed in a fixed order) when every operand fits one binding, else in parts that keep its split over K.
+ */
+export function planMatmulSteps(
+  gpu: Gpu,
+  a: Binding,
+  b: Binding,
+  c: Binding,
+  o: MatmulOptions,
+  scratch: Scratch = gpuScratch(gpu),
+): Dispatch[] {
+  checkDims('matmul', { m: o.m, n: o.n, k: o.k });
+  if (tooBigToBind(gpu, o)) return planMatmulSliced(gpu, a, b, c, o, scratch, true);
+  return planMatmulSplitK(gpu, a, b, c, o, scratch);
 }
 
 /** C = op(A)·op(B) in one dispatch when every operand fits one binding, else in parts (`planMatmulSliced`, no split over K of its own). */

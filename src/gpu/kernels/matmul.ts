@@ -6,7 +6,6 @@
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import type { RuntimeName } from '../../core/runtime.ts';
 import { type Binding, type Dispatch, type Gpu, linearGroups, type UniformField } from '../gpu.ts';
-import { planMatmulSliced, tooBigToBind } from './matmul-slices.ts';
 import { checkDims } from './common.ts';
 import { gpuScratch, planColumnSum, type Scratch } from './reduce-rows.ts';
 import { defineKernel } from './registry.ts';
@@ -274,12 +273,13 @@ export function matmulSplitK(gpu: Pick<Gpu, 'info'>, o: MatmulOptions): { slices
 }
 
 /**
- * C = op(A)·op(B) as the ops plan it: one dispatch, or, when K is long and
- * the output small (`matmulSplitK`), the partial products of K slices (one
- * dispatch, a grid z per slice, into scratch) and their sum in a fixed
- * order (reduce-rows.ts) into C.
+ * C = op(A)·op(B) with every operand inside one binding: one dispatch, or,
+ * when K is long and the output small (`matmulSplitK`), the partial products
+ * of K slices (one dispatch, a grid z per slice, into scratch) and their sum
+ * in a fixed order (reduce-rows.ts) into C. What the ops plan is
+ * `planMatmulSteps` (matmul-slices.ts), which slices bigger operands first.
  */
-export function planMatmulSteps(
+export function planMatmulSplitK(
   gpu: Gpu,
   a: Binding,
   b: Binding,
@@ -288,7 +288,6 @@ export function planMatmulSteps(
   scratch: Scratch = gpuScratch(gpu),
 ): Dispatch[] {
   checkDims('matmul', { m: o.m, n: o.n, k: o.k });
-  if (tooBigToBind(gpu, o)) return planMatmulSliced(gpu, a, b, c, o, scratch, true);
   const variant = chooseMatmulVariant(gpu, o);
   const { slices, kc } = matmulSplitK(gpu, o);
   if (slices === 1) return [matmulDispatch(gpu, a, b, c, o, variant, 1, o.k)];

@@ -9,8 +9,7 @@
  */
 import { planActivationBackward } from '../activation/kernel.ts';
 import { planBiasGradSteps } from '../../../gpu/kernels/bias.ts';
-import { planMatmulSteps } from '../../../gpu/kernels/matmul.ts';
-import { planMatmulAnySize } from '../../../gpu/kernels/matmul-slices.ts';
+import { planMatmulAnySize, planMatmulSteps } from '../../../gpu/kernels/matmul-slices.ts';
 import { defineOp, requireF32, shapeError, type Step } from '../../op.ts';
 import { apply, Parameter, type Shape, type Tensor } from '../../tensor.ts';
 import { Module } from '../../module.ts';

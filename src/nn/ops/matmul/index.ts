@@ -2,8 +2,7 @@
  * matmul: C[M, N] = A[M, K]·B[K, N] for two 2-D tensors.
  * Backward: dA = dC·Bᵀ, dB = Aᵀ·dC.
  */
-import { planMatmulSteps } from '../../../gpu/kernels/matmul.ts';
-import { planMatmulAnySize } from '../../../gpu/kernels/matmul-slices.ts';
+import { planMatmulAnySize, planMatmulSteps } from '../../../gpu/kernels/matmul-slices.ts';
 import { defineOp, requireF32, shapeError, type Step } from '../../op.ts';
 import { apply, type Parameter, type Tensor } from '../../tensor.ts';
 
