@@ -25,16 +25,7 @@ import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 import { DistributedOptimizer, type DistributedOptimizerOptions, type StepResult } from './optimizer.ts';
 import { currentRing, type CurrentRing } from './elastic-ring.ts';
-
-/** The job-wide settings of local SGD / DiLoCo (absent syncEvery: synchronous training). */
-export interface LocalSgdConfig {
-  /** Inner steps per outer step (H). */
-  syncEvery?: number;
-  /** The outer optimizer's learning rate (DiLoCo's 0.7 by default). */
-  outerLr?: number;
-  /** The outer optimizer's Nesterov momentum (0.9 by default; 0 is plain averaging). */
-  outerMomentum?: number;
-}
+import type { LocalSgdConfig } from './config-types.ts';
 
 export const DEFAULT_OUTER_LR = 0.7;
 export const DEFAULT_OUTER_MOMENTUM = 0.9;

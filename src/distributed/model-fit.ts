@@ -14,7 +14,7 @@ import {
 import type { Dataset } from '../data/dataset.ts';
 import { describeRecord, recordName, type TokenizerName } from '../data/tokenizer.ts';
 import type { Model, ModelSpec, Optimizer } from '../engine/index.ts';
-import type { LocalTrainConfig } from './train-local.ts';
+import type { LocalTrainConfig } from './config-types.ts';
 
 export function modelSpecFor(config: LocalTrainConfig, data: Dataset): ModelSpec {
   const spec = builtSpecFor(config, data);

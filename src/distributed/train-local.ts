@@ -28,6 +28,7 @@ import { type Dataset, datasetMetadata } from '../data/dataset.ts';
 import { createModel, createOptimizer, type Model, type Optimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
+import type { LocalTrainConfig } from './config-types.ts';
 import { checkDataFits, modelSpecFor } from './model-fit.ts';
 import {
   TrainingLoop,
@@ -42,30 +43,7 @@ import type { TrainingState } from './training-state.ts';
 
 // The model a config builds: what a caller rebuilds to load a run's checkpoints (the page does).
 export { modelSpecFor } from './model-fit.ts';
-
-export interface LocalTrainConfig {
-  /** 'mlp', 'cnn', or a registered model's name (a model file's, see src/engine/define.ts). */
-  model: string;
-  optimizer: 'sgd' | 'adamw';
-  epochs: number;
-  batch: number;
-  lr: number;
-  momentum: number;
-  weightDecay: number;
-  seed: number;
-  /** Stop at this step (counted from the start of training); overrides epochs. */
-  steps?: number;
-  /** 'cosine' anneals the learning rate to zero by the last step (default 'constant'). */
-  lrSchedule?: 'constant' | 'cosine';
-  /** Read the recorded losses every this many steps (default 10); evaluations read them too. */
-  readEvery?: number;
-  /** Steps of linear warm-up from zero to lr (default 0). */
-  warmupSteps?: number;
-  /** 'replacement': every batch drawn uniformly at random with replacement (the words workload); default 'epochs'. */
-  sampling?: 'epochs' | 'replacement';
-  /** Options for the model (`--model-options`): a model file's factory gets them; a built-in model's spec takes them (mlp: hidden, activation). */
-  modelOptions?: Record<string, unknown>;
-}
+export type { LocalTrainConfig } from './config-types.ts';
 
 export const DEFAULT_READ_EVERY = 10;
 

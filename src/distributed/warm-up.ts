@@ -17,7 +17,7 @@ import type { Dataset } from '../data/dataset.ts';
 import { createModel, createOptimizer, type Model, type Optimizer } from '../engine/index.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { modelSpecFor } from './model-fit.ts';
-import type { LocalTrainConfig } from './train-local.ts';
+import type { LocalTrainConfig } from './config-types.ts';
 
 /** A model and its optimizer made for a config, their kernels compiled: the trainer's to use and destroy. */
 export interface PreparedTraining {
