@@ -8,7 +8,7 @@
  * Runtime-agnostic: the caller loads the data and prints the result.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { DispatchCapture } from '../gpu/gpu.ts';
+import type { DispatchCapture, Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
 import { groupByLabel, type KernelRow, type KernelTimingMethod, timeDispatches } from '../gpu/profile.ts';
 import type { Model } from './model.ts';
@@ -63,17 +63,13 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
-export async function profileSteps(o: StepProfileOptions): Promise<StepProfile> {
-  const { model, optimizer } = o;
-  const gpu = model.gpu;
-  const steps = o.steps ?? 20;
-  const warmup = o.warmup ?? 2;
-  const readEvery = o.readEvery ?? 10;
-  const rounds = o.rounds ?? 10;
+/** The options' counts with their defaults, each checked. */
+function profileCounts(o: StepProfileOptions): { steps: number; warmup: number; readEvery: number; rounds: number } {
+  const counts = { steps: o.steps ?? 20, warmup: o.warmup ?? 2, readEvery: o.readEvery ?? 10, rounds: o.rounds ?? 10 };
   for (const [name, v, min] of [
-    ['steps', steps, 1],
-    ['warmup', warmup, 0],
-    ['readEvery', readEvery, 1],
+    ['steps', counts.steps, 1],
+    ['warmup', counts.warmup, 0],
+    ['readEvery', counts.readEvery, 1],
   ] as const) {
     if (!Number.isInteger(v) || v < min)
       throw new RingtrainError(
@@ -84,6 +80,40 @@ export async function profileSteps(o: StepProfileOptions): Promise<StepProfile> 
   }
   if (o.batches.length === 0)
     throw new RingtrainError(ErrorCode.InvalidArgument, 'profile: no batches to step through');
+  return counts;
+}
+
+/**
+ * Encode + submit, each step alone on an idle GPU, so no GPU work competes for the CPU;
+ * the last one's dispatches are captured (a capture only keeps references).
+ */
+async function timeEncodeAndSubmit(
+  gpu: Gpu,
+  steps: number,
+  oneStep: () => void,
+): Promise<{ encode: number[]; submit: number[]; capture: DispatchCapture }> {
+  const encode: number[] = [];
+  const submit: number[] = [];
+  let capture: DispatchCapture | undefined;
+  for (let i = 0; i < steps; i++) {
+    await gpu.sync();
+    if (i === steps - 1) capture = gpu.capture();
+    const t = performance.now();
+    oneStep();
+    const beforeSubmit = performance.now();
+    gpu.flush();
+    const end = performance.now();
+    encode.push(end - t);
+    submit.push(end - beforeSubmit);
+    capture?.stop();
+  }
+  return { encode, submit, capture: capture! };
+}
+
+export async function profileSteps(o: StepProfileOptions): Promise<StepProfile> {
+  const { model, optimizer } = o;
+  const gpu = model.gpu;
+  const { steps, warmup, readEvery, rounds } = profileCounts(o);
   const sink = new DeferredScalars(gpu, readEvery);
   let step = 0;
   const oneStep = () => {
@@ -105,28 +135,13 @@ export async function profileSteps(o: StepProfileOptions): Promise<StepProfile> 
     losses.push(...(await sink.collect()));
     const stepMs = (performance.now() - t0) / steps;
 
-    // (b) Encode + submit, each step alone on an idle GPU, so no GPU work competes for the CPU;
-    // the last one's dispatches are captured for (c) (a capture only keeps references).
-    const encode: number[] = [];
-    const submit: number[] = [];
-    let capture: DispatchCapture | undefined;
-    for (let i = 0; i < steps; i++) {
-      await gpu.sync();
-      if (i === steps - 1) capture = gpu.capture();
-      const t = performance.now();
-      oneStep();
-      const beforeSubmit = performance.now();
-      gpu.flush();
-      const end = performance.now();
-      encode.push(end - t);
-      submit.push(end - beforeSubmit);
-      capture?.stop();
-    }
+    // (b) Encode + submit alone, the last step's dispatches captured for (c).
+    const { encode, submit, capture } = await timeEncodeAndSubmit(gpu, steps, oneStep);
     await sink.collect();
 
     // (c) Each of one step's dispatches, timed alone.
-    const timed = await timeDispatches(gpu, capture!.dispatches, { rounds, method: o.method });
-    const kernels = groupByLabel(capture!.dispatches, timed.ms);
+    const timed = await timeDispatches(gpu, capture.dispatches, { rounds, method: o.method });
+    const kernels = groupByLabel(capture.dispatches, timed.ms);
     return {
       steps,
       rounds,
@@ -135,7 +150,7 @@ export async function profileSteps(o: StepProfileOptions): Promise<StepProfile> 
       encodeCpuMinMs: Math.min(...encode),
       submitCpuMs: median(submit),
       kernelsMs: timed.ms.reduce((a, b) => a + b, 0),
-      dispatchesPerStep: capture!.dispatches.length,
+      dispatchesPerStep: capture.dispatches.length,
       method: timed.method,
       kernels,
       losses,
