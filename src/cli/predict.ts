@@ -139,6 +139,42 @@ interface PredictCommandOptions {
   logits?: boolean;
 }
 
+/** A classifier's answer: each row's classes, named where the checkpoint records names (and, with --json or --logits, the logits). */
+async function printClasses(
+  model: Model,
+  rows: number[][],
+  o: PredictCommandOptions,
+  names: readonly string[] | undefined,
+): Promise<void> {
+  const result = await predict(model, rows, { source: o.input });
+  model.destroy();
+  // A class's name where the checkpoint records names (a label column of names), else its number.
+  const named = (c: number) => names?.[c] ?? String(c);
+  if (o.json) {
+    const labels = names ? { class_names: names, labels: result.classes.map(named) } : {};
+    await printLine(
+      JSON.stringify({
+        model: model.identity.name,
+        checkpoint: o.checkpoint,
+        input: o.input,
+        rows: rows.length,
+        classes: result.classes,
+        ...labels,
+        logits: result.logits.map((l) => Array.from(l)),
+      }),
+    );
+    return;
+  }
+  const perRow = result.classes.length / rows.length;
+  for (let i = 0; i < rows.length; i++) {
+    const cls = result.classes
+      .slice(i * perRow, (i + 1) * perRow)
+      .map(named)
+      .join(' ');
+    await printLine(o.logits ? `${cls}\t${Array.from(result.logits[i], (v) => v.toPrecision(6)).join(',')}` : cls);
+  }
+}
+
 export function predictCommand(): Command {
   return new Command('predict')
     .description("a trained model's classes (and logits) for rows of features, in eval mode (dropout off)")
@@ -188,36 +224,7 @@ export function predictCommand(): Command {
           await printNextTokens(model, rows, o);
           return;
         }
-        const names = classNamesOf(metadata, o.checkpoint);
-        const result = await predict(model, rows, { source: o.input });
-        model.destroy();
-        // A class's name where the checkpoint records names (a label column of names), else its number.
-        const named = (c: number) => names?.[c] ?? String(c);
-        if (o.json) {
-          const labels = names ? { class_names: names, labels: result.classes.map(named) } : {};
-          await printLine(
-            JSON.stringify({
-              model: model.identity.name,
-              checkpoint: o.checkpoint,
-              input: o.input,
-              rows: rows.length,
-              classes: result.classes,
-              ...labels,
-              logits: result.logits.map((l) => Array.from(l)),
-            }),
-          );
-          return;
-        }
-        const perRow = result.classes.length / rows.length;
-        for (let i = 0; i < rows.length; i++) {
-          const cls = result.classes
-            .slice(i * perRow, (i + 1) * perRow)
-            .map(named)
-            .join(' ');
-          await printLine(
-            o.logits ? `${cls}\t${Array.from(result.logits[i], (v) => v.toPrecision(6)).join(',')}` : cls,
-          );
-        }
+        await printClasses(model, rows, o, classNamesOf(metadata, o.checkpoint));
       } finally {
         gpu.destroy();
       }
