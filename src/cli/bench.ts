@@ -15,9 +15,15 @@ import { benchWan } from './bench-wan.node.ts';
 import { profileCommand } from './profile.ts';
 
 export function benchCommand(): Command {
-  const bench = new Command('bench').description('Measure parts of ringtrain; prints JSON.');
-  bench
-    .command('allreduce')
+  return new Command('bench')
+    .description('Measure parts of ringtrain; prints JSON.')
+    .addCommand(allreduceBenchCommand())
+    .addCommand(wanBenchCommand())
+    .addCommand(profileCommand());
+}
+
+function allreduceBenchCommand(): Command {
+  return new Command('allreduce')
     .description(
       'Allreduce bandwidth and latency over N local peers, with point-to-point bandwidth and round trip of the same transport for comparison.',
     )
@@ -64,8 +70,10 @@ export function benchCommand(): Command {
         await printLine(JSON.stringify(result));
       },
     );
-  bench
-    .command('wan')
+}
+
+function wanBenchCommand(): Command {
+  return new Command('wan')
     .description(
       'Synchronous training against local SGD (DiLoCo) + int8 and against top-k gradients (--topk), N peers over real WebRTC, on loopback and on an emulated internet link (rate: tc tbf; delay: a link wrapper, this kernel has no netem): time-to-accuracy and bytes sent.',
     )
@@ -112,6 +120,4 @@ export function benchCommand(): Command {
       });
       await printLine(JSON.stringify(result));
     });
-  bench.addCommand(profileCommand());
-  return bench;
 }
