@@ -20,6 +20,69 @@ const KNOWN_TYPES = new Set([
   'error',
 ]);
 
+/** Gauges of the server's state, computed when scraped: jobs, peers, epochs, signals, open sockets. */
+function registerStateGauges(
+  registers: Registry[],
+  jobs: () => Iterable<Job>,
+  openConnections: () => number,
+  openHandshakes: () => number,
+): void {
+  new Gauge({
+    name: 'ringtrain_jobs',
+    help: 'Jobs this server knows.',
+    registers,
+    collect() {
+      this.set([...jobs()].length);
+    },
+  });
+  new Gauge({
+    name: 'ringtrain_peers',
+    help: 'Peers joined, per job.',
+    labelNames: ['job'],
+    registers,
+    collect() {
+      this.reset();
+      for (const j of jobs()) this.set({ job: j.id }, j.size);
+    },
+  });
+  new Gauge({
+    name: 'ringtrain_membership_epoch',
+    help: 'Current membership epoch, per job.',
+    labelNames: ['job'],
+    registers,
+    collect() {
+      this.reset();
+      for (const j of jobs()) this.set({ job: j.id }, j.epoch);
+    },
+  });
+  new Gauge({
+    name: 'ringtrain_signals_relayed',
+    help: 'Signals relayed between peers, per job, since the server started.',
+    labelNames: ['job'],
+    registers,
+    collect() {
+      this.reset();
+      for (const j of jobs()) this.set({ job: j.id }, j.signalsRelayed);
+    },
+  });
+  new Gauge({
+    name: 'ringtrain_connections',
+    help: 'Open WebSocket connections.',
+    registers,
+    collect() {
+      this.set(openConnections());
+    },
+  });
+  new Gauge({
+    name: 'ringtrain_handshakes',
+    help: 'WebSocket connections upgraded that have not joined a job yet.',
+    registers,
+    collect() {
+      this.set(openHandshakes());
+    },
+  });
+}
+
 export class ServerMetrics {
   readonly registry = new Registry();
   private readonly messages: Counter<'direction' | 'type'>;
@@ -31,60 +94,7 @@ export class ServerMetrics {
 
   constructor(jobs: () => Iterable<Job>, openConnections: () => number, openHandshakes: () => number = () => 0) {
     const registers = [this.registry];
-    new Gauge({
-      name: 'ringtrain_jobs',
-      help: 'Jobs this server knows.',
-      registers,
-      collect() {
-        this.set([...jobs()].length);
-      },
-    });
-    new Gauge({
-      name: 'ringtrain_peers',
-      help: 'Peers joined, per job.',
-      labelNames: ['job'],
-      registers,
-      collect() {
-        this.reset();
-        for (const j of jobs()) this.set({ job: j.id }, j.size);
-      },
-    });
-    new Gauge({
-      name: 'ringtrain_membership_epoch',
-      help: 'Current membership epoch, per job.',
-      labelNames: ['job'],
-      registers,
-      collect() {
-        this.reset();
-        for (const j of jobs()) this.set({ job: j.id }, j.epoch);
-      },
-    });
-    new Gauge({
-      name: 'ringtrain_signals_relayed',
-      help: 'Signals relayed between peers, per job, since the server started.',
-      labelNames: ['job'],
-      registers,
-      collect() {
-        this.reset();
-        for (const j of jobs()) this.set({ job: j.id }, j.signalsRelayed);
-      },
-    });
-    new Gauge({
-      name: 'ringtrain_connections',
-      help: 'Open WebSocket connections.',
-      registers,
-      collect() {
-        this.set(openConnections());
-      },
-    });
-    new Gauge({
-      name: 'ringtrain_handshakes',
-      help: 'WebSocket connections upgraded that have not joined a job yet.',
-      registers,
-      collect() {
-        this.set(openHandshakes());
-      },
-    });
+    registerStateGauges(registers, jobs, openConnections, openHandshakes);
     this.refusals = new Counter({
       name: 'ringtrain_refusals_total',
       help: 'Sockets refused or closed before joining, by reason (address-sockets, address-handshakes, evicted, join-timeout).',
