@@ -23,31 +23,7 @@ export async function alltoall<T extends Tensor>(
 ): Promise<{ data: T; recvSplits: number[] }> {
   validate(comm, data, opts, 'alltoall');
   const shape = opts.shape ?? [data.length];
-  if (shape.length === 0)
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      'alltoall: a scalar (shape []) has no first dimension to split; give it shape [1]',
-    );
-  const rows = shape[0];
-  if (!opts.splits && rows % comm.size !== 0) {
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `alltoall: the first dimension (${rows}) does not split evenly over ${comm.size} ranks; pass splits (rows per destination rank) to say how to cut it`,
-      { rows, size: comm.size },
-    );
-  }
-  const splits = opts.splits ?? new Array<number>(comm.size).fill(rows / comm.size);
-  if (
-    !Array.isArray(splits) ||
-    splits.length !== comm.size ||
-    !splits.every((n) => Number.isInteger(n) && n >= 0) ||
-    splits.reduce((a, b) => a + b, 0) !== rows
-  ) {
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `alltoall: splits [${String(splits)}] must be ${comm.size} non-negative integers adding up to the first dimension (${rows} rows)`,
-    );
-  }
+  const splits = splitsOf(comm, shape, opts.splits);
   const per = rowElements(shape);
   const request = { name: opts.name ?? 'alltoall', dtype: dtypeOf(data)!, shape, extra: splits };
   return runCollective(
@@ -117,6 +93,36 @@ export async function alltoall<T extends Tensor>(
       return { data: out, recvSplits };
     },
   );
+}
+
+/** Rows per destination rank: the given splits, checked, or the first dimension cut evenly (refused if it does not divide). */
+function splitsOf(comm: Communicator, shape: readonly number[], given: number[] | undefined): number[] {
+  if (shape.length === 0)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'alltoall: a scalar (shape []) has no first dimension to split; give it shape [1]',
+    );
+  const rows = shape[0];
+  if (!given && rows % comm.size !== 0) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `alltoall: the first dimension (${rows}) does not split evenly over ${comm.size} ranks; pass splits (rows per destination rank) to say how to cut it`,
+      { rows, size: comm.size },
+    );
+  }
+  const splits = given ?? new Array<number>(comm.size).fill(rows / comm.size);
+  if (
+    !Array.isArray(splits) ||
+    splits.length !== comm.size ||
+    !splits.every((n) => Number.isInteger(n) && n >= 0) ||
+    splits.reduce((a, b) => a + b, 0) !== rows
+  ) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `alltoall: splits [${String(splits)}] must be ${comm.size} non-negative integers adding up to the first dimension (${rows} rows)`,
+    );
+  }
+  return splits;
 }
 
 /** On a cached agreement, every rank must send every other something: each then waits on all the others (run.ts). */
