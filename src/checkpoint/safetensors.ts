@@ -207,44 +207,9 @@ export function decodeSafetensors(
   file = 'checkpoint',
   options: DecodeOptions = {},
 ): { tensors: NamedTensors; metadata: Metadata; integrity: Integrity } {
-  if (bytes.length < 8) throw bad(file, `only ${bytes.length} bytes: not a safetensors file, or it was truncated.`);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const headerLength = view.getBigUint64(0, true);
-  if (headerLength > BigInt(Math.min(MAX_HEADER_BYTES, bytes.length - 8))) {
-    throw bad(
-      file,
-      `header length ${headerLength} exceeds the file (${bytes.length} bytes): corrupt header or truncated file.`,
-      { headerLength: Number(headerLength) },
-    );
-  }
-  const n = Number(headerLength);
-  let header: Record<string, unknown>;
-  try {
-    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + n)));
-  } catch (err) {
-    throw new RingtrainError(
-      ErrorCode.BadCheckpoint,
-      `${file}: corrupt header (not valid JSON); the file is damaged or not a safetensors file.`,
-      { file },
-      { cause: err },
-    );
-  }
-  if (typeof header !== 'object' || header === null || Array.isArray(header))
-    throw bad(file, 'corrupt header (not a JSON object).');
-
-  const metadata: Metadata = {};
-  const checksums = new Map<string, string>();
-  const rawMeta = header[METADATA_KEY];
-  if (rawMeta !== undefined) {
-    if (typeof rawMeta !== 'object' || rawMeta === null) throw bad(file, `'${METADATA_KEY}' must be a map of strings.`);
-    for (const [k, v] of Object.entries(rawMeta)) {
-      if (typeof v !== 'string') throw bad(file, `metadata '${k}' is not a string.`, { key: k });
-      if (k.startsWith(CHECKSUM_PREFIX)) checksums.set(k.slice(CHECKSUM_PREFIX.length), v);
-      else metadata[k] = v;
-    }
-  }
-
-  const data = bytes.subarray(8 + n);
+  const { header, headerBytes } = readHeader(bytes, file);
+  const { metadata, checksums } = splitMetadata(header, file);
+  const data = bytes.subarray(8 + headerBytes);
   const tensors: NamedTensors = {};
   const spans: [number, number, string][] = [];
   for (const [name, entry] of Object.entries(header)) {
@@ -283,20 +248,7 @@ export function decodeSafetensors(
     tensors[name] = { shape: entry.shape, data: values };
     spans.push([begin, end, name]);
   }
-  // The format forbids holes and overlaps: the spans must tile the data section exactly.
-  spans.sort((a, b) => a[0] - b[0]);
-  let at = 0;
-  for (const [begin, end, name] of spans) {
-    if (begin !== at)
-      throw bad(file, `tensor '${name}' starts at byte ${begin}, expected ${at}: overlapping or missing data.`, {
-        tensor: name,
-      });
-    at = end;
-  }
-  if (at !== data.length)
-    throw bad(file, `${data.length - at} bytes after the last tensor: the file is corrupt.`, {
-      extra: data.length - at,
-    });
+  checkSpansTile(file, spans, data.length);
   for (const name of checksums.keys()) {
     if (!(name in tensors))
       throw bad(
@@ -306,6 +258,71 @@ export function decodeSafetensors(
       );
   }
   return { tensors, metadata, integrity: checksums.size > 0 ? 'verified' : 'unverified' };
+}
+
+/** The JSON header and its length in bytes, refused when the length passes the file or the JSON is not an object. */
+function readHeader(bytes: Uint8Array, file: string): { header: Record<string, unknown>; headerBytes: number } {
+  if (bytes.length < 8) throw bad(file, `only ${bytes.length} bytes: not a safetensors file, or it was truncated.`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLength = view.getBigUint64(0, true);
+  if (headerLength > BigInt(Math.min(MAX_HEADER_BYTES, bytes.length - 8))) {
+    throw bad(
+      file,
+      `header length ${headerLength} exceeds the file (${bytes.length} bytes): corrupt header or truncated file.`,
+      { headerLength: Number(headerLength) },
+    );
+  }
+  const n = Number(headerLength);
+  let header: Record<string, unknown>;
+  try {
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + n)));
+  } catch (err) {
+    throw new RingtrainError(
+      ErrorCode.BadCheckpoint,
+      `${file}: corrupt header (not valid JSON); the file is damaged or not a safetensors file.`,
+      { file },
+      { cause: err },
+    );
+  }
+  if (typeof header !== 'object' || header === null || Array.isArray(header))
+    throw bad(file, 'corrupt header (not a JSON object).');
+  return { header, headerBytes: n };
+}
+
+/** The header's metadata map, with the per-tensor checksums taken out of it. */
+function splitMetadata(
+  header: Record<string, unknown>,
+  file: string,
+): { metadata: Metadata; checksums: Map<string, string> } {
+  const metadata: Metadata = {};
+  const checksums = new Map<string, string>();
+  const rawMeta = header[METADATA_KEY];
+  if (rawMeta !== undefined) {
+    if (typeof rawMeta !== 'object' || rawMeta === null) throw bad(file, `'${METADATA_KEY}' must be a map of strings.`);
+    for (const [k, v] of Object.entries(rawMeta)) {
+      if (typeof v !== 'string') throw bad(file, `metadata '${k}' is not a string.`, { key: k });
+      if (k.startsWith(CHECKSUM_PREFIX)) checksums.set(k.slice(CHECKSUM_PREFIX.length), v);
+      else metadata[k] = v;
+    }
+  }
+  return { metadata, checksums };
+}
+
+/** The format forbids holes and overlaps: the tensors' spans must tile the data section exactly. */
+function checkSpansTile(file: string, spans: [number, number, string][], dataBytes: number): void {
+  spans.sort((a, b) => a[0] - b[0]);
+  let at = 0;
+  for (const [begin, end, name] of spans) {
+    if (begin !== at)
+      throw bad(file, `tensor '${name}' starts at byte ${begin}, expected ${at}: overlapping or missing data.`, {
+        tensor: name,
+      });
+    at = end;
+  }
+  if (at !== dataBytes)
+    throw bad(file, `${dataBytes - at} bytes after the last tensor: the file is corrupt.`, {
+      extra: dataBytes - at,
+    });
 }
 
 /** A file that records checksums must have one for every tensor, and each must match the tensor's bytes. */
