@@ -86,10 +86,23 @@ function bounded<T>(p: Promise<T>, signal: AbortSignal, ms: number, late: () => 
   });
 }
 
+/** What every pair's attempt shares while the mesh opens. */
+interface MeshAttempt {
+  o: MeshOptions;
+  pairs: Map<number, PairChoices>;
+  /** The TCP links this rank expects from lower ranks, accepted before its hello went out. */
+  accepts: Map<number, ReturnType<TcpEndpoint['accept']>>;
+  /** This rank's TLS fingerprint, when it serves TCP links over TLS. */
+  fingerprint: string | undefined;
+  stop: AbortController;
+  timeoutMs: number;
+  silentMs: number;
+  webrtc(p: number): Promise<Link>;
+}
+
 /** Opens a link to every other rank; rejects (closing what opened) if any pair fails. */
 export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
   const timeoutMs = o.timeoutMs ?? 30_000;
-  const silentMs = Math.max(timeoutMs, o.silentTimeoutMs ?? timeoutMs);
   const stop = new AbortController();
   const onOuterAbort = (): void => stop.abort(o.abort!.reason);
   if (o.abort?.aborted) onOuterAbort();
@@ -97,78 +110,20 @@ export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
   const pairs = new Map<number, PairChoices>();
   for (let p = 0; p < o.size; p++) if (p !== o.rank) pairs.set(p, pairChoices());
   const split = new ChoiceSplitter(o.signaler, (from, c) => pairs.get(from)?.heard(c));
-  const tcp = o.tcp;
-  // Expect the lower ranks' dials before saying where to dial: a fast peer may dial at once.
-  const accepts = new Map<number, ReturnType<TcpEndpoint['accept']>>();
-  if (tcp)
-    for (const p of pairs.keys())
-      if (p < o.rank)
-        accepts.set(p, tcp.endpoint.accept({ job: tcp.job, epoch: tcp.epoch, from: p, to: o.rank }, tcp.key));
-  const fingerprint = tcp?.endpoint.tlsFingerprint;
-  for (const p of pairs.keys())
-    o.signaler.send(p, {
-      ringtrainLink: 'hello',
-      ...(tcp ? { tcp: tcp.endpoint.address } : {}),
-      ...(fingerprint ? { tls: fingerprint } : {}),
-    } satisfies LinkChoice);
-
-  const links = new Map<number, Link>();
-  const webrtc = (p: number): Promise<Link> =>
-    connectMesh({ ...o, peers: [p], signaler: split.webrtc, abort: stop.signal }).then((m) => m.get(p)!);
-  const linkTo = async (p: number): Promise<Link> => {
-    const choices = pairs.get(p)!;
-    const silent = () => {
-      const waitingFor = [...pairs].filter(([, c]) => !c.helloCame).map(([q]) => q);
-      return new RingtrainError(
-        ErrorCode.Timeout,
-        `rank ${o.rank} could not open a link to rank(s) ${waitingFor.join(', ')}: no signal from them within ${Math.round(silentMs)} ms; are they running and using the same signaling?`,
-        { waitingFor, rank: o.rank },
-      );
-    };
-    const hello = await bounded(choices.hello, stop.signal, silentMs, silent);
-    const address = helloAddress(hello);
-    // TLS on one end only: the pair takes WebRTC (encrypted), never a plain link one end refused.
-    if (!tcp || address === undefined || (helloFingerprint(hello) === undefined) !== (fingerprint === undefined))
-      return webrtc(p);
-    const id = { job: tcp.job, epoch: tcp.epoch, from: Math.min(o.rank, p), to: Math.max(o.rank, p) };
-    if (o.rank < p) {
-      try {
-        return await tcp.endpoint.dial(
-          address,
-          id,
-          tcp.key,
-          tcp.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS,
-          helloFingerprint(hello),
-        );
-      } catch (e) {
-        if (stop.signal.aborted) throw e;
-        o.onNotice?.(`no TCP link to rank ${p} (${(e as Error).message}); using WebRTC for it`);
-        o.signaler.send(p, { ringtrainLink: 'webrtc' } satisfies LinkChoice);
-        return webrtc(p);
-      }
-    }
-    // The lower rank decides: it dials us, or tells us to use WebRTC.
-    const accept = accepts.get(p)!;
-    const late = () =>
-      new RingtrainError(
-        ErrorCode.Transport,
-        `rank ${p} neither opened its TCP link to rank ${o.rank} nor fell back to WebRTC within ${Math.round(timeoutMs)} ms`,
-        { peer: p, rank: o.rank },
-      );
-    const chosen = await bounded(
-      Promise.race([accept.link, choices.fallback.then(() => null)]),
-      stop.signal,
-      timeoutMs,
-      late,
-    );
-    if (chosen) return chosen;
-    accept.cancel(new RingtrainError(ErrorCode.Aborted, `rank ${p} chose WebRTC`));
-    return webrtc(p);
+  const attempt: MeshAttempt = {
+    o,
+    pairs,
+    ...sayHello(o, pairs),
+    stop,
+    timeoutMs,
+    silentMs: Math.max(timeoutMs, o.silentTimeoutMs ?? timeoutMs),
+    webrtc: (p) => connectMesh({ ...o, peers: [p], signaler: split.webrtc, abort: stop.signal }).then((m) => m.get(p)!),
   };
+  const links = new Map<number, Link>();
   try {
     await Promise.all(
       [...pairs.keys()].map((p) =>
-        linkTo(p).then(
+        linkTo(attempt, p).then(
           // A dial that completes after another pair failed is not kept.
           (link) => (stop.signal.aborted ? link.close() : void links.set(p, link)),
           (err: unknown) => {
@@ -180,7 +135,7 @@ export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
     );
   } catch (err) {
     for (const l of links.values()) l.close();
-    for (const a of accepts.values()) a.cancel(new RingtrainError(ErrorCode.Aborted, 'the mesh failed'));
+    for (const a of attempt.accepts.values()) a.cancel(new RingtrainError(ErrorCode.Aborted, 'the mesh failed'));
     split.close();
     throw err;
   } finally {
@@ -188,4 +143,76 @@ export async function connectLinks(o: MeshOptions): Promise<Map<number, Link>> {
   }
   split.closeWhenIdle();
   return links;
+}
+
+/** Tells every other rank where it listens for TCP links, having first expected the lower ranks' dials (a fast peer may dial at once). */
+function sayHello(o: MeshOptions, pairs: Map<number, PairChoices>): Pick<MeshAttempt, 'accepts' | 'fingerprint'> {
+  const tcp = o.tcp;
+  const accepts: MeshAttempt['accepts'] = new Map();
+  if (tcp)
+    for (const p of pairs.keys())
+      if (p < o.rank)
+        accepts.set(p, tcp.endpoint.accept({ job: tcp.job, epoch: tcp.epoch, from: p, to: o.rank }, tcp.key));
+  const fingerprint = tcp?.endpoint.tlsFingerprint;
+  for (const p of pairs.keys())
+    o.signaler.send(p, {
+      ringtrainLink: 'hello',
+      ...(tcp ? { tcp: tcp.endpoint.address } : {}),
+      ...(fingerprint ? { tls: fingerprint } : {}),
+    } satisfies LinkChoice);
+  return { accepts, fingerprint };
+}
+
+/** The link to rank `p`: TCP where both ends listen (and agree on TLS), else WebRTC. */
+async function linkTo(m: MeshAttempt, p: number): Promise<Link> {
+  const { o, stop } = m;
+  const silent = () => {
+    const waitingFor = [...m.pairs].filter(([, c]) => !c.helloCame).map(([q]) => q);
+    return new RingtrainError(
+      ErrorCode.Timeout,
+      `rank ${o.rank} could not open a link to rank(s) ${waitingFor.join(', ')}: no signal from them within ${Math.round(m.silentMs)} ms; are they running and using the same signaling?`,
+      { waitingFor, rank: o.rank },
+    );
+  };
+  const hello = await bounded(m.pairs.get(p)!.hello, stop.signal, m.silentMs, silent);
+  const address = helloAddress(hello);
+  // TLS on one end only: the pair takes WebRTC (encrypted), never a plain link one end refused.
+  if (!o.tcp || address === undefined || (helloFingerprint(hello) === undefined) !== (m.fingerprint === undefined))
+    return m.webrtc(p);
+  return o.rank < p ? dialTcp(m, o.tcp, p, address, helloFingerprint(hello)) : acceptTcp(m, p);
+}
+
+/** The lower rank's side: dial, and on failure tell the other rank to open WebRTC with it instead. */
+async function dialTcp(
+  m: MeshAttempt,
+  tcp: TcpLinkOptions,
+  p: number,
+  address: string,
+  tls: string | undefined,
+): Promise<Link> {
+  const id = { job: tcp.job, epoch: tcp.epoch, from: m.o.rank, to: p };
+  try {
+    return await tcp.endpoint.dial(address, id, tcp.key, tcp.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS, tls);
+  } catch (e) {
+    if (m.stop.signal.aborted) throw e;
+    m.o.onNotice?.(`no TCP link to rank ${p} (${(e as Error).message}); using WebRTC for it`);
+    m.o.signaler.send(p, { ringtrainLink: 'webrtc' } satisfies LinkChoice);
+    return m.webrtc(p);
+  }
+}
+
+/** The higher rank's side: the lower rank decides, so it dials us, or tells us to use WebRTC. */
+async function acceptTcp(m: MeshAttempt, p: number): Promise<Link> {
+  const accept = m.accepts.get(p)!;
+  const late = () =>
+    new RingtrainError(
+      ErrorCode.Transport,
+      `rank ${p} neither opened its TCP link to rank ${m.o.rank} nor fell back to WebRTC within ${Math.round(m.timeoutMs)} ms`,
+      { peer: p, rank: m.o.rank },
+    );
+  const fallback = m.pairs.get(p)!.fallback.then(() => null);
+  const chosen = await bounded(Promise.race([accept.link, fallback]), m.stop.signal, m.timeoutMs, late);
+  if (chosen) return chosen;
+  accept.cancel(new RingtrainError(ErrorCode.Aborted, `rank ${p} chose WebRTC`));
+  return m.webrtc(p);
 }
