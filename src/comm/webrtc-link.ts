@@ -122,46 +122,45 @@ function abortReason(signal: AbortSignal): RingtrainError {
       );
 }
 
+/** One connectMesh call while its channels open: its peers, the links open so far, and what each peer has done. */
+interface MeshWait {
+  o: ConnectOptions;
+  timeoutMs: number;
+  silentTimeoutMs: number;
+  peers: Map<number, SimplePeer.Instance>;
+  links: Map<number, Link>;
+  /** What ICE did per peer, to say why a link never opened. */
+  progress: Map<number, IceProgress>;
+  /** When each peer's first signal came (in `awake` time): from then on it has timeoutMs to connect. */
+  heardAt: Map<number, number>;
+  /** Milliseconds this event loop has been awake since we started (see startDeadlines). */
+  awake: number;
+}
+
 /**
  * Opens a data channel to every other rank (a full mesh: the ring uses the
  * neighbours, negotiation and alltoall use the rest). The lower rank offers.
  */
 export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>> {
   const timeoutMs = o.timeoutMs ?? 30_000;
-  const silentTimeoutMs = Math.max(timeoutMs, o.silentTimeoutMs ?? timeoutMs);
   const SimplePeer = await loadSimplePeer();
-  const peers = new Map<number, SimplePeer.Instance>();
-  const links = new Map<number, Link>();
-  // What ICE did per peer, to say why a link never opened.
-  const progress = new Map<number, IceProgress>();
-  // When each peer's first signal came: from then on it has timeoutMs to connect.
-  const heardAt = new Map<number, number>();
-  /** Milliseconds this event loop has been awake since we started (see check below). */
-  let awake = 0;
-  for (let p = 0; p < o.size; p++) {
-    if (p === o.rank || (o.peers && !o.peers.includes(p))) continue;
-    const sp = new SimplePeer({
-      initiator: o.rank < p,
-      trickle: true,
-      wrtc: o.wrtc as SimplePeer.Options['wrtc'],
-      config: { iceServers: o.iceServers ?? [], iceTransportPolicy: o.iceTransportPolicy ?? 'all' },
-      channelConfig: { ordered: true },
-    });
-    const ice = newIceProgress();
-    progress.set(p, ice);
-    sp.on('signal', (data: unknown) => {
-      noteCandidates(ice.local, data);
-      o.signaler.send(p, data);
-    });
-    sp.on('iceStateChange', (state: string) => (ice.state = state));
-    peers.set(p, sp);
-  }
+  const w: MeshWait = {
+    o,
+    timeoutMs,
+    silentTimeoutMs: Math.max(timeoutMs, o.silentTimeoutMs ?? timeoutMs),
+    peers: new Map(),
+    links: new Map(),
+    progress: new Map(),
+    heardAt: new Map(),
+    awake: 0,
+  };
+  createPeers(w, SimplePeer);
   const unsubscribe = o.signaler.onSignal((from, data) => {
-    const sp = peers.get(from);
+    const sp = w.peers.get(from);
     // Link-choice messages (mesh.ts) share the signaling path; they are not WebRTC's.
     if (!sp || isLinkChoice(data)) return;
-    const ice = progress.get(from)!;
-    if (!ice.heard) heardAt.set(from, awake);
+    const ice = w.progress.get(from)!;
+    if (!ice.heard) w.heardAt.set(from, w.awake);
     ice.heard = true;
     noteCandidates(ice.remote, data);
     try {
@@ -181,64 +180,100 @@ export async function connectMesh(o: ConnectOptions): Promise<Map<number, Link>>
         if (signal.aborted) return onAbort();
         signal.addEventListener('abort', onAbort, { once: true });
       }
-      // Each missing peer against its own deadline: a peer that answered (so it runs) has timeoutMs
-      // from its first signal; one that has said nothing yet has silentTimeoutMs from the start.
-      // Time counts only while this event loop runs: a tick that came late (we were busy compiling
-      // or starved of CPU) counts as one tick, so our own stall never fails a peer.
-      const tickMs = Math.max(20, Math.min(500, timeoutMs / 4));
-      let last = now();
-      const check = (): void => {
-        const t = now();
-        awake += Math.min(t - last, 2 * tickMs);
-        last = t;
-        for (const p of peers.keys()) {
-          const at = heardAt.get(p);
-          // A peer that answered through the signaling server is running: the network is what failed.
-          if (!links.has(p) && at !== undefined && awake - at >= timeoutMs)
-            return fail(noPathError(o.rank, p, progress.get(p)!, o.iceServers, timeoutMs));
-        }
-        const silent = [...peers.keys()].filter((p) => !links.has(p) && !heardAt.has(p));
-        if (silent.length > 0 && awake >= silentTimeoutMs) {
-          fail(
-            new RingtrainError(
-              ErrorCode.Timeout,
-              `rank ${o.rank} could not open a data channel to rank(s) ${silent.join(', ')}: no signal from them within ${Math.round(silentTimeoutMs)} ms; are they running and using the same signaling?`,
-              { waitingFor: silent, rank: o.rank },
-            ),
-          );
-        }
-      };
-      timer = setInterval(check, tickMs);
-      if (peers.size === 0) resolve();
-      for (const [p, sp] of peers) {
-        sp.once('connect', () => {
-          links.set(p, new SimplePeerLink(p, sp));
-          if (links.size === peers.size) resolve();
-        });
-        sp.once('error', (e: Error & { code?: string }) => {
-          if (links.has(p)) return;
-          if (e.code === 'ERR_ICE_CONNECTION_FAILURE')
-            return fail(noPathError(o.rank, p, progress.get(p)!, o.iceServers, undefined, e));
-          fail(
-            new RingtrainError(
-              ErrorCode.Transport,
-              `WebRTC to rank ${p} failed while connecting: ${e.message}`,
-              { peer: p, rank: o.rank },
-              { cause: e },
-            ),
-          );
-        });
-      }
+      timer = startDeadlines(w, fail);
+      if (w.peers.size === 0) resolve();
+      watchPeers(w, resolve, fail);
     });
   } catch (e) {
-    for (const sp of peers.values()) sp.destroy();
+    for (const sp of w.peers.values()) sp.destroy();
     throw e;
   } finally {
     clearInterval(timer);
     if (onAbort) o.abort?.removeEventListener('abort', onAbort);
   }
   // Late signals (extra candidates) still go through while links run; stop listening once all are down.
-  let open = peers.size;
-  for (const sp of peers.values()) sp.once('close', () => --open === 0 && unsubscribe());
-  return links;
+  let open = w.peers.size;
+  for (const sp of w.peers.values()) sp.once('close', () => --open === 0 && unsubscribe());
+  return w.links;
+}
+
+/** A SimplePeer per rank this call connects to, its signals sent through the signaler and its ICE progress noted. */
+function createPeers(w: MeshWait, SimplePeer: PeerConstructor): void {
+  const o = w.o;
+  for (let p = 0; p < o.size; p++) {
+    if (p === o.rank || (o.peers && !o.peers.includes(p))) continue;
+    const sp = new SimplePeer({
+      initiator: o.rank < p,
+      trickle: true,
+      wrtc: o.wrtc as SimplePeer.Options['wrtc'],
+      config: { iceServers: o.iceServers ?? [], iceTransportPolicy: o.iceTransportPolicy ?? 'all' },
+      channelConfig: { ordered: true },
+    });
+    const ice = newIceProgress();
+    w.progress.set(p, ice);
+    sp.on('signal', (data: unknown) => {
+      noteCandidates(ice.local, data);
+      o.signaler.send(p, data);
+    });
+    sp.on('iceStateChange', (state: string) => (ice.state = state));
+    w.peers.set(p, sp);
+  }
+}
+
+/**
+ * Each missing peer against its own deadline: a peer that answered (so it runs) has timeoutMs
+ * from its first signal; one that has said nothing yet has silentTimeoutMs from the start.
+ * Time counts only while this event loop runs: a tick that came late (we were busy compiling
+ * or starved of CPU) counts as one tick, so our own stall never fails a peer.
+ */
+function startDeadlines(w: MeshWait, fail: (e: RingtrainError) => void): ReturnType<typeof setInterval> {
+  const { o, peers, links, heardAt } = w;
+  const tickMs = Math.max(20, Math.min(500, w.timeoutMs / 4));
+  let last = now();
+  const check = (): void => {
+    const t = now();
+    w.awake += Math.min(t - last, 2 * tickMs);
+    last = t;
+    for (const p of peers.keys()) {
+      const at = heardAt.get(p);
+      // A peer that answered through the signaling server is running: the network is what failed.
+      if (!links.has(p) && at !== undefined && w.awake - at >= w.timeoutMs)
+        return fail(noPathError(o.rank, p, w.progress.get(p)!, o.iceServers, w.timeoutMs));
+    }
+    const silent = [...peers.keys()].filter((p) => !links.has(p) && !heardAt.has(p));
+    if (silent.length > 0 && w.awake >= w.silentTimeoutMs) {
+      fail(
+        new RingtrainError(
+          ErrorCode.Timeout,
+          `rank ${o.rank} could not open a data channel to rank(s) ${silent.join(', ')}: no signal from them within ${Math.round(w.silentTimeoutMs)} ms; are they running and using the same signaling?`,
+          { waitingFor: silent, rank: o.rank },
+        ),
+      );
+    }
+  };
+  return setInterval(check, tickMs);
+}
+
+/** Resolves once every peer's channel is open; fails on the first peer that errs before it opened. */
+function watchPeers(w: MeshWait, resolve: () => void, fail: (e: RingtrainError) => void): void {
+  const { o, peers, links } = w;
+  for (const [p, sp] of peers) {
+    sp.once('connect', () => {
+      links.set(p, new SimplePeerLink(p, sp));
+      if (links.size === peers.size) resolve();
+    });
+    sp.once('error', (e: Error & { code?: string }) => {
+      if (links.has(p)) return;
+      if (e.code === 'ERR_ICE_CONNECTION_FAILURE')
+        return fail(noPathError(o.rank, p, w.progress.get(p)!, o.iceServers, undefined, e));
+      fail(
+        new RingtrainError(
+          ErrorCode.Transport,
+          `WebRTC to rank ${p} failed while connecting: ${e.message}`,
+          { peer: p, rank: o.rank },
+          { cause: e },
+        ),
+      );
+    });
+  }
 }
