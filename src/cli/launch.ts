@@ -186,6 +186,69 @@ function scriptCommand(runtime: 'node' | 'deno', script: string): [string, strin
 }
 
 async function launch(script: string, args: string[], o: LaunchOptions): Promise<number> {
+  const { np, port, tabs, staticDir } = checkLaunch(script, args, o);
+  const elastic = elasticOptions({
+    elastic: o.elastic,
+    np: o.np,
+    extraPeers: tabs,
+    minNp: o.minNp,
+    maxNp: o.maxNp,
+    serverWait: o.serverWait,
+  });
+  const job = launchJob(o, args, np + tabs, tabs > 0, elastic);
+  // TF.js runs its ops synchronously (the CPU backend above all), so a worker's event loop can stay busy
+  // for seconds and answer the server's heartbeats late: be lenient before calling it gone.
+  const ranks = new WorkerRanks((line) => process.stdout.write(`${line}\n`));
+  const server = await startServer({
+    host: o.host,
+    port,
+    jobs: [job],
+    staticDir,
+    heartbeatMs: LAUNCH_HEARTBEAT_MS,
+    missedHeartbeats: LAUNCH_MISSED_HEARTBEATS,
+    onMembership: (_job, peers, change) => {
+      // A ring's ranks change only when it re-forms: an elastic ring after a peer is lost or joins.
+      // Peers that finish leave a ring that is done, and a fixed ring never re-forms.
+      if (change.kind === 'leave' && (!o.elastic || change.reason === `left: ${FINISHED}`)) return;
+      ranks.update(peers);
+    },
+  });
+  // The token rides in the link's fragment, which the browser never sends to a server (as `ringtrain server` prints it).
+  if (tabs > 0)
+    process.stdout.write(
+      `[launch] page ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)}\n`,
+    );
+  const children: ChildProcess[] = [];
+  const stop = () => children.forEach((c) => c.exitCode === null && c.signalCode === null && c.kill('SIGTERM'));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  try {
+    const [exe, pre] = scriptCommand(o.runtime, script);
+    const spawnOf: WorkerSpawn = {
+      exe,
+      argv: [...pre, ...args],
+      np,
+      timeline: o.timeline,
+      serverUrl: server.url,
+      job,
+      ranks,
+    };
+    const codes = await Promise.all(Array.from({ length: np }, (_, i) => spawnWorker(spawnOf, i, children)));
+    if (o.timeline) writeTimeline(o.timeline, np);
+    return launchExitCode(codes, ranks, o.elastic ? elastic.minNp! : undefined);
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    await server.close();
+  }
+}
+
+/** The launch's counts and the page's folder, each checked before anything starts. */
+function checkLaunch(
+  script: string,
+  args: string[],
+  o: LaunchOptions,
+): { np: number; port: number; tabs: number; staticDir: string | null } {
   const np = Number(o.np);
   if (!Number.isInteger(np) || np < 1 || np > 64)
     throw new RingtrainError(
@@ -216,114 +279,100 @@ async function launch(script: string, args: string[], o: LaunchOptions): Promise
       `launch: no script at ${script}; give the path of the program every worker runs.`,
     );
   if (tabs > 0) refuseFileArguments(args, o.tabModel);
-  const elastic = elasticOptions({
-    elastic: o.elastic,
-    np: o.np,
-    extraPeers: tabs,
-    minNp: o.minNp,
-    maxNp: o.maxNp,
-    serverWait: o.serverWait,
-  });
-  const hyperparameters: JobSettings = tabs > 0 ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
+  return { np, port, tabs, staticDir };
+}
+
+/** The one job the workers (and tabs) join: `peers` of them, or with --elastic from --min-np to --max-np. */
+function launchJob(
+  o: LaunchOptions,
+  args: string[],
+  peers: number,
+  withTabs: boolean,
+  elastic: ReturnType<typeof elasticOptions>,
+): JobSpec {
+  const hyperparameters: JobSettings = withTabs ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
   if (o.elastic) hyperparameters.elastic = true;
   if (elastic.serverWait !== undefined) hyperparameters.serverWaitMs = elastic.serverWait * 1000;
   // An elastic job waits once for everyone it starts, then goes on with as few as --min-np.
-  const peers = o.elastic
-    ? { minPeers: elastic.minNp!, maxPeers: elastic.maxNp!, startPeers: np + tabs }
-    : { minPeers: np + tabs, maxPeers: np + tabs };
-  const job: JobSpec = {
+  const sizes = o.elastic
+    ? { minPeers: elastic.minNp!, maxPeers: elastic.maxNp!, startPeers: peers }
+    : { minPeers: peers, maxPeers: peers };
+  return {
     id: `launch-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),
     // With tabs, the config tells the page what to run: the model it knows by name, with the script's arguments.
     config: {
-      model: tabs > 0 ? o.tabModel : 'user-script',
+      model: withTabs ? o.tabModel : 'user-script',
       optimizer: 'user',
       hyperparameters,
       batchPerPeer: 1,
-      ...peers,
+      ...sizes,
     },
   };
-  // TF.js runs its ops synchronously (the CPU backend above all), so a worker's event loop can stay busy
-  // for seconds and answer the server's heartbeats late: be lenient before calling it gone.
-  const ranks = new WorkerRanks((line) => process.stdout.write(`${line}\n`));
-  const server = await startServer({
-    host: o.host,
-    port,
-    jobs: [job],
-    staticDir,
-    heartbeatMs: LAUNCH_HEARTBEAT_MS,
-    missedHeartbeats: LAUNCH_MISSED_HEARTBEATS,
-    onMembership: (_job, peers, change) => {
-      // A ring's ranks change only when it re-forms: an elastic ring after a peer is lost or joins.
-      // Peers that finish leave a ring that is done, and a fixed ring never re-forms.
-      if (change.kind === 'leave' && (!o.elastic || change.reason === `left: ${FINISHED}`)) return;
-      ranks.update(peers);
-    },
+}
+
+/** What every worker's process shares: the command, the job and the launcher's view of ranks. */
+interface WorkerSpawn {
+  exe: string;
+  argv: string[];
+  np: number;
+  timeline: string | undefined;
+  serverUrl: string;
+  job: JobSpec;
+  ranks: WorkerRanks;
+}
+
+/** Starts worker i, its output prefixed with its rank; resolves to its exit code (127: it did not start). */
+function spawnWorker(w: WorkerSpawn, i: number, children: ChildProcess[]): Promise<number> {
+  const { ranks } = w;
+  // The token goes by environment, never argv (which `ps` shows to everyone).
+  const env: NodeJS.ProcessEnv = {
+    ...prefixedChildEnv(process.env),
+    [SERVER_ENV]: w.serverUrl,
+    [JOB_ENV]: w.job.id,
+    [TOKEN_ENV]: w.job.token,
+    [LOCAL_RANK_ENV]: String(i),
+    [LOCAL_SIZE_ENV]: String(w.np),
+    [NAME_ENV]: workerName(i),
+  };
+  if (w.timeline) env[TIMELINE_ENV] = `${w.timeline}.part${i}`;
+  const child = spawn(w.exe, w.argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  ranks.pids[i] = child.pid;
+  // Which process is which worker: what a person needs to read a loss (and what a test kills).
+  // No pid means it did not start; the error event says why.
+  if (child.pid !== undefined) process.stdout.write(`[launch] worker ${i}: pid ${child.pid}\n`);
+  forEachLine(child.stdout!, (line) => process.stdout.write(prefixedLine(ranks.prefix(i), line)));
+  // The environment keeps Vulkan quiet; a worker that set XDG_RUNTIME_DIR badly itself is still filtered.
+  forEachLine(child.stderr!, (line) => {
+    if (!line.includes('XDG_RUNTIME_DIR is invalid')) process.stderr.write(prefixedLine(ranks.prefix(i), line));
   });
-  // The token rides in the link's fragment, which the browser never sends to a server (as `ringtrain server` prints it).
-  if (tabs > 0)
-    process.stdout.write(
-      `[launch] page ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)}\n`,
-    );
-  const children: ChildProcess[] = [];
-  const stop = () => children.forEach((c) => c.exitCode === null && c.signalCode === null && c.kill('SIGTERM'));
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
-  try {
-    const [exe, pre] = scriptCommand(o.runtime, script);
-    const exits = Array.from({ length: np }, (_, i) => {
-      // The token goes by environment, never argv (which `ps` shows to everyone).
-      const env: NodeJS.ProcessEnv = {
-        ...prefixedChildEnv(process.env),
-        [SERVER_ENV]: server.url,
-        [JOB_ENV]: job.id,
-        [TOKEN_ENV]: job.token,
-        [LOCAL_RANK_ENV]: String(i),
-        [LOCAL_SIZE_ENV]: String(np),
-        [NAME_ENV]: workerName(i),
-      };
-      if (o.timeline) env[TIMELINE_ENV] = `${o.timeline}.part${i}`;
-      const child = spawn(exe, [...pre, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      children.push(child);
-      ranks.pids[i] = child.pid;
-      // Which process is which worker: what a person needs to read a loss (and what a test kills).
-      // No pid means it did not start; the error event says why.
-      if (child.pid !== undefined) process.stdout.write(`[launch] worker ${i}: pid ${child.pid}\n`);
-      forEachLine(child.stdout!, (line) => process.stdout.write(prefixedLine(ranks.prefix(i), line)));
-      // The environment keeps Vulkan quiet; a worker that set XDG_RUNTIME_DIR badly itself is still filtered.
-      forEachLine(child.stderr!, (line) => {
-        if (!line.includes('XDG_RUNTIME_DIR is invalid')) process.stderr.write(prefixedLine(ranks.prefix(i), line));
-      });
-      return new Promise<number>((resolve) => {
-        child.on('error', (err) => {
-          process.stderr.write(`[launch] worker ${i} ${spawnFailure(exe, err)}\n`);
-          resolve(127);
-        });
-        child.on('exit', (code, signal) => {
-          // The launcher's line, not the worker's: its rank may be another worker's by now.
-          if (signal) process.stderr.write(`[launch] ${ranks.who(i)} ended by ${signal}\n`);
-          resolve(code ?? 128);
-        });
-      });
+  return new Promise<number>((resolve) => {
+    child.on('error', (err) => {
+      process.stderr.write(`[launch] worker ${i} ${spawnFailure(w.exe, err)}\n`);
+      resolve(127);
     });
-    const codes = await Promise.all(exits);
-    if (o.timeline) writeTimeline(o.timeline, np);
-    const failed = codes.map((c, i) => [i, c]).filter(([, c]) => c !== 0);
-    const finished = codes.length - failed.length;
-    const named = failed.map(([i, c]) => ranks.describe(i, c)).join(', ');
-    if (o.elastic && failed.length > 0 && finished >= elastic.minNp!) {
-      // Elastic: a worker that died (or failed on its own) is a loss the others carried on without.
-      process.stderr.write(`ringtrain: ${named} left the run early; ${finished} finished without them\n`);
-      return 0;
-    }
-    if (failed.length > 0) {
-      process.stderr.write(`ringtrain: ${named} failed\n`);
-      return 1;
-    }
+    child.on('exit', (code, signal) => {
+      // The launcher's line, not the worker's: its rank may be another worker's by now.
+      if (signal) process.stderr.write(`[launch] ${ranks.who(i)} ended by ${signal}\n`);
+      resolve(code ?? 128);
+    });
+  });
+}
+
+/** 0 when every worker finished, or (elastic, `minNp` given) enough did; else 1, naming the workers that failed. */
+function launchExitCode(codes: number[], ranks: WorkerRanks, minNp: number | undefined): number {
+  const failed = codes.map((c, i) => [i, c]).filter(([, c]) => c !== 0);
+  const finished = codes.length - failed.length;
+  const named = failed.map(([i, c]) => ranks.describe(i, c)).join(', ');
+  if (minNp !== undefined && failed.length > 0 && finished >= minNp) {
+    // Elastic: a worker that died (or failed on its own) is a loss the others carried on without.
+    process.stderr.write(`ringtrain: ${named} left the run early; ${finished} finished without them\n`);
     return 0;
-  } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
-    await server.close();
   }
+  if (failed.length > 0) {
+    process.stderr.write(`ringtrain: ${named} failed\n`);
+    return 1;
+  }
+  return 0;
 }
