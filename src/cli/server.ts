@@ -211,7 +211,52 @@ export function serverCommand(): Command {
   const cmd = new Command('server')
     .description('run the signaling server (jobs, ranks, WebRTC signaling, /healthz, /metrics) and serve the page')
     .option('--port <n>', 'port to listen on (0 picks a free one)', '8080')
-    .option('--host <addr>', 'address to listen on (0.0.0.0 lets other machines join)', '127.0.0.1')
+    .option('--host <addr>', 'address to listen on (0.0.0.0 lets other machines join)', '127.0.0.1');
+  addJobFlags(cmd);
+  addServingFlags(cmd);
+  return addIceOptions(cmd).action(async (raw: Record<string, unknown>) => {
+    const o = parse(raw);
+    const ice = iceFromFlags(raw);
+    const tls = readTlsFiles(o.tlsCert, o.tlsKey);
+    const jobs: JobSpec[] = [];
+    const generatedToken =
+      o.job !== undefined && o.token === undefined && o.tokenFile === undefined && !process.env[TOKEN_ENV];
+    const text = o.text === undefined ? undefined : loadText(o.text);
+    const table = tableForJob(o);
+    const flagJob = jobFromFlags(o, { text, table });
+    if (flagJob) jobs.push(flagJob);
+    if (o.jobsFile) jobs.push(...(await jobsFromFile(o.jobsFile)));
+    const log = o.quiet ? () => {} : (line: string) => void printLine(`[server] ${line}`);
+    await serveUntilSignal(
+      {
+        port: o.port,
+        host: o.host,
+        jobs,
+        staticDir: o.static === false ? null : o.static,
+        heartbeatMs: o.heartbeatMs,
+        joinTimeoutMs: o.joinTimeoutMs,
+        limits: {
+          maxSocketsPerAddress: o.maxSocketsPerAddress,
+          maxHandshakesPerAddress: o.maxHandshakesPerAddress,
+          maxHandshakes: o.maxHandshakes,
+          maxPeersPerAddress: o.maxPeersPerAddress,
+        },
+        tls,
+        ice,
+        log,
+        files: [
+          ...(text ? [text.bytes] : []),
+          ...(table ? [readFileSync(table.data), ...(table.labels ? [readFileSync(table.labels.path)] : [])] : []),
+        ],
+      },
+      (server) => printJoinLines(server.url, jobs, o, flagJob, generatedToken),
+    );
+  });
+}
+
+/** The flags that configure --job: what it trains, on what, and how many peers. */
+function addJobFlags(cmd: Command): void {
+  cmd
     .option('--job <id>', 'open a job with this id, configured by the flags below')
     .option(
       '--token-file <path>',
@@ -252,7 +297,12 @@ export function serverCommand(): Command {
       '--job trains the mlp on this table (.csv, .npy, .json; with --label-column or --labels): the job records its SHA-256, workers pass their own copies (worker --data)',
     )
     .option('--label-column <name>', 'with --data: the column (CSV header name, or number) that holds the class')
-    .option('--labels <file>', 'with --data: one class number per row, in its own file')
+    .option('--labels <file>', 'with --data: one class number per row, in its own file');
+}
+
+/** The flags of the server itself: more jobs, the page, heartbeats, TLS and the admission limits. */
+function addServingFlags(cmd: Command): void {
+  cmd
     .option('--jobs-file <path>', 'more jobs: a JSON array of {id, token, config}')
     .option('--static <dir>', 'folder of the built page (default: the one in the package, demo/dist)')
     .option('--no-static', 'serve no page')
@@ -285,67 +335,37 @@ export function serverCommand(): Command {
       String(DEFAULT_ADMISSION_LIMITS.maxPeersPerAddress),
     )
     .option('--quiet', 'log nothing but the address', false);
-  return addIceOptions(cmd).action(async (raw: Record<string, unknown>) => {
-    const o = parse(raw);
-    const ice = iceFromFlags(raw);
-    const tls = readTlsFiles(o.tlsCert, o.tlsKey);
-    const jobs: JobSpec[] = [];
-    const generatedToken =
-      o.job !== undefined && o.token === undefined && o.tokenFile === undefined && !process.env[TOKEN_ENV];
-    const text = o.text === undefined ? undefined : loadText(o.text);
-    const table = tableForJob(o);
-    const flagJob = jobFromFlags(o, { text, table });
-    if (flagJob) jobs.push(flagJob);
-    if (o.jobsFile) jobs.push(...(await jobsFromFile(o.jobsFile)));
-    const log = o.quiet ? () => {} : (line: string) => void printLine(`[server] ${line}`);
-    await serveUntilSignal(
-      {
-        port: o.port,
-        host: o.host,
-        jobs,
-        staticDir: o.static === false ? null : o.static,
-        heartbeatMs: o.heartbeatMs,
-        joinTimeoutMs: o.joinTimeoutMs,
-        limits: {
-          maxSocketsPerAddress: o.maxSocketsPerAddress,
-          maxHandshakesPerAddress: o.maxHandshakesPerAddress,
-          maxHandshakes: o.maxHandshakes,
-          maxPeersPerAddress: o.maxPeersPerAddress,
-        },
-        tls,
-        ice,
-        log,
-        files: [
-          ...(text ? [text.bytes] : []),
-          ...(table ? [readFileSync(table.data), ...(table.labels ? [readFileSync(table.labels.path)] : [])] : []),
-        ],
-      },
-      (server) => {
-        void printLine(`ringtrain server listening on ${server.url}`);
-        // The token goes in the environment and in the fragment of the page link (never sent to a server, removed from
-        // the address bar).
-        // Only a token the server made up is printed: one the user supplied (file, environment,
-        // jobs file) is theirs already, and a log (a pod's, a CI job's) is no place for it.
-        for (const j of jobs) {
-          const known = j === flagJob && generatedToken;
-          const token = known ? j.token : '<its token>';
-          // A text or table job's workers bring their own copies (tabs download a text from here).
-          const textFlag =
-            j !== flagJob
-              ? ''
-              : o.text !== undefined
-                ? ` --text ${o.text}`
-                : o.data !== undefined
-                  ? ` --data ${o.data}${o.labels !== undefined ? ` --labels ${o.labels}` : ''}`
-                  : '';
-          void printLine(
-            `job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${server.url} --job ${j.id}${textFlag}`,
-          );
-          void printLine(
-            `job ${j.id}: page ${server.url}/?job=${encodeURIComponent(j.id)}#token=${known ? encodeURIComponent(j.token) : token}`,
-          );
-        }
-      },
+}
+
+/**
+ * How to join each job: the worker command and the page link. The token goes in the environment and in the
+ * fragment of the page link (never sent to a server, removed from the address bar). Only a token the server
+ * made up (`tokenGenerated`, for the --job job) is printed: one the user supplied (file, environment, jobs
+ * file) is theirs already, and a log (a pod's, a CI job's) is no place for it.
+ */
+function printJoinLines(
+  url: string,
+  jobs: JobSpec[],
+  o: ServerCliOptions,
+  flagJob: JobSpec | null,
+  tokenGenerated: boolean,
+): void {
+  void printLine(`ringtrain server listening on ${url}`);
+  for (const j of jobs) {
+    const known = j === flagJob && tokenGenerated;
+    const token = known ? j.token : '<its token>';
+    // A text or table job's workers bring their own copies (tabs download a text from here).
+    const textFlag =
+      j !== flagJob
+        ? ''
+        : o.text !== undefined
+          ? ` --text ${o.text}`
+          : o.data !== undefined
+            ? ` --data ${o.data}${o.labels !== undefined ? ` --labels ${o.labels}` : ''}`
+            : '';
+    void printLine(`job ${j.id}: ${TOKEN_ENV}=${token} ringtrain worker --server ${url} --job ${j.id}${textFlag}`);
+    void printLine(
+      `job ${j.id}: page ${url}/?job=${encodeURIComponent(j.id)}#token=${known ? encodeURIComponent(j.token) : token}`,
     );
-  });
+  }
 }
