@@ -44,6 +44,73 @@ function trackOf(phase: Phase): number {
   return phase === 'negotiate' ? TRACK.negotiate : TRACK.collective;
 }
 
+/** An instant of the trace (ph 'i'), for the events that mark a moment: chunks sent and received, stalls, membership. */
+interface Marker {
+  name: string;
+  s: 't' | 'p' | 'g';
+  tid: number;
+  cat: string;
+  args: Record<string, unknown>;
+}
+
+/** The marker an event draws, or null for the events that draw spans and counters (TimelineRecorder.record). */
+function markerOf(e: RingEvent): Marker | null {
+  switch (e.type) {
+    case 'chunk-send':
+    case 'chunk-recv':
+      return {
+        name: `${e.type === 'chunk-send' ? 'send' : 'recv'} chunk ${e.chunk} ${e.from}→${e.to}`,
+        s: 't',
+        tid: e.type === 'chunk-send' ? TRACK.send : TRACK.recv,
+        cat: e.phase,
+        args: {
+          id: e.id,
+          phase: e.phase,
+          step: e.step,
+          chunk: e.chunk,
+          offset: e.offset,
+          count: e.count,
+          bytes: e.bytes,
+        },
+      };
+    case 'stall':
+      return {
+        name: `stall: waiting for ranks ${e.waitingFor.join(', ')}`,
+        s: 'p',
+        tid: TRACK.membership,
+        cat: 'stall',
+        args: { name: e.name, waitingFor: e.waitingFor, waitedMs: e.waitedMs },
+      };
+    case 'peer-lost':
+    case 'peer-misbehaved':
+      return {
+        name: `peer ${e.peer} ${e.type === 'peer-lost' ? 'lost' : 'misbehaved'}`,
+        s: 'g',
+        tid: TRACK.membership,
+        cat: 'membership',
+        args: { peer: e.peer, reason: e.reason },
+      };
+    case 'contribution-left-out':
+      return {
+        name: `peer ${e.peer}'s step ${e.step} left out`,
+        s: 'g',
+        tid: TRACK.membership,
+        cat: 'membership',
+        args: { peer: e.peer, step: e.step, reason: e.reason },
+      };
+    case 'membership':
+      return {
+        name: `membership epoch ${e.epoch} (size ${e.size})`,
+        s: 'p',
+        tid: TRACK.membership,
+        cat: 'membership',
+        args: { epoch: e.epoch, peers: e.peers, ...(e.links ? { links: e.links } : {}) },
+      };
+    default:
+      return null;
+  }
+}
+
 /** One step's (or a run's) collectives and negotiations on one rank. */
 export interface Rounds {
   collectives: number;
@@ -205,6 +272,12 @@ export class TimelineRecorder {
     let counter = this.rounds.get(pid);
     if (!counter) this.rounds.set(pid, (counter = new RoundCounter()));
     counter.record(e);
+    const marker = markerOf(e);
+    if (marker) {
+      const { name, s, tid, cat, args } = marker;
+      this.events.push({ name, ph: 'i', s, ts: this.us(e.t), pid, tid, cat, args });
+      return;
+    }
     switch (e.type) {
       case 'compute-begin':
         this.begin(`c:${pid}:${e.step}`, e.t, { step: e.step });
@@ -246,91 +319,11 @@ export class TimelineRecorder {
       case 'phase-end':
         this.end(`p:${pid}:${e.id}:${e.phase}`, e.t, e.phase, pid, trackOf(e.phase), 'phase');
         break;
-      case 'chunk-send':
-      case 'chunk-recv':
-        this.events.push({
-          name: `${e.type === 'chunk-send' ? 'send' : 'recv'} chunk ${e.chunk} ${e.from}→${e.to}`,
-          ph: 'i',
-          s: 't',
-          ts: this.us(e.t),
-          pid,
-          tid: e.type === 'chunk-send' ? TRACK.send : TRACK.recv,
-          cat: e.phase,
-          args: {
-            id: e.id,
-            phase: e.phase,
-            step: e.step,
-            chunk: e.chunk,
-            offset: e.offset,
-            count: e.count,
-            bytes: e.bytes,
-          },
-        });
-        break;
-      case 'stall':
-        this.events.push({
-          name: `stall: waiting for ranks ${e.waitingFor.join(', ')}`,
-          ph: 'i',
-          s: 'p',
-          ts: this.us(e.t),
-          pid,
-          tid: TRACK.membership,
-          cat: 'stall',
-          args: { name: e.name, waitingFor: e.waitingFor, waitedMs: e.waitedMs },
-        });
-        break;
-      case 'peer-lost':
-        this.events.push({
-          name: `peer ${e.peer} lost`,
-          ph: 'i',
-          s: 'g',
-          ts: this.us(e.t),
-          pid,
-          tid: TRACK.membership,
-          cat: 'membership',
-          args: { peer: e.peer, reason: e.reason },
-        });
-        break;
-      case 'peer-misbehaved':
-        this.events.push({
-          name: `peer ${e.peer} misbehaved`,
-          ph: 'i',
-          s: 'g',
-          ts: this.us(e.t),
-          pid,
-          tid: TRACK.membership,
-          cat: 'membership',
-          args: { peer: e.peer, reason: e.reason },
-        });
-        break;
-      case 'contribution-left-out':
-        this.events.push({
-          name: `peer ${e.peer}'s step ${e.step} left out`,
-          ph: 'i',
-          s: 'g',
-          ts: this.us(e.t),
-          pid,
-          tid: TRACK.membership,
-          cat: 'membership',
-          args: { peer: e.peer, step: e.step, reason: e.reason },
-        });
-        break;
-      case 'membership':
-        this.events.push({
-          name: `membership epoch ${e.epoch} (size ${e.size})`,
-          ph: 'i',
-          s: 'p',
-          ts: this.us(e.t),
-          pid,
-          tid: TRACK.membership,
-          cat: 'membership',
-          args: { epoch: e.epoch, peers: e.peers, ...(e.links ? { links: e.links } : {}) },
-        });
-        break;
       case 'train-step': {
         // A counter track: how many collectives the step ran, how many it waited for one after another, how many
         // negotiated, and how many gradient buckets it reduced as backward finished them.
-        const r = counter.step();
+        const { collectives, sequential, negotiations, buckets } = counter.step();
+        const args = { collectives, sequential, negotiations, buckets };
         this.events.push({
           name: 'rounds',
           ph: 'C',
@@ -338,12 +331,7 @@ export class TimelineRecorder {
           pid,
           tid: TRACK.collective,
           cat: 'rounds',
-          args: {
-            collectives: r.collectives,
-            sequential: r.sequential,
-            negotiations: r.negotiations,
-            buckets: r.buckets,
-          },
+          args,
         });
         break;
       }
