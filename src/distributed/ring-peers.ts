@@ -120,10 +120,10 @@ export class RingPeers implements Peers {
     await this.parts.ring.membershipChanged();
   }
 
-  /** Bytes per gradient bucket when the ring's optimizer reduces buckets as backward finishes them (local SGD reduces no gradients). */
+  /** Bytes per gradient bucket, as the ring's reducer decided them once (undefined: read whole; local SGD reduces no gradients). */
   bucketBytes(): number | undefined {
     const { ringOpt } = this.parts;
-    return 'overlapBucketBytes' in ringOpt ? ringOpt.overlapBucketBytes : undefined;
+    return 'reducer' in ringOpt ? ringOpt.reducer.bucketBytes : undefined;
   }
 
   /** The ring's step: this rank's gradients read back, weighed by its share, checked, summed, applied. */
