@@ -6,7 +6,8 @@
  * hold on the update. Gradients are small integers, so every sum and mean
  * below is exact in float32 and compared bit for bit.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Communicator } from '../../src/comm/interface.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { bucketBytesFor, DEFAULT_BUCKET_BYTES } from '../../src/engine/grad-buckets.ts';
@@ -44,8 +45,14 @@ interface Rank {
   updates: Float32Array[];
 }
 
+/** Every ring a test made, closed after it. */
+const opened: Communicator[] = [];
+afterEach(() => opened.splice(0).forEach((c) => c.close()));
+
 function ring(size: number, options: (rank: number) => GradientReducerOptions = () => ({})): Rank[] {
-  return createMemoryRing(size).map((comm, r) => {
+  const comms = createMemoryRing(size);
+  opened.push(...comms);
+  return comms.map((comm, r) => {
     const model = cpuModel();
     return { reducer: new GradientReducer(comm, model, options(r)), model, updates: [] };
   });
