@@ -18,7 +18,7 @@ import { allreduce } from '../collectives/allreduce.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now, type EventBus } from '../core/events.ts';
 import { isBroken, lostRanksOf } from './ring-errors.ts';
-import type { GradientCheck } from './optimizer-types.ts';
+import type { GradientCheck } from './reduce/gradient-check.ts';
 import type { ElasticHooks } from './trainer-types.ts';
 
 /** Whatever holds the ring's communicator now; an elastic ring replaces it when it re-forms. */

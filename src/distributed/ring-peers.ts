@@ -9,7 +9,7 @@
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
-import { now, type EventBus } from '../core/events.ts';
+import type { EventBus } from '../core/events.ts';
 import { broadcast } from '../collectives/broadcast.ts';
 import { countedTargets, type Dataset } from '../data/dataset.ts';
 import { testShard } from '../data/global-batch.ts';
@@ -21,15 +21,10 @@ import type { DistributedOptimizer, StepResult } from './optimizer.ts';
 import { ShareBalancer } from './shares.ts';
 import { RoundCounter, type Rounds } from './timeline.ts';
 import { endsRun } from './ring-errors.ts';
+import type { StepClock } from './step-clock.ts';
 import { guardOf } from './train-config.ts';
 import type { LoopHandle, Peers, RunRecord, StepUpdate } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
-
-/** When this rank's step began, and how long its own compute took (what balancing by speed divides by). */
-export class StepClock {
-  start = 0;
-  computeMs = 0;
-}
 
 /** What a ring trains with; trainer.ts builds them and destroys them after. */
 export interface RingParts {
@@ -125,17 +120,17 @@ export class RingPeers implements Peers {
     await this.parts.ring.membershipChanged();
   }
 
-  /** Bytes per gradient bucket when the ring's optimizer reduces buckets as backward finishes them (local SGD reduces no gradients). */
+  /** Bytes per gradient bucket, as the ring's reducer decided them once (undefined: read whole; local SGD reduces no gradients). */
   bucketBytes(): number | undefined {
     const { ringOpt } = this.parts;
-    return 'overlapBucketBytes' in ringOpt ? ringOpt.overlapBucketBytes : undefined;
+    return 'reducer' in ringOpt ? ringOpt.reducer.bucketBytes : undefined;
   }
 
   /** The ring's step: this rank's gradients read back, weighed by its share, checked, summed, applied. */
   async apply(s: StepUpdate): Promise<StepResult> {
     const { config, comm } = this;
     const { ringOpt, clock } = this.parts;
-    clock.start = s.computeStart;
+    clock.begin(s.computeStart);
     // Weighed by this rank's share of the step's counted targets (exactly 1 when shares are equal).
     const weight =
       s.batch.ringTargets > 0
@@ -146,7 +141,7 @@ export class RingPeers implements Peers {
       throw guard !== false ? suspectPeersFirst(err, config.verify === true, guard.doubt !== false) : err;
     });
     // A pass summed locally (backwardPassesPerStep > 1) reduced nothing: all of it was compute.
-    if (!r.applied) clock.computeMs = now() - s.computeStart;
+    if (!r.applied) clock.end();
     return r;
   }
 

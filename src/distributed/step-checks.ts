@@ -98,7 +98,7 @@ export class StepChecks {
   /**
    * Whether `before` leaves the contribution as it is (its factor is always 1): so whenever the
    * doubt rule does not decide factors. With verify it reads the ring chunks of the whole buffer,
-   * so the optimizer reduces the whole buffer then anyway (DistributedOptimizer.overlapBucketBytes).
+   * so the reducer reduces the whole buffer then anyway (reduce/overlap-plan.ts).
    */
   get readsOnly(): boolean {
     const guard = this.o.guard ?? {};

@@ -9,7 +9,7 @@ import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import type { LocalSgdConfig, LocalTrainConfig } from './config-types.ts';
-import type { DistributedOptimizerOptions } from './optimizer-types.ts';
+import type { GradientReducerOptions } from './reduce/settings.ts';
 import type { StepCheckOptions } from './step-checks.ts';
 import type { Aggregation } from '../collectives/robust-aggregate.ts';
 import type { Rounds } from './timeline.ts';
@@ -25,7 +25,7 @@ export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig
   warmupSteps?: number;
   /** Where the warm-up starts: 'base' (the unscaled rate, with scaleLr) or 'zero' (the transformer recipe). */
   warmupFrom?: 'base' | 'zero';
-  compression?: DistributedOptimizerOptions['compression'];
+  compression?: GradientReducerOptions['compression'];
   backwardPassesPerStep?: number;
   fusionThresholdBytes?: number;
   /** Reduce each gradient bucket as soon as backward finishes it, where the job allows (overlap.ts). Default true; job-wide. */

@@ -25,16 +25,16 @@
  * each gradient allreduce, the building of it all and the result.
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
-import { now } from '../core/events.ts';
 import { detectRuntime } from '../core/runtime.ts';
 import { createModel, createOptimizer } from '../engine/index.ts';
 import { datasetMetadata } from '../data/dataset.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
 import { ringOptimizer } from './diloco.ts';
 import { ElasticRing } from './elastic-ring.ts';
-import type { GradientCheck } from './optimizer.ts';
+import type { GradientCheck } from './reduce/gradient-check.ts';
 import { endsRun, lostRanksOf } from './ring-errors.ts';
-import { RingPeers, ringRecord, StepClock } from './ring-peers.ts';
+import { RingPeers, ringRecord } from './ring-peers.ts';
+import { StepClock } from './step-clock.ts';
 import { StepChecks } from './step-checks.ts';
 import { guardOf, refuseUncheckedConfig } from './train-config.ts';
 import { checkDataFits, modelSpecFor } from './model-fit.ts';
@@ -179,16 +179,7 @@ function gradientChecks(
     fusionThresholdBytes: config.fusionThresholdBytes,
     timeoutMs: config.timeoutMs,
   });
-  const gradientsRead: GradientCheck = {
-    // A caller's transform may change the gradients, and must do so before any of them is sent.
-    readsOnly: args.transformGradients === undefined,
-    rankLocal: true,
-    before: async (_comm, local, step) => {
-      await args.transformGradients?.(local, step, now() - clock.start);
-      // This rank's compute (a slowed rank's included), not the waiting for others.
-      clock.computeMs = now() - clock.start;
-    },
-  };
+  const gradientsRead = clock.gradientsRead(args.transformGradients);
   const stepChecks: GradientCheck = {
     readsOnly: checks.readsOnly,
     before: (comm, local, step) => checks.before(comm, local, step),

@@ -3,7 +3,7 @@
  * gradient buffer, from the end of the layout backward, because backward
  * finishes the last layers first. A model that records backward in pieces
  * reads each bucket back as soon as the step that finishes it has run, and the
- * ring reduces it while the layers before it still compute (optimizer.ts).
+ * ring reduces it while the layers before it still compute (src/distributed/reduce/).
  *
  * A bucket holds whole tensors. The zero padding after a tensor (model.ts,
  * PARAM_ALIGN) belongs to that tensor's bucket, so the buckets tile the flat
@@ -27,7 +27,8 @@ export type { GradientBucket } from './model.ts';
  * about what a LAN link carries of 128 KB in the same time) is small beside its transfer, small
  * enough that the built-in models get more than one: the MLP's last layer (6 KB) is reduced while
  * its 400 KB first layer computes, the transformer's 400 KB go in two. DDP's 25 MB would give
- * every model here one bucket, that is no overlap. The fusion threshold caps it (optimizer.ts).
+ * every model here one bucket, that is no overlap. The fusion threshold caps it
+ * (src/distributed/reduce/overlap-plan.ts).
  */
 export const DEFAULT_BUCKET_BYTES = 256 * 1024;
 

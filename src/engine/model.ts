@@ -168,7 +168,7 @@ export interface Model {
    * Optional: forwardBackwardDeferred that also starts reading the gradients back in buckets
    * (grad-buckets.ts), from the end of the layout, each as soon as backward has finished it: the
    * buckets tile the flat buffer, in the order returned. A distributed step reduces each bucket
-   * while the next one computes (DistributedOptimizer.step).
+   * while the next one computes (src/distributed/reduce/gradient-reducer.ts).
    */
   forwardBackwardBuckets?(
     x: Float32Array,

@@ -92,7 +92,7 @@ const FIELDS = {
     allowed: "'none', 'fp16', 'int8' or 'topk:R' (0 < R <= 1)",
   },
   fusionThresholdBytes: { schema: int.min(0), allowed: 'a whole number of bytes >= 0' },
-  // Whether a step reduces its gradient bucket by bucket as backward finishes them (src/distributed/overlap.ts).
+  // Whether a step reduces its gradient bucket by bucket as backward finishes them (src/distributed/reduce/overlap-plan.ts).
   overlap: { schema: z.boolean(), allowed: 'true or false' },
   timeoutMs: { schema: finite.gt(0), allowed: 'a number of milliseconds > 0' },
   ringOrder: { schema: z.enum(['rtt']), allowed: "'rtt'" },

@@ -18,14 +18,12 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { allreduceFused } from '../collectives/fusion.ts';
 import type { Compression } from '../collectives/types.ts';
-import {
-  reduceSettings,
-  type DistributedOptimizerOptions as RingDistributedOptimizerOptions,
-} from '../distributed/optimizer.ts';
+import { GradientAccumulator } from '../distributed/reduce/accumulator.ts';
+import { reduceSettings, type GradientReducerOptions } from '../distributed/reduce/settings.ts';
 import { agreeOnLayout, type VariableSpec } from './layout.ts';
 import { resolveRing, type RingSource } from './ring.ts';
 
-export interface DistributedOptimizerOptions extends RingDistributedOptimizerOptions {
+export interface DistributedOptimizerOptions extends GradientReducerOptions {
   /** The ring; the one init() set up when omitted. */
   comm?: RingSource;
 }
@@ -82,8 +80,8 @@ export class DistributedOptimizer extends tf.Optimizer {
   private readonly timeoutMs: number | undefined;
   private readonly ring: RingSource | undefined;
   private pending: PendingGradients | null = null;
-  private accumulated: Float32Array | null = null;
-  private passes = 0;
+  /** Sums backward passes as this library's reducer does (backwardPassesPerStep). */
+  private readonly accumulator: GradientAccumulator;
   /** The communicator whose ranks were seen to agree on the layout (an elastic regroup makes a new one). */
   private checkedComm: Communicator | null = null;
 
@@ -105,6 +103,7 @@ export class DistributedOptimizer extends tf.Optimizer {
     this.op = settings.op;
     this.fusionThresholdBytes = settings.fusionThresholdBytes;
     this.timeoutMs = settings.timeoutMs;
+    this.accumulator = new GradientAccumulator(this.backwardPassesPerStep);
     if (this.compression !== 'none' && this.compression !== 'fp16') {
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
@@ -172,19 +171,10 @@ export class DistributedOptimizer extends tf.Optimizer {
       await agreeOnLayout(comm, pending.layout, 'DistributedOptimizer', this.timeoutMs);
       this.checkedComm = comm;
     }
-    const k = this.backwardPassesPerStep;
-    if (k > 1) {
-      if (!this.accumulated || this.accumulated.length !== local.length)
-        this.accumulated = new Float32Array(local.length);
-      for (let i = 0; i < local.length; i++) this.accumulated[i] += local[i];
-      if (++this.passes < k) return false;
-      local = this.accumulated;
-    }
-    const averaged = await this.allreduce(comm, pending.layout, local, k);
-    if (this.accumulated) {
-      this.accumulated.fill(0);
-      this.passes = 0;
-    }
+    const summed = this.accumulator.add(local);
+    if (!summed) return false;
+    const averaged = await this.allreduce(comm, pending.layout, summed);
+    this.accumulator.reset();
     const grads = tf.tidy(() =>
       averaged.map((data, i) => ({
         name: pending.layout[i].name,
@@ -217,20 +207,14 @@ export class DistributedOptimizer extends tf.Optimizer {
   reset(): void {
     this.pending?.packed.dispose();
     this.pending = null;
-    this.accumulated?.fill(0);
-    this.passes = 0;
+    this.accumulator.reset();
   }
 
   setLearningRate(lr: number): void {
     setLearningRate(this.optimizer, lr);
   }
 
-  private async allreduce(
-    comm: Communicator,
-    layout: VariableSpec[],
-    flat: Float32Array,
-    passes: number,
-  ): Promise<Float32Array[]> {
+  private async allreduce(comm: Communicator, layout: VariableSpec[], flat: Float32Array): Promise<Float32Array[]> {
     // Names by position: TF.js numbers its variable names per process, so ranks may differ there.
     let offset = 0;
     const tensors = layout.map((v, i) => {
@@ -244,7 +228,7 @@ export class DistributedOptimizer extends tf.Optimizer {
       compression: this.compression,
       thresholdBytes: this.fusionThresholdBytes,
       // k summed passes become their mean, so one update of k passes equals one pass over k batches.
-      prescale: passes > 1 ? 1 / passes : undefined,
+      prescale: this.accumulator.prescale,
       timeoutMs: this.timeoutMs,
     })) as Float32Array[];
     results.forEach((r, i) => {

@@ -1,5 +1,5 @@
 /**
- * Backward overlapped with the allreduce (src/distributed/overlap.ts): each gradient bucket is
+ * Backward overlapped with the allreduce (src/distributed/reduce/overlap.ts): each gradient bucket is
  * reduced as soon as backward finishes it. With 2 ranks a + b is exact whatever the algorithm and
  * however the buffer is cut, so overlapped and whole-gradient steps must give the same bits. A
  * job whose checks only read takes the overlapped path; one whose doubt rule decides each rank's

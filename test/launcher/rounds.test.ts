@@ -7,7 +7,7 @@
  * allgather of norms and sketches (every step; docs/COLLECTIVES.md), with no
  * negotiation at all, so the step waits for one round. The gradient goes in
  * buckets, each reduced as soon as backward finishes it (src/distributed/
- * overlap.ts): one collective per bucket, all of them one round. `run --json`
+ * reduce/overlap.ts): one collective per bucket, all of them one round. `run --json`
  * reports it per step and the timeline's 'rounds' counter step by step.
  *
  * The MLP runs 4 workers (a default job's ring); the CNN and the transformer

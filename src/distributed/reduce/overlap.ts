@@ -3,17 +3,17 @@
  * reads its gradients back in buckets from the last layer backward
  * (GraphModel.forwardBackwardBuckets), and each bucket's reduction starts as
  * soon as it is read, while the GPU still computes the buckets before it.
- * DistributedOptimizer.step decides when a step may take this path; the rest
- * of the step (the checks' `after`, the finite check, the update) runs on the
- * whole reduced buffer as it always does.
+ * The reducer decides once whether a job's steps take this path
+ * (overlap-plan.ts); the rest of the step (the checks' `after`, the finite
+ * check, the update) runs on the whole reduced buffer as it always does.
  *
  * Every bucket is reduced in place in one flat array, under a name of its own
  * that stays the same step after step, so from the second step on every bucket
  * goes ahead on the response cache.
  */
-import type { Communicator } from '../comm/interface.ts';
-import { now } from '../core/events.ts';
-import type { GradientBucket } from '../engine/grad-buckets.ts';
+import type { Communicator } from '../../comm/interface.ts';
+import { now } from '../../core/events.ts';
+import type { GradientBucket } from '../../engine/grad-buckets.ts';
 
 export interface BucketReduction {
   comm: Communicator;
