@@ -7,9 +7,11 @@ export declare function opFolders(): string[];
 export declare function renderOpsIndex(): string;
 /** The absolute path of src/optimizers/index.ts. */
 export declare const OPTIMIZERS_INDEX: string;
-/** The optimizers' files under src/optimizers/ (all but the registry and the barrel), sorted. */
-export declare function optimizerFiles(): string[];
 /** The optimizers' barrel's text for the files on disk now. */
 export declare function renderOptimizersIndex(): string;
-/** Writes both barrels where they differ from what the files give; returns the paths written. */
+/** The absolute path of src/collectives/algorithms/index.ts. */
+export declare const ALGORITHMS_INDEX: string;
+/** The allreduce algorithms' barrel's text for the files on disk now. */
+export declare function renderAlgorithmsIndex(): string;
+/** Writes every barrel where they differ from what the files give; returns the paths written. */
 export declare function writeOpsIndex(): string[];
