@@ -1,28 +1,11 @@
 /**
  * Each optimizer whose test file gives `WORDS_RUN` trains the words workload (the character-level
  * transformer on CMUdict words, `ringtrain train --model transformer`) through the CLI, as a user
- * runs it: a short run whose printed losses go down.
+ * runs it: a short run whose printed losses go down. Run it inside scripts/in-netns.sh, as every CLI test.
  */
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { ringtrain } from '../support/cli.ts';
 import { OPTIMIZER_CASE_FILES } from './optimizer-cases.ts';
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function ringtrain(args: string[]): Promise<Ran> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/ringtrain.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** The losses of the progress lines (`step 4/20, loss 3.4456, …`), in order. */
 const printedLosses = (stderr: string): number[] =>
