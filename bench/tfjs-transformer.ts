@@ -17,7 +17,6 @@
  * ops because tf.train.adam has no weight decay.
  */
 import type { Tf } from './tfjs-mlp.ts';
-import type { AdamwHyper as KernelAdamwHyper } from '../src/gpu/kernels/optimizers.ts';
 
 export interface TfTransformerShape {
   vocab: number;
@@ -27,8 +26,14 @@ export interface TfTransformerShape {
   heads: number;
 }
 
-/** The AdamW settings, as our kernel takes them (the step number is the bench's own). */
-export type AdamwHyper = Omit<KernelAdamwHyper, 'step'>;
+/** The AdamW settings, as shaders/adamw.wgsl's uniform holds them (the step number is the bench's own). */
+export interface AdamwHyper {
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
+}
 
 export interface TfTransformer {
   /** Real parameters (Σ of the variables' sizes). */

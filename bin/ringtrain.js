@@ -16,13 +16,13 @@ if (existsSync(sources)) {
   withSourceConditions(process.env);
   module.register('../scripts/source-conditions.mjs', import.meta.url);
   const { writeOpsIndex } = await import('../scripts/gen-ops-index.mjs');
-  // The ops barrel is generated from the op folders; a checkout that gained or
-  // lost an op since `npm ci` would otherwise run with a stale one. It is
-  // rewritten only when it differs.
+  // The barrels of the ops, optimizers and allreduce algorithms are generated from
+  // their folders; a checkout that gained or lost one since `npm ci` would otherwise
+  // run with a stale barrel. Each is rewritten only when it differs.
   try {
     writeOpsIndex();
   } catch (err) {
-    console.warn(`ringtrain: could not refresh src/nn/ops/index.ts (${err.message}); using the one on disk`);
+    console.warn(`ringtrain: could not refresh the generated barrels (${err.message}); using the ones on disk`);
   }
   const { register } = await import('tsx/esm/api');
   register();

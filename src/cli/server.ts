@@ -12,7 +12,14 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
 import { parseJobSettings, settingFromText, withOutsiderChecks, type JobSettings } from '../signaling/settings.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
-import { DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
+import {
+  DEFAULT_LR,
+  DEFAULT_WEIGHT_DECAY,
+  MODEL_KINDS,
+  OPTIMIZER_KINDS,
+  perOptimizer,
+  TrainOptionsSchema,
+} from './train-options.ts';
 import { printLine, stderr } from './host.node.ts';
 import { TOKEN_ENV, readTlsFiles, tokenFrom } from './secrets.node.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
@@ -271,7 +278,7 @@ function addJobFlags(cmd: Command): void {
     .addOption(new Option('--model <kind>', `model the job trains (${MODEL_KINDS.join('|')})`).default('cnn'))
     .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
     .option('--batch <n>', 'examples per step per peer', '64')
-    .option('--lr <x>', `learning rate (default ${DEFAULT_LR.sgd} for sgd, ${DEFAULT_LR.adamw} for adamw)`)
+    .option('--lr <x>', `learning rate (default ${perOptimizer(DEFAULT_LR)})`)
     .option('--momentum <x>', 'SGD momentum', '0.9')
     .option('--weight-decay <x>', 'AdamW decoupled weight decay', '0.0001')
     .option('--seed <n>', 'seed for initial weights and data order', '1')

@@ -9,9 +9,11 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { isModelFile } from '../engine/define.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 import { TOKENIZER_NAMES } from '../data/tokenizer.ts';
+import { optimizerNamed, optimizerNames } from '../optimizers/index.ts';
 
 export const MODEL_KINDS = ['mlp', 'cnn', 'transformer'] as const;
-export const OPTIMIZER_KINDS = ['sgd', 'adamw'] as const;
+/** The optimizers `--optimizer` takes: every one src/optimizers/ defines. */
+export const OPTIMIZER_KINDS: readonly string[] = optimizerNames();
 /** 'auto' (the default) picks by adapter: Node on a hardware GPU, Deno on a CPU adapter (runtime-choice.ts). */
 export const RUNTIMES = ['node', 'deno', 'auto'] as const;
 
@@ -24,10 +26,22 @@ export const PRESETS = {
 } as const;
 export const PRESET_NAMES = Object.keys(PRESETS) as (keyof typeof PRESETS)[];
 
-/** Learning rates that train each optimizer well on MNIST when --lr is not given. */
-export const DEFAULT_LR: Record<(typeof OPTIMIZER_KINDS)[number], number> = { sgd: 0.05, adamw: 0.002 };
-/** Weight decay when --weight-decay is not given: none for SGD (it would be L2 on the gradient), the usual decoupled 0.01 for AdamW. */
-export const DEFAULT_WEIGHT_DECAY: Record<(typeof OPTIMIZER_KINDS)[number], number> = { sgd: 0, adamw: 0.01 };
+/** Each optimizer's learning rate when --lr is not given: its definition's `commandLineLr` (tuned on MNIST), else its own default. */
+export const DEFAULT_LR: Readonly<Record<string, number>> = Object.fromEntries(
+  OPTIMIZER_KINDS.map((k) => [
+    k,
+    optimizerNamed(k)!.commandLineLr ?? (optimizerNamed(k)!.settings.lr.default as number),
+  ]),
+);
+/** Weight decay when --weight-decay is not given: each optimizer's own (none for SGD, where it is L2 on the gradient). */
+export const DEFAULT_WEIGHT_DECAY: Readonly<Record<string, number>> = Object.fromEntries(
+  OPTIMIZER_KINDS.map((k) => [k, optimizerNamed(k)!.settings.weightDecay.default as number]),
+);
+
+/** `0.05 for sgd, 0.002 for adamw`: a per-optimizer default, for --help. */
+export function perOptimizer(values: Readonly<Record<string, number>>): string {
+  return OPTIMIZER_KINDS.map((k) => `${values[k]} for ${k}`).join(', ');
+}
 
 const count = (flag: string, min: number) =>
   z.coerce
@@ -47,7 +61,9 @@ export const TrainOptionsSchema = z.object({
   epochs: count('--epochs', 1),
   batch: count('--batch', 1).max(8192, { error: '--batch must be at most 8192' }),
   lr: positive('--lr').optional(),
-  optimizer: z.enum(OPTIMIZER_KINDS, { error: `--optimizer must be one of ${OPTIMIZER_KINDS.join(', ')}` }),
+  optimizer: z.string().refine((o) => OPTIMIZER_KINDS.includes(o), {
+    error: `--optimizer must be one of ${OPTIMIZER_KINDS.join(', ')}`,
+  }),
   momentum: z.coerce
     .number({ error: '--momentum must be a number' })
     .min(0, { error: '--momentum must be in [0, 1)' })
@@ -92,12 +108,12 @@ export function addTrainOptions(cmd: Command): Command {
     )
     .option('--epochs <n>', 'epochs over the training set (counted from a resumed checkpoint)', '1')
     .option('--batch <n>', 'examples per step (per peer)', '64')
-    .option('--lr <x>', `learning rate (default ${DEFAULT_LR.sgd} for sgd, ${DEFAULT_LR.adamw} for adamw)`)
+    .option('--lr <x>', `learning rate (default ${perOptimizer(DEFAULT_LR)})`)
     .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
     .option('--momentum <x>', 'SGD momentum', '0.9')
     .option(
       '--weight-decay <x>',
-      `weight decay: L2 for sgd, decoupled for adamw (default ${DEFAULT_WEIGHT_DECAY.sgd} for sgd, ${DEFAULT_WEIGHT_DECAY.adamw} for adamw)`,
+      `weight decay: L2 for sgd, decoupled for the others (default ${perOptimizer(DEFAULT_WEIGHT_DECAY)})`,
     )
     .option('--seed <n>', 'seed for initial weights and data order', '1')
     .option('--steps <n>', 'stop after this many steps in total (overrides --epochs)')

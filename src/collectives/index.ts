@@ -1,5 +1,11 @@
 /** The collectives: pure functions over a Communicator, knowing nothing of the transport beneath. */
 export { allreduce, allreduceInPlace } from './allreduce.ts';
+export {
+  defineAllreduceAlgorithm,
+  allreduceAlgorithms,
+  type AllreduceAlgorithm,
+  type AllreduceShape,
+} from './algorithms/index.ts';
 export { reducescatter, reducescatterRange } from './reducescatter.ts';
 export { allgather } from './allgather.ts';
 export { broadcast } from './broadcast.ts';

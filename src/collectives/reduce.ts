@@ -1,5 +1,5 @@
 import { float16ToFloat32, float32ToFloat16Ieee } from './fp16.ts';
-import type { ReduceOp, Tensor } from './types.ts';
+import type { ReduceOp, ReduceSettings, Tensor } from './types.ts';
 
 /**
  * Element-wise reductions on the CPU: `dst[i] = dst[i] op src[i]`. One tight
@@ -121,4 +121,18 @@ export function scaleInPlace(t: Tensor, factor: number): void {
 /** Integer average: the sum divided by the number of ranks, rounded toward zero. */
 export function divideIntInPlace(t: Int32Array | Int8Array, divisor: number): void {
   for (let i = 0; i < t.length; i++) t[i] = Math.trunc(t[i] / divisor);
+}
+
+/**
+ * Turns a fully reduced chunk into the result. Floats: times postscale (over
+ * the size for an average). Integers, as Horovod: postscale in float64,
+ * truncated, then an average divides by the size, rounding toward zero.
+ */
+export function finish(mine: Tensor, s: ReduceSettings, size: number): void {
+  if (mine instanceof Int32Array || mine instanceof Int8Array) {
+    scaleInPlace(mine, s.postscale);
+    if (s.op === 'average') divideIntInPlace(mine, size);
+    return;
+  }
+  scaleInPlace(mine, s.op === 'average' ? s.postscale / size : s.postscale);
 }

@@ -24,7 +24,8 @@ export type Compression = 'none' | 'fp16' | 'int8' | `topk:${string}`;
 export const COMPRESSIONS: readonly Compression[] = ['none', 'fp16', 'int8'];
 
 /**
- * How allreduce moves data. 'ring': reduce-scatter then allgather, 2(N-1)
+ * How allreduce moves data: 'auto' (the default) or an algorithm's name (src/collectives/algorithms/,
+ * one file each). 'ring': reduce-scatter then allgather, 2(N-1)
  * steps, bandwidth-optimal for large tensors. 'recursive-doubling': log2(N)
  * steps of whole-tensor exchanges (two more for a non-power-of-two N), the
  * fewest hops for small tensors. 'halving-doubling': reduce-scatter by
@@ -32,10 +33,9 @@ export const COMPRESSIONS: readonly Compression[] = ['none', 'fp16', 'int8'];
  * more for a non-power-of-two N) carrying the ring's bytes, for middle sizes.
  * 'two-shot': a reduce-scatter and an allgather of direct messages over the
  * full mesh, 2 steps carrying the ring's bytes, for middle sizes on few ranks.
- * 'auto' picks by size (`smallBytes`, `mediumBytes`).
+ * 'auto' picks by size (`smallBytes`, `mediumBytes`): the first algorithm in the registry's order that takes it.
  */
-export type Algorithm = 'auto' | 'ring' | 'recursive-doubling' | 'halving-doubling' | 'two-shot';
-export const ALGORITHMS: readonly Algorithm[] = ['auto', 'ring', 'recursive-doubling', 'halving-doubling', 'two-shot'];
+export type Algorithm = 'auto' | (string & {});
 
 export interface CollectiveOptions {
   /** The tensor's name; every rank must use the same one (negotiation checks). */
@@ -81,6 +81,21 @@ export interface ReduceOptions extends CollectiveOptions {
    * checks each hop with it. A fast path that falls back calls it again for the same offsets.
    */
   observeReceived?: (offset: number, values: Float32Array) => void;
+}
+
+/** Reduce options checked and completed (allreduce.ts reduceSettings): what an algorithm runs with. */
+export interface ReduceSettings {
+  op: ReduceOp;
+  prescale: number;
+  postscale: number;
+  compression: Compression;
+  algorithm: Algorithm;
+  smallBytes: number;
+  mediumBytes: number;
+  /** The caller's error-feedback residual (lossy compression), as long as the tensor. */
+  errorFeedback?: Float32Array;
+  /** ReduceOptions.observeReceived (offsets within this tensor). */
+  observe?: (offset: number, values: Float32Array) => void;
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;

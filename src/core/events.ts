@@ -18,7 +18,9 @@ export type Phase =
   | 'two-shot'
   | 'barrier'
   | 'fusion-pack'
-  | 'fusion-unpack';
+  | 'fusion-unpack'
+  // Any other allreduce algorithm's name (src/collectives/algorithms/): its phase is named after it.
+  | (string & {});
 
 /** Which transport carries this rank's link to `peer` ('tcp', 'webrtc'). */
 export interface LinkTransport {

@@ -7,7 +7,8 @@
 export interface LocalTrainConfig {
   /** 'mlp', 'cnn', or a registered model's name (a model file's, see src/engine/define.ts). */
   model: string;
-  optimizer: 'sgd' | 'adamw';
+  /** A registered optimizer's name (src/optimizers/). */
+  optimizer: string;
   epochs: number;
   batch: number;
   lr: number;

@@ -7,13 +7,13 @@ import type { Compression } from '../collectives/types.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { parseAggregation } from '../core/setting-text.ts';
 import { isModelFile, registeredModel } from '../engine/define.ts';
+import { optimizerNamed, optimizerNames } from '../optimizers/index.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import { JOB_SETTING_DEFAULTS as D, parseJobSettings, stepCheckOn } from './settings.ts';
 import { madeFromSchema } from './train-config.ts';
 import type { DistributedTrainConfig } from './trainer.ts';
 
 const MODELS = ['mlp', 'cnn', 'transformer'] as const;
-const OPTIMIZERS = ['sgd', 'adamw'] as const;
 
 /**
  * The training settings a job's config describes. Each setting's type, range and
@@ -23,16 +23,16 @@ const OPTIMIZERS = ['sgd', 'adamw'] as const;
  */
 export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
   const model = job.model;
-  const optimizer = job.optimizer as (typeof OPTIMIZERS)[number];
+  const optimizer = job.optimizer;
   if (!(MODELS as readonly string[]).includes(model) && !isModelFile(model))
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
       `the job trains model '${job.model}', which this peer does not know (${MODELS.join(', ')}); update ringtrain`,
     );
-  if (!OPTIMIZERS.includes(optimizer))
+  if (!optimizerNamed(optimizer))
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
-      `the job uses optimizer '${job.optimizer}', which this peer does not know (${OPTIMIZERS.join(', ')}); update ringtrain`,
+      `the job uses optimizer '${job.optimizer}', which this peer does not know (${optimizerNames().join(', ')}); update ringtrain`,
     );
   const h = parseJobSettings(job.hyperparameters);
   // A model file (path in job.model) trains under the name it was registered as when this peer loaded it

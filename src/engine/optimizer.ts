@@ -1,32 +1,59 @@
 /**
- * Optimizers over a model's flat buffers: SGD with momentum and AdamW, with
- * their state (velocity; first and second moments) in GPU buffers of the same
- * flat layout. `step()` reads `model.grads` and updates `model.params` in
- * place, so the distributed layer can replace the gradients (allreduce) in
- * between `forwardBackward` and `step`.
+ * Optimizers over a model's flat buffers. What each optimizer is (its state, settings and shader) is
+ * defined in src/optimizers/; this file is the one runner of them all: it resolves the settings, keeps
+ * the state in GPU buffers of the model's flat layout and records the update. `step()` reads
+ * `model.grads` and updates `model.params` in place, so the distributed layer can replace the
+ * gradients (allreduce) in between `forwardBackward` and `step`.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Dispatch, Gpu } from '../gpu/gpu.ts';
-import { adamwFields, planAdamw, planSgd, sgdFields } from '../gpu/kernels/optimizers.ts';
+import { optimizerFields, planOptimizerUpdate } from '../gpu/kernels/optimizers.ts';
+import {
+  optimizerNamed,
+  optimizerNames,
+  requireOptimizer,
+  resolveSettings,
+  settingsItReads,
+  type OptimizerDefinition,
+  type ResolvedSettings,
+  type SettingValue,
+} from '../optimizers/index.ts';
 import type { Model } from './model.ts';
 
-export interface OptimizerSpec {
-  kind: 'sgd' | 'adamw';
+/** The settings the built-in optimizers take; each one's default is in its definition (src/optimizers/). */
+interface BuiltInSettings {
   /** Learning rate (default 0.05 for SGD, 1e-3 for AdamW). */
   lr?: number;
   /** SGD momentum (default 0.9). */
   momentum?: number;
   /** SGD: L2 added to the gradient; AdamW: decoupled decay (default 0 for SGD, 0.01 for AdamW). */
   weightDecay?: number;
-  /** AdamW betas (default [0.9, 0.999]). */
-  betas?: [number, number];
+  /** The decay rates of AdamW's moments (default [0.9, 0.999]). */
+  betas?: readonly [number, number];
   /** AdamW epsilon (default 1e-8). */
   eps?: number;
 }
 
+/** An optimizer's settings by name; one defined elsewhere may take others (its definition lists them). */
+export type OptimizerSettings = BuiltInSettings & { [setting: string]: SettingValue | undefined };
+
+export type OptimizerSpec = BuiltInSettings & {
+  /** A registered optimizer's name (src/optimizers/: 'sgd', 'adamw', …). */
+  kind: string;
+  [setting: string]: SettingValue | string | undefined;
+};
+
+/** The spec with every setting of its optimizer filled in (and only those). */
+export interface ResolvedOptimizerSpec {
+  kind: string;
+  lr: number;
+  weightDecay: number;
+  [setting: string]: SettingValue | string;
+}
+
 export interface Optimizer {
-  readonly kind: 'sgd' | 'adamw';
-  readonly spec: Required<OptimizerSpec>;
+  readonly kind: string;
+  readonly spec: ResolvedOptimizerSpec;
   /** Steps taken so far (restored by importState). */
   readonly stepCount: number;
   /** Applies one update from model.grads to model.params; `lr` overrides the learning rate for this and later steps. */
@@ -37,65 +64,14 @@ export interface Optimizer {
   destroy(): void;
 }
 
-function finite(name: string, v: number, min: number, max = Infinity): void {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `optimizer: ${name} must be a number in [${min}, ${max}], got ${String(v)}`,
-      { [name]: v },
-    );
-  }
-}
-
-export function resolveOptimizerSpec(spec: OptimizerSpec): Required<OptimizerSpec> {
-  if (spec?.kind !== 'sgd' && spec?.kind !== 'adamw') {
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `optimizer: kind must be 'sgd' or 'adamw', got ${String(spec?.kind)}`,
-    );
-  }
-  const adam = spec.kind === 'adamw';
-  const s: Required<OptimizerSpec> = {
-    kind: spec.kind,
-    lr: spec.lr ?? (adam ? 1e-3 : 0.05),
-    momentum: spec.momentum ?? 0.9,
-    weightDecay: spec.weightDecay ?? (adam ? 0.01 : 0),
-    betas: spec.betas ?? [0.9, 0.999],
-    eps: spec.eps ?? 1e-8,
-  };
-  finite('lr', s.lr, 0);
-  finite('momentum', s.momentum, 0, 1);
-  finite('weightDecay', s.weightDecay, 0);
-  finite('betas[0]', s.betas[0], 0, 1);
-  finite('betas[1]', s.betas[1], 0, 1);
-  finite('eps', s.eps, 0);
-  return s;
-}
-
-/** The options each optimizer takes (OptimizerSpec without the kind): what `new optim.AdamW(model, { … })` is given. */
-export type SgdOptions = Pick<OptimizerSpec, 'lr' | 'momentum' | 'weightDecay'>;
-export type AdamWOptions = Pick<OptimizerSpec, 'lr' | 'betas' | 'eps' | 'weightDecay'>;
-
-const OPTION_NAMES: Record<OptimizerSpec['kind'], readonly string[]> = {
-  sgd: ['lr', 'momentum', 'weightDecay'],
-  adamw: ['lr', 'betas', 'eps', 'weightDecay'],
-};
-
-/** Refuses a key that the optimizer does not read (`momentum` given to AdamW would otherwise do nothing, silently). */
-function checkOptionNames(kind: OptimizerSpec['kind'], options: object, className: string): void {
-  if (options === null || typeof options !== 'object')
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `${className}: options must be an object such as { lr: 0.01 }, got ${String(options)}`,
-    );
-  const unknown = Object.keys(options).filter((k) => !OPTION_NAMES[kind].includes(k));
-  if (unknown.length > 0) {
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `${className} takes ${OPTION_NAMES[kind].join(', ')}; it does not read ${unknown.join(', ')}`,
-      { unknown },
-    );
-  }
+/** The spec with its optimizer's defaults; refuses an unknown kind and a setting the optimizer does not read. */
+export function resolveOptimizerSpec(spec: OptimizerSpec): ResolvedOptimizerSpec {
+  const definition = requireOptimizer(spec?.kind, 'optimizer');
+  const { kind: _, ...given } = spec;
+  return {
+    kind: definition.name,
+    ...resolveSettings(definition, given, `optimizer ${definition.name}`),
+  } as ResolvedOptimizerSpec;
 }
 
 function checkModel(model: Model, className: string): void {
@@ -107,57 +83,72 @@ function checkModel(model: Model, className: string): void {
   }
 }
 
-class FlatOptimizer implements Optimizer {
-  readonly spec: Required<OptimizerSpec>;
+function checkOptions(options: unknown, className: string): asserts options is OptimizerSettings {
+  if (options === null || typeof options !== 'object')
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `optim.${className}: options must be an object such as { lr: 0.01 }, got ${String(options)}`,
+    );
+}
+
+/** Any registered optimizer over a model's flat buffers: `new FlatOptimizer(definition, model, options)`. */
+export class FlatOptimizer implements Optimizer {
+  readonly spec: ResolvedOptimizerSpec;
   stepCount = 0;
   private readonly gpu: Gpu;
   private readonly n: number;
   private readonly uniform: GPUBuffer;
+  /** What the uniform holds (or will, in queue order): a step rewrites it only when its values change. */
+  private uniformValues: number[];
   private readonly state: Record<string, GPUBuffer>;
   private readonly update: Dispatch[];
   /** `gpu.submits` when the update was last recorded (-1: never). */
   private recordedAt = -1;
 
   constructor(
-    private readonly model: Model,
-    spec: OptimizerSpec,
+    readonly definition: OptimizerDefinition,
+    model: Model,
+    options: OptimizerSettings = {},
   ) {
-    this.spec = resolveOptimizerSpec(spec);
+    checkModel(model, definition.className);
+    checkOptions(options, definition.className);
+    const settings = resolveSettings(definition, options, `optim.${definition.className}`);
+    this.spec = { kind: definition.name, ...settings } as ResolvedOptimizerSpec;
     this.gpu = model.gpu;
     this.n = model.flatLength;
-    const n = this.n;
-    if (this.kind === 'sgd') {
-      this.uniform = this.gpu.uniform(sgdFields(this.spec), 'sgd-hyper');
-      this.state = { velocity: this.gpu.storage(n, 'sgd-velocity') };
-      this.update = planSgd(this.gpu, this.uniform, model.params, model.grads, this.state.velocity, n);
-    } else {
-      this.uniform = this.gpu.uniform(adamwFields(this.adamHyper(1)), 'adamw-hyper');
-      this.state = { m: this.gpu.storage(n, 'adamw-m'), v: this.gpu.storage(n, 'adamw-v') };
-      this.update = planAdamw(this.gpu, this.uniform, model.params, model.grads, this.state.m, this.state.v, n);
-    }
+    const name = definition.name;
+    this.uniformValues = definition.uniform(settings, 1);
+    this.uniform = this.gpu.uniform(optimizerFields(this.uniformValues), `${name}-hyper`);
+    this.state = Object.fromEntries(definition.state.map((s) => [s, this.gpu.storage(this.n, `${name}-${s}`)]));
+    const state = definition.state.map((s) => this.state[s]);
+    const buffers = { uniform: this.uniform, param: model.params, grad: model.grads, state };
+    this.update = planOptimizerUpdate(this.gpu, definition, buffers, this.n);
   }
 
-  get kind(): 'sgd' | 'adamw' {
-    return this.spec.kind;
+  get kind(): string {
+    return this.definition.name;
   }
 
-  private adamHyper(step: number) {
-    const s = this.spec;
-    return { lr: s.lr, beta1: s.betas[0], beta2: s.betas[1], eps: s.eps, weightDecay: s.weightDecay, step };
+  /** The settings without the kind: what the definition's uniform reads. */
+  private get settings(): ResolvedSettings {
+    const { kind: _, ...settings } = this.spec;
+    return settings as ResolvedSettings;
   }
 
   step(lr?: number): void {
     if (lr !== undefined) {
-      finite('lr', lr, 0);
+      resolveSettings(this.definition, { ...this.settings, lr }, `optimizer ${this.kind}`);
       this.spec.lr = lr;
     }
     this.stepCount++;
-    // The uniform's only reader is the update. Once the last one was submitted, the new values may go
-    // on the queue ahead of this step's still-unsubmitted forward and backward: no submit of their own.
-    const ahead = this.recordedAt < this.gpu.submits;
-    // SGD's hyperparameters only change with lr; AdamW's bias correction changes every step.
-    if (this.kind === 'adamw') this.gpu.writeUniform(this.uniform, adamwFields(this.adamHyper(this.stepCount)), ahead);
-    else if (lr !== undefined) this.gpu.writeUniform(this.uniform, sgdFields(this.spec), ahead);
+    const values = this.definition.uniform(this.settings, this.stepCount);
+    if (values.some((v, i) => v !== this.uniformValues[i])) {
+      // The uniform's only reader is the update. Once the last one was submitted, the new values may go
+      // on the queue ahead of this step's still-unsubmitted forward and backward: no submit of their own.
+      const ahead = this.recordedAt < this.gpu.submits;
+      this.gpu.writeUniform(this.uniform, optimizerFields(values), ahead);
+      this.uniformValues = values;
+    }
     this.gpu.record(this.update);
     this.recordedAt = this.gpu.submits;
   }
@@ -197,6 +188,10 @@ class FlatOptimizer implements Optimizer {
   }
 }
 
+/** The options each built-in optimizer takes: what `new optim.AdamW(model, { … })` is given. */
+export type SgdOptions = Pick<BuiltInSettings, 'lr' | 'momentum' | 'weightDecay'>;
+export type AdamWOptions = Pick<BuiltInSettings, 'lr' | 'betas' | 'eps' | 'weightDecay'>;
+
 /**
  * SGD with momentum over a model's parameters (torch.optim.SGD):
  *   const opt = new optim.SGD(model, { lr: 0.05, momentum: 0.9 });
@@ -204,9 +199,7 @@ class FlatOptimizer implements Optimizer {
  */
 export class SGD extends FlatOptimizer {
   constructor(model: Model, options: SgdOptions = {}) {
-    checkModel(model, 'SGD');
-    checkOptionNames('sgd', options, 'optim.SGD');
-    super(model, { ...options, kind: 'sgd' });
+    super(requireOptimizer('sgd', 'optim.SGD'), model, options);
   }
 }
 
@@ -217,26 +210,40 @@ export class SGD extends FlatOptimizer {
  */
 export class AdamW extends FlatOptimizer {
   constructor(model: Model, options: AdamWOptions = {}) {
-    checkModel(model, 'AdamW');
-    checkOptionNames('adamw', options, 'optim.AdamW');
-    super(model, { ...options, kind: 'adamw' });
+    super(requireOptimizer('adamw', 'optim.AdamW'), model, options);
   }
 }
 
-/** The optimizers by the name the CLI's `--optimizer` and a job's settings give. */
-export const OPTIMIZERS = { sgd: SGD, adamw: AdamW } as const;
+export type OptimizerClass = new (model: Model, options?: OptimizerSettings) => Optimizer;
+
+/** The class of a registered optimizer without a hand-written one: its name is the definition's className. */
+function classFor(definition: OptimizerDefinition): OptimizerClass {
+  const made = class extends FlatOptimizer {
+    constructor(model: Model, options: OptimizerSettings = {}) {
+      super(definition, model, options);
+    }
+  };
+  Object.defineProperty(made, 'name', { value: definition.className });
+  return made;
+}
+
+const HAND_WRITTEN: Record<string, OptimizerClass> = { sgd: SGD, adamw: AdamW };
 
 /**
- * The optimizer a spec names, through OPTIMIZERS: what the CLI and the trainers build from
- * `--optimizer NAME`. Keys the named optimizer does not read (the CLI's momentum for AdamW) are dropped.
+ * The optimizers by the name the CLI's `--optimizer` and a job's settings give, one per registered
+ * definition (src/optimizers/): `new optim.OPTIMIZERS[name](model, { lr })`.
+ */
+export const OPTIMIZERS: Readonly<Record<string, OptimizerClass>> = Object.fromEntries(
+  optimizerNames().map((name) => [name, HAND_WRITTEN[name] ?? classFor(optimizerNamed(name)!)]),
+);
+
+/**
+ * The optimizer a spec names: what the CLI and the trainers build from `--optimizer NAME`. Keys the
+ * named optimizer does not read (the CLI's momentum for AdamW) are dropped.
  */
 export function createOptimizer(model: Model, spec: OptimizerSpec): Optimizer {
-  const kind = spec?.kind;
-  if (kind !== 'sgd' && kind !== 'adamw') resolveOptimizerSpec(spec); // throws the message that names the kinds
-  const options = Object.fromEntries(
-    OPTION_NAMES[kind]
-      .filter((k) => spec[k as keyof OptimizerSpec] !== undefined)
-      .map((k) => [k, spec[k as keyof OptimizerSpec]]),
-  );
-  return new OPTIMIZERS[kind](model, options);
+  const definition = requireOptimizer(spec?.kind, 'optimizer');
+  const { kind: _, ...given } = spec;
+  const make = OPTIMIZERS[definition.name] ?? classFor(definition);
+  return new make(model, settingsItReads(definition, given) as OptimizerSettings);
 }

@@ -1,9 +1,9 @@
 /** `optim`: the optimizers over a model's flat buffers, and the learning-rate schedules of data-parallel training. */
 /**
- * The optimizers, PyTorch's way: `new optim.AdamW(model, { lr: 1e-3 })`, `new optim.SGD(model, { lr: 0.05, momentum: 0.9
- * })`.
- * OPTIMIZERS is the table the CLI's `--optimizer adamw|sgd` looks them up in; createOptimizer(model, { kind }) builds
- * through it.
+ * The optimizers, PyTorch's way: `new optim.AdamW(model, { lr: 1e-3 })`,
+ * `new optim.SGD(model, { lr: 0.05, momentum: 0.9 })`. OPTIMIZERS holds a class for every optimizer
+ * src/optimizers/ defines (`new optim.OPTIMIZERS[name](model, { lr })`): the table the CLI's
+ * `--optimizer` looks them up in; createOptimizer(model, { kind }) builds through it.
  */
 export {
   AdamW,

@@ -5,12 +5,10 @@
  * gloo reason about algorithm choice). The step is compute plus the gradient
  * allreduce, not overlapped (ringtrain's step waits for its allreduce).
  *
- *   ring                2(N-1) alpha + 2(N-1)/N n beta
- *   recursive doubling  r alpha + r n beta,  r = ceil(log2 N), +2 rounds when N is not a power of two
- *   halving-doubling    2 log2 P alpha + 2(P-1)/P n beta, P the largest power of two <= N,
- *                       + 2 (alpha + n beta) to fold the others in and out when N is not a power of two
- *   two-shot            2 alpha + 2(N-1)/N n beta: N-1 messages leave at once in each of its 2 rounds,
- *                       sharing the peer's link, so a round pays one alpha
+ * Each allreduce algorithm the library runs states its own cost beside its code
+ * (`cost` in src/collectives/algorithms/<name>.ts: the ring's 2(N-1) alpha + 2(N-1)/N n beta,
+ * recursive doubling's, halving-doubling's, two-shot's); this file adds the two only simulated:
+ *
  *   hierarchical ring   rings of g inside, a ring of G = N/g groups between:
  *                       2(g-1) alpha + 2(g-1)/g n beta  +  2(G-1) alpha + 2(G-1)/G (n/g) beta
  *   DiLoCo with H       the ring's allreduce once every H steps (the rest are local)
@@ -19,16 +17,20 @@
  * ring, and every pair of peers signals a new link (the transport is a full
  * mesh), so the signals per re-formation grow as N^2.
  */
+import {
+  algorithmChoices,
+  algorithmNamed,
+  ringCost,
+  type AllreduceCost,
+  type LinkCost,
+} from '../collectives/algorithms/index.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-export type Algorithm = 'ring' | 'recursive-doubling' | 'halving-doubling' | 'two-shot' | 'hierarchical' | 'diloco';
+export type { AllreduceCost, LinkCost };
+export { doublingRounds } from '../collectives/algorithms/index.ts';
 
-export interface LinkCost {
-  /** Seconds per message (one-way latency, half a round trip). */
-  alphaS: number;
-  /** Seconds per byte (1 / per-direction bandwidth). */
-  betaSPerByte: number;
-}
+/** An allreduce algorithm's name (src/collectives/algorithms/), or one only simulated: 'hierarchical', 'diloco'. */
+export type Algorithm = 'hierarchical' | 'diloco' | (string & {});
 
 export interface StepInputs extends LinkCost {
   /** Seconds of compute per step on one peer (forward, backward, optimizer). */
@@ -58,61 +60,12 @@ function check(cond: boolean, message: string): void {
   if (!cond) throw new RingtrainError(ErrorCode.InvalidArgument, message);
 }
 
-/** Rounds of recursive doubling: log2 N, plus a fold in and out of the extra peers when N is not a power of two. */
-export function doublingRounds(n: number): number {
-  const r = Math.ceil(Math.log2(n));
-  return 2 ** r === n ? r : Math.floor(Math.log2(n)) + 2;
-}
-
 /** The power of two nearest sqrt(N), at least 2 (and at most N). */
 export function defaultGroupSize(n: number): number {
   return Math.min(n, Math.max(2, 2 ** Math.round(Math.log2(Math.sqrt(n)))));
 }
 
-/** What one peer pays for one allreduce: seconds, bytes sent, and messages sent. */
-export interface AllreduceCost {
-  s: number;
-  bytesSent: number;
-  messages: number;
-}
-
 const NOTHING: AllreduceCost = { s: 0, bytesSent: 0, messages: 0 };
-
-/** Time, bytes and messages per peer of one ring allreduce of `bytes` over `n` peers. */
-export function ringAllreduce(n: number, bytes: number, link: LinkCost): AllreduceCost {
-  if (n <= 1) return NOTHING;
-  const messages = 2 * (n - 1);
-  const bytesSent = (messages * bytes) / n;
-  return { s: messages * link.alphaS + bytesSent * link.betaSPerByte, bytesSent, messages };
-}
-
-export function recursiveDoublingAllreduce(n: number, bytes: number, link: LinkCost): AllreduceCost {
-  if (n <= 1) return NOTHING;
-  const r = doublingRounds(n);
-  return { s: r * (link.alphaS + bytes * link.betaSPerByte), bytesSent: r * bytes, messages: r };
-}
-
-/**
- * Reduce-scatter by recursive halving, allgather by recursive doubling over the largest power of
- * two P <= N; the fold in and out of the others (when N is not a power of two) moves the whole
- * vector twice, counted as recursive doubling counts it.
- */
-export function halvingDoublingAllreduce(n: number, bytes: number, link: LinkCost): AllreduceCost {
-  if (n <= 1) return NOTHING;
-  const p = 2 ** Math.floor(Math.log2(n));
-  const fold = p === n ? 0 : 2;
-  const messages = 2 * Math.log2(p) + fold;
-  const bytesSent = (2 * (p - 1) * bytes) / p + fold * bytes;
-  return { s: messages * link.alphaS + bytesSent * link.betaSPerByte, bytesSent, messages };
-}
-
-/** A reduce-scatter and an allgather of direct messages over the mesh: the ring's bytes in 2 rounds, 2(N-1) messages. */
-export function twoShotAllreduce(n: number, bytes: number, link: LinkCost): AllreduceCost {
-  if (n <= 1) return NOTHING;
-  const messages = 2 * (n - 1);
-  const bytesSent = (messages * bytes) / n;
-  return { s: 2 * link.alphaS + bytesSent * link.betaSPerByte, bytesSent, messages };
-}
 
 /** Reduce-scatter inside groups of g, a ring allreduce of the 1/g shards between groups, allgather inside. */
 export function hierarchicalAllreduce(
@@ -124,8 +77,8 @@ export function hierarchicalAllreduce(
   if (n <= 1) return NOTHING;
   const g = Math.min(groupSize, n);
   const groups = Math.ceil(n / g);
-  const inner = ringAllreduce(g, bytes, link);
-  const outer = ringAllreduce(groups, bytes / g, link);
+  const inner = ringCost(g, bytes, link);
+  const outer = ringCost(groups, bytes / g, link);
   return {
     s: inner.s + outer.s,
     bytesSent: inner.bytesSent + outer.bytesSent,
@@ -135,8 +88,9 @@ export function hierarchicalAllreduce(
 
 /**
  * The one table of what each algorithm costs: the step model, the co-located
- * model and the simulator's tables all read it. DiLoCo runs the ring, once
- * every H steps (predictStep amortises it).
+ * model and the simulator's tables all read it. Algorithms the library runs
+ * answer from their `cost` (src/collectives/algorithms/); DiLoCo runs the ring,
+ * once every H steps (predictStep amortises it).
  */
 export function allreduceCost(
   algorithm: Algorithm,
@@ -145,11 +99,14 @@ export function allreduceCost(
   link: LinkCost,
   groupSize?: number,
 ): AllreduceCost {
-  if (algorithm === 'recursive-doubling') return recursiveDoublingAllreduce(n, bytes, link);
-  if (algorithm === 'halving-doubling') return halvingDoublingAllreduce(n, bytes, link);
-  if (algorithm === 'two-shot') return twoShotAllreduce(n, bytes, link);
   if (algorithm === 'hierarchical') return hierarchicalAllreduce(n, bytes, link, groupSize);
-  return ringAllreduce(n, bytes, link);
+  if (algorithm === 'diloco') return ringCost(n, bytes, link);
+  const runs = algorithmNamed(algorithm);
+  check(
+    runs !== undefined,
+    `unknown algorithm '${algorithm}'; use one of ${[...algorithmChoices().slice(1), 'hierarchical', 'diloco'].join(', ')}.`,
+  );
+  return runs!.cost(n, bytes, link);
 }
 
 export function predictStep(n: number, x: StepInputs): StepPrediction {

@@ -24,7 +24,7 @@ describe('the layer table of docs/ARCHITECTURE.md', () => {
       ]),
     );
     expect([...rules.get('src/core')!]).toEqual([]);
-    expect([...rules.get('src/gpu')!]).toEqual(['src/core']);
+    expect([...rules.get('src/gpu')!]).toEqual(['src/core', 'src/optimizers']);
     expect(rules.get('server')!.has('src/signaling')).toBe(true);
   });
 

@@ -26,7 +26,6 @@ const OWNED_ELSEWHERE: readonly string[] = [
   'src/nn/plan.ts compilePlan', // memory plan
   'src/signaling/client.ts connect', // staged admission
   'src/signaling/client.ts connect/(anonymous)', // staged admission: connect's promise executor
-  'src/collectives/allreduce.ts reduceSettings', // allreduce-algorithm registry
 ];
 
 const key = (f: FunctionLength): string => `${f.file} ${f.name}`;

@@ -267,7 +267,7 @@ describe('ringtrain train', () => {
       [['--lr', 'fast'], /--lr must be a number/],
       [['--batch', '0'], /--batch must be at least 1/],
       [['--epochs', '1.5'], /--epochs must be a whole number/],
-      [['--optimizer', 'adam'], /--optimizer must be one of sgd, adamw/],
+      [['--optimizer', 'adam'], /--optimizer must be one of (\w+, )*adamw(, \w+)*/],
       [['--runtime', 'bun'], /--runtime must be one of node, deno, auto/],
       [['--batch', '9000'], /--batch must be at most 8192/],
       [

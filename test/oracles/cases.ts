@@ -5,9 +5,11 @@
  * whole models have their lists here; each op's cases, its kernels against
  * its f64 reference and its gradchecks, are in its own file,
  * test/nn/ops/<op>.cases.ts, which test/nn/op-cases.ts gathers by listing the
- * folder.
+ * folder; each optimizer's, its update against an f64 reference, in test/optimizers/<name>.cases.ts,
+ * which test/optimizers/optimizer-cases.ts gathers the same way.
  */
 import { OP_ORACLE_CASES } from '../nn/op-cases.ts';
+import { OPTIMIZER_ORACLE_CASES } from '../optimizers/optimizer-cases.ts';
 import { CNN_CASES } from './cnn-cases.ts';
 import { asOracleCase } from './comparisons.ts';
 import { DENSE_CASES } from './dense-cases.ts';
@@ -20,5 +22,6 @@ export const ORACLE_CASES: OracleCase[] = [
   ...DENSE_CASES,
   ...CNN_CASES.map(asOracleCase),
   ...OP_ORACLE_CASES,
+  ...OPTIMIZER_ORACLE_CASES,
   ...SLICED_CASES,
 ];

@@ -1,6 +1,6 @@
 /**
  * Oracle cases for the GPU layer's kernels (src/gpu/kernels: matmul, bias,
- * row and column sums, elementwise, f16, the optimizers, the fused softmax
+ * row and column sums, elementwise, f16, the fused softmax
  * cross-entropy) and the whole MLP: each runs on the GPU over seeded random
  * inputs and compares with the CPU reference. (An op's kernels are checked in
  * the op's own test/nn/ops/<op>.cases.ts.) The module is runtime-agnostic:
@@ -16,7 +16,6 @@ import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.
 import { packedWords, planPackF16, planUnpackF16 } from '../../src/gpu/kernels/f16.ts';
 import { matmulSplitK, planMatmul, type MatmulVariant } from '../../src/gpu/kernels/matmul.ts';
 import { planMatmulSteps } from '../../src/gpu/kernels/matmul-slices.ts';
-import { adamwFields, planAdamw, planSgd, sgdFields } from '../../src/gpu/kernels/optimizers.ts';
 import { planSum } from '../../src/gpu/kernels/reduce.ts';
 import { planColumnSum, planSumTree } from '../../src/gpu/kernels/reduce-rows.ts';
 import { planSoftmaxXent } from '../../src/gpu/kernels/softmax-xent.ts';
@@ -416,68 +415,6 @@ const f16Cases: OracleCase[] = [1, 7, 33, 513].map((n) => ({
     }),
 }));
 
-const optimizerCases: OracleCase[] = [
-  {
-    name: 'SGD momentum + weight decay, 3 steps n=1000',
-    run: (gpu) =>
-      scoped(gpu, async (t) => {
-        const n = 1000;
-        const p0 = rand(n);
-        const grads = [rand(n), rand(n), rand(n)];
-        const h = { lr: 0.1, momentum: 0.9, weightDecay: 0.01 };
-        const pb = t(gpu.upload(p0));
-        const gb = t(gpu.storage(n));
-        const vb = t(gpu.storage(n));
-        const u = t(gpu.uniform(sgdFields(h)));
-        const d = planSgd(gpu, u, pb, gb, vb, n);
-        const p = Float64Array.from(p0);
-        const v = new Float64Array(n);
-        for (const g of grads) {
-          gpu.write(gb, g);
-          gpu.record(d);
-          ref.sgdRef(p, g, v, h.lr, h.momentum, h.weightDecay);
-        }
-        return {
-          maxAbsErr: Math.max(
-            ref.maxAbsDiff(await gpu.readF32(pb, 0, n), p),
-            ref.maxAbsDiff(await gpu.readF32(vb, 0, n), v),
-          ),
-          tol: 1e-5,
-        };
-      }),
-  },
-  {
-    name: 'AdamW, 3 steps n=1000',
-    run: (gpu) =>
-      scoped(gpu, async (t) => {
-        const n = 1000;
-        const p0 = rand(n);
-        const grads = [rand(n), rand(n, 0.01), rand(n)];
-        const h = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.05 };
-        const pb = t(gpu.upload(p0));
-        const gb = t(gpu.storage(n));
-        const [mb, vb] = [t(gpu.storage(n)), t(gpu.storage(n))];
-        const u = t(gpu.uniform(adamwFields({ ...h, step: 1 })));
-        const d = planAdamw(gpu, u, pb, gb, mb, vb, n);
-        const p = Float64Array.from(p0);
-        const [m, v] = [new Float64Array(n), new Float64Array(n)];
-        for (let s = 1; s <= grads.length; s++) {
-          gpu.write(gb, grads[s - 1]);
-          gpu.writeUniform(u, adamwFields({ ...h, step: s }));
-          gpu.record(d);
-          ref.adamwRef(p, grads[s - 1], m, v, s, h.lr, h.beta1, h.beta2, h.eps, h.weightDecay);
-        }
-        return {
-          maxAbsErr: Math.max(
-            ref.maxAbsDiff(await gpu.readF32(pb, 0, n), p),
-            ref.maxAbsDiff(await gpu.readF32(mb, 0, n), m),
-          ),
-          tol: 1e-5,
-        };
-      }),
-  },
-];
-
 /** The whole MLP: loss and every gradient element against the CPU executor over its unfused graph (test/nn/model-check.ts). */
 const mlpCases: OracleCase[] = (
   [
@@ -523,6 +460,5 @@ export const DENSE_CASES: OracleCase[] = [
   ...sumTreeCases,
   ...elementwiseCases,
   ...f16Cases,
-  ...optimizerCases,
   ...mlpCases,
 ];

@@ -11,7 +11,8 @@ import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
 import { planMatmul, type MatmulOptions } from '../../src/gpu/kernels/matmul.ts';
 import { planMatmulAnySize, planMatmulSteps } from '../../src/gpu/kernels/matmul-slices.ts';
 import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.ts';
-import { adamwFields, planAdamw, planSgd, sgdFields } from '../../src/gpu/kernels/optimizers.ts';
+import { optimizerFields, planOptimizerUpdate } from '../../src/gpu/kernels/optimizers.ts';
+import { ADAMW_OPTIMIZER, SGD_OPTIMIZER } from '../../src/optimizers/index.ts';
 import { planEmbeddingBackward, planEmbeddingForward } from '../../src/nn/ops/embedding/kernel.ts';
 import { embeddingBackwardRef, embeddingRef } from '../../src/nn/ops/embedding/reference.ts';
 import { draws, type OracleCase, plus, relErr, scoped } from './oracle-case.ts';
@@ -67,7 +68,8 @@ const optimizerCases: OracleCase[] = [
       const r = await both(gpu, 1024, (g) =>
         scoped(g, async (t) => {
           const [pb, gb, vb] = [t(g.upload(p0)), t(g.storage(n)), t(g.storage(n))];
-          const d = planSgd(g, t(g.uniform(sgdFields(h))), pb, gb, vb, n);
+          const uniform = t(g.uniform(optimizerFields(SGD_OPTIMIZER.uniform(h, 1))));
+          const d = planOptimizerUpdate(g, SGD_OPTIMIZER, { uniform, param: pb, grad: gb, state: [vb] }, n);
           for (const grad of grads) {
             g.write(gb, grad);
             g.record(d);
@@ -85,14 +87,16 @@ const optimizerCases: OracleCase[] = [
     name: 'sliced: AdamW over 256-word bindings (20 slices) = one dispatch, bit for bit, 3 steps n=5000',
     run: async (gpu) => {
       const h = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.05 };
+      const settings = { lr: h.lr, betas: [h.beta1, h.beta2], eps: h.eps, weightDecay: h.weightDecay } as const;
       const r = await both(gpu, 1024, (g) =>
         scoped(g, async (t) => {
           const [pb, gb, mb, vb] = [t(g.upload(p0)), t(g.storage(n)), t(g.storage(n)), t(g.storage(n))];
-          const u = t(g.uniform(adamwFields({ ...h, step: 1 })));
-          const d = planAdamw(g, u, pb, gb, mb, vb, n);
+          const uniformAt = (step: number) => optimizerFields(ADAMW_OPTIMIZER.uniform(settings, step));
+          const u = t(g.uniform(uniformAt(1)));
+          const d = planOptimizerUpdate(g, ADAMW_OPTIMIZER, { uniform: u, param: pb, grad: gb, state: [mb, vb] }, n);
           for (let s = 1; s <= grads.length; s++) {
             g.write(gb, grads[s - 1]);
-            g.writeUniform(u, adamwFields({ ...h, step: s }));
+            g.writeUniform(u, uniformAt(s));
             g.record(d);
           }
           return {

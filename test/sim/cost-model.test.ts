@@ -14,16 +14,13 @@ import {
   allreduceCost,
   defaultGroupSize,
   doublingRounds,
-  halvingDoublingAllreduce,
   hierarchicalAllreduce,
   predictSignaling,
   predictStep,
-  recursiveDoublingAllreduce,
-  ringAllreduce,
-  twoShotAllreduce,
   type StepInputs,
 } from '../../src/sim/cost-model.ts';
 import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
+import { algorithmNamed } from '../../src/collectives/algorithms/index.ts';
 
 const A = 0.001; // 1 ms per message
 const B = 1e-8; // 100 MB/s
@@ -32,58 +29,60 @@ const n = 1_000_000;
 
 describe('alpha-beta allreduce costs', () => {
   it('ring: 2(N-1) messages and 2(N-1)/N of the bytes', () => {
-    expect(ringAllreduce(1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
-    expect(ringAllreduce(4, n, link).messages).toBe(6);
-    expect(ringAllreduce(2, n, link).s).toBeCloseTo(2 * A + n * B, 12);
-    expect(ringAllreduce(4, n, link).s).toBeCloseTo(6 * A + 1.5 * n * B, 12);
-    expect(ringAllreduce(4, n, link).bytesSent).toBe(1.5 * n);
+    expect(allreduceCost('ring', 1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
+    expect(allreduceCost('ring', 4, n, link).messages).toBe(6);
+    expect(allreduceCost('ring', 2, n, link).s).toBeCloseTo(2 * A + n * B, 12);
+    expect(allreduceCost('ring', 4, n, link).s).toBeCloseTo(6 * A + 1.5 * n * B, 12);
+    expect(allreduceCost('ring', 4, n, link).bytesSent).toBe(1.5 * n);
   });
 
   it('recursive doubling: log2 N rounds of the whole vector, two more when N is not a power of two', () => {
     expect([1, 2, 3, 4, 6, 8, 9, 1024].map(doublingRounds)).toEqual([0, 1, 3, 2, 4, 3, 5, 10]);
-    expect(recursiveDoublingAllreduce(8, n, link).s).toBeCloseTo(3 * (A + n * B), 12);
-    expect(recursiveDoublingAllreduce(8, n, link).bytesSent).toBe(3 * n);
-    expect(recursiveDoublingAllreduce(8, n, link).messages).toBe(3);
+    expect(allreduceCost('recursive-doubling', 8, n, link).s).toBeCloseTo(3 * (A + n * B), 12);
+    expect(allreduceCost('recursive-doubling', 8, n, link).bytesSent).toBe(3 * n);
+    expect(allreduceCost('recursive-doubling', 8, n, link).messages).toBe(3);
   });
 
   it("two-shot: the ring's bytes in 2 rounds at any N, for 2(N-1) messages", () => {
-    expect(twoShotAllreduce(1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
-    expect(twoShotAllreduce(3, n, link)).toEqual({
+    expect(allreduceCost('two-shot', 1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
+    expect(allreduceCost('two-shot', 3, n, link)).toEqual({
       s: expect.closeTo(2 * A + (4 / 3) * n * B, 12),
       bytesSent: (4 / 3) * n,
       messages: 4,
     });
-    expect(allreduceCost('two-shot', 6, n, link)).toEqual(twoShotAllreduce(6, n, link));
+    expect(allreduceCost('two-shot', 6, n, link)).toEqual(algorithmNamed('two-shot')!.cost(6, n, link));
     for (const peers of [2, 3, 6, 8]) {
-      expect(twoShotAllreduce(peers, n, link).bytesSent).toBe(ringAllreduce(peers, n, link).bytesSent);
-      expect(twoShotAllreduce(peers, n, link).messages).toBe(ringAllreduce(peers, n, link).messages);
+      expect(allreduceCost('two-shot', peers, n, link).bytesSent).toBe(allreduceCost('ring', peers, n, link).bytesSent);
+      expect(allreduceCost('two-shot', peers, n, link).messages).toBe(allreduceCost('ring', peers, n, link).messages);
     }
     // Beside halving-doubling on 8: a third of its rounds, more than twice its messages.
-    expect(twoShotAllreduce(8, n, link).s).toBeLessThan(halvingDoublingAllreduce(8, n, link).s);
-    expect(twoShotAllreduce(8, n, link).messages).toBe(14);
+    expect(allreduceCost('two-shot', 8, n, link).s).toBeLessThan(allreduceCost('halving-doubling', 8, n, link).s);
+    expect(allreduceCost('two-shot', 8, n, link).messages).toBe(14);
   });
 
   it("halving-doubling: the ring's bytes in 2 log2 N rounds; a fold of the whole vector in and out when N is not a power of two", () => {
-    expect(halvingDoublingAllreduce(1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
-    expect(halvingDoublingAllreduce(4, n, link)).toEqual({
+    expect(allreduceCost('halving-doubling', 1, n, link)).toEqual({ s: 0, bytesSent: 0, messages: 0 });
+    expect(allreduceCost('halving-doubling', 4, n, link)).toEqual({
       s: expect.closeTo(4 * A + 1.5 * n * B, 12),
       bytesSent: 1.5 * n,
       messages: 4,
     });
-    expect(halvingDoublingAllreduce(8, n, link).bytesSent).toBe(ringAllreduce(8, n, link).bytesSent);
-    expect(halvingDoublingAllreduce(8, n, link).messages).toBe(6);
+    expect(allreduceCost('halving-doubling', 8, n, link).bytesSent).toBe(allreduceCost('ring', 8, n, link).bytesSent);
+    expect(allreduceCost('halving-doubling', 8, n, link).messages).toBe(6);
     // 6 peers: halving-doubling among 4 (1.5 n in 4 rounds), plus n in and n out.
-    expect(halvingDoublingAllreduce(6, n, link)).toEqual({
+    expect(allreduceCost('halving-doubling', 6, n, link)).toEqual({
       s: expect.closeTo(6 * A + 3.5 * n * B, 12),
       bytesSent: 3.5 * n,
       messages: 6,
     });
     // Between the other two: fewer bytes than recursive doubling, fewer messages than the ring.
     for (const peers of [4, 16, 256]) {
-      expect(halvingDoublingAllreduce(peers, n, link).bytesSent).toBeLessThan(
-        recursiveDoublingAllreduce(peers, n, link).bytesSent,
+      expect(allreduceCost('halving-doubling', peers, n, link).bytesSent).toBeLessThan(
+        allreduceCost('recursive-doubling', peers, n, link).bytesSent,
       );
-      expect(halvingDoublingAllreduce(peers, n, link).messages).toBeLessThan(ringAllreduce(peers, n, link).messages);
+      expect(allreduceCost('halving-doubling', peers, n, link).messages).toBeLessThan(
+        allreduceCost('ring', peers, n, link).messages,
+      );
     }
   });
 
@@ -98,14 +97,14 @@ describe('alpha-beta allreduce costs', () => {
       [12, 3],
     ]) {
       expect(hierarchicalAllreduce(peers, n, link, g).bytesSent).toBeCloseTo(
-        ringAllreduce(peers, n, link).bytesSent,
+        allreduceCost('ring', peers, n, link).bytesSent,
         6,
       );
     }
     // With latency alone, 2(g-1) + 2(N/g-1) messages against 2(N-1).
     const latencyOnly = { alphaS: A, betaSPerByte: 0 };
     expect(hierarchicalAllreduce(1024, n, latencyOnly, 32).s).toBeCloseTo(124 * A, 12);
-    expect(ringAllreduce(1024, n, latencyOnly).s).toBeCloseTo(2046 * A, 12);
+    expect(allreduceCost('ring', 1024, n, latencyOnly).s).toBeCloseTo(2046 * A, 12);
     expect([2, 4, 16, 64, 100, 1024].map(defaultGroupSize)).toEqual([2, 2, 4, 8, 8, 32]);
   });
 
@@ -113,9 +112,11 @@ describe('alpha-beta allreduce costs', () => {
     for (const peers of [4, 16, 256]) {
       const latencyOnly = { alphaS: A, betaSPerByte: 0 };
       const bandwidthOnly = { alphaS: 0, betaSPerByte: B };
-      expect(recursiveDoublingAllreduce(peers, n, latencyOnly).s).toBeLessThan(ringAllreduce(peers, n, latencyOnly).s);
-      expect(ringAllreduce(peers, n, bandwidthOnly).s).toBeLessThan(
-        recursiveDoublingAllreduce(peers, n, bandwidthOnly).s,
+      expect(allreduceCost('recursive-doubling', peers, n, latencyOnly).s).toBeLessThan(
+        allreduceCost('ring', peers, n, latencyOnly).s,
+      );
+      expect(allreduceCost('ring', peers, n, bandwidthOnly).s).toBeLessThan(
+        allreduceCost('recursive-doubling', peers, n, bandwidthOnly).s,
       );
     }
   });

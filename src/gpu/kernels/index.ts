@@ -30,4 +30,4 @@ export { planSum } from './reduce.ts';
 export { planColumnSum, planSumTree, gpuScratch, type Scratch, type ColumnSumShape } from './reduce-rows.ts';
 export { planAdd, planAxpy, planScale } from './elementwise.ts';
 export { planPackF16, planUnpackF16, packedWords } from './f16.ts';
-export { planSgd, planAdamw, sgdFields, adamwFields, type SgdHyper, type AdamwHyper } from './optimizers.ts';
+export { planOptimizerUpdate, optimizerFields, defineOptimizerKernel } from './optimizers.ts';

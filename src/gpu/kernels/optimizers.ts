@@ -1,7 +1,8 @@
 /**
- * Optimizer update kernels over flat buffers. Hyperparameters live in a
- * uniform buffer the caller rewrites each step (`gpu.writeUniform`), so the
- * planned dispatches are reused. See shaders/sgd.wgsl and shaders/adamw.wgsl.
+ * The one runner of every optimizer's update (src/optimizers/: each defines its shader, state and
+ * uniform): binding 0 the uniform, 1 the parameters, 2 the gradients, 3… the state buffers. The
+ * hyperparameters live in the uniform, which the caller rewrites each step (`gpu.writeUniform`), so
+ * the planned dispatches are reused.
  *
  * A flat buffer may be bigger than one binding (a 40M-parameter model's 160 MB
  * against lavapipe's 128 MiB maxStorageBufferBindingSize): the update is then
@@ -10,76 +11,42 @@
  * reads only its own words, so the slices give the same bits as one dispatch.
  * Each shader takes its length from the bound range (arrayLength), not the uniform.
  */
+import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+import { optimizerNamed, optimizerNames, type OptimizerDefinition } from '../../optimizers/index.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu, type UniformField } from '../gpu.ts';
 import { checkDims, rowSlices, subRange } from './common.ts';
 import { defineKernel } from './registry.ts';
 
-defineKernel('sgd', { shader: 'sgd', entryPoints: ['main'] });
-defineKernel('adamw', { shader: 'adamw', entryPoints: ['main'] });
-
-export interface SgdHyper {
-  lr: number;
-  momentum: number;
-  weightDecay: number;
+/** Registers an optimizer's shader as a kernel (what warmUp compiles); the same entry again is a no-op. */
+export function defineOptimizerKernel(definition: OptimizerDefinition): void {
+  defineKernel(definition.shader, { shader: definition.shader, entryPoints: ['main'] });
 }
 
-export function sgdFields(h: SgdHyper): UniformField[] {
-  return [
-    ['f32', h.lr],
-    ['f32', h.momentum],
-    ['f32', h.weightDecay],
-  ];
+// The optimizers the registry holds as this file loads; one defined later registers when planned.
+for (const name of optimizerNames()) defineOptimizerKernel(optimizerNamed(name)!);
+
+/** A uniform's fields from an optimizer's `uniform(...)` values: every field an f32. */
+export function optimizerFields(values: readonly number[]): UniformField[] {
+  return values.map((v) => ['f32', v]);
 }
 
-/** The same elementwise update over every slice of `n` words of the flat buffers (one dispatch each). */
-function planSliced(gpu: Gpu, key: string, uniform: GPUBuffer, flat: Binding[], n: number): Dispatch[] {
+/** The update of `definition` over every slice of `n` words of the flat buffers (one dispatch each). */
+export function planOptimizerUpdate(
+  gpu: Gpu,
+  definition: OptimizerDefinition,
+  buffers: { uniform: GPUBuffer; param: Binding; grad: Binding; state: readonly Binding[] },
+  n: number,
+): Dispatch[] {
+  const key = definition.shader;
+  if (buffers.state.length !== definition.state.length)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${key}: the optimizer keeps ${definition.state.length} state buffers (${definition.state.join(', ')}), got ${buffers.state.length}`,
+    );
+  defineOptimizerKernel(definition);
   checkDims(key, { n });
+  const flat = [buffers.param, buffers.grad, ...buffers.state];
   return rowSlices(gpu, n, 1, `${key}: the flat buffers`).map(({ start, count }) =>
-    gpu.plan(key, [uniform, ...flat.map((b) => subRange(b, start, count))], linearGroups(count, 256)),
+    gpu.plan(key, [buffers.uniform, ...flat.map((b) => subRange(b, start, count))], linearGroups(count, 256)),
   );
-}
-
-export function planSgd(
-  gpu: Gpu,
-  uniform: GPUBuffer,
-  param: Binding,
-  grad: Binding,
-  velocity: Binding,
-  n: number,
-): Dispatch[] {
-  return planSliced(gpu, 'sgd', uniform, [param, grad, velocity], n);
-}
-
-export interface AdamwHyper {
-  lr: number;
-  beta1: number;
-  beta2: number;
-  eps: number;
-  weightDecay: number;
-  /** 1-based step number, for bias correction. */
-  step: number;
-}
-
-export function adamwFields(h: AdamwHyper): UniformField[] {
-  return [
-    ['f32', h.lr],
-    ['f32', h.beta1],
-    ['f32', h.beta2],
-    ['f32', h.eps],
-    ['f32', h.weightDecay],
-    ['f32', 1 - Math.pow(h.beta1, h.step)],
-    ['f32', 1 - Math.pow(h.beta2, h.step)],
-  ];
-}
-
-export function planAdamw(
-  gpu: Gpu,
-  uniform: GPUBuffer,
-  param: Binding,
-  grad: Binding,
-  m1: Binding,
-  m2: Binding,
-  n: number,
-): Dispatch[] {
-  return planSliced(gpu, 'adamw', uniform, [param, grad, m1, m2], n);
 }

@@ -1,9 +1,10 @@
-import { blockExchange } from './block-exchange.ts';
-import { splitEven, type Range } from './partition.ts';
+import { blockExchange } from '../block-exchange.ts';
+import { splitEven, type Range } from '../partition.ts';
+import type { Run } from '../run.ts';
+import type { ReduceOp, Tensor } from '../types.ts';
+import { roundTripInPlace, type Codec } from '../wire.ts';
 import { foldToPowerOfTwo } from './recursive-doubling.ts';
-import type { Run } from './run.ts';
-import type { ReduceOp, Tensor } from './types.ts';
-import { roundTripInPlace, type Codec } from './wire.ts';
+import { bufferRun, defineAllreduceAlgorithm, type AllreduceCost, type LinkCost } from './registry.ts';
 
 /**
  * Recursive halving-doubling allreduce (Rabenseifner's), for tensors too big
@@ -30,11 +31,9 @@ import { roundTripInPlace, type Codec } from './wire.ts';
  * (block-exchange.ts), so every rank's result waits on a chain of messages
  * from every other rank, as with recursive doubling.
  *
- * Tags: phase PHASE_HALVING_DOUBLING; step 0 folds in, steps 1..log2(P) halve,
+ * Tags: the phase the registry gives it; step 0 folds in, steps 1..log2(P) halve,
  * steps log2(P)+1..2·log2(P) double, step 2·log2(P)+1 folds out; segment index in `chunk`.
  */
-export const PHASE_HALVING_DOUBLING = 6;
-
 /** Reduces `buf` in place over all ranks; `finish` (average, postscale) runs once per fully reduced block. */
 export async function halvingDoublingAllreduce(
   run: Run,
@@ -42,6 +41,7 @@ export async function halvingDoublingAllreduce(
   op: ReduceOp,
   codec: Codec,
   finish: (t: Tensor) => void,
+  phase: number,
 ): Promise<void> {
   const { rank, size } = run.comm;
   const { p, extra, rounds, index, actual } = foldToPowerOfTwo(rank, size);
@@ -52,7 +52,7 @@ export async function halvingDoublingAllreduce(
     count: blocks[first + n - 1].offset + blocks[first + n - 1].count - blocks[first].offset,
   });
   const whole: Range = { offset: 0, count: buf.length };
-  const { send, receive } = blockExchange(run, buf, op, codec, PHASE_HALVING_DOUBLING, 'halving-doubling', buf.length);
+  const { send, receive } = blockExchange(run, buf, op, codec, phase, 'halving-doubling', buf.length);
 
   const last = 2 * rounds + 1;
   // Fold in: an even rank below 2E gives its tensor to the odd rank after it and waits for the result.
@@ -89,3 +89,30 @@ export async function halvingDoublingAllreduce(
   // Fold out: hand the result back to the even rank that sat out.
   if (rank < 2 * extra) send(last, rank - 1, whole, 0);
 }
+
+/**
+ * Reduce-scatter by recursive halving, allgather by recursive doubling over the largest power of
+ * two P <= N: 2 log2 P alpha + 2(P-1)/P n beta; the fold in and out of the others (when N is not a
+ * power of two) moves the whole vector twice, counted as recursive doubling counts it.
+ */
+function halvingDoublingCost(n: number, bytes: number, link: LinkCost): AllreduceCost {
+  if (n <= 1) return { s: 0, bytesSent: 0, messages: 0 };
+  const p = 2 ** Math.floor(Math.log2(n));
+  const fold = p === n ? 0 : 2;
+  const messages = 2 * Math.log2(p) + fold;
+  const bytesSent = (2 * (p - 1) * bytes) / p + fold * bytes;
+  return { s: messages * link.alphaS + bytesSent * link.betaSPerByte, bytesSent, messages };
+}
+
+/**
+ * Middle sizes (up to mediumBytes) on 4, 8, 16… ranks: the ring's bytes in fewer rounds. On other
+ * sizes its fold moves the whole tensor in and out, which takes its saving away; on 2 ranks it is
+ * the ring's one exchange of halves.
+ */
+export const HALVING_DOUBLING = defineAllreduceAlgorithm({
+  name: 'halving-doubling',
+  order: 20,
+  enabled: ({ bytes, size, mediumBytes }) => size > 2 && bytes <= mediumBytes && (size & (size - 1)) === 0,
+  run: bufferRun('halving-doubling', halvingDoublingAllreduce),
+  cost: halvingDoublingCost,
+});

@@ -1,8 +1,9 @@
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { reduceInto } from './reduce.ts';
-import type { Run } from './run.ts';
-import type { ReduceOp, Tensor } from './types.ts';
-import { elementsIn, roundTripInPlace, type Codec } from './wire.ts';
+import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+import { reduceInto } from '../reduce.ts';
+import type { Run } from '../run.ts';
+import type { ReduceOp, Tensor } from '../types.ts';
+import { elementsIn, roundTripInPlace, type Codec } from '../wire.ts';
+import { bufferRun, defineAllreduceAlgorithm, type AllreduceCost, type LinkCost } from './registry.ts';
 
 /**
  * Recursive doubling allreduce, for small tensors: in round k every rank
@@ -20,10 +21,9 @@ import { elementsIn, roundTripInPlace, type Codec } from './wire.ts';
  * (the ops are commutative), and with a lossy codec each rank first rounds
  * its own operand to what its partner will receive.
  *
- * Tags: phase PHASE_RECURSIVE_DOUBLING; step 0 folds in, steps 1..log2(P) are
+ * Tags: the phase the registry gives it; step 0 folds in, steps 1..log2(P) are
  * the rounds, step log2(P)+1 folds out.
  */
-export const PHASE_RECURSIVE_DOUBLING = 5;
 
 /**
  * The fold both doubling algorithms use on a size that is not a power of two: P the largest power
@@ -54,6 +54,7 @@ export async function recursiveDoublingAllreduce(
   op: ReduceOp,
   codec: Codec,
   finish: (t: Tensor) => void,
+  phase: number,
 ): Promise<void> {
   const { rank, size } = run.comm;
   const { extra, rounds, index, actual } = foldToPowerOfTwo(rank, size);
@@ -61,7 +62,7 @@ export async function recursiveDoublingAllreduce(
   const scratch = codec.lossy ? new Float32Array(buf.length) : undefined;
 
   const exchange = async (step: number, to: number | null, from: number | null): Promise<Tensor | null> => {
-    const tag = run.tag(PHASE_RECURSIVE_DOUBLING, step, 0);
+    const tag = run.tag(phase, step, 0);
     const seg = { offset: 0, count: buf.length };
     if (to !== null) {
       const bytes = codec.encode(buf);
@@ -102,3 +103,25 @@ export async function recursiveDoublingAllreduce(
   // Fold out: hand the result back to the even rank that sat out.
   if (rank < 2 * extra) await exchange(rounds + 1, rank - 1, null);
 }
+
+/** Rounds of recursive doubling: log2 N, plus a fold in and out of the extra peers when N is not a power of two. */
+export function doublingRounds(n: number): number {
+  const r = Math.ceil(Math.log2(n));
+  return 2 ** r === n ? r : Math.floor(Math.log2(n)) + 2;
+}
+
+/** r alpha + r n beta, r = doublingRounds(N): every round sends the whole tensor. */
+function recursiveDoublingCost(n: number, bytes: number, link: LinkCost): AllreduceCost {
+  if (n <= 1) return { s: 0, bytesSent: 0, messages: 0 };
+  const r = doublingRounds(n);
+  return { s: r * (link.alphaS + bytes * link.betaSPerByte), bytesSent: r * bytes, messages: r };
+}
+
+/** First for latency-bound small tensors (up to smallBytes), on any number of ranks. */
+export const RECURSIVE_DOUBLING = defineAllreduceAlgorithm({
+  name: 'recursive-doubling',
+  order: 10,
+  enabled: ({ bytes, size, smallBytes }) => size > 1 && bytes <= smallBytes,
+  run: bufferRun('recursive-doubling', recursiveDoublingAllreduce),
+  cost: recursiveDoublingCost,
+});
