@@ -24,10 +24,12 @@ import type { Communicator, LinkCommunicator } from '../comm/communicator.ts';
 import { joinWebRTCRing, type WebRTCRingOptions } from '../comm/rings.ts';
 import type { TcpEndpoint } from '../comm/tcp-endpoint.ts';
 import type { LinkTransport } from '../core/events.ts';
+import { answerProbe } from './admission-probe.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
 import { recordRingHolder } from './elastic-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
 import {
+  DEFAULT_ADMIT_TIMEOUT_MS,
   FINISHED_LEAVE_REASON,
   PeerLeftReason,
   SignalErrorCode,
@@ -247,6 +249,16 @@ class PeerSession implements Session {
   }
 
   private attach(client: SignalingClient): void {
+    // Staged admission: as a joiner, echo with the would-be neighbours; as a member, with each
+    // joiner the server names, beside training (a ghost's probe only times out here).
+    client.onProbe((p) =>
+      answerProbe(client, p, {
+        wrtc: this.o.wrtc,
+        tcp: this.o.tcp,
+        deadlineMs: client.candidacy?.deadlineMs ?? this.settingsOf(client).admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS,
+        onNotice: this.notice,
+      }),
+    );
     // The server knows first when a peer's socket dies: fail the ring at once, naming the peer.
     client.on('peer-left', (p) => {
       if (client !== this.current) return;

@@ -9,6 +9,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/index.ts';
+import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer } from '../server/helpers.ts';
 import { killStartedWorkers, requireNetns, seen, startDenoWorker, until } from '../support/workers.ts';
 
@@ -80,7 +81,7 @@ describe('sybil sockets in an elastic job', () => {
       const impostor = await RawPeer.open(server.wsUrl);
       impostor.sendJson({
         type: 'join',
-        protocol: 1,
+        protocol: PROTOCOL_VERSION,
         job: job.id,
         token: job.token,
         runtime: 'node',
