@@ -40,6 +40,7 @@ export async function answerProbe(client: SignalingClient, p: ProbeMsg, o: Probe
       abort: stop.signal,
       ...client.ice,
       tcp: probeTcp(client, p, o.tcp),
+      onNotice: o.onNotice,
     });
     link = links.get(1 - p.side)!;
     if (p.side === 0) {
