@@ -262,7 +262,7 @@ export class Job {
     this.candidates.propose(member, this.neighbours(), (m) =>
       m.refuse(
         SignalErrorCode.AdmitTimeout,
-        `not admitted to job '${this.id}': no link and echo with your would-be ring neighbours within ${this.settings.admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS} ms (admitTimeoutMs); check that WebRTC or TCP can reach the other peers, then join again`,
+        `not admitted to job '${this.id}': no link and echo with your would-be ring neighbours within ${this.settings.admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS} ms of joining (admitTimeoutMs; a joiner loads its data and compiles first); check that WebRTC or TCP reaches the other peers, or ask the job's owner to raise admitTimeoutMs, then join again`,
       ),
     );
     return 'candidate';

@@ -112,7 +112,7 @@ describe('staged admission (server bookkeeping)', () => {
     const before = a.sent.length;
     const refusal = await c.refusal;
     expect(refusal.code).toBe(SignalErrorCode.AdmitTimeout);
-    expect(refusal.message).toMatch(/within 50 ms \(admitTimeoutMs\)/);
+    expect(refusal.message).toMatch(/within 50 ms of joining \(admitTimeoutMs/);
     // The connection leaves the job on refusal: for a candidate that is silent.
     expect(job.remove(c, 'dropped')).toBe(false);
     expect(a.sent.length).toBe(before);
