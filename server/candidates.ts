@@ -11,8 +11,17 @@
  * beside training.
  */
 import { randomBytes } from 'node:crypto';
-import { SignalErrorCode } from '../src/signaling/protocol.ts';
-import type { Member } from './jobs.ts';
+import { SignalErrorCode, type ServerMessage } from '../src/signaling/protocol.ts';
+
+/** What the bookkeeping needs of a peer (jobs.ts's Member is one). */
+export interface ProbeEnd {
+  readonly peerId: string;
+  readonly runtime: 'browser' | 'deno' | 'node';
+  readonly name?: string;
+  /** Who it is for the per-address limits (admission.ts addressKey). */
+  readonly address?: string;
+  send(msg: ServerMessage): void;
+}
 
 /** Bytes of a probe's TCP link key (as an epoch's: HMAC-SHA256 gains nothing past 32). */
 const PROBE_KEY_BYTES = 32;
@@ -24,23 +33,23 @@ export interface CandidateLimits {
   maxCandidatesPerAddress: number;
 }
 
-interface Probe {
+interface Probe<Member extends ProbeEnd> {
   readonly id: number;
-  readonly candidate: Candidate;
+  readonly candidate: Candidate<Member>;
   /** The member at the other end (side 0: it sends the nonce and says probe-ok). */
   readonly partner: Member;
   ok: boolean;
 }
 
-interface Candidate {
+interface Candidate<Member extends ProbeEnd> {
   readonly member: Member;
-  probes: Probe[];
+  probes: Probe<Member>[];
   readonly timer: ReturnType<typeof setTimeout>;
 }
 
-export class Candidates {
-  private readonly byPeer = new Map<string, Candidate>();
-  private readonly probes = new Map<number, Probe>();
+export class Candidates<Member extends ProbeEnd> {
+  private readonly byPeer = new Map<string, Candidate<Member>>();
+  private readonly probes = new Map<number, Probe<Member>>();
   private nextProbe = 1;
 
   constructor(
@@ -87,14 +96,14 @@ export class Candidates {
   propose(member: Member, neighbours: readonly Member[], expired: (member: Member) => void): void {
     const timer = setTimeout(() => expired(member), this.deadlineMs);
     timer.unref?.();
-    const candidate: Candidate = { member, probes: [], timer };
+    const candidate: Candidate<Member> = { member, probes: [], timer };
     this.byPeer.set(member.peerId, candidate);
     member.send({ type: 'candidate', deadlineMs: this.deadlineMs });
     for (const partner of neighbours) this.startProbe(candidate, partner);
   }
 
-  private startProbe(candidate: Candidate, partner: Member): void {
-    const probe: Probe = { id: this.nextProbe++, candidate, partner, ok: false };
+  private startProbe(candidate: Candidate<Member>, partner: Member): void {
+    const probe: Probe<Member> = { id: this.nextProbe++, candidate, partner, ok: false };
     this.probes.set(probe.id, probe);
     candidate.probes.push(probe);
     const native = candidate.member.runtime !== 'browser' && partner.runtime !== 'browser';
@@ -164,7 +173,7 @@ export class Candidates {
     return ready;
   }
 
-  private forget(candidate: Candidate): void {
+  private forget(candidate: Candidate<Member>): void {
     clearTimeout(candidate.timer);
     this.byPeer.delete(candidate.member.peerId);
     for (const p of candidate.probes) this.probes.delete(p.id);

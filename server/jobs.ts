@@ -84,7 +84,7 @@ export class Job {
   /** Members one address may hold here; 0: no limit. */
   private readonly maxPerAddress: number;
   /** Joiners of the running job still proving their links (staged admission): no membership names them. */
-  readonly candidates: Candidates;
+  readonly candidates: Candidates<Member>;
 
   /** Told of every membership change (ServerOptions.onMembership). */
   private readonly onMembership:
