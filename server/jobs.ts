@@ -455,6 +455,7 @@ export class Job {
       ready: this.ready,
       started: this.started,
       ...(this.finished ? { finished: this.finished } : {}),
+      ...(this.candidates.size ? { candidates: this.candidates.size } : {}),
       peers: this.members.map((m, rank) => ({
         rank,
         peerId: m.peerId,

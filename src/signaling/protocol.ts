@@ -315,6 +315,8 @@ export interface PublicJobInfo {
    * next join: when, and the last progress it reported (its final step, loss and accuracy).
    */
   finished?: { at: number; progress?: ShownProgress };
+  /** Joiners still proving their links (staged admission), when there are any: they are in no membership yet. */
+  candidates?: number;
   /** In rank order. */
   peers: {
     rank: number;

@@ -189,6 +189,8 @@ describe('staged admission on a real server', () => {
       deadlineMs: 300,
     });
     await a.waitFor((x) => x.type === 'probe', 'a probe at the member');
+    // GET /api/jobs/:id counts it, apart from the members.
+    expect(server.jobInfo('ghosts')).toMatchObject({ size: 2, candidates: 1 });
     // A second candidate from the same address is over the cap.
     const second = await RawPeer.open(server.wsUrl);
     second.sendJson({
@@ -203,6 +205,7 @@ describe('staged admission on a real server', () => {
     expect((await ghost.error(SignalErrorCode.AdmitTimeout)).fatal).toBe(true);
     expect(ghost.count((x) => x.type === 'membership')).toBe(0);
     expect(server.jobInfo('ghosts')!.peers.map((p) => p.name)).toEqual(['a', 'b']);
+    expect(server.jobInfo('ghosts')!.candidates).toBeUndefined();
     a.close();
     b.close();
   });
