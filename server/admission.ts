@@ -32,6 +32,13 @@ export interface AdmissionLimits {
    * limit is `maxPeers`; this is what bounds one machine's sockets among them.
    */
   maxPeersPerAddress: number;
+  /**
+   * Joiners of one running job still proving their links (staged admission, candidates.ts), and
+   * how many of them one address may hold: ghosts queue here, never in a ring, and cannot crowd
+   * out honest joiners for long (each is dropped at its job's admitTimeoutMs).
+   */
+  maxCandidates: number;
+  maxCandidatesPerAddress: number;
 }
 
 export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
@@ -43,6 +50,9 @@ export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
   badTokenRefillMs: 6000,
   // Off by default: `run -np N` and tests put every worker on one address.
   maxPeersPerAddress: 0,
+  // A few joiners at once is a busy job; one machine rarely adds more than a couple at a time.
+  maxCandidates: 8,
+  maxCandidatesPerAddress: 4,
 };
 
 /** Why a socket was refused or closed early: bounded, so /metrics can label by it. */

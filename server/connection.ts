@@ -291,6 +291,19 @@ export class Connection implements Handshake {
           );
         return;
       }
+      case 'probe-signal': {
+        const refused = this.job.probeSignal(this.member, msg.probe, msg.data);
+        if (refused) this.sendError(refused.code, refused.message, false);
+        return;
+      }
+      case 'probe-ok': {
+        const admitted = this.job.probeOk(this.member, msg.probe);
+        if (admitted)
+          this.ctx.log(
+            `job ${this.job.id}: admitted ${admitted.name ?? admitted.peerId} (it echoed with its neighbours), epoch ${this.job.epoch}, size ${this.job.size}`,
+          );
+        return;
+      }
       case 'leave':
         this.leaveJob(PeerLeftReason.Left, msg.reason);
         this.closing = true;
@@ -337,6 +350,7 @@ export class Connection implements Handshake {
       address: this.addressKey,
       send: (m) => this.send(m),
       eject: (why) => this.eject(why),
+      refuse: (code, message) => this.fail(code, message),
     };
     this.member = member;
     this.job = job;
@@ -349,9 +363,11 @@ export class Connection implements Handshake {
       missedHeartbeats: this.ctx.missedHeartbeats,
       ...this.ctx.iceFor(job, member.peerId),
     });
-    job.add(member);
+    const as = job.join(member);
     this.ctx.log(
-      `job ${job.id}: ${member.name ?? member.peerId} (${member.runtime}) joined, epoch ${job.epoch}, size ${job.size}`,
+      as === 'member'
+        ? `job ${job.id}: ${member.name ?? member.peerId} (${member.runtime}) joined, epoch ${job.epoch}, size ${job.size}`
+        : `job ${job.id}: ${member.name ?? member.peerId} (${member.runtime}) is a candidate; it echoes with its would-be neighbours before it is admitted`,
     );
   }
 

@@ -51,8 +51,7 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const s = resolveOptions(options);
   const jobs = new Map<string, Job>();
-  const addJob = (spec: JobSpec): void =>
-    addJobTo(jobs, spec, s.ice, s.limits.maxPeersPerAddress, options.onMembership);
+  const addJob = (spec: JobSpec): void => addJobTo(jobs, spec, s.ice, s.limits, options.onMembership);
   for (const spec of options.jobs ?? []) addJob(spec);
 
   const connections = new Set<Connection>();

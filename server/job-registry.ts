@@ -5,6 +5,7 @@
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 import { describeIssues, jobSpecSchema, type JobSpec, type MembershipMsg } from '../src/signaling/protocol.ts';
 import { parseJobSettings } from '../src/signaling/settings.ts';
+import type { AdmissionLimits } from './admission.ts';
 import { checkJobIce, type IceOptions } from './ice.ts';
 import { Job, type MembershipPeer } from './jobs.ts';
 
@@ -13,7 +14,7 @@ export function addJobTo(
   jobs: Map<string, Job>,
   spec: JobSpec,
   serverIce: IceOptions,
-  maxPeersPerAddress: number,
+  limits: Pick<AdmissionLimits, 'maxPeersPerAddress' | 'maxCandidates' | 'maxCandidatesPerAddress'>,
   onMembership?: (job: string, peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void,
 ): void {
   const parsed = jobSpecSchema.safeParse(spec);
@@ -43,7 +44,8 @@ export function addJobTo(
   jobs.set(
     id,
     new Job(parsed.data, {
-      maxPeersPerAddress,
+      maxPeersPerAddress: limits.maxPeersPerAddress,
+      candidates: { maxCandidates: limits.maxCandidates, maxCandidatesPerAddress: limits.maxCandidatesPerAddress },
       onMembership: onMembership && ((peers, change) => onMembership(id, peers, change)),
     }),
   );

@@ -6,6 +6,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import {
+  DEFAULT_ADMIT_TIMEOUT_MS,
   FINISHED_LEAVE_REASON,
   PeerLeftReason,
   SignalErrorCode,
@@ -18,6 +19,8 @@ import {
   type ShownProgress,
 } from '../src/signaling/protocol.ts';
 import { parseJobSettings, type JobSettings } from '../src/signaling/settings.ts';
+import { DEFAULT_ADMISSION_LIMITS } from './admission.ts';
+import { Candidates, type CandidateLimits } from './candidates.ts';
 
 /** Bytes of each epoch's TCP link key (HMAC-SHA256 keys gain nothing past the hash's 32 bytes). */
 const LINK_KEY_BYTES = 32;
@@ -42,6 +45,8 @@ export interface Member {
   send(msg: ServerMessage): void;
   /** Puts this member out of the job for breaking the rules (a fatal error, then the socket closes). */
   eject(why: string): void;
+  /** Turns this peer away (a fatal error with `code`, then the socket closes): a candidate past its deadline. */
+  refuse(code: SignalErrorCode, message: string): void;
 }
 
 /** A member as ServerOptions.onMembership tells it: its rank and the name it joined under. */
@@ -78,6 +83,8 @@ export class Job {
   private attested = new Set<string>();
   /** Members one address may hold here; 0: no limit. */
   private readonly maxPerAddress: number;
+  /** Joiners of the running job still proving their links (staged admission): no membership names them. */
+  readonly candidates: Candidates<Member>;
 
   /** Told of every membership change (ServerOptions.onMembership). */
   private readonly onMembership:
@@ -87,6 +94,7 @@ export class Job {
     spec: JobSpec,
     defaults: {
       maxPeersPerAddress?: number;
+      candidates?: CandidateLimits;
       onMembership?: (peers: readonly MembershipPeer[], change: MembershipMsg['change']) => void;
     } = {},
   ) {
@@ -97,6 +105,26 @@ export class Job {
     this.ice = spec.ice;
     this.token = Buffer.from(spec.token, 'utf8');
     this.maxPerAddress = spec.config.maxPeersPerAddress ?? defaults.maxPeersPerAddress ?? 0;
+    this.candidates = new Candidates(
+      this.id,
+      defaults.candidates ?? DEFAULT_ADMISSION_LIMITS,
+      this.settings.admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS,
+    );
+  }
+
+  /**
+   * Whether a joiner must prove its links before it is a member: once the job has started and
+   * has voters (a ring that trained a step). Before that there is no ring a ghost could stall
+   * (the first formation waits for its start quorum anyway) and no member that trains to vouch
+   * for a joiner, so joiners are members at once; `admitTimeoutMs: 0` turns proving off.
+   */
+  get provesJoiners(): boolean {
+    return this.started && this.voters.size > 0 && this.settings.admitTimeoutMs !== 0;
+  }
+
+  /** Members and candidates: who holds a name, a place under maxPeers, a slot of its address. */
+  private get everyone(): Member[] {
+    return [...this.members, ...this.candidates.members()];
   }
 
   get size(): number {
@@ -125,7 +153,7 @@ export class Job {
     }
     // Names say who is who in reports, logs and the page: two members with one name would let
     // one pass for the other. Refused rather than renamed, so a name always means the peer that chose it.
-    if (name !== undefined && this.members.some((m) => m.name === name)) {
+    if (name !== undefined && this.everyone.some((m) => m.name === name)) {
       return {
         code: SignalErrorCode.NameTaken,
         message: `a member of job '${this.id}' is already named '${name}'; join with another name (--name)`,
@@ -134,20 +162,20 @@ export class Job {
     if (
       this.maxPerAddress > 0 &&
       address !== undefined &&
-      this.members.filter((m) => m.address === address).length >= this.maxPerAddress
+      this.everyone.filter((m) => m.address === address).length >= this.maxPerAddress
     ) {
       return {
         code: SignalErrorCode.TooManyFromAddress,
         message: `job '${this.id}' already holds ${this.maxPerAddress} member(s) from your address (maxPeersPerAddress); run fewer peers from one machine or ask the job's owner to raise it`,
       };
     }
-    if (this.members.length >= this.config.maxPeers) {
+    if (this.everyone.length >= this.config.maxPeers) {
       return {
         code: SignalErrorCode.JobFull,
         message: `job '${this.id}' is full (maxPeers ${this.config.maxPeers}); wait for a peer to leave or start a job with more peers`,
       };
     }
-    return null;
+    return this.provesJoiners ? this.candidates.refusal(address) : null;
   }
 
   /** Whether anyone may see this job (GET /api/jobs), not only its token's holders. */
@@ -225,6 +253,44 @@ export class Job {
     this.bump({ kind: 'join', peerId: member.peerId, name: member.name });
   }
 
+  /** A joiner that passed `refusal`: a member at once, or a candidate while the job proves joiners. */
+  join(member: Member): 'member' | 'candidate' {
+    if (!this.provesJoiners) {
+      this.add(member);
+      return 'member';
+    }
+    this.candidates.propose(member, this.neighbours(), (m) =>
+      m.refuse(
+        SignalErrorCode.AdmitTimeout,
+        `not admitted to job '${this.id}': no link and echo with your would-be ring neighbours within ${this.settings.admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS} ms of joining (admitTimeoutMs; a joiner loads its data and compiles first); check that WebRTC or TCP reaches the other peers, or ask the job's owner to raise admitTimeoutMs, then join again`,
+      ),
+    );
+    return 'candidate';
+  }
+
+  /** A joiner's would-be ring neighbours: it joins at the end of the ring, between the last rank and rank 0. */
+  private neighbours(): Member[] {
+    const ends = [this.members[this.members.length - 1], this.members[0]].filter((m) => m !== undefined);
+    return [...new Set(ends)];
+  }
+
+  /** Relays a probe signal between a candidate and a member, or says why not. */
+  probeSignal(
+    from: Member,
+    probe: number,
+    data: NonNullable<unknown>,
+  ): { code: SignalErrorCode; message: string } | null {
+    return this.candidates.relay(from, probe, data);
+  }
+
+  /** `from` got its echo back on probe `probe`; returns the candidate this admitted, if any. */
+  probeOk(from: Member, probe: number): Member | null {
+    if (!this.members.includes(from)) return null;
+    const admitted = this.candidates.ok(from, probe);
+    if (admitted) this.add(admitted);
+    return admitted;
+  }
+
   isVoter(member: Member): boolean {
     return this.voters.has(member.peerId);
   }
@@ -278,6 +344,8 @@ export class Job {
 
   /** Removes `member` (no-op if gone): peer-left first, then the new membership. */
   remove(member: Member, reason: PeerLeftReason, detail?: string): boolean {
+    // A candidate was never in a membership: nobody hears of it going.
+    if (this.candidates.remove(member)) return false;
     const rank = this.members.indexOf(member);
     if (rank < 0) return false;
     this.members.splice(rank, 1);
@@ -305,6 +373,8 @@ export class Job {
       name: member.name,
       reason: detail ? `${reason}: ${detail}` : reason,
     });
+    // Candidates that were to echo with it probe its successor; any left with nothing to prove is admitted.
+    for (const admitted of this.candidates.memberLeft(member, () => this.neighbours())) this.add(admitted);
     return true;
   }
 
@@ -358,6 +428,12 @@ export class Job {
       };
     }
     const fromRank = this.members.indexOf(from);
+    if (fromRank < 0) {
+      return {
+        code: SignalErrorCode.NotAMember,
+        message: `signal dropped: you are not a member of job '${this.id}' yet (a candidate signals only for its probes)`,
+      };
+    }
     const target = this.members[to];
     if (!target || target === from) {
       return {
@@ -379,6 +455,7 @@ export class Job {
       ready: this.ready,
       started: this.started,
       ...(this.finished ? { finished: this.finished } : {}),
+      ...(this.candidates.size ? { candidates: this.candidates.size } : {}),
       peers: this.members.map((m, rank) => ({
         rank,
         peerId: m.peerId,

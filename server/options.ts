@@ -104,6 +104,8 @@ export function resolveOptions(options: ServerOptions): ServerSettings {
   checkPositive('limits.badTokenBurst', limits.badTokenBurst);
   checkPositive('limits.badTokenRefillMs', limits.badTokenRefillMs);
   checkPositive('limits.maxPeersPerAddress', limits.maxPeersPerAddress, 0);
+  checkPositive('limits.maxCandidates', limits.maxCandidates);
+  checkPositive('limits.maxCandidatesPerAddress', limits.maxCandidatesPerAddress);
   checkPositive('rateLimit.capacity', rateLimit.capacity);
   checkPositive('rateLimit.refillPerS', rateLimit.refillPerS, 0);
   const staticDir = options.staticDir === undefined ? DEFAULT_STATIC_DIR : options.staticDir;

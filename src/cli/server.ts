@@ -62,6 +62,8 @@ const ServerOptionsSchema = TrainOptionsSchema.pick({
   maxHandshakesPerAddress: count('--max-handshakes-per-address', 1),
   maxHandshakes: count('--max-handshakes', 1),
   maxPeersPerAddress: count('--max-peers-per-address', 0),
+  maxCandidates: count('--max-candidates', 1),
+  maxCandidatesPerAddress: count('--max-candidates-per-address', 1),
   minPeers: count('--min-peers', 1),
   maxPeers: count('--max-peers', 1),
   jobsFile: z.string().optional(),
@@ -247,6 +249,8 @@ export function serverCommand(): Command {
           maxHandshakesPerAddress: o.maxHandshakesPerAddress,
           maxHandshakes: o.maxHandshakes,
           maxPeersPerAddress: o.maxPeersPerAddress,
+          maxCandidates: o.maxCandidates,
+          maxCandidatesPerAddress: o.maxCandidatesPerAddress,
         },
         tls,
         ice,
@@ -340,6 +344,16 @@ function addServingFlags(cmd: Command): void {
       '--max-peers-per-address <n>',
       'members one address may hold in one job, for jobs whose config sets no maxPeersPerAddress (0: no limit)',
       String(DEFAULT_ADMISSION_LIMITS.maxPeersPerAddress),
+    )
+    .option(
+      '--max-candidates <n>',
+      'joiners of one running job proving their links at once (staged admission); beyond it a join is refused',
+      String(DEFAULT_ADMISSION_LIMITS.maxCandidates),
+    )
+    .option(
+      '--max-candidates-per-address <n>',
+      'of those, how many one address may hold',
+      String(DEFAULT_ADMISSION_LIMITS.maxCandidatesPerAddress),
     )
     .option('--quiet', 'log nothing but the address', false);
 }

@@ -24,10 +24,12 @@ import type { Communicator, LinkCommunicator } from '../comm/communicator.ts';
 import { joinWebRTCRing, type WebRTCRingOptions } from '../comm/rings.ts';
 import type { TcpEndpoint } from '../comm/tcp-endpoint.ts';
 import type { LinkTransport } from '../core/events.ts';
+import { answerProbe } from './admission-probe.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
 import { recordRingHolder } from './elastic-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
 import {
+  DEFAULT_ADMIT_TIMEOUT_MS,
   FINISHED_LEAVE_REASON,
   PeerLeftReason,
   SignalErrorCode,
@@ -133,7 +135,7 @@ class PeerSession implements Session {
   private closing = false;
   private readonly closeHandlers: (() => void | Promise<void>)[] = [];
   private readonly peerLeftHandlers = new Set<(p: PeerLeftMsg) => void>();
-  private readonly notice: (line: string) => void;
+  readonly notice: (line: string) => void;
   /** The settings of the job a server connection holds, parsed once per connection. */
   private parsed: { client: SignalingClient; settings: JobSettings } | null = null;
 
@@ -246,6 +248,23 @@ class PeerSession implements Session {
     this.peerLeftHandlers.add(handler);
   }
 
+  /**
+   * Staged admission: as a joiner, echo with the would-be neighbours; as a member, with each
+   * joiner the server names, beside training (a ghost's probe only times out here). init() starts
+   * it after `beforeRing`: a joiner that echoes is ready to train (data loaded, kernels compiled),
+   * so the ring that takes it in never waits for its preparation. Probes that came before wait.
+   */
+  answerProbes(client: SignalingClient): void {
+    client.onProbe((p) =>
+      answerProbe(client, p, {
+        wrtc: this.o.wrtc,
+        tcp: this.o.tcp,
+        deadlineMs: client.candidacy?.deadlineMs ?? this.settingsOf(client).admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS,
+        onNotice: this.notice,
+      }),
+    );
+  }
+
   private attach(client: SignalingClient): void {
     // The server knows first when a peer's socket dies: fail the ring at once, naming the peer.
     client.on('peer-left', (p) => {
@@ -298,6 +317,7 @@ class PeerSession implements Session {
         this.generation++;
         this.serverBack = null;
         this.attach(client);
+        this.answerProbes(client);
         this.notice(
           `reconnected to the signaling server after ${((now() - since) / 1000).toFixed(1)} s; the ring re-forms on its new membership`,
         );
@@ -581,6 +601,11 @@ export async function init(o: InitOptions): Promise<Session> {
     // A job whose settings this peer cannot read is refused here, naming the setting, before the ring.
     void session.settings;
     await o.beforeRing?.(client.job);
+    session.answerProbes(client);
+    if (client.candidacy)
+      session.notice(
+        `joining a running job: echoing with the would-be ring neighbours before the server admits this peer (within ${client.candidacy.deadlineMs} ms of the join)`,
+      );
     await session.connect(await client.waitForReady(o.readyTimeoutMs ?? 600_000));
     return session;
   } catch (err) {

@@ -24,6 +24,7 @@ import {
   serverMessageSchema,
   type Capabilities,
   type ServerMessage,
+  type WelcomeMsg,
 } from './protocol.ts';
 import { SignalingClient } from './signaling-client.ts';
 import {
@@ -58,7 +59,11 @@ export interface ConnectOptions {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
-/** Connects and joins `job`; resolves once the first membership arrived. */
+/**
+ * Connects and joins `job`; resolves once the first membership arrived, or, joining a running job
+ * that proves its joiners, once the server said this peer is a candidate (`client.candidacy`; its
+ * first membership comes after its probes: `waitForReady`).
+ */
 export function connect(url: string, options: ConnectOptions): Promise<SignalingClient> {
   const WS = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
   if (!WS) {
@@ -71,7 +76,6 @@ export function connect(url: string, options: ConnectOptions): Promise<Signaling
     throw new RingtrainError(ErrorCode.InvalidArgument, 'connect() needs a job id and its token (--job, --token)');
   }
   const wsUrl = signalingUrl(url);
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return new Promise<SignalingClient>((resolve, reject) => {
     let ws: WebSocketLike;
     try {
@@ -79,108 +83,134 @@ export function connect(url: string, options: ConnectOptions): Promise<Signaling
     } catch (err) {
       return reject(signalingError(`cannot open a WebSocket to ${wsUrl}: ${String(err)}`, { url: wsUrl }));
     }
-    let client: SignalingClient | null = null;
-    let settled = false;
-    let refusal: RingtrainError | null = null;
-    const fail = (err: RingtrainError): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      client?.end(err);
-      if (ws.readyState === OPEN) ws.close(1000);
-      reject(err);
-    };
-    const timer = setTimeout(
+    new JoinHandshake(ws, wsUrl, options, resolve, reject);
+  });
+}
+
+/** One socket's way from open to joined: the join, the welcome, the first membership (or candidacy). */
+class JoinHandshake {
+  private client: SignalingClient | null = null;
+  private settled = false;
+  /** The server's fatal refusal, for the close that follows it. */
+  private refusal: RingtrainError | null = null;
+  /** What the runtime said went wrong (ws: the Error and its code; Deno: a message), for the close that follows. */
+  private failure: ReturnType<typeof socketFailure>;
+  private readonly timer: ReturnType<typeof setTimeout>;
+
+  constructor(
+    private readonly ws: WebSocketLike,
+    private readonly wsUrl: string,
+    private readonly options: ConnectOptions,
+    private readonly resolve: (client: SignalingClient) => void,
+    private readonly reject: (err: RingtrainError) => void,
+  ) {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.timer = setTimeout(
       () =>
-        fail(signalingError(`no answer from the signaling server at ${wsUrl} within ${timeoutMs} ms`, { url: wsUrl })),
+        this.fail(
+          signalingError(`no answer from the signaling server at ${wsUrl} within ${timeoutMs} ms`, { url: wsUrl }),
+        ),
       timeoutMs,
     );
-
-    ws.onopen = () => {
-      ws.send(
-        JSON.stringify({
-          type: 'join',
-          protocol: PROTOCOL_VERSION,
-          job: options.job,
-          token: options.token,
-          runtime: options.runtime ?? detectRuntime(),
-          ...(options.name ? { name: options.name } : {}),
-          ...(options.capabilities ? { capabilities: options.capabilities } : {}),
-        }),
-      );
-    };
-    // What the runtime said went wrong (ws: the Error and its code; Deno: a message), for the close that follows.
-    let failure: ReturnType<typeof socketFailure>;
+    ws.onopen = () => ws.send(JSON.stringify(joinMessage(options)));
     ws.onerror = (ev: never) => {
-      failure ??= socketFailure(ev);
+      this.failure ??= socketFailure(ev);
     };
-    ws.onclose = async (ev) => {
-      // A certificate problem is not an absent server: say which, and what to do.
-      const tls =
-        client || refusal || settled ? null : (describeTlsFailure(wsUrl, failure) ?? (await probeTlsFailure(wsUrl)));
-      const said = typeof failure?.message === 'string' && failure.message ? `: ${failure.message}` : '';
-      const err =
-        refusal ??
-        signalingError(
-          client
-            ? `the signaling server at ${wsUrl} closed the connection (code ${ev.code}${ev.reason ? `, ${ev.reason}` : ''})`
-            : (tls ??
-                `cannot reach the signaling server at ${wsUrl} (code ${ev.code}${said}); is it running? (ringtrain server)`),
-          { url: wsUrl, closeCode: ev.code, ...(tls && failure?.code ? { tlsError: String(failure.code) } : {}) },
-        );
-      if (!settled) return fail(err);
-      client?.end(err);
-    };
-    ws.onmessage = (ev) => {
-      let msg: ServerMessage;
-      try {
-        const parsed = serverMessageSchema.safeParse(JSON.parse(String(ev.data)));
-        if (!parsed.success) throw new Error(describeIssues(parsed.error));
-        msg = parsed.data;
-      } catch (err) {
-        // A server that speaks something else: not ours to guess at.
-        const e = signalingError(
-          `the server at ${wsUrl} sent a message this client does not understand: ${String(err)}`,
-        );
-        return settled ? client?.end(e) : fail(e);
+    ws.onclose = (ev) => void this.onClose(ev);
+    ws.onmessage = (ev) => this.onMessage(ev.data);
+  }
+
+  private fail(err: RingtrainError): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.client?.end(err);
+    if (this.ws.readyState === OPEN) this.ws.close(1000);
+    this.reject(err);
+  }
+
+  private async onClose(ev: { code: number; reason?: string }): Promise<void> {
+    const { client, refusal, failure, wsUrl } = this;
+    // A certificate problem is not an absent server: say which, and what to do.
+    const tls =
+      client || refusal || this.settled ? null : (describeTlsFailure(wsUrl, failure) ?? (await probeTlsFailure(wsUrl)));
+    const said = typeof failure?.message === 'string' && failure.message ? `: ${failure.message}` : '';
+    const err =
+      refusal ??
+      signalingError(
+        client
+          ? `the signaling server at ${wsUrl} closed the connection (code ${ev.code}${ev.reason ? `, ${ev.reason}` : ''})`
+          : (tls ??
+              `cannot reach the signaling server at ${wsUrl} (code ${ev.code}${said}); is it running? (ringtrain server)`),
+        { url: wsUrl, closeCode: ev.code, ...(tls && failure?.code ? { tlsError: String(failure.code) } : {}) },
+      );
+    if (!this.settled) return this.fail(err);
+    client?.end(err);
+  }
+
+  private onMessage(data: unknown): void {
+    let msg: ServerMessage;
+    try {
+      const parsed = serverMessageSchema.safeParse(JSON.parse(String(data)));
+      if (!parsed.success) throw new Error(describeIssues(parsed.error));
+      msg = parsed.data;
+    } catch (err) {
+      // A server that speaks something else: not ours to guess at.
+      const e = signalingError(
+        `the server at ${this.wsUrl} sent a message this client does not understand: ${String(err)}`,
+      );
+      return this.settled ? this.client?.end(e) : this.fail(e);
+    }
+    if (this.client) {
+      this.client.handle(msg);
+      if (!this.settled && (this.client.membership || this.client.candidacy)) {
+        this.settled = true;
+        clearTimeout(this.timer);
+        this.resolve(this.client);
       }
-      if (client) {
-        client.handle(msg);
-        if (!settled && client.membership) {
-          settled = true;
-          clearTimeout(timer);
-          resolve(client);
-        }
-        return;
-      }
-      if (msg.type === 'error') {
-        refusal = signalingError(`signaling server refused to join job '${options.job}': ${msg.message}`, {
-          code: msg.code,
-          fatal: msg.fatal,
-        });
-        if (msg.fatal) fail(refusal);
-        return;
-      }
-      if (msg.type === 'welcome') {
-        if (msg.protocol !== PROTOCOL_VERSION) {
-          return fail(
-            signalingError(
-              `server speaks protocol ${msg.protocol}, this client ${PROTOCOL_VERSION}: update one of them`,
-            ),
-          );
-        }
-        client = new SignalingClient(
-          ws,
-          wsUrl,
-          msg.peerId,
-          msg.job,
-          msg.heartbeatMs,
-          msg.missedHeartbeats,
-          options.events,
-        );
-        client.ice = { iceServers: msg.iceServers, iceTransportPolicy: msg.iceTransportPolicy };
-      }
-      // Pings before the welcome cannot happen; anything else before it is ignored.
-    };
-  });
+      return;
+    }
+    if (msg.type === 'error') {
+      this.refusal = signalingError(`signaling server refused to join job '${this.options.job}': ${msg.message}`, {
+        code: msg.code,
+        fatal: msg.fatal,
+      });
+      if (msg.fatal) this.fail(this.refusal);
+      return;
+    }
+    // Pings before the welcome cannot happen; anything else before it is ignored.
+    if (msg.type === 'welcome') this.welcomed(msg);
+  }
+
+  private welcomed(msg: WelcomeMsg): void {
+    if (msg.protocol !== PROTOCOL_VERSION) {
+      return this.fail(
+        signalingError(`server speaks protocol ${msg.protocol}, this client ${PROTOCOL_VERSION}: update one of them`),
+      );
+    }
+    const client = new SignalingClient(
+      this.ws,
+      this.wsUrl,
+      msg.peerId,
+      msg.job,
+      msg.heartbeatMs,
+      msg.missedHeartbeats,
+      this.options.events,
+    );
+    client.ice = { iceServers: msg.iceServers, iceTransportPolicy: msg.iceTransportPolicy };
+    this.client = client;
+  }
+}
+
+/** The protocol's first message. */
+function joinMessage(options: ConnectOptions): object {
+  return {
+    type: 'join',
+    protocol: PROTOCOL_VERSION,
+    job: options.job,
+    token: options.token,
+    runtime: options.runtime ?? detectRuntime(),
+    ...(options.name ? { name: options.name } : {}),
+    ...(options.capabilities ? { capabilities: options.capabilities } : {}),
+  };
 }

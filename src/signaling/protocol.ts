@@ -33,6 +33,21 @@
  *                                      attested it, all of them are voters: their reports count
  *                                      towards ejection, and they count in its denominator. A
  *                                      member that never opens its data channels never becomes one.
+ *   probe-signal {probe, data}         a signal of admission probe `probe` (see `probe`) to its other end
+ *   probe-ok  {probe}                  the member end of probe `probe` got its echo back over the link
+ *
+ * Staged admission (version 2). A join to a job that has started and has voters makes the
+ * joiner a **candidate**, not a member: it gets `welcome`, then `candidate`, then one `probe` per
+ * would-be ring neighbour (the members at rank 0 and at the last rank), and each of those
+ * members gets the matching `probe`. Both ends open a real link (TCP between native peers, else
+ * WebRTC) over `probe-signal`s, the member sends a nonce, the candidate echoes it, and the
+ * member says `probe-ok`. Once every probe of the candidate is ok the server admits it: a
+ * membership with it follows, and the ring re-forms as for any join. A candidate that is not
+ * admitted within the job's `admitTimeoutMs` gets a fatal `admit-timeout`: the members never
+ * saw it in a membership, so their ring never waited for it. A job without voters (before its
+ * first ring trained a step) admits joiners at once: it has no ring to stall and nobody that
+ * trains to vouch. Candidates count against the job's maxPeers, its members per address, and
+ * the server's candidate limits (`too-many-candidates`).
  *
  * Server → client
  *   welcome    {protocol, peerId, job: {id, config}, heartbeatMs, missedHeartbeats,
@@ -64,6 +79,13 @@
  *   signal     {epoch, from, data}     relayed only within one job and one epoch
  *   ping       {seq}                   heartbeat; answer with pong
  *   error      {code, message, fatal}  fatal errors are followed by a close
+ *   candidate  {deadlineMs}            you are a candidate (see Staged admission): prove your links
+ *                                      within deadlineMs; your first membership comes once you have
+ *   probe      {probe, side, peer, linkKey?}   open a link to `peer` for probe `probe` and echo
+ *                                      over it: side 0 (the member) sends the nonce, side 1 (the
+ *                                      candidate) sends it back. `linkKey` (base64, native peers
+ *                                      only) is the probe's TCP link key, as an epoch's is the ring's
+ *   probe-signal {probe, data}         relayed from the other end of probe `probe`
  *
  * Liveness: the server pings every `heartbeatMs`; a peer silent for
  * `missedHeartbeats` intervals is dropped (reason `heartbeat`). The client
@@ -71,7 +93,15 @@
  */
 import { z } from 'zod';
 
-export const PROTOCOL_VERSION = 1;
+/** 2: staged admission (candidate, probe, probe-signal, probe-ok); a version-1 client would wait for a membership that never comes. */
+export const PROTOCOL_VERSION = 2;
+
+/**
+ * How long a candidate has to prove its links when its job sets no `admitTimeoutMs` (ms). A joiner
+ * loads its data and compiles its kernels before it echoes (a tab on a software adapter took over
+ * 30 s), and a ghost that waits it out costs a candidate slot, never the ring: room to prepare.
+ */
+export const DEFAULT_ADMIT_TIMEOUT_MS = 120_000;
 
 /** Default largest frame the server accepts (an SDP offer is a few KiB). */
 export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024;
@@ -111,6 +141,12 @@ export const SignalErrorCode = {
   NameTaken: 'name-taken',
   /** The job holds as many members from this address as it allows (maxPeersPerAddress). */
   TooManyFromAddress: 'too-many-from-address',
+  /** The job (or the server, from this address) holds as many candidates as it allows: try again shortly. */
+  TooManyCandidates: 'too-many-candidates',
+  /** This candidate did not open its links and echo with its would-be neighbours within the job's admitTimeoutMs. */
+  AdmitTimeout: 'admit-timeout',
+  /** A message only members may send (a signal of an epoch) came from a candidate. */
+  NotAMember: 'not-a-member',
 } as const;
 export type SignalErrorCode = (typeof SignalErrorCode)[keyof typeof SignalErrorCode];
 
@@ -279,6 +315,8 @@ export interface PublicJobInfo {
    * next join: when, and the last progress it reported (its final step, loss and accuracy).
    */
   finished?: { at: number; progress?: ShownProgress };
+  /** Joiners still proving their links (staged admission), when there are any: they are in no membership yet. */
+  candidates?: number;
   /** In rank order. */
   peers: {
     rank: number;
@@ -313,6 +351,13 @@ export const reportMsg = z.strictObject({
   reason: z.string().max(256),
 });
 export const attestMsg = z.strictObject({ type: z.literal('attest'), epoch });
+const probeId = z.number().int().min(1);
+export const clientProbeSignalMsg = z.strictObject({
+  type: z.literal('probe-signal'),
+  probe: probeId,
+  data: signalData,
+});
+export const probeOkMsg = z.strictObject({ type: z.literal('probe-ok'), probe: probeId });
 
 /** Schemas by type; the server looks the type up first so it can tell unknown types from bad ones. */
 export const clientMessageSchemas = {
@@ -323,6 +368,8 @@ export const clientMessageSchemas = {
   leave: leaveMsg,
   report: reportMsg,
   attest: attestMsg,
+  'probe-signal': clientProbeSignalMsg,
+  'probe-ok': probeOkMsg,
 } as const;
 export type ClientMessageType = keyof typeof clientMessageSchemas;
 export type JoinMsg = z.infer<typeof joinMsg>;
@@ -333,7 +380,9 @@ export type ClientMessage =
   | z.infer<typeof progressMsg>
   | z.infer<typeof leaveMsg>
   | z.infer<typeof reportMsg>
-  | z.infer<typeof attestMsg>;
+  | z.infer<typeof attestMsg>
+  | z.infer<typeof clientProbeSignalMsg>
+  | z.infer<typeof probeOkMsg>;
 
 // ---- server → client ------------------------------------------------------
 // Non-strict: a client accepts (and ignores) fields a newer server adds.
@@ -406,6 +455,16 @@ export const errorMsg = z.object({
   fatal: z.boolean(),
 });
 
+export const candidateMsg = z.object({ type: z.literal('candidate'), deadlineMs: z.number().int().min(0) });
+export const probeMsg = z.object({
+  type: z.literal('probe'),
+  probe: probeId,
+  side: z.union([z.literal(0), z.literal(1)]),
+  peer: z.object({ peerId: z.string(), runtime: runtimeSchema, name: z.string().optional() }),
+  linkKey: z.string().max(64).optional(),
+});
+export const serverProbeSignalMsg = z.object({ type: z.literal('probe-signal'), probe: probeId, data: signalData });
+
 export const serverMessageSchema = z.discriminatedUnion('type', [
   welcomeMsg,
   membershipMsg,
@@ -413,12 +472,16 @@ export const serverMessageSchema = z.discriminatedUnion('type', [
   serverSignalMsg,
   pingMsg,
   errorMsg,
+  candidateMsg,
+  probeMsg,
+  serverProbeSignalMsg,
 ]);
 export type ServerMessage = z.infer<typeof serverMessageSchema>;
 export type WelcomeMsg = z.infer<typeof welcomeMsg>;
 export type MembershipMsg = z.infer<typeof membershipMsg>;
 export type PeerLeftMsg = z.infer<typeof peerLeftMsg>;
 export type ErrorMsg = z.infer<typeof errorMsg>;
+export type ProbeMsg = z.infer<typeof probeMsg>;
 
 /** A short, human-readable summary of a zod failure (first few issues). */
 export function describeIssues(error: z.ZodError, limit = 3): string {

@@ -110,6 +110,8 @@ const FIELDS = {
   peerTimeoutMs: { schema: finite.gt(0), allowed: 'a number of milliseconds > 0' },
   connectTimeoutMs: { schema: finite.min(1000), allowed: 'a number of milliseconds >= 1000' },
   silentPeerMs: { schema: finite.min(1000), allowed: 'a number of milliseconds >= 1000' },
+  // Staged admission (server/candidates.ts): how long a joiner of a running job has to echo with its neighbours.
+  admitTimeoutMs: { schema: int.min(0), allowed: 'a whole number of milliseconds >= 0 (0: admit joiners at once)' },
   // The model.
   modelOptions: { schema: text.refine(isJsonObjectText), allowed: 'a JSON object in a string' },
   modelName: { schema: text, allowed: `text of at most ${MAX_TEXT} characters` },

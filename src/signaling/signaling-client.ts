@@ -18,9 +18,11 @@ import type {
   JobConfig,
   MembershipMsg,
   PeerLeftMsg,
+  ProbeMsg,
   Progress,
   ServerMessage,
 } from './protocol.ts';
+import { ProbeSignals } from './probe-signals.ts';
 import { watchServer } from './server-watchdog.ts';
 import { OPEN, signalingError, type WebSocketLike } from './socket.ts';
 
@@ -59,6 +61,9 @@ export class SignalingClient {
   };
   private current: Membership | null = null;
   private signals = new EpochSignals();
+  private probes = new ProbeSignals();
+  /** Set while this peer is a candidate of a running job (staged admission): until its first membership. */
+  candidacy: { deadlineMs: number } | null = null;
   private lastSeen = now();
   private watchdog: ReturnType<typeof setInterval>;
   /** undefined while open; null after leave(); else why it ended. */
@@ -187,6 +192,32 @@ export class SignalingClient {
     this.write({ type: 'signal', epoch, to: toRank, data });
   }
 
+  /**
+   * Hands `handler` every admission probe this peer is an end of (protocol.ts, "Staged admission"),
+   * those that came before it subscribed first: a candidate's come right after its welcome.
+   */
+  onProbe(handler: (p: ProbeMsg) => void): void {
+    this.probes.onProbe(handler);
+  }
+
+  /** A two-rank Signaler for probe `p`: this end is rank `p.side`, the other end the other rank. */
+  probeSignaler(p: ProbeMsg): Signaler {
+    return {
+      send: (_toRank, data) => this.write({ type: 'probe-signal', probe: p.probe, data }),
+      onSignal: (handler) => this.probes.subscribe(p.probe, (data) => handler(1 - p.side, data)),
+    };
+  }
+
+  /** The member end of probe `probe` got its nonce back over the link: the candidate may be admitted. */
+  probeOk(probe: number): void {
+    this.write({ type: 'probe-ok', probe });
+  }
+
+  /** Probe `probe` is over on this end: its signals are no longer kept. */
+  endProbe(probe: number): void {
+    this.probes.end(probe);
+  }
+
   /** Tells the server (and through it the page) how training goes. */
   reportProgress(progress: Progress): void {
     this.write({ type: 'progress', ...progress });
@@ -242,6 +273,7 @@ export class SignalingClient {
           ...(msg.linkKey !== undefined ? { linkKey: msg.linkKey } : {}),
         };
         this.current = m;
+        this.candidacy = null;
         this.signals.begin(m.epoch);
         this.events?.emit({
           type: 'membership',
@@ -266,6 +298,13 @@ export class SignalingClient {
         return this.signals.receive(msg.epoch, msg.from, msg.data);
       case 'error':
         return this.onServerError(msg);
+      case 'candidate':
+        this.candidacy = { deadlineMs: msg.deadlineMs };
+        return;
+      case 'probe':
+        return this.probes.started(msg);
+      case 'probe-signal':
+        return this.probes.receive(msg.probe, msg.data);
       case 'welcome':
         return;
     }

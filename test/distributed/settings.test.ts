@@ -46,6 +46,7 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   peerTimeoutMs: 120_000,
   connectTimeoutMs: 10_000,
   silentPeerMs: 5_000,
+  admitTimeoutMs: 20_000,
   modelOptions: '{"width":128}',
   modelName: 'mine.ts@abc',
   modelLayoutHash: 'deadbeef',

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { resolveUnder } from '../../server/static.ts';
+import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec, rawGet } from './helpers.ts';
 
 describe('signaling server: HTTP side', () => {
@@ -154,7 +155,7 @@ describe('signaling server: HTTP side', () => {
     a.sendJson({ type: 'nonsense' });
     await a.error('unknown-type');
     const bad = await RawPeer.open(server.wsUrl);
-    bad.sendJson({ type: 'join', protocol: 1, job: 'alpha', token: 'wrong', runtime: 'node' });
+    bad.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'alpha', token: 'wrong', runtime: 'node' });
     await bad.closed;
     const res = await fetch(`${server.url}/metrics`);
     expect(res.status).toBe(200);

@@ -278,7 +278,14 @@ describe('signaling server: joining, ranks and membership epochs', () => {
   it("shows progress as self-reported, and drops a speed the pace of the peer's own reports does not bear out", () => {
     // 4 peers at most × 32 examples: at most 128 examples per step for the ring.
     const job = new Job(jobSpec('pace', 't', 1, 4));
-    const member = { peerId: 'p', runtime: 'node' as const, joinedAt: 0, send: () => {}, eject: () => {} };
+    const member = {
+      peerId: 'p',
+      runtime: 'node' as const,
+      joinedAt: 0,
+      send: () => {},
+      eject: () => {},
+      refuse: () => {},
+    };
     const t0 = 1_000_000;
     expect(job.showProgress(member, { step: 10, loss: 2, samplesPerS: 1e12 }, t0)).toEqual({
       step: 10,
@@ -315,7 +322,14 @@ describe('signaling server: joining, ranks and membership epochs', () => {
 
   it("keeps a peer's last evaluation beside its later steps, and a finished job's last report until the next join", () => {
     const job = new Job(jobSpec('done', 't', 1, 2));
-    const member = { peerId: 'p', runtime: 'node' as const, joinedAt: 0, send: () => {}, eject: () => {} };
+    const member = {
+      peerId: 'p',
+      runtime: 'node' as const,
+      joinedAt: 0,
+      send: () => {},
+      eject: () => {},
+      refuse: () => {},
+    };
     const report = (p: Parameters<Job['showProgress']>[1], at: number) =>
       ((member as { progress?: unknown }).progress = job.showProgress(member, p, at));
     job.add(member);

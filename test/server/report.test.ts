@@ -9,13 +9,19 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
+import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
 
 describe('signaling server: report and ejection', () => {
   let server: RunningServer;
   const peers: (RawPeer & { peerId: string })[] = [];
   beforeEach(async () => {
-    server = await startServer({ staticDir: null, jobs: [jobSpec('swarm', 'tok', 2, 6)] });
+    // Joiners are admitted at once (admitTimeoutMs 0): voting is the defence this file tests, for
+    // members that joined and never trained. Staged admission, which keeps such sockets out of
+    // the membership in the first place, is test/server/candidates.test.ts's.
+    const spec = jobSpec('swarm', 'tok', 2, 6);
+    spec.config.hyperparameters = { ...spec.config.hyperparameters, admitTimeoutMs: 0 };
+    server = await startServer({ staticDir: null, jobs: [spec] });
   });
   afterEach(async () => {
     for (const p of peers.splice(0)) p.close();
@@ -102,7 +108,14 @@ describe('signaling server: report and ejection', () => {
   it("refuses a name another member holds, and a join beyond the job's members per address", async () => {
     await joinAll(['victim']);
     const impostor = await RawPeer.open(server.wsUrl);
-    impostor.sendJson({ type: 'join', protocol: 1, job: 'swarm', token: 'tok', runtime: 'node', name: 'victim' });
+    impostor.sendJson({
+      type: 'join',
+      protocol: PROTOCOL_VERSION,
+      job: 'swarm',
+      token: 'tok',
+      runtime: 'node',
+      name: 'victim',
+    });
     expect(await impostor.error('name-taken')).toMatchObject({
       fatal: true,
       message: expect.stringContaining("already named 'victim'"),
@@ -120,7 +133,14 @@ describe('signaling server: report and ejection', () => {
     peers.splice(0);
     await joinAll(['x', 'y']);
     const third = await RawPeer.open(server.wsUrl);
-    third.sendJson({ type: 'join', protocol: 1, job: 'swarm', token: 'tok', runtime: 'node', name: 'z' });
+    third.sendJson({
+      type: 'join',
+      protocol: PROTOCOL_VERSION,
+      job: 'swarm',
+      token: 'tok',
+      runtime: 'node',
+      name: 'z',
+    });
     expect(await third.error('too-many-from-address')).toMatchObject({ fatal: true });
     expect(server.jobInfo('swarm')!.size).toBe(2);
   });
