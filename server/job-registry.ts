@@ -4,7 +4,7 @@
  */
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 import { describeIssues, jobSpecSchema, type JobSpec, type MembershipMsg } from '../src/signaling/protocol.ts';
-import { parseJobSettings } from '../src/signaling/settings.ts';
+import { parseJobSettings } from '../src/job/settings.ts';
 import { checkJobIce, type IceOptions } from './ice.ts';
 import { Job, type MembershipPeer } from './jobs.ts';
 

@@ -17,7 +17,7 @@ import {
   type ServerMessage,
   type ShownProgress,
 } from '../src/signaling/protocol.ts';
-import { parseJobSettings, type JobSettings } from '../src/signaling/settings.ts';
+import { parseJobSettings, type JobSettings } from '../src/job/settings.ts';
 
 /** Bytes of each epoch's TCP link key (HMAC-SHA256 keys gain nothing past the hash's 32 bytes). */
 const LINK_KEY_BYTES = 32;

@@ -9,7 +9,7 @@
  */
 import { type EventBus, now } from '../../src/core/events.ts';
 import type { PublicJobInfo } from '../../src/signaling/protocol.ts';
-import { jobSettingsSchema } from '../../src/signaling/settings.ts';
+import { jobSettingsSchema } from '../../src/job/settings.ts';
 
 export type { PublicJobInfo };
 import { h } from './dom.ts';

@@ -11,7 +11,7 @@ import { modelSpecFor } from '../../src/distributed/train-local.ts';
 import { type Dataset, selectExamples } from '../../src/data/dataset.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../../src/data/text.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
-import { parseJobSettings } from '../../src/distributed/settings.ts';
+import { parseJobSettings } from '../../src/job/settings.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
 import { FINISHED, init } from '../../src/distributed/session.ts';
 import { trainAsPeer } from '../../src/distributed/peer.ts';

@@ -11,7 +11,7 @@
 import type { Command } from 'commander';
 import { AGGREGATION_FORMS, parseAggregation, type Aggregation } from '../collectives/robust-aggregate.ts';
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
-import { parseJobSettings, type JobSettings } from '../distributed/settings.ts';
+import { parseJobSettings, type JobSettings } from '../job/settings.ts';
 
 const HELP =
   'how the peers combine gradients: mean (the ring allreduce, default); median or trimmed-mean:F (per element: ' +
@@ -52,7 +52,7 @@ export function aggregationText(a: Aggregation | undefined): string {
 /**
  * The job hyperparameters `run`'s rule sets (none for the mean: the job stays
  * as before). Which flags it does not combine with is decided in
- * setting-conflicts.ts and refused before this is asked.
+ * src/job/conflicts.ts and refused before this is asked.
  */
 export function aggregationHyperparameters(a: Aggregation | undefined): JobSettings {
   if (!a || a.rule === 'mean') return {};

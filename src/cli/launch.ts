@@ -26,7 +26,7 @@ import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import type { JobSettings } from '../signaling/settings.ts';
+import type { JobSettings } from '../job/settings.ts';
 import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
 import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, NAME_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
 import { PAGE_MISSING_HINT } from '../core/package-root.node.ts';

@@ -15,8 +15,8 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { checkSameModel, describeModel, isModelFile } from '../engine/define.ts';
 import { loadModelFile } from '../engine/model-file.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
-import type { JobSettings } from '../signaling/settings.ts';
-import { parseJobSettings } from '../distributed/settings.ts';
+import type { JobSettings } from '../job/settings.ts';
+import { parseJobSettings } from '../job/settings.ts';
 
 export interface ModelChoice {
   /** What the trainers build: a built-in kind or the registered name. */

@@ -10,7 +10,7 @@ import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 import type { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import type { JobSettings } from '../signaling/settings.ts';
+import type { JobSettings } from '../job/settings.ts';
 import { jobModelFields, type ModelChoice } from './model-option.ts';
 import type { readTlsFiles } from './secrets.node.ts';
 import type { iceFromFlags } from './ice-flags.node.ts';
@@ -19,7 +19,7 @@ import type { TrainOptions } from './train-options.ts';
 import { wanHyperparameters, type WanOptions } from './wan-options.ts';
 import { shareHyperparameters, type ShareOptions } from './share-options.ts';
 import { aggregationHyperparameters, aggregationText } from './aggregation-option.ts';
-import { refuseConflicts } from '../distributed/setting-conflicts.ts';
+import { refuseConflicts } from '../job/conflicts.ts';
 import type { Aggregation } from '../collectives/robust-aggregate.ts';
 
 export interface RunOptions extends TrainOptions {
@@ -134,7 +134,7 @@ export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, '
 }
 
 /**
- * The settings that do not combine (setting-conflicts.ts), refused naming the
+ * The settings that do not combine (src/job/conflicts.ts), refused naming the
  * flags as the user gave them.
  */
 export function refuseFlagConflicts(o: RunOptions): void {

@@ -10,7 +10,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import { parseJobSettings, settingFromText, withOutsiderChecks, type JobSettings } from '../signaling/settings.ts';
+import { parseJobSettings, settingFromText, withOutsiderChecks, type JobSettings } from '../job/settings.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
 import { DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
 import { printLine, stderr } from './host.node.ts';

@@ -16,7 +16,7 @@
 import { type Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { BALANCE_MODES, type BalanceMode } from '../distributed/shares.ts';
-import type { JobSettings } from '../signaling/settings.ts';
+import type { JobSettings } from '../job/settings.ts';
 
 export interface ShareOptions {
   /** Examples per step for the whole ring (absent: --batch per peer, moving with the ring's size). */

@@ -11,7 +11,7 @@ import { ErrorCode, RingtrainError, unreadableReason } from '../core/errors.ts';
 import { rowFormatOf } from '../data/rows.ts';
 import type { TableChoice } from '../data/table.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
-import { parseJobSettings } from '../distributed/settings.ts';
+import { parseJobSettings } from '../job/settings.ts';
 
 /** Text from the server shown in a message: no control characters, not too long. */
 function shown(v: unknown): string {

@@ -7,7 +7,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { textSource } from '../data/text.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
-import { parseJobSettings } from '../distributed/settings.ts';
+import { parseJobSettings } from '../job/settings.ts';
 import type { TextChoice } from './training-data.node.ts';
 
 /** Text from the server shown in a message: no control characters, not too long. */

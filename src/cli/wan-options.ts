@@ -9,7 +9,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { topkRatio } from '../collectives/topk.ts';
 import { COMPRESSIONS, type Compression } from '../collectives/types.ts';
 import { DEFAULT_OUTER_LR, DEFAULT_OUTER_MOMENTUM, localSgdSettings } from '../distributed/diloco.ts';
-import type { JobSettings } from '../signaling/settings.ts';
+import type { JobSettings } from '../job/settings.ts';
 
 export interface WanOptions {
   compression: Compression;

@@ -39,7 +39,7 @@ import { evaluationFailed } from './evaluation-failure.ts';
 import { peakRssBytes } from './peak-rss.node.ts';
 import { RUNTIMES } from './train-options.ts';
 import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
-import { parseJobSettings } from '../distributed/settings.ts';
+import { parseJobSettings } from '../job/settings.ts';
 import { addLinkOptions, LINK_TRANSPORTS, openLinkListener } from './link-options.node.ts';
 
 const WorkerOptionsSchema = z.object({

@@ -10,7 +10,7 @@ import type { Communicator } from '../comm/interface.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import { ElasticRing } from './elastic-ring.ts';
 import { isBroken } from './ring-errors.ts';
-import { parseJobSettings } from './settings.ts';
+import { parseJobSettings } from '../job/settings.ts';
 import type { ElasticHooks } from './trainer-types.ts';
 
 /** What elastic training needs of init()'s Session: the current ring, the membership hooks, the job's config. */

@@ -5,10 +5,10 @@
  */
 import type { Compression } from '../collectives/types.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { parseAggregation } from '../core/setting-text.ts';
+import { parseAggregation } from '../job/setting-text.ts';
 import { isModelFile, registeredModel } from '../engine/define.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
-import { JOB_SETTING_DEFAULTS as D, parseJobSettings, stepCheckOn } from './settings.ts';
+import { JOB_SETTING_DEFAULTS as D, parseJobSettings, stepCheckOn } from '../job/settings.ts';
 import { madeFromSchema } from './train-config.ts';
 import type { DistributedTrainConfig } from './trainer.ts';
 

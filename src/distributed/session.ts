@@ -35,7 +35,7 @@ import {
   type PeerLeftMsg,
 } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
-import { parseJobSettings, type JobSettings } from './settings.ts';
+import { parseJobSettings, type JobSettings } from '../job/settings.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   /** The server's address (http(s)://host:port or ws(s)://…/ws). */

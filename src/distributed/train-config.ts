@@ -1,13 +1,13 @@
 /**
  * The trainer's config at the library's door. A config made from a job's
  * settings (job-config.ts) passed the settings' schema, which refuses the
- * settings that do not combine (setting-conflicts.ts) where the job enters: it
+ * settings that do not combine (src/job/conflicts.ts) where the job enters: it
  * is not checked again. A config written by hand, by a program that embeds the
  * trainer, passed no schema: it is checked here, once, by the same rules,
  * before anything is built.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { configSettingName, refuseConflicts } from './setting-conflicts.ts';
+import { configSettingName, refuseConflicts } from '../job/conflicts.ts';
 import type { DistributedTrainConfig } from './trainer-types.ts';
 
 /** Configs made from settings the schema accepted. A set of the objects, so a copy or a hand-made look-alike is checked. */

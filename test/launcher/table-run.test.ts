@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { workerTable } from '../../src/cli/table-option.node.ts';
 import { jobSpecFor } from '../../src/cli/run-options.node.ts';
 import type { RunOptions } from '../../src/cli/run-options.node.ts';
-import { parseJobSettings } from '../../src/distributed/settings.ts';
+import { parseJobSettings } from '../../src/job/settings.ts';
 import { startServer } from '../../server/index.ts';
 import { TOKEN_ENV } from '../../src/cli/secrets.node.ts';
 import { ringtrain } from '../support/cli.ts';

@@ -13,7 +13,7 @@ import { decodeSafetensors } from '../../src/checkpoint/safetensors.ts';
 import { checkWorkerModelOptions, workerText } from '../../src/cli/text-option.node.ts';
 import { crc32 } from '../../src/checkpoint/crc32.ts';
 import { jobSpecFor, type RunOptions } from '../../src/cli/run-options.node.ts';
-import { parseJobSettings } from '../../src/distributed/settings.ts';
+import { parseJobSettings } from '../../src/job/settings.ts';
 import { ringtrain } from '../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-text-run-'));

@@ -5,8 +5,8 @@
  * the job it joins through it, so a setting is spelled, bounded and defaulted
  * here and nowhere else.
  *
- * It lives with the signaling schemas because the server may import no
- * further (docs/ARCHITECTURE.md); src/distributed re-exports it.
+ * It lives in src/job, a leaf that the server, the page and the peers all
+ * import (docs/ARCHITECTURE.md).
  *
  * Unknown keys are refused, at both ends. Nothing sends one legitimately: the
  * CLI's builders (`run`, `launch`, `server --job/--hp`) write only keys listed
@@ -22,8 +22,8 @@
  */
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { AGGREGATION_FORMS, parseAggregation, topkRatio } from '../core/setting-text.ts';
-import { configSettingName, settingConflict, type ConflictSettings, type Setting } from './setting-conflicts.ts';
+import { AGGREGATION_FORMS, parseAggregation, topkRatio } from './setting-text.ts';
+import { configSettingName, settingConflict, type ConflictSettings, type Setting } from './conflicts.ts';
 
 /** The longest text a setting may hold (the wire's limit on a string value). */
 const MAX_TEXT = 256;
@@ -153,7 +153,7 @@ export const JOB_SETTING_DEFAULTS = {
   overlap: true,
 } as const satisfies Partial<Record<JobSettingKey, unknown>>;
 
-/** The settings a conflict is judged on (setting-conflicts.ts), as a job's keys carry them. */
+/** The settings a conflict is judged on (src/job/conflicts.ts), as a job's keys carry them. */
 function conflictSettingsOf(s: Partial<Record<JobSettingKey, unknown>>): ConflictSettings {
   // Runs on a valid shape only, but a rule that does not parse is its field's error, not a conflict.
   const text = typeof s.aggregation === 'string' ? s.aggregation : undefined;

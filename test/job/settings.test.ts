@@ -5,12 +5,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
-import {
-  JOB_SETTING_KEYS,
-  nearestSettingKey,
-  parseJobSettings,
-  type JobSettingKey,
-} from '../../src/distributed/settings.ts';
+import { JOB_SETTING_KEYS, nearestSettingKey, parseJobSettings, type JobSettingKey } from '../../src/job/settings.ts';
 
 /** A valid value of every setting. */
 const EVERY: Record<JobSettingKey, number | string | boolean> = {

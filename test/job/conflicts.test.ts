@@ -6,12 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseAggregation } from '../../src/collectives/robust-aggregate.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
-import {
-  configSettingName,
-  refuseConflicts,
-  settingConflict,
-  type ConflictSettings,
-} from '../../src/distributed/setting-conflicts.ts';
+import { configSettingName, refuseConflicts, settingConflict, type ConflictSettings } from '../../src/job/conflicts.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
 import { refuseUncheckedConfig } from '../../src/distributed/train-config.ts';
 import type { DistributedTrainConfig } from '../../src/distributed/trainer.ts';
