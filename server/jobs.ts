@@ -171,7 +171,7 @@ export class Job {
         message: `progress refused: step ${p.step} after step ${last}; steps only grow`,
       };
     }
-    const lastStep = this.settings.steps;
+    const lastStep = this.settings.schedule.steps;
     if (lastStep !== undefined && p.step > lastStep) {
       return {
         reason: 'beyond-last-step',
@@ -193,7 +193,7 @@ export class Job {
     const origin = (member.progressOrigin ??= { step: p.step, at: now });
     const seconds = (now - origin.at) / 1000;
     const stepsPerS = seconds > 0 ? (p.step - origin.step) / seconds : 0;
-    const examplesPerStep = this.settings.globalBatch ?? this.config.batchPerPeer * this.config.maxPeers;
+    const examplesPerStep = this.settings.schedule.globalBatch ?? this.config.batchPerPeer * this.config.maxPeers;
     const limits = {
       stepsPerS: PLAUSIBLE_PACE_SLACK * stepsPerS,
       samplesPerS: PLAUSIBLE_PACE_SLACK * stepsPerS * examplesPerStep,

@@ -9,7 +9,7 @@
  */
 import { type EventBus, now } from '../../src/core/events.ts';
 import type { PublicJobInfo } from '../../src/signaling/protocol.ts';
-import { jobSettingsSchema } from '../../src/job/settings.ts';
+import { hyperparametersSchema } from '../../src/job/settings.ts';
 
 export type { PublicJobInfo };
 import { h } from './dom.ts';
@@ -105,7 +105,7 @@ function settingName(key: string): string {
 /** The job's settings, one row each: the model, the optimizer, every hyperparameter, the batch and the peers. */
 export function settingRows(j: PublicJobInfo): [string, string][] {
   // Shown, not trained: a listing this page cannot read (another version's server) still shows its raw settings.
-  const settings = jobSettingsSchema.safeParse(j.config.hyperparameters).data ?? {};
+  const settings = hyperparametersSchema.safeParse(j.config.hyperparameters).data ?? {};
   const rows: [string, string][] = [
     ['model', j.config.model],
     ['optimizer', j.config.optimizer],

@@ -10,7 +10,7 @@ import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 import type { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import type { JobSettings } from '../job/settings.ts';
+import type { Hyperparameters } from '../job/settings.ts';
 import { jobModelFields, type ModelChoice } from './model-option.ts';
 import type { readTlsFiles } from './secrets.node.ts';
 import type { iceFromFlags } from './ice-flags.node.ts';
@@ -158,7 +158,7 @@ export function refuseFlagConflicts(o: RunOptions): void {
 }
 
 export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
-  const hyperparameters: JobSettings = {
+  const hyperparameters: Hyperparameters = {
     lr: o.lr,
     momentum: o.momentum,
     weightDecay: o.weightDecay,

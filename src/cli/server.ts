@@ -10,7 +10,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import { parseJobSettings, settingFromText, withOutsiderChecks, type JobSettings } from '../job/settings.ts';
+import { checkHyperparameters, settingFromText, withOutsiderChecks, type Hyperparameters } from '../job/settings.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
 import { DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
 import { printLine, stderr } from './host.node.ts';
@@ -125,7 +125,7 @@ export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec
   }
   if (o.maxPeers < o.minPeers)
     throw invalid(`--max-peers (${o.maxPeers}) must be at least --min-peers (${o.minPeers}).`);
-  const hyperparameters: JobSettings = {
+  const hyperparameters: Hyperparameters = {
     lr: o.lr ?? DEFAULT_LR[o.optimizer],
     momentum: o.momentum,
     weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer],
@@ -155,10 +155,10 @@ export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec
       Object.assign(hyperparameters, { labels: basename(table.labels.path), labelsSha256: table.labels.sha256 });
   }
   // Checked here too (the server checks every job it adds) to name the flag that set it.
-  let settings: JobSettings;
+  let settings: Hyperparameters;
   try {
     // Whoever holds the token joins: verify and the doubt rule on unless --hp says otherwise.
-    settings = withOutsiderChecks(parseJobSettings({ ...hyperparameters, ...parseHyperparameters(o.hp) }));
+    settings = withOutsiderChecks(checkHyperparameters({ ...hyperparameters, ...parseHyperparameters(o.hp) }));
   } catch (err) {
     const e = err as RingtrainError;
     const given = o.hp.find((pair) => pair.startsWith(`${String(e.detail?.field)}=`));

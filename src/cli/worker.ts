@@ -39,7 +39,6 @@ import { evaluationFailed } from './evaluation-failure.ts';
 import { peakRssBytes } from './peak-rss.node.ts';
 import { RUNTIMES } from './train-options.ts';
 import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
-import { parseJobSettings } from '../job/settings.ts';
 import { addLinkOptions, LINK_TRANSPORTS, openLinkListener } from './link-options.node.ts';
 
 const WorkerOptionsSchema = z.object({
@@ -223,26 +222,22 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
         fallbackAdapter: gpu.info.isFallbackAdapter,
       },
       // Every refusal happens here, between the server's welcome and the ring: init then leaves the job.
-      beforeRing: async (job) => {
+      beforeRing: async (job, settings) => {
         // First, before anything of the job's is read or run: the model, from this worker's own --model.
-        const jobConfig = trainConfigFromJob(job.config); // the job's settings, refused now if this peer cannot train them
+        const jobConfig = trainConfigFromJob(job.config, settings); // refused now if this peer cannot train the job
         checkWorkerModelOptions(job.id, parseModelOptions(o.modelOptions), jobConfig.modelOptions);
-        choice = await workerModel(job, o.model, jobConfig.modelOptions);
-        checkJobAggregation(aggregation, job.config.hyperparameters, job.id);
+        choice = await workerModel(job, settings.model, o.model, jobConfig.modelOptions);
+        checkJobAggregation(aggregation, settings.reduce, job.id);
         const loaded = await loadTrainingData(
           job.config.model,
           o.data,
-          workerText(job, o.text),
-          workerTable(job, o) ?? {},
+          workerText(job, settings.data, o.text),
+          workerTable(job, settings.data, o) ?? {},
         );
-        data = {
-          ...loaded,
-          test: limitEvaluation(loaded.test, parseJobSettings(job.config.hyperparameters).evalLimit),
-        };
-        if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
+        data = { ...loaded, test: limitEvaluation(loaded.test, settings.data.evalLimit) };
+        if (resume) await checkResumeFits(gpu, jobConfig, data.train, resume, o.resume!);
         // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
-        if (job.config.model === 'transformer')
-          prepared = await prepareTraining(gpu, trainConfigFromJob(job.config), data.train, data.test);
+        if (job.config.model === 'transformer') prepared = await prepareTraining(gpu, jobConfig, data.train, data.test);
       },
     });
   } catch (err) {
@@ -266,7 +261,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
     },
   );
   try {
-    const config = trainConfigFromJob(session.job.config);
+    const config = trainConfigFromJob(session.job.config, session.settings);
     config.model = choice.model;
     await say(
       `[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, ${config.globalBatch ? `global batch ${config.globalBatch} shared ${config.balance === 'speed' ? 'by speed' : 'equally'}` : `batch ${config.batch} per peer`}${config.elastic ? ', elastic' : ''}`,
@@ -355,7 +350,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       vocabulary_size: data.train.vocabulary ? data.train.classes : null,
       // A table job: the split this rank made from its copy (every rank's must agree).
       table_split:
-        session.settings.tableSha256 !== undefined
+        session.settings.data.tableSha256 !== undefined
           ? {
               train: data.train.count,
               test: data.test.count,

@@ -58,7 +58,7 @@ export abstract class ElasticState implements ElasticRunState {
     readonly session: ElasticSession,
     o: { timeoutMs?: number; agreementName: string },
   ) {
-    if (parseJobSettings(session.job.config.hyperparameters).elastic !== true) {
+    if (!parseJobSettings(session.job.config.hyperparameters).membership.elastic) {
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
         `elastic: job ${session.job.id} is not elastic, so a lost peer would stop it for good; start it with ringtrain launch --elastic (or set the job's elastic setting)`,
