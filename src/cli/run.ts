@@ -38,6 +38,7 @@ import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions } from './train-options.ts';
+import { addJobSettingOptions } from './job-setting-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
 import { addShareOptions, parseShareOptions } from './share-options.ts';
@@ -82,11 +83,6 @@ export function runCommand(extension: RunExtension = {}): Command {
     .option('--extra-peers <n>', 'places for peers beyond the local workers (browser tabs)', '0')
     .option('--fp16', 'send gradients as float16 (half the bytes)', false)
     .option(
-      '--elastic',
-      'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping',
-      false,
-    )
-    .option(
       '--min-np <n>',
       'with --elastic: keep training while at least this many peers are left (default 1: a lone survivor finishes the run)',
     )
@@ -95,17 +91,10 @@ export function runCommand(extension: RunExtension = {}): Command {
       '--server-wait <seconds>',
       'with --elastic: how long the ring trains on without its signaling server, reconnecting, before it stops with a recovery checkpoint (default 60)',
     )
-    .addOption(
-      new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step')
-        .choices(['constant', 'cosine'])
-        .default('constant'),
-    )
     .option(
       '--model-options <json>',
       'options for the model, as a JSON object (as for train); every worker builds the model with them, and a worker given other ones is refused',
     )
-    .option('--scale-lr', 'scale the learning rate by the number of peers (with --warmup-steps)', false)
-    .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option(
       '--tls-cert <path>',
@@ -130,15 +119,6 @@ export function runCommand(extension: RunExtension = {}): Command {
       '--label-column <name>',
       'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
     )
-    .option(
-      '--direction-rules',
-      "eject a peer whose gradients pull against the others' over several steps (opt-in: docs/ROBUSTNESS.md)",
-      false,
-    )
-    .option(
-      '--no-overlap',
-      "read each step's gradient whole before reducing it, instead of reducing each bucket as backward finishes it (docs/COLLECTIVES.md, Overlap)",
-    )
     .addOption(
       new Option(
         '--transport <kind>',
@@ -152,6 +132,8 @@ export function runCommand(extension: RunExtension = {}): Command {
       "encrypt the workers' TCP links with TLS (each worker makes a certificate at start; the others pin its fingerprint)",
       false,
     );
+  // The flags that write one job setting as it is, made from the settings' table (src/job/fields.ts).
+  addJobSettingOptions(cmd, ['elastic', 'lrSchedule', 'scaleLr', 'warmupSteps', 'directionRules', 'overlap']);
   addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(
     async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.

@@ -10,6 +10,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
+import { hyperparameterKeysHelp } from './job-setting-options.ts';
 import { checkHyperparameters, settingFromText, withOutsiderChecks, type Hyperparameters } from '../job/settings.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
 import { DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MODEL_KINDS, OPTIMIZER_KINDS, TrainOptionsSchema } from './train-options.ts';
@@ -281,7 +282,7 @@ function addJobFlags(cmd: Command): void {
     .option('--max-peers <n>', 'peers beyond this many are refused', '16')
     .option(
       '--hp <key=value...>',
-      'more hyperparameters for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...)',
+      `more settings for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...); the keys: ${hyperparameterKeysHelp()}`,
     )
     .option(
       '--text <file>',

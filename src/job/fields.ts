@@ -55,6 +55,11 @@ export interface Field<S extends z.ZodType = z.ZodType> {
   help: string;
   /** The unit a number counts in, for a table's column. */
   unit?: string;
+  /**
+   * `ringtrain run`'s flag that writes the setting as it is (commander's spelling: `--warmup-steps <n>`,
+   * `--no-overlap` for one that is on unless turned off), where there is one: the flag is made from this entry.
+   */
+  flag?: string;
   /** What an absent setting means, where every reader agrees on one value. */
   default?: z.infer<S>;
 }
@@ -94,7 +99,8 @@ export const FIELDS = {
     section: 'optimizer',
     schema: bool,
     allowed: BOOL,
-    help: 'multiply the learning rate by the number of peers',
+    help: 'scale the learning rate by the number of peers (with --warmup-steps)',
+    flag: '--scale-lr',
     default: false,
   }),
   outerLr: field({
@@ -114,14 +120,16 @@ export const FIELDS = {
     section: 'schedule',
     schema: z.enum(['constant', 'cosine']),
     allowed: "'constant' or 'cosine'",
-    help: 'the learning-rate schedule',
+    help: 'constant, or cosine: anneal the learning rate to zero by the last step',
+    flag: '--lr-schedule <kind>',
     default: 'constant',
   }),
   warmupSteps: field({
     section: 'schedule',
     schema: int.min(0),
     allowed: 'a whole number of steps >= 0',
-    help: 'linear learning-rate warm-up',
+    help: 'steps of linear learning-rate warm-up when --scale-lr',
+    flag: '--warmup-steps <n>',
     unit: 'steps',
     default: 0,
   }),
@@ -240,7 +248,8 @@ export const FIELDS = {
     section: 'reduce',
     schema: bool,
     allowed: BOOL,
-    help: 'reduce each gradient bucket as backward finishes it',
+    help: "read each step's gradient whole before reducing it, instead of reducing each bucket as backward finishes it (docs/COLLECTIVES.md, Overlap)",
+    flag: '--no-overlap',
     default: true,
   }),
   timeoutMs: field({
@@ -275,7 +284,8 @@ export const FIELDS = {
     section: 'checks',
     schema: bool,
     allowed: BOOL,
-    help: 'the gradient direction rules',
+    help: "eject a peer whose gradients pull against the others' over several steps (opt-in: docs/ROBUSTNESS.md)",
+    flag: '--direction-rules',
     default: false,
   }),
   doubtRule: field({
@@ -289,7 +299,8 @@ export const FIELDS = {
     section: 'membership',
     schema: bool,
     allowed: BOOL,
-    help: 'peers may join and leave; the ring re-forms',
+    help: 'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping',
+    flag: '--elastic',
     default: false,
   }),
   // How long an elastic ring trains on without its server before it stops (README: ringtrain run).
