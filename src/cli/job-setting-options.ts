@@ -7,7 +7,17 @@
  */
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
-import { FIELDS, JOB_SETTING_KEYS, SECTIONS, type JobSettingKey } from '../job/settings.ts';
+import {
+  FIELDS,
+  JOB_SETTING_KEYS,
+  SECTIONS,
+  settingFromText,
+  type Hyperparameters,
+  type JobSettingKey,
+} from '../job/settings.ts';
+
+/** The job settings that `run` has a flag for: every entry of the table with a `flag`. */
+export const FLAGGED_SETTINGS: readonly JobSettingKey[] = JOB_SETTING_KEYS.filter((k) => FIELDS[k].flag !== undefined);
 
 /** The commander option of a job setting that has a `flag`. */
 export function jobSettingOption(key: JobSettingKey): Option {
@@ -25,6 +35,17 @@ export function jobSettingOption(key: JobSettingKey): Option {
 export function addJobSettingOptions(cmd: Command, keys: readonly JobSettingKey[]): Command {
   for (const key of keys) cmd.addOption(jobSettingOption(key));
   return cmd;
+}
+
+/**
+ * The job settings whose flags were given on the command line (not left at their defaults), under the
+ * job's keys and typed as the job takes them: what a job built from these flags writes.
+ */
+export function givenJobSettings(cmd: Command, keys: readonly JobSettingKey[]): Hyperparameters {
+  const out: Record<string, unknown> = {};
+  for (const key of keys)
+    if (cmd.getOptionValueSource(key) === 'cli') out[key] = settingFromText(key, String(cmd.getOptionValue(key)));
+  return out as Hyperparameters;
 }
 
 /** The keys `--hp` takes, by section: `optimizer: lr, momentum, …; schedule: …`. */

@@ -63,6 +63,8 @@ export interface RunOptions extends TrainOptions {
   checks?: { verify?: boolean; doubtRule?: boolean; directionRules: boolean };
   /** --transport: 'webrtc' makes every worker link by WebRTC; 'auto' (default) links local workers by TCP. */
   transport?: 'auto' | 'webrtc';
+  /** The flags made from the job settings' table (src/job/fields.ts) that were given, as the job's keys carry them. */
+  givenSettings?: Hyperparameters;
   /** --link-tls: the workers encrypt their TCP links. */
   linkTls?: boolean;
   /** --no-overlap: false (absent or true: each gradient bucket reduced as backward finishes it). */
@@ -214,6 +216,10 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
       hyperparameters.labelsSha256 = o.labelsSha256 ?? '';
     }
   }
+  // A setting whose flag is made from the table and that nothing above wrote goes in as given: one that was not given
+  // is left out, so the job reads as before to peers of any version.
+  for (const [key, value] of Object.entries(o.givenSettings ?? {}))
+    if (!Object.hasOwn(hyperparameters, key)) Object.assign(hyperparameters, { [key]: value });
   return {
     id: `run-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),

@@ -38,7 +38,7 @@ import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions } from './train-options.ts';
-import { addJobSettingOptions } from './job-setting-options.ts';
+import { addJobSettingOptions, FLAGGED_SETTINGS, givenJobSettings } from './job-setting-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
 import { addShareOptions, parseShareOptions } from './share-options.ts';
@@ -133,7 +133,7 @@ export function runCommand(extension: RunExtension = {}): Command {
       false,
     );
   // The flags that write one job setting as it is, made from the settings' table (src/job/fields.ts).
-  addJobSettingOptions(cmd, ['elastic', 'lrSchedule', 'scaleLr', 'warmupSteps', 'directionRules', 'overlap']);
+  addJobSettingOptions(cmd, FLAGGED_SETTINGS);
   addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(
     async (given: Record<string, unknown>) => {
       // --discover: the script's first answer is -np, and the run is elastic.
@@ -180,6 +180,7 @@ export function runCommand(extension: RunExtension = {}): Command {
         labelColumn: raw.labelColumn as string | undefined,
         transport: raw.transport === 'webrtc' ? 'webrtc' : 'auto',
         linkTls: Boolean(raw.linkTls),
+        givenSettings: givenJobSettings(cmd, FLAGGED_SETTINGS),
       };
       o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
       if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch

@@ -5,7 +5,12 @@
  */
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { addJobSettingOptions, hyperparameterKeysHelp, jobSettingOption } from '../../src/cli/job-setting-options.ts';
+import {
+  addJobSettingOptions,
+  givenJobSettings,
+  hyperparameterKeysHelp,
+  jobSettingOption,
+} from '../../src/cli/job-setting-options.ts';
 import { FIELDS, JOB_SETTING_KEYS } from '../../src/job/settings.ts';
 import { settingRowsOf } from '../../src/job/describe.ts';
 
@@ -35,6 +40,13 @@ describe('job setting flags from the schema', () => {
     });
     expect(() => parse(['--lr-schedule', 'linear'])).toThrow(/Allowed choices are constant, cosine/);
     expect(() => jobSettingOption('lr')).toThrow(/'lr' has no flag/);
+  });
+
+  it('reads the flags that were given as the job writes them, typed by their settings', () => {
+    const keys = ['lrSchedule', 'scaleLr', 'warmupSteps', 'overlap'] as const;
+    const cmd = addJobSettingOptions(new Command('x').exitOverride(), keys);
+    cmd.parse(['--warmup-steps', '7', '--no-overlap'], { from: 'user' });
+    expect(givenJobSettings(cmd, keys)).toEqual({ warmupSteps: 7, overlap: false });
   });
 
   it('lists every key for --hp, and describes a given setting with its help and unit', () => {
