@@ -10,7 +10,6 @@
  * Beside it: run-options.node.ts (its options and the job spec),
  * run-workers.node.ts (the worker processes), run-summary.node.ts (the result).
  */
-import { LINK_TRANSPORTS } from './link-options.node.ts';
 import { Command, Option } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
@@ -118,14 +117,6 @@ export function runCommand(extension: RunExtension = {}): Command {
     .option(
       '--label-column <name>',
       'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
-    )
-    .addOption(
-      new Option(
-        '--transport <kind>',
-        'links between the local workers: auto (TCP over loopback; browser tabs use WebRTC) or webrtc (WebRTC for every link)',
-      )
-        .choices([...LINK_TRANSPORTS])
-        .default('auto'),
     )
     .option(
       '--link-tls',

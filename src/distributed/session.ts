@@ -404,7 +404,9 @@ class PeerSession implements Session {
 
   /** TCP links for this epoch: this peer listens and the server gave the epoch a link key (it gives none to pages). */
   private tcpFor(membership: Membership, client: SignalingClient): WebRTCRingOptions['tcp'] {
-    if (!this.o.tcp || membership.linkKey === undefined) return undefined;
+    // A job that says webrtc links every pair by WebRTC, whatever listener this peer opened.
+    if (!this.o.tcp || membership.linkKey === undefined || this.settingsOf(client).links.transport === 'webrtc')
+      return undefined;
     const key = Uint8Array.from(atob(membership.linkKey), (c) => c.charCodeAt(0));
     return { endpoint: this.o.tcp, job: client.job.id, epoch: membership.epoch, key };
   }

@@ -338,6 +338,16 @@ export const FIELDS = {
     unit: 'ms',
     default: 30_000,
   }),
+  // Every peer of a job links alike: 'webrtc' turns every worker's TCP links off; 'auto' leaves each worker's own
+  // (`worker --transport`: TCP to the peers that listen too and can be reached, WebRTC to the rest).
+  transport: field({
+    section: 'links',
+    schema: z.enum(['auto', 'webrtc']),
+    allowed: "'auto' or 'webrtc'",
+    help: 'links between the workers: auto (TCP where both listen and reach each other; browser tabs use WebRTC) or webrtc (WebRTC for every link)',
+    flag: '--transport <kind>',
+    default: 'auto',
+  }),
   ringOrder: field({
     section: 'links',
     schema: z.enum(['rtt']),

@@ -37,6 +37,7 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   overlap: false,
   timeoutMs: 30_000,
   ringOrder: 'rtt',
+  transport: 'webrtc',
   aggregation: 'mean',
   verify: false,
   directionRules: true,
