@@ -19,11 +19,12 @@ import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { parseAggregation } from './setting-text.ts';
 import { FIELDS, JOB_SETTING_KEYS, SECTIONS, type JobSettingKey, type Section } from './fields.ts';
-
-export { FIELDS, JOB_SETTING_KEYS, SECTIONS, type JobSettingKey, type Section };
-export { nearestSettingKey, settingFromText } from './setting-names.ts';
 import { nearestSettingKey, shown } from './setting-names.ts';
 import { configSettingName, settingConflict, type ConflictSettings, type Setting } from './conflicts.ts';
+
+// What readers of a job's settings need, from one module.
+export { FIELDS, JOB_SETTING_KEYS, SECTIONS, type JobSettingKey, type Section };
+export { nearestSettingKey, settingFromText } from './setting-names.ts';
 
 /** Whether a text setting parses by `check` (which throws on a bad one). */
 const parsesBy = (check: (s: string) => unknown) => (s: string) => {
