@@ -29,7 +29,6 @@ import { orderRingByRtt } from './rtt-ring.ts';
 import { recordRingHolder } from './elastic-ring.ts';
 import { connect, type ConnectOptions, type Membership, type SignalingClient } from '../signaling/client.ts';
 import {
-  DEFAULT_ADMIT_TIMEOUT_MS,
   FINISHED_LEAVE_REASON,
   PeerLeftReason,
   SignalErrorCode,
@@ -37,7 +36,7 @@ import {
   type PeerLeftMsg,
 } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
-import { parseJobSettings, type JobSettings } from './settings.ts';
+import { parseJobSettings, type JobSettings } from '../job/settings.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   /** The server's address (http(s)://host:port or ws(s)://…/ws). */
@@ -50,18 +49,21 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
    */
   tcp?: TcpEndpoint;
   events?: EventBus;
-  /** Called with the job's config once the server welcomed us, before any ring forms; throwing leaves the job (e.g. a --resume that does not fit). */
-  beforeRing?: (job: { id: string; config: JobConfig }) => void | Promise<void>;
+  /**
+   * Called with the job's config and its settings (parsed once) once the server welcomed us, before any ring
+   * forms; throwing leaves the job (e.g. a --resume that does not fit).
+   */
+  beforeRing?: (job: { id: string; config: JobConfig }, settings: JobSettings) => void | Promise<void>;
   /** How long to wait for the job to gather its minimum number of peers. Default 10 minutes. */
   readyTimeoutMs?: number;
-  /** How long one attempt to open the data channels may take. Default: the job's `connectTimeoutMs` hyperparameter, else 30 s. */
+  /** How long one attempt to open the data channels may take. Default: the job's `connectTimeoutMs` hyperparameter (30 s if absent). */
   connectTimeoutMs?: number;
   /** A silent peer counts as gone after this long (ms). Default: the job's `peerTimeoutMs` hyperparameter, else the communicator's. */
   peerTimeoutMs?: number;
   /**
    * Elastic jobs: how long the ring trains on without its signaling server while
    * reconnecting, before it stops (ms). Default: the job's `serverWaitMs`
-   * hyperparameter, else DEFAULT_SERVER_WAIT_MS.
+   * hyperparameter (its default: src/job/fields.ts).
    */
   serverWaitMs?: number;
   /** Lines worth telling a person (the server went away and came back...). Default console.warn. */
@@ -102,18 +104,9 @@ export interface Session {
 }
 
 const CONNECT_ATTEMPTS = 4;
-/**
- * How long the ring waits for a member that has not signalled at all (ms). A peer is a member
- * from its join, but it loads its data (and compiles the transformer's kernels) before it can
- * answer; under load that took over 30 s, and the members that gave up then left the job.
- * A peer that is gone, not slow, is dropped by the server and the membership moves on sooner.
- */
-const SILENT_PEER_MS = 120_000;
 const BROKEN_RING_LINGER_MS = 1000;
 /** Rounds of reporting members that never opened their channels, per connect (each one needs an ejection). */
 const MAX_DROP_ROUNDS = 16;
-/** How long an elastic ring trains on without its server before it stops (ms); README: ringtrain run. */
-export const DEFAULT_SERVER_WAIT_MS = 60_000;
 /** Pause between attempts to reach a lost server (ms). */
 const RECONNECT_EVERY_MS = 1000;
 /** Room for the epochs of one server connection (Int32 agreement: up to 2,147 reconnects). */
@@ -222,26 +215,26 @@ class PeerSession implements Session {
     return this.parsed.settings;
   }
   private get isElastic(): boolean {
-    return this.settings.elastic === true;
+    return this.settings.membership.elastic;
   }
   /** A job whose peers may stay silent for long (TF.js's CPU backend holds the event loop through a batch) says so once, for peers that cannot be told (a page). */
   private get peerTimeoutMs(): number | undefined {
-    return this.o.peerTimeoutMs ?? this.settings.peerTimeoutMs;
+    return this.o.peerTimeoutMs ?? this.settings.membership.peerTimeoutMs;
   }
   /** A job whose peers cannot be told (a page) may say how long ICE gets before a peer reports no network path. */
   private get connectTimeoutMs(): number {
-    return this.o.connectTimeoutMs ?? this.settings.connectTimeoutMs ?? 30_000;
+    return this.o.connectTimeoutMs ?? this.settings.links.connectTimeoutMs;
   }
   /**
    * How long the ring waits for a member that has sent no signal at all: the job's `silentPeerMs`
    * (a job open to outsiders may lower it: a member that never opens its channels stalls the ring
-   * this long before it is reported), else SILENT_PEER_MS (room for a joiner loading its data).
+   * this long before it is reported); absent, 120 s (src/job/fields.ts: room for a joiner loading its data).
    */
   private get silentPeerMs(): number {
-    return this.settings.silentPeerMs ?? SILENT_PEER_MS;
+    return this.settings.membership.silentPeerMs;
   }
   private get serverWaitMs(): number {
-    return this.o.serverWaitMs ?? this.settings.serverWaitMs ?? DEFAULT_SERVER_WAIT_MS;
+    return this.o.serverWaitMs ?? this.settings.membership.serverWaitMs;
   }
 
   onPeerLeft(handler: (p: PeerLeftMsg) => void): void {
@@ -259,7 +252,7 @@ class PeerSession implements Session {
       answerProbe(client, p, {
         wrtc: this.o.wrtc,
         tcp: this.o.tcp,
-        deadlineMs: client.candidacy?.deadlineMs ?? this.settingsOf(client).admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS,
+        deadlineMs: client.candidacy?.deadlineMs ?? this.settingsOf(client).membership.admitTimeoutMs,
         onNotice: this.notice,
       }),
     );
@@ -385,7 +378,7 @@ class PeerSession implements Session {
         });
         const links = (this.comm as Partial<Pick<LinkCommunicator, 'linkTransports'>>).linkTransports?.() ?? [];
         // Internet links: run the ring in the order that keeps its slowest hop short, measured for this membership.
-        if (this.settingsOf(client).ringOrder === 'rtt') this.comm = (await orderRingByRtt(this.comm)).comm;
+        if (this.settingsOf(client).links.ringOrder === 'rtt') this.comm = (await orderRingByRtt(this.comm)).comm;
         this.membership = membership;
         this.ringGeneration = client === this.current ? this.generation : this.ringGeneration;
         const m = membership;
@@ -430,7 +423,9 @@ class PeerSession implements Session {
 
   /** TCP links for this epoch: this peer listens and the server gave the epoch a link key (it gives none to pages). */
   private tcpFor(membership: Membership, client: SignalingClient): WebRTCRingOptions['tcp'] {
-    if (!this.o.tcp || membership.linkKey === undefined) return undefined;
+    // A job that says webrtc links every pair by WebRTC, whatever listener this peer opened.
+    if (!this.o.tcp || membership.linkKey === undefined || this.settingsOf(client).links.transport === 'webrtc')
+      return undefined;
     const key = Uint8Array.from(atob(membership.linkKey), (c) => c.charCodeAt(0));
     return { endpoint: this.o.tcp, job: client.job.id, epoch: membership.epoch, key };
   }
@@ -599,8 +594,8 @@ export async function init(o: InitOptions): Promise<Session> {
   const session = new PeerSession(client, events, o);
   try {
     // A job whose settings this peer cannot read is refused here, naming the setting, before the ring.
-    void session.settings;
-    await o.beforeRing?.(client.job);
+    const settings = session.settings;
+    await o.beforeRing?.(client.job, settings);
     session.answerProbes(client);
     if (client.candidacy)
       session.notice(
