@@ -55,6 +55,8 @@ export function workerSummary({ result, session, data, gpu, tcp, saver, recovery
     recovery: recoveryPath,
     no_recovery: result.noRecovery ?? null,
     weights_crc32: weightsCrc,
+    // SHA-256 of this rank's final weights and optimizer state, as the ring agreed on it (state-agreement.ts).
+    weights_hash: result.weightsHash ?? null,
     // What carried each of this rank's links on its last ring ('tcp' or 'webrtc'), and TCP connections it refused.
     links: session.links,
     tcp_refused: tcp?.refused ?? 0,

@@ -336,6 +336,7 @@ async function trainInJob(
 ): Promise<number> {
   const { session, data } = joined;
   const { say, emit } = ctx;
+  tellStateDiffers(ctx.bus, (rank) => session.membership?.peers[rank]?.name, say, emit);
   let recoveryPath: string | null = null;
   // The CRC-32 of this rank's last handed-out weights: replicas that agree print the same number.
   let weightsCrc: number | null = null;
@@ -393,4 +394,16 @@ async function trainInJob(
       `[rank ${result.rank}] stopped: ${result.stoppedBy.message}. No recovery checkpoint written: ${result.noRecovery ?? 'nothing to save'}.`,
     );
   return 3;
+}
+
+/** A minority the ring's state check found (state-agreement.ts), named with its peer name: on stderr, and to the launcher. */
+function tellStateDiffers(bus: EventBus, nameOf: (rank: number) => string | undefined, say: Say, emit: Emit): void {
+  bus.on((e) => {
+    if (e.type !== 'state-differs') return;
+    const name = nameOf(e.peer);
+    void say(
+      `[rank ${e.rank}] rank ${e.peer}${name ? ` (${name})` : ''} holds other weights or optimizer state than the majority at step ${e.step} (${e.hash.slice(0, 12)}… against ${e.majorityHash.slice(0, 12)}…); resyncing it from rank ${e.resyncFrom}`,
+    );
+    void emit({ event: 'state-differs', rank: e.rank, peer: e.peer, name: name ?? null, step: e.step });
+  });
 }

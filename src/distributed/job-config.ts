@@ -79,6 +79,8 @@ export function trainConfigFromJob(
     },
     // The mean is the ring's plain sum: no aggregation object, as before defaults were applied here.
     aggregation: reduce.aggregation === 'mean' ? undefined : parseAggregation(reduce.aggregation),
+    // Every rank checks that the ring holds one state every so many steps (state-agreement.ts).
+    stateCheckEvery: checks.stateCheckEvery,
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
     syncEvery: reduce.syncEvery,
     outerLr: o.outerLr,

@@ -111,7 +111,7 @@ async function runOnRing(
 ): Promise<DistributedTrainResult> {
   try {
     await loop.run();
-    return ringResult(args, loop, peers, params);
+    return { ...ringResult(args, loop, peers, params), weightsHash: await peers.stateHash(loop.state.step) };
   } catch (err) {
     // Whatever ended the run, the weights are those of the last step this rank completed.
     const why = isRingtrainError(err)
@@ -123,7 +123,9 @@ async function runOnRing(
       .recover(why)
       .catch((e: unknown) => `saving it failed: ${e instanceof Error ? e.message : String(e)}`);
     if (!endsRun(err)) throw err;
-    return { ...ringResult(args, loop, peers, params, err), noRecovery };
+    // This rank's own: the ring broke, so nothing was agreed at its last step.
+    const weightsHash = await peers.stateHash(loop.state.step).catch(() => undefined);
+    return { ...ringResult(args, loop, peers, params, err), noRecovery, weightsHash };
   }
 }
 

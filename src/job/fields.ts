@@ -294,6 +294,16 @@ export const FIELDS = {
     allowed: BOOL,
     help: 'the doubt rule (names a sign-flipped peer)',
   }),
+  // Steps between the ranks' checks that they hold one state (src/distributed/state-agreement.ts).
+  stateCheckEvery: field({
+    section: 'checks',
+    schema: int.min(0),
+    allowed: 'a whole number of steps >= 0 (0: no state check)',
+    help: 'every this many steps and at the end, the peers check that they hold the same weights and optimizer state',
+    unit: 'steps',
+    flag: '--state-check-every <n>',
+    default: 100,
+  }),
   // Membership and its clocks (the session).
   elastic: field({
     section: 'membership',

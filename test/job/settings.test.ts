@@ -42,6 +42,7 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   verify: false,
   directionRules: true,
   doubtRule: false,
+  stateCheckEvery: 50,
   syncEvery: 4,
   outerLr: 0.7,
   outerMomentum: 0.9,
