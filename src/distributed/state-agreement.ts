@@ -6,7 +6,7 @@
  * corruption, a re-form's state transfer gone wrong) would otherwise train on
  * unseen, its gradients averaged in.
  *
- * Each rank reads its state back, hashes it (SHA-256, WebCrypto) and the ring
+ * Each rank reads its state back, hashes it (SHA-256: src/core/sha256.ts) and the ring
  * allgathers the 32-byte digests. Every rank judges the same gathered digests,
  * so every rank reaches the same verdict:
  *  - all alike: nothing to do;
@@ -28,6 +28,7 @@
 import type { Communicator } from '../comm/interface.ts';
 import { allgather } from '../collectives/allgather.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { sha256 } from '../core/sha256.ts';
 import { now } from '../core/events.ts';
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
@@ -63,17 +64,6 @@ export function judgeStateHashes(hashes: readonly string[]): StateVerdict {
     .flat()
     .sort((a, b) => a - b);
   return { kind: 'minority', hash: hashes[largest[0]], differing, source: largest[0] };
-}
-
-/** SHA-256 of `bytes` (WebCrypto: Node, Deno, and a page in a secure context). */
-async function sha256(bytes: ArrayBufferView): Promise<Uint8Array> {
-  const subtle = globalThis.crypto?.subtle;
-  if (!subtle)
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      "this runtime has no WebCrypto (crypto.subtle), which the ring's state check hashes with; a page has it when served over https or from localhost. Serve the page so, or run the job with stateCheckEvery: 0 (no state check)",
-    );
-  return new Uint8Array(await subtle.digest('SHA-256', bytes as ArrayBufferView<ArrayBuffer>));
 }
 
 /**
