@@ -25,11 +25,15 @@ function attentionIndex(s: AttentionDims) {
   };
 }
 
-/** y [batch, T, width] and the attention probabilities [batch, heads, T, T]. */
-export function attentionRef(qkv: Vec, s: AttentionDims): { y: Float64Array; probs: Float64Array } {
+/**
+ * y [batch, T, width], the attention probabilities [batch, heads, T, T] and each query row's
+ * log-sum-exp of its scaled scores [batch, heads, T] (what the tiled kernel saves instead of probs).
+ */
+export function attentionRef(qkv: Vec, s: AttentionDims): { y: Float64Array; probs: Float64Array; lse: Float64Array } {
   const { hd, scale, at, out, visible } = attentionIndex(s);
   const y = new Float64Array(s.batch * s.T * s.width);
   const probs = new Float64Array(s.batch * s.heads * s.T * s.T);
+  const lse = new Float64Array(s.batch * s.heads * s.T);
   for (let b = 0; b < s.batch; b++)
     for (let h = 0; h < s.heads; h++)
       for (let t = 0; t < s.T; t++) {
@@ -44,6 +48,7 @@ export function attentionRef(qkv: Vec, s: AttentionDims): { y: Float64Array; pro
         const m = Math.max(...z.filter((v) => v !== undefined));
         let sum = 0;
         z.forEach((v, u) => (sum += Math.exp(v - m)));
+        lse[row / s.T] = m + Math.log(sum);
         z.forEach((v, u) => (probs[row + u] = Math.exp(v - m) / sum));
         for (let j = 0; j < hd; j++) {
           let acc = 0;
@@ -51,7 +56,7 @@ export function attentionRef(qkv: Vec, s: AttentionDims): { y: Float64Array; pro
           y[out(b, t, h, j)] = acc;
         }
       }
-  return { y, probs };
+  return { y, probs, lse };
 }
 
 /** dqkv from dy (recomputes the probabilities). */
