@@ -1,7 +1,9 @@
 /**
  * Fused multi-head self-attention over a packed qkv [batch, T, 3·D] (causal by
  * default), forward saving the attention probabilities, backward writing
- * dqkv in the same packed layout. See shaders/attention.wgsl.
+ * dqkv in the same packed layout (shaders/attention.wgsl); which of it and the
+ * tiled kernels (tiled-kernel.ts) runs a shape, the uniform both read, and the
+ * loop-cap check both pass.
  */
 import { ErrorCode, RingtrainError } from '../../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gpu/gpu.ts';
@@ -46,13 +48,13 @@ export function chooseAttentionKernel(s: AttentionShape): AttentionKernel {
  * after 65,535 iterations in all, without an error. 'rows': one invocation walks one query row,
  * about T·(2·hd + 4) + hd iterations forward (and as many backward), so past the cap the output
  * is silently wrong (seen from T = 496 at hd 64); the margin covers the backward kernels' extra
- * passes over the row. 'tiled': an invocation runs at most about 2·hd + 96 iterations per tile
- * of 16 positions (backward, see shaders/attention_tiled.wgsl).
+ * passes over the row. 'tiled': an invocation runs at most 2·hd + 89 iterations per tile of 16
+ * positions in backward, hd + 105 in forward (shaders/attention_tiled.wgsl), and a few dozen more.
  */
 const LLVMPIPE_LOOP_CAP = 65_535;
 const loopIterations: Record<AttentionKernel, (T: number, hd: number) => number> = {
   rows: (T, hd) => T * (2 * hd + 8) + 2 * hd,
-  tiled: (T, hd) => Math.ceil(T / 16) * (2 * hd + 96) + 64,
+  tiled: (T, hd) => Math.ceil(T / 16) * (2 * hd + 112) + 64,
 };
 
 /** Refuses `s` on an llvmpipe adapter (by its description) when an invocation of `kernel` would pass the loop cap. */
