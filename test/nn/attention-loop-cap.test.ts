@@ -40,10 +40,10 @@ describe('attention on an adapter with a loop cap', () => {
     expect(() => checkAttentionLoopCap(SWIFTSHADER, { ...long, heads: 6 })).not.toThrow();
   });
 
-  it('picks the kernel by shape alone: rows below T = 128 or over 64 dimensions a head, tiled otherwise', () => {
+  it('picks the kernel by shape alone: rows below T = 384 or over 64 dimensions a head, tiled otherwise', () => {
     expect(chooseAttentionKernel({ batch: 256, T: 32, heads: 4, width: 64 })).toBe('rows');
-    expect(chooseAttentionKernel({ batch: 1, T: 127, heads: 1, width: 64 })).toBe('rows');
-    expect(chooseAttentionKernel({ batch: 1, T: 128, heads: 1, width: 64 })).toBe('tiled');
-    expect(chooseAttentionKernel({ batch: 1, T: 128, heads: 1, width: 65 })).toBe('rows');
+    expect(chooseAttentionKernel({ batch: 1, T: 383, heads: 1, width: 64 })).toBe('rows');
+    expect(chooseAttentionKernel({ batch: 1, T: 384, heads: 1, width: 64 })).toBe('tiled');
+    expect(chooseAttentionKernel({ batch: 1, T: 384, heads: 1, width: 65 })).toBe('rows');
   });
 });

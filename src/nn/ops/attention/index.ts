@@ -4,8 +4,8 @@
  * PyTorch's .view(b, t, H, D/H)), giving y [batch, T, D]: what
  * scaled_dot_product_attention(q, k, v, is_causal=True) returns, heads
  * merged back. Two fused kernels, chosen by shape (chooseAttentionKernel): for short contexts one
- * that keeps the probabilities [batch, heads, T, T] for backward, from T = 128 a tiled one that keeps
- * only each query row's log-sum-exp (tiled-kernel.ts).
+ * that keeps the probabilities [batch, heads, T, T] for backward, from T = 384 (TILED_FROM_T) a
+ * tiled one that keeps only each query row's log-sum-exp (tiled-kernel.ts).
  */
 import type { OpPlan, PlanContext } from '../../op.ts';
 import { type AttentionShape, chooseAttentionKernel, planAttentionBackward, planAttentionForward } from './kernel.ts';

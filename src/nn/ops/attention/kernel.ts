@@ -36,8 +36,15 @@ export function attentionSizes(s: AttentionShape): { qkv: number; y: number; pro
  */
 export type AttentionKernel = 'rows' | 'tiled';
 export const TILED_HEAD_MAX = 64;
-/** From this context on the tiled kernels run: [T, T] is 64 KiB per head and sample at T = 128. */
-export const TILED_FROM_T = 128;
+/**
+ * From this context on the tiled kernels run. Below it the row kernel is faster on both CPU adapters
+ * (1.7-4x at T 64-256, bench/attention.ts, docs/KERNELS.md) and its [T, T] probabilities are small
+ * (256 KiB per head and sample at T = 256); at 1024 they are 4 MiB each (9.7 GB over GPT-2's 12 layers at
+ * batch 8, twice with their gradient), and lavapipe refuses the row kernel past T = 480 at heads of 64, so
+ * the switch comes before that.
+ * Not yet measured on a GPU, where the tiled kernels' parallelism may move this lower.
+ */
+export const TILED_FROM_T = 384;
 
 export function chooseAttentionKernel(s: AttentionShape): AttentionKernel {
   return s.T >= TILED_FROM_T && s.width / s.heads <= TILED_HEAD_MAX ? 'tiled' : 'rows';
