@@ -16,7 +16,7 @@ import type { TrainOptions } from './train-options.ts';
 export const COUNTED =
   'every GPU buffer created before the first step: parameters and gradients (flat, 256-byte aligned), optimizer state, ' +
   'and the training step at --batch (activations, activation gradients, kernel scratch, loss head, uniforms); ' +
-  'nothing is freed or reused within a step yet, so this is also the peak; the end-of-run evaluation plan and read-back staging are not counted';
+  'the step lends each buffer on after its last reader (made once, kept across steps), so this is also the peak; the end-of-run evaluation plan and read-back staging are not counted';
 
 export interface DryRunReport {
   dry_run: true;

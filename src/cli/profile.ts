@@ -6,7 +6,7 @@
  * ms to encode and submit a step, and each kernel's GPU ms in a step (by
  * timestamp queries where the adapter has them, else by replaying each
  * dispatch alone), grouped by kernel label. A table, or with --json one line:
- * {bench:'profile', model, batch, runtime, adapter, fallback_adapter, step_ms,
+ * {bench:'profile', model, batch, runtime, adapter, fallback_adapter, step_ms, planned_gpu_bytes,
  *  encode_cpu_ms, kernels_ms, kernels:[{label, dispatches, workgroups, ms, share}], method}.
  */
 import { Command, Option } from 'commander';
@@ -15,6 +15,7 @@ import { batches } from '../data/batches.ts';
 import { modelSpecFor } from '../distributed/model-fit.ts';
 import { learningRateAt } from '../distributed/lr.ts';
 import { createModel } from '../engine/create.ts';
+import { GraphModel } from '../engine/graph-model.ts';
 import { createOptimizer } from '../engine/optimizer.ts';
 import { profileSteps, type ProfileBatch, type StepProfile } from '../engine/step-profile.ts';
 import { acquireGpu } from '../gpu/device.ts';
@@ -128,7 +129,10 @@ interface RunSettings {
   replacement: boolean;
 }
 
-async function run(gpu: Gpu, opts: TrainOptions, s: RunSettings): Promise<StepProfile> {
+/** A step's profile and the GPU bytes its model, optimizer and training plan hold (what `train --dry-run` reports). */
+type Profiled = StepProfile & { plannedGpuBytes: number };
+
+async function run(gpu: Gpu, opts: TrainOptions, s: RunSettings): Promise<Profiled> {
   const data = await loadTrainingData(opts.model, undefined);
   const wanted = s.warmup + 2 * s.steps;
   const list: ProfileBatch[] = [];
@@ -141,6 +145,7 @@ async function run(gpu: Gpu, opts: TrainOptions, s: RunSettings): Promise<StepPr
     list.push({ x: b.x, labels: b.labels });
     if (list.length >= wanted) break;
   }
+  const before = gpu.pool.createdBytes;
   const model = createModel(gpu, modelSpecFor({ ...opts, steps: undefined }, data.train));
   const optimizer = createOptimizer(model, {
     kind: opts.optimizer,
@@ -148,6 +153,8 @@ async function run(gpu: Gpu, opts: TrainOptions, s: RunSettings): Promise<StepPr
     momentum: opts.momentum,
     weightDecay: opts.weightDecay,
   });
+  if (model instanceof GraphModel) model.planTrainingStep(opts.batch);
+  const plannedGpuBytes = gpu.pool.createdBytes - before;
   const totalSteps = 1000;
   const schedule = {
     baseLr: opts.lr,
@@ -160,7 +167,7 @@ async function run(gpu: Gpu, opts: TrainOptions, s: RunSettings): Promise<StepPr
   };
   try {
     // Past the warm-up ramp, where a real run spends its steps; the rate is passed every step, as trainLocal does.
-    return await profileSteps({
+    const profile = await profileSteps({
       model,
       optimizer,
       batches: list,
@@ -170,6 +177,7 @@ async function run(gpu: Gpu, opts: TrainOptions, s: RunSettings): Promise<StepPr
       method: s.method,
       lrAt: (step) => learningRateAt(schedule, Math.min(totalSteps - 1, s.warmupSteps + step)),
     });
+    return { ...profile, plannedGpuBytes };
   } finally {
     optimizer.destroy();
     model.destroy();
@@ -178,7 +186,7 @@ async function run(gpu: Gpu, opts: TrainOptions, s: RunSettings): Promise<StepPr
 
 const round = (x: number, digits = 4) => Number(x.toFixed(digits));
 
-function asJson(gpu: Gpu, opts: TrainOptions, p: StepProfile): Record<string, unknown> {
+function asJson(gpu: Gpu, opts: TrainOptions, p: Profiled): Record<string, unknown> {
   return {
     bench: 'profile',
     model: opts.model,
@@ -196,6 +204,7 @@ function asJson(gpu: Gpu, opts: TrainOptions, p: StepProfile): Record<string, un
     kernels_ms: round(p.kernelsMs),
     kernels_over_step: round(p.stepMs > 0 ? p.kernelsMs / p.stepMs : 0),
     dispatches: p.dispatchesPerStep,
+    planned_gpu_bytes: p.plannedGpuBytes,
     kernels: p.kernels.map((k) => ({
       label: k.label,
       dispatches: k.dispatches,
@@ -209,7 +218,7 @@ function asJson(gpu: Gpu, opts: TrainOptions, p: StepProfile): Record<string, un
   };
 }
 
-function table(gpu: Gpu, opts: TrainOptions, p: StepProfile): string {
+function table(gpu: Gpu, opts: TrainOptions, p: Profiled): string {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   const ms = (x: number) => x.toFixed(x < 1 ? 4 : 2);
   const rows = p.kernels.map((k) => [
@@ -237,6 +246,7 @@ function table(gpu: Gpu, opts: TrainOptions, p: StepProfile): string {
     r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
   return [
     `profile: ${opts.model}, batch ${opts.batch}, ${opts.optimizer}; ${gpu.info.runtime} on ${gpu.info.description}${gpu.info.isFallbackAdapter ? ' (fallback adapter)' : ''}`,
+    `planned GPU memory ${(p.plannedGpuBytes / 2 ** 20).toFixed(1)} MiB (parameters, gradients, optimizer state, training step)`,
     `step ${ms(p.stepMs)} ms wall (mean of ${p.steps}, losses read every 10) | encode+submit ${ms(p.encodeCpuMs)} ms CPU (median, GPU idle; last submit ${ms(p.submitCpuMs)}) | kernels ${ms(p.kernelsMs)} ms GPU = ${pct(p.stepMs > 0 ? p.kernelsMs / p.stepMs : 0)} of the step (${p.method === 'timestamp' ? 'timestamp queries' : 'replay'}, ${p.rounds} runs each)`,
     '',
     line(all[0]),

@@ -57,8 +57,13 @@ export interface PlanContext {
   gradOut(): BufferRange | null;
   /** Where backward writes ∂loss/∂input i (overwrite), or null when input i needs none. */
   gradIn(i: number): BufferRange | null;
-  /** A buffer of `words` 4-byte words for the op's own use (saved values, argmax), made once per plan. */
-  scratch(words: number, label: string): GPUBuffer;
+  /**
+   * A buffer of `words` 4-byte words for the op's own use (saved values, argmax), made once per plan.
+   * `within` says that only this op's forward (or backward) steps touch it: a temporary the memory plan
+   * may lend to other values at other moments of the step. Without it the buffer is the op's for the
+   * whole step and across steps (what forward saves for backward, state kept between steps).
+   */
+  scratch(words: number, label: string, within?: 'forward' | 'backward'): GPUBuffer;
 }
 
 export interface OpPlan {
@@ -94,6 +99,12 @@ export interface Op<A = Record<string, unknown>> {
   readonly fusesReluAfter?: boolean;
   /** Accepts `attrs.relu = true`: reads ReLU(input 0) without it being stored (max-pool). */
   readonly fusesReluBefore?: boolean;
+  /**
+   * Which values backward reads: input indices and whether the output (default: every input and the
+   * output). The memory plan keeps a value until the last backward that reads it, and lends its buffer
+   * on after its last reader, so an op that needs less than all lets the plan free more.
+   */
+  backwardReads?(attrs: A): { inputs: readonly number[]; output: boolean };
 }
 
 const registry = new Map<string, Op<any>>();

@@ -3,12 +3,12 @@
  * dispatch planned once, so a training step only records the plan's steps
  * (no buffer creation, no read-back between ops).
  *
- * Four passes:
+ * Passes:
  *   1. fusion: a ReLU whose input (or output) has no other user is folded
  *      into its neighbour when the neighbour's op says it can (`fusesReluAfter`: a linear's epilogue;
  *      `fusesReluBefore`: a max-pool reading relu(x)), saving a pass over the
  *      activation forward and backward;
- *   2. storage: one buffer per value (views share their input's), parameters
+ *   2. storage: one storage per value (views share their input's), parameters
  *      are ranges of the model's flat `params`/`grads` buffers;
  *   3. gradients: reverse-mode over the nodes in reverse order. Each op
  *      overwrites its input gradients; when a tensor feeds several ops the
@@ -16,12 +16,24 @@
  *      every later one writes a temporary that is added in (`planAdd`);
  *      elementwise ops that work in place get their input gradient aliased to
  *      their output gradient when nothing else writes it;
- *   4. planning: each op's `plan` against those buffers.
+ *   4. memory (memory-plan.ts): when each value and gradient is written and last
+ *      read in the step, and buffers shared by those whose spans do not meet;
+ *   5. planning: each op's `plan` against those buffers, its temporaries
+ *      (`scratch(…, within)`, the gradient parts) lent the same way.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { BufferRange, Dispatch, Gpu } from '../gpu/gpu.ts';
 import { planAdd } from '../gpu/kernels/elementwise.ts';
 import { isCopy, type PlanContext, type Step } from './op.ts';
+import {
+  BufferReuse,
+  extend,
+  type GradSlot,
+  type Life,
+  readByBackward,
+  type Storage,
+  Timeline,
+} from './memory-plan.ts';
 import { type Node, type Parameter, shapeText, type Tensor } from './tensor.ts';
 
 /** Where a parameter's value and gradient live: the model's flat buffers and its layout entry. */
@@ -30,21 +42,6 @@ export interface ParamStore {
   grads: GPUBuffer;
   /** The parameter's offset and length in floats. */
   entry(p: Parameter): { offset: number; length: number };
-}
-
-interface Storage {
-  value: BufferRange;
-  grad: BufferRange | null;
-  words: number;
-  /** How many backward writes target this storage's gradient (the seed of an output counts). */
-  writers: number;
-  /** How many have been planned so far. */
-  written: number;
-  /** Backward steps planned when the last write so far had been planned (0: none yet). */
-  lastWrite: number;
-  base: Tensor;
-  /** What the buffers are named after: the layer and op that compute the value (or the input, or the parameter). */
-  label: string;
 }
 
 export interface Plan {
@@ -63,10 +60,6 @@ export interface Plan {
    * what lets a model read a layer's gradients while the layers before it still compute.
    */
   gradFinalAfter(p: Parameter): number;
-}
-
-function whole(buffer: GPUBuffer, words: number): BufferRange {
-  return { buffer, offset: 0, size: words * 4 };
 }
 
 /** Pass 1: folds single-use ReLUs into their neighbours. Returns the new node list and a tensor→tensor alias map. */
@@ -125,150 +118,25 @@ export function compilePlan(
   const gradients = options.gradients !== false;
   const { nodes, alias } = fuse(graphNodes, outputs);
   const resolve = (t: Tensor): Tensor => alias.get(t) ?? t;
+  const outs = outputs.map(resolve);
   const buffers: GPUBuffer[] = [];
-  const alloc = (words: number, label: string): GPUBuffer => {
+  const reuse = new BufferReuse((words, label) => {
     const b = withAdvice(() => gpu.storage(words, label), `${label} (${words} floats)`);
     buffers.push(b);
     return b;
-  };
-
-  // Pass 2: storage and which tensors need a gradient.
-  const storage = new Map<Tensor, Storage>();
-  const needsGrad = new Set<Tensor>();
-  for (const n of nodes) {
-    for (const t of n.inputs) {
-      if (storage.has(t)) continue;
-      if (t.kind === 'param' && t.param) {
-        const e = params.entry(t.param);
-        storage.set(t, {
-          value: { buffer: params.params, offset: e.offset * 4, size: e.length * 4 },
-          grad: { buffer: params.grads, offset: e.offset * 4, size: e.length * 4 },
-          words: e.length,
-          writers: 0,
-          written: 0,
-          lastWrite: 0,
-          base: t,
-          label: t.param.name,
-        });
-        if (gradients) needsGrad.add(t);
-      } else if (t.kind === 'input') {
-        storage.set(t, {
-          value: whole(alloc(t.size, `input${t.id}`), t.size),
-          grad: null,
-          words: t.size,
-          writers: 0,
-          written: 0,
-          lastWrite: 0,
-          base: t,
-          label: `input${t.id}`,
-        });
-        if (t.inputGrad && gradients) needsGrad.add(t);
-      } else if (!storage.has(t)) {
-        throw new RingtrainError(ErrorCode.InvalidArgument, `internal: tensor ${t} is used before it is computed`, {
-          tensor: String(t),
-        });
-      }
-    }
-    const out = n.output;
-    if (n.inputs.some((t) => needsGrad.has(t) && t.dtype === 'f32')) needsGrad.add(out);
-    if (n.op.view) storage.set(out, storage.get(n.inputs[0])!);
-    else
-      storage.set(out, {
-        value: whole(alloc(out.size, `${n.path}/${n.op.name}`), out.size),
-        grad: null,
-        words: out.size,
-        writers: 0,
-        written: 0,
-        lastWrite: 0,
-        base: out,
-        label: `${n.path}/${n.op.name}`,
-      });
-  }
-  for (const t of outputs.map(resolve)) {
-    if (!storage.has(t))
-      throw new RingtrainError(ErrorCode.InvalidArgument, `the model's output ${t} is not computed by its forward`, {
-        tensor: String(t),
-      });
-  }
-
-  // Pass 3: who writes each gradient, and where.
-  const diffInputs = (n: Node) =>
-    n.inputs.map((t, i) => [t, i] as const).filter(([t]) => needsGrad.has(t) && t.dtype === 'f32' && !n.op.view);
-  for (const t of outputs.map(resolve)) if (needsGrad.has(t)) storage.get(t)!.writers++;
-  for (const n of nodes) for (const [t] of diffInputs(n)) storage.get(t)!.writers++;
-  const gradOf = (s: Storage): BufferRange => (s.grad ??= whole(alloc(s.words, `${s.label}:grad`), s.words));
-  // In reverse order, so chains of in-place ops share one gradient buffer.
-  for (let i = nodes.length - 1; i >= 0; i--) {
-    const n = nodes[i];
-    if (!n.op.inPlaceBackward || !needsGrad.has(n.output)) continue;
-    const src = storage.get(n.inputs[0])!;
-    const out = storage.get(n.output)!;
-    if (
-      needsGrad.has(n.inputs[0]) &&
-      src.writers === 1 &&
-      src.grad === null &&
-      src.base.kind === 'value' &&
-      src.words === out.words
-    )
-      src.grad = gradOf(out);
-  }
-  for (const t of outputs.map(resolve)) if (needsGrad.has(t)) gradOf(storage.get(t)!);
-
-  // Pass 4: plan every op.
-  const context = (n: Node, gradIn: (BufferRange | null)[], gradOut: BufferRange | null): PlanContext => ({
-    gpu,
-    path: n.path,
-    inputShapes: n.inputs.map((t) => t.shape),
-    outputShape: n.output.shape,
-    input: (i) => storage.get(n.inputs[i])!.value,
-    output: () => storage.get(n.output)!.value,
-    gradOut: () => gradOut,
-    gradIn: (i) => gradIn[i] ?? null,
-    scratch: (words, label) => alloc(words, `${n.path}/${n.op.name}/${label}`),
   });
-
-  // In backward order, so "first writer" means first to run; each op is planned once (forward and backward together).
-  const backward: Step[] = [];
-  const forwardOf = new Map<Node, Step[]>();
-  for (let i = nodes.length - 1; i >= 0; i--) {
-    const n = nodes[i];
-    const outStore = storage.get(n.output)!;
-    const gradOut = needsGrad.has(n.output) && !n.op.view ? gradOf(outStore) : null;
-    const gradIn: (BufferRange | null)[] = n.inputs.map(() => null);
-    const adds: Step[] = [];
-    const pre: Step[] = [];
-    const writes: Storage[] = [];
-    for (const [t, k] of gradOut ? diffInputs(n) : []) {
-      const s = storage.get(t)!;
-      writes.push(s);
-      const first = s.written++ === 0;
-      const target = first ? gradOf(s) : whole(alloc(s.words, `${s.label}:grad-part`), s.words);
-      if (!first) adds.push(...planAdd(gpu, target, gradOf(s), s.words));
-      gradIn[k] = target;
-    }
-    let effectiveOut = gradOut;
-    if (n.op.inPlaceBackward && gradOut && gradIn[0]) {
-      // The op turns its gradOut into gradIn(0) in place: make them one buffer.
-      const target = gradIn[0];
-      if (target.buffer !== gradOut.buffer || target.offset !== gradOut.offset)
-        pre.push({ copy: { src: gradOut, dst: target, bytes: outStore.words * 4 } });
-      effectiveOut = target;
-    }
-    const planned = withAdvice(() => n.op.plan(context(n, gradIn, effectiveOut), n.attrs), describeNode(n), n);
-    forwardOf.set(n, planned.forward);
-    backward.push(...pre, ...planned.backward, ...adds);
-    // The node's own steps (and its adds) finish each gradient it writes: an earlier node's writes are final only after
-    // it.
-    for (const s of writes) s.lastWrite = backward.length;
-  }
+  const time = new Timeline(nodes.length);
+  const { storage, needsGrad } = storagePass(nodes, outs, params, gradients);
+  gradientPass(nodes, outs, storage, needsGrad);
+  lifetimes(nodes, outs, storage, needsGrad, time);
+  assignBuffers(storage, reuse, time);
+  const { forward, backward } = planOps(gpu, nodes, { storage, needsGrad, reuse, time });
   // Views of a parameter share its storage, so its gradient's writers are all counted on one.
   const finalAfter = new Map<Parameter, number>();
   for (const s of storage.values()) {
     const p = s.base.kind === 'param' ? s.base.param : undefined;
     if (p) finalAfter.set(p, Math.max(finalAfter.get(p) ?? 0, s.lastWrite));
   }
-  const forward = nodes.flatMap((n) => forwardOf.get(n)!);
-
   return {
     forward,
     backward,
@@ -278,13 +146,231 @@ export function compilePlan(
         throw new RingtrainError(ErrorCode.InvalidArgument, `tensor ${t} is not part of this plan`, {
           tensor: String(t),
         });
-      return s.value;
+      return s.value!;
     },
-    grad: (t) => (needsGrad.has(resolve(t)) ? storage.get(resolve(t))!.grad : null),
+    grad: (t) => (needsGrad.has(resolve(t)) ? (storage.get(resolve(t))!.grad?.range ?? null) : null),
     buffers,
     nodes,
     gradFinalAfter: (p) => finalAfter.get(p) ?? 0,
   };
+}
+
+function fresh(base: Tensor, label: string, value: BufferRange | null, words = base.size): Storage {
+  return { value, grad: null, words, writers: 0, written: 0, lastWrite: 0, base, label, life: null };
+}
+
+/** Pass 2: a storage per tensor (views share their input's) and which tensors need a gradient. */
+function storagePass(
+  nodes: Node[],
+  outs: Tensor[],
+  params: ParamStore,
+  gradients: boolean,
+): { storage: Map<Tensor, Storage>; needsGrad: Set<Tensor> } {
+  const storage = new Map<Tensor, Storage>();
+  const needsGrad = new Set<Tensor>();
+  for (const n of nodes) {
+    for (const t of n.inputs) {
+      if (storage.has(t)) continue;
+      if (t.kind === 'param' && t.param) {
+        const e = params.entry(t.param);
+        const range = (buffer: GPUBuffer) => ({ buffer, offset: e.offset * 4, size: e.length * 4 });
+        const s = fresh(t, t.param.name, range(params.params), e.length);
+        s.grad = { words: e.length, label: t.param.name, range: range(params.grads), life: null };
+        storage.set(t, s);
+        if (gradients) needsGrad.add(t);
+      } else if (t.kind === 'input') {
+        storage.set(t, fresh(t, `input${t.id}`, null));
+        if (t.inputGrad && gradients) needsGrad.add(t);
+      } else {
+        throw new RingtrainError(ErrorCode.InvalidArgument, `internal: tensor ${t} is used before it is computed`, {
+          tensor: String(t),
+        });
+      }
+    }
+    const out = n.output;
+    if (n.inputs.some((t) => needsGrad.has(t) && t.dtype === 'f32')) needsGrad.add(out);
+    storage.set(out, n.op.view ? storage.get(n.inputs[0])! : fresh(out, `${n.path}/${n.op.name}`, null));
+  }
+  for (const t of outs) {
+    if (!storage.has(t))
+      throw new RingtrainError(ErrorCode.InvalidArgument, `the model's output ${t} is not computed by its forward`, {
+        tensor: String(t),
+      });
+  }
+  return { storage, needsGrad };
+}
+
+/** The inputs of `n` whose gradient its backward writes, with their indices. */
+function diffInputs(n: Node, needsGrad: Set<Tensor>): (readonly [Tensor, number])[] {
+  return n.inputs.map((t, i) => [t, i] as const).filter(([t]) => needsGrad.has(t) && t.dtype === 'f32' && !n.op.view);
+}
+
+/** Pass 3: how many writes each gradient takes, a gradient slot per storage, in-place chains sharing one. */
+function gradientPass(nodes: Node[], outs: Tensor[], storage: Map<Tensor, Storage>, needsGrad: Set<Tensor>): void {
+  for (const t of outs) if (needsGrad.has(t)) storage.get(t)!.writers++;
+  for (const n of nodes) for (const [t] of diffInputs(n, needsGrad)) storage.get(t)!.writers++;
+  for (const s of new Set(storage.values()))
+    if (s.base.kind !== 'param' && needsGrad.has(s.base))
+      s.grad = { words: s.words, label: `${s.label}:grad`, range: null, life: null };
+  // In reverse order, so chains of in-place ops share one gradient buffer.
+  const aliased = new Set<Storage>();
+  for (let i = nodes.length - 1; i >= 0; i--) {
+    const n = nodes[i];
+    if (!n.op.inPlaceBackward || !needsGrad.has(n.output)) continue;
+    const src = storage.get(n.inputs[0])!;
+    const out = storage.get(n.output)!;
+    if (
+      needsGrad.has(n.inputs[0]) &&
+      src.writers === 1 &&
+      !aliased.has(src) &&
+      src.base.kind === 'value' &&
+      src.words === out.words
+    ) {
+      src.grad = out.grad;
+      aliased.add(src);
+    }
+  }
+}
+
+/**
+ * Pass 4a: when each value and gradient is needed. A value from its forward to its last reader
+ * (a later forward, or a backward that reads it: `readByBackward`); a gradient from its first
+ * writer's backward to its producer's backward. What the caller touches outside the step, and a
+ * gradient nothing writes (read as the zeros it was made with), get the whole step.
+ */
+function lifetimes(
+  nodes: Node[],
+  outs: Tensor[],
+  storage: Map<Tensor, Storage>,
+  needsGrad: Set<Tensor>,
+  time: Timeline,
+): void {
+  const whole = time.whole();
+  const at = (t: Tensor, moment: number) => {
+    const s = storage.get(t)!;
+    if (s.base.kind !== 'param') s.life = extend(s.life, moment);
+  };
+  const written = new Set<GradSlot>();
+  for (const s of storage.values()) if (s.base.kind === 'input') s.life = whole;
+  for (const s of storage.values()) if (s.base.kind === 'input' && s.grad) s.grad.life = whole;
+  for (const t of outs) {
+    const s = storage.get(t)!;
+    s.life = whole;
+    if (s.grad && needsGrad.has(t)) [s.grad.life] = [whole, written.add(s.grad)];
+  }
+  nodes.forEach((n, i) => {
+    at(n.output, time.forward(i));
+    for (const t of n.inputs) at(t, time.forward(i));
+    if (!needsGrad.has(n.output) || n.op.view) return;
+    const b = time.backward(i);
+    const reads = readByBackward(n);
+    for (const k of reads.inputs) at(n.inputs[k], b);
+    if (reads.output) at(n.output, b);
+    const gradOut = storage.get(n.output)!.grad!;
+    gradOut.life = extend(gradOut.life, b);
+    for (const [t] of diffInputs(n, needsGrad)) {
+      const g = storage.get(t)!.grad!;
+      g.life = extend(g.life, b);
+      written.add(g);
+    }
+  });
+  for (const s of storage.values()) if (s.grad?.life && !written.has(s.grad)) s.grad.life = whole;
+}
+
+/** Pass 4b: buffers for every value and gradient, in the order their spans start. */
+function assignBuffers(storage: Map<Tensor, Storage>, reuse: BufferReuse, time: Timeline): void {
+  const wanted: { words: number; life: Life; label: string; set: (r: BufferRange) => void }[] = [];
+  const slots = new Set<GradSlot>();
+  for (const s of new Set(storage.values())) {
+    if (s.base.kind === 'param') continue;
+    wanted.push({ words: s.words, life: s.life ?? time.whole(), label: s.label, set: (r) => (s.value = r) });
+    const g = s.grad;
+    if (!g?.life || slots.has(g)) continue;
+    slots.add(g);
+    wanted.push({ words: g.words, life: g.life, label: g.label, set: (r) => (g.range = r) });
+  }
+  wanted.sort((a, b) => a.life.from - b.life.from || b.words - a.words);
+  for (const w of wanted) w.set(reuse.take(w.words, w.life, w.label));
+}
+
+interface PlanState {
+  storage: Map<Tensor, Storage>;
+  needsGrad: Set<Tensor>;
+  reuse: BufferReuse;
+  time: Timeline;
+}
+
+function gradRange(s: Storage): BufferRange {
+  if (!s.grad?.range)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `internal: ${s.label} has no gradient buffer`, {
+      tensor: String(s.base),
+    });
+  return s.grad.range;
+}
+
+/**
+ * Pass 5: every op planned once (forward and backward together), in backward order, so "first writer"
+ * means first to run. The node's own steps (and its adds) finish each gradient it writes: an earlier
+ * node's writes are final only after it.
+ */
+function planOps(gpu: Gpu, nodes: Node[], state: PlanState): { forward: Step[]; backward: Step[] } {
+  const backward: Step[] = [];
+  const forwardOf = new Map<Node, Step[]>();
+  for (let i = nodes.length - 1; i >= 0; i--) {
+    const n = nodes[i];
+    const planned = planNode(gpu, n, i, state);
+    forwardOf.set(n, planned.forward);
+    backward.push(...planned.backward);
+    for (const s of planned.writes) s.lastWrite = backward.length;
+  }
+  return { forward: nodes.flatMap((n) => forwardOf.get(n)!), backward };
+}
+
+function planNode(
+  gpu: Gpu,
+  n: Node,
+  i: number,
+  { storage, needsGrad, reuse, time }: PlanState,
+): { forward: Step[]; backward: Step[]; writes: Storage[] } {
+  const moment = { forward: time.forward(i), backward: time.backward(i) };
+  const during = (m: number): Life => ({ from: m, to: m });
+  const outStore = storage.get(n.output)!;
+  const gradOut = needsGrad.has(n.output) && !n.op.view ? gradRange(outStore) : null;
+  const gradIn: (BufferRange | null)[] = n.inputs.map(() => null);
+  const [pre, adds]: Step[][] = [[], []];
+  const writes: Storage[] = [];
+  for (const [t, k] of gradOut ? diffInputs(n, needsGrad) : []) {
+    const s = storage.get(t)!;
+    writes.push(s);
+    const first = s.written++ === 0;
+    const target = first ? gradRange(s) : reuse.take(s.words, during(moment.backward), `${s.label}:grad-part`);
+    if (!first) adds.push(...planAdd(gpu, target, gradRange(s), s.words));
+    gradIn[k] = target;
+  }
+  let effectiveOut = gradOut;
+  if (n.op.inPlaceBackward && gradOut && gradIn[0]) {
+    // The op turns its gradOut into gradIn(0) in place: make them one buffer.
+    const target = gradIn[0];
+    if (target.buffer !== gradOut.buffer || target.offset !== gradOut.offset)
+      pre.push({ copy: { src: gradOut, dst: target, bytes: outStore.words * 4 } });
+    effectiveOut = target;
+  }
+  // A temporary of one half of the op is lent only while that half runs, and only in its exact size (kernels may bind it whole).
+  const scratch = (words: number, label: string, within?: 'forward' | 'backward') =>
+    reuse.take(words, within ? during(moment[within]) : time.whole(), `${n.path}/${n.op.name}/${label}`, true).buffer;
+  const context: PlanContext = {
+    gpu,
+    path: n.path,
+    inputShapes: n.inputs.map((t) => t.shape),
+    outputShape: n.output.shape,
+    input: (k) => storage.get(n.inputs[k])!.value!,
+    output: () => outStore.value!,
+    gradOut: () => effectiveOut,
+    gradIn: (k) => gradIn[k] ?? null,
+    scratch,
+  };
+  const planned = withAdvice(() => n.op.plan(context, n.attrs), describeNode(n), n);
+  return { forward: planned.forward, backward: [...pre, ...planned.backward, ...adds], writes };
 }
 
 function describeNode(n: Node): string {

@@ -28,7 +28,8 @@ function profileLine(r: { code: number | null; stdout: string; stderr: string })
 function expectSane(json: Record<string, unknown>, model: string, batch: number, runtime: string): KernelJson[] {
   expect(json).toMatchObject({ bench: 'profile', model, batch, runtime, fallback_adapter: true });
   expect(typeof json.adapter).toBe('string');
-  for (const k of ['step_ms', 'encode_cpu_ms', 'kernels_ms'] as const) expect(json[k], k).toBeGreaterThan(0);
+  for (const k of ['step_ms', 'encode_cpu_ms', 'kernels_ms', 'planned_gpu_bytes'] as const)
+    expect(json[k], k).toBeGreaterThan(0);
   expect(['timestamp', 'replay']).toContain(json.method);
   const kernels = json.kernels as KernelJson[];
   expect(kernels.length).toBeGreaterThan(3);

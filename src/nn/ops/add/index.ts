@@ -9,6 +9,8 @@ import { apply, type Parameter, type Tensor } from '../../tensor.ts';
 
 export const addOp = defineOp<Record<string, never>>({
   name: 'add',
+  // ∂z goes to both inputs as it is.
+  backwardReads: () => ({ inputs: [], output: false }),
   shape([a, b], _attrs, info) {
     requireF32(info, 'add', [a, b]);
     if (a.length !== b.length || a.some((d, i) => d !== b[i]))

@@ -32,6 +32,8 @@ function joined(info: ShapeInfo, op: string, a: Shape, b: Shape): number[] {
 
 export const addBroadcastOp = defineOp<AddAttrs>({
   name: 'addBroadcast',
+  // Backward sums ∂y over the broadcast dimensions; no value is read.
+  backwardReads: () => ({ inputs: [], output: false }),
   shape: ([a, b], _attrs, info) => ({ shape: joined(info, 'addBroadcast', a, b) }),
   plan(ctx, attrs) {
     const [as, bs] = ctx.inputShapes;
@@ -41,7 +43,7 @@ export const addBroadcastOp = defineOp<AddAttrs>({
     ];
     const dy = ctx.gradOut();
     const backward: Step[] = [];
-    const scratch = (words: number, label: string) => ctx.scratch(words, label);
+    const scratch = (words: number, label: string) => ctx.scratch(words, label, 'backward');
     const [da, db] = [ctx.gradIn(0), ctx.gradIn(1)];
     if (dy && da) backward.push(...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, da, as, { scratch }));
     if (dy && db) backward.push(...planBroadcastReduce(ctx.gpu, dy, ctx.outputShape, db, bs, { alpha, scratch }));

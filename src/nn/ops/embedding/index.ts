@@ -13,6 +13,8 @@ import { positive } from '../../init.ts';
 
 export const embeddingOp = defineOp<Record<string, never>>({
   name: 'embedding',
+  // The scatter reads the ids and the output's gradient, never the rows it gathered.
+  backwardReads: () => ({ inputs: [0], output: false }),
   shape([ids, weight], _attrs, info) {
     if (info.dtypes[0] !== 'u32' || info.dtypes[1] !== 'f32')
       throw shapeError(info, 'embedding', 'needs u32 ids and an f32 weight', { ids, weight });
@@ -28,7 +30,9 @@ export const embeddingOp = defineOp<Record<string, never>>({
       forward,
       backward:
         dy && dw
-          ? planEmbeddingBackward(ctx.gpu, s, ctx.input(0), dy, dw, false, (words, label) => ctx.scratch(words, label))
+          ? planEmbeddingBackward(ctx.gpu, s, ctx.input(0), dy, dw, false, (words, label) =>
+              ctx.scratch(words, label, 'backward'),
+            )
           : [],
     };
   },

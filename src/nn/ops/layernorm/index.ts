@@ -17,6 +17,8 @@ export interface LayerNormAttrs extends Record<string, unknown> {
 
 export const layerNormOp = defineOp<LayerNormAttrs>({
   name: 'layerNorm',
+  // x and the saved statistics (scratch) give x̂; the output is not read again.
+  backwardReads: () => ({ inputs: [0, 1], output: false }),
   shape([x, w, b], _attrs, info) {
     requireF32(info, 'layerNorm', [x, w, b]);
     const c = x[x.length - 1];
@@ -56,7 +58,7 @@ export const layerNormOp = defineOp<LayerNormAttrs>({
         dweight: gradOrScratch(ctx, 1, cols, 'layerNorm dweight'),
         dbias: gradOrScratch(ctx, 2, cols, 'layerNorm dbias'),
       },
-      { scratch: (words, label) => ctx.scratch(words, label) },
+      { scratch: (words, label) => ctx.scratch(words, label, 'backward') },
     );
     return { forward, backward };
   },

@@ -28,6 +28,8 @@ function dims(shapes: readonly Shape[]): { rows: number; inF: number; outF: numb
 export const linearOp = defineOp<LinearAttrs>({
   name: 'linear',
   fusesReluAfter: true,
+  // dx needs W, dW needs x; the output only as the fused ReLU's mask.
+  backwardReads: (attrs) => ({ inputs: [0, 1], output: attrs.relu === true }),
   shape([x, w, b], _attrs, info) {
     requireF32(info, 'linear', [x, w, ...(b ? [b] : [])]);
     if (x.length < 1 || w.length !== 2)
@@ -46,7 +48,9 @@ export const linearOp = defineOp<LinearAttrs>({
   plan(ctx, attrs) {
     const { rows, inF, outF } = dims(ctx.inputShapes);
     const hasBias = ctx.inputShapes.length === 3;
-    const scratch = (words: number, label: string) => ctx.scratch(words, label);
+    // The matmuls' partial sums live only while their half of the op runs.
+    const scratch = (words: number, label: string) => ctx.scratch(words, label, 'forward');
+    const backScratch = (words: number, label: string) => ctx.scratch(words, label, 'backward');
     // A weight bigger than one binding (a vocabulary-sized head) is planned in slices: matmul-slices.ts.
     const forward: Step[] = planMatmulAnySize(
       ctx.gpu,
@@ -64,10 +68,11 @@ export const linearOp = defineOp<LinearAttrs>({
     const [dx, dw, db] = [ctx.gradIn(0), ctx.gradIn(1), hasBias ? ctx.gradIn(2) : null];
     if (dw)
       backward.push(
-        ...planMatmulSteps(ctx.gpu, dy, ctx.input(0), dw, { m: outF, n: inF, k: rows, transA: true }, scratch),
+        ...planMatmulSteps(ctx.gpu, dy, ctx.input(0), dw, { m: outF, n: inF, k: rows, transA: true }, backScratch),
       );
-    if (db) backward.push(...planBiasGradSteps(ctx.gpu, dy, db, rows, outF, scratch));
-    if (dx) backward.push(...planMatmulAnySize(ctx.gpu, dy, ctx.input(1), dx, { m: rows, n: inF, k: outF }, scratch));
+    if (db) backward.push(...planBiasGradSteps(ctx.gpu, dy, db, rows, outF, backScratch));
+    if (dx)
+      backward.push(...planMatmulAnySize(ctx.gpu, dy, ctx.input(1), dx, { m: rows, n: inF, k: outF }, backScratch));
     return { forward, backward };
   },
   cpu: {
