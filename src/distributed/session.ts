@@ -21,6 +21,7 @@
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
 import { EventBus, now } from '../core/events.ts';
 import type { Communicator, LinkCommunicator } from '../comm/communicator.ts';
+import type { Misbehaviour, MisbehaviourSink } from '../comm/misbehaviour.ts';
 import { joinWebRTCRing, type WebRTCRingOptions } from '../comm/rings.ts';
 import type { TcpEndpoint } from '../comm/tcp-endpoint.ts';
 import type { LinkTransport } from '../core/events.ts';
@@ -85,12 +86,18 @@ export interface Session {
   readonly events: EventBus;
   /** Hooks for elastic training (trainDistributed's `elastic` option). */
   readonly elastic: ElasticHooks;
+  /**
+   * Where anything that finds a peer of this session's ring breaking the rules tells it: the
+   * peer is reported to the server (once), whose majority of voters' reports ejects it. The
+   * session's rings report to it themselves; hand it to trainDistributed (`misbehaviour`).
+   */
+  readonly misbehaviour: MisbehaviourSink;
   /** Calls `handler` for every peer that leaves the job (whatever the server connection). */
   onPeerLeft(handler: (p: PeerLeftMsg) => void): void;
   /**
    * A fixed job's ring that broke on a claim that a peer went away: waits the server's liveness
    * window and, if every peer claimed lost is still in the job then, names every rank that made
-   * such a claim to this one (event peer-misbehaved, so it is reported) and returns the error the
+   * such a claim to this one (reported to the server) and returns the error the
    * job stops with. Null when nothing was claimed, a claimed peer did leave, or the job is elastic
    * (its regroup judges the claims and goes on).
    */
@@ -123,6 +130,11 @@ export const FINISHED = FINISHED_LEAVE_REASON;
 
 class PeerSession implements Session {
   private ringComm!: Communicator;
+  /** The links under `ringComm` (the same one unless the ring was reordered): who claimed a peer lost. */
+  private linkComm: LinkCommunicator | null = null;
+  readonly misbehaviour: MisbehaviourSink = {
+    peerMisbehaved: (finding: Misbehaviour) => this.reportPeer(finding.peer, finding.reason),
+  };
   membership!: Membership;
   links: LinkTransport[] = [];
   readonly elastic: ElasticHooks;
@@ -152,10 +164,7 @@ class PeerSession implements Session {
       regroup: (minEpoch) => this.regroup(minEpoch),
     };
     this.attach(client);
-    // A peer that broke the rules on our ring (guard.ts, the communicator's budget and framing):
-    // ask the server to eject it; a majority of the other peers' reports does.
     events.on((e) => {
-      if (e.type === 'peer-misbehaved') this.reportPeer(e.peer, e.reason);
       // The step checks' allgather needs every member's data at every rank, like a whole step, and
       // comes first in a step: a peer that breaks the rules at its first step is then a voter's
       // peer, and can be ejected (nobody could be in a job that had no voters yet).
@@ -185,6 +194,7 @@ class PeerSession implements Session {
   /** Peer ids this peer already reported (once is enough). */
   private readonly reported = new Set<string>();
 
+  /** A peer that broke the rules on our ring: ask the server to eject it; a majority of the other peers' reports does. */
   private reportPeer(rank: number, reason: string): void {
     const peer = this.membership?.peers[rank];
     if (!peer || rank === this.membership.rank || this.reported.has(peer.peerId)) return;
@@ -368,7 +378,7 @@ class PeerSession implements Session {
           );
       });
       try {
-        this.comm = await joinWebRTCRing({
+        const linkComm = await joinWebRTCRing({
           rank: membership.rank,
           size: membership.size,
           signaler: client.signaler(membership.epoch),
@@ -382,8 +392,11 @@ class PeerSession implements Session {
           onNotice: this.notice,
           peerTimeoutMs: this.peerTimeoutMs,
           events: this.events,
+          misbehaviour: this.misbehaviour,
         });
-        const links = (this.comm as Partial<Pick<LinkCommunicator, 'linkTransports'>>).linkTransports?.() ?? [];
+        this.linkComm = linkComm;
+        this.comm = linkComm;
+        const links = linkComm.linkTransports();
         // Internet links: run the ring in the order that keeps its slowest hop short, measured for this membership.
         if (this.settingsOf(client).ringOrder === 'rtt') this.comm = (await orderRingByRtt(this.comm)).comm;
         this.membership = membership;
@@ -536,17 +549,19 @@ class PeerSession implements Session {
    * honest rank reports what it heard itself, so the server's majority forms without hearsay.
    */
   private reportFalseAbort(): boolean {
-    const claims = (this.comm as Partial<Pick<LinkCommunicator, 'lossClaims'>> | undefined)?.lossClaims;
+    const claims = this.linkComm?.lossClaims;
     if (!claims?.size) return false;
-    // Named like any other rule-breaker (timeline, page); the event's listener reports it.
-    for (const [peer, reason] of claims)
+    for (const [peer, reason] of claims) {
+      this.reportPeer(peer, reason);
+      // Named like any other rule-breaker on the timeline and the page.
       this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.membership.rank, peer, reason });
+    }
     return true;
   }
 
   async judgeLossClaims(): Promise<RingtrainError | null> {
-    const comm = this.comm as Partial<Pick<LinkCommunicator, 'lossClaims' | 'claimedLost'>> | undefined;
-    if (!comm?.lossClaims?.size || !comm.claimedLost || this.isElastic) return null;
+    const comm = this.linkComm;
+    if (!comm?.lossClaims.size || this.isElastic) return null;
     const client = this.current;
     const ring = this.membership;
     // The peers said to be gone, by peer id: a rank of the broken ring may be another peer's in a later membership.

@@ -15,6 +15,7 @@ import type { Aggregation } from '../collectives/robust-aggregate.ts';
 import type { Rounds } from './timeline.ts';
 import type { BalanceMode } from './shares.ts';
 import type { PreparedTraining } from './warm-up.ts';
+import type { MisbehaviourSink } from '../comm/misbehaviour.ts';
 
 /** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
 export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig {
@@ -101,6 +102,8 @@ export interface DistributedTrainArgs {
   shouldStop?: () => boolean;
   /** Elastic training: peers may join and leave; the ring re-forms between steps instead of stopping. */
   elastic?: ElasticHooks;
+  /** Told of every rank the step checks name (a Session's `misbehaviour` reports it to the server). */
+  misbehaviour?: MisbehaviourSink;
   /**
    * Sees (and may change in place) this rank's gradients as read back from the
    * model, before the step checks and the sum: for code that embeds the trainer

@@ -178,6 +178,7 @@ function gradientChecks(
     seed: config.seed,
     fusionThresholdBytes: config.fusionThresholdBytes,
     timeoutMs: config.timeoutMs,
+    misbehaviour: args.misbehaviour,
   });
   const gradientsRead = clock.gradientsRead(args.transformGradients);
   const stepChecks: GradientCheck = {
