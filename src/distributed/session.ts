@@ -12,8 +12,8 @@
  * server only to change membership, so when it goes away the ring trains on,
  * and the session reconnects (to the same address) for up to `serverWaitMs`.
  * A restarted server numbers epochs afresh, so the elastic hooks count epochs
- * as generation × EPOCHS_PER_GENERATION + epoch, one generation per server
- * connection: any membership after a reconnect is newer than every one before.
+ * by server connection, `{ generation, epoch }` (ring-epoch.ts): any membership
+ * after a reconnect is newer than every one before.
  * A peer that cannot reach the server in time leaves the ring and stops with
  * ERR_SIGNALING (the trainer then saves the last completed step); peers that
  * can reach it re-form without that one.
@@ -39,6 +39,7 @@ import {
 } from '../signaling/protocol.ts';
 import type { ElasticHooks } from './trainer.ts';
 import { parseJobSettings, type JobSettings } from './settings.ts';
+import { compareEpochs, type RingEpoch } from './ring-epoch.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   /** The server's address (http(s)://host:port or ws(s)://…/ws). */
@@ -123,8 +124,6 @@ const MAX_DROP_ROUNDS = 16;
 export const DEFAULT_SERVER_WAIT_MS = 60_000;
 /** Pause between attempts to reach a lost server (ms). */
 const RECONNECT_EVERY_MS = 1000;
-/** Room for the epochs of one server connection (Int32 agreement: up to 2,147 reconnects). */
-const EPOCHS_PER_GENERATION = 1_000_000;
 /** The leave reason of a peer that completed its training (see the peer-left handler). */
 export const FINISHED = FINISHED_LEAVE_REASON;
 
@@ -159,8 +158,8 @@ class PeerSession implements Session {
     this.current = client;
     this.notice = o.onNotice ?? ((line) => console.warn(`ringtrain: ${line}`));
     this.elastic = {
-      currentEpoch: () => this.ringGeneration * EPOCHS_PER_GENERATION + this.membership.epoch,
-      latestEpoch: () => this.generation * EPOCHS_PER_GENERATION + (this.current.membership?.epoch ?? 0),
+      currentEpoch: () => ({ generation: this.ringGeneration, epoch: this.membership.epoch }),
+      latestEpoch: () => ({ generation: this.generation, epoch: this.current.membership?.epoch ?? 0 }),
       regroup: (minEpoch) => this.regroup(minEpoch),
     };
     this.attach(client);
@@ -493,7 +492,7 @@ class PeerSession implements Session {
     return client.nextMembership((m) => m.epoch > membership.epoch && m.ready, windowMs).catch(() => null);
   }
 
-  async regroup(minEpoch: number): Promise<Communicator> {
+  async regroup(minEpoch: RingEpoch): Promise<Communicator> {
     await this.comm.close();
     for (;;) {
       // Without a server no membership can change: wait for it (bounded by the server wait).
@@ -510,9 +509,9 @@ class PeerSession implements Session {
   }
 
   /** The first ready membership of `client` at or after `minEpoch` (counted across generations). */
-  private async nextReady(client: SignalingClient, minEpoch: number): Promise<Membership> {
-    const base = (client === this.current ? this.generation : this.ringGeneration) * EPOCHS_PER_GENERATION;
-    const after = (m: Membership): boolean => base + m.epoch >= minEpoch;
+  private async nextReady(client: SignalingClient, minEpoch: RingEpoch): Promise<Membership> {
+    const generation = client === this.current ? this.generation : this.ringGeneration;
+    const after = (m: Membership): boolean => compareEpochs({ generation, epoch: m.epoch }, minEpoch) >= 0;
     // A peer that really left is dropped by the server within its heartbeat window; if the job's
     // membership does not change by then, the ring broke for another reason (a stalled rank, a
     // false abort from a peer) and re-forming the same membership would not help.
