@@ -8,6 +8,8 @@ import { createMemoryRing } from '../../src/comm/rings.ts';
 import type { Misbehaviour, MisbehaviourSink } from '../../src/comm/misbehaviour.ts';
 import { rejectOffences } from '../../src/distributed/guard.ts';
 import { isRingtrainError } from '../../src/core/errors.ts';
+import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
+import { StepChecks } from '../../src/distributed/step-checks.ts';
 
 function collectingSink(): MisbehaviourSink & { found: Misbehaviour[] } {
   const found: Misbehaviour[] = [];
@@ -44,5 +46,30 @@ describe('MisbehaviourSink', () => {
     ]);
     rejectOffences(comm, 8, [], [1], sink);
     expect(sink.found, 'no offence, no finding').toHaveLength(2);
+  });
+
+  it("the step checks name a rank whose gradient is not finite to every rank's sink", async () => {
+    const comms = createMemoryRing(3);
+    const sinks = comms.map(() => collectingSink());
+    const checks = sinks.map((misbehaviour) => new StepChecks({ seed: 4, misbehaviour }));
+    const grads = comms.map((_, r) => Float32Array.from({ length: 64 }, (_, i) => (r === 2 && i === 5 ? NaN : i % 7)));
+    const errors = await Promise.all(
+      comms.map(async (c, r) => {
+        try {
+          await checks[r].before(c, grads[r], 0);
+          await allreduceInPlace(c, grads[r], { op: 'average', name: 'g0' });
+          await checks[r].after(c, grads[r], 1 / c.size);
+          return null;
+        } catch (e) {
+          return e;
+        }
+      }),
+    );
+    for (const e of errors) expect(isRingtrainError(e) && e.code).toBe('ERR_PEER_MISBEHAVED');
+    sinks.forEach((sink, r) => {
+      expect(sink.found.map((f) => [f.rank, f.peer])).toEqual([[r, 2]]);
+      expect(sink.found[0].reason).toMatch(/^step 0: /);
+    });
+    for (const c of comms) await c.close();
   });
 });
