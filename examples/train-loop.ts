@@ -85,7 +85,7 @@ try {
   };
 
   let regroups = 0;
-  if (session.settings.elastic) {
+  if (session.settings.membership.elastic) {
     // `launch --elastic`: a peer may die (or join) mid-run; the ring re-forms and training goes on
     // from the last commit (hvd.elastic.run with a TorchState).
     const state = new elastic.State(session, model, opt);

@@ -138,7 +138,7 @@ function jobFile(
     return json(res, 403, {
       error: `the files of job '${job.id}' go to its peers only: send its token (Authorization: Bearer <token>)`,
     });
-  const s = job.settings;
+  const s = job.settings.data;
   const named = [s.textSha256, s.tableSha256, s.labelsSha256].filter((h): h is string => h !== undefined && h !== '');
   if (!named.includes(sha256))
     return json(res, 404, {

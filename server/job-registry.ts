@@ -4,7 +4,7 @@
  */
 import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
 import { describeIssues, jobSpecSchema, type JobSpec, type MembershipMsg } from '../src/signaling/protocol.ts';
-import { parseJobSettings } from '../src/signaling/settings.ts';
+import { checkHyperparameters } from '../src/job/settings.ts';
 import type { AdmissionLimits } from './admission.ts';
 import { checkJobIce, type IceOptions } from './ice.ts';
 import { Job, type MembershipPeer } from './jobs.ts';
@@ -26,7 +26,7 @@ export function addJobTo(
   // The settings are checked here, once, so a job no peer could train is refused where it is made
   // (naming the setting) rather than at every peer that joins it.
   try {
-    parseJobSettings(parsed.data.config.hyperparameters);
+    checkHyperparameters(parsed.data.config.hyperparameters);
   } catch (err) {
     const e = err as RingtrainError;
     throw new RingtrainError(

@@ -6,7 +6,6 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import {
-  DEFAULT_ADMIT_TIMEOUT_MS,
   FINISHED_LEAVE_REASON,
   PeerLeftReason,
   SignalErrorCode,
@@ -18,7 +17,7 @@ import {
   type ServerMessage,
   type ShownProgress,
 } from '../src/signaling/protocol.ts';
-import { parseJobSettings, type JobSettings } from '../src/signaling/settings.ts';
+import { parseJobSettings, type JobSettings } from '../src/job/settings.ts';
 import { DEFAULT_ADMISSION_LIMITS } from './admission.ts';
 import { Candidates, type CandidateLimits } from './candidates.ts';
 
@@ -108,7 +107,7 @@ export class Job {
     this.candidates = new Candidates(
       this.id,
       defaults.candidates ?? DEFAULT_ADMISSION_LIMITS,
-      this.settings.admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS,
+      this.settings.membership.admitTimeoutMs,
     );
   }
 
@@ -119,7 +118,7 @@ export class Job {
    * for a joiner, so joiners are members at once; `admitTimeoutMs: 0` turns proving off.
    */
   get provesJoiners(): boolean {
-    return this.started && this.voters.size > 0 && this.settings.admitTimeoutMs !== 0;
+    return this.started && this.voters.size > 0 && this.settings.membership.admitTimeoutMs !== 0;
   }
 
   /** Members and candidates: who holds a name, a place under maxPeers, a slot of its address. */
@@ -199,7 +198,7 @@ export class Job {
         message: `progress refused: step ${p.step} after step ${last}; steps only grow`,
       };
     }
-    const lastStep = this.settings.steps;
+    const lastStep = this.settings.schedule.steps;
     if (lastStep !== undefined && p.step > lastStep) {
       return {
         reason: 'beyond-last-step',
@@ -221,7 +220,7 @@ export class Job {
     const origin = (member.progressOrigin ??= { step: p.step, at: now });
     const seconds = (now - origin.at) / 1000;
     const stepsPerS = seconds > 0 ? (p.step - origin.step) / seconds : 0;
-    const examplesPerStep = this.settings.globalBatch ?? this.config.batchPerPeer * this.config.maxPeers;
+    const examplesPerStep = this.settings.schedule.globalBatch ?? this.config.batchPerPeer * this.config.maxPeers;
     const limits = {
       stepsPerS: PLAUSIBLE_PACE_SLACK * stepsPerS,
       samplesPerS: PLAUSIBLE_PACE_SLACK * stepsPerS * examplesPerStep,
@@ -262,7 +261,7 @@ export class Job {
     this.candidates.propose(member, this.neighbours(), (m) =>
       m.refuse(
         SignalErrorCode.AdmitTimeout,
-        `not admitted to job '${this.id}': no link and echo with your would-be ring neighbours within ${this.settings.admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS} ms of joining (admitTimeoutMs; a joiner loads its data and compiles first); check that WebRTC or TCP reaches the other peers, or ask the job's owner to raise admitTimeoutMs, then join again`,
+        `not admitted to job '${this.id}': no link and echo with your would-be ring neighbours within ${this.settings.membership.admitTimeoutMs} ms of joining (admitTimeoutMs; a joiner loads its data and compiles first); check that WebRTC or TCP reaches the other peers, or ask the job's owner to raise admitTimeoutMs, then join again`,
       ),
     );
     return 'candidate';

@@ -9,7 +9,8 @@
  */
 import { type EventBus, now } from '../../src/core/events.ts';
 import type { PublicJobInfo } from '../../src/signaling/protocol.ts';
-import { jobSettingsSchema } from '../../src/signaling/settings.ts';
+import { hyperparametersSchema } from '../../src/job/settings.ts';
+import { settingRowsOf, type SettingRow } from '../../src/job/describe.ts';
 
 export type { PublicJobInfo };
 import { h } from './dom.ts';
@@ -97,26 +98,23 @@ export function statusLine(j: PublicJobInfo): string {
   return `Waiting for peers: ${j.size} of at least ${j.config.minPeers}.`;
 }
 
-/** A setting's key in words: `globalBatch` → `global batch`. */
-function settingName(key: string): string {
-  return key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
-}
-
 /** The job's settings, one row each: the model, the optimizer, every hyperparameter, the batch and the peers. */
-export function settingRows(j: PublicJobInfo): [string, string][] {
+export function settingRows(j: PublicJobInfo): SettingRow[] {
   // Shown, not trained: a listing this page cannot read (another version's server) still shows its raw settings.
-  const settings = jobSettingsSchema.safeParse(j.config.hyperparameters).data ?? {};
-  const rows: [string, string][] = [
-    ['model', j.config.model],
-    ['optimizer', j.config.optimizer],
-    ...Object.entries(j.config.hyperparameters).map(([k, v]): [string, string] => [
-      settingName(k),
-      typeof v === 'string' ? v : JSON.stringify(v),
-    ]),
+  const settings = hyperparametersSchema.safeParse(j.config.hyperparameters).data ?? {};
+  const row = (name: string, value: string): SettingRow => ({ key: name, name, value });
+  const rows = [
+    row('model', j.config.model),
+    row('optimizer', j.config.optimizer),
+    ...settingRowsOf(j.config.hyperparameters),
   ];
-  if (settings.globalBatch !== undefined) rows.push(['shared', settings.balance === 'speed' ? 'by speed' : 'equally']);
-  else rows.push(['batch per peer', String(j.config.batchPerPeer)]);
-  rows.push(['peers allowed', `${j.config.minPeers} to ${j.config.maxPeers}`], ['membership epoch', String(j.epoch)]);
+  if (settings.globalBatch !== undefined)
+    rows.push(row('shared', settings.balance === 'speed' ? 'by speed' : 'equally'));
+  else rows.push(row('batch per peer', String(j.config.batchPerPeer)));
+  rows.push(
+    row('peers allowed', `${j.config.minPeers} to ${j.config.maxPeers}`),
+    row('membership epoch', String(j.epoch)),
+  );
   return rows;
 }
 
@@ -260,7 +258,14 @@ export function jobPanel(
       if (accs.length) accuracy.textContent = accuracyText(Math.max(...accs));
     }
     settingsBody.replaceChildren(
-      ...settingRows(j).map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', {}, v))),
+      ...settingRows(j).map((r) =>
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'row', ...(r.help ? { title: r.help } : {}) }, r.name),
+          h('td', r.unit ? { title: r.unit } : {}, r.value),
+        ),
+      ),
     );
     if (j.finished && j.size === 0 && !finishedLine) {
       finishedLine = status.textContent;

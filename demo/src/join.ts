@@ -11,7 +11,6 @@ import { modelSpecFor } from '../../src/distributed/train-local.ts';
 import { type Dataset, selectExamples } from '../../src/data/dataset.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../../src/data/text.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
-import { parseJobSettings } from '../../src/distributed/settings.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
 import { FINISHED, init } from '../../src/distributed/session.ts';
 import { trainAsPeer } from '../../src/distributed/peer.ts';
@@ -72,53 +71,51 @@ export function browserJoin(
         webrtc: true,
       },
       // The job's model says which data: loaded before the ring forms, so the others never wait on our download.
-      beforeRing: async (job) => {
-        const settings = parseJobSettings(job.config.hyperparameters);
-        if (settings.tableSha256) {
+      beforeRing: async (job, settings) => {
+        const d = settings.data;
+        if (d.tableSha256) {
           // A table job: the table (and a labels file) come from the server that serves this page, checked against the
           // job's hashes.
-          progress(`loading the table ${settings.table ?? ''}…`);
+          progress(`loading the table ${d.table ?? ''}…`);
           const file = { job: job.id, token: params.token };
           const split = await loadJobTableInPage(
             {
               ...file,
-              name: settings.table ?? '',
-              sha256: settings.tableSha256,
-              labelColumn: settings.labelColumn,
-              labels: settings.labelsSha256
-                ? { ...file, name: settings.labels ?? '', sha256: settings.labelsSha256 }
-                : undefined,
+              name: d.table ?? '',
+              sha256: d.tableSha256,
+              labelColumn: d.labelColumn,
+              labels: d.labelsSha256 ? { ...file, name: d.labels ?? '', sha256: d.labelsSha256 } : undefined,
             },
             server,
           );
           train = split.train;
-          test = limitEvaluation(split.test, settings.evalLimit);
-        } else if (settings.textSha256) {
+          test = limitEvaluation(split.test, d.evalLimit);
+        } else if (d.textSha256) {
           // A text job: the text comes from the server that serves this page, checked against the job's hash.
-          progress(`loading the text ${settings.text ?? ''}…`);
+          progress(`loading the text ${d.text ?? ''}…`);
           const split = await loadJobTextInPage(
             {
               job: job.id,
               token: params.token,
-              name: settings.text ?? '',
-              sha256: settings.textSha256,
-              context: settings.context ?? DEFAULT_TEXT_CONTEXT,
-              tokenizer: settings.tokenizer,
+              name: d.text ?? '',
+              sha256: d.textSha256,
+              context: d.context ?? DEFAULT_TEXT_CONTEXT,
+              tokenizer: d.tokenizer,
             },
             server,
           );
           train = split.train;
-          test = limitEvaluation(split.validation, settings.evalLimit);
+          test = limitEvaluation(split.validation, d.evalLimit);
         } else {
           const words = job.config.model === 'transformer';
           progress(words ? 'loading the words…' : 'loading the digits…');
-          ({ train, test } = words ? await wordsForJob(settings.evalLimit) : await loadMnistInPage());
+          ({ train, test } = words ? await wordsForJob(d.evalLimit) : await loadMnistInPage());
         }
         // A software adapter takes many seconds to compile the first step's kernels: inside the ring the
         // others would wait that long on our first gradient (seen: 30 s on SwiftShader, and the ring gave up).
         if (!job.config.model.startsWith('tfjs')) {
           progress('compiling the model’s kernels…');
-          prepared = await prepareTraining(gpu, trainConfigFromJob(job.config), train, test);
+          prepared = await prepareTraining(gpu, trainConfigFromJob(job.config, settings), train, test);
         }
         progress('waiting for enough peers…');
       },
@@ -145,7 +142,8 @@ export function browserJoin(
       shouldStop: () => stopRequested,
       onWeights: ({ params }) => {
         // The panel keeps using the model it was given until the next one arrives: one copy, refreshed.
-        if (!copy) copy = createModel(gpu, modelSpecFor(trainConfigFromJob(session.job.config), train));
+        if (!copy)
+          copy = createModel(gpu, modelSpecFor(trainConfigFromJob(session.job.config, session.settings), train));
         copy.writeParams(params);
         showModel(copy, test);
       },
@@ -154,7 +152,7 @@ export function browserJoin(
         await session.close(result.stoppedBy ? 'ring broken' : FINISHED);
         // Peers leave as soon as they are done; one that finishes first can break the ring while this
         // rank is still in the last collective. Every step was taken all the same: say so.
-        const steps = trainConfigFromJob(session.job.config).steps;
+        const steps = session.settings.schedule.steps;
         const complete = steps !== undefined && result.steps >= steps;
         const metric =
           session.job.config.model === 'transformer'

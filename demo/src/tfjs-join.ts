@@ -38,7 +38,7 @@ export async function trainTfjsJob(session: Session, data: MnistSplit): Promise<
       `TF.js job: the page knows the TF.js model ${TFJS_MNIST_MODEL} only, and this job trains ${JSON.stringify(model)}`,
     );
   }
-  const recipe = parseRecipe((session.settings.args ?? '').split(/\s+/).filter(Boolean));
+  const recipe = parseRecipe((session.settings.model.args ?? '').split(/\s+/).filter(Boolean));
   await useBackend(recipe.backend);
   setDefaultRing(session);
   const finished = trainMnist(session, data, recipe).then(

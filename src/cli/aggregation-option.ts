@@ -11,7 +11,7 @@
 import type { Command } from 'commander';
 import { AGGREGATION_FORMS, parseAggregation, type Aggregation } from '../collectives/robust-aggregate.ts';
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
-import { parseJobSettings, type JobSettings } from '../distributed/settings.ts';
+import type { Hyperparameters, JobSettings } from '../job/settings.ts';
 
 const HELP =
   'how the peers combine gradients: mean (the ring allreduce, default); median or trimmed-mean:F (per element: ' +
@@ -52,9 +52,9 @@ export function aggregationText(a: Aggregation | undefined): string {
 /**
  * The job hyperparameters `run`'s rule sets (none for the mean: the job stays
  * as before). Which flags it does not combine with is decided in
- * setting-conflicts.ts and refused before this is asked.
+ * src/job/conflicts.ts and refused before this is asked.
  */
-export function aggregationHyperparameters(a: Aggregation | undefined): JobSettings {
+export function aggregationHyperparameters(a: Aggregation | undefined): Hyperparameters {
   if (!a || a.rule === 'mean') return {};
   return { aggregation: aggregationText(a) };
 }
@@ -62,11 +62,11 @@ export function aggregationHyperparameters(a: Aggregation | undefined): JobSetti
 /** `worker --aggregation`: the job's rule must be the one this peer was started with. */
 export function checkJobAggregation(
   expected: Aggregation | undefined,
-  hyperparameters: Record<string, unknown>,
+  reduce: Partial<Pick<JobSettings['reduce'], 'aggregation'>>,
   jobId: string,
 ): void {
   if (!expected) return;
-  const raw = parseJobSettings(hyperparameters).aggregation;
+  const raw = reduce.aggregation;
   const theirs = aggregationText(raw === undefined ? undefined : parseAggregation(raw));
   const mine = aggregationText(expected);
   if (theirs !== mine) {

@@ -26,7 +26,7 @@ import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { forEachLine } from '../core/lines.node.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import type { JobSettings } from '../signaling/settings.ts';
+import type { Hyperparameters } from '../job/settings.ts';
 import { DEFAULT_STATIC_DIR, startServer } from '../../server/index.ts';
 import { JOB_ENV, LOCAL_RANK_ENV, LOCAL_SIZE_ENV, NAME_ENV, SERVER_ENV, TIMELINE_ENV, TOKEN_ENV } from '../tfjs/env.ts';
 import { PAGE_MISSING_HINT } from '../core/package-root.node.ts';
@@ -290,7 +290,7 @@ function launchJob(
   withTabs: boolean,
   elastic: ReturnType<typeof elasticOptions>,
 ): JobSpec {
-  const hyperparameters: JobSettings = withTabs ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
+  const hyperparameters: Hyperparameters = withTabs ? { args: args.join(' '), peerTimeoutMs: TAB_PEER_TIMEOUT_MS } : {};
   if (o.elastic) hyperparameters.elastic = true;
   if (elastic.serverWait !== undefined) hyperparameters.serverWaitMs = elastic.serverWait * 1000;
   // An elastic job waits once for everyone it starts, then goes on with as few as --min-np.

@@ -15,8 +15,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { checkSameModel, describeModel, isModelFile } from '../engine/define.ts';
 import { loadModelFile } from '../engine/model-file.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
-import type { JobSettings } from '../signaling/settings.ts';
-import { parseJobSettings } from '../distributed/settings.ts';
+import type { Hyperparameters, JobSettings } from '../job/settings.ts';
 
 export interface ModelChoice {
   /** What the trainers build: a built-in kind or the registered name. */
@@ -55,7 +54,7 @@ export function parseModelOptions(raw: unknown): Record<string, unknown> | undef
 }
 
 /** The hyperparameters a job carries for a model file (`workerModel` checks a worker's file against them). */
-export function jobModelFields(choice: ModelChoice): JobSettings {
+export function jobModelFields(choice: ModelChoice): Hyperparameters {
   return choice.identity ? { modelName: choice.identity.name, modelLayoutHash: choice.identity.layoutHash } : {};
 }
 
@@ -72,13 +71,13 @@ function shown(text: string): string {
  * worker is refused before anything is read or run.
  */
 export async function workerModel(
-  job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> },
+  job: { id: string; config: Pick<JobConfig, 'model'> },
+  settings: Pick<JobSettings['model'], 'modelName' | 'modelLayoutHash'>,
   given: string | undefined,
   options: Record<string, unknown> = {},
 ): Promise<ModelChoice> {
-  const h = parseJobSettings(job.config.hyperparameters);
-  const jobName = h.modelName;
-  const jobLayout = h.modelLayoutHash;
+  const jobName = settings.modelName;
+  const jobLayout = settings.modelLayoutHash;
   const fileJob = jobName !== undefined || isModelFile(job.config.model);
   if (!fileJob) {
     if (given !== undefined && given !== job.config.model) {

@@ -82,6 +82,9 @@ export function withTextModel(cmd: Command, raw: Record<string, unknown>): Recor
   return { ...raw, model: 'transformer' };
 }
 
+/** The recipe options that hold only with the recipe's own optimizer. */
+const TUNED_FOR_OPTIMIZER = ['lr', 'weightDecay'];
+
 /** `raw` with the model's recipe filling every option the user left at commander's default (or unset). */
 export function withRecipe(
   cmd: Command,
@@ -90,9 +93,15 @@ export function withRecipe(
   const recipe = RECIPES[raw.text !== undefined ? 'text' : String(raw.model)];
   if (!recipe) return { raw, recipe };
   const out = { ...raw };
+  const unset = (key: string) => [undefined, 'default'].includes(cmd.getOptionValueSource(key));
+  // A recipe's learning rate and weight decay were tuned for its optimizer: with another one
+  // (--optimizer lion on the words workload) that optimizer's own defaults apply instead, as Lion's
+  // lr must be several times smaller than AdamW's.
+  const ownOptimizer =
+    recipe.options.optimizer === undefined || unset('optimizer') || raw.optimizer === recipe.options.optimizer;
   for (const [key, value] of Object.entries(recipe.options)) {
-    const source = cmd.getOptionValueSource(key);
-    if (source === undefined || source === 'default') out[key] = value;
+    if (!ownOptimizer && TUNED_FOR_OPTIMIZER.includes(key)) continue;
+    if (unset(key)) out[key] = value;
   }
   return { raw: out, recipe };
 }

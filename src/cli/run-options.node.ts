@@ -10,7 +10,7 @@ import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 import type { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import type { JobSettings } from '../signaling/settings.ts';
+import type { Hyperparameters } from '../job/settings.ts';
 import { jobModelFields, type ModelChoice } from './model-option.ts';
 import type { readTlsFiles } from './secrets.node.ts';
 import type { iceFromFlags } from './ice-flags.node.ts';
@@ -19,7 +19,7 @@ import type { TrainOptions } from './train-options.ts';
 import { wanHyperparameters, type WanOptions } from './wan-options.ts';
 import { shareHyperparameters, type ShareOptions } from './share-options.ts';
 import { aggregationHyperparameters, aggregationText } from './aggregation-option.ts';
-import { refuseConflicts } from '../distributed/setting-conflicts.ts';
+import { refuseConflicts } from '../job/conflicts.ts';
 import type { Aggregation } from '../collectives/robust-aggregate.ts';
 
 export interface RunOptions extends TrainOptions {
@@ -63,6 +63,8 @@ export interface RunOptions extends TrainOptions {
   checks?: { verify?: boolean; doubtRule?: boolean; directionRules: boolean };
   /** --transport: 'webrtc' makes every worker link by WebRTC; 'auto' (default) links local workers by TCP. */
   transport?: 'auto' | 'webrtc';
+  /** The flags made from the job settings' table (src/job/fields.ts) that were given, as the job's keys carry them. */
+  givenSettings?: Hyperparameters;
   /** --link-tls: the workers encrypt their TCP links. */
   linkTls?: boolean;
   /** --no-overlap: false (absent or true: each gradient bucket reduced as backward finishes it). */
@@ -134,7 +136,7 @@ export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, '
 }
 
 /**
- * The settings that do not combine (setting-conflicts.ts), refused naming the
+ * The settings that do not combine (src/job/conflicts.ts), refused naming the
  * flags as the user gave them.
  */
 export function refuseFlagConflicts(o: RunOptions): void {
@@ -158,7 +160,7 @@ export function refuseFlagConflicts(o: RunOptions): void {
 }
 
 export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
-  const hyperparameters: JobSettings = {
+  const hyperparameters: Hyperparameters = {
     lr: o.lr,
     momentum: o.momentum,
     weightDecay: o.weightDecay,
@@ -214,6 +216,10 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
       hyperparameters.labelsSha256 = o.labelsSha256 ?? '';
     }
   }
+  // A setting whose flag is made from the table and that nothing above wrote goes in as given: one that was not given
+  // is left out, so the job reads as before to peers of any version.
+  for (const [key, value] of Object.entries(o.givenSettings ?? {}))
+    if (!Object.hasOwn(hyperparameters, key)) Object.assign(hyperparameters, { [key]: value });
   return {
     id: `run-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),

@@ -222,6 +222,8 @@ function perRankFields(
     // Each worker's peak resident memory, by rank (a CPU adapter's GPU buffers included): what the job costs a
     // machine.
     peak_rss_bytes_by_rank: byRank.map((r) => ({ rank: r.rank, peak_rss_bytes: r.peak_rss_bytes ?? null })),
+    // Each rank's SHA-256 of its final weights and optimizer state (one value on every rank: the ring agreed).
+    weights_hash_by_rank: byRank.map((r) => ({ rank: r.rank, weights_hash: r.weights_hash ?? null })),
     // A text run: the text's hash, and the vocabulary each rank built from its copy.
     // A table run: the table's hash, and the split each rank made from its copy.
     ...(o.tableSha256 !== undefined

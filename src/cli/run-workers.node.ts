@@ -55,7 +55,7 @@ export function startWorker(
   if (o.save) given.push('--save', o.save);
   if (o.resume) given.push('--resume', o.resume);
   if (o.overwrite) given.push('--overwrite');
-  if (o.transport === 'webrtc') given.push('--transport', 'webrtc');
+  // --transport is the job's (links.transport): every worker reads it from the job, as a hand-started one does.
   if (o.linkTls) given.push('--link-tls');
   if (o.timeline) given.push('--timeline', `${o.timeline}.part${index}`);
   // A table and its labels as absolute paths, like the text: each worker checks their hashes against the job's.

@@ -10,22 +10,18 @@
  * Beside it: run-options.node.ts (its options and the job spec),
  * run-workers.node.ts (the worker processes), run-summary.node.ts (the result).
  */
-import { LINK_TRANSPORTS } from './link-options.node.ts';
 import { Command, Option } from 'commander';
-import { SingleBar, Presets } from 'cli-progress';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { resumeTokenizer } from '../distributed/model-fit.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { batchCount } from '../data/batches.ts';
 import { MNIST_TRAIN } from '../data/mnist.ts';
 import { WORD_COUNT, WORD_VALIDATION_COUNT } from '../data/words.ts';
-import { FINISHED } from '../distributed/session.ts';
-import { stallReporter } from '../distributed/stall.ts';
-import { startServer } from '../../server/index.ts';
+import { startServer, type RunningServer } from '../../server/index.ts';
 import { untilSignal } from '../../server/serve.ts';
-import { decideRuntime, printLine, runtimeLine, stderr, stderrIsTTY } from './host.node.ts';
+import { decideRuntime, printLine, runtimeLine, stderr } from './host.node.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
-import { withTextModel } from './recipes.ts';
+import { type Recipe, withTextModel } from './recipes.ts';
 import { loadText, textSource } from '../data/text.node.ts';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
@@ -38,6 +34,7 @@ import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions } from './train-options.ts';
+import { addJobSettingOptions, FLAGGED_SETTINGS, givenJobSettings } from './job-setting-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
 import { addShareOptions, parseShareOptions } from './share-options.ts';
@@ -51,7 +48,9 @@ import {
   runRecipe,
 } from './run-options.node.ts';
 import { startWorker, type WorkerState } from './run-workers.node.ts';
-import { evaluationText, reportRun } from './run-summary.node.ts';
+import { reportRun } from './run-summary.node.ts';
+import { progressBar, RunProgress } from './run-progress.node.ts';
+import type { JobSpec } from '../signaling/protocol.ts';
 
 // The option tests read these from here, where the command is.
 export { jobSpecFor, runRecipe };
@@ -66,6 +65,31 @@ export function runCommand(extension: RunExtension = {}): Command {
   const cmd = new Command('run').description(
     'start a signaling server and N local workers, and train together (like horovodrun -np N)',
   );
+  addRunOptions(cmd);
+  cmd.action(async (given: Record<string, unknown>) => {
+    // --discover: the script's first answer is -np, and the run is elastic.
+    const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
+    if (discovered.np === undefined)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.',
+      );
+    const { raw, recipe } = runRecipe(cmd, withTextModel(cmd, discovered));
+    const o = runOptionsFrom(cmd, raw, recipe, extension);
+    o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
+    if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
+    // Flags that do not combine stop the launch here, before any checkpoint is touched.
+    refuseFlagConflicts(o);
+    // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
+    const resumed = preflightCheckpoints(o);
+    if (o.text !== undefined) o.tokenizer = resumeTokenizer(o.tokenizer, resumed, o.resume);
+    commandStatus.exitCode = await launch(o);
+  });
+  return cmd;
+}
+
+/** `run`'s flags: train's, the launcher's own, and those made from the job settings' table. */
+function addRunOptions(cmd: Command): Command {
   addTrainOptions(cmd)
     .option(
       '--np <n>',
@@ -82,11 +106,6 @@ export function runCommand(extension: RunExtension = {}): Command {
     .option('--extra-peers <n>', 'places for peers beyond the local workers (browser tabs)', '0')
     .option('--fp16', 'send gradients as float16 (half the bytes)', false)
     .option(
-      '--elastic',
-      'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping',
-      false,
-    )
-    .option(
       '--min-np <n>',
       'with --elastic: keep training while at least this many peers are left (default 1: a lone survivor finishes the run)',
     )
@@ -95,17 +114,10 @@ export function runCommand(extension: RunExtension = {}): Command {
       '--server-wait <seconds>',
       'with --elastic: how long the ring trains on without its signaling server, reconnecting, before it stops with a recovery checkpoint (default 60)',
     )
-    .addOption(
-      new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step')
-        .choices(['constant', 'cosine'])
-        .default('constant'),
-    )
     .option(
       '--model-options <json>',
       'options for the model, as a JSON object (as for train); every worker builds the model with them, and a worker given other ones is refused',
     )
-    .option('--scale-lr', 'scale the learning rate by the number of peers (with --warmup-steps)', false)
-    .option('--warmup-steps <n>', 'steps of linear learning-rate warm-up when --scale-lr', '0')
     .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option(
       '--tls-cert <path>',
@@ -131,85 +143,60 @@ export function runCommand(extension: RunExtension = {}): Command {
       'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
     )
     .option(
-      '--direction-rules',
-      "eject a peer whose gradients pull against the others' over several steps (opt-in: docs/ROBUSTNESS.md)",
-      false,
-    )
-    .option(
-      '--no-overlap',
-      "read each step's gradient whole before reducing it, instead of reducing each bucket as backward finishes it (docs/COLLECTIVES.md, Overlap)",
-    )
-    .addOption(
-      new Option(
-        '--transport <kind>',
-        'links between the local workers: auto (TCP over loopback; browser tabs use WebRTC) or webrtc (WebRTC for every link)',
-      )
-        .choices([...LINK_TRANSPORTS])
-        .default('auto'),
-    )
-    .option(
       '--link-tls',
       "encrypt the workers' TCP links with TLS (each worker makes a certificate at start; the others pin its fingerprint)",
       false,
     );
-  addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))))).action(
-    async (given: Record<string, unknown>) => {
-      // --discover: the script's first answer is -np, and the run is elastic.
-      const discovered = given.discover === undefined ? given : { ...given, ...(await discoverOptions(given)) };
-      if (discovered.np === undefined)
-        throw new RingtrainError(
-          ErrorCode.InvalidArgument,
-          'ringtrain run needs -np N (how many local workers), or --discover SCRIPT.',
-        );
-      const { raw, recipe } = runRecipe(cmd, withTextModel(cmd, discovered));
-      const parsed = parseTrainOptions(raw);
-      const o: RunOptions = {
-        ...parsed,
-        modelOptions: modelOptionsWithSizes(parsed, parseModelOptions(raw.modelOptions)),
-        np: intOption(raw.np, '-np', 1, 64),
-        timeline: raw.timeline as string | undefined,
-        port: intOption(raw.port, '--port', 0, 65535),
-        host: String(raw.host),
-        servePage: Boolean(raw.servePage),
-        extraPeers: intOption(raw.extraPeers, '--extra-peers', 0, 1000),
-        fp16: Boolean(raw.fp16),
-        elastic: Boolean(raw.elastic),
-        ...elasticOptions(raw),
-        scaleLr: Boolean(raw.scaleLr),
-        lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
-        warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
-        sampling: recipe?.sampling ?? 'epochs',
-        warmupFrom: recipe ? 'zero' : 'base',
-        backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
-        tls: readTlsFiles(raw.tlsCert as string | undefined, raw.tlsKey as string | undefined),
-        ice: iceFromFlags(raw),
-        discover: raw.discover as string | undefined,
-        discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
-        wan: parseWanOptions(raw),
-        aggregation: parseAggregationOption(raw.aggregation),
-        checks: {
-          verify: optionalFlag(raw.verify),
-          doubtRule: optionalFlag(raw.doubtRule),
-          directionRules: Boolean(raw.directionRules),
-        },
-        overlap: raw.overlap !== false,
-        workerCommand: extension.workerCommand,
-        labels: raw.labels as string | undefined,
-        labelColumn: raw.labelColumn as string | undefined,
-        transport: raw.transport === 'webrtc' ? 'webrtc' : 'auto',
-        linkTls: Boolean(raw.linkTls),
-      };
-      o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
-      if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
-      // Flags that do not combine stop the launch here, before any checkpoint is touched.
-      refuseFlagConflicts(o);
-      // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
-      const resumed = preflightCheckpoints(o);
-      if (o.text !== undefined) o.tokenizer = resumeTokenizer(o.tokenizer, resumed, o.resume);
-      commandStatus.exitCode = await launch(o);
+  // The flags that write one job setting as it is, made from the settings' table (src/job/fields.ts).
+  addJobSettingOptions(cmd, FLAGGED_SETTINGS);
+  return addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd)))));
+}
+
+/** `run`'s options from commander's values, the model's recipe already applied (runRecipe). */
+function runOptionsFrom(
+  cmd: Command,
+  raw: Record<string, unknown>,
+  recipe: Recipe | undefined,
+  extension: RunExtension,
+): RunOptions {
+  const parsed = parseTrainOptions(raw);
+  return {
+    ...parsed,
+    modelOptions: modelOptionsWithSizes(parsed, parseModelOptions(raw.modelOptions)),
+    np: intOption(raw.np, '-np', 1, 64),
+    timeline: raw.timeline as string | undefined,
+    port: intOption(raw.port, '--port', 0, 65535),
+    host: String(raw.host),
+    servePage: Boolean(raw.servePage),
+    extraPeers: intOption(raw.extraPeers, '--extra-peers', 0, 1000),
+    fp16: Boolean(raw.fp16),
+    elastic: Boolean(raw.elastic),
+    ...elasticOptions(raw),
+    scaleLr: Boolean(raw.scaleLr),
+    lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
+    warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
+    sampling: recipe?.sampling ?? 'epochs',
+    warmupFrom: recipe ? 'zero' : 'base',
+    backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
+    tls: readTlsFiles(raw.tlsCert as string | undefined, raw.tlsKey as string | undefined),
+    ice: iceFromFlags(raw),
+    discover: raw.discover as string | undefined,
+    discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
+    wan: parseWanOptions(raw),
+    aggregation: parseAggregationOption(raw.aggregation),
+    checks: {
+      verify: optionalFlag(raw.verify),
+      doubtRule: optionalFlag(raw.doubtRule),
+      directionRules: Boolean(raw.directionRules),
     },
-  );
-  return cmd;
+    overlap: raw.overlap !== false,
+    workerCommand: extension.workerCommand,
+    labels: raw.labels as string | undefined,
+    labelColumn: raw.labelColumn as string | undefined,
+    transport: raw.transport === 'webrtc' ? 'webrtc' : 'auto',
+    linkTls: Boolean(raw.linkTls),
+    givenSettings: givenJobSettings(cmd, FLAGGED_SETTINGS),
+  };
 }
 
 /** A flag with a --no- form: true, false, or undefined when neither was given (the job's kind decides). */
@@ -252,6 +239,35 @@ async function launch(o: RunOptions): Promise<number> {
   const runtime = decision.runtime;
   const say = (line: string) => (o.json ? printLine(line, stderr) : printLine(line));
   if (decision.auto) await say(runtimeLine(decision));
+  const { job, choice, trainExamples } = await prepareJob(o);
+  const server = await startJobServer(o, job, runtime, say);
+  const totalSteps = o.steps ?? o.epochs * batchCount(trainExamples, o.shares?.globalBatch ?? o.np * o.batch);
+  const bar = progressBar(o, totalSteps);
+  const progress = new RunProgress(o, runtime, totalSteps, bar, say);
+  const { workers } = progress;
+  const addWorker = () => void workers.push(startWorker(workers.length, server, job, o, runtime, progress.onLine));
+  for (let i = 0; i < o.np; i++) addWorker();
+  if (o.discover) await discoverWorkers(o, progress, addWorker);
+
+  // If one worker dies, the others notice through the ring and stop on their own; the launcher only waits.
+  const codes = await Promise.all(workers.map((w) => w.exit!));
+  bar?.stop();
+  for (const l of progress.lastLines) await say(l);
+  if (o.servePage) {
+    // The demo: training is over, but whoever opened the page can still look at the job.
+    await say(`ringtrain: training finished; the page stays up at ${server.url} until Ctrl-C`);
+    await untilSignal();
+  }
+  await server.close();
+  const { recovery, departures } = progress;
+  return reportRun({ o, workers, codes, recovery, runtime, say, departures, model: choice.model });
+}
+
+/**
+ * The job the workers join, and how many examples an epoch has (for the progress bar only: the workers count
+ * their own steps from the data they load).
+ */
+async function prepareJob(o: RunOptions) {
   // The launcher reads the text once, for its hash: the job names it, and every worker's copy must match.
   // It also tokenizes it into the cache before any worker starts, so the workers read one cache instead of
   // each tokenizing the text at once.
@@ -264,6 +280,23 @@ async function launch(o: RunOptions): Promise<number> {
   const table = launcherTable(o);
   const choice = await useModelOption(o.model, o.modelOptions);
   const job = jobSpecFor(o, choice);
+  const trainExamples = table
+    ? table.train.count
+    : text
+      ? trainingTokens(text.cache.length) - (o.context ?? DEFAULT_TEXT_CONTEXT)
+      : o.model === 'transformer'
+        ? WORD_COUNT - WORD_VALIDATION_COUNT
+        : MNIST_TRAIN;
+  return { job, choice, trainExamples };
+}
+
+/** The signaling server with the one job, and the lines that say where it is. */
+async function startJobServer(
+  o: RunOptions,
+  job: JobSpec,
+  runtime: 'node' | 'deno',
+  say: (line: string) => Promise<void>,
+): Promise<RunningServer> {
   // A worker's exit closes its socket at once, so heartbeats only catch a hung one; a first step that
   // compiles the transformer's kernels on a busy CPU adapter keeps a worker's event loop for many seconds.
   const server = await startServer({
@@ -284,155 +317,28 @@ async function launch(o: RunOptions): Promise<number> {
       `ringtrain: open ${server.url}/?job=${encodeURIComponent(job.id)}#token=${encodeURIComponent(job.token)} in a browser to watch${o.extraPeers > 0 ? ' and join' : ''}`,
     );
   }
+  return server;
+}
 
-  // For the progress bar only: the workers count their own steps from the data they load.
-  const trainExamples = table
-    ? table.train.count
-    : text
-      ? trainingTokens(text.cache.length) - (o.context ?? DEFAULT_TEXT_CONTEXT)
-      : o.model === 'transformer'
-        ? WORD_COUNT - WORD_VALIDATION_COUNT
-        : MNIST_TRAIN;
-  const stepsPerEpoch = batchCount(trainExamples, o.shares?.globalBatch ?? o.np * o.batch);
-  const totalSteps = o.steps ?? o.epochs * stepsPerEpoch;
-  const useBar = !o.json && stderrIsTTY;
-  const bar = useBar
-    ? new SingleBar(
-        {
-          stream: stderr,
-          format: '{bar} {value}/{total} steps | {sps} steps/s | loss {loss} | allreduce {mbps} MB/s',
-          hideCursor: true,
-        },
-        Presets.shades_classic,
-      )
-    : undefined;
-  bar?.start(totalSteps, 0, { sps: '-', loss: '-', mbps: '-' });
-  const started = Date.now();
-  let rank0Bytes = 0;
-  const lastLines: string[] = [];
-
-  const workers: WorkerState[] = [];
-  // Every survivor hears of a departure: one line per peer that left, from whoever tells first.
-  const departed = new Set<string>();
-  // Why each local worker left, by its name (deno-2): the final report names who was lost or ejected.
-  const departures = new Map<string, string>();
-  let lastDeparture: { who: string; at: number } | undefined;
-  let ringSize = o.np;
-  // The newest recovery checkpoint a worker saved (ranks may stop a step apart, or on an error of their own).
-  let recovery: { step: number; path: string; diverged?: boolean } | undefined;
-  // Straight to stderr even with a bar on screen: a stalled ring is news now, not after the run.
-  const sayStall = stallReporter((line) => void printLine(`${bar ? '\n' : ''}ringtrain: ${line}`, stderr));
-  // Without a bar (a log, a pipe), about ten progress lines per run instead.
-  const progressEvery = Math.max(1, Math.ceil(totalSteps / 10));
-  let lastProgressLine = 0;
-  let ringShown = false;
-  const onLine = (w: WorkerState, msg: Record<string, unknown>): void => {
-    if (msg.event === 'joined') w.rank = Number(msg.rank);
-    else if (msg.event === 'step') {
-      w.rank = Number(msg.rank); // ranks move when an elastic ring re-forms
-      w.training = true;
-    }
-    if (msg.event === 'joined' && !ringShown && workers.length === o.np && workers.every((x) => x.rank !== undefined)) {
-      // Which process holds which rank: what a person needs to read a stall or a lost rank.
-      ringShown = true;
-      const byRank = [...workers].sort((a, b) => a.rank! - b.rank!);
-      void say(
-        `ringtrain: ring of ${o.np}: ${byRank.map((x) => `rank ${x.rank} ${runtime}-${x.index} (pid ${x.child.pid})`).join(', ')}`,
-      );
-    }
-    if (msg.event === 'step' && Number(msg.size) !== ringSize) {
-      // The first step of a re-formed ring: say so, and how long the ring was down.
-      ringSize = Number(msg.size);
-      const after = lastDeparture
-        ? `, ${((Date.now() - lastDeparture.at) / 1000).toFixed(1)} s after ${lastDeparture.who} left`
-        : '';
-      lastDeparture = undefined;
-      void printLine(
-        `${bar ? '\n' : ''}ringtrain: the ring re-formed with ${ringSize} peers at step ${Number(msg.step)}${after}`,
-        stderr,
-      );
-    }
-    if (msg.event === 'step' && w.rank === 0) {
-      const step = Number(msg.step);
-      rank0Bytes = Number(msg.bytesSent);
-      const secs = (Date.now() - started) / 1000;
-      bar?.update(step, {
-        sps: (step / secs).toFixed(2),
-        loss: Number(msg.loss).toFixed(4),
-        mbps: (rank0Bytes / 1e6 / secs).toFixed(2),
-      });
-      if (!bar && step >= lastProgressLine + progressEvery) {
-        lastProgressLine = step - (step % progressEvery);
-        void say(
-          `step ${step}/${totalSteps} on ${Number(msg.size)} peers, loss ${Number(msg.loss).toFixed(4)}, ${(step / secs).toFixed(2)} steps/s`,
-        );
-      }
-    } else if (msg.event === 'evaluate' && w.rank === 0) {
-      const line = `epoch ${Number(msg.epoch) + 1}: step ${msg.step}, ${evaluationText(o.model, Number(msg.testAccuracy), Number(msg.testLoss))}`;
-      if (bar) lastLines.push(line);
-      else void say(line);
-    } else if (msg.event === 'stall') {
-      // Every rank notices a silent peer: one line per stalled set of ranks, now and then.
-      sayStall({
-        rank: Number(msg.rank),
-        name: String(msg.name),
-        waitingFor: (msg.waitingFor as number[]) ?? [],
-        waitedMs: Number(msg.waitedMs),
-      });
-    } else if (msg.event === 'peer-left') {
-      // A peer that finished, or a server shutting down, is no news.
-      const finished = msg.reason === 'left' && msg.detail === FINISHED;
-      if (finished || msg.reason === 'server-closing' || departed.has(String(msg.peerId))) return;
-      departed.add(String(msg.peerId));
-      const who = `${msg.name ? String(msg.name) : `peer ${String(msg.peerId)}`} (rank ${Number(msg.rank)})`;
-      lastDeparture ??= { who, at: Date.now() };
-      const why = `${String(msg.reason)}${msg.detail ? `: ${String(msg.detail)}` : ''}`;
-      if (msg.name) departures.set(String(msg.name), why);
-      void printLine(
-        `${bar ? '\n' : ''}ringtrain: ${who} left the job (${why}); ${o.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`,
-        stderr,
-      );
-    } else if (msg.event === 'checkpoint-notice') {
-      void printLine(`${bar ? '\n' : ''}ringtrain: rank ${Number(msg.rank)}: ${String(msg.line)}`, stderr);
-    } else if (msg.event === 'recovery') {
-      if (!recovery || Number(msg.step) > recovery.step)
-        recovery = { step: Number(msg.step), path: String(msg.path), diverged: msg.diverged === true };
-    } else if (msg.event === 'result') {
-      w.result = msg;
-    }
-  };
-  const addWorker = () => void workers.push(startWorker(workers.length, server, job, o, runtime, onLine));
-  for (let i = 0; i < o.np; i++) addWorker();
-  if (o.discover) {
-    await keepWorkersDiscovered({
-      script: o.discover,
-      intervalMs: o.discoverIntervalMs!,
-      minNp: o.minNp!,
-      maxNp: o.maxNp!,
-      workers: () => workers,
-      start: addWorker,
-      stop: (w) => void (w as WorkerState).child.kill('SIGTERM'),
-      // Finished (a worker's own error is a loss the others carry on without), or nobody left.
-      over: () => workers.some((w) => w.result && !w.result.stopped_by) || workers.every((w) => w.exited),
-      say: (line) => void printLine(`${bar ? '\n' : ''}ringtrain: ${line}`, stderr),
-    });
-    // Training is over: a worker still starting has no ring left to join.
-    for (const w of workers) {
-      if (w.training || w.exited) continue;
-      w.retired = true;
-      w.child.kill('SIGTERM');
-    }
+/** --discover: workers started and stopped as the script says, until training is over. */
+async function discoverWorkers(o: RunOptions, progress: RunProgress, addWorker: () => void): Promise<void> {
+  const { workers } = progress;
+  await keepWorkersDiscovered({
+    script: o.discover!,
+    intervalMs: o.discoverIntervalMs!,
+    minNp: o.minNp!,
+    maxNp: o.maxNp!,
+    workers: () => workers,
+    start: addWorker,
+    stop: (w) => void (w as WorkerState).child.kill('SIGTERM'),
+    // Finished (a worker's own error is a loss the others carry on without), or nobody left.
+    over: () => workers.some((w) => w.result && !w.result.stopped_by) || workers.every((w) => w.exited),
+    say: (line) => void progress.notice(line),
+  });
+  // Training is over: a worker still starting has no ring left to join.
+  for (const w of workers) {
+    if (w.training || w.exited) continue;
+    w.retired = true;
+    w.child.kill('SIGTERM');
   }
-
-  // If one worker dies, the others notice through the ring and stop on their own; the launcher only waits.
-  const codes = await Promise.all(workers.map((w) => w.exit!));
-  bar?.stop();
-  for (const l of lastLines) await say(l);
-  if (o.servePage) {
-    // The demo: training is over, but whoever opened the page can still look at the job.
-    await say(`ringtrain: training finished; the page stays up at ${server.url} until Ctrl-C`);
-    await untilSignal();
-  }
-  await server.close();
-  return reportRun({ o, workers, codes, recovery, runtime, say, departures, model: choice.model });
 }

@@ -10,7 +10,8 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import { parseJobSettings, settingFromText, withOutsiderChecks, type JobSettings } from '../signaling/settings.ts';
+import { hyperparameterKeysHelp } from './job-setting-options.ts';
+import { checkHyperparameters, settingFromText, withOutsiderChecks, type Hyperparameters } from '../job/settings.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
 import {
   DEFAULT_LR,
@@ -134,7 +135,7 @@ export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec
   }
   if (o.maxPeers < o.minPeers)
     throw invalid(`--max-peers (${o.maxPeers}) must be at least --min-peers (${o.minPeers}).`);
-  const hyperparameters: JobSettings = {
+  const hyperparameters: Hyperparameters = {
     lr: o.lr ?? DEFAULT_LR[o.optimizer],
     momentum: o.momentum,
     weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer],
@@ -164,10 +165,10 @@ export function jobFromFlags(o: ServerCliOptions, files: JobFiles = {}): JobSpec
       Object.assign(hyperparameters, { labels: basename(table.labels.path), labelsSha256: table.labels.sha256 });
   }
   // Checked here too (the server checks every job it adds) to name the flag that set it.
-  let settings: JobSettings;
+  let settings: Hyperparameters;
   try {
     // Whoever holds the token joins: verify and the doubt rule on unless --hp says otherwise.
-    settings = withOutsiderChecks(parseJobSettings({ ...hyperparameters, ...parseHyperparameters(o.hp) }));
+    settings = withOutsiderChecks(checkHyperparameters({ ...hyperparameters, ...parseHyperparameters(o.hp) }));
   } catch (err) {
     const e = err as RingtrainError;
     const given = o.hp.find((pair) => pair.startsWith(`${String(e.detail?.field)}=`));
@@ -292,7 +293,7 @@ function addJobFlags(cmd: Command): void {
     .option('--max-peers <n>', 'peers beyond this many are refused', '16')
     .option(
       '--hp <key=value...>',
-      'more hyperparameters for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...)',
+      `more settings for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...); the keys: ${hyperparameterKeysHelp()}`,
     )
     .option(
       '--text <file>',

@@ -16,7 +16,7 @@
 import { type Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { BALANCE_MODES, type BalanceMode } from '../distributed/shares.ts';
-import type { JobSettings } from '../signaling/settings.ts';
+import type { Hyperparameters } from '../job/settings.ts';
 
 export interface ShareOptions {
   /** Examples per step for the whole ring (absent: --batch per peer, moving with the ring's size). */
@@ -74,7 +74,7 @@ export function parseShareOptions(
 }
 
 /** What the job's config carries (job-config.ts reads it back). */
-export function shareHyperparameters(s: ShareOptions): JobSettings {
+export function shareHyperparameters(s: ShareOptions): Hyperparameters {
   return {
     ...(s.globalBatch !== undefined ? { globalBatch: s.globalBatch } : {}),
     ...(s.balance !== 'equal' ? { balance: s.balance } : {}),

@@ -11,7 +11,7 @@ import { ErrorCode, RingtrainError, unreadableReason } from '../core/errors.ts';
 import { rowFormatOf } from '../data/rows.ts';
 import type { TableChoice } from '../data/table.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
-import { parseJobSettings } from '../distributed/settings.ts';
+import type { JobSettings } from '../job/settings.ts';
 
 /** Text from the server shown in a message: no control characters, not too long. */
 function shown(v: unknown): string {
@@ -40,7 +40,7 @@ export function isTable(data: string | undefined): data is string {
   return data !== undefined && rowFormatOf(data) !== undefined;
 }
 
-type Job = { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> };
+type Job = { id: string; config: Pick<JobConfig, 'model'> };
 
 /** One of this peer's files against the job's: the same SHA-256, or a refusal naming both. */
 function checkCopy(job: Job, flag: string, given: string, jobName: string | undefined, expected: string): void {
@@ -60,9 +60,9 @@ function checkCopy(job: Job, flag: string, given: string, jobName: string | unde
  */
 export function workerTable(
   job: Job,
+  h: JobSettings['data'],
   given: { data?: string; labels?: string; labelColumn?: string },
 ): TableChoice | undefined {
-  const h = parseJobSettings(job.config.hyperparameters);
   const sha = h.tableSha256;
   if (sha === undefined) {
     if (isTable(given.data) || given.labels !== undefined || given.labelColumn !== undefined) {

@@ -7,7 +7,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { textSource } from '../data/text.node.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
-import { parseJobSettings } from '../distributed/settings.ts';
+import type { JobSettings } from '../job/settings.ts';
 import type { TextChoice } from './training-data.node.ts';
 
 /** Text from the server shown in a message: no control characters, not too long. */
@@ -18,10 +18,10 @@ function shown(v: unknown): string {
 
 /** The worker's --text against the job's: the same SHA-256, or a refusal naming both. */
 export function workerText(
-  job: { id: string; config: Pick<JobConfig, 'model' | 'hyperparameters'> },
+  job: { id: string; config: Pick<JobConfig, 'model'> },
+  h: JobSettings['data'],
   given: string | undefined,
 ): TextChoice | undefined {
-  const h = parseJobSettings(job.config.hyperparameters);
   const sha = h.textSha256;
   if (sha === undefined) {
     if (given !== undefined)

@@ -150,48 +150,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
   const bus = new EventBus();
   const stepsPerEpoch = batchCount(data.train.count, opts.batch);
   const totalSteps = opts.steps ?? opts.epochs * stepsPerEpoch;
-  const useBar = !opts.json && stderrIsTTY;
-  const bars = useBar
-    ? new MultiBar(
-        {
-          stream: stderr,
-          format: '{bar} {value}/{total} steps | epoch {epoch} | loss {loss} | {rate} samples/s',
-          hideCursor: true,
-          clearOnComplete: true,
-        },
-        Presets.shades_classic,
-      )
-    : undefined;
-  const bar = bars?.create(totalSteps, resume?.step ?? 0, { epoch: 1, loss: '-', rate: '-' });
-  let epochLoss = 0,
-    epochSteps = 0;
-  // Without a bar (a log, a pipe, --json), about ten progress lines per run instead, as `run` prints:
-  // a long run (the transformer's 1,000 steps on a CPU adapter) shows its loss curve and pace as it goes.
-  const progressEvery = Math.max(1, Math.ceil(totalSteps / 10));
-  let lastProgressLine = resume?.step ?? 0;
-  const started = Date.now();
-  bus.on((e) => {
-    if (e.type === 'train-step') {
-      epochLoss += e.loss;
-      epochSteps++;
-      bar?.update(e.step, { epoch: e.epoch + 1, loss: e.loss.toFixed(4), rate: Math.round(e.samplesPerS) });
-      if (!bar && e.step >= lastProgressLine + progressEvery) {
-        lastProgressLine = e.step - (e.step % progressEvery);
-        void say(
-          `step ${e.step}/${totalSteps}, loss ${e.loss.toFixed(4)}, ${Math.round(e.samplesPerS)} samples/s, ${((Date.now() - started) / 1000).toFixed(1)} s`,
-        );
-      }
-    } else if (e.type === 'evaluate') {
-      const line = `epoch ${e.epoch + 1}: step ${e.step}, train loss ${(epochLoss / Math.max(1, epochSteps)).toFixed(4)}, test accuracy ${percent(e.testAccuracy)}, test loss ${e.testLoss?.toFixed(4)}`;
-      epochLoss = 0;
-      epochSteps = 0;
-      if (bars) {
-        bars.log(line + '\n');
-        bars.update(); // flush now: the run may stop (and clear the bar) right after the last evaluation
-      } else void say(line);
-    }
-  });
-
+  const bars = showProgress(opts, bus, say, totalSteps, resume?.step ?? 0);
   const interrupt = interruptSignal(() => {
     bars?.stop();
     stderr.write(
@@ -223,50 +182,8 @@ async function train(opts: TrainCommandOptions): Promise<void> {
     if (result.evaluationFailure) await printLine(evaluationFailedLine(result.evaluationFailure, opts.save), stderr);
     // Like a shell job killed by SIGINT, but only after the checkpoint is safe.
     if (result.interrupted) commandStatus.exitCode = 130;
-    if (opts.json) {
-      await printLine(
-        JSON.stringify({
-          test_accuracy: result.testAccuracy,
-          test_loss: result.testLoss,
-          train_loss: result.trainLoss,
-          val_loss: result.testLoss,
-          tokens_per_s: result.tokensPerS,
-          steps: result.steps,
-          epochs: result.epochs,
-          samples_per_s: result.samplesPerS,
-          train_seconds: result.trainSeconds,
-          runtime: result.runtime,
-          adapter: result.adapter,
-          gpu_waits: result.gpuWaits,
-          model: opts.model,
-          params: result.params,
-          optimizer: opts.optimizer,
-          batch: opts.batch,
-          // One process is a ring of one: run --json's fields, with their meaning there.
-          global_batch: opts.batch,
-          size: 1,
-          lr: opts.lr,
-          lr_schedule: opts.lrSchedule,
-          seed: opts.seed,
-          ...(data.text
-            ? {
-                text_sha256: data.text.sha256,
-                tokenizer: data.text.tokenizer,
-                vocabulary_size: data.text.vocabularySize,
-                text_tokens: data.text.tokens,
-                token_cache: data.text.cache,
-                ...(data.text.built ? { tokenize_seconds: data.text.built.seconds } : {}),
-              }
-            : {}),
-          saved: opts.save ?? null,
-          interrupted: result.interrupted,
-          // null, or why the last evaluation failed (test_accuracy and test_loss are null then): the run and its
-          // checkpoint stand.
-          evaluation_failed: evaluationFailed(result.evaluationFailure),
-          peak_rss_bytes: peakRssBytes(),
-        }),
-      );
-    } else {
+    if (opts.json) await printLine(JSON.stringify(trainResultLine(opts, data, result)));
+    else {
       await say(
         `${result.interrupted ? 'interrupted' : 'done'}: ${result.steps} steps, ${result.evaluationFailure ? 'not evaluated' : `test accuracy ${percent(result.testAccuracy)}`}, ${Math.round(result.samplesPerS)} samples/s` +
           (opts.save ? `, saved ${opts.save}` : ''),
@@ -277,4 +194,105 @@ async function train(opts: TrainCommandOptions): Promise<void> {
     bars?.stop();
     gpu.destroy();
   }
+}
+
+/**
+ * The progress bar on a terminal, or without one (a log, a pipe, --json) about ten progress lines per run, as
+ * `run` prints: a long run (the transformer's 1,000 steps on a CPU adapter) shows its loss curve and pace as it goes.
+ */
+function showProgress(
+  opts: TrainCommandOptions,
+  bus: EventBus,
+  say: (line: string) => Promise<void>,
+  totalSteps: number,
+  firstStep: number,
+): MultiBar | undefined {
+  const useBar = !opts.json && stderrIsTTY;
+  const bars = useBar
+    ? new MultiBar(
+        {
+          stream: stderr,
+          format: '{bar} {value}/{total} steps | epoch {epoch} | loss {loss} | {rate} samples/s',
+          hideCursor: true,
+          clearOnComplete: true,
+        },
+        Presets.shades_classic,
+      )
+    : undefined;
+  const bar = bars?.create(totalSteps, firstStep, { epoch: 1, loss: '-', rate: '-' });
+  let epochLoss = 0,
+    epochSteps = 0;
+  const progressEvery = Math.max(1, Math.ceil(totalSteps / 10));
+  let lastProgressLine = firstStep;
+  const started = Date.now();
+  bus.on((e) => {
+    if (e.type === 'train-step') {
+      epochLoss += e.loss;
+      epochSteps++;
+      bar?.update(e.step, { epoch: e.epoch + 1, loss: e.loss.toFixed(4), rate: Math.round(e.samplesPerS) });
+      if (!bar && e.step >= lastProgressLine + progressEvery) {
+        lastProgressLine = e.step - (e.step % progressEvery);
+        void say(
+          `step ${e.step}/${totalSteps}, loss ${e.loss.toFixed(4)}, ${Math.round(e.samplesPerS)} samples/s, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+        );
+      }
+    } else if (e.type === 'evaluate') {
+      const line = `epoch ${e.epoch + 1}: step ${e.step}, train loss ${(epochLoss / Math.max(1, epochSteps)).toFixed(4)}, test accuracy ${percent(e.testAccuracy)}, test loss ${e.testLoss?.toFixed(4)}`;
+      epochLoss = 0;
+      epochSteps = 0;
+      if (bars) {
+        bars.log(line + '\n');
+        bars.update(); // flush now: the run may stop (and clear the bar) right after the last evaluation
+      } else void say(line);
+    }
+  });
+  return bars;
+}
+
+/** `train --json`'s line. */
+function trainResultLine(
+  opts: TrainCommandOptions,
+  data: Awaited<ReturnType<typeof loadData>>,
+  result: Awaited<ReturnType<typeof trainLocal>>,
+) {
+  return {
+    test_accuracy: result.testAccuracy,
+    test_loss: result.testLoss,
+    train_loss: result.trainLoss,
+    val_loss: result.testLoss,
+    tokens_per_s: result.tokensPerS,
+    steps: result.steps,
+    epochs: result.epochs,
+    samples_per_s: result.samplesPerS,
+    train_seconds: result.trainSeconds,
+    runtime: result.runtime,
+    adapter: result.adapter,
+    gpu_waits: result.gpuWaits,
+    model: opts.model,
+    params: result.params,
+    optimizer: opts.optimizer,
+    batch: opts.batch,
+    // One process is a ring of one: run --json's fields, with their meaning there.
+    global_batch: opts.batch,
+    size: 1,
+    lr: opts.lr,
+    lr_schedule: opts.lrSchedule,
+    seed: opts.seed,
+    ...(data.text
+      ? {
+          text_sha256: data.text.sha256,
+          tokenizer: data.text.tokenizer,
+          vocabulary_size: data.text.vocabularySize,
+          text_tokens: data.text.tokens,
+          token_cache: data.text.cache,
+          ...(data.text.built ? { tokenize_seconds: data.text.built.seconds } : {}),
+        }
+      : {}),
+    saved: opts.save ?? null,
+    interrupted: result.interrupted,
+    // null, or why the last evaluation failed (test_accuracy and test_loss are null then): the run and its
+    // checkpoint stand.
+    evaluation_failed: evaluationFailed(result.evaluationFailure),
+    peak_rss_bytes: peakRssBytes(),
+  };
 }

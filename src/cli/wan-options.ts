@@ -9,7 +9,7 @@ import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { topkRatio } from '../collectives/topk.ts';
 import { COMPRESSIONS, type Compression } from '../collectives/types.ts';
 import { DEFAULT_OUTER_LR, DEFAULT_OUTER_MOMENTUM, localSgdSettings } from '../distributed/diloco.ts';
-import type { JobSettings } from '../signaling/settings.ts';
+import type { Hyperparameters } from '../job/settings.ts';
 
 export interface WanOptions {
   compression: Compression;
@@ -86,8 +86,8 @@ export function parseWanOptions(raw: Record<string, unknown>): WanOptions {
 }
 
 /** The job hyperparameters these options set. */
-export function wanHyperparameters(o: WanOptions): JobSettings {
-  const h: JobSettings = { compression: o.compression };
+export function wanHyperparameters(o: WanOptions): Hyperparameters {
+  const h: Hyperparameters = { compression: o.compression };
   if (o.ringOrder) h.ringOrder = o.ringOrder;
   if (o.syncEvery !== undefined)
     Object.assign(h, { syncEvery: o.syncEvery, outerLr: o.outerLr!, outerMomentum: o.outerMomentum! });

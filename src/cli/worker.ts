@@ -22,7 +22,7 @@ import { checkResumeFits } from '../distributed/resume-check.ts';
 import { CheckpointSaver } from './checkpoint-saver.node.ts';
 import { limitEvaluation, loadTrainingData } from './training-data.node.ts';
 import { trainConfigFromJob } from '../distributed/job-config.ts';
-import { FINISHED } from '../distributed/session.ts';
+import { FINISHED, type Session } from '../distributed/session.ts';
 import { init } from '../distributed/session.node.ts';
 import { TimelineRecorder } from '../distributed/timeline.ts';
 import { trainAsPeer } from '../distributed/peer.ts';
@@ -30,16 +30,17 @@ import { prepareTraining, type PreparedTraining } from '../distributed/warm-up.t
 import type { Communicator } from '../comm/interface.ts';
 import type { DistributedTrainArgs } from '../distributed/trainer-types.ts';
 import { acquireGpu } from '../gpu/index.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import type { TcpLinkEndpoint } from '../comm/tcp-link.node.ts';
+import type { Aggregation } from '../collectives/robust-aggregate.ts';
+import { workerSummary, type TrainingData } from './worker-summary.node.ts';
 import { crc32 } from '../checkpoint/crc32.ts';
 import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, stderr } from './host.node.ts';
 import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
-import { evaluationFailed } from './evaluation-failure.ts';
-import { peakRssBytes } from './peak-rss.node.ts';
 import { RUNTIMES } from './train-options.ts';
 import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
-import { parseJobSettings } from '../distributed/settings.ts';
 import { addLinkOptions, LINK_TRANSPORTS, openLinkListener } from './link-options.node.ts';
 
 const WorkerOptionsSchema = z.object({
@@ -87,9 +88,10 @@ export interface WorkerExtension {
   trainHooks?: (peer: { comm: () => Communicator; say: (line: string) => void }) => WorkerTrainHooks;
 }
 
-export function workerCommand(extension: WorkerExtension = {}): Command {
+/** The worker's own flags (the job's settings come from the job). */
+function addWorkerOptions(cmd: Command): Command {
   return addLinkOptions(
-    new Command('worker')
+    cmd
       .description("join a job on a signaling server and train with the job's settings")
       .requiredOption('--server <url>', 'the signaling server, like http://127.0.0.1:8080')
       .requiredOption('--job <id>', 'job to join')
@@ -145,7 +147,11 @@ export function workerCommand(extension: WorkerExtension = {}): Command {
       .option(...WORKER_AGGREGATION_OPTION)
       .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
       .option('--json', 'print one JSON result line on stdout at the end', false),
-  ).action(async (raw: Record<string, unknown>) => {
+  );
+}
+
+export function workerCommand(extension: WorkerExtension = {}): Command {
+  return addWorkerOptions(new Command('worker')).action(async (raw: Record<string, unknown>) => {
     const parsed = WorkerOptionsSchema.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -171,9 +177,31 @@ export function workerCommand(extension: WorkerExtension = {}): Command {
   });
 }
 
+type Say = (line: string) => Promise<void>;
+type Emit = (obj: Record<string, unknown>) => Promise<void>;
+
+/** What this process holds while it is a peer: its GPU, its TCP listener, its event bus and its line writers. */
+interface WorkerContext {
+  gpu: Gpu;
+  tcp: TcpLinkEndpoint | undefined;
+  bus: EventBus;
+  resume: ReturnType<typeof preflightCheckpoints>;
+  say: Say;
+  emit: Emit;
+}
+
+/** What this worker brings to the ring, made between the server's welcome and the ring. */
+interface Joined {
+  session: Session;
+  choice: ModelChoice;
+  data: TrainingData;
+  /** The transformer this worker trains, made before the ring (its kernels compiled there); the trainer takes it over. */
+  prepared?: PreparedTraining;
+}
+
 async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<number> {
-  const say = (line: string) => printLine(line, stderr);
-  const emit = (obj: Record<string, unknown>) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
+  const say: Say = (line) => printLine(line, stderr);
+  const emit: Emit = (obj) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
   // Fail on a bad checkpoint, an unwritable --save or missing data before taking a place in the ring.
   const resume = preflightCheckpoints(o);
   const aggregation = parseAggregationOption(o.aggregation);
@@ -181,10 +209,34 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
   // Listening first: a --listen address that is taken fails before the GPU is held.
   const tcp = await openLinkListener(o, (line) => void say(`[${o.name ?? 'worker'}] ${line}`));
   const gpu = await acquireGpu();
-  let data!: Awaited<ReturnType<typeof loadTrainingData>>;
   const bus = new EventBus();
   const timeline = o.timeline ? new TimelineRecorder() : undefined;
   timeline?.attach(bus);
+  reportRingEvents(bus, say, emit);
+  const ctx: WorkerContext = { gpu, tcp, bus, resume, say, emit };
+  let joined: Joined;
+  try {
+    joined = await joinJob(o, aggregation, ctx);
+  } catch (err) {
+    // Refused (or never let in): nothing of ours may keep this process alive.
+    tcp?.close();
+    gpu.destroy();
+    throw err;
+  }
+  let leaveReason = 'stopped';
+  try {
+    const code = await trainInJob(o, extension, joined, ctx, () => void (leaveReason = FINISHED));
+    return code;
+  } finally {
+    if (timeline && o.timeline) writeFileSync(o.timeline, JSON.stringify(timeline.traceEvents()));
+    await joined.session.close(leaveReason);
+    tcp?.close();
+    gpu.destroy();
+  }
+}
+
+/** The ring's news worth a line: a peer that broke the rules, a contribution left out, a stall. */
+function reportRingEvents(bus: EventBus, say: Say, emit: Emit): void {
   const sayStall = stallReporter((line) => void say(line));
   bus.on((e) => {
     if (e.type === 'peer-misbehaved') {
@@ -203,59 +255,91 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       waitedMs: Math.round(e.waitedMs),
     });
   });
-  let choice!: ModelChoice;
-  // The transformer this worker trains, made before the ring (its kernels compiled there); the trainer takes it over.
-  let prepared: PreparedTraining | undefined;
-  let session: Awaited<ReturnType<typeof init>>;
-  try {
-    session = await init({
-      tcp,
-      server: o.server,
-      job: o.job,
-      token: o.token,
-      name: o.name,
-      connectTimeoutMs: o.connectTimeoutMs,
-      events: bus,
-      onNotice: (line) => void say(`[${o.name ?? 'worker'}] ${line}`),
-      capabilities: {
-        webgpu: true,
-        adapter: gpu.info.description.slice(0, 256),
-        fallbackAdapter: gpu.info.isFallbackAdapter,
-      },
-      // Every refusal happens here, between the server's welcome and the ring: init then leaves the job.
-      beforeRing: async (job) => {
-        // First, before anything of the job's is read or run: the model, from this worker's own --model.
-        const jobConfig = trainConfigFromJob(job.config); // the job's settings, refused now if this peer cannot train them
-        checkWorkerModelOptions(job.id, parseModelOptions(o.modelOptions), jobConfig.modelOptions);
-        choice = await workerModel(job, o.model, jobConfig.modelOptions);
-        checkJobAggregation(aggregation, job.config.hyperparameters, job.id);
-        const loaded = await loadTrainingData(
-          job.config.model,
-          o.data,
-          workerText(job, o.text),
-          workerTable(job, o) ?? {},
-        );
-        data = {
-          ...loaded,
-          test: limitEvaluation(loaded.test, parseJobSettings(job.config.hyperparameters).evalLimit),
-        };
-        if (resume) await checkResumeFits(gpu, trainConfigFromJob(job.config), data.train, resume, o.resume!);
-        // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
-        if (job.config.model === 'transformer')
-          prepared = await prepareTraining(gpu, trainConfigFromJob(job.config), data.train, data.test);
-      },
-    });
-  } catch (err) {
-    // Refused (or never let in): nothing of ours may keep this process alive.
-    tcp?.close();
-    gpu.destroy();
-    throw err;
-  }
+}
+
+/** Joins the job; every refusal happens between the server's welcome and the ring, and init then leaves the job. */
+async function joinJob(o: WorkerOptions, aggregation: Aggregation | undefined, ctx: WorkerContext): Promise<Joined> {
+  const { gpu, resume, say } = ctx;
+  let joined!: Omit<Joined, 'session'>;
+  const session = await init({
+    tcp: ctx.tcp,
+    server: o.server,
+    job: o.job,
+    token: o.token,
+    name: o.name,
+    connectTimeoutMs: o.connectTimeoutMs,
+    events: ctx.bus,
+    onNotice: (line) => void say(`[${o.name ?? 'worker'}] ${line}`),
+    capabilities: {
+      webgpu: true,
+      adapter: gpu.info.description.slice(0, 256),
+      fallbackAdapter: gpu.info.isFallbackAdapter,
+    },
+    beforeRing: async (job, settings) => {
+      // First, before anything of the job's is read or run: the model, from this worker's own --model.
+      const jobConfig = trainConfigFromJob(job.config, settings); // refused now if this peer cannot train the job
+      checkWorkerModelOptions(job.id, parseModelOptions(o.modelOptions), jobConfig.modelOptions);
+      const choice = await workerModel(job, settings.model, o.model, jobConfig.modelOptions);
+      checkJobAggregation(aggregation, settings.reduce, job.id);
+      const loaded = await loadTrainingData(
+        job.config.model,
+        o.data,
+        workerText(job, settings.data, o.text),
+        workerTable(job, settings.data, o) ?? {},
+      );
+      const data = { ...loaded, test: limitEvaluation(loaded.test, settings.data.evalLimit) };
+      if (resume) await checkResumeFits(gpu, jobConfig, data.train, resume, o.resume!);
+      // The transformer's kernels compile now, outside the ring: compiling blocks Deno's event loop for seconds.
+      const prepared =
+        job.config.model === 'transformer' ? await prepareTraining(gpu, jobConfig, data.train, data.test) : undefined;
+      joined = { choice, data, prepared };
+    },
+  });
+  return { session, ...joined };
+}
+
+/** Says who joined and what it trains, and from then on who left and why. */
+async function announceJoin(joined: Joined, ctx: WorkerContext): Promise<void> {
+  const { session } = joined;
+  const { gpu, say, emit } = ctx;
   const { rank, size } = session;
+  const config = trainConfigFromJob(session.job.config, session.settings);
+  config.model = joined.choice.model;
+  await say(
+    `[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, ${config.globalBatch ? `global batch ${config.globalBatch} shared ${config.balance === 'speed' ? 'by speed' : 'equally'}` : `batch ${config.batch} per peer`}${config.elastic ? ', elastic' : ''}`,
+  );
+  await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
+  // Who left and why, for the launcher's one line per departure (it hears it from every survivor).
+  session.onPeerLeft((p) => {
+    void emit({
+      event: 'peer-left',
+      peerId: p.peerId,
+      rank: p.rank,
+      name: p.name ?? null,
+      reason: p.reason,
+      detail: p.detail ?? null,
+    });
+    if ((p.reason === 'left' && p.detail === FINISHED) || p.reason === 'server-closing') return;
+    void say(
+      `[rank ${session.rank}] ${p.name ?? p.peerId} (rank ${p.rank}) left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''})${config.elastic ? '; re-forming the ring without it' : ''}`,
+    );
+  });
+}
+
+/** Trains as one peer of the job and reports the result; 0 when the run finished, 3 when it was stopped. */
+async function trainInJob(
+  o: WorkerOptions,
+  extension: WorkerExtension,
+  joined: Joined,
+  ctx: WorkerContext,
+  finished: () => void,
+): Promise<number> {
+  const { session, data } = joined;
+  const { say, emit } = ctx;
+  tellStateDiffers(ctx.bus, (rank) => session.membership?.peers[rank]?.name, say, emit);
   let recoveryPath: string | null = null;
   // The CRC-32 of this rank's last handed-out weights: replicas that agree print the same number.
   let weightsCrc: number | null = null;
-  let leaveReason = 'stopped';
   // Its lines go to the launcher too (as events): a failed save is news to whoever runs the job.
   const saver = new CheckpointSaver(
     o,
@@ -265,125 +349,61 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
       await emit({ event: 'checkpoint-notice', rank: session.rank, line });
     },
   );
-  try {
-    const config = trainConfigFromJob(session.job.config);
-    config.model = choice.model;
-    await say(
-      `[rank ${rank}/${size}] joined job ${session.job.id} (${gpu.info.runtime} on ${gpu.info.description}); training ${config.model} with ${config.optimizer}, ${config.globalBatch ? `global batch ${config.globalBatch} shared ${config.balance === 'speed' ? 'by speed' : 'equally'}` : `batch ${config.batch} per peer`}${config.elastic ? ', elastic' : ''}`,
-    );
-    await emit({ event: 'joined', rank, size, runtime: gpu.info.runtime, adapter: gpu.info.description });
-    // Who left and why, for the launcher's one line per departure (it hears it from every survivor).
-    session.onPeerLeft((p) => {
-      void emit({
-        event: 'peer-left',
-        peerId: p.peerId,
-        rank: p.rank,
-        name: p.name ?? null,
-        reason: p.reason,
-        detail: p.detail ?? null,
-      });
-      if ((p.reason === 'left' && p.detail === FINISHED) || p.reason === 'server-closing') return;
-      void say(
-        `[rank ${session.rank}] ${p.name ?? p.peerId} (rank ${p.rank}) left the job (${p.reason}${p.detail ? `: ${p.detail}` : ''})${config.elastic ? '; re-forming the ring without it' : ''}`,
+  await announceJoin(joined, ctx);
+  const result = await trainAsPeer(session, {
+    gpu: ctx.gpu,
+    train: data.train,
+    test: data.test,
+    bus: ctx.bus,
+    resume: ctx.resume,
+    resumeName: o.resume,
+    prepared: joined.prepared,
+    ...extension.trainHooks?.({
+      comm: () => session.comm,
+      say: (line) => void say(`[rank ${session.rank}] ${line}`),
+    }),
+    // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
+    onCheckpoint: (c) => saver.save(c),
+    onRecovery: async (c, why) => {
+      recoveryPath = saver.recover(c);
+      const diverged = why.detail?.diverged === true;
+      await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath, diverged });
+      const what = diverged
+        ? `step ${c.step}, the last one evaluated before the run diverged,`
+        : `the last completed step (${c.step})`;
+      await say(
+        `[rank ${session.rank}] ${why.message} [${why.code}]; saved ${what} in ${recoveryPath}: resume with --resume ${recoveryPath}`,
       );
-    });
-    const result = await trainAsPeer(session, {
-      gpu,
-      train: data.train,
-      test: data.test,
-      bus,
-      resume,
-      resumeName: o.resume,
-      prepared,
-      ...extension.trainHooks?.({
-        comm: () => session.comm,
-        say: (line) => void say(`[rank ${session.rank}] ${line}`),
-      }),
-      // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
-      onCheckpoint: (c) => saver.save(c),
-      onRecovery: async (c, why) => {
-        recoveryPath = saver.recover(c);
-        const diverged = why.detail?.diverged === true;
-        await emit({ event: 'recovery', rank: session.rank, step: c.step, path: recoveryPath, diverged });
-        const what = diverged
-          ? `step ${c.step}, the last one evaluated before the run diverged,`
-          : `the last completed step (${c.step})`;
-        await say(
-          `[rank ${session.rank}] ${why.message} [${why.code}]; saved ${what} in ${recoveryPath}: resume with --resume ${recoveryPath}`,
-        );
-      },
-      onWeights: (w) =>
-        void (weightsCrc = crc32(new Uint8Array(w.params.buffer, w.params.byteOffset, w.params.byteLength))),
-      onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
-      onEvaluate: (e) => {
-        void emit({ event: 'evaluate', rank: session.rank, ...e });
-        if (session.rank === 0)
-          void say(`epoch ${e.epoch + 1}: step ${e.step}, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`);
-      },
-    });
-    const summary = {
-      rank: result.rank,
-      size: result.size,
-      steps: result.steps,
-      epochs: result.epochs,
-      test_accuracy: result.testAccuracy,
-      test_loss: result.testLoss,
-      train_loss: result.trainLoss,
-      samples_per_s: result.samplesPerS,
-      tokens_per_s: result.tokensPerS,
-      params: result.params,
-      allreduce_bytes: result.allreduceBytes,
-      collectives_per_step: result.rounds?.collectives ?? null,
-      sequential_collectives_per_step: result.rounds?.sequential ?? null,
-      negotiations_per_step: result.rounds?.negotiations ?? null,
-      collectives_by_name_per_step: result.rounds?.byName ?? null,
-      gradient_buckets_per_step: result.rounds?.buckets ?? null,
-      train_seconds: result.trainSeconds,
-      runtime: result.runtime,
-      adapter: result.adapter,
-      gpu_waits: gpu.waits,
-      stopped_by: result.stoppedBy ? { code: result.stoppedBy.code, message: result.stoppedBy.message } : null,
-      lost_ranks: result.lostRanks,
-      recovery: recoveryPath,
-      no_recovery: result.noRecovery ?? null,
-      weights_crc32: weightsCrc,
-      // What carried each of this rank's links on its last ring ('tcp' or 'webrtc'), and TCP connections it refused.
-      links: session.links,
-      tcp_refused: tcp?.refused ?? 0,
-      // A text job: the vocabulary this rank built from its copy of the text (every rank's must agree).
-      vocabulary_crc32: data.train.vocabulary ? crc32(new TextEncoder().encode(data.train.vocabulary)) : null,
-      vocabulary_size: data.train.vocabulary ? data.train.classes : null,
-      // A table job: the split this rank made from its copy (every rank's must agree).
-      table_split:
-        session.settings.tableSha256 !== undefined
-          ? {
-              train: data.train.count,
-              test: data.test.count,
-              test_crc32: crc32(
-                new Uint8Array(data.test.inputs.buffer, data.test.inputs.byteOffset, data.test.inputs.byteLength),
-              ),
-            }
-          : null,
-      // The last save at --save that failed (no later one landed), and where its state went instead.
-      save_failed: saver.trouble,
-      evaluation_failed: evaluationFailed(result.evaluationFailure),
-      peak_rss_bytes: peakRssBytes(),
-    };
-    if (!result.stoppedBy) leaveReason = FINISHED;
-    await emit({ event: 'result', ...summary });
-    if (o.json) await printLine(JSON.stringify(summary));
-    if (result.stoppedBy) {
-      if (!recoveryPath)
-        await say(
-          `[rank ${result.rank}] stopped: ${result.stoppedBy.message}. No recovery checkpoint written: ${result.noRecovery ?? 'nothing to save'}.`,
-        );
-      return 3;
-    }
-    return 0;
-  } finally {
-    if (timeline && o.timeline) writeFileSync(o.timeline, JSON.stringify(timeline.traceEvents()));
-    await session.close(leaveReason);
-    tcp?.close();
-    gpu.destroy();
-  }
+    },
+    onWeights: (w) =>
+      void (weightsCrc = crc32(new Uint8Array(w.params.buffer, w.params.byteOffset, w.params.byteLength))),
+    onStep: (s) => void emit({ event: 'step', rank: session.rank, size: session.size, ...s }),
+    onEvaluate: (e) => {
+      void emit({ event: 'evaluate', rank: session.rank, ...e });
+      if (session.rank === 0)
+        void say(`epoch ${e.epoch + 1}: step ${e.step}, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`);
+    },
+  });
+  const summary = workerSummary({ result, session, data, gpu: ctx.gpu, tcp: ctx.tcp, saver, recoveryPath, weightsCrc });
+  if (!result.stoppedBy) finished();
+  await emit({ event: 'result', ...summary });
+  if (o.json) await printLine(JSON.stringify(summary));
+  if (!result.stoppedBy) return 0;
+  if (!recoveryPath)
+    await say(
+      `[rank ${result.rank}] stopped: ${result.stoppedBy.message}. No recovery checkpoint written: ${result.noRecovery ?? 'nothing to save'}.`,
+    );
+  return 3;
+}
+
+/** A minority the ring's state check found (state-agreement.ts), named with its peer name: on stderr, and to the launcher. */
+function tellStateDiffers(bus: EventBus, nameOf: (rank: number) => string | undefined, say: Say, emit: Emit): void {
+  bus.on((e) => {
+    if (e.type !== 'state-differs') return;
+    const name = nameOf(e.peer);
+    void say(
+      `[rank ${e.rank}] rank ${e.peer}${name ? ` (${name})` : ''} holds other weights or optimizer state than the majority at step ${e.step} (${e.hash.slice(0, 12)}… against ${e.majorityHash.slice(0, 12)}…); resyncing it from rank ${e.resyncFrom}`,
+    );
+    void emit({ event: 'state-differs', rank: e.rank, peer: e.peer, name: name ?? null, step: e.step });
+  });
 }

@@ -28,8 +28,8 @@ import { splitEven } from './partition.ts';
 import { centeredClipChunk } from './centered-clip.ts';
 
 // The rule's text form lives in core: the signaling server checks a job's rule without collectives.
-export { AGGREGATION_FORMS, parseAggregation, type Aggregation, type AggregationRule } from '../core/setting-text.ts';
-import type { Aggregation } from '../core/setting-text.ts';
+export { AGGREGATION_FORMS, parseAggregation, type Aggregation, type AggregationRule } from '../job/setting-text.ts';
+import type { Aggregation } from '../job/setting-text.ts';
 
 /** Ranks dropped at each end per element for `trim` of `n` ranks (trim < 0.5 always leaves one). */
 export function trimmedCount(trim: number, n: number): number {

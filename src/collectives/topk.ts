@@ -20,7 +20,7 @@ import type { Run } from './run.ts';
 import { codecFor } from './wire.ts';
 
 // The ratio's text form lives in core: the signaling server checks a job's compression without collectives.
-export { topkRatio, type TopkCompression } from '../core/setting-text.ts';
+export { topkRatio, type TopkCompression } from '../job/setting-text.ts';
 
 /** Elements each rank sends of a tensor of n. */
 export function topkCount(n: number, ratio: number): number {

@@ -118,7 +118,18 @@ export type RingEvent =
   /** A member of the membership `epoch` (rank `peer` there) never opened its data channel and is no voter: reported to the server. */
   | { type: 'peer-unconnected'; t: number; rank: number; peer: number; epoch: number; reason: string }
   /** Rank `peer`'s contribution to `step` was doubtful (seen by `rank`) and left out of that step's sum; nobody is named for it. */
-  | { type: 'contribution-left-out'; t: number; rank: number; peer: number; step: number; reason: string };
+  | { type: 'contribution-left-out'; t: number; rank: number; peer: number; step: number; reason: string }
+  /** Rank `peer`'s state hash at `step` differed from the majority's (seen by `rank`): it is resynced from rank `resyncFrom`. */
+  | {
+      type: 'state-differs';
+      t: number;
+      rank: number;
+      peer: number;
+      step: number;
+      hash: string;
+      majorityHash: string;
+      resyncFrom: number;
+    };
 
 export type RingEventType = RingEvent['type'];
 export type Listener = (e: RingEvent) => void;

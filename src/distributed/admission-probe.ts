@@ -30,9 +30,12 @@ export async function answerProbe(client: SignalingClient, p: ProbeMsg, o: Probe
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(new Error(`no echo within ${o.deadlineMs} ms`)), o.deadlineMs);
   let link: Link | undefined;
+  // The candidate is the link's rank 0, the one that dials TCP and makes the WebRTC offer: a joiner that
+  // never acts (a ghost) then costs its would-be neighbours a signal and a timer, never a connection attempt.
+  const rank = 1 - p.side;
   try {
     const links = await connectLinks({
-      rank: p.side,
+      rank,
       size: 2,
       signaler: client.probeSignaler(p),
       wrtc: o.wrtc,
@@ -42,7 +45,7 @@ export async function answerProbe(client: SignalingClient, p: ProbeMsg, o: Probe
       tcp: probeTcp(client, p, o.tcp),
       onNotice: o.onNotice,
     });
-    link = links.get(1 - p.side)!;
+    link = links.get(1 - rank)!;
     if (p.side === 0) {
       await sendAndHearEcho(link, stop.signal);
       client.probeOk(p.probe);

@@ -10,7 +10,7 @@ import type { Communicator } from '../comm/interface.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
 import { ElasticRing } from './elastic-ring.ts';
 import { isBroken } from './ring-errors.ts';
-import { parseJobSettings } from './settings.ts';
+import { parseJobSettings } from '../job/settings.ts';
 import type { ElasticHooks } from './trainer-types.ts';
 import { compareEpochs, epochAfter, formatEpoch, type RingEpoch } from './ring-epoch.ts';
 
@@ -59,7 +59,7 @@ export abstract class ElasticState implements ElasticRunState {
     readonly session: ElasticSession,
     o: { timeoutMs?: number; agreementName: string },
   ) {
-    if (parseJobSettings(session.job.config.hyperparameters).elastic !== true) {
+    if (!parseJobSettings(session.job.config.hyperparameters).membership.elastic) {
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
         `elastic: job ${session.job.id} is not elastic, so a lost peer would stop it for good; start it with ringtrain launch --elastic (or set the job's elastic setting)`,

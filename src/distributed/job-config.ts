@@ -5,23 +5,24 @@
  */
 import type { Compression } from '../collectives/types.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { parseAggregation } from '../core/setting-text.ts';
+import { parseAggregation } from '../job/setting-text.ts';
 import { isModelFile, registeredModel } from '../engine/define.ts';
 import { optimizerNamed, optimizerNames } from '../optimizers/index.ts';
 import type { JobConfig } from '../signaling/protocol.ts';
-import { JOB_SETTING_DEFAULTS as D, parseJobSettings, stepCheckOn } from './settings.ts';
-import { madeFromSchema } from './train-config.ts';
+import { parseJobSettings, type JobSettings } from '../job/settings.ts';
 import type { DistributedTrainConfig } from './trainer.ts';
 
 const MODELS = ['mlp', 'cnn', 'transformer'] as const;
 
 /**
- * The training settings a job's config describes. Each setting's type, range and
- * the pairs that do not combine are settings.ts's; what is left here is what only
- * a training peer knows (its models and optimizers) and how the settings map
- * onto the trainer's config, which the trainer then takes as checked.
+ * The trainer's config for a job: its model and optimizer (what only a training peer knows) and
+ * its settings, parsed once (`settings`, parseJobSettings by default) with their defaults applied.
+ * Each setting's type, range, default and the pairs that do not combine are src/job's.
  */
-export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
+export function trainConfigFromJob(
+  job: JobConfig,
+  settings: JobSettings = parseJobSettings(job.hyperparameters),
+): DistributedTrainConfig {
   const model = job.model;
   const optimizer = job.optimizer;
   if (!(MODELS as readonly string[]).includes(model) && !isModelFile(model))
@@ -34,55 +35,58 @@ export function trainConfigFromJob(job: JobConfig): DistributedTrainConfig {
       ErrorCode.InvalidArgument,
       `the job uses optimizer '${job.optimizer}', which this peer does not know (${optimizerNames().join(', ')}); update ringtrain`,
     );
-  const h = parseJobSettings(job.hyperparameters);
+  const { optimizer: o, schedule, data, reduce, checks, membership } = settings;
+  const { modelName, modelOptions } = settings.model;
   // A model file (path in job.model) trains under the name it was registered as when this peer loaded it
   // (src/cli/model-option.ts).
-  const fileModel =
-    isModelFile(model) && h.modelName !== undefined && registeredModel(h.modelName) ? h.modelName : undefined;
-  if (h.lr === undefined)
+  const fileModel = isModelFile(model) && modelName !== undefined && registeredModel(modelName) ? modelName : undefined;
+  if (o.lr === undefined)
     throw new RingtrainError(ErrorCode.InvalidArgument, "the job's config has no learning rate (hyperparameters.lr)");
-  return madeFromSchema({
+  return {
     model: fileModel ?? model,
     optimizer,
     batch: job.batchPerPeer,
-    lr: h.lr,
-    momentum: h.momentum ?? D.momentum,
-    weightDecay: h.weightDecay ?? D.weightDecay,
-    seed: h.seed ?? D.seed,
-    epochs: h.epochs ?? D.epochs,
-    steps: h.steps,
-    compression: (h.compression ?? D.compression) as Compression,
-    backwardPassesPerStep: h.backwardPassesPerStep ?? D.backwardPassesPerStep,
-    scaleLr: h.scaleLr ?? D.scaleLr,
-    lrSchedule: h.lrSchedule ?? D.lrSchedule,
-    warmupSteps: h.warmupSteps ?? D.warmupSteps,
-    warmupFrom: h.warmupFrom ?? D.warmupFrom,
-    sampling: h.sampling ?? D.sampling,
-    fusionThresholdBytes: h.fusionThresholdBytes,
-    overlap: h.overlap ?? D.overlap,
-    timeoutMs: h.timeoutMs,
-    elastic: h.elastic ?? D.elastic,
+    lr: o.lr,
+    momentum: o.momentum,
+    weightDecay: o.weightDecay,
+    seed: schedule.seed,
+    epochs: schedule.epochs,
+    steps: schedule.steps,
+    compression: reduce.compression as Compression,
+    backwardPassesPerStep: schedule.backwardPassesPerStep,
+    scaleLr: o.scaleLr,
+    lrSchedule: schedule.lrSchedule,
+    warmupSteps: schedule.warmupSteps,
+    warmupFrom: schedule.warmupFrom,
+    sampling: data.sampling,
+    fusionThresholdBytes: reduce.fusionThresholdBytes,
+    overlap: reduce.overlap,
+    timeoutMs: reduce.timeoutMs,
+    elastic: membership.elastic,
     // A fixed global batch shared over the ring (absent: batchPerPeer per rank), by speed or equally.
-    globalBatch: h.globalBatch,
-    balance: h.balance ?? D.balance,
+    globalBatch: schedule.globalBatch,
+    balance: schedule.balance,
     // The verified allreduce (step-checks.ts): a job-wide setting, every rank publishes the same sketches;
-    // on in elastic jobs unless they say verify: false (stepCheckOn says why).
-    verify: stepCheckOn(h, 'verify'),
+    // on in elastic jobs unless they say verify: false (src/job's stepCheckOn says why).
+    verify: checks.verify,
     // The direction rules (direction.ts) are asked for, not on by default: in CI an honest CNN rank
     // late in training (loss ~0.01, one hard example: 96x the median norm against the others)
     // tripped the pull rule and stopped a non-elastic job; the NaN/Inf and 1,000x norm rules stay on.
     // The doubt rule (doubt.ts): on in elastic jobs unless they say doubtRule: false (stepCheckOn says why).
     guard: {
-      ...(h.directionRules === true ? {} : { direction: false }),
-      ...(stepCheckOn(h, 'doubtRule') ? {} : { doubt: false }),
+      ...(checks.directionRules ? {} : { direction: false }),
+      ...(checks.doubtRule ? {} : { doubt: false }),
     },
-    aggregation: h.aggregation === undefined ? undefined : parseAggregation(h.aggregation),
+    // The mean is the ring's plain sum: no aggregation object, as before defaults were applied here.
+    aggregation: reduce.aggregation === 'mean' ? undefined : parseAggregation(reduce.aggregation),
+    // Every rank checks that the ring holds one state every so many steps (state-agreement.ts).
+    stateCheckEvery: checks.stateCheckEvery,
     // Local SGD / DiLoCo when the job sets syncEvery (checked again where the optimizer is made).
-    syncEvery: h.syncEvery,
-    outerLr: h.outerLr,
-    outerMomentum: h.outerMomentum,
+    syncEvery: reduce.syncEvery,
+    outerLr: o.outerLr,
+    outerMomentum: o.outerMomentum,
     // --model-options (and the transformer's --layers/--width/--heads) travel as one JSON object string (the schema
     // checked it is one).
-    modelOptions: h.modelOptions === undefined ? undefined : (JSON.parse(h.modelOptions) as Record<string, unknown>),
-  });
+    modelOptions: modelOptions === undefined ? undefined : (JSON.parse(modelOptions) as Record<string, unknown>),
+  };
 }

@@ -43,7 +43,7 @@ export interface PeerTrainArgs extends Pick<
 }
 
 export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<DistributedTrainResult> {
-  const config = trainConfigFromJob(session.job.config);
+  const config = trainConfigFromJob(session.job.config, session.settings);
   let lastReport = 0;
   const result = await trainDistributed({
     gpu: a.gpu,

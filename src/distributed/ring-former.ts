@@ -17,13 +17,6 @@ import type { GuardedRing, ServerLink } from './server-link.ts';
 import type { InitOptions } from './session-types.ts';
 
 const CONNECT_ATTEMPTS = 4;
-/**
- * How long the ring waits for a member that has not signalled at all (ms). A peer is a member
- * from its join, but it loads its data (and compiles the transformer's kernels) before it can
- * answer; under load that took over 30 s, and the members that gave up then left the job.
- * A peer that is gone, not slow, is dropped by the server and the membership moves on sooner.
- */
-const SILENT_PEER_MS = 120_000;
 /** Rounds of reporting members that never opened their channels, per connect (each one needs an ejection). */
 const MAX_DROP_ROUNDS = 16;
 
@@ -54,19 +47,19 @@ export class RingFormer implements GuardedRing {
 
   /** A job whose peers may stay silent for long (TF.js's CPU backend holds the event loop through a batch) says so once, for peers that cannot be told (a page). */
   private get peerTimeoutMs(): number | undefined {
-    return this.o.peerTimeoutMs ?? this.server.settings.peerTimeoutMs;
+    return this.o.peerTimeoutMs ?? this.server.settings.membership.peerTimeoutMs;
   }
   /** A job whose peers cannot be told (a page) may say how long ICE gets before a peer reports no network path. */
   private get connectTimeoutMs(): number {
-    return this.o.connectTimeoutMs ?? this.server.settings.connectTimeoutMs ?? 30_000;
+    return this.o.connectTimeoutMs ?? this.server.settings.links.connectTimeoutMs;
   }
   /**
    * How long the ring waits for a member that has sent no signal at all: the job's `silentPeerMs`
    * (a job open to outsiders may lower it: a member that never opens its channels stalls the ring
-   * this long before it is reported), else SILENT_PEER_MS (room for a joiner loading its data).
+   * this long before it is reported); absent, 120 s (src/job/fields.ts: room for a joiner loading its data).
    */
   private get silentPeerMs(): number {
-    return this.server.settings.silentPeerMs ?? SILENT_PEER_MS;
+    return this.server.settings.membership.silentPeerMs;
   }
 
   /** Opens the data channels of `membership` (of `client`'s epochs); if the membership moves on meanwhile, follows it. */
@@ -135,7 +128,7 @@ export class RingFormer implements GuardedRing {
     this.comm = linkComm;
     const links = linkComm.linkTransports();
     // Internet links: run the ring in the order that keeps its slowest hop short, measured for this membership.
-    if (this.server.settingsOf(client).ringOrder === 'rtt') this.comm = (await orderRingByRtt(linkComm)).comm;
+    if (this.server.settingsOf(client).links.ringOrder === 'rtt') this.comm = (await orderRingByRtt(linkComm)).comm;
     this.membership = membership;
     this.generation = client === this.server.current ? this.server.generation : this.generation;
     const m = membership;
@@ -153,7 +146,9 @@ export class RingFormer implements GuardedRing {
 
   /** TCP links for this epoch: this peer listens and the server gave the epoch a link key (it gives none to pages). */
   private tcpFor(membership: Membership, client: SignalingClient): WebRTCRingOptions['tcp'] {
-    if (!this.o.tcp || membership.linkKey === undefined) return undefined;
+    // A job that says webrtc links every pair by WebRTC, whatever listener this peer opened.
+    if (!this.o.tcp || membership.linkKey === undefined || this.server.settingsOf(client).links.transport === 'webrtc')
+      return undefined;
     const key = Uint8Array.from(atob(membership.linkKey), (c) => c.charCodeAt(0));
     return { endpoint: this.o.tcp, job: client.job.id, epoch: membership.epoch, key };
   }

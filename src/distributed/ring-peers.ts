@@ -22,6 +22,7 @@ import { ShareBalancer } from './shares.ts';
 import { RoundCounter, type Rounds } from './timeline.ts';
 import { endsRun } from './ring-errors.ts';
 import type { StepClock } from './step-clock.ts';
+import { DEFAULT_STATE_CHECK_EVERY, hex, StateAgreement, stateDigest } from './state-agreement.ts';
 import { guardOf } from './train-config.ts';
 import type { LoopHandle, Peers, RunRecord, StepUpdate } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
@@ -43,14 +44,26 @@ export class RingPeers implements Peers {
   /** This rank's part of the test set (rebuilt whenever the ring re-forms). */
   private shard!: Dataset;
   private loop: LoopHandle | undefined;
+  /** The state checks (state-agreement.ts): every `stateCheckEvery` steps and at the end; none for local SGD, whose replicas differ between rounds. */
+  private readonly agreement: StateAgreement | undefined;
+  private readonly stateCheckEvery: number;
 
   constructor(
-    private readonly args: Pick<DistributedTrainArgs, 'config' | 'test'>,
+    private readonly args: Pick<DistributedTrainArgs, 'config' | 'test' | 'misbehaviour'>,
     private readonly parts: RingParts,
   ) {
     this.config = args.config;
     this.balancer = new ShareBalancer(this.config.balance ?? 'equal');
     this.countRoundsOn(parts.ring.comm);
+    this.stateCheckEvery =
+      this.config.syncEvery === undefined ? (this.config.stateCheckEvery ?? DEFAULT_STATE_CHECK_EVERY) : 0;
+    const stateParts = {
+      model: parts.model,
+      optimizer: parts.ringOpt.optimizer,
+      timeoutMs: this.config.timeoutMs,
+      misbehaviour: args.misbehaviour,
+    };
+    this.agreement = this.stateCheckEvery > 0 ? new StateAgreement(stateParts) : undefined;
     parts.ring.onReformed(async () => {
       parts.ringOpt.ringReformed();
       parts.ringOpt.resetAccumulation();
@@ -151,6 +164,25 @@ export class RingPeers implements Peers {
     await this.balancer.rebalance(this.comm, this.config.timeoutMs);
     this.countRoundsOn(this.comm);
     this.rounds.step();
+  }
+
+  /**
+   * Every `stateCheckEvery` steps, and at the end of training unless a check just ran at this step:
+   * the ranks agree that they hold one state, a minority is resynced (state-agreement.ts).
+   */
+  async checkState(step: number, end: boolean): Promise<void> {
+    const { agreement } = this;
+    if (!agreement) return;
+    if (end ? agreement.agreed?.step === step : step % this.stateCheckEvery !== 0) return;
+    await agreement.check(this.comm, step);
+  }
+
+  /** The digest of this rank's state at `step` (hex): the one the ring agreed on there, else this rank's own. */
+  async stateHash(step: number): Promise<string> {
+    const agreed = this.agreement?.agreed;
+    if (agreed?.step === step) return agreed.hash;
+    const { model, ringOpt } = this.parts;
+    return hex(await stateDigest(await model.readParams(), await ringOpt.optimizer.exportState()));
   }
 
   /** Collectives emit on their communicator's bus, which a re-formed ring replaces: the counter follows. */

@@ -12,19 +12,11 @@ import type { Communicator } from '../comm/communicator.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now, type EventBus } from '../core/events.ts';
 import { connect, type Membership, type SignalingClient } from '../signaling/client.ts';
-import {
-  DEFAULT_ADMIT_TIMEOUT_MS,
-  FINISHED_LEAVE_REASON,
-  PeerLeftReason,
-  SignalErrorCode,
-  type PeerLeftMsg,
-} from '../signaling/protocol.ts';
+import { FINISHED_LEAVE_REASON, PeerLeftReason, SignalErrorCode, type PeerLeftMsg } from '../signaling/protocol.ts';
 import { answerProbe } from './admission-probe.ts';
 import type { InitOptions } from './session-types.ts';
-import { parseJobSettings, type JobSettings } from './settings.ts';
+import { parseJobSettings, type JobSettings } from '../job/settings.ts';
 
-/** How long an elastic ring trains on without its server before it stops (ms); README: ringtrain run. */
-export const DEFAULT_SERVER_WAIT_MS = 60_000;
 /** Pause between attempts to reach a lost server (ms). */
 const RECONNECT_EVERY_MS = 1000;
 
@@ -83,7 +75,7 @@ export class ServerLink {
     return this.settingsOf(this.connection);
   }
   private get serverWaitMs(): number {
-    return this.o.serverWaitMs ?? this.settings.serverWaitMs ?? DEFAULT_SERVER_WAIT_MS;
+    return this.o.serverWaitMs ?? this.settings.membership.serverWaitMs;
   }
 
   onPeerLeft(handler: (p: PeerLeftMsg) => void): void {
@@ -101,7 +93,7 @@ export class ServerLink {
       answerProbe(client, p, {
         wrtc: this.o.wrtc,
         tcp: this.o.tcp,
-        deadlineMs: client.candidacy?.deadlineMs ?? this.settingsOf(client).admitTimeoutMs ?? DEFAULT_ADMIT_TIMEOUT_MS,
+        deadlineMs: client.candidacy?.deadlineMs ?? this.settingsOf(client).membership.admitTimeoutMs,
         onNotice: this.notice,
       }),
     );
@@ -121,7 +113,7 @@ export class ServerLink {
         if (comm && !comm.error) comm.abort(err);
         return;
       }
-      if (this.settings.elastic === true) return this.onServerLost(err);
+      if (this.settings.membership.elastic) return this.onServerLost(err);
       if (comm && !comm.error)
         comm.abort(
           new RingtrainError(ErrorCode.Aborted, `lost the signaling server: ${err.message}`, { cause: err.code }),

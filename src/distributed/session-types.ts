@@ -9,7 +9,7 @@ import type { RingtrainError } from '../core/errors.ts';
 import type { EventBus, LinkTransport } from '../core/events.ts';
 import type { ConnectOptions, Membership, SignalingClient } from '../signaling/client.ts';
 import type { JobConfig, PeerLeftMsg } from '../signaling/protocol.ts';
-import type { JobSettings } from './settings.ts';
+import type { JobSettings } from '../job/settings.ts';
 import type { ElasticHooks } from './trainer-types.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
@@ -23,18 +23,21 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
    */
   tcp?: TcpEndpoint;
   events?: EventBus;
-  /** Called with the job's config once the server welcomed us, before any ring forms; throwing leaves the job (e.g. a --resume that does not fit). */
-  beforeRing?: (job: { id: string; config: JobConfig }) => void | Promise<void>;
+  /**
+   * Called with the job's config and its settings (parsed once) once the server welcomed us, before any ring
+   * forms; throwing leaves the job (e.g. a --resume that does not fit).
+   */
+  beforeRing?: (job: { id: string; config: JobConfig }, settings: JobSettings) => void | Promise<void>;
   /** How long to wait for the job to gather its minimum number of peers. Default 10 minutes. */
   readyTimeoutMs?: number;
-  /** How long one attempt to open the data channels may take. Default: the job's `connectTimeoutMs` hyperparameter, else 30 s. */
+  /** How long one attempt to open the data channels may take. Default: the job's `connectTimeoutMs` hyperparameter (30 s if absent). */
   connectTimeoutMs?: number;
   /** A silent peer counts as gone after this long (ms). Default: the job's `peerTimeoutMs` hyperparameter, else the communicator's. */
   peerTimeoutMs?: number;
   /**
    * Elastic jobs: how long the ring trains on without its signaling server while
    * reconnecting, before it stops (ms). Default: the job's `serverWaitMs`
-   * hyperparameter, else DEFAULT_SERVER_WAIT_MS.
+   * hyperparameter (its default: src/job/fields.ts).
    */
   serverWaitMs?: number;
   /** Lines worth telling a person (the server went away and came back...). Default console.warn. */

@@ -23,11 +23,10 @@ import { PeerReports } from './peer-reports.ts';
 import { RingFormer } from './ring-former.ts';
 import { ServerLink } from './server-link.ts';
 import type { InitOptions, Session } from './session-types.ts';
-import type { JobSettings } from './settings.ts';
+import type { JobSettings } from '../job/settings.ts';
 import type { ElasticHooks } from './trainer-types.ts';
 
 export type { InitOptions, Session } from './session-types.ts';
-export { DEFAULT_SERVER_WAIT_MS } from './server-link.ts';
 
 const BROKEN_RING_LINGER_MS = 1000;
 /** The leave reason of a peer that completed its training (see the server link's peer-left handler). */
@@ -90,7 +89,7 @@ class PeerSession implements Session {
 
   judgeLossClaims(): Promise<RingtrainError | null> {
     // An elastic job's regroup judges the claims and goes on.
-    if (this.settings.elastic === true) return Promise.resolve(null);
+    if (this.settings.membership.elastic) return Promise.resolve(null);
     return this.reports.judgeLossClaims(this.ring.linkComm);
   }
 
@@ -122,8 +121,8 @@ export async function init(o: InitOptions): Promise<Session> {
   const session = new PeerSession(client, events, o);
   try {
     // A job whose settings this peer cannot read is refused here, naming the setting, before the ring.
-    void session.settings;
-    await o.beforeRing?.(client.job);
+    const settings = session.settings;
+    await o.beforeRing?.(client.job, settings);
     session.server.answerProbes(client);
     if (client.candidacy)
       session.server.notice(

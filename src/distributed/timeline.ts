@@ -98,6 +98,14 @@ function markerOf(e: RingEvent): Marker | null {
         cat: 'membership',
         args: { peer: e.peer, step: e.step, reason: e.reason },
       };
+    case 'state-differs':
+      return {
+        name: `peer ${e.peer}'s state differs at step ${e.step}`,
+        s: 'g',
+        tid: TRACK.membership,
+        cat: 'membership',
+        args: { peer: e.peer, step: e.step, hash: e.hash, majorityHash: e.majorityHash, resyncFrom: e.resyncFrom },
+      };
     case 'membership':
       return {
         name: `membership epoch ${e.epoch} (size ${e.size})`,

@@ -1,27 +1,16 @@
 /**
- * The trainer's config at the library's door. A config made from a job's
- * settings (job-config.ts) passed the settings' schema, which refuses the
- * settings that do not combine (setting-conflicts.ts) where the job enters: it
- * is not checked again. A config written by hand, by a program that embeds the
- * trainer, passed no schema: it is checked here, once, by the same rules,
- * before anything is built.
+ * The trainer's config at the library's door, checked once by the same rules
+ * as a job's settings (src/job/conflicts.ts) before anything is built. A config
+ * made from a job's settings passed the settings' schema, so it passes here
+ * too; one written by hand, by a program that embeds the trainer, is refused
+ * here naming the settings as the config spells them.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { configSettingName, refuseConflicts } from './setting-conflicts.ts';
+import { configSettingName, refuseConflicts } from '../job/conflicts.ts';
 import type { DistributedTrainConfig } from './trainer-types.ts';
 
-/** Configs made from settings the schema accepted. A set of the objects, so a copy or a hand-made look-alike is checked. */
-const acceptedBySchema = new WeakSet<DistributedTrainConfig>();
-
-/** Records that `config` was made from settings the schema accepted (job-config.ts, once it parsed them). */
-export function madeFromSchema(config: DistributedTrainConfig): DistributedTrainConfig {
-  acceptedBySchema.add(config);
-  return config;
-}
-
-/** Refuses settings that do not combine in a config that no schema checked, naming them as the config spells them. */
-export function refuseUncheckedConfig(config: DistributedTrainConfig): void {
-  if (acceptedBySchema.has(config)) return;
+/** Refuses settings that do not combine in a trainer's config, naming them as the config spells them. */
+export function refuseConflictingConfig(config: DistributedTrainConfig): void {
   if (config.balance === 'speed' && config.globalBatch === undefined)
     throw new RingtrainError(
       ErrorCode.InvalidArgument,

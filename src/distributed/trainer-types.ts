@@ -48,6 +48,12 @@ export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig
   guard?: StepCheckOptions['guard'];
   /** The verified allreduce (step-checks.ts): every gradient sum is checked against the ranks' published sketches. Lossless compression only. */
   verify?: boolean;
+  /**
+   * Steps between the ranks' checks that they hold the same weights and optimizer state
+   * (state-agreement.ts), which also run at the end of training. Default 100; 0 turns them off.
+   * Local SGD runs none: its replicas differ between rounds by design.
+   */
+  stateCheckEvery?: number;
   /** 'mean' (default: the ring allreduce), or a coordinate-wise robust rule (robust-aggregate.ts). */
   aggregation?: Aggregation;
   /**
@@ -172,4 +178,10 @@ export interface DistributedTrainResult {
   noRecovery?: string;
   /** Set when the last evaluation failed (the metrics are NaN then; the run and its checkpoint stand). */
   evaluationFailure?: RingtrainError;
+  /**
+   * SHA-256 (hex) of this rank's weights and optimizer state at the end: the digest the ring agreed
+   * on at its final state check, or, where none ran (checks off, local SGD, a run stopped by an
+   * error), this rank's own.
+   */
+  weightsHash?: string;
 }

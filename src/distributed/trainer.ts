@@ -36,7 +36,7 @@ import { endsRun, lostRanksOf } from './ring-errors.ts';
 import { RingPeers, ringRecord } from './ring-peers.ts';
 import { StepClock } from './step-clock.ts';
 import { StepChecks } from './step-checks.ts';
-import { guardOf, refuseUncheckedConfig } from './train-config.ts';
+import { guardOf, refuseConflictingConfig } from './train-config.ts';
 import { checkDataFits, modelSpecFor } from './model-fit.ts';
 import { TrainingLoop } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainResult } from './trainer-types.ts';
@@ -56,7 +56,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
       'this job trains elastically, but no membership hooks were given; pass session.elastic as the elastic option',
     );
   }
-  refuseUncheckedConfig(config);
+  refuseConflictingConfig(config);
   const bus = args.bus ?? args.comm.events;
   const ring = new ElasticRing(args.comm, config.elastic ? args.elastic : undefined, {
     bus,
@@ -111,7 +111,7 @@ async function runOnRing(
 ): Promise<DistributedTrainResult> {
   try {
     await loop.run();
-    return ringResult(args, loop, peers, params);
+    return { ...ringResult(args, loop, peers, params), weightsHash: await peers.stateHash(loop.state.step) };
   } catch (err) {
     // Whatever ended the run, the weights are those of the last step this rank completed.
     const why = isRingtrainError(err)
@@ -123,7 +123,9 @@ async function runOnRing(
       .recover(why)
       .catch((e: unknown) => `saving it failed: ${e instanceof Error ? e.message : String(e)}`);
     if (!endsRun(err)) throw err;
-    return { ...ringResult(args, loop, peers, params, err), noRecovery };
+    // This rank's own: the ring broke, so nothing was agreed at its last step.
+    const weightsHash = await peers.stateHash(loop.state.step).catch(() => undefined);
+    return { ...ringResult(args, loop, peers, params, err), noRecovery, weightsHash };
   }
 }
 

@@ -121,6 +121,8 @@ export interface Peers {
   evaluate(): Promise<{ accuracy: number; loss: number }>;
   /** Before a hand-out that comes ahead of its evaluation: the peers settle on the weights they hand out (local SGD ends its round). */
   settle?(): Promise<void>;
+  /** After each step (`end` false) and before the hand-out where training stops (true): the peers check, when due, that they hold one state. */
+  checkState?(step: number, end: boolean): Promise<void>;
 }
 
 /** How checkpoints record where training stands, and how a resume reads it back. */
@@ -253,10 +255,16 @@ export class TrainingLoop implements LoopHandle {
     if (!trained && !Number.isNaN(state.evaluation.accuracy)) return;
     let handedOut: TrainingCheckpoint | undefined;
     if (trained || this.parts.record.handsOutUntrained) {
-      const { settle } = this.parts.peers;
+      const { peers } = this.parts;
+      const { settle, checkState } = peers;
       if (settle)
-        while (!(await this.parts.peers.guarded(() => settle.call(this.parts.peers)))) {
+        while (!(await peers.guarded(() => settle.call(peers)))) {
           // the ring re-formed while settling: settle on the new one
+        }
+      // What is handed out is what every rank holds: the ring re-formed under the check? Check the new one.
+      if (checkState)
+        while (!(await peers.guarded(() => checkState.call(peers, state.step, true)))) {
+          // the ring re-formed under the check (every rank took the root's state): check the new ring
         }
       handedOut = await this.handOut({ sound: false });
     }
@@ -344,6 +352,8 @@ export class TrainingLoop implements LoopHandle {
     state.advance(globalBatch);
     await peers.afterStep(batch.size);
     if (read) this.report(read);
+    // The step is done and told; a check that fails now fails no step.
+    await peers.checkState?.(state.step, false);
   }
 
   /** Reports the steps whose losses are not read yet (before an evaluation, and at the end). */

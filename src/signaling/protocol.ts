@@ -96,13 +96,6 @@ import { z } from 'zod';
 /** 2: staged admission (candidate, probe, probe-signal, probe-ok); a version-1 client would wait for a membership that never comes. */
 export const PROTOCOL_VERSION = 2;
 
-/**
- * How long a candidate has to prove its links when its job sets no `admitTimeoutMs` (ms). A joiner
- * loads its data and compiles its kernels before it echoes (a tab on a software adapter took over
- * 30 s), and a ghost that waits it out costs a candidate slot, never the ring: room to prepare.
- */
-export const DEFAULT_ADMIT_TIMEOUT_MS = 120_000;
-
 /** Default largest frame the server accepts (an SDP offer is a few KiB). */
 export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024;
 

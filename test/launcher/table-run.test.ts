@@ -13,10 +13,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { workerTable } from '../../src/cli/table-option.node.ts';
 import { jobSpecFor } from '../../src/cli/run-options.node.ts';
 import type { RunOptions } from '../../src/cli/run-options.node.ts';
-import { parseJobSettings } from '../../src/distributed/settings.ts';
+import { parseJobSettings } from '../../src/job/settings.ts';
 import { startServer } from '../../server/index.ts';
 import { TOKEN_ENV } from '../../src/cli/secrets.node.ts';
 import { ringtrain } from '../support/cli.ts';
+
+/** The worker's check, given the job's settings parsed as a worker's session parses them. */
+const tableOf = (
+  job: { id: string; config: { model: string; hyperparameters: Record<string, unknown> } },
+  given: Parameters<typeof workerTable>[2],
+) => workerTable(job, parseJobSettings(job.config.hyperparameters).data, given);
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-table-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -58,7 +64,7 @@ describe('run -np 2 --data TABLE', () => {
       labelColumn: 'label',
       tableSha256: sha(TABLE),
     } as unknown as RunOptions;
-    const h = parseJobSettings(jobSpecFor(o).config.hyperparameters);
+    const h = parseJobSettings(jobSpecFor(o).config.hyperparameters).data;
     expect(h).toMatchObject({ table: 'mine.csv', tableSha256: sha(TABLE), labelColumn: 'label' });
     expect(h.labels).toBeUndefined();
 
@@ -66,23 +72,23 @@ describe('run -np 2 --data TABLE', () => {
       id: 'run-x',
       config: { model: 'mlp', hyperparameters: { table: 'mine.csv', tableSha256: sha(TABLE), labelColumn: 'label' } },
     };
-    expect(workerTable(job, { data: mine })).toEqual({ labelColumn: 'label' });
-    expect(() => workerTable(job, { data: other })).toThrow(
+    expect(tableOf(job, { data: mine })).toEqual({ labelColumn: 'label' });
+    expect(() => tableOf(job, { data: other })).toThrow(
       `this peer's --data ${other} has SHA-256 ${sha(TABLE.replace('\n1,', '\n2,'))}, but job "run-x" trains on "mine.csv" with SHA-256 ${sha(TABLE)}`,
     );
-    expect(() => workerTable(job, {})).toThrow(
+    expect(() => tableOf(job, {})).toThrow(
       `job "run-x" trains on the table "mine.csv" (SHA-256 ${sha(TABLE)}); pass your copy of it`,
     );
-    expect(() => workerTable(job, { data: mine, labelColumn: 'f0' })).toThrow(
+    expect(() => tableOf(job, { data: mine, labelColumn: 'f0' })).toThrow(
       `this peer's --label-column f0 differs from job "run-x"'s "label"`,
     );
-    expect(() => workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: mine })).toThrow(
+    expect(() => tableOf({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: mine })).toThrow(
       `on no table; drop --data ${mine}`,
     );
-    expect(() => workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { labels })).toThrow(
+    expect(() => tableOf({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { labels })).toThrow(
       `on no table; drop --labels ${labels}`,
     );
-    expect(workerTable({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: dir })).toBeUndefined(); // an IDX directory
+    expect(tableOf({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, { data: dir })).toBeUndefined(); // an IDX directory
 
     const withLabels = {
       id: 'run-z',
@@ -96,9 +102,9 @@ describe('run -np 2 --data TABLE', () => {
         },
       },
     };
-    expect(workerTable(withLabels, { data: mine, labels })).toEqual({ labels });
-    expect(() => workerTable(withLabels, { data: mine })).toThrow('pass your copy of the labels too: --labels FILE');
-    expect(() => workerTable(withLabels, { data: mine, labels: otherLabels })).toThrow(
+    expect(tableOf(withLabels, { data: mine, labels })).toEqual({ labels });
+    expect(() => tableOf(withLabels, { data: mine })).toThrow('pass your copy of the labels too: --labels FILE');
+    expect(() => tableOf(withLabels, { data: mine, labels: otherLabels })).toThrow(
       `this peer's --labels ${otherLabels} has SHA-256 ${sha(LABELS.replace('2', '1'))}, but job "run-z" trains on "labels.txt" with SHA-256 ${sha(LABELS)}`,
     );
   });

@@ -13,8 +13,14 @@ import { decodeSafetensors } from '../../src/checkpoint/safetensors.ts';
 import { checkWorkerModelOptions, workerText } from '../../src/cli/text-option.node.ts';
 import { crc32 } from '../../src/checkpoint/crc32.ts';
 import { jobSpecFor, type RunOptions } from '../../src/cli/run-options.node.ts';
-import { parseJobSettings } from '../../src/distributed/settings.ts';
+import { parseJobSettings } from '../../src/job/settings.ts';
 import { ringtrain } from '../support/cli.ts';
+
+/** The worker's check, given the job's settings parsed as a worker's session parses them. */
+const textOf = (
+  job: { id: string; config: { model: string; hyperparameters: Record<string, unknown> } },
+  given?: string,
+) => workerText(job, parseJobSettings(job.config.hyperparameters).data, given);
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-text-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -36,7 +42,7 @@ describe('run -np 2 --text', () => {
       id: 'run-x',
       config: { model: 'transformer', hyperparameters: { text: 'mine.txt', textSha256: sha(TEXT), context: 16 } },
     };
-    expect(workerText(job, mine)).toEqual({ path: mine, context: 16 });
+    expect(textOf(job, mine)).toEqual({ path: mine, context: 16 });
     // The job's tokenizer is every rank's: `run` writes it into the job (only when named), and a worker tokenizes its
     // copy with it.
     const o = {
@@ -50,24 +56,24 @@ describe('run -np 2 --text', () => {
       text: mine,
       textSha256: sha(TEXT),
     } as unknown as RunOptions;
-    expect(parseJobSettings(jobSpecFor({ ...o, tokenizer: 'gpt2' }).config.hyperparameters)).toMatchObject({
+    expect(parseJobSettings(jobSpecFor({ ...o, tokenizer: 'gpt2' }).config.hyperparameters).data).toMatchObject({
       text: 'mine.txt',
       tokenizer: 'gpt2',
     });
-    expect(parseJobSettings(jobSpecFor(o).config.hyperparameters).tokenizer).toBeUndefined();
+    expect(parseJobSettings(jobSpecFor(o).config.hyperparameters).data.tokenizer).toBeUndefined();
     expect(
-      workerText(
+      textOf(
         { ...job, config: { ...job.config, hyperparameters: { ...job.config.hyperparameters, tokenizer: 'gpt2' } } },
         mine,
       ),
     ).toEqual({ path: mine, context: 16, tokenizer: 'gpt2' });
-    expect(() => workerText(job, other)).toThrow(
+    expect(() => textOf(job, other)).toThrow(
       `this peer's --text ${other} has SHA-256 ${sha(TEXT.replace('agree', 'Agree'))}, but job "run-x" trains on "mine.txt" with SHA-256 ${sha(TEXT)}`,
     );
-    expect(() => workerText(job, undefined)).toThrow(
+    expect(() => textOf(job, undefined)).toThrow(
       `job "run-x" trains on the text "mine.txt" (SHA-256 ${sha(TEXT)}); pass your copy of it`,
     );
-    expect(() => workerText({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, mine)).toThrow(
+    expect(() => textOf({ id: 'run-y', config: { model: 'mlp', hyperparameters: {} } }, mine)).toThrow(
       'not on a text; drop --text',
     );
     expect(() => checkWorkerModelOptions('run-x', { width: 32 }, { width: 16, layers: 1 })).toThrow(

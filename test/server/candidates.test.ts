@@ -5,15 +5,10 @@
  * objects that record what the server sends them; one test runs it over a real server's sockets.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseJobSettings } from '../../src/job/settings.ts';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { Job, type Member } from '../../server/jobs.ts';
-import {
-  DEFAULT_ADMIT_TIMEOUT_MS,
-  PROTOCOL_VERSION,
-  SignalErrorCode,
-  type JobSpec,
-  type ServerMessage,
-} from '../../src/signaling/protocol.ts';
+import { PROTOCOL_VERSION, SignalErrorCode, type JobSpec, type ServerMessage } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
 
 type ProbeMsg = Extract<ServerMessage, { type: 'probe' }>;
@@ -68,7 +63,7 @@ describe('staged admission (server bookkeeping)', () => {
     // No membership names it: the members' ring has nothing to wait for.
     expect(job.size).toBe(2);
     expect(job.epoch).toBe(epoch);
-    expect(c.sent[0]).toMatchObject({ type: 'candidate', deadlineMs: DEFAULT_ADMIT_TIMEOUT_MS });
+    expect(c.sent[0]).toMatchObject({ type: 'candidate', deadlineMs: parseJobSettings({}).membership.admitTimeoutMs });
     // One probe with each would-be neighbour (the last rank and rank 0), each end told of the other.
     expect(probes(a)).toEqual([expect.objectContaining({ side: 0, peer: expect.objectContaining({ name: 'c' }) })]);
     expect(probes(b)).toEqual([expect.objectContaining({ side: 0, peer: expect.objectContaining({ name: 'c' }) })]);

@@ -18,7 +18,7 @@ import type { Communicator } from '../../comm/interface.ts';
 import type { Aggregation } from '../../collectives/robust-aggregate.ts';
 import type { GradientBucket } from '../../engine/grad-buckets.ts';
 import type { Model } from '../../engine/model.ts';
-import { configSettingName, refuseConflicts } from '../setting-conflicts.ts';
+import { configSettingName, refuseConflicts } from '../../job/conflicts.ts';
 import { currentRing, type CurrentRing } from '../elastic-ring.ts';
 import { GradientAccumulator } from './accumulator.ts';
 import { CheckPipeline } from './gradient-check.ts';

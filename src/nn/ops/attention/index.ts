@@ -3,9 +3,13 @@
  * (the output of one Linear(D, 3D), split q | k | v, heads side by side as
  * PyTorch's .view(b, t, H, D/H)), giving y [batch, T, D]: what
  * scaled_dot_product_attention(q, k, v, is_causal=True) returns, heads
- * merged back. One fused kernel; the probabilities are kept for backward.
+ * merged back. Two fused kernels, chosen by shape (chooseAttentionKernel): for short contexts one
+ * that keeps the probabilities [batch, heads, T, T] for backward, from T = 384 (TILED_FROM_T) a
+ * tiled one that keeps only each query row's log-sum-exp (tiled-kernel.ts).
  */
-import { planAttentionBackward, planAttentionForward } from './kernel.ts';
+import type { OpPlan, PlanContext } from '../../op.ts';
+import { type AttentionShape, chooseAttentionKernel, planAttentionBackward, planAttentionForward } from './kernel.ts';
+import { planTiledAttentionBackward, planTiledAttentionForward } from './tiled-kernel.ts';
 import { attentionBackwardRef, attentionRef } from './reference.ts';
 import { defineOp, requireF32, shapeError } from '../../op.ts';
 import { apply, type Parameter, type Tensor } from '../../tensor.ts';
@@ -40,27 +44,35 @@ export const attentionOp = defineOp<AttentionAttrs>({
   },
   plan(ctx, attrs) {
     const s = dims(ctx.inputShapes, attrs);
-    const probsWords = s.batch * s.heads * s.T * s.T;
-    const probs = ctx.scratch(probsWords, 'probs');
-    const forward = [planAttentionForward(ctx.gpu, s, { qkv: ctx.input(0), y: ctx.output(), probs })];
-    const [dy, dqkv] = [ctx.gradOut(), ctx.gradIn(0)];
-    if (!dy || !dqkv) return { forward, backward: [] };
-    return {
-      forward,
-      backward: planAttentionBackward(ctx.gpu, s, {
-        qkv: ctx.input(0),
-        probs,
-        dy,
-        dscores: ctx.scratch(probsWords, 'dscores'),
-        dqkv,
-      }),
-    };
+    return chooseAttentionKernel(s) === 'tiled' ? planTiled(ctx, s) : planRows(ctx, s);
   },
   cpu: {
     forward: ([qkv], shapes, attrs) => attentionRef(qkv, dims(shapes, attrs)).y,
     backward: ([qkv], shapes, attrs, _y, dy) => [attentionBackwardRef(qkv, dy, dims(shapes, attrs))],
   },
 });
+
+/** The row kernel: probabilities and their gradient [batch, heads, T, T] as scratch. */
+function planRows(ctx: PlanContext, s: AttentionShape): OpPlan {
+  const probsWords = s.batch * s.heads * s.T * s.T;
+  const probs = ctx.scratch(probsWords, 'probs');
+  const forward = [planAttentionForward(ctx.gpu, s, { qkv: ctx.input(0), y: ctx.output(), probs })];
+  const [dy, dqkv] = [ctx.gradOut(), ctx.gradIn(0)];
+  if (!dy || !dqkv) return { forward, backward: [] };
+  const dscores = ctx.scratch(probsWords, 'dscores');
+  return { forward, backward: planAttentionBackward(ctx.gpu, s, { qkv: ctx.input(0), probs, dy, dscores, dqkv }) };
+}
+
+/** The tiled kernels: [batch, heads, T] of scratch for the row log-sum-exp and dy·y; backward reads the output. */
+function planTiled(ctx: PlanContext, s: AttentionShape): OpPlan {
+  const rows = s.batch * s.heads * s.T;
+  const [qkv, y, lse] = [ctx.input(0), ctx.output(), ctx.scratch(rows, 'lse')];
+  const forward = [planTiledAttentionForward(ctx.gpu, s, { qkv, y, lse })];
+  const [dy, dqkv] = [ctx.gradOut(), ctx.gradIn(0)];
+  if (!dy || !dqkv) return { forward, backward: [] };
+  const delta = ctx.scratch(rows, 'delta');
+  return { forward, backward: planTiledAttentionBackward(ctx.gpu, s, { qkv, y, lse, dy, delta, dqkv }) };
+}
 
 type T = Tensor | Parameter;
 

@@ -7,10 +7,10 @@
  * library callers who pass no schema, `trainDistributed` given a config made
  * by hand (src/distributed/train-config.ts) and `DistributedOptimizer` used
  * alone (naming config keys). Each door words the conflict for its own user;
- * what conflicts, and why, is written once here. It sits with the signaling
- * schemas because the server may import no further than here.
+ * what conflicts, and why, is written once here, in src/job, which the server,
+ * the page and the peers all import.
  */
-import type { Aggregation } from '../core/setting-text.ts';
+import type { Aggregation } from './setting-text.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 /** The settings that take part in a conflict. */

@@ -6,14 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseAggregation } from '../../src/collectives/robust-aggregate.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
-import {
-  configSettingName,
-  refuseConflicts,
-  settingConflict,
-  type ConflictSettings,
-} from '../../src/distributed/setting-conflicts.ts';
+import { configSettingName, refuseConflicts, settingConflict, type ConflictSettings } from '../../src/job/conflicts.ts';
 import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
-import { refuseUncheckedConfig } from '../../src/distributed/train-config.ts';
+import { refuseConflictingConfig } from '../../src/distributed/train-config.ts';
 import type { DistributedTrainConfig } from '../../src/distributed/trainer.ts';
 
 const median = parseAggregation('median');
@@ -68,14 +63,14 @@ describe('setting conflicts', () => {
       weightDecay: 0,
       seed: 1,
     };
-    expect(() => refuseUncheckedConfig({ ...base, verify: true, compression: 'fp16' })).toThrow(
+    expect(() => refuseConflictingConfig({ ...base, verify: true, compression: 'fp16' })).toThrow(
       "verify: true checks that the sum is exact; compression 'fp16' sends rounded gradients: drop one.",
     );
-    expect(() => refuseUncheckedConfig({ ...base, guard: {}, balance: 'speed', globalBatch: 64 })).toThrow(
+    expect(() => refuseConflictingConfig({ ...base, guard: {}, balance: 'speed', globalBatch: 64 })).toThrow(
       /the doubt rule \(guard.doubt\) measures every peer's gradient/,
     );
-    expect(() => refuseUncheckedConfig({ ...base, balance: 'speed' })).toThrow(/needs a fixed global batch/);
-    expect(() => refuseUncheckedConfig({ ...base, verify: true })).not.toThrow();
+    expect(() => refuseConflictingConfig({ ...base, balance: 'speed' })).toThrow(/needs a fixed global batch/);
+    expect(() => refuseConflictingConfig({ ...base, verify: true })).not.toThrow();
     const fromJob = trainConfigFromJob({
       model: 'mlp',
       optimizer: 'sgd',
@@ -84,7 +79,7 @@ describe('setting conflicts', () => {
       maxPeers: 2,
       hyperparameters: { lr: 0.1, verify: true },
     });
-    expect(() => refuseUncheckedConfig(fromJob)).not.toThrow();
+    expect(() => refuseConflictingConfig(fromJob)).not.toThrow();
     // The job's schema refused the conflict before any config was made of it.
     expect(() =>
       trainConfigFromJob({
@@ -96,7 +91,7 @@ describe('setting conflicts', () => {
         hyperparameters: { lr: 0.1, verify: true, compression: 'fp16' },
       }),
     ).toThrow(/drop one/);
-    // A changed copy is not the object the schema vouched for: it is checked like any hand-made config.
-    expect(() => refuseUncheckedConfig({ ...fromJob, compression: 'fp16' })).toThrow(/drop one/);
+    // A config is checked whoever made it: a changed copy of one made from a job is refused like a hand-made one.
+    expect(() => refuseConflictingConfig({ ...fromJob, compression: 'fp16' })).toThrow(/drop one/);
   });
 });

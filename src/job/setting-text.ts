@@ -1,10 +1,11 @@
 /**
  * The text forms of the settings that are spelled as strings (an aggregation
- * rule, a top-k compression ratio). They live in core because a job's settings
- * are checked where collectives may not be imported (the signaling server
- * validates every job it hosts), and one grammar must serve both ends.
+ * rule, a top-k compression ratio). They live with the job settings' schema
+ * because a job's settings are checked where collectives may not be imported
+ * (the signaling server validates every job it hosts), and one grammar must
+ * serve both ends; the collectives re-export them.
  */
-import { ErrorCode, RingtrainError } from './errors.ts';
+import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 export type AggregationRule = 'mean' | 'trimmed-mean' | 'median' | 'centered-clip';
 export const AGGREGATION_FORMS = 'mean|trimmed-mean:F|median|centered-clip[:tau]';

@@ -1,16 +1,19 @@
 /**
- * A job's settings are checked once, by one schema (src/signaling/settings.ts):
+ * A job's settings are checked once, by one schema (src/job/settings.ts):
  * every key it knows round-trips unchanged, a bad value names its field, a pair
  * that does not combine names both, and an unknown key is refused by name.
  */
 import { describe, expect, it, vi } from 'vitest';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import {
+  checkHyperparameters,
+  FIELDS,
   JOB_SETTING_KEYS,
   nearestSettingKey,
   parseJobSettings,
+  SECTIONS,
   type JobSettingKey,
-} from '../../src/distributed/settings.ts';
+} from '../../src/job/settings.ts';
 
 /** A valid value of every setting. */
 const EVERY: Record<JobSettingKey, number | string | boolean> = {
@@ -34,10 +37,12 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   overlap: false,
   timeoutMs: 30_000,
   ringOrder: 'rtt',
+  transport: 'webrtc',
   aggregation: 'mean',
   verify: false,
   directionRules: true,
   doubtRule: false,
+  stateCheckEvery: 50,
   syncEvery: 4,
   outerLr: 0.7,
   outerMomentum: 0.9,
@@ -76,9 +81,44 @@ function refusal(raw: unknown): RingtrainError {
 describe('job settings', () => {
   it('covers every key, and every key round-trips unchanged', () => {
     expect(Object.keys(EVERY).sort()).toEqual([...JOB_SETTING_KEYS].sort());
-    expect(parseJobSettings(EVERY)).toEqual(EVERY);
-    for (const [k, v] of Object.entries(EVERY)) expect(parseJobSettings({ [k]: v })).toEqual({ [k]: v });
-    expect(parseJobSettings({})).toEqual({});
+    expect(checkHyperparameters(EVERY)).toEqual(EVERY);
+    for (const [k, v] of Object.entries(EVERY)) expect(checkHyperparameters({ [k]: v })).toEqual({ [k]: v });
+    expect(checkHyperparameters({})).toEqual({});
+  });
+
+  it('parses into sections under the same keys, every given value kept', () => {
+    const parsed = parseJobSettings(EVERY);
+    expect(Object.keys(parsed).sort()).toEqual([...SECTIONS].sort());
+    for (const [k, v] of Object.entries(EVERY)) {
+      const section: Record<string, unknown> = parsed[FIELDS[k as JobSettingKey].section];
+      expect(section[k], k).toEqual(v);
+    }
+  });
+
+  it("applies each absent setting's default at parse time, and no other value", () => {
+    const parsed = parseJobSettings({ lr: 0.1 });
+    for (const key of JOB_SETTING_KEYS) {
+      const f: { section: string; default?: unknown } = FIELDS[key];
+      const section = (parsed as unknown as Record<string, Record<string, unknown>>)[f.section];
+      expect(Object.hasOwn(section, key), key).toBe(true);
+      if (key !== 'verify' && key !== 'doubtRule') expect(section[key], key).toEqual(key === 'lr' ? 0.1 : f.default);
+    }
+    expect(parsed.reduce.overlap).toBe(true);
+    expect(parsed.optimizer.momentum).toBe(0.9);
+    expect(parsed.reduce.aggregation).toBe('mean');
+    expect(parsed.schedule.steps).toBeUndefined();
+    expect(parseJobSettings({ overlap: false }).reduce.overlap).toBe(false);
+  });
+
+  it('turns the step checks on in an elastic job where they combine, as the job says otherwise', () => {
+    expect(parseJobSettings({}).checks).toMatchObject({ verify: false, doubtRule: false });
+    expect(parseJobSettings({ elastic: true }).checks).toMatchObject({ verify: true, doubtRule: true });
+    expect(parseJobSettings({ elastic: true, compression: 'fp16' }).checks).toMatchObject({
+      verify: false,
+      doubtRule: true,
+    });
+    expect(parseJobSettings({ elastic: true, verify: false }).checks.verify).toBe(false);
+    expect(parseJobSettings({ verify: true }).checks.verify).toBe(true);
   });
 
   it.each([

@@ -1,0 +1,399 @@
+/**
+ * Every setting a job's `hyperparameters` can carry, one entry each: the
+ * section of `JobSettings` it lives in, its schema, what it allows in words
+ * (for messages), a line of help, its unit, and what an absent one means
+ * (`default`). This table is the one place a setting is spelled, bounded and
+ * defaulted; settings.ts parses a job through it, the CLI's `--hp` list and
+ * the page's settings table are read from it.
+ *
+ * The wire keeps the flat keys (`{ lr, overlap, … }`): jobs files, GET
+ * /api/jobs, checkpoints and job records are written with them. The sections
+ * only group them once parsed, under the same names (`settings.reduce.overlap`).
+ *
+ * A new setting is one entry here plus the code that reads it.
+ */
+import { z } from 'zod';
+import { AGGREGATION_FORMS, parseAggregation, topkRatio } from './setting-text.ts';
+
+/** The longest text a setting may hold (the wire's limit on a string value). */
+export const MAX_TEXT = 256;
+
+const finite = z.number().finite();
+const int = z.number().int();
+const text = z.string().max(MAX_TEXT);
+
+/** Text that `ok` accepts, else a refusal that carries `check`'s own words on what is wrong (a top-k ratio out of range...). */
+const textParsedBy = (ok: (s: string) => boolean, check: (s: string) => unknown) =>
+  text.superRefine((s, ctx) => {
+    if (ok(s)) return;
+    try {
+      check(s);
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: (e as Error).message, params: { reason: (e as Error).message } });
+    }
+  });
+
+function isJsonObjectText(s: string): boolean {
+  try {
+    const v: unknown = JSON.parse(s);
+    return typeof v === 'object' && v !== null && !Array.isArray(v);
+  } catch {
+    return false;
+  }
+}
+
+/** The sections of `JobSettings`, each the sub-object one part of a peer takes. */
+export const SECTIONS = ['model', 'data', 'optimizer', 'schedule', 'reduce', 'checks', 'membership', 'links'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+export interface Field<S extends z.ZodType = z.ZodType> {
+  section: Section;
+  schema: S;
+  /** What the setting allows, in words: "job hyperparameter 'lr' must be <allowed>". */
+  allowed: string;
+  /** One line on what it does (`server --hp`'s list, the page's table). */
+  help: string;
+  /** The unit a number counts in, for a table's column. */
+  unit?: string;
+  /**
+   * `ringtrain run`'s flag that writes the setting as it is (commander's spelling: `--warmup-steps <n>`,
+   * `--no-overlap` for one that is on unless turned off), where there is one: the flag is made from this entry.
+   */
+  flag?: string;
+  /** What an absent setting means, where every reader agrees on one value. */
+  default?: z.infer<S>;
+}
+
+/** A field, typed by its schema (so `default` must be a value the schema takes). */
+const field = <S extends z.ZodType, const Sec extends Section, const D extends z.infer<S> | undefined = undefined>(
+  f: Omit<Field<S>, 'section' | 'default'> & { section: Sec; default?: D },
+) => f as Omit<Field<S>, 'section' | 'default'> & { section: Sec; default: D };
+
+const TEXT = `text of at most ${MAX_TEXT} characters`;
+const bool = z.boolean();
+const BOOL = 'true or false';
+
+export const FIELDS = {
+  // The optimizer.
+  lr: field({
+    section: 'optimizer',
+    schema: finite.gt(0),
+    allowed: 'a finite number > 0 (the learning rate)',
+    help: 'the learning rate',
+  }),
+  momentum: field({
+    section: 'optimizer',
+    schema: finite.min(0).lt(1),
+    allowed: 'a number in [0, 1)',
+    help: "SGD's momentum",
+    default: 0.9,
+  }),
+  weightDecay: field({
+    section: 'optimizer',
+    schema: finite.min(0),
+    allowed: 'a finite number >= 0',
+    help: 'decoupled weight decay',
+    default: 0,
+  }),
+  scaleLr: field({
+    section: 'optimizer',
+    schema: bool,
+    allowed: BOOL,
+    help: 'scale the learning rate by the number of peers (with --warmup-steps)',
+    flag: '--scale-lr',
+    default: false,
+  }),
+  outerLr: field({
+    section: 'optimizer',
+    schema: finite.gt(0),
+    allowed: 'a finite number > 0',
+    help: "local SGD / DiLoCo: the outer step's learning rate",
+  }),
+  outerMomentum: field({
+    section: 'optimizer',
+    schema: finite.min(0).lt(1),
+    allowed: 'a number in [0, 1)',
+    help: "local SGD / DiLoCo: the outer step's Nesterov momentum",
+  }),
+  // How long, and how much per step.
+  lrSchedule: field({
+    section: 'schedule',
+    schema: z.enum(['constant', 'cosine']),
+    allowed: "'constant' or 'cosine'",
+    help: 'constant, or cosine: anneal the learning rate to zero by the last step',
+    flag: '--lr-schedule <kind>',
+    default: 'constant',
+  }),
+  warmupSteps: field({
+    section: 'schedule',
+    schema: int.min(0),
+    allowed: 'a whole number of steps >= 0',
+    help: 'steps of linear learning-rate warm-up when --scale-lr',
+    flag: '--warmup-steps <n>',
+    unit: 'steps',
+    default: 0,
+  }),
+  warmupFrom: field({
+    section: 'schedule',
+    schema: z.enum(['base', 'zero']),
+    allowed: "'base' or 'zero'",
+    help: 'where the warm-up starts',
+    default: 'base',
+  }),
+  backwardPassesPerStep: field({
+    section: 'schedule',
+    schema: int.min(1),
+    allowed: 'a whole number >= 1',
+    help: 'micro-batches accumulated per step',
+    default: 1,
+  }),
+  seed: field({
+    section: 'schedule',
+    schema: int.min(0).max(2 ** 32 - 1),
+    allowed: 'a whole number from 0 to 2^32-1',
+    help: 'the seed of the initial weights and the batches',
+    default: 1,
+  }),
+  epochs: field({
+    section: 'schedule',
+    schema: int.min(1),
+    allowed: 'a whole number >= 1',
+    help: 'passes over the training set',
+    default: 1,
+  }),
+  steps: field({
+    section: 'schedule',
+    schema: int.min(1),
+    allowed: 'a whole number of steps >= 1',
+    help: 'stop after this many steps',
+    unit: 'steps',
+  }),
+  globalBatch: field({
+    section: 'schedule',
+    schema: int.min(1),
+    allowed: 'a whole number >= 1 (examples per step for the whole ring)',
+    help: 'examples per step for the whole ring (absent: the batch per peer)',
+    unit: 'examples',
+  }),
+  balance: field({
+    section: 'schedule',
+    schema: z.enum(['equal', 'speed']),
+    allowed: "'equal' or 'speed'",
+    help: 'how the global batch is shared',
+    default: 'equal',
+  }),
+  // What the peers train on.
+  sampling: field({
+    section: 'data',
+    schema: z.enum(['epochs', 'replacement']),
+    allowed: "'epochs' or 'replacement'",
+    help: 'shuffled epochs or draws with replacement',
+    default: 'epochs',
+  }),
+  evalLimit: field({
+    section: 'data',
+    schema: int.min(1),
+    allowed: 'a whole number of examples >= 1',
+    help: 'evaluate on at most this many test examples',
+    unit: 'examples',
+  }),
+  text: field({ section: 'data', schema: text, allowed: TEXT, help: 'the text trained on (run --text)' }),
+  textSha256: field({ section: 'data', schema: text, allowed: TEXT, help: "the text's SHA-256" }),
+  context: field({
+    section: 'data',
+    schema: int.min(2),
+    allowed: 'a whole number >= 2',
+    help: 'tokens per window of the text',
+    unit: 'tokens',
+  }),
+  // src/data/tokenizer.ts TOKENIZER_NAMES; absent: its characters, or bytes.
+  tokenizer: field({
+    section: 'data',
+    schema: z.enum(['char', 'byte', 'gpt2']),
+    allowed: "'char', 'byte' or 'gpt2'",
+    help: "the text's tokenizer",
+  }),
+  table: field({
+    section: 'data',
+    schema: text,
+    allowed: TEXT,
+    help: 'the table of rows trained on (run --data FILE.csv|.npy|.json)',
+  }),
+  tableSha256: field({ section: 'data', schema: text, allowed: TEXT, help: "the table's SHA-256" }),
+  labelColumn: field({ section: 'data', schema: text, allowed: TEXT, help: "the table's label column" }),
+  labels: field({ section: 'data', schema: text, allowed: TEXT, help: "the table's labels file" }),
+  labelsSha256: field({ section: 'data', schema: text, allowed: TEXT, help: "the labels file's SHA-256" }),
+  // How gradients are reduced over the ring.
+  compression: field({
+    section: 'reduce',
+    schema: textParsedBy(
+      (c) => c === 'none' || c === 'fp16' || c === 'int8',
+      (c) => {
+        if (topkRatio(c) === null) throw new Error(`unknown compression '${c}'`);
+      },
+    ),
+    allowed: "'none', 'fp16', 'int8' or 'topk:R' (0 < R <= 1)",
+    help: 'gradient compression on the wire',
+    default: 'none',
+  }),
+  fusionThresholdBytes: field({
+    section: 'reduce',
+    schema: int.min(0),
+    allowed: 'a whole number of bytes >= 0',
+    help: 'gradient bucket size',
+    unit: 'bytes',
+  }),
+  // Whether a step reduces its gradient bucket by bucket as backward finishes them (src/distributed/reduce/overlap-plan.ts).
+  overlap: field({
+    section: 'reduce',
+    schema: bool,
+    allowed: BOOL,
+    help: "read each step's gradient whole before reducing it, instead of reducing each bucket as backward finishes it (docs/COLLECTIVES.md, Overlap)",
+    flag: '--no-overlap',
+    default: true,
+  }),
+  timeoutMs: field({
+    section: 'reduce',
+    schema: finite.gt(0),
+    allowed: 'a number of milliseconds > 0',
+    help: 'give up on a collective after this long',
+    unit: 'ms',
+  }),
+  aggregation: field({
+    section: 'reduce',
+    schema: textParsedBy(() => false, parseAggregation),
+    allowed: AGGREGATION_FORMS,
+    help: "how the peers' gradients are combined",
+    default: 'mean',
+  }),
+  syncEvery: field({
+    section: 'reduce',
+    schema: int.min(1),
+    allowed: 'a whole number of steps >= 1',
+    help: 'local SGD / DiLoCo: average the models every this many steps',
+    unit: 'steps',
+  }),
+  // The step checks. verify and doubtRule have no fixed default: settings.ts's stepCheckOn decides.
+  verify: field({
+    section: 'checks',
+    schema: bool,
+    allowed: BOOL,
+    help: 'the verified allreduce (names a peer that lies about its sum)',
+  }),
+  directionRules: field({
+    section: 'checks',
+    schema: bool,
+    allowed: BOOL,
+    help: "eject a peer whose gradients pull against the others' over several steps (opt-in: docs/ROBUSTNESS.md)",
+    flag: '--direction-rules',
+    default: false,
+  }),
+  doubtRule: field({
+    section: 'checks',
+    schema: bool,
+    allowed: BOOL,
+    help: 'the doubt rule (names a sign-flipped peer)',
+  }),
+  // Steps between the ranks' checks that they hold one state (src/distributed/state-agreement.ts).
+  stateCheckEvery: field({
+    section: 'checks',
+    schema: int.min(0),
+    allowed: 'a whole number of steps >= 0 (0: no state check)',
+    help: 'every this many steps and at the end, the peers check that they hold the same weights and optimizer state',
+    unit: 'steps',
+    flag: '--state-check-every <n>',
+    default: 100,
+  }),
+  // Membership and its clocks (the session).
+  elastic: field({
+    section: 'membership',
+    schema: bool,
+    allowed: BOOL,
+    help: 'peers may join and leave mid-run (browser tabs, volunteers): the ring re-forms instead of stopping',
+    flag: '--elastic',
+    default: false,
+  }),
+  // How long an elastic ring trains on without its server before it stops (README: ringtrain run).
+  serverWaitMs: field({
+    section: 'membership',
+    schema: int.min(0),
+    allowed: 'a whole number of milliseconds >= 0',
+    help: 'how long a peer waits for a lost server to come back',
+    unit: 'ms',
+    default: 60_000,
+  }),
+  peerTimeoutMs: field({
+    section: 'membership',
+    schema: finite.gt(0),
+    allowed: 'a number of milliseconds > 0',
+    help: 'a peer silent this long is lost',
+    unit: 'ms',
+  }),
+  // A peer is a member from its join, but loads its data (and compiles the transformer's kernels) before it can
+  // answer; under load that took over 30 s. A job open to outsiders may lower it.
+  silentPeerMs: field({
+    section: 'membership',
+    schema: finite.min(1000),
+    allowed: 'a number of milliseconds >= 1000',
+    help: 'how long the ring waits for a member that sent no signal',
+    unit: 'ms',
+    default: 120_000,
+  }),
+  // Staged admission (server/candidates.ts): how long a joiner of a running job has to echo with its would-be
+  // neighbours. A joiner loads its data and compiles its kernels before it echoes (a tab on a software adapter took
+  // over 30 s), and a ghost that waits it out costs a candidate slot, never the ring: room to prepare.
+  admitTimeoutMs: field({
+    section: 'membership',
+    schema: int.min(0),
+    allowed: 'a whole number of milliseconds >= 0 (0: admit joiners at once)',
+    help: 'how long a joiner of a running job has to prove its links before it is dropped',
+    unit: 'ms',
+    default: 120_000,
+  }),
+  // The links between peers.
+  connectTimeoutMs: field({
+    section: 'links',
+    schema: finite.min(1000),
+    allowed: 'a number of milliseconds >= 1000',
+    help: 'give up opening the links to the other peers after this long',
+    unit: 'ms',
+    default: 30_000,
+  }),
+  // Every peer of a job links alike: 'webrtc' turns every worker's TCP links off; 'auto' leaves each worker's own
+  // (`worker --transport`: TCP to the peers that listen too and can be reached, WebRTC to the rest).
+  transport: field({
+    section: 'links',
+    schema: z.enum(['auto', 'webrtc']),
+    allowed: "'auto' or 'webrtc'",
+    help: 'links between the workers: auto (TCP where both listen and reach each other; browser tabs use WebRTC) or webrtc (WebRTC for every link)',
+    flag: '--transport <kind>',
+    default: 'auto',
+  }),
+  ringOrder: field({
+    section: 'links',
+    schema: z.enum(['rtt']),
+    allowed: "'rtt'",
+    help: 'order the ring by measured round-trip times',
+  }),
+  // The model.
+  modelOptions: field({
+    section: 'model',
+    schema: text.refine(isJsonObjectText),
+    allowed: 'a JSON object in a string',
+    help: "the model's options (JSON)",
+  }),
+  modelName: field({ section: 'model', schema: text, allowed: TEXT, help: 'the name a model file registered' }),
+  modelLayoutHash: field({ section: 'model', schema: text, allowed: TEXT, help: "the model's parameter layout hash" }),
+  // launch --tabs: the arguments the page's recipe runs with.
+  args: field({
+    section: 'model',
+    schema: text,
+    allowed: TEXT,
+    help: "the arguments the page's recipe runs with (launch --tabs)",
+  }),
+};
+// Every entry is a Field (checked here, not with `satisfies`, which would infer an absent default as the schema's type).
+FIELDS satisfies Record<string, Field>;
+
+export type JobSettingKey = keyof typeof FIELDS;
+export const JOB_SETTING_KEYS = Object.keys(FIELDS) as JobSettingKey[];
