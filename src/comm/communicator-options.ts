@@ -5,9 +5,12 @@
  */
 import type { EventBus } from '../core/events.ts';
 import { DEFAULT_BUDGET, type BudgetLimits } from './budget.ts';
+import type { MisbehaviourSink } from './misbehaviour.ts';
 
 export interface CommunicatorOptions {
   events?: EventBus;
+  /** Told of every peer that breaks the rules here (framing, flooding): a session reports it to the server. */
+  misbehaviour?: MisbehaviourSink;
   /** Send a heartbeat to a quiet peer this often (ms). */
   heartbeatMs?: number;
   /** A peer silent this long (ms) is lost; 0 turns heartbeats off (memory links report closes directly). */

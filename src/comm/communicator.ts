@@ -16,6 +16,7 @@ import { decodeFrame, encodeFrames, FrameKind, Reassembler } from './frame.ts';
 import { Inbox } from './inbox.ts';
 import type { Communicator, Tag } from './interface.ts';
 import type { Link } from './link.ts';
+import type { MisbehaviourSink } from './misbehaviour.ts';
 import { LinkLiveness } from './liveness.ts';
 
 export type { Communicator } from './interface.ts';
@@ -71,6 +72,7 @@ export class LinkCommunicator implements Communicator {
   /** For each rank in lossClaims, the rank it said went away. */
   readonly claimedLost = new Map<number, number>();
   error: RingtrainError | null = null;
+  private readonly misbehaviour: MisbehaviourSink | undefined;
 
   constructor(
     readonly rank: number,
@@ -93,6 +95,7 @@ export class LinkCommunicator implements Communicator {
       }
     }
     this.events = options.events ?? new EventBus();
+    this.misbehaviour = options.misbehaviour;
     const { settings, budget } = withDefaults(options);
     this.opts = settings;
     this.inbox = new Inbox(rank, new UnconsumedBudget(budget));
@@ -362,6 +365,7 @@ export class LinkCommunicator implements Communicator {
     if (!this.misbehaving.has(peer)) {
       this.misbehaving.add(peer);
       // Said even when the ring already broke for another reason: the report is what ejects it.
+      this.misbehaviour?.peerMisbehaved({ rank: this.rank, peer, reason });
       if (this.events.active) this.events.emit({ type: 'peer-misbehaved', t: now(), rank: this.rank, peer, reason });
     }
     const err = new RingtrainError(

@@ -35,7 +35,7 @@ export interface WebRTCRingOptions extends CommunicatorOptions {
  * Joins a ring: opens the mesh through `signaler` (TCP between peers that both listen, WebRTC
  * for every other pair: mesh.ts), then wraps it in a communicator.
  */
-export async function joinWebRTCRing(o: WebRTCRingOptions): Promise<Communicator> {
+export async function joinWebRTCRing(o: WebRTCRingOptions): Promise<LinkCommunicator> {
   const links = await connectLinks({
     rank: o.rank,
     size: o.size,

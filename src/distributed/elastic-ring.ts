@@ -20,6 +20,7 @@ import { now, type EventBus } from '../core/events.ts';
 import { isBroken, lostRanksOf } from './ring-errors.ts';
 import type { GradientCheck } from './reduce/gradient-check.ts';
 import type { ElasticHooks } from './trainer-types.ts';
+import { compareEpochs, epochAfter, epochFromAgreement, epochToAgreement, type RingEpoch } from './ring-epoch.ts';
 
 /** Whatever holds the ring's communicator now; an elastic ring replaces it when it re-forms. */
 export interface CurrentRing {
@@ -56,7 +57,7 @@ export interface ElasticRingOptions {
 export class ElasticRing implements CurrentRing {
   private current: Communicator;
   /** A membership agreement started beside a step's gradient allreduce, with the ring it runs on. */
-  private pending?: { comm: Communicator; answer: Promise<{ epoch: number } | { error: unknown }> };
+  private pending?: { comm: Communicator; answer: Promise<{ epoch: RingEpoch } | { error: unknown }> };
   private readonly reformedCallbacks: ((comm: Communicator) => void | Promise<void>)[] = [];
 
   /** `hooks`: the session's membership; absent, the ring is fixed. */
@@ -99,7 +100,7 @@ export class ElasticRing implements CurrentRing {
         reason: err.message,
       });
       // Wait for the server's next membership and carry on without the lost peer.
-      await this.regroup(this.hooks.currentEpoch() + 1);
+      await this.regroup(epochAfter(this.hooks.currentEpoch()));
       return false;
     }
   }
@@ -108,13 +109,13 @@ export class ElasticRing implements CurrentRing {
    * The newest membership epoch any rank has heard of (one tiny allreduce on the current ring):
    * every rank gets the same answer, so all of them re-form at the same point or none does.
    */
-  async agreedEpoch(): Promise<number> {
-    const r = await allreduce(this.current, new Int32Array([this.membership().latestEpoch()]), {
+  async agreedEpoch(): Promise<RingEpoch> {
+    const r = await allreduce(this.current, new Int32Array([epochToAgreement(this.membership().latestEpoch())]), {
       op: 'max',
       name: this.o.agreementName ?? 'membership-epoch',
       timeoutMs: this.o.timeoutMs,
     });
-    return r[0];
+    return epochFromAgreement(r[0]);
   }
 
   /**
@@ -157,13 +158,13 @@ export class ElasticRing implements CurrentRing {
       agreed = answer.epoch;
     };
     if (!(await this.guarded(agree))) return true;
-    if (agreed <= hooks.currentEpoch()) return false;
+    if (compareEpochs(agreed, hooks.currentEpoch()) <= 0) return false;
     await this.regroup(agreed);
     return true;
   }
 
   /** Closes the current ring, builds the one of the newest membership with epoch >= minEpoch, and runs the re-form callbacks. */
-  async regroup(minEpoch: number): Promise<void> {
+  async regroup(minEpoch: RingEpoch): Promise<void> {
     this.current = await this.membership().regroup(minEpoch);
     for (const fn of this.reformedCallbacks) await fn(this.current);
   }

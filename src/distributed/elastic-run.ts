@@ -12,6 +12,7 @@ import { ElasticRing } from './elastic-ring.ts';
 import { isBroken } from './ring-errors.ts';
 import { parseJobSettings } from '../job/settings.ts';
 import type { ElasticHooks } from './trainer-types.ts';
+import { compareEpochs, epochAfter, formatEpoch, type RingEpoch } from './ring-epoch.ts';
 
 /** What elastic training needs of init()'s Session: the current ring, the membership hooks, the job's config. */
 export interface ElasticSession {
@@ -22,8 +23,8 @@ export interface ElasticSession {
 
 /** Thrown by a commit that saw a newer membership (a peer joined): the ring re-forms there, with nothing to undo. */
 export class MembershipChanged extends Error {
-  constructor(readonly epoch: number) {
-    super(`the job's membership moved on to epoch ${epoch}; the ring re-forms at this commit`);
+  constructor(readonly epoch: RingEpoch) {
+    super(`the job's membership moved on to ${formatEpoch(epoch)}; the ring re-forms at this commit`);
   }
 }
 
@@ -37,7 +38,7 @@ export interface ElasticRunState {
   /** Back to the last commit (a broken step may have half-applied). */
   restore(): void | Promise<void>;
   /** Re-forms the ring at membership epoch `minEpoch` or later, and moves what trains onto it. */
-  regroup(minEpoch: number): Promise<void>;
+  regroup(minEpoch: RingEpoch): Promise<void>;
 }
 
 /**
@@ -92,10 +93,10 @@ export abstract class ElasticState implements ElasticRunState {
   /** Asks the ring for the newest membership any rank has heard of; a newer one than the ring's re-forms it here. */
   async checkHostUpdates(): Promise<void> {
     const agreed = await this.ring.agreedEpoch();
-    if (agreed > this.session.elastic.currentEpoch()) throw new MembershipChanged(agreed);
+    if (compareEpochs(agreed, this.session.elastic.currentEpoch()) > 0) throw new MembershipChanged(agreed);
   }
 
-  async regroup(minEpoch: number): Promise<void> {
+  async regroup(minEpoch: RingEpoch): Promise<void> {
     await this.ring.regroup(minEpoch);
     this.reformed();
   }
@@ -116,7 +117,7 @@ export async function runElastic<S extends ElasticRunState, T>(state: S, train: 
   const { elastic } = state.session;
   let regrouped = false;
   for (;;) {
-    let minEpoch: number;
+    let minEpoch: RingEpoch;
     try {
       await state.sync();
       // The reset callbacks run once the state is rank 0's: they see the new size and the position.
@@ -127,7 +128,7 @@ export async function runElastic<S extends ElasticRunState, T>(state: S, train: 
       if (err instanceof MembershipChanged) minEpoch = err.epoch;
       else if (isBroken(err)) {
         await state.restore();
-        minEpoch = elastic.currentEpoch() + 1;
+        minEpoch = epochAfter(elastic.currentEpoch());
       } else throw err;
     }
     await state.regroup(minEpoch);

@@ -36,6 +36,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
 import type { Communicator } from '../comm/interface.ts';
+import type { MisbehaviourSink } from '../comm/misbehaviour.ts';
 import { allgather } from '../collectives/allgather.ts';
 
 export interface GuardOptions {
@@ -118,13 +119,14 @@ export async function checkContributions(
   local: Float32Array,
   step: number,
   options: GuardOptions = {},
+  misbehaviour?: MisbehaviourSink,
 ): Promise<Float32Array> {
   // float32 carries norms up to 3.4e38; beyond that it reads Infinity, which the rule flags too.
   const norms = await allgather(comm, new Float32Array([l2Norm(local)]), {
     name: 'gradient-norms',
     timeoutMs: options.timeoutMs,
   });
-  rejectOffences(comm, step, judgeNorms(comm, norms, step, options), norms);
+  rejectOffences(comm, step, judgeNorms(comm, norms, step, options), norms, misbehaviour);
   return norms;
 }
 
@@ -164,18 +166,23 @@ function noteTypical(comm: Communicator, norms: Float32Array, step: number, outl
   else if (step > t.step) typicalNorms.set(comm, { value: TYPICAL_DECAY * t.value + (1 - TYPICAL_DECAY) * mean, step });
 }
 
-/** Names the offenders (event `peer-misbehaved`) and throws ERR_PEER_MISBEHAVED; does nothing when there are none. */
-export function rejectOffences(comm: Communicator, step: number, bad: Offence[], norms: ArrayLike<number>): void {
+/**
+ * Names the offenders (to `misbehaviour`, which reports them, and as event `peer-misbehaved`) and
+ * throws ERR_PEER_MISBEHAVED; does nothing when there are none.
+ */
+export function rejectOffences(
+  comm: Communicator,
+  step: number,
+  bad: Offence[],
+  norms: ArrayLike<number>,
+  misbehaviour?: MisbehaviourSink,
+): void {
   if (bad.length === 0) return;
   for (const b of bad) {
+    const reason = `step ${step}: ${b.reason}`;
+    misbehaviour?.peerMisbehaved({ rank: comm.rank, peer: b.rank, reason });
     if (comm.events.active)
-      comm.events.emit({
-        type: 'peer-misbehaved',
-        t: now(),
-        rank: comm.rank,
-        peer: b.rank,
-        reason: `step ${step}: ${b.reason}`,
-      });
+      comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: b.rank, reason });
   }
   const named = bad.map((b) => `rank ${b.rank} (${b.reason})`).join('; ');
   throw new RingtrainError(

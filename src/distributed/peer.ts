@@ -49,6 +49,7 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
     gpu: a.gpu,
     comm: session.comm,
     elastic: session.elastic,
+    misbehaviour: session.misbehaviour,
     train: a.train,
     test: a.test,
     config,

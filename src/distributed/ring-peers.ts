@@ -49,7 +49,7 @@ export class RingPeers implements Peers {
   private readonly stateCheckEvery: number;
 
   constructor(
-    private readonly args: Pick<DistributedTrainArgs, 'config' | 'test'>,
+    private readonly args: Pick<DistributedTrainArgs, 'config' | 'test' | 'misbehaviour'>,
     private readonly parts: RingParts,
   ) {
     this.config = args.config;
@@ -57,7 +57,12 @@ export class RingPeers implements Peers {
     this.countRoundsOn(parts.ring.comm);
     this.stateCheckEvery =
       this.config.syncEvery === undefined ? (this.config.stateCheckEvery ?? DEFAULT_STATE_CHECK_EVERY) : 0;
-    const stateParts = { model: parts.model, optimizer: parts.ringOpt.optimizer, timeoutMs: this.config.timeoutMs };
+    const stateParts = {
+      model: parts.model,
+      optimizer: parts.ringOpt.optimizer,
+      timeoutMs: this.config.timeoutMs,
+      misbehaviour: args.misbehaviour,
+    };
     this.agreement = this.stateCheckEvery > 0 ? new StateAgreement(stateParts) : undefined;
     parts.ring.onReformed(async () => {
       parts.ringOpt.ringReformed();

@@ -26,6 +26,7 @@
  * digest whatever it holds. It finds state that drifted, not state forged.
  */
 import type { Communicator } from '../comm/interface.ts';
+import type { MisbehaviourSink } from '../comm/misbehaviour.ts';
 import { allgather } from '../collectives/allgather.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { sha256 } from '../core/sha256.ts';
@@ -103,6 +104,8 @@ export interface StateAgreementParts {
   model: Model;
   optimizer: Optimizer;
   timeoutMs?: number;
+  /** Told of a rank that differs again after it was resynced (a session reports it to the server). */
+  misbehaviour?: MisbehaviourSink;
 }
 
 export class StateAgreement {
@@ -141,7 +144,7 @@ export class StateAgreement {
     if (verdict.kind === 'no-majority') throw noMajority(comm, step, hashes, verdict.groups);
     if (verdict.kind === 'minority') {
       const again = verdict.differing.filter((r) => before.includes(r));
-      if (again.length > 0) throw differsAgain(comm, step, again, hashes, verdict.hash);
+      if (again.length > 0) throw differsAgain(comm, step, again, hashes, verdict.hash, this.parts.misbehaviour);
       this.name(comm, step, verdict, hashes);
       await broadcastParameters(comm, this.parts.model, { root: verdict.source, timeoutMs: this.parts.timeoutMs });
       await broadcastOptimizerState(comm, this.parts.optimizer, {
@@ -187,11 +190,14 @@ function differsAgain(
   ranks: number[],
   hashes: string[],
   majority: string,
+  misbehaviour: MisbehaviourSink | undefined,
 ): RingtrainError {
   const who = ranks.map((r) => `rank ${r} (${short(hashes[r])}…)`).join(', ');
   const reason = `step ${step}: its weights and optimizer state differ from the majority's (${short(majority)}…) again, at the check after it was resynced from them`;
-  if (comm.events.active)
-    for (const peer of ranks) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer, reason });
+  for (const peer of ranks) {
+    misbehaviour?.peerMisbehaved({ rank: comm.rank, peer, reason });
+    if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer, reason });
+  }
   return new RingtrainError(
     ErrorCode.PeerMisbehaved,
     `state check at step ${step}: ${who} again holds other weights or optimizer state than the majority (${short(majority)}…), after it was resynced at the last check. Elastic jobs eject it and go on; otherwise resume from the recovery checkpoint without it`,

@@ -31,6 +31,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
 import type { Communicator } from '../comm/interface.ts';
+import type { MisbehaviourSink } from '../comm/misbehaviour.ts';
 import { allgather } from '../collectives/allgather.ts';
 import { sketch, stepSeed } from '../collectives/sketch.ts';
 import { sketchInto } from '../collectives/sketch.ts';
@@ -67,6 +68,8 @@ export interface StepCheckOptions {
   /** The fusion threshold (bytes) the optimizer cuts the gradient by: the verifier follows its chunks. */
   fusionThresholdBytes?: number;
   timeoutMs?: number;
+  /** Told of every rank the checks name (a session reports it to the server). */
+  misbehaviour?: MisbehaviourSink;
 }
 
 interface Pending {
@@ -217,7 +220,7 @@ export class StepChecks {
         if (!history) this.history.set(comm, (history = new DirectionHistory(guard.direction)));
         offences.push(...history.judge(step, sketches, norms));
       }
-      rejectOffences(comm, step, offences, norms);
+      rejectOffences(comm, step, offences, norms, this.o.misbehaviour);
     }
     if (p.chunks.length) {
       // What each rank really sends is its contribution times its factor; sketches are linear (and the masses scale by
@@ -289,6 +292,7 @@ export class StepChecks {
     if (links.length === 1) {
       const { from, to } = links[0];
       const reason = `step ${p.step}: its link to rank ${to} changed gradient data in transit, or it sent other numbers than it published: what it passed on does not match its published sketch plus what it received (verified allreduce; seen by ${seenBy})`;
+      this.o.misbehaviour?.peerMisbehaved({ rank: comm.rank, peer: from, reason });
       if (comm.events.active)
         comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
       throw new RingtrainError(

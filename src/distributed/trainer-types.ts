@@ -15,6 +15,8 @@ import type { Aggregation } from '../collectives/robust-aggregate.ts';
 import type { Rounds } from './timeline.ts';
 import type { BalanceMode } from './shares.ts';
 import type { PreparedTraining } from './warm-up.ts';
+import type { MisbehaviourSink } from '../comm/misbehaviour.ts';
+import type { RingEpoch } from './ring-epoch.ts';
 
 /** With `syncEvery` (LocalSgdConfig) the ring trains by local SGD / DiLoCo (diloco.ts). */
 export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig {
@@ -107,6 +109,8 @@ export interface DistributedTrainArgs {
   shouldStop?: () => boolean;
   /** Elastic training: peers may join and leave; the ring re-forms between steps instead of stopping. */
   elastic?: ElasticHooks;
+  /** Told of every rank the step checks name (a Session's `misbehaviour` reports it to the server). */
+  misbehaviour?: MisbehaviourSink;
   /**
    * Sees (and may change in place) this rank's gradients as read back from the
    * model, before the step checks and the sum: for code that embeds the trainer
@@ -128,15 +132,15 @@ export interface DistributedTrainArgs {
 
 /**
  * What the trainer needs from membership to train elastically (a Session
- * provides it). Epochs here are membership epochs of the signaling server.
+ * provides it). Epochs here are membership epochs of the signaling server, by server connection (ring-epoch.ts).
  */
 export interface ElasticHooks {
   /** The membership epoch the current communicator was built for. */
-  currentEpoch(): number;
+  currentEpoch(): RingEpoch;
   /** The newest membership epoch this peer has heard of. */
-  latestEpoch(): number;
-  /** Closes the current ring and builds one for the newest ready membership with epoch >= minEpoch. */
-  regroup(minEpoch: number): Promise<Communicator>;
+  latestEpoch(): RingEpoch;
+  /** Closes the current ring and builds one for the newest ready membership at `minEpoch` or later. */
+  regroup(minEpoch: RingEpoch): Promise<Communicator>;
 }
 
 export interface DistributedTrainResult {

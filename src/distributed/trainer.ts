@@ -180,6 +180,7 @@ function gradientChecks(
     seed: config.seed,
     fusionThresholdBytes: config.fusionThresholdBytes,
     timeoutMs: config.timeoutMs,
+    misbehaviour: args.misbehaviour,
   });
   const gradientsRead = clock.gradientsRead(args.transformGradients);
   const stepChecks: GradientCheck = {

@@ -25,11 +25,11 @@ function hooks(
   const regroups: number[] = [];
   return {
     regroups,
-    currentEpoch: () => epoch,
-    latestEpoch: () => heard.latest,
+    currentEpoch: () => ({ generation: 0, epoch }),
+    latestEpoch: () => ({ generation: 0, epoch: heard.latest }),
     regroup: async (minEpoch) => {
-      regroups.push(minEpoch);
-      epoch = Math.max(minEpoch, heard.latest);
+      regroups.push(minEpoch.epoch);
+      epoch = Math.max(minEpoch.epoch, heard.latest);
       return rings[epoch][rank];
     },
   };
@@ -67,7 +67,7 @@ describe('ElasticRing', () => {
     expect(ring.elastic).toBe(false);
     await expect(ring.guarded(() => Promise.reject(lost()))).rejects.toMatchObject({ code: ErrorCode.PeerLost });
     expect(await ring.membershipChanged()).toBe(false);
-    await expect(ring.regroup(1)).rejects.toMatchObject({
+    await expect(ring.regroup({ generation: 0, epoch: 1 })).rejects.toMatchObject({
       code: ErrorCode.InvalidArgument,
       message: expect.stringMatching(/no membership hooks, so it cannot re-form/),
     });

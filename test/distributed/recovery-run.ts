@@ -45,8 +45,8 @@ const base: DistributedTrainConfig = {
 
 /** Hooks of an elastic job whose server is gone: a regroup can only fail. */
 const noServer: ElasticHooks = {
-  currentEpoch: () => 1,
-  latestEpoch: () => 1,
+  currentEpoch: () => ({ generation: 0, epoch: 1 }),
+  latestEpoch: () => ({ generation: 0, epoch: 1 }),
   regroup: () => Promise.reject(new RingtrainError(ErrorCode.Signaling, 'stand-in: no server to regroup through')),
 };
 

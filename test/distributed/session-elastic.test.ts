@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { init, type Session } from '../../src/distributed/session.node.ts';
+import { epochAfter } from '../../src/distributed/ring-epoch.ts';
 import { requireNetns } from '../support/workers.ts';
 
 const sessions: Session[] = [];
@@ -51,7 +52,7 @@ describe('elastic session', () => {
     await expect.poll(() => honest.comm.error?.code, { timeout: 30_000 }).toBe(ErrorCode.PeerLost);
 
     const epochBefore = server.jobInfo('forged')!.epoch;
-    const regroup = honest.elastic.regroup(honest.elastic.currentEpoch() + 1);
+    const regroup = honest.elastic.regroup(epochAfter(honest.elastic.currentEpoch()));
     await expect(regroup).rejects.toMatchObject({
       code: ErrorCode.Signaling,
       message: expect.stringMatching(/no peer joined or left the job within 2 s/),

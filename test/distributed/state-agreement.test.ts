@@ -12,6 +12,7 @@ import type { Model } from '../../src/engine/model.ts';
 import type { Optimizer } from '../../src/engine/optimizer.ts';
 import { hex, judgeStateHashes, StateAgreement, stateDigest } from '../../src/distributed/state-agreement.ts';
 import { ring } from '../robust/memory-ring.ts';
+import type { Misbehaviour, MisbehaviourSink } from '../../src/comm/misbehaviour.ts';
 
 describe('judgeStateHashes', () => {
   it('agrees when every rank holds one digest', () => {
@@ -65,7 +66,7 @@ describe('stateDigest', () => {
 });
 
 /** A rank's state in plain arrays, behind the two interfaces the check reads and resyncs through. */
-function replica(seed: number) {
+function replica(seed: number, misbehaviour?: MisbehaviourSink) {
   const params = Float32Array.from({ length: 300 }, (_, i) => Math.sin(i * seed));
   let velocity = Float32Array.from({ length: 300 }, (_, i) => Math.cos(i * seed));
   const model = {
@@ -77,7 +78,7 @@ function replica(seed: number) {
     exportState: () => Promise.resolve({ velocity: velocity.slice() }),
     importState: (s: Record<string, Float32Array>) => void (velocity = s.velocity.slice()),
   } as unknown as Optimizer;
-  return { params, velocity: () => velocity, agreement: new StateAgreement({ model, optimizer }) };
+  return { params, velocity: () => velocity, agreement: new StateAgreement({ model, optimizer, misbehaviour }) };
 }
 
 async function settled<T>(work: Promise<T>[]): Promise<(T | RingtrainError)[]> {
@@ -87,7 +88,8 @@ async function settled<T>(work: Promise<T>[]): Promise<(T | RingtrainError)[]> {
 describe('StateAgreement over a ring', () => {
   it('names a perturbed rank on every rank, resyncs it, and reports it when it differs again', async () => {
     const { comms, seen } = ring(3);
-    const ranks = [replica(1), replica(1), replica(1)];
+    const found: Misbehaviour[][] = [[], [], []];
+    const ranks = found.map((f) => replica(1, { peerMisbehaved: (m) => void f.push(m) }));
     const agreedHash = await ranks[0].agreement.localHash();
     ranks[2].params[7] += 1e-3;
 
@@ -108,6 +110,8 @@ describe('StateAgreement over a ring', () => {
       expect(err).toMatchObject({ code: ErrorCode.PeerMisbehaved, detail: { peer: 2, culprits: [2], step: 20 } });
     }
     for (const events of seen) expect(events.filter((e) => e.type === 'peer-misbehaved')).toMatchObject([{ peer: 2 }]);
+    // Reported through each rank's sink (what a session sends the server), not only as an event.
+    found.forEach((f, r) => expect(f.map((m) => [m.rank, m.peer])).toEqual([[r, 2]]));
   });
 
   it('resyncs again, not reports, a rank that differs after a check it passed', async () => {
