@@ -122,14 +122,14 @@ export function planRowOrder(gpu: Gpu, rows: number, ids: Binding, order: Bindin
   return passes;
 }
 
-/** Refuses more tiles than one `joins` invocation may walk (twice) under the loop cap. */
-function checkTiles(s: EmbeddingShape): number {
+/** The tiles of `s`'s backward pass; refuses more than one `joins` invocation may walk (twice) under the loop cap. */
+export function checkEmbeddingTiles(s: EmbeddingShape): number {
   const tiles = Math.ceil(s.rows / EMBEDDING_TILE);
   if (2 * tiles + EMBEDDING_TILE <= LOOP_CAP) return tiles;
-  const most = ((LOOP_CAP - EMBEDDING_TILE) / 2) * EMBEDDING_TILE;
+  const most = Math.floor((LOOP_CAP - EMBEDDING_TILE) / 2) * EMBEDDING_TILE;
   throw new RingtrainError(
     ErrorCode.InvalidArgument,
-    `embedding backward over ${s.rows} token ids would walk ${tiles} tiles in one shader invocation, past the ${LOOP_CAP} loop iterations some adapters allow; use at most ${most} ids per step (batch × context), or micro-batches`,
+    `embedding backward over ${s.rows} token ids would walk ${tiles} tiles in one shader invocation, past the ${LOOP_CAP} loop iterations some adapters allow; use at most ${most} ids per step (batch × context): a smaller --batch or --context`,
     { rows: s.rows, tiles, mostRows: most },
   );
 }
@@ -154,7 +154,7 @@ export function planEmbeddingBackward(
     { ids: [ids, s.rows], dy: [dy, s.rows * s.dim], dweight: [dweight, s.vocab * s.dim] },
     { shape: { ...s } },
   );
-  const tiles = checkTiles(s);
+  const tiles = checkEmbeddingTiles(s);
   const order = scratch(sortSlots(s.rows), 'embedding-order');
   const parts = scratch(2 * tiles * s.dim, 'embedding-parts');
   const slices = rowSlices(gpu, s.vocab, s.dim, "embedding backward: the weight's gradient");
