@@ -94,31 +94,20 @@ export function sortSlots(rows: number): number {
 /** Fills `order` (sortSlots(rows) words) with the row indices sorted by (ids[r], r): 1 + log2(n)·(log2(n)+1)/2 dispatches. */
 export function planRowOrder(gpu: Gpu, rows: number, ids: Binding, order: Binding): Dispatch[] {
   const padded = sortSlots(rows);
-  const pass = (entry: 'init' | 'sort_step', k: number, j: number) => {
-    const step = gpu.uniform(
-      [
-        ['u32', rows],
-        ['u32', padded],
-        ['u32', k],
-        ['u32', j],
-      ],
+  const groups = linearGroups(padded, 256);
+  const step = (k: number, j: number): [number, Binding] => [
+    0,
+    gpu.uniform(
+      [rows, padded, k, j].map((v): ['u32', number] => ['u32', v]),
       'embedding-order-step',
-    );
-    const bindings: [number, Binding][] =
-      entry === 'init'
-        ? [
-            [0, step],
-            [2, order],
-          ]
-        : [
-            [0, step],
-            [1, ids],
-            [2, order],
-          ];
-    return planEntry(gpu, 'embedding-order', entry, bindings, linearGroups(padded, 256));
-  };
-  const passes = [pass('init', 0, 0)];
-  for (let k = 2; k <= padded; k *= 2) for (let j = k / 2; j >= 1; j /= 2) passes.push(pass('sort_step', k, j));
+    ),
+  ];
+  const passes = [planEntry(gpu, 'embedding-order', 'init', [step(0, 0), [2, order]], groups)];
+  for (let k = 2; k <= padded; k *= 2) {
+    for (let j = k / 2; j >= 1; j /= 2) {
+      passes.push(planEntry(gpu, 'embedding-order', 'sort_step', [step(k, j), [1, ids], [2, order]], groups));
+    }
+  }
   return passes;
 }
 
@@ -159,25 +148,10 @@ export function planEmbeddingBackward(
   const parts = scratch(2 * tiles * s.dim, 'embedding-parts');
   const slices = rowSlices(gpu, s.vocab, s.dim, "embedding backward: the weight's gradient");
   const perSlice = (slice: RowSlice): Dispatch[] => {
-    const target = subRange(dweight, slice.start * s.dim, slice.count * s.dim);
-    const u = dims(gpu, s, slice);
-    const clear = planEntry(
-      gpu,
-      'embedding',
-      'clear',
-      [
-        [0, u],
-        [5, target],
-      ],
-      linearGroups(slice.count * s.dim, 256),
-    );
-    const common: [number, Binding][] = [
-      [0, u],
-      [1, ids],
-      [5, target],
-      [6, order],
-      [7, parts],
-    ];
+    const u: [number, Binding] = [0, dims(gpu, s, slice)];
+    const out: [number, Binding] = [5, subRange(dweight, slice.start * s.dim, slice.count * s.dim)];
+    const clear = planEntry(gpu, 'embedding', 'clear', [u, out], linearGroups(slice.count * s.dim, 256));
+    const common: [number, Binding][] = [u, [1, ids], out, [6, order], [7, parts]];
     const walk = (entry: 'segments' | 'joins', bindings: [number, Binding][]) =>
       planEntry(gpu, 'embedding', entry, bindings, linearGroups(tiles * s.dim, 256), accumulateConstant(accumulate));
     const runs = [walk('segments', [...common, [4, dy]]), walk('joins', common)];
