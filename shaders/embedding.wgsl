@@ -1,24 +1,35 @@
 // Embedding lookup: out[r, :] = weight[ids[r], :] for ids [rows] and weight [vocab × dim].
-// Backward is a scatter-add, written as a gather so that it needs no float
-// atomics and sums in a fixed order (deterministic, the same on every peer):
-// one invocation per weight entry (v, c) and chunk j of `chunk` rows walks
-// the chunk's rows in order and adds dy[r, c] where ids[r] == v, into
-// dweight[j·vocab·dim + v·dim + c]. With one chunk that is the gradient; with
-// several, per-chunk partials that reduce_rows.wgsl sums in order, so the
-// workgroups grow with the rows. That is vocab × rows × dim reads, fine for
-// the small vocabularies (characters, positions) this serves.
-// Ids at or past vocab are refused on the CPU before upload; here they read 0.
+//
+// Backward is a scatter-add over rows, with no float atomics and a fixed order
+// of summation (the same bits on every peer and runtime). `order` holds the
+// rows sorted by (id, row) (embedding-order.wgsl), so each token's rows form
+// one run of sorted positions. The positions are cut into tiles of `tile`:
+// - `segments`, one invocation per (tile, column), walks its tile in order and
+//   sums each run. A run that starts and ends in the tile is written to
+//   dweight; the part of a run that continues into the next tile is the tile's
+//   `tail`, and the part of a run that came from the previous tile and ends
+//   here is the tile's `head` (parts = tails then heads, tiles × dim each).
+// - `joins`, one invocation per (tile, column) whose first run came from the
+//   left and ends in it, adds the tails of the earlier tiles of that run in
+//   order, then its head, into dweight.
+// That is rows × dim reads of dy; the loops are bounded by `tile` and by the
+// number of tiles (the plan refuses more tiles than the loop cap allows).
+// Entries of tokens with no rows are zeroed by `clear` (not when accumulating).
+// Ids at or past vocab are refused on the CPU before upload; forward reads 0.
 //
 // A weight bigger than one binding is planned in slices of vocabulary rows:
 // `first` is the slice's first row, `vocab` its row count, `total` the whole
 // vocabulary; weight and dweight are bound from row `first`. Forward, a slice
 // writes only the rows whose id it holds (the last one also the zeros of ids
-// past the vocabulary); backward, it sums only its own entries. Unsliced:
+// past the vocabulary); backward, it writes only its own entries. Unsliced:
 // first = 0, vocab = total.
 
-struct Dims { rows: u32, dim: u32, vocab: u32, chunk: u32, first: u32, total: u32 }
+struct Dims { rows: u32, dim: u32, vocab: u32, tile: u32, first: u32, total: u32 }
 
 override ACCUMULATE: bool = false;
+
+// Past the last sorted position: differs from every id (ids are below vocab).
+const END: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> dims: Dims;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
@@ -26,6 +37,8 @@ override ACCUMULATE: bool = false;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> dy: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dweight: array<f32>;
+@group(0) @binding(6) var<storage, read> order: array<u32>;
+@group(0) @binding(7) var<storage, read_write> parts: array<f32>;
 
 fn index(gid: vec3<u32>, groups: vec3<u32>) -> u32 { return gid.x + gid.y * groups.x * 256u; }
 
@@ -42,20 +55,68 @@ fn forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
   }
 }
 
-@compute @workgroup_size(256)
-fn backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = index(gid, groups);
-  let entries = dims.vocab * dims.dim;
-  let chunks = (dims.rows + dims.chunk - 1u) / dims.chunk;
-  if (i >= chunks * entries) { return; }
-  let e = i % entries;
-  let v = dims.first + e / dims.dim;
-  let c = e % dims.dim;
-  let r0 = (i / entries) * dims.chunk;
-  let r1 = min(dims.rows, r0 + dims.chunk);
-  var s = 0.0;
-  for (var r = r0; r < r1; r++) {
-    if (ids[r] == v) { s += dy[r * dims.dim + c]; }
-  }
+fn tiles() -> u32 { return (dims.rows + dims.tile - 1u) / dims.tile; }
+
+// The token id at sorted position p, or END past the last.
+fn key(p: u32) -> u32 {
+  if (p >= dims.rows) { return END; }
+  return ids[order[p]];
+}
+
+// Writes (or adds) a token's sum for column c, if the token is in this slice.
+fn put(v: u32, c: u32, s: f32) {
+  let e = v - dims.first; // wraps past vocab for ids below this slice
+  if (e >= dims.vocab) { return; }
+  let i = e * dims.dim + c;
   if (ACCUMULATE) { dweight[i] += s; } else { dweight[i] = s; }
+}
+
+@compute @workgroup_size(256)
+fn clear(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = index(gid, groups);
+  if (i < dims.vocab * dims.dim) { dweight[i] = 0.0; }
+}
+
+@compute @workgroup_size(256)
+fn segments(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = index(gid, groups);
+  let n = tiles() * dims.dim;
+  if (i >= n) { return; }
+  let c = i % dims.dim;
+  let p0 = (i / dims.dim) * dims.tile;
+  let p1 = min(dims.rows, p0 + dims.tile);
+  var v = key(p0);
+  var fromLeft = p0 > 0u && key(p0 - 1u) == v;
+  var s = 0.0;
+  for (var p = p0; p < p1; p++) {
+    s += dy[order[p] * dims.dim + c];
+    let next = key(p + 1u);
+    if (next != v) {
+      if (fromLeft) { parts[n + i] = s; } else { put(v, c, s); }
+      s = 0.0;
+      fromLeft = false;
+      v = next;
+    } else if (p + 1u == p1) {
+      parts[i] = s;
+    }
+  }
+}
+
+@compute @workgroup_size(256)
+fn joins(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = index(gid, groups);
+  let n = tiles() * dims.dim;
+  if (i >= n) { return; }
+  let c = i % dims.dim;
+  let t = i / dims.dim;
+  let p0 = t * dims.tile;
+  let last = min(dims.rows, p0 + dims.tile) - 1u;
+  let v = key(p0);
+  // Only a tile whose first run came from the left and ends in it joins that run.
+  if (t == 0u || key(p0 - 1u) != v || (key(last) == v && key(last + 1u) == v)) { return; }
+  var t0 = t - 1u;
+  while (t0 > 0u && key(t0 * dims.tile - 1u) == v) { t0--; }
+  var s = 0.0;
+  for (var u = t0; u < t; u++) { s += parts[u * dims.dim + c]; }
+  put(v, c, s + parts[n + i]);
 }

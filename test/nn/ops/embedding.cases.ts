@@ -29,6 +29,9 @@ export const ORACLE_CASES: OracleCase[] = (
     [33, 27, 16, true],
     [1001, 5, 7, true],
     [8192, 32, 64, false],
+    [1, 4, 3, false],
+    [130, 1, 5, true],
+    [100, 3000, 4, false],
   ] as [number, number, number, boolean][]
 ).map(([rows, vocab, dim, accumulate]) => ({
   name: `embedding gather+scatter rows=${rows} vocab=${vocab} dim=${dim}${accumulate ? ' (accumulate)' : ''}`,

@@ -1,16 +1,20 @@
 /**
- * Embedding: gather forward, deterministic scatter-add backward. See shaders/embedding.wgsl.
+ * Embedding: gather forward, deterministic scatter-add backward. See
+ * shaders/embedding.wgsl and shaders/embedding-order.wgsl.
+ *
+ * The backward pass sorts the rows by token id on the GPU (a bitonic sort of
+ * row indices), then sums each token's rows in row order, tile by tile: about
+ * rows × dim reads of dy, whatever the vocabulary, and no float atomics.
  *
  * A weight bigger than one binding (GPT-2's [50257, 768] is 154 MB against
  * lavapipe's 128 MiB) is planned as slices of vocabulary rows (`rowSlices`):
  * forward, each slice writes the output rows whose ids fall in it; backward,
- * each slice sums its own rows of the gradient. The chunks of the backward
- * pass come from the whole shape, so every entry is summed in the same order
- * as unsliced: the same bits.
+ * the sort is shared and each slice writes its own rows of the gradient, summed
+ * in the same order as unsliced: the same bits.
  */
 import { ErrorCode, RingtrainError } from '../../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gpu/gpu.ts';
-import { gpuScratch, planColumnSum, type Scratch } from '../../../gpu/kernels/reduce-rows.ts';
+import { gpuScratch, type Scratch } from '../../../gpu/kernels/reduce-rows.ts';
 import {
   accumulateConstant,
   checkBindings,
@@ -22,19 +26,13 @@ import {
 } from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
-defineKernel('embedding', { shader: 'embedding', entryPoints: ['forward', 'backward'] });
+defineKernel('embedding', { shader: 'embedding', entryPoints: ['forward', 'clear', 'segments', 'joins'] });
+defineKernel('embedding-order', { shader: 'embedding-order', entryPoints: ['init', 'sort_step'] });
 
-/** Rows per chunk of the backward pass's first level, unless the partials would pass EMBEDDING_MAX_PARTIAL. */
-export const EMBEDDING_CHUNK = 64;
-/** Partials (chunks × vocab × dim floats) stay below this: large vocabularies get longer chunks (their vocab × dim entries fill the GPU anyway). */
-const EMBEDDING_MAX_PARTIAL = 1 << 22;
-
-/** Rows per chunk and chunks of the backward pass for this shape. */
-export function embeddingChunks(s: EmbeddingShape): { chunk: number; chunks: number } {
-  const most = Math.max(1, Math.floor(EMBEDDING_MAX_PARTIAL / (s.vocab * s.dim)));
-  const chunk = Math.max(EMBEDDING_CHUNK, Math.ceil(s.rows / most));
-  return { chunk, chunks: Math.ceil(s.rows / chunk) };
-}
+/** Sorted positions one `segments` invocation walks: short loops, and tiles × dim invocations to fill the GPU. */
+export const EMBEDDING_TILE = 64;
+/** Loop iterations an invocation may take: lavapipe stops one silently past this (see checkAttentionLoopCap). */
+const LOOP_CAP = 65_535;
 
 export interface EmbeddingShape {
   /** Number of looked-up ids (batch × positions). */
@@ -44,14 +42,14 @@ export interface EmbeddingShape {
 }
 
 /** The uniform of one vocabulary slice: its rows [slice.start, slice.start + slice.count) of the whole `s.vocab`. */
-function dims(gpu: Gpu, s: EmbeddingShape, slice: RowSlice, chunk = s.rows): GPUBuffer {
+function dims(gpu: Gpu, s: EmbeddingShape, slice: RowSlice): GPUBuffer {
   checkDims('embedding', { rows: s.rows, vocab: s.vocab, dim: s.dim });
   return gpu.uniform(
     [
       ['u32', s.rows],
       ['u32', s.dim],
       ['u32', slice.count],
-      ['u32', chunk],
+      ['u32', EMBEDDING_TILE],
       ['u32', slice.start],
       ['u32', s.vocab],
     ],
@@ -88,13 +86,48 @@ export function planEmbeddingForward(
   );
 }
 
+/** Slots of the sort: rows rounded up to a power of two. */
+export function sortSlots(rows: number): number {
+  return 2 ** Math.ceil(Math.log2(Math.max(1, rows)));
+}
+
+/** Fills `order` (sortSlots(rows) words) with the row indices sorted by (ids[r], r): 1 + log2(n)·(log2(n)+1)/2 dispatches. */
+export function planRowOrder(gpu: Gpu, rows: number, ids: Binding, order: Binding): Dispatch[] {
+  const padded = sortSlots(rows);
+  const groups = linearGroups(padded, 256);
+  const step = (k: number, j: number): [number, Binding] => [
+    0,
+    gpu.uniform(
+      [rows, padded, k, j].map((v): ['u32', number] => ['u32', v]),
+      'embedding-order-step',
+    ),
+  ];
+  const passes = [planEntry(gpu, 'embedding-order', 'init', [step(0, 0), [2, order]], groups)];
+  for (let k = 2; k <= padded; k *= 2) {
+    for (let j = k / 2; j >= 1; j /= 2) {
+      passes.push(planEntry(gpu, 'embedding-order', 'sort_step', [step(k, j), [1, ids], [2, order]], groups));
+    }
+  }
+  return passes;
+}
+
+/** The tiles of `s`'s backward pass; refuses more than one `joins` invocation may walk (twice) under the loop cap. */
+export function checkEmbeddingTiles(s: EmbeddingShape): number {
+  const tiles = Math.ceil(s.rows / EMBEDDING_TILE);
+  if (2 * tiles + EMBEDDING_TILE <= LOOP_CAP) return tiles;
+  const most = Math.floor((LOOP_CAP - EMBEDDING_TILE) / 2) * EMBEDDING_TILE;
+  throw new RingtrainError(
+    ErrorCode.InvalidArgument,
+    `embedding backward over ${s.rows} token ids would walk ${tiles} tiles in one shader invocation, past the ${LOOP_CAP} loop iterations some adapters allow; use at most ${most} ids per step (batch × context): a smaller --batch or --context`,
+    { rows: s.rows, tiles, mostRows: most },
+  );
+}
+
 /**
  * dweight[v, :] (=, or += with `accumulate`) Σ over rows r with ids[r] = v of
- * dy[r, :]: per-chunk partials (`embeddingChunks`) into scratch, then a
- * column-sum tree (reduce-rows.ts) into dweight; one dispatch when the rows
- * fit one chunk. Per slice of vocabulary rows when dweight (or the partials)
- * would pass one binding; the slices share one partials buffer, which each
- * slice's sum has read before the next slice's pass writes it (dispatches run in order).
+ * dy[r, :], in row order: the rows sorted by id into scratch (`planRowOrder`),
+ * then per slice of vocabulary rows: clear (unless accumulating), the runs
+ * within tiles, and the runs across tiles. See shaders/embedding.wgsl.
  */
 export function planEmbeddingBackward(
   gpu: Gpu,
@@ -110,33 +143,21 @@ export function planEmbeddingBackward(
     { ids: [ids, s.rows], dy: [dy, s.rows * s.dim], dweight: [dweight, s.vocab * s.dim] },
     { shape: { ...s } },
   );
-  const { chunk, chunks } = embeddingChunks(s);
-  const slices = rowSlices(gpu, s.vocab, s.dim, "embedding backward: the weight's gradient", s.dim * chunks);
-  const partials = chunks === 1 ? null : scratch(chunks * slices[0].count * s.dim, 'embedding-partials');
-  return slices.flatMap((slice) => {
-    const entries = slice.count * s.dim;
-    const target = subRange(dweight, slice.start * s.dim, entries);
-    const pass = (out: Binding, acc: boolean) =>
-      planEntry(
-        gpu,
-        'embedding',
-        'backward',
-        [
-          [0, dims(gpu, s, slice, chunk)],
-          [1, ids],
-          [4, dy],
-          [5, out],
-        ],
-        linearGroups(chunks * entries, 256),
-        accumulateConstant(acc),
-      );
-    if (!partials) return [pass(target, accumulate)];
-    const here = subRange(partials, 0, chunks * entries);
-    return [
-      pass(here, false),
-      ...planColumnSum(gpu, here, target, { rows: chunks, cols: entries, accumulate }, scratch),
-    ];
-  });
+  const tiles = checkEmbeddingTiles(s);
+  const order = scratch(sortSlots(s.rows), 'embedding-order');
+  const parts = scratch(2 * tiles * s.dim, 'embedding-parts');
+  const slices = rowSlices(gpu, s.vocab, s.dim, "embedding backward: the weight's gradient");
+  const perSlice = (slice: RowSlice): Dispatch[] => {
+    const u: [number, Binding] = [0, dims(gpu, s, slice)];
+    const out: [number, Binding] = [5, subRange(dweight, slice.start * s.dim, slice.count * s.dim)];
+    const clear = planEntry(gpu, 'embedding', 'clear', [u, out], linearGroups(slice.count * s.dim, 256));
+    const common: [number, Binding][] = [u, [1, ids], out, [6, order], [7, parts]];
+    const walk = (entry: 'segments' | 'joins', bindings: [number, Binding][]) =>
+      planEntry(gpu, 'embedding', entry, bindings, linearGroups(tiles * s.dim, 256), accumulateConstant(accumulate));
+    const runs = [walk('segments', [...common, [4, dy]]), walk('joins', common)];
+    return accumulate ? runs : [clear, ...runs];
+  };
+  return [...planRowOrder(gpu, s.rows, ids, order), ...slices.flatMap(perSlice)];
 }
 
 /** Copies ids into a Uint32Array for upload, refusing any that is not an integer in [0, vocab). */
