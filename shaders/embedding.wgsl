@@ -2,7 +2,7 @@
 //
 // Backward is a scatter-add over rows, with no float atomics and a fixed order
 // of summation (the same bits on every peer and runtime). `order` holds the
-// rows sorted by (id, row) (embedding-order.wgsl), so each token's rows form
+// rows sorted by (id, row) (embedding_order.wgsl), so each token's rows form
 // one run of sorted positions. The positions are cut into tiles of `tile`:
 // - `segments`, one invocation per (tile, column), walks its tile in order and
 //   sums each run. A run that starts and ends in the tile is written to

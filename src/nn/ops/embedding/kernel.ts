@@ -1,6 +1,6 @@
 /**
  * Embedding: gather forward, deterministic scatter-add backward. See
- * shaders/embedding.wgsl and shaders/embedding-order.wgsl.
+ * shaders/embedding.wgsl and shaders/embedding_order.wgsl.
  *
  * The backward pass sorts the rows by token id on the GPU (a bitonic sort of
  * row indices), then sums each token's rows in row order, tile by tile: about
@@ -27,7 +27,7 @@ import {
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
 defineKernel('embedding', { shader: 'embedding', entryPoints: ['forward', 'clear', 'segments', 'joins'] });
-defineKernel('embedding-order', { shader: 'embedding-order', entryPoints: ['init', 'sort_step'] });
+defineKernel('embedding_order', { shader: 'embedding_order', entryPoints: ['init', 'sort_step'] });
 
 /** Sorted positions one `segments` invocation walks: short loops, and tiles × dim invocations to fill the GPU. */
 export const EMBEDDING_TILE = 64;
@@ -99,13 +99,13 @@ export function planRowOrder(gpu: Gpu, rows: number, ids: Binding, order: Bindin
     0,
     gpu.uniform(
       [rows, padded, k, j].map((v): ['u32', number] => ['u32', v]),
-      'embedding-order-step',
+      'embedding_order-step',
     ),
   ];
-  const passes = [planEntry(gpu, 'embedding-order', 'init', [step(0, 0), [2, order]], groups)];
+  const passes = [planEntry(gpu, 'embedding_order', 'init', [step(0, 0), [2, order]], groups)];
   for (let k = 2; k <= padded; k *= 2) {
     for (let j = k / 2; j >= 1; j /= 2) {
-      passes.push(planEntry(gpu, 'embedding-order', 'sort_step', [step(k, j), [1, ids], [2, order]], groups));
+      passes.push(planEntry(gpu, 'embedding_order', 'sort_step', [step(k, j), [1, ids], [2, order]], groups));
     }
   }
   return passes;
@@ -144,7 +144,7 @@ export function planEmbeddingBackward(
     { shape: { ...s } },
   );
   const tiles = checkEmbeddingTiles(s);
-  const order = scratch(sortSlots(s.rows), 'embedding-order');
+  const order = scratch(sortSlots(s.rows), 'embedding_order');
   const parts = scratch(2 * tiles * s.dim, 'embedding-parts');
   const slices = rowSlices(gpu, s.vocab, s.dim, "embedding backward: the weight's gradient");
   const perSlice = (slice: RowSlice): Dispatch[] => {
