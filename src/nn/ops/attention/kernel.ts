@@ -179,36 +179,16 @@ export function planAttentionBackward(
   const u = attentionUniform(gpu, s, 'rows');
   const constants = { CAUSAL: s.causal === false ? 0 : 1, ACCUMULATE: accumulate ? 1 : 0 };
   const groups = linearGroups(s.batch * s.heads * s.T, 64);
-  return [
-    planEntry(
-      gpu,
-      'attention',
-      'backward_q',
-      [
-        [0, u],
-        [1, b.qkv],
-        [4, b.dy],
-        [5, b.probs],
-        [6, b.dscores],
-        [7, b.dqkv],
-      ],
-      groups,
-      constants,
-    ),
-    planEntry(
-      gpu,
-      'attention',
-      'backward_kv',
-      [
-        [0, u],
-        [1, b.qkv],
-        [4, b.dy],
-        [5, b.probs],
-        [6, b.dscores],
-        [7, b.dqkv],
-      ],
-      groups,
-      constants,
-    ),
+  // Both entry points read the same bindings; backward_q writes dq, backward_kv dk and dv.
+  const bindings: [number, Binding][] = [
+    [0, u],
+    [1, b.qkv],
+    [4, b.dy],
+    [5, b.probs],
+    [6, b.dscores],
+    [7, b.dqkv],
   ];
+  return (['backward_q', 'backward_kv'] as const).map((entry) =>
+    planEntry(gpu, 'attention', entry, bindings, groups, constants),
+  );
 }
