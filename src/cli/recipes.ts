@@ -48,12 +48,17 @@ export const RECIPES: Record<string, Recipe> = {
   },
 };
 
+/** Whether the user gave option `key` (not commander's default, nor left unset). */
+function givenByUser(cmd: Command, key: string): boolean {
+  return ![undefined, 'default'].includes(cmd.getOptionValueSource(key));
+}
+
 /**
  * `--text FILE` trains the transformer (the model follows from the data): a
  * --model other than transformer is refused; `--context` belongs to --text.
  */
 export function withTextModel(cmd: Command, raw: Record<string, unknown>): Record<string, unknown> {
-  const given = (key: string) => ![undefined, 'default'].includes(cmd.getOptionValueSource(key));
+  const given = (key: string) => givenByUser(cmd, key);
   if (raw.text === undefined) {
     if (raw.context !== undefined)
       throw new RingtrainError(
@@ -93,7 +98,7 @@ export function withRecipe(
   const recipe = RECIPES[raw.text !== undefined ? 'text' : String(raw.model)];
   if (!recipe) return { raw, recipe };
   const out = { ...raw };
-  const unset = (key: string) => [undefined, 'default'].includes(cmd.getOptionValueSource(key));
+  const unset = (key: string) => !givenByUser(cmd, key);
   // A recipe's learning rate and weight decay were tuned for its optimizer: with another one
   // (--optimizer lion on the words workload) that optimizer's own defaults apply instead, as Lion's
   // lr must be several times smaller than AdamW's.
