@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { SOURCE_CONDITION, withSourceConditions } from './scripts/source-conditions.mjs';
+import { LongestFirst } from './test/support/longest-first.ts';
 
 // Tests and the processes they start import 'ringtrain' from the sources, not from a build
 // (package.json, "exports"): the forks and their children inherit the environment.
@@ -16,5 +17,7 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     reporters: ['default'],
+    // A clean clone has no vitest cache to order by: start the longest files first (test/durations.json).
+    sequence: { sequencer: LongestFirst },
   },
 });
