@@ -297,12 +297,14 @@ export class Job {
   /**
    * `reporter` says the peer `accusedId` broke the rules. One peer's word is not enough (it
    * may itself be the liar): the accused is ejected once more than half of the other voters,
-   * and at least MIN_REPORTERS of them, reported it. A report from a member that is not (yet)
+   * and at least MIN_REPORTERS of them, reported it, or at once when it reported itself. A report from a member that is not (yet)
    * a voter is kept and counts once it is one. Returns the ejected member, if this report ejected one.
    */
   report(reporter: Member, accusedId: string, reason: string): Member | null {
     const accused = this.members.find((m) => m.peerId === accusedId);
-    if (!accused || accused === reporter || !this.members.includes(reporter)) return null;
+    if (!accused || !this.members.includes(reporter)) return null;
+    // A confession: the one report that cannot be a liar's move against another peer.
+    if (accused === reporter) return this.ejectNow(accused, `it reported itself: ${reason}`);
     const by = this.reports.get(accusedId) ?? new Map<string, string>();
     by.set(reporter.peerId, reason);
     this.reports.set(accusedId, by);
@@ -317,10 +319,15 @@ export class Job {
     const others = this.members.filter((m) => m !== accused && this.voters.has(m.peerId)).length;
     // Two reporters at least: in a job of two, one word against another proves nothing.
     if (votes.length < MIN_REPORTERS || votes.length * 2 <= others) return null;
-    this.ejected.add(accused.peerId);
-    accused.eject(
+    return this.ejectNow(
+      accused,
       `reported by ${votes.length} of the other ${others} voting peers: ${by.get(votes[votes.length - 1])}`,
     );
+  }
+
+  private ejectNow(accused: Member, why: string): Member {
+    this.ejected.add(accused.peerId);
+    accused.eject(why);
     return accused;
   }
 

@@ -199,6 +199,13 @@ export class LinkCommunicator implements Communicator {
   abort(err: RingtrainError): void {
     if (this.error) return;
     this.error = err;
+    // A closing communicator's goodbyes, queued behind its data, already tell every peer; an abort
+    // note goes out at once and would overtake data the peers still need to finish what this rank
+    // completed (a collective of its own failing as the close rejects it lands here).
+    if (this.closing) {
+      this.inbox.rejectWaiters(() => true, err);
+      return;
+    }
     const note = writeAbortNote(err, this.rank);
     for (const [peer, link] of this.links) {
       if (this.departed.has(peer)) continue;

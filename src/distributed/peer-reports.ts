@@ -18,6 +18,8 @@ import type { GuardedRing, ServerLink } from './server-link.ts';
 export class PeerReports implements MisbehaviourSink {
   /** Peer ids this peer already reported (once is enough). */
   private readonly reported = new Set<string>();
+  /** This rank's own offence, reported once its ring is closed (confess). */
+  private confession: { client: SignalingClient; reason: string } | null = null;
   /** The ring (server epoch) this peer has already attested. */
   private attested: { client: SignalingClient; epoch: number } | null = null;
 
@@ -55,14 +57,37 @@ export class PeerReports implements MisbehaviourSink {
     client.attest(epoch);
   }
 
-  /** A peer that broke the rules on our ring: ask the server to eject it; a majority of the other peers' reports does. */
+  /**
+   * A peer that broke the rules on our ring: ask the server to eject it; a majority of the other
+   * peers' reports does. This rank itself is kept for confess().
+   */
   private report(rank: number, reason: string): void {
     const membership = this.ring().membership;
     const peer = membership?.peers[rank];
-    if (!membership || !peer || rank === membership.rank || this.reported.has(peer.peerId)) return;
+    if (!membership || !peer || this.reported.has(peer.peerId)) return;
     this.reported.add(peer.peerId);
+    if (rank === membership.rank) {
+      this.confession = { client: this.server.current, reason };
+      return;
+    }
     this.server.notice(`reporting rank ${rank}${peer.name ? ` (${peer.name})` : ''} to the server: ${reason}`);
     this.server.current.report(peer.peerId, reason);
+  }
+
+  /**
+   * The checks name this rank too when its own contribution broke the rules: every rank judges the
+   * same gathered numbers. Once its ring is closed (what it owed the others delivered, so they can
+   * judge too), it reports itself, which the server takes as a confession and ejects it at once: a
+   * majority of the others' votes forms only when every other rank got every number, and a rank
+   * whose ring broke first would leave the job waiting out the liveness window, then stopping.
+   */
+  confess(): void {
+    const c = this.confession;
+    this.confession = null;
+    const me = this.ring().membership;
+    if (!c || !me || c.client !== this.server.current || c.client.closed) return;
+    this.server.notice(`this peer's own contribution broke the rules (${c.reason}): reporting itself to the server`);
+    c.client.report(me.peers[me.rank].peerId, c.reason);
   }
 
   /**

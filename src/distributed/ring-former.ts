@@ -172,6 +172,7 @@ export class RingFormer implements GuardedRing {
 
   async regroup(minEpoch: RingEpoch): Promise<Communicator> {
     await this.comm?.close();
+    this.reports.confess();
     for (;;) {
       // Without a server no membership can change: wait for it (bounded by the server wait).
       const client = await this.server.usable();

@@ -1,10 +1,11 @@
 /**
  * Poisoned gradients: in a 3-peer elastic job one real Deno worker
  * sends NaN, 1e30-scaled, ×(-1e5) or sign-flipped ×20 gradients from step 3 on. The
- * contribution guard names it on every rank before anything is summed (the
+ * contribution guard names it before anything is summed (the
  * ×20 flip, inside the norm rule's ratio, by the doubt rule that elastic jobs
  * run by default: left out of its first three steps' sums, named at its fourth), the
- * honest peers report it, the server ejects it, and the two honest peers
+ * honest peers report it (the faulty worker, judging the same norms, reports
+ * itself: a confession), the server ejects it, and the two honest peers
  * re-form the ring and finish every step with a model that learned.
  * Real server, real Deno workers, real WebRTC (inside scripts/in-netns.sh).
  */
@@ -34,10 +35,9 @@ describe('a worker sending poisoned gradients', () => {
       for (const [i, w] of honest.entries()) {
         expect(honestCodes[i], all.join('\n')).toBe(0);
         expect(w.result).toMatchObject({ steps: STEPS, size: 2, stopped_by: null });
-        // Named by the guard on this rank, and ejected by the server.
+        // Named by the guard on this rank (if it was named at all, the faulty one), and ejected by the server.
         const named = w.events.filter((e) => e.event === 'peer-misbehaved');
-        expect(named.length, w.stderr).toBeGreaterThan(0);
-        expect(named[0]).toMatchObject({ peer: bad });
+        if (named.length > 0) expect(named[0]).toMatchObject({ peer: bad });
         expect(
           w.events.find((e) => e.event === 'peer-left' && e.reason === 'ejected'),
           w.stderr,
@@ -52,6 +52,10 @@ describe('a worker sending poisoned gradients', () => {
         // a 1e30-scaled update applied once leaves chance (10%).
         expect(w.result!.test_accuracy).toBeGreaterThan(0.75);
       }
+      // Every rank judges the same gathered norms, but a rank whose ring broke before the last of them
+      // came judges nothing: the others' verdicts (and the faulty one's own confession) eject it.
+      const namedBy = honest.filter((w) => w.events.some((e) => e.event === 'peer-misbehaved' && e.peer === bad));
+      expect(namedBy.length, all.join('\n')).toBeGreaterThan(0);
       expect(faultyCode, faulty.stderr).not.toBe(0);
       expect(faulty.stderr).toMatch(/ejected from the job/);
     }, 200_000);

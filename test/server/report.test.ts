@@ -42,13 +42,12 @@ describe('signaling server: report and ejection', () => {
       .toBe(1);
   };
 
-  it('ejects on a majority of the other peers, tells everyone why, and ignores self-reports and lone reports', async () => {
+  it('ejects on a majority of the other peers, tells everyone why, and ignores lone reports', async () => {
     const [a, b, c, d] = await joinAll(['a', 'b', 'c', 'd']);
     await attestAll([a, b, c, d], 4);
     expect(server.jobInfo('swarm')!.peers.every((p) => p.voter)).toBe(true);
-    // d reports a alone, a reports itself: nothing happens (one of three others is no majority).
+    // d reports a alone: nothing happens (one of three others is no majority).
     d.sendJson({ type: 'report', peerId: a.peerId, reason: 'a lie' });
-    a.sendJson({ type: 'report', peerId: a.peerId, reason: 'confession' });
     b.sendJson({ type: 'report', peerId: d.peerId, reason: 'garbage frames' });
     c.sendJson({ type: 'report', peerId: d.peerId, reason: 'garbage frames' });
     // b and c: two of d's three others.
@@ -62,6 +61,22 @@ describe('signaling server: report and ejection', () => {
     expect(left).toMatchObject({ peerId: d.peerId, rank: 3, reason: 'ejected', name: 'd' });
     const info = server.jobInfo('swarm')!;
     expect(info.peers.map((p) => p.name)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('ejects a peer that reports itself at once, one word being enough: its own', async () => {
+    const [a, b, c] = await joinAll(['a', 'b', 'c']);
+    await attestAll([a, b, c], 3);
+    c.sendJson({ type: 'report', peerId: c.peerId, reason: 'step 3: its gradient is not finite (norm NaN)' });
+    expect(await c.error('ejected')).toMatchObject({
+      fatal: true,
+      message: expect.stringContaining('it reported itself: step 3: its gradient is not finite'),
+    });
+    expect(await a.waitFor((m) => m.type === 'peer-left', 'peer-left')).toMatchObject({
+      peerId: c.peerId,
+      reason: 'ejected',
+      name: 'c',
+    });
+    expect(server.jobInfo('swarm')!.peers.map((p) => p.name)).toEqual(['a', 'b']);
   });
 
   it('ejects no one in a job of two (one word against another)', async () => {
