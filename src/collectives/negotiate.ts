@@ -34,6 +34,8 @@ export interface Request {
   prescale?: number;
   postscale?: number;
   algorithm?: string;
+  /** Allreduce: ReduceOptions.groups, the ranks that share a host (hierarchical algorithm). */
+  groups?: number | readonly (readonly number[])[];
   /** Per-rank facts that may differ between ranks (alltoall splits, for instance). */
   extra?: number[];
 }
@@ -64,6 +66,7 @@ export function describe(r: Request, withAlgorithm = false): string {
   if (r.prescale !== undefined && r.prescale !== 1) parts.push(`prescale=${r.prescale}`);
   if (r.postscale !== undefined && r.postscale !== 1) parts.push(`postscale=${r.postscale}`);
   if (withAlgorithm && r.algorithm) parts.push(`algorithm=${r.algorithm}`);
+  if (r.groups !== undefined) parts.push(`groups=${JSON.stringify(r.groups)}`);
   return parts.join(' ');
 }
 
@@ -83,6 +86,7 @@ function check(id: number, requests: Request[], varyingShape: boolean): Verdict 
       r.postscale ?? 1,
       r.algorithm,
       shapeKey(r),
+      r.groups,
     ]);
   const groups = new Map<string, number[]>();
   requests.forEach((r, rank) => {
