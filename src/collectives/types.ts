@@ -33,6 +33,8 @@ export const COMPRESSIONS: readonly Compression[] = ['none', 'fp16', 'int8'];
  * more for a non-power-of-two N) carrying the ring's bytes, for middle sizes.
  * 'two-shot': a reduce-scatter and an allgather of direct messages over the
  * full mesh, 2 steps carrying the ring's bytes, for middle sizes on few ranks.
+ * 'hierarchical': rings inside groups of ranks that share a host and, per shard, between the
+ * groups (`groups`), Horovod's hierarchical allreduce.
  * 'auto' picks by size (`smallBytes`, `mediumBytes`): the first algorithm in the registry's order that takes it.
  */
 export type Algorithm = 'auto' | (string & {});
