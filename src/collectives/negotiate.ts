@@ -22,6 +22,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
 import type { Communicator } from '../comm/interface.ts';
+import type { RankGroups } from './types.ts';
 
 export interface Request {
   name: string;
@@ -35,7 +36,7 @@ export interface Request {
   postscale?: number;
   algorithm?: string;
   /** Allreduce: ReduceOptions.groups, the ranks that share a host (hierarchical algorithm). */
-  groups?: number | readonly (readonly number[])[];
+  groups?: RankGroups;
   /** Per-rank facts that may differ between ranks (alltoall splits, for instance). */
   extra?: number[];
 }

@@ -241,7 +241,8 @@ export async function hierarchicalAllreduce(
 
 /**
  * Rings of g inside, a ring of G = ceil(N/g) groups between on 1/g of the tensor:
- * 2(g-1) alpha + 2(g-1)/g n beta + 2(G-1) alpha + 2(G-1)/G (n/g) beta.
+ * 2(g-1) alpha + 2(g-1)/g n beta + 2(G-1) alpha + 2(G-1)/G (n/g) beta. Exact for groups of one
+ * size; where one is smaller, the shards are as many as its ranks, so each is larger than n/g.
  */
 export function hierarchicalCost(
   n: number,
