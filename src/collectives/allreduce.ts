@@ -6,6 +6,7 @@ import {
   allreduceAlgorithms,
   firstEnabled,
   phaseOf,
+  rankGroups,
   RING,
   type AllreduceAlgorithm,
 } from './algorithms/index.ts';
@@ -93,8 +94,8 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
   ] as const) {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(`${what}: ${k} must be a finite number, got ${v}`);
   }
-  const { errorFeedback, observeReceived: observe } = o;
-  return { op, prescale, postscale, compression, algorithm, smallBytes, mediumBytes, errorFeedback, observe };
+  const { errorFeedback, observeReceived: observe, groups } = o;
+  return { op, prescale, postscale, compression, algorithm, smallBytes, mediumBytes, groups, errorFeedback, observe };
 }
 
 /** The fields of a reduction that every rank must agree on (negotiation compares them). */
@@ -114,18 +115,21 @@ export function reduceRequest(
     prescale: s.prescale,
     postscale: s.postscale,
     algorithm,
+    groups: s.groups,
   };
 }
 
 /** Which algorithm moves `bytes` on `size` ranks: the same answer on every rank (negotiation checks it). */
 export function chooseAlgorithm(s: ReduceSettings, bytes: number, size: number): string {
+  // Checked here, before the collective takes an id: a rank whose groups are wrong fails at the call.
+  const groups = s.groups === undefined ? undefined : rankGroups(s.groups, size);
   if (s.algorithm !== 'auto') return s.algorithm;
   // Received segments are checked against the ranks that summed them along the ring's path
   // (verified.ts); the hops of recursive doubling, halving-doubling and two-shot follow no such path, so an
   // observed reduction goes round the ring whatever its size, or a lying rank could not be told
   // from its neighbours.
   const ringPath = s.observe !== undefined || needsRingPath(s.compression, s.errorFeedback);
-  return firstEnabled({ bytes, size, smallBytes: s.smallBytes, mediumBytes: s.mediumBytes }, ringPath).name;
+  return firstEnabled({ bytes, size, smallBytes: s.smallBytes, mediumBytes: s.mediumBytes, groups }, ringPath).name;
 }
 
 /**

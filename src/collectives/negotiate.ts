@@ -22,6 +22,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
 import type { Communicator } from '../comm/interface.ts';
+import type { RankGroups } from './types.ts';
 
 export interface Request {
   name: string;
@@ -34,6 +35,8 @@ export interface Request {
   prescale?: number;
   postscale?: number;
   algorithm?: string;
+  /** Allreduce: ReduceOptions.groups, the ranks that share a host (hierarchical algorithm). */
+  groups?: RankGroups;
   /** Per-rank facts that may differ between ranks (alltoall splits, for instance). */
   extra?: number[];
 }
@@ -64,6 +67,7 @@ export function describe(r: Request, withAlgorithm = false): string {
   if (r.prescale !== undefined && r.prescale !== 1) parts.push(`prescale=${r.prescale}`);
   if (r.postscale !== undefined && r.postscale !== 1) parts.push(`postscale=${r.postscale}`);
   if (withAlgorithm && r.algorithm) parts.push(`algorithm=${r.algorithm}`);
+  if (r.groups !== undefined) parts.push(`groups=${JSON.stringify(r.groups)}`);
   return parts.join(' ');
 }
 
@@ -83,6 +87,7 @@ function check(id: number, requests: Request[], varyingShape: boolean): Verdict 
       r.postscale ?? 1,
       r.algorithm,
       shapeKey(r),
+      r.groups,
     ]);
   const groups = new Map<string, number[]>();
   requests.forEach((r, rank) => {

@@ -33,9 +33,14 @@ export const COMPRESSIONS: readonly Compression[] = ['none', 'fp16', 'int8'];
  * more for a non-power-of-two N) carrying the ring's bytes, for middle sizes.
  * 'two-shot': a reduce-scatter and an allgather of direct messages over the
  * full mesh, 2 steps carrying the ring's bytes, for middle sizes on few ranks.
+ * 'hierarchical': rings inside groups of ranks that share a host and, per shard, between the
+ * groups (`groups`), Horovod's hierarchical allreduce.
  * 'auto' picks by size (`smallBytes`, `mediumBytes`): the first algorithm in the registry's order that takes it.
  */
 export type Algorithm = 'auto' | (string & {});
+
+/** ReduceOptions.groups: ranks per host, or the ranks of each host. */
+export type RankGroups = number | readonly (readonly number[])[];
 
 export interface CollectiveOptions {
   /** The tensor's name; every rank must use the same one (negotiation checks). */
@@ -74,6 +79,13 @@ export interface ReduceOptions extends CollectiveOptions {
   /** With algorithm 'auto': tensors above smallBytes and of at most this many bytes use recursive halving-doubling on 4, 8, 16... ranks (other sizes: the ring). */
   mediumBytes?: number;
   /**
+   * Which ranks share a host, for the hierarchical algorithm (src/collectives/algorithms/hierarchical.ts):
+   * ranks per host (consecutive ranks together), or each host's ranks listed, every rank once. Every rank
+   * must pass the same (negotiation compares them). Given (two or more groups, one with several ranks),
+   * 'auto' reduces hierarchically what it would otherwise send round the ring.
+   */
+  groups?: RankGroups;
+  /**
    * Ring allreduce only ('auto' goes round the ring at any size when this is given): called with every segment this rank
    * receives in reduce-scatter
    * (a partial sum of the ranks before it on the chunk's path, after prescale), before it
@@ -92,6 +104,7 @@ export interface ReduceSettings {
   algorithm: Algorithm;
   smallBytes: number;
   mediumBytes: number;
+  groups?: RankGroups;
   /** The caller's error-feedback residual (lossy compression), as long as the tensor. */
   errorFeedback?: Float32Array;
   /** ReduceOptions.observeReceived (offsets within this tensor). */

@@ -7,10 +7,9 @@
  *
  * Each allreduce algorithm the library runs states its own cost beside its code
  * (`cost` in src/collectives/algorithms/<name>.ts: the ring's 2(N-1) alpha + 2(N-1)/N n beta,
- * recursive doubling's, halving-doubling's, two-shot's); this file adds the two only simulated:
+ * recursive doubling's, halving-doubling's, two-shot's, hierarchical's with its group size);
+ * this file adds the one only simulated:
  *
- *   hierarchical ring   rings of g inside, a ring of G = N/g groups between:
- *                       2(g-1) alpha + 2(g-1)/g n beta  +  2(G-1) alpha + 2(G-1)/G (n/g) beta
  *   DiLoCo with H       the ring's allreduce once every H steps (the rest are local)
  *
  * And the signaling server's load: every change of membership re-forms the
@@ -27,10 +26,10 @@ import {
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 export type { AllreduceCost, LinkCost };
-export { doublingRounds } from '../collectives/algorithms/index.ts';
+export { defaultGroupSize, doublingRounds, hierarchicalCost } from '../collectives/algorithms/index.ts';
 
-/** An allreduce algorithm's name (src/collectives/algorithms/), or one only simulated: 'hierarchical', 'diloco'. */
-export type Algorithm = 'hierarchical' | 'diloco' | (string & {});
+/** An allreduce algorithm's name (src/collectives/algorithms/), or the one only simulated: 'diloco'. */
+export type Algorithm = 'diloco' | (string & {});
 
 export interface StepInputs extends LinkCost {
   /** Seconds of compute per step on one peer (forward, backward, optimizer). */
@@ -60,37 +59,11 @@ function check(cond: boolean, message: string): void {
   if (!cond) throw new RingtrainError(ErrorCode.InvalidArgument, message);
 }
 
-/** The power of two nearest sqrt(N), at least 2 (and at most N). */
-export function defaultGroupSize(n: number): number {
-  return Math.min(n, Math.max(2, 2 ** Math.round(Math.log2(Math.sqrt(n)))));
-}
-
-const NOTHING: AllreduceCost = { s: 0, bytesSent: 0, messages: 0 };
-
-/** Reduce-scatter inside groups of g, a ring allreduce of the 1/g shards between groups, allgather inside. */
-export function hierarchicalAllreduce(
-  n: number,
-  bytes: number,
-  link: LinkCost,
-  groupSize = defaultGroupSize(n),
-): AllreduceCost {
-  if (n <= 1) return NOTHING;
-  const g = Math.min(groupSize, n);
-  const groups = Math.ceil(n / g);
-  const inner = ringCost(g, bytes, link);
-  const outer = ringCost(groups, bytes / g, link);
-  return {
-    s: inner.s + outer.s,
-    bytesSent: inner.bytesSent + outer.bytesSent,
-    messages: inner.messages + outer.messages,
-  };
-}
-
 /**
  * The one table of what each algorithm costs: the step model, the co-located
  * model and the simulator's tables all read it. Algorithms the library runs
- * answer from their `cost` (src/collectives/algorithms/); DiLoCo runs the ring,
- * once every H steps (predictStep amortises it).
+ * answer from their `cost` (src/collectives/algorithms/; `groupSize` is hierarchical's); DiLoCo
+ * runs the ring, once every H steps (predictStep amortises it).
  */
 export function allreduceCost(
   algorithm: Algorithm,
@@ -99,14 +72,13 @@ export function allreduceCost(
   link: LinkCost,
   groupSize?: number,
 ): AllreduceCost {
-  if (algorithm === 'hierarchical') return hierarchicalAllreduce(n, bytes, link, groupSize);
   if (algorithm === 'diloco') return ringCost(n, bytes, link);
   const runs = algorithmNamed(algorithm);
   check(
     runs !== undefined,
-    `unknown algorithm '${algorithm}'; use one of ${[...algorithmChoices().slice(1), 'hierarchical', 'diloco'].join(', ')}.`,
+    `unknown algorithm '${algorithm}'; use one of ${[...algorithmChoices().slice(1), 'diloco'].join(', ')}.`,
   );
-  return runs!.cost(n, bytes, link);
+  return runs!.cost(n, bytes, link, groupSize);
 }
 
 export function predictStep(n: number, x: StepInputs): StepPrediction {

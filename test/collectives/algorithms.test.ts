@@ -28,11 +28,12 @@ function formerAuto(bytes: number, size: number, small: number, medium: number):
 }
 
 describe('the allreduce algorithm registry', () => {
-  it("holds the four algorithms in the order 'auto' walks them, the ring last", () => {
+  it("holds the five algorithms in the order 'auto' walks them, the ring last", () => {
     expect(allreduceAlgorithms().map((a) => a.name)).toEqual([
       'recursive-doubling',
       'halving-doubling',
       'two-shot',
+      'hierarchical',
       'ring',
     ]);
     expect(allreduceAlgorithms().at(-1)).toBe(RING);
@@ -85,7 +86,7 @@ describe('the allreduce algorithm registry', () => {
       /run on the ring only; use algorithm 'ring' or 'auto'/,
     );
     expect(() => choose({ algorithm: 'butterfly' })).toThrow(
-      /unknown algorithm 'butterfly'; use one of auto, recursive-doubling, halving-doubling, two-shot, ring/,
+      /unknown algorithm 'butterfly'; use one of auto, recursive-doubling, halving-doubling, two-shot, hierarchical, ring/,
     );
   });
 
@@ -98,7 +99,7 @@ describe('the allreduce algorithm registry', () => {
       /'recursive-doubling' already has order 10/,
     );
     expect(() => defineAllreduceAlgorithm({ ...base, name: 'auto', order: 5001 })).toThrow(/'auto' is the choice/);
-    expect(allreduceAlgorithms()).toHaveLength(4);
+    expect(allreduceAlgorithms()).toHaveLength(5);
   });
 
   for (const algorithm of allreduceAlgorithms()) {

@@ -3,7 +3,8 @@
  * over the memory transport, each result checked against a float64
  * reference, with a tiny segment size so that every multi-segment path runs
  * even on small inputs. Every allreduce algorithm runs the whole grid, forced
- * (the automatic choice would pick one by size).
+ * (the automatic choice would pick one by size), but the hierarchical one, whose
+ * grid is over group shapes too (hierarchical.test.ts); it runs the in-place one.
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
@@ -101,7 +102,14 @@ describe('allreduce grid, large and in place', () => {
 
   it('in place on the buffer itself, cut into 4 KiB chunks, for every algorithm', async () => {
     for (const size of [1, 3, 4, 6]) {
-      for (const algorithm of ['ring', 'recursive-doubling', 'halving-doubling', 'two-shot', 'auto'] as const) {
+      for (const algorithm of [
+        'ring',
+        'recursive-doubling',
+        'halving-doubling',
+        'two-shot',
+        'hierarchical',
+        'auto',
+      ] as const) {
         for (const kind of ['float32', 'int8', 'float16'] as const)
           await check(size, 3001, 'sum', kind, 1024, algorithm, true);
       }

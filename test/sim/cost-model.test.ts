@@ -14,7 +14,7 @@ import {
   allreduceCost,
   defaultGroupSize,
   doublingRounds,
-  hierarchicalAllreduce,
+  hierarchicalCost,
   predictSignaling,
   predictStep,
   type StepInputs,
@@ -88,7 +88,7 @@ describe('alpha-beta allreduce costs', () => {
 
   it('hierarchical: the same bytes as one ring, far fewer latency terms', () => {
     // 16 peers in 4 rings of 4: inner 2*3 messages, outer 2*3 on a quarter of the bytes.
-    const h = hierarchicalAllreduce(16, n, link, 4);
+    const h = hierarchicalCost(16, n, link, 4);
     expect(h.s).toBeCloseTo(6 * A + 1.5 * n * B + 6 * A + 1.5 * (n / 4) * B, 12);
     for (const [peers, g] of [
       [16, 4],
@@ -96,14 +96,14 @@ describe('alpha-beta allreduce costs', () => {
       [1024, 32],
       [12, 3],
     ]) {
-      expect(hierarchicalAllreduce(peers, n, link, g).bytesSent).toBeCloseTo(
+      expect(hierarchicalCost(peers, n, link, g).bytesSent).toBeCloseTo(
         allreduceCost('ring', peers, n, link).bytesSent,
         6,
       );
     }
     // With latency alone, 2(g-1) + 2(N/g-1) messages against 2(N-1).
     const latencyOnly = { alphaS: A, betaSPerByte: 0 };
-    expect(hierarchicalAllreduce(1024, n, latencyOnly, 32).s).toBeCloseTo(124 * A, 12);
+    expect(hierarchicalCost(1024, n, latencyOnly, 32).s).toBeCloseTo(124 * A, 12);
     expect(allreduceCost('ring', 1024, n, latencyOnly).s).toBeCloseTo(2046 * A, 12);
     expect([2, 4, 16, 64, 100, 1024].map(defaultGroupSize)).toEqual([2, 2, 4, 8, 8, 32]);
   });

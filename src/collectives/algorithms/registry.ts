@@ -34,6 +34,8 @@ export interface AllreduceShape {
   /** ReduceOptions.smallBytes and mediumBytes, the sizes 'auto' switches at. */
   smallBytes: number;
   mediumBytes: number;
+  /** ReduceOptions.groups as lists of ranks (hierarchical.ts, rankGroups), when the caller gave them. */
+  groups?: number[][];
 }
 
 export interface AllreduceAlgorithm {
@@ -54,8 +56,8 @@ export interface AllreduceAlgorithm {
    * average included (`finish` in reduce.ts); `phase` is its wire phase, for `run.tag(phase, …)`.
    */
   run(run: Run, buf: Tensor, s: ReduceSettings, phase: number): Promise<void>;
-  /** The alpha-beta model of one allreduce of `bytes` on `n` peers. */
-  cost(n: number, bytes: number, link: LinkCost): AllreduceCost;
+  /** The alpha-beta model of one allreduce of `bytes` on `n` peers; `groupSize`: ranks per group, for one that groups them. */
+  cost(n: number, bytes: number, link: LinkCost, groupSize?: number): AllreduceCost;
   /**
    * Whether an allreduce of `count` elements may go ahead on its cached agreement (run.ts): every
    * rank's result must need every rank's data. Default: any element does it.
