@@ -10,7 +10,7 @@
  * Beside it: run-options.node.ts (its options and the job spec),
  * run-workers.node.ts (the worker processes), run-summary.node.ts (the result).
  */
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { resumeTokenizer } from '../distributed/model-fit.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
@@ -34,11 +34,11 @@ import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions } from './train-options.ts';
-import { addJobSettingOptions, FLAGGED_SETTINGS, givenJobSettings } from './job-setting-options.ts';
+import { addJobSettingOptions, FLAGGED_SETTINGS, givenJobSettings, RUN_SETTINGS } from './job-setting-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
 import { addShareOptions, parseShareOptions } from './share-options.ts';
-import { addAggregationOption, parseAggregationOption } from './aggregation-option.ts';
+import { parseAggregationOption } from './aggregation-option.ts';
 import {
   elasticOptions,
   intOption,
@@ -104,7 +104,6 @@ function addRunOptions(cmd: Command): Command {
       false,
     )
     .option('--extra-peers <n>', 'places for peers beyond the local workers (browser tabs)', '0')
-    .option('--fp16', 'send gradients as float16 (half the bytes)', false)
     .option(
       '--min-np <n>',
       'with --elastic: keep training while at least this many peers are left (default 1: a lone survivor finishes the run)',
@@ -118,22 +117,11 @@ function addRunOptions(cmd: Command): Command {
       '--model-options <json>',
       'options for the model, as a JSON object (as for train); every worker builds the model with them, and a worker given other ones is refused',
     )
-    .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option(
       '--tls-cert <path>',
       'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)',
     )
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
-    .option(
-      '--verify',
-      'check every allreduce against sketches each peer publishes of its own gradient: a peer that sends other numbers than it published, or a link that corrupts data, is named and ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)',
-    )
-    .option('--no-verify', 'turn the verified allreduce off, in an elastic job too')
-    .option(
-      '--doubt-rule',
-      "leave out of a step a gradient far larger than the others' and against them, and clip any other large one to 2x theirs; a peer doubtful four steps in a row is ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)",
-    )
-    .option('--no-doubt-rule', 'turn the doubt rule off, in an elastic job too')
     .option(
       '--labels <file>',
       'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same',
@@ -147,9 +135,9 @@ function addRunOptions(cmd: Command): Command {
       "encrypt the workers' TCP links with TLS (each worker makes a certificate at start; the others pin its fingerprint)",
       false,
     );
-  // The flags that write one job setting as it is, made from the settings' table (src/job/fields.ts).
-  addJobSettingOptions(cmd, FLAGGED_SETTINGS);
-  return addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd)))));
+  // The flags that write one job setting, made from the settings' table (src/job/fields.ts); train's are added above.
+  addJobSettingOptions(cmd, RUN_SETTINGS);
+  return addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))));
 }
 
 /** `run`'s options from commander's values, the model's recipe already applied (runRecipe). */

@@ -13,7 +13,7 @@
  * names the figure directly; `--balance speed` shares it by measured speed
  * (src/distributed/shares.ts) and implies a fixed global batch.
  */
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { BALANCE_MODES, type BalanceMode } from '../distributed/shares.ts';
 import type { Hyperparameters } from '../job/settings.ts';
@@ -24,20 +24,12 @@ export interface ShareOptions {
   balance: BalanceMode;
 }
 
+/** --global-batch (`--balance` is made from the settings' table, with run's other job settings). */
 export function addShareOptions(cmd: Command): Command {
-  return cmd
-    .option(
-      '--global-batch <n>',
-      'examples per step for the whole ring, fixed when peers leave or join (each peer takes a share); default with --elastic or --balance speed: -np x --batch',
-    )
-    .addOption(
-      new Option(
-        '--balance <how>',
-        "how the peers share the global batch: equal, or speed (in proportion to each peer's measured compute speed)",
-      )
-        .choices([...BALANCE_MODES])
-        .default('equal'),
-    );
+  return cmd.option(
+    '--global-batch <n>',
+    'examples per step for the whole ring, fixed when peers leave or join (each peer takes a share); default with --elastic or --balance speed: -np x --batch',
+  );
 }
 
 /** Checks the flags against -np and --batch; `batchGiven`: the user typed --batch (not a default or a recipe). */

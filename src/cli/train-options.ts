@@ -10,6 +10,7 @@ import { isModelFile } from '../engine/define.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
 import { TOKENIZER_NAMES } from '../data/tokenizer.ts';
 import { optimizerNamed, optimizerNames } from '../optimizers/index.ts';
+import { addJobSettingOptions, TRAIN_SETTINGS } from './job-setting-options.ts';
 
 export const MODEL_KINDS = ['mlp', 'cnn', 'transformer'] as const;
 /** The optimizers `--optimizer` takes: every one src/optimizers/ defines. */
@@ -97,26 +98,25 @@ export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr' | 'weig
   weightDecay: number;
 };
 
-/** Adds the training options to a command (train, run, worker share them). */
+/**
+ * Adds the training options to a command (train and run share them): those of the settings' table marked `onTrain`
+ * (--epochs, --momentum, --seed, --steps, --eval-limit, --lr-schedule: src/job/fields.ts), and these.
+ */
 export function addTrainOptions(cmd: Command): Command {
-  return cmd
+  return addJobSettingOptions(cmd, TRAIN_SETTINGS)
     .addOption(
       new Option(
         '--model <kind>',
         `model to train (${MODEL_KINDS.join('|')}, or a file exporting a model factory: ./my-model.ts)`,
       ).default('mlp'),
     )
-    .option('--epochs <n>', 'epochs over the training set (counted from a resumed checkpoint)', '1')
     .option('--batch <n>', 'examples per step (per peer)', '64')
     .option('--lr <x>', `learning rate (default ${perOptimizer(DEFAULT_LR)})`)
     .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
-    .option('--momentum <x>', 'SGD momentum', '0.9')
     .option(
       '--weight-decay <x>',
       `weight decay: L2 for sgd, decoupled for the others (default ${perOptimizer(DEFAULT_WEIGHT_DECAY)})`,
     )
-    .option('--seed <n>', 'seed for initial weights and data order', '1')
-    .option('--steps <n>', 'stop after this many steps in total (overrides --epochs)')
     .option('--save <path>', 'write a safetensors checkpoint here (atomically) after each epoch and at the end')
     .option('--resume <path>', 'continue from a checkpoint written by --save')
     .option(
@@ -148,10 +148,6 @@ export function addTrainOptions(cmd: Command): Command {
     .option(
       '--preset <name>',
       `with --text: a named size (${PRESET_NAMES.join('|')}): gpt2 = GPT-2 small, 12 layers, width 768, 12 heads, 1,024 positions, context 1024 (--layers/--width/--heads override it; --context sets a shorter training window)`,
-    )
-    .option(
-      '--eval-limit <n>',
-      'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric',
     )
     .addOption(
       new Option(

@@ -3,7 +3,7 @@
  * Deno, with a progress bar (stderr, TTY only), test accuracy after each
  * epoch, optional checkpoints, and with --json one result line on stdout.
  */
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { MultiBar, Presets } from 'cli-progress';
 import { EventBus } from '../core/events.ts';
 import { saveCheckpoint } from '../checkpoint/file.node.ts';
@@ -48,11 +48,6 @@ type TrainCommandOptions = TrainOptions & {
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
-  cmd.addOption(
-    new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step')
-      .choices(['constant', 'cosine'])
-      .default('constant'),
-  );
   cmd.option(
     '--labels <file>',
     'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)',

@@ -71,7 +71,7 @@ describe('ringtrain run --compression / --sync-every', () => {
     const cases: [string[], RegExp][] = [
       [
         ['--compression', 'int4'],
-        /'--compression <kind>' argument 'int4' is invalid\. use one of none, fp16, int8, topk:R/,
+        /'--compression <kind>' argument 'int4' is invalid\. unknown compression 'int4'; use 'none', 'fp16', 'int8' or 'topk:R'/,
       ],
       [['--compression', 'topk:0'], /top-k ratio must be a number in \(0, 1\]/],
       [['--fp16', '--compression', 'int8'], /--fp16 and --compression int8 disagree/],
