@@ -34,7 +34,7 @@ import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions } from './train-options.ts';
-import { addJobSettingOptions, FLAGGED_SETTINGS, givenJobSettings, RUN_SETTINGS } from './job-setting-options.ts';
+import { addJobSettingOptions, givenJobSettings, RUN_SETTINGS } from './job-setting-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
 import { addShareOptions, parseShareOptions } from './share-options.ts';
@@ -45,6 +45,7 @@ import {
   jobSpecFor,
   refuseFlagConflicts,
   type RunOptions,
+  type RunSettings,
   runRecipe,
 } from './run-options.node.ts';
 import { startWorker, type WorkerState } from './run-workers.node.ts';
@@ -76,7 +77,11 @@ export function runCommand(extension: RunExtension = {}): Command {
       );
     const { raw, recipe } = runRecipe(cmd, withTextModel(cmd, discovered));
     const o = runOptionsFrom(cmd, raw, recipe, extension);
-    o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
+    o.shares = parseShareOptions(
+      raw,
+      { ...o, elastic: o.settings.elastic },
+      cmd.getOptionValueSource('batch') === 'cli',
+    );
     if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
     // Flags that do not combine stop the launch here, before any checkpoint is touched.
     refuseFlagConflicts(o);
@@ -158,38 +163,38 @@ function runOptionsFrom(
     servePage: Boolean(raw.servePage),
     extraPeers: intOption(raw.extraPeers, '--extra-peers', 0, 1000),
     fp16: Boolean(raw.fp16),
-    elastic: Boolean(raw.elastic),
+    settings: runSettings(cmd, raw, recipe),
     ...elasticOptions(raw),
-    scaleLr: Boolean(raw.scaleLr),
-    lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
-    warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
-    sampling: recipe?.sampling ?? 'epochs',
-    warmupFrom: recipe ? 'zero' : 'base',
-    backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
     tls: readTlsFiles(raw.tlsCert as string | undefined, raw.tlsKey as string | undefined),
     ice: iceFromFlags(raw),
     discover: raw.discover as string | undefined,
     discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
     wan: parseWanOptions(raw),
     aggregation: parseAggregationOption(raw.aggregation),
-    checks: {
-      verify: optionalFlag(raw.verify),
-      doubtRule: optionalFlag(raw.doubtRule),
-      directionRules: Boolean(raw.directionRules),
-    },
-    overlap: raw.overlap !== false,
     workerCommand: extension.workerCommand,
     labels: raw.labels as string | undefined,
     labelColumn: raw.labelColumn as string | undefined,
-    transport: raw.transport === 'webrtc' ? 'webrtc' : 'auto',
     linkTls: Boolean(raw.linkTls),
-    givenSettings: givenJobSettings(cmd, FLAGGED_SETTINGS),
   };
 }
 
-/** A flag with a --no- form: true, false, or undefined when neither was given (the job's kind decides). */
-function optionalFlag(value: unknown): boolean | undefined {
-  return value === undefined ? undefined : Boolean(value);
+/**
+ * The job settings of run's flags made from the settings' table (those given a value other than the default), with
+ * the model's recipe (recipes.ts: the words drawn with replacement, the warm-up from zero) and the settings every run's
+ * job carries, checked where the launcher bounds them more tightly than the job does.
+ */
+function runSettings(cmd: Command, raw: Record<string, unknown>, recipe: Recipe | undefined): RunSettings {
+  // The ones every job carries come first, as the job has always listed them; a given flag's value is the same.
+  return {
+    elastic: raw.elastic === true,
+    scaleLr: raw.scaleLr === true,
+    lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
+    warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
+    warmupFrom: recipe ? 'zero' : 'base',
+    sampling: recipe?.sampling ?? 'epochs',
+    backwardPassesPerStep: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
+    ...givenJobSettings(cmd, RUN_SETTINGS),
+  };
 }
 
 /** --data FILE.csv|.npy|.json: the table (and labels file) hashed into `o`, and its split, for the progress bar. */

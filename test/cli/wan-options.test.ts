@@ -22,11 +22,15 @@ const base = {
   np: 2,
   extraPeers: 0,
   fp16: false,
-  elastic: false,
-  scaleLr: false,
-  lrSchedule: 'constant',
-  warmupSteps: 0,
-  backwardPasses: 1,
+  settings: {
+    elastic: false,
+    scaleLr: false,
+    lrSchedule: 'constant',
+    warmupSteps: 0,
+    warmupFrom: 'base',
+    sampling: 'epochs',
+    backwardPassesPerStep: 1,
+  },
 } as unknown as RunOptions;
 
 describe('ringtrain run --compression / --sync-every', () => {
