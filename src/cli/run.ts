@@ -37,7 +37,7 @@ import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions } from './tra
 import { addJobSettingOptions, givenJobSettings, RUN_SETTINGS } from './job-setting-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
-import { addShareOptions, parseShareOptions } from './share-options.ts';
+import { parseShareOptions } from './share-options.ts';
 import { parseAggregationOption } from './aggregation-option.ts';
 import {
   elasticOptions,
@@ -142,7 +142,7 @@ function addRunOptions(cmd: Command): Command {
     );
   // The flags that write one job setting, made from the settings' table (src/job/fields.ts); train's are added above.
   addJobSettingOptions(cmd, RUN_SETTINGS);
-  return addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd))));
+  return addWanOptions(addDiscoverOptions(addIceOptions(cmd)));
 }
 
 /** `run`'s options from commander's values, the model's recipe already applied (runRecipe). */

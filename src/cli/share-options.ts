@@ -13,7 +13,6 @@
  * names the figure directly; `--balance speed` shares it by measured speed
  * (src/distributed/shares.ts) and implies a fixed global batch.
  */
-import type { Command } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { BALANCE_MODES, type BalanceMode } from '../distributed/shares.ts';
 import type { Hyperparameters } from '../job/settings.ts';
@@ -22,14 +21,6 @@ export interface ShareOptions {
   /** Examples per step for the whole ring (absent: --batch per peer, moving with the ring's size). */
   globalBatch?: number;
   balance: BalanceMode;
-}
-
-/** --global-batch (`--balance` is made from the settings' table, with run's other job settings). */
-export function addShareOptions(cmd: Command): Command {
-  return cmd.option(
-    '--global-batch <n>',
-    'examples per step for the whole ring, fixed when peers leave or join (each peer takes a share); default with --elastic or --balance speed: -np x --batch',
-  );
 }
 
 /** Checks the flags against -np and --batch; `batchGiven`: the user typed --batch (not a default or a recipe). */

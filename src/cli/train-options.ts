@@ -100,7 +100,7 @@ export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr' | 'weig
 
 /**
  * Adds the training options to a command (train and run share them): those of the settings' table marked `onTrain`
- * (--epochs, --momentum, --seed, --steps, --eval-limit, --lr-schedule: src/job/fields.ts), and these.
+ * (--epochs, --momentum, --seed, --steps, --eval-limit, --lr-schedule, --tokenizer: src/job/fields.ts), and these.
  */
 export function addTrainOptions(cmd: Command): Command {
   return addJobSettingOptions(cmd, TRAIN_SETTINGS)
@@ -131,12 +131,6 @@ export function addTrainOptions(cmd: Command): Command {
     .option(
       '--text <file>',
       'train the transformer on this UTF-8 text file (or @brown, the Brown corpus that comes with ringtrain): tokens as --tokenizer says, the last 10% held out for validation',
-    )
-    .addOption(
-      new Option(
-        '--tokenizer <name>',
-        `with --text: char (its characters), byte (its UTF-8 bytes) or gpt2 (GPT-2's 50,257-token BPE); default: its characters, or its bytes past 256 distinct characters; a --resume takes the checkpoint's`,
-      ).choices([...TOKENIZER_NAMES]),
     )
     .option(
       '--context <n>',

@@ -198,6 +198,9 @@ export const FIELDS = {
     allowed: 'a whole number >= 1 (examples per step for the whole ring)',
     help: 'examples per step for the whole ring (absent: the batch per peer)',
     unit: 'examples',
+    flag: '--global-batch <n>',
+    flagHelp:
+      'examples per step for the whole ring, fixed when peers leave or join (each peer takes a share); default with --elastic or --balance speed: -np x --batch',
   }),
   balance: field({
     section: 'schedule',
@@ -242,6 +245,10 @@ export const FIELDS = {
     schema: z.enum(['char', 'byte', 'gpt2']),
     allowed: "'char', 'byte' or 'gpt2'",
     help: "the text's tokenizer",
+    flag: '--tokenizer <name>',
+    flagHelp:
+      "with --text: char (its characters), byte (its UTF-8 bytes) or gpt2 (GPT-2's 50,257-token BPE); default: its characters, or its bytes past 256 distinct characters; a --resume takes the checkpoint's",
+    onTrain: true,
   }),
   table: field({
     section: 'data',
