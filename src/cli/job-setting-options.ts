@@ -62,6 +62,22 @@ function checkedAsRead(f: FlagField, text: string): string {
   throw new InvalidArgumentError(`${reason}; use ${f.allowed}`);
 }
 
+/**
+ * The value of a job setting's flag (text, as commander gives it) checked by the setting's schema, read as the job
+ * takes it: for a command's own zod schema of its options, so each bound is the table's and the refusal names the
+ * flag and what it allows (`--seed must be a whole number from 0 to 2^32-1`).
+ */
+export function settingValue<K extends JobSettingKey>(key: K): z.ZodType<z.infer<(typeof FIELDS)[K]['schema']>> {
+  const f = fieldOf(key);
+  const flag = f.flag?.split(' ')[0] ?? key;
+  return z.unknown().transform((v, ctx) => {
+    const parsed = f.schema.safeParse(settingFromText(key, String(v)));
+    if (parsed.success) return parsed.data as z.infer<(typeof FIELDS)[K]['schema']>;
+    ctx.addIssue({ code: 'custom', message: `${flag} must be ${f.allowed}` });
+    return z.NEVER;
+  }) as unknown as z.ZodType<z.infer<(typeof FIELDS)[K]['schema']>>;
+}
+
 /** Every option a job setting's entry makes: its flag, its `--no-` form and its shorthand, where it has them. */
 export function jobSettingOptions(key: JobSettingKey): Option[] {
   const f = fieldOf(key);

@@ -8,9 +8,8 @@ import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { isModelFile } from '../engine/define.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
-import { TOKENIZER_NAMES } from '../data/tokenizer.ts';
 import { optimizerNamed, optimizerNames } from '../optimizers/index.ts';
-import { addJobSettingOptions, TRAIN_SETTINGS } from './job-setting-options.ts';
+import { addJobSettingOptions, settingValue, TRAIN_SETTINGS } from './job-setting-options.ts';
 
 export const MODEL_KINDS = ['mlp', 'cnn', 'transformer'] as const;
 /** The optimizers `--optimizer` takes: every one src/optimizers/ defines. */
@@ -59,30 +58,27 @@ export const TrainOptionsSchema = z.object({
   model: z.string().refine((m) => (MODEL_KINDS as readonly string[]).includes(m) || isModelFile(m), {
     error: `--model must be one of ${MODEL_KINDS.join(', ')} or a model file (./my-model.ts)`,
   }),
-  epochs: count('--epochs', 1),
+  epochs: settingValue('epochs'),
   batch: count('--batch', 1).max(8192, { error: '--batch must be at most 8192' }),
   lr: positive('--lr').optional(),
   optimizer: z.string().refine((o) => OPTIMIZER_KINDS.includes(o), {
     error: `--optimizer must be one of ${OPTIMIZER_KINDS.join(', ')}`,
   }),
-  momentum: z.coerce
-    .number({ error: '--momentum must be a number' })
-    .min(0, { error: '--momentum must be in [0, 1)' })
-    .lt(1, { error: '--momentum must be in [0, 1)' }),
+  momentum: settingValue('momentum'),
   weightDecay: z.coerce
     .number({ error: '--weight-decay must be a number' })
     .min(0, { error: '--weight-decay must be at least 0' })
     .finite()
     .optional(),
-  seed: count('--seed', 0).max(2 ** 32 - 1, { error: '--seed must fit in 32 bits' }),
-  steps: count('--steps', 1).optional(),
+  seed: settingValue('seed'),
+  steps: settingValue('steps').optional(),
   save: z.string().min(1, { error: '--save needs a file path' }).optional(),
   resume: z.string().min(1, { error: '--resume needs a file path' }).optional(),
   overwrite: z.boolean().default(false),
   data: z.string().min(1).optional(),
-  evalLimit: count('--eval-limit', 1).optional(),
+  evalLimit: settingValue('evalLimit').optional(),
   text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
-  tokenizer: z.enum(TOKENIZER_NAMES, { error: `--tokenizer must be one of ${TOKENIZER_NAMES.join(', ')}` }).optional(),
+  tokenizer: settingValue('tokenizer').optional(),
   context: count('--context', 2).max(4096, { error: '--context must be at most 4096' }).optional(),
   layers: count('--layers', 1).max(64, { error: '--layers must be at most 64' }).optional(),
   width: count('--width', 1).max(4096, { error: '--width must be at most 4096' }).optional(),

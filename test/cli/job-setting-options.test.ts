@@ -12,8 +12,10 @@ import {
   givenJobSettings,
   hyperparameterKeysHelp,
   jobSettingOption,
+  settingValue,
   TRAIN_SETTINGS,
 } from '../../src/cli/job-setting-options.ts';
+import { parseTrainOptions } from '../../src/cli/train-options.ts';
 import { runCommand } from '../../src/cli/run.ts';
 import { trainCommand } from '../../src/cli/train.ts';
 import { FIELDS, JOB_SETTING_KEYS, type JobSettingKey } from '../../src/job/settings.ts';
@@ -96,6 +98,25 @@ describe('job setting flags from the schema', () => {
     // A ring's settings are run's alone.
     expect(has(train, 'verify')).toBe(false);
     expect(run).toMatch(/--fp16 {2,}send gradients as float16/);
+  });
+
+  it("checks train's flags by their settings' schemas, reading them as the job does and naming the flag", () => {
+    expect(settingValue('seed').parse('4294967295')).toBe(2 ** 32 - 1);
+    expect(() => settingValue('seed').parse('4294967296')).toThrow(`--seed must be ${FIELDS.seed.allowed}`);
+    expect(settingValue('momentum').parse('0')).toBe(0);
+    expect(() => settingValue('momentum').parse('1')).toThrow(`--momentum must be ${FIELDS.momentum.allowed}`);
+    const raw = { model: 'mlp', epochs: '2', batch: '8', optimizer: 'sgd', momentum: '0.5', seed: '3' };
+    expect(parseTrainOptions({ ...raw, steps: '4', tokenizer: 'byte' })).toMatchObject({
+      epochs: 2,
+      momentum: 0.5,
+      seed: 3,
+      steps: 4,
+      tokenizer: 'byte',
+    });
+    expect(() => parseTrainOptions({ ...raw, epochs: '1.5' })).toThrow(
+      /^--epochs must be a whole number >= 1 \(got "1\.5"\)/,
+    );
+    expect(() => parseTrainOptions({ ...raw, evalLimit: '0' })).toThrow(/^--eval-limit must be a whole number/);
   });
 
   it('lists every key for --hp, and describes a given setting with its help and unit', () => {
