@@ -32,19 +32,15 @@ import { modelSpecFor, trainLocal } from '../distributed/train-local.ts';
 import { dryRunLines, planDryRun } from './dry-run.ts';
 import { resumeTokenizer, withResumedArch } from '../distributed/model-fit.ts';
 import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import type { LocalTrainConfig } from '../distributed/config-types.ts';
 import { flatFromHfGpt2 } from '../checkpoint/hf-gpt2.ts';
 import { loadHfWeights } from '../checkpoint/hf-gpt2.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-type TrainCommandOptions = TrainOptions & {
-  dryRun: boolean;
-  labels?: string;
-  labelColumn?: string;
-  lrSchedule: 'constant' | 'cosine';
-  warmupSteps: number;
-  sampling: 'epochs' | 'replacement';
-  modelOptions?: Record<string, unknown>;
-};
+/** Train's options with what the trainer's config takes beside them (the schedule, from the flag or the recipe). */
+type TrainCommandOptions = TrainOptions &
+  Required<Pick<LocalTrainConfig, 'lrSchedule' | 'warmupSteps' | 'sampling'>> &
+  Pick<LocalTrainConfig, 'modelOptions'> & { dryRun: boolean; labels?: string; labelColumn?: string };
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
