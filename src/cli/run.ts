@@ -132,10 +132,6 @@ function addRunOptions(cmd: Command): Command {
       'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same',
     )
     .option(
-      '--label-column <name>',
-      'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
-    )
-    .option(
       '--link-tls',
       "encrypt the workers' TCP links with TLS (each worker makes a certificate at start; the others pin its fingerprint)",
       false,

@@ -96,7 +96,7 @@ export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr' | 'weig
 
 /**
  * Adds the training options to a command (train and run share them): those of the settings' table marked `onTrain`
- * (--epochs, --momentum, --seed, --steps, --eval-limit, --lr-schedule, --tokenizer: src/job/fields.ts), and these.
+ * (--epochs, --momentum, --seed, --steps, --eval-limit, --lr-schedule, --tokenizer, --label-column: src/job/fields.ts), and these.
  */
 export function addTrainOptions(cmd: Command): Command {
   return addJobSettingOptions(cmd, TRAIN_SETTINGS)

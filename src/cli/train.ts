@@ -48,10 +48,6 @@ export function trainCommand(): Command {
     '--labels <file>',
     'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)',
   );
-  cmd.option(
-    '--label-column <name>',
-    'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
-  );
   // train only for now: a ring's workers would each need the file (or a broadcast of its weights).
   cmd.option(
     '--init-from <file>',

@@ -257,7 +257,16 @@ export const FIELDS = {
     help: 'the table of rows trained on (run --data FILE.csv|.npy|.json)',
   }),
   tableSha256: field({ section: 'data', schema: text, allowed: TEXT, help: "the table's SHA-256" }),
-  labelColumn: field({ section: 'data', schema: text, allowed: TEXT, help: "the table's label column" }),
+  labelColumn: field({
+    section: 'data',
+    schema: text,
+    allowed: TEXT,
+    help: "the table's label column",
+    flag: '--label-column <name>',
+    flagHelp:
+      'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
+    onTrain: true,
+  }),
   labels: field({ section: 'data', schema: text, allowed: TEXT, help: "the table's labels file" }),
   labelsSha256: field({ section: 'data', schema: text, allowed: TEXT, help: "the labels file's SHA-256" }),
   // How gradients are reduced over the ring.
