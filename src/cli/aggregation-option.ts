@@ -8,25 +8,13 @@
  * refused before the peer takes a place in the ring, as a worker whose model
  * file is not the job's is. `train` has one peer and nothing to combine.
  */
-import type { Command } from 'commander';
-import { AGGREGATION_FORMS, parseAggregation, type Aggregation } from '../collectives/robust-aggregate.ts';
+import { parseAggregation, type Aggregation } from '../collectives/robust-aggregate.ts';
 import { ErrorCode, isRingtrainError, RingtrainError } from '../core/errors.ts';
-import type { Hyperparameters, JobSettings } from '../job/settings.ts';
+import { FIELDS, type Hyperparameters, type JobSettings } from '../job/settings.ts';
 
-const HELP =
-  'how the peers combine gradients: mean (the ring allreduce, default); median or trimmed-mean:F (per element: ' +
-  "F of the peers dropped at each end); centered-clip[:tau] (each peer's deviation from the last step's result clipped to tau; " +
-  'default tau: the median deviation). The robust rules resist peers sending wild gradients, at the same traffic as the ring but to every peer';
-
-const FLAG = `--aggregation <${AGGREGATION_FORMS}>`;
-
-export function addAggregationOption(cmd: Command): Command {
-  return cmd.option(FLAG, HELP);
-}
-
-/** `worker`'s form of the flag. */
+/** `worker`'s form of the flag (`run`'s is made from the settings' table, src/job/fields.ts). */
 export const WORKER_AGGREGATION_OPTION = [
-  FLAG,
+  FIELDS.aggregation.flag!,
   'the aggregation this peer expects: a job that combines gradients otherwise is refused before it joins the ring',
 ] as const;
 

@@ -22,6 +22,17 @@ import { aggregationHyperparameters, aggregationText } from './aggregation-optio
 import { refuseConflicts } from '../job/conflicts.ts';
 import type { Aggregation } from '../collectives/robust-aggregate.ts';
 
+/** The job settings a run's job always carries (as it always has, so its record reads as before), with their values. */
+type AlwaysWritten =
+  'elastic' | 'scaleLr' | 'lrSchedule' | 'warmupSteps' | 'warmupFrom' | 'sampling' | 'backwardPassesPerStep';
+
+/**
+ * The job settings `run` writes beside train's options, the model and the data, under the job's keys: the flags made
+ * from the settings' table (src/job/fields.ts) that were given a value other than the setting's default, the model's
+ * recipe, and the settings every run's job carries. jobSpecFor writes them as they are.
+ */
+export type RunSettings = Hyperparameters & Required<Pick<Hyperparameters, AlwaysWritten>>;
+
 export interface RunOptions extends TrainOptions {
   np: number;
   timeline?: string;
@@ -29,8 +40,10 @@ export interface RunOptions extends TrainOptions {
   host: string;
   servePage: boolean;
   extraPeers: number;
+  /** --fp16, the older spelling of --compression fp16: refusals and the launch line name it as given. */
   fp16: boolean;
-  elastic: boolean;
+  /** The job's settings from run's flags and the recipe (--elastic, --verify, --no-overlap, --backward-passes, …). */
+  settings: RunSettings;
   /** Elastic: the ring goes on while it has at least this many peers (Horovod's --min-np). */
   minNp?: number;
   /** Elastic: at most this many peers (Horovod's --max-np); default np + extra peers. */
@@ -40,13 +53,6 @@ export interface RunOptions extends TrainOptions {
   /** Elastic: a host-discovery script polled every `discoverIntervalMs` (discovery.node.ts). */
   discover?: string;
   discoverIntervalMs?: number;
-  scaleLr: boolean;
-  lrSchedule: 'constant' | 'cosine';
-  warmupSteps: number;
-  /** From the model's recipe (recipes.ts): the words are drawn with replacement, the warm-up starts from zero. */
-  sampling: 'epochs' | 'replacement';
-  warmupFrom: 'base' | 'zero';
-  backwardPasses: number;
   tls?: ReturnType<typeof readTlsFiles>;
   ice?: ReturnType<typeof iceFromFlags>;
   /** --compression and local SGD (absent: as --fp16 says). */
@@ -55,20 +61,8 @@ export interface RunOptions extends TrainOptions {
   shares?: ShareOptions;
   /** --aggregation (aggregation-option.ts; absent: the mean). */
   aggregation?: Aggregation;
-  /**
-   * --direction-rules: an opt-in step check; --verify / --no-verify and --doubt-rule /
-   * --no-doubt-rule as asked, undefined when neither form was given (then on in elastic jobs:
-   * stepCheckOn, docs/ROBUSTNESS.md).
-   */
-  checks?: { verify?: boolean; doubtRule?: boolean; directionRules: boolean };
-  /** --transport: 'webrtc' makes every worker link by WebRTC; 'auto' (default) links local workers by TCP. */
-  transport?: 'auto' | 'webrtc';
-  /** The flags made from the job settings' table (src/job/fields.ts) that were given, as the job's keys carry them. */
-  givenSettings?: Hyperparameters;
   /** --link-tls: the workers encrypt their TCP links. */
   linkTls?: boolean;
-  /** --no-overlap: false (absent or true: each gradient bucket reduced as backward finishes it). */
-  overlap?: boolean;
   /** --model-options with --layers/--width/--heads merged in: every worker builds the model with them. */
   modelOptions?: Record<string, unknown>;
   /** --text: the text's SHA-256, which every worker's own copy must match. */
@@ -142,8 +136,8 @@ export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, '
 export function refuseFlagConflicts(o: RunOptions): void {
   const compression = o.wan?.compression ?? (o.fp16 ? 'fp16' : 'none');
   const settings = {
-    verify: o.checks?.verify,
-    doubtRule: o.checks?.doubtRule,
+    verify: o.settings.verify,
+    doubtRule: o.settings.doubtRule,
     aggregation: o.aggregation,
     compression,
     syncEvery: o.wan?.syncEvery,
@@ -160,6 +154,8 @@ export function refuseFlagConflicts(o: RunOptions): void {
 }
 
 export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model }): JobSpec {
+  // A setting left at its default is not written (beyond those every run's job carries), so the job reads as before to
+  // peers of any version; verify and the doubt rule have no default (on in an elastic job): they are written when given.
   const hyperparameters: Hyperparameters = {
     lr: o.lr,
     momentum: o.momentum,
@@ -167,32 +163,20 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
     seed: o.seed,
     epochs: o.epochs,
     compression: o.fp16 ? 'fp16' : 'none',
-    elastic: o.elastic,
-    scaleLr: o.scaleLr,
-    lrSchedule: o.lrSchedule,
-    warmupSteps: o.warmupSteps,
-    warmupFrom: o.warmupFrom,
-    sampling: o.sampling,
-    backwardPassesPerStep: o.backwardPasses,
+    ...o.settings,
   };
+  // What the launcher checked and spelled its own way (a top-k ratio, a rule, the shares) wins over the flag's text.
   if (o.wan) Object.assign(hyperparameters, wanHyperparameters(o.wan));
   if (o.shares) Object.assign(hyperparameters, shareHyperparameters(o.shares));
   // Conflicting flags were refused when `run` parsed them (refuseFlagConflicts), and the server's schema refuses the
   // job's.
   Object.assign(hyperparameters, aggregationHyperparameters(o.aggregation));
-  // Only the checks asked for are written, so a job without them reads as before; verify and the
-  // doubt rule are written either way when given, since their absence means on in an elastic job.
-  if (o.checks?.directionRules) hyperparameters.directionRules = true;
-  for (const key of ['verify', 'doubtRule'] as const)
-    if (o.checks?.[key] !== undefined) hyperparameters[key] = o.checks[key];
-  // Written only when off: a job that overlaps (the default) reads as before, to peers of any version.
-  if (o.overlap === false) hyperparameters.overlap = false;
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
   // An elastic job waits once for all -np workers (so an unbroken run is the same as a fixed one),
   // then goes on with as few as --min-np: a survivor of a crash carries the run to its end.
-  const peers = o.elastic
+  const peers = o.settings.elastic
     ? { minPeers: o.minNp ?? 1, maxPeers: o.maxNp ?? o.np + o.extraPeers, startPeers: o.np }
     : { minPeers: o.np, maxPeers: o.np + o.extraPeers };
   Object.assign(hyperparameters, jobModelFields(model));
@@ -216,10 +200,6 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
       hyperparameters.labelsSha256 = o.labelsSha256 ?? '';
     }
   }
-  // A setting whose flag is made from the table and that nothing above wrote goes in as given: one that was not given
-  // is left out, so the job reads as before to peers of any version.
-  for (const [key, value] of Object.entries(o.givenSettings ?? {}))
-    if (!Object.hasOwn(hyperparameters, key)) Object.assign(hyperparameters, { [key]: value });
   return {
     id: `run-${randomUUID().slice(0, 8)}`,
     token: randomUUID().replaceAll('-', ''),

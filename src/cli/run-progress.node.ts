@@ -143,7 +143,7 @@ export class RunProgress {
     const why = `${String(msg.reason)}${msg.detail ? `: ${String(msg.detail)}` : ''}`;
     if (msg.name) this.departures.set(String(msg.name), why);
     void this.notice(
-      `${who} left the job (${why}); ${this.o.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`,
+      `${who} left the job (${why}); ${this.o.settings.elastic ? 'the others re-form the ring without it' : 'the ring stops'}`,
     );
   }
 }

@@ -86,7 +86,7 @@ function outcomeOf({ o, workers, codes, runtime, departures }: RunEnd): Outcome 
   // stopped_by). Whoever left on the way (killed, ejected, stopped on an error of its own) is a loss,
   // not the run's end, and its last rank says nothing: the survivors' ring numbers ranks afresh.
   const finished = results.filter((r) => !r.stopped_by);
-  const done = o.elastic && finished.length > 0;
+  const done = o.settings.elastic && finished.length > 0;
   const rank0 = done
     ? (finished.find((r) => r.rank === 0) ?? finished[0])
     : (results.find((r) => r.rank === 0) ?? results[0]);
@@ -179,7 +179,7 @@ function settingsFields({ o, model }: RunEnd, rank0: Record<string, unknown>) {
     batch: o.batch,
     global_batch: o.shares?.globalBatch ?? o.np * o.batch,
     lr: o.lr,
-    lr_schedule: o.lrSchedule,
+    lr_schedule: o.settings.lrSchedule,
     seed: o.seed,
     fp16: o.fp16,
   };

@@ -10,7 +10,7 @@
  * Beside it: run-options.node.ts (its options and the job spec),
  * run-workers.node.ts (the worker processes), run-summary.node.ts (the result).
  */
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { preflightCheckpoints } from '../checkpoint/preflight.node.ts';
 import { resumeTokenizer } from '../distributed/model-fit.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
@@ -34,17 +34,18 @@ import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
 import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions } from './train-options.ts';
-import { addJobSettingOptions, FLAGGED_SETTINGS, givenJobSettings } from './job-setting-options.ts';
+import { addJobSettingOptions, givenJobSettings, RUN_SETTINGS } from './job-setting-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
-import { addShareOptions, parseShareOptions } from './share-options.ts';
-import { addAggregationOption, parseAggregationOption } from './aggregation-option.ts';
+import { parseShareOptions } from './share-options.ts';
+import { parseAggregationOption } from './aggregation-option.ts';
 import {
   elasticOptions,
   intOption,
   jobSpecFor,
   refuseFlagConflicts,
   type RunOptions,
+  type RunSettings,
   runRecipe,
 } from './run-options.node.ts';
 import { startWorker, type WorkerState } from './run-workers.node.ts';
@@ -76,7 +77,11 @@ export function runCommand(extension: RunExtension = {}): Command {
       );
     const { raw, recipe } = runRecipe(cmd, withTextModel(cmd, discovered));
     const o = runOptionsFrom(cmd, raw, recipe, extension);
-    o.shares = parseShareOptions(raw, o, cmd.getOptionValueSource('batch') === 'cli');
+    o.shares = parseShareOptions(
+      raw,
+      { ...o, elastic: o.settings.elastic },
+      cmd.getOptionValueSource('batch') === 'cli',
+    );
     if (raw.globalBatch !== undefined) o.batch = Math.ceil(o.shares.globalBatch! / o.np); // what a peer takes at launch
     // Flags that do not combine stop the launch here, before any checkpoint is touched.
     refuseFlagConflicts(o);
@@ -104,7 +109,6 @@ function addRunOptions(cmd: Command): Command {
       false,
     )
     .option('--extra-peers <n>', 'places for peers beyond the local workers (browser tabs)', '0')
-    .option('--fp16', 'send gradients as float16 (half the bytes)', false)
     .option(
       '--min-np <n>',
       'with --elastic: keep training while at least this many peers are left (default 1: a lone survivor finishes the run)',
@@ -118,38 +122,23 @@ function addRunOptions(cmd: Command): Command {
       '--model-options <json>',
       'options for the model, as a JSON object (as for train); every worker builds the model with them, and a worker given other ones is refused',
     )
-    .addOption(new Option('--backward-passes <n>', 'local passes summed before each allreduce').default('1'))
     .option(
       '--tls-cert <path>',
       'serve https and wss with this PEM certificate (it must name 127.0.0.1, where the workers connect)',
     )
     .option('--tls-key <path>', 'PEM private key of --tls-cert')
     .option(
-      '--verify',
-      'check every allreduce against sketches each peer publishes of its own gradient: a peer that sends other numbers than it published, or a link that corrupts data, is named and ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)',
-    )
-    .option('--no-verify', 'turn the verified allreduce off, in an elastic job too')
-    .option(
-      '--doubt-rule',
-      "leave out of a step a gradient far larger than the others' and against them, and clip any other large one to 2x theirs; a peer doubtful four steps in a row is ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)",
-    )
-    .option('--no-doubt-rule', 'turn the doubt rule off, in an elastic job too')
-    .option(
       '--labels <file>',
       'with --data FILE.csv|.npy|.json: the labels, one class number per row; every worker passes its own copy, which must hash the same',
-    )
-    .option(
-      '--label-column <name>',
-      'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
     )
     .option(
       '--link-tls',
       "encrypt the workers' TCP links with TLS (each worker makes a certificate at start; the others pin its fingerprint)",
       false,
     );
-  // The flags that write one job setting as it is, made from the settings' table (src/job/fields.ts).
-  addJobSettingOptions(cmd, FLAGGED_SETTINGS);
-  return addAggregationOption(addWanOptions(addDiscoverOptions(addIceOptions(addShareOptions(cmd)))));
+  // The flags that write one job setting, made from the settings' table (src/job/fields.ts); train's are added above.
+  addJobSettingOptions(cmd, RUN_SETTINGS);
+  return addWanOptions(addDiscoverOptions(addIceOptions(cmd)));
 }
 
 /** `run`'s options from commander's values, the model's recipe already applied (runRecipe). */
@@ -170,38 +159,38 @@ function runOptionsFrom(
     servePage: Boolean(raw.servePage),
     extraPeers: intOption(raw.extraPeers, '--extra-peers', 0, 1000),
     fp16: Boolean(raw.fp16),
-    elastic: Boolean(raw.elastic),
+    settings: runSettings(cmd, raw, recipe),
     ...elasticOptions(raw),
-    scaleLr: Boolean(raw.scaleLr),
-    lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
-    warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
-    sampling: recipe?.sampling ?? 'epochs',
-    warmupFrom: recipe ? 'zero' : 'base',
-    backwardPasses: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
     tls: readTlsFiles(raw.tlsCert as string | undefined, raw.tlsKey as string | undefined),
     ice: iceFromFlags(raw),
     discover: raw.discover as string | undefined,
     discoverIntervalMs: raw.discoverIntervalMs as number | undefined,
     wan: parseWanOptions(raw),
     aggregation: parseAggregationOption(raw.aggregation),
-    checks: {
-      verify: optionalFlag(raw.verify),
-      doubtRule: optionalFlag(raw.doubtRule),
-      directionRules: Boolean(raw.directionRules),
-    },
-    overlap: raw.overlap !== false,
     workerCommand: extension.workerCommand,
     labels: raw.labels as string | undefined,
     labelColumn: raw.labelColumn as string | undefined,
-    transport: raw.transport === 'webrtc' ? 'webrtc' : 'auto',
     linkTls: Boolean(raw.linkTls),
-    givenSettings: givenJobSettings(cmd, FLAGGED_SETTINGS),
   };
 }
 
-/** A flag with a --no- form: true, false, or undefined when neither was given (the job's kind decides). */
-function optionalFlag(value: unknown): boolean | undefined {
-  return value === undefined ? undefined : Boolean(value);
+/**
+ * The job settings of run's flags made from the settings' table (those given a value other than the default), with
+ * the model's recipe (recipes.ts: the words drawn with replacement, the warm-up from zero) and the settings every run's
+ * job carries, checked where the launcher bounds them more tightly than the job does.
+ */
+function runSettings(cmd: Command, raw: Record<string, unknown>, recipe: Recipe | undefined): RunSettings {
+  // The ones every job carries come first, as the job has always listed them; a given flag's value is the same.
+  return {
+    elastic: raw.elastic === true,
+    scaleLr: raw.scaleLr === true,
+    lrSchedule: raw.lrSchedule === 'cosine' ? 'cosine' : 'constant',
+    warmupSteps: intOption(raw.warmupSteps, '--warmup-steps', 0),
+    warmupFrom: recipe ? 'zero' : 'base',
+    sampling: recipe?.sampling ?? 'epochs',
+    backwardPassesPerStep: intOption(raw.backwardPasses, '--backward-passes', 1, 1024),
+    ...givenJobSettings(cmd, RUN_SETTINGS),
+  };
 }
 
 /** --data FILE.csv|.npy|.json: the table (and labels file) hashed into `o`, and its split, for the progress bar. */

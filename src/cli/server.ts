@@ -10,7 +10,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { JobSpec } from '../signaling/protocol.ts';
-import { hyperparameterKeysHelp } from './job-setting-options.ts';
+import { hyperparameterKeysHelp, jobSettingOption } from './job-setting-options.ts';
 import { checkHyperparameters, settingFromText, withOutsiderChecks, type Hyperparameters } from '../job/settings.ts';
 import { serveUntilSignal } from '../../server/serve.ts';
 import {
@@ -284,13 +284,14 @@ function addJobFlags(cmd: Command): void {
     .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
     .option('--batch <n>', 'examples per step per peer', '64')
     .option('--lr <x>', `learning rate (default ${perOptimizer(DEFAULT_LR)})`)
-    .option('--momentum <x>', 'SGD momentum', '0.9')
     .option('--weight-decay <x>', 'AdamW decoupled weight decay', '0.0001')
-    .option('--seed <n>', 'seed for initial weights and data order', '1')
-    .option('--epochs <n>', 'epochs over the training set', '1')
-    .option('--steps <n>', 'stop after this many steps (overrides --epochs)')
     .option('--min-peers <n>', 'the job starts when this many peers have joined', '2')
     .option('--max-peers <n>', 'peers beyond this many are refused', '16')
+    // --momentum, --seed, --epochs and --steps, as train has them (src/job/fields.ts).
+    .addOption(jobSettingOption('momentum'))
+    .addOption(jobSettingOption('seed'))
+    .addOption(jobSettingOption('epochs'))
+    .addOption(jobSettingOption('steps'))
     .option(
       '--hp <key=value...>',
       `more settings for the job (compression=fp16, warmupSteps=100, scaleLr=true, ...); the keys: ${hyperparameterKeysHelp()}`,

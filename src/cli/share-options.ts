@@ -13,7 +13,6 @@
  * names the figure directly; `--balance speed` shares it by measured speed
  * (src/distributed/shares.ts) and implies a fixed global batch.
  */
-import { type Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { BALANCE_MODES, type BalanceMode } from '../distributed/shares.ts';
 import type { Hyperparameters } from '../job/settings.ts';
@@ -22,22 +21,6 @@ export interface ShareOptions {
   /** Examples per step for the whole ring (absent: --batch per peer, moving with the ring's size). */
   globalBatch?: number;
   balance: BalanceMode;
-}
-
-export function addShareOptions(cmd: Command): Command {
-  return cmd
-    .option(
-      '--global-batch <n>',
-      'examples per step for the whole ring, fixed when peers leave or join (each peer takes a share); default with --elastic or --balance speed: -np x --batch',
-    )
-    .addOption(
-      new Option(
-        '--balance <how>',
-        "how the peers share the global batch: equal, or speed (in proportion to each peer's measured compute speed)",
-      )
-        .choices([...BALANCE_MODES])
-        .default('equal'),
-    );
 }
 
 /** Checks the flags against -np and --batch; `batchGiven`: the user typed --batch (not a default or a recipe). */

@@ -8,8 +8,8 @@ import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { isModelFile } from '../engine/define.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../data/text.ts';
-import { TOKENIZER_NAMES } from '../data/tokenizer.ts';
 import { optimizerNamed, optimizerNames } from '../optimizers/index.ts';
+import { addJobSettingOptions, settingValue, TRAIN_SETTINGS } from './job-setting-options.ts';
 
 export const MODEL_KINDS = ['mlp', 'cnn', 'transformer'] as const;
 /** The optimizers `--optimizer` takes: every one src/optimizers/ defines. */
@@ -58,30 +58,27 @@ export const TrainOptionsSchema = z.object({
   model: z.string().refine((m) => (MODEL_KINDS as readonly string[]).includes(m) || isModelFile(m), {
     error: `--model must be one of ${MODEL_KINDS.join(', ')} or a model file (./my-model.ts)`,
   }),
-  epochs: count('--epochs', 1),
+  epochs: settingValue('epochs'),
   batch: count('--batch', 1).max(8192, { error: '--batch must be at most 8192' }),
   lr: positive('--lr').optional(),
   optimizer: z.string().refine((o) => OPTIMIZER_KINDS.includes(o), {
     error: `--optimizer must be one of ${OPTIMIZER_KINDS.join(', ')}`,
   }),
-  momentum: z.coerce
-    .number({ error: '--momentum must be a number' })
-    .min(0, { error: '--momentum must be in [0, 1)' })
-    .lt(1, { error: '--momentum must be in [0, 1)' }),
+  momentum: settingValue('momentum'),
   weightDecay: z.coerce
     .number({ error: '--weight-decay must be a number' })
     .min(0, { error: '--weight-decay must be at least 0' })
     .finite()
     .optional(),
-  seed: count('--seed', 0).max(2 ** 32 - 1, { error: '--seed must fit in 32 bits' }),
-  steps: count('--steps', 1).optional(),
+  seed: settingValue('seed'),
+  steps: settingValue('steps').optional(),
   save: z.string().min(1, { error: '--save needs a file path' }).optional(),
   resume: z.string().min(1, { error: '--resume needs a file path' }).optional(),
   overwrite: z.boolean().default(false),
   data: z.string().min(1).optional(),
-  evalLimit: count('--eval-limit', 1).optional(),
+  evalLimit: settingValue('evalLimit').optional(),
   text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
-  tokenizer: z.enum(TOKENIZER_NAMES, { error: `--tokenizer must be one of ${TOKENIZER_NAMES.join(', ')}` }).optional(),
+  tokenizer: settingValue('tokenizer').optional(),
   context: count('--context', 2).max(4096, { error: '--context must be at most 4096' }).optional(),
   layers: count('--layers', 1).max(64, { error: '--layers must be at most 64' }).optional(),
   width: count('--width', 1).max(4096, { error: '--width must be at most 4096' }).optional(),
@@ -97,26 +94,25 @@ export type TrainOptions = Omit<z.infer<typeof TrainOptionsSchema>, 'lr' | 'weig
   weightDecay: number;
 };
 
-/** Adds the training options to a command (train, run, worker share them). */
+/**
+ * Adds the training options to a command (train and run share them): those of the settings' table marked `onTrain`
+ * (--epochs, --momentum, --seed, --steps, --eval-limit, --lr-schedule, --tokenizer, --label-column: src/job/fields.ts), and these.
+ */
 export function addTrainOptions(cmd: Command): Command {
-  return cmd
+  return addJobSettingOptions(cmd, TRAIN_SETTINGS)
     .addOption(
       new Option(
         '--model <kind>',
         `model to train (${MODEL_KINDS.join('|')}, or a file exporting a model factory: ./my-model.ts)`,
       ).default('mlp'),
     )
-    .option('--epochs <n>', 'epochs over the training set (counted from a resumed checkpoint)', '1')
     .option('--batch <n>', 'examples per step (per peer)', '64')
     .option('--lr <x>', `learning rate (default ${perOptimizer(DEFAULT_LR)})`)
     .addOption(new Option('--optimizer <kind>', `optimizer (${OPTIMIZER_KINDS.join('|')})`).default('sgd'))
-    .option('--momentum <x>', 'SGD momentum', '0.9')
     .option(
       '--weight-decay <x>',
       `weight decay: L2 for sgd, decoupled for the others (default ${perOptimizer(DEFAULT_WEIGHT_DECAY)})`,
     )
-    .option('--seed <n>', 'seed for initial weights and data order', '1')
-    .option('--steps <n>', 'stop after this many steps in total (overrides --epochs)')
     .option('--save <path>', 'write a safetensors checkpoint here (atomically) after each epoch and at the end')
     .option('--resume <path>', 'continue from a checkpoint written by --save')
     .option(
@@ -132,12 +128,6 @@ export function addTrainOptions(cmd: Command): Command {
       '--text <file>',
       'train the transformer on this UTF-8 text file (or @brown, the Brown corpus that comes with ringtrain): tokens as --tokenizer says, the last 10% held out for validation',
     )
-    .addOption(
-      new Option(
-        '--tokenizer <name>',
-        `with --text: char (its characters), byte (its UTF-8 bytes) or gpt2 (GPT-2's 50,257-token BPE); default: its characters, or its bytes past 256 distinct characters; a --resume takes the checkpoint's`,
-      ).choices([...TOKENIZER_NAMES]),
-    )
     .option(
       '--context <n>',
       `with --text: tokens per window, the transformer's context (default ${DEFAULT_TEXT_CONTEXT})`,
@@ -148,10 +138,6 @@ export function addTrainOptions(cmd: Command): Command {
     .option(
       '--preset <name>',
       `with --text: a named size (${PRESET_NAMES.join('|')}): gpt2 = GPT-2 small, 12 layers, width 768, 12 heads, 1,024 positions, context 1024 (--layers/--width/--heads override it; --context sets a shorter training window)`,
-    )
-    .option(
-      '--eval-limit <n>',
-      'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric',
     )
     .addOption(
       new Option(

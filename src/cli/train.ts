@@ -3,7 +3,7 @@
  * Deno, with a progress bar (stderr, TTY only), test accuracy after each
  * epoch, optional checkpoints, and with --json one result line on stdout.
  */
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { MultiBar, Presets } from 'cli-progress';
 import { EventBus } from '../core/events.ts';
 import { saveCheckpoint } from '../checkpoint/file.node.ts';
@@ -32,34 +32,21 @@ import { modelSpecFor, trainLocal } from '../distributed/train-local.ts';
 import { dryRunLines, planDryRun } from './dry-run.ts';
 import { resumeTokenizer, withResumedArch } from '../distributed/model-fit.ts';
 import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
+import type { LocalTrainConfig } from '../distributed/config-types.ts';
 import { flatFromHfGpt2 } from '../checkpoint/hf-gpt2.ts';
 import { loadHfWeights } from '../checkpoint/hf-gpt2.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
-type TrainCommandOptions = TrainOptions & {
-  dryRun: boolean;
-  labels?: string;
-  labelColumn?: string;
-  lrSchedule: 'constant' | 'cosine';
-  warmupSteps: number;
-  sampling: 'epochs' | 'replacement';
-  modelOptions?: Record<string, unknown>;
-};
+/** Train's options with what the trainer's config takes beside them (the schedule, from the flag or the recipe). */
+type TrainCommandOptions = TrainOptions &
+  Required<Pick<LocalTrainConfig, 'lrSchedule' | 'warmupSteps' | 'sampling'>> &
+  Pick<LocalTrainConfig, 'modelOptions'> & { dryRun: boolean; labels?: string; labelColumn?: string };
 
 export function trainCommand(): Command {
   const cmd = addTrainOptions(new Command('train').description('train a model on this machine (one peer)'));
-  cmd.addOption(
-    new Option('--lr-schedule <kind>', 'constant, or cosine: anneal the learning rate to zero by the last step')
-      .choices(['constant', 'cosine'])
-      .default('constant'),
-  );
   cmd.option(
     '--labels <file>',
     'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)',
-  );
-  cmd.option(
-    '--label-column <name>',
-    'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
   );
   // train only for now: a ring's workers would each need the file (or a broadcast of its weights).
   cmd.option(

@@ -1,13 +1,15 @@
 /**
  * The options for training over slow links, shared by the commands that
- * start a job (`run`): what the ring sends (`--compression`) and local SGD /
+ * start a job (`run`): what the ring sends (`--compression`, `--fp16`) and local SGD /
  * DiLoCo (`--sync-every`, `--outer-lr`, `--outer-momentum`). They become job
  * hyperparameters, so every peer, browser tabs included, trains the same way.
+ * `--compression`, `--fp16` and `--sync-every` are made from the settings' table
+ * (job-setting-options.ts); the outer step's flags stay here, as their defaults
+ * hold only with --sync-every (diloco.ts states them).
  */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import { topkRatio } from '../collectives/topk.ts';
-import { COMPRESSIONS, type Compression } from '../collectives/types.ts';
+import type { Compression } from '../collectives/types.ts';
 import { DEFAULT_OUTER_LR, DEFAULT_OUTER_MOMENTUM, localSgdSettings } from '../distributed/diloco.ts';
 import type { Hyperparameters } from '../job/settings.ts';
 
@@ -22,16 +24,6 @@ export interface WanOptions {
 
 export function addWanOptions(cmd: Command): Command {
   return cmd
-    .addOption(
-      new Option(
-        '--compression <kind>',
-        'what the ring sends: none, fp16 (half the bytes), int8 (a quarter, with error feedback) or topk:R (each peer the fraction R of largest gradients, with error feedback)',
-      ).argParser(parseCompression),
-    )
-    .option(
-      '--sync-every <H>',
-      'local SGD / DiLoCo: each peer takes H steps alone, then the ring averages how far they moved (one allreduce per H steps)',
-    )
     .option('--outer-lr <x>', `with --sync-every: the outer SGD's learning rate (default ${DEFAULT_OUTER_LR})`)
     .addOption(
       new Option(
@@ -43,17 +35,6 @@ export function addWanOptions(cmd: Command): Command {
       '--outer-momentum <x>',
       `with --sync-every: the outer SGD's Nesterov momentum (default ${DEFAULT_OUTER_MOMENTUM}; 0 averages plainly)`,
     );
-}
-
-/** --compression's value: one of COMPRESSIONS or topk:R. */
-function parseCompression(value: string): Compression {
-  if ((COMPRESSIONS as readonly string[]).includes(value)) return value as Compression;
-  try {
-    if (topkRatio(value) !== null) return value as Compression;
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-  throw new InvalidArgumentError(`use one of ${COMPRESSIONS.join(', ')}, topk:R (e.g. topk:0.01)`);
 }
 
 /** Validates the raw values (naming the flag); `fp16` is the older `--fp16` switch. */

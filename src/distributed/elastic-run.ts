@@ -7,18 +7,19 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
-import type { JobConfig } from '../signaling/protocol.ts';
 import { ElasticRing } from './elastic-ring.ts';
 import { isBroken } from './ring-errors.ts';
-import { parseJobSettings } from '../job/settings.ts';
+import type { JobSettings } from '../job/settings.ts';
 import type { ElasticHooks } from './trainer-types.ts';
 import { compareEpochs, epochAfter, formatEpoch, type RingEpoch } from './ring-epoch.ts';
 
-/** What elastic training needs of init()'s Session: the current ring, the membership hooks, the job's config. */
+/** What elastic training needs of init()'s Session: the current ring, the membership hooks, the job and its settings. */
 export interface ElasticSession {
   readonly comm: Communicator;
   readonly elastic: ElasticHooks;
-  readonly job: { readonly id: string; readonly config: JobConfig };
+  readonly job: { readonly id: string };
+  /** The job's settings, parsed once by the session (whether the job is elastic at all). */
+  readonly settings: Pick<JobSettings, 'membership'>;
 }
 
 /** Thrown by a commit that saw a newer membership (a peer joined): the ring re-forms there, with nothing to undo. */
@@ -59,7 +60,7 @@ export abstract class ElasticState implements ElasticRunState {
     readonly session: ElasticSession,
     o: { timeoutMs?: number; agreementName: string },
   ) {
-    if (!parseJobSettings(session.job.config.hyperparameters).membership.elastic) {
+    if (!session.settings.membership.elastic) {
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
         `elastic: job ${session.job.id} is not elastic, so a lost peer would stop it for good; start it with ringtrain launch --elastic (or set the job's elastic setting)`,

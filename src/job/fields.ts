@@ -60,6 +60,17 @@ export interface Field<S extends z.ZodType = z.ZodType> {
    * `--no-overlap` for one that is on unless turned off), where there is one: the flag is made from this entry.
    */
   flag?: string;
+  /** The flag's help where the command line says more than `help` (how it goes with other flags). */
+  flagHelp?: string;
+  /**
+   * A switch with no default of its own (the job's kind decides: stepCheckOn): the help of its `--no-` form. The flag is
+   * then three-way: on, off, or unsaid.
+   */
+  offFlagHelp?: string;
+  /** An older switch that sets the setting to one value (`--fp16` for `compression: 'fp16'`); a value flag given too wins. */
+  shorthand?: { flag: string; value: string; help: string };
+  /** `ringtrain train` takes the flag too (a setting one process trains by); otherwise it is `run`'s alone. */
+  onTrain?: boolean;
   /** What an absent setting means, where every reader agrees on one value. */
   default?: z.infer<S>;
 }
@@ -87,6 +98,8 @@ export const FIELDS = {
     allowed: 'a number in [0, 1)',
     help: "SGD's momentum",
     default: 0.9,
+    flag: '--momentum <x>',
+    onTrain: true,
   }),
   weightDecay: field({
     section: 'optimizer',
@@ -123,6 +136,7 @@ export const FIELDS = {
     help: 'constant, or cosine: anneal the learning rate to zero by the last step',
     flag: '--lr-schedule <kind>',
     default: 'constant',
+    onTrain: true,
   }),
   warmupSteps: field({
     section: 'schedule',
@@ -146,6 +160,8 @@ export const FIELDS = {
     allowed: 'a whole number >= 1',
     help: 'micro-batches accumulated per step',
     default: 1,
+    flag: '--backward-passes <n>',
+    flagHelp: 'local passes summed before each allreduce',
   }),
   seed: field({
     section: 'schedule',
@@ -153,6 +169,8 @@ export const FIELDS = {
     allowed: 'a whole number from 0 to 2^32-1',
     help: 'the seed of the initial weights and the batches',
     default: 1,
+    flag: '--seed <n>',
+    onTrain: true,
   }),
   epochs: field({
     section: 'schedule',
@@ -160,6 +178,9 @@ export const FIELDS = {
     allowed: 'a whole number >= 1',
     help: 'passes over the training set',
     default: 1,
+    flag: '--epochs <n>',
+    flagHelp: 'epochs over the training set (counted from a resumed checkpoint)',
+    onTrain: true,
   }),
   steps: field({
     section: 'schedule',
@@ -167,6 +188,9 @@ export const FIELDS = {
     allowed: 'a whole number of steps >= 1',
     help: 'stop after this many steps',
     unit: 'steps',
+    flag: '--steps <n>',
+    flagHelp: 'stop after this many steps in total (overrides --epochs)',
+    onTrain: true,
   }),
   globalBatch: field({
     section: 'schedule',
@@ -174,6 +198,9 @@ export const FIELDS = {
     allowed: 'a whole number >= 1 (examples per step for the whole ring)',
     help: 'examples per step for the whole ring (absent: the batch per peer)',
     unit: 'examples',
+    flag: '--global-batch <n>',
+    flagHelp:
+      'examples per step for the whole ring, fixed when peers leave or join (each peer takes a share); default with --elastic or --balance speed: -np x --batch',
   }),
   balance: field({
     section: 'schedule',
@@ -181,6 +208,9 @@ export const FIELDS = {
     allowed: "'equal' or 'speed'",
     help: 'how the global batch is shared',
     default: 'equal',
+    flag: '--balance <how>',
+    flagHelp:
+      "how the peers share the global batch: equal, or speed (in proportion to each peer's measured compute speed)",
   }),
   // What the peers train on.
   sampling: field({
@@ -196,6 +226,9 @@ export const FIELDS = {
     allowed: 'a whole number of examples >= 1',
     help: 'evaluate on at most this many test examples',
     unit: 'examples',
+    flag: '--eval-limit <n>',
+    flagHelp: 'evaluate on the first n test (validation) examples only: a quick glance, not the documented metric',
+    onTrain: true,
   }),
   text: field({ section: 'data', schema: text, allowed: TEXT, help: 'the text trained on (run --text)' }),
   textSha256: field({ section: 'data', schema: text, allowed: TEXT, help: "the text's SHA-256" }),
@@ -212,6 +245,10 @@ export const FIELDS = {
     schema: z.enum(['char', 'byte', 'gpt2']),
     allowed: "'char', 'byte' or 'gpt2'",
     help: "the text's tokenizer",
+    flag: '--tokenizer <name>',
+    flagHelp:
+      "with --text: char (its characters), byte (its UTF-8 bytes) or gpt2 (GPT-2's 50,257-token BPE); default: its characters, or its bytes past 256 distinct characters; a --resume takes the checkpoint's",
+    onTrain: true,
   }),
   table: field({
     section: 'data',
@@ -220,7 +257,16 @@ export const FIELDS = {
     help: 'the table of rows trained on (run --data FILE.csv|.npy|.json)',
   }),
   tableSha256: field({ section: 'data', schema: text, allowed: TEXT, help: "the table's SHA-256" }),
-  labelColumn: field({ section: 'data', schema: text, allowed: TEXT, help: "the table's label column" }),
+  labelColumn: field({
+    section: 'data',
+    schema: text,
+    allowed: TEXT,
+    help: "the table's label column",
+    flag: '--label-column <name>',
+    flagHelp:
+      'with --data FILE.csv|.npy|.json: the column that holds the class numbers (a CSV header name, or a column number from 0)',
+    onTrain: true,
+  }),
   labels: field({ section: 'data', schema: text, allowed: TEXT, help: "the table's labels file" }),
   labelsSha256: field({ section: 'data', schema: text, allowed: TEXT, help: "the labels file's SHA-256" }),
   // How gradients are reduced over the ring.
@@ -235,6 +281,10 @@ export const FIELDS = {
     allowed: "'none', 'fp16', 'int8' or 'topk:R' (0 < R <= 1)",
     help: 'gradient compression on the wire',
     default: 'none',
+    flag: '--compression <kind>',
+    flagHelp:
+      'what the ring sends: none, fp16 (half the bytes), int8 (a quarter, with error feedback) or topk:R (each peer the fraction R of largest gradients, with error feedback)',
+    shorthand: { flag: '--fp16', value: 'fp16', help: 'send gradients as float16 (half the bytes)' },
   }),
   fusionThresholdBytes: field({
     section: 'reduce',
@@ -265,6 +315,11 @@ export const FIELDS = {
     allowed: AGGREGATION_FORMS,
     help: "how the peers' gradients are combined",
     default: 'mean',
+    flag: `--aggregation <${AGGREGATION_FORMS}>`,
+    flagHelp:
+      'how the peers combine gradients: mean (the ring allreduce, default); median or trimmed-mean:F (per element: ' +
+      "F of the peers dropped at each end); centered-clip[:tau] (each peer's deviation from the last step's result clipped to tau; " +
+      'default tau: the median deviation). The robust rules resist peers sending wild gradients, at the same traffic as the ring but to every peer',
   }),
   syncEvery: field({
     section: 'reduce',
@@ -272,6 +327,9 @@ export const FIELDS = {
     allowed: 'a whole number of steps >= 1',
     help: 'local SGD / DiLoCo: average the models every this many steps',
     unit: 'steps',
+    flag: '--sync-every <H>',
+    flagHelp:
+      'local SGD / DiLoCo: each peer takes H steps alone, then the ring averages how far they moved (one allreduce per H steps)',
   }),
   // The step checks. verify and doubtRule have no fixed default: settings.ts's stepCheckOn decides.
   verify: field({
@@ -279,6 +337,10 @@ export const FIELDS = {
     schema: bool,
     allowed: BOOL,
     help: 'the verified allreduce (names a peer that lies about its sum)',
+    flag: '--verify',
+    flagHelp:
+      'check every allreduce against sketches each peer publishes of its own gradient: a peer that sends other numbers than it published, or a link that corrupts data, is named and ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)',
+    offFlagHelp: 'turn the verified allreduce off, in an elastic job too',
   }),
   directionRules: field({
     section: 'checks',
@@ -293,6 +355,10 @@ export const FIELDS = {
     schema: bool,
     allowed: BOOL,
     help: 'the doubt rule (names a sign-flipped peer)',
+    flag: '--doubt-rule',
+    flagHelp:
+      "leave out of a step a gradient far larger than the others' and against them, and clip any other large one to 2x theirs; a peer doubtful four steps in a row is ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)",
+    offFlagHelp: 'turn the doubt rule off, in an elastic job too',
   }),
   // Steps between the ranks' checks that they hold one state (src/distributed/state-agreement.ts).
   stateCheckEvery: field({

@@ -67,7 +67,7 @@ interface Snapshot {
 function sessionOf(given: ElasticSession | undefined): ElasticSession {
   const s = given ?? currentRingSource();
   const hooks = (s as Partial<ElasticSession> | null)?.elastic;
-  if (!s || !hooks || !(s as Partial<ElasticSession>).job) {
+  if (!s || !hooks || !(s as Partial<ElasticSession>).job || !(s as Partial<ElasticSession>).settings) {
     throw new RingtrainError(
       ErrorCode.InvalidArgument,
       'elastic: no elastic session; call init() from ringtrain/tfjs first (a bare communicator cannot re-form), or pass { session }',

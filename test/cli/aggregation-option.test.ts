@@ -23,10 +23,15 @@ const base = {
   np: 3,
   extraPeers: 0,
   fp16: false,
-  scaleLr: false,
-  lrSchedule: 'constant',
-  warmupSteps: 0,
-  backwardPasses: 1,
+  settings: {
+    elastic: false,
+    scaleLr: false,
+    lrSchedule: 'constant',
+    warmupSteps: 0,
+    warmupFrom: 'base',
+    sampling: 'epochs',
+    backwardPassesPerStep: 1,
+  },
 } as unknown as RunOptions;
 const specOf = (o: Partial<RunOptions>) => jobSpecFor({ ...base, ...o } as RunOptions);
 

@@ -24,13 +24,20 @@ const base = {
   np: 3,
   extraPeers: 0,
   fp16: false,
-  scaleLr: false,
-  lrSchedule: 'constant',
-  warmupSteps: 0,
-  backwardPasses: 1,
+  settings: {
+    elastic: false,
+    scaleLr: false,
+    lrSchedule: 'constant',
+    warmupSteps: 0,
+    warmupFrom: 'base',
+    sampling: 'epochs',
+    backwardPassesPerStep: 1,
+  },
 } as unknown as RunOptions;
-const configOf = (checks?: RunOptions['checks']) =>
-  trainConfigFromJob(jobSpecFor({ ...base, checks } as RunOptions).config);
+/** The step checks as run's flags give them (absent: neither form was given). */
+type Checks = Pick<RunOptions['settings'], 'verify' | 'doubtRule' | 'directionRules'>;
+const configOf = (checks?: Checks) =>
+  trainConfigFromJob(jobSpecFor({ ...base, settings: { ...base.settings, ...checks } }).config);
 
 describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
   it('turns on exactly the checks asked for, in the job every peer reads', () => {
@@ -50,8 +57,10 @@ describe('ringtrain run --verify / --doubt-rule / --direction-rules', () => {
   });
 
   it('runs verify and the doubt rule in an elastic job unless it says --no-verify / --no-doubt-rule, and in a fixed one only when asked', async () => {
-    const elastic = (checks?: RunOptions['checks'], more: Partial<RunOptions> = {}) =>
-      trainConfigFromJob(jobSpecFor({ ...base, elastic: true, checks, ...more } as RunOptions).config);
+    const elastic = (checks?: Checks, more: Partial<RunOptions> = {}) =>
+      trainConfigFromJob(
+        jobSpecFor({ ...base, settings: { ...base.settings, elastic: true, ...checks }, ...more } as RunOptions).config,
+      );
     const on = elastic(undefined);
     expect(on.verify, 'elastic, nothing said').toBe(true);
     expect(on.guard && 'doubt' in on.guard, 'elastic, nothing said').toBe(false);

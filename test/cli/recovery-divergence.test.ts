@@ -97,7 +97,7 @@ describe('recovery after a divergence', () => {
     let code: number;
     try {
       code = await reportRun({
-        o: { np: 3, elastic: false, model: 'mlp' } as RunOptions,
+        o: { np: 3, settings: { elastic: false }, model: 'mlp' } as unknown as RunOptions,
         workers,
         codes: [1, 1, 1],
         recovery: { step: 53, path: shared, diverged: true },

@@ -23,27 +23,36 @@ const base = {
   np: 3,
   extraPeers: 1,
   fp16: false,
-  scaleLr: false,
-  lrSchedule: 'constant',
-  warmupSteps: 0,
-  backwardPasses: 1,
+  settings: {
+    elastic: false,
+    scaleLr: false,
+    lrSchedule: 'constant',
+    warmupSteps: 0,
+    warmupFrom: 'base',
+    sampling: 'epochs',
+    backwardPassesPerStep: 1,
+  },
 } as unknown as RunOptions;
 
 describe('ringtrain run --elastic options', () => {
   it('make an elastic job start with all -np workers and go on down to --min-np', () => {
-    expect(jobSpecFor({ ...base, elastic: true, minNp: 1, maxNp: 4 }).config).toMatchObject({
+    expect(
+      jobSpecFor({ ...base, settings: { ...base.settings, elastic: true }, minNp: 1, maxNp: 4 }).config,
+    ).toMatchObject({
       minPeers: 1,
       maxPeers: 4,
       startPeers: 3,
     });
-    expect(jobSpecFor({ ...base, elastic: true, minNp: 2, maxNp: 8, serverWait: 5 }).config).toMatchObject({
+    expect(
+      jobSpecFor({ ...base, settings: { ...base.settings, elastic: true }, minNp: 2, maxNp: 8, serverWait: 5 }).config,
+    ).toMatchObject({
       minPeers: 2,
       maxPeers: 8,
       startPeers: 3,
       hyperparameters: { serverWaitMs: 5000, elastic: true },
     });
     // A fixed ring needs every worker all along.
-    const fixed = jobSpecFor({ ...base, elastic: false }).config;
+    const fixed = jobSpecFor(base).config;
     expect(fixed).toMatchObject({ minPeers: 3, maxPeers: 4 });
     expect(fixed.startPeers).toBeUndefined();
   });
@@ -85,10 +94,13 @@ describe('ringtrain run --model transformer', () => {
     const o = {
       ...base,
       ...parseTrainOptions(raw),
-      lrSchedule: 'cosine',
-      warmupSteps: 100,
-      sampling: 'replacement',
-      warmupFrom: 'zero',
+      settings: {
+        ...base.settings,
+        lrSchedule: 'cosine',
+        warmupSteps: 100,
+        sampling: 'replacement',
+        warmupFrom: 'zero',
+      },
       evalLimit: 50,
     } as RunOptions;
     const config = trainConfigFromJob(jobSpecFor(o).config);
@@ -129,11 +141,10 @@ describe('ringtrain run --model transformer', () => {
 
 describe('ringtrain run --no-overlap', () => {
   it('writes overlap: false into the job, and nothing when overlap is on (the default), so older peers read the job as before', () => {
-    expect(jobSpecFor({ ...base, overlap: false }).config.hyperparameters.overlap).toBe(false);
-    expect(trainConfigFromJob(jobSpecFor({ ...base, overlap: false }).config).overlap).toBe(false);
-    for (const o of [base, { ...base, overlap: true }]) {
-      expect(jobSpecFor(o).config.hyperparameters).not.toHaveProperty('overlap');
-      expect(trainConfigFromJob(jobSpecFor(o).config).overlap).toBe(true);
-    }
+    const off = { ...base, settings: { ...base.settings, overlap: false } };
+    expect(jobSpecFor(off).config.hyperparameters.overlap).toBe(false);
+    expect(trainConfigFromJob(jobSpecFor(off).config).overlap).toBe(false);
+    expect(jobSpecFor(base).config.hyperparameters).not.toHaveProperty('overlap');
+    expect(trainConfigFromJob(jobSpecFor(base).config).overlap).toBe(true);
   });
 });

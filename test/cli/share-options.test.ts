@@ -22,10 +22,15 @@ const base = {
   np: 3,
   extraPeers: 0,
   fp16: false,
-  scaleLr: false,
-  lrSchedule: 'constant',
-  warmupSteps: 0,
-  backwardPasses: 1,
+  settings: {
+    elastic: false,
+    scaleLr: false,
+    lrSchedule: 'constant',
+    warmupSteps: 0,
+    warmupFrom: 'base',
+    sampling: 'epochs',
+    backwardPassesPerStep: 1,
+  },
 } as unknown as RunOptions;
 const configOf = (o: Partial<RunOptions>) => trainConfigFromJob(jobSpecFor({ ...base, ...o } as RunOptions).config);
 
@@ -33,7 +38,7 @@ describe('ringtrain run: the global batch and its shares', () => {
   it('fixes an elastic run at -np x --batch, keeps a fixed run per peer, and carries --global-batch and --balance to the workers', () => {
     const elastic = parseShareOptions({}, { np: 3, batch: 32, elastic: true }, false);
     expect(elastic).toEqual({ globalBatch: 96, balance: 'equal' });
-    expect(configOf({ elastic: true, shares: elastic })).toMatchObject({
+    expect(configOf({ settings: { ...base.settings, elastic: true }, shares: elastic })).toMatchObject({
       globalBatch: 96,
       balance: 'equal',
       batch: 32,

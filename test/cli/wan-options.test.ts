@@ -22,11 +22,15 @@ const base = {
   np: 2,
   extraPeers: 0,
   fp16: false,
-  elastic: false,
-  scaleLr: false,
-  lrSchedule: 'constant',
-  warmupSteps: 0,
-  backwardPasses: 1,
+  settings: {
+    elastic: false,
+    scaleLr: false,
+    lrSchedule: 'constant',
+    warmupSteps: 0,
+    warmupFrom: 'base',
+    sampling: 'epochs',
+    backwardPassesPerStep: 1,
+  },
 } as unknown as RunOptions;
 
 describe('ringtrain run --compression / --sync-every', () => {
@@ -71,7 +75,7 @@ describe('ringtrain run --compression / --sync-every', () => {
     const cases: [string[], RegExp][] = [
       [
         ['--compression', 'int4'],
-        /'--compression <kind>' argument 'int4' is invalid\. use one of none, fp16, int8, topk:R/,
+        /'--compression <kind>' argument 'int4' is invalid\. unknown compression 'int4'; use 'none', 'fp16', 'int8' or 'topk:R'/,
       ],
       [['--compression', 'topk:0'], /top-k ratio must be a number in \(0, 1\]/],
       [['--fp16', '--compression', 'int8'], /--fp16 and --compression int8 disagree/],

@@ -59,7 +59,7 @@ describe('run -np 2 --data TABLE', () => {
       optimizer: 'sgd',
       batch: 16,
       fp16: false,
-      elastic: false,
+      settings: { elastic: false },
       data: mine,
       labelColumn: 'label',
       tableSha256: sha(TABLE),

@@ -52,7 +52,7 @@ describe('run -np 2 --text', () => {
       optimizer: 'adamw',
       batch: 4,
       fp16: false,
-      elastic: false,
+      settings: { elastic: false },
       text: mine,
       textSha256: sha(TEXT),
     } as unknown as RunOptions;
