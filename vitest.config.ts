@@ -16,5 +16,7 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     reporters: ['default'],
+    // Fails a run that leaves a worker's recovery checkpoint in the repository's root.
+    globalSetup: ['test/support/repo-root-guard.ts'],
   },
 });
