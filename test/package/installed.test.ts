@@ -18,7 +18,8 @@
  * Runs inside the private network namespace. On this 2-core machine: 225 s with the runs one after
  * the other and the machine quiet; 312-391 s with them concurrent (as now) while other test runs
  * held its load average near 20. The processes used 80 s of CPU in all; packing and installing
- * take about 100 s of the wall time.
+ * take about 100 s of the wall time. With the TF.js project and the tab's training: 375 s from a
+ * fresh clone at a load average near 22 (the tab's test 68 s of it), 75 s of CPU.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
