@@ -248,8 +248,18 @@ describe('npm install ringtrain, in a fresh project', () => {
     ]) {
       expect(existsSync(join(installed, file)), file).toBe(true);
     }
-    expect(readdirSync(installed).sort()).toEqual(['README.md', 'bin', 'demo', 'dist', 'package.json', 'shaders']);
+    expect(readdirSync(installed).sort()).toEqual([
+      'README.md',
+      'bin',
+      'demo',
+      'dist',
+      'package.json',
+      'scripts',
+      'shaders',
+    ]);
     expect(readdirSync(join(installed, 'demo'))).toEqual(['dist']);
+    // The private network namespace `bench allreduce` runs its WebRTC peers in, and nothing else of scripts/.
+    expect(readdirSync(join(installed, 'scripts'))).toEqual(['in-netns.sh']);
   });
 
   it(
@@ -331,6 +341,20 @@ describe.concurrent('the installed package runs', () => {
         /^ringtrain: runtime (deno \(auto: no hardware GPU|node \(auto: hardware adapter)/,
       );
       for (const r of [withoutDeno, withDeno]) expect(r.stdout).toMatch(/^done: 20 steps, test accuracy [\d.]+%/m);
+    },
+  );
+
+  it(
+    '`npx ringtrain bench allreduce` over WebRTC, in a network namespace of its own made by the shipped script',
+    { timeout: 300_000 },
+    async () => {
+      // Outside a namespace (as a user's shell is), the benchmark re-runs itself in one: nested in the test's here.
+      const env = userEnvironment();
+      delete env.RINGTRAIN_NETNS;
+      const r = await ok('npx', ['ringtrain', 'bench', 'allreduce', '--peers', '2', '--bytes', '1MiB'], project, env);
+      const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+      expect(result).toMatchObject({ peers: 2, bytes: 1024 * 1024, transport: 'webrtc' });
+      expect(result.busbw_MBps).toBeGreaterThan(0);
     },
   );
 
