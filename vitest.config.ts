@@ -19,5 +19,7 @@ export default defineConfig({
     reporters: ['default'],
     // A clean clone has no vitest cache to order by: start the longest files first (test/durations.json).
     sequence: { sequencer: LongestFirst },
+    // Fails a run that leaves a worker's recovery checkpoint in the repository's root.
+    globalSetup: ['test/support/repo-root-guard.ts'],
   },
 });

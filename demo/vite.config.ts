@@ -11,13 +11,14 @@ export default defineConfig({
   base: './',
   server: { fs: { allow: [repoRoot] } },
   // The TF.js example (examples/tfjs-mnist-train.ts, which the page runs for TF.js jobs) imports the
-  // package's own entry by name, as a user would; in the page that is the browser entry.
+  // package's own entries by name, as a user would; in the page those are the browser entries.
   // simple-peer: webrtc-link.ts imports the prebuilt browser bundle in a page, but its Node build's
   // import is visible to the bundler too; that build needs Node's `events` (Vite warns that it
   // externalized it). Both name the browser bundle here, so the page holds only the build it runs.
   resolve: {
     alias: [
       { find: 'ringtrain/tfjs', replacement: fileURLToPath(new URL('../src/tfjs/index.ts', import.meta.url)) },
+      { find: /^ringtrain$/, replacement: fileURLToPath(new URL('../src/index.ts', import.meta.url)) },
       { find: /^simple-peer$/, replacement: 'simple-peer/simplepeer.min.js' },
     ],
   },

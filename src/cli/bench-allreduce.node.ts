@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import process from 'node:process';
+import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createMemoryRing } from '../comm/rings.ts';
@@ -21,6 +22,7 @@ import {
   type AlgorithmSweep,
 } from '../collectives/measure.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
+import { packagePath } from '../core/package-root.node.ts';
 
 export interface BenchOptions {
   peers: number;
@@ -38,8 +40,10 @@ export interface BenchOptions {
 export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & { transport: string; seconds: number[] };
 
 const SELF = fileURLToPath(import.meta.url);
-const PEER = fileURLToPath(new URL('./bench-allreduce-peer.node.ts', import.meta.url));
-const NETNS = fileURLToPath(new URL('../../scripts/in-netns.sh', import.meta.url));
+// Beside this file: .ts in the repository, .js in an install's dist/.
+const PEER = fileURLToPath(new URL(`./bench-allreduce-peer.node${extname(SELF)}`, import.meta.url));
+// The package ships the script (package.json "files"); from dist/ a relative path would miss it.
+const NETNS = packagePath('scripts', 'in-netns.sh');
 
 /** "64MiB", "1M", "4096", "1.5GiB" -> bytes (binary units; the first letter counts). */
 export function parseBytes(s: string): number {

@@ -12,13 +12,16 @@
  * - `npx ringtrain train --model mlp --steps 20` runs with no flags on this
  *   machine without a GPU: under Node where Deno is not installed, under Deno
  *   where it is, saying which and why;
- * - `launch --tabs 1` serves the page shipped in the package to a Chromium tab.
+ * - `launch --tabs 1` from a second fresh project, a TF.js one (the tarball, TF.js and the README's
+ *   TF.js example copied in, as a user would), serves the page shipped in the package to a Chromium
+ *   tab that joins and trains beside the launched worker: both end with the same model.
  * Runs inside the private network namespace. On this 2-core machine: 225 s with the runs one after
  * the other and the machine quiet; 312-391 s with them concurrent (as now) while other test runs
  * held its load average near 20. The processes used 80 s of CPU in all; packing and installing
- * take about 100 s of the wall time.
+ * take about 100 s of the wall time. With the TF.js project and the tab's training: 375 s from a
+ * fresh clone at a load average near 22 (the tab's test 68 s of it), 75 s of CPU.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -38,16 +41,44 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachLine } from '../../src/core/lines.node.ts';
 import { launchChromium } from '../support/chromium.ts';
 import { requireNetns } from '../support/workers.ts';
-import { openTab } from '../page/serve-page.ts';
+import { openTab, waitForTrainingEnd } from '../page/serve-page.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'ringtrain-package-'));
 const project = join(work, 'user-project');
 const pageProject = join(work, 'page-project');
+const tfjsProject = join(work, 'tfjs-project');
 const USER_SCRIPT = readFileSync(join(REPO, 'test', 'package', 'user-train.ts'), 'utf8');
 const DENO = join(REPO, 'node_modules', '.bin', 'deno');
 const version = (dir: string): string =>
   (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** TF.js for the example a tab trains beside a worker: ringtrain's optional peer dependencies and a backend. */
+const TFJS_PACKAGES = ['@tensorflow/tfjs-core', '@tensorflow/tfjs-layers', '@tensorflow/tfjs-backend-cpu'];
+/** The README's TF.js example, the two files a user copies (they import only ringtrain and ringtrain/tfjs). */
+const TFJS_EXAMPLE = ['tfjs-mnist.ts', 'tfjs-mnist-train.ts'];
+/** A few steps of the example's small network: 128 digits over 2 ranks (the worker and the tab) at 16 each. */
+const TAB_BATCH = 16;
+const TAB_TRAIN_EXAMPLES = 128;
+const TAB_STEPS = TAB_TRAIN_EXAMPLES / 2 / TAB_BATCH;
+const TAB_ARGS = [
+  '--model',
+  'small',
+  '--optimizer',
+  'momentum',
+  '--epochs',
+  '1',
+  '--batch',
+  String(TAB_BATCH),
+  '--lr',
+  '0.05',
+  '--train-examples',
+  String(TAB_TRAIN_EXAMPLES),
+  '--test-examples',
+  '64',
+];
+/** What a tab's Join panel says when its TF.js training is done. */
+const TAB_FINISHED = /^Training finished: (\d+) steps, test accuracy ([\d.]+)% \(TF\.js, cpu backend\)\.$/;
 
 /** What is not copied to pack from: installed and built things, and git's own. */
 const NOT_PACKED_FROM = new Set(['node_modules', '.git', 'dist', 'demo/dist', 'test-results', '.tmp']);
@@ -140,6 +171,24 @@ import { loadCheckpoint } from 'ringtrain';
 void session;
 `;
 
+/** A new project (an ES module package) in `dir` with `packages` installed from npm's cache. */
+async function installInto(dir: string, name: string, packages: string[]): Promise<void> {
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }));
+  await ok('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...packages], dir);
+}
+
+/** Resolves with the page's link once the launcher prints it; rejects if the launcher ends first. */
+function pageLink(launcher: ChildProcess, lines: string[]): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    forEachLine(launcher.stdout!, (line) => {
+      lines.push(line);
+      if (line.startsWith('[launch] page ')) resolve(line.slice('[launch] page '.length));
+    });
+    launcher.on('exit', (code) => reject(new Error(`launch ended (exit ${code}) before printing the page's link`)));
+  });
+}
+
 beforeAll(async () => {
   requireNetns();
   const source = join(work, 'repository');
@@ -149,15 +198,20 @@ beforeAll(async () => {
   await ok('npm', ['pack', '--pack-destination', work], source, { ...process.env });
   const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'));
   expect(tarball).toBe(`ringtrain-${version(REPO)}.tgz`);
-  mkdirSync(project);
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
+  // Two fresh projects, installed side by side: the user's (only TypeScript beside ringtrain) and a TF.js one.
   const typescript = `typescript@${version(join(REPO, 'node_modules', 'typescript'))}`;
-  await ok(
-    'npm',
-    ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball!), typescript],
-    project,
-  );
+  await Promise.all([
+    installInto(project, 'user-project', [join(work, tarball!), typescript]),
+    installInto(tfjsProject, 'tfjs-project', [join(work, tarball!)]),
+  ]);
   writeFileSync(join(project, 'train.ts'), USER_SCRIPT);
+  // TF.js from the repository's node_modules: npm's cache holds its tarballs but not the registry's
+  // index of them, and the namespace has no registry to ask. Linked, each resolves its own imports
+  // (and the others') from there, so the script, ringtrain/tfjs and the backend share one tfjs-core.
+  mkdirSync(join(tfjsProject, 'node_modules', '@tensorflow'));
+  for (const name of TFJS_PACKAGES)
+    symlinkSync(realpathSync(join(REPO, 'node_modules', name)), join(tfjsProject, 'node_modules', name));
+  for (const file of TFJS_EXAMPLE) cpSync(join(REPO, 'examples', file), join(tfjsProject, file));
   // A page's code beside it, in a project of its own (a bundler's settings) with the same node_modules.
   mkdirSync(pageProject);
   symlinkSync(join(project, 'node_modules'), join(pageProject, 'node_modules'));
@@ -194,8 +248,18 @@ describe('npm install ringtrain, in a fresh project', () => {
     ]) {
       expect(existsSync(join(installed, file)), file).toBe(true);
     }
-    expect(readdirSync(installed).sort()).toEqual(['README.md', 'bin', 'demo', 'dist', 'package.json', 'shaders']);
+    expect(readdirSync(installed).sort()).toEqual([
+      'README.md',
+      'bin',
+      'demo',
+      'dist',
+      'package.json',
+      'scripts',
+      'shaders',
+    ]);
     expect(readdirSync(join(installed, 'demo'))).toEqual(['dist']);
+    // The private network namespace `bench allreduce` runs its WebRTC peers in, and nothing else of scripts/.
+    expect(readdirSync(join(installed, 'scripts'))).toEqual(['in-netns.sh']);
   });
 
   it(
@@ -280,33 +344,67 @@ describe.concurrent('the installed package runs', () => {
     },
   );
 
-  it('launch --tabs 1, serving the page shipped in the package to a tab', { timeout: 300_000 }, async () => {
-    // The command npx runs, started directly so that our SIGTERM reaches the launcher (which stops its worker).
-    const bin = join(project, 'node_modules', '.bin', 'ringtrain');
-    const launcher = spawn(bin, ['launch', '-np', '1', '--tabs', '1', 'train.ts'], {
-      cwd: project,
-      env: userEnvironment(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = new Promise((resolve) => launcher.on('exit', resolve));
-    const browser = await launchChromium();
-    try {
-      const link = await new Promise<string>((resolve, reject) => {
-        forEachLine(
-          launcher.stdout!,
-          (line) => line.startsWith('[launch] page ') && resolve(line.slice('[launch] page '.length)),
-        );
-        launcher.on('exit', (code) => reject(new Error(`launch ended (exit ${code}) before printing the page's link`)));
+  it(
+    '`npx ringtrain bench allreduce` over WebRTC, in a network namespace of its own made by the shipped script',
+    { timeout: 300_000 },
+    async () => {
+      // Outside a namespace (as a user's shell is), the benchmark re-runs itself in one: nested in the test's here.
+      const env = userEnvironment();
+      delete env.RINGTRAIN_NETNS;
+      const r = await ok('npx', ['ringtrain', 'bench', 'allreduce', '--peers', '2', '--bytes', '1MiB'], project, env);
+      const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+      expect(result).toMatchObject({ peers: 2, bytes: 1024 * 1024, transport: 'webrtc' });
+      expect(result.busbw_MBps).toBeGreaterThan(0);
+    },
+  );
+
+  it(
+    'launch --tabs 1 from a TF.js project: a tab opens the page shipped in the package and trains beside the worker',
+    { timeout: 400_000 },
+    async () => {
+      // The command npx runs, started directly so that our SIGTERM reaches the launcher (which stops its worker).
+      const bin = join(tfjsProject, 'node_modules', '.bin', 'ringtrain');
+      const launcher = spawn(bin, ['launch', '-np', '1', '--tabs', '1', TFJS_EXAMPLE[0], ...TAB_ARGS], {
+        cwd: tfjsProject,
+        env: userEnvironment(),
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
-      const { page, errors } = await openTab(browser, link);
-      // The page came from node_modules/ringtrain/demo/dist, found the job, and sees the launched worker in it.
-      await page.waitForSelector('[data-testid=peer-count]:text("1")', { timeout: 120_000 });
-      await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
-      expect(errors).toEqual([]);
-    } finally {
-      await browser.close();
-      launcher.kill('SIGTERM');
-      await exited;
-    }
-  });
+      const lines: string[] = [];
+      let stderr = '';
+      launcher.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const exited = new Promise<number | null>((resolve) => launcher.on('exit', resolve));
+      const browser = await launchChromium();
+      try {
+        const { page, errors } = await openTab(browser, await pageLink(launcher, lines));
+        // The page came from node_modules/ringtrain/demo/dist and found the job with the worker in it (rank 0).
+        await page.waitForSelector('[data-testid=peer-count]:text("1")', { timeout: 120_000 });
+        await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
+        await page.click('[data-testid=join]');
+        const note = await waitForTrainingEnd(page, errors, 300_000).catch((err: Error) => {
+          throw new Error(`${err.message}\n${lines.slice(-20).join('\n')}\n${stderr.slice(-3000)}`);
+        });
+        const finished = TAB_FINISHED.exec(note);
+        expect(finished, note).not.toBeNull();
+        // The tab took its share of the steps…
+        expect(Number(finished![1])).toBe(TAB_STEPS);
+        expect(await page.textContent('[data-testid=own-steps]')).toBe(String(TAB_STEPS));
+        expect(await page.getAttribute('[data-testid=participate]', 'data-rank')).toBe('1');
+        expect(await exited, `${lines.join('\n')}\n${stderr.slice(-3000)}`).toBe(0);
+        // …in a ring of two with the worker, which ends with the same model: the same test accuracy.
+        const summary = JSON.parse(lines.find((l) => l.startsWith('[rank 0] {'))!.slice('[rank 0] '.length)) as {
+          size: number;
+          steps: number;
+          testAccuracy: number;
+        };
+        expect(summary).toMatchObject({ size: 2, steps: TAB_STEPS });
+        expect(finished![2]).toBe((summary.testAccuracy * 100).toFixed(1));
+        // The launcher ends with its worker and takes the page's server with it: the job panel's later polls are refused.
+        expect(errors.filter((e) => !e.includes('net::ERR_CONNECTION_REFUSED'))).toEqual([]);
+      } finally {
+        await browser.close();
+        if (launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGTERM');
+        await exited;
+      }
+    },
+  );
 });

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { openTab, screenshot, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
+import { recoveryArgs } from '../support/workers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const config = (steps: number) => ({
@@ -63,6 +64,7 @@ function denoWorker(job: { id: string; token: string }): Worker {
       '--name',
       'deno-worker',
       '--json',
+      ...recoveryArgs(),
     ],
     {
       cwd: ROOT,

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openTab, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
+import { recoveryArgs } from '../support/workers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STEPS = 8;
@@ -48,6 +49,7 @@ function denoWorker(name: string): Worker {
       '--name',
       name,
       '--json',
+      ...recoveryArgs(),
     ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );

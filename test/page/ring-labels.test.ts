@@ -35,4 +35,17 @@ describe('the live ring on a busy link', () => {
       [1, 0, 'RS #0 +2'],
     ]);
   });
+
+  it('on a ring of 8 with a dozen chunks on every link, draws 8 labels, one on each link', () => {
+    const size = 8;
+    // Each rank's link to its right-hand neighbour carries 12 chunks; the last sent is chunk (rank + 11) % 8.
+    const inFlight = Array.from({ length: size }, (_, r) =>
+      Array.from({ length: 12 }, (_, i) => chunk(r, (r + 1) % size, 100 * r + i, 'reduce-scatter', (r + i) % size)),
+    ).flat();
+    const peers = Array.from({ length: size }, (_, rank) => ({ rank }));
+    const drawing = toDrawing({ size, self: 0, peers, links: [], inFlight } as never, 30);
+    expect(drawing.chunks.map((c) => [c.from, c.to, c.label])).toEqual(
+      Array.from({ length: size }, (_, r) => [r, (r + 1) % size, `RS #${(r + 11) % size} +11`]),
+    );
+  });
 });

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeTestCert } from '../server/test-cert.ts';
 import { openTab, usePageFixture, waitForTrainingEnd } from './serve-page.ts';
+import { recoveryArgs } from '../support/workers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STEPS = 4;
@@ -83,6 +84,7 @@ describe('the page and a worker over wss, the token out of argv and URLs', () =>
           '--name',
           'deno-worker',
           '--json',
+          ...recoveryArgs(),
         ],
         {
           cwd: ROOT,

@@ -4,7 +4,9 @@
  * SIGKILL meant for the worker), with its JSON event lines parsed as they come.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { forEachLine } from '../../src/core/lines.node.ts';
 
 export interface WorkerStep {
@@ -37,10 +39,32 @@ export interface TestWorker {
 /** Every worker started here, so a test's afterAll can kill what is left. */
 export const startedWorkers: TestWorker[] = [];
 
+let recoveryDir: string | undefined;
+
+/**
+ * `--recovery <path>` in a folder of this test process's own (removed when it exits), for a worker
+ * started in the repository's root: one that ends with an error writes its recovery checkpoint
+ * there, not beside the sources (test/support/repo-root-guard.ts fails a run that leaves one).
+ */
+export function recoveryArgs(name = 'recovery'): string[] {
+  if (recoveryDir === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'ringtrain-test-recovery-'));
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+    recoveryDir = dir;
+  }
+  return ['--recovery', join(recoveryDir, `${name}.safetensors`)];
+}
+
+/** Whether a worker's arguments already say where its recovery checkpoint goes (--save puts it beside the save). */
+const namesRecovery = (args: string[]): boolean => args.some((a) => /^--(recovery|save)(=|$)/.test(a));
+
 /** The chaos CLI's entry (chaos/cli.ts): a worker started from it may take `--chaos SPEC`. */
 export const CHAOS_ENTRY = 'test/support/chaos/main.ts';
 
-/** `entry`: the CLI's own, or CHAOS_ENTRY for a worker that misbehaves. */
+/**
+ * `entry`: the CLI's own, or CHAOS_ENTRY for a worker that misbehaves. Unless `extraArgs` say where
+ * its recovery checkpoint goes, it goes to a temporary folder (recoveryArgs).
+ */
 export function startDenoWorker(
   server: string,
   job: { id: string; token: string },
@@ -49,7 +73,21 @@ export function startDenoWorker(
 ): TestWorker {
   const child = spawn(
     'node_modules/.bin/deno',
-    ['run', '-A', entry, 'worker', '--server', server, '--job', job.id, '--token', job.token, '--events', ...extraArgs],
+    [
+      'run',
+      '-A',
+      entry,
+      'worker',
+      '--server',
+      server,
+      '--job',
+      job.id,
+      '--token',
+      job.token,
+      '--events',
+      ...extraArgs,
+      ...(namesRecovery(extraArgs) ? [] : recoveryArgs()),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const w: TestWorker = {

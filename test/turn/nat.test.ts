@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireNetns, until } from '../support/workers.ts';
+import { recoveryArgs, requireNetns, until } from '../support/workers.ts';
 import {
   TURN_PORT,
   coturnTrouble,
@@ -69,7 +69,7 @@ function startWorkers(port: number, timeoutMs: number): Proc[] {
     start(
       topo.peers[i - 1],
       'node_modules/.bin/deno',
-      ['run', '-A', 'src/cli/main.ts', ...args, '--name', `peer-${i}`],
+      ['run', '-A', 'src/cli/main.ts', ...args, '--name', `peer-${i}`, ...recoveryArgs()],
       env,
     ),
   );

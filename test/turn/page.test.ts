@@ -26,7 +26,7 @@ import {
   gotoSteady,
 } from '../support/chromium.ts';
 import { buildPage, pageSays } from '../page/serve-page.ts';
-import { requireNetns } from '../support/workers.ts';
+import { recoveryArgs, requireNetns } from '../support/workers.ts';
 import {
   TURN_PORT,
   allocatedCredentials,
@@ -128,6 +128,7 @@ function worker(port: number): Proc {
     'deno-peer',
     '--connect-timeout-ms',
     '120000',
+    ...recoveryArgs(),
   ];
   return start(topo.peers[1], 'node_modules/.bin/deno', args, { RINGTRAIN_TOKEN: TOKEN });
 }
