@@ -333,6 +333,8 @@ export const joinMsg = z.strictObject({
   runtime: runtimeSchema,
   name: nameText.optional(),
   capabilities: capabilitiesSchema.optional(),
+  /** The public key this peer signs its check values with (`ed25519:<base64>` or `p256:<base64>`): src/distributed/ring-keys.ts. */
+  signingKey: z.string().max(200).optional(),
 });
 export const clientSignalMsg = z.strictObject({ type: z.literal('signal'), epoch, to: rank, data: signalData });
 export const pongMsg = z.strictObject({ type: z.literal('pong'), seq: z.number().int().min(0) });
@@ -387,6 +389,8 @@ export const peerInfoSchema = z.object({
   name: z.string().optional(),
   /** Whether the server counts this member's reports (it has proven it trains with the others: `attest`). */
   voter: z.boolean().optional(),
+  /** The public key it joined with: its signed check values are checked against it. */
+  signingKey: z.string().optional(),
 });
 export type PeerInfo = z.infer<typeof peerInfoSchema>;
 
