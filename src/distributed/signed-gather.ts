@@ -59,21 +59,40 @@ export async function signedAllgather<T extends Float32Array | Int32Array>(
   data: T,
   o: SignedGatherOptions,
 ): Promise<T> {
+  return (await startSignedAllgather(comm, data, o)).gathered;
+}
+
+/**
+ * signedAllgather in two halves: resolves once this rank's block is signed and the gather has
+ * begun, with the gather's result to come. A gather meant to run beside another collective (the step
+ * checks' beside the gradient allreduce) must begin before it: signing first keeps that so.
+ */
+export async function startSignedAllgather<T extends Float32Array | Int32Array>(
+  comm: Communicator,
+  data: T,
+  o: SignedGatherOptions,
+): Promise<{ gathered: Promise<T> }> {
   const keys = keysOf(comm);
-  if (!keys) return allgather(comm, data, { name: o.name, timeoutMs: o.timeoutMs });
+  if (!keys) return { gathered: allgather(comm, data, { name: o.name, timeoutMs: o.timeoutMs }) };
   const words = data.length;
   const mine = new Int32Array(words + TRAILER_WORDS);
   mine.set(new Int32Array(data.buffer, data.byteOffset, words));
   const signature = await sign(keys.mine, authorBytes(o, comm.rank, byteView(mine, 0, words * 4)));
   mine.set(new Int32Array(signature.buffer, signature.byteOffset, SIGNATURE_WORDS), words);
-  const all = await allgather(comm, mine, {
+  const all = allgather(comm, mine, {
     name: o.name,
     timeoutMs: o.timeoutMs,
     vet: (author, payload, from, forwarding) => vetBlock(comm, keys, o, { author, payload, from, forwarding }),
   });
-  const out = new (data.constructor as new (n: number) => T)(words * comm.size);
+  return { gathered: all.then((blocks) => valuesOf(blocks, data, comm.size)) };
+}
+
+/** The gathered values without their signatures, as the caller's array type. */
+function valuesOf<T extends Float32Array | Int32Array>(all: Int32Array, like: T, size: number): T {
+  const words = like.length;
+  const out = new (like.constructor as new (n: number) => T)(words * size);
   const outWords = new Int32Array(out.buffer, out.byteOffset, out.length);
-  for (let r = 0; r < comm.size; r++) {
+  for (let r = 0; r < size; r++) {
     const at = r * (words + TRAILER_WORDS);
     outWords.set(all.subarray(at, at + words), r * words);
   }

@@ -51,7 +51,7 @@ import {
 import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
 import { DoubtTracker, type DoubtOptions } from './doubt.ts';
 import { judgeNorms, l2Norm, rejectOffences, type GuardOptions } from './guard.ts';
-import { signedAllgather } from './signed-gather.ts';
+import { signedAllgather, startSignedAllgather } from './signed-gather.ts';
 
 /** Buckets of the sketch the direction rule compares (cosines to about ±1/16). */
 export const DIRECTION_BUCKETS = 256;
@@ -140,7 +140,8 @@ export class StepChecks {
     mine[0] = l2Norm(local);
     if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
     if (chunks.length) mine.set(chunkSketches(local, chunks, VERIFY_BUCKETS, verifySeed(seed)), 1 + directionBuckets);
-    const gathered = signedAllgather(comm, mine, {
+    // Begun (signed) before this returns: it runs beside the allreduce the caller starts next.
+    const { gathered } = await startSignedAllgather(comm, mine, {
       name: 'gradient-sketches',
       step,
       timeoutMs: this.o.timeoutMs,
