@@ -7,10 +7,12 @@
  * server refuses a join with another version (`bad-version`).
  *
  * Client → server
- *   join      {protocol, job, token, runtime, name?, capabilities?}   first message, exactly once;
+ *   join      {protocol, job, token, runtime, name?, capabilities?, signingKey?}   first message, exactly once;
  *                                      a name another member of the job holds is refused (name-taken),
  *                                      and so is a join beyond the job's members per address
- *                                      (too-many-from-address)
+ *                                      (too-many-from-address). `signingKey`: the public key its check
+ *                                      values are signed with, handed to every member in `peers`
+ *                                      (src/distributed/ring-keys.ts)
  *   signal    {epoch, to, data}        WebRTC offer/answer/candidate for rank `to` of epoch `epoch`,
  *                                      or the choice of a pair's transport (src/comm/link-choice.ts:
  *                                      the address a native peer listens on for TCP links)
