@@ -346,6 +346,7 @@ export class Connection implements Handshake {
       runtime: msg.runtime,
       name: msg.name,
       capabilities: msg.capabilities,
+      signingKey: msg.signingKey,
       joinedAt: Date.now(),
       address: this.addressKey,
       send: (m) => this.send(m),

@@ -35,6 +35,8 @@ export interface Member {
   readonly runtime: 'browser' | 'deno' | 'node';
   readonly name?: string;
   readonly capabilities?: Capabilities;
+  /** The public key it signs its check values with, handed to every member in the membership. */
+  readonly signingKey?: string;
   readonly joinedAt: number;
   /** Who it is for the per-address limit (admission.ts addressKey). */
   readonly address?: string;
@@ -394,6 +396,7 @@ export class Job {
       runtime: m.runtime,
       name: m.name,
       voter: this.voters.has(m.peerId),
+      ...(m.signingKey ? { signingKey: m.signingKey } : {}),
     }));
     // Before any member hears of it: whoever watches in-process (the launcher) knows a rank before its holder does.
     this.onMembership?.(

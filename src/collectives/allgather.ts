@@ -1,7 +1,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { fromCounts } from './partition.ts';
-import { ringAllgather } from './ring.ts';
+import { ringAllgather, type VetBlock } from './ring.ts';
 import type { Request } from './negotiate.ts';
 import { runCollective, validate } from './run.ts';
 import { dtypeOf, emptyLike, type CollectiveOptions, type Tensor } from './types.ts';
@@ -16,7 +16,7 @@ import { codecFor } from './wire.ts';
 export async function allgather<T extends Tensor>(
   comm: Communicator,
   data: T,
-  opts: CollectiveOptions = {},
+  opts: CollectiveOptions & { vet?: VetBlock } = {},
 ): Promise<T> {
   validate(comm, data, opts, 'allgather');
   const shape = opts.shape ?? [data.length];
@@ -43,7 +43,7 @@ export async function allgather<T extends Tensor>(
       const total = blocks.reduce((a, b) => a + b.count, 0);
       const buf = emptyLike(data, total);
       buf.set(data, blocks[comm.rank].offset);
-      await run.phase('allgather', () => ringAllgather(run, buf, blocks, codecFor('none', buf)));
+      await run.phase('allgather', () => ringAllgather(run, buf, blocks, codecFor('none', buf), undefined, opts.vet));
       return buf;
     },
   );

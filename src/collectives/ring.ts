@@ -114,12 +114,20 @@ export async function ringReduceScatter(
  * `residual` (error feedback): this rank encodes only its own block here, the
  * positions it never sends in reduce-scatter.
  */
+/**
+ * Looks at a block of a gathered tensor as it arrives from `from`, before it is passed on or
+ * used: throws to stop the gather, or gives the bytes to pass on (`forwarding`: this rank passes
+ * it on); they must decode as the same values (signed-gather.ts checks signatures and adds its own).
+ */
+export type VetBlock = (block: number, payload: Uint8Array, from: number, forwarding: boolean) => Promise<Uint8Array>;
+
 export async function ringAllgather(
   run: Run,
   buf: Tensor,
   blocks: Range[],
   codec: Codec,
   residual?: Float32Array,
+  vet?: VetBlock,
 ): Promise<void> {
   const { rank, size } = run.comm;
   if (size === 1) return;
@@ -140,8 +148,10 @@ export async function ringAllgather(
     for (let j = 0; j < segs.length; j++) {
       const seg = segs[j];
       const payload = await run.recv(left, run.tag(PHASE_ALLGATHER, step, j));
+      // Checked before it goes on: a rank that vets never passes on what fails, so a bad one names who handed it over.
+      const onward = vet ? await vet(block, payload, left, step < size - 2) : payload;
       if (step < size - 2) {
-        run.send(right, run.tag(PHASE_ALLGATHER, step + 1, j), payload);
+        run.send(right, run.tag(PHASE_ALLGATHER, step + 1, j), onward);
         run.chunkEvent('chunk-send', 'allgather', step + 1, rank, right, block, seg, payload.byteLength);
       }
       expectCount(payload, codec, seg, left, 'allgather');

@@ -33,6 +33,8 @@ const ROOM_WAIT_MS = 100;
 const CLOSE_TIMEOUT_MS = 5000;
 /** How long close() lets bytes still queued for a peer that broke the rules drain (it sends no acknowledgement to wait for). */
 const DRAIN_TIMEOUT_MS = 1000;
+/** Relay proofs kept per ring: one per rank that caught a relayer is plenty; a flood of notes keeps no more. */
+const MAX_RELAY_PROOFS = 8;
 /** Goodbye frames: chunk 0 says "I am leaving", chunk 1 acknowledges one. */
 const GOODBYE = 0;
 const GOODBYE_ACK = 1;
@@ -71,6 +73,11 @@ export class LinkCommunicator implements Communicator {
   readonly lossClaims = new Map<number, string>();
   /** For each rank in lossClaims, the rank it said went away. */
   readonly claimedLost = new Map<number, number>();
+  /**
+   * Proofs against a relayer that rewrote a signed check, as other ranks' abort notes carried them
+   * (`detail.relayProof`), kept whichever abort came first: the session checks them (signed-gather.ts).
+   */
+  readonly relayProofs: unknown[] = [];
   error: RingtrainError | null = null;
   private readonly misbehaviour: MisbehaviourSink | undefined;
 
@@ -393,6 +400,8 @@ export class LinkCommunicator implements Communicator {
     const note = readAbortNote(payload);
     // Weighed even when this ring already broke: which abort arrives first is a race, and
     // first-hand evidence must not be lost to it.
+    if (note.detail.relayProof !== undefined && this.relayProofs.length < MAX_RELAY_PROOFS)
+      this.relayProofs.push(note.detail.relayProof);
     const claim = lossClaim(note, peer);
     if (claim && !this.lossClaims.has(peer)) {
       this.lossClaims.set(peer, claim);

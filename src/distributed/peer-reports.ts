@@ -8,12 +8,13 @@
  * rank. A member that never opened its data channels, and a rank that aborted
  * the ring with a false claim that a peer went away, are reported here too.
  */
-import type { LinkCommunicator } from '../comm/communicator.ts';
+import type { Communicator, LinkCommunicator } from '../comm/communicator.ts';
 import type { Misbehaviour, MisbehaviourSink } from '../comm/misbehaviour.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now, type EventBus } from '../core/events.ts';
 import type { Membership, SignalingClient } from '../signaling/client.ts';
 import type { GuardedRing, ServerLink } from './server-link.ts';
+import { proofOf, provenRelayer } from './signed-gather.ts';
 
 export class PeerReports implements MisbehaviourSink {
   /** Peer ids this peer already reported (once is enough). */
@@ -142,6 +143,24 @@ export class PeerReports implements MisbehaviourSink {
       this.events.emit({ type: 'peer-misbehaved', t: now(), rank: membership.rank, peer, reason });
     }
     return true;
+  }
+
+  /**
+   * After the ring broke: every relay proof another rank's abort note carried that holds on `comm`'s
+   * ring (signed-gather.ts) names its relayer here too, so the honest ranks' reports make the majority
+   * that ejects it. A proof that does not hold names no one.
+   */
+  async judgeRelayProofs(comm: Communicator | undefined, links: LinkCommunicator | null): Promise<void> {
+    const membership = this.ring().membership;
+    if (!comm || !links?.relayProofs.length || !membership) return;
+    for (const heard of links.relayProofs) {
+      const proof = proofOf({ relayProof: heard });
+      const relayer = proof ? await provenRelayer(comm, proof) : null;
+      if (relayer === null || relayer === membership.rank) continue;
+      const reason = `step ${proof!.step}: it passed on rank ${proof!.author}'s ${proof!.name} block changed, under its own signature (proof from another rank's abort)`;
+      this.report(relayer, reason);
+      this.events.emit({ type: 'peer-misbehaved', t: now(), rank: membership.rank, peer: relayer, reason });
+    }
   }
 
   /** Session.judgeLossClaims, for the ring over `links` (a fixed job's). */

@@ -12,6 +12,7 @@ import type { Membership, SignalingClient } from '../signaling/client.ts';
 import { recordRingHolder } from './elastic-ring.ts';
 import type { PeerReports } from './peer-reports.ts';
 import { compareEpochs, type RingEpoch } from './ring-epoch.ts';
+import { recordRingKeys } from './ring-keys.ts';
 import { orderRingByRtt } from './rtt-ring.ts';
 import type { GuardedRing, ServerLink } from './server-link.ts';
 import type { InitOptions } from './session-types.ts';
@@ -128,7 +129,13 @@ export class RingFormer implements GuardedRing {
     this.comm = linkComm;
     const links = linkComm.linkTransports();
     // Internet links: run the ring in the order that keeps its slowest hop short, measured for this membership.
-    if (this.server.settingsOf(client).links.ringOrder === 'rtt') this.comm = (await orderRingByRtt(linkComm)).comm;
+    let order: number[] | undefined;
+    if (this.server.settingsOf(client).links.ringOrder === 'rtt') {
+      const rtt = await orderRingByRtt(linkComm);
+      this.comm = rtt.comm;
+      order = rtt.order;
+    }
+    await recordRingKeys(this.ringComm!, membership, this.o.signing, order);
     this.membership = membership;
     this.generation = client === this.server.current ? this.server.generation : this.generation;
     const m = membership;
@@ -171,6 +178,8 @@ export class RingFormer implements GuardedRing {
   }
 
   async regroup(minEpoch: RingEpoch): Promise<Communicator> {
+    // A relayer another rank caught with proof is reported from here too: the majority that ejects it.
+    await this.reports.judgeRelayProofs(this.comm, this.linkComm);
     await this.comm?.close();
     this.reports.confess();
     for (;;) {

@@ -10,6 +10,7 @@ import type { EventBus, LinkTransport } from '../core/events.ts';
 import type { ConnectOptions, Membership, SignalingClient } from '../signaling/client.ts';
 import type { JobConfig, PeerLeftMsg } from '../signaling/protocol.ts';
 import type { JobSettings } from '../job/settings.ts';
+import type { SigningKeys } from './ring-keys.ts';
 import type { ElasticHooks } from './trainer-types.ts';
 
 export interface InitOptions extends Omit<ConnectOptions, 'events'> {
@@ -42,6 +43,8 @@ export interface InitOptions extends Omit<ConnectOptions, 'events'> {
   serverWaitMs?: number;
   /** Lines worth telling a person (the server went away and came back...). Default console.warn. */
   onNotice?: (line: string) => void;
+  /** The key pair this peer signs its check values with (ring-keys.ts). Default: init() makes one. */
+  signing?: SigningKeys;
 }
 
 export interface Session {

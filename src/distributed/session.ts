@@ -21,6 +21,7 @@ import { connect, type Membership, type SignalingClient } from '../signaling/cli
 import { FINISHED_LEAVE_REASON, type JobConfig, type PeerLeftMsg } from '../signaling/protocol.ts';
 import { PeerReports } from './peer-reports.ts';
 import { RingFormer } from './ring-former.ts';
+import { newSigningKeys } from './ring-keys.ts';
 import { ServerLink } from './server-link.ts';
 import type { InitOptions, Session } from './session-types.ts';
 import type { JobSettings } from '../job/settings.ts';
@@ -115,7 +116,10 @@ class PeerSession implements Session {
   }
 }
 
-export async function init(o: InitOptions): Promise<Session> {
+export async function init(given: InitOptions): Promise<Session> {
+  // The key this peer signs its check values with; the server hands its public half to the others (ring-keys.ts).
+  const signing = given.signing ?? (await newSigningKeys());
+  const o: InitOptions = { ...given, signing, signingKey: signing?.publicText };
   const events = o.events ?? new EventBus();
   const client = await connect(o.server, { ...o, events });
   const session = new PeerSession(client, events, o);

@@ -27,7 +27,7 @@
  */
 import type { Communicator } from '../comm/interface.ts';
 import type { MisbehaviourSink } from '../comm/misbehaviour.ts';
-import { allgather } from '../collectives/allgather.ts';
+import { signedAllgather } from './signed-gather.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { sha256 } from '../core/sha256.ts';
 import { now } from '../core/events.ts';
@@ -133,7 +133,13 @@ export class StateAgreement {
    */
   async check(comm: Communicator, step: number): Promise<string> {
     const mine = new Int32Array(new Uint8Array(await this.digest()).buffer);
-    const all = await allgather(comm, mine, { name: 'state-hash', timeoutMs: this.parts.timeoutMs });
+    // Signed like the step checks (signed-gather.ts): a relayer cannot make an honest rank's digest read as a minority.
+    const all = await signedAllgather(comm, mine, {
+      name: 'state-hash',
+      step,
+      timeoutMs: this.parts.timeoutMs,
+      misbehaviour: this.parts.misbehaviour,
+    });
     const bytes = new Uint8Array(all.buffer, all.byteOffset, all.byteLength);
     const hashes = Array.from({ length: comm.size }, (_, r) =>
       hex(bytes.subarray(r * STATE_DIGEST_BYTES, (r + 1) * STATE_DIGEST_BYTES)),

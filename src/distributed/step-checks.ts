@@ -24,15 +24,19 @@
  * of the published sketches, the ranks share which chunks they found changed
  * (one int per chunk), and all of them name the same link, or go on.
  *
+ * Both gathers are signed by each block's author and checked as they arrive
+ * (signed-gather.ts): a rank that rewrites another's norm or verdict as it
+ * passes it on is named for it, and the author is not.
+ *
  * Cost per step on a gradient of n floats: two hashing passes over it on the
- * CPU (one with verify off), and 4·(1 + 256 + 128·chunks) bytes per rank
- * gathered (chunks = ring size with verify, else 0).
+ * CPU (one with verify off), and 4·(1 + 256 + 128·chunks) + 64 bytes per rank
+ * gathered (chunks = ring size with verify, else 0), one signature and
+ * size-1 verifications per gather.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { now } from '../core/events.ts';
 import type { Communicator } from '../comm/interface.ts';
 import type { MisbehaviourSink } from '../comm/misbehaviour.ts';
-import { allgather } from '../collectives/allgather.ts';
 import { sketch, stepSeed } from '../collectives/sketch.ts';
 import { sketchInto } from '../collectives/sketch.ts';
 import {
@@ -47,6 +51,7 @@ import {
 import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
 import { DoubtTracker, type DoubtOptions } from './doubt.ts';
 import { judgeNorms, l2Norm, rejectOffences, type GuardOptions } from './guard.ts';
+import { signedAllgather, startSignedAllgather } from './signed-gather.ts';
 
 /** Buckets of the sketch the direction rule compares (cosines to about ±1/16). */
 export const DIRECTION_BUCKETS = 256;
@@ -135,7 +140,13 @@ export class StepChecks {
     mine[0] = l2Norm(local);
     if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
     if (chunks.length) mine.set(chunkSketches(local, chunks, VERIFY_BUCKETS, verifySeed(seed)), 1 + directionBuckets);
-    const gathered = allgather(comm, mine, { name: 'gradient-sketches', timeoutMs: this.o.timeoutMs });
+    // Begun (signed) before this returns: it runs beside the allreduce the caller starts next.
+    const { gathered } = await startSignedAllgather(comm, mine, {
+      name: 'gradient-sketches',
+      step,
+      timeoutMs: this.o.timeoutMs,
+      misbehaviour: this.o.misbehaviour,
+    });
     const gathering = gathered.then(
       () => {},
       () => {},
@@ -269,7 +280,12 @@ export class StepChecks {
     const flags = new Int32Array(2 * n);
     for (const c of wrong) flags[c] = 1;
     for (const c of bad) flags[n + c] = 1;
-    const all = await allgather(comm, flags, { name: 'verify-verdicts', timeoutMs: this.o.timeoutMs });
+    const all = await signedAllgather(comm, flags, {
+      name: 'verify-verdicts',
+      step: p.step,
+      timeoutMs: this.o.timeoutMs,
+      misbehaviour: this.o.misbehaviour,
+    });
     const ranks = Array.from({ length: comm.size }, (_, r) => r);
     const chunksOf = (r: number, from: number) =>
       [...all.subarray(r * flags.length + from, r * flags.length + from + n)].flatMap((f, c) => (f ? [c] : []));

@@ -49,6 +49,8 @@ export interface ConnectOptions {
   /** Default: the runtime this code runs in. */
   runtime?: RuntimeName;
   capabilities?: Capabilities;
+  /** The public key this peer signs its check values with (src/distributed/ring-keys.ts). */
+  signingKey?: string;
   /** Default: globalThis.WebSocket (browser, Deno). */
   WebSocket?: WebSocketConstructor;
   /** How long to wait for the connection, the welcome and the first membership. Default 10 s. */
@@ -212,5 +214,6 @@ function joinMessage(options: ConnectOptions): object {
     runtime: options.runtime ?? detectRuntime(),
     ...(options.name ? { name: options.name } : {}),
     ...(options.capabilities ? { capabilities: options.capabilities } : {}),
+    ...(options.signingKey ? { signingKey: options.signingKey } : {}),
   };
 }

@@ -7,10 +7,12 @@
  * server refuses a join with another version (`bad-version`).
  *
  * Client → server
- *   join      {protocol, job, token, runtime, name?, capabilities?}   first message, exactly once;
+ *   join      {protocol, job, token, runtime, name?, capabilities?, signingKey?}   first message, exactly once;
  *                                      a name another member of the job holds is refused (name-taken),
  *                                      and so is a join beyond the job's members per address
- *                                      (too-many-from-address)
+ *                                      (too-many-from-address). `signingKey`: the public key its check
+ *                                      values are signed with, handed to every member in `peers`
+ *                                      (src/distributed/ring-keys.ts)
  *   signal    {epoch, to, data}        WebRTC offer/answer/candidate for rank `to` of epoch `epoch`,
  *                                      or the choice of a pair's transport (src/comm/link-choice.ts:
  *                                      the address a native peer listens on for TCP links)
@@ -333,6 +335,8 @@ export const joinMsg = z.strictObject({
   runtime: runtimeSchema,
   name: nameText.optional(),
   capabilities: capabilitiesSchema.optional(),
+  /** The public key this peer signs its check values with (`ed25519:<base64>` or `p256:<base64>`): src/distributed/ring-keys.ts. */
+  signingKey: z.string().max(200).optional(),
 });
 export const clientSignalMsg = z.strictObject({ type: z.literal('signal'), epoch, to: rank, data: signalData });
 export const pongMsg = z.strictObject({ type: z.literal('pong'), seq: z.number().int().min(0) });
@@ -387,6 +391,8 @@ export const peerInfoSchema = z.object({
   name: z.string().optional(),
   /** Whether the server counts this member's reports (it has proven it trains with the others: `attest`). */
   voter: z.boolean().optional(),
+  /** The public key it joined with: its signed check values are checked against it. */
+  signingKey: z.string().optional(),
 });
 export type PeerInfo = z.infer<typeof peerInfoSchema>;
 

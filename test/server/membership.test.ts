@@ -77,6 +77,35 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect((await b.membership(3)).linkKey).toBe(m3a.linkKey);
   });
 
+  it("hands every member each peer's signing key as it joined with it, and none for a peer that sent none", async () => {
+    const a = await RawPeer.open(server.wsUrl);
+    peers.push(a);
+    const key = `ed25519:${Buffer.alloc(32, 7).toString('base64')}`;
+    a.sendJson({
+      type: 'join',
+      protocol: PROTOCOL_VERSION,
+      job: 'mnist',
+      token: 's3cret',
+      runtime: 'node',
+      signingKey: key,
+    });
+    const b = await join('b');
+    const [m2a, m2b] = [await a.membership(2), await b.membership(2)];
+    for (const m of [m2a, m2b]) expect(m.peers.map((p) => p.signingKey)).toEqual([key, undefined]);
+    // Longer than any key of ours: refused at the join, as any malformed field is.
+    const c = await RawPeer.open(server.wsUrl);
+    peers.push(c);
+    c.sendJson({
+      type: 'join',
+      protocol: PROTOCOL_VERSION,
+      job: 'mnist',
+      token: 's3cret',
+      runtime: 'node',
+      signingKey: 'x'.repeat(201),
+    });
+    expect((await c.waitFor((m) => m.type === 'error', 'error')).fatal).toBe(true);
+  });
+
   it('announces a leaving peer (peer-left, then a new epoch with ranks re-packed)', async () => {
     const a = await join('a');
     const b = await join('b');

@@ -14,9 +14,15 @@
  *                           (caught only by the verified allreduce: the sketches it publishes are honest)
  *   lie-nan[@step:N]        it publishes its honest norm and sketches, then sends NaN into the ring
  *   lie-scale:K[@step:N]    it publishes its honest norm and sketches, then sends its gradient times K
+ *   relay-norm[@step:N]     at step N (once), every check block of another rank it passes on in a ring
+ *                           allgather gets NaN for its first value (a norm): a relayer framing the author
  */
 import { ErrorCode, RingtrainError } from '../../../src/core/errors.ts';
 import type { Communicator } from '../../../src/comm/interface.ts';
+import { FAST_STEP_BIT } from '../../../src/collectives/negotiate.ts';
+import { PHASE_ALLGATHER } from '../../../src/collectives/ring.ts';
+import { keysOf } from '../../../src/distributed/ring-keys.ts';
+import { signedForHop } from '../../../src/distributed/signed-gather.ts';
 
 export type Fault =
   | { kind: 'nan'; fromStep: number }
@@ -27,10 +33,11 @@ export type Fault =
   | { kind: 'slow'; factor: number; fromStep: number }
   | { kind: 'flip-bits'; fromStep: number }
   | { kind: 'lie-nan'; fromStep: number }
-  | { kind: 'lie-scale'; factor: number; fromStep: number };
+  | { kind: 'lie-scale'; factor: number; fromStep: number }
+  | { kind: 'relay-norm'; fromStep: number };
 
 const FORMS =
-  'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], lie-nan[@step:N], lie-scale:K[@step:N]';
+  'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], lie-nan[@step:N], lie-scale:K[@step:N], relay-norm[@step:N]';
 
 function bad(spec: string, why: string): RingtrainError {
   return new RingtrainError(ErrorCode.InvalidArgument, `--chaos '${spec}': ${why}. The forms are ${FORMS}`);
@@ -47,7 +54,9 @@ export function parseFault(spec: string): Fault {
   }
   const [kind, arg, ...more] = body.split(':');
   if (more.length) throw bad(spec, 'too many colons');
-  const noArg = (k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags' | 'flip-bits' | 'lie-nan'): Fault => {
+  const noArg = (
+    k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags' | 'flip-bits' | 'lie-nan' | 'relay-norm',
+  ): Fault => {
     if (arg !== undefined) throw bad(spec, `${k} takes no value`);
     return { kind: k, fromStep };
   };
@@ -58,6 +67,7 @@ export function parseFault(spec: string): Fault {
     case 'flood-tags':
     case 'flip-bits':
     case 'lie-nan':
+    case 'relay-norm':
       return noArg(kind);
     case 'scale':
     case 'lie-scale': {
@@ -195,6 +205,34 @@ export function flipBitsOnSend(comm: Communicator): void {
   };
 }
 
+/** Messages of a ring allgather's phase (collectives/ring.ts) at hop 1 or later carry a block of another rank. */
+function isRelayedBlock(tag: { step: number }, payload: Uint8Array): boolean {
+  // The tag's step is (phase << 16) | hop, with FAST_STEP_BIT on a cached agreement's fast path (collectives/run.ts).
+  const step = tag.step & ~FAST_STEP_BIT;
+  return step >>> 16 === PHASE_ALLGATHER && (step & 0xffff) > 0 && payload.byteLength < FLIP_MIN_BYTES;
+}
+
+/**
+ * relay-norm: while `now()` (the fault's step, on the ring it first came on), the check blocks this
+ * rank passes on for others (small messages of a ring allgather past its first hop) leave with NaN
+ * as their first value, the author's gradient norm in the step checks' gather. Where the ring signs
+ * its checks, it signs the hop as the protocol asks (signed-gather.ts), over what it really sends.
+ */
+function relayNormOnSend(comm: Communicator, step: number, now: () => boolean): void {
+  const send = comm.send.bind(comm);
+  comm.send = (peer, tag, payload) => {
+    if (!now() || !isRelayedBlock(tag, payload)) return send(peer, tag, payload);
+    const copy = payload.slice();
+    new DataView(copy.buffer).setFloat32(0, NaN, true);
+    const keys = keysOf(comm);
+    if (!keys) return send(peer, tag, copy);
+    const author = (comm.rank - (tag.step & 0xffff) + comm.size) % comm.size;
+    return signedForHop(keys, { name: 'gradient-sketches', step }, comm.rank, author, copy).then((signed) =>
+      send(peer, tag, signed),
+    );
+  };
+}
+
 /**
  * The trainer's `transformGradients` hook for a fault: changes the gradients,
  * misbehaves on the wire when the fault's step comes (without waiting for it:
@@ -206,9 +244,17 @@ export function faultHook(
   say?: (line: string) => void,
 ): (grads: Float32Array, step: number, computeMs?: number) => Promise<void> {
   let lastCall = 0;
+  let current = -1;
+  let relayed = false;
   return async (grads, step, computeMs) => {
     tamperGradients(fault, grads, step);
     if (fault.kind === 'flip-bits' && step >= fault.fromStep) flipBitsOnSend(comm());
+    current = step;
+    // Once: the ring that breaks over it re-forms and redoes the step honestly.
+    if (fault.kind === 'relay-norm' && step === fault.fromStep && !relayed) {
+      relayed = true;
+      relayNormOnSend(comm(), step, () => current === fault.fromStep);
+    }
     void misbehaveOnWire(fault, comm(), step, say).catch(() => {});
     const t = Date.now();
     // The step's own compute when the trainer says it (not the waiting for others, which a slower device does not
