@@ -56,6 +56,12 @@ export class GradientReducer {
   private readonly accumulator: GradientAccumulator;
   private readonly sum: GradientSum;
   private gradName: string | null = null;
+  /**
+   * Where the bucket path's steps land and are reduced: one buffer the size of the gradient for
+   * the whole run (the buckets tile it, so each step overwrites all of it), not a new one a step
+   * that the collector frees some time later.
+   */
+  private bucketFlat: Float32Array | null = null;
 
   constructor(
     ring: Communicator | CurrentRing,
@@ -126,7 +132,7 @@ export class GradientReducer {
   ): Promise<StepResult> {
     const comm = this.comm;
     const before = comm.stats.bytesSent;
-    const flat = new Float32Array(this.model.flatLength);
+    const flat = (this.bucketFlat ??= new Float32Array(this.model.flatLength));
     const checks = this.checks.forBuckets(comm, flat, step);
     await reduceBucketsAsRead({
       comm,
