@@ -22,7 +22,7 @@ import { ShareBalancer } from './shares.ts';
 import { RoundCounter, type Rounds } from './timeline.ts';
 import { endsRun } from './ring-errors.ts';
 import type { StepClock } from './step-clock.ts';
-import { DEFAULT_STATE_CHECK_EVERY, hex, StateAgreement, stateDigest } from './state-agreement.ts';
+import { DEFAULT_STATE_CHECK_EVERY, hex, readStateDigest, StateAgreement } from './state-agreement.ts';
 import { guardOf } from './train-config.ts';
 import type { LoopHandle, Peers, RunRecord, StepUpdate } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
@@ -182,7 +182,7 @@ export class RingPeers implements Peers {
     const agreed = this.agreement?.agreed;
     if (agreed?.step === step) return agreed.hash;
     const { model, ringOpt } = this.parts;
-    return hex(await stateDigest(await model.readParams(), await ringOpt.optimizer.exportState()));
+    return hex(await readStateDigest(model, ringOpt.optimizer));
   }
 
   /** Collectives emit on their communicator's bus, which a re-formed ring replaces: the counter follows. */
