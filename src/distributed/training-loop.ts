@@ -61,6 +61,7 @@ export type LoopArgs = Pick<
   | 'test'
   | 'resume'
   | 'resumeName'
+  | 'initialParams'
   | 'onCheckpoint'
   | 'onRecovery'
   | 'onWeights'
@@ -189,7 +190,11 @@ export class TrainingLoop implements LoopHandle {
 
   /** Trains to the step or epoch limit, or until stopped; an error is thrown as it is (`recover` hands out what the run had). */
   async run(): Promise<void> {
-    const { resume } = this.args;
+    const { resume, initialParams } = this.args;
+    if (!resume && initialParams && this.parts.peers.rank === 0) {
+      const { model } = this.parts;
+      model.writeParams(initialParams(model));
+    }
     if (resume && this.parts.peers.rank === 0) {
       await restore(
         this.parts.model,
