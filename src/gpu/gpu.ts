@@ -431,21 +431,26 @@ export class Gpu {
     const out = new ArrayBuffer(byteLength);
     for (let at = 0; at < byteLength; at += READ_SLICE_BYTES) {
       const n = Math.min(READ_SLICE_BYTES, byteLength - at);
-      await this.readSlice(buffer, byteOffset + at, n, new Uint8Array(out, at, n));
+      // The riders go with the last slice: the full ones then share one staging buffer of the pool.
+      await this.readSlice(buffer, byteOffset + at, n, new Uint8Array(out, at, n), at + n >= byteLength);
     }
     return out;
   }
 
-  /** One staged read, copied into `into` (then its buffer is returned) or else into a new buffer of `byteLength`. */
+  /**
+   * One staged read, copied into `into` (then its buffer is returned) or else into a new buffer of
+   * `byteLength`; it brings back what the riders have pending unless `withRiders` is false.
+   */
   private async readSlice(
     buffer: GPUBuffer,
     byteOffset: number,
     byteLength: number,
     into?: Uint8Array,
+    withRiders = true,
   ): Promise<ArrayBuffer> {
     this.check();
     const size = Math.ceil(byteLength / 4) * 4;
-    const riders = [...this.riders].filter((r) => r.pendingBytes > 0);
+    const riders = withRiders ? [...this.riders].filter((r) => r.pendingBytes > 0) : [];
     const offsets: number[] = [];
     let total = size;
     for (const r of riders) {
