@@ -5,7 +5,7 @@
  */
 import type { Communicator } from '../comm/communicator.ts';
 import { allreduce } from '../collectives/allreduce.ts';
-import { broadcast } from '../collectives/broadcast.ts';
+import { broadcast, broadcastInPlace } from '../collectives/broadcast.ts';
 import type { Model } from '../engine/model.ts';
 import type { Optimizer } from '../engine/optimizer.ts';
 
@@ -18,13 +18,14 @@ export interface BroadcastOptions {
 export async function broadcastParameters(comm: Communicator, model: Model, o: BroadcastOptions = {}): Promise<void> {
   const root = o.root ?? 0;
   const flat = comm.rank === root ? await model.readParams() : new Float32Array(model.flatLength);
-  const got = await broadcast(comm, flat, {
+  // In place: a copy on every rank would hold the model's weights twice while they move.
+  await broadcastInPlace(comm, flat, {
     root,
     name: 'parameters',
     shape: [model.flatLength],
     timeoutMs: o.timeoutMs,
   });
-  if (comm.rank !== root) model.writeParams(got);
+  if (comm.rank !== root) model.writeParams(flat);
 }
 
 /**
@@ -57,7 +58,7 @@ export async function broadcastOptimizerState(
     .sort();
   const out: Record<string, Float32Array> = { step: Float32Array.of(rootStep) };
   for (const name of names) {
-    out[name] = await broadcast(comm, state[name], {
+    out[name] = await broadcastInPlace(comm, state[name], {
       root,
       name: `optimizer/${name}`,
       shape: [state[name].length],
