@@ -139,6 +139,12 @@ export class RingPeers implements Peers {
     return 'reducer' in ringOpt ? ringOpt.reducer.bucketBytes : undefined;
   }
 
+  /** The reducer's buffer, which the buckets are reduced in: read back straight into it. */
+  bucketTarget(): Float32Array | undefined {
+    const { ringOpt } = this.parts;
+    return 'reducer' in ringOpt ? ringOpt.reducer.bucketTarget : undefined;
+  }
+
   /** The ring's step: this rank's gradients read back, weighed by its share, checked, summed, applied. */
   async apply(s: StepUpdate): Promise<StepResult> {
     const { config, comm } = this;

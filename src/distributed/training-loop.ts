@@ -114,6 +114,8 @@ export interface Peers {
   membershipChanged(): Promise<void>;
   /** Bytes per gradient bucket when the peers reduce a step's gradients as backward finishes them (overlap.ts); undefined: read them whole. */
   bucketBytes?(): number | undefined;
+  /** Where the buckets are read back to (flatLength floats), so no bucket comes in an array of its own; undefined: anywhere. */
+  bucketTarget?(): Float32Array | undefined;
   /** Updates the weights with the recorded step's gradients. */
   apply(s: StepUpdate): Promise<{ bytesSent: number }>;
   /** After a step's update, before it is reported. */
@@ -330,7 +332,7 @@ export class TrainingLoop implements LoopHandle {
     const bucketBytes = model.forwardBackwardBuckets ? peers.bucketBytes?.() : undefined;
     const buckets =
       bucketBytes !== undefined
-        ? model.forwardBackwardBuckets!(batch.x, batch.labels, undefined, losses, bucketBytes)
+        ? model.forwardBackwardBuckets!(batch.x, batch.labels, undefined, losses, bucketBytes, peers.bucketTarget?.())
         : undefined;
     if (!buckets) model.forwardBackwardDeferred(batch.x, batch.labels, undefined, losses);
     bus?.emit({ type: 'compute-end', t: now(), rank: peers.rank, step: state.step });

@@ -429,12 +429,18 @@ export class Gpu {
   async read(buffer: GPUBuffer, byteOffset = 0, byteLength = buffer.size - byteOffset): Promise<ArrayBuffer> {
     if (byteLength <= READ_SLICE_BYTES) return this.readSlice(buffer, byteOffset, byteLength);
     const out = new ArrayBuffer(byteLength);
+    await this.readInto(buffer, byteOffset, new Uint8Array(out));
+    return out;
+  }
+
+  /** read, into `into` (its whole length) rather than a new buffer. */
+  private async readInto(buffer: GPUBuffer, byteOffset: number, into: Uint8Array): Promise<void> {
+    const byteLength = into.byteLength;
     for (let at = 0; at < byteLength; at += READ_SLICE_BYTES) {
       const n = Math.min(READ_SLICE_BYTES, byteLength - at);
       // The riders go with the last slice: the full ones then share one staging buffer of the pool.
-      await this.readSlice(buffer, byteOffset + at, n, new Uint8Array(out, at, n), at + n >= byteLength);
+      await this.readSlice(buffer, byteOffset + at, n, into.subarray(at, at + n), at + n >= byteLength);
     }
-    return out;
   }
 
   /**
@@ -484,6 +490,12 @@ export class Gpu {
     count = buffer.size / 4 - offsetFloats,
   ): Promise<Float32Array<ArrayBuffer>> {
     return new Float32Array(await this.read(buffer, offsetFloats * 4, count * 4));
+  }
+
+  /** readF32 into `into` (as many floats as it holds, from `offsetFloats`): a caller that keeps one buffer for every read. */
+  async readF32Into(buffer: GPUBuffer, offsetFloats: number, into: Float32Array): Promise<Float32Array> {
+    await this.readInto(buffer, offsetFloats * 4, new Uint8Array(into.buffer, into.byteOffset, into.byteLength));
+    return into;
   }
 
   async readU32(

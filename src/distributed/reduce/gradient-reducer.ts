@@ -93,6 +93,14 @@ export class GradientReducer {
     return this.ring.comm;
   }
 
+  /**
+   * The buffer the bucket path reduces in (flatLength floats): a model that reads its buckets back
+   * into it (Model.forwardBackwardBuckets's `into`) spares a gradient-sized copy a step.
+   */
+  get bucketTarget(): Float32Array {
+    return (this.bucketFlat ??= new Float32Array(this.model.flatLength));
+  }
+
   /** Bytes per gradient bucket when steps reduce buckets as backward finishes them; undefined: gradients are read whole. */
   get bucketBytes(): number | undefined {
     return this.plan.bucketBytes;
@@ -132,7 +140,7 @@ export class GradientReducer {
   ): Promise<StepResult> {
     const comm = this.comm;
     const before = comm.stats.bytesSent;
-    const flat = (this.bucketFlat ??= new Float32Array(this.model.flatLength));
+    const flat = this.bucketTarget;
     const checks = this.checks.forBuckets(comm, flat, step);
     await reduceBucketsAsRead({
       comm,

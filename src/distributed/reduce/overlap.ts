@@ -76,7 +76,8 @@ export async function reduceBucketsAsRead(r: BucketReduction): Promise<void> {
         bucket: [i + 1, n],
       });
     if (r.weight !== 1) for (let k = 0; k < values.length; k++) values[k] *= r.weight;
-    flat.set(values, b.offset);
+    // A model that read the bucket into its place (Model.forwardBackwardBuckets's `into`) left nothing to copy.
+    if (values.buffer !== flat.buffer) flat.set(values, b.offset);
     if (!r.overlap) continue;
     local?.set(values, b.offset);
     if (i < n - 1) start(i);
