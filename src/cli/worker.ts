@@ -373,7 +373,8 @@ async function trainInJob(
       say: (line) => void say(`[rank ${session.rank}] ${line}`),
     }),
     // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
-    onCheckpoint: (c) => saver.save(c),
+    // Only with --save: without it rank 0 built a whole checkpoint (four copies of the weights) for nothing.
+    onCheckpoint: o.save ? (c) => saver.save(c) : undefined,
     onRecovery: async (c, why) => {
       recoveryPath = saver.recover(c);
       const diverged = why.detail?.diverged === true;
