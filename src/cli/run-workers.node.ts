@@ -54,6 +54,7 @@ export function startWorker(
   if (isModelFile(o.model)) given.push('--model', resolve(o.model));
   if (o.save) given.push('--save', o.save);
   if (o.resume) given.push('--resume', o.resume);
+  if (o.initFrom) given.push('--init-from', resolve(o.initFrom));
   if (o.overwrite) given.push('--overwrite');
   // --transport is the job's (links.transport): every worker reads it from the job, as a hand-started one does.
   if (o.linkTls) given.push('--link-tls');

@@ -33,7 +33,13 @@ import { fileSha256, isTable } from './table-option.node.ts';
 import { readTlsFiles } from './secrets.node.ts';
 import { addIceOptions, iceFromFlags } from './ice-flags.node.ts';
 import { commandStatus } from './status.ts';
-import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions } from './train-options.ts';
+import {
+  addTrainOptions,
+  modelOptionsWithSizes,
+  parseTrainOptions,
+  refuseInitFromWithResume,
+} from './train-options.ts';
+import { refuseUnreadableHfWeights } from '../checkpoint/hf-gpt2.node.ts';
 import { addJobSettingOptions, givenJobSettings, RUN_SETTINGS } from './job-setting-options.ts';
 import { addDiscoverOptions, discoverOptions, keepWorkersDiscovered } from './discovery.node.ts';
 import { addWanOptions, parseWanOptions } from './wan-options.ts';
@@ -86,7 +92,10 @@ export function runCommand(extension: RunExtension = {}): Command {
     // Flags that do not combine stop the launch here, before any checkpoint is touched.
     refuseFlagConflicts(o);
     // Before the server and the workers: a wrong --resume or an unwritable --save stops the launch here.
+    refuseInitFromWithResume(o);
     const resumed = preflightCheckpoints(o);
+    // Rank 0 loads it once it knows it is rank 0; the job's start gives its weights to every worker.
+    if (o.initFrom !== undefined) refuseUnreadableHfWeights(o.initFrom);
     if (o.text !== undefined) o.tokenizer = resumeTokenizer(o.tokenizer, resumed, o.resume);
     commandStatus.exitCode = await launch(o);
   });
@@ -101,6 +110,10 @@ function addRunOptions(cmd: Command): Command {
       'number of local workers (also -np, as horovodrun spells it); with --discover, the script decides',
     )
     .option('--timeline <path>', 'write a Chrome-trace timeline of all ranks here (open it in Perfetto)')
+    .option(
+      '--init-from <file>',
+      "with --text: start from these weights instead of a random init (a Hugging Face GPT-2 safetensors file, as for train): rank 0 reads it and the job's start gives them to every worker",
+    )
     .option('--port <n>', 'port of the signaling server (0 picks a free one)', '0')
     .option('--host <addr>', 'address the server listens on', '127.0.0.1')
     .option(

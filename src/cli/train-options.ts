@@ -243,3 +243,13 @@ export function modelOptionsWithSizes(
   }
   return { ...modelOptions, ...sizes };
 }
+
+/** `--init-from` starts a run from a file's weights and `--resume` continues one: `train` and `run` take one of them. */
+export function refuseInitFromWithResume(o: { initFrom?: string; resume?: string }): void {
+  if (o.initFrom !== undefined && o.resume !== undefined)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--init-from ${o.initFrom} starts a run from GPT-2's weights, --resume ${o.resume} continues one; give one`,
+      { option: 'initFrom' },
+    );
+}

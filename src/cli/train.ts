@@ -27,7 +27,13 @@ import { commandStatus } from './status.ts';
 import { evaluationFailed, evaluationFailedLine } from './evaluation-failure.ts';
 import { peakRssBytes } from './peak-rss.node.ts';
 import { parseModelOptions, useModelOption } from './model-option.ts';
-import { addTrainOptions, modelOptionsWithSizes, parseTrainOptions, type TrainOptions } from './train-options.ts';
+import {
+  addTrainOptions,
+  modelOptionsWithSizes,
+  parseTrainOptions,
+  refuseInitFromWithResume,
+  type TrainOptions,
+} from './train-options.ts';
 import { modelSpecFor, trainLocal } from '../distributed/train-local.ts';
 import { dryRunLines, planDryRun } from './dry-run.ts';
 import { resumeTokenizer, withResumedArch } from '../distributed/model-fit.ts';
@@ -35,7 +41,6 @@ import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import type { LocalTrainConfig } from '../distributed/config-types.ts';
 import { flatFromHfGpt2 } from '../checkpoint/hf-gpt2.ts';
 import { loadHfWeights } from '../checkpoint/hf-gpt2.node.ts';
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
 
 /** Train's options with what the trainer's config takes beside them (the schedule, from the flag or the recipe). */
 type TrainCommandOptions = TrainOptions &
@@ -48,7 +53,6 @@ export function trainCommand(): Command {
     '--labels <file>',
     'with --data FILE.csv|.npy|.json: the labels, one class number per row (a one-column .csv/.npy/.json, or one number per line)',
   );
-  // train only for now: a ring's workers would each need the file (or a broadcast of its weights).
   cmd.option(
     '--init-from <file>',
     'with --text: start from these weights instead of a random init: a Hugging Face GPT-2 safetensors file (wte, wpe, h.N.…, ln_f), F32, F16 or BF16',
@@ -121,12 +125,7 @@ function percent(x: number): string {
 async function train(opts: TrainCommandOptions): Promise<void> {
   // Before data and GPU: a run that cannot save, or resumes the wrong file, stops now.
   const resume = preflightCheckpoints(opts);
-  if (resume && opts.initFrom)
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `--init-from ${opts.initFrom} starts a run from GPT-2's weights, --resume ${opts.resume} continues one; give one`,
-      { option: 'initFrom' },
-    );
+  refuseInitFromWithResume(opts);
   opts.modelOptions = withResumedArch(opts.modelOptions, resume);
   const initFrom = opts.initFrom;
   const initial = initFrom ? loadHfWeights(initFrom) : undefined;

@@ -39,7 +39,10 @@ import { currentRuntime, decideRuntime, printLine, reexecUnder, runtimeLine, std
 import { TOKEN_ENV, tokenFrom } from './secrets.node.ts';
 import { withRuntime } from './runtime-choice.ts';
 import { commandStatus } from './status.ts';
-import { RUNTIMES } from './train-options.ts';
+import { refuseInitFromWithResume, RUNTIMES } from './train-options.ts';
+import type { Model } from '../engine/model.ts';
+import { flatFromHfGpt2 } from '../checkpoint/hf-gpt2.ts';
+import { loadHfWeights } from '../checkpoint/hf-gpt2.node.ts';
 import { checkJobAggregation, parseAggregationOption, WORKER_AGGREGATION_OPTION } from './aggregation-option.ts';
 import { addLinkOptions, LINK_TRANSPORTS, openLinkListener } from './link-options.node.ts';
 
@@ -52,6 +55,7 @@ const WorkerOptionsSchema = z.object({
   runtime: z.enum(RUNTIMES).optional(),
   save: z.string().min(1).optional(),
   resume: z.string().min(1).optional(),
+  initFrom: z.string().min(1, { error: '--init-from needs a file path' }).optional(),
   recovery: z.string().min(1).optional(),
   overwrite: z.boolean().default(false),
   timeline: z.string().min(1).optional(),
@@ -110,6 +114,10 @@ function addWorkerOptions(cmd: Command): Command {
       )
       .option('--save <path>', 'rank 0 writes a checkpoint here after each epoch and at the end')
       .option('--resume <path>', 'rank 0 starts from this checkpoint and sends it to every rank')
+      .option(
+        '--init-from <file>',
+        "rank 0 starts from these weights (a Hugging Face GPT-2 safetensors file) and the job's start gives them to every rank",
+      )
       .option(
         '--recovery <path>',
         'if the run ends with an error, save the last completed step in a new file <path minus .safetensors>-step<N>.safetensors (default: <--save>.recovery-step<N>…, else ringtrain-recovery-step<N>…)',
@@ -203,6 +211,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
   const say: Say = (line) => printLine(line, stderr);
   const emit: Emit = (obj) => (o.events ? printLine(JSON.stringify(obj)) : Promise.resolve());
   // Fail on a bad checkpoint, an unwritable --save or missing data before taking a place in the ring.
+  refuseInitFromWithResume(o);
   const resume = preflightCheckpoints(o);
   const aggregation = parseAggregationOption(o.aggregation);
   // The job's model is known only once the server answers; --data and the page's image data are for the image models.
@@ -357,13 +366,15 @@ async function trainInJob(
     bus: ctx.bus,
     resume: ctx.resume,
     resumeName: o.resume,
+    initialParams: o.initFrom ? initialWeights(o.initFrom) : undefined,
     prepared: joined.prepared,
     ...extension.trainHooks?.({
       comm: () => session.comm,
       say: (line) => void say(`[rank ${session.rank}] ${line}`),
     }),
     // A disk that fails keeps the run going: reported, kept in a fallback file, tried again next time.
-    onCheckpoint: (c) => saver.save(c),
+    // Only with --save: without it rank 0 built a whole checkpoint (four copies of the weights) for nothing.
+    onCheckpoint: o.save ? (c) => saver.save(c) : undefined,
     onRecovery: async (c, why) => {
       recoveryPath = saver.recover(c);
       const diverged = why.detail?.diverged === true;
@@ -406,4 +417,9 @@ function tellStateDiffers(bus: EventBus, nameOf: (rank: number) => string | unde
     );
     void emit({ event: 'state-differs', rank: e.rank, peer: e.peer, name: name ?? null, step: e.step });
   });
+}
+
+/** The first weights from a Hugging Face GPT-2 file, read only when asked for (by rank 0, which alone starts from them). */
+function initialWeights(path: string): (model: Model) => Float32Array {
+  return (model) => flatFromHfGpt2(loadHfWeights(path), model.layout, model.flatLength, path);
 }

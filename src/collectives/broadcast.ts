@@ -6,7 +6,20 @@ import { dtypeOf, type CollectiveOptions, type Tensor } from './types.ts';
 import { codecFor } from './wire.ts';
 
 /** Broadcast: every rank gets `root`'s `data` (a new array), pipelined along the ring. */
-export async function broadcast<T extends Tensor>(
+export function broadcast<T extends Tensor>(
+  comm: Communicator,
+  data: T,
+  opts: CollectiveOptions & { root?: number } = {},
+): Promise<T> {
+  validate(comm, data, opts, 'broadcast');
+  return broadcastInPlace(comm, data.slice() as T, opts);
+}
+
+/**
+ * broadcast into `data` itself: every rank's `data` ends as the root's. For a tensor the size of
+ * a model, which a copy on every rank would double while it moves.
+ */
+export async function broadcastInPlace<T extends Tensor>(
   comm: Communicator,
   data: T,
   opts: CollectiveOptions & { root?: number } = {},
@@ -25,9 +38,8 @@ export async function broadcast<T extends Tensor>(
     opts,
     { kind: 'broadcast', request, count: data.length, bytes: data.byteLength, named: opts.name !== undefined },
     async (run) => {
-      const buf = data.slice() as T;
-      await run.phase('broadcast', () => ringBroadcast(run, buf, root, codecFor('none', buf)));
-      return buf;
+      await run.phase('broadcast', () => ringBroadcast(run, data, root, codecFor('none', data)));
+      return data;
     },
   );
 }

@@ -162,9 +162,17 @@ export async function ringAllgather(
 }
 
 /**
+ * Segments a broadcasting rank may have queued and not yet sent (4 MiB of 256 KiB segments):
+ * enough to keep a link busy, where queueing a whole model's weights at once copied all of
+ * them into frames.
+ */
+export const BROADCAST_WINDOW = 16;
+
+/**
  * Pipelined broadcast along the ring starting at `root`: each rank forwards a
  * segment to its right neighbour as soon as it has it, so the whole tensor
- * takes about one transfer time plus (size-1) segment times.
+ * takes about one transfer time plus (size-1) segment times. No rank queues
+ * more than BROADCAST_WINDOW segments ahead of its link.
  */
 export async function ringBroadcast(run: Run, buf: Tensor, root: number, codec: Codec): Promise<void> {
   const { rank, size } = run.comm;
@@ -181,12 +189,14 @@ export async function ringBroadcast(run: Run, buf: Tensor, root: number, codec: 
       const bytes = codec.encode(view);
       run.send(right, tag, bytes);
       run.chunkEvent('chunk-send', 'broadcast', 0, rank, right, 0, seg, bytes.byteLength, view);
+      await run.sendsInFlightAtMost(BROADCAST_WINDOW);
       continue;
     }
     const payload = await run.recv(left, tag);
     if (position < size - 1) {
       run.send(right, tag, payload);
       run.chunkEvent('chunk-send', 'broadcast', position, rank, right, 0, seg, payload.byteLength);
+      await run.sendsInFlightAtMost(BROADCAST_WINDOW);
     }
     expectCount(payload, codec, seg, left, 'broadcast');
     const incoming = decodeInto(codec, payload, buf, seg);

@@ -191,6 +191,16 @@ export class Run {
     return Promise.race([got, f.stop]);
   }
 
+  /**
+   * Resolves once every queued send but the last `keep` has gone out (a failed one rejects, as
+   * in flush). A sender that has the whole tensor at hand waits here, so it holds frames for a
+   * window of it, not a copy of all of it.
+   */
+  async sendsInFlightAtMost(keep: number): Promise<void> {
+    const before = this.sends.length - 1 - keep;
+    if (before >= 0) await this.sends[before];
+  }
+
   async flush(): Promise<void> {
     const all = this.sends;
     this.sends = [];

@@ -30,6 +30,7 @@ export interface PeerTrainArgs extends Pick<
   | 'shouldStop'
   | 'resume'
   | 'resumeName'
+  | 'initialParams'
   | 'transformGradients'
   | 'transformContribution'
   | 'prepared'
@@ -56,6 +57,7 @@ export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<D
     bus: a.bus,
     resume: a.resume,
     resumeName: a.resumeName,
+    initialParams: a.initialParams,
     shouldStop: a.shouldStop,
     transformGradients: a.transformGradients,
     transformContribution: a.transformContribution,

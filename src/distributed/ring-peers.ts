@@ -22,7 +22,7 @@ import { ShareBalancer } from './shares.ts';
 import { RoundCounter, type Rounds } from './timeline.ts';
 import { endsRun } from './ring-errors.ts';
 import type { StepClock } from './step-clock.ts';
-import { DEFAULT_STATE_CHECK_EVERY, hex, StateAgreement, stateDigest } from './state-agreement.ts';
+import { DEFAULT_STATE_CHECK_EVERY, hex, readStateDigest, StateAgreement } from './state-agreement.ts';
 import { guardOf } from './train-config.ts';
 import type { LoopHandle, Peers, RunRecord, StepUpdate } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
@@ -139,6 +139,12 @@ export class RingPeers implements Peers {
     return 'reducer' in ringOpt ? ringOpt.reducer.bucketBytes : undefined;
   }
 
+  /** The reducer's buffer, which the buckets are reduced in: read back straight into it. */
+  bucketTarget(): Float32Array | undefined {
+    const { ringOpt } = this.parts;
+    return 'reducer' in ringOpt ? ringOpt.reducer.bucketTarget : undefined;
+  }
+
   /** The ring's step: this rank's gradients read back, weighed by its share, checked, summed, applied. */
   async apply(s: StepUpdate): Promise<StepResult> {
     const { config, comm } = this;
@@ -182,7 +188,7 @@ export class RingPeers implements Peers {
     const agreed = this.agreement?.agreed;
     if (agreed?.step === step) return agreed.hash;
     const { model, ringOpt } = this.parts;
-    return hex(await stateDigest(await model.readParams(), await ringOpt.optimizer.exportState()));
+    return hex(await readStateDigest(model, ringOpt.optimizer));
   }
 
   /** Collectives emit on their communicator's bus, which a re-formed ring replaces: the counter follows. */

@@ -75,17 +75,34 @@ export async function stateDigest(
   params: Float32Array,
   optimizerState: Record<string, Float32Array>,
 ): Promise<Uint8Array> {
-  const parts: [string, Float32Array][] = [
-    ['params', params],
-    ...Object.keys(optimizerState)
-      .sort()
-      .map((k): [string, Float32Array] => [`optim/${k}`, optimizerState[k]]),
-  ];
-  const encoder = new TextEncoder();
-  const pieces: Uint8Array[] = [];
-  for (const [name, values] of parts) {
-    pieces.push(encoder.encode(`${name}:${values.length}\n`), await sha256(values));
-  }
+  return digestOfParts([await partDigest('params', params), ...(await optimizerDigests(optimizerState))]);
+}
+
+/**
+ * stateDigest of what `model` and `optimizer` hold, read back a part at a time: the weights are
+ * hashed and let go before the optimizer's state is read, so a worker never holds both.
+ */
+export async function readStateDigest(
+  model: Pick<Model, 'readParams'>,
+  optimizer: Pick<Optimizer, 'exportState'>,
+): Promise<Uint8Array> {
+  const params = await partDigest('params', await model.readParams());
+  return digestOfParts([params, ...(await optimizerDigests(await optimizer.exportState()))]);
+}
+
+/** A part's name and length, then the SHA-256 of its values. */
+async function partDigest(name: string, values: Float32Array): Promise<Uint8Array[]> {
+  return [new TextEncoder().encode(`${name}:${values.length}\n`), await sha256(values)];
+}
+
+async function optimizerDigests(state: Record<string, Float32Array>): Promise<Uint8Array[][]> {
+  const out: Uint8Array[][] = [];
+  for (const k of Object.keys(state).sort()) out.push(await partDigest(`optim/${k}`, state[k]));
+  return out;
+}
+
+async function digestOfParts(parts: Uint8Array[][]): Promise<Uint8Array> {
+  const pieces = parts.flat();
   const all = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of pieces) {
@@ -123,7 +140,7 @@ export class StateAgreement {
 
   private async digest(): Promise<Uint8Array> {
     const { model, optimizer } = this.parts;
-    return stateDigest(await model.readParams(), await optimizer.exportState());
+    return readStateDigest(model, optimizer);
   }
 
   /**

@@ -8,6 +8,7 @@ import type { Communicator } from '../comm/communicator.ts';
 import type { TrainingCheckpoint } from '../checkpoint/checkpoint.ts';
 import type { Dataset } from '../data/dataset.ts';
 import type { Gpu } from '../gpu/gpu.ts';
+import type { Model } from '../engine/model.ts';
 import type { LocalSgdConfig, LocalTrainConfig } from './config-types.ts';
 import type { GradientReducerOptions } from './reduce/settings.ts';
 import type { StepCheckOptions } from './step-checks.ts';
@@ -77,6 +78,12 @@ export interface DistributedTrainArgs {
   /** Only the root's checkpoint counts: it is broadcast to every rank. */
   resume?: TrainingCheckpoint;
   resumeName?: string;
+  /**
+   * The first weights (`--init-from`): the model's flat parameters, in place of its random init;
+   * throws when they do not fit it. Only the root calls it, when it resumes nothing: the job's
+   * start gives its weights to every rank.
+   */
+  initialParams?: (model: Model) => Float32Array;
   /** Called on rank 0 after each epoch and at the end. */
   onCheckpoint?: (c: TrainingCheckpoint) => void | Promise<void>;
   /**

@@ -61,6 +61,7 @@ export type LoopArgs = Pick<
   | 'test'
   | 'resume'
   | 'resumeName'
+  | 'initialParams'
   | 'onCheckpoint'
   | 'onRecovery'
   | 'onWeights'
@@ -113,6 +114,8 @@ export interface Peers {
   membershipChanged(): Promise<void>;
   /** Bytes per gradient bucket when the peers reduce a step's gradients as backward finishes them (overlap.ts); undefined: read them whole. */
   bucketBytes?(): number | undefined;
+  /** Where the buckets are read back to (flatLength floats), so no bucket comes in an array of its own; undefined: anywhere. */
+  bucketTarget?(): Float32Array | undefined;
   /** Updates the weights with the recorded step's gradients. */
   apply(s: StepUpdate): Promise<{ bytesSent: number }>;
   /** After a step's update, before it is reported. */
@@ -189,7 +192,11 @@ export class TrainingLoop implements LoopHandle {
 
   /** Trains to the step or epoch limit, or until stopped; an error is thrown as it is (`recover` hands out what the run had). */
   async run(): Promise<void> {
-    const { resume } = this.args;
+    const { resume, initialParams } = this.args;
+    if (!resume && initialParams && this.parts.peers.rank === 0) {
+      const { model } = this.parts;
+      model.writeParams(initialParams(model));
+    }
     if (resume && this.parts.peers.rank === 0) {
       await restore(
         this.parts.model,
@@ -253,7 +260,6 @@ export class TrainingLoop implements LoopHandle {
     await this.drain();
     const trained = state.lossCount > 0;
     if (!trained && !Number.isNaN(state.evaluation.accuracy)) return;
-    let handedOut: TrainingCheckpoint | undefined;
     if (trained || this.parts.record.handsOutUntrained) {
       const { peers } = this.parts;
       const { settle, checkState } = peers;
@@ -266,12 +272,13 @@ export class TrainingLoop implements LoopHandle {
         while (!(await peers.guarded(() => checkState.call(peers, state.step, true)))) {
           // the ring re-formed under the check (every rank took the root's state): check the new ring
         }
-      handedOut = await this.handOut({ sound: false });
+      // Not kept as the last sound state: nothing after this evaluation could hand it out, and a
+      // whole checkpoint held through it cost a worker three copies of the weights at its peak.
+      await this.handOut({ sound: false });
     }
     while (!(await this.parts.peers.guarded(() => this.evaluate()))) {
       // the ring re-formed during the evaluation: evaluate again on the new one
     }
-    if (handedOut && this.evaluationFailure === undefined) this.keepIfSound(handedOut);
   }
 
   private stopped(): boolean {
@@ -325,7 +332,7 @@ export class TrainingLoop implements LoopHandle {
     const bucketBytes = model.forwardBackwardBuckets ? peers.bucketBytes?.() : undefined;
     const buckets =
       bucketBytes !== undefined
-        ? model.forwardBackwardBuckets!(batch.x, batch.labels, undefined, losses, bucketBytes)
+        ? model.forwardBackwardBuckets!(batch.x, batch.labels, undefined, losses, bucketBytes, peers.bucketTarget?.())
         : undefined;
     if (!buckets) model.forwardBackwardDeferred(batch.x, batch.labels, undefined, losses);
     bus?.emit({ type: 'compute-end', t: now(), rank: peers.rank, step: state.step });
@@ -453,29 +460,27 @@ export class TrainingLoop implements LoopHandle {
   /**
    * The root checkpoints, every peer shares its weights and keeps them as sound; one read-back
    * serves all. After an evaluation the weights are sound when it found them so; ahead of one
-   * (`sound: false`, where training stops) the caller decides once it has evaluated.
+   * (`sound: false`, where training stops) they are not kept.
    */
-  private async handOut(o: { sound: boolean } = { sound: true }): Promise<TrainingCheckpoint | undefined> {
+  private async handOut(o: { sound: boolean } = { sound: true }): Promise<void> {
     const { onCheckpoint, onWeights, onRecovery } = this.args;
     const checkpoint = this.parts.peers.rank === 0 ? onCheckpoint : undefined;
-    if (!checkpoint && !onWeights && !onRecovery) return undefined;
+    if (!checkpoint && !onWeights && !onRecovery) return;
     const { step, epoch } = this.state;
     const params = await this.parts.model.readParams();
-    const state = checkpoint || onRecovery ? await this.checkpointOf(params) : undefined;
-    if (o.sound && state) this.keepIfSound(state, params);
+    // A checkpoint (the optimizer's state read back, the weights copied by tensor) only where one is
+    // written or kept as the last sound state.
+    const keep = o.sound && onRecovery !== undefined;
+    const state = checkpoint || keep ? await this.checkpointOf(params) : undefined;
+    if (keep) this.keepIfSound(state!, params);
     if (checkpoint) await checkpoint(state!);
     // checkpointFromFlat copied what it keeps, so the hook may have this array.
     await onWeights?.({ step, epoch, params });
-    return state;
   }
 
   /** Keeps `state` as the last sound one when its evaluation's loss and every weight are finite. */
-  private keepIfSound(state: TrainingCheckpoint, params?: Float32Array): void {
-    if (!this.args.onRecovery || !Number.isFinite(this.state.evaluation.loss)) return;
-    const finite = params
-      ? params.every(Number.isFinite)
-      : Object.values(state.params).every((t) => t.data.every(Number.isFinite));
-    if (finite) this.lastSound = state;
+  private keepIfSound(state: TrainingCheckpoint, params: Float32Array): void {
+    if (Number.isFinite(this.state.evaluation.loss) && params.every(Number.isFinite)) this.lastSound = state;
   }
 
   /** The run ended with `err`: hand the last completed step to onRecovery (and onWeights), or say why not. */

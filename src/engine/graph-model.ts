@@ -441,13 +441,17 @@ export class GraphModel implements Model {
     batch = (labels?.length ?? 0) / this.positions,
     sink: DeferredScalars,
     bucketBytes = DEFAULT_BUCKET_BYTES,
+    into?: Float32Array,
   ): GradientBucket[] {
+    if (into) this.checkFlat('forwardBackwardBuckets', into);
     const p = this.loadStep(x, labels, batch);
     const { ranges, pieces } = this.bucketsOf(p, bucketBytes);
     return ranges.map((b, i) => {
       recordSteps(this.gpu, pieces[i]);
       if (i === ranges.length - 1) recordDeferredLoss(this.gpu, sink, p.results, RESULT_LOSS * 4);
-      const ready = this.gpu.readF32(this.grads, b.offset, b.length);
+      const ready = into
+        ? this.gpu.readF32Into(this.grads, b.offset, into.subarray(b.offset, b.offset + b.length))
+        : this.gpu.readF32(this.grads, b.offset, b.length);
       // A caller that fails before awaiting every bucket must not leave a rejection unhandled.
       ready.catch(() => {});
       return { offset: b.offset, length: b.length, ready };

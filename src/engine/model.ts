@@ -168,7 +168,8 @@ export interface Model {
    * Optional: forwardBackwardDeferred that also starts reading the gradients back in buckets
    * (grad-buckets.ts), from the end of the layout, each as soon as backward has finished it: the
    * buckets tile the flat buffer, in the order returned. A distributed step reduces each bucket
-   * while the next one computes (src/distributed/reduce/gradient-reducer.ts).
+   * while the next one computes (src/distributed/reduce/gradient-reducer.ts). Given `into`
+   * (flatLength floats), each bucket is read into its place there and its values are a view of it.
    */
   forwardBackwardBuckets?(
     x: Float32Array,
@@ -176,6 +177,7 @@ export interface Model {
     batch: number | undefined,
     sink: DeferredScalars,
     bucketBytes?: number,
+    into?: Float32Array,
   ): GradientBucket[];
   /** Logits [batch × classes] for `batch` samples (default: x.length / inputSize). */
   predict(x: Float32Array, batch?: number): Promise<Float32Array>;

@@ -38,6 +38,12 @@ import {
 
 export * from './types.ts';
 
+/**
+ * The most one staged read brings back at once: the default fusion threshold (64 MiB), so a
+ * gradient bucket is one read, and a whole model's weights are a few.
+ */
+export const READ_SLICE_BYTES = 64 * 1024 * 1024;
+
 export class Gpu {
   readonly pool: BufferPool;
   private pipelines = new Map<string, GPUComputePipeline>();
@@ -415,12 +421,42 @@ export class Gpu {
   /**
    * Reads `byteLength` bytes at `byteOffset` of `buffer` (which needs
    * COPY_SRC), after everything recorded: one counted wait, which also brings
-   * back what the registered riders have pending.
+   * back what the registered riders have pending. A read larger than
+   * READ_SLICE_BYTES goes in slices, one wait each, straight into the result:
+   * a whole model's weights would otherwise keep a staging buffer of their
+   * size in the pool for good, beside a second copy while it is mapped.
    */
   async read(buffer: GPUBuffer, byteOffset = 0, byteLength = buffer.size - byteOffset): Promise<ArrayBuffer> {
+    if (byteLength <= READ_SLICE_BYTES) return this.readSlice(buffer, byteOffset, byteLength);
+    const out = new ArrayBuffer(byteLength);
+    await this.readInto(buffer, byteOffset, new Uint8Array(out));
+    return out;
+  }
+
+  /** read, into `into` (its whole length) rather than a new buffer. */
+  private async readInto(buffer: GPUBuffer, byteOffset: number, into: Uint8Array): Promise<void> {
+    const byteLength = into.byteLength;
+    for (let at = 0; at < byteLength; at += READ_SLICE_BYTES) {
+      const n = Math.min(READ_SLICE_BYTES, byteLength - at);
+      // The riders go with the last slice: the full ones then share one staging buffer of the pool.
+      await this.readSlice(buffer, byteOffset + at, n, into.subarray(at, at + n), at + n >= byteLength);
+    }
+  }
+
+  /**
+   * One staged read, copied into `into` (then its buffer is returned) or else into a new buffer of
+   * `byteLength`; it brings back what the riders have pending unless `withRiders` is false.
+   */
+  private async readSlice(
+    buffer: GPUBuffer,
+    byteOffset: number,
+    byteLength: number,
+    into?: Uint8Array,
+    withRiders = true,
+  ): Promise<ArrayBuffer> {
     this.check();
     const size = Math.ceil(byteLength / 4) * 4;
-    const riders = [...this.riders].filter((r) => r.pendingBytes > 0);
+    const riders = withRiders ? [...this.riders].filter((r) => r.pendingBytes > 0) : [];
     const offsets: number[] = [];
     let total = size;
     for (const r of riders) {
@@ -439,7 +475,8 @@ export class Gpu {
       throw err;
     }
     const mapped = staging.getMappedRange(0, total);
-    const out = mapped.slice(0, byteLength);
+    into?.set(new Uint8Array(mapped, 0, byteLength));
+    const out = into ? (into.buffer as ArrayBuffer) : mapped.slice(0, byteLength);
     deliveries.forEach((d, i) => d.deliver(mapped.slice(offsets[i], i + 1 < offsets.length ? offsets[i + 1] : total)));
     staging.unmap();
     this.pool.release(staging);
@@ -453,6 +490,12 @@ export class Gpu {
     count = buffer.size / 4 - offsetFloats,
   ): Promise<Float32Array<ArrayBuffer>> {
     return new Float32Array(await this.read(buffer, offsetFloats * 4, count * 4));
+  }
+
+  /** readF32 into `into` (as many floats as it holds, from `offsetFloats`): a caller that keeps one buffer for every read. */
+  async readF32Into(buffer: GPUBuffer, offsetFloats: number, into: Float32Array): Promise<Float32Array> {
+    await this.readInto(buffer, offsetFloats * 4, new Uint8Array(into.buffer, into.byteOffset, into.byteLength));
+    return into;
   }
 
   async readU32(

@@ -59,6 +59,11 @@ export interface BucketChecks {
 export class CheckPipeline {
   /** Hands each segment the ring receives to the checks that observe (undefined: none does, nothing is hashed on the way). */
   readonly observeReceived: ((offset: number, values: Float32Array) => void) | undefined;
+  /**
+   * The bucket path's copy of the contribution for the checks that only read: one for the whole
+   * run (every step overwrites all of it), not one the size of the gradient a step.
+   */
+  private copy: Float32Array | null = null;
 
   constructor(
     readonly checks: readonly GradientCheck[],
@@ -100,7 +105,8 @@ export class CheckPipeline {
     const hooked = this.checks.filter((c) => c.before);
     const overlap = hooked.every((c) => c.readsOnly);
     // Overlapping, the sums overwrite `flat` while later buckets are read: the checks read a copy.
-    const local = overlap && hooked.length > 0 ? new Float32Array(flat.length) : null;
+    if (overlap && hooked.length > 0 && this.copy?.length !== flat.length) this.copy = new Float32Array(flat.length);
+    const local = overlap && hooked.length > 0 ? this.copy : null;
     const readers: { check: GradientCheck; local: Float32Array }[] = overlap
       ? hooked.map((check) => ({ check, local: local! }))
       : [];

@@ -56,6 +56,12 @@ export class GradientReducer {
   private readonly accumulator: GradientAccumulator;
   private readonly sum: GradientSum;
   private gradName: string | null = null;
+  /**
+   * Where the bucket path's steps land and are reduced: one buffer the size of the gradient for
+   * the whole run (the buckets tile it, so each step overwrites all of it), not a new one a step
+   * that the collector frees some time later.
+   */
+  private bucketFlat: Float32Array | null = null;
 
   constructor(
     ring: Communicator | CurrentRing,
@@ -85,6 +91,14 @@ export class GradientReducer {
   /** The communicator the next step reduces over (the holder's current one, when built over a session or an elastic ring). */
   get comm(): Communicator {
     return this.ring.comm;
+  }
+
+  /**
+   * The buffer the bucket path reduces in (flatLength floats): a model that reads its buckets back
+   * into it (Model.forwardBackwardBuckets's `into`) spares a gradient-sized copy a step.
+   */
+  get bucketTarget(): Float32Array {
+    return (this.bucketFlat ??= new Float32Array(this.model.flatLength));
   }
 
   /** Bytes per gradient bucket when steps reduce buckets as backward finishes them; undefined: gradients are read whole. */
@@ -126,7 +140,7 @@ export class GradientReducer {
   ): Promise<StepResult> {
     const comm = this.comm;
     const before = comm.stats.bytesSent;
-    const flat = new Float32Array(this.model.flatLength);
+    const flat = this.bucketTarget;
     const checks = this.checks.forBuckets(comm, flat, step);
     await reduceBucketsAsRead({
       comm,

@@ -52,7 +52,13 @@ export async function reduceBucketsAsRead(r: BucketReduction): Promise<void> {
   const { comm, buckets, flat, local } = r;
   const n = buckets.length;
   const started: Promise<unknown>[] = [];
-  const start = (i: number) => {
+  // One bucket's reduction at a time, each once the one before it has finished: a peer then runs at
+  // most one bucket ahead, so what it sends before this rank asks for it stays within one bucket's
+  // chunk, inside the communicator's budget for early messages (comm/budget.ts: 64 MiB, which a
+  // 124M model's 14 buckets of 36 MB in flight at once overran). The link carries them one by one
+  // anyway; the overlap that counts, with backward, stays.
+  const start = async (i: number) => {
+    await started.at(-1)?.catch(() => {});
     const b = buckets[i];
     const done = r.reduce(
       flat.subarray(b.offset, b.offset + b.length),
@@ -76,16 +82,17 @@ export async function reduceBucketsAsRead(r: BucketReduction): Promise<void> {
         bucket: [i + 1, n],
       });
     if (r.weight !== 1) for (let k = 0; k < values.length; k++) values[k] *= r.weight;
-    flat.set(values, b.offset);
+    // A model that read the bucket into its place (Model.forwardBackwardBuckets's `into`) left nothing to copy.
+    if (values.buffer !== flat.buffer) flat.set(values, b.offset);
     if (!r.overlap) continue;
     local?.set(values, b.offset);
-    if (i < n - 1) start(i);
+    if (i < n - 1) await start(i);
   }
   if (!r.overlap) {
     await r.prepare();
-    for (let i = 0; i < n - 1; i++) start(i);
+    for (let i = 0; i < n - 1; i++) await start(i);
   }
   await r.beforeLast();
-  start(n - 1);
+  await start(n - 1);
   await Promise.all(started);
 }
