@@ -14,6 +14,7 @@
 import type { Communicator } from '../../comm/interface.ts';
 import { now } from '../../core/events.ts';
 import type { GradientBucket } from '../../engine/grad-buckets.ts';
+import { DEFAULT_BUDGET } from '../../comm/budget.ts';
 
 export interface BucketReduction {
   comm: Communicator;
@@ -52,21 +53,19 @@ export async function reduceBucketsAsRead(r: BucketReduction): Promise<void> {
   const { comm, buckets, flat, local } = r;
   const n = buckets.length;
   const started: Promise<unknown>[] = [];
-  // One bucket's reduction at a time, each once the one before it has finished: a peer then runs at
-  // most one bucket ahead, so what it sends before this rank asks for it stays within one bucket's
-  // chunk, inside the communicator's budget for early messages (comm/budget.ts: 64 MiB, which a
-  // 124M model's 14 buckets of 36 MB in flight at once overran). The link carries them one by one
-  // anyway; the overlap that counts, with backward, stays.
-  const start = async (i: number) => {
-    await started.at(-1)?.catch(() => {});
+  const window = new ReductionWindow();
+  const start = (i: number) => {
     const b = buckets[i];
-    const done = r.reduce(
-      flat.subarray(b.offset, b.offset + b.length),
-      n === 1 ? r.name : `${r.name} bucket ${i + 1}/${n}`,
-    );
-    // Awaited below; a bucket that fails while later ones are still being read must not go unhandled meanwhile.
-    done.catch(() => {});
-    started.push(done);
+    window.start(b.length * Float32Array.BYTES_PER_ELEMENT, () => {
+      const done = r.reduce(
+        flat.subarray(b.offset, b.offset + b.length),
+        n === 1 ? r.name : `${r.name} bucket ${i + 1}/${n}`,
+      );
+      // Awaited below; a bucket that fails while later ones are still being read must not go unhandled meanwhile.
+      done.catch(() => {});
+      started.push(done);
+      return done;
+    });
   };
   for (const [i, b] of buckets.entries()) {
     const waited = now();
@@ -86,13 +85,53 @@ export async function reduceBucketsAsRead(r: BucketReduction): Promise<void> {
     if (values.buffer !== flat.buffer) flat.set(values, b.offset);
     if (!r.overlap) continue;
     local?.set(values, b.offset);
-    if (i < n - 1) await start(i);
+    if (i < n - 1) start(i);
   }
   if (!r.overlap) {
     await r.prepare();
-    for (let i = 0; i < n - 1; i++) await start(i);
+    for (let i = 0; i < n - 1; i++) start(i);
   }
+  // The checks' collectives begin after buckets 1 to n-1 on every rank: wait until those have begun.
+  await window.allStarted();
   await r.beforeLast();
-  await start(n - 1);
+  start(n - 1);
+  await window.allStarted();
   await Promise.all(started);
+}
+
+/**
+ * The most bytes of bucket reductions in flight at once (one always may be). A peer runs ahead of
+ * this rank by what is in flight, and what it sends before this rank asks for it waits in the
+ * communicator's budget for early messages (comm/budget.ts, 64 MiB): GPT-2 124M's 14 buckets of
+ * 36 MB in flight at once overran it. Half the budget leaves room for the step checks' messages
+ * beside them; a small model's buckets all fit, and go side by side.
+ */
+export const IN_FLIGHT_BYTES = DEFAULT_BUDGET.maxBytes / 2;
+
+/** Starts reductions in the order asked (every rank's order), each once those in flight leave room for it. */
+class ReductionWindow {
+  private gate: Promise<void> = Promise.resolve();
+  private bytes = 0;
+  private readonly running = new Set<Promise<void>>();
+
+  start(bytes: number, begin: () => Promise<unknown>): void {
+    this.gate = this.gate.then(async () => {
+      while (this.running.size > 0 && this.bytes + bytes > IN_FLIGHT_BYTES) await Promise.race(this.running);
+      this.bytes += bytes;
+      const settled: Promise<void> = begin().then(
+        () => this.finish(settled, bytes),
+        () => this.finish(settled, bytes),
+      );
+      this.running.add(settled);
+    });
+  }
+
+  allStarted(): Promise<void> {
+    return this.gate;
+  }
+
+  private finish(settled: Promise<void>, bytes: number): void {
+    this.bytes -= bytes;
+    this.running.delete(settled);
+  }
 }
