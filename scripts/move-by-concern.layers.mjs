@@ -9,13 +9,16 @@ const LAYERS = new URL('./move-by-concern.layers.md', import.meta.url);
 /** Folder names other rows may still give for the folders that were split (now rows of their parts). */
 const SPLIT_WORDS = /,\s*distributed(?=[,\s|])/g;
 
-/** The blocks of the layers file: `replaces \`folder/\`` → rows, and `glance` → the drawing. */
+/**
+ * The blocks of the layers file: `replaces \`folder/\`` → rows, `may import \`folder/\`` → that
+ * row's new last column (keyed `column:folder/`), and `glance` → the drawing.
+ */
 function layerBlocks() {
   const blocks = new Map();
   let current = null;
   for (const line of readFileSync(LAYERS, 'utf8').split('\n')) {
-    const marker = /^<!-- (?:replaces `([^`]+)`|(glance)) -->$/.exec(line);
-    if (marker) blocks.set((current = marker[1] ?? marker[2]), []);
+    const marker = /^<!-- (?:replaces `([^`]+)`|may import `([^`]+)`|(glance)) -->$/.exec(line);
+    if (marker) blocks.set((current = marker[1] ?? (marker[2] ? `column:${marker[2]}` : marker[3])), []);
     else if (current) blocks.get(current).push(line);
   }
   for (const [key, lines] of blocks) blocks.set(key, lines.join('\n').trim());
@@ -30,11 +33,13 @@ export function spliceLayerTable(markdown) {
   const lines = markdown.split('\n').map((line) => {
     const folder = firstCell(line);
     if (folder && blocks.has(folder)) return blocks.get(folder);
-    if (folder) return withoutSplitWords(line);
+    if (folder && blocks.has(`column:${folder}`)) return withColumn(line, blocks.get(`column:${folder}`));
+    if (folder) return withColumn(line, null);
     return line;
   });
-  for (const folder of blocks.keys()) {
-    if (folder !== 'glance' && !lines.includes(blocks.get(folder))) throw new Error(`no row \`${folder}\` to replace`);
+  for (const [key, block] of blocks) {
+    const found = key.startsWith('column:') ? lines.some((l) => l.endsWith(` | ${block} |`)) : lines.includes(block);
+    if (key !== 'glance' && !found) throw new Error(`no row \`${key.replace('column:', '')}\` in the layer table`);
   }
   const conventions = lines.indexOf('## Conventions');
   if (conventions < 0) throw new Error('no "## Conventions" heading to put the drawing before');
@@ -42,10 +47,11 @@ export function spliceLayerTable(markdown) {
   return lines.join('\n');
 }
 
-/** A row's last column without the name of a folder that is no longer one row. */
-function withoutSplitWords(line) {
+/** A row with `column` as its last column; without one, the old column less a folder that is no longer one row. */
+function withColumn(line, column) {
   const cells = line.split(' | ');
-  cells[cells.length - 1] = cells[cells.length - 1].replace(SPLIT_WORDS, '');
+  const last = cells.length - 1;
+  cells[last] = column === null ? cells[last].replace(SPLIT_WORDS, '') : `${column} |`;
   return cells.join(' | ');
 }
 
