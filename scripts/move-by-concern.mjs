@@ -129,10 +129,14 @@ function printPlan(state, rewrites) {
 function printFolderGraph(moves) {
   const files = tracked('src', 'server', 'deploy', 'demo').filter((f) => /\.tsx?$/.test(f) && isText(f));
   const sources = files.map((f) => [moves.get(f) ?? f, readFileSync(path.join(ROOT, f), 'utf8'), f]);
-  const { edges, cycles } = folderGraph(sources, moves);
-  console.log('\nimports between the new folders (after the move):');
-  for (const [from, tos] of [...edges].sort()) console.log(`  ${from} -> ${[...tos].sort().join(', ')}`);
+  const { edges, cycles, valueCycles } = folderGraph(sources, moves);
+  console.log('\nimports between the new folders (after the move; "type" where only types cross):');
+  for (const [from, tos] of [...edges].sort()) {
+    const names = [...tos].sort().map(([to, typeOnly]) => (typeOnly ? `${to} (type)` : to));
+    console.log(`  ${from} -> ${names.join(', ')}`);
+  }
   for (const c of cycles) console.log(`folder cycle: ${c.join(' -> ')}`);
+  for (const c of valueCycles) console.log(`folder cycle of value imports: ${c.join(' -> ')}`);
 }
 
 /** Longer paths make longer lines: the formatter the project checks (test/architecture/format.test.ts) reflows them. */

@@ -14,7 +14,7 @@ const REPO_PATH = /(?<![\w@-])src\/(?:distributed|collectives|cli)\/[\w./-]*\w/g
 /** The same without `src/`, as the docs often write it (`distributed/config-types.ts`). */
 const SHORT_PATH = /(?<![\w/.@-])(?:distributed|collectives|cli)\/[\w./-]*\w/g;
 const IMPORT =
-  /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+  /(?:^|\n)\s*(import|export)\s(type\s)?[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]|(typeof\s+)?import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
 
 /** A moved file's new path; also for the built forms of a source (`x.js`, `x.d.ts` for `x.ts`). */
 export function movedPath(repoPath, moves) {
@@ -61,8 +61,16 @@ export function rewriteText(file, text, moves, exists) {
 
 /** The relative imports of a source file, resolved to repository paths (from where it was). */
 export function importTargets(oldFile, text) {
+  return importsWithKind(oldFile, text).map((i) => i.target);
+}
+
+/** The same, each with whether it brings types alone (`import type`, `export type`, `typeof import(…)`). */
+function importsWithKind(oldFile, text) {
   const out = [];
-  for (const m of text.matchAll(IMPORT)) out.push(posix.normalize(posix.join(posix.dirname(oldFile), m[1] ?? m[2])));
+  for (const m of text.matchAll(IMPORT)) {
+    const target = posix.normalize(posix.join(posix.dirname(oldFile), m[3] ?? m[5]));
+    out.push({ target, typeOnly: Boolean(m[2] ?? m[4]) });
+  }
   return out;
 }
 
@@ -89,7 +97,8 @@ export function suggestFolder(file, text, moves) {
 }
 
 /**
- * The folder-level import graph after the moves, for the folders that move, and its cycles.
+ * The folder-level import graph after the moves, for the folders that move: each edge says
+ * whether only types cross it; and the cycles, of all imports and of those that bring values.
  * `sources` are [new path, text, old path] triples.
  */
 export function folderGraph(sources, moves) {
@@ -97,14 +106,17 @@ export function folderGraph(sources, moves) {
   const placed = (f) => /^src\/(distributed|collectives|cli)(\/|$)/.test(f);
   for (const [newPath, text, oldPath] of sources) {
     const from = layerFolder(newPath);
-    for (const target of importTargets(oldPath, text)) {
+    for (const { target, typeOnly } of importsWithKind(oldPath, text)) {
       const to = layerFolder(moves.get(target) ?? target);
       if (from === to || !(placed(from) || placed(to))) continue;
-      if (!edges.has(from)) edges.set(from, new Set());
-      edges.get(from).add(to);
+      if (!edges.has(from)) edges.set(from, new Map());
+      edges.get(from).set(to, (edges.get(from).get(to) ?? true) && typeOnly);
     }
   }
-  return { edges, cycles: stronglyConnected(edges).filter((c) => c.length > 1) };
+  const valueEdges = new Map([...edges].map(([f, tos]) => [f, [...tos].filter(([, t]) => !t).map(([to]) => to)]));
+  const allEdges = new Map([...edges].map(([f, tos]) => [f, [...tos.keys()]]));
+  const cycles = (g) => stronglyConnected(g).filter((c) => c.length > 1);
+  return { edges, cycles: cycles(allEdges), valueCycles: cycles(valueEdges) };
 }
 
 /** Tarjan's strongly connected components of a graph given as node → successors. */
