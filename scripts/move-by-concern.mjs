@@ -122,7 +122,7 @@ function applySpecialEdits(file, text, moves, warnings) {
 function printPlan(state, rewrites) {
   console.log(`moves: ${state.moves.size}; files rewritten: ${rewrites.size}`);
   for (const [from, to] of state.moves) console.log(`  ${from} -> ${to}`);
-  for (const file of state.gone) console.log(`gone (in the table, not in the tree; ignored): ${file}`);
+  for (const file of state.gone) console.log(`not in this tree (a file another branch adds, or one gone): ${file}`);
   printUnplaced(state.unplaced, state.moves);
 }
 

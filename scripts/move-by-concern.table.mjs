@@ -41,6 +41,7 @@ export const MOVES = {
     'direction.ts',
     'step-checks.ts',
     'state-agreement.ts',
+    'signed-gather.ts', // branch swarm (issue's relay attackers): the signed allgather of check values
   ]),
   // A peer's place in a job: the session on the signaling server, how its ring forms, what it reports.
   ...group('src/distributed', 'src/distributed/session', [
@@ -58,6 +59,7 @@ export const MOVES = {
     'launch-env.ts',
     'launch-env.node.ts',
     'job-address.node.ts',
+    'ring-keys.ts', // branch swarm: the ring's signing keys, handed out with the membership
   ]),
   // What a run shows: the Chrome-trace timeline and the stall inspector's lines.
   ...group('src/distributed', 'src/distributed/observe', ['timeline.ts', 'stall.ts']),
