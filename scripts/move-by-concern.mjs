@@ -20,7 +20,7 @@
  * (then it stays where it is, and its imports are still rewritten).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MOVES, SPECIAL_EDITS } from './move-by-concern.table.mjs';
@@ -29,9 +29,12 @@ import { spliceLayerTable, widenRows } from './move-by-concern.layers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SELF_PREFIX = 'scripts/move-by-concern.';
-/** The folders whose files are placed by MOVES (algorithms/ keeps its generated barrel and stays). */
+const ARCHITECTURE = 'docs/ARCHITECTURE.md';
+/** The folders whose files are placed by MOVES. */
 const PLACED_FOLDERS = ['src/distributed', 'src/collectives', 'src/cli'];
-const STAYS = (file) => file.startsWith('src/collectives/algorithms/');
+/** Folders of one concern already, which stay: a file added there meanwhile is not unplaced. */
+const STAYS = (file) => /^src\/(collectives\/algorithms|distributed\/reduce)\//.test(file);
+const USAGE = 'usage: node scripts/move-by-concern.mjs [--plan] [--allow-unplaced]';
 /** Where paths are rewritten: every tracked text file here (the root's files by name). */
 const REWRITE_DIRS = ['src', 'server', 'test', 'bench', 'demo', 'scripts', 'examples', 'bin', 'deploy', 'docs'];
 const REWRITE_ROOT_FILES = [
@@ -71,7 +74,7 @@ function survey() {
     if (moves.has(to)) fail(`${from} moves to ${to}, itself a file that moves: the table must not chain`);
   }
   if (targets.size !== moves.size) fail('two files of the table move to the same path');
-  const unplaced = [...present].filter((f) => !(f in MOVES) && !STAYS(f) && !f.endsWith('/index.ts.gitkeep'));
+  const unplaced = [...present].filter((f) => !(f in MOVES) && !STAYS(f));
   return { moves, gone, done, unplaced };
 }
 
@@ -106,6 +109,9 @@ function planRewrites(moves) {
     const edited = applySpecialEdits(file, result.text, moves, warnings);
     if (edited !== text || moves.has(file)) out.set(moves.get(file) ?? file, edited);
   }
+  // The new layer rows go in now, so that a table they cannot be spliced into stops the script before any move.
+  const architecture = out.get(ARCHITECTURE) ?? readFileSync(path.join(ROOT, ARCHITECTURE), 'utf8');
+  out.set(ARCHITECTURE, spliceLayerTable(architecture));
   return { rewrites: out, warnings };
 }
 
@@ -158,20 +164,18 @@ function requireCleanTree() {
 
 function apply(state, rewrites) {
   for (const [from, to] of state.moves) {
-    execFileSync('mkdir', ['-p', path.dirname(path.join(ROOT, to))]);
+    mkdirSync(path.dirname(path.join(ROOT, to)), { recursive: true });
     git('mv', from, to);
   }
   for (const [file, text] of rewrites) writeFileSync(path.join(ROOT, file), text);
   formatCode([...rewrites.keys()]);
-  const architecture = path.join(ROOT, 'docs/ARCHITECTURE.md');
-  writeFileSync(architecture, spliceLayerTable(readFileSync(architecture, 'utf8')));
 }
 
 /** The imports the layer table (as docs/ARCHITECTURE.md now has it) does not allow, by the layer test's own rules. */
 async function layerViolations() {
   const { tsImport } = await import('tsx/esm/api');
   const rules = await tsImport('../test/architecture/import-rules.ts', import.meta.url);
-  const table = rules.parseLayerRules(readFileSync(path.join(ROOT, 'docs/ARCHITECTURE.md'), 'utf8'));
+  const table = rules.parseLayerRules(readFileSync(path.join(ROOT, ARCHITECTURE), 'utf8'));
   const files = rules.sourceFiles(ROOT, ['src', 'server', 'deploy', 'demo']);
   const edges = files.flatMap((f) => rules.importsOf(f, readFileSync(path.join(ROOT, f), 'utf8')));
   return rules.violations(table, edges);
@@ -187,7 +191,7 @@ async function fitLayerTable() {
     if (!seen.has(pair)) console.log(`widened: ${pair} (${v.from} imports ${v.to})`);
     seen.add(pair);
   }
-  const architecture = path.join(ROOT, 'docs/ARCHITECTURE.md');
+  const architecture = path.join(ROOT, ARCHITECTURE);
   writeFileSync(architecture, widenRows(readFileSync(architecture, 'utf8'), found));
   const left = await layerViolations();
   for (const v of left)
@@ -196,6 +200,8 @@ async function fitLayerTable() {
 }
 
 async function main(argv) {
+  const unknown = argv.filter((a) => !['--plan', '--allow-unplaced'].includes(a));
+  if (unknown.length) fail(`unknown argument ${unknown.join(' ')}\n${USAGE}`);
   const planOnly = argv.includes('--plan');
   const state = survey();
   if (!state.moves.size && state.done.length) return console.log('move-by-concern: already done; nothing to move');
