@@ -201,6 +201,14 @@ export const SPECIAL_EDITS = [
     to: () => 'CLI subcommands: one file each in `src/cli/commands/` returning',
   },
   {
+    file: 'README.md',
+    why: "the layout names the new folders' parts",
+    from: "`comm` and `collectives` (links, ring-allreduce), `signaling`, `distributed`, `sim` (the simulator's cost models), `cli` |",
+    to: () =>
+      '`comm` and `collectives` (links, ring-allreduce: codecs, controller, transfer, algorithms, robust), `signaling`, ' +
+      "`distributed` (session, reduce, api, robust, train, observe), `sim` (the simulator's cost models), `cli` (options, launcher, commands) |",
+  },
+  {
     file: 'src/cli/program.ts',
     why: 'subcommands live in src/cli/commands/',
     from: 'To add a subcommand, write `src/cli/<name>.ts`',
