@@ -41,7 +41,6 @@ export const MOVES = {
     'direction.ts',
     'step-checks.ts',
     'state-agreement.ts',
-    'signed-gather.ts', // branch swarm (issue's relay attackers): the signed allgather of check values
   ]),
   // A peer's place in a job: the session on the signaling server, how its ring forms, what it reports.
   ...group('src/distributed', 'src/distributed/session', [
@@ -59,7 +58,8 @@ export const MOVES = {
     'launch-env.ts',
     'launch-env.node.ts',
     'job-address.node.ts',
-    'ring-keys.ts', // branch swarm: the ring's signing keys, handed out with the membership
+    'ring-keys.ts', // the ring's signing keys, handed out with the membership
+    'signed-gather.ts', // check values gathered signed: beside the keys, as peer-reports.ts reads its proofs
   ]),
   // What a run shows: the Chrome-trace timeline and the stall inspector's lines.
   ...group('src/distributed', 'src/distributed/observe', ['timeline.ts', 'stall.ts']),
