@@ -38,6 +38,7 @@ interface Printed {
   checkpointSha256: string | null;
   seconds: number;
   error: string | null;
+  tries: number;
 }
 
 /**
@@ -55,6 +56,12 @@ const RESULT_TEXT =
 /** Where a progress line is: "step 3/5", "step 3/5 on 2 peers", "epoch 1: step 5". */
 const LINE_PLACE = /^(?:(epoch \d+): )?step (\d+)/;
 const COMMAND_TIMEOUT_MS = 20 * 60_000;
+/**
+ * A command that fails is run again, up to this many times in all: on the shared
+ * 2-core machine a worker compiling its first step's pipelines was seen silent past
+ * the server's heartbeat window (65 s) and dropped. A result is never retried.
+ */
+const TRIES = Number(opt('tries', '2'));
 
 const repo = git(process.cwd(), ['rev-parse', '--show-toplevel']);
 const steps = opt('steps', '5');
@@ -134,7 +141,7 @@ function printedNumbers(r: SpawnSyncReturns<string>): Record<string, string> | n
   return numbers;
 }
 
-function runCase(c: Case, side: Side, root: string): Printed {
+function runOnce(c: Case, side: Side, root: string, tries: number): Printed {
   const checkpoint = join(root, `${caseName(c).replaceAll(':', '-')}-${side.sha.slice(0, 10)}.safetensors`);
   rmSync(checkpoint, { force: true });
   const [exe, ...argv] = commandLine(c, side, checkpoint);
@@ -153,7 +160,13 @@ function runCase(c: Case, side: Side, root: string): Printed {
         : !checkpointSha256
           ? `no checkpoint at ${checkpoint}`
           : null;
-  return { numbers: numbers ?? {}, checkpointSha256, seconds, error };
+  return { numbers: numbers ?? {}, checkpointSha256, seconds, error, tries };
+}
+
+function runCase(c: Case, side: Side, root: string): Printed {
+  let printed = runOnce(c, side, root, 1);
+  while (printed.error && printed.tries < TRIES) printed = runOnce(c, side, root, printed.tries + 1);
+  return printed;
 }
 
 /** One row of the table: what differs between the two sides of a case (keys printed on one side only are listed, not failed). */
@@ -175,6 +188,7 @@ function compare(c: Case, before: Printed, after: Printed) {
     printed_only_after: keys.filter((k) => !(k in before.numbers)),
     checkpoint_sha256: { before: before.checkpointSha256, after: after.checkpointSha256, same: checkpointSame },
     seconds: { before: before.seconds, after: after.seconds },
+    tries: { before: before.tries, after: after.tries },
     errors,
   };
 }
