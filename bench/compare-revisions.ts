@@ -59,7 +59,7 @@ const COMMAND_TIMEOUT_MS = 20 * 60_000;
 /**
  * A command that fails is run again, up to this many times in all: on the shared
  * 2-core machine a worker compiling its first step's pipelines was seen silent past
- * the server's heartbeat window (65 s) and dropped. A result is never retried.
+ * the server's heartbeat window (12 heartbeats of 5 s) and dropped. A result is never retried.
  */
 const TRIES = Number(opt('tries', '2'));
 
