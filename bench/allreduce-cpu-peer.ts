@@ -10,7 +10,7 @@ import { joinLocalRing } from '../src/comm/local-ring.node.ts';
 import { allreduce } from '../src/collectives/allreduce.ts';
 import { barrier } from '../src/collectives/barrier.ts';
 import { roundTrip } from '../src/collectives/measure.ts';
-import type { Algorithm } from '../src/collectives/types.ts';
+import type { Algorithm } from '../src/collectives/codecs/types.ts';
 
 const { values } = parseArgs({
   options: {

@@ -2,7 +2,7 @@
  * Uneven peers: N Deno workers over real WebRTC, one of them slowed
  * K× by the chaos entry's `--chaos slow:Kx` (test/support/chaos) (its compute takes K times as long),
  * train the same job twice, once with equal shares of the global batch and once
- * with `balance: 'speed'` (shares by measured speed, src/distributed/shares.ts).
+ * with `balance: 'speed'` (shares by measured speed, src/distributed/train/shares.ts).
  * Both runs take the same global batches, so they should end at the same
  * accuracy; the balanced one should get through them faster.
  *
@@ -18,7 +18,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { forEachLine } from '../src/core/lines.node.ts';
-import { TOKEN_ENV } from '../src/cli/secrets.node.ts';
+import { TOKEN_ENV } from '../src/cli/options/secrets.node.ts';
 import { startServer } from '../server/index.ts';
 import { opt } from './args.ts';
 import { CHAOS_ENTRY } from '../test/support/workers.ts';

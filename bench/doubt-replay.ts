@@ -1,5 +1,5 @@
 /**
- * The doubt rule (src/distributed/doubt.ts) replayed over recorded honest runs:
+ * The doubt rule (src/distributed/robust/doubt.ts) replayed over recorded honest runs:
  * the per-step norms and sketches that `bench/gradient-directions.ts --raw`
  * writes. Nothing trains here; every figure is what `DoubtTracker` itself
  * would have decided from those numbers.
@@ -28,8 +28,8 @@ import {
   DEFAULT_NAMED_AFTER,
   DoubtTracker,
   type DoubtOptions,
-} from '../src/distributed/doubt.ts';
-import { median } from '../src/collectives/sketch.ts';
+} from '../src/distributed/robust/doubt.ts';
+import { median } from '../src/collectives/robust/sketch.ts';
 import { args, opt } from './args.ts';
 import { percentiles } from './percentiles.ts';
 

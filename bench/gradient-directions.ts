@@ -1,5 +1,5 @@
 /**
- * How honest gradients look to the direction rule (src/distributed/direction.ts),
+ * How honest gradients look to the direction rule (src/distributed/robust/direction.ts),
  * and how a sign-flipped ×F gradient looks. Trains N ranks for real (trainer,
  * ring-allreduce over memory links, each rank its own model on the real WebGPU
  * adapter, the guard off so nothing is dropped), records every rank's gradient
@@ -16,7 +16,7 @@
  * --raw PREFIX also writes PREFIX.MODEL.json: every step's per-rank norms and
  * sketches, so other rules can be tried offline on the same honest run.
  *
- * --doubt RATIO,COSINE,NAMED_AFTER,CLIP trains with the doubt rule on (src/distributed/doubt.ts;
+ * --doubt RATIO,COSINE,NAMED_AFTER,CLIP trains with the doubt rule on (src/distributed/robust/doubt.ts;
  * the norm rule too) instead of with every check off: what the rule costs an honest run
  * (its accuracy on --test-examples, default 200; the contributions it left out and clipped,
  * counted offline by bench/doubt-replay.ts from --raw; a rank it named ends the run with an error).
@@ -28,10 +28,10 @@
 import { createMemoryRing } from '../src/comm/rings.ts';
 import { makeImageDataset } from '../src/data/dataset.ts';
 import { loadMnist } from '../src/data/mnist.node.ts';
-import { sketch, stepSeed } from '../src/collectives/sketch.ts';
-import { directionStats, type DirectionStats } from '../src/distributed/direction.ts';
-import { l2Norm } from '../src/distributed/guard.ts';
-import { trainDistributed } from '../src/distributed/trainer.ts';
+import { sketch, stepSeed } from '../src/collectives/robust/sketch.ts';
+import { directionStats, type DirectionStats } from '../src/distributed/robust/direction.ts';
+import { l2Norm } from '../src/distributed/robust/guard.ts';
+import { trainDistributed } from '../src/distributed/train/trainer.ts';
 import { acquireGpu } from '../src/gpu/device.ts';
 import { opt } from './args.ts';
 import { percentiles } from './percentiles.ts';

@@ -7,7 +7,7 @@
  *
  *   deno run -A bench/plan-memory.ts --layers 12 --width 768 --heads 12 --vocab 50257 --contexts 128,1024 --batches 1,8
  */
-import { planDryRun } from '../src/cli/dry-run.ts';
+import { planDryRun } from '../src/cli/commands/dry-run.ts';
 import { acquireGpu } from '../src/gpu/device.ts';
 import { opt } from './args.ts';
 

@@ -13,8 +13,8 @@
 import process from 'node:process';
 import { acquireGpu } from '../src/gpu/device.ts';
 import { planAdd } from '../src/gpu/kernels/elementwise.ts';
-import { reduceInto } from '../src/collectives/reduce.ts';
-import { DEFAULT_SEGMENT_BYTES } from '../src/collectives/types.ts';
+import { reduceInto } from '../src/collectives/codecs/reduce.ts';
+import { DEFAULT_SEGMENT_BYTES } from '../src/collectives/codecs/types.ts';
 
 const gpu = await acquireGpu();
 const SEG = Math.floor(DEFAULT_SEGMENT_BYTES / 4 / 64) * 64; // whole 256-byte multiples, for binding offsets

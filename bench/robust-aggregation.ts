@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { forEachLine } from '../src/core/lines.node.ts';
-import { TOKEN_ENV } from '../src/cli/secrets.node.ts';
+import { TOKEN_ENV } from '../src/cli/options/secrets.node.ts';
 import { startServer } from '../server/index.ts';
 import { opt } from './args.ts';
 import { CHAOS_ENTRY } from '../test/support/workers.ts';

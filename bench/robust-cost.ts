@@ -10,7 +10,7 @@
  */
 import { createMemoryRing } from '../src/comm/rings.ts';
 import { allreduceInPlace } from '../src/collectives/allreduce.ts';
-import { parseAggregation, robustAllreduce } from '../src/collectives/robust-aggregate.ts';
+import { parseAggregation, robustAllreduce } from '../src/collectives/robust/robust-aggregate.ts';
 import { mulberry32 } from '../src/core/random.ts';
 import { opt } from './args.ts';
 

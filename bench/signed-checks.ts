@@ -10,8 +10,8 @@
 import { allgather } from '../src/collectives/allgather.ts';
 import { LinkCommunicator } from '../src/comm/communicator.ts';
 import { memoryMesh } from '../src/comm/memory-link.ts';
-import { newSigningKeys, recordRingKeys, type SigningKeys } from '../src/distributed/ring-keys.ts';
-import { signedAllgather } from '../src/distributed/signed-gather.ts';
+import { newSigningKeys, recordRingKeys, type SigningKeys } from '../src/distributed/session/ring-keys.ts';
+import { signedAllgather } from '../src/distributed/session/signed-gather.ts';
 import type { Membership } from '../src/signaling/client.ts';
 import { opt } from './args.ts';
 

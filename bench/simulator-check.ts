@@ -32,7 +32,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchLocalRing } from '../src/comm/launch.node.ts';
-import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../src/collectives/types.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../src/collectives/codecs/types.ts';
 import {
   linkCpuCosts,
   predictColocatedStep,
@@ -212,7 +212,7 @@ for (const model of models) {
     cpuPerByteS: link.cpuPerByteS,
     cpuPerMessageS: link.cpuPerMessageS,
     cpuPerCollectiveS: link.cpuPerCollectiveS,
-    // The step checks' allgather of gradient sketches (src/distributed/step-checks.ts), besides the gradient allreduce.
+    // The step checks' allgather of gradient sketches (src/distributed/robust/step-checks.ts), besides the gradient allreduce.
     smallCollectives: 1,
     smallBytes: DEFAULT_SMALL_BYTES,
     mediumBytes: DEFAULT_MEDIUM_BYTES,

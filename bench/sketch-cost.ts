@@ -6,8 +6,8 @@
  *
  * Usage: npx tsx bench/sketch-cost.ts
  */
-import { sketch, stepSeed } from '../src/collectives/sketch.ts';
-import { chunkSketches, ringChunks } from '../src/collectives/verified.ts';
+import { sketch, stepSeed } from '../src/collectives/robust/sketch.ts';
+import { chunkSketches, ringChunks } from '../src/collectives/robust/verified.ts';
 for (const n of [100_000, 1_000_000]) {
   const x = Float32Array.from({ length: n }, (_, i) => Math.sin(i));
   const c = ringChunks(n, 4);

@@ -1,5 +1,5 @@
 /**
- * What one state check costs a rank (src/distributed/state-agreement.ts): the
+ * What one state check costs a rank (src/distributed/robust/state-agreement.ts): the
  * read-back of the weights and the optimizer state, their SHA-256, and the
  * 32-byte allgather, beside one training step of the same model for scale.
  * Models: the words workload's transformer (AdamW, 105,627 parameters) and a
@@ -17,7 +17,7 @@ import { allgather } from '../src/collectives/allgather.ts';
 import { LinkCommunicator } from '../src/comm/communicator.ts';
 import { memoryMesh } from '../src/comm/memory-link.ts';
 import { EventBus } from '../src/core/events.ts';
-import { stateDigest } from '../src/distributed/state-agreement.ts';
+import { stateDigest } from '../src/distributed/robust/state-agreement.ts';
 import { createModel } from '../src/engine/create.ts';
 import { createOptimizer } from '../src/engine/optimizer.ts';
 import type { TransformerSpec } from '../src/engine/transformer.ts';

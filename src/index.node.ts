@@ -6,7 +6,7 @@
 export * from './index.ts';
 /** Datasets, batches, sharding by rank, and the loaders that read files (MNIST, IDX, the words). */
 export * as data from './lib/data.node.ts';
-export { initFromEnvironment as init } from './distributed/launch-env.node.ts';
+export { initFromEnvironment as init } from './distributed/session/launch-env.node.ts';
 export { saveCheckpoint, loadCheckpoint } from './checkpoint/file.node.ts';
 /** A model file's factory and name (`--model ./file.ts`'s), for createModel(gpu, factory, { name }). */
 export { loadModelFile } from './engine/model-file.node.ts';

@@ -68,34 +68,34 @@ export {
 } from './checkpoint/checkpoint.ts';
 
 // Horovod-style distributed training.
-export { init, type InitOptions, type Session } from './distributed/session.ts';
+export { init, type InitOptions, type Session } from './distributed/session/session.ts';
 export {
   DistributedOptimizer,
   type DistributedOptimizerOptions,
   type GradientCheck,
   type StepResult,
-} from './distributed/optimizer.ts';
+} from './distributed/api/optimizer.ts';
 export {
   broadcastParameters,
   broadcastOptimizerState,
   averageMetrics,
   type BroadcastOptions,
-} from './distributed/broadcast-state.ts';
-export { LocalSgdOptimizer, type LocalSgdOptions } from './distributed/diloco.ts';
+} from './distributed/api/broadcast-state.ts';
+export { LocalSgdOptimizer, type LocalSgdOptions } from './distributed/train/diloco.ts';
 /** Elastic training for your own loop: State (commit, restore, sync), run. */
-export * as elastic from './distributed/elastic.ts';
+export * as elastic from './distributed/api/elastic.ts';
 export {
   trainLocal,
   type LocalTrainConfig,
   type LocalTrainArgs,
   type LocalTrainResult,
-} from './distributed/train-local.ts';
+} from './distributed/train/train-local.ts';
 export {
   trainDistributed,
   type DistributedTrainArgs,
   type DistributedTrainConfig,
   type DistributedTrainResult,
-} from './distributed/trainer.ts';
+} from './distributed/train/trainer.ts';
 export { allreduce, allgather, broadcast, barrier, reducescatter, alltoall } from './collectives/index.ts';
 export type { Communicator } from './comm/communicator.ts';
 export { createMemoryRing } from './comm/rings.ts';

@@ -7,14 +7,14 @@
  * allreduces as they happen.
  */
 import type { EventBus } from '../../src/core/events.ts';
-import { modelSpecFor } from '../../src/distributed/train-local.ts';
+import { modelSpecFor } from '../../src/distributed/train/train-local.ts';
 import { type Dataset, selectExamples } from '../../src/data/dataset.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../../src/data/text.ts';
-import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';
-import { FINISHED, init } from '../../src/distributed/session.ts';
-import { trainAsPeer } from '../../src/distributed/peer.ts';
-import { prepareTraining, type PreparedTraining } from '../../src/distributed/warm-up.ts';
+import { FINISHED, init } from '../../src/distributed/session/session.ts';
+import { trainAsPeer } from '../../src/distributed/train/peer.ts';
+import { prepareTraining, type PreparedTraining } from '../../src/distributed/train/warm-up.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { loadMnistInPage } from '../mnist-data.ts';
 import { loadWordsInPage } from '../words-data.ts';

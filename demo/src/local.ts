@@ -5,7 +5,7 @@
  * to the page's bus when there is no job, so the charts draw its curve.
  */
 import { EventBus } from '../../src/core/events.ts';
-import { modelSpecFor, trainLocal } from '../../src/distributed/train-local.ts';
+import { modelSpecFor, trainLocal } from '../../src/distributed/train/train-local.ts';
 import { flatParamsFor, type TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 import type { Dataset } from '../../src/data/dataset.ts';
 import { createModel, type Model } from '../../src/engine/index.ts';

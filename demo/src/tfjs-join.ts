@@ -10,7 +10,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import type { MnistSplit } from '../../src/data/mnist.ts';
-import { FINISHED, type Session } from '../../src/distributed/session.ts';
+import { FINISHED, type Session } from '../../src/distributed/session/session.ts';
 import { setDefaultRing } from '../../src/tfjs/index.ts';
 import { parseRecipe, trainMnist, TFJS_MNIST_MODEL } from '../../examples/tfjs-mnist-train.ts';
 

@@ -9,7 +9,7 @@
  *             again), and it does not hold a later checkpoint than the run
  *             would write first (unless --overwrite).
  * The model's layout needs the model itself, so the full fit check is
- * src/distributed/resume-check.ts; this file needs no GPU.
+ * src/distributed/train/resume-check.ts; this file needs no GPU.
  */
 import { openSync, closeSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';

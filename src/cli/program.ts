@@ -1,6 +1,6 @@
 /**
  * The `ringtrain` command line: one commander program with one subcommand per
- * file. To add a subcommand, write `src/cli/<name>.ts` exporting a function
+ * file. To add a subcommand, write `src/cli/commands/<name>.ts` exporting a function
  * that returns a commander `Command`, and add it to SUBCOMMANDS below.
  */
 import { Command, CommanderError } from 'commander';
@@ -8,17 +8,17 @@ import { isRingtrainError } from '../core/errors.ts';
 import { packageVersion } from '../core/package-root.node.ts';
 import { stderr } from './host.node.ts';
 import { commandStatus } from './status.ts';
-import { serverCommand } from './server.ts';
-import { trainCommand } from './train.ts';
-import { benchCommand } from './bench.ts';
-import { runCommand } from './run.ts';
-import { workerCommand } from './worker.ts';
-import { generateCommand } from './generate.ts';
-import { exportCommand } from './export.ts';
-import { predictCommand } from './predict.ts';
-import { launchCommand } from './launch.ts';
-import { k8sCommand } from './k8s.node.ts';
-import { simulateCommand } from './simulate.node.ts';
+import { serverCommand } from './commands/server.ts';
+import { trainCommand } from './commands/train.ts';
+import { benchCommand } from './commands/bench.ts';
+import { runCommand } from './commands/run.ts';
+import { workerCommand } from './commands/worker.ts';
+import { generateCommand } from './commands/generate.ts';
+import { exportCommand } from './commands/export.ts';
+import { predictCommand } from './commands/predict.ts';
+import { launchCommand } from './commands/launch.ts';
+import { k8sCommand } from './commands/k8s.node.ts';
+import { simulateCommand } from './commands/simulate.node.ts';
 
 const SUBCOMMANDS: (() => Command)[] = [
   trainCommand,

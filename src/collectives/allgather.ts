@@ -1,11 +1,11 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
-import { fromCounts } from './partition.ts';
-import { ringAllgather, type VetBlock } from './ring.ts';
-import type { Request } from './negotiate.ts';
-import { runCollective, validate } from './run.ts';
-import { dtypeOf, emptyLike, type CollectiveOptions, type Tensor } from './types.ts';
-import { codecFor } from './wire.ts';
+import { fromCounts } from './codecs/partition.ts';
+import { ringAllgather, type VetBlock } from './transfer/ring.ts';
+import type { Request } from './controller/negotiate.ts';
+import { runCollective, validate } from './controller/run.ts';
+import { dtypeOf, emptyLike, type CollectiveOptions, type Tensor } from './codecs/types.ts';
+import { codecFor } from './codecs/wire.ts';
 
 /**
  * Allgather: every rank's `data`, concatenated in rank order along the first

@@ -10,8 +10,8 @@ import {
   RING,
   type AllreduceAlgorithm,
 } from './algorithms/index.ts';
-import { runCollective, validate } from './run.ts';
-import type { Run } from './run.ts';
+import { runCollective, validate } from './controller/run.ts';
+import type { Run } from './controller/run.ts';
 import {
   COMPRESSIONS,
   DEFAULT_MEDIUM_BYTES,
@@ -24,11 +24,11 @@ import {
   type ReduceOptions,
   type ReduceSettings,
   type Tensor,
-} from './types.ts';
-import { topkRatio } from './topk.ts';
+} from './codecs/types.ts';
+import { topkRatio } from './transfer/topk.ts';
 
 export type { ReduceSettings };
-export { finish } from './reduce.ts';
+export { finish } from './codecs/reduce.ts';
 export { MAX_TWO_SHOT_RANKS, ringAllreduceInPlace } from './algorithms/index.ts';
 
 const invalid = (message: string) => new RingtrainError(ErrorCode.InvalidArgument, message);

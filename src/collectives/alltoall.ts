@@ -1,11 +1,11 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
-import { fromCounts, segmentsOf } from './partition.ts';
-import { PHASE_ALLTOALL } from './ring.ts';
-import type { Request } from './negotiate.ts';
-import { runCollective, validate } from './run.ts';
-import { dtypeOf, emptyLike, rowElements, view, type CollectiveOptions, type Tensor } from './types.ts';
-import { codecFor } from './wire.ts';
+import { fromCounts, segmentsOf } from './codecs/partition.ts';
+import { PHASE_ALLTOALL } from './transfer/ring.ts';
+import type { Request } from './controller/negotiate.ts';
+import { runCollective, validate } from './controller/run.ts';
+import { dtypeOf, emptyLike, rowElements, view, type CollectiveOptions, type Tensor } from './codecs/types.ts';
+import { codecFor } from './codecs/wire.ts';
 
 /**
  * Alltoall, as Horovod's: block j of this rank's `data` goes to rank j; the

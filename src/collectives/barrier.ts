@@ -1,6 +1,6 @@
 import type { Communicator } from '../comm/interface.ts';
-import { runCollective } from './run.ts';
-import type { CollectiveOptions } from './types.ts';
+import { runCollective } from './controller/run.ts';
+import type { CollectiveOptions } from './codecs/types.ts';
 
 /** Returns once every rank has called barrier: negotiation alone is a full round through the coordinator. */
 export async function barrier(

@@ -1,9 +1,9 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
-import { ringBroadcast } from './ring.ts';
-import { runCollective, validate } from './run.ts';
-import { dtypeOf, type CollectiveOptions, type Tensor } from './types.ts';
-import { codecFor } from './wire.ts';
+import { ringBroadcast } from './transfer/ring.ts';
+import { runCollective, validate } from './controller/run.ts';
+import { dtypeOf, type CollectiveOptions, type Tensor } from './codecs/types.ts';
+import { codecFor } from './codecs/wire.ts';
 
 /** Broadcast: every rank gets `root`'s `data` (a new array), pipelined along the ring. */
 export function broadcast<T extends Tensor>(

@@ -18,7 +18,7 @@ export {
   type NamedTensor,
   type FusionOptions,
 } from './fusion.ts';
-export { float32ToFloat16, float32ToFloat16Ieee, float16ToFloat32, FP16_MAX } from './fp16.ts';
-export { ResponseCache, cacheOf, DEFAULT_CACHE_CAPACITY } from './cache.ts';
-export * from './types.ts';
-export { addProcessSet, ProcessSet, MAX_PROCESS_SETS } from './process-set.ts';
+export { float32ToFloat16, float32ToFloat16Ieee, float16ToFloat32, FP16_MAX } from './codecs/fp16.ts';
+export { ResponseCache, cacheOf, DEFAULT_CACHE_CAPACITY } from './controller/cache.ts';
+export * from './codecs/types.ts';
+export { addProcessSet, ProcessSet, MAX_PROCESS_SETS } from './controller/process-set.ts';

@@ -2,7 +2,7 @@ import type { Communicator } from '../comm/interface.ts';
 import { now } from '../core/events.ts';
 import { allreduce, chooseAlgorithm, reduceSettings } from './allreduce.ts';
 import { barrier } from './barrier.ts';
-import { DEFAULT_SEGMENT_BYTES, type Compression, type ReduceOptions } from './types.ts';
+import { DEFAULT_SEGMENT_BYTES, type Compression, type ReduceOptions } from './codecs/types.ts';
 
 /**
  * Allreduce bandwidth as nccl-tests reports it, measured on any communicator:

@@ -1,12 +1,12 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { finish, reduceRequest, reduceSettings } from './allreduce.ts';
-import { splitEven, type Range } from './partition.ts';
-import { scaleInPlace } from './reduce.ts';
-import { ringReduceScatter } from './ring.ts';
-import { runCollective, validate } from './run.ts';
-import { rowElements, type ReduceOptions, type Tensor } from './types.ts';
-import { codecFor } from './wire.ts';
+import { splitEven, type Range } from './codecs/partition.ts';
+import { scaleInPlace } from './codecs/reduce.ts';
+import { ringReduceScatter } from './transfer/ring.ts';
+import { runCollective, validate } from './controller/run.ts';
+import { rowElements, type ReduceOptions, type Tensor } from './codecs/types.ts';
+import { codecFor } from './codecs/wire.ts';
 
 /**
  * Reduce-scatter: op over all ranks' `data`, of which this rank gets its

@@ -31,7 +31,7 @@ export const ErrorCode = {
    * or a gradient that is not finite or far larger than the others'. `detail.peer` is its rank.
    */
   PeerMisbehaved: 'ERR_PEER_MISBEHAVED',
-  /** The ranks' weights and optimizer state differ and no majority holds one state (src/distributed/state-agreement.ts). */
+  /** The ranks' weights and optimizer state differ and no majority holds one state (src/distributed/robust/state-agreement.ts). */
   StateMismatch: 'ERR_STATE_MISMATCH',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -2,7 +2,7 @@
  * SHA-256 (FIPS 180-4) of bytes: WebCrypto's where the runtime has it (Node,
  * Deno, a page in a secure context), else the same function in TypeScript. A
  * page served over plain http from another host has no `crypto.subtle`, and
- * the ring's state check (src/distributed/state-agreement.ts) compares digests
+ * the ring's state check (src/distributed/robust/state-agreement.ts) compares digests
  * across runtimes, so every rank must compute the same one whatever it has.
  */
 

@@ -5,7 +5,7 @@
  * schema (settings.ts) where the server adds a job and a peer reads it (naming
  * job keys), `ringtrain run` before anything starts (naming flags), and for
  * library callers who pass no schema, `trainDistributed` given a config made
- * by hand (src/distributed/train-config.ts) and `DistributedOptimizer` used
+ * by hand (src/distributed/train/train-config.ts) and `DistributedOptimizer` used
  * alone (naming config keys). Each door words the conflict for its own user;
  * what conflicts, and why, is written once here, in src/job, which the server,
  * the page and the peers all import.

@@ -360,7 +360,7 @@ export const FIELDS = {
       "leave out of a step a gradient far larger than the others' and against them, and clip any other large one to 2x theirs; a peer doubtful four steps in a row is ejected (default: on with --elastic, off otherwise; docs/ROBUSTNESS.md)",
     offFlagHelp: 'turn the doubt rule off, in an elastic job too',
   }),
-  // Steps between the ranks' checks that they hold one state (src/distributed/state-agreement.ts).
+  // Steps between the ranks' checks that they hold one state (src/distributed/robust/state-agreement.ts).
   stateCheckEvery: field({
     section: 'checks',
     schema: int.min(0),

@@ -55,7 +55,7 @@ function conflictSettingsOf(s: Partial<Record<JobSettingKey, unknown>>): Conflic
  * Whether a job runs a step check that elastic jobs run by default: as the job says, or, when
  * it says nothing, on in an elastic job where it combines with the job's other settings.
  *
- * - `doubtRule` (src/distributed/doubt.ts) names a sign-flipped peer, which passes every other
+ * - `doubtRule` (src/distributed/robust/doubt.ts) names a sign-flipped peer, which passes every other
  *   default check and diverges the job;
  * - `verify` (the verified allreduce) names a peer that publishes honest checks and sends
  *   other numbers into the ring, which otherwise stops the job with nobody named.

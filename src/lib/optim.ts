@@ -16,4 +16,4 @@ export {
   type Optimizer,
   type OptimizerSpec,
 } from '../engine/optimizer.ts';
-export { learningRateAt, validateLrSchedule, type LrSchedule } from '../distributed/lr.ts';
+export { learningRateAt, validateLrSchedule, type LrSchedule } from '../distributed/api/lr.ts';

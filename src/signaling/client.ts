@@ -49,7 +49,7 @@ export interface ConnectOptions {
   /** Default: the runtime this code runs in. */
   runtime?: RuntimeName;
   capabilities?: Capabilities;
-  /** The public key this peer signs its check values with (src/distributed/ring-keys.ts). */
+  /** The public key this peer signs its check values with (src/distributed/session/ring-keys.ts). */
   signingKey?: string;
   /** Default: globalThis.WebSocket (browser, Deno). */
   WebSocket?: WebSocketConstructor;

@@ -12,7 +12,7 @@
  *                                      and so is a join beyond the job's members per address
  *                                      (too-many-from-address). `signingKey`: the public key its check
  *                                      values are signed with, handed to every member in `peers`
- *                                      (src/distributed/ring-keys.ts)
+ *                                      (src/distributed/session/ring-keys.ts)
  *   signal    {epoch, to, data}        WebRTC offer/answer/candidate for rank `to` of epoch `epoch`,
  *                                      or the choice of a pair's transport (src/comm/link-choice.ts:
  *                                      the address a native peer listens on for TCP links)
@@ -335,7 +335,7 @@ export const joinMsg = z.strictObject({
   runtime: runtimeSchema,
   name: nameText.optional(),
   capabilities: capabilitiesSchema.optional(),
-  /** The public key this peer signs its check values with (`ed25519:<base64>` or `p256:<base64>`): src/distributed/ring-keys.ts. */
+  /** The public key this peer signs its check values with (`ed25519:<base64>` or `p256:<base64>`): src/distributed/session/ring-keys.ts. */
   signingKey: z.string().max(200).optional(),
 });
 export const clientSignalMsg = z.strictObject({ type: z.literal('signal'), epoch, to: rank, data: signalData });

@@ -17,8 +17,8 @@ import type * as tf from '@tensorflow/tfjs-core';
 import { Callback, registerCallbackConstructor, type Logs } from '@tensorflow/tfjs-layers';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { allreduce } from '../collectives/allreduce.ts';
-import { averageMetrics } from '../distributed/broadcast-state.ts';
-import { learningRateAt } from '../distributed/lr.ts';
+import { averageMetrics } from '../distributed/api/broadcast-state.ts';
+import { learningRateAt } from '../distributed/api/lr.ts';
 import { broadcastOptimizerState, broadcastVariables } from './broadcast.ts';
 import { DistributedOptimizer, setLearningRate } from './optimizer.ts';
 import { resolveRing, type RingSource } from './ring.ts';
@@ -100,7 +100,7 @@ export interface WarmupOptions extends RingCallbackOptions {
  * much for a fresh model, so it grows linearly from baseLr to baseLr × size
  * over the warm-up, then stays, or with `decay: 'cosine'` anneals to zero by
  * the end of fit, so the last epochs settle instead of bouncing around a
- * minimum (src/distributed/lr.ts does the arithmetic).
+ * minimum (src/distributed/api/lr.ts does the arithmetic).
  */
 export class LearningRateWarmupCallback extends Callback {
   private step = 0;

@@ -1,2 +1,2 @@
 /** The environment `ringtrain launch` hands each worker (defined beside the library's own init, which reads it too). */
-export * from '../distributed/launch-env.ts';
+export * from '../distributed/session/launch-env.ts';

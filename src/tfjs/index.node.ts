@@ -7,10 +7,10 @@
 import { writeFileSync } from 'node:fs';
 import process from 'node:process';
 import { EventBus } from '../core/events.ts';
-import { jobToJoin, joinAddress } from '../distributed/job-address.node.ts';
-import { init as initSession, type InitOptions, type Session } from '../distributed/session.node.ts';
-import { stallReporter } from '../distributed/stall.ts';
-import { TimelineRecorder } from '../distributed/timeline.ts';
+import { jobToJoin, joinAddress } from '../distributed/session/job-address.node.ts';
+import { init as initSession, type InitOptions, type Session } from '../distributed/session/session.node.ts';
+import { stallReporter } from '../distributed/observe/stall.ts';
+import { TimelineRecorder } from '../distributed/observe/timeline.ts';
 import { setDefaultRing } from './ring.ts';
 
 export * from './index.ts';

@@ -11,11 +11,11 @@
  * This entry is the browser's; Node and Deno get index.node.ts (the same,
  * with init() bringing its own WebSocket and WebRTC).
  */
-import { init as initSession, type InitOptions, type Session } from '../distributed/session.ts';
+import { init as initSession, type InitOptions, type Session } from '../distributed/session/session.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { setDefaultRing } from './ring.ts';
 
-export type { InitOptions, Session } from '../distributed/session.ts';
+export type { InitOptions, Session } from '../distributed/session/session.ts';
 export type { Communicator } from '../comm/communicator.ts';
 export { createMemoryRing } from '../comm/rings.ts';
 export { DistributedOptimizer, setLearningRate, type DistributedOptimizerOptions } from './optimizer.ts';

@@ -17,7 +17,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/communicator.ts';
 import { allreduceFused } from '../collectives/fusion.ts';
-import type { Compression } from '../collectives/types.ts';
+import type { Compression } from '../collectives/codecs/types.ts';
 import { GradientAccumulator } from '../distributed/reduce/accumulator.ts';
 import { reduceSettings, type GradientReducerOptions } from '../distributed/reduce/settings.ts';
 import { agreeOnLayout, type VariableSpec } from './layout.ts';

@@ -13,8 +13,8 @@ import {
   type TrainingCheckpoint,
 } from '../../src/checkpoint/checkpoint.ts';
 import { type Dataset, makeImageDataset } from '../../src/data/dataset.ts';
-import { checkResumeFits } from '../../src/distributed/resume-check.ts';
-import { modelSpecFor, type LocalTrainConfig } from '../../src/distributed/train-local.ts';
+import { checkResumeFits } from '../../src/distributed/train/resume-check.ts';
+import { modelSpecFor, type LocalTrainConfig } from '../../src/distributed/train/train-local.ts';
 import { createModel, createOptimizer } from '../../src/engine/index.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';

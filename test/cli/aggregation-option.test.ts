@@ -4,9 +4,9 @@
  * that name the flag before anything starts.
  */
 import { describe, expect, it } from 'vitest';
-import { jobSpecFor, runCommand } from '../../src/cli/run.ts';
-import { checkJobAggregation, parseAggregationOption } from '../../src/cli/aggregation-option.ts';
-import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { jobSpecFor, runCommand } from '../../src/cli/commands/run.ts';
+import { checkJobAggregation, parseAggregationOption } from '../../src/cli/options/aggregation-option.ts';
+import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });

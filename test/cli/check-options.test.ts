@@ -6,8 +6,8 @@
  * jobs, and `--no-verify` / `--no-doubt-rule` turn them off there.
  */
 import { describe, expect, it } from 'vitest';
-import { jobSpecFor, runCommand } from '../../src/cli/run.ts';
-import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { jobSpecFor, runCommand } from '../../src/cli/commands/run.ts';
+import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });

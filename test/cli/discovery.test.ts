@@ -18,9 +18,9 @@ import {
   parseHostList,
   workersToStop,
   type ScaledWorker,
-} from '../../src/cli/discovery.node.ts';
+} from '../../src/cli/launcher/discovery.node.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
-import { runCommand } from '../../src/cli/run.ts';
+import { runCommand } from '../../src/cli/commands/run.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-discovery-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -5,9 +5,9 @@
  * and the change that helps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planDryRun } from '../../src/cli/dry-run.ts';
+import { planDryRun } from '../../src/cli/commands/dry-run.ts';
 import { textSplit } from '../../src/data/text-split.ts';
-import { modelSpecFor } from '../../src/distributed/model-fit.ts';
+import { modelSpecFor } from '../../src/distributed/train/model-fit.ts';
 import { createModel, createOptimizer } from '../../src/engine/index.ts';
 import { GraphModel } from '../../src/engine/graph-model.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';

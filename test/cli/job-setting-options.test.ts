@@ -14,10 +14,10 @@ import {
   jobSettingOption,
   settingValue,
   TRAIN_SETTINGS,
-} from '../../src/cli/job-setting-options.ts';
-import { parseTrainOptions } from '../../src/cli/train-options.ts';
-import { runCommand } from '../../src/cli/run.ts';
-import { trainCommand } from '../../src/cli/train.ts';
+} from '../../src/cli/options/job-setting-options.ts';
+import { parseTrainOptions } from '../../src/cli/options/train-options.ts';
+import { runCommand } from '../../src/cli/commands/run.ts';
+import { trainCommand } from '../../src/cli/commands/train.ts';
 import { FIELDS, JOB_SETTING_KEYS, type JobSettingKey } from '../../src/job/settings.ts';
 import { settingRowsOf } from '../../src/job/describe.ts';
 

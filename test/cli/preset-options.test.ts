@@ -1,6 +1,6 @@
 /** `--preset gpt2`: GPT-2 small's sizes and architecture where the flags leave them unset; explicit flags win; a text is required. */
 import { describe, expect, it } from 'vitest';
-import { modelOptionsWithSizes, parseTrainOptions } from '../../src/cli/train-options.ts';
+import { modelOptionsWithSizes, parseTrainOptions } from '../../src/cli/options/train-options.ts';
 
 const RAW = {
   model: 'transformer',

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { withRecipe } from '../../src/cli/recipes.ts';
+import { withRecipe } from '../../src/cli/options/recipes.ts';
 
 /** A command with the options a recipe fills, parsed from `argv` as `train` parses its own. */
 function parsed(argv: string[]): { cmd: Command; raw: Record<string, unknown> } {

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
-import { reportRun } from '../../src/cli/run-summary.node.ts';
-import type { RunOptions } from '../../src/cli/run-options.node.ts';
-import type { WorkerState } from '../../src/cli/run-workers.node.ts';
+import { reportRun } from '../../src/cli/launcher/run-summary.node.ts';
+import type { RunOptions } from '../../src/cli/options/run-options.node.ts';
+import type { WorkerState } from '../../src/cli/launcher/run-workers.node.ts';
 import { killRuns, ringtrainIn } from '../support/cli.ts';
 import { requireNetns } from '../support/workers.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The recovery file policy (src/cli/recovery.node.ts): a new file named after
+ * The recovery file policy (src/cli/commands/recovery.node.ts): a new file named after
  * the step, never over an existing file or the --resume source; ranks that
  * stopped at the same step with the same weights share one file.
  */
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkpointFromFlat, decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
-import { recoveryStem, saveRecovery } from '../../src/cli/recovery.node.ts';
+import { recoveryStem, saveRecovery } from '../../src/cli/commands/recovery.node.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-recovery-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,9 +4,9 @@
  * quorum of -np, so an unbroken elastic run is the same run as a fixed one).
  */
 import { describe, expect, it } from 'vitest';
-import { jobSpecFor, runCommand, runRecipe } from '../../src/cli/run.ts';
-import { parseTrainOptions } from '../../src/cli/train-options.ts';
-import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { jobSpecFor, runCommand, runRecipe } from '../../src/cli/commands/run.ts';
+import { parseTrainOptions } from '../../src/cli/options/train-options.ts';
+import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
 
 /** Parses `run` options in this process: a refused option throws before anything starts. */
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });

@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkpointFromFlat, decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
-import { CheckpointSaver } from '../../src/cli/checkpoint-saver.node.ts';
+import { CheckpointSaver } from '../../src/cli/commands/checkpoint-saver.node.ts';
 import { requireNetns, until } from '../support/workers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-save-failure-'));

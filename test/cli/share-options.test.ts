@@ -4,9 +4,9 @@
  * the flag before anything starts.
  */
 import { describe, expect, it } from 'vitest';
-import { jobSpecFor, runCommand } from '../../src/cli/run.ts';
-import { parseShareOptions } from '../../src/cli/share-options.ts';
-import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { jobSpecFor, runCommand } from '../../src/cli/commands/run.ts';
+import { parseShareOptions } from '../../src/cli/options/share-options.ts';
+import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
 
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
 type RunOptions = Parameters<typeof jobSpecFor>[0];

@@ -3,10 +3,10 @@
  * flag, and turned into the job hyperparameters every peer trains by.
  */
 import { describe, expect, it } from 'vitest';
-import { jobSpecFor, runCommand } from '../../src/cli/run.ts';
-import { parseWanOptions } from '../../src/cli/wan-options.ts';
-import { wanBenchConfig } from '../../src/cli/bench-wan.node.ts';
-import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { jobSpecFor, runCommand } from '../../src/cli/commands/run.ts';
+import { parseWanOptions } from '../../src/cli/options/wan-options.ts';
+import { wanBenchConfig } from '../../src/cli/commands/bench-wan.node.ts';
+import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
 
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
 type RunOptions = Parameters<typeof jobSpecFor>[0];

@@ -15,8 +15,13 @@ import {
   phaseOf,
   RING,
 } from '../../src/collectives/algorithms/index.ts';
-import { FAST_STEP_BIT } from '../../src/collectives/negotiate.ts';
-import { PHASE_ALLGATHER, PHASE_ALLTOALL, PHASE_BROADCAST, PHASE_REDUCE_SCATTER } from '../../src/collectives/ring.ts';
+import { FAST_STEP_BIT } from '../../src/collectives/controller/negotiate.ts';
+import {
+  PHASE_ALLGATHER,
+  PHASE_ALLTOALL,
+  PHASE_BROADCAST,
+  PHASE_REDUCE_SCATTER,
+} from '../../src/collectives/transfer/ring.ts';
 
 /** What 'auto' chose before the registry (allreduce.ts's if-chain), the reference for every size. */
 function formerAuto(bytes: number, size: number, small: number, medium: number): string {

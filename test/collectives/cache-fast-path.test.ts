@@ -1,5 +1,5 @@
 /**
- * The response cache's fast path (src/collectives/run.ts): a collective every
+ * The response cache's fast path (src/collectives/controller/run.ts): a collective every
  * rank agreed on before moves its data at once, the agreement's fingerprint
  * riding on the first message to each peer. What must still hold: nothing
  * but data on the wire, a rank that misses or disagrees sends everyone back
@@ -9,13 +9,13 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Communicator } from '../../src/comm/interface.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
-import { cacheOf } from '../../src/collectives/cache.ts';
+import { cacheOf } from '../../src/collectives/controller/cache.ts';
 import { allgather, allreduce, allreduceInPlace, alltoall, reducescatter } from '../../src/collectives/index.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import type { RingtrainError } from '../../src/core/errors.ts';
-import { PHASE_ALLGATHER } from '../../src/collectives/ring.ts';
-import { FAST_STEP_BIT } from '../../src/collectives/negotiate.ts';
-import type { ReduceOp } from '../../src/collectives/types.ts';
+import { PHASE_ALLGATHER } from '../../src/collectives/transfer/ring.ts';
+import { FAST_STEP_BIT } from '../../src/collectives/controller/negotiate.ts';
+import type { ReduceOp } from '../../src/collectives/codecs/types.ts';
 
 const phasesOf = (comm: Communicator) => {
   const phases: string[] = [];

@@ -7,8 +7,8 @@
 import { expect } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
-import { cacheOf } from '../../src/collectives/cache.ts';
-import type { Algorithm, Tensor } from '../../src/collectives/types.ts';
+import { cacheOf } from '../../src/collectives/controller/cache.ts';
+import type { Algorithm, Tensor } from '../../src/collectives/codecs/types.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 
 const bytesOf = (t: Tensor) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);

@@ -2,7 +2,7 @@
  * Run under Deno (which has Float16Array) by fp16.test.ts: the native
  * narrowing must agree bit for bit with the portable one. Prints one JSON line.
  */
-import { float32ToFloat16, float32ToFloat16Portable, float16ToFloat32 } from '../../src/collectives/fp16.ts';
+import { float32ToFloat16, float32ToFloat16Portable, float16ToFloat32 } from '../../src/collectives/codecs/fp16.ts';
 
 const native = typeof (globalThis as { Float16Array?: unknown }).Float16Array === 'function';
 const probes: number[] = [

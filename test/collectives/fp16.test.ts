@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { float16ToFloat32, float32ToFloat16, FP16_MAX } from '../../src/collectives/fp16.ts';
+import { float16ToFloat32, float32ToFloat16, FP16_MAX } from '../../src/collectives/codecs/fp16.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { allreduce, allreduceInPlace } from '../../src/collectives/allreduce.ts';
-import { REDUCE_OPS, type Algorithm, type ReduceOp, type Tensor } from '../../src/collectives/types.ts';
+import { REDUCE_OPS, type Algorithm, type ReduceOp, type Tensor } from '../../src/collectives/codecs/types.ts';
 import { input, reference, tolerance, valuesOf, type Kind } from './reference.ts';
 
 const KINDS: Kind[] = ['float32', 'int32', 'fp16', 'float16', 'int8'];

@@ -8,7 +8,7 @@ import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { joinLocalRing } from '../../src/comm/local-ring.node.ts';
 import { allreduce } from '../../src/collectives/index.ts';
-import type { RankGroups, ReduceOp, Tensor } from '../../src/collectives/types.ts';
+import type { RankGroups, ReduceOp, Tensor } from '../../src/collectives/codecs/types.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import { detectRuntime } from '../../src/core/runtime.ts';
 import { input, reference, tolerance, valuesOf, type Kind } from './reference.ts';

@@ -10,7 +10,7 @@ import type { Communicator } from '../../src/comm/interface.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { allreduce, autoAlgorithm, chooseAlgorithm, reduceSettings } from '../../src/collectives/allreduce.ts';
 import { HIERARCHICAL, rankGroups, ringCost } from '../../src/collectives/algorithms/index.ts';
-import { REDUCE_OPS, type RankGroups, type Tensor } from '../../src/collectives/types.ts';
+import { REDUCE_OPS, type RankGroups, type Tensor } from '../../src/collectives/codecs/types.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { allreduceCost } from '../../src/sim/cost-model.ts';

@@ -16,10 +16,10 @@ import {
   reducescatter,
   reducescatterRange,
 } from '../../src/collectives/index.ts';
-import { cacheOf } from '../../src/collectives/cache.ts';
-import { float16ToFloat32, float32ToFloat16 } from '../../src/collectives/fp16.ts';
-import { FALLBACK_STEP, NEGOTIATE_STEP } from '../../src/collectives/negotiate.ts';
-import { addProcessSet } from '../../src/collectives/process-set.ts';
+import { cacheOf } from '../../src/collectives/controller/cache.ts';
+import { float16ToFloat32, float32ToFloat16 } from '../../src/collectives/codecs/fp16.ts';
+import { FALLBACK_STEP, NEGOTIATE_STEP } from '../../src/collectives/controller/negotiate.ts';
+import { addProcessSet } from '../../src/collectives/controller/process-set.ts';
 
 export interface Case {
   name: string;

@@ -8,7 +8,12 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { allreduce, allreduceInPlace } from '../../src/collectives/allreduce.ts';
-import { dequantizeInt8, encodeWithFeedback, INT8_HEADER_BYTES, quantizeInt8 } from '../../src/collectives/int8.ts';
+import {
+  dequantizeInt8,
+  encodeWithFeedback,
+  INT8_HEADER_BYTES,
+  quantizeInt8,
+} from '../../src/collectives/codecs/int8.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 
 function lcg(seed: number): () => number {

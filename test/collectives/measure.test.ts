@@ -1,9 +1,9 @@
 /** The benchmark's bookkeeping (not its speed): fields, units and the nccl-tests busbw formula. */
 import { describe, expect, it } from 'vitest';
-import { benchAllreduce, benchSweep, parseBytes } from '../../src/cli/bench-allreduce.node.ts';
+import { benchAllreduce, benchSweep, parseBytes } from '../../src/cli/commands/bench-allreduce.node.ts';
 import { autoAlgorithm } from '../../src/collectives/allreduce.ts';
 import { SWEEP_BYTES } from '../../src/collectives/measure.ts';
-import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/types.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/codecs/types.ts';
 
 describe('bench allreduce', () => {
   it('reads sizes in binary units and refuses nonsense', () => {

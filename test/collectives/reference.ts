@@ -1,6 +1,6 @@
 /** Plain, obviously-right references and seeded inputs for the collective tests. */
-import { float16ToFloat32, float32ToFloat16 } from '../../src/collectives/fp16.ts';
-import type { ReduceOp, Tensor } from '../../src/collectives/types.ts';
+import { float16ToFloat32, float32ToFloat16 } from '../../src/collectives/codecs/fp16.ts';
+import type { ReduceOp, Tensor } from '../../src/collectives/codecs/types.ts';
 import { mulberry32 } from '../../src/core/random.ts';
 
 /** Seeded test data: the project's one generator. */

@@ -1,5 +1,5 @@
 /**
- * Robust aggregation (src/collectives/robust-aggregate.ts, centered-clip.ts)
+ * Robust aggregation (src/collectives/robust/robust-aggregate.ts, centered-clip.ts)
  * over memory links against f64 CPU oracles: sizes 1-5 × lengths, every
  * rule; a wild rank is ignored by the median and the trimmed mean and bounded
  * by centered clipping, also through DistributedOptimizer (stand-in model: the
@@ -7,16 +7,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
-import { clipWeights, CENTERED_CLIP_ROUNDS } from '../../src/collectives/centered-clip.ts';
+import { clipWeights, CENTERED_CLIP_ROUNDS } from '../../src/collectives/robust/centered-clip.ts';
 import {
   aggregateColumns,
   parseAggregation,
   robustAllreduce,
   trimmedCount,
   type Aggregation,
-} from '../../src/collectives/robust-aggregate.ts';
+} from '../../src/collectives/robust/robust-aggregate.ts';
 import { mulberry32 } from '../../src/core/random.ts';
-import { DistributedOptimizer } from '../../src/distributed/optimizer.ts';
+import { DistributedOptimizer } from '../../src/distributed/api/optimizer.ts';
 import type { Model } from '../../src/engine/model.ts';
 import type { Optimizer } from '../../src/engine/optimizer.ts';
 

@@ -2,7 +2,7 @@
 import { expect } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { allreduce } from '../../src/collectives/allreduce.ts';
-import type { Algorithm, Tensor } from '../../src/collectives/types.ts';
+import type { Algorithm, Tensor } from '../../src/collectives/codecs/types.ts';
 import { input, reference, tolerance, valuesOf, type Kind } from './reference.ts';
 
 const bytesOf = (t: Tensor) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);

@@ -1,10 +1,17 @@
 /**
- * Count sketches (src/collectives/sketch.ts): linear, the same piece by piece
+ * Count sketches (src/collectives/robust/sketch.ts): linear, the same piece by piece
  * as whole, and their cosines estimate the vectors' cosines.
  */
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../src/core/random.ts';
-import { checkBuckets, coordinateMedian, cosine, sketch, sketchInto, stepSeed } from '../../src/collectives/sketch.ts';
+import {
+  checkBuckets,
+  coordinateMedian,
+  cosine,
+  sketch,
+  sketchInto,
+  stepSeed,
+} from '../../src/collectives/robust/sketch.ts';
 
 function gaussian(n: number, seed: number): Float32Array {
   const r = mulberry32(seed);

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { allreduce, allreduceInPlace } from '../../src/collectives/allreduce.ts';
-import { topkCount, topkIndices, topkRatio } from '../../src/collectives/topk.ts';
+import { topkCount, topkIndices, topkRatio } from '../../src/collectives/transfer/topk.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { mulberry32 } from '../../src/core/random.ts';
 

@@ -16,8 +16,8 @@ import {
   MAX_TWO_SHOT_RANKS,
   reduceSettings,
 } from '../../src/collectives/allreduce.ts';
-import { splitEven } from '../../src/collectives/partition.ts';
-import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/types.ts';
+import { splitEven } from '../../src/collectives/codecs/partition.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/codecs/types.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { expectCachedFallback } from './cached-fallback.ts';

@@ -1,5 +1,5 @@
 /**
- * The verified allreduce's arithmetic (src/collectives/verified.ts) on real
+ * The verified allreduce's arithmetic (src/collectives/robust/verified.ts) on real
  * ring allreduces over memory links: honest sums always pass the float bound
  * (sizes × lengths grid, hostile magnitudes), a change beyond rounding is
  * caught, and which ranks saw which chunk wrong names the link. The same on
@@ -10,8 +10,8 @@ import type { Communicator } from '../../src/comm/interface.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { allgather } from '../../src/collectives/allgather.ts';
 import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
-import { stepSeed } from '../../src/collectives/sketch.ts';
-import { chunkSketches, ringChunks, suspectLinks, wrongChunks } from '../../src/collectives/verified.ts';
+import { stepSeed } from '../../src/collectives/robust/sketch.ts';
+import { chunkSketches, ringChunks, suspectLinks, wrongChunks } from '../../src/collectives/robust/verified.ts';
 import { mulberry32 } from '../../src/core/random.ts';
 import { flipBitsOnSend } from '../support/chaos/faults.ts';
 

@@ -12,7 +12,7 @@ import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { joinLocalRing } from '../../src/comm/local-ring.node.ts';
 import { allgather, allreduce, allreduceFused, alltoall, barrier, broadcast } from '../../src/collectives/index.ts';
-import type { Tensor } from '../../src/collectives/types.ts';
+import type { Tensor } from '../../src/collectives/codecs/types.ts';
 import { detectRuntime } from '../../src/core/runtime.ts';
 import { input, reference, tolerance, type Kind } from '../collectives/reference.ts';
 import { CASES } from '../collectives/horovod-cases.ts';

@@ -16,7 +16,7 @@ import {
   tokenizerMetadata,
   vocabularyTokenizer,
 } from '../../src/data/tokenizer.ts';
-import { checkVocabulary, resumeTokenizer } from '../../src/distributed/model-fit.ts';
+import { checkVocabulary, resumeTokenizer } from '../../src/distributed/train/model-fit.ts';
 import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 
 describe('tokenizers', () => {

@@ -15,7 +15,7 @@ import { Secret, Service } from 'kubernetes-models/v1';
 import { renderManifests, type K8sObject } from '../../deploy/k8s/render.ts';
 import { parseValues } from '../../deploy/k8s/values.ts';
 import { toYaml } from '../../deploy/k8s/yaml.ts';
-import { readValuesFile } from '../../src/cli/k8s.node.ts';
+import { readValuesFile } from '../../src/cli/commands/k8s.node.ts';
 
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'apps/v1/Deployment': Deployment,

@@ -1,7 +1,7 @@
 /**
  * Staged admission end to end on the client side (real server, real Node signaling clients,
  * real links inside scripts/in-netns.sh): two members that voted, a joiner that the server makes
- * a candidate; every end answers its probes with answerProbe (src/distributed/admission-probe.ts),
+ * a candidate; every end answers its probes with answerProbe (src/distributed/session/admission-probe.ts),
  * over WebRTC, and over TCP when every end listens, and the candidate's first membership
  * names it. A candidate nobody answers gets admit-timeout and the members' membership never moves.
  */
@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { TcpLinkEndpoint } from '../../src/comm/tcp-link.node.ts';
 import { loadWrtc } from '../../src/comm/wrtc.node.ts';
-import { answerProbe } from '../../src/distributed/admission-probe.ts';
+import { answerProbe } from '../../src/distributed/session/admission-probe.ts';
 import { connect, type SignalingClient } from '../../src/signaling/client.node.ts';
 import type { ProbeMsg } from '../../src/signaling/protocol.ts';
 import { jobSpec } from '../server/helpers.ts';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
-import { broadcastOptimizerState } from '../../src/distributed/broadcast-state.ts';
+import { broadcastOptimizerState } from '../../src/distributed/api/broadcast-state.ts';
 import type { Optimizer } from '../../src/engine/optimizer.ts';
 
 /** The parts of an optimizer the broadcast uses, over plain arrays, counting its read-backs. */

@@ -9,8 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import type { Communicator } from '../../src/comm/communicator.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
-import { LocalSgdOptimizer, localSgdSettings, ringOptimizer } from '../../src/distributed/diloco.ts';
-import { DistributedOptimizer } from '../../src/distributed/optimizer.ts';
+import { LocalSgdOptimizer, localSgdSettings, ringOptimizer } from '../../src/distributed/train/diloco.ts';
+import { DistributedOptimizer } from '../../src/distributed/api/optimizer.ts';
 import type { Model } from '../../src/engine/model.ts';
 import type { Optimizer } from '../../src/engine/optimizer.ts';
 

@@ -12,8 +12,8 @@ import type { Communicator } from '../../src/comm/interface.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { EventBus, type RingEvent } from '../../src/core/events.ts';
-import { ElasticRing, currentRing } from '../../src/distributed/elastic-ring.ts';
-import type { ElasticHooks } from '../../src/distributed/trainer-types.ts';
+import { ElasticRing, currentRing } from '../../src/distributed/session/elastic-ring.ts';
+import type { ElasticHooks } from '../../src/distributed/train/trainer-types.ts';
 
 /** Membership of rank `rank` in rings `rings[epoch]`: it has heard of epoch `latest`. */
 function hooks(

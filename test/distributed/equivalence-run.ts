@@ -16,7 +16,7 @@ import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 import { makeImageDataset } from '../../src/data/dataset.ts';
 import { loadMnist } from '../../src/data/mnist.node.ts';
 import { faultHook, parseFault } from '../support/chaos/faults.ts';
-import { trainDistributed, type DistributedTrainConfig } from '../../src/distributed/trainer.ts';
+import { trainDistributed, type DistributedTrainConfig } from '../../src/distributed/train/trainer.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 
 const [steps, batch, ...ns] = (globalThis as unknown as { Deno: { args: string[] } }).Deno.args.map(Number);

@@ -8,8 +8,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { allreduce, ErrorCode, init } from '../../src/index.node.ts';
-import { jobToJoin } from '../../src/distributed/job-address.node.ts';
-import { JOB_ENV, SERVER_ENV, TOKEN_ENV } from '../../src/distributed/launch-env.ts';
+import { jobToJoin } from '../../src/distributed/session/job-address.node.ts';
+import { JOB_ENV, SERVER_ENV, TOKEN_ENV } from '../../src/distributed/session/launch-env.ts';
 import { requireNetns } from '../support/workers.ts';
 
 const NAMES = [SERVER_ENV, JOB_ENV, TOKEN_ENV];

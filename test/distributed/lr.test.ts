@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { learningRateAt } from '../../src/distributed/lr.ts';
+import { learningRateAt } from '../../src/distributed/api/lr.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 
 describe('learning-rate scaling', () => {

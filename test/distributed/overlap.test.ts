@@ -12,12 +12,12 @@ import { createMemoryRing } from '../../src/comm/rings.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import { makeImageDataset } from '../../src/data/dataset.ts';
 import { loadMnist } from '../../src/data/mnist.node.ts';
-import { DistributedOptimizer } from '../../src/distributed/optimizer.ts';
+import { DistributedOptimizer } from '../../src/distributed/api/optimizer.ts';
 import {
   trainDistributed,
   type DistributedTrainArgs,
   type DistributedTrainConfig,
-} from '../../src/distributed/trainer.ts';
+} from '../../src/distributed/train/trainer.ts';
 import { createModel, createOptimizer, type ModelSpec } from '../../src/engine/index.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';

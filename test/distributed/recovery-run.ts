@@ -11,7 +11,11 @@ import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { makeImageDataset } from '../../src/data/dataset.ts';
 import { loadMnist } from '../../src/data/mnist.node.ts';
-import { trainDistributed, type DistributedTrainConfig, type ElasticHooks } from '../../src/distributed/trainer.ts';
+import {
+  trainDistributed,
+  type DistributedTrainConfig,
+  type ElasticHooks,
+} from '../../src/distributed/train/trainer.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 
 const gpu = await acquireGpu();

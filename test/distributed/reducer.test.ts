@@ -16,7 +16,7 @@ import type { GradientCheck } from '../../src/distributed/reduce/gradient-check.
 import { GradientReducer, type ReducedModel } from '../../src/distributed/reduce/gradient-reducer.ts';
 import { planOverlap, type OverlapInputs } from '../../src/distributed/reduce/overlap-plan.ts';
 import type { GradientReducerOptions } from '../../src/distributed/reduce/settings.ts';
-import { StepClock } from '../../src/distributed/step-clock.ts';
+import { StepClock } from '../../src/distributed/train/step-clock.ts';
 
 const N = 24;
 

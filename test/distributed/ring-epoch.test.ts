@@ -16,7 +16,7 @@ import {
   formatEpoch,
   newerEpoch,
   type RingEpoch,
-} from '../../src/distributed/ring-epoch.ts';
+} from '../../src/distributed/session/ring-epoch.ts';
 
 const e = (generation: number, epoch: number): RingEpoch => ({ generation, epoch });
 

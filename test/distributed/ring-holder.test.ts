@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Communicator } from '../../src/comm/communicator.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
-import { DistributedOptimizer } from '../../src/distributed/optimizer.ts';
-import { type CurrentRing, recordRingHolder } from '../../src/distributed/elastic-ring.ts';
+import { DistributedOptimizer } from '../../src/distributed/api/optimizer.ts';
+import { type CurrentRing, recordRingHolder } from '../../src/distributed/session/elastic-ring.ts';
 import { createModel } from '../../src/engine/create.ts';
 import { SGD } from '../../src/engine/optimizer.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';

@@ -13,8 +13,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
-import { init, type Session } from '../../src/distributed/session.node.ts';
-import { epochAfter } from '../../src/distributed/ring-epoch.ts';
+import { init, type Session } from '../../src/distributed/session/session.node.ts';
+import { epochAfter } from '../../src/distributed/session/ring-epoch.ts';
 import { requireNetns } from '../support/workers.ts';
 
 const sessions: Session[] = [];

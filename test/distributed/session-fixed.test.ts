@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import type { RingEvent } from '../../src/core/events.ts';
-import { init, type Session } from '../../src/distributed/session.node.ts';
+import { init, type Session } from '../../src/distributed/session/session.node.ts';
 import { requireNetns } from '../support/workers.ts';
 
 const sessions: Session[] = [];

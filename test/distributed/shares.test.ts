@@ -11,7 +11,7 @@ import {
   roundShares,
   ShareBalancer,
   MAX_CHANGE,
-} from '../../src/distributed/shares.ts';
+} from '../../src/distributed/train/shares.ts';
 
 /** Runs the rule for `steps` steps on ranks whose compute of n examples takes slowness[r] · (a + b·n) ms. */
 function settle(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { QUIET_LINK } from '../../src/comm/communicator.ts';
-import { describeStall, stallReporter } from '../../src/distributed/stall.ts';
+import { describeStall, stallReporter } from '../../src/distributed/observe/stall.ts';
 
 describe('stall lines', () => {
   it('name the ranks waited on, and say what kind of wait it is', () => {

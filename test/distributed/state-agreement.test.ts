@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import type { Model } from '../../src/engine/model.ts';
 import type { Optimizer } from '../../src/engine/optimizer.ts';
-import { hex, judgeStateHashes, StateAgreement, stateDigest } from '../../src/distributed/state-agreement.ts';
+import { hex, judgeStateHashes, StateAgreement, stateDigest } from '../../src/distributed/robust/state-agreement.ts';
 import { ring } from '../robust/memory-ring.ts';
 import type { Misbehaviour, MisbehaviourSink } from '../../src/comm/misbehaviour.ts';
 

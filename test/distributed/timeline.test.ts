@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EventBus } from '../../src/core/events.ts';
-import { mergeTraces, TimelineRecorder } from '../../src/distributed/timeline.ts';
+import { mergeTraces, TimelineRecorder } from '../../src/distributed/observe/timeline.ts';
 
 describe('TimelineRecorder', () => {
   it('turns begin/end pairs into complete events on the shared wall clock', () => {

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TrainingCheckpoint } from '../../src/checkpoint/checkpoint.ts';
-import { checkModelOptions, withResumedArch } from '../../src/distributed/model-fit.ts';
+import { checkModelOptions, withResumedArch } from '../../src/distributed/train/model-fit.ts';
 
 const OLD_SPEC = { kind: 'transformer', seed: 1, vocab: 85, context: 64, layers: 2, width: 64, heads: 4 };
 const checkpoint = (spec: Record<string, unknown>) =>

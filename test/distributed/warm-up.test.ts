@@ -8,10 +8,10 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { wordsDataset } from '../../src/data/words.ts';
-import { prepareTraining } from '../../src/distributed/warm-up.ts';
-import type { LocalTrainConfig } from '../../src/distributed/train-local.ts';
+import { prepareTraining } from '../../src/distributed/train/warm-up.ts';
+import type { LocalTrainConfig } from '../../src/distributed/train/train-local.ts';
 import { createModel, createOptimizer } from '../../src/engine/index.ts';
-import { modelSpecFor } from '../../src/distributed/model-fit.ts';
+import { modelSpecFor } from '../../src/distributed/train/model-fit.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 

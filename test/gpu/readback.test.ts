@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeImageDataset } from '../../src/data/dataset.ts';
-import { trainLocal, type LocalTrainConfig } from '../../src/distributed/train-local.ts';
-import { trainDistributed } from '../../src/distributed/trainer.ts';
+import { trainLocal, type LocalTrainConfig } from '../../src/distributed/train/train-local.ts';
+import { trainDistributed } from '../../src/distributed/train/trainer.ts';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { EventBus } from '../../src/core/events.ts';
 import { createModel } from '../../src/engine/index.ts';

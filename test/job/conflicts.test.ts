@@ -4,12 +4,12 @@
  * the library with config keys (here).
  */
 import { describe, expect, it } from 'vitest';
-import { parseAggregation } from '../../src/collectives/robust-aggregate.ts';
+import { parseAggregation } from '../../src/collectives/robust/robust-aggregate.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { configSettingName, refuseConflicts, settingConflict, type ConflictSettings } from '../../src/job/conflicts.ts';
-import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
-import { refuseConflictingConfig } from '../../src/distributed/train-config.ts';
-import type { DistributedTrainConfig } from '../../src/distributed/trainer.ts';
+import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
+import { refuseConflictingConfig } from '../../src/distributed/train/train-config.ts';
+import type { DistributedTrainConfig } from '../../src/distributed/train/trainer.ts';
 
 const median = parseAggregation('median');
 

@@ -180,7 +180,7 @@ describe('job settings', () => {
 describe('a peer reading its job', () => {
   it('refuses, at join and before any ring, a job with a setting it does not know (a newer server), and leaves it', async () => {
     const { WebSocketServer } = await import('ws');
-    const { init } = await import('../../src/distributed/session.node.ts');
+    const { init } = await import('../../src/distributed/session/session.node.ts');
     const { PROTOCOL_VERSION } = await import('../../src/signaling/protocol.ts');
     // A stand-in for a newer server, whose job carries a setting this peer has never heard of.
     const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });

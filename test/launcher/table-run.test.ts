@@ -10,12 +10,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { workerTable } from '../../src/cli/table-option.node.ts';
-import { jobSpecFor } from '../../src/cli/run-options.node.ts';
-import type { RunOptions } from '../../src/cli/run-options.node.ts';
+import { workerTable } from '../../src/cli/options/table-option.node.ts';
+import { jobSpecFor } from '../../src/cli/options/run-options.node.ts';
+import type { RunOptions } from '../../src/cli/options/run-options.node.ts';
 import { parseJobSettings } from '../../src/job/settings.ts';
 import { startServer } from '../../server/index.ts';
-import { TOKEN_ENV } from '../../src/cli/secrets.node.ts';
+import { TOKEN_ENV } from '../../src/cli/options/secrets.node.ts';
 import { ringtrain } from '../support/cli.ts';
 
 /** The worker's check, given the job's settings parsed as a worker's session parses them. */

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeSafetensors } from '../../src/checkpoint/safetensors.ts';
-import { checkWorkerModelOptions, workerText } from '../../src/cli/text-option.node.ts';
+import { checkWorkerModelOptions, workerText } from '../../src/cli/options/text-option.node.ts';
 import { crc32 } from '../../src/checkpoint/crc32.ts';
-import { jobSpecFor, type RunOptions } from '../../src/cli/run-options.node.ts';
+import { jobSpecFor, type RunOptions } from '../../src/cli/options/run-options.node.ts';
 import { parseJobSettings } from '../../src/job/settings.ts';
 import { ringtrain } from '../support/cli.ts';
 

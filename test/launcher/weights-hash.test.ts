@@ -1,7 +1,7 @@
 /**
  * `run --json` carries each rank's `weights_hash` (the SHA-256 of its final
  * weights and optimizer state, agreed at the ring's last state check:
- * src/distributed/state-agreement.ts), one value on every rank. Real workers
+ * src/distributed/robust/state-agreement.ts), one value on every rank. Real workers
  * over real links, inside the private network namespace.
  */
 import { describe, expect, it } from 'vitest';

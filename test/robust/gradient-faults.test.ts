@@ -12,7 +12,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
-import { DEFAULT_NAMED_AFTER } from '../../src/distributed/doubt.ts';
+import { DEFAULT_NAMED_AFTER } from '../../src/distributed/robust/doubt.ts';
 import { requireNetns } from '../support/workers.ts';
 import { cleanUpRuns, FAULT_STEP, lastStepAtSize, runWithFault, STEPS } from './eject.ts';
 

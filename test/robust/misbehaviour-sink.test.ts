@@ -6,10 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import type { Misbehaviour, MisbehaviourSink } from '../../src/comm/misbehaviour.ts';
-import { rejectOffences } from '../../src/distributed/guard.ts';
+import { rejectOffences } from '../../src/distributed/robust/guard.ts';
 import { isRingtrainError } from '../../src/core/errors.ts';
 import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
-import { StepChecks } from '../../src/distributed/step-checks.ts';
+import { StepChecks } from '../../src/distributed/robust/step-checks.ts';
 
 function collectingSink(): MisbehaviourSink & { found: Misbehaviour[] } {
   const found: Misbehaviour[] = [];

@@ -11,7 +11,7 @@ import { readAbortNote } from '../../src/comm/abort-note.ts';
 import { encodeFrames, FrameKind } from '../../src/comm/frame.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import type { RingEvent } from '../../src/core/events.ts';
-import { checkContributions, contributionOutliers } from '../../src/distributed/guard.ts';
+import { checkContributions, contributionOutliers } from '../../src/distributed/robust/guard.ts';
 import { misbehaveOnWire, parseFault, tamperGradients } from '../support/chaos/faults.ts';
 
 const misbehaved = (events: RingEvent[]) =>

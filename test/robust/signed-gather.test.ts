@@ -5,13 +5,13 @@
  * by nobody; a ring without keys gathers as before.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { FAST_STEP_BIT } from '../../src/collectives/negotiate.ts';
-import { PHASE_ALLGATHER } from '../../src/collectives/ring.ts';
+import { FAST_STEP_BIT } from '../../src/collectives/controller/negotiate.ts';
+import { PHASE_ALLGATHER } from '../../src/collectives/transfer/ring.ts';
 import type { LinkCommunicator } from '../../src/comm/communicator.ts';
 import type { Communicator } from '../../src/comm/interface.ts';
 import type { Misbehaviour } from '../../src/comm/misbehaviour.ts';
-import { keysOf, newSigningKeys, recordRingKeys, type SigningKeys } from '../../src/distributed/ring-keys.ts';
-import { proofOf, provenRelayer, signedAllgather, signedForHop } from '../../src/distributed/signed-gather.ts';
+import { keysOf, newSigningKeys, recordRingKeys, type SigningKeys } from '../../src/distributed/session/ring-keys.ts';
+import { proofOf, provenRelayer, signedAllgather, signedForHop } from '../../src/distributed/session/signed-gather.ts';
 import type { Membership } from '../../src/signaling/client.ts';
 import { until } from '../support/workers.ts';
 import { ring } from './memory-ring.ts';

@@ -1,5 +1,5 @@
 /**
- * The checks around a step's allreduce (src/distributed/step-checks.ts) on
+ * The checks around a step's allreduce (src/distributed/robust/step-checks.ts) on
  * memory links: the verified allreduce names a bit-flipping link on every
  * rank alike before the update; the direction rule names a sign-flipped ×20
  * rank within a few steps and leaves honest heavy-tailed ranks alone. Real
@@ -11,14 +11,19 @@ import { LinkCommunicator } from '../../src/comm/communicator.ts';
 import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { mulberry32 } from '../../src/core/random.ts';
-import { DirectionHistory, directionStats } from '../../src/distributed/direction.ts';
-import { DEFAULT_CLIP_RATIO, DEFAULT_NAMED_AFTER, DoubtTracker, doubtStats } from '../../src/distributed/doubt.ts';
+import { DirectionHistory, directionStats } from '../../src/distributed/robust/direction.ts';
+import {
+  DEFAULT_CLIP_RATIO,
+  DEFAULT_NAMED_AFTER,
+  DoubtTracker,
+  doubtStats,
+} from '../../src/distributed/robust/doubt.ts';
 import type { RingEvent } from '../../src/core/events.ts';
 import { flipBitsOnSend } from '../support/chaos/faults.ts';
-import { StepChecks } from '../../src/distributed/step-checks.ts';
-import { sketch, stepSeed } from '../../src/collectives/sketch.ts';
-import { l2Norm } from '../../src/distributed/guard.ts';
-import { trainConfigFromJob } from '../../src/distributed/job-config.ts';
+import { StepChecks } from '../../src/distributed/robust/step-checks.ts';
+import { sketch, stepSeed } from '../../src/collectives/robust/sketch.ts';
+import { l2Norm } from '../../src/distributed/robust/guard.ts';
+import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
 
 /** Gradients with a shared direction plus each rank's own noise (cosine to the mean about `signal`). */
 function gradients(size: number, n: number, step: number, signal = 0.3): Float32Array[] {

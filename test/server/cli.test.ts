@@ -9,8 +9,8 @@ import { runCli } from '../../src/cli/program.ts';
 import { connect } from '../../src/signaling/client.node.ts';
 import WebSocket from 'ws';
 import type { WebSocketConstructor } from '../../src/signaling/client.ts';
-import { TOKEN_IN_ARGV_WARNING, readTokenFile, tokenFrom } from '../../src/cli/secrets.node.ts';
-import { jobFromFlags, parseHyperparameters } from '../../src/cli/server.ts';
+import { TOKEN_IN_ARGV_WARNING, readTokenFile, tokenFrom } from '../../src/cli/options/secrets.node.ts';
+import { jobFromFlags, parseHyperparameters } from '../../src/cli/commands/server.ts';
 import { jobSpec } from './helpers.ts';
 import { makeTestCert } from './test-cert.ts';
 

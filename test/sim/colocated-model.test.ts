@@ -20,8 +20,8 @@ import {
   predictColocatedStep,
   type HostInputs,
 } from '../../src/sim/colocated-model.ts';
-import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
-import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/types.ts';
+import { simulate, simulateOptions, simulationTable } from '../../src/cli/commands/simulate.node.ts';
+import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/codecs/types.ts';
 
 const x: HostInputs = {
   computeS: 0.15,

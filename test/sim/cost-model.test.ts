@@ -19,7 +19,7 @@ import {
   predictStep,
   type StepInputs,
 } from '../../src/sim/cost-model.ts';
-import { simulate, simulateOptions, simulationTable } from '../../src/cli/simulate.node.ts';
+import { simulate, simulateOptions, simulationTable } from '../../src/cli/commands/simulate.node.ts';
 import { algorithmNamed } from '../../src/collectives/algorithms/index.ts';
 
 const A = 0.001; // 1 ms per message

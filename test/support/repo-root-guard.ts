@@ -1,7 +1,7 @@
 /**
  * Vitest's global setup (vitest.config.ts): a test run leaves no recovery checkpoint in the
  * repository's root. A worker that ends with an error writes `ringtrain-recovery-step<N>.safetensors`
- * in its working folder (src/cli/recovery.node.ts), and one started from the root by a test that
+ * in its working folder (src/cli/commands/recovery.node.ts), and one started from the root by a test that
  * forgot a temporary folder (test/support/cli.ts `ringtrainIn`) or `--recovery` there
  * (test/support/workers.ts `recoveryArgs`) used to leave one beside the sources after a failure.
  * The files that were there before the run are not this run's; any new one fails it, named.

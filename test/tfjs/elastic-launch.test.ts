@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { forEachLine } from '../../src/core/lines.node.ts';
-import type { TraceEvent } from '../../src/distributed/timeline.ts';
+import type { TraceEvent } from '../../src/distributed/observe/timeline.ts';
 import { killIfSame, processStartTime, requireNetns, until } from '../support/workers.ts';
 
 const EPOCHS = 4;

@@ -8,7 +8,7 @@
  */
 import process from 'node:process';
 import * as tf from '@tensorflow/tfjs-core';
-import { FINISHED } from '../../src/distributed/session.ts';
+import { FINISHED } from '../../src/distributed/session/session.ts';
 import {
   BroadcastGlobalVariablesCallback,
   DistributedOptimizer,

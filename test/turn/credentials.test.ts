@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { noPathError, newIceProgress, noteCandidates } from '../../src/comm/ice-diagnosis.ts';
-import { iceFromFlags } from '../../src/cli/ice-flags.node.ts';
+import { iceFromFlags } from '../../src/cli/options/ice-flags.node.ts';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import type { WelcomeMsg } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from '../server/helpers.ts';

@@ -1,8 +1,8 @@
-import { blockExchange } from '../block-exchange.ts';
-import { splitEven, type Range } from '../partition.ts';
-import type { Run } from '../run.ts';
-import type { ReduceOp, Tensor } from '../types.ts';
-import { roundTripInPlace, type Codec } from '../wire.ts';
+import { blockExchange } from '../transfer/block-exchange.ts';
+import { splitEven, type Range } from '../codecs/partition.ts';
+import type { Run } from '../controller/run.ts';
+import type { ReduceOp, Tensor } from '../codecs/types.ts';
+import { roundTripInPlace, type Codec } from '../codecs/wire.ts';
 import { foldToPowerOfTwo } from './recursive-doubling.ts';
 import { bufferRun, defineAllreduceAlgorithm, type AllreduceCost, type LinkCost } from './registry.ts';
 

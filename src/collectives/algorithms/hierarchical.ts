@@ -31,11 +31,11 @@
  * two) times STEPS_PER_RING plus the ring's step; segment index in `chunk`.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { segmentsOf, splitEven, type Range } from '../partition.ts';
-import { finish, reduceInto, scaleInPlace } from '../reduce.ts';
-import type { Run } from '../run.ts';
-import type { RankGroups, ReduceOp, Tensor } from '../types.ts';
-import { codecFor, elementsIn, roundTripInPlace, type Codec } from '../wire.ts';
+import { segmentsOf, splitEven, type Range } from '../codecs/partition.ts';
+import { finish, reduceInto, scaleInPlace } from '../codecs/reduce.ts';
+import type { Run } from '../controller/run.ts';
+import type { RankGroups, ReduceOp, Tensor } from '../codecs/types.ts';
+import { codecFor, elementsIn, roundTripInPlace, type Codec } from '../codecs/wire.ts';
 import { defineAllreduceAlgorithm, type AllreduceCost, type LinkCost } from './registry.ts';
 import { ringCost } from './ring.ts';
 

@@ -1,8 +1,8 @@
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { reduceInto } from '../reduce.ts';
-import type { Run } from '../run.ts';
-import type { ReduceOp, Tensor } from '../types.ts';
-import { elementsIn, roundTripInPlace, type Codec } from '../wire.ts';
+import { reduceInto } from '../codecs/reduce.ts';
+import type { Run } from '../controller/run.ts';
+import type { ReduceOp, Tensor } from '../codecs/types.ts';
+import { elementsIn, roundTripInPlace, type Codec } from '../codecs/wire.ts';
 import { bufferRun, defineAllreduceAlgorithm, type AllreduceCost, type LinkCost } from './registry.ts';
 
 /**

@@ -7,10 +7,10 @@
  * from here, so no two collide and nobody picks a number by hand.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { finish, scaleInPlace } from '../reduce.ts';
-import type { Run } from '../run.ts';
-import type { ReduceOp, ReduceSettings, Tensor } from '../types.ts';
-import { codecFor, type Codec } from '../wire.ts';
+import { finish, scaleInPlace } from '../codecs/reduce.ts';
+import type { Run } from '../controller/run.ts';
+import type { ReduceOp, ReduceSettings, Tensor } from '../codecs/types.ts';
+import { codecFor, type Codec } from '../codecs/wire.ts';
 
 /** Seconds per message and per byte of a link (Hockney's alpha-beta model). */
 export interface LinkCost {

@@ -5,13 +5,13 @@
  * and it takes whatever no algorithm before it in the list did.
  */
 import type { Communicator } from '../../comm/interface.ts';
-import { splitEven } from '../partition.ts';
-import { finish, scaleInPlace } from '../reduce.ts';
-import { ringAllgather, ringReduceScatter } from '../ring.ts';
-import type { Run } from '../run.ts';
-import { topkAllreduceInPlace, topkRatio } from '../topk.ts';
-import { view, type ReduceSettings, type Tensor } from '../types.ts';
-import { codecFor, encodeSegment, roundTripInPlace } from '../wire.ts';
+import { splitEven } from '../codecs/partition.ts';
+import { finish, scaleInPlace } from '../codecs/reduce.ts';
+import { ringAllgather, ringReduceScatter } from '../transfer/ring.ts';
+import type { Run } from '../controller/run.ts';
+import { topkAllreduceInPlace, topkRatio } from '../transfer/topk.ts';
+import { view, type ReduceSettings, type Tensor } from '../codecs/types.ts';
+import { codecFor, encodeSegment, roundTripInPlace } from '../codecs/wire.ts';
 import { defineAllreduceAlgorithm, type AllreduceCost, type LinkCost } from './registry.ts';
 
 /**

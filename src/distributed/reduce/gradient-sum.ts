@@ -7,7 +7,7 @@
  */
 import type { Communicator } from '../../comm/interface.ts';
 import { allreduceInPlace } from '../../collectives/allreduce.ts';
-import type { Aggregation } from '../../collectives/robust-aggregate.ts';
+import type { Aggregation } from '../../collectives/robust/robust-aggregate.ts';
 import { RobustSum } from './robust-sum.ts';
 import type { ReduceSettings } from './settings.ts';
 

@@ -5,8 +5,8 @@
  * every rank cuts the same buckets. The first reason that applies is kept, so
  * a timeline or a test can say why a job reads its gradients whole.
  */
-import type { Aggregation } from '../../collectives/robust-aggregate.ts';
-import type { Compression } from '../../collectives/types.ts';
+import type { Aggregation } from '../../collectives/robust/robust-aggregate.ts';
+import type { Compression } from '../../collectives/codecs/types.ts';
 import { bucketBytesFor } from '../../engine/grad-buckets.ts';
 
 export interface OverlapInputs {

@@ -6,7 +6,7 @@
  * (a joiner holds no reference).
  */
 import type { Communicator } from '../../comm/interface.ts';
-import { robustAllreduce, type Aggregation } from '../../collectives/robust-aggregate.ts';
+import { robustAllreduce, type Aggregation } from '../../collectives/robust/robust-aggregate.ts';
 
 export class RobustSum {
   /** centered-clip's reference: the previous step's aggregate (null: zeros, at the start and after a re-form). */

@@ -6,8 +6,8 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { DEFAULT_FUSION_THRESHOLD_BYTES } from '../../collectives/fusion.ts';
-import type { Aggregation } from '../../collectives/robust-aggregate.ts';
-import type { Compression, ReduceOp } from '../../collectives/types.ts';
+import type { Aggregation } from '../../collectives/robust/robust-aggregate.ts';
+import type { Compression, ReduceOp } from '../../collectives/codecs/types.ts';
 import type { GradientCheck } from './gradient-check.ts';
 
 export interface GradientReducerOptions {
@@ -31,7 +31,7 @@ export interface GradientReducerOptions {
   checks?: readonly GradientCheck[];
   /**
    * How contributions are combined: the mean (default, the ring allreduce) or a coordinate-wise
-   * robust rule (median, trimmed mean, centered clipping: src/collectives/robust-aggregate.ts). Lossless only.
+   * robust rule (median, trimmed mean, centered clipping: src/collectives/robust/robust-aggregate.ts). Lossless only.
    */
   aggregation?: Aggregation;
 }

@@ -18,8 +18,8 @@ import { fileURLToPath } from 'node:url';
 import { argv, currentRuntime, setAdapterProbe, setExitCode } from '../../../src/cli/host.node.ts';
 import { runCli } from '../../../src/cli/program.ts';
 import { parseAdapterDescription } from '../../../src/cli/runtime-choice.ts';
-import { runCommand } from '../../../src/cli/run.ts';
-import { workerCommand } from '../../../src/cli/worker.ts';
+import { runCommand } from '../../../src/cli/commands/run.ts';
+import { workerCommand } from '../../../src/cli/commands/worker.ts';
 import { faultHook, lieAfterChecks, parseFault } from './faults.ts';
 
 export const CHAOS_MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));

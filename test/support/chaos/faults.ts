@@ -19,10 +19,10 @@
  */
 import { ErrorCode, RingtrainError } from '../../../src/core/errors.ts';
 import type { Communicator } from '../../../src/comm/interface.ts';
-import { FAST_STEP_BIT } from '../../../src/collectives/negotiate.ts';
-import { PHASE_ALLGATHER } from '../../../src/collectives/ring.ts';
-import { keysOf } from '../../../src/distributed/ring-keys.ts';
-import { signedForHop } from '../../../src/distributed/signed-gather.ts';
+import { FAST_STEP_BIT } from '../../../src/collectives/controller/negotiate.ts';
+import { PHASE_ALLGATHER } from '../../../src/collectives/transfer/ring.ts';
+import { keysOf } from '../../../src/distributed/session/ring-keys.ts';
+import { signedForHop } from '../../../src/distributed/session/signed-gather.ts';
 
 export type Fault =
   | { kind: 'nan'; fromStep: number }
@@ -205,9 +205,9 @@ export function flipBitsOnSend(comm: Communicator): void {
   };
 }
 
-/** Messages of a ring allgather's phase (collectives/ring.ts) at hop 1 or later carry a block of another rank. */
+/** Messages of a ring allgather's phase (collectives/transfer/ring.ts) at hop 1 or later carry a block of another rank. */
 function isRelayedBlock(tag: { step: number }, payload: Uint8Array): boolean {
-  // The tag's step is (phase << 16) | hop, with FAST_STEP_BIT on a cached agreement's fast path (collectives/run.ts).
+  // The tag's step is (phase << 16) | hop, with FAST_STEP_BIT on a cached agreement's fast path (collectives/controller/run.ts).
   const step = tag.step & ~FAST_STEP_BIT;
   return step >>> 16 === PHASE_ALLGATHER && (step & 0xffff) > 0 && payload.byteLength < FLIP_MIN_BYTES;
 }

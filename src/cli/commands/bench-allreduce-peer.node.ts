@@ -1,0 +1,50 @@
+/**
+ * One rank of the allreduce benchmark over WebRTC or TCP (started by bench-allreduce.node.ts,
+ * Node or Deno). Rank 0 prints the measurement as one JSON line.
+ */
+import process from 'node:process';
+import { parseArgs } from 'node:util';
+import { joinLocalRing } from '../../comm/local-ring.node.ts';
+import { measureAllreduce, measureSweep } from '../../collectives/measure.ts';
+
+const { values } = parseArgs({
+  options: {
+    dir: { type: 'string' },
+    rank: { type: 'string' },
+    size: { type: 'string' },
+    bytes: { type: 'string' },
+    fp16: { type: 'boolean' },
+    transport: { type: 'string' },
+    sweep: { type: 'boolean' },
+    iterations: { type: 'string' },
+  },
+});
+const rank = Number(values.rank);
+const comm = await joinLocalRing({
+  dir: values.dir!,
+  rank,
+  size: Number(values.size),
+  connectTimeoutMs: 60_000,
+  transport: values.transport === 'tcp' || values.transport === 'tls' ? values.transport : 'webrtc',
+  // A loaded 2-core machine can starve a process for seconds; do not mistake that for a lost peer.
+  peerTimeoutMs: 20_000,
+  // Experiments only: RINGTRAIN_HIGH_WATER / RINGTRAIN_POLL_MS override the send-buffer knobs.
+  highWaterBytes: process.env.RINGTRAIN_HIGH_WATER ? Number(process.env.RINGTRAIN_HIGH_WATER) : undefined,
+  pollMs: process.env.RINGTRAIN_POLL_MS ? Number(process.env.RINGTRAIN_POLL_MS) : undefined,
+});
+try {
+  const iterations = values.iterations ? Number(values.iterations) : undefined;
+  const m = values.sweep
+    ? await measureSweep(comm, { iterations })
+    : await measureAllreduce(comm, {
+        bytes: Number(values.bytes),
+        compression: values.fp16 ? 'fp16' : 'none',
+        iterations: values.iterations ? Number(values.iterations) : undefined,
+      });
+  if (rank === 0) process.stdout.write(JSON.stringify(m) + '\n');
+} catch (e) {
+  process.stdout.write(JSON.stringify({ rank, error: (e as Error).message }) + '\n');
+  process.exitCode = 1;
+}
+await comm.close();
+process.exit();

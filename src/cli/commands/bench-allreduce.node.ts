@@ -1,0 +1,199 @@
+/**
+ * The allreduce benchmark: `ringtrain bench allreduce` and
+ * npx tsx bench/allreduce.ts (a thin entry point to this file) --peers N --bytes SIZE --transport webrtc|tcp|tls|memory
+ *   [--fp16] [--iterations K]
+ * prints one JSON line {peers, bytes, transport, fp16, algbw_MBps, busbw_MBps, p2p_MBps, ratio, ...,
+ * latency_ms, latency_ring_ms, latency_rd_ms, latency_hd_ms, latency_two_shot_ms, p2p_rtt_ms, latency_ratio} (see
+ * AllreduceMeasurement).
+ * WebRTC peers are separate processes in a private network namespace: outside
+ * one, this re-runs itself under scripts/in-netns.sh.
+ */
+import { spawn } from 'node:child_process';
+import process from 'node:process';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createMemoryRing } from '../../comm/rings.ts';
+import { commandFor, launchLocalRing, type PeerRuntime } from '../../comm/launch.node.ts';
+import {
+  measureAllreduce,
+  measureSweep,
+  type AllreduceMeasurement,
+  type AlgorithmSweep,
+} from '../../collectives/measure.ts';
+import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+import { packagePath } from '../../core/package-root.node.ts';
+
+export interface BenchOptions {
+  peers: number;
+  bytes: number;
+  /** webrtc, tcp, tls (TCP with --link-tls): one process per peer over real links on loopback; memory: all in this process. */
+  transport: 'webrtc' | 'tcp' | 'tls' | 'memory';
+  fp16: boolean;
+  iterations?: number;
+  /** Time the three algorithms over sizes from 1 KiB to 4 MiB instead (prints an AlgorithmSweep). */
+  sweep?: boolean;
+  /** Runtime of each peer process (webrtc only); default all Node. */
+  runtimes?: PeerRuntime[];
+}
+
+export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & { transport: string; seconds: number[] };
+
+const SELF = fileURLToPath(import.meta.url);
+// Beside this file: .ts in the repository, .js in an install's dist/.
+const PEER = fileURLToPath(new URL(`./bench-allreduce-peer.node${extname(SELF)}`, import.meta.url));
+// The package ships the script (package.json "files"); from dist/ a relative path would miss it.
+const NETNS = packagePath('scripts', 'in-netns.sh');
+
+/** "64MiB", "1M", "4096", "1.5GiB" -> bytes (binary units; the first letter counts). */
+export function parseBytes(s: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmg]?)(i?b)?\s*$/i.exec(s);
+  if (!m)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `cannot read '${s}' as a size; write e.g. 4096, 512KiB, 64MiB or 1GiB`,
+    );
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2].toLowerCase() as '' | 'k' | 'm' | 'g'];
+  return Math.round(Number(m[1]) * unit);
+}
+
+function check(o: BenchOptions): void {
+  if (!Number.isInteger(o.peers) || o.peers < 1 || o.peers > 16)
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--peers must be an integer from 1 to 16, got ${o.peers}`);
+  if (!(o.bytes >= 4))
+    throw new RingtrainError(ErrorCode.InvalidArgument, `--bytes must be at least 4 (one float32), got ${o.bytes}`);
+  if (!['webrtc', 'tcp', 'tls', 'memory'].includes(o.transport))
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--transport must be webrtc, tcp, tls or memory, got ${o.transport}`,
+    );
+}
+
+export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
+  return shape(await measure<AllreduceMeasurement>({ ...o, sweep: false }), o.transport);
+}
+
+/** `--sweep`: the three algorithms, each forced, at sizes from 1 KiB to 4 MiB; `small_bytes` and `medium_bytes` are the thresholds for 'auto'. */
+export async function benchSweep(o: BenchOptions): Promise<AlgorithmSweep & { transport: string }> {
+  return { transport: o.transport, ...(await measure<AlgorithmSweep>({ ...o, sweep: true })) };
+}
+
+async function measure<T>(o: BenchOptions): Promise<T> {
+  check(o);
+  const iterations = o.iterations;
+  if (o.transport === 'memory') {
+    const comms = createMemoryRing(o.peers);
+    const run = (c: (typeof comms)[number]) =>
+      o.sweep
+        ? measureSweep(c, { iterations })
+        : measureAllreduce(c, { bytes: o.bytes, compression: o.fp16 ? 'fp16' : 'none', iterations });
+    const results = await Promise.all(comms.map(run));
+    comms.forEach((c) => c.close());
+    return results[0] as T;
+  }
+  if (process.env.RINGTRAIN_NETNS !== '1') return reRunInNetns(o) as Promise<T>;
+  const ring = launchLocalRing({
+    size: o.peers,
+    script: PEER,
+    runtimes: o.runtimes,
+    args: () => [
+      '--bytes',
+      String(o.bytes),
+      '--transport',
+      o.transport,
+      ...(o.fp16 ? ['--fp16'] : []),
+      ...(o.sweep ? ['--sweep'] : []),
+      ...(iterations ? ['--iterations', String(iterations)] : []),
+    ],
+  });
+  try {
+    const line = await ring.peers[0].waitFor((l) => l.startsWith('{'));
+    const parsed = JSON.parse(line);
+    if (parsed.error) {
+      await Promise.race([Promise.all(ring.peers.map((p) => p.exited)), new Promise((r) => setTimeout(r, 2000))]);
+      const why = ring.peers
+        .map(
+          (p) =>
+            `rank ${p.rank} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'still running'}): ${[...p.lines, ...p.stderr].join('').slice(-600)}`,
+        )
+        .join('\n');
+      throw new RingtrainError(ErrorCode.Transport, `benchmark rank 0 failed: ${parsed.error}\n${why}`);
+    }
+    await Promise.all(ring.peers.map((p) => p.exited));
+    return parsed as T;
+  } finally {
+    ring.stop();
+  }
+}
+
+function shape(m: AllreduceMeasurement, transport: string): BenchResult {
+  const { peers, bytes, ...rest } = m;
+  return { peers, bytes, transport, ...rest };
+}
+
+/** Runs this file again inside a private network namespace and returns its JSON line. */
+async function reRunInNetns(o: BenchOptions): Promise<unknown> {
+  const [cmd, pre] = commandFor('node', SELF);
+  const args = [
+    '--peers',
+    String(o.peers),
+    '--bytes',
+    String(o.bytes),
+    '--transport',
+    o.transport,
+    ...(o.fp16 ? ['--fp16'] : []),
+    ...(o.sweep ? ['--sweep'] : []),
+    ...(o.iterations ? ['--iterations', String(o.iterations)] : []),
+  ];
+  if (o.runtimes) args.push('--runtimes', o.runtimes.join(','));
+  const child = spawn('sh', [NETNS, cmd, ...pre, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const code = await new Promise<number | null>((r) => child.on('exit', r));
+  const line = out.trim().split('\n').pop() ?? '';
+  if (code !== 0 || !line.startsWith('{'))
+    throw new RingtrainError(
+      ErrorCode.Transport,
+      `the benchmark in its network namespace failed (exit ${code}): ${out.slice(-500)}`,
+    );
+  return JSON.parse(line);
+}
+
+export function parseBenchArgs(argv: string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      peers: { type: 'string', default: '2' },
+      bytes: { type: 'string', default: '64MiB' },
+      transport: { type: 'string', default: 'webrtc' },
+      fp16: { type: 'boolean', default: false },
+      sweep: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: true },
+      iterations: { type: 'string' },
+      runtimes: { type: 'string' },
+    },
+  });
+  return {
+    peers: Number(values.peers),
+    bytes: parseBytes(values.bytes!),
+    transport: values.transport as BenchOptions['transport'],
+    fp16: values.fp16!,
+    sweep: values.sweep!,
+    iterations: values.iterations ? Number(values.iterations) : undefined,
+    runtimes: values.runtimes ? (values.runtimes.split(',') as PeerRuntime[]) : undefined,
+  };
+}
+
+/** The command-line entry: prints the JSON line, or the error on stderr with exit code 1. */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    const o = parseBenchArgs(argv);
+    process.stdout.write(JSON.stringify(o.sweep ? await benchSweep(o) : await benchAllreduce(o)) + '\n');
+  } catch (e) {
+    process.stderr.write(`bench allreduce: ${(e as Error).message}\n`);
+    process.exitCode = 1;
+  }
+}
+
+// Run as a script when re-run inside the network namespace.
+if (process.argv[1] && SELF === process.argv[1]) await main(process.argv.slice(2));

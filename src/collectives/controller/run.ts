@@ -1,0 +1,494 @@
+import { ErrorCode, RingtrainError, isRingtrainError } from '../../core/errors.ts';
+import { now, type Phase } from '../../core/events.ts';
+import type { Communicator, Tag } from '../../comm/interface.ts';
+import { cacheOf, sameBytes } from './cache.ts';
+import { FALLBACK_STEP, FAST_STEP_BIT, isFastStep, negotiate, type Request } from './negotiate.ts';
+import type { Range } from '../codecs/partition.ts';
+import {
+  DEFAULT_SEGMENT_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  dtypeOf,
+  type CollectiveOptions,
+  type Tensor,
+} from '../codecs/types.ts';
+import type { Codec } from '../codecs/wire.ts';
+
+/**
+ * Why a collective that went ahead on its cached agreement stops and
+ * negotiates instead. Thrown inside its body (every pending receive rejects
+ * with it); never seen by callers.
+ */
+export class Fallback extends Error {
+  /** `tell`: this rank found it out itself, so it tells the others (they may be waiting on it). */
+  constructor(
+    why: string,
+    readonly tell: boolean,
+  ) {
+    super(why);
+  }
+}
+
+/** Bytes of the cached agreement's fingerprint in front of the first message to each peer (cache.ts). */
+const FINGERPRINT_BYTES = 12;
+
+interface FastState {
+  fingerprint: Uint8Array;
+  sentTo: Set<number>;
+  heardFrom: Set<number>;
+  fallen: Fallback | null;
+  /** Every rank has shown it went ahead on this same agreement (see `agreed`). */
+  agreed: boolean;
+  /** Rejects with the Fallback once there is one: every receive races it. */
+  stop: Promise<never>;
+  fail(f: Fallback): void;
+}
+
+/**
+ * One collective in flight on one rank: its id, its options, the events it
+ * emits and the sends it has queued. Every collective function goes through
+ * `runCollective`, which agrees on it with the others first (from the
+ * response cache, or through the coordinator) and makes sure a failure while
+ * data moves aborts the communicator (so no other rank is left waiting).
+ *
+ * On the fast path (a cache hit) the data moves at once: the first message
+ * to each peer starts with the cached agreement's fingerprint, and the first
+ * message from each peer is checked against ours. Every collective allowed
+ * on that path makes each rank's result depend on data from every rank
+ * through such checked links, so all pairs equal along the way means all
+ * equal, and a rank that misses (it sends no data) or finds a difference
+ * holds everyone up until they hear of it and negotiate.
+ */
+export class Run {
+  readonly timeoutMs: number;
+  readonly segmentBytes: number;
+  private sends: Promise<void>[] = [];
+  private fast: FastState | null = null;
+
+  constructor(
+    readonly comm: Communicator,
+    readonly id: number,
+    readonly name: string,
+    opts: CollectiveOptions,
+  ) {
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+  }
+
+  /** Elements per segment for a codec, never fewer than one. */
+  segmentElements(codec: Codec): number {
+    return Math.max(1, Math.floor((this.segmentBytes - codec.headerBytes) / codec.bytesPerElement));
+  }
+
+  tag(phase: number, step: number, chunk: number): Tag {
+    // Speculative messages live in steps of their own, so the negotiated retry never meets them.
+    return { id: this.id, step: (phase << 16) | step | (this.fast ? FAST_STEP_BIT : 0), chunk };
+  }
+
+  /** Goes ahead on a cached agreement: messages carry `fingerprint` until this rank falls back. */
+  goFast(fingerprint: Uint8Array): void {
+    let fail!: (f: Fallback) => void;
+    const stop = new Promise<never>((_, reject) => (fail = reject));
+    stop.catch(() => {});
+    const state: FastState = {
+      fingerprint,
+      sentTo: new Set(),
+      heardFrom: new Set(),
+      fallen: null,
+      agreed: false,
+      stop,
+      fail: () => {},
+    };
+    state.fail = (f) => {
+      if (state.fallen) return;
+      state.fallen = f;
+      fail(f);
+    };
+    this.fast = state;
+  }
+
+  /** Whether this run is going ahead on a cached agreement (and has not fallen back). */
+  get goingAhead(): boolean {
+    return this.fast !== null && this.fast.fallen === null;
+  }
+
+  /** The reason this rank stopped going ahead on its cache, if it did. */
+  get fallen(): Fallback | null {
+    return this.fast?.fallen ?? null;
+  }
+
+  /**
+   * Marks that data from every rank has reached this one through links whose first messages
+   * carried this rank's own fingerprint: every rank went ahead on the same agreement, so none
+   * missed or disagrees, and a body may now change its buffer for good (ring.ts's reduce-scatter
+   * says when). Only a silent peer could still stop it, and that is then what it is on the
+   * negotiated path: a timeout while data moves.
+   */
+  agreed(): void {
+    if (this.fast && !this.fast.fallen) this.fast.agreed = true;
+  }
+
+  /**
+   * Stops the fast path (every pending receive rejects with `f`); the first reason wins. Once
+   * agreed there is no going back to negotiate (buffers may hold results): the communicator is
+   * aborted instead, so every rank fails alike, and the error it failed with is returned.
+   */
+  fallBack(f: Fallback): Error {
+    const fast = this.fast;
+    if (fast?.agreed && !fast.fallen) {
+      const err = new RingtrainError(
+        ErrorCode.Timeout,
+        `collective #${this.id} '${this.name}' on rank ${this.comm.rank}: ${f.message}, after every rank had gone ahead on the same agreement and data was reduced; the collective was aborted. A peer this slow needs a longer timeoutMs`,
+        { rank: this.comm.rank },
+      );
+      this.comm.abort(err);
+      return this.comm.error ?? err;
+    }
+    fast?.fail(f);
+    return fast?.fallen ?? f;
+  }
+
+  /** Back to negotiated messages (plain steps, no fingerprints), forgetting the sends queued on the fast path. */
+  goSlow(): void {
+    this.fast = null;
+    this.sends = [];
+  }
+
+  /** Queues a send without waiting for it; `flush()` waits for them all. */
+  send(peer: number, tag: Tag, payload: Uint8Array): void {
+    const f = this.fast;
+    if (f) {
+      if (f.fallen) return;
+      if (!f.sentTo.has(peer)) {
+        f.sentTo.add(peer);
+        const out = new Uint8Array(FINGERPRINT_BYTES + payload.byteLength);
+        out.set(f.fingerprint);
+        out.set(payload, FINGERPRINT_BYTES);
+        payload = out;
+      }
+    }
+    const p = this.comm.send(peer, tag, payload);
+    p.catch(() => {}); // observed in flush(); a failure also aborts the communicator
+    this.sends.push(p);
+  }
+
+  recv(peer: number, tag: Tag): Promise<Uint8Array> {
+    const f = this.fast;
+    if (!f) return this.comm.recv(peer, tag, this.timeoutMs);
+    if (f.fallen) return Promise.reject(f.fallen);
+    // Tags are received from a peer in the order it sent them, so our first receive is its first send.
+    const first = !f.heardFrom.has(peer);
+    f.heardFrom.add(peer);
+    const got = this.comm.recv(peer, tag, this.timeoutMs).then(
+      (bytes) => {
+        if (!first) return bytes;
+        if (bytes.byteLength < FINGERPRINT_BYTES || !sameBytes(bytes.subarray(0, FINGERPRINT_BYTES), f.fingerprint)) {
+          throw this.fallBack(new Fallback(`rank ${peer} went ahead on another agreement`, true));
+        }
+        return bytes.subarray(FINGERPRINT_BYTES);
+      },
+      (e: unknown) => {
+        // A silent peer may be negotiating, or late: the coordinator tells which, naming it.
+        if ((e as RingtrainError).code === ErrorCode.Timeout)
+          throw this.fallBack(new Fallback(`rank ${peer} sent nothing`, true));
+        throw e;
+      },
+    );
+    got.catch(() => {});
+    return Promise.race([got, f.stop]);
+  }
+
+  /**
+   * Resolves once every queued send but the last `keep` has gone out (a failed one rejects, as
+   * in flush). A sender that has the whole tensor at hand waits here, so it holds frames for a
+   * window of it, not a copy of all of it.
+   */
+  async sendsInFlightAtMost(keep: number): Promise<void> {
+    const before = this.sends.length - 1 - keep;
+    if (before >= 0) await this.sends[before];
+  }
+
+  async flush(): Promise<void> {
+    const all = this.sends;
+    this.sends = [];
+    await Promise.all(all);
+  }
+
+  async phase<T>(phase: Phase, body: () => Promise<T>): Promise<T> {
+    const ev = this.comm.events;
+    if (ev.active) ev.emit({ type: 'phase-begin', t: now(), rank: this.comm.rank, id: this.id, phase });
+    try {
+      return await body();
+    } finally {
+      if (ev.active) ev.emit({ type: 'phase-end', t: now(), rank: this.comm.rank, id: this.id, phase });
+    }
+  }
+
+  /** chunk-send / chunk-recv events; values only when the bus asks for them (teaching mode). */
+  chunkEvent(
+    kind: 'chunk-send' | 'chunk-recv',
+    phase: Phase,
+    step: number,
+    from: number,
+    to: number,
+    chunk: number,
+    seg: Range,
+    bytes: number,
+    values?: Tensor,
+    result?: Tensor,
+  ): void {
+    const ev = this.comm.events;
+    if (!ev.active) return;
+    const base = {
+      t: now(),
+      rank: this.comm.rank,
+      id: this.id,
+      phase,
+      step,
+      from,
+      to,
+      chunk,
+      offset: seg.offset,
+      count: seg.count,
+      bytes,
+    };
+    const teach = ev.withValues;
+    if (kind === 'chunk-send')
+      ev.emit({ type: kind, ...base, values: teach && values ? Array.from(values) : undefined });
+    else
+      ev.emit({
+        type: kind,
+        ...base,
+        values: teach && values ? Array.from(values) : undefined,
+        result: teach && result ? Array.from(result) : undefined,
+      });
+  }
+}
+
+export interface Begin {
+  kind: string;
+  request: Omit<Request, 'kind'>;
+  count: number;
+  bytes: number;
+  varyingShape?: boolean;
+  /** The caller named it: a second one of that name while it runs is an error (Horovod's duplicate-name check). */
+  named?: boolean;
+  /**
+   * Whether a cached agreement (every rank's request) may go ahead without negotiating: only
+   * where each rank's result needs data from every other rank over links that carry at least
+   * one message (so a rank that falls back holds everyone up). Absent: always negotiated.
+   */
+  fast?: (requests: Request[]) => boolean;
+  /** Saves what the body changes in place; the returned function puts it back (a fast path that falls back). */
+  snapshot?: () => () => void;
+}
+
+/** Names of the collectives running on each communicator (explicitly named ones only). */
+const running = new WeakMap<Communicator, Set<string>>();
+
+function claimName(comm: Communicator, begin: Begin): () => void {
+  if (!begin.named) return () => {};
+  let names = running.get(comm);
+  if (!names) running.set(comm, (names = new Set()));
+  const name = begin.request.name;
+  if (names.has(name)) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${begin.kind}: a collective named '${name}' is still running on rank ${comm.rank}; two concurrent collectives need different names (await the first, or rename one)`,
+      { name, rank: comm.rank },
+    );
+  }
+  names.add(name);
+  return () => names.delete(name);
+}
+
+export async function runCollective<T>(
+  comm: Communicator,
+  opts: CollectiveOptions,
+  begin: Begin,
+  body: (run: Run, requests: Request[]) => Promise<T>,
+): Promise<T> {
+  if (comm.error) throw comm.error;
+  // Before taking an id: a refused call must leave the ids of later collectives in step.
+  const release = claimName(comm, begin);
+  try {
+    return await runClaimed(comm, opts, begin, body);
+  } finally {
+    release();
+  }
+}
+
+async function runClaimed<T>(
+  comm: Communicator,
+  opts: CollectiveOptions,
+  begin: Begin,
+  body: (run: Run, requests: Request[]) => Promise<T>,
+): Promise<T> {
+  const run = new Run(comm, comm.nextId(), begin.request.name, opts);
+  const ev = comm.events;
+  if (ev.active) {
+    ev.emit({
+      type: 'collective-begin',
+      t: now(),
+      rank: comm.rank,
+      size: comm.size,
+      id: run.id,
+      name: run.name,
+      kind: begin.kind,
+      op: begin.request.op,
+      dtype: begin.request.dtype,
+      count: begin.count,
+      bytes: begin.bytes,
+    });
+  }
+  try {
+    const mine: Request = { kind: begin.kind, ...begin.request };
+    const cache = cacheOf(comm);
+    const hit = comm.size > 1 && begin.fast ? cache.lookup(comm.rank, mine) : null;
+    let fellBack: Fallback | null = null;
+    if (hit && begin.fast!(hit.requests)) {
+      const restore = begin.snapshot?.();
+      const outcome = await moving(run, () => goAhead(run, hit.requests, hit.fingerprint, body));
+      if (outcome.done) {
+        cache.touch(mine, hit);
+        if (ev.active)
+          ev.emit({ type: 'collective-end', t: now(), rank: comm.rank, id: run.id, name: run.name, ok: true });
+        return outcome.result;
+      }
+      fellBack = outcome.fallback;
+      restore?.();
+    } else if (comm.size > 1 && begin.fast) {
+      // Ranks that found it in their caches went ahead: bring them back.
+      tellOthers(run);
+    }
+    let requests: Request[];
+    try {
+      requests = await run.phase('negotiate', () =>
+        negotiate(comm, run.id, mine, { timeoutMs: run.timeoutMs, varyingShape: begin.varyingShape }),
+      );
+    } catch (e) {
+      // Data moved on the fast path and someone never came: as before anything moved, every rank fails alike.
+      if (fellBack && (e as RingtrainError).code === ErrorCode.Timeout) {
+        comm.abort(e as RingtrainError);
+        throw comm.error ?? e;
+      }
+      throw e;
+    } finally {
+      if (begin.fast && comm.size > 1) comm.forget?.(run.id, isFastStep);
+    }
+    cache.store(requests);
+    const result = await moving(run, async () => {
+      const r = await body(run, requests);
+      await run.flush();
+      return r;
+    });
+    if (ev.active) ev.emit({ type: 'collective-end', t: now(), rank: comm.rank, id: run.id, name: run.name, ok: true });
+    return result;
+  } catch (e) {
+    if (ev.active)
+      ev.emit({
+        type: 'collective-end',
+        t: now(),
+        rank: comm.rank,
+        id: run.id,
+        name: run.name,
+        ok: false,
+        error: (e as Error).message,
+      });
+    throw e;
+  }
+}
+
+/** Runs `f` while data moves: a failure then aborts the communicator, since other ranks may be waiting on us. */
+async function moving<T>(run: Run, f: () => Promise<T>): Promise<T> {
+  const comm = run.comm;
+  try {
+    return await f();
+  } catch (e) {
+    const err = isRingtrainError(e)
+      ? e
+      : new RingtrainError(
+          ErrorCode.Transport,
+          `collective #${run.id} '${run.name}' failed on rank ${comm.rank}: ${(e as Error).message}`,
+          { rank: comm.rank },
+          { cause: e },
+        );
+    comm.abort(err);
+    throw comm.error ?? err;
+  }
+}
+
+/** The body on a cached agreement; a Fallback (ours or another rank's) comes back as such, anything else throws. */
+async function goAhead<T>(
+  run: Run,
+  requests: Request[],
+  fingerprint: Uint8Array,
+  body: (run: Run, requests: Request[]) => Promise<T>,
+): Promise<{ done: true; result: T } | { done: false; fallback: Fallback }> {
+  const comm = run.comm;
+  run.goFast(fingerprint);
+  for (let r = 0; r < comm.size; r++) {
+    if (r === comm.rank) continue;
+    // Quiet when forgotten (the collective is over) or when the communicator fails (the body sees it too).
+    comm.recv(r, { id: run.id, step: FALLBACK_STEP, chunk: 0 }).then(
+      () => run.fallBack(new Fallback(`rank ${r} asked to negotiate`, false)),
+      () => {},
+    );
+  }
+  try {
+    const result = await body(run, requests);
+    await run.flush();
+    comm.forget?.(run.id, isFastStep);
+    return { done: true, result };
+  } catch (e) {
+    const fallback = run.fallen;
+    if (!fallback) throw e;
+    if (fallback.tell) tellOthers(run);
+    run.goSlow();
+    return { done: false, fallback };
+  }
+}
+
+/** Tells every other rank to negotiate this collective (one that went ahead on its cache falls back). */
+function tellOthers(run: Run): void {
+  const comm = run.comm;
+  const tag = { id: run.id, step: FALLBACK_STEP, chunk: 0 };
+  for (let r = 0; r < comm.size; r++) if (r !== comm.rank) comm.send(r, tag, new Uint8Array(0)).catch(() => {}); // a lost peer aborts the communicator anyway
+}
+
+/** Checks shared by every collective's arguments. */
+export function validate(
+  comm: Communicator,
+  data: unknown,
+  opts: CollectiveOptions,
+  what: string,
+): asserts data is Tensor {
+  if (!dtypeOf(data)) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: the tensor must be a Float32Array, Int32Array, Int8Array or Uint16Array (float16 bits), got ${Object.prototype.toString.call(data)}`,
+    );
+  }
+  if (opts.segmentBytes !== undefined && !(Number.isFinite(opts.segmentBytes) && opts.segmentBytes >= 2)) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: segmentBytes must be a number >= 2, got ${opts.segmentBytes}`,
+    );
+  }
+  if (opts.timeoutMs !== undefined && !(Number.isFinite(opts.timeoutMs) && opts.timeoutMs > 0)) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${what}: timeoutMs must be a positive number, got ${opts.timeoutMs}`,
+    );
+  }
+  const length = (data as Tensor).length;
+  if (opts.shape) {
+    const n = Array.isArray(opts.shape) ? opts.shape.reduce((a, b) => a * b, 1) : NaN;
+    if (!Array.isArray(opts.shape) || !opts.shape.every((d) => Number.isInteger(d) && d >= 0) || n !== length) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `${what}: shape ${JSON.stringify(opts.shape)} does not describe ${length} elements`,
+      );
+    }
+  }
+  if (comm.error) throw comm.error;
+}

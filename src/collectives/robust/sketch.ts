@@ -1,0 +1,106 @@
+/**
+ * Gradient sketches: a k-number summary of a long float vector, the same
+ * linear map on every rank for a given seed, so that sketches can be
+ * compared across ranks and the sketch of a sum is the sum of the sketches.
+ *
+ * The map is a signed count sketch: element i goes, with sign ±1, into one of
+ * k buckets, both drawn from a hash of (seed, i). Compared with dense random
+ * projections it costs one hash and one add per element whatever k is (a
+ * dense ±1 projection costs k adds per element), and inner products are kept
+ * just as well on average: <S(x), S(y)> estimates <x, y> without bias, with a
+ * spread of about |x||y|/sqrt(k). So cosines between sketches estimate the
+ * cosines between the vectors to about ±1/sqrt(k).
+ *
+ * Because an element lands in one bucket only, a change of one element shows
+ * in its bucket alone, at full size: this is what the verified allreduce
+ * (src/distributed/verify.ts) compares against a float-error bound.
+ *
+ * Knows nothing of gradients or links: arrays in, arrays out.
+ */
+import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+
+/** One 32-bit avalanche step (murmur3's finaliser). */
+export function mix32(x: number): number {
+  x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
+  x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
+  return (x ^ (x >>> 16)) >>> 0;
+}
+
+/** The sketch seed of a step: every rank derives the same one from the job's seed and the step. */
+export function stepSeed(jobSeed: number, step: number): number {
+  return mix32(mix32((jobSeed >>> 0) ^ 0x5eed5eed) ^ mix32(step + 0x9e3779b9));
+}
+
+/** Checks a bucket count: a power of two (a mask replaces a division in the hot loop). */
+export function checkBuckets(k: number): void {
+  if (!Number.isInteger(k) || k < 1 || (k & (k - 1)) !== 0 || k > 1 << 20) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `a sketch needs a power-of-two number of buckets between 1 and 2^20, got ${k}`,
+    );
+  }
+}
+
+/**
+ * Adds the sketch of `values` (which sit at `offset` in the whole vector) into
+ * `out` (k buckets), and each bucket's sum of absolute values into `mass` when
+ * given (the verified allreduce's error bound needs it). Sketching a vector
+ * piece by piece gives the same result as sketching it whole.
+ */
+export function sketchInto(
+  out: Float64Array,
+  values: ArrayLike<number>,
+  seed: number,
+  offset = 0,
+  mass?: Float64Array,
+): void {
+  const mask = out.length - 1;
+  const s = seed >>> 0;
+  for (let j = 0; j < values.length; j++) {
+    const v = values[j];
+    if (v === 0) continue;
+    const h = mix32((offset + j) ^ s) ^ Math.imul(s, 0x27d4eb2f);
+    const b = (h >>> 1) & mask;
+    out[b] += h & 1 ? -v : v;
+    if (mass) mass[b] += Math.abs(v);
+  }
+}
+
+/** The sketch of a whole vector in `k` buckets. */
+export function sketch(values: ArrayLike<number>, k: number, seed: number): Float64Array {
+  checkBuckets(k);
+  const out = new Float64Array(k);
+  sketchInto(out, values, seed);
+  return out;
+}
+
+export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+}
+
+/** Cosine of two vectors; 0 when either is all zeros (no direction to compare). */
+export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  const na = Math.sqrt(dot(a, a));
+  const nb = Math.sqrt(dot(b, b));
+  return na > 0 && nb > 0 ? dot(a, b) / (na * nb) : 0;
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** Coordinate-wise median of equally long vectors (robust to fewer than half of them being wild). */
+export function coordinateMedian(rows: ArrayLike<number>[]): Float64Array {
+  const k = rows[0]?.length ?? 0;
+  const out = new Float64Array(k);
+  const col: number[] = new Array(rows.length);
+  for (let i = 0; i < k; i++) {
+    for (let r = 0; r < rows.length; r++) col[r] = rows[r][i];
+    out[i] = median(col);
+  }
+  return out;
+}

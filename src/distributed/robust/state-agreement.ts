@@ -1,0 +1,238 @@
+/**
+ * Agreement on state (issue 37, item 3): every K steps and at the end of
+ * training, the ranks of a ring compare a hash of their weights and optimizer
+ * state. The verified allreduce checks sums; a rank whose state drifts by any
+ * other path (a bad resume, a GPU that computes differently, memory
+ * corruption, a re-form's state transfer gone wrong) would otherwise train on
+ * unseen, its gradients averaged in.
+ *
+ * Each rank reads its state back, hashes it (SHA-256: src/core/sha256.ts) and the ring
+ * allgathers the 32-byte digests. Every rank judges the same gathered digests,
+ * so every rank reaches the same verdict:
+ *  - all alike: nothing to do;
+ *  - a majority (more than half the ranks) holds one digest: the others are a
+ *    minority, named (event `state-differs`) and resynced by broadcast from
+ *    the lowest rank of the majority. A rank that differs again at the next
+ *    check is reported for ejection, as the step checks report (event
+ *    `peer-misbehaved`, ERR_PEER_MISBEHAVED): its drift is not a one-off;
+ *  - no majority (2 ranks that differ, or 3 that all do): nobody can be told
+ *    right, so the run stops with ERR_STATE_MISMATCH rather than train on.
+ *
+ * The cost is the read-back (every weight and every optimizer moment, the
+ * same bytes a checkpoint reads) and the hash; the collective is 32 bytes per
+ * rank. Figures: docs/ROBUSTNESS.md, "Agreement on state".
+ *
+ * A digest says nothing against a liar: a rank can publish the majority's
+ * digest whatever it holds. It finds state that drifted, not state forged.
+ */
+import type { Communicator } from '../../comm/interface.ts';
+import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
+import { signedAllgather } from '../session/signed-gather.ts';
+import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+import { sha256 } from '../../core/sha256.ts';
+import { now } from '../../core/events.ts';
+import type { Model } from '../../engine/model.ts';
+import type { Optimizer } from '../../engine/optimizer.ts';
+import { broadcastOptimizerState, broadcastParameters } from '../api/broadcast-state.ts';
+
+/** Steps between checks when a job does not say (`stateCheckEvery`): a read-back of the state every 100 steps costs a few percent at most of one step's time (docs/ROBUSTNESS.md). */
+export const DEFAULT_STATE_CHECK_EVERY = 100;
+/** Bytes of one rank's digest (SHA-256). */
+export const STATE_DIGEST_BYTES = 32;
+
+/** What the gathered digests say (the same on every rank). */
+export type StateVerdict =
+  | { kind: 'agreed'; hash: string }
+  /** `differing`: the minority's ranks; `source`: the majority rank they are resynced from. */
+  | { kind: 'minority'; hash: string; differing: number[]; source: number }
+  /** `groups`: the ranks holding each digest, largest first. */
+  | { kind: 'no-majority'; groups: number[][] };
+
+/**
+ * The verdict over every rank's digest (hex, by rank): a digest held by more than half the ranks
+ * is the ring's; the ranks that hold another are the minority. With no such digest there is no
+ * telling which ranks are right.
+ */
+export function judgeStateHashes(hashes: readonly string[]): StateVerdict {
+  const byHash = new Map<string, number[]>();
+  hashes.forEach((h, rank) => byHash.set(h, [...(byHash.get(h) ?? []), rank]));
+  const groups = [...byHash.values()].sort((a, b) => b.length - a.length || a[0] - b[0]);
+  const [largest] = groups;
+  if (groups.length === 1) return { kind: 'agreed', hash: hashes[0] };
+  if (largest.length * 2 <= hashes.length) return { kind: 'no-majority', groups };
+  const differing = groups
+    .slice(1)
+    .flat()
+    .sort((a, b) => a - b);
+  return { kind: 'minority', hash: hashes[largest[0]], differing, source: largest[0] };
+}
+
+/**
+ * One digest of the weights and the optimizer state: each part hashed where it lies (no copy of
+ * the whole state), then the parts' names and digests hashed together, in a fixed order.
+ */
+export async function stateDigest(
+  params: Float32Array,
+  optimizerState: Record<string, Float32Array>,
+): Promise<Uint8Array> {
+  return digestOfParts([await partDigest('params', params), ...(await optimizerDigests(optimizerState))]);
+}
+
+/**
+ * stateDigest of what `model` and `optimizer` hold, read back a part at a time: the weights are
+ * hashed and let go before the optimizer's state is read, so a worker never holds both.
+ */
+export async function readStateDigest(
+  model: Pick<Model, 'readParams'>,
+  optimizer: Pick<Optimizer, 'exportState'>,
+): Promise<Uint8Array> {
+  const params = await partDigest('params', await model.readParams());
+  return digestOfParts([params, ...(await optimizerDigests(await optimizer.exportState()))]);
+}
+
+/** A part's name and length, then the SHA-256 of its values. */
+async function partDigest(name: string, values: Float32Array): Promise<Uint8Array[]> {
+  return [new TextEncoder().encode(`${name}:${values.length}\n`), await sha256(values)];
+}
+
+async function optimizerDigests(state: Record<string, Float32Array>): Promise<Uint8Array[][]> {
+  const out: Uint8Array[][] = [];
+  for (const k of Object.keys(state).sort()) out.push(await partDigest(`optim/${k}`, state[k]));
+  return out;
+}
+
+async function digestOfParts(parts: Uint8Array[][]): Promise<Uint8Array> {
+  const pieces = parts.flat();
+  const all = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of pieces) {
+    all.set(p, at);
+    at += p.length;
+  }
+  return sha256(all);
+}
+
+export function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** What the check reads and resyncs: this rank's model and the optimizer whose state checkpoints carry. */
+export interface StateAgreementParts {
+  model: Model;
+  optimizer: Optimizer;
+  timeoutMs?: number;
+  /** Told of a rank that differs again after it was resynced (a session reports it to the server). */
+  misbehaviour?: MisbehaviourSink;
+}
+
+export class StateAgreement {
+  /** The ranks that differed at the last check, on the ring they differed on (a re-formed ring numbers afresh). */
+  private differed: { comm: Communicator; ranks: number[] } | null = null;
+  /** The last digest the ring agreed on (hex), and at which step. */
+  agreed: { hash: string; step: number } | null = null;
+
+  constructor(private readonly parts: StateAgreementParts) {}
+
+  /** This rank's own digest of its state now (hex), agreed or not. */
+  async localHash(): Promise<string> {
+    return hex(await this.digest());
+  }
+
+  private async digest(): Promise<Uint8Array> {
+    const { model, optimizer } = this.parts;
+    return readStateDigest(model, optimizer);
+  }
+
+  /**
+   * The check at `step`: gathers every rank's digest and acts on the verdict (module comment).
+   * Resolves to the digest the ring holds after it (hex); throws ERR_PEER_MISBEHAVED naming a rank
+   * that differed at the last check too, or ERR_STATE_MISMATCH when no majority holds one digest.
+   */
+  async check(comm: Communicator, step: number): Promise<string> {
+    const mine = new Int32Array(new Uint8Array(await this.digest()).buffer);
+    // Signed like the step checks (signed-gather.ts): a relayer cannot make an honest rank's digest read as a minority.
+    const all = await signedAllgather(comm, mine, {
+      name: 'state-hash',
+      step,
+      timeoutMs: this.parts.timeoutMs,
+      misbehaviour: this.parts.misbehaviour,
+    });
+    const bytes = new Uint8Array(all.buffer, all.byteOffset, all.byteLength);
+    const hashes = Array.from({ length: comm.size }, (_, r) =>
+      hex(bytes.subarray(r * STATE_DIGEST_BYTES, (r + 1) * STATE_DIGEST_BYTES)),
+    );
+    const verdict = judgeStateHashes(hashes);
+    const before = this.differed?.comm === comm ? this.differed.ranks : [];
+    this.differed = null;
+    if (verdict.kind === 'no-majority') throw noMajority(comm, step, hashes, verdict.groups);
+    if (verdict.kind === 'minority') {
+      const again = verdict.differing.filter((r) => before.includes(r));
+      if (again.length > 0) throw differsAgain(comm, step, again, hashes, verdict.hash, this.parts.misbehaviour);
+      this.name(comm, step, verdict, hashes);
+      await broadcastParameters(comm, this.parts.model, { root: verdict.source, timeoutMs: this.parts.timeoutMs });
+      await broadcastOptimizerState(comm, this.parts.optimizer, {
+        root: verdict.source,
+        timeoutMs: this.parts.timeoutMs,
+      });
+      this.differed = { comm, ranks: verdict.differing };
+    }
+    this.agreed = { hash: verdict.hash, step };
+    return verdict.hash;
+  }
+
+  /** The minority, told on every rank alike (timeline, the worker's stderr and --events). */
+  private name(
+    comm: Communicator,
+    step: number,
+    v: Extract<StateVerdict, { kind: 'minority' }>,
+    hashes: string[],
+  ): void {
+    if (!comm.events.active) return;
+    for (const peer of v.differing)
+      comm.events.emit({
+        type: 'state-differs',
+        t: now(),
+        rank: comm.rank,
+        peer,
+        step,
+        hash: hashes[peer],
+        majorityHash: v.hash,
+        resyncFrom: v.source,
+      });
+  }
+}
+
+/** Where a rank's digest is shown in a message: enough hex to tell digests apart. */
+function short(hash: string): string {
+  return hash.slice(0, 12);
+}
+
+function differsAgain(
+  comm: Communicator,
+  step: number,
+  ranks: number[],
+  hashes: string[],
+  majority: string,
+  misbehaviour: MisbehaviourSink | undefined,
+): RingtrainError {
+  const who = ranks.map((r) => `rank ${r} (${short(hashes[r])}…)`).join(', ');
+  const reason = `step ${step}: its weights and optimizer state differ from the majority's (${short(majority)}…) again, at the check after it was resynced from them`;
+  for (const peer of ranks) {
+    misbehaviour?.peerMisbehaved({ rank: comm.rank, peer, reason });
+    if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer, reason });
+  }
+  return new RingtrainError(
+    ErrorCode.PeerMisbehaved,
+    `state check at step ${step}: ${who} again holds other weights or optimizer state than the majority (${short(majority)}…), after it was resynced at the last check. Elastic jobs eject it and go on; otherwise resume from the recovery checkpoint without it`,
+    { peer: ranks[0], culprits: ranks, step, hashes },
+  );
+}
+
+function noMajority(comm: Communicator, step: number, hashes: string[], groups: number[][]): RingtrainError {
+  const held = groups.map((g) => `${g.map((r) => `rank ${r}`).join(', ')}: ${short(hashes[g[0]])}…`).join('; ');
+  return new RingtrainError(
+    ErrorCode.StateMismatch,
+    `state check at step ${step}: the ${comm.size} ranks hold different weights or optimizer state (${held}) and no majority holds one, so nobody can be told right and nobody is named; training stops here. Resume every rank from one checkpoint (--resume), and check the ranks' GPUs and runtimes alike`,
+    { step, hashes, groups },
+  );
+}

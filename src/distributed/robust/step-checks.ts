@@ -1,0 +1,342 @@
+/**
+ * What every rank checks around a step's gradient allreduce, in one small
+ * allgather beside it and (with verification on) one after it:
+ *
+ * Each rank publishes [its gradient's norm, a sketch of its gradient, and
+ * with `verify` the per-chunk sketches of the verified allreduce]
+ * (src/collectives/robust/sketch.ts, verified.ts). From these every rank applies,
+ * alike:
+ *  - the norm rule (guard.ts): non-finite or far larger than the others';
+ *  - the direction rules (direction.ts), over each rank's last few steps:
+ *    pulling hard against the others' consensus, or staying far larger than
+ *    the median rank at most of them.
+ * An offender fails the step on every rank before anything is applied.
+ *
+ * When no rule changes what a rank sends (the doubt rule's clip and leave-out
+ * are off: the default), the sketch allgather and the gradient allreduce run
+ * at once, so the checks cost the step no round trip of their own: the
+ * verdict is read when the sum is done, and an offender's step is discarded
+ * then, on every rank alike. With the doubt rule on, a rank's factor depends
+ * on the gathered sketches before it sends, so there the allgather comes
+ * first and an offender fails the step before anything is summed.
+ *
+ * After summing (verify), each rank compares what it received with the sum
+ * of the published sketches, the ranks share which chunks they found changed
+ * (one int per chunk), and all of them name the same link, or go on.
+ *
+ * Both gathers are signed by each block's author and checked as they arrive
+ * (signed-gather.ts): a rank that rewrites another's norm or verdict as it
+ * passes it on is named for it, and the author is not.
+ *
+ * Cost per step on a gradient of n floats: two hashing passes over it on the
+ * CPU (one with verify off), and 4·(1 + 256 + 128·chunks) + 64 bytes per rank
+ * gathered (chunks = ring size with verify, else 0), one signature and
+ * size-1 verifications per gather.
+ */
+import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+import { now } from '../../core/events.ts';
+import type { Communicator } from '../../comm/interface.ts';
+import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
+import { sketch, stepSeed } from '../../collectives/robust/sketch.ts';
+import { sketchInto } from '../../collectives/robust/sketch.ts';
+import {
+  badReceipts,
+  chunkSketches,
+  culpritOf,
+  ringChunks,
+  suspectLinks,
+  wrongChunks,
+  type RingChunk,
+} from '../../collectives/robust/verified.ts';
+import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
+import { DoubtTracker, type DoubtOptions } from './doubt.ts';
+import { judgeNorms, l2Norm, rejectOffences, type GuardOptions } from './guard.ts';
+import { signedAllgather, startSignedAllgather } from '../session/signed-gather.ts';
+
+/** Buckets of the sketch the direction rule compares (cosines to about ±1/16). */
+export const DIRECTION_BUCKETS = 256;
+/** Buckets per ring chunk of the verified allreduce. */
+export const VERIFY_BUCKETS = 64;
+
+export interface StepCheckOptions {
+  /** The norm, doubt and direction rules; false turns them all off. */
+  guard?: (GuardOptions & { direction?: DirectionRuleOptions | false; doubt?: DoubtOptions | false }) | false;
+  /**
+   * Whether a doubtful contribution is left out of the step's sum (the others' mean instead).
+   * Default true; off for robust aggregation rules, which are not a sum (doubts still name).
+   */
+  leaveOut?: boolean;
+  /** Verify every gradient allreduce against the published sketches (lossless allreduces only). */
+  verify?: boolean;
+  /** The job's seed: every rank derives the same sketch seed per step from it. */
+  seed: number;
+  /** The fusion threshold (bytes) the optimizer cuts the gradient by: the verifier follows its chunks. */
+  fusionThresholdBytes?: number;
+  timeoutMs?: number;
+  /** Told of every rank the checks name (a session reports it to the server). */
+  misbehaviour?: MisbehaviourSink;
+}
+
+interface Pending {
+  comm: Communicator;
+  step: number;
+  seed: number;
+  chunks: RingChunk[];
+  /** Every rank's published checks, gathered (judged in `after` when they travelled beside the sum). */
+  gathered: Promise<Float32Array>;
+  /** Judges the gathered checks: each rank's factor, or throws naming the offenders. */
+  judge: (gathered: Float32Array) => number[];
+  /** Each rank's published per-chunk sketches times its factor (verify; set once judged). */
+  published: Float32Array[] | null;
+  /** Sketches of what this rank received in reduce-scatter, by segment offset. */
+  received: Map<number, Float64Array>;
+}
+
+type Guard = Exclude<StepCheckOptions['guard'], false | undefined>;
+
+export class StepChecks {
+  private pending: Pending | null = null;
+  /** The last step's allgather: the next one (same name) starts only once it is over. */
+  private gathering: Promise<unknown> | null = null;
+  private history = new WeakMap<Communicator, DirectionHistory>();
+  private doubts = new WeakMap<Communicator, DoubtTracker>();
+
+  constructor(private readonly o: StepCheckOptions) {}
+
+  /**
+   * Whether `before` leaves the contribution as it is (its factor is always 1): so whenever the
+   * doubt rule does not decide factors. With verify it reads the ring chunks of the whole buffer,
+   * so the reducer reduces the whole buffer then anyway (reduce/overlap-plan.ts).
+   */
+  get readsOnly(): boolean {
+    const guard = this.o.guard ?? {};
+    return guard === false || guard.doubt === false || this.o.leaveOut === false;
+  }
+
+  /**
+   * Before the allreduce: publishes this rank's checks and resolves to the factor its
+   * contribution is to be multiplied by before it is summed. Where no rule can change that
+   * factor (the doubt rule off, or summing doubtful ranks anyway) it resolves to 1 at once,
+   * with the allgather still in flight beside the allreduce, and `after` throws naming any
+   * offender. With the doubt rule deciding factors it waits for the gathered checks: it throws
+   * naming offenders, or resolves to 0 when this rank is left out of this step,
+   * ratio/normRatio when it is large but not doubtful (clipped to `ratio` times the others',
+   * doubt.ts), times N/(N-k) when k ranks are left out (so the average over the ring is the
+   * mean of the contributions kept), else 1.
+   */
+  async before(comm: Communicator, local: Float32Array, step: number): Promise<number> {
+    this.pending = null;
+    const guard = this.o.guard ?? {};
+    if (guard === false && !this.o.verify) return 1;
+    // A step that failed before its `after` may have left its allgather running: two of one name may not overlap.
+    if (this.gathering) await this.gathering;
+    const seed = stepSeed(this.o.seed, step);
+    // An observed allreduce goes round the ring at any size (chooseAlgorithm): no recursive-doubling or halving-doubling
+    // pieces.
+    const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0, 0) : [];
+    const directionBuckets =
+      guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
+    const mine = new Float32Array(1 + directionBuckets + 2 * VERIFY_BUCKETS * chunks.length);
+    mine[0] = l2Norm(local);
+    if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
+    if (chunks.length) mine.set(chunkSketches(local, chunks, VERIFY_BUCKETS, verifySeed(seed)), 1 + directionBuckets);
+    // Begun (signed) before this returns: it runs beside the allreduce the caller starts next.
+    const { gathered } = await startSignedAllgather(comm, mine, {
+      name: 'gradient-sketches',
+      step,
+      timeoutMs: this.o.timeoutMs,
+      misbehaviour: this.o.misbehaviour,
+    });
+    const gathering = gathered.then(
+      () => {},
+      () => {},
+    );
+    this.gathering = gathering;
+    void gathering.then(() => {
+      if (this.gathering === gathering) this.gathering = null;
+    });
+    const pending: Pending = {
+      comm,
+      step,
+      seed: verifySeed(seed),
+      chunks,
+      gathered,
+      published: null,
+      received: new Map(),
+      judge: (all) => this.judge(comm, guard, all, mine.length, directionBuckets, pending),
+    };
+    if (guard !== false && guard.doubt !== false && this.o.leaveOut !== false) {
+      const factors = pending.judge(await gathered);
+      pending.judge = () => factors;
+      if (chunks.length) this.pending = pending;
+      return factors[comm.rank];
+    }
+    // Seen by `after`; a step that fails before it has its own error to report.
+    gathered.catch(() => {});
+    this.pending = pending;
+    return 1;
+  }
+
+  /** The rules over every rank's gathered checks: each rank's factor, or throws naming offenders (on every rank alike). */
+  private judge(
+    comm: Communicator,
+    guard: Guard | false,
+    gathered: Float32Array,
+    length: number,
+    directionBuckets: number,
+    p: Pending,
+  ): number[] {
+    const step = p.step;
+    if (gathered.length !== length * comm.size) {
+      throw new RingtrainError(
+        ErrorCode.Mismatch,
+        `the ranks published sketches of different lengths (${gathered.length} numbers from ${comm.size} ranks, ${length} here): their guard or --verify settings differ`,
+      );
+    }
+    const block = (r: number, from: number, count: number) =>
+      gathered.subarray(r * length + from, r * length + from + count);
+    const ranks = Array.from({ length: comm.size }, (_, r) => r);
+    const factors = ranks.map(() => 1);
+    if (guard !== false) {
+      const norms = Float32Array.from(ranks, (r) => gathered[r * length]);
+      const sketches = ranks.map((r) => block(r, 1, directionBuckets));
+      const offences = judgeNorms(comm, norms, step, guard);
+      if (offences.length === 0 && guard.doubt !== false) {
+        let doubts = this.doubts.get(comm);
+        if (!doubts) this.doubts.set(comm, (doubts = new DoubtTracker(guard.doubt)));
+        const verdict = doubts.judge(step, sketches, norms);
+        offences.push(...verdict.named);
+        if (verdict.named.length === 0 && this.o.leaveOut !== false) {
+          for (const { rank, factor } of verdict.clipped) factors[rank] = factor;
+          if (verdict.leftOut.length > 0) {
+            for (const { rank } of verdict.leftOut) factors[rank] = 0;
+            const kept = comm.size - verdict.leftOut.length;
+            for (const r of ranks) if (factors[r] !== 0) factors[r] *= comm.size / kept;
+          }
+        }
+        for (const { rank, reason } of verdict.leftOut) {
+          if (comm.events.active)
+            comm.events.emit({
+              type: 'contribution-left-out',
+              t: now(),
+              rank: comm.rank,
+              peer: rank,
+              step,
+              reason: this.o.leaveOut === false ? `doubtful, summed (robust aggregation): ${reason}` : reason,
+            });
+        }
+      }
+      if (offences.length === 0 && guard.direction !== false) {
+        let history = this.history.get(comm);
+        if (!history) this.history.set(comm, (history = new DirectionHistory(guard.direction)));
+        offences.push(...history.judge(step, sketches, norms));
+      }
+      rejectOffences(comm, step, offences, norms, this.o.misbehaviour);
+    }
+    if (p.chunks.length) {
+      // What each rank really sends is its contribution times its factor; sketches are linear (and the masses scale by
+      // |factor|).
+      p.published = ranks.map((r) =>
+        Float32Array.from(block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * p.chunks.length), (v) => v * factors[r]),
+      );
+    }
+    return factors;
+  }
+
+  /**
+   * During the allreduce (verify): a segment this rank received in reduce-scatter. Its sketch
+   * is kept, so that after the sum every hop can be checked against the published sketches
+   * and the rank that sent what its own published sketch does not explain is named.
+   */
+  observe(comm: Communicator, offset: number, values: Float32Array): void {
+    const p = this.pending;
+    if (!p || p.comm !== comm) return;
+    const s = new Float64Array(VERIFY_BUCKETS);
+    sketchInto(s, values, p.seed, offset);
+    // A fast path that fell back sends the same offsets again: the last one is what was reduced.
+    p.received.set(offset, s);
+  }
+
+  /**
+   * After the allreduce, before its update is applied: throws ERR_PEER_MISBEHAVED naming
+   * the offenders the gathered checks found (when they were gathered beside the sum).
+   * With verify, `reduced` should then be scale × the sum of the contributions checked:
+   * throws ERR_PEER_MISBEHAVED naming the link that changed it, on every rank alike.
+   */
+  async after(comm: Communicator, reduced: Float32Array, scale: number, prescale = 1): Promise<void> {
+    const p = this.pending;
+    this.pending = null;
+    if (!p || p.comm !== comm) return;
+    // An offender in the gathered checks fails the step here, on every rank alike: its sum is discarded.
+    // Judged only now, so that naming it (which asks the server to eject it) and failing the step
+    // happen together, before an ejection can break the ring under a step still running.
+    p.judge(await p.gathered);
+    const published = p.published;
+    if (!published) return;
+    const wrong = wrongChunks(reduced, p.chunks, published, VERIFY_BUCKETS, p.seed, scale);
+    const bad = badReceipts(comm.rank, comm.size, p.chunks, p.received, published, VERIFY_BUCKETS, prescale);
+    // Per chunk: whether the result is wrong here, and whether the partial sum this rank received was.
+    const n = p.chunks.length;
+    const flags = new Int32Array(2 * n);
+    for (const c of wrong) flags[c] = 1;
+    for (const c of bad) flags[n + c] = 1;
+    const all = await signedAllgather(comm, flags, {
+      name: 'verify-verdicts',
+      step: p.step,
+      timeoutMs: this.o.timeoutMs,
+      misbehaviour: this.o.misbehaviour,
+    });
+    const ranks = Array.from({ length: comm.size }, (_, r) => r);
+    const chunksOf = (r: number, from: number) =>
+      [...all.subarray(r * flags.length + from, r * flags.length + from + n)].flatMap((f, c) => (f ? [c] : []));
+    const wrongAt = ranks.map((r) => chunksOf(r, 0));
+    const badAt = ranks.map((r) => chunksOf(r, n));
+    if (wrongAt.every((w) => w.length === 0) && badAt.every((b) => b.length === 0)) return;
+    const describe = (at: number[][], what: string) =>
+      at.flatMap((w, r) => (w.length ? [`rank ${r}: ${what} ${w.join(', ')}`] : []));
+    const seenBy = [
+      ...describe(wrongAt, 'result chunk(s)'),
+      ...describe(badAt, 'received partial(s) of chunk(s)'),
+    ].join('; ');
+    // Every rank judges the same gathered findings, so every rank names the same one.
+    const culprit = culpritOf(wrongAt, badAt, p.chunks, comm.size);
+    const links =
+      culprit !== null
+        ? [{ from: culprit, to: (culprit + 1) % comm.size }]
+        : suspectLinks(wrongAt, p.chunks, comm.size);
+    const where = links.map((l) => `${l.from} → ${l.to}`).join(', ');
+    if (links.length === 1) {
+      const { from, to } = links[0];
+      const reason = `step ${p.step}: its link to rank ${to} changed gradient data in transit, or it sent other numbers than it published: what it passed on does not match its published sketch plus what it received (verified allreduce; seen by ${seenBy})`;
+      this.o.misbehaviour?.peerMisbehaved({ rank: comm.rank, peer: from, reason });
+      if (comm.events.active)
+        comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
+      throw new RingtrainError(
+        ErrorCode.PeerMisbehaved,
+        `step ${p.step} failed verification: rank ${from} sent rank ${to} gradients that its published sketch does not explain (${seenBy}); the update was not applied. Elastic jobs eject rank ${from} (the sender) and go on; otherwise resume from the recovery checkpoint without it`,
+        { peer: from, culprits: [from], link: [from, to], step: p.step, wrongAt, badAt },
+      );
+    }
+    // Wrong everywhere and no one rank to blame: the sum itself broke (finite contributions that
+    // overflowed, a run diverging under a peer whose large gradients are what it published). Said
+    // as a divergence, which stops the job with the suspects named, not as a ring that broke for
+    // no reason (an elastic job would wait for a membership change that never comes).
+    if (wrongAt.every((w) => w.length === n) && reduced.some((v) => !Number.isFinite(v))) {
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        `the averaged gradient of 'gradients' holds non-finite values at step ${p.step}, wrong against the published sketches on every rank and no single rank explains it (${seenBy}): a rank diverged; lower the learning rate`,
+        { tensor: 'gradients', step: p.step, diverged: true, wrongAt, badAt },
+      );
+    }
+    throw new RingtrainError(
+      ErrorCode.Aborted,
+      `step ${p.step} failed verification: the summed gradients changed in transit (${seenBy}), on one of the links ${where}; the update was not applied and no single rank explains it`,
+      { step: p.step, wrongAt, badAt, links: links.map((l) => [l.from, l.to]) },
+    );
+  }
+}
+
+/** The verifier's sketch is drawn apart from the direction rule's. */
+function verifySeed(seed: number): number {
+  return (seed ^ 0xa5a5a5a5) >>> 0;
+}
