@@ -9,31 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { jobSpecFor, runCommand } from '../../src/cli/commands/run.ts';
 import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
+import { plainRunOptions, type RunOptions } from '../support/run-options.ts';
 
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
-type RunOptions = Parameters<typeof jobSpecFor>[0];
-const base = {
-  model: 'mlp',
-  optimizer: 'sgd',
-  lr: 0.05,
-  momentum: 0.9,
-  weightDecay: 0,
-  seed: 1,
-  epochs: 1,
-  batch: 32,
-  np: 3,
-  extraPeers: 0,
-  fp16: false,
-  settings: {
-    elastic: false,
-    scaleLr: false,
-    lrSchedule: 'constant',
-    warmupSteps: 0,
-    warmupFrom: 'base',
-    sampling: 'epochs',
-    backwardPassesPerStep: 1,
-  },
-} as unknown as RunOptions;
+const base = plainRunOptions();
 /** The step checks as run's flags give them (absent: neither form was given). */
 type Checks = Pick<RunOptions['settings'], 'verify' | 'doubtRule' | 'directionRules'>;
 const configOf = (checks?: Checks) =>

@@ -7,32 +7,11 @@ import { describe, expect, it } from 'vitest';
 import { jobSpecFor, runCommand, runRecipe } from '../../src/cli/commands/run.ts';
 import { parseTrainOptions } from '../../src/cli/options/train-options.ts';
 import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
+import { plainRunOptions, type RunOptions } from '../support/run-options.ts';
 
 /** Parses `run` options in this process: a refused option throws before anything starts. */
 const parseRun = (args: string[]) => runCommand().exitOverride().parseAsync(args, { from: 'user' });
-type RunOptions = Parameters<typeof jobSpecFor>[0];
-const base = {
-  model: 'mlp',
-  optimizer: 'sgd',
-  lr: 0.05,
-  momentum: 0.9,
-  weightDecay: 0,
-  seed: 1,
-  epochs: 1,
-  batch: 32,
-  np: 3,
-  extraPeers: 1,
-  fp16: false,
-  settings: {
-    elastic: false,
-    scaleLr: false,
-    lrSchedule: 'constant',
-    warmupSteps: 0,
-    warmupFrom: 'base',
-    sampling: 'epochs',
-    backwardPassesPerStep: 1,
-  },
-} as unknown as RunOptions;
+const base = plainRunOptions({ extraPeers: 1 });
 
 describe('ringtrain run --elastic options', () => {
   it('make an elastic job start with all -np workers and go on down to --min-np', () => {
