@@ -209,10 +209,11 @@ export class LinkCommunicator implements Communicator {
     // A closing communicator's goodbyes, queued behind its data, already tell every peer; an abort
     // note goes out at once and would overtake data the peers still need to finish what this rank
     // completed (a collective of its own failing as the close rejects it lands here).
-    if (this.closing) {
-      this.inbox.rejectWaiters(() => true, err);
-      return;
-    }
+    if (!this.closing) this.sendAbortNotes(err);
+    this.inbox.rejectWaiters(() => true, err);
+  }
+
+  private sendAbortNotes(err: RingtrainError): void {
     const note = writeAbortNote(err, this.rank);
     for (const [peer, link] of this.links) {
       if (this.departed.has(peer)) continue;
@@ -222,7 +223,6 @@ export class LinkCommunicator implements Communicator {
         // That link is already down; its own close handler reports it.
       }
     }
-    this.inbox.rejectWaiters(() => true, err);
   }
 
   close(): Promise<void> {
