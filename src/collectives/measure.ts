@@ -1,8 +1,8 @@
 import type { Communicator } from '../comm/interface.ts';
 import { now } from '../core/events.ts';
-import { allreduce, chooseAlgorithm, reduceSettings } from './allreduce.ts';
+import { allreduce, allreduceInPlace, chooseAlgorithm, reduceSettings } from './allreduce.ts';
 import { barrier } from './barrier.ts';
-import { DEFAULT_SEGMENT_BYTES, type Compression, type ReduceOptions } from './codecs/types.ts';
+import { DEFAULT_SEGMENT_BYTES, type Algorithm, type Compression, type ReduceOptions } from './codecs/types.ts';
 
 /**
  * Allreduce bandwidth as nccl-tests reports it, measured on any communicator:
@@ -60,9 +60,16 @@ export interface MeasureOptions {
 const MB = 1e6;
 
 /**
+ * Pieces a stream may have queued and not yet handed to its link: enough to keep the link busy.
+ * Queued all at once, the pieces' frames were a copy of everything streamed.
+ */
+export const STREAM_WINDOW = 16;
+
+/**
  * Sends `bytes` to rank `to` and/or receives as many from rank `from` (null: not
  * that direction), in data-channel-sized pieces tagged with collective `id`;
  * resolves when every piece has arrived and every send has been handed over.
+ * Receiving runs beside sending, so what the other side sends never waits unasked.
  */
 export async function streamBytes(
   comm: Communicator,
@@ -76,12 +83,18 @@ export async function streamBytes(
   const piece = DEFAULT_SEGMENT_BYTES;
   const pieces = Math.ceil(bytes / piece);
   const data = new Uint8Array(Math.min(piece, bytes));
-  const sends: Promise<void>[] = [];
-  if (to !== null)
-    for (let j = 0; j < pieces; j++)
-      sends.push(comm.send(to, { id, step, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
-  if (from !== null) for (let j = 0; j < pieces; j++) await comm.recv(from, { id, step, chunk: j }, timeoutMs);
-  await Promise.all(sends);
+  const send = async () => {
+    const sends: Promise<void>[] = [];
+    for (let j = 0; j < pieces; j++) {
+      if (j >= STREAM_WINDOW) await sends[j - STREAM_WINDOW];
+      sends.push(comm.send(to!, { id, step, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
+    }
+    await Promise.all(sends);
+  };
+  const receive = async () => {
+    for (let j = 0; j < pieces; j++) await comm.recv(from!, { id, step, chunk: j }, timeoutMs);
+  };
+  await Promise.all([to === null ? undefined : send(), from === null ? undefined : receive()]);
 }
 
 /** Rank 0 streams `bytes` to rank 1 in data-channel-sized pieces; rank 1 acknowledges the last. Seconds on rank 0. */
@@ -136,9 +149,18 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const count = Math.floor(o.bytes / 4);
   const data = new Float32Array(count);
   for (let i = 0; i < count; i++) data[i] = ((i * 7919 + comm.rank * 31) % 1000) / 1000 - 0.5;
-  const opts = { name: 'bench', compression, segmentBytes: o.segmentBytes, timeoutMs };
+  // In place and averaged, as a step's gradient is reduced (allreduce's own copy of the tensor is not what training pays).
+  const opts = {
+    name: 'bench',
+    compression,
+    segmentBytes: o.segmentBytes,
+    timeoutMs,
+    op: 'average' as const,
+    chunkBytes: count * 4,
+  };
   // Warm up at full size (up to 64 MiB): SCTP windows open, buffers get allocated, loops get compiled.
-  await allreduce(comm, data.subarray(0, Math.min(count, 16 << 20)), { ...opts, name: 'warmup' });
+  const warm = data.subarray(0, Math.min(count, 16 << 20));
+  await allreduceInPlace(comm, warm, { ...opts, name: 'warmup', chunkBytes: warm.byteLength });
   await barrier(comm, { timeoutMs });
   const bidir = await exchange(comm, count * 4, timeoutMs);
   // Interleave point-to-point and allreduce runs so both see the same machine load; take medians.
@@ -146,10 +168,10 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const seconds: number[] = [];
   const f32Seconds: number[] = [];
   const latencyIterations = o.iterations ?? 20;
-  const timed = async (o: ReduceOptions, into: number[]) => {
+  const timed = async (o: ReduceOptions & { chunkBytes: number }, into: number[]) => {
     await barrier(comm, { timeoutMs });
     const t0 = now();
-    await allreduce(comm, data, o);
+    await allreduceInPlace(comm, data, o);
     into.push((now() - t0) / 1000);
   };
   for (let i = 0; i < iterations; i++) {
@@ -160,24 +182,12 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     // fp16's speed-up is only meaningful against float32 under the same load: time both, turn about.
     if (compression === 'fp16') await timed({ ...opts, compression: 'none' }, f32Seconds);
   }
-  // Latency: small tensors, many runs, each algorithm forced in turn and a link round trip beside them.
-  const rtt: number[] = [];
-  const ring: number[] = [];
-  const rd: number[] = [];
-  const hd: number[] = [];
-  const twoShot: number[] = [];
-  if (o.bytes <= LATENCY_MAX_BYTES) {
-    for (let i = 0; i < latencyIterations; i++) {
-      await barrier(comm, { timeoutMs });
-      const r = await roundTrip(comm, count * 4, timeoutMs);
-      if (r !== null) rtt.push(r);
-      await timed({ ...opts, name: 'bench-ring', algorithm: 'ring' }, ring);
-      await timed({ ...opts, name: 'bench-rd', algorithm: 'recursive-doubling' }, rd);
-      await timed({ ...opts, name: 'bench-hd', algorithm: 'halving-doubling' }, hd);
-      await timed({ ...opts, name: 'bench-two-shot', algorithm: 'two-shot' }, twoShot);
-      await timed(opts, seconds);
-    }
-  }
+  const { rtt, ring, rd, hd, twoShot } =
+    o.bytes <= LATENCY_MAX_BYTES
+      ? await timeLatencies(comm, count * 4, latencyIterations, timeoutMs, (name, algorithm, into) =>
+          timed(algorithm ? { ...opts, name, algorithm } : opts, into ?? seconds),
+        )
+      : { rtt: [], ring: [], rd: [], hd: [], twoShot: [] };
   const typical = median(seconds);
   const p2p = p2pSeconds.length ? median(p2pSeconds) : null;
   const bytes = count * 4;
@@ -207,6 +217,33 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     p2p_rtt_ms: rtt.length ? round(median(rtt) * 1000, 3) : null,
     latency_ratio: rtt.length ? round(typical / median(rtt), 3) : null,
   };
+}
+
+type Latencies = Record<'rtt' | 'ring' | 'rd' | 'hd' | 'twoShot', number[]>;
+
+/**
+ * Latency: small tensors, many runs, each algorithm forced in turn and a link round trip beside
+ * them; `timed(name, algorithm, into)` times one allreduce (no algorithm: as 'auto' runs it).
+ */
+async function timeLatencies(
+  comm: Communicator,
+  bytes: number,
+  iterations: number,
+  timeoutMs: number,
+  timed: (name: string, algorithm?: Algorithm, into?: number[]) => Promise<void>,
+): Promise<Latencies> {
+  const l: Latencies = { rtt: [], ring: [], rd: [], hd: [], twoShot: [] };
+  for (let i = 0; i < iterations; i++) {
+    await barrier(comm, { timeoutMs });
+    const r = await roundTrip(comm, bytes, timeoutMs);
+    if (r !== null) l.rtt.push(r);
+    await timed('bench-ring', 'ring', l.ring);
+    await timed('bench-rd', 'recursive-doubling', l.rd);
+    await timed('bench-hd', 'halving-doubling', l.hd);
+    await timed('bench-two-shot', 'two-shot', l.twoShot);
+    await timed('bench');
+  }
+  return l;
 }
 
 function median(xs: number[]): number {

@@ -36,6 +36,12 @@ describe('bench allreduce', () => {
     ] as const)
       expect(r[k], k).toBeGreaterThan(0);
     expect(r.latency_ratio).toBeCloseTo(r.latency_ms / r.p2p_rtt_ms!, 1);
+    // The memory transport's peers share this process: no figure per peer.
+    expect(r).toMatchObject({
+      peak_rss_bytes_by_peer: null,
+      rss_before_bytes_by_peer: null,
+      peak_rss_over_tensor: null,
+    });
   });
 
   it('sweeps the four algorithms over sizes and names the largest sizes recursive doubling, then any of the others but the ring, win', async () => {
@@ -62,6 +68,18 @@ describe('bench allreduce', () => {
     expect(r.f32_algbw_MBps).toBeGreaterThan(0);
     expect(r.fp16_speedup).toBeCloseTo(r.algbw_MBps / r.f32_algbw_MBps!, 1);
   });
+
+  it('reports each peer process its peak resident memory, and the peak per byte of tensor', async () => {
+    const r = await benchAllreduce({ peers: 2, bytes: 1024 * 1024, transport: 'tcp', fp16: false, iterations: 1 });
+    expect(r.peak_rss_bytes_by_peer).toHaveLength(2);
+    r.peak_rss_bytes_by_peer!.forEach((peak, rank) => {
+      const before = r.rss_before_bytes_by_peer![rank]!;
+      expect(before).toBeGreaterThan(0);
+      expect(peak).toBeGreaterThanOrEqual(before);
+    });
+    const growth = r.peak_rss_bytes_by_peer!.map((p, i) => p! - r.rss_before_bytes_by_peer![i]!);
+    expect(r.peak_rss_over_tensor).toBeCloseTo(Math.max(...growth) / r.bytes, 2);
+  }, 120_000);
 
   it('refuses bad options with InvalidArgument', async () => {
     await expect(benchAllreduce({ peers: 0, bytes: 1024, transport: 'memory', fp16: false })).rejects.toMatchObject({

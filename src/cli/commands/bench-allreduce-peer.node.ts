@@ -6,6 +6,7 @@ import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { joinLocalRing } from '../../comm/local-ring.node.ts';
 import { measureAllreduce, measureSweep } from '../../collectives/measure.ts';
+import { peakRssBytes } from '../peak-rss.node.ts';
 
 const { values } = parseArgs({
   options: {
@@ -32,6 +33,8 @@ const comm = await joinLocalRing({
   highWaterBytes: process.env.RINGTRAIN_HIGH_WATER ? Number(process.env.RINGTRAIN_HIGH_WATER) : undefined,
   pollMs: process.env.RINGTRAIN_POLL_MS ? Number(process.env.RINGTRAIN_POLL_MS) : undefined,
 });
+// The high-water mark before the measurement allocates its tensor: what the process held for its links alone.
+const rssBefore = peakRssBytes();
 try {
   const iterations = values.iterations ? Number(values.iterations) : undefined;
   const m = values.sweep
@@ -41,6 +44,8 @@ try {
         compression: values.fp16 ? 'fp16' : 'none',
         iterations: values.iterations ? Number(values.iterations) : undefined,
       });
+  // Every rank's memory first (the launcher reads one such line from each), then rank 0's measurement.
+  process.stdout.write(JSON.stringify({ rss: { rank, before_bytes: rssBefore, peak_bytes: peakRssBytes() } }) + '\n');
   if (rank === 0) process.stdout.write(JSON.stringify(m) + '\n');
 } catch (e) {
   process.stdout.write(JSON.stringify({ rank, error: (e as Error).message }) + '\n');

@@ -37,7 +37,26 @@ export interface BenchOptions {
   runtimes?: PeerRuntime[];
 }
 
-export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & { transport: string; seconds: number[] };
+/** What one peer process held: its high-water mark before the measurement made its tensor, and at the end. */
+interface PeerRss {
+  rank: number;
+  before_bytes: number | null;
+  peak_bytes: number | null;
+}
+
+/** Each peer's peak resident memory (null over the memory transport, whose peers share this process). */
+export interface BenchMemory {
+  peak_rss_bytes_by_peer: (number | null)[] | null;
+  /** The same peers' high-water marks before the measurement allocated its tensor (links, libraries). */
+  rss_before_bytes_by_peer: (number | null)[] | null;
+  /** The largest (peak - before) / bytes over the peers: what a peer holds per byte of tensor (1: the tensor alone). */
+  peak_rss_over_tensor: number | null;
+}
+
+export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & {
+  transport: string;
+  seconds: number[];
+} & BenchMemory;
 
 const SELF = fileURLToPath(import.meta.url);
 // Beside this file: .ts in the repository, .js in an install's dist/.
@@ -70,15 +89,25 @@ function check(o: BenchOptions): void {
 }
 
 export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
-  return shape(await measure<AllreduceMeasurement>({ ...o, sweep: false }), o.transport);
+  if (outsideNetns(o)) return reRunInNetns(o) as Promise<BenchResult>;
+  const { result, rss } = await measure<AllreduceMeasurement>({ ...o, sweep: false });
+  return { ...shape(result, o.transport), ...memoryOf(rss, result.bytes) };
 }
 
 /** `--sweep`: the three algorithms, each forced, at sizes from 1 KiB to 4 MiB; `small_bytes` and `medium_bytes` are the thresholds for 'auto'. */
 export async function benchSweep(o: BenchOptions): Promise<AlgorithmSweep & { transport: string }> {
-  return { transport: o.transport, ...(await measure<AlgorithmSweep>({ ...o, sweep: true })) };
+  if (outsideNetns(o)) return reRunInNetns(o) as Promise<AlgorithmSweep & { transport: string }>;
+  return { transport: o.transport, ...(await measure<AlgorithmSweep>({ ...o, sweep: true })).result };
 }
 
-async function measure<T>(o: BenchOptions): Promise<T> {
+/** Real links between peer processes need a private network namespace: outside one, the command runs itself again in one. */
+function outsideNetns(o: BenchOptions): boolean {
+  check(o);
+  return o.transport !== 'memory' && process.env.RINGTRAIN_NETNS !== '1';
+}
+
+/** Rank 0's measurement, and each peer process's memory (null where the peers share this process). */
+async function measure<T>(o: BenchOptions): Promise<{ result: T; rss: PeerRss[] | null }> {
   check(o);
   const iterations = o.iterations;
   if (o.transport === 'memory') {
@@ -89,9 +118,8 @@ async function measure<T>(o: BenchOptions): Promise<T> {
         : measureAllreduce(c, { bytes: o.bytes, compression: o.fp16 ? 'fp16' : 'none', iterations });
     const results = await Promise.all(comms.map(run));
     comms.forEach((c) => c.close());
-    return results[0] as T;
+    return { result: results[0] as T, rss: null };
   }
-  if (process.env.RINGTRAIN_NETNS !== '1') return reRunInNetns(o) as Promise<T>;
   const ring = launchLocalRing({
     size: o.peers,
     script: PEER,
@@ -107,7 +135,7 @@ async function measure<T>(o: BenchOptions): Promise<T> {
     ],
   });
   try {
-    const line = await ring.peers[0].waitFor((l) => l.startsWith('{'));
+    const line = await ring.peers[0].waitFor((l) => l.startsWith('{') && !l.startsWith(RSS_LINE));
     const parsed = JSON.parse(line);
     if (parsed.error) {
       await Promise.race([Promise.all(ring.peers.map((p) => p.exited)), new Promise((r) => setTimeout(r, 2000))]);
@@ -119,14 +147,32 @@ async function measure<T>(o: BenchOptions): Promise<T> {
         .join('\n');
       throw new RingtrainError(ErrorCode.Transport, `benchmark rank 0 failed: ${parsed.error}\n${why}`);
     }
+    const rss = await Promise.all(ring.peers.map((p) => p.waitFor((l) => l.startsWith(RSS_LINE))));
     await Promise.all(ring.peers.map((p) => p.exited));
-    return parsed as T;
+    return { result: parsed as T, rss: rss.map((l) => (JSON.parse(l) as { rss: PeerRss }).rss) };
   } finally {
     ring.stop();
   }
 }
 
-function shape(m: AllreduceMeasurement, transport: string): BenchResult {
+/** How a peer's memory line begins (bench-allreduce-peer.node.ts prints it before rank 0's measurement). */
+const RSS_LINE = '{"rss":';
+
+function memoryOf(rss: PeerRss[] | null, bytes: number): BenchMemory {
+  if (!rss) return { peak_rss_bytes_by_peer: null, rss_before_bytes_by_peer: null, peak_rss_over_tensor: null };
+  const byRank = [...rss].sort((a, b) => a.rank - b.rank);
+  const growth = byRank.map((r) =>
+    r.peak_bytes === null || r.before_bytes === null ? NaN : r.peak_bytes - r.before_bytes,
+  );
+  const worst = Math.max(...growth);
+  return {
+    peak_rss_bytes_by_peer: byRank.map((r) => r.peak_bytes),
+    rss_before_bytes_by_peer: byRank.map((r) => r.before_bytes),
+    peak_rss_over_tensor: Number.isFinite(worst) ? Math.round((worst / bytes) * 1000) / 1000 : null,
+  };
+}
+
+function shape(m: AllreduceMeasurement, transport: string): Omit<BenchResult, keyof BenchMemory> {
   const { peers, bytes, ...rest } = m;
   return { peers, bytes, transport, ...rest };
 }

@@ -38,8 +38,12 @@ interface FastState {
   fallen: Fallback | null;
   /** Every rank has shown it went ahead on this same agreement (see `agreed`). */
   agreed: boolean;
-  /** Rejects with the Fallback once there is one: every receive races it. */
-  stop: Promise<never>;
+  /**
+   * The receives waiting now, each rejected with the Fallback once there is one. Not a race
+   * against one promise that lives as long as the run: each race leaves a reaction on it that
+   * holds the payload it won, so a collective held everything it received until it ended.
+   */
+  waiting: Set<(f: Fallback) => void>;
   fail(f: Fallback): void;
 }
 
@@ -86,22 +90,20 @@ export class Run {
 
   /** Goes ahead on a cached agreement: messages carry `fingerprint` until this rank falls back. */
   goFast(fingerprint: Uint8Array): void {
-    let fail!: (f: Fallback) => void;
-    const stop = new Promise<never>((_, reject) => (fail = reject));
-    stop.catch(() => {});
     const state: FastState = {
       fingerprint,
       sentTo: new Set(),
       heardFrom: new Set(),
       fallen: null,
       agreed: false,
-      stop,
+      waiting: new Set(),
       fail: () => {},
     };
     state.fail = (f) => {
       if (state.fallen) return;
       state.fallen = f;
-      fail(f);
+      for (const reject of state.waiting) reject(f);
+      state.waiting.clear();
     };
     this.fast = state;
   }
@@ -193,8 +195,19 @@ export class Run {
         throw e;
       },
     );
-    got.catch(() => {});
-    return Promise.race([got, f.stop]);
+    return new Promise<Uint8Array>((resolve, reject) => {
+      f.waiting.add(reject);
+      got.then(
+        (bytes) => {
+          f.waiting.delete(reject);
+          resolve(bytes);
+        },
+        (e: unknown) => {
+          f.waiting.delete(reject);
+          reject(e);
+        },
+      );
+    });
   }
 
   /**

@@ -4,6 +4,7 @@ import { reduceInto, reduceTo } from '../codecs/reduce.ts';
 import type { Run } from '../controller/run.ts';
 import type { ReduceOp, Tensor } from '../codecs/types.ts';
 import { elementsIn, encodeSegment, type Codec } from '../codecs/wire.ts';
+import { SendAhead } from './send-ahead.ts';
 
 /**
  * The ring loops. Every rank sends to its right neighbour and receives from
@@ -79,15 +80,17 @@ export async function ringReduceScatter(
     run.send(right, run.tag(PHASE_REDUCE_SCATTER, step, j), bytes);
     run.chunkEvent('chunk-send', 'reduce-scatter', step, rank, right, chunk, seg, bytes.byteLength, view);
   };
-  // Step 0 needs nothing from anyone: queue the whole first chunk at once.
+  // Step 0 needs nothing from anyone: its chunk goes a window ahead of what arrives (send-ahead.ts).
   const first = mod(rank - 1, size);
-  segmentsOf(chunks[first], per).forEach((seg, j) => sendSegment(0, first, j, seg, buf));
+  const firstSegs = segmentsOf(chunks[first], per);
+  const ahead = new SendAhead(firstSegs.length, (j) => sendSegment(0, first, j, firstSegs[j], buf));
   for (let step = 0; step < size - 1; step++) {
     const last = step === size - 2;
     const chunk = mod(rank - step - 2, size);
     const segs = segmentsOf(chunks[chunk], per);
     for (let j = 0; j < segs.length; j++) {
       const seg = segs[j];
+      if (step === 0) ahead.before(j);
       const payload = await run.recv(left, run.tag(PHASE_REDUCE_SCATTER, step, j));
       if (last && j === 0) run.agreed();
       expectCount(payload, codec, seg, left, 'reduce-scatter');
@@ -102,6 +105,7 @@ export async function ringReduceScatter(
       // The chunk we just reduced is the one we pass on in the next step.
       if (!last) sendSegment(step + 1, chunk, j, seg, partial);
     }
+    ahead.rest();
   }
 }
 
@@ -134,7 +138,10 @@ export async function ringAllgather(
   const right = mod(rank + 1, size);
   const left = mod(rank - 1, size);
   const per = run.segmentElements(codec);
-  segmentsOf(blocks[rank], per).forEach((seg, j) => {
+  const own = segmentsOf(blocks[rank], per);
+  // This rank's own block goes a window ahead of what arrives (send-ahead.ts), the rest after step 0.
+  const ahead = new SendAhead(own.length, (j) => {
+    const seg = own[j];
     const view = buf.subarray(seg.offset, seg.offset + seg.count);
     const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
     // With a lossy codec the owner keeps what the others get, so every rank ends bitwise equal.
@@ -147,6 +154,7 @@ export async function ringAllgather(
     const segs = segmentsOf(blocks[block], per);
     for (let j = 0; j < segs.length; j++) {
       const seg = segs[j];
+      if (step === 0) ahead.before(j);
       const payload = await run.recv(left, run.tag(PHASE_ALLGATHER, step, j));
       // Checked before it goes on: a rank that vets never passes on what fails, so a bad one names who handed it over.
       const onward = vet ? await vet(block, payload, left, step < size - 2) : payload;
@@ -158,6 +166,7 @@ export async function ringAllgather(
       const incoming = decodeInto(codec, payload, buf, seg);
       run.chunkEvent('chunk-recv', 'allgather', step, left, rank, block, seg, payload.byteLength, incoming, incoming);
     }
+    ahead.rest();
   }
 }
 
