@@ -8,3 +8,14 @@ export function detectRuntime(): RuntimeName {
   if (proc?.versions?.node) return 'node';
   return 'browser';
 }
+
+/**
+ * A Node built-in module (`node:crypto`, …) where the runtime has one (Node, and Deno's Node
+ * compatibility), else undefined (a page): code that runs in every runtime takes it as a faster
+ * path, never as the only one.
+ */
+export function nodeBuiltin<T>(name: string): T | undefined {
+  const proc = (globalThis as Record<string, unknown>).process as
+    { getBuiltinModule?: (name: string) => unknown } | undefined;
+  return proc?.getBuiltinModule?.(name) as T | undefined;
+}

@@ -4,7 +4,9 @@
  * page served over plain http from another host has no `crypto.subtle`, and
  * the ring's state check (src/distributed/robust/state-agreement.ts) compares digests
  * across runtimes, so every rank must compute the same one whatever it has.
+ * `sha256Stream` hashes what is too big to hold whole, a piece at a time.
  */
+import { nodeBuiltin } from './runtime.ts';
 
 /** The first 32 bits of the fractional parts of the cube roots of the first 64 primes (FIPS 180-4, 4.2.2). */
 const K = Uint32Array.from(firstPrimes(64), (p) => fraction32(Math.cbrt(p)));
@@ -27,25 +29,80 @@ export async function sha256(bytes: ArrayBufferView): Promise<Uint8Array> {
   return sha256Portable(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 }
 
-/** The TypeScript SHA-256 (no WebCrypto): the message in 64-byte blocks, then the padded tail. */
+/** The TypeScript SHA-256 (no WebCrypto) of one message. */
 export function sha256Portable(message: Uint8Array): Uint8Array {
-  const h = H0.slice();
-  const w = new Uint32Array(64);
-  const whole = message.length - (message.length % 64);
-  for (let at = 0; at < whole; at += 64) compress(h, w, message, at);
-  // The tail, a 1 bit, zeros, and the length in bits as a 64-bit big-endian number (5.1.1).
-  const tail = new Uint8Array(message.length % 64 < 56 ? 64 : 128);
-  tail.set(message.subarray(whole));
-  tail[message.length - whole] = 0x80;
-  const bits = message.length * 8;
-  const view = new DataView(tail.buffer);
-  view.setUint32(tail.length - 8, Math.floor(bits / 2 ** 32));
-  view.setUint32(tail.length - 4, bits >>> 0);
-  for (let at = 0; at < tail.length; at += 64) compress(h, w, tail, at);
-  const out = new Uint8Array(32);
-  const outView = new DataView(out.buffer);
-  h.forEach((v, i) => outView.setUint32(i * 4, v));
-  return out;
+  const hash = new PortableSha256();
+  hash.update(message);
+  return hash.digest();
+}
+
+/**
+ * SHA-256 over bytes given in pieces: the digest of their concatenation. WebCrypto has no such
+ * form, so something too big to hold whole (a model's state, read back a slice at a time) is
+ * hashed with Node's `node:crypto` where the runtime has it (Node, Deno), else in TypeScript.
+ */
+export interface Sha256Stream {
+  update(bytes: ArrayBufferView): void;
+  /** The digest of everything given; the stream takes nothing after it. */
+  digest(): Uint8Array;
+}
+
+interface NodeCrypto {
+  createHash(algorithm: 'sha256'): { update(bytes: Uint8Array): unknown; digest(): Uint8Array };
+}
+
+export function sha256Stream(): Sha256Stream {
+  const crypto = nodeBuiltin<NodeCrypto>('node:crypto');
+  if (!crypto) return new PortableSha256();
+  const hash = crypto.createHash('sha256');
+  return { update: (bytes) => void hash.update(bytesOf(bytes)), digest: () => new Uint8Array(hash.digest()) };
+}
+
+function bytesOf(view: ArrayBufferView): Uint8Array {
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+}
+
+/** The TypeScript SHA-256 in pieces: whole 64-byte blocks as they come, the rest kept for the next piece. */
+export class PortableSha256 implements Sha256Stream {
+  private readonly h = H0.slice();
+  private readonly w = new Uint32Array(64);
+  private readonly block = new Uint8Array(64);
+  private filled = 0;
+  private length = 0;
+
+  update(view: ArrayBufferView): void {
+    const bytes = bytesOf(view);
+    this.length += bytes.length;
+    let at = 0;
+    if (this.filled > 0) {
+      at = Math.min(64 - this.filled, bytes.length);
+      this.block.set(bytes.subarray(0, at), this.filled);
+      this.filled += at;
+      if (this.filled < 64) return;
+      compress(this.h, this.w, this.block, 0);
+      this.filled = 0;
+    }
+    const whole = at + Math.floor((bytes.length - at) / 64) * 64;
+    for (; at < whole; at += 64) compress(this.h, this.w, bytes, at);
+    this.block.set(bytes.subarray(at));
+    this.filled = bytes.length - at;
+  }
+
+  digest(): Uint8Array {
+    // The tail, a 1 bit, zeros, and the length in bits as a 64-bit big-endian number (5.1.1).
+    const tail = new Uint8Array(this.filled < 56 ? 64 : 128);
+    tail.set(this.block.subarray(0, this.filled));
+    tail[this.filled] = 0x80;
+    const bits = this.length * 8;
+    const view = new DataView(tail.buffer);
+    view.setUint32(tail.length - 8, Math.floor(bits / 2 ** 32));
+    view.setUint32(tail.length - 4, bits >>> 0);
+    for (let at = 0; at < tail.length; at += 64) compress(this.h, this.w, tail, at);
+    const out = new Uint8Array(32);
+    const outView = new DataView(out.buffer);
+    this.h.forEach((v, i) => outView.setUint32(i * 4, v));
+    return out;
+  }
 }
 
 const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n));

@@ -570,6 +570,10 @@ export class GraphModel implements Model {
     return this.gpu.readF32(this.params, 0, this.flatLength);
   }
 
+  readParamsInto(offset: number, into: Float32Array): Promise<Float32Array> {
+    return this.gpu.readF32Into(this.params, offset, into);
+  }
+
   readGrads(): Promise<Float32Array> {
     return this.gpu.readF32(this.grads, 0, this.flatLength);
   }

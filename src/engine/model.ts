@@ -194,6 +194,8 @@ export interface Model {
 
   /** Copies of the flat buffers (length flatLength). */
   readParams(): Promise<Float32Array>;
+  /** Optional: the flat parameters from `offset` into `into` (as many as it holds), for a reader that never holds them all. */
+  readParamsInto?(offset: number, into: Float32Array): Promise<Float32Array>;
   readGrads(): Promise<Float32Array>;
   /** Overwrite the flat buffers (length must be flatLength). */
   writeParams(values: Float32Array): void;

@@ -51,6 +51,15 @@ export interface ResolvedOptimizerSpec {
   [setting: string]: SettingValue | string;
 }
 
+/** One named part of a state, read a slice at a time: a reader that hashes or streams it never holds it whole. */
+export interface StatePart {
+  name: string;
+  /** Floats in the part. */
+  length: number;
+  /** The part's floats from `offset`, as many as `into` holds: `into` itself, filled (or a view of the same values). */
+  read(offset: number, into: Float32Array): Promise<Float32Array>;
+}
+
 export interface Optimizer {
   readonly kind: string;
   readonly spec: ResolvedOptimizerSpec;
@@ -61,6 +70,8 @@ export interface Optimizer {
   /** Optimizer state as named flat arrays (each of the model's flatLength), plus `step` as a 1-element array. */
   exportState(): Promise<Record<string, Float32Array>>;
   importState(state: Record<string, Float32Array>): void;
+  /** Optional: exportState's arrays (`step` too) as parts read a slice at a time, in any order. */
+  stateParts?(): StatePart[];
   destroy(): void;
 }
 
@@ -158,6 +169,16 @@ export class FlatOptimizer implements Optimizer {
     for (const [name, buffer] of Object.entries(this.state)) out[name] = await this.gpu.readF32(buffer, 0, this.n);
     out.step = new Float32Array([this.stepCount]);
     return out;
+  }
+
+  stateParts(): StatePart[] {
+    const parts: StatePart[] = Object.entries(this.state).map(([name, buffer]) => ({
+      name,
+      length: this.n,
+      read: (offset, into) => this.gpu.readF32Into(buffer, offset, into),
+    }));
+    const step = async (_: number, into: Float32Array) => into.fill(this.stepCount, 0, 1);
+    return [...parts, { name: 'step', length: 1, read: step }];
   }
 
   importState(state: Record<string, Float32Array>): void {

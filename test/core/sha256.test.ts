@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { sha256, sha256Portable } from '../../src/core/sha256.ts';
+import { PortableSha256, sha256, sha256Portable, sha256Stream, type Sha256Stream } from '../../src/core/sha256.ts';
 
 const hexOf = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const bytes = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 131 + 7) & 255);
@@ -32,5 +32,36 @@ describe('sha256Portable', () => {
     const own = new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
     expect(hexOf(await sha256(f))).toBe(createHash('sha256').update(own).digest('hex'));
     expect(hexOf(sha256Portable(own))).toBe(hexOf(await sha256(f)));
+  });
+});
+
+describe('sha256Stream', () => {
+  /** The message cut at `cuts` (byte offsets), fed piece by piece. */
+  const inPieces = (stream: Sha256Stream, message: Uint8Array, cuts: number[]) => {
+    let at = 0;
+    for (const c of [...cuts, message.length]) {
+      stream.update(message.subarray(at, c));
+      at = c;
+    }
+    return hexOf(stream.digest());
+  };
+
+  it('gives the digest of the whole message however it is cut, in both the runtime and the TypeScript form', () => {
+    const message = bytes(1000);
+    const whole = createHash('sha256').update(message).digest('hex');
+    const cuttings = [[], [0], [1], [63], [64], [65], [55, 56, 57], [10, 70, 130, 500, 999], [128, 128, 256]];
+    for (const cuts of cuttings) {
+      expect(inPieces(new PortableSha256(), message, cuts), `portable, cut at ${cuts}`).toBe(whole);
+      expect(inPieces(sha256Stream(), message, cuts), `runtime, cut at ${cuts}`).toBe(whole);
+    }
+    expect(inPieces(new PortableSha256(), new Uint8Array(0), [])).toBe(createHash('sha256').digest('hex'));
+  });
+
+  it('hashes a float view as its own bytes', () => {
+    const f = Float32Array.from({ length: 100 }, (_, i) => Math.cos(i)).subarray(5, 77);
+    const stream = new PortableSha256();
+    stream.update(f.subarray(0, 30));
+    stream.update(f.subarray(30));
+    expect(hexOf(stream.digest())).toBe(hexOf(sha256Portable(new Uint8Array(f.buffer, f.byteOffset, f.byteLength))));
   });
 });

@@ -20,7 +20,9 @@
  *
  * The cost is the read-back (every weight and every optimizer moment, the
  * same bytes a checkpoint reads) and the hash; the collective is 32 bytes per
- * rank. Figures: docs/ROBUSTNESS.md, "Agreement on state".
+ * rank. The state is read and hashed a slice at a time (DIGEST_SLICE_FLOATS),
+ * so a worker never holds a whole part of it on the CPU for the check.
+ * Figures: docs/ROBUSTNESS.md, "Agreement on state".
  *
  * A digest says nothing against a liar: a rank can publish the majority's
  * digest whatever it holds. It finds state that drifted, not state forged.
@@ -29,10 +31,10 @@ import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
 import { signedAllgather } from '../session/signed-gather.ts';
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { sha256 } from '../../core/sha256.ts';
+import { sha256, sha256Stream } from '../../core/sha256.ts';
 import { now } from '../../core/events.ts';
 import type { Model } from '../../engine/model.ts';
-import type { Optimizer } from '../../engine/optimizer.ts';
+import type { Optimizer, StatePart } from '../../engine/optimizer.ts';
 import { broadcastOptimizerState, broadcastParameters } from '../api/broadcast-state.ts';
 
 /** Steps between checks when a job does not say (`stateCheckEvery`): a read-back of the state every 100 steps costs a few percent at most of one step's time (docs/ROBUSTNESS.md). */
@@ -68,41 +70,64 @@ export function judgeStateHashes(hashes: readonly string[]): StateVerdict {
 }
 
 /**
- * One digest of the weights and the optimizer state: each part hashed where it lies (no copy of
- * the whole state), then the parts' names and digests hashed together, in a fixed order.
+ * Floats the digest reads and hashes at a time (64 MiB): a worker holds one slice of its state
+ * on the CPU, never a whole part (GPT-2 124M's weights and each AdamW moment are 498 MB).
+ */
+export const DIGEST_SLICE_FLOATS = 16 << 20;
+
+/**
+ * One digest of the weights and the optimizer state: each part's name and length, then the
+ * SHA-256 of its values, all hashed together in a fixed order (the weights, then the
+ * optimizer's parts by name).
  */
 export async function stateDigest(
   params: Float32Array,
   optimizerState: Record<string, Float32Array>,
 ): Promise<Uint8Array> {
-  return digestOfParts([await partDigest('params', params), ...(await optimizerDigests(optimizerState))]);
+  return digestOf(arrayPart('params', params), () => arrayParts(optimizerState));
 }
 
 /**
- * stateDigest of what `model` and `optimizer` hold, read back a part at a time: the weights are
- * hashed and let go before the optimizer's state is read, so a worker never holds both.
+ * stateDigest of what `model` and `optimizer` hold, read back and hashed a slice of
+ * `sliceFloats` at a time where they can be read so (GraphModel, the flat optimizers), else a
+ * part at a time; either way the same digest.
  */
 export async function readStateDigest(
-  model: Pick<Model, 'readParams'>,
-  optimizer: Pick<Optimizer, 'exportState'>,
+  model: Pick<Model, 'readParams' | 'readParamsInto' | 'flatLength'>,
+  optimizer: Pick<Optimizer, 'exportState' | 'stateParts'>,
+  sliceFloats = DIGEST_SLICE_FLOATS,
 ): Promise<Uint8Array> {
-  const params = await partDigest('params', await model.readParams());
-  return digestOfParts([params, ...(await optimizerDigests(await optimizer.exportState()))]);
+  const params: StatePart = model.readParamsInto
+    ? { name: 'params', length: model.flatLength, read: (offset, into) => model.readParamsInto!(offset, into) }
+    : arrayPart('params', await model.readParams());
+  // Without parts, exportState's arrays: read after the weights' digest, so the weights are let go first.
+  const optimizerParts = optimizer.stateParts
+    ? () => optimizer.stateParts!()
+    : async () => arrayParts(await optimizer.exportState());
+  return digestOf(params, optimizerParts, sliceFloats);
 }
 
-/** A part's name and length, then the SHA-256 of its values. */
-async function partDigest(name: string, values: Float32Array): Promise<Uint8Array[]> {
-  return [new TextEncoder().encode(`${name}:${values.length}\n`), await sha256(values)];
+function arrayPart(name: string, values: Float32Array): StatePart {
+  return { name, length: values.length, read: async (offset, into) => values.subarray(offset, offset + into.length) };
 }
 
-async function optimizerDigests(state: Record<string, Float32Array>): Promise<Uint8Array[][]> {
-  const out: Uint8Array[][] = [];
-  for (const k of Object.keys(state).sort()) out.push(await partDigest(`optim/${k}`, state[k]));
-  return out;
+function arrayParts(state: Record<string, Float32Array>): StatePart[] {
+  return Object.keys(state).map((k) => arrayPart(k, state[k]));
 }
 
-async function digestOfParts(parts: Uint8Array[][]): Promise<Uint8Array> {
-  const pieces = parts.flat();
+/**
+ * The weights' digest, then the optimizer's parts' (`optim/<name>`, by name), whose parts are
+ * asked for only once the weights are hashed; then the digest of them all.
+ */
+async function digestOf(
+  params: StatePart,
+  optimizerParts: () => StatePart[] | Promise<StatePart[]>,
+  sliceFloats = DIGEST_SLICE_FLOATS,
+): Promise<Uint8Array> {
+  const room = new Float32Array(Math.max(1, Math.min(sliceFloats, params.length)));
+  const pieces = await partDigest(params, 'params', room);
+  const optimizer = [...(await optimizerParts())].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const part of optimizer) pieces.push(...(await partDigest(part, `optim/${part.name}`, room)));
   const all = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of pieces) {
@@ -110,6 +135,16 @@ async function digestOfParts(parts: Uint8Array[][]): Promise<Uint8Array> {
     at += p.length;
   }
   return sha256(all);
+}
+
+/** A part's name and length, then the SHA-256 of its values: one slice read into `room` at a time. */
+async function partDigest(part: StatePart, name: string, room: Float32Array): Promise<Uint8Array[]> {
+  const header = new TextEncoder().encode(`${name}:${part.length}\n`);
+  if (part.length <= room.length) return [header, await sha256(await part.read(0, room.subarray(0, part.length)))];
+  const hash = sha256Stream();
+  for (let at = 0; at < part.length; at += room.length)
+    hash.update(await part.read(at, room.subarray(0, Math.min(room.length, part.length - at))));
+  return [header, hash.digest()];
 }
 
 export function hex(bytes: Uint8Array): string {
