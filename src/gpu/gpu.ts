@@ -44,6 +44,14 @@ export * from './types.ts';
  */
 export const READ_SLICE_BYTES = 64 * 1024 * 1024;
 
+/**
+ * The most one `write` hands the queue before a submit. The runtime stages what writeBuffer is
+ * given until a submit carries it (wgpu and Dawn alike), so a 498 MB gradient written in one call
+ * staged a second 498 MB; in slices, each followed by an empty submit, the staging is freed as
+ * the queue goes (measured on lavapipe and SwiftShader: 525 MB of staging became 66-133 MB).
+ */
+export const WRITE_SLICE_BYTES = 16 * 1024 * 1024;
+
 export class Gpu {
   readonly pool: BufferPool;
   private pipelines = new Map<string, GPUComputePipeline>();
@@ -389,7 +397,10 @@ export class Gpu {
     }
   }
 
-  /** Writes CPU data into a buffer, after everything already recorded. */
+  /**
+   * Writes CPU data into a buffer, after everything already recorded; more than
+   * WRITE_SLICE_BYTES goes in slices, each submitted before the next is staged.
+   */
   write(buffer: GPUBuffer, data: ArrayBufferView, byteOffset = 0): void {
     this.flush();
     if (data.byteLength % 4 !== 0) {
@@ -398,7 +409,13 @@ export class Gpu {
         `GPU writes must be a multiple of 4 bytes, got ${data.byteLength}`,
       );
     }
-    this.device.queue.writeBuffer(buffer, byteOffset, data.buffer, data.byteOffset, data.byteLength);
+    const queue = this.device.queue;
+    for (let at = 0; at < data.byteLength; at += WRITE_SLICE_BYTES) {
+      const n = Math.min(WRITE_SLICE_BYTES, data.byteLength - at);
+      queue.writeBuffer(buffer, byteOffset + at, data.buffer, data.byteOffset + at, n);
+      // Nothing recorded rides on it (flushed above): the submit only carries the slice's staging.
+      if (at + n < data.byteLength) queue.submit([]);
+    }
   }
 
   /**
