@@ -206,6 +206,8 @@ export class Gpu {
         this.compiling = null;
       }
       for (const [cacheKey, pending] of missing) this.pipelines.set(cacheKey, await pending);
+      // Deno builds a pipeline holding the thread and resolves it at once: let timers and sockets run between attempts.
+      await new Promise((resolve) => setTimeout(resolve, 0));
     }
   }
 

@@ -33,6 +33,7 @@ export async function prepareTraining(
 ): Promise<PreparedTraining> {
   const model = await gpu.compileAhead(() => createModel(gpu, modelSpecFor(config, train)));
   try {
+    await eventLoopTurn();
     const optimizer = await gpu.compileAhead(() =>
       createOptimizer(model, {
         kind: config.optimizer,
@@ -42,11 +43,23 @@ export async function prepareTraining(
       }),
     );
     // One plan per attempt: a plan is kept only once it is whole, and an abandoned attempt destroys only what it made.
-    for (const makePlan of model.plansFor?.(Math.min(config.batch, train.count), test.count) ?? [])
+    for (const makePlan of model.plansFor?.(Math.min(config.batch, train.count), test.count) ?? []) {
+      await eventLoopTurn();
       await gpu.compileAhead(makePlan);
+    }
     return { model, optimizer };
   } catch (err) {
     model.destroy();
     throw err;
   }
+}
+
+/**
+ * Lets timers and sockets run (the server's pings, answered). Under Deno a GPU wait or a pipeline
+ * build holds the thread, and a promise it resolves at once lets the next piece start without
+ * the event loop ever turning: the warm-up of GPT-2 124M answered nothing for 57 s and the server
+ * dropped the worker (15 s of silence). Between pieces, the loop turns.
+ */
+function eventLoopTurn(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
