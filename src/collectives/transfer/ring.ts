@@ -4,7 +4,7 @@ import { reduceInto, reduceTo } from '../codecs/reduce.ts';
 import type { Run } from '../controller/run.ts';
 import type { ReduceOp, Tensor } from '../codecs/types.ts';
 import { elementsIn, encodeSegment, type Codec } from '../codecs/wire.ts';
-import { SendAhead } from './send-ahead.ts';
+import { SEND_AHEAD, SendAhead } from './send-ahead.ts';
 
 /**
  * The ring loops. Every rank sends to its right neighbour and receives from
@@ -103,7 +103,10 @@ export async function ringReduceScatter(
       else reduceTo(op, view, mine, incoming);
       run.chunkEvent('chunk-recv', 'reduce-scatter', step, left, rank, chunk, seg, payload.byteLength, incoming, view);
       // The chunk we just reduced is the one we pass on in the next step.
-      if (!last) sendSegment(step + 1, chunk, j, seg, partial);
+      if (!last) {
+        sendSegment(step + 1, chunk, j, seg, partial);
+        await run.sendsInFlightAtMost(2 * SEND_AHEAD);
+      }
     }
     ahead.rest();
   }
@@ -161,6 +164,7 @@ export async function ringAllgather(
       if (step < size - 2) {
         run.send(right, run.tag(PHASE_ALLGATHER, step + 1, j), onward);
         run.chunkEvent('chunk-send', 'allgather', step + 1, rank, right, block, seg, payload.byteLength);
+        await run.sendsInFlightAtMost(2 * SEND_AHEAD);
       }
       expectCount(payload, codec, seg, left, 'allgather');
       const incoming = decodeInto(codec, payload, buf, seg);
