@@ -37,7 +37,12 @@ export interface BenchOptions {
   runtimes?: PeerRuntime[];
 }
 
-export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & { transport: string; seconds: number[] };
+export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & {
+  transport: string;
+  /** Each rank's runtime (memory rings run in this process). */
+  runtimes: string[];
+  seconds: number[];
+};
 
 const SELF = fileURLToPath(import.meta.url);
 // Beside this file: .ts in the repository, .js in an install's dist/.
@@ -70,7 +75,8 @@ function check(o: BenchOptions): void {
 }
 
 export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
-  return shape(await measure<AllreduceMeasurement>({ ...o, sweep: false }), o.transport);
+  const runtimes = o.transport === 'memory' ? [] : (o.runtimes ?? Array.from({ length: o.peers }, () => 'node'));
+  return shape(await measure<AllreduceMeasurement>({ ...o, sweep: false }), o.transport, runtimes);
 }
 
 /** `--sweep`: the three algorithms, each forced, at sizes from 1 KiB to 4 MiB; `small_bytes` and `medium_bytes` are the thresholds for 'auto'. */
@@ -126,9 +132,9 @@ async function measure<T>(o: BenchOptions): Promise<T> {
   }
 }
 
-function shape(m: AllreduceMeasurement, transport: string): BenchResult {
+function shape(m: AllreduceMeasurement, transport: string, runtimes: string[]): BenchResult {
   const { peers, bytes, ...rest } = m;
-  return { peers, bytes, transport, ...rest };
+  return { peers, bytes, transport, runtimes, ...rest };
 }
 
 /** Runs this file again inside a private network namespace and returns its JSON line. */
