@@ -22,6 +22,28 @@ export const PHASE_ALLTOALL = 4;
 
 const mod = (a: number, n: number) => ((a % n) + n) % n;
 
+/**
+ * Segments of its first chunk a rank sends ahead of what it has received (4 MiB of 256 KiB ones):
+ * enough to keep the link busy. Queueing a whole first chunk at once (half the tensor on 2 ranks)
+ * copied all of it into frames in one go, and over TCP the garbage collector then spent more time
+ * on those frames than the ring on its sums.
+ */
+export const SEND_AHEAD = 16;
+
+/**
+ * Sends `segs` (by index) as the ring's first step receives: `upTo(k)` sends those below k not yet
+ * sent. Every rank sends its first SEND_AHEAD at once and one more per segment received, so no
+ * rank waits on another that holds back (by induction along the ring).
+ */
+function sendAhead(segs: Range[], send: (seg: Range, j: number) => void) {
+  let sent = 0;
+  const upTo = (k: number) => {
+    for (const end = Math.min(k, segs.length); sent < end; sent++) send(segs[sent], sent);
+  };
+  upTo(SEND_AHEAD);
+  return upTo;
+}
+
 /** Checks a payload's size before decoding it, so nothing is written past the segment. */
 function expectCount(
   payload: Uint8Array,
@@ -150,9 +172,9 @@ export async function ringReduceScatter(
     run.send(right, tag(step, j), bytes);
     run.chunkEvent('chunk-send', ring.label, step, rank, right, chunk, seg, bytes.byteLength, view);
   };
-  // Step 0 needs nothing from anyone: queue the whole first chunk at once.
+  // Step 0 needs nothing from anyone: its segments go out ahead of what arrives.
   const first = mod(at - 1, n);
-  segments(chunks[first]).forEach((seg, j) => sendSegment(0, first, j, seg, buf));
+  const sendFirst = sendAhead(segments(chunks[first]), (seg, j) => sendSegment(0, first, j, seg, buf));
   for (let step = 0; step < n - 1; step++) {
     const last = step === n - 2;
     const chunk = mod(at - step - 2, n);
@@ -172,7 +194,9 @@ export async function ringReduceScatter(
       run.chunkEvent('chunk-recv', ring.label, step, left, rank, chunk, seg, payload.byteLength, incoming, view);
       // The chunk we just reduced is the one we pass on in the next step.
       if (!last) sendSegment(step + 1, chunk, j, seg, partial);
+      if (step === 0) sendFirst(j + 1 + SEND_AHEAD);
     }
+    if (step === 0) sendFirst(Infinity);
   }
 }
 
@@ -205,7 +229,7 @@ export async function ringAllgather(
   const { n, at, left, right, tag, segments } = placeIn(run, ring, codec);
   if (n === 1) return;
   const { rank } = run.comm;
-  segments(blocks[at]).forEach((seg, j) => {
+  const sendOwn = sendAhead(segments(blocks[at]), (seg, j) => {
     const view = buf.subarray(seg.offset, seg.offset + seg.count);
     const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
     // With a lossy codec the owner keeps what the others get, so every rank ends bitwise equal.
@@ -228,7 +252,9 @@ export async function ringAllgather(
       expectCount(payload, codec, seg, left, ring);
       const incoming = decodeInto(codec, payload, buf, seg);
       run.chunkEvent('chunk-recv', ring.label, step, left, rank, block, seg, payload.byteLength, incoming, incoming);
+      if (step === 0) sendOwn(j + 1 + SEND_AHEAD);
     }
+    if (step === 0) sendOwn(Infinity);
   }
 }
 
