@@ -42,6 +42,9 @@ export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & {
   /** Each rank's runtime (memory rings run in this process). */
   runtimes: string[];
   seconds: number[];
+  /** With --transport tcp: a plain loopback TCP stream from rank 0 to rank 1 (bench-raw-tcp.node.ts), and busbw against it. */
+  raw_tcp_MBps?: number;
+  ratio_raw_tcp?: number;
 };
 
 const SELF = fileURLToPath(import.meta.url);
