@@ -14,9 +14,9 @@ import { CNN_CASES } from './cnn-cases.ts';
 import { asOracleCase } from './comparisons.ts';
 import { DENSE_CASES } from './dense-cases.ts';
 import { SLICED_CASES } from './sliced-cases.ts';
-import type { OracleCase, OracleResult } from './oracle-case.ts';
+import { casesFor, type OracleCase, type OracleResult } from './oracle-case.ts';
 
-export type { OracleCase, OracleResult };
+export { casesFor, type OracleCase, type OracleResult };
 
 export const ORACLE_CASES: OracleCase[] = [
   ...DENSE_CASES,
