@@ -21,6 +21,7 @@ import type { Dispatch, Gpu } from '../gpu/gpu.ts';
 import { planAccumulate } from '../gpu/kernels/accumulate.ts';
 import { RESULT_LOSS } from '../nn/loss.ts';
 import type { BucketRange } from './grad-buckets.ts';
+import type { Model } from './model.ts';
 
 /** Refuses a micro-batch that is not a whole number ≥ 1. */
 export function checkMicroBatchValue(microBatch: number): void {
@@ -41,6 +42,23 @@ export function passesOf(batch: number, microBatch: number): number {
       { batch, microBatch },
     );
   return batch / microBatch;
+}
+
+/**
+ * What a trainer does with its `microBatch` option: checks that it splits the step's `batch` (before
+ * any data or step) and tells the model. A model that cannot split its steps is refused by name.
+ */
+export function useMicroBatch(model: Model, microBatch: number | undefined, batch: number): void {
+  if (microBatch === undefined) return;
+  checkMicroBatchValue(microBatch);
+  passesOf(batch, microBatch);
+  if (!model.setMicroBatch)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `model ${model.identity.name} cannot split a step into micro-batches (it has no setMicroBatch); drop --micro-batch`,
+      { model: model.identity.name, microBatch },
+    );
+  model.setMicroBatch(microBatch);
 }
 
 /**

@@ -163,6 +163,18 @@ export const FIELDS = {
     flag: '--backward-passes <n>',
     flagHelp: 'local passes summed before each allreduce',
   }),
+  // A peer's own memory matter, no part of the job's math: each step's gradient is the same (micro-batch.ts).
+  microBatch: field({
+    section: 'schedule',
+    schema: int.min(1),
+    allowed: 'a whole number of examples >= 1 that divides the batch',
+    help: "examples per forward-backward pass: a step's batch runs in passes of this many, their gradients summed on the GPU",
+    unit: 'examples',
+    flag: '--micro-batch <n>',
+    flagHelp:
+      'examples per forward-backward pass: each step of --batch runs in passes of n whose gradients add up on the GPU (the activations of n examples in memory, the same gradient); n must divide --batch',
+    onTrain: true,
+  }),
   seed: field({
     section: 'schedule',
     schema: int.min(0).max(2 ** 32 - 1),

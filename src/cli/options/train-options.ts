@@ -72,6 +72,7 @@ export const TrainOptionsSchema = z.object({
     .optional(),
   seed: settingValue('seed'),
   steps: settingValue('steps').optional(),
+  microBatch: settingValue('microBatch').optional(),
   save: z.string().min(1, { error: '--save needs a file path' }).optional(),
   resume: z.string().min(1, { error: '--resume needs a file path' }).optional(),
   overwrite: z.boolean().default(false),
