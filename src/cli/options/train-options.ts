@@ -7,6 +7,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { isModelFile } from '../../engine/define.ts';
+import { passesOf } from '../../engine/micro-batch.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../../data/text.ts';
 import { optimizerNamed, optimizerNames } from '../../optimizers/index.ts';
 import { addJobSettingOptions, settingValue, TRAIN_SETTINGS } from './job-setting-options.ts';
@@ -161,6 +162,8 @@ export function parseTrainOptions(raw: Record<string, unknown>): TrainOptions {
     });
   }
   const o = withPreset(parsed.data);
+  // Refused here, before any data or GPU work, in the words a step would use.
+  if (o.microBatch !== undefined) passesOf(o.batch, o.microBatch);
   return { ...o, lr: o.lr ?? DEFAULT_LR[o.optimizer], weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer] };
 }
 
