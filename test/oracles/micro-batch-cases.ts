@@ -8,6 +8,7 @@
 import { Mlp } from '../../src/engine/mlp.ts';
 import type { GraphModel } from '../../src/engine/graph-model.ts';
 import { Transformer } from '../../src/engine/transformer.ts';
+import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { planAccumulate } from '../../src/gpu/kernels/accumulate.ts';
 import { DeferredScalars } from '../../src/gpu/readback.ts';
@@ -15,29 +16,48 @@ import { mulberry32 } from '../../src/data/random.ts';
 import { asOracleCase, maxAbsError, seededUniform, type ComparedCase, type Comparison } from './comparisons.ts';
 import type { OracleCase } from './oracle-case.ts';
 
-/** Three passes into a vector NaN-filled before the first: the first overwrites, the others add, each weighed. */
-const accumulateCase: ComparedCase = {
-  name: 'accumulate: 3 weighed passes, the first overwriting a NaN-filled sum',
-  async run(gpu) {
-    const n = 1000;
-    const weights = Float32Array.from([0.5, 0.125, 0.375]);
-    const parts = [0, 1, 2].map((k) => seededUniform(n, 700 + k));
-    const want = new Float32Array(n);
-    for (let i = 0; i < n; i++) want[i] = parts.reduce((sum, p, k) => sum + Math.fround(weights[k] * p[i]), 0);
-    const made = [gpu.upload(weights), gpu.upload(new Float32Array(n).fill(NaN)), ...parts.map((p) => gpu.upload(p))];
-    try {
-      const [w, dst, ...srcs] = made;
-      srcs.forEach((src, index) =>
-        gpu.record(planAccumulate(gpu, { weights: w, src, dst }, n, { index, first: index === 0 })),
-      );
-      const got = await gpu.readF32(dst, 0, n);
+/**
+ * Three passes into a vector NaN-filled before the first: the first overwrites, the others add, each
+ * weighed. With `maxBindingBytes`, on a Gpu of that binding limit: the vectors in slices.
+ */
+function accumulateCase(maxBindingBytes?: number): ComparedCase {
+  const sliced = maxBindingBytes ? ` over ${maxBindingBytes / 4}-word bindings` : '';
+  return {
+    name: `accumulate: 3 weighed passes, the first overwriting a NaN-filled sum${sliced}`,
+    async run(gpu) {
+      const g = maxBindingBytes ? await acquireGpu({ maxBindingBytes }) : gpu;
+      try {
+        return await accumulateOn(g, maxBindingBytes ? 4 : 1);
+      } finally {
+        if (g !== gpu) g.destroy();
+      }
+    },
+  };
+}
+
+async function accumulateOn(gpu: Gpu, slices: number): Promise<Comparison[]> {
+  const n = 1000;
+  const weights = Float32Array.from([0.5, 0.125, 0.375]);
+  const parts = [0, 1, 2].map((k) => seededUniform(n, 700 + k));
+  const want = new Float32Array(n);
+  for (let i = 0; i < n; i++) want[i] = parts.reduce((sum, p, k) => sum + Math.fround(weights[k] * p[i]), 0);
+  const made = [gpu.upload(weights), gpu.upload(new Float32Array(n).fill(NaN)), ...parts.map((p) => gpu.upload(p))];
+  try {
+    const [w, dst, ...srcs] = made;
+    const planned = srcs.map((src, index) =>
+      planAccumulate(gpu, { weights: w, src, dst }, n, { index, first: index === 0 }),
+    );
+    for (const d of planned) gpu.record(d);
+    const got = await gpu.readF32(dst, 0, n);
+    return [
       // Three f32 adds of O(1) values: a few ulps of 1.
-      return [{ what: 'sum', maxError: maxAbsError(got, want), tolerance: 1e-6, count: n }];
-    } finally {
-      for (const b of made) b.destroy();
-    }
-  },
-};
+      { what: 'sum', maxError: maxAbsError(got, want), tolerance: 1e-6, count: n },
+      { what: 'slices', maxError: planned[0].length === slices ? 0 : 1, tolerance: 0, count: 1 },
+    ];
+  } finally {
+    for (const b of made) b.destroy();
+  }
+}
 
 /** Inputs for a model: features in [0, 1), or token ids below `ids` when given. */
 function inputsFor(model: GraphModel, batch: number, seed: number, ids?: number): Float32Array {
@@ -132,4 +152,6 @@ const transformerCase: ComparedCase = {
   },
 };
 
-export const MICRO_BATCH_CASES: OracleCase[] = [accumulateCase, mlpCase, transformerCase].map(asOracleCase);
+export const MICRO_BATCH_CASES: OracleCase[] = [accumulateCase(), accumulateCase(1024), mlpCase, transformerCase].map(
+  asOracleCase,
+);
