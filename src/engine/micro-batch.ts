@@ -18,7 +18,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Dispatch, Gpu } from '../gpu/gpu.ts';
-import { planAccumulate } from '../gpu/kernels/accumulate.ts';
+import { compileAccumulate, planAccumulate } from '../gpu/kernels/accumulate.ts';
 import { RESULT_LOSS } from '../nn/loss.ts';
 import type { BucketRange } from './grad-buckets.ts';
 import type { Model } from './model.ts';
@@ -111,6 +111,9 @@ export class GradientAccumulation {
     /** Makes a storage buffer of `words` floats that the model owns (and frees). */
     private readonly storage: (words: number, label: string) => GPUBuffer,
   ) {
+    // Its passes' adds are planned later, once the step's batch is known, when no warm-up may abandon
+    // the plan they belong to (Gpu.compileAhead destroys what an attempt made): their pipeline comes now.
+    compileAccumulate(gpu);
     this.results = storage(4, 'micro-batch/results');
   }
 

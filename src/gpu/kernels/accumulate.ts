@@ -20,6 +20,11 @@ export interface AccumulateBuffers {
   dst: Binding;
 }
 
+/** Makes the kernel's pipeline now (under Gpu.compileAhead: throws until it is compiled), before anything is planned with it. */
+export function compileAccumulate(gpu: Gpu): void {
+  gpu.pipeline('accumulate', {});
+}
+
 /** dst = weights[pass]·src (the first pass) or dst += weights[pass]·src, over `n` floats. */
 export function planAccumulate(
   gpu: Gpu,
