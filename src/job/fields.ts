@@ -158,7 +158,8 @@ export const FIELDS = {
     section: 'schedule',
     schema: int.min(1),
     allowed: 'a whole number >= 1',
-    help: 'micro-batches accumulated per step',
+    // Not microBatch: these passes are loop steps of their own, summed by the reducer on the CPU (docs/KERNELS.md, Micro-batches).
+    help: 'backward passes, each on its own batch, summed before each allreduce',
     default: 1,
     flag: '--backward-passes <n>',
     flagHelp: 'local passes summed before each allreduce',
