@@ -32,6 +32,7 @@ import { type DType, Graph, type Parameter, shapeText, sizeOf, type Tensor } fro
 import { recordDeferredLoss } from './train-step.ts';
 import { type BucketRange, DEFAULT_BUCKET_BYTES, type GradientBucket, planBuckets } from './grad-buckets.ts';
 import { type EvalResult, type Model, type ModelIdentity, PARAM_ALIGN, type ParamEntry } from './model.ts';
+import { checkMicroBatchValue, GradientAccumulation, passesOf, passWeights } from './micro-batch.ts';
 
 export interface GraphModelOptions {
   identity: ModelIdentity;
@@ -64,6 +65,16 @@ interface BatchPlan {
   buckets: Map<number, { ranges: BucketRange[]; pieces: Step[][] }>;
   /** The GPU buffers made for this plan: the largest one's bytes and all of them together. */
   bytes: { largest: number; total: number };
+  /** A micro-batch's plan (it writes its gradients into a scratch): how its passes add into the model's. */
+  accumulation?: GradientAccumulation;
+}
+
+/** A step whose batch is uploaded: the plan its (last) pass runs, where its loss lands, and its passes. */
+interface LoadedStep {
+  p: BatchPlan;
+  results: GPUBuffer;
+  /** Passes of a micro-batched step (1: one pass at the batch). */
+  passes: number;
 }
 
 /**
@@ -107,7 +118,8 @@ export function allValid(x: Float32Array, indices: boolean): boolean {
   return ok;
 }
 
-type Mode = 'train' | 'eval';
+/** A plan's kind: a training step's, an evaluation's, or a training pass at the micro-batch (micro-batch.ts). */
+type Mode = 'train' | 'eval' | 'micro';
 
 /** What a traced graph computes, independent of tensor ids: two traces with equal signatures plan alike. */
 function graphSignature(graph: Graph, output: Tensor): string {
@@ -169,6 +181,10 @@ export class GraphModel implements Model {
   private readonly owned: GPUBuffer[] = [];
   /** The evaluation plans' shared, never-read output gradient (evalHeadGradient). */
   private headGradient?: GPUBuffer;
+  /** Samples per forward-backward pass when a step is split (setMicroBatch); undefined: one pass per step. */
+  private microBatch?: number;
+  /** Where micro-batch passes write their gradients before they are added into `grads` (made with the first such plan). */
+  private microGrads?: GPUBuffer;
 
   /** Gathers evaluate()'s per-chunk results, so an evaluation waits for the GPU once. */
   private evalSink?: DeferredScalars;
@@ -228,7 +244,7 @@ export class GraphModel implements Model {
     return buffer;
   }
 
-  private trace(batch: number, mode: Mode): { graph: Graph; input: Tensor; output: Tensor; rows: number } {
+  private trace(batch: number, mode: 'train' | 'eval'): { graph: Graph; input: Tensor; output: Tensor; rows: number } {
     const graph = new Graph();
     const input = graph.input([batch, ...this.inputShape], { dtype: this.inputDType });
     // The module's own flags are put back afterwards: the mode is the call's, not state left on the module.
@@ -261,21 +277,24 @@ export class GraphModel implements Model {
     const key = `${batch}/${mode}`;
     let p = this.plans.get(key);
     if (p) return p;
-    const { graph, input, output } = this.trace(batch, mode);
+    const { graph, input, output } = this.trace(batch, mode === 'eval' ? 'eval' : 'train');
     const signature = graphSignature(graph, output);
-    const trained = mode === 'eval' ? this.plans.get(`${batch}/train`) : undefined;
+    const trained =
+      mode === 'eval' ? (this.plans.get(`${batch}/train`) ?? this.plans.get(`${batch}/micro`)) : undefined;
     if (trained && trained.signature === signature) {
       this.plans.set(key, trained);
       return trained;
     }
     const made: GPUBuffer[] = [];
     const own = (b: GPUBuffer): GPUBuffer => (made.push(b), this.own(b));
+    const microGrads =
+      mode === 'micro' ? (this.microGrads ?? own(this.gpu.storage(this.flatLength, 'micro-batch/grads'))) : undefined;
     const plan = compilePlan(
       this.gpu,
       graph.nodes,
       [output],
-      { params: this.params, grads: this.grads, entry: (param) => this.entries.get(param)! },
-      { gradients: mode === 'train' },
+      { params: this.params, grads: microGrads ?? this.grads, entry: (param) => this.entries.get(param)! },
+      { gradients: mode !== 'eval' },
     );
     for (const b of plan.buffers) own(b);
     const rows = output.size / this.classes;
@@ -314,9 +333,16 @@ export class GraphModel implements Model {
       buckets: new Map(),
       bytes: { largest: Math.max(...made.map((b) => b.size)), total: made.reduce((sum, b) => sum + b.size, 0) },
     };
+    if (microGrads) {
+      const buffers = { grads: this.grads, scratch: microGrads, passResults: results, flatLength: this.flatLength };
+      p.accumulation = new GradientAccumulation(this.gpu, buffers, (words, label) =>
+        own(this.gpu.storage(words, label)),
+      );
+    }
     this.plans.set(key, p);
     // Kept only now: a plan that threw half-way (Gpu.compileAhead destroys what it made) leaves nothing behind.
     if (unread) this.headGradient = unread.buffer;
+    if (microGrads) this.microGrads = microGrads;
     return p;
   }
 
@@ -347,7 +373,26 @@ export class GraphModel implements Model {
 
   /** Plans the training step for `batch` (buffers, dispatches) without recording it: what `train --dry-run` sizes. */
   planTrainingStep(batch: number): void {
-    this.plan(batch, 'train');
+    const micro = this.microPasses(batch);
+    if (micro) micro.p.accumulation!.plan(micro.passes);
+    else this.plan(batch, 'train');
+  }
+
+  /**
+   * Splits each training step of more than `microBatch` samples into passes of `microBatch` that
+   * add into `grads` on the GPU (micro-batch.ts); undefined: one pass per step. A step's batch must
+   * then be a multiple of it.
+   */
+  setMicroBatch(microBatch: number | undefined): void {
+    if (microBatch !== undefined) checkMicroBatchValue(microBatch);
+    this.microBatch = microBatch;
+  }
+
+  /** The plan at the micro-batch and the passes of a step of `batch`, when the micro-batch splits it. */
+  private microPasses(batch: number): { p: BatchPlan; passes: number } | undefined {
+    if (this.microBatch === undefined) return undefined;
+    const passes = passesOf(batch, this.microBatch);
+    return passes > 1 ? { p: this.plan(this.microBatch, 'micro'), passes } : undefined;
   }
 
   private checkBatch(what: string, x: Float32Array, batch: number): void {
@@ -398,8 +443,11 @@ export class GraphModel implements Model {
     }
   }
 
-  /** Checks and uploads the batch; returns the plan (its `results` hold the mean loss once its steps have run). */
-  private loadStep(x: Float32Array, labels: ArrayLike<number>, batch: number): BatchPlan {
+  /**
+   * Checks and uploads the batch. Split into micro-batches, every pass but the last is recorded
+   * here with its add; the last is uploaded. Its `results` hold the mean loss once the steps have run.
+   */
+  private loadStep(x: Float32Array, labels: ArrayLike<number>, batch: number): LoadedStep {
     this.checkBatch('forwardBackward', x, batch);
     if (labels.length !== batch * this.positions) {
       throw new RingtrainError(
@@ -408,16 +456,34 @@ export class GraphModel implements Model {
         { labels: labels.length, batch },
       );
     }
-    const p = this.plan(batch, 'train');
-    this.load(p, x, labels);
-    return p;
+    const micro = this.microPasses(batch);
+    if (!micro) {
+      const p = this.plan(batch, 'train');
+      this.load(p, x, labels);
+      return { p, results: p.results, passes: 1 };
+    }
+    const { p, passes } = micro;
+    const accumulation = p.accumulation!;
+    // The whole batch is checked before any pass runs, so a bad sample never leaves a step half-summed.
+    if (!allValid(x, p.inputScratch !== null)) this.rejectInput(x, p.inputScratch !== null);
+    accumulation.writeWeights(passes, passWeights(labels, passes));
+    const [samples, rows] = [batch / passes, p.rows];
+    for (let k = 0; k < passes; k++) {
+      const inputs = x.subarray(k * samples * this.inputSize, (k + 1) * samples * this.inputSize);
+      this.load(p, inputs, Array.prototype.slice.call(labels, k * rows, (k + 1) * rows) as number[]);
+      if (k === passes - 1) break;
+      recordSteps(this.gpu, p.step);
+      this.gpu.record(accumulation.afterPass(passes, k));
+    }
+    return { p, results: accumulation.results, passes };
   }
 
-  /** Uploads the batch and records forward, loss head and backward. */
-  private recordStep(x: Float32Array, labels: ArrayLike<number>, batch: number): BatchPlan {
-    const p = this.loadStep(x, labels, batch);
-    recordSteps(this.gpu, p.step);
-    return p;
+  /** Uploads the batch and records forward, loss head and backward (of every pass); returns where the loss lands. */
+  private recordStep(x: Float32Array, labels: ArrayLike<number>, batch: number): GPUBuffer {
+    const s = this.loadStep(x, labels, batch);
+    recordSteps(this.gpu, s.p.step);
+    if (s.passes > 1) this.gpu.record(s.p.accumulation!.afterPass(s.passes, s.passes - 1));
+    return s.results;
   }
 
   forwardBackwardDeferred(
@@ -426,7 +492,7 @@ export class GraphModel implements Model {
     batch = (labels?.length ?? 0) / this.positions,
     sink: DeferredScalars,
   ): void {
-    recordDeferredLoss(this.gpu, sink, this.recordStep(x, labels, batch).results, RESULT_LOSS * 4);
+    recordDeferredLoss(this.gpu, sink, this.recordStep(x, labels, batch), RESULT_LOSS * 4);
   }
 
   /**
@@ -444,11 +510,17 @@ export class GraphModel implements Model {
     into?: Float32Array,
   ): GradientBucket[] {
     if (into) this.checkFlat('forwardBackwardBuckets', into);
-    const p = this.loadStep(x, labels, batch);
+    const { p, results, passes } = this.loadStep(x, labels, batch);
     const { ranges, pieces } = this.bucketsOf(p, bucketBytes);
+    // Micro-batched, the last pass's gradient is added into each bucket's range as backward finishes it.
+    const adds = passes > 1 ? p.accumulation!.bucketSteps(passes, bucketBytes, ranges) : undefined;
     return ranges.map((b, i) => {
       recordSteps(this.gpu, pieces[i]);
-      if (i === ranges.length - 1) recordDeferredLoss(this.gpu, sink, p.results, RESULT_LOSS * 4);
+      if (adds) this.gpu.record(adds[i]);
+      if (i === ranges.length - 1) {
+        if (passes > 1) this.gpu.record(p.accumulation!.lastLoss(passes));
+        recordDeferredLoss(this.gpu, sink, results, RESULT_LOSS * 4);
+      }
       const ready = into
         ? this.gpu.readF32Into(this.grads, b.offset, into.subarray(b.offset, b.offset + b.length))
         : this.gpu.readF32(this.grads, b.offset, b.length);
@@ -460,7 +532,7 @@ export class GraphModel implements Model {
 
   /** The plan's buckets of `bucketBytes`, cut once (grad-buckets.ts), and the steps recorded before each read-back. */
   gradientBuckets(batch: number, bucketBytes = DEFAULT_BUCKET_BYTES): readonly BucketRange[] {
-    return this.bucketsOf(this.plan(batch, 'train'), bucketBytes).ranges;
+    return this.bucketsOf(this.microPasses(batch)?.p ?? this.plan(batch, 'train'), bucketBytes).ranges;
   }
 
   private bucketsOf(p: BatchPlan, bucketBytes: number): { ranges: BucketRange[]; pieces: Step[][] } {
@@ -484,8 +556,8 @@ export class GraphModel implements Model {
     labels: ArrayLike<number>,
     batch = (labels?.length ?? 0) / this.positions,
   ): Promise<number> {
-    const p = this.recordStep(x, labels, batch);
-    const [loss] = await this.gpu.readF32(p.results, RESULT_LOSS, 1);
+    const results = this.recordStep(x, labels, batch);
+    const [loss] = await this.gpu.readF32(results, RESULT_LOSS, 1);
     if (!Number.isFinite(loss)) {
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
@@ -515,7 +587,7 @@ export class GraphModel implements Model {
             () => void this.plan(chunk(), 'eval'),
             () => void (evaluated % chunk() > 0 && this.plan(evaluated % chunk(), 'eval')),
           ];
-    return [() => void this.plan(batch, 'train'), ...evaluation];
+    return [() => this.planTrainingStep(batch), ...evaluation];
   }
 
   /** The metrics over `x` in chunks of `chunk` samples (default: as many as the adapter's limits and EVAL_PLAN_BYTES allow, evalChunk). */
@@ -592,5 +664,6 @@ export class GraphModel implements Model {
     for (const b of this.owned) b.destroy();
     this.owned.length = 0;
     this.plans.clear();
+    this.microGrads = undefined;
   }
 }
