@@ -13,8 +13,13 @@ import { now, type EventBus } from '../../core/events.ts';
 import type { ProbeMsg } from '../../signaling/protocol.ts';
 import type { ProbeOutcome } from './admission-probe.ts';
 
-/** Probes one peer answers at once. A member meets at most two per joiner (it is one of two would-be neighbours). */
-export const MAX_OPEN_PROBES = 4;
+/**
+ * Probes one peer answers at once: as many as the server's default candidate limit (8 per job)
+ * can ask of one member, so under the defaults no probe waits (a cap below it would let a few
+ * ghosts hold every slot while an honest joiner's deadline runs out in the queue); a server that
+ * admits more candidates cannot make a member hold more links than this.
+ */
+export const MAX_OPEN_PROBES = 8;
 
 export interface ProbeQueueOptions {
   /** Opens probe `p`'s link and echoes within `deadlineMs`; never throws. */
