@@ -104,3 +104,41 @@ describe('a steady-state step of a default job negotiates nothing and waits for 
     }
   }
 });
+
+describe("an elastic job's default step (verify and the doubt rule on) negotiates nothing", () => {
+  it('mlp, 3 deno workers: the sketches, then the sum, then the verdicts, all on the response cache', async () => {
+    const r = await ringtrain([
+      'run',
+      '-np',
+      '3',
+      '--runtime',
+      'deno',
+      '--model',
+      'mlp',
+      '--elastic',
+      '--steps',
+      '5',
+      '--batch',
+      '16',
+      '--eval-limit',
+      '64',
+      '--json',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.stdout.trim().split('\n').pop()!);
+    expect(result).toMatchObject({ steps: 5, size: 3, ok: true });
+    // The verified sum went ahead on its cached agreement (docs/COLLECTIVES.md, "Rounds per step"): it negotiated
+    // at every step before.
+    expect(result.negotiations_per_step).toBe(0);
+    const byName = Object.fromEntries(
+      Object.entries(result.collectives_by_name_per_step as Record<string, number>).map(([k, v]) => [
+        k.replace(/ \(.*\)$/, ''),
+        v,
+      ]),
+    );
+    expect(byName).toEqual({ gradients: 1, 'gradient-sketches': 1, 'verify-verdicts': 1, 'membership-epoch': 1 });
+    // The doubt rule's sketches come first and the verdicts follow the sum (the membership agreement rides beside).
+    expect(result.sequential_collectives_per_step).toBeGreaterThanOrEqual(3);
+    expect(result.sequential_collectives_per_step).toBeLessThan(4);
+  }, 300_000);
+});
