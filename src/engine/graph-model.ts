@@ -45,6 +45,13 @@ export interface GraphModelOptions {
   classes: number;
   seed: number;
   loss?: Loss;
+  /**
+   * Training's graph when the module computes its loss itself (an output head fused with the loss, whose
+   * logits are never whole): called in train mode with the input and the targets ([batch · positions]
+   * u32, as `loss.encodeTargets` packs them), it returns the mean loss [1], or null to train through
+   * the module's output and `loss`. Evaluation and prediction always use the output and `loss`.
+   */
+  fusedLoss?: (input: Tensor, targets: Tensor) => Tensor | null;
 }
 
 interface BatchPlan {
@@ -52,7 +59,7 @@ interface BatchPlan {
   input: Tensor;
   output: Tensor;
   rows: number;
-  targets: GPUBuffer;
+  targets: BufferRange;
   targetScratch: Int32Array;
   inputScratch: Uint32Array | null;
   results: GPUBuffer;
@@ -121,6 +128,8 @@ export function allValid(x: Float32Array, indices: boolean): boolean {
 /** A plan's kind: a training step's, an evaluation's, or a training pass at the micro-batch (micro-batch.ts). */
 type Mode = 'train' | 'eval' | 'micro';
 
+const wholeBuffer = (buffer: GPUBuffer): BufferRange => ({ buffer, offset: 0, size: buffer.size });
+
 /** What a traced graph computes, independent of tensor ids: two traces with equal signatures plan alike. */
 function graphSignature(graph: Graph, output: Tensor): string {
   const local = new Map<Tensor, string>();
@@ -173,6 +182,7 @@ export class GraphModel implements Model {
   readonly grads: GPUBuffer;
   readonly loss: Loss;
   readonly inputDType: DType;
+  private readonly fusedLoss?: GraphModelOptions['fusedLoss'];
   private readonly entries = new Map<Parameter, ParamEntry>();
   /** The parameters in layout order. */
   private readonly parameters: Parameter[];
@@ -203,6 +213,7 @@ export class GraphModel implements Model {
     this.inputDType = o.inputDType ?? 'f32';
     this.classes = o.classes;
     this.loss = o.loss ?? crossEntropy;
+    this.fusedLoss = o.fusedLoss;
     o.module.nameTree();
     const named = o.module.namedParameters();
     if (named.length === 0)
@@ -244,19 +255,22 @@ export class GraphModel implements Model {
     return buffer;
   }
 
-  private trace(batch: number, mode: 'train' | 'eval'): { graph: Graph; input: Tensor; output: Tensor; rows: number } {
-    const graph = new Graph();
-    const input = graph.input([batch, ...this.inputShape], { dtype: this.inputDType });
-    // The module's own flags are put back afterwards: the mode is the call's, not state left on the module.
+  /** Runs `record` with the module in `mode` (a micro-batch pass trains); its own flags are put back afterwards: the mode is the call's, not state left on the module. */
+  private inMode<T>(mode: Mode, record: () => T): T {
     const modules = this.module.modules();
     const before = modules.map((m) => m.training);
-    let output: Tensor;
     try {
-      this.module.train(mode === 'train');
-      output = this.module.call(input);
+      this.module.train(mode !== 'eval');
+      return record();
     } finally {
       modules.forEach((m, i) => (m.training = before[i]));
     }
+  }
+
+  private trace(batch: number, mode: Mode): { graph: Graph; input: Tensor; output: Tensor; rows: number } {
+    const graph = new Graph();
+    const input = graph.input([batch, ...this.inputShape], { dtype: this.inputDType });
+    const output = this.inMode(mode, () => this.module.call(input));
     const last = output.shape[output.shape.length - 1];
     if (last !== this.classes || output.shape[0] !== batch) {
       throw new RingtrainError(
@@ -268,6 +282,16 @@ export class GraphModel implements Model {
     return { graph, input, output, rows: output.size / last / batch };
   }
 
+  /** Training's graph ending in the module's own loss (`fusedLoss`), or null when it has none for this batch. */
+  private traceFusedLoss(batch: number): { graph: Graph; input: Tensor; output: Tensor; targets: Tensor } | null {
+    if (!this.fusedLoss) return null;
+    const graph = new Graph();
+    const input = graph.input([batch, ...this.inputShape], { dtype: this.inputDType });
+    const targets = graph.input([batch * this.positions], { dtype: 'u32' });
+    const output = this.inMode('train', () => this.fusedLoss!(input, targets));
+    return output ? { graph, input, output, targets } : null;
+  }
+
   /**
    * The plan of a batch size in a mode. A training plan holds backward too; an evaluation's holds
    * the forward and the loss head alone (no gradient buffer), unless the training plan of that
@@ -277,7 +301,9 @@ export class GraphModel implements Model {
     const key = `${batch}/${mode}`;
     let p = this.plans.get(key);
     if (p) return p;
-    const { graph, input, output } = this.trace(batch, mode === 'eval' ? 'eval' : 'train');
+    // Training and a micro-batch pass end in the module's own loss where it has one for this batch.
+    const fused = mode !== 'eval' ? this.traceFusedLoss(batch) : null;
+    const { graph, input, output } = fused ?? this.trace(batch, mode);
     const signature = graphSignature(graph, output);
     const trained =
       mode === 'eval' ? (this.plans.get(`${batch}/train`) ?? this.plans.get(`${batch}/micro`)) : undefined;
@@ -297,8 +323,8 @@ export class GraphModel implements Model {
       { gradients: mode !== 'eval' },
     );
     for (const b of plan.buffers) own(b);
-    const rows = output.size / this.classes;
-    const targets = own(this.gpu.storage(rows, 'targets'));
+    const rows = batch * this.positions;
+    const targets = fused ? plan.value(fused.targets) : wholeBuffer(own(this.gpu.storage(rows, 'targets')));
     const results = own(this.gpu.storage(4, 'results'));
     const unread = mode === 'eval' ? this.evalHeadGradient(rows, own) : undefined;
     const dOutput = unread ?? plan.grad(output);
@@ -307,15 +333,17 @@ export class GraphModel implements Model {
         ErrorCode.InvalidArgument,
         `model ${this.identity.name}: its output does not depend on any parameter`,
       );
-    const head = this.loss.plan(this.gpu, {
-      output: plan.value(output),
-      dOutput,
-      targets,
-      results,
-      rows,
-      classes: this.classes,
-      scratch: (words, label) => own(this.gpu.storage(words, `${this.loss.name}/${label}`)),
-    });
+    const head = fused
+      ? this.fusedLossHead(plan.value(output), dOutput, results, own)
+      : this.loss.plan(this.gpu, {
+          output: plan.value(output),
+          dOutput,
+          targets: targets.buffer,
+          results,
+          rows,
+          classes: this.classes,
+          scratch: (words, label) => own(this.gpu.storage(words, `${this.loss.name}/${label}`)),
+        });
     p = {
       plan,
       input,
@@ -344,6 +372,20 @@ export class GraphModel implements Model {
     if (unread) this.headGradient = unread.buffer;
     if (microGrads) this.microGrads = microGrads;
     return p;
+  }
+
+  /** The head of a graph that ends in its own loss: the loss into results, and ∂loss/∂loss = 1 as backward's seed. */
+  private fusedLossHead(
+    loss: BufferRange,
+    seed: BufferRange,
+    results: GPUBuffer,
+    own: (b: GPUBuffer) => GPUBuffer,
+  ): Step[] {
+    const one = own(this.gpu.upload(Float32Array.of(1), 'loss-seed'));
+    return [
+      { copy: { src: loss, dst: { buffer: results, offset: RESULT_LOSS * 4, size: 4 }, bytes: 4 } },
+      { copy: { src: { buffer: one, offset: 0, size: 4 }, dst: seed, bytes: 4 } },
+    ];
   }
 
   /**
@@ -424,7 +466,10 @@ export class GraphModel implements Model {
       p.inputScratch.set(x);
       this.gpu.write(v.buffer, p.inputScratch, v.offset);
     } else this.gpu.write(v.buffer, x, v.offset);
-    if (targets) this.gpu.write(p.targets, this.loss.encodeTargets(targets, p.rows, this.classes, p.targetScratch));
+    if (targets) {
+      const packed = this.loss.encodeTargets(targets, p.rows, this.classes, p.targetScratch);
+      this.gpu.write(p.targets.buffer, packed, p.targets.offset);
+    }
   }
 
   /** Throws naming the first input that is not finite (or, for indices, not an integer ≥ 0). */
