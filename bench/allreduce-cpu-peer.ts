@@ -20,6 +20,7 @@ const { values } = parseArgs({
     bytes: { type: 'string' },
     calls: { type: 'string' },
     algorithms: { type: 'string' },
+    transport: { type: 'string' },
   },
 });
 const rank = Number(values.rank);
@@ -29,6 +30,7 @@ const comm = await joinLocalRing({
   size: Number(values.size),
   connectTimeoutMs: 60_000,
   peerTimeoutMs: 20_000,
+  transport: values.transport === 'tcp' ? 'tcp' : 'webrtc',
 });
 const bytes = Number(values.bytes);
 const calls = Number(values.calls);

@@ -1,8 +1,8 @@
 /**
  * What an allreduce costs the machine's CPU, beside a round trip of the same bytes:
  *   sh scripts/in-netns.sh npx tsx bench/allreduce-cpu.ts [--peers 4] [--bytes 65536] [--calls 100]
- *     [--algorithms recursive-doubling,halving-doubling,two-shot,ring]
- * N Node processes over WebRTC run `--calls` back-to-back round trips (ranks 0
+ *     [--algorithms recursive-doubling,halving-doubling,two-shot,ring] [--transport webrtc|tcp]
+ * N Node processes over WebRTC (or TCP links) run `--calls` back-to-back round trips (ranks 0
  * and 1; the others wait), then the same number of allreduces per algorithm,
  * and read their own CPU time around each. Prints one JSON line: per kind, the
  * wall time per call (rank 0), the CPU milliseconds per call summed over the
@@ -20,6 +20,7 @@ const { values } = parseArgs({
     bytes: { type: 'string', default: '65536' },
     calls: { type: 'string', default: '100' },
     algorithms: { type: 'string', default: 'recursive-doubling,halving-doubling,two-shot,ring' },
+    transport: { type: 'string', default: 'webrtc' },
   },
 });
 const peers = Number(values.peers);
@@ -35,7 +36,10 @@ const PEER = new URL('./allreduce-cpu-peer.ts', import.meta.url).pathname;
 const ring = launchLocalRing({
   size: peers,
   script: PEER,
-  args: () => ['--bytes', String(bytes), '--calls', String(calls), '--algorithms', values.algorithms!],
+  args: () => [
+    ...['--bytes', String(bytes), '--calls', String(calls)],
+    ...['--algorithms', values.algorithms!, '--transport', values.transport!],
+  ],
 });
 type Report = { rank: number; out: Record<string, { wall_ms: number; cpu_ms: number }> };
 const reports = (await Promise.all(ring.peers.map((p) => p.waitFor((l) => l.startsWith('{'))))).map(

@@ -4,10 +4,9 @@
  * other runtime. Kept apart so the rest of src/cli stays free of `process`.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import process from 'node:process';
-import { delimiter, dirname, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { findDeno } from '../core/find-deno.node.ts';
 import { PACKAGE_ROOT, RUNS_SOURCES } from '../core/package-root.node.ts';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
 import {
@@ -53,32 +52,6 @@ function nodeArgsFor(file: string): string[] {
 /** What to tell a person who has no Deno: commands that work in their own project, not only in ours. */
 const INSTALL_DENO_HINT =
   'install Deno (npm install deno, in this project; or https://docs.deno.com/runtime/getting_started/installation/), or pass --runtime node';
-
-/** Each folder from `dir` up to the root. */
-function foldersUp(dir: string): string[] {
-  const out: string[] = [];
-  for (let d = resolvePath(dir); ; d = dirname(d)) {
-    out.push(d);
-    if (dirname(d) === d) return out;
-  }
-}
-
-/**
- * Deno's executable, or undefined when none is installed: the `deno` npm package's
- * (node_modules/.bin/deno beside the project being run, or beside this package), else
- * `deno` on PATH. Deno is a development dependency of ringtrain, so an install has it
- * only when the user's project added it.
- */
-export function findDeno(): string | undefined {
-  const bins = [...foldersUp(process.cwd()), ...foldersUp(PACKAGE_ROOT)].map((d) =>
-    join(d, 'node_modules', '.bin', 'deno'),
-  );
-  const onPath = (process.env.PATH ?? '')
-    .split(delimiter)
-    .filter(Boolean)
-    .map((d) => join(d, 'deno'));
-  return [...bins, ...onPath].find((file) => existsSync(file));
-}
 
 /** The executable that runs `runtime`: Deno as findDeno finds it (`deno` when none, for spawn to name the failure); Node as this process or PATH. */
 export function runtimeExecutable(runtime: 'deno' | 'node'): string {

@@ -43,7 +43,7 @@ export async function allgather<T extends Tensor>(
       const total = blocks.reduce((a, b) => a + b.count, 0);
       const buf = emptyLike(data, total);
       buf.set(data, blocks[comm.rank].offset);
-      await run.phase('allgather', () => ringAllgather(run, buf, blocks, codecFor('none', buf), undefined, opts.vet));
+      await run.phase('allgather', () => ringAllgather(run, buf, blocks, codecFor('none', buf), { vet: opts.vet }));
       return buf;
     },
   );

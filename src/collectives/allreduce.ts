@@ -271,11 +271,10 @@ function reduceOne(
 ): Promise<void> {
   const algorithm = chooseAlgorithm(s, buf.byteLength, comm.size);
   const request = reduceRequest(name ?? 'allreduce', buf, opts.shape, s, algorithm);
-  // An observed (verified) reduction negotiates every time: a link that corrupts what it carries
-  // corrupts the fast path's fingerprint too, and a rank that had already gone ahead could then
-  // only abort the step with nobody named; negotiated, the corrupted data reaches the checks,
-  // which name the link.
-  const fast = () => !s.observe && allreduceMayGoAhead(algorithm, buf.length, comm.size);
+  // An observed (verified) reduction goes ahead on its cached agreement too: a link that corrupts
+  // what it carries may damage the fast path's fingerprint, which then fails its own check and goes
+  // on (run.ts), so the corrupted data reaches the checks, which name the link.
+  const fast = () => allreduceMayGoAhead(algorithm, buf.length, comm.size);
   return runCollective(
     comm,
     opts,
@@ -286,6 +285,7 @@ function reduceOne(
       bytes: buf.byteLength,
       named: name !== undefined,
       fast,
+      checkedAfter: s.observe !== undefined,
       snapshot: pristine || needsSnapshot(algorithm, s) ? snapshotOf(buf, s, pristine) : undefined,
     },
     (run) => allreduceData(run, buf, s, algorithm),

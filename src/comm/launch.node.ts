@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { forEachLine } from '../core/lines.node.ts';
 import { ensureRuntimeDir } from '../core/runtime-dir.node.ts';
+import { findDeno } from '../core/find-deno.node.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +37,7 @@ export interface LocalRing {
 }
 
 export function commandFor(runtime: PeerRuntime, script: string): [string, string[]] {
-  if (runtime === 'deno') return [join(ROOT, 'node_modules', '.bin', 'deno'), ['run', '-A', '--quiet', script]];
+  if (runtime === 'deno') return [findDeno() ?? 'deno', ['run', '-A', '--quiet', script]];
   // RINGTRAIN_PEER_NODE_ARGS lets one profile peers (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
   const extra = (process.env.RINGTRAIN_PEER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   return [process.execPath, [...extra, '--import', 'tsx', script]];

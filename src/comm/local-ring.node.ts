@@ -15,6 +15,8 @@ export interface LocalRingOptions extends CommunicatorOptions {
   connectTimeoutMs?: number;
   /** 'tcp': link by TCP over loopback (WebRTC for a pair whose dial fails); 'tls': the same encrypted; default 'webrtc'. */
   transport?: 'webrtc' | 'tcp' | 'tls';
+  /** The RTCPeerConnection implementation for WebRTC links (default `@roamhq/wrtc`'s), e.g. another stack to compare. */
+  wrtc?: unknown;
 }
 
 /** Rank 0 makes the ring's link key and leaves it in the shared directory; the others read it there. */
@@ -47,7 +49,7 @@ export async function joinLocalRing(o: LocalRingOptions): Promise<Communicator> 
       epoch: 0,
       key: await ringLinkKey(store, o.rank, o.connectTimeoutMs ?? 30_000),
     };
-    return await joinWebRTCRing({ ...o, signaler, wrtc: loadWrtc(), tcp });
+    return await joinWebRTCRing({ ...o, signaler, wrtc: o.wrtc ?? loadWrtc(), tcp });
   } finally {
     // Candidates after connect are not needed on one machine; a ring of one epoch accepts no more links.
     signaler.close();

@@ -119,6 +119,21 @@ export type RingEvent =
   | { type: 'peer-unconnected'; t: number; rank: number; peer: number; epoch: number; reason: string }
   /** Rank `peer`'s contribution to `step` was doubtful (seen by `rank`) and left out of that step's sum; nobody is named for it. */
   | { type: 'contribution-left-out'; t: number; rank: number; peer: number; step: number; reason: string }
+  /**
+   * An admission probe (staged admission) with the joiner or member `peer` opened or ended on this
+   * peer, beside training; `rank` is -1 while this peer is a candidate itself. `ok` and `reason` come with the end.
+   */
+  | {
+      type: 'admission-probe';
+      t: number;
+      rank: number;
+      probe: number;
+      side: number;
+      peer: string;
+      phase: 'begin' | 'end';
+      ok?: boolean;
+      reason?: string;
+    }
   /** Rank `peer`'s state hash at `step` differed from the majority's (seen by `rank`): it is resynced from rank `resyncFrom`. */
   | {
       type: 'state-differs';

@@ -61,7 +61,7 @@ export function describeModel(
   name: string,
   options: Record<string, unknown> = {},
 ): { name: string; layoutHash: string } {
-  const definition = factory(nn, { ...options });
+  const definition = callFactory(factory, name, options);
   checkDefinition(`model ${name}`, definition);
   definition.module.nameTree();
   return { name, layoutHash: layoutHash(layoutOf(definition.module.namedParameters()).layout) };
@@ -118,7 +118,44 @@ export function modelFromFactory(
   o: { name: string; options?: Record<string, unknown>; seed?: number },
 ): GraphModel {
   const options = { ...(o.options ?? {}) };
-  return modelFromDefinition(gpu, factory(nn, options), { name: o.name, options }, o.seed, `model ${o.name}`);
+  return modelFromDefinition(
+    gpu,
+    callFactory(factory, o.name, options),
+    { name: o.name, options },
+    o.seed,
+    `model ${o.name}`,
+  );
+}
+
+/**
+ * Runs a factory on a copy of `options` and refuses options it never looked at: a misspelt
+ * `--model-options` key would otherwise build the default model without a word.
+ */
+function callFactory(factory: ModelFactory, name: string, options: Record<string, unknown>): ModelDefinition {
+  const read = new Set<string>();
+  const note = (key: string | symbol) => typeof key === 'string' && read.add(key);
+  const tracked = new Proxy(
+    { ...options },
+    {
+      get: (target, key, receiver) => (note(key), Reflect.get(target, key, receiver)),
+      has: (target, key) => (note(key), Reflect.has(target, key)),
+      getOwnPropertyDescriptor: (target, key) => (note(key), Reflect.getOwnPropertyDescriptor(target, key)),
+    },
+  );
+  const definition = factory(nn, tracked);
+  const unread = Object.keys(options).filter((k) => !read.has(k));
+  if (unread.length > 0) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `model ${name} never read the option${unread.length > 1 ? 's' : ''} ${unread.map((k) => JSON.stringify(k)).join(', ')}` +
+        (read.size > 0
+          ? ` (it read ${[...read].map((k) => JSON.stringify(k)).join(', ')})`
+          : ' (it reads no options)') +
+        `: check the spelling in --model-options or drop ${unread.length > 1 ? 'them' : 'it'}`,
+      { model: name, unread, read: [...read] },
+    );
+  }
+  return definition;
 }
 
 /** Builds a model from what a factory returns (or createModel was given with a module), once checked; `where` names it in errors. */

@@ -32,6 +32,7 @@ import { type DType, Graph, type Parameter, shapeText, sizeOf, type Tensor } fro
 import { recordDeferredLoss } from './train-step.ts';
 import { type BucketRange, DEFAULT_BUCKET_BYTES, type GradientBucket, planBuckets } from './grad-buckets.ts';
 import { type EvalResult, type Model, type ModelIdentity, PARAM_ALIGN, type ParamEntry } from './model.ts';
+import { checkMicroBatchValue, GradientAccumulation, passesOf, passWeights } from './micro-batch.ts';
 
 export interface GraphModelOptions {
   identity: ModelIdentity;
@@ -44,6 +45,13 @@ export interface GraphModelOptions {
   classes: number;
   seed: number;
   loss?: Loss;
+  /**
+   * Training's graph when the module computes its loss itself (an output head fused with the loss, whose
+   * logits are never whole): called in train mode with the input and the targets ([batch · positions]
+   * u32, as `loss.encodeTargets` packs them), it returns the mean loss [1], or null to train through
+   * the module's output and `loss`. Evaluation and prediction always use the output and `loss`.
+   */
+  fusedLoss?: (input: Tensor, targets: Tensor) => Tensor | null;
 }
 
 interface BatchPlan {
@@ -51,7 +59,7 @@ interface BatchPlan {
   input: Tensor;
   output: Tensor;
   rows: number;
-  targets: GPUBuffer;
+  targets: BufferRange;
   targetScratch: Int32Array;
   inputScratch: Uint32Array | null;
   results: GPUBuffer;
@@ -64,6 +72,16 @@ interface BatchPlan {
   buckets: Map<number, { ranges: BucketRange[]; pieces: Step[][] }>;
   /** The GPU buffers made for this plan: the largest one's bytes and all of them together. */
   bytes: { largest: number; total: number };
+  /** A micro-batch's plan (it writes its gradients into a scratch): how its passes add into the model's. */
+  accumulation?: GradientAccumulation;
+}
+
+/** A step whose batch is uploaded: the plan its (last) pass runs, where its loss lands, and its passes. */
+interface LoadedStep {
+  p: BatchPlan;
+  results: GPUBuffer;
+  /** Passes of a micro-batched step (1: one pass at the batch). */
+  passes: number;
 }
 
 /**
@@ -107,7 +125,10 @@ export function allValid(x: Float32Array, indices: boolean): boolean {
   return ok;
 }
 
-type Mode = 'train' | 'eval';
+/** A plan's kind: a training step's, an evaluation's, or a training pass at the micro-batch (micro-batch.ts). */
+type Mode = 'train' | 'eval' | 'micro';
+
+const wholeBuffer = (buffer: GPUBuffer): BufferRange => ({ buffer, offset: 0, size: buffer.size });
 
 /** What a traced graph computes, independent of tensor ids: two traces with equal signatures plan alike. */
 function graphSignature(graph: Graph, output: Tensor): string {
@@ -161,6 +182,7 @@ export class GraphModel implements Model {
   readonly grads: GPUBuffer;
   readonly loss: Loss;
   readonly inputDType: DType;
+  private readonly fusedLoss?: GraphModelOptions['fusedLoss'];
   private readonly entries = new Map<Parameter, ParamEntry>();
   /** The parameters in layout order. */
   private readonly parameters: Parameter[];
@@ -169,6 +191,10 @@ export class GraphModel implements Model {
   private readonly owned: GPUBuffer[] = [];
   /** The evaluation plans' shared, never-read output gradient (evalHeadGradient). */
   private headGradient?: GPUBuffer;
+  /** Samples per forward-backward pass when a step is split (setMicroBatch); undefined: one pass per step. */
+  private microBatch?: number;
+  /** Where micro-batch passes write their gradients before they are added into `grads` (made with the first such plan). */
+  private microGrads?: GPUBuffer;
 
   /** Gathers evaluate()'s per-chunk results, so an evaluation waits for the GPU once. */
   private evalSink?: DeferredScalars;
@@ -187,6 +213,7 @@ export class GraphModel implements Model {
     this.inputDType = o.inputDType ?? 'f32';
     this.classes = o.classes;
     this.loss = o.loss ?? crossEntropy;
+    this.fusedLoss = o.fusedLoss;
     o.module.nameTree();
     const named = o.module.namedParameters();
     if (named.length === 0)
@@ -228,19 +255,22 @@ export class GraphModel implements Model {
     return buffer;
   }
 
-  private trace(batch: number, mode: Mode): { graph: Graph; input: Tensor; output: Tensor; rows: number } {
-    const graph = new Graph();
-    const input = graph.input([batch, ...this.inputShape], { dtype: this.inputDType });
-    // The module's own flags are put back afterwards: the mode is the call's, not state left on the module.
+  /** Runs `record` with the module in `mode` (a micro-batch pass trains); its own flags are put back afterwards: the mode is the call's, not state left on the module. */
+  private inMode<T>(mode: Mode, record: () => T): T {
     const modules = this.module.modules();
     const before = modules.map((m) => m.training);
-    let output: Tensor;
     try {
-      this.module.train(mode === 'train');
-      output = this.module.call(input);
+      this.module.train(mode !== 'eval');
+      return record();
     } finally {
       modules.forEach((m, i) => (m.training = before[i]));
     }
+  }
+
+  private trace(batch: number, mode: Mode): { graph: Graph; input: Tensor; output: Tensor; rows: number } {
+    const graph = new Graph();
+    const input = graph.input([batch, ...this.inputShape], { dtype: this.inputDType });
+    const output = this.inMode(mode, () => this.module.call(input));
     const last = output.shape[output.shape.length - 1];
     if (last !== this.classes || output.shape[0] !== batch) {
       throw new RingtrainError(
@@ -252,6 +282,16 @@ export class GraphModel implements Model {
     return { graph, input, output, rows: output.size / last / batch };
   }
 
+  /** Training's graph ending in the module's own loss (`fusedLoss`), or null when it has none for this batch. */
+  private traceFusedLoss(batch: number): { graph: Graph; input: Tensor; output: Tensor; targets: Tensor } | null {
+    if (!this.fusedLoss) return null;
+    const graph = new Graph();
+    const input = graph.input([batch, ...this.inputShape], { dtype: this.inputDType });
+    const targets = graph.input([batch * this.positions], { dtype: 'u32' });
+    const output = this.inMode('train', () => this.fusedLoss!(input, targets));
+    return output ? { graph, input, output, targets } : null;
+  }
+
   /**
    * The plan of a batch size in a mode. A training plan holds backward too; an evaluation's holds
    * the forward and the loss head alone (no gradient buffer), unless the training plan of that
@@ -261,25 +301,30 @@ export class GraphModel implements Model {
     const key = `${batch}/${mode}`;
     let p = this.plans.get(key);
     if (p) return p;
-    const { graph, input, output } = this.trace(batch, mode);
+    // Training and a micro-batch pass end in the module's own loss where it has one for this batch.
+    const fused = mode !== 'eval' ? this.traceFusedLoss(batch) : null;
+    const { graph, input, output } = fused ?? this.trace(batch, mode);
     const signature = graphSignature(graph, output);
-    const trained = mode === 'eval' ? this.plans.get(`${batch}/train`) : undefined;
+    const trained =
+      mode === 'eval' ? (this.plans.get(`${batch}/train`) ?? this.plans.get(`${batch}/micro`)) : undefined;
     if (trained && trained.signature === signature) {
       this.plans.set(key, trained);
       return trained;
     }
     const made: GPUBuffer[] = [];
     const own = (b: GPUBuffer): GPUBuffer => (made.push(b), this.own(b));
+    const microGrads =
+      mode === 'micro' ? (this.microGrads ?? own(this.gpu.storage(this.flatLength, 'micro-batch/grads'))) : undefined;
     const plan = compilePlan(
       this.gpu,
       graph.nodes,
       [output],
-      { params: this.params, grads: this.grads, entry: (param) => this.entries.get(param)! },
-      { gradients: mode === 'train' },
+      { params: this.params, grads: microGrads ?? this.grads, entry: (param) => this.entries.get(param)! },
+      { gradients: mode !== 'eval' },
     );
     for (const b of plan.buffers) own(b);
-    const rows = output.size / this.classes;
-    const targets = own(this.gpu.storage(rows, 'targets'));
+    const rows = batch * this.positions;
+    const targets = fused ? plan.value(fused.targets) : wholeBuffer(own(this.gpu.storage(rows, 'targets')));
     const results = own(this.gpu.storage(4, 'results'));
     const unread = mode === 'eval' ? this.evalHeadGradient(rows, own) : undefined;
     const dOutput = unread ?? plan.grad(output);
@@ -288,15 +333,17 @@ export class GraphModel implements Model {
         ErrorCode.InvalidArgument,
         `model ${this.identity.name}: its output does not depend on any parameter`,
       );
-    const head = this.loss.plan(this.gpu, {
-      output: plan.value(output),
-      dOutput,
-      targets,
-      results,
-      rows,
-      classes: this.classes,
-      scratch: (words, label) => own(this.gpu.storage(words, `${this.loss.name}/${label}`)),
-    });
+    const head = fused
+      ? this.fusedLossHead(plan.value(output), dOutput, results, own)
+      : this.loss.plan(this.gpu, {
+          output: plan.value(output),
+          dOutput,
+          targets: targets.buffer,
+          results,
+          rows,
+          classes: this.classes,
+          scratch: (words, label) => own(this.gpu.storage(words, `${this.loss.name}/${label}`)),
+        });
     p = {
       plan,
       input,
@@ -314,10 +361,31 @@ export class GraphModel implements Model {
       buckets: new Map(),
       bytes: { largest: Math.max(...made.map((b) => b.size)), total: made.reduce((sum, b) => sum + b.size, 0) },
     };
+    if (microGrads) {
+      const buffers = { grads: this.grads, scratch: microGrads, passResults: results, flatLength: this.flatLength };
+      p.accumulation = new GradientAccumulation(this.gpu, buffers, (words, label) =>
+        own(this.gpu.storage(words, label)),
+      );
+    }
     this.plans.set(key, p);
     // Kept only now: a plan that threw half-way (Gpu.compileAhead destroys what it made) leaves nothing behind.
     if (unread) this.headGradient = unread.buffer;
+    if (microGrads) this.microGrads = microGrads;
     return p;
+  }
+
+  /** The head of a graph that ends in its own loss: the loss into results, and ∂loss/∂loss = 1 as backward's seed. */
+  private fusedLossHead(
+    loss: BufferRange,
+    seed: BufferRange,
+    results: GPUBuffer,
+    own: (b: GPUBuffer) => GPUBuffer,
+  ): Step[] {
+    const one = own(this.gpu.upload(Float32Array.of(1), 'loss-seed'));
+    return [
+      { copy: { src: loss, dst: { buffer: results, offset: RESULT_LOSS * 4, size: 4 }, bytes: 4 } },
+      { copy: { src: { buffer: one, offset: 0, size: 4 }, dst: seed, bytes: 4 } },
+    ];
   }
 
   /**
@@ -347,7 +415,26 @@ export class GraphModel implements Model {
 
   /** Plans the training step for `batch` (buffers, dispatches) without recording it: what `train --dry-run` sizes. */
   planTrainingStep(batch: number): void {
-    this.plan(batch, 'train');
+    const micro = this.microPasses(batch);
+    if (micro) micro.p.accumulation!.plan(micro.passes);
+    else this.plan(batch, 'train');
+  }
+
+  /**
+   * Splits each training step of more than `microBatch` samples into passes of `microBatch` that
+   * add into `grads` on the GPU (micro-batch.ts); undefined: one pass per step. A step's batch must
+   * then be a multiple of it.
+   */
+  setMicroBatch(microBatch: number | undefined): void {
+    if (microBatch !== undefined) checkMicroBatchValue(microBatch);
+    this.microBatch = microBatch;
+  }
+
+  /** The plan at the micro-batch and the passes of a step of `batch`, when the micro-batch splits it. */
+  private microPasses(batch: number): { p: BatchPlan; passes: number } | undefined {
+    if (this.microBatch === undefined) return undefined;
+    const passes = passesOf(batch, this.microBatch);
+    return passes > 1 ? { p: this.plan(this.microBatch, 'micro'), passes } : undefined;
   }
 
   private checkBatch(what: string, x: Float32Array, batch: number): void {
@@ -379,7 +466,10 @@ export class GraphModel implements Model {
       p.inputScratch.set(x);
       this.gpu.write(v.buffer, p.inputScratch, v.offset);
     } else this.gpu.write(v.buffer, x, v.offset);
-    if (targets) this.gpu.write(p.targets, this.loss.encodeTargets(targets, p.rows, this.classes, p.targetScratch));
+    if (targets) {
+      const packed = this.loss.encodeTargets(targets, p.rows, this.classes, p.targetScratch);
+      this.gpu.write(p.targets.buffer, packed, p.targets.offset);
+    }
   }
 
   /** Throws naming the first input that is not finite (or, for indices, not an integer ≥ 0). */
@@ -398,8 +488,11 @@ export class GraphModel implements Model {
     }
   }
 
-  /** Checks and uploads the batch; returns the plan (its `results` hold the mean loss once its steps have run). */
-  private loadStep(x: Float32Array, labels: ArrayLike<number>, batch: number): BatchPlan {
+  /**
+   * Checks and uploads the batch. Split into micro-batches, every pass but the last is recorded
+   * here with its add; the last is uploaded. Its `results` hold the mean loss once the steps have run.
+   */
+  private loadStep(x: Float32Array, labels: ArrayLike<number>, batch: number): LoadedStep {
     this.checkBatch('forwardBackward', x, batch);
     if (labels.length !== batch * this.positions) {
       throw new RingtrainError(
@@ -408,16 +501,34 @@ export class GraphModel implements Model {
         { labels: labels.length, batch },
       );
     }
-    const p = this.plan(batch, 'train');
-    this.load(p, x, labels);
-    return p;
+    const micro = this.microPasses(batch);
+    if (!micro) {
+      const p = this.plan(batch, 'train');
+      this.load(p, x, labels);
+      return { p, results: p.results, passes: 1 };
+    }
+    const { p, passes } = micro;
+    const accumulation = p.accumulation!;
+    // The whole batch is checked before any pass runs, so a bad sample never leaves a step half-summed.
+    if (!allValid(x, p.inputScratch !== null)) this.rejectInput(x, p.inputScratch !== null);
+    accumulation.writeWeights(passes, passWeights(labels, passes));
+    const [samples, rows] = [batch / passes, p.rows];
+    for (let k = 0; k < passes; k++) {
+      const inputs = x.subarray(k * samples * this.inputSize, (k + 1) * samples * this.inputSize);
+      this.load(p, inputs, Array.prototype.slice.call(labels, k * rows, (k + 1) * rows) as number[]);
+      if (k === passes - 1) break;
+      recordSteps(this.gpu, p.step);
+      this.gpu.record(accumulation.afterPass(passes, k));
+    }
+    return { p, results: accumulation.results, passes };
   }
 
-  /** Uploads the batch and records forward, loss head and backward. */
-  private recordStep(x: Float32Array, labels: ArrayLike<number>, batch: number): BatchPlan {
-    const p = this.loadStep(x, labels, batch);
-    recordSteps(this.gpu, p.step);
-    return p;
+  /** Uploads the batch and records forward, loss head and backward (of every pass); returns where the loss lands. */
+  private recordStep(x: Float32Array, labels: ArrayLike<number>, batch: number): GPUBuffer {
+    const s = this.loadStep(x, labels, batch);
+    recordSteps(this.gpu, s.p.step);
+    if (s.passes > 1) this.gpu.record(s.p.accumulation!.afterPass(s.passes, s.passes - 1));
+    return s.results;
   }
 
   forwardBackwardDeferred(
@@ -426,7 +537,7 @@ export class GraphModel implements Model {
     batch = (labels?.length ?? 0) / this.positions,
     sink: DeferredScalars,
   ): void {
-    recordDeferredLoss(this.gpu, sink, this.recordStep(x, labels, batch).results, RESULT_LOSS * 4);
+    recordDeferredLoss(this.gpu, sink, this.recordStep(x, labels, batch), RESULT_LOSS * 4);
   }
 
   /**
@@ -444,11 +555,17 @@ export class GraphModel implements Model {
     into?: Float32Array,
   ): GradientBucket[] {
     if (into) this.checkFlat('forwardBackwardBuckets', into);
-    const p = this.loadStep(x, labels, batch);
+    const { p, results, passes } = this.loadStep(x, labels, batch);
     const { ranges, pieces } = this.bucketsOf(p, bucketBytes);
+    // Micro-batched, the last pass's gradient is added into each bucket's range as backward finishes it.
+    const adds = passes > 1 ? p.accumulation!.bucketSteps(passes, bucketBytes, ranges) : undefined;
     return ranges.map((b, i) => {
       recordSteps(this.gpu, pieces[i]);
-      if (i === ranges.length - 1) recordDeferredLoss(this.gpu, sink, p.results, RESULT_LOSS * 4);
+      if (adds) this.gpu.record(adds[i]);
+      if (i === ranges.length - 1) {
+        if (passes > 1) this.gpu.record(p.accumulation!.lastLoss(passes));
+        recordDeferredLoss(this.gpu, sink, results, RESULT_LOSS * 4);
+      }
       const ready = into
         ? this.gpu.readF32Into(this.grads, b.offset, into.subarray(b.offset, b.offset + b.length))
         : this.gpu.readF32(this.grads, b.offset, b.length);
@@ -460,7 +577,7 @@ export class GraphModel implements Model {
 
   /** The plan's buckets of `bucketBytes`, cut once (grad-buckets.ts), and the steps recorded before each read-back. */
   gradientBuckets(batch: number, bucketBytes = DEFAULT_BUCKET_BYTES): readonly BucketRange[] {
-    return this.bucketsOf(this.plan(batch, 'train'), bucketBytes).ranges;
+    return this.bucketsOf(this.microPasses(batch)?.p ?? this.plan(batch, 'train'), bucketBytes).ranges;
   }
 
   private bucketsOf(p: BatchPlan, bucketBytes: number): { ranges: BucketRange[]; pieces: Step[][] } {
@@ -484,8 +601,8 @@ export class GraphModel implements Model {
     labels: ArrayLike<number>,
     batch = (labels?.length ?? 0) / this.positions,
   ): Promise<number> {
-    const p = this.recordStep(x, labels, batch);
-    const [loss] = await this.gpu.readF32(p.results, RESULT_LOSS, 1);
+    const results = this.recordStep(x, labels, batch);
+    const [loss] = await this.gpu.readF32(results, RESULT_LOSS, 1);
     if (!Number.isFinite(loss)) {
       throw new RingtrainError(
         ErrorCode.InvalidArgument,
@@ -515,7 +632,7 @@ export class GraphModel implements Model {
             () => void this.plan(chunk(), 'eval'),
             () => void (evaluated % chunk() > 0 && this.plan(evaluated % chunk(), 'eval')),
           ];
-    return [() => void this.plan(batch, 'train'), ...evaluation];
+    return [() => this.planTrainingStep(batch), ...evaluation];
   }
 
   /** The metrics over `x` in chunks of `chunk` samples (default: as many as the adapter's limits and EVAL_PLAN_BYTES allow, evalChunk). */
@@ -596,5 +713,6 @@ export class GraphModel implements Model {
     for (const b of this.owned) b.destroy();
     this.owned.length = 0;
     this.plans.clear();
+    this.microGrads = undefined;
   }
 }

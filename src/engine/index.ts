@@ -29,6 +29,7 @@ export {
 } from './model.ts';
 export { seededNormal, seededUniform, initTensor, type InitKind } from './random.ts';
 export { recordDeferredLoss, trainStep, trainStepDeferred } from './train-step.ts';
+export { passesOf, passWeights, useMicroBatch } from './micro-batch.ts';
 export {
   bucketBytesFor,
   DEFAULT_BUCKET_BYTES,

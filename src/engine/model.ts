@@ -191,6 +191,11 @@ export interface Model {
    * pipeline only ever takes the one plan it was making.
    */
   plansFor?(batch: number, evaluated: number): (() => void)[];
+  /**
+   * Optional: splits each training step into passes of `microBatch` samples whose gradients add up
+   * on the GPU (micro-batch.ts); undefined: one pass per step. A step's batch must be a multiple of it.
+   */
+  setMicroBatch?(microBatch: number | undefined): void;
 
   /** Copies of the flat buffers (length flatLength). */
   readParams(): Promise<Float32Array>;

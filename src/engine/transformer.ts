@@ -34,8 +34,11 @@ import {
   geluTanhOp,
   layerNormOp,
   linear,
+  linearCrossEntropy,
+  reshape,
   slice,
 } from '../nn/ops/index.ts';
+import { fusedHeadPays } from '../nn/ops/linear-cross-entropy/kernel.ts';
 import { apply, Parameter, type Tensor } from '../nn/tensor.ts';
 import { checkTargets, planCrossEntropy } from '../nn/ops/cross-entropy/kernel.ts';
 import { crossEntropyRef } from '../nn/ops/cross-entropy/reference.ts';
@@ -212,16 +215,30 @@ export class TransformerModule extends Module {
     this.lnf = new LayerNorm(s.width);
     this.head = s.arch === 'gpt2' ? null : new Linear(s.width, s.vocab);
   }
-  forward(ids: Tensor): Tensor {
+  /** lnf(h) [B, T, D]: what the head reads. */
+  private hidden(ids: Tensor): Tensor {
     // [B, T, D] + [T, D]: every sequence gets the same position embeddings, the table's first T rows
     // (wpe.weight[:T]). slice's backward zeros the whole gradient first: the rows past T get 0, as in PyTorch.
     const table = this.pos.weight;
     const pos = table.shape[0] === this.context ? table : slice(ids.graph.param(table), 0, 0, this.context);
     let h = apply(addBroadcastOp, [this.tok.call(ids), pos], {});
     for (const block of this.blocks) h = block.call(h);
-    const out = this.lnf.call(h);
+    return this.lnf.call(h);
+  }
+  forward(ids: Tensor): Tensor {
+    const out = this.hidden(ids);
     // Tied: tok.weight is [vocab, D], a Linear's [out, in], so the logits are out · tok.weightᵀ.
     return this.head ? this.head.call(out) : linear(out, this.tok.weight);
+  }
+  /**
+   * The mean loss over targets [B·T] (−1 ignored) with the head fused into it (linearCrossEntropy):
+   * what `forward` and the loss compute, without the logits [B·T, vocab] ever being whole.
+   */
+  forwardLoss(ids: Tensor, targets: Tensor): Tensor {
+    const out = this.hidden(ids);
+    const rows = reshape(out, [targets.size, out.shape[out.shape.length - 1]]);
+    if (!this.head) return linearCrossEntropy(rows, this.tok.weight, targets);
+    return linearCrossEntropy(rows, this.head.weight, targets, this.head.bias ?? undefined);
   }
 }
 
@@ -239,6 +256,7 @@ export class Transformer extends GraphModel {
   constructor(gpu: Gpu, spec: Partial<TransformerSpec> = {}) {
     const s = resolveTransformerSpec(spec);
     const { kind: _kind, seed, arch, positions, ...sizes } = s;
+    const module = new TransformerModule(s);
     // A classic model records no arch, and a table of `context` rows no positions, as every checkpoint before them did:
     // their specs stay equal.
     const options = {
@@ -248,12 +266,15 @@ export class Transformer extends GraphModel {
     };
     super(gpu, {
       identity: { name: 'transformer', options: { seed, ...options } },
-      module: new TransformerModule(s),
+      module,
       inputShape: [s.context],
       inputDType: 'u32',
       classes: s.vocab,
       seed,
       loss: sequenceCrossEntropy,
+      // Training fuses the head into the loss where the logits would pass one chunk (GPT-2's vocabulary at
+      // 1,024 tokens a step): by shape alone, so every rank computes alike.
+      fusedLoss: (ids, targets) => (fusedHeadPays(targets.size, s.vocab) ? module.forwardLoss(ids, targets) : null),
     });
     this.shape = {
       vocab: s.vocab,

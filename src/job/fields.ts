@@ -158,10 +158,23 @@ export const FIELDS = {
     section: 'schedule',
     schema: int.min(1),
     allowed: 'a whole number >= 1',
-    help: 'micro-batches accumulated per step',
+    // Not microBatch: these passes are loop steps of their own, summed by the reducer on the CPU (docs/KERNELS.md, Micro-batches).
+    help: 'backward passes, each on its own batch, summed before each allreduce',
     default: 1,
     flag: '--backward-passes <n>',
     flagHelp: 'local passes summed before each allreduce',
+  }),
+  // A peer's own memory matter, no part of the job's math: each step's gradient is the same (micro-batch.ts).
+  microBatch: field({
+    section: 'schedule',
+    schema: int.min(1),
+    allowed: 'a whole number of examples >= 1 that divides the batch',
+    help: "examples per forward-backward pass: a step's batch runs in passes of this many, their gradients summed on the GPU",
+    unit: 'examples',
+    flag: '--micro-batch <n>',
+    flagHelp:
+      'examples per forward-backward pass: each step of --batch runs in passes of n whose gradients add up on the GPU (the activations of n examples in memory, the same gradient); n must divide --batch',
+    onTrain: true,
   }),
   seed: field({
     section: 'schedule',

@@ -72,7 +72,10 @@ export function extend(life: Life | null, from: number, to = from): Life {
 
 /** The values an op's backward reads: what its `backwardReads` says, or else all its inputs and its output. */
 export function readByBackward(n: Node): { inputs: readonly number[]; output: boolean } {
-  return n.op.backwardReads?.(n.attrs) ?? { inputs: n.inputs.map((_, i) => i), output: true };
+  const reads = n.op.backwardReads?.(n.attrs);
+  // An op with an optional input (a bias) may name it whether or not this node has it.
+  if (reads) return { inputs: reads.inputs.filter((i) => i < n.inputs.length), output: reads.output };
+  return { inputs: n.inputs.map((_, i) => i), output: true };
 }
 
 interface Slot {

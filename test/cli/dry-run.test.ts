@@ -58,6 +58,25 @@ describe('train --dry-run', () => {
     model.destroy();
   });
 
+  it('with a micro-batch plans one pass at it, plus the flat gradient the passes add from, as training creates', () => {
+    const { train } = textSplit(text, 16);
+    const spec = modelSpecFor(opts, train);
+    const split = planDryRun(gpu, spec, { ...opts, batch: 8, microBatch: 2 });
+    const pass = planDryRun(gpu, spec, { ...opts, batch: 2 });
+    expect(split.micro_batch).toBe(2);
+    const model = createModel(gpu, spec) as GraphModel;
+    const before = gpu.pool.createdBytes;
+    model.setMicroBatch(2);
+    model.planTrainingStep(8);
+    expect(gpu.pool.createdBytes - before).toBe(split.planned_gpu_bytes_by_part.training_step);
+    // The activations of 2 samples, not 8: the step at 8 in passes of 2 is the step at 2, the second
+    // flat gradient and a few small buffers (the step's loss, its 4 weights, the adds' uniforms).
+    const extra = split.planned_gpu_bytes_by_part.training_step - pass.planned_gpu_bytes_by_part.training_step;
+    expect(extra).toBeGreaterThanOrEqual(model.flatLength * 4);
+    expect(extra).toBeLessThan(model.flatLength * 4 + 1024);
+    model.destroy();
+  });
+
   it('refuses a parameter no kernel can split by its layer, name and shape, and says to make the layer smaller', () => {
     const planner = planningGpu(gpu, { maxBindingBytes: 4096 });
     const model = createModel(planner, {

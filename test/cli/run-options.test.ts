@@ -127,3 +127,13 @@ describe('ringtrain run --no-overlap', () => {
     expect(trainConfigFromJob(jobSpecFor(base).config).overlap).toBe(true);
   });
 });
+
+describe('ringtrain run --micro-batch', () => {
+  it('writes microBatch into the job for every worker to split its steps by, and nothing without it', () => {
+    const split = { ...base, microBatch: 4 } as RunOptions;
+    expect(jobSpecFor(split).config.hyperparameters.microBatch).toBe(4);
+    expect(trainConfigFromJob(jobSpecFor(split).config).microBatch).toBe(4);
+    expect(jobSpecFor(base).config.hyperparameters).not.toHaveProperty('microBatch');
+    expect(trainConfigFromJob(jobSpecFor(base).config).microBatch).toBeUndefined();
+  });
+});

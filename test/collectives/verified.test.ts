@@ -34,6 +34,7 @@ async function verifiedRound(
   n: number,
   seed: number,
   corrupt?: (comms: Communicator[]) => void,
+  observed = false,
 ): Promise<{ wrongAt: number[][]; chunks: ReturnType<typeof ringChunks> }> {
   const size = comms.length;
   // The allreduce below is forced round the ring: its layout at every size.
@@ -45,7 +46,14 @@ async function verifiedRound(
   corrupt?.(comms);
   await Promise.all(
     comms.map((c, r) =>
-      allreduceInPlace(c, data[r], { op: 'average', name: 'grads', algorithm: 'ring', segmentBytes: 4096 + 16 }),
+      allreduceInPlace(c, data[r], {
+        op: 'average',
+        name: 'grads',
+        algorithm: 'ring',
+        segmentBytes: 4096 + 16,
+        // As the step checks reduce (step-checks.ts): observed, so checked after the sum.
+        ...(observed ? { observeReceived: () => {} } : {}),
+      }),
     ),
   );
   const block = 2 * K * chunks.length;
@@ -156,6 +164,34 @@ describe('verified allreduce: changes are caught and the link named', () => {
       const comms = createMemoryRing(size);
       const { wrongAt, chunks } = await verifiedRound(comms, 20000, stepSeed(9, size), (cs) => flipBitsOnSend(cs[1]));
       expect(wrongAt.some((w) => w.length > 0)).toBe(true);
+      expect(suspectLinks(wrongAt, chunks, size)).toEqual([{ from: 1, to: 2 % size }]);
+      comms.forEach((c) => c.close());
+    });
+  }
+});
+
+describe('verified allreduce on its cached agreement (no negotiation)', () => {
+  for (const size of [2, 3, 4]) {
+    it(`${size} ranks: a repeated observed allreduce negotiates nothing, and a link that flips bits, its fingerprint's too, is named 1 → ${2 % size}`, async () => {
+      const comms = createMemoryRing(size);
+      const phases = comms.map(() => [] as string[]);
+      comms.forEach((c, r) => c.events.on((e) => void (e.type === 'phase-begin' && phases[r].push(e.phase))));
+      // The first round agrees (negotiates) and fills the cache; an honest one passes.
+      const first = await verifiedRound(comms, 20000, stepSeed(3, size), undefined, true);
+      expect(first.wrongAt.every((w) => w.length === 0)).toBe(true);
+      expect(phases.every((p) => p.includes('negotiate'))).toBe(true);
+      phases.forEach((p) => p.splice(0));
+      // Every message of rank 1 to rank 2, the first one's fingerprint included, arrives with bits flipped:
+      // no rank falls back or aborts, and the checks after the sum name the link.
+      const { wrongAt, chunks } = await verifiedRound(
+        comms,
+        20000,
+        stepSeed(4, size),
+        (cs) => flipBitsOnSend(cs[1]),
+        true,
+      );
+      expect(phases.map((p) => p.filter((x) => x === 'negotiate').length)).toEqual(comms.map(() => 0));
+      expect(comms.every((c) => c.error === null || c.error === undefined)).toBe(true);
       expect(suspectLinks(wrongAt, chunks, size)).toEqual([{ from: 1, to: 2 % size }]);
       comms.forEach((c) => c.close());
     });

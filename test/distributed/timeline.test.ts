@@ -41,6 +41,36 @@ describe('TimelineRecorder', () => {
     expect(rec.traceEvents().filter((e) => e.ph !== 'M')).toHaveLength(0);
   });
 
+  it("draws an admission probe as a span under which the rank's steps go on, with a counter of the probes open", () => {
+    const rec = new TimelineRecorder(0);
+    const probe = { type: 'admission-probe', rank: 0, side: 0, peer: 'ghost-1' } as const;
+    rec.record({ ...probe, t: 1, probe: 7, phase: 'begin' });
+    rec.record({ ...probe, t: 2, probe: 8, phase: 'begin' });
+    rec.record({
+      type: 'train-step',
+      t: 3,
+      rank: 0,
+      size: 2,
+      step: 0,
+      epoch: 0,
+      loss: 1,
+      samples: 8,
+      samplesPerS: 1,
+      bytesSent: 0,
+    });
+    rec.record({ ...probe, t: 6, probe: 7, phase: 'end', ok: false, reason: 'no echo within 5000 ms' });
+    // A candidate's own probe (rank -1) is no rank's: not drawn.
+    rec.record({ ...probe, t: 6, rank: -1, probe: 9, phase: 'begin' });
+    const events = rec.traceEvents().filter((e) => e.ph !== 'M');
+    const span = events.find((e) => e.name === 'admission probe with ghost-1');
+    expect(span).toMatchObject({ ph: 'X', pid: 0, ts: 1_000, dur: 5_000, args: { probe: 7, ok: false } });
+    const step = events.find((e) => e.name === 'rounds')!;
+    expect(step.ts).toBeGreaterThan(span!.ts);
+    expect(step.ts).toBeLessThan(span!.ts + span!.dur!);
+    expect(events.filter((e) => e.name === 'admission probes').map((e) => e.args?.open)).toEqual([1, 2, 1]);
+    expect(events.every((e) => e.pid === 0)).toBe(true);
+  });
+
   it('merges ranks into one JSON document with one set of names per rank', () => {
     const a = new TimelineRecorder(0);
     const b = new TimelineRecorder(0);

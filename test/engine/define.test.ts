@@ -100,4 +100,27 @@ describe('models from a factory', () => {
     expect(() => createModel(gpu, { kind: 'bad-shape' } as never)).toThrow(/inputShape must be positive integers/);
     expect(() => registerModel('cnn', () => ({}) as never)).toThrow(/other than mlp, cnn, transformer/);
   });
+
+  it('refuses options the factory never reads, naming them and the ones it does', async () => {
+    const path = join(dir, 'spelt.ts');
+    writeFileSync(path, MODEL_FILE);
+    const { name } = await loadModelFile(path);
+    expect(() => createModel(gpu, { kind: name, seed: 2, widht: 12 } as never)).toThrow(
+      new RegExp(`model ${name} never read the option "widht" \\(it read "width"\\): check the spelling`),
+    );
+    registerModel('no-options', (nn) => ({
+      module: new nn.Sequential(new nn.Linear(4, 2)),
+      inputShape: [4],
+      classes: 2,
+    }));
+    expect(() => createModel(gpu, { kind: 'no-options', depth: 2 } as never)).toThrow(
+      /never read the option "depth" \(it reads no options\)/,
+    );
+    // A factory that spreads its options reads them all.
+    registerModel('spreads', (nn, options: Record<string, unknown>) => {
+      const { ...all } = options;
+      return { module: new nn.Sequential(new nn.Linear(4, Number(all.out ?? 2))), inputShape: [4], classes: 2 };
+    });
+    createModel(gpu, { kind: 'spreads', out: 2, note: 'kept' } as never).destroy();
+  });
 });

@@ -1,8 +1,11 @@
-/** Every kernel against its CPU oracle, under Node (Dawn). The same cases run under Deno in test/deno. */
+/**
+ * Every kernel against its CPU oracle, under Node (Dawn). The same cases run under Deno in test/deno, with the few
+ * sizes that test a limit of Deno's adapter alone (`OracleCase.runtime`).
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { ORACLE_CASES } from '../oracles/cases.ts';
+import { casesFor, ORACLE_CASES } from '../oracles/cases.ts';
 import { shaderFiles } from '../nn/coverage.ts';
 
 describe('oracles (node)', () => {
@@ -17,10 +20,10 @@ describe('oracles (node)', () => {
   afterAll(() => gpu?.destroy());
 
   it('has cases', () => {
-    expect(ORACLE_CASES.length).toBeGreaterThan(50);
+    expect(casesFor(ORACLE_CASES, 'node').length).toBeGreaterThan(50);
   });
 
-  for (const c of ORACLE_CASES) {
+  for (const c of casesFor(ORACLE_CASES, 'node')) {
     it(c.name, async () => {
       const { maxAbsErr, tol } = await c.run(gpu);
       expect(maxAbsErr, `${c.name}: max |gpu - cpu| = ${maxAbsErr}, tolerance ${tol}`).toBeLessThanOrEqual(tol);

@@ -25,6 +25,7 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   warmupSteps: 10,
   warmupFrom: 'zero',
   backwardPassesPerStep: 2,
+  microBatch: 4,
   seed: 7,
   epochs: 2,
   steps: 100,

@@ -40,13 +40,17 @@ async function run(
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
 
+/** The plain TCP run of two workers, which the WebRTC and the TLS runs are compared with: run once for both. */
+let twoOverTcp: ReturnType<typeof run> | undefined;
+const plainTcpRun = () => (twoOverTcp ??= run(2, 'auto'));
+
 function transports(result: { links_by_rank: LinksByRank }): string[] {
   return result.links_by_rank.flatMap((r) => r.links.map((l) => l.transport));
 }
 
 describe('ringtrain run over TCP links', () => {
   it('links two native workers by TCP and ends with the weights the same run gets over WebRTC', async () => {
-    const tcp = await run(2, 'auto');
+    const tcp = await plainTcpRun();
     const webrtc = await run(2, 'webrtc');
     expect(tcp).toMatchObject({ ok: true, steps: 6 });
     expect(transports(tcp)).toEqual(['tcp', 'tcp']);
@@ -59,7 +63,7 @@ describe('ringtrain run over TCP links', () => {
   }, 300_000);
 
   it('--link-tls encrypts the same links and trains to the same weights', async () => {
-    const [tls, tcp] = [await run(2, 'auto', ['--link-tls']), await run(2, 'auto')];
+    const [tls, tcp] = [await run(2, 'auto', ['--link-tls']), await plainTcpRun()];
     expect(transports(tls)).toEqual(['tls', 'tls']);
     expect(tls.links_by_rank.map((r) => r.weights_crc32)).toEqual(tcp.links_by_rank.map((r) => r.weights_crc32));
   }, 300_000);

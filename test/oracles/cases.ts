@@ -13,10 +13,11 @@ import { OPTIMIZER_ORACLE_CASES } from '../optimizers/optimizer-cases.ts';
 import { CNN_CASES } from './cnn-cases.ts';
 import { asOracleCase } from './comparisons.ts';
 import { DENSE_CASES } from './dense-cases.ts';
+import { MICRO_BATCH_CASES } from './micro-batch-cases.ts';
 import { SLICED_CASES } from './sliced-cases.ts';
-import type { OracleCase, OracleResult } from './oracle-case.ts';
+import { casesFor, type OracleCase, type OracleResult } from './oracle-case.ts';
 
-export type { OracleCase, OracleResult };
+export { casesFor, type OracleCase, type OracleResult };
 
 export const ORACLE_CASES: OracleCase[] = [
   ...DENSE_CASES,
@@ -24,4 +25,5 @@ export const ORACLE_CASES: OracleCase[] = [
   ...OP_ORACLE_CASES,
   ...OPTIMIZER_ORACLE_CASES,
   ...SLICED_CASES,
+  ...MICRO_BATCH_CASES,
 ];

@@ -14,7 +14,17 @@ export interface OracleResult {
 }
 export interface OracleCase {
   name: string;
+  /**
+   * The one runtime whose adapter runs this case, for a size that tests a limit of that adapter alone (lavapipe's
+   * loop cap, under Deno); the same kernels run at smaller sizes under both. Absent: both runtimes run it.
+   */
+  runtime?: 'node' | 'deno';
   run(gpu: Gpu): Promise<OracleResult>;
+}
+
+/** The cases that `runtime` runs: every case but those another runtime's adapter runs alone. */
+export function casesFor(cases: OracleCase[], runtime: 'node' | 'deno'): OracleCase[] {
+  return cases.filter((c) => c.runtime === undefined || c.runtime === runtime);
 }
 
 /** A seed from a name (FNV-1a), so that what a name draws does not depend on what else is in the list. */

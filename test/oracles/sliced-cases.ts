@@ -1,13 +1,12 @@
 /**
  * Kernels that slice an operand bigger than one binding (`Gpu.maxBindingBytes`):
  * each case runs the same work on the shared Gpu (whole bindings) and on a
- * second Gpu of the same adapter created with a small `maxBindingBytes`, and
+ * second Gpu over the same device created with a small `maxBindingBytes`, and
  * counts the values whose bits differ (the tolerance is 0). Each also checks
  * that the small limit did split the work, and compares with the f64
  * reference, so a case fails if both runs are wrong alike.
  */
-import { acquireGpu } from '../../src/gpu/device.ts';
-import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
+import { type Dispatch, Gpu } from '../../src/gpu/gpu.ts';
 import { planMatmul, type MatmulOptions } from '../../src/gpu/kernels/matmul.ts';
 import { planMatmulAnySize, planMatmulSteps } from '../../src/gpu/kernels/matmul-slices.ts';
 import { planAdd, planAxpy, planScale } from '../../src/gpu/kernels/elementwise.ts';
@@ -28,13 +27,32 @@ function bitsDiffer(a: Float32Array, b: Float32Array): number {
   return n;
 }
 
-/** Runs `work` on `gpu` and on a Gpu limited to `maxBindingBytes`; returns both outputs and the dispatch counts. */
+/**
+ * `device` for a second Gpu that must not end it: destroying that Gpu frees its own buffers only.
+ */
+function borrowed(device: GPUDevice): GPUDevice {
+  return new Proxy(device, {
+    get(target, key) {
+      if (key === 'destroy') return () => {};
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * Runs `work` on `gpu` and on a Gpu limited to `maxBindingBytes`; returns both outputs and the dispatch counts.
+ * The limit is the Gpu's, not the device's (kernels plan their slices against `Gpu.maxBindingBytes`), so the
+ * second Gpu shares the first one's device and takes its compiled pipelines from it: the same shaders with the same
+ * constants, which a software adapter takes seconds each to compile (Dawn's SwiftShader, for a matmul).
+ */
 async function both<T extends Float32Array[]>(
   gpu: Gpu,
   maxBindingBytes: number,
   work: (g: Gpu) => Promise<{ out: T; dispatches: number }>,
 ) {
-  const sliced = await acquireGpu({ maxBindingBytes });
+  const sliced = new Gpu(borrowed(gpu.device), gpu.info, { maxBindingBytes });
+  sliced.pipeline = (key, options) => gpu.pipeline(key, options);
   try {
     return { whole: await work(gpu), sliced: await work(sliced) };
   } finally {

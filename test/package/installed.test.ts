@@ -349,11 +349,13 @@ describe.concurrent('the installed package runs', () => {
     { timeout: 300_000 },
     async () => {
       // Outside a namespace (as a user's shell is), the benchmark re-runs itself in one: nested in the test's here.
-      const env = userEnvironment();
+      // Deno as the user installed it (the package has no Deno of its own), for one of the two peers.
+      const env = denoOnPath();
       delete env.RINGTRAIN_NETNS;
-      const r = await ok('npx', ['ringtrain', 'bench', 'allreduce', '--peers', '2', '--bytes', '1MiB'], project, env);
+      const args = ['ringtrain', 'bench', 'allreduce', '--peers', '2', '--bytes', '1MiB', '--runtimes', 'node,deno'];
+      const r = await ok('npx', args, project, env);
       const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
-      expect(result).toMatchObject({ peers: 2, bytes: 1024 * 1024, transport: 'webrtc' });
+      expect(result).toMatchObject({ peers: 2, bytes: 1024 * 1024, transport: 'webrtc', runtimes: ['node', 'deno'] });
       expect(result.busbw_MBps).toBeGreaterThan(0);
     },
   );

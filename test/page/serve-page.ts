@@ -1,31 +1,23 @@
 /**
- * Page tests: build the real page (demo/, with its vite.config.ts) into a
- * temporary folder and serve it with the real signaling server, which also
+ * Page tests: build the real page (demo/, with its vite.config.ts; once for
+ * every test file, test/support/built-page.ts) and serve it with the real signaling server, which also
  * answers /api/jobs — the way `ringtrain server` serves it. Chromium comes
  * from test/support/chromium.ts; run inside the network namespace (npm test does).
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
-import { build } from 'vite';
 import { afterAll, beforeAll } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../server/index.ts';
+import { builtPage } from '../support/built-page.ts';
 import { gotoSteady, launchChromium, type LaunchedChromium } from '../support/chromium.ts';
 
-const DEMO = fileURLToPath(new URL('../../demo', import.meta.url));
 export const RESULTS_DIR = fileURLToPath(new URL('../../test-results/page', import.meta.url));
 
+/** The built page's folder, shared with other test files (test/support/built-page.ts): serve it, never write into it. */
 export async function buildPage(): Promise<{ dir: string; dispose(): void }> {
-  const dir = mkdtempSync(join(tmpdir(), 'ringtrain-page-'));
-  await build({
-    configFile: join(DEMO, 'vite.config.ts'),
-    root: DEMO,
-    logLevel: 'error',
-    build: { outDir: dir, emptyOutDir: true },
-  });
-  return { dir, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir: await builtPage(), dispose: () => {} };
 }
 
 export async function servePage(staticDir: string, options: ServerOptions = {}): Promise<RunningServer> {

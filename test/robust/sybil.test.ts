@@ -5,13 +5,16 @@
  * each one the server drops joins again at once. Under staged admission (server/candidates.ts)
  * they stay candidates: no membership names them, so the ring never waits for them, and each is
  * dropped at the job's admitTimeoutMs. The ring trains on through the ghosts' window (bench/ghosts.ts
- * compares its steps with the window before). A second worker with a taken name is refused.
+ * compares its steps with the window before). Each worker's 'admission-probe' events show that it
+ * probed each ghost once and reported steps while probes were open: probing never held up the step.
+ * A second worker with a taken name is refused.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/index.ts';
 import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer } from '../server/helpers.ts';
-import { ghostSwarm, stepsWithin } from '../support/ghosts.ts';
+import { MAX_OPEN_PROBES } from '../../src/distributed/session/probe-queue.ts';
+import { ghostSwarm, probeTally, stepsWithin } from '../support/ghosts.ts';
 import { killStartedWorkers, requireNetns, seen, startDenoWorker, until } from '../support/workers.ts';
 
 afterAll(() => killStartedWorkers());
@@ -90,6 +93,18 @@ describe('ghost sockets in an elastic job', () => {
           .sort(),
       ).toEqual(['honest-0', 'honest-1']);
       for (const w of honest) {
+        // Probing ran beside the step (structure, not timing): each worker probed the ghosts, each
+        // candidate once, never more at once than its queue allows, and reported steps while probes were open.
+        const probes = probeTally(w);
+        const said = `${detail}\nprobes ${JSON.stringify(probes)}`;
+        expect(probes.opened, said).toBeGreaterThan(0);
+        expect(new Set(probes.peers).size, said).toBe(probes.peers.length);
+        expect(
+          probes.peers.every((name) => ghosts.names.has(name)),
+          said,
+        ).toBe(true);
+        expect(probes.mostOpen, said).toBeLessThanOrEqual(MAX_OPEN_PROBES);
+        expect(probes.stepsWhileOpen, said).toBeGreaterThan(0);
         expect(w.child.exitCode, w.stderr).toBeNull();
         // Nobody left the ring and it never grew: no peer-left, every step in a ring of two.
         expect(w.events.filter((e) => e.event === 'peer-left')).toEqual([]);

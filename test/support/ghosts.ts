@@ -79,3 +79,36 @@ export async function stepsWithin(workers: TestWorker[], ms: number): Promise<nu
   await new Promise((r) => setTimeout(r, ms));
   return at() - from;
 }
+
+/** What one worker's admission probes (its 'admission-probe' events, member end) did beside its steps. */
+export interface ProbeTally {
+  /** Probes it opened, and the candidates they were with (in order). */
+  opened: number;
+  peers: string[];
+  /** Probes that ended without their echo, and those given up unopened (their deadline passed while they waited). */
+  failed: number;
+  skipped: number;
+  /** The most probes it held open at once. */
+  mostOpen: number;
+  /** Steps it reported while at least one of its probes was open: the ring did not wait for them. */
+  stepsWhileOpen: number;
+}
+
+/** Reads a worker's events in the order it printed them: structure only, no clocks. */
+export function probeTally(w: TestWorker): ProbeTally {
+  const open = new Set<unknown>();
+  const tally: ProbeTally = { opened: 0, peers: [], failed: 0, skipped: 0, mostOpen: 0, stepsWhileOpen: 0 };
+  for (const e of w.events) {
+    if (e.event === 'step' && open.size > 0) tally.stepsWhileOpen++;
+    if (e.event !== 'admission-probe' || e.side !== 0) continue;
+    if (e.phase === 'begin') {
+      open.add(e.probe);
+      tally.opened++;
+      tally.peers.push(String(e.peer));
+      tally.mostOpen = Math.max(tally.mostOpen, open.size);
+    } else if (open.delete(e.probe)) {
+      if (e.ok !== true) tally.failed++;
+    } else tally.skipped++;
+  }
+  return tally;
+}

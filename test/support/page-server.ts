@@ -1,12 +1,11 @@
 /**
- * Builds the page (demo/) with Vite into a temporary folder and serves it with
+ * Builds the page (demo/) with Vite (once for every test file: built-page.ts) and serves it with
  * Vite's preview server on 127.0.0.1, in this process: what a browser test opens.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, preview } from 'vite';
+import { preview } from 'vite';
+import { builtPage } from './built-page.ts';
 
 const demoRoot = fileURLToPath(new URL('../../demo', import.meta.url));
 const configFile = join(demoRoot, 'vite.config.ts');
@@ -17,8 +16,7 @@ export interface ServedPage {
 }
 
 export async function buildAndServePage(): Promise<ServedPage> {
-  const outDir = mkdtempSync(join(tmpdir(), 'ringtrain-page-'));
-  await build({ configFile, root: demoRoot, logLevel: 'warn', build: { outDir, emptyOutDir: true } });
+  const outDir = await builtPage();
   const server = await preview({
     configFile,
     root: demoRoot,
@@ -33,7 +31,6 @@ export async function buildAndServePage(): Promise<ServedPage> {
     url: `http://127.0.0.1:${address.port}/`,
     async close() {
       await server.close();
-      rmSync(outDir, { recursive: true, force: true });
     },
   };
 }

@@ -5,8 +5,9 @@
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { joinLocalRing } from '../../comm/local-ring.node.ts';
-import { measureAllreduce, measureSweep } from '../../collectives/measure.ts';
+import { measureAllreduce, measureSweep, median, type AllreduceMeasurement } from '../../collectives/measure.ts';
 import { peakRssBytes } from '../peak-rss.node.ts';
+import { rawTcpStream } from './bench-raw-tcp.node.ts';
 
 const { values } = parseArgs({
   options: {
@@ -37,19 +38,27 @@ const comm = await joinLocalRing({
 const rssBefore = peakRssBytes();
 try {
   const iterations = values.iterations ? Number(values.iterations) : undefined;
+  const bytes = Number(values.bytes);
+  // TCP rings are held to a plain TCP stream between the same processes: one before the ring's runs, two after.
+  const raw = !values.sweep && values.transport === 'tcp' ? [await rawTcpStream(comm, bytes, 120_000)] : [];
   const m = values.sweep
     ? await measureSweep(comm, { iterations })
-    : await measureAllreduce(comm, {
-        bytes: Number(values.bytes),
-        compression: values.fp16 ? 'fp16' : 'none',
-        iterations: values.iterations ? Number(values.iterations) : undefined,
-      });
+    : await measureAllreduce(comm, { bytes, compression: values.fp16 ? 'fp16' : 'none', iterations });
+  for (let i = 0; raw.length && i < 2; i++) raw.push(await rawTcpStream(comm, bytes, 120_000));
   // Every rank's memory first (the launcher reads one such line from each), then rank 0's measurement.
   process.stdout.write(JSON.stringify({ rss: { rank, before_bytes: rssBefore, peak_bytes: peakRssBytes() } }) + '\n');
-  if (rank === 0) process.stdout.write(JSON.stringify(m) + '\n');
+  if (rank === 0) process.stdout.write(JSON.stringify({ ...m, ...rawTcpFields(raw, m) }) + '\n');
 } catch (e) {
   process.stdout.write(JSON.stringify({ rank, error: (e as Error).message }) + '\n');
   process.exitCode = 1;
 }
 await comm.close();
 process.exit();
+
+/** `raw_tcp_MBps` (median of the plain streams, bytes over rank 0's seconds) and the ring's busbw against it. */
+function rawTcpFields(raw: (number | null)[], m: AllreduceMeasurement | object) {
+  const seconds = raw.filter((s): s is number => s !== null);
+  if (!seconds.length || !('busbw_MBps' in m)) return {};
+  const mbps = m.bytes / median(seconds) / 1e6;
+  return { raw_tcp_MBps: Math.round(mbps * 100) / 100, ratio_raw_tcp: Math.round((m.busbw_MBps / mbps) * 1000) / 1000 };
+}

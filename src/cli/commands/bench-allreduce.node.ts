@@ -55,7 +55,12 @@ export interface BenchMemory {
 
 export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & {
   transport: string;
+  /** Each rank's runtime (memory rings run in this process). */
+  runtimes: string[];
   seconds: number[];
+  /** With --transport tcp: a plain loopback TCP stream from rank 0 to rank 1 (bench-raw-tcp.node.ts), and busbw against it. */
+  raw_tcp_MBps?: number;
+  ratio_raw_tcp?: number;
 } & BenchMemory;
 
 const SELF = fileURLToPath(import.meta.url);
@@ -90,8 +95,9 @@ function check(o: BenchOptions): void {
 
 export async function benchAllreduce(o: BenchOptions): Promise<BenchResult> {
   if (outsideNetns(o)) return reRunInNetns(o) as Promise<BenchResult>;
+  const runtimes = o.transport === 'memory' ? [] : (o.runtimes ?? Array.from({ length: o.peers }, () => 'node'));
   const { result, rss } = await measure<AllreduceMeasurement>({ ...o, sweep: false });
-  return { ...shape(result, o.transport), ...memoryOf(rss, result.bytes) };
+  return { ...shape(result, o.transport, runtimes), ...memoryOf(rss, result.bytes) };
 }
 
 /** `--sweep`: the three algorithms, each forced, at sizes from 1 KiB to 4 MiB; `small_bytes` and `medium_bytes` are the thresholds for 'auto'. */
@@ -172,9 +178,9 @@ function memoryOf(rss: PeerRss[] | null, bytes: number): BenchMemory {
   };
 }
 
-function shape(m: AllreduceMeasurement, transport: string): Omit<BenchResult, keyof BenchMemory> {
+function shape(m: AllreduceMeasurement, transport: string, runtimes: string[]): Omit<BenchResult, keyof BenchMemory> {
   const { peers, bytes, ...rest } = m;
-  return { peers, bytes, transport, ...rest };
+  return { peers, bytes, transport, runtimes, ...rest };
 }
 
 /** Runs this file again inside a private network namespace and returns its JSON line. */

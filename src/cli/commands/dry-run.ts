@@ -6,7 +6,7 @@
  * maxBufferSize, a binding no kernel can split) fails here with the same
  * message training would give.
  */
-import { createModel, createOptimizer, type ModelSpec } from '../../engine/index.ts';
+import { createModel, createOptimizer, type ModelSpec, useMicroBatch } from '../../engine/index.ts';
 import { GraphModel } from '../../engine/graph-model.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { planningGpu } from '../../gpu/planning-device.ts';
@@ -15,7 +15,8 @@ import type { TrainOptions } from '../options/train-options.ts';
 /** What `planned_gpu_bytes` adds up, in the JSON line itself so that nobody reads more into it. */
 export const COUNTED =
   'every GPU buffer created before the first step: parameters and gradients (flat, 256-byte aligned), optimizer state, ' +
-  'and the training step at --batch (activations, activation gradients, kernel scratch, loss head, uniforms); ' +
+  'and the training step at --batch (activations, activation gradients, kernel scratch, loss head, uniforms; ' +
+  'with --micro-batch, the plan of one pass at the micro-batch and the second flat gradient its passes add from); ' +
   'the step lends each buffer on after its last reader (made once, kept across steps), so this is also the peak; the end-of-run evaluation plan and read-back staging are not counted';
 
 export interface DryRunReport {
@@ -23,6 +24,8 @@ export interface DryRunReport {
   model: string;
   params: number;
   batch: number;
+  /** Examples per forward-backward pass (--micro-batch); null: the whole batch in one pass. */
+  micro_batch: number | null;
   planned_gpu_bytes: number;
   planned_gpu_buffers: number;
   planned_gpu_bytes_by_part: { parameters_and_gradients: number; optimizer_state: number; training_step: number };
@@ -33,7 +36,10 @@ export interface DryRunReport {
   limits: { maxStorageBufferBindingSize: number; maxBufferSize: number };
 }
 
-type DryRunOptions = Pick<TrainOptions, 'model' | 'batch' | 'optimizer' | 'lr' | 'momentum' | 'weightDecay'>;
+type DryRunOptions = Pick<
+  TrainOptions,
+  'model' | 'batch' | 'optimizer' | 'lr' | 'momentum' | 'weightDecay' | 'microBatch'
+>;
 
 /** Plans the model `spec`, its optimizer and one training step on a planning-only twin of `gpu`; `gpu` itself allocates nothing. */
 export function planDryRun(gpu: Gpu, spec: ModelSpec, opts: DryRunOptions): DryRunReport {
@@ -43,12 +49,14 @@ export function planDryRun(gpu: Gpu, spec: ModelSpec, opts: DryRunOptions): DryR
   const afterModel = bytes();
   createOptimizer(model, { kind: opts.optimizer, lr: opts.lr, momentum: opts.momentum, weightDecay: opts.weightDecay });
   const afterOptimizer = bytes();
+  useMicroBatch(model, opts.microBatch, opts.batch);
   if (model instanceof GraphModel) model.planTrainingStep(opts.batch);
   return {
     dry_run: true,
     model: opts.model,
     params: model.paramCount,
     batch: opts.batch,
+    micro_batch: opts.microBatch ?? null,
     planned_gpu_bytes: bytes(),
     planned_gpu_buffers: planner.pool.allocations,
     planned_gpu_bytes_by_part: {
@@ -73,7 +81,7 @@ const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 export function dryRunLines(r: DryRunReport): string[] {
   const p = r.planned_gpu_bytes_by_part;
   return [
-    `dry run: ${r.model}, ${r.params} parameters, batch ${r.batch}: ${mib(r.planned_gpu_bytes)} in ${r.planned_gpu_buffers} GPU buffers`,
+    `dry run: ${r.model}, ${r.params} parameters, batch ${r.batch}${r.micro_batch ? ` in passes of ${r.micro_batch}` : ''}: ${mib(r.planned_gpu_bytes)} in ${r.planned_gpu_buffers} GPU buffers`,
     `  parameters and gradients ${mib(p.parameters_and_gradients)}, optimizer state ${mib(p.optimizer_state)}, training step ${mib(p.training_step)}` +
       (r.largest_buffer ? `; largest buffer ${r.largest_buffer.label} ${mib(r.largest_buffer.bytes)}` : ''),
     `  ${r.runtime} on ${r.adapter}: maxStorageBufferBindingSize ${mib(r.limits.maxStorageBufferBindingSize)}, maxBufferSize ${mib(r.limits.maxBufferSize)}`,

@@ -258,6 +258,7 @@ function trainResultLine(
     params: result.params,
     optimizer: opts.optimizer,
     batch: opts.batch,
+    micro_batch: opts.microBatch ?? null,
     // One process is a ring of one: run --json's fields, with their meaning there.
     global_batch: opts.batch,
     size: 1,

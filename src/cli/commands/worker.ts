@@ -248,7 +248,7 @@ async function runWorker(o: WorkerOptions, extension: WorkerExtension): Promise<
   }
 }
 
-/** The ring's news worth a line: a peer that broke the rules, a contribution left out, a stall. */
+/** The ring's news worth a line: a peer that broke the rules, a contribution left out, a stall, an admission probe. */
 function reportRingEvents(bus: EventBus, say: Say, emit: Emit): void {
   const sayStall = stallReporter((line) => void say(line));
   bus.on((e) => {
@@ -258,6 +258,10 @@ function reportRingEvents(bus: EventBus, say: Say, emit: Emit): void {
     }
     if (e.type === 'contribution-left-out')
       void emit({ event: 'contribution-left-out', rank: e.rank, peer: e.peer, step: e.step, reason: e.reason });
+    if (e.type === 'admission-probe') {
+      const { type: _, t: __, ...probe } = e;
+      void emit({ event: 'admission-probe', ...probe });
+    }
     if (e.type !== 'stall') return;
     sayStall(e);
     void emit({

@@ -177,6 +177,7 @@ function settingsFields({ o, model }: RunEnd, rank0: Record<string, unknown>) {
     optimizer: o.optimizer,
     // What --batch means in both commands: examples per step on each peer.
     batch: o.batch,
+    micro_batch: o.microBatch ?? null,
     global_batch: o.shares?.globalBatch ?? o.np * o.batch,
     lr: o.lr,
     lr_schedule: o.settings.lrSchedule,

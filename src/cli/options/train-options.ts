@@ -7,6 +7,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { isModelFile } from '../../engine/define.ts';
+import { passesOf } from '../../engine/micro-batch.ts';
 import { DEFAULT_TEXT_CONTEXT } from '../../data/text.ts';
 import { optimizerNamed, optimizerNames } from '../../optimizers/index.ts';
 import { addJobSettingOptions, settingValue, TRAIN_SETTINGS } from './job-setting-options.ts';
@@ -72,6 +73,7 @@ export const TrainOptionsSchema = z.object({
     .optional(),
   seed: settingValue('seed'),
   steps: settingValue('steps').optional(),
+  microBatch: settingValue('microBatch').optional(),
   save: z.string().min(1, { error: '--save needs a file path' }).optional(),
   resume: z.string().min(1, { error: '--resume needs a file path' }).optional(),
   overwrite: z.boolean().default(false),
@@ -160,6 +162,8 @@ export function parseTrainOptions(raw: Record<string, unknown>): TrainOptions {
     });
   }
   const o = withPreset(parsed.data);
+  // Refused here, before any data or GPU work, in the words a step would use.
+  if (o.microBatch !== undefined) passesOf(o.batch, o.microBatch);
   return { ...o, lr: o.lr ?? DEFAULT_LR[o.optimizer], weightDecay: o.weightDecay ?? DEFAULT_WEIGHT_DECAY[o.optimizer] };
 }
 

@@ -31,11 +31,12 @@
  * two) times STEPS_PER_RING plus the ring's step; segment index in `chunk`.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { segmentsOf, splitEven, type Range } from '../codecs/partition.ts';
-import { finish, reduceInto, scaleInPlace } from '../codecs/reduce.ts';
+import { splitEven } from '../codecs/partition.ts';
+import { finish, scaleInPlace } from '../codecs/reduce.ts';
 import type { Run } from '../controller/run.ts';
 import type { RankGroups, ReduceOp, Tensor } from '../codecs/types.ts';
-import { codecFor, elementsIn, roundTripInPlace, type Codec } from '../codecs/wire.ts';
+import { codecFor, roundTripInPlace, type Codec } from '../codecs/wire.ts';
+import { ringAllgather, ringReduceScatter, type RingSpec } from '../transfer/ring.ts';
 import { defineAllreduceAlgorithm, type AllreduceCost, type LinkCost } from './registry.ts';
 import { ringCost } from './ring.ts';
 
@@ -46,7 +47,6 @@ const CROSS_REDUCE_SCATTER = 1;
 const CROSS_ALLGATHER = 2;
 const INNER_ALLGATHER = 3;
 
-const mod = (a: number, n: number) => ((a % n) + n) % n;
 const invalid = (message: string) => new RingtrainError(ErrorCode.InvalidArgument, message);
 
 /** Ranks per group when none are given: the power of two nearest sqrt(N), at least 2 (and at most N). */
@@ -104,111 +104,9 @@ function placeOf(groups: number[][], rank: number): Place {
   return { group, local, shards, across: local < shards ? groups.map((g) => g[local]) : null };
 }
 
-/** Segments of a range, or the empty range itself: every hop carries at least one message. */
-const pieces = (r: Range, per: number): Range[] => (r.count === 0 ? [r] : segmentsOf(r, per));
-
-/** One ring among some ranks of the communicator: its neighbours, and sends and receives of `buf`'s ranges. */
-function ringAmong(run: Run, buf: Tensor, members: number[], codec: Codec, phase: number, sub: number) {
-  const rank = run.comm.rank;
-  const n = members.length;
-  const at = members.indexOf(rank);
-  const right = members[mod(at + 1, n)];
-  const left = members[mod(at - 1, n)];
-  const per = run.segmentElements(codec);
-  const tag = (step: number, j: number) => run.tag(phase, sub * STEPS_PER_RING + step, j);
-  const recv = async (step: number, j: number, seg: Range) => {
-    const payload = await run.recv(left, tag(step, j));
-    if (elementsIn(codec, payload) !== seg.count)
-      throw new RingtrainError(
-        ErrorCode.Transport,
-        `hierarchical allreduce: rank ${left} sent ${elementsIn(codec, payload)} elements where ${seg.count} were expected; the ranks' tensors, groups or versions differ`,
-        { from: left },
-      );
-    return payload;
-  };
-  const send = (step: number, j: number, bytes: Uint8Array, seg: Range, chunk: number, values?: Tensor) => {
-    run.send(right, tag(step, j), bytes);
-    run.chunkEvent('chunk-send', 'hierarchical', step, rank, right, chunk, seg, bytes.byteLength, values);
-  };
-  const received = (step: number, chunk: number, seg: Range, bytes: number, values: Tensor, result: Tensor) =>
-    run.chunkEvent('chunk-recv', 'hierarchical', step, left, rank, chunk, seg, bytes, values, result);
-  return { n, at, per, recv, send, received };
-}
-
-/**
- * Ring reduce-scatter among `members` (this rank one of them): afterwards `chunks[at]` (`at` this
- * rank's place) holds the reduction over them all. Step s: send chunk at-s-1, receive chunk at-s-2
- * and reduce it in, passing each segment on as soon as it is reduced.
- */
-async function reduceScatterAmong(
-  run: Run,
-  buf: Tensor,
-  members: number[],
-  chunks: Range[],
-  op: ReduceOp,
-  codec: Codec,
-  phase: number,
-  sub: number,
-): Promise<void> {
-  const ring = ringAmong(run, buf, members, codec, phase, sub);
-  const { n, at, per } = ring;
-  if (n === 1) return;
-  // Lossy codecs decode into this; raw codecs hand out views of the payload.
-  const scratch = codec.lossy ? new Float32Array(per) : undefined;
-  const sendSegment = (step: number, chunk: number, j: number, seg: Range) => {
-    const view = buf.subarray(seg.offset, seg.offset + seg.count);
-    ring.send(step, j, codec.encode(view), seg, chunk, view);
-  };
-  const first = mod(at - 1, n);
-  pieces(chunks[first], per).forEach((seg, j) => sendSegment(0, first, j, seg));
-  for (let step = 0; step < n - 1; step++) {
-    const chunk = mod(at - step - 2, n);
-    const segs = pieces(chunks[chunk], per);
-    for (let j = 0; j < segs.length; j++) {
-      const seg = segs[j];
-      const payload = await ring.recv(step, j, seg);
-      const incoming = codec.decode(payload, buf, scratch?.subarray(0, seg.count));
-      const mine = buf.subarray(seg.offset, seg.offset + seg.count);
-      reduceInto(op, mine, incoming);
-      ring.received(step, chunk, seg, payload.byteLength, incoming, mine);
-      if (step < n - 2) sendSegment(step + 1, chunk, j, seg);
-    }
-  }
-}
-
-/**
- * Ring allgather among `members`: before, `chunks[at]` is this rank's to give; after, every chunk
- * is filled. Received bytes go on as they came, so every rank decodes the same bits.
- */
-async function allgatherAmong(
-  run: Run,
-  buf: Tensor,
-  members: number[],
-  chunks: Range[],
-  codec: Codec,
-  phase: number,
-  sub: number,
-): Promise<void> {
-  const ring = ringAmong(run, buf, members, codec, phase, sub);
-  const { n, at, per } = ring;
-  if (n === 1) return;
-  pieces(chunks[at], per).forEach((seg, j) => {
-    const view = buf.subarray(seg.offset, seg.offset + seg.count);
-    ring.send(0, j, codec.encode(view), seg, at, view);
-  });
-  for (let step = 0; step < n - 1; step++) {
-    const chunk = mod(at - step - 1, n);
-    const segs = pieces(chunks[chunk], per);
-    for (let j = 0; j < segs.length; j++) {
-      const seg = segs[j];
-      const payload = await ring.recv(step, j, seg);
-      if (step < n - 2) ring.send(step + 1, j, payload, seg, chunk);
-      const target = buf.subarray(seg.offset, seg.offset + seg.count);
-      const got = codec.decode(payload, buf, target);
-      if (got !== target) target.set(got);
-      ring.received(step, chunk, seg, payload.byteLength, target, target);
-    }
-  }
+/** Sub-phase `sub`'s ring among `members`: its steps tagged apart from the other sub-phases'. */
+function ringOf(members: number[], phase: number, sub: number): RingSpec {
+  return { members, phase, firstStep: sub * STEPS_PER_RING, label: 'hierarchical', emptyChunkMessages: true };
 }
 
 /** Reduces `buf` in place over all ranks in `groups`; `done` (average, postscale) runs once on each piece this rank finishes. */
@@ -225,18 +123,18 @@ export async function hierarchicalAllreduce(
   // Shard j is member j's chunk of the inner rings; members past the shards own an empty one.
   const shardRanges = splitEven(buf.length, shards);
   const inner = group.map((_, l) => shardRanges[l] ?? { offset: buf.length, count: 0 });
-  await reduceScatterAmong(run, buf, group, inner, op, codec, phase, INNER_REDUCE_SCATTER);
+  await ringReduceScatter(run, buf, inner, op, codec, { ring: ringOf(group, phase, INNER_REDUCE_SCATTER) });
   if (across) {
     const shard = inner[local];
     const pieceRanges = splitEven(shard.count, across.length).map((r) => ({ ...r, offset: r.offset + shard.offset }));
-    await reduceScatterAmong(run, buf, across, pieceRanges, op, codec, phase, CROSS_REDUCE_SCATTER);
+    await ringReduceScatter(run, buf, pieceRanges, op, codec, { ring: ringOf(across, phase, CROSS_REDUCE_SCATTER) });
     const own = pieceRanges[across.indexOf(run.comm.rank)];
     const mine = buf.subarray(own.offset, own.offset + own.count);
     done(mine);
     roundTripInPlace(codec, mine);
-    await allgatherAmong(run, buf, across, pieceRanges, codec, phase, CROSS_ALLGATHER);
+    await ringAllgather(run, buf, pieceRanges, codec, { ring: ringOf(across, phase, CROSS_ALLGATHER) });
   }
-  await allgatherAmong(run, buf, group, inner, codec, phase, INNER_ALLGATHER);
+  await ringAllgather(run, buf, inner, codec, { ring: ringOf(group, phase, INNER_ALLGATHER) });
 }
 
 /**

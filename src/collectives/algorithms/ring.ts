@@ -40,7 +40,7 @@ export async function ringAllreduceInPlace(
   const partial = run.goingAhead && size > 2 ? takePartial(run.comm, buf) : buf;
   try {
     await run.phase('reduce-scatter', () =>
-      ringReduceScatter(run, buf, chunks, s.op, codec, residual, s.observe, partial),
+      ringReduceScatter(run, buf, chunks, s.op, codec, { residual, observe: s.observe, partial }),
     );
   } finally {
     if (partial !== buf) givePartial(run.comm, partial);
@@ -51,7 +51,7 @@ export async function ringAllreduceInPlace(
     if (residual) encodeSegment(codec, buf, residual);
     else roundTripInPlace(codec, buf);
   }
-  await run.phase('allgather', () => ringAllgather(run, buf, chunks, codec, residual));
+  await run.phase('allgather', () => ringAllgather(run, buf, chunks, codec, { residual }));
 }
 
 /** Buffers for the ring's partial sums on the fast path, per communicator: reused call after call (a step's gradient keeps its length). */

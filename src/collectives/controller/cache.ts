@@ -17,6 +17,7 @@
  * empty cache.
  */
 import type { Communicator } from '../../comm/interface.ts';
+import { fnv1a32 } from '../../core/hash.ts';
 import type { Request } from './negotiate.ts';
 
 /** Horovod's default capacity (HOROVOD_CACHE_CAPACITY). */
@@ -70,7 +71,11 @@ function keyOf(r: Request): string {
   return `${r.kind}\u0000${r.name}`;
 }
 
-/** Byte 0 = 1 (a hit), then two independent 32-bit FNV-1a hashes: 64 bits against chance collisions. */
+/**
+ * Two independent 32-bit FNV-1a hashes of the agreement (64 bits against chance collisions), behind
+ * a check word over them: a fingerprint damaged on its way fails `fingerprintIntact`, so a receiver
+ * tells a link that changed bytes from a rank that went ahead on another agreement.
+ */
 function fingerprintOf(text: string): Uint8Array {
   let a = 0x811c9dc5;
   let b = 0x050c5d1f;
@@ -81,10 +86,17 @@ function fingerprintOf(text: string): Uint8Array {
   }
   const out = new Uint8Array(12);
   const v = new DataView(out.buffer);
-  v.setUint32(0, 1, true);
   v.setUint32(4, a >>> 0, true);
   v.setUint32(8, b >>> 0, true);
+  v.setUint32(0, fnv1a32(out.subarray(4)), true);
   return out;
+}
+
+/** Whether a received fingerprint's check word matches its hashes: false if any of its bytes changed on the way. */
+export function fingerprintIntact(fingerprint: Uint8Array): boolean {
+  if (fingerprint.byteLength !== 12) return false;
+  const v = new DataView(fingerprint.buffer, fingerprint.byteOffset, 12);
+  return v.getUint32(0, true) === fnv1a32(fingerprint.subarray(4));
 }
 
 export function sameBytes(x: Uint8Array, y: Uint8Array): boolean {

@@ -1,7 +1,7 @@
 import { ErrorCode, RingtrainError, isRingtrainError } from '../../core/errors.ts';
 import { now, type Phase } from '../../core/events.ts';
 import type { Communicator, Tag } from '../../comm/interface.ts';
-import { cacheOf, sameBytes } from './cache.ts';
+import { cacheOf, fingerprintIntact, sameBytes } from './cache.ts';
 import { FALLBACK_STEP, FAST_STEP_BIT, isFastStep, negotiate, type Request } from './negotiate.ts';
 import type { Range } from '../codecs/partition.ts';
 import {
@@ -38,6 +38,8 @@ interface FastState {
   fallen: Fallback | null;
   /** Every rank has shown it went ahead on this same agreement (see `agreed`). */
   agreed: boolean;
+  /** The data is checked after the collective (a verified reduction): a damaged fingerprint goes on (Run.recv). */
+  checkedAfter: boolean;
   /**
    * The receives waiting now, each rejected with the Fallback once there is one. Not a race
    * against one promise that lives as long as the run: each race leaves a reaction on it that
@@ -89,9 +91,10 @@ export class Run {
   }
 
   /** Goes ahead on a cached agreement: messages carry `fingerprint` until this rank falls back. */
-  goFast(fingerprint: Uint8Array): void {
+  goFast(fingerprint: Uint8Array, checkedAfter = false): void {
     const state: FastState = {
       fingerprint,
+      checkedAfter,
       sentTo: new Set(),
       heardFrom: new Set(),
       fallen: null,
@@ -183,10 +186,16 @@ export class Run {
     const got = this.comm.recv(peer, tag, this.timeoutMs).then(
       (bytes) => {
         if (!first) return bytes;
-        if (bytes.byteLength < FINGERPRINT_BYTES || !sameBytes(bytes.subarray(0, FINGERPRINT_BYTES), f.fingerprint)) {
-          throw this.fallBack(new Fallback(`rank ${peer} went ahead on another agreement`, true));
-        }
-        return bytes.subarray(FINGERPRINT_BYTES);
+        const head = bytes.subarray(0, FINGERPRINT_BYTES);
+        if (bytes.byteLength >= FINGERPRINT_BYTES && sameBytes(head, f.fingerprint))
+          return bytes.subarray(FINGERPRINT_BYTES);
+        // A fingerprint that fails its own check was changed on the way, as the data behind it may have
+        // been: no rank went ahead on another agreement. Where the data is checked after the collective,
+        // it goes on and the checks name the link; falling back could only abort a rank that had gone
+        // ahead with nobody named.
+        if (f.checkedAfter && bytes.byteLength >= FINGERPRINT_BYTES && !fingerprintIntact(head))
+          return bytes.subarray(FINGERPRINT_BYTES);
+        throw this.fallBack(new Fallback(`rank ${peer} went ahead on another agreement`, true));
       },
       (e: unknown) => {
         // A silent peer may be negotiating, or late: the coordinator tells which, naming it.
@@ -291,6 +300,12 @@ export interface Begin {
    * one message (so a rank that falls back holds everyone up). Absent: always negotiated.
    */
   fast?: (requests: Request[]) => boolean;
+  /**
+   * The data is checked after the collective (a verified reduction's sums against the published
+   * sketches), which names a link that changed it: on the fast path a fingerprint damaged on its
+   * way then goes on instead of sending every rank back to negotiate.
+   */
+  checkedAfter?: boolean;
   /** Saves what the body changes in place; the returned function puts it back (a fast path that falls back). */
   snapshot?: () => () => void;
 }
@@ -360,7 +375,7 @@ async function runClaimed<T>(
     let fellBack: Fallback | null = null;
     if (hit && begin.fast!(hit.requests)) {
       const restore = begin.snapshot?.();
-      const outcome = await moving(run, () => goAhead(run, hit.requests, hit.fingerprint, body));
+      const outcome = await moving(run, () => goAhead(run, hit.requests, hit.fingerprint, body, begin.checkedAfter));
       if (outcome.done) {
         cache.touch(mine, hit);
         if (ev.active)
@@ -436,9 +451,10 @@ async function goAhead<T>(
   requests: Request[],
   fingerprint: Uint8Array,
   body: (run: Run, requests: Request[]) => Promise<T>,
+  checkedAfter?: boolean,
 ): Promise<{ done: true; result: T } | { done: false; fallback: Fallback }> {
   const comm = run.comm;
-  run.goFast(fingerprint);
+  run.goFast(fingerprint, checkedAfter);
   for (let r = 0; r < comm.size; r++) {
     if (r === comm.rank) continue;
     // Quiet when forgotten (the collective is over) or when the communicator fails (the body sees it too).

@@ -1,10 +1,11 @@
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { segmentsOf, type Range } from '../codecs/partition.ts';
 import { reduceInto, reduceTo } from '../codecs/reduce.ts';
+import type { Phase } from '../../core/events.ts';
+import type { Tag } from '../../comm/interface.ts';
 import type { Run } from '../controller/run.ts';
 import type { ReduceOp, Tensor } from '../codecs/types.ts';
 import { elementsIn, encodeSegment, type Codec } from '../codecs/wire.ts';
-import { SEND_AHEAD, SendAhead } from './send-ahead.ts';
 
 /**
  * The ring loops. Every rank sends to its right neighbour and receives from
@@ -21,13 +22,42 @@ export const PHASE_ALLTOALL = 4;
 
 const mod = (a: number, n: number) => ((a % n) + n) % n;
 
+/**
+ * Segments of its first chunk a rank sends ahead of what it has received (4 MiB of 256 KiB ones):
+ * enough to keep the link busy. Queueing a whole first chunk at once (half the tensor on 2 ranks)
+ * copied all of it into frames in one go, and over TCP the garbage collector then spent more time
+ * on those frames than the ring on its sums.
+ */
+export const SEND_AHEAD = 16;
+
+/**
+ * Sends `segs` (by index) as the ring's first step receives: `upTo(k)` sends those below k not yet
+ * sent. Every rank sends its first SEND_AHEAD at once and one more per segment received, so no
+ * rank waits on another that holds back (by induction along the ring).
+ */
+function sendAhead(segs: Range[], send: (seg: Range, j: number) => void) {
+  let sent = 0;
+  const upTo = (k: number) => {
+    for (const end = Math.min(k, segs.length); sent < end; sent++) send(segs[sent], sent);
+  };
+  upTo(SEND_AHEAD);
+  return upTo;
+}
+
 /** Checks a payload's size before decoding it, so nothing is written past the segment. */
-function expectCount(payload: Uint8Array, codec: Codec, seg: Range, from: number, what: string): void {
+function expectCount(
+  payload: Uint8Array,
+  codec: Codec,
+  seg: Range,
+  from: number,
+  ring: Pick<RingSpec, 'label' | 'members'>,
+): void {
   const got = elementsIn(codec, payload);
   if (got !== seg.count) {
+    const among = ring.members ? ` in the ring of ranks ${ring.members.join(',')}` : '';
     throw new RingtrainError(
       ErrorCode.Transport,
-      `${what}: rank ${from} sent ${got} elements where ${seg.count} were expected; the ranks' tensors or versions differ`,
+      `${ring.label}: rank ${from} sent ${got} elements where ${seg.count} were expected${among}; the ranks' tensors${ring.members ? ', groups' : ''} or versions differ`,
       { from },
     );
   }
@@ -42,19 +72,85 @@ function decodeInto(codec: Codec, payload: Uint8Array, buf: Tensor, seg: Range):
 }
 
 /**
- * Reduce-scatter: afterwards this rank's `chunks[rank]` of `buf` holds the
- * reduction of that chunk over all ranks (other chunks hold partial sums).
- * Step s: send chunk (rank-s-1), receive chunk (rank-s-2) and reduce it in.
- *
- * `residual` (error feedback, lossy codecs): this rank sends every chunk but
- * its own exactly once, so one residual per position of `buf` serves them all.
- *
- * `partial` (as long as `buf`; default `buf` itself): where the partial sums
- * this rank passes on are kept. Given one of its own, `buf` is read but not
- * written until the last step, whose first message has passed through every
- * rank, each of which checked the agreement of the rank before it: from there
- * the run is `agreed` (run.ts), and a fast path that fell back before it finds
- * `buf` as it was, with nothing to put back.
+ * The ring a loop runs on: `members`, the ranks in ring order (every rank of the communicator
+ * by default; hierarchical.ts runs rings among some of them), where its messages are tagged
+ * (`phase`, steps counted from `firstStep`) and the phase its chunk events and errors name.
+ */
+export interface RingSpec {
+  members?: readonly number[];
+  phase: number;
+  firstStep: number;
+  label: Phase;
+  /**
+   * An empty chunk still sends one (empty) message per hop, so every member's result waits on a
+   * message from every other: the fast path's rule (run.ts) for rings whose chunks may be empty.
+   */
+  emptyChunkMessages?: boolean;
+}
+
+const WHOLE_REDUCE_SCATTER: RingSpec = { phase: PHASE_REDUCE_SCATTER, firstStep: 0, label: 'reduce-scatter' };
+const WHOLE_ALLGATHER: RingSpec = { phase: PHASE_ALLGATHER, firstStep: 0, label: 'allgather' };
+
+/** This rank's place in a ring: `at` of `n`, its neighbours' ranks, its tags and a range's segments. */
+interface Place {
+  n: number;
+  at: number;
+  left: number;
+  right: number;
+  /**
+   * Whether this is the communicator's own ring (no `members` given), so a message that went all
+   * the way round passed through every rank; a ring among some ranks leaves `agreed` to its caller.
+   */
+  whole: boolean;
+  tag(step: number, j: number): Tag;
+  segments(r: Range): Range[];
+}
+
+function placeIn(run: Run, ring: RingSpec, codec: Codec): Place {
+  const { rank, size } = run.comm;
+  const members = ring.members;
+  const n = members ? members.length : size;
+  const at = members ? members.indexOf(rank) : rank;
+  if (at < 0)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `${ring.label}: rank ${rank} runs a ring among ranks ${members!.join(',')} without being one of them`,
+    );
+  const rankAt = (i: number) => (members ? members[mod(i, n)] : mod(i, n));
+  const per = run.segmentElements(codec);
+  return {
+    n,
+    at,
+    left: rankAt(at - 1),
+    right: rankAt(at + 1),
+    whole: !members,
+    tag: (step, j) => run.tag(ring.phase, ring.firstStep + step, j),
+    segments: (r) => (r.count === 0 && ring.emptyChunkMessages ? [r] : segmentsOf(r, per)),
+  };
+}
+
+export interface ReduceScatterOptions {
+  /**
+   * Error feedback, lossy codecs: this rank sends every chunk but its own exactly once, so one
+   * residual per position of `buf` serves them all.
+   */
+  residual?: Float32Array;
+  observe?: (offset: number, values: Float32Array) => void;
+  /**
+   * Where the partial sums this rank passes on are kept (as long as `buf`; default `buf` itself).
+   * Given one of its own, `buf` is read but not written until the last step, whose first message
+   * has passed through every rank, each of which checked the agreement of the rank before it:
+   * from there the run is `agreed` (run.ts), and a fast path that fell back before it finds `buf`
+   * as it was, with nothing to put back.
+   */
+  partial?: Tensor;
+  ring?: RingSpec;
+}
+
+/**
+ * Reduce-scatter: afterwards this rank's `chunks[at]` of `buf` (`at` its place in the ring; its
+ * rank on the whole ring) holds the reduction of that chunk over all members (other chunks hold
+ * partial sums). Step s: send chunk (at-s-1), receive chunk (at-s-2) and reduce it in.
  */
 export async function ringReduceScatter(
   run: Run,
@@ -62,38 +158,32 @@ export async function ringReduceScatter(
   chunks: Range[],
   op: ReduceOp,
   codec: Codec,
-  residual?: Float32Array,
-  observe?: (offset: number, values: Float32Array) => void,
-  partial: Tensor = buf,
+  { residual, observe, partial = buf, ring = WHOLE_REDUCE_SCATTER }: ReduceScatterOptions = {},
 ): Promise<void> {
-  const { rank, size } = run.comm;
-  if (size === 1) return;
-  const right = mod(rank + 1, size);
-  const left = mod(rank - 1, size);
-  const per = run.segmentElements(codec);
+  const { n, at, left, right, whole, tag, segments } = placeIn(run, ring, codec);
+  if (n === 1) return;
+  const { rank } = run.comm;
   // Lossy codecs decode into this scratch space instead of a new array per segment.
-  const scratch = codec.lossy ? new Float32Array(per) : null;
+  const scratch = codec.lossy ? new Float32Array(run.segmentElements(codec)) : null;
   const sendSegment = (step: number, chunk: number, j: number, seg: Range, from: Tensor) => {
     const view = from.subarray(seg.offset, seg.offset + seg.count);
     // With feedback this rewrites the view, which this rank never reads again (allgather overwrites it).
     const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
-    run.send(right, run.tag(PHASE_REDUCE_SCATTER, step, j), bytes);
-    run.chunkEvent('chunk-send', 'reduce-scatter', step, rank, right, chunk, seg, bytes.byteLength, view);
+    run.send(right, tag(step, j), bytes);
+    run.chunkEvent('chunk-send', ring.label, step, rank, right, chunk, seg, bytes.byteLength, view);
   };
-  // Step 0 needs nothing from anyone: its chunk goes a window ahead of what arrives (send-ahead.ts).
-  const first = mod(rank - 1, size);
-  const firstSegs = segmentsOf(chunks[first], per);
-  const ahead = new SendAhead(firstSegs.length, (j) => sendSegment(0, first, j, firstSegs[j], buf));
-  for (let step = 0; step < size - 1; step++) {
-    const last = step === size - 2;
-    const chunk = mod(rank - step - 2, size);
-    const segs = segmentsOf(chunks[chunk], per);
+  // Step 0 needs nothing from anyone: its segments go out ahead of what arrives.
+  const first = mod(at - 1, n);
+  const sendFirst = sendAhead(segments(chunks[first]), (seg, j) => sendSegment(0, first, j, seg, buf));
+  for (let step = 0; step < n - 1; step++) {
+    const last = step === n - 2;
+    const chunk = mod(at - step - 2, n);
+    const segs = segments(chunks[chunk]);
     for (let j = 0; j < segs.length; j++) {
       const seg = segs[j];
-      if (step === 0) ahead.before(j);
-      const payload = await run.recv(left, run.tag(PHASE_REDUCE_SCATTER, step, j));
-      if (last && j === 0) run.agreed();
-      expectCount(payload, codec, seg, left, 'reduce-scatter');
+      const payload = await run.recv(left, tag(step, j));
+      if (last && j === 0 && whole) run.agreed();
+      expectCount(payload, codec, seg, left, ring);
       const incoming = codec.decode(payload, buf, scratch?.subarray(0, seg.count));
       if (observe && incoming instanceof Float32Array) observe(seg.offset, incoming);
       const mine = buf.subarray(seg.offset, seg.offset + seg.count);
@@ -101,26 +191,17 @@ export async function ringReduceScatter(
       const view = last || partial === buf ? mine : partial.subarray(seg.offset, seg.offset + seg.count);
       if (view === mine) reduceInto(op, view, incoming);
       else reduceTo(op, view, mine, incoming);
-      run.chunkEvent('chunk-recv', 'reduce-scatter', step, left, rank, chunk, seg, payload.byteLength, incoming, view);
+      run.chunkEvent('chunk-recv', ring.label, step, left, rank, chunk, seg, payload.byteLength, incoming, view);
       // The chunk we just reduced is the one we pass on in the next step.
-      if (!last) {
-        sendSegment(step + 1, chunk, j, seg, partial);
-        await run.sendsInFlightAtMost(2 * SEND_AHEAD);
-      }
+      if (!last) sendSegment(step + 1, chunk, j, seg, partial);
+      if (step === 0) sendFirst(j + 1 + SEND_AHEAD);
+      // A rank that receives faster than its right link drains holds a window of frames, not a growing queue.
+      await run.sendsInFlightAtMost(2 * SEND_AHEAD);
     }
-    ahead.rest();
+    if (step === 0) sendFirst(Infinity);
   }
 }
 
-/**
- * Allgather: before, this rank's `blocks[rank]` of `buf` is filled; after,
- * all blocks are. Blocks may differ in size (uneven allgather). Step s: send
- * block (rank-s), receive block (rank-s-1); received bytes are forwarded as
- * they came, without decoding and encoding again.
- *
- * `residual` (error feedback): this rank encodes only its own block here, the
- * positions it never sends in reduce-scatter.
- */
 /**
  * Looks at a block of a gathered tensor as it arrives from `from`, before it is passed on or
  * used: throws to stop the gather, or gives the bytes to pass on (`forwarding`: this rank passes
@@ -128,49 +209,55 @@ export async function ringReduceScatter(
  */
 export type VetBlock = (block: number, payload: Uint8Array, from: number, forwarding: boolean) => Promise<Uint8Array>;
 
+export interface AllgatherOptions {
+  /** Error feedback: this rank encodes only its own block here, the positions it never sends in reduce-scatter. */
+  residual?: Float32Array;
+  vet?: VetBlock;
+  ring?: RingSpec;
+}
+
+/**
+ * Allgather: before, this rank's `blocks[at]` of `buf` is filled; after, all blocks are. Blocks
+ * may differ in size (uneven allgather). Step s: send block (at-s), receive block (at-s-1);
+ * received bytes are forwarded as they came, without decoding and encoding again.
+ */
 export async function ringAllgather(
   run: Run,
   buf: Tensor,
   blocks: Range[],
   codec: Codec,
-  residual?: Float32Array,
-  vet?: VetBlock,
+  { residual, vet, ring = WHOLE_ALLGATHER }: AllgatherOptions = {},
 ): Promise<void> {
-  const { rank, size } = run.comm;
-  if (size === 1) return;
-  const right = mod(rank + 1, size);
-  const left = mod(rank - 1, size);
-  const per = run.segmentElements(codec);
-  const own = segmentsOf(blocks[rank], per);
-  // This rank's own block goes a window ahead of what arrives (send-ahead.ts), the rest after step 0.
-  const ahead = new SendAhead(own.length, (j) => {
-    const seg = own[j];
+  const { n, at, left, right, tag, segments } = placeIn(run, ring, codec);
+  if (n === 1) return;
+  const { rank } = run.comm;
+  const sendOwn = sendAhead(segments(blocks[at]), (seg, j) => {
     const view = buf.subarray(seg.offset, seg.offset + seg.count);
     const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
     // With a lossy codec the owner keeps what the others get, so every rank ends bitwise equal.
     if (codec.lossy && !residual) codec.decode(bytes, buf, view);
-    run.send(right, run.tag(PHASE_ALLGATHER, 0, j), bytes);
-    run.chunkEvent('chunk-send', 'allgather', 0, rank, right, rank, seg, bytes.byteLength, view);
+    run.send(right, tag(0, j), bytes);
+    run.chunkEvent('chunk-send', ring.label, 0, rank, right, at, seg, bytes.byteLength, view);
   });
-  for (let step = 0; step < size - 1; step++) {
-    const block = mod(rank - step - 1, size);
-    const segs = segmentsOf(blocks[block], per);
+  for (let step = 0; step < n - 1; step++) {
+    const block = mod(at - step - 1, n);
+    const segs = segments(blocks[block]);
     for (let j = 0; j < segs.length; j++) {
       const seg = segs[j];
-      if (step === 0) ahead.before(j);
-      const payload = await run.recv(left, run.tag(PHASE_ALLGATHER, step, j));
+      const payload = await run.recv(left, tag(step, j));
       // Checked before it goes on: a rank that vets never passes on what fails, so a bad one names who handed it over.
-      const onward = vet ? await vet(block, payload, left, step < size - 2) : payload;
-      if (step < size - 2) {
-        run.send(right, run.tag(PHASE_ALLGATHER, step + 1, j), onward);
-        run.chunkEvent('chunk-send', 'allgather', step + 1, rank, right, block, seg, payload.byteLength);
+      const onward = vet ? await vet(block, payload, left, step < n - 2) : payload;
+      if (step < n - 2) {
+        run.send(right, tag(step + 1, j), onward);
+        run.chunkEvent('chunk-send', ring.label, step + 1, rank, right, block, seg, payload.byteLength);
         await run.sendsInFlightAtMost(2 * SEND_AHEAD);
       }
-      expectCount(payload, codec, seg, left, 'allgather');
+      expectCount(payload, codec, seg, left, ring);
       const incoming = decodeInto(codec, payload, buf, seg);
-      run.chunkEvent('chunk-recv', 'allgather', step, left, rank, block, seg, payload.byteLength, incoming, incoming);
+      run.chunkEvent('chunk-recv', ring.label, step, left, rank, block, seg, payload.byteLength, incoming, incoming);
+      if (step === 0) sendOwn(j + 1 + SEND_AHEAD);
     }
-    ahead.rest();
+    if (step === 0) sendOwn(Infinity);
   }
 }
 
@@ -211,7 +298,7 @@ export async function ringBroadcast(run: Run, buf: Tensor, root: number, codec: 
       run.chunkEvent('chunk-send', 'broadcast', position, rank, right, 0, seg, payload.byteLength);
       await run.sendsInFlightAtMost(BROADCAST_WINDOW);
     }
-    expectCount(payload, codec, seg, left, 'broadcast');
+    expectCount(payload, codec, seg, left, { label: 'broadcast' });
     const incoming = decodeInto(codec, payload, buf, seg);
     run.chunkEvent('chunk-recv', 'broadcast', position - 1, left, rank, 0, seg, payload.byteLength, incoming, incoming);
   }

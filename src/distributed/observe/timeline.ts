@@ -213,6 +213,8 @@ export class TimelineRecorder {
   private readonly lanes = new Map<number, Map<number, number>>();
   private readonly laneCount = new Map<number, number>();
   private readonly rounds = new Map<number, RoundCounter>();
+  /** Per rank: admission probes open now (the 'admission probes' counter). */
+  private readonly probesOpen = new Map<number, number>();
 
   /** @param timeOriginMs this process's performance.timeOrigin (ms since the Unix epoch). */
   constructor(private readonly timeOriginMs: number = defaultTimeOrigin()) {}
@@ -275,6 +277,8 @@ export class TimelineRecorder {
   }
 
   record(e: RingEvent): void {
+    // A candidate's own probes come before it has a rank: the timeline draws ranks only.
+    if (e.type === 'admission-probe') return e.rank < 0 ? undefined : this.recordProbe(e);
     this.ranksSeen.add(e.rank);
     const pid = e.rank;
     let counter = this.rounds.get(pid);
@@ -347,6 +351,33 @@ export class TimelineRecorder {
         // Progress, not activity: the CLI and the page show these; the trace would only clutter.
         break;
     }
+  }
+
+  /**
+   * An admission probe as a span on the membership track, and a counter of the probes open on the
+   * rank: a step drawn under a probe's span ran while it was open (probes never hold up the ring).
+   */
+  private recordProbe(e: Extract<RingEvent, { type: 'admission-probe' }>): void {
+    const pid = e.rank;
+    this.ranksSeen.add(pid);
+    const key = `a:${pid}:${e.probe}`;
+    if (e.phase === 'begin') this.begin(key, e.t, { probe: e.probe, peer: e.peer }, TRACK.membership);
+    else
+      this.end(key, e.t, `admission probe with ${e.peer}`, pid, TRACK.membership, 'membership', {
+        ok: e.ok,
+        ...(e.reason ? { reason: e.reason } : {}),
+      });
+    const open = (this.probesOpen.get(pid) ?? 0) + (e.phase === 'begin' ? 1 : -1);
+    this.probesOpen.set(pid, Math.max(0, open));
+    this.events.push({
+      name: 'admission probes',
+      ph: 'C',
+      ts: this.us(e.t),
+      pid,
+      tid: TRACK.membership,
+      cat: 'membership',
+      args: { open: Math.max(0, open) },
+    });
   }
 
   /** Trace events recorded so far, with process/thread name metadata first. */

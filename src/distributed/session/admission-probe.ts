@@ -15,6 +15,12 @@ import type { ProbeMsg } from '../../signaling/protocol.ts';
 /** Bytes of the member's nonce: enough that a candidate cannot echo without receiving it. */
 const NONCE_BYTES = 16;
 
+/** How a probe ended on this peer: `ok` once the echo went through, else why not. */
+export interface ProbeOutcome {
+  ok: boolean;
+  reason?: string;
+}
+
 export interface ProbeOptions {
   /** RTCPeerConnection implementation for Node/Deno; the browser's own when omitted. */
   wrtc?: unknown;
@@ -26,7 +32,7 @@ export interface ProbeOptions {
 }
 
 /** Opens probe `p`'s link and echoes over it; never throws (a failed probe only leaves the candidate out). */
-export async function answerProbe(client: SignalingClient, p: ProbeMsg, o: ProbeOptions): Promise<void> {
+export async function answerProbe(client: SignalingClient, p: ProbeMsg, o: ProbeOptions): Promise<ProbeOutcome> {
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(new Error(`no echo within ${o.deadlineMs} ms`)), o.deadlineMs);
   let link: Link | undefined;
@@ -49,12 +55,12 @@ export async function answerProbe(client: SignalingClient, p: ProbeMsg, o: Probe
     } else {
       await echoOnce(link, stop.signal);
     }
+    return { ok: true };
   } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
     // The member end says so (a candidate that never answered shows here); the candidate end's server says why.
-    if (p.side === 0)
-      o.onNotice(
-        `admission probe with joiner ${p.peer.name ?? p.peer.peerId} failed: ${err instanceof Error ? err.message : String(err)}`,
-      );
+    if (p.side === 0) o.onNotice(`admission probe with joiner ${p.peer.name ?? p.peer.peerId} failed: ${reason}`);
+    return { ok: false, reason };
   } finally {
     clearTimeout(timer);
     link?.close();

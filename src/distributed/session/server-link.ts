@@ -14,6 +14,7 @@ import { now, type EventBus } from '../../core/events.ts';
 import { connect, type Membership, type SignalingClient } from '../../signaling/client.ts';
 import { FINISHED_LEAVE_REASON, PeerLeftReason, SignalErrorCode, type PeerLeftMsg } from '../../signaling/protocol.ts';
 import { answerProbe } from './admission-probe.ts';
+import { ProbeQueue } from './probe-queue.ts';
 import type { InitOptions } from './session-types.ts';
 import { parseJobSettings, type JobSettings } from '../../job/settings.ts';
 
@@ -89,13 +90,15 @@ export class ServerLink {
    * so the ring that takes it in never waits for its preparation. Probes that came before wait.
    */
   answerProbes(client: SignalingClient): void {
+    const probes = new ProbeQueue({
+      answer: (p, deadlineMs) =>
+        answerProbe(client, p, { wrtc: this.o.wrtc, tcp: this.o.tcp, deadlineMs, onNotice: this.notice }),
+      skip: (p) => client.endProbe(p.probe),
+      events: this.events,
+      rank: () => client.membership?.rank ?? -1,
+    });
     client.onProbe((p) =>
-      answerProbe(client, p, {
-        wrtc: this.o.wrtc,
-        tcp: this.o.tcp,
-        deadlineMs: client.candidacy?.deadlineMs ?? this.settingsOf(client).membership.admitTimeoutMs,
-        onNotice: this.notice,
-      }),
+      probes.add(p, client.candidacy?.deadlineMs ?? this.settingsOf(client).membership.admitTimeoutMs),
     );
   }
 

@@ -25,6 +25,12 @@ export interface LocalTrainConfig {
   warmupSteps?: number;
   /** 'replacement': every batch drawn uniformly at random with replacement (the words workload); default 'epochs'. */
   sampling?: 'epochs' | 'replacement';
+  /**
+   * Samples per forward-backward pass (`--micro-batch`): each step of `batch` runs batch/microBatch
+   * passes whose gradients add up on the GPU, the activations of only microBatch samples in memory
+   * (src/engine/micro-batch.ts). Must divide `batch`. Absent: one pass per step.
+   */
+  microBatch?: number;
   /** Options for the model (`--model-options`): a model file's factory gets them; a built-in model's spec takes them (mlp: hidden, activation). */
   modelOptions?: Record<string, unknown>;
 }

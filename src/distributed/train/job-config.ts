@@ -54,6 +54,7 @@ export function trainConfigFromJob(
     steps: schedule.steps,
     compression: reduce.compression as Compression,
     backwardPassesPerStep: schedule.backwardPassesPerStep,
+    microBatch: schedule.microBatch,
     scaleLr: o.scaleLr,
     lrSchedule: schedule.lrSchedule,
     warmupSteps: schedule.warmupSteps,

@@ -25,7 +25,7 @@ import { detectRuntime } from '../../core/runtime.ts';
 import type { TrainingCheckpoint } from '../../checkpoint/checkpoint.ts';
 import { batchCount } from '../../data/batches.ts';
 import { type Dataset, datasetMetadata } from '../../data/dataset.ts';
-import { createModel, createOptimizer, type Model, type Optimizer } from '../../engine/index.ts';
+import { createModel, createOptimizer, type Model, type Optimizer, useMicroBatch } from '../../engine/index.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { DeferredScalars } from '../../gpu/readback.ts';
 import type { LocalTrainConfig } from './config-types.ts';
@@ -111,6 +111,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   const model = createModel(gpu, modelSpecFor(config, train));
   try {
     checkDataFits(model, train);
+    useMicroBatch(model, config.microBatch, config.batch);
     if (args.initialParams) model.writeParams(args.initialParams(model));
   } catch (err) {
     model.destroy();

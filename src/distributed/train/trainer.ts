@@ -26,7 +26,7 @@
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../../core/errors.ts';
 import { detectRuntime } from '../../core/runtime.ts';
-import { createModel, createOptimizer } from '../../engine/index.ts';
+import { createModel, createOptimizer, useMicroBatch } from '../../engine/index.ts';
 import { datasetMetadata } from '../../data/dataset.ts';
 import { DeferredScalars } from '../../gpu/readback.ts';
 import { ringOptimizer } from './diloco.ts';
@@ -65,6 +65,7 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   const model = args.prepared?.model ?? createModel(gpu, modelSpecFor(config, train));
   try {
     checkDataFits(model, train);
+    useMicroBatch(model, config.microBatch, config.batch);
   } catch (err) {
     args.prepared?.optimizer.destroy();
     model.destroy();

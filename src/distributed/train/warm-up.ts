@@ -14,7 +14,7 @@
  * memory, never a throwaway copy per missing pipeline.
  */
 import type { Dataset } from '../../data/dataset.ts';
-import { createModel, createOptimizer, type Model, type Optimizer } from '../../engine/index.ts';
+import { createModel, createOptimizer, type Model, type Optimizer, useMicroBatch } from '../../engine/index.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { modelSpecFor } from './model-fit.ts';
 import type { LocalTrainConfig } from './config-types.ts';
@@ -42,6 +42,8 @@ export async function prepareTraining(
         weightDecay: config.weightDecay,
       }),
     );
+    // The step's plan is the micro-batch's when one splits it: that is the one to compile.
+    useMicroBatch(model, config.microBatch, config.batch);
     // One plan per attempt: a plan is kept only once it is whole, and an abandoned attempt destroys only what it made.
     for (const makePlan of model.plansFor?.(Math.min(config.batch, train.count), test.count) ?? []) {
       await eventLoopTurn();

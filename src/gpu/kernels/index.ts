@@ -29,5 +29,6 @@ export { planSoftmaxXent, checkLabels, type SoftmaxXentBuffers } from './softmax
 export { planSum } from './reduce.ts';
 export { planColumnSum, planSumTree, gpuScratch, type Scratch, type ColumnSumShape } from './reduce-rows.ts';
 export { planAdd, planAxpy, planScale } from './elementwise.ts';
+export { planAccumulate, type AccumulateBuffers } from './accumulate.ts';
 export { planPackF16, planUnpackF16, packedWords } from './f16.ts';
 export { planOptimizerUpdate, optimizerFields, defineOptimizerKernel } from './optimizers.ts';

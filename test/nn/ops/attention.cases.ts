@@ -33,7 +33,13 @@ export const CASES: OpCase[] = [
 
 const { rand } = draws('attention');
 
-const attentionShapes: [AttentionShape, boolean][] = [
+/**
+ * [shape, accumulate, the one runtime that runs it]. Two sizes are there for a limit of Mesa's llvmpipe alone, its
+ * loop cap (kernel.ts), and run under Deno, whose adapter that is; under Node the same kernels run the other shapes.
+ * Under Dawn's SwiftShader they were the slowest cases: 43 s of the 418 s of every case, at a load average near 17.
+ */
+type Shape = [AttentionShape, boolean, 'deno'?];
+const attentionShapes: Shape[] = [
   [{ batch: 1, T: 1, heads: 1, width: 1 }, false],
   [{ batch: 2, T: 5, heads: 2, width: 8 }, true],
   [{ batch: 2, T: 5, heads: 2, width: 8, causal: false }, false],
@@ -41,9 +47,10 @@ const attentionShapes: [AttentionShape, boolean][] = [
   // The transformer workload's shape per sample (it trains at batch 256; the kernels index samples alike).
   [{ batch: 16, T: 32, heads: 4, width: 64 }, false],
   // The longest row lavapipe runs whole at heads of 64 (its 65,535-iteration loop cap; kernel.ts refuses longer).
-  [{ batch: 1, T: 480, heads: 1, width: 64 }, false],
+  [{ batch: 1, T: 480, heads: 1, width: 64 }, false, 'deno'],
 ];
-const ROW_ORACLE_CASES: OracleCase[] = attentionShapes.map(([s, accumulate]) => ({
+const ROW_ORACLE_CASES: OracleCase[] = attentionShapes.map(([s, accumulate, runtime]) => ({
+  runtime,
   name: `attention ${s.causal === false ? 'full' : 'causal'} batch=${s.batch} T=${s.T} heads=${s.heads} width=${s.width}${accumulate ? ' (accumulate)' : ''}`,
   run: (gpu) =>
     scoped(gpu, async (t) => {
@@ -77,15 +84,16 @@ const ROW_ORACLE_CASES: OracleCase[] = attentionShapes.map(([s, accumulate]) => 
 
 // The tiled kernels, from shapes smaller than a tile to GPT-2's context (T = 1024 at heads of 64, which
 // the row kernel cannot run on lavapipe): output, the row log-sum-exp and the packed qkv gradient.
-const tiledShapes: [AttentionShape, boolean][] = [
+const tiledShapes: Shape[] = [
   [{ batch: 1, T: 1, heads: 1, width: 1 }, false],
   [{ batch: 2, T: 5, heads: 2, width: 8 }, true],
   [{ batch: 2, T: 37, heads: 2, width: 40, causal: false }, false],
   [{ batch: 3, T: 48, heads: 3, width: 12 }, false],
   [{ batch: 1, T: 200, heads: 2, width: 128 }, true],
-  [{ batch: 1, T: 1024, heads: 1, width: 64 }, false],
+  [{ batch: 1, T: 1024, heads: 1, width: 64 }, false, 'deno'],
 ];
-const TILED_ORACLE_CASES: OracleCase[] = tiledShapes.map(([s, accumulate]) => ({
+const TILED_ORACLE_CASES: OracleCase[] = tiledShapes.map(([s, accumulate, runtime]) => ({
+  runtime,
   name: `attention tiled ${s.causal === false ? 'full' : 'causal'} batch=${s.batch} T=${s.T} heads=${s.heads} width=${s.width}${accumulate ? ' (accumulate)' : ''}`,
   run: (gpu) =>
     scoped(gpu, async (t) => {

@@ -12,6 +12,9 @@
  *   slow:Kx                 each step's compute takes K times as long (it sleeps the difference)
  *   flip-bits[@step:N]      from step N on, its link to its right neighbour flips bits in transit
  *                           (caught only by the verified allreduce: the sketches it publishes are honest)
+ *   flip-link[@step:N]      from step N on, the link itself (TCP or WebRTC) to its right neighbour flips
+ *                           bits in the data frames it carries, below the communicator: framing, tags and
+ *                           the process above are honest, as with a corrupting NIC or middlebox
  *   lie-nan[@step:N]        it publishes its honest norm and sketches, then sends NaN into the ring
  *   lie-scale:K[@step:N]    it publishes its honest norm and sketches, then sends its gradient times K
  *   relay-norm[@step:N]     at step N (once), every check block of another rank it passes on in a ring
@@ -19,6 +22,8 @@
  */
 import { ErrorCode, RingtrainError } from '../../../src/core/errors.ts';
 import type { Communicator } from '../../../src/comm/interface.ts';
+import { FrameKind, HEADER_BYTES } from '../../../src/comm/frame.ts';
+import type { Link } from '../../../src/comm/link.ts';
 import { FAST_STEP_BIT } from '../../../src/collectives/controller/negotiate.ts';
 import { PHASE_ALLGATHER } from '../../../src/collectives/transfer/ring.ts';
 import { keysOf } from '../../../src/distributed/session/ring-keys.ts';
@@ -32,12 +37,13 @@ export type Fault =
   | { kind: 'flood-tags'; fromStep: number }
   | { kind: 'slow'; factor: number; fromStep: number }
   | { kind: 'flip-bits'; fromStep: number }
+  | { kind: 'flip-link'; fromStep: number }
   | { kind: 'lie-nan'; fromStep: number }
   | { kind: 'lie-scale'; factor: number; fromStep: number }
   | { kind: 'relay-norm'; fromStep: number };
 
 const FORMS =
-  'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], lie-nan[@step:N], lie-scale:K[@step:N], relay-norm[@step:N]';
+  'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], flip-link[@step:N], lie-nan[@step:N], lie-scale:K[@step:N], relay-norm[@step:N]';
 
 function bad(spec: string, why: string): RingtrainError {
   return new RingtrainError(ErrorCode.InvalidArgument, `--chaos '${spec}': ${why}. The forms are ${FORMS}`);
@@ -55,7 +61,7 @@ export function parseFault(spec: string): Fault {
   const [kind, arg, ...more] = body.split(':');
   if (more.length) throw bad(spec, 'too many colons');
   const noArg = (
-    k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags' | 'flip-bits' | 'lie-nan' | 'relay-norm',
+    k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags' | 'flip-bits' | 'flip-link' | 'lie-nan' | 'relay-norm',
   ): Fault => {
     if (arg !== undefined) throw bad(spec, `${k} takes no value`);
     return { kind: k, fromStep };
@@ -66,6 +72,7 @@ export function parseFault(spec: string): Fault {
     case 'forge-abort':
     case 'flood-tags':
     case 'flip-bits':
+    case 'flip-link':
     case 'lie-nan':
     case 'relay-norm':
       return noArg(kind);
@@ -103,7 +110,7 @@ export function lieAfterChecks(fault: Fault, grads: Float32Array, step: number):
 
 /** A communicator over links (LinkCommunicator): the wire faults put raw bytes on the link under it. */
 export interface RawWire {
-  linkTo(peer: number): { send(bytes: Uint8Array): void } | undefined;
+  linkTo(peer: number): Pick<Link, 'send' | 'transport'> | undefined;
 }
 
 function hasRawWire(c: unknown): c is RawWire {
@@ -205,6 +212,35 @@ export function flipBitsOnSend(comm: Communicator): void {
   };
 }
 
+const corruptedLinks = new WeakSet<object>();
+
+/**
+ * flip-link: from now on the link under this rank's messages to its right neighbour flips the
+ * same exponent bit as flip-bits in the data frames it carries (those long enough to hold
+ * gradient segments), past each frame's header: the receiver's framing and tags hold, only the
+ * numbers change, as a link that corrupts bytes in transit would. This one link object is
+ * wrapped; a re-formed ring's new links are not, unless the fault wraps them too.
+ */
+export function flipBitsOnLink(comm: Communicator, say?: (line: string) => void): void {
+  if (!hasRawWire(comm))
+    throw new RingtrainError(ErrorCode.InvalidArgument, '--chaos flip-link needs a communicator over links');
+  if (comm.size < 2) return;
+  const right = (comm.rank + 1) % comm.size;
+  const link = comm.linkTo(right);
+  if (!link || corruptedLinks.has(link)) return;
+  corruptedLinks.add(link);
+  const send = link.send.bind(link);
+  link.send = (frame) => {
+    if (frame[0] !== FrameKind.Data || frame.byteLength < HEADER_BYTES + FLIP_MIN_BYTES) return send(frame);
+    const copy = frame.slice();
+    // Fragments start on 4-byte boundaries of their message, so these are the float32 values' high bytes.
+    for (let i = HEADER_BYTES; i + 4 <= copy.byteLength; i += 4 * FLIP_STRIDE)
+      copy[i + (FLIP_BIT >> 3)] ^= 1 << (FLIP_BIT & 7);
+    send(copy);
+  };
+  say?.(`--chaos flip-link: the ${link.transport ?? 'in-process'} link to rank ${right} flips bits from now on`);
+}
+
 /** Messages of a ring allgather's phase (collectives/transfer/ring.ts) at hop 1 or later carry a block of another rank. */
 function isRelayedBlock(tag: { step: number }, payload: Uint8Array): boolean {
   // The tag's step is (phase << 16) | hop, with FAST_STEP_BIT on a cached agreement's fast path (collectives/controller/run.ts).
@@ -249,6 +285,7 @@ export function faultHook(
   return async (grads, step, computeMs) => {
     tamperGradients(fault, grads, step);
     if (fault.kind === 'flip-bits' && step >= fault.fromStep) flipBitsOnSend(comm());
+    if (fault.kind === 'flip-link' && step >= fault.fromStep) flipBitsOnLink(comm(), say);
     current = step;
     // Once: the ring that breaks over it re-forms and redoes the step honestly.
     if (fault.kind === 'relay-norm' && step === fault.fromStep && !relayed) {

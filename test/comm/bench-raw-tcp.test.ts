@@ -1,0 +1,19 @@
+/**
+ * `bench allreduce --transport tcp` holds the ring to a plain TCP stream between the same two
+ * processes, in the same run (issue 34): `raw_tcp_MBps` and `ratio_raw_tcp`. Two Node peers over
+ * loopback, inside a network namespace (the bench enters one by itself when not in one).
+ */
+import { describe, expect, it } from 'vitest';
+import { benchAllreduce } from '../../src/cli/commands/bench-allreduce.node.ts';
+
+describe('bench allreduce over TCP', () => {
+  it('prints a raw TCP stream measured in the same run, and busbw against it', async () => {
+    const r = await benchAllreduce({ peers: 2, bytes: 1 << 20, transport: 'tcp', fp16: false, iterations: 1 });
+    expect(r).toMatchObject({ peers: 2, transport: 'tcp' });
+    expect(r.raw_tcp_MBps).toBeGreaterThan(0);
+    expect(r.ratio_raw_tcp).toBeCloseTo(r.busbw_MBps / r.raw_tcp_MBps!, 2);
+    // Memory links have no TCP stream to compare with.
+    const memory = await benchAllreduce({ peers: 2, bytes: 1 << 16, transport: 'memory', fp16: false, iterations: 1 });
+    expect(memory.raw_tcp_MBps).toBeUndefined();
+  }, 120_000);
+});
