@@ -2,7 +2,6 @@ import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { segmentsOf, type Range } from '../codecs/partition.ts';
 import { reduceInto, reduceTo } from '../codecs/reduce.ts';
 import type { Phase } from '../../core/events.ts';
-import type { Tag } from '../../comm/interface.ts';
 import type { Run } from '../controller/run.ts';
 import type { ReduceOp, Tensor } from '../codecs/types.ts';
 import { elementsIn, encodeSegment, type Codec } from '../codecs/wire.ts';
@@ -102,7 +101,7 @@ interface Place {
    * the way round passed through every rank; a ring among some ranks leaves `agreed` to its caller.
    */
   whole: boolean;
-  tag(step: number, j: number): Tag;
+  tag(step: number, j: number): ReturnType<Run['tag']>;
   segments(r: Range): Range[];
 }
 
