@@ -64,6 +64,11 @@ export interface PlanContext {
    * whole step and across steps (what forward saves for backward, state kept between steps).
    */
   scratch(words: number, label: string, within?: 'forward' | 'backward'): GPUBuffer;
+  /**
+   * The one-word flag an f16-mixed kernel sets when a value overflows f16 (dynamic loss scaling reads it
+   * to skip the step): the plan's `PlanOptions.f16Mixed.overflow`, or a buffer of the plan's own.
+   */
+  overflowFlag(): GPUBuffer;
 }
 
 export interface OpPlan {
@@ -97,6 +102,11 @@ export interface Op<A = Record<string, unknown>> {
   readonly view?: boolean;
   /** Accepts `attrs.relu = true`: applies ReLU to its own output (an epilogue) and masks gradOut by it. */
   readonly fusesReluAfter?: boolean;
+  /**
+   * Accepts `attrs.f16 = true` (set by the planner under --precision f16-mixed): computes with its
+   * operands stored as f16 and sums in f32; its function, and so its CPU oracle, stay those of f32.
+   */
+  readonly mixesF16?: boolean;
   /** Accepts `attrs.relu = true`: reads ReLU(input 0) without it being stored (max-pool). */
   readonly fusesReluBefore?: boolean;
   /**

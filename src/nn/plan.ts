@@ -106,6 +106,11 @@ export interface PlanOptions {
    * so no gradient buffer is made and `backward` is empty (an evaluation's or a prediction's plan).
    */
   gradients?: boolean;
+  /**
+   * --precision f16-mixed: every op that `mixesF16` computes with f16 operands (its `attrs.f16` set), and
+   * raises `overflow` (one word, zeroed by the caller before each step) where a value passes f16's range.
+   */
+  f16Mixed?: { overflow: GPUBuffer };
 }
 
 export function compilePlan(
@@ -117,6 +122,7 @@ export function compilePlan(
 ): Plan {
   const gradients = options.gradients !== false;
   const { nodes, alias } = fuse(graphNodes, outputs);
+  if (options.f16Mixed) for (const n of nodes) if (n.op.mixesF16) n.attrs.f16 = true;
   const resolve = (t: Tensor): Tensor => alias.get(t) ?? t;
   const outs = outputs.map(resolve);
   const buffers: GPUBuffer[] = [];
@@ -130,7 +136,13 @@ export function compilePlan(
   gradientPass(nodes, outs, storage, needsGrad);
   lifetimes(nodes, outs, storage, needsGrad, time);
   assignBuffers(storage, reuse, time);
-  const { forward, backward } = planOps(gpu, nodes, { storage, needsGrad, reuse, time });
+  let ownFlag: GPUBuffer | undefined;
+  const overflowFlag = (): GPUBuffer => {
+    if (options.f16Mixed) return options.f16Mixed.overflow;
+    if (!ownFlag) buffers.push((ownFlag = gpu.storage(1, 'overflow-flag')));
+    return ownFlag;
+  };
+  const { forward, backward } = planOps(gpu, nodes, { storage, needsGrad, reuse, time, overflowFlag });
   // Views of a parameter share its storage, so its gradient's writers are all counted on one.
   const finalAfter = new Map<Parameter, number>();
   for (const s of storage.values()) {
@@ -298,6 +310,7 @@ interface PlanState {
   needsGrad: Set<Tensor>;
   reuse: BufferReuse;
   time: Timeline;
+  overflowFlag: () => GPUBuffer;
 }
 
 function gradRange(s: Storage): BufferRange {
@@ -330,7 +343,7 @@ function planNode(
   gpu: Gpu,
   n: Node,
   i: number,
-  { storage, needsGrad, reuse, time }: PlanState,
+  { storage, needsGrad, reuse, time, overflowFlag }: PlanState,
 ): { forward: Step[]; backward: Step[]; writes: Storage[] } {
   const moment = { forward: time.forward(i), backward: time.backward(i) };
   const during = (m: number): Life => ({ from: m, to: m });
@@ -368,6 +381,7 @@ function planNode(
     gradOut: () => effectiveOut,
     gradIn: (k) => gradIn[k] ?? null,
     scratch,
+    overflowFlag,
   };
   const planned = withAdvice(() => n.op.plan(context, n.attrs), describeNode(n), n);
   return { forward: planned.forward, backward: [...pre, ...planned.backward, ...adds], writes };

@@ -30,4 +30,5 @@ export { planSum } from './reduce.ts';
 export { planColumnSum, planSumTree, gpuScratch, type Scratch, type ColumnSumShape } from './reduce-rows.ts';
 export { planAdd, planAxpy, planScale } from './elementwise.ts';
 export { planPackF16, planUnpackF16, packedWords } from './f16.ts';
+export { planLossScale } from './loss-scale.ts';
 export { planOptimizerUpdate, optimizerFields, defineOptimizerKernel } from './optimizers.ts';
