@@ -30,6 +30,7 @@ import { compilePlan, type Plan, recordSteps } from '../nn/plan.ts';
 import { seededNormal, seededUniform } from '../nn/random.ts';
 import { type DType, Graph, type Parameter, shapeText, sizeOf, type Tensor } from '../nn/tensor.ts';
 import { recordDeferredLoss } from './train-step.ts';
+import { type LossScaleOptions, LossScaler } from './loss-scale.ts';
 import { type BucketRange, DEFAULT_BUCKET_BYTES, type GradientBucket, planBuckets } from './grad-buckets.ts';
 import { type EvalResult, type Model, type ModelIdentity, PARAM_ALIGN, type ParamEntry } from './model.ts';
 
@@ -172,6 +173,8 @@ export class GraphModel implements Model {
 
   /** Gathers evaluate()'s per-chunk results, so an evaluation waits for the GPU once. */
   private evalSink?: DeferredScalars;
+  /** Set by useMixedPrecision: the plans compute the linear layers in f16-mixed and scale the loss. */
+  private scaler?: LossScaler;
 
   constructor(
     readonly gpu: Gpu,
@@ -221,6 +224,28 @@ export class GraphModel implements Model {
 
   get kind(): string {
     return this.identity.name;
+  }
+
+  get lossScaler(): LossScaler | undefined {
+    return this.scaler;
+  }
+
+  useMixedPrecision(options: LossScaleOptions = {}): void {
+    const refuse = (why: string, detail: object) =>
+      new RingtrainError(ErrorCode.InvalidArgument, `--precision f16-mixed: ${why}`, {
+        precision: 'f16-mixed',
+        ...detail,
+      });
+    if (!this.gpu.hasShaderF16)
+      throw refuse(
+        `this adapter (${this.gpu.info.description}) does not offer the WebGPU feature 'shader-f16' it needs; use --precision f32, or an adapter that has it (on a machine without a GPU, Deno's lavapipe: --runtime deno; most GPUs do)`,
+        { feature: 'shader-f16', adapter: this.gpu.info.description },
+      );
+    if (this.plans.size > 0) throw refuse('choose the precision before the first step or evaluation', {});
+    if (this.scaler) return;
+    this.scaler = new LossScaler(this.gpu, options);
+    this.own(this.scaler.scaleBuffer);
+    this.own(this.scaler.flag);
   }
 
   private own(buffer: GPUBuffer): GPUBuffer {
@@ -275,7 +300,7 @@ export class GraphModel implements Model {
       graph.nodes,
       [output],
       { params: this.params, grads: this.grads, entry: (param) => this.entries.get(param)! },
-      { gradients: mode === 'train' },
+      { gradients: mode === 'train', f16Mixed: this.scaler ? { overflow: this.scaler.flag } : undefined },
     );
     for (const b of plan.buffers) own(b);
     const rows = output.size / this.classes;
@@ -310,7 +335,7 @@ export class GraphModel implements Model {
       head,
       backward: plan.backward,
       signature,
-      step: [...plan.forward, ...head, ...plan.backward],
+      step: [...plan.forward, ...head, ...this.scaling(mode, dOutput, rows, plan.backward)],
       buckets: new Map(),
       bytes: { largest: Math.max(...made.map((b) => b.size)), total: made.reduce((sum, b) => sum + b.size, 0) },
     };
@@ -318,6 +343,13 @@ export class GraphModel implements Model {
     // Kept only now: a plan that threw half-way (Gpu.compileAhead destroys what it made) leaves nothing behind.
     if (unread) this.headGradient = unread.buffer;
     return p;
+  }
+
+  /** Backward, and under f16-mixed training the loss gradient's scaling before it and the gradients' unscaling after. */
+  private scaling(mode: Mode, dOutput: BufferRange, rows: number, backward: Step[]): Step[] {
+    if (mode === 'eval' || !this.scaler) return backward;
+    const seed = this.scaler.planSeed(dOutput, rows * this.classes);
+    return [...seed, ...backward, ...this.scaler.planUnscale(this.grads, this.flatLength)];
   }
 
   /**
@@ -410,6 +442,7 @@ export class GraphModel implements Model {
     }
     const p = this.plan(batch, 'train');
     this.load(p, x, labels);
+    this.scaler?.beginStep();
     return p;
   }
 
@@ -444,6 +477,11 @@ export class GraphModel implements Model {
     into?: Float32Array,
   ): GradientBucket[] {
     if (into) this.checkFlat('forwardBackwardBuckets', into);
+    if (this.scaler)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        'forwardBackwardBuckets: a model in f16-mixed precision trains alone in this version (its gradients are unscaled after the whole backward); use --precision f32 in a ring',
+      );
     const p = this.loadStep(x, labels, batch);
     const { ranges, pieces } = this.bucketsOf(p, bucketBytes);
     return ranges.map((b, i) => {

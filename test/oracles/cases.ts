@@ -13,6 +13,7 @@ import { OPTIMIZER_ORACLE_CASES } from '../optimizers/optimizer-cases.ts';
 import { CNN_CASES } from './cnn-cases.ts';
 import { asOracleCase } from './comparisons.ts';
 import { DENSE_CASES } from './dense-cases.ts';
+import { LOSS_SCALE_CASES } from './loss-scale-cases.ts';
 import { SLICED_CASES } from './sliced-cases.ts';
 import type { OracleCase, OracleResult } from './oracle-case.ts';
 
@@ -24,4 +25,5 @@ export const ORACLE_CASES: OracleCase[] = [
   ...OP_ORACLE_CASES,
   ...OPTIMIZER_ORACLE_CASES,
   ...SLICED_CASES,
+  ...LOSS_SCALE_CASES,
 ];

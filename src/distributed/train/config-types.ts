@@ -25,6 +25,8 @@ export interface LocalTrainConfig {
   warmupSteps?: number;
   /** 'replacement': every batch drawn uniformly at random with replacement (the words workload); default 'epochs'. */
   sampling?: 'epochs' | 'replacement';
+  /** 'f16-mixed': the linear layers' operands in f16, sums in f32, dynamic loss scaling (needs 'shader-f16'); default 'f32'. */
+  precision?: 'f32' | 'f16-mixed';
   /** Options for the model (`--model-options`): a model file's factory gets them; a built-in model's spec takes them (mlp: hidden, activation). */
   modelOptions?: Record<string, unknown>;
 }
