@@ -71,7 +71,7 @@ export const TrainOptionsSchema = z.object({
     .finite()
     .optional(),
   seed: settingValue('seed'),
-  precision: settingValue('precision'),
+  precision: settingValue('precision').optional(),
   steps: settingValue('steps').optional(),
   save: z.string().min(1, { error: '--save needs a file path' }).optional(),
   resume: z.string().min(1, { error: '--resume needs a file path' }).optional(),
