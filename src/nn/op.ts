@@ -59,11 +59,12 @@ export interface PlanContext {
   gradIn(i: number): BufferRange | null;
   /**
    * A buffer of `words` 4-byte words for the op's own use (saved values, argmax), made once per plan.
-   * `within` says that only this op's forward (or backward) steps touch it: a temporary the memory plan
+   * `within` says that only this op's forward (or backward) steps touch it, or (`saved`) only its forward
+   * and its backward, what forward saves for backward and nothing reads after it: a temporary the memory plan
    * may lend to other values at other moments of the step. Without it the buffer is the op's for the
    * whole step and across steps (what forward saves for backward, state kept between steps).
    */
-  scratch(words: number, label: string, within?: 'forward' | 'backward'): GPUBuffer;
+  scratch(words: number, label: string, within?: 'forward' | 'backward' | 'saved'): GPUBuffer;
   /**
    * The one-word flag an f16-mixed kernel sets when a value overflows f16 (dynamic loss scaling reads it
    * to skip the step): the plan's `PlanOptions.f16Mixed.overflow`, or a buffer of the plan's own.

@@ -369,8 +369,15 @@ function planNode(
     effectiveOut = target;
   }
   // A temporary of one half of the op is lent only while that half runs, and only in its exact size (kernels may bind it whole).
-  const scratch = (words: number, label: string, within?: 'forward' | 'backward') =>
-    reuse.take(words, within ? during(moment[within]) : time.whole(), `${n.path}/${n.op.name}/${label}`, true).buffer;
+  const spans = {
+    forward: during(moment.forward),
+    backward: during(moment.backward),
+    saved: { from: moment.forward, to: moment.backward },
+  };
+  // A saved value may be lent a bigger buffer (its kernels bind it by size); a temporary only its exact size.
+  const scratch = (words: number, label: string, within?: 'forward' | 'backward' | 'saved') =>
+    reuse.take(words, within ? spans[within] : time.whole(), `${n.path}/${n.op.name}/${label}`, within !== 'saved')
+      .buffer;
   const context: PlanContext = {
     gpu,
     path: n.path,

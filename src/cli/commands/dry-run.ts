@@ -23,6 +23,7 @@ export interface DryRunReport {
   model: string;
   params: number;
   batch: number;
+  precision: 'f32' | 'f16-mixed';
   planned_gpu_bytes: number;
   planned_gpu_buffers: number;
   planned_gpu_bytes_by_part: { parameters_and_gradients: number; optimizer_state: number; training_step: number };
@@ -33,7 +34,8 @@ export interface DryRunReport {
   limits: { maxStorageBufferBindingSize: number; maxBufferSize: number };
 }
 
-type DryRunOptions = Pick<TrainOptions, 'model' | 'batch' | 'optimizer' | 'lr' | 'momentum' | 'weightDecay'>;
+type DryRunOptions = Pick<TrainOptions, 'model' | 'batch' | 'optimizer' | 'lr' | 'momentum' | 'weightDecay'> &
+  Partial<Pick<TrainOptions, 'precision'>>;
 
 /** Plans the model `spec`, its optimizer and one training step on a planning-only twin of `gpu`; `gpu` itself allocates nothing. */
 export function planDryRun(gpu: Gpu, spec: ModelSpec, opts: DryRunOptions): DryRunReport {
@@ -43,12 +45,15 @@ export function planDryRun(gpu: Gpu, spec: ModelSpec, opts: DryRunOptions): DryR
   const afterModel = bytes();
   createOptimizer(model, { kind: opts.optimizer, lr: opts.lr, momentum: opts.momentum, weightDecay: opts.weightDecay });
   const afterOptimizer = bytes();
+  // f16-mixed plans the linear layers' f16 copies (and refuses here, as training would, without shader-f16).
+  if (opts.precision === 'f16-mixed' && model instanceof GraphModel) model.useMixedPrecision();
   if (model instanceof GraphModel) model.planTrainingStep(opts.batch);
   return {
     dry_run: true,
     model: opts.model,
     params: model.paramCount,
     batch: opts.batch,
+    precision: opts.precision ?? 'f32',
     planned_gpu_bytes: bytes(),
     planned_gpu_buffers: planner.pool.allocations,
     planned_gpu_bytes_by_part: {

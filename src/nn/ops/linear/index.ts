@@ -124,8 +124,9 @@ function planF16(ctx: PlanContext, attrs: LinearAttrs): OpPlan {
   const { rows, inF, outF } = dims(ctx.inputShapes);
   const flag = ctx.overflowFlag();
   const hasBias = ctx.inputShapes.length === 3;
-  const x16 = ctx.scratch(halfWords(rows * inF), 'x-f16');
-  const w16 = ctx.scratch(halfWords(outF * inF), 'weight-f16');
+  // Saved for backward alone: the memory plan lends their buffers to other values before and after.
+  const x16 = ctx.scratch(halfWords(rows * inF), 'x-f16', 'saved');
+  const w16 = ctx.scratch(halfWords(outF * inF), 'weight-f16', 'saved');
   const forward: Step[] = [
     planCastF16(gpu, ctx.input(0), x16, rows * inF, flag),
     planCastF16(gpu, ctx.input(1), w16, outF * inF, flag),
