@@ -104,10 +104,11 @@ export interface Op<A = Record<string, unknown>> {
   /** Accepts `attrs.relu = true`: applies ReLU to its own output (an epilogue) and masks gradOut by it. */
   readonly fusesReluAfter?: boolean;
   /**
-   * Accepts `attrs.f16 = true` (set by the planner under --precision f16-mixed): computes with its
-   * operands stored as f16 and sums in f32; its function, and so its CPU oracle, stay those of f32.
+   * Whether the op computes a node of these input shapes from f16 operands, summing in f32, under
+   * --precision f16-mixed: then the planner sets `attrs.f16 = true` before anything is planned (what
+   * backward reads may depend on it). Its function, and so its CPU oracle, stay those of f32.
    */
-  readonly mixesF16?: boolean;
+  mixesF16?(gpu: Gpu, inputShapes: readonly Shape[]): boolean;
   /** Accepts `attrs.relu = true`: reads ReLU(input 0) without it being stored (max-pool). */
   readonly fusesReluBefore?: boolean;
   /**

@@ -122,7 +122,7 @@ export function compilePlan(
 ): Plan {
   const gradients = options.gradients !== false;
   const { nodes, alias } = fuse(graphNodes, outputs);
-  if (options.f16Mixed) for (const n of nodes) if (n.op.mixesF16) n.attrs.f16 = true;
+  if (options.f16Mixed) markF16(gpu, nodes);
   const resolve = (t: Tensor): Tensor => alias.get(t) ?? t;
   const outs = outputs.map(resolve);
   const buffers: GPUBuffer[] = [];
@@ -165,6 +165,14 @@ export function compilePlan(
     nodes,
     gradFinalAfter: (p) => finalAfter.get(p) ?? 0,
   };
+}
+
+/** Under f16-mixed: the nodes whose op computes them from f16 operands at their shapes (`Op.mixesF16`). */
+function markF16(gpu: Gpu, nodes: Node[]): void {
+  for (const n of nodes) {
+    const shapes = n.inputs.map((t) => t.shape);
+    if (n.op.mixesF16?.(gpu, shapes)) n.attrs.f16 = true;
+  }
 }
 
 function fresh(base: Tensor, label: string, value: BufferRange | null, words = base.size): Storage {

@@ -17,6 +17,7 @@ interface Report {
   steps: { scale: number; scaleAfter: number; moved: boolean; loss: number }[];
   skipped: number;
   firstLoss: { f32: number; f16Mixed: number };
+  mixedLayersGradError: number;
 }
 
 describe('f16-mixed training (deno)', () => {
@@ -51,5 +52,8 @@ describe('f16-mixed training (deno)', () => {
     // The same weights in f16-mixed give f32's loss to f16 operand rounding.
     expect(Math.abs(report.firstLoss.f16Mixed - report.firstLoss.f32)).toBeLessThan(2e-3 * report.firstLoss.f32);
     expect(report.firstLoss.f16Mixed).not.toBe(report.firstLoss.f32);
+    // One layer past the binding limit stays f32 beside an f16 one: the gradients are f32's to f16 rounding.
+    expect(report.mixedLayersGradError).toBeLessThan(1e-2);
+    expect(report.mixedLayersGradError).toBeGreaterThan(0);
   }, 240_000);
 });

@@ -44,7 +44,25 @@ const first = async (mixed: boolean): Promise<number> => {
   }
 };
 const firstLoss = { f32: await first(false), f16Mixed: await first(true) };
-console.log(
-  JSON.stringify({ adapter: gpu.info.description, hasShaderF16: gpu.hasShaderF16, steps, skipped, firstLoss }),
-);
+
+// On a binding limit of 256 KiB the first layer's weight [128, 784] (401 KB) stays on the f32 path (sliced) while
+// the second layer [10, 128] takes f16: the gradients still match f32's (the f32 layer must keep x for its backward).
+const gradients = async (g: typeof gpu, mixed: boolean): Promise<Float32Array> => {
+  const m = createModel(g, 'mlp', { hidden: [128], seed: 3 });
+  if (mixed) m.useMixedPrecision!({ initialScale: 1 });
+  try {
+    await m.forwardBackward(x, labels);
+    return await m.readGrads();
+  } finally {
+    m.destroy();
+  }
+};
+const small = await acquireGpu({ maxBindingBytes: 256 * 1024 });
+const [want, got] = [await gradients(gpu, false), await gradients(small, true)];
+small.destroy();
+let scale = 1e-6;
+for (const v of want) scale = Math.max(scale, Math.abs(v));
+const mixedLayersGradError = Math.max(...got.map((v, i) => Math.abs(v - want[i]))) / scale;
+const report = { adapter: gpu.info.description, hasShaderF16: gpu.hasShaderF16, steps, skipped, firstLoss };
+console.log(JSON.stringify({ ...report, mixedLayersGradError }));
 gpu.destroy();

@@ -11,7 +11,7 @@
  * stored as f16 for the three matmuls, which sum in f32 into f32 results
  * (kernel.ts); the bias, its gradient and everything outside the layer stay
  * f32. Forward keeps x and W in f16 for backward, which then reads no f32
- * input. A layer whose operands pass one binding keeps the f32 path.
+ * input. A layer whose operands pass one binding keeps the f32 path (`mixesF16` says no).
  */
 import { planActivationBackward } from '../activation/kernel.ts';
 import { fitsF16Path, halfWords, planCastF16, planMatmulF16 } from './kernel.ts';
@@ -37,7 +37,11 @@ function dims(shapes: readonly Shape[]): { rows: number; inF: number; outF: numb
 export const linearOp = defineOp<LinearAttrs>({
   name: 'linear',
   fusesReluAfter: true,
-  mixesF16: true,
+  // A layer whose operands pass one binding (a vocabulary-sized head on a small limit) stays f32.
+  mixesF16: (gpu, shapes) => {
+    const { rows, inF, outF } = dims(shapes);
+    return fitsF16Path(gpu, rows, inF, outF);
+  },
   // dx needs W, dW needs x (in f16, their copies saved by forward); the output only as the fused ReLU's mask.
   backwardReads: (attrs) => ({ inputs: attrs.f16 ? [] : [0, 1], output: attrs.relu === true }),
   shape([x, w, b], _attrs, info) {
@@ -57,7 +61,7 @@ export const linearOp = defineOp<LinearAttrs>({
   },
   plan(ctx, attrs) {
     const { rows, inF, outF } = dims(ctx.inputShapes);
-    if (attrs.f16 && fitsF16Path(ctx.gpu, rows, inF, outF)) return planF16(ctx, attrs);
+    if (attrs.f16) return planF16(ctx, attrs);
     const hasBias = ctx.inputShapes.length === 3;
     // The matmuls' partial sums live only while their half of the op runs.
     const scratch = (words: number, label: string) => ctx.scratch(words, label, 'forward');
