@@ -100,6 +100,9 @@ export type RingEvent =
       samples: number;
       samplesPerS: number;
       bytesSent: number;
+      /** Under --precision f16-mixed: the loss scale S the step ran with, and whether its update was skipped (an overflow). */
+      lossScale?: number;
+      skipped?: boolean;
     }
   | { type: 'evaluate'; t: number; rank: number; step: number; epoch: number; testAccuracy: number; testLoss?: number }
   /** Membership as the server tells it. */

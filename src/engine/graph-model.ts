@@ -30,6 +30,7 @@ import { compilePlan, type Plan, recordSteps } from '../nn/plan.ts';
 import { seededNormal, seededUniform } from '../nn/random.ts';
 import { type DType, Graph, type Parameter, shapeText, sizeOf, type Tensor } from '../nn/tensor.ts';
 import { recordDeferredLoss } from './train-step.ts';
+import { type LossScaleOptions, LossScaler } from './loss-scale.ts';
 import { type BucketRange, DEFAULT_BUCKET_BYTES, type GradientBucket, planBuckets } from './grad-buckets.ts';
 import { type EvalResult, type Model, type ModelIdentity, PARAM_ALIGN, type ParamEntry } from './model.ts';
 import { checkMicroBatchValue, GradientAccumulation, passesOf, passWeights } from './micro-batch.ts';
@@ -198,6 +199,8 @@ export class GraphModel implements Model {
 
   /** Gathers evaluate()'s per-chunk results, so an evaluation waits for the GPU once. */
   private evalSink?: DeferredScalars;
+  /** Set by useMixedPrecision: the plans compute the linear layers in f16-mixed and scale the loss. */
+  private scaler?: LossScaler;
 
   constructor(
     readonly gpu: Gpu,
@@ -248,6 +251,28 @@ export class GraphModel implements Model {
 
   get kind(): string {
     return this.identity.name;
+  }
+
+  get lossScaler(): LossScaler | undefined {
+    return this.scaler;
+  }
+
+  useMixedPrecision(options: LossScaleOptions = {}): void {
+    const refuse = (why: string, detail: object) =>
+      new RingtrainError(ErrorCode.InvalidArgument, `--precision f16-mixed: ${why}`, {
+        precision: 'f16-mixed',
+        ...detail,
+      });
+    if (!this.gpu.hasShaderF16)
+      throw refuse(
+        `this adapter (${this.gpu.info.description}) does not offer the WebGPU feature 'shader-f16' it needs; use --precision f32, or an adapter that has it (on a machine without a GPU, Deno's lavapipe: --runtime deno; most GPUs do)`,
+        { feature: 'shader-f16', adapter: this.gpu.info.description },
+      );
+    if (this.plans.size > 0) throw refuse('choose the precision before the first step or evaluation', {});
+    if (this.scaler) return;
+    this.scaler = new LossScaler(this.gpu, options);
+    this.own(this.scaler.scaleBuffer);
+    this.own(this.scaler.flag);
   }
 
   private own(buffer: GPUBuffer): GPUBuffer {
@@ -320,7 +345,7 @@ export class GraphModel implements Model {
       graph.nodes,
       [output],
       { params: this.params, grads: microGrads ?? this.grads, entry: (param) => this.entries.get(param)! },
-      { gradients: mode !== 'eval' },
+      { gradients: mode !== 'eval', f16Mixed: this.scaler ? { overflow: this.scaler.flag } : undefined },
     );
     for (const b of plan.buffers) own(b);
     const rows = batch * this.positions;
@@ -357,7 +382,7 @@ export class GraphModel implements Model {
       head,
       backward: plan.backward,
       signature,
-      step: [...plan.forward, ...head, ...plan.backward],
+      step: [...plan.forward, ...head, ...this.scaling(mode, dOutput, rows, plan.backward, fused !== null)],
       buckets: new Map(),
       bytes: { largest: Math.max(...made.map((b) => b.size)), total: made.reduce((sum, b) => sum + b.size, 0) },
     };
@@ -386,6 +411,22 @@ export class GraphModel implements Model {
       { copy: { src: loss, dst: { buffer: results, offset: RESULT_LOSS * 4, size: 4 }, bytes: 4 } },
       { copy: { src: { buffer: one, offset: 0, size: 4 }, dst: seed, bytes: 4 } },
     ];
+  }
+
+  /** Backward, and under f16-mixed training the loss gradient's scaling before it and the gradients' unscaling after. */
+  private scaling(mode: Mode, dOutput: BufferRange, rows: number, backward: Step[], fused: boolean): Step[] {
+    if (mode === 'eval' || !this.scaler) return backward;
+    // The loss scale seeds a [rows, classes] gradient and unscales the model's own gradients: a pass that adds into
+    // them (micro-batches) or a head fused with its loss would need both done otherwise.
+    if (mode === 'micro' || fused)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        mode === 'micro'
+          ? `model ${this.identity.name}: --precision f16-mixed and --micro-batch do not combine in this version; drop --micro-batch or use --precision f32`
+          : `model ${this.identity.name}: --precision f16-mixed and the output head fused with its loss (a large vocabulary at this batch) do not combine in this version; use --precision f32, or a smaller --batch or --context`,
+      );
+    const seed = this.scaler.planSeed(dOutput, rows * this.classes);
+    return [...seed, ...backward, ...this.scaler.planUnscale(this.grads, this.flatLength)];
   }
 
   /**
@@ -505,6 +546,7 @@ export class GraphModel implements Model {
     if (!micro) {
       const p = this.plan(batch, 'train');
       this.load(p, x, labels);
+      this.scaler?.beginStep();
       return { p, results: p.results, passes: 1 };
     }
     const { p, passes } = micro;
@@ -555,6 +597,11 @@ export class GraphModel implements Model {
     into?: Float32Array,
   ): GradientBucket[] {
     if (into) this.checkFlat('forwardBackwardBuckets', into);
+    if (this.scaler)
+      throw new RingtrainError(
+        ErrorCode.InvalidArgument,
+        'forwardBackwardBuckets: a model in f16-mixed precision trains alone in this version (its gradients are unscaled after the whole backward); use --precision f32 in a ring',
+      );
     const { p, results, passes } = this.loadStep(x, labels, batch);
     const { ranges, pieces } = this.bucketsOf(p, bucketBytes);
     // Micro-batched, the last pass's gradient is added into each bucket's range as backward finishes it.

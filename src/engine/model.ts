@@ -16,6 +16,7 @@
  * Because the loss is the MEAN over the batch, averaging per-peer gradients
  * equals the gradient of one big batch (for equal per-peer batches).
  */
+import type { LossScaleOptions, LossScaler } from './loss-scale.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import type { DeferredScalars } from '../gpu/readback.ts';
 
@@ -196,6 +197,15 @@ export interface Model {
    * on the GPU (micro-batch.ts); undefined: one pass per step. A step's batch must be a multiple of it.
    */
   setMicroBatch?(microBatch: number | undefined): void;
+  /**
+   * Optional: trains in f16-mixed precision from now on (--precision f16-mixed): the layers that can
+   * (linear) store their matmul operands as f16 and sum in f32, with dynamic loss scaling
+   * (loss-scale.ts); parameters, gradients, optimizer state and checkpoints stay f32. Before the first
+   * step; throws where the adapter lacks 'shader-f16'.
+   */
+  useMixedPrecision?(options?: LossScaleOptions): void;
+  /** Set by useMixedPrecision: after each step, `endStep()` says whether its update may be applied. */
+  readonly lossScaler?: LossScaler;
 
   /** Copies of the flat buffers (length flatLength). */
   readParams(): Promise<Float32Array>;

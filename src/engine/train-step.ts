@@ -18,7 +18,8 @@ export async function trainStep(
   lr?: number,
 ): Promise<number> {
   const loss = await model.forwardBackward(x, labels);
-  optimizer.step(lr);
+  // f16-mixed: a step whose gradients overflowed is not applied (loss-scale.ts).
+  if (!model.lossScaler || (await model.lossScaler.endStep())) optimizer.step(lr);
   return loss;
 }
 
@@ -31,6 +32,11 @@ export function trainStepDeferred(
   sink: DeferredScalars,
   lr?: number,
 ): void {
+  if (model.lossScaler)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      'trainStepDeferred: a model in f16-mixed precision must read its overflow flag before each update (an overflowed step is skipped); use trainStep',
+    );
   model.forwardBackwardDeferred(x, labels, undefined, sink);
   optimizer.step(lr);
 }

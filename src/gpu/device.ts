@@ -21,8 +21,8 @@ export interface AcquireOptions {
   skipShaderLoad?: boolean;
   /**
    * Features to enable when the adapter has them (never required: a missing
-   * one is simply absent from `gpu.device.features`). Training asks for none;
-   * the profiler asks for 'timestamp-query'.
+   * one is simply absent from `gpu.device.features`). 'shader-f16' is always
+   * asked for (--precision f16-mixed needs it); the profiler asks for 'timestamp-query'.
    */
   optionalFeatures?: GPUFeatureName[];
   /** Plan kernels as if one storage binding held at most this many bytes (clamped to the adapter's limit): see `Gpu.maxBindingBytes`. */
@@ -98,7 +98,9 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
   ];
   const requiredLimits: Record<string, number> = {};
   for (const k of wanted) requiredLimits[k] = adapter.limits[k] as number;
-  const requiredFeatures = (options.optionalFeatures ?? []).filter((f) => adapter!.features?.has(f));
+  // Enabling a feature costs nothing until a shader uses it; f16-mixed precision needs this one.
+  const optional = new Set<GPUFeatureName>(['shader-f16', ...(options.optionalFeatures ?? [])]);
+  const requiredFeatures = [...optional].filter((f) => adapter!.features?.has(f));
   const device = await adapter.requestDevice({
     requiredLimits,
     ...(requiredFeatures.length > 0 ? { requiredFeatures } : {}),

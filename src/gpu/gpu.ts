@@ -129,6 +129,11 @@ export class Gpu {
     return this.pool.allocations;
   }
 
+  /** Whether the device runs shaders with `enable f16;` (acquireGpu asks for 'shader-f16' wherever the adapter has it). */
+  get hasShaderF16(): boolean {
+    return this.device.features?.has('shader-f16') ?? false;
+  }
+
   get limits(): GPUSupportedLimits {
     return this.device.limits;
   }

@@ -455,6 +455,17 @@ export const FIELDS = {
     help: 'order the ring by measured round-trip times',
   }),
   // The model.
+  precision: field({
+    section: 'model',
+    schema: z.enum(['f32', 'f16-mixed']),
+    allowed: "'f32' or 'f16-mixed'",
+    help: "f32, or f16-mixed: the linear layers' operands in f16 with f32 sums and dynamic loss scaling (needs the adapter's shader-f16)",
+    flag: '--precision <kind>',
+    flagHelp:
+      "f32, or f16-mixed: the linear layers' matmul operands stored as f16 and summed in f32, with dynamic loss scaling; weights, optimizer state and checkpoints stay f32; needs the adapter's 'shader-f16' (here Deno's lavapipe); train only in this version",
+    default: 'f32',
+    onTrain: true,
+  }),
   modelOptions: field({
     section: 'model',
     schema: text.refine(isJsonObjectText),

@@ -59,11 +59,17 @@ export interface PlanContext {
   gradIn(i: number): BufferRange | null;
   /**
    * A buffer of `words` 4-byte words for the op's own use (saved values, argmax), made once per plan.
-   * `within` says that only this op's forward (or backward) steps touch it: a temporary the memory plan
+   * `within` says that only this op's forward (or backward) steps touch it, or (`saved`) only its forward
+   * and its backward, what forward saves for backward and nothing reads after it: a temporary the memory plan
    * may lend to other values at other moments of the step. Without it the buffer is the op's for the
    * whole step and across steps (what forward saves for backward, state kept between steps).
    */
-  scratch(words: number, label: string, within?: 'forward' | 'backward'): GPUBuffer;
+  scratch(words: number, label: string, within?: 'forward' | 'backward' | 'saved'): GPUBuffer;
+  /**
+   * The one-word flag an f16-mixed kernel sets when a value overflows f16 (dynamic loss scaling reads it
+   * to skip the step): the plan's `PlanOptions.f16Mixed.overflow`, or a buffer of the plan's own.
+   */
+  overflowFlag(): GPUBuffer;
 }
 
 export interface OpPlan {
@@ -97,6 +103,12 @@ export interface Op<A = Record<string, unknown>> {
   readonly view?: boolean;
   /** Accepts `attrs.relu = true`: applies ReLU to its own output (an epilogue) and masks gradOut by it. */
   readonly fusesReluAfter?: boolean;
+  /**
+   * Whether the op computes a node of these input shapes from f16 operands, summing in f32, under
+   * --precision f16-mixed: then the planner sets `attrs.f16 = true` before anything is planned (what
+   * backward reads may depend on it). Its function, and so its CPU oracle, stay those of f32.
+   */
+  mixesF16?(gpu: Gpu, inputShapes: readonly Shape[]): boolean;
   /** Accepts `attrs.relu = true`: reads ReLU(input 0) without it being stored (max-pool). */
   readonly fusesReluBefore?: boolean;
   /**

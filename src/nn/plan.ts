@@ -106,6 +106,11 @@ export interface PlanOptions {
    * so no gradient buffer is made and `backward` is empty (an evaluation's or a prediction's plan).
    */
   gradients?: boolean;
+  /**
+   * --precision f16-mixed: every op that `mixesF16` computes with f16 operands (its `attrs.f16` set), and
+   * raises `overflow` (one word, zeroed by the caller before each step) where a value passes f16's range.
+   */
+  f16Mixed?: { overflow: GPUBuffer };
 }
 
 export function compilePlan(
@@ -117,6 +122,7 @@ export function compilePlan(
 ): Plan {
   const gradients = options.gradients !== false;
   const { nodes, alias } = fuse(graphNodes, outputs);
+  if (options.f16Mixed) markF16(gpu, nodes);
   const resolve = (t: Tensor): Tensor => alias.get(t) ?? t;
   const outs = outputs.map(resolve);
   const buffers: GPUBuffer[] = [];
@@ -130,7 +136,13 @@ export function compilePlan(
   gradientPass(nodes, outs, storage, needsGrad);
   lifetimes(nodes, outs, storage, needsGrad, time);
   assignBuffers(storage, reuse, time);
-  const { forward, backward } = planOps(gpu, nodes, { storage, needsGrad, reuse, time });
+  let ownFlag: GPUBuffer | undefined;
+  const overflowFlag = (): GPUBuffer => {
+    if (options.f16Mixed) return options.f16Mixed.overflow;
+    if (!ownFlag) buffers.push((ownFlag = gpu.storage(1, 'overflow-flag')));
+    return ownFlag;
+  };
+  const { forward, backward } = planOps(gpu, nodes, { storage, needsGrad, reuse, time, overflowFlag });
   // Views of a parameter share its storage, so its gradient's writers are all counted on one.
   const finalAfter = new Map<Parameter, number>();
   for (const s of storage.values()) {
@@ -153,6 +165,14 @@ export function compilePlan(
     nodes,
     gradFinalAfter: (p) => finalAfter.get(p) ?? 0,
   };
+}
+
+/** Under f16-mixed: the nodes whose op computes them from f16 operands at their shapes (`Op.mixesF16`). */
+function markF16(gpu: Gpu, nodes: Node[]): void {
+  for (const n of nodes) {
+    const shapes = n.inputs.map((t) => t.shape);
+    if (n.op.mixesF16?.(gpu, shapes)) n.attrs.f16 = true;
+  }
 }
 
 function fresh(base: Tensor, label: string, value: BufferRange | null, words = base.size): Storage {
@@ -298,6 +318,7 @@ interface PlanState {
   needsGrad: Set<Tensor>;
   reuse: BufferReuse;
   time: Timeline;
+  overflowFlag: () => GPUBuffer;
 }
 
 function gradRange(s: Storage): BufferRange {
@@ -330,7 +351,7 @@ function planNode(
   gpu: Gpu,
   n: Node,
   i: number,
-  { storage, needsGrad, reuse, time }: PlanState,
+  { storage, needsGrad, reuse, time, overflowFlag }: PlanState,
 ): { forward: Step[]; backward: Step[]; writes: Storage[] } {
   const moment = { forward: time.forward(i), backward: time.backward(i) };
   const during = (m: number): Life => ({ from: m, to: m });
@@ -356,8 +377,15 @@ function planNode(
     effectiveOut = target;
   }
   // A temporary of one half of the op is lent only while that half runs, and only in its exact size (kernels may bind it whole).
-  const scratch = (words: number, label: string, within?: 'forward' | 'backward') =>
-    reuse.take(words, within ? during(moment[within]) : time.whole(), `${n.path}/${n.op.name}/${label}`, true).buffer;
+  const spans = {
+    forward: during(moment.forward),
+    backward: during(moment.backward),
+    saved: { from: moment.forward, to: moment.backward },
+  };
+  // A saved value may be lent a bigger buffer (its kernels bind it by size); a temporary only its exact size.
+  const scratch = (words: number, label: string, within?: 'forward' | 'backward' | 'saved') =>
+    reuse.take(words, within ? spans[within] : time.whole(), `${n.path}/${n.op.name}/${label}`, within !== 'saved')
+      .buffer;
   const context: PlanContext = {
     gpu,
     path: n.path,
@@ -368,6 +396,7 @@ function planNode(
     gradOut: () => effectiveOut,
     gradIn: (k) => gradIn[k] ?? null,
     scratch,
+    overflowFlag,
   };
   const planned = withAdvice(() => n.op.plan(context, n.attrs), describeNode(n), n);
   return { forward: planned.forward, backward: [...pre, ...planned.backward, ...adds], writes };

@@ -53,6 +53,7 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   connectTimeoutMs: 10_000,
   silentPeerMs: 5_000,
   admitTimeoutMs: 20_000,
+  precision: 'f16-mixed',
   modelOptions: '{"width":128}',
   modelName: 'mine.ts@abc',
   modelLayoutHash: 'deadbeef',

@@ -14,6 +14,7 @@ import { CNN_CASES } from './cnn-cases.ts';
 import { asOracleCase } from './comparisons.ts';
 import { DENSE_CASES } from './dense-cases.ts';
 import { MICRO_BATCH_CASES } from './micro-batch-cases.ts';
+import { LOSS_SCALE_CASES } from './loss-scale-cases.ts';
 import { SLICED_CASES } from './sliced-cases.ts';
 import { casesFor, type OracleCase, type OracleResult } from './oracle-case.ts';
 
@@ -26,4 +27,5 @@ export const ORACLE_CASES: OracleCase[] = [
   ...OPTIMIZER_ORACLE_CASES,
   ...SLICED_CASES,
   ...MICRO_BATCH_CASES,
+  ...LOSS_SCALE_CASES,
 ];

@@ -26,6 +26,7 @@ export interface DryRunReport {
   batch: number;
   /** Examples per forward-backward pass (--micro-batch); null: the whole batch in one pass. */
   micro_batch: number | null;
+  precision: 'f32' | 'f16-mixed';
   planned_gpu_bytes: number;
   planned_gpu_buffers: number;
   planned_gpu_bytes_by_part: { parameters_and_gradients: number; optimizer_state: number; training_step: number };
@@ -39,7 +40,8 @@ export interface DryRunReport {
 type DryRunOptions = Pick<
   TrainOptions,
   'model' | 'batch' | 'optimizer' | 'lr' | 'momentum' | 'weightDecay' | 'microBatch'
->;
+> &
+  Partial<Pick<TrainOptions, 'precision'>>;
 
 /** Plans the model `spec`, its optimizer and one training step on a planning-only twin of `gpu`; `gpu` itself allocates nothing. */
 export function planDryRun(gpu: Gpu, spec: ModelSpec, opts: DryRunOptions): DryRunReport {
@@ -50,6 +52,8 @@ export function planDryRun(gpu: Gpu, spec: ModelSpec, opts: DryRunOptions): DryR
   createOptimizer(model, { kind: opts.optimizer, lr: opts.lr, momentum: opts.momentum, weightDecay: opts.weightDecay });
   const afterOptimizer = bytes();
   useMicroBatch(model, opts.microBatch, opts.batch);
+  // f16-mixed plans the linear layers' f16 copies (and refuses here, as training would, without shader-f16).
+  if (opts.precision === 'f16-mixed' && model instanceof GraphModel) model.useMixedPrecision();
   if (model instanceof GraphModel) model.planTrainingStep(opts.batch);
   return {
     dry_run: true,
@@ -57,6 +61,7 @@ export function planDryRun(gpu: Gpu, spec: ModelSpec, opts: DryRunOptions): DryR
     params: model.paramCount,
     batch: opts.batch,
     micro_batch: opts.microBatch ?? null,
+    precision: opts.precision ?? 'f32',
     planned_gpu_bytes: bytes(),
     planned_gpu_buffers: planner.pool.allocations,
     planned_gpu_bytes_by_part: {

@@ -145,7 +145,7 @@ async function train(opts: TrainCommandOptions): Promise<void> {
   });
   try {
     await say(
-      `ringtrain: training ${opts.model} with ${opts.optimizer} (lr ${opts.lr}${opts.lrSchedule === 'cosine' ? ' cosine' : ''}, batch ${opts.batch}, seed ${opts.seed}) for ${totalSteps} steps ` +
+      `ringtrain: training ${opts.model} with ${opts.optimizer} (lr ${opts.lr}${opts.lrSchedule === 'cosine' ? ' cosine' : ''}, batch ${opts.batch}, seed ${opts.seed}${opts.precision === 'f16-mixed' ? ', f16-mixed' : ''}) for ${totalSteps} steps ` +
         `on ${data.train.count} examples (${data.name}), ${gpu.info.runtime} on ${gpu.info.description}` +
         (resume ? `, resuming at step ${resume.step} from ${opts.resume}` : '') +
         (initFrom ? `, starting from the weights of ${initFrom}` : ''),
@@ -265,6 +265,11 @@ function trainResultLine(
     lr: opts.lr,
     lr_schedule: opts.lrSchedule,
     seed: opts.seed,
+    precision: opts.precision ?? 'f32',
+    // f16-mixed: the steps whose update an overflow skipped, and the loss scale at the end.
+    ...(result.mixedPrecision
+      ? { skipped_steps: result.mixedPrecision.skippedSteps, loss_scale: result.mixedPrecision.lossScale }
+      : {}),
     ...(data.text
       ? {
           text_sha256: data.text.sha256,

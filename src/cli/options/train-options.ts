@@ -72,6 +72,7 @@ export const TrainOptionsSchema = z.object({
     .finite()
     .optional(),
   seed: settingValue('seed'),
+  precision: settingValue('precision').optional(),
   steps: settingValue('steps').optional(),
   microBatch: settingValue('microBatch').optional(),
   save: z.string().min(1, { error: '--save needs a file path' }).optional(),

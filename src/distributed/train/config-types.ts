@@ -31,6 +31,8 @@ export interface LocalTrainConfig {
    * (src/engine/micro-batch.ts). Must divide `batch`. Absent: one pass per step.
    */
   microBatch?: number;
+  /** 'f16-mixed': the linear layers' operands in f16, sums in f32, dynamic loss scaling (needs 'shader-f16'); default 'f32'. */
+  precision?: 'f32' | 'f16-mixed';
   /** Options for the model (`--model-options`): a model file's factory gets them; a built-in model's spec takes them (mlp: hidden, activation). */
   modelOptions?: Record<string, unknown>;
 }

@@ -37,6 +37,7 @@ import {
   type LoopHandle,
   type Peers,
   type RunRecord,
+  type StepScaling,
   type StepUpdate,
 } from './training-loop.ts';
 import type { TrainingState } from './training-state.ts';
@@ -70,6 +71,8 @@ export interface LocalTrainResult {
   adapter: string;
   /** GPU→CPU waits during the run (Gpu.waits), evaluations and checkpoints included. */
   gpuWaits: number;
+  /** --precision f16-mixed: steps whose update was skipped for an overflow, and the loss scale at the end (absent in f32). */
+  mixedPrecision?: { skippedSteps: number; lossScale: number };
   /** Set when the last evaluation failed (testAccuracy and testLoss are NaN then; the run and its checkpoints stand). */
   evaluationFailure?: RingtrainError;
 }
@@ -112,6 +115,7 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
   try {
     checkDataFits(model, train);
     useMicroBatch(model, config.microBatch, config.batch);
+    if (config.precision === 'f16-mixed') useMixedPrecision(model);
     if (args.initialParams) model.writeParams(args.initialParams(model));
   } catch (err) {
     model.destroy();
@@ -134,12 +138,26 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
       params: model.paramCount,
       gpuWaits: gpu.waits - waitsBefore,
       evaluationFailure: loop.evaluationFailure,
+      ...(model.lossScaler
+        ? { mixedPrecision: { skippedSteps: model.lossScaler.skipped, lossScale: model.lossScaler.scale } }
+        : {}),
     };
   } finally {
     losses.destroy();
     optimizer.destroy();
     model.destroy();
   }
+}
+
+/** --precision f16-mixed, where the model has it (every model the engine builds from a module does). */
+function useMixedPrecision(model: Model): void {
+  if (!model.useMixedPrecision)
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `--precision f16-mixed: model ${model.kind} cannot train in mixed precision; use --precision f32`,
+      { precision: 'f16-mixed', model: model.kind },
+    );
+  model.useMixedPrecision();
 }
 
 /** The loop's settings and hooks for one peer: its warm-up ramps from zero (the transformer recipe) and never scales by a ring's size. */
@@ -201,9 +219,17 @@ class OnePeer implements Peers {
 
   async membershipChanged(): Promise<void> {}
 
-  async apply(s: StepUpdate): Promise<{ bytesSent: number }> {
-    this.optimizer.step(s.lr);
-    return { bytesSent: 0 };
+  async apply(s: StepUpdate): Promise<{ bytesSent: number; scaling?: StepScaling }> {
+    const scaler = this.model.lossScaler;
+    if (!scaler) {
+      this.optimizer.step(s.lr);
+      return { bytesSent: 0 };
+    }
+    // f16-mixed: a step whose gradients overflowed is not applied (loss-scale.ts).
+    const lossScale = scaler.scale;
+    const applied = await scaler.endStep();
+    if (applied) this.optimizer.step(s.lr);
+    return { bytesSent: 0, scaling: { lossScale, skipped: !applied } };
   }
 
   async afterStep(): Promise<void> {}
@@ -247,7 +273,7 @@ function onePeerResult(
   config: LocalTrainConfig,
   stepsPerEpoch: number,
   gpu: Gpu,
-): Omit<LocalTrainResult, 'gpuWaits' | 'params' | 'evaluationFailure'> {
+): Omit<LocalTrainResult, 'gpuWaits' | 'params' | 'evaluationFailure' | 'mixedPrecision'> {
   const { step, trainMs } = state;
   return {
     steps: step,

@@ -116,8 +116,8 @@ export interface Peers {
   bucketBytes?(): number | undefined;
   /** Where the buckets are read back to (flatLength floats), so no bucket comes in an array of its own; undefined: anywhere. */
   bucketTarget?(): Float32Array | undefined;
-  /** Updates the weights with the recorded step's gradients. */
-  apply(s: StepUpdate): Promise<{ bytesSent: number }>;
+  /** Updates the weights with the recorded step's gradients (under f16-mixed, unless they overflowed: `scaling`). */
+  apply(s: StepUpdate): Promise<{ bytesSent: number; scaling?: StepScaling }>;
   /** After a step's update, before it is reported. */
   afterStep(examples: number): Promise<void>;
   /** The test set's metrics at these weights (a ring: every rank's part, averaged). */
@@ -149,6 +149,12 @@ export interface LoopParts {
   bus?: EventBus;
 }
 
+/** A step under dynamic loss scaling (--precision f16-mixed): the scale it ran with, and whether its update was skipped. */
+export interface StepScaling {
+  lossScale: number;
+  skipped: boolean;
+}
+
 /** A step taken whose loss is not read yet. */
 interface UnreadStep {
   step: number;
@@ -157,6 +163,7 @@ interface UnreadStep {
   ringExamples: number;
   targets: number;
   bytesSent: number;
+  scaling?: StepScaling;
 }
 
 interface ReadSteps {
@@ -353,6 +360,7 @@ export class TrainingLoop implements LoopHandle {
       ringExamples: globalBatch,
       targets,
       bytesSent: r.bytesSent,
+      scaling: r.scaling,
     });
     // A ring's gradient read carried the loss: it is checked before the step counts. Alone, the losses wait.
     const read = this.unread.length >= peers.readEvery ? await this.readLosses() : undefined;
@@ -408,7 +416,12 @@ export class TrainingLoop implements LoopHandle {
       });
       const { samplesPerS } = state;
       const [step, epoch, samples] = [s.step + 1, s.epoch, s.examples];
-      this.parts.bus?.emit({ type: 'train-step', t, rank, size, step, epoch, loss, samples, samplesPerS, bytesSent });
+      const scaling = s.scaling ? { lossScale: s.scaling.lossScale, skipped: s.scaling.skipped } : {};
+      this.parts.bus?.emit({
+        type: 'train-step',
+        ...{ t, rank, size, step, epoch, loss, samples, samplesPerS, bytesSent },
+        ...scaling,
+      });
       this.args.onStep?.({ step, epoch, loss, samplesPerS, bytesSent, samples });
     });
   }

@@ -31,4 +31,5 @@ export { planColumnSum, planSumTree, gpuScratch, type Scratch, type ColumnSumSha
 export { planAdd, planAxpy, planScale } from './elementwise.ts';
 export { planAccumulate, type AccumulateBuffers } from './accumulate.ts';
 export { planPackF16, planUnpackF16, packedWords } from './f16.ts';
+export { planLossScale } from './loss-scale.ts';
 export { planOptimizerUpdate, optimizerFields, defineOptimizerKernel } from './optimizers.ts';

@@ -18,6 +18,8 @@ export interface KernelEntry {
   entryPoints: string[];
   /** Override constants the kernel is compiled with by default. */
   constants?: Record<string, number>;
+  /** A device feature the shader needs (`enable f16;`): adapters without it never compile it. */
+  requires?: GPUFeatureName;
 }
 
 const kernels: Record<string, KernelEntry> = {};
@@ -41,6 +43,8 @@ export function defineKernel(name: string, entry: KernelEntry): KernelEntry {
 
 /** Compiles every registered kernel's pipelines (surfacing WGSL errors early). */
 export function warmUp(gpu: Gpu): void {
-  for (const k of Object.values(kernels))
+  for (const k of Object.values(kernels)) {
+    if (k.requires && !gpu.device.features.has(k.requires)) continue;
     for (const entryPoint of k.entryPoints) gpu.pipeline(k.shader, { entryPoint, constants: k.constants });
+  }
 }

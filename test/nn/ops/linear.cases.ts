@@ -1,6 +1,16 @@
-/** Gradchecks of linear (x·Wᵀ + b, optional fused ReLU) (src/nn/ops/linear) against the f64 oracle and finite differences. */
-import type { GradcheckInput } from '../../../src/nn/gradcheck.ts';
-import { linearOp } from '../../../src/nn/ops/linear/index.ts';
+/**
+ * Gradchecks of linear (x·Wᵀ + b, optional fused ReLU) (src/nn/ops/linear) against the f64 oracle and finite
+ * differences, and its f16-mixed path's kernels against an f64 reference.
+ */
+import { ErrorCode, RingtrainError } from '../../../src/core/errors.ts';
+import type { Gpu } from '../../../src/gpu/gpu.ts';
+import { planUnpackF16 } from '../../../src/gpu/kernels/f16.ts';
+import type { MatmulShape } from '../../../src/gpu/kernels/matmul.ts';
+import { gradcheck, type GradcheckInput } from '../../../src/nn/gradcheck.ts';
+import { type LinearAttrs, linearOp } from '../../../src/nn/ops/linear/index.ts';
+import { halfWords, planCastF16, planMatmulF16 } from '../../../src/nn/ops/linear/kernel.ts';
+import { linearF16Reference } from '../../../src/nn/ops/linear/reference.ts';
+import { draws, type OracleCase, type OracleResult, relErr, scoped, seedOf } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
 
 const s = (...shape: number[]): GradcheckInput => ({ shape });
@@ -14,4 +24,115 @@ export const CASES: OpCase[] = [
     attrs: { relu: true },
   },
   { op: linearOp, label: 'x[33,64] W[40,64], no bias (wide/direct shapes)', inputs: [s(33, 64), s(40, 64)] },
+];
+
+/*
+ * The f16-mixed path (--precision f16-mixed; needs 'shader-f16', which lavapipe has and SwiftShader
+ * does not): the kernels against an f64 reference of f16-rounded operands, to f32 rounding; the op
+ * against its (f32) oracle to f16's rounding; overflow raising the flag. On an adapter without the
+ * feature each case checks the refusal instead.
+ */
+const { rand } = draws('linear');
+
+/** Runs `work` where the adapter has shader-f16; elsewhere requires planning to refuse, naming the feature. */
+async function withF16(gpu: Gpu, work: () => Promise<OracleResult>): Promise<OracleResult> {
+  if (gpu.hasShaderF16) return work();
+  try {
+    planCastF16(gpu, gpu.dummy, gpu.dummy, 1, gpu.dummy);
+  } catch (err) {
+    const named = err instanceof RingtrainError && err.code === ErrorCode.InvalidArgument;
+    return { maxAbsErr: named && /shader-f16/.test(err.message) ? 0 : Infinity, tol: 0 };
+  }
+  return { maxAbsErr: Infinity, tol: 0 };
+}
+
+/** A and B cast to f16 on the GPU, then matmulF16: against the f64 product of the f16-rounded operands. */
+function f16MatmulCase(s: MatmulShape & { bias?: boolean; relu?: boolean }): OracleCase {
+  const what = `${s.transA ? 'Aᵀ' : 'A'}·${s.transB ? 'Bᵀ' : 'B'}${s.bias ? '+bias' : ''}${s.relu ? ' relu' : ''}`;
+  return {
+    name: `matmulF16 ${what} m=${s.m} n=${s.n} k=${s.k}`,
+    run: (gpu) =>
+      withF16(gpu, () =>
+        scoped(gpu, async (t) => {
+          const [a, b, bias] = [rand(s.m * s.k, 2), rand(s.k * s.n, 2), rand(s.n)];
+          const [a16, b16] = [t(gpu.storage(halfWords(a.length))), t(gpu.storage(halfWords(b.length)))];
+          const [flag, c] = [t(gpu.storage(1)), t(gpu.storage(s.m * s.n))];
+          gpu.record([
+            planCastF16(gpu, t(gpu.upload(a)), a16, a.length, flag),
+            planCastF16(gpu, t(gpu.upload(b)), b16, b.length, flag),
+            planMatmulF16(gpu, a16, b16, c, { ...s, bias: s.bias ? t(gpu.upload(bias)) : undefined }),
+          ]);
+          // As x [m, k] and W [n, k]: the reference's layout.
+          const x = s.transA ? transpose(a, s.k, s.m) : a;
+          const w = s.transB ? b : transpose(b, s.k, s.n);
+          const want = linearF16Reference(x, w, s.bias ? bias : null, s.m, s.k, s.n).map((v) =>
+            s.relu ? Math.max(v, 0) : v,
+          );
+          const [flagged] = await gpu.readU32(flag, 0, 1);
+          const err = relErr(await gpu.readF32(c, 0, s.m * s.n), want);
+          return { maxAbsErr: flagged === 0 ? err : Infinity, tol: 2e-7 * s.k + 2e-6 };
+        }),
+      ),
+  };
+}
+
+function transpose(v: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(v.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = v[r * cols + c];
+  return out;
+}
+
+/** Values past f16's range, infinities and NaN: the flag rises, the stored halves are clamped (NaN as 0). */
+const castOverflowCase: OracleCase = {
+  name: 'castF16 overflow: flag raised, values clamped',
+  run: (gpu) =>
+    withF16(gpu, () =>
+      scoped(gpu, async (t) => {
+        const src = Float32Array.from([1.5, 7e4, -1e5, Infinity, -Infinity, NaN, 65504, -0.25]);
+        const want = [1.5, 65504, -65504, 65504, -65504, 0, 65504, -0.25];
+        const [half, back, flag] = [
+          t(gpu.storage(halfWords(src.length))),
+          t(gpu.storage(src.length)),
+          t(gpu.storage(1)),
+        ];
+        gpu.record([planCastF16(gpu, t(gpu.upload(src)), half, src.length, flag)]);
+        gpu.record([planUnpackF16(gpu, half, back, src.length)]);
+        const inRange = t(gpu.upload(Float32Array.from([65504, -3, 0.001]))); // at the edge: no flag
+        const [half2, flag2] = [t(gpu.storage(2)), t(gpu.storage(1))];
+        gpu.record([planCastF16(gpu, inRange, half2, 3, flag2)]);
+        const [raised] = await gpu.readU32(flag, 0, 1);
+        const [quiet] = await gpu.readU32(flag2, 0, 1);
+        const values = relErr(await gpu.readF32(back, 0, src.length), want);
+        return { maxAbsErr: raised === 1 && quiet === 0 ? values : Infinity, tol: 0 };
+      }),
+    ),
+};
+
+/** The op with attrs.f16 through the planner: forward and gradients against the f32 oracle, to f16 operand rounding. */
+function f16Gradcheck(label: string, inputs: GradcheckInput[], attrs: LinearAttrs): OracleCase {
+  const tol = { forward: 5e-3, backward: 5e-3, numeric: 1e-4 };
+  return {
+    name: `gradcheck linear f16-mixed ${label}`,
+    run: (gpu) =>
+      withF16(gpu, async () => {
+        const r = await gradcheck(gpu, linearOp, inputs, { ...attrs, f16: true }, { seed: seedOf(`f16 ${label}`) });
+        return {
+          maxAbsErr: Math.max(r.forward / tol.forward, r.backward / tol.backward, r.numeric / tol.numeric),
+          tol: 1,
+        };
+      }),
+  };
+}
+
+export const ORACLE_CASES: OracleCase[] = [
+  f16MatmulCase({ m: 1, n: 1, k: 1 }),
+  f16MatmulCase({ m: 7, n: 5, k: 33, transB: true, bias: true }),
+  f16MatmulCase({ m: 33, n: 40, k: 64, transB: true, relu: true, bias: true }),
+  f16MatmulCase({ m: 40, n: 64, k: 33, transA: true }),
+  f16MatmulCase({ m: 33, n: 64, k: 40 }),
+  f16MatmulCase({ m: 129, n: 130, k: 257, transB: true }),
+  castOverflowCase,
+  f16Gradcheck('x[5,7] W[3,7] b[3]', [s(5, 7), s(3, 7), s(3)], {}),
+  f16Gradcheck('x[2,3,8] W[36,8] b[36], fused relu', [s(2, 3, 8), s(36, 8), s(36)], { relu: true }),
+  f16Gradcheck('x[33,64] W[40,64], no bias', [s(33, 64), s(40, 64)], {}),
 ];

@@ -6,17 +6,26 @@
  * pre-activation > 0), as the hand-wired MLP did.
  *
  * Backward: dx = dy·W, dW = dyᵀ·x, db = Σ_rows dy.
+ *
+ * With `attrs.f16` (--precision f16-mixed, set by the planner) x, W and dy are
+ * stored as f16 for the three matmuls, which sum in f32 into f32 results
+ * (kernel.ts); the bias, its gradient and everything outside the layer stay
+ * f32. Forward keeps x and W in f16 for backward, which then reads no f32
+ * input. A layer whose operands pass one binding keeps the f32 path (`mixesF16` says no).
  */
 import { planActivationBackward } from '../activation/kernel.ts';
+import { fitsF16Path, halfWords, planCastF16, planMatmulF16 } from './kernel.ts';
 import { planBiasGradSteps } from '../../../gpu/kernels/bias.ts';
 import { planMatmulAnySize, planMatmulSteps } from '../../../gpu/kernels/matmul-slices.ts';
-import { defineOp, requireF32, shapeError, type Step } from '../../op.ts';
+import { defineOp, type OpPlan, type PlanContext, requireF32, shapeError, type Step } from '../../op.ts';
 import { apply, Parameter, type Shape, type Tensor } from '../../tensor.ts';
 import { Module } from '../../module.ts';
 import { positive, weightInit, uniformInit, transposed, zeros, type InitScheme } from '../../init.ts';
 
 export interface LinearAttrs extends Record<string, unknown> {
   relu?: boolean;
+  /** f16 operands, f32 sums (--precision f16-mixed). */
+  f16?: boolean;
 }
 
 function dims(shapes: readonly Shape[]): { rows: number; inF: number; outF: number } {
@@ -28,8 +37,13 @@ function dims(shapes: readonly Shape[]): { rows: number; inF: number; outF: numb
 export const linearOp = defineOp<LinearAttrs>({
   name: 'linear',
   fusesReluAfter: true,
-  // dx needs W, dW needs x; the output only as the fused ReLU's mask.
-  backwardReads: (attrs) => ({ inputs: [0, 1], output: attrs.relu === true }),
+  // A layer whose operands pass one binding (a vocabulary-sized head on a small limit) stays f32.
+  mixesF16: (gpu, shapes) => {
+    const { rows, inF, outF } = dims(shapes);
+    return fitsF16Path(gpu, rows, inF, outF);
+  },
+  // dx needs W, dW needs x (in f16, their copies saved by forward); the output only as the fused ReLU's mask.
+  backwardReads: (attrs) => ({ inputs: attrs.f16 ? [] : [0, 1], output: attrs.relu === true }),
   shape([x, w, b], _attrs, info) {
     requireF32(info, 'linear', [x, w, ...(b ? [b] : [])]);
     if (x.length < 1 || w.length !== 2)
@@ -47,6 +61,7 @@ export const linearOp = defineOp<LinearAttrs>({
   },
   plan(ctx, attrs) {
     const { rows, inF, outF } = dims(ctx.inputShapes);
+    if (attrs.f16) return planF16(ctx, attrs);
     const hasBias = ctx.inputShapes.length === 3;
     // The matmuls' partial sums live only while their half of the op runs.
     const scratch = (words: number, label: string) => ctx.scratch(words, label, 'forward');
@@ -106,6 +121,41 @@ export const linearOp = defineOp<LinearAttrs>({
     },
   },
 });
+
+/** The f16-mixed plan: x and W cast to f16 in forward and kept for backward, dy cast in backward. */
+function planF16(ctx: PlanContext, attrs: LinearAttrs): OpPlan {
+  const { gpu } = ctx;
+  const { rows, inF, outF } = dims(ctx.inputShapes);
+  const flag = ctx.overflowFlag();
+  const hasBias = ctx.inputShapes.length === 3;
+  // Saved for backward alone: the memory plan lends their buffers to other values before and after.
+  const x16 = ctx.scratch(halfWords(rows * inF), 'x-f16', 'saved');
+  const w16 = ctx.scratch(halfWords(outF * inF), 'weight-f16', 'saved');
+  const forward: Step[] = [
+    planCastF16(gpu, ctx.input(0), x16, rows * inF, flag),
+    planCastF16(gpu, ctx.input(1), w16, outF * inF, flag),
+    planMatmulF16(gpu, x16, w16, ctx.output(), {
+      m: rows,
+      n: outF,
+      k: inF,
+      transB: true,
+      bias: hasBias ? ctx.input(2) : undefined,
+      relu: attrs.relu,
+    }),
+  ];
+  const dy = ctx.gradOut();
+  if (!dy) return { forward, backward: [] };
+  const backward: Step[] = [];
+  if (attrs.relu) backward.push(planActivationBackward(gpu, 'relu', ctx.output(), dy, rows * outF));
+  const dy16 = ctx.scratch(halfWords(rows * outF), 'dy-f16', 'backward');
+  backward.push(planCastF16(gpu, dy, dy16, rows * outF, flag));
+  const [dx, dw, db] = [ctx.gradIn(0), ctx.gradIn(1), hasBias ? ctx.gradIn(2) : null];
+  if (dw) backward.push(planMatmulF16(gpu, dy16, x16, dw, { m: outF, n: inF, k: rows, transA: true }));
+  const backScratch = (words: number, label: string) => ctx.scratch(words, label, 'backward');
+  if (db) backward.push(...planBiasGradSteps(gpu, dy, db, rows, outF, backScratch));
+  if (dx) backward.push(planMatmulF16(gpu, dy16, w16, dx, { m: rows, n: inF, k: outF }));
+  return { forward, backward };
+}
 
 type T = Tensor | Parameter;
 

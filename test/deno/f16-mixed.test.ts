@@ -1,0 +1,59 @@
+/**
+ * --precision f16-mixed end to end under Deno (test/deno/run-f16-mixed.ts on lavapipe, which has
+ * 'shader-f16'; Node's SwiftShader does not, test/engine/loss-scale.test.ts checks the refusal
+ * there): an injected overflow (a loss scale far too high) skips the step and is counted, the
+ * weights stay as they were, S halves until the steps go through, and doubles after its clean steps.
+ */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
+
+interface Report {
+  adapter: string;
+  hasShaderF16: boolean;
+  steps: { scale: number; scaleAfter: number; moved: boolean; loss: number }[];
+  skipped: number;
+  firstLoss: { f32: number; f16Mixed: number };
+  mixedLayersGradError: number;
+}
+
+describe('f16-mixed training (deno)', () => {
+  it('skips and counts an overflowed step, halves S, and grows it back after its clean steps', () => {
+    const run = spawnSync(deno, ['run', '-A', 'test/deno/run-f16-mixed.ts'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 200_000,
+    });
+    expect(run.status, `deno exited with ${run.status}: ${run.stderr.slice(-2000)}`).toBe(0);
+    const report = JSON.parse(run.stdout.trim().split('\n').pop() ?? '') as Report;
+    expect(report.hasShaderF16, `${report.adapter} should offer shader-f16 (lavapipe does)`).toBe(true);
+    const { steps } = report;
+    // The injected overflow: the first step is skipped, its weights untouched.
+    expect(steps[0].moved).toBe(false);
+    let clean = 0;
+    steps.forEach((s, i) => {
+      const what = `step ${i}: ${JSON.stringify(s)}`;
+      expect(Number.isFinite(s.loss), what).toBe(true);
+      if (!s.moved) {
+        clean = 0;
+        expect(s.scaleAfter, what).toBe(s.scale / 2);
+        return;
+      }
+      clean = (clean + 1) % 3;
+      expect(s.scaleAfter, what).toBe(clean === 0 ? s.scale * 2 : s.scale);
+    });
+    expect(report.skipped).toBe(steps.filter((s) => !s.moved).length);
+    // S grew back at least once after it settled, and training went on.
+    expect(steps.some((s) => s.moved && s.scaleAfter === 2 * s.scale)).toBe(true);
+    expect(steps.filter((s) => s.moved).length).toBeGreaterThan(steps.length / 2);
+    // The same weights in f16-mixed give f32's loss to f16 operand rounding.
+    expect(Math.abs(report.firstLoss.f16Mixed - report.firstLoss.f32)).toBeLessThan(2e-3 * report.firstLoss.f32);
+    expect(report.firstLoss.f16Mixed).not.toBe(report.firstLoss.f32);
+    // One layer past the binding limit stays f32 beside an f16 one: the gradients are f32's to f16 rounding.
+    expect(report.mixedLayersGradError).toBeLessThan(1e-2);
+    expect(report.mixedLayersGradError).toBeGreaterThan(0);
+  }, 240_000);
+});
