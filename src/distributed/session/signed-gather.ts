@@ -135,7 +135,9 @@ export async function signedForHop(
   payload: Uint8Array,
 ): Promise<Uint8Array> {
   const signedLength = payload.byteLength - SIGNATURE_BYTES;
-  const onward = payload.slice();
+  // Not payload.slice(): a block received over WebRTC may be a Node Buffer, whose slice() is a view, and
+  // signing into it would rewrite the hop slot of the block this rank received.
+  const onward = new Uint8Array(payload);
   onward.set(await sign(keys.mine, hopBytes(o, by, author, onward.subarray(0, signedLength))), signedLength);
   return onward;
 }

@@ -17,8 +17,9 @@
  *                           the process above are honest, as with a corrupting NIC or middlebox
  *   lie-nan[@step:N]        it publishes its honest norm and sketches, then sends NaN into the ring
  *   lie-scale:K[@step:N]    it publishes its honest norm and sketches, then sends its gradient times K
- *   relay-norm[@step:N]     at step N (once), every check block of another rank it passes on in a ring
- *                           allgather gets NaN for its first value (a norm): a relayer framing the author
+ *   relay-norm[@step:N]     at step N (once), the blocks of other ranks it passes on in the step checks'
+ *                           gradient-sketches gather get NaN for their first value (a norm): a relayer
+ *                           framing the author
  */
 import { ErrorCode, RingtrainError } from '../../../src/core/errors.ts';
 import type { Communicator } from '../../../src/comm/interface.ts';
@@ -194,6 +195,16 @@ const FLIP_BIT = 27;
 const corrupted = new WeakSet<Communicator>();
 
 /**
+ * A copy of a message's bytes that owns its buffer. A payload received over WebRTC under Deno is a
+ * Node Buffer viewing part of a larger one (simple-peer hands out Buffers), whose slice() copies
+ * nothing: a fault that changed such a "copy" changed what this rank received, and one that wrote
+ * through its `.buffer` changed bytes outside the message and left the message as it was.
+ */
+function ownCopy(payload: Uint8Array): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(payload);
+}
+
+/**
  * flip-bits: from now on this rank's messages to its right neighbour (the
  * ring's direction) that are long enough to be gradient segments arrive with
  * an exponent bit flipped in every FLIP_STRIDE-th float32. The communicator's
@@ -206,7 +217,7 @@ export function flipBitsOnSend(comm: Communicator): void {
   const send = comm.send.bind(comm);
   comm.send = (peer, tag, payload) => {
     if (peer !== right || payload.byteLength < FLIP_MIN_BYTES) return send(peer, tag, payload);
-    const copy = payload.slice();
+    const copy = ownCopy(payload);
     for (let i = 0; i + 4 <= copy.byteLength; i += 4 * FLIP_STRIDE) copy[i + (FLIP_BIT >> 3)] ^= 1 << (FLIP_BIT & 7);
     return send(peer, tag, copy);
   };
@@ -249,17 +260,22 @@ function isRelayedBlock(tag: { step: number }, payload: Uint8Array): boolean {
 }
 
 /**
- * relay-norm: while `now()` (the fault's step, on the ring it first came on), the check blocks this
- * rank passes on for others (small messages of a ring allgather past its first hop) leave with NaN
- * as their first value, the author's gradient norm in the step checks' gather. Where the ring signs
- * its checks, it signs the hop as the protocol asks (signed-gather.ts), over what it really sends.
+ * relay-norm: while `now()` (the fault's step, on the ring it first came on), the blocks of other
+ * ranks this rank passes on in the first ring allgather of small messages it relays (the step
+ * checks' gradient-sketches gather, which a step starts before its allreduce; later gathers, the
+ * verify verdicts among them, pass untouched) leave with NaN as their first value, the author's
+ * gradient norm. Where the ring signs its checks, it signs the hop as the protocol asks
+ * (signed-gather.ts), under that gather's name, over what it really sends.
  */
 function relayNormOnSend(comm: Communicator, step: number, now: () => boolean): void {
   const send = comm.send.bind(comm);
+  let gather: number | undefined;
   comm.send = (peer, tag, payload) => {
     if (!now() || !isRelayedBlock(tag, payload)) return send(peer, tag, payload);
-    const copy = payload.slice();
-    new DataView(copy.buffer).setFloat32(0, NaN, true);
+    gather ??= tag.id;
+    if (tag.id !== gather) return send(peer, tag, payload);
+    const copy = ownCopy(payload);
+    new DataView(copy.buffer, copy.byteOffset, copy.byteLength).setFloat32(0, NaN, true);
     const keys = keysOf(comm);
     if (!keys) return send(peer, tag, copy);
     const author = (comm.rank - (tag.step & 0xffff) + comm.size) % comm.size;
