@@ -205,7 +205,8 @@ export interface Model {
    */
   useMixedPrecision?(options?: LossScaleOptions): void;
   /** Set by useMixedPrecision: after each step, `endStep()` says whether its update may be applied. */
-  readonly lossScaler?: LossScaler;
+  // `| undefined` for a user's build under exactOptionalPropertyTypes: GraphModel's getter may return undefined.
+  readonly lossScaler?: LossScaler | undefined;
 
   /** Copies of the flat buffers (length flatLength). */
   readParams(): Promise<Float32Array>;

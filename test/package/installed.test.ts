@@ -352,7 +352,19 @@ describe.concurrent('the installed package runs', () => {
       // Deno as the user installed it (the package has no Deno of its own), for one of the two peers.
       const env = denoOnPath();
       delete env.RINGTRAIN_NETNS;
-      const args = ['ringtrain', 'bench', 'allreduce', '--peers', '2', '--bytes', '1MiB', '--runtimes', 'node,deno'];
+      const args = [
+        'ringtrain',
+        'bench',
+        'allreduce',
+        '--peers',
+        '2',
+        '--bytes',
+        '1MiB',
+        '--iterations',
+        '2',
+        '--runtimes',
+        'node,deno',
+      ];
       const r = await ok('npx', args, project, env);
       const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
       expect(result).toMatchObject({ peers: 2, bytes: 1024 * 1024, transport: 'webrtc', runtimes: ['node', 'deno'] });

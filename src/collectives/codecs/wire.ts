@@ -24,8 +24,9 @@ export interface Codec {
 }
 
 function aligned(p: Uint8Array, bytes: number): Uint8Array {
-  // Typed-array views need an aligned offset; data channels usually deliver one, copy otherwise.
-  return p.byteOffset % bytes === 0 ? p : p.slice();
+  // Typed-array views need an aligned offset; data channels usually deliver one, copy otherwise (not with
+  // p.slice(): a Node Buffer's slice is a view at the same offset).
+  return p.byteOffset % bytes === 0 ? p : new Uint8Array(p);
 }
 
 type TensorView = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => Tensor;
