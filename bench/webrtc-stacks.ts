@@ -11,7 +11,7 @@
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { launchLocalRing, type PeerRuntime } from '../src/comm/launch.node.ts';
-import type { AllreduceMeasurement } from '../src/collectives/measure.ts';
+import { median, type AllreduceMeasurement } from '../src/collectives/measure.ts';
 
 const { values } = parseArgs({
   options: {
@@ -46,7 +46,6 @@ async function once(runtime: PeerRuntime, stack: string): Promise<AllreduceMeasu
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const seen = new Map<string, AllreduceMeasurement[]>();
 for (let round = 0; round < rounds; round++) {
   for (const runtime of runtimes) {
