@@ -5,32 +5,16 @@
  * kernel on its behalf) around each. Prints one JSON line.
  */
 import process from 'node:process';
-import { parseArgs } from 'node:util';
-import { joinLocalRing } from '../src/comm/local-ring.node.ts';
+import { joinRingFromArgs } from '../src/comm/local-ring-peer.node.ts';
 import { allreduce } from '../src/collectives/allreduce.ts';
 import { barrier } from '../src/collectives/barrier.ts';
 import { roundTrip } from '../src/collectives/measure.ts';
 import type { Algorithm } from '../src/collectives/codecs/types.ts';
 
-const { values } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    rank: { type: 'string' },
-    size: { type: 'string' },
-    bytes: { type: 'string' },
-    calls: { type: 'string' },
-    algorithms: { type: 'string' },
-    transport: { type: 'string' },
-  },
-});
-const rank = Number(values.rank);
-const comm = await joinLocalRing({
-  dir: values.dir!,
-  rank,
-  size: Number(values.size),
-  connectTimeoutMs: 60_000,
-  peerTimeoutMs: 20_000,
-  transport: values.transport === 'tcp' ? 'tcp' : 'webrtc',
+const { values, rank, comm } = await joinRingFromArgs({
+  bytes: { type: 'string' },
+  calls: { type: 'string' },
+  algorithms: { type: 'string' },
 });
 const bytes = Number(values.bytes);
 const calls = Number(values.calls);
@@ -40,7 +24,7 @@ const data = Float32Array.from(
   (_, i) => ((i * 7919 + rank * 31) % 1000) / 1000 - 0.5,
 );
 
-const kinds = ['round-trip', ...values.algorithms!.split(',')];
+const kinds = ['round-trip', ...String(values.algorithms).split(',')];
 const call = (kind: string) =>
   kind === 'round-trip'
     ? roundTrip(comm, bytes, timeoutMs)

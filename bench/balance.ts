@@ -22,6 +22,7 @@ import { TOKEN_ENV } from '../src/cli/options/secrets.node.ts';
 import { startServer } from '../server/index.ts';
 import { opt } from './args.ts';
 import { CHAOS_ENTRY } from '../test/support/workers.ts';
+import { median } from '../src/core/stats.ts';
 
 const np = Number(opt('np', '4'));
 const slow = Number(opt('slow', '3'));
@@ -130,7 +131,6 @@ const rounds = Number(opt('rounds', '1'));
 const runs: Record<'equal' | 'speed', Awaited<ReturnType<typeof run>>[]> = { equal: [], speed: [] };
 for (let i = 0; i < rounds; i++) for (const m of modes) runs[m].push(await run(m));
 if (tracePath) writeFileSync(tracePath, JSON.stringify(traces));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const [equal, speed] = [runs.equal, runs.speed];
 const header = {
   bench: 'balance',

@@ -8,24 +8,11 @@
  */
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
-import { parseArgs } from 'node:util';
 import { allgather } from '../src/collectives/allgather.ts';
 import { allreduce } from '../src/collectives/allreduce.ts';
 import { barrier } from '../src/collectives/barrier.ts';
-import { joinLocalRing } from '../src/comm/local-ring.node.ts';
+import { joinRingFromArgs } from '../src/comm/local-ring-peer.node.ts';
 import { now } from '../src/core/events.ts';
-
-const { values } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    rank: { type: 'string' },
-    size: { type: 'string' },
-    bytes: { type: 'string' },
-    small: { type: 'string' },
-    large: { type: 'string' },
-  },
-});
-const rank = Number(values.rank);
 
 function cpuSeconds(): number {
   const text = readFileSync('/proc/self/stat', 'utf8');
@@ -33,13 +20,10 @@ function cpuSeconds(): number {
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, every thread; USER_HZ is 100
 }
 
-const comm = await joinLocalRing({
-  dir: values.dir!,
-  rank,
-  size: Number(values.size),
-  connectTimeoutMs: 60_000,
-  peerTimeoutMs: 30_000,
-});
+const { values, rank, comm } = await joinRingFromArgs(
+  { bytes: { type: 'string' }, small: { type: 'string' }, large: { type: 'string' } },
+  () => ({ peerTimeoutMs: 30_000 }),
+);
 const phases: Record<string, { bytes: number; iterations: number; wall_s: number; cpu_s: number }> = {};
 for (const [phase, bytes, iterations] of [
   ['warmup', Number(values.bytes), 3],

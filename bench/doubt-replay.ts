@@ -29,7 +29,7 @@ import {
   DoubtTracker,
   type DoubtOptions,
 } from '../src/distributed/robust/doubt.ts';
-import { median } from '../src/collectives/robust/sketch.ts';
+import { median } from '../src/core/stats.ts';
 import { args, opt } from './args.ts';
 import { percentiles } from './percentiles.ts';
 

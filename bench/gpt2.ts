@@ -16,6 +16,7 @@ import { seededUniform } from '../src/engine/random.ts';
 import { acquireGpu } from '../src/gpu/device.ts';
 import type { Gpu } from '../src/gpu/gpu.ts';
 import { opt } from './args.ts';
+import { median } from '../src/core/stats.ts';
 
 const [layers, width, heads, context, vocab, steps, batch] = [
   ['layers', '12'],
@@ -73,7 +74,6 @@ for (let s = 0; s <= steps; s++) {
   await gpu.sync();
   if (s > 0) ms.push(performance.now() - t0);
 }
-const median = [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)];
 console.log(
   JSON.stringify({
     bench: 'gpt2',
@@ -86,8 +86,8 @@ console.log(
     batch: fit.batch,
     asked: { context, batch },
     params: model.paramCount,
-    step_ms: Number(median.toFixed(1)),
-    tokens_per_s: Number(((tokens * 1000) / median).toFixed(1)),
+    step_ms: Number(median(ms).toFixed(1)),
+    tokens_per_s: Number(((tokens * 1000) / median(ms)).toFixed(1)),
     planned_gpu_bytes: fit.planned.planned_gpu_bytes,
     planned_gpu_bytes_by_part: fit.planned.planned_gpu_bytes_by_part,
     losses: losses.map((l) => Number(l.toFixed(4))),

@@ -40,6 +40,7 @@ import { seededUniform } from '../src/nn/random.ts';
 import { opt } from './args.ts';
 import { runUnderEachRuntime } from './each-runtime.ts';
 import { Mlp as HandMlp } from './fixtures/hand-mlp/mlp-hand.ts';
+import { median } from '../src/core/stats.ts';
 
 const READ_EVERY = 10;
 
@@ -159,7 +160,6 @@ const count = (e: Engine) => countOf.get(e.gpu)!;
 
 const rounds = Number(opt('rounds', '9'));
 const steps = Number(opt('steps', '20'));
-const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const round3 = (v: number) => Math.round(v * 1000) / 1000;
 
 const out: Record<string, unknown>[] = [];

@@ -13,6 +13,7 @@ import { allreduceInPlace } from '../src/collectives/allreduce.ts';
 import { parseAggregation, robustAllreduce } from '../src/collectives/robust/robust-aggregate.ts';
 import { mulberry32 } from '../src/core/random.ts';
 import { opt } from './args.ts';
+import { median } from '../src/core/stats.ts';
 
 const np = Number(opt('np', '4'));
 const length = Number(opt('length', String(784 * 128 + 128 + 128 * 10 + 10)));
@@ -35,7 +36,6 @@ const rules = ['ring', 'mean', 'median', 'trimmed-mean:0.25', 'centered-clip'];
 const times: Record<string, number[]> = Object.fromEntries(rules.map((r) => [r, []]));
 // Interleaved, so a load that drifts during the run touches every rule alike.
 for (let i = 0; i < repeats; i++) for (const r of rules) times[r].push(await once(r));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const ms = Object.fromEntries(rules.map((r) => [r, Number(median(times[r]).toFixed(1))]));
 console.log(
   JSON.stringify({

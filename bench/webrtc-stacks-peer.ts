@@ -5,30 +5,13 @@
  * prints one JSON line.
  */
 import process from 'node:process';
-import { parseArgs } from 'node:util';
-import { joinLocalRing } from '../src/comm/local-ring.node.ts';
+import { joinRingFromArgs } from '../src/comm/local-ring-peer.node.ts';
 import { measureAllreduce } from '../src/collectives/measure.ts';
 
-const { values } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    rank: { type: 'string' },
-    size: { type: 'string' },
-    bytes: { type: 'string' },
-    stack: { type: 'string' },
-    iterations: { type: 'string' },
-  },
-});
-const rank = Number(values.rank);
-const wrtc = values.stack === 'ndc' ? await dataChannelStack() : undefined;
-const comm = await joinLocalRing({
-  dir: values.dir!,
-  rank,
-  size: Number(values.size),
-  connectTimeoutMs: 60_000,
-  peerTimeoutMs: 20_000,
-  wrtc,
-});
+const { values, rank, comm } = await joinRingFromArgs(
+  { bytes: { type: 'string' }, stack: { type: 'string' }, iterations: { type: 'string' } },
+  async (flags) => ({ wrtc: flags.stack === 'ndc' ? await dataChannelStack() : undefined }),
+);
 try {
   const m = await measureAllreduce(comm, { bytes: Number(values.bytes), iterations: Number(values.iterations ?? 3) });
   if (rank === 0) process.stdout.write(JSON.stringify(m) + '\n');

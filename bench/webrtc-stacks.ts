@@ -11,7 +11,8 @@
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { launchLocalRing, type PeerRuntime } from '../src/comm/launch.node.ts';
-import { median, type AllreduceMeasurement } from '../src/collectives/measure.ts';
+import { type AllreduceMeasurement } from '../src/collectives/measure.ts';
+import { median } from '../src/core/stats.ts';
 
 const { values } = parseArgs({
   options: {

@@ -3,6 +3,7 @@ import { now } from '../core/events.ts';
 import { allreduce, allreduceInPlace, chooseAlgorithm, reduceSettings } from './allreduce.ts';
 import { barrier } from './barrier.ts';
 import { DEFAULT_SEGMENT_BYTES, type Algorithm, type Compression, type ReduceOptions } from './codecs/types.ts';
+import { median } from '../core/stats.ts';
 
 /**
  * Allreduce bandwidth as nccl-tests reports it, measured on any communicator:
@@ -244,12 +245,6 @@ async function timeLatencies(
     await timed('bench');
   }
   return l;
-}
-
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function round(x: number, digits = 2): number {

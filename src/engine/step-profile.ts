@@ -14,6 +14,7 @@ import { groupByLabel, type KernelRow, type KernelTimingMethod, timeDispatches }
 import type { Model } from './model.ts';
 import type { Optimizer } from './optimizer.ts';
 import { trainStepDeferred } from './train-step.ts';
+import { median } from '../core/stats.ts';
 
 export interface ProfileBatch {
   x: Float32Array;
@@ -56,11 +57,6 @@ export interface StepProfile {
   kernels: KernelRow[];
   /** The losses of the warm-up and wall-time steps (a diverged run is no profile). */
   losses: number[];
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 /** The options' counts with their defaults, each checked. */

@@ -15,6 +15,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Dispatch, Gpu } from './gpu.ts';
+import { median } from '../core/stats.ts';
 
 export type KernelTimingMethod = 'timestamp' | 'replay';
 
@@ -87,11 +88,6 @@ async function submitAndWait(gpu: Gpu, encoder: GPUCommandEncoder): Promise<numb
   gpu.device.queue.submit([encoder.finish()]);
   await gpu.waitFor('profiling a kernel', gpu.device.queue.onSubmittedWorkDone());
   return performance.now() - t0;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 async function replay(gpu: Gpu, dispatches: readonly Dispatch[], rounds: number): Promise<KernelTimings> {

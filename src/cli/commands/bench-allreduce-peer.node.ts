@@ -3,37 +3,20 @@
  * Node or Deno). Rank 0 prints the measurement as one JSON line.
  */
 import process from 'node:process';
-import { parseArgs } from 'node:util';
-import { joinLocalRing } from '../../comm/local-ring.node.ts';
-import { measureAllreduce, measureSweep, median, type AllreduceMeasurement } from '../../collectives/measure.ts';
+import { joinRingFromArgs } from '../../comm/local-ring-peer.node.ts';
+import { measureAllreduce, measureSweep, type AllreduceMeasurement } from '../../collectives/measure.ts';
+import { median } from '../../core/stats.ts';
 import { peakRssBytes } from '../peak-rss.node.ts';
 import { rawTcpStream } from './bench-raw-tcp.node.ts';
 
-const { values } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    rank: { type: 'string' },
-    size: { type: 'string' },
-    bytes: { type: 'string' },
-    fp16: { type: 'boolean' },
-    transport: { type: 'string' },
-    sweep: { type: 'boolean' },
-    iterations: { type: 'string' },
-  },
-});
-const rank = Number(values.rank);
-const comm = await joinLocalRing({
-  dir: values.dir!,
-  rank,
-  size: Number(values.size),
-  connectTimeoutMs: 60_000,
-  transport: values.transport === 'tcp' || values.transport === 'tls' ? values.transport : 'webrtc',
-  // A loaded 2-core machine can starve a process for seconds; do not mistake that for a lost peer.
-  peerTimeoutMs: 20_000,
-  // Experiments only: RINGTRAIN_HIGH_WATER / RINGTRAIN_POLL_MS override the send-buffer knobs.
-  highWaterBytes: process.env.RINGTRAIN_HIGH_WATER ? Number(process.env.RINGTRAIN_HIGH_WATER) : undefined,
-  pollMs: process.env.RINGTRAIN_POLL_MS ? Number(process.env.RINGTRAIN_POLL_MS) : undefined,
-});
+const { values, rank, comm } = await joinRingFromArgs(
+  { bytes: { type: 'string' }, fp16: { type: 'boolean' }, sweep: { type: 'boolean' }, iterations: { type: 'string' } },
+  () => ({
+    // Experiments only: RINGTRAIN_HIGH_WATER / RINGTRAIN_POLL_MS override the send-buffer knobs.
+    highWaterBytes: process.env.RINGTRAIN_HIGH_WATER ? Number(process.env.RINGTRAIN_HIGH_WATER) : undefined,
+    pollMs: process.env.RINGTRAIN_POLL_MS ? Number(process.env.RINGTRAIN_POLL_MS) : undefined,
+  }),
+);
 // The high-water mark before the measurement allocates its tensor: what the process held for its links alone.
 const rssBefore = peakRssBytes();
 try {

@@ -18,6 +18,7 @@
  * Knows nothing of gradients or links: arrays in, arrays out.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+import { median } from '../../core/stats.ts';
 
 /** One 32-bit avalanche step (murmur3's finaliser). */
 export function mix32(x: number): number {
@@ -85,12 +86,6 @@ export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   const na = Math.sqrt(dot(a, a));
   const nb = Math.sqrt(dot(b, b));
   return na > 0 && nb > 0 ? dot(a, b) / (na * nb) : 0;
-}
-
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length === 0 ? NaN : s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /** Coordinate-wise median of equally long vectors (robust to fewer than half of them being wild). */

@@ -18,7 +18,8 @@
  * figures in docs/ROBUSTNESS.md) before the limit was chosen.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { coordinateMedian, dot, median } from '../../collectives/robust/sketch.ts';
+import { coordinateMedian, dot } from '../../collectives/robust/sketch.ts';
+import { median } from '../../core/stats.ts';
 import type { Offence } from './guard.ts';
 
 /** A rank whose alignments over the window sum below minus this is named. */

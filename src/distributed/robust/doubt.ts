@@ -31,7 +31,8 @@
  * are left out (figures and limits: docs/ROBUSTNESS.md).
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
-import { coordinateMedian, cosine, median } from '../../collectives/robust/sketch.ts';
+import { coordinateMedian, cosine } from '../../collectives/robust/sketch.ts';
+import { median } from '../../core/stats.ts';
 import type { Offence } from './guard.ts';
 
 /** A contribution at least this many times the others' median norm... */

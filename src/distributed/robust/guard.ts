@@ -38,6 +38,7 @@ import { now } from '../../core/events.ts';
 import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
 import { allgather } from '../../collectives/allgather.ts';
+import { median } from '../../core/stats.ts';
 
 export interface GuardOptions {
   /** A norm above ratio × max(median, floor) is an outlier. Default SEVERE_RATIO (1,000): below it, honest small-batch norms overlap an attacker's (see below). */
@@ -95,12 +96,6 @@ export function contributionOutliers(norms: ArrayLike<number>, options: GuardOpt
     });
   }
   return out.sort((a, b) => a.rank - b.rank);
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /** L2 norm in double precision (a 1e30-scaled float32 gradient squares past float32's range). */
