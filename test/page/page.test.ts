@@ -2,6 +2,7 @@
  * The page in real headless Chromium, served by the real signaling server.
  * Teaching mode must reach the sum the test computes itself from the numbers
  * the page shows; the adapter panel must show Chromium's SwiftShader adapter;
+ * the MLP trained alone on that adapter must learn, and predict digits;
  * the job panel and the ring must follow what the server says about a job, fed by peers
  * that report to the real server as workers do (signaling clients): a job that finished
  * shows as finished (its last step, its accuracy, Join disabled, no "Waiting for peers"),
@@ -154,21 +155,34 @@ describe('a browser without WebGPU', () => {
   });
 });
 
-describe('predictions', () => {
+describe('training alone, then predictions', () => {
   it(
-    'after training alone, the page shows test digits with guesses, and the pad guesses a digit',
+    'the page trains the MLP on its WebGPU adapter and the loss falls; then it shows test digits with guesses, and the pad guesses a digit',
     { timeout: 360_000 },
     async () => {
-      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?steps=5`);
+      const steps = 20;
+      const { page, errors } = await openTab(fx.browser, `${fx.server.url}/?steps=${steps}`);
       await page.waitForSelector('[data-testid=adapter][data-state=ready]', { timeout: 60_000 });
       // Before any model, the pad has nothing to guess with.
       expect(await page.isDisabled('[data-testid=draw-sample]')).toBe(true);
       await page.click('[data-testid=train-local]');
       await page.waitForSelector('[data-testid=local-status][data-state]', { timeout: 240_000 });
-      expect(
-        await page.getAttribute('[data-testid=local-status]', 'data-state'),
-        (await page.textContent('[data-testid=local-status]')) ?? '',
-      ).toBe('done');
+      const status = (await page.textContent('[data-testid=local-status]')) ?? '';
+      expect(await page.getAttribute('[data-testid=local-status]', 'data-state'), status).toBe('done');
+      expect(status).toMatch(/done: test accuracy \d+\.\d%/);
+      expect(await page.textContent('[data-testid=local-step]')).toBe(String(steps));
+      const losses = JSON.parse(
+        (await page.getAttribute('[data-testid=local-loss]', 'data-losses')) ?? '[]',
+      ) as number[];
+      expect(losses.length).toBe(steps);
+      for (const l of losses) expect(Number.isFinite(l)).toBe(true);
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+      const [first, last] = [mean(losses.slice(0, 5)), mean(losses.slice(-5))];
+      // Softmax over 10 classes starts near ln 10 ≈ 2.3; a learning MLP is well below that within 20 steps.
+      expect(first).toBeGreaterThan(1.5);
+      expect(last).toBeLessThan(first * 0.7);
+      await screenshot(page, 'browser-train');
+
       await page.waitForSelector('[data-testid=predictions][data-state=attached]');
       await page.waitForFunction(() => document.querySelectorAll('[data-testid=samples] li').length === 12);
       const labels = await page.$$eval('[data-testid=samples] li span', (spans) =>
