@@ -1,10 +1,14 @@
 /**
- * A job on a user's own data in the page: a Chromium tab and a Deno worker
- * train together over real WebRTC, a small transformer on a text file and the
- * mlp on a CSV table. The worker reads its own copy; the tab downloads the
- * job's file from the server that serves the page (only with the job's token,
- * only a file the job names, and checked against the job's SHA-256). With the
- * text, the tab then writes a continuation of a prompt with its weights.
+ * Jobs in the page beyond the digits: a Chromium tab and a Deno worker train
+ * together over real WebRTC, the words transformer (the built-in recipe), a
+ * small transformer on a user's text file (its own characters, then GPT-2's
+ * tokenizer) and the mlp on a user's CSV table. With a user's file the worker
+ * reads its own copy; the tab downloads the job's file from the server that
+ * serves the page (only with the job's token, only a file the job names, and
+ * checked against the job's SHA-256). A transformer's tab shows validation loss
+ * and perplexity where a classifier shows accuracy, and samples from the weights
+ * it holds: words, or a continuation of a prompt. One server and one Chromium
+ * for all of them.
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,12 +57,40 @@ const JOB = {
   },
 };
 // The same text with GPT-2's tokenizer (`run --text tale.txt --tokenizer gpt2 …`): the tab loads the tokenizer and
-// tokenizes its download with it.
+// tokenizes its download with it. One step: with GPT-2's 50,257 outputs a step takes seconds on the software adapters,
+// and one allreduced step is all this job's claims need (the tokenizer, the ring, sampling from the tab's weights).
+const GPT2_STEPS = 1;
 const GPT2_JOB = {
   ...JOB,
   id: 'tale-gpt2',
   token: 'tok-tale-gpt2',
-  config: { ...JOB.config, hyperparameters: { ...JOB.config.hyperparameters, tokenizer: 'gpt2' } },
+  config: {
+    ...JOB.config,
+    hyperparameters: { ...JOB.config.hyperparameters, steps: GPT2_STEPS, tokenizer: 'gpt2' },
+  },
+};
+// The words recipe's settings as `ringtrain run --model transformer` writes them, a few steps and a small validation
+// glance.
+const WORDS_JOB = {
+  id: 'words',
+  token: 'tok-words',
+  config: {
+    model: 'transformer',
+    optimizer: 'adamw',
+    hyperparameters: {
+      lr: 0.003,
+      weightDecay: 0.01,
+      steps: STEPS,
+      seed: 2,
+      sampling: 'replacement',
+      warmupFrom: 'zero',
+      warmupSteps: 100,
+      evalLimit: 16,
+    },
+    batchPerPeer: 4,
+    minPeers: 2,
+    maxPeers: 2,
+  },
 };
 const OTHER = new TextEncoder().encode('another job’s text');
 
@@ -96,7 +128,7 @@ const TABLE_JOB = {
 // GPT-2's 50,257 outputs between the server's welcome and the ring, which on a busy CPU adapter
 // keeps Deno's event loop longer than the default 15 s.
 const fx = usePageFixture({
-  jobs: [JOB, GPT2_JOB, TABLE_JOB],
+  jobs: [WORDS_JOB, JOB, GPT2_JOB, TABLE_JOB],
   files: [BYTES, OTHER, new TextEncoder().encode(CSV)],
   missedHeartbeats: 12,
 });
@@ -173,7 +205,7 @@ describe('a text job in the page', () => {
           `${fx.server.url}/?job=${GPT2_JOB.id}#token=${GPT2_JOB.token}`,
         );
         expect(note, worker.stderr).toMatch(
-          new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+`),
+          new RegExp(`Training finished: ${GPT2_STEPS} steps, validation loss \\d+\\.\\d+`),
         );
         await page.waitForSelector('[data-testid=text-panel][data-state=attached]', { timeout: 60_000 });
         // The first prompt is 16 GPT-2 tokens of the validation text, decoded: more than 16 characters of it.
@@ -188,7 +220,7 @@ describe('a text job in the page', () => {
         expect(continuation.length).toBeGreaterThan(200); // 200 tokens of GPT-2's whole vocabulary: words and pieces of words
         expect(errors).toEqual([]);
         expect(await worker.exit, worker.stderr).toBe(0);
-        expect(worker.result).toMatchObject({ steps: STEPS, size: 2, vocabulary_size: 50257 });
+        expect(worker.result).toMatchObject({ steps: GPT2_STEPS, size: 2, vocabulary_size: 50257 });
         await page.close();
       } finally {
         worker.child.kill('SIGKILL');
@@ -218,4 +250,51 @@ describe('a text job in the page', () => {
       worker.child.kill('SIGKILL');
     }
   });
+});
+
+describe('a transformer job in the page', () => {
+  it(
+    'trains with a Deno worker, shows the validation loss and generates words from the tab’s weights',
+    { timeout: 600_000 },
+    async () => {
+      const worker = startDenoWorker(fx.server.url, WORDS_JOB);
+      try {
+        const { page, errors, note } = await joinAndTrain(
+          fx.browser,
+          `${fx.server.url}/?job=${WORDS_JOB.id}#token=${WORDS_JOB.token}`,
+        );
+        expect(note, worker.stderr).toMatch(
+          new RegExp(`Training finished: ${STEPS} steps, validation loss \\d+\\.\\d+ \\(perplexity \\d+\\.\\d+\\)`),
+        );
+        // The job panel shows the validation loss (the server's copy of the peers' progress), not an accuracy.
+        expect(await page.textContent('[data-testid=metric-label]')).toBe('Validation loss');
+        await page.waitForFunction(
+          () => /perplexity/.test(document.querySelector('[data-testid=accuracy]')?.textContent ?? ''),
+          undefined,
+          { timeout: 30_000 },
+        );
+        const chart = page.locator('[data-testid=chart-accuracy]');
+        await page.waitForSelector('[data-testid=chart-accuracy][data-metric=validation-loss][data-values]', {
+          timeout: 30_000,
+        });
+        const values = JSON.parse((await chart.getAttribute('data-values')) ?? '[]') as number[];
+        expect(values.at(-1)).toBeGreaterThan(0);
+        expect(values.at(-1)).toBeLessThan(6); // nats per character, not a percentage
+        // Generate: words spelled by the tab's copy of the job's weights.
+        await page.waitForSelector('[data-testid=words-panel][data-state=attached]', { timeout: 60_000 });
+        await page.click('[data-testid=generate]');
+        await page.waitForSelector('[data-testid=words-panel][data-state=generated]', { timeout: 120_000 });
+        const words = await page.locator('[data-testid=words] li').allTextContents();
+        expect(words).toHaveLength(8);
+        for (const w of words) expect(w).toMatch(/^[a-z]{1,31}$/);
+        await screenshot(page, 'transformer-job');
+        expect(errors).toEqual([]);
+        expect(await worker.exit, worker.stderr).toBe(0);
+        expect(worker.result).toMatchObject({ steps: STEPS, size: 2 });
+        await page.close();
+      } finally {
+        worker.child.kill('SIGKILL');
+      }
+    },
+  );
 });

@@ -1,13 +1,14 @@
 /**
  * Secrets and transport, end to end: the server over https/wss with a test
- * certificate made by openssl; a Deno worker (the launcher's default) that
- * trusts the test CA (DENO_CERT) and reads its token from RINGTRAIN_TOKEN; a Chromium
- * tab (--ignore-certificate-errors, the test CA is not in its store) that
- * opens the page with `#token=…`. They train one job together over real
- * WebRTC. The token is in no argv, is gone from the tab's address, and no
- * public endpoint shows the job.
+ * certificate made by openssl; two Deno workers (the launcher's default) that
+ * trust the test CA (DENO_CERT) and read their token from RINGTRAIN_TOKEN; a
+ * Chromium tab (--ignore-certificate-errors, the test CA is not in its store)
+ * that opens the page with `#token=…`. The three train one job together: the
+ * workers link to each other by TCP and to the tab by real WebRTC, in one ring;
+ * nothing above the links knows, and all three finish every step. The token is
+ * in no argv, is gone from the tab's address, and no public endpoint shows the job.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:https';
 import { fileURLToPath } from 'node:url';
@@ -26,8 +27,8 @@ const JOB = {
     optimizer: 'sgd',
     hyperparameters: { lr: 0.05, steps: STEPS, seed: 5 },
     batchPerPeer: 32,
-    minPeers: 2,
-    maxPeers: 2,
+    minPeers: 3,
+    maxPeers: 3,
   },
 };
 const cert = makeTestCert();
@@ -48,9 +49,60 @@ function httpsText(url: string): Promise<string> {
   });
 }
 
-describe('the page and a worker over wss, the token out of argv and URLs', () => {
+interface Worker {
+  child: ChildProcess;
+  stdout: string;
+  stderr: string;
+  exit: Promise<number | null>;
+}
+
+/** A Deno worker that finds its token in RINGTRAIN_TOKEN and trusts the test CA; `--json` prints its summary last. */
+function secureWorker(name: string): Worker {
+  const child = spawn(
+    'node_modules/.bin/deno',
+    [
+      'run',
+      '-A',
+      'src/cli/main.ts',
+      'worker',
+      '--server',
+      fx.server.url,
+      '--job',
+      JOB.id,
+      '--name',
+      name,
+      '--json',
+      ...recoveryArgs(name),
+    ],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, RINGTRAIN_TOKEN: JOB.token, DENO_CERT: cert.caPath },
+    },
+  );
+  const w: Worker = {
+    child,
+    stdout: '',
+    stderr: '',
+    exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+  };
+  child.stdout!.on('data', (d) => (w.stdout += String(d)));
+  child.stderr!.on('data', (d) => (w.stderr += String(d)));
+  return w;
+}
+
+type Summary = {
+  rank: number;
+  steps: number;
+  size: number;
+  runtime: string;
+  links: { peer: number; transport: string }[];
+  weights_crc32: number;
+};
+
+describe('the page and two workers over wss, the token out of argv and URLs', () => {
   it(
-    'a Deno worker and a tab train together over https/wss; the token shows nowhere public',
+    'two Deno workers (TCP between them) and a tab (WebRTC) train in one ring over https/wss; the token shows nowhere public',
     { timeout: 600_000 },
     async () => {
       expect(fx.server.url).toMatch(/^https:/);
@@ -70,57 +122,43 @@ describe('the page and a worker over wss, the token out of argv and URLs', () =>
         if (path.startsWith('/api/jobs')) expect(body, path).not.toContain('"peers"');
       }
 
-      const worker = spawn(
-        'node_modules/.bin/deno',
-        [
-          'run',
-          '-A',
-          'src/cli/main.ts',
-          'worker',
-          '--server',
-          fx.server.url,
-          '--job',
-          JOB.id,
-          '--name',
-          'deno-worker',
-          '--json',
-          ...recoveryArgs(),
-        ],
-        {
-          cwd: ROOT,
-          stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...process.env, RINGTRAIN_TOKEN: JOB.token, DENO_CERT: cert.caPath },
-        },
-      );
-      let stdout = '';
-      let stderr = '';
-      worker.stdout.on('data', (d) => (stdout += String(d)));
-      worker.stderr.on('data', (d) => (stderr += String(d)));
-      const exit = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
+      const workers = [secureWorker('deno-a'), secureWorker('deno-b')];
       try {
-        const argv = readFileSync(`/proc/${worker.pid}/cmdline`, 'utf8');
-        expect(argv).toContain('worker');
-        expect(argv).not.toContain(JOB.token);
+        for (const w of workers) {
+          const argv = readFileSync(`/proc/${w.child.pid}/cmdline`, 'utf8');
+          expect(argv).toContain('worker');
+          expect(argv).not.toContain(JOB.token);
+        }
 
         await page.waitForSelector('[data-testid=join]:not([disabled])', { timeout: 120_000 });
         await page.click('[data-testid=join]');
         const note = await waitForTrainingEnd(page, errors, 400_000).catch((err: Error) => {
-          throw new Error(`${err.message}\nworker: ${stderr.slice(-2000)}`);
+          throw new Error(`${err.message}\nworkers: ${workers.map((w) => w.stderr.slice(-1500)).join('\n')}`);
         });
-        expect(note, stderr.slice(-3000)).toContain(`Training finished: ${STEPS} steps`);
-        const code = await exit;
-        const summary = JSON.parse(stdout.trim().split('\n').pop()!) as {
-          steps: number;
-          size: number;
-          runtime: string;
-        };
-        expect(summary, stderr).toMatchObject({ steps: STEPS, size: 2, runtime: 'deno' });
-        // 3: the ring closed in the final evaluation, after the last step (see join.test.ts).
-        expect([0, 3], stderr).toContain(code);
-        expect(stderr).not.toContain('warning: --token');
+        expect(note, workers.map((w) => w.stderr.slice(-1500)).join('\n')).toContain(
+          `Training finished: ${STEPS} steps`,
+        );
+        const tabRank = Number(await page.getAttribute('[data-testid=participate]', 'data-rank'));
+        const codes = await Promise.all(workers.map((w) => w.exit));
+        const summaries = workers.map((w) => JSON.parse(w.stdout.trim().split('\n').pop()!) as Summary);
+        for (const [i, s] of summaries.entries()) {
+          const { stderr } = workers[i];
+          expect(s, stderr).toMatchObject({ steps: STEPS, size: 3, runtime: 'deno' });
+          // 3: the ring closed in the final evaluation, after the last step (see join.test.ts).
+          expect([0, 3], stderr).toContain(codes[i]);
+          expect(stderr).not.toContain('warning: --token');
+          // The workers link to each other by TCP, and to the tab (which cannot dial) by WebRTC.
+          expect(s.links).toEqual(
+            expect.arrayContaining([
+              { peer: summaries[1 - i].rank, transport: 'tcp' },
+              { peer: tabRank, transport: 'webrtc' },
+            ]),
+          );
+        }
+        expect(summaries[0].weights_crc32).toBe(summaries[1].weights_crc32);
         expect(errors).toEqual([]);
       } finally {
-        worker.kill('SIGKILL');
+        for (const w of workers) w.child.kill('SIGKILL');
         await page.close();
       }
     },
