@@ -56,6 +56,7 @@ async function step(
           ...how,
           segmentBytes: 8192,
           observeReceived: (o, v) => checks[r].observe(c, o, v),
+          observeSent: (o, v) => checks[r].observeSent(c, o, v),
         });
         await checks[r].after(c, grads[r], 1 / c.size);
         return null;

@@ -39,19 +39,12 @@ import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
 import { sketch, stepSeed } from '../../collectives/robust/sketch.ts';
 import { sketchInto } from '../../collectives/robust/sketch.ts';
-import {
-  badReceipts,
-  chunkSketches,
-  culpritOf,
-  ringChunks,
-  suspectLinks,
-  wrongChunks,
-  type RingChunk,
-} from '../../collectives/robust/verified.ts';
+import { chunkSketches, ringChunks, type RingChunk } from '../../collectives/robust/verified.ts';
 import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
 import { DoubtTracker, type DoubtOptions } from './doubt.ts';
 import { judgeNorms, l2Norm, rejectOffences, type GuardOptions } from './guard.ts';
-import { signedAllgather, startSignedAllgather } from '../session/signed-gather.ts';
+import { startSignedAllgather } from '../session/signed-gather.ts';
+import { judgeVerifiedStep } from './verify-verdicts.ts';
 
 /** Buckets of the sketch the direction rule compares (cosines to about ±1/16). */
 export const DIRECTION_BUCKETS = 256;
@@ -88,8 +81,14 @@ interface Pending {
   judge: (gathered: Float32Array) => number[];
   /** Each rank's published per-chunk sketches times its factor (verify; set once judged). */
   published: Float32Array[] | null;
-  /** Sketches of what this rank received in reduce-scatter, by segment offset. */
-  received: Map<number, Float64Array>;
+  /** What this rank received and sent in reduce-scatter, where it lies in the gradient (verify; digested in `after`). */
+  link: LinkCopies | null;
+}
+
+/** Copies of a step's reduce-scatter traffic on this rank, kept for the link digests and any evidence. */
+interface LinkCopies {
+  sent: Float32Array;
+  received: Float32Array;
 }
 
 type Guard = Exclude<StepCheckOptions['guard'], false | undefined>;
@@ -100,6 +99,7 @@ export class StepChecks {
   private gathering: Promise<unknown> | null = null;
   private history = new WeakMap<Communicator, DirectionHistory>();
   private doubts = new WeakMap<Communicator, DoubtTracker>();
+  private copies: LinkCopies | null = null;
 
   constructor(private readonly o: StepCheckOptions) {}
 
@@ -162,7 +162,7 @@ export class StepChecks {
       chunks,
       gathered,
       published: null,
-      received: new Map(),
+      link: chunks.length ? this.linkCopies(local.length) : null,
       judge: (all) => this.judge(comm, guard, all, mine.length, directionBuckets, pending),
     };
     if (guard !== false && guard.doubt !== false && this.o.leaveOut !== false) {
@@ -244,17 +244,27 @@ export class StepChecks {
   }
 
   /**
-   * During the allreduce (verify): a segment this rank received in reduce-scatter. Its sketch
-   * is kept, so that after the sum every hop can be checked against the published sketches
-   * and the rank that sent what its own published sketch does not explain is named.
+   * During the allreduce (verify): a segment this rank received in reduce-scatter. A copy is kept:
+   * after the sum its hash and sketch go into this rank's signed link digest (link-digests.ts), and
+   * its bytes are the evidence should the sender's digest and this rank's disagree.
    */
   observe(comm: Communicator, offset: number, values: Float32Array): void {
     const p = this.pending;
-    if (!p || p.comm !== comm) return;
-    const s = new Float64Array(VERIFY_BUCKETS);
-    sketchInto(s, values, p.seed, offset);
     // A fast path that fell back sends the same offsets again: the last one is what was reduced.
-    p.received.set(offset, s);
+    if (p?.comm === comm) p.link?.received.set(values, offset);
+  }
+
+  /** During the allreduce (verify): a segment this rank sends in reduce-scatter, kept for its signed link digest. */
+  observeSent(comm: Communicator, offset: number, values: Float32Array): void {
+    const p = this.pending;
+    if (p?.comm === comm) p.link?.sent.set(values, offset);
+  }
+
+  /** One pair of copies for every step (each step overwrites what it digests). */
+  private linkCopies(length: number): LinkCopies {
+    if (this.copies?.sent.length !== length)
+      this.copies = { sent: new Float32Array(length), received: new Float32Array(length) };
+    return this.copies;
   }
 
   /**
@@ -273,65 +283,23 @@ export class StepChecks {
     p.judge(await p.gathered);
     const published = p.published;
     if (!published) return;
-    const wrong = wrongChunks(reduced, p.chunks, published, VERIFY_BUCKETS, p.seed, scale);
-    const bad = badReceipts(comm.rank, comm.size, p.chunks, p.received, published, VERIFY_BUCKETS, prescale);
-    // Per chunk: whether the result is wrong here, and whether the partial sum this rank received was.
-    const n = p.chunks.length;
-    const flags = new Int32Array(2 * n);
-    for (const c of wrong) flags[c] = 1;
-    for (const c of bad) flags[n + c] = 1;
-    const all = await signedAllgather(comm, flags, {
-      name: 'verify-verdicts',
-      step: p.step,
-      timeoutMs: this.o.timeoutMs,
-      misbehaviour: this.o.misbehaviour,
-    });
-    const ranks = Array.from({ length: comm.size }, (_, r) => r);
-    const chunksOf = (r: number, from: number) =>
-      [...all.subarray(r * flags.length + from, r * flags.length + from + n)].flatMap((f, c) => (f ? [c] : []));
-    const wrongAt = ranks.map((r) => chunksOf(r, 0));
-    const badAt = ranks.map((r) => chunksOf(r, n));
-    if (wrongAt.every((w) => w.length === 0) && badAt.every((b) => b.length === 0)) return;
-    const describe = (at: number[][], what: string) =>
-      at.flatMap((w, r) => (w.length ? [`rank ${r}: ${what} ${w.join(', ')}`] : []));
-    const seenBy = [
-      ...describe(wrongAt, 'result chunk(s)'),
-      ...describe(badAt, 'received partial(s) of chunk(s)'),
-    ].join('; ');
-    // Every rank judges the same gathered findings, so every rank names the same one.
-    const culprit = culpritOf(wrongAt, badAt, p.chunks, comm.size);
-    const links =
-      culprit !== null
-        ? [{ from: culprit, to: (culprit + 1) % comm.size }]
-        : suspectLinks(wrongAt, p.chunks, comm.size);
-    const where = links.map((l) => `${l.from} → ${l.to}`).join(', ');
-    if (links.length === 1) {
-      const { from, to } = links[0];
-      const reason = `step ${p.step}: its link to rank ${to} changed gradient data in transit, or it sent other numbers than it published: what it passed on does not match its published sketch plus what it received (verified allreduce; seen by ${seenBy})`;
-      this.o.misbehaviour?.peerMisbehaved({ rank: comm.rank, peer: from, reason });
-      if (comm.events.active)
-        comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
-      throw new RingtrainError(
-        ErrorCode.PeerMisbehaved,
-        `step ${p.step} failed verification: rank ${from} sent rank ${to} gradients that its published sketch does not explain (${seenBy}); the update was not applied. Elastic jobs eject rank ${from} (the sender) and go on; otherwise resume from the recovery checkpoint without it`,
-        { peer: from, culprits: [from], link: [from, to], step: p.step, wrongAt, badAt },
-      );
-    }
-    // Wrong everywhere and no one rank to blame: the sum itself broke (finite contributions that
-    // overflowed, a run diverging under a peer whose large gradients are what it published). Said
-    // as a divergence, which stops the job with the suspects named, not as a ring that broke for
-    // no reason (an elastic job would wait for a membership change that never comes).
-    if (wrongAt.every((w) => w.length === n) && reduced.some((v) => !Number.isFinite(v))) {
-      throw new RingtrainError(
-        ErrorCode.InvalidArgument,
-        `the averaged gradient of 'gradients' holds non-finite values at step ${p.step}, wrong against the published sketches on every rank and no single rank explains it (${seenBy}): a rank diverged; lower the learning rate`,
-        { tensor: 'gradients', step: p.step, diverged: true, wrongAt, badAt },
-      );
-    }
-    throw new RingtrainError(
-      ErrorCode.Aborted,
-      `step ${p.step} failed verification: the summed gradients changed in transit (${seenBy}), on one of the links ${where}; the update was not applied and no single rank explains it`,
-      { step: p.step, wrongAt, badAt, links: links.map((l) => [l.from, l.to]) },
+    const link = p.link!;
+    await judgeVerifiedStep(
+      {
+        comm,
+        step: p.step,
+        chunks: p.chunks,
+        seed: p.seed,
+        k: VERIFY_BUCKETS,
+        published,
+        sent: link.sent,
+        received: link.received,
+        timeoutMs: this.o.timeoutMs,
+        misbehaviour: this.o.misbehaviour,
+      },
+      reduced,
+      scale,
+      prescale,
     );
   }
 }

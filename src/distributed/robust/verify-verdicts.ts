@@ -1,0 +1,177 @@
+/**
+ * The verified allreduce's judgement after the sum (step-checks.ts calls it before the update):
+ * every rank shares, in one signed allgather, which result chunks it found wrong and its signed
+ * link digests (link-digests.ts: per chunk, the hash and sketch of what it sent and received in
+ * reduce-scatter). Then every rank judges alike:
+ *
+ *  1. a rank whose own signed digests contradict its published contribution, or who signed a
+ *     sketch the bytes do not have (shown by the other end in an evidence gather, run only when
+ *     two ends sketched the same bytes differently), is named: proven, whatever anyone claims;
+ *  2. otherwise the hops whose hashes differ (one end's word against the other's) and the
+ *     result chunks found wrong locate one link as before (verified.ts's culpritOf and
+ *     suspectLinks), and its sender is named.
+ */
+import { ErrorCode, RingtrainError } from '../../core/errors.ts';
+import { now } from '../../core/events.ts';
+import type { Communicator } from '../../comm/interface.ts';
+import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
+import { culpritOf, suspectLinks, wrongChunks, type RingChunk } from '../../collectives/robust/verified.ts';
+import {
+  chunkHashes,
+  chunkSketchesWhere,
+  digestFromWords,
+  digestToWords,
+  digestWords,
+  evidenceOf,
+  judgeEvidence,
+  judgeHops,
+  receives,
+  sends,
+  type HopInput,
+  type LinkDigest,
+  type ProvenFault,
+} from '../../collectives/robust/link-digests.ts';
+import { signedAllgather } from '../session/signed-gather.ts';
+
+export interface VerifiedStep {
+  comm: Communicator;
+  step: number;
+  chunks: RingChunk[];
+  /** The verifier's sketch seed of this step. */
+  seed: number;
+  /** Buckets per chunk sketch. */
+  k: number;
+  /** Each rank's published per-chunk sketches times its factor. */
+  published: Float32Array[];
+  /** What this rank sent and received in reduce-scatter, where it lies in the gradient. */
+  sent: Float32Array;
+  received: Float32Array;
+  timeoutMs?: number;
+  misbehaviour?: MisbehaviourSink;
+}
+
+/** Throws ERR_PEER_MISBEHAVED (or another error) when the sum is not what the published checks say, on every rank alike. */
+export async function judgeVerifiedStep(
+  v: VerifiedStep,
+  reduced: Float32Array,
+  scale: number,
+  prescale: number,
+): Promise<void> {
+  const { comm, chunks } = v;
+  const n = chunks.length;
+  const wrong = wrongChunks(reduced, chunks, v.published, v.k, v.seed, scale);
+  const digest = await digestOf(v);
+  const flags = new Int32Array(n);
+  for (const c of wrong) flags[c] = 1;
+  const mine = new Int32Array(n + digestWords(n, v.k));
+  mine.set(flags);
+  mine.set(digestToWords(digest), n);
+  const all = await signedAllgather(comm, mine, gatherOptions(v, 'verify-verdicts'));
+  const ranks = Array.from({ length: comm.size }, (_, r) => r);
+  const blockOf = (r: number) => all.subarray(r * mine.length, (r + 1) * mine.length);
+  const wrongAt = ranks.map((r) => [...blockOf(r).subarray(0, n)].flatMap((f, c) => (f ? [c] : [])));
+  const input: HopInput = {
+    size: comm.size,
+    chunks,
+    k: v.k,
+    prescale,
+    published: v.published,
+    digests: ranks.map((r) => digestFromWords(blockOf(r).slice(n), n, v.k)),
+  };
+  const found = judgeHops(input);
+  const proven = [...found.proven];
+  if (found.sketchDisputes.length > 0) {
+    const evidence = evidenceOf(comm.rank, found.sketchDisputes, chunks, comm.size, v.received);
+    const shown = await signedAllgather(comm, evidence, gatherOptions(v, 'verify-evidence'));
+    const blocks = ranks.map((r) => shown.subarray(r * evidence.length, (r + 1) * evidence.length));
+    proven.push(...(await judgeEvidence(input, found.sketchDisputes, blocks, v.seed)));
+  }
+  if (proven.length > 0) nameProven(v, proven);
+  // Only a receiver's word now: the hops whose hashes differ, as the partials it received wrong.
+  const badAt = ranks.map((r) => [...new Set(found.hashDisputes.filter((h) => h.to === r).map((h) => h.chunk))]);
+  if (wrongAt.every((w) => w.length === 0) && badAt.every((b) => b.length === 0)) return;
+  nameFromClaims(v, reduced, wrongAt, badAt);
+}
+
+function gatherOptions(v: VerifiedStep, name: string) {
+  return { name, step: v.step, timeoutMs: v.timeoutMs, misbehaviour: v.misbehaviour };
+}
+
+/** This rank's signed-to-be digest of its reduce-scatter traffic. */
+async function digestOf(v: VerifiedStep): Promise<LinkDigest> {
+  const { comm, chunks, k, seed } = v;
+  const sent = (c: RingChunk) => sends(c, comm.rank);
+  const got = (c: RingChunk) => receives(c, comm.rank, comm.size);
+  const [sentHash, receivedHash] = await Promise.all([
+    chunkHashes(v.sent, chunks, sent),
+    chunkHashes(v.received, chunks, got),
+  ]);
+  return {
+    sentHash,
+    receivedHash,
+    sentSketch: chunkSketchesWhere(v.sent, chunks, k, seed, sent),
+    receivedSketch: chunkSketchesWhere(v.received, chunks, k, seed, got),
+  };
+}
+
+/** Names every rank the signed digests convict (the same on every rank) and fails the step. */
+function nameProven(v: VerifiedStep, proven: ProvenFault[]): never {
+  const { comm } = v;
+  const culprits = [...new Set(proven.map((f) => f.rank))].sort((a, b) => a - b);
+  for (const peer of culprits) {
+    const why = proven.find((f) => f.rank === peer)!.reason;
+    const reason = `step ${v.step}: ${why} (verified allreduce, signed link digests)`;
+    v.misbehaviour?.peerMisbehaved({ rank: comm.rank, peer, reason });
+    if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer, reason });
+  }
+  const first = proven.find((f) => f.rank === culprits[0])!;
+  throw new RingtrainError(
+    ErrorCode.PeerMisbehaved,
+    `step ${v.step} failed verification: rank ${culprits.join(' and rank ')} ${culprits.length > 1 ? 'are' : 'is'} named by ${culprits.length > 1 ? 'their' : 'its'} own signed link digest (${first.reason}); the update was not applied. Elastic jobs eject ${culprits.length > 1 ? 'them' : 'it'} and go on; otherwise resume from the recovery checkpoint without ${culprits.length > 1 ? 'them' : 'it'}`,
+    { peer: culprits[0], culprits, step: v.step, proven: proven.map((f) => ({ rank: f.rank, chunk: f.chunk })) },
+  );
+}
+
+/** No rank convicted by its signature: the wrong results and disputed hops locate one link, as before signed digests. */
+function nameFromClaims(v: VerifiedStep, reduced: Float32Array, wrongAt: number[][], badAt: number[][]): never {
+  const { comm, chunks, step } = v;
+  const n = chunks.length;
+  const describe = (at: number[][], what: string) =>
+    at.flatMap((w, r) => (w.length ? [`rank ${r}: ${what} ${w.join(', ')}`] : []));
+  const seenBy = [
+    ...describe(wrongAt, 'result chunk(s)'),
+    ...describe(badAt, 'received partial(s) of chunk(s) its sender signed otherwise'),
+  ].join('; ');
+  // Every rank judges the same gathered findings, so every rank names the same one.
+  const culprit = culpritOf(wrongAt, badAt, chunks, comm.size);
+  const links =
+    culprit !== null ? [{ from: culprit, to: (culprit + 1) % comm.size }] : suspectLinks(wrongAt, chunks, comm.size);
+  const where = links.map((l) => `${l.from} → ${l.to}`).join(', ');
+  if (links.length === 1) {
+    const { from, to } = links[0];
+    const reason = `step ${step}: its link to rank ${to} changed gradient data in transit, or it sent other numbers than it published: what it passed on does not match its published sketch plus what it received (verified allreduce; seen by ${seenBy})`;
+    v.misbehaviour?.peerMisbehaved({ rank: comm.rank, peer: from, reason });
+    if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
+    throw new RingtrainError(
+      ErrorCode.PeerMisbehaved,
+      `step ${step} failed verification: rank ${from} sent rank ${to} gradients that its published sketch does not explain (${seenBy}); the update was not applied. Elastic jobs eject rank ${from} (the sender) and go on; otherwise resume from the recovery checkpoint without it`,
+      { peer: from, culprits: [from], link: [from, to], step, wrongAt, badAt },
+    );
+  }
+  // Wrong everywhere and no one rank to blame: the sum itself broke (finite contributions that
+  // overflowed, a run diverging under a peer whose large gradients are what it published). Said
+  // as a divergence, which stops the job with the suspects named, not as a ring that broke for
+  // no reason (an elastic job would wait for a membership change that never comes).
+  if (wrongAt.every((w) => w.length === n) && reduced.some((x) => !Number.isFinite(x))) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `the averaged gradient of 'gradients' holds non-finite values at step ${step}, wrong against the published sketches on every rank and no single rank explains it (${seenBy}): a rank diverged; lower the learning rate`,
+      { tensor: 'gradients', step, diverged: true, wrongAt, badAt },
+    );
+  }
+  throw new RingtrainError(
+    ErrorCode.Aborted,
+    `step ${step} failed verification: the summed gradients changed in transit (${seenBy}), on one of the links ${where}; the update was not applied and no single rank explains it`,
+    { step, wrongAt, badAt, links: links.map((l) => [l.from, l.to]) },
+  );
+}
