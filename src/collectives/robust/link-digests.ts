@@ -260,7 +260,7 @@ export async function judgeEvidence(
       proven.push({
         rank: h.to,
         chunk: h.chunk,
-        reason: `it claimed rank ${h.from} sent it chunk ${h.chunk} with another sketch than rank ${h.from} signed, and the bytes it showed are not the ones both signed`,
+        reason: `it claimed rank ${h.from} sent it chunk ${h.chunk} with another sketch than rank ${h.from} signed, and the bytes it showed are not the ones both signed the hash of (a false accusation: it cannot back it)`,
       });
       continue;
     }

@@ -128,7 +128,7 @@ function nameProven(v: VerifiedStep, proven: ProvenFault[]): never {
   throw new RingtrainError(
     ErrorCode.PeerMisbehaved,
     `step ${v.step} failed verification: rank ${culprits.join(' and rank ')} ${culprits.length > 1 ? 'are' : 'is'} named by ${culprits.length > 1 ? 'their' : 'its'} own signed link digest (${first.reason}); the update was not applied. Elastic jobs eject ${culprits.length > 1 ? 'them' : 'it'} and go on; otherwise resume from the recovery checkpoint without ${culprits.length > 1 ? 'them' : 'it'}`,
-    { peer: culprits[0], culprits, step: v.step, proven: proven.map((f) => ({ rank: f.rank, chunk: f.chunk })) },
+    { peer: culprits[0], culprits, step: v.step, proven },
   );
 }
 
@@ -151,7 +151,8 @@ function nameFromClaims(v: VerifiedStep, reduced: Float32Array, wrongAt: number[
     const { from, to } = links[0];
     const reason = `step ${step}: its link to rank ${to} changed gradient data in transit, or it sent other numbers than it published: what it passed on does not match its published sketch plus what it received (verified allreduce; seen by ${seenBy})`;
     v.misbehaviour?.peerMisbehaved({ rank: comm.rank, peer: from, reason });
-    if (comm.events.active) comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
+    if (comm.events.active)
+      comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
     throw new RingtrainError(
       ErrorCode.PeerMisbehaved,
       `step ${step} failed verification: rank ${from} sent rank ${to} gradients that its published sketch does not explain (${seenBy}); the update was not applied. Elastic jobs eject rank ${from} (the sender) and go on; otherwise resume from the recovery checkpoint without it`,

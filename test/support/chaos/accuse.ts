@@ -1,0 +1,67 @@
+/**
+ * lie-accuse: the liar of issue 37 that frames its left neighbour. From its step on it sends NaN
+ * into the ring after publishing honest checks (as lie-nan), and in its verify-verdicts block it
+ * claims that what its left neighbour sent it sketches to NaN: "the poison I pass on is what I was
+ * given". It keeps the hashes true (a false hash is only its word against the neighbour's) and signs
+ * the block as its author, as the protocol asks (signed-gather.ts). The neighbour's own signed digest
+ * says what it sent; the liar's received bytes, which it must show, say the same.
+ */
+import type { Communicator } from '../../../src/comm/interface.ts';
+import { FAST_STEP_BIT } from '../../../src/collectives/controller/negotiate.ts';
+import { HASH_WORDS, receives } from '../../../src/collectives/robust/link-digests.ts';
+import { ringChunks } from '../../../src/collectives/robust/verified.ts';
+import { PHASE_ALLGATHER } from '../../../src/collectives/transfer/ring.ts';
+import { VERIFY_BUCKETS } from '../../../src/distributed/robust/step-checks.ts';
+import { keysOf, SIGNATURE_BYTES } from '../../../src/distributed/session/ring-keys.ts';
+import { signedAllgather, signedAsAuthor } from '../../../src/distributed/session/signed-gather.ts';
+
+/** Words per chunk of a verdict block: the flag, two hashes, two sketches (verify-verdicts.ts). */
+const WORDS_PER_CHUNK = 1 + 2 * HASH_WORDS + 2 * VERIFY_BUCKETS;
+
+const accusing = new WeakSet<Communicator>();
+
+/** A ring allgather's first hop carries the sender's own block (collectives/transfer/ring.ts). */
+function isOwnBlock(tag: { step: number }): boolean {
+  const step = tag.step & ~FAST_STEP_BIT;
+  return step >>> 16 === PHASE_ALLGATHER && (step & 0xffff) === 0;
+}
+
+/**
+ * From now on, while `stepNow()` is at or past `fromStep`, this rank's verdict blocks carry the false
+ * claim, and it joins the evidence gather the others then hold, showing zeros for the bytes it says it
+ * received (its own honest code, which judges its own block as it was before the rewrite, would not).
+ * `gradientLength`: the floats of the gradient the verified allreduce reduces (its ring chunks).
+ */
+export function accuseOnSend(
+  comm: Communicator,
+  fromStep: number,
+  stepNow: () => number,
+  gradientLength: number,
+): void {
+  if (accusing.has(comm)) return;
+  accusing.add(comm);
+  const send = comm.send.bind(comm);
+  comm.send = (peer, tag, payload) => {
+    const step = stepNow();
+    const keys = keysOf(comm);
+    const words = payload.byteLength / 4 - (keys ? (2 * SIGNATURE_BYTES) / 4 : 0);
+    if (step < fromStep || !isOwnBlock(tag) || !(words > 0 && words % WORDS_PER_CHUNK === 0))
+      return send(peer, tag, payload);
+    const n = words / WORDS_PER_CHUNK;
+    const values = new Int32Array(new Uint8Array(payload.subarray(0, 4 * words)).buffer);
+    // The received sketches are the block's last k·n words.
+    new Float32Array(values.buffer, 4 * (words - VERIFY_BUCKETS * n)).fill(NaN);
+    showEvidence(comm, step, gradientLength);
+    if (!keys) return send(peer, tag, new Uint8Array(values.buffer));
+    return signedAsAuthor(keys, { name: 'verify-verdicts', step }, comm.rank, values).then((block) =>
+      send(peer, tag, new Uint8Array(block.buffer)),
+    );
+  };
+}
+
+/** Joins the evidence gather (called while the verdict gather runs, so it takes the next collective's place). */
+function showEvidence(comm: Communicator, step: number, gradientLength: number): void {
+  const chunks = ringChunks(gradientLength, comm.size, undefined, 0, 0);
+  const words = chunks.reduce((n, c) => n + (receives(c, comm.rank, comm.size) ? c.count : 0), 0);
+  void signedAllgather(comm, new Float32Array(words), { name: 'verify-evidence', step }).catch(() => {});
+}
