@@ -7,6 +7,11 @@
  * the author's signature broken under the relayer's hop signature: it names the relayer and its
  * abort carries the proof, which the author checks and reports too. The relayer is ejected; the
  * two others finish every step with one weights_hash, and nobody ever names the author.
+ *
+ * The same job with a liar that sends NaN into the ring and claims, in its signed verdict block,
+ * that its left neighbour sent it (--chaos lie-accuse): the neighbour's signed link digest and the
+ * bytes the liar must show contradict it (link-digests.ts), so both others name the liar, never the
+ * neighbour; the liar is ejected and the two finish with one weights_hash.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { requireNetns } from '../support/workers.ts';
@@ -39,5 +44,26 @@ describe('a relayer that rewrites the checks it passes on', () => {
     const hashes = new Set(honest.map((w) => w.result?.weights_hash));
     expect(hashes.size, detail).toBe(1);
     expect([...hashes][0]).toMatch(/^[0-9a-f]{64}$/);
+  }, 240_000);
+
+  it('--chaos lie-accuse: the liar that blames its left neighbour for the NaN it passes on is named and ejected, the neighbour is not', async () => {
+    requireNetns();
+    const { honest, faulty, honestCodes, faultyCode } = await runWithFault('lie-accuse', 'lie-accuse');
+    const detail = [...honest, faulty].map((w) => `--- rank ${w.rank}\n${w.stderr.slice(-3000)}`).join('\n');
+    const liar = faulty.rank!;
+    for (const [i, w] of honest.entries()) {
+      expect(honestCodes[i], detail).toBe(0);
+      expect(w.result).toMatchObject({ steps: STEPS, size: 2, stopped_by: null });
+      const named = w.events.filter((e) => e.event === 'peer-misbehaved');
+      expect(named.length, detail).toBeGreaterThan(0);
+      expect(new Set(named.map((e) => e.peer)), detail).toEqual(new Set([liar]));
+      expect(
+        w.events.filter((e) => e.event === 'peer-left' && e.reason === 'ejected').map((e) => e.name),
+        detail,
+      ).toEqual(['faulty']);
+      expect(lastStepAtSize(w, 3), detail).toBeLessThanOrEqual(FAULT_STEP + 1);
+    }
+    expect(faultyCode, detail).not.toBe(0);
+    expect(new Set(honest.map((w) => w.result?.weights_hash)).size, detail).toBe(1);
   }, 240_000);
 });
