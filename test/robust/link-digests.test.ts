@@ -2,14 +2,16 @@
  * Signed link digests (src/collectives/robust/link-digests.ts, verify-verdicts.ts) on memory links
  * with real signing keys: a liar that passes on NaN and claims its left neighbour sent it that NaN
  * is named by every rank, the neighbour by none; a sender that signs a sketch other than that of
- * the bytes it sent is named from the bytes its receiver shows; honest steps name nobody.
+ * the bytes it sent is named from the bytes its receiver shows; honest steps name nobody. The
+ * verifier's seed is revealed by the sum (sketch.ts's revealedSeed): a change crafted into the null
+ * space of a seed known in advance (main's, drawn from the job's seed and the step) is caught.
  * Real processes: test/robust/relayed-checks.test.ts (--chaos lie-accuse).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LinkCommunicator } from '../../src/comm/communicator.ts';
 import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
 import { judgeEvidence, judgeHops, sha256, type HopInput } from '../../src/collectives/robust/link-digests.ts';
-import { sketchInto } from '../../src/collectives/robust/sketch.ts';
+import { mix32, revealedSeed, sketchInto, stepSeed } from '../../src/collectives/robust/sketch.ts';
 import { chunkSketches, ringChunks } from '../../src/collectives/robust/verified.ts';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { mulberry32 } from '../../src/core/random.ts';
@@ -36,6 +38,7 @@ async function signedRing(size: number) {
 }
 
 const GRADIENT = 20000;
+const JOB_SEED = 9;
 
 function gradients(size: number, n: number, seed: number): Float32Array[] {
   const r = mulberry32(seed);
@@ -45,7 +48,7 @@ function gradients(size: number, n: number, seed: number): Float32Array[] {
 /** One verified step on every rank, as the trainer runs it; `lie` changes a contribution after its checks went out. */
 async function verifiedStep(comms: LinkCommunicator[], step: number, lie?: (r: number, g: Float32Array) => void) {
   const grads = gradients(comms.length, GRADIENT, step + 1);
-  const checks = comms.map(() => new StepChecks({ guard: false, verify: true, seed: 9 }));
+  const checks = comms.map(() => new StepChecks({ guard: false, verify: true, seed: JOB_SEED }));
   return Promise.all(
     comms.map(async (c, r) => {
       try {
@@ -151,5 +154,69 @@ describe('judging one hop from its signed digests', () => {
     const { proven } = await oneHop(honest, honest, poison);
     expect(proven.map((f) => f.rank)).toEqual([1]);
     expect(proven[0].reason).toMatch(/false accusation/);
+  });
+});
+
+/**
+ * A change that main's verifier could not see: two elements of one chunk that its step seed (known in
+ * advance: the job's seed and the step) puts in the same bucket, moved by ±1000 with their signs so
+ * that the bucket's sum stays as it was (the per-chunk sketches are unchanged, and their masses only
+ * widen the bound).
+ */
+function nullSpaceChange(chunkOffset: number, chunkCount: number, step: number, k = 64): Map<number, number> {
+  const s = (stepSeed(JOB_SEED, step) ^ 0xa5a5a5a5) >>> 0;
+  const place = (i: number) => {
+    const h = mix32(i ^ s) ^ Math.imul(s, 0x27d4eb2f);
+    return { bucket: (h >>> 1) & (k - 1), sign: h & 1 ? -1 : 1 };
+  };
+  const first = place(chunkOffset);
+  for (let j = chunkOffset + 1; j < chunkOffset + chunkCount; j++) {
+    const other = place(j);
+    if (other.bucket !== first.bucket) continue;
+    return new Map([
+      [chunkOffset, 1000 * first.sign],
+      [j, -1000 * other.sign],
+    ]);
+  }
+  throw new Error('no two elements share a bucket');
+}
+
+describe("the verifier's seed is revealed by the sum", () => {
+  it('a change aimed at the null space of a seed known in advance is invisible to that seed, and named under the revealed one', async () => {
+    const { comms } = await signedRing(3);
+    const liar = 2;
+    const chunks = ringChunks(GRADIENT, 3, undefined, 0, 0);
+    // In a chunk the liar passes on (not its own), so its signed link digest carries it.
+    const c = chunks[0];
+    const change = nullSpaceChange(c.offset, c.count, 0);
+    const honest = gradients(3, GRADIENT, 1)[liar];
+    const changed = Float32Array.from(honest);
+    for (const [i, d] of change) changed[i] += d;
+    // Aimed well: under the seed known in advance the chunk sketches do not move (within float rounding).
+    const before = chunkSketches(honest, chunks, 64, (stepSeed(JOB_SEED, 0) ^ 0xa5a5a5a5) >>> 0);
+    const after = chunkSketches(changed, chunks, 64, (stepSeed(JOB_SEED, 0) ^ 0xa5a5a5a5) >>> 0);
+    for (let b = 0; b < 64; b++) expect(Math.abs(after[b] - before[b])).toBeLessThan(1e-3);
+    const errors = await verifiedStep(comms, 0, (r, g) => {
+      if (r === liar) for (const [i, d] of change) g[i] += d;
+    });
+    for (const [r, e] of errors.entries()) {
+      expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+      expect(e!.code, e!.message).toBe(ErrorCode.PeerMisbehaved);
+      expect(e!.detail).toMatchObject({ peer: liar, culprits: [liar] });
+    }
+  });
+
+  it('no rank can know the seed before its contribution is in the sum: one float of one contribution changes it', async () => {
+    const grads = gradients(3, 4096, 5);
+    const sumHashOf = async (gs: Float32Array[]) => {
+      const sum = Float32Array.from(gs[0], (_, i) => gs[0][i] + gs[1][i] + gs[2][i]);
+      return sha256(sum);
+    };
+    const seed = revealedSeed(7, await sumHashOf(grads));
+    const nudged = grads.map((g) => Float32Array.from(g));
+    nudged[1][100] = Math.fround(nudged[1][100] * (1 + 2 ** -20));
+    expect(revealedSeed(7, await sumHashOf(nudged))).not.toBe(seed);
+    // And the step alone (all that main's seed was drawn from besides the job's seed) does not give it.
+    expect(revealedSeed(8, await sumHashOf(grads))).not.toBe(seed);
   });
 });

@@ -73,20 +73,21 @@ export interface StepCheckOptions {
 interface Pending {
   comm: Communicator;
   step: number;
-  seed: number;
   chunks: RingChunk[];
   /** Every rank's published checks, gathered (judged in `after` when they travelled beside the sum). */
   gathered: Promise<Float32Array>;
   /** Judges the gathered checks: each rank's factor, or throws naming the offenders. */
   judge: (gathered: Float32Array) => number[];
-  /** Each rank's published per-chunk sketches times its factor (verify; set once judged). */
-  published: Float32Array[] | null;
+  /** Each rank's factor (set once judged): what it really sends is its contribution times it. */
+  factors: number[] | null;
   /** What this rank received and sent in reduce-scatter, where it lies in the gradient (verify; digested in `after`). */
   link: LinkCopies | null;
 }
 
-/** Copies of a step's reduce-scatter traffic on this rank, kept for the link digests and any evidence. */
+/** Copies of a step's contribution and reduce-scatter traffic on this rank, kept for the checks after the sum. */
 interface LinkCopies {
+  /** The contribution as its checks saw it (sketched only once the sum reveals the seed). */
+  contribution: Float32Array;
   sent: Float32Array;
   received: Float32Array;
 }
@@ -136,10 +137,9 @@ export class StepChecks {
     const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0, 0) : [];
     const directionBuckets =
       guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
-    const mine = new Float32Array(1 + directionBuckets + 2 * VERIFY_BUCKETS * chunks.length);
+    const mine = new Float32Array(1 + directionBuckets);
     mine[0] = l2Norm(local);
     if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
-    if (chunks.length) mine.set(chunkSketches(local, chunks, VERIFY_BUCKETS, verifySeed(seed)), 1 + directionBuckets);
     // Begun (signed) before this returns: it runs beside the allreduce the caller starts next.
     const { gathered } = await startSignedAllgather(comm, mine, {
       name: 'gradient-sketches',
@@ -158,11 +158,10 @@ export class StepChecks {
     const pending: Pending = {
       comm,
       step,
-      seed: verifySeed(seed),
       chunks,
       gathered,
-      published: null,
-      link: chunks.length ? this.linkCopies(local.length) : null,
+      factors: null,
+      link: chunks.length ? this.linkCopies(local) : null,
       judge: (all) => this.judge(comm, guard, all, mine.length, directionBuckets, pending),
     };
     if (guard !== false && guard.doubt !== false && this.o.leaveOut !== false) {
@@ -233,13 +232,7 @@ export class StepChecks {
       }
       rejectOffences(comm, step, offences, norms, this.o.misbehaviour);
     }
-    if (p.chunks.length) {
-      // What each rank really sends is its contribution times its factor; sketches are linear (and the masses scale by
-      // |factor|).
-      p.published = ranks.map((r) =>
-        Float32Array.from(block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * p.chunks.length), (v) => v * factors[r]),
-      );
-    }
+    p.factors = factors;
     return factors;
   }
 
@@ -260,10 +253,16 @@ export class StepChecks {
     if (p?.comm === comm) p.link?.sent.set(values, offset);
   }
 
-  /** One pair of copies for every step (each step overwrites what it digests). */
-  private linkCopies(length: number): LinkCopies {
+  /** One set of copies for every step (each step overwrites them), with `local` as this step's contribution. */
+  private linkCopies(local: Float32Array): LinkCopies {
+    const length = local.length;
     if (this.copies?.sent.length !== length)
-      this.copies = { sent: new Float32Array(length), received: new Float32Array(length) };
+      this.copies = {
+        contribution: new Float32Array(length),
+        sent: new Float32Array(length),
+        received: new Float32Array(length),
+      };
+    this.copies.contribution.set(local);
     return this.copies;
   }
 
@@ -281,17 +280,16 @@ export class StepChecks {
     // Judged only now, so that naming it (which asks the server to eject it) and failing the step
     // happen together, before an ejection can break the ring under a step still running.
     p.judge(await p.gathered);
-    const published = p.published;
-    if (!published) return;
-    const link = p.link!;
+    const link = p.link;
+    if (!link || !p.factors) return;
     await judgeVerifiedStep(
       {
         comm,
         step: p.step,
         chunks: p.chunks,
-        seed: p.seed,
         k: VERIFY_BUCKETS,
-        published,
+        contribution: link.contribution,
+        factors: p.factors,
         sent: link.sent,
         received: link.received,
         timeoutMs: this.o.timeoutMs,
@@ -302,9 +300,4 @@ export class StepChecks {
       prescale,
     );
   }
-}
-
-/** The verifier's sketch is drawn apart from the direction rule's. */
-function verifySeed(seed: number): number {
-  return (seed ^ 0xa5a5a5a5) >>> 0;
 }

@@ -15,7 +15,14 @@ import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { now } from '../../core/events.ts';
 import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
-import { culpritOf, suspectLinks, wrongChunks, type RingChunk } from '../../collectives/robust/verified.ts';
+import { revealedSeed } from '../../collectives/robust/sketch.ts';
+import {
+  chunkSketches,
+  culpritOf,
+  suspectLinks,
+  wrongChunks,
+  type RingChunk,
+} from '../../collectives/robust/verified.ts';
 import {
   chunkHashes,
   chunkSketchesWhere,
@@ -23,10 +30,12 @@ import {
   digestToWords,
   digestWords,
   evidenceOf,
+  HASH_WORDS,
   judgeEvidence,
   judgeHops,
   receives,
   sends,
+  type HopFindings,
   type HopInput,
   type LinkDigest,
   type ProvenFault,
@@ -37,17 +46,28 @@ export interface VerifiedStep {
   comm: Communicator;
   step: number;
   chunks: RingChunk[];
-  /** The verifier's sketch seed of this step. */
-  seed: number;
   /** Buckets per chunk sketch. */
   k: number;
-  /** Each rank's published per-chunk sketches times its factor. */
-  published: Float32Array[];
+  /** This rank's contribution as its checks saw it, and each rank's factor (what it sends is the product). */
+  contribution: Float32Array;
+  factors: number[];
   /** What this rank sent and received in reduce-scatter, where it lies in the gradient. */
   sent: Float32Array;
   received: Float32Array;
   timeoutMs?: number;
   misbehaviour?: MisbehaviourSink;
+}
+
+/** Words of one rank's verdict block: per chunk, the hash of the sum it holds, its contribution's sketch and masses, its link digest. */
+export function verdictWords(chunks: number, k: number): number {
+  return HASH_WORDS * chunks + 2 * k * chunks + digestWords(chunks, k);
+}
+
+interface Verdict {
+  sumHash: Int32Array;
+  /** The contribution's per-chunk sketches and masses (verified.ts's chunkSketches), as published. */
+  own: Float32Array;
+  digest: LinkDigest;
 }
 
 /** Throws ERR_PEER_MISBEHAVED (or another error) when the sum is not what the published checks say, on every rank alike. */
@@ -57,26 +77,38 @@ export async function judgeVerifiedStep(
   scale: number,
   prescale: number,
 ): Promise<void> {
-  const { comm, chunks } = v;
+  const { comm, chunks, k } = v;
   const n = chunks.length;
-  const wrong = wrongChunks(reduced, chunks, v.published, v.k, v.seed, scale);
-  const digest = await digestOf(v);
-  const flags = new Int32Array(n);
-  for (const c of wrong) flags[c] = 1;
-  const mine = new Int32Array(n + digestWords(n, v.k));
-  mine.set(flags);
-  mine.set(digestToWords(digest), n);
+  const sumHash = await chunkHashes(reduced, chunks, (c) => c.count > 0);
+  // Revealed only now: every rank has sent all it contributes, so none could aim at this seed's null space.
+  const seed = revealedSeed(v.step, sumHash);
+  const own = chunkSketches(v.contribution, chunks, k, seed);
+  const mine = new Int32Array(verdictWords(n, k));
+  mine.set(sumHash);
+  mine.set(new Int32Array(own.buffer), HASH_WORDS * n);
+  mine.set(digestToWords(await digestOf(v, seed)), HASH_WORDS * n + 2 * k * n);
   const all = await signedAllgather(comm, mine, gatherOptions(v, 'verify-verdicts'));
   const ranks = Array.from({ length: comm.size }, (_, r) => r);
-  const blockOf = (r: number) => all.subarray(r * mine.length, (r + 1) * mine.length);
-  const wrongAt = ranks.map((r) => [...blockOf(r).subarray(0, n)].flatMap((f, c) => (f ? [c] : [])));
+  const verdicts = ranks.map((r) => verdictOf(all.slice(r * mine.length, (r + 1) * mine.length), n, k));
+  // The allgather forwards each chunk byte for byte from its owner: a copy that differs names the link into it.
+  const differs = ranks.map((r) =>
+    chunks.flatMap((c, i) => (c.owner >= 0 && !sameHash(verdicts, r, c.owner, i) ? [i] : [])),
+  );
+  if (differs.some((d) => d.length > 0))
+    nameFromClaims(
+      v,
+      reduced,
+      differs,
+      ranks.map(() => []),
+    );
+  // Every rank holds the same sum, so all drew the same seed.
   const input: HopInput = {
     size: comm.size,
     chunks,
-    k: v.k,
+    k,
     prescale,
-    published: v.published,
-    digests: ranks.map((r) => digestFromWords(blockOf(r).slice(n), n, v.k)),
+    published: ranks.map((r) => verdicts[r].own.map((x) => x * v.factors[r])),
+    digests: verdicts.map((d) => d.digest),
   };
   const found = judgeHops(input);
   const proven = [...found.proven];
@@ -84,13 +116,59 @@ export async function judgeVerifiedStep(
     const evidence = evidenceOf(comm.rank, found.sketchDisputes, chunks, comm.size, v.received);
     const shown = await signedAllgather(comm, evidence, gatherOptions(v, 'verify-evidence'));
     const blocks = ranks.map((r) => shown.subarray(r * evidence.length, (r + 1) * evidence.length));
-    proven.push(...(await judgeEvidence(input, found.sketchDisputes, blocks, v.seed)));
+    proven.push(...(await judgeEvidence(input, found.sketchDisputes, blocks, seed)));
   }
+  const wrong = wrongChunks(reduced, chunks, input.published, k, seed, scale);
+  proven.push(...lastStepFaults(wrong, reduced, chunks, found));
   if (proven.length > 0) nameProven(v, proven);
   // Only a receiver's word now: the hops whose hashes differ, as the partials it received wrong.
   const badAt = ranks.map((r) => [...new Set(found.hashDisputes.filter((h) => h.to === r).map((h) => h.chunk))]);
-  if (wrongAt.every((w) => w.length === 0) && badAt.every((b) => b.length === 0)) return;
-  nameFromClaims(v, reduced, wrongAt, badAt);
+  if (wrong.length === 0 && badAt.every((b) => b.length === 0)) return;
+  nameFromClaims(
+    v,
+    reduced,
+    ranks.map(() => wrong),
+    badAt,
+  );
+}
+
+function verdictOf(words: Int32Array, n: number, k: number): Verdict {
+  const h = HASH_WORDS * n;
+  return {
+    sumHash: words.subarray(0, h),
+    own: new Float32Array(words.buffer, words.byteOffset + 4 * h, 2 * k * n),
+    digest: digestFromWords(words.subarray(h + 2 * k * n), n, k),
+  };
+}
+
+function sameHash(verdicts: Verdict[], a: number, b: number, chunk: number): boolean {
+  const x = verdicts[a].sumHash;
+  const y = verdicts[b].sumHash;
+  for (let j = HASH_WORDS * chunk; j < HASH_WORDS * (chunk + 1); j++) if (x[j] !== y[j]) return false;
+  return true;
+}
+
+/**
+ * A chunk whose sum, which every rank holds alike, is not the published contributions' while every hop
+ * into its owner agreed and added up: the owner's own last step (what it received plus its contribution)
+ * is what its signed digest and sketch do not explain. A sum that is not finite may be an overflow of
+ * finite contributions: left to the caller's divergence rule.
+ */
+function lastStepFaults(
+  wrong: number[],
+  reduced: Float32Array,
+  chunks: RingChunk[],
+  found: HopFindings,
+): ProvenFault[] {
+  const disputed = new Set([...found.hashDisputes, ...found.sketchDisputes].map((h) => h.chunk));
+  const explained = new Set(found.proven.map((f) => f.chunk));
+  return wrong.flatMap((i) => {
+    const c = chunks[i];
+    if (c.owner < 0 || disputed.has(i) || explained.has(i)) return [];
+    if (!reduced.subarray(c.offset, c.offset + c.count).every(Number.isFinite)) return [];
+    const reason = `the sum of chunk ${i}, which every rank holds alike, is not what its signed digest says it received plus its published contribution: it sent other numbers than it published`;
+    return [{ rank: c.owner, chunk: i, reason }];
+  });
 }
 
 function gatherOptions(v: VerifiedStep, name: string) {
@@ -98,8 +176,8 @@ function gatherOptions(v: VerifiedStep, name: string) {
 }
 
 /** This rank's signed-to-be digest of its reduce-scatter traffic. */
-async function digestOf(v: VerifiedStep): Promise<LinkDigest> {
-  const { comm, chunks, k, seed } = v;
+async function digestOf(v: VerifiedStep, seed: number): Promise<LinkDigest> {
+  const { comm, chunks, k } = v;
   const sent = (c: RingChunk) => sends(c, comm.rank);
   const got = (c: RingChunk) => receives(c, comm.rank, comm.size);
   const [sentHash, receivedHash] = await Promise.all([

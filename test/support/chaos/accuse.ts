@@ -8,15 +8,16 @@
  */
 import type { Communicator } from '../../../src/comm/interface.ts';
 import { FAST_STEP_BIT } from '../../../src/collectives/controller/negotiate.ts';
-import { HASH_WORDS, receives } from '../../../src/collectives/robust/link-digests.ts';
+import { receives } from '../../../src/collectives/robust/link-digests.ts';
 import { ringChunks } from '../../../src/collectives/robust/verified.ts';
 import { PHASE_ALLGATHER } from '../../../src/collectives/transfer/ring.ts';
 import { VERIFY_BUCKETS } from '../../../src/distributed/robust/step-checks.ts';
+import { verdictWords } from '../../../src/distributed/robust/verify-verdicts.ts';
 import { keysOf, SIGNATURE_BYTES } from '../../../src/distributed/session/ring-keys.ts';
 import { signedAllgather, signedAsAuthor } from '../../../src/distributed/session/signed-gather.ts';
 
-/** Words per chunk of a verdict block: the flag, two hashes, two sketches (verify-verdicts.ts). */
-const WORDS_PER_CHUNK = 1 + 2 * HASH_WORDS + 2 * VERIFY_BUCKETS;
+/** Words per chunk of a verdict block (verify-verdicts.ts). */
+const WORDS_PER_CHUNK = verdictWords(1, VERIFY_BUCKETS);
 
 const accusing = new WeakSet<Communicator>();
 
