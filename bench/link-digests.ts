@@ -1,11 +1,12 @@
 /**
  * What signed link digests cost one rank per verified step (link-digests.ts, verify-verdicts.ts), on
  * a gradient of `--floats` (10.8M: the transformer bench's) cut into the ring chunks of `--size`
- * ranks: keeping copies of what it sent and received in reduce-scatter ((size-1)/size of the
- * gradient each), hashing both (SHA-256, WebCrypto) and sketching both (64 buckets per chunk), then
- * signing the verdict block that carries the digests and checking the others' signatures. Beside it,
- * in the same run, what the verified allreduce already spent per step: the per-chunk sketches of the
- * rank's own contribution (verified.ts's chunkSketches). Prints one JSON line (median of `--runs`).
+ * ranks: keeping copies of its contribution and of what it sent and received in reduce-scatter
+ * ((size-1)/size of the gradient each), hashing the sum (for the revealed seed) and both (SHA-256,
+ * WebCrypto), sketching both (64 buckets per chunk), then signing the verdict block that carries them
+ * and checking the others' signatures. Beside it, in the same run, what the verified allreduce spent
+ * per step before: the per-chunk sketches of the rank's own contribution (verified.ts's chunkSketches,
+ * now taken after the sum). Prints one JSON line (median of `--runs`).
  *
  * Usage: npx tsx bench/link-digests.ts [--floats 10800000] [--size 4] [--runs 3]   (or deno run -A)
  */
@@ -24,6 +25,7 @@ import {
   verify,
   type SigningKeys,
 } from '../src/distributed/session/ring-keys.ts';
+import { verdictWords } from '../src/distributed/robust/verify-verdicts.ts';
 import { opt } from './args.ts';
 
 const floats = Number(opt('floats', '10800000'));
@@ -34,11 +36,12 @@ const rank = 1;
 
 const gradient = Float32Array.from({ length: floats }, (_, i) => Math.sin(i) * 1e-3);
 const chunks = ringChunks(floats, size, undefined, 0, 0);
+const contribution = new Float32Array(floats);
 const sent = new Float32Array(floats);
 const received = new Float32Array(floats);
 const keys = (await newSigningKeys()) as SigningKeys;
 const publicKey = (await importPublicKey(keys.publicText))!;
-const block = new Uint8Array(4 * (chunks.length + digestWords(chunks.length, K)));
+const block = new Uint8Array(4 * verdictWords(chunks.length, K));
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -61,13 +64,22 @@ for (let i = 0; i < runs; i++) {
   const got = (c: (typeof chunks)[number]) => receives(c, rank, size);
   copyMs.push(
     await timed(() => {
+      contribution.set(gradient);
       for (const c of chunks) {
         if (out(c)) sent.set(gradient.subarray(c.offset, c.offset + c.count), c.offset);
         if (got(c)) received.set(gradient.subarray(c.offset, c.offset + c.count), c.offset);
       }
     }),
   );
-  hashMs.push(await timed(() => Promise.all([chunkHashes(sent, chunks, out), chunkHashes(received, chunks, got)])));
+  hashMs.push(
+    await timed(() =>
+      Promise.all([
+        chunkHashes(gradient, chunks, () => true),
+        chunkHashes(sent, chunks, out),
+        chunkHashes(received, chunks, got),
+      ]),
+    ),
+  );
   sketchMs.push(
     await timed(() => {
       chunkSketchesWhere(sent, chunks, K, 7, out);

@@ -2,10 +2,8 @@
  * What every rank checks around a step's gradient allreduce, in one small
  * allgather beside it and (with verification on) one after it:
  *
- * Each rank publishes [its gradient's norm, a sketch of its gradient, and
- * with `verify` the per-chunk sketches of the verified allreduce]
- * (src/collectives/robust/sketch.ts, verified.ts). From these every rank applies,
- * alike:
+ * Each rank publishes its gradient's norm and a sketch of its gradient
+ * (src/collectives/robust/sketch.ts). From these every rank applies, alike:
  *  - the norm rule (guard.ts): non-finite or far larger than the others';
  *  - the direction rules (direction.ts), over each rank's last few steps:
  *    pulling hard against the others' consensus, or staying far larger than
@@ -20,18 +18,22 @@
  * on the gathered sketches before it sends, so there the allgather comes
  * first and an offender fails the step before anything is summed.
  *
- * After summing (verify), each rank compares what it received with the sum
- * of the published sketches, the ranks share which chunks they found changed
- * (one int per chunk), and all of them name the same link, or go on.
+ * After summing (verify), each rank keeps a copy of its contribution and of
+ * what it sent and received in reduce-scatter; verify-verdicts.ts then shares,
+ * in one signed allgather, the hash of the sum it holds, its contribution's
+ * per-chunk sketches under a seed the sum reveals, and its signed link
+ * digests, and every rank names the same rank or link, or goes on.
  *
  * Both gathers are signed by each block's author and checked as they arrive
  * (signed-gather.ts): a rank that rewrites another's norm or verdict as it
  * passes it on is named for it, and the author is not.
  *
- * Cost per step on a gradient of n floats: two hashing passes over it on the
- * CPU (one with verify off), and 4·(1 + 256 + 128·chunks) + 64 bytes per rank
- * gathered (chunks = ring size with verify, else 0), one signature and
- * size-1 verifications per gather.
+ * Cost per step on a gradient of n floats: one hashing pass over it on the
+ * CPU with verify off; with verify, copies of the contribution and of the
+ * (size-1)/size of it sent and received, SHA-256 of the sum and of both, and
+ * sketches of the contribution and of both (bench/link-digests.ts), and
+ * 4·(1 + 256) + 128 bytes per rank beside the sum, 4·(280·chunks) + 128 after
+ * it (chunks = ring size), one signature and size-1 verifications per gather.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { now } from '../../core/events.ts';
