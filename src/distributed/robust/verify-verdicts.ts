@@ -85,6 +85,8 @@ export async function judgeVerifiedStep(
 ): Promise<void> {
   const { comm, chunks, k } = v;
   const n = chunks.length;
+  // The link hashes need no seed: taken beside the sum's.
+  const linkHashes = hashesOf(v);
   const sumHash = await chunkHashes(reduced, chunks, (c) => c.count > 0);
   // Revealed only now: every rank has sent all it contributes, so none could aim at this seed's null space.
   const seed = revealedSeed(v.step, sumHash);
@@ -92,7 +94,7 @@ export async function judgeVerifiedStep(
   const mine = new Int32Array(verdictWords(n, k));
   mine.set(sumHash);
   mine.set(new Int32Array(own.buffer), HASH_WORDS * n);
-  mine.set(digestToWords(await digestOf(v, seed)), HASH_WORDS * n + 2 * k * n);
+  mine.set(digestToWords(digestOf(v, await linkHashes, seed)), HASH_WORDS * n + 2 * k * n);
   const all = await signedAllgather(comm, mine, gatherOptions(v, 'verify-verdicts'));
   const ranks = Array.from({ length: comm.size }, (_, r) => r);
   const verdicts = ranks.map((r) => verdictOf(all.slice(r * mine.length, (r + 1) * mine.length), n, k));
@@ -181,20 +183,23 @@ function gatherOptions(v: VerifiedStep, name: string) {
   return { name, step: v.step, timeoutMs: v.timeoutMs, misbehaviour: v.misbehaviour };
 }
 
-/** This rank's signed-to-be digest of its reduce-scatter traffic. */
-async function digestOf(v: VerifiedStep, seed: number): Promise<LinkDigest> {
-  const { comm, chunks, k } = v;
-  const sent = (c: RingChunk) => sends(c, comm.rank);
-  const got = (c: RingChunk) => receives(c, comm.rank, comm.size);
-  const [sentHash, receivedHash] = await Promise.all([
-    chunkHashes(v.sent, chunks, sent),
-    chunkHashes(v.received, chunks, got),
+/** The hashes of what this rank sent and received in reduce-scatter, per chunk. */
+function hashesOf(v: VerifiedStep): Promise<[Int32Array, Int32Array]> {
+  const { comm, chunks } = v;
+  return Promise.all([
+    chunkHashes(v.sent, chunks, (c) => sends(c, comm.rank)),
+    chunkHashes(v.received, chunks, (c) => receives(c, comm.rank, comm.size)),
   ]);
+}
+
+/** This rank's signed-to-be digest of its reduce-scatter traffic, its sketches under the revealed seed. */
+function digestOf(v: VerifiedStep, [sentHash, receivedHash]: [Int32Array, Int32Array], seed: number): LinkDigest {
+  const { comm, chunks, k } = v;
   return {
     sentHash,
     receivedHash,
-    sentSketch: chunkSketchesWhere(v.sent, chunks, k, seed, sent),
-    receivedSketch: chunkSketchesWhere(v.received, chunks, k, seed, got),
+    sentSketch: chunkSketchesWhere(v.sent, chunks, k, seed, (c) => sends(c, comm.rank)),
+    receivedSketch: chunkSketchesWhere(v.received, chunks, k, seed, (c) => receives(c, comm.rank, comm.size)),
   };
 }
 
