@@ -17,6 +17,7 @@ import {
   receives,
   sends,
 } from '../src/collectives/robust/link-digests.ts';
+import { median } from '../src/collectives/robust/sketch.ts';
 import { chunkSketches, ringChunks } from '../src/collectives/robust/verified.ts';
 import {
   importPublicKey,
@@ -42,11 +43,6 @@ const received = new Float32Array(floats);
 const keys = (await newSigningKeys()) as SigningKeys;
 const publicKey = (await importPublicKey(keys.publicText))!;
 const block = new Uint8Array(4 * verdictWords(chunks.length, K));
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
 
 async function timed(f: () => unknown | Promise<unknown>): Promise<number> {
   const t = performance.now();
