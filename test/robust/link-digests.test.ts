@@ -90,6 +90,8 @@ describe('signed link digests in the verified allreduce', () => {
         expect(e!.detail).toMatchObject({ peer: liar, culprits: [liar] });
         const named = seen[r].filter((ev) => ev.type === 'peer-misbehaved');
         expect(new Set(named.map((ev) => (ev as { peer: number }).peer))).toEqual(new Set([liar]));
+        // The others name it for the accusation first (its own code never saw the rewritten block).
+        if (r !== liar) expect(String((named[0] as { reason: string }).reason)).toMatch(/false accusation/);
         // Named twice over: the NaN it started its own chunk with, and the accusation its bytes do not back.
         const proven = (e!.detail as { proven: { rank: number; reason: string }[] }).proven;
         expect(new Set(proven.map((f) => f.rank))).toEqual(new Set([liar]));

@@ -10,8 +10,9 @@
  *
  * The same job with a liar that sends NaN into the ring and claims, in its signed verdict block,
  * that its left neighbour sent it (--chaos lie-accuse): the neighbour's signed link digest and the
- * bytes the liar must show contradict it (link-digests.ts), so both others name the liar, never the
- * neighbour; the liar is ejected and the two finish with one weights_hash.
+ * bytes the liar must show contradict it (link-digests.ts), so the others name the liar (or it has
+ * reported itself first), never the neighbour; the liar is ejected and the two finish with one
+ * weights_hash.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { requireNetns } from '../support/workers.ts';
@@ -54,9 +55,14 @@ describe('a relayer that rewrites the checks it passes on', () => {
     for (const [i, w] of honest.entries()) {
       expect(honestCodes[i], detail).toBe(0);
       expect(w.result).toMatchObject({ steps: STEPS, size: 2, stopped_by: null });
+      // The liar's own code finds its NaN against its signed digest and reports itself, which the server
+      // ejects on at once: that may break the others' evidence gather before they name it. Whoever they
+      // name is the liar, never its neighbour (memory links: link-digests.test.ts names it for the accusation).
       const named = w.events.filter((e) => e.event === 'peer-misbehaved');
-      expect(named.length, detail).toBeGreaterThan(0);
-      expect(new Set(named.map((e) => e.peer)), detail).toEqual(new Set([liar]));
+      expect(
+        [...new Set(named.map((e) => e.peer))].filter((p) => p !== liar),
+        detail,
+      ).toEqual([]);
       expect(
         w.events.filter((e) => e.event === 'peer-left' && e.reason === 'ejected').map((e) => e.name),
         detail,

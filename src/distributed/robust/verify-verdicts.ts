@@ -46,6 +46,7 @@ import {
   type LinkDigest,
   type ProvenFault,
 } from '../../collectives/robust/link-digests.ts';
+import { allgather } from '../../collectives/allgather.ts';
 import { signedAllgather } from '../session/signed-gather.ts';
 
 export interface VerifiedStep {
@@ -122,9 +123,12 @@ export async function judgeVerifiedStep(
   const proven = [...found.proven];
   if (found.sketchDisputes.length > 0) {
     const evidence = evidenceOf(comm.rank, found.sketchDisputes, chunks, comm.size, v.received);
-    const shown = await signedAllgather(comm, evidence, gatherOptions(v, 'verify-evidence'));
+    // Not signed: the bytes are checked against the hash both ends signed, and a block this long spans
+    // several messages, which signed-gather.ts's per-message check does not take.
+    const shown = await allgather(comm, evidence, { name: 'verify-evidence', timeoutMs: v.timeoutMs });
     const blocks = ranks.map((r) => shown.subarray(r * evidence.length, (r + 1) * evidence.length));
-    proven.push(...(await judgeEvidence(input, found.sketchDisputes, blocks, seed)));
+    // First: a rank named for an accusation it cannot back is named for that, whatever else it did.
+    proven.unshift(...(await judgeEvidence(input, found.sketchDisputes, blocks, seed)));
   }
   const wrong = wrongChunks(reduced, chunks, input.published, k, seed, scale);
   proven.push(...lastStepFaults(wrong, reduced, chunks, found));

@@ -7,6 +7,7 @@
  * says what it sent; the liar's received bytes, which it must show, say the same.
  */
 import type { Communicator } from '../../../src/comm/interface.ts';
+import { allgather } from '../../../src/collectives/allgather.ts';
 import { FAST_STEP_BIT } from '../../../src/collectives/controller/negotiate.ts';
 import { receives } from '../../../src/collectives/robust/link-digests.ts';
 import { ringChunks } from '../../../src/collectives/robust/verified.ts';
@@ -14,10 +15,13 @@ import { PHASE_ALLGATHER } from '../../../src/collectives/transfer/ring.ts';
 import { VERIFY_BUCKETS } from '../../../src/distributed/robust/step-checks.ts';
 import { verdictWords } from '../../../src/distributed/robust/verify-verdicts.ts';
 import { keysOf, SIGNATURE_BYTES } from '../../../src/distributed/session/ring-keys.ts';
-import { signedAllgather, signedAsAuthor } from '../../../src/distributed/session/signed-gather.ts';
+import { signedAsAuthor } from '../../../src/distributed/session/signed-gather.ts';
 
 /** Words per chunk of a verdict block (verify-verdicts.ts). */
 const WORDS_PER_CHUNK = verdictWords(1, VERIFY_BUCKETS);
+
+/** Bytes of a cached agreement's fingerprint in front of a fast path's first message to a peer (collectives/controller/run.ts). */
+const FINGERPRINT_BYTES = 12;
 
 const accusing = new WeakSet<Communicator>();
 
@@ -45,17 +49,28 @@ export function accuseOnSend(
   comm.send = (peer, tag, payload) => {
     const step = stepNow();
     const keys = keysOf(comm);
-    const words = payload.byteLength / 4 - (keys ? (2 * SIGNATURE_BYTES) / 4 : 0);
-    if (step < fromStep || !isOwnBlock(tag) || !(words > 0 && words % WORDS_PER_CHUNK === 0))
-      return send(peer, tag, payload);
+    const trailer = keys ? 2 * SIGNATURE_BYTES : 0;
+    // On a cached agreement's fast path the first message to each peer starts with its fingerprint (run.ts).
+    const front = [0, FINGERPRINT_BYTES].find((f) => {
+      const words = (payload.byteLength - f - trailer) / 4;
+      return words > 0 && words % WORDS_PER_CHUNK === 0;
+    });
+    if (step < fromStep || !isOwnBlock(tag) || front === undefined) return send(peer, tag, payload);
+    const words = (payload.byteLength - front - trailer) / 4;
     const n = words / WORDS_PER_CHUNK;
-    const values = new Int32Array(new Uint8Array(payload.subarray(0, 4 * words)).buffer);
+    const values = new Int32Array(new Uint8Array(payload.subarray(front, front + 4 * words)).buffer);
     // The received sketches are the block's last k·n words.
     new Float32Array(values.buffer, 4 * (words - VERIFY_BUCKETS * n)).fill(NaN);
     showEvidence(comm, step, gradientLength);
-    if (!keys) return send(peer, tag, new Uint8Array(values.buffer));
+    const withFront = (block: Uint8Array) => {
+      const out = new Uint8Array(front + block.byteLength);
+      out.set(payload.subarray(0, front));
+      out.set(block, front);
+      return out;
+    };
+    if (!keys) return send(peer, tag, withFront(new Uint8Array(values.buffer)));
     return signedAsAuthor(keys, { name: 'verify-verdicts', step }, comm.rank, values).then((block) =>
-      send(peer, tag, new Uint8Array(block.buffer)),
+      send(peer, tag, withFront(new Uint8Array(block.buffer))),
     );
   };
 }
@@ -64,5 +79,5 @@ export function accuseOnSend(
 function showEvidence(comm: Communicator, step: number, gradientLength: number): void {
   const chunks = ringChunks(gradientLength, comm.size, undefined, 0, 0);
   const words = chunks.reduce((n, c) => n + (receives(c, comm.rank, comm.size) ? c.count : 0), 0);
-  void signedAllgather(comm, new Float32Array(words), { name: 'verify-evidence', step }).catch(() => {});
+  void allgather(comm, new Float32Array(words), { name: 'verify-evidence' }).catch(() => {});
 }
