@@ -94,8 +94,9 @@ export function reduceSettings(data: Tensor, o: ReduceOptions, what: string): Re
   ] as const) {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(`${what}: ${k} must be a finite number, got ${v}`);
   }
-  const { errorFeedback, observeReceived: observe, groups } = o;
-  return { op, prescale, postscale, compression, algorithm, smallBytes, mediumBytes, groups, errorFeedback, observe };
+  const { errorFeedback, observeReceived: observe, observeSent, groups } = o;
+  const settings = { op, prescale, postscale, compression, algorithm, smallBytes, mediumBytes, groups, errorFeedback };
+  return { ...settings, observe, ...(observeSent ? { observeSent } : {}) };
 }
 
 /** The fields of a reduction that every rank must agree on (negotiation compares them). */
@@ -211,11 +212,12 @@ export async function allreduceInPlace<T extends Tensor>(
   const per = Math.floor(chunkBytes / buf.BYTES_PER_ELEMENT);
   const n = Math.max(1, Math.ceil(buf.length / per));
   const name = opts.name ?? 'allreduce';
-  const observe = s.observe;
+  const { observe, observeSent } = s;
   const part = (i: number) => ({
     ...s,
     errorFeedback: s.errorFeedback && view(s.errorFeedback, i * per, Math.min(per, buf.length - i * per)),
     observe: observe && ((offset: number, values: Float32Array) => observe(i * per + offset, values)),
+    observeSent: observeSent && ((offset: number, values: Float32Array) => observeSent(i * per + offset, values)),
   });
   await Promise.all(
     Array.from({ length: n }, (_, i) =>

@@ -40,7 +40,12 @@ export async function ringAllreduceInPlace(
   const partial = run.goingAhead && size > 2 ? takePartial(run.comm, buf) : buf;
   try {
     await run.phase('reduce-scatter', () =>
-      ringReduceScatter(run, buf, chunks, s.op, codec, { residual, observe: s.observe, partial }),
+      ringReduceScatter(run, buf, chunks, s.op, codec, {
+        residual,
+        observe: s.observe,
+        observeSent: s.observeSent,
+        partial,
+      }),
     );
   } finally {
     if (partial !== buf) givePartial(run.comm, partial);

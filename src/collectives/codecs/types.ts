@@ -93,6 +93,11 @@ export interface ReduceOptions extends CollectiveOptions {
    * checks each hop with it. A fast path that falls back calls it again for the same offsets.
    */
   observeReceived?: (offset: number, values: Float32Array) => void;
+  /**
+   * With observeReceived: called with every segment this rank sends in reduce-scatter, as it is
+   * handed to the communicator (the verified allreduce signs a digest of what each link carried).
+   */
+  observeSent?: (offset: number, values: Float32Array) => void;
 }
 
 /** Reduce options checked and completed (allreduce.ts reduceSettings): what an algorithm runs with. */
@@ -109,6 +114,8 @@ export interface ReduceSettings {
   errorFeedback?: Float32Array;
   /** ReduceOptions.observeReceived (offsets within this tensor). */
   observe?: (offset: number, values: Float32Array) => void;
+  /** ReduceOptions.observeSent (offsets within this tensor). */
+  observeSent?: (offset: number, values: Float32Array) => void;
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;

@@ -32,6 +32,17 @@ export function stepSeed(jobSeed: number, step: number): number {
   return mix32(mix32((jobSeed >>> 0) ^ 0x5eed5eed) ^ mix32(step + 0x9e3779b9));
 }
 
+/**
+ * A seed nobody can know before the step's sum exists: drawn from `step` and the words of the sum's
+ * hashes (the verified allreduce's, per chunk). Every contribution has been sent by then, so no rank
+ * can shape its own to hide in the null space of a sketch it cannot yet know.
+ */
+export function revealedSeed(step: number, sumHashes: Int32Array): number {
+  let h = mix32(step + 0x7f4a7c15);
+  for (const w of sumHashes) h = mix32(h ^ w);
+  return h;
+}
+
 /** Checks a bucket count: a power of two (a mask replaces a division in the hot loop). */
 export function checkBuckets(k: number): void {
   if (!Number.isInteger(k) || k < 1 || (k & (k - 1)) !== 0 || k > 1 << 20) {

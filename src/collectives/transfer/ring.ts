@@ -135,6 +135,8 @@ export interface ReduceScatterOptions {
    */
   residual?: Float32Array;
   observe?: (offset: number, values: Float32Array) => void;
+  /** Sees each segment as it is handed to the communicator (lossless codecs: the values are the bytes sent). */
+  observeSent?: (offset: number, values: Float32Array) => void;
   /**
    * Where the partial sums this rank passes on are kept (as long as `buf`; default `buf` itself).
    * Given one of its own, `buf` is read but not written until the last step, whose first message
@@ -157,7 +159,7 @@ export async function ringReduceScatter(
   chunks: Range[],
   op: ReduceOp,
   codec: Codec,
-  { residual, observe, partial = buf, ring = WHOLE_REDUCE_SCATTER }: ReduceScatterOptions = {},
+  { residual, observe, observeSent, partial = buf, ring = WHOLE_REDUCE_SCATTER }: ReduceScatterOptions = {},
 ): Promise<void> {
   const { n, at, left, right, whole, tag, segments } = placeIn(run, ring, codec);
   if (n === 1) return;
@@ -168,6 +170,7 @@ export async function ringReduceScatter(
     const view = from.subarray(seg.offset, seg.offset + seg.count);
     // With feedback this rewrites the view, which this rank never reads again (allgather overwrites it).
     const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
+    if (observeSent && view instanceof Float32Array) observeSent(seg.offset, view);
     run.send(right, tag(step, j), bytes);
     run.chunkEvent('chunk-send', ring.label, step, rank, right, chunk, seg, bytes.byteLength, view);
   };

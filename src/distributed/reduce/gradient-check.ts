@@ -38,6 +38,8 @@ export interface GradientCheck {
   rankLocal?: boolean;
   /** Sees every segment this rank receives in the ring's reduce-scatter (ReduceOptions.observeReceived): the verified allreduce checks each hop. */
   observe?(comm: Communicator, offset: number, values: Float32Array): void;
+  /** Sees every segment this rank sends in reduce-scatter (ReduceOptions.observeSent): the verified allreduce signs a digest of them. */
+  observeSent?(comm: Communicator, offset: number, values: Float32Array): void;
   /**
    * Runs on the reduced gradients before they are checked and applied (the checks gathered beside
    * the sum, and the verified allreduce: step-checks.ts), with the factor between them and the
@@ -59,6 +61,8 @@ export interface BucketChecks {
 export class CheckPipeline {
   /** Hands each segment the ring receives to the checks that observe (undefined: none does, nothing is hashed on the way). */
   readonly observeReceived: ((offset: number, values: Float32Array) => void) | undefined;
+  /** Hands each segment the ring sends in reduce-scatter to the checks that observe them (undefined: none does). */
+  readonly observeSent: ((offset: number, values: Float32Array) => void) | undefined;
   /**
    * The bucket path's copy of the contribution for the checks that only read: one for the whole
    * run (every step overwrites all of it), not one the size of the gradient a step.
@@ -73,6 +77,11 @@ export class CheckPipeline {
     this.observeReceived =
       observers.length > 0
         ? (offset, values) => observers.forEach((c) => c.observe!(comm(), offset, values))
+        : undefined;
+    const senders = checks.filter((c) => c.observeSent);
+    this.observeSent =
+      senders.length > 0
+        ? (offset, values) => senders.forEach((c) => c.observeSent!(comm(), offset, values))
         : undefined;
   }
 

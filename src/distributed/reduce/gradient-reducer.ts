@@ -75,7 +75,7 @@ export class GradientReducer {
     const conflicts = { aggregation, compression: s.compression };
     refuseConflicts(conflicts, configSettingName(conflicts));
     this.accumulator = new GradientAccumulator(s.backwardPassesPerStep);
-    this.sum = new GradientSum(s, aggregation, this.checks.observeReceived);
+    this.sum = new GradientSum(s, aggregation, this.checks);
     this.plan = planOverlap({
       overlap: options.overlap ?? true,
       aggregation,

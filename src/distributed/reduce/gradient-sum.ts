@@ -11,6 +11,8 @@ import type { Aggregation } from '../../collectives/robust/robust-aggregate.ts';
 import { RobustSum } from './robust-sum.ts';
 import type { ReduceSettings } from './settings.ts';
 
+type SegmentObserver = (offset: number, values: Float32Array) => void;
+
 export class GradientSum {
   /** int8's and top-k's error-feedback residual (see ringAllreduceInPlace); null until the first step. */
   private residual: Float32Array | null = null;
@@ -20,7 +22,8 @@ export class GradientSum {
   constructor(
     private readonly s: ReduceSettings,
     aggregation: Aggregation | undefined,
-    private readonly observeReceived: ((offset: number, values: Float32Array) => void) | undefined,
+    /** The checks that see the ring's reduce-scatter segments (gradient-check.ts's CheckPipeline). */
+    private readonly observers: { observeReceived?: SegmentObserver; observeSent?: SegmentObserver },
   ) {
     this.robust = aggregation ? new RobustSum(aggregation) : undefined;
     this.feedback = s.compression === 'int8' || s.compression.startsWith('topk:');
@@ -50,7 +53,8 @@ export class GradientSum {
       chunkBytes: s.fusionThresholdBytes,
       prescale,
       timeoutMs: s.timeoutMs,
-      observeReceived: this.observeReceived,
+      observeReceived: this.observers.observeReceived,
+      observeSent: this.observers.observeSent,
     });
     return flat;
   }

@@ -2,10 +2,8 @@
  * What every rank checks around a step's gradient allreduce, in one small
  * allgather beside it and (with verification on) one after it:
  *
- * Each rank publishes [its gradient's norm, a sketch of its gradient, and
- * with `verify` the per-chunk sketches of the verified allreduce]
- * (src/collectives/robust/sketch.ts, verified.ts). From these every rank applies,
- * alike:
+ * Each rank publishes its gradient's norm and a sketch of its gradient
+ * (src/collectives/robust/sketch.ts). From these every rank applies, alike:
  *  - the norm rule (guard.ts): non-finite or far larger than the others';
  *  - the direction rules (direction.ts), over each rank's last few steps:
  *    pulling hard against the others' consensus, or staying far larger than
@@ -20,18 +18,22 @@
  * on the gathered sketches before it sends, so there the allgather comes
  * first and an offender fails the step before anything is summed.
  *
- * After summing (verify), each rank compares what it received with the sum
- * of the published sketches, the ranks share which chunks they found changed
- * (one int per chunk), and all of them name the same link, or go on.
+ * After summing (verify), each rank keeps a copy of its contribution and of
+ * what it sent and received in reduce-scatter; verify-verdicts.ts then shares,
+ * in one signed allgather, the hash of the sum it holds, its contribution's
+ * per-chunk sketches under a seed the sum reveals, and its signed link
+ * digests, and every rank names the same rank or link, or goes on.
  *
  * Both gathers are signed by each block's author and checked as they arrive
  * (signed-gather.ts): a rank that rewrites another's norm or verdict as it
  * passes it on is named for it, and the author is not.
  *
- * Cost per step on a gradient of n floats: two hashing passes over it on the
- * CPU (one with verify off), and 4·(1 + 256 + 128·chunks) + 64 bytes per rank
- * gathered (chunks = ring size with verify, else 0), one signature and
- * size-1 verifications per gather.
+ * Cost per step on a gradient of n floats: one hashing pass over it on the
+ * CPU with verify off; with verify, copies of the contribution and of the
+ * (size-1)/size of it sent and received, SHA-256 of the sum and of both, and
+ * sketches of the contribution and of both (bench/link-digests.ts), and
+ * 4·(1 + 256) + 128 bytes per rank beside the sum, 4·(280·chunks) + 128 after
+ * it (chunks = ring size), one signature and size-1 verifications per gather.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { now } from '../../core/events.ts';
@@ -39,19 +41,12 @@ import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
 import { sketch, stepSeed } from '../../collectives/robust/sketch.ts';
 import { sketchInto } from '../../collectives/robust/sketch.ts';
-import {
-  badReceipts,
-  chunkSketches,
-  culpritOf,
-  ringChunks,
-  suspectLinks,
-  wrongChunks,
-  type RingChunk,
-} from '../../collectives/robust/verified.ts';
+import { chunkSketches, ringChunks, type RingChunk } from '../../collectives/robust/verified.ts';
 import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
 import { DoubtTracker, type DoubtOptions } from './doubt.ts';
 import { judgeNorms, l2Norm, rejectOffences, type GuardOptions } from './guard.ts';
-import { signedAllgather, startSignedAllgather } from '../session/signed-gather.ts';
+import { startSignedAllgather } from '../session/signed-gather.ts';
+import { judgeVerifiedStep } from './verify-verdicts.ts';
 
 /** Buckets of the sketch the direction rule compares (cosines to about ±1/16). */
 export const DIRECTION_BUCKETS = 256;
@@ -80,16 +75,23 @@ export interface StepCheckOptions {
 interface Pending {
   comm: Communicator;
   step: number;
-  seed: number;
   chunks: RingChunk[];
   /** Every rank's published checks, gathered (judged in `after` when they travelled beside the sum). */
   gathered: Promise<Float32Array>;
   /** Judges the gathered checks: each rank's factor, or throws naming the offenders. */
   judge: (gathered: Float32Array) => number[];
-  /** Each rank's published per-chunk sketches times its factor (verify; set once judged). */
-  published: Float32Array[] | null;
-  /** Sketches of what this rank received in reduce-scatter, by segment offset. */
-  received: Map<number, Float64Array>;
+  /** Each rank's factor (set once judged): what it really sends is its contribution times it. */
+  factors: number[] | null;
+  /** What this rank received and sent in reduce-scatter, where it lies in the gradient (verify; digested in `after`). */
+  link: LinkCopies | null;
+}
+
+/** Copies of a step's contribution and reduce-scatter traffic on this rank, kept for the checks after the sum. */
+interface LinkCopies {
+  /** The contribution as its checks saw it (sketched only once the sum reveals the seed). */
+  contribution: Float32Array;
+  sent: Float32Array;
+  received: Float32Array;
 }
 
 type Guard = Exclude<StepCheckOptions['guard'], false | undefined>;
@@ -100,6 +102,7 @@ export class StepChecks {
   private gathering: Promise<unknown> | null = null;
   private history = new WeakMap<Communicator, DirectionHistory>();
   private doubts = new WeakMap<Communicator, DoubtTracker>();
+  private copies: LinkCopies | null = null;
 
   constructor(private readonly o: StepCheckOptions) {}
 
@@ -136,10 +139,9 @@ export class StepChecks {
     const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0, 0) : [];
     const directionBuckets =
       guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
-    const mine = new Float32Array(1 + directionBuckets + 2 * VERIFY_BUCKETS * chunks.length);
+    const mine = new Float32Array(1 + directionBuckets);
     mine[0] = l2Norm(local);
     if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
-    if (chunks.length) mine.set(chunkSketches(local, chunks, VERIFY_BUCKETS, verifySeed(seed)), 1 + directionBuckets);
     // Begun (signed) before this returns: it runs beside the allreduce the caller starts next.
     const { gathered } = await startSignedAllgather(comm, mine, {
       name: 'gradient-sketches',
@@ -158,11 +160,10 @@ export class StepChecks {
     const pending: Pending = {
       comm,
       step,
-      seed: verifySeed(seed),
       chunks,
       gathered,
-      published: null,
-      received: new Map(),
+      factors: null,
+      link: chunks.length ? this.linkCopies(local) : null,
       judge: (all) => this.judge(comm, guard, all, mine.length, directionBuckets, pending),
     };
     if (guard !== false && guard.doubt !== false && this.o.leaveOut !== false) {
@@ -233,28 +234,38 @@ export class StepChecks {
       }
       rejectOffences(comm, step, offences, norms, this.o.misbehaviour);
     }
-    if (p.chunks.length) {
-      // What each rank really sends is its contribution times its factor; sketches are linear (and the masses scale by
-      // |factor|).
-      p.published = ranks.map((r) =>
-        Float32Array.from(block(r, 1 + directionBuckets, 2 * VERIFY_BUCKETS * p.chunks.length), (v) => v * factors[r]),
-      );
-    }
+    p.factors = factors;
     return factors;
   }
 
   /**
-   * During the allreduce (verify): a segment this rank received in reduce-scatter. Its sketch
-   * is kept, so that after the sum every hop can be checked against the published sketches
-   * and the rank that sent what its own published sketch does not explain is named.
+   * During the allreduce (verify): a segment this rank received in reduce-scatter. A copy is kept:
+   * after the sum its hash and sketch go into this rank's signed link digest (link-digests.ts), and
+   * its bytes are the evidence should the sender's digest and this rank's disagree.
    */
   observe(comm: Communicator, offset: number, values: Float32Array): void {
     const p = this.pending;
-    if (!p || p.comm !== comm) return;
-    const s = new Float64Array(VERIFY_BUCKETS);
-    sketchInto(s, values, p.seed, offset);
     // A fast path that fell back sends the same offsets again: the last one is what was reduced.
-    p.received.set(offset, s);
+    if (p?.comm === comm) p.link?.received.set(values, offset);
+  }
+
+  /** During the allreduce (verify): a segment this rank sends in reduce-scatter, kept for its signed link digest. */
+  observeSent(comm: Communicator, offset: number, values: Float32Array): void {
+    const p = this.pending;
+    if (p?.comm === comm) p.link?.sent.set(values, offset);
+  }
+
+  /** One set of copies for every step (each step overwrites them), with `local` as this step's contribution. */
+  private linkCopies(local: Float32Array): LinkCopies {
+    const length = local.length;
+    if (this.copies?.sent.length !== length)
+      this.copies = {
+        contribution: new Float32Array(length),
+        sent: new Float32Array(length),
+        received: new Float32Array(length),
+      };
+    this.copies.contribution.set(local);
+    return this.copies;
   }
 
   /**
@@ -271,72 +282,24 @@ export class StepChecks {
     // Judged only now, so that naming it (which asks the server to eject it) and failing the step
     // happen together, before an ejection can break the ring under a step still running.
     p.judge(await p.gathered);
-    const published = p.published;
-    if (!published) return;
-    const wrong = wrongChunks(reduced, p.chunks, published, VERIFY_BUCKETS, p.seed, scale);
-    const bad = badReceipts(comm.rank, comm.size, p.chunks, p.received, published, VERIFY_BUCKETS, prescale);
-    // Per chunk: whether the result is wrong here, and whether the partial sum this rank received was.
-    const n = p.chunks.length;
-    const flags = new Int32Array(2 * n);
-    for (const c of wrong) flags[c] = 1;
-    for (const c of bad) flags[n + c] = 1;
-    const all = await signedAllgather(comm, flags, {
-      name: 'verify-verdicts',
-      step: p.step,
-      timeoutMs: this.o.timeoutMs,
-      misbehaviour: this.o.misbehaviour,
-    });
-    const ranks = Array.from({ length: comm.size }, (_, r) => r);
-    const chunksOf = (r: number, from: number) =>
-      [...all.subarray(r * flags.length + from, r * flags.length + from + n)].flatMap((f, c) => (f ? [c] : []));
-    const wrongAt = ranks.map((r) => chunksOf(r, 0));
-    const badAt = ranks.map((r) => chunksOf(r, n));
-    if (wrongAt.every((w) => w.length === 0) && badAt.every((b) => b.length === 0)) return;
-    const describe = (at: number[][], what: string) =>
-      at.flatMap((w, r) => (w.length ? [`rank ${r}: ${what} ${w.join(', ')}`] : []));
-    const seenBy = [
-      ...describe(wrongAt, 'result chunk(s)'),
-      ...describe(badAt, 'received partial(s) of chunk(s)'),
-    ].join('; ');
-    // Every rank judges the same gathered findings, so every rank names the same one.
-    const culprit = culpritOf(wrongAt, badAt, p.chunks, comm.size);
-    const links =
-      culprit !== null
-        ? [{ from: culprit, to: (culprit + 1) % comm.size }]
-        : suspectLinks(wrongAt, p.chunks, comm.size);
-    const where = links.map((l) => `${l.from} → ${l.to}`).join(', ');
-    if (links.length === 1) {
-      const { from, to } = links[0];
-      const reason = `step ${p.step}: its link to rank ${to} changed gradient data in transit, or it sent other numbers than it published: what it passed on does not match its published sketch plus what it received (verified allreduce; seen by ${seenBy})`;
-      this.o.misbehaviour?.peerMisbehaved({ rank: comm.rank, peer: from, reason });
-      if (comm.events.active)
-        comm.events.emit({ type: 'peer-misbehaved', t: now(), rank: comm.rank, peer: from, reason });
-      throw new RingtrainError(
-        ErrorCode.PeerMisbehaved,
-        `step ${p.step} failed verification: rank ${from} sent rank ${to} gradients that its published sketch does not explain (${seenBy}); the update was not applied. Elastic jobs eject rank ${from} (the sender) and go on; otherwise resume from the recovery checkpoint without it`,
-        { peer: from, culprits: [from], link: [from, to], step: p.step, wrongAt, badAt },
-      );
-    }
-    // Wrong everywhere and no one rank to blame: the sum itself broke (finite contributions that
-    // overflowed, a run diverging under a peer whose large gradients are what it published). Said
-    // as a divergence, which stops the job with the suspects named, not as a ring that broke for
-    // no reason (an elastic job would wait for a membership change that never comes).
-    if (wrongAt.every((w) => w.length === n) && reduced.some((v) => !Number.isFinite(v))) {
-      throw new RingtrainError(
-        ErrorCode.InvalidArgument,
-        `the averaged gradient of 'gradients' holds non-finite values at step ${p.step}, wrong against the published sketches on every rank and no single rank explains it (${seenBy}): a rank diverged; lower the learning rate`,
-        { tensor: 'gradients', step: p.step, diverged: true, wrongAt, badAt },
-      );
-    }
-    throw new RingtrainError(
-      ErrorCode.Aborted,
-      `step ${p.step} failed verification: the summed gradients changed in transit (${seenBy}), on one of the links ${where}; the update was not applied and no single rank explains it`,
-      { step: p.step, wrongAt, badAt, links: links.map((l) => [l.from, l.to]) },
+    const link = p.link;
+    if (!link || !p.factors) return;
+    await judgeVerifiedStep(
+      {
+        comm,
+        step: p.step,
+        chunks: p.chunks,
+        k: VERIFY_BUCKETS,
+        contribution: link.contribution,
+        factors: p.factors,
+        sent: link.sent,
+        received: link.received,
+        timeoutMs: this.o.timeoutMs,
+        misbehaviour: this.o.misbehaviour,
+      },
+      reduced,
+      scale,
+      prescale,
     );
   }
-}
-
-/** The verifier's sketch is drawn apart from the direction rule's. */
-function verifySeed(seed: number): number {
-  return (seed ^ 0xa5a5a5a5) >>> 0;
 }

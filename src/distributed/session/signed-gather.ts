@@ -74,17 +74,28 @@ export async function startSignedAllgather<T extends Float32Array | Int32Array>(
 ): Promise<{ gathered: Promise<T> }> {
   const keys = keysOf(comm);
   if (!keys) return { gathered: allgather(comm, data, { name: o.name, timeoutMs: o.timeoutMs }) };
-  const words = data.length;
-  const mine = new Int32Array(words + TRAILER_WORDS);
-  mine.set(new Int32Array(data.buffer, data.byteOffset, words));
-  const signature = await sign(keys.mine, authorBytes(o, comm.rank, byteView(mine, 0, words * 4)));
-  mine.set(new Int32Array(signature.buffer, signature.byteOffset, SIGNATURE_WORDS), words);
+  const mine = await signedAsAuthor(keys, o, comm.rank, new Int32Array(data.buffer, data.byteOffset, data.length));
   const all = allgather(comm, mine, {
     name: o.name,
     timeoutMs: o.timeoutMs,
     vet: (author, payload, from, forwarding) => vetBlock(comm, keys, o, { author, payload, from, forwarding }),
   });
   return { gathered: all.then((blocks) => valuesOf(blocks, data, comm.size)) };
+}
+
+/** `values` as rank `author` puts them in the gather: followed by its signature and an empty hop slot. */
+export async function signedAsAuthor(
+  keys: RingKeys,
+  o: Pick<SignedGatherOptions, 'name' | 'step'>,
+  author: number,
+  values: Int32Array,
+): Promise<Int32Array<ArrayBuffer>> {
+  const words = values.length;
+  const block = new Int32Array(words + TRAILER_WORDS);
+  block.set(values);
+  const signature = await sign(keys.mine, authorBytes(o, author, byteView(block, 0, words * 4)));
+  block.set(new Int32Array(signature.buffer, signature.byteOffset, SIGNATURE_WORDS), words);
+  return block;
 }
 
 /** The gathered values without their signatures, as the caller's array type. */

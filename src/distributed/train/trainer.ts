@@ -190,6 +190,7 @@ function gradientChecks(
     after: (comm, reduced, scale, prescale) => checks.after(comm, reduced, scale, prescale),
     // Only with verify: the other checks look at no segment in transit.
     observe: config.verify ? (comm, offset, values) => checks.observe(comm, offset, values) : undefined,
+    observeSent: config.verify ? (comm, offset, values) => checks.observeSent(comm, offset, values) : undefined,
   };
   const transform = args.transformContribution;
   const contribution: GradientCheck = transform

@@ -20,6 +20,8 @@
  *   relay-norm[@step:N]     at step N (once), the blocks of other ranks it passes on in the step checks'
  *                           gradient-sketches gather get NaN for their first value (a norm): a relayer
  *                           framing the author
+ *   lie-accuse[@step:N]     as lie-nan, and it claims its left neighbour sent it the NaN it passes on
+ *                           (its signed link digest says so: accuse.ts)
  */
 import { ErrorCode, RingtrainError } from '../../../src/core/errors.ts';
 import type { Communicator } from '../../../src/comm/interface.ts';
@@ -29,6 +31,7 @@ import { FAST_STEP_BIT } from '../../../src/collectives/controller/negotiate.ts'
 import { PHASE_ALLGATHER } from '../../../src/collectives/transfer/ring.ts';
 import { keysOf } from '../../../src/distributed/session/ring-keys.ts';
 import { signedForHop } from '../../../src/distributed/session/signed-gather.ts';
+import { accuseOnSend } from './accuse.ts';
 
 export type Fault =
   | { kind: 'nan'; fromStep: number }
@@ -41,10 +44,11 @@ export type Fault =
   | { kind: 'flip-link'; fromStep: number }
   | { kind: 'lie-nan'; fromStep: number }
   | { kind: 'lie-scale'; factor: number; fromStep: number }
-  | { kind: 'relay-norm'; fromStep: number };
+  | { kind: 'relay-norm'; fromStep: number }
+  | { kind: 'lie-accuse'; fromStep: number };
 
 const FORMS =
-  'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], flip-link[@step:N], lie-nan[@step:N], lie-scale:K[@step:N], relay-norm[@step:N]';
+  'nan[@step:N], scale:K[@step:N], garbage-frames[@step:N], forge-abort[@step:N], flood-tags[@step:N], slow:Kx, flip-bits[@step:N], flip-link[@step:N], lie-nan[@step:N], lie-scale:K[@step:N], relay-norm[@step:N], lie-accuse[@step:N]';
 
 function bad(spec: string, why: string): RingtrainError {
   return new RingtrainError(ErrorCode.InvalidArgument, `--chaos '${spec}': ${why}. The forms are ${FORMS}`);
@@ -62,7 +66,16 @@ export function parseFault(spec: string): Fault {
   const [kind, arg, ...more] = body.split(':');
   if (more.length) throw bad(spec, 'too many colons');
   const noArg = (
-    k: 'nan' | 'garbage-frames' | 'forge-abort' | 'flood-tags' | 'flip-bits' | 'flip-link' | 'lie-nan' | 'relay-norm',
+    k:
+      | 'nan'
+      | 'garbage-frames'
+      | 'forge-abort'
+      | 'flood-tags'
+      | 'flip-bits'
+      | 'flip-link'
+      | 'lie-nan'
+      | 'relay-norm'
+      | 'lie-accuse',
   ): Fault => {
     if (arg !== undefined) throw bad(spec, `${k} takes no value`);
     return { kind: k, fromStep };
@@ -76,6 +89,7 @@ export function parseFault(spec: string): Fault {
     case 'flip-link':
     case 'lie-nan':
     case 'relay-norm':
+    case 'lie-accuse':
       return noArg(kind);
     case 'scale':
     case 'lie-scale': {
@@ -105,7 +119,7 @@ export function tamperGradients(fault: Fault, grads: Float32Array, step: number)
 /** lie-…: changes the contribution after its honest norm and sketches were published (the trainer's transformContribution). */
 export function lieAfterChecks(fault: Fault, grads: Float32Array, step: number): void {
   if (step < fault.fromStep) return;
-  if (fault.kind === 'lie-nan') grads.fill(NaN);
+  if (fault.kind === 'lie-nan' || fault.kind === 'lie-accuse') grads.fill(NaN);
   else if (fault.kind === 'lie-scale') for (let i = 0; i < grads.length; i++) grads[i] *= fault.factor;
 }
 
@@ -303,6 +317,8 @@ export function faultHook(
     if (fault.kind === 'flip-bits' && step >= fault.fromStep) flipBitsOnSend(comm());
     if (fault.kind === 'flip-link' && step >= fault.fromStep) flipBitsOnLink(comm(), say);
     current = step;
+    if (fault.kind === 'lie-accuse' && step >= fault.fromStep)
+      accuseOnSend(comm(), fault.fromStep, () => current, grads.length);
     // Once: the ring that breaks over it re-forms and redoes the step honestly.
     if (fault.kind === 'relay-norm' && step === fault.fromStep && !relayed) {
       relayed = true;

@@ -1,0 +1,287 @@
+/**
+ * Signed link digests for the verified allreduce: who passed on what, provably.
+ *
+ * In the ring's reduce-scatter every rank but a chunk's owner sends that chunk's partial sum to
+ * its right neighbour once. Each rank digests, per chunk, what it sent and what it received: the
+ * SHA-256 of the bytes and their sketch (sketch.ts, the verifier's seed). The digests ride in the
+ * rank's verdict block, which its author signs (signed-gather.ts): one signature per rank per
+ * step covers every link it sent on, and no message or round is added. From every rank's signed
+ * digests each rank then judges alike:
+ *
+ *  - hop a → b agrees when a's sent hash and b's received hash are equal and so are their
+ *    sketches (the same bytes sketch the same way on every runtime);
+ *  - a rank whose sent sketch is not its received sketch plus its published contribution (times
+ *    the prescale, within float32 rounding) contradicts its own signature: it is named, proven;
+ *  - equal hashes with different sketches: the two ends describe the same bytes differently. The
+ *    receiver shows the bytes (an evidence gather, only then): whoever signed a sketch the bytes
+ *    do not have is named, proven, and a receiver whose bytes do not hash to the signed hash is;
+ *  - different hashes: the bytes changed between the sender's ring and the receiver's, or one end
+ *    lies about them. One rank's word against another's: the caller treats it as before (the link
+ *    is named, its sender reported).
+ *
+ * So a rank that claims its left neighbour sent it the poison it passes on is named itself: the
+ * neighbour's signed digest says what it sent, and the claim's sketch contradicts it.
+ */
+import { sketchInto } from './sketch.ts';
+import type { RingChunk } from './verified.ts';
+
+/** 32-bit words of a SHA-256 digest. */
+export const HASH_WORDS = 8;
+/** float32's unit roundoff. */
+const U = 2 ** -24;
+
+/** What one rank signs about one step's reduce-scatter: per chunk, the hash and sketch of what it sent and received. */
+export interface LinkDigest {
+  sentHash: Int32Array;
+  receivedHash: Int32Array;
+  sentSketch: Float32Array;
+  receivedSketch: Float32Array;
+}
+
+/** Words a digest takes for `chunks` chunks of `k`-bucket sketches. */
+export function digestWords(chunks: number, k: number): number {
+  return 2 * HASH_WORDS * chunks + 2 * k * chunks;
+}
+
+/** Whether `rank` sends chunk `c` in reduce-scatter (every rank but its owner). */
+export function sends(c: RingChunk, rank: number): boolean {
+  return c.owner >= 0 && c.count > 0 && rank !== c.owner;
+}
+
+/** Whether `rank` receives chunk `c` in reduce-scatter (every rank but the one after its owner, which starts it). */
+export function receives(c: RingChunk, rank: number, size: number): boolean {
+  return c.owner >= 0 && c.count > 0 && size > 1 && rank !== (c.owner + 1) % size;
+}
+
+/** The SHA-256 of each chunk's bytes in `values` where `which` holds; zeros elsewhere. */
+export async function chunkHashes(
+  values: Float32Array,
+  chunks: RingChunk[],
+  which: (c: RingChunk) => boolean,
+): Promise<Int32Array> {
+  const out = new Int32Array(HASH_WORDS * chunks.length);
+  await Promise.all(
+    chunks.map(async (c, i) => {
+      if (!which(c)) return;
+      out.set(await sha256(values.subarray(c.offset, c.offset + c.count)), HASH_WORDS * i);
+    }),
+  );
+  return out;
+}
+
+export async function sha256(values: Float32Array): Promise<Int32Array> {
+  // A copy: a Node Buffer's pool or a shared view is not a BufferSource every runtime takes as is.
+  const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength).slice();
+  return new Int32Array(await crypto.subtle.digest('SHA-256', bytes));
+}
+
+/** The `k`-bucket sketch of each chunk of `values` where `which` holds (zeros elsewhere), as a float32 array of k·chunks. */
+export function chunkSketchesWhere(
+  values: Float32Array,
+  chunks: RingChunk[],
+  k: number,
+  seed: number,
+  which: (c: RingChunk) => boolean,
+): Float32Array {
+  const out = new Float32Array(k * chunks.length);
+  const s = new Float64Array(k);
+  chunks.forEach((c, i) => {
+    if (!which(c)) return;
+    s.fill(0);
+    sketchInto(s, values.subarray(c.offset, c.offset + c.count), seed, c.offset);
+    out.set(s, k * i);
+  });
+  return out;
+}
+
+/** The digest as words, to ride in a signed block. */
+export function digestToWords(d: LinkDigest): Int32Array {
+  const parts = [d.sentHash, d.receivedHash, asWords(d.sentSketch), asWords(d.receivedSketch)];
+  const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** A digest read back from its words (views, not copies). */
+export function digestFromWords(words: Int32Array, chunks: number, k: number): LinkDigest {
+  const h = HASH_WORDS * chunks;
+  const s = k * chunks;
+  const floats = (from: number) => new Float32Array(words.buffer, words.byteOffset + 4 * from, s);
+  return {
+    sentHash: words.subarray(0, h),
+    receivedHash: words.subarray(h, 2 * h),
+    sentSketch: floats(2 * h),
+    receivedSketch: floats(2 * h + s),
+  };
+}
+
+function asWords(a: Float32Array): Int32Array {
+  return new Int32Array(a.buffer, a.byteOffset, a.length);
+}
+
+/** A rank named by its own signed digest (or by the bytes it had to show), with why. */
+export interface ProvenFault {
+  rank: number;
+  chunk: number;
+  reason: string;
+}
+
+/** One hop of one chunk: `from` sent it, `to` received it. */
+export interface Hop {
+  chunk: number;
+  from: number;
+  to: number;
+}
+
+export interface HopFindings {
+  proven: ProvenFault[];
+  /** Equal hashes, different sketches: settled by the receiver's bytes (judgeEvidence). */
+  sketchDisputes: Hop[];
+  /** Different hashes: one end's word against the other's. */
+  hashDisputes: Hop[];
+}
+
+export interface HopInput {
+  size: number;
+  chunks: RingChunk[];
+  k: number;
+  prescale: number;
+  /** Each rank's published per-chunk sketches and masses (verified.ts's chunkSketches), times its factor. */
+  published: Float32Array[];
+  digests: LinkDigest[];
+}
+
+/** Every rank's signed digests, judged alike on every rank. */
+export function judgeHops(x: HopInput): HopFindings {
+  const found: HopFindings = { proven: [], sketchDisputes: [], hashDisputes: [] };
+  x.chunks.forEach((c, i) => {
+    for (let a = 0; a < x.size; a++) {
+      if (!sends(c, a)) continue;
+      const b = (a + 1) % x.size;
+      const hop = { chunk: i, from: a, to: b };
+      if (!sameWords(x.digests[a].sentHash, x.digests[b].receivedHash, HASH_WORDS * i, HASH_WORDS))
+        found.hashDisputes.push(hop);
+      else if (!sameWords(asWords(x.digests[a].sentSketch), asWords(x.digests[b].receivedSketch), x.k * i, x.k))
+        found.sketchDisputes.push(hop);
+      const unexplained = unexplainedBucket(x, c, i, a);
+      if (unexplained !== null)
+        found.proven.push({
+          rank: a,
+          chunk: i,
+          reason: `its signed digest says it passed on chunk ${i} as something its received partial sum plus its published contribution does not explain (bucket ${unexplained}): it sent other numbers than it published`,
+        });
+    }
+  });
+  return found;
+}
+
+/** The first bucket where rank a's sent sketch of chunk i is not its received sketch plus prescale × its published one, or null. */
+function unexplainedBucket(x: HopInput, c: RingChunk, i: number, a: number): number | null {
+  const { k, prescale } = x;
+  const d = x.digests[a];
+  const got = receives(c, a, x.size);
+  const own = x.published[a];
+  for (let b = 0; b < k; b++) {
+    const sent = d.sentSketch[k * i + b];
+    const received = got ? d.receivedSketch[k * i + b] : 0;
+    const mine = own[2 * k * i + b];
+    // Garbage in (a non-finite partial): what comes out of it proves nothing about this rank.
+    if (!Number.isFinite(received)) continue;
+    // The partial's own rounding is bounded by the masses of every rank before it on the path.
+    let mass = 0;
+    for (let r = (c.owner + 1) % x.size; ; r = (r + 1) % x.size) {
+      mass += x.published[r][2 * k * i + k + b];
+      if (r === a) break;
+    }
+    // A non-finite partial from finite ones is an overflow only where the published masses allow one.
+    if (!Number.isFinite(sent)) {
+      if (Math.abs(prescale) * mass < 3.4e38) return b;
+      continue;
+    }
+    const bound =
+      2 * U * (Math.abs(prescale) * (x.size + 1) * mass + Math.abs(sent) + Math.abs(received)) +
+      2 * U * Math.abs(prescale * mine) +
+      1e-37;
+    if (!(Math.abs(sent - received - prescale * mine) <= bound)) return b;
+  }
+  return null;
+}
+
+function sameWords(a: Int32Array, b: Int32Array, from: number, count: number): boolean {
+  for (let j = from; j < from + count; j++) if (a[j] !== b[j]) return false;
+  return true;
+}
+
+/** Where each disputed chunk's bytes sit in its receiver's evidence block, and how long every block is. */
+export function evidenceLayout(disputes: Hop[], chunks: RingChunk[], size: number) {
+  const used = new Array<number>(size).fill(0);
+  const at = disputes.map((h) => {
+    const offset = used[h.to];
+    used[h.to] += chunks[h.chunk].count;
+    return offset;
+  });
+  return { at, words: Math.max(0, ...used) };
+}
+
+/** The receiver's evidence block: its received bytes of each chunk it disputes, in evidenceLayout's places. */
+export function evidenceOf(rank: number, disputes: Hop[], chunks: RingChunk[], size: number, received: Float32Array) {
+  const { at, words } = evidenceLayout(disputes, chunks, size);
+  const out = new Float32Array(words);
+  disputes.forEach((h, j) => {
+    if (h.to !== rank) return;
+    const c = chunks[h.chunk];
+    out.set(received.subarray(c.offset, c.offset + c.count), at[j]);
+  });
+  return out;
+}
+
+/**
+ * Settles each sketch dispute from its receiver's bytes (`evidence[r]`, every rank's evidence block):
+ * bytes that do not hash to the hash both ends signed name the receiver; else whichever end signed a
+ * sketch the bytes do not have is named.
+ */
+export async function judgeEvidence(
+  x: HopInput,
+  disputes: Hop[],
+  evidence: Float32Array[],
+  seed: number,
+): Promise<ProvenFault[]> {
+  const { at } = evidenceLayout(disputes, x.chunks, x.size);
+  const proven: ProvenFault[] = [];
+  for (const [j, h] of disputes.entries()) {
+    const c = x.chunks[h.chunk];
+    const bytes = evidence[h.to].subarray(at[j], at[j] + c.count);
+    const hash = await sha256(bytes);
+    if (!sameWords(hash, x.digests[h.from].sentHash.subarray(HASH_WORDS * h.chunk), 0, HASH_WORDS)) {
+      proven.push({
+        rank: h.to,
+        chunk: h.chunk,
+        reason: `it claimed rank ${h.from} sent it chunk ${h.chunk} with another sketch than rank ${h.from} signed, and the bytes it showed are not the ones both signed the hash of (a false accusation: it cannot back it)`,
+      });
+      continue;
+    }
+    const s = new Float64Array(x.k);
+    // Sketched where the chunk lies: each element's index is hashed into the map.
+    sketchInto(s, bytes, seed, c.offset);
+    const truth = asWords(Float32Array.from(s));
+    const sentRight = sameWords(truth, asWords(x.digests[h.from].sentSketch.subarray(x.k * h.chunk)), 0, x.k);
+    const receivedRight = sameWords(truth, asWords(x.digests[h.to].receivedSketch.subarray(x.k * h.chunk)), 0, x.k);
+    if (!sentRight)
+      proven.push({
+        rank: h.from,
+        chunk: h.chunk,
+        reason: `it signed a sketch of chunk ${h.chunk} that the bytes it sent rank ${h.to} do not have (rank ${h.to} showed them)`,
+      });
+    if (!receivedRight)
+      proven.push({
+        rank: h.to,
+        chunk: h.chunk,
+        reason: `it claimed rank ${h.from} sent it chunk ${h.chunk} as something else than rank ${h.from} signed: the bytes both signed the hash of say otherwise (a false accusation)`,
+      });
+  }
+  return proven;
+}
