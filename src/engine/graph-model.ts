@@ -21,7 +21,7 @@
  */
 import { layoutHash } from '../checkpoint/checkpoint.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { BufferRange, Gpu } from '../gpu/gpu.ts';
+import type { BufferRange, Dispatch, Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
 import { crossEntropy, type Loss, RESULT_CORRECT, RESULT_LOSS } from '../nn/loss.ts';
 import type { Module } from '../nn/module.ts';
@@ -75,6 +75,8 @@ interface BatchPlan {
   bytes: { largest: number; total: number };
   /** A micro-batch's plan (it writes its gradients into a scratch): how its passes add into the model's. */
   accumulation?: GradientAccumulation;
+  /** Under f16-mixed, a micro-batch's plan: the step's one unscale and overflow check, after its last pass's add. */
+  unscaleAfterPasses?: Dispatch[];
 }
 
 /** A step whose batch is uploaded: the plan its (last) pass runs, where its loss lands, and its passes. */
@@ -382,7 +384,7 @@ export class GraphModel implements Model {
       head,
       backward: plan.backward,
       signature,
-      step: [...plan.forward, ...head, ...this.scaling(mode, dOutput, rows, plan.backward, fused !== null)],
+      step: [...plan.forward, ...head, ...this.scaling(mode, dOutput, fused ? 1 : rows * this.classes, plan.backward)],
       buckets: new Map(),
       bytes: { largest: Math.max(...made.map((b) => b.size)), total: made.reduce((sum, b) => sum + b.size, 0) },
     };
@@ -391,6 +393,7 @@ export class GraphModel implements Model {
       p.accumulation = new GradientAccumulation(this.gpu, buffers, (words, label) =>
         own(this.gpu.storage(words, label)),
       );
+      p.unscaleAfterPasses = this.scaler?.planUnscale(this.grads, this.flatLength);
     }
     this.plans.set(key, p);
     // Kept only now: a plan that threw half-way (Gpu.compileAhead destroys what it made) leaves nothing behind.
@@ -413,20 +416,17 @@ export class GraphModel implements Model {
     ];
   }
 
-  /** Backward, and under f16-mixed training the loss gradient's scaling before it and the gradients' unscaling after. */
-  private scaling(mode: Mode, dOutput: BufferRange, rows: number, backward: Step[], fused: boolean): Step[] {
+  /**
+   * Backward, and under f16-mixed training the loss gradient's scaling before it (`seedWords`: the
+   * [rows, classes] gradient, or the one word a loss fused into the graph seeds) and the gradients'
+   * unscaling after it. A micro-batch pass leaves its scaled gradient to the step's accumulation,
+   * which unscales once after the last pass (`unscaleAfterPasses`).
+   */
+  private scaling(mode: Mode, dOutput: BufferRange, seedWords: number, backward: Step[]): Step[] {
     if (mode === 'eval' || !this.scaler) return backward;
-    // The loss scale seeds a [rows, classes] gradient and unscales the model's own gradients: a pass that adds into
-    // them (micro-batches) or a head fused with its loss would need both done otherwise.
-    if (mode === 'micro' || fused)
-      throw new RingtrainError(
-        ErrorCode.InvalidArgument,
-        mode === 'micro'
-          ? `model ${this.identity.name}: --precision f16-mixed and --micro-batch do not combine in this version; drop --micro-batch or use --precision f32`
-          : `model ${this.identity.name}: --precision f16-mixed and the output head fused with its loss (a large vocabulary at this batch) do not combine in this version; use --precision f32, or a smaller --batch or --context`,
-      );
-    const seed = this.scaler.planSeed(dOutput, rows * this.classes);
-    return [...seed, ...backward, ...this.scaler.planUnscale(this.grads, this.flatLength)];
+    const seed = this.scaler.planSeed(dOutput, seedWords);
+    const unscale = mode === 'micro' ? [] : this.scaler.planUnscale(this.grads, this.flatLength);
+    return [...seed, ...backward, ...unscale];
   }
 
   /**
@@ -554,6 +554,7 @@ export class GraphModel implements Model {
     // The whole batch is checked before any pass runs, so a bad sample never leaves a step half-summed.
     if (!allValid(x, p.inputScratch !== null)) this.rejectInput(x, p.inputScratch !== null);
     accumulation.writeWeights(passes, passWeights(labels, passes));
+    this.scaler?.beginStep();
     const [samples, rows] = [batch / passes, p.rows];
     for (let k = 0; k < passes; k++) {
       const inputs = x.subarray(k * samples * this.inputSize, (k + 1) * samples * this.inputSize);
@@ -569,7 +570,8 @@ export class GraphModel implements Model {
   private recordStep(x: Float32Array, labels: ArrayLike<number>, batch: number): GPUBuffer {
     const s = this.loadStep(x, labels, batch);
     recordSteps(this.gpu, s.p.step);
-    if (s.passes > 1) this.gpu.record(s.p.accumulation!.afterPass(s.passes, s.passes - 1));
+    if (s.passes > 1)
+      this.gpu.record([...s.p.accumulation!.afterPass(s.passes, s.passes - 1), ...(s.p.unscaleAfterPasses ?? [])]);
     return s.results;
   }
 
