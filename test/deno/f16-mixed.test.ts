@@ -2,7 +2,9 @@
  * --precision f16-mixed end to end under Deno (test/deno/run-f16-mixed.ts on lavapipe, which has
  * 'shader-f16'; Node's SwiftShader does not, test/engine/loss-scale.test.ts checks the refusal
  * there): an injected overflow (a loss scale far too high) skips the step and is counted, the
- * weights stay as they were, S halves until the steps go through, and doubles after its clean steps.
+ * weights stay as they were, S halves until the steps go through, and doubles after its clean steps;
+ * a transformer's gradients with its activations kept as f16 (src/nn/f16-spill.ts), its head fused with
+ * the loss and its step in micro-batches are f32's to f16 rounding; and its plan holds less than f32's.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +20,15 @@ interface Report {
   skipped: number;
   firstLoss: { f32: number; f16Mixed: number };
   mixedLayersGradError: number;
+  transformer: {
+    clean: boolean[];
+    lossError: number;
+    gradError: number;
+    fusedGradError: number;
+    fusedLossError: number;
+    microGradError: number;
+  };
+  planBytes: { f32: number; f16Mixed: number };
 }
 
 describe('f16-mixed training (deno)', () => {
@@ -55,5 +66,18 @@ describe('f16-mixed training (deno)', () => {
     // One layer past the binding limit stays f32 beside an f16 one: the gradients are f32's to f16 rounding.
     expect(report.mixedLayersGradError).toBeLessThan(1e-2);
     expect(report.mixedLayersGradError).toBeGreaterThan(0);
+    // A transformer's activations kept as f16 through the step, its head fused with the loss, and its step in
+    // micro-batches: f32's gradients to f16 rounding (seen 1.6e-4 to 2.9e-4), the unsplit step's to f16 rounding
+    // of differently scaled gradients (4.1e-4), no overflow at S = 2^10.
+    const t = report.transformer;
+    expect(t.clean).toEqual([true, true, true]);
+    expect(t.lossError).toBeLessThan(1e-3);
+    expect(t.fusedLossError).toBeLessThan(1e-3);
+    for (const err of [t.gradError, t.fusedGradError, t.microGradError]) {
+      expect(err, JSON.stringify(t)).toBeLessThan(2e-3);
+      expect(err).toBeGreaterThan(0);
+    }
+    // The saved activations are f16 at backward's start: 8 layers plan well under f32's step (seen 0.65×).
+    expect(report.planBytes.f16Mixed, JSON.stringify(report.planBytes)).toBeLessThan(0.75 * report.planBytes.f32);
   }, 240_000);
 });
