@@ -134,13 +134,6 @@ export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, '
  * flags as the user gave them.
  */
 export function refuseFlagConflicts(o: RunOptions): void {
-  // A ring reads its gradients back before f16-mixed's unscale and overflow check (src/engine/loss-scale.ts).
-  if (o.precision === 'f16-mixed')
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      '--precision f16-mixed trains one process in this version (ringtrain train --precision f16-mixed); a ring trains in f32: drop --precision',
-      { option: 'precision' },
-    );
   const compression = o.wan?.compression ?? (o.fp16 ? 'fp16' : 'none');
   const settings = {
     verify: o.settings.verify,
