@@ -36,6 +36,12 @@ describe('ringtrain run --elastic options', () => {
     expect(fixed.startPeers).toBeUndefined();
   });
 
+  it("give every peer --precision f16-mixed through the job's config", () => {
+    const job = jobSpecFor({ ...base, precision: 'f16-mixed' } as RunOptions).config;
+    expect(trainConfigFromJob(job).precision).toBe('f16-mixed');
+    expect(trainConfigFromJob(jobSpecFor(base).config).precision).toBe('f32');
+  });
+
   it('are refused, naming the flag, when out of range or without --elastic', async () => {
     const cases: [string[], RegExp][] = [
       [['--min-np', '2'], /--min-np only applies to an elastic run; add --elastic/],

@@ -174,6 +174,8 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.microBatch !== undefined) hyperparameters.microBatch = o.microBatch;
+  // Every peer trains at the job's precision (src/distributed/train/mixed-precision.ts); f32 is not written.
+  if (o.precision !== undefined && o.precision !== 'f32') hyperparameters.precision = o.precision;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
   // An elastic job waits once for all -np workers (so an unbroken run is the same as a fixed one),
   // then goes on with as few as --min-np: a survivor of a crash carries the run to its end.
