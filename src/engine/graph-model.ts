@@ -21,7 +21,7 @@
  */
 import { layoutHash } from '../checkpoint/checkpoint.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
-import type { BufferRange, Gpu } from '../gpu/gpu.ts';
+import type { BufferRange, Dispatch, Gpu } from '../gpu/gpu.ts';
 import { DeferredScalars } from '../gpu/readback.ts';
 import { crossEntropy, type Loss, RESULT_CORRECT, RESULT_LOSS } from '../nn/loss.ts';
 import type { Module } from '../nn/module.ts';
@@ -70,11 +70,22 @@ interface BatchPlan {
   /** forward, head and backward in one list, made once: what every training step records. */
   step: Step[];
   /** Gradient buckets by bucket size, with the steps recorded before each one's read-back (forward and head before the first). */
-  buckets: Map<number, { ranges: BucketRange[]; pieces: Step[][] }>;
+  buckets: Map<number, BucketCut>;
   /** The GPU buffers made for this plan: the largest one's bytes and all of them together. */
   bytes: { largest: number; total: number };
   /** A micro-batch's plan (it writes its gradients into a scratch): how its passes add into the model's. */
   accumulation?: GradientAccumulation;
+  /** Under f16-mixed, a micro-batch's plan: the step's one unscale and overflow check, after its last pass's add. */
+  unscaleAfterPasses?: Dispatch[];
+  /** Under f16-mixed training, the loss gradient's scaling by S (after the head, before backward); else empty. */
+  seed: Dispatch[];
+}
+
+/** A plan's gradient buckets, the steps recorded before each one's read-back, and under f16-mixed each one's unscale. */
+interface BucketCut {
+  ranges: BucketRange[];
+  pieces: Step[][];
+  unscales?: Dispatch[][];
 }
 
 /** A step whose batch is uploaded: the plan its (last) pass runs, where its loss lands, and its passes. */
@@ -382,21 +393,29 @@ export class GraphModel implements Model {
       head,
       backward: plan.backward,
       signature,
-      step: [...plan.forward, ...head, ...this.scaling(mode, dOutput, rows, plan.backward, fused !== null)],
+      seed: mode !== 'eval' && this.scaler ? this.scaler.planSeed(dOutput, fused ? 1 : rows * this.classes) : [],
+      step: [...plan.forward, ...head],
       buckets: new Map(),
       bytes: { largest: Math.max(...made.map((b) => b.size)), total: made.reduce((sum, b) => sum + b.size, 0) },
     };
+    p.step.push(...p.seed, ...plan.backward, ...this.unscaleAfterBackward(mode));
     if (microGrads) {
       const buffers = { grads: this.grads, scratch: microGrads, passResults: results, flatLength: this.flatLength };
       p.accumulation = new GradientAccumulation(this.gpu, buffers, (words, label) =>
         own(this.gpu.storage(words, label)),
       );
+      p.unscaleAfterPasses = this.scaler?.planUnscale(this.grads, this.flatLength);
     }
     this.plans.set(key, p);
     // Kept only now: a plan that threw half-way (Gpu.compileAhead destroys what it made) leaves nothing behind.
     if (unread) this.headGradient = unread.buffer;
     if (microGrads) this.microGrads = microGrads;
     return p;
+  }
+
+  /** f16-mixed training's unscale of the gradients; a micro-batch pass leaves its scaled gradient to the step's accumulation, which unscales once after its last pass. */
+  private unscaleAfterBackward(mode: Mode): Dispatch[] {
+    return mode === 'train' && this.scaler ? this.scaler.planUnscale(this.grads, this.flatLength) : [];
   }
 
   /** The head of a graph that ends in its own loss: the loss into results, and ∂loss/∂loss = 1 as backward's seed. */
@@ -411,22 +430,6 @@ export class GraphModel implements Model {
       { copy: { src: loss, dst: { buffer: results, offset: RESULT_LOSS * 4, size: 4 }, bytes: 4 } },
       { copy: { src: { buffer: one, offset: 0, size: 4 }, dst: seed, bytes: 4 } },
     ];
-  }
-
-  /** Backward, and under f16-mixed training the loss gradient's scaling before it and the gradients' unscaling after. */
-  private scaling(mode: Mode, dOutput: BufferRange, rows: number, backward: Step[], fused: boolean): Step[] {
-    if (mode === 'eval' || !this.scaler) return backward;
-    // The loss scale seeds a [rows, classes] gradient and unscales the model's own gradients: a pass that adds into
-    // them (micro-batches) or a head fused with its loss would need both done otherwise.
-    if (mode === 'micro' || fused)
-      throw new RingtrainError(
-        ErrorCode.InvalidArgument,
-        mode === 'micro'
-          ? `model ${this.identity.name}: --precision f16-mixed and --micro-batch do not combine in this version; drop --micro-batch or use --precision f32`
-          : `model ${this.identity.name}: --precision f16-mixed and the output head fused with its loss (a large vocabulary at this batch) do not combine in this version; use --precision f32, or a smaller --batch or --context`,
-      );
-    const seed = this.scaler.planSeed(dOutput, rows * this.classes);
-    return [...seed, ...backward, ...this.scaler.planUnscale(this.grads, this.flatLength)];
   }
 
   /**
@@ -554,6 +557,7 @@ export class GraphModel implements Model {
     // The whole batch is checked before any pass runs, so a bad sample never leaves a step half-summed.
     if (!allValid(x, p.inputScratch !== null)) this.rejectInput(x, p.inputScratch !== null);
     accumulation.writeWeights(passes, passWeights(labels, passes));
+    this.scaler?.beginStep();
     const [samples, rows] = [batch / passes, p.rows];
     for (let k = 0; k < passes; k++) {
       const inputs = x.subarray(k * samples * this.inputSize, (k + 1) * samples * this.inputSize);
@@ -569,7 +573,8 @@ export class GraphModel implements Model {
   private recordStep(x: Float32Array, labels: ArrayLike<number>, batch: number): GPUBuffer {
     const s = this.loadStep(x, labels, batch);
     recordSteps(this.gpu, s.p.step);
-    if (s.passes > 1) this.gpu.record(s.p.accumulation!.afterPass(s.passes, s.passes - 1));
+    if (s.passes > 1)
+      this.gpu.record([...s.p.accumulation!.afterPass(s.passes, s.passes - 1), ...(s.p.unscaleAfterPasses ?? [])]);
     return s.results;
   }
 
@@ -597,18 +602,15 @@ export class GraphModel implements Model {
     into?: Float32Array,
   ): GradientBucket[] {
     if (into) this.checkFlat('forwardBackwardBuckets', into);
-    if (this.scaler)
-      throw new RingtrainError(
-        ErrorCode.InvalidArgument,
-        'forwardBackwardBuckets: a model in f16-mixed precision trains alone in this version (its gradients are unscaled after the whole backward); use --precision f32 in a ring',
-      );
     const { p, results, passes } = this.loadStep(x, labels, batch);
-    const { ranges, pieces } = this.bucketsOf(p, bucketBytes);
+    const { ranges, pieces, unscales } = this.bucketsOf(p, bucketBytes);
     // Micro-batched, the last pass's gradient is added into each bucket's range as backward finishes it.
     const adds = passes > 1 ? p.accumulation!.bucketSteps(passes, bucketBytes, ranges) : undefined;
     return ranges.map((b, i) => {
       recordSteps(this.gpu, pieces[i]);
       if (adds) this.gpu.record(adds[i]);
+      // f16-mixed: a bucket leaves unscaled (a ring sums true gradients), its overflow raising the step's flag.
+      if (unscales) this.gpu.record(unscales[i]);
       if (i === ranges.length - 1) {
         if (passes > 1) this.gpu.record(p.accumulation!.lastLoss(passes));
         recordDeferredLoss(this.gpu, sink, results, RESULT_LOSS * 4);
@@ -627,7 +629,7 @@ export class GraphModel implements Model {
     return this.bucketsOf(this.microPasses(batch)?.p ?? this.plan(batch, 'train'), bucketBytes).ranges;
   }
 
-  private bucketsOf(p: BatchPlan, bucketBytes: number): { ranges: BucketRange[]; pieces: Step[][] } {
+  private bucketsOf(p: BatchPlan, bucketBytes: number): BucketCut {
     let cut = p.buckets.get(bucketBytes);
     if (cut) return cut;
     const ranges = planBuckets(this.layout, this.flatLength, bucketBytes, (i) =>
@@ -636,10 +638,12 @@ export class GraphModel implements Model {
     // The last bucket's piece takes the rest of backward (an input's gradient, say), so the step is recorded whole.
     const ends = ranges.map((b, i) => (i === ranges.length - 1 ? p.backward.length : b.after));
     const pieces = ends.map((end, i) => [
-      ...(i === 0 ? [...p.forward, ...p.head] : []),
+      ...(i === 0 ? [...p.forward, ...p.head, ...p.seed] : []),
       ...p.backward.slice(i === 0 ? 0 : ends[i - 1], end),
     ]);
-    p.buckets.set(bucketBytes, (cut = { ranges, pieces }));
+    const range = (b: BucketRange) => ({ buffer: this.grads, offset: b.offset * 4, size: b.length * 4 });
+    const unscales = this.scaler ? ranges.map((b) => this.scaler!.planUnscale(range(b), b.length)) : undefined;
+    p.buckets.set(bucketBytes, (cut = { ranges, pieces, unscales }));
     return cut;
   }
 

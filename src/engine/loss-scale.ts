@@ -89,8 +89,21 @@ export class LossScaler {
 
   /** After the step's backward: whether its update may be applied (no overflow); adjusts S either way. */
   async endStep(): Promise<boolean> {
+    return this.settle(await this.readOverflow());
+  }
+
+  /** After the step's backward: whether this process's step overflowed (one GPU wait). */
+  async readOverflow(): Promise<boolean> {
     const [overflowed] = await this.gpu.readU32(this.flag, 0, 1);
-    if (overflowed !== 0) {
+    return overflowed !== 0;
+  }
+
+  /**
+   * Counts the step as skipped (`overflowed`) or clean and adjusts S: what a ring calls with the overflow its
+   * ranks agreed on, so that every rank skips the same steps and keeps the same S. Returns whether to apply it.
+   */
+  settle(overflowed: boolean): boolean {
+    if (overflowed) {
       this.skippedSteps++;
       this.clean = 0;
       this.current = Math.max(MIN_SCALE, this.current / 2);

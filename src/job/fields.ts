@@ -459,10 +459,10 @@ export const FIELDS = {
     section: 'model',
     schema: z.enum(['f32', 'f16-mixed']),
     allowed: "'f32' or 'f16-mixed'",
-    help: "f32, or f16-mixed: the linear layers' operands in f16 with f32 sums and dynamic loss scaling (needs the adapter's shader-f16)",
+    help: "f32, or f16-mixed: the linear layers' operands and the saved activations in f16, f32 sums and dynamic loss scaling (needs the adapter's shader-f16); every peer of a ring uses the job's",
     flag: '--precision <kind>',
     flagHelp:
-      "f32, or f16-mixed: the linear layers' matmul operands stored as f16 and summed in f32, with dynamic loss scaling; weights, optimizer state and checkpoints stay f32; needs the adapter's 'shader-f16' (here Deno's lavapipe); train only in this version",
+      "f32, or f16-mixed: the linear layers' matmul operands and the activations kept for backward stored as f16, sums in f32, with dynamic loss scaling; weights, optimizer state and checkpoints stay f32; needs the adapter's 'shader-f16' (here Deno's lavapipe); in a ring every peer uses the job's",
     default: 'f32',
     onTrain: true,
   }),

@@ -32,6 +32,10 @@ export class Timeline {
   backward(i: number): number {
     return 2 * this.nodes - i;
   }
+  /** The node whose backward runs at `moment`. */
+  nodeAtBackward(moment: number): number {
+    return 2 * this.nodes - moment;
+  }
   /** From before the first step's work until after its last: what the caller touches outside the steps. */
   whole(): Life {
     return { from: -1, to: 2 * this.nodes + 1 };
@@ -64,6 +68,10 @@ export interface Storage {
   label: string;
   /** When the value is needed (null for a parameter: it lives in the model's flat buffer). */
   life: Life | null;
+  /** The last forward moment that writes or reads the value (-1: none yet). */
+  lastForward: number;
+  /** The first backward moment that reads it (Infinity: backward never does). */
+  firstBackward: number;
 }
 
 export function extend(life: Life | null, from: number, to = from): Life {
@@ -95,18 +103,22 @@ export class BufferReuse {
   private readonly slots: Slot[] = [];
   constructor(private readonly make: (words: number, label: string) => GPUBuffer) {}
 
-  /** `exact`: only a buffer of exactly `words` will do (one a kernel binds whole). */
-  take(words: number, life: Life, label: string, exact = false): BufferRange {
+  /**
+   * `exact`: only a buffer of exactly `words` will do (one a kernel binds whole). `life` may be several
+   * spans (a value stored as f16 in between, f16-spill.ts): the buffer is free for others between them.
+   */
+  take(words: number, life: Life | readonly Life[], label: string, exact = false): BufferRange {
+    const spans = Array.isArray(life) ? life : [life as Life];
     let best: Slot | null = null;
     for (const s of this.slots) {
       if (s.words < words || (exact && s.words !== words) || (best && s.words >= best.words)) continue;
-      if (!s.busy.some((b) => meets(b, life))) best = s;
+      if (!s.busy.some((b) => spans.some((l) => meets(b, l)))) best = s;
     }
     if (!best) {
       best = { buffer: this.make(words, label), words, busy: [] };
       this.slots.push(best);
     }
-    best.busy.push(life);
+    best.busy.push(...spans);
     return { buffer: best.buffer, offset: 0, size: words * 4 };
   }
 }

@@ -35,6 +35,7 @@ import {
   Timeline,
 } from './memory-plan.ts';
 import { type Node, type Parameter, shapeText, type Tensor } from './tensor.ts';
+import { chooseSpills, planSpills, type Spill, spillSpans, spillWords } from './f16-spill.ts';
 
 /** Where a parameter's value and gradient live: the model's flat buffers and its layout entry. */
 export interface ParamStore {
@@ -135,14 +136,18 @@ export function compilePlan(
   const { storage, needsGrad } = storagePass(nodes, outs, params, gradients);
   gradientPass(nodes, outs, storage, needsGrad);
   lifetimes(nodes, outs, storage, needsGrad, time);
-  assignBuffers(storage, reuse, time);
+  // f16-mixed training keeps what backward reads as f16 through the middle of the step (f16-spill.ts).
+  const spills =
+    options.f16Mixed && gradients ? chooseSpills(gpu, new Set(storage.values()), time) : new Map<Storage, Spill>();
+  assignBuffers(storage, reuse, time, spills);
   let ownFlag: GPUBuffer | undefined;
   const overflowFlag = (): GPUBuffer => {
     if (options.f16Mixed) return options.f16Mixed.overflow;
     if (!ownFlag) buffers.push((ownFlag = gpu.storage(1, 'overflow-flag')));
     return ownFlag;
   };
-  const { forward, backward } = planOps(gpu, nodes, { storage, needsGrad, reuse, time, overflowFlag });
+  const moves = planSpills(gpu, spills.values(), time, options.f16Mixed?.overflow);
+  const { forward, backward } = planOps(gpu, nodes, { storage, needsGrad, reuse, time, overflowFlag }, moves);
   // Views of a parameter share its storage, so its gradient's writers are all counted on one.
   const finalAfter = new Map<Parameter, number>();
   for (const s of storage.values()) {
@@ -176,7 +181,10 @@ function markF16(gpu: Gpu, nodes: Node[]): void {
 }
 
 function fresh(base: Tensor, label: string, value: BufferRange | null, words = base.size): Storage {
-  return { value, grad: null, words, writers: 0, written: 0, lastWrite: 0, base, label, life: null };
+  return {
+    ...{ value, grad: null, words, writers: 0, written: 0, lastWrite: 0, base, label, life: null },
+    ...{ lastForward: -1, firstBackward: Infinity },
+  };
 }
 
 /** Pass 2: a storage per tensor (views share their input's) and which tensors need a gradient. */
@@ -268,7 +276,10 @@ function lifetimes(
   const whole = time.whole();
   const at = (t: Tensor, moment: number) => {
     const s = storage.get(t)!;
-    if (s.base.kind !== 'param') s.life = extend(s.life, moment);
+    if (s.base.kind === 'param') return;
+    s.life = extend(s.life, moment);
+    if (moment < time.nodes) s.lastForward = Math.max(s.lastForward, moment);
+    else s.firstBackward = Math.min(s.firstBackward, moment);
   };
   const written = new Set<GradSlot>();
   for (const s of storage.values()) if (s.base.kind === 'input') s.life = whole;
@@ -297,20 +308,32 @@ function lifetimes(
   for (const s of storage.values()) if (s.grad?.life && !written.has(s.grad)) s.grad.life = whole;
 }
 
-/** Pass 4b: buffers for every value and gradient, in the order their spans start. */
-function assignBuffers(storage: Map<Tensor, Storage>, reuse: BufferReuse, time: Timeline): void {
-  const wanted: { words: number; life: Life; label: string; set: (r: BufferRange) => void }[] = [];
+/** Pass 4b: buffers for every value, gradient and spilled value's f16 copy, in the order their spans start. */
+function assignBuffers(
+  storage: Map<Tensor, Storage>,
+  reuse: BufferReuse,
+  time: Timeline,
+  spills: Map<Storage, Spill>,
+): void {
+  const wanted: { words: number; life: Life[]; label: string; set: (r: BufferRange) => void; exact?: boolean }[] = [];
   const slots = new Set<GradSlot>();
   for (const s of new Set(storage.values())) {
     if (s.base.kind === 'param') continue;
-    wanted.push({ words: s.words, life: s.life ?? time.whole(), label: s.label, set: (r) => (s.value = r) });
+    const spill = spills.get(s);
+    if (spill) {
+      const spans = spillSpans(spill);
+      // Both take buffers of their own size: a long-lived f16 copy in a larger buffer wastes the rest of it.
+      wanted.push({ words: s.words, life: spans.value, label: s.label, set: (r) => (s.value = r), exact: true });
+      const half = { words: spillWords(spill), life: [spans.half], label: `${s.label}:f16`, exact: true };
+      wanted.push({ ...half, set: (r) => (spill.half = r) });
+    } else wanted.push({ words: s.words, life: [s.life ?? time.whole()], label: s.label, set: (r) => (s.value = r) });
     const g = s.grad;
     if (!g?.life || slots.has(g)) continue;
     slots.add(g);
-    wanted.push({ words: g.words, life: g.life, label: g.label, set: (r) => (g.range = r) });
+    wanted.push({ words: g.words, life: [g.life], label: g.label, set: (r) => (g.range = r) });
   }
-  wanted.sort((a, b) => a.life.from - b.life.from || b.words - a.words);
-  for (const w of wanted) w.set(reuse.take(w.words, w.life, w.label));
+  wanted.sort((a, b) => a.life[0].from - b.life[0].from || b.words - a.words);
+  for (const w of wanted) w.set(reuse.take(w.words, w.life, w.label, w.exact));
 }
 
 interface PlanState {
@@ -334,14 +357,19 @@ function gradRange(s: Storage): BufferRange {
  * means first to run. The node's own steps (and its adds) finish each gradient it writes: an earlier
  * node's writes are final only after it.
  */
-function planOps(gpu: Gpu, nodes: Node[], state: PlanState): { forward: Step[]; backward: Step[] } {
+function planOps(
+  gpu: Gpu,
+  nodes: Node[],
+  state: PlanState,
+  spills: ReturnType<typeof planSpills>,
+): { forward: Step[]; backward: Step[] } {
   const backward: Step[] = [];
   const forwardOf = new Map<Node, Step[]>();
   for (let i = nodes.length - 1; i >= 0; i--) {
     const n = nodes[i];
     const planned = planNode(gpu, n, i, state);
-    forwardOf.set(n, planned.forward);
-    backward.push(...planned.backward);
+    forwardOf.set(n, [...planned.forward, ...(spills.afterForward.get(i) ?? [])]);
+    backward.push(...(spills.beforeBackward.get(i) ?? []), ...planned.backward);
     for (const s of planned.writes) s.lastWrite = backward.length;
   }
   return { forward: nodes.flatMap((n) => forwardOf.get(n)!), backward };

@@ -36,14 +36,18 @@ describe('ringtrain run --elastic options', () => {
     expect(fixed.startPeers).toBeUndefined();
   });
 
+  it("give every peer --precision f16-mixed through the job's config", () => {
+    const job = jobSpecFor({ ...base, precision: 'f16-mixed' } as RunOptions).config;
+    expect(trainConfigFromJob(job).precision).toBe('f16-mixed');
+    expect(trainConfigFromJob(jobSpecFor(base).config).precision).toBe('f32');
+  });
+
   it('are refused, naming the flag, when out of range or without --elastic', async () => {
     const cases: [string[], RegExp][] = [
       [['--min-np', '2'], /--min-np only applies to an elastic run; add --elastic/],
       [['--elastic', '--min-np', '4'], /--min-np must be a whole number from 1 to 3/],
       [['--elastic', '--max-np', '2'], /--max-np must be a whole number from 3 to/],
       [['--elastic', '--server-wait', '-1'], /--server-wait must be a whole number from 0/],
-      // A ring trains in f32 in this version (train has f16-mixed).
-      [['--precision', 'f16-mixed'], /--precision f16-mixed trains one process.*ringtrain train --precision f16-mixed/],
       [['--precision', 'f8'], /precision/],
     ];
     for (const [flags, message] of cases) {

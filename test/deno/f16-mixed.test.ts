@@ -2,14 +2,17 @@
  * --precision f16-mixed end to end under Deno (test/deno/run-f16-mixed.ts on lavapipe, which has
  * 'shader-f16'; Node's SwiftShader does not, test/engine/loss-scale.test.ts checks the refusal
  * there): an injected overflow (a loss scale far too high) skips the step and is counted, the
- * weights stay as they were, S halves until the steps go through, and doubles after its clean steps.
+ * weights stay as they were, S halves until the steps go through, and doubles after its clean steps;
+ * a transformer's gradients with its activations kept as f16 (src/nn/f16-spill.ts), its head fused with
+ * the loss and its step in micro-batches are f32's to f16 rounding; and its plan holds less than f32's.
+ * In a ring (test/deno/run-f16-ring.ts): an overflow on one rank skips the step on every rank.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const deno = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
+const denoBin = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
 
 interface Report {
   adapter: string;
@@ -18,17 +21,40 @@ interface Report {
   skipped: number;
   firstLoss: { f32: number; f16Mixed: number };
   mixedLayersGradError: number;
+  transformer: {
+    clean: boolean[];
+    lossError: number;
+    gradError: number;
+    fusedGradError: number;
+    fusedLossError: number;
+    microGradError: number;
+  };
+  planBytes: { f32: number; f16Mixed: number };
+}
+
+interface RankRuns {
+  skipped: number[][];
+  scales: number[][];
+  sameWeights: boolean;
+  finite: boolean;
+}
+
+interface RingReport {
+  buckets: RankRuns;
+  whole: RankRuns;
+  clean: { skipped: number[]; weightError: number; differs: boolean };
+}
+
+/** Runs a Deno script to its end and returns the JSON of its last line. */
+function runDeno(script: string): unknown {
+  const run = spawnSync(denoBin, ['run', '-A', script], { cwd: root, encoding: 'utf8', timeout: 200_000 });
+  expect(run.status, `deno exited with ${run.status}: ${run.stderr.slice(-2000)}`).toBe(0);
+  return JSON.parse(run.stdout.trim().split('\n').pop() ?? '');
 }
 
 describe('f16-mixed training (deno)', () => {
   it('skips and counts an overflowed step, halves S, and grows it back after its clean steps', () => {
-    const run = spawnSync(deno, ['run', '-A', 'test/deno/run-f16-mixed.ts'], {
-      cwd: root,
-      encoding: 'utf8',
-      timeout: 200_000,
-    });
-    expect(run.status, `deno exited with ${run.status}: ${run.stderr.slice(-2000)}`).toBe(0);
-    const report = JSON.parse(run.stdout.trim().split('\n').pop() ?? '') as Report;
+    const report = runDeno('test/deno/run-f16-mixed.ts') as Report;
     expect(report.hasShaderF16, `${report.adapter} should offer shader-f16 (lavapipe does)`).toBe(true);
     const { steps } = report;
     // The injected overflow: the first step is skipped, its weights untouched.
@@ -55,5 +81,35 @@ describe('f16-mixed training (deno)', () => {
     // One layer past the binding limit stays f32 beside an f16 one: the gradients are f32's to f16 rounding.
     expect(report.mixedLayersGradError).toBeLessThan(1e-2);
     expect(report.mixedLayersGradError).toBeGreaterThan(0);
+    // A transformer's activations kept as f16 through the step, its head fused with the loss, and its step in
+    // micro-batches: f32's gradients to f16 rounding (seen 1.6e-4 to 2.9e-4), the unsplit step's to f16 rounding
+    // of differently scaled gradients (4.1e-4), no overflow at S = 2^10.
+    const t = report.transformer;
+    expect(t.clean).toEqual([true, true, true]);
+    expect(t.lossError).toBeLessThan(1e-3);
+    expect(t.fusedLossError).toBeLessThan(1e-3);
+    for (const err of [t.gradError, t.fusedGradError, t.microGradError]) {
+      expect(err, JSON.stringify(t)).toBeLessThan(2e-3);
+      expect(err).toBeGreaterThan(0);
+    }
+    // The saved activations are f16 at backward's start: 8 layers plan well under f32's step (seen 0.65×).
+    expect(report.planBytes.f16Mixed, JSON.stringify(report.planBytes)).toBeLessThan(0.75 * report.planBytes.f32);
+  }, 240_000);
+
+  it('in a ring: a step that overflows on one rank is skipped by every rank, and the ring sums true gradients', () => {
+    const ring = runDeno('test/deno/run-f16-ring.ts') as RingReport;
+    for (const r of [ring.buckets, ring.whole]) {
+      const what = JSON.stringify(r);
+      // The poisoned example falls to one rank in the steps that draw it: both ranks skip those, and only those.
+      expect(r.skipped[0].length, what).toBeGreaterThan(0);
+      expect(r.skipped[1], what).toEqual(r.skipped[0]);
+      expect(r.scales[1], what).toEqual(r.scales[0]);
+      expect(r.sameWeights, what).toBe(true);
+      expect(r.finite, what).toBe(true);
+    }
+    // A clean f16-mixed ring ends at the f32 ring's weights to f16 rounding (seen 3.1e-3): its sums are unscaled.
+    expect(ring.clean.skipped).toEqual([]);
+    expect(ring.clean.weightError).toBeLessThan(2e-2);
+    expect(ring.clean.differs).toBe(true);
   }, 240_000);
 });

@@ -9,6 +9,10 @@ import { acquireGpu } from '../../src/gpu/device.ts';
 import { createModel, createOptimizer, trainStep } from '../../src/engine/index.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 import type { Model } from '../../src/engine/model.ts';
+import { GraphModel } from '../../src/engine/graph-model.ts';
+import { resolveTransformerSpec, sequenceCrossEntropy, TransformerModule } from '../../src/engine/transformer.ts';
+import { planningGpu } from '../../src/gpu/planning-device.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
 
 const gpu = await acquireGpu();
 const u = seededUniform(5);
@@ -64,5 +68,74 @@ let scale = 1e-6;
 for (const v of want) scale = Math.max(scale, Math.abs(v));
 const mixedLayersGradError = Math.max(...got.map((v, i) => Math.abs(v - want[i]))) / scale;
 const report = { adapter: gpu.info.description, hasShaderF16: gpu.hasShaderF16, steps, skipped, firstLoss };
-console.log(JSON.stringify({ ...report, mixedLayersGradError }));
+const transformer = await transformerCases();
+console.log(JSON.stringify({ ...report, mixedLayersGradError, transformer, planBytes: planBytes() }));
 gpu.destroy();
+
+/** The largest difference from `want`, over want's largest magnitude. */
+function relMax(got: Float32Array, want: Float32Array): number {
+  let [err, scale] = [0, 1e-30];
+  want.forEach((v, i) => ((err = Math.max(err, Math.abs(got[i] - v))), (scale = Math.max(scale, Math.abs(v)))));
+  return got.every(Number.isFinite) ? err / scale : Infinity;
+}
+
+/** A small GPT-2-style transformer as a GraphModel (GELU, attention, layer norms, residuals), fused head or not. */
+function tinyTransformer(g: Gpu, fused: boolean, { context = 24, width = 32, layers = 2 } = {}): GraphModel {
+  const spec = resolveTransformerSpec({ vocab: 40, context, layers, width, heads: 2, seed: 3, arch: 'gpt2' });
+  const module = new TransformerModule(spec);
+  return new GraphModel(g, {
+    ...{ identity: { name: 'transformer', options: {} }, module, inputShape: [spec.context], inputDType: 'u32' },
+    ...{ classes: spec.vocab, seed: spec.seed, loss: sequenceCrossEntropy },
+    fusedLoss: fused ? (ids, targets) => module.forwardLoss(ids, targets) : undefined,
+  });
+}
+
+/**
+ * f16-mixed through the whole transformer (its saved activations kept as f16 between forward and
+ * backward, src/nn/f16-spill.ts), through the head fused with its loss, and split into micro-batches:
+ * each one's gradients against f32's (to f16 rounding) or the unsplit step's (to f32 rounding).
+ */
+async function transformerCases() {
+  const batch = 4;
+  const v = seededUniform(11);
+  const ids = Float32Array.from({ length: batch * 24 }, () => Math.floor(v() * 40));
+  const targets = Array.from(ids, (_, i) => (i % 7 === 6 ? -1 : Math.floor(v() * 40)));
+  const run = async (fused: boolean, mixed: boolean, microBatch?: number) => {
+    const m = tinyTransformer(gpu, fused);
+    if (mixed) m.useMixedPrecision({ initialScale: 2 ** 10 });
+    m.setMicroBatch(microBatch);
+    try {
+      const loss = await m.forwardBackward(ids, targets, batch);
+      const clean = mixed ? await m.lossScaler!.endStep() : true;
+      return { loss, clean, grads: await m.readGrads() };
+    } finally {
+      m.destroy();
+    }
+  };
+  const f32 = await run(false, false);
+  const [mixed, fused, micro] = [await run(false, true), await run(true, true), await run(false, true, 2)];
+  return {
+    clean: [mixed.clean, fused.clean, micro.clean],
+    lossError: Math.abs(mixed.loss - f32.loss) / f32.loss,
+    gradError: relMax(mixed.grads, f32.grads),
+    fusedGradError: relMax(fused.grads, f32.grads),
+    fusedLossError: Math.abs(fused.loss - f32.loss) / f32.loss,
+    microGradError: relMax(micro.grads, mixed.grads),
+  };
+}
+
+/**
+ * The training step's planned bytes (planning only) of a transformer of 8 layers at context 384 (the tiled
+ * attention), in f32 and f16-mixed: the saved activations of every layer are f16 at backward's start.
+ */
+function planBytes(): { f32: number; f16Mixed: number } {
+  const bytes = (mixed: boolean) => {
+    const planner = planningGpu(gpu);
+    const m = tinyTransformer(planner, false, { context: 384, width: 64, layers: 8 });
+    const before = planner.pool.createdBytes;
+    if (mixed) m.useMixedPrecision();
+    m.planTrainingStep(8);
+    return planner.pool.createdBytes - before;
+  };
+  return { f32: bytes(false), f16Mixed: bytes(true) };
+}

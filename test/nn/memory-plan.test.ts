@@ -47,6 +47,30 @@ describe('BufferReuse', () => {
     expect(made.map((m) => m.words)).toEqual([1000, 10, 8]);
   });
 
+  it('lends the gap between the spans of a value kept as f16 in between, never either span', () => {
+    const { reuse } = fakeBuffers();
+    const value = reuse.take(
+      100,
+      [
+        { from: 0, to: 2 },
+        { from: 8, to: 9 },
+      ],
+      'value',
+    );
+    expect(reuse.take(100, { from: 3, to: 7 }, 'between').buffer).toBe(value.buffer);
+    expect(reuse.take(100, { from: 7, to: 8 }, 'meets the second').buffer).not.toBe(value.buffer);
+    expect(
+      reuse.take(
+        100,
+        [
+          { from: 2, to: 2 },
+          { from: 10, to: 11 },
+        ],
+        'meets the first',
+      ).buffer,
+    ).not.toBe(value.buffer);
+  });
+
   it('gives the whole step to what the caller touches outside it', () => {
     const t = new Timeline(4);
     expect(t.whole().from).toBeLessThan(t.forward(0));

@@ -134,13 +134,6 @@ export function elasticOptions(raw: Record<string, unknown>): Pick<RunOptions, '
  * flags as the user gave them.
  */
 export function refuseFlagConflicts(o: RunOptions): void {
-  // A ring reads its gradients back before f16-mixed's unscale and overflow check (src/engine/loss-scale.ts).
-  if (o.precision === 'f16-mixed')
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      '--precision f16-mixed trains one process in this version (ringtrain train --precision f16-mixed); a ring trains in f32: drop --precision',
-      { option: 'precision' },
-    );
   const compression = o.wan?.compression ?? (o.fp16 ? 'fp16' : 'none');
   const settings = {
     verify: o.settings.verify,
@@ -181,6 +174,8 @@ export function jobSpecFor(o: RunOptions, model: ModelChoice = { model: o.model 
   if (o.steps !== undefined) hyperparameters.steps = o.steps;
   if (o.evalLimit !== undefined) hyperparameters.evalLimit = o.evalLimit;
   if (o.microBatch !== undefined) hyperparameters.microBatch = o.microBatch;
+  // Every peer trains at the job's precision (src/distributed/train/mixed-precision.ts); f32 is not written.
+  if (o.precision !== undefined && o.precision !== 'f32') hyperparameters.precision = o.precision;
   if (o.serverWait !== undefined) hyperparameters.serverWaitMs = o.serverWait * 1000;
   // An elastic job waits once for all -np workers (so an unbroken run is the same as a fixed one),
   // then goes on with as few as --min-np: a survivor of a crash carries the run to its end.

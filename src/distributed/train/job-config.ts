@@ -37,14 +37,6 @@ export function trainConfigFromJob(
     );
   const { optimizer: o, schedule, data, reduce, checks, membership } = settings;
   const { modelName, modelOptions, precision } = settings.model;
-  // Every rank trains at the job's precision; a ring's gradients are read back before the unscale and the overflow
-  // check f16-mixed needs (src/engine/loss-scale.ts), so this version trains f16-mixed alone.
-  if (precision !== 'f32')
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `the job's precision is ${precision}, which trains one process (ringtrain train --precision ${precision}) in this version; a ring trains in f32: drop --precision (or pass --precision f32)`,
-      { precision },
-    );
   // A model file (path in job.model) trains under the name it was registered as when this peer loaded it
   // (src/cli/options/model-option.ts).
   const fileModel = isModelFile(model) && modelName !== undefined && registeredModel(modelName) ? modelName : undefined;
@@ -63,6 +55,8 @@ export function trainConfigFromJob(
     compression: reduce.compression as Compression,
     backwardPassesPerStep: schedule.backwardPassesPerStep,
     microBatch: schedule.microBatch,
+    // Every rank trains at the job's precision (src/distributed/train/mixed-precision.ts).
+    precision,
     scaleLr: o.scaleLr,
     lrSchedule: schedule.lrSchedule,
     warmupSteps: schedule.warmupSteps,

@@ -24,7 +24,8 @@ import { endsRun } from '../session/ring-errors.ts';
 import type { StepClock } from './step-clock.ts';
 import { DEFAULT_STATE_CHECK_EVERY, hex, readStateDigest, StateAgreement } from '../robust/state-agreement.ts';
 import { guardOf } from './train-config.ts';
-import type { LoopHandle, Peers, RunRecord, StepUpdate } from './training-loop.ts';
+import { agreeOnOverflow } from './mixed-precision.ts';
+import type { LoopHandle, Peers, RunRecord, StepScaling, StepUpdate } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
 
 /** What a ring trains with; trainer.ts builds them and destroys them after. */
@@ -146,10 +147,17 @@ export class RingPeers implements Peers {
   }
 
   /** The ring's step: this rank's gradients read back, weighed by its share, checked, summed, applied. */
-  async apply(s: StepUpdate): Promise<StepResult> {
+  async apply(s: StepUpdate): Promise<StepResult & { scaling?: StepScaling }> {
     const { config, comm } = this;
-    const { ringOpt, clock } = this.parts;
+    const { ringOpt, clock, model } = this.parts;
     clock.begin(s.computeStart);
+    // f16-mixed: a step that overflowed on any rank is skipped by all of them, before anything is reduced.
+    const scaling = await agreeOnOverflow(model, comm, config.timeoutMs);
+    if (scaling?.skipped) {
+      ringOpt.resetAccumulation();
+      clock.end();
+      return { applied: false, bytesSent: 0, scaling };
+    }
     // Weighed by this rank's share of the step's counted targets (exactly 1 when shares are equal).
     const weight =
       s.batch.ringTargets > 0
@@ -161,7 +169,7 @@ export class RingPeers implements Peers {
     });
     // A pass summed locally (backwardPassesPerStep > 1) reduced nothing: all of it was compute.
     if (!r.applied) clock.end();
-    return r;
+    return scaling ? { ...r, scaling } : r;
   }
 
   /** The next step's shares (speed: one tiny allgather; counted in the step's time, it is part of its cost), and the step's rounds. */

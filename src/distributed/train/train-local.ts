@@ -19,6 +19,7 @@
  * the same seeded order, so a run stopped and resumed takes the same steps as
  * one that never stopped.
  */
+import { useMixedPrecision } from './mixed-precision.ts';
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import type { EventBus } from '../../core/events.ts';
 import { detectRuntime } from '../../core/runtime.ts';
@@ -147,17 +148,6 @@ export async function trainLocal(args: LocalTrainArgs): Promise<LocalTrainResult
     optimizer.destroy();
     model.destroy();
   }
-}
-
-/** --precision f16-mixed, where the model has it (every model the engine builds from a module does). */
-function useMixedPrecision(model: Model): void {
-  if (!model.useMixedPrecision)
-    throw new RingtrainError(
-      ErrorCode.InvalidArgument,
-      `--precision f16-mixed: model ${model.kind} cannot train in mixed precision; use --precision f32`,
-      { precision: 'f16-mixed', model: model.kind },
-    );
-  model.useMixedPrecision();
 }
 
 /** The loop's settings and hooks for one peer: its warm-up ramps from zero (the transformer recipe) and never scales by a ring's size. */

@@ -24,6 +24,7 @@
  * how it re-forms (ring-peers.ts, elastic-ring.ts), and here what runs around
  * each gradient allreduce, the building of it all and the result.
  */
+import { useMixedPrecision } from './mixed-precision.ts';
 import { ErrorCode, isRingtrainError, RingtrainError } from '../../core/errors.ts';
 import { detectRuntime } from '../../core/runtime.ts';
 import { createModel, createOptimizer, useMicroBatch } from '../../engine/index.ts';
@@ -66,6 +67,8 @@ export async function trainDistributed(args: DistributedTrainArgs): Promise<Dist
   try {
     checkDataFits(model, train);
     useMicroBatch(model, config.microBatch, config.batch);
+    // A prepared model was made at the job's precision before its plans (warm-up.ts).
+    if (config.precision === 'f16-mixed' && !args.prepared) useMixedPrecision(model);
   } catch (err) {
     args.prepared?.optimizer.destroy();
     model.destroy();

@@ -13,6 +13,7 @@
  * had made. The trainer then takes the model and optimizer over: one model in
  * memory, never a throwaway copy per missing pipeline.
  */
+import { useMixedPrecision } from './mixed-precision.ts';
 import type { Dataset } from '../../data/dataset.ts';
 import { createModel, createOptimizer, type Model, type Optimizer, useMicroBatch } from '../../engine/index.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
@@ -44,6 +45,7 @@ export async function prepareTraining(
     );
     // The step's plan is the micro-batch's when one splits it: that is the one to compile.
     useMicroBatch(model, config.microBatch, config.batch);
+    if (config.precision === 'f16-mixed') useMixedPrecision(model);
     // One plan per attempt: a plan is kept only once it is whole, and an abandoned attempt destroys only what it made.
     for (const makePlan of model.plansFor?.(Math.min(config.batch, train.count), test.count) ?? []) {
       await eventLoopTurn();

@@ -29,6 +29,8 @@ function activationOp(kind: Activation, name: string): Op<Record<string, never>>
   return defineOp<Record<string, never>>({
     name,
     inPlaceBackward: true,
+    // Backward is f'(x)·dy: the output is free after its last forward reader.
+    backwardReads: () => ({ inputs: [0], output: false }),
     shape([x], _attrs, info) {
       requireF32(info, name, [x]);
       return { shape: x };

@@ -12,6 +12,8 @@ import { ErrorCode, RingtrainError } from '../../../core/errors.ts';
 
 export const geluOp = defineOp<Record<string, never>>({
   name: 'gelu',
+  // Backward is Φ'(x)·dy: the output is free after its last forward reader.
+  backwardReads: () => ({ inputs: [0], output: false }),
   shape([x], _attrs, info) {
     requireF32(info, 'gelu', [x]);
     return { shape: x };

@@ -8,10 +8,12 @@
  * Backward: dx = dy·W, dW = dyᵀ·x, db = Σ_rows dy.
  *
  * With `attrs.f16` (--precision f16-mixed, set by the planner) x, W and dy are
- * stored as f16 for the three matmuls, which sum in f32 into f32 results
+ * cast to f16 for the three matmuls, which sum in f32 into f32 results
  * (kernel.ts); the bias, its gradient and everything outside the layer stay
- * f32. Forward keeps x and W in f16 for backward, which then reads no f32
- * input. A layer whose operands pass one binding keeps the f32 path (`mixesF16` says no).
+ * f32. The casts are temporaries of each half: backward casts x and W again
+ * (x as the planner kept it, as f16 in between: src/nn/f16-spill.ts, so one f16
+ * copy serves every backward that reads x). A layer whose operands pass one
+ * binding keeps the f32 path (`mixesF16` says no).
  */
 import { planActivationBackward } from '../activation/kernel.ts';
 import { fitsF16Path, halfWords, planCastF16, planMatmulF16 } from './kernel.ts';
@@ -42,8 +44,8 @@ export const linearOp = defineOp<LinearAttrs>({
     const { rows, inF, outF } = dims(shapes);
     return fitsF16Path(gpu, rows, inF, outF);
   },
-  // dx needs W, dW needs x (in f16, their copies saved by forward); the output only as the fused ReLU's mask.
-  backwardReads: (attrs) => ({ inputs: attrs.f16 ? [] : [0, 1], output: attrs.relu === true }),
+  // dx needs W, dW needs x; the output only as the fused ReLU's mask.
+  backwardReads: (attrs) => ({ inputs: [0, 1], output: attrs.relu === true }),
   shape([x, w, b], _attrs, info) {
     requireF32(info, 'linear', [x, w, ...(b ? [b] : [])]);
     if (x.length < 1 || w.length !== 2)
@@ -122,19 +124,26 @@ export const linearOp = defineOp<LinearAttrs>({
   },
 });
 
-/** The f16-mixed plan: x and W cast to f16 in forward and kept for backward, dy cast in backward. */
+/** The f16-mixed plan: x and W cast to f16 in forward, and again in backward with dy. */
 function planF16(ctx: PlanContext, attrs: LinearAttrs): OpPlan {
   const { gpu } = ctx;
   const { rows, inF, outF } = dims(ctx.inputShapes);
   const flag = ctx.overflowFlag();
   const hasBias = ctx.inputShapes.length === 3;
-  // Saved for backward alone: the memory plan lends their buffers to other values before and after.
-  const x16 = ctx.scratch(halfWords(rows * inF), 'x-f16', 'saved');
-  const w16 = ctx.scratch(halfWords(outF * inF), 'weight-f16', 'saved');
+  // Each half's casts are its own temporaries: nothing f16 is kept from forward to backward here.
+  const casts = (within: 'forward' | 'backward') => {
+    const x16 = ctx.scratch(halfWords(rows * inF), 'x-f16', within);
+    const w16 = ctx.scratch(halfWords(outF * inF), 'weight-f16', within);
+    const steps = [
+      planCastF16(gpu, ctx.input(0), x16, rows * inF, flag),
+      planCastF16(gpu, ctx.input(1), w16, outF * inF, flag),
+    ];
+    return { x16, w16, steps };
+  };
+  const f = casts('forward');
   const forward: Step[] = [
-    planCastF16(gpu, ctx.input(0), x16, rows * inF, flag),
-    planCastF16(gpu, ctx.input(1), w16, outF * inF, flag),
-    planMatmulF16(gpu, x16, w16, ctx.output(), {
+    ...f.steps,
+    planMatmulF16(gpu, f.x16, f.w16, ctx.output(), {
       m: rows,
       n: outF,
       k: inF,
@@ -148,12 +157,13 @@ function planF16(ctx: PlanContext, attrs: LinearAttrs): OpPlan {
   const backward: Step[] = [];
   if (attrs.relu) backward.push(planActivationBackward(gpu, 'relu', ctx.output(), dy, rows * outF));
   const dy16 = ctx.scratch(halfWords(rows * outF), 'dy-f16', 'backward');
-  backward.push(planCastF16(gpu, dy, dy16, rows * outF, flag));
+  const b = casts('backward');
+  backward.push(planCastF16(gpu, dy, dy16, rows * outF, flag), ...b.steps);
   const [dx, dw, db] = [ctx.gradIn(0), ctx.gradIn(1), hasBias ? ctx.gradIn(2) : null];
-  if (dw) backward.push(planMatmulF16(gpu, dy16, x16, dw, { m: outF, n: inF, k: rows, transA: true }));
+  if (dw) backward.push(planMatmulF16(gpu, dy16, b.x16, dw, { m: outF, n: inF, k: rows, transA: true }));
   const backScratch = (words: number, label: string) => ctx.scratch(words, label, 'backward');
   if (db) backward.push(...planBiasGradSteps(gpu, dy, db, rows, outF, backScratch));
-  if (dx) backward.push(planMatmulF16(gpu, dy16, w16, dx, { m: rows, n: inF, k: outF }));
+  if (dx) backward.push(planMatmulF16(gpu, dy16, b.w16, dx, { m: rows, n: inF, k: outF }));
   return { forward, backward };
 }
 
