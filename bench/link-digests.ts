@@ -17,7 +17,7 @@ import {
   receives,
   sends,
 } from '../src/collectives/robust/link-digests.ts';
-import { median } from '../src/collectives/robust/sketch.ts';
+import { median } from '../src/core/stats.ts';
 import { chunkSketches, ringChunks } from '../src/collectives/robust/verified.ts';
 import {
   importPublicKey,
