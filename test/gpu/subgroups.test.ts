@@ -62,9 +62,14 @@ describe('the reductions a Gpu plans', () => {
     }
   });
 
-  it('plans the subgroup pipelines on a Gpu with subgroups and the workgroup ones without', () => {
-    const withSubgroups = reductionLabels(planningGpu(gpu));
-    expect(withSubgroups).toEqual([
+  /** `gpu` as a planning Gpu that reports a hardware adapter (what chooses the row kernels; nothing runs). */
+  function asHardware(g: Gpu): Gpu {
+    return planningGpu({ ...g, info: { ...g.info, isFallbackAdapter: false } } as Gpu);
+  }
+
+  it('plans the subgroup pipelines on a Gpu with subgroups, the row kernels per row on a CPU adapter', () => {
+    const hardware = reductionLabels(asHardware(gpu));
+    expect(hardware).toEqual([
       'layernorm+subgroups:forward_rows',
       'layernorm+subgroups:backward_input_rows',
       'layernorm:backward_params', // one chunk of 64 rows: no column sum
@@ -79,10 +84,20 @@ describe('the reductions a Gpu plans', () => {
       'cross_entropy:scale',
       'reduce_rows+subgroups:tree',
     ]);
-    const without = reductionLabels(planningGpu(gpu, { subgroups: false }));
-    expect(without.filter((l) => l.includes('+subgroups'))).toEqual([]);
-    expect(without).toContain('layernorm:forward');
-    expect(without).toContain('cross_entropy:rows');
+    // SwiftShader is a fallback adapter: one invocation per row stays cheaper there than a workgroup per row.
+    expect(gpu.info.isFallbackAdapter).toBe(true);
+    const cpu = reductionLabels(planningGpu(gpu));
+    expect(cpu.filter((l) => l.includes('+subgroups'))).toEqual([
+      'cross_entropy+subgroups:rows',
+      'reduce_rows+subgroups:tree',
+      'reduce_rows+subgroups:tree',
+    ]);
+    expect(cpu).toContain('layernorm:forward');
+    for (const g of [planningGpu(gpu, { subgroups: false }), asHardware(planningGpu(gpu, { subgroups: false }))]) {
+      const without = reductionLabels(g);
+      expect(without.filter((l) => l.includes('+subgroups'))).toEqual([]);
+      expect(without).toContain('cross_entropy:rows');
+    }
   });
 
   it('refuses to force the subgroup variant on a Gpu without subgroups, naming what to do', () => {

@@ -55,6 +55,18 @@ export function chooseReduction(gpu: Gpu, forced?: Reduction): Reduction {
   return forced ?? (gpu.subgroups ? 'subgroup' : 'workgroup');
 }
 
+/**
+ * The variant of a kernel whose workgroup version runs one invocation per row (layer norm, softmax, row mean and
+ * max): its subgroup version gives each row a workgroup, which a GPU wants (rows spread over every multiprocessor)
+ * and a CPU adapter does not: there a barrier switches through every invocation of the workgroup, and one
+ * invocation per row took 2.6-9.5× less CPU time on SwiftShader at 1,024 rows of 768 (docs/KERNELS.md,
+ * "Subgroups"). So a fallback adapter keeps them per row unless `forced`; by adapter kind, the same on every rank.
+ */
+export function chooseRowReduction(gpu: Gpu, forced?: Reduction): Reduction {
+  if (forced) return chooseReduction(gpu, forced);
+  return gpu.subgroups && !gpu.info.isFallbackAdapter ? 'subgroup' : 'workgroup';
+}
+
 /** The shader key a reduction compiles: `key`, or `key+subgroups` (its parts' subgroup flavours; shaders.ts). */
 export function reductionShader(key: string, reduction: Reduction): string {
   return reduction === 'subgroup' ? key + SUBGROUPS_SUFFIX : key;

@@ -8,7 +8,7 @@ import {
   accumulateConstant,
   checkBindings,
   checkDims,
-  chooseReduction,
+  chooseRowReduction,
   planEntry,
   type Reduction,
 } from '../../../gpu/kernels/common.ts';
@@ -23,7 +23,7 @@ defineKernel('layerNormSubgroups', {
 
 /** The shader, entry point and grid of a per-row entry: an invocation per row, or with subgroups a workgroup per row. */
 function rowVariant(gpu: Gpu, entry: string, rows: number, reduction?: Reduction) {
-  return chooseReduction(gpu, reduction) === 'subgroup'
+  return chooseRowReduction(gpu, reduction) === 'subgroup'
     ? { key: 'layernorm+subgroups', entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
     : { key: 'layernorm', entry, groups: linearGroups(rows, 64) };
 }

@@ -1,6 +1,12 @@
 /** mean and max over the last dimension, forward and backward. See shaders/row_reduce.wgsl. */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gpu/gpu.ts';
-import { checkBindings, checkDims, chooseReduction, planEntry, type Reduction } from '../../../gpu/kernels/common.ts';
+import {
+  checkBindings,
+  checkDims,
+  chooseRowReduction,
+  planEntry,
+  type Reduction,
+} from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
 defineKernel('rowReduce', {
@@ -15,7 +21,7 @@ defineKernel('rowReduceSubgroups', {
 
 /** The shader, entry point and grid of `entry`: an invocation per row, or with subgroups a workgroup per row. */
 function variant(gpu: Gpu, entry: string, rows: number, reduction?: Reduction) {
-  return chooseReduction(gpu, reduction) === 'subgroup' && entry !== 'mean_backward'
+  return chooseRowReduction(gpu, reduction) === 'subgroup' && entry !== 'mean_backward'
     ? { key: 'row_reduce+subgroups', entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
     : { key: 'row_reduce', entry, groups: linearGroups(rows, 64) };
 }

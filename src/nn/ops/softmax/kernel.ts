@@ -4,7 +4,7 @@ import {
   accumulateConstant,
   checkBindings,
   checkDims,
-  chooseReduction,
+  chooseRowReduction,
   planEntry,
   type Reduction,
 } from '../../../gpu/kernels/common.ts';
@@ -19,7 +19,7 @@ defineKernel('softmaxSubgroups', {
 
 /** The shader, entry point and grid of `entry`: an invocation per row, or with subgroups a workgroup per row. */
 function variant(gpu: Gpu, entry: string, rows: number, reduction?: Reduction) {
-  return chooseReduction(gpu, reduction) === 'subgroup'
+  return chooseRowReduction(gpu, reduction) === 'subgroup'
     ? { key: 'softmax+subgroups', entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
     : { key: 'softmax', entry, groups: linearGroups(rows, 64) };
 }
