@@ -27,16 +27,12 @@ override HAS_UPSTREAM: bool = false;
 
 fn index(gid: vec3<u32>, groups: vec3<u32>, wg: u32) -> u32 { return gid.x + gid.y * groups.x * wg; }
 
-// rows: one workgroup per position; its 64 threads stride over the classes and reduce in a fixed
-// tree order (deterministic). One thread looping over every class was wrong past 32,768 classes
-// on lavapipe, whose shaders stop a loop after 65,535 iterations in all (Mesa's llvmpipe cap):
-// GPT-2's 50,257 logits per row take three passes.
-const ROW_THREADS = 64u;
-var<workgroup> wgMax: array<f32, 64>;
-var<workgroup> wgArg: array<u32, 64>;
-var<workgroup> wgSum: array<f32, 64>;
+// rows: one workgroup per position; its GROUP invocations stride over the classes and reduce with
+// _group_reduce (a fixed tree in workgroup memory, or subgroup operations when compiled `+subgroups`).
+// #import _group_reduce
+// #import _softmax_row
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(GROUP)
 fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let r = wid.x + wid.y * groups.x;
   if (r >= dims.positions) { return; } // the whole workgroup: r is the same for its threads
@@ -44,39 +40,14 @@ fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
   let t = targets[r];
   let ignored = t < 0 || u32(t) >= dims.classes;
   let label = select(u32(t), 0u, ignored);
-  // Pass 1: the largest logit, and the first class that holds it (as argmax picks).
-  var zmax = -3.4e38;
-  var best = 0xffffffffu;
-  for (var j = lid; j < dims.classes; j += ROW_THREADS) {
-    let z = logits[base + j];
-    if (z > zmax) { zmax = z; best = j; }
-  }
-  wgMax[lid] = zmax;
-  wgArg[lid] = best;
-  workgroupBarrier();
-  for (var half = ROW_THREADS / 2u; half > 0u; half >>= 1u) {
-    if (lid < half) {
-      let z = wgMax[lid + half];
-      let k = wgArg[lid + half];
-      if (z > wgMax[lid] || (z == wgMax[lid] && k < wgArg[lid])) { wgMax[lid] = z; wgArg[lid] = k; }
-    }
-    workgroupBarrier();
-  }
-  let m = wgMax[0];
-  let argmax = wgArg[0];
-  // Pass 2: Σ exp(z − max).
-  var part = 0.0;
-  for (var j = lid; j < dims.classes; j += ROW_THREADS) { part += exp(logits[base + j] - m); }
-  wgSum[lid] = part;
-  workgroupBarrier();
-  for (var half = ROW_THREADS / 2u; half > 0u; half >>= 1u) {
-    if (lid < half) { wgSum[lid] += wgSum[lid + half]; }
-    workgroupBarrier();
-  }
-  let sum = wgSum[0];
+  // Passes 1 and 2: the largest logit and its first class, then Σ exp(z − max).
+  let row = softmaxRow(base, lid);
+  let m = row.zmax;
+  let argmax = row.argmax;
+  let sum = row.sum;
   // Pass 3: softmax − onehot, or 0 for an ignored position.
   let inv = 1.0 / sum;
-  for (var j = lid; j < dims.classes; j += ROW_THREADS) {
+  for (var j = lid; j < dims.classes; j += GROUP) {
     dlogits[base + j] = select(exp(logits[base + j] - m) * inv - select(0.0, 1.0, j == label), 0.0, ignored);
   }
   if (lid == 0u) {

@@ -8,6 +8,9 @@
 //                    that reduce_rows.wgsl sums in order, so the workgroups grow with the rows.
 // One invocation per row (per chunk and column for the parameter gradients):
 // rows are short in the models this serves (width 64–1024).
+// forward_rows and backward_input_rows are forward and backward_input with one workgroup per row, its
+// GROUP invocations striding over the columns and summing with _group_reduce: what a Gpu with subgroups
+// plans, compiled `layernorm+subgroups` (docs/KERNELS.md, "Subgroups").
 
 struct Dims { rows: u32, cols: u32, eps: f32, chunk: u32 }
 
@@ -84,4 +87,48 @@ fn backward_params(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     sb += g;
   }
   if (ACCUMULATE) { dweight[i] += sw; dbias[i] += sb; } else { dweight[i] = sw; dbias[i] = sb; }
+}
+
+// #import _group_reduce
+
+fn rowIndex(wid: vec3<u32>, groups: vec3<u32>) -> u32 { return wid.x + wid.y * groups.x; }
+
+@compute @workgroup_size(GROUP)
+fn forward_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let r = rowIndex(wid, groups);
+  if (r >= dims.rows) { return; } // the whole workgroup
+  let base = r * dims.cols;
+  let inv = 1.0 / f32(dims.cols);
+  var s = 0.0;
+  for (var c = lid; c < dims.cols; c += GROUP) { s += x[base + c]; }
+  let mean = groupSum(lid, s) * inv;
+  var v = 0.0;
+  for (var c = lid; c < dims.cols; c += GROUP) { let d = x[base + c] - mean; v += d * d; }
+  let rstd = 1.0 / sqrt(groupSum(lid, v) * inv + dims.eps);
+  for (var c = lid; c < dims.cols; c += GROUP) { y[base + c] = (x[base + c] - mean) * rstd * weight[c] + bias[c]; }
+  if (lid == 0u) {
+    stats[2u * r] = mean;
+    stats[2u * r + 1u] = rstd;
+  }
+}
+
+@compute @workgroup_size(GROUP)
+fn backward_input_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let r = rowIndex(wid, groups);
+  if (r >= dims.rows) { return; }
+  let base = r * dims.cols;
+  let mean = saved[2u * r];
+  let rstd = saved[2u * r + 1u];
+  var part = vec2<f32>(0.0);
+  for (var c = lid; c < dims.cols; c += GROUP) {
+    let g = dy[base + c] * weight[c];
+    part += vec2<f32>(g, g * (x[base + c] - mean) * rstd);
+  }
+  let sums = groupSum2(lid, part);
+  let inv = 1.0 / f32(dims.cols);
+  for (var c = lid; c < dims.cols; c += GROUP) {
+    let xhat = (x[base + c] - mean) * rstd;
+    let d = rstd * (dy[base + c] * weight[c] - sums.x * inv - xhat * sums.y * inv);
+    if (ACCUMULATE) { dx[base + c] += d; } else { dx[base + c] = d; }
+  }
 }

@@ -7,7 +7,7 @@
 //                     the last chunk, reduce_rows.wgsl, then cross_entropy.wgsl's `total`)
 //   grad (backward):  in place on the recomputed logits, dlogits = (softmax − onehot) / count · ∂loss,
 //                     with count from the forward's result: what dh, dW and db are computed from.
-// The arithmetic per row is cross_entropy.wgsl's (the same tree, the same formulas), so a chunk's
+// The arithmetic per row is cross_entropy.wgsl's (the same _softmax_row, the same formulas), so a chunk's
 // loss terms and dlogits are those of the unfused loss for the same logits.
 
 struct Dims { rows: u32, classes: u32, pad0: u32, pad1: u32 }
@@ -23,11 +23,10 @@ struct Dims { rows: u32, classes: u32, pad0: u32, pad1: u32 }
 @group(0) @binding(5) var<storage, read> result: array<f32>;
 @group(0) @binding(6) var<storage, read> upstream: array<f32>;
 
-// One workgroup per row, 64 threads striding over the classes, reduced in a fixed tree order.
-const ROW_THREADS = 64u;
-var<workgroup> wgMax: array<f32, 64>;
-var<workgroup> wgArg: array<u32, 64>;
-var<workgroup> wgSum: array<f32, 64>;
+// One workgroup per row, its GROUP invocations striding over the classes: the reductions are
+// _softmax_row's, the ones cross_entropy.wgsl's `rows` uses.
+// #import _group_reduce
+// #import _softmax_row
 
 fn rowOf(wid: vec3<u32>, groups: vec3<u32>) -> u32 { return wid.x + wid.y * groups.x; }
 
@@ -36,7 +35,7 @@ fn labelOf(r: u32) -> i32 {
   return select(t, -1, t < 0 || u32(t) >= dims.classes);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(GROUP)
 fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let r = rowOf(wid, groups);
   if (r >= dims.rows) { return; } // the whole workgroup: r is the same for its threads
@@ -44,35 +43,10 @@ fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups:
   let t = labelOf(r);
   let ignored = t < 0;
   let label = select(u32(t), 0u, ignored);
-  // The largest logit, and the first class that holds it (as argmax picks).
-  var zmax = -3.4e38;
-  var best = 0xffffffffu;
-  for (var j = lid; j < dims.classes; j += ROW_THREADS) {
-    let z = logits[base + j];
-    if (z > zmax) { zmax = z; best = j; }
-  }
-  wgMax[lid] = zmax;
-  wgArg[lid] = best;
-  workgroupBarrier();
-  for (var half = ROW_THREADS / 2u; half > 0u; half >>= 1u) {
-    if (lid < half) {
-      let z = wgMax[lid + half];
-      let k = wgArg[lid + half];
-      if (z > wgMax[lid] || (z == wgMax[lid] && k < wgArg[lid])) { wgMax[lid] = z; wgArg[lid] = k; }
-    }
-    workgroupBarrier();
-  }
-  let m = wgMax[0];
-  let argmax = wgArg[0];
-  var part = 0.0;
-  for (var j = lid; j < dims.classes; j += ROW_THREADS) { part += exp(logits[base + j] - m); }
-  wgSum[lid] = part;
-  workgroupBarrier();
-  for (var half = ROW_THREADS / 2u; half > 0u; half >>= 1u) {
-    if (lid < half) { wgSum[lid] += wgSum[lid + half]; }
-    workgroupBarrier();
-  }
-  let sum = wgSum[0];
+  let row = softmaxRow(base, lid);
+  let m = row.zmax;
+  let argmax = row.argmax;
+  let sum = row.sum;
   if (lid == 0u) {
     norm[2u * r] = m;
     norm[2u * r + 1u] = sum;
@@ -82,7 +56,7 @@ fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups:
   }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(GROUP)
 fn grad(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let r = rowOf(wid, groups);
   if (r >= dims.rows) { return; }
@@ -95,7 +69,7 @@ fn grad(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
   // The unfused loss scales by 1/count, then by ∂loss: the same two roundings.
   var g = 1.0 / max(result[2], 1.0);
   g *= upstream[0];
-  for (var j = lid; j < dims.classes; j += ROW_THREADS) {
+  for (var j = lid; j < dims.classes; j += GROUP) {
     let d = select(exp(logits[base + j] - m) * inv - select(0.0, 1.0, j == label), 0.0, ignored);
     logits[base + j] = d * g;
   }

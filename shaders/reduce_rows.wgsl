@@ -5,11 +5,12 @@
 // left; only the last level scales and may accumulate. Every sum runs in a
 // fixed order (rows in order within a chunk, chunks in order on the next
 // level, a fixed tree within a workgroup): the same bits on every run and
-// every adapter, with no float atomics.
+// every adapter, with no float atomics (compiled `+subgroups`, `tree`'s order
+// within a workgroup is the adapter's: the same bits on every run there).
 //   columns: one invocation per (chunk, column) walks `chunk` rows in order;
 //            neighbouring invocations read neighbouring columns (for wide rows)
 //   tree:    one workgroup per (chunk of 64 rows, column): 64 invocations sum
-//            one row each, then a tree in workgroup memory (for
+//            one row each, then _group_reduce's groupSum (for
 //            narrow rows: loss and count vectors, a few columns)
 
 struct Dims { rows: u32, cols: u32, stride: u32, chunk: u32, dstOffset: u32, scale: f32, _a: u32, _b: u32 }
@@ -39,28 +40,23 @@ fn columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
   put(i, s);
 }
 
-const TREE_WG = 64u;
-const TREE_PER = 1u; // rows per invocation: 64 rows per workgroup
-var<workgroup> part: array<f32, 64>;
+// tree sums with _group_reduce: a fixed tree in workgroup memory, or subgroup operations `+subgroups`.
+// #import _group_reduce
+const TREE_PER = 1u; // rows per invocation: GROUP rows per workgroup
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(GROUP)
 fn tree(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let g = wid.x + wid.y * groups.x; // j · cols + c
-  let chunks = (dims.rows + TREE_WG * TREE_PER - 1u) / (TREE_WG * TREE_PER);
+  let chunks = (dims.rows + GROUP * TREE_PER - 1u) / (GROUP * TREE_PER);
   let live = g < chunks * dims.cols;
   let j = g / dims.cols;
   let c = g % dims.cols;
-  let r0 = j * TREE_WG * TREE_PER + t * TREE_PER;
+  let r0 = j * GROUP * TREE_PER + t * TREE_PER;
   var s = 0.0;
   for (var q = 0u; q < TREE_PER; q++) {
     let r = r0 + q;
     if (live && r < dims.rows) { s += src[r * dims.stride + c]; }
   }
-  part[t] = s;
-  workgroupBarrier();
-  for (var h = TREE_WG / 2u; h > 0u; h /= 2u) {
-    if (t < h) { part[t] += part[t + h]; }
-    workgroupBarrier();
-  }
-  if (t == 0u && live) { put(g, part[0]); }
+  let total = groupSum(t, s);
+  if (t == 0u && live) { put(g, total); }
 }

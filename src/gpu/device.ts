@@ -25,6 +25,11 @@ export interface AcquireOptions {
    * asked for (--precision f16-mixed needs it); the profiler asks for 'timestamp-query'.
    */
   optionalFeatures?: GPUFeatureName[];
+  /**
+   * false: neither ask for 'subgroups' nor plan the subgroup reductions (`Gpu.subgroups`); the
+   * workgroup-memory versions run, as on an adapter without the feature. Default: used where offered.
+   */
+  subgroups?: boolean;
   /** Plan kernels as if one storage binding held at most this many bytes (clamped to the adapter's limit): see `Gpu.maxBindingBytes`. */
   maxBindingBytes?: number;
 }
@@ -99,7 +104,9 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
   const requiredLimits: Record<string, number> = {};
   for (const k of wanted) requiredLimits[k] = adapter.limits[k] as number;
   // Enabling a feature costs nothing until a shader uses it; f16-mixed precision needs this one.
+  // Subgroups likewise (the reductions' subgroup versions, Gpu.subgroups), unless the caller turned them off.
   const optional = new Set<GPUFeatureName>(['shader-f16', ...(options.optionalFeatures ?? [])]);
+  if (options.subgroups !== false) optional.add('subgroups');
   const requiredFeatures = [...optional].filter((f) => adapter!.features?.has(f));
   const device = await adapter.requestDevice({
     requiredLimits,
@@ -119,6 +126,6 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
       architecture: info?.architecture ?? '',
       isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacyFallback ?? false),
     },
-    { maxBindingBytes: options.maxBindingBytes },
+    { maxBindingBytes: options.maxBindingBytes, subgroups: options.subgroups },
   );
 }

@@ -21,7 +21,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { BufferPool } from './buffers.ts';
-import { shaderSource } from './shaders.ts';
+import { moduleSource } from './shaders.ts';
 import {
   bindingBytes,
   MAX_GROUPS_PER_DIM,
@@ -78,6 +78,12 @@ export class Gpu {
    * against the device limit, so a small value makes every slicing path run on any adapter.
    */
   readonly maxBindingBytes: number;
+  /**
+   * Whether kernels plan the subgroup versions of their reductions (docs/KERNELS.md, "Subgroups"): the
+   * device has 'subgroups' (acquireGpu asks for it wherever the adapter offers it) and
+   * `GpuOptions.subgroups` is not false. Fixed for the Gpu's life, so a plan is the same every step.
+   */
+  readonly subgroups: boolean;
 
   constructor(
     readonly device: GPUDevice,
@@ -85,6 +91,7 @@ export class Gpu {
     options: GpuOptions = {},
   ) {
     this.maxBindingBytes = bindingLimit(device.limits, options.maxBindingBytes);
+    this.subgroups = options.subgroups !== false && (device.features?.has('subgroups') ?? false);
     this.pool = new BufferPool(device);
     void device.lost.then((lost) => {
       if (this.destroyed) return;
@@ -141,7 +148,7 @@ export class Gpu {
   module(key: string): GPUShaderModule {
     let m = this.modules.get(key);
     if (!m) {
-      m = this.device.createShaderModule({ code: shaderSource(key), label: key });
+      m = this.device.createShaderModule({ code: moduleSource(key), label: key });
       this.modules.set(key, m);
     }
     return m;
@@ -567,6 +574,8 @@ export class Gpu {
 export interface GpuOptions {
   /** Plan as if one storage binding could hold at most this many bytes (clamped to the adapter's maxStorageBufferBindingSize). */
   maxBindingBytes?: number;
+  /** false: plan the workgroup-memory reductions even where the device has 'subgroups'. */
+  subgroups?: boolean;
 }
 
 function bindingLimit(limits: GPUSupportedLimits, wanted: number | undefined): number {

@@ -32,14 +32,15 @@ describe('oracles (node)', () => {
   }
 
   // Last in the file: vitest runs a file's tests in order, so every case above has run.
-  it('every shaders/*.wgsl file is exercised by some oracle case', () => {
+  it('every shaders/*.wgsl file, and every subgroup version of one, is exercised by some oracle case', () => {
     // A shader that needs a feature this adapter lacks (matmul_f16 on SwiftShader) runs under Deno's lavapipe.
     const unsupported = new Set(
       Object.values(KERNELS)
         .filter((k) => k.requires && !gpu.device.features.has(k.requires))
         .map((k) => k.shader),
     );
-    const missing = shaderFiles().filter((k) => !exercised.has(k) && !unsupported.has(k));
+    const kernels = new Set([...shaderFiles(), ...Object.values(KERNELS).map((k) => k.shader)]);
+    const missing = [...kernels].filter((k) => !exercised.has(k) && !unsupported.has(k));
     expect(
       missing,
       `shaders with no oracle case: ${missing.join(', ')}; add a case to test/oracles/ (or the op's test/nn/ops/<op>.cases.ts)`,

@@ -17,7 +17,8 @@ import { F } from '../../src/nn/functional.ts';
 import { Module } from '../../src/nn/module.ts';
 import { registeredOps } from '../../src/nn/op.ts';
 import * as ops from '../../src/nn/ops/index.ts';
-import { shaderFiles } from './coverage.ts';
+import { importsOf, shaderFiles, shaderParts } from './coverage.ts';
+import { shaderFileOf } from '../../src/gpu/shaders.ts';
 import { caseName, OP_CASES } from './op-cases.ts';
 
 const CASES_DIR = fileURLToPath(new URL('./ops/', import.meta.url));
@@ -81,7 +82,7 @@ describe('coverage', () => {
 
   it('every shaders/*.wgsl file has a registered kernel, and every kernel a file', () => {
     const files = shaderFiles();
-    const listed = new Set(Object.values(KERNELS).map((k) => k.shader));
+    const listed = new Set(Object.values(KERNELS).map((k) => shaderFileOf(k.shader)));
     expect(
       files.filter((f) => !listed.has(f)),
       'shader files no defineKernel names (src/gpu/kernels/*.ts, src/nn/ops/*/kernel.ts)',
@@ -90,5 +91,20 @@ describe('coverage', () => {
       [...listed].filter((k) => !files.includes(k)),
       'KERNELS entries without a shader file',
     ).toEqual([]);
+  });
+
+  it('every shader part is imported, and each flavour of a part has its plain part', () => {
+    const parts = shaderParts();
+    const imported = new Set([...shaderFiles(), ...parts].flatMap(importsOf));
+    const plain = parts.filter((p) => !p.endsWith('.subgroups'));
+    expect(
+      plain.filter((p) => !imported.has(p)),
+      'parts no shader imports',
+    ).toEqual([]);
+    expect(
+      parts.filter((p) => p.endsWith('.subgroups') && !plain.includes(p.slice(0, -'.subgroups'.length))),
+      'subgroup flavours without a plain part',
+    ).toEqual([]);
+    expect(parts.length).toBeGreaterThan(0);
   });
 });

@@ -18,12 +18,13 @@ import { matmulSplitK, planMatmul, type MatmulVariant } from '../../src/gpu/kern
 import { planMatmulSteps } from '../../src/gpu/kernels/matmul-slices.ts';
 import { planSum } from '../../src/gpu/kernels/reduce.ts';
 import { planColumnSum, planSumTree } from '../../src/gpu/kernels/reduce-rows.ts';
+import type { Reduction } from '../../src/gpu/kernels/common.ts';
 import { planSoftmaxXent } from '../../src/gpu/kernels/softmax-xent.ts';
 import { Mlp } from '../../src/engine/mlp.ts';
 import type { Activation } from '../../src/nn/ops/activation/kernel.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 import { checkModel } from '../nn/model-check.ts';
-import { type OracleCase, scoped } from './oracle-case.ts';
+import { type OracleCase, perReduction, scoped } from './oracle-case.ts';
 import * as ref from './reference.ts';
 
 let seedCounter = 1;
@@ -235,24 +236,29 @@ const columnSumShapes: {
   { rows: 4099, cols: 65, stride: 70, accumulate: true },
   { rows: 131, cols: 513, scale: 1 / 131 },
 ];
-const columnSumCases: OracleCase[] = columnSumShapes.map((c) => ({
-  name: `columnSum rows=${c.rows} cols=${c.cols}${c.stride ? ` stride=${c.stride}` : ''}${c.accumulate ? ' accumulate' : ''}${c.dstOffset ? ` at ${c.dstOffset}` : ''}`,
-  run: (gpu: Gpu) =>
-    scoped(gpu, async (t) => {
-      const stride = c.stride ?? c.cols;
-      const off = c.dstOffset ?? 0;
-      const src = rand(c.rows * stride);
-      const init = rand(off + c.cols);
-      const dst = t(gpu.upload(init));
-      gpu.record(planColumnSum(gpu, t(gpu.upload(src)), dst, c, (w, l) => t(gpu.storage(w, l))));
-      const want = Array.from({ length: c.cols }, (_, j) => {
-        let sum = 0;
-        for (let r = 0; r < c.rows; r++) sum += src[r * stride + j];
-        return (c.accumulate ? init[off + j] : 0) + (c.scale ?? 1) * sum;
-      });
-      return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(dst, off, c.cols), want), tol: 2e-7 * c.rows + 2e-6 };
-    }),
-}));
+const columnSumCases: OracleCase[] = columnSumShapes.flatMap((shape) =>
+  perReduction((reduction) => columnSumCase({ ...shape, reduction })),
+);
+function columnSumCase(c: (typeof columnSumShapes)[number] & { reduction: Reduction }): OracleCase {
+  return {
+    name: `columnSum rows=${c.rows} cols=${c.cols}${c.stride ? ` stride=${c.stride}` : ''}${c.accumulate ? ' accumulate' : ''}${c.dstOffset ? ` at ${c.dstOffset}` : ''}`,
+    run: (gpu: Gpu) =>
+      scoped(gpu, async (t) => {
+        const stride = c.stride ?? c.cols;
+        const off = c.dstOffset ?? 0;
+        const src = rand(c.rows * stride);
+        const init = rand(off + c.cols);
+        const dst = t(gpu.upload(init));
+        gpu.record(planColumnSum(gpu, t(gpu.upload(src)), dst, c, (w, l) => t(gpu.storage(w, l))));
+        const want = Array.from({ length: c.cols }, (_, j) => {
+          let sum = 0;
+          for (let r = 0; r < c.rows; r++) sum += src[r * stride + j];
+          return (c.accumulate ? init[off + j] : 0) + (c.scale ?? 1) * sum;
+        });
+        return { maxAbsErr: ref.maxAbsDiff(await gpu.readF32(dst, off, c.cols), want), tol: 2e-7 * c.rows + 2e-6 };
+      }),
+  };
+}
 
 const biasStepCases: OracleCase[] = [
   [7, 33],
@@ -361,19 +367,23 @@ const sumCases: OracleCase[] = [1, 7, 513, 10007].map((n) => ({
     }),
 }));
 
-const sumTreeCases: OracleCase[] = [1, 257, 70001].map((n) => ({
-  name: `sum (workgroup tree over rows) n=${n}`,
-  run: (gpu) =>
-    scoped(gpu, async (t) => {
-      const x = rand(n);
-      const out = t(gpu.storage(4));
-      gpu.record(
-        planSumTree(gpu, t(gpu.upload(x)), out, n, { outIndex: 2, scale: 0.5 }, (w, l) => t(gpu.storage(w, l))),
-      );
-      const [got] = await gpu.readF32(out, 2, 1);
-      return { maxAbsErr: Math.abs(got - 0.5 * x.reduce((a, b) => a + b, 0)), tol: 1e-6 * Math.sqrt(n) + 1e-6 };
-    }),
-}));
+const sumTreeCases: OracleCase[] = [1, 257, 70001].flatMap((n) =>
+  perReduction((reduction) => ({
+    name: `sum (workgroup tree over rows) n=${n}`,
+    run: (gpu) =>
+      scoped(gpu, async (t) => {
+        const x = rand(n);
+        const out = t(gpu.storage(4));
+        gpu.record(
+          planSumTree(gpu, t(gpu.upload(x)), out, n, { outIndex: 2, scale: 0.5, reduction }, (w, l) =>
+            t(gpu.storage(w, l)),
+          ),
+        );
+        const [got] = await gpu.readF32(out, 2, 1);
+        return { maxAbsErr: Math.abs(got - 0.5 * x.reduce((a, b) => a + b, 0)), tol: 1e-6 * Math.sqrt(n) + 1e-6 };
+      }),
+  })),
+);
 
 const elementwiseCases: OracleCase[] = [1, 33, 4099].map((n) => ({
   name: `add, axpy, scale n=${n}`,

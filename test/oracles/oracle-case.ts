@@ -6,6 +6,7 @@
  * vitest runs them under Node, test/deno/run-oracles.ts under Deno.
  */
 import type { Gpu } from '../../src/gpu/gpu.ts';
+import type { Reduction } from '../../src/gpu/kernels/common.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 
 export interface OracleResult {
@@ -25,6 +26,16 @@ export interface OracleCase {
 /** The cases that `runtime` runs: every case but those another runtime's adapter runs alone. */
 export function casesFor(cases: OracleCase[], runtime: 'node' | 'deno'): OracleCase[] {
   return cases.filter((c) => c.runtime === undefined || c.runtime === runtime);
+}
+
+/**
+ * A reduction kernel's case once per variant (docs/KERNELS.md, "Subgroups"): `make('workgroup')` under its own
+ * name on both runtimes, forced (so Node runs it too), and `make('subgroup')` named `… (subgroups)` under Node
+ * alone, whose adapter (Dawn) offers subgroups where Deno's (wgpu) does not.
+ */
+export function perReduction(make: (reduction: Reduction) => OracleCase): OracleCase[] {
+  const sub = make('subgroup');
+  return [make('workgroup'), { ...sub, name: `${sub.name} (subgroups)`, runtime: 'node' }];
 }
 
 /** A seed from a name (FNV-1a), so that what a name draws does not depend on what else is in the list. */

@@ -6,6 +6,7 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { type Binding, bindingBytes, type BufferRange, type Dispatch, type Gpu } from '../gpu.ts';
+import { SUBGROUPS_SUFFIX } from '../shaders.ts';
 
 export { bindingBytes };
 
@@ -35,6 +36,41 @@ export function checkBindings(kernel: string, bindings: Record<string, [Binding,
 }
 
 const MAX_GROUPS_PER_DIM = 65535;
+
+/**
+ * How a kernel reduces across invocations (docs/KERNELS.md, "Subgroups"): with subgroup operations, or
+ * without them (a tree in workgroup memory, or one invocation walking a whole row).
+ */
+export type Reduction = 'subgroup' | 'workgroup';
+
+/** The reduction a kernel plans: `forced` if given (tests run both), else the Gpu's (`gpu.subgroups`). */
+export function chooseReduction(gpu: Gpu, forced?: Reduction): Reduction {
+  if (forced === 'subgroup' && !gpu.subgroups) {
+    throw new RingtrainError(
+      ErrorCode.InvalidArgument,
+      `the subgroup reductions need the 'subgroups' feature, which this Gpu does not use (${gpu.info.description}: the adapter lacks it, or the Gpu was acquired with subgroups: false); plan with reduction 'workgroup' or leave it unset`,
+      { adapter: gpu.info.description },
+    );
+  }
+  return forced ?? (gpu.subgroups ? 'subgroup' : 'workgroup');
+}
+
+/**
+ * The variant of a kernel whose workgroup version runs one invocation per row (layer norm, softmax, row mean and
+ * max): its subgroup version gives each row a workgroup, which a GPU wants (rows spread over every multiprocessor)
+ * and a CPU adapter does not: there a barrier switches through every invocation of the workgroup, and one
+ * invocation per row took 2.6-9.5× less CPU time on SwiftShader at 1,024 rows of 768 (docs/KERNELS.md,
+ * "Subgroups"). So a fallback adapter keeps them per row unless `forced`; by adapter kind, the same on every rank.
+ */
+export function chooseRowReduction(gpu: Gpu, forced?: Reduction): Reduction {
+  if (forced) return chooseReduction(gpu, forced);
+  return gpu.subgroups && !gpu.info.isFallbackAdapter ? 'subgroup' : 'workgroup';
+}
+
+/** The shader key a reduction compiles: `key`, or `key+subgroups` (its parts' subgroup flavours; shaders.ts). */
+export function reductionShader(key: string, reduction: Reduction): string {
+  return reduction === 'subgroup' ? key + SUBGROUPS_SUFFIX : key;
+}
 
 /** The shader's kernels read or write in place of their output: `+=` where true. */
 export function accumulateConstant(accumulate: boolean | undefined): Record<string, number> {

@@ -13,10 +13,19 @@
  * partials and finish with `planColumnSum`.
  */
 import { linearGroups, type Binding, type BufferRange, type Dispatch, type Gpu } from '../gpu.ts';
-import { accumulateConstant, checkDims, planEntry } from './common.ts';
+import {
+  accumulateConstant,
+  checkDims,
+  chooseReduction,
+  planEntry,
+  type Reduction,
+  reductionShader,
+} from './common.ts';
 import { defineKernel } from './registry.ts';
 
 defineKernel('reduceRows', { shader: 'reduce_rows', entryPoints: ['columns', 'tree'] });
+// `columns` reduces nothing across invocations (each walks its column's rows): only `tree` has a subgroup version.
+defineKernel('reduceRowsSubgroups', { shader: 'reduce_rows+subgroups', entryPoints: ['tree'], requires: 'subgroups' });
 
 /** Rows one invocation of `columns` sums per level. */
 export const COLUMN_CHUNK = 16;
@@ -63,6 +72,8 @@ export interface ColumnSumShape {
   scale?: number;
   /** Adds into dst instead of overwriting it. */
   accumulate?: boolean;
+  /** Forces the `tree` levels' variant (default: the Gpu's, `gpu.subgroups`). */
+  reduction?: Reduction;
 }
 
 /** The chunk size and entry point a level of `rows × cols` uses, and how many partial rows it leaves. */
@@ -92,6 +103,7 @@ export function planColumnSum(
   scratch: Scratch = gpuScratch(gpu),
 ): Dispatch[] {
   checkDims('columnSum', { rows: s.rows, cols: s.cols });
+  const treeShader = reductionShader('reduce_rows', chooseReduction(gpu, s.reduction));
   const steps: Dispatch[] = [];
   let rows = s.rows;
   let stride = s.stride ?? s.cols;
@@ -116,7 +128,7 @@ export function planColumnSum(
     steps.push(
       planEntry(
         gpu,
-        'reduce_rows',
+        level.entry === 'tree' ? treeShader : 'reduce_rows',
         level.entry,
         [
           [0, dims],
@@ -140,8 +152,9 @@ export function planSumTree(
   x: Binding,
   dst: Binding,
   n: number,
-  opts: { outIndex?: number; scale?: number } = {},
+  opts: { outIndex?: number; scale?: number; reduction?: Reduction } = {},
   scratch: Scratch = gpuScratch(gpu),
 ): Dispatch[] {
-  return planColumnSum(gpu, x, dst, { rows: n, cols: 1, dstOffset: opts.outIndex ?? 0, scale: opts.scale }, scratch);
+  const shape = { rows: n, cols: 1, dstOffset: opts.outIndex ?? 0, scale: opts.scale, reduction: opts.reduction };
+  return planColumnSum(gpu, x, dst, shape, scratch);
 }

@@ -9,7 +9,7 @@ import { crossEntropyOp } from '../../../src/nn/ops/cross-entropy/index.ts';
 import { seededUniform } from '../../../src/engine/random.ts';
 import { checkTargets, planCrossEntropy } from '../../../src/nn/ops/cross-entropy/kernel.ts';
 import { crossEntropyRef } from '../../../src/nn/ops/cross-entropy/reference.ts';
-import { draws, type OracleCase, relErr, scoped } from '../../oracles/oracle-case.ts';
+import { draws, type OracleCase, perReduction, relErr, scoped } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
 
 const s = (...shape: number[]): GradcheckInput => ({ shape });
@@ -45,41 +45,43 @@ export const ORACLE_CASES: OracleCase[] = [
   [5, 3, 1],
   [3, 50257, 0.3],
   [70, 1000, 0],
-].map(([positions, classes, ignored]) => ({
-  name: `crossEntropy positions=${positions} classes=${classes} ignored≈${ignored * 100}%`,
-  run: (gpu) =>
-    scoped(gpu, async (t) => {
-      const logits = rand(positions * classes, 30);
-      const u = seededUniform(positions * 31 + classes);
-      const targets = checkTargets(
-        Array.from(randInts(positions, classes), (v) => (u() < ignored ? -1 : v)),
-        positions,
-        classes,
-      );
-      const [dl, rows, result] = [
-        t(gpu.storage(positions * classes)),
-        t(gpu.storage(3 * positions)),
-        t(gpu.storage(8)),
-      ];
-      gpu.record(
-        planCrossEntropy(
-          gpu,
-          { logits: t(gpu.upload(logits)), targets: t(gpu.upload(targets)), dlogits: dl, rowStats: rows, result },
+].flatMap(([positions, classes, ignored]) =>
+  perReduction((reduction) => ({
+    name: `crossEntropy positions=${positions} classes=${classes} ignored≈${ignored * 100}%`,
+    run: (gpu) =>
+      scoped(gpu, async (t) => {
+        const logits = rand(positions * classes, 30);
+        const u = seededUniform(positions * 31 + classes);
+        const targets = checkTargets(
+          Array.from(randInts(positions, classes), (v) => (u() < ignored ? -1 : v)),
           positions,
           classes,
-          { outIndex: 4 },
-        ),
-      );
-      const want = crossEntropyRef(logits, targets, positions, classes);
-      const [loss, correct, count] = await gpu.readF32(result, 4, 3);
-      return {
-        maxAbsErr: Math.max(
-          relErr([loss], [want.loss]),
-          Math.abs(count - want.count),
-          Math.abs(correct - want.correct),
-          relErr(await gpu.readF32(dl, 0, positions * classes), want.dlogits) * Math.max(1, want.count),
-        ),
-        tol: 1e-5,
-      };
-    }),
-}));
+        );
+        const [dl, rows, result] = [
+          t(gpu.storage(positions * classes)),
+          t(gpu.storage(3 * positions)),
+          t(gpu.storage(8)),
+        ];
+        gpu.record(
+          planCrossEntropy(
+            gpu,
+            { logits: t(gpu.upload(logits)), targets: t(gpu.upload(targets)), dlogits: dl, rowStats: rows, result },
+            positions,
+            classes,
+            { outIndex: 4, reduction },
+          ),
+        );
+        const want = crossEntropyRef(logits, targets, positions, classes);
+        const [loss, correct, count] = await gpu.readF32(result, 4, 3);
+        return {
+          maxAbsErr: Math.max(
+            relErr([loss], [want.loss]),
+            Math.abs(count - want.count),
+            Math.abs(correct - want.correct),
+            relErr(await gpu.readF32(dl, 0, positions * classes), want.dlogits) * Math.max(1, want.count),
+          ),
+          tol: 1e-5,
+        };
+      }),
+  })),
+);

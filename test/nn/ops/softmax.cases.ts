@@ -6,7 +6,7 @@ import type { GradcheckInput } from '../../../src/nn/gradcheck.ts';
 import { softmaxOp } from '../../../src/nn/ops/softmax/index.ts';
 import { planSoftmaxBackward, planSoftmaxForward } from '../../../src/nn/ops/softmax/kernel.ts';
 import { softmaxBackwardRef, softmaxRef } from '../../../src/nn/ops/softmax/reference.ts';
-import { draws, type OracleCase, relErr, scoped } from '../../oracles/oracle-case.ts';
+import { draws, type OracleCase, perReduction, relErr, scoped } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
 
 const s = (...shape: number[]): GradcheckInput => ({ shape });
@@ -20,24 +20,26 @@ export const ORACLE_CASES: OracleCase[] = [
   [7, 33],
   [129, 10],
   [64, 513],
-].map(([rows, cols]) => ({
-  name: `softmax forward+backward rows=${rows} cols=${cols}`,
-  run: (gpu) =>
-    scoped(gpu, async (t) => {
-      const x = rand(rows * cols, 20);
-      const dy = rand(rows * cols);
-      const [y, dx] = [t(gpu.storage(rows * cols)), t(gpu.storage(rows * cols))];
-      gpu.record([
-        planSoftmaxForward(gpu, t(gpu.upload(x)), y, rows, cols),
-        planSoftmaxBackward(gpu, y, t(gpu.upload(dy)), dx, rows, cols),
-      ]);
-      const want = softmaxRef(x, rows, cols);
-      return {
-        maxAbsErr: Math.max(
-          relErr(await gpu.readF32(y, 0, rows * cols), want),
-          relErr(await gpu.readF32(dx, 0, rows * cols), softmaxBackwardRef(want, dy, rows, cols)),
-        ),
-        tol: 1e-5,
-      };
-    }),
-}));
+].flatMap(([rows, cols]) =>
+  perReduction((reduction) => ({
+    name: `softmax forward+backward rows=${rows} cols=${cols}`,
+    run: (gpu) =>
+      scoped(gpu, async (t) => {
+        const x = rand(rows * cols, 20);
+        const dy = rand(rows * cols);
+        const [y, dx] = [t(gpu.storage(rows * cols)), t(gpu.storage(rows * cols))];
+        gpu.record([
+          planSoftmaxForward(gpu, t(gpu.upload(x)), y, rows, cols, reduction),
+          planSoftmaxBackward(gpu, y, t(gpu.upload(dy)), dx, rows, cols, false, reduction),
+        ]);
+        const want = softmaxRef(x, rows, cols);
+        return {
+          maxAbsErr: Math.max(
+            relErr(await gpu.readF32(y, 0, rows * cols), want),
+            relErr(await gpu.readF32(dx, 0, rows * cols), softmaxBackwardRef(want, dy, rows, cols)),
+          ),
+          tol: 1e-5,
+        };
+      }),
+  })),
+);

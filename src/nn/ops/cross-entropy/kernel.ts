@@ -7,10 +7,22 @@
 import { ErrorCode, RingtrainError } from '../../../core/errors.ts';
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gpu/gpu.ts';
 import { planColumnSum, type Scratch } from '../../../gpu/kernels/reduce-rows.ts';
-import { checkBindings, checkDims, planEntry } from '../../../gpu/kernels/common.ts';
+import {
+  checkBindings,
+  checkDims,
+  chooseReduction,
+  planEntry,
+  type Reduction,
+  reductionShader,
+} from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
 defineKernel('crossEntropy', { shader: 'cross_entropy', entryPoints: ['rows', 'total', 'scale'] });
+defineKernel('crossEntropySubgroups', {
+  shader: 'cross_entropy+subgroups',
+  entryPoints: ['rows'],
+  requires: 'subgroups',
+});
 
 /** The target value that marks a position as ignored (PyTorch's ignore_index in the reference). */
 export const IGNORE_TARGET = -1;
@@ -35,6 +47,8 @@ export interface CrossEntropyOptions {
   upstream?: Binding;
   /** Where the sums over positions keep their partials (default: new buffers). */
   scratch?: Scratch;
+  /** Forces the variant of the row and position reductions (default: the Gpu's, `gpu.subgroups`). */
+  reduction?: Reduction;
 }
 
 export interface CrossEntropyPlan {
@@ -89,10 +103,11 @@ export function planCrossEntropyParts(
     ],
     'xent-dims',
   );
+  const reduction = chooseReduction(gpu, opts.reduction);
   return {
     rows: planEntry(
       gpu,
-      'cross_entropy',
+      reductionShader('cross_entropy', reduction),
       'rows',
       [
         [0, u],
@@ -104,7 +119,13 @@ export function planCrossEntropyParts(
       linearGroups(positions, 1),
     ),
     total: [
-      ...planColumnSum(gpu, b.rowStats, b.result, { rows: positions, cols: 3, dstOffset: outIndex }, opts.scratch),
+      ...planColumnSum(
+        gpu,
+        b.rowStats,
+        b.result,
+        { rows: positions, cols: 3, dstOffset: outIndex, reduction },
+        opts.scratch,
+      ),
       planEntry(
         gpu,
         'cross_entropy',

@@ -4,10 +4,29 @@
  */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gpu/gpu.ts';
 import { gpuScratch, planColumnSum, type Scratch, scratchRanges } from '../../../gpu/kernels/reduce-rows.ts';
-import { accumulateConstant, checkBindings, checkDims, planEntry } from '../../../gpu/kernels/common.ts';
+import {
+  accumulateConstant,
+  checkBindings,
+  checkDims,
+  chooseRowReduction,
+  planEntry,
+  type Reduction,
+} from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
 defineKernel('layerNorm', { shader: 'layernorm', entryPoints: ['forward', 'backward_input', 'backward_params'] });
+defineKernel('layerNormSubgroups', {
+  shader: 'layernorm+subgroups',
+  entryPoints: ['forward_rows', 'backward_input_rows'],
+  requires: 'subgroups',
+});
+
+/** The shader, entry point and grid of a per-row entry: an invocation per row, or with subgroups a workgroup per row. */
+function rowVariant(gpu: Gpu, entry: string, rows: number, reduction?: Reduction) {
+  return chooseRowReduction(gpu, reduction) === 'subgroup'
+    ? { key: 'layernorm+subgroups', entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
+    : { key: 'layernorm', entry, groups: linearGroups(rows, 64) };
+}
 
 /** Rows per chunk of the parameter gradients' first pass (see shaders/layernorm.wgsl). */
 export const LAYER_NORM_PARAM_CHUNK = 64;
@@ -35,11 +54,15 @@ function dims(gpu: Gpu, s: LayerNormShape): GPUBuffer {
   );
 }
 
-/** y = layerNorm(x) · weight + bias; stats [rows × 2] receives (mean, rstd) per row for backward. */
+/**
+ * y = layerNorm(x) · weight + bias; stats [rows × 2] receives (mean, rstd) per row for backward.
+ * `reduction` forces a variant (default: the Gpu's).
+ */
 export function planLayerNormForward(
   gpu: Gpu,
   s: LayerNormShape,
   b: { x: Binding; weight: Binding; bias: Binding; y: Binding; stats: Binding },
+  reduction?: Reduction,
 ): Dispatch {
   const n = s.rows * s.cols;
   checkBindings(
@@ -48,10 +71,11 @@ export function planLayerNormForward(
     { shape: { ...s } },
   );
   const u = dims(gpu, s);
+  const v = rowVariant(gpu, 'forward', s.rows, reduction);
   return planEntry(
     gpu,
-    'layernorm',
-    'forward',
+    v.key,
+    v.entry,
     [
       [0, u],
       [1, b.x],
@@ -60,7 +84,7 @@ export function planLayerNormForward(
       [4, b.y],
       [5, b.stats],
     ],
-    linearGroups(s.rows, 64),
+    v.groups,
   );
 }
 
@@ -86,7 +110,7 @@ export function planLayerNormBackward(
   gpu: Gpu,
   s: LayerNormShape,
   b: LayerNormBackwardBuffers,
-  opts: { accumulate?: boolean; accumulateParams?: boolean; scratch?: Scratch } = {},
+  opts: { accumulate?: boolean; accumulateParams?: boolean; scratch?: Scratch; reduction?: Reduction } = {},
 ): Dispatch[] {
   const n = s.rows * s.cols;
   checkBindings(
@@ -103,10 +127,11 @@ export function planLayerNormBackward(
     { shape: { ...s } },
   );
   const u = dims(gpu, s);
+  const v = rowVariant(gpu, 'backward_input', s.rows, opts.reduction);
   const input = planEntry(
     gpu,
-    'layernorm',
-    'backward_input',
+    v.key,
+    v.entry,
     [
       [0, u],
       [1, b.x],
@@ -115,7 +140,7 @@ export function planLayerNormBackward(
       [7, b.stats],
       [8, b.dx],
     ],
-    linearGroups(s.rows, 64),
+    v.groups,
     accumulateConstant(opts.accumulate),
   );
   const chunks = Math.ceil(s.rows / LAYER_NORM_PARAM_CHUNK);
@@ -141,7 +166,19 @@ export function planLayerNormBackward(
   return [
     input,
     params(pw, pb, false),
-    ...planColumnSum(gpu, pw, b.dweight, { rows: chunks, cols: s.cols, accumulate: opts.accumulateParams }, scratch),
-    ...planColumnSum(gpu, pb, b.dbias, { rows: chunks, cols: s.cols, accumulate: opts.accumulateParams }, scratch),
+    ...planColumnSum(
+      gpu,
+      pw,
+      b.dweight,
+      { rows: chunks, cols: s.cols, accumulate: opts.accumulateParams, reduction: opts.reduction },
+      scratch,
+    ),
+    ...planColumnSum(
+      gpu,
+      pb,
+      b.dbias,
+      { rows: chunks, cols: s.cols, accumulate: opts.accumulateParams, reduction: opts.reduction },
+      scratch,
+    ),
   ];
 }

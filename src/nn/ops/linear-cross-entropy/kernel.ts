@@ -13,7 +13,7 @@
  */
 import { ErrorCode, RingtrainError } from '../../../core/errors.ts';
 import { linearGroups, type Binding, type BufferRange, type Gpu } from '../../../gpu/gpu.ts';
-import { planEntry, subRange } from '../../../gpu/kernels/common.ts';
+import { chooseReduction, planEntry, type Reduction, reductionShader, subRange } from '../../../gpu/kernels/common.ts';
 import { planAdd } from '../../../gpu/kernels/elementwise.ts';
 import { planMatmulAnySize, planMatmulSteps } from '../../../gpu/kernels/matmul-slices.ts';
 import { ALIGN_WORDS, planColumnSum, type Scratch } from '../../../gpu/kernels/reduce-rows.ts';
@@ -22,6 +22,11 @@ import type { Step } from '../../op.ts';
 import type { HeadShape } from './reference.ts';
 
 defineKernel('linearCrossEntropy', { shader: 'linear_cross_entropy', entryPoints: ['stats', 'grad'] });
+defineKernel('linearCrossEntropySubgroups', {
+  shader: 'linear_cross_entropy+subgroups',
+  entryPoints: ['stats'],
+  requires: 'subgroups',
+});
 
 /**
  * The most bytes one chunk of logits takes: WebGPU's default (and smallest allowed)
@@ -112,7 +117,8 @@ function chunkLogits(gpu: Gpu, b: HeadBuffers, s: HeadShape, c: Chunk, logits: B
 
 /**
  * Forward: per chunk the logits and their row stats; then the sums over every row into
- * b.result = [mean loss, correct, count], and the loss copied to `loss`.
+ * b.result = [mean loss, correct, count], and the loss copied to `loss`. `forced` picks the
+ * reductions' variant (default: the Gpu's).
  */
 export function planHeadForward(
   gpu: Gpu,
@@ -121,14 +127,16 @@ export function planHeadForward(
   per: number,
   loss: BufferRange,
   scratch: Scratch,
+  forced?: Reduction,
 ): Step[] {
+  const reduction = chooseReduction(gpu, forced);
   const logits = scratch(per * s.classes, 'chunk-logits');
   const rowStats = scratch(3 * s.rows, 'row-stats');
   const steps: Step[] = chunksOf(s.rows, per).flatMap((c) => {
     const l = chunkLogits(gpu, b, s, c, logits, scratch);
     const stats = planEntry(
       gpu,
-      'linear_cross_entropy',
+      reductionShader('linear_cross_entropy', reduction),
       'stats',
       [
         [0, l.dims],
@@ -152,7 +160,7 @@ export function planHeadForward(
   );
   return [
     ...steps,
-    ...planColumnSum(gpu, rowStats, b.result, { rows: s.rows, cols: 3 }, scratch),
+    ...planColumnSum(gpu, rowStats, b.result, { rows: s.rows, cols: 3, reduction }, scratch),
     planEntry(
       gpu,
       'cross_entropy',

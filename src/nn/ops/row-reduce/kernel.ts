@@ -1,12 +1,30 @@
 /** mean and max over the last dimension, forward and backward. See shaders/row_reduce.wgsl. */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gpu/gpu.ts';
-import { checkBindings, checkDims, planEntry } from '../../../gpu/kernels/common.ts';
+import {
+  checkBindings,
+  checkDims,
+  chooseRowReduction,
+  planEntry,
+  type Reduction,
+} from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
 defineKernel('rowReduce', {
   shader: 'row_reduce',
   entryPoints: ['mean_forward', 'mean_backward', 'max_forward', 'max_backward'],
 });
+defineKernel('rowReduceSubgroups', {
+  shader: 'row_reduce+subgroups',
+  entryPoints: ['mean_forward_rows', 'max_forward_rows', 'max_backward_rows'],
+  requires: 'subgroups',
+});
+
+/** The shader, entry point and grid of `entry`: an invocation per row, or with subgroups a workgroup per row. */
+function variant(gpu: Gpu, entry: string, rows: number, reduction?: Reduction) {
+  return chooseRowReduction(gpu, reduction) === 'subgroup' && entry !== 'mean_backward'
+    ? { key: 'row_reduce+subgroups', entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
+    : { key: 'row_reduce', entry, groups: linearGroups(rows, 64) };
+}
 
 export type RowReduceKind = 'mean' | 'max';
 
@@ -28,19 +46,27 @@ function dims(gpu: Gpu, s: RowsShape): GPUBuffer {
   );
 }
 
-/** y[r] = mean or max of x[r, ·]. */
-export function planRowReduceForward(gpu: Gpu, kind: RowReduceKind, x: Binding, y: Binding, s: RowsShape): Dispatch {
+/** y[r] = mean or max of x[r, ·]. `reduction` forces a variant (default: the Gpu's). */
+export function planRowReduceForward(
+  gpu: Gpu,
+  kind: RowReduceKind,
+  x: Binding,
+  y: Binding,
+  s: RowsShape,
+  reduction?: Reduction,
+): Dispatch {
   checkBindings(`${kind} forward`, { x: [x, s.rows * s.cols], y: [y, s.rows] }, { ...s });
+  const v = variant(gpu, `${kind}_forward`, s.rows, reduction);
   return planEntry(
     gpu,
-    'row_reduce',
-    `${kind}_forward`,
+    v.key,
+    v.entry,
     [
       [0, dims(gpu, s)],
       [1, x],
       [2, y],
     ],
-    linearGroups(s.rows, 64),
+    v.groups,
   );
 }
 
@@ -52,6 +78,7 @@ export function planRowReduceBackward(
   dy: Binding,
   dx: Binding,
   s: RowsShape,
+  reduction?: Reduction,
 ): Dispatch {
   checkBindings(`${kind} backward`, { x: [x, s.rows * s.cols], dy: [dy, s.rows], dx: [dx, s.rows * s.cols] }, { ...s });
   const bindings: [number, Binding][] =
@@ -67,5 +94,6 @@ export function planRowReduceBackward(
           [3, dy],
           [4, dx],
         ];
-  return planEntry(gpu, 'row_reduce', `${kind}_backward`, bindings, linearGroups(s.rows, 64));
+  const v = variant(gpu, `${kind}_backward`, s.rows, reduction);
+  return planEntry(gpu, v.key, v.entry, bindings, v.groups);
 }

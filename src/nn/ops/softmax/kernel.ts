@@ -1,9 +1,28 @@
 /** Row softmax over the last dimension, forward and backward (from the saved output). See shaders/softmax.wgsl. */
 import { linearGroups, type Binding, type Dispatch, type Gpu } from '../../../gpu/gpu.ts';
-import { accumulateConstant, checkBindings, checkDims, planEntry } from '../../../gpu/kernels/common.ts';
+import {
+  accumulateConstant,
+  checkBindings,
+  checkDims,
+  chooseRowReduction,
+  planEntry,
+  type Reduction,
+} from '../../../gpu/kernels/common.ts';
 import { defineKernel } from '../../../gpu/kernels/registry.ts';
 
 defineKernel('softmax', { shader: 'softmax', entryPoints: ['forward', 'backward'] });
+defineKernel('softmaxSubgroups', {
+  shader: 'softmax+subgroups',
+  entryPoints: ['forward_rows', 'backward_rows'],
+  requires: 'subgroups',
+});
+
+/** The shader, entry point and grid of `entry`: an invocation per row, or with subgroups a workgroup per row. */
+function variant(gpu: Gpu, entry: string, rows: number, reduction?: Reduction) {
+  return chooseRowReduction(gpu, reduction) === 'subgroup'
+    ? { key: 'softmax+subgroups', entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
+    : { key: 'softmax', entry, groups: linearGroups(rows, 64) };
+}
 
 function dims(gpu: Gpu, rows: number, cols: number): GPUBuffer {
   checkDims('softmax', { rows, cols });
@@ -18,19 +37,27 @@ function dims(gpu: Gpu, rows: number, cols: number): GPUBuffer {
   );
 }
 
-/** y[r, :] = softmax(x[r, :]) for a rows × cols matrix. */
-export function planSoftmaxForward(gpu: Gpu, x: Binding, y: Binding, rows: number, cols: number): Dispatch {
+/** y[r, :] = softmax(x[r, :]) for a rows × cols matrix. `reduction` forces a variant (default: the Gpu's). */
+export function planSoftmaxForward(
+  gpu: Gpu,
+  x: Binding,
+  y: Binding,
+  rows: number,
+  cols: number,
+  reduction?: Reduction,
+): Dispatch {
   checkBindings('softmax forward', { x: [x, rows * cols], y: [y, rows * cols] }, { rows, cols });
+  const v = variant(gpu, 'forward', rows, reduction);
   return planEntry(
     gpu,
-    'softmax',
-    'forward',
+    v.key,
+    v.entry,
     [
       [0, dims(gpu, rows, cols)],
       [1, x],
       [2, y],
     ],
-    linearGroups(rows, 64),
+    v.groups,
   );
 }
 
@@ -43,20 +70,22 @@ export function planSoftmaxBackward(
   rows: number,
   cols: number,
   accumulate = false,
+  reduction?: Reduction,
 ): Dispatch {
   const n = rows * cols;
   checkBindings('softmax backward', { y: [y, n], dy: [dy, n], dx: [dx, n] }, { rows, cols });
+  const v = variant(gpu, 'backward', rows, reduction);
   return planEntry(
     gpu,
-    'softmax',
-    'backward',
+    v.key,
+    v.entry,
     [
       [0, dims(gpu, rows, cols)],
       [3, y],
       [4, dy],
       [5, dx],
     ],
-    linearGroups(rows, 64),
+    v.groups,
     accumulateConstant(accumulate),
   );
 }
