@@ -99,20 +99,16 @@ const worst = (
 ) => Math.max(relErr([a.loss], [want.loss]), relErr(a.dh, want.dh), relErr(a.dw, want.dw), relErr(a.db, want.db));
 
 /**
- * [rows, width, classes, chunkRows, fraction ignored, the one runtime that runs it]: 3 chunks, 4 chunks,
- * 2 chunks of wide rows, one chunk. The row passes' loops at GPT-2's 50,257 classes are cross_entropy.wgsl's,
- * checked at that width in cross-entropy.cases.ts; here that width cost about a minute under SwiftShader for
- * no new path. The 4-chunk case runs under Deno alone: under Node (SwiftShader) it alone took 80 s of the
- * op's 107 s (a loaded machine) for the chunk loop that the 3- and 2-chunk cases run there.
+ * [rows, width, classes, chunkRows, fraction ignored]: 3 chunks, 4 chunks, 2 chunks of wide rows, one chunk.
+ * The row passes' loops at GPT-2's 50,257 classes are cross_entropy.wgsl's, checked at that width in
+ * cross-entropy.cases.ts; here that width cost about a minute under SwiftShader for no new path.
  */
-const shapes: [number, number, number, number, number, OracleCase['runtime']?][] = [
+export const ORACLE_CASES: OracleCase[] = [
   [130, 32, 27, 64, 0.3],
-  [200, 32, 1000, 64, 0.1, 'deno'],
+  [200, 32, 1000, 64, 0.1],
   [66, 4, 8000, 64, 0.2],
   [96, 24, 300, 0, 0],
-];
-export const ORACLE_CASES: OracleCase[] = shapes.map(([rows, width, classes, chunkRows, ignored, runtime]) => ({
-  runtime,
+].map(([rows, width, classes, chunkRows, ignored]) => ({
   name: `linearCrossEntropy rows=${rows} width=${width} classes=${classes} chunkRows=${chunkRows || 'auto'} ignored≈${ignored * 100}%`,
   run: async (gpu) => {
     const shape = { rows, width, classes };
