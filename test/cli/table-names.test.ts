@@ -5,6 +5,8 @@
  * file's line numbers. A model defined in a training script is used by
  * `predict --model script.ts` without running the script's training; a script
  * that exports no model is refused before it runs.
+ * One real `ringtrain` process per command (train, predict) for the wiring; the refusals and the plain-output
+ * predict run in-process through the same runCli (they are decided before any GPU or data loop).
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeSafetensors } from '../../src/checkpoint/safetensors.ts';
-import { ringtrain } from '../support/cli.ts';
+import { ringtrain, ringtrainInProcess } from '../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-names-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -67,7 +69,7 @@ describe('class names in a CSV label column', () => {
     // Other names would renumber the classes: a resume on them is refused, naming both sets.
     const renamed = join(dir, 'renamed.csv');
     writeFileSync(renamed, irisLike(90).replaceAll('virginica', 'iris-virginica'));
-    const resumed = await ringtrain([
+    const resumed = await ringtrainInProcess([
       'train',
       '--data',
       renamed,
@@ -104,16 +106,16 @@ describe('class names in a CSV label column', () => {
     // Plain output: one name per row; the column named by --label-column in a file without a header row.
     const bare = join(dir, 'bare.csv');
     writeFileSync(bare, irisLike(6).split('\n').slice(1).join('\n'));
-    const plain = await ringtrain(['predict', '--checkpoint', ckpt, '--input', bare, '--label-column', '2']);
+    const plain = await ringtrainInProcess(['predict', '--checkpoint', ckpt, '--input', bare, '--label-column', '2']);
     expect(plain.code, plain.stderr).toBe(0);
     expect(plain.stdout.trim().split('\n')).toEqual(SPECIES.concat(SPECIES));
     // Without --label-column that file has one column too many and no header naming the labels: it says what to pass.
-    const unnamed = await ringtrain(['predict', '--checkpoint', ckpt, '--input', bare]);
+    const unnamed = await ringtrainInProcess(['predict', '--checkpoint', ckpt, '--input', bare]);
     expect(unnamed.code).not.toBe(0);
     expect(unnamed.stderr).toContain(
       `${bare} has 4 columns, one more than the model reads (3), but no column "species"`,
     );
-    const beyond = await ringtrain(['predict', '--checkpoint', ckpt, '--input', bare, '--label-column', '7']);
+    const beyond = await ringtrainInProcess(['predict', '--checkpoint', ckpt, '--input', bare, '--label-column', '7']);
     expect(beyond.code).not.toBe(0);
     expect(beyond.stderr).toContain('--label-column 7: column 7 does not exist; ' + bare + ' has 4');
   }, 480_000);
@@ -121,7 +123,7 @@ describe('class names in a CSV label column', () => {
   it('refuses a short row and a missing column with the line numbers of the file', async () => {
     const short = join(dir, 'short.csv');
     writeFileSync(short, 'a,b,label\n0.1,0.2,x\n\n0.3,y\n0.5,0.6,x\n');
-    const r = await ringtrain([
+    const r = await ringtrainInProcess([
       'train',
       '--data',
       short,
@@ -137,7 +139,7 @@ describe('class names in a CSV label column', () => {
 
     const three = join(dir, 'three.csv');
     writeFileSync(three, irisLike(10));
-    const wide = await ringtrain([
+    const wide = await ringtrainInProcess([
       'train',
       '--data',
       three,
@@ -153,7 +155,7 @@ describe('class names in a CSV label column', () => {
 
     const word = join(dir, 'word.csv');
     writeFileSync(word, 'a,b,label\n0.1,0.2,x\n0.3,oops,y\n');
-    const nan = await ringtrain([
+    const nan = await ringtrainInProcess([
       'train',
       '--data',
       word,
@@ -223,7 +225,7 @@ describe('predict --model SCRIPT', () => {
       closed,
       `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\n`,
     );
-    const refused = await ringtrain(['predict', '--checkpoint', save, '--model', closed, '--input', input]);
+    const refused = await ringtrainInProcess(['predict', '--checkpoint', save, '--model', closed, '--input', input]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('closed.ts exports no model factory');
     expect(refused.stderr).toContain('It was not run');

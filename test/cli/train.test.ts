@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '../../src/checkpoint/checkpoint.ts';
-import { runCli } from '../../src/cli/program.ts';
 import { loadMnist } from '../../src/data/mnist.node.ts';
+import { ringtrainInProcess } from '../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ringtrain-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -35,22 +35,6 @@ function ringtrain(
     });
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
-}
-
-/** Runs the CLI in this process, capturing what it writes to stderr. */
-async function inProcess(args: string[]): Promise<Ran> {
-  const write = process.stderr.write;
-  let stderr = '';
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    stderr += String(chunk);
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    const code = await runCli(args);
-    return { code, stdout: '', stderr };
-  } finally {
-    process.stderr.write = write;
-  }
 }
 
 /** The one JSON line that --json promises as the last line of stdout. */
@@ -104,82 +88,71 @@ describe('ringtrain train', () => {
     },
   );
 
-  it('re-executes itself under Deno with --runtime deno', SLOW, async () => {
-    const r = await ringtrain([
-      'train',
-      '--model',
-      'mlp',
-      '--steps',
-      '30',
-      '--batch',
-      '32',
-      '--json',
-      '--runtime',
-      'deno',
-    ]);
-    expectResult(resultLine(r), 'deno', 30);
-    // No terminal, no bar: ten progress lines on stderr (every 3 of the 30 steps), the JSON line alone on stdout.
-    const progress = r.stderr
-      .split('\n')
-      .filter((l) => /^step \d+\/30, loss \d+\.\d{4}, \d+ samples\/s, \d+\.\d s$/.test(l));
-    expect(
-      progress.map((l) => Number(l.split(/[ /]/)[1])),
-      r.stderr,
-    ).toEqual([3, 6, 9, 12, 15, 18, 21, 24, 27, 30]);
-  });
+  it(
+    're-executes itself under Deno with --runtime deno; a run saved at step 20 and resumed to step 40 ends where an uninterrupted run ends',
+    SLOW,
+    async () => {
+      const half = join(dir, 'half.safetensors'),
+        resumed = join(dir, 'resumed.safetensors'),
+        straight = join(dir, 'straight.safetensors');
+      const common = [
+        'train',
+        '--model',
+        'mlp',
+        '--batch',
+        '32',
+        '--optimizer',
+        'adamw',
+        '--seed',
+        '5',
+        '--json',
+        '--runtime',
+        'deno',
+      ];
+      const firstRun = await ringtrain([...common, '--steps', '20', '--save', half]);
+      const first = resultLine(firstRun);
+      expect([first.runtime, first.steps]).toEqual(['deno', 20]);
+      // No terminal, no bar: ten progress lines on stderr (every 2 of the 20 steps), the JSON line alone on stdout.
+      const progress = firstRun.stderr
+        .split('\n')
+        .filter((l) => /^step \d+\/20, loss \d+\.\d{4}, \d+ samples\/s, \d+\.\d s$/.test(l));
+      expect(
+        progress.map((l) => Number(l.split(/[ /]/)[1])),
+        firstRun.stderr,
+      ).toEqual([2, 4, 6, 8, 10, 12, 14, 16, 18, 20]);
+      const second = resultLine(await ringtrain([...common, '--steps', '40', '--resume', half, '--save', resumed]));
+      expect([second.steps, second.lr_schedule]).toEqual([40, 'constant']);
+      resultLine(await ringtrain([...common, '--steps', '40', '--save', straight]));
+      const a = params(resumed),
+        b = params(straight),
+        start = params(half);
+      let maxDiff = 0,
+        moved = 0;
+      a.forEach((t, i) =>
+        t.forEach((v, j) => {
+          maxDiff = Math.max(maxDiff, Math.abs(v - b[i][j]));
+          moved = Math.max(moved, Math.abs(v - start[i][j]));
+        }),
+      );
+      expect(moved).toBeGreaterThan(1e-3);
+      expect(maxDiff).toBeLessThan(1e-5);
+      const ckpt = decodeCheckpoint(readFileSync(resumed));
+      expect([ckpt.step, ckpt.optimizer, ckpt.model, ckpt.extra.seed]).toEqual([40, 'adamw', 'mlp', '5']);
 
-  it('a run saved at step 20 and resumed to step 40 ends where an uninterrupted run ends', SLOW, async () => {
-    const half = join(dir, 'half.safetensors'),
-      resumed = join(dir, 'resumed.safetensors'),
-      straight = join(dir, 'straight.safetensors');
-    const common = [
-      'train',
-      '--model',
-      'mlp',
-      '--batch',
-      '32',
-      '--optimizer',
-      'adamw',
-      '--seed',
-      '5',
-      '--json',
-      '--runtime',
-      'deno',
-    ];
-    const first = resultLine(await ringtrain([...common, '--steps', '20', '--save', half]));
-    expect(first.steps).toBe(20);
-    const second = resultLine(await ringtrain([...common, '--steps', '40', '--resume', half, '--save', resumed]));
-    expect([second.steps, second.lr_schedule]).toEqual([40, 'constant']);
-    resultLine(await ringtrain([...common, '--steps', '40', '--save', straight]));
-    const a = params(resumed),
-      b = params(straight),
-      start = params(half);
-    let maxDiff = 0,
-      moved = 0;
-    a.forEach((t, i) =>
-      t.forEach((v, j) => {
-        maxDiff = Math.max(maxDiff, Math.abs(v - b[i][j]));
-        moved = Math.max(moved, Math.abs(v - start[i][j]));
-      }),
-    );
-    expect(moved).toBeGreaterThan(1e-3);
-    expect(maxDiff).toBeLessThan(1e-5);
-    const ckpt = decodeCheckpoint(readFileSync(resumed));
-    expect([ckpt.step, ckpt.optimizer, ckpt.model, ckpt.extra.seed]).toEqual([40, 'adamw', 'mlp', '5']);
-
-    // The cosine schedule is applied: same seed and steps, other weights.
-    const cosine = join(dir, 'cosine.safetensors');
-    const third = resultLine(
-      await ringtrain([...common, '--steps', '20', '--lr-schedule', 'cosine', '--save', cosine]),
-    );
-    expect(third.lr_schedule).toBe('cosine');
-    expect(decodeCheckpoint(readFileSync(cosine)).extra.lr_schedule).toBe('cosine');
-    let scheduleDiff = 0;
-    params(cosine).forEach((t, i) =>
-      t.forEach((v, j) => (scheduleDiff = Math.max(scheduleDiff, Math.abs(v - start[i][j])))),
-    );
-    expect(scheduleDiff).toBeGreaterThan(1e-4);
-  });
+      // The cosine schedule is applied: same seed and steps, other weights.
+      const cosine = join(dir, 'cosine.safetensors');
+      const third = resultLine(
+        await ringtrain([...common, '--steps', '20', '--lr-schedule', 'cosine', '--save', cosine]),
+      );
+      expect(third.lr_schedule).toBe('cosine');
+      expect(decodeCheckpoint(readFileSync(cosine)).extra.lr_schedule).toBe('cosine');
+      let scheduleDiff = 0;
+      params(cosine).forEach((t, i) =>
+        t.forEach((v, j) => (scheduleDiff = Math.max(scheduleDiff, Math.abs(v - start[i][j])))),
+      );
+      expect(scheduleDiff).toBeGreaterThan(1e-4);
+    },
+  );
 
   it(
     'trains on IDX files from --data (here: the bundled digits written as gzipped MNIST-format files)',
@@ -218,44 +191,55 @@ describe('ringtrain train', () => {
     },
   );
 
-  it('Ctrl-C stops after the current step, saves a checkpoint and exits with 130', SLOW, async () => {
-    const path = join(dir, 'interrupted.safetensors');
-    let sent = false;
-    // The Node parent re-executes under Deno and forwards the signal to it.
-    const r = await ringtrain(
-      ['train', '--steps', '100000', '--batch', '16', '--save', path, '--json', '--runtime', 'deno'],
-      (err, child) => {
-        if (!sent && /ringtrain: training mlp/.test(err)) {
-          sent = true;
-          setTimeout(() => child.kill('SIGINT'), 1500);
-        }
-      },
-    );
-    expect(r.code, r.stderr).toBe(130);
-    expect(r.stderr).toMatch(/stopping after this step and saving .*interrupted\.safetensors/);
-    const json = JSON.parse(r.stdout.trim());
-    expect(json.interrupted).toBe(true);
-    expect(json.steps).toBeLessThan(100000);
-    expect(decodeCheckpoint(readFileSync(path)).step).toBe(json.steps);
-  });
+  it(
+    'Ctrl-C stops after the current step, saves a checkpoint and exits with 130; that checkpoint is refused, clearly, by a run it does not fit and once damaged',
+    SLOW,
+    async () => {
+      const path = join(dir, 'interrupted.safetensors');
+      let sent = false;
+      // The Node parent re-executes under Deno and forwards the signal to it.
+      const r = await ringtrain(
+        ['train', '--steps', '100000', '--batch', '16', '--save', path, '--json', '--runtime', 'deno'],
+        (err, child) => {
+          if (!sent && /ringtrain: training mlp/.test(err)) {
+            sent = true;
+            setTimeout(() => child.kill('SIGINT'), 1500);
+          }
+        },
+      );
+      expect(r.code, r.stderr).toBe(130);
+      expect(r.stderr).toMatch(/stopping after this step and saving .*interrupted\.safetensors/);
+      const json = JSON.parse(r.stdout.trim());
+      expect(json.interrupted).toBe(true);
+      expect(json.steps).toBeLessThan(100000);
+      expect(decodeCheckpoint(readFileSync(path)).step).toBe(json.steps);
 
-  it('refuses a checkpoint that does not fit, and a damaged one, with a clear error', SLOW, async () => {
-    const path = join(dir, 'sgd.safetensors');
-    resultLine(
-      await ringtrain(['train', '--steps', '2', '--batch', '16', '--save', path, '--json', '--runtime', 'deno']),
-    );
-    let r = await ringtrain(['train', '--steps', '4', '--optimizer', 'adamw', '--resume', path, '--runtime', 'deno']);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/saved with the sgd optimizer, not adamw; pass --optimizer sgd.*ERR_BAD_CHECKPOINT/);
-    const bytes = readFileSync(path);
-    const cut = join(dir, 'cut.safetensors');
-    writeFileSync(cut, bytes.subarray(0, bytes.length - 100));
-    r = await ringtrain(['train', '--steps', '4', '--resume', cut]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(
-      /cut\.safetensors: tensor '.*' ends at byte \d+ but the data section has \d+: the file is truncated/,
-    );
-  });
+      // The refusals come before any GPU or data work: in-process, through the runCli that bin/ringtrain.js calls.
+      let refused = await ringtrainInProcess([
+        'train',
+        '--steps',
+        '4',
+        '--optimizer',
+        'adamw',
+        '--resume',
+        path,
+        '--runtime',
+        'node',
+      ]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(
+        /saved with the sgd optimizer, not adamw; pass --optimizer sgd.*ERR_BAD_CHECKPOINT/,
+      );
+      const bytes = readFileSync(path);
+      const cut = join(dir, 'cut.safetensors');
+      writeFileSync(cut, bytes.subarray(0, bytes.length - 100));
+      refused = await ringtrainInProcess(['train', '--steps', '4', '--resume', cut, '--runtime', 'node']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(
+        /cut\.safetensors: tensor '.*' ends at byte \d+ but the data section has \d+: the file is truncated/,
+      );
+    },
+  );
 
   it('rejects bad options before doing any work', async () => {
     const cases: [string[], RegExp][] = [
@@ -279,14 +263,18 @@ describe('ringtrain train', () => {
     // In-process: the same runCli that bin/ringtrain.js calls, with stderr captured.
     for (const [args, pattern] of cases) {
       // --runtime node: stay in this process (auto could re-execute under Deno, out of reach of the capture).
-      const r = await inProcess(['train', ...args, ...(args.includes('--runtime') ? [] : ['--runtime', 'node'])]);
+      const r = await ringtrainInProcess([
+        'train',
+        ...args,
+        ...(args.includes('--runtime') ? [] : ['--runtime', 'node']),
+      ]);
       expect(r.code, r.stderr).toBe(1);
       expect(r.stderr).toMatch(pattern);
     }
-    const unknown = await inProcess(['train', '--modle', 'mlp']);
+    const unknown = await ringtrainInProcess(['train', '--modle', 'mlp']);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/unknown option '--modle'/);
-    const schedule = await inProcess(['train', '--lr-schedule', 'linear']);
+    const schedule = await ringtrainInProcess(['train', '--lr-schedule', 'linear']);
     expect(schedule.code).not.toBe(0);
     expect(schedule.stderr).toMatch(/'linear' is invalid. Allowed choices are constant, cosine/);
     expect(existsSync(join(dir, 'nothing.safetensors'))).toBe(false);

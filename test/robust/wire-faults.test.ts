@@ -4,7 +4,9 @@
  * for tags nobody waits for, or forge an abort blaming another rank. Each
  * SENDER is named, reported and ejected; the honest peers re-form and finish
  * every step.
- * Real server, real Deno workers, real WebRTC (inside scripts/in-netns.sh).
+ * Real server, real Deno workers (inside scripts/in-netns.sh). The elastic runs link as workers do by default
+ * (`--transport auto`: TCP, as every worker here listens and reaches the others); the job that is not elastic
+ * sets `transport: 'webrtc'`, so that a forged abort is also judged over WebRTC links.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { requireNetns, type TestWorker } from '../support/workers.ts';
@@ -24,15 +26,19 @@ function stepWhenNamed(w: TestWorker, size: number): { step: number; reason: str
 }
 
 describe('workers breaking the wire protocol', () => {
-  // Two faults per run where they can share one (two real-process runs instead of three: CI time):
-  // garbage frames at step 3 in a ring of 4, then a flood at step 6 in the ring of 3 that is left.
-  // A forged abort runs alone: it is judged only after the server's liveness window.
+  // The three faults share one elastic run (one real-process run instead of three: CI time), each in the
+  // ring the one before it left: garbage frames at step 3 in a ring of 5, a flood at step 6 in the ring of 4,
+  // and a forged abort at step 12 in the ring of 3, late enough for the flood's sender to be gone (named
+  // within 4 steps of its start, ejected within 2 of that), as each fault's checks below need.
   const cases = [
     {
-      name: 'garbage-frames then flood-tags',
-      faults: [`garbage-frames@step:${FAULT_STEP}`, `flood-tags@step:${FAULT_STEP + 3}`],
+      name: 'garbage-frames then flood-tags then forge-abort',
+      faults: [
+        `garbage-frames@step:${FAULT_STEP}`,
+        `flood-tags@step:${FAULT_STEP + 3}`,
+        `forge-abort@step:${FAULT_STEP + 9}`,
+      ],
     },
-    { name: 'forge-abort', faults: [`forge-abort@step:${FAULT_STEP}`] },
   ];
   for (const c of cases) {
     it(`--chaos ${c.name}: each sender is named and ejected within 2 steps; the others finish`, async () => {
@@ -83,10 +89,12 @@ describe('workers breaking the wire protocol', () => {
         expect(new Set(blamed), w.stderr).toEqual(new Set(ejectedRanks));
       }
       // Each honest rank reported the forger on what it heard itself (the majority needs both).
-      if (c.name === 'forge-abort')
+      if (c.faults.some((f) => f.startsWith('forge-abort')))
         expect(
           honest.every((w) =>
-            /reporting rank \d+ \(faulty\) to the server: it aborted the ring saying rank \d+ went away/.test(w.stderr),
+            /reporting rank \d+ \(faulty-\d\) to the server: it aborted the ring saying rank \d+ went away/.test(
+              w.stderr,
+            ),
           ),
           honest.map((w) => w.stderr).join('\n'),
         ).toBe(true);
@@ -102,6 +110,7 @@ describe('workers breaking the wire protocol', () => {
       [`forge-abort@step:${FAULT_STEP}`],
       undefined,
       false,
+      { transport: 'webrtc' },
     );
     for (const [i, w] of honest.entries()) {
       expect(honestCodes[i], w.stderr).toBe(3);
@@ -118,6 +127,9 @@ describe('workers breaking the wire protocol', () => {
       expect(w.stderr).toMatch(
         /reporting rank \d+ \(faulty\) to the server: it aborted the ring saying rank \d+ went away/,
       );
+      const transports = (w.result!.links as { transport: string }[]).map((l) => l.transport);
+      expect(transports.length, w.stderr).toBeGreaterThan(0);
+      expect(new Set(transports), 'every link over WebRTC').toEqual(new Set(['webrtc']));
     }
   }, 240_000);
 });

@@ -53,3 +53,35 @@ export function ringtrainIn(cwd: string, args: string[], entry = 'bin/ringtrain.
 export function killRuns(): void {
   for (const c of started) c.kill('SIGKILL');
 }
+
+/** Replaces `stream.write` with one that hands what is written to `add` (and calls back at once); returns the undo. */
+function captureWrites(stream: NodeJS.WriteStream, add: (text: string) => void): () => void {
+  const write = stream.write;
+  stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    add(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+    const callback = rest.find((r): r is () => void => typeof r === 'function');
+    if (callback) queueMicrotask(callback);
+    return true;
+  }) as typeof stream.write;
+  return () => (stream.write = write);
+}
+
+/**
+ * `ringtrain ARGS` in this process, through the same runCli that bin/ringtrain.js calls, with what it writes to
+ * stdout and stderr: for what the CLI decides before any GPU, data loop or network (refusals, a read-only predict),
+ * without the seconds of CPU a process takes to start. A file keeps one real spawn for the wiring.
+ */
+export async function ringtrainInProcess(args: string[]): Promise<CliRun> {
+  const { runCli } = await import('../../src/cli/program.ts');
+  let stdout = '';
+  let stderr = '';
+  const restore = [
+    captureWrites(process.stdout, (t) => (stdout += t)),
+    captureWrites(process.stderr, (t) => (stderr += t)),
+  ];
+  try {
+    return { code: await runCli(args), stdout, stderr };
+  } finally {
+    for (const undo of restore) undo();
+  }
+}
