@@ -54,5 +54,9 @@ function planningDevice(real: GPUDevice): GPUDevice {
 
 /** A Gpu over `real`'s adapter limits (and `options`) that only plans: see the file's comment. */
 export function planningGpu(real: Gpu, options: GpuOptions = {}): Gpu {
-  return new Gpu(planningDevice(real.device), { ...real.info }, { maxBindingBytes: real.maxBindingBytes, ...options });
+  return new Gpu(
+    planningDevice(real.device),
+    { ...real.info },
+    { maxBindingBytes: real.maxBindingBytes, stepParts: false, ...options },
+  );
 }
