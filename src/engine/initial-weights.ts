@@ -15,10 +15,15 @@ import type { ParamEntry } from './model.ts';
 
 /** Values a streamed parameter draws between two looks at the clock. */
 const PIECE_VALUES = 1 << 16;
-/** Drawing time between two turns of the event loop. */
-const TURN_EVERY_MS = 100;
+/** Drawing time between two turns of the event loop (drawInitialWeightsInPieces' default). */
+export const TURN_EVERY_MS = 100;
 
-export function drawInitialWeights(parameters: readonly Parameter[], layout: readonly ParamEntry[], flatLength: number, seed: number): Float32Array {
+export function drawInitialWeights(
+  parameters: readonly Parameter[],
+  layout: readonly ParamEntry[],
+  flatLength: number,
+  seed: number,
+): Float32Array {
   const out = new Float32Array(flatLength);
   for (const _ of pieces(parameters, layout, out, seed));
   return out;
@@ -29,11 +34,12 @@ export async function drawInitialWeightsInPieces(
   layout: readonly ParamEntry[],
   flatLength: number,
   seed: number,
+  turnEveryMs = TURN_EVERY_MS,
 ): Promise<Float32Array> {
   const out = new Float32Array(flatLength);
   let since = performance.now();
   for (const _ of pieces(parameters, layout, out, seed)) {
-    if (performance.now() - since < TURN_EVERY_MS) continue;
+    if (performance.now() - since < turnEveryMs) continue;
     await new Promise((resolve) => setTimeout(resolve, 0));
     since = performance.now();
   }
@@ -41,7 +47,12 @@ export async function drawInitialWeightsInPieces(
 }
 
 /** Draws into `out` one piece per step: a whole parameter, or PIECE_VALUES of a streamed one, in order. */
-function* pieces(parameters: readonly Parameter[], layout: readonly ParamEntry[], out: Float32Array, seed: number): Generator<void> {
+function* pieces(
+  parameters: readonly Parameter[],
+  layout: readonly ParamEntry[],
+  out: Float32Array,
+  seed: number,
+): Generator<void> {
   const rand = { uniform: seededUniform(seed), normal: seededNormal(seed ^ 0x9e3779b9) };
   for (let i = 0; i < parameters.length; i++) {
     const { offset, length } = layout[i];

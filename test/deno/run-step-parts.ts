@@ -3,12 +3,13 @@
  * trains on a Gpu that submits at once and on one that cuts it into parts of about a
  * dozen dispatches, each waited for alone (`stepParts`: a real option, the default's sizes made tiny); a bucketed step (its read-backs start
  * mid-step) runs on both too. Prints one JSON line: both runs' losses and bucket gradients as bits,
- * the parts run's submit counts, and what a setTimeout(0) scheduled before a step saw when it ran.
+ * the parts run's submit counts, and what a setTimeout(0) scheduled before a step saw when it ran;
+ * and whether createModelInPieces (a worker's) gives createModel's weights bit for bit.
  */
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { DeferredScalars } from '../../src/gpu/readback.ts';
-import { createModel, createOptimizer, trainStep } from '../../src/engine/index.ts';
+import { createModel, createModelInPieces, createOptimizer, trainStep } from '../../src/engine/index.ts';
 import { seededUniform } from '../../src/engine/random.ts';
 import type { Model } from '../../src/engine/model.ts';
 
@@ -54,10 +55,30 @@ async function train(gpu: Gpu): Promise<Run> {
   return { ...run, losses: bits(run.losses) };
 }
 
+/** Whether a model made as a worker makes it (its weights drawn with the loop turning) holds the constructor's weights, bit for bit. */
+async function sameInitialWeights(gpu: Gpu): Promise<boolean> {
+  const spec = {
+    kind: 'transformer',
+    vocab: 2000,
+    context,
+    layers: 1,
+    width: 48,
+    heads: 4,
+    arch: 'gpt2',
+    seed: 6,
+  } as const;
+  const [made, inPieces] = [createModel(gpu, spec), await createModelInPieces(gpu, spec)];
+  const [a, b] = [bits(await made.readParams()), bits(await inPieces.readParams())];
+  made.destroy();
+  inPieces.destroy();
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
 const whole = await acquireGpu({ stepParts: false });
 const oneSubmit = await train(whole);
+const initialWeightsAlike = await sameInitialWeights(whole);
 whole.destroy();
 const split = await acquireGpu({ stepParts: { partMs: 0, chunkBytes: 1024 * 1024 } });
 const parts = await train(split);
 split.destroy();
-console.log(JSON.stringify({ oneSubmit, parts }));
+console.log(JSON.stringify({ oneSubmit, parts, initialWeightsAlike }));

@@ -2,7 +2,8 @@
  * A step in parts under Deno (test/deno/run-step-parts.ts on lavapipe, where a GPU wait holds the
  * JavaScript thread until the queue is empty): the same losses and bucket gradients, bit for bit,
  * as one submit, and a timer scheduled before a step runs while the step is still being submitted
- * (it sees fewer submits than the step ends with), where with one submit it runs only after.
+ * (it sees fewer submits than the step ends with), where with one submit it runs only after; and
+ * createModelInPieces, a worker's, starts from createModel's weights bit for bit.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +28,10 @@ describe('a step submitted in parts (deno)', () => {
       maxBuffer: 64 * 1024 * 1024,
     });
     expect(run.status, `deno exited with ${run.status}: ${run.stderr.slice(-2000)}`).toBe(0);
-    const { oneSubmit, parts } = JSON.parse(run.stdout.trim().split('\n').pop() ?? '') as Record<string, Run>;
+    const report = JSON.parse(run.stdout.trim().split('\n').pop() ?? '') as Record<string, Run> & {
+      initialWeightsAlike: boolean;
+    };
+    const { oneSubmit, parts } = report;
     // Three losses (two steps and the bucketed one) and every bucket's gradient, as f32 bits.
     expect(parts.losses).toHaveLength(3);
     expect(parts.losses).toEqual(oneSubmit.losses);
@@ -39,5 +43,7 @@ describe('a step submitted in parts (deno)', () => {
     });
     // One submit: the step's read-back held the thread until the step was done.
     expect(oneSubmit.timerSaw).toEqual(oneSubmit.after);
+    // A worker's model (weights drawn in pieces, written after) starts from the constructor's weights.
+    expect(report.initialWeightsAlike).toBe(true);
   }, 240_000);
 });
