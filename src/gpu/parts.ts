@@ -22,8 +22,11 @@ export interface PartOptions {
   chunkBytes: number;
 }
 
-/** Where the runtime's waits block (Deno): groups of about a second, in command buffers of 32 MiB bound. */
-export const DEFAULT_PART_OPTIONS: PartOptions = { partMs: 1000, chunkBytes: 32 * 1024 * 1024 };
+/**
+ * Where the runtime's waits block (Deno): groups of about a second, in command buffers of 8 MiB bound
+ * (GPT-2 124M on lavapipe at load 35: 32 MiB took 2-4 s, more than a group should).
+ */
+export const DEFAULT_PART_OPTIONS: PartOptions = { partMs: 1000, chunkBytes: 8 * 1024 * 1024 };
 
 /** What a dispatch costs beside the bytes it binds, in bytes bound: its launch and the barrier after it. */
 export const DISPATCH_COST = 64 * 1024;
@@ -44,6 +47,8 @@ export class PartQueue {
   private inFlight: Promise<void> | null = null;
   /** Measured ms per byte bound; null until a group has been timed. */
   private msPerCost: number | null = null;
+  /** Whether `submitAll` put work on the queue since the last group: the next group's wait includes it, so it teaches nothing. */
+  private unwaited = false;
 
   constructor(
     private readonly queue: GPUQueue,
@@ -72,6 +77,7 @@ export class PartQueue {
     this.queue.submit(this.held.map((h) => h.commands));
     this.submittedCount += this.held.length;
     this.held = [];
+    this.unwaited = true;
   }
 
   /**
@@ -93,12 +99,16 @@ export class PartQueue {
     const group = this.nextGroup();
     if (group.length === 0) return;
     const cost = group.reduce((sum, h) => sum + h.cost, 0);
+    const learn = !this.unwaited;
+    this.unwaited = false;
     const started = performance.now();
     this.queue.submit(group.map((h) => h.commands));
     this.submittedCount += group.length;
     await this.wait('waiting for a part of the step', this.queue.onSubmittedWorkDone());
     const measured = (performance.now() - started) / Math.max(1, cost);
-    this.msPerCost = this.msPerCost === null ? measured : this.msPerCost + LEARNING_RATE * (measured - this.msPerCost);
+    if (learn)
+      this.msPerCost =
+        this.msPerCost === null ? measured : this.msPerCost + LEARNING_RATE * (measured - this.msPerCost);
     await new Promise((resolve) => setTimeout(resolve, 0));
   }
 
