@@ -78,20 +78,16 @@ export class DistributedOptimizer {
    * alike): a rank with more of the step's counted targets weighs more. `trainingStep` is what the
    * checks see as the step (every rank must give the same): the wrapped optimizer's step count unless given.
    */
-  async step(
+  step(
     lr?: number,
     weight = 1,
     trainingStep = this.optimizer.stepCount,
     buckets?: readonly GradientBucket[],
   ): Promise<StepResult> {
-    const result = await this.reducer.reduce({ weight, step: trainingStep, buckets }, (reduced) => {
+    return this.reducer.reduce({ weight, step: trainingStep, buckets }, (reduced) => {
       this.model.writeGrads(reduced);
       this.optimizer.step(lr);
     });
-    // Where GPU waits hold the thread (Deno), the update goes to the queue in parts now, the loop turning
-    // between them; left for the next step's first write, it went whole (GPT-2 124M at load 35: 14 s silent).
-    await this.model.gpu.submitRecorded();
-    return result;
   }
 
   /** Drops gradients summed so far (after a failed step, before retrying it). */
