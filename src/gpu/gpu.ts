@@ -94,7 +94,8 @@ export class Gpu {
   ) {
     this.maxBindingBytes = bindingLimit(device.limits, options.maxBindingBytes);
     const parts = options.stepParts ?? (waitsHoldTheThread(info) ? DEFAULT_PART_OPTIONS : false);
-    this.parts = parts ? new PartQueue(device.queue, parts, (what, p) => this.waitFor(what, p)) : null;
+    // A part's wait paces the queue; it reads nothing, so `waits` (what latency hiding counts) leaves it out.
+    this.parts = parts ? new PartQueue(device.queue, parts, (what, p) => this.settle(what, p)) : null;
     this.pool = new BufferPool(device);
     void device.lost.then((lost) => {
       if (this.destroyed) return;
@@ -370,6 +371,11 @@ export class Gpu {
    */
   async waitFor<T>(what: string, promise: Promise<T>): Promise<T> {
     this.waitCount++;
+    return this.settle(what, promise);
+  }
+
+  /** waitFor, uncounted. */
+  private async settle<T>(what: string, promise: Promise<T>): Promise<T> {
     try {
       return await promise;
     } catch (err) {

@@ -53,7 +53,7 @@ export class PartQueue {
   constructor(
     private readonly queue: GPUQueue,
     readonly options: PartOptions,
-    /** Awaits a GPU promise the way the Gpu counts and reports it (Gpu.waitFor). */
+    /** Awaits a GPU promise, a failure reported as the Gpu reports it (Gpu.waitFor, not counted in its `waits`). */
     private readonly wait: (what: string, promise: Promise<unknown>) => Promise<unknown>,
   ) {}
 
