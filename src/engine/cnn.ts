@@ -18,7 +18,7 @@ import { F } from '../nn/functional.ts';
 import { Conv2d, Linear } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
 import type { Tensor } from '../nn/tensor.ts';
-import { GraphModel } from './graph-model.ts';
+import { GraphModel, type ModelMaking } from './graph-model.ts';
 import type { CnnSpec } from './model.ts';
 
 export const CNN_IMAGE = 28;
@@ -85,7 +85,7 @@ export class CnnModule extends Module {
 export class Cnn extends GraphModel {
   declare readonly spec: Required<CnnSpec>;
 
-  constructor(gpu: Gpu, spec: Partial<CnnSpec> = {}) {
+  constructor(gpu: Gpu, spec: Partial<CnnSpec> = {}, made: ModelMaking = {}) {
     const full = cnnSpec(spec);
     const { kind: _kind, ...options } = full;
     super(gpu, {
@@ -94,6 +94,7 @@ export class Cnn extends GraphModel {
       inputShape: [1, CNN_IMAGE, CNN_IMAGE],
       classes: full.classes,
       seed: full.seed,
+      ...made,
     });
   }
 }

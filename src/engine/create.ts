@@ -20,7 +20,7 @@ import {
   modelFromFactory,
   registeredModel,
 } from './define.ts';
-import type { GraphModel } from './graph-model.ts';
+import type { GraphModel, ModelMaking } from './graph-model.ts';
 import { Mlp } from './mlp.ts';
 import { Transformer } from './transformer.ts';
 import type { CnnSpec, MlpSpec, Model, ModelSpec, TransformerSpec } from './model.ts';
@@ -130,14 +130,30 @@ function checkName(where: string, name: unknown): void {
   }
 }
 
-function fromSpec(gpu: Gpu, spec: ModelSpec): Model {
+/**
+ * createModel(gpu, spec) for a worker that must keep answering its server and links: the weights
+ * are drawn with the event loop turning every ~100 ms (the same numbers, bit for bit), where the
+ * constructor would hold the thread for all of them (GPT-2 124M: 10-40 s on a loaded CPU).
+ */
+export async function createModelInPieces(gpu: Gpu, spec: ModelSpec): Promise<Model> {
+  const model = fromSpec(gpu, spec, { drawLater: true });
+  try {
+    await model.drawInitialWeights();
+  } catch (err) {
+    model.destroy();
+    throw err;
+  }
+  return model;
+}
+
+function fromSpec(gpu: Gpu, spec: ModelSpec, made: ModelMaking = {}): GraphModel {
   switch (spec?.kind) {
     case 'mlp':
-      return new Mlp(gpu, spec);
+      return new Mlp(gpu, spec, made);
     case 'cnn':
-      return new Cnn(gpu, spec);
+      return new Cnn(gpu, spec, made);
     case 'transformer':
-      return new Transformer(gpu, spec);
+      return new Transformer(gpu, spec, made);
     default: {
       const kind = (spec as { kind?: unknown })?.kind;
       const factory = typeof kind === 'string' ? registeredModel(kind) : undefined;
@@ -147,7 +163,7 @@ function fromSpec(gpu: Gpu, spec: ModelSpec): Model {
           seed,
           ...options
         } = spec as unknown as { kind: string; seed?: number } & Record<string, unknown>;
-        return modelFromFactory(gpu, factory, { name, options, seed });
+        return modelFromFactory(gpu, factory, { name, options, seed }, made);
       }
       throw new RingtrainError(
         ErrorCode.InvalidArgument,

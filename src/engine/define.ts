@@ -22,7 +22,7 @@ import type { Gpu } from '../gpu/gpu.ts';
 import * as nn from '../nn/index.ts';
 import { crossEntropy, crossEntropyIgnore, type Loss } from '../nn/loss.ts';
 import { layoutHash } from '../checkpoint/checkpoint.ts';
-import { GraphModel, layoutOf } from './graph-model.ts';
+import { GraphModel, layoutOf, type ModelMaking } from './graph-model.ts';
 import type { Model } from './model.ts';
 
 export type NnApi = typeof nn;
@@ -116,6 +116,7 @@ export function modelFromFactory(
   gpu: Gpu,
   factory: ModelFactory,
   o: { name: string; options?: Record<string, unknown>; seed?: number },
+  made: ModelMaking = {},
 ): GraphModel {
   const options = { ...(o.options ?? {}) };
   return modelFromDefinition(
@@ -124,6 +125,8 @@ export function modelFromFactory(
     { name: o.name, options },
     o.seed,
     `model ${o.name}`,
+    FACTORY_SHAPE,
+    made,
   );
 }
 
@@ -166,6 +169,7 @@ export function modelFromDefinition(
   seed: number | undefined,
   where: string,
   shape = FACTORY_SHAPE,
+  made: ModelMaking = {},
 ): GraphModel {
   checkDefinition(where, definition, shape);
   return new GraphModel(gpu, {
@@ -176,6 +180,7 @@ export function modelFromDefinition(
     classes: definition.classes,
     seed: seed ?? 1,
     loss: LOSSES[definition.loss ?? 'cross-entropy'],
+    ...made,
   });
 }
 

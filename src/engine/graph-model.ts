@@ -27,7 +27,7 @@ import { crossEntropy, type Loss, RESULT_CORRECT, RESULT_LOSS } from '../nn/loss
 import type { Module } from '../nn/module.ts';
 import type { Step } from '../nn/op.ts';
 import { compilePlan, type Plan, recordSteps } from '../nn/plan.ts';
-import { seededNormal, seededUniform } from '../nn/random.ts';
+import { drawInitialWeights, drawInitialWeightsInPieces } from './initial-weights.ts';
 import { type DType, Graph, type Parameter, shapeText, sizeOf, type Tensor } from '../nn/tensor.ts';
 import { recordDeferredLoss } from './train-step.ts';
 import { type LossScaleOptions, LossScaler } from './loss-scale.ts';
@@ -53,7 +53,15 @@ export interface GraphModelOptions {
    * the module's output and `loss`. Evaluation and prediction always use the output and `loss`.
    */
   fusedLoss?: (input: Tensor, targets: Tensor) => Tensor | null;
+  /**
+   * Make the weights zero and leave drawing them from `seed` to `drawInitialWeights`, which lets the
+   * event loop turn while it draws (createModelInPieces): nothing may use the model before it ends.
+   */
+  drawLater?: boolean;
 }
+
+/** How a model is made, beside what it is: `drawLater` (createModelInPieces). */
+export type ModelMaking = Pick<GraphModelOptions, 'drawLater'>;
 
 interface BatchPlan {
   plan: Plan;
@@ -212,6 +220,8 @@ export class GraphModel implements Model {
   private evalSink?: DeferredScalars;
   /** Set by useMixedPrecision: the plans compute the linear layers in f16-mixed and scale the loss. */
   private scaler?: LossScaler;
+  /** The seed of weights not drawn yet (GraphModelOptions.drawLater). */
+  private undrawnSeed?: number;
 
   constructor(
     readonly gpu: Gpu,
@@ -253,15 +263,26 @@ export class GraphModel implements Model {
         { size: flatLength * 4, max: gpu.limits.maxBufferSize, params: paramCount },
       );
     }
-    const init = new Float32Array(flatLength);
-    const rand = { uniform: seededUniform(o.seed), normal: seededNormal(o.seed ^ 0x9e3779b9) };
-    named.forEach(([, p], i) => p.init(init.subarray(layout[i].offset, layout[i].offset + layout[i].length), rand));
-    this.params = this.own(gpu.upload(init, `${o.identity.name}-params`));
+    if (o.drawLater) {
+      this.undrawnSeed = o.seed;
+      this.params = this.own(gpu.storage(flatLength, `${o.identity.name}-params`));
+    } else {
+      const init = drawInitialWeights(this.parameters, layout, flatLength, o.seed);
+      this.params = this.own(gpu.upload(init, `${o.identity.name}-params`));
+    }
     this.grads = this.own(gpu.storage(flatLength, `${o.identity.name}-grads`));
   }
 
   get kind(): string {
     return this.identity.name;
+  }
+
+  /** Draws the weights a model made with `drawLater` left undrawn, turning the event loop every ~100 ms; the same numbers as the constructor's. */
+  async drawInitialWeights(): Promise<void> {
+    if (this.undrawnSeed === undefined) return;
+    const seed = this.undrawnSeed;
+    this.writeParams(await drawInitialWeightsInPieces(this.parameters, this.layout, this.flatLength, seed));
+    this.undrawnSeed = undefined;
   }
 
   get lossScaler(): LossScaler | undefined {

@@ -1,5 +1,5 @@
 /** The single-peer engine: models (any nn Module as a GraphModel over flat buffers, the built-in ones, users' factories), optimizers, training steps. */
-export { createModel } from './create.ts';
+export { createModel, createModelInPieces } from './create.ts';
 export {
   AdamW,
   SGD,

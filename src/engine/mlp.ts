@@ -11,7 +11,7 @@ import type { Gpu } from '../gpu/gpu.ts';
 import { GELU, Linear, ReLU, Tanh } from '../nn/ops/index.ts';
 import { Module } from '../nn/module.ts';
 import type { Tensor } from '../nn/tensor.ts';
-import { GraphModel } from './graph-model.ts';
+import { GraphModel, type ModelMaking } from './graph-model.ts';
 import { MLP_ACTIVATIONS, type MlpSpec } from './model.ts';
 
 export const MLP_DEFAULTS: Required<Omit<MlpSpec, 'kind'>> = {
@@ -77,7 +77,7 @@ export class Mlp extends GraphModel {
   /** Layer widths including input and output: [in, h1, …, classes]. */
   readonly widths: number[];
 
-  constructor(gpu: Gpu, spec: MlpSpec) {
+  constructor(gpu: Gpu, spec: MlpSpec, made: ModelMaking = {}) {
     const s = resolveMlpSpec(spec);
     const widths = [s.inputSize, ...s.hidden, s.classes];
     const { kind: _kind, ...options } = s;
@@ -87,6 +87,7 @@ export class Mlp extends GraphModel {
       inputShape: [s.inputSize],
       classes: s.classes,
       seed: s.seed,
+      ...made,
     });
     this.widths = widths;
   }

@@ -113,7 +113,7 @@ export class FlatOptimizer implements Optimizer {
   private uniformValues: number[];
   private readonly state: Record<string, GPUBuffer>;
   private readonly update: Dispatch[];
-  /** `gpu.submits` when the update was last recorded (-1: never). */
+  /** `gpu.recordedThrough` when the update was last recorded (-1: never). */
   private recordedAt = -1;
 
   constructor(
@@ -161,7 +161,7 @@ export class FlatOptimizer implements Optimizer {
       this.uniformValues = values;
     }
     this.gpu.record(this.update);
-    this.recordedAt = this.gpu.submits;
+    this.recordedAt = this.gpu.recordedThrough;
   }
 
   async exportState(): Promise<Record<string, Float32Array>> {

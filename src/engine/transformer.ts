@@ -24,6 +24,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { Linear } from '../nn/ops/index.ts';
+import { streamed } from '../nn/init.ts';
 import { Module } from '../nn/module.ts';
 import { F } from '../nn/functional.ts';
 import {
@@ -43,7 +44,7 @@ import { apply, Parameter, type Tensor } from '../nn/tensor.ts';
 import { checkTargets, planCrossEntropy } from '../nn/ops/cross-entropy/kernel.ts';
 import { crossEntropyRef } from '../nn/ops/cross-entropy/reference.ts';
 import type { Loss } from '../nn/loss.ts';
-import { GraphModel } from './graph-model.ts';
+import { GraphModel, type ModelMaking } from './graph-model.ts';
 import { TRANSFORMER_ARCHS, type TransformerArch, type TransformerSpec } from './model.ts';
 
 export type { TransformerArch, TransformerSpec };
@@ -140,7 +141,10 @@ class Embedding extends Module {
   readonly weight: Parameter;
   constructor(count: number, dim: number, std = 1) {
     super();
-    this.weight = new Parameter([count, dim], (out, rand) => normal(out, rand, std));
+    this.weight = new Parameter(
+      [count, dim],
+      streamed((out, rand) => normal(out, rand, std)),
+    );
   }
   forward(ids: Tensor): Tensor {
     return apply(embeddingOp, [ids, this.weight], {});
@@ -253,7 +257,7 @@ export class Transformer extends GraphModel {
     heads: number;
     arch: TransformerArch;
   };
-  constructor(gpu: Gpu, spec: Partial<TransformerSpec> = {}) {
+  constructor(gpu: Gpu, spec: Partial<TransformerSpec> = {}, made: ModelMaking = {}) {
     const s = resolveTransformerSpec(spec);
     const { kind: _kind, seed, arch, positions, ...sizes } = s;
     const module = new TransformerModule(s);
@@ -275,6 +279,7 @@ export class Transformer extends GraphModel {
       // Training fuses the head into the loss where the logits would pass one chunk (GPT-2's vocabulary at
       // 1,024 tokens a step): by shape alone, so every rank computes alike.
       fusedLoss: (ids, targets) => (fusedHeadPays(targets.size, s.vocab) ? module.forwardLoss(ids, targets) : null),
+      ...made,
     });
     this.shape = {
       vocab: s.vocab,

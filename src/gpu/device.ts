@@ -32,6 +32,8 @@ export interface AcquireOptions {
   subgroups?: boolean;
   /** Plan kernels as if one storage binding held at most this many bytes (clamped to the adapter's limit): see `Gpu.maxBindingBytes`. */
   maxBindingBytes?: number;
+  /** Submit in parts or at once (`GpuOptions.stepParts`); default: in parts where the runtime's waits hold the thread. */
+  stepParts?: GpuOptions['stepParts'];
 }
 
 /** What to install, per runtime, when no adapter is found. */
@@ -126,6 +128,6 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
       architecture: info?.architecture ?? '',
       isFallbackAdapter: Boolean(info?.isFallbackAdapter ?? legacyFallback ?? false),
     },
-    { maxBindingBytes: options.maxBindingBytes, subgroups: options.subgroups },
+    { maxBindingBytes: options.maxBindingBytes, subgroups: options.subgroups, stepParts: options.stepParts },
   );
 }

@@ -12,6 +12,9 @@
  * goes through `waitFor`, which counts it (`waits`). Under Deno such a wait
  * costs ~11 ms whatever the work (wgpu polls), so training loops read results
  * a few steps behind (see readback.ts) and `--json` results report the count.
+ * Under Deno a wait also holds the JavaScript thread until the queue is empty:
+ * there what is recorded goes to the queue in parts, each waited for with the
+ * event loop turning in between (parts.ts), so a long step stays responsive.
  * A read also carries the scalars that `ReadbackRider`s (DeferredScalars)
  * have pending, so a read that happens anyway costs them no second wait.
  *
@@ -21,6 +24,7 @@
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { BufferPool } from './buffers.ts';
+import { DEFAULT_PART_OPTIONS, DISPATCH_COST, PartQueue, type PartOptions } from './parts.ts';
 import { moduleSource } from './shaders.ts';
 import {
   bindingBytes,
@@ -66,6 +70,10 @@ export class Gpu {
   private readonly riders = new Set<ReadbackRider>();
   private readonly captures = new Set<Dispatch[]>();
   private submitted = 0;
+  /** Where waits hold the thread (Deno): the command buffers ended and held, to submit in parts. */
+  private readonly parts: PartQueue | null;
+  /** Bytes bound by the dispatches of the open command encoder (with DISPATCH_COST each). */
+  private openCost = 0;
   /** The pipeline last set on the open pass: a run of dispatches of one kernel sets it once. */
   private passPipeline: GPUComputePipeline | null = null;
   /** Reused by writeUniform (queue.writeBuffer copies the bytes at once), so a step allocates no ArrayBuffer for it. */
@@ -92,6 +100,9 @@ export class Gpu {
   ) {
     this.maxBindingBytes = bindingLimit(device.limits, options.maxBindingBytes);
     this.subgroups = options.subgroups !== false && (device.features?.has('subgroups') ?? false);
+    const parts = options.stepParts ?? (waitsHoldTheThread(info) ? DEFAULT_PART_OPTIONS : false);
+    // A part's wait paces the queue; it reads nothing, so `waits` (what latency hiding counts) leaves it out.
+    this.parts = parts ? new PartQueue(device.queue, parts, (what, p) => this.settle(what, p)) : null;
     this.pool = new BufferPool(device);
     void device.lost.then((lost) => {
       if (this.destroyed) return;
@@ -314,19 +325,22 @@ export class Gpu {
     return { dispatches, stop: () => void this.captures.delete(dispatches) };
   }
 
-  /** Appends dispatches to the open compute pass (opening one if needed). */
+  /** Appends dispatches to the open compute pass (opening one if needed); in parts, a full command buffer is ended first. */
   record(dispatches: Dispatch | Dispatch[]): void {
     this.check();
+    if (Array.isArray(dispatches)) for (const d of dispatches) this.recordOne(d);
+    else this.recordOne(dispatches);
+  }
+
+  private recordOne(d: Dispatch): void {
+    if (this.parts && this.openCost >= this.parts.options.chunkBytes) this.cut();
     if (!this.pass) {
       this.encoder ??= this.device.createCommandEncoder({ label: 'ringtrain-step' });
       this.pass = this.encoder.beginComputePass();
       this.passPipeline = null;
     }
-    if (Array.isArray(dispatches)) for (const d of dispatches) this.recordOne(this.pass, d);
-    else this.recordOne(this.pass, dispatches);
-  }
-
-  private recordOne(pass: GPUComputePassEncoder, d: Dispatch): void {
+    const pass = this.pass;
+    this.openCost += d.boundBytes + DISPATCH_COST;
     // Each call into the runtime costs (a native call under Node and Deno): skip the ones that change nothing.
     if (d.pipeline !== this.passPipeline) {
       pass.setPipeline(d.pipeline);
@@ -364,6 +378,11 @@ export class Gpu {
    */
   async waitFor<T>(what: string, promise: Promise<T>): Promise<T> {
     this.waitCount++;
+    return this.settle(what, promise);
+  }
+
+  /** waitFor, uncounted. */
+  private async settle<T>(what: string, promise: Promise<T>): Promise<T> {
     try {
       return await promise;
     } catch (err) {
@@ -391,17 +410,24 @@ export class Gpu {
     }
   }
 
-  /**
-   * Command buffers submitted so far. Work recorded while this read k is on
-   * the queue once it reads more than k: what a caller checks before `writeAhead`.
-   */
+  /** Command buffers submitted so far: work recorded while `recordedThrough` read k is on the queue once this is more than k. */
   get submits(): number {
-    return this.submitted;
+    return this.parts ? this.parts.submitted : this.submitted;
   }
 
-  /** Submits everything recorded so far as one command buffer. */
+  /** What a caller keeps to tell later (against `submits`) whether what it records now was submitted: see `writeAhead`. */
+  get recordedThrough(): number {
+    return this.parts ? this.parts.submitted + this.parts.heldCount : this.submitted;
+  }
+
+  /** Submits everything recorded so far at once (unwaited, held parts too): what must follow it on the queue can. */
   flush(): void {
     this.check();
+    if (this.parts) {
+      this.cut();
+      this.parts.submitAll();
+      return;
+    }
     this.endPass();
     if (this.encoder) {
       const cb = this.encoder.finish();
@@ -409,6 +435,30 @@ export class Gpu {
       this.device.queue.submit([cb]);
       this.submitted++;
     }
+    this.openCost = 0;
+  }
+
+  /**
+   * Submits everything recorded so far before a wait: at once, or where waits hold the thread in
+   * parts, each waited for with the event loop turning between them (parts.ts). After it, a wait
+   * holds the thread for at most the last part.
+   */
+  async submitRecorded(): Promise<void> {
+    this.check();
+    if (!this.parts) return this.flush();
+    this.cut();
+    await this.parts.submitInParts();
+    this.check();
+  }
+
+  /** Ends the open command encoder into a held part (parts only). */
+  private cut(): void {
+    this.endPass();
+    if (this.encoder) {
+      this.parts!.hold(this.encoder.finish(), this.openCost);
+      this.encoder = null;
+    }
+    this.openCost = 0;
   }
 
   /**
@@ -498,8 +548,8 @@ export class Gpu {
     const encoder = this.commandEncoder();
     encoder.copyBufferToBuffer(buffer, byteOffset, staging, 0, size);
     const deliveries = riders.map((r, i) => r.copyPendingInto(encoder, staging, offsets[i]));
-    this.flush();
     try {
+      await this.submitRecorded();
       await this.waitFor('reading a GPU buffer', staging.mapAsync(GPUMapMode.READ, 0, total));
     } catch (err) {
       for (const d of deliveries) d.fail(err);
@@ -558,7 +608,7 @@ export class Gpu {
 
   /** Waits until the GPU has finished everything submitted. */
   async sync(): Promise<void> {
-    this.flush();
+    await this.submitRecorded();
     await this.waitFor('waiting for the GPU queue', this.device.queue.onSubmittedWorkDone());
     this.check();
   }
@@ -576,6 +626,20 @@ export interface GpuOptions {
   maxBindingBytes?: number;
   /** false: plan the workgroup-memory reductions even where the device has 'subgroups'. */
   subgroups?: boolean;
+  /**
+   * Submit recorded work in parts, each waited for with the event loop turning between them (parts.ts), or
+   * false for one submit per wait. Default: parts where the runtime's GPU waits hold the JavaScript thread.
+   */
+  stepParts?: PartOptions | false;
+}
+
+/**
+ * Whether awaiting a GPU promise holds the JavaScript thread until the queue is empty: Deno's WebGPU
+ * (wgpu) polls the device on that thread (measured: a 4.1 s wait was a 4.1 s gap between timers);
+ * Dawn under Node and browsers wait off the thread.
+ */
+export function waitsHoldTheThread(info: GpuInfo): boolean {
+  return info.runtime === 'deno';
 }
 
 function bindingLimit(limits: GPUSupportedLimits, wanted: number | undefined): number {

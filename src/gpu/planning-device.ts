@@ -57,6 +57,6 @@ export function planningGpu(real: Gpu, options: GpuOptions = {}): Gpu {
   return new Gpu(
     planningDevice(real.device),
     { ...real.info },
-    { maxBindingBytes: real.maxBindingBytes, subgroups: real.subgroups, ...options },
+    { maxBindingBytes: real.maxBindingBytes, subgroups: real.subgroups, stepParts: false, ...options },
   );
 }

@@ -90,8 +90,8 @@ export class DeferredScalars implements ReadbackRider {
         'deferred-staging',
       );
       const delivery = this.copyPendingInto(this.gpu.commandEncoder(), staging, 0);
-      this.gpu.flush();
       try {
+        await this.gpu.submitRecorded();
         await this.gpu.waitFor('reading deferred scalars', staging.mapAsync(GPUMapMode.READ, 0, bytes));
       } catch (err) {
         delivery.fail(err);

@@ -12,12 +12,27 @@ import type { ParamInit } from './tensor.ts';
 
 export type InitScheme = 'torch' | 'he' | 'glorot';
 
-export const zeros: ParamInit = (out) => out.fill(0);
+/**
+ * Marks an init that draws its values one after another in storage order, each from the streams
+ * alone: filling consecutive pieces of a tensor in order then gives the values of filling it whole,
+ * so a big parameter can be drawn a piece at a time (engine/initial-weights.ts).
+ */
+export function streamed(init: ParamInit): ParamInit {
+  return Object.assign(init, { [STREAMED]: true });
+}
+
+export function isStreamed(init: ParamInit): boolean {
+  return (init as ParamInit & { [STREAMED]?: boolean })[STREAMED] === true;
+}
+
+const STREAMED = Symbol('streamed init');
+
+export const zeros: ParamInit = streamed((out) => out.fill(0));
 
 export function uniformInit(limit: number): ParamInit {
-  return (out, rand) => {
+  return streamed((out, rand) => {
     for (let i = 0; i < out.length; i++) out[i] = (2 * rand.uniform() - 1) * limit;
-  };
+  });
 }
 
 /** Fills [rows, cols] storage with values drawn in [cols, rows] order (transposed). */

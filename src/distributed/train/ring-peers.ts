@@ -167,6 +167,9 @@ export class RingPeers implements Peers {
       const guard = guardOf(config);
       throw guard !== false ? suspectPeersFirst(err, config.verify === true, guard.doubt !== false) : err;
     });
+    // Where GPU waits hold the thread (Deno), the update goes to the queue in parts now, the loop turning
+    // between them; left for the next step's first write, it went whole (GPT-2 124M at load 35: 14 s silent).
+    if (r.applied) await this.parts.model.gpu.submitRecorded();
     // A pass summed locally (backwardPassesPerStep > 1) reduced nothing: all of it was compute.
     if (!r.applied) clock.end();
     return scaling ? { ...r, scaling } : r;

@@ -9,7 +9,7 @@ import { embeddingBackwardRef, embeddingRef } from './reference.ts';
 import { defineOp, shapeError } from '../../op.ts';
 import { apply, Parameter, sizeOf, type Tensor } from '../../tensor.ts';
 import { Module } from '../../module.ts';
-import { positive } from '../../init.ts';
+import { positive, streamed } from '../../init.ts';
 
 export const embeddingOp = defineOp<Record<string, never>>({
   name: 'embedding',
@@ -57,9 +57,12 @@ export class Embedding extends Module {
   constructor(count: number, dim: number) {
     super();
     positive('Embedding', { count, dim });
-    this.weight = new Parameter([count, dim], (out, rand) => {
-      for (let i = 0; i < out.length; i++) out[i] = rand.normal();
-    });
+    this.weight = new Parameter(
+      [count, dim],
+      streamed((out, rand) => {
+        for (let i = 0; i < out.length; i++) out[i] = rand.normal();
+      }),
+    );
   }
   forward(ids: Tensor): Tensor {
     return embedding(ids, this.weight);

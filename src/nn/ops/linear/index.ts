@@ -22,7 +22,7 @@ import { planMatmulAnySize, planMatmulSteps } from '../../../gpu/kernels/matmul-
 import { defineOp, type OpPlan, type PlanContext, requireF32, shapeError, type Step } from '../../op.ts';
 import { apply, Parameter, type Shape, type Tensor } from '../../tensor.ts';
 import { Module } from '../../module.ts';
-import { positive, weightInit, uniformInit, transposed, zeros, type InitScheme } from '../../init.ts';
+import { positive, streamed, weightInit, uniformInit, transposed, zeros, type InitScheme } from '../../init.ts';
 
 export interface LinearAttrs extends Record<string, unknown> {
   relu?: boolean;
@@ -186,8 +186,9 @@ export class Linear extends Module {
     positive('Linear', { inFeatures, outFeatures });
     if (typeof options.init === 'object') {
       const std = options.init.std;
-      this.weight = new Parameter([outFeatures, inFeatures], (out, rand) =>
-        out.forEach((_, i) => (out[i] = rand.normal() * std)),
+      this.weight = new Parameter(
+        [outFeatures, inFeatures],
+        streamed((out, rand) => out.forEach((_, i) => (out[i] = rand.normal() * std))),
       );
       this.bias = options.bias === false ? null : new Parameter([outFeatures], zeros);
       return;
