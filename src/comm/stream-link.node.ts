@@ -14,10 +14,11 @@ import { lengthPrefix, LengthPrefixedReader, PrefixedBufferPool } from './stream
 /** How long a closed link's last bytes may take to leave before the socket is destroyed (ms). */
 const CLOSE_GRACE_MS = 2_000;
 /**
- * Free send buffers a link keeps (16 MiB of 256 KiB frames): what the communicator's high-water
- * mark and the ring's window of queued sends hold at once, so a steady stream allocates none.
+ * Free send buffers a link keeps (4 MiB of 256 KiB frames, the communicator's high-water mark).
+ * While a collective streams, buffers come back about as fast as frames are made, so few wait
+ * free; between collectives these are what stays, and only they: the rest go to the collector.
  */
-const KEPT_SEND_BUFFERS = 64;
+const KEPT_SEND_BUFFERS = 16;
 
 export class StreamLink implements Link {
   /** 'tls' over an encrypted socket (`--link-tls`), else 'tcp'. */
