@@ -2,8 +2,9 @@
  * Renders a Kubernetes deployment of ringtrain from values (./values.ts) as
  * plain API objects: the signaling server (Deployment of one replica, since
  * jobs live in its memory, + Service, + an Ingress with TLS for wss), the
- * workers (a StatefulSet to scale mid-run, or an indexed Job), and the
- * Secrets they read the job token and the TURN secret from. Plain objects
+ * workers (a StatefulSet to scale mid-run, or an indexed Job) with the
+ * NetworkPolicy that admits only the job's own pods to their TCP link port,
+ * and the Secrets they read the job token and the TURN secret from. Plain objects
  * rather than a Helm chart: the renderer is TypeScript like the rest, runs
  * anywhere Node or Deno runs, and the tests validate every object against
  * the Kubernetes schemas (docs/KUBERNETES.md says why).
@@ -12,7 +13,7 @@
 // field the API does not have, or a value of the wrong type, fails `tsc`, which the schema check alone would let through.
 import type { IDeployment, IStatefulSet } from 'kubernetes-models/apps/v1';
 import type { IJob } from 'kubernetes-models/batch/v1';
-import type { IIngress } from 'kubernetes-models/networking.k8s.io/v1';
+import type { IIngress, INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import type { IPodSecurityContext, IPodTemplateSpec, ISecret, ISecretVolumeSource, ISecurityContext, IService } from 'kubernetes-models/v1';
 import type { Values } from './values.ts';
 
@@ -109,6 +110,9 @@ export function renderManifests(v: Values): K8sObject[] {
   } satisfies IService;
 
   const workerArgs = ['worker', '--server', `http://${serverName}.${v.namespace}.svc:${v.server.port}`, '--job', v.job.id, '--token-file', `${TOKEN_DIR}/token`, '--runtime', v.workers.runtime];
+  // TCP links: listen on every interface of the pod, and tell the others the pod's own IP to dial.
+  const links = v.workers.links;
+  const linkArgs = links.enabled ? ['--listen', `0.0.0.0:${links.port}`, '--advertise', '$(POD_IP)', ...(links.tls ? ['--link-tls'] : [])] : [];
   const gpuLimits = v.workers.gpu.enabled ? { [v.workers.gpu.resource]: String(v.workers.gpu.count) } : {};
   const workerPod = (restartPolicy: 'Always' | 'OnFailure'): IPodTemplateSpec => ({
     metadata: { labels: labels('worker') },
@@ -122,9 +126,11 @@ export function renderManifests(v: Values): K8sObject[] {
           image: v.images.worker,
           imagePullPolicy: v.images.pullPolicy,
           // The pod's name is the peer's name on the page and in the launcher's lines.
-          args: [...workerArgs, ...workerDataArgs, '--name', '$(POD_NAME)'],
+          args: [...workerArgs, ...linkArgs, ...workerDataArgs, '--name', '$(POD_NAME)'],
+          ...(links.enabled ? { ports: [{ name: 'links', containerPort: links.port, protocol: 'TCP' }] } : {}),
           env: [
             { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+            ...(links.enabled ? [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }] : []),
             // The GPU variant: the device plugin mounts the host's Vulkan driver; Vulkan needs the graphics capability.
             ...(v.workers.gpu.enabled ? [{ name: 'NVIDIA_DRIVER_CAPABILITIES', value: 'compute,utility,graphics' }] : []),
           ],
@@ -165,9 +171,31 @@ export function renderManifests(v: Values): K8sObject[] {
           },
         } satisfies IJob);
 
-  // The StatefulSet's governing Service: headless, no ports (peers meet over WebRTC, not through it).
+  // The StatefulSet's governing Service: headless, no ports (peers dial each other's pod IPs, relayed by the server, not through it).
   const workerService =
     v.workers.kind === 'StatefulSet' ? [{ apiVersion: 'v1', kind: 'Service', metadata: meta('worker', 'worker'), spec: { clusterIP: 'None', selector: labels('worker') } } satisfies IService] : [];
+
+  // Who may open a TCP link to a worker: this job's workers and its server, nobody else (a stranger
+  // that reached the port would still be refused by the link key, but should not reach it at all).
+  // A policy that selects the workers denies whatever it does not admit, so WebRTC's UDP (tabs, TURN
+  // relays, peers elsewhere) is admitted from anywhere, as before.
+  const linkPolicy = links.enabled
+    ? [
+        {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'NetworkPolicy',
+          metadata: meta('worker-links', 'worker'),
+          spec: {
+            podSelector: { matchLabels: labels('worker') },
+            policyTypes: ['Ingress'],
+            ingress: [
+              { from: [{ podSelector: { matchLabels: labels('worker') } }, { podSelector: { matchLabels: labels('server') } }], ports: [{ protocol: 'TCP', port: links.port }] },
+              { ports: [{ protocol: 'UDP' }] },
+            ],
+          },
+        } satisfies INetworkPolicy,
+      ]
+    : [];
 
   const ingress = v.ingress.enabled
     ? [
@@ -190,5 +218,5 @@ export function renderManifests(v: Values): K8sObject[] {
   const secret = (name: string, data: Record<string, string>) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: v.namespace, labels: labels('server') }, type: 'Opaque', stringData: data }) satisfies ISecret;
   const secrets = v.secrets.create ? [secret(tokenSecret, { token: v.secrets.jobToken! }), ...(useTurn ? [secret(turnSecret, { secret: v.secrets.turnSecret! })] : [])] : [];
 
-  return [...secrets, server, service, ...ingress, ...workerService, workers] as K8sObject[];
+  return [...secrets, server, service, ...ingress, ...workerService, workers, ...linkPolicy] as K8sObject[];
 }

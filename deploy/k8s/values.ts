@@ -95,6 +95,18 @@ export const ValuesSchema = z.strictObject({
       replicas: z.number().int().min(0).default(2),
       runtime: z.enum(['node', 'deno']).default('node'),
       resources: resources.default({ cpu: '2', memory: '4Gi' }),
+      /**
+       * TCP links between workers (issue 34): each worker listens on `port` in its pod and advertises
+       * its pod IP; a NetworkPolicy admits only this job's workers and server to the port. `tls`
+       * encrypts the links (--link-tls), for clusters whose pod network crosses untrusted links.
+       */
+      links: z
+        .strictObject({
+          enabled: z.boolean().default(true),
+          port: z.number().int().min(1024).max(65535).default(7070),
+          tls: z.boolean().default(false),
+        })
+        .prefault({}),
       gpu: z
         .strictObject({
           enabled: z.boolean().default(false),
@@ -139,6 +151,7 @@ export function parseValues(input: unknown): Values {
   if (v.workers.replicas > v.job.maxPeers) throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: workers.replicas (${v.workers.replicas}) is more than job.maxPeers (${v.job.maxPeers}); the server would refuse the extra workers.`);
   if (v.workers.kind === 'Job' && v.workers.replicas < v.job.minPeers) throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: an indexed Job of ${v.workers.replicas} workers never reaches job.minPeers (${v.job.minPeers}).`);
   checkJobData(v);
+  if (v.workers.links.enabled && v.workers.links.port === v.server.port) throw new RingtrainError(ErrorCode.InvalidArgument, `k8s values: workers.links.port (${v.workers.links.port}) is server.port too; give the links another port.`);
   if (v.secrets.create && !v.secrets.jobToken) throw new RingtrainError(ErrorCode.InvalidArgument, 'k8s values: secrets.create needs secrets.jobToken (at least 16 characters; e.g. openssl rand -hex 16).');
   if (v.secrets.create && v.turn.urls.length > 0 && !v.secrets.turnSecret) throw new RingtrainError(ErrorCode.InvalidArgument, "k8s values: secrets.create with turn.urls needs secrets.turnSecret (the TURN server's static-auth-secret).");
   return v;

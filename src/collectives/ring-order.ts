@@ -8,8 +8,10 @@
  * total; keep the best tour). At a few dozen peers
  * this is instant, and it is what the ring re-forms with on a membership change.
  *
- * `measureRtt` times a small ping-pong between every pair over a communicator
- * and shares the rows, so every rank computes the same order.
+ * `measureLinks` times a small ping-pong and a short transfer between every pair
+ * over a communicator and shares the rows, so every rank computes the same
+ * order; `hopCostsMs` turns them into what a hop costs a gradient bucket, so a
+ * mixed ring (TCP in a rack, WebRTC to tabs) crosses its slow links few times.
  */
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
@@ -108,43 +110,93 @@ export function pairRounds(size: number): [number, number][][] {
   return rounds;
 }
 
+/** What measureLinks found between every pair of ranks, the same on every rank. */
+export interface LinkMeasurements {
+  /** Round trips (ms), symmetric, 0 on the diagonal. */
+  rttMs: number[][];
+  /** Bandwidth (MB/s) of a timed transfer, symmetric, Infinity on the diagonal (and everywhere when no probe was sent). */
+  mbps: number[][];
+}
+
 /**
- * Round trips (ms) between every pair of ranks, the same matrix on every rank:
- * in rounds of disjoint pairs, the lower rank pings, the higher answers,
- * `pings` times, keeping the fastest (the one least disturbed by other traffic).
+ * Bytes each hop of a ring carries in the cost that orders it: a gradient bucket's worth, where
+ * a slow link (a relayed or home WebRTC link beside TCP in a rack) costs far more than its round trip.
  */
+export const HOP_BYTES = 8 << 20;
+
+/**
+ * The time (ms) to move `hopBytes` over each link: its round trip plus the bytes at its measured
+ * rate. ringOrder on these keeps the slow links of a mixed ring few: it runs through all tabs in
+ * a row rather than in and out of them.
+ */
+export function hopCostsMs(m: LinkMeasurements, hopBytes = HOP_BYTES): number[][] {
+  return m.rttMs.map((row, a) =>
+    row.map((rtt, b) => (a === b ? 0 : rtt + (Number.isFinite(m.mbps[a][b]) ? hopBytes / (m.mbps[a][b] * 1e3) : 0))),
+  );
+}
+
+/** Round trips (ms) between every pair of ranks, the same matrix on every rank (measureLinks without the probe). */
 export async function measureRtt(
   comm: Communicator,
   o: { pings?: number; timeoutMs?: number } = {},
 ): Promise<number[][]> {
+  return (await measureLinks(comm, { ...o, probeBytes: 0 })).rttMs;
+}
+
+/** Shortest transfer time credited to a probe (ms): one that beats the clock reads as very fast, not infinitely. */
+const MIN_PROBE_MS = 1e-3;
+
+/**
+ * Round trips and bandwidth between every pair of ranks, the same on every rank: in rounds of
+ * disjoint pairs, the lower rank pings, the higher answers, `pings` times, keeping the fastest
+ * (the one least disturbed by other traffic); then the lower rank sends `probeBytes` (default
+ * 1 MiB; 0 sends none) and the higher acknowledges it: the transfer time is that exchange less
+ * the fastest round trip.
+ */
+export async function measureLinks(
+  comm: Communicator,
+  o: { pings?: number; probeBytes?: number; timeoutMs?: number } = {},
+): Promise<LinkMeasurements> {
   const { rank, size } = comm;
   const pings = o.pings ?? 3;
+  const probeBytes = o.probeBytes ?? 1 << 20;
   const timeoutMs = o.timeoutMs ?? 10_000;
-  const mine = new Float32Array(size);
-  const payload = new Uint8Array(8);
+  // Round trips in the first half, bandwidths in the second (0: not measured, read as Infinity).
+  const mine = new Float32Array(2 * size);
   const rounds = pairRounds(size);
   for (let r = 0; r < rounds.length; r++) {
     const pair = rounds[r].find(([a, b]) => a === rank || b === rank);
     if (!pair) continue;
     const [a, b] = pair;
-    let fastest = Infinity;
-    for (let k = 0; k < pings; k++) {
+    const exchange = async (k: number, bytes: number): Promise<number> => {
       const tag = { id: PING_ID, step: r, chunk: k };
-      if (rank === a) {
-        const t0 = performance.now();
-        await comm.send(b, tag, payload);
-        await comm.recv(b, tag, timeoutMs);
-        fastest = Math.min(fastest, performance.now() - t0);
-      } else {
+      if (rank !== a) {
         await comm.recv(a, tag, timeoutMs);
-        await comm.send(a, tag, payload);
+        await comm.send(a, tag, new Uint8Array(8));
+        return 0;
       }
-    }
-    if (rank === a) mine[b] = fastest;
+      const t0 = performance.now();
+      await comm.send(b, tag, new Uint8Array(bytes));
+      await comm.recv(b, tag, timeoutMs);
+      return performance.now() - t0;
+    };
+    let fastest = Infinity;
+    for (let k = 0; k < pings; k++) fastest = Math.min(fastest, await exchange(k, 8));
+    const probeMs = probeBytes > 0 ? await exchange(pings, probeBytes) : 0;
+    if (rank !== a) continue;
+    mine[b] = fastest;
+    if (probeBytes > 0) mine[size + b] = probeBytes / Math.max(probeMs - fastest, MIN_PROBE_MS) / 1e3;
   }
-  // Each rank knows the round trips it started; the matrix is made symmetric from them.
-  const rows = await allgather(comm, mine, { name: 'rtt-rows', timeoutMs });
-  const m = Array.from({ length: size }, (_, i) => Array.from(rows.subarray(i * size, (i + 1) * size)));
-  for (let a = 0; a < size; a++) for (let b = a + 1; b < size; b++) m[b][a] = m[a][b];
-  return m;
+  // Each rank knows the links it measured; the matrices are made symmetric from them.
+  const rows = await allgather(comm, mine, { name: 'link-rows', timeoutMs });
+  const row = (i: number, half: number) => Array.from(rows.subarray((2 * i + half) * size, (2 * i + half + 1) * size));
+  const rttMs = Array.from({ length: size }, (_, i) => row(i, 0));
+  const mbps = Array.from({ length: size }, (_, i) => row(i, 1).map((v) => (v > 0 ? v : Infinity)));
+  for (let a = 0; a < size; a++) {
+    for (let b = a + 1; b < size; b++) {
+      rttMs[b][a] = rttMs[a][b];
+      mbps[b][a] = mbps[a][b];
+    }
+  }
+  return { rttMs, mbps };
 }

@@ -132,7 +132,10 @@ export class LinkCommunicator implements Communicator {
   send(peer: number, tag: Tag, payload: Uint8Array): Promise<void> {
     const failed = this.unusable(peer);
     if (failed) return Promise.reject(failed);
-    const frames = encodeFrames(FrameKind.Data, tag, payload);
+    const link = this.links.get(peer)!;
+    const frames = link.messageBuffer
+      ? encodeFrames(FrameKind.Data, tag, payload, (n) => link.messageBuffer!(n))
+      : encodeFrames(FrameKind.Data, tag, payload);
     const prev = this.sendChains.get(peer) ?? Promise.resolve();
     const next = prev.then(() => this.write(peer, frames));
     // A failed send must not poison the chain for the abort path; the caller sees the error.

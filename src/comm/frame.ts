@@ -46,13 +46,21 @@ function header(kind: FrameKind, last: boolean, tag: Tag, out: Uint8Array): void
   v.setUint32(12, tag.chunk >>> 0, true);
 }
 
-/** Cuts a payload into ready-to-send frames (copies it, so the caller may reuse its buffer). */
-export function encodeFrames(kind: FrameKind, tag: Tag, payload: Uint8Array): Uint8Array[] {
+/**
+ * Cuts a payload into ready-to-send frames (copies it, so the caller may reuse its buffer). Each
+ * frame is written into `allocate(bytes)`: a link that reuses its buffers hands out one of its own.
+ */
+export function encodeFrames(
+  kind: FrameKind,
+  tag: Tag,
+  payload: Uint8Array,
+  allocate: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes),
+): Uint8Array[] {
   const frames: Uint8Array[] = [];
   let offset = 0;
   do {
     const n = Math.min(MAX_FRAME_PAYLOAD, payload.byteLength - offset);
-    const frame = new Uint8Array(HEADER_BYTES + n);
+    const frame = allocate(HEADER_BYTES + n);
     header(kind, offset + n >= payload.byteLength, tag, frame);
     frame.set(payload.subarray(offset, offset + n), HEADER_BYTES);
     frames.push(frame);

@@ -8,6 +8,12 @@ export interface Link {
   readonly peer: number;
   /** Queue one message (at most MAX_MESSAGE_BYTES). Throws if the link is closed. */
   send(message: Uint8Array): void;
+  /**
+   * A buffer of `bytes` (at most MAX_MESSAGE_BYTES) for the sender to fill with one message and
+   * hand to send(), which takes it back for reuse once the transport is done with it. Links that
+   * keep no buffers of their own leave it out; senders then allocate each message.
+   */
+  messageBuffer?(bytes: number): Uint8Array;
   /** Bytes queued but not yet handed to the network: the sender polls this for backpressure. */
   bufferedAmount(): number;
   /**

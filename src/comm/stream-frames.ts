@@ -99,3 +99,48 @@ export class LengthPrefixedReader {
     return out;
   }
 }
+
+/**
+ * Reused send buffers for a stream, each with room for the length prefix in front of its message,
+ * so a message goes out as one write without a prefix array or a glued copy. A buffer is taken
+ * while the sender fills it and comes back only when the socket says the kernel has its bytes
+ * (the write callback): until then the socket still reads from it. Without reuse every 256 KiB
+ * frame was a fresh array, and collecting them cost more CPU than the sums of an allreduce.
+ */
+export class PrefixedBufferPool {
+  private free: ArrayBuffer[] = [];
+  private readonly ours = new WeakSet<ArrayBuffer>();
+
+  /** `messageBytes`: the largest message a buffer holds; `keep`: free buffers kept at most (the rest go to the collector). */
+  constructor(
+    private readonly messageBytes: number,
+    private readonly keep: number,
+  ) {}
+
+  /** A buffer for a message of `bytes`: a view just past the room for its prefix. */
+  take(bytes: number): Uint8Array {
+    if (bytes > this.messageBytes) return new Uint8Array(bytes);
+    let buffer = this.free.pop();
+    if (!buffer) {
+      buffer = new ArrayBuffer(LENGTH_BYTES + this.messageBytes);
+      this.ours.add(buffer);
+    }
+    return new Uint8Array(buffer, LENGTH_BYTES, bytes);
+  }
+
+  /**
+   * The message with its length written in front, as one view, when `message` came from take()
+   * (else null: the caller sends prefix and message apart).
+   */
+  prefixed(message: Uint8Array): Uint8Array | null {
+    const buffer = message.buffer;
+    if (message.byteOffset !== LENGTH_BYTES || !this.ours.has(buffer as ArrayBuffer)) return null;
+    new DataView(buffer, 0, LENGTH_BYTES).setUint32(0, message.byteLength, true);
+    return new Uint8Array(buffer, 0, LENGTH_BYTES + message.byteLength);
+  }
+
+  /** Takes back a buffer whose bytes the stream no longer reads. */
+  give(buffer: ArrayBufferLike): void {
+    if (this.free.length < this.keep && this.ours.has(buffer as ArrayBuffer)) this.free.push(buffer as ArrayBuffer);
+  }
+}

@@ -9,15 +9,22 @@ import type { Socket } from 'node:net';
 import { setTimeout } from 'node:timers';
 import { MAX_MESSAGE_BYTES } from './frame.ts';
 import { LinkEnd, type Link } from './link.ts';
-import { lengthPrefix, LengthPrefixedReader } from './stream-frames.ts';
+import { lengthPrefix, LengthPrefixedReader, PrefixedBufferPool } from './stream-frames.ts';
 
 /** How long a closed link's last bytes may take to leave before the socket is destroyed (ms). */
 const CLOSE_GRACE_MS = 2_000;
+/**
+ * Free send buffers a link keeps (4 MiB of 256 KiB frames, the communicator's high-water mark).
+ * While a collective streams, buffers come back about as fast as frames are made, so few wait
+ * free; between collectives these are what stays, and only they: the rest go to the collector.
+ */
+const KEPT_SEND_BUFFERS = 16;
 
 export class StreamLink implements Link {
   /** 'tls' over an encrypted socket (`--link-tls`), else 'tcp'. */
   readonly transport: string;
   private readonly end = new LinkEnd();
+  private readonly sendBuffers = new PrefixedBufferPool(MAX_MESSAGE_BYTES, KEPT_SEND_BUFFERS);
 
   /**
    * `reader` is the handshake's, already past the handshake: frames the far end sent right
@@ -47,11 +54,23 @@ export class StreamLink implements Link {
     if (this.end.down || this.socket.destroyed) throw new Error(`TCP link to rank ${this.peer} is down`);
     if (message.byteLength > MAX_MESSAGE_BYTES)
       throw new Error(`a ${message.byteLength}-byte message is over the ${MAX_MESSAGE_BYTES}-byte frame cap`);
+    const whole = this.sendBuffers.prefixed(message);
+    if (whole) {
+      // The socket reads the buffer until the kernel has it; only then may it be filled again.
+      this.socket.write(whole, (err) => {
+        if (!err) this.sendBuffers.give(whole.buffer);
+      });
+      return;
+    }
     // One writev for prefix and message, without gluing them into a new buffer.
     this.socket.cork();
     this.socket.write(lengthPrefix(message.byteLength));
     this.socket.write(message);
     this.socket.uncork();
+  }
+
+  messageBuffer(bytes: number): Uint8Array {
+    return this.sendBuffers.take(bytes);
   }
 
   bufferedAmount(): number {

@@ -452,7 +452,7 @@ export const FIELDS = {
     section: 'links',
     schema: z.enum(['rtt']),
     allowed: "'rtt'",
-    help: 'order the ring by measured round-trip times',
+    help: 'order the ring by measured round-trip times and bandwidth',
   }),
   // The model.
   precision: field({

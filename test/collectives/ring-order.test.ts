@@ -7,7 +7,15 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { allreduce } from '../../src/collectives/allreduce.ts';
 import { reorderedCommunicator } from '../../src/comm/reordered.ts';
-import { measureRtt, pairRounds, ringOrder, tourCost } from '../../src/collectives/ring-order.ts';
+import {
+  hopCostsMs,
+  measureLinks,
+  measureRtt,
+  pairRounds,
+  ringOrder,
+  tourCost,
+  type LinkMeasurements,
+} from '../../src/collectives/ring-order.ts';
 
 /** The least slowest hop over all tours starting at 0 (n <= 8). */
 function bruteForce(rtt: number[][]): number {
@@ -35,7 +43,66 @@ function sites(ranksPerSite: number[], seed: number): number[][] {
   return where.map((a) => where.map((b) => (a === b ? 1 + rnd() : 40 * Math.abs(a - b) + rnd() * 5)));
 }
 
+/**
+ * A mixed job as the measurements would show it: `kinds[r]` says whether rank r is a native
+ * worker (TCP between two of them: fast, short) or a tab (WebRTC to anyone: slow, longer).
+ */
+function mixedJob(kinds: ('native' | 'tab')[]): LinkMeasurements {
+  const tcp = (a: number, b: number) => kinds[a] === 'native' && kinds[b] === 'native';
+  return {
+    rttMs: kinds.map((_, a) =>
+      kinds.map((_, b) => (a === b ? 0 : tcp(a, b) ? 0.2 + 0.01 * (a + b) : 1 + 0.01 * a * b)),
+    ),
+    mbps: kinds.map((_, a) => kinds.map((_, b) => (a === b ? Infinity : tcp(a, b) ? 800 : 70))),
+  };
+}
+
+/** Hops of a closed tour whose link is slower than `mbps`. */
+const slowHops = (m: LinkMeasurements, order: number[], mbps: number) =>
+  order.filter((a, i) => m.mbps[a][order[(i + 1) % order.length]] < mbps).length;
+
 describe('ring order', () => {
+  it('by bandwidth too: a mixed ring crosses WebRTC as few times as it can (the tabs in a row)', () => {
+    for (const kinds of [
+      ['native', 'tab', 'native', 'tab', 'native', 'tab'],
+      ['native', 'tab', 'tab', 'native', 'native', 'tab', 'native'],
+      ['tab', 'native', 'tab', 'native'],
+    ] as ('native' | 'tab')[][]) {
+      const m = mixedJob(kinds);
+      const order = ringOrder(hopCostsMs(m));
+      const tabs = kinds.filter((k) => k === 'tab').length;
+      // k tabs in a row: a WebRTC hop into them, k-1 between them, one out.
+      expect(slowHops(m, order, 100), kinds.join()).toBe(tabs + 1);
+      expect(slowHops(m, order, 100)).toBeLessThan(
+        slowHops(
+          m,
+          kinds.map((_, i) => i),
+          100,
+        ),
+      );
+      // Every rank orders from the same shared table: the same order, whatever the row order it was built in.
+      expect(ringOrder(hopCostsMs(structuredClone(m)))).toEqual(order);
+    }
+  });
+
+  it('by bandwidth too: avoids links whose round trip is short but whose rate is low (a relayed link)', () => {
+    // Equal round trips everywhere; 0-1 and 2-3 move 5 MB/s, the rest 500.
+    const slow = (a: number, b: number) => (a ^ 1) === b && a !== b;
+    const m: LinkMeasurements = {
+      rttMs: [0, 1, 2, 3].map((a) => [0, 1, 2, 3].map((b) => (a === b ? 0 : 1))),
+      mbps: [0, 1, 2, 3].map((a) => [0, 1, 2, 3].map((b) => (a === b ? Infinity : slow(a, b) ? 5 : 500))),
+    };
+    const byRtt = ringOrder(m.rttMs);
+    expect(slowHops(m, byRtt, 100)).toBe(2);
+    const order = ringOrder(hopCostsMs(m));
+    expect(slowHops(m, order, 100)).toBe(0);
+    // 8 MiB at 500 MB/s (16.8 ms) plus the 1 ms round trip.
+    expect(tourCost(hopCostsMs(m), order).slowest).toBeCloseTo(1 + (8 << 20) / 500e3, 6);
+    // Without a probe (bandwidth unknown), the cost is the round trip alone.
+    const unprobed = { rttMs: m.rttMs, mbps: m.mbps.map((r) => r.map(() => Infinity)) };
+    expect(hopCostsMs(unprobed)).toEqual(m.rttMs);
+  });
+
   it('on clustered peers: stays within 5% of the brute-force least slowest hop, beats rank order', () => {
     for (const [layout, seed] of [
       [[2, 2], 1],
@@ -106,6 +173,23 @@ describe('ring order', () => {
     }
     // The same order on every rank, whatever it is.
     expect(new Set(got.map((x) => ringOrder(x).join())).size).toBe(1);
+  });
+
+  it('measures round trips and bandwidths, symmetric and the same on every rank (memory transport, N=4)', async () => {
+    const comms = createMemoryRing(4);
+    const got = await Promise.all(comms.map((c) => measureLinks(c, { pings: 1, probeBytes: 300_000 })));
+    comms.forEach((c) => c.close());
+    for (const m of got.slice(1)) expect(m).toEqual(got[0]);
+    const { rttMs, mbps } = got[0];
+    for (let a = 0; a < 4; a++) {
+      expect(mbps[a][a]).toBe(Infinity);
+      for (let b = 0; b < 4; b++) {
+        expect(mbps[a][b]).toBe(mbps[b][a]);
+        expect(rttMs[a][b]).toBe(rttMs[b][a]);
+        if (a !== b) expect(mbps[a][b], `${a}-${b}`).toBeGreaterThan(0);
+        if (a !== b) expect(Number.isFinite(mbps[a][b]), `${a}-${b}`).toBe(true);
+      }
+    }
   });
 
   it('a ring in the chosen order allreduces correctly, and its ranks follow the order', async () => {

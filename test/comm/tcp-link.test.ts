@@ -86,6 +86,38 @@ describe('TCP links', () => {
     expect([a.refused, b.refused]).toEqual([0, 0]);
   });
 
+  it('reuses its send buffers, and only once the socket has written them: every message arrives as sent', async () => {
+    const [a, b] = [await endpoint(), await endpoint()];
+    const key = randomBytes(32);
+    const accepted = b.accept(ID, key).link;
+    const dialled = await a.dial(b.address, ID, key, 5000);
+    const lent = new Set<ArrayBufferLike>();
+    let reused = 0;
+    const lend = dialled.messageBuffer!.bind(dialled);
+    dialled.messageBuffer = (n) => {
+      const m = lend(n);
+      if (lent.has(m.buffer)) reused++;
+      lent.add(m.buffer);
+      return m;
+    };
+    const c0 = new LinkCommunicator(0, 2, new Map([[1, dialled]]), { peerTimeoutMs: 0 });
+    const c1 = new LinkCommunicator(1, 2, new Map([[0, await accepted]]), { peerTimeoutMs: 0 });
+    open.push(c0, c1);
+    // Rounds of 48 one-frame messages (12 MiB, past the 4 MiB high-water mark), each framed as soon as the one
+    // before was handed to the link: a buffer lent again before the kernel had its bytes would be overwritten
+    // while the socket still holds it.
+    for (let round = 0; round < 3; round++) {
+      const sent = Array.from({ length: 48 }, (_, j) => pattern(MAX_MESSAGE_BYTES - 16, 100 * round + j));
+      const tags = sent.map((_, j) => ({ id: 2, step: round, chunk: j }));
+      // A frame overwritten in its header never matches its tag: the receive times out instead of hanging.
+      const received = Promise.all(tags.map((t) => c1.recv(0, t, 20_000)));
+      for (let j = 0; j < sent.length; j++) await c0.send(1, tags[j], sent[j]);
+      const got = await received;
+      got.forEach((m, j) => expect(Buffer.compare(m, sent[j]), `round ${round} message ${j}`).toBe(0));
+    }
+    expect(reused).toBeGreaterThan(48);
+  });
+
   it('holds writes at the high-water mark while the reader is stalled, and loses nothing', async () => {
     const server = createServer();
     open.push(server);

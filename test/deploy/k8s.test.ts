@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
-import { Ingress } from 'kubernetes-models/networking.k8s.io/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { Secret, Service } from 'kubernetes-models/v1';
 import { renderManifests, type K8sObject } from '../../deploy/k8s/render.ts';
 import { parseValues } from '../../deploy/k8s/values.ts';
@@ -22,6 +22,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'apps/v1/StatefulSet': StatefulSet,
   'batch/v1/Job': Job,
   'networking.k8s.io/v1/Ingress': Ingress,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'v1/Secret': Secret,
   'v1/Service': Service,
 };
@@ -40,7 +41,7 @@ type Any = any;
 describe('k8s manifests', () => {
   it('validate against the Kubernetes schemas, and a broken object does not', () => {
     const objects = renderManifests(parseValues({}));
-    expect(objects.map((o) => o.kind)).toEqual(['Deployment', 'Service', 'Service', 'StatefulSet']);
+    expect(objects.map((o) => o.kind)).toEqual(['Deployment', 'Service', 'Service', 'StatefulSet', 'NetworkPolicy']);
     for (const o of objects) validate(o);
     // The check can fail: a port given as text is refused by the schema.
     const broken = structuredClone(objects[0]) as Any;
@@ -52,7 +53,7 @@ describe('k8s manifests', () => {
     const values = { ...readValuesFile('deploy/k8s/examples/elastic-gpu-tls.values.json'), secrets: { create: true, jobToken: 'f00dfeedf00dfeedf00d', turnSecret: 'coturn-static-auth-secret' } };
     const objects = renderManifests(parseValues(values));
     for (const o of objects) validate(o);
-    expect(objects.map((o) => o.kind)).toEqual(['Secret', 'Secret', 'Deployment', 'Service', 'Ingress', 'Service', 'StatefulSet']);
+    expect(objects.map((o) => o.kind)).toEqual(['Secret', 'Secret', 'Deployment', 'Service', 'Ingress', 'Service', 'StatefulSet', 'NetworkPolicy']);
     expect(objects.every((o) => o.metadata.namespace === 'ml-jobs' && o.metadata.name.startsWith('digits-'))).toBe(true);
 
     const server = byKind(objects, 'Deployment')[0] as Any;
@@ -82,7 +83,42 @@ describe('k8s manifests', () => {
     expect(workers.spec.selector.matchLabels).toEqual(workers.spec.template.metadata.labels);
     expect(worker.resources.limits['nvidia.com/gpu']).toBe('1');
     expect(worker.env).toContainEqual({ name: 'NVIDIA_DRIVER_CAPABILITIES', value: 'compute,utility,graphics' });
-    expect(worker.args).toEqual(['worker', '--server', 'http://digits-server.ml-jobs.svc:9090', '--job', 'cnn-digits', '--token-file', '/var/run/secrets/ringtrain/job/token', '--runtime', 'node', '--name', '$(POD_NAME)']);
+    expect(worker.args).toEqual(['worker', '--server', 'http://digits-server.ml-jobs.svc:9090', '--job', 'cnn-digits', '--token-file', '/var/run/secrets/ringtrain/job/token', '--runtime', 'node', '--listen', '0.0.0.0:7070', '--advertise', '$(POD_IP)', '--link-tls', '--name', '$(POD_NAME)']);
+  });
+
+  it('open the workers\' TCP link port to the job\'s own workers and server only; WebRTC\'s UDP stays open', () => {
+    const objects = renderManifests(parseValues({ name: 'digits', workers: { links: { port: 7443 } } }));
+    for (const o of objects) validate(o);
+    const workers = byKind(objects, 'StatefulSet')[0] as Any;
+    const server = byKind(objects, 'Deployment')[0] as Any;
+    const worker = workers.spec.template.spec.containers[0];
+    expect(worker.ports).toEqual([{ name: 'links', containerPort: 7443, protocol: 'TCP' }]);
+    expect(worker.args.join(' ')).toContain('--listen 0.0.0.0:7443 --advertise $(POD_IP) --name');
+    expect(worker.args).not.toContain('--link-tls');
+    // $(POD_IP) is expanded from the container's environment: the pod's own address.
+    expect(worker.env).toContainEqual({ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+
+    const [policy] = byKind(objects, 'NetworkPolicy') as Any[];
+    expect(policy.metadata.namespace).toBe(workers.metadata.namespace);
+    // It guards the worker pods, and only they...
+    expect(policy.spec.podSelector.matchLabels).toEqual(workers.spec.template.metadata.labels);
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    const [tcp, udp] = policy.spec.ingress;
+    // ...admitting on the link port this instance's workers and its server, by their pods' labels, and no one else.
+    expect(tcp.ports).toEqual([{ protocol: 'TCP', port: 7443 }]);
+    expect(tcp.from).toEqual([{ podSelector: { matchLabels: workers.spec.template.metadata.labels } }, { podSelector: { matchLabels: server.spec.template.metadata.labels } }]);
+    expect(tcp.from.every((f: Any) => f.podSelector.matchLabels['app.kubernetes.io/instance'] === 'digits' && !f.ipBlock && !f.namespaceSelector)).toBe(true);
+    // A policy denies what it does not admit: WebRTC (tabs, TURN relays) keeps its UDP from anywhere, and no TCP port but the link port opens.
+    expect(udp).toEqual({ ports: [{ protocol: 'UDP' }] });
+    expect(policy.spec.ingress).toHaveLength(2);
+
+    // Links off: no port, no flags, no policy; a link port on the server's port is refused.
+    const off = renderManifests(parseValues({ workers: { links: { enabled: false } } }));
+    expect(byKind(off, 'NetworkPolicy')).toHaveLength(0);
+    const offWorker = (byKind(off, 'StatefulSet')[0] as Any).spec.template.spec.containers[0];
+    expect(offWorker.ports).toBeUndefined();
+    expect(offWorker.args).not.toContain('--listen');
+    expect(() => parseValues({ server: { port: 7070 } })).toThrow(/workers\.links\.port \(7070\) is server\.port too/);
   });
 
   it('render a fixed run as an indexed Job of exactly minPeers workers', () => {

@@ -1,14 +1,14 @@
 /**
- * The job's `ringOrder: 'rtt'`: when a ring forms, measure the round trip
- * between every pair of its peers and run the ring in the order that keeps the
- * slowest hop short (src/collectives/ring-order.ts). Every peer measures the
+ * The job's `ringOrder: 'rtt'`: when a ring forms, measure the round trip and
+ * the bandwidth between every pair of its peers and run the ring in the order
+ * that keeps the slowest hop short (src/collectives/ring-order.ts). Every peer measures the
  * same matrix (it is allgathered), so every peer wraps with the same order;
  * rank 0 stays rank 0 (the order starts there), so the root does not move.
  * A new membership forms a new ring, so the order is measured again.
  */
 import type { Communicator } from '../../comm/interface.ts';
 import { reorderedCommunicator } from '../../comm/reordered.ts';
-import { measureRtt, ringOrder, tourCost } from '../../collectives/ring-order.ts';
+import { hopCostsMs, measureLinks, ringOrder, tourCost } from '../../collectives/ring-order.ts';
 
 export interface RttRing {
   comm: Communicator;
@@ -16,22 +16,25 @@ export interface RttRing {
   order: number[];
   /** Round trips (ms) as measured, by the transport's ranks. */
   rttMs: number[][];
-  /** The slowest hop of the chosen ring and of the ring in rank order (ms). */
+  /** Bandwidths (MB/s) of the timed transfers, by the transport's ranks. */
+  mbps: number[][];
+  /** The slowest hop (its round trip plus a bucket at its rate) of the chosen ring and of the ring in rank order (ms). */
   slowestHopMs: number;
   rankOrderSlowestHopMs: number;
 }
 
 export async function orderRingByRtt(comm: Communicator, timeoutMs?: number): Promise<RttRing> {
-  const rttMs = await measureRtt(comm, { timeoutMs });
-  const order = ringOrder(rttMs);
+  const measured = await measureLinks(comm, { timeoutMs });
+  const cost = hopCostsMs(measured);
+  const order = ringOrder(cost);
   return {
     comm: reorderedCommunicator(comm, order),
     order,
-    rttMs,
-    slowestHopMs: tourCost(rttMs, order).slowest,
+    ...measured,
+    slowestHopMs: tourCost(cost, order).slowest,
     rankOrderSlowestHopMs: tourCost(
-      rttMs,
-      rttMs.map((_, i) => i),
+      cost,
+      cost.map((_, i) => i),
     ).slowest,
   };
 }
