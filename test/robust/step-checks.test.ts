@@ -21,6 +21,7 @@ import {
 import type { RingEvent } from '../../src/core/events.ts';
 import { flipBitsOnSend } from '../support/chaos/faults.ts';
 import { StepChecks } from '../../src/distributed/robust/step-checks.ts';
+import { CheckPipeline } from '../../src/distributed/reduce/gradient-check.ts';
 import { sketch, stepSeed } from '../../src/collectives/robust/sketch.ts';
 import { l2Norm } from '../../src/distributed/robust/guard.ts';
 import { trainConfigFromJob } from '../../src/distributed/train/job-config.ts';
@@ -224,6 +225,60 @@ describe('StepChecks beside the allreduce (no doubt rule: the default of a job)'
       expect(e?.code).toBe(ErrorCode.PeerMisbehaved);
       expect(e?.detail).toMatchObject({ peer: 2, link: [2, 0], step: 1 });
     }
+    comms.forEach((c) => c.close());
+  });
+
+  it('digested bucket by bucket as the reducer reads them (last bucket first), it names the same rank, and the reducer keeps no copy', async () => {
+    const { comms, seen } = ring(4);
+    const checks = comms.map(() => new StepChecks({ guard: normRule, seed: 5 }));
+    const pipelines = checks.map(
+      (c) =>
+        new CheckPipeline(
+          [
+            {
+              readsOnly: c.readsOnly,
+              before: (m, l, s) => c.before(m, l, s),
+              digest: (s) => c.digest(s),
+              after: (m, r, k, p) => c.after(m, r, k, p),
+            },
+          ],
+          () => comms[0],
+        ),
+    );
+    const digestedStep = (grads: Float32Array[], s: number) =>
+      Promise.all(
+        comms.map(async (c, r) => {
+          try {
+            const bucketed = pipelines[r].forBuckets(c, grads[r], s);
+            expect(bucketed.local, 'no copy of the contribution').toBeNull();
+            for (let end = grads[r].length; end > 0; end -= 7000) {
+              const start = Math.max(0, end - 7000);
+              bucketed.digestBucket!(start, grads[r].subarray(start, end));
+            }
+            await bucketed.beforeLast();
+            await allreduceInPlace(c, grads[r], {
+              op: 'average',
+              name: `g${s}`,
+              algorithm: 'ring',
+              segmentBytes: 8192,
+            });
+            await pipelines[r].after(c, grads[r], 1 / comms.length, 1);
+            return null;
+          } catch (e) {
+            return e as RingtrainError;
+          }
+        }),
+      );
+    expect(await digestedStep(gradients(4, 30000, 0), 0)).toEqual([null, null, null, null]);
+    const g = gradients(4, 30000, 1);
+    g[2].forEach((v, i) => (g[2][i] = 1e30 * v));
+    for (const [r, e] of (await digestedStep(g, 1)).entries()) {
+      expect(e?.code, `rank ${r}`).toBe(ErrorCode.PeerMisbehaved);
+      expect(e!.detail).toMatchObject({ peer: 2, culprits: [2], step: 1 });
+      expect(overlapped(seen[r], 1), `rank ${r}, step 1`).toBe(true);
+    }
+    // With verify the checks need the values (the hops are checked against them): no digest, the reducer copies.
+    expect(new StepChecks({ guard: normRule, verify: true, seed: 5 }).digest(0)).toBeUndefined();
     comms.forEach((c) => c.close());
   });
 

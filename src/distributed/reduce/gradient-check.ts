@@ -46,6 +46,21 @@ export interface GradientCheck {
    * plain sum of the contributions `before` saw; throwing fails the step before any update.
    */
   after?(comm: Communicator, reduced: Float32Array, scale: number, prescale: number): Promise<void>;
+  /**
+   * A check that only reads and needs no more of the contribution than running sums over it (a
+   * norm, a sketch) may take it bucket by bucket as the buckets are read back, instead of a copy of
+   * the whole: this step's digest, whose `finish` then stands for `before`; undefined where this
+   * step needs the values themselves.
+   */
+  digest?(step: number): ContributionDigest | undefined;
+}
+
+/** A check's running view of one step's contribution (GradientCheck.digest). */
+export interface ContributionDigest {
+  /** One bucket of the contribution as read back (weighted), before its sum overwrites it; buckets come in read order. */
+  add(offset: number, values: Float32Array): void;
+  /** Once every bucket is in: what `before` would do, from the digest. */
+  finish(comm: Communicator): Promise<void> | void;
 }
 
 /** The checks' part in a step whose buckets are reduced as they are read (overlap.ts's BucketReduction). */
@@ -54,6 +69,8 @@ export interface BucketChecks {
   overlap: boolean;
   /** Overlapping, where the checks' copy of the contribution is gathered (null: none reads it). */
   local: Float32Array | null;
+  /** Overlapping, hands each bucket as read to the checks that keep a digest instead of reading the copy. */
+  digestBucket?: (offset: number, values: Float32Array) => void;
   prepare(): Promise<void>;
   beforeLast(): Promise<void>;
 }
@@ -113,12 +130,20 @@ export class CheckPipeline {
   forBuckets(comm: Communicator, flat: Float32Array, step: number): BucketChecks {
     const hooked = this.checks.filter((c) => c.before);
     const overlap = hooked.every((c) => c.readsOnly);
-    // Overlapping, the sums overwrite `flat` while later buckets are read: the checks read a copy.
-    if (overlap && hooked.length > 0 && this.copy?.length !== flat.length) this.copy = new Float32Array(flat.length);
-    const local = overlap && hooked.length > 0 ? this.copy : null;
-    const readers: { check: GradientCheck; local: Float32Array }[] = overlap
-      ? hooked.map((check) => ({ check, local: local! }))
+    const digests = overlap ? hooked.map((c) => c.digest?.(step)) : [];
+    // Overlapping, the sums overwrite `flat` while later buckets are read: the checks that need the values read a copy.
+    const copied = overlap && digests.some((d) => !d);
+    if (copied && this.copy?.length !== flat.length) this.copy = new Float32Array(flat.length);
+    if (!copied) this.copy = null;
+    const local = copied ? this.copy : null;
+    const readers: { check: GradientCheck; local: Float32Array; digest?: ContributionDigest }[] = overlap
+      ? hooked.map((check, i) => ({ check, local: local!, digest: digests[i] }))
       : [];
+    const digesting = digests.filter((d) => d !== undefined);
+    const digestBucket =
+      digesting.length > 0
+        ? (offset: number, values: Float32Array) => digesting.forEach((d) => d.add(offset, values))
+        : undefined;
     const prepare = async () => {
       let factor = 1;
       let seen: Float32Array | null = null;
@@ -134,7 +159,11 @@ export class CheckPipeline {
       if (factor !== 1) for (let i = 0; i < flat.length; i++) flat[i] *= factor;
     };
     const beforeLast = async () => {
-      for (const { check, local } of readers) {
+      for (const { check, local, digest } of readers) {
+        if (digest) {
+          await digest.finish(comm);
+          continue;
+        }
         const f = await check.before!(comm, local, step);
         if (typeof f === 'number' && f !== 1)
           throw new RingtrainError(
@@ -143,6 +172,6 @@ export class CheckPipeline {
           );
       }
     };
-    return { overlap, local, prepare, beforeLast };
+    return { overlap, local, digestBucket, prepare, beforeLast };
   }
 }

@@ -32,6 +32,8 @@ export interface BucketReduction {
   overlap: boolean;
   /** Overlapping, a copy of this rank's contribution for the checks (null: none reads it); `flat` holds sums by the time the last bucket is read. */
   local: Float32Array | null;
+  /** Overlapping, each bucket as read for the checks that keep a digest of the contribution instead of its copy. */
+  digestBucket?: (offset: number, values: Float32Array) => void;
   /** Not overlapping: runs once every bucket is in `flat`, before any is reduced (the checks that change the contribution). */
   prepare(): Promise<void>;
   /**
@@ -85,6 +87,7 @@ export async function reduceBucketsAsRead(r: BucketReduction): Promise<void> {
     if (values.buffer !== flat.buffer) flat.set(values, b.offset);
     if (!r.overlap) continue;
     local?.set(values, b.offset);
+    r.digestBucket?.(b.offset, values);
     if (i < n - 1) start(i);
   }
   if (!r.overlap) {

@@ -40,6 +40,7 @@ import { now } from '../../core/events.ts';
 import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
 import { sketch, stepSeed } from '../../collectives/robust/sketch.ts';
+import type { ContributionDigest } from '../reduce/gradient-check.ts';
 import { sketchInto } from '../../collectives/robust/sketch.ts';
 import { chunkSketches, ringChunks, type RingChunk } from '../../collectives/robust/verified.ts';
 import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
@@ -131,17 +132,57 @@ export class StepChecks {
     this.pending = null;
     const guard = this.o.guard ?? {};
     if (guard === false && !this.o.verify) return 1;
-    // A step that failed before its `after` may have left its allgather running: two of one name may not overlap.
-    if (this.gathering) await this.gathering;
-    const seed = stepSeed(this.o.seed, step);
-    // An observed allreduce goes round the ring at any size (chooseAlgorithm): no recursive-doubling or halving-doubling
-    // pieces.
-    const chunks = this.o.verify ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0, 0) : [];
-    const directionBuckets =
-      guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
+    const directionBuckets = this.directionBuckets;
     const mine = new Float32Array(1 + directionBuckets);
     mine[0] = l2Norm(local);
-    if (directionBuckets) mine.set(sketch(local, directionBuckets, seed), 1);
+    if (directionBuckets) mine.set(sketch(local, directionBuckets, stepSeed(this.o.seed, step)), 1);
+    return this.publish(comm, step, mine, local);
+  }
+
+  /** The sketch's length: 0 when no rule compares directions. */
+  private get directionBuckets(): number {
+    const guard = this.o.guard ?? {};
+    return guard === false || (guard.direction === false && guard.doubt === false) ? 0 : DIRECTION_BUCKETS;
+  }
+
+  /**
+   * `before` from the buckets as they are read back, where the checks need only the contribution's
+   * norm and sketch (no verify, no factor): both are sums over its values, kept as they go, so the
+   * reducer needs no copy of the whole contribution (498 MB at GPT-2's size). The sums add in the
+   * buckets' read order, so the published figures may differ from `before`'s in their last bits;
+   * every rule compares them with margins far wider than that.
+   */
+  digest(step: number): ContributionDigest | undefined {
+    if (this.o.verify || !this.readsOnly) return undefined;
+    const buckets = this.directionBuckets;
+    const seed = stepSeed(this.o.seed, step);
+    const sketched = new Float64Array(buckets);
+    let squares = 0;
+    return {
+      add: (offset, values) => {
+        for (let i = 0; i < values.length; i++) squares += values[i] * values[i];
+        if (buckets) sketchInto(sketched, values, seed, offset);
+      },
+      finish: async (comm) => {
+        this.pending = null;
+        if (this.o.guard === false) return;
+        const mine = new Float32Array(1 + buckets);
+        mine[0] = Math.sqrt(squares);
+        mine.set(sketched, 1);
+        await this.publish(comm, step, mine, null);
+      },
+    };
+  }
+
+  /** Starts the signed gather of this rank's checks (`mine`: norm, then sketch) and resolves to its factor. */
+  private async publish(comm: Communicator, step: number, mine: Float32Array, local: Float32Array | null) {
+    const guard = this.o.guard ?? {};
+    const directionBuckets = mine.length - 1;
+    // A step that failed before its `after` may have left its allgather running: two of one name may not overlap.
+    if (this.gathering) await this.gathering;
+    // An observed allreduce goes round the ring at any size (chooseAlgorithm): no recursive-doubling or halving-doubling
+    // pieces.
+    const chunks = this.o.verify && local ? ringChunks(local.length, comm.size, this.o.fusionThresholdBytes, 0, 0) : [];
     // Begun (signed) before this returns: it runs beside the allreduce the caller starts next.
     const { gathered } = await startSignedAllgather(comm, mine, {
       name: 'gradient-sketches',
@@ -163,7 +204,7 @@ export class StepChecks {
       chunks,
       gathered,
       factors: null,
-      link: chunks.length ? this.linkCopies(local) : null,
+      link: chunks.length && local ? this.linkCopies(local) : null,
       judge: (all) => this.judge(comm, guard, all, mine.length, directionBuckets, pending),
     };
     if (guard !== false && guard.doubt !== false && this.o.leaveOut !== false) {

@@ -130,14 +130,17 @@ export class ElasticRing implements CurrentRing {
     return {
       // It only starts the agreement beside the sum: it reads no gradient.
       readsOnly: true,
-      before: () => {
-        const answer = this.agreedEpoch().then(
-          (epoch) => ({ epoch }),
-          (error: unknown) => ({ error }),
-        );
-        this.pending = { comm: this.current, answer };
-      },
+      before: () => this.startAgreement(),
+      digest: () => ({ add() {}, finish: () => this.startAgreement() }),
     };
+  }
+
+  private startAgreement(): void {
+    const answer = this.agreedEpoch().then(
+      (epoch) => ({ epoch }),
+      (error: unknown) => ({ error }),
+    );
+    this.pending = { comm: this.current, answer };
   }
 
   /**

@@ -42,6 +42,8 @@ export class StepClock {
         // This rank's compute (a slowed rank's included), not the waiting for others.
         this.end();
       },
+      // Without a transform it reads no value: the reducer keeps no copy for it.
+      digest: transform ? undefined : () => ({ add() {}, finish: () => this.end() }),
     };
   }
 }

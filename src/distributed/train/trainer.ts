@@ -190,6 +190,7 @@ function gradientChecks(
   const stepChecks: GradientCheck = {
     readsOnly: checks.readsOnly,
     before: (comm, local, step) => checks.before(comm, local, step),
+    digest: (step) => checks.digest(step),
     after: (comm, reduced, scale, prescale) => checks.after(comm, reduced, scale, prescale),
     // Only with verify: the other checks look at no segment in transit.
     observe: config.verify ? (comm, offset, values) => checks.observe(comm, offset, values) : undefined,
