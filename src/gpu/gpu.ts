@@ -92,6 +92,13 @@ export class Gpu {
    * `GpuOptions.subgroups` is not false. Fixed for the Gpu's life, so a plan is the same every step.
    */
   readonly subgroups: boolean;
+  /**
+   * The most multiply-adds one dispatch of a sliced matmul does (matmul-slices.ts): GPT-2's head
+   * products are billions each, which a CPU adapter takes seconds to tens of seconds to run, and
+   * under Deno a wait holds the thread for as long (parts.ts), so they are cut along rows and
+   * columns of C (the same bits) into dispatches of about a second or less there.
+   */
+  readonly maxDispatchMacs: number;
 
   constructor(
     readonly device: GPUDevice,
@@ -100,6 +107,7 @@ export class Gpu {
   ) {
     this.maxBindingBytes = bindingLimit(device.limits, options.maxBindingBytes);
     this.subgroups = options.subgroups !== false && (device.features?.has('subgroups') ?? false);
+    this.maxDispatchMacs = options.maxDispatchMacs ?? DEFAULT_MAX_DISPATCH_MACS;
     const parts = options.stepParts ?? (waitsHoldTheThread(info) ? DEFAULT_PART_OPTIONS : false);
     // A part's wait paces the queue; it reads nothing, so `waits` (what latency hiding counts) leaves it out.
     this.parts = parts ? new PartQueue(device.queue, parts, (what, p) => this.settle(what, p)) : null;
@@ -621,11 +629,16 @@ export class Gpu {
   }
 }
 
+/** 2^28 multiply-adds: a fraction of a second on lavapipe, some 30 µs on a data-centre GPU. */
+export const DEFAULT_MAX_DISPATCH_MACS = 2 ** 28;
+
 export interface GpuOptions {
   /** Plan as if one storage binding could hold at most this many bytes (clamped to the adapter's maxStorageBufferBindingSize). */
   maxBindingBytes?: number;
   /** false: plan the workgroup-memory reductions even where the device has 'subgroups'. */
   subgroups?: boolean;
+  /** The most multiply-adds one dispatch of a sliced matmul may do (`Gpu.maxDispatchMacs`; default 2^28). */
+  maxDispatchMacs?: number;
   /**
    * Submit recorded work in parts, each waited for with the event loop turning between them (parts.ts), or
    * false for one submit per wait. Default: parts where the runtime's GPU waits hold the JavaScript thread.

@@ -50,8 +50,9 @@ async function both<T extends Float32Array[]>(
   gpu: Gpu,
   maxBindingBytes: number,
   work: (g: Gpu) => Promise<{ out: T; dispatches: number }>,
+  maxDispatchMacs?: number,
 ) {
-  const sliced = new Gpu(borrowed(gpu.device), gpu.info, { maxBindingBytes });
+  const sliced = new Gpu(borrowed(gpu.device), gpu.info, { maxBindingBytes, maxDispatchMacs, stepParts: false });
   sliced.pipeline = (key, options) => gpu.pipeline(key, options);
   try {
     return { whole: await work(gpu), sliced: await work(sliced) };
@@ -179,6 +180,8 @@ interface MatmulSliceCase {
   steps?: boolean;
   /** Only rounding may differ from the unsliced plan (K sliced where the unsliced plan sums K in one pass). */
   rounding?: boolean;
+  /** The sliced Gpu's most multiply-adds per dispatch (parts that fit are cut further by work). */
+  maxDispatchMacs?: number;
 }
 
 const matmulSliceCases: MatmulSliceCase[] = [
@@ -227,6 +230,21 @@ const matmulSliceCases: MatmulSliceCase[] = [
     rounding: true,
   },
   {
+    what: 'columns of C, then rows and columns by work (at most 2^15 multiply-adds a dispatch, a head h·Wᵀ)',
+    shape: { m: 128, n: 192, k: 200, transB: true },
+    limit: 131072,
+    dispatches: 6,
+    maxDispatchMacs: 2 ** 15,
+  },
+  {
+    what: 'K, then rows and columns by work (at most 2^15 multiply-adds a dispatch, dh = dy·W)',
+    shape: { m: 128, n: 128, k: 300 },
+    limit: 131072,
+    dispatches: 10,
+    rounding: true,
+    maxDispatchMacs: 2 ** 15,
+  },
+  {
     what: 'rows, then K (A and B stored K×N too big, as dx = dy·W at a big batch)',
     shape: { m: 200, n: 100, k: 1024 },
     limit: 262144,
@@ -240,20 +258,24 @@ const matmulCases: OracleCase[] = matmulSliceCases.map((c) => ({
   run: async (gpu) => {
     const { m, n, k, transA, transB } = c.shape;
     const [a, b, bias] = [rand(m * k), rand(k * n), rand(n)];
-    const r = await both(gpu, c.limit, (g) =>
-      scoped(g, async (t) => {
-        const sliced = g !== gpu;
-        const o = { ...c.shape, bias: c.bias ? t(g.upload(bias)) : undefined, variant: 'tiled' as const };
-        const [ab, bb, cb] = [t(g.upload(a)), t(g.upload(b)), t(g.storage(m * n))];
-        const scratch = (words: number, l: string) => t(g.storage(words, l));
-        const d = c.steps
-          ? planMatmulSteps(g, ab, bb, cb, o, scratch)
-          : sliced
-            ? planMatmulAnySize(g, ab, bb, cb, o, scratch)
-            : [planMatmul(g, ab, bb, cb, o)];
-        g.record(d);
-        return { out: [await g.readF32(cb, 0, m * n)], dispatches: d.length };
-      }),
+    const r = await both(
+      gpu,
+      c.limit,
+      (g) =>
+        scoped(g, async (t) => {
+          const sliced = g !== gpu;
+          const o = { ...c.shape, bias: c.bias ? t(g.upload(bias)) : undefined, variant: 'tiled' as const };
+          const [ab, bb, cb] = [t(g.upload(a)), t(g.upload(b)), t(g.storage(m * n))];
+          const scratch = (words: number, l: string) => t(g.storage(words, l));
+          const d = c.steps
+            ? planMatmulSteps(g, ab, bb, cb, o, scratch)
+            : sliced
+              ? planMatmulAnySize(g, ab, bb, cb, o, scratch)
+              : [planMatmul(g, ab, bb, cb, o)];
+          g.record(d);
+          return { out: [await g.readF32(cb, 0, m * n)], dispatches: d.length };
+        }),
+      c.maxDispatchMacs,
     );
     const want = ref.matmulRef(a, b, m, n, k, transA, transB).map((v, i) => {
       const x = v + (c.bias ? bias[i % n] : 0);

@@ -13,6 +13,8 @@
  *   - K, last: B stored K×N or A stored K×M (dx = dy·W, dW = dyᵀ·x): each
  *     slice's partial product goes to scratch and the slices are summed in
  *     order (reduce-rows.ts), like the split over K that planMatmulSteps makes.
+ * A part that fits but does more than `gpu.maxDispatchMacs` multiply-adds is
+ * cut along M (else N) the same way, so that no single dispatch runs for long.
  * Slices are multiples of 64 rows or columns, so every binding offset is a
  * multiple of 256 bytes. Along M and N every entry of C is computed as the
  * unsliced tiled kernel computes it: the same bits. Along K the order of the
@@ -165,7 +167,10 @@ export function planMatmulSliced(
 function planPart(w: Whole, p: Part): Dispatch[] {
   const ext = extent(w, p);
   const over = (['a', 'b', 'c'] as const).filter((x) => span(ext[x]) > w.maxWords);
-  if (over.length === 0) return leaf(w, p);
+  if (over.length === 0) {
+    const cut = workCut(w, p);
+    return cut ? splitParts(w, p, cut.axis, cut.per) : leaf(w, p);
+  }
   const axes = axisOf(w.o);
   // Rows and columns first: a split over K needs a sum afterwards.
   const axis = over.map((x) => axes[x]).find((x) => x !== 'k') ?? 'k';
@@ -194,6 +199,22 @@ function planPart(w: Whole, p: Part): Dispatch[] {
     return kSlices(w, p, slices, kc);
   }
   return splitParts(w, p, axis, per);
+}
+
+/**
+ * Where a part that fits its bindings still does more than `gpu.maxDispatchMacs` multiply-adds: rows of
+ * C, else columns, in whole multiples of 64, so each entry is computed as before (the same bits).
+ * Columns only where the leaf makes no split over K of its own, which needs C's rows whole.
+ */
+function workCut(w: Whole, p: Part): { axis: 'm' | 'n'; per: number } | undefined {
+  const macs = p.m * p.n * p.k;
+  if (macs <= w.gpu.maxDispatchMacs) return undefined;
+  const pieces = Math.ceil(macs / w.gpu.maxDispatchMacs);
+  const per = (total: number) => Math.max(SLICE_UNIT, Math.ceil(total / pieces / SLICE_UNIT) * SLICE_UNIT);
+  if (p.m >= 2 * SLICE_UNIT) return { axis: 'm', per: per(p.m) };
+  const leafSplitsK = p.chunks === 1 && w.kc > 0 && p.k > w.kc && p.ldc === p.n;
+  if (!leafSplitsK && p.n >= 2 * SLICE_UNIT) return { axis: 'n', per: per(p.n) };
+  return undefined;
 }
 
 /** The part in slices of `per` rows (m) or columns (n) of C, each planned again. */
