@@ -31,6 +31,15 @@ export const DEFAULT_PART_OPTIONS: PartOptions = { partMs: 1000, chunkBytes: 8 *
 /** What a dispatch costs beside the bytes it binds, in bytes bound: its launch and the barrier after it. */
 export const DISPATCH_COST = 64 * 1024;
 
+/**
+ * The most command buffers one group takes, whatever the estimate says. Bytes bound are a poor
+ * measure of time across kernels (an elementwise pass binds as much per millisecond as a matmul
+ * binds per second), so a pace learned on cheap buffers could put a hundred costly ones in one
+ * group (the likely cause of a GPT-2 124M ring on lavapipe losing a link to 15 s of silence in
+ * its first step, one run in three, on a quiet machine).
+ */
+export const MAX_GROUP_BUFFERS = 4;
+
 /** A measured part's weight in the running estimate of ms per byte bound (the rest is the estimate so far). */
 const LEARNING_RATE = 0.5;
 
@@ -118,7 +127,8 @@ export class PartQueue {
     let cost = 0;
     // Before anything was timed, a group is one buffer: the first measurement sizes the rest.
     const budget = this.msPerCost === null ? 0 : this.options.partMs / Math.max(this.msPerCost, Number.MIN_VALUE);
-    while (n < this.held.length && (n === 0 || cost + this.held[n].cost <= budget)) cost += this.held[n++].cost;
+    while (n < this.held.length && n < MAX_GROUP_BUFFERS && (n === 0 || cost + this.held[n].cost <= budget))
+      cost += this.held[n++].cost;
     return this.held.splice(0, n);
   }
 }
