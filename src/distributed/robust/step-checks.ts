@@ -40,7 +40,6 @@ import { now } from '../../core/events.ts';
 import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
 import { sketch, stepSeed } from '../../collectives/robust/sketch.ts';
-import type { ContributionDigest } from '../reduce/gradient-check.ts';
 import { sketchInto } from '../../collectives/robust/sketch.ts';
 import { chunkSketches, ringChunks, type RingChunk } from '../../collectives/robust/verified.ts';
 import { DirectionHistory, type DirectionRuleOptions } from './direction.ts';
@@ -152,7 +151,9 @@ export class StepChecks {
    * buckets' read order, so the published figures may differ from `before`'s in their last bits;
    * every rule compares them with margins far wider than that.
    */
-  digest(step: number): ContributionDigest | undefined {
+  digest(
+    step: number,
+  ): { add(offset: number, values: Float32Array): void; finish(comm: Communicator): Promise<void> } | undefined {
     if (this.o.verify || !this.readsOnly) return undefined;
     const buckets = this.directionBuckets;
     const seed = stepSeed(this.o.seed, step);
