@@ -7,6 +7,7 @@
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { type Binding, bindingBytes, type BufferRange, type Dispatch, type Gpu } from '../gpu.ts';
 import { SUBGROUPS_SUFFIX } from '../shaders.ts';
+import { linearGroups } from '../types.ts';
 
 export { bindingBytes };
 
@@ -65,6 +66,17 @@ export function chooseReduction(gpu: Gpu, forced?: Reduction): Reduction {
 export function chooseRowReduction(gpu: Gpu, forced?: Reduction): Reduction {
   if (forced) return chooseReduction(gpu, forced);
   return gpu.subgroups && !gpu.info.isFallbackAdapter ? 'subgroup' : 'workgroup';
+}
+
+/**
+ * The shader key, entry point and grid of a per-row entry (`chooseRowReduction`): the workgroup
+ * version's `entry`, an invocation per row; or the subgroup version's `${entry}_rows` in
+ * `shader+subgroups`, a workgroup per row.
+ */
+export function rowEntry(gpu: Gpu, shader: string, entry: string, rows: number, forced?: Reduction) {
+  return chooseRowReduction(gpu, forced) === 'subgroup'
+    ? { key: reductionShader(shader, 'subgroup'), entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
+    : { key: shader, entry, groups: linearGroups(rows, 64) };
 }
 
 /** The shader key a reduction compiles: `key`, or `key+subgroups` (its parts' subgroup flavours; shaders.ts). */

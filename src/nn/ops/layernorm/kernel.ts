@@ -8,7 +8,7 @@ import {
   accumulateConstant,
   checkBindings,
   checkDims,
-  chooseRowReduction,
+  rowEntry,
   planEntry,
   type Reduction,
 } from '../../../gpu/kernels/common.ts';
@@ -20,13 +20,6 @@ defineKernel('layerNormSubgroups', {
   entryPoints: ['forward_rows', 'backward_input_rows'],
   requires: 'subgroups',
 });
-
-/** The shader, entry point and grid of a per-row entry: an invocation per row, or with subgroups a workgroup per row. */
-function rowVariant(gpu: Gpu, entry: string, rows: number, reduction?: Reduction) {
-  return chooseRowReduction(gpu, reduction) === 'subgroup'
-    ? { key: 'layernorm+subgroups', entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
-    : { key: 'layernorm', entry, groups: linearGroups(rows, 64) };
-}
 
 /** Rows per chunk of the parameter gradients' first pass (see shaders/layernorm.wgsl). */
 export const LAYER_NORM_PARAM_CHUNK = 64;
@@ -71,7 +64,7 @@ export function planLayerNormForward(
     { shape: { ...s } },
   );
   const u = dims(gpu, s);
-  const v = rowVariant(gpu, 'forward', s.rows, reduction);
+  const v = rowEntry(gpu, 'layernorm', 'forward', s.rows, reduction);
   return planEntry(
     gpu,
     v.key,
@@ -127,7 +120,7 @@ export function planLayerNormBackward(
     { shape: { ...s } },
   );
   const u = dims(gpu, s);
-  const v = rowVariant(gpu, 'backward_input', s.rows, opts.reduction);
+  const v = rowEntry(gpu, 'layernorm', 'backward_input', s.rows, opts.reduction);
   const input = planEntry(
     gpu,
     v.key,

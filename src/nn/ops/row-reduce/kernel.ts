@@ -4,6 +4,7 @@ import {
   checkBindings,
   checkDims,
   chooseRowReduction,
+  rowEntry,
   planEntry,
   type Reduction,
 } from '../../../gpu/kernels/common.ts';
@@ -19,11 +20,10 @@ defineKernel('rowReduceSubgroups', {
   requires: 'subgroups',
 });
 
-/** The shader, entry point and grid of `entry`: an invocation per row, or with subgroups a workgroup per row. */
+/** The row entry (`rowEntry`); the mean's backward has no subgroup version (it reduces nothing). */
 function variant(gpu: Gpu, entry: string, rows: number, reduction?: Reduction) {
-  return chooseRowReduction(gpu, reduction) === 'subgroup' && entry !== 'mean_backward'
-    ? { key: 'row_reduce+subgroups', entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
-    : { key: 'row_reduce', entry, groups: linearGroups(rows, 64) };
+  const chosen = chooseRowReduction(gpu, reduction);
+  return rowEntry(gpu, 'row_reduce', entry, rows, entry === 'mean_backward' ? 'workgroup' : chosen);
 }
 
 export type RowReduceKind = 'mean' | 'max';

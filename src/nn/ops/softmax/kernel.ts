@@ -4,7 +4,7 @@ import {
   accumulateConstant,
   checkBindings,
   checkDims,
-  chooseRowReduction,
+  rowEntry,
   planEntry,
   type Reduction,
 } from '../../../gpu/kernels/common.ts';
@@ -16,13 +16,6 @@ defineKernel('softmaxSubgroups', {
   entryPoints: ['forward_rows', 'backward_rows'],
   requires: 'subgroups',
 });
-
-/** The shader, entry point and grid of `entry`: an invocation per row, or with subgroups a workgroup per row. */
-function variant(gpu: Gpu, entry: string, rows: number, reduction?: Reduction) {
-  return chooseRowReduction(gpu, reduction) === 'subgroup'
-    ? { key: 'softmax+subgroups', entry: `${entry}_rows`, groups: linearGroups(rows, 1) }
-    : { key: 'softmax', entry, groups: linearGroups(rows, 64) };
-}
 
 function dims(gpu: Gpu, rows: number, cols: number): GPUBuffer {
   checkDims('softmax', { rows, cols });
@@ -47,7 +40,7 @@ export function planSoftmaxForward(
   reduction?: Reduction,
 ): Dispatch {
   checkBindings('softmax forward', { x: [x, rows * cols], y: [y, rows * cols] }, { rows, cols });
-  const v = variant(gpu, 'forward', rows, reduction);
+  const v = rowEntry(gpu, 'softmax', 'forward', rows, reduction);
   return planEntry(
     gpu,
     v.key,
@@ -74,7 +67,7 @@ export function planSoftmaxBackward(
 ): Dispatch {
   const n = rows * cols;
   checkBindings('softmax backward', { y: [y, n], dy: [dy, n], dx: [dx, n] }, { rows, cols });
-  const v = variant(gpu, 'backward', rows, reduction);
+  const v = rowEntry(gpu, 'softmax', 'backward', rows, reduction);
   return planEntry(
     gpu,
     v.key,
