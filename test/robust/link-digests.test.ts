@@ -16,24 +16,17 @@ import { chunkSketches, ringChunks } from '../../src/collectives/robust/verified
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { mulberry32 } from '../../src/core/random.ts';
 import { StepChecks } from '../../src/distributed/robust/step-checks.ts';
-import { newSigningKeys, recordRingKeys, type SigningKeys } from '../../src/distributed/session/ring-keys.ts';
-import type { Membership } from '../../src/signaling/client.ts';
 import { accuseOnSend } from '../support/chaos/accuse.ts';
-import { ring } from './memory-ring.ts';
+import { ring, signedRing } from './memory-ring.ts';
 
 const opened: LinkCommunicator[] = [];
 afterEach(async () => {
   for (const c of opened.splice(0)) await c.close().catch(() => {});
 });
 
-async function signedRing(size: number) {
-  const r = ring(size);
+async function openSignedRing(size: number) {
+  const r = await signedRing(size);
   opened.push(...r.comms);
-  const keys = (await Promise.all(r.comms.map(() => newSigningKeys()))) as SigningKeys[];
-  const membership = {
-    peers: keys.map((k, rank) => ({ rank, peerId: `p${rank}`, runtime: 'node', signingKey: k.publicText })),
-  } as unknown as Membership;
-  await Promise.all(r.comms.map((c, rank) => recordRingKeys(c, membership, keys[rank])));
   return r;
 }
 
@@ -73,14 +66,14 @@ async function verifiedStep(comms: LinkCommunicator[], step: number, lie?: (r: n
 
 describe('signed link digests in the verified allreduce', () => {
   it('an honest signed step names nobody', async () => {
-    const { comms, seen } = await signedRing(3);
+    const { comms, seen } = await openSignedRing(3);
     expect(await verifiedStep(comms, 0)).toEqual([null, null, null]);
     expect(seen.flat().filter((e) => e.type === 'peer-misbehaved')).toEqual([]);
   });
 
   for (const size of [3, 4]) {
     it(`a liar of ${size} that passes on NaN and claims its left neighbour sent it is named by every rank, the neighbour by none`, async () => {
-      const { comms, seen } = await signedRing(size);
+      const { comms, seen } = await openSignedRing(size);
       const liar = 1;
       accuseOnSend(comms[liar], 0, () => 0, GRADIENT);
       const errors = await verifiedStep(comms, 0, (r, g) => r === liar && g.fill(NaN));
@@ -185,7 +178,7 @@ function nullSpaceChange(chunkOffset: number, chunkCount: number, step: number, 
 
 describe("the verifier's seed is revealed by the sum", () => {
   it('a change aimed at the null space of a seed known in advance is invisible to that seed, and named under the revealed one', async () => {
-    const { comms } = await signedRing(3);
+    const { comms } = await openSignedRing(3);
     const liar = 2;
     const chunks = ringChunks(GRADIENT, 3, undefined, 0, 0);
     // In a chunk the liar passes on (not its own), so its signed link digest carries it.

@@ -10,11 +10,10 @@ import { Buffer } from 'node:buffer';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Communicator } from '../../src/comm/interface.ts';
 import type { Misbehaviour } from '../../src/comm/misbehaviour.ts';
-import { keysOf, newSigningKeys, recordRingKeys, type SigningKeys } from '../../src/distributed/session/ring-keys.ts';
+import { keysOf } from '../../src/distributed/session/ring-keys.ts';
 import { signedAllgather, signedForHop } from '../../src/distributed/session/signed-gather.ts';
-import type { Membership } from '../../src/signaling/client.ts';
 import { faultHook, parseFault } from '../support/chaos/faults.ts';
-import { ring } from './memory-ring.ts';
+import { ring, signedRing } from './memory-ring.ts';
 
 const opened: Communicator[] = [];
 afterEach(async () => {
@@ -30,14 +29,9 @@ function bufferView(bytes: Uint8Array): Buffer {
   return pool.subarray(OFFSET, OFFSET + bytes.byteLength);
 }
 
-async function signedRing(size: number) {
-  const r = ring(size);
+async function openSignedRing(size: number) {
+  const r = await signedRing(size);
   opened.push(...r.comms);
-  const keys = (await Promise.all(r.comms.map(() => newSigningKeys()))) as SigningKeys[];
-  const membership = {
-    peers: keys.map((k, rank) => ({ rank, peerId: `p${rank}`, runtime: 'node', signingKey: k.publicText })),
-  } as unknown as Membership;
-  await Promise.all(r.comms.map((c, rank) => recordRingKeys(c, membership, keys[rank])));
   return r.comms;
 }
 
@@ -49,7 +43,7 @@ function receiveAsBufferViews(comm: Communicator): void {
 
 describe('blocks received as Buffer views', () => {
   it('signedForHop signs a copy and leaves the block it was given, and the bytes around it, as they were', async () => {
-    const [comm] = await signedRing(3);
+    const [comm] = await openSignedRing(3);
     const block = bufferView(Uint8Array.from({ length: 192 }, (_, i) => i));
     const pool = new Uint8Array(block.buffer.slice(0));
     const onward = await signedForHop(keysOf(comm)!, { name: 'checks', step: 1 }, 0, 2, block);
@@ -60,7 +54,7 @@ describe('blocks received as Buffer views', () => {
   });
 
   it('--chaos relay-norm rewrites the sketches block it passes on, so the next rank names the relayer, not the author', async () => {
-    const comms = await signedRing(3);
+    const comms = await openSignedRing(3);
     const relayer = comms[1];
     receiveAsBufferViews(relayer);
     await faultHook(parseFault('relay-norm@step:3'), () => relayer)(new Float32Array(4), 3);

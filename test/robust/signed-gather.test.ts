@@ -10,25 +10,19 @@ import { PHASE_ALLGATHER } from '../../src/collectives/transfer/ring.ts';
 import type { LinkCommunicator } from '../../src/comm/communicator.ts';
 import type { Communicator } from '../../src/comm/interface.ts';
 import type { Misbehaviour } from '../../src/comm/misbehaviour.ts';
-import { keysOf, newSigningKeys, recordRingKeys, type SigningKeys } from '../../src/distributed/session/ring-keys.ts';
+import { keysOf } from '../../src/distributed/session/ring-keys.ts';
 import { proofOf, provenRelayer, signedAllgather, signedForHop } from '../../src/distributed/session/signed-gather.ts';
-import type { Membership } from '../../src/signaling/client.ts';
 import { until } from '../support/workers.ts';
-import { ring } from './memory-ring.ts';
+import { ring, signedRing } from './memory-ring.ts';
 
 const opened: Communicator[] = [];
 afterEach(async () => {
   for (const c of opened.splice(0)) await c.close().catch(() => {});
 });
 
-async function signedRing(size: number) {
-  const r = ring(size);
+async function openSignedRing(size: number) {
+  const r = await signedRing(size);
   opened.push(...r.comms);
-  const keys = (await Promise.all(r.comms.map(() => newSigningKeys()))) as SigningKeys[];
-  const membership = {
-    peers: keys.map((k, rank) => ({ rank, peerId: `p${rank}`, runtime: 'node', signingKey: k.publicText })),
-  } as unknown as Membership;
-  await Promise.all(r.comms.map((c, rank) => recordRingKeys(c, membership, keys[rank])));
   return r;
 }
 
@@ -53,7 +47,7 @@ function rewriteForwarded(comm: Communicator, signHop: boolean): void {
 }
 
 async function gatherWithRelayer(signHop: boolean) {
-  const { comms, seen } = await signedRing(4);
+  const { comms, seen } = await openSignedRing(4);
   rewriteForwarded(comms[RELAYER], signHop);
   const named: Misbehaviour[] = [];
   const results = await Promise.allSettled(
@@ -74,7 +68,7 @@ const RELAYER = 1;
 
 describe('signedAllgather', () => {
   it('gives every rank every block as its author signed it', async () => {
-    const { comms } = await signedRing(4);
+    const { comms } = await openSignedRing(4);
     const got = await Promise.all(
       comms.map((c) => signedAllgather(c, Float32Array.of(c.rank + 0.5, -c.rank), { name: 'checks', step: 3 })),
     );
