@@ -12,6 +12,7 @@
  *
  *   nice -n 10 npx tsx bench/transformer-vs-torch.ts --runtimes node,deno --seeds 0,1 --steps 1000 [--log DIR]
  *   npx tsx bench/transformer-vs-torch.ts --steps 20 --eval-limit 256 --seeds 0   (time steps only)
+ *   npx tsx bench/transformer-vs-torch.ts --runtimes deno --seeds 0 --steps 1000 --precision f16-mixed
  *   npx tsx bench/transformer-vs-torch.ts --parse RUN.stderr RUN.stdout   (a run started by hand)
  *
  * Prints one JSON line per run: the CLI's result, the progress lines' loss
@@ -126,6 +127,7 @@ function runOnce(
   steps: number,
   logDir: string | undefined,
   evalLimit: string | undefined,
+  precision: string | undefined,
 ): Promise<Record<string, unknown>> {
   const trainArgs = [
     'train',
@@ -140,10 +142,11 @@ function runOnce(
     runtime,
   ];
   if (evalLimit) trainArgs.push('--eval-limit', evalLimit);
+  if (precision) trainArgs.push('--precision', precision);
   // The runtime's own process, not a parent that re-executes it: its /proc entry counts the training's CPU time.
   const [exe, ...pre] = cliCommand(runtime);
   const child = spawn(exe, [...pre, ...trainArgs], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-  const name = `${runtime}-seed${seed}-${steps}`;
+  const name = `${runtime}-seed${seed}-${steps}${precision ? `-${precision}` : ''}`;
   const errLog = logDir ? createWriteStream(join(logDir, `${name}.stderr`)) : undefined;
   const outLog = logDir ? createWriteStream(join(logDir, `${name}.stdout`)) : undefined;
   const cpuAt = new Map<number, number>();
@@ -168,6 +171,7 @@ function runOnce(
         runtime,
         seed,
         eval_limit: evalLimit ? Number(evalLimit) : null,
+        precision: precision ?? 'f32',
         command: `ringtrain ${trainArgs.join(' ')}`,
       };
       resolve({ ...summary(stderr, stdout, extra, cpuAt), exit_code: code });
@@ -190,9 +194,11 @@ if (parse >= 0) {
   const logDir = args.includes('--log') ? opt('log', '') : undefined;
   // Only to time steps: the validation loss of a limited evaluation is not the workload's metric.
   const evalLimit = args.includes('--eval-limit') ? opt('eval-limit', '') : undefined;
+  // f16-mixed against f32 (issue 33): the same recipe, only the precision differs.
+  const precision = args.includes('--precision') ? opt('precision', '') : undefined;
   if (logDir) mkdirSync(logDir, { recursive: true });
   // One run at a time: each is a whole CPU-adapter training run.
   for (const runtime of runtimes)
     for (const seed of seeds)
-      console.log(JSON.stringify(await runOnce(runtime as 'node' | 'deno', seed, steps, logDir, evalLimit)));
+      console.log(JSON.stringify(await runOnce(runtime as 'node' | 'deno', seed, steps, logDir, evalLimit, precision)));
 }
