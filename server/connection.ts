@@ -25,6 +25,7 @@ import type { PeerIce } from './ice.ts';
 import type { Job, Member } from './jobs.ts';
 import type { ServerMetrics } from './metrics.ts';
 import { TokenBucket, type RateLimitOptions } from './rate-limit.ts';
+import { signingKeyProblem } from './signing-key.ts';
 
 /** How long a refused socket gets to answer the close handshake before it is cut (it holds a socket until then). */
 const REFUSED_CLOSE_GRACE_MS = 1000;
@@ -325,6 +326,12 @@ export class Connection implements Handshake {
         `protocol ${msg.protocol} is not supported; this server speaks ${PROTOCOL_VERSION}: update the client`,
       );
     }
+    const keyProblem = signingKeyProblem(msg.signingKey);
+    if (keyProblem)
+      return this.fail(
+        SignalErrorCode.SigningKeyRequired,
+        `${keyProblem}: every member signs the check values it publishes, and a member whose key cannot be read would turn signing off for its whole ring. Join with a ringtrain client (each makes an Ed25519 or ECDSA P-256 key); a page needs a secure context (https, or localhost)`,
+      );
     const job = this.ctx.job(msg.job);
     if (!job) return this.fail(SignalErrorCode.NoSuchJob, `no job '${msg.job}' on this server; check the job id`);
     if (!this.ctx.admission.mayTryToken(this.addressKey)) {

@@ -38,6 +38,7 @@ import {
   type WebSocketLike,
 } from './socket.ts';
 
+import { newSigningKeys } from './signing-keys.ts';
 export { SignalingClient, type Membership } from './signaling-client.ts';
 export { signalingUrl, type WebSocketConstructor, type WebSocketLike } from './socket.ts';
 
@@ -49,7 +50,11 @@ export interface ConnectOptions {
   /** Default: the runtime this code runs in. */
   runtime?: RuntimeName;
   capabilities?: Capabilities;
-  /** The public key this peer signs its check values with (src/distributed/session/ring-keys.ts). */
+  /**
+   * The public key this peer signs its check values with (src/distributed/session/ring-keys.ts). The
+   * server refuses a join without one; a client given none makes a key pair of its own and joins with
+   * its public half (a client that signs nothing, such as a test's or a watcher's).
+   */
   signingKey?: string;
   /** Default: globalThis.WebSocket (browser, Deno). */
   WebSocket?: WebSocketConstructor;
@@ -78,15 +83,25 @@ export function connect(url: string, options: ConnectOptions): Promise<Signaling
     throw new RingtrainError(ErrorCode.InvalidArgument, 'connect() needs a job id and its token (--job, --token)');
   }
   const wsUrl = signalingUrl(url);
-  return new Promise<SignalingClient>((resolve, reject) => {
-    let ws: WebSocketLike;
-    try {
-      ws = new WS(wsUrl);
-    } catch (err) {
-      return reject(signalingError(`cannot open a WebSocket to ${wsUrl}: ${String(err)}`, { url: wsUrl }));
-    }
-    new JoinHandshake(ws, wsUrl, options, resolve, reject);
-  });
+  return withSigningKey(options).then(
+    (joining) =>
+      new Promise<SignalingClient>((resolve, reject) => {
+        let ws: WebSocketLike;
+        try {
+          ws = new WS(wsUrl);
+        } catch (err) {
+          return reject(signalingError(`cannot open a WebSocket to ${wsUrl}: ${String(err)}`, { url: wsUrl }));
+        }
+        new JoinHandshake(ws, wsUrl, joining, resolve, reject);
+      }),
+  );
+}
+
+/** `options` with a signing key: the one given, else a fresh one's public half (none where the runtime has no WebCrypto signing: the server then says why it refuses). */
+async function withSigningKey(options: ConnectOptions): Promise<ConnectOptions> {
+  if (options.signingKey) return options;
+  const made = await newSigningKeys();
+  return made ? { ...options, signingKey: made.publicText } : options;
 }
 
 /** One socket's way from open to joined: the join, the welcome, the first membership (or candidacy). */

@@ -7,12 +7,13 @@
  * server refuses a join with another version (`bad-version`).
  *
  * Client → server
- *   join      {protocol, job, token, runtime, name?, capabilities?, signingKey?}   first message, exactly once;
+ *   join      {protocol, job, token, runtime, name?, capabilities?, signingKey}   first message, exactly once;
  *                                      a name another member of the job holds is refused (name-taken),
  *                                      and so is a join beyond the job's members per address
  *                                      (too-many-from-address). `signingKey`: the public key its check
  *                                      values are signed with, handed to every member in `peers`
- *                                      (src/distributed/session/ring-keys.ts)
+ *                                      (src/distributed/session/ring-keys.ts); a join without a
+ *                                      valid one is refused (signing-key-required)
  *   signal    {epoch, to, data}        WebRTC offer/answer/candidate for rank `to` of epoch `epoch`,
  *                                      or the choice of a pair's transport (src/comm/link-choice.ts:
  *                                      the address a native peer listens on for TCP links)
@@ -142,6 +143,8 @@ export const SignalErrorCode = {
   AdmitTimeout: 'admit-timeout',
   /** A message only members may send (a signal of an epoch) came from a candidate. */
   NotAMember: 'not-a-member',
+  /** The join carried no signing key members can check (server/signing-key.ts): it would turn signing off for the ring. */
+  SigningKeyRequired: 'signing-key-required',
 } as const;
 export type SignalErrorCode = (typeof SignalErrorCode)[keyof typeof SignalErrorCode];
 

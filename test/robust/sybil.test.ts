@@ -16,6 +16,7 @@ import { RawPeer } from '../server/helpers.ts';
 import { MAX_OPEN_PROBES } from '../../src/distributed/session/probe-queue.ts';
 import { ghostSwarm, probeTally, stepsWithin } from '../support/ghosts.ts';
 import { killStartedWorkers, requireNetns, seen, startDenoWorker, until } from '../support/workers.ts';
+import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
 
 afterAll(() => killStartedWorkers());
 
@@ -69,6 +70,7 @@ describe('ghost sockets in an elastic job', () => {
       const impostor = await RawPeer.open(server.wsUrl);
       impostor.sendJson({
         type: 'join',
+        signingKey: TEST_SIGNING_KEY,
         protocol: PROTOCOL_VERSION,
         job: job.id,
         token: job.token,

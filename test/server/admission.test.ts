@@ -14,6 +14,7 @@ import { startServer, type RunningServer, type ServerOptions } from '../../serve
 import { connect, type SignalingClient } from '../../src/signaling/client.node.ts';
 import type { WebSocketConstructor } from '../../src/signaling/client.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
+import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
 
 /** The `ws` WebSocket, bound to one local (loopback) address. */
 function wsFrom(localAddress: string): WebSocketConstructor {
@@ -147,7 +148,14 @@ describe('signaling server: per-address and handshake limits', () => {
     const tryJoin = async (from: string, token: string) => {
       const p = await RawPeer.open(s.wsUrl, { localAddress: from });
       sockets.push(p.ws);
-      p.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'alpha', token, runtime: 'node' });
+      p.sendJson({
+        type: 'join',
+        signingKey: TEST_SIGNING_KEY,
+        protocol: PROTOCOL_VERSION,
+        job: 'alpha',
+        token,
+        runtime: 'node',
+      });
       const m = await p.waitFor((x) => x.type === 'welcome' || x.type === 'error', 'an answer to join');
       return m.type === 'error' ? m.code : m.type;
     };

@@ -10,6 +10,7 @@ import { startServer, type RunningServer } from '../../server/index.ts';
 import { Job, type Member } from '../../server/jobs.ts';
 import { PROTOCOL_VERSION, SignalErrorCode, type JobSpec, type ServerMessage } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
+import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
 
 type ProbeMsg = Extract<ServerMessage, { type: 'probe' }>;
 
@@ -190,6 +191,7 @@ describe('staged admission on a real server', () => {
     const second = await RawPeer.open(server.wsUrl);
     second.sendJson({
       type: 'join',
+      signingKey: TEST_SIGNING_KEY,
       protocol: PROTOCOL_VERSION,
       job: 'ghosts',
       token: 'tok',

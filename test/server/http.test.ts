@@ -8,6 +8,7 @@ import { startServer, type RunningServer } from '../../server/index.ts';
 import { resolveUnder } from '../../server/static.ts';
 import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec, rawGet } from './helpers.ts';
+import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
 
 describe('signaling server: HTTP side', () => {
   let server: RunningServer;
@@ -155,7 +156,14 @@ describe('signaling server: HTTP side', () => {
     a.sendJson({ type: 'nonsense' });
     await a.error('unknown-type');
     const bad = await RawPeer.open(server.wsUrl);
-    bad.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'alpha', token: 'wrong', runtime: 'node' });
+    bad.sendJson({
+      type: 'join',
+      signingKey: TEST_SIGNING_KEY,
+      protocol: PROTOCOL_VERSION,
+      job: 'alpha',
+      token: 'wrong',
+      runtime: 'node',
+    });
     await bad.closed;
     const res = await fetch(`${server.url}/metrics`);
     expect(res.status).toBe(200);

@@ -3,6 +3,7 @@ import { startServer, type RunningServer } from '../../server/index.ts';
 import { Job } from '../../server/jobs.ts';
 import { FINISHED_LEAVE_REASON, PeerLeftReason, PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
+import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
 
 describe('signaling server: joining, ranks and membership epochs', () => {
   let server: RunningServer;
@@ -63,6 +64,7 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     peers.push(tab);
     tab.sendJson({
       type: 'join',
+      signingKey: TEST_SIGNING_KEY,
       protocol: PROTOCOL_VERSION,
       job: 'mnist',
       token: 's3cret',
@@ -77,33 +79,45 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect((await b.membership(3)).linkKey).toBe(m3a.linkKey);
   });
 
-  it("hands every member each peer's signing key as it joined with it, and none for a peer that sent none", async () => {
+  it("hands every member each peer's signing key as it joined with it, and refuses a join without a valid one", async () => {
     const a = await RawPeer.open(server.wsUrl);
     peers.push(a);
     const key = `ed25519:${Buffer.alloc(32, 7).toString('base64')}`;
-    a.sendJson({
+    const joinWith = (signingKey?: string) => ({
       type: 'join',
       protocol: PROTOCOL_VERSION,
       job: 'mnist',
       token: 's3cret',
       runtime: 'node',
-      signingKey: key,
+      ...(signingKey === undefined ? {} : { signingKey }),
     });
+    a.sendJson(joinWith(key));
     const b = await join('b');
     const [m2a, m2b] = [await a.membership(2), await b.membership(2)];
-    for (const m of [m2a, m2b]) expect(m.peers.map((p) => p.signingKey)).toEqual([key, undefined]);
-    // Longer than any key of ours: refused at the join, as any malformed field is.
-    const c = await RawPeer.open(server.wsUrl);
-    peers.push(c);
-    c.sendJson({
-      type: 'join',
-      protocol: PROTOCOL_VERSION,
-      job: 'mnist',
-      token: 's3cret',
-      runtime: 'node',
-      signingKey: 'x'.repeat(201),
-    });
-    expect((await c.waitFor((m) => m.type === 'error', 'error')).fatal).toBe(true);
+    for (const m of [m2a, m2b]) expect(m.peers.map((p) => p.signingKey)).toEqual([key, TEST_SIGNING_KEY]);
+    // A member without a key its ring can read would turn signing off for the ring: refused, naming why.
+    const offCurve = Buffer.alloc(65, 9);
+    offCurve[0] = 4;
+    const refusals: [string | undefined, RegExp][] = [
+      [undefined, /carries no signing key/],
+      ['rsa:AAAA', /not 'ed25519:<base64>' or 'p256:<base64>'/],
+      [`ed25519:${Buffer.alloc(31, 7).toString('base64')}`, /has 31 bytes, not 32/],
+      [`p256:${offCurve.toString('base64')}`, /P-256 key is not a valid public key/],
+    ];
+    for (const [signingKey, why] of refusals) {
+      const c = await RawPeer.open(server.wsUrl);
+      peers.push(c);
+      c.sendJson(joinWith(signingKey));
+      const error = await c.waitFor((m) => m.type === 'error', 'error');
+      expect(error).toMatchObject({ code: 'signing-key-required', fatal: true });
+      expect(error.type === 'error' && error.message).toMatch(why);
+    }
+    // Longer than any key of ours: refused by the schema, as any malformed field is.
+    const d = await RawPeer.open(server.wsUrl);
+    peers.push(d);
+    d.sendJson(joinWith('x'.repeat(201)));
+    expect((await d.waitFor((m) => m.type === 'error', 'error')).fatal).toBe(true);
+    expect((await a.membership(2)).peers).toHaveLength(2);
   });
 
   it('announces a leaving peer (peer-left, then a new epoch with ranks re-packed)', async () => {
@@ -160,17 +174,38 @@ describe('signaling server: joining, ranks and membership epochs', () => {
 
   it('refuses a wrong token, an unknown job, a full job and another protocol version, and closes', async () => {
     const wrong = await RawPeer.open(server.wsUrl);
-    wrong.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 'guess', runtime: 'node' });
+    wrong.sendJson({
+      type: 'join',
+      signingKey: TEST_SIGNING_KEY,
+      protocol: PROTOCOL_VERSION,
+      job: 'mnist',
+      token: 'guess',
+      runtime: 'node',
+    });
     expect(await wrong.error('bad-token')).toMatchObject({ fatal: true });
     expect((await wrong.closed).code).toBe(4000);
 
     const unknown = await RawPeer.open(server.wsUrl);
-    unknown.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'nope', token: 's3cret', runtime: 'node' });
+    unknown.sendJson({
+      type: 'join',
+      signingKey: TEST_SIGNING_KEY,
+      protocol: PROTOCOL_VERSION,
+      job: 'nope',
+      token: 's3cret',
+      runtime: 'node',
+    });
     expect((await unknown.error('no-such-job')).message).toContain("'nope'");
     await unknown.closed;
 
     const version = await RawPeer.open(server.wsUrl);
-    version.sendJson({ type: 'join', protocol: PROTOCOL_VERSION + 1, job: 'mnist', token: 's3cret', runtime: 'node' });
+    version.sendJson({
+      type: 'join',
+      signingKey: TEST_SIGNING_KEY,
+      protocol: PROTOCOL_VERSION + 1,
+      job: 'mnist',
+      token: 's3cret',
+      runtime: 'node',
+    });
     await version.error('bad-version');
     await version.closed;
 
@@ -178,7 +213,14 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     await join('b');
     await join('c');
     const fourth = await RawPeer.open(server.wsUrl);
-    fourth.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 's3cret', runtime: 'node' });
+    fourth.sendJson({
+      type: 'join',
+      signingKey: TEST_SIGNING_KEY,
+      protocol: PROTOCOL_VERSION,
+      job: 'mnist',
+      token: 's3cret',
+      runtime: 'node',
+    });
     expect((await fourth.error('job-full')).message).toContain('maxPeers 3');
     await fourth.closed;
     expect(server.jobInfo('mnist')?.size).toBe(3);
@@ -198,6 +240,7 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     const evil = await RawPeer.open(server.wsUrl);
     evil.sendJson({
       type: 'join',
+      signingKey: TEST_SIGNING_KEY,
       protocol: PROTOCOL_VERSION,
       job: 'mnist',
       token: 's3cret',
@@ -210,7 +253,14 @@ describe('signaling server: joining, ranks and membership epochs', () => {
 
   it('refuses a second join on the same connection without dropping the first', async () => {
     const a = await join('a');
-    a.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: 'mnist', token: 's3cret', runtime: 'node' });
+    a.sendJson({
+      type: 'join',
+      signingKey: TEST_SIGNING_KEY,
+      protocol: PROTOCOL_VERSION,
+      job: 'mnist',
+      token: 's3cret',
+      runtime: 'node',
+    });
     expect(await a.error('already-joined')).toMatchObject({ fatal: false });
     expect(server.jobInfo('mnist')?.size).toBe(1);
   });

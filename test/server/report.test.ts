@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
+import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
 
 describe('signaling server: report and ejection', () => {
   let server: RunningServer;
@@ -125,6 +126,7 @@ describe('signaling server: report and ejection', () => {
     const impostor = await RawPeer.open(server.wsUrl);
     impostor.sendJson({
       type: 'join',
+      signingKey: TEST_SIGNING_KEY,
       protocol: PROTOCOL_VERSION,
       job: 'swarm',
       token: 'tok',
@@ -150,6 +152,7 @@ describe('signaling server: report and ejection', () => {
     const third = await RawPeer.open(server.wsUrl);
     third.sendJson({
       type: 'join',
+      signingKey: TEST_SIGNING_KEY,
       protocol: PROTOCOL_VERSION,
       job: 'swarm',
       token: 'tok',

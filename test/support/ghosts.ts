@@ -7,6 +7,7 @@
 import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer } from '../server/helpers.ts';
 import type { TestWorker } from './workers.ts';
+import { TEST_SIGNING_KEY } from './signing-key.ts';
 
 export interface GhostSwarm {
   /** Joins made, memberships the ghosts got (0 under staged admission), fatal errors by code. */
@@ -48,7 +49,15 @@ export function ghostSwarm(
       open.delete(g);
       void haunt();
     });
-    g.sendJson({ type: 'join', protocol: PROTOCOL_VERSION, job: job.id, token: job.token, runtime: 'node', name });
+    g.sendJson({
+      type: 'join',
+      signingKey: TEST_SIGNING_KEY,
+      protocol: PROTOCOL_VERSION,
+      job: job.id,
+      token: job.token,
+      runtime: 'node',
+      name,
+    });
     swarm.tally.joins++;
   };
   for (let i = 0; i < count; i++) void haunt();

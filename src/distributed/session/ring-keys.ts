@@ -8,27 +8,20 @@
  * (`recordRingKeys`); checks gathered around the ring are then signed by their
  * author (signed-gather.ts) and a relayer cannot rewrite them.
  *
- * A ring with a member that sent no key (an older client) signs nothing, as before.
+ * The server refuses a join without a readable key (server/signing-key.ts); a ring in which some
+ * member's key cannot be imported here (an algorithm this runtime lacks) signs nothing.
  */
 import type { Communicator } from '../../comm/interface.ts';
 import type { Membership } from '../../signaling/client.ts';
+import { ALGORITHMS, fromBase64, type AlgorithmName, type SigningKeys } from '../../signaling/signing-keys.ts';
 
-/** The algorithms, tried in this order; the key's text says which (`ed25519:…`, `p256:…`). */
-const ALGORITHMS = {
-  ed25519: { generate: { name: 'Ed25519' }, sign: { name: 'Ed25519' } },
-  p256: { generate: { name: 'ECDSA', namedCurve: 'P-256' }, sign: { name: 'ECDSA', hash: 'SHA-256' } },
-} as const;
-type AlgorithmName = keyof typeof ALGORITHMS;
-
-/** Bytes of a signature under either algorithm (Ed25519: 64; ECDSA P-256 in WebCrypto's raw r||s: 64). */
-export const SIGNATURE_BYTES = 64;
-
-export interface SigningKeys {
-  algorithm: AlgorithmName;
-  privateKey: CryptoKey;
-  /** The public key as the join message carries it: `algorithm:base64(raw)`. */
-  publicText: string;
-}
+export {
+  newSigningKeys,
+  SIGNATURE_BYTES,
+  toBase64,
+  fromBase64,
+  type SigningKeys,
+} from '../../signaling/signing-keys.ts';
 
 export interface RingKeys {
   mine: SigningKeys;
@@ -39,23 +32,6 @@ export interface RingKeys {
 export interface PublicKey {
   algorithm: AlgorithmName;
   key: CryptoKey;
-}
-
-/** A fresh key pair of the first algorithm this runtime has. */
-export async function newSigningKeys(): Promise<SigningKeys | undefined> {
-  for (const algorithm of Object.keys(ALGORITHMS) as AlgorithmName[]) {
-    try {
-      const pair = (await crypto.subtle.generateKey(ALGORITHMS[algorithm].generate, true, [
-        'sign',
-        'verify',
-      ])) as CryptoKeyPair;
-      const raw = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey));
-      return { algorithm, privateKey: pair.privateKey, publicText: `${algorithm}:${toBase64(raw)}` };
-    } catch {
-      // not in this runtime: the next one
-    }
-  }
-  return undefined;
 }
 
 /** A member's key from the membership, or undefined when it is missing or not one of ours. */
@@ -107,15 +83,4 @@ export async function recordRingKeys(
 
 export function keysOf(comm: Communicator): RingKeys | undefined {
   return ringKeys.get(comm);
-}
-
-export function toBase64(bytes: Uint8Array): string {
-  let s = '';
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s);
-}
-
-export function fromBase64(text: string): Uint8Array<ArrayBuffer> {
-  const s = atob(text);
-  return Uint8Array.from(s, (c) => c.charCodeAt(0));
 }

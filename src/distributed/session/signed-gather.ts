@@ -19,7 +19,7 @@
  * An honest rank never passes on a block that fails, so the rank named is the
  * one that changed it; the author is never blamed for it.
  *
- * A ring with a member that sent no key gathers unsigned, as before.
+ * A ring without every member's key (ring-keys.ts) gathers unsigned.
  * Cost per gather and rank: size-1 signatures (its own block and the hops it
  * passes on), about 2·(size-1) verifications, 128 bytes per block.
  */
