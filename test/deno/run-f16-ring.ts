@@ -3,7 +3,8 @@
  * memory-linked ranks train an MLP at the job's precision. One training example holds a value past
  * f16's range, so the step that draws it overflows on the one rank that holds it: every rank must
  * skip that step, keep the same loss scale and end at the same weights. And a clean f16-mixed ring
- * ends near the f32 ring's weights (the ring sums unscaled gradients). Prints one JSON line.
+ * ends near the f32 ring's weights (the ring sums unscaled gradients). With two backward passes a step,
+ * the step whose either pass draws it is skipped once, at its last pass. Prints one JSON line.
  */
 import { createMemoryRing } from '../../src/comm/rings.ts';
 import { makeImageDataset } from '../../src/data/dataset.ts';
@@ -55,8 +56,8 @@ async function trainTwo(config: DistributedTrainConfig, poisoned: boolean) {
 }
 
 const same = (a: Float32Array, b: Float32Array) => a.length > 0 && a.every((v, i) => Object.is(v, b[i]));
-const overflow = async (overlap: boolean) => {
-  const [a, b] = await trainTwo({ ...job, overlap }, true);
+const overflow = async (config: Partial<DistributedTrainConfig>) => {
+  const [a, b] = await trainTwo({ ...job, ...config }, true);
   const finite = a.params.every(Number.isFinite);
   return {
     skipped: [a.skipped, b.skipped],
@@ -65,8 +66,11 @@ const overflow = async (overlap: boolean) => {
     finite,
   };
 };
-const buckets = await overflow(true);
-const whole = await overflow(false);
+const buckets = await overflow({ overlap: true });
+const whole = await overflow({ overlap: false });
+// Two backward passes a step (summed, then reduced whole): a step is skipped when either pass drew the example.
+const passesPerStep = 2;
+const passes = await overflow({ backwardPassesPerStep: passesPerStep });
 const [f16] = await trainTwo(job, false);
 const [f32] = await trainTwo({ ...job, precision: 'f32' }, false);
 let [err, scale] = [0, 1e-30];
@@ -74,5 +78,5 @@ f32.params.forEach(
   (v, i) => ((err = Math.max(err, Math.abs(f16.params[i] - v))), (scale = Math.max(scale, Math.abs(v)))),
 );
 const clean = { skipped: f16.skipped, weightError: err / scale, differs: !same(f16.params, f32.params) };
-console.log(JSON.stringify({ adapter: gpu.info.description, buckets, whole, clean }));
+console.log(JSON.stringify({ adapter: gpu.info.description, buckets, whole, passes, passesPerStep, clean }));
 gpu.destroy();

@@ -22,18 +22,44 @@ export function useMixedPrecision(model: Model): void {
 }
 
 /**
- * After a ring rank's forward-backward, before its reduction: whether any rank's step overflowed (one GPU
- * wait, then a one-number sum over the ring), settled on this rank's loss scale. Undefined in f32.
+ * A ring rank's overflow, agreed once a step, before its reduction. A step of several backward passes
+ * (backwardPassesPerStep) overflowed when any pass did on any rank: this rank's flag is read after each
+ * pass (the next pass clears it) and kept until the step's last pass, where the ranks sum it (one number)
+ * and every rank settles its loss scale alike, so S moves once a step whichever pass overflowed, and the
+ * skipped steps are steps, not passes. Nothing at all in f32.
  */
-export async function agreeOnOverflow(
-  model: Model,
-  comm: Communicator,
-  timeoutMs?: number,
-): Promise<{ lossScale: number; skipped: boolean } | undefined> {
-  const scaler = model.lossScaler;
-  if (!scaler) return undefined;
-  const lossScale = scaler.scale;
-  const own = Float32Array.of((await scaler.readOverflow()) ? 1 : 0);
-  const [ranks] = await allreduce(comm, own, { op: 'sum', name: 'f16-overflow', timeoutMs });
-  return { lossScale, skipped: !scaler.settle(ranks > 0) };
+export class RingOverflow {
+  /** Whether an earlier pass of this step overflowed on this rank. */
+  private earlierPass = false;
+
+  constructor(private readonly model: Model) {}
+
+  /** After a pass's forward-backward (`lastPass`: the one that ends its step): the scale it ran with, and whether the step is skipped. */
+  async agree(
+    comm: Communicator,
+    lastPass: boolean,
+    timeoutMs?: number,
+  ): Promise<{ lossScale: number; skipped: boolean } | undefined> {
+    const scaler = this.model.lossScaler;
+    if (!scaler) return undefined;
+    const lossScale = scaler.scale;
+    // One GPU wait, spared once a pass of the step has overflowed (its gradient read-back waits anyway).
+    const overflowed = this.earlierPass || (await scaler.readOverflow());
+    if (!lastPass) {
+      this.earlierPass = overflowed;
+      return { lossScale, skipped: false };
+    }
+    this.earlierPass = false;
+    const [ranks] = await allreduce(comm, Float32Array.of(overflowed ? 1 : 0), {
+      op: 'sum',
+      name: 'f16-overflow',
+      timeoutMs,
+    });
+    return { lossScale, skipped: !scaler.settle(ranks > 0) };
+  }
+
+  /** Forgets the passes taken so far (the ring re-formed: the step's passes are taken again). */
+  reset(): void {
+    this.earlierPass = false;
+  }
 }

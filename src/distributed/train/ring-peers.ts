@@ -24,7 +24,7 @@ import { endsRun } from '../session/ring-errors.ts';
 import type { StepClock } from './step-clock.ts';
 import { DEFAULT_STATE_CHECK_EVERY, hex, readStateDigest, StateAgreement } from '../robust/state-agreement.ts';
 import { guardOf } from './train-config.ts';
-import { agreeOnOverflow } from './mixed-precision.ts';
+import { RingOverflow } from './mixed-precision.ts';
 import type { LoopHandle, Peers, RunRecord, StepScaling, StepUpdate } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
 
@@ -48,6 +48,8 @@ export class RingPeers implements Peers {
   /** The state checks (state-agreement.ts): every `stateCheckEvery` steps and at the end; none for local SGD, whose replicas differ between rounds. */
   private readonly agreement: StateAgreement | undefined;
   private readonly stateCheckEvery: number;
+  /** f16-mixed: whether the step overflowed on any rank, agreed at its last pass. */
+  private readonly overflow: RingOverflow;
 
   constructor(
     private readonly args: Pick<DistributedTrainArgs, 'config' | 'test' | 'misbehaviour'>,
@@ -65,9 +67,11 @@ export class RingPeers implements Peers {
       misbehaviour: args.misbehaviour,
     };
     this.agreement = this.stateCheckEvery > 0 ? new StateAgreement(stateParts) : undefined;
+    this.overflow = new RingOverflow(parts.model);
     parts.ring.onReformed(async () => {
       parts.ringOpt.ringReformed();
       parts.ringOpt.resetAccumulation();
+      this.overflow.reset();
       await this.syncFromRoot();
     });
   }
@@ -149,10 +153,12 @@ export class RingPeers implements Peers {
   /** The ring's step: this rank's gradients read back, weighed by its share, checked, summed, applied. */
   async apply(s: StepUpdate): Promise<StepResult & { scaling?: StepScaling }> {
     const { config, comm } = this;
-    const { ringOpt, clock, model } = this.parts;
+    const { ringOpt, clock } = this.parts;
     clock.begin(s.computeStart);
-    // f16-mixed: a step that overflowed on any rank is skipped by all of them, before anything is reduced.
-    const scaling = await agreeOnOverflow(model, comm, config.timeoutMs);
+    // f16-mixed: a step that overflowed on any rank, in any of its passes, is skipped by all of them before
+    // anything is reduced, and the passes it summed are dropped.
+    const lastPass = 'reducer' in ringOpt ? ringOpt.reducer.nextPassEndsStep : true;
+    const scaling = await this.overflow.agree(comm, lastPass, config.timeoutMs);
     if (scaling?.skipped) {
       ringOpt.resetAccumulation();
       clock.end();
