@@ -96,6 +96,12 @@ export class RingPeers implements Peers {
     return this.comm.stats.bytesSent;
   }
 
+  /** f16-mixed: the steps skipped for an overflow so far, and the loss scale now (undefined in f32). */
+  get mixedPrecision(): { skippedSteps: number; lossScale: number } | undefined {
+    const scaler = this.parts.model.lossScaler;
+    return scaler ? { skippedSteps: scaler.skipped, lossScale: scaler.scale } : undefined;
+  }
+
   get shares(): readonly number[] {
     return this.balancer.shares;
   }

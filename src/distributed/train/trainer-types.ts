@@ -191,4 +191,6 @@ export interface DistributedTrainResult {
    * error), this rank's own.
    */
   weightsHash?: string;
+  /** --precision f16-mixed: steps whose update was skipped for an overflow on any rank, and this rank's loss scale at the end (absent in f32). */
+  mixedPrecision?: { skippedSteps: number; lossScale: number };
 }
