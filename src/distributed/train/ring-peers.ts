@@ -24,7 +24,7 @@ import { endsRun } from '../session/ring-errors.ts';
 import type { StepClock } from './step-clock.ts';
 import { DEFAULT_STATE_CHECK_EVERY, hex, readStateDigest, StateAgreement } from '../robust/state-agreement.ts';
 import { guardOf } from './train-config.ts';
-import { RingOverflow } from './mixed-precision.ts';
+import { precisionsDiffer, RingOverflow, startCollectiveName } from './mixed-precision.ts';
 import type { LoopHandle, Peers, RunRecord, StepScaling, StepUpdate } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
 
@@ -67,7 +67,7 @@ export class RingPeers implements Peers {
       misbehaviour: args.misbehaviour,
     };
     this.agreement = this.stateCheckEvery > 0 ? new StateAgreement(stateParts) : undefined;
-    this.overflow = new RingOverflow(parts.model);
+    this.overflow = new RingOverflow(parts.model, this.config.mixPrecisions === true);
     parts.ring.onReformed(async () => {
       parts.ringOpt.ringReformed();
       parts.ringOpt.resetAccumulation();
@@ -122,10 +122,13 @@ export class RingPeers implements Peers {
     const { comm } = this;
     const loop = this.loop!;
     const timeoutMs = this.config.timeoutMs;
+    // Named by this rank's precision where the job lets no peer mix them: ranks that differ fail here, told why.
     const position = await broadcast(comm, comm.rank === 0 ? loop.state.position() : new Int32Array(3), {
       root: 0,
-      name: 'training-position',
+      name: startCollectiveName('training-position', this.config),
       timeoutMs,
+    }).catch((err: unknown) => {
+      throw precisionsDiffer(err) ?? err;
     });
     await broadcastParameters(comm, this.parts.model, { timeoutMs });
     await broadcastOptimizerState(comm, this.parts.ringOpt.optimizer, { timeoutMs });
