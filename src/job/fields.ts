@@ -466,6 +466,15 @@ export const FIELDS = {
     default: 'f32',
     onTrain: true,
   }),
+  // Off: a peer that asks for another precision than the job's is refused (mixed-precision.ts).
+  mixPrecisions: field({
+    section: 'model',
+    schema: bool,
+    allowed: BOOL,
+    help: "peers may train at a precision of their own (worker --precision: f32 beside f16-mixed; a step any peer overflowed is skipped by all); off, every peer trains at the job's and one that asks for another is refused",
+    flag: '--mix-precisions',
+    default: false,
+  }),
   modelOptions: field({
     section: 'model',
     schema: text.refine(isJsonObjectText),

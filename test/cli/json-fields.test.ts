@@ -33,6 +33,7 @@ const SHARED = [
   'seed',
   'saved',
   'evaluation_failed',
+  'precision',
 ];
 /** Of those, what the flags fix: equal in both. */
 const FIXED = [
@@ -49,6 +50,7 @@ const FIXED = [
   'lr_schedule',
   'seed',
   'saved',
+  'precision',
 ];
 
 const lastJson = (stdout: string) => JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;

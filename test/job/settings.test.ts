@@ -54,6 +54,7 @@ const EVERY: Record<JobSettingKey, number | string | boolean> = {
   silentPeerMs: 5_000,
   admitTimeoutMs: 20_000,
   precision: 'f16-mixed',
+  mixPrecisions: true,
   modelOptions: '{"width":128}',
   modelName: 'mine.ts@abc',
   modelLayoutHash: 'deadbeef',

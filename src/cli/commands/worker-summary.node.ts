@@ -57,6 +57,10 @@ export function workerSummary({ result, session, data, gpu, tcp, saver, recovery
     weights_crc32: weightsCrc,
     // SHA-256 of this rank's final weights and optimizer state, as the ring agreed on it (state-agreement.ts).
     weights_hash: result.weightsHash ?? null,
+    // The precision this rank trained at; f16-mixed: the steps an overflow skipped (on every rank alike) and its loss scale.
+    precision: result.mixedPrecision ? 'f16-mixed' : 'f32',
+    skipped_steps: result.mixedPrecision?.skippedSteps ?? null,
+    loss_scale: result.mixedPrecision?.lossScale ?? null,
     // What carried each of this rank's links on its last ring ('tcp' or 'webrtc'), and TCP connections it refused.
     links: session.links,
     tcp_refused: tcp?.refused ?? 0,

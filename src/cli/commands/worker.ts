@@ -26,6 +26,7 @@ import { FINISHED, type Session } from '../../distributed/session/session.ts';
 import { init } from '../../distributed/session/session.node.ts';
 import { TimelineRecorder } from '../../distributed/observe/timeline.ts';
 import { trainAsPeer } from '../../distributed/train/peer.ts';
+import { peerPrecision } from '../../distributed/train/mixed-precision.ts';
 import { prepareTraining, type PreparedTraining } from '../../distributed/train/warm-up.ts';
 import type { Communicator } from '../../comm/interface.ts';
 import type { DistributedTrainArgs } from '../../distributed/train/trainer-types.ts';
@@ -68,6 +69,7 @@ const WorkerOptionsSchema = z.object({
   events: z.boolean().default(false),
   json: z.boolean().default(false),
   aggregation: z.string().min(1).optional(),
+  precision: z.enum(['f32', 'f16-mixed']).optional(),
   model: z.string().min(1).optional(),
   text: z.string().min(1, { error: '--text needs a file path (or @brown)' }).optional(),
   modelOptions: z.string().optional(),
@@ -157,6 +159,12 @@ function addWorkerOptions(cmd: Command): Command {
         'give up opening the data channels to the other peers after this long (default 30000)',
       )
       .option(...WORKER_AGGREGATION_OPTION)
+      .addOption(
+        new Option(
+          '--precision <kind>',
+          "train at this precision instead of the job's (f16-mixed needs the adapter's shader-f16); only in a job that lets peers mix precisions (run --mix-precisions), refused in any other",
+        ).choices(['f32', 'f16-mixed']),
+      )
       .option('--events', 'print progress as JSON lines on stdout (for the launcher)', false)
       .option('--json', 'print one JSON result line on stdout at the end', false),
   );
@@ -295,6 +303,7 @@ async function joinJob(o: WorkerOptions, aggregation: Aggregation | undefined, c
     beforeRing: async (job, settings) => {
       // First, before anything of the job's is read or run: the model, from this worker's own --model.
       const jobConfig = trainConfigFromJob(job.config, settings); // refused now if this peer cannot train the job
+      jobConfig.precision = peerPrecision(job.id, settings.model, o.precision);
       checkWorkerModelOptions(job.id, parseModelOptions(o.modelOptions), jobConfig.modelOptions);
       const choice = await workerModel(job, settings.model, o.model, jobConfig.modelOptions);
       checkJobAggregation(aggregation, settings.reduce, job.id);
@@ -376,6 +385,7 @@ async function trainInJob(
     resumeName: o.resume,
     initialParams: o.initFrom ? initialWeights(o.initFrom) : undefined,
     prepared: joined.prepared,
+    precision: o.precision,
     ...extension.trainHooks?.({
       comm: () => session.comm,
       say: (line) => void say(`[rank ${session.rank}] ${line}`),

@@ -183,6 +183,9 @@ function settingsFields({ o, model }: RunEnd, rank0: Record<string, unknown>) {
     lr_schedule: o.settings.lrSchedule,
     seed: o.seed,
     fp16: o.fp16,
+    // As `train --json`: the precision rank 0 trained at; f16-mixed, the steps an overflow skipped and the loss scale.
+    precision: rank0.precision ?? 'f32',
+    ...(rank0.precision === 'f16-mixed' ? { skipped_steps: rank0.skipped_steps, loss_scale: rank0.loss_scale } : {}),
   };
 }
 
@@ -225,6 +228,13 @@ function perRankFields(
     peak_rss_bytes_by_rank: byRank.map((r) => ({ rank: r.rank, peak_rss_bytes: r.peak_rss_bytes ?? null })),
     // Each rank's SHA-256 of its final weights and optimizer state (one value on every rank: the ring agreed).
     weights_hash_by_rank: byRank.map((r) => ({ rank: r.rank, weights_hash: r.weights_hash ?? null })),
+    // Each rank's precision, and under f16-mixed its skipped steps and loss scale (equal on every rank of one ring).
+    precision_by_rank: byRank.map((r) => ({
+      rank: r.rank,
+      precision: r.precision ?? 'f32',
+      skipped_steps: r.skipped_steps ?? null,
+      loss_scale: r.loss_scale ?? null,
+    })),
     // A text run: the text's hash, and the vocabulary each rank built from its copy.
     // A table run: the table's hash, and the split each rank made from its copy.
     ...(o.tableSha256 !== undefined

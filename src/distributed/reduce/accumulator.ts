@@ -25,6 +25,11 @@ export class GradientAccumulator {
     return this.passes < this.passesPerStep ? null : sum;
   }
 
+  /** Whether the next pass taken is the step's k-th, the one that is reduced (always, for one pass a step). */
+  get nextPassEndsStep(): boolean {
+    return this.passes + 1 >= this.passesPerStep;
+  }
+
   /** What turns the reduced sum of k passes into their mean: 1/k, undefined for one pass. */
   get prescale(): number | undefined {
     return this.passesPerStep > 1 ? 1 / this.passesPerStep : undefined;

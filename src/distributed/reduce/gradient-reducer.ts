@@ -176,6 +176,11 @@ export class GradientReducer {
     this.accumulator.reset();
   }
 
+  /** Whether the next pass handed to `reduce` is its step's last (backwardPassesPerStep), the one that is reduced. */
+  get nextPassEndsStep(): boolean {
+    return this.accumulator.nextPassEndsStep;
+  }
+
   /** After the ring re-formed with new members (elastic training): drops what belonged to the old ring. */
   ringReformed(): void {
     this.sum.ringReformed();

@@ -36,7 +36,7 @@ export function trainConfigFromJob(
       `the job uses optimizer '${job.optimizer}', which this peer does not know (${optimizerNames().join(', ')}); update ringtrain`,
     );
   const { optimizer: o, schedule, data, reduce, checks, membership } = settings;
-  const { modelName, modelOptions, precision } = settings.model;
+  const { modelName, modelOptions, precision, mixPrecisions } = settings.model;
   // A model file (path in job.model) trains under the name it was registered as when this peer loaded it
   // (src/cli/options/model-option.ts).
   const fileModel = isModelFile(model) && modelName !== undefined && registeredModel(modelName) ? modelName : undefined;
@@ -55,8 +55,9 @@ export function trainConfigFromJob(
     compression: reduce.compression as Compression,
     backwardPassesPerStep: schedule.backwardPassesPerStep,
     microBatch: schedule.microBatch,
-    // Every rank trains at the job's precision (src/distributed/train/mixed-precision.ts).
+    // Every rank trains at the job's precision unless the job lets peers mix them (src/distributed/train/mixed-precision.ts).
     precision,
+    mixPrecisions,
     scaleLr: o.scaleLr,
     lrSchedule: schedule.lrSchedule,
     warmupSteps: schedule.warmupSteps,

@@ -10,6 +10,7 @@ import type { EventBus } from '../../core/events.ts';
 import type { Dataset } from '../../data/dataset.ts';
 import type { Gpu } from '../../gpu/gpu.ts';
 import { trainConfigFromJob } from './job-config.ts';
+import { peerPrecision, type Precision } from './mixed-precision.ts';
 import type { Session } from '../session/session.ts';
 import {
   trainDistributed,
@@ -39,12 +40,15 @@ export interface PeerTrainArgs extends Pick<
   train: Dataset;
   test: Dataset;
   bus: EventBus;
+  /** The precision this peer asked for (`worker --precision`): allowed only where the job lets peers mix them. */
+  precision?: Precision;
   /** Gets each checkpoint this rank holds, with the job's training config. */
   onCheckpoint?: (c: TrainingCheckpoint, config: DistributedTrainConfig) => void | Promise<void>;
 }
 
 export async function trainAsPeer(session: Session, a: PeerTrainArgs): Promise<DistributedTrainResult> {
   const config = trainConfigFromJob(session.job.config, session.settings);
+  config.precision = peerPrecision(session.job.id, session.settings.model, a.precision);
   let lastReport = 0;
   const result = await trainDistributed({
     gpu: a.gpu,

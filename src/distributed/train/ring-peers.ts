@@ -24,7 +24,7 @@ import { endsRun } from '../session/ring-errors.ts';
 import type { StepClock } from './step-clock.ts';
 import { DEFAULT_STATE_CHECK_EVERY, hex, readStateDigest, StateAgreement } from '../robust/state-agreement.ts';
 import { guardOf } from './train-config.ts';
-import { agreeOnOverflow } from './mixed-precision.ts';
+import { precisionsDiffer, RingOverflow, startCollectiveName } from './mixed-precision.ts';
 import type { LoopHandle, Peers, RunRecord, StepScaling, StepUpdate } from './training-loop.ts';
 import type { DistributedTrainArgs, DistributedTrainConfig } from './trainer-types.ts';
 
@@ -48,6 +48,8 @@ export class RingPeers implements Peers {
   /** The state checks (state-agreement.ts): every `stateCheckEvery` steps and at the end; none for local SGD, whose replicas differ between rounds. */
   private readonly agreement: StateAgreement | undefined;
   private readonly stateCheckEvery: number;
+  /** f16-mixed: whether the step overflowed on any rank, agreed at its last pass. */
+  private readonly overflow: RingOverflow;
 
   constructor(
     private readonly args: Pick<DistributedTrainArgs, 'config' | 'test' | 'misbehaviour'>,
@@ -65,9 +67,11 @@ export class RingPeers implements Peers {
       misbehaviour: args.misbehaviour,
     };
     this.agreement = this.stateCheckEvery > 0 ? new StateAgreement(stateParts) : undefined;
+    this.overflow = new RingOverflow(parts.model, this.config.mixPrecisions === true);
     parts.ring.onReformed(async () => {
       parts.ringOpt.ringReformed();
       parts.ringOpt.resetAccumulation();
+      this.overflow.reset();
       await this.syncFromRoot();
     });
   }
@@ -92,6 +96,12 @@ export class RingPeers implements Peers {
     return this.comm.stats.bytesSent;
   }
 
+  /** f16-mixed: the steps skipped for an overflow so far, and the loss scale now (undefined in f32). */
+  get mixedPrecision(): { skippedSteps: number; lossScale: number } | undefined {
+    const scaler = this.parts.model.lossScaler;
+    return scaler ? { skippedSteps: scaler.skipped, lossScale: scaler.scale } : undefined;
+  }
+
   get shares(): readonly number[] {
     return this.balancer.shares;
   }
@@ -112,10 +122,13 @@ export class RingPeers implements Peers {
     const { comm } = this;
     const loop = this.loop!;
     const timeoutMs = this.config.timeoutMs;
+    // Named by this rank's precision where the job lets no peer mix them: ranks that differ fail here, told why.
     const position = await broadcast(comm, comm.rank === 0 ? loop.state.position() : new Int32Array(3), {
       root: 0,
-      name: 'training-position',
+      name: startCollectiveName('training-position', this.config),
       timeoutMs,
+    }).catch((err: unknown) => {
+      throw precisionsDiffer(err) ?? err;
     });
     await broadcastParameters(comm, this.parts.model, { timeoutMs });
     await broadcastOptimizerState(comm, this.parts.ringOpt.optimizer, { timeoutMs });
@@ -149,10 +162,12 @@ export class RingPeers implements Peers {
   /** The ring's step: this rank's gradients read back, weighed by its share, checked, summed, applied. */
   async apply(s: StepUpdate): Promise<StepResult & { scaling?: StepScaling }> {
     const { config, comm } = this;
-    const { ringOpt, clock, model } = this.parts;
+    const { ringOpt, clock } = this.parts;
     clock.begin(s.computeStart);
-    // f16-mixed: a step that overflowed on any rank is skipped by all of them, before anything is reduced.
-    const scaling = await agreeOnOverflow(model, comm, config.timeoutMs);
+    // f16-mixed: a step that overflowed on any rank, in any of its passes, is skipped by all of them before
+    // anything is reduced, and the passes it summed are dropped.
+    const lastPass = 'reducer' in ringOpt ? ringOpt.reducer.nextPassEndsStep : true;
+    const scaling = await this.overflow.agree(comm, lastPass, config.timeoutMs);
     if (scaling?.skipped) {
       ringOpt.resetAccumulation();
       clock.end();

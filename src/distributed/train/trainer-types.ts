@@ -23,6 +23,11 @@ import type { RingEpoch } from '../session/ring-epoch.ts';
 export interface DistributedTrainConfig extends LocalTrainConfig, LocalSgdConfig {
   /** Scale the learning rate by the ring size (with warm-up). Default false. */
   scaleLr?: boolean;
+  /**
+   * Ranks may train at precisions of their own (`precision`: f32 beside f16-mixed); a step any rank overflowed
+   * is skipped by all. Job-wide. Default false: ranks whose precisions differ are refused before the first step.
+   */
+  mixPrecisions?: boolean;
   /** 'cosine' anneals the learning rate to zero by the last step. Default 'constant'. */
   lrSchedule?: 'constant' | 'cosine';
   warmupSteps?: number;
@@ -191,4 +196,6 @@ export interface DistributedTrainResult {
    * error), this rank's own.
    */
   weightsHash?: string;
+  /** --precision f16-mixed: steps whose update was skipped for an overflow on any rank, and this rank's loss scale at the end (absent in f32). */
+  mixedPrecision?: { skippedSteps: number; lossScale: number };
 }

@@ -161,6 +161,7 @@ function ringResult(
     evaluationFailure: loop.evaluationFailure,
     lostRanks: stoppedBy ? lostRanksOf(stoppedBy) : [],
     completedSteps: state.completedSteps,
+    mixedPrecision: peers.mixedPrecision,
   };
 }
 
