@@ -6,7 +6,7 @@
  */
 import process from 'node:process';
 import { joinRingFromArgs } from '../src/comm/local-ring-peer.node.ts';
-import { allreduce } from '../src/collectives/allreduce.ts';
+import { allreduce, allreduceInPlace } from '../src/collectives/allreduce.ts';
 import { barrier } from '../src/collectives/barrier.ts';
 import { roundTrip } from '../src/collectives/measure.ts';
 import type { Algorithm } from '../src/collectives/codecs/types.ts';
@@ -15,6 +15,7 @@ const { values, rank, comm } = await joinRingFromArgs({
   bytes: { type: 'string' },
   calls: { type: 'string' },
   algorithms: { type: 'string' },
+  'in-place': { type: 'boolean' },
 });
 const bytes = Number(values.bytes);
 const calls = Number(values.calls);
@@ -25,10 +26,11 @@ const data = Float32Array.from(
 );
 
 const kinds = ['round-trip', ...String(values.algorithms).split(',')];
+const reduce = values['in-place'] ? allreduceInPlace : allreduce;
 const call = (kind: string) =>
   kind === 'round-trip'
     ? roundTrip(comm, bytes, timeoutMs)
-    : allreduce(comm, data, { name: `cpu-${kind}`, algorithm: kind as Algorithm, timeoutMs });
+    : reduce(comm, data, { name: `cpu-${kind}`, algorithm: kind as Algorithm, timeoutMs });
 // Warm up: links open their windows, every allreduce is negotiated once (later calls hit the cache).
 for (const kind of kinds) await call(kind);
 const out: Record<string, { wall_ms: number; cpu_ms: number }> = {};

@@ -1,7 +1,7 @@
 /**
  * What an allreduce costs the machine's CPU, beside a round trip of the same bytes:
  *   sh scripts/in-netns.sh npx tsx bench/allreduce-cpu.ts [--peers 4] [--bytes 65536] [--calls 100]
- *     [--algorithms recursive-doubling,halving-doubling,two-shot,ring] [--transport webrtc|tcp]
+ *     [--algorithms recursive-doubling,halving-doubling,two-shot,ring] [--transport webrtc|tcp] [--in-place]
  * N Node processes over WebRTC (or TCP links) run `--calls` back-to-back round trips (ranks 0
  * and 1; the others wait), then the same number of allreduces per algorithm,
  * and read their own CPU time around each. Prints one JSON line: per kind, the
@@ -9,6 +9,8 @@
  * ranks, and `busy_cores` = that CPU over the wall time. On a machine with fewer
  * cores than peers, an allreduce is bound by the CPU its ranks spend in the
  * WebRTC stack: this is the measurement behind docs/COLLECTIVES.md's latency notes.
+ * `--in-place` reduces the tensor where it lies (`allreduceInPlace`, as the trainer does) instead
+ * of into a new array per call (`allreduce`, the default, which the figures before it used).
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -21,6 +23,7 @@ const { values } = parseArgs({
     calls: { type: 'string', default: '100' },
     algorithms: { type: 'string', default: 'recursive-doubling,halving-doubling,two-shot,ring' },
     transport: { type: 'string', default: 'webrtc' },
+    'in-place': { type: 'boolean', default: false },
   },
 });
 const peers = Number(values.peers);
@@ -39,6 +42,7 @@ const ring = launchLocalRing({
   args: () => [
     ...['--bytes', String(bytes), '--calls', String(calls)],
     ...['--algorithms', values.algorithms!, '--transport', values.transport!],
+    ...(values['in-place'] ? ['--in-place'] : []),
   ],
 });
 type Report = { rank: number; out: Record<string, { wall_ms: number; cpu_ms: number }> };
@@ -52,6 +56,7 @@ const result: Record<string, unknown> = {
   peers,
   bytes,
   calls,
+  in_place: values['in-place'],
   cores: os.availableParallelism(),
   load: os.loadavg()[0],
 };

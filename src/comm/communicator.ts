@@ -111,7 +111,7 @@ export class LinkCommunicator implements Communicator {
       lose: (peer, reason) => this.lose(peer, reason),
     });
     for (const [peer, link] of links) {
-      this.reassemblers.set(peer, new Reassembler());
+      this.reassemblers.set(peer, this.reassemblerFor(peer));
       link.onMessage((m) => this.onMessage(peer, m));
       link.onClose((reason) => this.onLinkClosed(peer, reason));
     }
@@ -196,6 +196,16 @@ export class LinkCommunicator implements Communicator {
     const failed = this.unusable(peer);
     if (failed) return Promise.reject(failed);
     return this.inbox.wait(peer, tag, timeoutMs);
+  }
+
+  release(peer: number, payload: Uint8Array): void {
+    this.links.get(peer)?.recycle?.(payload);
+  }
+
+  /** Glues `peer`'s fragments; a glued fragment goes back to its link, which may reuse its buffer. */
+  private reassemblerFor(peer: number): Reassembler {
+    const link = this.links.get(peer)!;
+    return new Reassembler(link.recycle ? (fragment) => link.recycle!(fragment) : undefined);
   }
 
   /**
@@ -378,7 +388,7 @@ export class LinkCommunicator implements Communicator {
    */
   private misbehaved(peer: number, reason: string): void {
     this.inbox.drop(peer);
-    this.reassemblers.set(peer, new Reassembler());
+    this.reassemblers.set(peer, this.reassemblerFor(peer));
     if (!this.misbehaving.has(peer)) {
       this.misbehaving.add(peer);
       // Said even when the ring already broke for another reason: the report is what ejects it.

@@ -95,6 +95,9 @@ export class Reassembler {
   private bytes = 0;
   private tag: Tag | null = null;
 
+  /** `recycle` takes each fragment back once it is glued into its message (a link may reuse its buffer). */
+  constructor(private readonly recycle: (fragment: Uint8Array) => void = () => {}) {}
+
   /** Bytes of a message still being glued (they count against the sender's budget). */
   get pendingBytes(): number {
     return this.bytes;
@@ -116,6 +119,7 @@ export class Reassembler {
     for (const p of this.parts) {
       out.set(p, o);
       o += p.byteLength;
+      this.recycle(p);
     }
     const tag = this.tag;
     this.parts = [];

@@ -27,6 +27,14 @@ export interface Communicator {
   /** The message `peer` sent with `tag`. Rejects with Timeout after `timeoutMs`, PeerLost if the peer goes. */
   recv(peer: number, tag: Tag, timeoutMs?: number): Promise<Uint8Array>;
   /**
+   * The receiver is done with a message recv() gave it, and with every view of it (decoded
+   * tensors included): the transport may fill its bytes with a later message. Until this is
+   * called a message keeps its bytes however long it is held; a message never released is
+   * simply collected. After it, views of it are empty (their buffer is detached), and releasing
+   * it again throws. Optional: a communicator without it reuses nothing.
+   */
+  release?(peer: number, payload: Uint8Array): void;
+  /**
    * Drops what collective `id` left behind for the steps `step` accepts: messages held here,
    * receives still waiting (they reject with Aborted, quietly: whoever made them has moved on)
    * and messages of those steps that arrive later. A collective that sent speculatively and

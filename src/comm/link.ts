@@ -23,6 +23,13 @@ export interface Link {
   waitForRoom?(maxMs: number): Promise<void>;
   /** What carries the link ('tcp', 'webrtc'), for the timeline and `run --json`; absent for in-process links. */
   readonly transport?: string;
+  /**
+   * Takes back a message this link delivered, once its receiver is done with it and every view
+   * of it: the link may fill its buffer with a later message. Links that keep no receive buffers
+   * leave it out. A link that has it detaches what it takes back, so a view kept past this reads
+   * nothing rather than another message's bytes.
+   */
+  recycle?(message: Uint8Array): void;
   /** Called for every message that arrives, in order. One handler per link. */
   onMessage(handler: (message: Uint8Array) => void): void;
   /** Called once when the link goes down, with the reason if it was an error. */

@@ -28,6 +28,7 @@ export function reorderedCommunicator(comm: Communicator, order: number[]): Comm
     send: (peer, tag, payload) => comm.send(order[peer], tag, payload),
     recv: (peer, tag, timeoutMs) => comm.recv(order[peer], tag, timeoutMs),
     forget: comm.forget ? (id, step) => comm.forget!(id, step) : undefined,
+    release: comm.release ? (peer, payload) => comm.release!(order[peer], payload) : undefined,
     nextId: () => comm.nextId(),
     abort: (err) => comm.abort(err),
     get error() {

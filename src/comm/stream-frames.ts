@@ -27,11 +27,20 @@ export class OversizedMessage extends Error {}
  * next message.
  */
 export class LengthPrefixedReader {
-  /** Bytes of an unfinished message (or length), in arrival order. */
-  private pending: Uint8Array[] = [];
-  private pendingBytes = 0;
-  /** The length of the message being glued, once its prefix is in. */
+  /**
+   * Where a message that is not whole and aligned inside one chunk is copied to, given its
+   * length once that is known (a link hands out its reused receive buffers: receive-buffers.ts).
+   * What it returns must start where typed arrays may (8-byte aligned).
+   */
+  allocate: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes);
+  /** The length prefix as it arrives (a chunk may end inside it). */
+  private readonly prefix = new Uint8Array(LENGTH_BYTES);
+  private prefixBytes = 0;
+  /** The length of the message being read, once its prefix is in; -1 before. */
   private expected = -1;
+  /** The message being copied together, once a chunk ended inside it, and how much of it is in. */
+  private message: Uint8Array | null = null;
+  private filled = 0;
 
   constructor(
     public maxBytes: number,
@@ -43,60 +52,46 @@ export class LengthPrefixedReader {
     let offset = 0;
     while (offset < chunk.byteLength) {
       if (this.expected < 0) {
-        // The length prefix, possibly split across chunks.
-        const need = LENGTH_BYTES - this.pendingBytes;
-        const take = Math.min(need, chunk.byteLength - offset);
-        this.keep(chunk.subarray(offset, offset + take));
-        offset += take;
-        if (this.pendingBytes < LENGTH_BYTES) return;
-        const prefix = this.glue();
-        const n = new DataView(prefix.buffer, prefix.byteOffset, LENGTH_BYTES).getUint32(0, true);
-        if (n > this.maxBytes)
-          throw new OversizedMessage(`a message of ${n} bytes announced; at most ${this.maxBytes} are allowed here`);
-        this.expected = n;
+        offset = this.readPrefix(chunk, offset);
+        if (this.expected < 0) return;
       }
-      const need = this.expected - this.pendingBytes;
+      const need = this.expected - this.filled;
       const available = chunk.byteLength - offset;
-      if (this.pendingBytes === 0 && available >= need) {
-        // Whole inside this chunk: hand out a view, no copy, if it starts where typed arrays may
-        // (receivers view payloads as Float32Array/Int32Array/Float64Array); else a copy that does
-        // (new Uint8Array(view) copies; a Node Buffer's slice() would not).
+      if (this.filled === 0 && available >= need && (chunk.byteOffset + offset) % ALIGN === 0) {
+        // Whole inside this chunk where typed arrays may start (receivers view payloads as
+        // Float32Array/Int32Array/Float64Array): handed out as a view, no copy.
         const view = chunk.subarray(offset, offset + need);
-        const message = (chunk.byteOffset + offset) % ALIGN === 0 ? view : new Uint8Array(view);
         offset += need;
         this.expected = -1;
-        this.handler(message);
+        this.handler(view);
         continue;
       }
+      this.message ??= this.allocate(this.expected);
       const take = Math.min(need, available);
-      this.keep(chunk.subarray(offset, offset + take));
+      this.message.set(chunk.subarray(offset, offset + take), this.filled);
+      this.filled += take;
       offset += take;
-      if (this.pendingBytes < this.expected) return;
-      const message = this.glue();
+      if (this.filled < this.expected) return;
+      const message = this.message;
+      this.message = null;
+      this.filled = 0;
       this.expected = -1;
       this.handler(message);
     }
   }
 
-  private keep(part: Uint8Array): void {
-    if (part.byteLength === 0) return;
-    this.pending.push(part);
-    this.pendingBytes += part.byteLength;
-  }
-
-  /** The pending parts copied into one new array (they are views of chunks); empties the pending list. */
-  private glue(): Uint8Array {
-    const parts = this.pending;
-    this.pending = [];
-    const total = this.pendingBytes;
-    this.pendingBytes = 0;
-    const out = new Uint8Array(total);
-    let o = 0;
-    for (const p of parts) {
-      out.set(p, o);
-      o += p.byteLength;
-    }
-    return out;
+  /** Reads (the rest of) a length prefix from `chunk` at `offset`; returns the offset past what it read. */
+  private readPrefix(chunk: Uint8Array, offset: number): number {
+    const take = Math.min(LENGTH_BYTES - this.prefixBytes, chunk.byteLength - offset);
+    this.prefix.set(chunk.subarray(offset, offset + take), this.prefixBytes);
+    this.prefixBytes += take;
+    if (this.prefixBytes < LENGTH_BYTES) return offset + take;
+    this.prefixBytes = 0;
+    const n = new DataView(this.prefix.buffer).getUint32(0, true);
+    if (n > this.maxBytes)
+      throw new OversizedMessage(`a message of ${n} bytes announced; at most ${this.maxBytes} are allowed here`);
+    this.expected = n;
+    return offset + take;
   }
 }
 

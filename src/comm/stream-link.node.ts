@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { setTimeout } from 'node:timers';
 import { MAX_MESSAGE_BYTES } from './frame.ts';
 import { LinkEnd, type Link } from './link.ts';
+import { ReceiveBuffers } from './receive-buffers.ts';
 import { lengthPrefix, LengthPrefixedReader, PrefixedBufferPool } from './stream-frames.ts';
 
 /** How long a closed link's last bytes may take to leave before the socket is destroyed (ms). */
@@ -19,12 +20,24 @@ const CLOSE_GRACE_MS = 2_000;
  * free; between collectives these are what stays, and only they: the rest go to the collector.
  */
 const KEPT_SEND_BUFFERS = 16;
+/**
+ * Free receive buffers a link keeps (4 MiB): a ring gives each message back as soon as it has
+ * summed or copied it, so few wait free at once.
+ */
+const KEPT_RECEIVE_BUFFERS = 16;
+/** Messages below this (heartbeats, small collectives) get arrays of their own rather than a 256 KiB buffer. */
+const SMALLEST_POOLED_MESSAGE = 64 * 1024;
 
 export class StreamLink implements Link {
   /** 'tls' over an encrypted socket (`--link-tls`), else 'tcp'. */
   readonly transport: string;
   private readonly end = new LinkEnd();
   private readonly sendBuffers = new PrefixedBufferPool(MAX_MESSAGE_BYTES, KEPT_SEND_BUFFERS);
+  private readonly receiveBuffers = new ReceiveBuffers(
+    MAX_MESSAGE_BYTES,
+    KEPT_RECEIVE_BUFFERS,
+    SMALLEST_POOLED_MESSAGE,
+  );
 
   /**
    * `reader` is the handshake's, already past the handshake: frames the far end sent right
@@ -38,6 +51,7 @@ export class StreamLink implements Link {
     this.transport = (socket as { encrypted?: boolean }).encrypted === true ? 'tls' : 'tcp';
     reader.maxBytes = MAX_MESSAGE_BYTES;
     reader.handler = (m) => this.end.deliver(m);
+    reader.allocate = (bytes) => this.receiveBuffers.take(bytes);
     socket.on('data', (chunk: Uint8Array) => {
       if (this.end.down) return;
       try {
@@ -71,6 +85,11 @@ export class StreamLink implements Link {
 
   messageBuffer(bytes: number): Uint8Array {
     return this.sendBuffers.take(bytes);
+  }
+
+  /** Takes back a message this link delivered (receive-buffers.ts): its buffer holds a later one. */
+  recycle(message: Uint8Array): void {
+    this.receiveBuffers.give(message);
   }
 
   bufferedAmount(): number {

@@ -65,6 +65,28 @@ describe('LengthPrefixedReader', () => {
     });
   }
 
+  it('copies a message a chunk ends inside into what `allocate` gives, and hands out whole aligned ones as views', () => {
+    const { bytes } = stream([296, 8, 40]);
+    const allocated: Uint8Array[] = [];
+    const got: Uint8Array[] = [];
+    const reader = new LengthPrefixedReader(1024, (m) => got.push(m));
+    reader.allocate = (n) => {
+      allocated.push(new Uint8Array(n + 8).subarray(8));
+      return allocated.at(-1)!;
+    };
+    // The first message is cut in two; the second and third arrive whole, the third at an unaligned offset.
+    const chunk = new Uint8Array(bytes.byteLength);
+    chunk.set(bytes);
+    reader.push(chunk.subarray(0, 100));
+    reader.push(chunk.subarray(100));
+    expect(got.map((m) => m.byteLength)).toEqual([296, 8, 40]);
+    expect(got[0]).toBe(allocated[0]);
+    expect(got[1].buffer).toBe(chunk.buffer);
+    expect(got[2]).toBe(allocated[1]);
+    expect(allocated.length).toBe(2);
+    got.forEach((m, i) => expect(m.every((b) => b === i + 1)).toBe(true));
+  });
+
   it('refuses a length past its cap before keeping any of the message', () => {
     const handled: Uint8Array[] = [];
     const reader = new LengthPrefixedReader(1024, (m) => handled.push(m));

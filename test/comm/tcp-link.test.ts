@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LinkCommunicator } from '../../src/comm/communicator.ts';
-import { encodeFrames, FrameKind, MAX_MESSAGE_BYTES } from '../../src/comm/frame.ts';
+import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
+import { encodeFrames, FrameKind, HEADER_BYTES, MAX_MESSAGE_BYTES } from '../../src/comm/frame.ts';
 import type { Link } from '../../src/comm/link.ts';
 import { lengthPrefix, LengthPrefixedReader } from '../../src/comm/stream-frames.ts';
 import { StreamLink } from '../../src/comm/stream-link.node.ts';
@@ -116,6 +117,73 @@ describe('TCP links', () => {
       got.forEach((m, j) => expect(Buffer.compare(m, sent[j]), `round ${round} message ${j}`).toBe(0));
     }
     expect(reused).toBeGreaterThan(48);
+  });
+
+  it('receives into reused buffers: a message held while many more arrive keeps its bytes, a released one goes back', async () => {
+    const [a, b] = [await endpoint(), await endpoint()];
+    const key = randomBytes(32);
+    const accepted = b.accept(ID, key).link;
+    const dialled = await a.dial(b.address, ID, key, 5000);
+    const c0 = new LinkCommunicator(0, 2, new Map([[1, dialled]]), { peerTimeoutMs: 0 });
+    const c1 = new LinkCommunicator(1, 2, new Map([[0, await accepted]]), { peerTimeoutMs: 0 });
+    open.push(c0, c1);
+    // One-frame messages that leave the last byte of a 256 KiB receive buffer free: the receiver marks it
+    // before releasing a message, and a later message whose buffer carries the mark got that memory back.
+    const size = MAX_MESSAGE_BYTES - HEADER_BYTES - 1024;
+    const lastByte = (m: Uint8Array) => new Uint8Array(m.buffer, MAX_MESSAGE_BYTES - 1, 1);
+    const held: { message: Uint8Array; sent: Uint8Array }[] = [];
+    let reused = 0;
+    let released = 0;
+    // 96 messages, six times the free buffers a link keeps; every fourth is held to the end.
+    for (let round = 0; round < 3; round++) {
+      const sent = Array.from({ length: 32 }, (_, j) => pattern(size, 100 * round + j));
+      const tags = sent.map((_, j) => ({ id: 3, step: round, chunk: j }));
+      const sending = (async () => {
+        for (let j = 0; j < sent.length; j++) await c0.send(1, tags[j], sent[j]);
+      })();
+      for (let j = 0; j < sent.length; j++) {
+        const m = await c1.recv(0, tags[j], 20_000);
+        expect(Buffer.compare(m, sent[j]), `round ${round} message ${j}`).toBe(0);
+        const pooled = m.buffer.byteLength === MAX_MESSAGE_BYTES;
+        if (pooled && lastByte(m)[0] === 1) reused++;
+        if (j % 4 === 0) {
+          held.push({ message: m, sent: sent[j] });
+          continue;
+        }
+        if (pooled) lastByte(m)[0] = 1;
+        c1.release(0, m);
+        // Given back, the message is detached: a view kept past its release reads nothing.
+        if (pooled) expect(m.byteLength).toBe(0);
+        released += pooled ? 1 : 0;
+      }
+      await sending;
+    }
+    held.forEach(({ message, sent }, i) => expect(Buffer.compare(message, sent), `held message ${i}`).toBe(0));
+    expect(released).toBeGreaterThan(48);
+    expect(reused).toBeGreaterThan(24);
+  });
+
+  it('sums exactly in a ring allreduce that gives each message back, call after call', async () => {
+    const [a, b] = [await endpoint(), await endpoint()];
+    const key = randomBytes(32);
+    const accepted = b.accept(ID, key).link;
+    const dialled = await a.dial(b.address, ID, key, 5000);
+    const comms = [
+      new LinkCommunicator(0, 2, new Map([[1, dialled]]), { peerTimeoutMs: 0 }),
+      new LinkCommunicator(1, 2, new Map([[0, await accepted]]), { peerTimeoutMs: 0 }),
+    ];
+    open.push(...comms);
+    // 4 MiB (16 messages each way per call): integers and halves, so every sum is exact in float32.
+    const n = 1 << 20;
+    const bufs = [0, 1].map((r) => Float32Array.from({ length: n }, (_, i) => (i % 1000) + r * 0.5));
+    const expected = Float32Array.from({ length: n }, (_, i) => 2 * (i % 1000) + 0.5);
+    // The second and third calls go ahead on the cached agreement (a fingerprint in front of the first messages).
+    for (let call = 0; call < 3; call++) {
+      await Promise.all(comms.map((c, r) => allreduceInPlace(c, bufs[r], { name: 'g', op: 'sum', algorithm: 'ring' })));
+      for (const buf of bufs)
+        expect(Buffer.compare(new Uint8Array(buf.buffer), new Uint8Array(expected.buffer))).toBe(0);
+      for (let i = 0; i < n; i++) expected[i] *= 2;
+    }
   });
 
   it('holds writes at the high-water mark while the reader is stalled, and loses nothing', async () => {

@@ -194,6 +194,8 @@ export async function ringReduceScatter(
       if (view === mine) reduceInto(op, view, incoming);
       else reduceTo(op, view, mine, incoming);
       run.chunkEvent('chunk-recv', ring.label, step, left, rank, chunk, seg, payload.byteLength, incoming, view);
+      // Summed (`incoming` may be a view of it): the transport may reuse its bytes for a later message.
+      run.comm.release?.(left, payload);
       // The chunk we just reduced is the one we pass on in the next step.
       if (!last) sendSegment(step + 1, chunk, j, seg, partial);
       if (step === 0) sendFirst(j + 1 + SEND_AHEAD);
@@ -257,6 +259,8 @@ export async function ringAllgather(
       expectCount(payload, codec, seg, left, ring);
       const incoming = decodeInto(codec, payload, buf, seg);
       run.chunkEvent('chunk-recv', ring.label, step, left, rank, block, seg, payload.byteLength, incoming, incoming);
+      // Copied into `buf`, and sent on (a send copies at once): nothing reads it any more.
+      run.comm.release?.(left, payload);
       if (step === 0) sendOwn(j + 1 + SEND_AHEAD);
     }
     if (step === 0) sendOwn(Infinity);
@@ -303,5 +307,6 @@ export async function ringBroadcast(run: Run, buf: Tensor, root: number, codec: 
     expectCount(payload, codec, seg, left, { label: 'broadcast' });
     const incoming = decodeInto(codec, payload, buf, seg);
     run.chunkEvent('chunk-recv', 'broadcast', position - 1, left, rank, 0, seg, payload.byteLength, incoming, incoming);
+    run.comm.release?.(left, payload);
   }
 }
