@@ -100,6 +100,10 @@ export class ProcessSet implements Communicator {
     return this.parent.recv(this.peer(peer), this.outer(tag), timeoutMs);
   }
 
+  release(peer: number, payload: Uint8Array): void {
+    this.parent.release?.(this.peer(peer), payload);
+  }
+
   forget(id: number, step: (step: number) => boolean): void {
     this.parent.forget?.(this.outer({ id, step: 0, chunk: 0 }).id, step);
   }
