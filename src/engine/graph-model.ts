@@ -725,6 +725,10 @@ export class GraphModel implements Model {
         start * this.positions,
         start * this.positions + rows,
       );
+      // A chunk's inputs are written in queue order, which submits every chunk recorded before it at
+      // once; where waits hold the thread (Deno) the last wait would then hold it for the whole
+      // evaluation (a worker silent past the server's heartbeats). Submitted in parts instead.
+      if (start > 0) await this.gpu.submitRecorded();
       this.load(p, x.subarray(start * this.inputSize, (start + b) * this.inputSize), targets);
       recordSteps(this.gpu, [...p.forward, ...p.head]);
       const encoder = this.gpu.commandEncoder();

@@ -31,12 +31,22 @@ interface Run {
   /** `gpu.submits` seen by a timer scheduled just before the step, and after the step resolved. */
   timerSaw: number[];
   after: number[];
+  /** An evaluation in several chunks: its metrics as bits, and `gpu.submits` before it, seen by a timer scheduled before it, after it. */
+  evaluation: number[];
+  evaluationSubmits: { before: number; timerSaw: number; after: number };
 }
 
 async function train(gpu: Gpu): Promise<Run> {
   const model = transformer(gpu);
   const optimizer = createOptimizer(model, { kind: 'adamw', lr: 0.01, weightDecay: 0.01 });
-  const run: Run = { losses: [], buckets: [], timerSaw: [], after: [] };
+  const run: Run = {
+    losses: [],
+    buckets: [],
+    timerSaw: [],
+    after: [],
+    evaluation: [],
+    evaluationSubmits: { before: 0, timerSaw: -1, after: 0 },
+  };
   for (let step = 0; step < 2; step++) {
     let saw = -1;
     setTimeout(() => (saw = gpu.submits), 0);
@@ -50,6 +60,12 @@ async function train(gpu: Gpu): Promise<Run> {
   for (const b of buckets) run.buckets.push(...bits(await b.ready));
   run.losses.push(...(await sink.collect()));
   sink.destroy();
+  // An evaluation of one sample a chunk: a chunk's inputs are written after the chunks before it were submitted.
+  const before = gpu.submits;
+  setTimeout(() => (run.evaluationSubmits.timerSaw = gpu.submits), 0);
+  const metrics = await model.evaluate(ids, targets, 1);
+  run.evaluation = bits([metrics.loss, metrics.accuracy]);
+  run.evaluationSubmits = { ...run.evaluationSubmits, before, after: gpu.submits };
   optimizer.destroy();
   model.destroy();
   return { ...run, losses: bits(run.losses) };

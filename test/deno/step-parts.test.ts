@@ -2,7 +2,8 @@
  * A step in parts under Deno (test/deno/run-step-parts.ts on lavapipe, where a GPU wait holds the
  * JavaScript thread until the queue is empty): the same losses and bucket gradients, bit for bit,
  * as one submit, and a timer scheduled before a step runs while the step is still being submitted
- * (it sees fewer submits than the step ends with), where with one submit it runs only after; and
+ * (it sees fewer submits than the step ends with), where with one submit it runs only after; an
+ * evaluation in chunks, whose first wait holds the thread for one part; and
  * createModelInPieces, a worker's, starts from createModel's weights bit for bit.
  */
 import { spawnSync } from 'node:child_process';
@@ -17,6 +18,8 @@ interface Run {
   buckets: number[];
   timerSaw: number[];
   after: number[];
+  evaluation: number[];
+  evaluationSubmits: { before: number; timerSaw: number; after: number };
 }
 
 describe('a step submitted in parts (deno)', () => {
@@ -43,6 +46,12 @@ describe('a step submitted in parts (deno)', () => {
     });
     // One submit: the step's read-back held the thread until the step was done.
     expect(oneSubmit.timerSaw).toEqual(oneSubmit.after);
+    // An evaluation in chunks: the same metrics, and in parts the first wait held the thread for one
+    // command buffer (a part of 0 ms), not for every chunk written before the last.
+    expect(parts.evaluation).toEqual(oneSubmit.evaluation);
+    const e = parts.evaluationSubmits;
+    expect(e.after - e.before).toBeGreaterThan(2);
+    expect(e.timerSaw - e.before, 'the timer waited for more than one part of the evaluation').toBe(1);
     // A worker's model (weights drawn in pieces, written after) starts from the constructor's weights.
     expect(report.initialWeightsAlike).toBe(true);
   }, 240_000);
