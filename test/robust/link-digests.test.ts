@@ -99,8 +99,17 @@ describe('signed link digests in the verified allreduce', () => {
   }
 });
 
-/** Digests of one hop 0 → 1 of a 2-rank ring's chunk 1 (owner 1), where rank 0 starts the chunk. */
-async function oneHop(sentBytes: Float32Array, signedSketchOf: Float32Array, receivedSketchOf: Float32Array) {
+/**
+ * Digests of one hop 0 → 1 of a 2-rank ring's chunk 1 (owner 1), where rank 0 starts the chunk: rank 0
+ * sent `sentBytes` and signed the sketch of `signedSketchOf`, rank 1 signed the sketch of
+ * `receivedSketchOf` and shows `shown` (by default the bytes sent).
+ */
+async function oneHop(
+  sentBytes: Float32Array,
+  signedSketchOf: Float32Array,
+  receivedSketchOf: Float32Array,
+  shown = sentBytes,
+) {
   const k = 8;
   const chunks = ringChunks(sentBytes.length * 2, 2, undefined, 0, 0);
   const c = chunks[1];
@@ -112,8 +121,7 @@ async function oneHop(sentBytes: Float32Array, signedSketchOf: Float32Array, rec
   };
   const hash = await sha256(sentBytes);
   const digest = (sent: boolean) => ({
-    sentHash: new Int32Array(16).fill(0).map((_, i) => (sent && i >= 8 ? hash[i - 8] : 0)),
-    receivedHash: new Int32Array(16).fill(0).map((_, i) => (!sent && i >= 8 ? hash[i - 8] : 0)),
+    sentHash: new Int32Array(16).map((_, i) => (sent && i >= 8 ? hash[i - 8] : 0)),
     sentSketch: Float32Array.from({ length: 2 * k }, (_, i) => (sent && i >= k ? sketchAt(signedSketchOf)[i - k] : 0)),
     receivedSketch: Float32Array.from({ length: 2 * k }, (_, i) =>
       !sent && i >= k ? sketchAt(receivedSketchOf)[i - k] : 0,
@@ -124,8 +132,8 @@ async function oneHop(sentBytes: Float32Array, signedSketchOf: Float32Array, rec
   const published = [chunkSketches(whole, chunks, k, seed), new Float32Array(4 * k)];
   const x: HopInput = { size: 2, chunks, k, prescale: 1, published, digests: [digest(true), digest(false)] };
   const found = judgeHops(x);
-  const evidence = [new Float32Array(c.count), sentBytes];
-  return { found, proven: await judgeEvidence(x, found.sketchDisputes, evidence, seed) };
+  const evidence = [new Float32Array(c.count), shown];
+  return { found, ...(await judgeEvidence(x, found.disputes, evidence, seed)) };
 }
 
 describe('judging one hop from its signed digests', () => {
@@ -133,14 +141,15 @@ describe('judging one hop from its signed digests', () => {
   const poison = honest.map((v, i) => (i === 5 ? v + 100 : v));
 
   it('agreeing ends and a consistent sender: nothing to judge', async () => {
-    const { found, proven } = await oneHop(honest, honest, honest);
-    expect(found).toEqual({ proven: [], sketchDisputes: [], hashDisputes: [] });
+    const { found, proven, unresolved } = await oneHop(honest, honest, honest);
+    expect(found).toEqual({ proven: [], disputes: [] });
     expect(proven).toEqual([]);
+    expect(unresolved).toEqual([]);
   });
 
   it('a sender that sent poison but signed the honest sketch is named from the bytes its receiver shows', async () => {
     const { found, proven } = await oneHop(poison, honest, poison);
-    expect(found.sketchDisputes).toHaveLength(1);
+    expect(found.disputes).toHaveLength(1);
     expect(proven.map((f) => f.rank)).toEqual([0]);
     expect(proven[0].reason).toMatch(/signed a sketch of chunk 1 that the bytes it sent rank 1 do not have/);
   });
@@ -149,6 +158,20 @@ describe('judging one hop from its signed digests', () => {
     const { proven } = await oneHop(honest, honest, poison);
     expect(proven.map((f) => f.rank)).toEqual([1]);
     expect(proven[0].reason).toMatch(/false accusation/);
+  });
+
+  it('a receiver whose shown bytes have neither the hash the sender signed nor its own signed sketch is named', async () => {
+    const { proven, unresolved } = await oneHop(honest, honest, poison, new Float32Array(honest.length));
+    expect(proven.map((f) => f.rank)).toEqual([1]);
+    expect(proven[0].reason).toMatch(/false accusation: it cannot back it/);
+    expect(unresolved).toEqual([]);
+  });
+
+  it('bytes that changed on the way (the receiver shows and signed other bytes than the sender hashed): one word against the other, nobody proven', async () => {
+    const { found, proven, unresolved } = await oneHop(honest, honest, poison, poison);
+    expect(proven).toEqual([]);
+    expect(unresolved).toEqual(found.disputes);
+    expect(unresolved).toEqual([{ chunk: 1, from: 0, to: 1 }]);
   });
 });
 

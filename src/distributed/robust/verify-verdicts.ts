@@ -22,16 +22,9 @@ import { now } from '../../core/events.ts';
 import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
 import { revealedSeed } from '../../collectives/robust/sketch.ts';
-import {
-  chunkSketches,
-  culpritOf,
-  suspectLinks,
-  wrongChunks,
-  type RingChunk,
-} from '../../collectives/robust/verified.ts';
+import { culpritOf, suspectLinks, wrongChunksOf, type RingChunk } from '../../collectives/robust/verified.ts';
 import {
   chunkHashes,
-  chunkSketchesWhere,
   digestFromWords,
   digestToWords,
   digestWords,
@@ -39,8 +32,10 @@ import {
   HASH_WORDS,
   judgeEvidence,
   judgeHops,
-  receives,
   sends,
+  stepSketches,
+  type EvidenceFindings,
+  type Hop,
   type HopFindings,
   type HopInput,
   type LinkDigest,
@@ -86,16 +81,17 @@ export async function judgeVerifiedStep(
 ): Promise<void> {
   const { comm, chunks, k } = v;
   const n = chunks.length;
-  // The link hashes need no seed: taken beside the sum's.
-  const linkHashes = hashesOf(v);
+  // Neither hash needs the seed. WebCrypto takes the link's on its own threads while the sketches are taken here.
+  const sentHash = chunkHashes(v.sent, chunks, (c) => sends(c, comm.rank));
   const sumHash = await chunkHashes(reduced, chunks, (c) => c.count > 0);
   // Revealed only now: every rank has sent all it contributes, so none could aim at this seed's null space.
   const seed = revealedSeed(v.step, sumHash);
-  const own = chunkSketches(v.contribution, chunks, k, seed);
+  const sketched = stepSketches({ ...v, reduced }, chunks, k, seed, comm.rank, comm.size);
   const mine = new Int32Array(verdictWords(n, k));
   mine.set(sumHash);
-  mine.set(new Int32Array(own.buffer), HASH_WORDS * n);
-  mine.set(digestToWords(digestOf(v, await linkHashes, seed)), HASH_WORDS * n + 2 * k * n);
+  mine.set(new Int32Array(sketched.own.buffer), HASH_WORDS * n);
+  const digest = { sentHash: await sentHash, sentSketch: sketched.sent, receivedSketch: sketched.received };
+  mine.set(digestToWords(digest), HASH_WORDS * n + 2 * k * n);
   const all = await signedAllgather(comm, mine, gatherOptions(v, 'verify-verdicts'));
   const ranks = Array.from({ length: comm.size }, (_, r) => r);
   const verdicts = ranks.map((r) => verdictOf(all.slice(r * mine.length, (r + 1) * mine.length), n, k));
@@ -121,20 +117,14 @@ export async function judgeVerifiedStep(
   };
   const found = judgeHops(input);
   const proven = [...found.proven];
-  if (found.sketchDisputes.length > 0) {
-    const evidence = evidenceOf(comm.rank, found.sketchDisputes, chunks, comm.size, v.received);
-    // Not signed: the bytes are checked against the hash both ends signed, and a block this long spans
-    // several messages, which signed-gather.ts's per-message check does not take.
-    const shown = await allgather(comm, evidence, { name: 'verify-evidence', timeoutMs: v.timeoutMs });
-    const blocks = ranks.map((r) => shown.subarray(r * evidence.length, (r + 1) * evidence.length));
-    // First: a rank named for an accusation it cannot back is named for that, whatever else it did.
-    proven.unshift(...(await judgeEvidence(input, found.sketchDisputes, blocks, seed)));
-  }
-  const wrong = wrongChunks(reduced, chunks, input.published, k, seed, scale);
+  const settled = await settleDisputes(v, input, found.disputes, seed);
+  // First: a rank named for an accusation it cannot back is named for that, whatever else it did.
+  proven.unshift(...settled.proven);
+  const wrong = wrongChunksOf(sketched.result, chunks, input.published, k, scale);
   proven.push(...lastStepFaults(wrong, reduced, chunks, found));
   if (proven.length > 0) nameProven(v, proven);
-  // Only a receiver's word now: the hops whose hashes differ, as the partials it received wrong.
-  const badAt = ranks.map((r) => [...new Set(found.hashDisputes.filter((h) => h.to === r).map((h) => h.chunk))]);
+  // Only a receiver's word now: the hops whose bytes are not what the sender signed, as the partials it received wrong.
+  const badAt = ranks.map((r) => [...new Set(settled.unresolved.filter((h) => h.to === r).map((h) => h.chunk))]);
   if (wrong.length === 0 && badAt.every((b) => b.length === 0)) return;
   nameFromClaims(
     v,
@@ -142,6 +132,25 @@ export async function judgeVerifiedStep(
     ranks.map(() => wrong),
     badAt,
   );
+}
+
+/** The receivers of disputed hops show the bytes they received (an evidence gather, only when there are disputes). */
+async function settleDisputes(
+  v: VerifiedStep,
+  input: HopInput,
+  disputes: Hop[],
+  seed: number,
+): Promise<EvidenceFindings> {
+  if (disputes.length === 0) return { proven: [], unresolved: [] };
+  const { comm, chunks } = v;
+  const evidence = evidenceOf(comm.rank, disputes, chunks, comm.size, v.received);
+  // Not signed: the bytes are checked against the hash and the sketches their ends signed, and a block this
+  // long spans several messages, which signed-gather.ts's per-message check does not take.
+  const shown = await allgather(comm, evidence, { name: 'verify-evidence', timeoutMs: v.timeoutMs });
+  const blocks = Array.from({ length: comm.size }, (_, r) =>
+    shown.subarray(r * evidence.length, (r + 1) * evidence.length),
+  );
+  return judgeEvidence(input, disputes, blocks, seed);
 }
 
 function verdictOf(words: Int32Array, n: number, k: number): Verdict {
@@ -172,7 +181,7 @@ function lastStepFaults(
   chunks: RingChunk[],
   found: HopFindings,
 ): ProvenFault[] {
-  const disputed = new Set([...found.hashDisputes, ...found.sketchDisputes].map((h) => h.chunk));
+  const disputed = new Set(found.disputes.map((h) => h.chunk));
   const explained = new Set(found.proven.map((f) => f.chunk));
   return wrong.flatMap((i) => {
     const c = chunks[i];
@@ -185,26 +194,6 @@ function lastStepFaults(
 
 function gatherOptions(v: VerifiedStep, name: string) {
   return { name, step: v.step, timeoutMs: v.timeoutMs, misbehaviour: v.misbehaviour };
-}
-
-/** The hashes of what this rank sent and received in reduce-scatter, per chunk. */
-function hashesOf(v: VerifiedStep): Promise<[Int32Array, Int32Array]> {
-  const { comm, chunks } = v;
-  return Promise.all([
-    chunkHashes(v.sent, chunks, (c) => sends(c, comm.rank)),
-    chunkHashes(v.received, chunks, (c) => receives(c, comm.rank, comm.size)),
-  ]);
-}
-
-/** This rank's signed-to-be digest of its reduce-scatter traffic, its sketches under the revealed seed. */
-function digestOf(v: VerifiedStep, [sentHash, receivedHash]: [Int32Array, Int32Array], seed: number): LinkDigest {
-  const { comm, chunks, k } = v;
-  return {
-    sentHash,
-    receivedHash,
-    sentSketch: chunkSketchesWhere(v.sent, chunks, k, seed, (c) => sends(c, comm.rank)),
-    receivedSketch: chunkSketchesWhere(v.received, chunks, k, seed, (c) => receives(c, comm.rank, comm.size)),
-  };
 }
 
 /** Names every rank the signed digests convict (the same on every rank) and fails the step. */
