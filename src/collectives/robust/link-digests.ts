@@ -27,6 +27,8 @@
  * So a rank that claims its left neighbour sent it the poison it passes on is named itself: the
  * neighbour's signed digest says what it sent, and the bytes it must show contradict the claim.
  */
+import { nodeBuiltin } from '../../core/runtime.ts';
+import { sha256 as sha256Bytes, sha256Stream } from '../../core/sha256.ts';
 import { sketchInto, sketchTogetherInto } from './sketch.ts';
 import { publishChunk, type RingChunk } from './verified.ts';
 
@@ -73,14 +75,26 @@ export async function chunkHashes(
   return out;
 }
 
+/** Whether node:crypto is here (Node, Deno): core/sha256.ts's sha256Stream then hashes with it. */
+const NODE_CRYPTO = nodeBuiltin('node:crypto') !== undefined;
+
+/**
+ * The SHA-256 of `values`' bytes, as 8 words. node:crypto's where the runtime has it: it reads the
+ * bytes where they lie, where WebCrypto must first copy them (half its cost on a gradient's sum);
+ * else WebCrypto's, else TypeScript's (core/sha256.ts).
+ */
 export async function sha256(values: Float32Array): Promise<Int32Array> {
-  // WebCrypto takes no view of shared memory: only then a copy.
-  const { buffer, byteOffset, byteLength } = values;
-  const bytes =
-    buffer instanceof ArrayBuffer
-      ? new Uint8Array(buffer, byteOffset, byteLength)
-      : new Uint8Array(buffer, byteOffset, byteLength).slice();
-  return new Int32Array(await crypto.subtle.digest('SHA-256', bytes));
+  const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  let digest: Uint8Array;
+  if (NODE_CRYPTO) {
+    const stream = sha256Stream();
+    stream.update(bytes);
+    digest = stream.digest();
+  } else {
+    // WebCrypto takes no view of shared memory.
+    digest = await sha256Bytes(values.buffer instanceof ArrayBuffer ? bytes : bytes.slice());
+  }
+  return new Int32Array(Uint8Array.from(digest).buffer);
 }
 
 /** What a rank sketches of one step under the revealed seed (stepSketches). */
