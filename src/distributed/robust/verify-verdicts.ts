@@ -1,21 +1,22 @@
 /**
  * The verified allreduce's judgement after the sum (step-checks.ts calls it before the update). Every
  * rank shares, in one signed allgather, per ring chunk: the SHA-256 of the sum it holds, its
- * contribution's sketch and masses (verified.ts's chunkSketches) and its link digests
- * (link-digests.ts: the hash and sketch of what it sent and received in reduce-scatter). The sketches'
+ * contribution's sketch and masses (verified.ts's chunkSketches) and its link digest (link-digests.ts:
+ * the hash and sketch of what it sent in reduce-scatter, the sketch of what it received). The sketches'
  * seed is drawn from the sum's hashes (sketch.ts's revealedSeed): commit, then reveal. A rank's
  * contribution is in the sum, and the bytes it sent are fixed by hashes it signs, before anyone can know
- * the seed, so no change can be aimed at the sketch's null space. Then every rank judges alike:
+ * the seed, so no change can be aimed at the sketch's null space. Every sketch is taken in one pass per
+ * chunk (link-digests.ts's stepSketches). Then every rank judges alike:
  *
  *  1. a copy of a chunk that differs from its owner's (the allgather forwards it byte for byte) names
  *     the link into the first rank that holds it wrong, as before;
  *  2. a rank whose own signed digests contradict its published contribution, who signed a sketch the
- *     bytes do not have (shown by the receiver in an evidence gather, run only when two ends sketched
- *     the same bytes differently), or whose last step (the chunk it owns) does not add up, is named:
+ *     bytes do not have (shown by the receiver in an evidence gather, run only when the two ends of a
+ *     hop signed different sketches), or whose last step (the chunk it owns) does not add up, is named:
  *     proven by what it signed, whatever anyone claims about it;
- *  3. otherwise the hops whose hashes differ (one end's word against the other's) and the chunks
- *     whose sum is not the published one locate one link as before (verified.ts's culpritOf and
- *     suspectLinks), and its sender is named.
+ *  3. otherwise the hops whose receiver showed other bytes than the sender hashed (one end's word
+ *     against the other's) and the chunks whose sum is not the published one locate one link as before
+ *     (verified.ts's culpritOf and suspectLinks), and its sender is named.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { now } from '../../core/events.ts';
