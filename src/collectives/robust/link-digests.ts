@@ -145,9 +145,19 @@ export function stepSketches(v: StepVectors, chunks: RingChunk[], k: number, see
     received.fill(0);
     sketchTogetherInto([own, result, sent, received], vectors, seed, c.offset, c.count, mass);
     publishChunk(out.own, i, own, mass);
-    out.sent.set(sent, k * i);
-    out.received.set(received, k * i);
+    comparable(out.sent, sent, k * i);
+    comparable(out.received, received, k * i);
   });
+  return out;
+}
+
+/**
+ * `sketch` written into `out` at `at` as float32, each NaN as one NaN: its bits after arithmetic differ
+ * between CPUs (x86 keeps an operand's payload, ARM may not), and two ends compare sketches bit for bit.
+ */
+function comparable(out: Float32Array, sketch: Float64Array, at: number): Float32Array {
+  out.set(sketch, at);
+  for (let b = at; b < at + sketch.length; b++) if (out[b] !== out[b]) out[b] = NaN;
   return out;
 }
 
@@ -313,7 +323,7 @@ export async function judgeEvidence(
     const s = new Float64Array(x.k);
     // Sketched where the chunk lies: each element's index is hashed into the map.
     sketchInto(s, bytes, seed, c.offset);
-    const truth = asWords(Float32Array.from(s));
+    const truth = asWords(comparable(new Float32Array(x.k), s, 0));
     const sentRight = sameWords(truth, asWords(x.digests[h.from].sentSketch.subarray(x.k * h.chunk)), 0, x.k);
     const receivedRight = sameWords(truth, asWords(x.digests[h.to].receivedSketch.subarray(x.k * h.chunk)), 0, x.k);
     const sentBytes = sameWords(
