@@ -2,7 +2,9 @@
  * Signed link digests (src/collectives/robust/link-digests.ts, verify-verdicts.ts) on memory links
  * with real signing keys: a liar that passes on NaN and claims its left neighbour sent it that NaN
  * is named by every rank, the neighbour by none; a sender that signs a sketch other than that of
- * the bytes it sent is named from the bytes its receiver shows; honest steps name nobody. The
+ * the bytes it sent is named from the bytes its receiver shows; a link that changes reduce-scatter
+ * bytes still names its sender (the receiver signs a sketch of what it got, not a hash, so that goes
+ * through the evidence too); honest steps name nobody. The
  * verifier's seed is revealed by the sum (sketch.ts's revealedSeed): a change crafted into the null
  * space of a seed known in advance (main's, drawn from the job's seed and the step) is caught.
  * Real processes: test/robust/relayed-checks.test.ts (--chaos lie-accuse).
@@ -16,6 +18,8 @@ import { chunkSketches, ringChunks } from '../../src/collectives/robust/verified
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { mulberry32 } from '../../src/core/random.ts';
 import { StepChecks } from '../../src/distributed/robust/step-checks.ts';
+import { FAST_STEP_BIT } from '../../src/collectives/controller/negotiate.ts';
+import { PHASE_REDUCE_SCATTER } from '../../src/collectives/transfer/ring.ts';
 import { accuseOnSend } from '../support/chaos/accuse.ts';
 import { ring, signedRing } from './memory-ring.ts';
 
@@ -97,6 +101,36 @@ describe('signed link digests in the verified allreduce', () => {
       }
     });
   }
+});
+
+/** From now on the link from `comm` to its right neighbour adds 1 to the first float of every reduce-scatter message. */
+function corruptReduceScatter(comm: LinkCommunicator): void {
+  const send = comm.send.bind(comm);
+  const right = (comm.rank + 1) % comm.size;
+  comm.send = (peer, tag, payload) => {
+    if (peer !== right || (tag.step & ~FAST_STEP_BIT) >>> 16 !== PHASE_REDUCE_SCATTER) return send(peer, tag, payload);
+    const changed = new Uint8Array(payload);
+    new Float32Array(changed.buffer)[0] += 1;
+    return send(peer, tag, changed);
+  };
+}
+
+describe('a link that changes reduce-scatter bytes, signed digests or not', () => {
+  it("the receiver's sketch differs from the sender's and the bytes it shows are not what the sender hashed: one word against the other, so the link's sender is named by every rank, as before", async () => {
+    const { comms, seen } = await openSignedRing(3);
+    corruptReduceScatter(comms[1]);
+    const errors = await verifiedStep(comms, 0);
+    for (const [r, e] of errors.entries()) {
+      expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+      expect(e!.code, e!.message).toBe(ErrorCode.PeerMisbehaved);
+      expect(e!.message).toContain('rank 1 sent rank 2 gradients that its published sketch does not explain');
+      expect(e!.detail).toMatchObject({ peer: 1, link: [1, 2] });
+      // Nobody is convicted by a signature: neither end signed anything but what it sent and got.
+      expect(e!.detail).not.toHaveProperty('proven');
+      const named = seen[r].filter((ev) => ev.type === 'peer-misbehaved');
+      expect(new Set(named.map((ev) => (ev as { peer: number }).peer))).toEqual(new Set([1]));
+    }
+  });
 });
 
 /**
