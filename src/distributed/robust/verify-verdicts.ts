@@ -82,16 +82,18 @@ export async function judgeVerifiedStep(
 ): Promise<void> {
   const { comm, chunks, k } = v;
   const n = chunks.length;
-  // Neither hash needs the seed. WebCrypto takes the link's on its own threads while the sketches are taken here.
-  const sentHash = chunkHashes(v.sent, chunks, (c) => sends(c, comm.rank));
-  const sumHash = await chunkHashes(reduced, chunks, (c) => c.count > 0);
+  // Neither hash needs the seed.
+  const [sumHash, sentHash] = await Promise.all([
+    chunkHashes(reduced, chunks, (c) => c.count > 0),
+    chunkHashes(v.sent, chunks, (c) => sends(c, comm.rank)),
+  ]);
   // Revealed only now: every rank has sent all it contributes, so none could aim at this seed's null space.
   const seed = revealedSeed(v.step, sumHash);
   const sketched = stepSketches({ ...v, reduced }, chunks, k, seed, comm.rank, comm.size);
   const mine = new Int32Array(verdictWords(n, k));
   mine.set(sumHash);
   mine.set(new Int32Array(sketched.own.buffer), HASH_WORDS * n);
-  const digest = { sentHash: await sentHash, sentSketch: sketched.sent, receivedSketch: sketched.received };
+  const digest = { sentHash, sentSketch: sketched.sent, receivedSketch: sketched.received };
   mine.set(digestToWords(digest), HASH_WORDS * n + 2 * k * n);
   const all = await signedAllgather(comm, mine, gatherOptions(v, 'verify-verdicts'));
   const ranks = Array.from({ length: comm.size }, (_, r) => r);
