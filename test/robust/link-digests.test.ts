@@ -19,7 +19,7 @@ import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { mulberry32 } from '../../src/core/random.ts';
 import { StepChecks } from '../../src/distributed/robust/step-checks.ts';
 import { FAST_STEP_BIT } from '../../src/collectives/controller/negotiate.ts';
-import { PHASE_REDUCE_SCATTER } from '../../src/collectives/transfer/ring.ts';
+import { PHASE_ALLGATHER, PHASE_REDUCE_SCATTER } from '../../src/collectives/transfer/ring.ts';
 import { accuseOnSend } from '../support/chaos/accuse.ts';
 import { ring, signedRing } from './memory-ring.ts';
 
@@ -130,6 +130,36 @@ describe('a link that changes reduce-scatter bytes, signed digests or not', () =
       const named = seen[r].filter((ev) => ev.type === 'peer-misbehaved');
       expect(new Set(named.map((ev) => (ev as { peer: number }).peer))).toEqual(new Set([1]));
     }
+  });
+});
+
+/** From now on `comm` changes a float of every allgather message over 16 KB it sends on (the evidence's, here). */
+function changeEvidenceOnSend(comm: LinkCommunicator): void {
+  const send = comm.send.bind(comm);
+  comm.send = (peer, tag, payload) => {
+    const phase = (tag.step & ~FAST_STEP_BIT) >>> 16;
+    if (phase !== PHASE_ALLGATHER || payload.byteLength <= 16384) return send(peer, tag, payload);
+    const changed = new Uint8Array(payload);
+    new Float32Array(changed.buffer)[1] += 1;
+    return send(peer, tag, changed);
+  };
+}
+
+describe('the evidence, signed by the hashes of its bytes', () => {
+  it('bytes a relayer changed convict nobody: the ranks after it fail the step naming no one, the receiver that showed them is never named', async () => {
+    const { comms, seen } = await openSignedRing(4);
+    // A dispute on hop 1 → 2, so rank 2 shows what it got; its block goes 2 → 3 → 0 → 1, and rank 3 changes it.
+    corruptReduceScatter(comms[1]);
+    changeEvidenceOnSend(comms[3]);
+    const errors = await verifiedStep(comms, 0);
+    for (const r of [0, 1]) {
+      expect(errors[r]?.code, errors[r]?.message).toBe(ErrorCode.Aborted);
+      expect(errors[r]!.detail).toMatchObject({ evidenceChanged: [2] });
+    }
+    // Before the relayer, the bytes are as rank 2 signed them: the hop is one word against the other.
+    for (const r of [2, 3]) expect(errors[r]!.detail, errors[r]!.message).toMatchObject({ peer: 1, link: [1, 2] });
+    const named = seen.flat().filter((e) => e.type === 'peer-misbehaved') as { peer: number }[];
+    expect(named.some((e) => e.peer === 2)).toBe(false);
   });
 });
 

@@ -34,6 +34,7 @@ import {
   judgeEvidence,
   judgeHops,
   sends,
+  sha256,
   stepSketches,
   type EvidenceFindings,
   type Hop,
@@ -147,13 +148,28 @@ async function settleDisputes(
   if (disputes.length === 0) return { proven: [], unresolved: [] };
   const { comm, chunks } = v;
   const evidence = evidenceOf(comm.rank, disputes, chunks, comm.size, v.received);
-  // Not signed: the bytes are checked against the hash and the sketches their ends signed, and a block this
-  // long spans several messages, which signed-gather.ts's per-message check does not take.
+  // The bytes travel unsigned: a block this long spans several messages, which signed-gather.ts's
+  // per-message check does not take. Their authors sign the bytes' hashes in a small gather after them.
   const shown = await allgather(comm, evidence, { name: 'verify-evidence', timeoutMs: v.timeoutMs });
+  const signed = await signedAllgather(comm, await sha256(evidence), gatherOptions(v, 'verify-evidence-hash'));
   const blocks = Array.from({ length: comm.size }, (_, r) =>
     shown.subarray(r * evidence.length, (r + 1) * evidence.length),
   );
+  const changed: number[] = [];
+  for (const r of new Set(disputes.map((h) => h.to)))
+    if (!sameWords(await sha256(blocks[r]), signed.subarray(HASH_WORDS * r, HASH_WORDS * (r + 1)))) changed.push(r);
+  // A relayer changed them: they would convict their author of a claim it never made. Nobody is named from them.
+  if (changed.length > 0)
+    throw new RingtrainError(
+      ErrorCode.Aborted,
+      `step ${v.step} failed verification: the bytes rank ${changed.join(' and rank ')} showed to settle a dispute reached rank ${comm.rank} changed (they do not hash to what their author signed): a rank that passed them on changed them. Nobody is named from them; the update was not applied`,
+      { step: v.step, evidenceChanged: changed },
+    );
   return judgeEvidence(input, disputes, blocks, seed);
+}
+
+function sameWords(a: Int32Array, b: Int32Array): boolean {
+  return a.length === b.length && a.every((w, i) => w === b[i]);
 }
 
 function verdictOf(words: Int32Array, n: number, k: number): Verdict {
