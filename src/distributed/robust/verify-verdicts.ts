@@ -12,8 +12,9 @@
  *     the link into the first rank that holds it wrong, as before;
  *  2. a rank whose own signed digests contradict its published contribution, who signed a sketch the
  *     bytes do not have (shown by the receiver in an evidence gather, run only when the two ends of a
- *     hop signed different sketches), or whose last step (the chunk it owns) does not add up, is named:
- *     proven by what it signed, whatever anyone claims about it;
+ *     hop signed different sketches, the bytes' hashes signed in a small gather after it), or whose
+ *     last step (the chunk it owns) does not add up, is named: proven by what it signed, whatever
+ *     anyone claims about it;
  *  3. otherwise the hops whose receiver showed other bytes than the sender hashed (one end's word
  *     against the other's) and the chunks whose sum is not the published one locate one link as before
  *     (verified.ts's culpritOf and suspectLinks), and its sender is named.
