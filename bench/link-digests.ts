@@ -1,24 +1,26 @@
 /**
- * What signed link digests cost one rank per verified step (link-digests.ts, verify-verdicts.ts), on
- * a gradient of `--floats` (10.8M: the transformer bench's) cut into the ring chunks of `--size`
- * ranks: keeping copies of its contribution and of what it sent and received in reduce-scatter
- * ((size-1)/size of the gradient each), hashing the sum (for the revealed seed) and both (SHA-256,
- * WebCrypto), sketching both (64 buckets per chunk), then signing the verdict block that carries them
- * and checking the others' signatures. Beside it, in the same run, what the verified allreduce spent
- * per step before: the per-chunk sketches of the rank's own contribution (verified.ts's chunkSketches,
- * now taken after the sum). Prints one JSON line (median of `--runs`).
+ * What the verified allreduce's checks after the sum cost one rank per step (link-digests.ts,
+ * verify-verdicts.ts), on a gradient of `--floats` (10.8M: the transformer bench's) cut into the
+ * ring chunks of `--size` ranks, against what verification without link digests sketches.
+ *
+ *  - copies: the contribution, and what it sent and received in reduce-scatter ((size-1)/size of the
+ *    gradient each), into buffers kept from step to step (step-checks.ts);
+ *  - sha256: the sum's hash (it reveals the seed) and the hash of what it sent (WebCrypto);
+ *  - sketches: one pass per chunk under the revealed seed (link-digests.ts's stepSketches): its
+ *    contribution's sketch and masses, the sum's, and what it sent and received (64 buckets);
+ *  - signatures: one over its verdict block, and checking the others';
+ *  - verifier_sketches: what verification without digests sketches, each alone: the contribution's
+ *    chunk sketches (verified.ts's chunkSketches) and the sum's (verified.ts's wrongChunks).
+ *
+ * added = copies + sha256 + sketches - verifier_sketches: the link digests' own cost. Each figure is
+ * the median of `--runs`, in CPU milliseconds of the process (WebCrypto's threads included; less
+ * distorted by a loaded machine than wall time) and in wall milliseconds. Prints one JSON line.
  *
  * Usage: npx tsx bench/link-digests.ts [--floats 10800000] [--size 4] [--runs 3]   (or deno run -A)
  */
-import {
-  chunkHashes,
-  chunkSketchesWhere,
-  digestWords,
-  receives,
-  sends,
-} from '../src/collectives/robust/link-digests.ts';
+import { chunkHashes, receives, sends, stepSketches } from '../src/collectives/robust/link-digests.ts';
 import { median } from '../src/core/stats.ts';
-import { chunkSketches, ringChunks } from '../src/collectives/robust/verified.ts';
+import { chunkSketches, ringChunks, wrongChunks } from '../src/collectives/robust/verified.ts';
 import {
   importPublicKey,
   newSigningKeys,
@@ -34,8 +36,10 @@ const size = Number(opt('size', '4'));
 const runs = Number(opt('runs', '3'));
 const K = 64;
 const rank = 1;
+const SEED = 7;
 
 const gradient = Float32Array.from({ length: floats }, (_, i) => Math.sin(i) * 1e-3);
+const reduced = Float32Array.from(gradient, (v) => 4 * v);
 const chunks = ringChunks(floats, size, undefined, 0, 0);
 const contribution = new Float32Array(floats);
 const sent = new Float32Array(floats);
@@ -43,67 +47,56 @@ const received = new Float32Array(floats);
 const keys = (await newSigningKeys()) as SigningKeys;
 const publicKey = (await importPublicKey(keys.publicText))!;
 const block = new Uint8Array(4 * verdictWords(chunks.length, K));
+const published = Array.from({ length: size }, () => chunkSketches(gradient, chunks, K, SEED));
 
-async function timed(f: () => unknown | Promise<unknown>): Promise<number> {
-  const t = performance.now();
+/** CPU time of the whole process in ms (every thread), or wall time where the runtime has no counter. */
+function cpuNow(): number {
+  const usage = (globalThis as { process?: { cpuUsage?: () => { user: number; system: number } } }).process?.cpuUsage;
+  if (!usage) return performance.now();
+  const { user, system } = usage();
+  return (user + system) / 1000;
+}
+
+const figures = new Map<string, { cpu: number[]; wall: number[] }>();
+async function timed(name: string, f: () => unknown | Promise<unknown>): Promise<void> {
+  const cpu = cpuNow();
+  const wall = performance.now();
   await f();
-  return performance.now() - t;
+  const entry = figures.get(name) ?? { cpu: [], wall: [] };
+  entry.cpu.push(cpuNow() - cpu);
+  entry.wall.push(performance.now() - wall);
+  figures.set(name, entry);
 }
 
-const copyMs: number[] = [];
-const hashMs: number[] = [];
-const sketchMs: number[] = [];
-const signMs: number[] = [];
-const ownSketchMs: number[] = [];
 for (let i = 0; i < runs; i++) {
-  const out = (c: (typeof chunks)[number]) => sends(c, rank);
-  const got = (c: (typeof chunks)[number]) => receives(c, rank, size);
-  copyMs.push(
-    await timed(() => {
-      contribution.set(gradient);
-      for (const c of chunks) {
-        if (out(c)) sent.set(gradient.subarray(c.offset, c.offset + c.count), c.offset);
-        if (got(c)) received.set(gradient.subarray(c.offset, c.offset + c.count), c.offset);
-      }
-    }),
+  await timed('copies', () => {
+    contribution.set(gradient);
+    for (const c of chunks) {
+      if (sends(c, rank)) sent.set(gradient.subarray(c.offset, c.offset + c.count), c.offset);
+      if (receives(c, rank, size)) received.set(gradient.subarray(c.offset, c.offset + c.count), c.offset);
+    }
+  });
+  await timed('sha256', () =>
+    Promise.all([chunkHashes(reduced, chunks, (c) => c.count > 0), chunkHashes(sent, chunks, (c) => sends(c, rank))]),
   );
-  hashMs.push(
-    await timed(() =>
-      Promise.all([
-        chunkHashes(gradient, chunks, () => true),
-        chunkHashes(sent, chunks, out),
-        chunkHashes(received, chunks, got),
-      ]),
-    ),
-  );
-  sketchMs.push(
-    await timed(() => {
-      chunkSketchesWhere(sent, chunks, K, 7, out);
-      chunkSketchesWhere(received, chunks, K, 7, got);
-    }),
-  );
-  signMs.push(
-    await timed(async () => {
-      // One signature over this rank's verdict block; the others' blocks checked as they arrive.
-      const signature = new Uint8Array(await sign(keys, block));
-      for (let r = 1; r < size; r++) await verify(publicKey, signature, block);
-    }),
-  );
-  ownSketchMs.push(await timed(() => chunkSketches(gradient, chunks, K, 7)));
+  await timed('sketches', () => stepSketches({ contribution, reduced, sent, received }, chunks, K, SEED, rank, size));
+  await timed('signatures', async () => {
+    // One signature over this rank's verdict block; the others' blocks checked as they arrive.
+    const signature = new Uint8Array(await sign(keys, block));
+    for (let r = 1; r < size; r++) await verify(publicKey, signature, block);
+  });
+  await timed('own_sketches', () => chunkSketches(contribution, chunks, K, SEED));
+  await timed('sum_sketches', () => wrongChunks(reduced, chunks, published, K, SEED, 1));
 }
-const digestMs = median(copyMs) + median(hashMs) + median(sketchMs);
-console.log(
-  JSON.stringify({
-    bench: 'link-digests',
-    floats,
-    size,
-    runs,
-    copy_ms: Number(median(copyMs).toFixed(1)),
-    sha256_ms: Number(median(hashMs).toFixed(1)),
-    sketch_ms: Number(median(sketchMs).toFixed(1)),
-    signatures_ms: Number(median(signMs).toFixed(2)),
-    digest_ms: Number(digestMs.toFixed(1)),
-    verify_sketches_ms: Number(median(ownSketchMs).toFixed(1)),
-    ratio_to_verify_sketches: Number((digestMs / median(ownSketchMs)).toFixed(2)),
-  }),
-);
+
+const out: Record<string, number | string> = { bench: 'link-digests', floats, size, runs };
+for (const kind of ['cpu', 'wall'] as const) {
+  const m = (name: string) => median(figures.get(name)![kind]);
+  const verifier = m('own_sketches') + m('sum_sketches');
+  const added = m('copies') + m('sha256') + m('sketches') - verifier;
+  for (const name of figures.keys()) out[`${kind}_${name}_ms`] = Number(m(name).toFixed(1));
+  out[`${kind}_verifier_sketches_ms`] = Number(verifier.toFixed(1));
+  out[`${kind}_added_ms`] = Number(added.toFixed(1));
+  out[`${kind}_added_to_verifier_sketches`] = Number((added / verifier).toFixed(2));
+}
+console.log(JSON.stringify(out));

@@ -9,7 +9,9 @@ import {
   coordinateMedian,
   cosine,
   sketch,
+  mix32,
   sketchInto,
+  sketchTogetherInto,
   stepSeed,
 } from '../../src/collectives/robust/sketch.ts';
 
@@ -46,6 +48,42 @@ describe('count sketches', () => {
     const total = x.reduce((s, v) => s + Math.abs(v), 0);
     expect(mass.reduce((s, v) => s + v, 0)).toBeCloseTo(total, 6);
     for (let i = 0; i < 16; i++) expect(Math.abs(whole[i])).toBeLessThanOrEqual(mass[i] + 1e-9);
+  });
+
+  it('are the plain signed count sketch bit for bit (a reference that branches on the sign), zeros, signed zeros and huge values included', () => {
+    const x = gaussian(3000, 6).map((v, i) => (i % 7 === 0 ? 0 : i % 11 === 0 ? -0 : i % 13 === 0 ? v * 1e30 : v));
+    const seed = stepSeed(3, 9);
+    const reference = new Float64Array(32);
+    const referenceMass = new Float64Array(32);
+    for (let j = 0; j < x.length; j++) {
+      const h = mix32((500 + j) ^ seed) ^ Math.imul(seed, 0x27d4eb2f);
+      reference[(h >>> 1) & 31] += h & 1 ? -x[j] : x[j];
+      referenceMass[(h >>> 1) & 31] += Math.abs(x[j]);
+    }
+    const out = new Float64Array(32);
+    const mass = new Float64Array(32);
+    sketchInto(out, x, seed, 500, mass);
+    expect(Array.from(out)).toEqual(Array.from(reference));
+    expect(Array.from(mass)).toEqual(Array.from(referenceMass));
+  });
+
+  it('taken together in one pass, are each sketchInto of the same slice bit for bit; a null vector is left alone', () => {
+    const [a, b, c] = [7, 8, 9].map((s) => gaussian(4000, s));
+    const seed = stepSeed(5, 1);
+    const alone = (v: Float32Array, mass?: Float64Array) => {
+      const out = new Float64Array(64);
+      sketchInto(out, v.subarray(1000, 3500), seed, 1000, mass);
+      return Array.from(out);
+    };
+    const outs = [0, 1, 2, 3].map(() => new Float64Array(64).fill(5));
+    const mass = new Float64Array(64);
+    sketchTogetherInto(outs, [a, null, b, c], seed, 1000, 2500, mass);
+    const aloneMass = new Float64Array(64);
+    expect(Array.from(outs[0])).toEqual(alone(a, aloneMass));
+    expect(Array.from(mass)).toEqual(Array.from(aloneMass));
+    expect(Array.from(outs[1])).toEqual(new Array(64).fill(5));
+    expect(Array.from(outs[2])).toEqual(alone(b));
+    expect(Array.from(outs[3])).toEqual(alone(c));
   });
 
   it('estimate cosines to about 1/sqrt(k): +0.5, -0.5 and 0 between 20,000-long vectors', () => {

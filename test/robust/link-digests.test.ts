@@ -2,7 +2,9 @@
  * Signed link digests (src/collectives/robust/link-digests.ts, verify-verdicts.ts) on memory links
  * with real signing keys: a liar that passes on NaN and claims its left neighbour sent it that NaN
  * is named by every rank, the neighbour by none; a sender that signs a sketch other than that of
- * the bytes it sent is named from the bytes its receiver shows; honest steps name nobody. The
+ * the bytes it sent is named from the bytes its receiver shows; a link that changes reduce-scatter
+ * bytes still names its sender (the receiver signs a sketch of what it got, not a hash, so that goes
+ * through the evidence too); honest steps name nobody. The
  * verifier's seed is revealed by the sum (sketch.ts's revealedSeed): a change crafted into the null
  * space of a seed known in advance (main's, drawn from the job's seed and the step) is caught.
  * Real processes: test/robust/relayed-checks.test.ts (--chaos lie-accuse).
@@ -16,6 +18,8 @@ import { chunkSketches, ringChunks } from '../../src/collectives/robust/verified
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import { mulberry32 } from '../../src/core/random.ts';
 import { StepChecks } from '../../src/distributed/robust/step-checks.ts';
+import { FAST_STEP_BIT } from '../../src/collectives/controller/negotiate.ts';
+import { PHASE_ALLGATHER, PHASE_REDUCE_SCATTER } from '../../src/collectives/transfer/ring.ts';
 import { accuseOnSend } from '../support/chaos/accuse.ts';
 import { ring, signedRing } from './memory-ring.ts';
 
@@ -99,8 +103,77 @@ describe('signed link digests in the verified allreduce', () => {
   }
 });
 
-/** Digests of one hop 0 → 1 of a 2-rank ring's chunk 1 (owner 1), where rank 0 starts the chunk. */
-async function oneHop(sentBytes: Float32Array, signedSketchOf: Float32Array, receivedSketchOf: Float32Array) {
+/** From now on the link from `comm` to its right neighbour adds 1 to the first float of every reduce-scatter message. */
+function corruptReduceScatter(comm: LinkCommunicator): void {
+  const send = comm.send.bind(comm);
+  const right = (comm.rank + 1) % comm.size;
+  comm.send = (peer, tag, payload) => {
+    if (peer !== right || (tag.step & ~FAST_STEP_BIT) >>> 16 !== PHASE_REDUCE_SCATTER) return send(peer, tag, payload);
+    const changed = new Uint8Array(payload);
+    new Float32Array(changed.buffer)[0] += 1;
+    return send(peer, tag, changed);
+  };
+}
+
+describe('a link that changes reduce-scatter bytes, signed digests or not', () => {
+  it("the receiver's sketch differs from the sender's and the bytes it shows are not what the sender hashed: one word against the other, so the link's sender is named by every rank, as before", async () => {
+    const { comms, seen } = await openSignedRing(3);
+    corruptReduceScatter(comms[1]);
+    const errors = await verifiedStep(comms, 0);
+    for (const [r, e] of errors.entries()) {
+      expect(e, `rank ${r}`).toBeInstanceOf(RingtrainError);
+      expect(e!.code, e!.message).toBe(ErrorCode.PeerMisbehaved);
+      expect(e!.message).toContain('rank 1 sent rank 2 gradients that its published sketch does not explain');
+      expect(e!.detail).toMatchObject({ peer: 1, link: [1, 2] });
+      // Nobody is convicted by a signature: neither end signed anything but what it sent and got.
+      expect(e!.detail).not.toHaveProperty('proven');
+      const named = seen[r].filter((ev) => ev.type === 'peer-misbehaved');
+      expect(new Set(named.map((ev) => (ev as { peer: number }).peer))).toEqual(new Set([1]));
+    }
+  });
+});
+
+/** From now on `comm` changes a float of every allgather message over 16 KB it sends on (the evidence's, here). */
+function changeEvidenceOnSend(comm: LinkCommunicator): void {
+  const send = comm.send.bind(comm);
+  comm.send = (peer, tag, payload) => {
+    const phase = (tag.step & ~FAST_STEP_BIT) >>> 16;
+    if (phase !== PHASE_ALLGATHER || payload.byteLength <= 16384) return send(peer, tag, payload);
+    const changed = new Uint8Array(payload);
+    new Float32Array(changed.buffer)[1] += 1;
+    return send(peer, tag, changed);
+  };
+}
+
+describe('the evidence, signed by the hashes of its bytes', () => {
+  it('bytes a relayer changed convict nobody: the ranks after it fail the step naming no one, the receiver that showed them is never named', async () => {
+    const { comms, seen } = await openSignedRing(4);
+    // A dispute on hop 1 → 2, so rank 2 shows what it got; its block goes 2 → 3 → 0 → 1, and rank 3 changes it.
+    corruptReduceScatter(comms[1]);
+    changeEvidenceOnSend(comms[3]);
+    const errors = await verifiedStep(comms, 0);
+    for (const r of [0, 1]) {
+      expect(errors[r]?.code, errors[r]?.message).toBe(ErrorCode.Aborted);
+      expect(errors[r]!.detail).toMatchObject({ evidenceChanged: [2] });
+    }
+    // Before the relayer, the bytes are as rank 2 signed them: the hop is one word against the other.
+    for (const r of [2, 3]) expect(errors[r]!.detail, errors[r]!.message).toMatchObject({ peer: 1, link: [1, 2] });
+    const named = seen.flat().filter((e) => e.type === 'peer-misbehaved') as { peer: number }[];
+    expect(named.some((e) => e.peer === 2)).toBe(false);
+  });
+});
+
+/**
+ * Digests of one hop 0 → 1 of a 2-rank ring's chunk 1 (owner 1), where rank 0 starts the chunk: rank 0
+ * sent `sentBytes` and signed the sketch of `signedSketchOf`, rank 1 signed the sketch of
+ * `receivedSketchOf` and shows `shown` (by default the bytes sent).
+ */
+async function oneHop(
+  sentBytes: Float32Array,
+  signedSketchOf: Float32Array,
+  receivedSketchOf: Float32Array,
+  shown = sentBytes,
+) {
   const k = 8;
   const chunks = ringChunks(sentBytes.length * 2, 2, undefined, 0, 0);
   const c = chunks[1];
@@ -112,8 +185,7 @@ async function oneHop(sentBytes: Float32Array, signedSketchOf: Float32Array, rec
   };
   const hash = await sha256(sentBytes);
   const digest = (sent: boolean) => ({
-    sentHash: new Int32Array(16).fill(0).map((_, i) => (sent && i >= 8 ? hash[i - 8] : 0)),
-    receivedHash: new Int32Array(16).fill(0).map((_, i) => (!sent && i >= 8 ? hash[i - 8] : 0)),
+    sentHash: new Int32Array(16).map((_, i) => (sent && i >= 8 ? hash[i - 8] : 0)),
     sentSketch: Float32Array.from({ length: 2 * k }, (_, i) => (sent && i >= k ? sketchAt(signedSketchOf)[i - k] : 0)),
     receivedSketch: Float32Array.from({ length: 2 * k }, (_, i) =>
       !sent && i >= k ? sketchAt(receivedSketchOf)[i - k] : 0,
@@ -124,8 +196,8 @@ async function oneHop(sentBytes: Float32Array, signedSketchOf: Float32Array, rec
   const published = [chunkSketches(whole, chunks, k, seed), new Float32Array(4 * k)];
   const x: HopInput = { size: 2, chunks, k, prescale: 1, published, digests: [digest(true), digest(false)] };
   const found = judgeHops(x);
-  const evidence = [new Float32Array(c.count), sentBytes];
-  return { found, proven: await judgeEvidence(x, found.sketchDisputes, evidence, seed) };
+  const evidence = [new Float32Array(c.count), shown];
+  return { found, ...(await judgeEvidence(x, found.disputes, evidence, seed)) };
 }
 
 describe('judging one hop from its signed digests', () => {
@@ -133,14 +205,15 @@ describe('judging one hop from its signed digests', () => {
   const poison = honest.map((v, i) => (i === 5 ? v + 100 : v));
 
   it('agreeing ends and a consistent sender: nothing to judge', async () => {
-    const { found, proven } = await oneHop(honest, honest, honest);
-    expect(found).toEqual({ proven: [], sketchDisputes: [], hashDisputes: [] });
+    const { found, proven, unresolved } = await oneHop(honest, honest, honest);
+    expect(found).toEqual({ proven: [], disputes: [] });
     expect(proven).toEqual([]);
+    expect(unresolved).toEqual([]);
   });
 
   it('a sender that sent poison but signed the honest sketch is named from the bytes its receiver shows', async () => {
     const { found, proven } = await oneHop(poison, honest, poison);
-    expect(found.sketchDisputes).toHaveLength(1);
+    expect(found.disputes).toHaveLength(1);
     expect(proven.map((f) => f.rank)).toEqual([0]);
     expect(proven[0].reason).toMatch(/signed a sketch of chunk 1 that the bytes it sent rank 1 do not have/);
   });
@@ -149,6 +222,20 @@ describe('judging one hop from its signed digests', () => {
     const { proven } = await oneHop(honest, honest, poison);
     expect(proven.map((f) => f.rank)).toEqual([1]);
     expect(proven[0].reason).toMatch(/false accusation/);
+  });
+
+  it('a receiver whose shown bytes have neither the hash the sender signed nor its own signed sketch is named', async () => {
+    const { proven, unresolved } = await oneHop(honest, honest, poison, new Float32Array(honest.length));
+    expect(proven.map((f) => f.rank)).toEqual([1]);
+    expect(proven[0].reason).toMatch(/false accusation: it cannot back it/);
+    expect(unresolved).toEqual([]);
+  });
+
+  it('bytes that changed on the way (the receiver shows and signed other bytes than the sender hashed): one word against the other, nobody proven', async () => {
+    const { found, proven, unresolved } = await oneHop(honest, honest, poison, poison);
+    expect(proven).toEqual([]);
+    expect(unresolved).toEqual(found.disputes);
+    expect(unresolved).toEqual([{ chunk: 1, from: 0, to: 1 }]);
   });
 });
 

@@ -2,45 +2,51 @@
  * Signed link digests for the verified allreduce: who passed on what, provably.
  *
  * In the ring's reduce-scatter every rank but a chunk's owner sends that chunk's partial sum to
- * its right neighbour once. Each rank digests, per chunk, what it sent and what it received: the
- * SHA-256 of the bytes and their sketch (sketch.ts, the verifier's seed). The digests ride in the
- * rank's verdict block, which its author signs (signed-gather.ts): one signature per rank per
- * step covers every link it sent on, and no message or round is added. From every rank's signed
- * digests each rank then judges alike:
+ * its right neighbour once. Per chunk, each rank digests what it sent (the SHA-256 of the bytes
+ * and their sketch: sketch.ts, the verifier's seed) and what it received (the sketch alone). The
+ * digests ride in the rank's verdict block, which its author signs (signed-gather.ts): one
+ * signature per rank per step covers every link it sent on, and no message or round is added.
+ * From every rank's signed digests each rank then judges alike:
  *
- *  - hop a → b agrees when a's sent hash and b's received hash are equal and so are their
- *    sketches (the same bytes sketch the same way on every runtime);
+ *  - hop a → b agrees when a's sent sketch and b's received sketch are equal, bit for bit (the
+ *    same bytes sketch the same way on every runtime);
  *  - a rank whose sent sketch is not its received sketch plus its published contribution (times
  *    the prescale, within float32 rounding) contradicts its own signature: it is named, proven;
- *  - equal hashes with different sketches: the two ends describe the same bytes differently. The
- *    receiver shows the bytes (an evidence gather, only then): whoever signed a sketch the bytes
- *    do not have is named, proven, and a receiver whose bytes do not hash to the signed hash is;
- *  - different hashes: the bytes changed between the sender's ring and the receiver's, or one end
- *    lies about them. One rank's word against another's: the caller treats it as before (the link
- *    is named, its sender reported).
+ *  - different sketches: the receiver shows the bytes (an evidence gather, only then). Bytes that
+ *    hash to a's signed hash settle it: whoever signed a sketch they do not have is named, proven.
+ *    A receiver whose bytes do not have the sketch it signed itself cannot back its claim: named,
+ *    proven. Bytes that have the receiver's sketch but not a's hash: the bytes changed between a
+ *    and b, or one end lies about them. One rank's word against another's: the caller treats it
+ *    as before (the link is named, its sender reported).
+ *
+ * Why the receiver signs a sketch and no hash of its own: under the seed the sum reveals the sketch
+ * is a keyed hash nobody could aim at, so it tells a changed hop as well as a SHA-256 would, and a
+ * receiver's claim is its word either way. What must be collision-hard is the sender's commitment,
+ * against a receiver that picks the bytes it shows once every seed is known: that is the SHA-256.
  *
  * So a rank that claims its left neighbour sent it the poison it passes on is named itself: the
- * neighbour's signed digest says what it sent, and the claim's sketch contradicts it.
+ * neighbour's signed digest says what it sent, and the bytes it must show contradict the claim.
  */
-import { sketchInto } from './sketch.ts';
-import type { RingChunk } from './verified.ts';
+import { nodeBuiltin } from '../../core/runtime.ts';
+import { sha256 as sha256Bytes, sha256Stream } from '../../core/sha256.ts';
+import { sketchInto, sketchTogetherInto } from './sketch.ts';
+import { publishChunk, type RingChunk } from './verified.ts';
 
 /** 32-bit words of a SHA-256 digest. */
 export const HASH_WORDS = 8;
 /** float32's unit roundoff. */
 const U = 2 ** -24;
 
-/** What one rank signs about one step's reduce-scatter: per chunk, the hash and sketch of what it sent and received. */
+/** What one rank signs about one step's reduce-scatter: per chunk, the hash and sketch of what it sent, the sketch of what it received. */
 export interface LinkDigest {
   sentHash: Int32Array;
-  receivedHash: Int32Array;
   sentSketch: Float32Array;
   receivedSketch: Float32Array;
 }
 
 /** Words a digest takes for `chunks` chunks of `k`-bucket sketches. */
 export function digestWords(chunks: number, k: number): number {
-  return 2 * HASH_WORDS * chunks + 2 * k * chunks;
+  return HASH_WORDS * chunks + 2 * k * chunks;
 }
 
 /** Whether `rank` sends chunk `c` in reduce-scatter (every rank but its owner). */
@@ -69,34 +75,95 @@ export async function chunkHashes(
   return out;
 }
 
+/** Whether node:crypto is here (Node, Deno): core/sha256.ts's sha256Stream then hashes with it. */
+const NODE_CRYPTO = nodeBuiltin('node:crypto') !== undefined;
+
+/**
+ * The SHA-256 of `values`' bytes, as 8 words. node:crypto's where the runtime has it: it reads the
+ * bytes where they lie, where WebCrypto must first copy them (half its cost on a gradient's sum);
+ * else WebCrypto's, else TypeScript's (core/sha256.ts).
+ */
 export async function sha256(values: Float32Array): Promise<Int32Array> {
-  // A copy: a Node Buffer's pool or a shared view is not a BufferSource every runtime takes as is.
-  const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength).slice();
-  return new Int32Array(await crypto.subtle.digest('SHA-256', bytes));
+  const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  let digest: Uint8Array;
+  if (NODE_CRYPTO) {
+    const stream = sha256Stream();
+    stream.update(bytes);
+    digest = stream.digest();
+  } else {
+    // WebCrypto takes no view of shared memory.
+    digest = await sha256Bytes(values.buffer instanceof ArrayBuffer ? bytes : bytes.slice());
+  }
+  return new Int32Array(Uint8Array.from(digest).buffer);
 }
 
-/** The `k`-bucket sketch of each chunk of `values` where `which` holds (zeros elsewhere), as a float32 array of k·chunks. */
-export function chunkSketchesWhere(
-  values: Float32Array,
-  chunks: RingChunk[],
-  k: number,
-  seed: number,
-  which: (c: RingChunk) => boolean,
-): Float32Array {
-  const out = new Float32Array(k * chunks.length);
-  const s = new Float64Array(k);
+/** What a rank sketches of one step under the revealed seed (stepSketches). */
+export interface StepSketches {
+  /** Its contribution's per-chunk sketches and masses, as published (verified.ts's chunkSketches). */
+  own: Float32Array;
+  /** The sum's per-chunk sketches (k per chunk), as verified.ts's wrongChunksOf takes them. */
+  result: Float64Array;
+  /** Its link digest's sketches (k per chunk; zeros where it did not send or receive the chunk). */
+  sent: Float32Array;
+  received: Float32Array;
+}
+
+/** The vectors of one step that a rank sketches, each where it lies in the gradient. */
+export interface StepVectors {
+  contribution: Float32Array;
+  reduced: Float32Array;
+  /** What it sent and received in reduce-scatter. */
+  sent: Float32Array;
+  received: Float32Array;
+}
+
+/**
+ * Every sketch `rank` publishes of a step, in one pass per chunk (sketch.ts's sketchTogetherInto: the
+ * bucket of an element is hashed once for its contribution, the sum, and what it sent and received).
+ */
+export function stepSketches(v: StepVectors, chunks: RingChunk[], k: number, seed: number, rank: number, size: number) {
+  const n = chunks.length;
+  const out: StepSketches = {
+    own: new Float32Array(2 * k * n),
+    result: new Float64Array(k * n),
+    sent: new Float32Array(k * n),
+    received: new Float32Array(k * n),
+  };
+  const own = new Float64Array(k);
+  const mass = new Float64Array(k);
+  const sent = new Float64Array(k);
+  const received = new Float64Array(k);
   chunks.forEach((c, i) => {
-    if (!which(c)) return;
-    s.fill(0);
-    sketchInto(s, values.subarray(c.offset, c.offset + c.count), seed, c.offset);
-    out.set(s, k * i);
+    const result = out.result.subarray(k * i, k * (i + 1));
+    const vectors = [
+      v.contribution,
+      v.reduced,
+      sends(c, rank) ? v.sent : null,
+      receives(c, rank, size) ? v.received : null,
+    ];
+    sent.fill(0);
+    received.fill(0);
+    sketchTogetherInto([own, result, sent, received], vectors, seed, c.offset, c.count, mass);
+    publishChunk(out.own, i, own, mass);
+    comparable(out.sent, sent, k * i);
+    comparable(out.received, received, k * i);
   });
+  return out;
+}
+
+/**
+ * `sketch` written into `out` at `at` as float32, each NaN as one NaN: its bits after arithmetic differ
+ * between CPUs (x86 keeps an operand's payload, ARM may not), and two ends compare sketches bit for bit.
+ */
+function comparable(out: Float32Array, sketch: Float64Array, at: number): Float32Array {
+  out.set(sketch, at);
+  for (let b = at; b < at + sketch.length; b++) if (out[b] !== out[b]) out[b] = NaN;
   return out;
 }
 
 /** The digest as words, to ride in a signed block. */
 export function digestToWords(d: LinkDigest): Int32Array {
-  const parts = [d.sentHash, d.receivedHash, asWords(d.sentSketch), asWords(d.receivedSketch)];
+  const parts = [d.sentHash, asWords(d.sentSketch), asWords(d.receivedSketch)];
   const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
@@ -111,12 +178,7 @@ export function digestFromWords(words: Int32Array, chunks: number, k: number): L
   const h = HASH_WORDS * chunks;
   const s = k * chunks;
   const floats = (from: number) => new Float32Array(words.buffer, words.byteOffset + 4 * from, s);
-  return {
-    sentHash: words.subarray(0, h),
-    receivedHash: words.subarray(h, 2 * h),
-    sentSketch: floats(2 * h),
-    receivedSketch: floats(2 * h + s),
-  };
+  return { sentHash: words.subarray(0, h), sentSketch: floats(h), receivedSketch: floats(h + s) };
 }
 
 function asWords(a: Float32Array): Int32Array {
@@ -139,10 +201,8 @@ export interface Hop {
 
 export interface HopFindings {
   proven: ProvenFault[];
-  /** Equal hashes, different sketches: settled by the receiver's bytes (judgeEvidence). */
-  sketchDisputes: Hop[];
-  /** Different hashes: one end's word against the other's. */
-  hashDisputes: Hop[];
+  /** The sender's and the receiver's sketches differ: settled by the receiver's bytes (judgeEvidence). */
+  disputes: Hop[];
 }
 
 export interface HopInput {
@@ -157,16 +217,14 @@ export interface HopInput {
 
 /** Every rank's signed digests, judged alike on every rank. */
 export function judgeHops(x: HopInput): HopFindings {
-  const found: HopFindings = { proven: [], sketchDisputes: [], hashDisputes: [] };
+  const found: HopFindings = { proven: [], disputes: [] };
   x.chunks.forEach((c, i) => {
     for (let a = 0; a < x.size; a++) {
       if (!sends(c, a)) continue;
       const b = (a + 1) % x.size;
       const hop = { chunk: i, from: a, to: b };
-      if (!sameWords(x.digests[a].sentHash, x.digests[b].receivedHash, HASH_WORDS * i, HASH_WORDS))
-        found.hashDisputes.push(hop);
-      else if (!sameWords(asWords(x.digests[a].sentSketch), asWords(x.digests[b].receivedSketch), x.k * i, x.k))
-        found.sketchDisputes.push(hop);
+      if (!sameWords(asWords(x.digests[a].sentSketch), asWords(x.digests[b].receivedSketch), x.k * i, x.k))
+        found.disputes.push(hop);
       const unexplained = unexplainedBucket(x, c, i, a);
       if (unexplained !== null)
         found.proven.push({
@@ -239,49 +297,65 @@ export function evidenceOf(rank: number, disputes: Hop[], chunks: RingChunk[], s
   return out;
 }
 
+/** What the evidence settled: the ranks it convicts, and the hops it leaves one end's word against the other's. */
+export interface EvidenceFindings {
+  proven: ProvenFault[];
+  /** The receiver's bytes have the sketch it signed but not the sender's hash: changed on the way, or one end lies. */
+  unresolved: Hop[];
+}
+
 /**
- * Settles each sketch dispute from its receiver's bytes (`evidence[r]`, every rank's evidence block):
- * bytes that do not hash to the hash both ends signed name the receiver; else whichever end signed a
- * sketch the bytes do not have is named.
+ * Settles each dispute from its receiver's bytes (`evidence[r]`, every rank's evidence block): bytes
+ * that hash to the sender's signed hash name whichever end signed a sketch they do not have; other
+ * bytes name the receiver when they do not have its own signed sketch either, else stay unresolved.
  */
 export async function judgeEvidence(
   x: HopInput,
   disputes: Hop[],
   evidence: Float32Array[],
   seed: number,
-): Promise<ProvenFault[]> {
+): Promise<EvidenceFindings> {
   const { at } = evidenceLayout(disputes, x.chunks, x.size);
-  const proven: ProvenFault[] = [];
+  const found: EvidenceFindings = { proven: [], unresolved: [] };
   for (const [j, h] of disputes.entries()) {
     const c = x.chunks[h.chunk];
     const bytes = evidence[h.to].subarray(at[j], at[j] + c.count);
-    const hash = await sha256(bytes);
-    if (!sameWords(hash, x.digests[h.from].sentHash.subarray(HASH_WORDS * h.chunk), 0, HASH_WORDS)) {
-      proven.push({
-        rank: h.to,
-        chunk: h.chunk,
-        reason: `it claimed rank ${h.from} sent it chunk ${h.chunk} with another sketch than rank ${h.from} signed, and the bytes it showed are not the ones both signed the hash of (a false accusation: it cannot back it)`,
-      });
-      continue;
-    }
     const s = new Float64Array(x.k);
     // Sketched where the chunk lies: each element's index is hashed into the map.
     sketchInto(s, bytes, seed, c.offset);
-    const truth = asWords(Float32Array.from(s));
+    const truth = asWords(comparable(new Float32Array(x.k), s, 0));
     const sentRight = sameWords(truth, asWords(x.digests[h.from].sentSketch.subarray(x.k * h.chunk)), 0, x.k);
     const receivedRight = sameWords(truth, asWords(x.digests[h.to].receivedSketch.subarray(x.k * h.chunk)), 0, x.k);
+    const sentBytes = sameWords(
+      await sha256(bytes),
+      x.digests[h.from].sentHash.subarray(HASH_WORDS * h.chunk),
+      0,
+      HASH_WORDS,
+    );
+    if (!sentBytes && receivedRight) {
+      found.unresolved.push(h);
+      continue;
+    }
+    if (!sentBytes) {
+      found.proven.push({
+        rank: h.to,
+        chunk: h.chunk,
+        reason: `it claimed rank ${h.from} sent it chunk ${h.chunk} with another sketch than rank ${h.from} signed, and the bytes it showed have neither that sketch nor the hash rank ${h.from} signed (a false accusation: it cannot back it)`,
+      });
+      continue;
+    }
     if (!sentRight)
-      proven.push({
+      found.proven.push({
         rank: h.from,
         chunk: h.chunk,
         reason: `it signed a sketch of chunk ${h.chunk} that the bytes it sent rank ${h.to} do not have (rank ${h.to} showed them)`,
       });
     if (!receivedRight)
-      proven.push({
+      found.proven.push({
         rank: h.to,
         chunk: h.chunk,
-        reason: `it claimed rank ${h.from} sent it chunk ${h.chunk} as something else than rank ${h.from} signed: the bytes both signed the hash of say otherwise (a false accusation)`,
+        reason: `it claimed rank ${h.from} sent it chunk ${h.chunk} as something else than rank ${h.from} signed: the bytes rank ${h.from} signed the hash of say otherwise (a false accusation)`,
       });
   }
-  return proven;
+  return found;
 }

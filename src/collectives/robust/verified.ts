@@ -87,11 +87,17 @@ export function chunkSketches(values: Float32Array, chunks: RingChunk[], k: numb
     s.fill(0);
     m.fill(0);
     sketchInto(s, values.subarray(c.offset, c.offset + c.count), seed, c.offset, m);
-    out.set(s, 2 * k * i);
-    // Rounded up, so that the bound built from it stays a bound.
-    for (let b = 0; b < k; b++) out[2 * k * i + k + b] = m[b] * (1 + 2 * U);
+    publishChunk(out, i, s, m);
   });
   return out;
+}
+
+/** Chunk i's sketch and masses in chunkSketches' layout (`out`: 2·k per chunk). */
+export function publishChunk(out: Float32Array, i: number, sketch: Float64Array, mass: Float64Array): void {
+  const k = sketch.length;
+  out.set(sketch, 2 * k * i);
+  // Rounded up, so that the bound built from it stays a bound.
+  for (let b = 0; b < k; b++) out[2 * k * i + k + b] = mass[b] * (1 + 2 * U);
 }
 
 /**
@@ -109,6 +115,21 @@ export function wrongChunks(
   seed: number,
   scale: number,
 ): number[] {
+  const seen = new Float64Array(k * chunks.length);
+  chunks.forEach((c, i) =>
+    sketchInto(seen.subarray(k * i, k * (i + 1)), result.subarray(c.offset, c.offset + c.count), seed, c.offset),
+  );
+  return wrongChunksOf(seen, chunks, published, k, scale);
+}
+
+/** wrongChunks from the result's per-chunk sketches, already taken (`seen`: k per chunk, under the published seed). */
+export function wrongChunksOf(
+  seen: Float64Array,
+  chunks: RingChunk[],
+  published: Float32Array[],
+  k: number,
+  scale: number,
+): number[] {
   const n = published.length;
   for (const [r, p] of published.entries()) {
     if (p.length !== 2 * k * chunks.length) {
@@ -120,10 +141,7 @@ export function wrongChunks(
     }
   }
   const wrong: number[] = [];
-  const seen = new Float64Array(k);
   chunks.forEach((c, i) => {
-    seen.fill(0);
-    sketchInto(seen, result.subarray(c.offset, c.offset + c.count), seed, c.offset);
     for (let b = 0; b < k; b++) {
       let expected = 0;
       let mass = 0;
@@ -134,7 +152,7 @@ export function wrongChunks(
         mass += p[2 * k * i + k + b];
       }
       const bound = 2 * U * Math.abs(scale) * ((n + 1) * mass + size) + 1e-37;
-      const diff = Math.abs(seen[b] - scale * expected);
+      const diff = Math.abs(seen[k * i + b] - scale * expected);
       if (!(diff <= bound)) {
         wrong.push(i);
         return;

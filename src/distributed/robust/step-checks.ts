@@ -30,9 +30,10 @@
  *
  * Cost per step on a gradient of n floats: one hashing pass over it on the
  * CPU with verify off; with verify, copies of the contribution and of the
- * (size-1)/size of it sent and received, SHA-256 of the sum and of both, and
- * sketches of the contribution and of both (bench/link-digests.ts), and
- * 4·(1 + 256) + 128 bytes per rank beside the sum, 4·(280·chunks) + 128 after
+ * (size-1)/size of it sent and received, SHA-256 of the sum and of what it
+ * sent, and one sketching pass over the contribution, the sum and both
+ * (bench/link-digests.ts), and
+ * 4·(1 + 256) + 128 bytes per rank beside the sum, 4·(272·chunks) + 128 after
  * it (chunks = ring size), one signature and size-1 verifications per gather.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';

@@ -1,37 +1,32 @@
 /**
  * The verified allreduce's judgement after the sum (step-checks.ts calls it before the update). Every
  * rank shares, in one signed allgather, per ring chunk: the SHA-256 of the sum it holds, its
- * contribution's sketch and masses (verified.ts's chunkSketches) and its link digests
- * (link-digests.ts: the hash and sketch of what it sent and received in reduce-scatter). The sketches'
+ * contribution's sketch and masses (verified.ts's chunkSketches) and its link digest (link-digests.ts:
+ * the hash and sketch of what it sent in reduce-scatter, the sketch of what it received). The sketches'
  * seed is drawn from the sum's hashes (sketch.ts's revealedSeed): commit, then reveal. A rank's
  * contribution is in the sum, and the bytes it sent are fixed by hashes it signs, before anyone can know
- * the seed, so no change can be aimed at the sketch's null space. Then every rank judges alike:
+ * the seed, so no change can be aimed at the sketch's null space. Every sketch is taken in one pass per
+ * chunk (link-digests.ts's stepSketches). Then every rank judges alike:
  *
  *  1. a copy of a chunk that differs from its owner's (the allgather forwards it byte for byte) names
  *     the link into the first rank that holds it wrong, as before;
  *  2. a rank whose own signed digests contradict its published contribution, who signed a sketch the
- *     bytes do not have (shown by the receiver in an evidence gather, run only when two ends sketched
- *     the same bytes differently), or whose last step (the chunk it owns) does not add up, is named:
- *     proven by what it signed, whatever anyone claims about it;
- *  3. otherwise the hops whose hashes differ (one end's word against the other's) and the chunks
- *     whose sum is not the published one locate one link as before (verified.ts's culpritOf and
- *     suspectLinks), and its sender is named.
+ *     bytes do not have (shown by the receiver in an evidence gather, run only when the two ends of a
+ *     hop signed different sketches, the bytes' hashes signed in a small gather after it), or whose
+ *     last step (the chunk it owns) does not add up, is named: proven by what it signed, whatever
+ *     anyone claims about it;
+ *  3. otherwise the hops whose receiver showed other bytes than the sender hashed (one end's word
+ *     against the other's) and the chunks whose sum is not the published one locate one link as before
+ *     (verified.ts's culpritOf and suspectLinks), and its sender is named.
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { now } from '../../core/events.ts';
 import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
 import { revealedSeed } from '../../collectives/robust/sketch.ts';
-import {
-  chunkSketches,
-  culpritOf,
-  suspectLinks,
-  wrongChunks,
-  type RingChunk,
-} from '../../collectives/robust/verified.ts';
+import { culpritOf, suspectLinks, wrongChunksOf, type RingChunk } from '../../collectives/robust/verified.ts';
 import {
   chunkHashes,
-  chunkSketchesWhere,
   digestFromWords,
   digestToWords,
   digestWords,
@@ -39,8 +34,11 @@ import {
   HASH_WORDS,
   judgeEvidence,
   judgeHops,
-  receives,
   sends,
+  sha256,
+  stepSketches,
+  type EvidenceFindings,
+  type Hop,
   type HopFindings,
   type HopInput,
   type LinkDigest,
@@ -86,16 +84,19 @@ export async function judgeVerifiedStep(
 ): Promise<void> {
   const { comm, chunks, k } = v;
   const n = chunks.length;
-  // The link hashes need no seed: taken beside the sum's.
-  const linkHashes = hashesOf(v);
-  const sumHash = await chunkHashes(reduced, chunks, (c) => c.count > 0);
+  // Neither hash needs the seed.
+  const [sumHash, sentHash] = await Promise.all([
+    chunkHashes(reduced, chunks, (c) => c.count > 0),
+    chunkHashes(v.sent, chunks, (c) => sends(c, comm.rank)),
+  ]);
   // Revealed only now: every rank has sent all it contributes, so none could aim at this seed's null space.
   const seed = revealedSeed(v.step, sumHash);
-  const own = chunkSketches(v.contribution, chunks, k, seed);
+  const sketched = stepSketches({ ...v, reduced }, chunks, k, seed, comm.rank, comm.size);
   const mine = new Int32Array(verdictWords(n, k));
   mine.set(sumHash);
-  mine.set(new Int32Array(own.buffer), HASH_WORDS * n);
-  mine.set(digestToWords(digestOf(v, await linkHashes, seed)), HASH_WORDS * n + 2 * k * n);
+  mine.set(new Int32Array(sketched.own.buffer), HASH_WORDS * n);
+  const digest = { sentHash, sentSketch: sketched.sent, receivedSketch: sketched.received };
+  mine.set(digestToWords(digest), HASH_WORDS * n + 2 * k * n);
   const all = await signedAllgather(comm, mine, gatherOptions(v, 'verify-verdicts'));
   const ranks = Array.from({ length: comm.size }, (_, r) => r);
   const verdicts = ranks.map((r) => verdictOf(all.slice(r * mine.length, (r + 1) * mine.length), n, k));
@@ -121,20 +122,14 @@ export async function judgeVerifiedStep(
   };
   const found = judgeHops(input);
   const proven = [...found.proven];
-  if (found.sketchDisputes.length > 0) {
-    const evidence = evidenceOf(comm.rank, found.sketchDisputes, chunks, comm.size, v.received);
-    // Not signed: the bytes are checked against the hash both ends signed, and a block this long spans
-    // several messages, which signed-gather.ts's per-message check does not take.
-    const shown = await allgather(comm, evidence, { name: 'verify-evidence', timeoutMs: v.timeoutMs });
-    const blocks = ranks.map((r) => shown.subarray(r * evidence.length, (r + 1) * evidence.length));
-    // First: a rank named for an accusation it cannot back is named for that, whatever else it did.
-    proven.unshift(...(await judgeEvidence(input, found.sketchDisputes, blocks, seed)));
-  }
-  const wrong = wrongChunks(reduced, chunks, input.published, k, seed, scale);
+  const settled = await settleDisputes(v, input, found.disputes, seed);
+  // First: a rank named for an accusation it cannot back is named for that, whatever else it did.
+  proven.unshift(...settled.proven);
+  const wrong = wrongChunksOf(sketched.result, chunks, input.published, k, scale);
   proven.push(...lastStepFaults(wrong, reduced, chunks, found));
   if (proven.length > 0) nameProven(v, proven);
-  // Only a receiver's word now: the hops whose hashes differ, as the partials it received wrong.
-  const badAt = ranks.map((r) => [...new Set(found.hashDisputes.filter((h) => h.to === r).map((h) => h.chunk))]);
+  // Only a receiver's word now: the hops whose bytes are not what the sender signed, as the partials it received wrong.
+  const badAt = ranks.map((r) => [...new Set(settled.unresolved.filter((h) => h.to === r).map((h) => h.chunk))]);
   if (wrong.length === 0 && badAt.every((b) => b.length === 0)) return;
   nameFromClaims(
     v,
@@ -142,6 +137,40 @@ export async function judgeVerifiedStep(
     ranks.map(() => wrong),
     badAt,
   );
+}
+
+/** The receivers of disputed hops show the bytes they received (an evidence gather, only when there are disputes). */
+async function settleDisputes(
+  v: VerifiedStep,
+  input: HopInput,
+  disputes: Hop[],
+  seed: number,
+): Promise<EvidenceFindings> {
+  if (disputes.length === 0) return { proven: [], unresolved: [] };
+  const { comm, chunks } = v;
+  const evidence = evidenceOf(comm.rank, disputes, chunks, comm.size, v.received);
+  // The bytes travel unsigned: a block this long spans several messages, which signed-gather.ts's
+  // per-message check does not take. Their authors sign the bytes' hashes in a small gather after them.
+  const shown = await allgather(comm, evidence, { name: 'verify-evidence', timeoutMs: v.timeoutMs });
+  const signed = await signedAllgather(comm, await sha256(evidence), gatherOptions(v, 'verify-evidence-hash'));
+  const blocks = Array.from({ length: comm.size }, (_, r) =>
+    shown.subarray(r * evidence.length, (r + 1) * evidence.length),
+  );
+  const changed: number[] = [];
+  for (const r of new Set(disputes.map((h) => h.to)))
+    if (!sameWords(await sha256(blocks[r]), signed.subarray(HASH_WORDS * r, HASH_WORDS * (r + 1)))) changed.push(r);
+  // A relayer changed them: they would convict their author of a claim it never made. Nobody is named from them.
+  if (changed.length > 0)
+    throw new RingtrainError(
+      ErrorCode.Aborted,
+      `step ${v.step} failed verification: the bytes rank ${changed.join(' and rank ')} showed to settle a dispute reached rank ${comm.rank} changed (they do not hash to what their author signed): a rank that passed them on changed them. Nobody is named from them; the update was not applied`,
+      { step: v.step, evidenceChanged: changed },
+    );
+  return judgeEvidence(input, disputes, blocks, seed);
+}
+
+function sameWords(a: Int32Array, b: Int32Array): boolean {
+  return a.length === b.length && a.every((w, i) => w === b[i]);
 }
 
 function verdictOf(words: Int32Array, n: number, k: number): Verdict {
@@ -172,7 +201,7 @@ function lastStepFaults(
   chunks: RingChunk[],
   found: HopFindings,
 ): ProvenFault[] {
-  const disputed = new Set([...found.hashDisputes, ...found.sketchDisputes].map((h) => h.chunk));
+  const disputed = new Set(found.disputes.map((h) => h.chunk));
   const explained = new Set(found.proven.map((f) => f.chunk));
   return wrong.flatMap((i) => {
     const c = chunks[i];
@@ -185,26 +214,6 @@ function lastStepFaults(
 
 function gatherOptions(v: VerifiedStep, name: string) {
   return { name, step: v.step, timeoutMs: v.timeoutMs, misbehaviour: v.misbehaviour };
-}
-
-/** The hashes of what this rank sent and received in reduce-scatter, per chunk. */
-function hashesOf(v: VerifiedStep): Promise<[Int32Array, Int32Array]> {
-  const { comm, chunks } = v;
-  return Promise.all([
-    chunkHashes(v.sent, chunks, (c) => sends(c, comm.rank)),
-    chunkHashes(v.received, chunks, (c) => receives(c, comm.rank, comm.size)),
-  ]);
-}
-
-/** This rank's signed-to-be digest of its reduce-scatter traffic, its sketches under the revealed seed. */
-function digestOf(v: VerifiedStep, [sentHash, receivedHash]: [Int32Array, Int32Array], seed: number): LinkDigest {
-  const { comm, chunks, k } = v;
-  return {
-    sentHash,
-    receivedHash,
-    sentSketch: chunkSketchesWhere(v.sent, chunks, k, seed, (c) => sends(c, comm.rank)),
-    receivedSketch: chunkSketchesWhere(v.received, chunks, k, seed, (c) => receives(c, comm.rank, comm.size)),
-  };
 }
 
 /** Names every rank the signed digests convict (the same on every rank) and fails the step. */

@@ -9,13 +9,13 @@
 import type { Communicator } from '../../../src/comm/interface.ts';
 import { allgather } from '../../../src/collectives/allgather.ts';
 import { FAST_STEP_BIT } from '../../../src/collectives/controller/negotiate.ts';
-import { receives } from '../../../src/collectives/robust/link-digests.ts';
+import { receives, sha256 } from '../../../src/collectives/robust/link-digests.ts';
 import { ringChunks } from '../../../src/collectives/robust/verified.ts';
 import { PHASE_ALLGATHER } from '../../../src/collectives/transfer/ring.ts';
 import { VERIFY_BUCKETS } from '../../../src/distributed/robust/step-checks.ts';
 import { verdictWords } from '../../../src/distributed/robust/verify-verdicts.ts';
 import { keysOf, SIGNATURE_BYTES } from '../../../src/distributed/session/ring-keys.ts';
-import { signedAsAuthor } from '../../../src/distributed/session/signed-gather.ts';
+import { signedAllgather, signedAsAuthor } from '../../../src/distributed/session/signed-gather.ts';
 
 /** Words per chunk of a verdict block (verify-verdicts.ts). */
 const WORDS_PER_CHUNK = verdictWords(1, VERIFY_BUCKETS);
@@ -33,7 +33,7 @@ function isOwnBlock(tag: { step: number }): boolean {
 
 /**
  * From now on, while `stepNow()` is at or past `fromStep`, this rank's verdict blocks carry the false
- * claim, and it joins the evidence gather the others then hold, showing zeros for the bytes it says it
+ * claim, and it joins the evidence gathers the others then hold, showing zeros for the bytes it says it
  * received (its own honest code, which judges its own block as it was before the rewrite, would not).
  * `gradientLength`: the floats of the gradient the verified allreduce reduces (its ring chunks).
  */
@@ -75,9 +75,15 @@ export function accuseOnSend(
   };
 }
 
-/** Joins the evidence gather (called while the verdict gather runs, so it takes the next collective's place). */
+/**
+ * Joins the evidence gather and the signed gather of its hashes after it (called while the verdict gather
+ * runs, so they take the next collectives' places).
+ */
 function showEvidence(comm: Communicator, step: number, gradientLength: number): void {
   const chunks = ringChunks(gradientLength, comm.size, undefined, 0, 0);
   const words = chunks.reduce((n, c) => n + (receives(c, comm.rank, comm.size) ? c.count : 0), 0);
-  void allgather(comm, new Float32Array(words), { name: 'verify-evidence' }).catch(() => {});
+  const shown = new Float32Array(words);
+  void allgather(comm, shown, { name: 'verify-evidence' })
+    .then(async () => signedAllgather(comm, await sha256(shown), { name: 'verify-evidence-hash', step }))
+    .catch(() => {});
 }
