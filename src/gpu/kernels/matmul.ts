@@ -83,6 +83,11 @@ export function wideFits(o: MatmulShape): boolean {
   return directFits(o) && o.m >= 32 && o.n >= 32;
 }
 
+/** Where a CPU adapter takes the wide kernel (f32, and f16 in src/nn/ops/linear/kernel.ts): it fits, with one SIMD group's worth of blocks. */
+export function wideWorthIt(o: MatmulShape): boolean {
+  return wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES;
+}
+
 /** matmul_tiled_blocked.wgsl: C and bias stored as vec4 (n % 4), and A's and B's contiguous dimension a multiple of 4. */
 export function blockedFits(o: MatmulShape): boolean {
   if (o.n % 4 !== 0) return false;
@@ -123,7 +128,7 @@ export const MATMUL_TABLE: readonly {
   // Below one SIMD group's worth of 32×32 blocks (8 lanes), most lanes of the wide kernel would idle.
   {
     adapter: 'cpu',
-    when: (o) => wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES,
+    when: wideWorthIt,
     variant: 'wide',
     why: 'big vec4-aligned: 32×32 per invocation',
   },
@@ -180,8 +185,8 @@ export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: Matm
   return matmulDispatch(gpu, a, b, c, o, chooseMatmulVariant(gpu, o), 1, o.k);
 }
 
-/** The grid of one K slice of `variant` (x, y; z is the slice). */
-function matmulGrid(variant: ChosenMatmulVariant, o: MatmulShape): [number, number] {
+/** The grid of one K slice of `variant` (x, y; z is the slice); the f16 kernels' grids are their f32 twins'. */
+export function matmulGrid(variant: ChosenMatmulVariant, o: MatmulShape): [number, number] {
   if (variant === 'blocked') return [Math.ceil(o.n / BLOCKED_TILE), Math.ceil(o.m / BLOCKED_TILE)];
   if (variant === 'wide') {
     const [x, y] = linearGroups(Math.ceil(o.n / WIDE_BLOCK) * Math.ceil(o.m / WIDE_BLOCK), WIDE_BLOCKS_PER_GROUP);
