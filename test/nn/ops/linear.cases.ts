@@ -8,7 +8,13 @@ import { planUnpackF16 } from '../../../src/gpu/kernels/f16.ts';
 import type { MatmulShape } from '../../../src/gpu/kernels/matmul.ts';
 import { gradcheck, type GradcheckInput } from '../../../src/nn/gradcheck.ts';
 import { type LinearAttrs, linearOp } from '../../../src/nn/ops/linear/index.ts';
-import { type F16MatmulVariant, halfWords, planCastF16, planMatmulF16 } from '../../../src/nn/ops/linear/kernel.ts';
+import {
+  chooseF16Variant,
+  type F16MatmulVariant,
+  halfWords,
+  planCastF16,
+  planMatmulF16,
+} from '../../../src/nn/ops/linear/kernel.ts';
 import { linearF16Reference } from '../../../src/nn/ops/linear/reference.ts';
 import { draws, type OracleCase, type OracleResult, relErr, scoped, seedOf } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
@@ -117,6 +123,32 @@ function f16SameBitsCase(s: F16Shape, variants: F16MatmulVariant[]): OracleCase 
   };
 }
 
+/** The table's choice by adapter kind and shape (the words transformer's products at batch 256), and a forced wide program refused on a shape it cannot take. */
+const f16ChoiceCase: OracleCase = {
+  name: 'matmulF16 program by adapter and shape',
+  run: async () => {
+    const cpu = { info: { isFallbackAdapter: true } } as Gpu;
+    const gpuLike = { info: { isFallbackAdapter: false } } as Gpu;
+    const picks: [Gpu, F16Shape, F16MatmulVariant][] = [
+      [cpu, { m: 8192, n: 192, k: 64, transB: true }, 'wide'], // qkv forward
+      [cpu, { m: 192, n: 64, k: 8192, transA: true }, 'wide'], // its dW
+      [cpu, { m: 8192, n: 64, k: 192 }, 'wide'], // its dx
+      [cpu, { m: 8192, n: 27, k: 64, transB: true }, 'direct'], // a 27-token head: n not a multiple of 4
+      [cpu, { m: 32, n: 128, k: 512 }, 'direct'], // too few 32×32 blocks to fill the SIMD lanes
+      [gpuLike, { m: 8192, n: 192, k: 64, transB: true }, 'tiled'],
+      [gpuLike, { m: 7, n: 5, k: 3 }, 'tiled'],
+    ];
+    const wrong = picks.filter(([g, s, want]) => chooseF16Variant(g, s) !== want).length;
+    let refused = false;
+    try {
+      chooseF16Variant(cpu, { m: 64, n: 30, k: 64, variant: 'wide' });
+    } catch (err) {
+      refused = err instanceof RingtrainError && err.code === ErrorCode.InvalidArgument && /n=30/.test(err.message);
+    }
+    return { maxAbsErr: wrong + (refused ? 0 : 1), tol: 0 };
+  },
+};
+
 function transpose(v: Float32Array, rows: number, cols: number): Float32Array {
   const out = new Float32Array(v.length);
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = v[r * cols + c];
@@ -184,6 +216,7 @@ export const ORACLE_CASES: OracleCase[] = [
   f16SameBitsCase({ m: 64, n: 96, k: 256, transB: true, bias: true, relu: true }, ['wide', 'tiled']),
   f16SameBitsCase({ m: 96, n: 64, k: 260, transA: true }, ['wide', 'tiled']),
   f16SameBitsCase({ m: 70, n: 64, k: 96 }, ['wide', 'tiled']),
+  f16ChoiceCase,
   castOverflowCase,
   f16Gradcheck('x[5,7] W[3,7] b[3]', [s(5, 7), s(3, 7), s(3)], {}),
   f16Gradcheck('x[2,3,8] W[36,8] b[36], fused relu', [s(2, 3, 8), s(36, 8), s(36)], { relu: true }),
