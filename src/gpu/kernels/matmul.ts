@@ -83,11 +83,6 @@ export function wideFits(o: MatmulShape): boolean {
   return directFits(o) && o.m >= 32 && o.n >= 32;
 }
 
-/** Where a CPU adapter takes the wide kernel (f32, and f16 in src/nn/ops/linear/kernel.ts): it fits, with one SIMD group's worth of blocks. */
-export function wideWorthIt(o: MatmulShape): boolean {
-  return wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES;
-}
-
 /** matmul_tiled_blocked.wgsl: C and bias stored as vec4 (n % 4), and A's and B's contiguous dimension a multiple of 4. */
 export function blockedFits(o: MatmulShape): boolean {
   if (o.n % 4 !== 0) return false;
@@ -128,7 +123,7 @@ export const MATMUL_TABLE: readonly {
   // Below one SIMD group's worth of 32×32 blocks (8 lanes), most lanes of the wide kernel would idle.
   {
     adapter: 'cpu',
-    when: wideWorthIt,
+    when: (o) => wideFits(o) && o.m * o.n >= WIDE_MIN_ENTRIES,
     variant: 'wide',
     why: 'big vec4-aligned: 32×32 per invocation',
   },

@@ -134,7 +134,8 @@ const f16ChoiceCase: OracleCase = {
       [cpu, { m: 192, n: 64, k: 8192, transA: true }, 'wide'], // its dW
       [cpu, { m: 8192, n: 64, k: 192 }, 'wide'], // its dx
       [cpu, { m: 8192, n: 27, k: 64, transB: true }, 'direct'], // a 27-token head: n not a multiple of 4
-      [cpu, { m: 32, n: 128, k: 512 }, 'direct'], // too few 32×32 blocks to fill the SIMD lanes
+      [cpu, { m: 64, n: 64, k: 8192, transA: true }, 'wide'], // 4 blocks: f16 has no split over K
+      [cpu, { m: 16, n: 128, k: 512 }, 'direct'], // m < 32
       [gpuLike, { m: 8192, n: 192, k: 64, transB: true }, 'tiled'],
       [gpuLike, { m: 7, n: 5, k: 3 }, 'tiled'],
     ];
