@@ -180,8 +180,8 @@ export function planMatmul(gpu: Gpu, a: Binding, b: Binding, c: Binding, o: Matm
   return matmulDispatch(gpu, a, b, c, o, chooseMatmulVariant(gpu, o), 1, o.k);
 }
 
-/** The grid of one K slice of `variant` (x, y; z is the slice). */
-function matmulGrid(variant: ChosenMatmulVariant, o: MatmulShape): [number, number] {
+/** The grid of one K slice of `variant` (x, y; z is the slice); the f16 kernels' grids are their f32 twins'. */
+export function matmulGrid(variant: ChosenMatmulVariant, o: MatmulShape): [number, number] {
   if (variant === 'blocked') return [Math.ceil(o.n / BLOCKED_TILE), Math.ceil(o.m / BLOCKED_TILE)];
   if (variant === 'wide') {
     const [x, y] = linearGroups(Math.ceil(o.n / WIDE_BLOCK) * Math.ceil(o.m / WIDE_BLOCK), WIDE_BLOCKS_PER_GROUP);

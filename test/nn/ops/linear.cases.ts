@@ -8,7 +8,13 @@ import { planUnpackF16 } from '../../../src/gpu/kernels/f16.ts';
 import type { MatmulShape } from '../../../src/gpu/kernels/matmul.ts';
 import { gradcheck, type GradcheckInput } from '../../../src/nn/gradcheck.ts';
 import { type LinearAttrs, linearOp } from '../../../src/nn/ops/linear/index.ts';
-import { halfWords, planCastF16, planMatmulF16 } from '../../../src/nn/ops/linear/kernel.ts';
+import {
+  chooseF16Variant,
+  type F16MatmulVariant,
+  halfWords,
+  planCastF16,
+  planMatmulF16,
+} from '../../../src/nn/ops/linear/kernel.ts';
 import { linearF16Reference } from '../../../src/nn/ops/linear/reference.ts';
 import { draws, type OracleCase, type OracleResult, relErr, scoped, seedOf } from '../../oracles/oracle-case.ts';
 import type { OpCase } from '../op-cases.ts';
@@ -46,11 +52,15 @@ async function withF16(gpu: Gpu, work: () => Promise<OracleResult>): Promise<Ora
   return { maxAbsErr: Infinity, tol: 0 };
 }
 
-/** A and B cast to f16 on the GPU, then matmulF16: against the f64 product of the f16-rounded operands. */
-function f16MatmulCase(s: MatmulShape & { bias?: boolean; relu?: boolean }): OracleCase {
-  const what = `${s.transA ? 'Aᵀ' : 'A'}·${s.transB ? 'Bᵀ' : 'B'}${s.bias ? '+bias' : ''}${s.relu ? ' relu' : ''}`;
+type F16Shape = MatmulShape & { bias?: boolean; relu?: boolean; variant?: F16MatmulVariant };
+
+const describe = (s: F16Shape) =>
+  `${s.variant ?? 'chosen'} ${s.transA ? 'Aᵀ' : 'A'}·${s.transB ? 'Bᵀ' : 'B'}${s.bias ? '+bias' : ''}${s.relu ? ' relu' : ''} m=${s.m} n=${s.n} k=${s.k}`;
+
+/** A and B cast to f16 on the GPU, then matmulF16 (the forced or the chosen program): against the f64 product of the f16-rounded operands. */
+function f16MatmulCase(s: F16Shape): OracleCase {
   return {
-    name: `matmulF16 ${what} m=${s.m} n=${s.n} k=${s.k}`,
+    name: `matmulF16 ${describe(s)}`,
     run: (gpu) =>
       withF16(gpu, () =>
         scoped(gpu, async (t) => {
@@ -75,6 +85,70 @@ function f16MatmulCase(s: MatmulShape & { bias?: boolean; relu?: boolean }): Ora
       ),
   };
 }
+
+/**
+ * Every program on the same f16 operands: the same bits as matmul_f16.wgsl ('direct'), since each sums an
+ * entry's exact f32 products over k in the same order. The error is the number of words that differ.
+ */
+function f16SameBitsCase(s: F16Shape, variants: F16MatmulVariant[]): OracleCase {
+  return {
+    name: `matmulF16 ${variants.join(', ')} bitwise equal to direct: ${describe(s)}`,
+    run: (gpu) =>
+      withF16(gpu, () =>
+        scoped(gpu, async (t) => {
+          const [a, b, bias] = [rand(s.m * s.k, 2), rand(s.k * s.n, 2), rand(s.n)];
+          const [a16, b16, flag] = [
+            t(gpu.storage(halfWords(a.length))),
+            t(gpu.storage(halfWords(b.length))),
+            t(gpu.storage(1)),
+          ];
+          const biasBuf = s.bias ? t(gpu.upload(bias)) : undefined;
+          const outs = (['direct', ...variants] as const).map(() => t(gpu.storage(s.m * s.n)));
+          gpu.record([
+            planCastF16(gpu, t(gpu.upload(a)), a16, a.length, flag),
+            planCastF16(gpu, t(gpu.upload(b)), b16, b.length, flag),
+            ...(['direct', ...variants] as const).map((variant, i) =>
+              planMatmulF16(gpu, a16, b16, outs[i], { ...s, bias: biasBuf, variant }),
+            ),
+          ]);
+          const want = await gpu.readU32(outs[0], 0, s.m * s.n);
+          let differ = 0;
+          for (const out of outs.slice(1)) {
+            const got = await gpu.readU32(out, 0, s.m * s.n);
+            for (let i = 0; i < got.length; i++) if (got[i] !== want[i]) differ++;
+          }
+          return { maxAbsErr: differ, tol: 0 };
+        }),
+      ),
+  };
+}
+
+/** The table's choice by adapter kind and shape (the words transformer's products at batch 256), and a forced wide program refused on a shape it cannot take. */
+const f16ChoiceCase: OracleCase = {
+  name: 'matmulF16 program by adapter and shape',
+  run: async () => {
+    const cpu = { info: { isFallbackAdapter: true } } as Gpu;
+    const gpuLike = { info: { isFallbackAdapter: false } } as Gpu;
+    const picks: [Gpu, F16Shape, F16MatmulVariant][] = [
+      [cpu, { m: 8192, n: 192, k: 64, transB: true }, 'wide'], // qkv forward
+      [cpu, { m: 192, n: 64, k: 8192, transA: true }, 'wide'], // its dW
+      [cpu, { m: 8192, n: 64, k: 192 }, 'wide'], // its dx
+      [cpu, { m: 8192, n: 27, k: 64, transB: true }, 'direct'], // a 27-token head: n not a multiple of 4
+      [cpu, { m: 64, n: 64, k: 8192, transA: true }, 'wide'], // 4 blocks: f16 has no split over K
+      [cpu, { m: 16, n: 128, k: 512 }, 'direct'], // m < 32
+      [gpuLike, { m: 8192, n: 192, k: 64, transB: true }, 'tiled'],
+      [gpuLike, { m: 7, n: 5, k: 3 }, 'tiled'],
+    ];
+    const wrong = picks.filter(([g, s, want]) => chooseF16Variant(g, s) !== want).length;
+    let refused = false;
+    try {
+      chooseF16Variant(cpu, { m: 64, n: 30, k: 64, variant: 'wide' });
+    } catch (err) {
+      refused = err instanceof RingtrainError && err.code === ErrorCode.InvalidArgument && /n=30/.test(err.message);
+    }
+    return { maxAbsErr: wrong + (refused ? 0 : 1), tol: 0 };
+  },
+};
 
 function transpose(v: Float32Array, rows: number, cols: number): Float32Array {
   const out = new Float32Array(v.length);
@@ -131,6 +205,19 @@ export const ORACLE_CASES: OracleCase[] = [
   f16MatmulCase({ m: 40, n: 64, k: 33, transA: true }),
   f16MatmulCase({ m: 33, n: 64, k: 40 }),
   f16MatmulCase({ m: 129, n: 130, k: 257, transB: true }),
+  // The wide program (CPU adapters' choice at these shapes): every transpose, the epilogue, edge blocks shifted back.
+  f16MatmulCase({ m: 33, n: 40, k: 64, transB: true, relu: true, bias: true, variant: 'wide' }),
+  f16MatmulCase({ m: 40, n: 36, k: 33, transA: true, variant: 'wide' }),
+  f16MatmulCase({ m: 65, n: 68, k: 40, variant: 'wide' }),
+  // The tiled program (GPUs' choice): any shape, partial tiles of 64 and of K's 16.
+  f16MatmulCase({ m: 1, n: 1, k: 1, variant: 'tiled' }),
+  f16MatmulCase({ m: 7, n: 5, k: 33, transB: true, bias: true, relu: true, variant: 'tiled' }),
+  f16MatmulCase({ m: 65, n: 70, k: 37, transA: true, variant: 'tiled' }),
+  f16MatmulCase({ m: 33, n: 66, k: 129, variant: 'tiled' }),
+  f16SameBitsCase({ m: 64, n: 96, k: 256, transB: true, bias: true, relu: true }, ['wide', 'tiled']),
+  f16SameBitsCase({ m: 96, n: 64, k: 260, transA: true }, ['wide', 'tiled']),
+  f16SameBitsCase({ m: 70, n: 64, k: 96 }, ['wide', 'tiled']),
+  f16ChoiceCase,
   castOverflowCase,
   f16Gradcheck('x[5,7] W[3,7] b[3]', [s(5, 7), s(3, 7), s(3)], {}),
   f16Gradcheck('x[2,3,8] W[36,8] b[36], fused relu', [s(2, 3, 8), s(36, 8), s(36)], { relu: true }),
