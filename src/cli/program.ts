@@ -8,37 +8,49 @@ import { isRingtrainError } from '../core/errors.ts';
 import { packageVersion } from '../core/package-root.node.ts';
 import { stderr } from './host.node.ts';
 import { commandStatus } from './status.ts';
-import { serverCommand } from './commands/server.ts';
-import { trainCommand } from './commands/train.ts';
-import { benchCommand } from './commands/bench.ts';
-import { runCommand } from './commands/run.ts';
-import { workerCommand } from './commands/worker.ts';
-import { generateCommand } from './commands/generate.ts';
-import { exportCommand } from './commands/export.ts';
-import { predictCommand } from './commands/predict.ts';
-import { launchCommand } from './commands/launch.ts';
-import { k8sCommand } from './commands/k8s.node.ts';
-import { simulateCommand } from './commands/simulate.node.ts';
 
-const SUBCOMMANDS: (() => Command)[] = [
-  trainCommand,
-  serverCommand,
-  workerCommand,
-  runCommand,
-  launchCommand,
-  benchCommand,
-  generateCommand,
-  exportCommand,
-  predictCommand,
-  k8sCommand,
-  simulateCommand,
-];
+type MakeCommand = () => Command;
+
+/**
+ * The subcommands by name, in the order help lists them. Each module is imported only when its command is
+ * built: a process that runs one command loads that command's modules, not all eleven's (every worker a
+ * launcher or a test starts pays for its imports, and `train` alone is about half of what all of them load).
+ */
+const SUBCOMMANDS = new Map<string, () => Promise<MakeCommand>>([
+  ['train', async () => (await import('./commands/train.ts')).trainCommand],
+  ['server', async () => (await import('./commands/server.ts')).serverCommand],
+  ['worker', async () => (await import('./commands/worker.ts')).workerCommand],
+  ['run', async () => (await import('./commands/run.ts')).runCommand],
+  ['launch', async () => (await import('./commands/launch.ts')).launchCommand],
+  ['bench', async () => (await import('./commands/bench.ts')).benchCommand],
+  ['generate', async () => (await import('./commands/generate.ts')).generateCommand],
+  ['export', async () => (await import('./commands/export.ts')).exportCommand],
+  ['predict', async () => (await import('./commands/predict.ts')).predictCommand],
+  ['k8s', async () => (await import('./commands/k8s.node.ts')).k8sCommand],
+  ['simulate', async () => (await import('./commands/simulate.node.ts')).simulateCommand],
+]);
+
+/**
+ * The subcommands to build for `args`: the one they name (its name is the first argument that is not a
+ * top-level flag), or every one when they name none (help, --version, or a name commander must refuse
+ * and suggest a near one for).
+ */
+function subcommandsFor(args: readonly string[] | undefined): string[] {
+  const name = args?.find((a) => !a.startsWith('-'));
+  return name !== undefined && SUBCOMMANDS.has(name) ? [name] : [...SUBCOMMANDS.keys()];
+}
 
 /**
  * `replace`: subcommands by name, for a program that embeds this CLI with its
  * own version of one (built the same way, from code); the shipped CLI passes none.
+ * `args`: the arguments the program will parse, to build only the subcommand they run (all without them).
  */
-export function buildProgram(replace: Record<string, () => Command> = {}): Command {
+export async function buildProgram(
+  replace: Record<string, MakeCommand> = {},
+  args?: readonly string[],
+): Promise<Command> {
+  const unknown = Object.keys(replace).filter((name) => !SUBCOMMANDS.has(name));
+  if (unknown.length > 0) throw new Error(`buildProgram: no subcommand named ${unknown.join(', ')} to replace`);
   const program = new Command('ringtrain')
     .description(
       'Data-parallel training with WGSL kernels on WebGPU and ring-allreduce over WebRTC, in browsers, Deno and Node.',
@@ -46,20 +58,18 @@ export function buildProgram(replace: Record<string, () => Command> = {}): Comma
     .version(packageVersion(), '-V, --version', 'print the version of ringtrain')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  const given = new Set(Object.keys(replace));
-  for (const make of SUBCOMMANDS) {
-    const cmd = make();
-    const own = replace[cmd.name()];
-    given.delete(cmd.name());
-    program.addCommand((own ? own() : cmd).exitOverride());
-  }
-  if (given.size > 0) throw new Error(`buildProgram: no subcommand named ${[...given].join(', ')} to replace`);
+  const names = subcommandsFor(args);
+  // Imported side by side: the module loader resolves their graphs together.
+  const makers = await Promise.all(
+    names.map((name) => (Object.hasOwn(replace, name) ? replace[name] : SUBCOMMANDS.get(name)!())),
+  );
+  for (const make of makers) program.addCommand(make().exitOverride());
   return program;
 }
 
 /** Parses `args` (without the executable and script), runs the subcommand, and returns the exit code. */
-export async function runCli(args: readonly string[], replace: Record<string, () => Command> = {}): Promise<number> {
-  const program = buildProgram(replace);
+export async function runCli(args: readonly string[], replace: Record<string, MakeCommand> = {}): Promise<number> {
+  const program = await buildProgram(replace, args);
   commandStatus.exitCode = 0;
   commandStatus.args = args;
   try {
