@@ -11,12 +11,11 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/index.ts';
-import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer } from '../server/helpers.ts';
 import { MAX_OPEN_PROBES } from '../../src/distributed/session/probe-queue.ts';
 import { ghostSwarm, probeTally, stepsWithin } from '../support/ghosts.ts';
 import { killStartedWorkers, requireNetns, seen, startDenoWorker, until } from '../support/workers.ts';
-import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
+import { joinMessage } from '../support/signing-key.ts';
 
 afterAll(() => killStartedWorkers());
 
@@ -68,15 +67,7 @@ describe('ghost sockets in an elastic job', () => {
       swarm.stop = ghosts.stop;
       // A second 'honest-0' is refused: names are unique in a job.
       const impostor = await RawPeer.open(server.wsUrl);
-      impostor.sendJson({
-        type: 'join',
-        signingKey: TEST_SIGNING_KEY,
-        protocol: PROTOCOL_VERSION,
-        job: job.id,
-        token: job.token,
-        runtime: 'node',
-        name: 'honest-0',
-      });
+      impostor.sendJson(joinMessage({ job: job.id, token: job.token, name: 'honest-0' }));
       expect((await impostor.error('name-taken')).fatal).toBe(true);
       const during = await stepsWithin(honest, WINDOW_MS);
       ghosts.stop();

@@ -9,12 +9,11 @@ import { connect as connectSocket, type Socket } from 'node:net';
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Admission, DEFAULT_ADMISSION_LIMITS, addressKey } from '../../server/admission.ts';
-import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { startServer, type RunningServer, type ServerOptions } from '../../server/index.ts';
 import { connect, type SignalingClient } from '../../src/signaling/client.node.ts';
 import type { WebSocketConstructor } from '../../src/signaling/client.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
-import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
+import { joinMessage } from '../support/signing-key.ts';
 
 /** The `ws` WebSocket, bound to one local (loopback) address. */
 function wsFrom(localAddress: string): WebSocketConstructor {
@@ -148,14 +147,7 @@ describe('signaling server: per-address and handshake limits', () => {
     const tryJoin = async (from: string, token: string) => {
       const p = await RawPeer.open(s.wsUrl, { localAddress: from });
       sockets.push(p.ws);
-      p.sendJson({
-        type: 'join',
-        signingKey: TEST_SIGNING_KEY,
-        protocol: PROTOCOL_VERSION,
-        job: 'alpha',
-        token,
-        runtime: 'node',
-      });
+      p.sendJson(joinMessage({ job: 'alpha', token }));
       const m = await p.waitFor((x) => x.type === 'welcome' || x.type === 'error', 'an answer to join');
       return m.type === 'error' ? m.code : m.type;
     };

@@ -8,9 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseJobSettings } from '../../src/job/settings.ts';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { Job, type Member } from '../../server/jobs.ts';
-import { PROTOCOL_VERSION, SignalErrorCode, type JobSpec, type ServerMessage } from '../../src/signaling/protocol.ts';
+import { SignalErrorCode, type JobSpec, type ServerMessage } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
-import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
+import { joinMessage } from '../support/signing-key.ts';
 
 type ProbeMsg = Extract<ServerMessage, { type: 'probe' }>;
 
@@ -189,15 +189,7 @@ describe('staged admission on a real server', () => {
     expect(server.jobInfo('ghosts')).toMatchObject({ size: 2, candidates: 1 });
     // A second candidate from the same address is over the cap.
     const second = await RawPeer.open(server.wsUrl);
-    second.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'ghosts',
-      token: 'tok',
-      runtime: 'node',
-      name: 'second',
-    });
+    second.sendJson(joinMessage({ job: 'ghosts', token: 'tok', name: 'second' }));
     expect((await second.error(SignalErrorCode.TooManyCandidates)).fatal).toBe(true);
     expect((await ghost.error(SignalErrorCode.AdmitTimeout)).fatal).toBe(true);
     expect(ghost.count((x) => x.type === 'membership')).toBe(0);

@@ -5,8 +5,8 @@
  */
 import { request } from 'node:http';
 import WebSocket from 'ws';
-import { PROTOCOL_VERSION, type JobSpec, type ServerMessage } from '../../src/signaling/protocol.ts';
-import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
+import { type JobSpec, type ServerMessage } from '../../src/signaling/protocol.ts';
+import { joinMessage } from '../support/signing-key.ts';
 
 export const WAIT_GUARD_MS = 15_000;
 
@@ -63,15 +63,7 @@ export class RawPeer {
     options?: WebSocket.ClientOptions,
   ): Promise<RawPeer & { peerId: string }> {
     const peer = await RawPeer.open(wsUrl, options);
-    peer.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job,
-      token,
-      runtime: 'node',
-      ...(name ? { name } : {}),
-    });
+    peer.sendJson(joinMessage({ job, token, ...(name ? { name } : {}) }));
     const first = await peer.waitFor((m) => m.type === 'welcome' || m.type === 'error', 'welcome');
     if (first.type !== 'welcome') throw new Error(`join refused: ${JSON.stringify(first)}`);
     return Object.assign(peer, { peerId: first.peerId });

@@ -6,9 +6,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
 import { resolveUnder } from '../../server/static.ts';
-import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec, rawGet } from './helpers.ts';
-import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
+import { joinMessage } from '../support/signing-key.ts';
 
 describe('signaling server: HTTP side', () => {
   let server: RunningServer;
@@ -156,14 +155,7 @@ describe('signaling server: HTTP side', () => {
     a.sendJson({ type: 'nonsense' });
     await a.error('unknown-type');
     const bad = await RawPeer.open(server.wsUrl);
-    bad.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'alpha',
-      token: 'wrong',
-      runtime: 'node',
-    });
+    bad.sendJson(joinMessage({ job: 'alpha', token: 'wrong' }));
     await bad.closed;
     const res = await fetch(`${server.url}/metrics`);
     expect(res.status).toBe(200);

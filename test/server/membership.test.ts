@@ -3,7 +3,7 @@ import { startServer, type RunningServer } from '../../server/index.ts';
 import { Job } from '../../server/jobs.ts';
 import { FINISHED_LEAVE_REASON, PeerLeftReason, PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
-import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
+import { joinMessage, TEST_SIGNING_KEY } from '../support/signing-key.ts';
 
 describe('signaling server: joining, ranks and membership epochs', () => {
   let server: RunningServer;
@@ -62,15 +62,7 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     expect(m2b.linkKey).toBe(m2a.linkKey);
     const tab = await RawPeer.open(server.wsUrl);
     peers.push(tab);
-    tab.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'mnist',
-      token: 's3cret',
-      runtime: 'browser',
-      name: 'tab',
-    });
+    tab.sendJson(joinMessage({ job: 'mnist', token: 's3cret', runtime: 'browser', name: 'tab' }));
     const m3tab = await tab.membership(3);
     const m3a = await a.membership(3);
     expect(m3tab.linkKey).toBeUndefined();
@@ -174,26 +166,12 @@ describe('signaling server: joining, ranks and membership epochs', () => {
 
   it('refuses a wrong token, an unknown job, a full job and another protocol version, and closes', async () => {
     const wrong = await RawPeer.open(server.wsUrl);
-    wrong.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'mnist',
-      token: 'guess',
-      runtime: 'node',
-    });
+    wrong.sendJson(joinMessage({ job: 'mnist', token: 'guess' }));
     expect(await wrong.error('bad-token')).toMatchObject({ fatal: true });
     expect((await wrong.closed).code).toBe(4000);
 
     const unknown = await RawPeer.open(server.wsUrl);
-    unknown.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'nope',
-      token: 's3cret',
-      runtime: 'node',
-    });
+    unknown.sendJson(joinMessage({ job: 'nope', token: 's3cret' }));
     expect((await unknown.error('no-such-job')).message).toContain("'nope'");
     await unknown.closed;
 
@@ -213,14 +191,7 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     await join('b');
     await join('c');
     const fourth = await RawPeer.open(server.wsUrl);
-    fourth.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'mnist',
-      token: 's3cret',
-      runtime: 'node',
-    });
+    fourth.sendJson(joinMessage({ job: 'mnist', token: 's3cret' }));
     expect((await fourth.error('job-full')).message).toContain('maxPeers 3');
     await fourth.closed;
     expect(server.jobInfo('mnist')?.size).toBe(3);
@@ -238,29 +209,14 @@ describe('signaling server: joining, ranks and membership epochs', () => {
     const c = await join('c');
     expect(await c.membership(5)).toMatchObject({ size: 1, ready: false, started: false });
     const evil = await RawPeer.open(server.wsUrl);
-    evil.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'mnist',
-      token: 's3cret',
-      runtime: 'node',
-      name: 'x\u001b[2Jy',
-    });
+    evil.sendJson(joinMessage({ job: 'mnist', token: 's3cret', name: 'x\u001b[2Jy' }));
     expect((await evil.error('bad-message')).message).toContain('name');
     await evil.closed;
   });
 
   it('refuses a second join on the same connection without dropping the first', async () => {
     const a = await join('a');
-    a.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'mnist',
-      token: 's3cret',
-      runtime: 'node',
-    });
+    a.sendJson(joinMessage({ job: 'mnist', token: 's3cret' }));
     expect(await a.error('already-joined')).toMatchObject({ fatal: false });
     expect(server.jobInfo('mnist')?.size).toBe(1);
   });

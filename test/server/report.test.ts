@@ -9,9 +9,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../server/index.ts';
-import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
-import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
+import { joinMessage } from '../support/signing-key.ts';
 
 describe('signaling server: report and ejection', () => {
   let server: RunningServer;
@@ -124,15 +123,7 @@ describe('signaling server: report and ejection', () => {
   it("refuses a name another member holds, and a join beyond the job's members per address", async () => {
     await joinAll(['victim']);
     const impostor = await RawPeer.open(server.wsUrl);
-    impostor.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'swarm',
-      token: 'tok',
-      runtime: 'node',
-      name: 'victim',
-    });
+    impostor.sendJson(joinMessage({ job: 'swarm', token: 'tok', name: 'victim' }));
     expect(await impostor.error('name-taken')).toMatchObject({
       fatal: true,
       message: expect.stringContaining("already named 'victim'"),
@@ -150,15 +141,7 @@ describe('signaling server: report and ejection', () => {
     peers.splice(0);
     await joinAll(['x', 'y']);
     const third = await RawPeer.open(server.wsUrl);
-    third.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'swarm',
-      token: 'tok',
-      runtime: 'node',
-      name: 'z',
-    });
+    third.sendJson(joinMessage({ job: 'swarm', token: 'tok', name: 'z' }));
     expect(await third.error('too-many-from-address')).toMatchObject({ fatal: true });
     expect(server.jobInfo('swarm')!.size).toBe(2);
   });

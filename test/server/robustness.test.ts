@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../server/index.ts';
 import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer, jobSpec } from './helpers.ts';
-import { TEST_SIGNING_KEY } from '../support/signing-key.ts';
+import { joinMessage, TEST_SIGNING_KEY } from '../support/signing-key.ts';
 
 describe('signaling server: bad input and misbehaving peers', () => {
   let server: RunningServer | null = null;
@@ -171,14 +171,7 @@ describe('signaling server: bad input and misbehaving peers', () => {
     peers.push(one, two);
     await expect(RawPeer.open(s.wsUrl)).rejects.toThrow(/429/);
     // Joining frees the handshake place: the next one is let in.
-    one.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: 'alpha',
-      token: 'ta',
-      runtime: 'node',
-    });
+    one.sendJson(joinMessage({ job: 'alpha', token: 'ta' }));
     await one.waitFor((m) => m.type === 'welcome', 'welcome');
     peers.push(await RawPeer.open(s.wsUrl));
     expect(await healthy(s)).toBe(200);

@@ -4,10 +4,9 @@
  * if it ever gets a membership, and never opens a data channel or answers a probe. A ghost the
  * server drops joins again at once, so `count` of them stand for as long as the swarm runs.
  */
-import { PROTOCOL_VERSION } from '../../src/signaling/protocol.ts';
 import { RawPeer } from '../server/helpers.ts';
 import type { TestWorker } from './workers.ts';
-import { TEST_SIGNING_KEY } from './signing-key.ts';
+import { joinMessage } from './signing-key.ts';
 
 export interface GhostSwarm {
   /** Joins made, memberships the ghosts got (0 under staged admission), fatal errors by code. */
@@ -49,15 +48,7 @@ export function ghostSwarm(
       open.delete(g);
       void haunt();
     });
-    g.sendJson({
-      type: 'join',
-      signingKey: TEST_SIGNING_KEY,
-      protocol: PROTOCOL_VERSION,
-      job: job.id,
-      token: job.token,
-      runtime: 'node',
-      name,
-    });
+    g.sendJson(joinMessage({ job: job.id, token: job.token, name }));
     swarm.tally.joins++;
   };
   for (let i = 0; i < count; i++) void haunt();
