@@ -19,6 +19,8 @@ export const DEFAULT_BUDGET: BudgetLimits = { maxBytes: 64 << 20, maxMessages: 6
 export class UnconsumedBudget {
   private bytes = new Map<number, number>();
   private messages = new Map<number, number>();
+  /** Bytes a collective under way expects from a peer (`allow`): early arrivals within them are not a flood. */
+  private allowed = new Map<number, number>();
 
   constructor(readonly limits: BudgetLimits = DEFAULT_BUDGET) {}
 
@@ -35,10 +37,25 @@ export class UnconsumedBudget {
   check(peer: number, pendingBytes = 0): string | null {
     const b = (this.bytes.get(peer) ?? 0) + pendingBytes;
     const n = this.messages.get(peer) ?? 0;
-    if (b > this.limits.maxBytes)
-      return `left ${b} bytes of messages nobody asked for (budget ${this.limits.maxBytes})`;
+    const maxBytes = this.limits.maxBytes + (this.allowed.get(peer) ?? 0);
+    if (b > maxBytes) return `left ${b} bytes of messages nobody asked for (budget ${maxBytes})`;
     if (n > this.limits.maxMessages) return `left ${n} messages nobody asked for (budget ${this.limits.maxMessages})`;
     return null;
+  }
+
+  /**
+   * A collective expects up to `bytes` from `peer` while it runs: a ring's neighbour may run up to
+   * N−2 steps ahead, so a chunk of size/N can arrive before it is asked for, beyond any fixed budget
+   * when the tensor is large. The allowance lasts until the returned function is called.
+   */
+  allow(peer: number, bytes: number): () => void {
+    this.allowed.set(peer, (this.allowed.get(peer) ?? 0) + bytes);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.allowed.set(peer, Math.max(0, (this.allowed.get(peer) ?? 0) - bytes));
+    };
   }
 
   /** A held message was consumed. */

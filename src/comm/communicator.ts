@@ -202,6 +202,10 @@ export class LinkCommunicator implements Communicator {
     this.links.get(peer)?.recycle?.(payload);
   }
 
+  expect(peer: number, bytes: number): () => void {
+    return this.inbox.budget.allow(peer, bytes);
+  }
+
   /** Glues `peer`'s fragments; a glued fragment goes back to its link, which may reuse its buffer. */
   private reassemblerFor(peer: number): Reassembler {
     const link = this.links.get(peer)!;

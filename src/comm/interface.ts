@@ -35,6 +35,12 @@ export interface Communicator {
    */
   release?(peer: number, payload: Uint8Array): void;
   /**
+   * A collective is about to receive up to `bytes` from `peer`: messages of it that arrive before
+   * their receive count as a flood only beyond that (budget.ts). Until the returned function is called.
+   * Optional: a communicator without a budget needs none.
+   */
+  expect?(peer: number, bytes: number): () => void;
+  /**
    * Drops what collective `id` left behind for the steps `step` accepts: messages held here,
    * receives still waiting (they reject with Aborted, quietly: whoever made them has moved on)
    * and messages of those steps that arrive later. A collective that sent speculatively and

@@ -29,6 +29,7 @@ export function reorderedCommunicator(comm: Communicator, order: number[]): Comm
     recv: (peer, tag, timeoutMs) => comm.recv(order[peer], tag, timeoutMs),
     forget: comm.forget ? (id, step) => comm.forget!(id, step) : undefined,
     release: comm.release ? (peer, payload) => comm.release!(order[peer], payload) : undefined,
+    expect: comm.expect ? (peer, bytes) => comm.expect!(order[peer], bytes) : undefined,
     nextId: () => comm.nextId(),
     abort: (err) => comm.abort(err),
     get error() {

@@ -137,6 +137,19 @@ describe('a peer speaks only for itself: budget and malformed frames', () => {
     expect(inbox.arrived.size).toBe(0);
   });
 
+  it("widens a peer's budget by what a collective under way expects from it, and only while it runs", () => {
+    const budget = new UnconsumedBudget({ maxBytes: 1000, maxMessages: 100 });
+    const end = budget.allow(2, 4000);
+    // A ring neighbour N−2 steps ahead: whole chunks held before their receive, past the fixed budget.
+    expect(budget.hold(2, 3000)).toBeNull();
+    expect(budget.hold(2, 1500)).toBeNull();
+    expect(budget.hold(2, 1000)).toBe('left 5500 bytes of messages nobody asked for (budget 5000)');
+    expect(budget.hold(1, 1500), 'another peer keeps the fixed budget').toMatch(/left 1500 bytes.*budget 1000\)$/);
+    end();
+    end();
+    expect(budget.check(2), 'the allowance ends with the collective (once)').toMatch(/left 5500 bytes.*budget 1000\)$/);
+  });
+
   it('keeps honest early arrivals: messages sent before their receive are delivered and released', async () => {
     const { comms } = ring(2, { maxBytes: 1000 });
     for (let i = 0; i < 5; i++) await comms[0].send(1, { id: 1, step: i, chunk: 0 }, new Uint8Array(150));

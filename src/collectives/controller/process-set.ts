@@ -104,6 +104,10 @@ export class ProcessSet implements Communicator {
     this.parent.release?.(this.peer(peer), payload);
   }
 
+  expect(peer: number, bytes: number): () => void {
+    return this.parent.expect?.(this.peer(peer), bytes) ?? (() => {});
+  }
+
   forget(id: number, step: (step: number) => boolean): void {
     this.parent.forget?.(this.outer({ id, step: 0, chunk: 0 }).id, step);
   }

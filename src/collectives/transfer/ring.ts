@@ -159,7 +159,34 @@ export async function ringReduceScatter(
   chunks: Range[],
   op: ReduceOp,
   codec: Codec,
-  { residual, observe, observeSent, partial = buf, ring = WHOLE_REDUCE_SCATTER }: ReduceScatterOptions = {},
+  options: ReduceScatterOptions = {},
+): Promise<void> {
+  const { n, left } = placeIn(run, options.ring ?? WHOLE_REDUCE_SCATTER, codec);
+  if (n === 1) return;
+  await expecting(run, left, buf.byteLength, () => reduceScatterSteps(run, buf, chunks, op, codec, options));
+}
+
+/**
+ * Runs `body` while the communicator expects up to `bytes` from `left`: a left neighbour may run up to
+ * N−2 steps ahead of this rank, so whole chunks (size/N each) can arrive before they are asked for,
+ * which a fixed budget for unasked messages (64 MiB a peer) would call a flood on a large tensor.
+ */
+async function expecting(run: Run, left: number, bytes: number, body: () => Promise<void>): Promise<void> {
+  const ended = run.comm.expect?.(left, bytes);
+  try {
+    await body();
+  } finally {
+    ended?.();
+  }
+}
+
+async function reduceScatterSteps(
+  run: Run,
+  buf: Tensor,
+  chunks: Range[],
+  op: ReduceOp,
+  codec: Codec,
+  { residual, observe, observeSent, partial = buf, ring = WHOLE_REDUCE_SCATTER }: ReduceScatterOptions,
 ): Promise<void> {
   const { n, at, left, right, whole, tag, segments } = placeIn(run, ring, codec);
   if (n === 1) return;
@@ -230,7 +257,19 @@ export async function ringAllgather(
   buf: Tensor,
   blocks: Range[],
   codec: Codec,
-  { residual, vet, ring = WHOLE_ALLGATHER }: AllgatherOptions = {},
+  options: AllgatherOptions = {},
+): Promise<void> {
+  const { n, left } = placeIn(run, options.ring ?? WHOLE_ALLGATHER, codec);
+  if (n === 1) return;
+  await expecting(run, left, buf.byteLength, () => allgatherSteps(run, buf, blocks, codec, options));
+}
+
+async function allgatherSteps(
+  run: Run,
+  buf: Tensor,
+  blocks: Range[],
+  codec: Codec,
+  { residual, vet, ring = WHOLE_ALLGATHER }: AllgatherOptions,
 ): Promise<void> {
   const { n, at, left, right, tag, segments } = placeIn(run, ring, codec);
   if (n === 1) return;
