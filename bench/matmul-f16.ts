@@ -16,6 +16,7 @@
  */
 import { acquireGpu } from '../src/gpu/device.ts';
 import type { Dispatch, Gpu } from '../src/gpu/gpu.ts';
+import { timeRuns } from './gpu-timing.ts';
 import type { MatmulShape } from '../src/gpu/kernels/matmul.ts';
 import { planMatmulSteps } from '../src/gpu/kernels/matmul-slices.ts';
 import { chooseF16Variant, halfWords, planCastF16, planMatmulF16 } from '../src/nn/ops/linear/kernel.ts';
@@ -75,16 +76,6 @@ async function planThree(gpu: Gpu, o: MatmulShape): Promise<{ plans: Dispatch[][
   return { plans, free: () => [a, b, c, flag, a16, b16, ...scratch].forEach((x) => x.destroy()) };
 }
 
-/** CPU and wall milliseconds of `reps` runs of `steps`, recorded into one submit and waited for. */
-async function timeRuns(gpu: Gpu, steps: Dispatch[]): Promise<{ cpu: number; wall: number }> {
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  for (let i = 0; i < reps; i++) gpu.record(steps);
-  await gpu.sync();
-  const cpu = process.cpuUsage(cpu0);
-  return { cpu: (cpu.user + cpu.system) / 1e3 / reps, wall: (performance.now() - t0) / reps };
-}
-
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor((v.length - 1) / 2)]!;
 const round1 = (v: number) => Math.round(v * 10) / 10;
 
@@ -96,7 +87,7 @@ async function timeProduct(gpu: Gpu, o: MatmulShape): Promise<Record<string, num
   }
   const times: { cpu: number; wall: number }[][] = plans.map(() => []);
   for (let r = 0; r < rounds; r++)
-    for (let v = 0; v < plans.length; v++) times[v]!.push(await timeRuns(gpu, plans[v]!));
+    for (let v = 0; v < plans.length; v++) times[v]!.push(await timeRuns(gpu, plans[v]!, reps));
   free();
   const cpu = (v: number) => round1(median(times[v]!.map((t) => t.cpu)));
   const wall = (v: number) => round1(median(times[v]!.map((t) => t.wall)));

@@ -17,6 +17,7 @@
  */
 import { acquireGpu } from '../src/gpu/device.ts';
 import type { Dispatch, Gpu } from '../src/gpu/gpu.ts';
+import { timeRuns } from './gpu-timing.ts';
 import type { Reduction } from '../src/gpu/kernels/common.ts';
 import { planSumTree } from '../src/gpu/kernels/reduce-rows.ts';
 import { planCrossEntropy } from '../src/nn/ops/cross-entropy/kernel.ts';
@@ -89,16 +90,6 @@ function planKernels(gpu: Gpu): Record<string, (r: Reduction) => Dispatch[]> {
   };
 }
 
-/** CPU and wall milliseconds of `reps` runs of `steps`, recorded into one submit and waited for. */
-async function timeRuns(gpu: Gpu, steps: Dispatch[]): Promise<{ cpu: number; wall: number }> {
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  for (let i = 0; i < reps; i++) gpu.record(steps);
-  await gpu.sync();
-  const cpu = process.cpuUsage(cpu0);
-  return { cpu: (cpu.user + cpu.system) / 1e3 / reps, wall: (performance.now() - t0) / reps };
-}
-
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor((v.length - 1) / 2)]!;
 
 async function main(): Promise<void> {
@@ -113,7 +104,7 @@ async function main(): Promise<void> {
     }
     const times: { cpu: number; wall: number }[][] = variants.map(() => []);
     for (let round = 0; round < rounds; round++)
-      for (let v = 0; v < variants.length; v++) times[v]!.push(await timeRuns(gpu, planned[v]!));
+      for (let v = 0; v < variants.length; v++) times[v]!.push(await timeRuns(gpu, planned[v]!, reps));
     const [wg, sg] = times;
     const row = {
       kernel,
