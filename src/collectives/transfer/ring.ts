@@ -161,9 +161,11 @@ export async function ringReduceScatter(
   codec: Codec,
   options: ReduceScatterOptions = {},
 ): Promise<void> {
-  const { n, left } = placeIn(run, options.ring ?? WHOLE_REDUCE_SCATTER, codec);
-  if (n === 1) return;
-  await expecting(run, left, buf.byteLength, () => reduceScatterSteps(run, buf, chunks, op, codec, options));
+  const placed = placeIn(run, options.ring ?? WHOLE_REDUCE_SCATTER, codec);
+  if (placed.n === 1) return;
+  await expecting(run, placed.left, buf.byteLength, () =>
+    reduceScatterSteps(run, placed, buf, chunks, op, codec, options),
+  );
 }
 
 /**
@@ -182,14 +184,14 @@ async function expecting(run: Run, left: number, bytes: number, body: () => Prom
 
 async function reduceScatterSteps(
   run: Run,
+  placed: Place,
   buf: Tensor,
   chunks: Range[],
   op: ReduceOp,
   codec: Codec,
   { residual, observe, observeSent, partial = buf, ring = WHOLE_REDUCE_SCATTER }: ReduceScatterOptions,
 ): Promise<void> {
-  const { n, at, left, right, whole, tag, segments } = placeIn(run, ring, codec);
-  if (n === 1) return;
+  const { n, at, left, right, whole, tag, segments } = placed;
   const { rank } = run.comm;
   // Lossy codecs decode into this scratch space instead of a new array per segment.
   const scratch = codec.lossy ? new Float32Array(run.segmentElements(codec)) : null;
@@ -259,20 +261,20 @@ export async function ringAllgather(
   codec: Codec,
   options: AllgatherOptions = {},
 ): Promise<void> {
-  const { n, left } = placeIn(run, options.ring ?? WHOLE_ALLGATHER, codec);
-  if (n === 1) return;
-  await expecting(run, left, buf.byteLength, () => allgatherSteps(run, buf, blocks, codec, options));
+  const placed = placeIn(run, options.ring ?? WHOLE_ALLGATHER, codec);
+  if (placed.n === 1) return;
+  await expecting(run, placed.left, buf.byteLength, () => allgatherSteps(run, placed, buf, blocks, codec, options));
 }
 
 async function allgatherSteps(
   run: Run,
+  placed: Place,
   buf: Tensor,
   blocks: Range[],
   codec: Codec,
   { residual, vet, ring = WHOLE_ALLGATHER }: AllgatherOptions,
 ): Promise<void> {
-  const { n, at, left, right, tag, segments } = placeIn(run, ring, codec);
-  if (n === 1) return;
+  const { n, at, left, right, tag, segments } = placed;
   const { rank } = run.comm;
   const sendOwn = sendAhead(segments(blocks[at]), (seg, j) => {
     const view = buf.subarray(seg.offset, seg.offset + seg.count);
