@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EventBus } from '../../src/core/events.ts';
-import { mergeTraces, TimelineRecorder } from '../../src/distributed/observe/timeline.ts';
+import { mergeTraces, RoundCounter, TimelineRecorder } from '../../src/distributed/observe/timeline.ts';
 
 describe('TimelineRecorder', () => {
   it('turns begin/end pairs into complete events on the shared wall clock', () => {
@@ -306,5 +306,45 @@ describe('TimelineRecorder', () => {
     expect(waits.map((e) => e.args)).toEqual(
       [1, 2, 3].map((i) => ({ what: `gradients bucket ${i}/3`, bucket: [i, 3] })),
     );
+  });
+});
+
+describe('RoundCounter', () => {
+  const begin = (id: number, name: string) =>
+    ({
+      type: 'collective-begin',
+      t: id,
+      rank: 0,
+      size: 2,
+      id,
+      name,
+      kind: 'allreduce',
+      dtype: 'float32',
+      count: 1,
+      bytes: 4,
+    }) as const;
+  const end = (id: number, name: string) => ({ type: 'collective-end', t: id, rank: 0, id, name, ok: true }) as const;
+
+  it('counts no collective run while set aside (an evaluation between steps), and counts the steps’ own', () => {
+    const counter = new RoundCounter();
+    for (let step = 0; step < 3; step++) {
+      counter.record(begin(10 * step, 'gradients'));
+      counter.record(end(10 * step, 'gradients'));
+      counter.record(begin(10 * step + 1, 'verify-verdicts'));
+      counter.record(end(10 * step + 1, 'verify-verdicts'));
+      counter.setAside = step === 1;
+      counter.record(begin(10 * step + 2, 'metrics'));
+      counter.record(end(10 * step + 2, 'metrics'));
+      counter.setAside = false;
+      counter.step();
+    }
+    // Steps 1 and 2 are the steady ones: step 1's evaluation is not counted, step 2's metrics are (not set aside).
+    expect(counter.perStep()).toEqual({
+      collectives: 2.5,
+      sequential: 2.5,
+      negotiations: 0,
+      byName: { gradients: 1, 'verify-verdicts': 1, metrics: 0.5 },
+      buckets: 0,
+    });
   });
 });

@@ -106,7 +106,7 @@ describe('a steady-state step of a default job negotiates nothing and waits for 
 });
 
 describe("an elastic job's default step (verify and the doubt rule on) negotiates nothing", () => {
-  it('mlp, 3 deno workers: the sketches, then the sum, then the verdicts, all on the response cache', async () => {
+  it('mlp, 3 deno workers: the sum with the sketches beside it, then the verdicts, all on the response cache', async () => {
     const r = await ringtrain([
       'run',
       '-np',
@@ -136,9 +136,15 @@ describe("an elastic job's default step (verify and the doubt rule on) negotiate
         v,
       ]),
     );
-    expect(byName).toEqual({ gradients: 1, 'gradient-sketches': 1, 'verify-verdicts': 1, 'membership-epoch': 1 });
-    // The doubt rule's sketches come first and the verdicts follow the sum (the membership agreement rides beside).
-    expect(result.sequential_collectives_per_step).toBeGreaterThanOrEqual(3);
-    expect(result.sequential_collectives_per_step).toBeLessThan(4);
+    expect(byName).toEqual({
+      gradients: byName.gradients,
+      'gradient-sketches': 1,
+      'verify-verdicts': 1,
+      'membership-epoch': 1,
+    });
+    // Two rounds (issue 37): the sum with the doubt rule's sketches and the membership agreement beside it, then
+    // the verdicts. A step whose verdict leaves a rank out is summed again, a round more (rare in an honest run).
+    expect(byName.gradients).toBeGreaterThanOrEqual(1);
+    expect(result.sequential_collectives_per_step).toBeCloseTo(1 + byName.gradients, 9);
   }, 300_000);
 });

@@ -59,7 +59,19 @@ async function step(
           observeReceived: (o, v) => checks[r].observe(c, o, v),
           observeSent: (o, v) => checks[r].observeSent(c, o, v),
         });
-        await checks[r].after(c, grads[r], 1 / c.size);
+        // As the reducer does: a step whose verdict's factors are not those sent at is summed again.
+        for (let again = await checks[r].after(c, grads[r], 1 / c.size); again;) {
+          grads[r] = again.again.slice();
+          await allreduceInPlace(c, grads[r], {
+            op: 'average',
+            name: `g${s}`,
+            ...how,
+            segmentBytes: 8192,
+            observeReceived: (o, v) => checks[r].observe(c, o, v),
+            observeSent: (o, v) => checks[r].observeSent(c, o, v),
+          });
+          again = await checks[r].after(c, grads[r], 1 / c.size);
+        }
         return null;
       } catch (e) {
         return e as RingtrainError;
@@ -525,5 +537,84 @@ describe('StepChecks: the doubt rule (a job asks for it: doubtRule)', () => {
     expect(bad.normRatio).toBeGreaterThan(18);
     expect(() => new DoubtTracker({ namedAfter: 0 })).toThrow(/namedAfter/);
     expect(() => new DoubtTracker({ cosine: 1 })).toThrow(/cosine/);
+  });
+});
+
+describe('StepChecks: the doubt rule with verify, sent before its verdict (issue 37: two rounds a step)', () => {
+  /** How many times each rank summed step s (its allreduce began). */
+  const sums = (seen: RingEvent[][], s: number) =>
+    seen.map((events) => events.filter((e) => e.type === 'collective-begin' && e.name === `g${s}`).length);
+  const worstFrom = (got: Float32Array, want: Float32Array) =>
+    got.reduce((worst, v, i) => Math.max(worst, Math.abs(v - want[i])), 0);
+  const median3 = (xs: number[]) => [...xs].sort((a, b) => a - b)[1];
+
+  it('clips a large rank against the last step’s norms before it sends: one sum, the clipped mean, nobody named', async () => {
+    const { comms, seen } = ring(4);
+    const checks = comms.map(() => new StepChecks({ verify: true, seed: 11, guard: { direction: false } }));
+    const first = gradients(4, 5000, 30, 0.5);
+    const before = first.map((x) => Math.fround(l2Norm(x)));
+    expect(await step(checks, comms, first, 0)).toEqual([null, null, null, null]);
+    const g = gradients(4, 5000, 31, 0.5);
+    g[2] = g[2].map((v) => 20 * v);
+    const norm = Math.fround(l2Norm(g[2]));
+    // Against the others' median norm at step 0, which every rank knew before step 1 sent.
+    const factor = DEFAULT_CLIP_RATIO / (norm / median3([before[0], before[1], before[3]]));
+    expect(factor).toBeLessThan(0.2);
+    const expected = Float32Array.from(g[0], (_, i) => (g[0][i] + g[1][i] + factor * g[2][i] + g[3][i]) / 4);
+    expect(await step(checks, comms, g, 1)).toEqual([null, null, null, null]);
+    g.forEach((reduced, r) => expect(worstFrom(reduced, expected), `rank ${r}`).toBeLessThan(1e-4));
+    expect(sums(seen, 0)).toEqual([1, 1, 1, 1]);
+    expect(sums(seen, 1)).toEqual([1, 1, 1, 1]);
+    for (const events of seen)
+      expect(events.filter((e) => e.type === 'peer-misbehaved' || e.type === 'contribution-left-out')).toEqual([]);
+    comms.forEach((c) => c.close());
+  });
+
+  it('sums a ring’s first step again when its own norms clip a rank, and a doubtful rank’s step without it', async () => {
+    const { comms, seen } = ring(4);
+    const checks = comms.map(() => new StepChecks({ verify: true, seed: 12, guard: { direction: false } }));
+    // The first step: no norms before it, so the clip is known only from this step's, after the sum.
+    const g = gradients(4, 5000, 40, 0.5);
+    g[1] = g[1].map((v) => 20 * v);
+    const norms = g.map((x) => Math.fround(l2Norm(x)));
+    const factor = DEFAULT_CLIP_RATIO / (norms[1] / median3([norms[0], norms[2], norms[3]]));
+    const clipped = Float32Array.from(g[0], (_, i) => (g[0][i] + factor * g[1][i] + g[2][i] + g[3][i]) / 4);
+    expect(await step(checks, comms, g, 0)).toEqual([null, null, null, null]);
+    g.forEach((reduced, r) => expect(worstFrom(reduced, clipped), `rank ${r}`).toBeLessThan(1e-4));
+    expect(sums(seen, 0)).toEqual([2, 2, 2, 2]);
+    // Sign-flipped ×20: doubtful, known only from the gathered sketches; summed again without it.
+    const h = gradients(4, 5000, 41, 0.5);
+    h[3] = h[3].map((v) => -20 * v);
+    const othersMean = Float32Array.from(h[0], (_, i) => (h[0][i] + h[1][i] + h[2][i]) / 3);
+    expect(await step(checks, comms, h, 1)).toEqual([null, null, null, null]);
+    h.forEach((reduced, r) => expect(worstFrom(reduced, othersMean), `rank ${r}`).toBeLessThan(1e-5));
+    expect(sums(seen, 1)).toEqual([2, 2, 2, 2]);
+    for (const events of seen) {
+      const left = events.filter((e) => e.type === 'contribution-left-out');
+      expect(left.map((e) => (e.type === 'contribution-left-out' ? [e.peer, e.step] : null))).toEqual([[3, 1]]);
+      expect(events.filter((e) => e.type === 'peer-misbehaved')).toEqual([]);
+    }
+    comms.forEach((c) => c.close());
+  });
+});
+
+describe('DoubtTracker.clipFactor: what a rank knows before it sends', () => {
+  it('is 1 without a step before, then clips against the others’ median norm at the last step judged (a redone step reads the one before it)', () => {
+    const t = new DoubtTracker();
+    const sketches = (n: number) =>
+      Array.from({ length: n }, (_, r) => Float32Array.from({ length: 8 }, (_, i) => ((r + i) % 3) - 1));
+    expect(t.clipFactor(0, 0, 100, 4)).toBe(1);
+    t.judge(0, sketches(4), [1, 2, 3, 4]);
+    // Rank 0's reference: median of 2, 3, 4 = 3; 12 is 4× it, clipped to 2×.
+    expect(t.clipFactor(1, 0, 12, 4)).toBeCloseTo(0.5, 12);
+    expect(t.clipFactor(1, 3, 4, 4)).toBe(1);
+    // Another ring size, or too few ranks: no reference.
+    expect(t.clipFactor(1, 0, 12, 3)).toBe(1);
+    t.judge(1, sketches(4), [10, 10, 10, 10]);
+    expect(t.clipFactor(2, 0, 60, 4)).toBeCloseTo(2 / 6, 12);
+    // Step 1 judged again (a redone step): its reference is still step 0's.
+    t.judge(1, sketches(4), [10, 10, 10, 10]);
+    expect(t.clipFactor(1, 0, 12, 4)).toBeCloseTo(0.5, 12);
+    expect(t.clipReference(1)).toEqual([3, 3, 2, 2]);
   });
 });

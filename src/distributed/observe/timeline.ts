@@ -138,9 +138,12 @@ export interface Rounds {
 /**
  * Counts one rank's collectives and negotiations between its training steps: what the
  * timeline's 'rounds' counter shows and what `run --json` reports per step. Feed it the
- * rank's events; `step()` closes a step and returns its counts.
+ * rank's events; `step()` closes a step and returns its counts. An evaluation between steps
+ * (its metrics' average) is no step's: `setAside` keeps its collectives out of the counts.
  */
 export class RoundCounter {
+  /** Set while the rank runs something that is no step's (an evaluation): its collectives are not counted. */
+  setAside = false;
   private now: Rounds = empty();
   private steady: Rounds = empty();
   private steps = 0;
@@ -151,6 +154,7 @@ export class RoundCounter {
   private bucketRound = false;
 
   record(e: RingEvent): void {
+    if (this.setAside) return;
     if (e.type === 'collective-begin') {
       // A step's buckets are one round however their read-backs fall: one that begins after the
       // bucket before it is done found the ring waiting on backward, not the step waiting on the ring.

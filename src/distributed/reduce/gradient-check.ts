@@ -44,8 +44,11 @@ export interface GradientCheck {
    * Runs on the reduced gradients before they are checked and applied (the checks gathered beside
    * the sum, and the verified allreduce: step-checks.ts), with the factor between them and the
    * plain sum of the contributions `before` saw; throwing fails the step before any update.
+   * Resolving to `{ again }` discards this sum: the step is summed once more with `again` as this
+   * rank's contribution (a check that sent before its verdict and learnt a factor after it, on
+   * every rank alike), and every check's `after` runs on that sum.
    */
-  after?(comm: Communicator, reduced: Float32Array, scale: number, prescale: number): Promise<void>;
+  after?(comm: Communicator, reduced: Float32Array, scale: number, prescale: number): Promise<SumAgain | void>;
   /**
    * A check that only reads and needs no more of the contribution than running sums over it (a
    * norm, a sketch) may take it bucket by bucket as the buckets are read back, instead of a copy of
@@ -53,6 +56,11 @@ export interface GradientCheck {
    * step needs the values themselves.
    */
   digest?(step: number): ContributionDigest | undefined;
+}
+
+/** A check's answer that the sum is to be taken again, with this rank's contribution `again`. */
+export interface SumAgain {
+  again: Float32Array;
 }
 
 /** A check's running view of one step's contribution (GradientCheck.digest). */
@@ -117,8 +125,12 @@ export class CheckPipeline {
     if (factor !== 1) for (let i = 0; i < local.length; i++) local[i] *= factor;
   }
 
-  async after(comm: Communicator, reduced: Float32Array, scale: number, prescale: number): Promise<void> {
-    for (const check of this.checks) await check.after?.(comm, reduced, scale, prescale);
+  /** Every check's `after` in order; the first that asks for the sum again ends the round (the later ones judge the next sum). */
+  async after(comm: Communicator, reduced: Float32Array, scale: number, prescale: number): Promise<SumAgain | void> {
+    for (const check of this.checks) {
+      const answer = await check.after?.(comm, reduced, scale, prescale);
+      if (answer) return answer;
+    }
   }
 
   /**

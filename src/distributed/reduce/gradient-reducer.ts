@@ -162,7 +162,11 @@ export class GradientReducer {
   ): Promise<StepResult> {
     const prescale = this.accumulator.prescale ?? 1;
     const scale = prescale * (this.settings.op === 'average' ? 1 / this.comm.size : 1);
-    await this.checks.after(this.comm, reduced, scale, prescale);
+    // A check that sent before its verdict may ask for the sum again, at the factors the verdict gave (step-checks.ts).
+    for (let answer = await this.checks.after(this.comm, reduced, scale, prescale); answer;) {
+      reduced = await this.sum.whole(this.comm, answer.again, this.gradientsName, this.accumulator.prescale);
+      answer = await this.checks.after(this.comm, reduced, scale, prescale);
+    }
     for (const e of this.model.layout) checkFinite(e.name, reduced.subarray(e.offset, e.offset + e.length));
     this.sum.stepPassed();
     update(reduced);

@@ -14,11 +14,16 @@
  * of steps, not on a sum a single step can dominate (the 5-step pull summed
  * -27 from one honest hard example at 96x the median, see docs/ROBUSTNESS.md).
  *
- * A contribution over `clipRatio` (2) times the others' median norm at this
- * step that is not doubtful is summed scaled down to that, so a large rank's
- * harm is bounded whatever its direction: at 8 examples per rank a flipped
- * gradient often points across the others rather than against them, and
- * summed at 6x it collapsed a CNN in two steps (bench/faults-cnn.ts).
+ * A contribution over `clipRatio` (2) times the others' median norm that is
+ * not doubtful is summed scaled down to that, so a large rank's harm is
+ * bounded whatever its direction: at 8 examples per rank a flipped gradient
+ * often points across the others rather than against them, and summed at 6x
+ * it collapsed a CNN in two steps (bench/faults-cnn.ts). The others' median
+ * is taken at the last step judged before this one (`clipReference`): every
+ * rank knows it before it sends, so a clipped rank sends its contribution
+ * clipped and nobody waits for this step's norms (issue 37's two-round step).
+ * At a ring's first step there is none, and this step's is used: the caller
+ * then learns a factor only after the sum, and sums again.
  *
  * A gradient sign-flipped and scaled by 20 while the honest ranks agree
  * (early in training, when the harm is largest) has a cosine near minus
@@ -122,6 +127,8 @@ export class DoubtTracker {
   private readonly runs = new Map<number, { step: number; run: number; before: number }>();
   /** rank -> a slow average of its norm (before the last step judged: a redone step counts once) and the step it was last moved at. */
   private readonly typical = new Map<number, { value: number; before: number; step: number }>();
+  /** Every rank's norm at the last step judged, and at the one judged before it (a redone step reads that one). */
+  private norms: { step: number; norms: number[]; before: { step: number; norms: number[] } | null } | null = null;
 
   constructor(o: DoubtOptions = {}) {
     this.ratio = o.ratio ?? DEFAULT_DOUBT_RATIO;
@@ -142,10 +149,34 @@ export class DoubtTracker {
     }
   }
 
+  /**
+   * Per rank, the others' median norm at the last step judged before `step` (what a norm is clipped
+   * against); null at a ring's first step, or with fewer ranks than the rule judges.
+   */
+  clipReference(step: number): number[] | null {
+    const last = this.norms?.step === step ? this.norms.before : this.norms;
+    if (!last || last.step > step || last.norms.length < MIN_RANKS_FOR_DOUBT) return null;
+    return last.norms.map((_, r) => median(last.norms.filter((_, q) => q !== r)));
+  }
+
+  /**
+   * The factor a rank of `size` whose norm is `norm` sends its contribution at, before anyone knows
+   * this step's verdict: its clip against the reference (1 where there is none). Each rank's own,
+   * and every rank's in the verdict, so the sum is right unless the verdict leaves someone out.
+   */
+  clipFactor(step: number, rank: number, norm: number, size: number): number {
+    const reference = size >= MIN_RANKS_FOR_DOUBT ? this.clipReference(step) : null;
+    if (!reference || reference.length !== size || !Number.isFinite(norm)) return 1;
+    const ratio = reference[rank] > 0 ? norm / reference[rank] : norm > 0 ? Infinity : 0;
+    return ratio > this.clipRatio ? this.clipRatio / ratio : 1;
+  }
+
   /** Judges one step's contributions; every rank gets the same verdict from the same numbers. */
   judge(step: number, sketches: ArrayLike<number>[], norms: ArrayLike<number>): DoubtVerdict {
     if (sketches.length < MIN_RANKS_FOR_DOUBT || !Array.from(norms).every(Number.isFinite))
       return { leftOut: [], named: [], clipped: [] };
+    const reference = this.clipReference(step);
+    this.recordNorms(step, Array.from(norms));
     const typical = Array.from(norms, (n, rank) => {
       const t = this.typical.get(rank);
       return t === undefined ? n : t.step === step ? t.before : t.value;
@@ -167,7 +198,11 @@ export class DoubtTracker {
       this.runs.set(rank, { step, run, before });
       // Large but not doubtful: a flipped rank whose own batch happened to point across the others'
       // reads so too, and 20x noise applied with momentum wrecked a CNN in two steps (bench/faults-cnn.ts).
-      if (run === 0 && x.nowRatio > this.clipRatio) verdict.clipped.push({ rank, factor: this.clipRatio / x.nowRatio });
+      if (run === 0) {
+        const now = x.nowRatio > this.clipRatio ? this.clipRatio / x.nowRatio : 1;
+        const factor = reference ? this.clipFactor(step, rank, norms[rank], norms.length) : now;
+        if (factor !== 1) verdict.clipped.push({ rank, factor });
+      }
       if (run === 0) return;
       const figures = `${x.normRatio.toFixed(1)}× the others' median norm, cosine ${x.cosine.toFixed(2)} with their consensus (doubtful: at least ${this.ratio}× and at most -${this.cosine})`;
       if (run >= this.namedAfter)
@@ -178,5 +213,10 @@ export class DoubtTracker {
       else verdict.leftOut.push({ rank, reason: figures });
     });
     return verdict;
+  }
+
+  private recordNorms(step: number, norms: number[]): void {
+    const before = this.norms?.step === step ? this.norms.before : this.norms;
+    this.norms = { step, norms, before: before && { step: before.step, norms: before.norms } };
   }
 }

@@ -11,12 +11,18 @@
  * An offender fails the step on every rank before anything is applied.
  *
  * When no rule changes what a rank sends (the doubt rule's clip and leave-out
- * are off: the default), the sketch allgather and the gradient allreduce run
- * at once, so the checks cost the step no round trip of their own: the
- * verdict is read when the sum is done, and an offender's step is discarded
- * then, on every rank alike. With the doubt rule on, a rank's factor depends
- * on the gathered sketches before it sends, so there the allgather comes
- * first and an offender fails the step before anything is summed.
+ * are off), the sketch allgather and the gradient allreduce run at once, so
+ * the checks cost the step no round trip of their own: the verdict is read
+ * when the sum is done, and an offender's step is discarded then, on every
+ * rank alike. With the doubt rule on, a rank's factor depends on the
+ * gathered checks: its clip is known before it sends (doubt.ts clips against
+ * the others' norms at the step before), a leave-out only after. With verify
+ * (an elastic job's default) the rank keeps a copy of its contribution, so
+ * it sends at once at its clip and the allgather runs beside the sum; the
+ * rare step whose verdict leaves a rank out (or a ring's first step, which
+ * clips against its own norms) is summed again from the copies at the
+ * factors the verdict gives, and the first sum is discarded on every rank
+ * alike. Without verify there is no copy: the allgather comes first.
  *
  * After summing (verify), each rank keeps a copy of its contribution and of
  * what it sent and received in reduce-scatter; verify-verdicts.ts then shares,
@@ -81,6 +87,10 @@ interface Pending {
   gathered: Promise<Float32Array>;
   /** Judges the gathered checks: each rank's factor, or throws naming the offenders. */
   judge: (gathered: Float32Array) => number[];
+  /** Sent before the verdict (verify's copy allows it): each rank's factor is its clip, which every rank can tell after. */
+  speculative: boolean;
+  /** Set by `judge` on a speculative step: the factor each rank sent at. */
+  sent: number[] | null;
   /** Each rank's factor (set once judged): what it really sends is its contribution times it. */
   factors: number[] | null;
   /** What this rank received and sent in reduce-scatter, where it lies in the gradient (verify; digested in `after`). */
@@ -104,6 +114,8 @@ export class StepChecks {
   private history = new WeakMap<Communicator, DirectionHistory>();
   private doubts = new WeakMap<Communicator, DoubtTracker>();
   private copies: LinkCopies | null = null;
+  /** A step summed again: this rank's contribution at the verdict's factor (one buffer for the run). */
+  private again: Float32Array | null = null;
 
   constructor(private readonly o: StepCheckOptions) {}
 
@@ -200,16 +212,26 @@ export class StepChecks {
     void gathering.then(() => {
       if (this.gathering === gathering) this.gathering = null;
     });
+    const link = chunks.length && local ? this.linkCopies(local) : null;
+    const decides = guard !== false && guard.doubt !== false && this.o.leaveOut !== false;
     const pending: Pending = {
       comm,
       step,
       chunks,
       gathered,
       factors: null,
-      link: chunks.length && local ? this.linkCopies(local) : null,
+      link,
+      speculative: decides && link !== null,
+      sent: null,
       judge: (all) => this.judge(comm, guard, all, mine.length, directionBuckets, pending),
     };
-    if (guard !== false && guard.doubt !== false && this.o.leaveOut !== false) {
+    if (pending.speculative) {
+      // Seen by `after`, which sums again should the verdict's factors not be those sent at.
+      gathered.catch(() => {});
+      this.pending = pending;
+      return this.doubtsOf(comm, guard).clipFactor(step, comm.rank, mine[0], comm.size);
+    }
+    if (decides) {
       const factors = pending.judge(await gathered);
       pending.judge = () => factors;
       if (chunks.length) this.pending = pending;
@@ -246,8 +268,8 @@ export class StepChecks {
       const sketches = ranks.map((r) => block(r, 1, directionBuckets));
       const offences = judgeNorms(comm, norms, step, guard);
       if (offences.length === 0 && guard.doubt !== false) {
-        let doubts = this.doubts.get(comm);
-        if (!doubts) this.doubts.set(comm, (doubts = new DoubtTracker(guard.doubt)));
+        const doubts = this.doubtsOf(comm, guard);
+        if (p.speculative) p.sent = ranks.map((r) => doubts.clipFactor(step, r, norms[r], comm.size));
         const verdict = doubts.judge(step, sketches, norms);
         offences.push(...verdict.named);
         if (verdict.named.length === 0 && this.o.leaveOut !== false) {
@@ -279,6 +301,12 @@ export class StepChecks {
     }
     p.factors = factors;
     return factors;
+  }
+
+  private doubtsOf(comm: Communicator, guard: Guard | false): DoubtTracker {
+    let doubts = this.doubts.get(comm);
+    if (!doubts) this.doubts.set(comm, (doubts = new DoubtTracker(guard === false ? {} : guard.doubt || {})));
+    return doubts;
   }
 
   /**
@@ -316,15 +344,34 @@ export class StepChecks {
    * the offenders the gathered checks found (when they were gathered beside the sum).
    * With verify, `reduced` should then be scale × the sum of the contributions checked:
    * throws ERR_PEER_MISBEHAVED naming the link that changed it, on every rank alike.
+   * Resolves to `{ again }` when the verdict's factors are not those the ranks sent at (a
+   * speculative step, see the file's head): the sum is to be taken again with `again` as this
+   * rank's contribution, and `after` called on that sum.
    */
-  async after(comm: Communicator, reduced: Float32Array, scale: number, prescale = 1): Promise<void> {
+  async after(
+    comm: Communicator,
+    reduced: Float32Array,
+    scale: number,
+    prescale = 1,
+  ): Promise<{ again: Float32Array } | void> {
     const p = this.pending;
     this.pending = null;
     if (!p || p.comm !== comm) return;
     // An offender in the gathered checks fails the step here, on every rank alike: its sum is discarded.
     // Judged only now, so that naming it (which asks the server to eject it) and failing the step
     // happen together, before an ejection can break the ring under a step still running.
-    p.judge(await p.gathered);
+    const factors = p.judge(await p.gathered);
+    p.judge = () => factors;
+    if (p.sent && p.link && p.sent.some((f, r) => f !== factors[r])) {
+      // Every rank judged the same numbers: all sum again, each from its copy, at the verdict's factors.
+      p.sent = null;
+      this.pending = p;
+      const contribution = p.link.contribution;
+      if (this.again?.length !== contribution.length) this.again = new Float32Array(contribution.length);
+      const f = factors[comm.rank];
+      for (let i = 0; i < contribution.length; i++) this.again[i] = contribution[i] * f;
+      return { again: this.again };
+    }
     const link = p.link;
     if (!link || !p.factors) return;
     await judgeVerifiedStep(

@@ -247,13 +247,14 @@ export class RingPeers implements Peers {
       local = { accuracy: NaN, loss: NaN };
     }
     // Weighed by counted targets (examples for a classifier, characters for the words): the ring's mean is the whole
-    // set's.
+    // set's. An evaluation is no step: its average is not counted in the steps' rounds.
+    this.rounds.setAside = true;
     const avg = await averageMetrics(
       this.comm,
       { accuracy: local.accuracy, loss: local.loss },
       countedTargets(shard.labels),
       this.config.timeoutMs,
-    );
+    ).finally(() => (this.rounds.setAside = false));
     if (failure !== undefined) throw failure;
     if (Number.isNaN(avg.accuracy)) {
       throw new RingtrainError(

@@ -201,6 +201,8 @@ function gradientChecks(
   const contribution: GradientCheck = transform
     ? { rankLocal: true, before: (_comm, local, step) => transform(local, step) }
     : {};
-  // The membership agreement (an elastic ring's) starts after this rank's compute, beside the others.
-  return [gradientsRead, ...(agreement ? [agreement] : []), stepChecks, contribution];
+  // The membership agreement (an elastic ring's) starts after this rank's compute, once the step
+  // checks' gather has begun (signing it takes a while): begun earlier, its one number could come
+  // back before the gather begins, a round of its own.
+  return [gradientsRead, stepChecks, ...(agreement ? [agreement] : []), contribution];
 }
