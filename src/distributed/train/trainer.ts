@@ -37,6 +37,7 @@ import { endsRun, lostRanksOf } from '../session/ring-errors.ts';
 import { RingPeers, ringRecord } from './ring-peers.ts';
 import { StepClock } from './step-clock.ts';
 import { StepChecks } from '../robust/step-checks.ts';
+import { stateDigestRide } from '../robust/state-agreement.ts';
 import { guardOf, refuseConflictingConfig } from './train-config.ts';
 import { checkDataFits, modelSpecFor } from './model-fit.ts';
 import { TrainingLoop } from './training-loop.ts';
@@ -202,5 +203,5 @@ function gradientChecks(
     ? { rankLocal: true, before: (_comm, local, step) => transform(local, step) }
     : {};
   // The membership agreement (an elastic ring's) starts after this rank's compute, beside the others.
-  return [gradientsRead, ...(agreement ? [agreement] : []), stepChecks, contribution];
+  return [gradientsRead, ...(agreement ? [agreement] : []), stateDigestRide, stepChecks, contribution];
 }
