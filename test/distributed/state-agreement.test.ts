@@ -5,14 +5,28 @@
  * model and optimizer that hold their state in plain arrays: a perturbed rank
  * is named on every rank and resynced from the majority, named again at the
  * next check if it differs again, and two ranks that differ stop the run.
+ * Last, the check that rides: the digests read after a step are gathered beside
+ * the next step's gradient allreduce (a GradientReducer over signed memory
+ * links), which waits for no round more than a step without them, and judged
+ * after it; a ring that re-formed in between drops them.
  */
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, RingtrainError } from '../../src/core/errors.ts';
 import type { Model } from '../../src/engine/model.ts';
 import type { Optimizer } from '../../src/engine/optimizer.ts';
-import { hex, judgeStateHashes, StateAgreement, stateDigest } from '../../src/distributed/robust/state-agreement.ts';
-import { ring } from '../robust/memory-ring.ts';
+import {
+  hex,
+  judgeStateHashes,
+  StateAgreement,
+  stateDigest,
+  stateDigestRide,
+} from '../../src/distributed/robust/state-agreement.ts';
+import { GradientReducer, type ReducedModel } from '../../src/distributed/reduce/gradient-reducer.ts';
+import { RoundCounter } from '../../src/distributed/observe/timeline.ts';
+import { ring, signedRing } from '../robust/memory-ring.ts';
 import type { Misbehaviour, MisbehaviourSink } from '../../src/comm/misbehaviour.ts';
+import type { Communicator } from '../../src/comm/interface.ts';
+import type { RingEvent } from '../../src/core/events.ts';
 
 describe('judgeStateHashes', () => {
   it('agrees when every rank holds one digest', () => {
@@ -138,5 +152,92 @@ describe('StateAgreement over a ring', () => {
     }
     for (const events of seen)
       expect(events.some((e) => e.type === 'state-differs' || e.type === 'peer-misbehaved')).toBe(false);
+  });
+});
+
+/** A model whose gradients are `rank + 1` everywhere, for a reducer to sum (the ride reads none of them). */
+function gradients(rank: number): ReducedModel {
+  const grads = new Float32Array(64).fill(rank + 1);
+  return {
+    flatLength: grads.length,
+    layout: [{ name: 'w', shape: [64], offset: 0, length: 64 }],
+    readGrads: async () => grads.slice(),
+  } as unknown as ReducedModel;
+}
+
+/** Every rank's reducer with the ride as its only check, and a round counter over each rank's own collectives. */
+function ridingRing(comms: Communicator[], seen: RingEvent[][]) {
+  return comms.map((comm, rank) => {
+    const counter = new RoundCounter();
+    comm.events.on((e) => void (e.rank === rank && counter.record(e)));
+    const reducer = new GradientReducer(comm, gradients(rank), { checks: [stateDigestRide] });
+    return { comm, counter, reducer, events: seen[rank] };
+  });
+}
+
+describe('the state check riding beside the gradient allreduce', () => {
+  it("gathers the digests beside the next step's allreduce, no round more, and names and resyncs the minority after it", async () => {
+    const { comms, seen } = await signedRing(3);
+    const ranks = ridingRing(comms, seen);
+    const replicas = [replica(5), replica(5), replica(5)];
+    const agreedHash = await replicas[0].agreement.localHash();
+    replicas[1].params[3] += 1e-3;
+    const step = (n: number) =>
+      Promise.all(
+        ranks.map(({ reducer, counter }) =>
+          reducer.reduce({ weight: 1, step: n }, () => {}).then(() => counter.step()),
+        ),
+      );
+
+    // The first step negotiates its allreduce; the second is a step without the ride.
+    await step(8);
+    const plain = await step(9);
+    await Promise.all(replicas.map((r, i) => r.agreement.prepare(comms[i], 10)));
+    const riding = await step(11);
+    for (const [i, rounds] of riding.entries()) {
+      expect(rounds.byName, `rank ${i}`).toMatchObject({ 'state-hash': 1 });
+      expect(rounds.collectives, `rank ${i}`).toBe(plain[i].collectives + 1);
+      // Begun before the allreduce and still running when it began: no round of its own.
+      expect(rounds.sequential, `rank ${i}`).toBe(plain[i].sequential);
+    }
+    // Nothing was named before the step's end: the gathered digests are judged between steps.
+    expect(seen[0].some((e) => e.type === 'state-differs')).toBe(false);
+    const judged = await Promise.all(replicas.map((r, i) => r.agreement.judgeRide(comms[i])));
+    expect(judged).toEqual([agreedHash, agreedHash, agreedHash]);
+    expect(replicas[1].params).toEqual(replicas[0].params);
+    for (const events of seen)
+      expect(events.filter((e) => e.type === 'state-differs')).toMatchObject([{ peer: 1, step: 10, resyncFrom: 0 }]);
+    expect(replicas[0].agreement.agreed).toEqual({ hash: agreedHash, step: 10 });
+  });
+
+  it('drops digests read or gathered on a ring that re-formed since: the re-form handed every rank the root state', async () => {
+    const first = await signedRing(3);
+    const replicas = [replica(6), replica(6), replica(6)];
+    replicas[2].params[0] = 7;
+    // Read on the first ring; the ring re-forms before a step takes them along.
+    await Promise.all(replicas.map((r, i) => r.agreement.prepare(first.comms[i], 10)));
+    const second = await signedRing(3);
+    const ranks = ridingRing(second.comms, second.seen);
+    await Promise.all(ranks.map(({ reducer }) => reducer.reduce({ weight: 1, step: 11 }, () => {})));
+    expect(await Promise.all(replicas.map((r, i) => r.agreement.judgeRide(second.comms[i])))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    for (const events of second.seen) {
+      expect(events.filter((e) => e.type === 'collective-begin').map((e) => e.name)).not.toContain('state-hash');
+      expect(events.some((e) => e.type === 'state-differs')).toBe(false);
+    }
+    // Gathered beside a step on the first ring, then judged on the second: dropped too.
+    await Promise.all(replicas.map((r, i) => r.agreement.prepare(first.comms[i], 20)));
+    const old = ridingRing(first.comms, first.seen);
+    await Promise.all(old.map(({ reducer }) => reducer.reduce({ weight: 1, step: 21 }, () => {})));
+    expect(first.seen[0].filter((e) => e.type === 'collective-begin').map((e) => e.name)).toContain('state-hash');
+    expect(await Promise.all(replicas.map((r, i) => r.agreement.judgeRide(second.comms[i])))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(first.seen[0].some((e) => e.type === 'state-differs')).toBe(false);
   });
 });

@@ -7,7 +7,9 @@
  *
  * - Once: every rank names it at the next state check (within stateCheckEvery
  *   steps) and it is resynced from the majority; every rank ends with one
- *   `weightsHash`. The same run with the checks off ends with two.
+ *   `weightsHash`. The digests of each check's step ride beside the next
+ *   step's gradient allreduce: that step waits for no round more than a step
+ *   without them (RoundCounter). The same run with the checks off ends with two.
  * - Again after its resync (an elastic job): it is reported, the server ejects
  *   it, and the two others finish with one `weightsHash`.
  * - Two peers that differ: no majority, both stop with ERR_STATE_MISMATCH.
@@ -28,6 +30,7 @@ import { modelSpecFor } from '../../src/distributed/train/model-fit.ts';
 import { createModel, createOptimizer } from '../../src/engine/index.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
+import { RoundCounter, type Rounds } from '../../src/distributed/observe/timeline.ts';
 import { requireNetns } from '../support/workers.ts';
 
 const CHECK_EVERY = 4;
@@ -89,6 +92,8 @@ interface PeerRun {
   result?: DistributedTrainResult;
   error?: RingtrainError;
   events: Naming[];
+  /** This rank's collectives in each step, as `run --json` counts them, by the step (1-based) they ended with. */
+  rounds: Map<number, Rounds>;
 }
 
 /**
@@ -150,9 +155,13 @@ async function train(
   prepared: PreparedTraining,
   perturbAt: number[],
 ): Promise<PeerRun> {
-  const run: PeerRun = { name, rank: session.rank, events: [] };
+  const run: PeerRun = { name, rank: session.rank, events: [], rounds: new Map() };
+  const counter = new RoundCounter();
   session.events.on((e) => {
     if (e.type === 'state-differs' || e.type === 'peer-misbehaved') run.events.push(e);
+    if (e.rank !== run.rank) return;
+    if (e.type === 'train-step') run.rounds.set(e.step, counter.step());
+    else counter.record(e);
   });
   // Weights no honest step leads to: what a drifted replica holds.
   const other = Float32Array.from({ length: prepared.model.flatLength }, (_, i) => 0.05 * Math.sin(i * 0.37));
@@ -184,6 +193,12 @@ describe('agreement on state', () => {
       expect(r.result).toMatchObject({ steps: STEPS, size: 3 });
       // Every rank names it, at the first check after the perturbation.
       expect(r.events).toMatchObject([{ type: 'state-differs', peer: runs[2].rank, step: CHECK_EVERY }]);
+      // The digests read after steps 4 and 8 are gathered beside the next step's allreduce, and only there;
+      // that step waits for as many rounds as the plain step two before it (the one between resyncs, after 5).
+      const gathered = [...r.rounds].filter(([, x]) => x.byName['state-hash']).map(([step]) => step);
+      expect(gathered, r.name).toEqual([CHECK_EVERY + 1, 2 * CHECK_EVERY + 1]);
+      for (const step of gathered)
+        expect(r.rounds.get(step)!.sequential, `${r.name}, step ${step}`).toBe(r.rounds.get(step - 2)!.sequential);
     }
     expect(hashes(runs)[0]).toMatch(/^[0-9a-f]{64}$/);
     expect(new Set(hashes(runs)).size).toBe(1);

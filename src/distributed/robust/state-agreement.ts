@@ -18,9 +18,18 @@
  *  - no majority (2 ranks that differ, or 3 that all do): nobody can be told
  *    right, so the run stops with ERR_STATE_MISMATCH rather than train on.
  *
+ * The check at a K-th step rides: the state is read and hashed after step s's
+ * update (`prepare`), the digests' gather begins beside step s+1's gradient
+ * allreduce (`stateDigestRide`, a check that only starts it, like the
+ * membership agreement), and its verdict is acted on between steps s+1 and
+ * s+2 (`judgeRide`): the minority is resynced from the majority's state then,
+ * which the broadcast sends as it is then, so the resync stays exact. A gather
+ * begun on a ring that re-formed since is dropped: the re-form gave every rank
+ * the root's state. At the end of training the check runs on its own (`check`).
+ *
  * The cost is the read-back (every weight and every optimizer moment, the
  * same bytes a checkpoint reads) and the hash; the collective is 32 bytes per
- * rank. The state is read and hashed a slice at a time (DIGEST_SLICE_FLOATS),
+ * rank and waits for no round of its own. The state is read and hashed a slice at a time (DIGEST_SLICE_FLOATS),
  * so a worker never holds a whole part of it on the CPU for the check.
  * Figures: docs/ROBUSTNESS.md, "Agreement on state".
  *
@@ -29,7 +38,8 @@
  */
 import type { Communicator } from '../../comm/interface.ts';
 import type { MisbehaviourSink } from '../../comm/misbehaviour.ts';
-import { signedAllgather } from '../session/signed-gather.ts';
+import type { GradientCheck } from '../reduce/gradient-check.ts';
+import { signedAllgather, startSignedAllgather } from '../session/signed-gather.ts';
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import { sha256, sha256Stream } from '../../core/sha256.ts';
 import { now } from '../../core/events.ts';
@@ -160,11 +170,35 @@ export interface StateAgreementParts {
   misbehaviour?: MisbehaviourSink;
 }
 
+/** A gather of every rank's digest, as it ends: the digests in rank order, or why it failed. */
+type GatherAnswer = { all: Int32Array } | { error: unknown };
+
+/**
+ * The agreement whose digest waits to ride beside a step's gradient allreduce, by the ring it was
+ * read on: the ride check is handed only the communicator, and a re-formed ring finds none.
+ */
+const waitingOn = new WeakMap<Communicator, StateAgreement>();
+
+/**
+ * The state digests' gather as a check beside the gradient allreduce: where a rank's state was read
+ * at the step before (`prepare`), `before` begins its gather and resolves, so the allreduce begins
+ * beside it; the answer is read between steps (`judgeRide`). It reads no gradient.
+ */
+export const stateDigestRide: GradientCheck = {
+  readsOnly: true,
+  before: (comm) => waitingOn.get(comm)?.beginRide(comm),
+  digest: () => ({ add() {}, finish: (comm) => waitingOn.get(comm)?.beginRide(comm) }),
+};
+
 export class StateAgreement {
   /** The ranks that differed at the last check, on the ring they differed on (a re-formed ring numbers afresh). */
   private differed: { comm: Communicator; ranks: number[] } | null = null;
-  /** The last digest the ring agreed on (hex), and at which step. */
+  /** The last digest the ring agreed on (hex), and the step whose state it is. */
   agreed: { hash: string; step: number } | null = null;
+  /** This rank's digest of its state at `step`, read on `comm`, until a step's allreduce takes its gather along. */
+  private waiting: { comm: Communicator; step: number; digest: Int32Array } | null = null;
+  /** The digests' gather begun beside a step's allreduce, to be judged between steps. */
+  private riding: { comm: Communicator; step: number; answer: Promise<GatherAnswer> } | null = null;
 
   constructor(private readonly parts: StateAgreementParts) {}
 
@@ -178,20 +212,76 @@ export class StateAgreement {
     return readStateDigest(model, optimizer);
   }
 
+  private async digestWords(): Promise<Int32Array> {
+    return new Int32Array(new Uint8Array(await this.digest()).buffer);
+  }
+
   /**
-   * The check at `step`: gathers every rank's digest and acts on the verdict (module comment).
-   * Resolves to the digest the ring holds after it (hex); throws ERR_PEER_MISBEHAVED naming a rank
-   * that differed at the last check too, or ERR_STATE_MISMATCH when no majority holds one digest.
+   * The check of the state at `step`, begun: reads and hashes it now, and the next step's
+   * gradient allreduce on `comm` takes the digests' gather along (stateDigestRide). One that no
+   * step took along (a pass that reduced nothing) waits for the next that does, or for the next
+   * K-th step's, which replaces it.
+   */
+  async prepare(comm: Communicator, step: number): Promise<void> {
+    this.waiting = { comm, step, digest: await this.digestWords() };
+    waitingOn.set(comm, this);
+  }
+
+  /** Begins the gather of the waiting digest; resolves once it has begun (its failure is read with its answer). */
+  async beginRide(comm: Communicator): Promise<void> {
+    const waiting = this.waiting;
+    waitingOn.delete(comm);
+    if (waiting?.comm !== comm) return;
+    this.waiting = null;
+    const begun = startSignedAllgather(comm, waiting.digest, this.gatherOptions(waiting.step));
+    const answer = begun
+      .then((b) => b.gathered)
+      .then(
+        (all): GatherAnswer => ({ all }),
+        (error: unknown): GatherAnswer => ({ error }),
+      );
+    this.riding = { comm, step: waiting.step, answer };
+    await begun.catch(() => {});
+  }
+
+  /**
+   * Between steps: acts on the gather that rode beside this step's allreduce (as `check` does),
+   * and resolves to the ring's digest; undefined where none rode on `comm` (none begun, or begun on
+   * a ring that re-formed since: every rank holds the root's state now, and a digest read before
+   * the re-form waiting to ride is dropped too).
+   */
+  async judgeRide(comm: Communicator): Promise<string | undefined> {
+    const riding = this.riding;
+    this.riding = null;
+    if (this.waiting && this.waiting.comm !== comm) this.waiting = null;
+    if (riding?.comm !== comm) return undefined;
+    const answer = await riding.answer;
+    if ('error' in answer) throw answer.error;
+    return this.judge(comm, riding.step, answer.all);
+  }
+
+  /**
+   * The check at `step`, on its own (the end of training): gathers every rank's digest and acts on
+   * the verdict (module comment). Resolves to the digest the ring holds after it (hex); throws
+   * ERR_PEER_MISBEHAVED naming a rank that differed at the last check too, or ERR_STATE_MISMATCH
+   * when no majority holds one digest.
    */
   async check(comm: Communicator, step: number): Promise<string> {
-    const mine = new Int32Array(new Uint8Array(await this.digest()).buffer);
-    // Signed like the step checks (signed-gather.ts): a relayer cannot make an honest rank's digest read as a minority.
-    const all = await signedAllgather(comm, mine, {
-      name: 'state-hash',
-      step,
-      timeoutMs: this.parts.timeoutMs,
-      misbehaviour: this.parts.misbehaviour,
-    });
+    const waiting = this.waiting;
+    this.waiting = null;
+    this.riding = null;
+    // A digest read at this step on this ring is of the state as it is: not read twice.
+    const mine = waiting?.comm === comm && waiting.step === step ? waiting.digest : await this.digestWords();
+    return this.judge(comm, step, await signedAllgather(comm, mine, this.gatherOptions(step)));
+  }
+
+  /** Signed like the step checks (signed-gather.ts): a relayer cannot make an honest rank's digest read as a minority. */
+  private gatherOptions(step: number) {
+    return { name: 'state-hash', step, timeoutMs: this.parts.timeoutMs, misbehaviour: this.parts.misbehaviour };
+  }
+
+  /** The verdict over the gathered digests of the state at `step`, acted on alike on every rank. */
+  private async judge(comm: Communicator, step: number, all: Int32Array): Promise<string> {
     const bytes = new Uint8Array(all.buffer, all.byteOffset, all.byteLength);
     const hashes = Array.from({ length: comm.size }, (_, r) =>
       hex(bytes.subarray(r * STATE_DIGEST_BYTES, (r + 1) * STATE_DIGEST_BYTES)),
@@ -204,6 +294,7 @@ export class StateAgreement {
       const again = verdict.differing.filter((r) => before.includes(r));
       if (again.length > 0) throw differsAgain(comm, step, again, hashes, verdict.hash, this.parts.misbehaviour);
       this.name(comm, step, verdict, hashes);
+      // The majority's state as it is now: after a ride, a step past the one whose digests were judged.
       await broadcastParameters(comm, this.parts.model, { root: verdict.source, timeoutMs: this.parts.timeoutMs });
       await broadcastOptimizerState(comm, this.parts.optimizer, {
         root: verdict.source,

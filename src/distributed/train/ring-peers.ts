@@ -199,14 +199,19 @@ export class RingPeers implements Peers {
   }
 
   /**
-   * Every `stateCheckEvery` steps, and at the end of training unless a check just ran at this step:
-   * the ranks agree that they hold one state, a minority is resynced (state-agreement.ts).
+   * Between steps: the state check whose digests' gather rode beside this step's allreduce is acted on
+   * (a minority resynced from the majority's state now); every `stateCheckEvery` steps the state is
+   * read and hashed for the next step's allreduce to take the gather along (stateDigestRide); at the
+   * end of training the check runs on its own, unless one just judged this step's state
+   * (state-agreement.ts).
    */
   async checkState(step: number, end: boolean): Promise<void> {
-    const { agreement } = this;
+    const { agreement, comm } = this;
     if (!agreement) return;
-    if (end ? agreement.agreed?.step === step : step % this.stateCheckEvery !== 0) return;
-    await agreement.check(this.comm, step);
+    await agreement.judgeRide(comm);
+    if (end) {
+      if (agreement.agreed?.step !== step) await agreement.check(comm, step);
+    } else if (step % this.stateCheckEvery === 0) await agreement.prepare(comm, step);
   }
 
   /** The digest of this rank's state at `step` (hex): the one the ring agreed on there, else this rank's own. */

@@ -37,6 +37,7 @@ import { endsRun, lostRanksOf } from '../session/ring-errors.ts';
 import { RingPeers, ringRecord } from './ring-peers.ts';
 import { StepClock } from './step-clock.ts';
 import { StepChecks } from '../robust/step-checks.ts';
+import { stateDigestRide } from '../robust/state-agreement.ts';
 import { guardOf, refuseConflictingConfig } from './train-config.ts';
 import { checkDataFits, modelSpecFor } from './model-fit.ts';
 import { TrainingLoop } from './training-loop.ts';
@@ -201,8 +202,8 @@ function gradientChecks(
   const contribution: GradientCheck = transform
     ? { rankLocal: true, before: (_comm, local, step) => transform(local, step) }
     : {};
-  // The membership agreement (an elastic ring's) starts after this rank's compute, once the step
-  // checks' gather has begun (signing it takes a while): begun earlier, its one number could come
-  // back before the gather begins, a round of its own.
-  return [gradientsRead, stepChecks, ...(agreement ? [agreement] : []), contribution];
+  // The membership agreement (an elastic ring's) and the state digests' gather start after this rank's
+  // compute, once the step checks' gather has begun (signing it takes a while): begun earlier, a one-number
+  // collective could come back before the gather begins, a round of its own.
+  return [gradientsRead, stepChecks, ...(agreement ? [agreement] : []), stateDigestRide, contribution];
 }
