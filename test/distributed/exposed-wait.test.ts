@@ -66,6 +66,22 @@ describe('ExposedWait', () => {
     expect(w.perStepMs()).toBe(12);
   });
 
+  it("leaves out the GPU's run of the update (Deno waits for its parts), not the ring's wait before it", () => {
+    const w = new ExposedWait();
+    w.step(0);
+    w.record(readBack(10, 10));
+    w.record(collective(20, 1, false));
+    w.record(collective(32, 1, true));
+    // The sum is written back and the update recorded by 35; the GPU runs it until 235.
+    w.record({ type: 'gpu-wait', t: 35, rank: 0, what: 'update', ms: 200 });
+    expect(w.step(236)).toBe(16);
+    // A wait that began before the gradients were in is compute's (an overflow's flag, read before them).
+    w.record({ type: 'gpu-wait', t: 240, rank: 0, what: 'overflow', ms: 5 });
+    w.record(readBack(250, 10));
+    expect(w.step(270)).toBe(10);
+    expect(w.perStepMs()).toBe(13);
+  });
+
   it('counts no step that read no gradients back, and no read-back of anything else', () => {
     const w = new ExposedWait();
     w.step(0);
