@@ -5,6 +5,8 @@
  * and a slower peer), then until the update's submit begins (the checks after the sum, the finite
  * check, the write-back, the update's recording), the update's own run on the GPU (left out of
  * the figure), and the step's close (the timeline's `rounds` counter, at the step's report).
+ * Last, each step's smallest exposed wait over the ranks: the rank that finished its compute last
+ * waited on the ring alone, not on a slower peer, so that is what the ring cost the step.
  *
  *   npx tsx bench/exposed-breakdown.ts TRACE.json
  */
@@ -23,6 +25,8 @@ const ms = (us: number) => Math.round(us / 1000);
 const what = (e: TraceEvent) => String(e.args?.what ?? '');
 const end = (e: TraceEvent) => e.ts + (e.dur ?? 0);
 
+/** Per step, each rank's exposed wait (ms). */
+const byStep: number[][] = [];
 for (const pid of [...new Set(events.map((e) => e.pid))].sort((a, b) => a - b)) {
   const mine = events.filter((e) => e.pid === pid).sort((a, b) => a.ts - b.ts);
   const begins = mine.filter((e) => e.name === 'compute' && e.ph === 'X').map((e) => e.ts);
@@ -38,6 +42,7 @@ for (const pid of [...new Set(events.map((e) => e.pid))].sort((a, b) => a - b)) 
     const update = span.find((e) => e.name === 'gpu-wait' && what(e) === 'update');
     const submitted = update?.ts ?? close;
     const onGpu = update?.dur ?? 0;
+    (byStep[step] ??= []).push(close - readEnd - onGpu);
     console.log(
       `  step ${step}: ${ms(close - begins[step])} ms, read back by ${ms(readEnd - begins[step])}; ` +
         `last sum +${ms(sumEnd - readEnd)}, checks/finite/write-back/record +${ms(submitted - sumEnd)}, ` +
@@ -46,3 +51,9 @@ for (const pid of [...new Set(events.map((e) => e.pid))].sort((a, b) => a - b)) 
     );
   });
 }
+const ringCost = byStep.map((ranks) => Math.min(...ranks));
+const steady = ringCost.slice(1);
+console.log(
+  `the ring's own (each step's smallest over the ranks), ms: ${ringCost.map(ms).join(', ')}; ` +
+    `steps 1-${ringCost.length - 1}: mean ${steady.length ? ms(steady.reduce((a, b) => a + b, 0) / steady.length) : '-'}`,
+);
