@@ -345,6 +345,7 @@ describe('RoundCounter', () => {
       negotiations: 0,
       byName: { gradients: 1, 'verify-verdicts': 1, metrics: 0.5 },
       buckets: 0,
+      exposedMs: null,
     });
   });
 });

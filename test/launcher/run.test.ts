@@ -42,6 +42,17 @@ describe('ringtrain run -np 2 (Deno workers, TCP links)', () => {
     // MLP 784-128-10 has 101,770 floats; a 2-rank ring sends each rank's gradient once per step.
     expect(result.allreduce_bytes).toBeGreaterThan(2 * 12 * 101_770 * 4 * 0.9);
     expect(result.samples_per_s).toBeGreaterThan(0);
+    // Each rank's exposed allreduce (s per step it waited on the ring after its own compute), measured:
+    // above 0 (the sum and the update take time), below the whole run's time; the top level is the longest.
+    const exposed = (result.exposed_allreduce_by_rank as { rank: number; exposed_allreduce_s_per_step: number }[]).map(
+      (r) => [r.rank, r.exposed_allreduce_s_per_step] as const,
+    );
+    expect(exposed.map(([rank]) => rank)).toEqual([0, 1]);
+    for (const [rank, s] of exposed) {
+      expect(s, `rank ${rank}`).toBeGreaterThan(0);
+      expect(s, `rank ${rank}`).toBeLessThan(result.train_seconds);
+    }
+    expect(result.exposed_allreduce_s_per_step).toBe(Math.max(...exposed.map(([, s]) => s)));
 
     const ckpt = decodeCheckpoint(readFileSync(save));
     expect(ckpt.step).toBe(12);

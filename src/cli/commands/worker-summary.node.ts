@@ -46,6 +46,9 @@ export function workerSummary({ result, session, data, gpu, tcp, saver, recovery
     negotiations_per_step: result.rounds?.negotiations ?? null,
     collectives_by_name_per_step: result.rounds?.byName ?? null,
     gradient_buckets_per_step: result.rounds?.buckets ?? null,
+    // Exposed allreduce, s per step (every step but the first): from the end of this rank's gradient read-back to its
+    // update applied, what the step waited on the ring after its own compute (observe/exposed-wait.ts).
+    exposed_allreduce_s_per_step: secondsOf(result.rounds?.exposedMs),
     train_seconds: result.trainSeconds,
     runtime: result.runtime,
     adapter: result.adapter,
@@ -83,4 +86,8 @@ export function workerSummary({ result, session, data, gpu, tcp, saver, recovery
     evaluation_failed: evaluationFailed(result.evaluationFailure),
     peak_rss_bytes: peakRssBytes(),
   };
+}
+
+function secondsOf(ms: number | null | undefined): number | null {
+  return ms === null || ms === undefined ? null : ms / 1000;
 }

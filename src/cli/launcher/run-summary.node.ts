@@ -162,11 +162,19 @@ function measuredFields(rank0: Record<string, unknown>, results: Record<string, 
     collectives_by_name_per_step: rank0.collectives_by_name_per_step ?? null,
     // Gradient buckets reduced as backward finished them (0: the whole gradient was read, then reduced).
     gradient_buckets_per_step: rank0.gradient_buckets_per_step ?? null,
+    // The rank that waited longest on the ring after its own compute, s per step (each rank's in exposed_allreduce_by_rank).
+    exposed_allreduce_s_per_step: longestExposed(results),
     train_seconds: rank0.train_seconds,
     runtime,
     adapter: rank0.adapter,
     gpu_waits: rank0.gpu_waits ?? null,
   };
+}
+
+/** The largest of the ranks' exposed allreduce figures (null when no rank has one). */
+function longestExposed(results: Record<string, unknown>[]): number | null {
+  const figures = results.map((r) => r.exposed_allreduce_s_per_step).filter((x): x is number => typeof x === 'number');
+  return figures.length > 0 ? Math.max(...figures) : null;
 }
 
 /** The run's settings, as `train --json` names them. */
@@ -226,6 +234,11 @@ function perRankFields(
     // Each worker's peak resident memory, by rank (a CPU adapter's GPU buffers included): what the job costs a
     // machine.
     peak_rss_bytes_by_rank: byRank.map((r) => ({ rank: r.rank, peak_rss_bytes: r.peak_rss_bytes ?? null })),
+    // Each rank's exposed allreduce: s per step it waited on the ring after its own compute (null: no steady step reduced).
+    exposed_allreduce_by_rank: byRank.map((r) => ({
+      rank: r.rank,
+      exposed_allreduce_s_per_step: r.exposed_allreduce_s_per_step ?? null,
+    })),
     // Each rank's SHA-256 of its final weights and optimizer state (one value on every rank: the ring agreed).
     weights_hash_by_rank: byRank.map((r) => ({ rank: r.rank, weights_hash: r.weights_hash ?? null })),
     // Each rank's precision, and under f16-mixed its skipped steps and loss scale (equal on every rank of one ring).

@@ -8,7 +8,8 @@
  * different moments, so every timestamp is shifted by that rank's timeOrigin
  * onto the shared wall clock before it is written.
  */
-import type { EventBus, Phase, RingEvent } from '../../core/events.ts';
+import { now, type EventBus, type Phase, type RingEvent } from '../../core/events.ts';
+import { ExposedWait } from './exposed-wait.ts';
 
 /** One entry of the Trace Event Format (the fields we use). */
 export interface TraceEvent {
@@ -133,6 +134,8 @@ export interface Rounds {
   byName: Record<string, number>;
   /** Gradient buckets read back and reduced as backward finished them (overlap.ts); 0 when the step read its gradients whole. */
   buckets: number;
+  /** Exposed allreduce (exposed-wait.ts), ms: from the end of the gradients' read-back to the step's close; null: none read. */
+  exposedMs: number | null;
 }
 
 /**
@@ -152,9 +155,11 @@ export class RoundCounter {
   private afterBucket = false;
   /** Whether a collective began since this step's first bucket was read back (the buckets' round is open). */
   private bucketRound = false;
+  private readonly exposed = new ExposedWait();
 
   record(e: RingEvent): void {
     if (this.setAside) return;
+    this.exposed.record(e);
     if (e.type === 'collective-begin') {
       // A step's buckets are one round however their read-backs fall: one that begins after the
       // bucket before it is done found the ring waiting on backward, not the step waiting on the ring.
@@ -174,9 +179,12 @@ export class RoundCounter {
     }
   }
 
-  /** Closes a step. The first step negotiates everything for the first time; later ones are the steady state. */
-  step(): Rounds {
-    const done = this.now;
+  /**
+   * Closes a step at `t` (the events' clock; now: the update is applied). The first step negotiates
+   * everything for the first time; later ones are the steady state.
+   */
+  step(t = now()): Rounds {
+    const done = { ...this.now, exposedMs: this.exposed.step(t) };
     this.now = empty();
     if (this.steps++ > 0) {
       this.steady.collectives += done.collectives;
@@ -200,12 +208,13 @@ export class RoundCounter {
       negotiations: this.steady.negotiations / n,
       byName,
       buckets: this.steady.buckets / n,
+      exposedMs: this.exposed.perStepMs(),
     };
   }
 }
 
 function empty(): Rounds {
-  return { collectives: 0, sequential: 0, negotiations: 0, byName: {}, buckets: 0 };
+  return { collectives: 0, sequential: 0, negotiations: 0, byName: {}, buckets: 0, exposedMs: null };
 }
 
 /** Records RingEvents of one or more ranks and turns them into trace events. */
@@ -338,7 +347,7 @@ export class TimelineRecorder {
       case 'train-step': {
         // A counter track: how many collectives the step ran, how many it waited for one after another, how many
         // negotiated, and how many gradient buckets it reduced as backward finished them.
-        const { collectives, sequential, negotiations, buckets } = counter.step();
+        const { collectives, sequential, negotiations, buckets } = counter.step(e.t);
         const args = { collectives, sequential, negotiations, buckets };
         this.events.push({
           name: 'rounds',

@@ -9,7 +9,7 @@
  */
 import { ErrorCode, isRingtrainError, RingtrainError } from '../../core/errors.ts';
 import type { Communicator } from '../../comm/interface.ts';
-import type { EventBus } from '../../core/events.ts';
+import { now, type EventBus } from '../../core/events.ts';
 import { broadcast } from '../../collectives/broadcast.ts';
 import { countedTargets, type Dataset } from '../../data/dataset.ts';
 import { testShard } from '../../data/global-batch.ts';
@@ -184,10 +184,21 @@ export class RingPeers implements Peers {
     });
     // Where GPU waits hold the thread (Deno), the update goes to the queue in parts now, the loop turning
     // between them; left for the next step's first write, it went whole (GPT-2 124M at load 35: 14 s silent).
-    if (r.applied) await this.parts.model.gpu.submitRecorded();
+    if (r.applied) await this.submitUpdate();
     // A pass summed locally (backwardPassesPerStep > 1) reduced nothing: all of it was compute.
     if (!r.applied) clock.end();
     return scaling ? { ...r, scaling } : r;
+  }
+
+  /**
+   * The update to the GPU's queue. Where that waits for it (Deno's parts) the wait is the update's
+   * compute, not the ring's: a `gpu-wait` of its own, which the exposed allreduce leaves out.
+   */
+  private async submitUpdate(): Promise<void> {
+    const t = now();
+    await this.parts.model.gpu.submitRecorded();
+    const { events, rank } = this.comm;
+    if (events.active) events.emit({ type: 'gpu-wait', t, rank, what: 'update', ms: now() - t });
   }
 
   /** The next step's shares (speed: one tiny allgather; counted in the step's time, it is part of its cost), and the step's rounds. */
