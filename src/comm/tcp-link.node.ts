@@ -161,8 +161,8 @@ export class TcpLinkEndpoint implements TcpEndpoint {
     fingerprint?: string,
   ): Promise<Link> {
     if (fingerprint) {
-      const both = await this.dialSocket(address, id, key, timeoutMs, {}, fingerprint);
-      return new StreamLink(id.to, { read: both.inflow }, both.reader, both.arrived);
+      const socket = await this.dialSocket(address, id, key, timeoutMs, {}, fingerprint);
+      return new StreamLink(id.to, { read: socket.inflow }, socket.reader, socket.arrived);
     }
     // The listener dials back for the other direction once it has checked our proof: expected from now.
     const back = this.expectBack({ ...id, from: id.to, to: id.from }, key, timeoutMs);
@@ -191,17 +191,18 @@ export class TcpLinkEndpoint implements TcpEndpoint {
         () => reject(transportError(`rank ${id.from} did not dial back within ${timeoutMs} ms`)),
         timeoutMs,
       );
-      const settle = (): void => {
-        clearTimeout(timer);
-        if (this.backs.get(k)?.key === key) this.backs.delete(k);
-      };
-      this.backs.set(k, {
+      const entry: ExpectedBack = {
         key,
         resolve: (a) => {
           settle();
           resolve(a);
         },
-      });
+      };
+      const settle = (): void => {
+        clearTimeout(timer);
+        if (this.backs.get(k) === entry) this.backs.delete(k);
+      };
+      this.backs.set(k, entry);
       cancel = settle;
     });
     socket.catch(() => {});
@@ -398,6 +399,9 @@ interface Authenticated {
 
 /** Hands an authenticated socket over: what arrives until a link takes it is kept, a broken frame destroys it. */
 function authenticated(inflow: Inflow, reader: LengthPrefixedReader): Authenticated {
+  // Until a link takes the socket (the other direction may still be dialled), an error is seen as
+  // its close, which follows it; unheard, it would end the process.
+  inflow.socket.on('error', () => {});
   const arrived: Uint8Array[] = [];
   reader.handler = (m) => arrived.push(m);
   reader.maxBytes = MAX_MESSAGE_BYTES;
