@@ -4,6 +4,9 @@
  * and reads this process's CPU time (every thread: JavaScript, libwebrtc and the
  * kernel on its behalf) around each. Prints one JSON line.
  */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import process from 'node:process';
 import { joinRingFromArgs } from '../src/comm/local-ring-peer.node.ts';
 import { allreduce, allreduceInPlace } from '../src/collectives/allreduce.ts';
@@ -16,6 +19,7 @@ const { values, rank, comm } = await joinRingFromArgs({
   calls: { type: 'string' },
   algorithms: { type: 'string' },
   'in-place': { type: 'boolean' },
+  'cpu-prof': { type: 'string' },
 });
 const bytes = Number(values.bytes);
 const calls = Number(values.calls);
@@ -31,16 +35,26 @@ const call = (kind: string) =>
   kind === 'round-trip'
     ? roundTrip(comm, bytes, timeoutMs)
     : reduce(comm, data, { name: `cpu-${kind}`, algorithm: kind as Algorithm, timeoutMs });
+// With --cpu-prof DIR, each kind's timed calls (and only they) are profiled into DIR/rank-R-KIND.cpuprofile.
+const profileDir = typeof values['cpu-prof'] === 'string' ? values['cpu-prof'] : null;
+const inspector = profileDir ? new Session() : null;
+inspector?.connect();
+await inspector?.post('Profiler.enable');
 // Warm up: links open their windows, every allreduce is negotiated once (later calls hit the cache).
 for (const kind of kinds) await call(kind);
 const out: Record<string, { wall_ms: number; cpu_ms: number }> = {};
 for (const kind of kinds) {
   await barrier(comm, { timeoutMs });
+  await inspector?.post('Profiler.start');
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   for (let i = 0; i < calls; i++) await call(kind);
   const wall = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
+  if (inspector) {
+    const { profile } = await inspector.post('Profiler.stop');
+    writeFileSync(join(profileDir!, `rank-${rank}-${kind}.cpuprofile`), JSON.stringify(profile));
+  }
   out[kind] = { wall_ms: wall / calls, cpu_ms: (cpu.user + cpu.system) / 1000 / calls };
 }
 process.stdout.write(JSON.stringify({ rank, out }) + '\n');

@@ -2,6 +2,7 @@
  * What an allreduce costs the machine's CPU, beside a round trip of the same bytes:
  *   sh scripts/in-netns.sh npx tsx bench/allreduce-cpu.ts [--peers 4] [--bytes 65536] [--calls 100]
  *     [--algorithms recursive-doubling,halving-doubling,two-shot,ring] [--transport webrtc|tcp] [--in-place]
+ *     [--cpu-prof DIR]
  * N Node processes over WebRTC (or TCP links) run `--calls` back-to-back round trips (ranks 0
  * and 1; the others wait), then the same number of allreduces per algorithm,
  * and read their own CPU time around each. Prints one JSON line: per kind, the
@@ -11,8 +12,11 @@
  * WebRTC stack: this is the measurement behind docs/COLLECTIVES.md's latency notes.
  * `--in-place` reduces the tensor where it lies (`allreduceInPlace`, as the trainer does) instead
  * of into a new array per call (`allreduce`, the default, which the figures before it used).
+ * `--cpu-prof DIR` has every rank profile its timed calls of each kind, and nothing else (not the
+ * set-up, nor the warm-up), into DIR/rank-R-KIND.cpuprofile (Node peers; open in Chrome's DevTools).
  */
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { launchLocalRing } from '../src/comm/launch.node.ts';
 
@@ -24,6 +28,7 @@ const { values } = parseArgs({
     algorithms: { type: 'string', default: 'recursive-doubling,halving-doubling,two-shot,ring' },
     transport: { type: 'string', default: 'webrtc' },
     'in-place': { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
   },
 });
 const peers = Number(values.peers);
@@ -43,6 +48,7 @@ const ring = launchLocalRing({
     ...['--bytes', String(bytes), '--calls', String(calls)],
     ...['--algorithms', values.algorithms!, '--transport', values.transport!],
     ...(values['in-place'] ? ['--in-place'] : []),
+    ...(values['cpu-prof'] ? ['--cpu-prof', path.resolve(values['cpu-prof'])] : []),
   ],
 });
 type Report = { rank: number; out: Record<string, { wall_ms: number; cpu_ms: number }> };

@@ -33,6 +33,11 @@ export class LengthPrefixedReader {
    * What it returns must start where typed arrays may (8-byte aligned).
    */
   allocate: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes);
+  /**
+   * Whether the stream writes later bytes into the chunks it pushed (a socket that reads into one
+   * reused buffer, `onread`): then every message is copied out, never handed out as a view.
+   */
+  chunksReused = false;
   /** The length prefix as it arrives (a chunk may end inside it). */
   private readonly prefix = new Uint8Array(LENGTH_BYTES);
   private prefixBytes = 0;
@@ -57,7 +62,7 @@ export class LengthPrefixedReader {
       }
       const need = this.expected - this.filled;
       const available = chunk.byteLength - offset;
-      if (this.filled === 0 && available >= need && (chunk.byteOffset + offset) % ALIGN === 0) {
+      if (!this.chunksReused && this.filled === 0 && available >= need && (chunk.byteOffset + offset) % ALIGN === 0) {
         // Whole inside this chunk where typed arrays may start (receivers view payloads as
         // Float32Array/Int32Array/Float64Array): handed out as a view, no copy.
         const view = chunk.subarray(offset, offset + need);

@@ -1,9 +1,14 @@
 /**
- * A `Link` over a connected, authenticated TCP socket: each message is one
+ * A `Link` over connected, authenticated TCP sockets: each message is one
  * length-prefixed record (stream-frames.ts) of at most MAX_MESSAGE_BYTES, the
  * same frames a data channel carries. Backpressure is the socket's own: what
  * write() has not handed to the kernel is `bufferedAmount`, and `waitForRoom`
  * resolves on 'drain', so nothing piles up beyond the communicator's high-water mark.
+ *
+ * A plain TCP link is two sockets, one per direction, each dialled by the end that reads it: a
+ * socket one dials reads into one reused buffer (`onread`), where an accepted one (Node gives it no
+ * such option) reads each chunk into a fresh 64 KiB array, and collecting those was the largest
+ * cost left of a TCP allreduce. A TLS link is one socket both ways, read by 'data' events.
  */
 import type { Socket } from 'node:net';
 import { setTimeout } from 'node:timers';
@@ -28,6 +33,42 @@ const KEPT_RECEIVE_BUFFERS = 16;
 /** Messages below this (heartbeats, small collectives) get arrays of their own rather than a 256 KiB buffer. */
 const SMALLEST_POOLED_MESSAGE = 64 * 1024;
 
+/**
+ * Where the bytes a socket receives go: `push` is what its reads call (its 'data' events, or the
+ * `onread` callback of a socket this end dialled), `feed` says who takes them from now on (the
+ * handshake, then the link).
+ */
+export class Inflow {
+  private to: (chunk: Uint8Array) => void = () => {};
+
+  /** `chunksReused`: the socket reads into one buffer, so a chunk is overwritten once `push` returns. */
+  constructor(
+    readonly socket: Socket,
+    readonly chunksReused: boolean,
+  ) {}
+
+  /** The inflow of a socket read by 'data' events (an accepted socket, TLS). */
+  static ofDataEvents(socket: Socket): Inflow {
+    const inflow = new Inflow(socket, false);
+    socket.on('data', (chunk: Uint8Array) => inflow.push(chunk));
+    return inflow;
+  }
+
+  push(chunk: Uint8Array): void {
+    this.to(chunk);
+  }
+
+  feed(to: (chunk: Uint8Array) => void): void {
+    this.to = to;
+  }
+}
+
+/** A link's sockets: the one it reads, and the one it writes when that is another (a plain TCP link). */
+export interface StreamSockets {
+  read: Inflow;
+  write?: Inflow;
+}
+
 export class StreamLink implements Link {
   /** 'tls' over an encrypted socket (`--link-tls`), else 'tcp'. */
   readonly transport: string;
@@ -39,20 +80,31 @@ export class StreamLink implements Link {
     SMALLEST_POOLED_MESSAGE,
   );
 
+  /** The socket this link writes to (its only one over TLS). */
+  private readonly socket: Socket;
+  private readonly sockets: Socket[];
+
   /**
-   * `reader` is the handshake's, already past the handshake: frames the far end sent right
-   * behind its last handshake message may sit in it, and go on from there.
+   * `reader` is the handshake's on the read socket, already past the handshake: frames the far end
+   * sent right behind its last handshake message may sit in it, and go on from there; `arrived`
+   * holds those it already cut out while this link was being put together.
    */
   constructor(
     readonly peer: number,
-    private socket: Socket,
+    io: StreamSockets,
     reader: LengthPrefixedReader,
+    arrived: Uint8Array[] = [],
   ) {
-    this.transport = (socket as { encrypted?: boolean }).encrypted === true ? 'tls' : 'tcp';
+    const write = io.write ?? io.read;
+    this.socket = write.socket;
+    this.sockets = io.write ? [io.read.socket, io.write.socket] : [io.read.socket];
+    this.transport = (this.socket as { encrypted?: boolean }).encrypted === true ? 'tls' : 'tcp';
     reader.maxBytes = MAX_MESSAGE_BYTES;
+    reader.chunksReused = io.read.chunksReused;
     reader.handler = (m) => this.end.deliver(m);
     reader.allocate = (bytes) => this.receiveBuffers.take(bytes);
-    socket.on('data', (chunk: Uint8Array) => {
+    for (const m of arrived) this.end.deliver(m);
+    io.read.feed((chunk) => {
       if (this.end.down) return;
       try {
         reader.push(chunk);
@@ -60,8 +112,15 @@ export class StreamLink implements Link {
         this.shut(new Error(`rank ${peer} broke the TCP framing: ${(e as Error).message}`));
       }
     });
-    socket.on('error', (e) => this.shut(e));
-    socket.on('close', () => this.shut(new Error('TCP connection closed')));
+    io.write?.feed(() =>
+      this.shut(new Error(`rank ${peer} sent bytes on the socket that carries only this end's messages`)),
+    );
+    for (const socket of this.sockets) {
+      socket.on('error', (e) => this.shut(e));
+      socket.on('close', () => this.shut(new Error('TCP connection closed')));
+    }
+    // A socket may have closed while the other direction was still being dialled.
+    if (this.sockets.some((socket) => socket.destroyed)) this.shut(new Error('TCP connection closed'));
   }
 
   send(message: Uint8Array): void {
@@ -125,16 +184,17 @@ export class StreamLink implements Link {
     // A peer that stopped reading (frozen, or its machine gone) never takes them, and TCP alone
     // never gives up on it: the socket would keep this process alive. So it gets a grace period.
     if (!this.end.down) {
-      this.socket.end();
-      const socket = this.socket;
-      setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
+      for (const socket of this.sockets) {
+        socket.end();
+        setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
+      }
     }
     this.shut(undefined);
   }
 
   private shut(reason?: Error): void {
     if (this.end.down) return;
-    if (reason) this.socket.destroy();
+    if (reason) for (const socket of this.sockets) socket.destroy();
     this.end.shut(reason);
   }
 }

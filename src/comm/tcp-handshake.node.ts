@@ -8,7 +8,13 @@
  *   listener → dialer  answer  {nonce, proof}   proof = HMAC(key, "listener" + transcript)
  *   dialer → listener  proof   {proof}          proof = HMAC(key, "dialer" + transcript)
  *
- * The transcript binds both nonces, the job, the epoch and both ranks, so a
+ * A plain TCP link is two such connections, one per direction, each dialled by
+ * the end that reads it (stream-link.node.ts): the lower rank's hello says where
+ * to dial back (`back`), and the higher rank's connection back says it is one
+ * (`reverse`).
+ *
+ * The transcript binds both nonces, the job, the epoch, both ranks and those two
+ * fields, so a
  * proof can be replayed neither on another link nor in another epoch, and the
  * role in front of it keeps one end's proof from serving as the other's. The
  * dialer commits to the link when it sends its proof (it has checked the
@@ -18,7 +24,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { LinkIdentity } from './tcp-endpoint.ts';
 
-export const HANDSHAKE_VERSION = 1;
+export const HANDSHAKE_VERSION = 2;
 /** Largest handshake message (a job id is at most 128 characters): a stranger cannot make us buffer more. */
 export const MAX_HANDSHAKE_BYTES = 1024;
 const NONCE_BYTES = 32;
@@ -34,6 +40,10 @@ export const helloSchema = z.strictObject({
   from: z.number().int().min(0),
   to: z.number().int().min(0),
   nonce: hex,
+  /** The dialler's address: the listener dials back to it for the other direction of a plain TCP link. */
+  back: z.string().min(1).max(300).optional(),
+  /** This connection is the other direction of a link the listener dialled (it reads it). */
+  reverse: z.literal(true).optional(),
 });
 export const answerSchema = z.strictObject({ nonce: hex, proof: hex });
 export const proofSchema = z.strictObject({ proof: hex });
@@ -43,8 +53,20 @@ export function newNonce(): string {
   return randomBytes(NONCE_BYTES).toString('hex');
 }
 
-function transcript(id: LinkIdentity, dialerNonce: string, listenerNonce: string): string {
-  return JSON.stringify([id.job, id.epoch, id.from, id.to, dialerNonce, listenerNonce]);
+/** What a hello asks for beyond its identity; bound into both proofs. */
+export type HelloRole = Pick<Hello, 'back' | 'reverse'>;
+
+function transcript(id: LinkIdentity, role: HelloRole, dialerNonce: string, listenerNonce: string): string {
+  return JSON.stringify([
+    id.job,
+    id.epoch,
+    id.from,
+    id.to,
+    role.back ?? null,
+    role.reverse ?? false,
+    dialerNonce,
+    listenerNonce,
+  ]);
 }
 
 /** One end's proof of the key: HMAC-SHA256 over its role and the transcript. */
@@ -52,13 +74,14 @@ export function proofOf(
   key: Uint8Array,
   role: 'dialer' | 'listener',
   id: LinkIdentity,
+  hello: HelloRole,
   dialerNonce: string,
   listenerNonce: string,
 ): string {
   return createHmac('sha256', key)
     .update(role)
     .update('\n')
-    .update(transcript(id, dialerNonce, listenerNonce))
+    .update(transcript(id, hello, dialerNonce, listenerNonce))
     .digest('hex');
 }
 

@@ -4,20 +4,29 @@
  * connections. Every connection proves the epoch's link key in both
  * directions (tcp-handshake.node.ts) before a single frame is read; a
  * connection that does not is refused, counted and logged.
+ *
+ * A plain TCP link is two connections, one per direction, each dialled by the
+ * end that reads it, so every received byte lands in one reused buffer
+ * (stream-link.node.ts): the lower rank dials the higher one's listener and
+ * says where to dial back; the higher rank, once it has checked the lower's
+ * proof, dials back with a handshake of its own. A TLS link is one connection.
  */
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import type { LinkCertificate } from './link-cert.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Link } from './link.ts';
+import { MAX_MESSAGE_BYTES } from './frame.ts';
 import { LengthPrefixedReader, lengthPrefix } from './stream-frames.ts';
-import { StreamLink } from './stream-link.node.ts';
+import { Inflow, StreamLink } from './stream-link.node.ts';
 import { joinHostPort, splitHostPort, type LinkIdentity, type TcpEndpoint } from './tcp-endpoint.ts';
 import {
   answerSchema,
   encodeHandshake,
   HANDSHAKE_VERSION,
   helloSchema,
+  type Hello,
+  type HelloRole,
   MAX_HANDSHAKE_BYTES,
   newNonce,
   proofMatches,
@@ -30,6 +39,11 @@ import {
 const HANDSHAKE_MS = 5000;
 /** Handshakes in progress at once; a stranger opening more is refused at once rather than buffered. */
 const MAX_PENDING_HANDSHAKES = 64;
+/**
+ * What a dialled socket reads into at once (`onread`), reused for every read: as much as the
+ * kernel hands over in one go on loopback, a whole frame.
+ */
+const READ_BUFFER_BYTES = 256 * 1024;
 
 export interface TcpListenOptions {
   /** Address to listen on (default 127.0.0.1). */
@@ -50,6 +64,20 @@ interface Expected {
   reject: (err: Error) => void;
 }
 
+/** A connection back that a dial waits for (the other direction of a plain TCP link). */
+interface ExpectedBack {
+  key: Uint8Array;
+  resolve: (socket: Authenticated) => void;
+}
+
+/** A connection whose hello was answered: what its proof is checked against. */
+interface Stage {
+  id: LinkIdentity;
+  hello: Hello;
+  nonce: string;
+  expected: Expected | ExpectedBack;
+}
+
 const keyOf = (id: LinkIdentity): string => JSON.stringify([id.job, id.epoch, id.from, id.to]);
 
 function transportError(message: string, cause?: unknown): RingtrainError {
@@ -60,6 +88,7 @@ export class TcpLinkEndpoint implements TcpEndpoint {
   /** Connections refused because they did not prove the key (or spoke another protocol). */
   refused = 0;
   private expected = new Map<string, Expected>();
+  private backs = new Map<string, ExpectedBack>();
   private handshakes = 0;
 
   private constructor(
@@ -124,14 +153,79 @@ export class TcpLinkEndpoint implements TcpEndpoint {
     return { link, cancel };
   }
 
-  dial(address: string, id: LinkIdentity, key: Uint8Array, timeoutMs: number, fingerprint?: string): Promise<Link> {
+  async dial(
+    address: string,
+    id: LinkIdentity,
+    key: Uint8Array,
+    timeoutMs: number,
+    fingerprint?: string,
+  ): Promise<Link> {
+    if (fingerprint) {
+      const socket = await this.dialSocket(address, id, key, timeoutMs, {}, fingerprint);
+      return new StreamLink(id.to, { read: socket.inflow }, socket.reader, socket.arrived);
+    }
+    // The listener dials back for the other direction once it has checked our proof: expected from now.
+    const back = this.expectBack({ ...id, from: id.to, to: id.from }, key, timeoutMs);
+    try {
+      const read = await this.dialSocket(address, id, key, timeoutMs, { back: this.address });
+      const write = await Promise.race([back.socket, closed(read.inflow.socket, id)]).catch((e: unknown) => {
+        read.inflow.socket.destroy();
+        throw e;
+      });
+      return new StreamLink(id.to, { read: read.inflow, write: write.inflow }, read.reader, read.arrived);
+    } finally {
+      back.cancel();
+    }
+  }
+
+  /** Waits for rank `id.from` to dial back the other direction of a link this end dialled. */
+  private expectBack(
+    id: LinkIdentity,
+    key: Uint8Array,
+    timeoutMs: number,
+  ): { socket: Promise<Authenticated>; cancel(): void } {
+    const k = keyOf(id);
+    let cancel!: () => void;
+    const socket = new Promise<Authenticated>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(transportError(`rank ${id.from} did not dial back within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      const entry: ExpectedBack = {
+        key,
+        resolve: (a) => {
+          settle();
+          resolve(a);
+        },
+      };
+      const settle = (): void => {
+        clearTimeout(timer);
+        if (this.backs.get(k) === entry) this.backs.delete(k);
+      };
+      this.backs.set(k, entry);
+      cancel = settle;
+    });
+    socket.catch(() => {});
+    return { socket, cancel };
+  }
+
+  /**
+   * One authenticated connection to the listener at `address`. A plain one reads into one reused
+   * buffer (`onread`); over TLS (a `fingerprint`) it reads by 'data' events.
+   */
+  private dialSocket(
+    address: string,
+    id: LinkIdentity,
+    key: Uint8Array,
+    timeoutMs: number,
+    role: HelloRole,
+    fingerprint?: string,
+  ): Promise<Authenticated> {
     const target = splitHostPort(address);
     if (!target) return Promise.reject(transportError(`rank ${id.to} advertised '${address}', which is not host:port`));
-    return new Promise<Link>((resolve, reject) => {
-      // Over TLS the certificate is nobody's CA's: it is checked against the fingerprint the listener relayed.
-      const socket: Socket = fingerprint
-        ? tlsConnect({ host: target.host, port: target.port, rejectUnauthorized: false }).setNoDelay(true)
-        : createConnection({ host: target.host, port: target.port, noDelay: true });
+    return new Promise<Authenticated>((resolve, reject) => {
+      const inflow = openSocket(target, fingerprint);
+      const socket = inflow.socket;
       const fail = (why: string, cause?: unknown): void => {
         clearTimeout(timer);
         socket.destroy();
@@ -142,33 +236,28 @@ export class TcpLinkEndpoint implements TcpEndpoint {
       const reader = new LengthPrefixedReader(MAX_HANDSHAKE_BYTES, (bytes) => {
         const answer = readHandshake(bytes, answerSchema);
         if (!answer) return fail('the listener did not answer the handshake');
-        if (!proofMatches(answer.proof, proofOf(key, 'listener', id, nonce, answer.nonce)))
+        if (!proofMatches(answer.proof, proofOf(key, 'listener', id, role, nonce, answer.nonce)))
           return fail("the listener does not hold this epoch's link key (refused it)");
-        send(socket, encodeHandshake({ proof: proofOf(key, 'dialer', id, nonce, answer.nonce) }));
+        send(socket, encodeHandshake({ proof: proofOf(key, 'dialer', id, role, nonce, answer.nonce) }));
         clearTimeout(timer);
-        socket.off('data', onData);
         socket.off('error', onError);
         socket.off('close', onClose);
-        resolve(new StreamLink(id.to, socket, reader));
+        resolve(authenticated(inflow, reader));
       });
-      const onData = (chunk: Uint8Array): void => {
+      reader.chunksReused = inflow.chunksReused;
+      inflow.feed((chunk) => {
         try {
           reader.push(chunk);
         } catch (e) {
           fail((e as Error).message);
         }
-      };
+      });
       const onError = (e: Error): void => fail(e.message, e);
       const onClose = (): void =>
         fail('the listener closed the connection (it refused the handshake, or expects no link of this epoch)');
-      socket.on('data', onData);
       socket.on('error', onError);
       socket.on('close', onClose);
-      const hello = (): void =>
-        send(
-          socket,
-          encodeHandshake({ v: HANDSHAKE_VERSION, job: id.job, epoch: id.epoch, from: id.from, to: id.to, nonce }),
-        );
+      const hello = (): void => send(socket, encodeHandshake({ v: HANDSHAKE_VERSION, ...id, nonce, ...role }));
       if (!fingerprint) socket.once('connect', hello);
       else
         socket.once('secureConnect', () => {
@@ -189,16 +278,6 @@ export class TcpLinkEndpoint implements TcpEndpoint {
 
   private onIncoming(socket: Socket): void {
     const from = `${socket.remoteAddress}:${socket.remotePort}`;
-    let settled = false;
-    const refuse = (why: string): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      this.handshakes--;
-      this.refused++;
-      this.log(`refused a TCP link from ${from}: ${why} (${this.refused} refused so far)`);
-    };
     if (this.handshakes >= MAX_PENDING_HANDSHAKES) {
       socket.destroy();
       this.refused++;
@@ -208,56 +287,163 @@ export class TcpLinkEndpoint implements TcpEndpoint {
       return;
     }
     this.handshakes++;
-    const timer = setTimeout(() => refuse(`no handshake within ${HANDSHAKE_MS} ms`), HANDSHAKE_MS);
-    let stage: { id: LinkIdentity; nonce: string; dialerNonce: string; expected: Expected } | null = null;
-    const reader = new LengthPrefixedReader(MAX_HANDSHAKE_BYTES, (bytes) => {
-      if (!stage) {
-        const hello = readHandshake(bytes, helloSchema);
-        if (!hello) return refuse('its first message is not a ringtrain link hello');
-        const id: LinkIdentity = { job: hello.job, epoch: hello.epoch, from: hello.from, to: hello.to };
-        const expected = this.expected.get(keyOf(id));
-        if (!expected)
-          return refuse(
-            `no link from rank ${id.from} to rank ${id.to} of epoch ${id.epoch} of job '${id.job}' is expected here`,
-          );
-        stage = { id, nonce: newNonce(), dialerNonce: hello.nonce, expected };
-        send(
-          socket,
-          encodeHandshake({
-            nonce: stage.nonce,
-            proof: proofOf(expected.key, 'listener', id, hello.nonce, stage.nonce),
-          }),
-        );
-        return;
-      }
-      const proof = readHandshake(bytes, proofSchema);
-      const { id, expected } = stage;
-      if (!proof || !proofMatches(proof.proof, proofOf(expected.key, 'dialer', id, stage.dialerNonce, stage.nonce)))
-        return refuse(`it claimed to be rank ${id.from} of epoch ${id.epoch} but does not hold the epoch's link key`);
-      // The accept may have been cancelled (the mesh gave up) while this handshake ran.
-      if (this.expected.get(keyOf(id)) !== expected)
-        return refuse(`the link from rank ${id.from} of epoch ${id.epoch} is no longer expected`);
-      this.expected.delete(keyOf(id));
+    let settled = false;
+    const settle = (): boolean => {
+      if (settled) return false;
       settled = true;
       clearTimeout(timer);
       this.handshakes--;
-      socket.off('data', onData);
+      return true;
+    };
+    const refuse = (why: string): void => {
+      if (!settle()) return;
+      socket.destroy();
+      this.refused++;
+      this.log(`refused a TCP link from ${from}: ${why} (${this.refused} refused so far)`);
+    };
+    const timer = setTimeout(() => refuse(`no handshake within ${HANDSHAKE_MS} ms`), HANDSHAKE_MS);
+    const inflow = Inflow.ofDataEvents(socket);
+    let stage: Stage | null = null;
+    const reader = new LengthPrefixedReader(MAX_HANDSHAKE_BYTES, (bytes) => {
+      if (!stage) {
+        stage = this.answerHello(socket, bytes, refuse);
+        return;
+      }
+      const proof = readHandshake(bytes, proofSchema);
+      const { id, hello, expected } = stage;
+      if (!proof || !proofMatches(proof.proof, proofOf(expected.key, 'dialer', id, hello, hello.nonce, stage.nonce)))
+        return refuse(`it claimed to be rank ${id.from} of epoch ${id.epoch} but does not hold the epoch's link key`);
+      // The accept may have been cancelled (the mesh gave up) while this handshake ran.
+      if (this.expectedFor(hello) !== expected)
+        return refuse(`the link from rank ${id.from} of epoch ${id.epoch} is no longer expected`);
+      settle();
       socket.off('error', onError);
-      expected.resolve(new StreamLink(id.from, socket, reader));
+      this.proven(stage, authenticated(inflow, reader));
     });
-    const onData = (chunk: Uint8Array): void => {
+    inflow.feed((chunk) => {
       try {
         reader.push(chunk);
       } catch (e) {
         refuse((e as Error).message);
       }
-    };
+    });
     const onError = (e: Error): void => refuse(`socket error: ${e.message}`);
     socket.setNoDelay(true);
-    socket.on('data', onData);
     socket.on('error', onError);
     socket.once('close', () => refuse('it closed during the handshake'));
   }
+
+  /** Who a hello says it is, and the accept (or dial-back) waiting for it: back connections are kept apart. */
+  private expectedFor(hello: Hello): Expected | ExpectedBack | undefined {
+    const k = keyOf(hello);
+    return hello.reverse ? this.backs.get(k) : this.expected.get(k);
+  }
+
+  /** Answers a dialler's hello with this end's proof; the stage to check its proof against, or null (refused). */
+  private answerHello(socket: Socket, bytes: Uint8Array, refuse: (why: string) => void): Stage | null {
+    const hello = readHandshake(bytes, helloSchema);
+    if (!hello) {
+      refuse('its first message is not a ringtrain link hello');
+      return null;
+    }
+    const id: LinkIdentity = { job: hello.job, epoch: hello.epoch, from: hello.from, to: hello.to };
+    const expected = this.expectedFor(hello);
+    if (!expected) {
+      const what = hello.reverse ? 'connection back' : 'link';
+      refuse(
+        `no ${what} from rank ${id.from} to rank ${id.to} of epoch ${id.epoch} of job '${id.job}' is expected here`,
+      );
+      return null;
+    }
+    const nonce = newNonce();
+    send(socket, encodeHandshake({ nonce, proof: proofOf(expected.key, 'listener', id, hello, hello.nonce, nonce) }));
+    return { id, hello, nonce, expected };
+  }
+
+  /** A dialler proved the key on `socket`: it is a connection back, a whole TLS link, or half a TCP link. */
+  private proven(stage: Stage, socket: Authenticated): void {
+    const { id, hello, expected } = stage;
+    if (hello.reverse) return (expected as ExpectedBack).resolve(socket);
+    const accept = expected as Expected;
+    if (hello.back === undefined) {
+      this.expected.delete(keyOf(id));
+      return accept.resolve(new StreamLink(id.from, { read: socket.inflow }, socket.reader, socket.arrived));
+    }
+    // This end reads what the dialler sends on a socket of its own: it dials back.
+    const back = { ...id, from: id.to, to: id.from };
+    this.dialSocket(hello.back, back, accept.key, HANDSHAKE_MS, { reverse: true }).then(
+      (read) => {
+        if (this.expected.get(keyOf(id)) !== accept) {
+          read.inflow.socket.destroy();
+          socket.inflow.socket.destroy();
+          return;
+        }
+        this.expected.delete(keyOf(id));
+        accept.resolve(new StreamLink(id.from, { read: read.inflow, write: socket.inflow }, read.reader, read.arrived));
+      },
+      (e: Error) => {
+        // The accept stays expected: the dialler gives up on its side and the mesh falls back.
+        socket.inflow.socket.destroy();
+        this.log(`dropped a TCP link from rank ${id.from}: could not dial back to ${hello.back} (${e.message})`);
+      },
+    );
+  }
+}
+
+/** A socket past its handshake: its reader, and messages it cut out behind the handshake before a link took it. */
+interface Authenticated {
+  inflow: Inflow;
+  reader: LengthPrefixedReader;
+  arrived: Uint8Array[];
+}
+
+/** Hands an authenticated socket over: what arrives until a link takes it is kept, a broken frame destroys it. */
+function authenticated(inflow: Inflow, reader: LengthPrefixedReader): Authenticated {
+  // Until a link takes the socket (the other direction may still be dialled), an error is seen as
+  // its close, which follows it; unheard, it would end the process.
+  inflow.socket.on('error', () => {});
+  const arrived: Uint8Array[] = [];
+  reader.handler = (m) => arrived.push(m);
+  reader.maxBytes = MAX_MESSAGE_BYTES;
+  inflow.feed((chunk) => {
+    try {
+      reader.push(chunk);
+    } catch {
+      inflow.socket.destroy();
+    }
+  });
+  return { inflow, reader, arrived };
+}
+
+/** Rejects once `socket` closes (the far end gave up on the link before dialling back). */
+function closed(socket: Socket, id: LinkIdentity): Promise<never> {
+  return new Promise((_, reject) =>
+    socket.once('close', () => reject(transportError(`rank ${id.to} closed the link before dialling back`))),
+  );
+}
+
+/** A dialled socket: plain TCP reads into one reused buffer; TLS by 'data' events. */
+function openSocket(target: { host: string; port: number }, fingerprint?: string): Inflow {
+  // Over TLS the certificate is nobody's CA's: it is checked against the fingerprint the listener relayed.
+  if (fingerprint)
+    return Inflow.ofDataEvents(
+      tlsConnect({ host: target.host, port: target.port, rejectUnauthorized: false }).setNoDelay(true),
+    );
+  let inflow: Inflow | undefined;
+  const socket = createConnection({
+    host: target.host,
+    port: target.port,
+    noDelay: true,
+    onread: {
+      buffer: new Uint8Array(READ_BUFFER_BYTES),
+      callback: (n, buffer) => {
+        inflow!.push(buffer.subarray(0, n));
+        return true;
+      },
+    },
+  });
+  inflow = new Inflow(socket, true);
+  return inflow;
 }
 
 function send(socket: Socket, message: Uint8Array): void {

@@ -87,6 +87,32 @@ describe('LengthPrefixedReader', () => {
     got.forEach((m, i) => expect(m.every((b) => b === i + 1)).toBe(true));
   });
 
+  it('copies every message out of chunks the stream reuses, at every split point, and keeps none as a view', () => {
+    // Many messages of varied sizes, bytes that differ within a message (a shifted copy would show).
+    const sizes = Array.from({ length: 60 }, (_, i) => [0, 1, 3, 4096, 65_535, 262_144, 100_003][i % 7]);
+    const messages = sizes.map((n, i) => Uint8Array.from({ length: n }, (_, j) => (j * 31 + i * 7) & 255));
+    const parts = messages.flatMap((m) => [lengthPrefix(m.byteLength), m]);
+    const bytes = new Uint8Array(parts.reduce((sum, p) => sum + p.byteLength, 0));
+    parts.reduce((o, p) => (bytes.set(p, o), o + p.byteLength), 0);
+    const got: Uint8Array[] = [];
+    const reader = new LengthPrefixedReader(262_144, (m) => got.push(m));
+    reader.chunksReused = true;
+    // One buffer for every read, as a socket with `onread` has; scribbled over once each push returns.
+    const readBuffer = new Uint8Array(300_000);
+    let from = 0;
+    for (const to of cuts(bytes.byteLength, 6, 300_000)) {
+      readBuffer.set(bytes.subarray(from, to));
+      reader.push(readBuffer.subarray(0, to - from));
+      readBuffer.fill(0xee);
+      from = to;
+    }
+    expect(got.length).toBe(messages.length);
+    got.forEach((m, i) => {
+      expect(m.buffer, `message ${i} is a view of the read buffer`).not.toBe(readBuffer.buffer);
+      expect(Buffer.compare(m, messages[i]), `message ${i}`).toBe(0);
+    });
+  });
+
   it('refuses a length past its cap before keeping any of the message', () => {
     const handled: Uint8Array[] = [];
     const reader = new LengthPrefixedReader(1024, (m) => handled.push(m));

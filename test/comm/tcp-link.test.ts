@@ -10,7 +10,7 @@ import { allreduceInPlace } from '../../src/collectives/allreduce.ts';
 import { encodeFrames, FrameKind, HEADER_BYTES, MAX_MESSAGE_BYTES } from '../../src/comm/frame.ts';
 import type { Link } from '../../src/comm/link.ts';
 import { lengthPrefix, LengthPrefixedReader } from '../../src/comm/stream-frames.ts';
-import { StreamLink } from '../../src/comm/stream-link.node.ts';
+import { Inflow, StreamLink } from '../../src/comm/stream-link.node.ts';
 import { splitHostPort } from '../../src/comm/tcp-endpoint.ts';
 import { makeLinkCertificate } from '../../src/comm/link-cert.node.ts';
 import { TcpLinkEndpoint } from '../../src/comm/tcp-link.node.ts';
@@ -194,8 +194,16 @@ describe('TCP links', () => {
     const near = connect((server.address() as { port: number }).port, '127.0.0.1');
     const receiving = await far;
     receiving.pause();
-    const sender = new StreamLink(1, near, new LengthPrefixedReader(MAX_MESSAGE_BYTES, () => {}));
-    const receiver = new StreamLink(0, receiving, new LengthPrefixedReader(MAX_MESSAGE_BYTES, () => {}));
+    const sender = new StreamLink(
+      1,
+      { read: Inflow.ofDataEvents(near) },
+      new LengthPrefixedReader(MAX_MESSAGE_BYTES, () => {}),
+    );
+    const receiver = new StreamLink(
+      0,
+      { read: Inflow.ofDataEvents(receiving) },
+      new LengthPrefixedReader(MAX_MESSAGE_BYTES, () => {}),
+    );
     open.push(sender, receiver);
     const highWater = 1 << 20;
     const frames = encodeFrames(FrameKind.Data, { id: 9, step: 0, chunk: 0 }, pattern(24 << 20, 3));
@@ -280,6 +288,35 @@ describe('TCP links', () => {
     const port = (closed.address() as { port: number }).port;
     await new Promise((r) => closed.close(r));
     await expect(dialer.dial(`127.0.0.1:${port}`, ID, key, 5000)).rejects.toThrow(/ECONNREFUSED/);
+  });
+
+  it('dials each direction from the end that reads it: a dialler the listener cannot dial back gets no link', async () => {
+    const listener = await endpoint();
+    const key = randomBytes(32);
+    const accepted = listener.accept(ID, key).link;
+    // A dialler that advertises a port nobody listens on: it proves the key, but the connection back fails.
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((r) => closed.close(r));
+    const lines: string[] = [];
+    const unreachable = await TcpLinkEndpoint.listen({ advertise: `127.0.0.1:${port}`, log: (l) => lines.push(l) });
+    open.push(unreachable);
+    await expect(unreachable.dial(listener.address, ID, key, 5000)).rejects.toThrow(/before dialling back/);
+    expect(listener.lines.join('\n')).toMatch(/could not dial back to 127\.0\.0\.1:\d+ .*ECONNREFUSED/);
+    // The link is still expected: an honest dialler gets it, and messages cross both ways whole.
+    const dialler = await endpoint();
+    const link = await dialler.dial(listener.address, ID, key, 5000);
+    const far = await accepted;
+    const frames = [pattern(MAX_MESSAGE_BYTES, 6), pattern(77, 7), pattern(MAX_MESSAGE_BYTES - 5, 8)];
+    const [up, down]: Uint8Array[][] = [[], []];
+    const arrived = [until(far, up, () => up.length === 3), until(link, down, () => down.length === 3)];
+    for (const f of frames) [link, far].forEach((l) => l.send(f));
+    await Promise.all(arrived);
+    for (const got of [up, down]) frames.forEach((f, i) => expect(Buffer.compare(got[i], f)).toBe(0));
+    // The listener refused nobody: both dials proved the key.
+    expect(listener.refused).toBe(0);
+    link.close();
   });
 
   it('--link-tls: encrypts the link to a listener whose certificate has the relayed fingerprint, and no other', async () => {

@@ -1,4 +1,5 @@
 import { float16ToFloat32, float32ToFloat16Ieee } from './fp16.ts';
+import { SIMD_MIN_ELEMENTS, simdSumTo } from './simd-sum.ts';
 import type { ReduceOp, ReduceSettings, Tensor } from './types.ts';
 
 /**
@@ -16,6 +17,8 @@ export function reduceInto(op: ReduceOp, dst: Tensor, src: Tensor): void {
   switch (op) {
     case 'sum':
     case 'average':
+      // Float32 sums, the gradients', go four lanes at a time where WebAssembly SIMD runs (simd-sum.ts).
+      if (dst instanceof Float32Array && n >= SIMD_MIN_ELEMENTS && simdSumTo(dst, dst, src as Float32Array)) return;
       for (let i = 0; i < n; i++) dst[i] += src[i];
       return;
     case 'product':
@@ -54,6 +57,8 @@ export function reduceTo(op: ReduceOp, out: Tensor, a: Tensor, b: Tensor): void 
   switch (op) {
     case 'sum':
     case 'average':
+      if (out instanceof Float32Array && n >= SIMD_MIN_ELEMENTS && simdSumTo(out, a as Float32Array, b as Float32Array))
+        return;
       for (let i = 0; i < n; i++) out[i] = a[i] + b[i];
       return;
     case 'product':

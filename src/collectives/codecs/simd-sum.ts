@@ -1,0 +1,83 @@
+/**
+ * Float32 sums with WebAssembly SIMD: four lanes per instruction. A plain JavaScript loop over
+ * Float32Arrays cost 4 ns an element on the project's machine under Node 20 (each element widened
+ * to float64 and rounded back), and it was the largest cost of a TCP ring allreduce once the
+ * transport stopped allocating; copying both operands into the module's memory, adding there and
+ * copying the sum back cost 1 ns. An f32x4.add rounds each lane as float32 addition does, which is
+ * what the loop's float64 sum rounded to float32 gives as well: the bits are the same either way.
+ *
+ * The module is small enough to compile synchronously everywhere (browsers refuse only modules
+ * over 4 KB on their main thread); where WebAssembly or its SIMD is missing, callers use the loop.
+ */
+
+/** Elements per block: each operand gets 256 KiB of the module's memory. */
+const BLOCK = 65536;
+/** Below this a call is cheaper in the loop than in three copies. */
+export const SIMD_MIN_ELEMENTS = 256;
+
+// add(out, b, bytes): for i in 0, 16, .. < bytes: out[i..i+16] = f32x4.add(out[i..], b[i..]).
+const ADD_BODY = [
+  ...[0x01, 0x01, 0x7f], // one local, i32: i (params: out, b, bytes)
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...[0x20, 0x03, 0x20, 0x02, 0x4f, 0x0d, 0x01], // break when i >= bytes (unsigned)
+  ...[0x20, 0x00, 0x20, 0x03, 0x6a], // out + i: where the sum goes
+  ...[0x20, 0x00, 0x20, 0x03, 0x6a, 0xfd, 0x00, 0x02, 0x00], // v128.load out + i
+  ...[0x20, 0x01, 0x20, 0x03, 0x6a, 0xfd, 0x00, 0x02, 0x00], // v128.load b + i
+  ...[0xfd, 0xe4, 0x01], // f32x4.add
+  ...[0xfd, 0x0b, 0x02, 0x00], // v128.store
+  ...[0x20, 0x03, 0x41, 0x10, 0x6a, 0x21, 0x03], // i += 16
+  ...[0x0c, 0x00, 0x0b, 0x0b, 0x0b], // next; end loop, block, function
+];
+const ascii = (s: string) => [...s].map((c) => c.charCodeAt(0));
+const MODULE = new Uint8Array([
+  ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00], // "\0asm", version 1
+  ...[0x01, 0x07, 0x01, 0x60, 0x03, 0x7f, 0x7f, 0x7f, 0x00], // types: (i32, i32, i32) -> ()
+  ...[0x03, 0x02, 0x01, 0x00], // functions: one, of type 0
+  ...[0x05, 0x03, 0x01, 0x00, 0x08], // memory: 8 pages (512 KiB), two blocks
+  ...[0x07, 0x10, 0x02, 0x06, ...ascii('memory'), 0x02, 0x00, 0x03, ...ascii('add'), 0x00, 0x00], // exports
+  ...[0x0a, ADD_BODY.length + 2, 0x01, ADD_BODY.length, ...ADD_BODY], // code
+]);
+
+interface SimdAdd {
+  memory: Float32Array;
+  add: (out: number, b: number, bytes: number) => void;
+}
+
+function instantiate(): SimdAdd | null {
+  try {
+    if (typeof WebAssembly === 'undefined' || !WebAssembly.validate(MODULE)) return null;
+    const exports = new WebAssembly.Instance(new WebAssembly.Module(MODULE)).exports;
+    return {
+      memory: new Float32Array((exports.memory as WebAssembly.Memory).buffer),
+      add: exports.add as SimdAdd['add'],
+    };
+  } catch {
+    return null;
+  }
+}
+
+const simd = instantiate();
+
+/** Whether sums go through SIMD here. */
+export const simdAvailable = simd !== null;
+
+/**
+ * `out[i] = a[i] + b[i]` (`out` may be `a`), by blocks through the module's memory; false (and
+ * nothing written) where SIMD is missing.
+ */
+export function simdSumTo(out: Float32Array, a: Float32Array, b: Float32Array): boolean {
+  if (!simd) return false;
+  const { memory, add } = simd;
+  const n = out.length;
+  let o = 0;
+  while (n - o >= 4) {
+    const k = Math.min(BLOCK, n - o) & ~3;
+    memory.set(a.subarray(o, o + k), 0);
+    memory.set(b.subarray(o, o + k), BLOCK);
+    add(0, BLOCK * 4, k * 4);
+    out.set(memory.subarray(0, k), o);
+    o += k;
+  }
+  for (; o < n; o++) out[o] = a[o] + b[o];
+  return true;
+}
