@@ -93,7 +93,8 @@ export async function streamBytes(
     await Promise.all(sends);
   };
   const receive = async () => {
-    for (let j = 0; j < pieces; j++) await comm.recv(from!, { id, step, chunk: j }, timeoutMs);
+    // Each piece goes back to its link once it arrived, as a collective's do: the bench's peak memory is the ring's, not the stream's.
+    for (let j = 0; j < pieces; j++) comm.release?.(from!, await comm.recv(from!, { id, step, chunk: j }, timeoutMs));
   };
   await Promise.all([to === null ? undefined : send(), from === null ? undefined : receive()]);
 }
@@ -162,10 +163,9 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   // Warm up at full size (up to 64 MiB): SCTP windows open, buffers get allocated, loops get compiled.
   const warm = data.subarray(0, Math.min(count, 16 << 20));
   await allreduceInPlace(comm, warm, { ...opts, name: 'warmup', chunkBytes: warm.byteLength });
-  await barrier(comm, { timeoutMs });
-  const bidir = await exchange(comm, count * 4, timeoutMs);
-  // Interleave point-to-point and allreduce runs so both see the same machine load; take medians.
+  // Interleave point-to-point, allreduce and exchange runs so all see the same machine load; take medians.
   const p2pSeconds: number[] = [];
+  const bidirSeconds: number[] = [];
   const seconds: number[] = [];
   const f32Seconds: number[] = [];
   const latencyIterations = o.iterations ?? 20;
@@ -182,6 +182,10 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     await timed(opts, seconds);
     // fp16's speed-up is only meaningful against float32 under the same load: time both, turn about.
     if (compression === 'fp16') await timed({ ...opts, compression: 'none' }, f32Seconds);
+    // The ring's traffic without the ring (both ways at once), under the same load as the run beside it.
+    await barrier(comm, { timeoutMs });
+    const b = await exchange(comm, count * 4, timeoutMs);
+    if (b !== null) bidirSeconds.push(b);
   }
   const { rtt, ring, rd, hd, twoShot } =
     o.bytes <= LATENCY_MAX_BYTES
@@ -195,7 +199,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const algbw = bytes / typical / MB;
   const busbw = (algbw * 2 * (comm.size - 1)) / comm.size;
   const p2pMBps = p2p === null ? null : bytes / p2p / MB;
-  const bidirMBps = bidir === null ? null : bytes / bidir / MB;
+  const bidirMBps = bidirSeconds.length ? bytes / median(bidirSeconds) / MB : null;
   const f32 = f32Seconds.length ? bytes / median(f32Seconds) / MB : null;
   return {
     peers: comm.size,
