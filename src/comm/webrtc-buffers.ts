@@ -21,6 +21,11 @@ import { MAX_MESSAGE_BYTES } from './frame.ts';
  * buffer back at once, so few are out at a time: the frames of messages queued but not yet sent.
  */
 const KEPT_SEND_BUFFERS = 16;
+/**
+ * Frames below this (heartbeats, negotiation, small collectives) get arrays of their own: a link
+ * of the mesh that carries only those then holds no 256 KiB buffer at all.
+ */
+const SMALLEST_POOLED_FRAME = 64 * 1024;
 
 type Detachable = ArrayBuffer & { transfer?: (length?: number) => ArrayBuffer };
 
@@ -34,7 +39,7 @@ export class SendBuffers {
 
   /** An array of `bytes` (at most MAX_MESSAGE_BYTES) to fill with one frame. */
   take(bytes: number): Uint8Array {
-    if (bytes > MAX_MESSAGE_BYTES) return new Uint8Array(bytes);
+    if (bytes < SMALLEST_POOLED_FRAME || bytes > MAX_MESSAGE_BYTES) return new Uint8Array(bytes);
     let buffer = this.free.pop();
     if (!buffer) {
       buffer = new ArrayBuffer(MAX_MESSAGE_BYTES);

@@ -19,35 +19,41 @@ function receivedArray(bytes: number, fill: number): Uint8Array {
   return new Uint8Array(buffer).fill(fill);
 }
 
+/** A ring segment's frame: what the pool is for. */
+const MAX_FRAME = MAX_MESSAGE_BYTES;
+
 describe('SendBuffers', () => {
   it('hands a sent buffer to the next frame, and never one not yet sent', () => {
     const pool = new SendBuffers();
-    const queued = pool.take(1000).fill(7);
+    const queued = pool.take(100_000).fill(7);
     const sent = pool.take(MAX_MESSAGE_BYTES);
     pool.give(sent);
-    const next = pool.take(513);
+    const next = pool.take(MAX_FRAME);
     expect(next.buffer).toBe(sent.buffer);
-    expect([next.byteOffset, next.byteLength]).toEqual([0, 513]);
+    expect([next.byteOffset, next.byteLength]).toEqual([0, MAX_FRAME]);
     expect(next.buffer).not.toBe(queued.buffer);
     expect(queued.every((b) => b === 7)).toBe(true);
   });
 
-  it('leaves arrays it did not hand out alone, and gives an oversized frame an array of its own', () => {
+  it('leaves arrays it did not hand out alone, and gives small and oversized frames arrays of their own', () => {
     const pool = new SendBuffers();
-    const foreign = new Uint8Array(100);
+    const foreign = new Uint8Array(MAX_FRAME);
     pool.give(foreign);
-    expect(pool.take(100).buffer).not.toBe(foreign.buffer);
+    expect(pool.take(MAX_FRAME).buffer).not.toBe(foreign.buffer);
+    const small = pool.take(100);
+    expect(small.buffer.byteLength).toBe(100);
     const big = pool.take(MAX_MESSAGE_BYTES + 1);
     expect(big.buffer.byteLength).toBe(MAX_MESSAGE_BYTES + 1);
+    pool.give(small);
     pool.give(big);
-    expect(pool.take(10).buffer).not.toBe(big.buffer);
+    expect(pool.take(MAX_FRAME).buffer.byteLength).toBe(MAX_MESSAGE_BYTES);
   });
 
   it('keeps at most 16 free buffers', () => {
     const pool = new SendBuffers();
-    const out = Array.from({ length: 20 }, () => pool.take(8));
+    const out = Array.from({ length: 20 }, () => pool.take(MAX_FRAME));
     for (const f of out) pool.give(f);
-    const again = new Set(Array.from({ length: 20 }, () => pool.take(8).buffer));
+    const again = new Set(Array.from({ length: 20 }, () => pool.take(MAX_FRAME).buffer));
     const reused = out.filter((f) => again.has(f.buffer));
     expect(reused.length).toBe(16);
   });
