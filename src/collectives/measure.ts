@@ -25,6 +25,11 @@ export interface AllreduceMeasurement {
   /** busbw / p2p_bidir: how much of the link the ring uses when the link carries both directions at once. */
   ratio_bidir: number | null;
   /**
+   * Median ms on rank 0 between the last segment a timed run received in reduce-scatter and the first
+   * in its allgather (null when the runs took no ring): where the ring waits that an exchange does not.
+   */
+  ring_phase_gap_ms: number | null;
+  /**
    * With fp16 only: the float32 allreduce of the same tensor, timed in the same
    * run (interleaved), and fp16's effective speed-up over it (algbw / f32 algbw).
    */
@@ -93,7 +98,8 @@ export async function streamBytes(
     await Promise.all(sends);
   };
   const receive = async () => {
-    for (let j = 0; j < pieces; j++) await comm.recv(from!, { id, step, chunk: j }, timeoutMs);
+    // Each piece goes back to its link once it arrived, as a collective's do: the bench's peak memory is the ring's, not the stream's.
+    for (let j = 0; j < pieces; j++) comm.release?.(from!, await comm.recv(from!, { id, step, chunk: j }, timeoutMs));
   };
   await Promise.all([to === null ? undefined : send(), from === null ? undefined : receive()]);
 }
@@ -162,26 +168,33 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   // Warm up at full size (up to 64 MiB): SCTP windows open, buffers get allocated, loops get compiled.
   const warm = data.subarray(0, Math.min(count, 16 << 20));
   await allreduceInPlace(comm, warm, { ...opts, name: 'warmup', chunkBytes: warm.byteLength });
-  await barrier(comm, { timeoutMs });
-  const bidir = await exchange(comm, count * 4, timeoutMs);
-  // Interleave point-to-point and allreduce runs so both see the same machine load; take medians.
+  // Interleave point-to-point, allreduce and exchange runs so all see the same machine load; take medians.
   const p2pSeconds: number[] = [];
+  const bidirSeconds: number[] = [];
   const seconds: number[] = [];
   const f32Seconds: number[] = [];
+  const gaps: number[] = [];
   const latencyIterations = o.iterations ?? 20;
-  const timed = async (o: ReduceOptions & { chunkBytes: number }, into: number[]) => {
+  const timed = async (o: ReduceOptions & { chunkBytes: number }, into: number[], gapsInto?: number[]) => {
     await barrier(comm, { timeoutMs });
+    const watch = gapsInto ? watchPhaseGap(comm) : null;
     const t0 = now();
     await allreduceInPlace(comm, data, o);
     into.push((now() - t0) / 1000);
+    const gap = watch?.stop();
+    if (gap != null) gapsInto!.push(gap);
   };
   for (let i = 0; i < iterations; i++) {
     await barrier(comm, { timeoutMs });
     const p = await pointToPoint(comm, count * 4, timeoutMs);
     if (p !== null) p2pSeconds.push(p);
-    await timed(opts, seconds);
+    await timed(opts, seconds, gaps);
     // fp16's speed-up is only meaningful against float32 under the same load: time both, turn about.
     if (compression === 'fp16') await timed({ ...opts, compression: 'none' }, f32Seconds);
+    // The ring's traffic without the ring (both ways at once), under the same load as the run beside it.
+    await barrier(comm, { timeoutMs });
+    const b = await exchange(comm, count * 4, timeoutMs);
+    if (b !== null) bidirSeconds.push(b);
   }
   const { rtt, ring, rd, hd, twoShot } =
     o.bytes <= LATENCY_MAX_BYTES
@@ -189,16 +202,30 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
           timed(algorithm ? { ...opts, name, algorithm } : opts, into ?? seconds),
         )
       : { rtt: [], ring: [], rd: [], hd: [], twoShot: [] };
+  const algorithm = chooseAlgorithm(reduceSettings(data, opts, 'measure'), count * 4, comm.size);
+  const runs = { seconds, p2pSeconds, bidirSeconds, f32Seconds, gaps };
+  return summarize(comm.size, count * 4, compression, algorithm, runs, { rtt, ring, rd, hd, twoShot });
+}
+
+/** The figures of measureAllreduce from its timed runs (seconds each) and latency loops. */
+function summarize(
+  size: number,
+  bytes: number,
+  compression: Compression,
+  algorithm: string,
+  runs: Record<'seconds' | 'p2pSeconds' | 'bidirSeconds' | 'f32Seconds' | 'gaps', number[]>,
+  { rtt, ring, rd, hd, twoShot }: Latencies,
+): AllreduceMeasurement {
+  const { seconds, p2pSeconds, bidirSeconds, f32Seconds, gaps } = runs;
   const typical = median(seconds);
-  const p2p = p2pSeconds.length ? median(p2pSeconds) : null;
-  const bytes = count * 4;
   const algbw = bytes / typical / MB;
-  const busbw = (algbw * 2 * (comm.size - 1)) / comm.size;
-  const p2pMBps = p2p === null ? null : bytes / p2p / MB;
-  const bidirMBps = bidir === null ? null : bytes / bidir / MB;
+  const busbw = (algbw * 2 * (size - 1)) / size;
+  const p2pMBps = p2pSeconds.length ? bytes / median(p2pSeconds) / MB : null;
+  const bidirMBps = bidirSeconds.length ? bytes / median(bidirSeconds) / MB : null;
   const f32 = f32Seconds.length ? bytes / median(f32Seconds) / MB : null;
+  const ms = (s: number[]) => (s.length ? round(median(s) * 1000, 3) : null);
   return {
-    peers: comm.size,
+    peers: size,
     bytes,
     fp16: compression === 'fp16',
     algbw_MBps: round(algbw),
@@ -207,16 +234,37 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     ratio: p2pMBps === null ? null : round(busbw / p2pMBps, 3),
     p2p_bidir_MBps: bidirMBps === null ? null : round(bidirMBps),
     ratio_bidir: bidirMBps === null ? null : round(busbw / bidirMBps, 3),
+    ring_phase_gap_ms: gaps.length ? round(median(gaps), 1) : null,
     ...(f32 === null ? {} : { f32_algbw_MBps: round(f32), fp16_speedup: round(algbw / f32, 3) }),
     seconds: seconds.map((s) => round(s, 4)),
-    algorithm: chooseAlgorithm(reduceSettings(data, opts, 'measure'), bytes, comm.size),
+    algorithm,
     latency_ms: round(typical * 1000, 3),
-    latency_ring_ms: ring.length ? round(median(ring) * 1000, 3) : null,
-    latency_rd_ms: rd.length ? round(median(rd) * 1000, 3) : null,
-    latency_hd_ms: hd.length ? round(median(hd) * 1000, 3) : null,
-    latency_two_shot_ms: twoShot.length ? round(median(twoShot) * 1000, 3) : null,
-    p2p_rtt_ms: rtt.length ? round(median(rtt) * 1000, 3) : null,
+    latency_ring_ms: ms(ring),
+    latency_rd_ms: ms(rd),
+    latency_hd_ms: ms(hd),
+    latency_two_shot_ms: ms(twoShot),
+    p2p_rtt_ms: ms(rtt),
     latency_ratio: rtt.length ? round(typical / median(rtt), 3) : null,
+  };
+}
+
+/**
+ * Watches this rank's ring phases until stop(), which gives the ms from the last segment received
+ * in reduce-scatter to the first received in allgather (null if either never came).
+ */
+function watchPhaseGap(comm: Communicator): { stop(): number | null } {
+  let lastScatter: number | null = null;
+  let firstGather: number | null = null;
+  const off = comm.events.on((e) => {
+    if (e.type !== 'chunk-recv' || e.rank !== comm.rank) return;
+    if (e.phase === 'reduce-scatter') lastScatter = e.t;
+    else if (e.phase === 'allgather') firstGather ??= e.t;
+  });
+  return {
+    stop() {
+      off();
+      return lastScatter === null || firstGather === null ? null : firstGather - lastScatter;
+    },
   };
 }
 

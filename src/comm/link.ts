@@ -25,9 +25,9 @@ export interface Link {
   readonly transport?: string;
   /**
    * Takes back a message this link delivered, once its receiver is done with it and every view
-   * of it: the link may fill its buffer with a later message. Links that keep no receive buffers
-   * leave it out. A link that has it detaches what it takes back, so a view kept past this reads
-   * nothing rather than another message's bytes.
+   * of it: the link may fill its buffer with a later message, or free it. Links that keep no receive
+   * buffers leave it out. A link that reuses or frees what it takes back detaches it, so a view kept
+   * past this reads nothing rather than another message's bytes.
    */
   recycle?(message: Uint8Array): void;
   /** Called for every message that arrives, in order. One handler per link. */

@@ -6,6 +6,7 @@ import { newIceProgress, noPathError, noteCandidates, type IceProgress, type Ice
 import { LinkEnd, type Link } from './link.ts';
 import { isLinkChoice } from './link-choice.ts';
 import type { Signaler } from './signaler.ts';
+import { CAN_FREE_RECEIVED, ReceivedMessages, SendBuffers } from './webrtc-buffers.ts';
 
 /**
  * Links over WebRTC data channels through simple-peer. In the browser
@@ -15,13 +16,18 @@ import type { Signaler } from './signaler.ts';
 class SimplePeerLink implements Link {
   readonly transport = 'webrtc';
   private readonly end = new LinkEnd();
+  /** Frames reused, and received messages freed when given back: only together (webrtc-buffers.ts says why). */
+  private readonly sendBuffers = CAN_FREE_RECEIVED ? new SendBuffers() : null;
+  private readonly received = CAN_FREE_RECEIVED ? new ReceivedMessages() : null;
 
   constructor(
     readonly peer: number,
     private sp: SimplePeer.Instance,
   ) {
     sp.on('data', (d: Uint8Array | ArrayBuffer) => {
-      this.end.deliver(d instanceof Uint8Array ? d : new Uint8Array(d));
+      const message = d instanceof Uint8Array ? d : new Uint8Array(d);
+      this.received?.deliver(message);
+      this.end.deliver(message);
     });
     sp.on('error', (e: Error) => this.shut(e));
     sp.on('close', () => this.shut(new Error('data channel closed')));
@@ -46,6 +52,17 @@ class SimplePeerLink implements Link {
       throw new Error(`link to rank ${this.peer} is down (its data channel is ${state})`);
     }
     this.sp.send(message);
+    // The stack copied it: its buffer may take the next frame.
+    this.sendBuffers?.give(message);
+  }
+
+  messageBuffer(bytes: number): Uint8Array {
+    return this.sendBuffers ? this.sendBuffers.take(bytes) : new Uint8Array(bytes);
+  }
+
+  /** Takes back a message this link delivered: its memory goes now where the runtime can drop it (webrtc-buffers.ts). */
+  recycle(message: Uint8Array): void {
+    this.received?.free(message);
   }
 
   bufferedAmount(): number {

@@ -36,12 +36,27 @@ describe('bench allreduce', () => {
     ] as const)
       expect(r[k], k).toBeGreaterThan(0);
     expect(r.latency_ratio).toBeCloseTo(r.latency_ms / r.p2p_rtt_ms!, 1);
+    // 'auto' took no ring at this size: no reduce-scatter/allgather boundary to time.
+    expect(r.ring_phase_gap_ms).toBeNull();
     // The memory transport's peers share this process: no figure per peer.
     expect(r).toMatchObject({
       peak_rss_bytes_by_peer: null,
       rss_before_bytes_by_peer: null,
       peak_rss_over_tensor: null,
     });
+  });
+
+  it("times the ring's wait between its reduce-scatter and its allgather when 'auto' takes the ring", async () => {
+    const r = await benchAllreduce({
+      peers: 2,
+      bytes: 2 * 1024 * 1024,
+      transport: 'memory',
+      fp16: false,
+      iterations: 1,
+    });
+    expect(r.algorithm).toBe('ring');
+    expect(r.ring_phase_gap_ms).toBeGreaterThanOrEqual(0);
+    expect(r.ring_phase_gap_ms).toBeLessThan(r.latency_ms);
   });
 
   it('sweeps the four algorithms over sizes and names the largest sizes recursive doubling, then any of the others but the ring, win', async () => {

@@ -3,14 +3,17 @@
  * under Node (tsx) and under Deno alike. Every rank can compute every rank's
  * input (seeded), so each checks its own results and prints one JSON line.
  *
- *   --scenario check     every collective once (allreduce by each algorithm), checked against references
+ *   --scenario check     every collective once (allreduce by each algorithm), checked against references,
+ *                        then a stream of odd-sized messages to the right neighbour, every byte compared
  *   --scenario failures  a mismatch, a timeout, then a good allreduce
  *   --scenario kill      allreduces until a peer is killed; prints READY first
  *   --scenario horovod   the Horovod conformance cases that leave the ring usable, in order
  */
 import process from 'node:process';
 import { parseArgs } from 'node:util';
+import { MAX_FRAME_PAYLOAD } from '../../src/comm/frame.ts';
 import { joinLocalRing } from '../../src/comm/local-ring.node.ts';
+import { CAN_FREE_RECEIVED } from '../../src/comm/webrtc-buffers.ts';
 import { allgather, allreduce, allreduceFused, alltoall, barrier, broadcast } from '../../src/collectives/index.ts';
 import type { Tensor } from '../../src/collectives/codecs/types.ts';
 import { detectRuntime } from '../../src/core/runtime.ts';
@@ -50,6 +53,54 @@ function expectEqual(what: string, got: ArrayLike<number>, want: ArrayLike<numbe
   if (got.length !== want.length) throw new Error(`${what}: length ${got.length}, expected ${want.length}`);
   for (let i = 0; i < want.length; i++)
     if (got[i] !== want[i]) throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
+}
+
+/** Byte i of the k-th message rank `from` streams to its right neighbour. */
+const streamed = (from: number, k: number, i: number) => (i * 31 + k * 7 + from * 13) & 255;
+/** Around one and several frames (MAX_FRAME_PAYLOAD each), twice over. */
+const STREAM_SIZES = [1, 15, 17, 4097, MAX_FRAME_PAYLOAD - 1, MAX_FRAME_PAYLOAD, MAX_FRAME_PAYLOAD + 1, 600_001];
+
+function expectStreamed(what: string, m: Uint8Array, from: number, k: number, bytes: number): void {
+  if (m.byteLength !== bytes) throw new Error(`${what}: ${m.byteLength} bytes, expected ${bytes}`);
+  for (let i = 0; i < bytes; i++)
+    if (m[i] !== streamed(from, k, i))
+      throw new Error(`${what}: byte ${i} is ${m[i]}, expected ${streamed(from, k, i)}`);
+}
+
+/**
+ * Each rank streams messages of odd sizes to its right neighbour, which compares every byte; it
+ * releases three in four at once and holds the rest until all have arrived, then compares those
+ * again (later messages must not land in a held one's memory). Returns, per released message, its
+ * size and whether its view was empty afterwards (the link detached it).
+ */
+async function streamOddSizes(): Promise<{ bytes: number; emptyAfter: boolean }[]> {
+  const id = comm.nextId();
+  const [right, left] = [(rank + 1) % size, (rank + size - 1) % size];
+  const sizes = [...STREAM_SIZES, ...STREAM_SIZES];
+  const sends = sizes.map((bytes, k) =>
+    comm.send(
+      right,
+      { id, step: 0, chunk: k },
+      Uint8Array.from({ length: bytes }, (_, i) => streamed(rank, k, i)),
+    ),
+  );
+  const held: [number, Uint8Array][] = [];
+  const released: { bytes: number; emptyAfter: boolean }[] = [];
+  for (let k = 0; k < sizes.length; k++) {
+    const m = await comm.recv(left, { id, step: 0, chunk: k }, 30_000);
+    expectStreamed(`message ${k} from rank ${left}`, m, left, k, sizes[k]);
+    if (k % 4 === 0) held.push([k, m]);
+    else {
+      comm.release?.(left, m);
+      released.push({ bytes: sizes[k], emptyAfter: m.byteLength === 0 });
+    }
+  }
+  for (const [k, m] of held) {
+    expectStreamed(`held message ${k} from rank ${left}`, m, left, k, sizes[k]);
+    comm.release?.(left, m);
+  }
+  await Promise.all(sends);
+  return released;
 }
 
 // Generous: tests share two cores with other tests, and a starved peer must not look dead.
@@ -131,8 +182,9 @@ try {
       { thresholdBytes: 100 },
     );
     for (const t of fused) expectEqual('fused', t, new Array(t.length).fill((size * (size + 1)) / 2));
+    const released = await streamOddSizes();
     await barrier(comm);
-    out({ ok: true, sums });
+    out({ ok: true, sums, released, canFree: CAN_FREE_RECEIVED });
   } else if (values.scenario === 'failures') {
     const errors: Record<string, unknown> = {};
     await allreduce(comm, new Float32Array(rank === 1 ? 7 : 8), { name: 'grad' }).catch(

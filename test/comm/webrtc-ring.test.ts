@@ -4,6 +4,7 @@
  * (npm test wraps vitest in scripts/in-netns.sh); outside it, it fails saying so.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_FRAME_PAYLOAD } from '../../src/comm/frame.ts';
 import { launchLocalRing, type LocalRing, type PeerRuntime } from '../../src/comm/launch.node.ts';
 import { CASES } from '../collectives/horovod-cases.ts';
 
@@ -27,6 +28,15 @@ function expectAllGood(reports: Report[], runtimes: PeerRuntime[]): void {
     expect(r.error, `rank ${i}`).toBeUndefined();
     expect(r.ok).toBe(true);
     expect(r.runtime).toBe(runtimes[i]);
+  });
+  // The stream of odd sizes arrived byte for byte; a released single-frame message was detached by
+  // its link wherever the runtime can free it (Deno always can), and a glued one is not the link's.
+  reports.forEach((r, i) => {
+    if (runtimes[i] === 'deno') expect(r.canFree, `rank ${i}`).toBe(true);
+    const released = r.released as { bytes: number; emptyAfter: boolean }[];
+    expect(released.length).toBe(12);
+    for (const m of released)
+      expect(m.emptyAfter, `rank ${i}, ${m.bytes} bytes`).toBe(r.canFree === true && m.bytes <= MAX_FRAME_PAYLOAD);
   });
   // Bitwise-equal results everywhere, each allreduce algorithm's among them.
   for (const r of reports) expect(r.sums).toEqual(reports[0].sums);
