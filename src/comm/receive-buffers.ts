@@ -19,12 +19,40 @@ function detach(buffer: ArrayBuffer): ArrayBuffer {
   return transfer ? transfer.call(buffer) : structuredClone(buffer, { transfer: [buffer] });
 }
 
-export class ReceiveBuffers {
-  private free: ArrayBuffer[] = [];
+/**
+ * Arrays lent to a message's receiver, each given back once: what both links' receive memory
+ * (this pool, and webrtc-buffers.ts's) keep to act only on their own arrays, and to refuse a
+ * second release.
+ */
+export class LentArrays {
   /** Buffers holding a message a receiver has not given back yet. */
   private readonly lent = new WeakSet<ArrayBufferLike>();
   /** Buffers given back (now detached): giving one back again is a receiver's bug. */
   private readonly returned = new WeakSet<ArrayBufferLike>();
+
+  lend(buffer: ArrayBufferLike): void {
+    this.lent.add(buffer);
+  }
+
+  /** True when `buffer` was lent and is now back; false when it was never lent here; throws on a second release. */
+  takeBack(buffer: ArrayBufferLike): boolean {
+    if (!this.lent.has(buffer)) {
+      if (this.returned.has(buffer))
+        throw new RingtrainError(
+          ErrorCode.InvalidArgument,
+          'a received message was released twice; release a message once, when nothing reads it any more',
+        );
+      return false;
+    }
+    this.lent.delete(buffer);
+    this.returned.add(buffer);
+    return true;
+  }
+}
+
+export class ReceiveBuffers {
+  private free: ArrayBuffer[] = [];
+  private readonly lent = new LentArrays();
 
   /**
    * `messageBytes`: the largest message a buffer holds; `keep`: free buffers kept at most (the rest
@@ -41,7 +69,7 @@ export class ReceiveBuffers {
   take(bytes: number): Uint8Array {
     if (bytes < this.smallest || bytes > this.messageBytes) return new Uint8Array(bytes);
     const buffer = this.free.pop() ?? new ArrayBuffer(this.messageBytes);
-    this.lent.add(buffer);
+    this.lent.lend(buffer);
     return new Uint8Array(buffer, 0, bytes);
   }
 
@@ -51,16 +79,7 @@ export class ReceiveBuffers {
    */
   give(message: Uint8Array): void {
     const buffer = message.buffer;
-    if (!this.lent.has(buffer)) {
-      if (this.returned.has(buffer))
-        throw new RingtrainError(
-          ErrorCode.InvalidArgument,
-          'a received message was released twice; release a message once, when nothing reads it any more',
-        );
-      return;
-    }
-    this.lent.delete(buffer);
-    this.returned.add(buffer);
+    if (!this.lent.takeBack(buffer)) return;
     const moved = detach(buffer as ArrayBuffer);
     if (this.free.length < this.keep) this.free.push(moved);
   }

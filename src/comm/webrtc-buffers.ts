@@ -13,8 +13,8 @@
  * 64 MiB tensor with reused frames, 1.9-2.0x with fresh ones). So frames are reused only where
  * received messages can be freed.
  */
-import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import { MAX_MESSAGE_BYTES } from './frame.ts';
+import { LentArrays } from './receive-buffers.ts';
 
 /**
  * Free send buffers a link keeps (4 MiB, the communicator's high-water mark). A send gives its
@@ -57,12 +57,11 @@ export class SendBuffers {
 
 /** The messages a link delivered and not yet got back, so that it frees only its own, once. */
 export class ReceivedMessages {
-  private readonly held = new WeakSet<ArrayBufferLike>();
-  private readonly freed = new WeakSet<ArrayBufferLike>();
+  private readonly held = new LentArrays();
 
   /** `message` is delivered: the array under it is the stack's, made for it alone. */
   deliver(message: Uint8Array): void {
-    this.held.add(message.buffer);
+    this.held.lend(message.buffer);
   }
 
   /**
@@ -71,16 +70,7 @@ export class ReceivedMessages {
    */
   free(message: Uint8Array): void {
     const buffer = message.buffer;
-    if (!this.held.has(buffer)) {
-      if (this.freed.has(buffer))
-        throw new RingtrainError(
-          ErrorCode.InvalidArgument,
-          'a received message was released twice; release a message once, when nothing reads it any more',
-        );
-      return;
-    }
-    this.held.delete(buffer);
-    this.freed.add(buffer);
+    if (!this.held.takeBack(buffer)) return;
     try {
       (buffer as Detachable).transfer!(0);
     } catch {

@@ -49,20 +49,8 @@ async function step(
         // As DistributedOptimizer does: the factor leaves a doubtful contribution out (0) and rescales the rest.
         const factor = await checks[r].before(c, grads[r], s);
         if (factor !== 1) grads[r] = grads[r].map((v) => v * factor);
-        // A liar changes what it sends after its honest norm and sketches went out.
-        lie?.(r, grads[r]);
-        await allreduceInPlace(c, grads[r], {
-          op: 'average',
-          name: `g${s}`,
-          ...how,
-          segmentBytes: 8192,
-          observeReceived: (o, v) => checks[r].observe(c, o, v),
-          observeSent: (o, v) => checks[r].observeSent(c, o, v),
-        });
-        // As the reducer does: a step whose verdict's factors are not those sent at is summed again.
-        for (let again = await checks[r].after(c, grads[r], 1 / c.size); again;) {
-          grads[r] = again.again.slice();
-          await allreduceInPlace(c, grads[r], {
+        const sum = (g: Float32Array) =>
+          allreduceInPlace(c, g, {
             op: 'average',
             name: `g${s}`,
             ...how,
@@ -70,6 +58,12 @@ async function step(
             observeReceived: (o, v) => checks[r].observe(c, o, v),
             observeSent: (o, v) => checks[r].observeSent(c, o, v),
           });
+        // A liar changes what it sends after its honest norm and sketches went out.
+        lie?.(r, grads[r]);
+        await sum(grads[r]);
+        // As the reducer does: a step whose verdict's factors are not those sent at is summed again.
+        for (let again = await checks[r].after(c, grads[r], 1 / c.size); again;) {
+          await sum((grads[r] = again.again.slice()));
           again = await checks[r].after(c, grads[r], 1 / c.size);
         }
         return null;
