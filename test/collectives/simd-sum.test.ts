@@ -4,8 +4,8 @@
  * NaN, infinities, signed zeros, subnormals, and pairs whose sum needs rounding.
  */
 import { describe, expect, it } from 'vitest';
-import { reduceInto, reduceTo } from '../../src/collectives/codecs/reduce.ts';
-import { simdAvailable, simdSumTo } from '../../src/collectives/codecs/simd-sum.ts';
+import { reduceInto, reduceTo, scaleInPlace } from '../../src/collectives/codecs/reduce.ts';
+import { simdAvailable, simdScale, simdSumTo } from '../../src/collectives/codecs/simd-sum.ts';
 
 const SPECIAL = [NaN, Infinity, -Infinity, 0, -0, 1e-45, -1e-45, 1.17e-38, 3.4e38, -3.4e38, 1, 1 + 2 ** -23];
 
@@ -63,5 +63,35 @@ describe('SIMD float32 sum', () => {
     expect(sameBits(view, expected)).toBe(true);
     expect(sameBits(whole.subarray(0, 5), untouched.subarray(0, 5))).toBe(true);
     expect(sameBits(whole.subarray(5 + b.length), untouched.subarray(5 + b.length))).toBe(true);
+  });
+});
+
+describe('SIMD float32 scale', () => {
+  /** The oracle: the loop scaleInPlace runs where SIMD does not (float64 product rounded to float32). */
+  const loopScale = (t: Float32Array, k: number) => Float32Array.from(t, (v) => v * k);
+
+  for (const k of [0.5, 0.25, 0.125, 2, -0.5])
+    for (const n of [0, 3, 4, 257, 65_536 + 5, 3 * 65_536 + 1])
+      it(`scales ${n} elements by ${k} to the loop's bits`, () => {
+        const t = values(n, 7 * n + 3);
+        const want = loopScale(t, k);
+        expect(simdScale(t, k)).toBe(true);
+        expect(sameBits(t, want)).toBe(true);
+      });
+
+  it('refuses a factor that is no float32 (1/3: its float32 product could round otherwise), writing nothing', () => {
+    const t = values(1000, 5);
+    const before = t.slice();
+    expect(simdScale(t, 1 / 3)).toBe(false);
+    expect(sameBits(t, before)).toBe(true);
+  });
+
+  it('scaleInPlace averages over 2 and 3 ranks to the loop’s bits, through SIMD or not', () => {
+    for (const k of [1 / 2, 1 / 3]) {
+      const t = values(4096, 11);
+      const want = loopScale(t, k);
+      scaleInPlace(t, k);
+      expect(sameBits(t, want)).toBe(true);
+    }
   });
 });

@@ -28,19 +28,38 @@ const ADD_BODY = [
   ...[0x20, 0x03, 0x41, 0x10, 0x6a, 0x21, 0x03], // i += 16
   ...[0x0c, 0x00, 0x0b, 0x0b, 0x0b], // next; end loop, block, function
 ];
+// scale(out, k: f32, bytes): for i in 0, 16, .. < bytes: out[i..i+16] = f32x4.mul(out[i..], f32x4.splat(k)).
+const SCALE_BODY = [
+  ...[0x01, 0x01, 0x7f], // one local, i32: i (params: out, k, bytes)
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...[0x20, 0x03, 0x20, 0x02, 0x4f, 0x0d, 0x01], // break when i >= bytes (unsigned)
+  ...[0x20, 0x00, 0x20, 0x03, 0x6a], // out + i: where the product goes
+  ...[0x20, 0x00, 0x20, 0x03, 0x6a, 0xfd, 0x00, 0x02, 0x00], // v128.load out + i
+  ...[0x20, 0x01, 0xfd, 0x13], // f32x4.splat k
+  ...[0xfd, 0xe6, 0x01], // f32x4.mul
+  ...[0xfd, 0x0b, 0x02, 0x00], // v128.store
+  ...[0x20, 0x03, 0x41, 0x10, 0x6a, 0x21, 0x03], // i += 16
+  ...[0x0c, 0x00, 0x0b, 0x0b, 0x0b], // next; end loop, block, function
+];
 const ascii = (s: string) => [...s].map((c) => c.charCodeAt(0));
+const name = (s: string) => [s.length, ...ascii(s)];
+const EXPORTS = [0x03, ...name('memory'), 0x02, 0x00, ...name('add'), 0x00, 0x00, ...name('scale'), 0x00, 0x01];
+const CODE = [0x02, ADD_BODY.length, ...ADD_BODY, SCALE_BODY.length, ...SCALE_BODY];
 const MODULE = new Uint8Array([
   ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00], // "\0asm", version 1
-  ...[0x01, 0x07, 0x01, 0x60, 0x03, 0x7f, 0x7f, 0x7f, 0x00], // types: (i32, i32, i32) -> ()
-  ...[0x03, 0x02, 0x01, 0x00], // functions: one, of type 0
+  ...[0x01, 0x0d, 0x02], // types, two:
+  ...[0x60, 0x03, 0x7f, 0x7f, 0x7f, 0x00], // (i32, i32, i32) -> (): add
+  ...[0x60, 0x03, 0x7f, 0x7d, 0x7f, 0x00], // (i32, f32, i32) -> (): scale
+  ...[0x03, 0x03, 0x02, 0x00, 0x01], // functions: add of type 0, scale of type 1
   ...[0x05, 0x03, 0x01, 0x00, 0x08], // memory: 8 pages (512 KiB), two blocks
-  ...[0x07, 0x10, 0x02, 0x06, ...ascii('memory'), 0x02, 0x00, 0x03, ...ascii('add'), 0x00, 0x00], // exports
-  ...[0x0a, ADD_BODY.length + 2, 0x01, ADD_BODY.length, ...ADD_BODY], // code
+  ...[0x07, EXPORTS.length, ...EXPORTS], // exports
+  ...[0x0a, CODE.length, ...CODE], // code
 ]);
 
 interface SimdAdd {
   memory: Float32Array;
   add: (out: number, b: number, bytes: number) => void;
+  scale: (out: number, k: number, bytes: number) => void;
 }
 
 function instantiate(): SimdAdd | null {
@@ -50,6 +69,7 @@ function instantiate(): SimdAdd | null {
     return {
       memory: new Float32Array((exports.memory as WebAssembly.Memory).buffer),
       add: exports.add as SimdAdd['add'],
+      scale: exports.scale as SimdAdd['scale'],
     };
   } catch {
     return null;
@@ -79,5 +99,27 @@ export function simdSumTo(out: Float32Array, a: Float32Array, b: Float32Array): 
     o += k;
   }
   for (; o < n; o++) out[o] = a[o] + b[o];
+  return true;
+}
+
+/**
+ * `t[i] *= k` by blocks through the module's memory, where that gives the loop's bits: k must be a
+ * float32 (a power of two, as an average's 1/N on 2, 4, 8 ranks is), for then the float64 product of
+ * two float32s is exact and the loop rounds it to float32 as f32x4.mul does. False (nothing written)
+ * where SIMD is missing or k is not a float32: the caller scales in the loop.
+ */
+export function simdScale(t: Float32Array, k: number): boolean {
+  if (!simd || Math.fround(k) !== k) return false;
+  const { memory, scale } = simd;
+  const n = t.length;
+  let o = 0;
+  while (n - o >= 4) {
+    const c = Math.min(BLOCK, n - o) & ~3;
+    memory.set(t.subarray(o, o + c), 0);
+    scale(0, k, c * 4);
+    t.set(memory.subarray(0, c), o);
+    o += c;
+  }
+  for (; o < n; o++) t[o] *= k;
   return true;
 }
