@@ -165,9 +165,23 @@ export class DoubtTracker {
    * and every rank's in the verdict, so the sum is right unless the verdict leaves someone out.
    */
   clipFactor(step: number, rank: number, norm: number, size: number): number {
-    const reference = size >= MIN_RANKS_FOR_DOUBT ? this.clipReference(step) : null;
+    return this.clipWith(size >= MIN_RANKS_FOR_DOUBT ? this.clipReference(step) : null, rank, norm, size);
+  }
+
+  /** clipFactor for every rank at once (`norms` by rank), the reference taken once. */
+  clipFactors(step: number, norms: ArrayLike<number>): number[] {
+    const reference = norms.length >= MIN_RANKS_FOR_DOUBT ? this.clipReference(step) : null;
+    return Array.from(norms, (norm, rank) => this.clipWith(reference, rank, norm, norms.length));
+  }
+
+  private clipWith(reference: number[] | null, rank: number, norm: number, size: number): number {
     if (!reference || reference.length !== size || !Number.isFinite(norm)) return 1;
-    const ratio = reference[rank] > 0 ? norm / reference[rank] : norm > 0 ? Infinity : 0;
+    const r = reference[rank];
+    return this.clipAt(r > 0 ? norm / r : norm > 0 ? Infinity : 0);
+  }
+
+  /** The factor that brings a norm `ratio` times its reference down to clipRatio times it (1 below that). */
+  private clipAt(ratio: number): number {
     return ratio > this.clipRatio ? this.clipRatio / ratio : 1;
   }
 
@@ -199,11 +213,10 @@ export class DoubtTracker {
       // Large but not doubtful: a flipped rank whose own batch happened to point across the others'
       // reads so too, and 20x noise applied with momentum wrecked a CNN in two steps (bench/faults-cnn.ts).
       if (run === 0) {
-        const now = x.nowRatio > this.clipRatio ? this.clipRatio / x.nowRatio : 1;
-        const factor = reference ? this.clipFactor(step, rank, norms[rank], norms.length) : now;
+        const factor = reference ? this.clipWith(reference, rank, norms[rank], norms.length) : this.clipAt(x.nowRatio);
         if (factor !== 1) verdict.clipped.push({ rank, factor });
+        return;
       }
-      if (run === 0) return;
       const figures = `${x.normRatio.toFixed(1)}× the others' median norm, cosine ${x.cosine.toFixed(2)} with their consensus (doubtful: at least ${this.ratio}× and at most -${this.cosine})`;
       if (run >= this.namedAfter)
         verdict.named.push({

@@ -269,7 +269,7 @@ export class StepChecks {
       const offences = judgeNorms(comm, norms, step, guard);
       if (offences.length === 0 && guard.doubt !== false) {
         const doubts = this.doubtsOf(comm, guard);
-        if (p.speculative) p.sent = ranks.map((r) => doubts.clipFactor(step, r, norms[r], comm.size));
+        if (p.speculative) p.sent = doubts.clipFactors(step, norms);
         const verdict = doubts.judge(step, sketches, norms);
         offences.push(...verdict.named);
         if (verdict.named.length === 0 && this.o.leaveOut !== false) {
