@@ -82,6 +82,20 @@ const simd = instantiate();
 export const simdAvailable = simd !== null;
 
 /**
+ * Walks `n` elements in blocks of at most BLOCK, a whole number of lanes each, handing `block` each
+ * one's start and length; returns where the tail the lanes do not cover (under 4 elements) starts.
+ */
+function byBlocks(n: number, block: (start: number, length: number) => void): number {
+  let o = 0;
+  while (n - o >= 4) {
+    const length = Math.min(BLOCK, n - o) & ~3;
+    block(o, length);
+    o += length;
+  }
+  return o;
+}
+
+/**
  * `out[i] = a[i] + b[i]` (`out` may be `a`), by blocks through the module's memory; false (and
  * nothing written) where SIMD is missing.
  */
@@ -89,16 +103,13 @@ export function simdSumTo(out: Float32Array, a: Float32Array, b: Float32Array): 
   if (!simd) return false;
   const { memory, add } = simd;
   const n = out.length;
-  let o = 0;
-  while (n - o >= 4) {
-    const k = Math.min(BLOCK, n - o) & ~3;
+  const tail = byBlocks(n, (o, k) => {
     memory.set(a.subarray(o, o + k), 0);
     memory.set(b.subarray(o, o + k), BLOCK);
     add(0, BLOCK * 4, k * 4);
     out.set(memory.subarray(0, k), o);
-    o += k;
-  }
-  for (; o < n; o++) out[o] = a[o] + b[o];
+  });
+  for (let o = tail; o < n; o++) out[o] = a[o] + b[o];
   return true;
 }
 
@@ -112,14 +123,11 @@ export function simdScale(t: Float32Array, k: number): boolean {
   if (!simd || Math.fround(k) !== k) return false;
   const { memory, scale } = simd;
   const n = t.length;
-  let o = 0;
-  while (n - o >= 4) {
-    const c = Math.min(BLOCK, n - o) & ~3;
+  const tail = byBlocks(n, (o, c) => {
     memory.set(t.subarray(o, o + c), 0);
     scale(0, k, c * 4);
     t.set(memory.subarray(0, c), o);
-    o += c;
-  }
-  for (; o < n; o++) t[o] *= k;
+  });
+  for (let o = tail; o < n; o++) t[o] *= k;
   return true;
 }
