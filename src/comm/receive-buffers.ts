@@ -57,18 +57,20 @@ export class ReceiveBuffers {
   /**
    * `messageBytes`: the largest message a buffer holds; `keep`: free buffers kept at most (the rest
    * go to the collector); `smallest`: messages below this get an array of their own, so a short
-   * one (a heartbeat) never ties up a whole buffer.
+   * one (a heartbeat) never ties up a whole buffer; `behind`: bytes of room each buffer has past
+   * its largest message (a stream read in place puts the next message's length prefix there).
    */
   constructor(
     private readonly messageBytes: number,
     private readonly keep: number,
     private readonly smallest: number,
+    private readonly behind = 0,
   ) {}
 
   /** An array of `bytes` for one message, starting at offset 0 of its buffer (so 8-byte aligned). */
   take(bytes: number): Uint8Array {
     if (bytes < this.smallest || bytes > this.messageBytes) return new Uint8Array(bytes);
-    const buffer = this.free.pop() ?? new ArrayBuffer(this.messageBytes);
+    const buffer = this.free.pop() ?? new ArrayBuffer(this.messageBytes + this.behind);
     this.lent.lend(buffer);
     return new Uint8Array(buffer, 0, bytes);
   }

@@ -9,6 +9,11 @@
 export const LENGTH_BYTES = 4;
 /** Alignment of every message handed out (the widest element a receiver views it as: f64). */
 const ALIGN = 8;
+/**
+ * A message shorter than this is read through the socket's own buffer with whatever follows it:
+ * one read then takes many small messages, where reading each in place would take a read apiece.
+ */
+const IN_PLACE_MIN_BYTES = 16 * 1024;
 
 /** The 4-byte length that goes in front of a message of `n` bytes. */
 export function lengthPrefix(n: number): Uint8Array {
@@ -46,14 +51,44 @@ export class LengthPrefixedReader {
   /** The message being copied together, once a chunk ended inside it, and how much of it is in. */
   private message: Uint8Array | null = null;
   private filled = 0;
+  /** Where readTarget() last asked the stream to read, until a chunk comes from there. */
+  private target: Uint8Array | null = null;
+  /** Whether the last message was large: the next one likely is too, so its length is read on its own. */
+  private lastLarge = false;
 
   constructor(
     public maxBytes: number,
     public handler: (message: Uint8Array) => void,
   ) {}
 
+  /**
+   * Where the stream's next bytes may go without a copy, for a socket that reads into whatever
+   * buffer it is given (`onread` with a function): the rest of the message being read, and the next
+   * message's length prefix behind it where the message's buffer has room; or, after a large
+   * message, the next length prefix alone (a read of its own costs less than copying the message
+   * that would come with it). Null: read into the socket's own buffer (small messages, many to a
+   * read). The chunk read there must be pushed before this is asked again.
+   */
+  readTarget(): Uint8Array | null {
+    this.target = null;
+    if (this.expected < 0) {
+      if (this.lastLarge) this.target = this.prefix.subarray(this.prefixBytes);
+      return this.target;
+    }
+    if (this.expected < IN_PLACE_MIN_BYTES) return null;
+    const m = (this.message ??= this.allocate(this.expected));
+    const room = Math.min(m.buffer.byteLength - m.byteOffset, this.expected + LENGTH_BYTES) - this.filled;
+    this.target = new Uint8Array(m.buffer, m.byteOffset + this.filled, room);
+    return this.target;
+  }
+
   /** Takes one chunk of the stream; throws OversizedMessage on a length past the cap. */
   push(chunk: Uint8Array): void {
+    const target = this.target;
+    this.target = null;
+    // A length prefix read in place needs nothing special: readPrefix copies its bytes onto themselves.
+    if (target && this.expected >= 0 && chunk.buffer === target.buffer && chunk.byteOffset === target.byteOffset)
+      return this.pushInPlace(chunk);
     let offset = 0;
     while (offset < chunk.byteLength) {
       if (this.expected < 0) {
@@ -68,7 +103,7 @@ export class LengthPrefixedReader {
         const view = chunk.subarray(offset, offset + need);
         offset += need;
         this.expected = -1;
-        this.handler(view);
+        this.deliver(view);
         continue;
       }
       this.message ??= this.allocate(this.expected);
@@ -81,8 +116,32 @@ export class LengthPrefixedReader {
       this.message = null;
       this.filled = 0;
       this.expected = -1;
-      this.handler(message);
+      this.deliver(message);
     }
+  }
+
+  /**
+   * A chunk the stream read where readTarget() said: the message's next bytes, already in place,
+   * and at most a length prefix's worth of the next message behind them.
+   */
+  private pushInPlace(chunk: Uint8Array): void {
+    const take = Math.min(chunk.byteLength, this.expected - this.filled);
+    this.filled += take;
+    if (this.filled < this.expected) return;
+    const message = this.message!;
+    this.message = null;
+    this.filled = 0;
+    this.expected = -1;
+    // The next prefix's bytes are copied out of the message's buffer before the message is handed
+    // on: its receiver may give the buffer back (and so detach it) at once.
+    const next = take < chunk.byteLength ? new Uint8Array(chunk.subarray(take)) : null;
+    this.deliver(message);
+    if (next) this.readPrefix(next, 0);
+  }
+
+  private deliver(message: Uint8Array): void {
+    this.lastLarge = message.byteLength >= IN_PLACE_MIN_BYTES;
+    this.handler(message);
   }
 
   /** Reads (the rest of) a length prefix from `chunk` at `offset`; returns the offset past what it read. */

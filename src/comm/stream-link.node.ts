@@ -15,7 +15,7 @@ import { setTimeout } from 'node:timers';
 import { MAX_MESSAGE_BYTES } from './frame.ts';
 import { LinkEnd, type Link } from './link.ts';
 import { ReceiveBuffers } from './receive-buffers.ts';
-import { lengthPrefix, LengthPrefixedReader, PrefixedBufferPool } from './stream-frames.ts';
+import { LENGTH_BYTES, lengthPrefix, LengthPrefixedReader, PrefixedBufferPool } from './stream-frames.ts';
 
 /** How long a closed link's last bytes may take to leave before the socket is destroyed (ms). */
 const CLOSE_GRACE_MS = 2_000;
@@ -40,6 +40,7 @@ const SMALLEST_POOLED_MESSAGE = 64 * 1024;
  */
 export class Inflow {
   private to: (chunk: Uint8Array) => void = () => {};
+  private target: () => Uint8Array | null = () => null;
 
   /** `chunksReused`: the socket reads into one buffer, so a chunk is overwritten once `push` returns. */
   constructor(
@@ -58,8 +59,18 @@ export class Inflow {
     this.to(chunk);
   }
 
-  feed(to: (chunk: Uint8Array) => void): void {
+  /**
+   * `target`, for a socket that reads where it is told (`readBuffer`): where the next bytes may go
+   * without a copy (the reader's readTarget), or null for the socket's own buffer.
+   */
+  feed(to: (chunk: Uint8Array) => void, target: () => Uint8Array | null = () => null): void {
     this.to = to;
+    this.target = target;
+  }
+
+  /** Where a socket that reads into a buffer it is given each time reads next: the taker's target, else `own`. */
+  readBuffer(own: Uint8Array): Uint8Array {
+    return this.target() ?? own;
   }
 }
 
@@ -78,6 +89,7 @@ export class StreamLink implements Link {
     MAX_MESSAGE_BYTES,
     KEPT_RECEIVE_BUFFERS,
     SMALLEST_POOLED_MESSAGE,
+    LENGTH_BYTES,
   );
 
   /** The socket this link writes to (its only one over TLS). */
@@ -104,14 +116,17 @@ export class StreamLink implements Link {
     reader.handler = (m) => this.end.deliver(m);
     reader.allocate = (bytes) => this.receiveBuffers.take(bytes);
     for (const m of arrived) this.end.deliver(m);
-    io.read.feed((chunk) => {
-      if (this.end.down) return;
-      try {
-        reader.push(chunk);
-      } catch (e) {
-        this.shut(new Error(`rank ${peer} broke the TCP framing: ${(e as Error).message}`));
-      }
-    });
+    io.read.feed(
+      (chunk) => {
+        if (this.end.down) return;
+        try {
+          reader.push(chunk);
+        } catch (e) {
+          this.shut(new Error(`rank ${peer} broke the TCP framing: ${(e as Error).message}`));
+        }
+      },
+      () => (this.end.down ? null : reader.readTarget()),
+    );
     io.write?.feed(() =>
       this.shut(new Error(`rank ${peer} sent bytes on the socket that carries only this end's messages`)),
     );

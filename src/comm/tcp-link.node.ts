@@ -430,12 +430,15 @@ function openSocket(target: { host: string; port: number }, fingerprint?: string
       tlsConnect({ host: target.host, port: target.port, rejectUnauthorized: false }).setNoDelay(true),
     );
   let inflow: Inflow | undefined;
+  const own = new Uint8Array(READ_BUFFER_BYTES);
   const socket = createConnection({
     host: target.host,
     port: target.port,
     noDelay: true,
     onread: {
-      buffer: new Uint8Array(READ_BUFFER_BYTES),
+      // Each read goes where the link's reader says (most of a large message straight into the
+      // buffer it is delivered in), else into the socket's own buffer.
+      buffer: () => inflow?.readBuffer(own) ?? own,
       callback: (n, buffer) => {
         inflow!.push(buffer.subarray(0, n));
         return true;

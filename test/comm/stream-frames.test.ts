@@ -113,6 +113,59 @@ describe('LengthPrefixedReader', () => {
     });
   });
 
+  /**
+   * Feeds `messages` to a reader as a socket that reads into what it is told would: at most the
+   * target's length, sometimes less (as the kernel may). Returns what came out and how many bytes
+   * went through the socket's own buffer (copied) rather than straight into their message.
+   */
+  function readInPlace(messages: Uint8Array[], seed: number): { got: Uint8Array[]; viaOwn: number; total: number } {
+    const parts = messages.flatMap((m) => [lengthPrefix(m.byteLength), m]);
+    const bytes = new Uint8Array(parts.reduce((sum, p) => sum + p.byteLength, 0));
+    parts.reduce((o, p) => (bytes.set(p, o), o + p.byteLength), 0);
+    const got: Uint8Array[] = [];
+    const reader = new LengthPrefixedReader(300_000, (m) => got.push(m));
+    reader.chunksReused = true;
+    // Pooled-size messages get 4 bytes of room behind them (the next length prefix lands there); the rest none.
+    reader.allocate = (n) => new Uint8Array(new ArrayBuffer(n >= 100_000 ? 204_804 : n), 0, n);
+    const own = new Uint8Array(64 * 1024);
+    let viaOwn = 0;
+    let x = seed;
+    for (let from = 0; from < bytes.byteLength;) {
+      const into = reader.readTarget() ?? own;
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      const n = Math.min(into.byteLength, bytes.byteLength - from, x % 3 === 0 ? 1 + (x % 5000) : into.byteLength);
+      into.set(bytes.subarray(from, from + n));
+      if (into === own) viaOwn += n;
+      reader.push(into.subarray(0, n));
+      if (into === own) own.fill(0xee);
+      from += n;
+    }
+    return { got, viaOwn, total: bytes.byteLength };
+  }
+
+  const patterned = (sizes: number[]) =>
+    sizes.map((n, i) => Uint8Array.from({ length: n }, (_, j) => (j * 13 + i * 5) & 255));
+
+  it('reads messages in place where readTarget says, and every message still comes out whole', () => {
+    // Sizes around the in-place threshold (16 KiB) and the pool's (200 KiB, with 4 bytes of room behind).
+    const messages = patterned(
+      Array.from({ length: 70 }, (_, i) => [5, 16_383, 16_384, 40_000, 204_800, 3, 150_001][i % 7]),
+    );
+    const { got, viaOwn, total } = readInPlace(messages, 7);
+    expect(got.length).toBe(messages.length);
+    got.forEach((m, i) => expect(Buffer.compare(m, messages[i]), `message ${i}`).toBe(0));
+    expect(viaOwn).toBeLessThan(total / 2);
+  });
+
+  it('reads a run of large messages in place after the first read, the next length landing behind each', () => {
+    const messages = patterned(Array.from({ length: 40 }, (_, i) => (i % 2 ? 204_800 : 150_001)));
+    const { got, viaOwn } = readInPlace(messages, 11);
+    got.forEach((m, i) => expect(Buffer.compare(m, messages[i]), `message ${i}`).toBe(0));
+    expect(got.length).toBe(messages.length);
+    // Only the first read, before any length is known, goes through the socket's own buffer.
+    expect(viaOwn).toBeLessThanOrEqual(64 * 1024);
+  });
+
   it('refuses a length past its cap before keeping any of the message', () => {
     const handled: Uint8Array[] = [];
     const reader = new LengthPrefixedReader(1024, (m) => handled.push(m));
