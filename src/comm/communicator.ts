@@ -12,7 +12,7 @@ import { EventBus, now, type LinkTransport } from '../core/events.ts';
 import { lossClaim, readAbortNote, relayedAbort, writeAbortNote } from './abort-note.ts';
 import { UnconsumedBudget } from './budget.ts';
 import { withDefaults, type CommunicatorOptions, type CommunicatorSettings } from './communicator-options.ts';
-import { decodeFrame, encodeFrames, FrameKind, Reassembler } from './frame.ts';
+import { decodeFrame, encodeFrames, FrameKind, frameParts, Reassembler, type FrameParts } from './frame.ts';
 import { Inbox } from './inbox.ts';
 import type { Communicator, Tag } from './interface.ts';
 import type { Link } from './link.ts';
@@ -41,6 +41,9 @@ const GOODBYE_ACK = 1;
 const GOODBYE_ACK_FRAME = encodeFrames(FrameKind.Goodbye, { id: 0, step: 0, chunk: GOODBYE_ACK }, new Uint8Array(0))[0];
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** What goes on a link: a whole frame (copied), or a header and a payload written where it lies. */
+type OutFrame = Uint8Array | FrameParts;
 
 /** A Communicator over one Link per other rank (a full mesh). */
 export class LinkCommunicator implements Communicator {
@@ -136,8 +139,30 @@ export class LinkCommunicator implements Communicator {
     const frames = link.messageBuffer
       ? encodeFrames(FrameKind.Data, tag, payload, (n) => link.messageBuffer!(n))
       : encodeFrames(FrameKind.Data, tag, payload);
+    return this.queue(peer, frames);
+  }
+
+  lend(peer: number, tag: Tag, payload: Uint8Array): Promise<void> {
+    if (!this.links.get(peer)?.sendInPlace) return this.send(peer, tag, payload);
+    const failed = this.unusable(peer);
+    if (failed) return Promise.reject(failed);
+    const taken: Promise<void>[] = [];
+    return this.queue(peer, frameParts(FrameKind.Data, tag, payload), taken).then(async () => {
+      try {
+        await Promise.all(taken);
+      } catch (e) {
+        // The link went down before it sent what it was lent: as a send that fails at once.
+        const err = this.sendFailed(peer, e);
+        this.lose(peer, String((e as Error).message));
+        throw this.error ?? err;
+      }
+    });
+  }
+
+  /** Queues frames for `peer` behind what is queued already; `taken` collects the promises of frames written in place. */
+  private queue(peer: number, frames: OutFrame[], taken?: Promise<void>[]): Promise<void> {
     const prev = this.sendChains.get(peer) ?? Promise.resolve();
-    const next = prev.then(() => this.write(peer, frames));
+    const next = prev.then(() => this.write(peer, frames, taken));
     // A failed send must not poison the chain for the abort path; the caller sees the error.
     this.sendChains.set(
       peer,
@@ -146,44 +171,56 @@ export class LinkCommunicator implements Communicator {
     return next;
   }
 
-  private async write(peer: number, frames: Uint8Array[]): Promise<void> {
+  private async write(peer: number, frames: OutFrame[], taken?: Promise<void>[]): Promise<void> {
     const link = this.links.get(peer)!;
     for (const f of frames) {
-      // Poll bufferedAmount: the bufferedamountlow event alone is not reliable (see ENVIRONMENT.md).
-      // Reading it is a call into the native stack (costly with @roamhq/wrtc), so only read it
-      // when what we have queued since the last reading could have filled the buffer.
-      if ((this.queuedEstimate.get(peer) ?? 0) + f.byteLength > this.opts.highWaterBytes) {
-        let buffered = link.bufferedAmount();
-        // Back off while the buffer stays full: each reading blocks on the WebRTC thread.
-        let wait = this.opts.pollMs;
-        while (buffered > this.opts.highWaterBytes - f.byteLength) {
-          const failed = this.blocked(peer);
-          if (failed) throw failed;
-          // A link that says when it drained is waited on (bounded, so an abort is seen); the rest are polled.
-          if (link.waitForRoom) await link.waitForRoom(ROOM_WAIT_MS);
-          else await sleep(wait);
-          wait = Math.min(2 * wait, MAX_POLL_MS);
-          buffered = link.bufferedAmount();
-        }
-        this.queuedEstimate.set(peer, buffered);
-      }
-      this.queuedEstimate.set(peer, (this.queuedEstimate.get(peer) ?? 0) + f.byteLength);
+      const bytes = f instanceof Uint8Array ? f.byteLength : f.head.byteLength + f.body.byteLength;
+      if ((this.queuedEstimate.get(peer) ?? 0) + bytes > this.opts.highWaterBytes)
+        await this.roomFor(peer, link, bytes);
+      this.queuedEstimate.set(peer, (this.queuedEstimate.get(peer) ?? 0) + bytes);
       const failed = this.blocked(peer);
       if (failed) throw failed;
       try {
-        link.send(f);
+        if (f instanceof Uint8Array) link.send(f);
+        else taken!.push(link.sendInPlace!(f.head, f.body));
       } catch (e) {
-        const err = new RingtrainError(
-          ErrorCode.PeerLost,
-          `sending to rank ${peer} failed (${(e as Error).message}); the ring is broken, rebuild it`,
-          { peer, rank: this.rank },
-        );
+        const err = this.sendFailed(peer, e);
         this.lose(peer, String((e as Error).message));
         throw this.error ?? err;
       }
-      this.stats.bytesSent += f.byteLength;
+      this.stats.bytesSent += bytes;
       this.liveness.sent(peer);
     }
+  }
+
+  /**
+   * Waits while `peer`'s link holds more than the high-water mark would allow with `bytes` more.
+   * Called only when what was queued since the last reading could have filled the buffer: reading
+   * bufferedAmount is a call into the native stack (costly with @roamhq/wrtc). It is polled, as the
+   * bufferedamountlow event alone is not reliable (see ENVIRONMENT.md).
+   */
+  private async roomFor(peer: number, link: Link, bytes: number): Promise<void> {
+    let buffered = link.bufferedAmount();
+    // Back off while the buffer stays full: each reading blocks on the WebRTC thread.
+    let wait = this.opts.pollMs;
+    while (buffered > this.opts.highWaterBytes - bytes) {
+      const failed = this.blocked(peer);
+      if (failed) throw failed;
+      // A link that says when it drained is waited on (bounded, so an abort is seen); the rest are polled.
+      if (link.waitForRoom) await link.waitForRoom(ROOM_WAIT_MS);
+      else await sleep(wait);
+      wait = Math.min(2 * wait, MAX_POLL_MS);
+      buffered = link.bufferedAmount();
+    }
+    this.queuedEstimate.set(peer, buffered);
+  }
+
+  private sendFailed(peer: number, e: unknown): RingtrainError {
+    return new RingtrainError(
+      ErrorCode.PeerLost,
+      `sending to rank ${peer} failed (${(e as Error).message}); the ring is broken, rebuild it`,
+      { peer, rank: this.rank },
+    );
   }
 
   forget(id: number, step: (step: number) => boolean): void {

@@ -69,6 +69,26 @@ export function encodeFrames(
   return frames;
 }
 
+/** A frame as a header and a view of the payload it carries (not copied): what a link writes in place. */
+export interface FrameParts {
+  head: Uint8Array;
+  body: Uint8Array;
+}
+
+/** Cuts a payload into frames without copying it: each frame's body is a view of `payload`. */
+export function frameParts(kind: FrameKind, tag: Tag, payload: Uint8Array): FrameParts[] {
+  const parts: FrameParts[] = [];
+  let offset = 0;
+  do {
+    const n = Math.min(MAX_FRAME_PAYLOAD, payload.byteLength - offset);
+    const head = new Uint8Array(HEADER_BYTES);
+    header(kind, offset + n >= payload.byteLength, tag, head);
+    parts.push({ head, body: payload.subarray(offset, offset + n) });
+    offset += n;
+  } while (offset < payload.byteLength);
+  return parts;
+}
+
 export function decodeFrame(bytes: Uint8Array): Frame {
   if (bytes.byteLength < HEADER_BYTES) {
     throw new Error(`frame of ${bytes.byteLength} bytes is shorter than its ${HEADER_BYTES}-byte header`);

@@ -24,6 +24,13 @@ export interface Communicator {
   readonly events: EventBus;
   /** Queue `payload` (copied at once) for `peer`; resolves when it was handed to the transport. */
   send(peer: number, tag: Tag, payload: Uint8Array): Promise<void>;
+  /**
+   * Like send, without the copy where the link allows it: the transport reads `payload` where it
+   * lies, so the caller leaves its bytes as they are until the returned promise resolves, and then
+   * nothing reads them any more. Over a link that copies anyway it is send(), resolving once the
+   * copy is queued. Optional: a communicator without it is used through send().
+   */
+  lend?(peer: number, tag: Tag, payload: Uint8Array): Promise<void>;
   /** The message `peer` sent with `tag`. Rejects with Timeout after `timeoutMs`, PeerLost if the peer goes. */
   recv(peer: number, tag: Tag, timeoutMs?: number): Promise<Uint8Array>;
   /**

@@ -14,6 +14,14 @@ export interface Link {
    * keep no buffers of their own leave it out; senders then allocate each message.
    */
   messageBuffer?(bytes: number): Uint8Array;
+  /**
+   * Queue one message made of `head` then `body` (together at most MAX_MESSAGE_BYTES) without
+   * copying `body`: the link reads it where it lies, so its bytes must stay as they are until the
+   * returned promise resolves, once the transport holds no reference to them (a socket's kernel has
+   * them). It rejects if the link goes down first; throws, as send() does, if it is down already.
+   * Links whose stack copies every message anyway (a data channel) leave it out.
+   */
+  sendInPlace?(head: Uint8Array, body: Uint8Array): Promise<void>;
   /** Bytes queued but not yet handed to the network: the sender polls this for backpressure. */
   bufferedAmount(): number;
   /**

@@ -4,16 +4,27 @@ import type { Link } from './link.ts';
 const later: (f: () => void) => void =
   (globalThis as { setImmediate?: (f: () => void) => void }).setImmediate ?? ((f) => setTimeout(f, 0));
 
+/** A message sent in place: its body is read (copied) only when the link gets to it. */
+interface Lent {
+  head: Uint8Array;
+  body: Uint8Array;
+  taken: (error?: Error) => void;
+}
+
 /**
  * In-memory links for unit tests and the page's teaching mode. Messages are
  * copied (so nobody shares buffers by accident) and delivered in order on a
- * later macrotask, like a real network would.
+ * later macrotask, like a real network would. A message sent in place is read
+ * on that later macrotask too, as a socket reads what it was lent once the
+ * kernel has room: a collective that writes lent memory too soon sends what it wrote.
  */
 class MemoryLink implements Link {
   private handler: ((m: Uint8Array) => void) | null = null;
   private closeHandlers: ((reason?: Error) => void)[] = [];
   private inbox: Uint8Array[] = [];
   private scheduled = false;
+  private outbox: (Uint8Array | Lent)[] = [];
+  private sending = false;
   private closed = false;
   other!: MemoryLink;
 
@@ -21,7 +32,42 @@ class MemoryLink implements Link {
 
   send(message: Uint8Array): void {
     if (this.closed) throw new Error(`memory link to rank ${this.peer} is closed`);
-    this.other.deliver(message.slice());
+    this.outbox.push(message.slice());
+    this.flushLater();
+  }
+
+  sendInPlace(head: Uint8Array, body: Uint8Array): Promise<void> {
+    if (this.closed) throw new Error(`memory link to rank ${this.peer} is closed`);
+    return new Promise((resolve, reject) => {
+      this.outbox.push({ head, body, taken: (error) => (error ? reject(error) : resolve()) });
+      this.flushLater();
+    });
+  }
+
+  /** Hands the outbox to the other end in order on a later macrotask, reading lent bodies then. */
+  private flushLater(): void {
+    if (this.sending) return;
+    this.sending = true;
+    later(() => {
+      this.sending = false;
+      const out = this.outbox;
+      this.outbox = [];
+      for (const m of out) {
+        if (m instanceof Uint8Array) {
+          this.other.deliver(m);
+          continue;
+        }
+        if (this.closed) {
+          m.taken(new Error(`memory link to rank ${this.peer} closed before the message went`));
+          continue;
+        }
+        const whole = new Uint8Array(m.head.byteLength + m.body.byteLength);
+        whole.set(m.head);
+        whole.set(m.body, m.head.byteLength);
+        this.other.deliver(whole);
+        m.taken();
+      }
+    });
   }
 
   bufferedAmount(): number {

@@ -157,6 +157,24 @@ export class StreamLink implements Link {
     this.socket.uncork();
   }
 
+  sendInPlace(head: Uint8Array, body: Uint8Array): Promise<void> {
+    const bytes = head.byteLength + body.byteLength;
+    if (this.end.down || this.socket.destroyed) throw new Error(`TCP link to rank ${this.peer} is down`);
+    if (bytes > MAX_MESSAGE_BYTES)
+      throw new Error(`a ${bytes}-byte message is over the ${MAX_MESSAGE_BYTES}-byte frame cap`);
+    const front = new Uint8Array(LENGTH_BYTES + head.byteLength);
+    new DataView(front.buffer).setUint32(0, bytes, true);
+    front.set(head, LENGTH_BYTES);
+    // One writev for both; the socket keeps a reference to `body` (no copy) until the kernel has its
+    // bytes, then calls back. A socket destroyed before calls back with its error.
+    return new Promise((resolve, reject) => {
+      this.socket.cork();
+      this.socket.write(front);
+      this.socket.write(body, (err) => (err ? reject(err) : resolve()));
+      this.socket.uncork();
+    });
+  }
+
   messageBuffer(bytes: number): Uint8Array {
     return this.sendBuffers.take(bytes);
   }

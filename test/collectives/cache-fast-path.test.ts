@@ -16,6 +16,7 @@ import type { RingtrainError } from '../../src/core/errors.ts';
 import { PHASE_ALLGATHER } from '../../src/collectives/transfer/ring.ts';
 import { FAST_STEP_BIT } from '../../src/collectives/controller/negotiate.ts';
 import type { ReduceOp } from '../../src/collectives/codecs/types.ts';
+import { interceptSends } from '../support/intercept-sends.ts';
 
 const phasesOf = (comm: Communicator) => {
   const phases: string[] = [];
@@ -277,11 +278,13 @@ describe('in place on the ring, the fast path keeps no copy of the buffer', () =
     const make = () => comms.map((_, r) => Float32Array.from({ length: 3000 }, (_, k) => r + k));
     await Promise.all(comms.map((c, r) => allreduceInPlace(c, make()[r], opts)));
     // Rank 1 stops passing on the allgather's data to rank 2: every rank has gone ahead by then.
-    const send = comms[1].send.bind(comms[1]);
-    comms[1].send = (peer, tag, payload) =>
-      (tag.step & FAST_STEP_BIT) !== 0 && (tag.step & ~FAST_STEP_BIT) >>> 16 === PHASE_ALLGATHER && peer === 2
-        ? Promise.resolve()
-        : send(peer, tag, payload);
+    interceptSends(
+      comms[1],
+      (send) => (peer, tag, payload) =>
+        (tag.step & FAST_STEP_BIT) !== 0 && (tag.step & ~FAST_STEP_BIT) >>> 16 === PHASE_ALLGATHER && peer === 2
+          ? Promise.resolve()
+          : send(peer, tag, payload),
+    );
     const out = await Promise.allSettled(comms.map((c, r) => allreduceInPlace(c, make()[r], opts)));
     // Ranks 0 and 1 had every byte they needed and may have finished; rank 2 cannot negotiate again
     // (its buffer holds partial results), so it fails and aborts the communicator.

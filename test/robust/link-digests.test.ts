@@ -22,6 +22,7 @@ import { FAST_STEP_BIT } from '../../src/collectives/controller/negotiate.ts';
 import { PHASE_ALLGATHER, PHASE_REDUCE_SCATTER } from '../../src/collectives/transfer/ring.ts';
 import { accuseOnSend } from '../support/chaos/accuse.ts';
 import { ring, signedRing } from './memory-ring.ts';
+import { interceptSends } from '../support/intercept-sends.ts';
 
 const opened: LinkCommunicator[] = [];
 afterEach(async () => {
@@ -105,14 +106,13 @@ describe('signed link digests in the verified allreduce', () => {
 
 /** From now on the link from `comm` to its right neighbour adds 1 to the first float of every reduce-scatter message. */
 function corruptReduceScatter(comm: LinkCommunicator): void {
-  const send = comm.send.bind(comm);
   const right = (comm.rank + 1) % comm.size;
-  comm.send = (peer, tag, payload) => {
+  interceptSends(comm, (send) => (peer, tag, payload) => {
     if (peer !== right || (tag.step & ~FAST_STEP_BIT) >>> 16 !== PHASE_REDUCE_SCATTER) return send(peer, tag, payload);
     const changed = new Uint8Array(payload);
     new Float32Array(changed.buffer)[0] += 1;
     return send(peer, tag, changed);
-  };
+  });
 }
 
 describe('a link that changes reduce-scatter bytes, signed digests or not', () => {
@@ -135,14 +135,13 @@ describe('a link that changes reduce-scatter bytes, signed digests or not', () =
 
 /** From now on `comm` changes a float of every allgather message over 16 KB it sends on (the evidence's, here). */
 function changeEvidenceOnSend(comm: LinkCommunicator): void {
-  const send = comm.send.bind(comm);
-  comm.send = (peer, tag, payload) => {
+  interceptSends(comm, (send) => (peer, tag, payload) => {
     const phase = (tag.step & ~FAST_STEP_BIT) >>> 16;
     if (phase !== PHASE_ALLGATHER || payload.byteLength <= 16384) return send(peer, tag, payload);
     const changed = new Uint8Array(payload);
     new Float32Array(changed.buffer)[1] += 1;
     return send(peer, tag, changed);
-  };
+  });
 }
 
 describe('the evidence, signed by the hashes of its bytes', () => {

@@ -14,6 +14,7 @@ import { keysOf } from '../../src/distributed/session/ring-keys.ts';
 import { proofOf, provenRelayer, signedAllgather, signedForHop } from '../../src/distributed/session/signed-gather.ts';
 import { until } from '../support/workers.ts';
 import { ring, signedRing } from './memory-ring.ts';
+import { interceptSends } from '../support/intercept-sends.ts';
 
 const opened: Communicator[] = [];
 afterEach(async () => {
@@ -31,8 +32,7 @@ async function openSignedRing(size: number) {
  * the hop over what it sends, as the protocol asks, else leaves the hop signature it made for the original.
  */
 function rewriteForwarded(comm: Communicator, signHop: boolean): void {
-  const send = comm.send.bind(comm);
-  comm.send = (peer, tag, payload) => {
+  interceptSends(comm, (send) => (peer, tag, payload) => {
     // Hop 0 of the ring allgather's phase carries its own block; later hops pass others' on.
     const step = tag.step & ~FAST_STEP_BIT;
     if (step >> 16 !== PHASE_ALLGATHER || (step & 0xffff) === 0) return send(peer, tag, payload);
@@ -43,7 +43,7 @@ function rewriteForwarded(comm: Communicator, signHop: boolean): void {
     return signedForHop(keysOf(comm)!, { name: 'checks', step: 7 }, comm.rank, author, copy).then((b) =>
       send(peer, tag, b),
     );
-  };
+  });
 }
 
 async function gatherWithRelayer(signHop: boolean) {

@@ -48,7 +48,8 @@ export async function ringAllreduceInPlace(
       }),
     );
   } finally {
-    if (partial !== buf) givePartial(run.comm, partial);
+    // Its sums were lent to the links: it goes back to the pool once no link reads it.
+    if (partial !== buf) void run.lentSettled().then(() => givePartial(run.comm, partial));
   }
   finish(view(buf, chunks[rank].offset, chunks[rank].count), s, size);
   // Allgather makes the owner keep exactly what the others receive (lossy codecs); alone, round it here.

@@ -94,6 +94,14 @@ export class ProcessSet implements Communicator {
     return this.parent.send(this.peer(peer), this.outer(tag), payload);
   }
 
+  lend(peer: number, tag: Tag, payload: Uint8Array): Promise<void> {
+    const e = this.error;
+    if (e) return Promise.reject(e);
+    const parent = this.parent;
+    const [to, outer] = [this.peer(peer), this.outer(tag)];
+    return parent.lend ? parent.lend(to, outer, payload) : parent.send(to, outer, payload);
+  }
+
   recv(peer: number, tag: Tag, timeoutMs?: number): Promise<Uint8Array> {
     const e = this.error;
     if (e) return Promise.reject(e);

@@ -68,6 +68,8 @@ export class Run {
   readonly timeoutMs: number;
   readonly segmentBytes: number;
   private sends: Promise<void>[] = [];
+  /** Every lent send of this run, settled either way, kept through a fall-back (goSlow forgets `sends`). */
+  private lent: Promise<unknown>[] = [];
   private fast: FastState | null = null;
 
   constructor(
@@ -158,22 +160,50 @@ export class Run {
     this.sends = [];
   }
 
-  /** Queues a send without waiting for it; `flush()` waits for them all. */
+  /** Queues a send without waiting for it (the payload is copied at once); `flush()` waits for them all. */
   send(peer: number, tag: Tag, payload: Uint8Array): void {
-    const f = this.fast;
-    if (f) {
-      if (f.fallen) return;
-      if (!f.sentTo.has(peer)) {
-        f.sentTo.add(peer);
-        const out = new Uint8Array(FINGERPRINT_BYTES + payload.byteLength);
-        out.set(f.fingerprint);
-        out.set(payload, FINGERPRINT_BYTES);
-        payload = out;
-      }
-    }
-    const p = this.comm.send(peer, tag, payload);
+    const out = this.fingerprinted(peer, payload);
+    if (!out) return;
+    const p = this.comm.send(peer, tag, out);
     p.catch(() => {}); // observed in flush(); a failure also aborts the communicator
     this.sends.push(p);
+  }
+
+  /**
+   * Queues a send of `payload` where it lies (Communicator.lend): its bytes stay as they are until
+   * the returned promise resolves. `flush()` waits for it too, so a collective resolves only once
+   * nothing reads its caller's tensor any more.
+   */
+  lend(peer: number, tag: Tag, payload: Uint8Array): Promise<void> {
+    const out = this.fingerprinted(peer, payload);
+    if (!out) return Promise.resolve();
+    const comm = this.comm;
+    const p = comm.lend ? comm.lend(peer, tag, out) : comm.send(peer, tag, out);
+    p.catch(() => {}); // observed in flush(); a failure also aborts the communicator
+    this.sends.push(p);
+    this.lent.push(p.catch(() => {}));
+    return p;
+  }
+
+  /**
+   * Resolves once every send this run lent so far has settled: then the memory they were lent from
+   * may be written (the allgather's blocks, which reduce-scatter sent from) or handed on.
+   */
+  lentSettled(): Promise<void> {
+    return Promise.all(this.lent).then(() => {});
+  }
+
+  /** The payload as it goes to `peer`: on the fast path its first message carries the agreement's fingerprint; null once the path fell. */
+  private fingerprinted(peer: number, payload: Uint8Array): Uint8Array | null {
+    const f = this.fast;
+    if (!f) return payload;
+    if (f.fallen) return null;
+    if (f.sentTo.has(peer)) return payload;
+    f.sentTo.add(peer);
+    const out = new Uint8Array(FINGERPRINT_BYTES + payload.byteLength);
+    out.set(f.fingerprint);
+    out.set(payload, FINGERPRINT_BYTES);
+    return out;
   }
 
   recv(peer: number, tag: Tag): Promise<Uint8Array> {

@@ -62,6 +62,18 @@ function expectCount(
   }
 }
 
+/**
+ * Gives a received message back to its link (Communicator.release) once nothing reads it: at once,
+ * or when it was lent onward, once that send is done with it (a failed one leaves it to the collector).
+ */
+function releaseWhenSent(run: Run, from: number, payload: Uint8Array, forwarded: Promise<void> | null): void {
+  if (!forwarded) return run.comm.release?.(from, payload);
+  forwarded.then(
+    () => run.comm.release?.(from, payload),
+    () => {},
+  );
+}
+
 /** Decodes a received segment straight into its place in `buf`. */
 function decodeInto(codec: Codec, payload: Uint8Array, buf: Tensor, seg: Range): Tensor {
   const target = buf.subarray(seg.offset, seg.offset + seg.count);
@@ -200,7 +212,9 @@ async function reduceScatterSteps(
     // With feedback this rewrites the view, which this rank never reads again (allgather overwrites it).
     const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
     if (observeSent && view instanceof Float32Array) observeSent(seg.offset, view);
-    run.send(right, tag(step, j), bytes);
+    // Lent, not copied: no step writes a chunk again once it went out (a rank reduces each chunk
+    // once, before sending it on); the allgather, which does, waits for these first.
+    void run.lend(right, tag(step, j), bytes);
     run.chunkEvent('chunk-send', ring.label, step, rank, right, chunk, seg, bytes.byteLength, view);
   };
   // Step 0 needs nothing from anyone: its segments go out ahead of what arrives.
@@ -276,12 +290,15 @@ async function allgatherSteps(
 ): Promise<void> {
   const { n, at, left, right, tag, segments } = placed;
   const { rank } = run.comm;
+  // What was lent before (reduce-scatter's partial sums) may still be read by a link: the blocks
+  // received here overwrite them only once it is not.
+  let lentBefore: Promise<void> | null = run.lentSettled();
   const sendOwn = sendAhead(segments(blocks[at]), (seg, j) => {
     const view = buf.subarray(seg.offset, seg.offset + seg.count);
     const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
     // With a lossy codec the owner keeps what the others get, so every rank ends bitwise equal.
     if (codec.lossy && !residual) codec.decode(bytes, buf, view);
-    run.send(right, tag(0, j), bytes);
+    void run.lend(right, tag(0, j), bytes);
     run.chunkEvent('chunk-send', ring.label, 0, rank, right, at, seg, bytes.byteLength, view);
   });
   for (let step = 0; step < n - 1; step++) {
@@ -292,16 +309,18 @@ async function allgatherSteps(
       const payload = await run.recv(left, tag(step, j));
       // Checked before it goes on: a rank that vets never passes on what fails, so a bad one names who handed it over.
       const onward = vet ? await vet(block, payload, left, step < n - 2) : payload;
-      if (step < n - 2) {
-        run.send(right, tag(step + 1, j), onward);
+      const forwarded = step < n - 2 ? run.lend(right, tag(step + 1, j), onward) : null;
+      if (forwarded) {
         run.chunkEvent('chunk-send', ring.label, step + 1, rank, right, block, seg, payload.byteLength);
         await run.sendsInFlightAtMost(2 * SEND_AHEAD);
       }
       expectCount(payload, codec, seg, left, ring);
+      if (lentBefore) await lentBefore;
+      lentBefore = null;
       const incoming = decodeInto(codec, payload, buf, seg);
       run.chunkEvent('chunk-recv', ring.label, step, left, rank, block, seg, payload.byteLength, incoming, incoming);
-      // Copied into `buf`, and sent on (a send copies at once): nothing reads it any more.
-      run.comm.release?.(left, payload);
+      // Copied into `buf`: nothing reads it here any more, and a message sent on goes back once sent.
+      releaseWhenSent(run, left, payload, forwarded);
       if (step === 0) sendOwn(j + 1 + SEND_AHEAD);
     }
     if (step === 0) sendOwn(Infinity);
@@ -334,20 +353,20 @@ export async function ringBroadcast(run: Run, buf: Tensor, root: number, codec: 
     if (position === 0) {
       const view = buf.subarray(seg.offset, seg.offset + seg.count);
       const bytes = codec.encode(view);
-      run.send(right, tag, bytes);
+      void run.lend(right, tag, bytes);
       run.chunkEvent('chunk-send', 'broadcast', 0, rank, right, 0, seg, bytes.byteLength, view);
       await run.sendsInFlightAtMost(BROADCAST_WINDOW);
       continue;
     }
     const payload = await run.recv(left, tag);
-    if (position < size - 1) {
-      run.send(right, tag, payload);
+    const forwarded = position < size - 1 ? run.lend(right, tag, payload) : null;
+    if (forwarded) {
       run.chunkEvent('chunk-send', 'broadcast', position, rank, right, 0, seg, payload.byteLength);
       await run.sendsInFlightAtMost(BROADCAST_WINDOW);
     }
     expectCount(payload, codec, seg, left, { label: 'broadcast' });
     const incoming = decodeInto(codec, payload, buf, seg);
     run.chunkEvent('chunk-recv', 'broadcast', position - 1, left, rank, 0, seg, payload.byteLength, incoming, incoming);
-    run.comm.release?.(left, payload);
+    releaseWhenSent(run, left, payload, forwarded);
   }
 }

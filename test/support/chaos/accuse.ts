@@ -16,6 +16,7 @@ import { VERIFY_BUCKETS } from '../../../src/distributed/robust/step-checks.ts';
 import { verdictWords } from '../../../src/distributed/robust/verify-verdicts.ts';
 import { keysOf, SIGNATURE_BYTES } from '../../../src/distributed/session/ring-keys.ts';
 import { signedAllgather, signedAsAuthor } from '../../../src/distributed/session/signed-gather.ts';
+import { interceptSends } from '../intercept-sends.ts';
 
 /** Words per chunk of a verdict block (verify-verdicts.ts). */
 const WORDS_PER_CHUNK = verdictWords(1, VERIFY_BUCKETS);
@@ -45,8 +46,7 @@ export function accuseOnSend(
 ): void {
   if (accusing.has(comm)) return;
   accusing.add(comm);
-  const send = comm.send.bind(comm);
-  comm.send = (peer, tag, payload) => {
+  interceptSends(comm, (send) => (peer, tag, payload) => {
     const step = stepNow();
     const keys = keysOf(comm);
     const trailer = keys ? 2 * SIGNATURE_BYTES : 0;
@@ -72,7 +72,7 @@ export function accuseOnSend(
     return signedAsAuthor(keys, { name: 'verify-verdicts', step }, comm.rank, values).then((block) =>
       send(peer, tag, withFront(new Uint8Array(block.buffer))),
     );
-  };
+  });
 }
 
 /**

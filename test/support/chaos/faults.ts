@@ -32,6 +32,7 @@ import { PHASE_ALLGATHER } from '../../../src/collectives/transfer/ring.ts';
 import { keysOf } from '../../../src/distributed/session/ring-keys.ts';
 import { signedForHop } from '../../../src/distributed/session/signed-gather.ts';
 import { accuseOnSend } from './accuse.ts';
+import { interceptSends } from '../intercept-sends.ts';
 
 export type Fault =
   | { kind: 'nan'; fromStep: number }
@@ -125,7 +126,7 @@ export function lieAfterChecks(fault: Fault, grads: Float32Array, step: number):
 
 /** A communicator over links (LinkCommunicator): the wire faults put raw bytes on the link under it. */
 export interface RawWire {
-  linkTo(peer: number): Pick<Link, 'send' | 'transport'> | undefined;
+  linkTo(peer: number): Pick<Link, 'send' | 'sendInPlace' | 'transport'> | undefined;
 }
 
 function hasRawWire(c: unknown): c is RawWire {
@@ -228,13 +229,12 @@ export function flipBitsOnSend(comm: Communicator): void {
   if (corrupted.has(comm) || comm.size < 2) return;
   corrupted.add(comm);
   const right = (comm.rank + 1) % comm.size;
-  const send = comm.send.bind(comm);
-  comm.send = (peer, tag, payload) => {
+  interceptSends(comm, (send) => (peer, tag, payload) => {
     if (peer !== right || payload.byteLength < FLIP_MIN_BYTES) return send(peer, tag, payload);
     const copy = ownCopy(payload);
     for (let i = 0; i + 4 <= copy.byteLength; i += 4 * FLIP_STRIDE) copy[i + (FLIP_BIT >> 3)] ^= 1 << (FLIP_BIT & 7);
     return send(peer, tag, copy);
-  };
+  });
 }
 
 const corruptedLinks = new WeakSet<object>();
@@ -255,6 +255,8 @@ export function flipBitsOnLink(comm: Communicator, say?: (line: string) => void)
   if (!link || corruptedLinks.has(link)) return;
   corruptedLinks.add(link);
   const send = link.send.bind(link);
+  // Messages lent to this link go through send() as copies, so every data frame passes the flip below.
+  link.sendInPlace = undefined;
   link.send = (frame) => {
     if (frame[0] !== FrameKind.Data || frame.byteLength < HEADER_BYTES + FLIP_MIN_BYTES) return send(frame);
     const copy = frame.slice();
@@ -282,9 +284,8 @@ function isRelayedBlock(tag: { step: number }, payload: Uint8Array): boolean {
  * (signed-gather.ts), under that gather's name, over what it really sends.
  */
 function relayNormOnSend(comm: Communicator, step: number, now: () => boolean): void {
-  const send = comm.send.bind(comm);
   let gather: number | undefined;
-  comm.send = (peer, tag, payload) => {
+  interceptSends(comm, (send) => (peer, tag, payload) => {
     if (!now() || !isRelayedBlock(tag, payload)) return send(peer, tag, payload);
     gather ??= tag.id;
     if (tag.id !== gather) return send(peer, tag, payload);
@@ -296,7 +297,7 @@ function relayNormOnSend(comm: Communicator, step: number, now: () => boolean): 
     return signedForHop(keys, { name: 'gradient-sketches', step }, comm.rank, author, copy).then((signed) =>
       send(peer, tag, signed),
     );
-  };
+  });
 }
 
 /**
