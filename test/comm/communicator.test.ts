@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { LinkCommunicator } from '../../src/comm/communicator.ts';
 import type { Link } from '../../src/comm/link.ts';
 import { memoryLinkPair } from '../../src/comm/memory-link.ts';
+import { MAX_FRAME_PAYLOAD } from '../../src/comm/frame.ts';
 
 /** A link that queues what it is given and lets 64 KiB through every 2 ms, like a slow network. */
 function throttled(inner: Link): Link & { maxQueued: number; stop(): void } {
@@ -76,6 +77,38 @@ describe('LinkCommunicator', () => {
       detail: { waitingFor: [0] },
     });
     await Promise.all([c0.close(), c1.close()]);
+  });
+
+  it('lends a payload to a link that reads it where it lies: copied by send, read in place by lend until it resolves', async () => {
+    const [a, b] = memoryLinkPair(0, 1);
+    const c0 = new LinkCommunicator(0, 2, new Map([[1, a]]));
+    const c1 = new LinkCommunicator(1, 2, new Map([[0, b]]));
+    const copied = Uint8Array.of(1, 2, 3);
+    const sent = c0.send(1, { id: 1, step: 0, chunk: 0 }, copied);
+    copied[0] = 9;
+    // A payload larger than one frame, lent: the link reads every fragment when it sends it, not before.
+    const lentBytes = new Uint8Array(MAX_FRAME_PAYLOAD + 100).fill(7);
+    const lent = c0.lend(1, { id: 1, step: 0, chunk: 1 }, lentBytes);
+    lentBytes[0] = 8;
+    lentBytes[MAX_FRAME_PAYLOAD + 99] = 8;
+    await Promise.all([sent, lent]);
+    // Once lend resolved nothing reads the payload any more.
+    lentBytes.fill(0);
+    expect(Array.from(await c1.recv(0, { id: 1, step: 0, chunk: 0 }, 1000))).toEqual([1, 2, 3]);
+    const got = await c1.recv(0, { id: 1, step: 0, chunk: 1 }, 1000);
+    expect(got.byteLength).toBe(MAX_FRAME_PAYLOAD + 100);
+    expect([got[0], got[1], got[MAX_FRAME_PAYLOAD + 98], got[MAX_FRAME_PAYLOAD + 99]]).toEqual([8, 7, 7, 8]);
+    await Promise.all([c0.close(), c1.close()]);
+  });
+
+  it('fails a lent send whose link goes down before it went as the loss of that peer', async () => {
+    const [a, b] = memoryLinkPair(0, 1);
+    const c0 = new LinkCommunicator(0, 2, new Map([[1, a]]), { peerTimeoutMs: 0 });
+    const c1 = new LinkCommunicator(1, 2, new Map([[0, b]]), { peerTimeoutMs: 0 });
+    const lent = c0.lend(1, { id: 2, step: 0, chunk: 0 }, new Uint8Array(64));
+    b.close();
+    await expect(lent).rejects.toMatchObject({ code: 'ERR_PEER_LOST', detail: { peer: 1 } });
+    await Promise.allSettled([c0.close(), c1.close()]);
   });
 
   it('refuses bad ranks and missing links', async () => {
