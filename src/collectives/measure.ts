@@ -93,7 +93,10 @@ export async function streamBytes(
     const sends: Promise<void>[] = [];
     for (let j = 0; j < pieces; j++) {
       if (j >= STREAM_WINDOW) await sends[j - STREAM_WINDOW];
-      sends.push(comm.send(to!, { id, step, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
+      // Lent where the link reads in place, as the ring's segments are: `data` never changes.
+      const tag = { id, step, chunk: j };
+      const block = data.subarray(0, Math.min(piece, bytes - j * piece));
+      sends.push(comm.lend ? comm.lend(to!, tag, block) : comm.send(to!, tag, block));
     }
     await Promise.all(sends);
   };
