@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { findDeno } from '../core/find-deno.node.ts';
+import { nodeRuntimeFlags } from '../core/node-flags.node.ts';
 import { PACKAGE_ROOT, RUNS_SOURCES } from '../core/package-root.node.ts';
 import { detectRuntime, type RuntimeName } from '../core/runtime.ts';
 import {
@@ -46,7 +47,7 @@ function cliFile(stem: string): string {
 
 /** `node` arguments that run one of our files: the sources need tsx's loader, the built code nothing. */
 function nodeArgsFor(file: string): string[] {
-  return RUNS_SOURCES ? ['--import', 'tsx', file] : [file];
+  return [...nodeRuntimeFlags(), ...(RUNS_SOURCES ? ['--import', 'tsx', file] : [file])];
 }
 
 /** What to tell a person who has no Deno: commands that work in their own project, not only in ours. */

@@ -61,6 +61,11 @@ export interface MeasureOptions {
   iterations?: number;
   segmentBytes?: number;
   timeoutMs?: number;
+  /**
+   * Called just before and just after each timed allreduce (not the warm-up, the streams or the
+   * barriers): the bench's memory windows.
+   */
+  eachTimed?: { before(): void; after(): void };
 }
 
 const MB = 1e6;
@@ -157,8 +162,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const timeoutMs = o.timeoutMs ?? 120_000;
   const iterations = o.iterations ?? (o.bytes <= 16 * 1024 * 1024 ? 5 : 3);
   const count = Math.floor(o.bytes / 4);
-  const data = new Float32Array(count);
-  for (let i = 0; i < count; i++) data[i] = ((i * 7919 + comm.rank * 31) % 1000) / 1000 - 0.5;
+  const data = benchTensor(count, comm.rank);
   // In place and averaged, as a step's gradient is reduced (allreduce's own copy of the tensor is not what training pays).
   const opts = {
     name: 'bench',
@@ -178,12 +182,15 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const f32Seconds: number[] = [];
   const gaps: number[] = [];
   const latencyIterations = o.iterations ?? 20;
+  const eachTimed = o.eachTimed;
   const timed = async (o: ReduceOptions & { chunkBytes: number }, into: number[], gapsInto?: number[]) => {
     await barrier(comm, { timeoutMs });
     const watch = gapsInto ? watchPhaseGap(comm) : null;
+    eachTimed?.before();
     const t0 = now();
     await allreduceInPlace(comm, data, o);
     into.push((now() - t0) / 1000);
+    eachTimed?.after();
     const gap = watch?.stop();
     if (gap != null) gapsInto!.push(gap);
   };
@@ -208,6 +215,19 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   const algorithm = chooseAlgorithm(reduceSettings(data, opts, 'measure'), count * 4, comm.size);
   const runs = { seconds, p2pSeconds, bidirSeconds, f32Seconds, gaps };
   return summarize(comm.size, count * 4, compression, algorithm, runs, { rtt, ring, rd, hd, twoShot });
+}
+
+/**
+ * The bench's tensor, ((i * 7919 + rank * 31) mod 1000) / 1000 - 0.5, which repeats every 1000
+ * elements: one period is computed and copied along. A loop over every element boxed each value
+ * until it was optimised and grew V8's young generation before the first allreduce (Deno: 12 MB).
+ */
+function benchTensor(count: number, rank: number): Float32Array {
+  const data = new Float32Array(count);
+  const period = new Float32Array(Math.min(1000, count));
+  for (let i = 0; i < period.length; i++) period[i] = ((i * 7919 + rank * 31) % 1000) / 1000 - 0.5;
+  for (let at = 0; at < count; at += period.length) data.set(period.subarray(0, count - at), at);
+  return data;
 }
 
 /** The figures of measureAllreduce from its timed runs (seconds each) and latency loops. */

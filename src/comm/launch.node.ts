@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../core/package-root.node.ts';
+import { nodeRuntimeFlags } from '../core/node-flags.node.ts';
 
 /**
  * Starts a local ring: one process per rank, Node or Deno, each running
@@ -40,7 +41,7 @@ export function commandFor(runtime: PeerRuntime, script: string): [string, strin
   if (runtime === 'deno') return [findDeno() ?? 'deno', ['run', '-A', '--quiet', script]];
   // RINGTRAIN_PEER_NODE_ARGS lets one profile peers (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
   const extra = (process.env.RINGTRAIN_PEER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  return [process.execPath, [...extra, '--import', 'tsx', script]];
+  return [process.execPath, [...nodeRuntimeFlags(), ...extra, '--import', 'tsx', script]];
 }
 
 function withRuntimeDir(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

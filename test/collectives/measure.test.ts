@@ -1,6 +1,16 @@
 /** The benchmark's bookkeeping (not its speed): fields, units and the nccl-tests busbw formula. */
 import { describe, expect, it } from 'vitest';
-import { benchAllreduce, benchSweep, parseBytes } from '../../src/cli/commands/bench-allreduce.node.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  benchAllreduce,
+  benchSweep,
+  memoryOf,
+  parseBytes,
+  type PeerRss,
+} from '../../src/cli/commands/bench-allreduce.node.ts';
+import { PeakRssWindows } from '../../src/cli/peak-rss.node.ts';
 import { autoAlgorithm } from '../../src/collectives/allreduce.ts';
 import { SWEEP_BYTES } from '../../src/collectives/measure.ts';
 import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/codecs/types.ts';
@@ -40,9 +50,11 @@ describe('bench allreduce', () => {
     expect(r.ring_phase_gap_ms).toBeNull();
     // The memory transport's peers share this process: no figure per peer.
     expect(r).toMatchObject({
-      peak_rss_bytes_by_peer: null,
+      allreduce_peak_rss_bytes_by_peer: null,
+      process_peak_rss_bytes_by_peer: null,
       rss_before_bytes_by_peer: null,
       peak_rss_over_tensor: null,
+      process_peak_rss_over_tensor: null,
     });
   });
 
@@ -84,17 +96,72 @@ describe('bench allreduce', () => {
     expect(r.fp16_speedup).toBeCloseTo(r.algbw_MBps / r.f32_algbw_MBps!, 1);
   });
 
-  it('reports each peer process its peak resident memory, and the peak per byte of tensor', async () => {
-    const r = await benchAllreduce({ peers: 2, bytes: 1024 * 1024, transport: 'tcp', fp16: false, iterations: 1 });
-    expect(r.peak_rss_bytes_by_peer).toHaveLength(2);
-    r.peak_rss_bytes_by_peer!.forEach((peak, rank) => {
+  it("reports each peer's peak inside the timed allreduces apart from its whole run's, both per byte of tensor", async () => {
+    const bytes = 32 * 1024 * 1024;
+    const r = await benchAllreduce({ peers: 2, bytes, transport: 'tcp', fp16: false, iterations: 1 });
+    expect(r.peak_rss_unavailable).toBeUndefined();
+    const peaks = r.allreduce_peak_rss_bytes_by_peer!;
+    expect(peaks).toHaveLength(2);
+    peaks.forEach((peak, rank) => {
       const before = r.rss_before_bytes_by_peer![rank]!;
       expect(before).toBeGreaterThan(0);
-      expect(peak).toBeGreaterThanOrEqual(before);
+      // The tensor is resident through every timed allreduce, so each window holds it on top of what was left of
+      // `before`: less only what the process gave back since (V8's start-up heap, up to about 15 MB under Node).
+      expect(peak).toBeGreaterThan(bytes);
+      expect(peak! - before).toBeGreaterThanOrEqual(bytes / 2);
+      // A window's mark restarts from the memory of the moment; the whole run's covers the windows too.
+      expect(peak).toBeLessThanOrEqual(r.process_peak_rss_bytes_by_peer![rank]!);
     });
-    const growth = r.peak_rss_bytes_by_peer!.map((p, i) => p! - r.rss_before_bytes_by_peer![i]!);
-    expect(r.peak_rss_over_tensor).toBeCloseTo(Math.max(...growth) / r.bytes, 2);
+    const over = (peakOf: (number | null)[]) =>
+      Math.max(...peakOf.map((p, i) => p! - r.rss_before_bytes_by_peer![i]!)) / bytes;
+    expect(r.peak_rss_over_tensor).toBeCloseTo(over(peaks), 2);
+    expect(r.process_peak_rss_over_tensor).toBeCloseTo(over(r.process_peak_rss_bytes_by_peer!), 2);
   }, 120_000);
+
+  it('gives no window peak, and says why, where the high-water mark cannot be reset', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ringtrain-proc-'));
+    try {
+      // A /proc/self with a status but no clear_refs (a kernel before 4.0, or no such file at all).
+      writeFileSync(join(dir, 'status'), 'VmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n');
+      const noReset = new PeakRssWindows(dir);
+      noReset.open();
+      noReset.close();
+      expect(noReset.report()).toMatchObject({
+        window_peak_bytes: null,
+        unavailable: expect.stringContaining('clear_refs'),
+      });
+      expect(noReset.report().process_peak_bytes).toBeGreaterThan(0);
+      // No /proc at all (not Linux).
+      const noProc = new PeakRssWindows(join(dir, 'absent'));
+      noProc.open();
+      noProc.close();
+      expect(noProc.report()).toMatchObject({
+        window_peak_bytes: null,
+        unavailable: expect.stringContaining('status'),
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("carries a peer's reason into the result when it has no window peak, and keeps the whole-run figure", () => {
+    const peer = (rank: number, allreduce: number | null): PeerRss => ({
+      rank,
+      before_bytes: 100,
+      process_peak_bytes: 500,
+      allreduce_peak_bytes: allreduce,
+      allreduce_peak_unavailable: allreduce === null ? 'cannot reset the high-water mark' : null,
+    });
+    expect(memoryOf([peer(1, null), peer(0, 300)], 200)).toEqual({
+      allreduce_peak_rss_bytes_by_peer: [300, null],
+      process_peak_rss_bytes_by_peer: [500, 500],
+      rss_before_bytes_by_peer: [100, 100],
+      peak_rss_over_tensor: null,
+      peak_rss_unavailable: 'rank 1: cannot reset the high-water mark',
+      process_peak_rss_over_tensor: 2,
+    });
+    expect(memoryOf([peer(0, 300), peer(1, 340)], 200)).toMatchObject({ peak_rss_over_tensor: 1.2 });
+  });
 
   it('refuses bad options with InvalidArgument', async () => {
     await expect(benchAllreduce({ peers: 0, bytes: 1024, transport: 'memory', fp16: false })).rejects.toMatchObject({

@@ -6,8 +6,9 @@ import process from 'node:process';
 import { joinRingFromArgs } from '../../comm/local-ring-peer.node.ts';
 import { measureAllreduce, measureSweep, type AllreduceMeasurement } from '../../collectives/measure.ts';
 import { median } from '../../core/stats.ts';
-import { peakRssBytes } from '../peak-rss.node.ts';
+import { PeakRssWindows, peakRssBytes } from '../peak-rss.node.ts';
 import { rawTcpStream } from './bench-raw-tcp.node.ts';
+import type { PeerRss } from './bench-allreduce.node.ts';
 
 const { values, rank, comm } = await joinRingFromArgs(
   { bytes: { type: 'string' }, fp16: { type: 'boolean' }, sweep: { type: 'boolean' }, iterations: { type: 'string' } },
@@ -19,6 +20,8 @@ const { values, rank, comm } = await joinRingFromArgs(
 );
 // The high-water mark before the measurement allocates its tensor: what the process held for its links alone.
 const rssBefore = peakRssBytes();
+// Each timed allreduce is a window of its own: the process's peak covers the streams and the warm-up as well.
+const windows = new PeakRssWindows();
 try {
   const iterations = values.iterations ? Number(values.iterations) : undefined;
   const bytes = Number(values.bytes);
@@ -26,10 +29,23 @@ try {
   const raw = !values.sweep && values.transport === 'tcp' ? [await rawTcpStream(comm, bytes, 120_000)] : [];
   const m = values.sweep
     ? await measureSweep(comm, { iterations })
-    : await measureAllreduce(comm, { bytes, compression: values.fp16 ? 'fp16' : 'none', iterations });
+    : await measureAllreduce(comm, {
+        bytes,
+        compression: values.fp16 ? 'fp16' : 'none',
+        iterations,
+        eachTimed: { before: () => windows.open(), after: () => windows.close() },
+      });
   for (let i = 0; raw.length && i < 2; i++) raw.push(await rawTcpStream(comm, bytes, 120_000));
   // Every rank's memory first (the launcher reads one such line from each), then rank 0's measurement.
-  process.stdout.write(JSON.stringify({ rss: { rank, before_bytes: rssBefore, peak_bytes: peakRssBytes() } }) + '\n');
+  const peaks = windows.report();
+  const rss: PeerRss = {
+    rank,
+    before_bytes: rssBefore,
+    process_peak_bytes: peaks.process_peak_bytes,
+    allreduce_peak_bytes: peaks.window_peak_bytes,
+    allreduce_peak_unavailable: peaks.unavailable,
+  };
+  process.stdout.write(JSON.stringify({ rss }) + '\n');
   if (rank === 0) process.stdout.write(JSON.stringify({ ...m, ...rawTcpFields(raw, m) }) + '\n');
 } catch (e) {
   process.stdout.write(JSON.stringify({ rank, error: (e as Error).message }) + '\n');

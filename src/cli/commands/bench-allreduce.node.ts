@@ -37,20 +37,35 @@ export interface BenchOptions {
   runtimes?: PeerRuntime[];
 }
 
-/** What one peer process held: its high-water mark before the measurement made its tensor, and at the end. */
-interface PeerRss {
+/** What one peer process held (bench-allreduce-peer.node.ts reports it in one line). */
+export interface PeerRss {
   rank: number;
+  /** Its high-water mark before the measurement made its tensor: the process and its links. */
   before_bytes: number | null;
-  peak_bytes: number | null;
+  /** Its high-water mark over its whole life: streams, warm-up and yardsticks included. */
+  process_peak_bytes: number | null;
+  /** The highest high-water mark inside one timed allreduce (null: allreduce_peak_unavailable says why). */
+  allreduce_peak_bytes: number | null;
+  allreduce_peak_unavailable: string | null;
 }
 
-/** Each peer's peak resident memory (null over the memory transport, whose peers share this process). */
+/** Each peer's resident memory (null over the memory transport, whose peers share this process). */
 export interface BenchMemory {
-  peak_rss_bytes_by_peer: (number | null)[] | null;
+  /** Each peer's peak inside the timed allreduces: its high-water mark reset just before each and read just after. */
+  allreduce_peak_rss_bytes_by_peer: (number | null)[] | null;
+  /** Each peer's high-water mark over the whole bench: warm-up, streams and yardsticks as well. */
+  process_peak_rss_bytes_by_peer: (number | null)[] | null;
   /** The same peers' high-water marks before the measurement allocated its tensor (links, libraries). */
   rss_before_bytes_by_peer: (number | null)[] | null;
-  /** The largest (peak - before) / bytes over the peers: what a peer holds per byte of tensor (1: the tensor alone). */
+  /**
+   * The largest (allreduce peak - before) / bytes over the peers: what a peer holds per byte of tensor
+   * while it reduces (1: the tensor alone). Null where a peer could not reset its high-water mark.
+   */
   peak_rss_over_tensor: number | null;
+  /** Why peak_rss_over_tensor is null (each peer that could not say, and why); absent when it is not. */
+  peak_rss_unavailable?: string;
+  /** The same with the whole process's peak in place of the allreduce's. */
+  process_peak_rss_over_tensor: number | null;
 }
 
 export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & {
@@ -164,18 +179,38 @@ async function measure<T>(o: BenchOptions): Promise<{ result: T; rss: PeerRss[] 
 /** How a peer's memory line begins (bench-allreduce-peer.node.ts prints it before rank 0's measurement). */
 const RSS_LINE = '{"rss":';
 
-function memoryOf(rss: PeerRss[] | null, bytes: number): BenchMemory {
-  if (!rss) return { peak_rss_bytes_by_peer: null, rss_before_bytes_by_peer: null, peak_rss_over_tensor: null };
+/** The peers' memory lines as the bench reports them; `bytes` is the tensor's size. */
+export function memoryOf(rss: PeerRss[] | null, bytes: number): BenchMemory {
+  if (!rss)
+    return {
+      allreduce_peak_rss_bytes_by_peer: null,
+      process_peak_rss_bytes_by_peer: null,
+      rss_before_bytes_by_peer: null,
+      peak_rss_over_tensor: null,
+      process_peak_rss_over_tensor: null,
+    };
   const byRank = [...rss].sort((a, b) => a.rank - b.rank);
-  const growth = byRank.map((r) =>
-    r.peak_bytes === null || r.before_bytes === null ? NaN : r.peak_bytes - r.before_bytes,
-  );
-  const worst = Math.max(...growth);
+  const unavailable = byRank
+    .filter((r) => r.allreduce_peak_bytes === null)
+    .map((r) => `rank ${r.rank}: ${r.allreduce_peak_unavailable ?? 'no figure'}`);
   return {
-    peak_rss_bytes_by_peer: byRank.map((r) => r.peak_bytes),
+    allreduce_peak_rss_bytes_by_peer: byRank.map((r) => r.allreduce_peak_bytes),
+    process_peak_rss_bytes_by_peer: byRank.map((r) => r.process_peak_bytes),
     rss_before_bytes_by_peer: byRank.map((r) => r.before_bytes),
-    peak_rss_over_tensor: Number.isFinite(worst) ? Math.round((worst / bytes) * 1000) / 1000 : null,
+    peak_rss_over_tensor: worstGrowth(byRank, (r) => r.allreduce_peak_bytes, bytes),
+    ...(unavailable.length ? { peak_rss_unavailable: unavailable.join('; ') } : {}),
+    process_peak_rss_over_tensor: worstGrowth(byRank, (r) => r.process_peak_bytes, bytes),
   };
+}
+
+/** The largest (peak - before) / bytes over the peers, to 3 decimals; null if any peer lacks either figure. */
+function worstGrowth(peers: PeerRss[], peakOf: (r: PeerRss) => number | null, bytes: number): number | null {
+  const growth = peers.map((r) => {
+    const peak = peakOf(r);
+    return peak === null || r.before_bytes === null ? NaN : peak - r.before_bytes;
+  });
+  const worst = Math.max(...growth);
+  return Number.isFinite(worst) ? Math.round((worst / bytes) * 1000) / 1000 : null;
 }
 
 function shape(m: AllreduceMeasurement, transport: string, runtimes: string[]): Omit<BenchResult, keyof BenchMemory> {
