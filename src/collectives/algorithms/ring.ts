@@ -36,8 +36,11 @@ export async function ringAllreduceInPlace(
   }
   const codec = codecFor(s.compression, buf);
   const chunks = splitEven(buf.length, size);
-  // Going ahead on the cache, partial sums stay apart from `buf` until every rank is known to have gone ahead too.
-  const partial = run.goingAhead && size > 2 ? takePartial(run.comm, buf) : buf;
+  // Going ahead on the cache, partial sums stay apart from `buf` until every rank is known to have gone ahead too:
+  // in the messages received where their bytes are the tensor's, else in a buffer as long as it.
+  const apart = run.goingAhead && size > 2;
+  const inMessages = !codec.lossy && (buf instanceof Float32Array || buf instanceof Int32Array);
+  const partial = !apart ? buf : inMessages ? 'received' : takePartial(run.comm, buf);
   try {
     await run.phase('reduce-scatter', () =>
       ringReduceScatter(run, buf, chunks, s.op, codec, {
@@ -49,7 +52,7 @@ export async function ringAllreduceInPlace(
     );
   } finally {
     // Its sums were lent to the links: it goes back to the pool once no link reads it.
-    if (partial !== buf) void run.lentSettled().then(() => givePartial(run.comm, partial));
+    if (partial !== buf && partial !== 'received') void run.lentSettled().then(() => givePartial(run.comm, partial));
   }
   finish(view(buf, chunks[rank].offset, chunks[rank].count), s, size);
   // Allgather makes the owner keep exactly what the others receive (lossy codecs); alone, round it here.

@@ -154,9 +154,11 @@ export interface ReduceScatterOptions {
    * Given one of its own, `buf` is read but not written until the last step, whose first message
    * has passed through every rank, each of which checked the agreement of the rank before it:
    * from there the run is `agreed` (run.ts), and a fast path that fell back before it finds `buf`
-   * as it was, with nothing to put back.
+   * as it was, with nothing to put back. 'received': the same, with no buffer at all: each partial
+   * sum is made in the message that brought its other operand and sent on from there (lossless
+   * codecs, float32 and int32 tensors: the message's bytes are the tensor's).
    */
-  partial?: Tensor;
+  partial?: Tensor | 'received';
   ring?: RingSpec;
 }
 
@@ -207,40 +209,52 @@ async function reduceScatterSteps(
   const { rank } = run.comm;
   // Lossy codecs decode into this scratch space instead of a new array per segment.
   const scratch = codec.lossy ? new Float32Array(run.segmentElements(codec)) : null;
-  const sendSegment = (step: number, chunk: number, j: number, seg: Range, from: Tensor) => {
-    const view = from.subarray(seg.offset, seg.offset + seg.count);
+  const sendSegment = (step: number, chunk: number, j: number, seg: Range, view: Tensor) => {
     // With feedback this rewrites the view, which this rank never reads again (allgather overwrites it).
     const bytes = encodeSegment(codec, view, residual?.subarray(seg.offset, seg.offset + seg.count));
     if (observeSent && view instanceof Float32Array) observeSent(seg.offset, view);
     // Lent, not copied: no step writes a chunk again once it went out (a rank reduces each chunk
     // once, before sending it on); the allgather, which does, waits for these first.
-    void run.lend(right, tag(step, j), bytes);
+    const sent = run.lend(right, tag(step, j), bytes);
     run.chunkEvent('chunk-send', ring.label, step, rank, right, chunk, seg, bytes.byteLength, view);
+    return sent;
+  };
+  const reduceSegment = (step: number, chunk: number, j: number, seg: Range, payload: Uint8Array) => {
+    const last = step === n - 2;
+    expectCount(payload, codec, seg, left, ring);
+    const incoming = codec.decode(payload, buf, scratch?.subarray(0, seg.count));
+    if (observe && incoming instanceof Float32Array) observe(seg.offset, incoming);
+    const mine = buf.subarray(seg.offset, seg.offset + seg.count);
+    if (!last && partial === 'received') {
+      // The partial sum is made in the message itself and passed on from there (mine op incoming,
+      // the bits the other branch gives); the message goes back to its link once it went on.
+      reduceTo(op, incoming, mine, incoming);
+      run.chunkEvent('chunk-recv', ring.label, step, left, rank, chunk, seg, payload.byteLength, incoming, incoming);
+      return releaseWhenSent(run, left, payload, sendSegment(step + 1, chunk, j, seg, incoming));
+    }
+    // This rank's own chunk (the last step) is finished in `buf`; the others' partial sums go to `partial`.
+    const kept = last || partial === buf || partial === 'received' ? buf : partial;
+    const view = kept === buf ? mine : kept.subarray(seg.offset, seg.offset + seg.count);
+    if (view === mine) reduceInto(op, view, incoming);
+    else reduceTo(op, view, mine, incoming);
+    run.chunkEvent('chunk-recv', ring.label, step, left, rank, chunk, seg, payload.byteLength, incoming, view);
+    // Summed (`incoming` may be a view of it): the transport may reuse its bytes for a later message.
+    run.comm.release?.(left, payload);
+    // The chunk we just reduced is the one we pass on in the next step.
+    if (!last) void sendSegment(step + 1, chunk, j, seg, view);
   };
   // Step 0 needs nothing from anyone: its segments go out ahead of what arrives.
   const first = mod(at - 1, n);
-  const sendFirst = sendAhead(segments(chunks[first]), (seg, j) => sendSegment(0, first, j, seg, buf));
+  const sendFirst = sendAhead(segments(chunks[first]), (seg, j) => {
+    void sendSegment(0, first, j, seg, buf.subarray(seg.offset, seg.offset + seg.count));
+  });
   for (let step = 0; step < n - 1; step++) {
-    const last = step === n - 2;
     const chunk = mod(at - step - 2, n);
     const segs = segments(chunks[chunk]);
     for (let j = 0; j < segs.length; j++) {
-      const seg = segs[j];
       const payload = await run.recv(left, tag(step, j));
-      if (last && j === 0 && whole) run.agreed();
-      expectCount(payload, codec, seg, left, ring);
-      const incoming = codec.decode(payload, buf, scratch?.subarray(0, seg.count));
-      if (observe && incoming instanceof Float32Array) observe(seg.offset, incoming);
-      const mine = buf.subarray(seg.offset, seg.offset + seg.count);
-      // This rank's own chunk (the last step) is finished in `buf`; the others' partial sums go to `partial`.
-      const view = last || partial === buf ? mine : partial.subarray(seg.offset, seg.offset + seg.count);
-      if (view === mine) reduceInto(op, view, incoming);
-      else reduceTo(op, view, mine, incoming);
-      run.chunkEvent('chunk-recv', ring.label, step, left, rank, chunk, seg, payload.byteLength, incoming, view);
-      // Summed (`incoming` may be a view of it): the transport may reuse its bytes for a later message.
-      run.comm.release?.(left, payload);
-      // The chunk we just reduced is the one we pass on in the next step.
-      if (!last) sendSegment(step + 1, chunk, j, seg, partial);
+      if (step === n - 2 && j === 0 && whole) run.agreed();
+      reduceSegment(step, chunk, j, segs[j], payload);
       if (step === 0) sendFirst(j + 1 + SEND_AHEAD);
       // A rank that receives faster than its right link drains holds a window of frames, not a growing queue.
       await run.sendsInFlightAtMost(2 * SEND_AHEAD);
