@@ -6,27 +6,25 @@
  * connection that does not is refused, counted and logged.
  *
  * A plain TCP link is two connections, one per direction, each dialled by the
- * end that reads it, so every received byte lands in one reused buffer
- * (stream-link.node.ts): the lower rank dials the higher one's listener and
- * says where to dial back; the higher rank, once it has checked the lower's
- * proof, dials back with a handshake of its own. A TLS link is one connection.
+ * end that reads it (tcp-dial.node.ts), so every received byte is read where
+ * the link's reader says (`onread`; Node gives an accepted socket no such
+ * option): the lower rank dials the higher one's listener and says where to
+ * dial back; the higher rank, once it has checked the lower's proof, dials back
+ * with a handshake of its own. A TLS link is one connection.
  */
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { connect as tlsConnect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import type { LinkCertificate } from './link-cert.node.ts';
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Link } from './link.ts';
-import { MAX_MESSAGE_BYTES } from './frame.ts';
-import { LengthPrefixedReader, lengthPrefix } from './stream-frames.ts';
+import { LengthPrefixedReader } from './stream-frames.ts';
 import { Inflow, StreamLink } from './stream-link.node.ts';
+import { authenticated, closed, dialAuthenticated, send, transportError, type Authenticated } from './tcp-dial.node.ts';
 import { joinHostPort, splitHostPort, type LinkIdentity, type TcpEndpoint } from './tcp-endpoint.ts';
 import {
-  answerSchema,
   encodeHandshake,
-  HANDSHAKE_VERSION,
   helloSchema,
   type Hello,
-  type HelloRole,
   MAX_HANDSHAKE_BYTES,
   newNonce,
   proofMatches,
@@ -39,11 +37,6 @@ import {
 const HANDSHAKE_MS = 5000;
 /** Handshakes in progress at once; a stranger opening more is refused at once rather than buffered. */
 const MAX_PENDING_HANDSHAKES = 64;
-/**
- * What a dialled socket reads into at once (`onread`), reused for every read: as much as the
- * kernel hands over in one go on loopback, a whole frame.
- */
-const READ_BUFFER_BYTES = 256 * 1024;
 
 export interface TcpListenOptions {
   /** Address to listen on (default 127.0.0.1). */
@@ -79,10 +72,6 @@ interface Stage {
 }
 
 const keyOf = (id: LinkIdentity): string => JSON.stringify([id.job, id.epoch, id.from, id.to]);
-
-function transportError(message: string, cause?: unknown): RingtrainError {
-  return new RingtrainError(ErrorCode.Transport, message, {}, cause === undefined ? undefined : { cause });
-}
 
 export class TcpLinkEndpoint implements TcpEndpoint {
   /** Connections refused because they did not prove the key (or spoke another protocol). */
@@ -161,13 +150,13 @@ export class TcpLinkEndpoint implements TcpEndpoint {
     fingerprint?: string,
   ): Promise<Link> {
     if (fingerprint) {
-      const socket = await this.dialSocket(address, id, key, timeoutMs, {}, fingerprint);
+      const socket = await dialAuthenticated(address, id, key, timeoutMs, {}, fingerprint);
       return new StreamLink(id.to, { read: socket.inflow }, socket.reader, socket.arrived);
     }
     // The listener dials back for the other direction once it has checked our proof: expected from now.
     const back = this.expectBack({ ...id, from: id.to, to: id.from }, key, timeoutMs);
     try {
-      const read = await this.dialSocket(address, id, key, timeoutMs, { back: this.address });
+      const read = await dialAuthenticated(address, id, key, timeoutMs, { back: this.address });
       const write = await Promise.race([back.socket, closed(read.inflow.socket, id)]).catch((e: unknown) => {
         read.inflow.socket.destroy();
         throw e;
@@ -207,66 +196,6 @@ export class TcpLinkEndpoint implements TcpEndpoint {
     });
     socket.catch(() => {});
     return { socket, cancel };
-  }
-
-  /**
-   * One authenticated connection to the listener at `address`. A plain one reads into one reused
-   * buffer (`onread`); over TLS (a `fingerprint`) it reads by 'data' events.
-   */
-  private dialSocket(
-    address: string,
-    id: LinkIdentity,
-    key: Uint8Array,
-    timeoutMs: number,
-    role: HelloRole,
-    fingerprint?: string,
-  ): Promise<Authenticated> {
-    const target = splitHostPort(address);
-    if (!target) return Promise.reject(transportError(`rank ${id.to} advertised '${address}', which is not host:port`));
-    return new Promise<Authenticated>((resolve, reject) => {
-      const inflow = openSocket(target, fingerprint);
-      const socket = inflow.socket;
-      const fail = (why: string, cause?: unknown): void => {
-        clearTimeout(timer);
-        socket.destroy();
-        reject(transportError(`TCP link to rank ${id.to} at ${address}: ${why}`, cause));
-      };
-      const timer = setTimeout(() => fail(`no authenticated connection within ${timeoutMs} ms`), timeoutMs);
-      const nonce = newNonce();
-      const reader = new LengthPrefixedReader(MAX_HANDSHAKE_BYTES, (bytes) => {
-        const answer = readHandshake(bytes, answerSchema);
-        if (!answer) return fail('the listener did not answer the handshake');
-        if (!proofMatches(answer.proof, proofOf(key, 'listener', id, role, nonce, answer.nonce)))
-          return fail("the listener does not hold this epoch's link key (refused it)");
-        send(socket, encodeHandshake({ proof: proofOf(key, 'dialer', id, role, nonce, answer.nonce) }));
-        clearTimeout(timer);
-        socket.off('error', onError);
-        socket.off('close', onClose);
-        resolve(authenticated(inflow, reader));
-      });
-      reader.chunksReused = inflow.chunksReused;
-      inflow.feed((chunk) => {
-        try {
-          reader.push(chunk);
-        } catch (e) {
-          fail((e as Error).message);
-        }
-      });
-      const onError = (e: Error): void => fail(e.message, e);
-      const onClose = (): void =>
-        fail('the listener closed the connection (it refused the handshake, or expects no link of this epoch)');
-      socket.on('error', onError);
-      socket.on('close', onClose);
-      const hello = (): void => send(socket, encodeHandshake({ v: HANDSHAKE_VERSION, ...id, nonce, ...role }));
-      if (!fingerprint) socket.once('connect', hello);
-      else
-        socket.once('secureConnect', () => {
-          const served = (socket as TLSSocket).getPeerX509Certificate()?.fingerprint256;
-          if (served !== fingerprint)
-            return fail(`its TLS certificate (${served ?? 'none'}) is not the one it advertised (${fingerprint})`);
-          hello();
-        });
-    });
   }
 
   /** Stops listening and refuses every link still expected; links already open stay up (their owners close them). */
@@ -371,7 +300,7 @@ export class TcpLinkEndpoint implements TcpEndpoint {
     }
     // This end reads what the dialler sends on a socket of its own: it dials back.
     const back = { ...id, from: id.to, to: id.from };
-    this.dialSocket(hello.back, back, accept.key, HANDSHAKE_MS, { reverse: true }).then(
+    dialAuthenticated(hello.back, back, accept.key, HANDSHAKE_MS, { reverse: true }).then(
       (read) => {
         if (this.expected.get(keyOf(id)) !== accept) {
           read.inflow.socket.destroy();
@@ -388,72 +317,6 @@ export class TcpLinkEndpoint implements TcpEndpoint {
       },
     );
   }
-}
-
-/** A socket past its handshake: its reader, and messages it cut out behind the handshake before a link took it. */
-interface Authenticated {
-  inflow: Inflow;
-  reader: LengthPrefixedReader;
-  arrived: Uint8Array[];
-}
-
-/** Hands an authenticated socket over: what arrives until a link takes it is kept, a broken frame destroys it. */
-function authenticated(inflow: Inflow, reader: LengthPrefixedReader): Authenticated {
-  // Until a link takes the socket (the other direction may still be dialled), an error is seen as
-  // its close, which follows it; unheard, it would end the process.
-  inflow.socket.on('error', () => {});
-  const arrived: Uint8Array[] = [];
-  reader.handler = (m) => arrived.push(m);
-  reader.maxBytes = MAX_MESSAGE_BYTES;
-  inflow.feed((chunk) => {
-    try {
-      reader.push(chunk);
-    } catch {
-      inflow.socket.destroy();
-    }
-  });
-  return { inflow, reader, arrived };
-}
-
-/** Rejects once `socket` closes (the far end gave up on the link before dialling back). */
-function closed(socket: Socket, id: LinkIdentity): Promise<never> {
-  return new Promise((_, reject) =>
-    socket.once('close', () => reject(transportError(`rank ${id.to} closed the link before dialling back`))),
-  );
-}
-
-/** A dialled socket: plain TCP reads into one reused buffer; TLS by 'data' events. */
-function openSocket(target: { host: string; port: number }, fingerprint?: string): Inflow {
-  // Over TLS the certificate is nobody's CA's: it is checked against the fingerprint the listener relayed.
-  if (fingerprint)
-    return Inflow.ofDataEvents(
-      tlsConnect({ host: target.host, port: target.port, rejectUnauthorized: false }).setNoDelay(true),
-    );
-  let inflow: Inflow | undefined;
-  const own = new Uint8Array(READ_BUFFER_BYTES);
-  const socket = createConnection({
-    host: target.host,
-    port: target.port,
-    noDelay: true,
-    onread: {
-      // Each read goes where the link's reader says (most of a large message straight into the
-      // buffer it is delivered in), else into the socket's own buffer.
-      buffer: () => inflow?.readBuffer(own) ?? own,
-      callback: (n, buffer) => {
-        inflow!.push(buffer.subarray(0, n));
-        return true;
-      },
-    },
-  });
-  inflow = new Inflow(socket, true);
-  return inflow;
-}
-
-function send(socket: Socket, message: Uint8Array): void {
-  socket.cork();
-  socket.write(lengthPrefix(message.byteLength));
-  socket.write(message);
-  socket.uncork();
 }
 
 /** What peers dial: --advertise (a host, or host:port), else the listening address, which must then be one they can reach. */
