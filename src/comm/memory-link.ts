@@ -4,6 +4,30 @@ import type { Link } from './link.ts';
 const later: (f: () => void) => void =
   (globalThis as { setImmediate?: (f: () => void) => void }).setImmediate ?? ((f) => setTimeout(f, 0));
 
+/** Items handed to `drain` in order, in batches, each batch on a later macrotask. */
+class LaterBatches<T> {
+  private items: T[] = [];
+  private scheduled = false;
+
+  constructor(private readonly drain: (batch: T[]) => void) {}
+
+  push(item: T): void {
+    this.items.push(item);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    later(() => {
+      this.scheduled = false;
+      const batch = this.items;
+      this.items = [];
+      this.drain(batch);
+    });
+  }
+
+  clear(): void {
+    this.items = [];
+  }
+}
+
 /** A message sent in place: its body is read (copied) only when the link gets to it. */
 interface Lent {
   head: Uint8Array;
@@ -21,10 +45,13 @@ interface Lent {
 class MemoryLink implements Link {
   private handler: ((m: Uint8Array) => void) | null = null;
   private closeHandlers: ((reason?: Error) => void)[] = [];
-  private inbox: Uint8Array[] = [];
-  private scheduled = false;
-  private outbox: (Uint8Array | Lent)[] = [];
-  private sending = false;
+  private readonly inbox = new LaterBatches<Uint8Array>((batch) => {
+    for (const m of batch) {
+      if (this.closed) return;
+      this.handler?.(m);
+    }
+  });
+  private readonly outbox = new LaterBatches<Uint8Array | Lent>((batch) => this.hand(batch));
   private closed = false;
   other!: MemoryLink;
 
@@ -33,41 +60,32 @@ class MemoryLink implements Link {
   send(message: Uint8Array): void {
     if (this.closed) throw new Error(`memory link to rank ${this.peer} is closed`);
     this.outbox.push(message.slice());
-    this.flushLater();
   }
 
   sendInPlace(head: Uint8Array, body: Uint8Array): Promise<void> {
     if (this.closed) throw new Error(`memory link to rank ${this.peer} is closed`);
     return new Promise((resolve, reject) => {
       this.outbox.push({ head, body, taken: (error) => (error ? reject(error) : resolve()) });
-      this.flushLater();
     });
   }
 
-  /** Hands the outbox to the other end in order on a later macrotask, reading lent bodies then. */
-  private flushLater(): void {
-    if (this.sending) return;
-    this.sending = true;
-    later(() => {
-      this.sending = false;
-      const out = this.outbox;
-      this.outbox = [];
-      for (const m of out) {
-        if (m instanceof Uint8Array) {
-          this.other.deliver(m);
-          continue;
-        }
-        if (this.closed) {
-          m.taken(new Error(`memory link to rank ${this.peer} closed before the message went`));
-          continue;
-        }
-        const whole = new Uint8Array(m.head.byteLength + m.body.byteLength);
-        whole.set(m.head);
-        whole.set(m.body, m.head.byteLength);
-        this.other.deliver(whole);
-        m.taken();
+  /** Hands a batch of the outbox to the other end in order, reading lent bodies now. */
+  private hand(batch: (Uint8Array | Lent)[]): void {
+    for (const m of batch) {
+      if (m instanceof Uint8Array) {
+        this.other.deliver(m);
+        continue;
       }
-    });
+      if (this.closed) {
+        m.taken(new Error(`memory link to rank ${this.peer} closed before the message went`));
+        continue;
+      }
+      const whole = new Uint8Array(m.head.byteLength + m.body.byteLength);
+      whole.set(m.head);
+      whole.set(m.body, m.head.byteLength);
+      this.other.deliver(whole);
+      m.taken();
+    }
   }
 
   bufferedAmount(): number {
@@ -90,26 +108,14 @@ class MemoryLink implements Link {
   private shut(reason?: Error): void {
     if (this.closed) return;
     this.closed = true;
-    this.inbox = [];
+    this.inbox.clear();
     setTimeout(() => {
       for (const h of this.closeHandlers) h(reason);
     }, 0);
   }
 
   private deliver(m: Uint8Array): void {
-    if (this.closed) return;
-    this.inbox.push(m);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    later(() => {
-      this.scheduled = false;
-      const batch = this.inbox;
-      this.inbox = [];
-      for (const msg of batch) {
-        if (this.closed) return;
-        this.handler?.(msg);
-      }
-    });
+    if (!this.closed) this.inbox.push(m);
   }
 }
 

@@ -6,17 +6,18 @@
 import { describe, expect, it } from 'vitest';
 import { lengthPrefix, LengthPrefixedReader, OversizedMessage } from '../../src/comm/stream-frames.ts';
 
+/** `messages` as they go over the stream: each behind its length. */
+function onTheWire(messages: Uint8Array[]): Uint8Array {
+  const parts = messages.flatMap((m) => [lengthPrefix(m.byteLength), m]);
+  const bytes = new Uint8Array(parts.reduce((s, p) => s + p.byteLength, 0));
+  parts.reduce((o, p) => (bytes.set(p, o), o + p.byteLength), 0);
+  return bytes;
+}
+
 /** A stream of `sizes.length` messages, each filled with its own index. */
 function stream(sizes: number[]): { bytes: Uint8Array; messages: Uint8Array[] } {
   const messages = sizes.map((n, i) => new Uint8Array(n).fill(i + 1));
-  const parts = messages.flatMap((m) => [lengthPrefix(m.byteLength), m]);
-  const bytes = new Uint8Array(parts.reduce((s, p) => s + p.byteLength, 0));
-  let o = 0;
-  for (const p of parts) {
-    bytes.set(p, o);
-    o += p.byteLength;
-  }
-  return { bytes, messages };
+  return { bytes: onTheWire(messages), messages };
 }
 
 /** Deterministic cut points (a small LCG), so a failure replays. */
@@ -91,9 +92,7 @@ describe('LengthPrefixedReader', () => {
     // Many messages of varied sizes, bytes that differ within a message (a shifted copy would show).
     const sizes = Array.from({ length: 60 }, (_, i) => [0, 1, 3, 4096, 65_535, 262_144, 100_003][i % 7]);
     const messages = sizes.map((n, i) => Uint8Array.from({ length: n }, (_, j) => (j * 31 + i * 7) & 255));
-    const parts = messages.flatMap((m) => [lengthPrefix(m.byteLength), m]);
-    const bytes = new Uint8Array(parts.reduce((sum, p) => sum + p.byteLength, 0));
-    parts.reduce((o, p) => (bytes.set(p, o), o + p.byteLength), 0);
+    const bytes = onTheWire(messages);
     const got: Uint8Array[] = [];
     const reader = new LengthPrefixedReader(262_144, (m) => got.push(m));
     reader.chunksReused = true;
@@ -119,9 +118,7 @@ describe('LengthPrefixedReader', () => {
    * went through the socket's own buffer (copied) rather than straight into their message.
    */
   function readInPlace(messages: Uint8Array[], seed: number): { got: Uint8Array[]; viaOwn: number; total: number } {
-    const parts = messages.flatMap((m) => [lengthPrefix(m.byteLength), m]);
-    const bytes = new Uint8Array(parts.reduce((sum, p) => sum + p.byteLength, 0));
-    parts.reduce((o, p) => (bytes.set(p, o), o + p.byteLength), 0);
+    const bytes = onTheWire(messages);
     const got: Uint8Array[] = [];
     const reader = new LengthPrefixedReader(300_000, (m) => got.push(m));
     reader.chunksReused = true;
