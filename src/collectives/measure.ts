@@ -1,4 +1,4 @@
-import type { Communicator } from '../comm/interface.ts';
+import type { Communicator, Tag } from '../comm/interface.ts';
 import { now } from '../core/events.ts';
 import { allreduce, allreduceInPlace, chooseAlgorithm, reduceSettings } from './allreduce.ts';
 import { barrier } from './barrier.ts';
@@ -24,6 +24,14 @@ export interface AllreduceMeasurement {
   p2p_bidir_MBps: number | null;
   /** busbw / p2p_bidir: how much of the link the ring uses when the link carries both directions at once. */
   ratio_bidir: number | null;
+  /**
+   * Per-link bandwidth when every rank streams to its right neighbour and from its left at once (the
+   * ring's traffic on all its links, without sums): the bytes over the slowest link's seconds. At two
+   * ranks that ring is the both-ways exchange, and this is p2p_bidir_MBps.
+   */
+  p2p_ring_MBps: number | null;
+  /** busbw / p2p_ring: how much of its links the ring uses when all of them carry the ring's load at once. */
+  ratio_ring: number | null;
   /**
    * Median ms on rank 0 between the last segment a timed run received in reduce-scatter and the first
    * in its allgather (null when the runs took no ring): where the ring waits that an exchange does not.
@@ -128,18 +136,58 @@ async function pointToPoint(comm: Communicator, bytes: number, timeoutMs: number
 }
 
 /**
- * Ranks 0 and 1 stream `bytes` to each other at once (the traffic of a
- * two-rank ring); seconds on rank 0 until it has received all and been acknowledged.
+ * Ranks 0 and 1 stream `bytes` to each other at once (the traffic of a two-rank ring): a ring of
+ * streams over those two, whose right and left neighbours are the same rank.
  */
-async function exchange(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
-  const id = comm.nextId();
-  if (comm.size < 2 || comm.rank > 1) return null;
-  const other = 1 - comm.rank;
+function exchange(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
+  return streamRing(comm, bytes, 2, timeoutMs);
+}
+
+/**
+ * Each of ranks 0..members-1 streams `bytes` to its right neighbour and receives as many from its
+ * left, all at once (the ring's traffic, without its sums), and acknowledges its left when all
+ * arrived; the other ranks wait. Seconds of the slowest link on rank 0 (null on the others), each
+ * link timed by its sender from its first piece to its receiver's acknowledgement. Every rank calls it.
+ */
+export async function streamRing(
+  comm: Communicator,
+  bytes: number,
+  members: number,
+  timeoutMs: number,
+): Promise<number | null> {
+  const id = comm.nextId(); // every rank takes the id, so later collective ids stay in step
+  if (comm.size < 2 || comm.rank >= members) return null;
+  const right = (comm.rank + 1) % members;
+  const left = (comm.rank + members - 1) % members;
   const t0 = now();
-  await streamBytes(comm, id, bytes, other, other, timeoutMs);
-  await comm.send(other, { id, step: 1, chunk: 0 }, new Uint8Array(1));
-  await comm.recv(other, { id, step: 1, chunk: 0 }, timeoutMs);
-  return (now() - t0) / 1000;
+  await streamBytes(comm, id, bytes, right, left, timeoutMs);
+  await comm.send(left, { id, step: 1, chunk: 0 }, new Uint8Array(1));
+  await comm.recv(right, { id, step: 1, chunk: 0 }, timeoutMs);
+  return slowestOnRankZero(comm, { id, step: 2, chunk: 0 }, (now() - t0) / 1000, members, timeoutMs);
+}
+
+/**
+ * The largest of ranks 0..members-1's `seconds`, on rank 0 (null on the others): each other member
+ * sends its own with `tag`. Only those members call it.
+ */
+export async function slowestOnRankZero(
+  comm: Communicator,
+  tag: Tag,
+  seconds: number,
+  members: number,
+  timeoutMs: number,
+): Promise<number | null> {
+  if (comm.rank !== 0) {
+    await comm.send(0, tag, new Uint8Array(new Float64Array([seconds]).buffer));
+    return null;
+  }
+  let slowest = seconds;
+  for (let r = 1; r < members; r++) {
+    const said = await comm.recv(r, tag, timeoutMs);
+    slowest = Math.max(slowest, new DataView(said.buffer, said.byteOffset, 8).getFloat64(0, true));
+    comm.release?.(r, said);
+  }
+  return slowest;
 }
 
 /** Rank 0 sends `bytes` to rank 1, which sends the same bytes back once all arrived; seconds on rank 0 (null on the others). Every rank must call it. */
@@ -178,6 +226,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
   // Interleave point-to-point, allreduce and exchange runs so all see the same machine load; take medians.
   const p2pSeconds: number[] = [];
   const bidirSeconds: number[] = [];
+  const ringSeconds: number[] = [];
   const seconds: number[] = [];
   const f32Seconds: number[] = [];
   const gaps: number[] = [];
@@ -205,6 +254,12 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     await barrier(comm, { timeoutMs });
     const b = await exchange(comm, count * 4, timeoutMs);
     if (b !== null) bidirSeconds.push(b);
+    // The same on every link at once; at two ranks that is the exchange just timed.
+    if (comm.size > 2) {
+      await barrier(comm, { timeoutMs });
+      const r = await streamRing(comm, count * 4, comm.size, timeoutMs);
+      if (r !== null) ringSeconds.push(r);
+    }
   }
   const { rtt, ring, rd, hd, twoShot } =
     o.bytes <= LATENCY_MAX_BYTES
@@ -213,7 +268,14 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
         )
       : { rtt: [], ring: [], rd: [], hd: [], twoShot: [] };
   const algorithm = chooseAlgorithm(reduceSettings(data, opts, 'measure'), count * 4, comm.size);
-  const runs = { seconds, p2pSeconds, bidirSeconds, f32Seconds, gaps };
+  const runs = {
+    seconds,
+    p2pSeconds,
+    bidirSeconds,
+    ringSeconds: comm.size > 2 ? ringSeconds : bidirSeconds,
+    f32Seconds,
+    gaps,
+  };
   return summarize(comm.size, count * 4, compression, algorithm, runs, { rtt, ring, rd, hd, twoShot });
 }
 
@@ -236,15 +298,16 @@ function summarize(
   bytes: number,
   compression: Compression,
   algorithm: string,
-  runs: Record<'seconds' | 'p2pSeconds' | 'bidirSeconds' | 'f32Seconds' | 'gaps', number[]>,
+  runs: Record<'seconds' | 'p2pSeconds' | 'bidirSeconds' | 'ringSeconds' | 'f32Seconds' | 'gaps', number[]>,
   { rtt, ring, rd, hd, twoShot }: Latencies,
 ): AllreduceMeasurement {
-  const { seconds, p2pSeconds, bidirSeconds, f32Seconds, gaps } = runs;
+  const { seconds, p2pSeconds, bidirSeconds, ringSeconds, f32Seconds, gaps } = runs;
   const typical = median(seconds);
   const algbw = bytes / typical / MB;
   const busbw = (algbw * 2 * (size - 1)) / size;
   const p2pMBps = p2pSeconds.length ? bytes / median(p2pSeconds) / MB : null;
   const bidirMBps = bidirSeconds.length ? bytes / median(bidirSeconds) / MB : null;
+  const ringMBps = ringSeconds.length ? bytes / median(ringSeconds) / MB : null;
   const f32 = f32Seconds.length ? bytes / median(f32Seconds) / MB : null;
   const ms = (s: number[]) => (s.length ? round(median(s) * 1000, 3) : null);
   return {
@@ -257,6 +320,8 @@ function summarize(
     ratio: p2pMBps === null ? null : round(busbw / p2pMBps, 3),
     p2p_bidir_MBps: bidirMBps === null ? null : round(bidirMBps),
     ratio_bidir: bidirMBps === null ? null : round(busbw / bidirMBps, 3),
+    p2p_ring_MBps: ringMBps === null ? null : round(ringMBps),
+    ratio_ring: ringMBps === null ? null : round(busbw / ringMBps, 3),
     ring_phase_gap_ms: gaps.length ? round(median(gaps), 1) : null,
     ...(f32 === null ? {} : { f32_algbw_MBps: round(f32), fp16_speedup: round(algbw / f32, 3) }),
     seconds: seconds.map((s) => round(s, 4)),

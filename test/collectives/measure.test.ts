@@ -32,6 +32,9 @@ describe('bench allreduce', () => {
     expect(r.p2p_MBps).toBeGreaterThan(0);
     expect(r.ratio).toBeCloseTo(r.busbw_MBps / r.p2p_MBps!, 2);
     expect(r.ratio_bidir).toBeCloseTo(r.busbw_MBps / r.p2p_bidir_MBps!, 2);
+    // Every rank streaming to its right at once, timed apart from the exchange of ranks 0 and 1.
+    expect(r.p2p_ring_MBps).toBeGreaterThan(0);
+    expect(r.ratio_ring).toBeCloseTo(r.busbw_MBps / r.p2p_ring_MBps!, 2);
     expect(r.fp16_speedup).toBeUndefined();
     // Latency: each algorithm forced, and a round trip of the same bytes on one link, in the same loop.
     expect(r.algorithm).toBe(autoAlgorithm(96 * 1024, 3, DEFAULT_SMALL_BYTES, DEFAULT_MEDIUM_BYTES)); // what 'auto' runs at this size
@@ -67,6 +70,9 @@ describe('bench allreduce', () => {
       iterations: 1,
     });
     expect(r.algorithm).toBe('ring');
+    // At two ranks the ring of streams is the both-ways exchange: one figure, from the same runs.
+    expect(r.p2p_ring_MBps).toBe(r.p2p_bidir_MBps);
+    expect(r.ratio_ring).toBe(r.ratio_bidir);
     expect(r.ring_phase_gap_ms).toBeGreaterThanOrEqual(0);
     expect(r.ring_phase_gap_ms).toBeLessThan(r.latency_ms);
   });

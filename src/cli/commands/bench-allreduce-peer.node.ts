@@ -7,7 +7,7 @@ import { joinRingFromArgs } from '../../comm/local-ring-peer.node.ts';
 import { measureAllreduce, measureSweep, type AllreduceMeasurement } from '../../collectives/measure.ts';
 import { median } from '../../core/stats.ts';
 import { PeakRssWindows, peakRssBytes } from '../peak-rss.node.ts';
-import { rawTcpStream } from './bench-raw-tcp.node.ts';
+import { rawTcpRing, rawTcpStream } from './bench-raw-tcp.node.ts';
 import type { PeerRss } from './bench-allreduce.node.ts';
 
 const { values, rank, comm } = await joinRingFromArgs(
@@ -25,8 +25,16 @@ const windows = new PeakRssWindows();
 try {
   const iterations = values.iterations ? Number(values.iterations) : undefined;
   const bytes = Number(values.bytes);
-  // TCP rings are held to a plain TCP stream between the same processes: one before the ring's runs, two after.
-  const raw = !values.sweep && values.transport === 'tcp' ? [await rawTcpStream(comm, bytes, 120_000)] : [];
+  // TCP rings are held to a plain TCP stream between the same processes, and to plain streams on every link of the
+  // ring at once: one of each before the ring's runs, two after, turn about.
+  const rawRuns = !values.sweep && values.transport === 'tcp' ? 3 : 0;
+  const raw: (number | null)[] = [];
+  const rawRing: (number | null)[] = [];
+  const timeRaw = async () => {
+    raw.push(await rawTcpStream(comm, bytes, 120_000));
+    rawRing.push(await rawTcpRing(comm, bytes, 120_000));
+  };
+  if (rawRuns) await timeRaw();
   const m = values.sweep
     ? await measureSweep(comm, { iterations })
     : await measureAllreduce(comm, {
@@ -35,7 +43,7 @@ try {
         iterations,
         eachTimed: { before: () => windows.open(), after: () => windows.close() },
       });
-  for (let i = 0; raw.length && i < 2; i++) raw.push(await rawTcpStream(comm, bytes, 120_000));
+  for (let i = 1; i < rawRuns; i++) await timeRaw();
   // Every rank's memory first (the launcher reads one such line from each), then rank 0's measurement.
   const peaks = windows.report();
   const rss: PeerRss = {
@@ -46,7 +54,7 @@ try {
     allreduce_peak_unavailable: peaks.unavailable,
   };
   process.stdout.write(JSON.stringify({ rss }) + '\n');
-  if (rank === 0) process.stdout.write(JSON.stringify({ ...m, ...rawTcpFields(raw, m) }) + '\n');
+  if (rank === 0) process.stdout.write(JSON.stringify({ ...m, ...rawTcpFields(raw, rawRing, m) }) + '\n');
 } catch (e) {
   process.stdout.write(JSON.stringify({ rank, error: (e as Error).message }) + '\n');
   process.exitCode = 1;
@@ -54,10 +62,23 @@ try {
 await comm.close();
 process.exit();
 
-/** `raw_tcp_MBps` (median of the plain streams, bytes over rank 0's seconds) and the ring's busbw against it. */
-function rawTcpFields(raw: (number | null)[], m: AllreduceMeasurement | object) {
-  const seconds = raw.filter((s): s is number => s !== null);
-  if (!seconds.length || !('busbw_MBps' in m)) return {};
-  const mbps = m.bytes / median(seconds) / 1e6;
-  return { raw_tcp_MBps: Math.round(mbps * 100) / 100, ratio_raw_tcp: Math.round((m.busbw_MBps / mbps) * 1000) / 1000 };
+/**
+ * `raw_tcp_MBps` (median of the plain streams, bytes over rank 0's seconds), `raw_tcp_ring_MBps` (median of the plain
+ * rings, bytes over the slowest link's seconds) and the ring's busbw against each.
+ */
+function rawTcpFields(raw: (number | null)[], rawRing: (number | null)[], m: AllreduceMeasurement | object) {
+  if (!('busbw_MBps' in m)) return {};
+  const mbps = (runs: (number | null)[]) => {
+    const seconds = runs.filter((s): s is number => s !== null);
+    return seconds.length ? m.bytes / median(seconds) / 1e6 : null;
+  };
+  const stream = mbps(raw);
+  const ring = mbps(rawRing);
+  const round = (x: number, f: number) => Math.round(x * f) / f;
+  return {
+    ...(stream === null ? {} : { raw_tcp_MBps: round(stream, 100), ratio_raw_tcp: round(m.busbw_MBps / stream, 1000) }),
+    ...(ring === null
+      ? {}
+      : { raw_tcp_ring_MBps: round(ring, 100), ratio_raw_tcp_ring: round(m.busbw_MBps / ring, 1000) }),
+  };
 }

@@ -76,6 +76,12 @@ export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & {
   /** With --transport tcp: a plain loopback TCP stream from rank 0 to rank 1 (bench-raw-tcp.node.ts), and busbw against it. */
   raw_tcp_MBps?: number;
   ratio_raw_tcp?: number;
+  /**
+   * With --transport tcp: plain loopback TCP streams from every rank to its right neighbour at once (per link, the
+   * slowest link's rate; bench-raw-tcp.node.ts), and busbw against it.
+   */
+  raw_tcp_ring_MBps?: number;
+  ratio_raw_tcp_ring?: number;
 } & BenchMemory;
 
 const SELF = fileURLToPath(import.meta.url);
