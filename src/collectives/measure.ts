@@ -250,16 +250,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     await timed(opts, seconds, gaps);
     // fp16's speed-up is only meaningful against float32 under the same load: time both, turn about.
     if (compression === 'fp16') await timed({ ...opts, compression: 'none' }, f32Seconds);
-    // The ring's traffic without the ring (both ways at once), under the same load as the run beside it.
-    await barrier(comm, { timeoutMs });
-    const b = await exchange(comm, count * 4, timeoutMs);
-    if (b !== null) bidirSeconds.push(b);
-    // The same on every link at once; at two ranks that is the exchange just timed.
-    if (comm.size > 2) {
-      await barrier(comm, { timeoutMs });
-      const r = await streamRing(comm, count * 4, comm.size, timeoutMs);
-      if (r !== null) ringSeconds.push(r);
-    }
+    await timeStreams(comm, count * 4, timeoutMs, bidirSeconds, ringSeconds);
   }
   const { rtt, ring, rd, hd, twoShot } =
     o.bytes <= LATENCY_MAX_BYTES
@@ -268,14 +259,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
         )
       : { rtt: [], ring: [], rd: [], hd: [], twoShot: [] };
   const algorithm = chooseAlgorithm(reduceSettings(data, opts, 'measure'), count * 4, comm.size);
-  const runs = {
-    seconds,
-    p2pSeconds,
-    bidirSeconds,
-    ringSeconds: comm.size > 2 ? ringSeconds : bidirSeconds,
-    f32Seconds,
-    gaps,
-  };
+  const runs = { seconds, p2pSeconds, bidirSeconds, ringSeconds, f32Seconds, gaps };
   return summarize(comm.size, count * 4, compression, algorithm, runs, { rtt, ring, rd, hd, twoShot });
 }
 
@@ -290,6 +274,30 @@ function benchTensor(count: number, rank: number): Float32Array {
   for (let i = 0; i < period.length; i++) period[i] = ((i * 7919 + rank * 31) % 1000) / 1000 - 0.5;
   for (let at = 0; at < count; at += period.length) data.set(period.subarray(0, count - at), at);
   return data;
+}
+
+/**
+ * The ring's traffic without the ring, under the same load as the allreduce beside it: ranks 0 and 1
+ * both ways at once (seconds into `bidir`), and every link at once (into `ring`). At two ranks the
+ * ring of streams is that exchange: one run, counted in both.
+ */
+async function timeStreams(
+  comm: Communicator,
+  bytes: number,
+  timeoutMs: number,
+  bidir: number[],
+  ring: number[],
+): Promise<void> {
+  await barrier(comm, { timeoutMs });
+  const b = await exchange(comm, bytes, timeoutMs);
+  if (b !== null) bidir.push(b);
+  if (comm.size === 2) {
+    if (b !== null) ring.push(b);
+    return;
+  }
+  await barrier(comm, { timeoutMs });
+  const r = await streamRing(comm, bytes, comm.size, timeoutMs);
+  if (r !== null) ring.push(r);
 }
 
 /** The figures of measureAllreduce from its timed runs (seconds each) and latency loops. */
