@@ -4,6 +4,7 @@ import { allreduce, allreduceInPlace, chooseAlgorithm, reduceSettings } from './
 import { barrier } from './barrier.ts';
 import { DEFAULT_SEGMENT_BYTES, type Algorithm, type Compression, type ReduceOptions } from './codecs/types.ts';
 import { median } from '../core/stats.ts';
+import { SEND_AHEAD } from './transfer/ring.ts';
 
 /**
  * Allreduce bandwidth as nccl-tests reports it, measured on any communicator:
@@ -37,6 +38,8 @@ export interface AllreduceMeasurement {
   fp16_speedup?: number;
   /** Seconds per timed allreduce on this rank (bandwidths use the median). */
   seconds: number[];
+  /** Seconds of each round's exchange (p2p_bidir_MBps uses the median), in the order of `seconds`' first rounds. */
+  bidir_seconds: number[];
   /** The algorithm 'auto' chose for this size. */
   algorithm: string;
   /** Median time of one allreduce as 'auto' runs it (ms). */
@@ -72,9 +75,10 @@ const MB = 1e6;
 
 /**
  * Pieces a stream may have queued and not yet handed to its link: enough to keep the link busy.
- * Queued all at once, the pieces' frames were a copy of everything streamed.
+ * Queued all at once, the pieces' frames were a copy of everything streamed. The ring's own window
+ * (SEND_AHEAD), so that the exchange the ring is held to keeps no more bytes in flight than the ring.
  */
-export const STREAM_WINDOW = 16;
+export const STREAM_WINDOW = SEND_AHEAD;
 
 /**
  * Sends `bytes` to rank `to` and/or receives as many from rank `from` (null: not
@@ -90,8 +94,8 @@ export async function streamBytes(
   from: number | null,
   timeoutMs: number,
   step = 0,
+  piece = DEFAULT_SEGMENT_BYTES,
 ): Promise<void> {
-  const piece = DEFAULT_SEGMENT_BYTES;
   const pieces = Math.ceil(bytes / piece);
   const data = new Uint8Array(Math.min(piece, bytes));
   const send = async () => {
@@ -131,12 +135,13 @@ async function pointToPoint(comm: Communicator, bytes: number, timeoutMs: number
  * Ranks 0 and 1 stream `bytes` to each other at once (the traffic of a
  * two-rank ring); seconds on rank 0 until it has received all and been acknowledged.
  */
-async function exchange(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
+async function exchange(comm: Communicator, bytes: number, timeoutMs: number, piece?: number): Promise<number | null> {
   const id = comm.nextId();
   if (comm.size < 2 || comm.rank > 1) return null;
   const other = 1 - comm.rank;
   const t0 = now();
-  await streamBytes(comm, id, bytes, other, other, timeoutMs);
+  // In the ring's messages: its segments (float32: 4 bytes an element, no header), whatever segmentBytes says.
+  await streamBytes(comm, id, bytes, other, other, timeoutMs, 0, piece);
   await comm.send(other, { id, step: 1, chunk: 0 }, new Uint8Array(1));
   await comm.recv(other, { id, step: 1, chunk: 0 }, timeoutMs);
   return (now() - t0) / 1000;
@@ -160,7 +165,9 @@ export async function roundTrip(comm: Communicator, bytes: number, timeoutMs: nu
 export async function measureAllreduce(comm: Communicator, o: MeasureOptions): Promise<AllreduceMeasurement> {
   const compression = o.compression ?? 'none';
   const timeoutMs = o.timeoutMs ?? 120_000;
-  const iterations = o.iterations ?? (o.bytes <= 16 * 1024 * 1024 ? 5 : 3);
+  // Five rounds up to 64 MiB: over WebRTC one retransmission stall (0.3-1.6 s) lands in a random 64 MiB run, ring
+  // or exchange, and the median of three let a single one move ratio_bidir by a fifth (docs/COLLECTIVES.md).
+  const iterations = o.iterations ?? (o.bytes <= 64 * 1024 * 1024 ? 5 : 3);
   const count = Math.floor(o.bytes / 4);
   const data = benchTensor(count, comm.rank);
   // In place and averaged, as a step's gradient is reduced (allreduce's own copy of the tensor is not what training pays).
@@ -203,7 +210,7 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     if (compression === 'fp16') await timed({ ...opts, compression: 'none' }, f32Seconds);
     // The ring's traffic without the ring (both ways at once), under the same load as the run beside it.
     await barrier(comm, { timeoutMs });
-    const b = await exchange(comm, count * 4, timeoutMs);
+    const b = await exchange(comm, count * 4, timeoutMs, 4 * Math.floor((o.segmentBytes ?? DEFAULT_SEGMENT_BYTES) / 4));
     if (b !== null) bidirSeconds.push(b);
   }
   const { rtt, ring, rd, hd, twoShot } =
@@ -260,6 +267,7 @@ function summarize(
     ring_phase_gap_ms: gaps.length ? round(median(gaps), 1) : null,
     ...(f32 === null ? {} : { f32_algbw_MBps: round(f32), fp16_speedup: round(algbw / f32, 3) }),
     seconds: seconds.map((s) => round(s, 4)),
+    bidir_seconds: bidirSeconds.map((s) => round(s, 4)),
     algorithm,
     latency_ms: round(typical * 1000, 3),
     latency_ring_ms: ms(ring),

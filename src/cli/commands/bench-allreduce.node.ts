@@ -76,6 +76,8 @@ export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & {
   /** With --transport tcp: a plain loopback TCP stream from rank 0 to rank 1 (bench-raw-tcp.node.ts), and busbw against it. */
   raw_tcp_MBps?: number;
   ratio_raw_tcp?: number;
+  /** With --transport webrtc: datagrams the peers' UDP sockets dropped while it measured (bench-udp-drops.node.ts). */
+  udp_receive_drops?: number;
 } & BenchMemory;
 
 const SELF = fileURLToPath(import.meta.url);
