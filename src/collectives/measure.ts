@@ -4,6 +4,7 @@ import { allreduce, allreduceInPlace, chooseAlgorithm, reduceSettings } from './
 import { barrier } from './barrier.ts';
 import { DEFAULT_SEGMENT_BYTES, type Algorithm, type Compression, type ReduceOptions } from './codecs/types.ts';
 import { median } from '../core/stats.ts';
+import { SEND_AHEAD } from './transfer/ring.ts';
 
 /**
  * Allreduce bandwidth as nccl-tests reports it, measured on any communicator:
@@ -45,6 +46,8 @@ export interface AllreduceMeasurement {
   fp16_speedup?: number;
   /** Seconds per timed allreduce on this rank (bandwidths use the median). */
   seconds: number[];
+  /** Seconds of each round's exchange (p2p_bidir_MBps uses the median), in the order of `seconds`' first rounds. */
+  bidir_seconds: number[];
   /** The algorithm 'auto' chose for this size. */
   algorithm: string;
   /** Median time of one allreduce as 'auto' runs it (ms). */
@@ -80,9 +83,10 @@ const MB = 1e6;
 
 /**
  * Pieces a stream may have queued and not yet handed to its link: enough to keep the link busy.
- * Queued all at once, the pieces' frames were a copy of everything streamed.
+ * Queued all at once, the pieces' frames were a copy of everything streamed. The ring's own window
+ * (SEND_AHEAD), so that the exchange the ring is held to keeps no more bytes in flight than the ring.
  */
-export const STREAM_WINDOW = 16;
+export const STREAM_WINDOW = SEND_AHEAD;
 
 /**
  * Sends `bytes` to rank `to` and/or receives as many from rank `from` (null: not
@@ -98,8 +102,8 @@ export async function streamBytes(
   from: number | null,
   timeoutMs: number,
   step = 0,
+  piece = DEFAULT_SEGMENT_BYTES,
 ): Promise<void> {
-  const piece = DEFAULT_SEGMENT_BYTES;
   const pieces = Math.ceil(bytes / piece);
   const data = new Uint8Array(Math.min(piece, bytes));
   const send = async () => {
@@ -139,28 +143,30 @@ async function pointToPoint(comm: Communicator, bytes: number, timeoutMs: number
  * Ranks 0 and 1 stream `bytes` to each other at once (the traffic of a two-rank ring): a ring of
  * streams over those two, whose right and left neighbours are the same rank.
  */
-function exchange(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
-  return streamRing(comm, bytes, 2, timeoutMs);
+function exchange(comm: Communicator, bytes: number, timeoutMs: number, piece?: number): Promise<number | null> {
+  return streamRing(comm, bytes, 2, timeoutMs, piece);
 }
 
 /**
  * Each of ranks 0..members-1 streams `bytes` to its right neighbour and receives as many from its
  * left, all at once (the ring's traffic, without its sums), and acknowledges its left when all
  * arrived; the other ranks wait. Seconds of the slowest link on rank 0 (null on the others), each
- * link timed by its sender from its first piece to its receiver's acknowledgement. Every rank calls it.
+ * link timed by its sender from its first piece to its receiver's acknowledgement. `piece`: the
+ * messages' size (streamBytes'). Every rank calls it.
  */
 export async function streamRing(
   comm: Communicator,
   bytes: number,
   members: number,
   timeoutMs: number,
+  piece?: number,
 ): Promise<number | null> {
   const id = comm.nextId(); // every rank takes the id, so later collective ids stay in step
   if (comm.size < 2 || comm.rank >= members) return null;
   const right = (comm.rank + 1) % members;
   const left = (comm.rank + members - 1) % members;
   const t0 = now();
-  await streamBytes(comm, id, bytes, right, left, timeoutMs);
+  await streamBytes(comm, id, bytes, right, left, timeoutMs, 0, piece);
   await comm.send(left, { id, step: 1, chunk: 0 }, new Uint8Array(1));
   await comm.recv(right, { id, step: 1, chunk: 0 }, timeoutMs);
   return slowestOnRankZero(comm, { id, step: 2, chunk: 0 }, (now() - t0) / 1000, members, timeoutMs);
@@ -176,6 +182,7 @@ export async function slowestOnRankZero(
   seconds: number,
   members: number,
   timeoutMs: number,
+  piece?: number,
 ): Promise<number | null> {
   if (comm.rank !== 0) {
     await comm.send(0, tag, new Uint8Array(new Float64Array([seconds]).buffer));
@@ -208,7 +215,9 @@ export async function roundTrip(comm: Communicator, bytes: number, timeoutMs: nu
 export async function measureAllreduce(comm: Communicator, o: MeasureOptions): Promise<AllreduceMeasurement> {
   const compression = o.compression ?? 'none';
   const timeoutMs = o.timeoutMs ?? 120_000;
-  const iterations = o.iterations ?? (o.bytes <= 16 * 1024 * 1024 ? 5 : 3);
+  // Five rounds up to 64 MiB: over WebRTC one retransmission stall (0.3-1.6 s) lands in a random 64 MiB run, ring
+  // or exchange, and the median of three let a single one move ratio_bidir by a fifth (docs/COLLECTIVES.md).
+  const iterations = o.iterations ?? (o.bytes <= 64 * 1024 * 1024 ? 5 : 3);
   const count = Math.floor(o.bytes / 4);
   const data = benchTensor(count, comm.rank);
   // In place and averaged, as a step's gradient is reduced (allreduce's own copy of the tensor is not what training pays).
@@ -250,7 +259,9 @@ export async function measureAllreduce(comm: Communicator, o: MeasureOptions): P
     await timed(opts, seconds, gaps);
     // fp16's speed-up is only meaningful against float32 under the same load: time both, turn about.
     if (compression === 'fp16') await timed({ ...opts, compression: 'none' }, f32Seconds);
-    await timeStreams(comm, count * 4, timeoutMs, bidirSeconds, ringSeconds);
+    // In the ring's messages: its segments (float32: 4 bytes an element, no header), whatever segmentBytes says.
+    const piece = 4 * Math.floor((o.segmentBytes ?? DEFAULT_SEGMENT_BYTES) / 4);
+    await timeStreams(comm, count * 4, piece, timeoutMs, bidirSeconds, ringSeconds);
   }
   const { rtt, ring, rd, hd, twoShot } =
     o.bytes <= LATENCY_MAX_BYTES
@@ -278,25 +289,26 @@ function benchTensor(count: number, rank: number): Float32Array {
 
 /**
  * The ring's traffic without the ring, under the same load as the allreduce beside it: ranks 0 and 1
- * both ways at once (seconds into `bidir`), and every link at once (into `ring`). At two ranks the
- * ring of streams is that exchange: one run, counted in both.
+ * both ways at once (seconds into `bidir`), and every link at once (into `ring`), in messages of
+ * `piece` bytes. At two ranks the ring of streams is that exchange: one run, counted in both.
  */
 async function timeStreams(
   comm: Communicator,
   bytes: number,
+  piece: number,
   timeoutMs: number,
   bidir: number[],
   ring: number[],
 ): Promise<void> {
   await barrier(comm, { timeoutMs });
-  const b = await exchange(comm, bytes, timeoutMs);
+  const b = await exchange(comm, bytes, timeoutMs, piece);
   if (b !== null) bidir.push(b);
   if (comm.size === 2) {
     if (b !== null) ring.push(b);
     return;
   }
   await barrier(comm, { timeoutMs });
-  const r = await streamRing(comm, bytes, comm.size, timeoutMs);
+  const r = await streamRing(comm, bytes, comm.size, timeoutMs, piece);
   if (r !== null) ring.push(r);
 }
 
@@ -333,6 +345,7 @@ function summarize(
     ring_phase_gap_ms: gaps.length ? round(median(gaps), 1) : null,
     ...(f32 === null ? {} : { f32_algbw_MBps: round(f32), fp16_speedup: round(algbw / f32, 3) }),
     seconds: seconds.map((s) => round(s, 4)),
+    bidir_seconds: bidirSeconds.map((s) => round(s, 4)),
     algorithm,
     latency_ms: round(typical * 1000, 3),
     latency_ring_ms: ms(ring),

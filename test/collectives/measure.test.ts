@@ -11,6 +11,7 @@ import {
   type PeerRss,
 } from '../../src/cli/commands/bench-allreduce.node.ts';
 import { PeakRssWindows } from '../../src/cli/peak-rss.node.ts';
+import { parseUdpReceiveDrops } from '../../src/cli/commands/bench-udp-drops.node.ts';
 import { autoAlgorithm } from '../../src/collectives/allreduce.ts';
 import { SWEEP_BYTES } from '../../src/collectives/measure.ts';
 import { DEFAULT_MEDIUM_BYTES, DEFAULT_SMALL_BYTES } from '../../src/collectives/codecs/types.ts';
@@ -35,6 +36,9 @@ describe('bench allreduce', () => {
     // Every rank streaming to its right at once, timed apart from the exchange of ranks 0 and 1.
     expect(r.p2p_ring_MBps).toBeGreaterThan(0);
     expect(r.ratio_ring).toBeCloseTo(r.busbw_MBps / r.p2p_ring_MBps!, 2);
+    // One exchange per bandwidth round, beside the ring's runs (p2p_bidir is their median).
+    expect(r.bidir_seconds.length).toBe(2);
+    for (const s of r.bidir_seconds) expect(s).toBeGreaterThanOrEqual(0);
     expect(r.fp16_speedup).toBeUndefined();
     // Latency: each algorithm forced, and a round trip of the same bytes on one link, in the same loop.
     expect(r.algorithm).toBe(autoAlgorithm(96 * 1024, 3, DEFAULT_SMALL_BYTES, DEFAULT_MEDIUM_BYTES)); // what 'auto' runs at this size
@@ -59,6 +63,25 @@ describe('bench allreduce', () => {
       peak_rss_over_tensor: null,
       process_peak_rss_over_tensor: null,
     });
+  });
+
+  it("reads a network namespace's UDP receive-buffer drops from /proc's counters, IPv4 and IPv6 together", () => {
+    const snmp = [
+      'Ip: Forwarding DefaultTTL InReceives',
+      'Ip: 2 64 1200',
+      'Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors',
+      'Udp: 180903 0 1453 180911 1453 0 0 0 0',
+      'UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors',
+      'UdpLite: 0 0 0 0 7 0 0 0 0',
+    ].join('\n');
+    const snmp6 = [
+      'Udp6InDatagrams                 \t178838',
+      'Udp6RcvbufErrors                \t1290',
+      'UdpLite6RcvbufErrors 5',
+    ].join('\n');
+    expect(parseUdpReceiveDrops(snmp, snmp6)).toBe(1453 + 1290);
+    expect(parseUdpReceiveDrops(snmp, 'Udp6InDatagrams 3')).toBeNull();
+    expect(parseUdpReceiveDrops('Udp: InDatagrams\nUdp: 4', snmp6)).toBeNull();
   });
 
   it("times the ring's wait between its reduce-scatter and its allgather when 'auto' takes the ring", async () => {

@@ -9,6 +9,7 @@ import { median } from '../../core/stats.ts';
 import { PeakRssWindows, peakRssBytes } from '../peak-rss.node.ts';
 import { rawTcpRing, rawTcpStream } from './bench-raw-tcp.node.ts';
 import type { PeerRss } from './bench-allreduce.node.ts';
+import { udpReceiveDrops } from './bench-udp-drops.node.ts';
 
 const { values, rank, comm } = await joinRingFromArgs(
   { bytes: { type: 'string' }, fp16: { type: 'boolean' }, sweep: { type: 'boolean' }, iterations: { type: 'string' } },
@@ -35,6 +36,7 @@ try {
     rawRing.push(await rawTcpRing(comm, bytes, 120_000));
   };
   if (rawRuns) await timeRaw();
+  const dropsBefore = values.transport === 'webrtc' ? udpReceiveDrops() : null;
   const m = values.sweep
     ? await measureSweep(comm, { iterations })
     : await measureAllreduce(comm, {
@@ -54,7 +56,10 @@ try {
     allreduce_peak_unavailable: peaks.unavailable,
   };
   process.stdout.write(JSON.stringify({ rss }) + '\n');
-  if (rank === 0) process.stdout.write(JSON.stringify({ ...m, ...rawTcpFields(raw, rawRing, m) }) + '\n');
+  const dropsAfter = dropsBefore === null ? null : udpReceiveDrops();
+  // Over WebRTC: datagrams the peers' sockets dropped while it measured (bench-udp-drops.node.ts).
+  const drops = dropsAfter === null ? {} : { udp_receive_drops: dropsAfter - dropsBefore! };
+  if (rank === 0) process.stdout.write(JSON.stringify({ ...m, ...rawTcpFields(raw, rawRing, m), ...drops }) + '\n');
 } catch (e) {
   process.stdout.write(JSON.stringify({ rank, error: (e as Error).message }) + '\n');
   process.exitCode = 1;

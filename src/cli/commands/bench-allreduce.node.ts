@@ -82,6 +82,8 @@ export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & {
    */
   raw_tcp_ring_MBps?: number;
   ratio_raw_tcp_ring?: number;
+  /** With --transport webrtc: datagrams the peers' UDP sockets dropped while it measured (bench-udp-drops.node.ts). */
+  udp_receive_drops?: number;
 } & BenchMemory;
 
 const SELF = fileURLToPath(import.meta.url);
