@@ -14,6 +14,8 @@ describe('bench allreduce over TCP', () => {
     expect(r).toMatchObject({ peers: 3, transport: 'tcp' });
     expect(r.raw_tcp_MBps).toBeGreaterThan(0);
     expect(r.ratio_raw_tcp).toBeCloseTo(r.busbw_MBps / r.raw_tcp_MBps!, 2);
+    expect(r.raw_tcp_in_place_MBps).toBeGreaterThan(0);
+    expect(r.ratio_raw_tcp_in_place).toBeCloseTo(r.busbw_MBps / r.raw_tcp_in_place_MBps!, 2);
     expect(r.raw_tcp_ring_MBps).toBeGreaterThan(0);
     expect(r.ratio_raw_tcp_ring).toBeCloseTo(r.busbw_MBps / r.raw_tcp_ring_MBps!, 2);
     expect(r.p2p_ring_MBps).toBeGreaterThan(0);

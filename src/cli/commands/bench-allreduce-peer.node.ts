@@ -29,11 +29,11 @@ try {
   // TCP rings are held to a plain TCP stream between the same processes, and to plain streams on every link of the
   // ring at once: one of each before the ring's runs, two after, turn about.
   const rawRuns = !values.sweep && values.transport === 'tcp' ? 3 : 0;
-  const raw: (number | null)[] = [];
-  const rawRing: (number | null)[] = [];
+  const raw: Record<'stream' | 'inPlace' | 'ring', (number | null)[]> = { stream: [], inPlace: [], ring: [] };
   const timeRaw = async () => {
-    raw.push(await rawTcpStream(comm, bytes, 120_000));
-    rawRing.push(await rawTcpRing(comm, bytes, 120_000));
+    raw.stream.push(await rawTcpStream(comm, bytes, 120_000, 'data-events'));
+    raw.inPlace.push(await rawTcpStream(comm, bytes, 120_000, 'in-place'));
+    raw.ring.push(await rawTcpRing(comm, bytes, 120_000, 'in-place'));
   };
   if (rawRuns) await timeRaw();
   const dropsBefore = values.transport === 'webrtc' ? udpReceiveDrops() : null;
@@ -59,7 +59,7 @@ try {
   const dropsAfter = dropsBefore === null ? null : udpReceiveDrops();
   // Over WebRTC: datagrams the peers' sockets dropped while it measured (bench-udp-drops.node.ts).
   const drops = dropsAfter === null ? {} : { udp_receive_drops: dropsAfter - dropsBefore! };
-  if (rank === 0) process.stdout.write(JSON.stringify({ ...m, ...rawTcpFields(raw, rawRing, m), ...drops }) + '\n');
+  if (rank === 0) process.stdout.write(JSON.stringify({ ...m, ...rawTcpFields(raw, m), ...drops }) + '\n');
 } catch (e) {
   process.stdout.write(JSON.stringify({ rank, error: (e as Error).message }) + '\n');
   process.exitCode = 1;
@@ -68,22 +68,23 @@ await comm.close();
 process.exit();
 
 /**
- * `raw_tcp_MBps` (median of the plain streams, bytes over rank 0's seconds), `raw_tcp_ring_MBps` (median of the plain
- * rings, bytes over the slowest link's seconds) and the ring's busbw against each.
+ * Medians of the plain streams and the ring's busbw against each: `raw_tcp_MBps` read by 'data' events
+ * (issue 34's "plain Node TCP stream"), `raw_tcp_in_place_MBps` read into one reused buffer, as the
+ * links read (bytes over rank 0's seconds), and `raw_tcp_ring_MBps`, every link of the ring at once,
+ * read in place (bytes over the slowest link's seconds).
  */
-function rawTcpFields(raw: (number | null)[], rawRing: (number | null)[], m: AllreduceMeasurement | object) {
+function rawTcpFields(raw: Record<'stream' | 'inPlace' | 'ring', (number | null)[]>, m: AllreduceMeasurement | object) {
   if (!('busbw_MBps' in m)) return {};
-  const mbps = (runs: (number | null)[]) => {
-    const seconds = runs.filter((s): s is number => s !== null);
-    return seconds.length ? m.bytes / median(seconds) / 1e6 : null;
-  };
-  const stream = mbps(raw);
-  const ring = mbps(rawRing);
   const round = (x: number, f: number) => Math.round(x * f) / f;
+  const field = (runs: (number | null)[], rate: string, ratio: string) => {
+    const seconds = runs.filter((s): s is number => s !== null);
+    if (!seconds.length) return {};
+    const mbps = m.bytes / median(seconds) / 1e6;
+    return { [rate]: round(mbps, 100), [ratio]: round(m.busbw_MBps / mbps, 1000) };
+  };
   return {
-    ...(stream === null ? {} : { raw_tcp_MBps: round(stream, 100), ratio_raw_tcp: round(m.busbw_MBps / stream, 1000) }),
-    ...(ring === null
-      ? {}
-      : { raw_tcp_ring_MBps: round(ring, 100), ratio_raw_tcp_ring: round(m.busbw_MBps / ring, 1000) }),
+    ...field(raw.stream, 'raw_tcp_MBps', 'ratio_raw_tcp'),
+    ...field(raw.inPlace, 'raw_tcp_in_place_MBps', 'ratio_raw_tcp_in_place'),
+    ...field(raw.ring, 'raw_tcp_ring_MBps', 'ratio_raw_tcp_ring'),
   };
 }

@@ -73,12 +73,18 @@ export type BenchResult = Omit<AllreduceMeasurement, 'seconds'> & {
   /** Each rank's runtime (memory rings run in this process). */
   runtimes: string[];
   seconds: number[];
-  /** With --transport tcp: a plain loopback TCP stream from rank 0 to rank 1 (bench-raw-tcp.node.ts), and busbw against it. */
+  /**
+   * With --transport tcp: a plain loopback TCP stream from rank 0 to rank 1 (bench-raw-tcp.node.ts) read by 'data'
+   * events, as issue 34 measured it, and busbw against it.
+   */
   raw_tcp_MBps?: number;
   ratio_raw_tcp?: number;
+  /** The same stream read into one reused buffer, as the links read: the fastest plain stream. */
+  raw_tcp_in_place_MBps?: number;
+  ratio_raw_tcp_in_place?: number;
   /**
-   * With --transport tcp: plain loopback TCP streams from every rank to its right neighbour at once (per link, the
-   * slowest link's rate; bench-raw-tcp.node.ts), and busbw against it.
+   * With --transport tcp: plain loopback TCP streams from every rank to its right neighbour at once, read in place
+   * (per link, the slowest link's rate), and busbw against it.
    */
   raw_tcp_ring_MBps?: number;
   ratio_raw_tcp_ring?: number;

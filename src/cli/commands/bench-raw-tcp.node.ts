@@ -18,13 +18,25 @@ const WRITE_BYTES = 1 << 20;
 /** What the reading end reads into, reused for every read (as the links' sockets do). */
 const READ_BYTES = 256 * 1024;
 
+/**
+ * How the reading end of a yardstick reads: 'data-events' as a plain `node:net` stream does by default
+ * (a fresh array per read: what issue 34 measured as "a plain Node TCP stream"), 'in-place' into one
+ * reused buffer (`onread`), as the links read: the fastest plain stream.
+ */
+export type RawRead = 'data-events' | 'in-place';
+
 /** Seconds rank 0 took to stream `bytes` to rank 1 and hear they arrived; null on the other ranks. Every rank calls it. */
-export async function rawTcpStream(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
+export async function rawTcpStream(
+  comm: Communicator,
+  bytes: number,
+  timeoutMs: number,
+  read: RawRead = 'in-place',
+): Promise<number | null> {
   const id = comm.nextId(); // every rank takes the id, so later collective ids stay in step
   if (comm.size < 2 || comm.rank > 1) return null;
   if (comm.rank === 1) {
     const said = await comm.recv(0, { id, step: 0, chunk: 0 }, timeoutMs);
-    const { socket, done } = dialReading(readPort(said), bytes);
+    const { socket, done } = dialReading(readPort(said), bytes, read);
     await done;
     socket.end(new Uint8Array(1));
     return null;
@@ -54,7 +66,12 @@ export async function rawTcpStream(comm: Communicator, bytes: number, timeoutMs:
  * sender times its stream until its receiver acknowledges the last byte. Seconds of the slowest link
  * on rank 0, null on the others. At two ranks it is a stream each way between them. Every rank calls it.
  */
-export async function rawTcpRing(comm: Communicator, bytes: number, timeoutMs: number): Promise<number | null> {
+export async function rawTcpRing(
+  comm: Communicator,
+  bytes: number,
+  timeoutMs: number,
+  read: RawRead = 'in-place',
+): Promise<number | null> {
   const id = comm.nextId(); // every rank takes the id, so later collective ids stay in step
   if (comm.size < 2) return null;
   const right = (comm.rank + 1) % comm.size;
@@ -65,7 +82,7 @@ export async function rawTcpRing(comm: Communicator, bytes: number, timeoutMs: n
     const accepted = once(server, 'connection') as Promise<[Socket]>;
     await comm.send(right, { id, step: 0, chunk: 0 }, portOf(server));
     const said = await comm.recv(left, { id, step: 0, chunk: 0 }, timeoutMs);
-    const fromLeft = dialReading(readPort(said), bytes);
+    const fromLeft = dialReading(readPort(said), bytes, read);
     sockets.push(fromLeft.socket);
     await once(fromLeft.socket, 'connect');
     const [toRight] = await accepted;
@@ -102,26 +119,24 @@ function readPort(said: Uint8Array): number {
 }
 
 /**
- * Dials a sender's port and counts what it streams, read into one reused buffer (`onread`, as the
- * links' sockets read: reading by 'data' events costs a fresh array per read, and is no yardstick);
- * `done` resolves once `bytes` bytes came in, and rejects if the socket closes or fails first.
+ * Dials a sender's port and counts what it streams, read as `read` says; `done` resolves once
+ * `bytes` bytes came in, and rejects if the socket closes or fails first.
  */
-function dialReading(port: number, bytes: number): { socket: Socket; done: Promise<void> } {
+function dialReading(port: number, bytes: number, read: RawRead): { socket: Socket; done: Promise<void> } {
   let got = 0;
   let arrived = (): void => {};
-  const socket = createConnection({
-    host: '127.0.0.1',
-    port,
-    noDelay: true,
-    onread: {
-      buffer: new Uint8Array(READ_BYTES),
-      callback: (n) => {
-        got += n;
-        if (got >= bytes) arrived();
-        return true;
-      },
-    },
-  });
+  const count = (n: number): void => {
+    got += n;
+    if (got >= bytes) arrived();
+  };
+  const options = { host: '127.0.0.1', port, noDelay: true };
+  const socket =
+    read === 'in-place'
+      ? createConnection({
+          ...options,
+          onread: { buffer: new Uint8Array(READ_BYTES), callback: (n) => (count(n), true) },
+        })
+      : createConnection(options).on('data', (chunk: Uint8Array) => count(chunk.byteLength));
   const done = new Promise<void>((resolve, reject) => {
     arrived = resolve;
     socket.on('error', reject);
