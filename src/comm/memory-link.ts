@@ -22,10 +22,6 @@ class LaterBatches<T> {
       this.drain(batch);
     });
   }
-
-  clear(): void {
-    this.items = [];
-  }
 }
 
 /** A message sent in place: its body is read (copied) only when the link gets to it. */
@@ -45,12 +41,6 @@ interface Lent {
 class MemoryLink implements Link {
   private handler: ((m: Uint8Array) => void) | null = null;
   private closeHandlers: ((reason?: Error) => void)[] = [];
-  private readonly inbox = new LaterBatches<Uint8Array>((batch) => {
-    for (const m of batch) {
-      if (this.closed) return;
-      this.handler?.(m);
-    }
-  });
   private readonly outbox = new LaterBatches<Uint8Array | Lent>((batch) => this.hand(batch));
   private closed = false;
   other!: MemoryLink;
@@ -108,14 +98,14 @@ class MemoryLink implements Link {
   private shut(reason?: Error): void {
     if (this.closed) return;
     this.closed = true;
-    this.inbox.clear();
     setTimeout(() => {
       for (const h of this.closeHandlers) h(reason);
     }, 0);
   }
 
+  /** A message from the other end, on the macrotask that sent it (one hop, as a network's arrival). */
   private deliver(m: Uint8Array): void {
-    if (!this.closed) this.inbox.push(m);
+    if (!this.closed) this.handler?.(m);
   }
 }
 
