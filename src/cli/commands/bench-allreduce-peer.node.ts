@@ -6,7 +6,7 @@ import process from 'node:process';
 import { joinRingFromArgs } from '../../comm/local-ring-peer.node.ts';
 import { measureAllreduce, measureSweep, type AllreduceMeasurement } from '../../collectives/measure.ts';
 import { median } from '../../core/stats.ts';
-import { PeakRssWindows, peakRssBytes } from '../peak-rss.node.ts';
+import { PeakRssWindows } from '../peak-rss.node.ts';
 import { rawTcpRing, rawTcpStream } from './bench-raw-tcp.node.ts';
 import type { PeerRss } from './bench-allreduce.node.ts';
 import { udpReceiveDrops } from './bench-udp-drops.node.ts';
@@ -19,8 +19,10 @@ const { values, rank, comm } = await joinRingFromArgs(
     pollMs: process.env.RINGTRAIN_POLL_MS ? Number(process.env.RINGTRAIN_POLL_MS) : undefined,
   }),
 );
-// The high-water mark before the measurement allocates its tensor: what the process held for its links alone.
-const rssBefore = peakRssBytes();
+// What the process holds before the measurement allocates its tensor (its links, its libraries): its resident
+// memory now, not its high-water mark, which a passing spike of its start-up (seen under load) would leave above
+// every later window.
+const rssBefore = process.memoryUsage().rss;
 // Each timed allreduce is a window of its own: the process's peak covers the streams and the warm-up as well.
 const windows = new PeakRssWindows();
 try {

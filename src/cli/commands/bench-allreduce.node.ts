@@ -55,7 +55,7 @@ export interface BenchMemory {
   allreduce_peak_rss_bytes_by_peer: (number | null)[] | null;
   /** Each peer's high-water mark over the whole bench: warm-up, streams and yardsticks as well. */
   process_peak_rss_bytes_by_peer: (number | null)[] | null;
-  /** The same peers' high-water marks before the measurement allocated its tensor (links, libraries). */
+  /** The same peers' resident memory just before the measurement allocated its tensor (links, libraries). */
   rss_before_bytes_by_peer: (number | null)[] | null;
   /**
    * The largest (allreduce peak - before) / bytes over the peers: what a peer holds per byte of tensor
