@@ -10,7 +10,7 @@ import { finish, scaleInPlace } from '../codecs/reduce.ts';
 import { ringAllgather, ringReduceScatter } from '../transfer/ring.ts';
 import type { Run } from '../controller/run.ts';
 import { topkAllreduceInPlace, topkRatio } from '../transfer/topk.ts';
-import { view, type ReduceSettings, type Tensor } from '../codecs/types.ts';
+import type { ReduceSettings, Tensor } from '../codecs/types.ts';
 import { codecFor, encodeSegment, roundTripInPlace } from '../codecs/wire.ts';
 import { defineAllreduceAlgorithm, type AllreduceCost, type LinkCost } from './registry.ts';
 
@@ -26,7 +26,7 @@ export async function ringAllreduceInPlace(
   s: ReduceSettings,
   residual = s.errorFeedback,
 ): Promise<void> {
-  const { rank, size } = run.comm;
+  const { size } = run.comm;
   scaleInPlace(buf, s.prescale);
   // Sparse pairs are gathered, not reduced along the ring (topk.ts); every rank then holds the sum.
   const ratio = topkRatio(s.compression);
@@ -48,13 +48,15 @@ export async function ringAllreduceInPlace(
         observe: s.observe,
         observeSent: s.observeSent,
         partial,
+        finishOwn: size > 1 ? (segment) => finish(segment, s, size) : undefined,
       }),
     );
   } finally {
     // Its sums were lent to the links: it goes back to the pool once no link reads it.
     if (partial !== buf && partial !== 'received') void run.lentSettled().then(() => givePartial(run.comm, partial));
   }
-  finish(view(buf, chunks[rank].offset, chunks[rank].count), s, size);
+  // With company, reduce-scatter finished the own chunk segment by segment (finishOwn).
+  if (size === 1) finish(buf, s, size);
   // Allgather makes the owner keep exactly what the others receive (lossy codecs); alone, round it here.
   if (size === 1) {
     if (residual) encodeSegment(codec, buf, residual);
