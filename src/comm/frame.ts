@@ -46,6 +46,18 @@ function header(kind: FrameKind, last: boolean, tag: Tag, out: Uint8Array): void
   v.setUint32(12, tag.chunk >>> 0, true);
 }
 
+/** The pieces a payload travels in, one a frame, back to back (a link is ordered); an empty payload is one empty piece. */
+function fragmentsOf(payload: Uint8Array): { body: Uint8Array; last: boolean }[] {
+  const pieces: { body: Uint8Array; last: boolean }[] = [];
+  let offset = 0;
+  do {
+    const n = Math.min(MAX_FRAME_PAYLOAD, payload.byteLength - offset);
+    pieces.push({ body: payload.subarray(offset, offset + n), last: offset + n >= payload.byteLength });
+    offset += n;
+  } while (offset < payload.byteLength);
+  return pieces;
+}
+
 /**
  * Cuts a payload into ready-to-send frames (copies it, so the caller may reuse its buffer). Each
  * frame is written into `allocate(bytes)`: a link that reuses its buffers hands out one of its own.
@@ -56,17 +68,12 @@ export function encodeFrames(
   payload: Uint8Array,
   allocate: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes),
 ): Uint8Array[] {
-  const frames: Uint8Array[] = [];
-  let offset = 0;
-  do {
-    const n = Math.min(MAX_FRAME_PAYLOAD, payload.byteLength - offset);
-    const frame = allocate(HEADER_BYTES + n);
-    header(kind, offset + n >= payload.byteLength, tag, frame);
-    frame.set(payload.subarray(offset, offset + n), HEADER_BYTES);
-    frames.push(frame);
-    offset += n;
-  } while (offset < payload.byteLength);
-  return frames;
+  return fragmentsOf(payload).map(({ body, last }) => {
+    const frame = allocate(HEADER_BYTES + body.byteLength);
+    header(kind, last, tag, frame);
+    frame.set(body, HEADER_BYTES);
+    return frame;
+  });
 }
 
 /** A frame as a header and a view of the payload it carries (not copied): what a link writes in place. */
@@ -77,16 +84,11 @@ export interface FrameParts {
 
 /** Cuts a payload into frames without copying it: each frame's body is a view of `payload`. */
 export function frameParts(kind: FrameKind, tag: Tag, payload: Uint8Array): FrameParts[] {
-  const parts: FrameParts[] = [];
-  let offset = 0;
-  do {
-    const n = Math.min(MAX_FRAME_PAYLOAD, payload.byteLength - offset);
+  return fragmentsOf(payload).map(({ body, last }) => {
     const head = new Uint8Array(HEADER_BYTES);
-    header(kind, offset + n >= payload.byteLength, tag, head);
-    parts.push({ head, body: payload.subarray(offset, offset + n) });
-    offset += n;
-  } while (offset < payload.byteLength);
-  return parts;
+    header(kind, last, tag, head);
+    return { head, body };
+  });
 }
 
 export function decodeFrame(bytes: Uint8Array): Frame {
