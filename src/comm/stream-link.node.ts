@@ -139,9 +139,7 @@ export class StreamLink implements Link {
   }
 
   send(message: Uint8Array): void {
-    if (this.end.down || this.socket.destroyed) throw new Error(`TCP link to rank ${this.peer} is down`);
-    if (message.byteLength > MAX_MESSAGE_BYTES)
-      throw new Error(`a ${message.byteLength}-byte message is over the ${MAX_MESSAGE_BYTES}-byte frame cap`);
+    this.checkSendable(message.byteLength);
     const whole = this.sendBuffers.prefixed(message);
     if (whole) {
       // The socket reads the buffer until the kernel has it; only then may it be filled again.
@@ -150,29 +148,35 @@ export class StreamLink implements Link {
       });
       return;
     }
-    // One writev for prefix and message, without gluing them into a new buffer.
-    this.socket.cork();
-    this.socket.write(lengthPrefix(message.byteLength));
-    this.socket.write(message);
-    this.socket.uncork();
+    this.writeBehindLength([message]);
   }
 
   sendInPlace(head: Uint8Array, body: Uint8Array): Promise<void> {
-    const bytes = head.byteLength + body.byteLength;
+    this.checkSendable(head.byteLength + body.byteLength);
+    // The socket keeps a reference to `body` (no copy) until the kernel has its bytes, then calls
+    // back; a socket destroyed before calls back with its error.
+    return new Promise((resolve, reject) =>
+      this.writeBehindLength([head, body], (err) => (err ? reject(err) : resolve())),
+    );
+  }
+
+  /** Throws, as send() must, when the link is down or a message of `bytes` is over the frame cap. */
+  private checkSendable(bytes: number): void {
     if (this.end.down || this.socket.destroyed) throw new Error(`TCP link to rank ${this.peer} is down`);
     if (bytes > MAX_MESSAGE_BYTES)
       throw new Error(`a ${bytes}-byte message is over the ${MAX_MESSAGE_BYTES}-byte frame cap`);
-    const front = new Uint8Array(LENGTH_BYTES + head.byteLength);
-    new DataView(front.buffer).setUint32(0, bytes, true);
-    front.set(head, LENGTH_BYTES);
-    // One writev for both; the socket keeps a reference to `body` (no copy) until the kernel has its
-    // bytes, then calls back. A socket destroyed before calls back with its error.
-    return new Promise((resolve, reject) => {
-      this.socket.cork();
-      this.socket.write(front);
-      this.socket.write(body, (err) => (err ? reject(err) : resolve()));
-      this.socket.uncork();
-    });
+  }
+
+  /**
+   * One message, its length in front of `parts`, in one writev without gluing them into a new
+   * buffer; `done` is called once the kernel has the last part.
+   */
+  private writeBehindLength(parts: Uint8Array[], done?: (err?: Error | null) => void): void {
+    const bytes = parts.reduce((sum, p) => sum + p.byteLength, 0);
+    this.socket.cork();
+    this.socket.write(lengthPrefix(bytes));
+    parts.forEach((p, i) => this.socket.write(p, i === parts.length - 1 ? done : undefined));
+    this.socket.uncork();
   }
 
   messageBuffer(bytes: number): Uint8Array {
