@@ -1,4 +1,4 @@
-import type { Communicator, Tag } from '../comm/interface.ts';
+import { lendOrSend, type Communicator, type Tag } from '../comm/interface.ts';
 import { now } from '../core/events.ts';
 import { allreduce, allreduceInPlace, chooseAlgorithm, reduceSettings } from './allreduce.ts';
 import { barrier } from './barrier.ts';
@@ -111,9 +111,7 @@ export async function streamBytes(
     for (let j = 0; j < pieces; j++) {
       if (j >= STREAM_WINDOW) await sends[j - STREAM_WINDOW];
       // Lent where the link reads in place, as the ring's segments are: `data` never changes.
-      const tag = { id, step, chunk: j };
-      const block = data.subarray(0, Math.min(piece, bytes - j * piece));
-      sends.push(comm.lend ? comm.lend(to!, tag, block) : comm.send(to!, tag, block));
+      sends.push(lendOrSend(comm, to!, { id, step, chunk: j }, data.subarray(0, Math.min(piece, bytes - j * piece))));
     }
     await Promise.all(sends);
   };

@@ -69,3 +69,11 @@ export interface Communicator {
   close(): Promise<void>;
   readonly stats: { bytesSent: number; bytesReceived: number };
 }
+
+/**
+ * Sends `payload` to `peer` through `comm.lend` where the communicator has it, else through send
+ * (which copies): either way the caller leaves the payload as it is until the promise resolves.
+ */
+export function lendOrSend(comm: Communicator, peer: number, tag: Tag, payload: Uint8Array): Promise<void> {
+  return comm.lend ? comm.lend(peer, tag, payload) : comm.send(peer, tag, payload);
+}

@@ -16,7 +16,7 @@
  */
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import type { EventBus } from '../../core/events.ts';
-import type { Communicator, Tag } from '../../comm/interface.ts';
+import { lendOrSend, type Communicator, type Tag } from '../../comm/interface.ts';
 import { runCollective } from './run.ts';
 
 /** Set ids start here; parent ids stay below (2^31 collectives). */
@@ -97,9 +97,7 @@ export class ProcessSet implements Communicator {
   lend(peer: number, tag: Tag, payload: Uint8Array): Promise<void> {
     const e = this.error;
     if (e) return Promise.reject(e);
-    const parent = this.parent;
-    const [to, outer] = [this.peer(peer), this.outer(tag)];
-    return parent.lend ? parent.lend(to, outer, payload) : parent.send(to, outer, payload);
+    return lendOrSend(this.parent, this.peer(peer), this.outer(tag), payload);
   }
 
   recv(peer: number, tag: Tag, timeoutMs?: number): Promise<Uint8Array> {

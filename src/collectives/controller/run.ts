@@ -1,6 +1,6 @@
 import { ErrorCode, RingtrainError, isRingtrainError } from '../../core/errors.ts';
 import { now, type Phase } from '../../core/events.ts';
-import type { Communicator, Tag } from '../../comm/interface.ts';
+import { lendOrSend, type Communicator, type Tag } from '../../comm/interface.ts';
 import { cacheOf, fingerprintIntact, sameBytes } from './cache.ts';
 import { FALLBACK_STEP, FAST_STEP_BIT, isFastStep, negotiate, type Request } from './negotiate.ts';
 import type { Range } from '../codecs/partition.ts';
@@ -177,8 +177,7 @@ export class Run {
   lend(peer: number, tag: Tag, payload: Uint8Array): Promise<void> {
     const out = this.fingerprinted(peer, payload);
     if (!out) return Promise.resolve();
-    const comm = this.comm;
-    const p = comm.lend ? comm.lend(peer, tag, out) : comm.send(peer, tag, out);
+    const p = lendOrSend(this.comm, peer, tag, out);
     p.catch(() => {}); // observed in flush(); a failure also aborts the communicator
     this.sends.push(p);
     this.lent.push(p.catch(() => {}));
