@@ -180,7 +180,6 @@ export async function slowestOnRankZero(
   seconds: number,
   members: number,
   timeoutMs: number,
-  piece?: number,
 ): Promise<number | null> {
   if (comm.rank !== 0) {
     await comm.send(0, tag, new Uint8Array(new Float64Array([seconds]).buffer));

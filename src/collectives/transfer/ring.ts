@@ -239,8 +239,8 @@ async function reduceScatterSteps(
       return releaseWhenSent(run, left, payload, sendSegment(step + 1, chunk, j, seg, incoming));
     }
     // This rank's own chunk (the last step) is finished in `buf`; the others' partial sums go to `partial`.
-    const kept = last || partial === buf || partial === 'received' ? buf : partial;
-    const view = kept === buf ? mine : kept.subarray(seg.offset, seg.offset + seg.count);
+    const view =
+      last || partial === buf || partial === 'received' ? mine : partial.subarray(seg.offset, seg.offset + seg.count);
     if (view === mine) reduceInto(op, view, incoming);
     else reduceTo(op, view, mine, incoming);
     run.chunkEvent('chunk-recv', ring.label, step, left, rank, chunk, seg, payload.byteLength, incoming, view);
