@@ -1,7 +1,7 @@
 /**
  * What one plain loopback TCP stream costs when the receiver reads through Node's `'data'` events
- * (a fresh buffer per read, as the raw yardsticks of bench-raw-tcp.node.ts do) against reading in
- * place into one reused buffer (`onread`, as the TCP links do):
+ * (a fresh buffer per read, as `raw_tcp_MBps` of `bench allreduce` reads) against reading in place
+ * into one reused buffer (`onread`, as the TCP links and `raw_tcp_in_place_MBps` read):
  *   npx tsx bench/tcp-read-paths.ts [--bytes 268435456] [--rounds 3]
  * This process writes `--bytes` from one reused 1 MiB block; a child process it forks dials it and
  * reads, then answers one byte. Turn about per round, it prints one line per run: the rate and the
@@ -9,46 +9,26 @@
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
-import { createConnection, createServer, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { dialReading, writeAll, type RawRead } from '../src/cli/commands/bench-raw-tcp.node.ts';
 
 const { values, positionals } = parseArgs({
   options: { bytes: { type: 'string', default: String(256 << 20) }, rounds: { type: 'string', default: '3' } },
   allowPositionals: true,
 });
 const bytes = Number(values.bytes);
-const READ_BUFFER = 256 << 10;
 
-if (positionals[0] === 'read') await read(positionals[1] as 'data' | 'onread', Number(positionals[2]));
+if (positionals[0] === 'read') await read(positionals[1] as RawRead, Number(positionals[2]));
 else await write();
 
-/** The child: dials the writer, counts `bytes` by the given path, reports its CPU and acknowledges. */
-async function read(path: 'data' | 'onread', port: number): Promise<void> {
-  let got = 0;
+/** The child: dials the writer, counts `bytes` as `path` reads, reports its CPU and acknowledges. */
+async function read(path: RawRead, port: number): Promise<void> {
   const cpu0 = process.cpuUsage();
-  let done: () => void = () => {};
-  const all = new Promise<void>((resolve) => (done = resolve));
-  const count = (n: number) => {
-    got += n;
-    if (got >= bytes) done();
-  };
-  const socket =
-    path === 'onread'
-      ? createConnection({
-          host: '127.0.0.1',
-          port,
-          onread: {
-            buffer: new Uint8Array(READ_BUFFER),
-            callback: (n: number) => {
-              count(n);
-              return true;
-            },
-          },
-        })
-      : createConnection({ host: '127.0.0.1', port }).on('data', (b: Uint8Array) => count(b.byteLength));
-  await all;
+  const { socket, done } = dialReading(port, bytes, path);
+  await done;
   const cpu = process.cpuUsage(cpu0);
   process.send!({ cpu_s: (cpu.user + cpu.system) / 1e6 });
   socket.end(Buffer.alloc(1));
@@ -56,9 +36,8 @@ async function read(path: 'data' | 'onread', port: number): Promise<void> {
 
 /** The parent: per round and path, listens, forks a reader, streams and times until acknowledged. */
 async function write(): Promise<void> {
-  const block = Buffer.alloc(Math.min(1 << 20, bytes));
   for (let round = 0; round < Number(values.rounds); round++) {
-    for (const path of ['data', 'onread'] as const) {
+    for (const path of ['data-events', 'in-place'] as const) {
       const server = createServer().listen(0, '127.0.0.1');
       await once(server, 'listening');
       const port = (server.address() as { port: number }).port;
@@ -67,8 +46,7 @@ async function write(): Promise<void> {
       const reported = once(child, 'message') as Promise<[{ cpu_s: number }]>;
       const cpu0 = process.cpuUsage();
       const t0 = performance.now();
-      for (let sent = 0; sent < bytes; sent += block.byteLength)
-        if (!socket.write(block.subarray(0, Math.min(block.byteLength, bytes - sent)))) await once(socket, 'drain');
+      await writeAll(socket, bytes);
       await once(socket, 'data');
       const seconds = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);

@@ -122,7 +122,7 @@ function readPort(said: Uint8Array): number {
  * Dials a sender's port and counts what it streams, read as `read` says; `done` resolves once
  * `bytes` bytes came in, and rejects if the socket closes or fails first.
  */
-function dialReading(port: number, bytes: number, read: RawRead): { socket: Socket; done: Promise<void> } {
+export function dialReading(port: number, bytes: number, read: RawRead): { socket: Socket; done: Promise<void> } {
   let got = 0;
   let arrived = (): void => {};
   const count = (n: number): void => {
@@ -148,7 +148,7 @@ function dialReading(port: number, bytes: number, read: RawRead): { socket: Sock
 }
 
 /** Writes `bytes` bytes from one reused buffer, waiting for 'drain' whenever the socket says it is full. */
-async function writeAll(socket: Socket, bytes: number): Promise<void> {
+export async function writeAll(socket: Socket, bytes: number): Promise<void> {
   const block = new Uint8Array(Math.min(WRITE_BYTES, bytes));
   for (let sent = 0; sent < bytes; sent += block.byteLength) {
     const piece = block.subarray(0, Math.min(block.byteLength, bytes - sent));
