@@ -178,8 +178,8 @@ export class Run {
     const out = this.fingerprinted(peer, payload);
     if (!out) return Promise.resolve();
     const p = lendOrSend(this.comm, peer, tag, out);
-    p.catch(() => {}); // observed in flush(); a failure also aborts the communicator
     this.sends.push(p);
+    // Kept settled either way: a failure is observed in flush(), and also aborts the communicator.
     this.lent.push(p.catch(() => {}));
     return p;
   }
