@@ -74,6 +74,28 @@ function releaseWhenSent(run: Run, from: number, payload: Uint8Array, forwarded:
   );
 }
 
+/**
+ * Runs one receive loop per ring step, all at once, so each message is taken as it arrives. The
+ * left neighbour sends step s+1's segment j as soon as its own step s segment j is in, so its
+ * steps' messages come interleaved; taking them one step at a time held the later steps' (up to a
+ * chunk, a quarter of the tensor at N = 4) until the earlier step was done. A loop's steps touch
+ * only their own chunk. The first loop to throw stops the others at their next message.
+ */
+async function everyStepAtOnce(
+  steps: number,
+  loop: (step: number, stopped: () => boolean) => Promise<void>,
+): Promise<void> {
+  let failed = false;
+  const stopped = () => failed;
+  const loops = Array.from({ length: steps }, (_, step) =>
+    loop(step, stopped).catch((e: unknown) => {
+      failed = true;
+      throw e;
+    }),
+  );
+  await Promise.all(loops);
+}
+
 /** Decodes a received segment straight into its place in `buf`. */
 function decodeInto(codec: Codec, payload: Uint8Array, buf: Tensor, seg: Range): Tensor {
   const target = buf.subarray(seg.offset, seg.offset + seg.count);
@@ -255,11 +277,12 @@ async function reduceScatterSteps(
   const sendFirst = sendAhead(segments(chunks[first]), (seg, j) => {
     void sendSegment(0, first, j, seg, buf.subarray(seg.offset, seg.offset + seg.count));
   });
-  for (let step = 0; step < n - 1; step++) {
+  await everyStepAtOnce(n - 1, async (step, stopped) => {
     const chunk = mod(at - step - 2, n);
     const segs = segments(chunks[chunk]);
     for (let j = 0; j < segs.length; j++) {
       const payload = await run.recv(left, tag(step, j));
+      if (stopped()) return;
       if (step === n - 2 && j === 0 && whole) run.agreed();
       reduceSegment(step, chunk, j, segs[j], payload);
       if (step === 0) sendFirst(j + 1 + SEND_AHEAD);
@@ -267,7 +290,7 @@ async function reduceScatterSteps(
       await run.sendsInFlightAtMost(2 * SEND_AHEAD);
     }
     if (step === 0) sendFirst(Infinity);
-  }
+  });
 }
 
 /**
@@ -322,14 +345,16 @@ async function allgatherSteps(
     void run.lend(right, tag(0, j), bytes);
     run.chunkEvent('chunk-send', ring.label, 0, rank, right, at, seg, bytes.byteLength, view);
   });
-  for (let step = 0; step < n - 1; step++) {
+  await everyStepAtOnce(n - 1, async (step, stopped) => {
     const block = mod(at - step - 1, n);
     const segs = segments(blocks[block]);
     for (let j = 0; j < segs.length; j++) {
       const seg = segs[j];
       const payload = await run.recv(left, tag(step, j));
+      if (stopped()) return;
       // Checked before it goes on: a rank that vets never passes on what fails, so a bad one names who handed it over.
       const onward = vet ? await vet(block, payload, left, step < n - 2) : payload;
+      if (stopped()) return;
       const forwarded = step < n - 2 ? run.lend(right, tag(step + 1, j), onward) : null;
       if (forwarded) {
         run.chunkEvent('chunk-send', ring.label, step + 1, rank, right, block, seg, payload.byteLength);
@@ -338,6 +363,7 @@ async function allgatherSteps(
       expectCount(payload, codec, seg, left, ring);
       if (lentBefore) await lentBefore;
       lentBefore = null;
+      if (stopped()) return;
       const incoming = decodeInto(codec, payload, buf, seg);
       run.chunkEvent('chunk-recv', ring.label, step, left, rank, block, seg, payload.byteLength, incoming, incoming);
       // Copied into `buf`: nothing reads it here any more, and a message sent on goes back once sent.
@@ -345,7 +371,7 @@ async function allgatherSteps(
       if (step === 0) sendOwn(j + 1 + SEND_AHEAD);
     }
     if (step === 0) sendOwn(Infinity);
-  }
+  });
 }
 
 /**
