@@ -3,7 +3,7 @@ import type { Communicator } from '../comm/interface.ts';
 import { fromCounts } from './codecs/partition.ts';
 import { ringAllgather, type VetBlock } from './transfer/ring.ts';
 import type { Request } from './controller/negotiate.ts';
-import { runCollective, validate } from './controller/run.ts';
+import { runCollective, validate } from './controller/collective.ts';
 import { dtypeOf, emptyLike, type CollectiveOptions, type Tensor } from './codecs/types.ts';
 import { codecFor } from './codecs/wire.ts';
 

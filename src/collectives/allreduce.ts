@@ -10,7 +10,7 @@ import {
   RING,
   type AllreduceAlgorithm,
 } from './algorithms/index.ts';
-import { runCollective, validate } from './controller/run.ts';
+import { runCollective, validate } from './controller/collective.ts';
 import type { Run } from './controller/run.ts';
 import {
   COMPRESSIONS,

@@ -3,7 +3,7 @@ import type { Communicator } from '../comm/interface.ts';
 import { fromCounts, segmentsOf } from './codecs/partition.ts';
 import { PHASE_ALLTOALL } from './transfer/ring.ts';
 import type { Request } from './controller/negotiate.ts';
-import { runCollective, validate } from './controller/run.ts';
+import { runCollective, validate } from './controller/collective.ts';
 import { dtypeOf, emptyLike, rowElements, view, type CollectiveOptions, type Tensor } from './codecs/types.ts';
 import { codecFor } from './codecs/wire.ts';
 

@@ -1,5 +1,5 @@
 import type { Communicator } from '../comm/interface.ts';
-import { runCollective } from './controller/run.ts';
+import { runCollective } from './controller/collective.ts';
 import type { CollectiveOptions } from './codecs/types.ts';
 
 /** Returns once every rank has called barrier: negotiation alone is a full round through the coordinator. */

@@ -1,7 +1,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { ringBroadcast } from './transfer/ring.ts';
-import { runCollective, validate } from './controller/run.ts';
+import { runCollective, validate } from './controller/collective.ts';
 import { dtypeOf, type CollectiveOptions, type Tensor } from './codecs/types.ts';
 import { codecFor } from './codecs/wire.ts';
 

@@ -1,7 +1,7 @@
 import { ErrorCode, RingtrainError } from '../core/errors.ts';
 import type { Communicator } from '../comm/interface.ts';
 import { allreduceData, allreduceMayGoAhead, chooseAlgorithm, reduceRequest, reduceSettings } from './allreduce.ts';
-import { runCollective } from './controller/run.ts';
+import { runCollective } from './controller/collective.ts';
 import { dtypeOf, emptyLike, type ReduceOptions, type Tensor } from './codecs/types.ts';
 import { fnv1a32 } from '../core/hash.ts';
 

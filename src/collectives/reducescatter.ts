@@ -4,7 +4,7 @@ import { finish, reduceRequest, reduceSettings } from './allreduce.ts';
 import { splitEven, type Range } from './codecs/partition.ts';
 import { scaleInPlace } from './codecs/reduce.ts';
 import { ringReduceScatter } from './transfer/ring.ts';
-import { runCollective, validate } from './controller/run.ts';
+import { runCollective, validate } from './controller/collective.ts';
 import { rowElements, type ReduceOptions, type Tensor } from './codecs/types.ts';
 import { codecFor } from './codecs/wire.ts';
 

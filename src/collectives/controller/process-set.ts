@@ -17,7 +17,7 @@
 import { ErrorCode, RingtrainError } from '../../core/errors.ts';
 import type { EventBus } from '../../core/events.ts';
 import { lendOrSend, type Communicator, type Tag } from '../../comm/interface.ts';
-import { runCollective } from './run.ts';
+import { runCollective } from './collective.ts';
 
 /** Set ids start here; parent ids stay below (2^31 collectives). */
 const SET_ID_BASE = 0x80000000;
