@@ -60,9 +60,11 @@ for (const peers of peerCounts) {
     ];
     const command = ['sh', SHAPER, rate, process.execPath, ...bench, '--runtimes', runtimes];
     const run = spawnSync('sh', [NETNS, ...command], { encoding: 'utf8', env, maxBuffer: 64 << 20 });
-    const line = run.stdout.trim().split('\n').pop() ?? '';
+    const line = (run.stdout ?? '').trim().split('\n').pop() ?? '';
     if (run.status !== 0 || !line.startsWith('{'))
-      throw new Error(`bench allreduce at ${rate}, ${peers} peers failed (${run.status}): ${run.stderr.slice(-2000)}`);
+      throw new Error(
+        `bench allreduce at ${rate}, ${peers} peers failed (${run.status}): ${run.error?.message ?? (run.stderr ?? '').slice(-2000)}`,
+      );
     const result = JSON.parse(line) as Record<string, number>;
     if (result.raw_tcp_MBps > cap * 1.2)
       throw new Error(
