@@ -34,7 +34,7 @@ try {
   // window opens (it put Deno's receiving rank at 2.1x the tensor against 1.4x for the other).
   const tcp = !values.sweep && values.transport === 'tcp';
   const raw: Record<'stream' | 'inPlace' | 'ring', (number | null)[]> = { stream: [], inPlace: [], ring: [] };
-  const timeRaw = async (kinds: (keyof typeof raw)[]) => {
+  const timeRaw = async (kinds: readonly (keyof typeof raw)[]) => {
     if (kinds.includes('stream')) raw.stream.push(await rawTcpStream(comm, bytes, 120_000, 'data-events'));
     if (kinds.includes('inPlace')) raw.inPlace.push(await rawTcpStream(comm, bytes, 120_000, 'in-place'));
     if (kinds.includes('ring')) raw.ring.push(await rawTcpRing(comm, bytes, 120_000, 'in-place'));
@@ -51,7 +51,7 @@ try {
       });
   if (tcp)
     for (const kinds of [['stream', 'inPlace', 'ring'], ['stream', 'inPlace', 'ring'], ['stream']] as const)
-      await timeRaw([...kinds]);
+      await timeRaw(kinds);
   // Every rank's memory first (the launcher reads one such line from each), then rank 0's measurement.
   const peaks = windows.report();
   const rss: PeerRss = {
