@@ -17,6 +17,8 @@ import { opt } from './args.ts';
 
 const rates = opt('rates', '800mbit,1600mbit,3200mbit,6400mbit').split(',');
 const peerCounts = opt('peers', '2,4').split(',').map(Number);
+if (!peerCounts.every((n) => Number.isInteger(n) && n >= 2))
+  throw new Error(`--peers takes ring sizes of 2 or more, such as 2,4; got '${opt('peers', '2,4')}'`);
 const bytes = opt('bytes', '256MiB');
 const runtime = opt('runtimes', 'node');
 
@@ -26,6 +28,8 @@ function bytesPerSecond(rate: string): number {
   if (!m) throw new Error(`--rates takes tc rates such as 800mbit or 4gbit, got '${rate}'`);
   return (Number(m[1]) * { k: 1e3, m: 1e6, g: 1e9 }[m[2] as 'k' | 'm' | 'g']) / 8;
 }
+// Every rate is read before the first case runs: a typo in the last one fails now, not minutes in.
+const capsMBps = new Map(rates.map((rate) => [rate, bytesPerSecond(rate) / 1e6]));
 
 const KEPT = [
   'busbw_MBps',
@@ -44,7 +48,7 @@ const env = { ...process.env, RINGTRAIN_NETNS: '' };
 
 for (const peers of peerCounts) {
   for (const rate of rates) {
-    const cap = bytesPerSecond(rate) / 1e6;
+    const cap = capsMBps.get(rate)!;
     const runtimes = Array.from({ length: peers }, () => runtime).join(',');
     const bench = [
       CLI,
